@@ -1,0 +1,1 @@
+"""The agent engine: Core API, runtime, loop, sessions, hooks, commands."""

@@ -1,0 +1,89 @@
+"""The event bus: the engine's only output channel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+# Roles the engine publishes. `turn` marks the edges of a turn (content
+# "start" or the stop reason); `state` is internal: published whenever
+# state/usage/cwd/context size changes, with empty content.
+ROLES = frozenset(
+    {"assistant", "tool", "call", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state"}
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One engine event: `role` says what it is, `name` the tool for call/tool events."""
+
+    role: str
+    name: str = ""
+    content: str = ""
+
+
+class Subscription:
+    """One subscriber's unbounded queue: a slow reader never blocks the publisher or loses events."""
+
+    def __init__(self, bus: Bus) -> None:
+        self._bus = bus
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+    def _put(self, event: Event | None) -> None:
+        self._queue.put_nowait(event)
+
+    async def get(self) -> Event | None:
+        """The next event, or None once the subscription or bus is closed."""
+        return await self._queue.get()
+
+    def get_nowait(self) -> Event | None:
+        """The next event if one is waiting (raises asyncio.QueueEmpty otherwise)."""
+        return self._queue.get_nowait()
+
+    def pending(self) -> int:
+        """How many events wait to be read."""
+        return self._queue.qsize()
+
+    def close(self) -> None:
+        """Stop receiving; the reader gets None after what is queued."""
+        self._bus._unsubscribe(self)
+        self._put(None)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        while (event := await self.get()) is not None:
+            yield event
+
+
+class Bus:
+    """Fan-out of events to any number of subscribers, in publish order."""
+
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+
+    def subscribe(self) -> Subscription:
+        """A new subscription that sees every event published from now on."""
+        sub = Subscription(self)
+        self._subs.append(sub)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+
+    def publish(self, event: Event) -> None:
+        """Deliver `event` to every subscriber; never blocks."""
+        for sub in self._subs:
+            sub._put(event)
+
+    def emit(self, role: str, content: str = "", name: str = "") -> None:
+        """Shorthand for publish(Event(role, name, content))."""
+        self.publish(Event(role, name, content))
+
+    def close(self) -> None:
+        """End every subscription."""
+        for sub in list(self._subs):
+            sub.close()

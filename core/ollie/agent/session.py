@@ -1,0 +1,120 @@
+"""Session: the flat message history, the TaskState overlay, and token/cost totals."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ollie.backend.types import Message, Usage
+
+
+def new_session_id(now_ns: int | None = None) -> str:
+    """A session id `<unix-nanoseconds>-<6 hex>`: sortable by creation time, unique in one nanosecond."""
+    ns = time.time_ns() if now_ns is None else now_ns
+    return f"{ns:019d}-{os.urandom(3).hex()}"
+
+
+@dataclass
+class TaskState:
+    """The structured overlay compaction produces: what the agent is doing and has decided."""
+
+    goal: str = ""
+    plan: list[str] = field(default_factory=list)
+    plan_step: str = ""
+    completed: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    open_questions: list[str] = field(default_factory=list)
+    last_action: str = ""
+    notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskState:
+        """Build from a dict, ignoring unknown keys and coercing list fields."""
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                continue
+            if isinstance(getattr(cls(), key), list):
+                kwargs[key] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            else:
+                kwargs[key] = value if isinstance(value, str) else str(value)
+        return cls(**kwargs)
+
+
+@dataclass
+class Session:
+    """One agent conversation. `messages` grows until compaction; nothing is a rolling window."""
+
+    id: str = field(default_factory=new_session_id)
+    agent: str = ""
+    messages: list[Message] = field(default_factory=list)
+    task_state: TaskState | None = None
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    total_requests: int = 0
+    total_cached_input_tokens: int = 0
+    total_cache_creation_tokens: int = 0
+    turn_input_tokens: int = 0
+    turn_output_tokens: int = 0
+    turn_cost_usd: float = 0.0
+    last_turn_cost_usd: float = 0.0
+    session_cost_usd: float = 0.0
+    # Input tokens of the latest request: the best measure of the context size.
+    last_input_tokens: int = 0
+
+    def begin_turn(self) -> None:
+        """Reset the per-turn accumulators."""
+        self.turn_input_tokens = 0
+        self.turn_output_tokens = 0
+        self.turn_cost_usd = 0.0
+
+    def end_turn(self) -> None:
+        """Close the turn's cost into `last_turn_cost_usd`."""
+        self.last_turn_cost_usd = self.turn_cost_usd
+
+    def add_usage(self, usage: Usage, cost_usd: float) -> None:
+        """Account one request's usage and cost."""
+        self.total_requests += 1
+        self.total_input_tokens += usage.input_tokens
+        self.total_output_tokens += usage.output_tokens
+        self.total_cached_input_tokens += usage.cached_input_tokens
+        self.total_cache_creation_tokens += usage.cache_creation_tokens
+        self.turn_input_tokens += usage.input_tokens
+        self.turn_output_tokens += usage.output_tokens
+        self.turn_cost_usd += cost_usd
+        self.session_cost_usd += cost_usd
+        self.last_input_tokens = usage.input_tokens + usage.cached_input_tokens + usage.cache_creation_tokens
+
+    def checkpoint(self, task_state: TaskState) -> Session:
+        """Fork: a new session that inherits `task_state` and starts with no messages."""
+        return Session(agent=self.agent, task_state=TaskState.from_dict(task_state.to_dict()))
+
+    def clear(self) -> None:
+        """Drop the history and the task state (the totals stay)."""
+        self.messages.clear()
+        self.task_state = None
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the messages, JSON-ready."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("messages", "task_state")}
+        out["task_state"] = self.task_state.to_dict() if self.task_state else None
+        return out
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any], messages: list[Message]) -> Session:
+        """Rebuild from `meta()` output and a message list."""
+        known = {f.name for f in fields(cls)} - {"messages", "task_state"}
+        ts = meta.get("task_state")
+        return cls(
+            messages=messages,
+            task_state=TaskState.from_dict(ts) if ts else None,
+            **{k: v for k, v in meta.items() if k in known},
+        )

@@ -1,0 +1,47 @@
+"""The Backend interface every provider implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An LLM provider.
+
+    `stream` yields StreamEvents as they arrive. It raises the typed errors of
+    `ollie.backend.errors`: status errors before the first event, and
+    StreamDropError when the stream ends without the vendor's terminator.
+    """
+
+    name: str
+
+    @property
+    def model(self) -> str:
+        """The model requests go to."""
+        ...
+
+    def set_model(self, model: str) -> None:
+        """Switch the model for later requests."""
+        ...
+
+    def stream(
+        self, messages: list[Message], tools: list[Tool], params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one completion."""
+        ...
+
+    async def context_length(self) -> int:
+        """The model's context window in tokens (cached after the first look-up)."""
+        ...
+
+    async def list_models(self) -> list[str]:
+        """Model names the backend offers."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+        ...

@@ -1,0 +1,120 @@
+"""The engine's own message and stream types; no vendor type leaks past backend/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass
+class ToolCall:
+    """A model's request to invoke a function; `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass
+class Message:
+    """One conversation entry. Tool results have role `tool`, `tool_call_id` and `name`."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str = ""
+    name: str = ""
+    reasoning: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A compact JSON-ready dict (empty fields left out)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        for key in ("tool_call_id", "name", "reasoning"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        """Inverse of `to_dict`."""
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            tool_calls=[ToolCall(**c) for c in data.get("tool_calls") or []],
+            tool_call_id=data.get("tool_call_id", ""),
+            name=data.get("name", ""),
+            reasoning=data.get("reasoning", ""),
+        )
+
+
+@dataclass
+class Tool:
+    """A function declaration offered to the model; `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass
+class Usage:
+    """Token counts of one request; `cost` in USD when the vendor reports it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost: float | None = None
+
+
+@dataclass
+class StreamEvent:
+    """One incremental piece of a model reply.
+
+    `content` and `reasoning` are deltas. `tool_calls` carries fully assembled
+    calls (backends join the argument fragments first). The last event of a
+    clean stream has `done=True`; `usage` arrives whenever the vendor sends it.
+    """
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    done: bool = False
+    usage: Usage | None = None
+    stop_reason: str = ""
+
+
+@dataclass
+class GenerationParams:
+    """Unified sampling parameters; None means "the backend's default", left out of requests."""
+
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    top_a: float | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+    reasoning: int | None = None  # Anthropic thinking budget (tokens)
+    reasoning_effort: str | None = None  # OpenAI: low / medium / high
+    include_reasoning: bool | None = None  # OpenRouter
+    response_format: str | None = None  # json_object / text
+    stop: list[str] | None = None
+    verbosity: str | None = None
+
+    def set_values(self) -> dict[str, Any]:
+        """Only the fields that are set."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def merged(self, override: GenerationParams) -> GenerationParams:
+        """A copy with every field that `override` sets taking precedence."""
+        return GenerationParams(**{**self.set_values(), **override.set_values()})

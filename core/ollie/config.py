@@ -1,0 +1,158 @@
+"""Agent config files (JSON): the schema, the loader, and errors that name the file and key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ollie import paths
+from ollie.backend.types import GenerationParams
+from ollie.errors import ConfigError
+
+HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
+
+
+class Prompt(BaseModel):
+    """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of shell commands."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = ""
+    commands: list[str] = Field(default_factory=list)
+
+    @property
+    def is_exec(self) -> bool:
+        """True for the array form: every element is a shell command."""
+        return bool(self.commands)
+
+
+class AgentConfig(BaseModel):
+    """One agent: prompt, hooks, tool restrictions, backend/model overrides, sampling params."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    hooks: dict[str, list[str]] = Field(default_factory=dict)
+    prompt: Prompt = Field(default_factory=Prompt)
+    backend: str = ""
+    model: str = ""
+    tools: bool = True
+    sandbox: str = "default"
+    allow_executors: list[str] | None = Field(default=None, alias="allowExecutors")
+    allow_tools: list[str] | None = Field(default=None, alias="allowTools")
+    max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
+    max_completion_tokens: int | None = Field(default=None, alias="maxCompletionTokens", ge=1)
+    max_steps: int | None = Field(default=None, alias="maxSteps", ge=0)
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, alias="topP", ge=0, le=1)
+    top_k: int | None = Field(default=None, alias="topK", ge=0)
+    min_p: float | None = Field(default=None, alias="minP", ge=0, le=1)
+    top_a: float | None = Field(default=None, alias="topA", ge=0)
+    frequency_penalty: float | None = Field(default=None, alias="frequencyPenalty")
+    presence_penalty: float | None = Field(default=None, alias="presencePenalty")
+    repetition_penalty: float | None = Field(default=None, alias="repetitionPenalty")
+    reasoning: int | None = Field(default=None, ge=0)
+    reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
+    include_reasoning: bool | None = Field(default=None, alias="includeReasoning")
+    response_format: str | None = Field(default=None, alias="responseFormat")
+    stop: list[str] | None = None
+    verbosity: str | None = None
+    description: str = ""
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _hooks_as_lists(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for name, cmds in value.items():
+            if name not in HOOK_NAMES:
+                raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+            out[name] = [cmds] if isinstance(cmds, str) else cmds
+        return out
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _prompt_forms(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return Prompt(text=value)
+        if isinstance(value, list):
+            if not all(isinstance(v, str) for v in value):
+                raise ValueError("prompt array must hold only strings (shell commands)")
+            return Prompt(commands=value)
+        return value
+
+    @field_validator("reasoning_effort")
+    @classmethod
+    def _effort(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("minimal", "low", "medium", "high"):
+            raise ValueError("reasoningEffort must be minimal, low, medium or high")
+        return value
+
+    def generation_params(self) -> GenerationParams:
+        """The sampling parameters this config sets."""
+        names = [f for f in GenerationParams.__dataclass_fields__ if f in type(self).model_fields]
+        return GenerationParams(**{n: getattr(self, n) for n in names if getattr(self, n) is not None})
+
+
+def _loc_to_key(loc: tuple[Any, ...]) -> str:
+    fields = AgentConfig.model_fields
+    parts = []
+    for i, part in enumerate(loc):
+        if i == 0 and isinstance(part, str) and part in fields and fields[part].alias:
+            part = fields[part].alias
+        parts.append(f"[{part}]" if isinstance(part, int) else str(part))
+    return ".".join(parts).replace(".[", "[")
+
+
+def parse_agent_config(text: str, source: str) -> AgentConfig:
+    """Parse an agent config's JSON text; errors name `source` and the offending key."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: an agent config must be a JSON object")
+    try:
+        return AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = _loc_to_key(err["loc"]) or "(top level)"
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            problems.append(f"key '{key}': {msg}")
+        raise ConfigError(f"{source}: " + "; ".join(problems)) from exc
+
+
+def load_agent_config(path: Path) -> AgentConfig:
+    """Load one agent config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    return parse_agent_config(text, str(path))
+
+
+def find_agent(name: str, dirs: list[Path] | None = None) -> Path:
+    """The config file of agent `name` (`<dir>/<name>.json`), first match in lookup order."""
+    if not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"invalid agent name {name!r}")
+    for directory in dirs or paths.agents_dirs():
+        candidate = directory / f"{name}.json"
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"agent {name!r} not found (looked in {', '.join(str(d) for d in dirs or paths.agents_dirs())})")
+
+
+def list_agents(dirs: list[Path] | None = None) -> list[str]:
+    """Names of every agent config found, first occurrence wins."""
+    seen: dict[str, None] = {}
+    for directory in dirs or paths.agents_dirs():
+        if directory.is_dir():
+            for file in sorted(directory.glob("*.json")):
+                seen.setdefault(file.stem, None)
+    return list(seen)

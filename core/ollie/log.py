@@ -1,0 +1,57 @@
+"""Structured logging to a file, never to stdout (stdout is the daemon's JSON-RPC channel)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from ollie import paths
+
+_FIELDS_SKIPPED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, and any `extra=` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _FIELDS_SKIPPED:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def default_log_file() -> Path:
+    """The default log file under the state dir."""
+    return paths.state_dir() / "ollie.log"
+
+
+def setup_logging(file: Path | str | None = None, level: int | str = logging.INFO) -> Path:
+    """Send the `ollie` loggers to a JSON-lines file; drop any handler that writes to stdout."""
+    path = Path(file) if file else default_log_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "stream", None) is sys.stdout:
+            root.removeHandler(handler)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(JsonFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    return path
+
+
+def get_logger(name: str) -> logging.Logger:
+    """A logger under the `ollie` namespace."""
+    return logging.getLogger(name if name.startswith("ollie") else f"ollie.{name}")

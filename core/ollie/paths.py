@@ -1,0 +1,79 @@
+"""Where ollie keeps things: XDG dirs via platformdirs, OLLIE_* overrides, bundled defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "ollie"
+
+
+def _env_dir(var: str) -> Path | None:
+    value = os.environ.get(var)
+    return Path(value).expanduser() if value else None
+
+
+def config_dir() -> Path:
+    """The user's config dir (`$OLLIE_CONFIG_DIR`, else XDG config + /ollie)."""
+    return _env_dir("OLLIE_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP))
+
+
+def data_dir() -> Path:
+    """The user's data dir (`$OLLIE_DATA_DIR`, else XDG data + /ollie)."""
+    return _env_dir("OLLIE_DATA_DIR") or Path(platformdirs.user_data_dir(APP))
+
+
+def state_dir() -> Path:
+    """The user's state dir, for logs (`$OLLIE_STATE_DIR`, else XDG state + /ollie)."""
+    return _env_dir("OLLIE_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
+
+
+def cache_dir() -> Path:
+    """The user's cache dir (`$OLLIE_CACHE_DIR`, else XDG cache + /ollie)."""
+    return _env_dir("OLLIE_CACHE_DIR") or Path(platformdirs.user_cache_dir(APP))
+
+
+def sessions_dir() -> Path:
+    """Where sessions are saved (`$OLLIE_SESSIONS_DIR`, else data dir + /sessions)."""
+    return _env_dir("OLLIE_SESSIONS_DIR") or data_dir() / "sessions"
+
+
+def runtime_tmp_dir() -> Path:
+    """The per-user scratch root for session tmp dirs and lock files."""
+    return Path(os.environ.get("TMPDIR") or "/tmp") / "ollie"
+
+
+def bundled(name: str) -> Path:
+    """Path of a bundled default (`agents`, `tools`, `sandbox.yaml`).
+
+    A wheel carries them under `ollie/_data/`; an editable install finds them at
+    the repository root, two levels above this package.
+    """
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / name
+    if packaged.exists():
+        return packaged
+    return here.parent.parent / name
+
+
+def agents_dirs() -> list[Path]:
+    """Agent config dirs in lookup order: `$OLLIE_AGENTS_DIR`, user, bundled."""
+    dirs = [d for d in (_env_dir("OLLIE_AGENTS_DIR"), config_dir() / "agents") if d]
+    dirs.append(bundled("agents"))
+    return dirs
+
+
+def tools_path() -> list[Path]:
+    """Tool script dirs in lookup order: `$OLLIE_TOOLS_PATH` (colon list), user, bundled."""
+    dirs = [Path(p).expanduser() for p in os.environ.get("OLLIE_TOOLS_PATH", "").split(":") if p]
+    dirs.append(config_dir() / "tools")
+    dirs.append(bundled("tools"))
+    return dirs
+
+
+def sandbox_file() -> Path:
+    """The sandbox policy file: the user's `sandbox.yaml` if present, else the bundled one."""
+    user = config_dir() / "sandbox.yaml"
+    return user if user.exists() else bundled("sandbox.yaml")

@@ -1,0 +1,1 @@
+"""The tool system: the dispatcher and the execute server."""

@@ -1,0 +1,68 @@
+"""The Dispatcher: a name → server router that lists and dispatches tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ollie.errors import OllieError
+from ollie.tools.base import Closer, Server, ToolInfo, ToolResult
+
+
+class UnknownToolError(OllieError):
+    """No server offers the requested tool."""
+
+
+class Dispatcher:
+    """Routes tool calls to the server that offers them."""
+
+    def __init__(self) -> None:
+        self._servers: dict[str, Server] = {}
+
+    def add_server(self, name: str, server: Server) -> None:
+        """Register `server` under `name` (replacing one of the same name)."""
+        self._servers[name] = server
+
+    def get_server(self, name: str) -> Server | None:
+        """The server registered as `name`, if any."""
+        return self._servers.get(name)
+
+    def servers(self) -> Iterator[tuple[str, Server]]:
+        """All (name, server) pairs, in registration order."""
+        return iter(list(self._servers.items()))
+
+    def list_tools(self) -> list[ToolInfo]:
+        """Every tool of every server."""
+        tools: list[ToolInfo] = []
+        for name, server in self._servers.items():
+            for info in server.list_tools():
+                info.server = info.server or name
+                tools.append(info)
+        return tools
+
+    def server_for(self, tool: str) -> tuple[str, Server]:
+        """The (name, server) that offers `tool`."""
+        for name, server in self._servers.items():
+            if any(t.name == tool for t in server.list_tools()):
+                return name, server
+        raise UnknownToolError(f"unknown tool {tool!r}")
+
+    async def dispatch(self, server: str | None, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Run `tool` on `server` (or on whichever server offers it when `server` is None)."""
+        if server is None:
+            _, target = self.server_for(tool)
+        else:
+            found = self._servers.get(server)
+            if found is None:
+                raise UnknownToolError(f"unknown tool server {server!r}")
+            target = found
+        return await target.call(tool, args)
+
+    async def aclose(self) -> None:
+        """Close every server that holds resources."""
+        for _, server in self.servers():
+            if isinstance(server, Closer):
+                await server.aclose()
+
+
+DispatcherFactory = Callable[[], Dispatcher]

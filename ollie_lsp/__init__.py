@@ -1,0 +1,1 @@
+"""ollie-lsp: the language-server-style daemon that wraps the ollie engine."""
