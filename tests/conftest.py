@@ -1,0 +1,23 @@
+"""Shared test set-up: every test gets private XDG/OLLIE dirs so nothing touches the user's files."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    for var, sub in (
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_CACHE_HOME", "cache"),
+    ):
+        (home / sub).mkdir()
+        monkeypatch.setenv(var, str(home / sub))
+    for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR", "OLLIE_CACHE_DIR",
+                "OLLIE_SESSIONS_DIR", "OLLIE_AGENTS_DIR", "OLLIE_TOOLS_PATH", "OLLIE_BACKEND",
+                "OLLIE_MODEL", "OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    yield home
