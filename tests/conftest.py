@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
+pytest_plugins = ["ollie.testing.pytest_plugin"]
+
 
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path_factory, monkeypatch):

@@ -22,6 +22,9 @@ class Prompt(BaseModel):
 
     text: str = ""
     commands: list[str] = Field(default_factory=list)
+    # The directory of the config file it came from (set by load_agent_config);
+    # prompt commands see it as $OLLIE_AGENT_DIR to find fragments beside it.
+    base_dir: Path | None = None
 
     @property
     def is_exec(self) -> bool:
@@ -134,7 +137,9 @@ def load_agent_config(path: Path) -> AgentConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    return parse_agent_config(text, str(path))
+    config = parse_agent_config(text, str(path))
+    config.prompt = config.prompt.model_copy(update={"base_dir": path.resolve().parent})
+    return config
 
 
 def find_agent(name: str, dirs: list[Path] | None = None) -> Path:

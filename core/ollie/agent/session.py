@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -14,6 +15,21 @@ def new_session_id(now_ns: int | None = None) -> str:
     """A session id `<unix-nanoseconds>-<6 hex>`: sortable by creation time, unique in one nanosecond."""
     ns = time.time_ns() if now_ns is None else now_ns
     return f"{ns:019d}-{os.urandom(3).hex()}"
+
+
+_SESSION_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{6}")
+
+
+def is_valid_session_id(session_id: object) -> bool:
+    """Whether `session_id` has the form `<unix-nanoseconds>-<6 hex>` (safe to use in a file name)."""
+    return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return `session_id` unchanged, or raise ValueError when it is not `<unix-nanoseconds>-<6 hex>`."""
+    if not is_valid_session_id(session_id):
+        raise ValueError(f"invalid session id {session_id!r}: expected <unix-nanoseconds>-<6 hex>")
+    return session_id  # type: ignore[return-value]
 
 
 @dataclass
@@ -69,6 +85,18 @@ class Session:
     session_cost_usd: float = 0.0
     # Input tokens of the latest request: the best measure of the context size.
     last_input_tokens: int = 0
+    # Retention tier of each tool result by tool_call_id: hot, warm, cold, or
+    # collapsed once it has been reduced to a one-line summary.
+    result_tiers: dict[str, str] = field(default_factory=dict)
+    # The one-line decision index compaction keeps for what it dropped.
+    decision_index: list[str] = field(default_factory=list)
+    title: str = ""
+    # Bumped whenever the history is rewritten rather than appended to (compaction,
+    # /clear), so persistence knows to write a fresh snapshot. Not persisted.
+    history_generation: int = field(default=0, compare=False)
+    # Indices of already-saved messages changed in place (a result tier collapse);
+    # the next save records just those. Not persisted.
+    edited_indices: set[int] = field(default_factory=set, compare=False, repr=False)
 
     def begin_turn(self) -> None:
         """Reset the per-turn accumulators."""
@@ -101,20 +129,41 @@ class Session:
         """Drop the history and the task state (the totals stay)."""
         self.messages.clear()
         self.task_state = None
+        self.result_tiers.clear()
+        self.decision_index.clear()
+        self.last_input_tokens = 0
+        self.history_generation += 1
+        self.edited_indices.clear()
+
+    def replace_messages(self, messages: list[Message]) -> None:
+        """Rewrite the history (compaction): the next save writes a fresh snapshot."""
+        self.messages = list(messages)
+        self.history_generation += 1
+        self.edited_indices.clear()
+
+    def mark_edited(self, index: int) -> None:
+        """Record that `messages[index]` was changed in place, so the next save persists the change."""
+        if not -len(self.messages) <= index < len(self.messages):
+            raise IndexError(f"message index {index} out of range")
+        self.edited_indices.add(index % len(self.messages))
 
     def meta(self) -> dict[str, Any]:
         """Everything but the messages, JSON-ready."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("messages", "task_state")}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_META}
         out["task_state"] = self.task_state.to_dict() if self.task_state else None
         return out
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any], messages: list[Message]) -> Session:
         """Rebuild from `meta()` output and a message list."""
-        known = {f.name for f in fields(cls)} - {"messages", "task_state"}
+        known = {f.name for f in fields(cls)} - _NOT_META
         ts = meta.get("task_state")
         return cls(
             messages=messages,
             task_state=TaskState.from_dict(ts) if ts else None,
             **{k: v for k, v in meta.items() if k in known},
         )
+
+
+# Fields that meta() leaves out: the history itself and in-memory bookkeeping.
+_NOT_META = frozenset({"messages", "task_state", "history_generation", "edited_indices"})

@@ -27,6 +27,7 @@ class Message:
     tool_call_id: str = ""
     name: str = ""
     reasoning: str = ""
+    reasoning_signature: str = ""  # Anthropic: the thinking block's signature, sent back with it
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict (empty fields left out)."""
@@ -35,7 +36,7 @@ class Message:
             out["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ]
-        for key in ("tool_call_id", "name", "reasoning"):
+        for key in ("tool_call_id", "name", "reasoning", "reasoning_signature"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -50,6 +51,7 @@ class Message:
             tool_call_id=data.get("tool_call_id", ""),
             name=data.get("name", ""),
             reasoning=data.get("reasoning", ""),
+            reasoning_signature=data.get("reasoning_signature", ""),
         )
 
 
@@ -64,7 +66,11 @@ class Tool:
 
 @dataclass
 class Usage:
-    """Token counts of one request; `cost` in USD when the vendor reports it."""
+    """Token counts of one request; `cost` in USD when the vendor reports it.
+
+    `input_tokens` excludes `cached_input_tokens` and `cache_creation_tokens`
+    (Anthropic's convention; the OpenAI backend subtracts cached tokens).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -88,6 +94,7 @@ class StreamEvent:
     done: bool = False
     usage: Usage | None = None
     stop_reason: str = ""
+    reasoning_signature: str = ""  # Anthropic: set on the done event; copy it into the assistant Message
 
 
 @dataclass

@@ -1,0 +1,248 @@
+"""Slash commands and `!shell` lines: parsed here, carried out through the Core's public members.
+
+`run_command` publishes its own events: `exec` for `!cmd` output (name = the
+command), `info` for other command output, `error` when a command fails or is
+unknown. It returns the same text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ollie.agent import commands_info as info
+from ollie.agent.commands_info import CommandUsageError
+from ollie.agent.shell import merged_env, run_shell
+from ollie.errors import OllieError
+from ollie.log import get_logger
+
+SHELL_TIMEOUT_S = 120.0
+
+_log = get_logger(__name__)
+
+Handler = Callable[[Any, str], Awaitable[str]]
+
+_SLASH = re.compile(r"/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One slash command: how it is written and what it does."""
+
+    usage: str
+    summary: str
+    handler: Handler
+
+
+def _no_arg(name: str, arg: str) -> None:
+    if arg:
+        raise CommandUsageError(f"/{name} takes no arguments (got {arg!r})")
+
+
+async def cmd_backend(core: Any, arg: str) -> str:
+    """Show the backend, or switch to `arg`."""
+    if arg:
+        await core.switch_backend(arg)
+    return f"backend: {core.backend_name} (model: {core.model_name})"
+
+
+async def cmd_model(core: Any, arg: str) -> str:
+    """Show the model, or switch to `arg`."""
+    if arg:
+        core.switch_model(arg)
+    return f"model: {core.model_name} (backend: {core.backend_name})"
+
+
+async def cmd_agent(core: Any, arg: str) -> str:
+    """Show the agent, or switch to `arg` (fresh runtime, cleared session)."""
+    if not arg:
+        return f"agent: {core.agent_name}"
+    warnings = await core.switch_agent(arg)
+    lines = [f"agent: {core.agent_name} (session cleared; backend {core.backend_name}, model {core.model_name})"]
+    lines += [f"warning: {w}" for w in warnings]
+    return "\n".join(lines)
+
+
+async def cmd_maxsteps(core: Any, arg: str) -> str:
+    """Show or set the tool rounds allowed per turn (0 = unlimited)."""
+    if arg:
+        if not re.fullmatch(r"\d+", arg):
+            raise CommandUsageError(f"/maxsteps takes a whole number ≥ 0, 0 = unlimited (got {arg!r})")
+        core.set_max_steps(int(arg))
+    steps = core.max_steps
+    return f"max steps: {steps}" + (" (unlimited)" if steps == 0 else "")
+
+
+async def cmd_compact(core: Any, arg: str) -> str:
+    """Compact the history now."""
+    _no_arg("compact", arg)
+    return str(await core.compact())
+
+
+async def cmd_clear(core: Any, arg: str) -> str:
+    """Drop the history and the task state."""
+    _no_arg("clear", arg)
+    core.clear()
+    return "session cleared: history and task state dropped"
+
+
+async def cmd_kill(core: Any, arg: str) -> str:
+    """Stop the session: interrupt, save, close."""
+    _no_arg("kill", arg)
+    await core.kill()
+    return f"session {core.session_id} killed"
+
+
+async def cmd_rename(core: Any, arg: str) -> str:
+    """Give the session a title."""
+    if not arg:
+        raise CommandUsageError("/rn needs a name: /rn <name>")
+    await core.rename(arg)
+    return f"session renamed to {arg!r}"
+
+
+async def cmd_cwd(core: Any, arg: str) -> str:
+    """Show the working directory, or change it (relative to the current one, `~` expanded)."""
+    if arg:
+        target = Path(arg).expanduser()
+        if not target.is_absolute():
+            target = Path(core.cwd) / target
+        if not target.is_dir():
+            raise CommandUsageError(f"/cwd: no such directory: {target}")
+        core.set_cwd(target.resolve())
+    return f"cwd: {core.cwd}"
+
+
+async def cmd_inject(core: Any, arg: str) -> str:
+    """Add text to the next tool result of the running turn."""
+    if not arg:
+        raise CommandUsageError("/i needs the text to inject: /i <prompt>")
+    core.inject(arg)
+    if core.is_running:
+        return "injected: the model sees it with the next tool result"
+    return "injected: no turn is running, so it was queued as the next prompt"
+
+
+async def cmd_inject_rewrite(core: Any, arg: str) -> str:
+    """Replace whatever injects are pending with this text."""
+    if not arg:
+        raise CommandUsageError("/irw needs the text that replaces pending injects: /irw <prompt>")
+    core.replace_injects(arg)
+    return "pending injects replaced"
+
+
+async def cmd_queued(core: Any, arg: str) -> str:
+    """List the queued prompts, pop the next one, or clear them."""
+    if arg == "pop":
+        text = core.pop_queue()
+        return "queue is empty" if text is None else f"popped: {text}"
+    if arg == "clear":
+        count = core.clear_queue()
+        return f"cleared {count} queued prompt{'s' if count != 1 else ''}"
+    if arg:
+        raise CommandUsageError(f"/queued takes nothing, 'pop' or 'clear' (got {arg!r})")
+    queued = core.queued()
+    if not queued:
+        return "queue is empty"
+    return f"queued ({len(queued)}):\n" + "\n".join(f"{i}. {text}" for i, text in enumerate(queued, 1))
+
+
+async def cmd_help(core: Any, arg: str) -> str:
+    """The command list, or one command's line."""
+    name = arg.lstrip("/").lower()
+    if name and name in COMMANDS:
+        command = COMMANDS[name]
+        return f"{command.usage}  {command.summary}"
+    return help_text()
+
+
+COMMANDS: dict[str, Command] = {
+    "backend": Command("/backend [name]", "show or switch the LLM backend", cmd_backend),
+    "model": Command("/model [name]", "show or switch the model", cmd_model),
+    "models": Command("/models", "list the backend's models", info.cmd_models),
+    "agent": Command("/agent [name]", "show or switch the agent config (clears the session)", cmd_agent),
+    "agents": Command("/agents", "list the agent configs", info.cmd_agents),
+    "maxsteps": Command("/maxsteps [n]", "show or set tool rounds per turn (0 = unlimited)", cmd_maxsteps),
+    "compact": Command("/compact", "compact the history now", cmd_compact),
+    "context": Command("/context", "context size and message breakdown", info.cmd_context),
+    "usage": Command("/usage", "token usage and how full the context is", info.cmd_usage),
+    "cost": Command("/cost", "last turn's and the session's cost", info.cmd_cost),
+    "history": Command("/history [n]", "the last n messages (default 40)", info.cmd_history),
+    "sessions": Command("/sessions", "list saved sessions", info.cmd_sessions),
+    "clear": Command("/clear", "clear the session (history and task state)", cmd_clear),
+    "kill": Command("/kill", "stop this session", cmd_kill),
+    "rn": Command("/rn <name>", "rename the session", cmd_rename),
+    "cwd": Command("/cwd [path]", "show or change the working directory", cmd_cwd),
+    "skills": Command("/skills", "list available skills", info.cmd_skills),
+    "tools": Command("/tools", "list the tools the model is offered", info.cmd_tools),
+    "sp": Command("/sp", "show the rendered system prompt", info.cmd_sp),
+    "i": Command("/i <prompt>", "inject text into the running turn", cmd_inject),
+    "irw": Command("/irw <prompt>", "replace pending injects with this text", cmd_inject_rewrite),
+    "queued": Command("/queued [pop|clear]", "list, pop or clear queued prompts", cmd_queued),
+    "help": Command("/help [command]", "this list", cmd_help),
+}
+
+
+def help_text() -> str:
+    """Every command with its one-line summary."""
+    rows = [("!<cmd>", "run a shell command in the session's directory")]
+    rows += [(c.usage, c.summary) for c in COMMANDS.values()]
+    width = max(len(usage) for usage, _ in rows)
+    return "commands:\n" + "\n".join(f"  {usage.ljust(width)}  {summary}" for usage, summary in rows)
+
+
+def is_command(line: str) -> bool:
+    """True for `!cmd` and `/word ...` lines (a path like `/usr/bin/x ...` is a prompt, not a command)."""
+    text = line.strip()
+    return text.startswith("!") or _SLASH.fullmatch(text) is not None
+
+
+async def run_shell_line(core: Any, command: str, *, timeout: float = SHELL_TIMEOUT_S) -> str:
+    """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
+    if not command:
+        raise CommandUsageError("! needs a shell command: !<cmd>")
+    env = merged_env(getattr(core, "env", None), {"OLLIE_SESSION_ID": core.session_id, "OLLIE_CWD": str(core.cwd)})
+    run = await run_shell(command, cwd=core.cwd, env=env, timeout=timeout, merge_stderr=True)
+    output = run.stdout.rstrip("\n")
+    if run.timed_out:
+        output += f"\n[timed out after {timeout:g}s; killed]"
+    elif run.code != 0:
+        output += f"\n[exit {run.code}]"
+    return output.lstrip("\n")
+
+
+async def run_command(core: Any, line: str, *, shell_timeout: float = SHELL_TIMEOUT_S) -> str | None:
+    """Carry out a slash command or `!cmd`; None when `line` is not a command, else its output."""
+    if not is_command(line):
+        return None
+    text = line.strip()
+    if text.startswith("!"):
+        try:
+            output = await run_shell_line(core, text[1:].strip(), timeout=shell_timeout)
+        except (CommandUsageError, OSError) as exc:
+            return _publish(core, "error", f"error: {exc}")
+        return _publish(core, "exec", output, name=text[1:].strip())
+    match = _SLASH.fullmatch(text)
+    assert match is not None  # is_command said so
+    name, arg = match["name"].lower(), (match["arg"] or "").strip()
+    command = COMMANDS.get(name)
+    if command is None:
+        return _publish(core, "error", f"unknown command /{name}\n{help_text()}")
+    try:
+        output = await command.handler(core, arg)
+    except CommandUsageError as exc:
+        return _publish(core, "error", f"{exc}\nusage: {command.usage}")
+    except (OllieError, ValueError, RuntimeError, OSError) as exc:
+        return _publish(core, "error", f"/{name} failed: {exc}")
+    except Exception as exc:  # a bug in one command must not take the session down
+        _log.exception("slash command /%s crashed", name)
+        return _publish(core, "error", f"/{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    return _publish(core, "info", output)
+
+
+def _publish(core: Any, role: str, text: str, *, name: str = "") -> str:
+    core.bus.emit(role, text, name=name)
+    return text

@@ -1,0 +1,180 @@
+"""The read-only slash commands: what the session, backend, agents, tools and skills look like."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ollie import paths
+from ollie.agent import persist
+from ollie.agent.skills import find_skills
+from ollie.backend.types import Message
+from ollie.config import find_agent, list_agents, load_agent_config
+from ollie.errors import OllieError
+
+HISTORY_DEFAULT = 40
+HISTORY_LINE_CHARS = 200
+SESSIONS_SHOWN = 20
+
+
+class CommandUsageError(ValueError):
+    """A slash command got arguments it cannot use; the message says what it takes."""
+
+
+def format_context(info: dict[str, int]) -> str:
+    """`1234 tokens of 32768 (3.8%)`, or without the limit when it is unknown."""
+    tokens, limit = info.get("tokens", 0), info.get("limit", 0)
+    if limit:
+        return f"{tokens} tokens of {limit} ({100 * tokens / limit:.1f}%)"
+    return f"{tokens} tokens (context length unknown)"
+
+
+def format_usage(info: dict[str, int]) -> str:
+    """Session token totals in one line."""
+    return (
+        f"input {info.get('input', 0)}, output {info.get('output', 0)}, "
+        f"cached input {info.get('cachedInput', 0)}, cache writes {info.get('cacheCreation', 0)}, "
+        f"requests {info.get('requests', 0)}"
+    )
+
+
+def format_cost(info: dict[str, float]) -> str:
+    """Last turn's and the session's cost in USD."""
+    return f"last turn ${info.get('lastTurn', 0.0):.4f}, session ${info.get('session', 0.0):.4f}"
+
+
+def _one_line(text: str, limit: int = HISTORY_LINE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe_message(message: Message) -> str:
+    """One line for a history entry: role, text, tool calls."""
+    label = f"tool {message.name}" if message.role == "tool" and message.name else message.role
+    parts = [_one_line(message.content)] if message.content.strip() else []
+    for call in message.tool_calls:
+        parts.append(f"→ {call.name}({_one_line(call.arguments, 80)})")
+    return f"{label}: {' '.join(parts) or '(empty)'}"
+
+
+async def cmd_models(core: Any, arg: str) -> str:
+    """List the backend's models, the current one marked."""
+    models = await core.list_models()
+    if not models:
+        return f"backend {core.backend_name} reported no models"
+    current = core.model_name
+    lines = [f"{'*' if m == current else ' '} {m}" for m in models]
+    return f"models of {core.backend_name}:\n" + "\n".join(lines)
+
+
+def _agent_dirs(core: Any) -> list[Path]:
+    dirs = getattr(core, "agents_dirs", None)
+    return list(dirs) if dirs else paths.agents_dirs()
+
+
+async def cmd_agents(core: Any, arg: str) -> str:
+    """List the agent configs found, the current one marked, with their descriptions."""
+    dirs = _agent_dirs(core)
+    names = list_agents(dirs)
+    if not names:
+        return "no agent configs found in " + ", ".join(str(d) for d in dirs)
+    lines = []
+    for name in names:
+        try:
+            description = load_agent_config(find_agent(name, dirs)).description
+        except OllieError as exc:
+            description = f"(cannot load: {exc})"
+        mark = "*" if name == core.agent_name else " "
+        lines.append(f"{mark} {name}" + (f" — {description}" if description else ""))
+    return "agents:\n" + "\n".join(lines)
+
+
+async def cmd_context(core: Any, arg: str) -> str:
+    """Context size and the history's breakdown by role."""
+    messages = core.session.messages
+    roles = Counter(m.role for m in messages)
+    breakdown = ", ".join(f"{role} {n}" for role, n in sorted(roles.items()))
+    lines = [
+        f"context: {format_context(core.context_info())}",
+        f"messages: {len(messages)}" + (f" ({breakdown})" if breakdown else ""),
+        f"tool calls this session: {sum(len(m.tool_calls) for m in messages)}",
+        f"system prompt: {len(core.system_prompt())} chars",
+    ]
+    task_state = core.session.task_state
+    if task_state is not None:
+        lines.append(f"task state: goal {_one_line(task_state.goal, 80)!r}, step {_one_line(task_state.plan_step, 80)!r}")
+    return "\n".join(lines)
+
+
+async def cmd_usage(core: Any, arg: str) -> str:
+    """Token totals and how full the context is."""
+    return f"tokens: {format_usage(core.usage_info())}\ncontext: {format_context(core.context_info())}"
+
+
+async def cmd_cost(core: Any, arg: str) -> str:
+    """The last turn's and the session's cost."""
+    return f"cost: {format_cost(core.cost_info())}"
+
+
+async def cmd_history(core: Any, arg: str) -> str:
+    """The last N messages (default 40), one line each."""
+    count = HISTORY_DEFAULT
+    if arg:
+        if not arg.isdigit() or int(arg) == 0:
+            raise CommandUsageError(f"/history takes a positive number of messages (got {arg!r})")
+        count = int(arg)
+    messages = core.session.messages
+    if not messages:
+        return "history is empty"
+    start = max(0, len(messages) - count)
+    lines = [f"#{i} {describe_message(m)}" for i, m in enumerate(messages[start:], start)]
+    header = f"history: last {len(lines)} of {len(messages)} messages" if start else f"history: {len(lines)} messages"
+    return header + "\n" + "\n".join(lines)
+
+
+def _created(session_id: str) -> str:
+    """The creation time a session id encodes (its nanosecond prefix)."""
+    try:
+        seconds = int(session_id.split("-", 1)[0]) / 1e9
+    except ValueError:
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+async def cmd_sessions(core: Any, arg: str) -> str:
+    """The saved sessions, newest first, the current one marked."""
+    directory = Path(core.sessions_dir)
+    ids = list(reversed(persist.list_saved(directory)))
+    if not ids:
+        return f"no saved sessions in {directory}"
+    lines = [f"{'*' if sid == core.session_id else ' '} {sid}  {_created(sid)}" for sid in ids[:SESSIONS_SHOWN]]
+    more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
+    return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
+
+
+async def cmd_skills(core: Any, arg: str) -> str:
+    """The skills found (directories with a SKILL.md)."""
+    skills = find_skills()
+    if not skills:
+        return f"no skills found (add directories with a SKILL.md under {paths.config_dir() / 'skills'})"
+    lines = [f"  {s.name}" + (f" — {s.description}" if s.description else "") + f"  ({s.path})" for s in skills]
+    return "skills:\n" + "\n".join(lines)
+
+
+async def cmd_tools(core: Any, arg: str) -> str:
+    """The tools the model is offered, with the first line of each description."""
+    tools = core.tools()
+    if not tools:
+        return f"no tools: agent {core.agent_name} has tools disabled or no tool server offers any"
+    lines = []
+    for tool in tools:
+        first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+        lines.append(f"  {tool.name}" + (f" — {first}" if first else ""))
+    return f"tools ({len(tools)}):\n" + "\n".join(lines)
+
+
+async def cmd_sp(core: Any, arg: str) -> str:
+    """The rendered system prompt."""
+    return core.system_prompt() or "(the system prompt is empty)"

@@ -1,0 +1,159 @@
+"""Compaction: ask the model for a TaskState and rebuild the history as cold + warm + hot zones."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ollie.agent.events import Bus
+from ollie.agent.limits import LoopLimits
+from ollie.agent.session import Session, TaskState
+from ollie.agent.streaming import Completion, stream_once
+from ollie.agent.taskstate import describe_action, render_task_state
+from ollie.agent.tiers import collapse
+from ollie.backend.base import Backend
+from ollie.backend.types import GenerationParams, Message
+
+COMPACTION_PROMPT = """You compact the working memory of a coding agent.
+Read the conversation transcript below and answer with ONE JSON object and nothing else, with these keys:
+  "goal": the user's overall goal (string),
+  "plan": the plan steps (list of strings),
+  "plan_step": the step being worked on now (string),
+  "completed": what is done (list of strings),
+  "decisions": decisions made and why, one line each (list of strings),
+  "files": files read or changed that still matter (list of strings),
+  "open_questions": what is unresolved (list of strings),
+  "last_action": the most recent action and its outcome (string),
+  "notes": anything else the agent must not forget (string).
+Keep every fact the agent needs to continue the task; drop chatter and raw tool output."""
+
+_RESULT_CLIP = 2000
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+HookCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass
+class CompactionResult:
+    """What a compaction did: `ok`, and a line saying what happened (or why not)."""
+
+    ok: bool
+    message: str
+
+
+def flatten(messages: list[Message]) -> str:
+    """The history as plain text: tool call/result pairs become lines the model can summarise."""
+    lines: list[str] = []
+    for m in messages:
+        if m.role == "user":
+            lines.append(f"USER: {m.content}")
+        elif m.role == "assistant":
+            if m.content:
+                lines.append(f"ASSISTANT: {m.content}")
+            for call in m.tool_calls:
+                lines.append(f"CALL {call.name} {call.arguments}")
+        elif m.role == "tool":
+            body = m.content if len(m.content) <= _RESULT_CLIP else m.content[:_RESULT_CLIP] + " …[clipped]"
+            lines.append(f"RESULT {m.name}: {body}")
+        elif m.content:
+            lines.append(f"{m.role.upper()}: {m.content}")
+    return "\n".join(lines)
+
+
+def parse_task_state(text: str) -> TaskState | None:
+    """The TaskState in a model answer (``` fences stripped), or None when it is not a JSON object."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    return TaskState.from_dict(data) if isinstance(data, dict) else None
+
+
+def hot_start(messages: list[Message], keep: int) -> int:
+    """Index where the verbatim hot tail begins: the last `keep` messages, widened so no tool
+    result is separated from the assistant message that called it."""
+    start = max(0, len(messages) - keep)
+    while 0 < start < len(messages) and messages[start].role == "tool":
+        start -= 1
+    return start
+
+
+def decision_lines(messages: list[Message]) -> list[str]:
+    """One line per assistant step of `messages`: what it did and what came of it."""
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    lines: list[str] = []
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        if m.tool_calls:
+            lines.append("; ".join(describe_action(c.name, c.arguments, results.get(c.id, "")) for c in m.tool_calls))
+        elif m.content.strip():
+            lines.append("said: " + " ".join(m.content.split())[:120])
+    return lines
+
+
+def render_memory(session: Session) -> str:
+    """The cold + warm zones as one message: the TaskState JSON and the decision index."""
+    parts = []
+    if session.task_state is not None:
+        parts.append(render_task_state(session.task_state))
+    if session.decision_index:
+        parts.append("[decision index: earlier steps, one line each]\n" + "\n".join(f"- {x}" for x in session.decision_index))
+    return "\n\n".join(parts)
+
+
+async def compact_session(
+    *,
+    session: Session,
+    backend: Backend,
+    params: GenerationParams,
+    limits: LoopLimits,
+    hook: HookCaller,
+    snapshot: Callable[[Session], None],
+    rewrite: Callable[[Session], None],
+    on_usage: Callable[[Completion], None],
+) -> CompactionResult:
+    """Compact `session` in place; on any failure the history stays as it was."""
+    count = len(session.messages)
+    if count == 0 and session.task_state is None:
+        return CompactionResult(False, "nothing to compact")
+    pre = await hook("preCompact", {"messages": count})
+    if pre is not None and pre.blocked:
+        return CompactionResult(False, f"compaction blocked by the preCompact hook: {pre.output.strip() or 'no reason given'}")
+
+    prompt = flatten(session.messages)
+    memory = render_memory(session)
+    if memory:
+        prompt = f"{memory}\n\n[transcript since]\n{prompt}"
+    request = [Message("system", COMPACTION_PROMPT), Message("user", prompt)]
+    try:
+        answer = await stream_once(backend, request, [], params, None)
+    except Exception as exc:  # the history must survive a failed compaction request
+        return CompactionResult(False, f"compaction failed: the model request failed: {exc}; history unchanged")
+    on_usage(answer)
+    state = parse_task_state(answer.text)
+    if state is None:
+        return CompactionResult(False, "compaction failed: the model's answer was not valid JSON; history unchanged")
+
+    snapshot(session)
+    start = hot_start(session.messages, limits.hot_messages)
+    older, hot = session.messages[:start], session.messages[start:]
+    # Warm results are summarised at compaction; hot ones stay verbatim.
+    collapse(session, ("cold", "warm"), hot)
+    kept_ids = {m.tool_call_id for m in hot if m.role == "tool"}
+    session.result_tiers = {k: v for k, v in session.result_tiers.items() if k in kept_ids}
+    session.decision_index = (session.decision_index + decision_lines(older))[-limits.warm_entries :]
+    session.task_state = state
+    session.replace_messages(hot)
+    session.last_input_tokens = 0
+    rewrite(session)
+    post = await hook("postCompact", {"messages_before": count, "messages_after": len(hot)})
+    note = f" (postCompact: {post.output.strip()})" if post is not None and post.output.strip() else ""
+    return CompactionResult(True, f"compacted: {count} messages -> task state + {len(session.decision_index)} index lines + {len(hot)} recent messages{note}")

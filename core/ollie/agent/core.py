@@ -1,0 +1,712 @@
+"""The Core: one agent session's public surface (submit, interrupt, inject, queue, observe, configure)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ollie import paths
+from ollie.agent.compaction import CompactionResult, compact_session, render_memory
+from ollie.agent.events import Bus
+from ollie.agent.limits import LoopLimits
+from ollie.agent.loop import AgentLoop, TurnResult, hook_payload_base
+from ollie.agent.persist import SessionFile
+from ollie.agent.runtime import Runtime, build_runtime
+from ollie.agent.session import Session, validate_session_id
+from ollie.agent.streaming import Completion
+from ollie.agent.taskstate import plan_path, read_plan_step
+from ollie.agent.tiers import context_gate, estimate_tokens
+from ollie.backend.base import Backend
+from ollie.backend.errors import BackendConfigError
+from ollie.backend.types import GenerationParams, Message
+from ollie.config import AgentConfig, find_agent, load_agent_config
+from ollie.log import get_logger
+from ollie.tools.base import CWDSetter, EnvSetter, ToolInfo
+from ollie.tools.dispatcher import Dispatcher
+
+__all__ = ["Core", "TurnResult"]
+
+log = get_logger("ollie.agent.core")
+
+BackendFactory = Callable[[str | None, str | None], Backend]
+DispatcherFactory = Callable[[Path, str, dict[str, str]], Dispatcher]
+
+
+def _new_dispatcher(
+    factory: DispatcherFactory | None, cfg: AgentConfig, cwd: Path, session_id: str, env: dict[str, str]
+) -> Dispatcher:
+    """A fresh dispatcher: the caller's factory, else the execute server under the agent's sandbox."""
+    if factory is not None:
+        return factory(cwd, session_id, env)
+    from ollie.tools.execute import new_dispatcher
+
+    return new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class Core:
+    """One agent session. Build it with `await Core.create(...)`; see docs/ENGINE-API.md."""
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        cwd: Path,
+        env: dict[str, str],
+        sessions_dir: Path,
+        session: Session,
+        runtime: Runtime,
+        backend_factory: BackendFactory,
+        dispatcher_factory: DispatcherFactory | None,
+        agents_dirs: list[Path] | None,
+        limits: LoopLimits,
+        max_steps: int | None,
+    ) -> None:
+        self.bus = Bus()
+        self.limits = limits
+        self.session = session
+        self.runtime = runtime
+        self.backend_error = ""
+        self.reply = ""
+        self.on_rename: Callable[[str], Any] | None = None
+        self.on_kill: Callable[[], Any] | None = None
+        self._agent = agent
+        self._cwd = cwd
+        self._env = env
+        self._sessions_dir = sessions_dir
+        self._file = SessionFile(sessions_dir, session.id)
+        self._backend_factory = backend_factory
+        self._dispatcher_factory = dispatcher_factory
+        self._agents_dirs = agents_dirs
+        self._max_steps = max_steps
+        self._params = GenerationParams()
+        self._state = "idle"
+        self._running = False
+        self._finishing = False
+        self._task: asyncio.Task[TurnResult] | None = None
+        self._turn_lock = asyncio.Lock()
+        self._queue: deque[str] = deque()
+        self._injects: list[str] = []
+        self._notes: list[str] = []
+        self._tool_calls = 0
+        self._ctx_limit: int | None = None
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        agent: str = "default",
+        cwd: Path | str | None = None,
+        backend: str | None = None,
+        model: str | None = None,
+        session_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        sessions_dir: Path | str | None = None,
+        max_steps: int | None = None,
+        backend_factory: BackendFactory | None = None,
+        dispatcher_factory: DispatcherFactory | None = None,
+        agents_dirs: list[Path] | None = None,
+        limits: LoopLimits | None = None,
+    ) -> Core:
+        """Load the agent config, resume or start the session, build the runtime and the backend."""
+        cfg = load_agent_config(find_agent(agent, agents_dirs))
+        work = Path(cwd or os.getcwd()).resolve()
+        if not work.is_dir():
+            raise ValueError(f"working directory {work} does not exist")
+        extra = dict(env or {})
+        store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
+        if session_id:
+            file = SessionFile(store, session_id)
+            session = file.load() if file.exists() else Session(id=validate_session_id(session_id))
+        else:
+            session = Session()
+        session.agent = agent
+        dispatcher = _new_dispatcher(dispatcher_factory, cfg, work, session.id, extra)
+        try:
+            runtime = await build_runtime(cfg, dispatcher, work, extra)
+        except BaseException:
+            await dispatcher.aclose()
+            raise
+        core = cls(
+            agent=agent,
+            cwd=work,
+            env=extra,
+            sessions_dir=store,
+            session=session,
+            runtime=runtime,
+            backend_factory=backend_factory or core_backend_factory(extra),
+            dispatcher_factory=dispatcher_factory,
+            agents_dirs=agents_dirs,
+            limits=limits or LoopLimits(),
+            max_steps=max_steps,
+        )
+        try:
+            runtime.backend = core._backend_factory(backend or cfg.backend or None, model or cfg.model or None)
+        except BackendConfigError as exc:
+            core.backend_error = str(exc)
+        spawn = await core.run_hook("agentSpawn", {})
+        if spawn is not None and spawn.output.strip():
+            core._notes.append(f"[agentSpawn hook]\n{spawn.output.strip()}")
+        return core
+
+    # --- turns -----------------------------------------------------------
+
+    async def submit(self, text: str) -> TurnResult:
+        """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+        from ollie.agent.commands import run_command
+
+        output = await run_command(self, text)
+        if output is not None:
+            return TurnResult(output, "command")
+        if self._closed:
+            return TurnResult("", "error", "this session is closed")
+        async with self._turn_lock:
+            if self._closed:
+                return TurnResult("", "error", "this session is closed")
+            result = await self._run_turn(text)
+            while result.stop != "interrupted" and not self._closed:
+                queued = self.pop_queue()
+                if queued is None:
+                    break
+                if (await self._run_turn(queued)).stop == "interrupted":
+                    break
+        return result
+
+    async def _run_turn(self, text: str) -> TurnResult:
+        self._task = asyncio.create_task(self._turn(text))
+        try:
+            return await self._task
+        finally:
+            self._task = None
+
+    async def _turn(self, text: str) -> TurnResult:
+        self._running, self._finishing = True, False
+        self.session.begin_turn()
+        self.bus.emit("turn", "start")
+        self.set_state("thinking")
+        try:
+            await self._context_limit()
+            result = await AgentLoop(self).run(text)
+        except asyncio.CancelledError:
+            # Interrupted: the task completes with a result instead of propagating.
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            result = TurnResult(self.reply, "interrupted")
+        except Exception as exc:  # a bug must end the turn, not the daemon
+            log.exception("turn failed")
+            self.bus.emit("error", f"internal error: {exc}")
+            result = TurnResult(self.reply, "error", f"internal error: {exc}")
+        self._finishing = True
+        self.session.end_turn()
+        if self._injects:
+            # Text injected too late for a tool result is not lost: it becomes the next prompt.
+            self._queue.append(self.pop_inject())
+        self.save()
+        if result.stop != "interrupted":
+            post = await self.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
+            if post is not None and post.output.strip():
+                self._notes.append(f"[postTurn hook]\n{post.output.strip()}")
+        self.bus.emit("turn", result.stop)
+        self._running = False
+        self.set_state("idle")
+        return result
+
+    def interrupt(self, reason: str = "") -> bool:
+        """Cancel the running turn (model stream and tool process groups); False when idle."""
+        task = self._task
+        if task is None or task.done() or not self._running or self._finishing:
+            return False
+        log.info("interrupt", extra={"reason": reason})
+        task.cancel(reason or None)
+        return True
+
+    def inject(self, text: str) -> None:
+        """Append `text` to the next tool result of the running turn (to the queue when idle)."""
+        if self._running:
+            self._injects.append(text)
+        else:
+            self.queue(text)
+
+    def replace_injects(self, text: str) -> None:
+        """Replace whatever injects are pending with `text`."""
+        self._injects = [text]
+        if not self._running:
+            self.queue(self.pop_inject())
+
+    def pop_inject(self) -> str:
+        """Take every pending inject, joined (empty when none)."""
+        text = "\n".join(self._injects)
+        self._injects.clear()
+        return text
+
+    def queue(self, text: str) -> int:
+        """Add a prompt to the FIFO; returns its depth."""
+        self._queue.append(text)
+        self._notify()
+        return len(self._queue)
+
+    def pop_queue(self) -> str | None:
+        """Take the oldest queued prompt."""
+        return self._queue.popleft() if self._queue else None
+
+    def queued(self) -> list[str]:
+        """The queued prompts, oldest first."""
+        return list(self._queue)
+
+    def clear_queue(self) -> int:
+        """Drop every queued prompt; returns how many."""
+        count = len(self._queue)
+        self._queue.clear()
+        return count
+
+    # --- observation -----------------------------------------------------
+
+    @property
+    def is_running(self) -> bool:
+        """True while a turn runs."""
+        return self._running
+
+    @property
+    def state(self) -> str:
+        """`idle`, `thinking` or `calling: <tool>`."""
+        return self._state
+
+    def set_state(self, state: str) -> None:
+        """Set the state (the loop calls this); publishes a `state` event on change."""
+        if state != self._state:
+            self._state = state
+            self._notify()
+
+    def _notify(self) -> None:
+        self.bus.emit("state")
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _field(self, name: str) -> str:
+        values: dict[str, Callable[[], str]] = {
+            "state": lambda: self._state,
+            "usage": self.usage,
+            "cost": self.cost,
+            "cwd": lambda: str(self._cwd),
+            "context": self.ctx_size,
+            "running": lambda: str(self._running),
+        }
+        if name not in values:
+            raise ValueError(f"unknown field {name!r} (known: {', '.join(values)})")
+        return values[name]()
+
+    async def wait_change(self, field: str, current: str, timeout: float | None = None) -> tuple[str, bool]:
+        """Wait until `field` differs from `current`: (value, True), or (value, False) on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            value = self._field(field)
+            if value != current:
+                return value, True
+            changed = self._changed
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return value, False
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return self._field(field), self._field(field) != current
+
+    @property
+    def agent_name(self) -> str:
+        """The active agent config's name."""
+        return self._agent
+
+    @property
+    def backend(self) -> Backend | None:
+        """The active backend (None when it could not be built; see `backend_error`)."""
+        return self.runtime.backend
+
+    @property
+    def backend_name(self) -> str:
+        """The active backend's name."""
+        return self.backend.name if self.backend is not None else "none"
+
+    @property
+    def model_name(self) -> str:
+        """The model requests go to."""
+        return self.backend.model if self.backend is not None else ""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self.session.id
+
+    @property
+    def cwd(self) -> Path:
+        """The working directory of tools, hooks and prompt commands."""
+        return self._cwd
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The extra environment for tools, hooks and prompt commands."""
+        return dict(self._env)
+
+    @property
+    def agents_dirs(self) -> list[Path]:
+        """Where agent configs are looked up."""
+        return list(self._agents_dirs) if self._agents_dirs else paths.agents_dirs()
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Where this core saves sessions."""
+        return self._sessions_dir
+
+    @property
+    def tool_call_count(self) -> int:
+        """Tool calls executed over the core's life."""
+        return self._tool_calls
+
+    def count_tool_call(self) -> None:
+        """Account one executed tool call (the loop calls this)."""
+        self._tool_calls += 1
+
+    def tools(self) -> list[ToolInfo]:
+        """The tools the model is offered."""
+        return list(self.runtime.tool_infos)
+
+    def system_prompt(self) -> str:
+        """The rendered system prompt."""
+        return self.runtime.preamble
+
+    def generation_params(self) -> GenerationParams:
+        """The agent config's sampling parameters with the caller's overrides on top."""
+        return self.runtime.params.merged(self._params)
+
+    def request_messages(self) -> list[Message]:
+        """What the next request sends: system prompt, task state + decision index, history."""
+        out = [Message("system", self.system_prompt())] if self.system_prompt() else []
+        memory = render_memory(self.session)
+        if memory:
+            out.append(Message("user", memory))
+        out.extend(self.session.messages)
+        return out
+
+    def context(self) -> list[Message]:
+        """The messages the next request would send, without the system prompt."""
+        return [m for m in self.request_messages() if m.role != "system"]
+
+    # --- context size, usage, cost ---------------------------------------
+
+    def _estimate(self) -> int:
+        return max(self.session.last_input_tokens, estimate_tokens(self.request_messages()))
+
+    async def _context_limit(self) -> int:
+        """The model's context length, looked up once per backend/model (0 while unknown)."""
+        if self._ctx_limit is None and self.backend is not None:
+            try:
+                self._ctx_limit = await self.backend.context_length()
+            except Exception as exc:  # unknown for now: auto-compaction waits; asked again next turn
+                log.warning("context length unknown", extra={"error": str(exc)})
+        return self._ctx_limit or 0
+
+    def context_info(self) -> dict[str, int]:
+        """`{"tokens", "limit"}` (limit 0 = not known yet)."""
+        return {"tokens": self._estimate(), "limit": self._ctx_limit or 0}
+
+    def usage_info(self) -> dict[str, int]:
+        """Token totals of the session."""
+        s = self.session
+        return {
+            "input": s.total_input_tokens,
+            "output": s.total_output_tokens,
+            "cachedInput": s.total_cached_input_tokens,
+            "cacheCreation": s.total_cache_creation_tokens,
+            "requests": s.total_requests,
+        }
+
+    def cost_info(self) -> dict[str, float]:
+        """Last turn's and the session's cost in USD."""
+        return {"lastTurn": self.session.last_turn_cost_usd, "session": self.session.session_cost_usd}
+
+    def ctx_size(self) -> str:
+        """The context size as a human string."""
+        info = self.context_info()
+        if not info["limit"]:
+            return f"{info['tokens']:,} tokens (limit unknown)"
+        return f"{info['tokens']:,} / {info['limit']:,} tokens ({100 * info['tokens'] // info['limit']}%)"
+
+    def usage(self) -> str:
+        """Token usage as a human string."""
+        u = self.usage_info()
+        return (
+            f"input {u['input']:,} · output {u['output']:,} · cached {u['cachedInput']:,} · "
+            f"cache writes {u['cacheCreation']:,} · {u['requests']} requests"
+        )
+
+    def cost(self) -> str:
+        """Cost as a human string."""
+        c = self.cost_info()
+        return f"last turn ${c['lastTurn']:.4f} · session ${c['session']:.4f}"
+
+    def record_usage(self, completion: Completion) -> None:
+        """Account a request's usage and cost; publish `usage` (the loop calls this)."""
+        usage = completion.usage
+        if usage is None:
+            return
+        from ollie.agent.cost import compute_cost
+
+        cost = usage.cost if usage.cost is not None else compute_cost(self.model_name, usage)
+        self.session.add_usage(usage, cost)
+        self.bus.emit(
+            "usage",
+            f"{usage.input_tokens} {usage.output_tokens} {usage.cached_input_tokens} "
+            f"{usage.cache_creation_tokens} {cost:.6f}",
+        )
+        self._notify()
+
+    # --- loop callbacks --------------------------------------------------
+
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> Any:
+        """Run hook `name` with the standard payload fields; None when the agent sets no such hook."""
+        hooks = self.runtime.hooks
+        if hooks is None or not hooks.has(name):
+            return None
+        result = await hooks.run(
+            name, {**hook_payload_base(self), **payload}, cwd=self._cwd, env=self.env, timeout=self.limits.hook_timeout_s
+        )
+        for warning in result.warnings:
+            self.bus.emit("info", warning)
+        return result
+
+    async def turn_error(self, exc: BaseException, error_type: str) -> bool:
+        """The turnError hook for the turn's first error; True when it handled it (every command exited 0)."""
+        result = await self.run_hook("turnError", {"error": str(exc), "error_type": error_type})
+        if result is None or result.blocked or not result.exit_codes:
+            return False
+        handled = all(code == 0 for code in result.exit_codes)
+        if handled and result.output.strip():
+            self.bus.emit("info", f"[turnError hook] {result.output.strip()}")
+        return handled
+
+    def take_notes(self) -> list[str]:
+        """Hook output waiting to be added to the next prompt."""
+        notes, self._notes = self._notes, []
+        return notes
+
+    def plan_step(self) -> str:
+        """The next unchecked step of the session's plan file."""
+        return read_plan_step(plan_path(self._sessions_dir, self.session.id))
+
+    def save(self) -> None:
+        """Persist the session; a failure is reported, never raised into the turn."""
+        try:
+            self._file.save(self.session)
+        except (OSError, ValueError) as exc:
+            log.error("session save failed", extra={"error": str(exc)})
+            self.bus.emit("error", f"could not save the session: {exc}")
+
+    def context_gate(self) -> None:
+        """Before a request: strip cold (then warm) tool output when over the compaction budget."""
+        limit = self._ctx_limit or 0
+        stripped = context_gate(self.session, tokens=self._estimate(), budget=int(limit * self.limits.compact_fraction))
+        if stripped:
+            self.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
+            self._notify()
+
+    async def auto_compact(self) -> None:
+        """After a tool round: gate first, then compact when still at the threshold."""
+        limit = await self._context_limit()
+        if limit <= 0 or self._estimate() < limit * self.limits.compact_fraction:
+            return
+        self.context_gate()
+        if self._estimate() < limit * self.limits.compact_fraction:
+            return
+        await self._compact(announce=True)
+
+    async def compact_for_overflow(self) -> bool:
+        """The backend said the context overflowed: compact, True when it worked."""
+        return (await self._compact(announce=True)).ok
+
+    async def _compact(self, *, announce: bool) -> CompactionResult:
+        if self.backend is None:
+            return CompactionResult(False, f"cannot compact: {self.backend_error or 'no backend'}")
+        result = await compact_session(
+            session=self.session,
+            backend=self.backend,
+            params=self.generation_params(),
+            limits=self.limits,
+            hook=self.run_hook,
+            snapshot=self._file.write_compaction_snapshot,
+            rewrite=self._file.rewrite,
+            on_usage=self.record_usage,
+        )
+        if announce:
+            self.bus.emit("info" if result.ok else "error", result.message)
+        self._notify()
+        return result
+
+    # --- commands' members -------------------------------------------------
+
+    async def compact(self) -> str:
+        """Compact now (after a running turn); what happened, as a line."""
+        async with self._turn_lock:
+            return (await self._compact(announce=False)).message
+
+    def clear(self) -> None:
+        """Drop history and task state; refused while a turn runs."""
+        if self._running:
+            raise RuntimeError("cannot clear while a turn is running; interrupt it first")
+        self.session.clear()
+        self.save()
+        self._notify()
+
+    @property
+    def max_steps(self) -> int:
+        """Tool rounds per turn (0 = unlimited): the override, else the agent config's."""
+        return self._max_steps if self._max_steps is not None else self.runtime.max_steps
+
+    def set_max_steps(self, steps: int) -> None:
+        """Override the tool rounds per turn (0 = unlimited)."""
+        if steps < 0:
+            raise ValueError("max steps must be 0 (unlimited) or more")
+        self._max_steps = steps
+
+    def _make_backend(self, name: str | None, model: str | None) -> Backend:
+        return self._backend_factory(name, model)
+
+    async def switch_backend(self, name: str) -> None:
+        """Use backend `name` from now on; on failure the old one stays."""
+        new = self._make_backend(name, None)
+        old, self.runtime.backend = self.runtime.backend, new
+        self.backend_error = ""
+        self._ctx_limit = None
+        if old is not None:
+            await old.aclose()
+        self._notify()
+
+    def switch_model(self, name: str) -> None:
+        """Send later requests to model `name`."""
+        if self.backend is None:
+            raise RuntimeError(f"no backend: {self.backend_error}")
+        self.backend.set_model(name)
+        self._ctx_limit = None
+        self._notify()
+
+    async def switch_agent(self, name: str) -> list[str]:
+        """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
+        async with self._turn_lock:
+            cfg: AgentConfig = load_agent_config(find_agent(name, self._agents_dirs))
+            dispatcher = _new_dispatcher(self._dispatcher_factory, cfg, self._cwd, self.session.id, self._env)
+            try:
+                runtime = await build_runtime(cfg, dispatcher, self._cwd, self._env)
+            except BaseException:
+                await dispatcher.aclose()
+                raise
+            warnings = list(runtime.warnings)
+            backend, retired = self.runtime.backend, None
+            if cfg.backend and cfg.backend != self.backend_name:
+                try:
+                    backend, retired = self._make_backend(cfg.backend, cfg.model or None), backend
+                except BackendConfigError as exc:
+                    warnings.append(f"kept backend {self.backend_name}: {exc}")
+            elif cfg.model and backend is not None:
+                backend.set_model(cfg.model)
+            runtime.backend = backend
+            old, self.runtime = self.runtime, runtime
+            self._agent = name
+            self.session.agent = name
+            self._ctx_limit = None
+            self.session.clear()
+            self.save()
+            await old.dispatcher.aclose()
+            if retired is not None:
+                self.backend_error = ""
+                await retired.aclose()
+            self._notify()
+            return warnings
+
+    # --- configuration ---------------------------------------------------
+
+    def set_cwd(self, path: Path | str) -> None:
+        """Move the working directory of tools, hooks and prompt commands."""
+        target = Path(path).expanduser()
+        if not target.is_dir():
+            raise ValueError(f"no such directory: {target}")
+        self._cwd = target.resolve()
+        for _, server in self.runtime.dispatcher.servers():
+            if isinstance(server, CWDSetter):
+                server.set_cwd(self._cwd)
+        self._notify()
+
+    def set_env(self, key: str, value: str) -> None:
+        """Set an extra environment variable for tools, hooks and prompt commands."""
+        self._env[key] = value
+        for _, server in self.runtime.dispatcher.servers():
+            if isinstance(server, EnvSetter):
+                server.set_env(key, value)
+
+    def set_session_id(self, new_id: str) -> None:
+        """Save the session under `new_id` from now on."""
+        self.session.id = validate_session_id(new_id)
+        self._file = SessionFile(self._sessions_dir, new_id)
+        self._file.rewrite(self.session)
+        self.set_env("OLLIE_SESSION_ID", new_id)
+
+    def set_generation_params(self, params: GenerationParams) -> None:
+        """Override sampling parameters (fields left None fall back to the agent config's)."""
+        self._params = params
+
+    async def list_models(self) -> list[str]:
+        """The backend's models."""
+        return await self.backend.list_models() if self.backend is not None else []
+
+    async def rename(self, title: str) -> None:
+        """Title the session: the daemon's `on_rename` when set, else stored in the session."""
+        if self.on_rename is not None:
+            await _maybe_await(self.on_rename(title))
+            return
+        self.session.title = title
+        self.save()
+
+    async def kill(self) -> None:
+        """Interrupt, save, close; then tell the daemon through `on_kill`."""
+        await self.close()
+        if self.on_kill is not None:
+            await _maybe_await(self.on_kill())
+
+    async def close(self) -> None:
+        """Interrupt a running turn, save the session, close backend and tool servers."""
+        if self._closed:
+            return
+        self._closed = True
+        task = self._task
+        if task is not None and self.interrupt("close"):
+            await asyncio.wait({task}, timeout=self.limits.interrupt_grace_s * 5)
+        self.save()
+        if self.backend is not None:
+            await self.backend.aclose()
+        await self.runtime.dispatcher.aclose()
+        self.bus.close()
+
+
+def core_backend_factory(extra_env: Mapping[str, str]) -> BackendFactory:
+    """`make_backend` over the environment, the env file, and the core's extra env (which wins)."""
+
+    def factory(name: str | None, model: str | None) -> Backend:
+        from ollie.backend.registry import make_backend
+        from ollie.env import env_file, parse_env_file
+
+        try:
+            file_values = parse_env_file(env_file().read_text(encoding="utf-8"))
+        except OSError:
+            file_values = {}
+        return make_backend(name, model, environ={**file_values, **os.environ, **extra_env})
+
+    return factory

@@ -1,0 +1,109 @@
+"""Lifecycle hooks: shell commands fed a JSON payload; exit 0 adds context, 2 blocks, others warn."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollie.agent.shell import merged_env, run_shell
+from ollie.config import HOOK_NAMES
+
+BLOCK_EXIT_CODE = 2
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class HookResult:
+    """The outcome of one hook's commands.
+
+    `output`: the stdout of the commands that exited 0 (joined by newlines), or,
+    when `blocked`, the blocking command's reason (its stderr, else its stdout).
+    `exit_codes`: one per command that ran, in order (negative: killed by that
+    signal, e.g. -9 after a timeout).
+    """
+
+    blocked: bool = False
+    output: str = ""
+    warnings: list[str] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+
+
+def payload_env(payload: Mapping[str, Any]) -> dict[str, str]:
+    """`OLLIE_<KEY>` for every payload key: strings as-is, other values as JSON."""
+    env = {}
+    for key, value in payload.items():
+        name = "OLLIE_" + re.sub(r"[^A-Za-z0-9]", "_", str(key)).upper()
+        if value is None:
+            env[name] = ""
+        elif isinstance(value, str):
+            env[name] = value
+        else:
+            env[name] = json.dumps(value, ensure_ascii=False)
+    return env
+
+
+class Hooks:
+    """The hook commands of one agent config, by hook name."""
+
+    def __init__(self, config_hooks: dict[str, list[str]]) -> None:
+        for name in config_hooks:
+            if name not in HOOK_NAMES:
+                raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+        self._hooks = {name: list(cmds) for name, cmds in config_hooks.items() if cmds}
+
+    def has(self, name: str) -> bool:
+        """True when hook `name` has at least one command."""
+        return bool(self._hooks.get(name))
+
+    def commands(self, name: str) -> list[str]:
+        """The commands configured for hook `name`, in run order."""
+        return list(self._hooks.get(name, ()))
+
+    async def run(
+        self,
+        name: str,
+        payload: dict,
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> HookResult:
+        """Run hook `name`'s commands in order, stopping at the first that exits 2."""
+        if name not in HOOK_NAMES:
+            raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+        result = HookResult()
+        commands = self._hooks.get(name)
+        if not commands:
+            return result
+        full_payload = {"hook": name, **payload}
+        stdin = json.dumps(full_payload, ensure_ascii=False, default=str).encode()
+        proc_env = merged_env(env, payload_env(full_payload))
+        outputs = []
+        for command in commands:
+            try:
+                run = await run_shell(command, cwd=cwd, env=proc_env, stdin=stdin, timeout=timeout)
+            except OSError as exc:
+                result.warnings.append(f"hook {name}: {command!r} could not start: {exc}")
+                continue
+            result.exit_codes.append(run.code)
+            if run.timed_out:
+                result.warnings.append(f"hook {name}: {command!r} timed out after {timeout:g}s and was killed")
+            elif run.code == 0:
+                if run.stdout.strip():
+                    outputs.append(run.stdout.rstrip("\n"))
+            elif run.code == BLOCK_EXIT_CODE:
+                reason = run.stderr.strip() or run.stdout.strip() or f"blocked by {name} hook"
+                result.blocked = True
+                result.output = reason
+                return result
+            else:
+                detail = run.stderr.strip() or run.stdout.strip()
+                result.warnings.append(
+                    f"hook {name}: {command!r} exited {run.code}" + (f": {detail}" if detail else "")
+                )
+        result.output = "\n".join(outputs)
+        return result

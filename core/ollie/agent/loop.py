@@ -1,0 +1,205 @@
+"""The agent loop: gate, request, tools, state, inference, safety, auto-compaction, until no tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ollie.agent import tiers
+from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
+from ollie.agent.session import TaskState
+from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
+from ollie.agent.taskstate import describe_action, infer_update, render_task_state
+from ollie.agent.toolround import CallOutcome, ToolRound
+from ollie.backend.types import Message, ToolCall
+
+if TYPE_CHECKING:
+    from ollie.agent.core import Core
+
+INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+
+
+@dataclass
+class TurnResult:
+    """How a submit ended: the reply text, the stop reason, and an error message when it failed."""
+
+    reply: str
+    stop: str
+    error: str | None = None
+
+
+def _text_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
+    from ollie.agent.textcalls import extract_text_tool_calls
+
+    clean, calls = extract_text_tool_calls(text, tool_names)
+    return clean, list(calls)
+
+
+def _with_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    for call in calls:
+        if not call.id:
+            call.id = f"call_{uuid.uuid4().hex[:12]}"
+    return calls
+
+
+def _append_note(messages: list[Message], note: str) -> None:
+    """Append a note for the model to the last tool result (keeps role alternation valid everywhere)."""
+    for message in reversed(messages):
+        if message.role == "tool":
+            message.content = f"{message.content}\n\n[ollie] {note}"
+            return
+    messages.append(Message("user", f"[ollie] {note}"))
+
+
+class AgentLoop:
+    """One turn of one core. Core owns the state; the loop drives it."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.session = core.session
+        self.runtime = core.runtime
+        self.bus = core.bus
+        self.limits = core.limits
+        self.monitor = SafetyMonitor(self.limits)
+        self.cache: dict[tuple[str, str], CallOutcome] = {}
+        # What this turn infers even when the session has no TaskState yet.
+        self.tracked = TaskState()
+
+    async def run(self, prompt: str) -> TurnResult:
+        """Run the turn for `prompt` to its end."""
+        core = self.core
+        pre = await core.run_hook("preTurn", {"prompt": prompt})
+        if pre is not None and pre.blocked:
+            why = f"blocked by the preTurn hook: {pre.output.strip() or 'no reason given'}"
+            self.bus.emit("error", why)
+            return TurnResult("", "error", why)
+        notes = core.take_notes()
+        if pre is not None and pre.output.strip():
+            notes.append(f"[preTurn hook]\n{pre.output.strip()}")
+        content = "\n\n".join([prompt, *notes]) if notes else prompt
+        self.session.messages.append(Message("user", content))
+        if core.backend is None:
+            why = core.backend_error or "no backend configured"
+            self.bus.emit("error", why)
+            return TurnResult("", "error", why)
+        try:
+            return await self._iterate()
+        except TurnFailed as failed:
+            self.bus.emit("error", str(failed))
+            return TurnResult(core.reply, "error", str(failed))
+
+    async def _request(self, *, with_tools: bool) -> Completion:
+        core = self.core
+        core.set_state("thinking")
+        completion = await stream_with_retry(
+            backend=core.backend,
+            build_messages=core.request_messages,
+            tools=self.runtime.tools if with_tools else [],
+            params=core.generation_params(),
+            bus=self.bus,
+            limits=self.limits,
+            on_first_error=core.turn_error,
+            compact=core.compact_for_overflow,
+        )
+        core.record_usage(completion)
+        # The model has now seen every cold result once: they collapse before the next request.
+        tiers.collapse_consumed(self.session)
+        return completion
+
+    async def _iterate(self) -> TurnResult:
+        core = self.core
+        tool_names = {t.name for t in self.runtime.tools}
+        while True:
+            core.context_gate()
+            completion = await self._request(with_tools=bool(tool_names))
+            text, calls = completion.text, list(completion.tool_calls)
+            if not calls and tool_names and text:
+                text, calls = _text_tool_calls(text, tool_names)
+            calls = _with_ids(calls)
+            self.session.messages.append(Message("assistant", text, tool_calls=calls, reasoning=completion.reasoning))
+            if text:
+                core.reply = text
+            if not calls:
+                return TurnResult(core.reply, "end")
+
+            outcomes = await self._tool_round(calls)
+            verdict = self._after_round(text, outcomes)
+            if verdict is not None:
+                return verdict
+            max_steps = core.max_steps
+            if max_steps and self.monitor.rounds >= max_steps:
+                return await self._finish_max_steps()
+            await core.auto_compact()
+
+    async def _tool_round(self, calls: list[ToolCall]) -> list[CallOutcome]:
+        core = self.core
+        round_ = ToolRound(
+            runtime=self.runtime,
+            bus=self.bus,
+            hook=core.run_hook,
+            pop_inject=core.pop_inject,
+            set_state=core.set_state,
+            count_call=core.count_tool_call,
+            cache=self.cache,
+            max_bytes=self.runtime.tool_result_max_bytes,
+        )
+        try:
+            outcomes = await round_.run(calls)
+        except asyncio.CancelledError:
+            # Every call needs a result or the next request is malformed.
+            for call in calls:
+                self.session.messages.append(Message("tool", INTERRUPTED_RESULT, tool_call_id=call.id, name=call.name))
+            raise
+        for outcome in outcomes:
+            call = outcome.call
+            self.session.messages.append(Message("tool", outcome.text, tool_call_id=call.id, name=call.name))
+            self.session.result_tiers[call.id] = outcome.tier
+        return outcomes
+
+    def _after_round(self, text: str, outcomes: list[CallOutcome]) -> TurnResult | None:
+        """State inference and safety checks; a TurnResult when the turn must stop."""
+        core = self.core
+        last = outcomes[-1]
+        action = describe_action(last.call.name, last.call.arguments, last.text)
+        step = core.plan_step()
+        infer_update(self.tracked, last_action=action, plan_step=step, assistant_text=text)
+        if self.session.task_state is not None:
+            infer_update(self.session.task_state, last_action=action, plan_step=step, assistant_text=text)
+        verdict = self.monitor.after_round(
+            all_errors=all(o.is_error for o in outcomes), assistant_text=text, last_action=action
+        )
+        if verdict.abort:
+            core.save()
+            self.bus.emit("error", verdict.abort)
+            return TurnResult(core.reply, "error", verdict.abort)
+        for nudge in verdict.nudges:
+            self.bus.emit("info", nudge)
+            _append_note(self.session.messages, nudge)
+        if verdict.reinject:
+            _append_note(self.session.messages, render_task_state(self.session.task_state or self.tracked))
+        core.save()
+        return None
+
+    async def _finish_max_steps(self) -> TurnResult:
+        """The step limit ends the turn softly: one last request, without tools, for a summary."""
+        core = self.core
+        self.bus.emit("info", f"step limit reached ({core.max_steps} tool rounds): asking for a summary")
+        _append_note(self.session.messages, MAX_STEPS_NUDGE)
+        completion = await self._request(with_tools=False)
+        self.session.messages.append(Message("assistant", completion.text, reasoning=completion.reasoning))
+        if completion.text:
+            core.reply = completion.text
+        return TurnResult(core.reply, "max_steps")
+
+
+def hook_payload_base(core: Any) -> dict[str, Any]:
+    """The fields every hook payload carries."""
+    return {
+        "session_id": core.session_id,
+        "cwd": str(core.cwd),
+        "agent": core.agent_name,
+        "backend": core.backend_name,
+        "model": core.model_name,
+    }

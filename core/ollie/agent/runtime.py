@@ -1,0 +1,159 @@
+"""The Runtime: everything per-agent that an /agent switch replaces as one step."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollie.backend.base import Backend
+from ollie.backend.types import GenerationParams, Tool
+from ollie.config import AgentConfig
+from ollie.tools.base import (
+    ParallelClass,
+    ParallelClassifier,
+    Tier,
+    TierClassifier,
+    ToolInfo,
+    ToolRestrictionSetter,
+    ToolResult,
+)
+from ollie.tools.dispatcher import Dispatcher, UnknownToolError
+
+DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
+
+ToolExecutor = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+
+
+@dataclass
+class Runtime:
+    """Per-agent configuration that stays stable across turns."""
+
+    backend: Backend | None
+    dispatcher: Dispatcher
+    hooks: Any
+    preamble: str = ""
+    tools: list[Tool] = field(default_factory=list)
+    tool_infos: list[ToolInfo] = field(default_factory=list)
+    executor: ToolExecutor | None = None
+    classify_parallel: Callable[[str, dict[str, Any]], ParallelClass] = lambda tool, args: "global"
+    classify_tier: Callable[[str, dict[str, Any]], Tier] = lambda tool, args: "hot"
+    params: GenerationParams = field(default_factory=GenerationParams)
+    max_steps: int = 0
+    tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
+    cfg_backend: str = ""
+    cfg_model: str = ""
+    warnings: list[str] = field(default_factory=list)
+    config: AgentConfig = field(default_factory=AgentConfig)
+
+
+def _server_of(dispatcher: Dispatcher, tool: str) -> Any | None:
+    try:
+        return dispatcher.server_for(tool)[1]
+    except UnknownToolError:
+        return None
+
+
+def make_parallel_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], ParallelClass]:
+    """Ask the server offering a tool whether a call is read-safe; unknown means global."""
+
+    def classify(tool: str, args: dict[str, Any]) -> ParallelClass:
+        server = _server_of(dispatcher, tool)
+        if isinstance(server, ParallelClassifier):
+            try:
+                return server.classify_parallel(tool, args)
+            except Exception:  # a classifier bug must not break the turn: treat it as serial
+                return "global"
+        return "global"
+
+    return classify
+
+
+def make_tier_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], Tier]:
+    """Ask the server offering a tool for the result's retention tier; default hot."""
+
+    def classify(tool: str, args: dict[str, Any]) -> Tier:
+        server = _server_of(dispatcher, tool)
+        if isinstance(server, TierClassifier):
+            try:
+                return server.classify_tier(tool, args)
+            except Exception:  # keeping a result verbatim is the safe fallback
+                return "hot"
+        return "hot"
+
+    return classify
+
+
+def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
+    """A closure that routes a call to whichever server offers the tool."""
+
+    async def execute(tool: str, args: dict[str, Any]) -> ToolResult:
+        return await dispatcher.dispatch(None, tool, args)
+
+    return execute
+
+
+def _as_backend_tool(info: ToolInfo) -> Tool:
+    return Tool(name=info.name, description=info.description, parameters=info.parameters)
+
+
+async def _resolve_preamble(cfg: AgentConfig, cwd: Path, env: Mapping[str, str], warnings: list[str]) -> str:
+    from ollie.agent.prompt import resolve_prompt
+
+    return await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings)
+
+
+def _make_hooks(cfg: AgentConfig) -> Any:
+    from ollie.agent.hooks import Hooks
+
+    return Hooks(cfg.hooks)
+
+
+async def build_runtime(
+    cfg: AgentConfig,
+    dispatcher: Dispatcher,
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    backend: Backend | None = None,
+) -> Runtime:
+    """Wire an agent config to a dispatcher: tools, prompt, hooks, params, classifiers."""
+    warnings: list[str] = []
+    restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
+    if restricted:
+        applied = False
+        for _, server in dispatcher.servers():
+            if isinstance(server, ToolRestrictionSetter):
+                server.set_restrictions(cfg.allow_executors, cfg.allow_tools)
+                applied = True
+        if not applied:
+            warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
+    infos = dispatcher.list_tools() if cfg.tools else []
+    preamble = await _resolve_preamble(cfg, cwd, env, warnings)
+    return Runtime(
+        backend=backend,
+        dispatcher=dispatcher,
+        hooks=_make_hooks(cfg),
+        preamble=preamble,
+        tools=[_as_backend_tool(i) for i in infos],
+        tool_infos=infos,
+        executor=make_executor(dispatcher),
+        classify_parallel=make_parallel_classifier(dispatcher),
+        classify_tier=make_tier_classifier(dispatcher),
+        params=cfg.generation_params(),
+        max_steps=cfg.max_steps or 0,
+        cfg_backend=cfg.backend,
+        cfg_model=cfg.model,
+        warnings=warnings,
+        config=cfg,
+    )
+
+
+def canonical_args(arguments: str) -> str:
+    """A stable text form of a call's JSON arguments (for dedup and caching)."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except json.JSONDecodeError:
+        return arguments

@@ -1,0 +1,138 @@
+"""One model request streamed onto the bus, and the retry policy around it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from ollie.agent.events import Bus
+from ollie.agent.limits import LoopLimits
+from ollie.backend.base import Backend
+from ollie.backend.errors import (
+    ContextOverflowError,
+    RateLimitError,
+    StreamDropError,
+    ToolUnsupportedError,
+    TransientError,
+)
+from ollie.backend.types import GenerationParams, Message, Tool, ToolCall, Usage
+
+
+@dataclass
+class Completion:
+    """A model reply assembled from its stream."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+class TurnFailed(Exception):
+    """The request failed for good; `error_type` as the turnError hook names it."""
+
+    def __init__(self, message: str, *, error_type: str, handled: bool = False) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.handled = handled
+
+
+def error_type(exc: BaseException) -> str:
+    """The turnError hook's name for an error."""
+    if isinstance(exc, RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, ToolUnsupportedError):
+        return "tool_unsupported"
+    if isinstance(exc, ContextOverflowError):
+        return "context_overflow"
+    if isinstance(exc, TransientError | StreamDropError):
+        return "transient"
+    return "unknown"
+
+
+async def stream_once(
+    backend: Backend,
+    messages: list[Message],
+    tools: list[Tool],
+    params: GenerationParams,
+    bus: Bus | None,
+) -> Completion:
+    """Run one request; publish `assistant`/`reasoning` deltas as they arrive."""
+    out = Completion()
+    text: list[str] = []
+    reasoning: list[str] = []
+    # aclosing: an interrupt (cancellation) closes the HTTP stream at once.
+    async with contextlib.aclosing(backend.stream(messages, tools, params)) as events:
+        async for event in events:
+            if event.content:
+                text.append(event.content)
+                if bus is not None:
+                    bus.emit("assistant", event.content)
+            if event.reasoning:
+                reasoning.append(event.reasoning)
+                if bus is not None:
+                    bus.emit("reasoning", event.reasoning)
+            if event.tool_calls:
+                out.tool_calls.extend(event.tool_calls)
+            if event.usage is not None:
+                out.usage = event.usage
+    out.text = "".join(text)
+    out.reasoning = "".join(reasoning)
+    return out
+
+
+OnError = Callable[[BaseException, str], Awaitable[bool]]
+
+
+async def stream_with_retry(
+    *,
+    backend: Backend,
+    build_messages: Callable[[], list[Message]],
+    tools: list[Tool],
+    params: GenerationParams,
+    bus: Bus,
+    limits: LoopLimits,
+    on_first_error: OnError,
+    compact: Callable[[], Awaitable[bool]],
+) -> Completion:
+    """Stream, retrying rate limits, transient errors and drops with backoff; compact once on overflow.
+
+    `on_first_error` runs the turnError hook; True means the hook handled it and
+    the turn ends without a retry.
+    """
+    retries = 0
+    compacted = False
+    first = True
+    while True:
+        try:
+            return await stream_once(backend, build_messages(), tools, params, bus)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            kind = error_type(exc)
+            if first:
+                first = False
+                if await on_first_error(exc, kind):
+                    raise TurnFailed(f"{kind}: {exc} (handled by the turnError hook)", error_type=kind, handled=True) from exc
+            if isinstance(exc, ContextOverflowError):
+                if compacted or not await compact():
+                    raise TurnFailed(f"context overflow: {exc}", error_type=kind) from exc
+                compacted = True
+                continue
+            if isinstance(exc, RateLimitError | TransientError):
+                base = limits.backoff_base_s
+            elif isinstance(exc, StreamDropError):
+                base = limits.drop_backoff_base_s
+            else:
+                raise TurnFailed(str(exc) or type(exc).__name__, error_type=kind) from exc
+            if retries >= limits.max_retries:
+                raise TurnFailed(f"{kind}: {exc} (gave up after {retries} retries)", error_type=kind) from exc
+            delay = base * 2**retries
+            retry_after = getattr(exc, "retry_after", None)
+            if retry_after:
+                delay = max(delay, min(float(retry_after), limits.max_retry_after_s))
+            retries += 1
+            bus.emit("limitretry", f"{kind}: {exc}; retry {retries}/{limits.max_retries} in {delay:.2f}s")
+            await asyncio.sleep(delay)

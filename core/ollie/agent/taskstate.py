@@ -1,0 +1,69 @@
+"""TaskState inference after each tool round: the last action and the current plan step."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ollie.agent.session import TaskState
+
+_UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+?)\s*$", re.MULTILINE)
+_PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
+_ACTION_PART = 80
+
+
+def plan_path(sessions_dir: Path, session_id: str) -> Path:
+    """The session's plan file: the execute server's location when it defines one, else `s/<id>/plan`."""
+    try:
+        from ollie.tools.execute import plan_file
+    except ImportError:
+        return sessions_dir / "s" / session_id / "plan"
+    return Path(plan_file(session_id))
+
+
+def next_unchecked(text: str) -> str:
+    """The first `- [ ]` item of a markdown checklist, or ''."""
+    match = _UNCHECKED.search(text)
+    return match.group(1) if match else ""
+
+
+def read_plan_step(path: Path) -> str:
+    """The next unchecked step of the plan file, or '' when there is none (or no file)."""
+    try:
+        return next_unchecked(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
+
+
+def has_plan_block(text: str) -> bool:
+    """Whether assistant text carries a `PLAN:` block."""
+    return bool(_PLAN_BLOCK.search(text))
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _ACTION_PART else text[:_ACTION_PART] + "…"
+
+
+def describe_action(tool: str, arguments: str, result: str) -> str:
+    """`tool(args) → result`, each part clipped: what the agent last did."""
+    try:
+        args = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except json.JSONDecodeError:
+        args = arguments
+    return f"{tool}({_clip(args)}) → {_clip(result)}"
+
+
+def infer_update(state: TaskState, *, last_action: str, plan_step: str, assistant_text: str) -> None:
+    """Fold one round into `state`: last action, and the plan step from the file or the text."""
+    if last_action:
+        state.last_action = last_action
+    step = plan_step or next_unchecked(assistant_text)
+    if step:
+        state.plan_step = step
+
+
+def render_task_state(state: TaskState) -> str:
+    """The task state as the model reads it (one message)."""
+    return "[task state]\n" + json.dumps(state.to_dict(), ensure_ascii=False, indent=1)

@@ -1,0 +1,72 @@
+"""Result tiers and the context gate: what tool output stays verbatim and what collapses to a line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ollie.agent.session import Session
+from ollie.backend.types import Message
+
+COLLAPSED = "collapsed"
+_SUMMARY_HEAD = 100
+
+
+def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
+    """A rough token count (characters / 4) of a request's text."""
+    chars = len(system)
+    for m in messages:
+        chars += len(m.content) + len(m.reasoning)
+        for call in m.tool_calls:
+            chars += len(call.name) + len(call.arguments)
+    return chars // 4
+
+
+def summarize_result(tier: str, message: Message) -> str:
+    """The one-line stand-in for a tool result that has been consumed."""
+    text = message.content
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > _SUMMARY_HEAD:
+        first = first[:_SUMMARY_HEAD] + "…"
+    lines = text.count("\n") + (1 if text else 0)
+    size = len(text.encode("utf-8"))
+    return f"[{tier} result of {message.name or 'tool'} collapsed: {lines} lines, {size} bytes; began: {first}]"
+
+
+def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | None = None) -> int:
+    """Collapse every tool result of the given tiers to its summary; returns how many changed."""
+    wanted = set(tiers)
+    in_history = messages is None
+    changed = 0
+    for index, message in enumerate(session.messages if messages is None else messages):
+        if message.role != "tool":
+            continue
+        tier = session.result_tiers.get(message.tool_call_id)
+        if tier in wanted:
+            message.content = summarize_result(tier, message)
+            session.result_tiers[message.tool_call_id] = COLLAPSED
+            if in_history:
+                # Saved messages changed in place: persistence records just these.
+                session.mark_edited(index)
+            changed += 1
+    return changed
+
+
+def collapse_consumed(session: Session) -> int:
+    """After a request: the cold results it carried have been seen once, so they collapse now."""
+    return collapse(session, ("cold",))
+
+
+def context_gate(session: Session, *, tokens: int, budget: int) -> list[str]:
+    """When over budget, strip cold material first, then warm; returns the tiers stripped."""
+    if budget <= 0 or tokens <= budget:
+        return []
+    stripped = []
+    for tier in ("cold", "warm"):
+        if collapse(session, (tier,)):
+            stripped.append(tier)
+        if estimate_tokens(session.messages) <= budget:
+            break
+    if stripped:
+        # The measured size of the last request no longer describes the history.
+        session.last_input_tokens = 0
+    return stripped

@@ -1,0 +1,101 @@
+"""Incremental decoders for the two streaming framings: SSE and NDJSON."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Only these end a line (str.splitlines would also split on U+2028 inside JSON strings).
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class SSEEvent:
+    """One server-sent event: the `event:` name (empty when absent) and the joined `data:` lines."""
+
+    event: str
+    data: str
+
+
+class _LineSplitter:
+    """Splits a byte stream into text lines across arbitrary chunk boundaries (UTF-8 safe)."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        text = self._pending + self._decoder.decode(chunk)
+        hold = ""
+        if text.endswith("\r"):
+            # May be the first half of "\r\n": keep it until the next byte arrives.
+            text, hold = text[:-1], "\r"
+        lines = _EOL.split(text)
+        self._pending = lines.pop() + hold
+        return lines
+
+    def finish(self) -> list[str]:
+        text = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        lines = _EOL.split(text)
+        if lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+
+class SSEDecoder:
+    """Feeds bytes, returns complete events as soon as their blank line arrives."""
+
+    def __init__(self) -> None:
+        self._lines = _LineSplitter()
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Decode one network chunk; return the events it completed."""
+        return self._take(self._lines.feed(chunk))
+
+    def finish(self) -> list[SSEEvent]:
+        """Flush at end of stream (an event without its closing blank line still counts)."""
+        events = self._take(self._lines.finish())
+        if self._data:
+            events.append(SSEEvent(self._event, "\n".join(self._data)))
+        self._event, self._data = "", []
+        return events
+
+    def _take(self, lines: list[str]) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    events.append(SSEEvent(self._event, "\n".join(self._data)))
+                self._event, self._data = "", []
+                continue
+            if line.startswith(":"):
+                continue  # comment / keep-alive, e.g. ": OPENROUTER PROCESSING"
+            field, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if field == "data":
+                self._data.append(value)
+            elif field == "event":
+                self._event = value
+        return events
+
+
+class NDJSONDecoder:
+    """Feeds bytes, returns each JSON object as soon as its newline arrives."""
+
+    def __init__(self) -> None:
+        self._lines = _LineSplitter()
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Decode one network chunk; return the objects it completed."""
+        return [json.loads(line) for line in self._lines.feed(chunk) if line.strip()]
+
+    def finish(self) -> list[Any]:
+        """Flush a last line that had no trailing newline."""
+        return [json.loads(line) for line in self._lines.finish() if line.strip()]

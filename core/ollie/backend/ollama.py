@@ -1,0 +1,133 @@
+"""Ollama (`/api/chat`, NDJSON): local models, no key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+
+from ollie.backend.stream import HTTPBackend, raise_for_error_object, stream_frames
+from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
+
+DEFAULT_CONTEXT_LENGTH = 4096
+
+# GenerationParams field -> Ollama `options` key.
+_OPTIONS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "repetition_penalty": "repeat_penalty",
+    "stop": "stop",
+}
+
+
+class OllamaBackend(HTTPBackend):
+    """Streams from a local or remote Ollama server."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str = "http://localhost:11434",
+        name: str = "ollama",
+        default_context_length: int = DEFAULT_CONTEXT_LENGTH,
+        timeout: float | httpx.Timeout | None = None,
+    ) -> None:
+        super().__init__(name=name, model=model, base_url=base_url, timeout=timeout)
+        self.default_context_length = default_context_length
+
+    def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
+        """The JSON body for one streamed chat."""
+        body: dict[str, Any] = {"model": self.model, "messages": [_wire_message(m) for m in messages], "stream": True}
+        if tools:
+            body["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in tools
+            ]
+        options = {key: getattr(params, field) for field, key in _OPTIONS.items() if getattr(params, field) is not None}
+        limit = params.max_tokens or params.max_completion_tokens
+        if limit:
+            options["num_predict"] = limit
+        if options:
+            body["options"] = options
+        if params.reasoning_effort:
+            body["think"] = params.reasoning_effort  # gpt-oss style levels: low / medium / high
+        elif params.include_reasoning is not None:
+            body["think"] = params.include_reasoning
+        elif params.reasoning:
+            body["think"] = True
+        if params.response_format == "json_object":
+            body["format"] = "json"
+        return body
+
+    async def stream(
+        self, messages: list[Message], tools: list[Tool], params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one chat: content/thinking deltas, then a done event with tool calls and usage."""
+        body = self.build_request(messages, tools, params)
+        calls: list[ToolCall] = []
+        async with aclosing(stream_frames(
+            self._client, "/api/chat", body=body, framing="ndjson",
+            is_terminator=lambda obj: isinstance(obj, dict) and obj.get("done") is True, backend=self.name,
+        )) as frames:
+            async for obj in frames:
+                raise_for_error_object(obj, backend=self.name)
+                message = obj.get("message") or {}
+                if message.get("content") or message.get("thinking"):
+                    yield StreamEvent(content=message.get("content") or "", reasoning=message.get("thinking") or "")
+                for raw in message.get("tool_calls") or []:
+                    function = raw.get("function") or {}
+                    args = function.get("arguments", {})
+                    calls.append(ToolCall(
+                        id=raw.get("id") or f"call_{len(calls)}",
+                        name=function.get("name", ""),
+                        arguments=args if isinstance(args, str) else json.dumps(args),
+                    ))
+                if obj.get("done") is True:
+                    usage = Usage(
+                        input_tokens=int(obj.get("prompt_eval_count") or 0),
+                        output_tokens=int(obj.get("eval_count") or 0),
+                    )
+                    yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=obj.get("done_reason") or "")
+
+    async def list_models(self) -> list[str]:
+        """Installed models from `/api/tags`."""
+        data = await self._request_json("GET", "/api/tags")
+        return [str(m.get("name") or m.get("model")) for m in data.get("models") or [] if isinstance(m, dict)]
+
+    async def context_length(self) -> int:
+        """The model's trained window from `/api/show` (`<arch>.context_length`), cached per model."""
+        if self.model not in self._context_lengths:
+            data = await self._request_json("POST", "/api/show", {"model": self.model})
+            info = data.get("model_info") or {}
+            found = next(
+                (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0),
+                self.default_context_length,
+            )
+            self._context_lengths[self.model] = found
+        return self._context_lengths[self.model]
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "content": message.content, "tool_name": message.name}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}} for c in message.tool_calls
+        ]
+    return out
+
+
+def _arguments_object(arguments: str) -> Any:
+    """Ollama wants arguments as an object, not a JSON string."""
+    try:
+        return json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": arguments}

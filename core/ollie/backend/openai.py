@@ -1,0 +1,203 @@
+"""OpenAI-compatible chat completions (`/v1/chat/completions`): OpenAI, OpenRouter, local servers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+
+from ollie.backend.framing import SSEEvent
+from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames
+from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
+
+DEFAULT_CONTEXT_LENGTH = 128_000
+
+# Parameters only OpenRouter understands; a strict OpenAI endpoint rejects them.
+_OPENROUTER_ONLY = ("top_k", "min_p", "top_a", "repetition_penalty")
+
+
+class OpenAIBackend(HTTPBackend):
+    """Streams from any `/chat/completions` endpoint; `base_url` ends with `/v1` (or `/api/v1`)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str = "",
+        name: str = "openai",
+        extra_headers: Mapping[str, str] | None = None,
+        openrouter: bool | None = None,
+        default_context_length: int = DEFAULT_CONTEXT_LENGTH,
+        timeout: float | httpx.Timeout | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers.update(extra_headers or {})
+        super().__init__(name=name, model=model, base_url=base_url, headers=headers, timeout=timeout)
+        self.openrouter = name == "openrouter" or "openrouter.ai" in base_url if openrouter is None else openrouter
+        self.default_context_length = default_context_length
+        self._models: list[dict[str, Any]] | None = None
+
+    def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
+        """The JSON body for one streamed completion."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in tools
+            ]
+        body.update(self._wire_params(params))
+        return body
+
+    def _wire_params(self, params: GenerationParams) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("max_tokens", "max_completion_tokens", "temperature", "top_p", "frequency_penalty",
+                    "presence_penalty", "stop", "reasoning_effort", "verbosity"):
+            value = getattr(params, key)
+            if value is not None:
+                out[key] = value
+        if params.response_format:
+            out["response_format"] = {"type": params.response_format}
+        if self.openrouter:
+            for key in _OPENROUTER_ONLY:
+                value = getattr(params, key)
+                if value is not None:
+                    out[key] = value
+            if params.include_reasoning is not None:
+                out["include_reasoning"] = params.include_reasoning
+            if params.reasoning is not None:
+                out["reasoning"] = {"max_tokens": params.reasoning}
+            out["usage"] = {"include": True}  # ask OpenRouter to report the cost
+        return out
+
+    async def stream(
+        self, messages: list[Message], tools: list[Tool], params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one completion: content/reasoning deltas, then a done event with calls and usage."""
+        body = self.build_request(messages, tools, params)
+        calls = _ToolCallAssembler()
+        usage: Usage | None = None
+        stop_reason = ""
+        async with aclosing(stream_frames(
+            self._client, "/chat/completions", body=body, framing="sse",
+            is_terminator=_is_done, backend=self.name,
+        )) as frames:
+            async for frame in frames:
+                if _is_done(frame):
+                    continue  # the terminator is the last frame stream_frames yields
+                chunk = parse_json_data(frame.data, backend=self.name)
+                raise_for_error_object(chunk, backend=self.name)
+                if chunk.get("usage"):
+                    usage = _usage(chunk["usage"])
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+                    content = delta.get("content") or ""
+                    if reasoning or content:
+                        yield StreamEvent(content=content, reasoning=reasoning)
+                    for part in delta.get("tool_calls") or []:
+                        calls.add(part)
+                    if delta.get("function_call"):
+                        calls.add_legacy(delta["function_call"])
+                    if choice.get("finish_reason"):
+                        stop_reason = choice["finish_reason"]
+        yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
+
+    async def _model_list(self) -> list[dict[str, Any]]:
+        if self._models is None:
+            data = await self._request_json("GET", "/models")
+            self._models = [m for m in (data.get("data") or []) if isinstance(m, dict)]
+        return self._models
+
+    async def list_models(self) -> list[str]:
+        """Model ids from `/models`."""
+        return [str(m.get("id")) for m in await self._model_list()]
+
+    async def context_length(self) -> int:
+        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`), cached."""
+        if self.model not in self._context_lengths:
+            found = self.default_context_length
+            for entry in await self._model_list():
+                if entry.get("id") == self.model:
+                    found = _context_of(entry) or found
+                    break
+            self._context_lengths[self.model] = found
+        return self._context_lengths[self.model]
+
+
+def _is_done(frame: SSEEvent) -> bool:
+    return frame.data.strip() == "[DONE]"
+
+
+def _context_of(entry: dict[str, Any]) -> int | None:
+    for value in (
+        entry.get("context_length"),
+        entry.get("max_model_len"),
+        (entry.get("top_provider") or {}).get("context_length"),
+        (entry.get("meta") or {}).get("n_ctx_train"),
+    ):
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    """OpenAI counts cached tokens inside prompt_tokens; ollie's `input_tokens` excludes them."""
+    cached = int(((raw.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+    cost = raw.get("cost")
+    return Usage(
+        input_tokens=max(0, int(raw.get("prompt_tokens") or 0) - cached),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        cached_input_tokens=cached,
+        cost=float(cost) if isinstance(cost, (int, float)) else None,
+    )
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    return out
+
+
+class _ToolCallAssembler:
+    """Joins streamed tool-call fragments by their `index`."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, str]] = {}
+
+    def add(self, part: dict[str, Any]) -> None:
+        index = part.get("index", len(self._calls))
+        call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if part.get("id"):
+            call["id"] = part["id"]
+        function = part.get("function") or {}
+        if function.get("name"):
+            call["name"] += function["name"]
+        if function.get("arguments"):
+            args = function["arguments"]
+            call["arguments"] += args if isinstance(args, str) else json.dumps(args)
+
+    def add_legacy(self, function_call: dict[str, Any]) -> None:
+        """The deprecated single `function_call` delta is one call at index 0."""
+        self.add({"index": 0, "function": function_call})
+
+    def calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
+            for index, c in sorted(self._calls.items())
+        ]

@@ -1,0 +1,123 @@
+"""The one streaming path every backend shares: request, status classification, incremental framing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Literal
+
+import httpx
+
+from ollie.backend.classify import classify_error, status_of_error_object
+from ollie.backend.errors import BackendError, StreamDropError, TransientError
+from ollie.backend.framing import NDJSONDecoder, SSEDecoder
+
+Framing = Literal["sse", "ndjson"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
+
+
+async def stream_frames(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: dict[str, Any],
+    framing: Framing,
+    is_terminator: Callable[[Any], bool],
+    backend: str,
+    headers: Mapping[str, str] | None = None,
+) -> AsyncIterator[Any]:
+    """POST `body` and yield each SSE event / NDJSON object the moment its bytes arrive.
+
+    Raises the typed error for a failed status, TransientError when the request
+    cannot be sent, and StreamDropError when the body ends (or breaks) before
+    the frame for which `is_terminator` is true. That frame is yielded last.
+    """
+    try:
+        async with client.stream("POST", url, json=body, headers=headers) as response:
+            if response.status_code >= 400:
+                raw = await response.aread()
+                raise classify_error(response.status_code, raw, headers=response.headers, backend=backend)
+            decoder: SSEDecoder | NDJSONDecoder = SSEDecoder() if framing == "sse" else NDJSONDecoder()
+            try:
+                async for chunk in response.aiter_bytes():
+                    for frame in decoder.feed(chunk):
+                        yield frame
+                        if is_terminator(frame):
+                            return
+                for frame in decoder.finish():
+                    yield frame
+                    if is_terminator(frame):
+                        return
+            except httpx.RequestError as exc:
+                raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
+            except ValueError as exc:
+                raise TransientError(f"{backend}: malformed stream: {exc}") from exc
+            raise StreamDropError(f"{backend}: stream ended without its terminator")
+    except httpx.RequestError as exc:
+        raise TransientError(f"{backend}: request failed: {exc!r}") from exc
+
+
+def parse_json_data(data: str, *, backend: str) -> Any:
+    """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise TransientError(f"{backend}: malformed stream event: {data[:200]!r}") from exc
+
+
+def raise_for_error_object(obj: Any, *, backend: str) -> None:
+    """Raise the typed error when a stream frame is a vendor error object instead of data."""
+    if isinstance(obj, dict) and obj.get("error") and (obj.get("type") in (None, "error")):
+        raise classify_error(status_of_error_object(obj), obj, backend=backend)
+
+
+class HTTPBackend:
+    """What the three backends share: the httpx client, the model, and the cached context length."""
+
+    name: str
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+    ) -> None:
+        self.name = name
+        self._model = model
+        self.base_url = base_url.rstrip("/")
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=dict(headers or {}),
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+        )
+        self._context_lengths: dict[str, int] = {}
+
+    @property
+    def model(self) -> str:
+        """The model requests go to."""
+        return self._model
+
+    def set_model(self, model: str) -> None:
+        """Switch the model for later requests."""
+        self._model = model
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""
+        await self._client.aclose()
+
+    async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """A plain (non-streaming) JSON request with the same error classification."""
+        try:
+            response = await self._client.request(method, path, json=body)
+        except httpx.RequestError as exc:
+            raise TransientError(f"{self.name}: request failed: {exc!r}") from exc
+        if response.status_code >= 400:
+            raise classify_error(response.status_code, response.content, headers=response.headers, backend=self.name)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise BackendError(f"{self.name}: {path} did not return JSON", status=response.status_code) from exc

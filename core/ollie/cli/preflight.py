@@ -1,0 +1,55 @@
+"""Before the first turn: can the chosen backend be reached? If not, say what to set."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from ollie.backend.registry import DEFAULT_URLS
+from ollie.env import env_file, parse_env_file
+
+URL_VARS = {"ollama": "OLLIE_OLLAMA_URL", "openai": "OLLIE_OPENAI_URL", "openrouter": "OLLIE_OPENAI_URL",
+            "anthropic": "OLLIE_ANTHROPIC_URL"}
+KEY_VARS = {"openai": "OLLIE_OPENAI_KEY", "openrouter": "OLLIE_OPENAI_KEY", "anthropic": "OLLIE_ANTHROPIC_KEY"}
+
+
+def environment() -> dict[str, str]:
+    """The process environment over the env file (which never overrides)."""
+    try:
+        values = parse_env_file(env_file().read_text(encoding="utf-8"))
+    except OSError:
+        values = {}
+    return {**values, **os.environ}
+
+
+def reachable(url: str, *, timeout: float = 1.5) -> bool:
+    """Whether a TCP connection to the URL's host and port succeeds."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def backend_problem(backend: str | None = None, *, environ: Mapping[str, str] | None = None,
+                    timeout: float = 1.5) -> str | None:
+    """What is wrong with reaching the backend, phrased as what to do; None when it looks fine."""
+    env = environment() if environ is None else environ
+    name = (backend or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
+    if name not in DEFAULT_URLS:
+        return f"unknown backend {name!r}: set OLLIE_BACKEND to one of {', '.join(DEFAULT_URLS)}"
+    key_var = KEY_VARS.get(name)
+    if key_var and not env.get(key_var):
+        return f"the {name} backend needs an API key: set {key_var}"
+    url = env.get(URL_VARS[name]) or DEFAULT_URLS[name]
+    if reachable(url, timeout=timeout):
+        return None
+    if name == "ollama":
+        return (f"cannot reach Ollama at {url}: start it (`ollama serve`), or set OLLIE_BACKEND=openai and "
+                "OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
+    return f"cannot reach the {name} API at {url}: check the network or set {URL_VARS[name]}"

@@ -1,0 +1,88 @@
+"""Terminal rendering of engine events: assistant text as it streams, tool calls and results compact."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+CALL_ARGS_MAX = 160
+RESULT_LINES_MAX = 6
+RESULT_CHARS_MAX = 600
+
+
+def compact_args(content: str) -> str:
+    """A tool call's arguments on one line, cut to a readable length."""
+    try:
+        text = json.dumps(json.loads(content), ensure_ascii=False, separators=(", ", ": "))
+    except ValueError:
+        text = " ".join(content.split())
+    return text if len(text) <= CALL_ARGS_MAX else text[: CALL_ARGS_MAX - 1] + "…"
+
+
+def compact_result(content: str) -> str:
+    """The first lines of a tool result, with a note of how much was left out."""
+    lines = content.rstrip("\n").splitlines() or [""]
+    shown = lines[:RESULT_LINES_MAX]
+    text = "\n".join(shown)
+    if len(text) > RESULT_CHARS_MAX:
+        text = text[: RESULT_CHARS_MAX - 1] + "…"
+    if len(lines) > len(shown):
+        text += f"\n… ({len(lines) - len(shown)} more lines)"
+    return text
+
+
+class Renderer:
+    """Writes events to a terminal; remembers whether it is mid-line so blocks start on their own line."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.color = self.out.isatty() if color is None else color
+        self.errors: list[str] = []
+        self._mid_line = False
+
+    def _style(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def _block(self, text: str, *, stream: TextIO | None = None) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+        target = stream or self.out
+        target.write(text + "\n")
+        target.flush()
+
+    def render(self, role: str, content: str, name: str = "") -> None:
+        """Show one event."""
+        if role == "assistant":
+            self.out.write(content)
+            self.out.flush()
+            self._mid_line = not content.endswith("\n") if content else self._mid_line
+        elif role == "reasoning":
+            self.out.write(self._style(content, "2"))
+            self.out.flush()
+            self._mid_line = not content.endswith("\n") if content else self._mid_line
+        elif role == "call":
+            self._block(self._style(f"→ {name} {compact_args(content)}", "36"))
+        elif role == "tool":
+            body = compact_result(content).replace("\n", "\n  ")
+            self._block(self._style(f"← {name}: {body}", "2"))
+        elif role == "exec":
+            self._block(content.rstrip("\n"))
+        elif role == "info":
+            self._block(self._style(content.rstrip("\n"), "33"))
+        elif role == "error":
+            self.errors.append(content)
+            self._block(self._style(f"error: {content}", "31"), stream=self.err)
+        elif role == "limitretry":
+            self._block(self._style(f"retrying: {content}", "33"), stream=self.err)
+        elif role == "turn" and content != "start":
+            self.end_line()
+
+    def end_line(self) -> None:
+        """Finish a half-written line."""
+        if self._mid_line:
+            self.out.write("\n")
+            self.out.flush()
+            self._mid_line = False

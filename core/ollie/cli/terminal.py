@@ -1,0 +1,167 @@
+"""The engine in a terminal: one turn (`-p`) or an interactive prompt, Ctrl-C to interrupt."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ollie.cli.render import Renderer
+
+# Exit codes of `ollie -p` by stop reason.
+EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "interrupted": 130}
+DOUBLE_CTRL_C_S = 2.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the command line asked for."""
+
+    agent: str = "default"
+    backend: str | None = None
+    model: str | None = None
+    session: str | None = None
+    cwd: Path = Path(".")
+
+
+async def open_core(options: RunOptions) -> Any:
+    """Build the Core (resuming `options.session` when given) and record it in the registry (channel cli)."""
+    from ollie.agent.core import Core
+
+    core = await Core.create(
+        agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
+        session_id=options.session,
+    )
+    record_session(core)
+    return core
+
+
+def record_session(core: Any) -> None:
+    """Record the session in the registry so editors can list and resume it; never fails the run."""
+    import getpass
+
+    from ollie.sessions import errors
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Channel, Kind, Request
+
+    try:
+        registry = Registry()
+        try:
+            registry.ensure(Request(id=core.session_id, user_id=getpass.getuser(), agent_id=core.agent_name,
+                                    kind=Kind.CHAT, channel=Channel.CLI, allow_exact_id_create=True))
+        finally:
+            registry.close()
+    except (errors.SessionError, OSError, KeyError):
+        pass
+
+
+async def _render_events(core: Any, renderer: Renderer, sub: Any) -> None:
+    async for event in sub:
+        if event.role != "state":
+            renderer.render(event.role, event.content, event.name)
+
+
+class _Events:
+    """The renderer fed from the core's bus in the background."""
+
+    def __init__(self, core: Any, renderer: Renderer) -> None:
+        self._sub = core.bus.subscribe()
+        self._task = asyncio.create_task(_render_events(core, renderer, self._sub))
+
+    async def drained(self) -> None:
+        while self._sub.pending():
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        self._sub.close()
+        await self._task
+
+
+async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:
+    """`ollie -p`: one turn, streamed; the exit code says how it ended."""
+    renderer = renderer or Renderer()
+    core = await open_core(options)
+    events = _Events(core, renderer)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
+    try:
+        result = await core.submit(prompt)
+        await events.drained()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await events.close()
+        await core.close()
+    renderer.end_line()
+    if result.stop == "error" and result.error and result.error not in renderer.errors:
+        renderer.render("error", result.error)
+    if result.stop == "max_steps":
+        print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
+    return EXIT_CODES.get(result.stop, 1)
+
+
+def _stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
+    """Read stdin in a daemon thread (input() cannot be interrupted from asyncio)."""
+    while True:
+        try:
+            line = sys.stdin.readline()
+        except (OSError, ValueError):
+            line = ""
+        loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n") if line else None)
+        if not line:
+            return
+
+
+async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
+    """The interactive prompt: Ctrl-C interrupts a turn; twice at the idle prompt (or Ctrl-D) exits."""
+    renderer = renderer or Renderer()
+    core = await open_core(options)
+    events = _Events(core, renderer)
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
+    last_idle_ctrl_c = 0.0
+
+    def on_sigint() -> None:
+        nonlocal last_idle_ctrl_c
+        if core.is_running:
+            core.interrupt("Ctrl-C")
+            return
+        now = time.monotonic()
+        if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
+            lines.put_nowait(None)
+        else:
+            last_idle_ctrl_c = now
+            print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
+            _prompt(core)
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    print(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, session {core.session_id}. "
+          "/help for commands, Ctrl-D to quit.", file=sys.stderr)
+    try:
+        while True:
+            _prompt(core)
+            line = await lines.get()
+            if line is None:
+                break
+            if not line.strip():
+                continue
+            await core.submit(line)
+            await events.drained()
+            renderer.end_line()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await events.close()
+        await core.close()
+    print(file=sys.stderr)
+    return 0
+
+
+def _prompt(core: Any) -> None:
+    sys.stderr.write(f"{core.agent_name}> ")
+    sys.stderr.flush()

@@ -1,0 +1,157 @@
+"""Landlock through ctypes: ABI detection, access masks per ABI, and applying a ruleset to this process.
+
+Stdlib only: the fork server and the launcher load this file by path in an
+interpreter started with `-I -S`, where the `ollie` package is not importable.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+
+# Syscall numbers are the same on x86-64 and arm64 (the generic table).
+SYS_CREATE_RULESET = 444
+SYS_ADD_RULE = 445
+SYS_RESTRICT_SELF = 446
+PR_SET_NO_NEW_PRIVS = 38
+CREATE_RULESET_VERSION = 1 << 0
+RULE_PATH_BENEATH = 1
+RULE_NET_PORT = 2
+
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REMOVE_DIR = 1 << 4
+FS_REMOVE_FILE = 1 << 5
+FS_MAKE_CHAR = 1 << 6
+FS_MAKE_DIR = 1 << 7
+FS_MAKE_REG = 1 << 8
+FS_MAKE_SOCK = 1 << 9
+FS_MAKE_FIFO = 1 << 10
+FS_MAKE_BLOCK = 1 << 11
+FS_MAKE_SYM = 1 << 12
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
+
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1  # ABI 4
+
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
+
+# Rights that make sense on a file (not a directory): the kernel rejects others with EINVAL.
+FS_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+
+READ = FS_READ_FILE | FS_READ_DIR
+WRITE = (
+    FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SOCK
+    | FS_MAKE_FIFO | FS_MAKE_SYM | FS_REFER | FS_TRUNCATE | FS_IOCTL_DEV
+)  # no MAKE_CHAR / MAKE_BLOCK: device nodes are never a tool's business
+ACCESS_BY_KIND = {
+    "ro": READ,
+    "rox": READ | FS_EXECUTE,
+    "rw": READ | WRITE,
+    "rwx": READ | WRITE | FS_EXECUTE,
+}
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def kernel_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled."""
+    result = _syscall(ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0),
+                      ctypes.c_uint32(CREATE_RULESET_VERSION))
+    return max(int(result), 0)
+
+
+def handled_fs(abi: int) -> int:
+    """Every filesystem right this ABI knows, so that whatever no rule grants is denied."""
+    if abi < 1:
+        return 0
+    mask = (FS_MAKE_SYM << 1) - 1
+    if abi >= 2:
+        mask |= FS_REFER
+    if abi >= 3:
+        mask |= FS_TRUNCATE
+    if abi >= 5:
+        mask |= FS_IOCTL_DEV
+    return mask
+
+
+def handled_net(abi: int) -> int:
+    """The TCP rights this ABI can restrict (none before ABI 4)."""
+    return NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+
+
+def scopes(abi: int) -> int:
+    """IPC scopes: no signals to, and no abstract unix sockets of, processes outside the sandbox."""
+    return SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+
+
+def _attr_size(abi: int) -> int:
+    if abi >= 6:
+        return 24
+    return 16 if abi >= 4 else 8
+
+
+def apply_ruleset(spec: dict) -> None:
+    """Restrict this process (and its future children) to `spec`; raises OSError on failure.
+
+    `spec`: `abi`, `handled_fs`, `handled_net`, `scoped`, `fs` ([path, access] pairs;
+    missing paths skipped, directory-only rights dropped for files) and `net`
+    ([port, access] pairs). Must run single-threaded, just before exec.
+    """
+    abi = spec["abi"]
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    attr = _RulesetAttr(spec["handled_fs"], spec["handled_net"], spec["scoped"])
+    ruleset = _check(_syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
+                              ctypes.c_size_t(_attr_size(abi)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    try:
+        for path, access in spec["fs"]:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    access &= FS_FILE_RIGHTS
+                rule = _PathBeneathAttr(access & spec["handled_fs"], fd)
+                _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
+                                ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule({path})")
+            finally:
+                os.close(fd)
+        for port, access in spec["net"]:
+            net_rule = _NetPortAttr(access, port)
+            _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT),
+                            ctypes.byref(net_rule), ctypes.c_uint32(0)), f"landlock_add_rule(port {port})")
+        _check(_syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
+               "landlock_restrict_self")
+    finally:
+        os.close(ruleset)

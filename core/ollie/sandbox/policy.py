@@ -1,0 +1,272 @@
+"""sandbox.yaml: the file schema, named-policy lookup, template expansion, and path checks."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ollie import paths
+from ollie.errors import ConfigError
+from ollie.sandbox.errors import PolicyError
+
+LOG_LEVELS = ("", "error", "info", "debug")
+TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
+_TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
+# The daemon's /proc/self is not the child's: a policy entry there must never let
+# check_path approve a file the daemon itself would read (its environ holds API keys).
+_PER_PROCESS = (Path("/proc/self"), Path("/proc/thread-self"))
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _General(_Section):
+    best_effort: bool = True
+    log_level: str = ""
+
+
+class _Filesystem(_Section):
+    ro: list[str] = Field(default_factory=list)
+    rox: list[str] = Field(default_factory=list)
+    rw: list[str] = Field(default_factory=list)
+    rwx: list[str] = Field(default_factory=list)
+
+
+class _Network(_Section):
+    enabled: bool = True
+    unrestricted: bool = True
+    bind_tcp: list[Port] = Field(default_factory=list)
+    connect_tcp: list[Port] = Field(default_factory=list)
+
+
+class _Advanced(_Section):
+    ldd: bool = False
+    add_exec: bool = False
+
+
+class PolicyFile(_Section):
+    """The sandbox.yaml schema (validated at the edge, then turned into a `Policy`)."""
+
+    general: _General = Field(default_factory=_General)
+    filesystem: _Filesystem = Field(default_factory=_Filesystem)
+    network: _Network = Field(default_factory=_Network)
+    env: list[str] = Field(default_factory=list)
+    advanced: _Advanced = Field(default_factory=_Advanced)
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """TCP rules: `enabled` false blocks all TCP; `unrestricted` false allows only the listed ports."""
+
+    enabled: bool = True
+    unrestricted: bool = True
+    bind_tcp: tuple[int, ...] = ()
+    connect_tcp: tuple[int, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        """True when TCP needs Landlock rules at all."""
+        return not self.enabled or not self.unrestricted
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One session's expanded sandbox policy: absolute, existing paths per access kind."""
+
+    name: str
+    source: Path
+    ro: tuple[Path, ...] = ()
+    rox: tuple[Path, ...] = ()
+    rw: tuple[Path, ...] = ()
+    rwx: tuple[Path, ...] = ()
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    env: Mapping[str, str] = field(default_factory=dict)
+    best_effort: bool = True
+    log_level: str = ""
+    ldd: bool = False
+
+    def readable(self) -> tuple[Path, ...]:
+        """Every path the sandboxed code may read."""
+        return self.ro + self.rox + self.rw + self.rwx
+
+    def writable(self) -> tuple[Path, ...]:
+        """Every path the sandboxed code may write."""
+        return self.rw + self.rwx
+
+    def extended(self, *, ro: Sequence[Path] = (), rox: Sequence[Path] = (), rw: Sequence[Path] = (),
+                 rwx: Sequence[Path] = ()) -> Policy:
+        """A copy that also grants these paths (e.g. a session's own dirs); missing ones are skipped."""
+        def add(current: tuple[Path, ...], extra: Sequence[Path]) -> tuple[Path, ...]:
+            return current + tuple(p for p in map(Path, extra) if p.is_absolute() and p.exists() and p not in current)
+
+        return replace(self, ro=add(self.ro, ro), rox=add(self.rox, rox), rw=add(self.rw, rw), rwx=add(self.rwx, rwx))
+
+    def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` plus the policy's own variables (the policy's values win)."""
+        return {**env, **self.env}
+
+
+def template_values(*, cwd: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The single-valued template variables for one session."""
+    home = environ.get("HOME") or str(Path.home())
+
+    def xdg(var: str, default: str) -> str:
+        value = environ.get(var, "")
+        return value if os.path.isabs(value) else default
+
+    return {
+        "CWD": str(cwd),
+        "HOME": home,
+        "TMPDIR": environ.get("TMPDIR") or "/tmp",
+        "XDG_CONFIG_HOME": xdg("XDG_CONFIG_HOME", f"{home}/.config"),
+        "XDG_DATA_HOME": xdg("XDG_DATA_HOME", f"{home}/.local/share"),
+        "XDG_CACHE_HOME": xdg("XDG_CACHE_HOME", f"{home}/.cache"),
+        "XDG_STATE_HOME": xdg("XDG_STATE_HOME", f"{home}/.local/state"),
+        "XDG_RUNTIME_DIR": xdg("XDG_RUNTIME_DIR", f"/run/user/{os.getuid()}"),
+        "OLLIE_CFG_PATH": str(paths.config_dir()),
+        "OLLIE_DATA_PATH": str(paths.data_dir()),
+    }
+
+
+def _expand(text: str, values: Mapping[str, str], key: str, source: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(f"{{{n}}}" for n in [*values, TOOLS_DIRS])
+            raise ConfigError(f"{source}: key '{key}': unknown template variable {{{name}}} (known: {known})")
+        return values[name]
+
+    return _TEMPLATE.sub(replace, text)
+
+
+def _expand_paths(entries: list[str], values: Mapping[str, str], tools_dirs: list[str], kind: str,
+                  source: str) -> list[Path]:
+    out: list[Path] = []
+    for index, entry in enumerate(entries):
+        key = f"filesystem.{kind}[{index}]"
+        token = "{" + TOOLS_DIRS + "}"
+        variants = [entry.replace(token, d) for d in tools_dirs] if token in entry else [entry]
+        for variant in variants:
+            path = Path(os.path.expanduser(_expand(variant, values, key, source)))
+            if not path.is_absolute():
+                raise ConfigError(f"{source}: key '{key}': {entry!r} is not an absolute path")
+            if path.exists() and path not in out:
+                out.append(path)
+    return out
+
+
+def _expand_env(entries: list[str], values: Mapping[str, str], environ: Mapping[str, str],
+                source: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        name, sep, value = entry.partition("=")
+        if not name.isidentifier():
+            raise ConfigError(f"{source}: key 'env[{index}]': {entry!r} is not KEY=VALUE or KEY")
+        if sep:
+            out[name] = _expand(value, values, f"env[{index}]", source)
+        elif name in environ:
+            out[name] = environ[name]
+    return out
+
+
+def _validation_message(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        problems.append(f"key '{key or '(top level)'}': {msg}")
+    return "; ".join(problems)
+
+
+def parse_policy(text: str, *, source: str, name: str, cwd: Path,
+                 env: Mapping[str, str] | None = None) -> Policy:
+    """Parse sandbox.yaml text and expand it for a session in `cwd`; errors name `source` and the key."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{source}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
+    try:
+        spec = PolicyFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_validation_message(exc)}") from exc
+    if spec.general.log_level not in LOG_LEVELS:
+        raise ConfigError(f"{source}: key 'general.log_level': must be one of {', '.join(map(repr, LOG_LEVELS))}")
+    environ = {**os.environ, **(env or {})}
+    values = template_values(cwd=Path(cwd), environ=environ)
+    tools_dirs = [str(d) for d in paths.tools_path()]
+    fs = spec.filesystem
+    kinds = {k: _expand_paths(getattr(fs, k), values, tools_dirs, k, source) for k in ("ro", "rox", "rw", "rwx")}
+    if spec.advanced.add_exec:
+        kinds = {"ro": [], "rox": kinds["ro"] + kinds["rox"], "rw": [], "rwx": kinds["rw"] + kinds["rwx"]}
+    net = spec.network
+    return Policy(
+        name=name,
+        source=Path(source),
+        **{k: tuple(v) for k, v in kinds.items()},
+        network=NetworkPolicy(net.enabled, net.unrestricted, tuple(net.bind_tcp), tuple(net.connect_tcp)),
+        env=_expand_env(spec.env, values, environ, source),
+        best_effort=spec.general.best_effort,
+        log_level=spec.general.log_level,
+        ldd=spec.advanced.ldd,
+    )
+
+
+def policy_file(name: str = "default") -> Path:
+    """The file of policy `name`: "default" is sandbox.yaml; others `<config>/sandbox/<name>.yaml`, then bundled."""
+    if not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"invalid sandbox policy name {name!r}")
+    if name == "default":
+        return paths.sandbox_file()
+    candidates = [paths.config_dir() / "sandbox" / f"{name}.yaml", paths.bundled("sandboxes") / f"{name}.yaml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"sandbox policy {name!r} not found (looked in {', '.join(str(c) for c in candidates)})")
+
+
+def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | None = None) -> Policy:
+    """Load named policy `name`, expanded for a session in `cwd` (`env` overlays os.environ for templates)."""
+    file = policy_file(name)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    return parse_policy(text, source=str(file), name=name, cwd=Path(cwd), env=env)
+
+
+def _within(path: Path, roots: tuple[Path, ...]) -> bool:
+    for root in roots:
+        if any(root == p or p in root.parents for p in _PER_PROCESS):
+            continue
+        if path.is_relative_to(os.path.realpath(root)):
+            return True
+    return False
+
+
+def check_path(policy: Policy, path: str | os.PathLike[str], *, write: bool, cwd: Path) -> Path:
+    """The resolved path (relative to `cwd`, symlinks followed) if `policy` allows it; else PolicyError."""
+    resolved = Path(os.path.realpath(Path(cwd) / path))
+    roots = policy.writable() if write else policy.readable()
+    if _within(resolved, roots):
+        return resolved
+    shown = str(path) if str(path) == str(resolved) else f"{path} (resolves to {resolved})"
+    verb = "write" if write else "read"
+    allowed = ", ".join(str(r) for r in roots) or "nothing"
+    raise PolicyError(f"{shown} is outside the sandbox policy {policy.name!r} ({policy.source}): "
+                      f"may {verb} only under {allowed}")

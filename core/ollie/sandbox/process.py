@@ -1,0 +1,134 @@
+"""A spawned tool process: capped output collection, exit status, and killing its whole process group."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Awaitable
+
+
+class _CappedCollector(asyncio.Protocol):
+    """Keeps the first `limit` bytes of a pipe and drains the rest, so the writer never blocks."""
+
+    def __init__(self, limit: int, done: asyncio.Future[None]) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.truncated = False
+        self._done = done
+
+    def data_received(self, data: bytes) -> None:
+        room = self.limit - len(self.data)
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(room, 0)]
+        self.data += data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._done.done():
+            self._done.set_result(None)
+
+
+async def _collect(fd: int, limit: int) -> tuple[bytes, bool]:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    transport, collector = await loop.connect_read_pipe(lambda: _CappedCollector(limit, done),
+                                                        os.fdopen(fd, "rb", buffering=0))
+    try:
+        await done
+    finally:
+        transport.close()
+    return bytes(collector.data), collector.truncated
+
+
+class SandboxedProcess:
+    """A child in its own session (pgid = pid); read it with `communicate`, stop it with `kill_group`."""
+
+    def __init__(self, *, pid: int, stdout_fd: int, stderr_fd: int, status: Awaitable[int],
+                 warnings: list[str], stdin_writer: asyncio.Task[None] | None = None) -> None:
+        self.pid = pid
+        self.pgid = pid
+        self.warnings = warnings
+        self._stdout_fd: int | None = stdout_fd
+        self._stderr_fd: int | None = stderr_fd
+        self._status = asyncio.ensure_future(status)
+        self._stdin_writer = stdin_writer
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known (negative: killed by that signal), else None."""
+        if self._status.done() and not self._status.cancelled() and self._status.exception() is None:
+            return self._status.result()
+        return None
+
+    def kill_group(self) -> None:
+        """SIGKILL every process of the child's group (idempotent; a group already gone is fine)."""
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def wait(self) -> int:
+        """The exit status (negative: killed by that signal). Cancelling it kills the group."""
+        try:
+            return await asyncio.shield(self._status)
+        except asyncio.CancelledError:
+            self.kill_group()
+            raise
+
+    async def communicate(self, *, limit_bytes: int = 1 << 20) -> tuple[bytes, bytes, bool]:
+        """Stdout, stderr (each capped at `limit_bytes`) and whether either was cut; waits for exit.
+
+        Cancelling it (a timeout, an interrupt) kills the whole process group first.
+        """
+        stdout_fd, stderr_fd = self._take_fds()
+        try:
+            (out, out_cut), (err, err_cut) = await asyncio.gather(_collect(stdout_fd, limit_bytes),
+                                                                  _collect(stderr_fd, limit_bytes))
+            if self._stdin_writer is not None:
+                await self._stdin_writer
+            await self.wait()
+        except asyncio.CancelledError:
+            self.kill_group()
+            raise
+        return out, err, out_cut or err_cut
+
+    def _take_fds(self) -> tuple[int, int]:
+        if self._stdout_fd is None or self._stderr_fd is None:
+            raise RuntimeError("communicate() was already called")
+        fds = self._stdout_fd, self._stderr_fd
+        self._stdout_fd = self._stderr_fd = None
+        return fds
+
+    def close(self) -> None:
+        """Close the output pipes if `communicate` never took them."""
+        for fd in (self._stdout_fd, self._stderr_fd):
+            if fd is not None:
+                os.close(fd)
+        self._stdout_fd = self._stderr_fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class _WriteDone(asyncio.Protocol):
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self._done = done
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._done.done():
+            self._done.set_result(None)
+
+
+async def write_stdin(fd: int, data: bytes) -> None:
+    """Write `data` to the pipe `fd` and close it; a child that exits without reading is fine."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    transport, _ = await loop.connect_write_pipe(lambda: _WriteDone(done), os.fdopen(fd, "wb", buffering=0))
+    try:
+        transport.write(data)
+        transport.close()  # flushes what is buffered, then reports connection_lost
+        await done
+    finally:
+        if not done.done():
+            transport.abort()

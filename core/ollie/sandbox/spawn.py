@@ -1,0 +1,213 @@
+"""spawn_sandboxed: run a command in its own session under the policy's Landlock rules.
+
+The daemon is threaded (pygls), so it never forks to run Python before exec.
+A single-threaded fork server (forkserver.py, started lazily once per process)
+does the fork, the Landlock restriction and the exec; when it cannot run, a
+per-spawn launcher (launcher.py) does the same at a higher cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ollie.log import get_logger
+from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.ldd import library_rules
+from ollie.sandbox.policy import Policy
+from ollie.sandbox.process import SandboxedProcess, write_stdin
+from ollie.sandbox.rules import landlock_abi, ruleset_for
+
+HERE = Path(__file__).resolve().parent
+FORK_SERVER = HERE / "forkserver.py"
+LAUNCHER = HERE / "launcher.py"
+
+log = get_logger("ollie.sandbox")
+_background: set[asyncio.Task[None]] = set()
+
+
+class _ServerLost(Exception):
+    """The fork server is gone or did not answer: fall back to the launcher."""
+
+
+class ForkServer:
+    """The daemon's handle on its fork server process (started on first use, restarted if it died)."""
+
+    def __init__(self, script: Path = FORK_SERVER) -> None:
+        self._script = script
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+        self._owner = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs (None before first use or after it stopped)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def _ensure(self) -> socket.socket:
+        with self._lock:
+            if self._control is not None and self._owner == os.getpid() and self._proc and self._proc.poll() is None:
+                return self._control
+            self._close_locked()
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                # Popen forks in C with no Python in the child: safe in a threaded process.
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-I", "-S", str(self._script), str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                )
+            finally:
+                theirs.close()
+            self._control, self._owner = ours, os.getpid()
+            return ours
+
+    def _close_locked(self) -> None:
+        if self._control is not None:
+            self._control.close()
+        if self._proc is not None and self._owner == os.getpid():
+            try:
+                self._proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        self._control, self._proc = None, None
+
+    def close(self) -> None:
+        """Stop the server (it exits when its control socket closes); running children are unaffected."""
+        with self._lock:
+            self._close_locked()
+
+    async def spawn(self, request: dict, stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
+        """Fork/exec `request` with `stdio` as fds 0-2; the pid and a future of the exit status."""
+        control = self._ensure()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._lock:
+                socket.send_fds(control, [b"spawn"], [theirs.fileno(), *stdio])
+        except OSError as exc:
+            mine.close()
+            raise _ServerLost(str(exc)) from exc
+        finally:
+            theirs.close()
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=mine)
+        except BaseException:
+            mine.close()  # the server sees EOF before any request and drops the spawn
+            raise
+        try:
+            writer.write(json.dumps(request).encode() + b"\n")
+            line = await reader.readline()
+        except asyncio.CancelledError:
+            # The child may already run: kill it as soon as its pid is known.
+            task = asyncio.ensure_future(_kill_when_started(reader, writer))
+            _background.add(task)  # the loop keeps only weak references to tasks
+            task.add_done_callback(_background.discard)
+            raise
+        except OSError as exc:
+            line = b""
+            log.warning("fork server connection failed", extra={"reason": str(exc)})
+        if not line:
+            writer.close()
+            raise _ServerLost("the fork server closed the connection")
+        reply = json.loads(line)
+        if "error" in reply:
+            writer.close()
+            raise _spawn_error(reply["error"], request["argv"][0])
+        return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
+
+
+async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        reply = json.loads(await reader.readline() or b"{}")
+        if "pid" in reply:
+            os.killpg(reply["pid"], signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    try:
+        line = await reader.readline()
+    finally:
+        writer.close()
+    if not line:
+        raise SandboxError("the fork server exited before reporting the exit status")
+    return int(json.loads(line)["status"])
+
+
+def _spawn_error(error: dict, program: str) -> Exception:
+    if error["stage"] in ("exec", "chdir") and error.get("errno"):
+        return OSError(error["errno"], os.strerror(error["errno"]), program)
+    return SandboxError(f"cannot start {program} in the sandbox ({error['stage']}): {error['message']}")
+
+
+_server = ForkServer()
+
+
+def fork_server() -> ForkServer:
+    """This process's fork server."""
+    return _server
+
+
+async def _spawn_fallback(argv: list[str], ruleset: dict | None, *, cwd: Path, env: Mapping[str, str],
+                          stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
+    if ruleset is not None:
+        argv = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(ruleset), *argv]
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                                                cwd=cwd, env=dict(env), start_new_session=True)
+    return proc.pid, asyncio.ensure_future(proc.wait())
+
+
+async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
+                          stdin: bytes | None = None) -> SandboxedProcess:
+    """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
+
+    Raises SandboxUnavailableError (no Landlock and best_effort false), OSError
+    (the program is missing or not executable) or SandboxError.
+    """
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise ValueError("spawn_sandboxed needs a command")
+    warnings: list[str] = []
+    ruleset = None
+    child_env = dict(env)
+    if policy is not None:
+        extra = await library_rules(argv[0], env) if policy.ldd else []
+        ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
+        child_env = policy.child_env(env)
+        if policy.log_level:
+            log.info("sandboxed spawn", extra={"argv0": argv[0], "policy": policy.name, "cwd": str(cwd),
+                                               "ruleset": ruleset if policy.log_level == "debug" else None})
+    stdin_r, stdin_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    child_fds = (stdin_r, out_w, err_w)
+    request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset}
+    try:
+        try:
+            pid, status = await _server.spawn(request, child_fds)
+        except _ServerLost as exc:
+            log.warning("fork server unavailable, using the launcher", extra={"reason": str(exc)})
+            pid, status = await _spawn_fallback(argv, ruleset, cwd=cwd, env=child_env, stdio=child_fds)
+    except BaseException:
+        for fd in (out_r, err_r, stdin_w):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in child_fds:
+            os.close(fd)
+    writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None else None
+    return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
+                            stdin_writer=writer)

@@ -1,0 +1,57 @@
+"""Errors of the session registry, each named for what the caller does about it."""
+
+from __future__ import annotations
+
+from ollie.errors import OllieError
+
+
+class SessionError(OllieError):
+    """Base of the registry errors; `rpc_code` is the daemon's JSON-RPC error code."""
+
+    rpc_code = -32603
+
+
+class InvalidSessionError(SessionError, ValueError):
+    """A session record or request breaks the session invariant (fail closed)."""
+
+    rpc_code = -32602
+
+
+class NotFoundError(SessionError, LookupError):
+    """The session does not exist."""
+
+    rpc_code = -32001
+
+
+class ForbiddenError(SessionError, PermissionError):
+    """The caller does not own the session (another user or agent)."""
+
+    rpc_code = -32003
+
+
+class ArchivedError(SessionError):
+    """A write to an archived session."""
+
+    rpc_code = -32002
+
+
+class WrongKindError(SessionError):
+    """A resumed session has a different kind than the one required."""
+
+    rpc_code = -32004
+
+
+class TitleTooLongError(InvalidSessionError):
+    """A title exceeds MAX_TITLE_BYTES of UTF-8."""
+
+
+class StaleRotationError(SessionError):
+    """The rotation's expected session is no longer the active one: nothing changed."""
+
+    rpc_code = -32005
+
+
+class RotationOutcomeUnknownError(SessionError):
+    """The rotation's commit was not acknowledged: it may or may not have landed (see verify_rotation)."""
+
+    rpc_code = -32006

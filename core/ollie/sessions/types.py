@@ -1,0 +1,319 @@
+"""Session-domain types: kinds, channels, Info and its fail-closed boundaries, requests."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
+
+MAX_TITLE_BYTES = 1_000
+MAX_SYNCHRONOUS_OUTPUT_BYTES = 64_000
+
+
+class Kind(StrEnum):
+    """The session kind."""
+
+    MAIN = "main"
+    CHAT = "chat"
+    DELEGATE = "delegate"
+    TASK = "task"
+    SCHEDULER = "scheduler"
+
+
+class Channel(StrEnum):
+    """The channel a session originates from; `lsp` is an editor session."""
+
+    WEB = "web"
+    CLI = "cli"
+    TELEGRAM = "telegram"
+    DELEGATE = "delegate"
+    TASK = "task"
+    SCHEDULER = "scheduler"
+    WEBHOOK = "webhook"
+    LSP = "lsp"
+
+
+class TurnResult(StrEnum):
+    """How a session's last turn ended (the engine's stop reasons); NONE before any turn."""
+
+    NONE = ""
+    END = "end"
+    INTERRUPTED = "interrupted"
+    MAX_STEPS = "max_steps"
+    ERROR = "error"
+
+
+# Worker sessions that human-facing lists leave out with exclude_internal.
+INTERNAL_KINDS = frozenset({Kind.TASK, Kind.DELEGATE})
+# Channels a person talks on directly (review's require_private_main).
+PRIVATE_CHANNELS = frozenset({Channel.WEB, Channel.CLI, Channel.TELEGRAM, Channel.LSP})
+
+
+def validate_title(title: str) -> None:
+    """Raise TitleTooLongError when `title` exceeds MAX_TITLE_BYTES of UTF-8."""
+    size = len(title.encode("utf-8"))
+    if size > MAX_TITLE_BYTES:
+        raise TitleTooLongError(f"session title is {size} bytes; the limit is {MAX_TITLE_BYTES} UTF-8 bytes")
+
+
+def is_canonical_uuid(value: str) -> bool:
+    """Whether `value` is a UUID in canonical lower-case hyphenated form."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def to_micros(moment: datetime | None) -> int | None:
+    """A datetime as integer unix microseconds (the store's time format); None stays None."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise InvalidSessionError(f"naive datetime {moment!r}: session times must be timezone-aware")
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int | None) -> datetime | None:
+    """Inverse of to_micros."""
+    if micros is None:
+        return None
+    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """The operation scope a validated session maps to: one memory partition."""
+
+    session_id: str
+    user_id: str
+    agent_id: str
+    group_id: str = ""
+
+
+@dataclass
+class SessionRecord:
+    """The store's row: plain values, times as unix microseconds (None = unset)."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    group_id: str = ""
+    guest_id: str = ""
+    channel: str = ""
+    kind: str = ""
+    project_id: str = ""
+    title: str = ""
+    created_at: int | None = None
+    last_active: int | None = None
+    last_turn_started_at: int | None = None
+    last_turn_completed_at: int | None = None
+    last_turn_result: str = ""
+    last_viewed_at: int | None = None
+    archived: bool = False
+    latest_seq: int = 0
+
+
+@dataclass
+class Info:
+    """Validated metadata of one agent session; crosses the store boundary via record()/from_record()."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    group_id: str = ""
+    guest_id: str = ""
+    channel: str = ""
+    kind: str = Kind.CHAT
+    project_id: str = ""
+    title: str = ""
+    created_at: datetime | None = None
+    last_active: datetime | None = None
+    last_turn_started_at: datetime | None = None
+    last_turn_completed_at: datetime | None = None
+    last_turn_result: str = TurnResult.NONE
+    last_viewed_at: datetime | None = None
+    archived: bool = False
+    # Filled by review listings; not session metadata.
+    latest_seq: int = 0
+
+    @classmethod
+    def new(
+        cls, id: str, agent_id: str, user_id: str, channel: str, kind: Kind | str, project_id: str = "",
+        *, now: datetime | None = None,
+    ) -> Info:
+        """A fresh Info with the required fields set and created_at = last_active = now."""
+        moment = now or utcnow()
+        return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind,
+                   project_id=project_id, created_at=moment, last_active=moment)
+
+    def validate(self) -> None:
+        """Enforce the session invariant; raise InvalidSessionError (fail closed)."""
+        for name in ("id", "agent_id", "user_id"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise InvalidSessionError(f"session {name} is required")
+        if self.kind not in Kind.__members__.values():
+            raise InvalidSessionError(f"unknown session kind {self.kind!r}")
+        if self.channel and self.channel not in Channel.__members__.values():
+            raise InvalidSessionError(f"unknown session channel {self.channel!r}")
+        if self.last_turn_result not in TurnResult.__members__.values():
+            raise InvalidSessionError(f"unknown turn result {self.last_turn_result!r}")
+        if self.group_id:
+            if self.user_id != self.group_id:
+                raise InvalidSessionError("a group session is owned by its group: user_id must equal group_id")
+            if not is_canonical_uuid(self.group_id):
+                raise InvalidSessionError(f"group_id {self.group_id!r} is not a canonical UUID")
+        if self.guest_id and self.guest_id != self.user_id:
+            raise InvalidSessionError("a guest session is owned by its guest: user_id must equal guest_id")
+        validate_title(self.title)
+
+    def record(self) -> SessionRecord:
+        """The store row of this Info; fails closed on an invalid Info."""
+        self.validate()
+        return SessionRecord(
+            id=self.id, agent_id=self.agent_id, user_id=self.user_id, group_id=self.group_id,
+            guest_id=self.guest_id, channel=str(self.channel), kind=str(self.kind), project_id=self.project_id,
+            title=self.title, created_at=to_micros(self.created_at), last_active=to_micros(self.last_active),
+            last_turn_started_at=to_micros(self.last_turn_started_at),
+            last_turn_completed_at=to_micros(self.last_turn_completed_at),
+            last_turn_result=str(self.last_turn_result), last_viewed_at=to_micros(self.last_viewed_at),
+            archived=self.archived, latest_seq=self.latest_seq,
+        )
+
+    @classmethod
+    def from_record(cls, record: SessionRecord) -> Info:
+        """The Info of a store row; fails closed on a row that breaks the invariant."""
+        info = cls(
+            id=record.id, agent_id=record.agent_id, user_id=record.user_id, group_id=record.group_id,
+            guest_id=record.guest_id, channel=_enum_or_raw(Channel, record.channel),
+            kind=_enum_or_raw(Kind, record.kind), project_id=record.project_id, title=record.title,
+            created_at=from_micros(record.created_at), last_active=from_micros(record.last_active),
+            last_turn_started_at=from_micros(record.last_turn_started_at),
+            last_turn_completed_at=from_micros(record.last_turn_completed_at),
+            last_turn_result=_enum_or_raw(TurnResult, record.last_turn_result),
+            last_viewed_at=from_micros(record.last_viewed_at), archived=bool(record.archived),
+            latest_seq=record.latest_seq,
+        )
+        info.validate()
+        return info
+
+    def memory_scope(self) -> MemoryScope:
+        """The single canonical conversion to a memory scope; fails closed on an invalid Info."""
+        self.validate()
+        return MemoryScope(session_id=self.id, user_id=self.user_id, agent_id=self.agent_id, group_id=self.group_id)
+
+    def with_changes(self, **changes: object) -> Info:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+
+def _enum_or_raw(enum: type[StrEnum], value: str) -> str:
+    """The enum member for `value`, or `value` itself so validate() can reject it by name."""
+    try:
+        return enum(value)
+    except ValueError:
+        return value
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who asks: a user and an agent, or a system scope (background work) that needs only the agent."""
+
+    user_id: str = ""
+    agent_id: str = ""
+    system: bool = False
+
+
+@dataclass
+class Request:
+    """What session ensure() finds or creates."""
+
+    id: str = ""
+    user_id: str = ""
+    agent_id: str = ""
+    group_id: str = ""
+    project_id: str = ""
+    kind: Kind | str = ""
+    channel: Channel | str = ""
+    title: str = ""
+    create_if_missing: bool = False
+    allow_exact_id_create: bool = False
+    require_kind: Kind | str = ""
+
+
+@dataclass
+class MainRequest:
+    """A main-session resolution or rotation; expected_session_id makes rotation compare-and-rotate."""
+
+    user_id: str = ""
+    agent_id: str = ""
+    expected_session_id: str = ""
+    create_if_missing: bool = True
+    channel: Channel | str = ""
+
+
+@dataclass
+class ChannelRequest:
+    """A durable chat-channel binding: group (user == group) or private (user + agent + channel)."""
+
+    user_id: str = ""
+    agent_id: str = ""
+    guest_id: str = ""
+    group_id: str = ""
+    channel: Channel | str = ""
+    legacy_id: str = ""
+    expected_session_id: str = ""
+
+
+@dataclass
+class ListOptions:
+    """Filters of a session listing; limit 0 = no limit."""
+
+    kinds: list[Kind | str] = field(default_factory=list)
+    include_archived: bool = False
+    exclude_internal: bool = False
+    project_id: str = ""
+    limit: int = 0
+    offset: int = 0
+
+
+@dataclass
+class ReviewPolicy:
+    """Which sessions reflect review considers."""
+
+    exclude_kinds: list[Kind | str] = field(default_factory=list)
+    require_private_main: bool = False
+
+    @classmethod
+    def default(cls) -> ReviewPolicy:
+        """The reflect system's policy: delegate, task and scheduler sessions are left out."""
+        return cls(exclude_kinds=[Kind.DELEGATE, Kind.TASK, Kind.SCHEDULER])
+
+    def includes(self, kind: Kind | str) -> bool:
+        """Whether a session of this kind passes the policy."""
+        return kind not in self.exclude_kinds
+
+    def is_zero(self) -> bool:
+        """Whether no policy was supplied."""
+        return not self.exclude_kinds and not self.require_private_main
+
+
+def default_review_policy() -> ReviewPolicy:
+    """The reflect system's default review policy."""
+    return ReviewPolicy.default()
+
+
+@dataclass
+class ReviewRequest:
+    """Which sessions are candidates for reflect review; a zero policy means the default one."""
+
+    agent_id: str = ""
+    policy: ReviewPolicy = field(default_factory=ReviewPolicy)

@@ -1,0 +1,174 @@
+"""One scripted model reply: text, reasoning, tool calls, usage, an error status, or a dropped stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ollie.backend.types import Usage
+
+DEFAULT_CHUNK_SIZE = 4
+
+# Keys a JSON script entry may use (the CLI form); anything else is a mistake worth naming.
+_SCRIPT_KEYS = {
+    "text", "reasoning", "tool_calls", "usage", "cost", "chunk_size", "delay", "error", "body",
+    "retry_after", "headers", "drop", "abort", "context_overflow", "tool_unsupported",
+    "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error",
+}
+
+
+class Reply:
+    """What the scripted server answers to one chat request.
+
+    `Reply.text(...)`, `Reply.tool_calls(...)`, `Reply.error(...)` and friends
+    build one on the class; on an instance the same names are the fields.
+    """
+
+    def __init__(
+        self,
+        text: str = "",
+        reasoning: str = "",
+        tool_calls: list[Any] | None = None,
+        usage: Usage | None = None,
+        cost: float | None = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        delay: float = 0.0,
+        *,
+        status: int = 200,
+        body: Any = None,
+        error_kind: str = "",
+        headers: dict[str, str] | None = None,
+        drop_after: int | None = None,
+        abort: bool = True,
+        legacy_function_call: bool = False,
+        stop_reason: str = "",
+        stream_error: int | None = None,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("Reply: chunk_size must be at least 1")
+        self.text = text
+        self.reasoning = reasoning
+        self.tool_calls = [_as_call(call) for call in tool_calls or []]
+        self.usage = usage
+        self.cost = cost
+        self.chunk_size = chunk_size
+        self.delay = delay
+        self.status = status
+        self.body = body
+        self.error_kind = error_kind
+        self.headers = dict(headers or {})
+        self.drop_after = drop_after
+        self.abort = abort
+        self.legacy_function_call = legacy_function_call
+        self.stop_reason = stop_reason
+        self.stream_error = stream_error
+
+    def __repr__(self) -> str:
+        if self.status != 200:
+            return f"Reply.error({self.status}, kind={self.error_kind or 'status'})"
+        parts = [f"text={self.text[:30]!r}"] if self.text else []
+        parts += [f"tool_calls={[name for name, _ in self.tool_calls]}"] if self.tool_calls else []
+        parts += [f"drop_after={self.drop_after}"] if self.drop_after is not None else []
+        return f"Reply({', '.join(parts)})"
+
+    @property
+    def is_error(self) -> bool:
+        """True when the reply is an HTTP error status instead of a stream."""
+        return self.status >= 400
+
+    @classmethod
+    def text(cls, text: str, **options: Any) -> Reply:  # type: ignore[override]
+        """A plain text reply."""
+        return cls(text=text, **options)
+
+    @classmethod
+    def tool_calls(cls, *calls: Any, **options: Any) -> Reply:  # type: ignore[override]
+        """A reply calling tools: each call is `(name, {args})` or `{"name": ..., "arguments": ...}`."""
+        return cls(tool_calls=list(calls), **options)
+
+    @classmethod
+    def error(cls, status: int, body: Any = None, *, retry_after: float | None = None,
+              headers: dict[str, str] | None = None) -> Reply:
+        """An HTTP error; `body=None` means the vendor's realistic body for that status."""
+        extra = dict(headers or {})
+        if status == 429:
+            extra.setdefault("retry-after", _number(1 if retry_after is None else retry_after))
+        elif retry_after is not None:
+            extra.setdefault("retry-after", _number(retry_after))
+        return cls(status=status, body=body, headers=extra)
+
+    @classmethod
+    def context_overflow(cls) -> Reply:
+        """The vendor's real "prompt too long" 400."""
+        return cls(status=400, error_kind="context_overflow")
+
+    @classmethod
+    def tool_unsupported(cls) -> Reply:
+        """The vendor's "this model does not support tools" 400."""
+        return cls(status=400, error_kind="tool_unsupported")
+
+    @classmethod
+    def no_tool_endpoints(cls) -> Reply:
+        """OpenRouter's 404 "No endpoints found that support tool use"."""
+        return cls(status=404, error_kind="no_tool_endpoints")
+
+    @classmethod
+    def drop(cls, after: int = 3, *, abort: bool = True, **options: Any) -> Reply:
+        """Send `after` stream events, then end without the terminator.
+
+        `abort=True` breaks the connection mid-body; `abort=False` ends the HTTP
+        body cleanly but still leaves out the vendor's terminator.
+        """
+        options.setdefault("text", "this reply is cut off before it can finish")
+        return cls(drop_after=after, abort=abort, **options)
+
+    @classmethod
+    def stream_error(cls, after: int = 2, status: int = 529, **options: Any) -> Reply:  # type: ignore[override]
+        """Start a 200 stream, then send the vendor's in-stream error event (e.g. Anthropic "Overloaded")."""
+        options.setdefault("text", "this reply fails part way")
+        return cls(drop_after=after, abort=False, stream_error=status, **options)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Reply:
+        """Build from a JSON script entry (the CLI form); unknown keys are an error."""
+        if not isinstance(data, dict):
+            raise ValueError(f"script entry must be an object, got {data!r}")
+        unknown = set(data) - _SCRIPT_KEYS
+        if unknown:
+            raise ValueError(f"script entry has unknown key(s) {sorted(unknown)}; allowed: {sorted(_SCRIPT_KEYS)}")
+        if data.get("context_overflow"):
+            return cls.context_overflow()
+        if data.get("tool_unsupported"):
+            return cls.tool_unsupported()
+        if data.get("no_tool_endpoints"):
+            return cls.no_tool_endpoints()
+        if "error" in data:
+            return cls.error(int(data["error"]), data.get("body"), retry_after=data.get("retry_after"),
+                             headers=data.get("headers"))
+        usage = Usage(**data["usage"]) if isinstance(data.get("usage"), dict) else None
+        options = {k: data[k] for k in ("text", "reasoning", "tool_calls", "cost", "chunk_size", "delay",
+                                        "legacy_function_call", "stop_reason") if k in data}
+        if "stream_error" in data:
+            return cls.stream_error(int(data.get("drop", 2)), int(data["stream_error"]), usage=usage, **options)
+        if "drop" in data:
+            return cls.drop(int(data["drop"]), abort=bool(data.get("abort", True)), usage=usage, **options)
+        return cls(usage=usage, **options)
+
+
+def as_reply(item: Reply | dict[str, Any] | str) -> Reply:
+    """Accept a Reply, a JSON-style dict, or a bare string (plain text)."""
+    if isinstance(item, Reply):
+        return item
+    if isinstance(item, str):
+        return Reply(text=item)
+    return Reply.from_dict(item)
+
+
+def _as_call(call: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(call, dict):
+        return str(call["name"]), dict(call.get("arguments") or {})
+    name, args = call
+    return str(name), dict(args or {})
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

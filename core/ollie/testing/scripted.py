@@ -1,0 +1,344 @@
+"""ScriptedLLMServer: a real HTTP server on 127.0.0.1 that replays scripted model replies."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import http
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ollie.testing.reply import Reply, as_reply
+from ollie.testing.wire import (
+    FORMATS,
+    UNEXPECTED,
+    error_body,
+    render_stream,
+    stream_error_frame,
+    unexpected_body,
+)
+
+CHAT_PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
+DUMMY_KEYS = {"openai": "sk-scripted-0000", "anthropic": "sk-ant-scripted-0000"}
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it; `body` is the parsed JSON (None when there was none)."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+
+
+class ScriptedLLMServer:
+    """Speaks the OpenAI, Anthropic or Ollama wire format and answers chat requests from a script.
+
+    Runs in its own thread and event loop, so sync and async tests (and other
+    processes, via `env()`) can use it. Fails loudly through `assert_done()`.
+    """
+
+    def __init__(
+        self,
+        fmt: str = "openai",
+        *,
+        model: str = "scripted-model",
+        models: dict[str, int] | None = None,
+        context_length: int = 32_768,
+        reasoning_field: str = "reasoning",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+        self.fmt = fmt
+        self.model = model
+        self.models = dict(models) if models else {model: context_length}
+        self.reasoning_field = reasoning_field
+        self.host = host
+        self._port = port
+        self._replies: collections.deque[Reply] = collections.deque()
+        self._lock = threading.Lock()
+        self.requests: list[RecordedRequest] = []
+        self.failures: list[str] = []
+        self.finished_replies = 0
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    # -- public API -------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The base URL a backend is pointed at (OpenAI's ends with /v1)."""
+        if self._thread is None:
+            raise RuntimeError("ScriptedLLMServer: start() it before asking for its url")
+        base = f"http://{self.host}:{self._port}"
+        return base + "/v1" if self.fmt == "openai" else base
+
+    def env(self, *, backend: str | None = None) -> dict[str, str]:
+        """OLLIE_* variables pointing a daemon or Core at this server (`backend="openrouter"` for that flavour)."""
+        name = backend or self.fmt
+        env = {"OLLIE_BACKEND": name, "OLLIE_MODEL": self.model}
+        if self.fmt == "openai":
+            env.update(OLLIE_OPENAI_URL=self.url, OLLIE_OPENAI_KEY=DUMMY_KEYS["openai"])
+        elif self.fmt == "anthropic":
+            env.update(OLLIE_ANTHROPIC_URL=self.url, OLLIE_ANTHROPIC_KEY=DUMMY_KEYS["anthropic"])
+        else:
+            env.update(OLLIE_OLLAMA_URL=self.url)
+        return env
+
+    def script(self, *replies: Reply | dict[str, Any] | str) -> ScriptedLLMServer:
+        """Append replies; each chat request takes the next one."""
+        converted = [as_reply(r) for r in replies]
+        with self._lock:
+            self._replies.extend(converted)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Replies not yet served."""
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """Only the chat requests (not model-list look-ups)."""
+        return [r for r in list(self.requests) if r.path == CHAT_PATHS[self.fmt]]
+
+    def assert_done(self) -> None:
+        """Raise AssertionError when replies are left over or a request came that the script did not expect."""
+        problems = list(self.failures)
+        with self._lock:
+            if self._replies:
+                problems.append(f"{len(self._replies)} scripted repl(ies) never requested: {list(self._replies)}")
+        if problems:
+            raise AssertionError(f"ScriptedLLMServer({self.fmt}): " + "; ".join(problems))
+
+    def start(self) -> ScriptedLLMServer:
+        """Listen on 127.0.0.1 (ephemeral port) in a background thread."""
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(ready, failure), name="scripted-llm", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        if failure:
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        """Close every connection and the listener; join the thread."""
+        if self._thread is None or self._loop is None:
+            return
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._shutdown)
+        self._thread.join(10)
+        self._thread = None
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ScriptedLLMServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    # -- the server thread ----------------------------------------------------
+
+    def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # this thread's own loop
+        self._loop = loop
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, self.host, self._port))
+            self._port = self._server.sockets[0].getsockname()[1]
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of start()
+            failure.append(exc)
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        assert self._loop is not None
+        self._loop.stop()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                self.requests.append(request)
+                if not await self._respond(request, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        except asyncio.CancelledError:
+            # Shutdown cancels idle keep-alive connections; ending quietly keeps
+            # Python 3.11's StreamReaderProtocol from logging the cancellation.
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _respond(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection must close afterwards."""
+        route = (request.method, request.path)
+        if route == ("POST", CHAT_PATHS[self.fmt]):
+            return await self._chat(request, writer)
+        if self.fmt in ("openai", "anthropic") and route == ("GET", "/v1/models"):
+            return await _send_json(writer, 200, self._model_list())
+        if self.fmt == "ollama" and route == ("GET", "/api/tags"):
+            return await _send_json(writer, 200, self._model_list())
+        if self.fmt == "ollama" and route == ("POST", "/api/show"):
+            return await self._ollama_show(request, writer)
+        if self.fmt == "ollama" and route == ("GET", "/"):
+            return await _send(writer, 200, b"Ollama is running", "text/plain; charset=utf-8")
+        self.failures.append(f"{UNEXPECTED}: {request.method} {request.path} is not a {self.fmt} endpoint")
+        return await _send_json(writer, 404, unexpected_body(self.fmt))
+
+    async def _chat(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else None
+        if reply is None:
+            self.failures.append(f"{UNEXPECTED}: chat request #{len(self.chat_requests)} after the script ran out")
+            return await _send_json(writer, 500, unexpected_body(self.fmt))
+        model = (request.body or {}).get("model") or self.model
+        if reply.is_error:
+            self.finished_replies += 1
+            return await _send_json(writer, reply.status, error_body(self.fmt, reply, model=model), reply.headers)
+        rendered = render_stream(self.fmt, reply, request.body, model=model, reasoning_field=self.reasoning_field)
+        frames = rendered.frames
+        if reply.drop_after is not None:
+            frames = frames[: reply.drop_after]
+            if reply.stream_error is not None:
+                frames = frames + [stream_error_frame(self.fmt, reply, model=model)]
+        else:
+            frames = frames + rendered.terminator
+        head = (
+            "HTTP/1.1 200 OK\r\n"
+            f"Content-Type: {rendered.content_type}\r\n"
+            "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\nConnection: keep-alive\r\n\r\n"
+        )
+        writer.write(head.encode())
+        await writer.drain()
+        for number, frame in enumerate(frames):
+            if number and reply.delay:
+                await asyncio.sleep(reply.delay)
+            if number == len(frames) - 1:
+                # Counted before the last write, so a client that has seen the end always sees the count.
+                self.finished_replies += 1
+            writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            await writer.drain()
+        if not frames:
+            self.finished_replies += 1
+        if reply.drop_after is not None and reply.abort:
+            writer.transport.abort()  # the body breaks off mid-stream
+            return False
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    def _model_list(self) -> Any:
+        if self.fmt == "openai":
+            return {"object": "list", "data": [
+                {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "scripted",
+                 "context_length": ctx} for name, ctx in self.models.items()]}
+        if self.fmt == "anthropic":
+            names = list(self.models)
+            return {"data": [{"type": "model", "id": n, "display_name": n, "created_at": "2025-01-01T00:00:00Z"}
+                             for n in names], "has_more": False, "first_id": names[0], "last_id": names[-1]}
+        return {"models": [
+            {"name": n, "model": n, "modified_at": "2025-01-01T00:00:00Z", "size": 1_000_000, "digest": "0" * 64,
+             "details": {"format": "gguf", "family": "llama", "parameter_size": "1B", "quantization_level": "Q4_K_M"}}
+            for n in self.models]}
+
+    async def _ollama_show(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+        name = (request.body or {}).get("model") or (request.body or {}).get("name") or ""
+        if name not in self.models:
+            return await _send_json(writer, 404, {"error": f"model '{name}' not found"})
+        return await _send_json(writer, 200, {
+            "modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
+            "details": {"format": "gguf", "family": "llama"},
+            "model_info": {"general.architecture": "llama", "general.parameter_count": 1_000_000_000,
+                           "llama.context_length": self.models[name], "llama.embedding_length": 2048},
+            "capabilities": ["completion", "tools"],
+        })
+
+
+async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
+    line = await reader.readline()
+    if not line.strip():
+        return None
+    method, target, _ = line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while True:
+        raw = await reader.readline()
+        if raw in (b"\r\n", b"\n", b""):
+            break
+        key, _, value = raw.decode("latin-1").partition(":")
+        headers[key.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            body += chunk[:-2]
+    else:
+        body = await reader.readexactly(int(headers.get("content-length") or 0))
+    path, _, query = target.partition("?")
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        parsed = None
+    return RecordedRequest(method.upper(), path, query, headers, parsed, body)
+
+
+async def _send(writer: asyncio.StreamWriter, status: int, payload: bytes, content_type: str,
+                headers: dict[str, str] | None = None) -> bool:
+    try:
+        phrase = http.HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Overloaded" if status == 529 else "Error"
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    head = (f"HTTP/1.1 {status} {phrase}\r\nContent-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n"
+            f"{extra}Connection: keep-alive\r\n\r\n")
+    writer.write(head.encode("latin-1") + payload)
+    await writer.drain()
+    return True
+
+
+async def _send_json(writer: asyncio.StreamWriter, status: int, obj: Any, headers: dict[str, str] | None = None) -> bool:
+    payload = obj if isinstance(obj, (bytes, str)) else json.dumps(obj)
+    data = payload.encode() if isinstance(payload, str) else payload
+    return await _send(writer, status, data, "application/json; charset=utf-8", headers)

@@ -1,0 +1,65 @@
+"""Run a ScriptedLLMServer from the command line: `python -m ollie.testing.server --fmt openai --script s.json`.
+
+The first stdout line is `URL <base url>`; it serves until SIGTERM/SIGINT, then
+exits 1 (with the reason on stderr) if replies were left over or a request was unexpected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from ollie.testing.reply import Reply
+from ollie.testing.scripted import ScriptedLLMServer
+from ollie.testing.wire import FORMATS
+
+
+def load_script(path: Path) -> list[Reply]:
+    """Read a JSON list of reply objects; a bad file names itself and the entry."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"{path}: cannot read script: {exc}") from exc
+    if not isinstance(entries, list):
+        raise SystemExit(f"{path}: a script is a JSON list of reply objects")
+    replies = []
+    for number, entry in enumerate(entries):
+        try:
+            replies.append(Reply.from_dict(entry))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SystemExit(f"{path}: entry {number}: {exc}") from exc
+    return replies
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the server, print its URL, serve until a signal, report leftovers."""
+    parser = argparse.ArgumentParser(prog="python -m ollie.testing.server", description=__doc__.splitlines()[0])
+    parser.add_argument("--fmt", choices=FORMATS, default="openai")
+    parser.add_argument("--script", type=Path, help="JSON list of replies, e.g. [{\"text\": \"hi\"}]")
+    parser.add_argument("--model", default="scripted-model")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = ScriptedLLMServer(args.fmt, model=args.model, port=args.port)
+    if args.script:
+        server.script(*load_script(args.script))
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    print(f"URL {server.url}", flush=True)
+    stop.wait()
+    server.stop()
+    try:
+        server.assert_done()
+    except AssertionError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

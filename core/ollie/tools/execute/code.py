@@ -1,0 +1,71 @@
+"""execute_code: inline programs run in order, `{parallel: [...]}` groups at the same time."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ollie.tools.base import ToolResult
+from ollie.tools.execute.args import CodeStep, ParallelGroup, steps_of
+from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.results import Section
+from ollie.tools.execute.validation import ValidationGate
+
+
+def refuse_dangerous(gate: ValidationGate, steps: list[CodeStep]) -> ToolResult | None:
+    """A refusal naming every dangerous pattern in `steps` (counted by the gate), or None when all pass."""
+    problems = []
+    for n, step in enumerate(steps, 1):
+        for finding in gate.check(step.code, step.language.name):
+            problems.append(f"program {n} ({step.language.name}) {finding.describe()}")
+    if not problems:
+        return None
+    return ToolResult(
+        "refused: the code matches dangerous patterns and was not run:\n" + "\n".join(problems),
+        is_error=True,
+    )
+
+
+def flatten(steps: list[CodeStep | ParallelGroup]) -> list[CodeStep]:
+    """Every code step, parallel groups unpacked."""
+    flat: list[CodeStep] = []
+    for step in steps:
+        flat.extend(step.steps if isinstance(step, ParallelGroup) else (step,))
+    return flat
+
+
+async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str) -> Section:
+    outcome = await ctx.run(ctx.code_invocation(step, scratch, f"step{number}", None), elevated=step.elevated)
+    label = f"step {number} {step.language.name}" + (" (elevated)" if step.elevated else "")
+    return Section(label, outcome)
+
+
+async def execute_code(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+    """Run execute_code's steps under the session's global lock."""
+    steps = steps_of(args)
+    refusal = refuse_dangerous(ctx.gate, flatten(steps))
+    if refusal is not None:
+        return refusal
+    scratch = ctx.runner.scratch_dir()
+    sections: list[Section] = []
+    failed = False
+    try:
+        async with ctx.locks.hold("global", timeout=ctx.deadline.remaining()):
+            for n, step in enumerate(steps, 1):
+                if failed:
+                    sections.append(Section(f"step {n}", None, "skipped: an earlier step failed"))
+                    continue
+                if isinstance(step, ParallelGroup):
+                    group = await asyncio.gather(
+                        *(_run_step(ctx, s, scratch, f"{n}.{i}") for i, s in enumerate(step.steps, 1))
+                    )
+                    sections.extend(group)
+                    failed = any(not s.outcome.ok for s in group if s.outcome is not None)
+                else:
+                    section = await _run_step(ctx, step, scratch, str(n))
+                    sections.append(section)
+                    failed = section.outcome is not None and not section.outcome.ok
+    finally:
+        ctx.runner.drop_scratch(scratch)
+    return ctx.result(sections, failed=failed)

@@ -1,0 +1,81 @@
+"""What every executor needs for one call: the runner, locks, policy, deadline and script lookup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ollie.tools.base import ParallelClass, ToolResult
+from ollie.tools.execute.args import CodeStep, ScriptCall
+from ollie.tools.execute.flock import LockManager, LockTimeout
+from ollie.tools.execute.languages import LanguageError, code_invocation, script_invocation
+from ollie.tools.execute.results import Section, render_all
+from ollie.tools.execute.runner import Deadline, Runner
+from ollie.tools.execute.spawn import RunOutcome
+from ollie.tools.execute.tool import ToolScript
+from ollie.tools.execute.validation import ValidationGate
+
+
+@dataclass
+class CallContext:
+    """One executor call's collaborators and budget."""
+
+    runner: Runner
+    locks: LockManager
+    gate: ValidationGate
+    resolve: Callable[[str], ToolScript]
+    policy: Any
+    deadline: Deadline
+    timeout: float
+
+    def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
+        """The call's ToolResult from its sections."""
+        text = render_all(sections, limit=limit or self.runner.output_limit, timeout=self.timeout)
+        return ToolResult(text, is_error=failed)
+
+    async def run_locked(
+        self, parallel: ParallelClass, invocation_of: Callable[[], Any], *, elevated: bool, limit: int | None = None
+    ) -> RunOutcome:
+        """Take the lock for `parallel`, build the invocation, and run it (outside the sandbox if elevated)."""
+        try:
+            async with self.locks.hold(parallel, timeout=self.deadline.remaining()):
+                return await self.run(invocation_of, elevated=elevated, limit=limit)
+        except LockTimeout as exc:
+            return RunOutcome(error=str(exc), timed_out=True)
+
+    async def run(self, invocation_of: Callable[[], Any], *, elevated: bool, limit: int | None = None) -> RunOutcome:
+        """Build the invocation (a missing interpreter is an error outcome) and run it."""
+        try:
+            invocation = invocation_of()
+        except (LanguageError, OSError) as exc:
+            return RunOutcome(error=str(exc))
+        return await self.runner.run(
+            invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit
+        )
+
+    def code_invocation(self, step: CodeStep, scratch: Path, label: str, piped: bytes | None) -> Callable[[], Any]:
+        """A deferred invocation of an inline program saved under `scratch`."""
+
+        def build() -> Any:
+            program = scratch / f"{label}{step.language.extensions[0]}"
+            program.write_text(step.code if step.code.endswith("\n") else step.code + "\n", encoding="utf-8")
+            return code_invocation(step.language, program, search_path=self.runner.env()["PATH"], piped_input=piped)
+
+        return build
+
+    def script_invocation(self, call: ScriptCall, script: ToolScript, piped: bytes | None) -> Callable[[], Any]:
+        """A deferred invocation of a tool script with its arguments."""
+
+        def build() -> Any:
+            return script_invocation(
+                script.language,
+                script.shebang_flags,
+                script.path,
+                list(call.args),
+                search_path=self.runner.env()["PATH"],
+                piped_input=piped,
+            )
+
+        return build

@@ -1,0 +1,171 @@
+"""The interpreters tool code runs under: how inline code and script files become an argv."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollie.errors import OllieError
+
+
+class LanguageError(OllieError):
+    """Unknown language, missing interpreter, or a script whose language cannot be told."""
+
+
+@dataclass(frozen=True)
+class Language:
+    """One interpreter: its program, the flags that make it read a program file, how it takes input."""
+
+    name: str
+    program: str
+    file_flags: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    # ed reads its commands on stdin and edits the file named by the first argument.
+    commands_on_stdin: bool = False
+    # jq with no input would print nothing: run it with -n when nothing is piped in.
+    null_input_flag: str | None = None
+
+
+LANGUAGES: dict[str, Language] = {
+    lang.name: lang
+    for lang in (
+        Language("bash", "bash", extensions=(".sh", ".bash"), aliases=("sh",)),
+        Language("python3", "python3", extensions=(".py",), aliases=("python",)),
+        Language("perl", "perl", extensions=(".pl",)),
+        Language("lua", "lua", extensions=(".lua",), aliases=("lua5.4", "lua5.3", "lua5.1", "luajit")),
+        Language("awk", "awk", ("-f",), (".awk",), ("gawk", "mawk", "nawk")),
+        Language("sed", "sed", ("-f",), (".sed",)),
+        Language("jq", "jq", ("-f",), (".jq",), null_input_flag="-n"),
+        Language("ed", "ed", ("-s",), (".ed",), commands_on_stdin=True),
+        Language("expect", "expect", ("-f",), (".exp", ".expect")),
+        Language("bc", "bc", ("-lq",), (".bc",)),
+    )
+}
+
+SUFFIX = {lang.name: lang.extensions[0] for lang in LANGUAGES.values()}
+
+
+def language(name: str) -> Language:
+    """The language called `name` (or one of its aliases); LanguageError when unknown."""
+    key = name.strip().lower()
+    if key in LANGUAGES:
+        return LANGUAGES[key]
+    for lang in LANGUAGES.values():
+        if key in lang.aliases:
+            return lang
+    known = ", ".join(LANGUAGES)
+    raise LanguageError(f"unknown language {name!r}; supported: {known}")
+
+
+def _is_wrapper_script(path: str) -> bool:
+    """True when `path` is a `#!` script (a version-manager shim), not a real binary."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def resolve_interpreter(lang: Language, search_path: str | None) -> str:
+    """Absolute path of `lang`'s program on `search_path`; LanguageError naming it when absent."""
+    found = shutil.which(lang.program, path=search_path)
+    if lang.name == "python3" and (found is None or _is_wrapper_script(found)):
+        # A pyenv shim costs ~190 ms per start and needs its own env; the Python
+        # running ollie is a real python3 and always present.
+        return os.path.realpath(sys.executable)
+    if found is None:
+        raise LanguageError(
+            f"interpreter {lang.program!r} for language {lang.name!r} is not installed "
+            f"(not found on PATH)"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A ready-to-spawn command: argv plus what to feed it on stdin."""
+
+    argv: list[str]
+    stdin: bytes | None
+
+
+def code_invocation(
+    lang: Language, program_file: Path, *, search_path: str | None, piped_input: bytes | None
+) -> Invocation:
+    """The argv running the inline program saved in `program_file`, reading `piped_input`."""
+    interpreter = resolve_interpreter(lang, search_path)
+    if lang.commands_on_stdin:
+        if piped_input:
+            raise LanguageError("ed reads its commands on stdin and cannot take piped input; use sed or awk")
+        return Invocation([interpreter, *lang.file_flags], program_file.read_bytes())
+    extra = [lang.null_input_flag] if lang.null_input_flag and piped_input is None else []
+    return Invocation([interpreter, *extra, *lang.file_flags, str(program_file)], piped_input)
+
+
+@dataclass(frozen=True)
+class Shebang:
+    """A script's `#!` line: the interpreter's base name and the flags after it."""
+
+    program: str
+    flags: tuple[str, ...]
+
+
+def parse_shebang(first_line: str) -> Shebang | None:
+    """Parse `#!/usr/bin/env -S python3 -I` and the like; None when there is no `#!`."""
+    if not first_line.startswith("#!"):
+        return None
+    words = shlex.split(first_line[2:].strip()) if first_line[2:].strip() else []
+    if not words:
+        return None
+    program, rest = os.path.basename(words[0]), words[1:]
+    if program == "env":
+        while rest and rest[0].startswith("-"):
+            rest = rest[1:]
+        if not rest:
+            return None
+        program, rest = os.path.basename(rest[0]), rest[1:]
+    return Shebang(program, tuple(rest))
+
+
+def script_language(path: Path, first_line: str) -> tuple[Language, tuple[str, ...]]:
+    """The language of a script and the shebang flags to keep; LanguageError when it cannot be told."""
+    shebang = parse_shebang(first_line)
+    if shebang is not None:
+        try:
+            lang = language(shebang.program)
+        except LanguageError:
+            # python3.11, perl5.36: the versioned name of a known interpreter
+            lang = language(shebang.program.rstrip("0123456789."))
+        # The language's own file flags are added again when the script runs.
+        flags = tuple(f for f in shebang.flags if f not in lang.file_flags and f != "-f")
+        return lang, flags
+    for lang in LANGUAGES.values():
+        if path.suffix in lang.extensions:
+            return lang, ()
+    raise LanguageError(f"cannot tell the language of {path.name}: no #! line and no known extension")
+
+
+def script_invocation(
+    lang: Language,
+    flags: tuple[str, ...],
+    script: Path,
+    args: list[str],
+    *,
+    search_path: str | None,
+    piped_input: bytes | None,
+) -> Invocation:
+    """The argv running a tool script with `args` injected the way its language takes arguments."""
+    interpreter = resolve_interpreter(lang, search_path)
+    if lang.commands_on_stdin:
+        if piped_input:
+            raise LanguageError(f"{script.name} is an ed script and cannot take piped input")
+        return Invocation([interpreter, *lang.file_flags, *flags, *args], script.read_bytes())
+    extra: list[str] = []
+    if lang.null_input_flag and piped_input is None and not args:
+        extra.append(lang.null_input_flag)
+    return Invocation([interpreter, *flags, *extra, *lang.file_flags, str(script), *args], piped_input)

@@ -1,0 +1,70 @@
+"""Turning process outcomes into the text a model reads: status, stdout, stderr, notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ollie.tools.execute.spawn import RunOutcome
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 1024} KB" if limit >= 1024 and limit % 1024 == 0 else f"{limit} bytes"
+
+
+def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
+    """`exit 0`, `exit 2`, `killed by signal 9`, `timed out ...` or `error: ...`."""
+    if outcome.error is not None:
+        return f"error: {outcome.error}"
+    if outcome.timed_out:
+        after = f" after {timeout:g} s" if timeout is not None else ""
+        return f"timed out{after}; its process group was killed"
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def decode(data: bytes) -> str:
+    """Process output as text (invalid UTF-8 replaced, never an exception)."""
+    return data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class Section:
+    """One labelled run inside a result: its header label and what it did (None when it did not run)."""
+
+    label: str
+    outcome: RunOutcome | None
+    note: str = ""
+    show_stdout: bool = True
+
+
+def render(section: Section, *, limit: int, timeout: float | None) -> str:
+    """One section as text: `[label] status`, stdout, `[stderr]` + stderr, warnings and cap notes."""
+    outcome = section.outcome
+    if outcome is None:
+        return f"[{section.label}] {section.note}"
+    lines = [f"[{section.label}] {status_line(outcome, timeout=timeout)}"]
+    out, err = decode(outcome.stdout), decode(outcome.stderr)
+    if section.show_stdout and out:
+        lines.append(out.rstrip("\n"))
+    if err:
+        lines.append("[stderr]")
+        lines.append(err.rstrip("\n"))
+    for warning in outcome.warnings:
+        lines.append(f"[warning] {warning}")
+    if outcome.truncated:
+        streams = [name for name, data in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(data) >= limit]
+        which = " and ".join(streams) or "output"
+        lines.append(
+            f"[note] {which} truncated: only the first {_size(limit)} per stream are shown; "
+            "narrow the command (head, grep, offset/limit) to see the rest"
+        )
+    if section.note:
+        lines.append(f"[note] {section.note}")
+    return "\n".join(lines)
+
+
+def render_all(sections: list[Section], *, limit: int, timeout: float | None) -> str:
+    """Every section, one after another."""
+    return "\n".join(render(s, limit=limit, timeout=timeout) for s in sections)

@@ -1,0 +1,146 @@
+"""The session side of running tool code: the child's env, the sandbox policy, deadlines, scratch files."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ollie import paths
+from ollie.sandbox import Policy, load_policy
+from ollie.tools.execute.languages import Invocation
+from ollie.tools.execute.spawn import RunOutcome, run_process
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+READ_ENV = "OLLIE_SANDBOX_READ"
+WRITE_ENV = "OLLIE_SANDBOX_WRITE"
+# /proc/self in a policy means the child's own; a path check cannot honour that.
+_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+
+
+def _path_list(roots: tuple[Path, ...]) -> str:
+    return ":".join(str(r) for r in roots if not str(r).startswith(_PER_PROCESS))
+
+
+def plan_file(session_id: str) -> Path:
+    """The session's plan file (a markdown checklist the task_* tools edit and the loop reads)."""
+    return paths.sessions_dir() / "s" / session_id / "plan"
+
+
+def memory_dir() -> Path:
+    """Where memory_remember / memory_recall keep their store."""
+    return paths.data_dir() / "memory"
+
+
+def child_env(
+    *, session_id: str, cwd: Path, session_env: Mapping[str, str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A clean env for tool code: PATH, HOME, LANG, TMPDIR, TERM, the session's env and OLLIE_* facts."""
+    source = os.environ if base is None else base
+    env = {
+        "PATH": source.get("PATH") or DEFAULT_PATH,
+        "HOME": source.get("HOME") or str(Path.home()),
+        "LANG": source.get("LANG") or "C.UTF-8",
+        "TMPDIR": source.get("TMPDIR") or "/tmp",
+        "TERM": "dumb",
+    }
+    env.update(session_env)
+    env.update(
+        {
+            "OLLIE_SESSION_ID": session_id,
+            "OLLIE_CWD": str(cwd),
+            "OLLIE_DATA_PATH": str(paths.data_dir()),
+            "OLLIE_PLAN_FILE": str(plan_file(session_id)),
+        }
+    )
+    return env
+
+
+@dataclass
+class Deadline:
+    """A call's time budget shared by all of its processes."""
+
+    seconds: float
+    started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+
+    def remaining(self) -> float:
+        """Seconds left (0 when spent)."""
+        return max(0.0, self.started + self.seconds - asyncio.get_running_loop().time())
+
+
+@dataclass
+class Runner:
+    """Runs invocations for one session: sandboxed by the named policy unless elevated."""
+
+    session_id: str
+    cwd: Path
+    lock_dir: Path
+    session_env: dict[str, str] = field(default_factory=dict)
+    output_limit: int = 64 * 1024
+
+    tools_dirs: list[Path] = field(default_factory=list)
+
+    def env(self, policy: Policy | None = None) -> dict[str, str]:
+        """The env a child of this session gets; sandboxed ones also learn the policy's paths."""
+        env = child_env(session_id=self.session_id, cwd=self.cwd, session_env=self.session_env)
+        if policy is not None:
+            # The file tools refuse out-of-policy paths themselves, with a clear message,
+            # before Landlock would answer with a bare EACCES.
+            env[READ_ENV] = _path_list(policy.readable())
+            env[WRITE_ENV] = _path_list(policy.writable())
+        return env
+
+    def policy(self, name: str) -> Policy:
+        """Sandbox policy `name` for this session, plus the session's own dirs.
+
+        The plan dir (task_* tools) is granted read-write, the scratch dir of inline
+        programs and the tools dirs in use read(-execute): the session's own files,
+        whatever the project policy says about the rest of the data dir.
+        """
+        policy = load_policy(name, cwd=self.cwd, env=self.env())
+        extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
+        extra_ro = tuple(p for p in (self.lock_dir,) if p.exists() and p not in policy.readable())
+        extra_rox = tuple(d for d in self.tools_dirs if d.is_dir() and d not in policy.rox)
+        return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox)
+
+    def scratch_dir(self) -> Path:
+        """A fresh dir for one call's program files, under the session's tmp dir."""
+        path = self.lock_dir / f"run-{uuid.uuid4().hex[:12]}"
+        path.mkdir(parents=True, exist_ok=False)
+        return path
+
+    @staticmethod
+    def drop_scratch(path: Path) -> None:
+        """Remove a call's scratch dir."""
+        shutil.rmtree(path, ignore_errors=True)
+
+    def prepare_dirs(self) -> None:
+        """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
+        for directory in (memory_dir(), plan_file(self.session_id).parent, self.lock_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+
+    async def run(
+        self,
+        invocation: Invocation,
+        *,
+        policy: Policy | None,
+        deadline: Deadline,
+        limit_bytes: int | None = None,
+    ) -> RunOutcome:
+        """Run one invocation inside the call's deadline (policy None: outside the sandbox)."""
+        remaining = deadline.remaining()
+        if remaining <= 0:
+            return RunOutcome(timed_out=True)
+        return await run_process(
+            invocation.argv,
+            policy=policy,
+            cwd=self.cwd,
+            env=self.env(policy),
+            stdin=invocation.stdin,
+            timeout=remaining,
+            limit_bytes=limit_bytes or self.output_limit,
+        )

@@ -1,0 +1,217 @@
+"""The execute server: execute_code, call_tool and pipe behind the Server protocol."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ollie import paths
+from ollie.errors import OllieError
+from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
+from ollie.tools.dispatcher import Dispatcher
+from ollie.tools.execute import args as argparse_
+from ollie.tools.execute.call import call_tool
+from ollie.tools.execute.code import execute_code
+from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
+from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT, pipe
+from ollie.tools.execute.runner import Deadline, Runner
+from ollie.tools.execute.schemas import (
+    EXECUTE_CODE_DESCRIPTION,
+    EXECUTE_CODE_SCHEMA,
+    PIPE_DESCRIPTION,
+    PIPE_SCHEMA,
+    call_tool_description,
+    call_tool_schema,
+)
+from ollie.tools.execute.tier import hottest, script_tier
+from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
+from ollie.tools.execute.validation import SessionBlocked, ValidationGate
+
+EXECUTORS = ("execute_code", "call_tool", "pipe")
+SERVER_NAME = "execute"
+
+
+class ExecuteServer:
+    """Runs model-requested code and tool scripts for one session, sandboxed, locked and time-limited."""
+
+    def __init__(
+        self,
+        *,
+        cwd: Path,
+        session_id: str,
+        env: dict[str, str] | None = None,
+        sandbox: str = "default",
+        lock_dir: Path | None = None,
+        tools_dirs: list[Path] | None = None,
+        output_limit: int = 64 * 1024,
+        pipe_limit: int = DEFAULT_PIPE_LIMIT,
+        clock: Callable[[], float] = time.time,
+        lock_poll_interval: float = 0.005,
+    ) -> None:
+        self._runner = Runner(
+            session_id=session_id,
+            cwd=Path(cwd),
+            lock_dir=Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id,
+            session_env=dict(env or {}),
+            output_limit=output_limit,
+        )
+        self._sandbox = sandbox
+        self._tools_dirs = tools_dirs
+        self._pipe_limit = pipe_limit
+        self._gate = ValidationGate(clock=clock)
+        self._lock_poll = lock_poll_interval
+        self._executors: list[str] | None = None
+        self._allowed_tools: set[str] | None = None
+        self._catalog_key: tuple[Any, ...] | None = None
+        self._catalog: dict[str, ToolScript] = {}
+
+    # -- configuration (the optional server capabilities) --
+
+    def set_cwd(self, cwd: Path) -> None:
+        """Run later calls in `cwd`."""
+        self._runner.cwd = Path(cwd)
+
+    def set_env(self, key: str, value: str) -> None:
+        """Add `key=value` to the env of every later child."""
+        self._runner.session_env[key] = value
+
+    def set_lock_dir(self, path: Path) -> None:
+        """Keep lock files and scratch programs under `path` (the session's tmp dir)."""
+        self._runner.lock_dir = Path(path)
+
+    def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
+        """Offer only these executors and tool scripts (None: all)."""
+        self._executors = list(executors) if executors is not None else None
+        self._allowed_tools = set(tools) if tools is not None else None
+
+    @property
+    def gate(self) -> ValidationGate:
+        """The session's validation rate limiter."""
+        return self._gate
+
+    # -- tool scripts --
+
+    def tools_dirs(self) -> list[Path]:
+        """Where tool scripts are looked up, in order."""
+        return list(self._tools_dirs) if self._tools_dirs is not None else paths.tools_path()
+
+    def scripts(self) -> list[ToolScript]:
+        """The tool scripts this session may call, by name."""
+        dirs = self.tools_dirs()
+        key = tuple((str(d), _mtime(d)) for d in dirs) + tuple(
+            (str(f), _mtime(f)) for d in dirs for f in _listing(d)
+        )
+        if key != self._catalog_key:
+            self._catalog, self._catalog_key = discover(dirs), key
+        return [s for name, s in sorted(self._catalog.items()) if self._tool_allowed(name)]
+
+    def _tool_allowed(self, name: str) -> bool:
+        return self._allowed_tools is None or name in self._allowed_tools
+
+    def resolve(self, name: str) -> ToolScript:
+        """The script `name` refers to; ToolNameError when unsafe, unknown or not allowed."""
+        script = find_script(name, self.tools_dirs())
+        if not self._tool_allowed(name):
+            raise ToolNameError(f"tool {name!r} is not allowed for this agent")
+        return script
+
+    # -- the Server protocol --
+
+    def _executor_allowed(self, name: str) -> bool:
+        return self._executors is None or name in self._executors
+
+    def list_tools(self) -> list[ToolInfo]:
+        """execute_code, call_tool and pipe (those not restricted away)."""
+        scripts = self.scripts()
+        infos = [
+            ToolInfo(SERVER_NAME, "execute_code", EXECUTE_CODE_DESCRIPTION, EXECUTE_CODE_SCHEMA),
+            ToolInfo(SERVER_NAME, "call_tool", call_tool_description(scripts), call_tool_schema([s.name for s in scripts])),
+            ToolInfo(SERVER_NAME, "pipe", PIPE_DESCRIPTION, PIPE_SCHEMA),
+        ]
+        return [info for info in infos if self._executor_allowed(info.name)]
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Run one executor call; bad input, refusals and blocks come back as error results."""
+        if tool not in EXECUTORS:
+            return ToolResult(f"unknown tool {tool!r}; this server offers {', '.join(EXECUTORS)}", is_error=True)
+        if not self._executor_allowed(tool):
+            return ToolResult(f"{tool} is not allowed for this agent", is_error=True)
+        if not isinstance(args, dict):
+            return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
+        try:
+            self._gate.ensure_open()
+            ctx = self._context(args)
+            if tool == "execute_code":
+                return await execute_code(ctx, args)
+            if tool == "call_tool":
+                return await call_tool(ctx, args)
+            return await pipe(ctx, args, pipe_limit=self._pipe_limit)
+        except SessionBlocked as exc:
+            return ToolResult(str(exc), is_error=True)
+        except LockTimeout as exc:
+            return ToolResult(f"timed out: {exc}", is_error=True)
+        except OllieError as exc:
+            return ToolResult(f"{tool}: {exc}", is_error=True)
+
+    def _context(self, args: dict[str, Any]) -> CallContext:
+        timeout = argparse_.timeout_of(args)
+        self._runner.tools_dirs = self.tools_dirs()
+        self._runner.prepare_dirs()
+        return CallContext(
+            runner=self._runner,
+            locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
+            gate=self._gate,
+            resolve=self.resolve,
+            policy=self._runner.policy(argparse_.sandbox_of(args, self._sandbox)),
+            deadline=Deadline(timeout),
+            timeout=timeout,
+        )
+
+    # -- classifiers --
+
+    def _called_scripts(self, args: dict[str, Any]) -> list[ToolScript] | None:
+        try:
+            return [self.resolve(call.tool) for call in argparse_.calls_of(args)]
+        except OllieError:
+            return None
+
+    def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
+        """read when every called script is read-only; write when all are annotated; else global."""
+        if tool != "call_tool":
+            return "global"
+        scripts = self._called_scripts(args)
+        return combine_classes(s.parallel for s in scripts) if scripts else "global"
+
+    def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
+        """The hottest tier among the called scripts (built-in cold list, annotation, else hot)."""
+        if tool != "call_tool":
+            return "hot"
+        scripts = self._called_scripts(args)
+        return hottest(script_tier(s.name, s) for s in scripts) if scripts else "hot"
+
+
+def _listing(directory: Path) -> list[Path]:
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def new_dispatcher(
+    *, cwd: Path, session_id: str, env: dict[str, str] | None = None, sandbox: str = "default"
+) -> Dispatcher:
+    """A fresh dispatcher holding one execute server (`execute_code`, `call_tool`, `pipe`)."""
+    dispatcher = Dispatcher()
+    dispatcher.add_server(SERVER_NAME, ExecuteServer(cwd=cwd, session_id=session_id, env=env, sandbox=sandbox))
+    return dispatcher

@@ -1,0 +1,85 @@
+"""Running one tool process: spawn (sandboxed or not), cap its output, and kill its group at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollie.sandbox import spawn_sandboxed
+
+# The one switch point between a plain spawn and the sandbox's: spawn_sandboxed
+# runs unsandboxed when given policy=None (an elevated step).
+_spawn = spawn_sandboxed
+
+
+async def _exited(pid: int) -> None:
+    """Return once process `pid` has exited (without reaping it), through a pidfd."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+@dataclass
+class RunOutcome:
+    """What one process did: its output, exit status, and why it stopped if not by itself."""
+
+    stdout: bytes = b""
+    stderr: bytes = b""
+    exit_code: int | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the process ran and exited 0."""
+        return self.error is None and not self.timed_out and self.exit_code == 0
+
+
+async def run_process(
+    argv: list[str],
+    *,
+    policy: Any,
+    cwd: Path,
+    env: dict[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    limit_bytes: int,
+) -> RunOutcome:
+    """Run `argv` to completion or `timeout`; its whole process group is dead when this returns or raises."""
+    try:
+        proc = await _spawn(argv, policy=policy, cwd=cwd, env=env, stdin=stdin)
+    except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
+        return RunOutcome(error=f"could not start {argv[0]}: {exc}")
+    reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))
+    outcome = RunOutcome(warnings=list(getattr(proc, "warnings", []) or []))
+    try:
+        try:
+            await asyncio.wait_for(_exited(proc.pid), timeout)
+        except TimeoutError:
+            outcome.timed_out = True
+        # Background children still holding the pipes must not outlive the call.
+        pass
+        outcome.stdout, outcome.stderr, outcome.truncated = await reader
+        outcome.exit_code = await proc.wait()
+    except BaseException:
+        pass
+        reader.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
+        raise
+    return outcome

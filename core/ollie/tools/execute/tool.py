@@ -1,0 +1,152 @@
+"""Tool scripts: finding them on the tools path and reading their header comment block."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ollie.errors import OllieError
+from ollie.tools.execute.languages import Language, LanguageError, script_language
+
+ParallelAnnotation = Literal["read", "write"]
+TierAnnotation = Literal["hot", "warm", "cold"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_COMMENT = re.compile(r"^\s*(#|--|//)\s?(.*)$")
+_KEY = re.compile(r"^(description|args)\s*:\s*(.*)$", re.IGNORECASE)
+_PARALLEL = re.compile(r"^ollie:parallel\s+(read|write)\b", re.IGNORECASE)
+_TIER = re.compile(r"^ollie:tier\s+(hot|warm|cold)\b", re.IGNORECASE)
+_HEADER_BYTES = 8192
+
+
+class ToolNameError(OllieError):
+    """A tool name that could reach outside the tools dirs, or names no script."""
+
+
+@dataclass(frozen=True)
+class ToolScript:
+    """One tool script: where it is, how to run it, and what its header says."""
+
+    name: str
+    path: Path
+    language: Language
+    shebang_flags: tuple[str, ...]
+    description: str = ""
+    args: str = ""
+    parallel: ParallelAnnotation | None = None
+    tier: TierAnnotation | None = None
+
+
+def check_name(name: str) -> str:
+    """`name` when it is a plain script name; ToolNameError for `/`, `..` and the like."""
+    if not isinstance(name, str) or not name:
+        raise ToolNameError("tool name must be a non-empty string")
+    if "/" in name or "\\" in name or ".." in name or not _NAME.match(name):
+        raise ToolNameError(
+            f"invalid tool name {name!r}: a tool is named by its script's plain name "
+            "(no '/', no '..'); see call_tool's list of tools"
+        )
+    return name
+
+
+def _header_lines(text: str) -> list[str]:
+    """The comment block at the top of a script (after the `#!` line), without comment markers."""
+    lines = text.splitlines()
+    if lines and lines[0].startswith("#!"):
+        lines = lines[1:]
+    block: list[str] = []
+    for line in lines:
+        if not line.strip():
+            if block:
+                break
+            continue
+        match = _COMMENT.match(line)
+        if match is None:
+            break
+        block.append(match.group(2).rstrip())
+    return block
+
+
+def parse_header(text: str) -> dict[str, str]:
+    """The header's fields: `description`, `args` (continuation lines kept), `parallel`, `tier`."""
+    fields: dict[str, str] = {}
+    current: str | None = None
+    for line in _header_lines(text):
+        stripped = line.strip()
+        if (match := _PARALLEL.match(stripped)) is not None:
+            fields["parallel"], current = match.group(1).lower(), None
+        elif (match := _TIER.match(stripped)) is not None:
+            fields["tier"], current = match.group(1).lower(), None
+        elif (match := _KEY.match(stripped)) is not None:
+            current = match.group(1).lower()
+            fields[current] = match.group(2).strip()
+        elif current is not None and line[:1].isspace() and stripped:
+            # An indented line continues the field above it (e.g. one line per argument).
+            fields[current] = f"{fields[current]}\n{stripped}".strip()
+        else:
+            current = None
+    return fields
+
+
+def load_script(name: str, path: Path) -> ToolScript:
+    """Read `path`'s header into a ToolScript; LanguageError when its language is unknown."""
+    with path.open("rb") as handle:
+        head = handle.read(_HEADER_BYTES).decode("utf-8", errors="replace")
+    lang, flags = script_language(path, head.split("\n", 1)[0])
+    fields = parse_header(head)
+    return ToolScript(
+        name=name,
+        path=path,
+        language=lang,
+        shebang_flags=flags,
+        description=fields.get("description", ""),
+        args=fields.get("args", ""),
+        parallel=fields.get("parallel"),  # type: ignore[arg-type]
+        tier=fields.get("tier"),  # type: ignore[arg-type]
+    )
+
+
+def _candidates(directory: Path) -> dict[str, Path]:
+    """Tool name → file for one dir: `name` or `name.ext`; `_x`, `.x` and README files are not tools."""
+    found: dict[str, Path] = {}
+    try:
+        entries = sorted(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return found
+    for entry in entries:
+        if entry.name.startswith(("_", ".")) or entry.stem.upper() == "README" or not entry.is_file():
+            continue
+        # An extension-less file wins over `name.ext` in the same dir.
+        name = entry.stem if entry.suffix else entry.name
+        if name not in found or not entry.suffix:
+            found[name] = entry
+    return found
+
+
+def discover(dirs: list[Path]) -> dict[str, ToolScript]:
+    """Every tool script on `dirs`; an earlier dir shadows a later one; unreadable ones are skipped."""
+    scripts: dict[str, ToolScript] = {}
+    for directory in dirs:
+        for name, path in _candidates(directory).items():
+            if name in scripts or not _NAME.match(name):
+                continue
+            try:
+                scripts[name] = load_script(name, path)
+            except (LanguageError, OSError):
+                continue
+    return scripts
+
+
+def find_script(name: str, dirs: list[Path]) -> ToolScript:
+    """The script called `name` on `dirs` (first dir wins); ToolNameError when none or the name is unsafe."""
+    check_name(name)
+    for directory in dirs:
+        path = _candidates(directory).get(name)
+        if path is not None:
+            try:
+                return load_script(name, path)
+            except LanguageError as exc:
+                raise ToolNameError(f"tool {name!r} ({path}): {exc}") from exc
+    raise ToolNameError(f"no tool script named {name!r}; see call_tool's list of tools")

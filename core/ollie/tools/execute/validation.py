@@ -1,0 +1,216 @@
+"""Refusing dangerous inline code before it runs, and blocking a session that keeps trying."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Top-level system dirs whose recursive deletion is never a normal step of a coding task.
+_SYSTEM_PATHS = frozenset(
+    "/ /bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run "
+    "/sbin /srv /sys /usr /var /usr/bin /usr/lib /usr/local /usr/sbin /usr/share /var/lib "
+    "~ $HOME ${HOME} /* /.".split()
+)
+_SYSTEM_PREFIX = r"/(?:bin|boot|dev|etc|lib|lib32|lib64|sbin|sys|proc|usr|var|root)\b"
+_DISK = r"/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk/|mapper/|md\d)"
+_HARMLESS_DEV = r"/dev/(?:zero|null|u?random|full|stdin|stdout|stderr|fd/)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One dangerous pattern: a name the model can read and the regex that finds it."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+
+def _rule(name: str, pattern: str, flags: int = 0) -> Rule:
+    return Rule(name, re.compile(pattern, flags | re.MULTILINE))
+
+
+_CMD = r"(?:^|[;&|(`{]|\$\(|\bthen\b|\bdo\b|\belse\b)\s*"
+# Commands that run the next word as a command: `xargs sudo rm`, `nohup su -c ...`.
+_WRAPPERS = r"(?:(?:xargs|exec|nohup|env|time|nice|command|watch|timeout\s+\S+)\s+(?:-\S+\s+)*)*"
+
+UNIVERSAL = (
+    _rule("filesystem creation (mkfs)", r"\bmkfs(?:\.\w+)?\b"),
+    _rule("raw disk read/write with dd", rf"\bdd\b[^\n;|&]*\b(?:if|of)=(?!{_HARMLESS_DEV})/dev/"),
+    _rule("privilege escalation (sudo/su)", r"[\"'](?:sudo|doas|su)(?=[\s\"'])"),
+    _rule("reading the password database (/etc/shadow)", r"/etc/g?shadow\b"),
+)
+
+BASH = (
+    _rule("privilege escalation (sudo/su)", rf"{_CMD}{_WRAPPERS}(?:sudo|doas|su)(?=\s|$)"),
+    _rule("fork bomb", r"(\b\w+|:)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&"),
+    _rule("writing to a raw disk device", rf">\s*{_DISK}"),
+    _rule("eval of downloaded code", r"\beval\b[^\n]*\$\(\s*(?:curl|wget)\b"),
+    _rule("eval of unchecked arguments", r"\beval\s+[\"']?\$(?:[@*]|\{?[1-9])"),
+    _rule("piping a download into a shell", r"\b(?:curl|wget)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|da|z|k)?sh\b"),
+)
+
+PYTHON = (
+    _rule("shutil.rmtree of a system path", rf"\brmtree\(\s*[rbuf]?[\"'](?:/|~|{_SYSTEM_PREFIX})/?[\"']"),
+    _rule("shutil.rmtree of the home dir", r"\brmtree\(\s*(?:Path\.home\(\)|os\.path\.expanduser\(\s*[\"']~[\"']\s*\))\s*\)"),
+    _rule("deleting a system file", rf"\b(?:os\.(?:remove|unlink|rmdir)|Path)\(\s*[rbuf]?[\"']{_SYSTEM_PREFIX}[^\"']*[\"']\s*\)(?:\.unlink|\.rmdir)?"),
+    _rule("fork bomb", r"while\s+(?:True|1)\s*:\s*(?:\n\s*)?os\.fork\(\)"),
+)
+
+PERL = (
+    _rule("unlink of a system file", rf"\bunlink\s*\(?\s*[\"']{_SYSTEM_PREFIX}"),
+    _rule("rmtree of a system path", rf"\b(?:rmtree|remove_tree)\s*\(?\s*[\"'](?:/|{_SYSTEM_PREFIX})/?[\"']"),
+    _rule("fork bomb", r"\bfork\s+while\b|while\s*\(\s*1\s*\)\s*\{\s*fork"),
+)
+
+LUA = (
+    _rule("os.remove of a system file", rf"\bos\.remove\s*\(?\s*[\"']{_SYSTEM_PREFIX}"),
+)
+
+# Where a language hands a string to a shell: those strings get the bash checks too.
+_SHELL_STRINGS = {
+    "python3": re.compile(r"\b(?:os\.system|os\.popen|subprocess\.\w+|os\.exec\w*)\s*\((.*)\)"),
+    "perl": re.compile(r"\b(?:system|exec|qx)\s*[\(\{]?(.*)|`([^`]*)`"),
+    "lua": re.compile(r"\b(?:os\.execute|io\.popen)\s*\(?(.*)"),
+    "awk": re.compile(r"\bsystem\s*\((.*)\)|print[^|\n]*\|\s*(\"[^\"]*\")"),
+    "expect": re.compile(r"\b(?:spawn|exec|system)\b(.*)"),
+}
+_LITERAL = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
+_RM = re.compile(r"(?:^|[\s;&|(`{]|\$\()rm\s+([^;&|\n)`]*)")
+_BY_LANGUAGE = {"bash": BASH, "python3": PYTHON, "perl": PERL, "lua": LUA}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A dangerous pattern found: which rule, on which line, and the text that matched."""
+
+    rule: str
+    line: int
+    excerpt: str
+
+    def describe(self) -> str:
+        """One line for the model: rule, line number and the offending text."""
+        return f"line {self.line}: {self.rule}: {self.excerpt!r}"
+
+
+def _line_of(code: str, offset: int) -> int:
+    return code.count("\n", 0, offset) + 1
+
+
+def _normalise_target(word: str) -> str:
+    target = word.strip("\"'")
+    for suffix in ("/*", "/.", "/"):
+        if target.endswith(suffix) and len(target) > len(suffix):
+            target = target[: -len(suffix)]
+    return target or word
+
+
+def _recursive_system_deletes(code: str) -> list[Finding]:
+    """`rm -r`/`rm -rf` (any flag spelling) whose target is a system dir, `/`, or the home dir."""
+    found: list[Finding] = []
+    for match in _RM.finditer(code):
+        try:
+            words = shlex.split(match.group(1), comments=True)
+        except ValueError:
+            words = match.group(1).split()
+        flags = [w for w in words if w.startswith("-") and w != "--"]
+        recursive = "--recursive" in flags or any(
+            not f.startswith("--") and ("r" in f or "R" in f) for f in flags
+        )
+        targets = {_normalise_target(w) for w in words if not w.startswith("-")}
+        if recursive and targets & _SYSTEM_PATHS:
+            start = match.start(1)
+            found.append(Finding("recursive delete of a system path", _line_of(code, start), match.group(0).strip()))
+    return found
+
+
+def _shell_snippets(code: str, language: str) -> list[tuple[int, str]]:
+    """(offset, text) of the strings `language` passes to a shell (system(), subprocess, backticks)."""
+    pattern = _SHELL_STRINGS.get(language)
+    if pattern is None:
+        return []
+    snippets = []
+    for match in pattern.finditer(code):
+        body = " ".join(g for g in match.groups() if g)
+        literals = [a or b for a, b in _LITERAL.findall(body)] or [body]
+        snippets.append((match.start(), " ".join(literals)))
+    return snippets
+
+
+def find_dangerous(code: str, language: str) -> list[Finding]:
+    """Every dangerous pattern in `code` for `language` (universal, language rules, shell strings)."""
+    findings: list[Finding] = []
+    rules = UNIVERSAL + _BY_LANGUAGE.get(language, ())
+    for rule in rules:
+        for match in rule.pattern.finditer(code):
+            findings.append(Finding(rule.name, _line_of(code, match.start()), match.group(0).strip()))
+    if language in ("bash", "expect"):
+        findings += _recursive_system_deletes(code)
+    for offset, snippet in _shell_snippets(code, language):
+        line = _line_of(code, offset)
+        for finding in _recursive_system_deletes(snippet) + [
+            Finding(r.name, 1, m.group(0)) for r in BASH if (m := r.pattern.search(snippet))
+        ]:
+            findings.append(Finding(f"{finding.rule} (via a shell command)", line, finding.excerpt))
+    return sorted(set(findings), key=lambda f: (f.line, f.rule))
+
+
+class SessionBlocked(Exception):
+    """The session failed validation too often and is blocked until `until` (epoch seconds)."""
+
+    def __init__(self, until: float, message: str) -> None:
+        super().__init__(message)
+        self.until = until
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+class ValidationGate:
+    """Counts validation failures; `max_failures` within `window` seconds block for `block_seconds`."""
+
+    def __init__(
+        self,
+        *,
+        max_failures: int = 5,
+        window: float = 60.0,
+        block_seconds: float = 300.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._max = max_failures
+        self._window = window
+        self._block = block_seconds
+        self._clock = clock
+        self._failures: deque[float] = deque()
+        self._blocked_until = 0.0
+
+    def ensure_open(self) -> None:
+        """Raise SessionBlocked (its message says until when) while the session is blocked."""
+        now = self._clock()
+        if now < self._blocked_until:
+            raise SessionBlocked(
+                self._blocked_until,
+                f"execution is blocked for this session until {_utc(self._blocked_until)} "
+                f"after {self._max} rejected programs within {self._window:g} s "
+                f"({self._blocked_until - now:.0f} s left)",
+            )
+
+    def record_failure(self) -> None:
+        """Count one rejected program; the `max_failures`-th within the window starts a block."""
+        now = self._clock()
+        self._failures.append(now)
+        while self._failures and now - self._failures[0] > self._window:
+            self._failures.popleft()
+        if len(self._failures) >= self._max:
+            self._blocked_until = now + self._block
+            self._failures.clear()
+
+    def check(self, code: str, language: str) -> list[Finding]:
+        """Validate `code`; a non-empty result is counted as a failure (and may start a block)."""
+        findings = find_dangerous(code, language)
+        if findings:
+            self.record_failure()
+        return findings

@@ -1,0 +1,135 @@
+// The ollie-lsp daemon as a language client: start, stop, restart, requests and notifications.
+
+import * as fs from "node:fs";
+import * as vscode from "vscode";
+import { LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind } from "vscode-languageclient/node";
+import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
+import { resolveServerCommand } from "./lib/serverCommand";
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value && value.trim() ? value.trim() : undefined;
+}
+
+/** Owns the LanguageClient that runs `ollie-lsp`; fires typed events for its notifications. */
+export class Daemon implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private readonly eventEmitter = new vscode.EventEmitter<OllieEvent>();
+  private readonly stateEmitter = new vscode.EventEmitter<StateChanged>();
+  private readonly runningEmitter = new vscode.EventEmitter<boolean>();
+  /** Every `ollie/event`, in order. */
+  readonly onEvent = this.eventEmitter.event;
+  /** Every `ollie/stateChanged`. */
+  readonly onStateChanged = this.stateEmitter.event;
+  /** Fires true once the daemon answered `initialize`, false when it stopped. */
+  readonly onRunning = this.runningEmitter.event;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Start the daemon from the current settings; shows an error and stays stopped when it cannot. */
+  async start(): Promise<boolean> {
+    const config = vscode.workspace.getConfiguration("ollie");
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const resolved = resolveServerCommand({
+      configured: config.get<string>("serverCommand", ""),
+      args: config.get<string[]>("serverArgs", []),
+      pathEnv: process.env.PATH ?? "",
+      workspaceDirs: folders.filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath),
+      isExecutable,
+    });
+    if ("error" in resolved) {
+      this.log.error(resolved.error);
+      void vscode.window.showErrorMessage(resolved.error, "Open Settings").then((choice) => {
+        if (choice) void vscode.commands.executeCommand("workbench.action.openSettings", "ollie.serverCommand");
+      });
+      return false;
+    }
+    const serverEnv = config.get<Record<string, string>>("serverEnv", {});
+    const cwd = folders[0]?.uri.scheme === "file" ? folders[0].uri.fsPath : undefined;
+    const serverOptions: ServerOptions = {
+      command: resolved.command,
+      args: resolved.args,
+      transport: TransportKind.stdio,
+      options: { cwd, env: { ...process.env, ...serverEnv } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      // ollie is not a language server for any file type: no document sync.
+      documentSelector: [],
+      outputChannel: this.log,
+      initializationOptions: {
+        agent: nonEmpty(config.get<string>("agent")),
+        backend: nonEmpty(config.get<string>("backend")),
+        model: nonEmpty(config.get<string>("model")),
+      },
+    };
+    this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")}`.trim());
+    const client = new LanguageClient("ollie", "Ollie", serverOptions, clientOptions);
+    client.onNotification("ollie/event", (params: unknown) => {
+      const event = parseEvent(params);
+      if (event) this.eventEmitter.fire(event);
+      else this.log.warn(`ignored malformed ollie/event: ${JSON.stringify(params)}`);
+    });
+    client.onNotification("ollie/stateChanged", (params: unknown) => {
+      const state = parseStateChanged(params);
+      if (state) this.stateEmitter.fire(state);
+    });
+    client.onDidChangeState((change) => {
+      if (change.newState === State.Stopped) this.runningEmitter.fire(false);
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (err) {
+      this.log.error(`ollie-lsp failed to start: ${String(err)}`);
+      void vscode.window.showErrorMessage(`Ollie: the daemon failed to start (${String(err)}). See the "Ollie" output.`);
+      return false;
+    }
+    this.runningEmitter.fire(true);
+    return true;
+  }
+
+  /** Stop the daemon (its sessions are saved by the daemon itself). */
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client && client.state !== State.Stopped) {
+      try {
+        await client.stop(2000);
+      } catch (err) {
+        this.log.warn(`stopping ollie-lsp: ${String(err)}`);
+      }
+    }
+    this.runningEmitter.fire(false);
+  }
+
+  /** Stop, then start again with the current settings. */
+  async restart(): Promise<boolean> {
+    await this.stop();
+    return this.start();
+  }
+
+  /** Send an `ollie/*` request; rejects when the daemon is not running or answers an error. */
+  async request<T>(method: string, params: object, token?: vscode.CancellationToken): Promise<T> {
+    if (!this.client || !this.running) throw new Error("the ollie daemon is not running (Ollie: Restart)");
+    return token ? this.client.sendRequest<T>(method, params, token) : this.client.sendRequest<T>(method, params);
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.eventEmitter.dispose();
+    this.stateEmitter.dispose();
+    this.runningEmitter.dispose();
+  }
+}

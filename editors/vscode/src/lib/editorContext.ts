@@ -1,0 +1,45 @@
+// The `context` object sent with a prompt about what the user is looking at.
+
+import type { EditorContext } from "./protocol";
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface EditorSnapshot {
+  uri: string;
+  languageId?: string;
+  selectionStart: Position;
+  selectionEnd: Position;
+  selectedText: string;
+}
+
+/** Build `ollie/submit`'s `context` from the active editor; an empty selection sends just the file. */
+export function buildEditorContext(editor: EditorSnapshot): EditorContext {
+  const context: EditorContext = { uri: editor.uri };
+  if (editor.languageId) context.languageId = editor.languageId;
+  const empty =
+    editor.selectionStart.line === editor.selectionEnd.line &&
+    editor.selectionStart.character === editor.selectionEnd.character;
+  if (!empty && editor.selectedText !== "") {
+    context.range = {
+      start: { line: editor.selectionStart.line, character: editor.selectionStart.character },
+      end: { line: editor.selectionEnd.line, character: editor.selectionEnd.character },
+    };
+    context.selection = editor.selectedText;
+  }
+  return context;
+}
+
+/** A short human label for a context, e.g. `main.py:3-7` (1-based lines). */
+export function describeEditorContext(context: EditorContext): string {
+  const file = decodeURIComponent(context.uri.replace(/^.*\//, ""));
+  if (!context.range) return file;
+  const first = context.range.start.line + 1;
+  // A selection that ends at column 0 does not include that last line.
+  const endLine = context.range.end.character === 0 && context.range.end.line > context.range.start.line
+    ? context.range.end.line
+    : context.range.end.line + 1;
+  return first === endLine ? `${file}:${first}` : `${file}:${first}-${endLine}`;
+}

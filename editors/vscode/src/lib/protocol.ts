@@ -1,0 +1,104 @@
+// Wire shapes of the ollie daemon protocol (shared/PROTOCOL.md), as the extension uses them.
+
+/** Every custom request method the daemon serves (PROTOCOL.md "Requests, client to server"). */
+export const PROTOCOL_METHODS = [
+  "ollie/submit",
+  "ollie/interrupt",
+  "ollie/inject",
+  "ollie/queue",
+  "ollie/popQueue",
+  "ollie/state",
+  "ollie/context",
+  "ollie/command",
+  "ollie/setCwd",
+  "ollie/setEnv",
+  "ollie/setGenerationParams",
+  "ollie/session/new",
+  "ollie/session/list",
+  "ollie/session/load",
+  "ollie/session/rename",
+  "ollie/session/archive",
+  "ollie/session/close",
+] as const;
+
+export type StopReason = "end" | "interrupted" | "max_steps" | "error" | "command" | string;
+
+/** One `ollie/event` notification. */
+export interface OllieEvent {
+  session: string;
+  seq: number;
+  role: string;
+  name?: string;
+  content: string;
+}
+
+/** One `ollie/stateChanged` notification. */
+export interface StateChanged {
+  session: string;
+  state: string;
+  running: boolean;
+  contextSize?: unknown;
+  usage?: unknown;
+  cost?: unknown;
+}
+
+/** Editor context bound to a prompt (`ollie/submit` `context`). */
+export interface EditorContext {
+  uri: string;
+  range?: { start: { line: number; character: number }; end: { line: number; character: number } };
+  selection?: string;
+  languageId?: string;
+}
+
+export interface SubmitResult {
+  session: string;
+  reply: string;
+  stop: StopReason;
+  error?: string;
+}
+
+/** One entry of `ollie/session/list`; only `session`/`id` is relied on. */
+export interface SessionInfo {
+  session?: string;
+  id?: string;
+  title?: string;
+  agent?: string;
+  kind?: string;
+  updated?: string | number;
+  archived?: boolean;
+  [key: string]: unknown;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The params of an `ollie/event` notification, or undefined when they do not have its shape. */
+export function parseEvent(raw: unknown): OllieEvent | undefined {
+  if (!isObject(raw)) return undefined;
+  const { session, seq, role, name, content } = raw;
+  if (typeof session !== "string" || typeof seq !== "number" || typeof role !== "string") return undefined;
+  if (name !== undefined && name !== null && typeof name !== "string") return undefined;
+  return {
+    session,
+    seq,
+    role,
+    name: typeof name === "string" ? name : undefined,
+    content: typeof content === "string" ? content : content === undefined || content === null ? "" : JSON.stringify(content),
+  };
+}
+
+/** The params of an `ollie/stateChanged` notification, or undefined when malformed. */
+export function parseStateChanged(raw: unknown): StateChanged | undefined {
+  if (!isObject(raw)) return undefined;
+  const { session, state, running } = raw;
+  if (typeof session !== "string" || typeof state !== "string") return undefined;
+  return { session, state, running: running === true, contextSize: raw.contextSize, usage: raw.usage, cost: raw.cost };
+}
+
+/** The id of a session-list entry (the daemon may call it `session` or `id`). */
+export function sessionIdOf(info: SessionInfo): string | undefined {
+  if (typeof info.session === "string") return info.session;
+  if (typeof info.id === "string") return info.id;
+  return undefined;
+}

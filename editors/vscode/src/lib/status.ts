@@ -1,0 +1,28 @@
+// Human text for the daemon's state and cost (status bar, chat view header).
+
+/** `idle`, `thinking`, `calling tool: X` from the protocol's `state` string. */
+export function describeState(state: string): string {
+  const calling = /^calling:\s*(.*)$/.exec(state);
+  if (calling) return calling[1] ? `calling tool: ${calling[1]}` : "calling tool";
+  return state || "idle";
+}
+
+/** A cost value from `ollie/stateChanged` as dollars; numbers, numeric strings and `{total}` objects. */
+export function formatCost(cost: unknown): string {
+  if (cost === undefined || cost === null) return "";
+  if (typeof cost === "object") {
+    const total = (cost as Record<string, unknown>).total ?? (cost as Record<string, unknown>).session;
+    return total === undefined ? "" : formatCost(total);
+  }
+  const value = typeof cost === "number" ? cost : Number(String(cost).replace(/^\$/, ""));
+  if (!Number.isFinite(value)) return String(cost);
+  return `$${value < 0.01 && value > 0 ? value.toFixed(4) : value.toFixed(2)}`;
+}
+
+/** The status bar text: codicon, state, and the cost when there is one. */
+export function statusBarText(state: string, cost: unknown, connected: boolean): string {
+  if (!connected) return "$(circle-slash) Ollie: stopped";
+  const icon = state === "idle" || state === "" ? "$(comment-discussion)" : "$(sync~spin)";
+  const price = formatCost(cost);
+  return `${icon} Ollie: ${describeState(state)}${price ? ` · ${price}` : ""}`;
+}

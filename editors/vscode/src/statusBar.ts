@@ -1,0 +1,26 @@
+// The status bar item: daemon state (idle / thinking / calling tool) and the session's cost.
+
+import * as vscode from "vscode";
+import { Conversation, SessionStatus } from "./conversation";
+import { ChatItem } from "./lib/chatModel";
+import { formatCost, statusBarText } from "./lib/status";
+import { Daemon } from "./daemon";
+
+/** Create the status bar item and keep it in step with the current session. */
+export function createStatusBar(daemon: Daemon, conversation: Conversation): vscode.Disposable[] {
+  const item = vscode.window.createStatusBarItem("ollie.status", vscode.StatusBarAlignment.Right, 100);
+  item.name = "Ollie";
+  item.command = "ollie.chat.focus";
+  const show = (status: SessionStatus) => {
+    item.text = statusBarText(status.state, status.cost, daemon.running);
+    item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
+  };
+  show(conversation.status);
+  item.show();
+  const subscription = conversation.listen({
+    itemsChanged: (_items: ChatItem[]) => undefined,
+    reset: () => show(conversation.status),
+    statusChanged: show,
+  });
+  return [item, subscription];
+}

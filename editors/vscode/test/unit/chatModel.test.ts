@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ChatModel, isToolError } from "../../src/lib/chatModel";
+import { OllieEvent } from "../../src/lib/protocol";
+
+function feeder(model: ChatModel) {
+  let seq = 0;
+  return (role: string, content = "", name?: string) => model.apply({ session: "s", seq: ++seq, role, name, content } as OllieEvent);
+}
+
+test("assistant deltas stream into one item until something else comes", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("turn", "start");
+  assert.equal(model.running, true);
+  feed("assistant", "Hel");
+  const changed = feed("assistant", "lo");
+  assert.equal(changed.length, 1);
+  assert.deepEqual(model.items.map((i) => i.kind), ["assistant"]);
+  assert.equal((model.items[0] as { text: string }).text, "Hello");
+  feed("reasoning", "think");
+  feed("assistant", "again");
+  assert.deepEqual(model.items.map((i) => i.kind), ["assistant", "reasoning", "assistant"]);
+});
+
+test("a call and its result form one tool item; failures are marked as errors", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("call", '{"path":"a.txt"}', "file_read");
+  feed("call", '{"cmd":"false"}', "shell");
+  feed("tool", "contents of a", "file_read");
+  feed("tool", "error: exit code 1", "shell");
+  const tools = model.items.filter((i) => i.kind === "tool");
+  assert.equal(tools.length, 2);
+  assert.deepEqual(tools[0], { kind: "tool", id: tools[0].id, name: "file_read", args: '{"path":"a.txt"}', result: "contents of a", isError: false });
+  assert.equal(tools[1].kind === "tool" && tools[1].isError, true);
+  assert.equal(tools[1].kind === "tool" && tools[1].result, "error: exit code 1");
+});
+
+test("a result without a call still shows", () => {
+  const model = new ChatModel();
+  feeder(model)("tool", "orphan", "grep");
+  assert.equal(model.items[0].kind, "tool");
+});
+
+test("turn end records the stop reason and clears running", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("turn", "start");
+  feed("assistant", "partial");
+  const [end] = feed("turn", "interrupted");
+  assert.equal(model.running, false);
+  assert.deepEqual({ kind: end.kind, stop: end.kind === "turnEnd" && end.stop }, { kind: "turnEnd", stop: "interrupted" });
+});
+
+test("repeated seq is ignored and gaps are counted", () => {
+  const model = new ChatModel();
+  model.apply({ session: "s", seq: 1, role: "assistant", content: "a" });
+  model.apply({ session: "s", seq: 1, role: "assistant", content: "a" });
+  model.apply({ session: "s", seq: 4, role: "assistant", content: "b" });
+  assert.equal((model.items[0] as { text: string }).text, "ab");
+  assert.equal(model.missed, 2);
+});
+
+test("notices for info/error/exec/limitretry; usage and state are not shown", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("info", "compacted");
+  feed("usage", "{}");
+  feed("state", "");
+  feed("error", "backend unreachable");
+  feed("exec", "$ ls");
+  feed("limitretry", "retrying in 2s");
+  assert.deepEqual(
+    model.items.map((i) => (i.kind === "notice" ? i.level : i.kind)),
+    ["info", "error", "exec", "retry"],
+  );
+});
+
+test("user prompts are recorded with their note and context label", () => {
+  const model = new ChatModel();
+  const item = model.addUser("fix it", { note: "queued", contextLabel: "a.py:3" });
+  assert.deepEqual(item, { kind: "user", id: 1, text: "fix it", note: "queued", contextLabel: "a.py:3" });
+  assert.equal(model.addNotice("info", "x").id, 2);
+});
+
+test("tool error detection", () => {
+  assert.equal(isToolError("Error: no such file"), true);
+  assert.equal(isToolError("exit code 2\nstderr"), true);
+  assert.equal(isToolError("permission denied: /etc"), true);
+  assert.equal(isToolError("all good, 0 errors"), false);
+  assert.equal(isToolError("exit code 0"), false);
+  assert.equal(isToolError("[call 1 file_read] exit 0\n     1\thello"), false);
+  assert.equal(isToolError("[call 1 file_read] exit 0\nok\n[call 2 shell] exit 2\n[stderr]\nboom"), true);
+  assert.equal(isToolError("[call 1 x] error: no such tool"), true);
+  assert.equal(isToolError("[execute_code] timed out after 5 s; its process group was killed"), true);
+  assert.equal(isToolError("[call 1 file_read] exit 0\n     3\terror: in the file, not the tool"), false);
+});

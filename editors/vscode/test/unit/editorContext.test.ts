@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { buildEditorContext, describeEditorContext } from "../../src/lib/editorContext";
+
+const at = (line: number, character: number) => ({ line, character });
+
+test("a selection sends the file, its range and the selected text", () => {
+  const context = buildEditorContext({
+    uri: "file:///w/src/app.py",
+    languageId: "python",
+    selectionStart: at(2, 4),
+    selectionEnd: at(5, 0),
+    selectedText: "def f():\n    pass\n",
+  });
+  assert.deepEqual(context, {
+    uri: "file:///w/src/app.py",
+    languageId: "python",
+    range: { start: { line: 2, character: 4 }, end: { line: 5, character: 0 } },
+    selection: "def f():\n    pass\n",
+  });
+});
+
+test("an empty selection sends only the file", () => {
+  const context = buildEditorContext({ uri: "file:///w/a.ts", selectionStart: at(3, 1), selectionEnd: at(3, 1), selectedText: "" });
+  assert.deepEqual(context, { uri: "file:///w/a.ts" });
+});
+
+test("the label uses 1-based lines and skips a last line selected only up to column 0", () => {
+  assert.equal(describeEditorContext({ uri: "file:///w/a%20b.py" }), "a b.py");
+  assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 4), end: at(5, 0) } }), "a.py:3-5");
+  assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 0), end: at(2, 9) } }), "a.py:3");
+});

@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { test } from "node:test";
+import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
+import { parseNameList } from "../../src/lib/choices";
+import { PROTOCOL_METHODS } from "../../src/lib/protocol";
+import { resolveServerCommand } from "../../src/lib/serverCommand";
+import { describeState, formatCost, statusBarText } from "../../src/lib/status";
+
+const root = path.resolve(__dirname, "..", "..", "..");
+
+test("state and cost text", () => {
+  assert.equal(describeState("idle"), "idle");
+  assert.equal(describeState("thinking"), "thinking");
+  assert.equal(describeState("calling: file_read"), "calling tool: file_read");
+  assert.equal(formatCost(0.5), "$0.50");
+  assert.equal(formatCost(0.0012), "$0.0012");
+  assert.equal(formatCost("$1.5"), "$1.50");
+  assert.equal(formatCost({ total: 2 }), "$2.00");
+  assert.equal(formatCost(undefined), "");
+  assert.equal(statusBarText("calling: shell", 0.25, true), "$(sync~spin) Ollie: calling tool: shell · $0.25");
+  assert.equal(statusBarText("idle", undefined, true), "$(comment-discussion) Ollie: idle");
+  assert.equal(statusBarText("idle", 1, false), "$(circle-slash) Ollie: stopped");
+});
+
+test("server command: setting, then PATH, then the workspace venv", () => {
+  const base = { args: ["--log-file", "x"], pathEnv: "/usr/bin:/opt/bin", workspaceDirs: ["/w"] };
+  assert.deepEqual(resolveServerCommand({ ...base, configured: " /my/ollie-lsp ", isExecutable: () => false }), {
+    command: "/my/ollie-lsp",
+    args: ["--log-file", "x"],
+  });
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "", isExecutable: (f) => f === "/opt/bin/ollie-lsp" || f === "/w/.venv/bin/ollie-lsp" }), {
+    command: "/opt/bin/ollie-lsp",
+    args: ["--log-file", "x"],
+  });
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "", isExecutable: (f) => f === "/w/.venv/bin/ollie-lsp" }), {
+    command: "/w/.venv/bin/ollie-lsp",
+    args: ["--log-file", "x"],
+  });
+  const missing = resolveServerCommand({ ...base, configured: "", isExecutable: () => false });
+  assert.ok("error" in missing && /ollie\.serverCommand/.test(missing.error));
+});
+
+test("the chat page's CSP runs only the nonce'd script and never inline code", () => {
+  const csp = chatCsp("https://ext.example", "abc123");
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'nonce-abc123'(;|$)/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
+  const html = chatHtml({ cspSource: "https://ext.example", nonce: "abc123", scriptUri: "https://ext.example/dist/webview.js", styleUri: "https://ext.example/media/chat.css" });
+  const scripts = html.match(/<script[^>]*>/g) ?? [];
+  assert.deepEqual(scripts, ['<script nonce="abc123" src="https://ext.example/dist/webview.js">']);
+  assert.ok(html.includes(`content="${csp}"`));
+});
+
+test("name lists are read out of command output", () => {
+  assert.deepEqual(parseNameList("Agents:\n- default (current)\n* coder  writes code\n  2. reviewer\n"), ["default", "coder", "reviewer"]);
+  assert.deepEqual(parseNameList(""), []);
+});
+
+test("the extension's command ids do not collide with the daemon's ollie.<method> commands", () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+  const contributed: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);
+  const daemonCommands = new Set(PROTOCOL_METHODS.map((m) => m.replace(/\//g, ".")));
+  for (const id of contributed) assert.ok(!daemonCommands.has(id), `${id} collides with a daemon command`);
+  const source = fs.readFileSync(path.join(root, "src", "commands.ts"), "utf8");
+  for (const id of contributed) assert.ok(source.includes(`"${id}":`), `${id} is contributed but not registered`);
+});

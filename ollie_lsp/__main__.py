@@ -1,0 +1,97 @@
+"""`ollie-lsp` / `python -m ollie_lsp`: start the daemon over stdio (default) or TCP."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import threading
+from typing import BinaryIO
+
+from ollie import __version__
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: --stdio | --tcp HOST:PORT, --log-file, --version."""
+    parser = argparse.ArgumentParser(prog="ollie-lsp", description="The ollie agent daemon (an LSP server).")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="speak JSON-RPC over stdin/stdout (the default)")
+    mode.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address instead")
+    parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
+    parser.add_argument("--version", action="version", version=f"ollie-lsp {__version__}")
+    args = parser.parse_args(argv)
+    if args.tcp:
+        host, sep, port = args.tcp.rpartition(":")
+        if not sep or not port.isdigit():
+            parser.error(f"--tcp wants HOST:PORT, got {args.tcp!r}")
+        args.host, args.port = host or "127.0.0.1", int(port)
+    return args
+
+
+def setup_logs(log_file: str | None) -> None:
+    """Log to a file; pygls' per-message logging is kept to warnings (it would log every delta)."""
+    from ollie.log import setup_logging
+
+    level = os.environ.get("OLLIE_LOG_LEVEL", "INFO").upper()
+    setup_logging(log_file, level=level if level in logging.getLevelNamesMapping() else "INFO")
+    for name in ("pygls", "pygls.protocol", "pygls.server", "pygls.feature_manager"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def coalesce_window() -> float:
+    """Seconds over which hot assistant deltas are joined (`OLLIE_LSP_COALESCE_MS`, default 4)."""
+    try:
+        return max(0.0, float(os.environ.get("OLLIE_LSP_COALESCE_MS", "4")) / 1000)
+    except ValueError:
+        return 0.004
+
+
+async def serve_stdio(server: object, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
+    """Serve one client on the private stdio copies; close every session when it goes away."""
+    from pygls.io_ import StdoutWriter, run_async
+
+    from ollie_lsp.stdio import ThreadedReader
+
+    stop = threading.Event()
+    server._stop_event = stop  # type: ignore[attr-defined]  # so pygls' shutdown() can stop the loop
+    server.protocol.set_writer(StdoutWriter(rpc_out))  # type: ignore[attr-defined]
+    reader = ThreadedReader(rpc_in)
+    try:
+        await run_async(
+            stop_event=stop, reader=reader, protocol=server.protocol,  # type: ignore[attr-defined]
+            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error,  # type: ignore[attr-defined]
+        )
+    finally:
+        table = server._table  # type: ignore[attr-defined]
+        if table is not None:
+            await table.close_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `ollie-lsp` console script."""
+    args = parse_args(argv)
+    setup_logs(args.log_file)
+    from ollie_lsp.server import build_server
+
+    server = build_server(coalesce_s=coalesce_window())
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+        return 0
+    from ollie_lsp.stdio import protect_stdio
+
+    rpc_in, rpc_out = protect_stdio()
+    try:
+        asyncio.run(serve_stdio(server, rpc_in, rpc_out))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+    finally:
+        server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

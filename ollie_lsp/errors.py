@@ -1,0 +1,39 @@
+"""The daemon's JSON-RPC errors: each carries the code PROTOCOL.md gives it."""
+
+from __future__ import annotations
+
+from pygls.exceptions import JsonRpcException
+
+SESSION_NOT_FOUND = -32001
+SESSION_ARCHIVED = -32002
+INVALID_PARAMS = -32602
+
+
+class InvalidParams(JsonRpcException):
+    """-32602: the message names the bad field."""
+
+    CODE = INVALID_PARAMS
+    MESSAGE = "Invalid params"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(message=f"Invalid params: {detail}", code=INVALID_PARAMS)
+
+
+class SessionNotFound(JsonRpcException):
+    """-32001: no session has this id."""
+
+    CODE = SESSION_NOT_FOUND
+    MESSAGE = "session not found"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(message=f"session not found: {session_id}", code=SESSION_NOT_FOUND, data={"session": session_id})
+
+
+class SessionArchived(JsonRpcException):
+    """-32002: the session is archived and cannot be written to."""
+
+    CODE = SESSION_ARCHIVED
+    MESSAGE = "session is archived"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(message=f"session is archived: {session_id}", code=SESSION_ARCHIVED, data={"session": session_id})

@@ -1,0 +1,137 @@
+"""Event forwarding: one task per session drains its bus subscription into `ollie/event` notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ollie.agent.events import Event, Subscription
+
+logger = logging.getLogger("ollie.lsp.events")
+
+# Roles whose consecutive events are text deltas that may be joined into one notification.
+DELTA_ROLES = frozenset({"assistant", "reasoning"})
+
+
+class SeqCounter:
+    """The per-session `seq`: counts from 1 with no gaps."""
+
+    def __init__(self) -> None:
+        self._last = 0
+
+    def next(self) -> int:
+        """The next sequence number."""
+        self._last += 1
+        return self._last
+
+    @property
+    def last(self) -> int:
+        """The last number handed out (0 before the first)."""
+        return self._last
+
+
+def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
+    """The `ollie/event` params of one engine event (`name` only when it has one)."""
+    params: dict[str, Any] = {"session": session_id, "seq": seq, "role": event.role, "content": event.content}
+    if event.name:
+        params["name"] = event.name
+    return params
+
+
+class EventForwarder:
+    """Drains one session's subscription in order, numbering what it sends.
+
+    `state` events are not forwarded: they call `on_state`. `turn` events are
+    forwarded and also call `on_turn(content)`. Consecutive text deltas of one
+    role are joined when the stream is hot: after a delta sent less than
+    `coalesce_s` ago, it waits that long and sends everything that piled up as
+    one notification, so a slow client is not flooded with tiny messages.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        subscription: Subscription,
+        *,
+        send: Callable[[dict[str, Any]], None],
+        on_state: Callable[[], None] = lambda: None,
+        on_turn: Callable[[str], None] = lambda content: None,
+        coalesce_s: float = 0.004,
+    ) -> None:
+        self.session_id = session_id
+        self.seq = SeqCounter()
+        self._sub = subscription
+        self._send = send
+        self._on_state = on_state
+        self._on_turn = on_turn
+        self._coalesce_s = coalesce_s
+        self._held: Event | None = None
+        self._ended = False
+        self._last_delta_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the draining task."""
+        self._task = asyncio.create_task(self._run(), name=f"ollie-events-{self.session_id}")
+
+    async def stop(self) -> None:
+        """Close the subscription and wait until everything queued was sent."""
+        self._sub.close()
+        if self._task is not None:
+            await self._task
+
+    async def drained(self) -> None:
+        """Wait until every event published so far has been handled."""
+        while self._sub.pending() or self._held is not None:
+            await asyncio.sleep(0.001)
+
+    async def _next(self) -> Event | None:
+        if self._held is not None:
+            event, self._held = self._held, None
+            return event
+        if self._ended:
+            return None
+        return await self._sub.get()
+
+    async def _run(self) -> None:
+        while (event := await self._next()) is not None:
+            try:
+                if event.role in DELTA_ROLES:
+                    event = await self._coalesce(event)
+                self._handle(event)
+            except Exception:
+                # One bad event or a failed write must not stop the session's stream.
+                logger.exception("forwarding an event failed", extra={"session": self.session_id})
+
+    def _handle(self, event: Event) -> None:
+        if event.role == "state":
+            self._on_state()
+            return
+        self._send(event_params(self.session_id, self.seq.next(), event))
+        if event.role == "turn":
+            self._on_turn(event.content)
+
+    async def _coalesce(self, first: Event) -> Event:
+        now = time.monotonic()
+        hot = self._coalesce_s > 0 and now - self._last_delta_at < self._coalesce_s
+        if hot:
+            await asyncio.sleep(self._coalesce_s)
+        parts = [first.content]
+        while self._sub.pending():
+            nxt = self._sub.get_nowait()
+            if nxt is not None and nxt.role == first.role and nxt.name == first.name:
+                parts.append(nxt.content)
+                continue
+            if nxt is None:
+                # The subscription closed: end after sending what was joined.
+                self._ended = True
+            else:
+                self._held = nxt
+            break
+        self._last_delta_at = time.monotonic()
+        if len(parts) == 1:
+            return first
+        return Event(first.role, first.name, "".join(parts))

@@ -1,0 +1,271 @@
+"""The ollie/* methods: each one parses its params, calls the session's Core, shapes the result."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ollie_lsp.editor import is_command, with_context
+from ollie_lsp.errors import InvalidParams
+from ollie_lsp.params import (
+    CommandParams,
+    InterruptParams,
+    SessionIdParams,
+    SessionListParams,
+    SessionNewParams,
+    SessionParams,
+    SessionRenameParams,
+    SetCwdParams,
+    SetEnvParams,
+    SetGenerationParamsParams,
+    SubmitParams,
+    TextParams,
+    format_validation_error,
+    parse,
+)
+from ollie_lsp.progress import first_words
+from ollie_lsp.server import OllieServer
+from ollie_lsp.sessions import SubmitHandle, resolve_cwd
+
+Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
+METHODS: dict[str, Handler] = {}
+
+
+def method(name: str) -> Callable[[Handler], Handler]:
+    """Register a handler as the ollie/* method `name`."""
+
+    def register(handler: Handler) -> Handler:
+        METHODS[name] = handler
+        return handler
+
+    return register
+
+
+@method("ollie/submit")
+async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Run a prompt (or a command) to its end."""
+    p = parse(SubmitParams, raw)
+    live = await ls.table.writable(p.session)
+    command = is_command(p.text)
+    text = with_context(p.text, p.context, cwd=live.core.cwd, lookup=ls.document)
+    handle = SubmitHandle()
+    msg_id = ls.protocol.msg_id
+    if msg_id is not None:
+        ls.cancel_hooks[msg_id] = lambda: live.cancel(handle)
+    try:
+        return await live.submit(text, title=first_words(p.text), handle=handle, is_command=command)
+    finally:
+        if msg_id is not None:
+            ls.cancel_hooks.pop(msg_id, None)
+
+
+@method("ollie/interrupt")
+async def interrupt(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Interrupt the running turn."""
+    p = parse(InterruptParams, raw)
+    live = await ls.table.get(p.session)
+    return {"interrupted": bool(live.core.interrupt(p.reason))}
+
+
+@method("ollie/inject")
+async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Add text to the next tool result of the running turn."""
+    p = parse(TextParams, raw)
+    live = await ls.table.writable(p.session)
+    live.core.inject(p.text)
+    return {}
+
+
+@method("ollie/queue")
+async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Defer a prompt until the running turn ends."""
+    p = parse(TextParams, raw)
+    live = await ls.table.writable(p.session)
+    return {"depth": live.core.queue(p.text)}
+
+
+@method("ollie/popQueue")
+async def pop_queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Take back the oldest queued prompt."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.writable(p.session)
+    return {"text": live.core.pop_queue()}
+
+
+@method("ollie/state")
+async def state(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The session's state, model, usage and cost."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.get(p.session)
+    return live.state_result()
+
+
+@method("ollie/context")
+async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The system prompt and the messages the next request would send."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.get(p.session)
+    return {"systemPrompt": live.core.system_prompt(), "messages": [m.to_dict() for m in live.core.context()]}
+
+
+@method("ollie/command")
+async def command(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Run one slash command or `!shell` line."""
+    p = parse(CommandParams, raw)
+    if not is_command(p.line):
+        raise InvalidParams("line: a command starts with / (slash command) or ! (shell)")
+    live = await ls.table.writable(p.session)
+    result = await live.core.submit(p.line.strip())
+    out: dict[str, Any] = {"output": result.reply}
+    if result.error:
+        out["error"] = result.error
+    return out
+
+
+@method("ollie/setCwd")
+async def set_cwd(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Move the session to another directory."""
+    p = parse(SetCwdParams, raw)
+    live = await ls.table.writable(p.session)
+    try:
+        live.core.set_cwd(resolve_cwd(p.cwd))
+    except ValueError as exc:
+        raise InvalidParams(f"cwd: {exc}") from None
+    return {}
+
+
+@method("ollie/setEnv")
+async def set_env(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Set a variable for the session's tools, hooks and prompt commands."""
+    p = parse(SetEnvParams, raw)
+    live = await ls.table.writable(p.session)
+    live.core.set_env(p.key, p.value)
+    return {}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def generation_params(raw: dict[str, Any]) -> Any:
+    """GenerationParams from camelCase (or snake_case) keys; -32602 naming `params.<key>`."""
+    from ollie.backend.types import GenerationParams
+
+    known = set(GenerationParams.__dataclass_fields__)
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _snake(key)
+        if name not in known:
+            raise InvalidParams(f"params.{key}: unknown generation parameter")
+        data[name] = value
+    try:
+        return TypeAdapter(GenerationParams).validate_python(data)
+    except ValidationError as exc:
+        raise InvalidParams(format_validation_error(exc, prefix="params.")) from None
+
+
+@method("ollie/setGenerationParams")
+async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Override sampling parameters for later requests."""
+    p = parse(SetGenerationParamsParams, raw)
+    live = await ls.table.writable(p.session)
+    params = generation_params(p.params)
+    try:
+        live.core.set_generation_params(params)
+    except ValueError as exc:
+        raise InvalidParams(f"params: {exc}") from None
+    return {}
+
+
+@method("ollie/session/new")
+async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Start another session (its own Core)."""
+    from ollie.errors import ConfigError
+    from ollie_lsp.records import check_kind
+
+    p = parse(SessionNewParams, raw)
+    kind = check_kind(p.kind or "chat")
+    cwd = resolve_cwd(p.cwd) if p.cwd else None
+    try:
+        live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
+    except ConfigError as exc:
+        raise InvalidParams(f"agent: {exc}") from None
+    return {"session": live.id}
+
+
+@method("ollie/session/list")
+async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The user's saved sessions, most recent first."""
+    from ollie_lsp.records import info_to_wire
+
+    p = parse(SessionListParams, raw)
+    live_agents = [s.core.agent_name for s in ls.table.live()]
+    infos = ls.table.records.list(
+        kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset, agents=live_agents
+    )
+    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None) for i in infos]}
+
+
+@method("ollie/session/load")
+async def session_load(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Resume a saved session in this daemon."""
+    from ollie_lsp.records import info_to_wire
+
+    p = parse(SessionIdParams, raw)
+    live = await ls.table.load(p.session)
+    info = ls.table.records.get(live.id, agents=[live.core.agent_name])
+    return {"session": live.id, "info": info_to_wire(info, live=True)}
+
+
+@method("ollie/session/rename")
+async def session_rename(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Give a session a title."""
+    p = parse(SessionRenameParams, raw)
+    live = ls.table.find(p.session)
+    if live is not None and live.archived:
+        from ollie_lsp.errors import SessionArchived
+
+        raise SessionArchived(p.session)
+    ls.table.records.rename(p.session, p.title, agent=live.core.agent_name if live else None)
+    return {}
+
+
+@method("ollie/session/archive")
+async def session_archive(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Archive a session: kept, but read-only and out of the default list."""
+    p = parse(SessionIdParams, raw)
+    await ls.table.archive(p.session)
+    return {}
+
+
+@method("ollie/session/close")
+async def session_close(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Stop a live session; what is saved stays."""
+    p = parse(SessionIdParams, raw)
+    await ls.table.close(p.session)
+    return {}
+
+
+def command_name(method_name: str) -> str:
+    """`ollie/session/new` -> `ollie.session.new`."""
+    return method_name.replace("/", ".")
+
+
+def register(server: OllieServer) -> None:
+    """Register every ollie/* method and its `ollie.*` executeCommand mirror."""
+    for name, handler in METHODS.items():
+        server.feature(name)(handler)
+        server.command(command_name(name))(_as_command(handler))
+        server.methods.append(name)
+
+
+def _as_command(handler: Handler) -> Callable[..., Awaitable[dict[str, Any]]]:
+    async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
+        if len(args) > 1:
+            raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
+        return await handler(ls, args[0] if args else None)
+
+    return run

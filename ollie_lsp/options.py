@@ -1,0 +1,52 @@
+"""initializationOptions: parsed field by field; a bad one is reported and falls back to its default."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    """What the client asked for at `initialize` (every field optional)."""
+
+    agent: str | None = None
+    backend: str | None = None
+    model: str | None = None
+    session: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+_STRING_KEYS = ("agent", "backend", "model", "session")
+
+
+def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
+    """(options, problems): unknown keys are ignored, a bad value is named in `problems` and dropped."""
+    problems: list[str] = []
+    if raw is None:
+        return InitOptions(), problems
+    if not isinstance(raw, Mapping):
+        return InitOptions(), [f"initializationOptions must be an object, got {type(raw).__name__}; using defaults"]
+    values: dict[str, Any] = {}
+    for key in _STRING_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str) and value.strip():
+            values[key] = value.strip()
+        else:
+            problems.append(f"initializationOptions.{key} must be a non-empty string, got {value!r}; using the default")
+    env = raw.get("env")
+    if env is not None:
+        if isinstance(env, Mapping):
+            good: dict[str, str] = {}
+            for key, value in env.items():
+                if isinstance(key, str) and key.isidentifier() and isinstance(value, (str, int, float, bool)):
+                    good[key] = value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+                else:
+                    problems.append(f"initializationOptions.env.{key} is not a KEY: string pair; ignored")
+            values["env"] = good
+        else:
+            problems.append(f"initializationOptions.env must be an object, got {type(env).__name__}; ignored")
+    return InitOptions(**values), problems

@@ -1,0 +1,162 @@
+"""Pydantic shapes of every ollie/* method's params, validated at the edge into plain models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from ollie_lsp.errors import InvalidParams
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Params(BaseModel):
+    # Unknown keys are tolerated (clients may send more than they need to);
+    # strict types so `"text": 3` is an error instead of a silent "3".
+    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True, frozen=True)
+
+
+class SessionParams(_Params):
+    """Params of a method aimed at one session (the default one when `session` is left out)."""
+
+    session: StrictStr | None = None
+
+
+class Position(_Params):
+    """An LSP position: zero-based line and character."""
+
+    line: StrictInt = Field(ge=0)
+    character: StrictInt = Field(ge=0)
+
+
+class Range(_Params):
+    """An LSP range: start inclusive, end exclusive."""
+
+    start: Position
+    end: Position
+
+
+class EditorContext(_Params):
+    """What the editor shows: the file, and the selection or range the user points at."""
+
+    uri: StrictStr = Field(min_length=1)
+    range: Range | None = None
+    selection: StrictStr | None = None
+    language_id: StrictStr | None = Field(default=None, alias="languageId")
+
+
+class SubmitParams(SessionParams):
+    """ollie/submit."""
+
+    text: StrictStr
+    context: EditorContext | None = None
+
+
+class InterruptParams(SessionParams):
+    """ollie/interrupt."""
+
+    reason: StrictStr = ""
+
+
+class TextParams(SessionParams):
+    """ollie/inject and ollie/queue."""
+
+    text: StrictStr = Field(min_length=1)
+
+
+class CommandParams(SessionParams):
+    """ollie/command: one slash command or `!shell` line."""
+
+    line: StrictStr = Field(min_length=1)
+
+
+class SetCwdParams(SessionParams):
+    """ollie/setCwd."""
+
+    cwd: StrictStr = Field(min_length=1)
+
+
+class SetEnvParams(SessionParams):
+    """ollie/setEnv."""
+
+    key: StrictStr = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    value: StrictStr
+
+
+class SetGenerationParamsParams(SessionParams):
+    """ollie/setGenerationParams: `params` uses the agent config's camelCase names (snake_case works too)."""
+
+    params: dict[str, Any]
+
+
+class SessionNewParams(_Params):
+    """ollie/session/new."""
+
+    agent: StrictStr | None = Field(default=None, min_length=1)
+    kind: StrictStr | None = Field(default=None, min_length=1)
+    title: StrictStr | None = None
+    cwd: StrictStr | None = Field(default=None, min_length=1)
+
+
+class SessionListParams(_Params):
+    """ollie/session/list."""
+
+    kinds: list[StrictStr] | None = None
+    include_archived: StrictBool = Field(default=False, alias="includeArchived")
+    limit: StrictInt | None = Field(default=None, ge=0)
+    offset: StrictInt = Field(default=0, ge=0)
+
+
+class SessionIdParams(_Params):
+    """ollie/session/load, /archive, /close: the session is required."""
+
+    session: StrictStr = Field(min_length=1)
+
+
+class SessionRenameParams(SessionIdParams):
+    """ollie/session/rename."""
+
+    title: StrictStr
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    """`("context", "range", "start", "line")` -> `context.range.start.line`; list indexes as `[i]`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "params"
+
+
+def format_validation_error(exc: ValidationError, *, prefix: str = "") -> str:
+    """One line naming every bad field: `text: Field required; session: Input should be a valid string`."""
+    problems = []
+    for err in exc.errors():
+        problems.append(f"{prefix}{_field_name(err['loc'])}: {err['msg']}")
+    return "; ".join(problems)
+
+
+def parse(model: type[M], raw: Any) -> M:
+    """Validate raw JSON params into `model`, raising InvalidParams (-32602) that names the field."""
+    if raw is None:
+        raw = {}
+    if isinstance(raw, Mapping):
+        data = dict(raw)
+    elif hasattr(raw, "_asdict"):
+        # pygls' default converter turns dict params into namedtuples; accept them too.
+        data = _namedtuple_to_dict(raw)
+    else:
+        raise InvalidParams(f"params: expected an object, got {type(raw).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidParams(format_validation_error(exc)) from None
+
+
+def _namedtuple_to_dict(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _namedtuple_to_dict(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [_namedtuple_to_dict(v) for v in value]
+    return value

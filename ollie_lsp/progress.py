@@ -1,0 +1,103 @@
+"""`$/progress` per turn: begin with the prompt's first words, report the state, end with the stop reason."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lsprotocol import types
+
+logger = logging.getLogger("ollie.lsp.progress")
+
+_tokens = itertools.count(1)
+
+
+def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
+    """The start of a prompt, for a progress title: a few words, cut with an ellipsis."""
+    picked = " ".join(text.split()[:words])
+    if len(picked) > chars:
+        picked = picked[: chars - 1].rstrip() + "…"
+    elif len(text.split()) > words:
+        picked += " …"
+    return picked
+
+
+class TurnProgress:
+    """One session's progress reporting; each step runs after the previous one, in order."""
+
+    def __init__(self, progress: Any, session_id: str, *, enabled: bool) -> None:
+        self._progress = progress
+        self._session_id = session_id
+        self._enabled = enabled
+        self._token: str | None = None
+        self._last_message = ""
+        self._chain: asyncio.Future[None] | None = None
+
+    @property
+    def token(self) -> str | None:
+        """The token of the running turn's progress (None between turns)."""
+        return self._token
+
+    def _then(self, step: Callable[[], Awaitable[None]]) -> None:
+        previous = self._chain
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            try:
+                await step()
+            except Exception:
+                # A client that refuses progress must not disturb the turn.
+                logger.warning("progress step failed", exc_info=True, extra={"session": self._session_id})
+
+        self._chain = asyncio.ensure_future(run())
+
+    def begin(self, prompt: str) -> None:
+        """Start a progress for a new turn."""
+        if not self._enabled:
+            return
+        token = f"ollie-{self._session_id}-{next(_tokens)}"
+        self._token = token
+        self._last_message = ""
+
+        async def step() -> None:
+            await self._progress.create_async(token)
+            self._progress.begin(
+                token, types.WorkDoneProgressBegin(title="ollie", message=first_words(prompt) or "…", cancellable=True)
+            )
+
+        self._then(step)
+
+    def report(self, state: str) -> None:
+        """Report a state change (`thinking`, `calling: file_read`) of the running turn."""
+        token = self._token
+        if not self._enabled or token is None or state == self._last_message:
+            return
+        self._last_message = state
+
+        async def step() -> None:
+            if token in self._progress.tokens:
+                self._progress.report(token, types.WorkDoneProgressReport(message=state))
+
+        self._then(step)
+
+    def end(self, stop: str) -> None:
+        """End the turn's progress with its stop reason."""
+        token, self._token = self._token, None
+        if not self._enabled or token is None:
+            return
+
+        async def step() -> None:
+            if token in self._progress.tokens:
+                self._progress.end(token, types.WorkDoneProgressEnd(message=stop))
+                self._progress.tokens.pop(token, None)
+
+        self._then(step)
+
+    async def settled(self) -> None:
+        """Wait for every scheduled step."""
+        if self._chain is not None:
+            await asyncio.gather(self._chain, return_exceptions=True)

@@ -1,0 +1,244 @@
+"""The pygls server object: LSP lifecycle, capabilities, cancellation, and the session table it owns."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
+from pygls.uris import to_fs_path
+
+from ollie import __version__
+from ollie_lsp.editor import OpenDocument
+from ollie_lsp.options import InitOptions, parse_init_options
+
+logger = logging.getLogger("ollie.lsp.server")
+
+PROTOCOL_VERSION = 1
+
+
+def raw_params_converter() -> Any:
+    """pygls' converter, except that custom messages keep their params/results as plain JSON (dicts).
+
+    The default turns them into namedtuples, whose own methods (`count`, `index`)
+    shadow fields of those names; params are validated by our pydantic shapes instead.
+    """
+    converter = default_converter()
+
+    def keep_params(obj: dict[str, Any], cls: type) -> Any:
+        return cls(**obj)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
+    converter.register_structure_hook(JsonRPCNotification, keep_params)
+    converter.register_structure_hook(JsonRPCResponseMessage, keep_params)
+    return converter
+
+
+class OllieProtocol(LanguageServerProtocol):
+    """LSP protocol plus `experimental.ollie` in the capabilities and cancel-as-interrupt for submits."""
+
+    _server: OllieServer
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        """The standard initialize, then the ollie capabilities added to its result."""
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(self._server.methods)}}
+        return result
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        hook = self._server.cancel_hooks.pop(msg_id, None)
+        if hook is not None:
+            # A cancelled submit interrupts its turn and still answers, with stop "interrupted".
+            logger.info("cancel of a pending submit: interrupting", extra={"msg_id": msg_id})
+            hook()
+            return
+        super()._handle_cancel_notification(msg_id)
+
+
+class OllieServer(LanguageServer):
+    """The ollie daemon: one pygls server; the session table holds the engines."""
+
+    def __init__(self, *, coalesce_s: float = 0.004) -> None:
+        super().__init__(
+            "ollie-lsp",
+            __version__,
+            protocol_cls=OllieProtocol,
+            converter_factory=raw_params_converter,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.coalesce_s = coalesce_s
+        self.methods: list[str] = []
+        self.cancel_hooks: dict[Any, Callable[[], None]] = {}
+        self.init_options = InitOptions()
+        self.default_cwd = Path.cwd()
+        self._table: Any = None
+        self.progress_tokens: dict[str, str] = {}
+
+    @property
+    def table(self) -> Any:
+        """The session table (built at initialize)."""
+        if self._table is None:
+            from ollie_lsp.errors import SessionNotFound
+
+            raise SessionNotFound("(the server is not initialized)")
+        return self._table
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Tell the user something (window/showMessage) and log it."""
+        logger.warning(message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def document(self, uri: str) -> OpenDocument | None:
+        """The editor's view of a document: its unsaved text when open, else the file on disk."""
+        try:
+            doc = self.workspace.text_documents.get(uri) or self.workspace.get_text_document(uri)
+            return OpenDocument(text=doc.source, language_id=doc.language_id)
+        except (OSError, ValueError, RuntimeError):
+            return None
+
+    def supports_progress(self) -> bool:
+        """Whether the client takes server-initiated work-done progress."""
+        caps = self.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+
+def workspace_cwd(params: types.InitializeParams) -> Path | None:
+    """The CWD the client gives: workspaceFolders[0], else rootUri, else rootPath."""
+    candidates = []
+    if params.workspace_folders:
+        candidates.append(to_fs_path(params.workspace_folders[0].uri))
+    if params.root_uri:
+        candidates.append(to_fs_path(params.root_uri))
+    if params.root_path:
+        candidates.append(params.root_path)
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def register_lifecycle(server: OllieServer) -> None:
+    """initialize/initialized/shutdown/exit and the workspace folder changes."""
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: OllieServer, params: types.InitializeParams) -> None:
+        options, problems = parse_init_options(params.initialization_options)
+        for problem in problems:
+            ls.show(f"ollie: {problem}")
+        ls.init_options = options
+        ls.default_cwd = workspace_cwd(params) or Path.cwd()
+        ls._table = build_table(ls)
+        # Built in the background, so the initialize answer is not held up by the engine import.
+        ls._table.start_default(resume=options.session)
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: OllieServer, *args: Any) -> None:
+        if ls._table is not None:
+            await ls._table.close_all()
+
+    @server.feature(types.EXIT)
+    async def exit_(ls: OllieServer, *args: Any) -> None:
+        if ls._table is not None:
+            await ls._table.close_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        added = [to_fs_path(f.uri) for f in params.event.added or []]
+        for path in added:
+            if path and Path(path).is_dir():
+                ls.default_cwd = Path(path)
+                if ls._table is not None:
+                    ls._table.defaults.cwd = ls.default_cwd
+                break
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
+        session_id = ls.progress_tokens.get(str(params.token))
+        if session_id and ls._table is not None:
+            live = ls._table.find(session_id)
+            if live is not None:
+                live.core.interrupt("cancelled from the progress bar")
+
+
+def build_table(ls: OllieServer) -> Any:
+    """The session table, wired to this server's notifications."""
+    from ollie_lsp.events import EventForwarder
+    from ollie_lsp.progress import TurnProgress
+    from ollie_lsp.records import Records
+    from ollie_lsp.sessions import SessionDefaults, SessionTable
+
+    options = ls.init_options
+    defaults = SessionDefaults(
+        agent=options.agent or "default", backend=options.backend, model=options.model,
+        env=dict(options.env), cwd=ls.default_cwd,
+    )
+    table: SessionTable
+
+    def make_progress(session_id: str) -> TurnProgress:
+        return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
+
+    def make_forwarder(session_id: str, core: Any) -> EventForwarder:
+        def send(params: dict[str, Any]) -> None:
+            ls.protocol.notify("ollie/event", params)
+
+        def on_state() -> None:
+            live = _live(session_id)
+            if live is None:
+                return
+            snapshot = live.state_snapshot()
+            if snapshot != live.last_state:
+                live.last_state = snapshot
+                ls.protocol.notify("ollie/stateChanged", snapshot)
+            if snapshot["running"] and snapshot["state"] != "idle":
+                live.progress.report(snapshot["state"])
+
+        def on_turn(content: str) -> None:
+            live = _live(session_id)
+            if live is None:
+                return
+            if content == "start":
+                live.progress.begin(live.next_prompt_title())
+                if live.progress.token:
+                    ls.progress_tokens[live.progress.token] = session_id
+                table.records.touched(session_id, turn_started=True)
+            else:
+                if live.progress.token:
+                    ls.progress_tokens.pop(live.progress.token, None)
+                live.progress.end(content)
+                result = content if content in ("end", "interrupted", "max_steps", "error") else None
+                table.records.touched(session_id, turn_completed=True, result=result)
+
+        return EventForwarder(
+            session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s
+        )
+
+    def _live(session_id: str) -> Any:
+        return table.find(session_id)
+
+    table = SessionTable(
+        defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
+        notify_problem=ls.show,
+    )
+    return table
+
+
+def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
+    """The daemon, with every feature registered."""
+    from ollie_lsp import methods
+
+    server = OllieServer(coalesce_s=coalesce_s)
+    register_lifecycle(server)
+    methods.register(server)
+    return server

@@ -1,0 +1,322 @@
+"""The daemon's session table: live sessions (one Core each), the default one, and their records."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.events import EventForwarder
+from ollie_lsp.progress import TurnProgress
+from ollie_lsp.records import Records
+
+logger = logging.getLogger("ollie.lsp.sessions")
+
+INTERRUPTED = {"reply": "", "stop": "interrupted"}
+
+
+@dataclass
+class SubmitHandle:
+    """One pending ollie/submit: cancel() interrupts it, whether it waits or runs."""
+
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    started: bool = False
+    finished: bool = False
+
+
+@dataclass
+class LiveSession:
+    """A session this daemon runs: its Core, its event forwarder and its progress."""
+
+    id: str
+    core: Any
+    forwarder: EventForwarder
+    progress: TurnProgress
+    kind: str = "chat"
+    archived: bool = False
+    turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    prompts: deque[str] = field(default_factory=deque)
+    last_state: dict[str, Any] | None = None
+
+    def state_snapshot(self) -> dict[str, Any]:
+        """The `ollie/stateChanged` params of this session now."""
+        core = self.core
+        return {
+            "session": self.id,
+            "state": core.state,
+            "running": core.is_running,
+            "contextSize": core.context_info(),
+            "usage": core.usage_info(),
+            "cost": core.cost_info(),
+        }
+
+    def state_result(self) -> dict[str, Any]:
+        """The `ollie/state` result."""
+        core = self.core
+        out = self.state_snapshot()
+        out.update(
+            agent=core.agent_name,
+            backend=core.backend_name,
+            model=core.model_name,
+            cwd=str(core.cwd),
+            toolCalls=core.tool_call_count,
+            queued=len(core.queued()),
+            archived=self.archived,
+            kind=self.kind,
+        )
+        return out
+
+    async def submit(self, text: str, *, title: str, handle: SubmitHandle, is_command: bool) -> dict[str, Any]:
+        """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
+        if is_command:
+            return await self._run(text)
+        acquire = asyncio.ensure_future(self.turn_lock.acquire())
+        cancel_wait = asyncio.ensure_future(handle.cancelled.wait())
+        try:
+            await asyncio.wait({acquire, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancel_wait.cancel()
+        if not acquire.done() or acquire.cancelled():
+            acquire.cancel()
+            return {"session": self.id, **INTERRUPTED}
+        try:
+            if handle.cancelled.is_set():
+                return {"session": self.id, **INTERRUPTED}
+            handle.started = True
+            self.prompts.append(title)
+            return await self._run(text)
+        finally:
+            handle.finished = True
+            self.turn_lock.release()
+
+    async def _run(self, text: str) -> dict[str, Any]:
+        result = await self.core.submit(text)
+        # The answer comes after every event of its turn, so a client has seen the whole stream.
+        await self.forwarder.drained()
+        return _turn_result(self.id, result)
+
+    def cancel(self, handle: SubmitHandle) -> None:
+        """Cancel a pending submit: interrupt its turn if it runs, else drop it."""
+        handle.cancelled.set()
+        if handle.started:
+            asyncio.ensure_future(self._interrupt_until_done(handle))
+
+    async def _interrupt_until_done(self, handle: SubmitHandle, *, every_s: float = 0.01) -> None:
+        # The turn's task may not exist yet (or be between rounds): keep asking until it stops.
+        while not handle.finished:
+            if self.core.interrupt("cancelled by the client"):
+                return
+            await asyncio.sleep(every_s)
+
+    def next_prompt_title(self) -> str:
+        """The title of the turn that just started (a queued prompt has none recorded)."""
+        return self.prompts.popleft() if self.prompts else "queued prompt"
+
+
+def _turn_result(session_id: str, result: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"session": session_id, "reply": result.reply, "stop": result.stop}
+    if result.error:
+        out["error"] = result.error
+    return out
+
+
+@dataclass
+class SessionDefaults:
+    """What new sessions start with, from initializationOptions and the workspace."""
+
+    agent: str = "default"
+    backend: str | None = None
+    model: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+def load_core_module() -> Any:
+    """Import the engine (slow: kept off the start-up path)."""
+    from ollie.agent import core
+
+    return core
+
+
+class SessionTable:
+    """Every live session of the daemon, keyed by id; one of them is the default."""
+
+    def __init__(
+        self,
+        *,
+        defaults: SessionDefaults,
+        records: Records,
+        make_forwarder: Callable[[str, Any], EventForwarder],
+        make_progress: Callable[[str], TurnProgress],
+        notify_problem: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.defaults = defaults
+        self.records = records
+        self._make_forwarder = make_forwarder
+        self._make_progress = make_progress
+        self._notify_problem = notify_problem
+        self._live: dict[str, LiveSession] = {}
+        self._default: asyncio.Task[LiveSession] | None = None
+        self._closing = False
+
+    # --- creation -----------------------------------------------------------------
+
+    def start_default(self, *, resume: str | None = None) -> None:
+        """Build the default session in the background (the engine import happens there)."""
+        self._default = asyncio.ensure_future(self._build_default(resume))
+
+    async def _build_default(self, resume: str | None) -> LiveSession:
+        await asyncio.to_thread(load_core_module)
+        if resume:
+            try:
+                return await self.load(resume)
+            except Exception as exc:
+                self._notify_problem(f"ollie: cannot resume session {resume}: {_message(exc)}; starting a new session")
+        try:
+            return await self.create()
+        except Exception as exc:
+            if self.defaults.agent == "default":
+                raise
+            self._notify_problem(f"ollie: agent {self.defaults.agent!r} failed: {_message(exc)}; using 'default'")
+            self.defaults.agent = "default"
+            return await self.create()
+
+    async def create(
+        self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,
+        resume_id: str | None = None,
+    ) -> LiveSession:
+        """Start a new Core (or resume a saved one), record it and start forwarding its events."""
+        core_mod = load_core_module()
+        agent = agent or self.defaults.agent
+        core = await core_mod.Core.create(
+            agent=agent,
+            cwd=cwd or self.defaults.cwd,
+            backend=self.defaults.backend,
+            model=self.defaults.model,
+            session_id=resume_id,
+            env=dict(self.defaults.env) or None,
+        )
+        live = self._register(core, kind=kind)
+        if resume_id is None:
+            self.records.created(live.id, agent=core.agent_name, kind=kind, title=title)
+        self.records.touched(live.id)
+        return live
+
+    def _register(self, core: Any, *, kind: str) -> LiveSession:
+        session_id = core.session_id
+        forwarder = self._make_forwarder(session_id, core)
+        live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self._make_progress(session_id), kind=kind)
+        self._live[session_id] = live
+
+        async def rename(title: str) -> None:
+            self.records.rename(session_id, title)
+
+        async def kill() -> None:
+            await self.close(session_id)
+
+        core.on_rename = rename
+        core.on_kill = kill
+        forwarder.start()
+        return live
+
+    async def load(self, session_id: str) -> LiveSession:
+        """Resume a saved session (or return it when it already runs here)."""
+        live = self._live.get(session_id)
+        if live is not None:
+            if live.archived:
+                raise SessionArchived(session_id)
+            return live
+        info = self.records.get(session_id)
+        if info.archived:
+            raise SessionArchived(session_id)
+        return await self.create(agent=info.agent_id, kind=str(info.kind), resume_id=session_id)
+
+    # --- lookup -------------------------------------------------------------------
+
+    async def default(self) -> LiveSession:
+        """The default session, waiting for it to be built."""
+        if self._default is None:
+            raise SessionNotFound("(default)")
+        live = await asyncio.shield(self._default)
+        if live.id not in self._live:
+            raise SessionNotFound(f"{live.id} (the default session was closed)")
+        return live
+
+    async def get(self, session_id: str | None) -> LiveSession:
+        """A live session by id (None = the default); -32001 when there is none."""
+        if session_id is None:
+            return await self.default()
+        if self._default is not None and not self._default.done():
+            # The default session may be the one asked for: let it finish first.
+            await asyncio.gather(self._default, return_exceptions=True)
+        live = self._live.get(session_id)
+        if live is None:
+            raise SessionNotFound(session_id)
+        return live
+
+    async def writable(self, session_id: str | None) -> LiveSession:
+        """A live session that may be written to; -32002 when it is archived."""
+        live = await self.get(session_id)
+        if live.archived:
+            raise SessionArchived(live.id)
+        return live
+
+    def find(self, session_id: str) -> LiveSession | None:
+        """The live session with this id, if any (no waiting, no error)."""
+        return self._live.get(session_id)
+
+    def live(self) -> list[LiveSession]:
+        """The sessions running now."""
+        return list(self._live.values())
+
+    # --- lifecycle ----------------------------------------------------------------
+
+    async def archive(self, session_id: str) -> None:
+        """Archive a session (live or saved); a live one stays readable but refuses writes."""
+        live = self._live.get(session_id)
+        self.records.archive(session_id)
+        if live is not None:
+            live.archived = True
+
+    async def close(self, session_id: str) -> None:
+        """Stop a live session: interrupt, save, end its tools; its record and file stay."""
+        live = self._live.pop(session_id, None)
+        if live is None:
+            raise SessionNotFound(session_id)
+        await self._shut(live)
+
+    async def _shut(self, live: LiveSession) -> None:
+        try:
+            await live.core.close()
+        except Exception:
+            logger.exception("closing a session failed", extra={"session": live.id})
+        try:
+            await live.forwarder.stop()
+            await live.progress.settled()
+        except Exception:
+            logger.exception("stopping a session's events failed", extra={"session": live.id})
+
+    async def close_all(self) -> None:
+        """Close every live session (shutdown/exit): each one saved, every tool process ended."""
+        if self._default is not None and not self._default.done():
+            self._default.cancel()
+            await asyncio.gather(self._default, return_exceptions=True)
+        sessions, self._live = list(self._live.values()), {}
+        await asyncio.gather(*(self._shut(live) for live in sessions))
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def resolve_cwd(path: str) -> Path:
+    """An existing directory for setCwd/session.new; -32602 naming `cwd` otherwise."""
+    candidate = Path(path).expanduser()
+    if not candidate.is_dir():
+        raise InvalidParams(f"cwd: {path} is not an existing directory")
+    return candidate.resolve()

@@ -1,0 +1,112 @@
+"""Every shipped agent config loads, resolves its prompt from its fragments, and builds a runtime."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ollie import paths
+from ollie.agent.prompt import resolve_prompt
+from ollie.agent.runtime import build_runtime
+from ollie.config import list_agents, load_agent_config
+from ollie.sandbox import load_policy
+from ollie.tools.execute.server import new_dispatcher
+
+AGENTS_DIR = paths.bundled("agents")
+SHIPPED = sorted(p.stem for p in AGENTS_DIR.glob("*.json"))
+FRAGMENTS = AGENTS_DIR / "fragments"
+
+
+def _fragment_text(name: str) -> str:
+    return (FRAGMENTS / name).read_text().rstrip("\n")
+
+
+def test_the_required_agents_ship():
+    assert {"default", "coding", "plan", "ask", "yolo"} <= set(SHIPPED)
+    assert set(SHIPPED) <= set(list_agents([AGENTS_DIR]))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+async def test_agent_loads_and_resolves_its_prompt_without_warnings(name, tmp_path):
+    config = load_agent_config(AGENTS_DIR / f"{name}.json")
+    assert config.description, "every shipped agent says what it is for (/agents shows it)"
+    assert config.prompt.is_exec
+    warnings: list[str] = []
+    prompt = await resolve_prompt(config.prompt, cwd=tmp_path, env={}, warnings=warnings)
+    assert warnings == []
+    assert _fragment_text("identity.md") in prompt
+    assert _fragment_text("tools.md") in prompt
+    assert f"- Working directory: {tmp_path}" in prompt
+    assert "- Not a git repository" in prompt
+
+
+async def test_environment_fragment_reports_git_state(tmp_path):
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(tmp_path)], check=True)
+    (tmp_path / "new.py").write_text("")
+    config = load_agent_config(AGENTS_DIR / "default.json")
+    prompt = await resolve_prompt(config.prompt, cwd=tmp_path, env={})
+    assert "- Git branch: trunk" in prompt
+    assert "    ?? new.py" in prompt
+
+
+@pytest.mark.parametrize(
+    ("name", "present", "absent"),
+    [
+        ("default", ["planning.md", "editing.md"], ["readonly.md", "unsandboxed.md"]),
+        ("coding", ["planning.md", "editing.md"], ["readonly.md"]),
+        ("plan", ["readonly.md", "plan-mode.md"], ["editing.md"]),
+        ("ask", ["readonly.md", "ask-mode.md"], ["editing.md"]),
+        ("yolo", ["unsandboxed.md", "editing.md"], ["readonly.md"]),
+    ],
+)
+async def test_each_agent_has_its_own_fragments(name, present, absent, tmp_path):
+    prompt = await resolve_prompt(load_agent_config(AGENTS_DIR / f"{name}.json").prompt, cwd=tmp_path, env={})
+    for fragment in present:
+        assert _fragment_text(fragment) in prompt
+    for fragment in absent:
+        assert _fragment_text(fragment) not in prompt
+
+
+def test_read_only_agents_are_restricted_and_yolo_is_unsandboxed(tmp_path):
+    for name in ("plan", "ask"):
+        config = load_agent_config(AGENTS_DIR / f"{name}.json")
+        assert config.sandbox == "readonly"
+        assert config.allow_tools is not None
+        assert not {"file_write", "file_edit"} & set(config.allow_tools)
+        policy = load_policy(config.sandbox, cwd=tmp_path)
+        assert tmp_path.resolve() not in [Path(p).resolve() for p in policy.writable()]
+    assert load_agent_config(AGENTS_DIR / "yolo.json").sandbox == "none"
+    for name in ("default", "coding"):
+        assert load_agent_config(AGENTS_DIR / f"{name}.json").sandbox == "default"
+
+
+@pytest.mark.parametrize("name", ["plan", "ask"])
+def test_read_only_agents_allow_only_shipped_reading_tools(name):
+    tools_dir = paths.bundled("tools")
+    for tool in load_agent_config(AGENTS_DIR / f"{name}.json").allow_tools or []:
+        script = tools_dir / tool
+        assert script.is_file(), f"{name} allows {tool}, which is not a shipped tool script"
+        assert "ollie:parallel read" in script.read_text(), f"{tool} does not declare itself read-only"
+    assert load_agent_config(AGENTS_DIR / f"{name}.json").allow_tools, "a read-only agent still reads"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+async def test_agent_builds_a_runtime(name, tmp_path):
+    config = load_agent_config(AGENTS_DIR / f"{name}.json")
+    dispatcher = new_dispatcher(cwd=tmp_path, session_id="1700000000000000000-abc123", sandbox=config.sandbox)
+    try:
+        runtime = await build_runtime(config, dispatcher, tmp_path, {"OLLIE_SESSION_ID": "1700000000000000000-abc123"})
+    finally:
+        await dispatcher.aclose()
+    assert runtime.warnings == []
+    assert {t.name for t in runtime.tools} == {"execute_code", "call_tool", "pipe"}
+    assert _fragment_text("identity.md") in runtime.preamble
+    assert runtime.max_steps == config.max_steps
+    assert runtime.hooks.has("preTool") is False
+    call_tool = next(t for t in runtime.tools if t.name == "call_tool")
+    if config.allow_tools is not None:
+        assert "- file_read:" in call_tool.description and "- file_write:" not in call_tool.description
+    else:
+        assert "- file_write:" in call_tool.description

@@ -1,0 +1,402 @@
+"""Slash commands against a small stand-in core: parsing, every command's output, bad arguments."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.agent import persist
+from ollie.agent.commands import COMMANDS, help_text, is_command, run_command
+from ollie.agent.events import Bus
+from ollie.agent.session import Session, TaskState, new_session_id
+from ollie.backend.types import Message, ToolCall
+from ollie.errors import ConfigError
+from ollie.tools.base import ToolInfo
+
+
+class FakeCore:
+    """The Core members the commands use, recording what they were asked to do."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.bus = Bus()
+        self.session = Session()
+        self.session_id = self.session.id
+        self.agent_name = "default"
+        self.backend_name = "openai"
+        self.model_name = "gpt-test"
+        self.cwd = tmp_path
+        self.sessions_dir = tmp_path / "sessions"
+        self.agents_dirs = [tmp_path / "agents"]
+        self.max_steps = 30
+        self.is_running = False
+        self.injects: list[str] = []
+        self.queue_items: list[str] = []
+        self.calls: list[tuple] = []
+        self.prompt = "SYSTEM PROMPT"
+        self.tool_infos = [ToolInfo("execute", "call_tool", "Run named tool scripts.\nMore detail."),
+                           ToolInfo("execute", "pipe", "")]
+        self.env = {"FROM_CORE": "yes"}
+
+    async def switch_agent(self, name: str) -> list[str]:
+        if name == "missing":
+            raise ConfigError("agent 'missing' not found")
+        self.calls.append(("switch_agent", name))
+        self.agent_name = name
+        self.session.clear()
+        return ["tool server lacks restrictions"]
+
+    async def switch_backend(self, name: str) -> None:
+        self.calls.append(("switch_backend", name))
+        self.backend_name = name
+
+    def switch_model(self, name: str) -> None:
+        self.model_name = name
+
+    def set_max_steps(self, n: int) -> None:
+        if n < 0:
+            raise ValueError("negative")
+        self.max_steps = n
+
+    async def compact(self) -> str:
+        return "compacted: 12 messages -> 4"
+
+    def clear(self) -> None:
+        if self.is_running:
+            raise RuntimeError("cannot clear while a turn runs")
+        self.session.clear()
+
+    def tools(self) -> list[ToolInfo]:
+        return self.tool_infos
+
+    async def rename(self, title: str) -> None:
+        self.calls.append(("rename", title))
+
+    async def kill(self) -> None:
+        self.calls.append(("kill",))
+
+    def inject(self, text: str) -> None:
+        self.injects.append(text)
+
+    def replace_injects(self, text: str) -> None:
+        self.injects = [text]
+
+    def queued(self) -> list[str]:
+        return list(self.queue_items)
+
+    def pop_queue(self) -> str | None:
+        return self.queue_items.pop(0) if self.queue_items else None
+
+    def clear_queue(self) -> int:
+        count = len(self.queue_items)
+        self.queue_items.clear()
+        return count
+
+    def set_cwd(self, path: Path) -> None:
+        if not Path(path).is_dir():
+            raise ValueError(f"not a directory: {path}")
+        self.cwd = Path(path)
+
+    def system_prompt(self) -> str:
+        return self.prompt
+
+    def context_info(self) -> dict[str, int]:
+        return {"tokens": 1234, "limit": 32768}
+
+    def usage_info(self) -> dict[str, int]:
+        return {"input": 1000, "output": 200, "cachedInput": 50, "cacheCreation": 7, "requests": 3}
+
+    def cost_info(self) -> dict[str, float]:
+        return {"lastTurn": 0.0012, "session": 0.0456}
+
+    async def list_models(self) -> list[str]:
+        return ["gpt-small", "gpt-test"]
+
+
+@pytest.fixture
+def core(tmp_path):
+    return FakeCore(tmp_path)
+
+
+@pytest.fixture
+def events(core):
+    return core.bus.subscribe()
+
+
+def _drain(sub):
+    out = []
+    while sub.pending():
+        out.append(sub.get_nowait())
+    return out
+
+
+# --- parsing ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", ["/help", "  /model gpt-4  ", "!ls", "/i fix the\nsecond thing", "/Unknown"])
+def test_is_command(line):
+    assert is_command(line)
+
+
+@pytest.mark.parametrize("line", ["hello", "/usr/bin/python crashes, why?", "/", " ", "what does /help do?"])
+def test_is_not_command(line):
+    assert not is_command(line)
+
+
+async def test_not_a_command_returns_none_and_publishes_nothing(core, events):
+    assert await run_command(core, "please fix the bug") is None
+    assert _drain(events) == []
+
+
+async def test_unknown_command_says_so_and_lists_help(core, events):
+    out = await run_command(core, "/frobnicate now")
+    assert out.startswith("unknown command /frobnicate")
+    assert help_text() in out
+    assert [e.role for e in _drain(events)] == ["error"]
+
+
+async def test_help_lists_every_command(core, events):
+    out = await run_command(core, "/help")
+    for command in COMMANDS.values():
+        assert command.usage in out
+    assert "!<cmd>" in out
+    assert _drain(events)[0].role == "info"
+    assert await run_command(core, "/help maxsteps") == f"{COMMANDS['maxsteps'].usage}  {COMMANDS['maxsteps'].summary}"
+
+
+async def test_command_names_are_case_insensitive(core):
+    assert await run_command(core, "/MODEL") == "model: gpt-test (backend: openai)"
+
+
+# --- !cmd ------------------------------------------------------------------
+
+
+async def test_shell_runs_in_cwd_publishes_exec_and_returns_output(core, events, tmp_path):
+    (tmp_path / "marker.txt").write_text("")
+    out = await run_command(core, "!ls; echo err >&2; echo $FROM_CORE $OLLIE_SESSION_ID")
+    assert out == f"marker.txt\nerr\nyes {core.session_id}"
+    [event] = _drain(events)
+    assert (event.role, event.name, event.content) == ("exec", "ls; echo err >&2; echo $FROM_CORE $OLLIE_SESSION_ID", out)
+
+
+async def test_shell_nonzero_exit_is_reported(core):
+    assert await run_command(core, "!echo partial; exit 3") == "partial\n[exit 3]"
+
+
+async def test_shell_timeout_kills_the_command(core):
+    started = time.monotonic()
+    out = await run_command(core, "!echo begun; sleep 30", shell_timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert out.startswith("begun") and "timed out after 0.5s" in out
+
+
+async def test_empty_shell_command_is_an_error(core, events):
+    assert (await run_command(core, "!  ")).startswith("error: ! needs a shell command")
+    assert _drain(events)[0].role == "error"
+
+
+# --- backend / model / agent -----------------------------------------------
+
+
+async def test_backend_show_and_switch(core):
+    assert await run_command(core, "/backend") == "backend: openai (model: gpt-test)"
+    assert await run_command(core, "/backend anthropic") == "backend: anthropic (model: gpt-test)"
+    assert core.calls == [("switch_backend", "anthropic")]
+
+
+async def test_model_show_and_switch(core):
+    assert await run_command(core, "/model") == "model: gpt-test (backend: openai)"
+    assert await run_command(core, "/model gpt-small") == "model: gpt-small (backend: openai)"
+    assert core.model_name == "gpt-small"
+
+
+async def test_models_marks_the_current_one(core):
+    assert await run_command(core, "/models") == "models of openai:\n  gpt-small\n* gpt-test"
+
+
+async def test_agent_show_switch_and_failure(core, events):
+    assert await run_command(core, "/agent") == "agent: default"
+    core.session.messages.append(Message("user", "hi"))
+    out = await run_command(core, "/agent coding")
+    assert out.splitlines() == [
+        "agent: coding (session cleared; backend openai, model gpt-test)",
+        "warning: tool server lacks restrictions",
+    ]
+    assert core.session.messages == []
+    _drain(events)
+    out = await run_command(core, "/agent missing")
+    assert out == "/agent failed: agent 'missing' not found"
+    assert core.agent_name == "coding"
+    assert _drain(events)[0].role == "error"
+
+
+async def test_agents_lists_configs_with_descriptions(core):
+    agents = core.agents_dirs[0]
+    agents.mkdir()
+    (agents / "coding.json").write_text('{"description": "writes code"}')
+    (agents / "default.json").write_text('{"prompt": "x"}')
+    (agents / "broken.json").write_text('{"maxSteps": "many"}')
+    out = await run_command(core, "/agents")
+    lines = out.splitlines()
+    assert lines[0] == "agents:"
+    assert lines[1].startswith("  broken — (cannot load:") and "maxSteps" in lines[1]
+    assert lines[2:] == ["  coding — writes code", "* default"]
+
+
+# --- maxsteps / compact / clear / kill / rn ----------------------------------
+
+
+async def test_maxsteps_show_set_and_reject_bad_values(core, events):
+    assert await run_command(core, "/maxsteps") == "max steps: 30"
+    assert await run_command(core, "/maxsteps 0") == "max steps: 0 (unlimited)"
+    assert core.max_steps == 0
+    for bad in ("abc", "-1", "2.5"):
+        out = await run_command(core, f"/maxsteps {bad}")
+        assert out == f"/maxsteps takes a whole number ≥ 0, 0 = unlimited (got {bad!r})\nusage: /maxsteps [n]"
+    assert core.max_steps == 0
+    assert [e.role for e in _drain(events)] == ["info", "info", "error", "error", "error"]
+
+
+async def test_compact_returns_what_core_did(core):
+    assert await run_command(core, "/compact") == "compacted: 12 messages -> 4"
+    assert (await run_command(core, "/compact now")).startswith("/compact takes no arguments")
+
+
+async def test_clear_drops_history_and_refuses_while_running(core):
+    core.session.messages.append(Message("user", "hi"))
+    core.session.task_state = TaskState(goal="g")
+    assert await run_command(core, "/clear") == "session cleared: history and task state dropped"
+    assert core.session.messages == [] and core.session.task_state is None
+    core.is_running = True
+    assert await run_command(core, "/clear") == "/clear failed: cannot clear while a turn runs"
+
+
+async def test_kill_and_rename(core):
+    assert await run_command(core, "/kill") == f"session {core.session_id} killed"
+    assert await run_command(core, "/rn  fix the parser ") == "session renamed to 'fix the parser'"
+    assert core.calls == [("kill",), ("rename", "fix the parser")]
+    assert await run_command(core, "/rn") == "/rn needs a name: /rn <name>\nusage: /rn <name>"
+
+
+# --- cwd -------------------------------------------------------------------
+
+
+async def test_cwd_show_relative_home_and_missing(core, tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    assert await run_command(core, "/cwd") == f"cwd: {tmp_path}"
+    assert await run_command(core, "/cwd sub") == f"cwd: {tmp_path / 'sub'}"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert await run_command(core, "/cwd ~") == f"cwd: {tmp_path}"
+    out = await run_command(core, "/cwd /nonexistent/dir")
+    assert out == "/cwd: no such directory: /nonexistent/dir\nusage: /cwd [path]"
+    assert core.cwd == tmp_path
+
+
+# --- inject / queue --------------------------------------------------------
+
+
+async def test_inject_and_inject_rewrite(core):
+    core.is_running = True
+    assert await run_command(core, "/i also run the tests") == "injected: the model sees it with the next tool result"
+    assert await run_command(core, "/i and lint") == "injected: the model sees it with the next tool result"
+    assert core.injects == ["also run the tests", "and lint"]
+    assert await run_command(core, "/irw only lint") == "pending injects replaced"
+    assert core.injects == ["only lint"]
+    assert (await run_command(core, "/i")).startswith("/i needs the text to inject")
+    assert (await run_command(core, "/irw")).startswith("/irw needs the text")
+
+
+async def test_queued_list_pop_clear(core):
+    assert await run_command(core, "/queued") == "queue is empty"
+    core.queue_items = ["first", "second", "third"]
+    assert await run_command(core, "/queued") == "queued (3):\n1. first\n2. second\n3. third"
+    assert await run_command(core, "/queued pop") == "popped: first"
+    assert await run_command(core, "/queued clear") == "cleared 2 queued prompts"
+    assert await run_command(core, "/queued pop") == "queue is empty"
+    assert (await run_command(core, "/queued shuffle")).startswith("/queued takes nothing, 'pop' or 'clear'")
+
+
+# --- information -------------------------------------------------------------
+
+
+async def test_context_usage_cost(core):
+    core.session.messages += [
+        Message("user", "hi"),
+        Message("assistant", "", tool_calls=[ToolCall("1", "pipe")]),
+        Message("tool", "ok", tool_call_id="1", name="pipe"),
+    ]
+    core.session.task_state = TaskState(goal="ship it", plan_step="write tests")
+    out = await run_command(core, "/context")
+    assert out.splitlines() == [
+        "context: 1234 tokens of 32768 (3.8%)",
+        "messages: 3 (assistant 1, tool 1, user 1)",
+        "tool calls this session: 1",
+        "system prompt: 13 chars",
+        "task state: goal 'ship it', step 'write tests'",
+    ]
+    assert await run_command(core, "/usage") == (
+        "tokens: input 1000, output 200, cached input 50, cache writes 7, requests 3\n"
+        "context: 1234 tokens of 32768 (3.8%)"
+    )
+    assert await run_command(core, "/cost") == "cost: last turn $0.0012, session $0.0456"
+
+
+async def test_history_is_bounded_and_one_line_per_message(core):
+    assert await run_command(core, "/history") == "history is empty"
+    core.session.messages += [Message("user", f"message {i}\nwith a second line") for i in range(50)]
+    core.session.messages.append(Message("assistant", "x" * 500, tool_calls=[ToolCall("c", "call_tool", '{"a":1}')]))
+    out = (await run_command(core, "/history")).splitlines()
+    assert out[0] == "history: last 40 of 51 messages"
+    assert len(out) == 41
+    assert out[1] == "#11 user: message 11 with a second line"
+    assert out[-1].startswith("#50 assistant: xxx") and out[-1].endswith('→ call_tool({"a":1})')
+    assert len(out[-1]) < 300
+    assert (await run_command(core, "/history 2")).splitlines()[0] == "history: last 2 of 51 messages"
+    assert (await run_command(core, "/history zero")).startswith("/history takes a positive number")
+
+
+async def test_sessions_lists_saved_newest_first(core):
+    assert await run_command(core, "/sessions") == f"no saved sessions in {core.sessions_dir}"
+    older = Session(id=new_session_id(1_700_000_000_000_000_000))
+    older.messages.append(Message("user", "old"))
+    persist.SessionFile(core.sessions_dir, older.id).save(older)
+    core.session.messages.append(Message("user", "now"))
+    persist.SessionFile(core.sessions_dir, core.session_id).save(core.session)
+    lines = (await run_command(core, "/sessions")).splitlines()
+    assert lines[0] == "sessions (2):"
+    assert lines[1].startswith(f"* {core.session_id}")
+    assert lines[2].startswith(f"  {older.id}  2023-11-")
+
+
+async def test_tools_and_sp(core):
+    assert await run_command(core, "/tools") == "tools (2):\n  call_tool — Run named tool scripts.\n  pipe"
+    core.tool_infos = []
+    assert (await run_command(core, "/tools")).startswith("no tools: agent default")
+    assert await run_command(core, "/sp") == "SYSTEM PROMPT"
+    core.prompt = ""
+    assert await run_command(core, "/sp") == "(the system prompt is empty)"
+
+
+async def test_skills_lists_skill_directories(core, tmp_path, monkeypatch):
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path / "cfg"))
+    assert (await run_command(core, "/skills")).startswith("no skills found")
+    skills = tmp_path / "cfg" / "skills"
+    (skills / "pdf").mkdir(parents=True)
+    (skills / "pdf" / "SKILL.md").write_text("---\nname: pdf-tools\ndescription: Read and fill PDF forms.\n---\n# PDF\n")
+    (skills / "review").mkdir()
+    (skills / "review" / "SKILL.md").write_text("# Code review\n\nReview a diff for bugs\nand style.\n")
+    (skills / "empty-dir").mkdir()
+    out = (await run_command(core, "/skills")).splitlines()
+    assert out[0] == "skills:"
+    assert out[1] == f"  pdf-tools — Read and fill PDF forms.  ({skills / 'pdf'})"
+    assert out[2] == f"  review — Review a diff for bugs  ({skills / 'review'})"
+    assert len(out) == 3
+
+
+async def test_every_command_is_covered_by_these_tests():
+    tested = {
+        "backend", "model", "models", "agent", "agents", "maxsteps", "compact", "context", "usage", "cost",
+        "history", "sessions", "clear", "kill", "rn", "cwd", "skills", "tools", "sp", "i", "irw", "queued", "help",
+    }
+    assert set(COMMANDS) == tested

@@ -1,0 +1,154 @@
+"""Sessions and configuration through the Core: resume, agent/backend/model switching, params, commands."""
+
+from __future__ import annotations
+
+import pytest
+from agentkit import ToyServer, drain, roles, sent_messages, write_agent
+
+from ollie.agent import persist
+from ollie.backend.types import GenerationParams
+from ollie.errors import ConfigError
+from ollie.testing import Reply
+
+
+async def test_a_resumed_session_continues_where_it_stopped(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("slow_read", {"tag": "a"})), Reply.text("first answer"))
+    core = await make_core(srv, toy=ToyServer())
+    await core.submit("remember the number 7")
+    session_id = core.session_id
+    usage = core.usage_info()
+    await core.close()
+    assert persist.exists(core.sessions_dir, session_id)
+
+    srv.script(Reply.text("it was 7"))
+    resumed = await make_core(srv, toy=ToyServer(), session_id=session_id)
+    assert resumed.session_id == session_id and resumed.usage_info() == usage
+    assert (await resumed.submit("what was the number?")).reply == "it was 7"
+    sent = [(m["role"], m.get("content")) for m in sent_messages(srv, -1)]
+    assert sent[1] == ("user", "remember the number 7")
+    assert sent[-2:] == [("assistant", "first answer"), ("user", "what was the number?")]
+    assert len(persist.load(resumed.sessions_dir, session_id).messages) == 6
+
+
+async def test_an_unknown_session_id_starts_a_new_session_with_it(scripted_llm, make_core):
+    srv = scripted_llm("openai", check=False)
+    core = await make_core(srv, toy=ToyServer(), session_id="1700000000000000000-abcdef")
+    assert core.session_id == "1700000000000000000-abcdef" and core.session.messages == []
+    with pytest.raises(ValueError):
+        await make_core(srv, toy=ToyServer(), session_id="../../etc/passwd")
+
+
+async def test_switching_agent_builds_a_fresh_runtime_and_clears_the_session(scripted_llm, make_core, agents_dir):
+    write_agent(agents_dir, "other", prompt="You are OTHER.", model="other-model", maxSteps=7,
+                temperature=0.25)
+    srv = scripted_llm("openai", models={"scripted-model": 32000, "other-model": 8000})
+    srv.script(Reply.text("as default"), Reply.text("as other"))
+    core = await make_core(srv, toy=ToyServer())
+    await core.submit("hello")
+    old_runtime = core.runtime
+    output = (await core.submit("/agent other")).reply
+    assert output.startswith("agent: other (session cleared")
+    assert core.agent_name == "other" and core.runtime is not old_runtime
+    assert core.runtime.dispatcher is not old_runtime.dispatcher
+    assert core.session.messages == [] and core.max_steps == 7 and core.model_name == "other-model"
+    await core.submit("hi")
+    body = srv.chat_requests[-1].body
+    assert body["model"] == "other-model" and body["temperature"] == 0.25
+    assert body["messages"] == [{"role": "system", "content": "You are OTHER."}, {"role": "user", "content": "hi"}]
+    assert persist.load(core.sessions_dir, core.session_id).agent == "other"
+    with pytest.raises(ConfigError):
+        await core.switch_agent("missing")
+    assert core.agent_name == "other" and core.system_prompt() == "You are OTHER."
+
+
+async def test_an_agent_without_tools_offers_none(scripted_llm, make_core, agents_dir):
+    write_agent(agents_dir, "chat", tools=False)
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("just talk"))
+    core = await make_core(srv, toy=ToyServer(), agent="chat")
+    assert core.tools() == []
+    await core.submit("hi")
+    assert not srv.chat_requests[0].body.get("tools")
+
+
+async def test_backend_model_and_params_switching(scripted_llm, make_core):
+    srv = scripted_llm("openai", models={"scripted-model": 32000, "m2": 4000})
+    srv.script(Reply.text("one"))
+    core = await make_core(srv, toy=ToyServer())
+    assert sorted(await core.list_models()) == ["m2", "scripted-model"]
+    core.switch_model("m2")
+    core.set_generation_params(GenerationParams(temperature=0.5, max_tokens=99))
+    assert core.generation_params().temperature == 0.5
+    await core.submit("hi")
+    body = srv.chat_requests[-1].body
+    assert body["model"] == "m2" and body["temperature"] == 0.5
+    assert core.context_info()["limit"] == 4000
+    from ollie.backend.errors import BackendConfigError
+
+    with pytest.raises(BackendConfigError):
+        await core.switch_backend("anthropic")  # no key in this environment
+    assert core.backend_name == "openai"
+    await core.switch_backend("openai")
+    assert core.model_name == "scripted-model"
+
+
+async def test_commands_through_the_core(scripted_llm, make_core, tmp_path):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("answer"))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    await core.submit("question")
+    assert (await core.submit("/maxsteps 4")).reply == "max steps: 4" and core.max_steps == 4
+    assert "slow_read" in (await core.submit("/tools")).reply
+    assert (await core.submit("/sp")).reply == core.system_prompt()
+    assert (await core.submit("/rn my title")).reply == "session renamed to 'my title'"
+    assert persist.load(core.sessions_dir, core.session_id).title == "my title"
+    assert (await core.submit("/clear")).stop == "command"
+    assert core.session.messages == [] and persist.load(core.sessions_dir, core.session_id).messages == []
+    assert (await core.submit("!echo from-shell")).reply == "from-shell"
+    events = drain(sub)
+    assert any(e.role == "exec" and e.content == "from-shell" for e in events)
+    assert core.queue("later") == 1 and (await core.submit("/queued")).reply.endswith("1. later")
+
+
+async def test_rename_and_kill_callbacks(scripted_llm, make_core):
+    srv = scripted_llm("openai", check=False)
+    core = await make_core(srv, toy=ToyServer())
+    titles, killed = [], []
+    core.on_rename = titles.append
+
+    async def on_kill():
+        killed.append(core.session_id)
+
+    core.on_kill = on_kill
+    await core.rename("via daemon")
+    assert titles == ["via daemon"] and core.session.title == ""
+    await core.submit("/kill")
+    assert killed == [core.session_id]
+    result = await core.submit("after kill")
+    assert result.stop == "error" and "closed" in result.error
+
+
+async def test_set_session_id_saves_under_the_new_id(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("one"), Reply.text("two"))
+    core = await make_core(srv, toy=ToyServer())
+    await core.submit("a")
+    core.set_session_id("1800000000000000000-000001")
+    await core.submit("b")
+    saved = persist.load(core.sessions_dir, "1800000000000000000-000001")
+    assert [m.content for m in saved.messages] == ["a", "one", "b", "two"]
+
+
+async def test_set_cwd_rejects_a_missing_directory(scripted_llm, make_core, tmp_path):
+    srv = scripted_llm("openai", check=False)
+    toy = ToyServer()
+    core = await make_core(srv, toy=toy)
+    with pytest.raises(ValueError):
+        core.set_cwd(tmp_path / "nope")
+    core.set_cwd(tmp_path)
+    assert core.cwd == tmp_path.resolve() and toy.cwd == tmp_path.resolve()
+    sub = core.bus.subscribe()
+    core.set_cwd(tmp_path)
+    assert roles(drain(sub), "state")

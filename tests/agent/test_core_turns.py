@@ -1,0 +1,218 @@
+"""Core turns over real HTTP: multi-round tool turns, parallel reads, dedup, caching, inject, queue."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
+
+from ollie.testing import Reply, Usage
+
+
+async def test_multi_round_turn_with_the_real_execute_server(scripted_llm, make_core, workdir):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "echo alpha > a.txt; echo wrote", "language": "bash"}]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "cat a.txt", "language": "bash"}]})),
+        Reply.text("The file says alpha.", usage=Usage(input_tokens=120, output_tokens=7)),
+    )
+    core = await make_core(srv)
+    sub = core.bus.subscribe()
+    result = await core.submit("write and read a file")
+    assert (result.stop, result.reply, result.error) == ("end", "The file says alpha.", None)
+    assert (workdir / "a.txt").read_text() == "alpha\n"
+    # The second request carried the first tool result; the third the second's.
+    assert "wrote" in tool_messages(srv, 1)[0]["content"]
+    assert "alpha" in tool_messages(srv, 2)[-1]["content"]
+    assert sent_messages(srv, 0)[0] == {"role": "system", "content": "You are the default test agent.\nBe brief."}
+    events = drain(sub)
+    assert [e.content for e in roles(events, "turn")] == ["start", "end"]
+    assert [e.name for e in roles(events, "call")] == ["execute_code", "execute_code"]
+    assert "".join(e.content for e in roles(events, "assistant")) == "The file says alpha."
+    assert roles(events, "usage")[-1].content.split()[:2] == ["120", "7"]
+    assert core.tool_call_count == 2 and core.state == "idle" and not core.is_running
+    assert core.usage_info()["requests"] == 3 and core.session.last_input_tokens == 120
+    history = core.session.messages
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert history[2].name == "execute_code" and history[2].tool_call_id == history[1].tool_calls[0].id
+
+
+async def test_parallel_read_batch_takes_the_slowest_call_not_the_sum(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    delay = 0.4
+    reads = [("slow_read", {"delay": delay, "tag": t}) for t in "abc"]
+    writes = [("slow_write", {"delay": delay, "tag": t}) for t in "abc"]
+    srv.script(Reply.tool_calls(*reads), Reply.text("read"), Reply.tool_calls(*writes), Reply.text("wrote"))
+    toy = ToyServer()
+    core = await make_core(srv, toy=toy)
+    started = time.monotonic()
+    assert (await core.submit("read three")).reply == "read"
+    parallel = time.monotonic() - started
+    started = time.monotonic()
+    assert (await core.submit("write three")).reply == "wrote"
+    serial = time.monotonic() - started
+    assert serial >= 3 * delay
+    assert parallel < 2 * delay, (parallel, serial)
+    # Results are recorded in call order whatever order they finished in.
+    assert [m["content"] for m in tool_messages(srv, 1)] == [f"slow_read {t} done" for t in "abc"]
+
+
+async def test_identical_calls_in_a_batch_share_one_execution_and_reads_are_cached(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    same = ("slow_read", {"tag": "x", "delay": 0})
+    srv.script(
+        Reply.tool_calls(same, ("slow_read", {"delay": 0, "tag": "x"}), ("slow_read", {"tag": "y"})),
+        Reply.tool_calls(same),  # cached for the turn
+        Reply.tool_calls(("slow_write", {"tag": "w"}), same),  # a write clears the cache
+        Reply.text("ok"),
+    )
+    toy = ToyServer()
+    core = await make_core(srv, toy=toy)
+    sub = core.bus.subscribe()
+    await core.submit("go")
+    assert [a.get("tag") for _, a in toy.executions] == ["x", "y", "w", "x"]
+    assert len(tool_messages(srv, 1)) == 3
+    assert tool_messages(srv, 1)[0]["content"] == tool_messages(srv, 1)[1]["content"] == "slow_read x done"
+    events = drain(sub)
+    assert len(roles(events, "call")) == len(roles(events, "tool")) == 6
+
+
+async def test_bad_json_arguments_give_an_error_result_not_a_crash():
+    # The scripted server only sends well-formed JSON, so this drives one tool round directly.
+    from ollie.agent.events import Bus
+    from ollie.agent.runtime import make_executor, make_parallel_classifier, make_tier_classifier, Runtime
+    from ollie.agent.toolround import ToolRound
+    from ollie.backend.types import ToolCall
+    from ollie.tools.dispatcher import Dispatcher
+
+    toy = ToyServer()
+    dispatcher = Dispatcher()
+    dispatcher.add_server("toy", toy)
+    runtime = Runtime(backend=None, dispatcher=dispatcher, hooks=None, executor=make_executor(dispatcher),
+                      classify_parallel=make_parallel_classifier(dispatcher),
+                      classify_tier=make_tier_classifier(dispatcher))
+    bus = Bus()
+    sub = bus.subscribe()
+
+    async def no_hook(name, payload):
+        return None
+
+    round_ = ToolRound(runtime=runtime, bus=bus, hook=no_hook, pop_inject=lambda: "", set_state=lambda s: None,
+                       count_call=lambda: None, cache={}, max_bytes=1000)
+    outcomes = await round_.run([ToolCall("c1", "slow_read", '{"delay": '), ToolCall("c2", "slow_read", "[1]"),
+                                 ToolCall("c3", "slow_read", '{"tag": "ok"}'), ToolCall("c4", "nope", "{}")])
+    assert [o.is_error for o in outcomes] == [True, True, False, True]
+    assert "not valid JSON" in outcomes[0].text and "must be a JSON object" in outcomes[1].text
+    assert outcomes[2].text == "slow_read ok done" and "unknown tool" in outcomes[3].text
+    assert toy.executions == [("slow_read", {"tag": "ok"})]
+    assert [e.role for e in drain(sub)].count("tool") == 4
+
+
+async def test_text_tool_calls_from_a_model_without_native_tools(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.text('<tool_call>{"name": "slow_read", "arguments": {"tag": "t"}}</tool_call>'),
+        Reply.text("done"),
+    )
+    toy = ToyServer()
+    core = await make_core(srv, toy=toy)
+    result = await core.submit("go")
+    assert result.reply == "done"
+    assert toy.executions == [("slow_read", {"tag": "t"})]
+    assert tool_messages(srv, 1)[0]["content"] == "slow_read t done"
+
+
+async def test_results_are_truncated_to_the_byte_limit(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("big", {"size": 5000})), Reply.text("ok"))
+    core = await make_core(srv, toy=ToyServer())
+    core.runtime.tool_result_max_bytes = 1001
+    await core.submit("go")
+    content = tool_messages(srv, 1)[0]["content"]
+    kept = content.split("\n[truncated")[0]
+    assert len(kept.encode()) <= 1001 and kept == "é" * 500
+    assert "the result was 5000 bytes, 1001 kept" in content
+
+
+async def test_inject_reaches_the_next_tool_result(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("slow_write", {"delay": 0.3, "tag": "1"})),
+        Reply.text("heard you"),
+    )
+    core = await make_core(srv, toy=ToyServer())
+    turn = asyncio.create_task(core.submit("work"))
+    await wait_state(core, "calling: slow_write")
+    core.inject("also check the tests")
+    assert (await turn).reply == "heard you"
+    content = tool_messages(srv, 1)[0]["content"]
+    assert content.startswith("slow_write 1 done") and content.endswith("also check the tests")
+
+
+async def test_inject_too_late_for_a_tool_result_becomes_a_queued_prompt(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="slow answer", delay=0.05, chunk_size=2), Reply.text("second turn"))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    turn = asyncio.create_task(core.submit("first"))
+    await wait_state(core, "True", field="running")
+    core.inject("late note")
+    assert (await turn).reply == "slow answer"
+    assert sent_messages(srv, 1)[-1] == {"role": "user", "content": "late note"}
+    assert [e.content for e in roles(drain(sub), "turn")] == ["start", "end", "start", "end"]
+
+
+async def test_queued_prompts_drain_after_the_turn_as_turns_of_their_own(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="one", delay=0.05), Reply.text("two"), Reply.text("three"))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    turn = asyncio.create_task(core.submit("first"))
+    await wait_state(core, "True", field="running")
+    assert core.queue("second") == 1 and core.queue("third") == 2
+    assert core.queued() == ["second", "third"]
+    result = await turn
+    assert result.reply == "one" and core.queued() == [] and core.reply == "three"
+    assert [m["content"] for m in sent_messages(srv, 2) if m["role"] == "user"] == ["first", "second", "third"]
+    assert [e.content for e in roles(drain(sub), "turn")] == ["start", "end"] * 3
+
+
+async def test_commands_run_during_a_turn_and_turns_wait_for_each_other(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("slow_write", {"delay": 0.4})), Reply.text("first done"), Reply.text("second done"))
+    core = await make_core(srv, toy=ToyServer())
+    first = asyncio.create_task(core.submit("first"))
+    await wait_state(core, "calling: slow_write")
+    second = asyncio.create_task(core.submit("second"))
+    # A command that does not touch history answers at once, mid-turn.
+    started = time.monotonic()
+    usage = await core.submit("/usage")
+    assert usage.stop == "command" and time.monotonic() - started < 0.3
+    assert core.is_running
+    assert (await first).reply == "first done"
+    assert (await second).reply == "second done"
+    # The second turn's request came after the first turn had finished.
+    assert [m["role"] for m in sent_messages(srv, 2)][-2:] == ["assistant", "user"]
+
+
+async def test_state_events_and_wait_change(scripted_llm, make_core, tmp_path):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hi", usage=Usage(input_tokens=10, output_tokens=2)))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    usage_before = core.usage()
+    waiter = asyncio.create_task(core.wait_change("usage", usage_before, timeout=5))
+    await core.submit("hello")
+    value, changed = await waiter
+    assert changed and "input 10" in value
+    assert roles(drain(sub), "state")
+    value, changed = await core.wait_change("state", "idle", timeout=0.05)
+    assert (value, changed) == ("idle", False)
+    new_dir = tmp_path / "elsewhere"
+    new_dir.mkdir()
+    waiter = asyncio.create_task(core.wait_change("cwd", str(core.cwd), timeout=5))
+    core.set_cwd(new_dir)
+    assert await waiter == (str(new_dir.resolve()), True)
+    json.dumps(core.context_info()) and json.dumps(core.usage_info()) and json.dumps(core.cost_info())

@@ -1,0 +1,140 @@
+"""Hooks run real shell commands: exit codes, payload on stdin, OLLIE_* env, timeouts kill the group."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.agent.hooks import HookResult, Hooks, payload_env
+
+
+def _gone(pid: int) -> bool:
+    """True when `pid` no longer runs (absent, or a zombie nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+async def test_exit_zero_collects_stdout_of_every_command(tmp_path):
+    hooks = Hooks({"preTurn": ["echo first", "true", "printf 'second\\n\\n'"]})
+    result = await hooks.run("preTurn", {}, cwd=tmp_path, env={})
+    assert result == HookResult(blocked=False, output="first\nsecond", warnings=[], exit_codes=[0, 0, 0])
+
+
+async def test_payload_arrives_on_stdin_and_as_ollie_env(tmp_path):
+    hooks = Hooks({"preTool": ['cat > payload.json; printf "%s|%s|%s" "$OLLIE_TOOL" "$OLLIE_ARGS" "$OLLIE_HOOK"']})
+    payload = {"tool": "call_tool", "args": {"calls": [{"tool": "file_read"}]}, "session_id": "s1"}
+    result = await hooks.run("preTool", payload, cwd=tmp_path, env={"EXTRA": "x"})
+    assert json.loads((tmp_path / "payload.json").read_text()) == {"hook": "preTool", **payload}
+    tool, args, hook = result.output.split("|")
+    assert tool == "call_tool"
+    assert json.loads(args) == payload["args"]
+    assert hook == "preTool"
+
+
+async def test_base_env_and_cwd_reach_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("FROM_PROCESS", "p")
+    hooks = Hooks({"postTurn": ['printf "%s %s %s" "$EXTRA" "$FROM_PROCESS" "$(pwd)"']})
+    result = await hooks.run("postTurn", {}, cwd=tmp_path, env={"EXTRA": "e"})
+    assert result.output == f"e p {tmp_path}"
+
+
+def test_payload_env_names_and_values():
+    env = payload_env({"session_id": "a", "n": 3, "ok": True, "nested": {"k": [1]}, "none": None, "tool-name": "x"})
+    assert env == {
+        "OLLIE_SESSION_ID": "a",
+        "OLLIE_N": "3",
+        "OLLIE_OK": "true",
+        "OLLIE_NESTED": '{"k": [1]}',
+        "OLLIE_NONE": "",
+        "OLLIE_TOOL_NAME": "x",
+    }
+
+
+async def test_exit_two_blocks_and_stops_the_chain(tmp_path):
+    hooks = Hooks({"preTool": ["echo ran-before", "echo 'not allowed here' >&2; exit 2", "touch after"]})
+    result = await hooks.run("preTool", {"tool": "pipe"}, cwd=tmp_path, env={})
+    assert result.blocked
+    assert result.output == "not allowed here"
+    assert result.exit_codes == [0, 2]
+    assert not (tmp_path / "after").exists()
+
+
+async def test_exit_two_reason_falls_back_to_stdout(tmp_path):
+    result = await Hooks({"preCompact": ["echo keep it; exit 2"]}).run("preCompact", {}, cwd=tmp_path, env={})
+    assert result.blocked and result.output == "keep it"
+
+
+async def test_other_exit_codes_warn_and_continue(tmp_path):
+    hooks = Hooks({"postTool": ["echo oops >&2; exit 3", "echo fine"]})
+    result = await hooks.run("postTool", {}, cwd=tmp_path, env={})
+    assert not result.blocked
+    assert result.output == "fine"
+    assert result.exit_codes == [3, 0]
+    assert len(result.warnings) == 1 and "exited 3" in result.warnings[0] and "oops" in result.warnings[0]
+
+
+async def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path):
+    # sh starts `sleep` in the background (a grandchild of ours) and waits on it.
+    hooks = Hooks({"agentSpawn": ["sleep 30 & echo $! > grandchild.pid; wait", "echo next"]})
+    started = time.monotonic()
+    result = await hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=0.5)
+    elapsed = time.monotonic() - started
+    assert elapsed < 10, "the hook waited for the sleep instead of timing out"
+    assert result.exit_codes[0] < 0
+    assert "timed out" in result.warnings[0]
+    assert result.output == "next", "a timeout is a warning: the next command still runs"
+    pid = int((tmp_path / "grandchild.pid").read_text())
+    deadline = time.monotonic() + 3
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid), f"grandchild {pid} survived the timeout"
+
+
+async def test_unconfigured_hook_runs_nothing(tmp_path):
+    hooks = Hooks({"preTurn": []})
+    assert not hooks.has("preTurn") and not hooks.has("postTurn")
+    assert await hooks.run("postTurn", {}, cwd=tmp_path, env={}) == HookResult()
+
+
+def test_has_reports_configured_hooks():
+    assert Hooks({"turnError": ["true"]}).has("turnError")
+
+
+async def test_unknown_hook_name_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown hook 'preturn'"):
+        Hooks({"preturn": ["true"]})
+    with pytest.raises(ValueError, match="unknown hook"):
+        await Hooks({}).run("beforeTurn", {}, cwd=tmp_path, env={})
+
+
+async def test_nothing_reaches_our_own_stdout(tmp_path, capfd):
+    hooks = Hooks({"postCompact": ["echo to-stdout", "echo to-stderr >&2", "echo x >&2; exit 1"]})
+    result = await hooks.run("postCompact", {}, cwd=tmp_path, env={})
+    captured = capfd.readouterr()
+    assert result.output == "to-stdout"
+    assert captured.out == "" and captured.err == ""
+
+
+async def test_cancelling_a_hook_kills_its_process_group(tmp_path):
+    hooks = Hooks({"preTurn": ["sleep 30 & echo $! > grandchild.pid; wait"]})
+    task = asyncio.create_task(hooks.run("preTurn", {}, cwd=tmp_path, env={}))
+    pid_file = tmp_path / "grandchild.pid"
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not _gone(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert _gone(pid), f"grandchild {pid} survived the cancellation"

@@ -1,0 +1,82 @@
+"""SSE and NDJSON decoders fed the same bytes at random chunk boundaries."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ollie.backend.framing import NDJSONDecoder, SSEDecoder, SSEEvent
+
+# Multibyte UTF-8, a U+2028 inside JSON (not a line break for SSE/NDJSON), CRLF and CR line endings,
+# comments, multi-line data and an event name.
+SSE_STREAM = (
+    ": OPENROUTER PROCESSING\n\n"
+    'data: {"t":"héllo wörld ✓ 🎉"}\n\n'
+    "event: content_block_delta\r\n"
+    'data: {"t":"line\u2028sep"}\r\n\r\n'
+    "data: first\rdata: second\r\r"
+    "data:no-space\n\n"
+    "data: [DONE]\n\n"
+)
+SSE_EXPECTED = [
+    SSEEvent("", '{"t":"héllo wörld ✓ 🎉"}'),
+    SSEEvent("content_block_delta", '{"t":"line\u2028sep"}'),
+    SSEEvent("", "first\nsecond"),
+    SSEEvent("", "no-space"),
+    SSEEvent("", "[DONE]"),
+]
+NDJSON_OBJECTS = [
+    {"message": {"content": "ünïcödé 🎉"}, "done": False},
+    {"message": {"content": "a\u2028b"}, "done": False},
+    {"message": {"content": ""}, "done": True, "eval_count": 3},
+]
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    """Split `data` at the given offsets (sorted, deduplicated)."""
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, start = [], 0
+    for point in points + [len(data)]:
+        pieces.append(data[start:point])
+        start = point
+    return pieces
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=40))
+def test_sse_decoder_is_boundary_independent(cuts):
+    decoder = SSEDecoder()
+    events = []
+    for piece in split_at(SSE_STREAM.encode(), cuts):
+        events.extend(decoder.feed(piece))
+    events.extend(decoder.finish())
+    assert events == SSE_EXPECTED
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=40), st.booleans())
+def test_ndjson_decoder_is_boundary_independent(cuts, trailing_newline):
+    raw = "\n".join(json.dumps(o, ensure_ascii=False) for o in NDJSON_OBJECTS) + ("\n" if trailing_newline else "")
+    decoder = NDJSONDecoder()
+    objects = []
+    for piece in split_at(raw.encode(), cuts):
+        objects.extend(decoder.feed(piece))
+    objects.extend(decoder.finish())
+    assert objects == NDJSON_OBJECTS
+
+
+def test_events_are_released_as_soon_as_complete():
+    decoder = SSEDecoder()
+    assert decoder.feed(b'data: {"a":1}\n') == []
+    assert decoder.feed(b"\n") == [SSEEvent("", '{"a":1}')]
+    assert decoder.feed(b"data: partial") == []
+    assert decoder.finish() == [SSEEvent("", "partial")]
+
+
+def test_ndjson_object_released_at_its_newline():
+    decoder = NDJSONDecoder()
+    assert decoder.feed(b'{"a":') == []
+    assert decoder.feed(b'1}\n{"b"') == [{"a": 1}]
+    assert decoder.feed(b":2}\n") == [{"b": 2}]

@@ -1,0 +1,137 @@
+"""Fixtures: the real daemon as a subprocess, driven by pytest-lsp's client, against the scripted LLM server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+from ollie_lsp.server import raw_params_converter
+
+SERVER_COMMAND = [sys.executable, "-m", "ollie_lsp"]
+
+
+def make_client() -> LanguageClient:
+    """A pytest-lsp client whose custom results and notifications stay plain dicts."""
+    client = LanguageClient(converter_factory=raw_params_converter)
+    register_lsp_features(client)
+    client.ollie_events = []  # type: ignore[attr-defined]
+    client.ollie_states = []  # type: ignore[attr-defined]
+
+    @client.feature("ollie/event")
+    def on_event(params: Any) -> None:
+        client.ollie_events.append(params)  # type: ignore[attr-defined]
+
+    @client.feature("ollie/stateChanged")
+    def on_state(params: Any) -> None:
+        client.ollie_states.append(params)  # type: ignore[attr-defined]
+
+    return client
+
+
+def daemon_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The daemon's environment: this process's (private XDG dirs included) plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = os.environ[var]
+    env.update(extra or {})
+    return env
+
+
+def capabilities(*, progress: bool = True) -> types.ClientCapabilities:
+    """Client capabilities; `progress` says whether it takes work-done progress."""
+    return types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=progress))
+
+
+class Daemon:
+    """One running daemon and its client, plus helpers the tests share."""
+
+    def __init__(self, client: LanguageClient, workspace: Path) -> None:
+        self.client = client
+        self.workspace = workspace
+        self.init_result: types.InitializeResult | None = None
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every ollie/event received so far."""
+        return self.client.ollie_events  # type: ignore[attr-defined]
+
+    @property
+    def states(self) -> list[dict[str, Any]]:
+        """Every ollie/stateChanged received so far."""
+        return self.client.ollie_states  # type: ignore[attr-defined]
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
+        """Send a request and wait for its result (errors raise JsonRpcException)."""
+        return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
+
+    async def wait_events(self, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 10) -> None:
+        """Wait until the events received satisfy `predicate`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate(self.events):
+            if loop.time() > deadline:
+                raise AssertionError(f"timed out waiting for events; got {self.events[-10:]}")
+            await asyncio.sleep(0.01)
+
+    def session_events(self, session: str) -> list[dict[str, Any]]:
+        """The events of one session, in arrival order."""
+        return [e for e in self.events if e["session"] == session]
+
+
+@pytest_asyncio.fixture
+async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_daemon(env=srv.env(), init_options={...})` gives a ready Daemon.
+
+    Every daemon started is shut down (shutdown + exit) at teardown.
+    """
+    started: list[Daemon] = []
+
+    async def start(
+        *, env: dict[str, str] | None = None, init_options: Any = None, workspace: Path | None = None,
+        progress: bool = True, initialize: bool = True,
+    ) -> Daemon:
+        ws = workspace or (tmp_path / f"ws{len(started)}")
+        ws.mkdir(parents=True, exist_ok=True)
+        config = ClientServerConfig(
+            server_command=SERVER_COMMAND, client_factory=make_client, server_env=daemon_env(_private_dirs, env)
+        )
+        client = await config.start()
+        daemon = Daemon(client, ws)
+        started.append(daemon)
+        if initialize:
+            daemon.init_result = await asyncio.wait_for(
+                client.initialize_session(
+                    types.InitializeParams(
+                        capabilities=capabilities(progress=progress),
+                        root_uri=ws.as_uri(),
+                        workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+                        initialization_options=init_options,
+                    )
+                ),
+                30,
+            )
+        return daemon
+
+    yield start
+    for daemon in started:
+        try:
+            await asyncio.wait_for(daemon.client.shutdown_session(), 20)
+        except Exception:
+            pass
+        await daemon.client.stop()
+
+
+@pytest.fixture
+def llm(scripted_llm: Callable[..., Any]) -> Any:
+    """A started scripted OpenAI-format server (checked for leftovers at teardown)."""
+    return scripted_llm("openai")

@@ -1,0 +1,66 @@
+"""initialize: capabilities, experimental.ollie, the executeCommand list, bad params of every method."""
+
+from __future__ import annotations
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from ollie_lsp.methods import METHODS, command_name
+
+ALL_METHODS = sorted(METHODS)
+
+# One bad params object per method, and the field its error must name.
+BAD_PARAMS = {
+    "ollie/submit": ({"session": None}, "text"),
+    "ollie/interrupt": ({"reason": 5}, "reason"),
+    "ollie/inject": ({"text": ["x"]}, "text"),
+    "ollie/queue": ({"text": ""}, "text"),
+    "ollie/popQueue": ({"session": 12}, "session"),
+    "ollie/state": ({"session": {"id": "x"}}, "session"),
+    "ollie/context": ({"session": True}, "session"),
+    "ollie/command": ({}, "line"),
+    "ollie/setCwd": ({"cwd": 3}, "cwd"),
+    "ollie/setEnv": ({"key": "1BAD", "value": "v"}, "key"),
+    "ollie/setGenerationParams": ({"params": "hot"}, "params"),
+    "ollie/session/new": ({"title": 7}, "title"),
+    "ollie/session/list": ({"limit": -1}, "limit"),
+    "ollie/session/load": ({}, "session"),
+    "ollie/session/rename": ({"session": "x"}, "title"),
+    "ollie/session/archive": ({"session": 1}, "session"),
+    "ollie/session/close": ({"session": ""}, "session"),
+}
+
+
+async def test_capabilities_list_every_method_and_command(start_daemon):
+    daemon = await start_daemon()
+    caps = daemon.init_result.capabilities
+    ollie = caps.experimental["ollie"]
+    assert ollie["version"] == 1
+    assert sorted(ollie["methods"]) == ALL_METHODS
+    assert {"ollie/submit", "ollie/session/new", "ollie/setGenerationParams"} <= set(ollie["methods"])
+    commands = set(caps.execute_command_provider.commands)
+    assert commands == {command_name(m) for m in ALL_METHODS}
+    assert "ollie.session.new" in commands
+    assert daemon.init_result.server_info.name == "ollie-lsp"
+
+
+def test_bad_params_table_covers_every_method():
+    assert sorted(BAD_PARAMS) == ALL_METHODS
+
+
+async def test_bad_params_name_the_field_and_the_daemon_keeps_serving(start_daemon):
+    daemon = await start_daemon()
+    for method, (params, field) in BAD_PARAMS.items():
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request(method, params)
+        assert caught.value.code == -32602, (method, caught.value)
+        assert field in caught.value.message, (method, caught.value.message)
+    # Params that are not an object at all.
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/state", [1, 2])
+    assert caught.value.code == -32602
+    assert "params" in caught.value.message
+    # Still alive: an unknown session is answered with its own error.
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/state", {"session": "1-abcdef"})
+    assert caught.value.code == -32001

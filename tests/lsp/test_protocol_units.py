@@ -1,0 +1,159 @@
+"""Unit tests of the protocol layer: params validation, init options, editor context, seq and coalescing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from ollie.agent.events import Bus, Event
+from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
+from ollie_lsp.errors import InvalidParams
+from ollie_lsp.events import EventForwarder
+from ollie_lsp.options import parse_init_options
+from ollie_lsp.params import EditorContext, SessionListParams, SubmitParams, parse
+from ollie_lsp.progress import first_words
+
+
+def test_parse_names_nested_fields():
+    with pytest.raises(InvalidParams) as caught:
+        parse(SubmitParams, {"text": "hi", "context": {"uri": "file:///x", "range": {"start": {"line": -1, "character": 0}, "end": {"line": 1, "character": 0}}}})
+    assert caught.value.code == -32602
+    assert "context.range.start.line" in caught.value.message
+
+
+def test_parse_is_strict_and_tolerates_unknown_keys():
+    with pytest.raises(InvalidParams, match="text"):
+        parse(SubmitParams, {"text": 3})
+    params = parse(SubmitParams, {"text": "hi", "futureField": 1})
+    assert params.text == "hi" and params.session is None
+    listing = parse(SessionListParams, {"includeArchived": True, "kinds": ["chat"]})
+    assert listing.include_archived is True and listing.kinds == ["chat"]
+
+
+def test_parse_accepts_namedtuple_params():
+    from collections import namedtuple
+
+    Obj = namedtuple("Obj", ["text", "session"])
+    assert parse(SubmitParams, Obj("hi", "s1")).session == "s1"
+
+
+def test_init_options_bad_values_fall_back_and_unknown_keys_are_ignored():
+    options, problems = parse_init_options(
+        {"agent": 5, "backend": "openai", "model": "", "session": "1-aa", "env": {"A": "1", "B": 2, "bad key": "x"}, "zzz": 1}
+    )
+    assert options.agent is None and options.backend == "openai" and options.model is None
+    assert options.session == "1-aa"
+    assert options.env == {"A": "1", "B": "2"}
+    assert any("agent" in p for p in problems)
+    assert any("model" in p for p in problems)
+    assert any("bad key" in p for p in problems)
+    assert not any("zzz" in p for p in problems)
+    options, problems = parse_init_options(["not", "an", "object"])
+    assert options.agent is None and problems
+
+
+def test_editor_context_uses_the_unsaved_text_of_the_range(tmp_path: Path):
+    file = tmp_path / "src" / "app.py"
+    file.parent.mkdir()
+    file.write_text("on disk\n")
+    docs = {file.as_uri(): OpenDocument(text="line1\nline2\nline3\nline4\n", language_id="python")}
+    ctx = EditorContext.model_validate(
+        {"uri": file.as_uri(), "range": {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 0}}}
+    )
+    prompt = with_context("explain", ctx, cwd=tmp_path, lookup=docs.get)
+    assert prompt.endswith("\n\nexplain")
+    assert "<editor-context>" in prompt and "</editor-context>" in prompt
+    assert "File: src/app.py (python)" in prompt
+    assert "line2\nline3" in prompt and "line4" not in prompt and "line1" not in prompt
+    assert "on disk" not in prompt
+
+
+def test_editor_context_selection_wins_and_commands_get_none(tmp_path: Path):
+    ctx = EditorContext.model_validate({"uri": (tmp_path / "a.rs").as_uri(), "selection": "fn main() {}", "languageId": "rust"})
+    prompt = with_context("what is this", ctx, cwd=tmp_path, lookup=lambda uri: None)
+    assert "Selected text:" in prompt and "fn main() {}" in prompt and "(rust)" in prompt
+    assert with_context("/model x", ctx, cwd=tmp_path, lookup=lambda uri: None) == "/model x"
+    assert with_context("  !ls", ctx, cwd=tmp_path, lookup=lambda uri: None) == "  !ls"
+    assert is_command("/help") and not is_command("hello /x")
+
+
+def test_display_path_outside_cwd_is_absolute(tmp_path: Path):
+    inside = tmp_path / "a" / "b.txt"
+    assert display_path(inside.as_uri(), tmp_path) == "a/b.txt"
+    assert display_path(Path("/etc/hosts").as_uri(), tmp_path) == "/etc/hosts"
+    assert display_path("untitled:Untitled-1", tmp_path) == "untitled:Untitled-1"
+
+
+def test_first_words():
+    assert first_words("fix the bug") == "fix the bug"
+    assert first_words("one two three four five six seven eight nine ten") == "one two three four five six seven eight …"
+
+
+async def test_forwarder_numbers_without_gaps_and_keeps_order():
+    bus = Bus()
+    sent: list[dict] = []
+    states: list[int] = []
+    turns: list[str] = []
+    fwd = EventForwarder("s1", bus.subscribe(), send=sent.append, on_state=lambda: states.append(1),
+                         on_turn=turns.append, coalesce_s=0)
+    fwd.start()
+    bus.emit("turn", "start")
+    for i in range(50):
+        bus.emit("assistant", f"d{i} ")
+    bus.emit("state")
+    bus.emit("call", '{"a":1}', name="file_read")
+    bus.emit("tool", "result", name="file_read")
+    bus.emit("turn", "end")
+    await fwd.drained()
+    await fwd.stop()
+    assert [e["seq"] for e in sent] == list(range(1, len(sent) + 1))
+    text = "".join(e["content"] for e in sent if e["role"] == "assistant")
+    assert text == "".join(f"d{i} " for i in range(50))
+    roles = [e["role"] for e in sent]
+    assert roles[0] == "turn" and roles[-1] == "turn" and "state" not in roles
+    assert roles.index("call") < roles.index("tool")
+    assert next(e for e in sent if e["role"] == "call")["name"] == "file_read"
+    assert "name" not in sent[0]
+    assert states == [1] and turns == ["start", "end"]
+
+
+async def test_forwarder_coalesces_a_hot_delta_stream():
+    bus = Bus()
+    sent: list[dict] = []
+    fwd = EventForwarder("s1", bus.subscribe(), send=sent.append, coalesce_s=0.02)
+    fwd.start()
+    bus.emit("assistant", "a")
+    await asyncio.sleep(0.005)
+    for ch in "bcdefgh":
+        bus.emit("assistant", ch)
+        await asyncio.sleep(0.001)
+    bus.emit("reasoning", "r")
+    bus.emit("assistant", "z")
+    await asyncio.sleep(0.08)
+    await fwd.stop()
+    assert "".join(e["content"] for e in sent if e["role"] == "assistant") == "abcdefghz"
+    assert len(sent) < 9, sent
+    assert [e["seq"] for e in sent] == list(range(1, len(sent) + 1))
+    order = [e["role"] for e in sent]
+    assert order.index("reasoning") < len(order) - 1 and order[-1] == "assistant"
+
+
+async def test_forwarder_survives_a_failing_send():
+    bus = Bus()
+    sent: list[dict] = []
+
+    def send(params: dict) -> None:
+        if params["content"] == "boom":
+            raise RuntimeError("write failed")
+        sent.append(params)
+
+    fwd = EventForwarder("s1", bus.subscribe(), send=send, coalesce_s=0)
+    fwd.start()
+    bus.emit("info", "boom")
+    bus.emit("info", "after")
+    await fwd.drained()
+    await fwd.stop()
+    assert [e["content"] for e in sent] == ["after"]
+    assert Event("info", "", "x").role == "info"

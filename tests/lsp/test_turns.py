@@ -1,0 +1,123 @@
+"""Turns through the real daemon: events, seq, tool calls, progress, stateChanged, editor context."""
+
+from __future__ import annotations
+
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+READ_SAMPLE = ("call_tool", {"calls": [{"tool": "file_read", "args": ["sample.txt"]}]})
+
+
+def user_text(request) -> str:
+    """The last user message of a recorded chat request."""
+    body = request.body
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    content = users[-1]["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+async def test_submit_streams_events_in_order_with_gap_free_seq(start_daemon, llm):
+    llm.script(Reply(tool_calls=[READ_SAMPLE]), Reply.text("The sample says hello to everyone here."))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "sample.txt").write_text("hello from the sample\n")
+    result = await daemon.request("ollie/submit", {"text": "read the sample"})
+    assert result["stop"] == "end", result
+    assert result["reply"] == "The sample says hello to everyone here."
+    session = result["session"]
+    events = daemon.session_events(session)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    roles = [e["role"] for e in events]
+    assert roles[0] == "turn" and events[0]["content"] == "start"
+    assert roles[-1] == "turn" and events[-1]["content"] == "end"
+    call = next(e for e in events if e["role"] == "call")
+    assert call["name"] == "call_tool" and "file_read" in call["content"]
+    tool = next(e for e in events if e["role"] == "tool")
+    assert "hello from the sample" in tool["content"]
+    assert roles.index("call") < roles.index("tool")
+    text = "".join(e["content"] for e in events if e["role"] == "assistant")
+    assert text.endswith("The sample says hello to everyone here.")
+    assert "state" not in roles
+
+
+async def test_progress_and_state_changed(start_daemon, llm):
+    llm.script(Reply(tool_calls=[READ_SAMPLE]), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "sample.txt").write_text("x\n")
+    result = await daemon.request("ollie/submit", {"text": "please read the sample file now"})
+    assert result["stop"] == "end"
+    reports = daemon.client.progress_reports
+    assert len(reports) == 1, reports
+    (steps,) = reports.values()
+    assert steps[0].kind == "begin" and steps[0].message.startswith("please read the sample")
+    assert steps[-1].kind == "end" and steps[-1].message == "end"
+    middle = [s.message for s in steps if s.kind == "report"]
+    assert "thinking" in middle and any(m.startswith("calling: ") for m in middle)
+    states = [s for s in daemon.states if s["session"] == result["session"]]
+    assert any(s["running"] and s["state"] == "thinking" for s in states)
+    assert any(s["state"].startswith("calling: ") for s in states)
+    assert states[-1]["state"] == "idle" and states[-1]["running"] is False
+    assert set(states[-1]) == {"session", "state", "running", "contextSize", "usage", "cost"}
+    assert states[-1]["usage"]["requests"] == 2
+
+
+async def test_no_progress_without_client_support(start_daemon, llm):
+    llm.script(Reply.text("hi"))
+    daemon = await start_daemon(env=llm.env(), progress=False)
+    assert (await daemon.request("ollie/submit", {"text": "hello"}))["stop"] == "end"
+    assert daemon.client.progress_reports == {}
+
+
+async def test_editor_context_from_an_unsaved_document_reaches_the_model(start_daemon, llm):
+    llm.script(Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env())
+    file = daemon.workspace / "pkg" / "mod.py"
+    file.parent.mkdir()
+    file.write_text("saved_line = 1\n")
+    uri = file.as_uri()
+    client = daemon.client
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text="a = 1\nb = 2\nc = 3\n")))
+    # An incremental edit: line 1 becomes `b = 20` (unsaved).
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=1, character=4), end=types.Position(line=1, character=5)),
+            text="20")]))
+    context = {"uri": uri, "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 5}}}
+    result = await daemon.request("ollie/submit", {"text": "explain this", "context": context})
+    assert result["stop"] == "end"
+    sent = user_text(llm.chat_requests[-1])
+    assert "<editor-context>" in sent and "File: pkg/mod.py (python)" in sent
+    assert "b = 20\nc = 3" in sent and "a = 1" not in sent and "saved_line" not in sent
+    assert sent.rstrip().endswith("explain this")
+
+
+async def test_full_sync_change_and_close_fall_back_to_disk(start_daemon, llm):
+    llm.script(Reply.text("one"), Reply.text("two"))
+    daemon = await start_daemon(env=llm.env())
+    file = daemon.workspace / "f.txt"
+    file.write_text("disk text\n")
+    uri = file.as_uri()
+    client = daemon.client
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text="v1\n")))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="whole new text\n")]))
+    rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}
+    await daemon.request("ollie/submit", {"text": "q1", "context": {"uri": uri, "range": rng}})
+    assert "whole new text" in user_text(llm.chat_requests[-1])
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await daemon.request("ollie/submit", {"text": "q2", "context": {"uri": uri, "range": rng}})
+    assert "disk text" in user_text(llm.chat_requests[-1])
+
+
+async def test_commands_get_no_editor_context(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    uri = (daemon.workspace / "x.py").as_uri()
+    result = await daemon.request("ollie/submit", {"text": "!echo plain", "context": {"uri": uri, "selection": "SEL"}})
+    assert result["stop"] == "command"
+    assert "plain" in result["reply"] and "SEL" not in result["reply"]
+    assert llm.chat_requests == []

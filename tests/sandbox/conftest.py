@@ -1,0 +1,59 @@
+"""Sandbox fixtures: a project dir, a scratch TMPDIR and an 'outside' dir that no policy grants."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ollie.sandbox import Policy, load_policy, parse_policy, spawn_sandboxed
+
+CHILD_PATH = "/usr/bin:/bin"
+
+
+@dataclass
+class Workspace:
+    """Dirs of one test: `work` is {CWD}, `scratch` is {TMPDIR}, `outside` is granted by nothing."""
+
+    root: Path
+    work: Path
+    scratch: Path
+    outside: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The child's whole environment."""
+        return {"PATH": CHILD_PATH, "TMPDIR": str(self.scratch), "LC_ALL": "C"}
+
+    def default_policy(self) -> Policy:
+        """The bundled default policy (sandbox.yaml) expanded for this workspace."""
+        return load_policy("default", cwd=self.work, env={"TMPDIR": str(self.scratch)})
+
+    def policy(self, yaml_text: str, name: str = "test") -> Policy:
+        """A policy from YAML text, expanded for this workspace."""
+        file = self.root / f"{name}.yaml"
+        file.write_text(yaml_text)
+        return parse_policy(yaml_text, source=str(file), name=name, cwd=self.work, env={"TMPDIR": str(self.scratch)})
+
+    async def run(self, argv: list[str], policy: Policy | None, *, stdin: bytes | None = None,
+                  timeout: float = 20) -> tuple[int, str, str]:
+        """Run to completion in `work`; (exit status, stdout, stderr)."""
+        proc = await spawn_sandboxed(argv, policy=policy, cwd=self.work, env=self.env, stdin=stdin)
+        out, err, _ = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), timeout)
+        return await proc.wait(), out.decode(), err.decode()
+
+    async def bash(self, script: str, policy: Policy | None) -> tuple[int, str, str]:
+        """Run a bash script in `work`."""
+        return await self.run(["bash", "-c", script], policy)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A fresh workspace; `outside/secret` holds the text `secret`."""
+    dirs = {name: tmp_path / name for name in ("work", "scratch", "outside")}
+    for directory in dirs.values():
+        directory.mkdir()
+    (dirs["outside"] / "secret").write_text("secret\n")
+    return Workspace(root=tmp_path, **dirs)

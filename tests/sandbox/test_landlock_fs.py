@@ -1,0 +1,171 @@
+"""Filesystem rules under real Landlock: allowed paths work, everything else fails with EACCES, escapes fail."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from ollie.sandbox import landlock_abi
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+
+DENIED = "Permission denied"
+
+
+def test_landlock_abi_is_the_kernels(monkeypatch):
+    from ollie.sandbox.landlock import kernel_abi
+
+    monkeypatch.delenv("OLLIE_LANDLOCK_ABI", raising=False)
+    assert landlock_abi() == kernel_abi() >= 1  # 7 on the project's machines
+    monkeypatch.setenv("OLLIE_LANDLOCK_ABI", "1")
+    assert landlock_abi() == 1
+    monkeypatch.setenv("OLLIE_LANDLOCK_ABI", "99")
+    assert landlock_abi() == kernel_abi()
+
+
+async def test_writes_inside_rw_paths_work(ws):
+    script = "echo a > in_cwd && mkdir sub && echo b > sub/f && echo c > \"$TMPDIR/scratch_file\" && echo d > /dev/null"
+    status, _, err = await ws.bash(script, ws.default_policy())
+    assert status == 0, err
+    assert (ws.work / "in_cwd").read_text() == "a\n"
+    assert (ws.work / "sub" / "f").read_text() == "b\n"
+    assert (ws.scratch / "scratch_file").read_text() == "c\n"
+
+
+async def test_write_outside_rw_paths_is_denied(ws):
+    target = ws.outside / "new"
+    status, _, err = await ws.bash(f"echo x > {target}", ws.default_policy())
+    assert status != 0 and DENIED in err
+    assert not target.exists()
+
+
+async def test_overwrite_truncate_and_delete_outside_are_denied(ws):
+    secret = ws.outside / "secret"
+    for script in (f"echo x >> {secret}", f": > {secret}", f"rm -f {secret}", f"mkdir {ws.outside}/d",
+                   f"mv {secret} {ws.work}/stolen"):
+        status, _, err = await ws.bash(script, ws.default_policy())
+        assert status != 0, script
+        assert DENIED in err or "Invalid cross-device link" in err, (script, err)
+    assert secret.read_text() == "secret\n"
+    assert not (ws.outside / "d").exists()
+
+
+async def test_read_inside_ro_paths_works_and_outside_is_denied(ws):
+    (ws.work / "mine").write_text("mine\n")
+    status, out, err = await ws.bash("cat mine /etc/hostname > /dev/null && cat mine", ws.default_policy())
+    assert (status, out) == (0, "mine\n"), err
+    status, out, err = await ws.bash(f"cat {ws.outside}/secret", ws.default_policy())
+    assert status != 0 and DENIED in err and "secret" not in out
+    status, out, err = await ws.bash(f"ls {ws.outside}", ws.default_policy())
+    assert status != 0 and DENIED in err
+
+
+async def test_daemon_process_files_are_not_readable(ws):
+    status, out, err = await ws.bash(f"cat /proc/{os.getpid()}/environ", ws.default_policy())
+    assert status != 0 and DENIED in err and out == ""
+
+
+async def test_escape_through_dotdot(ws):
+    status, _, err = await ws.bash("echo x > ../outside/new; cat ../outside/secret", ws.default_policy())
+    assert err.count(DENIED) == 2
+    assert not (ws.outside / "new").exists()
+
+
+async def test_escape_through_symlinks(ws):
+    (ws.work / "planted").symlink_to(ws.outside)
+    script = "ln -s ../outside made && echo x > made/new1; echo x > planted/new2; cat planted/secret"
+    status, out, err = await ws.bash(script, ws.default_policy())
+    assert err.count(DENIED) == 3, err
+    assert "secret" not in out
+    assert list(ws.outside.iterdir()) == [ws.outside / "secret"]
+
+
+async def test_escape_through_proc_self_root(ws):
+    status, out, err = await ws.bash(f"echo x > /proc/self/root{ws.outside}/new; cat /proc/self/root{ws.outside}/secret",
+                                     ws.default_policy())
+    assert err.count(DENIED) == 2, err
+    assert not (ws.outside / "new").exists() and "secret" not in out
+
+
+async def test_escape_through_hard_link(ws):
+    status, _, err = await ws.bash(f"ln {ws.outside}/secret hard && echo pwned > hard", ws.default_policy())
+    assert status != 0
+    assert "Invalid cross-device link" in err or DENIED in err, err
+    assert not (ws.work / "hard").exists()
+    assert (ws.outside / "secret").read_text() == "secret\n"
+
+
+async def test_escape_by_cd_root_then_relative_write(ws):
+    relative = str(ws.outside / "new").lstrip("/")
+    status, _, err = await ws.bash(f"cd / && echo x > {relative}", ws.default_policy())
+    assert status != 0 and DENIED in err
+    assert not (ws.outside / "new").exists()
+
+
+async def test_escape_with_python_os_open(ws):
+    code = textwrap.dedent(f"""
+        import os
+        for path, flags in (({str(ws.outside / 'new')!r}, os.O_WRONLY | os.O_CREAT),
+                            ({str(ws.outside / 'secret')!r}, os.O_RDONLY),
+                            ({str(ws.outside / 'secret')!r}, os.O_WRONLY | os.O_TRUNC),
+                            ("ok", os.O_WRONLY | os.O_CREAT)):
+            try:
+                os.close(os.open(path, flags, 0o600))
+                print("opened", path)
+            except PermissionError as exc:
+                print("denied", exc.errno)
+    """)
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", code], ws.default_policy())
+    assert status == 0, err
+    assert out.splitlines() == ["denied 13", "denied 13", "denied 13", "opened ok"]
+    assert (ws.outside / "secret").read_text() == "secret\n"
+
+
+async def test_exec_outside_rox_paths_is_denied(ws):
+    script = ws.outside / "run.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o755)
+    status, out, err = await ws.bash(str(script), ws.default_policy())
+    assert status != 0 and DENIED in err and "ran" not in out
+
+
+async def test_no_policy_runs_unsandboxed(ws):
+    status, out, err = await ws.bash(f"echo x > {ws.outside}/new && cat {ws.outside}/secret", None)
+    assert (status, out) == (0, "secret\n"), err
+    assert (ws.outside / "new").read_text() == "x\n"
+
+
+async def test_readonly_policy_protects_the_project(ws):
+    from ollie.sandbox import load_policy
+
+    (ws.work / "file").write_text("keep\n")
+    policy = load_policy("readonly", cwd=ws.work, env={"TMPDIR": str(ws.scratch)})
+    status, out, err = await ws.bash("cat file; echo x > file; echo y > \"$TMPDIR/t\"", policy)
+    assert out == "keep\n" and DENIED in err
+    assert (ws.work / "file").read_text() == "keep\n"
+    assert (ws.scratch / "t").read_text() == "y\n"
+
+
+async def test_add_exec_allows_running_project_scripts(ws):
+    script = ws.work / "run.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o755)
+    status, _, err = await ws.bash("./run.sh", ws.default_policy())
+    assert status != 0 and DENIED in err
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n'
+                       "advanced: {add_exec: true}\n")
+    status, out, err = await ws.bash("./run.sh", policy)
+    assert (status, out) == (0, "ran\n"), err
+
+
+async def test_ldd_grants_only_the_program_and_its_libraries(ws):
+    bare = ws.policy("filesystem: {rw: ['{CWD}']}\n")
+    with pytest.raises(PermissionError):
+        await ws.run(["/usr/bin/true"], bare)
+    with_ldd = ws.policy("filesystem: {rw: ['{CWD}']}\nadvanced: {ldd: true}\n")
+    status, _, err = await ws.run(["/usr/bin/true"], with_ldd)
+    assert status == 0, err
+    status, _, err = await ws.run(["/usr/bin/cat", "/etc/hostname"], with_ldd)
+    assert status != 0 and DENIED in err

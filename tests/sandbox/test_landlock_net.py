@@ -1,0 +1,92 @@
+"""TCP rules under real Landlock (ABI >= 4): listed ports work, others fail with EACCES."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+
+import pytest
+
+from ollie.sandbox import landlock_abi
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock ABI >= 4 (TCP rules)")
+
+FS = 'filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc"], rw: ["{CWD}", "/dev/null"]}\n'
+
+PROBE = textwrap.dedent("""
+    import socket, sys
+    for word in sys.argv[1:]:
+        kind, port = word.split(":")
+        s = socket.socket()
+        try:
+            if kind == "connect":
+                s.connect(("127.0.0.1", int(port)))
+            else:
+                s.bind(("127.0.0.1", int(port)))
+            print(kind, port, "ok")
+        except OSError as exc:
+            print(kind, port, "errno", exc.errno)
+        finally:
+            s.close()
+""")
+
+
+@pytest.fixture
+def listeners():
+    """Two listening sockets on 127.0.0.1; yields their ports."""
+    socks = []
+    for _ in range(2):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        socks.append(s)
+    yield [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+
+
+def free_port() -> int:
+    """A port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def probe(ws, policy, *words: str) -> list[str]:
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", PROBE, *words], policy)
+    assert status == 0, err
+    return out.splitlines()
+
+
+async def test_only_listed_connect_ports_work(ws, listeners):
+    allowed, other = listeners
+    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, connect_tcp: [{allowed}]}}\n")
+    lines = await probe(ws, policy, f"connect:{allowed}", f"connect:{other}")
+    assert lines == [f"connect {allowed} ok", f"connect {other} errno 13"]
+
+
+async def test_only_listed_bind_ports_work(ws):
+    allowed, other = free_port(), free_port()
+    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, bind_tcp: [{allowed}]}}\n")
+    lines = await probe(ws, policy, f"bind:{allowed}", f"bind:{other}")
+    assert lines == [f"bind {allowed} ok", f"bind {other} errno 13"]
+
+
+async def test_network_disabled_blocks_all_tcp(ws, listeners):
+    first, second = listeners
+    policy = ws.policy(FS + f"network: {{enabled: false, connect_tcp: [{first}], bind_tcp: [{first}]}}\n")
+    lines = await probe(ws, policy, f"connect:{first}", f"connect:{second}", f"bind:{free_port()}")
+    assert [line.split()[-1] for line in lines] == ["13", "13", "13"]
+
+
+async def test_unrestricted_network_allows_any_port(ws, listeners):
+    first, second = listeners
+    lines = await probe(ws, ws.default_policy(), f"connect:{first}", f"connect:{second}")
+    assert lines == [f"connect {first} ok", f"connect {second} ok"]
+
+
+async def test_nonet_policy_blocks_connect(ws, listeners):
+    from ollie.sandbox import load_policy
+
+    policy = load_policy("nonet", cwd=ws.work, env={"TMPDIR": str(ws.scratch)})
+    assert await probe(ws, policy, f"connect:{listeners[0]}") == [f"connect {listeners[0]} errno 13"]

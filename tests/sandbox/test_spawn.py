@@ -1,0 +1,224 @@
+"""spawn_sandboxed: process groups, kill on timeout/cancel, output caps, stdin, exit codes, fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.sandbox import SandboxUnavailableError, landlock_abi, spawn_sandboxed
+from ollie.sandbox import spawn as spawn_module
+from ollie.sandbox.spawn import ForkServer
+
+needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+
+
+def process_gone(pid: int, within: float = 5.0) -> bool:
+    """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def wait_for_file(path: Path, within: float = 5.0) -> str:
+    """The file's text once it has some."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_timeout_kills_the_grandchild(ws, sandboxed):
+    policy = ws.default_policy() if sandboxed else None
+    proc = await spawn_sandboxed(["bash", "-c", "sleep 30 & echo $! > gc.pid; wait"], policy=policy,
+                                 cwd=ws.work, env=ws.env)
+    grandchild = int(await wait_for_file(ws.work / "gc.pid"))
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(proc.communicate(limit_bytes=1000), 0.2)
+    assert await asyncio.wait_for(proc.wait(), 5) == -9
+    assert process_gone(grandchild)
+    proc.kill_group()  # idempotent: the group is already gone
+
+
+async def test_cancelling_wait_kills_the_group(ws):
+    proc = await spawn_sandboxed(["bash", "-c", "sleep 30 & echo $! > gc.pid; wait"], policy=ws.default_policy(),
+                                 cwd=ws.work, env=ws.env)
+    grandchild = int(await wait_for_file(ws.work / "gc.pid"))
+    task = asyncio.ensure_future(proc.wait())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert process_gone(proc.pid) and process_gone(grandchild)
+    proc.close()
+
+
+async def test_child_leads_its_own_session_and_group(ws):
+    code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
+    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", code], policy=ws.default_policy(), cwd=ws.work,
+                                 env=ws.env)
+    out, _, _ = await proc.communicate()
+    assert out.decode().split() == [str(proc.pid)] * 3
+    assert proc.pgid == proc.pid and proc.pid != os.getpid()
+
+
+async def test_output_is_capped_and_drained(ws):
+    proc = await spawn_sandboxed(["bash", "-c", "head -c 300000 /dev/zero; echo done >&2"],
+                                 policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    out, err, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1000), 10)
+    assert (len(out), err, truncated) == (1000, b"done\n", True)
+    assert await proc.wait() == 0
+
+
+async def test_small_output_is_not_truncated(ws):
+    status, out, err = await ws.bash("echo out; echo err >&2", ws.default_policy())
+    assert (status, out, err) == (0, "out\n", "err\n")
+
+
+async def test_stdin_is_fed_and_large_input_does_not_deadlock(ws):
+    data = os.urandom(300_000)
+    proc = await spawn_sandboxed(["cat"], policy=ws.default_policy(), cwd=ws.work, env=ws.env, stdin=data)
+    out, _, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 10)
+    assert out == data and not truncated
+
+
+async def test_stdin_ignored_by_the_child_is_fine(ws):
+    proc = await spawn_sandboxed(["true"], policy=ws.default_policy(), cwd=ws.work, env=ws.env,
+                                 stdin=b"x" * 500_000)
+    await asyncio.wait_for(proc.communicate(), 10)
+    assert await proc.wait() == 0
+
+
+async def test_exit_status_and_signal(ws):
+    assert (await ws.bash("exit 3", ws.default_policy()))[0] == 3
+    assert (await ws.bash("kill -TERM $$", ws.default_policy()))[0] == -15
+
+
+async def test_environment_is_exactly_what_was_given_plus_policy_env(ws):
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"]}\n'
+                       'env: ["GREETING=hi {CWD}", "PATH"]\n')
+    proc = await spawn_sandboxed(["env"], policy=policy, cwd=ws.work, env={"PATH": "/usr/bin", "ONLY": "1"})
+    out, _, _ = await proc.communicate()
+    assert sorted(out.decode().splitlines()) == ["GREETING=hi " + str(ws.work), "ONLY=1", f"PATH={os.environ['PATH']}"]
+
+
+async def test_missing_program_is_a_clear_error(ws):
+    with pytest.raises(FileNotFoundError, match="no-such-interpreter"):
+        await spawn_sandboxed(["no-such-interpreter", "-c", "1"], policy=ws.default_policy(), cwd=ws.work,
+                              env=ws.env)
+    with pytest.raises(FileNotFoundError):
+        await spawn_sandboxed(["true"], policy=None, cwd=ws.work / "missing", env=ws.env)
+
+
+async def test_concurrent_spawns_do_not_mix_up(ws):
+    async def one(i: int) -> str:
+        proc = await spawn_sandboxed(["bash", "-c", f"sleep 0.0{i % 3}; echo {i}"], policy=ws.default_policy(),
+                                     cwd=ws.work, env=ws.env)
+        out, _, _ = await proc.communicate()
+        return out.decode().strip()
+
+    assert await asyncio.gather(*(one(i) for i in range(12))) == [str(i) for i in range(12)]
+
+
+async def test_spawns_from_another_threads_loop(ws):
+    def in_thread() -> tuple[int, str, str]:
+        return asyncio.run(ws.bash(f"echo hi; echo x > {ws.outside}/new", ws.default_policy()))
+
+    status, out, err = await asyncio.to_thread(in_thread)
+    assert out == "hi\n" and "Permission denied" in err
+    assert not (ws.outside / "new").exists()
+
+
+async def test_fork_server_is_restarted_after_it_dies(ws):
+    await ws.bash("true", None)
+    server = spawn_module.fork_server()
+    old = server.pid
+    os.kill(old, 9)
+    assert process_gone(old)
+    status, out, _ = await ws.bash("echo back", ws.default_policy())
+    assert (status, out) == (0, "back\n")
+    assert server.pid not in (None, old)
+
+
+@needs_landlock
+async def test_launcher_fallback_still_enforces_the_policy(ws, monkeypatch, tmp_path):
+    broken = tmp_path / "broken_server.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(spawn_module, "_server", ForkServer(broken))
+    status, out, err = await ws.bash(f"echo hi; echo x > {ws.outside}/new; echo y > inside", ws.default_policy())
+    assert out == "hi\n" and "Permission denied" in err
+    assert not (ws.outside / "new").exists() and (ws.work / "inside").exists()
+    assert (await ws.bash("exit 4", None))[0] == 4
+
+
+async def test_no_landlock_best_effort_runs_unsandboxed_with_a_warning(ws, monkeypatch):
+    monkeypatch.setenv("OLLIE_LANDLOCK_ABI", "0")
+    proc = await spawn_sandboxed(["bash", "-c", f"echo x > {ws.outside}/new"], policy=ws.default_policy(),
+                                 cwd=ws.work, env=ws.env)
+    await proc.communicate()
+    assert await proc.wait() == 0
+    assert proc.warnings == ["Landlock unavailable: running unsandboxed (best_effort)"]
+    assert (ws.outside / "new").exists()
+
+
+async def test_no_landlock_without_best_effort_refuses(ws, monkeypatch):
+    monkeypatch.setenv("OLLIE_LANDLOCK_ABI", "0")
+    policy = ws.policy("general: {best_effort: false}\nfilesystem: {rw: ['{CWD}']}\n")
+    with pytest.raises(SandboxUnavailableError, match="best_effort: false"):
+        await spawn_sandboxed(["bash", "-c", "echo x > ran"], policy=policy, cwd=ws.work, env=ws.env)
+    assert not (ws.work / "ran").exists()
+
+
+@needs_landlock
+async def test_old_abi_without_tcp_rules_warns_or_refuses(ws, monkeypatch):
+    monkeypatch.setenv("OLLIE_LANDLOCK_ABI", "3")
+    lenient = ws.policy("filesystem: {rox: ['/usr', '/lib', '/lib64']}\nnetwork: {enabled: false}\n")
+    proc = await spawn_sandboxed(["true"], policy=lenient, cwd=ws.work, env=ws.env)
+    await proc.communicate()
+    assert proc.warnings == ["Landlock ABI 3 cannot restrict TCP (needs 4): network unrestricted (best_effort)"]
+    strict = ws.policy("general: {best_effort: false}\nnetwork: {enabled: false}\n", name="strict")
+    with pytest.raises(SandboxUnavailableError, match="cannot restrict TCP"):
+        await spawn_sandboxed(["true"], policy=strict, cwd=ws.work, env=ws.env)
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains `marker` (zombies excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
+    marker = f"ollie-orphan-check-{os.getpid()}-{time.monotonic_ns()}"
+    policy = ws.default_policy()
+    for i in range(24):
+        try:
+            proc = await asyncio.wait_for(spawn_sandboxed(["bash", "-c", "sleep 30; exit", marker], policy=policy,
+                                                          cwd=ws.work, env=ws.env), 0.0004 * (i % 8))
+        except asyncio.TimeoutError:
+            continue
+        proc.kill_group()
+        proc.close()
+    deadline = time.monotonic() + 5
+    while processes_with(marker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_with(marker) == []

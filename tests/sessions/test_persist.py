@@ -1,0 +1,264 @@
+"""SessionFile: append-only saves, snapshots on rewrite, torn tails, compaction snapshots, ids."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ollie.agent import persist
+from ollie.agent.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError
+from ollie.agent.session import Session, TaskState, new_session_id
+from ollie.backend.types import Message, ToolCall, Usage
+
+
+def _round(session: Session, r: int) -> None:
+    session.messages.append(Message("user", f"question {r}"))
+    session.messages.append(Message("assistant", f"answer {r}", tool_calls=[ToolCall(f"c{r}", "t", "{}")]))
+    session.messages.append(Message("tool", f"result {r}", tool_call_id=f"c{r}", name="t"))
+    session.add_usage(Usage(input_tokens=10, output_tokens=2, cached_input_tokens=1), 0.5)
+
+
+def _dicts(session: Session) -> list[dict]:
+    return [m.to_dict() for m in session.messages]
+
+
+def test_round_trip_keeps_messages_totals_and_task_state(tmp_path):
+    session = Session(agent="coding", task_state=TaskState(goal="fix", plan=["a", "b"]))
+    file = SessionFile(tmp_path, session.id)
+    for r in range(3):
+        _round(session, r)
+        file.save(session)
+    loaded = persist.load(tmp_path, session.id)
+    assert _dicts(loaded) == _dicts(session)
+    assert loaded.task_state == TaskState(goal="fix", plan=["a", "b"])
+    assert (loaded.agent, loaded.total_requests, loaded.total_input_tokens, loaded.session_cost_usd) == (
+        "coding", 3, 30, 1.5)
+
+
+def test_a_save_appends_only_the_new_round(tmp_path):
+    session = Session(agent="a")
+    file = SessionFile(tmp_path, session.id)
+    for r in range(50):
+        _round(session, r)
+        file.save(session)
+    before = file.path.read_bytes()
+    _round(session, 50)
+    file.save(session)
+    after = file.path.read_bytes()
+    # The old bytes are untouched (no rewrite) and the growth is one round plus one meta record.
+    assert after.startswith(before)
+    added = after[len(before):].decode().splitlines()
+    assert [json.loads(line)["t"] for line in added] == ["m", "m", "m", "meta"]
+
+
+def test_in_place_edit_is_recorded_without_rewriting(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    _round(session, 0)
+    _round(session, 1)
+    file.save(session)
+    before = file.path.read_bytes()
+    session.messages[2].content = "collapsed: 1 line"
+    session.mark_edited(2)
+    file.save(session)
+    after = file.path.read_bytes()
+    assert after.startswith(before)
+    assert persist.load(tmp_path, session.id).messages[2].content == "collapsed: 1 line"
+
+
+@pytest.mark.parametrize("rewrite", ["replace_messages", "clear", "slice_assign", "reassign", "explicit"])
+def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    for r in range(4):
+        _round(session, r)
+        file.save(session)
+    inode = os.stat(file.path).st_ino
+    hot = session.messages[-3:]
+    if rewrite == "replace_messages":
+        session.replace_messages([Message("user", "task state")] + hot)
+    elif rewrite == "clear":
+        session.clear()
+    elif rewrite == "slice_assign":
+        session.messages[:] = [Message("user", "task state")] + [Message(m.role, m.content) for m in hot] * 4
+    elif rewrite == "reassign":
+        session.messages = [Message("user", "summary")] + session.messages[1:]
+    if rewrite == "explicit":
+        session.messages[0] = Message("user", "replaced in place")
+        file.rewrite(session)
+    else:
+        file.save(session)
+    assert os.stat(file.path).st_ino != inode, "a rewrite must replace the file, not append to it"
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    _round(session, 0)
+    file.save(session)
+    saved = _dicts(session)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the rename")
+
+    monkeypatch.setattr(persist.os, "replace", killed)
+    session.replace_messages([Message("user", "compacted")])
+    with pytest.raises(KeyboardInterrupt):
+        file.save(session)
+    monkeypatch.undo()
+    assert _dicts(persist.load(tmp_path, session.id)) == saved
+    # The next save succeeds and cleans up the stale temporary file.
+    file.save(session)
+    assert _dicts(persist.load(tmp_path, session.id)) == [{"role": "user", "content": "compacted"}]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_tear_anywhere_loads_the_last_complete_round(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    commits: list[tuple[int, list[dict]]] = []
+    file.save(session)
+    commits.append((file.path.stat().st_size, []))
+    for r in range(4):
+        _round(session, r)
+        file.save(session)
+        commits.append((file.path.stat().st_size, _dicts(session)))
+    data = file.path.read_bytes()
+    # Every byte around each record boundary (where a tear matters most), and a stride in between.
+    near_newlines = {i + d for i, byte in enumerate(data) if byte == ord("\n") for d in (-2, -1, 0, 1, 2)}
+    cuts = sorted({c for c in near_newlines | set(range(0, len(data) + 1, 5)) if commits[0][0] <= c <= len(data)})
+    for cut in cuts:
+        file.path.write_bytes(data[:cut])
+        expected = [msgs for size, msgs in commits if size <= cut][-1]
+        assert _dicts(persist.load(tmp_path, session.id)) == expected, f"cut at byte {cut}"
+
+
+def test_a_garbled_last_line_is_ignored_and_the_next_save_cuts_it(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    _round(session, 0)
+    file.save(session)
+    with open(file.path, "ab") as f:
+        f.write(b'{"t":"m","m":{"role":"user","content":"half\x00\x00\n')
+    resumed_file = SessionFile(tmp_path, session.id)
+    resumed = resumed_file.load()
+    assert _dicts(resumed) == _dicts(session)
+    _round(resumed, 1)
+    resumed_file.save(resumed)
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(resumed)
+    assert b"half" not in file.path.read_bytes()
+
+
+def test_damage_before_the_last_line_is_a_clear_error(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    for r in range(2):
+        _round(session, r)
+        file.save(session)
+    lines = file.path.read_bytes().split(b"\n")
+    lines[2] = b"garbage"
+    file.path.write_bytes(b"\n".join(lines))
+    with pytest.raises(SessionFileCorruptError, match="line 3"):
+        persist.load(tmp_path, session.id)
+
+
+def test_a_fresh_file_object_snapshots_on_its_first_save(tmp_path):
+    session = Session()
+    SessionFile(tmp_path, session.id).save(session)
+    _round(session, 0)
+    # A second writer that never loaded the file must not append blindly.
+    SessionFile(tmp_path, session.id).save(session)
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
+
+
+def test_the_log_is_folded_into_a_snapshot_periodically(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id, compact_min_records=10)
+    _round(session, 0)
+    file.save(session)
+    sizes = []
+    for _ in range(30):
+        session.add_usage(Usage(input_tokens=1), 0.0)
+        file.save(session)  # meta-only saves: the log grows without new messages
+        sizes.append(file.path.stat().st_size)
+    assert max(sizes) < sizes[0] * 12, "the log was never folded"
+    assert any(later < earlier for earlier, later in zip(sizes, sizes[1:])), "no fold happened"
+    assert persist.load(tmp_path, session.id).total_requests == 31
+
+
+def test_compaction_snapshot_is_appended_and_readable(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    _round(session, 0)
+    first = _dicts(session)
+    path = file.write_compaction_snapshot(session)
+    assert path == tmp_path / f"{session.id}.compaction.jsonl"
+    session.replace_messages([Message("user", "summary")])
+    _round(session, 1)
+    file.write_compaction_snapshot(session)
+    snapshots = persist.read_compaction_snapshots(tmp_path, session.id)
+    assert [[m.to_dict() for m in msgs] for _, msgs in snapshots] == [first, _dicts(session)]
+    assert snapshots[0][0]["n"] == 3
+
+
+def test_ids_are_validated_before_touching_paths(tmp_path):
+    for bad in ("../escape", "1-abc", "123-ABCDEF", "", "1716300000000-abc123/x", "a" * 30):
+        with pytest.raises(ValueError):
+            SessionFile(tmp_path, bad)
+        assert not persist.exists(tmp_path, bad)
+    SessionFile(tmp_path, "1716300000000-abc123")  # the seed's example form is accepted
+
+
+def test_a_session_cannot_be_saved_into_another_sessions_file(tmp_path):
+    file = SessionFile(tmp_path, new_session_id())
+    with pytest.raises(ValueError, match="cannot be saved"):
+        file.save(Session())
+
+
+def test_list_exists_delete(tmp_path):
+    assert persist.list_saved(tmp_path / "missing") == []
+    ids = [new_session_id(now_ns=n) for n in (3_000, 1_000, 2_000)]
+    for session_id in ids:
+        file = SessionFile(tmp_path, session_id)
+        file.save(Session(id=session_id))
+        file.write_compaction_snapshot(Session(id=session_id))
+    (tmp_path / "notes.jsonl").write_text("{}\n")
+    assert persist.list_saved(tmp_path) == sorted(ids)
+    assert persist.exists(tmp_path, ids[0])
+    persist.delete(tmp_path, ids[0])
+    assert not persist.exists(tmp_path, ids[0])
+    assert not (tmp_path / f"{ids[0]}.compaction.jsonl").exists()
+    assert persist.list_saved(tmp_path) == sorted(ids[1:])
+    with pytest.raises(SessionFileNotFoundError):
+        persist.load(tmp_path, ids[0])
+    with pytest.raises(FileNotFoundError):
+        persist.load(tmp_path, ids[0])
+
+
+def test_mark_edited_rejects_an_index_out_of_range():
+    session = Session()
+    with pytest.raises(IndexError):
+        session.mark_edited(0)
+
+
+def test_two_writers_of_one_session_never_leave_a_broken_file(tmp_path):
+    first = Session()
+    file_a = SessionFile(tmp_path, first.id)
+    _round(first, 0)
+    file_a.save(first)
+    file_b = SessionFile(tmp_path, first.id)
+    second = file_b.load()
+    _round(second, 1)
+    _round(second, 2)
+    file_b.save(second)
+    file_b.rewrite(second)  # b replaces the file: a's offsets now point into another file
+    _round(first, 9)
+    file_a.save(first)  # a must not append to (or cut) b's file blindly
+    assert _dicts(persist.load(tmp_path, first.id)) == _dicts(first)
+    second.messages[:] = second.messages[:1]
+    file_b.save(second)
+    assert _dicts(persist.load(tmp_path, first.id)) == _dicts(second)

@@ -1,0 +1,71 @@
+"""Property tests: any sequence of history changes and saves loads back as saved; collector prefixes."""
+
+from __future__ import annotations
+
+import tempfile
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ollie.agent.persist import SessionFile
+from ollie.agent.session import Session
+from ollie.backend.types import Message
+from ollie.sessions import OutputCollector
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.text(max_size=20)),
+        st.tuples(st.just("edit"), st.integers(0, 50)),
+        st.tuples(st.just("compact"), st.integers(0, 5)),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("save"), st.none()),
+        st.tuples(st.just("resume"), st.none()),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(OPS)
+def test_any_history_of_changes_loads_as_last_saved(ops):
+    with tempfile.TemporaryDirectory() as root:
+        session = Session()
+        file = SessionFile(root, session.id, sync=False, compact_min_records=4)
+        file.save(session)
+        saved = []
+        for op, arg in ops:
+            if op == "append":
+                session.messages.append(Message("user", arg))
+            elif op == "edit" and session.messages:
+                index = arg % len(session.messages)
+                session.messages[index].content += "*"
+                session.mark_edited(index)
+            elif op == "compact":
+                session.replace_messages([Message("user", "state")] + session.messages[-arg:] if arg else [])
+            elif op == "clear":
+                session.clear()
+            elif op == "save":
+                file.save(session)
+                saved = [m.to_dict() for m in session.messages]
+            elif op == "resume":
+                file = SessionFile(root, session.id, sync=False, compact_min_records=4)
+                session = file.load()
+                assert [m.to_dict() for m in session.messages] == saved
+        loaded = SessionFile(root, session.id).load()
+        assert [m.to_dict() for m in loaded.messages] == saved
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=12), st.integers(0, 80))
+def test_collector_keeps_the_longest_whole_character_prefix_within_the_limit(chunks, limit):
+    out = OutputCollector(limit=limit)
+    for chunk in chunks:
+        out.write(chunk)
+    whole = "".join(chunks)
+    kept = out.text()
+    assert whole.startswith(kept)
+    assert len(kept.encode()) <= limit
+    assert out.truncated == (len(whole.encode()) > limit)
+    if out.truncated:
+        # Not one more character would have fitted.
+        assert len(whole[: len(kept) + 1].encode()) > limit

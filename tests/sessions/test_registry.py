@@ -1,0 +1,368 @@
+"""Registry: ensure's four cases, scoped get, listings, review, archive, rename, touch, and their errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+import pytest
+
+from ollie.sessions import (
+    ArchivedError,
+    Channel,
+    ChannelRequest,
+    ForbiddenError,
+    Info,
+    InvalidSessionError,
+    Kind,
+    ListOptions,
+    NotFoundError,
+    Registry,
+    Request,
+    ReviewPolicy,
+    ReviewRequest,
+    Scope,
+    StoreBusyError,
+    TitleTooLongError,
+    TurnResult,
+    WrongKindError,
+)
+from ollie.sessions.store import SCHEMA_VERSION
+
+ALICE = Scope(user_id="alice", agent_id="coding")
+
+
+def _new(registry: Registry, *, user="alice", agent="coding", kind=Kind.CHAT, channel=Channel.LSP, **extra) -> Info:
+    return registry.ensure(Request(user_id=user, agent_id=agent, kind=kind, channel=channel, create_if_missing=True,
+                                   **extra))
+
+
+# --- ensure -------------------------------------------------------------
+
+
+def test_ensure_resumes_an_existing_session(registry):
+    created = _new(registry, title="first")
+    resumed = registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding"))
+    assert resumed == created
+
+
+def test_ensure_resume_checks_kind_and_owner(registry):
+    created = _new(registry, kind=Kind.TASK)
+    with pytest.raises(WrongKindError):
+        registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding", require_kind=Kind.CHAT))
+    assert registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding", require_kind=Kind.TASK)).id
+    with pytest.raises(ForbiddenError):
+        registry.ensure(Request(id=created.id, user_id="bob", agent_id="coding"))
+    with pytest.raises(ForbiddenError):
+        registry.ensure(Request(id=created.id, user_id="alice", agent_id="other"))
+
+
+def test_ensure_creates_an_exact_id_only_when_allowed(registry):
+    with pytest.raises(NotFoundError):
+        registry.ensure(Request(id="delegate-1", user_id="alice", agent_id="coding", create_if_missing=True))
+    made = registry.ensure(Request(id="delegate-1", user_id="alice", agent_id="coding", kind=Kind.DELEGATE,
+                                   channel=Channel.DELEGATE, allow_exact_id_create=True))
+    assert (made.id, made.kind, made.channel) == ("delegate-1", "delegate", "delegate")
+    assert registry.get(ALICE, "delegate-1") == made
+
+
+def test_ensure_generates_an_id_when_asked_to_create(registry):
+    made = _new(registry, project_id="proj", title="hi")
+    assert made.id and made.created_at == made.last_active and made.project_id == "proj"
+    assert registry.get(ALICE, made.id).title == "hi"
+
+
+def test_ensure_otherwise_is_not_found(registry):
+    with pytest.raises(NotFoundError):
+        registry.ensure(Request(user_id="alice", agent_id="coding"))
+
+
+def test_ensure_rejects_bad_requests(registry):
+    with pytest.raises(InvalidSessionError):
+        registry.ensure(Request(agent_id="coding", create_if_missing=True))
+    with pytest.raises(InvalidSessionError):
+        registry.ensure(Request(user_id="alice", create_if_missing=True))
+    with pytest.raises(InvalidSessionError):
+        registry.ensure(Request(user_id="alice", agent_id="coding", kind="boss", create_if_missing=True))
+    with pytest.raises(InvalidSessionError):
+        registry.ensure(Request(user_id="alice", agent_id="coding", channel="fax", create_if_missing=True))
+    with pytest.raises(TitleTooLongError):
+        registry.ensure(Request(user_id="alice", agent_id="coding", title="t" * 1001, create_if_missing=True))
+    with pytest.raises(InvalidSessionError, match="group"):
+        registry.ensure(Request(user_id="alice", agent_id="coding", group_id=str(uuid.uuid4()),
+                                create_if_missing=True))
+    assert registry.list(ALICE) == [], "a rejected request must not leave a row"
+
+
+def test_a_group_session_round_trips_its_group(registry):
+    group = str(uuid.uuid4())
+    made = registry.ensure(Request(user_id=group, agent_id="coding", group_id=group, channel=Channel.TELEGRAM,
+                                   create_if_missing=True))
+    assert registry.get(Scope(user_id=group, agent_id="coding"), made.id).group_id == group
+
+
+def test_only_one_active_main_per_user(registry):
+    _new(registry, kind=Kind.MAIN)
+    with pytest.raises(InvalidSessionError, match="main"):
+        _new(registry, kind=Kind.MAIN)
+    _new(registry, user="bob", kind=Kind.MAIN)
+
+
+# --- get ----------------------------------------------------------------
+
+
+def test_get_is_scoped_by_user_and_agent(registry):
+    mine = _new(registry)
+    with pytest.raises(NotFoundError):
+        registry.get(ALICE, "missing")
+    with pytest.raises(ForbiddenError):
+        registry.get(Scope(user_id="bob", agent_id="coding"), mine.id)
+    with pytest.raises(ForbiddenError):
+        registry.get(Scope(user_id="alice", agent_id="writer"), mine.id)
+    with pytest.raises(InvalidSessionError):
+        registry.get(Scope(agent_id="coding"), mine.id)
+    assert registry.get(ALICE, mine.id) == mine
+
+
+def test_system_scope_needs_only_the_agent(registry):
+    mine = _new(registry)
+    assert registry.get(Scope(agent_id="coding", system=True), mine.id) == mine
+    with pytest.raises(ForbiddenError):
+        registry.get(Scope(agent_id="writer", system=True), mine.id)
+    with pytest.raises(InvalidSessionError):
+        registry.get(Scope(system=True), mine.id)
+
+
+def test_a_registry_bound_to_an_agent_refuses_others(db_path, clock):
+    bound = Registry(db_path, agent_id="coding", clock=clock)
+    try:
+        made = bound.ensure(Request(user_id="alice", create_if_missing=True))
+        assert made.agent_id == "coding"
+        assert bound.get(Scope(user_id="alice"), made.id) == made
+        with pytest.raises(ForbiddenError):
+            bound.ensure(Request(user_id="alice", agent_id="writer", create_if_missing=True))
+    finally:
+        bound.close()
+
+
+# --- list ---------------------------------------------------------------
+
+
+@pytest.fixture
+def populated(registry):
+    made = {
+        "chat": _new(registry, project_id="p1"),
+        "task": _new(registry, kind=Kind.TASK, channel=Channel.TASK),
+        "delegate": _new(registry, kind=Kind.DELEGATE, channel=Channel.DELEGATE),
+        "sched": _new(registry, kind=Kind.SCHEDULER, channel=Channel.SCHEDULER, project_id="p1"),
+        "old": _new(registry, channel=Channel.CLI),
+        "bob": _new(registry, user="bob"),
+        "guest": registry.resolve_chat_channel(ChannelRequest(user_id="guest-7", agent_id="coding", guest_id="guest-7",
+                                                              channel=Channel.TELEGRAM)),
+        "other_agent": _new(registry, agent="writer"),
+    }
+    registry.archive(ALICE, made["old"].id)
+    return made
+
+
+def _ids(infos):
+    return [i.id for i in infos]
+
+
+def test_list_is_the_scopes_active_sessions_newest_first(registry, populated):
+    p = populated
+    assert _ids(registry.list(ALICE)) == [p["sched"].id, p["delegate"].id, p["task"].id, p["chat"].id]
+
+
+def test_list_filters(registry, populated):
+    p = populated
+    assert _ids(registry.list(ALICE, ListOptions(include_archived=True)))[0] == p["old"].id
+    assert _ids(registry.list(ALICE, ListOptions(kinds=[Kind.TASK, Kind.DELEGATE]))) == [p["delegate"].id, p["task"].id]
+    assert _ids(registry.list(ALICE, ListOptions(exclude_internal=True))) == [p["sched"].id, p["chat"].id]
+    assert _ids(registry.list(ALICE, ListOptions(project_id="p1"))) == [p["sched"].id, p["chat"].id]
+    assert _ids(registry.list(ALICE, ListOptions(limit=2))) == [p["sched"].id, p["delegate"].id]
+    assert _ids(registry.list(ALICE, ListOptions(limit=2, offset=1))) == [p["delegate"].id, p["task"].id]
+    assert _ids(registry.list(ALICE, ListOptions(offset=3))) == [p["chat"].id]
+    with pytest.raises(InvalidSessionError):
+        registry.list(ALICE, ListOptions(limit=-1))
+    with pytest.raises(InvalidSessionError):
+        registry.list(ALICE, ListOptions(kinds=["boss"]))
+
+
+def test_system_list_spans_users_of_the_agent(registry, populated):
+    listed = set(_ids(registry.list(Scope(agent_id="coding", system=True))))
+    assert populated["bob"].id in listed and populated["guest"].id in listed
+    assert populated["other_agent"].id not in listed
+
+
+def test_list_for_admin_adds_guest_sessions(registry, populated):
+    listed = _ids(registry.list_for_admin("alice", "coding", ListOptions(exclude_internal=True)))
+    assert listed == [populated["guest"].id, populated["sched"].id, populated["chat"].id]
+    with pytest.raises(InvalidSessionError):
+        registry.list_for_admin("", "coding")
+
+
+def test_list_for_review_applies_the_policy(registry, populated):
+    p = populated
+    default = set(_ids(registry.list_for_review(ReviewRequest(agent_id="coding"))))
+    assert default == {p["chat"].id, p["bob"].id, p["guest"].id}, "delegate, task, scheduler, archived left out"
+    only_tasks_out = set(_ids(registry.list_for_review(
+        ReviewRequest(agent_id="coding", policy=ReviewPolicy(exclude_kinds=[Kind.TASK])))))
+    assert only_tasks_out == default | {p["delegate"].id, p["sched"].id}
+    private = set(_ids(registry.list_for_review(ReviewRequest(
+        agent_id="coding", policy=ReviewPolicy(exclude_kinds=[Kind.TASK], require_private_main=True)))))
+    assert private == {p["chat"].id, p["bob"].id, p["guest"].id}
+
+
+def test_review_listing_carries_latest_seq(registry):
+    made = _new(registry)
+    registry.touch(made.id, latest_seq=41)
+    [info] = registry.list_for_review(ReviewRequest(agent_id="coding"))
+    assert info.latest_seq == 41
+
+
+# --- writes -------------------------------------------------------------
+
+
+def test_archive_is_scoped_and_idempotent(registry):
+    made = _new(registry)
+    with pytest.raises(ForbiddenError):
+        registry.archive(Scope(user_id="bob", agent_id="coding"), made.id)
+    with pytest.raises(NotFoundError):
+        registry.archive(ALICE, "nope")
+    registry.archive(ALICE, made.id)
+    registry.archive(ALICE, made.id)
+    assert registry.get(ALICE, made.id).archived
+    assert registry.list(ALICE) == []
+
+
+def test_rename(registry):
+    made = _new(registry)
+    assert registry.rename(ALICE, made.id, "Fix the parser").title == "Fix the parser"
+    assert registry.get(ALICE, made.id).title == "Fix the parser"
+    with pytest.raises(TitleTooLongError):
+        registry.rename(ALICE, made.id, "é" * 501)
+    with pytest.raises(ForbiddenError):
+        registry.rename(Scope(user_id="bob", agent_id="coding"), made.id, "mine now")
+    assert registry.get(ALICE, made.id).title == "Fix the parser"
+
+
+def test_writes_to_an_archived_session_raise_archived(registry):
+    made = _new(registry)
+    registry.archive(ALICE, made.id)
+    with pytest.raises(ArchivedError):
+        registry.rename(ALICE, made.id, "x")
+    with pytest.raises(ArchivedError):
+        registry.touch(made.id, turn_started=True)
+    registry.mark_viewed(ALICE, made.id)  # looking at it is a read, not a write
+    assert registry.get(ALICE, made.id).last_viewed_at is not None
+    assert ArchivedError.rpc_code == -32002 and NotFoundError.rpc_code == -32001
+
+
+def test_touch_records_turns(registry, clock):
+    made = _new(registry)
+    started = registry.touch(made.id, turn_started=True)
+    assert started.last_turn_started_at == started.last_active > made.last_active
+    assert started.last_turn_completed_at is None
+    done = registry.touch(made.id, turn_completed=True, result=TurnResult.INTERRUPTED)
+    assert done.last_turn_completed_at > started.last_turn_started_at
+    assert registry.get(ALICE, made.id).last_turn_result == "interrupted"
+    assert registry.list(ALICE)[0].id == made.id
+    with pytest.raises(InvalidSessionError):
+        registry.touch(made.id, result="exploded")
+    with pytest.raises(NotFoundError):
+        registry.touch("missing")
+
+
+def test_touch_moves_a_session_to_the_top(registry):
+    first = _new(registry)
+    second = _new(registry)
+    assert _ids(registry.list(ALICE)) == [second.id, first.id]
+    registry.touch(first.id)
+    assert _ids(registry.list(ALICE)) == [first.id, second.id]
+
+
+# --- store --------------------------------------------------------------
+
+
+def test_the_store_is_one_wal_file_with_a_schema_version(registry, db_path, clock):
+    made = _new(registry)
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+    reopened = Registry(db_path, clock=clock)
+    try:
+        assert reopened.get(ALICE, made.id) == made
+    finally:
+        reopened.close()
+
+
+def test_a_newer_schema_is_refused(db_path):
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(Exception, match="newer"):
+        Registry(db_path)
+
+
+def test_default_path_is_in_the_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("OLLIE_DATA_DIR", str(tmp_path / "data"))
+    registry = Registry()
+    try:
+        assert registry.path == tmp_path / "data" / "sessions.db"
+        assert registry.path.exists()
+    finally:
+        registry.close()
+
+
+def test_a_corrupt_row_fails_closed(registry, db_path):
+    made = _new(registry)
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE sessions SET kind = 'boss' WHERE id = ?", (made.id,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(InvalidSessionError):
+        registry.get(ALICE, made.id)
+
+
+def test_a_user_scope_without_agent_spans_the_users_agents(registry):
+    coding = _new(registry)
+    writing = _new(registry, agent="writer")
+    _new(registry, user="bob")
+    anyone = Scope(user_id="alice")
+    assert registry.get(anyone, writing.id) == writing
+    assert _ids(registry.list(anyone)) == [writing.id, coding.id]
+    registry.rename(anyone, coding.id, "renamed")
+    with pytest.raises(ForbiddenError):
+        registry.get(Scope(user_id="bob"), coding.id)
+    with pytest.raises(InvalidSessionError):
+        registry.list(Scope(system=True))
+
+
+def test_registry_memory_scope_is_the_infos(registry):
+    made = _new(registry)
+    assert registry.memory_scope(made) == made.memory_scope()
+    with pytest.raises(InvalidSessionError):
+        registry.memory_scope(made.with_changes(user_id=""))
+
+
+def test_a_lock_held_too_long_is_a_clear_error_not_database_is_locked(db_path):
+    registry = Registry(db_path, busy_timeout_s=0.2)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreBusyError, match="locked"):
+            _new(registry)
+        other.execute("ROLLBACK")
+        assert _new(registry).id  # and it works once the other writer is done
+    finally:
+        other.close()
+        registry.close()
+
+
+def test_the_store_file_is_private(registry, db_path):
+    _new(registry)
+    assert db_path.stat().st_mode & 0o077 == 0

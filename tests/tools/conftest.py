@@ -1,0 +1,79 @@
+"""Execute-server fixtures: a project dir, a private TMPDIR, an 'outside' dir no policy grants."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ollie.tools.base import ToolResult
+from ollie.tools.execute import ExecuteServer
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as gone: it runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@dataclass
+class Workspace:
+    """One test's dirs: `work` is the session cwd, `scratch` its TMPDIR, `outside` granted by nothing."""
+
+    root: Path
+    work: Path
+    scratch: Path
+    outside: Path
+    tools: Path
+
+    def server(self, **options: Any) -> ExecuteServer:
+        """An execute server for this workspace (session `s1` unless given)."""
+        options.setdefault("session_id", "s1")
+        options.setdefault("lock_poll_interval", 0.002)
+        return ExecuteServer(cwd=self.work, **options)
+
+    def script(self, name: str, text: str, *, executable: bool = True) -> Path:
+        """Write a tool script into the test's OLLIE_TOOLS_PATH dir."""
+        path = self.tools / name
+        path.write_text(textwrap.dedent(text).lstrip())
+        if executable:
+            path.chmod(0o755)
+        return path
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    """A fresh workspace; TMPDIR and OLLIE_TOOLS_PATH point into it."""
+    dirs = {name: tmp_path / name for name in ("work", "scratch", "outside", "tools")}
+    for directory in dirs.values():
+        directory.mkdir()
+    (dirs["outside"] / "secret.txt").write_text("secret\n")
+    # The pytest tmp root sits under /tmp: a private TMPDIR keeps `outside` out of the policy.
+    monkeypatch.setenv("TMPDIR", str(dirs["scratch"]))
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", str(dirs["tools"]))
+    return Workspace(root=tmp_path, **dirs)
+
+
+async def code(server: ExecuteServer, program: str, language: str = "bash", **extra: Any) -> ToolResult:
+    """Run one execute_code step."""
+    step = {"code": program, "language": language}
+    if "elevated" in extra:
+        step["elevated"] = extra.pop("elevated")
+    return await server.call("execute_code", {"steps": [step], **extra})
+
+
+async def tool(server: ExecuteServer, name: str, *args: str, **extra: Any) -> ToolResult:
+    """Run one call_tool call."""
+    return await server.call("call_tool", {"calls": [{"tool": name, "args": list(args)}], **extra})
+
+
+def stdout_of(result: ToolResult) -> str:
+    """The text after a single section's status line."""
+    return result.text.split("\n", 1)[1] if "\n" in result.text else ""
+

@@ -1,0 +1,236 @@
+"""execute_code: every language, steps and parallel groups, timeouts, cancellation, caps, sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+
+import pytest
+
+from ollie.tools.execute import ExecuteServer
+
+from .conftest import Workspace, alive, code, stdout_of
+
+LANGUAGE_CASES = [
+    ("bash", "echo $((6 * 7))", "42"),
+    ("python3", "print(6 * 7)", "42"),
+    ("perl", "print 6 * 7, qq{\\n};", "42"),
+    ("lua", "print(6 * 7)", "42"),
+    ("awk", "BEGIN { print 6 * 7 }", "42"),
+    ("jq", "6 * 7", "42"),
+    ("bc", "6 * 7", "42"),
+    ("expect", "puts [expr 6 * 7]", "42"),
+]
+
+
+@pytest.mark.parametrize(("language", "program", "expected"), LANGUAGE_CASES, ids=[c[0] for c in LANGUAGE_CASES])
+async def test_each_language_runs(ws: Workspace, language: str, program: str, expected: str) -> None:
+    if shutil.which(language) is None:
+        pytest.skip(f"{language} is not installed on this machine")
+    result = await code(ws.server(), program, language)
+    assert not result.is_error, result.text
+    assert result.text.startswith(f"[step 1 {language}] exit 0")
+    assert stdout_of(result).strip() == expected
+
+
+async def test_sed_and_ed_edit_through_their_own_input(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ed keeps its buffer in a tmpfile() under /tmp whatever TMPDIR says: give it the usual TMPDIR.
+    monkeypatch.setenv("TMPDIR", "/tmp")
+    (ws.work / "notes.txt").write_text("old text\n")
+    server = ws.server(session_id=f"ed-{ws.root.name}", lock_dir=ws.scratch / "locks")
+    ed = await code(server, "e notes.txt\n,s/old/new/\nw\nq", "ed")
+    assert not ed.is_error, ed.text
+    assert (ws.work / "notes.txt").read_text() == "new text\n"
+    sed = await server.call("pipe", {"stages": [{"code": "cat notes.txt"}, {"code": "s/new/sed/", "language": "sed"}]})
+    assert sed.text.rstrip().endswith("sed text"), sed.text
+
+
+async def test_missing_interpreter_is_a_clear_error(ws: Workspace) -> None:
+    server = ws.server()
+    empty = ws.root / "empty-bin"
+    empty.mkdir()
+    server.set_env("PATH", str(empty))
+    result = await code(server, "print 1;", "perl")
+    assert result.is_error
+    assert "interpreter 'perl' for language 'perl' is not installed" in result.text
+
+
+@pytest.mark.skipif(shutil.which("lua") is not None, reason="lua is installed here")
+async def test_absent_lua_reports_not_installed(ws: Workspace) -> None:
+    result = await code(ws.server(), "print(1)", "lua")
+    assert result.is_error and "'lua' is not installed" in result.text
+
+
+async def test_stdout_stderr_and_exit_status(ws: Workspace) -> None:
+    result = await code(ws.server(), "echo out; echo err >&2; exit 3")
+    assert result.is_error
+    assert result.text == "[step 1 bash] exit 3\nout\n[stderr]\nerr"
+
+
+async def test_steps_run_in_order_and_stop_at_first_failure(ws: Workspace) -> None:
+    args = {"steps": [{"code": "echo one > order.txt"}, {"code": "false"}, {"code": "echo three >> order.txt"}]}
+    result = await ws.server().call("execute_code", args)
+    assert result.is_error
+    assert "[step 2 bash] exit 1" in result.text
+    assert "[step 3] skipped: an earlier step failed" in result.text
+    assert (ws.work / "order.txt").read_text() == "one\n"
+
+
+async def test_parallel_group_runs_concurrently(ws: Workspace) -> None:
+    step = "date +%s.%N > start-{n}; sleep 0.6; date +%s.%N > end-{n}"
+    group = {"parallel": [{"code": step.format(n=n)} for n in (1, 2, 3)]}
+    result = await ws.server().call("execute_code", {"steps": [group, {"code": "echo after"}]})
+    assert not result.is_error, result.text
+    starts = [float((ws.work / f"start-{n}").read_text()) for n in (1, 2, 3)]
+    ends = [float((ws.work / f"end-{n}").read_text()) for n in (1, 2, 3)]
+    # Every step started before any finished: the three sleeps overlapped.
+    assert max(starts) < min(ends)
+    assert result.text.index("[step 1.3 bash]") < result.text.index("[step 2 bash] exit 0\nafter")
+
+
+async def test_timeout_kills_grandchildren(ws: Workspace) -> None:
+    program = "sleep 30 & echo $! > grandchild; echo $$ > child; sleep 30"
+    started = time.monotonic()
+    result = await code(ws.server(), program, timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert result.is_error and "timed out after 0.5 s; its process group was killed" in result.text
+    for name in ("grandchild", "child"):
+        assert not alive(int((ws.work / name).read_text())), name
+
+
+async def test_background_children_do_not_outlive_the_call(ws: Workspace) -> None:
+    started = time.monotonic()
+    result = await code(ws.server(), "sleep 30 & echo $! > bg; echo done")
+    assert not result.is_error and "done" in result.text
+    assert time.monotonic() - started < 10
+    assert not alive(int((ws.work / "bg").read_text()))
+
+
+async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
+    program = "sleep 30 & echo $! > g.tmp; mv g.tmp grandchild; echo $$ > c.tmp; mv c.tmp child; sleep 30"
+    task = asyncio.ensure_future(code(ws.server(), program))
+    for _ in range(500):
+        if (ws.work / "child").exists() and (ws.work / "grandchild").exists():
+            break
+        await asyncio.sleep(0.02)
+    pids = [int((ws.work / name).read_text()) for name in ("child", "grandchild")]
+    assert all(alive(p) for p in pids)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        if not any(alive(p) for p in pids):
+            break
+        await asyncio.sleep(0.02)
+    assert not any(alive(p) for p in pids)
+
+
+async def test_large_output_is_capped_with_a_note(ws: Workspace) -> None:
+    server = ws.server(output_limit=1024)
+    result = await code(server, "head -c 5000 /dev/zero | tr '\\0' a; echo tail-marker")
+    assert not result.is_error
+    body = stdout_of(result).split("\n[note]")[0]
+    assert body == "a" * 1024
+    assert "tail-marker" not in result.text
+    assert "[note] stdout truncated: only the first 1 KB per stream are shown" in result.text
+
+
+async def test_sandbox_confines_writes_and_elevation_escapes(ws: Workspace) -> None:
+    server = ws.server()
+    target = ws.outside / "written.txt"
+    confined = await code(server, f"echo inside > inside.txt && echo no > {target}")
+    assert confined.is_error
+    assert "Permission denied" in confined.text
+    assert not target.exists()
+    assert (ws.work / "inside.txt").read_text() == "inside\n"
+    read_outside = await code(server, f"cat {ws.outside / 'secret.txt'}")
+    assert read_outside.is_error and "Permission denied" in read_outside.text
+    elevated = await code(server, f"echo yes > {target}", elevated=True)
+    assert not elevated.is_error, elevated.text
+    assert "(elevated)" in elevated.text
+    assert target.read_text() == "yes\n"
+
+
+async def test_elevation_is_bash_only(ws: Workspace) -> None:
+    result = await code(ws.server(), "print(1)", "python3", elevated=True)
+    assert result.is_error
+    assert "only bash steps can be elevated (got python3)" in result.text
+
+
+async def test_child_env_is_clean_and_carries_session_facts(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLIE_OPENAI_KEY", "sk-daemon-secret")
+    server = ws.server(env={"PROJECT_FLAG": "on"})
+    server.set_env("LATER", "yes")
+    result = await code(server, "env | sort")
+    lines = set(stdout_of(result).splitlines())
+    assert "sk-daemon-secret" not in result.text
+    assert {"PROJECT_FLAG=on", "LATER=yes", "TERM=dumb", "OLLIE_SESSION_ID=s1", f"OLLIE_CWD={ws.work}"} <= lines
+    assert any(line.startswith("OLLIE_PLAN_FILE=") and line.endswith("/s/s1/plan") for line in lines)
+    assert any(line.startswith("OLLIE_DATA_PATH=") for line in lines)
+
+
+async def test_set_cwd_moves_later_calls(ws: Workspace) -> None:
+    server = ws.server()
+    sub = ws.work / "sub"
+    sub.mkdir()
+    server.set_cwd(sub)
+    result = await code(server, "pwd")
+    assert stdout_of(result).strip() == str(sub)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "steps must be a non-empty array"),
+        ({"steps": []}, "steps must be a non-empty array"),
+        ({"steps": [{"code": "x", "language": "cobol"}]}, "unknown language 'cobol'"),
+        ({"steps": [{"code": ""}]}, "steps[0].code must be a non-empty string"),
+        ({"steps": [{"code": "true"}], "timeout": -1}, "timeout must be a positive number"),
+        ({"steps": [{"code": "true", "shell": 1}]}, "unknown field(s) shell"),
+        ({"steps": [{"code": "true"}], "sandbox": "no-such-policy"}, "sandbox policy 'no-such-policy' not found"),
+    ],
+)
+async def test_bad_arguments_are_clear_errors(ws: Workspace, args: dict, message: str) -> None:
+    result = await ws.server().call("execute_code", args)
+    assert result.is_error
+    assert message in result.text
+
+
+async def test_named_sandbox_policy_applies(ws: Workspace) -> None:
+    result = await code(ws.server(), "echo x > f.txt", sandbox="readonly")
+    assert result.is_error and "Permission denied" in result.text
+    assert not (ws.work / "f.txt").exists()
+
+
+async def test_dangerous_code_is_refused_before_running(ws: Workspace) -> None:
+    args = {"steps": [{"code": "touch ran.txt"}, {"code": "rm -rf /"}]}
+    result = await ws.server().call("execute_code", args)
+    assert result.is_error
+    assert "refused" in result.text and "recursive delete of a system path" in result.text
+    assert not (ws.work / "ran.txt").exists()
+
+
+async def test_rate_limit_blocks_the_session_until_a_stated_time(ws: Workspace) -> None:
+    now = [1_800_000_000.0]
+    server = ExecuteServer(cwd=ws.work, session_id="s1", clock=lambda: now[0])
+    for _ in range(4):
+        assert "refused" in (await code(server, "sudo reboot")).text
+        now[0] += 5
+    assert not (await code(server, "echo still-open")).is_error
+    await code(server, "sudo reboot")
+    blocked = await code(server, "echo harmless")
+    assert blocked.is_error
+    until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now[0] + 300))
+    assert f"blocked for this session until {until}" in blocked.text
+    now[0] += 301
+    assert not (await code(server, "echo open-again")).is_error
+
+
+async def test_failures_spread_over_more_than_a_minute_do_not_block(ws: Workspace) -> None:
+    now = [1_800_000_000.0]
+    server = ExecuteServer(cwd=ws.work, session_id="s1", clock=lambda: now[0])
+    for _ in range(6):
+        await code(server, "cat /etc/shadow")
+        now[0] += 20
+    assert not (await code(server, "echo fine")).is_error

@@ -1,0 +1,283 @@
+"""The bundled tool scripts, run through call_tool under the real sandbox: happy paths and errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ollie import paths
+from ollie.tools.execute import ExecuteServer, plan_file
+from ollie.tools.execute.tool import discover
+
+from .conftest import Workspace, stdout_of, tool
+
+BUNDLED = ("file_read", "file_write", "file_edit", "file_glob", "file_grep", "reasoning_think",
+           "memory_remember", "memory_recall", "task_add", "task_check", "task_clear")
+
+
+@pytest.fixture
+def server(ws: Workspace) -> ExecuteServer:
+    return ws.server()
+
+
+def test_every_bundled_script_has_a_full_header() -> None:
+    scripts = discover([paths.bundled("tools")])
+    assert set(BUNDLED) <= set(scripts)
+    for name in BUNDLED:
+        script = scripts[name]
+        assert script.description and script.args is not None, name
+        assert script.parallel in ("read", "write"), name
+        assert script.tier in ("hot", "warm", "cold"), name
+    assert scripts["reasoning_think"].tier == "hot"
+    assert scripts["file_read"].parallel == "read" and scripts["file_edit"].parallel == "write"
+
+
+# -- file_read --
+
+async def test_file_read_numbers_lines(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "a.txt").write_text("alpha\nbeta\n")
+    result = await tool(server, "file_read", "a.txt")
+    assert not result.is_error
+    assert stdout_of(result) == "     1\talpha\n     2\tbeta"
+
+
+async def test_file_read_offset_and_limit(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    result = await tool(server, "file_read", "n.txt", "--offset=4", "--limit=2")
+    assert stdout_of(result) == "     4\tline 4\n     5\tline 5\n[lines 4-5 of 10; continue with --offset=6]"
+    past = await tool(server, "file_read", "n.txt", "--offset=11")
+    assert past.is_error and "--offset=11 is past the end: n.txt has 10 lines" in past.text
+    bad = await tool(server, "file_read", "n.txt", "--limit=0")
+    assert bad.is_error and "at least 1" in bad.text
+
+
+async def test_file_read_refuses_binary_missing_and_dirs(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02")
+    binary = await tool(server, "file_read", "blob.bin")
+    assert binary.is_error and "binary file (7 bytes); refusing to print it" in binary.text
+    missing = await tool(server, "file_read", "nope.txt")
+    assert missing.is_error and "nope.txt: no such file" in missing.text
+    (ws.work / "d").mkdir()
+    directory = await tool(server, "file_read", "d")
+    assert directory.is_error and "is a directory" in directory.text
+    empty = ws.work / "empty.txt"
+    empty.write_text("")
+    assert stdout_of(await tool(server, "file_read", "empty.txt")) == "[empty.txt is empty]"
+
+
+async def test_file_read_refuses_paths_outside_the_policy(ws: Workspace, server: ExecuteServer) -> None:
+    secret = ws.outside / "secret.txt"
+    direct = await tool(server, "file_read", str(secret))
+    assert direct.is_error and "outside the sandbox's readable paths" in direct.text
+    assert "secret\n" not in direct.text
+    (ws.work / "link.txt").symlink_to(secret)
+    via_link = await tool(server, "file_read", "link.txt")
+    assert via_link.is_error and "outside the sandbox's readable paths" in via_link.text
+    # Elevated, the same read works: the refusal came from the policy, not from the file.
+    elevated = await server.call("call_tool", {"calls": [{"tool": "file_read", "args": [str(secret)], "elevated": True}]})
+    assert stdout_of(elevated) == "     1\tsecret"
+
+
+# -- file_write --
+
+async def test_file_write_creates_parents_and_overwrites_keeping_mode(ws: Workspace, server: ExecuteServer) -> None:
+    created = await tool(server, "file_write", "deep/dir/new.txt", "one\ntwo\n")
+    assert not created.is_error
+    assert stdout_of(created) == "created deep/dir/new.txt: 8 bytes, 2 lines"
+    script = ws.work / "run.sh"
+    script.write_text("old\n")
+    script.chmod(0o750)
+    overwritten = await tool(server, "file_write", "run.sh", "#!/bin/sh\n")
+    assert stdout_of(overwritten).startswith("overwrote run.sh")
+    assert script.read_text() == "#!/bin/sh\n" and script.stat().st_mode & 0o777 == 0o750
+
+
+async def test_file_write_errors(ws: Workspace, server: ExecuteServer) -> None:
+    outside = await tool(server, "file_write", str(ws.outside / "x.txt"), "nope")
+    assert outside.is_error and "outside the sandbox's writable paths" in outside.text
+    assert not (ws.outside / "x.txt").exists()
+    (ws.work / "adir").mkdir()
+    directory = await tool(server, "file_write", "adir", "x")
+    assert directory.is_error and "is a directory" in directory.text
+    usage = await tool(server, "file_write", "only-path.txt")
+    assert usage.is_error and "required: content" in usage.text
+
+
+# -- file_edit --
+
+async def test_file_edit_replaces_a_unique_match(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "m.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
+    result = await tool(server, "file_edit", "m.py", "    return 2", "    return 3")
+    assert not result.is_error, result.text
+    assert (ws.work / "m.py").read_text().endswith("def g():\n    return 3\n")
+    assert stdout_of(result).splitlines()[0] == "replaced 1 occurrence in m.py at line 5:"
+    assert "     5\t    return 3" in result.text
+
+
+async def test_file_edit_zero_matches_shows_where_the_text_nearly_is(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "m.py").write_text("if x:\n        y = 1\n")
+    result = await tool(server, "file_edit", "m.py", "    y = 1\n    z = 2", "y = 3")
+    assert result.is_error
+    assert "OLD was not found in m.py" in result.text
+    assert "'y = 1' (ignoring indentation) appears at line(s) 2" in result.text
+    assert (ws.work / "m.py").read_text() == "if x:\n        y = 1\n"
+    absent = await tool(server, "file_edit", "m.py", "nothing like it", "z")
+    assert absent.is_error and "does not appear either" in absent.text
+
+
+async def test_file_edit_several_matches_lists_their_lines(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "c.txt").write_text("x = 1\ny = 2\nx = 1\nz\nx = 1\n")
+    result = await tool(server, "file_edit", "c.txt", "x = 1", "x = 9")
+    assert result.is_error
+    assert "OLD matches 3 times in c.txt, at lines 1, 3, 5" in result.text
+    assert (ws.work / "c.txt").read_text().count("x = 1") == 3
+    every = await tool(server, "file_edit", "c.txt", "x = 1", "x = 9", "--all")
+    assert not every.is_error and "replaced 3 occurrences" in every.text
+    assert (ws.work / "c.txt").read_text() == "x = 9\ny = 2\nx = 9\nz\nx = 9\n"
+
+
+async def test_file_edit_bad_requests(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "f.txt").write_text("abc\n")
+    same = await tool(server, "file_edit", "f.txt", "abc", "abc")
+    assert same.is_error and "OLD and NEW are the same" in same.text
+    empty = await tool(server, "file_edit", "f.txt", "", "x")
+    assert empty.is_error and "OLD is empty" in empty.text
+    missing = await tool(server, "file_edit", "none.txt", "a", "b")
+    assert missing.is_error and "no such file" in missing.text
+
+
+# -- file_glob --
+
+async def test_file_glob_lists_matches(ws: Workspace, server: ExecuteServer) -> None:
+    for rel in ("src/a.py", "src/pkg/b.py", "src/c.txt", ".git/config.py"):
+        (ws.work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.work / rel).write_text("")
+    result = await tool(server, "file_glob", "**/*.py")
+    assert stdout_of(result) == "src/a.py\nsrc/pkg/b.py"
+    in_dir = await tool(server, "file_glob", "*", "src")
+    assert stdout_of(in_dir) == "src/a.py\nsrc/c.txt\nsrc/pkg/"
+    limited = await tool(server, "file_glob", "**/*", "--limit=1")
+    assert "more paths not shown" in limited.text
+    none = await tool(server, "file_glob", "*.rs")
+    assert not none.is_error and "no paths match '*.rs'" in none.text
+
+
+async def test_file_glob_errors(ws: Workspace, server: ExecuteServer) -> None:
+    absolute = await tool(server, "file_glob", "/etc/*")
+    assert absolute.is_error and "PATTERN must be relative" in absolute.text
+    not_dir = await tool(server, "file_glob", "*", "missing")
+    assert not_dir.is_error and "not a directory" in not_dir.text
+    outside = await tool(server, "file_glob", "*", str(ws.outside))
+    assert outside.is_error and "outside the sandbox's readable paths" in outside.text
+
+
+# -- file_grep --
+
+async def test_file_grep_builtin_search(ws: Workspace, server: ExecuteServer) -> None:
+    if shutil.which("rg"):
+        pytest.skip("ripgrep is installed: the fallback search is not used")
+    (ws.work / "src").mkdir()
+    (ws.work / "src" / "a.py").write_text("import os\n# todo: fix\n")
+    (ws.work / "src" / "b.txt").write_text("TODO later\n")
+    (ws.work / "src" / "c.bin").write_bytes(b"TODO\x00binary")
+    (ws.work / ".hidden").write_text("TODO hidden\n")
+    result = await tool(server, "file_grep", "TODO", "-i")
+    assert stdout_of(result) == "src/a.py:2:# todo: fix\nsrc/b.txt:1:TODO later"
+    only_py = await tool(server, "file_grep", "todo", "--path=src/", "--glob=*.py")
+    assert stdout_of(only_py) == "src/a.py:2:# todo: fix"
+    capped = await tool(server, "file_grep", "o", "--max=1")
+    assert "more than 1 matching lines" in capped.text
+    none = await tool(server, "file_grep", "zzz")
+    assert not none.is_error and "no matches for 'zzz'" in none.text
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed on this machine")
+async def test_file_grep_uses_ripgrep(ws: Workspace, server: ExecuteServer) -> None:
+    (ws.work / "a.txt").write_text("needle\n")
+    assert stdout_of(await tool(server, "file_grep", "needle")).endswith("a.txt:1:needle")
+
+
+async def test_file_grep_errors(ws: Workspace, server: ExecuteServer) -> None:
+    bad = await tool(server, "file_grep", "(unclosed")
+    assert bad.is_error and "bad regular expression" in bad.text
+    missing = await tool(server, "file_grep", "x", "nowhere")
+    assert missing.is_error and "nowhere: no such file or directory" in missing.text
+    outside = await tool(server, "file_grep", "secret", str(ws.outside))
+    assert outside.is_error and "outside the sandbox's readable paths" in outside.text
+
+
+# -- reasoning_think --
+
+async def test_reasoning_think_echoes(server: ExecuteServer) -> None:
+    result = await tool(server, "reasoning_think", "first check the tests,", "then fix")
+    assert stdout_of(result) == "first check the tests, then fix"
+    empty = await tool(server, "reasoning_think")
+    assert empty.is_error and "give the thought as an argument" in empty.text
+
+
+# -- memory --
+
+async def test_memory_remember_and_recall(ws: Workspace, server: ExecuteServer) -> None:
+    assert "no memories yet" in (await tool(server, "memory_recall")).text
+    first = await tool(server, "memory_remember", "The user prefers tabs", "--tag=style")
+    assert stdout_of(first) == "remembered #1: The user prefers tabs [style]"
+    await tool(server, "memory_remember", "Tests run with pytest -q")
+    by_word = await tool(server, "memory_recall", "TABS")
+    assert stdout_of(by_word).endswith("The user prefers tabs [style]") and "pytest" not in by_word.text
+    by_tag = await tool(server, "memory_recall", "style")
+    assert "#1 (" in by_tag.text
+    latest = stdout_of(await tool(server, "memory_recall")).splitlines()
+    assert latest[0].startswith("#2 ") and latest[1].startswith("#1 ")
+    none = await tool(server, "memory_recall", "rust")
+    assert not none.is_error and "no memories match 'rust'" in none.text
+    store = paths.data_dir() / "memory" / "memories.jsonl"
+    assert len(store.read_text().splitlines()) == 2
+
+
+async def test_memory_remember_needs_text(server: ExecuteServer) -> None:
+    result = await tool(server, "memory_remember", "  ")
+    assert result.is_error and "TEXT is empty" in result.text
+
+
+# -- tasks --
+
+async def test_task_tools_edit_the_session_plan(server: ExecuteServer) -> None:
+    plan = plan_file("s1")
+    added = await tool(server, "task_add", "write the test", "fix the bug", "update docs")
+    assert stdout_of(added).splitlines()[0] == "plan (0/3 done):"
+    assert plan.read_text() == "- [ ] write the test\n- [ ] fix the bug\n- [ ] update docs\n"
+    nxt = await tool(server, "task_check")
+    assert stdout_of(nxt).splitlines()[0] == "done: write the test"
+    by_text = await tool(server, "task_check", "DOCS")
+    assert "done: update docs" in by_text.text
+    by_number = await tool(server, "task_check", "2")
+    assert "plan (3/3 done)" in by_number.text
+    assert plan.read_text() == "- [x] write the test\n- [x] fix the bug\n- [x] update docs\n"
+    await tool(server, "task_add", "release")
+    cleared_done = await tool(server, "task_clear", "--done")
+    assert "removed 3 finished steps" in cleared_done.text
+    assert plan.read_text() == "- [ ] release\n"
+    cleared = await tool(server, "task_clear")
+    assert "cleared the plan (1 steps removed)" in cleared.text and not plan.exists()
+
+
+async def test_task_check_errors(server: ExecuteServer) -> None:
+    empty = await tool(server, "task_check")
+    assert empty.is_error and "the plan is empty" in empty.text
+    await tool(server, "task_add", "fix parser", "fix printer")
+    ambiguous = await tool(server, "task_check", "fix")
+    assert ambiguous.is_error and "2 unchecked steps contain 'fix'" in ambiguous.text
+    out_of_range = await tool(server, "task_check", "7")
+    assert out_of_range.is_error and "no step 7: the plan has 2 steps" in out_of_range.text
+    await tool(server, "task_check", "1")
+    again = await tool(server, "task_check", "1")
+    assert again.is_error and "step 1 is already done" in again.text
+    await tool(server, "task_check")
+    finished = await tool(server, "task_check")
+    assert finished.is_error and "every step is already done" in finished.text
+
+
+async def test_plan_file_lives_in_the_sessions_dir(tmp_path: Path) -> None:
+    assert plan_file("abc") == paths.sessions_dir() / "s" / "abc" / "plan"

@@ -1,0 +1,105 @@
+"""Shared helpers for the bundled Python tool scripts (stdlib only; never imports ollie)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# Colon-separated policy paths the execute server exports for sandboxed calls.
+READ_ENV = "OLLIE_SANDBOX_READ"
+WRITE_ENV = "OLLIE_SANDBOX_WRITE"
+
+
+class ToolError(Exception):
+    """A failure the tool reports on stderr with exit status 1."""
+
+
+def run(main) -> None:
+    """Run `main()`, turning ToolError into a one-line message and exit status 1."""
+    name = Path(sys.argv[0]).stem
+    try:
+        main()
+    except ToolError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """An argparse parser named after the running script."""
+    return argparse.ArgumentParser(prog=Path(sys.argv[0]).stem, description=description)
+
+
+def _allowed(resolved: Path, roots: str) -> bool:
+    for root in filter(None, roots.split(":")):
+        real = os.path.realpath(root)
+        if str(resolved) == real or str(resolved).startswith(real.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def checked_path(raw: str, *, write: bool) -> Path:
+    """`raw` resolved (symlinks too) against the cwd, refused when outside the sandbox policy's paths."""
+    if not raw:
+        raise ToolError("empty path")
+    resolved = Path(os.path.realpath(Path(raw).expanduser()))
+    roots = os.environ.get(WRITE_ENV if write else READ_ENV)
+    if roots is not None and not _allowed(resolved, roots):
+        kind = "writable" if write else "readable"
+        shown = ", ".join(filter(None, roots.split(":")))
+        raise ToolError(f"{raw}: outside the sandbox's {kind} paths ({shown})")
+    return resolved
+
+
+def read_text(path: Path) -> str:
+    """A file's text (invalid UTF-8 replaced); ToolError for missing files and dirs."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise ToolError(f"{path}: permission denied") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one rename, keeping an existing file's permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def required_env(name: str) -> str:
+    """The value of env var `name`; ToolError saying it is missing otherwise."""
+    value = os.environ.get(name)
+    if not value:
+        raise ToolError(f"${name} is not set (this tool runs through ollie's call_tool)")
+    return value
