@@ -30,6 +30,12 @@ def _add_round(session: Session, r: int) -> None:
     session.messages.append(Message("user", f"step {r}: {BODY[:120]}"))
     session.messages.append(Message("assistant", f"calling {r}", tool_calls=[ToolCall(f"c{r}", "file_read", "{}")]))
     session.messages.append(Message("tool", f"{r} {BODY}", tool_call_id=f"c{r}", name="file_read"))
+    # As the loop does: every tool result gets a tier, and an older cold one collapses in place.
+    session.result_tiers[f"c{r}"] = "cold"
+    if r >= 2 and len(session.messages) >= 9:
+        session.result_tiers[f"c{r - 2}"] = "collapsed"
+        session.messages[-7].content = f"[cold result of file_read collapsed: {r - 2}]"
+        session.mark_edited(len(session.messages) - 7)
     session.add_usage(Usage(input_tokens=1000 + r, output_tokens=50), 0.001)
 
 

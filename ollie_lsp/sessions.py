@@ -168,9 +168,9 @@ class SessionTable:
 
     def start_default(self, *, resume: str | None = None) -> None:
         """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume))
+        self._default = asyncio.ensure_future(self._build_default(resume, self.defaults.cwd))
 
-    async def _build_default(self, resume: str | None) -> LiveSession:
+    async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
         await asyncio.to_thread(load_core_module)
         if resume:
             try:
@@ -178,13 +178,13 @@ class SessionTable:
             except Exception as exc:
                 self._notify_problem(f"ollie: cannot resume session {resume}: {_message(exc)}; starting a new session")
         try:
-            return await self.create()
+            return await self.create(cwd=cwd)
         except Exception as exc:
             if self.defaults.agent == "default":
                 raise
             self._notify_problem(f"ollie: agent {self.defaults.agent!r} failed: {_message(exc)}; using 'default'")
             self.defaults.agent = "default"
-            return await self.create()
+            return await self.create(cwd=cwd)
 
     async def create(
         self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,

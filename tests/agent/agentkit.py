@@ -107,7 +107,7 @@ async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: f
     """Wait until `core`'s `field` reads `wanted` (fails the test after `timeout`)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    value = core._field(field)
+    value = core.field_value(field)
     while value != wanted:
         remaining = deadline - loop.time()
         assert remaining > 0, f"{field} never became {wanted!r} (last {value!r})"

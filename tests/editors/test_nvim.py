@@ -105,7 +105,27 @@ def test_sessions_switch(workspace, scripted_llm):
     srv = scripted_llm("openai")
     srv.script(Reply(text="first answer"))
     result = run_scenario("sessions", workspace, srv)
+    assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
     assert result["second"] and result["second"] != result["first"]
     assert "first answer" not in result["after_new"]
     assert result["picker_items"] >= 2
     assert result["switched"] == result["first"]
+
+
+def test_model_agent_queue_inject_compact(workspace, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply(text="Slowly " * 30, delay=0.05,
+              tool_calls=[("execute_code", {"steps": [{"code": "sleep 0.5; echo ran", "language": "bash"}]})]),
+        Reply(text="first turn done"),
+        Reply(text="queued answer"),
+        Reply(text='{"goal": "demo", "plan": [], "decisions": ["kept it short"]}'),
+    )
+    result = run_scenario("commands", workspace, srv)
+    assert "default" in result["agent_items"] and "coding" in result["agent_items"]
+    chat = result["chat"]
+    assert chat.index("first turn done") < chat.index("queued answer")
+    requests = srv.chat_requests
+    assert requests[0].body["model"] == "other-model"
+    assert "mind the tests" in json.dumps(requests[1].body["messages"]), "inject reaches the next tool result"
+    assert "and this after" in json.dumps(requests[2].body["messages"])

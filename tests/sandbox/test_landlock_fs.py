@@ -169,3 +169,22 @@ async def test_ldd_grants_only_the_program_and_its_libraries(ws):
     assert status == 0, err
     status, _, err = await ws.run(["/usr/bin/cat", "/etc/hostname"], with_ldd)
     assert status != 0 and DENIED in err
+
+
+async def test_common_shell_idioms_work_under_the_default_policy(ws):
+    script = textwrap.dedent("""
+        set -e
+        cat <<'END' > heredoc.txt
+        from a heredoc
+        END
+        echo "$(cat heredoc.txt)" | tr a-z A-Z
+        cat <(echo substituted)
+        echo quiet > /dev/null
+        head -c 4 /dev/urandom | wc -c
+        python3 -I -S -c 'import sys; print(sys.version_info[0])'
+        perl -e 'print "perl\\n"'
+        ls | sort
+    """)
+    status, out, err = await ws.bash(script, ws.default_policy())
+    assert status == 0, err
+    assert out.splitlines() == ["FROM A HEREDOC", "substituted", "4", "3", "perl", "heredoc.txt"]

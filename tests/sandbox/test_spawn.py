@@ -157,11 +157,15 @@ async def test_fork_server_is_restarted_after_it_dies(ws):
 async def test_launcher_fallback_still_enforces_the_policy(ws, monkeypatch, tmp_path):
     broken = tmp_path / "broken_server.py"
     broken.write_text("raise SystemExit(3)\n")
-    monkeypatch.setattr(spawn_module, "_server", ForkServer(broken))
-    status, out, err = await ws.bash(f"echo hi; echo x > {ws.outside}/new; echo y > inside", ws.default_policy())
-    assert out == "hi\n" and "Permission denied" in err
-    assert not (ws.outside / "new").exists() and (ws.work / "inside").exists()
-    assert (await ws.bash("exit 4", None))[0] == 4
+    server = ForkServer(broken)
+    monkeypatch.setattr(spawn_module, "_server", server)
+    try:
+        status, out, err = await ws.bash(f"echo hi; echo x > {ws.outside}/new; echo y > inside", ws.default_policy())
+        assert out == "hi\n" and "Permission denied" in err
+        assert not (ws.outside / "new").exists() and (ws.work / "inside").exists()
+        assert (await ws.bash("exit 4", None))[0] == 4
+    finally:
+        server.close()
 
 
 async def test_no_landlock_best_effort_runs_unsandboxed_with_a_warning(ws, monkeypatch):

@@ -17,6 +17,7 @@ def _round(session: Session, r: int) -> None:
     session.messages.append(Message("user", f"question {r}"))
     session.messages.append(Message("assistant", f"answer {r}", tool_calls=[ToolCall(f"c{r}", "t", "{}")]))
     session.messages.append(Message("tool", f"result {r}", tool_call_id=f"c{r}", name="t"))
+    session.result_tiers[f"c{r}"] = "cold"
     session.add_usage(Usage(input_tokens=10, output_tokens=2, cached_input_tokens=1), 0.5)
 
 
@@ -40,17 +41,45 @@ def test_round_trip_keeps_messages_totals_and_task_state(tmp_path):
 def test_a_save_appends_only_the_new_round(tmp_path):
     session = Session(agent="a")
     file = SessionFile(tmp_path, session.id)
-    for r in range(50):
+    growth = []
+    for r in range(300):
+        size = file.path.stat().st_size if file.exists() else 0
         _round(session, r)
         file.save(session)
+        growth.append(file.path.stat().st_size - size)
     before = file.path.read_bytes()
-    _round(session, 50)
+    _round(session, 300)
     file.save(session)
     after = file.path.read_bytes()
     # The old bytes are untouched (no rewrite) and the growth is one round plus one meta record.
     assert after.startswith(before)
     added = after[len(before):].decode().splitlines()
     assert [json.loads(line)["t"] for line in added] == ["m", "m", "m", "meta"]
+    # What a save writes does not grow with the history (nor with the map of result tiers).
+    assert growth[-1] < growth[5] * 1.1, (growth[5], growth[-1])  # a few more digits, nothing more
+
+
+def test_result_tiers_are_saved_as_changes_and_load_back(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    for r in range(3):
+        _round(session, r)
+        file.save(session)
+    session.result_tiers["c1"] = "collapsed"
+    del session.result_tiers["c0"]
+    file.save(session)
+    last = json.loads(file.path.read_bytes().splitlines()[-1])
+    assert last["tracked"] == {"result_tiers": {"c1": "collapsed", "c0": None}}
+    assert "result_tiers" not in last["meta"]
+    assert persist.load(tmp_path, session.id).result_tiers == {"c1": "collapsed", "c2": "cold"}
+    session.result_tiers = {"c2": "hot"}  # replaced wholesale, without a history rewrite
+    file.save(session)
+    resumed_file = SessionFile(tmp_path, session.id)
+    resumed = resumed_file.load()
+    assert resumed.result_tiers == {"c2": "hot"}
+    resumed.result_tiers["c9"] = "warm"
+    resumed_file.save(resumed)
+    assert persist.load(tmp_path, session.id).result_tiers == {"c2": "hot", "c9": "warm"}
 
 
 def test_in_place_edit_is_recorded_without_rewriting(tmp_path):

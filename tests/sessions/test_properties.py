@@ -20,6 +20,8 @@ OPS = st.lists(
         st.tuples(st.just("clear"), st.none()),
         st.tuples(st.just("save"), st.none()),
         st.tuples(st.just("resume"), st.none()),
+        st.tuples(st.just("tier"), st.tuples(st.integers(0, 5), st.sampled_from(["hot", "cold", "collapsed", None]))),
+        st.tuples(st.just("tiers_replaced"), st.integers(0, 5)),
     ),
     max_size=40,
 )
@@ -32,7 +34,7 @@ def test_any_history_of_changes_loads_as_last_saved(ops):
         session = Session()
         file = SessionFile(root, session.id, sync=False, compact_min_records=4)
         file.save(session)
-        saved = []
+        saved: tuple[list, dict] = ([], {})
         for op, arg in ops:
             if op == "append":
                 session.messages.append(Message("user", arg))
@@ -44,15 +46,23 @@ def test_any_history_of_changes_loads_as_last_saved(ops):
                 session.replace_messages([Message("user", "state")] + session.messages[-arg:] if arg else [])
             elif op == "clear":
                 session.clear()
+            elif op == "tier":
+                key, tier = f"c{arg[0]}", arg[1]
+                if tier is None:
+                    session.result_tiers.pop(key, None)
+                else:
+                    session.result_tiers[key] = tier
+            elif op == "tiers_replaced":
+                session.result_tiers = {f"c{i}": "hot" for i in range(arg)}
             elif op == "save":
                 file.save(session)
-                saved = [m.to_dict() for m in session.messages]
+                saved = ([m.to_dict() for m in session.messages], dict(session.result_tiers))
             elif op == "resume":
                 file = SessionFile(root, session.id, sync=False, compact_min_records=4)
                 session = file.load()
-                assert [m.to_dict() for m in session.messages] == saved
+                assert ([m.to_dict() for m in session.messages], dict(session.result_tiers)) == saved
         loaded = SessionFile(root, session.id).load()
-        assert [m.to_dict() for m in loaded.messages] == saved
+        assert ([m.to_dict() for m in loaded.messages], dict(loaded.result_tiers)) == saved
 
 
 @settings(max_examples=200, deadline=None)

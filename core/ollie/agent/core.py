@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ollie import paths
-from ollie.agent.compaction import CompactionResult, compact_session, render_memory
+from ollie.agent.commands_info import format_context, format_cost, format_usage
+from ollie.agent.compaction import render_memory
+from ollie.agent.context import ContextBudget
 from ollie.agent.events import Bus
+from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory, new_dispatcher_for
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import AgentLoop, TurnResult, hook_payload_base
 from ollie.agent.persist import SessionFile
@@ -20,32 +23,17 @@ from ollie.agent.runtime import Runtime, build_runtime
 from ollie.agent.session import Session, validate_session_id
 from ollie.agent.streaming import Completion
 from ollie.agent.taskstate import plan_path, read_plan_step
-from ollie.agent.tiers import context_gate, estimate_tokens
+from ollie.agent.watch import ChangeWatch
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import AgentConfig, find_agent, load_agent_config
 from ollie.log import get_logger
 from ollie.tools.base import CWDSetter, EnvSetter, ToolInfo
-from ollie.tools.dispatcher import Dispatcher
 
 __all__ = ["Core", "TurnResult"]
 
 log = get_logger("ollie.agent.core")
-
-BackendFactory = Callable[[str | None, str | None], Backend]
-DispatcherFactory = Callable[[Path, str, dict[str, str]], Dispatcher]
-
-
-def _new_dispatcher(
-    factory: DispatcherFactory | None, cfg: AgentConfig, cwd: Path, session_id: str, env: dict[str, str]
-) -> Dispatcher:
-    """A fresh dispatcher: the caller's factory, else the execute server under the agent's sandbox."""
-    if factory is not None:
-        return factory(cwd, session_id, env)
-    from ollie.tools.execute import new_dispatcher
-
-    return new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -82,7 +70,7 @@ class Core:
         self._cwd = cwd
         self._env = env
         self._sessions_dir = sessions_dir
-        self._file = SessionFile(sessions_dir, session.id)
+        self.session_file = SessionFile(sessions_dir, session.id)
         self._backend_factory = backend_factory
         self._dispatcher_factory = dispatcher_factory
         self._agents_dirs = agents_dirs
@@ -97,8 +85,8 @@ class Core:
         self._injects: list[str] = []
         self._notes: list[str] = []
         self._tool_calls = 0
-        self._ctx_limit: int | None = None
-        self._changed = asyncio.Event()
+        self.context_budget = ContextBudget(self)
+        self._watch = ChangeWatch()
         self._closed = False
 
     @classmethod
@@ -131,7 +119,7 @@ class Core:
         else:
             session = Session()
         session.agent = agent
-        dispatcher = _new_dispatcher(dispatcher_factory, cfg, work, session.id, extra)
+        dispatcher = new_dispatcher_for(dispatcher_factory, cfg, work, session.id, extra)
         try:
             runtime = await build_runtime(cfg, dispatcher, work, extra)
         except BaseException:
@@ -144,7 +132,7 @@ class Core:
             sessions_dir=store,
             session=session,
             runtime=runtime,
-            backend_factory=backend_factory or core_backend_factory(extra),
+            backend_factory=backend_factory or env_backend_factory(extra),
             dispatcher_factory=dispatcher_factory,
             agents_dirs=agents_dirs,
             limits=limits or LoopLimits(),
@@ -195,7 +183,7 @@ class Core:
         self.bus.emit("turn", "start")
         self.set_state("thinking")
         try:
-            await self._context_limit()
+            await self.context_budget.limit()
             result = await AgentLoop(self).run(text)
         except asyncio.CancelledError:
             # Interrupted: the task completes with a result instead of propagating.
@@ -253,7 +241,7 @@ class Core:
     def queue(self, text: str) -> int:
         """Add a prompt to the FIFO; returns its depth."""
         self._queue.append(text)
-        self._notify()
+        self.notify()
         return len(self._queue)
 
     def pop_queue(self) -> str | None:
@@ -286,14 +274,15 @@ class Core:
         """Set the state (the loop calls this); publishes a `state` event on change."""
         if state != self._state:
             self._state = state
-            self._notify()
+            self.notify()
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Publish a `state` event and wake `wait_change` callers."""
         self.bus.emit("state")
-        self._changed.set()
-        self._changed = asyncio.Event()
+        self._watch.changed()
 
-    def _field(self, name: str) -> str:
+    def field_value(self, name: str) -> str:
+        """The current value of a `wait_change` field, as a string."""
         values: dict[str, Callable[[], str]] = {
             "state": lambda: self._state,
             "usage": self.usage,
@@ -308,20 +297,8 @@ class Core:
 
     async def wait_change(self, field: str, current: str, timeout: float | None = None) -> tuple[str, bool]:
         """Wait until `field` differs from `current`: (value, True), or (value, False) on timeout."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            value = self._field(field)
-            if value != current:
-                return value, True
-            changed = self._changed
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                return value, False
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except TimeoutError:
-                return self._field(field), self._field(field) != current
+        self.field_value(field)  # an unknown field fails now, not after the wait
+        return await self._watch.wait_change(lambda: self.field_value(field), current, timeout)
 
     @property
     def agent_name(self) -> str:
@@ -404,21 +381,9 @@ class Core:
 
     # --- context size, usage, cost ---------------------------------------
 
-    def _estimate(self) -> int:
-        return max(self.session.last_input_tokens, estimate_tokens(self.request_messages()))
-
-    async def _context_limit(self) -> int:
-        """The model's context length, looked up once per backend/model (0 while unknown)."""
-        if self._ctx_limit is None and self.backend is not None:
-            try:
-                self._ctx_limit = await self.backend.context_length()
-            except Exception as exc:  # unknown for now: auto-compaction waits; asked again next turn
-                log.warning("context length unknown", extra={"error": str(exc)})
-        return self._ctx_limit or 0
-
     def context_info(self) -> dict[str, int]:
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""
-        return {"tokens": self._estimate(), "limit": self._ctx_limit or 0}
+        return {"tokens": self.context_budget.estimate(), "limit": self.context_budget.known_limit}
 
     def usage_info(self) -> dict[str, int]:
         """Token totals of the session."""
@@ -436,24 +401,16 @@ class Core:
         return {"lastTurn": self.session.last_turn_cost_usd, "session": self.session.session_cost_usd}
 
     def ctx_size(self) -> str:
-        """The context size as a human string."""
-        info = self.context_info()
-        if not info["limit"]:
-            return f"{info['tokens']:,} tokens (limit unknown)"
-        return f"{info['tokens']:,} / {info['limit']:,} tokens ({100 * info['tokens'] // info['limit']}%)"
+        """The context size as a human string (as /context prints it)."""
+        return format_context(self.context_info())
 
     def usage(self) -> str:
-        """Token usage as a human string."""
-        u = self.usage_info()
-        return (
-            f"input {u['input']:,} · output {u['output']:,} · cached {u['cachedInput']:,} · "
-            f"cache writes {u['cacheCreation']:,} · {u['requests']} requests"
-        )
+        """Token usage as a human string (as /usage prints it)."""
+        return format_usage(self.usage_info())
 
     def cost(self) -> str:
-        """Cost as a human string."""
-        c = self.cost_info()
-        return f"last turn ${c['lastTurn']:.4f} · session ${c['session']:.4f}"
+        """Cost as a human string (as /cost prints it)."""
+        return format_cost(self.cost_info())
 
     def record_usage(self, completion: Completion) -> None:
         """Account a request's usage and cost; publish `usage` (the loop calls this)."""
@@ -469,7 +426,7 @@ class Core:
             f"{usage.input_tokens} {usage.output_tokens} {usage.cached_input_tokens} "
             f"{usage.cache_creation_tokens} {cost:.6f}",
         )
-        self._notify()
+        self.notify()
 
     # --- loop callbacks --------------------------------------------------
 
@@ -507,57 +464,17 @@ class Core:
     def save(self) -> None:
         """Persist the session; a failure is reported, never raised into the turn."""
         try:
-            self._file.save(self.session)
+            self.session_file.save(self.session)
         except (OSError, ValueError) as exc:
             log.error("session save failed", extra={"error": str(exc)})
             self.bus.emit("error", f"could not save the session: {exc}")
-
-    def context_gate(self) -> None:
-        """Before a request: strip cold (then warm) tool output when over the compaction budget."""
-        limit = self._ctx_limit or 0
-        stripped = context_gate(self.session, tokens=self._estimate(), budget=int(limit * self.limits.compact_fraction))
-        if stripped:
-            self.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
-            self._notify()
-
-    async def auto_compact(self) -> None:
-        """After a tool round: gate first, then compact when still at the threshold."""
-        limit = await self._context_limit()
-        if limit <= 0 or self._estimate() < limit * self.limits.compact_fraction:
-            return
-        self.context_gate()
-        if self._estimate() < limit * self.limits.compact_fraction:
-            return
-        await self._compact(announce=True)
-
-    async def compact_for_overflow(self) -> bool:
-        """The backend said the context overflowed: compact, True when it worked."""
-        return (await self._compact(announce=True)).ok
-
-    async def _compact(self, *, announce: bool) -> CompactionResult:
-        if self.backend is None:
-            return CompactionResult(False, f"cannot compact: {self.backend_error or 'no backend'}")
-        result = await compact_session(
-            session=self.session,
-            backend=self.backend,
-            params=self.generation_params(),
-            limits=self.limits,
-            hook=self.run_hook,
-            snapshot=self._file.write_compaction_snapshot,
-            rewrite=self._file.rewrite,
-            on_usage=self.record_usage,
-        )
-        if announce:
-            self.bus.emit("info" if result.ok else "error", result.message)
-        self._notify()
-        return result
 
     # --- commands' members -------------------------------------------------
 
     async def compact(self) -> str:
         """Compact now (after a running turn); what happened, as a line."""
         async with self._turn_lock:
-            return (await self._compact(announce=False)).message
+            return (await self.context_budget.compact(announce=False)).message
 
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""
@@ -565,7 +482,7 @@ class Core:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
         self.save()
-        self._notify()
+        self.notify()
 
     @property
     def max_steps(self) -> int:
@@ -586,24 +503,24 @@ class Core:
         new = self._make_backend(name, None)
         old, self.runtime.backend = self.runtime.backend, new
         self.backend_error = ""
-        self._ctx_limit = None
+        self.context_budget.forget_limit()
         if old is not None:
             await old.aclose()
-        self._notify()
+        self.notify()
 
     def switch_model(self, name: str) -> None:
         """Send later requests to model `name`."""
         if self.backend is None:
             raise RuntimeError(f"no backend: {self.backend_error}")
         self.backend.set_model(name)
-        self._ctx_limit = None
-        self._notify()
+        self.context_budget.forget_limit()
+        self.notify()
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
         async with self._turn_lock:
             cfg: AgentConfig = load_agent_config(find_agent(name, self._agents_dirs))
-            dispatcher = _new_dispatcher(self._dispatcher_factory, cfg, self._cwd, self.session.id, self._env)
+            dispatcher = new_dispatcher_for(self._dispatcher_factory, cfg, self._cwd, self.session.id, self._env)
             try:
                 runtime = await build_runtime(cfg, dispatcher, self._cwd, self._env)
             except BaseException:
@@ -622,14 +539,14 @@ class Core:
             old, self.runtime = self.runtime, runtime
             self._agent = name
             self.session.agent = name
-            self._ctx_limit = None
+            self.context_budget.forget_limit()
             self.session.clear()
             self.save()
             await old.dispatcher.aclose()
             if retired is not None:
                 self.backend_error = ""
                 await retired.aclose()
-            self._notify()
+            self.notify()
             return warnings
 
     # --- configuration ---------------------------------------------------
@@ -643,7 +560,7 @@ class Core:
         for _, server in self.runtime.dispatcher.servers():
             if isinstance(server, CWDSetter):
                 server.set_cwd(self._cwd)
-        self._notify()
+        self.notify()
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
@@ -655,8 +572,8 @@ class Core:
     def set_session_id(self, new_id: str) -> None:
         """Save the session under `new_id` from now on."""
         self.session.id = validate_session_id(new_id)
-        self._file = SessionFile(self._sessions_dir, new_id)
-        self._file.rewrite(self.session)
+        self.session_file = SessionFile(self._sessions_dir, new_id)
+        self.session_file.rewrite(self.session)
         self.set_env("OLLIE_SESSION_ID", new_id)
 
     def set_generation_params(self, params: GenerationParams) -> None:
@@ -695,18 +612,3 @@ class Core:
         await self.runtime.dispatcher.aclose()
         self.bus.close()
 
-
-def core_backend_factory(extra_env: Mapping[str, str]) -> BackendFactory:
-    """`make_backend` over the environment, the env file, and the core's extra env (which wins)."""
-
-    def factory(name: str | None, model: str | None) -> Backend:
-        from ollie.backend.registry import make_backend
-        from ollie.env import env_file, parse_env_file
-
-        try:
-            file_values = parse_env_file(env_file().read_text(encoding="utf-8"))
-        except OSError:
-            file_values = {}
-        return make_backend(name, model, environ={**file_values, **os.environ, **extra_env})
-
-    return factory

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ollie.agent import tiers
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
-from ollie.agent.session import TaskState
+from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.toolround import CallOutcome, ToolRound
@@ -44,11 +44,13 @@ def _with_ids(calls: list[ToolCall]) -> list[ToolCall]:
     return calls
 
 
-def _append_note(messages: list[Message], note: str) -> None:
+def _append_note(session: Session, note: str) -> None:
     """Append a note for the model to the last tool result (keeps role alternation valid everywhere)."""
-    for message in reversed(messages):
-        if message.role == "tool":
-            message.content = f"{message.content}\n\n[ollie] {note}"
+    messages = session.messages
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "tool":
+            messages[index].content = f"{messages[index].content}\n\n[ollie] {note}"
+            session.mark_edited(index)
             return
     messages.append(Message("user", f"[ollie] {note}"))
 
@@ -101,7 +103,7 @@ class AgentLoop:
             bus=self.bus,
             limits=self.limits,
             on_first_error=core.turn_error,
-            compact=core.compact_for_overflow,
+            compact=core.context_budget.compact_for_overflow,
         )
         core.record_usage(completion)
         # The model has now seen every cold result once: they collapse before the next request.
@@ -112,7 +114,7 @@ class AgentLoop:
         core = self.core
         tool_names = {t.name for t in self.runtime.tools}
         while True:
-            core.context_gate()
+            core.context_budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
             text, calls = completion.text, list(completion.tool_calls)
             if not calls and tool_names and text:
@@ -131,7 +133,7 @@ class AgentLoop:
             max_steps = core.max_steps
             if max_steps and self.monitor.rounds >= max_steps:
                 return await self._finish_max_steps()
-            await core.auto_compact()
+            await core.context_budget.auto_compact()
 
     async def _tool_round(self, calls: list[ToolCall]) -> list[CallOutcome]:
         core = self.core
@@ -176,9 +178,9 @@ class AgentLoop:
             return TurnResult(core.reply, "error", verdict.abort)
         for nudge in verdict.nudges:
             self.bus.emit("info", nudge)
-            _append_note(self.session.messages, nudge)
+            _append_note(self.session, nudge)
         if verdict.reinject:
-            _append_note(self.session.messages, render_task_state(self.session.task_state or self.tracked))
+            _append_note(self.session, render_task_state(self.session.task_state or self.tracked))
         core.save()
         return None
 
@@ -186,7 +188,7 @@ class AgentLoop:
         """The step limit ends the turn softly: one last request, without tools, for a summary."""
         core = self.core
         self.bus.emit("info", f"step limit reached ({core.max_steps} tool rounds): asking for a summary")
-        _append_note(self.session.messages, MAX_STEPS_NUDGE)
+        _append_note(self.session, MAX_STEPS_NUDGE)
         completion = await self._request(with_tools=False)
         self.session.messages.append(Message("assistant", completion.text, reasoning=completion.reasoning))
         if completion.text:

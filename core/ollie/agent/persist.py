@@ -6,6 +6,8 @@ The file is a snapshot followed by appended rounds, one JSON record per line:
     {"t": "m", "m": {message}}              a message appended to the history
     {"t": "e", "i": 3, "m": {message}}      message 3 changed in place (tier collapse)
     {"t": "meta", "n": 42, "meta": {...}}   commit: totals, task state; n = message count
+        (+ "tracked": {"result_tiers": {id: tier or null}}: the changes of the maps
+        that grow with the history; "tracked_full" when a map was replaced)
 
 A save writes its records and the closing `meta` in one `write` and fdatasyncs,
 so the cost of a round is the size of the round, not of the history. Load
@@ -26,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ollie.agent.session import Session, is_valid_session_id, validate_session_id
+from ollie.agent.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 from ollie.backend.types import Message
 from ollie.errors import OllieError
 
@@ -96,6 +98,7 @@ class SessionFile:
         self._first_ref: Message | None = None
         self._last_ref: Message | None = None
         self._inode = -1  # the file the offsets refer to
+        self._tracked_refs: dict[str, object] = {}
 
     # --- public API -------------------------------------------------------
 
@@ -183,7 +186,7 @@ class SessionFile:
         edited = sorted(i for i in session.edited_indices if i < self._written)
         records = [_dumps({"t": "e", "i": i, "m": msgs[i].to_dict()}) for i in edited]
         records.extend(_dumps({"t": "m", "m": m.to_dict()}) for m in msgs[self._written:])
-        records.append(_dumps({"t": "meta", "n": len(msgs), "meta": session.meta()}))
+        records.append(_dumps(self._commit_record(session)))
         payload = b"".join(records)
         try:
             fd = os.open(self.path, os.O_WRONLY)
@@ -212,7 +215,7 @@ class SessionFile:
                 os.close(fd)
         self._offset += len(payload)
         self._overhead += len(edited) + 1
-        session.edited_indices.clear()
+        _forget_changes(session)
         self._bind(session, written=len(msgs), offset=self._offset, overhead=self._overhead)
 
     def _write_snapshot(self, session: Session) -> None:
@@ -236,7 +239,7 @@ class SessionFile:
         # A process killed between writing its temporary file and the rename leaves it behind.
         for stale in self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
             stale.unlink(missing_ok=True)
-        session.edited_indices.clear()
+        _forget_changes(session)
         self._bind(session, written=len(session.messages), offset=len(payload), overhead=0)
         self._inode = inode
 
@@ -250,6 +253,31 @@ class SessionFile:
         self._list_ref = msgs
         self._first_ref = msgs[0] if written else None
         self._last_ref = msgs[written - 1] if written else None
+        self._tracked_refs = {name: getattr(session, name, None) for name in TRACKED_FIELDS}
+
+    def _commit_record(self, session: Session) -> dict[str, Any]:
+        """The closing record of a round: meta without the tracked maps, plus their changes."""
+        meta = session.meta()
+        record: dict[str, Any] = {"t": "meta", "n": len(session.messages), "meta": meta}
+        for name in TRACKED_FIELDS:
+            meta.pop(name, None)
+            current = getattr(session, name, None)
+            if not isinstance(current, TrackedDict):
+                continue
+            if current is not self._tracked_refs.get(name):
+                record.setdefault("tracked_full", {})[name] = dict(current)
+            elif current.changed_keys:
+                record.setdefault("tracked", {})[name] = current.changes()
+        return record
+
+
+def _forget_changes(session: Session) -> None:
+    """After a successful write: nothing of the session is pending any more."""
+    session.edited_indices.clear()
+    for name in TRACKED_FIELDS:
+        current = getattr(session, name, None)
+        if isinstance(current, TrackedDict):
+            current.changed_keys.clear()
 
 
 def _write_all(fd: int, payload: bytes) -> None:
@@ -265,11 +293,27 @@ def _snapshot_records(session: Session) -> Iterator[bytes]:
     yield _dumps({"t": "meta", "n": len(session.messages), "meta": session.meta()})
 
 
+def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
+    """Bring the tracked maps up to a commit record: whole maps first, then changes (None removes)."""
+    meta = record.get("meta") or {}
+    for name in TRACKED_FIELDS:
+        if name in meta:  # a snapshot's commit carries the whole map
+            tracked[name] = dict(meta[name])
+        if name in record.get("tracked_full", {}):
+            tracked[name] = dict(record["tracked_full"][name])
+        for key, value in record.get("tracked", {}).get(name, {}).items():
+            if value is None:
+                tracked.setdefault(name, {}).pop(key, None)
+            else:
+                tracked.setdefault(name, {})[key] = value
+
+
 def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
     """Apply the records up to the last complete commit: (messages, meta, commit offset, overhead)."""
     messages: list[Message] = []
     pending: list[dict[str, Any]] = []
     committed: tuple[list[Message], dict[str, Any], int, int] | None = None
+    tracked: dict[str, dict[str, Any]] = {}
     overhead = 0
     pos = 0
     lines = data.split(b"\n")
@@ -308,13 +352,17 @@ def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int,
                 )
             pending = []
             overhead += 1
+            meta = record.get("meta") or {}
+            _apply_tracked(tracked, record)
             # Pending records are applied only at a commit, so `messages` is always a committed state.
-            committed = (messages, dict(record.get("meta") or {}), end, overhead)
+            committed = (messages, dict(meta), end, overhead)
         elif kind in ("m", "e"):
             pending.append(record)
         pos = end
     if committed is None:
         raise SessionFileCorruptError(f"{path}: no complete snapshot")
+    # Like `messages`, `tracked` changes only at a commit: it is the committed state.
+    committed[1].update(tracked)
     return committed
 
 

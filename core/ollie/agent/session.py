@@ -65,6 +65,66 @@ class TaskState:
         return cls(**kwargs)
 
 
+class TrackedDict(dict[str, Any]):
+    """A dict that remembers which keys changed, so a save can write just those.
+
+    Used for per-message maps that grow with the history (`result_tiers`): writing
+    the whole map every round would make a save cost grow with the history.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.changed_keys: set[str] = set()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.changed_keys.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.changed_keys.add(key)
+
+    def __ior__(self, other: Any) -> TrackedDict:
+        self.update(other)
+        return self
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Set several keys (each recorded as changed)."""
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """dict.setdefault, recording a new key as changed."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key: str, *default: Any) -> Any:
+        """dict.pop, recording the removal."""
+        if key in self:
+            self.changed_keys.add(key)
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        """dict.popitem, recording the removal."""
+        key, value = super().popitem()
+        self.changed_keys.add(key)
+        return key, value
+
+    def clear(self) -> None:
+        """dict.clear, recording every removal."""
+        self.changed_keys.update(self.keys())
+        super().clear()
+
+    def changes(self) -> dict[str, Any]:
+        """The changed keys with their values now; None marks a removed key."""
+        return {key: self.get(key) for key in self.changed_keys}
+
+
+# Session fields kept as TrackedDict: persistence saves only their changes.
+TRACKED_FIELDS = ("result_tiers",)
+
+
 @dataclass
 class Session:
     """One agent conversation. `messages` grows until compaction; nothing is a rolling window."""
@@ -146,6 +206,12 @@ class Session:
         if not -len(self.messages) <= index < len(self.messages):
             raise IndexError(f"message index {index} out of range")
         self.edited_indices.add(index % len(self.messages))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Keep the tracked maps tracked even when the engine assigns a plain dict.
+        if name in TRACKED_FIELDS and not isinstance(value, TrackedDict):
+            value = TrackedDict(value)
+        object.__setattr__(self, name, value)
 
     def meta(self) -> dict[str, Any]:
         """Everything but the messages, JSON-ready."""

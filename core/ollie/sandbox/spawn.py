@@ -9,6 +9,7 @@ per-spawn launcher (launcher.py) does the same at a higher cost.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import signal
@@ -47,6 +48,7 @@ class ForkServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
         self._owner = 0
+        self._atexit_registered = False
 
     @property
     def pid(self) -> int | None:
@@ -69,6 +71,9 @@ class ForkServer:
             finally:
                 theirs.close()
             self._control, self._owner = ours, os.getpid()
+            if not self._atexit_registered:
+                atexit.register(self.close)
+                self._atexit_registered = True
             return ours
 
     def _close_locked(self) -> None:

@@ -5,7 +5,11 @@ local plugin_dir = vim.fs.dirname(vim.fs.dirname(debug.getinfo(1, "S").source:su
 vim.opt.rtp:prepend(plugin_dir)
 vim.cmd.runtime("plugin/ollie.lua")
 
-H.results = {}
+H.results = { notifications = {} }
+-- Keep what the plugin tells the user, for the assertions (and for debugging a failure).
+vim.notify = function(msg, level)
+  table.insert(H.results.notifications, { msg = msg, level = level })
+end
 H.ollie = require("ollie")
 H.chat = require("ollie.chat")
 H.ollie.setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")), chat = { position = "right" } })

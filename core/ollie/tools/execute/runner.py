@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ollie import paths
-from ollie.sandbox import Policy, load_policy
+from ollie.sandbox import Policy, load_policy, policy_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.spawn import RunOutcome, run_process
 
@@ -20,6 +20,13 @@ READ_ENV = "OLLIE_SANDBOX_READ"
 WRITE_ENV = "OLLIE_SANDBOX_WRITE"
 # /proc/self in a policy means the child's own; a path check cannot honour that.
 _PER_PROCESS = ("/proc/self", "/proc/thread-self")
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _path_list(roots: tuple[Path, ...]) -> str:
@@ -83,6 +90,8 @@ class Runner:
     output_limit: int = 64 * 1024
 
     tools_dirs: list[Path] = field(default_factory=list)
+    # Loading and expanding a policy costs ~10 ms: keep the last one while nothing it depends on changed.
+    _policy_cache: tuple[tuple[object, ...], Policy] | None = field(default=None, repr=False)
 
     def env(self, policy: Policy | None = None) -> dict[str, str]:
         """The env a child of this session gets; sandboxed ones also learn the policy's paths."""
@@ -101,7 +110,17 @@ class Runner:
         programs and the tools dirs in use read(-execute): the session's own files,
         whatever the project policy says about the rest of the data dir.
         """
-        policy = load_policy(name, cwd=self.cwd, env=self.env())
+        env = self.env()
+        source = policy_file(name)
+        key = (name, str(source), _mtime(source), str(self.cwd), str(self.lock_dir),
+               tuple(sorted(env.items())), tuple(self.tools_dirs))
+        if self._policy_cache is not None and self._policy_cache[0] == key:
+            return self._policy_cache[1]
+        policy = self._with_session_dirs(load_policy(name, cwd=self.cwd, env=env))
+        self._policy_cache = (key, policy)
+        return policy
+
+    def _with_session_dirs(self, policy: Policy) -> Policy:
         extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
         extra_ro = tuple(p for p in (self.lock_dir,) if p.exists() and p not in policy.readable())
         extra_rox = tuple(d for d in self.tools_dirs if d.is_dir() and d not in policy.rox)

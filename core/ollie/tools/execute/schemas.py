@@ -126,7 +126,7 @@ PIPE_SCHEMA: dict[str, Any] = {
 def _script_line(script: ToolScript) -> str:
     line = f"- {script.name}: {script.description or '(no description)'}"
     if script.args:
-        args = script.args.replace("\n", "\n    ")
+        args = script.args.replace("\n", "\n      ")
         line += f"\n    args: {args}"
     return line
 

@@ -12,7 +12,7 @@ from ollie import paths
 from ollie.errors import OllieError
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
-from ollie.tools.execute import args as argparse_
+from ollie.tools.execute.args import calls_of, sandbox_of, timeout_of
 from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.code import execute_code
 from ollie.tools.execute.context import CallContext
@@ -158,7 +158,7 @@ class ExecuteServer:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
     def _context(self, args: dict[str, Any]) -> CallContext:
-        timeout = argparse_.timeout_of(args)
+        timeout = timeout_of(args)
         self._runner.tools_dirs = self.tools_dirs()
         self._runner.prepare_dirs()
         return CallContext(
@@ -166,7 +166,7 @@ class ExecuteServer:
             locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
             gate=self._gate,
             resolve=self.resolve,
-            policy=self._runner.policy(argparse_.sandbox_of(args, self._sandbox)),
+            policy=self._runner.policy(sandbox_of(args, self._sandbox)),
             deadline=Deadline(timeout),
             timeout=timeout,
         )
@@ -175,7 +175,7 @@ class ExecuteServer:
 
     def _called_scripts(self, args: dict[str, Any]) -> list[ToolScript] | None:
         try:
-            return [self.resolve(call.tool) for call in argparse_.calls_of(args)]
+            return [self.resolve(call.tool) for call in calls_of(args)]
         except OllieError:
             return None
 

@@ -7,9 +7,8 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ollie.sandbox import spawn_sandboxed
+from ollie.sandbox import Policy, spawn_sandboxed
 
 # The one switch point between a plain spawn and the sandbox's: spawn_sandboxed
 # runs unsandboxed when given policy=None (an elevated step).
@@ -53,31 +52,31 @@ class RunOutcome:
 async def run_process(
     argv: list[str],
     *,
-    policy: Any,
+    policy: Policy | None,
     cwd: Path,
     env: dict[str, str],
     stdin: bytes | None,
     timeout: float,
     limit_bytes: int,
 ) -> RunOutcome:
-    """Run `argv` to completion or `timeout`; its whole process group is dead when this returns or raises."""
+    """Run `argv` (policy None: unsandboxed) to completion or `timeout`; its process group is dead on return or raise."""
     try:
         proc = await _spawn(argv, policy=policy, cwd=cwd, env=env, stdin=stdin)
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         return RunOutcome(error=f"could not start {argv[0]}: {exc}")
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))
-    outcome = RunOutcome(warnings=list(getattr(proc, "warnings", []) or []))
+    outcome = RunOutcome(warnings=list(proc.warnings))
     try:
         try:
             await asyncio.wait_for(_exited(proc.pid), timeout)
         except TimeoutError:
             outcome.timed_out = True
         # Background children still holding the pipes must not outlive the call.
-        pass
+        proc.kill_group()
         outcome.stdout, outcome.stderr, outcome.truncated = await reader
         outcome.exit_code = await proc.wait()
     except BaseException:
-        pass
+        proc.kill_group()
         reader.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)

@@ -135,7 +135,7 @@ function M.on_event(ev)
     end
     add_block(lines)
     if not is_error then
-      fold(first + 1, line_count())
+      fold(first, line_count())
     end
   elseif role == "error" then
     add_block({ "", "**error:** " .. content })

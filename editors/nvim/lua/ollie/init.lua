@@ -72,8 +72,10 @@ local function ensure()
   return true
 end
 
+---Request params for the current session (an empty table must still encode as a JSON object).
 local function params(extra)
-  return vim.tbl_extend("force", { session = M.status.session }, extra or {})
+  local p = vim.tbl_extend("force", { session = M.status.session }, extra or {})
+  return next(p) == nil and vim.empty_dict() or p
 end
 
 ---Editor context for a line range of the current buffer.
@@ -198,7 +200,7 @@ function M.new_session()
   if not ensure() then
     return
   end
-  client.request("ollie/session/new", {}, function(err, res)
+  client.request("ollie/session/new", vim.empty_dict(), function(err, res)
     if err then
       notify(err_text(err), vim.log.levels.WARN)
       return

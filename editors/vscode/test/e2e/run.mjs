@@ -106,8 +106,23 @@ const SLOW = "This reply streams very slowly so that the user has time to press 
 const script = [
   { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
   { text: ANSWER, chunk_size: 3, delay: 0.08 },
+  { text: "That line sets SELECTION_MARKER to 42." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
 ];
+
+/** Wait until one saved line (the daemon's session record) holds every one of `needles`. */
+async function waitForSavedPrompt(dir, needles) {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const files = fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
+    for (const file of files) {
+      const lines = fs.readFileSync(file, "latin1").split("\n");
+      if (lines.some((line) => needles.every((n) => line.includes(n)))) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no saved prompt holds ${JSON.stringify(needles)}: the editor context did not reach the model`);
+}
 
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 async function chatFrame(page) {
@@ -139,6 +154,7 @@ async function main() {
   fs.mkdirSync(workspace);
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.writeFileSync(path.join(workspace, "hello.txt"), "hello\n");
+  fs.writeFileSync(path.join(workspace, "marker.py"), "SELECTION_MARKER = 42\n");
   fs.writeFileSync(path.join(work, "script.json"), JSON.stringify(script));
 
   // Private XDG dirs: the daemon's sessions and code-server's config stay inside this run.
@@ -224,7 +240,39 @@ async function main() {
     await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle · \$/.test(e.textContent ?? "")), null, { timeout: waitMs });
     log(`streamed answer and tool block shown (${seen.size} partial renders)`);
 
-    // 2. A slow reply; Stop interrupts it.
+    // 2. Slash commands complete in the input.
+    await chat.locator("#input").fill("");
+    await chat.locator("#input").pressSequentially("/co");
+    await chat.locator("#slash li", { hasText: "/compact" }).waitFor({ timeout: waitMs });
+    await chat.locator("#input").press("ArrowDown");
+    await chat.locator("#input").press("Tab");
+    const completed = await chat.locator("#input").inputValue();
+    if (completed !== "/compact") throw new Error(`slash completion gave ${JSON.stringify(completed)}`);
+    await chat.locator("#input").fill("");
+    log("slash completion works");
+
+    // 3. Ask About Selection sends the file, range and selected text as context.
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("marker.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "marker.py" }).first().waitFor({ timeout: waitMs });
+    await page.keyboard.press("Enter");
+    await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).waitFor({ timeout: waitMs });
+    await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).click();
+    await page.keyboard.press("Control+A");
+    await page.keyboard.press("F1");
+    await page.locator(".quick-input-widget input").fill(">Ollie: Ask About Selection");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Ask About Selection" }).first().waitFor({ timeout: waitMs });
+    await page.keyboard.press("Enter");
+    await page.locator(".quick-input-widget input").waitFor({ timeout: waitMs });
+    await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
+    await page.locator(".quick-input-widget input").fill("What does this line do?");
+    await page.keyboard.press("Enter");
+    await chat.locator(".item.user", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "sets SELECTION_MARKER to 42" }).waitFor({ timeout: waitMs });
+    await waitForSavedPrompt(path.join(work, "xdg", "data"), ["SELECTION_MARKER = 42", "What does this line do?"]);
+    log("Ask About Selection sent the selection, and it reached the model's prompt");
+
+    // 4. A slow reply; Stop interrupts it.
     await chat.locator("#input").fill("Tell me a long story.");
     await chat.locator("#input").press("Enter");
     const stop = chat.locator("#stop");

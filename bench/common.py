@@ -1,0 +1,100 @@
+"""What every benchmark shares: private dirs, interleaved timing, medians, percentiles, the result row."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+DAEMON = [PYTHON, "-m", "ollie_lsp"]
+BARE_SERVER = [PYTHON, str(REPO / "bench" / "bare_server.py")]
+
+
+@dataclass
+class Row:
+    """One line of the results table: a measurement against its reference, and the target when there is one."""
+
+    name: str
+    value: float
+    reference: float | None = None
+    unit: str = "ms"
+    target: str = ""
+    ok: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """value / reference."""
+        if self.reference in (None, 0):
+            return None
+        return self.value / self.reference  # type: ignore[operator]
+
+    @property
+    def verdict(self) -> str:
+        """PASS, MISS, or empty when the row has no target."""
+        return "" if self.ok is None else ("PASS" if self.ok else "MISS")
+
+
+def median(samples: list[float]) -> float:
+    """The median (0 for no samples)."""
+    return statistics.median(samples) if samples else 0.0
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """The `pct` percentile by nearest rank."""
+    if not samples:
+        return 0.0
+    ordered = sorted(samples)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def interleaved(rounds: int, *measures: Callable[[], float]) -> list[list[float]]:
+    """Run the measures in turns, `rounds` times, so machine noise hits each alike; their samples."""
+    samples: list[list[float]] = [[] for _ in measures]
+    for _ in range(rounds):
+        for index, measure in enumerate(measures):
+            samples[index].append(measure())
+    return samples
+
+
+@contextmanager
+def private_home() -> Iterator[Path]:
+    """Private XDG dirs (and no OLLIE_* settings) for this process and its children, removed afterwards."""
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="ollie-bench-") as tmp:
+        home = Path(tmp)
+        for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                         ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")):
+            (home / sub).mkdir()
+            os.environ[var] = str(home / sub)
+        for var in [v for v in os.environ if v.startswith("OLLIE_")]:
+            del os.environ[var]
+        try:
+            yield home
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a server subprocess gets: ours plus `extra`."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    return env
+
+
+def rss_kb(pid: int) -> int:
+    """Resident set size of a process, in KiB (VmRSS)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")

@@ -1,0 +1,114 @@
+"""Turns in time: interrupt latency, $/cancelRequest, queued submits, two sessions at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+# A reply that streams for ~8 s (80 frames, 0.1 s apart) unless interrupted.
+SLOW_TEXT = "word " * 80
+
+
+def slow_reply() -> Reply:
+    return Reply(text=SLOW_TEXT, chunk_size=5, delay=0.1)
+
+
+async def wait_running(daemon, session: str | None = None, *, timeout: float = 10) -> None:
+    """Wait until the session's turn has begun streaming assistant text."""
+    await daemon.wait_events(
+        lambda evs: any(e["role"] == "assistant" and (session is None or e["session"] == session) for e in evs),
+        timeout=timeout,
+    )
+
+
+async def test_interrupt_ends_the_turn_within_a_second(start_daemon, llm):
+    llm.script(slow_reply())
+    daemon = await start_daemon(env=llm.env())
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
+    await wait_running(daemon)
+    started = time.monotonic()
+    assert await daemon.request("ollie/interrupt", {"reason": "enough"}) == {"interrupted": True}
+    result = await asyncio.wait_for(submit, 5)
+    assert time.monotonic() - started < 1.0
+    assert result["stop"] == "interrupted"
+    assert daemon.events[-1]["role"] == "turn" and daemon.events[-1]["content"] == "interrupted"
+    state = await daemon.request("ollie/state", {})
+    assert state["running"] is False and state["state"] == "idle"
+
+
+async def test_interrupt_kills_a_running_tool_within_a_second(start_daemon, llm):
+    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sleep 30", "language": "bash"}]})]))
+    daemon = await start_daemon(env=llm.env())
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "call" for e in evs))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    result = await asyncio.wait_for(submit, 5)
+    assert time.monotonic() - started < 1.0
+    assert result["stop"] == "interrupted"
+
+
+async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon, llm):
+    llm.script(slow_reply())
+    daemon = await start_daemon(env=llm.env())
+    future = daemon.client.protocol.send_request("ollie/submit", {"text": "talk a lot"})
+    (msg_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is future]
+    await wait_running(daemon)
+    started = time.monotonic()
+    daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    result = await asyncio.wait_for(asyncio.wrap_future(future), 5)
+    assert time.monotonic() - started < 1.0
+    assert result["stop"] == "interrupted"
+    assert (await daemon.request("ollie/state", {}))["running"] is False
+
+
+async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while_waiting(start_daemon, llm):
+    llm.script(Reply(text="first " * 10, chunk_size=6, delay=0.05), Reply.text("second answer"))
+    daemon = await start_daemon(env=llm.env())
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await wait_running(daemon)
+    second = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "second"}))
+    # A third one, cancelled while it waits: it never runs and answers "interrupted".
+    third = daemon.client.protocol.send_request("ollie/submit", {"text": "third"})
+    (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
+    await asyncio.sleep(0.1)
+    daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))
+    third_result = await asyncio.wait_for(asyncio.wrap_future(third), 5)
+    assert third_result["stop"] == "interrupted" and not first.done()
+    r1 = await asyncio.wait_for(first, 20)
+    r2 = await asyncio.wait_for(second, 20)
+    assert r1["stop"] == "end" and r1["reply"].startswith("first")
+    assert r2["stop"] == "end" and r2["reply"] == "second answer"
+    edges = [e["content"] for e in daemon.events if e["role"] == "turn"]
+    assert edges == ["start", "end", "start", "end"]
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["first", "second"]
+
+
+async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
+    # Each reply streams ~1.5 s; run in series the two would take twice as long.
+    llm.script(Reply(text="a" * 60, chunk_size=2, delay=0.05), Reply(text="b" * 60, chunk_size=2, delay=0.05))
+    daemon = await start_daemon(env=llm.env())
+    default = (await daemon.request("ollie/state", {}))["session"]
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    started = time.monotonic()
+    r1, r2 = await asyncio.gather(
+        daemon.request("ollie/submit", {"text": "one"}),
+        daemon.request("ollie/submit", {"session": other, "text": "two"}),
+    )
+    elapsed = time.monotonic() - started
+    assert {r1["session"], r2["session"]} == {default, other}
+    assert {r1["reply"], r2["reply"]} == {"a" * 60, "b" * 60}
+    assert elapsed < 2.6, elapsed
+    for sid in (default, other):
+        events = daemon.session_events(sid)
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    # The streams interleaved: the other session's events arrived while the first one's turn ran.
+    order = [e["session"] for e in daemon.events if e["role"] == "assistant"]
+    first_end = max(i for i, s in enumerate(order) if s == order[0])
+    assert any(s != order[0] for s in order[:first_end])
