@@ -90,12 +90,19 @@ async def run_demo(*, out: TextIO | None = None, timeout_s: float = TIMEOUT_S) -
 async def _session(workspace: Path, env: dict[str, str], renderer: Renderer, out: TextIO) -> int:
     client = LanguageClient("ollie-demo", "1", converter_factory=raw_params_converter)
     events: list[dict[str, Any]] = []
+    states: list[str] = []
 
     @client.feature("ollie/event")
     def on_event(params: dict[str, Any]) -> None:
         events.append(params)
-        if params["role"] != "turn":
+        if params["role"] == "turn" and params["content"] == "start":
+            print(f"{LABEL}:", file=out)
+        elif params["role"] != "turn":
             renderer.render(params["role"], params["content"], params.get("name", ""))
+
+    @client.feature("ollie/stateChanged")
+    def on_state(params: dict[str, Any]) -> None:
+        states.append(params["state"])
 
     print(f"== ollie demo: {LABEL} ==", file=out)
     print(f"daemon: {sys.executable} -m ollie_lsp, workspace {workspace}", file=out)

@@ -161,3 +161,16 @@ async def test_auto_compaction_at_half_the_context_length(scripted_llm, make_cor
     assert srv.chat_requests[1].body["messages"][0]["content"] == COMPACTION_PROMPT
     assert sent_messages(srv, 2)[1]["content"].startswith("[task state]")
     assert any(e.content.startswith("compacted:") for e in roles(drain(sub), "info"))
+
+
+async def test_the_compaction_request_fits_the_context_window(scripted_llm, make_core):
+    srv = scripted_llm("openai", context_length=400)
+    core = await make_core(srv, toy=ToyServer())
+    srv.script(*[Reply.text(f"answer {i} " + "x" * 200) for i in range(6)])
+    for i in range(6):
+        await core.submit(f"question {i}")
+    srv.script(Reply.text(json.dumps(STATE)))
+    assert (await core.compact()).startswith("compacted")
+    transcript = srv.chat_requests[-1].body["messages"][1]["content"]
+    assert transcript.startswith("[earlier transcript omitted]") and len(transcript) <= 900 + 40
+    assert transcript.endswith("x" * 200) and "question 5" in transcript

@@ -89,3 +89,12 @@ async def test_a_failing_hook_warns_and_the_turn_goes_on(scripted_llm, make_core
     assert (await core.submit("go")).reply == "ok"
     assert tool_messages(srv, 1)[0]["content"] == "slow_read x done"
     assert any("exited 3: oops" in e.content for e in roles(drain(sub), "info"))
+
+
+async def test_pre_tool_exit_0_output_joins_the_result(scripted_llm, make_core, agents_dir):
+    write_agent(agents_dir, "h", hooks={"preTool": 'echo "policy checked $OLLIE_TOOL"'})
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("slow_read", {"tag": "x"})), Reply.text("ok"))
+    core = await make_core(srv, toy=ToyServer(), agent="h")
+    await core.submit("go")
+    assert tool_messages(srv, 1)[0]["content"] == "slow_read x done\n\n[preTool hook]\npolicy checked slow_read"

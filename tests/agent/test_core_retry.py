@@ -32,6 +32,7 @@ async def test_transient_errors_retry_and_give_up_after_three(scripted_llm, make
     assert (await core.submit("one")).reply == "recovered"
     failed = await core.submit("two")
     assert failed.stop == "error" and "gave up after 3 retries" in failed.error
+    assert failed.reply == "" and core.reply == "recovered"  # no text this turn; the core keeps the last
     events = drain(sub)
     assert len(roles(events, "limitretry")) == 1 + 3
     assert roles(events, "error")[-1].content == failed.error

@@ -152,3 +152,24 @@ async def test_set_cwd_rejects_a_missing_directory(scripted_llm, make_core, tmp_
     sub = core.bus.subscribe()
     core.set_cwd(tmp_path)
     assert roles(drain(sub), "state")
+
+
+async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_core):
+    import asyncio
+
+    from agentkit import wait_state
+
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("slow_read", {"tag": "first"})),
+        Reply.tool_calls(("slow_write", {"delay": 30})),
+    )
+    core = await make_core(srv, toy=ToyServer())
+    turn = asyncio.create_task(core.submit("work"))
+    await wait_state(core, "calling: slow_write")
+    # Mid-turn, the file already holds the finished first round.
+    saved = persist.load(core.sessions_dir, core.session_id)
+    assert [m.role for m in saved.messages] == ["user", "assistant", "tool"]
+    assert saved.messages[2].content == "slow_read first done"
+    core.interrupt()
+    await turn

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 
+import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
 
 from ollie.testing import Reply, Usage
@@ -216,3 +217,23 @@ async def test_state_events_and_wait_change(scripted_llm, make_core, tmp_path):
     core.set_cwd(new_dir)
     assert await waiter == (str(new_dir.resolve()), True)
     json.dumps(core.context_info()) and json.dumps(core.usage_info()) and json.dumps(core.cost_info())
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "ollama"])
+async def test_tool_turns_and_compaction_in_every_wire_format(scripted_llm, make_core, fmt):
+    srv = scripted_llm(fmt)
+    srv.script(
+        Reply(reasoning="let me look", tool_calls=[("slow_read", {"tag": "a"}), ("cold_read", {"path": "x"})]),
+        Reply.tool_calls(("slow_write", {"tag": "b"})),
+        Reply.text("done"),
+        Reply.text(json.dumps({"goal": "g", "plan_step": "ship"})),
+        Reply.text("after"),
+    )
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    assert (await core.submit("go")).reply == "done"
+    assert "".join(e.content for e in roles(drain(sub), "reasoning")) == "let me look"
+    assert (await core.compact()).startswith("compacted")
+    assert (await core.submit("next")).reply == "after"
+    last = json.dumps(srv.chat_requests[-1].body)
+    assert '\\"plan_step\\": \\"ship\\"' in last and "slow_write b done" in last

@@ -211,6 +211,18 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def describe(pid: int) -> str:
+    """A process's command line and parent, for failure messages."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        ppid = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("PPid"))
+    except OSError:
+        return "gone"
+    parent = ppid.split()[1]
+    parent_cmd = Path(f"/proc/{parent}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+    return f"{cmdline} (parent {parent}: {parent_cmd}; test pid {os.getpid()})"
+
+
 async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     marker = f"ollie-orphan-check-{os.getpid()}-{time.monotonic_ns()}"
     policy = ws.default_policy()
@@ -225,4 +237,5 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     deadline = time.monotonic() + 5
     while processes_with(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert processes_with(marker) == []
+    left = {pid: describe(pid) for pid in processes_with(marker)}
+    assert left == {}

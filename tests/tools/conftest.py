@@ -11,6 +11,16 @@ import pytest
 
 from ollie.tools.base import ToolResult
 from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.languages import LanguageError, language, resolve_interpreter
+
+
+def installed(name: str) -> bool:
+    """Whether language `name`'s interpreter is on this machine's PATH."""
+    try:
+        resolve_interpreter(language(name), None)
+    except LanguageError:
+        return False
+    return True
 
 
 def alive(pid: int) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 
 import pytest
 
@@ -12,7 +11,7 @@ from ollie import paths
 from ollie.tools.execute import new_dispatcher
 from ollie.tools.execute.tool import parse_header
 
-from .conftest import Workspace, stdout_of, tool
+from .conftest import Workspace, installed, stdout_of, tool
 
 SLOW = """\
 #!/usr/bin/env bash
@@ -84,7 +83,7 @@ async def test_ed_script_edits_the_file_named_by_its_argument(ws: Workspace, mon
     assert (ws.work / "conf.txt").read_text() == "debug = true\n"
 
 
-@pytest.mark.skipif(shutil.which("lua") is None, reason="lua is not installed on this machine")
+@pytest.mark.skipif(not installed("lua"), reason="lua is not installed on this machine")
 async def test_lua_scripts_get_arg(ws: Workspace) -> None:
     ws.script("args_lua.lua", "print(arg[1] .. '|' .. arg[2])\n")
     assert stdout_of(await tool(ws.server(), "args_lua", "a", "b")) == "a|b"

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 
 import pytest
 
 from ollie.tools.execute import ExecuteServer
 
-from .conftest import Workspace, alive, code, stdout_of
+from .conftest import Workspace, alive, code, installed, stdout_of
 
 LANGUAGE_CASES = [
     ("bash", "echo $((6 * 7))", "42"),
@@ -26,7 +25,7 @@ LANGUAGE_CASES = [
 
 @pytest.mark.parametrize(("language", "program", "expected"), LANGUAGE_CASES, ids=[c[0] for c in LANGUAGE_CASES])
 async def test_each_language_runs(ws: Workspace, language: str, program: str, expected: str) -> None:
-    if shutil.which(language) is None:
+    if not installed(language):
         pytest.skip(f"{language} is not installed on this machine")
     result = await code(ws.server(), program, language)
     assert not result.is_error, result.text
@@ -56,7 +55,7 @@ async def test_missing_interpreter_is_a_clear_error(ws: Workspace) -> None:
     assert "interpreter 'perl' for language 'perl' is not installed" in result.text
 
 
-@pytest.mark.skipif(shutil.which("lua") is not None, reason="lua is installed here")
+@pytest.mark.skipif(installed("lua"), reason="lua is installed here")
 async def test_absent_lua_reports_not_installed(ws: Workspace) -> None:
     result = await code(ws.server(), "print(1)", "lua")
     assert result.is_error and "'lua' is not installed" in result.text

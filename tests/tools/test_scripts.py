@@ -176,8 +176,9 @@ async def test_file_glob_errors(ws: Workspace, server: ExecuteServer) -> None:
 # -- file_grep --
 
 async def test_file_grep_builtin_search(ws: Workspace, server: ExecuteServer) -> None:
-    if shutil.which("rg"):
-        pytest.skip("ripgrep is installed: the fallback search is not used")
+    no_rg = ws.root / "no-rg-bin"
+    no_rg.mkdir()
+    server.set_env("PATH", str(no_rg))  # no ripgrep: the built-in search runs
     (ws.work / "src").mkdir()
     (ws.work / "src" / "a.py").write_text("import os\n# todo: fix\n")
     (ws.work / "src" / "b.txt").write_text("TODO later\n")

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ollie.agent.events import Bus
 from ollie.agent.limits import LoopLimits
 from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, stream_once
@@ -119,8 +118,13 @@ async def compact_session(
     snapshot: Callable[[Session], None],
     rewrite: Callable[[Session], None],
     on_usage: Callable[[Completion], None],
+    max_chars: int = 0,
 ) -> CompactionResult:
-    """Compact `session` in place; on any failure the history stays as it was."""
+    """Compact `session` in place; on any failure the history stays as it was.
+
+    `max_chars` (0 = no limit) caps the transcript sent, keeping its end, so the
+    compaction request itself fits the context window it is trying to relieve.
+    """
     count = len(session.messages)
     if count == 0 and session.task_state is None:
         return CompactionResult(False, "nothing to compact")
@@ -129,6 +133,8 @@ async def compact_session(
         return CompactionResult(False, f"compaction blocked by the preCompact hook: {pre.output.strip() or 'no reason given'}")
 
     prompt = flatten(session.messages)
+    if max_chars and len(prompt) > max_chars:
+        prompt = "[earlier transcript omitted]\n" + prompt[-max_chars:]
     memory = render_memory(session)
     if memory:
         prompt = f"{memory}\n\n[transcript since]\n{prompt}"

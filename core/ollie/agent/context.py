@@ -82,6 +82,8 @@ class ContextBudget:
             snapshot=core.session_file.write_compaction_snapshot,
             rewrite=core.session_file.rewrite,
             on_usage=core.record_usage,
+            # About 3 characters a token, leaving room for the answer.
+            max_chars=int(self.known_limit * 3 * 0.75),
         )
         if announce:
             core.bus.emit("info" if result.ok else "error", result.message)

@@ -28,6 +28,7 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import AgentConfig, find_agent, load_agent_config
+from ollie.errors import OllieError
 from ollie.log import get_logger
 from ollie.tools.base import CWDSetter, EnvSetter, ToolInfo
 
@@ -141,7 +142,11 @@ class Core:
         try:
             runtime.backend = core._backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:
+            # Not fatal: the first turn says what to set.
             core.backend_error = str(exc)
+        except BaseException:
+            await dispatcher.aclose()
+            raise
         spawn = await core.run_hook("agentSpawn", {})
         if spawn is not None and spawn.output.strip():
             core._notes.append(f"[agentSpawn hook]\n{spawn.output.strip()}")
@@ -182,19 +187,20 @@ class Core:
         self.session.begin_turn()
         self.bus.emit("turn", "start")
         self.set_state("thinking")
+        loop = AgentLoop(self)
         try:
             await self.context_budget.limit()
-            result = await AgentLoop(self).run(text)
+            result = await loop.run(text)
         except asyncio.CancelledError:
             # Interrupted: the task completes with a result instead of propagating.
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
-            result = TurnResult(self.reply, "interrupted")
+            result = TurnResult(loop.reply, "interrupted")
         except Exception as exc:  # a bug must end the turn, not the daemon
             log.exception("turn failed")
             self.bus.emit("error", f"internal error: {exc}")
-            result = TurnResult(self.reply, "error", f"internal error: {exc}")
+            result = TurnResult(loop.reply, "error", f"internal error: {exc}")
         self._finishing = True
         self.session.end_turn()
         if self._injects:
@@ -202,7 +208,12 @@ class Core:
             self._queue.append(self.pop_inject())
         self.save()
         if result.stop != "interrupted":
-            post = await self.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
+            try:
+                post = await self.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
+            except Exception as exc:  # the turn is over; a broken hook must not lose its result
+                log.exception("postTurn hook failed")
+                self.bus.emit("info", f"hook postTurn failed: {exc}")
+                post = None
             if post is not None and post.output.strip():
                 self._notes.append(f"[postTurn hook]\n{post.output.strip()}")
         self.bus.emit("turn", result.stop)
@@ -465,7 +476,7 @@ class Core:
         """Persist the session; a failure is reported, never raised into the turn."""
         try:
             self.session_file.save(self.session)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, OllieError) as exc:
             log.error("session save failed", extra={"error": str(exc)})
             self.bus.emit("error", f"could not save the session: {exc}")
 
@@ -604,8 +615,9 @@ class Core:
             return
         self._closed = True
         task = self._task
-        if task is not None and self.interrupt("close"):
-            await asyncio.wait({task}, timeout=self.limits.interrupt_grace_s * 5)
+        if task is not None:
+            self.interrupt("close")
+            await asyncio.wait({task}, timeout=self.limits.close_wait_s)
         self.save()
         if self.backend is not None:
             await self.backend.aclose()

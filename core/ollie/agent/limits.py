@@ -27,5 +27,5 @@ class LoopLimits:
     warm_entries: int = 10
     # Hooks (the tool-result byte limit lives on the Runtime).
     hook_timeout_s: float = 60.0
-    # How long interrupt() waits for the turn to wind down before giving up on it.
-    interrupt_grace_s: float = 1.0
+    # How long close() waits for an interrupted turn to wind down.
+    close_wait_s: float = 5.0

@@ -68,6 +68,12 @@ class AgentLoop:
         self.cache: dict[tuple[str, str], CallOutcome] = {}
         # What this turn infers even when the session has no TaskState yet.
         self.tracked = TaskState()
+        # The turn's latest assistant text (the core's `reply` outlives the turn).
+        self.reply = ""
+
+    def _set_reply(self, text: str) -> None:
+        if text:
+            self.reply = self.core.reply = text
 
     async def run(self, prompt: str) -> TurnResult:
         """Run the turn for `prompt` to its end."""
@@ -90,7 +96,7 @@ class AgentLoop:
             return await self._iterate()
         except TurnFailed as failed:
             self.bus.emit("error", str(failed))
-            return TurnResult(core.reply, "error", str(failed))
+            return TurnResult(self.reply, "error", str(failed))
 
     async def _request(self, *, with_tools: bool) -> Completion:
         core = self.core
@@ -121,10 +127,9 @@ class AgentLoop:
                 text, calls = _text_tool_calls(text, tool_names)
             calls = _with_ids(calls)
             self.session.messages.append(Message("assistant", text, tool_calls=calls, reasoning=completion.reasoning))
-            if text:
-                core.reply = text
+            self._set_reply(text)
             if not calls:
-                return TurnResult(core.reply, "end")
+                return TurnResult(self.reply, "end")
 
             outcomes = await self._tool_round(calls)
             verdict = self._after_round(text, outcomes)
@@ -175,7 +180,7 @@ class AgentLoop:
         if verdict.abort:
             core.save()
             self.bus.emit("error", verdict.abort)
-            return TurnResult(core.reply, "error", verdict.abort)
+            return TurnResult(self.reply, "error", verdict.abort)
         for nudge in verdict.nudges:
             self.bus.emit("info", nudge)
             _append_note(self.session, nudge)
@@ -191,9 +196,8 @@ class AgentLoop:
         _append_note(self.session, MAX_STEPS_NUDGE)
         completion = await self._request(with_tools=False)
         self.session.messages.append(Message("assistant", completion.text, reasoning=completion.reasoning))
-        if completion.text:
-            core.reply = completion.text
-        return TurnResult(core.reply, "max_steps")
+        self._set_reply(completion.text)
+        return TurnResult(self.reply, "max_steps")
 
 
 def hook_payload_base(core: Any) -> dict[str, Any]:

@@ -118,7 +118,10 @@ class ToolRound:
             for call, _ in groups[key]:
                 self._bus.emit("tool", cached.text, name=call.name)
 
-        await asyncio.gather(*(lead(key) for key in groups))
+        # A TaskGroup: if one call fails unexpectedly its siblings are cancelled, not left running.
+        async with asyncio.TaskGroup() as group:
+            for key in groups:
+                group.create_task(lead(key))
         out = []
         for call, _ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]

@@ -29,11 +29,12 @@ class _CappedCollector(asyncio.Protocol):
             self._done.set_result(None)
 
 
-async def _collect(fd: int, limit: int) -> tuple[bytes, bool]:
+async def _collect(fd: int, limit: int, transports: list[asyncio.ReadTransport]) -> tuple[bytes, bool]:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     transport, collector = await loop.connect_read_pipe(lambda: _CappedCollector(limit, done),
                                                         os.fdopen(fd, "rb", buffering=0))
+    transports.append(transport)
     try:
         await done
     finally:
@@ -53,6 +54,8 @@ class SandboxedProcess:
         self._stderr_fd: int | None = stderr_fd
         self._status = asyncio.ensure_future(status)
         self._stdin_writer = stdin_writer
+        self._pipe_inodes = tuple(os.fstat(fd).st_ino for fd in (stdout_fd, stderr_fd))
+        self._readers: list[asyncio.ReadTransport] = []
 
     @property
     def returncode(self) -> int | None:
@@ -67,6 +70,31 @@ class SandboxedProcess:
             os.killpg(self.pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+    def kill_pipe_holders(self) -> int:
+        """SIGKILL every process still holding this child's output pipes (one that left its group); how many."""
+        wanted = {f"pipe:[{inode}]" for inode in self._pipe_inodes}
+        killed = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                fds = os.scandir(f"/proc/{entry.name}/fd")
+                holds = any(os.readlink(fd.path) in wanted for fd in fds)
+            except OSError:
+                continue  # gone meanwhile, or not ours to look at
+            if holds:
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return killed
+
+    def stop_reading(self) -> None:
+        """End `communicate` now with what was read so far, even if some process still holds the pipes."""
+        for transport in self._readers:
+            transport.close()
 
     async def wait(self) -> int:
         """The exit status (negative: killed by that signal). Cancelling it kills the group."""
@@ -83,8 +111,8 @@ class SandboxedProcess:
         """
         stdout_fd, stderr_fd = self._take_fds()
         try:
-            (out, out_cut), (err, err_cut) = await asyncio.gather(_collect(stdout_fd, limit_bytes),
-                                                                  _collect(stderr_fd, limit_bytes))
+            (out, out_cut), (err, err_cut) = await asyncio.gather(_collect(stdout_fd, limit_bytes, self._readers),
+                                                                  _collect(stderr_fd, limit_bytes, self._readers))
             if self._stdin_writer is not None:
                 await self._stdin_writer
             await self.wait()

@@ -52,6 +52,11 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   if (name) await runSlash(parts, `/${what} ${name}`);
 }
 
+function when(value: unknown): string {
+  const date = typeof value === "string" || typeof value === "number" ? new Date(value) : undefined;
+  return date && !Number.isNaN(date.getTime()) ? date.toLocaleString() : "";
+}
+
 async function switchSession(parts: Parts): Promise<void> {
   const { sessions } = await parts.daemon.request<{ sessions: SessionInfo[] }>("ollie/session/list", { limit: 50 });
   const items = (sessions ?? [])
@@ -59,7 +64,7 @@ async function switchSession(parts: Parts): Promise<void> {
     .filter((entry): entry is { info: SessionInfo; id: string } => entry.id !== undefined)
     .map(({ info, id }) => ({
       label: (typeof info.title === "string" && info.title) || id,
-      description: [info.agent, id === parts.conversation.session ? "current" : ""].filter(Boolean).join(" · "),
+      description: [id === parts.conversation.session ? "current" : "", info.agent, when(info.lastActive)].filter(Boolean).join(" · "),
       detail: id,
       id,
     }));

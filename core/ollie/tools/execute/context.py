@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ollie.sandbox import Policy
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
 from ollie.tools.execute.flock import LockManager, LockTimeout
-from ollie.tools.execute.languages import LanguageError, code_invocation, script_invocation
+from ollie.tools.execute.languages import Invocation, LanguageError, code_invocation, script_invocation
 from ollie.tools.execute.results import Section, render_all
 from ollie.tools.execute.runner import Deadline, Runner
 from ollie.tools.execute.spawn import RunOutcome
@@ -26,7 +26,7 @@ class CallContext:
     locks: LockManager
     gate: ValidationGate
     resolve: Callable[[str], ToolScript]
-    policy: Any
+    policy: Policy | None
     deadline: Deadline
     timeout: float
 
@@ -36,7 +36,7 @@ class CallContext:
         return ToolResult(text, is_error=failed)
 
     async def run_locked(
-        self, parallel: ParallelClass, invocation_of: Callable[[], Any], *, elevated: bool, limit: int | None = None
+        self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None
     ) -> RunOutcome:
         """Take the lock for `parallel`, build the invocation, and run it (outside the sandbox if elevated)."""
         try:
@@ -45,7 +45,7 @@ class CallContext:
         except LockTimeout as exc:
             return RunOutcome(error=str(exc), timed_out=True)
 
-    async def run(self, invocation_of: Callable[[], Any], *, elevated: bool, limit: int | None = None) -> RunOutcome:
+    async def run(self, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None) -> RunOutcome:
         """Build the invocation (a missing interpreter is an error outcome) and run it."""
         try:
             invocation = invocation_of()
@@ -55,20 +55,20 @@ class CallContext:
             invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit
         )
 
-    def code_invocation(self, step: CodeStep, scratch: Path, label: str, piped: bytes | None) -> Callable[[], Any]:
+    def code_invocation(self, step: CodeStep, scratch: Path, label: str, piped: bytes | None) -> Callable[[], Invocation]:
         """A deferred invocation of an inline program saved under `scratch`."""
 
-        def build() -> Any:
+        def build() -> Invocation:
             program = scratch / f"{label}{step.language.extensions[0]}"
             program.write_text(step.code if step.code.endswith("\n") else step.code + "\n", encoding="utf-8")
             return code_invocation(step.language, program, search_path=self.runner.env()["PATH"], piped_input=piped)
 
         return build
 
-    def script_invocation(self, call: ScriptCall, script: ToolScript, piped: bytes | None) -> Callable[[], Any]:
+    def script_invocation(self, call: ScriptCall, script: ToolScript, piped: bytes | None) -> Callable[[], Invocation]:
         """A deferred invocation of a tool script with its arguments."""
 
-        def build() -> Any:
+        def build() -> Invocation:
             return script_invocation(
                 script.language,
                 script.shebang_flags,

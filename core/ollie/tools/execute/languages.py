@@ -29,6 +29,8 @@ class Language:
     commands_on_stdin: bool = False
     # jq with no input would print nothing: run it with -n when nothing is piped in.
     null_input_flag: str | None = None
+    # Other program names that provide the same language (Debian ships lua5.4, not lua).
+    fallbacks: tuple[str, ...] = ()
 
 
 LANGUAGES: dict[str, Language] = {
@@ -37,7 +39,8 @@ LANGUAGES: dict[str, Language] = {
         Language("bash", "bash", extensions=(".sh", ".bash"), aliases=("sh",)),
         Language("python3", "python3", extensions=(".py",), aliases=("python",)),
         Language("perl", "perl", extensions=(".pl",)),
-        Language("lua", "lua", extensions=(".lua",), aliases=("lua5.4", "lua5.3", "lua5.1", "luajit")),
+        Language("lua", "lua", extensions=(".lua",), aliases=("lua5.4", "lua5.3", "lua5.1", "luajit"),
+                 fallbacks=("lua5.4", "lua5.3", "lua5.1", "luajit")),
         Language("awk", "awk", ("-f",), (".awk",), ("gawk", "mawk", "nawk")),
         Language("sed", "sed", ("-f",), (".sed",)),
         Language("jq", "jq", ("-f",), (".jq",), null_input_flag="-n"),
@@ -46,8 +49,6 @@ LANGUAGES: dict[str, Language] = {
         Language("bc", "bc", ("-lq",), (".bc",)),
     )
 }
-
-SUFFIX = {lang.name: lang.extensions[0] for lang in LANGUAGES.values()}
 
 
 def language(name: str) -> Language:
@@ -73,7 +74,7 @@ def _is_wrapper_script(path: str) -> bool:
 
 def resolve_interpreter(lang: Language, search_path: str | None) -> str:
     """Absolute path of `lang`'s program on `search_path`; LanguageError naming it when absent."""
-    found = shutil.which(lang.program, path=search_path)
+    found = next(filter(None, (shutil.which(p, path=search_path) for p in (lang.program, *lang.fallbacks))), None)
     if lang.name == "python3" and (found is None or _is_wrapper_script(found)):
         # A pyenv shim costs ~190 ms per start and needs its own env; the Python
         # running ollie is a real python3 and always present.

@@ -13,7 +13,9 @@ from ollie.errors import OllieError
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.execute.args import calls_of, sandbox_of, timeout_of
+from ollie.sandbox import Policy
 from ollie.tools.execute.call import call_tool
+from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.code import execute_code
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
@@ -166,10 +168,24 @@ class ExecuteServer:
             locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
             gate=self._gate,
             resolve=self.resolve,
-            policy=self._runner.policy(sandbox_of(args, self._sandbox)),
+            policy=self._policy(sandbox_of(args, self._sandbox)),
             deadline=Deadline(timeout),
             timeout=timeout,
         )
+
+    def _policy(self, requested: str) -> Policy | None:
+        """The call's policy: the session's, or a narrower one the call names (None: unsandboxed agent)."""
+        if requested == UNSANDBOXED and self._sandbox != UNSANDBOXED:
+            raise SandboxCeilingError(
+                "a tool call cannot turn the sandbox off; only an agent configured with \"sandbox\": \"none\" "
+                "(yolo) or an elevated step runs outside it"
+            )
+        if requested == UNSANDBOXED:
+            return None
+        policy = self._runner.policy(requested)
+        if self._sandbox != UNSANDBOXED and requested != self._sandbox:
+            check_within(policy, self._runner.policy(self._sandbox))
+        return policy
 
     # -- classifiers --
 

@@ -14,6 +14,9 @@ from ollie.sandbox import Policy, spawn_sandboxed
 # runs unsandboxed when given policy=None (an elevated step).
 _spawn = spawn_sandboxed
 
+# How long the output may stay open after the call's process group was killed.
+PIPE_GRACE_S = 0.5
+
 
 async def _exited(pid: int) -> None:
     """Return once process `pid` has exited (without reaping it), through a pidfd."""
@@ -73,10 +76,18 @@ async def run_process(
             outcome.timed_out = True
         # Background children still holding the pipes must not outlive the call.
         proc.kill_group()
-        outcome.stdout, outcome.stderr, outcome.truncated = await reader
+        try:
+            outcome.stdout, outcome.stderr, outcome.truncated = await asyncio.wait_for(
+                asyncio.shield(reader), PIPE_GRACE_S)
+        except TimeoutError:
+            # A process that left the group (setsid) still holds the output open: end it too.
+            proc.kill_pipe_holders()
+            proc.stop_reading()
+            outcome.stdout, outcome.stderr, outcome.truncated = await reader
         outcome.exit_code = await proc.wait()
     except BaseException:
         proc.kill_group()
+        proc.kill_pipe_holders()
         reader.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)

@@ -25,6 +25,10 @@ export function isToolError(content: string): boolean {
   return FIRST_LINE_ERROR.test(content) || SECTION_ERROR.test(content);
 }
 
+function isSideNote(item: ChatItem): boolean {
+  return item.kind === "user" && item.note !== undefined;
+}
+
 /** The conversation of one session: a list of items and the reducer that folds events into it. */
 export class ChatModel {
   readonly items: ChatItem[] = [];
@@ -74,10 +78,13 @@ export class ChatModel {
   }
 
   private appendText(kind: "assistant" | "reasoning", delta: string): ChatItem {
-    const last = this.items[this.items.length - 1];
-    if (last && last.kind === kind) {
-      last.text += delta;
-      return last;
+    // Prompts queued or injected while the reply streams do not split it in two.
+    let index = this.items.length - 1;
+    while (index >= 0 && isSideNote(this.items[index])) index--;
+    const target = this.items[index];
+    if (target && target.kind === kind) {
+      target.text += delta;
+      return target;
     }
     return this.push({ kind, id: 0, text: delta });
   }

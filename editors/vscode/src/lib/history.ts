@@ -27,6 +27,17 @@ function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
 }
 
+// The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`.
+const EDITOR_CONTEXT = /^<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
+
+/** A saved user message split into the prompt the user typed and a label for its editor context. */
+export function splitEditorContext(content: string): { prompt: string; contextLabel?: string } {
+  const match = EDITOR_CONTEXT.exec(content);
+  if (!match) return { prompt: content };
+  const file = /^File:\s*(.+?)(?:\s+\([^)]*\))?$/m.exec(match[1]);
+  return { prompt: content.slice(match[0].length), contextLabel: file ? file[1] : "editor context" };
+}
+
 /** A chat model holding a resumed session's conversation (user, assistant, reasoning and tool messages). */
 export function modelFromHistory(messages: unknown): ChatModel {
   const model = new ChatModel();
@@ -34,9 +45,11 @@ export function modelFromHistory(messages: unknown): ChatModel {
   const feed = (role: string, content: string, name?: string) => model.apply({ session: "", seq: ++seq, role, name, content });
   for (const message of messagesOf(messages)) {
     switch (message.role) {
-      case "user":
-        model.addUser(text(message.content));
+      case "user": {
+        const { prompt, contextLabel } = splitEditorContext(text(message.content));
+        model.addUser(prompt, contextLabel ? { contextLabel } : {});
         break;
+      }
       case "assistant":
         if (text(message.reasoning)) feed("reasoning", text(message.reasoning));
         if (text(message.content)) feed("assistant", text(message.content));

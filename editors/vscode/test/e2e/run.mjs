@@ -124,6 +124,16 @@ async function waitForSavedPrompt(dir, needles) {
   throw new Error(`no saved prompt holds ${JSON.stringify(needles)}: the editor context did not reach the model`);
 }
 
+/** Run a command from the command palette. */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: waitMs });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^Ollie: /, "") }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+}
+
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 async function chatFrame(page) {
   const deadline = Date.now() + waitMs;
@@ -259,10 +269,7 @@ async function main() {
     await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).waitFor({ timeout: waitMs });
     await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).click();
     await page.keyboard.press("Control+A");
-    await page.keyboard.press("F1");
-    await page.locator(".quick-input-widget input").fill(">Ollie: Ask About Selection");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Ask About Selection" }).first().waitFor({ timeout: waitMs });
-    await page.keyboard.press("Enter");
+    await runCommand(page, "Ollie: Ask About Selection");
     await page.locator(".quick-input-widget input").waitFor({ timeout: waitMs });
     await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
     await page.locator(".quick-input-widget input").fill("What does this line do?");
@@ -277,14 +284,41 @@ async function main() {
     await chat.locator("#input").press("Enter");
     const stop = chat.locator("#stop");
     await stop.waitFor({ state: "visible", timeout: waitMs });
-    const slow = chat.locator(".item.assistant").last();
-    await chat.locator(".item.assistant", { hasText: "This reply" }).waitFor({ timeout: waitMs });
+    const slow = chat.locator(".item.assistant", { hasText: "This reply" });
+    await slow.waitFor({ timeout: waitMs });
+    // While the turn runs, Enter queues and Ctrl+Enter injects (the daemon accepted both when the note shows).
+    await chat.locator("#input").fill("Then summarise it.");
+    await chat.locator("#input").press("Enter");
+    await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued" }).waitFor({ timeout: waitMs });
+    await chat.locator("#input").fill("Keep it short.");
+    await chat.locator("#input").press("Control+Enter");
+    await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
     await stop.click();
     await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
     await stop.waitFor({ state: "hidden", timeout: waitMs });
     const partial = (await slow.textContent()) ?? "";
     if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
-    log(`Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+    log(`queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+
+    // 5. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
+    await runCommand(page, "Ollie: Restart");
+    await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle/.test(e.textContent ?? "")), null, { timeout: waitMs });
+    await runCommand(page, "Ollie: Switch Session");
+    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "current" }).waitFor({ timeout: waitMs });
+    const others = page.locator(".quick-input-list .monaco-list-row").filter({ hasNotText: "current" });
+    if ((await others.count()) !== 1) throw new Error(`expected one other session, got ${await others.count()}`);
+    await others.first().click();
+    await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
+    await chat.locator('details.tool[data-tool-name="call_tool"]').waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "and that is all it says." }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.user", { hasText: "about marker.py" }).waitFor({ timeout: waitMs });
+
+    // 6. New Session empties the view again.
+    await runCommand(page, "Ollie: New Session");
+    await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
+    log("Restart, Switch Session (resumed from disk) and New Session work");
     await page.screenshot({ path: path.join(artifacts, "final.png") });
     console.log("E2E PASSED");
   } catch (err) {

@@ -23,6 +23,20 @@ test("assistant deltas stream into one item until something else comes", () => {
   assert.deepEqual(model.items.map((i) => i.kind), ["assistant", "reasoning", "assistant"]);
 });
 
+test("a prompt queued or injected mid-reply does not split the streaming text", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("assistant", "Once upon");
+  model.addUser("next", { note: "queued" });
+  model.addUser("faster", { note: "injected" });
+  feed("assistant", " a time");
+  assert.deepEqual(model.items.map((i) => i.kind), ["assistant", "user", "user"]);
+  assert.equal((model.items[0] as { text: string }).text, "Once upon a time");
+  model.addUser("a new turn");
+  feed("assistant", "Fresh");
+  assert.equal(model.items.length, 5, "a plain prompt starts a new reply");
+});
+
 test("a call and its result form one tool item; failures are marked as errors", () => {
   const model = new ChatModel();
   const feed = feeder(model);

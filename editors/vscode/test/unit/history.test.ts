@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, modelFromHistory } from "../../src/lib/history";
+import { contextToMarkdown, modelFromHistory, splitEditorContext } from "../../src/lib/history";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -29,4 +29,12 @@ test("the context document shows the system prompt, messages and tool calls", ()
   assert.match(doc, /## user\n\nread a/);
   assert.match(doc, /Tool call `file_read`:\n```json\n\{"path":"a"\}/);
   assert.match(doc, /## tool \(file_read\)\n\n```text\nAAA\n```/);
+});
+
+test("a saved prompt's editor context becomes its label", () => {
+  const saved = "<editor-context>\nFile: marker.py (python)\nSelected text:\n```python\nX = 1\n```\n</editor-context>\n\nWhat does this do?";
+  assert.deepEqual(splitEditorContext(saved), { prompt: "What does this do?", contextLabel: "marker.py" });
+  assert.deepEqual(splitEditorContext("plain prompt"), { prompt: "plain prompt" });
+  const model = modelFromHistory([{ role: "user", content: saved }]);
+  assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "What does this do?", contextLabel: "marker.py" });
 });

@@ -1,0 +1,124 @@
+"""Tools: a sandboxed `execute_code` round trip vs a bare spawn, and the parallel fan-out of read-safe calls.
+
+Run alone: python -m bench.bench_tools [ROUNDS]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_spawn import bare_spawn, sandboxed_spawn
+from bench.common import Row, median, private_home
+from ollie.sandbox import landlock_abi, load_policy
+from ollie.testing import Reply, ScriptedLLMServer
+from ollie.tools.execute.server import ExecuteServer
+
+SLEEP_TOOL = """#!/bin/sh
+# description: Sleep one second (a read-safe tool, for the fan-out benchmark).
+# args: (none)
+# ollie:parallel read
+sleep 1
+echo slept
+"""
+
+
+async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    policy = load_policy("default", cwd=work)
+    server = ExecuteServer(cwd=work, session_id="1700000000000000000-bench0", lock_dir=work.parent / "locks")
+    args = {"steps": [{"code": "true"}]}
+
+    async def timed(action) -> float:
+        start = time.perf_counter()
+        await action()
+        return time.perf_counter() - start
+
+    async def execute_true() -> None:
+        result = await server.call("execute_code", args)
+        if result.is_error:
+            raise RuntimeError(f"execute_code true failed: {result.text}")
+
+    for _ in range(5):  # warm the fork server and the page cache
+        await bare_spawn(work, env)
+        await sandboxed_spawn(policy, work, env)
+        await execute_true()
+    bare, sandboxed, executed = [], [], []
+    for _ in range(rounds):
+        bare.append(await timed(lambda: bare_spawn(work, env)))
+        sandboxed.append(await timed(lambda: sandboxed_spawn(policy, work, env)))
+        executed.append(await timed(execute_true))
+    round_trip = Row("tool spawn: execute_code `true` round trip (vs bare bash -c true)", median(executed) * 1e3,
+                     median(bare) * 1e3, target="<= 5x")
+    round_trip.ok = round_trip.ratio is not None and round_trip.ratio <= 5
+    own = Row(f"sandbox's own spawn cost: spawn_sandboxed (Landlock ABI {landlock_abi()}) vs bare",
+              median(sandboxed) * 1e3, median(bare) * 1e3)
+    return [round_trip, own]
+
+
+async def _fanout_rows(rounds: int, work: Path) -> list[Row]:
+    """Time from the first `call` event to the last `tool` event, 1 call vs 4, in turns."""
+    from ollie.agent.core import Core
+
+    tools = work.parent / "bench-tools"
+    tools.mkdir(exist_ok=True)
+    script = tools / "bench_sleep"
+    script.write_text(SLEEP_TOOL)
+    script.chmod(0o755)
+    os.environ["OLLIE_TOOLS_PATH"] = str(tools)
+    call = ("call_tool", {"calls": [{"tool": "bench_sleep", "args": []}]})
+    samples: dict[int, list[float]] = {1: [], 4: []}
+    with ScriptedLLMServer("openai") as srv:
+        core = await Core.create(agent="default", cwd=work, env=srv.env(), sessions_dir=work.parent / "sessions")
+        try:
+            for _ in range(rounds):
+                for calls in (1, 4):
+                    srv.script(Reply(tool_calls=[call] * calls), Reply.text("done"))
+                    sub = core.bus.subscribe()
+                    first_call = last_tool = 0.0
+                    task = asyncio.ensure_future(core.submit("fan out"))
+                    tools_seen = 0
+                    async for event in sub:
+                        now = time.perf_counter()
+                        if event.role == "call" and not first_call:
+                            first_call = now
+                        elif event.role == "tool":
+                            tools_seen += 1
+                            last_tool = now
+                            if "slept" not in event.content:
+                                raise RuntimeError(f"bench_sleep failed: {event.content}")
+                        elif event.role == "turn" and event.content != "start":
+                            break
+                    sub.close()
+                    result = await task
+                    if result.stop != "end" or tools_seen != calls:
+                        raise RuntimeError(f"fan-out turn: {result}, {tools_seen} results")
+                    samples[calls].append(last_tool - first_call)
+                    core.clear()
+        finally:
+            await core.close()
+    four = Row("parallel fan-out: 4 read-safe 1 s calls (vs 1 call), seconds", median(samples[4]),
+               median(samples[1]), unit="s", target="<= 1.3 s")
+    four.ok = four.value <= 1.3
+    return [four]
+
+
+def run(rounds: int = 30, fanout_rounds: int = 2) -> tuple[list[Row], list[str]]:
+    """Rows for spawn and fan-out."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "work"
+        work.mkdir()
+        rows = asyncio.run(_spawn_rows(rounds, work))
+        rows += asyncio.run(_fanout_rows(fanout_rounds, work))
+    return rows, []
+
+
+if __name__ == "__main__":
+    with private_home():
+        rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    for row in rows:
+        print(f"{row.name}: {row.value:.3f} {row.unit} vs {row.reference:.3f} ({row.ratio:.2f}x) {row.verdict}")

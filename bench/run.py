@@ -1,0 +1,141 @@
+"""Run every benchmark, print the table of ratios and write bench/RESULTS.md.
+
+Usage: python -m bench [--quick] [--no-write]
+Each ratio compares two things measured side by side in this run (rounds
+interleaved, medians), so the machine's noise largely cancels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.common import REPO, Row, private_home
+
+RESULTS = REPO / "bench" / "RESULTS.md"
+
+
+def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
+    """Save per round at 10..10,000 messages (durable and CPU part), resume of 10,000 (bench_sessions)."""
+    from bench.bench_sessions import SIZES, _time_load, _time_saves
+
+    with tempfile.TemporaryDirectory(prefix="ollie-bench-") as tmp:
+        root = Path(tmp)
+        durable = _time_saves(root, rounds, sync=True)
+        cpu = _time_saves(root, rounds, sync=False)
+        load_s = _time_load(root, 10_000)
+    rows = []
+    for size in SIZES[1:]:
+        row = Row(f"session save per round at {size:,} messages (vs 10), fdatasync", durable[size] * 1e3,
+                  durable[10] * 1e3, note=f"CPU part {cpu[size] * 1e3:.3f} ms vs {cpu[10] * 1e3:.3f} ms")
+        if size == 10_000:
+            row.target = "<= 1.5x"
+            row.ok = row.ratio is not None and row.ratio <= 1.5
+        rows.append(row)
+    cpu_row = Row("session save per round at 10,000 messages (vs 10), CPU part only", cpu[10_000] * 1e3,
+                  cpu[10] * 1e3)
+    rows.append(cpu_row)
+    rows.append(Row("resume (load) of a 10,000-message session", load_s * 1e3))
+    return rows, []
+
+
+def machine() -> list[str]:
+    """Where the numbers come from."""
+    return [
+        f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: `{' '.join(platform.uname())}`",
+        f"- CPUs: {os.cpu_count()} (load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start)",
+        f"- Python: {platform.python_version()} ({sys.executable})",
+    ]
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A number with its unit, sized for the table."""
+    if value is None:
+        return ""
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "MiB":
+        return f"{value:.1f} MiB"
+    return f"{value:.2f} ms" if abs(value) < 100 else f"{value:.0f} ms"
+
+
+def table(rows: list[Row]) -> list[str]:
+    """The markdown table."""
+    out = ["| benchmark | value | reference | ratio | target | result |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
+        value = fmt(row.value, row.unit) + (f" ({row.note})" if row.note else "")
+        out.append(f"| {row.name} | {value} | {fmt(row.reference, row.unit)} | {ratio} | {row.target} | "
+                   f"{row.verdict} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run all, print, write RESULTS.md (the analysis section after the marker is kept)."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    header = machine()
+    started = time.perf_counter()
+    from bench import bench_memory, bench_relay, bench_startup, bench_tools
+
+    steps: list[tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = [
+        ("start-up", lambda: bench_startup.run(3 if quick else 7)),
+        ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
+        ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
+        ("sessions", lambda: session_rows(10 if quick else 40)),
+        ("memory", bench_memory.run),
+    ]
+    rows: list[Row] = []
+    notes: list[str] = []
+    with private_home():
+        for title, step in steps:
+            print(f"== {title}", file=sys.stderr, flush=True)
+            got, extra = step()
+            rows += got
+            notes += extra
+            for line in table(got)[2:]:
+                print(line, flush=True)
+    elapsed = time.perf_counter() - started
+    targets = [r for r in rows if r.ok is not None]
+    missed = [r for r in targets if not r.ok]
+    summary = f"{len(targets) - len(missed)} of {len(targets)} targets met in {elapsed:.0f} s"
+    print("\n" + "\n".join(table(rows)) + f"\n\n{summary}")
+    for note in notes:
+        print(f"- {note}")
+    if not args.no_write:
+        write_results(header, rows, notes, summary, quick=quick)
+        print(f"\nwrote {RESULTS.relative_to(REPO)}")
+    return 0
+
+
+ANALYSIS_MARKER = "<!-- analysis: kept across runs -->"
+
+
+def write_results(header: list[str], rows: list[Row], notes: list[str], summary: str, *, quick: bool) -> None:
+    """RESULTS.md: the machine, the table, the notes; a hand-written analysis below the marker survives."""
+    kept = ""
+    if RESULTS.exists():
+        text = RESULTS.read_text(encoding="utf-8")
+        if ANALYSIS_MARKER in text:
+            kept = text[text.index(ANALYSIS_MARKER):]
+    lines = ["# Benchmark results", "", "Written by `./scripts/bench` (`python -m bench`"
+             + (" --quick" if quick else "") + "). Every ratio compares two things measured side by side in "
+             "this run (interleaved rounds, medians).", "", *header, "", *table(rows), "", f"**{summary}.**", ""]
+    if notes:
+        lines += ["Notes:", "", *[f"- {n}" for n in notes], ""]
+    RESULTS.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The session's sandbox policy is a ceiling: a tool call may pick a narrower policy, never a wider one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ollie.errors import OllieError
+from ollie.sandbox import Policy
+
+# An agent config's `"sandbox": "none"` (the yolo agent) runs tool code unsandboxed.
+UNSANDBOXED = "none"
+
+
+class SandboxCeilingError(OllieError):
+    """A tool call asked for a sandbox policy wider than its session's."""
+
+
+def _covered(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _wider_paths(narrow: Iterable[Path], wide: Iterable[Path]) -> list[Path]:
+    wide = tuple(wide)
+    return [p for p in narrow if not _covered(p, wide)]
+
+
+def widening(narrow: Policy, wide: Policy) -> str | None:
+    """Why `narrow` grants more than `wide`, or None when it stays within it."""
+    for kind, mine, theirs in (
+        ("write", narrow.writable(), wide.writable()),
+        ("read", narrow.readable(), wide.readable()),
+        ("execute", narrow.rox + narrow.rwx, wide.rox + wide.rwx),
+    ):
+        extra = _wider_paths(mine, theirs)
+        if extra:
+            return f"it may {kind} {extra[0]}"
+    mine, theirs = narrow.network, wide.network
+    if not theirs.enabled and mine.enabled:
+        return "it allows network access"
+    if theirs.enabled and not theirs.unrestricted and mine.enabled:
+        if mine.unrestricted:
+            return "it allows any TCP connection"
+        if not set(mine.connect_tcp) <= set(theirs.connect_tcp) or not set(mine.bind_tcp) <= set(theirs.bind_tcp):
+            return "it allows more TCP ports"
+    return None
+
+
+def check_within(requested: Policy, session: Policy) -> None:
+    """Raise SandboxCeilingError when `requested` is wider than the session's policy."""
+    reason = widening(requested, session)
+    if reason:
+        raise SandboxCeilingError(
+            f"sandbox policy {requested.name!r} is wider than this session's policy {session.name!r} ({reason}); "
+            "a tool call may only narrow the sandbox"
+        )

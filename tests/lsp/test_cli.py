@@ -1,0 +1,120 @@
+"""The terminal client and the demo, run as real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from ollie.cli.preflight import backend_problem
+from ollie.cli.render import Renderer, compact_result
+from ollie.testing import Reply
+
+OLLIE = [sys.executable, "-m", "ollie.cli"]
+
+
+def run_ollie(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+              timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    base.update(env or {})
+    return subprocess.run([*OLLIE, *args], env=base, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
+    (tmp_path / "notes.txt").write_text("the secret is 7\n")
+    llm.script(
+        Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})]),
+        Reply.text("The secret is 7."),
+    )
+    proc = run_ollie(["-p", "what is the secret?", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    assert "→ call_tool" in proc.stdout and "file_read" in proc.stdout
+    assert "← call_tool" in proc.stdout and "the secret is 7" in proc.stdout
+    assert proc.stdout.rstrip().endswith("The secret is 7.")
+    assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
+
+
+def test_agent_model_and_slash_commands_flags(llm, tmp_path):
+    proc = run_ollie(["-p", "/model", "--agent", "coding", "--model", "other-model", "--cwd", str(tmp_path)],
+                     env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    assert "other-model" in proc.stdout
+
+
+def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.error(401))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "error" in proc.stderr.lower()
+
+
+def test_missing_key_names_the_variable(tmp_path):
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env={"OLLIE_BACKEND": "openai"})
+    assert proc.returncode != 0
+    assert "OLLIE_OPENAI_KEY" in proc.stderr
+
+
+def test_unreachable_ollama_says_what_to_set(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env={"OLLIE_OLLAMA_URL": url})
+    assert proc.returncode != 0
+    assert f"cannot reach Ollama at {url}" in proc.stderr
+    assert "OLLIE_BACKEND=openai" in proc.stderr and "OLLIE_OPENAI_KEY" in proc.stderr
+
+
+def test_preflight_messages():
+    assert "OLLIE_ANTHROPIC_KEY" in backend_problem("anthropic", environ={})
+    assert "unknown backend" in backend_problem("nope", environ={})
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        assert backend_problem(None, environ={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{port}"}) is None
+
+
+def test_renderer_is_compact(tmp_path):
+    out = (tmp_path / "out.txt").open("w+")
+    renderer = Renderer(out, out, color=False)
+    renderer.render("assistant", "Hel")
+    renderer.render("assistant", "lo")
+    renderer.render("call", '{"path": "a.txt"}', "file_read")
+    renderer.render("tool", "\n".join(f"line {i}" for i in range(50)), "file_read")
+    renderer.render("turn", "end")
+    out.seek(0)
+    text = out.read()
+    assert text.startswith("Hello\n→ file_read {\"path\": \"a.txt\"}\n← file_read: line 0")
+    assert "(44 more lines)" in text and "line 49" not in text
+    assert compact_result("a\nb") == "a\nb"
+
+
+def test_interactive_session_reads_prompts_until_eof(llm, tmp_path):
+    llm.script(Reply.text("first reply"), Reply.text("second reply"))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    proc = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, input="hello\n\n/help\nagain\n",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "first reply" in proc.stdout and "second reply" in proc.stdout
+    assert "/model" in proc.stdout  # the /help output
+    assert proc.stdout.index("first reply") < proc.stdout.index("second reply")
+
+
+def test_demo_exits_zero_and_prints_the_labelled_transcript():
+    proc = run_ollie(["demo"], timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "scripted model (no real LLM)" in out
+    assert "you> What does hello.py do?" in out
+    assert "→ call_tool" in out and "file_read" in out
+    assert "def greet" in out  # the tool's result: the sample file, read in the sandbox
+    assert "hello.py defines `greet(name)`" in out
+    assert "demo: OK" in out

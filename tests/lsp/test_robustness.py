@@ -1,0 +1,118 @@
+"""The daemon stays sound: stdout floods, handler exceptions, resume after restart, shutdown cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from ollie.testing import Reply
+
+
+async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, scripted_llm, tmp_path):
+    # A large context window, so the flood's (truncated) result does not trigger a compaction.
+    llm = scripted_llm("openai", context_length=1_000_000)
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    # The hook writes straight into the daemon's own fd 1: if that were the JSON-RPC pipe, the client would choke.
+    hook = "printf 'Content-Length: 5\\r\\n\\r\\nJUNK{' > /proc/$PPID/fd/1; head -c 20000 /dev/zero | tr '\\0' x > /proc/$PPID/fd/1"
+    (agents / "noisy.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": {"preTurn": hook}}))
+    flood = {"steps": [{"code": "yes 'flood line to stdout' | head -n 200000; yes err | head -n 50000 >&2", "language": "bash"}]}
+    llm.script(Reply(tool_calls=[("execute_code", flood)]), Reply.text("survived the flood"))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "noisy"})
+    result = await daemon.request("ollie/submit", {"text": "flood it"})
+    assert result["stop"] == "end" and result["reply"] == "survived the flood"
+    tool = next(e for e in daemon.events if e["role"] == "tool")
+    assert "flood line to stdout" in tool["content"]
+    assert len(tool["content"]) < 1_000_000
+    events = daemon.events
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert (await daemon.request("ollie/state", {}))["agent"] == "noisy"
+    assert daemon.client.error is None
+
+
+async def test_a_failing_handler_answers_with_an_error_and_the_daemon_keeps_serving(start_daemon, llm, _private_dirs):
+    llm.script(Reply.text("still here"))
+    daemon = await start_daemon(env=llm.env())
+    await daemon.request("ollie/state", {})
+    # Corrupt the session registry under the running daemon: listing now fails inside the handler.
+    db = _private_dirs / "data" / "ollie" / "sessions.db"
+    assert db.exists()
+    for suffix in ("", "-wal", "-shm"):
+        path = db.with_name(db.name + suffix)
+        if path.exists():
+            path.write_bytes(b"this is not a database" * 1000)
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/session/list", {})
+    assert caught.value.code == -32603
+    assert caught.value.message
+    result = await daemon.request("ollie/submit", {"text": "are you alive?"})
+    assert result["reply"] == "still here"
+
+
+async def test_a_saved_session_resumes_in_a_new_daemon(start_daemon, llm):
+    llm.script(Reply.text("I will remember 42."), Reply.text("You said 42."), Reply.text("loaded"))
+    first = await start_daemon(env=llm.env())
+    result = await first.request("ollie/submit", {"text": "remember the number 42"})
+    session = result["session"]
+    await first.client.shutdown_session()
+
+    second = await start_daemon(env=llm.env(), init_options={"session": session})
+    state = await second.request("ollie/state", {})
+    assert state["session"] == session
+    context = await second.request("ollie/context", {})
+    assert [m["content"] for m in context["messages"] if m["role"] == "user"] == ["remember the number 42"]
+    result = await second.request("ollie/submit", {"text": "what number?"})
+    assert result["session"] == session and result["reply"] == "You said 42."
+    sent = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] in ("user", "assistant")]
+    assert sent[:2] == ["remember the number 42", "I will remember 42."]
+    await second.client.shutdown_session()
+
+    third = await start_daemon(env=llm.env())
+    loaded = await third.request("ollie/session/load", {"session": session})
+    assert loaded["session"] == session and loaded["info"]["id"] == session and loaded["info"]["live"] is True
+    result = await third.request("ollie/submit", {"session": session, "text": "again"})
+    assert result["reply"] == "loaded"
+    assert len([m for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]) == 3
+    with pytest.raises(JsonRpcException) as caught:
+        await third.request("ollie/session/load", {"session": "1700000000000000000-abcdef"})
+    assert caught.value.code == -32001
+
+
+async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, llm, _private_dirs):
+    code = "echo $$ > sleeper.pid; exec sleep 60"
+    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})]))
+    daemon = await start_daemon(env=llm.env())
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep a minute"}))
+    pid_file = daemon.workspace / "sleeper.pid"
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the tool never started"
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    os.kill(pid, 0)  # alive
+    session = (await daemon.request("ollie/state", {}))["session"]
+    await asyncio.wait_for(daemon.client.shutdown_session(), 15)
+    submit.cancel()
+    deadline = time.monotonic() + 3
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the tool process outlived the daemon"
+        await asyncio.sleep(0.05)
+    saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{session}*"))
+    assert saved, "the session was not saved"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,45 @@
+"""The agent's sandbox is a ceiling: calls may narrow it, never widen it; only `none` agents run unsandboxed."""
+
+from __future__ import annotations
+
+from .conftest import Workspace, code
+
+
+async def test_call_may_narrow_the_session_policy(ws: Workspace):
+    server = ws.server()
+    result = await code(server, "echo hi > made.txt", sandbox="readonly")
+    assert result.is_error and "Permission denied" in result.text
+    assert not (ws.work / "made.txt").exists()
+    assert not (await code(server, "echo hi > made.txt")).is_error
+    assert (ws.work / "made.txt").read_text() == "hi\n"
+
+
+async def test_call_cannot_widen_a_readonly_session(ws: Workspace):
+    server = ws.server(sandbox="readonly")
+    result = await code(server, "echo hi > made.txt", sandbox="default")
+    assert result.is_error
+    assert "wider than this session's policy 'readonly'" in result.text
+    assert "may write" in result.text
+    assert not (ws.work / "made.txt").exists()
+
+
+async def test_call_cannot_regain_network_in_a_nonet_session(ws: Workspace):
+    server = ws.server(sandbox="nonet")
+    result = await code(server, "true", sandbox="default")
+    assert result.is_error and "network" in result.text
+
+
+async def test_call_cannot_turn_the_sandbox_off(ws: Workspace):
+    server = ws.server()
+    target = ws.outside / "escaped.txt"
+    result = await code(server, f"echo x > {target}", sandbox="none")
+    assert result.is_error and "cannot turn the sandbox off" in result.text
+    assert not target.exists()
+
+
+async def test_unsandboxed_agent_runs_outside_the_policy(ws: Workspace):
+    server = ws.server(sandbox="none")
+    target = ws.outside / "yolo.txt"
+    result = await code(server, f"echo x > {target}")
+    assert not result.is_error, result.text
+    assert target.read_text() == "x\n"
