@@ -70,6 +70,7 @@ class EventForwarder:
         self._coalesce_s = coalesce_s
         self._held: Event | None = None
         self._ended = False
+        self._busy = False
         self._last_delta_at = 0.0
         self._task: asyncio.Task[None] | None = None
 
@@ -85,7 +86,7 @@ class EventForwarder:
 
     async def drained(self) -> None:
         """Wait until every event published so far has been handled."""
-        while self._sub.pending() or self._held is not None:
+        while self._busy or self._sub.pending() or self._held is not None:
             await asyncio.sleep(0.001)
 
     async def _next(self) -> Event | None:
@@ -98,6 +99,7 @@ class EventForwarder:
 
     async def _run(self) -> None:
         while (event := await self._next()) is not None:
+            self._busy = True
             try:
                 if event.role in DELTA_ROLES:
                     event = await self._coalesce(event)
@@ -105,6 +107,8 @@ class EventForwarder:
             except Exception:
                 # One bad event or a failed write must not stop the session's stream.
                 logger.exception("forwarding an event failed", extra={"session": self.session_id})
+            finally:
+                self._busy = False
 
     def _handle(self, event: Event) -> None:
         if event.role == "state":

@@ -97,7 +97,7 @@ class TurnProgress:
 
         self._then(step)
 
-    async def settled(self) -> None:
-        """Wait for every scheduled step."""
+    async def settled(self, timeout: float | None = None) -> None:
+        """Wait for every scheduled step (at most `timeout` s: a client may never answer `create`)."""
         if self._chain is not None:
-            await asyncio.gather(self._chain, return_exceptions=True)
+            await asyncio.wait({self._chain}, timeout=timeout)

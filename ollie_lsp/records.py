@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -85,13 +86,18 @@ class Records:
         names = dict.fromkeys([*(extra or []), *list_agents()])
         return list(names)
 
-    def created(self, session_id: str, *, agent: str, kind: str, title: str = "") -> Info:
-        """Record a new session on channel `lsp` (or find it, when it exists)."""
-        with rpc_errors(session_id):
-            return self.registry.ensure(
-                Request(id=session_id, user_id=self.user, agent_id=agent, kind=kind, channel=Channel.LSP,
-                        title=title, allow_exact_id_create=True)
-            )
+    def created(self, session_id: str, *, agent: str, kind: str, title: str = "") -> Info | None:
+        """Record a new session on channel `lsp` (or find it, when it exists); None when the store is unusable."""
+        try:
+            with rpc_errors(session_id):
+                return self.registry.ensure(
+                    Request(id=session_id, user_id=self.user, agent_id=agent, kind=kind, channel=Channel.LSP,
+                            title=title, allow_exact_id_create=True)
+                )
+        except (OSError, sqlite3.Error) as exc:
+            # An unwritable data dir must not stop the session: it runs, and says so when it cannot save.
+            logger.warning("session registry unavailable: %s", exc, extra={"session": session_id})
+            return None
 
     def get(self, session_id: str, *, agents: list[str] | None = None) -> Info:
         """The user's session by id, whatever its agent; -32001 when there is none."""
@@ -110,7 +116,7 @@ class Records:
         """Record activity (turn start/end and result); never fails the caller."""
         try:
             self.registry.touch(session_id, **changes)
-        except reg_errors.SessionError as exc:
+        except (reg_errors.SessionError, OSError, sqlite3.Error) as exc:
             logger.info("registry touch skipped: %s", exc, extra={"session": session_id})
 
     def rename(self, session_id: str, title: str, *, agent: str | None = None) -> None:

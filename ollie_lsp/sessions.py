@@ -18,6 +18,8 @@ from ollie_lsp.records import Records
 logger = logging.getLogger("ollie.lsp.sessions")
 
 INTERRUPTED = {"reply": "", "stop": "interrupted"}
+# How long a submit's answer waits for the client to acknowledge the turn's progress.
+PROGRESS_SETTLE_S = 2.0
 
 
 @dataclass
@@ -96,8 +98,9 @@ class LiveSession:
 
     async def _run(self, text: str) -> dict[str, Any]:
         result = await self.core.submit(text)
-        # The answer comes after every event of its turn, so a client has seen the whole stream.
+        # The answer comes after every event (and progress step) of its turn: the client has seen it all.
         await self.forwarder.drained()
+        await self.progress.settled(timeout=PROGRESS_SETTLE_S)
         return _turn_result(self.id, result)
 
     def cancel(self, handle: SubmitHandle) -> None:
@@ -297,7 +300,7 @@ class SessionTable:
             logger.exception("closing a session failed", extra={"session": live.id})
         try:
             await live.forwarder.stop()
-            await live.progress.settled()
+            await live.progress.settled(timeout=PROGRESS_SETTLE_S)
         except Exception:
             logger.exception("stopping a session's events failed", extra={"session": live.id})
 

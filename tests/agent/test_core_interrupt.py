@@ -113,3 +113,22 @@ async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):
         assert (await turn).stop == "interrupted"
     saved = persist.load(core.sessions_dir, core.session_id)
     assert [m.role for m in saved.messages] == ["user", "assistant", "tool"]
+
+
+async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir, tmp_path):
+    from agentkit import write_agent
+
+    pid_file = tmp_path / "hook.pid"
+    write_agent(agents_dir, "h", hooks={"preTool": f"echo $$ > {pid_file}; sleep 30"})
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("slow_read", {"tag": "x"})))
+    toy = ToyServer()
+    core = await make_core(srv, toy=toy, agent="h")
+    turn = asyncio.create_task(core.submit("go"))
+    await _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    started = time.monotonic()
+    print("INTERRUPT", core.interrupt(), core._task, core.state)
+    assert (await turn).stop == "interrupted"
+    assert time.monotonic() - started < 1.0
+    assert toy.executions == []
+    await _wait_for(lambda: not _alive(int(pid_file.read_text())), timeout=2.0)

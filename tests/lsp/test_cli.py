@@ -118,3 +118,83 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
     assert "def greet" in out  # the tool's result: the sample file, read in the sandbox
     assert "hello.py defines `greet(name)`" in out
     assert "demo: OK" in out
+
+
+def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
+    import signal
+    import time
+
+    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env={**base, **llm.env()},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.read(4) == "word"  # streaming has begun
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=10)
+        assert time.monotonic() - started < 1.5
+        assert code == 130
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
+    import signal
+    import time
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    try:
+        banner = proc.stderr.readline()
+        assert "ollie" in banner and "session" in banner
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        assert proc.poll() is None  # one Ctrl-C at the idle prompt only warns
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        assert "Ctrl-C again" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_daemon_version_and_tcp_mode(tmp_path):
+    import asyncio
+
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    from ollie_lsp.server import raw_params_converter
+
+    out = subprocess.run([sys.executable, "-m", "ollie_lsp", "--version"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.startswith("ollie-lsp ")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    daemon = subprocess.Popen([sys.executable, "-m", "ollie_lsp", "--tcp", f"127.0.0.1:{port}"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    async def talk() -> dict:
+        client = LanguageClient("t", "1", converter_factory=raw_params_converter)
+        for _ in range(100):
+            try:
+                await client.start_tcp("127.0.0.1", port)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        result = await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
+                                                                      root_uri=tmp_path.as_uri()))
+        assert "ollie" in result.capabilities.experimental
+        state = await asyncio.wait_for(client.protocol.send_request_async("ollie/state", {}), 30)
+        await client.shutdown_async(None)
+        client.exit(None)
+        return state
+
+    try:
+        state = asyncio.run(asyncio.wait_for(talk(), 60))
+        assert state["cwd"] == str(tmp_path.resolve()) and state["state"] == "idle"
+    finally:
+        daemon.kill()
+        daemon.wait()

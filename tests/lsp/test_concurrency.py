@@ -112,3 +112,19 @@ async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
     order = [e["session"] for e in daemon.events if e["role"] == "assistant"]
     first_end = max(i for i, s in enumerate(order) if s == order[0])
     assert any(s != order[0] for s in order[:first_end])
+
+
+async def test_cancelling_the_progress_interrupts_the_turn(start_daemon, llm):
+    llm.script(slow_reply())
+    daemon = await start_daemon(env=llm.env())
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
+    await wait_running(daemon)
+    deadline = time.monotonic() + 5
+    while not daemon.client.progress_reports:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    (token,) = daemon.client.progress_reports
+    assert daemon.client.progress_reports[token][0].cancellable is True
+    daemon.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(submit, 3)
+    assert result["stop"] == "interrupted"

@@ -238,4 +238,8 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     while processes_with(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     left = {pid: describe(pid) for pid in processes_with(marker)}
+    import subprocess as _sp
+    srv = spawn_module.fork_server().pid
+    info = _sp.run(f"cat /proc/{srv}/wchan; echo; ls -l /proc/{srv}/fd; cat /proc/{srv}/status | grep State", shell=True, capture_output=True, text=True).stdout
+    Path("/tmp/orph_debug.txt").write_text(repr((left, spawn_module.DEBUG)) + "\n" + info)
     assert left == {}

@@ -32,6 +32,7 @@ FORK_SERVER = HERE / "forkserver.py"
 LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
+DEBUG = []
 _background: set[asyncio.Task[None]] = set()
 
 
@@ -112,6 +113,7 @@ class ForkServer:
             writer.write(json.dumps(request).encode() + b"\n")
             line = await reader.readline()
         except asyncio.CancelledError:
+            DEBUG.append("cancel-readline")
             # The child may already run: kill it as soon as its pid is known.
             task = asyncio.ensure_future(_kill_when_started(reader, writer))
             _background.add(task)  # the loop keeps only weak references to tasks
@@ -131,12 +133,16 @@ class ForkServer:
 
 
 async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    DEBUG.append("kill-start")
     try:
         reply = json.loads(await reader.readline() or b"{}")
+        DEBUG.append(("reply", reply))
         if "pid" in reply:
             os.killpg(reply["pid"], signal.SIGKILL)
-    except (OSError, ValueError):
-        pass
+            DEBUG.append(("killed", reply))
+    except BaseException as exc:
+        DEBUG.append(("exc", repr(exc)))
+        raise
     finally:
         writer.close()
 

@@ -77,22 +77,21 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Queue a prompt to run after the current turn. */
-  async queue(text: string): Promise<void> {
-    const model = this.model;
-    try {
-      await this.daemon.request("ollie/queue", this.withSession({ text }));
-      this.changed(model.addUser(text, { note: "queued" }));
-    } catch (err) {
-      this.changed(model.addNotice("error", errorText(err)));
-    }
+  queue(text: string): Promise<void> {
+    return this.sendAside("ollie/queue", text, "queued");
   }
 
   /** Inject text into the running turn (the model sees it at its next step). */
-  async inject(text: string): Promise<void> {
+  inject(text: string): Promise<void> {
+    return this.sendAside("ollie/inject", text, "injected");
+  }
+
+  // Queued and injected text is shown once the daemon has accepted it.
+  private async sendAside(method: string, text: string, note: "queued" | "injected"): Promise<void> {
     const model = this.model;
     try {
-      await this.daemon.request("ollie/inject", this.withSession({ text }));
-      this.changed(model.addUser(text, { note: "injected" }));
+      await this.daemon.request(method, this.withSession({ text }));
+      this.changed(model.addUser(text, { note }));
     } catch (err) {
       this.changed(model.addNotice("error", errorText(err)));
     }

@@ -319,6 +319,21 @@ async function main() {
     await runCommand(page, "Ollie: New Session");
     await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
     log("Restart, Switch Session (resumed from disk) and New Session work");
+
+    // 7. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
+    fs.mkdirSync(path.join(workspace, ".vscode"));
+    fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({ "ollie.model": "e2e-model" }));
+    const modelDeadline = Date.now() + waitMs;
+    for (;;) {
+      await chat.locator("#input").fill("/model");
+      await chat.locator("#input").press("Escape");
+      await chat.locator("#input").press("Enter");
+      await page.waitForTimeout(500);
+      const notices = await chat.locator(".item.notice").allTextContents();
+      if (notices.some((text) => text.includes("e2e-model"))) break;
+      if (Date.now() > modelDeadline) throw new Error(`the model setting never reached the daemon: ${JSON.stringify(notices)}`);
+    }
+    log("a settings change restarted the daemon with the new model");
     await page.screenshot({ path: path.join(artifacts, "final.png") });
     console.log("E2E PASSED");
   } catch (err) {
