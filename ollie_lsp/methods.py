@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ollie.errors import ConfigError
 from ollie_lsp.editor import is_command, with_context
-from ollie_lsp.errors import InvalidParams
+from ollie_lsp.errors import InvalidParams, SessionArchived
 from ollie_lsp.params import (
     CommandParams,
     InterruptParams,
@@ -27,6 +28,7 @@ from ollie_lsp.params import (
     parse,
 )
 from ollie_lsp.progress import first_words
+from ollie_lsp.records import check_kind, info_to_wire
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import SubmitHandle, resolve_cwd
 
@@ -183,9 +185,6 @@ async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/session/new")
 async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Start another session (its own Core)."""
-    from ollie.errors import ConfigError
-    from ollie_lsp.records import check_kind
-
     p = parse(SessionNewParams, raw)
     kind = check_kind(p.kind or "chat")
     cwd = resolve_cwd(p.cwd) if p.cwd else None
@@ -199,8 +198,6 @@ async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/session/list")
 async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The user's saved sessions, most recent first."""
-    from ollie_lsp.records import info_to_wire
-
     p = parse(SessionListParams, raw)
     live_agents = [s.core.agent_name for s in ls.table.live()]
     infos = ls.table.records.list(
@@ -212,8 +209,6 @@ async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/session/load")
 async def session_load(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
-    from ollie_lsp.records import info_to_wire
-
     p = parse(SessionIdParams, raw)
     live = await ls.table.load(p.session)
     info = ls.table.records.get(live.id, agents=[live.core.agent_name])
@@ -226,8 +221,6 @@ async def session_rename(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(SessionRenameParams, raw)
     live = ls.table.find(p.session)
     if live is not None and live.archived:
-        from ollie_lsp.errors import SessionArchived
-
         raise SessionArchived(p.session)
     ls.table.records.rename(p.session, p.title, agent=live.core.agent_name if live else None)
     return {}

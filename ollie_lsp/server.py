@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 
 from ollie import __version__
 from ollie_lsp.editor import OpenDocument
+from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.options import InitOptions, parse_init_options
 
 logger = logging.getLogger("ollie.lsp.server")
@@ -90,8 +91,6 @@ class OllieServer(LanguageServer):
     def table(self) -> Any:
         """The session table (built at initialize)."""
         if self._table is None:
-            from ollie_lsp.errors import SessionNotFound
-
             raise SessionNotFound("(the server is not initialized)")
         return self._table
 
@@ -105,7 +104,8 @@ class OllieServer(LanguageServer):
         try:
             doc = self.workspace.text_documents.get(uri) or self.workspace.get_text_document(uri)
             return OpenDocument(text=doc.source, language_id=doc.language_id)
-        except (OSError, ValueError, RuntimeError):
+        except (OSError, ValueError, TypeError, RuntimeError):
+            # Not open and not a readable file (deleted, a directory, an `untitled:` buffer).
             return None
 
     def supports_progress(self) -> bool:

@@ -233,6 +233,11 @@ async def test_tool_turns_and_compaction_in_every_wire_format(scripted_llm, make
     sub = core.bus.subscribe()
     assert (await core.submit("go")).reply == "done"
     assert "".join(e.content for e in roles(drain(sub), "reasoning")) == "let me look"
+    if fmt == "anthropic":
+        # Extended thinking with tools: the thinking block goes back signed, or the API refuses it.
+        assistant = next(m for m in srv.chat_requests[1].body["messages"] if m["role"] == "assistant")
+        thinking = assistant["content"][0]
+        assert thinking["type"] == "thinking" and thinking["thinking"] == "let me look" and thinking["signature"]
     assert (await core.compact()).startswith("compacted")
     assert (await core.submit("next")).reply == "after"
     last = json.dumps(srv.chat_requests[-1].body)

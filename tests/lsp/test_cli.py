@@ -198,3 +198,19 @@ def test_daemon_version_and_tcp_mode(tmp_path):
     finally:
         daemon.kill()
         daemon.wait()
+
+
+def test_session_flag_resumes_a_saved_session(llm, tmp_path):
+    import re
+
+    llm.script(Reply.text("noted"), Reply.text("it was 9"))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    first = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, input="remember 9\n",
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    session = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)
+    second = run_ollie(["-p", "what was it?", "--session", session, "--cwd", str(tmp_path)], env=llm.env())
+    assert second.returncode == 0, second.stderr
+    assert "it was 9" in second.stdout
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]

@@ -104,7 +104,7 @@ async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
     elapsed = time.monotonic() - started
     assert {r1["session"], r2["session"]} == {default, other}
     assert {r1["reply"], r2["reply"]} == {"a" * 60, "b" * 60}
-    assert elapsed < 2.6, elapsed
+    assert elapsed < 2.8, elapsed  # in series: at least 3 s
     for sid in (default, other):
         events = daemon.session_events(sid)
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))

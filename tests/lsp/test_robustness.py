@@ -116,3 +116,23 @@ def _alive(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemon, llm):
+    code = "echo $$ > sleeper.pid; exec sleep 60"
+    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})]))
+    daemon = await start_daemon(env=llm.env())
+    asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep a minute"}))
+    pid_file = daemon.workspace / "sleeper.pid"
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the tool never started"
+        await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    server = daemon.client._server
+    server.stdin.close()  # the editor went away without shutdown/exit
+    await asyncio.wait_for(server.wait(), 10)
+    deadline = time.monotonic() + 3
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the tool process outlived the daemon"
+        await asyncio.sleep(0.05)

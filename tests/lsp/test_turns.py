@@ -3,9 +3,38 @@
 from __future__ import annotations
 
 
+import pytest
+import pytest_lsp
 from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ollie.testing import Reply
+
+from .conftest import SERVER_COMMAND, Daemon, capabilities, daemon_env, make_client
+
+# pytest-lsp's own fixture: the server env is filled in per test (the scripted server's URL changes).
+CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
+
+
+@pytest.fixture(autouse=True)
+def _point_daemon_at_llm(llm, _private_dirs):
+    CONFIG.server_env = daemon_env(_private_dirs, llm.env())
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def lsp_client(client: LanguageClient, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    await client.initialize_session(types.InitializeParams(
+        capabilities=capabilities(), root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")]))
+    yield
+    await client.shutdown_session()
+
+
+@pytest.fixture
+def daemon(lsp_client, tmp_path) -> Daemon:
+    """The daemon of pytest-lsp's fixture, with the shared helpers."""
+    return Daemon(lsp_client, tmp_path / "ws")
 
 READ_SAMPLE = ("call_tool", {"calls": [{"tool": "file_read", "args": ["sample.txt"]}]})
 
@@ -18,9 +47,8 @@ def user_text(request) -> str:
     return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
 
 
-async def test_submit_streams_events_in_order_with_gap_free_seq(start_daemon, llm):
+async def test_submit_streams_events_in_order_with_gap_free_seq(daemon, llm):
     llm.script(Reply(tool_calls=[READ_SAMPLE]), Reply.text("The sample says hello to everyone here."))
-    daemon = await start_daemon(env=llm.env())
     (daemon.workspace / "sample.txt").write_text("hello from the sample\n")
     result = await daemon.request("ollie/submit", {"text": "read the sample"})
     assert result["stop"] == "end", result
@@ -41,9 +69,8 @@ async def test_submit_streams_events_in_order_with_gap_free_seq(start_daemon, ll
     assert "state" not in roles
 
 
-async def test_progress_and_state_changed(start_daemon, llm):
+async def test_progress_and_state_changed(daemon, llm):
     llm.script(Reply(tool_calls=[READ_SAMPLE]), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env())
     (daemon.workspace / "sample.txt").write_text("x\n")
     result = await daemon.request("ollie/submit", {"text": "please read the sample file now"})
     assert result["stop"] == "end"
@@ -69,9 +96,8 @@ async def test_no_progress_without_client_support(start_daemon, llm):
     assert daemon.client.progress_reports == {}
 
 
-async def test_editor_context_from_an_unsaved_document_reaches_the_model(start_daemon, llm):
+async def test_editor_context_from_an_unsaved_document_reaches_the_model(daemon, llm):
     llm.script(Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env())
     file = daemon.workspace / "pkg" / "mod.py"
     file.parent.mkdir()
     file.write_text("saved_line = 1\n")
@@ -94,9 +120,8 @@ async def test_editor_context_from_an_unsaved_document_reaches_the_model(start_d
     assert sent.rstrip().endswith("explain this")
 
 
-async def test_full_sync_change_and_close_fall_back_to_disk(start_daemon, llm):
+async def test_full_sync_change_and_close_fall_back_to_disk(daemon, llm):
     llm.script(Reply.text("one"), Reply.text("two"))
-    daemon = await start_daemon(env=llm.env())
     file = daemon.workspace / "f.txt"
     file.write_text("disk text\n")
     uri = file.as_uri()
@@ -114,10 +139,29 @@ async def test_full_sync_change_and_close_fall_back_to_disk(start_daemon, llm):
     assert "disk text" in user_text(llm.chat_requests[-1])
 
 
-async def test_commands_get_no_editor_context(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_commands_get_no_editor_context(daemon, llm):
     uri = (daemon.workspace / "x.py").as_uri()
     result = await daemon.request("ollie/submit", {"text": "!echo plain", "context": {"uri": uri, "selection": "SEL"}})
     assert result["stop"] == "command"
     assert "plain" in result["reply"] and "SEL" not in result["reply"]
     assert llm.chat_requests == []
+
+
+async def test_reasoning_deltas_are_forwarded_before_the_answer(daemon, llm):
+    llm.script(Reply(reasoning="let me think about it", text="the answer"))
+    result = await daemon.request("ollie/submit", {"text": "think"})
+    assert result["reply"] == "the answer"
+    events = daemon.session_events(result["session"])
+    reasoning = "".join(e["content"] for e in events if e["role"] == "reasoning")
+    assert "let me think about it" in reasoning
+    roles = [e["role"] for e in events]
+    assert roles.index("reasoning") < roles.index("assistant")
+
+
+async def test_a_missing_key_is_not_a_crash_the_turn_says_what_to_set(start_daemon):
+    daemon = await start_daemon(env={"OLLIE_BACKEND": "openai"})
+    result = await daemon.request("ollie/submit", {"text": "hello"})
+    assert result["stop"] == "error" and "OLLIE_OPENAI_KEY" in result["error"]
+    errors = [e for e in daemon.events if e["role"] == "error"]
+    assert errors and "OLLIE_OPENAI_KEY" in errors[-1]["content"]
+    assert (await daemon.request("ollie/state", {}))["state"] == "idle"

@@ -240,6 +240,26 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     left = {pid: describe(pid) for pid in processes_with(marker)}
     import subprocess as _sp
     srv = spawn_module.fork_server().pid
-    info = _sp.run(f"cat /proc/{srv}/wchan; echo; ls -l /proc/{srv}/fd; cat /proc/{srv}/status | grep State", shell=True, capture_output=True, text=True).stdout
-    Path("/tmp/orph_debug.txt").write_text(repr((left, spawn_module.DEBUG)) + "\n" + info)
+    info = _sp.run(f"cat /proc/{srv}/wchan; echo; ps --ppid {srv} -o pid,stat,wchan:30,cmd", shell=True, capture_output=True, text=True).stdout
+    import glob
+    for f in glob.glob(f"/proc/{srv}/fd/*"):
+        try:
+            l = os.readlink(f)
+        except OSError:
+            continue
+        if l.startswith("pipe"):
+            info += f"PIPE {f} {l}\n"
+            for q in glob.glob("/proc/[0-9]*/fd/*"):
+                try:
+                    if os.readlink(q) == l:
+                        pid = q.split("/")[2]
+                        info += f"   held by {q} {describe(int(pid))} {Path(f'/proc/{pid}/wchan').read_text()}\n"
+                except OSError:
+                    pass
+    bg = []
+    for t in list(spawn_module._background):
+        fr = t.get_coro().cr_frame
+        rd = fr.f_locals.get("reader") if fr else None
+        bg.append((t.done(), rd and bytes(rd._buffer), rd and rd._eof, rd and rd._transport and rd._transport.is_reading(), rd and rd._transport and rd._transport.get_extra_info("socket")))
+    Path("/tmp/orph_debug.txt").write_text(repr((left, bg)) + "\n" + info)
     assert left == {}

@@ -126,7 +126,10 @@ class AgentLoop:
             if not calls and tool_names and text:
                 text, calls = _text_tool_calls(text, tool_names)
             calls = _with_ids(calls)
-            self.session.messages.append(Message("assistant", text, tool_calls=calls, reasoning=completion.reasoning))
+            self.session.messages.append(Message(
+                "assistant", text, tool_calls=calls, reasoning=completion.reasoning,
+                reasoning_signature=completion.reasoning_signature,
+            ))
             self._set_reply(text)
             if not calls:
                 return TurnResult(self.reply, "end")
@@ -195,7 +198,10 @@ class AgentLoop:
         self.bus.emit("info", f"step limit reached ({core.max_steps} tool rounds): asking for a summary")
         _append_note(self.session, MAX_STEPS_NUDGE)
         completion = await self._request(with_tools=False)
-        self.session.messages.append(Message("assistant", completion.text, reasoning=completion.reasoning))
+        self.session.messages.append(Message(
+            "assistant", completion.text, reasoning=completion.reasoning,
+            reasoning_signature=completion.reasoning_signature,
+        ))
         self._set_reply(completion.text)
         return TurnResult(self.reply, "max_steps")
 

@@ -54,7 +54,7 @@ async def run_shell(
     Nothing reaches this process's own stdout/stderr (the daemon's stdout is its
     JSON-RPC channel). With `merge_stderr`, stderr is interleaved into stdout.
     """
-    proc = await asyncio.create_subprocess_exec(
+    spawning = asyncio.ensure_future(asyncio.create_subprocess_exec(
         "sh",
         "-c",
         command,
@@ -64,7 +64,18 @@ async def run_shell(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
         start_new_session=True,
-    )
+    ))
+    try:
+        proc = await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        # Cancelled while asyncio was still connecting the pipes: the command may
+        # already run (and have children). Cancelling the set-up would kill only
+        # `sh` and then wait for every pipe holder; kill the whole group instead.
+        with contextlib.suppress(BaseException):
+            started = await spawning
+            _kill_group(started)
+            await asyncio.wait_for(started.wait(), _DRAIN_AFTER_KILL_S)
+        raise
     talk = asyncio.ensure_future(proc.communicate(stdin))
     timed_out = False
     try:

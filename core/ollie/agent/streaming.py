@@ -26,6 +26,7 @@ class Completion:
 
     text: str = ""
     reasoning: str = ""
+    reasoning_signature: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
 
@@ -78,6 +79,8 @@ async def stream_once(
                 out.tool_calls.extend(event.tool_calls)
             if event.usage is not None:
                 out.usage = event.usage
+            if event.reasoning_signature:
+                out.reasoning_signature = event.reasoning_signature
     out.text = "".join(text)
     out.reasoning = "".join(reasoning)
     return out

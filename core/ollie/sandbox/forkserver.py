@@ -12,6 +12,7 @@ The server exits when the control socket closes. Stdlib only.
 
 from __future__ import annotations
 
+import array
 import importlib.util
 import json
 import os
@@ -144,10 +145,21 @@ def _reap(pidfd: int, pid: int, conn: socket.socket, selector: selectors.BaseSel
     conn.close()
 
 
+def _recv_fds(sock: socket.socket, maxfds: int) -> tuple[bytes, list[int]]:
+    """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
+    and an inherited fd would hand one child another spawn's pipes and socket."""
+    item = array.array("i")
+    message, ancdata, _, _ = sock.recvmsg(64, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            item.frombytes(data[: len(data) - len(data) % item.itemsize])
+    return message, list(item)
+
+
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
     try:
-        message, fds, _, _ = socket.recv_fds(control, 64, 4, socket.MSG_CMSG_CLOEXEC)
+        message, fds = _recv_fds(control, 4)
     except OSError:
         return False
     if not message:
