@@ -214,3 +214,27 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     assert "it was 9" in second.stdout
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "what was it?"]
+
+
+def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(llm, tmp_path):
+    import signal
+    import time
+
+    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply.text("after the interrupt"))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("talk\n")
+        proc.stdin.flush()
+        assert proc.stdout.read(4) == "word"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # the turn stopped, the prompt did not
+        out, err = proc.communicate("next\n", timeout=30)
+        assert proc.returncode == 0, err
+        assert "after the interrupt" in out
+        assert out.count("word") < 80
+    finally:
+        proc.kill()
+        proc.wait()

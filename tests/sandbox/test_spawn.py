@@ -223,7 +223,8 @@ def describe(pid: int) -> str:
     return f"{cmdline} (parent {parent}: {parent_cmd}; test pid {os.getpid()})"
 
 
-async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
+async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws, monkeypatch):
+    monkeypatch.setattr(spawn_module, "_server", ForkServer(Path("/tmp/fsdbg/forkserver.py")))
     marker = f"ollie-orphan-check-{os.getpid()}-{time.monotonic_ns()}"
     policy = ws.default_policy()
     for i in range(24):
@@ -260,6 +261,13 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     for t in list(spawn_module._background):
         fr = t.get_coro().cr_frame
         rd = fr.f_locals.get("reader") if fr else None
-        bg.append((t.done(), rd and bytes(rd._buffer), rd and rd._eof, rd and rd._transport and rd._transport.is_reading(), rd and rd._transport and rd._transport.get_extra_info("socket")))
+        loop = asyncio.get_running_loop()
+        tr = rd._transport
+        fd = tr._sock_fd
+        key = loop._selector.get_map().get(fd)
+        owner = key and key.data[0] and getattr(key.data[0]._callback, "__self__", None)
+        epfd = loop._selector.fileno()
+        registered = [line for line in Path(f"/proc/self/fdinfo/{epfd}").read_text().splitlines() if line.startswith(f"tfd: {fd:8d}") or line.startswith(f"tfd:{fd:9d}") or f"tfd: {fd} " in line or line.split()[1:2] == [str(fd)]]
+        bg.append((fd, owner is tr, registered, os.readlink(f"/proc/self/fd/{fd}")))
     Path("/tmp/orph_debug.txt").write_text(repr((left, bg)) + "\n" + info)
     assert left == {}

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames
+from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -73,6 +73,7 @@ class AnthropicBackend(HTTPBackend):
             _mark_cache_points(body)
         return body
 
+    @typed_stream
     async def stream(
         self, messages: list[Message], tools: list[Tool], params: GenerationParams
     ) -> AsyncIterator[StreamEvent]:

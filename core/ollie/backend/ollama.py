@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from ollie.backend.stream import HTTPBackend, raise_for_error_object, stream_frames
+from ollie.backend.stream import HTTPBackend, raise_for_error_object, stream_frames, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 4096
@@ -66,6 +66,7 @@ class OllamaBackend(HTTPBackend):
             body["format"] = "json"
         return body
 
+    @typed_stream
     async def stream(
         self, messages: list[Message], tools: list[Tool], params: GenerationParams
     ) -> AsyncIterator[StreamEvent]:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames
+from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 128_000
@@ -78,6 +78,7 @@ class OpenAIBackend(HTTPBackend):
             out["usage"] = {"include": True}  # ask OpenRouter to report the cost
         return out
 
+    @typed_stream
     async def stream(
         self, messages: list[Message], tools: list[Tool], params: GenerationParams
     ) -> AsyncIterator[StreamEvent]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, Literal
 
 import httpx
@@ -56,6 +58,22 @@ async def stream_frames(
             raise StreamDropError(f"{backend}: stream ended without its terminator")
     except httpx.RequestError as exc:
         raise TransientError(f"{backend}: request failed: {exc!r}") from exc
+
+
+def typed_stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """Decorate a backend's `stream`: a frame of an unexpected shape (`null`, a list, a string where an
+    object belongs) becomes a TransientError instead of an AttributeError/TypeError/KeyError/IndexError."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        try:
+            async with aclosing(method(self, *args, **kwargs)) as events:
+                async for event in events:
+                    yield event
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
+
+    return wrapper
 
 
 def parse_json_data(data: str, *, backend: str) -> Any:

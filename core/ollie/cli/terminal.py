@@ -60,7 +60,7 @@ def record_session(core: Any) -> None:
         pass
 
 
-async def _render_events(core: Any, renderer: Renderer, sub: Any) -> None:
+async def _render_events(renderer: Renderer, sub: Any) -> None:
     async for event in sub:
         if event.role != "state":
             renderer.render(event.role, event.content, event.name)
@@ -71,7 +71,7 @@ class _Events:
 
     def __init__(self, core: Any, renderer: Renderer) -> None:
         self._sub = core.bus.subscribe()
-        self._task = asyncio.create_task(_render_events(core, renderer, self._sub))
+        self._task = asyncio.create_task(_render_events(renderer, self._sub))
 
     async def drained(self) -> None:
         while self._sub.pending():
