@@ -7,9 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from pygls.uris import to_fs_path
 
-from ollie_lsp.params import EditorContext
+if TYPE_CHECKING:  # the pydantic param models load with the first ollie/* request, not at start-up
+    from ollie_lsp.params import EditorContext
 
 # The longest selection/range copied into a prompt; beyond it the text is cut and marked.
 MAX_CONTEXT_CHARS = 20_000

@@ -242,23 +242,6 @@ async def session_close(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {}
 
 
-def command_name(method_name: str) -> str:
-    """`ollie/session/new` -> `ollie.session.new`."""
-    return method_name.replace("/", ".")
-
-
-def register(server: OllieServer) -> None:
-    """Register every ollie/* method and its `ollie.*` executeCommand mirror."""
-    for name, handler in METHODS.items():
-        server.feature(name)(handler)
-        server.command(command_name(name))(_as_command(handler))
-        server.methods.append(name)
-
-
-def _as_command(handler: Handler) -> Callable[..., Awaitable[dict[str, Any]]]:
-    async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
-        if len(args) > 1:
-            raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
-        return await handler(ls, args[0] if args else None)
-
-    return run
+async def call(name: str, ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Run the handler of method `name` (the server's lazy stubs land here)."""
+    return await METHODS[name](ls, raw)

@@ -21,7 +21,8 @@ from pygls.uris import to_fs_path
 
 from ollie import __version__
 from ollie_lsp.editor import OpenDocument
-from ollie_lsp.errors import SessionNotFound
+from ollie_lsp.errors import InvalidParams, SessionNotFound
+from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions, parse_init_options
 
 logger = logging.getLogger("ollie.lsp.server")
@@ -85,13 +86,19 @@ class OllieServer(LanguageServer):
         self.init_options = InitOptions()
         self.default_cwd = Path.cwd()
         self._table: Any = None
+        self.initialized = False
+        # The workspace at initialize: the default session's CWD even if the folders change before it is built.
+        self.root_cwd = Path.cwd()
         self.progress_tokens: dict[str, str] = {}
 
     @property
     def table(self) -> Any:
-        """The session table (built at initialize)."""
+        """The session table, built on the first ollie/* request: an idle daemon stays small."""
         if self._table is None:
-            raise SessionNotFound("(the server is not initialized)")
+            if not self.initialized:
+                raise SessionNotFound("(the server is not initialized)")
+            self._table = build_table(self)
+            self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
@@ -138,10 +145,10 @@ def register_lifecycle(server: OllieServer) -> None:
         for problem in problems:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
-        ls.default_cwd = workspace_cwd(params) or Path.cwd()
-        ls._table = build_table(ls)
-        # Built in the background, so the initialize answer is not held up by the engine import.
-        ls._table.start_default(resume=options.session)
+        ls.default_cwd = ls.root_cwd = workspace_cwd(params) or Path.cwd()
+        # The engine, the registry and the param models load on the first ollie/* request
+        # (see `table`), so neither the initialize answer nor an idle daemon pays for them.
+        ls.initialized = True
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: OllieServer, *args: Any) -> None:
@@ -236,9 +243,35 @@ def build_table(ls: OllieServer) -> Any:
 
 def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     """The daemon, with every feature registered."""
-    from ollie_lsp import methods
-
     server = OllieServer(coalesce_s=coalesce_s)
     register_lifecycle(server)
-    methods.register(server)
+    register_methods(server)
     return server
+
+
+def register_methods(server: OllieServer) -> None:
+    """Every ollie/* method and its `ollie.*` executeCommand mirror, as stubs that import the handlers on first use."""
+    for name in METHOD_NAMES:
+        server.feature(name)(_lazy_method(name))
+        server.command(command_name(name))(_lazy_command(name))
+        server.methods.append(name)
+
+
+def _lazy_method(name: str) -> Callable[..., Any]:
+    async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+        from ollie_lsp import methods
+
+        return await methods.call(name, ls, raw)
+
+    return run
+
+
+def _lazy_command(name: str) -> Callable[..., Any]:
+    async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
+        if len(args) > 1:
+            raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
+        from ollie_lsp import methods
+
+        return await methods.call(name, ls, args[0] if args else None)
+
+    return run

@@ -169,9 +169,9 @@ class SessionTable:
 
     # --- creation -----------------------------------------------------------------
 
-    def start_default(self, *, resume: str | None = None) -> None:
+    def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
         """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume, self.defaults.cwd))
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.defaults.cwd))
 
     async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
         await asyncio.to_thread(load_core_module)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from ollie_lsp.methods import METHODS, command_name
+from ollie_lsp.methods import METHODS
+from ollie_lsp.names import METHOD_NAMES, command_name
 
 ALL_METHODS = sorted(METHODS)
+
+
+def test_the_start_up_name_list_matches_the_handlers():
+    assert sorted(METHOD_NAMES) == ALL_METHODS
 
 # One bad params object per method, and the field its error must name.
 BAD_PARAMS = {

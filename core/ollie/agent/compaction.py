@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from ollie.agent.hooks import HookCaller
 from ollie.agent.limits import LoopLimits
 from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, stream_once
@@ -31,8 +31,6 @@ Keep every fact the agent needs to continue the task; drop chatter and raw tool 
 
 _RESULT_CLIP = 2000
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-HookCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""Context budget of one core: size estimate, the model's limit, the gate, and when to compact."""
+"""One core's context: what the next request carries, its size, the model's limit, the gate, when to compact."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ollie.agent.compaction import CompactionResult, compact_session
+from ollie.agent.compaction import CompactionResult, compact_session, render_memory
 from ollie.agent.tiers import context_gate, estimate_tokens
+from ollie.backend.types import Message
 from ollie.log import get_logger
 
 if TYPE_CHECKING:
@@ -21,10 +22,24 @@ class ContextBudget:
         self._core = core
         self._limit: int | None = None
 
+    def request_messages(self) -> list[Message]:
+        """What the next request sends: system prompt, task state + decision index, history."""
+        core = self._core
+        system = core.system_prompt()
+        out = [Message("system", system)] if system else []
+        memory = render_memory(core.session)
+        if memory:
+            out.append(Message("user", memory))
+        out.extend(core.session.messages)
+        return out
+
     def estimate(self) -> int:
         """Tokens the next request would carry: the last measured input, or characters / 4 if larger."""
-        core = self._core
-        return max(core.session.last_input_tokens, estimate_tokens(core.request_messages()))
+        return max(self._core.session.last_input_tokens, estimate_tokens(self.request_messages()))
+
+    def info(self) -> dict[str, int]:
+        """`{"tokens", "limit"}` (limit 0 = not known yet)."""
+        return {"tokens": self.estimate(), "limit": self.known_limit}
 
     @property
     def known_limit(self) -> int:

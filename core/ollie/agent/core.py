@@ -5,32 +5,33 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ollie import paths
 from ollie.agent.commands_info import format_context, format_cost, format_usage
-from ollie.agent.compaction import render_memory
 from ollie.agent.context import ContextBudget
+from ollie.agent.cost import compute_cost
 from ollie.agent.events import Bus
-from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory, new_dispatcher_for
+from ollie.agent.factories import BackendFactory, DispatcherFactory, build_agent_runtime, env_backend_factory
+from ollie.agent.hooks import HookResult, hook_note
+from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import AgentLoop, TurnResult, hook_payload_base
 from ollie.agent.persist import SessionFile
-from ollie.agent.runtime import Runtime, build_runtime
+from ollie.agent.runtime import Runtime
 from ollie.agent.session import Session, validate_session_id
+from ollie.agent.setup import Setup
 from ollie.agent.streaming import Completion
 from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.agent.watch import ChangeWatch
 from ollie.backend.base import Backend
-from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Message
-from ollie.config import AgentConfig, find_agent, load_agent_config
+from ollie.config import find_agent, load_agent_config
 from ollie.errors import OllieError
 from ollie.log import get_logger
-from ollie.tools.base import CWDSetter, EnvSetter, ToolInfo
+from ollie.tools.base import ToolInfo
 
 __all__ = ["Core", "TurnResult"]
 
@@ -41,50 +42,37 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def _open_session(store: Path, session_id: str | None) -> tuple[SessionFile, Session]:
+    """The session to resume (or to start under `session_id`, or anew) and the file that keeps it."""
+    if not session_id:
+        session = Session()
+        return SessionFile(store, session.id), session
+    file = SessionFile(store, session_id)
+    # The SessionFile that loaded the session saves it: a fresh one would rewrite it whole.
+    return file, (file.load() if file.exists() else Session(id=validate_session_id(session_id)))
+
+
 class Core:
     """One agent session. Build it with `await Core.create(...)`; see docs/ENGINE-API.md."""
 
     def __init__(
-        self,
-        *,
-        agent: str,
-        cwd: Path,
-        env: dict[str, str],
-        sessions_dir: Path,
-        session: Session,
-        runtime: Runtime,
-        backend_factory: BackendFactory,
-        dispatcher_factory: DispatcherFactory | None,
-        agents_dirs: list[Path] | None,
-        limits: LoopLimits,
-        max_steps: int | None,
+        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
     ) -> None:
         self.bus = Bus()
         self.limits = limits
         self.session = session
-        self.runtime = runtime
-        self.backend_error = ""
+        self.session_file = session_file
         self.reply = ""
         self.on_rename: Callable[[str], Any] | None = None
         self.on_kill: Callable[[], Any] | None = None
-        self._agent = agent
-        self._cwd = cwd
-        self._env = env
+        self._setup = setup
         self._sessions_dir = sessions_dir
-        self.session_file = SessionFile(sessions_dir, session.id)
-        self._backend_factory = backend_factory
-        self._dispatcher_factory = dispatcher_factory
-        self._agents_dirs = agents_dirs
-        self._max_steps = max_steps
-        self._params = GenerationParams()
         self._state = "idle"
         self._running = False
         self._finishing = False
         self._task: asyncio.Task[TurnResult] | None = None
         self._turn_lock = asyncio.Lock()
-        self._queue: deque[str] = deque()
-        self._injects: list[str] = []
-        self._notes: list[str] = []
+        self._inbox = Inbox(on_queued=self.notify)
         self._tool_calls = 0
         self.context_budget = ContextBudget(self)
         self._watch = ChangeWatch()
@@ -114,42 +102,29 @@ class Core:
             raise ValueError(f"working directory {work} does not exist")
         extra = dict(env or {})
         store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
-        if session_id:
-            file = SessionFile(store, session_id)
-            session = file.load() if file.exists() else Session(id=validate_session_id(session_id))
-        else:
-            session = Session()
+        session_file, session = _open_session(store, session_id)
         session.agent = agent
-        dispatcher = new_dispatcher_for(dispatcher_factory, cfg, work, session.id, extra)
-        try:
-            runtime = await build_runtime(cfg, dispatcher, work, extra)
-        except BaseException:
-            await dispatcher.aclose()
-            raise
-        core = cls(
+        runtime = await build_agent_runtime(
+            cfg, dispatcher_factory=dispatcher_factory, cwd=work, session_id=session.id, env=extra
+        )
+        setup = Setup(
             agent=agent,
+            runtime=runtime,
             cwd=work,
             env=extra,
-            sessions_dir=store,
-            session=session,
-            runtime=runtime,
             backend_factory=backend_factory or env_backend_factory(extra),
             dispatcher_factory=dispatcher_factory,
             agents_dirs=agents_dirs,
-            limits=limits or LoopLimits(),
             max_steps=max_steps,
         )
         try:
-            runtime.backend = core._backend_factory(backend or cfg.backend or None, model or cfg.model or None)
-        except BackendConfigError as exc:
-            # Not fatal: the first turn says what to set.
-            core.backend_error = str(exc)
+            setup.build_backend(backend or cfg.backend or None, model or cfg.model or None)
         except BaseException:
-            await dispatcher.aclose()
+            await runtime.dispatcher.aclose()
             raise
-        spawn = await core.run_hook("agentSpawn", {})
-        if spawn is not None and spawn.output.strip():
-            core._notes.append(f"[agentSpawn hook]\n{spawn.output.strip()}")
+        core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
+                   limits=limits or LoopLimits())
+        core._inbox.add_note(hook_note("agentSpawn", await core.run_hook("agentSpawn", {})))
         return core
 
     # --- turns -----------------------------------------------------------
@@ -203,9 +178,7 @@ class Core:
             result = TurnResult(loop.reply, "error", f"internal error: {exc}")
         self._finishing = True
         self.session.end_turn()
-        if self._injects:
-            # Text injected too late for a tool result is not lost: it becomes the next prompt.
-            self._queue.append(self.pop_inject())
+        self._inbox.requeue_injects()
         self.save()
         if result.stop != "interrupted":
             try:
@@ -214,8 +187,7 @@ class Core:
                 log.exception("postTurn hook failed")
                 self.bus.emit("info", f"hook postTurn failed: {exc}")
                 post = None
-            if post is not None and post.output.strip():
-                self._notes.append(f"[postTurn hook]\n{post.output.strip()}")
+            self._inbox.add_note(hook_note("postTurn", post))
         self.bus.emit("turn", result.stop)
         self._running = False
         self.set_state("idle")
@@ -230,44 +202,39 @@ class Core:
         task.cancel(reason or None)
         return True
 
+    # --- waiting input (see Inbox) ---------------------------------------
+
     def inject(self, text: str) -> None:
         """Append `text` to the next tool result of the running turn (to the queue when idle)."""
-        if self._running:
-            self._injects.append(text)
-        else:
-            self.queue(text)
+        self._inbox.inject(text, running=self._running)
 
     def replace_injects(self, text: str) -> None:
         """Replace whatever injects are pending with `text`."""
-        self._injects = [text]
-        if not self._running:
-            self.queue(self.pop_inject())
+        self._inbox.replace_injects(text, running=self._running)
 
     def pop_inject(self) -> str:
         """Take every pending inject, joined (empty when none)."""
-        text = "\n".join(self._injects)
-        self._injects.clear()
-        return text
+        return self._inbox.pop_inject()
 
     def queue(self, text: str) -> int:
         """Add a prompt to the FIFO; returns its depth."""
-        self._queue.append(text)
-        self.notify()
-        return len(self._queue)
+        return self._inbox.queue(text)
 
     def pop_queue(self) -> str | None:
         """Take the oldest queued prompt."""
-        return self._queue.popleft() if self._queue else None
+        return self._inbox.pop_queue()
 
     def queued(self) -> list[str]:
         """The queued prompts, oldest first."""
-        return list(self._queue)
+        return self._inbox.queued()
 
     def clear_queue(self) -> int:
         """Drop every queued prompt; returns how many."""
-        count = len(self._queue)
-        self._queue.clear()
-        return count
+        return self._inbox.clear_queue()
+
+    def take_notes(self) -> list[str]:
+        """Hook output waiting to be added to the next prompt."""
+        return self._inbox.take_notes()
 
     # --- observation -----------------------------------------------------
 
@@ -298,7 +265,7 @@ class Core:
             "state": lambda: self._state,
             "usage": self.usage,
             "cost": self.cost,
-            "cwd": lambda: str(self._cwd),
+            "cwd": lambda: str(self.cwd),
             "context": self.ctx_size,
             "running": lambda: str(self._running),
         }
@@ -312,14 +279,24 @@ class Core:
         return await self._watch.wait_change(lambda: self.field_value(field), current, timeout)
 
     @property
+    def runtime(self) -> Runtime:
+        """The active agent's Runtime (an /agent switch replaces it)."""
+        return self._setup.runtime
+
+    @property
+    def backend_error(self) -> str:
+        """Why the backend could not be built ('' when it was)."""
+        return self._setup.backend_error
+
+    @property
     def agent_name(self) -> str:
         """The active agent config's name."""
-        return self._agent
+        return self._setup.agent
 
     @property
     def backend(self) -> Backend | None:
         """The active backend (None when it could not be built; see `backend_error`)."""
-        return self.runtime.backend
+        return self._setup.backend
 
     @property
     def backend_name(self) -> str:
@@ -339,17 +316,17 @@ class Core:
     @property
     def cwd(self) -> Path:
         """The working directory of tools, hooks and prompt commands."""
-        return self._cwd
+        return self._setup.cwd
 
     @property
     def env(self) -> dict[str, str]:
         """The extra environment for tools, hooks and prompt commands."""
-        return dict(self._env)
+        return dict(self._setup.env)
 
     @property
     def agents_dirs(self) -> list[Path]:
         """Where agent configs are looked up."""
-        return list(self._agents_dirs) if self._agents_dirs else paths.agents_dirs()
+        return self._setup.agents_dirs
 
     @property
     def sessions_dir(self) -> Path:
@@ -375,26 +352,17 @@ class Core:
 
     def generation_params(self) -> GenerationParams:
         """The agent config's sampling parameters with the caller's overrides on top."""
-        return self.runtime.params.merged(self._params)
-
-    def request_messages(self) -> list[Message]:
-        """What the next request sends: system prompt, task state + decision index, history."""
-        out = [Message("system", self.system_prompt())] if self.system_prompt() else []
-        memory = render_memory(self.session)
-        if memory:
-            out.append(Message("user", memory))
-        out.extend(self.session.messages)
-        return out
+        return self._setup.generation_params()
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""
-        return [m for m in self.request_messages() if m.role != "system"]
+        return [m for m in self.context_budget.request_messages() if m.role != "system"]
 
     # --- context size, usage, cost ---------------------------------------
 
     def context_info(self) -> dict[str, int]:
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""
-        return {"tokens": self.context_budget.estimate(), "limit": self.context_budget.known_limit}
+        return self.context_budget.info()
 
     def usage_info(self) -> dict[str, int]:
         """Token totals of the session."""
@@ -428,9 +396,7 @@ class Core:
         usage = completion.usage
         if usage is None:
             return
-        from ollie.agent.cost import compute_cost
-
-        cost = usage.cost if usage.cost is not None else compute_cost(self.model_name, usage)
+        cost = compute_cost(self.model_name, usage)
         self.session.add_usage(usage, cost)
         self.bus.emit(
             "usage",
@@ -441,13 +407,13 @@ class Core:
 
     # --- loop callbacks --------------------------------------------------
 
-    async def run_hook(self, name: str, payload: dict[str, Any]) -> Any:
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None:
         """Run hook `name` with the standard payload fields; None when the agent sets no such hook."""
         hooks = self.runtime.hooks
         if hooks is None or not hooks.has(name):
             return None
         result = await hooks.run(
-            name, {**hook_payload_base(self), **payload}, cwd=self._cwd, env=self.env, timeout=self.limits.hook_timeout_s
+            name, {**hook_payload_base(self), **payload}, cwd=self.cwd, env=self.env, timeout=self.limits.hook_timeout_s
         )
         for warning in result.warnings:
             self.bus.emit("info", warning)
@@ -462,11 +428,6 @@ class Core:
         if handled and result.output.strip():
             self.bus.emit("info", f"[turnError hook] {result.output.strip()}")
         return handled
-
-    def take_notes(self) -> list[str]:
-        """Hook output waiting to be added to the next prompt."""
-        notes, self._notes = self._notes, []
-        return notes
 
     def plan_step(self) -> str:
         """The next unchecked step of the session's plan file."""
@@ -495,25 +456,20 @@ class Core:
         self.save()
         self.notify()
 
+    # --- configuration (see Setup) ---------------------------------------
+
     @property
     def max_steps(self) -> int:
         """Tool rounds per turn (0 = unlimited): the override, else the agent config's."""
-        return self._max_steps if self._max_steps is not None else self.runtime.max_steps
+        return self._setup.max_steps
 
     def set_max_steps(self, steps: int) -> None:
         """Override the tool rounds per turn (0 = unlimited)."""
-        if steps < 0:
-            raise ValueError("max steps must be 0 (unlimited) or more")
-        self._max_steps = steps
-
-    def _make_backend(self, name: str | None, model: str | None) -> Backend:
-        return self._backend_factory(name, model)
+        self._setup.set_max_steps(steps)
 
     async def switch_backend(self, name: str) -> None:
         """Use backend `name` from now on; on failure the old one stays."""
-        new = self._make_backend(name, None)
-        old, self.runtime.backend = self.runtime.backend, new
-        self.backend_error = ""
+        old = self._setup.replace_backend(name)
         self.context_budget.forget_limit()
         if old is not None:
             await old.aclose()
@@ -521,64 +477,32 @@ class Core:
 
     def switch_model(self, name: str) -> None:
         """Send later requests to model `name`."""
-        if self.backend is None:
-            raise RuntimeError(f"no backend: {self.backend_error}")
-        self.backend.set_model(name)
+        self._setup.switch_model(name)
         self.context_budget.forget_limit()
         self.notify()
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
         async with self._turn_lock:
-            cfg: AgentConfig = load_agent_config(find_agent(name, self._agents_dirs))
-            dispatcher = new_dispatcher_for(self._dispatcher_factory, cfg, self._cwd, self.session.id, self._env)
-            try:
-                runtime = await build_runtime(cfg, dispatcher, self._cwd, self._env)
-            except BaseException:
-                await dispatcher.aclose()
-                raise
-            warnings = list(runtime.warnings)
-            backend, retired = self.runtime.backend, None
-            if cfg.backend and cfg.backend != self.backend_name:
-                try:
-                    backend, retired = self._make_backend(cfg.backend, cfg.model or None), backend
-                except BackendConfigError as exc:
-                    warnings.append(f"kept backend {self.backend_name}: {exc}")
-            elif cfg.model and backend is not None:
-                backend.set_model(cfg.model)
-            runtime.backend = backend
-            old, self.runtime = self.runtime, runtime
-            self._agent = name
+            old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self.session.agent = name
             self.context_budget.forget_limit()
             self.session.clear()
             self.save()
             await old.dispatcher.aclose()
             if retired is not None:
-                self.backend_error = ""
                 await retired.aclose()
             self.notify()
             return warnings
 
-    # --- configuration ---------------------------------------------------
-
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands."""
-        target = Path(path).expanduser()
-        if not target.is_dir():
-            raise ValueError(f"no such directory: {target}")
-        self._cwd = target.resolve()
-        for _, server in self.runtime.dispatcher.servers():
-            if isinstance(server, CWDSetter):
-                server.set_cwd(self._cwd)
+        self._setup.set_cwd(path)
         self.notify()
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
-        self._env[key] = value
-        for _, server in self.runtime.dispatcher.servers():
-            if isinstance(server, EnvSetter):
-                server.set_env(key, value)
+        self._setup.set_env(key, value)
 
     def set_session_id(self, new_id: str) -> None:
         """Save the session under `new_id` from now on."""
@@ -589,7 +513,7 @@ class Core:
 
     def set_generation_params(self, params: GenerationParams) -> None:
         """Override sampling parameters (fields left None fall back to the agent config's)."""
-        self._params = params
+        self._setup.params = params
 
     async def list_models(self) -> list[str]:
         """The backend's models."""

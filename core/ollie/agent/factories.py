@@ -1,12 +1,13 @@
-"""How a Core builds its backend and its tool dispatcher, unless the caller brings factories."""
+"""How a Core builds its backend, its tool dispatcher and an agent's runtime, unless the caller brings factories."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ollie.agent.runtime import Runtime, build_runtime
 from ollie.backend.base import Backend
+from ollie.backend.errors import BackendConfigError
 from ollie.config import AgentConfig
 from ollie.tools.dispatcher import Dispatcher
 
@@ -25,17 +26,44 @@ def new_dispatcher_for(
     return new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
 
 
+async def build_agent_runtime(
+    cfg: AgentConfig, *, dispatcher_factory: DispatcherFactory | None, cwd: Path, session_id: str, env: dict[str, str]
+) -> Runtime:
+    """The runtime of `cfg` over a fresh dispatcher (without a backend); the dispatcher is closed if the build fails."""
+    dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
+    try:
+        return await build_runtime(cfg, dispatcher, cwd, env)
+    except BaseException:
+        await dispatcher.aclose()
+        raise
+
+
+def backend_for_agent(
+    cfg: AgentConfig, current: Backend | None, make: BackendFactory
+) -> tuple[Backend | None, Backend | None, str]:
+    """The backend an agent switch lands on: (backend, the backend it retires or None, a warning or '').
+
+    A config naming another backend gets a new one (when it cannot be built the
+    current one stays, with a warning); a config naming only a model moves the
+    current backend to that model.
+    """
+    current_name = current.name if current is not None else "none"
+    if cfg.backend and cfg.backend != current_name:
+        try:
+            return make(cfg.backend, cfg.model or None), current, ""
+        except BackendConfigError as exc:
+            return current, None, f"kept backend {current_name}: {exc}"
+    if cfg.model and current is not None:
+        current.set_model(cfg.model)
+    return current, None, ""
+
+
 def env_backend_factory(extra_env: Mapping[str, str]) -> BackendFactory:
     """`make_backend` over the env file, the environment, and the core's extra env (later wins)."""
 
     def factory(name: str | None, model: str | None) -> Backend:
-        from ollie.backend.registry import make_backend
-        from ollie.env import env_file, parse_env_file
+        from ollie.backend.registry import environment, make_backend
 
-        try:
-            file_values = parse_env_file(env_file().read_text(encoding="utf-8"))
-        except OSError:
-            file_values = {}
-        return make_backend(name, model, environ={**file_values, **os.environ, **extra_env})
+        return make_backend(name, model, environ={**environment(), **extra_env})
 
     return factory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,9 @@ from ollie.config import HOOK_NAMES
 
 BLOCK_EXIT_CODE = 2
 DEFAULT_TIMEOUT_S = 60.0
+
+# How the loop's parts run a hook: (name, payload) -> HookResult, or None when the agent sets no such hook.
+HookCaller = Callable[[str, dict[str, Any]], Awaitable["HookResult | None"]]
 
 
 @dataclass
@@ -30,6 +33,17 @@ class HookResult:
     output: str = ""
     warnings: list[str] = field(default_factory=list)
     exit_codes: list[int] = field(default_factory=list)
+
+
+def hook_note(name: str, result: HookResult | None) -> str:
+    """The hook's output headed `[<name> hook]`, as it joins a prompt or a tool result; '' when it printed nothing."""
+    output = result.output.strip() if result is not None else ""
+    return f"[{name} hook]\n{output}" if output else ""
+
+
+def _check_name(name: str) -> None:
+    if name not in HOOK_NAMES:
+        raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
 
 
 def payload_env(payload: Mapping[str, Any]) -> dict[str, str]:
@@ -51,8 +65,7 @@ class Hooks:
 
     def __init__(self, config_hooks: dict[str, list[str]]) -> None:
         for name in config_hooks:
-            if name not in HOOK_NAMES:
-                raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+            _check_name(name)
         self._hooks = {name: list(cmds) for name, cmds in config_hooks.items() if cmds}
 
     def has(self, name: str) -> bool:
@@ -73,8 +86,7 @@ class Hooks:
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> HookResult:
         """Run hook `name`'s commands in order, stopping at the first that exits 2."""
-        if name not in HOOK_NAMES:
-            raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
+        _check_name(name)
         result = HookResult()
         commands = self._hooks.get(name)
         if not commands:

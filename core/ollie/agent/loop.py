@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ollie.agent import tiers
+from ollie.agent.hooks import hook_note
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
+from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import CallOutcome, ToolRound
 from ollie.backend.types import Message, ToolCall
 
@@ -30,17 +31,11 @@ class TurnResult:
     error: str | None = None
 
 
-def _text_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
-    from ollie.agent.textcalls import extract_text_tool_calls
-
-    clean, calls = extract_text_tool_calls(text, tool_names)
-    return clean, list(calls)
-
-
 def _with_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Every call with an id: some backends send calls without one, and results pair with calls by id."""
     for call in calls:
         if not call.id:
-            call.id = f"call_{uuid.uuid4().hex[:12]}"
+            call.id = new_call_id()
     return calls
 
 
@@ -83,11 +78,8 @@ class AgentLoop:
             why = f"blocked by the preTurn hook: {pre.output.strip() or 'no reason given'}"
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
-        notes = core.take_notes()
-        if pre is not None and pre.output.strip():
-            notes.append(f"[preTurn hook]\n{pre.output.strip()}")
-        content = "\n\n".join([prompt, *notes]) if notes else prompt
-        self.session.messages.append(Message("user", content))
+        notes = [note for note in (*core.take_notes(), hook_note("preTurn", pre)) if note]
+        self.session.messages.append(Message("user", "\n\n".join([prompt, *notes])))
         if core.backend is None:
             why = core.backend_error or "no backend configured"
             self.bus.emit("error", why)
@@ -103,7 +95,7 @@ class AgentLoop:
         core.set_state("thinking")
         completion = await stream_with_retry(
             backend=core.backend,
-            build_messages=core.request_messages,
+            build_messages=core.context_budget.request_messages,
             tools=self.runtime.tools if with_tools else [],
             params=core.generation_params(),
             bus=self.bus,
@@ -124,7 +116,7 @@ class AgentLoop:
             completion = await self._request(with_tools=bool(tool_names))
             text, calls = completion.text, list(completion.tool_calls)
             if not calls and tool_names and text:
-                text, calls = _text_tool_calls(text, tool_names)
+                text, calls = extract_text_tool_calls(text, tool_names)
             calls = _with_ids(calls)
             self.session.messages.append(Message(
                 "assistant", text, tool_calls=calls, reasoning=completion.reasoning,

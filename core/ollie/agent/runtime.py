@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ollie.agent.hooks import Hooks
+from ollie.agent.prompt import resolve_prompt
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Tool
 from ollie.config import AgentConfig
@@ -33,7 +34,7 @@ class Runtime:
 
     backend: Backend | None
     dispatcher: Dispatcher
-    hooks: Any
+    hooks: Hooks | None
     preamble: str = ""
     tools: list[Tool] = field(default_factory=list)
     tool_infos: list[ToolInfo] = field(default_factory=list)
@@ -56,34 +57,31 @@ def _server_of(dispatcher: Dispatcher, tool: str) -> Any | None:
         return None
 
 
-def make_parallel_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], ParallelClass]:
-    """Ask the server offering a tool whether a call is read-safe; unknown means global."""
+def _ask_server(
+    dispatcher: Dispatcher, capability: type, method: str, fallback: Any
+) -> Callable[[str, dict[str, Any]], Any]:
+    """A classifier that asks the server offering a tool (when it has `capability`), else answers `fallback`."""
 
-    def classify(tool: str, args: dict[str, Any]) -> ParallelClass:
+    def classify(tool: str, args: dict[str, Any]) -> Any:
         server = _server_of(dispatcher, tool)
-        if isinstance(server, ParallelClassifier):
-            try:
-                return server.classify_parallel(tool, args)
-            except Exception:  # a classifier bug must not break the turn: treat it as serial
-                return "global"
-        return "global"
+        if not isinstance(server, capability):
+            return fallback
+        try:
+            return getattr(server, method)(tool, args)
+        except Exception:  # a classifier bug must not break the turn: the fallback is the safe answer
+            return fallback
 
     return classify
+
+
+def make_parallel_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], ParallelClass]:
+    """Ask the server offering a tool whether a call is read-safe; unknown means global (run it alone)."""
+    return _ask_server(dispatcher, ParallelClassifier, "classify_parallel", "global")
 
 
 def make_tier_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], Tier]:
-    """Ask the server offering a tool for the result's retention tier; default hot."""
-
-    def classify(tool: str, args: dict[str, Any]) -> Tier:
-        server = _server_of(dispatcher, tool)
-        if isinstance(server, TierClassifier):
-            try:
-                return server.classify_tier(tool, args)
-            except Exception:  # keeping a result verbatim is the safe fallback
-                return "hot"
-        return "hot"
-
-    return classify
+    """Ask the server offering a tool for the result's retention tier; unknown means hot (kept verbatim)."""
+    return _ask_server(dispatcher, TierClassifier, "classify_tier", "hot")
 
 
 def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
@@ -97,18 +95,6 @@ def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
 
 def _as_backend_tool(info: ToolInfo) -> Tool:
     return Tool(name=info.name, description=info.description, parameters=info.parameters)
-
-
-async def _resolve_preamble(cfg: AgentConfig, cwd: Path, env: Mapping[str, str], warnings: list[str]) -> str:
-    from ollie.agent.prompt import resolve_prompt
-
-    return await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings)
-
-
-def _make_hooks(cfg: AgentConfig) -> Any:
-    from ollie.agent.hooks import Hooks
-
-    return Hooks(cfg.hooks)
 
 
 async def build_runtime(
@@ -131,11 +117,11 @@ async def build_runtime(
         if not applied:
             warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
     infos = dispatcher.list_tools() if cfg.tools else []
-    preamble = await _resolve_preamble(cfg, cwd, env, warnings)
+    preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings)
     return Runtime(
         backend=backend,
         dispatcher=dispatcher,
-        hooks=_make_hooks(cfg),
+        hooks=Hooks(cfg.hooks),
         preamble=preamble,
         tools=[_as_backend_tool(i) for i in infos],
         tool_infos=infos,
@@ -150,10 +136,3 @@ async def build_runtime(
         config=cfg,
     )
 
-
-def canonical_args(arguments: str) -> str:
-    """A stable text form of a call's JSON arguments (for dedup and caching)."""
-    try:
-        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except json.JSONDecodeError:
-        return arguments

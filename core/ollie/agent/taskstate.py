@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from ollie.agent.session import TaskState
+from ollie.agent.toolround import canonical_args
 
 _UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+?)\s*$", re.MULTILINE)
 _PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
@@ -48,11 +49,7 @@ def _clip(text: str) -> str:
 
 def describe_action(tool: str, arguments: str, result: str) -> str:
     """`tool(args) → result`, each part clipped: what the agent last did."""
-    try:
-        args = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except json.JSONDecodeError:
-        args = arguments
-    return f"{tool}({_clip(args)}) → {_clip(result)}"
+    return f"{tool}({_clip(canonical_args(arguments))}) → {_clip(result)}"
 
 
 def infer_update(state: TaskState, *, last_action: str, plan_step: str, assistant_text: str) -> None:

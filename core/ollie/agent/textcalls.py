@@ -30,7 +30,7 @@ _MatchParser = Callable[[re.Match[str]], "list[ToolCall] | None"]
 
 
 def new_call_id() -> str:
-    """A fresh id for a call the model wrote as text."""
+    """A fresh tool-call id, for calls that came without one (written as text, or from a backend that sends none)."""
     return "call_" + uuid.uuid4().hex[:16]
 
 

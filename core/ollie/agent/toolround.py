@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ollie.agent.events import Bus
-from ollie.agent.runtime import Runtime, canonical_args
+from ollie.agent.hooks import HookCaller, hook_note
+from ollie.agent.runtime import Runtime
 from ollie.backend.types import ToolCall
 from ollie.tools.base import ToolResult
-
-HookCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 @dataclass
@@ -33,6 +32,14 @@ def truncate_utf8(text: str, limit: int) -> str:
         return text
     kept = data[:limit].decode("utf-8", errors="ignore")
     return f"{kept}\n[truncated: the result was {len(data)} bytes, {limit} kept]"
+
+
+def canonical_args(arguments: str) -> str:
+    """A stable text form of a call's JSON arguments (for dedup and caching); unparsable text as it is."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except json.JSONDecodeError:
+        return arguments
 
 
 def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
@@ -131,13 +138,10 @@ class ToolRound:
     async def _lifecycle(self, call: ToolCall, args: dict[str, Any], *, read_safe: bool) -> CallOutcome:
         """preTool → execute → postTool → inject → truncate → cache."""
         self._set_state(f"calling: {call.name}")
-        notes: list[str] = []
         pre = await self._hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
         if pre is not None and pre.blocked:
             reason = pre.output.strip() or "no reason given"
             return CallOutcome(call, f"blocked by the preTool hook: {reason}", True)
-        if pre is not None and pre.output.strip():
-            notes.append(f"[preTool hook]\n{pre.output.strip()}")
 
         result = await self._execute(call.name, args)
         text, is_error = result.text, result.is_error
@@ -145,12 +149,13 @@ class ToolRound:
         post = await self._hook(
             "postTool", {"tool": call.name, "args": args, "tool_call_id": call.id, "result": text, "is_error": is_error}
         )
+        notes = [hook_note("preTool", pre)]
         if post is not None and post.blocked:
+            # A blocking postTool hook replaces the result with its reason.
             text = post.output
-        elif post is not None and post.output.strip():
-            notes.append(f"[postTool hook]\n{post.output.strip()}")
-        if notes:
-            text = "\n\n".join([text, *notes])
+        else:
+            notes.append(hook_note("postTool", post))
+        text = "\n\n".join([text, *filter(None, notes)])
 
         injected = self._pop_inject()
         if injected:

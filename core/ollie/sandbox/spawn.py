@@ -32,7 +32,6 @@ FORK_SERVER = HERE / "forkserver.py"
 LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
-DEBUG = []
 _background: set[asyncio.Task[None]] = set()
 
 
@@ -113,7 +112,6 @@ class ForkServer:
             writer.write(json.dumps(request).encode() + b"\n")
             line = await reader.readline()
         except asyncio.CancelledError:
-            DEBUG.append("cancel-readline")
             # The child may already run: kill it as soon as its pid is known.
             task = asyncio.ensure_future(_kill_when_started(reader, writer))
             _background.add(task)  # the loop keeps only weak references to tasks
@@ -133,16 +131,12 @@ class ForkServer:
 
 
 async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    DEBUG.append("kill-start")
     try:
         reply = json.loads(await reader.readline() or b"{}")
-        DEBUG.append(("reply", reply))
         if "pid" in reply:
             os.killpg(reply["pid"], signal.SIGKILL)
-            DEBUG.append(("killed", reply))
-    except BaseException as exc:
-        DEBUG.append(("exc", repr(exc)))
-        raise
+    except (OSError, ValueError):
+        pass
     finally:
         writer.close()
 
@@ -197,7 +191,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         extra = await library_rules(argv[0], env) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         child_env = policy.child_env(env)
-        if policy.log_level:
+        if policy.log_level in ("info", "debug"):
             log.info("sandboxed spawn", extra={"argv0": argv[0], "policy": policy.name, "cwd": str(cwd),
                                                "ruleset": ruleset if policy.log_level == "debug" else None})
     stdin_r, stdin_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None)

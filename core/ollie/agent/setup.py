@@ -1,0 +1,125 @@
+"""What a core runs with (the agent's runtime and backend, cwd, env, overrides) and the switches that change it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie import paths
+from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
+from ollie.agent.runtime import Runtime
+from ollie.backend.base import Backend
+from ollie.backend.errors import BackendConfigError
+from ollie.backend.types import GenerationParams
+from ollie.config import find_agent, load_agent_config
+from ollie.tools.base import CWDSetter, EnvSetter
+
+
+class Setup:
+    """One core's configuration. A switch builds the new part first: when that fails, the old one stays.
+
+    The caller closes what a switch replaces (it returns it), so closing never
+    leaves the setup half switched.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        runtime: Runtime,
+        cwd: Path,
+        env: dict[str, str],
+        backend_factory: BackendFactory,
+        dispatcher_factory: DispatcherFactory | None,
+        agents_dirs: list[Path] | None,
+        max_steps: int | None,
+    ) -> None:
+        self.agent = agent
+        self.runtime = runtime
+        # Why the backend could not be built ('' when it was, or was never tried).
+        self.backend_error = ""
+        self.cwd = cwd
+        self.env = env
+        self.params = GenerationParams()
+        self._backend_factory = backend_factory
+        self._dispatcher_factory = dispatcher_factory
+        self._agents_dirs = agents_dirs
+        self._max_steps = max_steps
+
+    @property
+    def backend(self) -> Backend | None:
+        """The active backend (None when it could not be built)."""
+        return self.runtime.backend
+
+    @property
+    def agents_dirs(self) -> list[Path]:
+        """Where agent configs are looked up."""
+        return list(self._agents_dirs) if self._agents_dirs else paths.agents_dirs()
+
+    @property
+    def max_steps(self) -> int:
+        """Tool rounds per turn (0 = unlimited): the override, else the agent config's."""
+        return self._max_steps if self._max_steps is not None else self.runtime.max_steps
+
+    def set_max_steps(self, steps: int) -> None:
+        """Override the tool rounds per turn (0 = unlimited)."""
+        if steps < 0:
+            raise ValueError("max steps must be 0 (unlimited) or more")
+        self._max_steps = steps
+
+    def generation_params(self) -> GenerationParams:
+        """The agent config's sampling parameters with the caller's overrides on top."""
+        return self.runtime.params.merged(self.params)
+
+    def build_backend(self, name: str | None, model: str | None) -> None:
+        """Build the runtime's first backend; a missing key is kept in `backend_error`, not raised."""
+        try:
+            self.runtime.backend = self._backend_factory(name, model)
+        except BackendConfigError as exc:
+            # Not fatal: the first turn says what to set.
+            self.backend_error = str(exc)
+
+    def set_cwd(self, path: Path | str) -> None:
+        """Move the working directory of tools, hooks and prompt commands (ValueError when it is missing)."""
+        target = Path(path).expanduser()
+        if not target.is_dir():
+            raise ValueError(f"no such directory: {target}")
+        self.cwd = target.resolve()
+        for _, server in self.runtime.dispatcher.servers():
+            if isinstance(server, CWDSetter):
+                server.set_cwd(self.cwd)
+
+    def set_env(self, key: str, value: str) -> None:
+        """Set an extra environment variable for tools, hooks and prompt commands."""
+        self.env[key] = value
+        for _, server in self.runtime.dispatcher.servers():
+            if isinstance(server, EnvSetter):
+                server.set_env(key, value)
+
+    def replace_backend(self, name: str) -> Backend | None:
+        """Build backend `name` (its default model) and put it in place; returns the backend it replaced."""
+        new = self._backend_factory(name, None)
+        old, self.runtime.backend = self.runtime.backend, new
+        self.backend_error = ""
+        return old
+
+    def switch_model(self, name: str) -> None:
+        """Send later requests to model `name` (RuntimeError without a backend)."""
+        if self.backend is None:
+            raise RuntimeError(f"no backend: {self.backend_error}")
+        self.backend.set_model(name)
+
+    async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
+        """Swap in agent `name`'s runtime (fresh dispatcher, its backend/model when it names them).
+
+        Returns the runtime it replaced, the backend it retired (or None) and
+        the build warnings. A bad name or config raises ConfigError and changes nothing.
+        """
+        cfg = load_agent_config(find_agent(name, self._agents_dirs))
+        runtime = await build_agent_runtime(
+            cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
+        )
+        runtime.backend, retired, problem = backend_for_agent(cfg, self.runtime.backend, self._backend_factory)
+        old, self.runtime, self.agent = self.runtime, runtime, name
+        if retired is not None:
+            self.backend_error = ""
+        return old, retired, [*runtime.warnings, *([problem] if problem else [])]

@@ -1,0 +1,28 @@
+"""The ollie/* method names, kept apart from their handlers so start-up need not import them."""
+
+from __future__ import annotations
+
+METHOD_NAMES = (
+    "ollie/submit",
+    "ollie/interrupt",
+    "ollie/inject",
+    "ollie/queue",
+    "ollie/popQueue",
+    "ollie/state",
+    "ollie/context",
+    "ollie/command",
+    "ollie/setCwd",
+    "ollie/setEnv",
+    "ollie/setGenerationParams",
+    "ollie/session/new",
+    "ollie/session/list",
+    "ollie/session/load",
+    "ollie/session/rename",
+    "ollie/session/archive",
+    "ollie/session/close",
+)
+
+
+def command_name(method_name: str) -> str:
+    """`ollie/session/new` -> `ollie.session.new`."""
+    return method_name.replace("/", ".")

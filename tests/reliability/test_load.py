@@ -1,0 +1,57 @@
+"""Load: 20 sessions running turns with tool calls at once through one daemon; every event stream stays its own."""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Any
+
+from ollie.testing import Reply, ScriptedLLMServer
+
+SESSIONS = 20
+TAG = re.compile(r"job-(\d\d)")
+
+
+class RoutedServer(ScriptedLLMServer):
+    """The scripted server with one script per job: a request takes the next reply of the job its prompt names."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scripts: dict[str, collections.deque[Reply]] = {}
+
+    async def _chat(self, request: Any, writer: Any) -> bool:
+        first_user = next(m for m in request.body["messages"] if m["role"] == "user")
+        job = TAG.search(str(first_user["content"])).group(0)
+        # super()._chat pops its reply before its first await, so swapping the queue in is safe.
+        self._replies = self.scripts[job]
+        return await super()._chat(request, writer)
+
+
+def test_twenty_sessions_at_once_complete_with_unmixed_events(start_daemon):
+    with RoutedServer("openai") as srv:
+        for n in range(SESSIONS):
+            job = f"job-{n:02d}"
+            srv.scripts[job] = collections.deque([
+                Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo tool-out-{job}"}]})),
+                Reply(text=f"final answer for {job} " * 5, chunk_size=3),
+            ])
+        daemon = start_daemon(env=srv.env())
+        sessions = [daemon.request("ollie/session/new", {}, timeout=60)["session"] for _ in range(SESSIONS)]
+        pending = [daemon.request_async("ollie/submit", {"session": s, "text": f"run job-{n:02d}"})
+                   for n, s in enumerate(sessions)]
+        results = [p.result(120) for p in pending]
+        assert not any(srv.scripts.values()), "every job used its whole script"
+    for n, (session, result) in enumerate(zip(sessions, results)):
+        job = f"job-{n:02d}"
+        assert result["session"] == session and result["stop"] == "end", result
+        assert result["reply"] == f"final answer for {job} " * 5
+        events = daemon.events(session)
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), f"seq gaps in {job}"
+        assert events[0]["role"] == "turn" and events[0]["content"] == "start"
+        assert events[-1]["role"] == "turn" and events[-1]["content"] == "end"
+        for event in events:
+            assert set(TAG.findall(event["content"])) <= {f"{n:02d}"}, (job, event)
+        tool = [e for e in events if e["role"] == "tool"]
+        assert len(tool) == 1 and f"tool-out-{job}" in tool[0]["content"]
+        text = "".join(e["content"] for e in events if e["role"] == "assistant")
+        assert text == f"final answer for {job} " * 5

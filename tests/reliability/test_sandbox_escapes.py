@@ -1,0 +1,141 @@
+"""Sandbox escapes tried the way a model can: execute_code / call_tool through the execute server, default policy."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from ollie.tools.execute.server import ExecuteServer
+
+SESSION = "1700000000000000000-e5cape"
+
+
+@pytest.fixture
+def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """work = {CWD}, scratch = {TMPDIR}; `outside/secret` is granted by nothing."""
+    dirs = {name: tmp_path / name for name in ("work", "scratch", "outside")}
+    for directory in dirs.values():
+        directory.mkdir()
+    (dirs["outside"] / "secret").write_text("secret\n")
+    monkeypatch.setenv("TMPDIR", str(dirs["scratch"]))
+    return dirs
+
+
+@pytest.fixture
+def server(layout: dict[str, Path]) -> ExecuteServer:
+    """The execute server of one session, as the Core builds it."""
+    return ExecuteServer(cwd=layout["work"], session_id=SESSION, lock_dir=layout["scratch"] / "locks")
+
+
+async def run_code(server: ExecuteServer, code: str, language: str = "bash", **extra) -> str:
+    """One execute_code call, as a model would request it; the result text."""
+    result = await server.call("execute_code", {"steps": [{"code": code, "language": language}], **extra})
+    return result.text
+
+
+def untouched(layout: dict[str, Path]) -> None:
+    """Nothing outside was created or changed."""
+    assert (layout["outside"] / "secret").read_text() == "secret\n"
+    assert sorted(p.name for p in layout["outside"].iterdir()) == ["secret"]
+
+
+ESCAPES = {
+    "dotdot": "echo pwned > ../outside/new; echo pwned >> ../outside/secret",
+    "symlink": "ln -s ../outside link && echo pwned > link/new; echo pwned >> link/secret",
+    "proc self root": "echo pwned > /proc/self/root{outside}/new; echo pwned >> /proc/self/root{outside}/secret",
+    "hard link": "ln {outside}/secret hard && echo pwned >> hard",
+    "cd / then write": "cd / && echo pwned > .{outside}/new; cd {outside} && echo pwned >> secret",
+    "rename out": "echo x > mine && mv mine {outside}/new",
+    "truncate and delete": "truncate -s 0 {outside}/secret; rm -f {outside}/secret",
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+async def test_shell_escapes_fail(server, layout, name):
+    text = await run_code(server, ESCAPES[name].format(outside=layout["outside"]))
+    untouched(layout)
+    assert "denied" in text.lower() or "not permitted" in text.lower() or "exit" in text.lower(), text
+
+
+async def test_python_os_open_on_protected_paths_fails(server, layout):
+    code = f"""
+import os
+for path, flags in ((r"{layout['outside']}/new", os.O_WRONLY | os.O_CREAT),
+                    (r"{layout['outside']}/secret", os.O_RDONLY),
+                    ("/etc/passwd", os.O_WRONLY | os.O_APPEND),
+                    ("/usr/bin/env", os.O_WRONLY)):
+    try:
+        os.close(os.open(path, flags, 0o600))
+        print("OPENED", path)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+"""
+    text = await run_code(server, code, "python3")
+    assert "OPENED" not in text and text.count("refused") == 4, text
+    untouched(layout)
+
+
+async def test_file_tools_refuse_paths_outside(server, layout):
+    result = await server.call("call_tool", {"calls": [{"tool": "file_write", "args": ["../outside/new", "pwned"]}]})
+    assert result.is_error, result.text
+    (layout["work"] / "link").symlink_to(layout["outside"])
+    result = await server.call("call_tool", {"calls": [{"tool": "file_write", "args": ["link/new", "pwned"]}]})
+    assert result.is_error, result.text
+    untouched(layout)
+
+
+async def test_writing_inside_still_works(server, layout):
+    await run_code(server, "echo fine > inside.txt")
+    assert (layout["work"] / "inside.txt").read_text() == "fine\n"
+
+
+@pytest.fixture
+def listeners():
+    """Two TCP listeners on 127.0.0.1: (allowed port, other port)."""
+    socks = []
+    for _ in range(2):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        socks.append(sock)
+    yield tuple(s.getsockname()[1] for s in socks)
+    for sock in socks:
+        sock.close()
+
+
+CONNECT = """
+import socket, sys
+for port in map(int, sys.argv[1:]) if len(sys.argv) > 1 else {ports}:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        print("connected", port)
+    except OSError as exc:
+        print("refused", port, exc.errno)
+"""
+
+
+async def test_network_connect_is_refused_when_the_policy_restricts_it(server, layout, listeners, tmp_path):
+    allowed, other = listeners
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie"
+    config.mkdir(parents=True, exist_ok=True)
+    bundled = (Path(__file__).resolve().parents[2] / "sandbox.yaml").read_text()
+    restricted = bundled.replace("unrestricted: true", "unrestricted: false").replace(
+        "connect_tcp: []", f"connect_tcp: [{allowed}]")
+    assert restricted != bundled
+    (config / "sandbox.yaml").write_text(restricted)
+    text = await run_code(server, CONNECT.format(ports=[allowed, other]), "python3")
+    assert f"connected {allowed}" in text and f"refused {other}" in text, text
+    nonet = await run_code(server, CONNECT.format(ports=[allowed]), "python3", sandbox="nonet")
+    assert f"refused {allowed}" in nonet, nonet
+
+
+async def test_parallel_steps_get_the_same_walls(server, layout):
+    result = await server.call("execute_code", {"steps": [{"parallel": [
+        {"code": f"echo a > {layout['outside']}/a"}, {"code": f"echo b > {layout['outside']}/b"}]}]})
+    assert result.is_error
+    await asyncio.sleep(0)
+    untouched(layout)
