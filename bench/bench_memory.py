@@ -57,8 +57,10 @@ def run() -> tuple[list[Row], list[str]]:
         daemon = LSPProcess(DAEMON, env=child_env())
         try:
             daemon.initialize(root)
-            daemon.request("ollie/state", {}, timeout=60)  # the default session (and the engine) is ready
+            # Idle: initialized, nothing asked yet (the engine loads with the first ollie/* request).
             idle_kb = _settled_rss(daemon.pid)
+            daemon.request("ollie/state", {}, timeout=60)  # the default session (and the engine) is ready
+            ready_kb = _settled_rss(daemon.pid)
             for session_id in ids:
                 daemon.request("ollie/session/load", {"session": session_id}, timeout=60)
             state = daemon.request("ollie/state", {"session": ids[-1]})
@@ -67,13 +69,17 @@ def run() -> tuple[list[Row], list[str]]:
             loaded_kb = _settled_rss(daemon.pid)
         finally:
             daemon.shutdown()
-    idle = Row("idle RSS: daemon (default session ready) vs bare pygls, MiB", idle_kb / 1024, bare_kb / 1024,
+    idle = Row("idle RSS: daemon (initialized, nothing asked) vs bare pygls, MiB", idle_kb / 1024, bare_kb / 1024,
                unit="MiB", target="<= 1.3x")
     idle.ok = idle.ratio is not None and idle.ratio <= 1.3
+    ready = Row("RSS with the default session ready (engine loaded) vs bare pygls, MiB", ready_kb / 1024,
+                bare_kb / 1024, unit="MiB")
     added = Row(f"RSS added by {SESSIONS} resumed sessions of {MESSAGES:,} messages, MiB",
-                (loaded_kb - idle_kb) / 1024, None, unit="MiB", target="<= 50 MB")
-    added.ok = (loaded_kb - idle_kb) * 1024 <= 50e6
-    return [idle, added], [f"RSS KiB: bare pygls {bare_kb}, daemon idle {idle_kb}, with sessions {loaded_kb}"]
+                (loaded_kb - ready_kb) / 1024, None, unit="MiB", target="<= 50 MB")
+    added.ok = (loaded_kb - ready_kb) * 1024 <= 50e6
+    notes = [f"RSS KiB: bare pygls {bare_kb}, daemon idle {idle_kb}, default session ready {ready_kb}, "
+             f"with sessions {loaded_kb}"]
+    return [idle, ready, added], notes
 
 
 if __name__ == "__main__":

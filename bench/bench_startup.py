@@ -33,6 +33,18 @@ def _initialize_seconds(argv: list[str], root: Path) -> float:
         server.shutdown()
 
 
+def _first_request_seconds(root: Path) -> float:
+    """initialize answered -> the first `ollie/state` answered: where the engine and default session load."""
+    server = LSPProcess(DAEMON, env=child_env())
+    try:
+        server.initialize(root)
+        start = time.perf_counter()
+        server.request("ollie/state", {}, timeout=60)
+        return time.perf_counter() - start
+    finally:
+        server.shutdown()
+
+
 def _import_seconds(code: str) -> float:
     start = time.perf_counter()
     subprocess.run([PYTHON, "-c", code], check=True, env=child_env())
@@ -59,6 +71,7 @@ def run(rounds: int = 7) -> tuple[list[Row], list[str]]:
             _initialize_seconds(argv, root)
         bare, ollie = interleaved(rounds, lambda: _initialize_seconds(BARE_SERVER, root),
                                   lambda: _initialize_seconds(DAEMON, root))
+        first = [_first_request_seconds(root) for _ in range(3)]
     base, engine = interleaved(rounds, lambda: _import_seconds(BASE_IMPORTS),
                                lambda: _import_seconds(f"{BASE_IMPORTS}; {ENGINE_IMPORTS}"))
     startup = Row("start-up: spawn -> initialize answered (vs bare pygls)", median(ollie) * 1e3, median(bare) * 1e3,
@@ -66,14 +79,16 @@ def run(rounds: int = 7) -> tuple[list[Row], list[str]]:
     startup.ok = startup.ratio is not None and startup.ratio <= 1.3
     added = Row("engine import cost (added to pygls+lsprotocol)", (median(engine) - median(base)) * 1e3,
                 median(base) * 1e3, note="reference: python + pygls + lsprotocol imports")
+    first_request = Row("first ollie/state after initialize (engine + default session load)", median(first) * 1e3)
     notes = ["slowest imports of the engine (cumulative ms): "
              + ", ".join(f"{name} {ms:.0f}" for name, ms in top_imports(ENGINE_IMPORTS))]
-    return [startup, added], notes
+    return [startup, added, first_request], notes
 
 
 if __name__ == "__main__":
     with private_home():
         rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
     for row in rows:
-        print(f"{row.name}: {row.value:.1f} ms vs {row.reference:.1f} ms ({row.ratio:.2f}x) {row.verdict}")
+        versus = f" vs {row.reference:.1f} ms ({row.ratio:.2f}x)" if row.ratio else ""
+        print(f"{row.name}: {row.value:.1f} ms{versus} {row.verdict}")
     print(*notes, sep="\n")

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames, typed_stream
+from ollie.backend.stream import HTTPBackend, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -36,7 +36,9 @@ class AnthropicBackend(HTTPBackend):
         base = base_url.rstrip("/")
         base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
-        super().__init__(name=name, model=model, base_url=base, headers=headers, timeout=timeout)
+        # Every current Claude model has a 200k window, and the API does not say: the default is the answer.
+        super().__init__(name=name, model=model, base_url=base, headers=headers, timeout=timeout,
+                         default_context_length=CONTEXT_LENGTH)
         self.default_max_tokens = default_max_tokens
         self.prompt_caching = prompt_caching
 
@@ -83,15 +85,11 @@ class AnthropicBackend(HTTPBackend):
         usage = Usage()
         stop_reason = ""
         signature = ""
-        async with aclosing(stream_frames(
-            self._client, "/v1/messages", body=body, framing="sse",
-            is_terminator=_is_message_stop, backend=self.name,
-        )) as frames:
-            async for frame in frames:
-                if not frame.data or frame.event == "ping":
-                    continue
-                data = parse_json_data(frame.data, backend=self.name)
-                raise_for_error_object(data, backend=self.name)
+        async with aclosing(self._stream_json(
+            "/v1/messages", body, framing="sse", is_terminator=_is_message_stop,
+            skip=lambda frame: not frame.data or frame.event == "ping",
+        )) as events:
+            async for data in events:
                 kind = data.get("type")
                 if kind == "message_start":
                     _update_usage(usage, (data.get("message") or {}).get("usage") or {})
@@ -119,10 +117,6 @@ class AnthropicBackend(HTTPBackend):
         ]
         yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=stop_reason,
                           reasoning_signature=signature)
-
-    async def context_length(self) -> int:
-        """Every current Claude model has a 200k window."""
-        return CONTEXT_LENGTH
 
     async def list_models(self) -> list[str]:
         """Model ids from `/v1/models`."""

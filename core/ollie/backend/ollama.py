@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from ollie.backend.stream import HTTPBackend, raise_for_error_object, stream_frames, typed_stream
+from ollie.backend.openai import function_tools
+from ollie.backend.stream import HTTPBackend, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 4096
@@ -39,17 +40,14 @@ class OllamaBackend(HTTPBackend):
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
         timeout: float | httpx.Timeout | None = None,
     ) -> None:
-        super().__init__(name=name, model=model, base_url=base_url, timeout=timeout)
-        self.default_context_length = default_context_length
+        super().__init__(name=name, model=model, base_url=base_url, timeout=timeout,
+                         default_context_length=default_context_length)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""
         body: dict[str, Any] = {"model": self.model, "messages": [_wire_message(m) for m in messages], "stream": True}
         if tools:
-            body["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-                for t in tools
-            ]
+            body["tools"] = function_tools(tools)
         options = {key: getattr(params, field) for field, key in _OPTIONS.items() if getattr(params, field) is not None}
         limit = params.max_tokens or params.max_completion_tokens
         if limit:
@@ -73,12 +71,10 @@ class OllamaBackend(HTTPBackend):
         """Stream one chat: content/thinking deltas, then a done event with tool calls and usage."""
         body = self.build_request(messages, tools, params)
         calls: list[ToolCall] = []
-        async with aclosing(stream_frames(
-            self._client, "/api/chat", body=body, framing="ndjson",
-            is_terminator=lambda obj: isinstance(obj, dict) and obj.get("done") is True, backend=self.name,
-        )) as frames:
-            async for obj in frames:
-                raise_for_error_object(obj, backend=self.name)
+        async with aclosing(self._stream_json(
+            "/api/chat", body, framing="ndjson", is_terminator=_is_done,
+        )) as objects:
+            async for obj in objects:
                 message = obj.get("message") or {}
                 if message.get("content") or message.get("thinking"):
                     yield StreamEvent(content=message.get("content") or "", reasoning=message.get("thinking") or "")
@@ -102,17 +98,16 @@ class OllamaBackend(HTTPBackend):
         data = await self._request_json("GET", "/api/tags")
         return [str(m.get("name") or m.get("model")) for m in data.get("models") or [] if isinstance(m, dict)]
 
-    async def context_length(self) -> int:
-        """The model's trained window from `/api/show` (`<arch>.context_length`), cached per model."""
-        if self.model not in self._context_lengths:
-            data = await self._request_json("POST", "/api/show", {"model": self.model})
-            info = data.get("model_info") or {}
-            found = next(
-                (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0),
-                self.default_context_length,
-            )
-            self._context_lengths[self.model] = found
-        return self._context_lengths[self.model]
+    async def _lookup_context_length(self) -> int | None:
+        """The model's trained window from `/api/show` (`<arch>.context_length`)."""
+        data = await self._request_json("POST", "/api/show", {"model": self.model})
+        info = data.get("model_info") or {}
+        windows = (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0)
+        return next(windows, None)
+
+
+def _is_done(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("done") is True
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, parse_json_data, raise_for_error_object, stream_frames, typed_stream
+from ollie.backend.stream import HTTPBackend, typed_stream
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 128_000
@@ -36,9 +36,9 @@ class OpenAIBackend(HTTPBackend):
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         headers.update(extra_headers or {})
-        super().__init__(name=name, model=model, base_url=base_url, headers=headers, timeout=timeout)
+        super().__init__(name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
+                         default_context_length=default_context_length)
         self.openrouter = name == "openrouter" or "openrouter.ai" in base_url if openrouter is None else openrouter
-        self.default_context_length = default_context_length
         self._models: list[dict[str, Any]] | None = None
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
@@ -50,10 +50,7 @@ class OpenAIBackend(HTTPBackend):
             "stream_options": {"include_usage": True},
         }
         if tools:
-            body["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-                for t in tools
-            ]
+            body["tools"] = function_tools(tools)
         body.update(self._wire_params(params))
         return body
 
@@ -87,15 +84,11 @@ class OpenAIBackend(HTTPBackend):
         calls = _ToolCallAssembler()
         usage: Usage | None = None
         stop_reason = ""
-        async with aclosing(stream_frames(
-            self._client, "/chat/completions", body=body, framing="sse",
-            is_terminator=_is_done, backend=self.name,
-        )) as frames:
-            async for frame in frames:
-                if _is_done(frame):
-                    continue  # the terminator is the last frame stream_frames yields
-                chunk = parse_json_data(frame.data, backend=self.name)
-                raise_for_error_object(chunk, backend=self.name)
+        # `[DONE]` is no JSON: skipped (it is the last frame anyway).
+        async with aclosing(self._stream_json(
+            "/chat/completions", body, framing="sse", is_terminator=_is_done, skip=_is_done,
+        )) as chunks:
+            async for chunk in chunks:
                 if chunk.get("usage"):
                     usage = _usage(chunk["usage"])
                 for choice in chunk.get("choices") or []:
@@ -122,16 +115,18 @@ class OpenAIBackend(HTTPBackend):
         """Model ids from `/models`."""
         return [str(m.get("id")) for m in await self._model_list()]
 
-    async def context_length(self) -> int:
-        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`), cached."""
-        if self.model not in self._context_lengths:
-            found = self.default_context_length
-            for entry in await self._model_list():
-                if entry.get("id") == self.model:
-                    found = _context_of(entry) or found
-                    break
-            self._context_lengths[self.model] = found
-        return self._context_lengths[self.model]
+    async def _lookup_context_length(self) -> int | None:
+        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`)."""
+        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
+        return _context_of(entry) if entry is not None else None
+
+
+def function_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    """Tools in OpenAI's `{"type": "function", "function": {...}}` shape (Ollama takes it too)."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
 
 
 def _is_done(frame: SSEEvent) -> bool:
@@ -182,6 +177,7 @@ class _ToolCallAssembler:
         self._calls: dict[int, dict[str, str]] = {}
 
     def add(self, part: dict[str, Any]) -> None:
+        """Fold one streamed `tool_calls` fragment into the call at its index."""
         index = part.get("index", len(self._calls))
         call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
         if part.get("id"):
@@ -198,6 +194,7 @@ class _ToolCallAssembler:
         self.add({"index": 0, "function": function_call})
 
     def calls(self) -> list[ToolCall]:
+        """The assembled calls in index order (a missing id gets a positional one)."""
         return [
             ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
             for index, c in sorted(self._calls.items())

@@ -90,8 +90,12 @@ def raise_for_error_object(obj: Any, *, backend: str) -> None:
         raise classify_error(status_of_error_object(obj), obj, backend=backend)
 
 
+def _never(frame: Any) -> bool:
+    return False
+
+
 class HTTPBackend:
-    """What the three backends share: the httpx client, the model, and the cached context length."""
+    """What the three backends share: the httpx client, the model, the JSON stream, the cached context length."""
 
     name: str
 
@@ -101,12 +105,14 @@ class HTTPBackend:
         name: str,
         model: str,
         base_url: str,
+        default_context_length: int,
         headers: Mapping[str, str] | None = None,
         timeout: float | httpx.Timeout | None = None,
     ) -> None:
         self.name = name
         self._model = model
         self.base_url = base_url.rstrip("/")
+        self.default_context_length = default_context_length
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             headers=dict(headers or {}),
@@ -126,6 +132,36 @@ class HTTPBackend:
     async def aclose(self) -> None:
         """Release the HTTP client."""
         await self._client.aclose()
+
+    async def context_length(self) -> int:
+        """The model's context window: the server's figure, looked up once per model, else the default."""
+        if self.model not in self._context_lengths:
+            self._context_lengths[self.model] = await self._lookup_context_length() or self.default_context_length
+        return self._context_lengths[self.model]
+
+    async def _lookup_context_length(self) -> int | None:
+        """The server's context window for the current model; None when it does not say (the default applies)."""
+        return None
+
+    async def _stream_json(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        framing: Framing,
+        is_terminator: Callable[[Any], bool],
+        skip: Callable[[Any], bool] = _never,
+    ) -> AsyncIterator[Any]:
+        """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside), error objects raised typed."""
+        async with aclosing(stream_frames(
+            self._client, path, body=body, framing=framing, is_terminator=is_terminator, backend=self.name,
+        )) as frames:
+            async for frame in frames:
+                if skip(frame):
+                    continue
+                obj = parse_json_data(frame.data, backend=self.name) if framing == "sse" else frame
+                raise_for_error_object(obj, backend=self.name)
+                yield obj
 
     async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """A plain (non-streaming) JSON request with the same error classification."""
