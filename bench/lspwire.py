@@ -75,6 +75,7 @@ class LSPProcess:
         self.server_requests: list[dict[str, Any]] = []
         self._on_notification = on_notification
         self._pending: dict[Any, Pending] = {}
+        self.unmatched: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
         self._notified = threading.Condition()
@@ -185,7 +186,9 @@ class LSPProcess:
                 self._notified.notify_all()
             return
         pending = self._pending.pop(message.get("id"), None)
-        if pending is not None:
+        if pending is None:
+            self.unmatched.append(message)  # e.g. an error answered with id null
+        else:
             pending.message = message
             pending.answered_at = stamp
             pending.done.set()

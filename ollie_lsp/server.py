@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from ollie_lsp.options import InitOptions, parse_init_options
 logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 1
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 
 
 def raw_params_converter() -> Any:
@@ -58,6 +61,22 @@ class OllieProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(self._server.methods)}}
         return result
+
+    def handle_message(self, message: Any) -> None:
+        """Answer what is not JSON-RPC 2.0 with -32600 (pygls would drop it silently), then handle the rest."""
+        if isinstance(message, dict) or getattr(message, "jsonrpc", None) != self.VERSION:
+            msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            logger.warning("invalid JSON-RPC message", extra={"id": msg_id})
+            if getattr(message, "method", None) is None and not isinstance(message, dict):
+                msg_id = None  # not even an object: no id to answer to
+            if msg_id is None or isinstance(msg_id, (int, str)):
+                self.send_error(msg_id, INVALID_REQUEST, 'Invalid Request: a JSON-RPC 2.0 object with "jsonrpc": "2.0"')
+            return
+        super().handle_message(message)
+
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}})
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         hook = self._server.cancel_hooks.pop(msg_id, None)
@@ -100,6 +119,13 @@ class OllieServer(LanguageServer):
             self._table = build_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
+        if isinstance(error, json.JSONDecodeError):
+            self.protocol.send_error(None, PARSE_ERROR, f"Parse error: {error.msg} (at byte {error.pos})")
+            return
+        super().report_server_error(error, source)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Tell the user something (window/showMessage) and log it."""

@@ -73,9 +73,9 @@ def test_fuzzed_json_rpc_messages_get_answers_and_the_daemon_keeps_serving(daemo
     @FUZZ
     @given(message=messages)
     def check(message):
-        request = message.get("jsonrpc") == "2.0" and not {"result", "error"} & set(message)
+        request = not {"result", "error"} & set(message)
         if isinstance(message.get("id"), int) and request:
-            # A well-formed request envelope must be answered (pygls drops one without "jsonrpc": "2.0").
+            # A request must be answered, with an error when its envelope is not JSON-RPC 2.0.
             pending = send_with_id(daemon, message)
             if "method" in message:
                 answer = pending.done.wait(15) and pending.message
@@ -137,8 +137,20 @@ def test_bad_requests_get_the_documented_errors(daemon, method, params, code):
 
 
 def test_a_truncated_message_then_a_valid_one_after_the_client_resyncs(daemon):
-    # Invalid JSON in a well-framed message: the daemon skips it (pygls answers nothing) and reads on.
+    # Invalid JSON in a well-framed message: answered with a parse error (id null), and the daemon reads on.
     daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 99, "method": "ollie/state", "params": {'))
     daemon.send_raw(frame(json.dumps([1, 2, 3]).encode()))
     daemon.send_raw(frame(b"null"))
+    still_serving(daemon)
+    codes = [m["error"]["code"] for m in daemon.unmatched if m.get("id") is None and "error" in m]
+    assert codes == [-32700, -32600, -32600], daemon.unmatched
+
+
+def test_a_request_that_is_not_json_rpc_2_gets_invalid_request(daemon):
+    pending = send_with_id(daemon, {"jsonrpc": "1.0", "id": 4242, "method": "ollie/state", "params": {}})
+    assert pending.done.wait(15)
+    assert pending.message["error"]["code"] == -32600
+    pending = send_with_id(daemon, {"id": 4243, "method": "ollie/state", "params": {}})
+    assert pending.done.wait(15)
+    assert pending.message["error"]["code"] == -32600
     still_serving(daemon)

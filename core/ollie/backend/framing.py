@@ -28,6 +28,7 @@ class _LineSplitter:
         self._pending = ""
 
     def feed(self, chunk: bytes) -> list[str]:
+        """The lines `chunk` completed."""
         text = self._pending + self._decoder.decode(chunk)
         hold = ""
         if text.endswith("\r"):
@@ -38,6 +39,7 @@ class _LineSplitter:
         return lines
 
     def finish(self) -> list[str]:
+        """The last lines, at the end of the stream."""
         text = self._pending + self._decoder.decode(b"", final=True)
         self._pending = ""
         lines = _EOL.split(text)
@@ -61,18 +63,20 @@ class SSEDecoder:
     def finish(self) -> list[SSEEvent]:
         """Flush at end of stream (an event without its closing blank line still counts)."""
         events = self._take(self._lines.finish())
+        self._end_event(events)
+        return events
+
+    def _end_event(self, events: list[SSEEvent]) -> None:
+        """Close the event being read: it joins `events` when it has data."""
         if self._data:
             events.append(SSEEvent(self._event, "\n".join(self._data)))
         self._event, self._data = "", []
-        return events
 
     def _take(self, lines: list[str]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         for line in lines:
             if not line:
-                if self._data:
-                    events.append(SSEEvent(self._event, "\n".join(self._data)))
-                self._event, self._data = "", []
+                self._end_event(events)
                 continue
             if line.startswith(":"):
                 continue  # comment / keep-alive, e.g. ": OPENROUTER PROCESSING"

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ollie.backend.registry import DEFAULT_URLS
-from ollie.env import env_file, parse_env_file
-
-URL_VARS = {"ollama": "OLLIE_OLLAMA_URL", "openai": "OLLIE_OPENAI_URL", "openrouter": "OLLIE_OPENAI_URL",
-            "anthropic": "OLLIE_ANTHROPIC_URL"}
-KEY_VARS = {"openai": "OLLIE_OPENAI_KEY", "openrouter": "OLLIE_OPENAI_KEY", "anthropic": "OLLIE_ANTHROPIC_KEY"}
-
-
-def environment() -> dict[str, str]:
-    """The process environment over the env file (which never overrides)."""
-    try:
-        values = parse_env_file(env_file().read_text(encoding="utf-8"))
-    except OSError:
-        values = {}
-    return {**values, **os.environ}
+from ollie.backend.registry import DEFAULT_URLS, KEY_VARS, URL_VARS, environment
 
 
 def reachable(url: str, *, timeout: float = 1.5) -> bool:

@@ -60,6 +60,11 @@ def _channel(value: Channel | str) -> str:
         raise InvalidSessionError(f"unknown session channel {value!r}") from None
 
 
+def _require_user(user_id: str) -> None:
+    if not user_id:
+        raise InvalidSessionError("user_id is required")
+
+
 def _in(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join('?' for _ in values)})"
 
@@ -148,8 +153,7 @@ class Registry:
 
     def ensure(self, req: Request) -> Info:
         """Find or create a session: resume req.id, create it exactly, create a new one, or NotFoundError."""
-        if not req.user_id:
-            raise InvalidSessionError("user_id is required")
+        _require_user(req.user_id)
         agent = self._agent(req.agent_id)
         kind = _kind(req.kind or req.require_kind or Kind.CHAT)
         required = _kind(req.require_kind, what="required kind") if req.require_kind else None
@@ -223,8 +227,7 @@ class Registry:
     def list_for_admin(self, user_id: str, agent_id: str, opts: ListOptions | None = None) -> list[Info]:
         """An admin's own sessions plus the agent's guest sessions (the caller enforces admin authority)."""
         opts = opts or ListOptions()
-        if not user_id:
-            raise InvalidSessionError("user_id is required")
+        _require_user(user_id)
         where = ["agent_id = ?", "(user_id = ? OR guest_id <> '')"]
         more_where, more_params = self._filters(opts)
         return self._select(where + more_where, [self._agent(agent_id), user_id, *more_params], opts)
@@ -315,8 +318,7 @@ class Registry:
 
     def resolve_main(self, req: MainRequest) -> Info:
         """The user's main session: the active one, else the most recent private chat promoted, else a new one."""
-        if not req.user_id:
-            raise InvalidSessionError("user_id is required")
+        _require_user(req.user_id)
         agent = self._agent(req.agent_id)
         with self._store.transaction() as conn:
             current = self._active_main(conn, req.user_id, agent)
@@ -339,8 +341,7 @@ class Registry:
 
     def rotate_main(self, req: MainRequest) -> Info:
         """Archive the current main and create its successor in one transaction (compare-and-rotate)."""
-        if not req.user_id:
-            raise InvalidSessionError("user_id is required")
+        _require_user(req.user_id)
         agent = self._agent(req.agent_id)
         with self._store.transaction(on_commit_failure=_rotation_unknown) as conn:
             current = self._active_main(conn, req.user_id, agent)
@@ -361,8 +362,7 @@ class Registry:
 
     def _binding(self, req: ChannelRequest) -> tuple[str, str, str]:
         """(agent, binding key, channel) of a channel request, validated."""
-        if not req.user_id:
-            raise InvalidSessionError("user_id is required")
+        _require_user(req.user_id)
         agent = self._agent(req.agent_id)
         channel = _channel(req.channel)
         if req.guest_id and req.guest_id != req.user_id:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -178,30 +178,23 @@ class Info:
     def record(self) -> SessionRecord:
         """The store row of this Info; fails closed on an invalid Info."""
         self.validate()
-        return SessionRecord(
-            id=self.id, agent_id=self.agent_id, user_id=self.user_id, group_id=self.group_id,
-            guest_id=self.guest_id, channel=str(self.channel), kind=str(self.kind), project_id=self.project_id,
-            title=self.title, created_at=to_micros(self.created_at), last_active=to_micros(self.last_active),
-            last_turn_started_at=to_micros(self.last_turn_started_at),
-            last_turn_completed_at=to_micros(self.last_turn_completed_at),
-            last_turn_result=str(self.last_turn_result), last_viewed_at=to_micros(self.last_viewed_at),
-            archived=self.archived, latest_seq=self.latest_seq,
-        )
+        values = {f.name: getattr(self, f.name) for f in fields(SessionRecord)}
+        for name in _TIME_FIELDS:
+            values[name] = to_micros(values[name])
+        for name in _ENUM_FIELDS:
+            values[name] = str(values[name])
+        return SessionRecord(**values)
 
     @classmethod
     def from_record(cls, record: SessionRecord) -> Info:
         """The Info of a store row; fails closed on a row that breaks the invariant."""
-        info = cls(
-            id=record.id, agent_id=record.agent_id, user_id=record.user_id, group_id=record.group_id,
-            guest_id=record.guest_id, channel=_enum_or_raw(Channel, record.channel),
-            kind=_enum_or_raw(Kind, record.kind), project_id=record.project_id, title=record.title,
-            created_at=from_micros(record.created_at), last_active=from_micros(record.last_active),
-            last_turn_started_at=from_micros(record.last_turn_started_at),
-            last_turn_completed_at=from_micros(record.last_turn_completed_at),
-            last_turn_result=_enum_or_raw(TurnResult, record.last_turn_result),
-            last_viewed_at=from_micros(record.last_viewed_at), archived=bool(record.archived),
-            latest_seq=record.latest_seq,
-        )
+        values = {f.name: getattr(record, f.name) for f in fields(SessionRecord)}
+        for name in _TIME_FIELDS:
+            values[name] = from_micros(values[name])
+        for name, enum in _ENUM_FIELDS.items():
+            values[name] = _enum_or_raw(enum, values[name])
+        values["archived"] = bool(values["archived"])
+        info = cls(**values)
         info.validate()
         return info
 
@@ -213,6 +206,11 @@ class Info:
     def with_changes(self, **changes: object) -> Info:
         """A copy with some fields replaced."""
         return replace(self, **changes)
+
+
+# Info and SessionRecord share their field names; these differ in type (datetime / enum in Info).
+_TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at", "last_viewed_at")
+_ENUM_FIELDS: dict[str, type[StrEnum]] = {"channel": Channel, "kind": Kind, "last_turn_result": TurnResult}
 
 
 def _enum_or_raw(enum: type[StrEnum], value: str) -> str:

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ollie.backend.registry import KEY_VARS, URL_VARS
 from ollie.testing.reply import Reply, as_reply
 from ollie.testing.wire import (
     FORMATS,
@@ -84,14 +85,9 @@ class ScriptedLLMServer:
 
     def env(self, *, backend: str | None = None) -> dict[str, str]:
         """OLLIE_* variables pointing a daemon or Core at this server (`backend="openrouter"` for that flavour)."""
-        name = backend or self.fmt
-        env = {"OLLIE_BACKEND": name, "OLLIE_MODEL": self.model}
-        if self.fmt == "openai":
-            env.update(OLLIE_OPENAI_URL=self.url, OLLIE_OPENAI_KEY=DUMMY_KEYS["openai"])
-        elif self.fmt == "anthropic":
-            env.update(OLLIE_ANTHROPIC_URL=self.url, OLLIE_ANTHROPIC_KEY=DUMMY_KEYS["anthropic"])
-        else:
-            env.update(OLLIE_OLLAMA_URL=self.url)
+        env = {"OLLIE_BACKEND": backend or self.fmt, "OLLIE_MODEL": self.model, URL_VARS[self.fmt]: self.url}
+        if self.fmt in KEY_VARS:
+            env[KEY_VARS[self.fmt]] = DUMMY_KEYS[self.fmt]
         return env
 
     def script(self, *replies: Reply | dict[str, Any] | str) -> ScriptedLLMServer:

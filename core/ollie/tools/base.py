@@ -50,36 +50,67 @@ class Server(Protocol):
         ...
 
 
+# Optional server capabilities: the core checks for each with isinstance and uses it when present.
+
+
 @runtime_checkable
 class CWDSetter(Protocol):
-    def set_cwd(self, cwd: Path) -> None: ...
+    """A server whose calls follow the session's working directory."""
+
+    def set_cwd(self, cwd: Path) -> None:
+        """Run later calls in `cwd`."""
+        ...
 
 
 @runtime_checkable
 class EnvSetter(Protocol):
-    def set_env(self, key: str, value: str) -> None: ...
+    """A server whose children get the session's extra environment."""
+
+    def set_env(self, key: str, value: str) -> None:
+        """Add `key=value` to the env of later calls."""
+        ...
 
 
 @runtime_checkable
 class LockDirSetter(Protocol):
-    def set_lock_dir(self, path: Path) -> None: ...
+    """A server that keeps lock files and scratch files in a dir the session names."""
+
+    def set_lock_dir(self, path: Path) -> None:
+        """Keep lock and scratch files under `path`."""
+        ...
 
 
 @runtime_checkable
 class ToolRestrictionSetter(Protocol):
-    def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None: ...
+    """A server that can offer fewer executors and tools (an agent's allowExecutors/allowTools)."""
+
+    def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
+        """Offer only these executors and tools (None: all)."""
+        ...
 
 
 @runtime_checkable
 class ParallelClassifier(Protocol):
-    def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass: ...
+    """A server that says which calls may run side by side."""
+
+    def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
+        """`read` (runs with other reads), `write` or `global` (runs alone)."""
+        ...
 
 
 @runtime_checkable
 class TierClassifier(Protocol):
-    def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier: ...
+    """A server that says how long a call's result stays verbatim in the history."""
+
+    def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
+        """`hot` (kept), `warm` (summarised at compaction) or `cold` (summarised once the model saw it)."""
+        ...
 
 
 @runtime_checkable
 class Closer(Protocol):
-    async def aclose(self) -> None: ...
+    """A server that holds resources to release."""
+
+    async def aclose(self) -> None:
+        """Release them."""
+        ...

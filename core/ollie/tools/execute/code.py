@@ -47,25 +47,21 @@ async def execute_code(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     refusal = refuse_dangerous(ctx.gate, flatten(steps))
     if refusal is not None:
         return refusal
-    scratch = ctx.runner.scratch_dir()
     sections: list[Section] = []
     failed = False
-    try:
-        async with ctx.locks.hold("global", timeout=ctx.deadline.remaining()):
-            for n, step in enumerate(steps, 1):
-                if failed:
-                    sections.append(Section(f"step {n}", None, "skipped: an earlier step failed"))
-                    continue
-                if isinstance(step, ParallelGroup):
-                    group = await asyncio.gather(
-                        *(_run_step(ctx, s, scratch, f"{n}.{i}") for i, s in enumerate(step.steps, 1))
-                    )
-                    sections.extend(group)
-                    failed = any(not s.outcome.ok for s in group if s.outcome is not None)
-                else:
-                    section = await _run_step(ctx, step, scratch, str(n))
-                    sections.append(section)
-                    failed = section.outcome is not None and not section.outcome.ok
-    finally:
-        ctx.runner.drop_scratch(scratch)
+    async with ctx.exclusive_scratch() as scratch:
+        for n, step in enumerate(steps, 1):
+            if failed:
+                sections.append(Section(f"step {n}", None, "skipped: an earlier step failed"))
+                continue
+            if isinstance(step, ParallelGroup):
+                group = await asyncio.gather(
+                    *(_run_step(ctx, s, scratch, f"{n}.{i}") for i, s in enumerate(step.steps, 1))
+                )
+                sections.extend(group)
+                failed = any(not s.outcome.ok for s in group if s.outcome is not None)
+            else:
+                section = await _run_step(ctx, step, scratch, str(n))
+                sections.append(section)
+                failed = section.outcome is not None and not section.outcome.ok
     return ctx.result(sections, failed=failed)

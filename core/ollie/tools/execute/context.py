@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,16 @@ class CallContext:
         """The call's ToolResult from its sections."""
         text = render_all(sections, limit=limit or self.runner.output_limit, timeout=self.timeout)
         return ToolResult(text, is_error=failed)
+
+    @contextlib.asynccontextmanager
+    async def exclusive_scratch(self) -> AsyncIterator[Path]:
+        """Hold the session's global lock, with a scratch dir for the call's programs (removed afterwards)."""
+        scratch = self.runner.scratch_dir()
+        try:
+            async with self.locks.hold("global", timeout=self.deadline.remaining()):
+                yield scratch
+        finally:
+            self.runner.drop_scratch(scratch)
 
     async def run_locked(
         self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None

@@ -21,35 +21,31 @@ async def pipe(ctx: CallContext, args: dict[str, Any], *, pipe_limit: int = DEFA
     if refusal is not None:
         return refusal
     scripts = {i: ctx.resolve(s.tool) for i, s in enumerate(stages) if isinstance(s, ScriptCall)}
-    scratch = ctx.runner.scratch_dir()
     sections: list[Section] = []
     failed = False
     piped: bytes | None = None
-    try:
-        async with ctx.locks.hold("global", timeout=ctx.deadline.remaining()):
-            for i, stage in enumerate(stages):
-                last = i == len(stages) - 1
-                if isinstance(stage, CodeStep):
-                    build = ctx.code_invocation(stage, scratch, f"stage{i + 1}", piped)
-                    name = stage.language.name
-                else:
-                    build = ctx.script_invocation(stage, scripts[i], piped)
-                    name = stage.tool
-                outcome = await ctx.run(build, elevated=False, limit=None if last else pipe_limit)
-                section = Section(f"stage {i + 1} {name}", outcome, show_stdout=last)
-                if not last and outcome.truncated:
-                    section.note = f"its output was cut at {pipe_limit} bytes before the next stage"
-                sections.append(section)
-                # Like `set -o pipefail`: a failing stage makes the pipe fail, but later stages
-                # still see its output, as in a shell; a stage that did not run stops the pipe.
-                failed = failed or not outcome.ok
-                if outcome.error is not None or outcome.timed_out:
-                    sections.extend(
-                        Section(f"stage {j + 1}", None, "skipped: an earlier stage did not finish")
-                        for j in range(i + 1, len(stages))
-                    )
-                    break
-                piped = outcome.stdout
-    finally:
-        ctx.runner.drop_scratch(scratch)
+    async with ctx.exclusive_scratch() as scratch:
+        for i, stage in enumerate(stages):
+            last = i == len(stages) - 1
+            if isinstance(stage, CodeStep):
+                build = ctx.code_invocation(stage, scratch, f"stage{i + 1}", piped)
+                name = stage.language.name
+            else:
+                build = ctx.script_invocation(stage, scripts[i], piped)
+                name = stage.tool
+            outcome = await ctx.run(build, elevated=False, limit=None if last else pipe_limit)
+            section = Section(f"stage {i + 1} {name}", outcome, show_stdout=last)
+            if not last and outcome.truncated:
+                section.note = f"its output was cut at {pipe_limit} bytes before the next stage"
+            sections.append(section)
+            # Like `set -o pipefail`: a failing stage makes the pipe fail, but later stages
+            # still see its output, as in a shell; a stage that did not run stops the pipe.
+            failed = failed or not outcome.ok
+            if outcome.error is not None or outcome.timed_out:
+                sections.extend(
+                    Section(f"stage {j + 1}", None, "skipped: an earlier stage did not finish")
+                    for j in range(i + 1, len(stages))
+                )
+                break
+            piped = outcome.stdout
     return ctx.result(sections, failed=failed)

@@ -22,7 +22,8 @@ WRITE_ENV = "OLLIE_SANDBOX_WRITE"
 _PER_PROCESS = ("/proc/self", "/proc/thread-self")
 
 
-def _mtime(path: Path) -> int:
+def mtime_ns(path: Path) -> int:
+    """`path`'s modification time in ns (0 when it cannot be read): part of the cache keys of what is read from it."""
     try:
         return path.stat().st_mtime_ns
     except OSError:
@@ -112,7 +113,7 @@ class Runner:
         """
         env = self.env()
         source = policy_file(name)
-        key = (name, str(source), _mtime(source), str(self.cwd), str(self.lock_dir),
+        key = (name, str(source), mtime_ns(source), str(self.cwd), str(self.lock_dir),
                tuple(sorted(env.items())), tuple(self.tools_dirs))
         if self._policy_cache is not None and self._policy_cache[0] == key:
             return self._policy_cache[1]

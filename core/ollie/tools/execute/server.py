@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,17 +9,17 @@ from typing import Any
 
 from ollie import paths
 from ollie.errors import OllieError
+from ollie.sandbox import Policy
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.execute.args import calls_of, sandbox_of, timeout_of
-from ollie.sandbox import Policy
 from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.code import execute_code
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT, pipe
-from ollie.tools.execute.runner import Deadline, Runner
+from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -104,8 +103,8 @@ class ExecuteServer:
     def scripts(self) -> list[ToolScript]:
         """The tool scripts this session may call, by name."""
         dirs = self.tools_dirs()
-        key = tuple((str(d), _mtime(d)) for d in dirs) + tuple(
-            (str(f), _mtime(f)) for d in dirs for f in _listing(d)
+        key = tuple((str(d), mtime_ns(d)) for d in dirs) + tuple(
+            (str(f), mtime_ns(f)) for d in dirs for f in _listing(d)
         )
         if key != self._catalog_key:
             self._catalog, self._catalog_key = discover(dirs), key
@@ -215,13 +214,6 @@ def _listing(directory: Path) -> list[Path]:
         return sorted(directory.iterdir())
     except OSError:
         return []
-
-
-def _mtime(path: Path) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
 
 
 def new_dispatcher(
