@@ -103,3 +103,8 @@ def required_env(name: str) -> str:
     if not value:
         raise ToolError(f"${name} is not set (this tool runs through ollie's call_tool)")
     return value
+
+
+def memory_file() -> Path:
+    """The store memory_remember appends to and memory_recall searches: one JSON object a line."""
+    return Path(required_env("OLLIE_DATA_PATH")) / "memory" / "memories.jsonl"

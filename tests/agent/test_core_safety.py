@@ -95,7 +95,7 @@ async def test_task_state_is_reinjected_with_the_plan_files_next_step(scripted_l
     srv = scripted_llm("openai")
     srv.script(*[Reply.tool_calls(("slow_read", {"tag": i})) for i in range(3)], Reply.text("ok"))
     core = await make_core(srv, toy=ToyServer(), limits={"reinject_rounds": 3})
-    plan = plan_path(core.sessions_dir, core.session_id)
+    plan = plan_path(core.session_id)
     plan.parent.mkdir(parents=True, exist_ok=True)
     plan.write_text("# plan\n- [x] look around\n- [ ] write the parser\n- [ ] test it\n")
     await core.submit("work")

@@ -291,3 +291,26 @@ def test_two_writers_of_one_session_never_leave_a_broken_file(tmp_path):
     second.messages[:] = second.messages[:1]
     file_b.save(second)
     assert _dicts(persist.load(tmp_path, first.id)) == _dicts(second)
+
+
+def test_open_session_resumes_with_a_file_that_appends_and_starts_unknown_ids_fresh(tmp_path):
+    session = Session()
+    file = SessionFile(tmp_path, session.id)
+    _round(session, 0)
+    file.save(session)
+    before = file.path.read_bytes()
+    reopened_file, resumed = persist.open_session(tmp_path, session.id)
+    assert _dicts(resumed) == _dicts(session)
+    _round(resumed, 1)
+    reopened_file.save(resumed)
+    # The file that loaded the session appends the new round instead of rewriting the history.
+    assert file.path.read_bytes().startswith(before)
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(resumed)
+
+    unknown = new_session_id()
+    new_file, fresh = persist.open_session(tmp_path, unknown)
+    assert fresh.id == unknown and fresh.messages == [] and not new_file.exists()
+    anonymous_file, anonymous = persist.open_session(tmp_path, None)
+    assert anonymous_file.session_id == anonymous.id
+    with pytest.raises(ValueError):
+        persist.open_session(tmp_path, "../escape")

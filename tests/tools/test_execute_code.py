@@ -55,12 +55,6 @@ async def test_missing_interpreter_is_a_clear_error(ws: Workspace) -> None:
     assert "interpreter 'perl' for language 'perl' is not installed" in result.text
 
 
-@pytest.mark.skipif(installed("lua"), reason="lua is installed here")
-async def test_absent_lua_reports_not_installed(ws: Workspace) -> None:
-    result = await code(ws.server(), "print(1)", "lua")
-    assert result.is_error and "'lua' is not installed" in result.text
-
-
 async def test_stdout_stderr_and_exit_status(ws: Workspace) -> None:
     result = await code(ws.server(), "echo out; echo err >&2; exit 3")
     assert result.is_error

@@ -197,7 +197,11 @@ async def test_file_grep_builtin_search(ws: Workspace, server: ExecuteServer) ->
 @pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed on this machine")
 async def test_file_grep_uses_ripgrep(ws: Workspace, server: ExecuteServer) -> None:
     (ws.work / "a.txt").write_text("needle\n")
-    assert stdout_of(await tool(server, "file_grep", "needle")).endswith("a.txt:1:needle")
+    # Only ripgrep honours .gitignore (in a git repo): the built-in search would list ignored.txt too.
+    (ws.work / ".git").mkdir()
+    (ws.work / ".gitignore").write_text("ignored.txt\n")
+    (ws.work / "ignored.txt").write_text("needle\n")
+    assert stdout_of(await tool(server, "file_grep", "needle")).splitlines() == ["a.txt:1:needle"]
 
 
 async def test_file_grep_errors(ws: Workspace, server: ExecuteServer) -> None:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ollie.agent.hooks import HookCaller
+from ollie.agent.hooks import HookCaller, blocked_by
 from ollie.agent.limits import LoopLimits
 from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, stream_once
@@ -128,7 +128,7 @@ async def compact_session(
         return CompactionResult(False, "nothing to compact")
     pre = await hook("preCompact", {"messages": count})
     if pre is not None and pre.blocked:
-        return CompactionResult(False, f"compaction blocked by the preCompact hook: {pre.output.strip() or 'no reason given'}")
+        return CompactionResult(False, f"compaction {blocked_by('preCompact', pre)}")
 
     prompt = flatten(session.messages)
     if max_chars and len(prompt) > max_chars:

@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from ollie import paths
+from ollie.agent.commands import run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
 from ollie.agent.cost import compute_cost
 from ollie.agent.events import Bus
-from ollie.agent.factories import BackendFactory, DispatcherFactory, build_agent_runtime, env_backend_factory
+from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
 from ollie.agent.hooks import HookResult, hook_note
 from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
-from ollie.agent.loop import AgentLoop, TurnResult, hook_payload_base
-from ollie.agent.persist import SessionFile
+from ollie.agent.loop import AgentLoop, TurnResult
+from ollie.agent.persist import SessionFile, open_session
 from ollie.agent.runtime import Runtime
 from ollie.agent.session import Session, validate_session_id
 from ollie.agent.setup import Setup
@@ -40,16 +41,6 @@ log = get_logger("ollie.agent.core")
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
-
-
-def _open_session(store: Path, session_id: str | None) -> tuple[SessionFile, Session]:
-    """The session to resume (or to start under `session_id`, or anew) and the file that keeps it."""
-    if not session_id:
-        session = Session()
-        return SessionFile(store, session.id), session
-    file = SessionFile(store, session_id)
-    # The SessionFile that loaded the session saves it: a fresh one would rewrite it whole.
-    return file, (file.load() if file.exists() else Session(id=validate_session_id(session_id)))
 
 
 class Core:
@@ -102,26 +93,13 @@ class Core:
             raise ValueError(f"working directory {work} does not exist")
         extra = dict(env or {})
         store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
-        session_file, session = _open_session(store, session_id)
+        session_file, session = open_session(store, session_id)
         session.agent = agent
-        runtime = await build_agent_runtime(
-            cfg, dispatcher_factory=dispatcher_factory, cwd=work, session_id=session.id, env=extra
+        setup = await Setup.create(
+            cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
+            backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
+            agents_dirs=agents_dirs, max_steps=max_steps,
         )
-        setup = Setup(
-            agent=agent,
-            runtime=runtime,
-            cwd=work,
-            env=extra,
-            backend_factory=backend_factory or env_backend_factory(extra),
-            dispatcher_factory=dispatcher_factory,
-            agents_dirs=agents_dirs,
-            max_steps=max_steps,
-        )
-        try:
-            setup.build_backend(backend or cfg.backend or None, model or cfg.model or None)
-        except BaseException:
-            await runtime.dispatcher.aclose()
-            raise
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())
         core._inbox.add_note(hook_note("agentSpawn", await core.run_hook("agentSpawn", {})))
@@ -131,8 +109,6 @@ class Core:
 
     async def submit(self, text: str) -> TurnResult:
         """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
-        from ollie.agent.commands import run_command
-
         output = await run_command(self, text)
         if output is not None:
             return TurnResult(output, "command")
@@ -412,9 +388,15 @@ class Core:
         hooks = self.runtime.hooks
         if hooks is None or not hooks.has(name):
             return None
-        result = await hooks.run(
-            name, {**hook_payload_base(self), **payload}, cwd=self.cwd, env=self.env, timeout=self.limits.hook_timeout_s
-        )
+        base = {
+            "session_id": self.session_id,
+            "cwd": str(self.cwd),
+            "agent": self.agent_name,
+            "backend": self.backend_name,
+            "model": self.model_name,
+        }
+        timeout = self.limits.hook_timeout_s
+        result = await hooks.run(name, {**base, **payload}, cwd=self.cwd, env=self.env, timeout=timeout)
         for warning in result.warnings:
             self.bus.emit("info", warning)
         return result
@@ -431,7 +413,7 @@ class Core:
 
     def plan_step(self) -> str:
         """The next unchecked step of the session's plan file."""
-        return read_plan_step(plan_path(self._sessions_dir, self.session.id))
+        return read_plan_step(plan_path(self.session.id))
 
     def save(self) -> None:
         """Persist the session; a failure is reported, never raised into the turn."""

@@ -41,6 +41,11 @@ def hook_note(name: str, result: HookResult | None) -> str:
     return f"[{name} hook]\n{output}" if output else ""
 
 
+def blocked_by(name: str, result: HookResult) -> str:
+    """`blocked by the <name> hook: <reason>`, the line a hook that exited 2 leaves."""
+    return f"blocked by the {name} hook: {result.output.strip() or 'no reason given'}"
+
+
 def _check_name(name: str) -> None:
     if name not in HOOK_NAMES:
         raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ollie.agent import tiers
-from ollie.agent.hooks import hook_note
+from ollie.agent.hooks import blocked_by, hook_note
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
@@ -75,7 +75,7 @@ class AgentLoop:
         core = self.core
         pre = await core.run_hook("preTurn", {"prompt": prompt})
         if pre is not None and pre.blocked:
-            why = f"blocked by the preTurn hook: {pre.output.strip() or 'no reason given'}"
+            why = blocked_by("preTurn", pre)
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
         notes = [note for note in (*core.take_notes(), hook_note("preTurn", pre)) if note]
@@ -196,14 +196,3 @@ class AgentLoop:
         ))
         self._set_reply(completion.text)
         return TurnResult(self.reply, "max_steps")
-
-
-def hook_payload_base(core: Any) -> dict[str, Any]:
-    """The fields every hook payload carries."""
-    return {
-        "session_id": core.session_id,
-        "cwd": str(core.cwd),
-        "agent": core.agent_name,
-        "backend": core.backend_name,
-        "model": core.model_name,
-    }

@@ -366,6 +366,16 @@ def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int,
     return committed
 
 
+def open_session(sessions_dir: Path | str, session_id: str | None) -> tuple[SessionFile, Session]:
+    """The session to resume (or to start under `session_id`, or anew) and the SessionFile to save it with."""
+    if not session_id:
+        session = Session()
+        return SessionFile(sessions_dir, session.id), session
+    file = SessionFile(sessions_dir, session_id)  # ValueError for an id unfit for a file name
+    # Saving through the SessionFile that loaded the session appends; a fresh one would rewrite it whole.
+    return file, (file.load() if file.exists() else Session(id=session_id))
+
+
 def load(sessions_dir: Path | str, session_id: str) -> Session:
     """Load a saved session (see `SessionFile.load`)."""
     return SessionFile(sessions_dir, session_id).load()

@@ -135,4 +135,3 @@ async def build_runtime(
         warnings=warnings,
         config=cfg,
     )
-

@@ -10,7 +10,7 @@ from ollie.agent.runtime import Runtime
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams
-from ollie.config import find_agent, load_agent_config
+from ollie.config import AgentConfig, find_agent, load_agent_config
 from ollie.tools.base import CWDSetter, EnvSetter
 
 
@@ -45,6 +45,41 @@ class Setup:
         self._agents_dirs = agents_dirs
         self._max_steps = max_steps
 
+    @classmethod
+    async def create(
+        cls,
+        cfg: AgentConfig,
+        *,
+        agent: str,
+        cwd: Path,
+        env: dict[str, str],
+        session_id: str,
+        backend: str | None,
+        model: str | None,
+        backend_factory: BackendFactory,
+        dispatcher_factory: DispatcherFactory | None,
+        agents_dirs: list[Path] | None,
+        max_steps: int | None,
+    ) -> Setup:
+        """Agent `cfg`'s runtime over a fresh dispatcher, with its backend (the caller's names win over the config's).
+
+        A backend that cannot be built for a missing key is no error: `backend_error` says what to set.
+        """
+        runtime = await build_agent_runtime(
+            cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
+        )
+        setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
+                    dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, max_steps=max_steps)
+        try:
+            runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
+        except BackendConfigError as exc:
+            # Not fatal: the first turn says what to set.
+            setup.backend_error = str(exc)
+        except BaseException:
+            await runtime.dispatcher.aclose()
+            raise
+        return setup
+
     @property
     def backend(self) -> Backend | None:
         """The active backend (None when it could not be built)."""
@@ -69,14 +104,6 @@ class Setup:
     def generation_params(self) -> GenerationParams:
         """The agent config's sampling parameters with the caller's overrides on top."""
         return self.runtime.params.merged(self.params)
-
-    def build_backend(self, name: str | None, model: str | None) -> None:
-        """Build the runtime's first backend; a missing key is kept in `backend_error`, not raised."""
-        try:
-            self.runtime.backend = self._backend_factory(name, model)
-        except BackendConfigError as exc:
-            # Not fatal: the first turn says what to set.
-            self.backend_error = str(exc)
 
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands (ValueError when it is missing)."""

@@ -34,10 +34,9 @@ class Completion:
 class TurnFailed(Exception):
     """The request failed for good; `error_type` as the turnError hook names it."""
 
-    def __init__(self, message: str, *, error_type: str, handled: bool = False) -> None:
+    def __init__(self, message: str, *, error_type: str) -> None:
         super().__init__(message)
         self.error_type = error_type
-        self.handled = handled
 
 
 def error_type(exc: BaseException) -> str:
@@ -118,7 +117,7 @@ async def stream_with_retry(
             if first:
                 first = False
                 if await on_first_error(exc, kind):
-                    raise TurnFailed(f"{kind}: {exc} (handled by the turnError hook)", error_type=kind, handled=True) from exc
+                    raise TurnFailed(f"{kind}: {exc} (handled by the turnError hook)", error_type=kind) from exc
             if isinstance(exc, ContextOverflowError):
                 if compacted or not await compact():
                     raise TurnFailed(f"context overflow: {exc}", error_type=kind) from exc

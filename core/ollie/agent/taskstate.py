@@ -14,13 +14,12 @@ _PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
 
 
-def plan_path(sessions_dir: Path, session_id: str) -> Path:
-    """The session's plan file: the execute server's location when it defines one, else `s/<id>/plan`."""
-    try:
-        from ollie.tools.execute import plan_file
-    except ImportError:
-        return sessions_dir / "s" / session_id / "plan"
-    return Path(plan_file(session_id))
+def plan_path(session_id: str) -> Path:
+    """The session's plan file, where the execute server's task_* tools keep it."""
+    # Imported here: loading the execute server (and the sandbox) is needed only once a turn reads the plan.
+    from ollie.tools.execute import plan_file
+
+    return plan_file(session_id)
 
 
 def next_unchecked(text: str) -> str:

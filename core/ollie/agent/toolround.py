@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ollie.agent.events import Bus
-from ollie.agent.hooks import HookCaller, hook_note
+from ollie.agent.hooks import HookCaller, blocked_by, hook_note
 from ollie.agent.runtime import Runtime
 from ollie.backend.types import ToolCall
 from ollie.tools.base import ToolResult
@@ -140,8 +140,7 @@ class ToolRound:
         self._set_state(f"calling: {call.name}")
         pre = await self._hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
         if pre is not None and pre.blocked:
-            reason = pre.output.strip() or "no reason given"
-            return CallOutcome(call, f"blocked by the preTool hook: {reason}", True)
+            return CallOutcome(call, blocked_by("preTool", pre), True)
 
         result = await self._execute(call.name, args)
         text, is_error = result.text, result.is_error

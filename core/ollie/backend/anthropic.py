@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, typed_stream
+from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -75,12 +75,8 @@ class AnthropicBackend(HTTPBackend):
             _mark_cache_points(body)
         return body
 
-    @typed_stream
-    async def stream(
-        self, messages: list[Message], tools: list[Tool], params: GenerationParams
-    ) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         """Stream one message: text/thinking deltas, then a done event with tool calls and usage."""
-        body = self.build_request(messages, tools, params)
         blocks: dict[int, dict[str, Any]] = {}
         usage = Usage()
         stop_reason = ""

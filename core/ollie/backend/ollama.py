@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.openai import function_tools
-from ollie.backend.stream import HTTPBackend, typed_stream
+from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 4096
@@ -64,12 +64,8 @@ class OllamaBackend(HTTPBackend):
             body["format"] = "json"
         return body
 
-    @typed_stream
-    async def stream(
-        self, messages: list[Message], tools: list[Tool], params: GenerationParams
-    ) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         """Stream one chat: content/thinking deltas, then a done event with tool calls and usage."""
-        body = self.build_request(messages, tools, params)
         calls: list[ToolCall] = []
         async with aclosing(self._stream_json(
             "/api/chat", body, framing="ndjson", is_terminator=_is_done,

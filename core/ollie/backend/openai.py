@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend, typed_stream
+from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 DEFAULT_CONTEXT_LENGTH = 128_000
@@ -75,12 +75,8 @@ class OpenAIBackend(HTTPBackend):
             out["usage"] = {"include": True}  # ask OpenRouter to report the cost
         return out
 
-    @typed_stream
-    async def stream(
-        self, messages: list[Message], tools: list[Tool], params: GenerationParams
-    ) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         """Stream one completion: content/reasoning deltas, then a done event with calls and usage."""
-        body = self.build_request(messages, tools, params)
         calls = _ToolCallAssembler()
         usage: Usage | None = None
         stop_reason = ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
@@ -13,6 +12,7 @@ import httpx
 from ollie.backend.classify import classify_error, status_of_error_object
 from ollie.backend.errors import BackendError, StreamDropError, TransientError
 from ollie.backend.framing import NDJSONDecoder, SSEDecoder
+from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 
 Framing = Literal["sse", "ndjson"]
 
@@ -60,22 +60,6 @@ async def stream_frames(
         raise TransientError(f"{backend}: request failed: {exc!r}") from exc
 
 
-def typed_stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
-    """Decorate a backend's `stream`: a frame of an unexpected shape (`null`, a list, a string where an
-    object belongs) becomes a TransientError instead of an AttributeError/TypeError/KeyError/IndexError."""
-
-    @functools.wraps(method)
-    async def wrapper(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        try:
-            async with aclosing(method(self, *args, **kwargs)) as events:
-                async for event in events:
-                    yield event
-        except (AttributeError, TypeError, KeyError, IndexError) as exc:
-            raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
-
-    return wrapper
-
-
 def parse_json_data(data: str, *, backend: str) -> Any:
     """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
     try:
@@ -95,7 +79,11 @@ def _never(frame: Any) -> bool:
 
 
 class HTTPBackend:
-    """What the three backends share: the httpx client, the model, the JSON stream, the cached context length."""
+    """What the three backends share: the httpx client, the model, the stream, the cached context length.
+
+    A backend supplies `build_request` (the JSON body) and `_events` (its vendor
+    stream as StreamEvents); `stream` joins them the same way for all.
+    """
 
     name: str
 
@@ -132,6 +120,29 @@ class HTTPBackend:
     async def aclose(self) -> None:
         """Release the HTTP client."""
         await self._client.aclose()
+
+    def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
+        """The vendor's JSON body for one streamed request."""
+        raise NotImplementedError
+
+    def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        """Send `body` and translate the vendor stream: deltas as they arrive, then one `done` event."""
+        raise NotImplementedError
+
+    async def stream(
+        self, messages: list[Message], tools: list[Tool], params: GenerationParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one request (see `Backend.stream`).
+
+        A frame of an unexpected shape (`null`, a list, a string where an object
+        belongs) is a TransientError, not an AttributeError/TypeError/KeyError/IndexError.
+        """
+        try:
+            async with aclosing(self._events(self.build_request(messages, tools, params))) as events:
+                async for event in events:
+                    yield event
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
 
     async def context_length(self) -> int:
         """The model's context window: the server's figure, looked up once per model, else the default."""

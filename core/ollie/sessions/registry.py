@@ -60,6 +60,14 @@ def _channel(value: Channel | str) -> str:
         raise InvalidSessionError(f"unknown session channel {value!r}") from None
 
 
+def _existing(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    """The session's row; NotFoundError when there is none."""
+    found = store.fetch(conn, session_id) if session_id else None
+    if found is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    return found[0]
+
+
 def _require_user(user_id: str) -> None:
     if not user_id:
         raise InvalidSessionError("user_id is required")
@@ -123,10 +131,7 @@ class Registry:
         return Info.from_record(record)
 
     def _load(self, conn: sqlite3.Connection, scope: Scope, session_id: str) -> Info:
-        found = store.fetch(conn, session_id) if session_id else None
-        if found is None:
-            raise NotFoundError(f"session {session_id!r} not found")
-        return self._authorize(scope, found[0])
+        return self._authorize(scope, _existing(conn, session_id))
 
     def memory_scope(self, info: Info) -> MemoryScope:
         """The memory scope of a validated Info (the only sanctioned conversion)."""
@@ -293,10 +298,7 @@ class Registry:
         if latest_seq is not None:
             changes["latest_seq"] = latest_seq
         with self._store.transaction() as conn:
-            found = store.fetch(conn, session_id) if session_id else None
-            if found is None:
-                raise NotFoundError(f"session {session_id!r} not found")
-            if found[0].archived:
+            if _existing(conn, session_id).archived:
                 raise ArchivedError(f"session {session_id} is archived")
             store.update(conn, session_id, **changes)
             record = store.fetch(conn, session_id)

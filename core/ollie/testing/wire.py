@@ -52,14 +52,13 @@ def render_stream(fmt: str, reply: Reply, request: dict[str, Any] | None, *, mod
 
 
 def _openai(reply: Reply, request: dict[str, Any], model: str, reasoning_field: str) -> Rendered:
-    ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+    head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "system_fingerprint": "fp_scripted"}
     with_usage = bool((request.get("stream_options") or {}).get("include_usage"))
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         obj: dict[str, Any] = {
-            "id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-            "system_fingerprint": "fp_scripted",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            **head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         }
         if with_usage:
             obj["usage"] = None
@@ -95,8 +94,7 @@ def _openai(reply: Reply, request: dict[str, Any], model: str, reasoning_field: 
         cost = reply.cost if reply.cost is not None else usage.cost
         if cost is not None:
             raw["cost"] = cost  # OpenRouter reports what the request cost
-        final = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                 "system_fingerprint": "fp_scripted", "choices": [], "usage": raw}
+        final = {**head, "choices": [], "usage": raw}
         frames.append(f"data: {_dumps(final)}\n\n".encode())
     return Rendered("text/event-stream; charset=utf-8", frames, [b"data: [DONE]\n\n"])
 

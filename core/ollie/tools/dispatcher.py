@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from ollie.errors import OllieError
@@ -63,6 +63,3 @@ class Dispatcher:
         for _, server in self.servers():
             if isinstance(server, Closer):
                 await server.aclose()
-
-
-DispatcherFactory = Callable[[], Dispatcher]

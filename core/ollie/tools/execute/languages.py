@@ -33,14 +33,16 @@ class Language:
     fallbacks: tuple[str, ...] = ()
 
 
+# Lua's versioned program names: each also names the language.
+_LUA_VERSIONS = ("lua5.4", "lua5.3", "lua5.1", "luajit")
+
 LANGUAGES: dict[str, Language] = {
     lang.name: lang
     for lang in (
         Language("bash", "bash", extensions=(".sh", ".bash"), aliases=("sh",)),
         Language("python3", "python3", extensions=(".py",), aliases=("python",)),
         Language("perl", "perl", extensions=(".pl",)),
-        Language("lua", "lua", extensions=(".lua",), aliases=("lua5.4", "lua5.3", "lua5.1", "luajit"),
-                 fallbacks=("lua5.4", "lua5.3", "lua5.1", "luajit")),
+        Language("lua", "lua", extensions=(".lua",), aliases=_LUA_VERSIONS, fallbacks=_LUA_VERSIONS),
         Language("awk", "awk", ("-f",), (".awk",), ("gawk", "mawk", "nawk")),
         Language("sed", "sed", ("-f",), (".sed",)),
         Language("jq", "jq", ("-f",), (".jq",), null_input_flag="-n"),

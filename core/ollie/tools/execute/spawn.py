@@ -10,10 +10,6 @@ from pathlib import Path
 
 from ollie.sandbox import Policy, spawn_sandboxed
 
-# The one switch point between a plain spawn and the sandbox's: spawn_sandboxed
-# runs unsandboxed when given policy=None (an elevated step).
-_spawn = spawn_sandboxed
-
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
 
@@ -64,7 +60,7 @@ async def run_process(
 ) -> RunOutcome:
     """Run `argv` (policy None: unsandboxed) to completion or `timeout`; its process group is dead on return or raise."""
     try:
-        proc = await _spawn(argv, policy=policy, cwd=cwd, env=env, stdin=stdin)
+        proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin)
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         return RunOutcome(error=f"could not start {argv[0]}: {exc}")
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))

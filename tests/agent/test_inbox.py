@@ -1,0 +1,52 @@
+"""The Inbox on its own: queued prompts, injects and hook notes of one core."""
+
+from __future__ import annotations
+
+from ollie.agent.inbox import Inbox
+
+
+def _inbox() -> tuple[Inbox, list[int]]:
+    queued: list[int] = []
+    inbox = Inbox(on_queued=lambda: queued.append(1))
+    return inbox, queued
+
+
+def test_an_inject_waits_for_the_running_turn_and_an_idle_one_is_queued():
+    inbox, queued = _inbox()
+    inbox.inject("look at b.py too", running=True)
+    inbox.inject("and c.py", running=True)
+    assert inbox.queued() == [] and queued == []
+    assert inbox.pop_inject() == "look at b.py too\nand c.py"
+    assert inbox.pop_inject() == ""
+    inbox.inject("next prompt", running=False)
+    assert inbox.queued() == ["next prompt"] and len(queued) == 1
+
+
+def test_injects_left_at_the_end_of_a_turn_become_the_next_prompt():
+    inbox, _ = _inbox()
+    inbox.queue("first")
+    inbox.inject("too late", running=True)
+    inbox.requeue_injects()
+    assert inbox.pop_inject() == ""
+    assert [inbox.pop_queue(), inbox.pop_queue(), inbox.pop_queue()] == ["first", "too late", None]
+    inbox.requeue_injects()  # nothing pending: nothing queued
+    assert inbox.queued() == []
+
+
+def test_replace_injects_keeps_only_the_new_text():
+    inbox, _ = _inbox()
+    inbox.inject("old", running=True)
+    inbox.replace_injects("new", running=True)
+    assert inbox.pop_inject() == "new"
+    inbox.replace_injects("idle", running=False)
+    assert inbox.pop_inject() == "" and inbox.queued() == ["idle"]
+
+
+def test_queue_depth_clear_and_notes_are_handed_over_once():
+    inbox, _ = _inbox()
+    assert [inbox.queue("a"), inbox.queue("b")] == [1, 2]
+    assert inbox.clear_queue() == 2 and inbox.queued() == []
+    inbox.add_note("")
+    inbox.add_note("[postTurn hook]\nok")
+    assert inbox.take_notes() == ["[postTurn hook]\nok"]
+    assert inbox.take_notes() == []
