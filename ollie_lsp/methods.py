@@ -199,9 +199,9 @@ async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
 async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The user's saved sessions, most recent first."""
     p = parse(SessionListParams, raw)
-    live_agents = [s.core.agent_name for s in ls.table.live()]
-    infos = ls.table.records.list(
-        kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset, agents=live_agents
+    records = ls.table.records
+    infos = await records.run(
+        records.list, kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset
     )
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None) for i in infos]}
 
@@ -211,7 +211,7 @@ async def session_load(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
     p = parse(SessionIdParams, raw)
     live = await ls.table.load(p.session)
-    info = ls.table.records.get(live.id, agents=[live.core.agent_name])
+    info = await ls.table.records.run(ls.table.records.get, live.id)
     return {"session": live.id, "info": info_to_wire(info, live=True)}
 
 
@@ -222,7 +222,7 @@ async def session_rename(ls: OllieServer, raw: Any) -> dict[str, Any]:
     live = ls.table.find(p.session)
     if live is not None and live.archived:
         raise SessionArchived(p.session)
-    ls.table.records.rename(p.session, p.title, agent=live.core.agent_name if live else None)
+    await ls.table.records.run(ls.table.records.rename, p.session, p.title)
     return {}
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from ollie.sessions import errors as reg_errors
 from ollie.sessions.registry import Registry
@@ -16,6 +19,7 @@ from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scop
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 
 logger = logging.getLogger("ollie.lsp.records")
+T = TypeVar("T")
 
 
 def os_user() -> str:
@@ -67,11 +71,30 @@ def info_to_wire(info: Info, *, live: bool = False) -> dict[str, Any]:
 
 
 class Records:
-    """Session records of one user, across agents, in the registry's SQLite store."""
+    """Session records of one user, across agents, in the registry's SQLite store.
+
+    The methods are synchronous (sqlite3, with a busy-retry that may sleep); the
+    daemon calls them through `run` / `in_background`, on one worker thread that
+    keeps their order and keeps the event loop free.
+    """
 
     def __init__(self, registry: Registry | None = None, *, user: str | None = None) -> None:
         self._registry = registry
         self.user = user or os_user()
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-registry")
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run one of these methods on the registry thread and wait for it."""
+        return await asyncio.get_running_loop().run_in_executor(self._io, partial(fn, *args, **kwargs))
+
+    def in_background(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
+        """Queue one of these methods on the registry thread without waiting (activity stamps)."""
+        self._io.submit(fn, *args, **kwargs)
+
+    @property
+    def _scope(self) -> Scope:
+        # No agent: on the daemon's cross-agent registry this covers every agent of the user.
+        return Scope(user_id=self.user)
 
     @property
     def registry(self) -> Registry:
@@ -79,12 +102,6 @@ class Records:
         if self._registry is None:
             self._registry = Registry()
         return self._registry
-
-    def _agents(self, extra: list[str] | None = None) -> list[str]:
-        from ollie.config import list_agents
-
-        names = dict.fromkeys([*(extra or []), *list_agents()])
-        return list(names)
 
     def created(self, session_id: str, *, agent: str, kind: str, title: str = "") -> Info | None:
         """Record a new session on channel `lsp` (or find it, when it exists); None when the store is unusable."""
@@ -99,18 +116,14 @@ class Records:
             logger.warning("session registry unavailable: %s", exc, extra={"session": session_id})
             return None
 
-    def get(self, session_id: str, *, agents: list[str] | None = None) -> Info:
+    def get(self, session_id: str) -> Info:
         """The user's session by id, whatever its agent; -32001 when there is none."""
-        for agent in self._agents(agents):
-            try:
-                return self.registry.get(Scope(user_id=self.user, agent_id=agent), session_id)
-            except reg_errors.ForbiddenError:
-                continue
-            except reg_errors.NotFoundError:
-                break
-            except reg_errors.InvalidSessionError as exc:
-                raise InvalidParams(f"session: {exc}") from None
-        raise SessionNotFound(session_id)
+        try:
+            return self.registry.get(self._scope, session_id)
+        except (reg_errors.NotFoundError, reg_errors.ForbiddenError):
+            raise SessionNotFound(session_id) from None
+        except reg_errors.InvalidSessionError as exc:
+            raise InvalidParams(f"session: {exc}") from None
 
     def touched(self, session_id: str, **changes: Any) -> None:
         """Record activity (turn start/end and result); never fails the caller."""
@@ -119,30 +132,22 @@ class Records:
         except (reg_errors.SessionError, OSError, sqlite3.Error) as exc:
             logger.info("registry touch skipped: %s", exc, extra={"session": session_id})
 
-    def rename(self, session_id: str, title: str, *, agent: str | None = None) -> None:
+    def rename(self, session_id: str, title: str) -> None:
         """Set a session's title."""
-        info = self.get(session_id, agents=[agent] if agent else None)
         with rpc_errors(session_id):
-            self.registry.rename(Scope(user_id=self.user, agent_id=info.agent_id), session_id, title)
+            self.registry.rename(self._scope, session_id, title)
 
-    def archive(self, session_id: str, *, agent: str | None = None) -> None:
+    def archive(self, session_id: str) -> None:
         """Archive a session (idempotent)."""
-        info = self.get(session_id, agents=[agent] if agent else None)
         with rpc_errors(session_id):
-            self.registry.archive(Scope(user_id=self.user, agent_id=info.agent_id), session_id)
+            self.registry.archive(self._scope, session_id)
 
     def list(
         self, *, kinds: list[str] | None = None, include_archived: bool = False, limit: int | None = None,
-        offset: int = 0, agents: list[str] | None = None,
+        offset: int = 0,
     ) -> list[Info]:
         """The user's sessions of every agent, most recently active first."""
-        kinds = [check_kind(k) for k in kinds or []]
-        found: list[Info] = []
-        for agent in self._agents(agents):
-            with rpc_errors(""):
-                found += self.registry.list(
-                    Scope(user_id=self.user, agent_id=agent), ListOptions(kinds=kinds, include_archived=include_archived)
-                )
-        found.sort(key=lambda info: info.last_active.timestamp() if info.last_active else 0.0, reverse=True)
-        end = offset + limit if limit else None
-        return found[offset:end]
+        options = ListOptions(kinds=[check_kind(k) for k in kinds or []], include_archived=include_archived,
+                              limit=limit or 0, offset=offset)
+        with rpc_errors(""):
+            return self.registry.list(self._scope, options)

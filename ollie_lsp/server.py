@@ -245,13 +245,15 @@ def build_table(ls: OllieServer) -> Any:
                 live.progress.begin(live.next_prompt_title())
                 if live.progress.token:
                     ls.progress_tokens[live.progress.token] = session_id
-                table.records.touched(session_id, turn_started=True)
+                table.records.in_background(table.records.touched, session_id, turn_started=True)
             else:
                 if live.progress.token:
                     ls.progress_tokens.pop(live.progress.token, None)
                 live.progress.end(content)
                 result = content if content in ("end", "interrupted", "max_steps", "error") else None
-                table.records.touched(session_id, turn_completed=True, result=result)
+                table.records.in_background(
+                    table.records.touched, session_id, turn_completed=True, result=result
+                )
 
         return EventForwarder(
             session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s

@@ -206,8 +206,8 @@ class SessionTable:
         )
         live = self._register(core, kind=kind)
         if resume_id is None:
-            self.records.created(live.id, agent=core.agent_name, kind=kind, title=title)
-        self.records.touched(live.id)
+            await self.records.run(self.records.created, live.id, agent=core.agent_name, kind=kind, title=title)
+        self.records.in_background(self.records.touched, live.id)
         return live
 
     def _register(self, core: Any, *, kind: str) -> LiveSession:
@@ -217,7 +217,7 @@ class SessionTable:
         self._live[session_id] = live
 
         async def rename(title: str) -> None:
-            self.records.rename(session_id, title)
+            await self.records.run(self.records.rename, session_id, title)
 
         async def kill() -> None:
             await self.close(session_id)
@@ -234,7 +234,7 @@ class SessionTable:
             if live.archived:
                 raise SessionArchived(session_id)
             return live
-        info = self.records.get(session_id)
+        info = await self.records.run(self.records.get, session_id)
         if info.archived:
             raise SessionArchived(session_id)
         return await self.create(agent=info.agent_id, kind=str(info.kind), resume_id=session_id)
@@ -282,7 +282,7 @@ class SessionTable:
     async def archive(self, session_id: str) -> None:
         """Archive a session (live or saved); a live one stays readable but refuses writes."""
         live = self._live.get(session_id)
-        self.records.archive(session_id)
+        await self.records.run(self.records.archive, session_id)
         if live is not None:
             live.archived = True
 
@@ -311,6 +311,7 @@ class SessionTable:
             await asyncio.gather(self._default, return_exceptions=True)
         sessions, self._live = list(self._live.values()), {}
         await asyncio.gather(*(self._shut(live) for live in sessions))
+        await self.records.run(lambda: None)  # the activity stamps still queued are written
 
 
 def _message(exc: BaseException) -> str:
