@@ -148,11 +148,22 @@ async def test_readonly_policy_protects_the_project(ws):
     assert (ws.scratch / "t").read_text() == "y\n"
 
 
+async def test_default_policy_runs_the_projects_own_scripts(ws):
+    venv_bin = ws.work / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    for script in (ws.work / "run.sh", venv_bin / "tool"):
+        script.write_text("#!/bin/sh\necho ran\n")
+        script.chmod(0o755)
+    status, out, err = await ws.bash("./run.sh && .venv/bin/tool", ws.default_policy())
+    assert (status, out) == (0, "ran\nran\n"), err
+
+
 async def test_add_exec_allows_running_project_scripts(ws):
     script = ws.work / "run.sh"
     script.write_text("#!/bin/sh\necho ran\n")
     script.chmod(0o755)
-    status, _, err = await ws.bash("./run.sh", ws.default_policy())
+    plain = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n')
+    status, _, err = await ws.bash("./run.sh", plain)
     assert status != 0 and DENIED in err
     policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n'
                        "advanced: {add_exec: true}\n")

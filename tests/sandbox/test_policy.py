@@ -56,7 +56,7 @@ def test_template_defaults_follow_home(tmp_path):
 def test_default_policy_is_the_bundled_file_expanded(tmp_path):
     policy = load_policy("default", cwd=tmp_path, env={"TMPDIR": str(tmp_path)})
     assert policy.source == paths.bundled("sandbox.yaml")
-    assert tmp_path in policy.rw and Path("/usr") in policy.rox and Path("/etc") in policy.ro
+    assert tmp_path in policy.rwx and Path("/usr") in policy.rox and Path("/etc") in policy.ro
     assert policy.best_effort and not policy.network.restricted
     assert not any(p == paths.config_dir() for p in policy.readable())
 
