@@ -122,7 +122,8 @@ def test_garbage_bytes_and_broken_framing_are_ignored(daemon):
     ("ollie/setGenerationParams", {"params": {"temperature": "hot"}}, -32602),
     ("ollie/session/load", {"session": "../../etc/passwd"}, None),
     ("ollie/queue", {"text": "q" * 3_000_000}, 0),
-    ("ollie/session/rename", {"session": "1700000000000000000-abcdef", "title": "t" * 1_000_000}, -32001),
+    ("ollie/session/rename", {"session": "1700000000000000000-abcdef", "title": "t" * 1_000_000}, -32602),
+    ("ollie/session/rename", {"session": "1700000000000000000-abcdef", "title": "t"}, -32001),
 ])
 def test_bad_requests_get_the_documented_errors(daemon, method, params, code):
     if code == 0:
