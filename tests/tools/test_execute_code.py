@@ -227,3 +227,16 @@ async def test_failures_spread_over_more_than_a_minute_do_not_block(ws: Workspac
         await code(server, "cat /etc/shadow")
         now[0] += 20
     assert not (await code(server, "echo fine")).is_error
+
+
+async def test_python_steps_run_wherever_python_is_installed(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default policy names {HOME}/.pyenv; a Python installed anywhere else (another HOME,
+    # uv, conda) must still run python3 steps and the Python tool scripts.
+    monkeypatch.setenv("HOME", str(ws.root / "elsewhere"))
+    server = ws.server()
+    result = await code(server, "print(6 * 7)", "python3")
+    assert not result.is_error, result.text
+    assert stdout_of(result).strip() == "42"
+    (ws.work / "a.txt").write_text("hello\n")
+    read = await server.call("call_tool", {"calls": [{"tool": "file_read", "args": ["a.txt"]}]})
+    assert not read.is_error and "hello" in read.text, read.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -80,6 +81,15 @@ class Deadline:
         return max(0.0, self.started + self.seconds - asyncio.get_running_loop().time())
 
 
+def python_home() -> Path:
+    """The Python installation ollie runs on: python3 steps and tool scripts may fall back to its interpreter.
+
+    It may live anywhere (pyenv, uv, conda, a distro): granting it read+execute
+    keeps those working under any policy, and grants nothing that is not code.
+    """
+    return Path(sys.base_prefix).resolve()
+
+
 @dataclass
 class Runner:
     """Runs invocations for one session: sandboxed by the named policy unless elevated."""
@@ -109,7 +119,8 @@ class Runner:
 
         The plan dir (task_* tools) is granted read-write, the scratch dir of inline
         programs and the tools dirs in use read(-execute): the session's own files,
-        whatever the project policy says about the rest of the data dir.
+        whatever the project policy says about the rest of the data dir. So is the
+        Python installation ollie runs on (`python_home`), which runs Python tools.
         """
         env = self.env()
         source = policy_file(name)
@@ -124,7 +135,7 @@ class Runner:
     def _with_session_dirs(self, policy: Policy) -> Policy:
         extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
         extra_ro = tuple(p for p in (self.lock_dir,) if p.exists() and p not in policy.readable())
-        extra_rox = tuple(d for d in self.tools_dirs if d.is_dir() and d not in policy.rox)
+        extra_rox = tuple(d for d in (*self.tools_dirs, python_home()) if d.is_dir() and d not in policy.rox)
         return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox)
 
     def scratch_dir(self) -> Path:
