@@ -35,6 +35,8 @@ class Language:
 
 # Lua's versioned program names: each also names the language.
 _LUA_VERSIONS = ("lua5.4", "lua5.3", "lua5.1", "luajit")
+# A machine may have only one awk, under its own name.
+_AWKS = ("gawk", "mawk", "nawk")
 
 LANGUAGES: dict[str, Language] = {
     lang.name: lang
@@ -43,7 +45,7 @@ LANGUAGES: dict[str, Language] = {
         Language("python3", "python3", extensions=(".py",), aliases=("python",)),
         Language("perl", "perl", extensions=(".pl",)),
         Language("lua", "lua", extensions=(".lua",), aliases=_LUA_VERSIONS, fallbacks=_LUA_VERSIONS),
-        Language("awk", "awk", ("-f",), (".awk",), ("gawk", "mawk", "nawk")),
+        Language("awk", "awk", ("-f",), (".awk",), _AWKS, fallbacks=_AWKS),
         Language("sed", "sed", ("-f",), (".sed",)),
         Language("jq", "jq", ("-f",), (".jq",), null_input_flag="-n"),
         Language("ed", "ed", ("-s",), (".ed",), commands_on_stdin=True),
