@@ -249,6 +249,7 @@ async function main() {
     if (!/"tool": "file_read"/.test((await tool.locator(".tool-args").textContent()) ?? "")) throw new Error("tool arguments not shown");
     await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle · \$/.test(e.textContent ?? "")), null, { timeout: waitMs });
     log(`streamed answer and tool block shown (${seen.size} partial renders)`);
+    await page.screenshot({ path: path.join(artifacts, "conversation.png") });
 
     // 2. Slash commands complete in the input.
     await chat.locator("#input").fill("");
