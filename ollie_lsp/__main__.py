@@ -64,9 +64,7 @@ async def serve_stdio(server: object, rpc_in: BinaryIO, rpc_out: BinaryIO) -> No
             logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error,  # type: ignore[attr-defined]
         )
     finally:
-        table = server._table  # type: ignore[attr-defined]
-        if table is not None:
-            await table.close_all()
+        await server.close_sessions()  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:

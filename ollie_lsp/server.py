@@ -108,7 +108,6 @@ class OllieServer(LanguageServer):
         self.initialized = False
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
         self.root_cwd = Path.cwd()
-        self.progress_tokens: dict[str, str] = {}
 
     @property
     def table(self) -> Any:
@@ -119,6 +118,11 @@ class OllieServer(LanguageServer):
             self._table = build_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    async def close_sessions(self) -> None:
+        """Close every live session (shutdown, exit, or the client gone); nothing when none was started."""
+        if self._table is not None:
+            await self._table.close_all()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
@@ -178,13 +182,11 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: OllieServer, *args: Any) -> None:
-        if ls._table is not None:
-            await ls._table.close_all()
+        await ls.close_sessions()
 
     @server.feature(types.EXIT)
     async def exit_(ls: OllieServer, *args: Any) -> None:
-        if ls._table is not None:
-            await ls._table.close_all()
+        await ls.close_sessions()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
@@ -198,10 +200,9 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
-        session_id = ls.progress_tokens.get(str(params.token))
-        if session_id and ls._table is not None:
-            live = ls._table.find(session_id)
-            if live is not None:
+        token = str(params.token)
+        for live in ls._table.live() if ls._table is not None else []:
+            if live.progress.token == token:
                 live.core.interrupt("cancelled from the progress bar")
 
 
@@ -227,7 +228,7 @@ def build_table(ls: OllieServer) -> Any:
             ls.protocol.notify("ollie/event", params)
 
         def on_state() -> None:
-            live = _live(session_id)
+            live = table.find(session_id)
             if live is None:
                 return
             snapshot = live.state_snapshot()
@@ -238,17 +239,13 @@ def build_table(ls: OllieServer) -> Any:
                 live.progress.report(snapshot["state"])
 
         def on_turn(content: str) -> None:
-            live = _live(session_id)
+            live = table.find(session_id)
             if live is None:
                 return
             if content == "start":
                 live.progress.begin(live.next_prompt_title())
-                if live.progress.token:
-                    ls.progress_tokens[live.progress.token] = session_id
                 table.records.in_background(table.records.touched, session_id, turn_started=True)
             else:
-                if live.progress.token:
-                    ls.progress_tokens.pop(live.progress.token, None)
                 live.progress.end(content)
                 result = content if content in ("end", "interrupted", "max_steps", "error") else None
                 table.records.in_background(
@@ -258,9 +255,6 @@ def build_table(ls: OllieServer) -> Any:
         return EventForwarder(
             session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s
         )
-
-    def _live(session_id: str) -> Any:
-        return table.find(session_id)
 
     table = SessionTable(
         defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,

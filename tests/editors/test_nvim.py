@@ -69,6 +69,7 @@ def test_prompt_streams_into_chat_with_tool_block_and_reload(workspace, scripted
     result = run_scenario("stream", workspace, srv)
     chat = result["chat"]
     assert not result["mid_stream_ended"], "the first words should show before the turn ends"
+    assert result["focus_stayed"], ":Ollie opens the chat beside the code and leaves the cursor there"
     assert "## You\nplease update the notes" in chat
     assert "▸ execute_code" in chat
     assert "◂ execute_code" in chat

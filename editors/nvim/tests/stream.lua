@@ -4,6 +4,7 @@ local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub
 vim.cmd.edit("notes.txt")
 local notes = vim.api.nvim_get_current_buf()
 vim.cmd("Ollie please update the notes")
+H.results.focus_stayed = vim.api.nvim_get_current_buf() == notes
 -- Mid-stream: the first words are there before the turn ends.
 H.wait_chat("Working on it")
 H.results.mid_stream_ended = H.chat.text():find("_%(end%)_") ~= nil

@@ -26,9 +26,13 @@ local function set_lines(first, last, lines)
   vim.api.nvim_buf_set_lines(M.bufnr, first, last, false, lines)
 end
 
-local function follow()
+---Keep chat windows at the end as text arrives, except one where the user moved up to read.
+---@param before integer the line count before the new text
+local function follow(before)
   for _, win in ipairs(vim.fn.win_findbuf(M.bufnr)) do
-    if vim.api.nvim_get_current_win() ~= win or vim.fn.mode() ~= "i" then
+    local focused = vim.api.nvim_get_current_win() == win
+    local at_end = vim.api.nvim_win_get_cursor(win)[1] >= before
+    if not focused or (at_end and vim.fn.mode() ~= "i") then
       vim.api.nvim_win_set_cursor(win, { line_count(), 0 })
     end
   end
@@ -66,9 +70,10 @@ function M.begin_turn(text)
   ensure_input_header()
   local header = M.input()
   set_lines(header + 1, -1, vim.split(text, "\n", { plain = true }))
+  local before = line_count()
   set_lines(line_count(), line_count(), { "", M.REPLY_HEADER, "" })
   streaming, open_role = true, "assistant"
-  follow()
+  follow(before)
 end
 
 local function append_text(text, role)
@@ -111,6 +116,7 @@ function M.on_event(ev)
     return
   end
   local role, content = ev.role, ev.content or ""
+  local before = line_count()
   if role == "assistant" or role == "reasoning" then
     append_text(content, role)
   elseif role == "call" then
@@ -151,7 +157,7 @@ function M.on_event(ev)
     add_block({ "", string.format("_(%s)_", content) })
     ensure_input_header()
   end
-  follow()
+  follow(before)
 end
 
 ---Clear the buffer and render a saved conversation (from `ollie/context`).
@@ -181,8 +187,9 @@ function M.render_history(messages)
 end
 
 ---Create (once) and show the chat buffer.
+---@param focus boolean|nil move the cursor into the chat window (else stay where the user is)
 ---@return integer bufnr
-function M.open()
+function M.open(focus)
   if not valid() then
     M.bufnr = vim.api.nvim_create_buf(true, true)
     vim.api.nvim_buf_set_name(M.bufnr, "ollie://chat")
@@ -196,6 +203,7 @@ function M.open()
     vim.keymap.set("i", "<C-s>", send, { buffer = M.bufnr, desc = "ollie: send the prompt" })
     vim.keymap.set("n", "<C-c>", function() require("ollie").stop() end, { buffer = M.bufnr, desc = "ollie: stop" })
   end
+  local from = vim.api.nvim_get_current_win()
   if #vim.fn.win_findbuf(M.bufnr) == 0 then
     local c = config.options.chat
     if c.position == "tab" then
@@ -209,6 +217,11 @@ function M.open()
     vim.wo.foldmethod = "manual"
     vim.wo.wrap = true
     vim.wo.linebreak = true
+    if not focus and vim.api.nvim_win_is_valid(from) then
+      vim.api.nvim_set_current_win(from)
+    end
+  elseif focus then
+    vim.api.nvim_set_current_win(vim.fn.win_findbuf(M.bufnr)[1])
   end
   return M.bufnr
 end

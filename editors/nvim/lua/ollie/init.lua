@@ -59,9 +59,10 @@ function M.setup(opts)
   end
 end
 
----Start the daemon if needed; returns false (after telling the user) when it can't.
-local function ensure()
-  local buf = chat.open()
+---Show the chat and start the daemon if needed; false (after telling the user) when it can't.
+---@param focus boolean|nil move the cursor into the chat window
+local function ensure(focus)
+  local buf = chat.open(focus)
   local c, err = client.ensure(buf)
   if not c then
     notify(err or "cannot start ollie-lsp", vim.log.levels.ERROR)
@@ -136,9 +137,9 @@ function M.send_input()
   M.ask(text)
 end
 
----Open the chat buffer (starting the daemon).
+---Open the chat buffer and go there (starting the daemon).
 function M.open_chat()
-  ensure()
+  ensure(true)
 end
 
 ---Interrupt the running turn.
