@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from pygls.uris import to_fs_path
@@ -31,8 +30,7 @@ DocumentLookup = Callable[[str], OpenDocument | None]
 
 def is_command(text: str) -> bool:
     """True for a slash command or `!shell` line: those get no editor context."""
-    stripped = text.lstrip()
-    return stripped.startswith("/") or stripped.startswith("!")
+    return text.lstrip().startswith(("/", "!"))
 
 
 def display_path(uri: str, cwd: Path) -> str:

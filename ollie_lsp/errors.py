@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pygls.exceptions import JsonRpcException
 
 SESSION_NOT_FOUND = -32001
@@ -37,3 +40,12 @@ class SessionArchived(JsonRpcException):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(message=f"session is archived: {session_id}", code=SESSION_ARCHIVED, data={"session": session_id})
+
+
+@contextmanager
+def invalid_params(field: str, error: type[Exception] = ValueError) -> Iterator[None]:
+    """An `error` raised inside (the engine refusing a value) as -32602 naming `field`."""
+    try:
+        yield
+    except error as exc:
+        raise InvalidParams(f"{field}: {exc}") from None

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from ollie.errors import ConfigError
 from ollie_lsp.editor import is_command, with_context
-from ollie_lsp.errors import InvalidParams, SessionArchived
+from ollie_lsp.errors import InvalidParams, invalid_params
 from ollie_lsp.params import (
     CommandParams,
     InterruptParams,
@@ -24,7 +21,7 @@ from ollie_lsp.params import (
     SetGenerationParamsParams,
     SubmitParams,
     TextParams,
-    format_validation_error,
+    generation_params,
     parse,
 )
 from ollie_lsp.progress import first_words
@@ -132,10 +129,8 @@ async def set_cwd(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Move the session to another directory."""
     p = parse(SetCwdParams, raw)
     live = await ls.table.writable(p.session)
-    try:
+    with invalid_params("cwd"):
         live.core.set_cwd(resolve_cwd(p.cwd))
-    except ValueError as exc:
-        raise InvalidParams(f"cwd: {exc}") from None
     return {}
 
 
@@ -148,37 +143,14 @@ async def set_env(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {}
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-def generation_params(raw: dict[str, Any]) -> Any:
-    """GenerationParams from camelCase (or snake_case) keys; -32602 naming `params.<key>`."""
-    from ollie.backend.types import GenerationParams
-
-    known = set(GenerationParams.__dataclass_fields__)
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        name = _snake(key)
-        if name not in known:
-            raise InvalidParams(f"params.{key}: unknown generation parameter")
-        data[name] = value
-    try:
-        return TypeAdapter(GenerationParams).validate_python(data)
-    except ValidationError as exc:
-        raise InvalidParams(format_validation_error(exc, prefix="params.")) from None
-
-
 @method("ollie/setGenerationParams")
 async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Override sampling parameters for later requests."""
     p = parse(SetGenerationParamsParams, raw)
     live = await ls.table.writable(p.session)
     params = generation_params(p.params)
-    try:
+    with invalid_params("params"):
         live.core.set_generation_params(params)
-    except ValueError as exc:
-        raise InvalidParams(f"params: {exc}") from None
     return {}
 
 
@@ -188,10 +160,8 @@ async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(SessionNewParams, raw)
     kind = check_kind(p.kind or "chat")
     cwd = resolve_cwd(p.cwd) if p.cwd else None
-    try:
+    with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
-    except ConfigError as exc:
-        raise InvalidParams(f"agent: {exc}") from None
     return {"session": live.id}
 
 
@@ -219,10 +189,7 @@ async def session_load(ls: OllieServer, raw: Any) -> dict[str, Any]:
 async def session_rename(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Give a session a title."""
     p = parse(SessionRenameParams, raw)
-    live = ls.table.find(p.session)
-    if live is not None and live.archived:
-        raise SessionArchived(p.session)
-    await ls.table.records.run(ls.table.records.rename, p.session, p.title)
+    await ls.table.rename(p.session, p.title)
     return {}
 
 

@@ -19,6 +19,14 @@ class InitOptions:
 
 
 _STRING_KEYS = ("agent", "backend", "model", "session")
+_SCALARS = (str, int, float, bool)
+
+
+def _env_value(value: str | int | float | bool) -> str:
+    # JSON's true/false, as a shell script would test them.
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
@@ -42,8 +50,8 @@ def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
         if isinstance(env, Mapping):
             good: dict[str, str] = {}
             for key, value in env.items():
-                if isinstance(key, str) and key.isidentifier() and isinstance(value, (str, int, float, bool)):
-                    good[key] = value if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+                if isinstance(key, str) and key.isidentifier() and isinstance(value, _SCALARS):
+                    good[key] = _env_value(value)
                 else:
                     problems.append(f"initializationOptions.env.{key} is not a KEY: string pair; ignored")
             values["env"] = good

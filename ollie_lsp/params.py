@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
 
 from ollie_lsp.errors import InvalidParams
 
@@ -160,3 +161,24 @@ def _namedtuple_to_dict(value: Any) -> Any:
     if isinstance(value, list):
         return [_namedtuple_to_dict(v) for v in value]
     return value
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def generation_params(raw: dict[str, Any]) -> Any:
+    """GenerationParams from camelCase (or snake_case) keys; -32602 naming `params.<key>`."""
+    from ollie.backend.types import GenerationParams
+
+    known = set(GenerationParams.__dataclass_fields__)
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _snake(key)
+        if name not in known:
+            raise InvalidParams(f"params.{key}: unknown generation parameter")
+        data[name] = value
+    try:
+        return TypeAdapter(GenerationParams).validate_python(data)
+    except ValidationError as exc:
+        raise InvalidParams(format_validation_error(exc, prefix="params.")) from None

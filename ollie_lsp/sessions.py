@@ -174,7 +174,6 @@ class SessionTable:
         self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.defaults.cwd))
 
     async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
-        await asyncio.to_thread(load_core_module)
         if resume:
             try:
                 return await self.load(resume)
@@ -194,7 +193,7 @@ class SessionTable:
         resume_id: str | None = None,
     ) -> LiveSession:
         """Start a new Core (or resume a saved one), record it and start forwarding its events."""
-        core_mod = load_core_module()
+        core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
         core = await core_mod.Core.create(
             agent=agent,
@@ -285,6 +284,13 @@ class SessionTable:
         await self.records.run(self.records.archive, session_id)
         if live is not None:
             live.archived = True
+
+    async def rename(self, session_id: str, title: str) -> None:
+        """Give a session (live or saved) a title; -32002 when it is archived."""
+        live = self._live.get(session_id)
+        if live is not None and live.archived:
+            raise SessionArchived(session_id)
+        await self.records.run(self.records.rename, session_id, title)
 
     async def close(self, session_id: str) -> None:
         """Stop a live session: interrupt, save, end its tools; its record and file stay."""

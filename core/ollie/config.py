@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -43,6 +43,8 @@ class AgentConfig(BaseModel):
     model: str = ""
     tools: bool = True
     sandbox: str = "default"
+    # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
+    elevation: Literal["ask", "allow", "deny"] = "ask"
     allow_executors: list[str] | None = Field(default=None, alias="allowExecutors")
     allow_tools: list[str] | None = Field(default=None, alias="allowTools")
     max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)

@@ -15,12 +15,17 @@ from ollie.testing import Reply
 OLLIE = [sys.executable, "-m", "ollie.cli"]
 
 
+def ollie_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without the caller's OLLIE_* settings, plus `env`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}, **(env or {})}
+
+
 def run_ollie(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    base.update(env or {})
-    return subprocess.run([*OLLIE, *args], env=base, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+              timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `ollie ARGS` to its end (stdin: `input`, else nothing)."""
+    stdin = subprocess.DEVNULL if input is None else None
+    return subprocess.run([*OLLIE, *args], env=ollie_env(env), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=stdin, input=input)
 
 
 def free_port() -> int:
@@ -99,9 +104,7 @@ def test_renderer_is_compact(tmp_path):
 
 def test_interactive_session_reads_prompts_until_eof(llm, tmp_path):
     llm.script(Reply.text("first reply"), Reply.text("second reply"))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    proc = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, input="hello\n\n/help\nagain\n",
-                          capture_output=True, text=True, timeout=60)
+    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="hello\n\n/help\nagain\n")
     assert proc.returncode == 0, proc.stderr
     assert "first reply" in proc.stdout and "second reply" in proc.stdout
     assert "/model" in proc.stdout  # the /help output
@@ -125,8 +128,7 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
     import time
 
     llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env={**base, **llm.env()},
+    proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env=ollie_env(llm.env()),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout.read(4) == "word"  # streaming has begun
@@ -144,8 +146,7 @@ def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
     import signal
     import time
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=ollie_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         banner = proc.stderr.readline()
@@ -204,9 +205,7 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     import re
 
     llm.script(Reply.text("noted"), Reply.text("it was 9"))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    first = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, input="remember 9\n",
-                           capture_output=True, text=True, timeout=60)
+    first = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="remember 9\n")
     assert first.returncode == 0, first.stderr
     session = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)
     second = run_ollie(["-p", "what was it?", "--session", session, "--cwd", str(tmp_path)], env=llm.env())
@@ -221,8 +220,7 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
     import time
 
     llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply.text("after the interrupt"))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env={**base, **llm.env()}, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=ollie_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         proc.stdin.write("talk\n")

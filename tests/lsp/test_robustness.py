@@ -83,7 +83,8 @@ async def test_a_saved_session_resumes_in_a_new_daemon(start_daemon, llm):
     assert caught.value.code == -32001
 
 
-async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, llm, _private_dirs):
+async def _start_sleeper(start_daemon, llm):
+    """A daemon whose turn runs a minute-long tool: (daemon, the pending submit, the tool's pid)."""
     code = "echo $$ > sleeper.pid; exec sleep 60"
     llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})]))
     daemon = await start_daemon(env=llm.env())
@@ -93,7 +94,11 @@ async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, 
     while not (pid_file.exists() and pid_file.read_text().strip()):
         assert time.monotonic() < deadline, "the tool never started"
         await asyncio.sleep(0.05)
-    pid = int(pid_file.read_text())
+    return daemon, submit, int(pid_file.read_text())
+
+
+async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, llm, _private_dirs):
+    daemon, submit, pid = await _start_sleeper(start_daemon, llm)
     os.kill(pid, 0)  # alive
     session = (await daemon.request("ollie/state", {}))["session"]
     await asyncio.wait_for(daemon.client.shutdown_session(), 15)
@@ -119,16 +124,7 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemon, llm):
-    code = "echo $$ > sleeper.pid; exec sleep 60"
-    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})]))
-    daemon = await start_daemon(env=llm.env())
-    asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep a minute"}))
-    pid_file = daemon.workspace / "sleeper.pid"
-    deadline = time.monotonic() + 10
-    while not (pid_file.exists() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline, "the tool never started"
-        await asyncio.sleep(0.05)
-    pid = int(pid_file.read_text())
+    daemon, _, pid = await _start_sleeper(start_daemon, llm)
     server = daemon.client._server
     server.stdin.close()  # the editor went away without shutdown/exit
     await asyncio.wait_for(server.wait(), 10)

@@ -32,7 +32,7 @@ from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
 from ollie.errors import OllieError
 from ollie.log import get_logger
-from ollie.tools.base import ToolInfo
+from ollie.tools.base import Approver, ElevationSetter, ToolInfo
 
 __all__ = ["Core", "TurnResult"]
 
@@ -56,6 +56,9 @@ class Core:
         self.reply = ""
         self.on_rename: Callable[[str], Any] | None = None
         self.on_kill: Callable[[], Any] | None = None
+        # Who approves an elevated step under `"elevation": "ask"` (the daemon asks the editor,
+        # the terminal asks at its prompt); None: nobody can, so such steps are refused.
+        self.approver: Approver | None = None
         self._setup = setup
         self._sessions_dir = sessions_dir
         self._state = "idle"
@@ -68,6 +71,7 @@ class Core:
         self.context_budget = ContextBudget(self)
         self._watch = ChangeWatch()
         self._closed = False
+        self._wire_elevation()
 
     @classmethod
     async def create(
@@ -467,6 +471,7 @@ class Core:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
+            self._wire_elevation()
             self.session.agent = name
             self.context_budget.forget_limit()
             self.session.clear()
@@ -476,6 +481,21 @@ class Core:
                 await retired.aclose()
             self.notify()
             return warnings
+
+    def _wire_elevation(self) -> None:
+        runtime = self.runtime
+        for _, server in runtime.dispatcher.servers():
+            if isinstance(server, ElevationSetter):
+                server.set_elevation(runtime.config.elevation, self.approve_elevation)
+
+    async def approve_elevation(self, what: str) -> bool | None:
+        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
+        if self.approver is None:
+            return None
+        self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
+        approved = bool(await _maybe_await(self.approver(what)))
+        self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
+        return approved
 
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands."""

@@ -46,23 +46,24 @@ class Renderer:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def _block(self, text: str, *, stream: TextIO | None = None) -> None:
-        if self._mid_line:
-            self.out.write("\n")
-            self._mid_line = False
+        self.end_line()
         target = stream or self.out
         target.write(text + "\n")
         target.flush()
 
+    def _stream(self, content: str, shown: str) -> None:
+        # A delta may stop mid-line; an empty one says nothing about where the cursor is.
+        self.out.write(shown)
+        self.out.flush()
+        if content:
+            self._mid_line = not content.endswith("\n")
+
     def render(self, role: str, content: str, name: str = "") -> None:
         """Show one event."""
         if role == "assistant":
-            self.out.write(content)
-            self.out.flush()
-            self._mid_line = not content.endswith("\n") if content else self._mid_line
+            self._stream(content, content)
         elif role == "reasoning":
-            self.out.write(self._style(content, "2"))
-            self.out.flush()
-            self._mid_line = not content.endswith("\n") if content else self._mid_line
+            self._stream(content, self._style(content, "2"))
         elif role == "call":
             self._block(self._style(f"→ {name} {compact_args(content)}", "36"))
         elif role == "tool":

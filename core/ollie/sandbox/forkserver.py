@@ -43,6 +43,10 @@ def _send(conn: socket.socket, message: dict) -> bool:
     return True
 
 
+def _refuse(conn: socket.socket, message: str) -> None:
+    _send(conn, {"error": {"stage": "request", "errno": 0, "message": message}})
+
+
 def _child(request: dict, stdio: list[int], err_w: int) -> None:
     """In the forked child: new session, stdio, cwd, Landlock, exec. Never returns."""
     stage = "setsid"
@@ -94,7 +98,7 @@ def _on_request_data(request: _Request, selector: selectors.BaseSelector) -> Non
         chunk = b""
     request.buffer += chunk
     if chunk and len(request.buffer) > MAX_REQUEST_BYTES:
-        _send(request.conn, {"error": {"stage": "request", "errno": 0, "message": "request too large"}})
+        _refuse(request.conn, "request too large")
         chunk = b""
     if b"\n" not in request.buffer:
         if not chunk:
@@ -105,7 +109,7 @@ def _on_request_data(request: _Request, selector: selectors.BaseSelector) -> Non
     try:
         spec = json.loads(request.buffer.split(b"\n", 1)[0])
     except ValueError as exc:
-        _send(request.conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
+        _refuse(request.conn, f"bad request: {exc}")
         request.discard()
         return
     request.conn.setblocking(True)

@@ -8,14 +8,25 @@ import signal
 from collections.abc import Awaitable
 
 
-class _CappedCollector(asyncio.Protocol):
+class _DoneOnClose(asyncio.Protocol):
+    """A pipe protocol that resolves `done` when the pipe closes."""
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self._done = done
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._done.done():
+            self._done.set_result(None)
+
+
+class _CappedCollector(_DoneOnClose):
     """Keeps the first `limit` bytes of a pipe and drains the rest, so the writer never blocks."""
 
     def __init__(self, limit: int, done: asyncio.Future[None]) -> None:
+        super().__init__(done)
         self.data = bytearray()
         self.limit = limit
         self.truncated = False
-        self._done = done
 
     def data_received(self, data: bytes) -> None:
         room = self.limit - len(self.data)
@@ -23,10 +34,6 @@ class _CappedCollector(asyncio.Protocol):
             self.truncated = True
             data = data[: max(room, 0)]
         self.data += data
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self._done.done():
-            self._done.set_result(None)
 
 
 async def _collect(fd: int, limit: int, transports: list[asyncio.ReadTransport]) -> tuple[bytes, bool]:
@@ -139,20 +146,11 @@ class SandboxedProcess:
         self.close()
 
 
-class _WriteDone(asyncio.Protocol):
-    def __init__(self, done: asyncio.Future[None]) -> None:
-        self._done = done
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self._done.done():
-            self._done.set_result(None)
-
-
 async def write_stdin(fd: int, data: bytes) -> None:
     """Write `data` to the pipe `fd` and close it; a child that exits without reading is fine."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    transport, _ = await loop.connect_write_pipe(lambda: _WriteDone(done), os.fdopen(fd, "wb", buffering=0))
+    transport, _ = await loop.connect_write_pipe(lambda: _DoneOnClose(done), os.fdopen(fd, "wb", buffering=0))
     try:
         transport.write(data)
         transport.close()  # flushes what is buffered, then reports connection_lost

@@ -39,8 +39,7 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: list[tuple[str, int]] = (
     if abi < 1:
         _shortfall(policy, "Landlock unavailable", "running unsandboxed", warnings)
         return None, warnings
-    fs = [[str(path), landlock.ACCESS_BY_KIND[kind]]
-          for kind in ("ro", "rox", "rw", "rwx") for path in getattr(policy, kind)]
+    fs = [[str(path), access] for kind, access in landlock.ACCESS_BY_KIND.items() for path in getattr(policy, kind)]
     fs.extend([path, access] for path, access in extra_fs)
     net: list[list[int]] = []
     handled_net = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -105,6 +106,17 @@ class TierClassifier(Protocol):
     def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
         """`hot` (kept), `warm` (summarised at compaction) or `cold` (summarised once the model saw it)."""
         ...
+
+
+# Asked before an elevated step runs: True allows it, False declines, None means nobody could be asked.
+Approver = Callable[[str], Awaitable[bool | None]]
+
+
+@runtime_checkable
+class ElevationSetter(Protocol):
+    """Takes the agent's elevation mode ("ask", "allow", "deny") and who approves under "ask"."""
+
+    def set_elevation(self, mode: str, approver: Approver | None) -> None: ...
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 from typing import Any
 
 from ollie.tools.base import ToolResult
@@ -29,7 +30,8 @@ def batches(calls: list[Resolved]) -> list[list[Resolved]]:
 async def _run_call(ctx: CallContext, item: Resolved) -> Section:
     n, call, script = item
     outcome = await ctx.run_locked(
-        script.parallel or "global", ctx.script_invocation(call, script, None), elevated=call.elevated
+        script.parallel or "global", ctx.script_invocation(call, script, None), elevated=call.elevated,
+        what=shlex.join([script.name, *call.args]),
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
     return Section(label, outcome)

@@ -36,7 +36,9 @@ def flatten(steps: list[CodeStep | ParallelGroup]) -> list[CodeStep]:
 
 
 async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str) -> Section:
-    outcome = await ctx.run(ctx.code_invocation(step, scratch, f"step{number}", None), elevated=step.elevated)
+    outcome = await ctx.run(
+        ctx.code_invocation(step, scratch, f"step{number}", None), elevated=step.elevated, what=step.code
+    )
     label = f"step {number} {step.language.name}" + (" (elevated)" if step.elevated else "")
     return Section(label, outcome)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox import Policy
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
+from ollie.tools.execute.elevation import ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout
 from ollie.tools.execute.languages import Invocation, LanguageError, code_invocation, script_invocation
 from ollie.tools.execute.results import Section, render_all
@@ -30,6 +31,7 @@ class CallContext:
     policy: Policy | None
     deadline: Deadline
     timeout: float
+    elevation: ElevationGate = field(default_factory=ElevationGate)
 
     def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
         """The call's ToolResult from its sections."""
@@ -47,17 +49,25 @@ class CallContext:
             self.runner.drop_scratch(scratch)
 
     async def run_locked(
-        self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None
+        self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool,
+        limit: int | None = None, what: str = "",
     ) -> RunOutcome:
         """Take the lock for `parallel`, build the invocation, and run it (outside the sandbox if elevated)."""
         try:
             async with self.locks.hold(parallel, timeout=self.deadline.remaining()):
-                return await self.run(invocation_of, elevated=elevated, limit=limit)
+                return await self.run(invocation_of, elevated=elevated, limit=limit, what=what)
         except LockTimeout as exc:
             return RunOutcome(error=str(exc), timed_out=True)
 
-    async def run(self, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None) -> RunOutcome:
-        """Build the invocation (a missing interpreter is an error outcome) and run it."""
+    async def run(
+        self, invocation_of: Callable[[], Invocation], *, elevated: bool, limit: int | None = None, what: str = ""
+    ) -> RunOutcome:
+        """Build the invocation (a missing interpreter is an error outcome) and run it.
+
+        An elevated one first passes the agent's elevation gate; `what` is what the user is shown.
+        """
+        if elevated and (refusal := await self.elevation.refusal(what)):
+            return RunOutcome(error=refusal)
         try:
             invocation = invocation_of()
         except (LanguageError, OSError) as exc:

@@ -10,13 +10,14 @@ from typing import Any
 from ollie import paths
 from ollie.errors import OllieError
 from ollie.sandbox import Policy
-from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
+from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.execute.args import calls_of, sandbox_of, timeout_of
 from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.code import execute_code
 from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT, pipe
 from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
@@ -64,6 +65,8 @@ class ExecuteServer:
         self._tools_dirs = tools_dirs
         self._pipe_limit = pipe_limit
         self._gate = ValidationGate(clock=clock)
+        # A bare server (a library user, the tests) lets elevated steps run; an agent's Core sets its mode.
+        self._elevation = ElevationGate()
         self._lock_poll = lock_poll_interval
         self._executors: list[str] | None = None
         self._allowed_tools: set[str] | None = None
@@ -170,7 +173,14 @@ class ExecuteServer:
             policy=self._policy(sandbox_of(args, self._sandbox)),
             deadline=Deadline(timeout),
             timeout=timeout,
+            elevation=self._elevation,
         )
+
+    def set_elevation(self, mode: str, approver: Approver | None) -> None:
+        """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""
+        if mode not in ELEVATION_MODES:
+            raise ValueError(f"elevation must be one of {', '.join(ELEVATION_MODES)} (got {mode!r})")
+        self._elevation = ElevationGate(mode, approver)
 
     def _policy(self, requested: str) -> Policy | None:
         """The call's policy: the session's, or a narrower one the call names (None: unsandboxed agent)."""

@@ -1,0 +1,30 @@
+"""Elevated steps run outside the sandbox: per agent, allowed, refused, or put to the user each time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ollie.tools.base import Approver
+
+ELEVATION_MODES = ("ask", "allow", "deny")
+
+
+@dataclass
+class ElevationGate:
+    """Decides whether one elevated step may run; `approver` answers under "ask" (None: nobody can)."""
+
+    mode: str = "allow"
+    approver: Approver | None = None
+
+    async def refusal(self, what: str) -> str | None:
+        """Why `what` may not run outside the sandbox, or None when it may."""
+        if self.mode == "allow":
+            return None
+        if self.mode == "deny":
+            return 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
+        answer = await self.approver(what) if self.approver is not None else None
+        if answer is None:
+            return "elevation refused: running outside the sandbox needs the user's approval and nobody can give it here"
+        if not answer:
+            return "elevation refused: the user declined to run this outside the sandbox"
+        return None

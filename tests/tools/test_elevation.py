@@ -1,0 +1,80 @@
+"""Elevated steps pass the agent's elevation gate: allowed, refused, or put to an approver each time."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Workspace, code
+
+
+async def test_a_bare_server_lets_elevated_steps_run(ws: Workspace):
+    target = ws.outside / "bare.txt"
+    result = await code(ws.server(), f"echo x > {target}", elevated=True)
+    assert not result.is_error, result.text
+    assert target.exists()
+
+
+async def test_deny_refuses_without_running(ws: Workspace):
+    server = ws.server()
+    server.set_elevation("deny", None)
+    target = ws.outside / "denied.txt"
+    result = await code(server, f"echo x > {target}", elevated=True)
+    assert result.is_error and '"elevation": "deny"' in result.text
+    assert not target.exists()
+    assert not (await code(server, "echo inside > in.txt")).is_error, "sandboxed steps still run"
+
+
+async def test_ask_shows_the_code_and_obeys_the_answer(ws: Workspace):
+    asked: list[str] = []
+    answers = iter([False, True])
+
+    async def approver(what: str) -> bool:
+        asked.append(what)
+        return next(answers)
+
+    server = ws.server()
+    server.set_elevation("ask", approver)
+    target = ws.outside / "asked.txt"
+    declined = await code(server, f"echo x > {target}", elevated=True)
+    assert declined.is_error and "the user declined" in declined.text
+    assert not target.exists()
+    approved = await code(server, f"echo x > {target}", elevated=True)
+    assert not approved.is_error, approved.text
+    assert target.read_text() == "x\n"
+    assert asked == [f"echo x > {target}"] * 2
+    await code(server, "echo sandboxed > s.txt")
+    assert len(asked) == 2, "only elevated steps are put to the approver"
+
+
+async def test_ask_with_nobody_to_ask_refuses(ws: Workspace):
+    async def nobody(what: str) -> None:
+        return None
+
+    for approver in (None, nobody):
+        server = ws.server()
+        server.set_elevation("ask", approver)
+        result = await code(server, f"echo x > {ws.outside / 'n.txt'}", elevated=True)
+        assert result.is_error and "nobody can give it" in result.text
+    assert not (ws.outside / "n.txt").exists()
+
+
+async def test_an_elevated_tool_call_names_the_script_and_its_arguments(ws: Workspace):
+    asked: list[str] = []
+
+    async def approver(what: str) -> bool:
+        asked.append(what)
+        return False
+
+    ws.script("touch_it", "#!/bin/bash\n# description: touch a file\ntouch \"$1\"\n")
+    server = ws.server()
+    server.set_elevation("ask", approver)
+    target = ws.outside / "t x.txt"
+    result = await server.call("call_tool", {"calls": [{"tool": "touch_it", "args": [str(target)], "elevated": True}]})
+    assert result.is_error and "declined" in result.text
+    assert asked == [f"touch_it '{target}'"]
+    assert not target.exists()
+
+
+def test_unknown_mode_is_rejected(ws: Workspace):
+    with pytest.raises(ValueError, match="ask, allow, deny"):
+        ws.server().set_elevation("sometimes", None)
