@@ -8,9 +8,12 @@ import logging
 import os
 import sys
 import threading
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ollie import __version__
+
+if TYPE_CHECKING:  # the server module (pygls) loads after the command line is parsed
+    from ollie_lsp.server import OllieServer
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -48,23 +51,23 @@ def coalesce_window() -> float:
         return 0.004
 
 
-async def serve_stdio(server: object, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
+async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client on the private stdio copies; close every session when it goes away."""
     from pygls.io_ import StdoutWriter, run_async
 
     from ollie_lsp.stdio import ThreadedReader
 
     stop = threading.Event()
-    server._stop_event = stop  # type: ignore[attr-defined]  # so pygls' shutdown() can stop the loop
-    server.protocol.set_writer(StdoutWriter(rpc_out))  # type: ignore[attr-defined]
+    server._stop_event = stop  # so pygls' shutdown() can stop the loop
+    server.protocol.set_writer(StdoutWriter(rpc_out))
     reader = ThreadedReader(rpc_in)
     try:
         await run_async(
-            stop_event=stop, reader=reader, protocol=server.protocol,  # type: ignore[attr-defined]
-            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error,  # type: ignore[attr-defined]
+            stop_event=stop, reader=reader, protocol=server.protocol,
+            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error,
         )
     finally:
-        await server.close_sessions()  # type: ignore[attr-defined]
+        await server.close_sessions()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+        return exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -14,23 +15,6 @@ logger = logging.getLogger("ollie.lsp.events")
 
 # Roles whose consecutive events are text deltas that may be joined into one notification.
 DELTA_ROLES = frozenset({"assistant", "reasoning"})
-
-
-class SeqCounter:
-    """The per-session `seq`: counts from 1 with no gaps."""
-
-    def __init__(self) -> None:
-        self._last = 0
-
-    def next(self) -> int:
-        """The next sequence number."""
-        self._last += 1
-        return self._last
-
-    @property
-    def last(self) -> int:
-        """The last number handed out (0 before the first)."""
-        return self._last
 
 
 def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
@@ -62,7 +46,7 @@ class EventForwarder:
         coalesce_s: float = 0.004,
     ) -> None:
         self.session_id = session_id
-        self.seq = SeqCounter()
+        self._seq = itertools.count(1)  # the per-session `seq`: from 1, with no gaps
         self._sub = subscription
         self._send = send
         self._on_state = on_state
@@ -114,7 +98,7 @@ class EventForwarder:
         if event.role == "state":
             self._on_state()
             return
-        self._send(event_params(self.session_id, self.seq.next(), event))
+        self._send(event_params(self.session_id, next(self._seq), event))
         if event.role == "turn":
             self._on_turn(event.content)
 

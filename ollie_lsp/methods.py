@@ -51,14 +51,8 @@ async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
     command = is_command(p.text)
     text = with_context(p.text, p.context, cwd=live.core.cwd, lookup=ls.document)
     handle = SubmitHandle()
-    msg_id = ls.protocol.msg_id
-    if msg_id is not None:
-        ls.cancel_hooks[msg_id] = lambda: live.cancel(handle)
-    try:
+    with ls.on_cancel(lambda: live.cancel(handle)):
         return await live.submit(text, title=first_words(p.text), handle=handle, is_command=command)
-    finally:
-        if msg_id is not None:
-            ls.cancel_hooks.pop(msg_id, None)
 
 
 @method("ollie/interrupt")

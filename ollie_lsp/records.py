@@ -39,8 +39,8 @@ def check_kind(kind: str) -> str:
 
 
 @contextmanager
-def rpc_errors(session_id: str) -> Iterator[None]:
-    """Registry errors as the daemon's JSON-RPC errors."""
+def rpc_errors(session_id: str, *, field: str = "") -> Iterator[None]:
+    """Registry errors as the daemon's JSON-RPC errors (an invalid value named as `field` when given)."""
     try:
         yield
     except reg_errors.NotFoundError:
@@ -51,7 +51,7 @@ def rpc_errors(session_id: str) -> Iterator[None]:
     except reg_errors.ArchivedError:
         raise SessionArchived(session_id) from None
     except reg_errors.InvalidSessionError as exc:
-        raise InvalidParams(str(exc)) from None
+        raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
 
 
 def info_to_wire(info: Info, *, live: bool = False) -> dict[str, Any]:
@@ -118,12 +118,8 @@ class Records:
 
     def get(self, session_id: str) -> Info:
         """The user's session by id, whatever its agent; -32001 when there is none."""
-        try:
+        with rpc_errors(session_id, field="session"):
             return self.registry.get(self._scope, session_id)
-        except (reg_errors.NotFoundError, reg_errors.ForbiddenError):
-            raise SessionNotFound(session_id) from None
-        except reg_errors.InvalidSessionError as exc:
-            raise InvalidParams(f"session: {exc}") from None
 
     def touched(self, session_id: str, **changes: Any) -> None:
         """Record activity (turn start/end and result); never fails the caller."""

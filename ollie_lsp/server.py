@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ class OllieProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         """The standard initialize, then the ollie capabilities added to its result."""
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(self._server.methods)}}
+        result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(METHOD_NAMES)}}
         return result
 
     def handle_message(self, message: Any) -> None:
@@ -100,7 +101,6 @@ class OllieServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.coalesce_s = coalesce_s
-        self.methods: list[str] = []
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}
         self.init_options = InitOptions()
         self.default_cwd = Path.cwd()
@@ -118,6 +118,18 @@ class OllieServer(LanguageServer):
             self._table = build_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    @contextmanager
+    def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
+        """While inside, a `$/cancelRequest` for the request being handled calls `hook` instead of cancelling it."""
+        msg_id = self.protocol.msg_id
+        if msg_id is not None:
+            self.cancel_hooks[msg_id] = hook
+        try:
+            yield
+        finally:
+            if msg_id is not None:
+                self.cancel_hooks.pop(msg_id, None)
 
     async def close_sessions(self) -> None:
         """Close every live session (shutdown, exit, or the client gone); nothing when none was started."""
@@ -231,12 +243,11 @@ def build_table(ls: OllieServer) -> Any:
             live = table.find(session_id)
             if live is None:
                 return
-            snapshot = live.state_snapshot()
-            if snapshot != live.last_state:
-                live.last_state = snapshot
-                ls.protocol.notify("ollie/stateChanged", snapshot)
-            if snapshot["running"] and snapshot["state"] != "idle":
-                live.progress.report(snapshot["state"])
+            changed = live.state_changed()
+            if changed is not None:
+                ls.protocol.notify("ollie/stateChanged", changed)
+            if live.core.is_running and live.core.state != "idle":
+                live.progress.report(live.core.state)
 
         def on_turn(content: str) -> None:
             live = table.find(session_id)
@@ -276,7 +287,6 @@ def register_methods(server: OllieServer) -> None:
     for name in METHOD_NAMES:
         server.feature(name)(_lazy_method(name))
         server.command(command_name(name))(_lazy_command(name))
-        server.methods.append(name)
 
 
 def _lazy_method(name: str) -> Callable[..., Any]:

@@ -57,6 +57,14 @@ class LiveSession:
             "cost": core.cost_info(),
         }
 
+    def state_changed(self) -> dict[str, Any] | None:
+        """The `ollie/stateChanged` params when they differ from the last ones sent, else None."""
+        snapshot = self.state_snapshot()
+        if snapshot == self.last_state:
+            return None
+        self.last_state = snapshot
+        return snapshot
+
     def state_result(self) -> dict[str, Any]:
         """The `ollie/state` result."""
         core = self.core
@@ -81,6 +89,12 @@ class LiveSession:
         cancel_wait = asyncio.ensure_future(handle.cancelled.wait())
         try:
             await asyncio.wait({acquire, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # This request itself was cancelled while it waited: never take (or keep) the lock.
+            if acquire.done() and not acquire.cancelled():
+                self.turn_lock.release()
+            acquire.cancel()
+            raise
         finally:
             cancel_wait.cancel()
         if not acquire.done() or acquire.cancelled():

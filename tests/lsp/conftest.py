@@ -38,13 +38,9 @@ def make_client() -> LanguageClient:
     return client
 
 
-def daemon_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment: this process's (private XDG dirs included) plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        env[var] = os.environ[var]
-    env.update(extra or {})
-    return env
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A daemon's or `ollie`'s environment: this process's (its private XDG dirs included, no OLLIE_*) plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}, **(extra or {})}
 
 
 def capabilities(*, progress: bool = True) -> types.ClientCapabilities:
@@ -103,7 +99,7 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
         ws = workspace or (tmp_path / f"ws{len(started)}")
         ws.mkdir(parents=True, exist_ok=True)
         config = ClientServerConfig(
-            server_command=SERVER_COMMAND, client_factory=make_client, server_env=daemon_env(_private_dirs, env)
+            server_command=SERVER_COMMAND, client_factory=make_client, server_env=child_env(env)
         )
         client = await config.start()
         daemon = Daemon(client, ws)

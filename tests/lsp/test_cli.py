@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -12,19 +11,16 @@ from ollie.cli.preflight import backend_problem
 from ollie.cli.render import Renderer, compact_result
 from ollie.testing import Reply
 
+from .conftest import child_env
+
 OLLIE = [sys.executable, "-m", "ollie.cli"]
-
-
-def ollie_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """This environment without the caller's OLLIE_* settings, plus `env`."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}, **(env or {})}
 
 
 def run_ollie(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
               timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `ollie ARGS` to its end (stdin: `input`, else nothing)."""
     stdin = subprocess.DEVNULL if input is None else None
-    return subprocess.run([*OLLIE, *args], env=ollie_env(env), cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([*OLLIE, *args], env=child_env(env), cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=stdin, input=input)
 
 
@@ -128,7 +124,7 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
     import time
 
     llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))
-    proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env=ollie_env(llm.env()),
+    proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env=child_env(llm.env()),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout.read(4) == "word"  # streaming has begun
@@ -146,7 +142,7 @@ def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
     import signal
     import time
 
-    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=ollie_env(llm.env()), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         banner = proc.stderr.readline()
@@ -173,8 +169,7 @@ def test_daemon_version_and_tcp_mode(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ollie_lsp", "--version"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.startswith("ollie-lsp ")
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
-    daemon = subprocess.Popen([sys.executable, "-m", "ollie_lsp", "--tcp", f"127.0.0.1:{port}"], env=env,
+    daemon = subprocess.Popen([sys.executable, "-m", "ollie_lsp", "--tcp", f"127.0.0.1:{port}"], env=child_env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     async def talk() -> dict:
@@ -220,7 +215,7 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
     import time
 
     llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply.text("after the interrupt"))
-    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=ollie_env(llm.env()), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
         proc.stdin.write("talk\n")

@@ -157,3 +157,18 @@ async def test_forwarder_survives_a_failing_send():
     await fwd.stop()
     assert [e["content"] for e in sent] == ["after"]
     assert Event("info", "", "x").role == "info"
+
+
+async def test_a_submit_cancelled_while_it_waits_for_the_turn_lock_never_takes_it():
+    from ollie_lsp.sessions import LiveSession, SubmitHandle
+
+    live = LiveSession(id="s", core=None, forwarder=None, progress=None)
+    await live.turn_lock.acquire()  # a turn is running
+    waiting = asyncio.create_task(live.submit("hi", title="hi", handle=SubmitHandle(), is_command=False))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    live.turn_lock.release()  # the running turn ends
+    await asyncio.sleep(0.01)
+    assert not live.turn_lock.locked(), "the cancelled submit must not hold the lock"

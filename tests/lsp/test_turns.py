@@ -10,7 +10,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ollie.testing import Reply
 
-from .conftest import SERVER_COMMAND, Daemon, capabilities, daemon_env, make_client
+from .conftest import SERVER_COMMAND, Daemon, capabilities, child_env, make_client
 
 # pytest-lsp's own fixture: the server env is filled in per test (the scripted server's URL changes).
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
@@ -18,7 +18,7 @@ CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_c
 
 @pytest.fixture(autouse=True)
 def _point_daemon_at_llm(llm, _private_dirs):
-    CONFIG.server_env = daemon_env(_private_dirs, llm.env())
+    CONFIG.server_env = child_env(llm.env())
 
 
 @pytest_lsp.fixture(config=CONFIG)

@@ -7,6 +7,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,29 +76,37 @@ class _Events:
         self._task = asyncio.create_task(_render_events(renderer, self._sub))
 
     async def drained(self) -> None:
+        """Wait until every event published so far was rendered."""
         while self._sub.pending():
             await asyncio.sleep(0.005)
         await asyncio.sleep(0)
 
     async def close(self) -> None:
+        """Stop rendering once what is queued was shown."""
         self._sub.close()
         await self._task
+
+
+@asynccontextmanager
+async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[Any, _Events]]:
+    """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed."""
+    core = await open_core(options)
+    events = _Events(core, renderer)
+    try:
+        yield core, events
+    finally:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        await events.close()
+        await core.close()
 
 
 async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:
     """`ollie -p`: one turn, streamed; the exit code says how it ended."""
     renderer = renderer or Renderer()
-    core = await open_core(options)
-    events = _Events(core, renderer)
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
-    try:
+    async with _running(options, renderer) as (core, events):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
         result = await core.submit(prompt)
         await events.drained()
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        await events.close()
-        await core.close()
     renderer.end_line()
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
@@ -120,30 +130,28 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | Non
 async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
     """The interactive prompt: Ctrl-C interrupts a turn; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = renderer or Renderer()
-    core = await open_core(options)
-    events = _Events(core, renderer)
-    loop = asyncio.get_running_loop()
-    lines: asyncio.Queue[str | None] = asyncio.Queue()
-    threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
-    last_idle_ctrl_c = 0.0
+    async with _running(options, renderer) as (core, events):
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
+        last_idle_ctrl_c = 0.0
 
-    def on_sigint() -> None:
-        nonlocal last_idle_ctrl_c
-        if core.is_running:
-            core.interrupt("Ctrl-C")
-            return
-        now = time.monotonic()
-        if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
-            lines.put_nowait(None)
-        else:
-            last_idle_ctrl_c = now
-            print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
-            _prompt(core)
+        def on_sigint() -> None:
+            nonlocal last_idle_ctrl_c
+            if core.is_running:
+                core.interrupt("Ctrl-C")
+                return
+            now = time.monotonic()
+            if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
+                lines.put_nowait(None)
+            else:
+                last_idle_ctrl_c = now
+                print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
+                _prompt(core)
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-    print(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, session {core.session_id}. "
-          "/help for commands, Ctrl-D to quit.", file=sys.stderr)
-    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        print(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, session {core.session_id}. "
+              "/help for commands, Ctrl-D to quit.", file=sys.stderr)
         while True:
             _prompt(core)
             line = await lines.get()
@@ -154,10 +162,6 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
             await core.submit(line)
             await events.drained()
             renderer.end_line()
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        await events.close()
-        await core.close()
     print(file=sys.stderr)
     return 0
 

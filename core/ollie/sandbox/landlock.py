@@ -121,6 +121,11 @@ def _attr_size(abi: int) -> int:
     return 16 if abi >= 4 else 8
 
 
+def _add_rule(ruleset: int, rule_type: int, rule: ctypes.Structure, what: str) -> None:
+    _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(rule_type), ctypes.byref(rule),
+                    ctypes.c_uint32(0)), f"landlock_add_rule({what})")
+
+
 def apply_ruleset(spec: dict) -> None:
     """Restrict this process (and its future children) to `spec`; raises OSError on failure.
 
@@ -142,15 +147,11 @@ def apply_ruleset(spec: dict) -> None:
             try:
                 if not stat.S_ISDIR(os.fstat(fd).st_mode):
                     access &= FS_FILE_RIGHTS
-                rule = _PathBeneathAttr(access & spec["handled_fs"], fd)
-                _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
-                                ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule({path})")
+                _add_rule(ruleset, RULE_PATH_BENEATH, _PathBeneathAttr(access & spec["handled_fs"], fd), path)
             finally:
                 os.close(fd)
         for port, access in spec["net"]:
-            net_rule = _NetPortAttr(access, port)
-            _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT),
-                            ctypes.byref(net_rule), ctypes.c_uint32(0)), f"landlock_add_rule(port {port})")
+            _add_rule(ruleset, RULE_NET_PORT, _NetPortAttr(access, port), f"port {port}")
         _check(_syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
                "landlock_restrict_self")
     finally:
