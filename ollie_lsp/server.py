@@ -30,6 +30,7 @@ from ollie_lsp.options import InitOptions, parse_init_options
 logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 1
+ALLOW_ELEVATION = "Allow once"
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
@@ -142,6 +143,17 @@ class OllieServer(LanguageServer):
             self.protocol.send_error(None, PARSE_ERROR, f"Parse error: {error.msg} (at byte {error.pos})")
             return
         super().report_server_error(error, source)
+
+    async def approve_elevation(self, session_id: str, what: str) -> bool:
+        """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
+        allow = types.MessageActionItem(title=ALLOW_ELEVATION)
+        answer = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}",
+            actions=[allow, types.MessageActionItem(title="Deny")],
+        ))
+        # Dismissed (null) is a no.
+        return answer is not None and answer.title == ALLOW_ELEVATION
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Tell the user something (window/showMessage) and log it."""
@@ -269,7 +281,7 @@ def build_table(ls: OllieServer) -> Any:
 
     table = SessionTable(
         defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
-        notify_problem=ls.show,
+        ask_user=ls.approve_elevation, notify_problem=ls.show,
     )
     return table
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -170,12 +171,14 @@ class SessionTable:
         records: Records,
         make_forwarder: Callable[[str, Any], EventForwarder],
         make_progress: Callable[[str], TurnProgress],
+        ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None,
         notify_problem: Callable[[str], None] = lambda message: None,
     ) -> None:
         self.defaults = defaults
         self.records = records
         self._make_forwarder = make_forwarder
         self._make_progress = make_progress
+        self._ask_user = ask_user
         self._notify_problem = notify_problem
         self._live: dict[str, LiveSession] = {}
         self._default: asyncio.Task[LiveSession] | None = None
@@ -237,6 +240,8 @@ class SessionTable:
 
         core.on_rename = rename
         core.on_kill = kill
+        if self._ask_user is not None:
+            core.approver = partial(self._ask_user, session_id)
         forwarder.start()
         return live
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -231,3 +232,34 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_interactive_prompt_asks_before_an_elevated_step(llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    yes, no = outside / "yes.txt", outside / "no.txt"
+    step = {"code": "", "elevated": True}
+    llm.script(
+        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {yes}"}]})), Reply.text("wrote it"),
+        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
+    )
+    proc = run_ollie(["--cwd", str(tmp_path)], env={**llm.env(), "TMPDIR": str(scratch)},
+                     input="first\ny\nsecond\nn\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Allow once? [y/N]") == 2
+    assert f"echo x > {yes}" in proc.stderr
+    assert yes.read_text() == "x\n" and not no.exists()
+    assert "wrote it" in proc.stdout and "skipped it" in proc.stdout
+
+
+def test_one_shot_runs_no_elevated_step_without_someone_to_ask(llm, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    target = tmp_path / "outside.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]})),
+               Reply.text("could not"))
+    proc = run_ollie(["--cwd", str(scratch), "-p", "go"], env={**llm.env(), "TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr
+    assert not target.exists()
+    assert "nobody can give it" in json.dumps(llm.chat_requests[-1].body["messages"])

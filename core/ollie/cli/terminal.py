@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
         loop = asyncio.get_running_loop()
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
+        core.approver = partial(_ask_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
 
         def on_sigint() -> None:
@@ -164,6 +166,19 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
             renderer.end_line()
     print(file=sys.stderr)
     return 0
+
+
+async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None], what: str) -> bool:
+    """Put an elevated step to the user: its code, then `Allow once? [y/N]` answered on the next line."""
+    renderer.end_line()
+    shown = "\n".join(f"    {line}" for line in what.splitlines())
+    print(f"ollie asks to run this outside the sandbox:\n{shown}\nAllow once? [y/N] ", end="",
+          file=sys.stderr, flush=True)
+    answer = await lines.get()
+    if answer is None:
+        lines.put_nowait(None)  # end of input: the prompt loop still has to see it
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _prompt(core: Any) -> None:

@@ -1,0 +1,37 @@
+"""An elevated step asks the editor (window/showMessageRequest); only "Allow once" lets it out of the sandbox."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+
+def elevated_write(target):
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]}))
+
+
+async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    allowed, declined = outside / "allowed.txt", outside / "declined.txt"
+    llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(declined), Reply.text("not written"))
+    # TMPDIR away from the pytest tmp root, so `outside` is outside every sandbox grant.
+    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch)})
+    asked: list[str] = []
+    answers = iter(["Allow once", None])
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        assert [a.title for a in params.actions] == ["Allow once", "Deny"]
+        title = next(answers)
+        return types.MessageActionItem(title=title) if title else None
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "written"
+    assert allowed.read_text() == "x\n"
+    assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "not written"
+    assert not declined.exists()
+    assert len(asked) == 2 and f"echo x > {allowed}" in asked[0]
+    assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
