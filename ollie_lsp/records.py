@@ -133,6 +133,13 @@ class Records:
         with rpc_errors(session_id):
             self.registry.rename(self._scope, session_id, title)
 
+    def retitle(self, session_id: str, title: str) -> None:
+        """Set a title in the background (the first prompt's); never fails the caller."""
+        try:
+            self.rename(session_id, title)
+        except (SessionNotFound, SessionArchived, InvalidParams, OSError, sqlite3.Error) as exc:
+            logger.info("automatic title skipped: %s", exc, extra={"session": session_id})
+
     def archive(self, session_id: str) -> None:
         """Archive a session (idempotent)."""
         with rpc_errors(session_id):

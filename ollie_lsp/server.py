@@ -266,8 +266,12 @@ def build_table(ls: OllieServer) -> Any:
             if live is None:
                 return
             if content == "start":
-                live.progress.begin(live.next_prompt_title())
+                title = live.next_prompt_title()
+                live.progress.begin(title)
                 table.records.in_background(table.records.touched, session_id, turn_started=True)
+                if (first := live.untitled_gets(title)) is not None:
+                    # A session is listed by its first prompt until someone renames it.
+                    table.records.in_background(table.records.retitle, session_id, first)
             else:
                 live.progress.end(content)
                 result = content if content in ("end", "interrupted", "max_steps", "error") else None

@@ -19,6 +19,7 @@ from ollie_lsp.records import Records
 logger = logging.getLogger("ollie.lsp.sessions")
 
 INTERRUPTED = {"reply": "", "stop": "interrupted"}
+QUEUED_TITLE = "queued prompt"
 # How long a submit's answer waits for the client to acknowledge the turn's progress.
 PROGRESS_SETTLE_S = 2.0
 
@@ -45,6 +46,7 @@ class LiveSession:
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompts: deque[str] = field(default_factory=deque)
     last_state: dict[str, Any] | None = None
+    title: str = ""
 
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""
@@ -133,7 +135,14 @@ class LiveSession:
 
     def next_prompt_title(self) -> str:
         """The title of the turn that just started (a queued prompt has none recorded)."""
-        return self.prompts.popleft() if self.prompts else "queued prompt"
+        return self.prompts.popleft() if self.prompts else QUEUED_TITLE
+
+    def untitled_gets(self, prompt_title: str) -> str | None:
+        """The title an untitled session takes from its first prompt (None: it keeps what it has)."""
+        if self.title or prompt_title == QUEUED_TITLE:
+            return None
+        self.title = prompt_title
+        return prompt_title
 
 
 def _turn_result(session_id: str, result: Any) -> dict[str, Any]:
@@ -221,6 +230,7 @@ class SessionTable:
             env=dict(self.defaults.env) or None,
         )
         live = self._register(core, kind=kind)
+        live.title = title
         if resume_id is None:
             await self.records.run(self.records.created, live.id, agent=core.agent_name, kind=kind, title=title)
         self.records.in_background(self.records.touched, live.id)
@@ -234,6 +244,7 @@ class SessionTable:
 
         async def rename(title: str) -> None:
             await self.records.run(self.records.rename, session_id, title)
+            live.title = title
 
         async def kill() -> None:
             await self.close(session_id)
@@ -255,7 +266,7 @@ class SessionTable:
         info = await self.records.run(self.records.get, session_id)
         if info.archived:
             raise SessionArchived(session_id)
-        return await self.create(agent=info.agent_id, kind=str(info.kind), resume_id=session_id)
+        return await self.create(agent=info.agent_id, kind=str(info.kind), title=info.title, resume_id=session_id)
 
     # --- lookup -------------------------------------------------------------------
 
@@ -310,6 +321,8 @@ class SessionTable:
         if live is not None and live.archived:
             raise SessionArchived(session_id)
         await self.records.run(self.records.rename, session_id, title)
+        if live is not None:
+            live.title = title
 
     async def close(self, session_id: str) -> None:
         """Stop a live session: interrupt, save, end its tools; its record and file stay."""

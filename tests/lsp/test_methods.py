@@ -216,3 +216,22 @@ async def test_rename_and_kill_slash_commands_reach_the_session_table(start_daem
     err = await rpc_error(daemon, "ollie/state", {"session": sid})
     assert err.code == -32001
     assert (await daemon.request("ollie/state", {}))["state"] == "idle"  # the default session lives on
+
+
+async def test_a_session_is_titled_by_its_first_prompt_until_renamed(start_daemon, llm):
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    daemon = await start_daemon(env=llm.env())
+    first = await daemon.request("ollie/submit", {"text": "Fix the flaky   login test please"})
+    await daemon.request("ollie/submit", {"text": "and another thing"})
+    named = (await daemon.request("ollie/session/new", {"title": "Named"}))["session"]
+    await daemon.request("ollie/submit", {"session": named, "text": "this prompt is not the title"})
+
+    async def titles() -> dict[str, str]:
+        listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+        return {s["id"]: s["title"] for s in listed}
+
+    for _ in range(100):  # the title is written on the registry thread
+        if (await titles()).get(first["session"]):
+            break
+        await asyncio.sleep(0.02)
+    assert await titles() == {first["session"]: "Fix the flaky login test please", named: "Named"}
