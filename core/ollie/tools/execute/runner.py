@@ -101,8 +101,9 @@ class Runner:
     output_limit: int = 64 * 1024
 
     tools_dirs: list[Path] = field(default_factory=list)
-    # Loading and expanding a policy costs ~10 ms: keep the last one while nothing it depends on changed.
-    _policy_cache: tuple[tuple[object, ...], Policy] | None = field(default=None, repr=False)
+    # Loading and expanding a policy costs ~10 ms: keep each named one while nothing it depends on changed
+    # (a call that narrows the sandbox needs both its own policy and the session's, every time).
+    _policy_cache: dict[str, tuple[tuple[object, ...], Policy]] = field(default_factory=dict, repr=False)
 
     def env(self, policy: Policy | None = None) -> dict[str, str]:
         """The env a child of this session gets; sandboxed ones also learn the policy's paths."""
@@ -126,10 +127,11 @@ class Runner:
         source = policy_file(name)
         key = (name, str(source), mtime_ns(source), str(self.cwd), str(self.lock_dir),
                tuple(sorted(env.items())), tuple(self.tools_dirs))
-        if self._policy_cache is not None and self._policy_cache[0] == key:
-            return self._policy_cache[1]
+        cached = self._policy_cache.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         policy = self._with_session_dirs(load_policy(name, cwd=self.cwd, env=env))
-        self._policy_cache = (key, policy)
+        self._policy_cache[name] = (key, policy)
         return policy
 
     def _with_session_dirs(self, policy: Policy) -> Policy:
