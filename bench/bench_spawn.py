@@ -1,7 +1,9 @@
 """Cost of a sandboxed spawn (fork server + Landlock, default policy) against a bare spawn.
 
 Both run `bash -c true` and collect its output the same way; rounds are
-interleaved so machine noise hits both alike. Prints the medians and the ratio.
+interleaved so machine noise hits both alike. Prints the medians and the ratio,
+back to back and then paced (PACE_S apart, as steps come in a session: the
+fork server then has spare supervisors ready in their pids cgroups).
 Usage: python bench/bench_spawn.py [ROUNDS]
 """
 
@@ -18,6 +20,7 @@ from pathlib import Path
 from ollie.sandbox import landlock_abi, load_policy, spawn_sandboxed
 
 COMMAND = ["bash", "-c", "true"]
+PACE_S = 0.05
 
 
 async def bare_spawn(cwd: Path, env: dict[str, str]) -> None:
@@ -36,8 +39,26 @@ async def sandboxed_spawn(policy, cwd: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"not sandboxed: {proc.warnings}")
 
 
+async def timed(spawn) -> float:
+    """Seconds one awaited spawn took."""
+    start = time.perf_counter()
+    await spawn()
+    return time.perf_counter() - start
+
+
+async def measure(policy, cwd: Path, env: dict[str, str], rounds: int, pace: float) -> tuple[float, float]:
+    """Median ms of (bare, sandboxed) over `rounds` interleaved pairs, each spawn `pace` seconds after the last."""
+    bare, sandboxed = [], []
+    for _ in range(rounds):
+        await asyncio.sleep(pace)
+        bare.append(await timed(lambda: bare_spawn(cwd, env)))
+        await asyncio.sleep(pace)
+        sandboxed.append(await timed(lambda: sandboxed_spawn(policy, cwd, env)))
+    return statistics.median(bare) * 1e3, statistics.median(sandboxed) * 1e3
+
+
 async def main(rounds: int) -> None:
-    """Warm up, then time `rounds` interleaved pairs."""
+    """Warm up, then time `rounds` interleaved pairs, back to back and paced."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -45,19 +66,11 @@ async def main(rounds: int) -> None:
         for _ in range(5):
             await bare_spawn(cwd, env)
             await sandboxed_spawn(policy, cwd, env)
-        bare, sandboxed = [], []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            await bare_spawn(cwd, env)
-            middle = time.perf_counter()
-            await sandboxed_spawn(policy, cwd, env)
-            sandboxed.append(time.perf_counter() - middle)
-            bare.append(middle - start)
-    bare_ms, sandboxed_ms = statistics.median(bare) * 1e3, statistics.median(sandboxed) * 1e3
-    print(f"Landlock ABI {landlock_abi()}, {rounds} rounds of {' '.join(COMMAND)}")
-    print(f"bare spawn:      median {bare_ms:.2f} ms")
-    print(f"sandboxed spawn: median {sandboxed_ms:.2f} ms")
-    print(f"ratio: {sandboxed_ms / bare_ms:.2f}x")
+        results = [("back to back", await measure(policy, cwd, env, rounds, 0.0)),
+                   (f"paced {PACE_S * 1e3:.0f} ms", await measure(policy, cwd, env, rounds // 2, PACE_S))]
+    print(f"Landlock ABI {landlock_abi()}, {' '.join(COMMAND)}")
+    for name, (bare_ms, sandboxed_ms) in results:
+        print(f"{name}: bare {bare_ms:.2f} ms, sandboxed {sandboxed_ms:.2f} ms, ratio {sandboxed_ms / bare_ms:.2f}x")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,15 @@ if TYPE_CHECKING:  # the server module (pygls) loads after the command line is p
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line: --stdio | --tcp HOST:PORT, --log-file, --version."""
+    """The command line: --stdio | --tcp HOST:PORT [--token-file PATH], --log-file, --version."""
     parser = argparse.ArgumentParser(prog="ollie-lsp", description="The ollie agent daemon (an LSP server).")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="speak JSON-RPC over stdin/stdout (the default)")
-    mode.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address instead")
+    mode.add_argument("--tcp", metavar="HOST:PORT",
+                      help="listen on a loopback TCP address instead; clients must send the token (PROTOCOL.md)")
+    parser.add_argument("--token-file", metavar="PATH",
+                        help="--tcp: read the client token from PATH (0600), or write a new one there if absent "
+                        "(default: $OLLIE_LSP_TOKEN, else a new token in the state dir)")
     parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
     parser.add_argument("--version", action="version", version=f"ollie-lsp {__version__}")
     args = parser.parse_args(argv)
@@ -29,7 +33,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         host, sep, port = args.tcp.rpartition(":")
         if not sep or not port.isdigit():
             parser.error(f"--tcp wants HOST:PORT, got {args.tcp!r}")
-        args.host, args.port = host or "127.0.0.1", int(port)
+        from ollie_lsp.tcp import TcpSetupError, loopback_host
+
+        try:
+            args.host, args.port = loopback_host(host), int(port)
+        except TcpSetupError as exc:
+            parser.error(str(exc))
+    elif args.token_file:
+        parser.error("--token-file goes with --tcp (stdio needs no token)")
     return args
 
 
@@ -70,6 +81,29 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
         await server.close_sessions()
 
 
+def run_tcp(server: OllieServer, args: argparse.Namespace) -> int:
+    """Serve one authenticated client on the loopback address; 2 when the token cannot be set up."""
+    from functools import partial
+
+    from ollie_lsp.tcp import TcpSetupError, resolve_token, serve_tcp
+
+    try:
+        asyncio.run(serve_tcp(server, args.host, args.port, partial(resolve_token, args.token_file)))
+    except TcpSetupError as exc:
+        print(f"ollie-lsp: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"ollie-lsp: --tcp {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
+    finally:
+        server.shutdown()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
     args = parse_args(argv)
@@ -78,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = build_server(coalesce_s=coalesce_window())
     if args.tcp:
-        server.start_tcp(args.host, args.port)
-        return 0
+        return run_tcp(server, args)
     from ollie_lsp.stdio import protect_stdio
 
     rpc_in, rpc_out = protect_stdio()

@@ -88,12 +88,31 @@ async def pop_queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"text": live.core.pop_queue()}
 
 
+@method("ollie/queue/run")
+async def queue_run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Run the queued prompts now, each a turn of its own (after an interrupt they wait for this)."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.writable(p.session)
+    async with live.turn_lock:
+        await live.core.run_queue()
+    await live.forwarder.drained()
+    return {"queued": live.core.queued()}
+
+
+@method("ollie/queue/clear")
+async def queue_clear(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Drop every queued prompt."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.writable(p.session)
+    return {"cleared": live.core.clear_queue()}
+
+
 @method("ollie/state")
 async def state(ls: OllieServer, raw: Any) -> dict[str, Any]:
-    """The session's state, model, usage and cost."""
+    """The session's state, model, usage and cost, and whether its backend is usable."""
     p = parse(SessionParams, raw)
     live = await ls.table.get(p.session)
-    return live.state_result()
+    return {**live.state_result(), "backendStatus": await live.core.backend_health()}
 
 
 @method("ollie/context")

@@ -8,6 +8,8 @@ METHOD_NAMES = (
     "ollie/inject",
     "ollie/queue",
     "ollie/popQueue",
+    "ollie/queue/run",
+    "ollie/queue/clear",
     "ollie/state",
     "ollie/context",
     "ollie/command",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,8 @@ class LiveSession:
             cwd=str(core.cwd),
             toolCalls=core.tool_call_count,
             queued=len(core.queued()),
+            queuedPrompts=core.queued(),
+            queueHeld=core.queue_held(),
             archived=self.archived,
             kind=self.kind,
         )
@@ -358,7 +361,7 @@ def _message(exc: BaseException) -> str:
 
 def resolve_cwd(path: str) -> Path:
     """An existing directory for setCwd/session.new; -32602 naming `cwd` otherwise."""
-    candidate = Path(path).expanduser()
+    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
     if not candidate.is_dir():
         raise InvalidParams(f"cwd: {path} is not an existing directory")
     return candidate.resolve()

@@ -46,7 +46,7 @@ def checked_path(raw: str, *, write: bool) -> Path:
     """`raw` resolved (symlinks too) against the cwd, refused when outside the sandbox policy's paths."""
     if not raw:
         raise ToolError("empty path")
-    resolved = Path(os.path.realpath(Path(raw).expanduser()))
+    resolved = Path(os.path.realpath(os.path.expanduser(raw)))  # `~nosuchuser` stays relative
     roots = os.environ.get(WRITE_ENV if write else READ_ENV)
     if roots is not None and not _allowed(resolved, roots):
         kind = "writable" if write else "readable"

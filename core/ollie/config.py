@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ollie import paths
 from ollie.backend.types import GenerationParams
@@ -25,6 +25,8 @@ class Prompt(BaseModel):
     # The directory of the config file it came from (set by load_agent_config);
     # prompt commands see it as $OLLIE_AGENT_DIR to find fragments beside it.
     base_dir: Path | None = None
+    # The sandbox policy its commands run under (the agent's `commandSandbox`; "none": unsandboxed).
+    sandbox: str = "readonly"
 
     @property
     def is_exec(self) -> bool:
@@ -43,6 +45,8 @@ class AgentConfig(BaseModel):
     model: str = ""
     tools: bool = True
     sandbox: str = "default"
+    # Prompt commands and hooks: a named sandbox policy (read-only by default) or "none" (the yolo agent).
+    command_sandbox: str = Field(default="readonly", alias="commandSandbox")
     # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
     elevation: Literal["ask", "allow", "deny"] = "ask"
     allow_executors: list[str] | None = Field(default=None, alias="allowExecutors")
@@ -50,6 +54,8 @@ class AgentConfig(BaseModel):
     max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
     max_completion_tokens: int | None = Field(default=None, alias="maxCompletionTokens", ge=1)
     max_steps: int | None = Field(default=None, alias="maxSteps", ge=0)
+    # The model's context window in tokens, when the endpoint does not report it (else 128k is assumed).
+    context_length: int | None = Field(default=None, alias="contextLength", ge=1)
     temperature: float | None = Field(default=None, ge=0)
     top_p: float | None = Field(default=None, alias="topP", ge=0, le=1)
     top_k: int | None = Field(default=None, alias="topK", ge=0)
@@ -88,6 +94,20 @@ class AgentConfig(BaseModel):
                 raise ValueError("prompt array must hold only strings (shell commands)")
             return Prompt(commands=value)
         return value
+
+    @field_validator("command_sandbox")
+    @classmethod
+    def _command_sandbox(cls, value: str) -> str:
+        if not value or "/" in value or value.startswith("."):
+            raise ValueError('commandSandbox must name a sandbox policy (e.g. "readonly", "default") or be "none"')
+        return value
+
+    @model_validator(mode="after")
+    def _prompt_sandbox(self) -> AgentConfig:
+        # The prompt resolves on its own (it only sees `prompt`): it carries the policy its commands run under.
+        if self.prompt.sandbox != self.command_sandbox:
+            self.prompt = self.prompt.model_copy(update={"sandbox": self.command_sandbox})
+        return self
 
     @field_validator("reasoning_effort")
     @classmethod

@@ -10,7 +10,8 @@ from ollie import paths
 
 
 def parse_env_file(text: str) -> dict[str, str]:
-    """Parse `KEY=VALUE` lines; `#` comments, blank lines, `export ` and quotes are allowed."""
+    """Parse `KEY=VALUE` lines; `#` comments (whole lines, or after a value: `KEY=value # note`), blank lines,
+    `export ` and quotes (a quoted value keeps its `#`) are allowed."""
     values: dict[str, str] = {}
     for raw in text.splitlines():
         line = raw.strip()
@@ -22,11 +23,22 @@ def parse_env_file(text: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not key.isidentifier():
             continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key] = value
+        values[key] = _value(value.strip())
     return values
+
+
+def _value(text: str) -> str:
+    """A value as a shell reads it: a quoted one up to its closing quote (`#` inside kept), else up to ` #`."""
+    if text[:1] in ("'", '"'):
+        end = text.find(text[0], 1)
+        if end > 0:
+            return text[1:end]
+    if text.startswith("#"):
+        return ""
+    cut = text.find(" #")
+    tab = text.find("\t#")
+    cuts = [c for c in (cut, tab) if c >= 0]
+    return (text[: min(cuts)] if cuts else text).rstrip()
 
 
 def env_file() -> Path:

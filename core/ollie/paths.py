@@ -12,7 +12,7 @@ APP = "ollie"
 
 def _env_dir(var: str) -> Path | None:
     value = os.environ.get(var)
-    return Path(value).expanduser() if value else None
+    return Path(os.path.expanduser(value)) if value else None
 
 
 def config_dir() -> Path:
@@ -67,7 +67,8 @@ def agents_dirs() -> list[Path]:
 
 def tools_path() -> list[Path]:
     """Tool script dirs in lookup order: `$OLLIE_TOOLS_PATH` (colon list), user, bundled."""
-    dirs = [Path(p).expanduser() for p in os.environ.get("OLLIE_TOOLS_PATH", "").split(":") if p]
+    # os.path.expanduser leaves `~nosuchuser` alone where Path.expanduser raises.
+    dirs = [Path(os.path.expanduser(p)) for p in os.environ.get("OLLIE_TOOLS_PATH", "").split(":") if p]
     dirs.append(config_dir() / "tools")
     dirs.append(bundled("tools"))
     return dirs

@@ -73,6 +73,10 @@ class ToyServer:
 def write_agent(agents_dir: Path, name: str, **config: Any) -> Path:
     """Write `<agents_dir>/<name>.json`; a short literal prompt unless one is given."""
     config.setdefault("prompt", f"You are the {name} test agent.\nBe brief.")
+    # These hooks leave files anywhere under tmp_path to prove they ran: outside any sandbox, on purpose
+    # (tests/reliability/test_containment_engine.py checks the default, sandboxed case).
+    if "hooks" in config:
+        config.setdefault("commandSandbox", "none")
     path = agents_dir / f"{name}.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path

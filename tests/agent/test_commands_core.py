@@ -184,3 +184,10 @@ async def test_queue_and_inject_commands_on_an_idle_core(scripted_llm, make_core
     assert (await core.submit("/queued clear")).reply == "cleared 1 queued prompt"
     assert (await core.submit("/maxsteps 7")).reply == "max steps: 7"
     assert core.max_steps == 7
+
+
+async def test_irw_while_idle_replaces_the_pending_i(scripted_llm, make_core):
+    core = await make_core(scripted_llm("openai"))
+    await core.submit("/i look at a.py")
+    await core.submit("/irw look at b.py instead")
+    assert core.queued() == ["look at b.py instead"]

@@ -135,6 +135,7 @@ async def test_results_are_truncated_to_the_byte_limit(scripted_llm, make_core):
     kept = content.split("\n[truncated")[0]
     assert len(kept.encode()) <= 1001 and kept == "é" * 500
     assert "the result was 5000 bytes, 1001 kept" in content
+    assert content.endswith("file_read --offset=N --limit=N, head/tail/sed -n, grep]")  # how to read the rest
 
 
 async def test_inject_reaches_the_next_tool_result(scripted_llm, make_core):

@@ -1,4 +1,4 @@
-"""Hooks run real shell commands: exit codes, payload on stdin, OLLIE_* env, timeouts kill the group."""
+"""Hooks run real shell commands, sandboxed: exit codes, payload on stdin, OLLIE_* env, timeouts kill the group."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from ollie.agent.commandbox import CommandBox
 from ollie.agent.hooks import HookResult, Hooks, payload_env
+
+# Hooks that leave files in their cwd need a writable command sandbox (the default one is read-only).
+WRITABLE = CommandBox(policy="default")
 
 
 def _gone(pid: int) -> bool:
@@ -28,7 +32,8 @@ async def test_exit_zero_collects_stdout_of_every_command(tmp_path):
 
 
 async def test_payload_arrives_on_stdin_and_as_ollie_env(tmp_path):
-    hooks = Hooks({"preTool": ['cat > payload.json; printf "%s|%s|%s" "$OLLIE_TOOL" "$OLLIE_ARGS" "$OLLIE_HOOK"']})
+    hooks = Hooks({"preTool": ['cat > payload.json; printf "%s|%s|%s" "$OLLIE_TOOL" "$OLLIE_ARGS" "$OLLIE_HOOK"']},
+                  box=WRITABLE)
     payload = {"tool": "call_tool", "args": {"calls": [{"tool": "file_read"}]}, "session_id": "s1"}
     result = await hooks.run("preTool", payload, cwd=tmp_path, env={"EXTRA": "x"})
     assert json.loads((tmp_path / "payload.json").read_text()) == {"hook": "preTool", **payload}
@@ -38,11 +43,21 @@ async def test_payload_arrives_on_stdin_and_as_ollie_env(tmp_path):
     assert hook == "preTool"
 
 
-async def test_base_env_and_cwd_reach_the_command(tmp_path, monkeypatch):
+async def test_session_env_and_cwd_reach_the_command_but_not_the_daemons_env(tmp_path, monkeypatch):
     monkeypatch.setenv("FROM_PROCESS", "p")
-    hooks = Hooks({"postTurn": ['printf "%s %s %s" "$EXTRA" "$FROM_PROCESS" "$(pwd)"']})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-daemon-secret")
+    hooks = Hooks({"postTurn": ['printf "%s [%s] [%s] %s" "$EXTRA" "$FROM_PROCESS" "$OPENAI_API_KEY" "$(pwd)"']})
     result = await hooks.run("postTurn", {}, cwd=tmp_path, env={"EXTRA": "e"})
-    assert result.output == f"e p {tmp_path}"
+    assert result.output == f"e [] [] {tmp_path}"
+
+
+async def test_the_default_sandbox_is_read_only_and_a_config_may_grant_more(tmp_path):
+    command = "echo hi > made.txt && echo wrote"
+    refused = await Hooks({"postTurn": [command]}).run("postTurn", {}, cwd=tmp_path, env={})
+    assert not (tmp_path / "made.txt").exists()
+    assert refused.exit_codes != [0] and "wrote" not in refused.output
+    allowed = await Hooks({"postTurn": [command]}, box=WRITABLE).run("postTurn", {}, cwd=tmp_path, env={})
+    assert allowed.output == "wrote" and (tmp_path / "made.txt").read_text() == "hi\n"
 
 
 def test_payload_env_names_and_values():
@@ -82,7 +97,7 @@ async def test_other_exit_codes_warn_and_continue(tmp_path):
 
 async def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path):
     # sh starts `sleep` in the background (a grandchild of ours) and waits on it.
-    hooks = Hooks({"agentSpawn": ["sleep 30 & echo $! > grandchild.pid; wait", "echo next"]})
+    hooks = Hooks({"agentSpawn": ["sleep 30 & echo $! > grandchild.pid; wait", "echo next"]}, box=WRITABLE)
     started = time.monotonic()
     result = await hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=0.5)
     elapsed = time.monotonic() - started
@@ -123,7 +138,7 @@ async def test_nothing_reaches_our_own_stdout(tmp_path, capfd):
 
 
 async def test_cancelling_a_hook_kills_its_process_group(tmp_path):
-    hooks = Hooks({"preTurn": ["sleep 30 & echo $! > grandchild.pid; wait"]})
+    hooks = Hooks({"preTurn": ["sleep 30 & echo $! > grandchild.pid; wait"]}, box=WRITABLE)
     task = asyncio.create_task(hooks.run("preTurn", {}, cwd=tmp_path, env={}))
     pid_file = tmp_path / "grandchild.pid"
     for _ in range(200):

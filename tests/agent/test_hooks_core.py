@@ -11,10 +11,10 @@ from ollie.testing import Reply
 TOUCH = {"steps": [{"code": "touch made-by-tool && echo tool-ran", "language": "bash"}]}
 
 
-async def _core(tmp_path: Path, srv, hooks: dict) -> Core:
+async def _core(tmp_path: Path, srv, hooks: dict, **extra: str) -> Core:
     agents = tmp_path / "agents"
     agents.mkdir(exist_ok=True)
-    (agents / "hooked.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": hooks}))
+    (agents / "hooked.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": hooks, **extra}))
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     return await Core.create(agent="hooked", cwd=work, env=srv.env(), sessions_dir=tmp_path / "sessions",
@@ -28,8 +28,10 @@ def _request_text(srv, index: int) -> str:
 async def test_pretool_exit_two_blocks_the_call_and_tells_the_model_why(scripted_llm, tmp_path):
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("execute_code", TOUCH)), Reply.text("understood"))
-    payload = tmp_path / "pretool.json"
-    core = await _core(tmp_path, srv, {"preTool": [f"cat > {payload}", "echo 'no shell today' >&2; exit 2"]})
+    payload = tmp_path / "work" / "pretool.json"
+    # The hook keeps its payload in the project: its agent grants its hooks the writable default policy.
+    core = await _core(tmp_path, srv, {"preTool": [f"cat > {payload}", "echo 'no shell today' >&2; exit 2"]},
+                       commandSandbox="default")
     try:
         result = await core.submit("make the file")
     finally:

@@ -50,3 +50,23 @@ def test_queue_depth_clear_and_notes_are_handed_over_once():
     inbox.add_note("[postTurn hook]\nok")
     assert inbox.take_notes() == ["[postTurn hook]\nok"]
     assert inbox.take_notes() == []
+
+
+def test_irw_while_idle_replaces_the_queued_inject_instead_of_queueing_both():
+    inbox, _ = _inbox()
+    inbox.queue("a user prompt")
+    inbox.inject("look at b.py", running=False)
+    inbox.inject("and c.py", running=False)
+    assert inbox.queued() == ["a user prompt", "look at b.py\nand c.py"]
+    inbox.replace_injects("only d.py", running=False)
+    assert inbox.queued() == ["a user prompt", "only d.py"]
+    assert inbox.pop_queue() == "a user prompt" and inbox.pop_queue() == "only d.py"
+    inbox.replace_injects("fresh", running=False)  # the old entry ran: a new one is queued
+    assert inbox.queued() == ["fresh"]
+
+
+def test_irw_never_replaces_a_prompt_with_the_same_text():
+    inbox, _ = _inbox()
+    inbox.queue("same")
+    inbox.replace_injects("other", running=False)
+    assert inbox.queued() == ["same", "other"]

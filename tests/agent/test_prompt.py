@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from ollie.agent.prompt import expand_vars, resolve_prompt
-from ollie.config import Prompt, parse_agent_config, load_agent_config
+from ollie.config import Prompt, load_agent_config, parse_agent_config
+from ollie.errors import ConfigError
 
 
 async def test_array_joins_stdouts_in_order_and_skips_failures(tmp_path):
@@ -106,3 +109,25 @@ async def test_config_string_and_array_parse_to_the_right_form(tmp_path):
     string = parse_agent_config('{"prompt": "!echo c"}', "t")
     assert await resolve_prompt(array.prompt, cwd=tmp_path, env={}) == "a\nb"
     assert await resolve_prompt(string.prompt, cwd=tmp_path, env={}) == "c"
+
+
+async def test_commands_run_read_only_without_the_daemons_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-daemon-secret")
+    command = 'echo "key=[$OPENAI_API_KEY]"; echo x > made.txt && echo wrote; echo tmp > "$TMPDIR/t" && echo tmp-ok'
+    warnings: list[str] = []
+    text = await resolve_prompt(Prompt(commands=[command]), cwd=tmp_path, env={}, warnings=warnings)
+    assert text == "key=[]\ntmp-ok"
+    assert not (tmp_path / "made.txt").exists()
+
+
+async def test_command_sandbox_comes_from_the_agent_config(tmp_path):
+    (tmp_path / "agents").mkdir()
+    config_text = '{"prompt": ["echo x > made.txt && echo wrote"], "commandSandbox": "default"}'
+    (tmp_path / "agents" / "w.json").write_text(config_text)
+    (tmp_path / "agents" / "bad.json").write_text('{"commandSandbox": "../x"}')
+    config = load_agent_config(tmp_path / "agents" / "w.json")
+    assert config.prompt.sandbox == "default"
+    assert await resolve_prompt(config.prompt, cwd=tmp_path, env={}) == "wrote"
+    assert (tmp_path / "made.txt").exists()
+    with pytest.raises(ConfigError, match="commandSandbox"):
+        load_agent_config(tmp_path / "agents" / "bad.json")

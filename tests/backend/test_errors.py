@@ -76,15 +76,17 @@ async def test_other_client_errors_are_plain_backend_errors(connect, fmt):
     assert "Incorrect API key provided" in str(caught.value)
 
 
-async def test_unreachable_server_is_transient():
+async def test_a_refused_connection_is_a_configuration_error_not_transient():
+    from ollie.backend.errors import BackendUnreachableError
     from ollie.backend.openai import OpenAIBackend
 
     backend = OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=2.0)
     try:
-        with pytest.raises(TransientError):
+        with pytest.raises(BackendUnreachableError) as caught:
             await collect(backend)
     finally:
         await backend.aclose()
+    assert not isinstance(caught.value, TransientError)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

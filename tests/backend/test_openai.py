@@ -98,3 +98,23 @@ async def test_reasoning_content_field_is_read_too(connect):
 async def test_context_length_falls_back_when_model_is_not_listed(connect):
     srv, backend = connect("openai", models={"someone-else": 4096})
     assert await backend.context_length() == 128_000
+
+
+async def test_claude_through_openrouter_marks_the_system_prompt_and_last_tool_for_caching(connect):
+    srv, backend = connect("openai", backend="openrouter")
+    backend.set_model("anthropic/claude-sonnet-4.5")
+    other_tool = type(READ_TOOL)("file_write", "Write a file", READ_TOOL.parameters)
+    srv.script(Reply.text("ok"), Reply.text("ok"))
+    await collect(backend, HISTORY, [READ_TOOL, other_tool])
+    body = srv.chat_requests[0].body
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"] == [{"type": "text", "text": "You are a coding agent.",
+                                  "cache_control": {"type": "ephemeral"}}]
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    backend.set_model("openai/gpt-4.1")  # other models through OpenRouter: plain strings, no markers
+    await collect(backend, HISTORY, [READ_TOOL])
+    body = srv.chat_requests[1].body
+    assert body["messages"][0]["content"] == "You are a coding agent."
+    assert "cache_control" not in json.dumps(body)

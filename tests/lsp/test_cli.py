@@ -99,6 +99,37 @@ def test_renderer_is_compact(tmp_path):
     assert compact_result("a\nb") == "a\nb"
 
 
+def test_sanitizing_removes_what_a_terminal_would_obey():
+    from ollie.cli.sanitize import StreamCleaner, escaped, printable
+
+    assert printable("\x1b[2J\x1b[H All tests passed") == " All tests passed"
+    assert printable("a\x1b]52;c;ZXZpbA==\x07b\x1bP1|x\x1b\\c\x9b31md") == "abcd"
+    assert printable("x\ry\x00\x7f\x85\u202eevil\u2066z\ttab\nline") == "xyevilz\ttab\nline"
+    assert printable("\x1b]0;never closed") == "0;never closed"  # an open sequence hides nothing after it
+    assert printable("héllo ✓ 日本") == "héllo ✓ 日本"
+    assert escaped("echo hi\r\x1b[2Kecho harmless\n\tnext\u202e") == "echo hi\\r\\x1b[2Kecho harmless\n\tnext\\u202e"
+    text = "Done\x1b]0;title\x07 and \x1b[31mred\x1b[0m\x1b"
+    for size in (1, 2, 3, 7):
+        cleaner = StreamCleaner()
+        pieces = "".join(cleaner.feed(text[i:i + size]) for i in range(0, len(text), size))
+        assert pieces + cleaner.flush() == "Done and red", size
+
+
+def test_renderer_styles_only_after_sanitizing(tmp_path):
+    out = (tmp_path / "out.txt").open("w+")
+    renderer = Renderer(out, out, color=True)
+    renderer.render("assistant", "hi \x1b]0;")
+    renderer.render("assistant", "title\x07there\r")
+    renderer.render("tool", "\x1b[2J\x1b[HAll tests passed", "file_read\x1b[31m")
+    renderer.render("exec", "\x1b]52;c;ZXZpbA==\x07shell")
+    renderer.render("turn", "end")
+    out.seek(0)
+    text = out.read()
+    foreign = text.replace("\x1b[2m", "").replace("\x1b[0m", "")
+    assert "\x1b" not in foreign and "\r" not in foreign
+    assert "hi there" in text and "← file_read: All tests passed" in text and "shell" in text
+
+
 def test_interactive_session_reads_prompts_until_eof(llm, tmp_path):
     llm.script(Reply.text("first reply"), Reply.text("second reply"))
     proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="hello\n\n/help\nagain\n")
@@ -170,8 +201,10 @@ def test_daemon_version_and_tcp_mode(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ollie_lsp", "--version"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.startswith("ollie-lsp ")
     port = free_port()
-    daemon = subprocess.Popen([sys.executable, "-m", "ollie_lsp", "--tcp", f"127.0.0.1:{port}"], env=child_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    token = "a-token-of-the-editors-choosing"
+    daemon = subprocess.Popen([sys.executable, "-m", "ollie_lsp", "--tcp", f"127.0.0.1:{port}"],
+                              env=child_env({"OLLIE_LSP_TOKEN": token}), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
 
     async def talk() -> dict:
         client = LanguageClient("t", "1", converter_factory=raw_params_converter)
@@ -181,8 +214,9 @@ def test_daemon_version_and_tcp_mode(tmp_path):
                 break
             except OSError:
                 await asyncio.sleep(0.1)
-        result = await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                                      root_uri=tmp_path.as_uri()))
+        result = await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=tmp_path.as_uri(),
+            initialization_options={"token": token}))
         assert "ollie" in result.capabilities.experimental
         state = await asyncio.wait_for(client.protocol.send_request_async("ollie/state", {}), 30)
         await client.shutdown_async(None)

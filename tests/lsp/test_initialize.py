@@ -21,6 +21,8 @@ BAD_PARAMS = {
     "ollie/inject": ({"text": ["x"]}, "text"),
     "ollie/queue": ({"text": ""}, "text"),
     "ollie/popQueue": ({"session": 12}, "session"),
+    "ollie/queue/run": ({"session": 12}, "session"),
+    "ollie/queue/clear": ({"session": []}, "session"),
     "ollie/state": ({"session": {"id": "x"}}, "session"),
     "ollie/context": ({"session": True}, "session"),
     "ollie/command": ({}, "line"),

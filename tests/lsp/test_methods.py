@@ -162,7 +162,8 @@ async def test_execute_command_mirrors_the_methods(start_daemon, llm):
     assert (await execute("ollie.state"))["state"] == "idle"
     new = await execute("ollie.session.new", {"title": "from command"})
     assert (await execute("ollie.state", {"session": new["session"]}))["session"] == new["session"]
-    assert await execute("ollie.queue", {"text": "q"}) == {"depth": 1}
+    # Queued in the fresh session: in the default one, a prompt queued just after its turn would run.
+    assert await execute("ollie.queue", {"text": "q", "session": new["session"]}) == {"depth": 1}
     with pytest.raises(JsonRpcException) as caught:
         await execute("ollie.submit", {"text": 5})
     assert caught.value.code == -32602 and "text" in caught.value.message

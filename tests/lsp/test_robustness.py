@@ -20,7 +20,9 @@ async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, s
     agents.mkdir()
     # The hook writes straight into the daemon's own fd 1: if that were the JSON-RPC pipe, the client would choke.
     hook = "printf 'Content-Length: 5\\r\\n\\r\\nJUNK{' > /proc/$PPID/fd/1; head -c 20000 /dev/zero | tr '\\0' x > /proc/$PPID/fd/1"
-    (agents / "noisy.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": {"preTurn": hook}}))
+    # Unsandboxed on purpose ("commandSandbox": "none"): the default read-only sandbox would refuse /proc/$PPID.
+    (agents / "noisy.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": {"preTurn": hook},
+                                                   "commandSandbox": "none"}))
     flood = {"steps": [{"code": "yes 'flood line to stdout' | head -n 200000; yes err | head -n 50000 >&2", "language": "bash"}]}
     llm.script(Reply(tool_calls=[("execute_code", flood)]), Reply.text("survived the flood"))
     daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "noisy"})

@@ -35,7 +35,7 @@ def test_the_wheel_ships_the_defaults_and_they_are_found(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
                     str(ROOT)], check=True, capture_output=True)
-    wheel = next(dist.glob("ollie-*.whl"))
+    wheel = next(dist.glob("ollie_agent-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in zf.infolist()}

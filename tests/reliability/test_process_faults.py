@@ -20,7 +20,9 @@ def stubborn_pid(workdir: Path) -> int:
 
 async def test_a_hook_that_hangs_is_killed_at_its_timeout_and_the_turn_goes_on(
         scripted_llm, make_core, agents_dir, workdir):
-    write_agent(agents_dir, "default", hooks={"preTurn": [f"echo $$ > {workdir}/hook.pid; exec sleep 60"]})
+    # The hook leaves its pid in the project: a writable command sandbox (the default one is read-only).
+    write_agent(agents_dir, "default", hooks={"preTurn": [f"echo $$ > {workdir}/hook.pid; exec sleep 60"]},
+                commandSandbox="default")
     srv = scripted_llm("openai")
     srv.script(Reply.text("answered despite the hook"))
     core = await make_core(srv, limits={"hook_timeout_s": 0.5})

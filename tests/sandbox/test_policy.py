@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,101 @@ def test_add_exec_and_env_entries(tmp_path, monkeypatch):
     assert dict(policy.env) == {"A": "1", "WHERE": str(tmp_path), "PASSED_THROUGH": "from-daemon"}
     assert policy.child_env({"A": "0", "B": "2"}) == {"A": "1", "B": "2", "WHERE": str(tmp_path),
                                                       "PASSED_THROUGH": "from-daemon"}
+
+
+# --- confinement beyond Landlock: which .git goes read-only, network.unix, and best_effort warnings ---
+
+from ollie.sandbox import SandboxUnavailableError  # noqa: E402
+from ollie.sandbox.rules import readonly_git, ruleset_for  # noqa: E402
+from ollie.sandbox.seccomp_filter import filter_bpf, filter_pfc  # noqa: E402
+
+PROJECT_POLICY = 'filesystem: {rwx: ["{CWD}", "{TMPDIR}"], ro: ["/usr"]}\n'
+
+
+def project_policy(tmp_path: Path, cwd: Path, text: str = PROJECT_POLICY):
+    """A policy granting `cwd` and tmp_path/scratch (as {TMPDIR}) rwx."""
+    (tmp_path / "scratch").mkdir(exist_ok=True)
+    return parse_policy(text, source="t.yaml", name="t", cwd=cwd, env={"TMPDIR": str(tmp_path / "scratch")})
+
+
+def test_git_of_a_writable_root_is_read_only(tmp_path):
+    work = tmp_path / "work"
+    make_dirs(work / ".git" / "hooks", tmp_path / "scratch" / ".git")
+    policy = project_policy(tmp_path, work)
+    assert readonly_git(policy) == [str(work / ".git"), str(tmp_path / "scratch" / ".git")]
+
+
+def test_no_git_no_binds_and_a_git_outside_the_writable_roots_is_left_alone(tmp_path):
+    make_dirs(tmp_path / "work", tmp_path / ".git")  # the parent repo: not writable by this policy
+    assert readonly_git(project_policy(tmp_path, tmp_path / "work")) == []
+
+
+def test_repository_around_a_subdirectory_project_is_found(tmp_path):
+    # {CWD} is repo/sub and {TMPDIR} is tmp_path, so repo/.git is writable through {TMPDIR}.
+    make_dirs(tmp_path / "repo" / ".git", tmp_path / "repo" / "sub")
+    policy = parse_policy(PROJECT_POLICY, source="t.yaml", name="t", cwd=tmp_path / "repo" / "sub",
+                          env={"TMPDIR": str(tmp_path)})
+    assert str(tmp_path / "repo" / ".git") in readonly_git(policy)
+
+
+def test_worktree_pointer_and_its_repository(tmp_path):
+    make_dirs(tmp_path / "scratch" / "main" / ".git" / "worktrees" / "wt", tmp_path / "work")
+    (tmp_path / "work" / ".git").write_text(f"gitdir: {tmp_path}/scratch/main/.git/worktrees/wt\n")
+    policy = project_policy(tmp_path, tmp_path / "work")
+    # The pointer file itself, and the main repository it points into (writable through {TMPDIR}).
+    assert readonly_git(policy) == [str(tmp_path / "work" / ".git"), str(tmp_path / "scratch" / "main" / ".git")]
+
+
+def test_ruleset_carries_binds_seccomp_and_best_effort(tmp_path):
+    make_dirs(tmp_path / "work" / ".git")
+    spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
+    assert warnings == [] and spec["readonly_binds"] == [str(tmp_path / "work" / ".git")]
+    assert spec["best_effort"] is True and len(spec["seccomp"]) > 100
+
+
+def test_no_mount_namespace_warns_that_git_is_writable_or_refuses(tmp_path, monkeypatch):
+    make_dirs(tmp_path / "work" / ".git")
+    monkeypatch.setenv("OLLIE_SANDBOX_MOUNTNS", "0")
+    spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
+    assert spec["readonly_binds"] == []
+    assert warnings == [f"no mount namespace: {tmp_path}/work/.git writable by the sandboxed code (best_effort)"]
+    strict = project_policy(tmp_path, tmp_path / "work", "general: {best_effort: false}\n" + PROJECT_POLICY)
+    with pytest.raises(SandboxUnavailableError, match="no mount namespace"):
+        ruleset_for(strict, 7)
+
+
+def test_no_seccomp_warns_or_refuses(tmp_path, monkeypatch):
+    monkeypatch.setenv("OLLIE_SANDBOX_SECCOMP", "0")
+    spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path), 7)
+    assert spec["seccomp"] is None and warnings[0].startswith("seccomp unavailable")
+    strict = project_policy(tmp_path, tmp_path, "general: {best_effort: false}\n" + PROJECT_POLICY)
+    with pytest.raises(SandboxUnavailableError, match="seccomp unavailable"):
+        ruleset_for(strict, 7)
+
+
+def test_network_unix_defaults_off_and_picks_the_filter(tmp_path):
+    assert project_policy(tmp_path, tmp_path).network.unix is False
+    allowed = project_policy(tmp_path, tmp_path, PROJECT_POLICY + "network: {unix: true}\n")
+    assert allowed.network.unix is True
+    default_spec, _ = ruleset_for(project_policy(tmp_path, tmp_path), 7)
+    unix_spec, _ = ruleset_for(allowed, 7)
+    assert default_spec["seccomp"] != unix_spec["seccomp"]
+    with pytest.raises(ConfigError, match="network.unix"):
+        project_policy(tmp_path, tmp_path, "network: {unix: 'yes'}\n")
+
+
+def test_filters_differ_per_network_mode_and_kill_other_arches():
+    assert len({filter_bpf(mode, False) for mode in ("none", "tcp", "all")}) == 3
+    pfc = filter_pfc("none", False)
+    assert "invalid architecture action\naction KILL_PROCESS" in pfc
+    assert 'syscall "clone3"' in pfc and "ERRNO(38)" in pfc
+
+
+def test_a_planted_git_file_cannot_loop_or_block_the_daemon(tmp_path):
+    work = tmp_path / "work"
+    make_dirs(work)
+    (work / ".git").write_text("gitdir: .git\n")  # points at itself
+    assert readonly_git(project_policy(tmp_path, tmp_path / "work")) == [str(work / ".git")]
+    (work / ".git").unlink()
+    os.mkfifo(work / ".git")  # nobody ever writes to it: reading it would hang
+    assert readonly_git(project_policy(tmp_path, tmp_path / "work")) == [str(work / ".git")]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import SandboxUnavailableError, landlock_abi, spawn_sandboxed
+from ollie.sandbox import SandboxUnavailableError, cgroup, landlock_abi, spawn_sandboxed
 from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.spawn import ForkServer
 
@@ -22,7 +23,7 @@ def process_gone(pid: int, within: float = 5.0) -> bool:
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # the latter: reaped between open and read
             return True
         if state == "Z":
             return True
@@ -244,3 +245,79 @@ async def test_child_inherits_only_its_stdio(ws, sandboxed):
 
     results = await asyncio.gather(*(fds_seen() for _ in range(6)))
     assert results == ["[0, 1, 2, 3]"] * 6  # 3 is listdir's own
+
+
+ESCAPEE = ("setsid sh -c 'exec >/dev/null 2>&1 </dev/null; echo $$ > escapee.pid; exec sleep 1000' & "
+           "while [ ! -s escapee.pid ]; do sleep 0.01; done")
+# At most 2**7 processes if nothing stops it; prints "limited" once a fork fails.
+BOUNDED_BOMB = ("import os, time\nfor _ in range(7):\n    try:\n        os.fork()\n    except OSError:\n"
+                "        print('limited', flush=True)\n        break\ntime.sleep(0.5)\n")
+
+
+def low_limit(ws, limit: int):
+    """The default policy with `limits.processes: limit`."""
+    bundled = (Path(__file__).resolve().parents[2] / "sandbox.yaml").read_text()
+    return ws.policy(bundled.replace("processes: 512", f"processes: {limit}"), name="low")
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+async def test_a_step_is_done_only_once_its_setsid_escapee_is_dead(ws, monkeypatch, tmp_path, fallback):
+    if fallback:
+        broken = tmp_path / "broken_server.py"
+        broken.write_text("raise SystemExit(3)\n")
+        server = ForkServer(broken)
+        monkeypatch.setattr(spawn_module, "_server", server)
+    status, _, err = await ws.bash(ESCAPEE, ws.default_policy())
+    assert status == 0, err
+    escapee = int((ws.work / "escapee.pid").read_text())
+    state = "gone"
+    with contextlib.suppress(FileNotFoundError):
+        state = Path(f"/proc/{escapee}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "gone", f"the escapee is still there ({state}) after the step was reported done"
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+async def test_the_policy_process_limit_stops_a_fork_bomb(ws, monkeypatch, tmp_path, fallback):
+    if fallback:
+        broken = tmp_path / "broken_server.py"
+        broken.write_text("raise SystemExit(3)\n")
+        monkeypatch.setattr(spawn_module, "_server", ForkServer(broken))
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", BOUNDED_BOMB], low_limit(ws, 8))
+    assert "limited" in out, (status, out, err)
+    status, out, _ = await ws.bash("seq 1 50 | sort -rn | head -2 | tr '\\n' ' '", low_limit(ws, 8))
+    assert (status, out) == (0, "50 49 ")
+
+
+def pids_cgroup_of(pid: int) -> Path | None:
+    """The pids cgroup directory of a running process (v1 here), or None without one."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            return Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+    return None
+
+
+@pytest.mark.skipif(cgroup.base() is None, reason="needs a writable pids cgroup (v1, or v2 with pids delegated)")
+async def test_each_step_gets_its_own_pids_cgroup_and_it_is_removed(ws):
+    seen = []
+    for limit in (8, 9, 10):
+        proc = await spawn_sandboxed(["sleep", "0.3"], policy=low_limit(ws, limit), cwd=ws.work, env=ws.env)
+        group = pids_cgroup_of(proc.pid)
+        assert group is not None and group.name.isdigit() and group.parent.name == "ollie", group
+        # A spare supervisor is a member of its step's cgroup itself: one more than the policy's limit.
+        assert int((group / "pids.max").read_text()) in (limit, limit + 1)
+        seen.append(group)
+        await asyncio.wait_for(proc.communicate(), 10)
+    assert len(set(seen)) == 3
+    await asyncio.to_thread(spawn_module.fork_server().close)  # reaps its supervisors and removes their cgroups
+    assert [group for group in seen if group.exists()] == []
+
+
+def test_the_process_limit_is_a_policy_key_with_a_default(ws):
+    from ollie.errors import ConfigError
+
+    assert ws.default_policy().max_processes == 512
+    assert ws.policy("limits: {processes: 40}\n").max_processes == 40
+    assert ws.policy("filesystem: {ro: ['/etc']}\n").max_processes == 512
+    with pytest.raises(ConfigError, match="limits.processes"):
+        ws.policy("limits: {processes: 0}\n")

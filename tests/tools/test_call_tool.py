@@ -74,7 +74,8 @@ async def test_filter_languages_take_arguments_as_input_files(ws: Workspace) -> 
 
 
 async def test_ed_script_edits_the_file_named_by_its_argument(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TMPDIR", "/tmp")  # ed's buffer tmpfile() lives in /tmp whatever TMPDIR says
+    # ed's buffer is a tmpfile() in /tmp whatever TMPDIR says (here a private dir): the sandbox
+    # mounts the session's temp dir there for it.
     (ws.work / "conf.txt").write_text("debug = false\n")
     ws.script("enable_debug.ed", ",s/false/true/\nw\nq\n")
     server = ws.server(session_id=f"ed-{ws.root.name}", lock_dir=ws.scratch / "locks")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from .conftest import Workspace, code
+from .conftest import Workspace, code, stdout_of
 
 
 async def test_a_bare_server_lets_elevated_steps_run(ws: Workspace):
@@ -78,3 +80,30 @@ async def test_an_elevated_tool_call_names_the_script_and_its_arguments(ws: Work
 def test_unknown_mode_is_rejected(ws: Workspace):
     with pytest.raises(ValueError, match="ask, allow, deny"):
         ws.server().set_elevation("sometimes", None)
+
+
+async def test_a_tool_script_changed_while_the_user_decides_is_refused(ws: Workspace):
+    target = ws.outside / "swapped.txt"
+    script = ws.script("deploy", f"#!/bin/sh\necho deployed > {ws.outside}/deployed.txt\n")
+
+    async def approver(what: str) -> bool:
+        # Tool code (or anything else) rewrites the script after it was shown and before it runs.
+        script.write_text(f"#!/bin/sh\necho pwned > {target}\n")
+        return True
+
+    server = ws.server()
+    server.set_elevation("ask", approver)
+    result = await server.call("call_tool", {"calls": [{"tool": "deploy", "args": [], "elevated": True}]})
+    assert result.is_error and "changed after it was approved" in result.text, result.text
+    assert not target.exists() and not (ws.outside / "deployed.txt").exists()
+
+
+async def test_an_elevated_program_is_kept_where_sandboxed_code_cannot_write(ws: Workspace):
+    server = ws.server()
+    # The program reports where it lives; a sandboxed step then tries to write there.
+    found = await code(server, 'echo "$0"', elevated=True)
+    program = stdout_of(found).strip()
+    assert "/private/" in program and not program.startswith(str(ws.work))
+    private = Path(program).parent.parent
+    probe = await code(server, f"touch '{private}/x' && echo WROTE; ls '{private}' && echo LISTED")
+    assert "WROTE" not in stdout_of(probe) and "LISTED" not in stdout_of(probe), probe.text

@@ -34,8 +34,8 @@ async def test_each_language_runs(ws: Workspace, language: str, program: str, ex
 
 
 async def test_sed_and_ed_edit_through_their_own_input(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    # ed keeps its buffer in a tmpfile() under /tmp whatever TMPDIR says: give it the usual TMPDIR.
-    monkeypatch.setenv("TMPDIR", "/tmp")
+    # ed's buffer is a tmpfile() in /tmp whatever TMPDIR says (here a private dir): the sandbox
+    # mounts the session's temp dir there for it.
     (ws.work / "notes.txt").write_text("old text\n")
     server = ws.server(session_id=f"ed-{ws.root.name}", lock_dir=ws.scratch / "locks")
     ed = await code(server, "e notes.txt\n,s/old/new/\nw\nq", "ed")

@@ -43,3 +43,25 @@ async def test_unsandboxed_agent_runs_outside_the_policy(ws: Workspace):
     result = await code(server, f"echo x > {target}")
     assert not result.is_error, result.text
     assert target.read_text() == "x\n"
+
+
+def _user_policy(ws: Workspace, monkeypatch, name: str, edit) -> None:
+    """Write policy `name` into the user's config dir: the bundled default with `edit` applied to its text."""
+    from ollie import paths
+
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(ws.root / "config"))
+    target = paths.config_dir() / "sandbox" / f"{name}.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_text(edit(paths.bundled("sandbox.yaml").read_text()))
+
+
+async def test_call_cannot_gain_unix_sockets(ws: Workspace, monkeypatch):
+    _user_policy(ws, monkeypatch, "sockets", lambda text: text.replace("unix: false", "unix: true"))
+    result = await code(ws.server(), "true", sandbox="sockets")
+    assert result.is_error and "unix sockets" in result.text
+
+
+async def test_call_cannot_raise_the_process_limit(ws: Workspace, monkeypatch):
+    _user_policy(ws, monkeypatch, "many", lambda text: text.replace("processes: 512", "processes: 100000"))
+    result = await code(ws.server(), "true", sandbox="many")
+    assert result.is_error and "100000 processes" in result.text

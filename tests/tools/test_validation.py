@@ -66,6 +66,66 @@ NORMAL = [
 ]
 
 
+# Fork bombs other than the textbook `:(){ :|:& };:` (issue 11 item 10): each got past the gate before.
+FORK_BOMBS = [
+    ("bash", "f(){ f & f & }; f"),
+    ("bash", "function f { f | f & }; f"),
+    ("bash", "f() {\n  f\n  f &\n}\nf"),
+    ("bash", "x(){ x & }; x"),
+    ("bash", "while true; do $0 & done"),
+    ("bash", 'while :; do bash "$0" & done'),
+    ("bash", "$0 & $0 &"),
+    ("bash", "while true; do sleep 100 & done"),
+    ("bash", "for ((;;)); do yes > /dev/null & done"),
+    ("bash", "perl -e 'fork while 1'"),
+    ("bash", 'python3 -c "import os\nwhile True: os.fork()"'),
+    ("perl", "fork() while 1;"),
+    ("perl", "1 while fork;"),
+    ("perl", "for (;;) { fork }"),
+    ("perl", "do { fork } until 0;"),
+    ("python3", "import os\nwhile 1:\n    pid = os.fork()\n    print(pid)"),
+    ("python3", "from os import fork\nwhile True:\n    fork()"),
+]
+
+# Ordinary code near those shapes: recursion that does not background itself, parallel builds, paced loops.
+NOT_FORK_BOMBS = [
+    ("bash", "fact(){ if [ $1 -le 1 ]; then echo 1; else echo $(( $1 * $(fact $(($1-1))) )); fi; }; fact 5"),
+    ("bash", 'walk(){ for d in "$1"/*; do echo "$d"; [ -d "$d" ] && walk "$d" | sed "s/^/  /"; done; }; walk .'),
+    ("bash", 'retry(){ "$@" || { sleep 1; retry "$@"; }; }; retry make'),
+    ("bash", 'log(){ echo "$@" >&2; }; log hi'),
+    ("bash", 'build(){ make "$@" 2>&1 | tee build.log; }; build'),
+    ("bash", "start(){ python3 -m http.server & }; start; sleep 1"),
+    ("bash", "make -j8 all"),
+    ("bash", 'find . -name "*.py" | xargs -P 4 -n 1 python3 -m py_compile'),
+    ("bash", "while true; do\n  run_tests\n  sleep 1\ndone"),
+    ("bash", "while true; do curl -s localhost:8000/health && break; sleep 1; done"),
+    ("bash", "while true; do ./worker & wait; done"),
+    ("bash", '"$0" --help 2>&1 | head'),
+    ("bash", "python3 -c 'print(1)'"),
+    ("python3", "pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)"),
+    ("python3", "while True:\n    conn, _ = sock.accept()\n    if os.fork() == 0:\n        handle(conn)"),
+    ("perl", "my $pid = fork();\nwaitpid($pid, 0);"),
+    ("perl", "while (my $line = <STDIN>) { print $line }"),
+]
+
+
+@pytest.mark.parametrize(("language", "code"), FORK_BOMBS, ids=[f"{c[0]}:{c[1][:30]}" for c in FORK_BOMBS])
+def test_fork_bomb_variants_are_caught(language: str, code: str) -> None:
+    findings = find_dangerous(code, language)
+    assert any("fork bomb" in f.rule for f in findings), [f.rule for f in findings]
+
+
+@pytest.mark.parametrize(("language", "code"), NOT_FORK_BOMBS, ids=[f"{c[0]}:{c[1][:30]}" for c in NOT_FORK_BOMBS])
+def test_ordinary_spawning_code_is_not_a_fork_bomb(language: str, code: str) -> None:
+    assert find_dangerous(code, language) == []
+
+
+def test_the_gate_says_the_process_limit_is_the_real_defence() -> None:
+    import ollie.tools.execute.validation as validation
+
+    assert "pids.max" in (validation.__doc__ or "")
+
+
 @pytest.mark.parametrize(("language", "code", "rule"), DANGEROUS, ids=[f"{c[0]}:{c[1][:30]}" for c in DANGEROUS])
 def test_dangerous_code_is_caught(language: str, code: str, rule: str) -> None:
     findings = find_dangerous(code, language)

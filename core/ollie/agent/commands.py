@@ -7,6 +7,7 @@ unknown. It returns the same text.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ async def cmd_rename(core: Any, arg: str) -> str:
 async def cmd_cwd(core: Any, arg: str) -> str:
     """Show the working directory, or change it (relative to the current one, `~` expanded)."""
     if arg:
-        target = Path(arg).expanduser()
+        target = Path(os.path.expanduser(arg))  # `~nosuchuser` stays as written (Path.expanduser raises)
         if not target.is_absolute():
             target = Path(core.cwd) / target
         if not target.is_dir():

@@ -105,6 +105,7 @@ async def cmd_context(core: Any, arg: str) -> str:
     task_state = core.session.task_state
     if task_state is not None:
         lines.append(f"task state: goal {_one_line(task_state.goal, 80)!r}, step {_one_line(task_state.plan_step, 80)!r}")
+    lines += [f"warning: {w}" for w in getattr(core, "setup_warnings", [])]
     return "\n".join(lines)
 
 

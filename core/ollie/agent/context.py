@@ -43,8 +43,8 @@ class ContextBudget:
 
     @property
     def known_limit(self) -> int:
-        """The context length if it has been looked up (0 otherwise)."""
-        return self._limit or 0
+        """The context length if it has been looked up or is configured (0 otherwise)."""
+        return self._core.runtime.config.context_length or self._limit or 0
 
     def forget_limit(self) -> None:
         """The backend or model changed: look the context length up again."""
@@ -53,6 +53,9 @@ class ContextBudget:
     async def limit(self) -> int:
         """The model's context length, looked up once per backend/model (0 while unknown)."""
         backend = self._core.backend
+        configured = self._core.runtime.config.context_length
+        if configured:  # the agent config knows better than a server that may not say
+            return configured
         if self._limit is None and backend is not None:
             try:
                 self._limit = await backend.context_length()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from functools import partial
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from ollie.agent.cost import compute_cost
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
 from ollie.agent.hooks import HookResult, hook_note
-from ollie.agent.inbox import Inbox
+from ollie.agent.inbox import Inbox, run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.persist import SessionFile, open_session
@@ -71,6 +72,11 @@ class Core:
         self.context_budget = ContextBudget(self)
         self._watch = ChangeWatch()
         self._closed = False
+        # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
+        self._retired: list[Backend] = []
+        self._detached: set[asyncio.Future[Any]] = set()
+        # Build warnings (a workspace at $HOME granted read-only...): shown when the first turn starts.
+        self._pending_warnings: list[str] = list(setup.runtime.warnings)
         self._wire_elevation()
 
     @classmethod
@@ -121,26 +127,34 @@ class Core:
         async with self._turn_lock:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
+            self._inbox.user_prompt()
             result = await self._run_turn(text)
-            while result.stop != "interrupted" and not self._closed:
-                queued = self.pop_queue()
-                if queued is None:
-                    break
-                if (await self._run_turn(queued)).stop == "interrupted":
-                    break
+            await run_follow_ups(self._inbox, result, partial(self._run_turn, announce=True), lambda: self._closed)
         return result
 
-    async def _run_turn(self, text: str) -> TurnResult:
-        self._task = asyncio.create_task(self._turn(text))
+    async def run_queue(self) -> None:
+        """Run the queued prompts now, held ones included (the user's word)."""
+        self._inbox.release()
+        async with self._turn_lock:
+            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._run_turn, announce=True),
+                                 lambda: self._closed)
+
+    async def _run_turn(self, text: str, *, announce: bool = False) -> TurnResult:
+        self._task = asyncio.create_task(self._turn(text, announce=announce))
         try:
             return await self._task
         finally:
             self._task = None
 
-    async def _turn(self, text: str) -> TurnResult:
+    async def _turn(self, text: str, *, announce: bool = False) -> TurnResult:
         self._running, self._finishing = True, False
         self.session.begin_turn()
         self.bus.emit("turn", "start")
+        if announce:  # a prompt the client did not send just now: tell it what runs
+            self.bus.emit("user", text)
+        pending, self._pending_warnings = self._pending_warnings, []
+        for warning in pending:
+            self.bus.emit("info", f"warning: {warning}")
         self.set_state("thinking")
         loop = AgentLoop(self)
         try:
@@ -167,9 +181,14 @@ class Core:
                 log.exception("postTurn hook failed")
                 self.bus.emit("info", f"hook postTurn failed: {exc}")
                 post = None
-            self._inbox.add_note(hook_note("postTurn", post))
+            if post is not None and post.blocked and post.output.strip():
+                self._inbox.continue_with(post.output.strip())  # exit 2: go on, with its output as the prompt
+            else:
+                self._inbox.add_note(hook_note("postTurn", post))
         self.bus.emit("turn", result.stop)
         self._running = False
+        while self._retired:  # backends a /backend replaced during this turn
+            await self._retired.pop().aclose()
         self.set_state("idle")
         return result
 
@@ -197,8 +216,20 @@ class Core:
         return self._inbox.pop_inject()
 
     def queue(self, text: str) -> int:
-        """Add a prompt to the FIFO; returns its depth."""
-        return self._inbox.queue(text)
+        """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
+        depth = self._inbox.queue(text)
+        if not self._turn_lock.locked() and self._inbox.just_ended() and not self._closed:
+            self._detach(self.run_queue())  # the sender saw a turn running; it must not wait for the next one
+        return depth
+
+    def _detach(self, work: Any) -> asyncio.Future[Any]:
+        self._detached.add(task := asyncio.ensure_future(work))  # kept: the loop holds tasks only weakly
+        task.add_done_callback(self._detached.discard)
+        return task
+
+    def queue_held(self) -> bool:
+        """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
+        return self._inbox.held
 
     def pop_queue(self) -> str | None:
         """Take the oldest queued prompt."""
@@ -262,6 +293,11 @@ class Core:
     def runtime(self) -> Runtime:
         """The active agent's Runtime (an /agent switch replaces it)."""
         return self._setup.runtime
+
+    @property
+    def setup_warnings(self) -> list[str]:
+        """What building the agent warned about (sandbox protections, failed prompt commands)."""
+        return list(self.runtime.warnings)
 
     @property
     def backend_error(self) -> str:
@@ -407,7 +443,9 @@ class Core:
 
     async def turn_error(self, exc: BaseException, error_type: str) -> bool:
         """The turnError hook for the turn's first error; True when it handled it (every command exited 0)."""
-        result = await self.run_hook("turnError", {"error": str(exc), "error_type": error_type})
+        # Detached: an interrupt ends the turn, not the hook (it may be reporting or cleaning up).
+        result = await asyncio.shield(self._detach(self.run_hook("turnError", {"error": str(exc),
+                                                                                "error_type": error_type})))
         if result is None or result.blocked or not result.exit_codes:
             return False
         handled = all(code == 0 for code in result.exit_codes)
@@ -454,11 +492,14 @@ class Core:
         self._setup.set_max_steps(steps)
 
     async def switch_backend(self, name: str) -> None:
-        """Use backend `name` from now on; on failure the old one stays."""
+        """Use backend `name` from the next request on (a running one finishes on the old); on failure the old stays."""
         old = self._setup.replace_backend(name)
         self.context_budget.forget_limit()
         if old is not None:
-            await old.aclose()
+            if self._running:
+                self._retired.append(old)
+            else:
+                await old.aclose()
         self.notify()
 
     def switch_model(self, name: str) -> None:
@@ -507,15 +548,20 @@ class Core:
         self._setup.set_env(key, value)
 
     def set_session_id(self, new_id: str) -> None:
-        """Save the session under `new_id` from now on."""
+        """Save the session under `new_id` from now on: the old file goes; tools and the plan file follow."""
+        old, old_path = self.session.id, self.session_file.path
         self.session.id = validate_session_id(new_id)
         self.session_file = SessionFile(self._sessions_dir, new_id)
         self.session_file.rewrite(self.session)
-        self.set_env("OLLIE_SESSION_ID", new_id)
+        self._setup.move_session(old, new_id, old_file=old_path)
 
     def set_generation_params(self, params: GenerationParams) -> None:
         """Override sampling parameters (fields left None fall back to the agent config's)."""
         self._setup.params = params
+
+    async def backend_health(self) -> dict[str, Any]:
+        """The backend's health (`backendStatus` of ollie/state): checked on the first ask and after a switch."""
+        return await self._setup.backend_health()
 
     async def list_models(self) -> list[str]:
         """The backend's models."""
@@ -545,8 +591,13 @@ class Core:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self.limits.close_wait_s)
         self.save()
-        if self.backend is not None:
-            await self.backend.aclose()
+        for backend in (*self._retired, self.backend):
+            if backend is not None:
+                await backend.aclose()
         await self.runtime.dispatcher.aclose()
+        # The session's private temp dir and scratch files (see SessionDirs) go with it.
+        from ollie.tools.execute.sessiondirs import SessionDirs
+
+        await asyncio.to_thread(SessionDirs.for_session(self.session_id).remove)
         self.bus.close()
 

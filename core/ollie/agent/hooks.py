@@ -1,4 +1,7 @@
-"""Lifecycle hooks: shell commands fed a JSON payload; exit 0 adds context, 2 blocks, others warn."""
+"""Lifecycle hooks: shell commands fed a JSON payload; exit 0 adds context, 2 blocks, others warn.
+
+They run sandboxed (see commandbox.py), with a minimal env: the workspace they touch may be hostile.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ollie.agent.shell import merged_env, run_shell
+from ollie.agent.commandbox import CommandBox
 from ollie.config import HOOK_NAMES
 
 BLOCK_EXIT_CODE = 2
@@ -68,10 +71,12 @@ def payload_env(payload: Mapping[str, Any]) -> dict[str, str]:
 class Hooks:
     """The hook commands of one agent config, by hook name."""
 
-    def __init__(self, config_hooks: dict[str, list[str]]) -> None:
+    def __init__(self, config_hooks: dict[str, list[str]], box: CommandBox | None = None) -> None:
         for name in config_hooks:
             _check_name(name)
         self._hooks = {name: list(cmds) for name, cmds in config_hooks.items() if cmds}
+        # Where the commands run: the agent's commandSandbox (read-only unless the config says otherwise).
+        self.box = box or CommandBox()
 
     def has(self, name: str) -> bool:
         """True when hook `name` has at least one command."""
@@ -90,7 +95,10 @@ class Hooks:
         env: dict[str, str],
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> HookResult:
-        """Run hook `name`'s commands in order, stopping at the first that exits 2."""
+        """Run hook `name`'s commands in order, stopping at the first that exits 2.
+
+        Each gets a minimal env: `env` (the session's), the payload as OLLIE_* vars, never the daemon's own.
+        """
         _check_name(name)
         result = HookResult()
         commands = self._hooks.get(name)
@@ -98,11 +106,12 @@ class Hooks:
             return result
         full_payload = {"hook": name, **payload}
         stdin = json.dumps(full_payload, ensure_ascii=False, default=str).encode()
-        proc_env = merged_env(env, payload_env(full_payload))
+        payload_vars = payload_env(full_payload)
         outputs = []
         for command in commands:
             try:
-                run = await run_shell(command, cwd=cwd, env=proc_env, stdin=stdin, timeout=timeout)
+                run = await self.box.run(command, cwd=cwd, session_env=env, extra_env=payload_vars, stdin=stdin,
+                                         timeout=timeout, warnings=result.warnings)
             except OSError as exc:
                 result.warnings.append(f"hook {name}: {command!r} could not start: {exc}")
                 continue

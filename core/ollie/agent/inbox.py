@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+# A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
+MAX_CONTINUATIONS = 10
+# A prompt queued this soon after the turns ended was meant for the turn that just finished: it runs.
+QUEUE_GRACE_S = 0.5
+
+
+class _Prompt:
+    """One queued prompt; an object, so the one holding idle injects is found by identity, not by text."""
+
+    __slots__ = ("held", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
+        self.held = False
 
 
 class Inbox:
@@ -11,26 +29,92 @@ class Inbox:
 
     Queued prompts run as turns of their own, oldest first; injects ride on the
     running turn's next tool result; notes (hook output) join the next prompt.
+    Injects sent while no turn runs wait together in one queued prompt, which
+    a later idle inject extends and `/irw` replaces.
     """
 
     def __init__(self, *, on_queued: Callable[[], None]) -> None:
-        self._prompts: deque[str] = deque()
+        self._prompts: deque[_Prompt] = deque()
         self._injects: list[str] = []
         self._notes: list[str] = []
+        self._inject_entry: _Prompt | None = None
+        self._continuation = ""
+        self._continued = 0
+        self._ended_at = float("-inf")  # when the last run of turns ended (not by an interrupt)
         self._on_queued = on_queued
+
+    def turns_ended(self, *, interrupted: bool) -> None:
+        """A run of turns ended: an interrupt holds what is queued; else a prompt queued now still runs."""
+        if interrupted:
+            self.hold()
+        self._ended_at = float("-inf") if interrupted else time.monotonic()
+        self._on_queued()  # the queue may now be held: observers re-read it
+
+    def just_ended(self) -> bool:
+        """Whether turns ended (not interrupted) within QUEUE_GRACE_S and nothing queued is held."""
+        return time.monotonic() - self._ended_at < QUEUE_GRACE_S and not self.held
+
+    def continue_with(self, text: str) -> None:
+        """A postTurn hook exited 2: its output is the prompt of another turn, before any queued one."""
+        self._continuation = text
+
+    def user_prompt(self) -> None:
+        """The user started a turn: the count of continuations in a row starts again."""
+        self._continued = 0
+
+    def next_prompt(self) -> str | None:
+        """What runs after a turn: a postTurn continuation (at most MAX_CONTINUATIONS in a row), else the
+        oldest queued prompt, else None."""
+        text, self._continuation = self._continuation, ""
+        if text and self._continued < MAX_CONTINUATIONS:
+            self._continued += 1
+            return text
+        self._continued = 0
+        waiting = next((p for p in self._prompts if not p.held), None)
+        if waiting is None:
+            return None
+        self._prompts.remove(waiting)
+        return waiting.text
+
+    def hold(self) -> None:
+        """After an interrupt: what is queued now waits for the user's word instead of running next."""
+        for prompt in self._prompts:
+            prompt.held = True
+
+    def release(self) -> None:
+        """The user's word: held prompts may run again."""
+        for prompt in self._prompts:
+            prompt.held = False
+
+    @property
+    def held(self) -> bool:
+        """Whether some queued prompt waits for the user's word."""
+        return any(p.held for p in self._prompts)
 
     def inject(self, text: str, *, running: bool) -> None:
         """Hold `text` for the running turn's next tool result; with no turn running, queue it."""
         if running:
             self._injects.append(text)
         else:
-            self.queue(text)
+            self._queue_inject(text, replace=False)
 
     def replace_injects(self, text: str, *, running: bool) -> None:
-        """Make `text` the only pending inject (queued at once when no turn runs)."""
-        self._injects = [text]
-        if not running:
-            self.queue(self.pop_inject())
+        """Make `text` the only pending inject; with no turn running it replaces the queued injects, if any."""
+        if running:
+            self._injects = [text]
+        else:
+            self._injects.clear()
+            self._queue_inject(text, replace=True)
+
+    def _queue_inject(self, text: str, *, replace: bool) -> None:
+        entry = self._inject_entry
+        if entry is not None and any(p is entry for p in self._prompts):
+            entry.text = text if replace else f"{entry.text}\n{text}"
+            self._on_queued()
+            return
+        self._inject_entry = _Prompt(text)
+        self._prompts.append(self._inject_entry)
+        self._on_queued()
 
     def pop_inject(self) -> str:
         """Take every pending inject, joined (empty when none)."""
@@ -41,21 +125,21 @@ class Inbox:
     def requeue_injects(self) -> None:
         """At a turn's end: injects that came too late for a tool result become the next prompt, not lost."""
         if self._injects:
-            self._prompts.append(self.pop_inject())
+            self._queue_inject(self.pop_inject(), replace=False)
 
     def queue(self, text: str) -> int:
         """Add a prompt to the FIFO; returns its depth."""
-        self._prompts.append(text)
+        self._prompts.append(_Prompt(text))
         self._on_queued()
         return len(self._prompts)
 
     def pop_queue(self) -> str | None:
         """Take the oldest queued prompt."""
-        return self._prompts.popleft() if self._prompts else None
+        return self._prompts.popleft().text if self._prompts else None
 
     def queued(self) -> list[str]:
         """The queued prompts, oldest first."""
-        return list(self._prompts)
+        return [p.text for p in self._prompts]
 
     def clear_queue(self) -> int:
         """Drop every queued prompt; returns how many."""
@@ -72,3 +156,16 @@ class Inbox:
         """The notes waiting for the next prompt, handed over once."""
         notes, self._notes = self._notes, []
         return notes
+
+
+async def run_follow_ups(inbox: Inbox, result: Any, run: Callable[[str], Awaitable[Any]],
+                         closed: Callable[[], bool]) -> Any:
+    """After `result`'s turn: a postTurn continuation, then queued prompts, each run by `run` as a turn of
+    its own, until one is interrupted (what is queued then is held for the user's word). The last result."""
+    while result.stop != "interrupted" and not closed():
+        text = inbox.next_prompt()
+        if text is None:
+            break
+        result = await run(text)
+    inbox.turns_ended(interrupted=result.stop == "interrupted")
+    return result

@@ -1,18 +1,21 @@
-"""System prompt resolution: an array of shell commands, or a string (literal, `!cmd`, file, env-expanded)."""
+"""System prompt resolution: an array of shell commands, or a string (literal, `!cmd`, file, env-expanded).
+
+Commands run sandboxed (see commandbox.py): they read the workspace, which may be hostile.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ollie.agent.shell import merged_env, run_shell
+from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
 from ollie.config import Prompt
 
 DEFAULT_TIMEOUT_S = 30.0
-# Prompt commands find fragment files beside their agent config through this variable.
-AGENT_DIR_VAR = "OLLIE_AGENT_DIR"
+__all__ = ["AGENT_DIR_VAR", "DEFAULT_TIMEOUT_S", "box_for", "expand_vars", "prompt_env", "resolve_prompt"]
 
 _VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 
@@ -27,20 +30,27 @@ def expand_vars(text: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
+def box_for(prompt: Prompt, session_id: str = "") -> CommandBox:
+    """The command box of `prompt`: its agent's commandSandbox, its config's dir as OLLIE_AGENT_DIR."""
+    return CommandBox(policy=prompt.sandbox, agent_dir=prompt.base_dir, session_id=session_id)
+
+
 def prompt_env(prompt: Prompt, *, cwd: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """The environment prompt commands run with: os.environ, `env`, OLLIE_CWD and OLLIE_AGENT_DIR."""
-    extra = {"OLLIE_CWD": str(cwd)}
-    if prompt.base_dir is not None:
-        extra[AGENT_DIR_VAR] = str(prompt.base_dir)
+    """What a string prompt expands: os.environ, `env`, OLLIE_CWD and OLLIE_AGENT_DIR.
+
+    Only the config's own text is expanded, nothing runs: commands get the
+    minimal env of their CommandBox instead, never this one.
+    """
     # `env` wins: a caller may point OLLIE_AGENT_DIR elsewhere on purpose.
-    return merged_env(extra, env)
+    minimal = box_for(prompt).env(cwd=cwd, tmp_dir=Path(os.environ.get("TMPDIR") or "/tmp"), session_env=env)
+    return {**os.environ, **minimal}
 
 
 async def _command_output(
-    command: str, *, cwd: Path, env: dict[str, str], timeout: float, warnings: list[str] | None
+    command: str, *, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float, warnings: list[str] | None
 ) -> str | None:
     try:
-        run = await run_shell(command, cwd=cwd, env=env, timeout=timeout)
+        run = await box.run(command, cwd=cwd, session_env=env, timeout=timeout, warnings=warnings)
     except OSError as exc:
         problem = f"could not start: {exc}"
     else:
@@ -61,21 +71,24 @@ async def resolve_prompt(
     env: dict[str, str],
     timeout: float = DEFAULT_TIMEOUT_S,
     warnings: list[str] | None = None,
+    box: CommandBox | None = None,
 ) -> str:
     """The system prompt text `prompt` stands for; commands that fail are skipped (noted in `warnings`).
 
     Array form: every command runs (`sh -c`, in `cwd`, concurrently, each with
-    `timeout`); the stdouts of those that exit 0 are joined, in order, by newlines.
+    `timeout`, sandboxed by `box`, by default the agent's commandSandbox with a
+    minimal env); the stdouts of those that exit 0 are joined, in order, by newlines.
     String form: env-expanded; multi-line → literal; `!cmd` → its stdout; an
     existing file (absolute, `~`, relative to `cwd` or else to the agent config's
     dir) → its contents; else literal.
     """
     cwd = Path(cwd)
+    box = box or box_for(prompt)
     proc_env = prompt_env(prompt, cwd=cwd, env=env)
     if prompt.is_exec:
         outputs = await asyncio.gather(
             *(
-                _command_output(c, cwd=cwd, env=proc_env, timeout=timeout, warnings=warnings)
+                _command_output(c, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
                 for c in prompt.commands
             )
         )
@@ -84,7 +97,7 @@ async def resolve_prompt(
     if not text or "\n" in text:
         return text
     if text.startswith("!"):
-        out = await _command_output(text[1:], cwd=cwd, env=proc_env, timeout=timeout, warnings=warnings)
+        out = await _command_output(text[1:], box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
         return out or ""
     file = _existing_file(text.strip(), cwd=cwd, base_dir=prompt.base_dir)
     if file is None:
@@ -99,9 +112,12 @@ async def resolve_prompt(
 
 def _existing_file(name: str, *, cwd: Path, base_dir: Path | None) -> Path | None:
     """The file `name` names: absolute or `~`, else relative to `cwd`, then to the agent config's dir."""
-    path = Path(name).expanduser()
+    path = Path(os.path.expanduser(name))  # `~nosuchuser` stays as written
     candidates = [path] if path.is_absolute() else [cwd / path] + ([base_dir / path] if base_dir else [])
     for candidate in candidates:
+        # A workspace file must not lead out of the workspace (a symlink to ~/.ssh/id_rsa would reach the model).
+        if candidate == cwd / path and not Path(os.path.realpath(candidate)).is_relative_to(os.path.realpath(cwd)):
+            continue
         try:
             if candidate.is_file():
                 return candidate

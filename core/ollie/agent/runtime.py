@@ -116,7 +116,7 @@ async def build_runtime(
                 applied = True
         if not applied:
             warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
-    infos = dispatcher.list_tools() if cfg.tools else []
+    infos = dispatcher.list_tools(warnings) if cfg.tools else []
     preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings)
     return Runtime(
         backend=backend,

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 from ollie import paths
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
+from ollie.agent.hooks import Hooks
+from ollie.agent.prompt import box_for
 from ollie.agent.runtime import Runtime
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
+from ollie.backend.health import BackendHealth, check_backend, unbuilt
 from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig, find_agent, load_agent_config
 from ollie.tools.base import CWDSetter, EnvSetter
@@ -37,6 +42,8 @@ class Setup:
         self.runtime = runtime
         # Why the backend could not be built ('' when it was, or was never tried).
         self.backend_error = ""
+        # The backend's last health check (None: check on the next ask; every switch resets it).
+        self._health: BackendHealth | None = None
         self.cwd = cwd
         self.env = env
         self.params = GenerationParams()
@@ -68,6 +75,7 @@ class Setup:
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
         )
+        _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
                     dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, max_steps=max_steps)
         try:
@@ -107,7 +115,7 @@ class Setup:
 
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands (ValueError when it is missing)."""
-        target = Path(path).expanduser()
+        target = Path(os.path.expanduser(path))  # never raises on `~nosuchuser`
         if not target.is_dir():
             raise ValueError(f"no such directory: {target}")
         self.cwd = target.resolve()
@@ -127,6 +135,7 @@ class Setup:
         new = self._backend_factory(name, None)
         old, self.runtime.backend = self.runtime.backend, new
         self.backend_error = ""
+        self._health = None
         return old
 
     def switch_model(self, name: str) -> None:
@@ -134,6 +143,36 @@ class Setup:
         if self.backend is None:
             raise RuntimeError(f"no backend: {self.backend_error}")
         self.backend.set_model(name)
+        self._health = None
+
+    def move_session(self, old: str, new: str, *, old_file: Path) -> None:
+        """After a session id change: the old session file goes, the plan file moves, tool servers and hooks
+        see the new OLLIE_SESSION_ID."""
+        from ollie.tools.execute import plan_file  # the execute server's layout; imported only when renaming
+
+        if old == new:
+            return
+        old_file.unlink(missing_ok=True)
+        old_dir, new_dir = plan_file(old).parent, plan_file(new).parent
+        if old_dir.is_dir() and not new_dir.exists():
+            new_dir.parent.mkdir(parents=True, exist_ok=True)
+            old_dir.rename(new_dir)
+        for _, server in self.runtime.dispatcher.servers():
+            setter = getattr(server, "set_session_id", None)
+            if callable(setter):
+                setter(new)
+        self.set_env("OLLIE_SESSION_ID", new)
+
+    async def backend_health(self) -> dict[str, Any]:
+        """PROTOCOL.md's `backendStatus`: checked on the first ask, then reused until a switch."""
+        if self._health is not None:
+            return self._health.to_wire()
+        backend = self.backend
+        name = backend.name if backend is not None else "none"
+        health = unbuilt(name, self.backend_error) if backend is None else await check_backend(backend)
+        if backend is self.backend:  # a switch during the check: the next ask checks the new one
+            self._health = health
+        return health.to_wire()
 
     async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
         """Swap in agent `name`'s runtime (fresh dispatcher, its backend/model when it names them).
@@ -145,8 +184,19 @@ class Setup:
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )
+        _bind_session(runtime, cfg, session_id)
         runtime.backend, retired, problem = backend_for_agent(cfg, self.runtime.backend, self._backend_factory)
         old, self.runtime, self.agent = self.runtime, runtime, name
+        self._health = None
         if retired is not None:
             self.backend_error = ""
         return old, retired, [*runtime.warnings, *([problem] if problem else [])]
+
+
+def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:
+    """Run the agent's hooks in the session's command sandbox; add the sandbox's setup warnings to the runtime's."""
+    runtime.hooks = Hooks(cfg.hooks, box=box_for(cfg.prompt, session_id))
+    for _, server in runtime.dispatcher.servers():
+        warn = getattr(server, "setup_warnings", None)
+        if callable(warn):
+            runtime.warnings.extend(w for w in warn() if w not in runtime.warnings)

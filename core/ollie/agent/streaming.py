@@ -11,6 +11,7 @@ from ollie.agent.events import Bus
 from ollie.agent.limits import LoopLimits
 from ollie.backend.base import Backend
 from ollie.backend.errors import (
+    BackendUnreachableError,
     ContextOverflowError,
     RateLimitError,
     StreamDropError,
@@ -49,6 +50,8 @@ def error_type(exc: BaseException) -> str:
         return "context_overflow"
     if isinstance(exc, TransientError | StreamDropError):
         return "transient"
+    if isinstance(exc, BackendUnreachableError):
+        return "unreachable"
     return "unknown"
 
 
@@ -100,6 +103,9 @@ async def stream_with_retry(
     compact: Callable[[], Awaitable[bool]],
 ) -> Completion:
     """Stream, retrying rate limits, transient errors and drops with backoff; compact once on overflow.
+
+    An unreachable backend (connection refused, unknown host, bad URL) is a
+    configuration error: the turn fails at once with what to do, no retries.
 
     `on_first_error` runs the turnError hook; True means the hook handled it and
     the turn ends without a retry.

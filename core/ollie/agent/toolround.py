@@ -31,7 +31,8 @@ def truncate_utf8(text: str, limit: int) -> str:
     if limit <= 0 or len(data) <= limit:
         return text
     kept = data[:limit].decode("utf-8", errors="ignore")
-    return f"{kept}\n[truncated: the result was {len(data)} bytes, {limit} kept]"
+    return (f"{kept}\n[truncated: the result was {len(data)} bytes, {limit} kept; to read the rest, ask for less "
+            f"at a time: file_read --offset=N --limit=N, head/tail/sed -n, grep]")
 
 
 def canonical_args(arguments: str) -> str:

@@ -40,3 +40,13 @@ class ToolUnsupportedError(BackendError):
 
 class BackendConfigError(BackendError):
     """The backend cannot be built (missing API key, unknown backend); says what to set."""
+
+
+class BackendUnreachableError(BackendError):
+    """The backend cannot be reached (connection refused, unknown host, malformed URL): a configuration
+    error, never retried; `hint` says what to do."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(f"{message}: {hint}" if hint else message)
+        self.detail = message
+        self.hint = hint

@@ -10,10 +10,8 @@ from typing import Any
 import httpx
 
 from ollie.backend.openai import function_tools
-from ollie.backend.stream import HTTPBackend
+from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
-
-DEFAULT_CONTEXT_LENGTH = 4096
 
 # GenerationParams field -> Ollama `options` key.
 _OPTIONS = {

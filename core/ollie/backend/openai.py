@@ -10,10 +10,8 @@ from typing import Any
 import httpx
 
 from ollie.backend.framing import SSEEvent
-from ollie.backend.stream import HTTPBackend
+from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
-
-DEFAULT_CONTEXT_LENGTH = 128_000
 
 # Parameters only OpenRouter understands; a strict OpenAI endpoint rejects them.
 _OPENROUTER_ONLY = ("top_k", "min_p", "top_a", "repetition_penalty")
@@ -52,6 +50,8 @@ class OpenAIBackend(HTTPBackend):
         if tools:
             body["tools"] = function_tools(tools)
         body.update(self._wire_params(params))
+        if self.openrouter and _is_claude(self.model):
+            _mark_cache_points(body)
         return body
 
     def _wire_params(self, params: GenerationParams) -> dict[str, Any]:
@@ -123,6 +123,20 @@ def function_tools(tools: list[Tool]) -> list[dict[str, Any]]:
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
     ]
+
+
+def _is_claude(model: str) -> bool:
+    return model.startswith("anthropic/") or "claude" in model.lower()
+
+
+def _mark_cache_points(body: dict[str, Any]) -> None:
+    """Claude through OpenRouter caches only where asked: the system prompt and the last tool (as Anthropic's own)."""
+    ephemeral = {"type": "ephemeral"}
+    for message in body["messages"]:
+        if message["role"] == "system" and isinstance(message["content"], str) and message["content"]:
+            message["content"] = [{"type": "text", "text": message["content"], "cache_control": ephemeral}]
+    if body.get("tools"):
+        body["tools"][-1]["cache_control"] = ephemeral
 
 
 def _is_done(frame: SSEEvent) -> bool:

@@ -10,26 +10,9 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
+from ollie.backend.settings import BACKENDS, DEFAULT_MODELS, DEFAULT_URLS, KEY_VARS, URL_VARS, checked_url
 
-BACKENDS = ("ollama", "openai", "openrouter", "anthropic")
-
-DEFAULT_MODELS = {
-    "ollama": "qwen3",
-    "openai": "gpt-4.1",
-    "openrouter": "anthropic/claude-sonnet-4.5",
-    "anthropic": "claude-sonnet-4-5",
-}
-
-DEFAULT_URLS = {
-    "ollama": "http://localhost:11434",
-    "openai": "https://api.openai.com/v1",
-    "openrouter": "https://openrouter.ai/api/v1",
-    "anthropic": "https://api.anthropic.com",
-}
-
-URL_VARS = {"ollama": "OLLIE_OLLAMA_URL", "openai": "OLLIE_OPENAI_URL", "openrouter": "OLLIE_OPENAI_URL",
-            "anthropic": "OLLIE_ANTHROPIC_URL"}
-KEY_VARS = {"openai": "OLLIE_OPENAI_KEY", "openrouter": "OLLIE_OPENAI_KEY", "anthropic": "OLLIE_ANTHROPIC_KEY"}
+__all__ = ["BACKENDS", "DEFAULT_MODELS", "DEFAULT_URLS", "KEY_VARS", "URL_VARS", "environment", "make_backend"]
 
 # OpenRouter shows these on its leaderboards and in its logs.
 _OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/ollie-agent/ollie", "X-Title": "ollie"}
@@ -50,14 +33,15 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
     """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
 
     `environ=None` reads the process environment over the env file. A missing
-    key or an unknown name raises BackendConfigError saying what to set.
+    key, a URL that is not http(s) or an unknown name raises BackendConfigError
+    saying what to set.
     """
     env = environment() if environ is None else environ
     chosen = (name or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
     if chosen not in BACKENDS:
         raise BackendConfigError(f"unknown backend {chosen!r}: set OLLIE_BACKEND to one of {', '.join(BACKENDS)}")
     model_name = model or env.get("OLLIE_MODEL") or DEFAULT_MODELS[chosen]
-    url = env.get(URL_VARS[chosen]) or DEFAULT_URLS[chosen]
+    url = checked_url(env.get(URL_VARS[chosen]) or DEFAULT_URLS[chosen], URL_VARS[chosen])
     if chosen == "ollama":
         return OllamaBackend(model=model_name, base_url=url)
     key = env.get(KEY_VARS[chosen])

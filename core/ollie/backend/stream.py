@@ -10,13 +10,34 @@ from typing import Any, Literal
 import httpx
 
 from ollie.backend.classify import classify_error, status_of_error_object
-from ollie.backend.errors import BackendError, StreamDropError, TransientError
+from ollie.backend.errors import (
+    BackendError,
+    BackendUnreachableError,
+    RateLimitError,
+    StreamDropError,
+    TransientError,
+)
 from ollie.backend.framing import NDJSONDecoder, SSEDecoder
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 
 Framing = Literal["sse", "ndjson"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
+
+# A model whose window the endpoint does not report is assumed to have this many tokens (the
+# reference engine's figure), so auto-compaction still works.
+DEFAULT_CONTEXT_LENGTH = 128_000
+
+# Failures that mean the configuration is wrong (connection refused, unknown host, no http(s)
+# scheme), not that the network hiccuped: retrying cannot help. A connect *timeout* stays transient.
+_UNREACHABLE = (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)
+
+
+def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendError:
+    """The typed error for a request that could not be sent: unreachable (configuration) or transient."""
+    if isinstance(exc, _UNREACHABLE):
+        return BackendUnreachableError(f"{backend}: cannot connect ({exc or type(exc).__name__})", hint=hint)
+    return TransientError(f"{backend}: request failed: {exc!r}")
 
 
 async def stream_frames(
@@ -28,11 +49,13 @@ async def stream_frames(
     is_terminator: Callable[[Any], bool],
     backend: str,
     headers: Mapping[str, str] | None = None,
+    hint: str = "",
 ) -> AsyncIterator[Any]:
     """POST `body` and yield each SSE event / NDJSON object the moment its bytes arrive.
 
-    Raises the typed error for a failed status, TransientError when the request
-    cannot be sent, and StreamDropError when the body ends (or breaks) before
+    Raises the typed error for a failed status, BackendUnreachableError (with
+    `hint`) when the server cannot be reached, TransientError when the request
+    fails otherwise before a reply, and StreamDropError when the body ends (or breaks) before
     the frame for which `is_terminator` is true. That frame is yielded last.
     """
     try:
@@ -56,8 +79,8 @@ async def stream_frames(
             except ValueError as exc:
                 raise TransientError(f"{backend}: malformed stream: {exc}") from exc
             raise StreamDropError(f"{backend}: stream ended without its terminator")
-    except httpx.RequestError as exc:
-        raise TransientError(f"{backend}: request failed: {exc!r}") from exc
+    except (httpx.RequestError, httpx.InvalidURL) as exc:
+        raise request_failed(exc, backend=backend, hint=hint) from exc
 
 
 def parse_json_data(data: str, *, backend: str) -> Any:
@@ -141,13 +164,37 @@ class HTTPBackend:
             async with aclosing(self._events(self.build_request(messages, tools, params))) as events:
                 async for event in events:
                     yield event
+        except BackendError as exc:
+            if type(exc) is BackendError and exc.status == 404 and "not found" in str(exc).lower():
+                # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have.
+                from ollie.backend.settings import missing_model_hint
+
+                raise BackendError(f"{exc}: {missing_model_hint(self.name, self.model)}", status=exc.status,
+                                   body=exc.body) from exc
+            raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
 
+    def unreachable_hint(self) -> str:
+        """What to do when this backend's server cannot be reached."""
+        from ollie.backend.settings import unreachable_hint
+
+        return unreachable_hint(self.name, self.base_url, self.model)
+
     async def context_length(self) -> int:
-        """The model's context window: the server's figure, looked up once per model, else the default."""
+        """The model's context window: the server's figure, looked up once per model, else the default.
+
+        An endpoint that cannot say (no `/models`, an unknown model) gets the
+        default; one that cannot be reached now raises, so the next turn asks again.
+        """
         if self.model not in self._context_lengths:
-            self._context_lengths[self.model] = await self._lookup_context_length() or self.default_context_length
+            try:
+                found = await self._lookup_context_length()
+            except (BackendUnreachableError, TransientError, RateLimitError):
+                raise
+            except BackendError:
+                found = None
+            self._context_lengths[self.model] = found or self.default_context_length
         return self._context_lengths[self.model]
 
     async def _lookup_context_length(self) -> int | None:
@@ -166,11 +213,15 @@ class HTTPBackend:
         """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside), error objects raised typed."""
         async with aclosing(stream_frames(
             self._client, path, body=body, framing=framing, is_terminator=is_terminator, backend=self.name,
+            hint=self.unreachable_hint(),
         )) as frames:
             async for frame in frames:
                 if skip(frame):
                     continue
                 obj = parse_json_data(frame.data, backend=self.name) if framing == "sse" else frame
+                if framing == "sse" and frame.event and isinstance(obj, dict) and "type" not in obj:
+                    # Some proxies name the event only in its `event:` line (the SSE spec's way).
+                    obj = {**obj, "type": frame.event}
                 raise_for_error_object(obj, backend=self.name)
                 yield obj
 
@@ -178,8 +229,8 @@ class HTTPBackend:
         """A plain (non-streaming) JSON request with the same error classification."""
         try:
             response = await self._client.request(method, path, json=body)
-        except httpx.RequestError as exc:
-            raise TransientError(f"{self.name}: request failed: {exc!r}") from exc
+        except (httpx.RequestError, httpx.InvalidURL) as exc:
+            raise request_failed(exc, backend=self.name, hint=self.unreachable_hint()) from exc
         if response.status_code >= 400:
             raise classify_error(response.status_code, response.content, headers=response.headers, backend=self.name)
         try:

@@ -15,9 +15,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ollie",
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
-        "`ollie demo` shows the editor daemon working against a scripted model.",
+        "`ollie demo` shows the editor daemon working against a scripted model; "
+        "`ollie doctor` checks the backend, the model, keys, the sandbox and the editors' ollie-lsp.",
     )
-    parser.add_argument("command", nargs="?", choices=["demo"], help="demo: run the scripted end-to-end demo")
+    parser.add_argument("command", nargs="?", choices=["demo", "doctor"],
+                        help="demo: run the scripted end-to-end demo; doctor: check the setup")
     parser.add_argument("-p", "--prompt", help="run this prompt as one turn and exit")
     parser.add_argument("--agent", default="default", help="agent config name (default: default)")
     parser.add_argument("--backend", help="ollama, openai, openrouter or anthropic (default: $OLLIE_BACKEND)")
@@ -36,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         from ollie_lsp.demo import run_demo
 
         return asyncio.run(run_demo())
+    if args.command == "doctor":
+        from ollie.cli.doctor import doctor
+
+        return doctor(backend=args.backend, model=args.model, cwd=args.cwd)
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
@@ -45,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_preflight:
         from ollie.cli.preflight import backend_problem
 
-        problem = backend_problem(args.backend)
+        problem = backend_problem(args.backend, model=args.model)
         if problem:
             print(f"ollie: {problem}", file=sys.stderr)
             return 2
@@ -58,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_once(options, args.prompt))
         return asyncio.run(run_interactive(options))
     except OllieError as exc:
-        print(f"ollie: {exc}", file=sys.stderr)
+        from ollie.cli.sanitize import printable
+
+        print(printable(f"ollie: {exc}"), file=sys.stderr)  # an engine error may quote the model or a tool
         return 2
     except KeyboardInterrupt:
         return 130

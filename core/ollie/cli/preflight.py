@@ -6,7 +6,9 @@ import socket
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from ollie.backend.registry import DEFAULT_URLS, KEY_VARS, URL_VARS, environment
+from ollie.backend.errors import BackendConfigError
+from ollie.backend.registry import DEFAULT_MODELS, DEFAULT_URLS, KEY_VARS, URL_VARS, environment
+from ollie.backend.settings import checked_url, unreachable_hint
 
 
 def reachable(url: str, *, timeout: float = 1.5) -> bool:
@@ -21,8 +23,8 @@ def reachable(url: str, *, timeout: float = 1.5) -> bool:
         return False
 
 
-def backend_problem(backend: str | None = None, *, environ: Mapping[str, str] | None = None,
-                    timeout: float = 1.5) -> str | None:
+def backend_problem(backend: str | None = None, *, model: str | None = None,
+                    environ: Mapping[str, str] | None = None, timeout: float = 1.5) -> str | None:
     """What is wrong with reaching the backend, phrased as what to do; None when it looks fine."""
     env = environment() if environ is None else environ
     name = (backend or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
@@ -31,10 +33,13 @@ def backend_problem(backend: str | None = None, *, environ: Mapping[str, str] | 
     key_var = KEY_VARS.get(name)
     if key_var and not env.get(key_var):
         return f"the {name} backend needs an API key: set {key_var}"
-    url = env.get(URL_VARS[name]) or DEFAULT_URLS[name]
+    try:
+        url = checked_url(env.get(URL_VARS[name]) or DEFAULT_URLS[name], URL_VARS[name])
+    except BackendConfigError as exc:
+        return str(exc)
     if reachable(url, timeout=timeout):
         return None
+    hint = unreachable_hint(name, url, model or env.get("OLLIE_MODEL") or DEFAULT_MODELS[name])
     if name == "ollama":
-        return (f"cannot reach Ollama at {url}: start it (`ollama serve`), or set OLLIE_BACKEND=openai and "
-                "OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
-    return f"cannot reach the {name} API at {url}: check the network or set {URL_VARS[name]}"
+        return f"cannot reach Ollama at {url}: {hint}"
+    return f"cannot reach the {name} API at {url}: {hint}"

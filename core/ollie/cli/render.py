@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TextIO
+
+from ollie.cli.sanitize import StreamCleaner, printable
 
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
@@ -38,33 +41,40 @@ class Renderer:
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.color = self.out.isatty() if color is None else color
+        # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
+        self.color = (self.out.isatty() and not os.environ.get("NO_COLOR")) if color is None else color
         self.errors: list[str] = []
         self._mid_line = False
+        # Streamed text is cleaned as it comes, with a sequence cut between two deltas held until it is whole.
+        self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def _block(self, text: str, *, stream: TextIO | None = None) -> None:
+        self._flush_streams()
         self.end_line()
         target = stream or self.out
         target.write(text + "\n")
         target.flush()
 
     def _stream(self, content: str, shown: str) -> None:
-        # A delta may stop mid-line; an empty one says nothing about where the cursor is.
-        self.out.write(shown)
-        self.out.flush()
+        # A delta may stop mid-line; an empty one (or one all held back) says nothing about where the cursor is.
         if content:
+            self.out.write(shown)
+            self.out.flush()
             self._mid_line = not content.endswith("\n")
 
     def render(self, role: str, content: str, name: str = "") -> None:
-        """Show one event."""
-        if role == "assistant":
-            self._stream(content, content)
-        elif role == "reasoning":
-            self._stream(content, self._style(content, "2"))
-        elif role == "call":
+        """Show one event; what the model or a tool wrote is stripped of control sequences before it is styled."""
+        if role == "error":
+            self.errors.append(content)  # as sent, to compare with the turn's result
+        if role in self._cleaners:
+            content = self._cleaners[role].feed(content)
+            self._stream(content, content if role == "assistant" else self._style(content, "2"))
+            return
+        content, name = printable(content), printable(name)
+        if role == "call":
             self._block(self._style(f"→ {name} {compact_args(content)}", "36"))
         elif role == "tool":
             body = compact_result(content).replace("\n", "\n  ")
@@ -74,12 +84,17 @@ class Renderer:
         elif role == "info":
             self._block(self._style(content.rstrip("\n"), "33"))
         elif role == "error":
-            self.errors.append(content)
             self._block(self._style(f"error: {content}", "31"), stream=self.err)
         elif role == "limitretry":
             self._block(self._style(f"retrying: {content}", "33"), stream=self.err)
         elif role == "turn" and content != "start":
+            self._flush_streams()
             self.end_line()
+
+    def _flush_streams(self) -> None:
+        for role, cleaner in self._cleaners.items():
+            if held := cleaner.flush():
+                self._stream(held, held if role == "assistant" else self._style(held, "2"))
 
     def end_line(self) -> None:
         """Finish a half-written line."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie.cli.render import Renderer
+from ollie.cli.sanitize import escaped, has_controls, printable
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "interrupted": 130}
@@ -152,8 +153,8 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
                 _prompt(core)
 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-        print(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, session {core.session_id}. "
-              "/help for commands, Ctrl-D to quit.", file=sys.stderr)
+        print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, "
+                        f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
         while True:
             _prompt(core)
             line = await lines.get()
@@ -169,10 +170,16 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
 
 
 async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None], what: str) -> bool:
-    """Put an elevated step to the user: its code, then `Allow once? [y/N]` answered on the next line."""
+    """Put an elevated step to the user: its code, then `Allow once? [y/N]` answered on the next line.
+
+    The code is shown escaped (`\\r`, `\\x1b`, `\\u202e`), never interpreted by the terminal:
+    a carriage return or an erase sequence would otherwise hide what is really run.
+    """
     renderer.end_line()
-    shown = "\n".join(f"    {line}" for line in what.splitlines())
-    print(f"ollie asks to run this outside the sandbox:\n{shown}\nAllow once? [y/N] ", end="",
+    # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
+    shown = "\n".join(f"    {line}" for line in escaped(what.rstrip("\n")).split("\n"))
+    note = "  (control characters in it are shown escaped, as \\x1b, \\r, ...)\n" if has_controls(what) else ""
+    print(f"ollie asks to run this outside the sandbox:\n{shown}\n{note}Allow once? [y/N] ", end="",
           file=sys.stderr, flush=True)
     answer = await lines.get()
     if answer is None:
@@ -182,5 +189,5 @@ async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None
 
 
 def _prompt(core: Any) -> None:
-    sys.stderr.write(f"{core.agent_name}> ")
+    sys.stderr.write(printable(f"{core.agent_name}> "))
     sys.stderr.flush()

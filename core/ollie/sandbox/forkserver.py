@@ -1,18 +1,21 @@
-"""The fork server: a single-threaded process that forks, restricts with Landlock and execs tool commands.
+"""The fork server: a single-threaded process that forks one supervisor per tool command.
 
 Started once per daemon as `python -I -S forkserver.py CONTROL_FD`, because
 forking a threaded daemon and running Python before exec is unsafe. Protocol:
 the daemon sends b"spawn" on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
-per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset}`; the server
-answers `{"pid": N}` (or `{"error": {stage, errno, message}}`) and, once it has
-reaped the child, `{"status": exit_code}` (negative: killed by that signal).
-The server exits when the control socket closes. Stdlib only.
+per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
+server forks a supervisor (supervise.py) that forks the tool process (`_child`:
+new session, stdio, cwd, process limit, Landlock, exec) and answers `{"pid": N}`
+(or `{"error": {stage, errno, message}}`) and, once the tool has exited and every
+process it left behind is killed and reaped, `{"status": exit_code}` (negative:
+killed by that signal). When the control socket closes (the daemon exited or was
+killed) the server stops every running step, waits for their sweeps and exits.
+Stdlib only.
 """
 
 from __future__ import annotations
 
-import array
 import importlib.util
 import json
 import os
@@ -20,19 +23,29 @@ import selectors
 import signal
 import socket
 import sys
+import time
 
 MAX_REQUEST_BYTES = 64 << 20
 
 
-def _load_landlock():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
-    spec = importlib.util.spec_from_file_location("_ollie_landlock", path)
+def _load(name: str):
+    """A sibling module loaded by path: this interpreter runs -I -S, without the `ollie` package."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-landlock = _load_landlock()
+confine = _load("confine")  # read-only .git, Landlock, no capabilities, seccomp
+supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, pids cgroup
+# How long the server waits, when the daemon has gone, for its steps' supervisors to finish their sweeps.
+SHUTDOWN_WAIT_S = 5.0
+# Supervisors kept ready in their own cgroups (see supervise.run_spare); 2 covers back-to-back spawns.
+SPARES = 2
+# Spares are made once the server has been idle this long (or right after a spawn found none): a spare
+# moving into its cgroup while a spawn runs slows that spawn (forks take the slow path during the move).
+REFILL_IDLE_S = 0.02
 
 
 def _send(conn: socket.socket, message: dict) -> bool:
@@ -47,8 +60,11 @@ def _refuse(conn: socket.socket, message: str) -> None:
     _send(conn, {"error": {"stage": "request", "errno": 0, "message": message}})
 
 
-def _child(request: dict, stdio: list[int], err_w: int) -> None:
-    """In the forked child: new session, stdio, cwd, Landlock, exec. Never returns."""
+def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
+    """The tool process, forked by its supervisor: new session, stdio, cwd, process limit, Landlock, exec.
+
+    Never returns. The launcher runs this same function.
+    """
     stage = "setsid"
     try:
         os.setsid()
@@ -60,9 +76,11 @@ def _child(request: dict, stdio: list[int], err_w: int) -> None:
             signal.signal(sig, signal.SIG_DFL)
         stage = "chdir"
         os.chdir(request["cwd"])
+        stage = "limits"  # before the confinement: it may close /sys
+        supervise.limit_processes(request, group)
         if request.get("ruleset"):
             stage = "landlock"
-            landlock.apply_ruleset(request["ruleset"])
+            confine.apply(request["ruleset"])
         stage = "exec"
         argv = request["argv"]
         os.execvpe(argv[0], argv, request["env"])
@@ -116,54 +134,121 @@ def _on_request_data(request: _Request, selector: selectors.BaseSelector) -> Non
     _fork(spec, request.conn, request.stdio, selector)
 
 
+# The running supervisors (spares included): pid -> pidfd (registered with the selector until reaped).
+_supervisors: dict[int, int] = {}
+# Spares: those that said b"ready" (in order), and every spare's job socket until it is used or gone.
+_ready: list[int] = []
+_jobs: dict[int, socket.socket] = {}
+_spares_work = True  # False once a spare could not make its cgroup: none is writable
+
+
+def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
+    pidfd = os.pidfd_open(pid)
+    _supervisors[pid] = pidfd
+    selector.register(pidfd, selectors.EVENT_READ, lambda: _reap(pidfd, pid, selector, spare))
+
+
 def _fork(spec: dict, conn: socket.socket, stdio: list[int], selector: selectors.BaseSelector) -> None:
-    err_r, err_w = os.pipe()
+    """Fork this spawn's supervisor; it answers the daemon itself, so the server goes straight back to serving."""
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:
-        os.close(err_r)
-        _child(spec, stdio, err_w)
-    os.close(err_w)
+        supervise.close_fds_except([conn.fileno(), *stdio])
+        supervise.run(spec, conn, stdio, _child, server)
     for fd in stdio:
         os.close(fd)
-    with os.fdopen(err_r, "rb") as errors:
-        failure = errors.read()  # EOF on a successful exec (the pipe is close-on-exec)
-    if failure:
-        os.waitpid(pid, 0)
-        _send(conn, {"error": json.loads(failure)})
-        conn.close()
+    conn.close()
+    _watch(pid, selector, spare=False)
+    _start_spares(selector)  # spawns come fast now: new spares' cgroup moves share this one's grace period
+
+
+def _start_spares(selector: selectors.BaseSelector) -> None:
+    """Top the spares up to SPARES (counting those still getting ready)."""
+    while _spares_work and len(_jobs) < SPARES:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            supervise.close_fds_except([theirs.fileno()])
+            supervise.run_spare(theirs, _child, server, MAX_REQUEST_BYTES)
+        theirs.close()
+        _jobs[pid] = ours
+        _watch(pid, selector, spare=True)
+        selector.register(ours, selectors.EVENT_READ, lambda pid=pid: _on_spare_ready(pid, selector))
+
+
+def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
+    global _spares_work
+    jobs = _jobs.get(pid)
+    if jobs is None:
+        return  # reaped in the same round of events
+    selector.unregister(jobs)
+    try:
+        message = jobs.recv(16)
+    except OSError:
+        message = b""
+    if message == b"ready":
+        _ready.append(pid)
         return
-    if not _send(conn, {"pid": pid}):
+    if message == b"no cgroup":
+        _spares_work = False  # none is writable: spares would gain nothing
+    jobs.close()
+    del _jobs[pid]
+
+
+def _hand_to_spare(fds: list[int], selector: selectors.BaseSelector) -> bool:
+    """Give a spawn (its socket and stdio) to a ready spare; False when none is."""
+    while _ready:
+        pid = _ready.pop(0)
+        jobs = _jobs.pop(pid)
         try:
-            os.killpg(pid, signal.SIGKILL)  # nobody could ever stop it otherwise
+            socket.send_fds(jobs, [b"go"], fds)
         except OSError:
-            pass
-    pidfd = os.pidfd_open(pid)
-    selector.register(pidfd, selectors.EVENT_READ, lambda: _reap(pidfd, pid, conn, selector))
+            continue  # it died meanwhile: try the next
+        finally:
+            jobs.close()
+        for fd in fds:
+            os.close(fd)
+        return True
+    return False
 
 
-def _reap(pidfd: int, pid: int, conn: socket.socket, selector: selectors.BaseSelector) -> None:
+def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
     selector.unregister(pidfd)
     os.close(pidfd)
-    _, status = os.waitpid(pid, 0)
-    _send(conn, {"status": os.waitstatus_to_exitcode(status)})
-    conn.close()
+    del _supervisors[pid]
+    os.waitpid(pid, 0)
+    if spare and pid in _jobs:  # died before it was used
+        jobs = _jobs.pop(pid)
+        if pid in _ready:
+            _ready.remove(pid)
+        else:
+            selector.unregister(jobs)
+        jobs.close()
+    base = supervise.cgroup.base()
+    if base is not None:  # a spare could not remove its cgroup while inside; a killed supervisor never did
+        supervise.cgroup.Cgroup(os.path.join(base, str(pid))).remove()
 
 
-def _recv_fds(sock: socket.socket, maxfds: int) -> tuple[bytes, list[int]]:
-    """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
-    and an inherited fd would hand one child another spawn's pipes and socket."""
-    item = array.array("i")
-    message, ancdata, _, _ = sock.recvmsg(64, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            item.frombytes(data[: len(data) - len(data) % item.itemsize])
-    return message, list(item)
+def _stop_all(selector: selectors.BaseSelector) -> None:
+    """The daemon has gone: every step must end now; wait (bounded) until the supervisors have swept."""
+    for pid in _supervisors:
+        try:
+            os.kill(pid, supervise.STOP_SIGNAL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + SHUTDOWN_WAIT_S
+    while _supervisors and time.monotonic() < deadline:
+        for key, _ in selector.select(max(deadline - time.monotonic(), 0)):
+            if key.fd in _supervisors.values():
+                key.data()
+    # Any supervisor still running gets PDEATHSIG when we exit and sweeps then.
 
 
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
     try:
-        message, fds = _recv_fds(control, 4)
+        message, fds = supervise.recv_fds(control, 4)
     except OSError:
         return False
     if not message:
@@ -172,6 +257,8 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
+    if _hand_to_spare(fds, selector):
+        return True
     request = _Request(socket.socket(fileno=fds[0]), fds[1:])
     request.conn.setblocking(False)
     selector.register(request.conn, selectors.EVENT_READ, lambda: _on_request_data(request, selector))
@@ -179,13 +266,17 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
 
 
 def serve(control: socket.socket) -> None:
-    """Serve spawn requests until the control socket closes."""
+    """Serve spawn requests until the control socket closes, then end every running step."""
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ, None)
     while True:
-        for key, _ in selector.select():
+        events = selector.select(REFILL_IDLE_S if _spares_work and len(_jobs) < SPARES else None)
+        if not events:
+            _start_spares(selector)
+        for key, _ in events:
             if key.data is None:
                 if not _accept(control, selector):
+                    _stop_all(selector)
                     return
             else:
                 key.data()
@@ -193,6 +284,12 @@ def serve(control: socket.socket) -> None:
 
 def main() -> None:
     """Entry point: argv[1] is the inherited control socket's fd."""
+    # No PR_SET_PDEATHSIG here: it fires when the daemon *thread* that forked us exits,
+    # and the daemon is threaded (a fork server started from a worker thread or a
+    # short-lived event loop would die with it, killing every running step). The
+    # control socket is the daemon's lifeline instead: only the daemon process holds
+    # its end (close-on-exec, never inherited), so it reads EOF exactly when the
+    # daemon process is gone, by exit or SIGKILL alike.
     fd = int(sys.argv[1])
     os.set_inheritable(fd, False)
     for std in (0, 1, 2):  # keep 0-2 taken, so received fds never land there before the child's dup2
@@ -200,6 +297,8 @@ def main() -> None:
             os.fstat(std)
         except OSError:
             os.open(os.devnull, os.O_RDWR)
+    supervise.cgroup.base()  # looked up once here, so every supervisor inherits the answer
+    supervise.cgroup.remove_stale()
     serve(socket.socket(fileno=fd))
 
 

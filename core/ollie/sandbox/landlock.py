@@ -126,33 +126,47 @@ def _add_rule(ruleset: int, rule_type: int, rule: ctypes.Structure, what: str) -
                     ctypes.c_uint32(0)), f"landlock_add_rule({what})")
 
 
-def apply_ruleset(spec: dict) -> None:
+def open_rules(spec: dict) -> list[tuple[int, int, str]]:
+    """(O_PATH fd, access, path) of each of `spec`'s filesystem rules whose path exists now.
+
+    Opened early when a mount is about to cover some of these paths (a private
+    /tmp): a rule follows the inode it was opened on, not the path.
+    """
+    opened = []
+    for path, access in spec["fs"]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            access &= FS_FILE_RIGHTS
+        opened.append((fd, access, path))
+    return opened
+
+
+def apply_ruleset(spec: dict, opened: list[tuple[int, int, str]] | None = None) -> None:
     """Restrict this process (and its future children) to `spec`; raises OSError on failure.
 
     `spec`: `abi`, `handled_fs`, `handled_net`, `scoped`, `fs` ([path, access] pairs;
     missing paths skipped, directory-only rights dropped for files) and `net`
-    ([port, access] pairs). Must run single-threaded, just before exec.
+    ([port, access] pairs). `opened`: the fs rules from `open_rules`, taken over
+    (closed here). Must run single-threaded, just before exec.
     """
+    if opened is None:
+        opened = open_rules(spec)
     abi = spec["abi"]
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     attr = _RulesetAttr(spec["handled_fs"], spec["handled_net"], spec["scoped"])
     ruleset = _check(_syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
                               ctypes.c_size_t(_attr_size(abi)), ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
-        for path, access in spec["fs"]:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not stat.S_ISDIR(os.fstat(fd).st_mode):
-                    access &= FS_FILE_RIGHTS
-                _add_rule(ruleset, RULE_PATH_BENEATH, _PathBeneathAttr(access & spec["handled_fs"], fd), path)
-            finally:
-                os.close(fd)
+        for fd, access, path in opened:
+            _add_rule(ruleset, RULE_PATH_BENEATH, _PathBeneathAttr(access & spec["handled_fs"], fd), path)
         for port, access in spec["net"]:
             _add_rule(ruleset, RULE_NET_PORT, _NetPortAttr(access, port), f"port {port}")
         _check(_syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
                "landlock_restrict_self")
     finally:
         os.close(ruleset)
+        for fd, _, _ in opened:
+            os.close(fd)

@@ -1,38 +1,50 @@
-"""Per-spawn fallback when the fork server is unavailable: `python -I -S launcher.py RULESET_JSON ARGV...`.
+"""Per-spawn fallback when the fork server is unavailable: `python -I -S launcher.py SOCKET_FD DAEMON_PID`.
 
-Applies the Landlock ruleset to itself and execs ARGV (cwd, env, stdio and the
-new session are set by the parent). Slower than the fork server (~25 ms). Stdlib only.
+It speaks the fork server's per-spawn protocol on SOCKET_FD (one JSON request
+line in; `{"pid"}`/`{"error"}`, then `{"status"}` out) and is itself the step's
+supervisor (supervise.py): subreaper, PDEATHSIG, the pids cgroup and the sweep,
+with the tool process's pre-exec work done by the fork server's own `_child`
+(stdio, cwd, process limit, Landlock, exec). Its stdio are the step's pipes.
+What it lacks next to the fork server: ~25 ms more per spawn, and its PDEATHSIG
+fires when the daemon *thread* that started it exits (the event loop's thread,
+whose steps are over by then anyway) rather than when a single-threaded parent
+does. Stdlib only.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import signal
+import socket
 import sys
 
 
+def _load(name: str):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
-    """Restrict, then exec; on failure print why and exit 126 (sandbox) or 127 (exec)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
-    spec = importlib.util.spec_from_file_location("_ollie_landlock", path)
-    landlock = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(landlock)
-    ruleset = json.loads(sys.argv[1])
-    argv = sys.argv[2:]
+    """Read the request, then supervise the step; exits when it is over."""
+    forkserver = _load("forkserver")
+    conn = socket.socket(fileno=int(sys.argv[1]))
+    daemon = int(sys.argv[2])
     try:
-        landlock.apply_ruleset(ruleset)
-    except OSError as exc:
-        sys.stderr.write(f"ollie sandbox: cannot apply Landlock rules: {exc}\n")
-        os._exit(126)
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)  # Python ignores these; the program must not inherit that
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        sys.stderr.write(f"ollie sandbox: cannot run {argv[0]}: {exc.strerror}\n")
-        os._exit(127)
+        request = forkserver.supervise.read_request(conn, forkserver.MAX_REQUEST_BYTES)
+    except ValueError as exc:
+        forkserver._refuse(conn, f"bad request: {exc}")
+        os._exit(0)
+    if request is None:
+        os._exit(0)
+    stdio = [os.dup(fd) for fd in (0, 1, 2)]  # close-on-exec copies: the tool dup2s them back onto 0-2
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the supervisor must not keep the step's pipes open
+    os.close(null)
+    forkserver.supervise.run(request, conn, stdio, forkserver._child, daemon)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ollie import paths
 from ollie.errors import ConfigError
@@ -23,7 +23,16 @@ _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
 # check_path approve a file the daemon itself would read (its environ holds API keys).
 _PER_PROCESS = (Path("/proc/self"), Path("/proc/thread-self"))
 
-Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+def _port_number(value: Any) -> Any:
+    """YAML users quote ports ("443"): a string of digits is that port; anything else is left for validation."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
+Port = Annotated[int, BeforeValidator(_port_number), Field(ge=1, le=65535)]
 
 
 class _Section(BaseModel):
@@ -47,6 +56,11 @@ class _Network(_Section):
     unrestricted: bool = True
     bind_tcp: list[Port] = Field(default_factory=list)
     connect_tcp: list[Port] = Field(default_factory=list)
+    unix: bool = False  # pathname unix sockets (socket(AF_UNIX)); socketpair() is always allowed
+
+
+class _Limits(_Section):
+    processes: int = Field(default=512, ge=1)  # tasks one step may run at once (pids cgroup; see cgroup.py)
 
 
 class _Advanced(_Section):
@@ -61,17 +75,20 @@ class PolicyFile(_Section):
     filesystem: _Filesystem = Field(default_factory=_Filesystem)
     network: _Network = Field(default_factory=_Network)
     env: list[str] = Field(default_factory=list)
+    limits: _Limits = Field(default_factory=_Limits)
     advanced: _Advanced = Field(default_factory=_Advanced)
 
 
 @dataclass(frozen=True)
 class NetworkPolicy:
-    """TCP rules: `enabled` false blocks all TCP; `unrestricted` false allows only the listed ports."""
+    """Network rules: `enabled` false blocks all inet sockets; `unrestricted` false allows only TCP to/on
+    the listed ports (no UDP); `unix` allows creating unix sockets (connecting to tmux, docker, ssh-agent...)."""
 
     enabled: bool = True
     unrestricted: bool = True
     bind_tcp: tuple[int, ...] = ()
     connect_tcp: tuple[int, ...] = ()
+    unix: bool = False
 
     @property
     def restricted(self) -> bool:
@@ -94,6 +111,7 @@ class Policy:
     best_effort: bool = True
     log_level: str = ""
     ldd: bool = False
+    max_processes: int = 512
 
     def readable(self) -> tuple[Path, ...]:
         """Every path the sandboxed code may read."""
@@ -219,11 +237,13 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
         name=name,
         source=Path(source),
         **{k: tuple(v) for k, v in kinds.items()},
-        network=NetworkPolicy(net.enabled, net.unrestricted, tuple(net.bind_tcp), tuple(net.connect_tcp)),
+        network=NetworkPolicy(net.enabled, net.unrestricted, tuple(net.bind_tcp), tuple(net.connect_tcp),
+                              unix=net.unix),
         env=_expand_env(spec.env, values, environ, source),
         best_effort=spec.general.best_effort,
         log_level=spec.general.log_level,
         ldd=spec.advanced.ldd,
+        max_processes=spec.limits.processes,
     )
 
 
@@ -246,7 +266,9 @@ def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | No
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+        raise ConfigError(f"{file}: cannot read the sandbox policy: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: the sandbox policy is not UTF-8 text (byte {exc.start})") from exc
     return parse_policy(text, source=str(file), name=name, cwd=Path(cwd), env=env)
 
 

@@ -104,7 +104,10 @@ class SandboxedProcess:
             transport.close()
 
     async def wait(self) -> int:
-        """The exit status (negative: killed by that signal). Cancelling it kills the group."""
+        """The exit status (negative: killed by that signal), known once every process of the step is dead.
+
+        Cancelling it kills the group.
+        """
         try:
             return await asyncio.shield(self._status)
         except asyncio.CancelledError:

@@ -1,9 +1,12 @@
-"""From a Policy to a Landlock ruleset for this kernel's ABI, with the warnings best_effort allows."""
+"""From a Policy to the child's confinement spec (Landlock, read-only .git, seccomp), with best_effort's warnings."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import os
+import stat
+from pathlib import Path
 
 from ollie.sandbox import landlock
 from ollie.sandbox.errors import SandboxUnavailableError
@@ -11,7 +14,11 @@ from ollie.sandbox.policy import Policy
 
 # Tests set this to force a lower ABI (0 = a kernel without Landlock); it can never raise the real one.
 FORCE_ABI_ENV = "OLLIE_LANDLOCK_ABI"
+# Tests set these to "0" to act as if the kernel lacked mount namespaces / seccomp (never the reverse).
+FORCE_MOUNTNS_ENV = "OLLIE_SANDBOX_MOUNTNS"
+FORCE_SECCOMP_ENV = "OLLIE_SANDBOX_SECCOMP"
 NETWORK_ABI = 4
+CAP_SYS_ADMIN = 21
 
 
 @functools.cache
@@ -26,6 +33,114 @@ def landlock_abi() -> int:
     return min(real, int(forced)) if forced.isdigit() else real
 
 
+def _forced_off(var: str) -> bool:
+    return os.environ.get(var, "").strip() == "0"
+
+
+def _read(path: str, limit: int = 1 << 16) -> str:
+    """A small regular file's text ("" if unreadable); never blocks: tool code may plant a FIFO named .git."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, limit).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _mount_namespaces() -> bool:
+    """Whether a child can make a private mount namespace: as root with CAP_SYS_ADMIN, or via a user namespace."""
+    status = dict(line.split(":", 1) for line in _read("/proc/self/status").splitlines() if ":" in line)
+    if os.geteuid() == 0 and int(status.get("CapEff", "0").strip() or "0", 16) >> CAP_SYS_ADMIN & 1:
+        return True
+    return (_read("/proc/sys/user/max_user_namespaces") not in ("", "0")
+            and _read("/proc/sys/kernel/unprivileged_userns_clone") != "0"
+            and _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != "1")
+
+
+@functools.cache
+def _seccomp_available() -> bool:
+    if "errno" not in _read("/proc/sys/kernel/seccomp/actions_avail"):
+        return False  # no CONFIG_SECCOMP_FILTER
+    try:
+        import pyseccomp  # noqa: F401 - loads libseccomp
+    except (ImportError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def _git_dir_of(pointer: Path) -> Path | None:
+    """The repository a `.git` file points at (a worktree's `gitdir: ...`), up to the main `.git` directory."""
+    text = _read(str(pointer))
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(os.path.realpath(pointer.parent / text.partition(":")[2].strip()))
+    for candidate in (target, *target.parents):
+        if candidate.name == ".git":
+            return candidate
+    return target
+
+
+def readonly_git(policy: Policy) -> list[str]:
+    """Every `.git` the sandboxed code could write: directly under a writable root, or the repository around one.
+
+    A worktree's `.git` file is included, and so is the repository it points at
+    when that lies under a writable root. A `.git` deeper in a writable tree
+    (e.g. a nested checkout in TMPDIR) is not looked for: see docs/ENGINE-API.md.
+    """
+    roots = [Path(os.path.realpath(root)) for root in policy.writable() if os.path.isdir(root)]
+
+    def writable(path: Path) -> bool:
+        return any(path == root or path.is_relative_to(root) for root in roots)
+
+    found: list[str] = []
+
+    def add(path: Path) -> None:
+        if writable(path) and str(path) not in found:
+            found.append(str(path))
+        if path.is_file():
+            # One hop only, to a directory: tool code may have written this file ("gitdir: .git" loops).
+            target = _git_dir_of(path)
+            if target is not None and target.is_dir() and writable(target) and str(target) not in found:
+                found.append(str(target))
+
+    for root in roots:
+        # `git rev-parse --git-dir` from the root: its own .git, else the nearest parent's.
+        for directory in (root, *root.parents):
+            git = directory / ".git"
+            if os.path.lexists(git):
+                add(Path(os.path.realpath(git)) if git.is_symlink() else git)
+                break
+    return found
+
+
+def _network_mode(policy: Policy) -> str:
+    if not policy.network.enabled:
+        return "none"
+    return "all" if policy.network.unrestricted else "tcp"
+
+
+def _seccomp(policy: Policy, warnings: list[str]) -> str | None:
+    if _forced_off(FORCE_SECCOMP_ENV) or not _seccomp_available():
+        _shortfall(policy, "seccomp unavailable",
+                   "sockets and kernel interfaces unfiltered, capabilities still dropped", warnings)
+        return None
+    return _bpf_text(_network_mode(policy), policy.network.unix)
+
+
+@functools.cache
+def _bpf_text(mode: str, unix: bool) -> str:
+    from ollie.sandbox.seccomp_filter import filter_bpf  # loads libseccomp: only once a filter is needed
+
+    return base64.b64encode(filter_bpf(mode, unix)).decode()
+
+
 def _shortfall(policy: Policy, reason: str, consequence: str, warnings: list[str]) -> None:
     if not policy.best_effort:
         raise SandboxUnavailableError(
@@ -34,7 +149,11 @@ def _shortfall(policy: Policy, reason: str, consequence: str, warnings: list[str
 
 
 def ruleset_for(policy: Policy, abi: int, *, extra_fs: list[tuple[str, int]] = ()) -> tuple[dict | None, list[str]]:
-    """The ruleset spec for `landlock.apply_ruleset` (None: run unsandboxed) and the warnings to show."""
+    """The spec for `confine.apply` (None: run unsandboxed) and the warnings to show.
+
+    Landlock's keys (see `landlock.apply_ruleset`), plus `readonly_binds` (each
+    writable `.git`), `best_effort` and `seccomp` (base64 BPF for the policy's shape).
+    """
     warnings: list[str] = []
     if abi < 1:
         _shortfall(policy, "Landlock unavailable", "running unsandboxed", warnings)
@@ -52,6 +171,11 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: list[tuple[str, int]] = (
             if policy.network.enabled:
                 net += [[port, landlock.NET_BIND_TCP] for port in policy.network.bind_tcp]
                 net += [[port, landlock.NET_CONNECT_TCP] for port in policy.network.connect_tcp]
+    binds = readonly_git(policy)
+    if binds and (_forced_off(FORCE_MOUNTNS_ENV) or not _mount_namespaces()):
+        _shortfall(policy, "no mount namespace", f"{', '.join(binds)} writable by the sandboxed code", warnings)
+        binds = []
     spec = {"abi": abi, "handled_fs": landlock.handled_fs(abi), "handled_net": handled_net,
-            "scoped": landlock.scopes(abi), "fs": fs, "net": net}
+            "scoped": landlock.scopes(abi), "fs": fs, "net": net, "readonly_binds": binds,
+            "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings)}
     return spec, warnings

@@ -1,9 +1,11 @@
-"""spawn_sandboxed: run a command in its own session under the policy's Landlock rules.
+"""spawn_sandboxed: run a command in its own session under the policy's Landlock rules and process limit.
 
 The daemon is threaded (pygls), so it never forks to run Python before exec.
 A single-threaded fork server (forkserver.py, started lazily once per process)
-does the fork, the Landlock restriction and the exec; when it cannot run, a
-per-spawn launcher (launcher.py) does the same at a higher cost.
+forks a supervisor per spawn (supervise.py) that forks, restricts and execs the
+tool and, when it exits, kills everything it left behind; when the server cannot
+run, a per-spawn launcher (launcher.py) is that supervisor, at a higher cost.
+Both answer the same per-spawn protocol, read here by `_converse`.
 """
 
 from __future__ import annotations
@@ -81,13 +83,13 @@ class ForkServer:
             self._control.close()
         if self._proc is not None and self._owner == os.getpid():
             try:
-                self._proc.wait(timeout=1)
+                self._proc.wait(timeout=6)  # its steps' sweeps (bounded at 5 s there); killed, they still sweep
             except subprocess.TimeoutExpired:
                 self._proc.kill()
         self._control, self._proc = None, None
 
     def close(self) -> None:
-        """Stop the server (it exits when its control socket closes); running children are unaffected."""
+        """Stop the server: it ends every running step's processes, then exits (its control socket closed)."""
         with self._lock:
             self._close_locked()
 
@@ -103,31 +105,36 @@ class ForkServer:
             raise _ServerLost(str(exc)) from exc
         finally:
             theirs.close()
-        try:
-            reader, writer = await asyncio.open_unix_connection(sock=mine)
-        except BaseException:
-            mine.close()  # the server sees EOF before any request and drops the spawn
-            raise
-        try:
-            writer.write(json.dumps(request).encode() + b"\n")
-            line = await reader.readline()
-        except asyncio.CancelledError:
-            # The child may already run: kill it as soon as its pid is known.
-            task = asyncio.ensure_future(_kill_when_started(reader, writer))
-            _background.add(task)  # the loop keeps only weak references to tasks
-            task.add_done_callback(_background.discard)
-            raise
-        except OSError as exc:
-            line = b""
-            log.warning("fork server connection failed", extra={"reason": str(exc)})
-        if not line:
-            writer.close()
-            raise _ServerLost("the fork server closed the connection")
-        reply = json.loads(line)
-        if "error" in reply:
-            writer.close()
-            raise _spawn_error(reply["error"], request["argv"][0])
-        return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
+        return await _converse(mine, request)
+
+
+async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Future[int]]:
+    """Send `request` on a per-spawn socket; the tool's pid and a future of its status (sent after the sweep)."""
+    try:
+        reader, writer = await asyncio.open_unix_connection(sock=sock)
+    except BaseException:
+        sock.close()  # the other side sees EOF before any request and drops the spawn
+        raise
+    try:
+        writer.write(json.dumps(request).encode() + b"\n")
+        line = await reader.readline()
+    except asyncio.CancelledError:
+        # The child may already run: kill it as soon as its pid is known.
+        task = asyncio.ensure_future(_kill_when_started(reader, writer))
+        _background.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(_background.discard)
+        raise
+    except OSError as exc:
+        line = b""
+        log.warning("fork server connection failed", extra={"reason": str(exc)})
+    if not line:
+        writer.close()
+        raise _ServerLost("the fork server closed the connection")
+    reply = json.loads(line)
+    if "error" in reply:
+        writer.close()
+        raise _spawn_error(reply["error"], request["argv"][0])
+    return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
 
 
 async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -165,18 +172,45 @@ def fork_server() -> ForkServer:
     return _server
 
 
-async def _spawn_fallback(argv: list[str], ruleset: dict | None, *, cwd: Path, env: Mapping[str, str],
-                          stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
-    if ruleset is not None:
-        argv = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(ruleset), *argv]
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                                                cwd=cwd, env=dict(env), start_new_session=True)
-    return proc.pid, asyncio.ensure_future(proc.wait())
+async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
+    """The launcher as this spawn's supervisor: the same protocol as the fork server, one process per spawn."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", str(LAUNCHER), str(theirs.fileno()), str(os.getpid()),
+            stdin=stdio[0], stdout=stdio[1], stderr=stdio[2], pass_fds=[theirs.fileno()], cwd=request["cwd"],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, start_new_session=True)
+    except BaseException:
+        mine.close()
+        raise
+    finally:
+        theirs.close()
+    try:
+        pid, status = await _converse(mine, request)
+    except _ServerLost as exc:
+        await proc.wait()
+        raise SandboxError(f"the sandbox launcher failed (exit status {proc.returncode})") from exc
+    except BaseException:
+        task = asyncio.ensure_future(proc.wait())  # reap it once it has swept
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        raise
+
+    async def reaped() -> int:
+        try:
+            return await status
+        finally:
+            await proc.wait()  # it exits right after reporting
+
+    return pid, asyncio.ensure_future(reaped())
 
 
 async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
-                          stdin: bytes | None = None) -> SandboxedProcess:
+                          stdin: bytes | None = None, tmp_at_tmp: bool = False) -> SandboxedProcess:
     """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
+
+    `tmp_at_tmp`: the child sees its TMPDIR (when the policy lets it write there) mounted
+    at /tmp, for programs that ignore TMPDIR; absolute paths under the real /tmp are then hidden.
 
     Raises SandboxUnavailableError (no Landlock and best_effort false), OSError
     (the program is missing or not executable) or SandboxError.
@@ -191,6 +225,9 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         extra = await library_rules(argv[0], env) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         child_env = policy.child_env(env)
+        tmp = child_env.get("TMPDIR")
+        if tmp_at_tmp and tmp and Path(tmp) in policy.writable() and Path(tmp) != Path("/tmp"):
+            ruleset["tmp_at_tmp"] = tmp
         if policy.log_level in ("info", "debug"):
             log.info("sandboxed spawn", extra={"argv0": argv[0], "policy": policy.name, "cwd": str(cwd),
                                                "ruleset": ruleset if policy.log_level == "debug" else None})
@@ -198,13 +235,14 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     child_fds = (stdin_r, out_w, err_w)
-    request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset}
+    limits = {"processes": policy.max_processes} if policy is not None else {}
+    request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
     try:
         try:
             pid, status = await _server.spawn(request, child_fds)
         except _ServerLost as exc:
             log.warning("fork server unavailable, using the launcher", extra={"reason": str(exc)})
-            pid, status = await _spawn_fallback(argv, ruleset, cwd=cwd, env=child_env, stdio=child_fds)
+            pid, status = await _spawn_fallback(request, child_fds)
     except BaseException:
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:

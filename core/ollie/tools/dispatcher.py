@@ -31,11 +31,17 @@ class Dispatcher:
         """All (name, server) pairs, in registration order."""
         return iter(list(self._servers.items()))
 
-    def list_tools(self) -> list[ToolInfo]:
-        """Every tool of every server."""
+    def list_tools(self, warnings: list[str] | None = None) -> list[ToolInfo]:
+        """Every tool of every server; a server that cannot list its tools is skipped (described in `warnings`)."""
         tools: list[ToolInfo] = []
         for name, server in self._servers.items():
-            for info in server.list_tools():
+            try:
+                listed = server.list_tools()
+            except Exception as exc:  # one broken server must not stop the session
+                if warnings is not None:
+                    warnings.append(f"tool server {name!r} could not list its tools, skipped: {exc}")
+                continue
+            for info in listed:
                 info.server = info.server or name
                 tools.append(info)
         return tools
@@ -43,7 +49,11 @@ class Dispatcher:
     def server_for(self, tool: str) -> tuple[str, Server]:
         """The (name, server) that offers `tool`."""
         for name, server in self._servers.items():
-            if any(t.name == tool for t in server.list_tools()):
+            try:
+                offers = any(t.name == tool for t in server.list_tools())
+            except Exception:  # noqa: BLE001  (a server that cannot list offers nothing)
+                offers = False
+            if offers:
                 return name, server
         raise UnknownToolError(f"unknown tool {tool!r}")
 

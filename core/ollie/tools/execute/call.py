@@ -10,6 +10,7 @@ from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import ScriptCall, calls_of
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.results import Section
+from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
 
 Resolved = tuple[int, ScriptCall, ToolScript]
@@ -29,9 +30,16 @@ def batches(calls: list[Resolved]) -> list[list[Resolved]]:
 
 async def _run_call(ctx: CallContext, item: Resolved) -> Section:
     n, call, script = item
+    approved = None
+    if call.elevated:
+        # The bytes the user approves are the bytes that run (a private copy, checked against the script).
+        try:
+            approved = script.path.read_bytes()
+        except OSError as exc:
+            return Section(f"call {n} {script.name} (elevated)", RunOutcome(error=f"cannot read {script.path}: {exc}"))
     outcome = await ctx.run_locked(
-        script.parallel or "global", ctx.script_invocation(call, script, None), elevated=call.elevated,
-        what=shlex.join([script.name, *call.args]),
+        script.parallel or "global", ctx.script_invocation(call, script, None, approved=approved),
+        elevated=call.elevated, what=shlex.join([script.name, *call.args]),
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
     return Section(label, outcome)

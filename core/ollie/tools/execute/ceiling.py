@@ -43,6 +43,10 @@ def widening(narrow: Policy, wide: Policy) -> str | None:
             return "it allows any TCP connection"
         if not set(mine.connect_tcp) <= set(theirs.connect_tcp) or not set(mine.bind_tcp) <= set(theirs.bind_tcp):
             return "it allows more TCP ports"
+    if mine.unix and not theirs.unix:
+        return "it allows unix sockets"
+    if narrow.max_processes > wide.max_processes:
+        return f"it allows {narrow.max_processes} processes"
     return None
 
 

@@ -36,9 +36,10 @@ def flatten(steps: list[CodeStep | ParallelGroup]) -> list[CodeStep]:
 
 
 async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str) -> Section:
-    outcome = await ctx.run(
-        ctx.code_invocation(step, scratch, f"step{number}", None), elevated=step.elevated, what=step.code
-    )
+    # An elevated program is written after the approval, where no sandboxed step can reach it.
+    build = (ctx.elevated_code_invocation(step, f"step{number}") if step.elevated
+             else ctx.code_invocation(step, scratch, f"step{number}", None))
+    outcome = await ctx.run(build, elevated=step.elevated, what=step.code)
     label = f"step {number} {step.language.name}" + (" (elevated)" if step.elevated else "")
     return Section(label, outcome)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,30 @@ from ollie.tools.execute.runner import Deadline, Runner
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
 from ollie.tools.execute.validation import ValidationGate
+
+
+class ChangedSinceApproval(Exception):
+    """What the user approved to run outside the sandbox is no longer what would run."""
+
+
+def digest(data: bytes) -> str:
+    """The sha256 of `data`, as approvals pin it."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def program_bytes(code: str) -> bytes:
+    """The bytes an inline program is saved as (with a final newline)."""
+    return (code if code.endswith("\n") else code + "\n").encode("utf-8")
+
+
+def write_pinned(path: Path, data: bytes) -> Path:
+    """Write `data` to `path` (0600), then read it back: ChangedSinceApproval unless it holds exactly `data`."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    if digest(path.read_bytes()) != digest(data):
+        raise ChangedSinceApproval(f"elevation refused: {path.name} changed after it was approved; not run")
+    return path
 
 
 @dataclass
@@ -69,12 +95,16 @@ class CallContext:
         if elevated and (refusal := await self.elevation.refusal(what)):
             return RunOutcome(error=refusal)
         try:
-            invocation = invocation_of()
-        except (LanguageError, OSError) as exc:
-            return RunOutcome(error=str(exc))
-        return await self.runner.run(
-            invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit
-        )
+            try:
+                invocation = invocation_of()
+            except (LanguageError, OSError, ChangedSinceApproval) as exc:
+                return RunOutcome(error=str(exc))
+            return await self.runner.run(
+                invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit
+            )
+        finally:
+            for made in getattr(invocation_of, "private_dirs", ()):
+                self.runner.drop_scratch(made)
 
     def code_invocation(self, step: CodeStep, scratch: Path, label: str, piped: bytes | None) -> Callable[[], Invocation]:
         """A deferred invocation of an inline program saved under `scratch`."""
@@ -86,10 +116,37 @@ class CallContext:
 
         return build
 
-    def script_invocation(self, call: ScriptCall, script: ToolScript, piped: bytes | None) -> Callable[[], Invocation]:
-        """A deferred invocation of a tool script with its arguments."""
+    def elevated_code_invocation(self, step: CodeStep, label: str) -> Callable[[], Invocation]:
+        """A deferred invocation of an approved elevated program: the approved bytes, where no sandbox writes.
+
+        The builder runs after the approval; the file is written to a fresh 0700
+        dir no policy grants and checked against the approved bytes right before exec.
+        """
+        approved = program_bytes(step.code)
+        made: list[Path] = []
 
         def build() -> Invocation:
+            made.append(self.runner.private_dir())
+            program = write_pinned(made[-1] / f"{label}{step.language.extensions[0]}", approved)
+            return code_invocation(step.language, program, search_path=self.runner.env()["PATH"], piped_input=None)
+
+        build.private_dirs = made  # type: ignore[attr-defined]  # removed by `run` once the step is done
+        return build
+
+    def script_invocation(
+        self, call: ScriptCall, script: ToolScript, piped: bytes | None, *, approved: bytes | None = None
+    ) -> Callable[[], Invocation]:
+        """A deferred invocation of a tool script with its arguments.
+
+        With `approved` (the script's bytes when the user was asked), the script
+        must still hold them right before it starts. It runs in place: tool scripts
+        import helpers from their own dir, which a private copy would lose.
+        """
+
+        def build() -> Invocation:
+            if approved is not None and digest(script.path.read_bytes()) != digest(approved):
+                raise ChangedSinceApproval(
+                    f"elevation refused: the tool script {script.path} changed after it was approved; not run")
             return script_invocation(
                 script.language,
                 script.shebang_flags,

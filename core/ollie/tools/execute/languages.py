@@ -93,10 +93,12 @@ def resolve_interpreter(lang: Language, search_path: str | None) -> str:
 
 @dataclass(frozen=True)
 class Invocation:
-    """A ready-to-spawn command: argv plus what to feed it on stdin."""
+    """A ready-to-spawn command: argv, what to feed it on stdin, and whether it needs its TMPDIR at /tmp."""
 
     argv: list[str]
     stdin: bytes | None
+    # ed keeps its buffer in a tmpfile(), which ignores TMPDIR and uses /tmp, which no sandbox grants.
+    tmp_at_tmp: bool = False
 
 
 def code_invocation(
@@ -107,7 +109,7 @@ def code_invocation(
     if lang.commands_on_stdin:
         if piped_input:
             raise LanguageError("ed reads its commands on stdin and cannot take piped input; use sed or awk")
-        return Invocation([interpreter, *lang.file_flags], program_file.read_bytes())
+        return Invocation([interpreter, *lang.file_flags], program_file.read_bytes(), tmp_at_tmp=True)
     extra = [lang.null_input_flag] if lang.null_input_flag and piped_input is None else []
     return Invocation([interpreter, *extra, *lang.file_flags, str(program_file)], piped_input)
 
@@ -169,7 +171,7 @@ def script_invocation(
     if lang.commands_on_stdin:
         if piped_input:
             raise LanguageError(f"{script.name} is an ed script and cannot take piped input")
-        return Invocation([interpreter, *lang.file_flags, *flags, *args], script.read_bytes())
+        return Invocation([interpreter, *lang.file_flags, *flags, *args], script.read_bytes(), tmp_at_tmp=True)
     extra: list[str] = []
     if lang.null_input_flag and piped_input is None and not args:
         extra.append(lang.null_input_flag)

@@ -6,7 +6,6 @@ import asyncio
 import os
 import shutil
 import sys
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +13,8 @@ from pathlib import Path
 from ollie import paths
 from ollie.sandbox import Policy, load_policy, policy_file
 from ollie.tools.execute.languages import Invocation
+from ollie.tools.execute.protect import protect
+from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.spawn import RunOutcome, run_process
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -46,9 +47,18 @@ def memory_dir() -> Path:
 
 
 def child_env(
-    *, session_id: str, cwd: Path, session_env: Mapping[str, str], base: Mapping[str, str] | None = None
+    *,
+    session_id: str,
+    cwd: Path,
+    session_env: Mapping[str, str],
+    base: Mapping[str, str] | None = None,
+    tmp_dir: Path | None = None,
 ) -> dict[str, str]:
-    """A clean env for tool code: PATH, HOME, LANG, TMPDIR, TERM, the session's env and OLLIE_* facts."""
+    """A clean env for tool code: PATH, HOME, LANG, TMPDIR, TERM, the session's env and OLLIE_* facts.
+
+    TMPDIR is the session's private `tmp_dir` (it wins over the session env: a
+    shared /tmp would open other sessions' files to this one's code).
+    """
     source = os.environ if base is None else base
     env = {
         "PATH": source.get("PATH") or DEFAULT_PATH,
@@ -58,6 +68,8 @@ def child_env(
         "TERM": "dumb",
     }
     env.update(session_env)
+    if tmp_dir is not None:
+        env["TMPDIR"] = str(tmp_dir)
     env.update(
         {
             "OLLIE_SESSION_ID": session_id,
@@ -103,11 +115,16 @@ class Runner:
     tools_dirs: list[Path] = field(default_factory=list)
     # Loading and expanding a policy costs ~10 ms: keep each named one while nothing it depends on changed
     # (a call that narrows the sandbox needs both its own policy and the session's, every time).
-    _policy_cache: dict[str, tuple[tuple[object, ...], Policy]] = field(default_factory=dict, repr=False)
+    _policy_cache: dict[str, tuple[tuple[object, ...], Policy, list[str]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def dirs(self) -> SessionDirs:
+        """The session's private dirs (its root is the lock dir)."""
+        return SessionDirs(self.lock_dir)
 
     def env(self, policy: Policy | None = None) -> dict[str, str]:
         """The env a child of this session gets; sandboxed ones also learn the policy's paths."""
-        env = child_env(session_id=self.session_id, cwd=self.cwd, session_env=self.session_env)
+        env = child_env(session_id=self.session_id, cwd=self.cwd, session_env=self.session_env, tmp_dir=self.dirs.tmp)
         if policy is not None:
             # The file tools refuse out-of-policy paths themselves, with a clear message,
             # before Landlock would answer with a bare EACCES.
@@ -116,35 +133,51 @@ class Runner:
         return env
 
     def policy(self, name: str) -> Policy:
-        """Sandbox policy `name` for this session, plus the session's own dirs.
+        """Sandbox policy `name` for this session, protected (see `protect`), plus the session's own dirs.
 
-        The plan dir (task_* tools) is granted read-write, the scratch dir of inline
-        programs and the tools dirs in use read(-execute): the session's own files,
-        whatever the project policy says about the rest of the data dir. So is the
-        Python installation ollie runs on (`python_home`), which runs Python tools.
+        {TMPDIR} is the session's private tmp dir. The plan dir (task_* tools) is
+        granted read-write, the scratch dir of inline programs and the tools dirs
+        in use read(-execute): the session's own files, whatever the project policy
+        says about the rest of the data dir. So is the Python installation ollie
+        runs on (`python_home`), which runs Python tools.
         """
         env = self.env()
         source = policy_file(name)
-        key = (name, str(source), mtime_ns(source), str(self.cwd), str(self.lock_dir),
+        # The cwd's mtime: a workspace split around a secret (see `protect`) lists its entries.
+        key = (name, str(source), mtime_ns(source), str(self.cwd), mtime_ns(self.cwd), str(self.lock_dir),
                tuple(sorted(env.items())), tuple(self.tools_dirs))
         cached = self._policy_cache.get(name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        policy = self._with_session_dirs(load_policy(name, cwd=self.cwd, env=env))
-        self._policy_cache[name] = (key, policy)
+        self.dirs.create()
+        protected, warnings = protect(load_policy(name, cwd=self.cwd, env=env), home=Path(env["HOME"]))
+        policy = self._with_session_dirs(protected)
+        self._policy_cache[name] = (key, policy, warnings)
         return policy
 
+    def policy_warnings(self, policy: Policy) -> list[str]:
+        """What protecting `policy` changed (a workspace at $HOME granted read-only...), for the call's result."""
+        for _, cached, warnings in self._policy_cache.values():
+            if cached is policy:
+                return list(warnings)
+        return []
+
     def _with_session_dirs(self, policy: Policy) -> Policy:
+        dirs = self.dirs
         extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
-        extra_ro = tuple(p for p in (self.lock_dir,) if p.exists() and p not in policy.readable())
+        extra_rwx = tuple(p for p in (dirs.tmp,) if p not in policy.writable())
+        extra_ro = tuple(p for p in (dirs.scratch,) if p.exists() and p not in policy.readable())
         extra_rox = tuple(d for d in (*self.tools_dirs, python_home()) if d.is_dir() and d not in policy.rox)
-        return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox)
+        return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox,
+                       rwx=policy.rwx + extra_rwx)
 
     def scratch_dir(self) -> Path:
-        """A fresh dir for one call's program files, under the session's tmp dir."""
-        path = self.lock_dir / f"run-{uuid.uuid4().hex[:12]}"
-        path.mkdir(parents=True, exist_ok=False)
-        return path
+        """A fresh dir for one call's program files, readable (never writable) by the session's tool code."""
+        return self.dirs.fresh(self.dirs.scratch)
+
+    def private_dir(self) -> Path:
+        """A fresh 0700 dir no policy grants, for the program of an approved elevated step."""
+        return self.dirs.fresh(self.dirs.private)
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
@@ -153,8 +186,9 @@ class Runner:
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
-        for directory in (memory_dir(), plan_file(self.session_id).parent, self.lock_dir):
+        for directory in (memory_dir(), plan_file(self.session_id).parent):
             directory.mkdir(parents=True, exist_ok=True)
+        self.dirs.create()
 
     async def run(
         self,
@@ -168,12 +202,16 @@ class Runner:
         remaining = deadline.remaining()
         if remaining <= 0:
             return RunOutcome(timed_out=True)
-        return await run_process(
+        outcome = await run_process(
             invocation.argv,
             policy=policy,
             cwd=self.cwd,
             env=self.env(policy),
             stdin=invocation.stdin,
+            tmp_at_tmp=invocation.tmp_at_tmp,
             timeout=remaining,
             limit_bytes=limit_bytes or self.output_limit,
         )
+        if policy is not None:
+            outcome.warnings[:0] = self.policy_warnings(policy)
+        return outcome

@@ -79,6 +79,10 @@ class ExecuteServer:
         """Run later calls in `cwd`."""
         self._runner.cwd = Path(cwd)
 
+    def set_session_id(self, session_id: str) -> None:
+        """Run later steps as session `session_id`: its OLLIE_SESSION_ID and plan file."""
+        self._runner.session_id = session_id
+
     def set_env(self, key: str, value: str) -> None:
         """Add `key=value` to the env of every later child."""
         self._runner.session_env[key] = value
@@ -175,6 +179,16 @@ class ExecuteServer:
             timeout=timeout,
             elevation=self._elevation,
         )
+
+    def setup_warnings(self) -> list[str]:
+        """What protecting the session's policy changed (a workspace at $HOME granted read-only...), for the user."""
+        if self._sandbox == UNSANDBOXED:
+            return []
+        try:
+            return self._runner.policy_warnings(self._runner.policy(self._sandbox))
+        except OllieError:
+            # A broken policy file is reported by the first call that needs it.
+            return []
 
     def set_elevation(self, mode: str, approver: Approver | None) -> None:
         """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""

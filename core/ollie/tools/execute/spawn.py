@@ -57,10 +57,15 @@ async def run_process(
     stdin: bytes | None,
     timeout: float,
     limit_bytes: int,
+    tmp_at_tmp: bool = False,
 ) -> RunOutcome:
-    """Run `argv` (policy None: unsandboxed) to completion or `timeout`; its process group is dead on return or raise."""
+    """Run `argv` (policy None: unsandboxed) to completion or `timeout`; every process it started is dead on return.
+
+    Killing the group ends the tool process; its supervisor then sweeps what left
+    the group (setsid, double fork) before it reports the status awaited here.
+    """
     try:
-        proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin)
+        proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp)
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         return RunOutcome(error=f"could not start {argv[0]}: {exc}")
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))
@@ -76,7 +81,7 @@ async def run_process(
             outcome.stdout, outcome.stderr, outcome.truncated = await asyncio.wait_for(
                 asyncio.shield(reader), PIPE_GRACE_S)
         except TimeoutError:
-            # A process that left the group (setsid) still holds the output open: end it too.
+            # Something still holds the output open (the sweep normally closes it first): end it too.
             proc.kill_pipe_holders()
             proc.stop_reading()
             outcome.stdout, outcome.stderr, outcome.truncated = await reader

@@ -1,4 +1,15 @@
-"""Refusing dangerous inline code before it runs, and blocking a session that keeps trying."""
+"""Refusing dangerous inline code before it runs, and blocking a session that keeps trying.
+
+This gate reads code, so it only catches what it recognises: it is a quick,
+readable refusal for the model, not a boundary. Fork bombs in particular have
+endless spellings (other names, `eval`, a script that runs itself, any
+language's `fork()`); the real defence is the per-step process limit (the
+cgroup `pids.max` every tool step runs under), which stops one that gets past
+this gate. The patterns here catch the common shapes: a shell function that
+runs itself in the background or piped into itself, a script re-running `$0`
+in the background, an endless loop that backgrounds without waiting, and
+`fork` in an endless Perl or Python loop (also inside `perl -e`/`python -c`).
+"""
 
 from __future__ import annotations
 
@@ -57,12 +68,15 @@ PYTHON = (
     _rule("shutil.rmtree of the home dir", r"\brmtree\(\s*(?:Path\.home\(\)|os\.path\.expanduser\(\s*[\"']~[\"']\s*\))\s*\)"),
     _rule("deleting a system file", rf"\b(?:os\.(?:remove|unlink|rmdir)|Path)\(\s*[rbuf]?[\"']{_SYSTEM_PREFIX}[^\"']*[\"']\s*\)(?:\.unlink|\.rmdir)?"),
     _rule("fork bomb", r"while\s+(?:True|1)\s*:\s*(?:\n\s*)?os\.fork\(\)"),
+    _rule("fork bomb", r"\[[^\]\n]*\bfork\s*\(\s*\)[^\]\n]*\bfor\b[^\]\n]*\b(?:iter\s*\(\s*int\b|count\s*\()"),
 )
 
 PERL = (
     _rule("unlink of a system file", rf"\bunlink\s*\(?\s*[\"']{_SYSTEM_PREFIX}"),
     _rule("rmtree of a system path", rf"\b(?:rmtree|remove_tree)\s*\(?\s*[\"'](?:/|{_SYSTEM_PREFIX})/?[\"']"),
-    _rule("fork bomb", r"\bfork\s+while\b|while\s*\(\s*1\s*\)\s*\{\s*fork"),
+    _rule("fork bomb", r"\bfork\b\s*(?:\(\s*\))?\s*(?:while|until)\b|\b(?:while|until)\s*\(?\s*fork\b"
+          r"|(?:while\s*\(\s*(?:1|!\s*0)?\s*\)|for\s*\(\s*;\s*;\s*\))\s*\{[^{}]*\bfork\b"
+          r"|\bdo\s*\{[^{}]*\bfork\b[^{}]*\}\s*(?:while|until)\b"),
 )
 
 LUA = (
@@ -139,6 +153,121 @@ def _shell_snippets(code: str, language: str) -> list[tuple[int, str]]:
     return snippets
 
 
+# A shell function definition: `name() {`, `name () (`, `function name {`, `function name() {`.
+_SH_FUNCTION = re.compile(
+    r"(?:\bfunction\s+([^\s(){}|&;<>]+)\s*(?:\(\s*\))?"
+    r"|(?:^|(?<=[\s;&|{}]))([^\s(){}|&;<>$\"'`]+)\s*\(\s*\))\s*[{(]",
+    re.MULTILINE,
+)
+# `&` that sends a command to the background, once `&&`, `>&2`, `&>` and `|&` are taken out.
+_REDIRECT_AMP = re.compile(r"&&|[0-9]*>&[0-9-]*|&>>?|\|&|<&[0-9-]*")
+_SH_ENDLESS = re.compile(
+    r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))"
+    r"\s*;?\s*do\b(.*?)\bdone\b",
+    re.DOTALL,
+)
+# The script running itself again in the background: `$0 & $0 &`, `while :; do bash "$0" & done`.
+_SELF_SPAWN = re.compile(
+    rf"{_CMD}(?:(?:ba|da|z|k)?sh\s+|exec\s+|\.\s+|source\s+)?[\"']?\$(?:0\b|\{{0\}}|\{{?BASH_SOURCE\b)"
+    r"[^\n;&|]*&(?!&)",
+    re.MULTILINE,
+)
+# A foreground command that paces or ends an endless loop.
+_PACES = re.compile(r"\b(?:sleep|wait|read|inotifywait|nc|accept|break|exit|return)\b")
+# `perl -e '...'`, `python3 -c "..."`: the one-liner is checked as the language it is.
+_ONE_LINER = re.compile(
+    r"\b(perl|python3?)\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*[ec]\s+(?:'([^']*)'|\"((?:[^\"\\]|\\.)*)\")"
+)
+_PY_ENDLESS = re.compile(r"^([ \t]*)while\s+(?:True|1|not\s+False|not\s+0)\s*:(.*)$", re.MULTILINE)
+_PY_FORK = re.compile(r"\b(?:os\.)?fork(?:pty)?\s*\(")
+_PY_PACES = re.compile(r"\b(?:sleep|wait\w*|accept|join|recv\w*|input|select|read\w*|get)\s*\(")
+
+
+def _body_after(code: str, start: int) -> str:
+    """The text from `start` (just past an opening brace/paren) to its matching close, or to the end."""
+    depth = 1
+    for index in range(start, len(code)):
+        char = code[index]
+        if char in "{(":
+            depth += 1
+        elif char in "})":
+            depth -= 1
+            if depth == 0:
+                return code[start:index]
+    return code[start:]
+
+
+def _without_redirects(text: str) -> str:
+    """`text` with the `&` of redirections (`2>&1`, `&>`, `|&`) blanked out, same length; `&&` kept."""
+    return _REDIRECT_AMP.sub(lambda m: m.group(0) if m.group(0) == "&&" else " " * len(m.group(0)), text)
+
+
+def _spawns_unpaced(body: str) -> bool:
+    """Whether a loop body sends something to the background and nothing in the foreground waits or ends it."""
+    parts = re.split(r"(&&|\|\||;|\n|&)", _without_redirects(body))
+    background = paced = False
+    for command, separator in zip(parts[0::2], [*parts[1::2], ""]):
+        if separator == "&":
+            background = True
+        elif _PACES.search(command):
+            paced = True
+    return background and not paced
+
+
+def _shell_fork_bombs(code: str) -> list[Finding]:
+    """Functions that run themselves in the background or into a pipe to themselves; endless loops that spawn."""
+    found = [Finding("fork bomb (the script re-runs itself in the background)", _line_of(code, m.start()),
+                     m.group(0).strip()) for m in _SELF_SPAWN.finditer(_without_redirects(code))]
+    for match in _SH_FUNCTION.finditer(code):
+        name = match.group(1) or match.group(2)
+        body = _body_after(code, match.end())
+        call = rf"(?<![\w$.:-]){re.escape(name)}(?![\w.:-])"
+        # Each call starting 2 more (`f|f`, `f & f`) or a call that outlives its caller (`f &`): unbounded spawning.
+        segments = re.split(r"[;\n]|&&|\|\|", _without_redirects(body))
+        for segment in segments:
+            calls = len(re.findall(call, segment))
+            if calls and ("&" in segment or (calls >= 2 and "|" in segment)):
+                found.append(Finding("fork bomb (a function that spawns itself)", _line_of(code, match.start()),
+                                     code[match.start(): match.end() + len(body) + 1].strip()))
+                break
+    for match in _SH_ENDLESS.finditer(code):
+        body = match.group(1)
+        if _spawns_unpaced(body):
+            found.append(Finding("fork bomb (an endless loop that backgrounds without waiting)",
+                                 _line_of(code, match.start()), match.group(0).strip()))
+    return found
+
+
+def _python_fork_loops(code: str) -> list[Finding]:
+    """`while True:` blocks that call fork() and never wait for anything."""
+    found = []
+    lines = code.split("\n")
+    for match in _PY_ENDLESS.finditer(code):
+        indent, inline = len(match.group(1).expandtabs()), match.group(2)
+        first = _line_of(code, match.start())
+        block = [inline]
+        for line in lines[first:]:
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            block.append(line)
+        text = "\n".join(block)
+        if _PY_FORK.search(text) and not _PY_PACES.search(text):
+            found.append(Finding("fork bomb (fork in an endless loop)", first, match.group(0).strip()))
+    return found
+
+
+def _one_liners(code: str) -> list[Finding]:
+    """Findings in `perl -e '...'` and `python -c '...'` programs inside shell code."""
+    found = []
+    for match in _ONE_LINER.finditer(code):
+        language = "perl" if match.group(1) == "perl" else "python3"
+        program = match.group(2) if match.group(2) is not None else match.group(3).replace('\\"', '"')
+        for finding in find_dangerous(program, language):
+            found.append(Finding(f"{finding.rule} (in a {match.group(1)} one-liner)", _line_of(code, match.start()),
+                                 finding.excerpt))
+    return found
+
+
 def find_dangerous(code: str, language: str) -> list[Finding]:
     """Every dangerous pattern in `code` for `language` (universal, language rules, shell strings)."""
     findings: list[Finding] = []
@@ -148,6 +277,10 @@ def find_dangerous(code: str, language: str) -> list[Finding]:
             findings.append(Finding(rule.name, _line_of(code, match.start()), match.group(0).strip()))
     if language in ("bash", "expect"):
         findings += _recursive_system_deletes(code)
+    if language == "bash":
+        findings += _shell_fork_bombs(code) + _one_liners(code)
+    if language == "python3":
+        findings += _python_fork_loops(code)
     for offset, snippet in _shell_snippets(code, language):
         line = _line_of(code, offset)
         for finding in _recursive_system_deletes(snippet) + [

@@ -47,7 +47,9 @@ function M.server_cmd()
   if vim.fn.executable(venv) == 1 then
     return { venv }
   end
-  return nil, "ollie-lsp not found: install ollie (pip install ollie) or set require('ollie').setup({cmd = {...}})"
+  return nil, "ollie-lsp not found (looked on PATH and in ./.venv/bin): install it with "
+    .. "`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) or `uv tool install ollie-agent`, "
+    .. "or set require('ollie').setup({cmd = {...}})"
 end
 
 return M

@@ -32,7 +32,8 @@ export function resolveServerCommand(options: ResolveOptions): ServerCommand | {
   }
   return {
     error:
-      `Cannot find ${DAEMON}: install ollie (pip install ollie) so ${DAEMON} is on PATH, ` +
-      `or set "ollie.serverCommand" to its path.`,
+      `Cannot find ${DAEMON} (looked on PATH and in each workspace folder's .venv/bin): install it with ` +
+      `"pipx install ollie-agent" (Debian/Ubuntu: "sudo apt install pipx" first) or "uv tool install ollie-agent", ` +
+      `then restart VS Code; or set "ollie.serverCommand" to its path.`,
   };
 }

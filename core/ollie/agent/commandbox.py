@@ -1,0 +1,116 @@
+"""Where an agent's prompt commands and hooks run: sandboxed like tool code, with a minimal environment.
+
+They touch the workspace (environment.sh runs git, which reads `.git/config`),
+so they are as untrusted as tool code: by default the read-only policy, the
+project readable, only a private temp dir writable, and none of the daemon's
+environment (API keys). An agent config may grant more on purpose with
+`"commandSandbox": "<policy>"`, or `"none"` (the yolo agent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollie import paths
+from ollie.agent.shell import ShellResult
+from ollie.errors import OllieError
+from ollie.sandbox import Policy, load_policy
+from ollie.tools.execute.protect import protect
+from ollie.tools.execute.runner import child_env
+from ollie.tools.execute.sessiondirs import SessionDirs, make_private_dir
+from ollie.tools.execute.spawn import run_process
+
+DEFAULT_COMMAND_SANDBOX = "readonly"
+UNSANDBOXED = "none"
+SHELL = "/bin/sh"
+# Prompt commands and hooks print context, not data: more than this is cut.
+OUTPUT_LIMIT = 1024 * 1024
+AGENT_DIR_VAR = "OLLIE_AGENT_DIR"
+
+
+@dataclass(frozen=True)
+class CommandBox:
+    """How one agent's prompt commands and hooks run: the policy name, the agent's fragment dir, the session."""
+
+    policy: str = DEFAULT_COMMAND_SANDBOX
+    agent_dir: Path | None = None
+    session_id: str = ""
+
+    def env(self, *, cwd: Path, tmp_dir: Path, session_env: Mapping[str, str] | None = None,
+            extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The minimal env: PATH, HOME, LANG, TMPDIR, TERM, OLLIE_CWD/AGENT_DIR/SESSION_ID, the session's env, `extra`.
+
+        The session's env (what the caller or `/env` set) wins over OLLIE_AGENT_DIR
+        and OLLIE_SESSION_ID, as for tool code; never over TMPDIR or OLLIE_CWD.
+        """
+        layered = {AGENT_DIR_VAR: str(self.agent_dir)} if self.agent_dir is not None else {}
+        layered.update(session_env or {})
+        session_id = layered.get("OLLIE_SESSION_ID") or self.session_id
+        env = child_env(session_id=session_id, cwd=cwd, session_env=layered, tmp_dir=tmp_dir)
+        if not session_id:
+            for name in ("OLLIE_SESSION_ID", "OLLIE_PLAN_FILE"):
+                env.pop(name, None)
+        env.update(extra or {})
+        return env
+
+    def sandbox(self, *, cwd: Path, env: Mapping[str, str]) -> tuple[Policy | None, list[str]]:
+        """The expanded, protected policy (None for "none") and what protecting it changed."""
+        if self.policy == UNSANDBOXED:
+            return None, []
+        # The agent's own fragments, never the whole config dir (its env file holds keys): `protect` sees to that.
+        grants = [Path(env[AGENT_DIR_VAR])] if env.get(AGENT_DIR_VAR) else []
+        policy = load_policy(self.policy, cwd=cwd, env=env).extended(ro=grants, rw=[Path(env["TMPDIR"])])
+        return protect(policy, home=Path(env["HOME"]))
+
+    @contextlib.contextmanager
+    def tmp_dir(self) -> Iterator[Path]:
+        """The session's private TMPDIR; without a session, a private one removed afterwards."""
+        if self.session_id:
+            dirs = SessionDirs.for_session(self.session_id)
+            dirs.create()
+            yield dirs.tmp
+            return
+        root = make_private_dir(paths.runtime_tmp_dir())
+        made = Path(tempfile.mkdtemp(prefix="cmd-", dir=root))
+        try:
+            yield made
+        finally:
+            shutil.rmtree(made, ignore_errors=True)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        stdin: bytes | None = None,
+        session_env: Mapping[str, str] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        warnings: list[str] | None = None,
+    ) -> ShellResult:
+        """Run `sh -c command` in `cwd` under this box; OSError when it cannot start (a bad policy included)."""
+        with self.tmp_dir() as tmp:
+            env = self.env(cwd=Path(cwd), tmp_dir=tmp, session_env=session_env, extra=extra_env)
+            try:
+                policy, notes = self.sandbox(cwd=Path(cwd), env=env)
+            except OllieError as exc:
+                raise OSError(f"command sandbox {self.policy!r}: {exc}") from exc
+            if warnings is not None:
+                warnings.extend(n for n in notes if n not in warnings)
+            outcome = await run_process(
+                [SHELL, "-c", command], policy=policy, cwd=Path(cwd), env=env, stdin=stdin,
+                timeout=timeout, limit_bytes=OUTPUT_LIMIT,
+            )
+        if outcome.error is not None:
+            raise OSError(outcome.error)
+        return ShellResult(
+            code=outcome.exit_code if outcome.exit_code is not None and not outcome.timed_out else -9,
+            stdout=outcome.stdout.decode("utf-8", "replace"),
+            stderr=outcome.stderr.decode("utf-8", "replace"),
+            timed_out=outcome.timed_out,
+        )

@@ -1,0 +1,80 @@
+"""Is the backend usable? Reachable, model present, key set: what a client shows before the first turn."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ollie.backend.base import Backend
+from ollie.backend.errors import BackendError, BackendUnreachableError
+from ollie.backend.settings import KEY_VARS, missing_model_hint
+
+# A health check must answer fast: it runs when a client opens its chat.
+CHECK_TIMEOUT_S = 3.0
+
+
+@dataclass
+class BackendHealth:
+    """The outcome of one check. `None` fields were not (or cannot be) checked."""
+
+    ok: bool
+    backend: str
+    model: str
+    reachable: bool | None = None
+    model_present: bool | None = None
+    key_set: bool | None = None
+    error: str = ""
+    hint: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The `backendStatus` object of `ollie/state` (camelCase keys)."""
+        raw = asdict(self)
+        return {"ok": raw["ok"], "backend": raw["backend"], "model": raw["model"], "reachable": raw["reachable"],
+                "modelPresent": raw["model_present"], "keySet": raw["key_set"], "error": raw["error"],
+                "hint": raw["hint"]}
+
+
+def model_listed(model: str, names: list[str]) -> bool:
+    """Whether `model` is among `names` (Ollama's `qwen3` matches its `qwen3:latest`)."""
+    wanted = {model, f"{model}:latest"} if ":" not in model else {model}
+    return any(name in wanted for name in names)
+
+
+def unbuilt(backend: str, error: str) -> BackendHealth:
+    """The health of a backend that could not be built (`error` says what to set)."""
+    needs_key = "API key" in error
+    return BackendHealth(ok=False, backend=backend, model="", key_set=False if needs_key else None,
+                         error=error, hint=error.split(": ", 1)[-1] if ": " in error else error)
+
+
+async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -> BackendHealth:
+    """Ask the backend for its models: reachable, model present, key accepted."""
+    key_set = True if backend.name in KEY_VARS else None
+    health = BackendHealth(ok=False, backend=backend.name, model=backend.model, key_set=key_set)
+    try:
+        names = await asyncio.wait_for(backend.list_models(), timeout)
+    except BackendUnreachableError as exc:
+        health.reachable, health.error, health.hint = False, exc.detail, exc.hint
+        return health
+    except TimeoutError:
+        health.error = f"{backend.name}: no answer within {timeout:g}s"
+        health.hint = "the server is slow or unreachable; check its URL and the network"
+        return health
+    except BackendError as exc:
+        health.reachable = True
+        health.error = str(exc)
+        if exc.status in (401, 403):
+            health.hint = f"the API key was refused: check {KEY_VARS.get(backend.name, 'the key')}"
+        elif exc.status == 404:
+            # An endpoint without a model list (many OpenAI-compatible servers): usable, just not listable.
+            health.ok, health.error = True, ""
+        return health
+    health.reachable = True
+    health.model_present = model_listed(backend.model, names) if names else None
+    if health.model_present is False:
+        health.error = f"{backend.name} has no model {backend.model!r}"
+        health.hint = missing_model_hint(backend.name, backend.model)
+        return health
+    health.ok = True
+    return health

@@ -1,0 +1,134 @@
+"""`ollie doctor`: is everything a first turn needs in place? One line per check, with the fix when not."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollie import paths
+from ollie.backend.errors import BackendConfigError
+from ollie.backend.health import check_backend
+from ollie.backend.registry import KEY_VARS, environment, make_backend
+from ollie.errors import OllieError
+
+INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
+           "or `uv tool install ollie-agent`")
+
+
+@dataclass
+class Check:
+    """One checked thing: what it is, whether it is fine, what was found, and the fix when it is not."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        """The check as one line of the report."""
+        mark = "ok  " if self.ok else "FAIL"
+        return f"{mark} {self.name}: {self.detail}" + (f" -> {self.fix}" if self.fix else "")
+
+
+async def check_backend_setup(env: Mapping[str, str], backend: str | None, model: str | None) -> list[Check]:
+    """The backend: its key, that it can be built, that it answers, that it has the model."""
+    name = (backend or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
+    key_var = KEY_VARS.get(name)
+    checks = []
+    if key_var:
+        have = bool(env.get(key_var))
+        checks.append(Check("key", have, f"{key_var} is {'set' if have else 'not set'}",
+                            "" if have else f"set {key_var} (in the environment or {paths.config_dir() / 'env'})"))
+    else:
+        checks.append(Check("key", True, f"the {name} backend needs none"))
+    try:
+        built = make_backend(backend, model, environ=env)
+    except BackendConfigError as exc:
+        checks.append(Check("backend", False, f"cannot be set up: {exc}", "fix the variable it names"))
+        return checks
+    try:
+        health = await check_backend(built)
+    finally:
+        await built.aclose()
+    where = f"{built.name} at {getattr(built, 'base_url', '?')}"
+    if not health.ok and health.model_present is not False:
+        checks.append(Check("backend", False, f"{where}: {health.error}", health.hint))
+        return checks
+    checks.append(Check("backend", True, f"{where} answers"))
+    if health.model_present is None:
+        checks.append(Check("model", True, f"{built.model} (the server does not list its models)"))
+    else:
+        checks.append(Check("model", health.model_present,
+                            f"{built.model} is {'present' if health.model_present else 'missing'}", health.hint))
+    return checks
+
+
+def check_landlock() -> Check:
+    """Landlock and its ABI (0: the kernel cannot confine tools)."""
+    from ollie.sandbox import landlock_abi
+
+    abi = landlock_abi()
+    if abi < 1:
+        return Check("landlock", False, "not available: tools run unconfined where the policy allows best_effort",
+                     "use a kernel >= 5.13 with Landlock enabled (boot with lsm=...,landlock)")
+    note = "" if abi >= 4 else " (network rules need ABI 4, Linux 6.7: the network section is not enforced)"
+    return Check("landlock", True, f"ABI {abi}{note}")
+
+
+def check_sandbox_policy(cwd: Path) -> Check:
+    """The default sandbox policy parses."""
+    from ollie.sandbox import load_policy, policy_file
+
+    try:
+        load_policy("default", cwd=cwd)
+    except (OllieError, OSError, ValueError) as exc:
+        return Check("sandbox policy", False, str(exc), "fix the file it names (or remove it to use the default)")
+    return Check("sandbox policy", True, str(policy_file("default")))
+
+
+def check_sessions_dir() -> Check:
+    """The sessions dir exists (or can be made) and takes files."""
+    directory = paths.sessions_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("sessions dir", False, f"{directory}: {exc.strerror or exc}",
+                     "make it writable, or set OLLIE_SESSIONS_DIR to a writable directory")
+    return Check("sessions dir", True, str(directory))
+
+
+def check_lsp_on_path(path: str | None = None) -> Check:
+    """`ollie-lsp` on PATH, where both editors look for it first."""
+    found = shutil.which("ollie-lsp", path=path)
+    if found:
+        return Check("ollie-lsp", True, found)
+    return Check("ollie-lsp", False,
+                 "not on PATH (the editors look on PATH, then in the workspace's .venv/bin)",
+                 f"install it with {INSTALL}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")
+
+
+async def run_checks(*, backend: str | None = None, model: str | None = None, cwd: Path | None = None,
+                     environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Every check, in the order a first run needs them."""
+    env = environment() if environ is None else environ
+    checks = await check_backend_setup(env, backend, model)
+    checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()), check_sessions_dir(),
+               check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
+    return checks
+
+
+def doctor(*, backend: str | None = None, model: str | None = None, cwd: Path | None = None) -> int:
+    """Print the checks; 0 when all pass, 1 when something needs fixing."""
+    checks = asyncio.run(run_checks(backend=backend, model=model, cwd=cwd))
+    for check in checks:
+        print(check.line())
+    failed = [c for c in checks if not c.ok]
+    print(f"{len(failed)} problem{'s' if len(failed) != 1 else ''} found" if failed else "all good")
+    return 1 if failed else 0

@@ -1,0 +1,84 @@
+"""Text from the model or a tool, made safe for a terminal: no escape sequences, no controls, no bidi overrides.
+
+A terminal obeys what it is sent: `ESC[2J` clears the screen, `ESC]52;...`
+writes the clipboard, `\\r` and `ESC[2K` overwrite what was printed, and bidi
+overrides reorder it. Everything the model or a tool produced goes through
+`printable` before it is printed; ollie's own styling is added afterwards.
+What the user approves (an elevated step's code) goes through `escaped`, so
+what is run is exactly what is shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Whole sequences, so that their parameters do not litter the text. A string
+# sequence (OSC, DCS, SOS, PM, APC) is removed only up to its terminator; one
+# without a terminator loses just its introducer, and the rest stays visible.
+_SEQUENCES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, erase)
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # CSI, 8-bit form
+    r"|[\x1b][\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # OSC, DCS, SOS, PM, APC
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # the same, 8-bit introducers
+    r"|\x1b[ -/]*[0-~]?",  # any other escape (ESC c reset, ESC 7, ESC ( B); a lone ESC
+)
+# What is left: C0 controls but \n and \t, DEL, C1 controls, and the bidi embeddings/overrides/isolates.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# A sequence still open at the end of a piece of streamed text: ESC, `ESC[31`, `ESC]0;ti`, 8-bit forms alike.
+_OPEN_AT_END = re.compile(
+    r"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b\x9c]*\x1b?|[ -/]*)|\x9b[0-?]*[ -/]*"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*\x1b?)\Z"
+)
+# How much of an open sequence is held back waiting for its end; past that it is cleaned and shown.
+HELD_MAX = 4096
+_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
+
+
+def printable(text: str) -> str:
+    """`text` without terminal escape sequences, C0/C1 controls (but newline and tab) and bidi overrides."""
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+
+
+class StreamCleaner:
+    """`printable` for text that arrives in pieces: a sequence cut between two pieces is held until it is whole.
+
+    Cleaning each piece alone is already safe (no control survives), but the
+    halves of a cut sequence would show as litter such as `0;title` or `[31m`.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The printable part of what has arrived so far, less an open sequence at its end."""
+        text = self._held + piece
+        match = _OPEN_AT_END.search(text)
+        if match and len(text) - match.start() <= HELD_MAX:
+            text, self._held = text[: match.start()], text[match.start():]
+        else:
+            self._held = ""
+        return printable(text)
+
+    def flush(self) -> str:
+        """What was held back, cleaned (the stream ended inside a sequence)."""
+        held, self._held = self._held, ""
+        return printable(held)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _NAMED:
+        return _NAMED[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escaped(text: str) -> str:
+    """`text` with each non-printable character but newline and tab as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    return "".join(c if c.isprintable() or c in "\n\t" else _escape(c) for c in text)
+
+
+def has_controls(text: str) -> bool:
+    """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
+    return any(not (c.isprintable() or c in "\n\t") for c in text)

@@ -1,0 +1,183 @@
+"""Confine this process before it execs tool code: read-only .git mounts, Landlock, no capabilities, seccomp.
+
+Stdlib only: the fork server and the launcher load this file by path in an
+interpreter started with `-I -S` (no `ollie`, no site-packages). The seccomp
+filter arrives ready-made as libseccomp-exported BPF in the ruleset (built in
+the daemon by seccomp_filter.py), so nothing here needs libseccomp itself.
+
+The order matters, and `apply` keeps it:
+1. mount namespace + read-only binds: needs CAP_SYS_ADMIN, and Landlock forbids
+   mount topology changes once restricted, so it comes first;
+2. Landlock (which sets no_new_privs): needs no capability;
+3. securebits and capability drop: needs CAP_SETPCAP, which step 4's filter
+   would not block but which must go before anything untrusted runs;
+4. seccomp last, so the filter never gets in the way of the setup calls above.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import importlib.util
+import os
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+# statvfs's ST_* bits equal MS_* for these; a remount must keep them or a user namespace refuses (EPERM).
+KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
+
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+# Root gains nothing at exec (NOROOT), setuid transitions don't touch caps, KEEP_CAPS stays off,
+# no ambient raise; each locked so the child cannot undo it.
+SECUREBITS = 0b11101111
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _load_sibling(name: str):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+landlock = _load_sibling("landlock")
+
+
+def _last_cap() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", "rb") as source:
+            return int(source.read())
+    except (OSError, ValueError):
+        return 40  # CAP_CHECKPOINT_RESTORE, the last one as of Linux 5.9
+
+
+_LAST_CAP = _last_cap()  # read at load: Landlock hides /proc/sys by the time the capabilities go
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    _check(_libc.mount(source.encode() if source else None, target.encode(), None, flags, None),
+           f"mount({target})")
+
+
+def _new_mount_namespace() -> None:
+    """A private mount namespace; as non-root (or root without CAP_SYS_ADMIN), inside a new user namespace."""
+    if _libc.unshare(CLONE_NEWNS) == 0:
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+    # Identity maps: files keep their owners, and the child is who it was.
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+
+
+def private_mounts(paths: list[str], tmp: str | None = None) -> None:
+    """In a private mount namespace: each path (directory or file) read-only; `tmp`, if given, seen at /tmp."""
+    _new_mount_namespace()
+    # Private first: our mounts must not propagate back to the host's mount tree.
+    _mount(None, "/", MS_REC | MS_PRIVATE)
+    for path in paths:
+        if not os.path.lexists(path):
+            continue
+        _mount(path, path, MS_BIND)
+        kept = os.statvfs(path).f_flag & KEPT_MOUNT_FLAGS
+        _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+    if tmp:
+        # For programs that ignore TMPDIR (ed's tmpfile()): the session's own temp dir stands in for /tmp.
+        # Last, so the read-only binds above (a .git under /tmp) still cover what the cwd reaches.
+        _mount(tmp, "/tmp", MS_BIND)
+
+
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability masks of this process."""
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capget(ctypes.byref(header), data), "capget")
+    return (data[0].effective | data[1].effective << 32, data[0].permitted | data[1].permitted << 32)
+
+
+def drop_capabilities() -> None:
+    """Empty every capability set (bounding, ambient, effective, permitted, inheritable); root regains none at exec."""
+    _, permitted = _capabilities()
+    if permitted:
+        # Needs CAP_SETPCAP, so before capset; a process without capabilities has nothing to lock.
+        _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "prctl(PR_SET_SECUREBITS)")
+        for cap in range(_LAST_CAP + 1):
+            _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before 4.3: nothing to clear then
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+def load_seccomp(bpf: bytes) -> None:
+    """Install a BPF seccomp filter (as exported by libseccomp); needs no_new_privs already set."""
+    count = len(bpf) // 8  # struct sock_filter is 8 bytes
+    program = ctypes.create_string_buffer(bpf, len(bpf))
+    fprog = _SockFprog(count, ctypes.cast(program, ctypes.c_void_p))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
+
+
+def apply(ruleset: dict) -> None:
+    """Confine this process to `ruleset` (from rules.ruleset_for); raises OSError. Single-threaded, just before exec.
+
+    Keys besides Landlock's: `readonly_binds` (paths made read-only), `tmp_at_tmp` (a dir
+    mounted over /tmp, for programs that ignore TMPDIR), `best_effort`
+    (a mount namespace that cannot be made only warns, on stderr) and `seccomp`
+    (base64 BPF, or None when the daemon found no seccomp).
+    """
+    binds = ruleset.get("readonly_binds") or []
+    tmp = ruleset.get("tmp_at_tmp")
+    # Opened before the mounts: a private /tmp hides whatever the rules grant under the real one.
+    opened = landlock.open_rules(ruleset) if tmp else None
+    if binds or tmp:
+        try:
+            private_mounts(binds, tmp)
+        except OSError as exc:
+            if not ruleset.get("best_effort"):
+                raise
+            # The daemon expected this to work, so no warning went to the model: say it here.
+            left = ", ".join(binds) + " left writable" if binds else f"{tmp} not at /tmp"
+            sys.stderr.write(f"ollie sandbox: {left}: {exc} (best_effort)\n")
+            sys.stderr.flush()
+    landlock.apply_ruleset(ruleset, opened)
+    drop_capabilities()
+    if ruleset.get("seccomp"):
+        load_seccomp(base64.b64decode(ruleset["seccomp"]))

@@ -1,0 +1,130 @@
+"""The tool child's seccomp filter, built with libseccomp (pyseccomp) in the daemon and exported as BPF.
+
+The fork server runs `python -I -S` and must not import site-packages, and
+building a filter per spawn would cost more than the spawn itself. So the
+daemon builds one filter per policy shape (network mode, unix sockets), caches
+its exported BPF, and ships it in the ruleset; the child loads it with
+seccomp(2) (confine.py). libseccomp does the assembly and the arch checks;
+nothing here writes BPF by hand.
+
+Default action: allow. Denied (EPERM unless noted):
+- socket(): families other than unix/inet/inet6/netlink (EAFNOSUPPORT: AF_PACKET,
+  AF_VSOCK, AF_ALG, ...); inet SOCK_RAW and every inet type but stream and
+  datagram; inet stream with a protocol other than 0/TCP (MPTCP, SCTP: Landlock
+  sees only TCP); inet datagram (UDP, ICMP ping) unless the network is enabled
+  and unrestricted; all inet when the network is disabled; AF_UNIX unless the
+  policy allows unix sockets; netlink other than NETLINK_ROUTE (glibc's
+  getaddrinfo needs that one). socketpair() stays allowed: it reaches no one.
+- io_uring (it opens sockets and files behind seccomp's back), bpf,
+  perf_event_open, kexec, modules, keyrings, ptrace and process_vm_*,
+  userfaultfd, mount-API calls, setns, namespace flags in unshare/clone,
+  TIOCSTI/TIOCLINUX ioctls (typing into a terminal); clone3 answers ENOSYS so
+  libc falls back to clone, whose flags a filter can see.
+- Any other architecture or ABI (i386 `int 0x80`, x32): the process is killed.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+
+import pyseccomp as sc
+
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+SOCK_STREAM, SOCK_DGRAM = 1, 2
+SOCK_TYPE_MASK = 0xF  # type's low bits; SOCK_NONBLOCK / SOCK_CLOEXEC sit above them
+SOCK_MAX = 11  # the kernel answers EINVAL for any type at or above it: no rule needed there
+IPPROTO_TCP = 6
+NETLINK_ROUTE = 0
+INT = 0xFFFFFFFF  # the kernel reads these arguments as 32-bit ints: compare only the low half
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x20000000, 0x40000000, 0x80
+# CLONE_NEWTIME's bit is the exit-signal byte in clone(); only unshare() reads it as a flag.
+CLONE_NAMESPACES = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+                    CLONE_NEWNET)
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+
+DENIED_CALLS = (
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "add_key", "keyctl", "request_key",
+    "ptrace", "process_vm_readv", "process_vm_writev", "userfaultfd", "setns", "mount", "umount2",
+    "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+)
+NETWORK_MODES = ("none", "tcp", "all")  # no inet; TCP only (Landlock restricts its ports); inet unrestricted
+
+
+def _eq(arg: int, value: int) -> sc.Arg:
+    return sc.Arg(arg, sc.MASKED_EQ, INT, value)
+
+
+def _deny_inet(flt: sc.SyscallFilter, family: int, datagrams: bool) -> None:
+    deny = sc.ERRNO(errno.EPERM)
+    allowed_types = (SOCK_STREAM, SOCK_DGRAM) if datagrams else (SOCK_STREAM,)
+    for kind in range(SOCK_MAX):
+        if kind not in allowed_types:
+            flt.add_rule(deny, "socket", _eq(0, family), sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, kind))
+    # Stream sockets: plain TCP only. GT compares all 64 bits, so high garbage is denied too.
+    stream = sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, SOCK_STREAM)
+    for protocol in range(1, IPPROTO_TCP):
+        flt.add_rule(deny, "socket", _eq(0, family), stream, _eq(2, protocol))
+    flt.add_rule(deny, "socket", _eq(0, family), stream, sc.Arg(2, sc.GT, IPPROTO_TCP))
+
+
+def _socket_rules(flt: sc.SyscallFilter, network: str, unix: bool) -> None:
+    deny = sc.ERRNO(errno.EPERM)
+    no_family = sc.ERRNO(errno.EAFNOSUPPORT)
+    kept = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}
+    for family in range(AF_NETLINK):
+        if family not in kept:
+            flt.add_rule(no_family, "socket", _eq(0, family))
+    flt.add_rule(no_family, "socket", sc.Arg(0, sc.GT, AF_NETLINK))  # AF_PACKET (17) and every later family
+    flt.add_rule(deny, "socket", _eq(0, AF_NETLINK), sc.Arg(2, sc.NE, NETLINK_ROUTE))
+    if not unix:
+        flt.add_rule(deny, "socket", _eq(0, AF_UNIX))
+    for family in (AF_INET, AF_INET6):
+        if network == "none":
+            flt.add_rule(deny, "socket", _eq(0, family))
+        else:
+            _deny_inet(flt, family, datagrams=network == "all")
+
+
+def _build(network: str, unix: bool) -> sc.SyscallFilter:
+    flt = sc.SyscallFilter(sc.ALLOW)
+    # Only the native arch is in the filter; any other (i386 int 0x80, x32) is killed outright.
+    flt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    deny = sc.ERRNO(errno.EPERM)
+    for name in DENIED_CALLS:
+        flt.add_rule(deny, name)
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for flag in CLONE_NAMESPACES:
+        flt.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    for flag in (*CLONE_NAMESPACES, CLONE_NEWTIME):
+        flt.add_rule(deny, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    for request in (TIOCSTI, TIOCLINUX):
+        flt.add_rule(deny, "ioctl", _eq(1, request))
+    _socket_rules(flt, network, unix)
+    return flt
+
+
+@functools.cache
+def filter_bpf(network: str, unix: bool) -> bytes:
+    """The exported BPF program (struct sock_filter array) for this policy shape; built once per shape."""
+    if network not in NETWORK_MODES:
+        raise ValueError(f"unknown network mode {network!r}")
+    flt = _build(network, unix)
+    with os.fdopen(os.memfd_create("ollie-seccomp"), "w+b") as out:
+        flt.export_bpf(out)  # libseccomp writes to the fd itself
+        out.seek(0)
+        return out.read()
+
+
+def filter_pfc(network: str, unix: bool) -> str:
+    """libseccomp's readable pseudo-code of the filter (for debugging and review)."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out:
+        _build(network, unix).export_pfc(out)
+        out.seek(0)
+        return out.read()

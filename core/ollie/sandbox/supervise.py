@@ -1,0 +1,336 @@
+"""The per-spawn supervisor: runs one tool process and, when it ends, kills everything it left behind.
+
+Stdlib only: the fork server and the launcher load this file by path in an
+interpreter started with `-I -S`. The supervisor is a child subreaper, so every
+orphan of the step (a double fork, a `setsid` daemon) is reparented to it; it
+gets SIGTERM when its own parent dies (PDEATHSIG) or is told to stop. It forks
+the tool process (which leads its own session and process group: the pid the
+daemon kills on a timeout), waits for it, then SIGKILLs and reaps every
+remaining descendant and every member of the step's pids cgroup, and only then
+reports the exit status: "the step is done" means all its processes are dead.
+The supervisor stays outside the tool's process group, so a group kill never
+stops the sweep; the sweep never forks, so the process limit cannot either (a
+spare supervisor sits in its step's cgroup, with one slot added for itself).
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+if __package__:
+    from ollie.sandbox import cgroup
+else:  # loaded by path from the fork server or the launcher
+    _spec = importlib.util.spec_from_file_location(
+        "_ollie_cgroup", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cgroup.py"))
+    cgroup = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(cgroup)
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+STOP_SIGNAL = signal.SIGTERM
+_libc = ctypes.CDLL(None, use_errno=True)
+
+# Set by the SIGTERM handler; the tool's pid once forked (the handler kills its group).
+_stopping = False
+_tool = 0
+
+# The tool process's pre-exec work: (request, stdio fds, error pipe, cgroup or None); never returns.
+ToolChild = Callable[[dict, Sequence[int], int, "cgroup.Cgroup | None"], NoReturn]
+
+
+def _prctl(option: int, value: int) -> None:
+    if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def _kill_tool(pid: int) -> None:
+    for kill in (os.killpg, os.kill):  # the group, and the pid itself in case it has not led one yet
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    """Parent died or we were told to stop: kill the tool; the wait then returns and the sweep runs.
+
+    No exception is raised here, so no state of the wait loop can be lost to it.
+    """
+    global _stopping
+    _stopping = True
+    if _tool:
+        _kill_tool(_tool)
+
+
+def _children() -> set[int]:
+    """Our direct children (orphans reparented to us included)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as children:
+            return {int(pid) for pid in children.read().split()}
+    except FileNotFoundError:
+        pass  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == me:
+                        found.add(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def _reap_all() -> tuple[int, bool]:
+    """Reap every dead child without blocking: (how many, whether any child is left)."""
+    reaped = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped, False
+        if pid == 0:
+            return reaped, True
+        reaped += 1
+
+
+def sweep(group: cgroup.Cgroup | None) -> None:
+    """SIGKILL and reap every remaining descendant and cgroup member; return once none is left.
+
+    Killing a process reparents its children to us (the subreaper) before we
+    can reap it, so "no child left" means "no descendant left"; the loop also
+    catches what a racing forker started between two rounds.
+    """
+    delay = 0.0002
+    me = os.getpid()  # a spare supervisor is a member of its own cgroup
+    while True:
+        reaped, left = _reap_all()
+        if not left:
+            # No child, so no descendant. Members of the cgroup that are not descendants could
+            # only have been moved in from outside the sandbox: not looked for (~0.1 ms a step).
+            return
+        # The cgroup lists the whole tree at once; the children catch what is outside it.
+        members = group.procs() - {me} if group is not None else set()
+        for pid in _children() | members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not reaped:
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+
+def _send(conn: socket.socket, message: dict) -> bool:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        return False  # the daemon gave up on this spawn
+    return True
+
+
+def _wait_tool(pid: int) -> int:
+    """Reap children until the tool itself exits (orphans that die meanwhile must not pile up as zombies)."""
+    while True:
+        try:
+            reaped, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return -signal.SIGKILL  # cannot happen: the tool is our child
+        if reaped == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def _arm(parent: int) -> None:
+    """Become a subreaper that hears of its parent's death; stop at once if it is already gone."""
+    signal.signal(STOP_SIGNAL, _on_stop)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, STOP_SIGNAL)
+    if os.getppid() != parent:
+        _on_stop(STOP_SIGNAL, None)  # it died before PDEATHSIG was armed
+
+
+def _limit_of(request: dict) -> int:
+    return int((request.get("limits") or {}).get("processes") or 0)
+
+
+def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int,
+              group: cgroup.Cgroup | None = None) -> int:
+    """Run `request` as one step (its replies go to `conn`) and sweep after it; the supervisor's exit code.
+
+    `parent` is the pid whose death must end the step (the fork server, or the
+    daemon for the launcher); `child` does the tool's pre-exec work and execs.
+    `group`: a spare's cgroup that this process already belongs to (see `run_spare`).
+    """
+    global _tool
+    if group is None:
+        _arm(parent)
+        limit = _limit_of(request)
+        group = cgroup.Cgroup.create(str(os.getpid()), limit) if limit > 0 else None
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(err_r)
+        child(request, stdio, err_w, group)
+    _tool = pid
+    if _stopping:
+        _kill_tool(pid)
+    os.close(err_w)
+    for fd in stdio:
+        os.close(fd)  # the step's pipes must close once its processes are gone
+    with os.fdopen(err_r, "rb") as errors:
+        failure = errors.read()  # EOF on a successful exec (the pipe is close-on-exec)
+    if failure:
+        _wait_tool(pid)
+        sweep(group)
+        _finish(group)
+        _send(conn, {"error": json.loads(failure)})
+        return 0
+    if not _send(conn, {"pid": pid}):
+        _kill_tool(pid)  # nobody could ever stop it otherwise
+    status = _wait_tool(pid)
+    sweep(group)
+    _finish(group)  # a spare cannot remove the cgroup it is in: the fork server does, once it exits
+    _send(conn, {"status": status})
+    return 0
+
+
+def _finish(group: cgroup.Cgroup | None) -> None:
+    if group is not None:
+        group.remove()
+
+
+def limit_processes(request: dict, group: cgroup.Cgroup | None) -> None:
+    """In the tool process before exec: join the step's cgroup, or fall back to RLIMIT_NPROC (not for root)."""
+    limit = int((request.get("limits") or {}).get("processes") or 0)
+    if group is not None:
+        group.join()
+    elif limit > 0:
+        cgroup.limit_rlimit(limit)
+
+
+def close_fds_except(keep: Sequence[int]) -> None:
+    """Close every fd from 3 up except `keep`: a supervisor forked from the fork server must not hold
+    other spawns' pipes or sockets (theirs would never see EOF while this step runs)."""
+    low = 3
+    for fd in sorted(set(keep)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def recv_fds(sock: socket.socket, maxfds: int) -> tuple[bytes, list[int]]:
+    """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
+    and an inherited fd would hand one child another spawn's pipes and socket."""
+    item = array.array("i")
+    message, ancdata, _, _ = sock.recvmsg(64, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            item.frombytes(data[: len(data) - len(data) % item.itemsize])
+    return message, list(item)
+
+
+def read_request(conn: socket.socket, max_bytes: int) -> dict | None:
+    """The spawn's JSON request line, read blocking; None when the daemon closed first. ValueError if bad."""
+    buffer = bytearray()
+    while b"\n" not in buffer:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            return None
+        buffer += chunk
+        if len(buffer) > max_bytes:
+            raise ValueError("request too large")
+    return json.loads(buffer.split(b"\n", 1)[0])
+
+
+_spare_group: cgroup.Cgroup | None = None
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    """An idle spare told to stop (or whose fork server died): nothing to sweep; leave no cgroup behind."""
+    if _spare_group is not None:
+        _spare_group.leave_and_remove()
+    os._exit(0)
+
+
+def run_spare(jobs: socket.socket, child: ToolChild, parent: int, max_request: int) -> NoReturn:
+    """A supervisor made ahead of time: it moves itself into a fresh cgroup, then waits for one spawn.
+
+    Moving a task into a cgroup waits for an RCU grace period when none happened
+    lately (~15 ms here), so spares pay that while idle: the tool they fork is
+    born in the cgroup, with nothing to move. Sends b"ready", then receives the
+    per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone).
+    """
+    global _spare_group
+    signal.signal(STOP_SIGNAL, _exit_now)  # idle: nothing to sweep yet
+    code = 1
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_PDEATHSIG, STOP_SIGNAL)
+        if os.getppid() != parent:
+            os._exit(0)
+        group = cgroup.Cgroup.create(str(os.getpid()), 0)
+        if group is None:
+            jobs.sendall(b"no cgroup")  # the fork server stops making spares
+            os._exit(0)
+        group.join()
+        _spare_group = group
+        jobs.sendall(b"ready")
+        message, fds = recv_fds(jobs, 4)
+        if message != b"go" or len(fds) != 4:
+            _exit_now(0, None)  # EOF: the fork server has gone
+        signal.signal(STOP_SIGNAL, _on_stop)
+        _spare_group = None
+        if os.getppid() != parent:
+            _on_stop(STOP_SIGNAL, None)
+        conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
+        try:
+            request = read_request(conn, max_request)
+        except ValueError as exc:
+            _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
+            os._exit(0)
+        if request is None:
+            os._exit(0)
+        limit = _limit_of(request)
+        group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
+        code = supervise(request, conn, stdio, child, parent, group)
+        if os.getppid() != parent:
+            group.leave_and_remove()  # the fork server, which would remove it, is gone
+    except BaseException as exc:  # noqa: BLE001 - the supervisor must always exit here
+        _report_crash(exc)
+    finally:
+        os._exit(code)
+
+
+def _report_crash(exc: BaseException) -> None:
+    try:
+        sys.stderr.write(f"ollie supervisor: {exc!r}\n")
+    except Exception:  # noqa: BLE001
+        pass
+    if _tool:
+        _kill_tool(_tool)
+        sweep(None)
+
+
+def run(request: dict, conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int) -> NoReturn:
+    """`supervise`, then exit: a supervisor never returns to its caller's code (the fork server's loop)."""
+    code = 1
+    try:
+        code = supervise(request, conn, stdio, child, parent)
+    except BaseException as exc:  # noqa: BLE001 - the supervisor must always exit here
+        _report_crash(exc)
+    finally:
+        os._exit(code)

@@ -1,0 +1,123 @@
+"""Paths no sandbox policy may open to tool code: keys, shell start-up files, ollie's own config and runtime dirs.
+
+Landlock grants whole trees and cannot carve a hole into one. So a writable
+root that holds a protected path (a workspace at $HOME, a policy granting all
+of /tmp) is granted read-only instead, with a warning; and a readable root that
+holds a secret is replaced by its entries minus the way to the secret.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from ollie import paths
+from ollie.sandbox import Policy
+
+# Shell start-up files (relative to $HOME): code written there runs as the user, unsandboxed, at the next login.
+STARTUP_FILES = (".bashrc", ".profile", ".bash_profile", ".bash_login", ".zshrc", ".zprofile", ".config/fish")
+ADVICE = "open a project folder instead of your home directory"
+
+
+def _real(path: Path | str) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def secret_paths(home: Path) -> list[Path]:
+    """What tool code may never read through a broader grant: ollie's config (its env file), keys, other sessions."""
+    return [_real(p) for p in (paths.config_dir(), home / ".ssh", home / ".gnupg", paths.runtime_tmp_dir())]
+
+
+def guarded_paths(home: Path) -> list[Path]:
+    """What tool code may never write through a broader grant: the secrets, $HOME itself and shell start-up files."""
+    return [_real(home), *secret_paths(home), *(_real(home / name) for name in STARTUP_FILES)]
+
+
+def _holds(root: Path, path: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _write_problem(root: Path, homes: list[Path]) -> Path | None:
+    """The protected path a writable `root` would expose, or None."""
+    real = _real(root)
+    for home in homes:
+        for guarded in guarded_paths(home):
+            if _holds(real, guarded):
+                return guarded
+        # Inside ollie's config dir or a key dir: an agent config or a key planted there is as bad.
+        for secret in secret_paths(home)[:3]:
+            if real.is_relative_to(secret):
+                return secret
+    return None
+
+
+def _readable_split(root: Path, secrets: list[Path], seen: set[Path]) -> list[Path]:
+    """`root` when it holds no secret; else its entries, recursively, minus every secret."""
+    real = _real(root)
+    # A grant of the secret itself goes; one inside it (ollie's tools dir, this session's TMPDIR) was meant.
+    if real in secrets:
+        return []
+    if not any(s.is_relative_to(real) for s in secrets):
+        return [root]
+    if real in seen:
+        # A symlink back up the tree (~/link -> /): its entries are granted already.
+        return []
+    seen.add(real)
+    try:
+        children = sorted(real.iterdir())
+    except OSError:
+        return []
+    out: list[Path] = []
+    for child in children:
+        # A symlink is followed where Landlock opens the rule's path: judge it by its target.
+        out.extend(_readable_split(child, secrets, seen))
+    return out
+
+
+def _split_all(roots: Iterable[Path], secrets: list[Path]) -> tuple[Path, ...]:
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for root in roots:
+        for path in _readable_split(root, secrets, seen):
+            if path not in out:
+                out.append(path)
+    return tuple(out)
+
+
+def protect(policy: Policy, *, home: Path | str | None = None) -> tuple[Policy, list[str]]:
+    """`policy` with no protected path writable and no secret readable, and a warning per downgraded root."""
+    # The session's $HOME and the daemon's own, should a session env have moved HOME.
+    homes = list(dict.fromkeys([Path(home) if home else Path.home(), Path.home()]))
+    warnings: list[str] = []
+    rw: list[Path] = []
+    rwx: list[Path] = []
+    ro, rox = list(policy.ro), list(policy.rox)
+    for kind, keep, demote in (("rw", rw, ro), ("rwx", rwx, rox)):
+        for root in getattr(policy, kind):
+            problem = _write_problem(root, homes)
+            if problem is None:
+                keep.append(root)
+                continue
+            demote.append(root)
+            if problem in {_real(h) for h in homes}:
+                what = "is your home directory" if _real(root) == problem else f"holds your home directory {problem}"
+            else:
+                what = f"{'is' if _real(root) == problem else 'holds'} {problem}"
+            # A root holding ollie's session dirs (all of /tmp, say) is no home directory: say what to do there.
+            advice = ADVICE if problem != _real(paths.runtime_tmp_dir()) else (
+                "open a project folder instead (not a temp dir holding ollie's session dirs)")
+            warnings.append(
+                f"{root} {what}, which tool code must not change: it is granted read-only "
+                f"(sandbox policy {policy.name!r}); {advice}"
+            )
+    secrets = list(dict.fromkeys(s for h in homes for s in secret_paths(h)))
+    protected = replace(
+        policy,
+        ro=_split_all(ro, secrets),
+        rox=_split_all(rox, secrets),
+        rw=_split_all(rw, secrets),
+        rwx=_split_all(rwx, secrets),
+    )
+    return protected, warnings

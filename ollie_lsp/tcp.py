@@ -1,0 +1,289 @@
+"""`ollie-lsp --tcp`: a loopback-only listener that serves one client, once it proves the start-up token.
+
+Anything that can open a TCP connection to localhost (sandboxed tool code
+included) could otherwise drive the daemon, whose `!cmd` runs unsandboxed. So
+the first message on a connection must be `initialize` carrying
+`initializationOptions.token`; anything else is answered with an error and the
+connection is closed before pygls sees a byte of it. The first client to prove
+the token owns the daemon; later connections are refused, and the daemon exits
+when its client goes, as it does on stdio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+import stat
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ollie_lsp.server import OllieServer
+
+logger = logging.getLogger("ollie.lsp.tcp")
+
+TOKEN_ENV = "OLLIE_LSP_TOKEN"
+UNAUTHORIZED = -32003
+BUSY = -32004
+MIN_TOKEN_CHARS = 16
+AUTH_TIMEOUT_S = 10.0
+# The first message is an initialize: VS Code's is ~20 KB. More is not a client we want to wait for.
+MAX_FIRST_BYTES = 1 << 20
+MAX_HEADER_LINES = 8
+
+
+class TcpSetupError(Exception):
+    """The --tcp address or the token cannot be used; the message says why and what to do."""
+
+
+def loopback_host(host: str) -> str:
+    """`host` when it is a loopback address (`localhost` becomes 127.0.0.1); TcpSetupError otherwise."""
+    name = host.strip("[]")
+    if name in ("", "localhost"):
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        raise TcpSetupError(f"--tcp host {host!r} is not an IP address; use 127.0.0.1 (or ::1)") from None
+    if not address.is_loopback:
+        raise TcpSetupError(
+            f"--tcp listens on loopback only, not {host!r}: the daemon runs commands outside the sandbox. "
+            "For a remote daemon run it over ssh (`ssh HOST ollie-lsp`, stdio) instead"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Token:
+    """The secret a client must send, and the file that holds it when the daemon wrote or read one."""
+
+    value: str
+    path: Path | None
+    generated: bool
+
+
+def _private(path: Path) -> bool:
+    mode = path.stat().st_mode
+    return stat.S_ISREG(mode) and not mode & 0o077
+
+
+def write_token_file(path: Path, value: str) -> None:
+    """Write `value` to `path`, readable and writable by the user only (0600, in a 0700 dir if it makes one)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # O_NOFOLLOW: a link planted at the path must not redirect the write.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (value + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | None = None) -> Token:
+    """The token: from --token-file (written there when the file is absent), else $OLLIE_LSP_TOKEN, else new.
+
+    A new token goes to `<state dir>/lsp-<port>.token` (0600). The variable is
+    removed from the environment so that tools and hooks do not inherit it.
+    """
+    env = os.environ if environ is None else environ
+    given = env.pop(TOKEN_ENV, None)
+    if token_file:
+        path = Path(token_file).expanduser()
+        if path.exists():
+            if not _private(path):
+                raise TcpSetupError(f"--token-file {path} must be a regular file only you can read (chmod 600)")
+            value = path.read_text(encoding="utf-8").strip()
+            _check_strength(value, f"--token-file {path}")
+            return Token(value, path, generated=False)
+        value = secrets.token_urlsafe(32)
+        write_token_file(path, value)
+        return Token(value, path, generated=True)
+    if given is not None:
+        value = given.strip()
+        _check_strength(value, TOKEN_ENV)
+        return Token(value, None, generated=False)
+    from ollie.paths import state_dir
+
+    path = state_dir() / f"lsp-{port}.token"
+    value = secrets.token_urlsafe(32)
+    write_token_file(path, value)
+    return Token(value, path, generated=True)
+
+
+def _check_strength(value: str, source: str) -> None:
+    if len(value) < MIN_TOKEN_CHARS:
+        raise TcpSetupError(f"{source}: the token must be at least {MIN_TOKEN_CHARS} characters")
+
+
+class FramingError(Exception):
+    """The first message is not LSP-framed JSON of a sane size."""
+
+
+async def read_first_message(reader: asyncio.StreamReader) -> bytes:
+    """The body of the first LSP-framed message (`Content-Length` headers, a blank line, the body)."""
+    length: int | None = None
+    for _ in range(MAX_HEADER_LINES):
+        line = await reader.readline()
+        if not line.endswith(b"\n"):
+            raise FramingError("connection closed before the first message")
+        if not line.strip():
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            if not value.strip().isdigit():
+                raise FramingError("bad Content-Length")
+            length = int(value.strip())
+    else:
+        raise FramingError("too many header lines")
+    if length is None or length > MAX_FIRST_BYTES:
+        raise FramingError("missing or too large Content-Length")
+    return await reader.readexactly(length)
+
+
+def check_first(body: bytes, token: str) -> tuple[str | None, Any, dict[str, Any] | None]:
+    """(problem, id, message without the token): problem None when `body` is an initialize with the token."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "the first message is not JSON", None, None
+    if not isinstance(message, dict):
+        return "the first message is not a JSON-RPC object", None, None
+    msg_id = message.get("id")
+    if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+        msg_id = None
+    if message.get("method") != "initialize" or msg_id is None:
+        return "the first request must be initialize with initializationOptions.token", msg_id, None
+    params = message.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    given = options.get("token") if isinstance(options, dict) else None
+    if not isinstance(given, str):
+        return "initializationOptions.token is missing", msg_id, None
+    if not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode()):
+        return "wrong token", msg_id, None
+    # The token goes no further: not into the logs, not into the options the sessions see.
+    cleaned = {**message, "params": {**params, "initializationOptions": {
+        k: v for k, v in options.items() if k != "token"}}}
+    return None, msg_id, cleaned
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """`message` as one LSP-framed message."""
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+async def refuse(writer: asyncio.StreamWriter, msg_id: Any, code: int, message: str) -> None:
+    """Answer with a JSON-RPC error and close the connection."""
+    try:
+        writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}))
+        await asyncio.wait_for(writer.drain(), 5)
+    except (OSError, TimeoutError):
+        pass
+    finally:
+        writer.close()
+
+
+class ReplayReader:
+    """pygls' async reader over a TCP stream, which first hands back the (cleaned) initialize it was given."""
+
+    def __init__(self, first: bytes, stream: asyncio.StreamReader) -> None:
+        self._buffer = first
+        self._stream = stream
+
+    async def readline(self) -> bytes:
+        """The next line (b"" once the client is gone)."""
+        if self._buffer:
+            end = self._buffer.find(b"\n") + 1 or len(self._buffer)
+            line, self._buffer = self._buffer[:end], self._buffer[end:]
+            return line
+        try:
+            return await self._stream.readline()
+        except (OSError, ValueError):
+            return b""
+
+    async def readexactly(self, n: int) -> bytes:
+        """The next `n` bytes (fewer once the client is gone)."""
+        head, self._buffer = self._buffer[:n], self._buffer[n:]
+        if len(head) == n:
+            return head
+        try:
+            return head + await self._stream.readexactly(n - len(head))
+        except asyncio.IncompleteReadError as exc:
+            return head + exc.partial
+        except OSError:
+            return head
+
+
+async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callable[[int], Token]) -> None:
+    """Listen on `host:port`; serve the first client that proves the token; return when it has gone.
+
+    `token_for(port)` gives the token once the port is bound (a new token's file is named after it).
+    """
+    from pygls.io_ import run_async
+
+    stop = threading.Event()
+    server._stop_event = stop  # so pygls' shutdown() can stop the loop
+    finished = asyncio.Event()
+    owner: list[asyncio.StreamWriter] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            body = await asyncio.wait_for(read_first_message(reader), AUTH_TIMEOUT_S)
+        except (TimeoutError, FramingError, asyncio.IncompleteReadError, OSError, ValueError) as exc:
+            logger.warning("tcp: connection dropped before initialize", extra={"why": str(exc) or type(exc).__name__})
+            await refuse(writer, None, UNAUTHORIZED, "unauthorized: send initialize with initializationOptions.token")
+            return
+        problem, msg_id, cleaned = check_first(body, token)
+        if problem is not None or cleaned is None:
+            logger.warning("tcp: refused a client", extra={"why": problem})
+            await refuse(writer, msg_id, UNAUTHORIZED, f"unauthorized: {problem}")
+            return
+        if owner:
+            logger.warning("tcp: refused a second client")
+            await refuse(writer, msg_id, BUSY, "busy: another client is connected to this daemon")
+            return
+        owner.append(writer)
+        logger.info("tcp: client authenticated")
+        server.protocol.set_writer(writer)
+        try:
+            await run_async(stop_event=stop, reader=ReplayReader(frame(cleaned), reader), protocol=server.protocol,
+                            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error)
+        finally:
+            finished.set()
+
+    listener = await asyncio.start_server(on_connect, host, port)
+    bound = listener.sockets[0].getsockname()[1]
+    try:
+        # No connection is handled before the next await: the token is in place before the first one.
+        secret = token_for(bound)
+    except BaseException:
+        listener.close()
+        raise
+    token = secret.value
+    announce(host, bound, secret)
+    # SIGTERM ends the daemon as the client leaving does: sessions saved, a new token's file removed.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, finished.set)
+    try:
+        await finished.wait()
+    finally:
+        listener.close()
+        await server.close_sessions()
+        if secret.generated and secret.path is not None:
+            secret.path.unlink(missing_ok=True)
+
+
+def announce(host: str, port: int, token: Token) -> None:
+    """Say once on stderr where the daemon listens and where its token is (never the token itself)."""
+    where = f"in {token.path}" if token.path else f"from ${TOKEN_ENV}"
+    print(f"ollie-lsp: listening on {host}:{port} (loopback only); clients must send "
+          f"initializationOptions.token, the token {where}", file=sys.stderr, flush=True)

@@ -1,0 +1,99 @@
+"""A Core on its first run: an unreachable backend ends the turn at once; config switches never break a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+from agentkit import ToyServer, drain, roles, wait_state, write_agent
+
+from ollie.testing import Reply
+
+# The seed's backoff: before, an unreachable server cost 5 + 10 + 20 s of retries.
+REAL_BACKOFF = {"backoff_base_s": 5.0, "drop_backoff_base_s": 2.0}
+
+
+def closed_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def test_nothing_listening_ends_the_first_turn_at_once_with_what_to_do(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    core = await make_core(srv, toy=ToyServer(), limits=REAL_BACKOFF,
+                           env={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(), "OLLIE_MODEL": "qwen3"})
+    sub = core.bus.subscribe()
+    started = time.monotonic()
+    result = await core.submit("hello")
+    assert time.monotonic() - started < 2
+    assert result.stop == "error"
+    assert "ollama serve" in result.error and "ollama pull qwen3" in result.error
+    assert "OLLIE_BACKEND" in result.error
+    events = drain(sub)
+    assert roles(events, "limitretry") == []
+    assert roles(events, "error")[-1].content == result.error
+
+
+async def test_an_unknown_host_is_not_retried(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    core = await make_core(srv, toy=ToyServer(), limits=REAL_BACKOFF,
+                           env={"OLLIE_OPENAI_URL": "http://ollie-test.invalid/v1"})
+    sub = core.bus.subscribe()
+    started = time.monotonic()
+    result = await core.submit("hello")
+    assert time.monotonic() - started < 2
+    assert result.stop == "error" and "OLLIE_OPENAI_URL" in result.error
+    assert roles(drain(sub), "limitretry") == []
+
+
+async def test_a_url_without_scheme_is_reported_on_the_first_turn_naming_the_variable(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    core = await make_core(srv, toy=ToyServer(), env={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": "localhost:11434"})
+    assert core.backend is None and "OLLIE_OLLAMA_URL" in core.backend_error
+    result = await core.submit("hello")
+    assert result.stop == "error" and "OLLIE_OLLAMA_URL='localhost:11434'" in result.error
+    health = await core.backend_health()
+    assert health["ok"] is False and "OLLIE_OLLAMA_URL" in health["error"]
+
+
+async def test_backend_health_is_checked_once_and_again_after_a_switch(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    core = await make_core(srv, toy=ToyServer())
+    health = await core.backend_health()
+    assert (health["ok"], health["reachable"], health["modelPresent"], health["keySet"]) == (True, True, True, True)
+    await core.backend_health()
+    assert [r.path for r in srv.requests] == ["/v1/models"]  # cached
+    await core.submit("/model not-there")
+    health = await core.backend_health()
+    assert (health["ok"], health["modelPresent"]) == (False, False)
+    assert "not-there" in health["error"]
+
+
+async def test_a_config_context_length_is_the_limit(scripted_llm, make_core, agents_dir):
+    srv = scripted_llm("openai")
+    write_agent(agents_dir, "small", contextLength=5000)
+    srv.script(Reply.text("ok"))
+    core = await make_core(srv, toy=ToyServer(), agent="small")
+    await core.submit("hi")
+    assert core.context_info()["limit"] == 5000
+
+
+async def test_switching_backend_during_a_turn_leaves_the_turn_intact(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    other = scripted_llm("openai")
+    srv.script(Reply.text("one two three four five six seven eight", chunk_size=4, delay=0.05))
+    other.script(Reply.text("from the new backend"))
+    core = await make_core(srv, toy=ToyServer(), env={"OLLIE_OPENAI_URL": srv.url})
+    sub = core.bus.subscribe()
+    turn = asyncio.create_task(core.submit("first"))
+    await wait_state(core, "thinking")
+    while not roles(drain(sub), "assistant"):
+        await asyncio.sleep(0.01)
+    core.set_env("OLLIE_OPENAI_URL", other.url)
+    await core.submit("/backend openai")
+    await core.submit("/model scripted-model")
+    result = await turn
+    assert (result.stop, result.reply) == ("end", "one two three four five six seven eight")
+    assert (await core.submit("second")).reply == "from the new backend"

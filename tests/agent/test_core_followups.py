@@ -1,0 +1,70 @@
+"""What runs after a turn on its own: a postTurn continuation (exit 2), queued prompts; a detached turnError hook."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from agentkit import ToyServer, drain, sent_messages, write_agent
+
+from ollie.agent.inbox import MAX_CONTINUATIONS
+from ollie.testing import Reply
+
+CONTINUE_ONCE = ("if grep -q '\"reply\": \"first answer\"'; then echo 'now run the tests' >&2; exit 2; fi")
+
+
+async def test_a_post_turn_hook_exiting_2_continues_with_its_output_as_the_prompt(scripted_llm, make_core,
+                                                                                  agents_dir):
+    write_agent(agents_dir, "cont", hooks={"postTurn": CONTINUE_ONCE}, commandSandbox="none")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"), Reply.text("tests pass"))
+    core = await make_core(srv, toy=ToyServer(), agent="cont")
+    sub = core.bus.subscribe()
+    result = await core.submit("fix the bug")
+    assert result.reply == "first answer"
+    assert sent_messages(srv, 1)[-1] == {"role": "user", "content": "now run the tests"}
+    assert core.reply == "tests pass"
+    events = [(e.role, e.content) for e in drain(sub) if e.role in ("turn", "user")]
+    assert events == [("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "now run the tests"),
+                      ("turn", "end")]
+
+
+async def test_continuations_stop_after_the_cap(scripted_llm, make_core, agents_dir):
+    write_agent(agents_dir, "loop", hooks={"postTurn": "echo again >&2; exit 2"}, commandSandbox="none")
+    srv = scripted_llm("openai")
+    srv.script(*[Reply.text(f"answer {i}") for i in range(MAX_CONTINUATIONS + 1)])
+    core = await make_core(srv, toy=ToyServer(), agent="loop")
+    await core.submit("go")
+    assert len(srv.chat_requests) == MAX_CONTINUATIONS + 1
+
+
+async def test_queued_prompts_run_as_turns_announced_with_a_user_event(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("one", delay=0.05, chunk_size=1), Reply.text("two"))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    turn = asyncio.create_task(core.submit("first"))
+    while not core.is_running:
+        await asyncio.sleep(0.005)
+    core.queue("second prompt")
+    assert (await turn).reply == "one"
+    events = [(e.role, e.content) for e in drain(sub) if e.role in ("turn", "user")]
+    assert events == [("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "second prompt"),
+                      ("turn", "end")]
+
+
+async def test_an_interrupt_does_not_cancel_the_turn_error_hook(scripted_llm, make_core, agents_dir, tmp_path):
+    done = tmp_path / "hook-finished"
+    write_agent(agents_dir, "slowhook", hooks={"turnError": f"sleep 0.6; echo finished > {done}"},
+                commandSandbox="none")
+    srv = scripted_llm("openai", check=False)
+    srv.script(Reply.error(503))
+    core = await make_core(srv, toy=ToyServer(), agent="slowhook")
+    turn = asyncio.create_task(core.submit("hi"))
+    await asyncio.sleep(0.3)  # the request failed; the hook is running
+    assert core.interrupt("user")
+    assert (await turn).stop == "interrupted"
+    started = time.monotonic()
+    while not done.exists() and time.monotonic() - started < 5:
+        await asyncio.sleep(0.05)
+    assert done.read_text() == "finished\n"

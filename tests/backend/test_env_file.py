@@ -1,0 +1,36 @@
+"""The env file: comments after values, quotes that keep `#`, and the file never overriding the environment."""
+
+from __future__ import annotations
+
+from ollie.backend.registry import make_backend
+from ollie.env import load_env_file, parse_env_file
+
+TEXT = """
+# a whole-line comment
+OLLIE_BACKEND=openai   # the hosted one
+OLLIE_OPENAI_KEY="sk-abc#def"   # quoted: the # is part of the key
+OLLIE_MODEL='gpt-4.1#mini'
+export OLLIE_OPENAI_URL=http://127.0.0.1:9/v1#frag
+EMPTY=  # nothing
+TABBED=x\t# tab before the comment
+"""
+
+
+def test_a_comment_after_a_value_is_not_part_of_it():
+    values = parse_env_file(TEXT)
+    assert values["OLLIE_BACKEND"] == "openai"
+    assert values["OLLIE_OPENAI_KEY"] == "sk-abc#def"
+    assert values["OLLIE_MODEL"] == "gpt-4.1#mini"
+    assert values["OLLIE_OPENAI_URL"] == "http://127.0.0.1:9/v1#frag"  # no space before '#': a value
+    assert values["EMPTY"] == ""
+    assert values["TABBED"] == "x"
+
+
+def test_the_backend_built_from_the_file_gets_clean_values(tmp_path):
+    env_file = tmp_path / "env"
+    env_file.write_text(TEXT)
+    environ: dict[str, str] = {"OLLIE_MODEL": "from-environment"}
+    load_env_file(env_file, environ)
+    backend = make_backend(environ=environ)
+    assert (backend.name, backend.model) == ("openai", "from-environment")
+    assert backend._client.headers["Authorization"] == "Bearer sk-abc#def"

@@ -1,0 +1,154 @@
+"""First run: unreachable backends fail at once with what to do, bad URLs are refused, health says why."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from ollie.backend.errors import BackendConfigError, BackendUnreachableError, TransientError
+from ollie.backend.health import check_backend, model_listed
+from ollie.backend.registry import make_backend
+from ollie.backend.types import GenerationParams, Message
+
+
+def closed_url() -> str:
+    """An http URL on 127.0.0.1 where nothing listens (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def first_event(backend):
+    async for event in backend.stream([Message("user", "hi")], [], GenerationParams()):
+        return event
+    return None
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("OLLIE_OLLAMA_URL", "localhost:11434"),
+    ("OLLIE_OLLAMA_URL", "127.0.0.1:11434"),
+    ("OLLIE_OLLAMA_URL", "ftp://localhost:11434"),
+    ("OLLIE_OPENAI_URL", "api.openai.com/v1"),
+])
+def test_a_url_without_an_http_scheme_is_refused_naming_the_variable(variable, value):
+    backend = "ollama" if "OLLAMA" in variable else "openai"
+    env = {"OLLIE_BACKEND": backend, variable: value, "OLLIE_OPENAI_KEY": "k"}
+    with pytest.raises(BackendConfigError) as caught:
+        make_backend(environ=env)
+    assert variable in str(caught.value) and value in str(caught.value)
+    assert "http://" in str(caught.value)
+
+
+async def test_connection_refused_is_an_unreachable_error_with_the_ollama_hint():
+    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(),
+                                    "OLLIE_MODEL": "llama3.2"})
+    try:
+        with pytest.raises(BackendUnreachableError) as caught:
+            await first_event(backend)
+    finally:
+        await backend.aclose()
+    assert not isinstance(caught.value, TransientError)
+    message = str(caught.value)
+    assert "ollama serve" in message and "ollama pull llama3.2" in message
+    assert "OLLIE_BACKEND=openai" in message and "OLLIE_OPENAI_KEY" in message
+
+
+async def test_an_unknown_host_is_an_unreachable_error_naming_the_url_variable():
+    backend = make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k",
+                                    "OLLIE_OPENAI_URL": "http://ollie-test.invalid/v1"})
+    try:
+        with pytest.raises(BackendUnreachableError) as caught:
+            await first_event(backend)
+        with pytest.raises(BackendUnreachableError):
+            await backend.list_models()
+    finally:
+        await backend.aclose()
+    assert "OLLIE_OPENAI_URL" in caught.value.hint
+
+
+async def test_an_unreachable_backend_leaves_the_context_length_unknown_not_defaulted():
+    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})
+    try:
+        with pytest.raises(BackendUnreachableError):
+            await backend.context_length()
+    finally:
+        await backend.aclose()
+
+
+async def test_health_of_a_usable_backend(scripted_llm):
+    srv = scripted_llm("ollama", model="qwen3:latest")
+    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
+    try:
+        health = (await check_backend(backend)).to_wire()
+    finally:
+        await backend.aclose()
+    assert health == {"ok": True, "backend": "ollama", "model": "qwen3", "reachable": True, "modelPresent": True,
+                      "keySet": None, "error": "", "hint": ""}
+
+
+async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm):
+    srv = scripted_llm("ollama", model="llama3.2")
+    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
+    try:
+        health = (await check_backend(backend)).to_wire()
+    finally:
+        await backend.aclose()
+    assert (health["ok"], health["reachable"], health["modelPresent"]) == (False, True, False)
+    assert "ollama pull qwen3" in health["hint"]
+
+
+async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
+    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})
+    started = time.monotonic()
+    try:
+        health = (await check_backend(backend)).to_wire()
+    finally:
+        await backend.aclose()
+    assert time.monotonic() - started < 2
+    assert (health["ok"], health["reachable"]) == (False, False)
+    assert "ollama serve" in health["hint"] and "cannot connect" in health["error"]
+
+
+async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):
+    srv = scripted_llm("ollama", check=False)  # speaks no OpenAI: GET /models is a 404
+    backend = make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": srv.url})
+    try:
+        assert await backend.context_length() == 128_000
+    finally:
+        await backend.aclose()
+
+
+async def test_a_model_the_server_does_not_know_gets_128k(scripted_llm):
+    srv = scripted_llm("ollama", model="llama3.2")
+    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "unknown-model"})
+    try:
+        assert await backend.context_length() == 128_000
+        backend.set_model("llama3.2")
+        assert await backend.context_length() == 32_768
+    finally:
+        await backend.aclose()
+
+
+def test_model_listed_matches_ollama_latest_tags():
+    assert model_listed("qwen3", ["qwen3:latest"])
+    assert not model_listed("qwen3:8b", ["qwen3:latest"])
+    assert model_listed("gpt-4.1", ["gpt-4.1"])
+
+
+async def test_a_model_that_is_not_pulled_says_how_to_pull_it(scripted_llm):
+    from ollie.backend.errors import BackendError
+    from ollie.testing import Reply
+
+    srv = scripted_llm("ollama", model="llama3.2")
+    srv.script(Reply.error(404, body={"error": "model 'qwen3' not found"}))
+    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
+    try:
+        with pytest.raises(BackendError) as caught:
+            await first_event(backend)
+    finally:
+        await backend.aclose()
+    assert caught.value.status == 404
+    assert "model 'qwen3' not found" in str(caught.value) and "ollama pull qwen3" in str(caught.value)

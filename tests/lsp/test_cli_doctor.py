@@ -1,0 +1,53 @@
+"""`ollie doctor` as a real process: one line per problem with its fix, non-zero exit when something is wrong."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .test_cli import run_ollie
+from .test_first_run import closed_url
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def lines(out: str, prefix: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(prefix)]
+
+
+def test_doctor_passes_on_a_working_setup(scripted_llm, tmp_path):
+    srv = scripted_llm("ollama", model="qwen3:latest")
+    env = {**srv.env(), "OLLIE_MODEL": "qwen3", "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert lines(proc.stdout, "FAIL") == []
+    assert "ok   model: qwen3 is present" in proc.stdout
+    assert "ok   landlock: ABI" in proc.stdout
+    assert proc.stdout.rstrip().endswith("all good")
+
+
+def test_doctor_names_each_problem_and_its_fix(tmp_path):
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "sandbox.yaml").write_text("filesystem: [not, a, mapping\n")
+    env = {"OLLIE_OLLAMA_URL": closed_url(), "OLLIE_CONFIG_DIR": str(config), "PATH": "/usr/bin:/bin"}
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = lines(proc.stdout, "FAIL")
+    assert len(failed) == 3, proc.stdout
+    backend, policy, lsp = failed
+    assert backend.startswith("FAIL backend:") and "ollama serve" in backend and "ollama pull qwen3" in backend
+    assert policy.startswith("FAIL sandbox policy:") and str(config / "sandbox.yaml") in policy
+    assert lsp.startswith("FAIL ollie-lsp:") and "pipx install ollie-agent" in lsp and "uv tool install" in lsp
+    assert "3 problems found" in proc.stdout
+
+
+def test_doctor_reports_a_missing_model_and_key(scripted_llm, tmp_path):
+    srv = scripted_llm("ollama", model="llama3.2")
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env={**srv.env(), "OLLIE_MODEL": "qwen3"})
+    assert proc.returncode == 1
+    assert any("qwen3 is missing" in line and "ollama pull qwen3" in line for line in lines(proc.stdout, "FAIL"))
+    proc = run_ollie(["doctor", "--backend", "anthropic", "--cwd", str(tmp_path)], env={})
+    assert proc.returncode == 1
+    assert any("OLLIE_ANTHROPIC_KEY is not set" in line for line in lines(proc.stdout, "FAIL key"))

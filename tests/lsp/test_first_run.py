@@ -1,0 +1,86 @@
+"""First run with no model: every front end ends the first turn in under 2 s and says what to do."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from ollie.testing import Reply
+
+from .test_cli import run_ollie
+
+HINTS = ("ollama serve", "ollama pull qwen3", "OLLIE_BACKEND")
+
+
+def closed_url() -> str:
+    """A URL where nothing listens (a port bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def no_model_env() -> dict[str, str]:
+    return {"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(), "OLLIE_MODEL": "qwen3"}
+
+
+async def test_daemon_submit_fails_at_once_with_the_hint(start_daemon):
+    daemon = await start_daemon(env=no_model_env())
+    await daemon.request("ollie/state", {})  # the engine is up: time only the turn
+    started = time.monotonic()
+    result = await daemon.request("ollie/submit", {"text": "hello"})
+    assert time.monotonic() - started < 2
+    assert result["stop"] == "error"
+    assert all(hint in result["error"] for hint in HINTS), result
+    roles = [e["role"] for e in daemon.session_events(result["session"])]
+    assert "limitretry" not in roles and "error" in roles
+
+
+async def test_daemon_state_reports_backend_health(start_daemon, scripted_llm):
+    daemon = await start_daemon(env=no_model_env())
+    status = (await daemon.request("ollie/state", {}))["backendStatus"]
+    assert (status["ok"], status["reachable"], status["backend"]) == (False, False, "ollama")
+    assert "ollama serve" in status["hint"]
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hi"))
+    healthy = await start_daemon(env=srv.env())
+    status = (await healthy.request("ollie/state", {}))["backendStatus"]
+    assert status == {"ok": True, "backend": "openai", "model": srv.model, "reachable": True, "modelPresent": True,
+                      "keySet": True, "error": "", "hint": ""}
+    await healthy.request("ollie/command", {"line": "/model missing-model"})
+    status = (await healthy.request("ollie/state", {}))["backendStatus"]
+    assert (status["ok"], status["modelPresent"]) == (False, False)
+    await healthy.request("ollie/command", {"line": "/model " + srv.model})
+    await healthy.request("ollie/submit", {"text": "hello"})
+
+
+def test_terminal_one_shot_without_preflight_fails_at_once(tmp_path):
+    started = time.monotonic()
+    proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=no_model_env())
+    elapsed = time.monotonic() - started
+    assert proc.returncode != 0
+    assert all(hint in proc.stderr for hint in HINTS), proc.stderr
+    assert "retrying" not in proc.stderr
+    assert elapsed < 8  # the turn itself takes well under 2 s; the rest is start-up (retries took ~36 s)
+
+
+def test_terminal_preflight_names_the_pull_command(tmp_path):
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=no_model_env())
+    assert proc.returncode == 2
+    assert all(hint in proc.stderr for hint in HINTS), proc.stderr
+
+
+def test_terminal_interactive_first_turn_says_what_to_do(tmp_path):
+    started = time.monotonic()
+    proc = run_ollie(["--no-preflight", "--cwd", str(tmp_path)], env=no_model_env(), input="hello\n")
+    assert time.monotonic() - started < 8  # start-up included; retries took ~36 s
+    assert all(hint in proc.stderr + proc.stdout for hint in HINTS), (proc.stdout, proc.stderr)
+    assert "retrying" not in proc.stderr
+
+
+def test_terminal_rejects_a_url_without_scheme(tmp_path):
+    env = {"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": "localhost:11434"}
+    for extra in ([], ["--no-preflight"]):
+        proc = run_ollie(["-p", "hello", *extra, "--cwd", str(tmp_path)], env=env)
+        assert proc.returncode != 0
+        assert "OLLIE_OLLAMA_URL" in proc.stderr and "http://localhost:11434" in proc.stderr, proc.stderr
