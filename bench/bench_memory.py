@@ -13,7 +13,8 @@ from bench.bench_sessions import _session_of
 from bench.common import BARE_SERVER, DAEMON, Row, child_env, median, private_home, rss_kb
 from bench.lspwire import LSPProcess
 from ollie import paths
-from ollie.agent.persist import SessionFile
+from ollie.sessions import Channel, Kind, Registry, Request, os_user
+from ollie.sessions.persist import SessionFile
 
 SESSIONS = 20
 MESSAGES = 1_000
@@ -21,16 +22,16 @@ MESSAGES = 1_000
 
 def write_saved_sessions(count: int, size: int) -> list[str]:
     """Save `count` sessions of `size` messages in the sessions dir and record them (channel lsp)."""
-    from ollie_lsp.records import Records
-
-    records = Records()
+    registry = Registry()
     ids = []
     for _ in range(count):
         session = _session_of(size)
         session.agent = "default"
         SessionFile(paths.sessions_dir(), session.id).save(session)
-        records.created(session.id, agent="default", kind="chat", title="bench")
+        registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
+                                channel=Channel.LSP, title="bench", allow_exact_id_create=True))
         ids.append(session.id)
+    registry.close()
     return ids
 
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ollie.agent.persist import SessionFile
-from ollie.agent.session import Session
 from ollie.backend.types import Message, ToolCall, Usage
+from ollie.sessions.persist import SessionFile
+from ollie.sessions.session import Session
 
 SIZES = (10, 100, 1_000, 10_000)
 BODY = "Some tool output line with a path/to/file.py:42 and text. " * 8  # ~470 bytes

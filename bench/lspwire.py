@@ -185,7 +185,9 @@ class LSPProcess:
                 self.notifications.append((stamp, message))
                 self._notified.notify_all()
             return
-        pending = self._pending.pop(message.get("id"), None)
+        msg_id = message.get("id")
+        # A fuzzed request's id may come back as a list or an object: no request of ours has one.
+        pending = self._pending.pop(msg_id, None) if isinstance(msg_id, (int, str)) else None
         if pending is None:
             self.unmatched.append(message)  # e.g. an error answered with id null
         else:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import REPO, Row, private_home
@@ -49,7 +49,7 @@ def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
 def machine() -> list[str]:
     """Where the numbers come from."""
     return [
-        f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- machine: `{' '.join(platform.uname())}`",
         f"- CPUs: {os.cpu_count()} (load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start)",
         f"- Python: {platform.python_version()} ({sys.executable})",
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     header = machine()
     started = time.perf_counter()
-    from bench import bench_memory, bench_relay, bench_startup, bench_tools
+    from bench import bench_checkpoints, bench_memory, bench_relay, bench_startup, bench_tools
 
     steps: list[tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = [
         ("start-up", lambda: bench_startup.run(3 if quick else 7)),
@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
         ("sessions", lambda: session_rows(10 if quick else 40)),
         ("memory", bench_memory.run),
+        ("checkpoints", lambda: bench_checkpoints.run(5 if quick else 20)),
     ]
     rows: list[Row] = []
     notes: list[str] = []

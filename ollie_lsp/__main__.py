@@ -7,8 +7,8 @@ import asyncio
 import logging
 import os
 import sys
-import threading
-from typing import TYPE_CHECKING, BinaryIO
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ollie import __version__
 
@@ -64,19 +64,13 @@ def coalesce_window() -> float:
 
 async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client on the private stdio copies; close every session when it goes away."""
-    from pygls.io_ import StdoutWriter, run_async
+    from pygls.io_ import StdoutWriter
 
     from ollie_lsp.stdio import ThreadedReader
 
-    stop = threading.Event()
-    server._stop_event = stop  # so pygls' shutdown() can stop the loop
     server.protocol.set_writer(StdoutWriter(rpc_out))
-    reader = ThreadedReader(rpc_in)
     try:
-        await run_async(
-            stop_event=stop, reader=reader, protocol=server.protocol,
-            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error,
-        )
+        await server.serve_client(ThreadedReader(rpc_in))
     finally:
         await server.close_sessions()
 
@@ -88,14 +82,21 @@ def run_tcp(server: OllieServer, args: argparse.Namespace) -> int:
     from ollie_lsp.tcp import TcpSetupError, resolve_token, serve_tcp
 
     try:
-        asyncio.run(serve_tcp(server, args.host, args.port, partial(resolve_token, args.token_file)))
+        return run_server(server, serve_tcp(server, args.host, args.port, partial(resolve_token, args.token_file)))
     except TcpSetupError as exc:
         print(f"ollie-lsp: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"ollie-lsp: --tcp {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+
+
+def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
+               quiet: tuple[type[BaseException], ...] = (KeyboardInterrupt,)) -> int:
+    """Run `serving` to its end, then shut the server down: SystemExit's code, else 0 (`quiet` errors end it too)."""
+    try:
+        asyncio.run(serving)
+    except quiet:
         pass
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
@@ -113,18 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     server = build_server(coalesce_s=coalesce_window())
     if args.tcp:
         return run_tcp(server, args)
-    from ollie_lsp.stdio import protect_stdio
+    from ollie.stdio import protect_stdio
 
     rpc_in, rpc_out = protect_stdio()
-    try:
-        asyncio.run(serve_stdio(server, rpc_in, rpc_out))
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 0
-    finally:
-        server.shutdown()
-    return 0
+    return run_server(server, serve_stdio(server, rpc_in, rpc_out), quiet=(KeyboardInterrupt, BrokenPipeError))
 
 
 if __name__ == "__main__":

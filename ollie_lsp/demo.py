@@ -1,4 +1,4 @@
-"""`ollie demo`: the real daemon, a real LSP client and the scripted model, printing the streamed session."""
+"""`ollie demo` runs this (`python -m ollie_lsp.demo`): the real daemon, an LSP client, the scripted model."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def demo_script() -> list[Any]:
     from ollie.testing import Reply
 
     return [
-        Reply(text="Let me read the file.", tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": [SAMPLE_NAME]}]})]),
+        Reply(text="Let me read the file.",
+              tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": [SAMPLE_NAME]}]})]),
         Reply.text(ANSWER),
     ]
 
@@ -68,8 +69,8 @@ async def run_demo(*, out: TextIO | None = None, timeout_s: float = TIMEOUT_S) -
     """Run the demo; 0 when the whole round trip worked."""
     from ollie.testing import ScriptedLLMServer
 
-    out = out or sys.stdout
-    renderer = Renderer(out, out, color=False)
+    sink: TextIO = out if out is not None else sys.stdout
+    renderer = Renderer(sink, sink, color=False)
     srv = ScriptedLLMServer("openai").start()
     srv.script(*demo_script())
     try:
@@ -79,9 +80,9 @@ async def run_demo(*, out: TextIO | None = None, timeout_s: float = TIMEOUT_S) -
             workspace.mkdir()
             (workspace / SAMPLE_NAME).write_text(SAMPLE, encoding="utf-8")
             env = demo_env(root / "home", srv.env())
-            return await asyncio.wait_for(_session(workspace, env, renderer, out), timeout_s)
+            return await asyncio.wait_for(_session(workspace, env, renderer, sink), timeout_s)
     except TimeoutError:
-        print(f"demo: FAILED — no answer within {timeout_s:g} s", file=out)
+        print(f"demo: FAILED — no answer within {timeout_s:g} s", file=sink)
         return 1
     finally:
         srv.stop()
@@ -115,7 +116,7 @@ async def _session(workspace: Path, env: dict[str, str], renderer: Renderer, out
                                    workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="demo")])
         )
         client.initialized(types.InitializedParams())
-        methods = result.capabilities.experimental["ollie"]["methods"]
+        methods = (result.capabilities.experimental or {})["ollie"]["methods"]
         print(f"daemon ready: ollie protocol v1, {len(methods)} methods", file=out)
         print(f"\nyou> {PROMPT}\n", file=out)
         reply = await client.protocol.send_request_async("ollie/submit", {"text": PROMPT})
@@ -140,3 +141,12 @@ def _check(reply: dict[str, Any], events: list[dict[str, Any]]) -> bool:
     roles = [e["role"] for e in events]
     tool_ok = any(e["role"] == "tool" and "greet" in e["content"] for e in events)
     return reply.get("stop") == "end" and reply.get("reply", "").strip() == ANSWER and "call" in roles and tool_ok
+
+
+def main() -> int:
+    """Entry point of `python -m ollie_lsp.demo`, which `ollie demo` runs."""
+    return asyncio.run(run_demo())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

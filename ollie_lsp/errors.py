@@ -9,6 +9,7 @@ from pygls.exceptions import JsonRpcException
 
 SESSION_NOT_FOUND = -32001
 SESSION_ARCHIVED = -32002
+STALE = -32003
 INVALID_PARAMS = -32602
 
 
@@ -40,6 +41,16 @@ class SessionArchived(JsonRpcException):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(message=f"session is archived: {session_id}", code=SESSION_ARCHIVED, data={"session": session_id})
+
+
+class Stale(JsonRpcException):
+    """-32003: an undo refused because the file changed since the agent's change (the user's edit is kept)."""
+
+    CODE = STALE
+    MESSAGE = "stale"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(message=f"stale: {path}: {reason}", code=STALE, data={"path": path})
 
 
 @contextmanager

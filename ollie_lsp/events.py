@@ -19,9 +19,16 @@ DELTA_ROLES = frozenset({"assistant", "reasoning"})
 
 def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     """The `ollie/event` params of one engine event (`name` only when it has one)."""
-    params: dict[str, Any] = {"session": session_id, "seq": seq, "role": event.role, "content": event.content}
+    # The wire keeps the usage payload as the space-separated string it has always carried.
+    content = event.usage.wire_text() if event.usage is not None else event.content
+    params: dict[str, Any] = {"session": session_id, "seq": seq, "role": event.role, "content": content}
     if event.name:
         params["name"] = event.name
+    # Protocol v2: the readable step(s) of a call/step/tool event (v1 clients ignore the extra keys).
+    if event.tool is not None:
+        params["tool"] = event.tool.to_wire()
+    if event.steps:
+        params["steps"] = [step.to_wire() for step in event.steps]
     return params
 
 

@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from ollie.errors import ConfigError
+from ollie.agent.commands import COMMANDS
+from ollie.agent.commands_info import agent_infos
+from ollie.agent.review import ReviewError
+from ollie.errors import ConfigError, OllieError
+from ollie.sessions.types import first_words
+from ollie.workspace import FileChange, StaleChange, WorkspaceError
 from ollie_lsp.editor import is_command, with_context
-from ollie_lsp.errors import InvalidParams, invalid_params
+from ollie_lsp.errors import InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
+    ChangesParams,
     CommandParams,
     InterruptParams,
+    NoParams,
+    ReviewUndoParams,
+    RewindParams,
     SessionIdParams,
     SessionListParams,
     SessionNewParams,
     SessionParams,
     SessionRenameParams,
+    SetApprovalParams,
     SetCwdParams,
     SetEnvParams,
     SetGenerationParamsParams,
@@ -24,7 +36,6 @@ from ollie_lsp.params import (
     generation_params,
     parse,
 )
-from ollie_lsp.progress import first_words
 from ollie_lsp.records import check_kind, info_to_wire
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import SubmitHandle, resolve_cwd
@@ -137,6 +148,42 @@ async def command(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return out
 
 
+@method("ollie/listModels")
+async def list_models(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The session's backend's models and the one in use."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.get(p.session)
+    core = live.core
+    out: dict[str, Any] = {"backend": core.backend_name, "current": core.model_name, "models": [], "error": ""}
+    try:
+        out["models"] = await core.list_models()
+    except OllieError as exc:
+        # An unreachable backend still leaves the picker usable: the user can type a name.
+        out["error"] = str(exc)
+    return out
+
+
+@method("ollie/listAgents")
+async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The agent configs the session can switch to, with their descriptions."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.get(p.session)
+    infos = await asyncio.to_thread(agent_infos, live.core)  # reads every agent config file
+    agents = [{"name": a.name, "description": a.description, "error": a.error} for a in infos]
+    return {"current": live.core.agent_name, "agents": agents}
+
+
+@method("ollie/listCommands")
+async def list_commands(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The slash commands: name, usage, description, and whether they lose what the session holds."""
+    parse(NoParams, raw)
+    commands = [
+        {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": c.summary, "destructive": c.destructive}
+        for name, c in COMMANDS.items()
+    ]
+    return {"commands": commands}
+
+
 @method("ollie/setCwd")
 async def set_cwd(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Move the session to another directory."""
@@ -165,6 +212,75 @@ async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
     with invalid_params("params"):
         live.core.set_generation_params(params)
     return {}
+
+
+@method("ollie/setApproval")
+async def set_approval(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Switch the session's approval mode (saved with the session)."""
+    p = parse(SetApprovalParams, raw)
+    live = await ls.table.writable(p.session)
+    with invalid_params("approval"):
+        live.core.set_approval(p.approval)
+    return {}
+
+
+def _file_to_wire(change: FileChange) -> dict[str, Any]:
+    return {**change.acp_diff(), "status": change.status, "binary": change.binary,
+            "hunks": [h.to_dict() for h in change.hunks]}
+
+
+@contextmanager
+def _review_errors() -> Iterator[None]:
+    """The engine's refusals as protocol errors: a stale file -32003, anything else -32602 naming the field."""
+    try:
+        yield
+    except StaleChange as exc:
+        raise Stale(exc.path, exc.reason) from None
+    except ReviewError as exc:
+        raise InvalidParams(f"{exc.field}: {exc}") from None
+    except WorkspaceError as exc:
+        raise InvalidParams(f"session: {exc}") from None
+
+
+@method("ollie/changes")
+async def changes(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The files a turn (default: the last) changed, each with its hunks."""
+    p = parse(ChangesParams, raw)
+    live = await ls.table.get(p.session)
+    if p.turn is None and not live.core.session.turn_starts:
+        return {"turn": None, "files": []}
+    with _review_errors():
+        turn = await live.core.review.changes(p.turn)
+    return {"turn": turn.turn, "files": [_file_to_wire(c) for c in turn.changes]}
+
+
+@method("ollie/review/undo")
+async def review_undo(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Revert one hunk (or the whole file) of a turn's change: in the editor's buffer when open there, else on disk."""
+    p = parse(ReviewUndoParams, raw)
+    live = await ls.table.writable(p.session)
+    core = live.core
+    doc = ls.documents.find(core.cwd / p.path) if ls.documents.can_apply() else None
+
+    async def apply(change: FileChange, text: str) -> bool:
+        assert doc is not None
+        result = await ls.documents.apply_edit(doc, text, doc.version or 0, label="ollie: undo")
+        return result.status == "applied"
+
+    with _review_errors():
+        undone = await core.review.undo(p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
+                                        apply=apply if doc else None)
+    return {"path": undone.path, "hunk": undone.hunk, "text": undone.text, "inEditor": undone.in_editor}
+
+
+@method("ollie/rewind")
+async def rewind(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Files and conversation back to before a turn (default: the last); `undo` undoes the last rewind."""
+    p = parse(RewindParams, raw)
+    live = await ls.table.writable(p.session)
+    with _review_errors(), invalid_params("session", RuntimeError):
+        done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
+    return {"turn": done.turn, "files": done.files, "messages": done.messages}
 
 
 @method("ollie/session/new")

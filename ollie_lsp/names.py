@@ -1,4 +1,6 @@
-"""The ollie/* method names, kept apart from their handlers so start-up need not import them."""
+"""The ollie/* method names, kept apart from their handlers so start-up need not import them.
+
+The one list: tests/editors/test_method_names.py checks the VS Code copy, PROTOCOL.md and Lua against it."""
 
 from __future__ import annotations
 
@@ -13,9 +15,16 @@ METHOD_NAMES = (
     "ollie/state",
     "ollie/context",
     "ollie/command",
+    "ollie/listModels",
+    "ollie/listAgents",
+    "ollie/listCommands",
     "ollie/setCwd",
     "ollie/setEnv",
     "ollie/setGenerationParams",
+    "ollie/setApproval",
+    "ollie/changes",
+    "ollie/review/undo",
+    "ollie/rewind",
     "ollie/session/new",
     "ollie/session/list",
     "ollie/session/load",

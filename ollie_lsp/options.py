@@ -29,7 +29,7 @@ def _env_value(value: str | int | float | bool) -> str:
     return str(value)
 
 
-def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
+def parse_init_options(raw: object) -> tuple[InitOptions, list[str]]:
     """(options, problems): unknown keys are ignored, a bad value is named in `problems` and dropped."""
     problems: list[str] = []
     if raw is None:

@@ -19,6 +19,10 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True, frozen=True)
 
 
+class NoParams(_Params):
+    """A method that takes nothing (ollie/listCommands)."""
+
+
 class SessionParams(_Params):
     """Params of a method aimed at one session (the default one when `session` is left out)."""
 
@@ -90,6 +94,31 @@ class SetGenerationParamsParams(SessionParams):
     """ollie/setGenerationParams: `params` uses the agent config's camelCase names (snake_case works too)."""
 
     params: dict[str, Any]
+
+
+class SetApprovalParams(SessionParams):
+    """ollie/setApproval: `approval` is one of ask, auto-edit, auto, read-only."""
+
+    approval: StrictStr = Field(min_length=1)
+
+
+class ChangesParams(SessionParams):
+    """ollie/changes: the changes of turn `turn` (default: the last)."""
+
+    turn: StrictInt | None = Field(default=None, ge=1)
+
+
+class ReviewUndoParams(ChangesParams):
+    """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
+
+    path: StrictStr = Field(min_length=1)
+    hunk: StrictInt | None = Field(default=None, ge=0)
+
+
+class RewindParams(ChangesParams):
+    """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
+
+    undo: StrictBool = False
 
 
 class SessionNewParams(_Params):

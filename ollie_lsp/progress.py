@@ -6,29 +6,21 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from lsprotocol import types
+from pygls.progress import Progress
+
+from ollie.sessions.types import first_words
 
 logger = logging.getLogger("ollie.lsp.progress")
 
 _tokens = itertools.count(1)
 
 
-def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
-    """The start of a prompt, for a progress title: a few words, cut with an ellipsis."""
-    picked = " ".join(text.split()[:words])
-    if len(picked) > chars:
-        picked = picked[: chars - 1].rstrip() + "…"
-    elif len(text.split()) > words:
-        picked += " …"
-    return picked
-
-
 class TurnProgress:
     """One session's progress reporting; each step runs after the previous one, in order."""
 
-    def __init__(self, progress: Any, session_id: str, *, enabled: bool) -> None:
+    def __init__(self, progress: Progress, session_id: str, *, enabled: bool) -> None:
         self._progress = progress
         self._session_id = session_id
         self._enabled = enabled

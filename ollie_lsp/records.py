@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import getpass
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.sessions import errors as reg_errors
 from ollie.sessions.registry import Registry
-from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scope
-
+from ollie.sessions.types import Channel, Info, Kind, ListOptions, Scope, os_user
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+
+if TYPE_CHECKING:
+    from ollie.agent.core import Core
+    from ollie.agent.recorder import Recorder
 
 logger = logging.getLogger("ollie.lsp.records")
 T = TypeVar("T")
-
-
-def os_user() -> str:
-    """The user sessions belong to: the OS login name."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "user"
 
 
 def check_kind(kind: str) -> str:
@@ -103,30 +97,18 @@ class Records:
             self._registry = Registry()
         return self._registry
 
-    def created(self, session_id: str, *, agent: str, kind: str, title: str = "") -> Info | None:
-        """Record a new session on channel `lsp` (or find it, when it exists); None when the store is unusable."""
-        try:
-            with rpc_errors(session_id):
-                return self.registry.ensure(
-                    Request(id=session_id, user_id=self.user, agent_id=agent, kind=kind, channel=Channel.LSP,
-                            title=title, allow_exact_id_create=True)
-                )
-        except (OSError, sqlite3.Error) as exc:
-            # An unwritable data dir must not stop the session: it runs, and says so when it cannot save.
-            logger.warning("session registry unavailable: %s", exc, extra={"session": session_id})
-            return None
+    async def record(self, core: Core, *, kind: str, title: str = "") -> Recorder:
+        """Have the engine record a live session on channel `lsp`, its stamps in order on the registry thread."""
+        from ollie.agent.recorder import record  # the engine: kept off the start-up path
+
+        with rpc_errors(core.session_id):
+            return await record(core, channel=Channel.LSP, kind=kind, title=title, registry=lambda: self.registry,
+                                user=self.user, io=self._io)
 
     def get(self, session_id: str) -> Info:
         """The user's session by id, whatever its agent; -32001 when there is none."""
         with rpc_errors(session_id, field="session"):
             return self.registry.get(self._scope, session_id)
-
-    def touched(self, session_id: str, **changes: Any) -> None:
-        """Record activity (turn start/end and result); never fails the caller."""
-        try:
-            self.registry.touch(session_id, **changes)
-        except (reg_errors.SessionError, OSError, sqlite3.Error) as exc:
-            logger.info("registry touch skipped: %s", exc, extra={"session": session_id})
 
     def rename(self, session_id: str, title: str) -> None:
         """Set a session's title."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -22,14 +24,20 @@ from pygls.protocol import (
 from pygls.uris import to_fs_path
 
 from ollie import __version__
+from ollie_lsp.documents import LspDocuments, register_documents
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import InvalidParams, SessionNotFound
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions, parse_init_options
+from ollie_lsp.permission import announces_permission, ask_step
+
+if TYPE_CHECKING:
+    from ollie.agent.core import Core
+    from ollie_lsp.sessions import SessionTable
 
 logger = logging.getLogger("ollie.lsp.server")
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -57,6 +65,7 @@ class OllieProtocol(LanguageServerProtocol):
 
     _server: OllieServer
 
+    # pygls builds the capabilities itself: `experimental.ollie` can only be added to its answer.
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         """The standard initialize, then the ollie capabilities added to its result."""
@@ -78,8 +87,10 @@ class OllieProtocol(LanguageServerProtocol):
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
+        # pygls answers only messages it could parse; these errors go out raw, id null included.
         self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}})
 
+    # pygls cancels the handler on $/cancelRequest; a submit must interrupt its turn and still answer.
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         hook = self._server.cancel_hooks.pop(msg_id, None)
         if hook is not None:
@@ -104,14 +115,19 @@ class OllieServer(LanguageServer):
         self.coalesce_s = coalesce_s
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}
         self.init_options = InitOptions()
-        self.default_cwd = Path.cwd()
-        self._table: Any = None
+        # The client answers `ollie/permission` (initializationOptions `permissionRequest`), not just showMessageRequest.
+        self.rich_permission = False
+        self._table: SessionTable | None = None
+        # The client's open documents: the file tools read their unsaved text and edit them through applyEdit.
+        self.documents = LspDocuments(self)
         self.initialized = False
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
         self.root_cwd = Path.cwd()
+        # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
+        self._new_session_cwd = self.root_cwd
 
     @property
-    def table(self) -> Any:
+    def table(self) -> SessionTable:
         """The session table, built on the first ollie/* request: an idle daemon stays small."""
         if self._table is None:
             if not self.initialized:
@@ -119,6 +135,18 @@ class OllieServer(LanguageServer):
             self._table = build_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    @property
+    def default_cwd(self) -> Path:
+        """Where new sessions start: one value, kept by the table once it exists."""
+        return self._table.defaults.cwd if self._table is not None else self._new_session_cwd
+
+    @default_cwd.setter
+    def default_cwd(self, cwd: Path) -> None:
+        if self._table is not None:
+            self._table.defaults.cwd = cwd
+        else:
+            self._new_session_cwd = cwd
 
     @contextmanager
     def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
@@ -132,6 +160,16 @@ class OllieServer(LanguageServer):
             if msg_id is not None:
                 self.cancel_hooks.pop(msg_id, None)
 
+    async def serve_client(self, reader: Any) -> None:
+        """Handle one client's messages from `reader` until it goes away or `exit` ends the loop."""
+        from pygls.io_ import run_async
+
+        stop = threading.Event()
+        # pygls' shutdown() ends run_async through this private event (its start_* methods set it the same way).
+        self._stop_event = stop
+        await run_async(stop_event=stop, reader=reader, protocol=self.protocol,
+                        logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error)
+
     async def close_sessions(self) -> None:
         """Close every live session (shutdown, exit, or the client gone); nothing when none was started."""
         if self._table is not None:
@@ -139,7 +177,7 @@ class OllieServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
-        if isinstance(error, json.JSONDecodeError):
+        if isinstance(error, json.JSONDecodeError) and isinstance(self.protocol, OllieProtocol):
             self.protocol.send_error(None, PARSE_ERROR, f"Parse error: {error.msg} (at byte {error.pos})")
             return
         super().report_server_error(error, source)
@@ -199,7 +237,8 @@ def register_lifecycle(server: OllieServer) -> None:
         for problem in problems:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
-        ls.default_cwd = ls.root_cwd = workspace_cwd(params) or Path.cwd()
+        ls.rich_permission = announces_permission(params.initialization_options)
+        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or Path.cwd()
         # The engine, the registry and the param models load on the first ollie/* request
         # (see `table`), so neither the initialize answer nor an idle daemon pays for them.
         ls.initialized = True
@@ -218,8 +257,6 @@ def register_lifecycle(server: OllieServer) -> None:
         for path in added:
             if path and Path(path).is_dir():
                 ls.default_cwd = Path(path)
-                if ls._table is not None:
-                    ls._table.defaults.cwd = ls.default_cwd
                 break
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
@@ -230,7 +267,7 @@ def register_lifecycle(server: OllieServer) -> None:
                 live.core.interrupt("cancelled from the progress bar")
 
 
-def build_table(ls: OllieServer) -> Any:
+def build_table(ls: OllieServer) -> SessionTable:
     """The session table, wired to this server's notifications."""
     from ollie_lsp.events import EventForwarder
     from ollie_lsp.progress import TurnProgress
@@ -247,7 +284,7 @@ def build_table(ls: OllieServer) -> Any:
     def make_progress(session_id: str) -> TurnProgress:
         return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
 
-    def make_forwarder(session_id: str, core: Any) -> EventForwarder:
+    def make_forwarder(session_id: str, core: Core) -> EventForwarder:
         def send(params: dict[str, Any]) -> None:
             ls.protocol.notify("ollie/event", params)
 
@@ -268,16 +305,11 @@ def build_table(ls: OllieServer) -> Any:
             if content == "start":
                 title = live.next_prompt_title()
                 live.progress.begin(title)
-                table.records.in_background(table.records.touched, session_id, turn_started=True)
                 if (first := live.untitled_gets(title)) is not None:
                     # A session is listed by its first prompt until someone renames it.
                     table.records.in_background(table.records.retitle, session_id, first)
             else:
                 live.progress.end(content)
-                result = content if content in ("end", "interrupted", "max_steps", "error") else None
-                table.records.in_background(
-                    table.records.touched, session_id, turn_completed=True, result=result
-                )
 
         return EventForwarder(
             session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s
@@ -285,7 +317,7 @@ def build_table(ls: OllieServer) -> Any:
 
     table = SessionTable(
         defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
-        ask_user=ls.approve_elevation, notify_problem=ls.show,
+        ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls), notify_problem=ls.show, documents=ls.documents,
     )
     return table
 
@@ -294,6 +326,7 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     """The daemon, with every feature registered."""
     server = OllieServer(coalesce_s=coalesce_s)
     register_lifecycle(server)
+    register_documents(server)
     register_methods(server)
     return server
 

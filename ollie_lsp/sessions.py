@@ -10,12 +10,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import Records
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.core import Core, TurnResult
+    from ollie.agent.recorder import Recorder
+    from ollie.tools.documents import EditorDocuments
 
 logger = logging.getLogger("ollie.lsp.sessions")
 
@@ -39,7 +47,7 @@ class LiveSession:
     """A session this daemon runs: its Core, its event forwarder and its progress."""
 
     id: str
-    core: Any
+    core: Core
     forwarder: EventForwarder
     progress: TurnProgress
     kind: str = "chat"
@@ -48,6 +56,8 @@ class LiveSession:
     prompts: deque[str] = field(default_factory=deque)
     last_state: dict[str, Any] | None = None
     title: str = ""
+    # The engine's recorder keeps this session's registry record current (None until recorded).
+    recorder: Recorder | None = None
 
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""
@@ -84,6 +94,7 @@ class LiveSession:
             queueHeld=core.queue_held(),
             archived=self.archived,
             kind=self.kind,
+            approval=core.approval,
         )
         return out
 
@@ -118,8 +129,11 @@ class LiveSession:
 
     async def _run(self, text: str) -> dict[str, Any]:
         result = await self.core.submit(text)
-        # The answer comes after every event (and progress step) of its turn: the client has seen it all.
+        # The answer comes after every event (and progress step) of its turn: the client has seen it all,
+        # and a listing asked for next shows the turn's stamps.
         await self.forwarder.drained()
+        if self.recorder is not None:
+            await self.recorder.drained()
         await self.progress.settled(timeout=PROGRESS_SETTLE_S)
         return _turn_result(self.id, result)
 
@@ -148,7 +162,7 @@ class LiveSession:
         return prompt_title
 
 
-def _turn_result(session_id: str, result: Any) -> dict[str, Any]:
+def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
     out: dict[str, Any] = {"session": session_id, "reply": result.reply, "stop": result.stop}
     if result.error:
         out["error"] = result.error
@@ -166,7 +180,7 @@ class SessionDefaults:
     cwd: Path = field(default_factory=Path.cwd)
 
 
-def load_core_module() -> Any:
+def load_core_module() -> ModuleType:
     """Import the engine (slow: kept off the start-up path)."""
     from ollie.agent import core
 
@@ -181,20 +195,23 @@ class SessionTable:
         *,
         defaults: SessionDefaults,
         records: Records,
-        make_forwarder: Callable[[str, Any], EventForwarder],
+        make_forwarder: Callable[[str, Core], EventForwarder],
         make_progress: Callable[[str], TurnProgress],
         ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None,
+        ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None,
         notify_problem: Callable[[str], None] = lambda message: None,
+        documents: EditorDocuments | None = None,
     ) -> None:
         self.defaults = defaults
+        self._documents = documents
         self.records = records
         self._make_forwarder = make_forwarder
         self._make_progress = make_progress
         self._ask_user = ask_user
+        self._ask_step = ask_step
         self._notify_problem = notify_problem
         self._live: dict[str, LiveSession] = {}
         self._default: asyncio.Task[LiveSession] | None = None
-        self._closing = False
 
     # --- creation -----------------------------------------------------------------
 
@@ -221,7 +238,7 @@ class SessionTable:
         self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,
         resume_id: str | None = None,
     ) -> LiveSession:
-        """Start a new Core (or resume a saved one), record it and start forwarding its events."""
+        """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
         core = await core_mod.Core.create(
@@ -234,12 +251,10 @@ class SessionTable:
         )
         live = self._register(core, kind=kind)
         live.title = title
-        if resume_id is None:
-            await self.records.run(self.records.created, live.id, agent=core.agent_name, kind=kind, title=title)
-        self.records.in_background(self.records.touched, live.id)
+        live.recorder = await self.records.record(core, kind=kind, title=title)
         return live
 
-    def _register(self, core: Any, *, kind: str) -> LiveSession:
+    def _register(self, core: Core, *, kind: str) -> LiveSession:
         session_id = core.session_id
         forwarder = self._make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self._make_progress(session_id), kind=kind)
@@ -256,6 +271,9 @@ class SessionTable:
         core.on_kill = kill
         if self._ask_user is not None:
             core.approver = partial(self._ask_user, session_id)
+        if self._ask_step is not None:
+            core.step_approver = partial(self._ask_step, session_id)
+        core.set_documents(self._documents)
         forwarder.start()
         return live
 
@@ -339,6 +357,8 @@ class SessionTable:
             await live.core.close()
         except Exception:
             logger.exception("closing a session failed", extra={"session": live.id})
+        if live.recorder is not None:
+            await live.recorder.close()
         try:
             await live.forwarder.stop()
             await live.progress.settled(timeout=PROGRESS_SETTLE_S)
@@ -352,7 +372,7 @@ class SessionTable:
             await asyncio.gather(self._default, return_exceptions=True)
         sessions, self._live = list(self._live.values()), {}
         await asyncio.gather(*(self._shut(live) for live in sessions))
-        await self.records.run(lambda: None)  # the activity stamps still queued are written
+        await self.records.run(lambda: None)  # the titles still queued are written
 
 
 def _message(exc: BaseException) -> str:

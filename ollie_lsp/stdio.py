@@ -1,33 +1,12 @@
-"""The daemon's stdio: private copies of fds 0/1 for JSON-RPC, and a reader that never blocks exit."""
+"""The daemon's stdio reader, which never blocks exit (ollie.stdio keeps fds 0/1 private for JSON-RPC)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
-import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
-
-
-def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """Keep private copies of stdin/stdout for JSON-RPC; fd 0 becomes /dev/null, fd 1 stderr.
-
-    Whatever else writes to stdout (a stray print, a child process that inherits
-    fd 1) then lands on stderr instead of corrupting the stream, and nothing else
-    can read the client's messages. The copies are not inherited by children.
-    """
-    sys.stdout.flush()
-    rpc_out = os.dup(1)
-    rpc_in = os.dup(0)
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    return os.fdopen(rpc_in, "rb"), os.fdopen(rpc_out, "wb")
 
 
 class ThreadedReader:

@@ -21,7 +21,6 @@ import secrets
 import signal
 import stat
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +170,7 @@ def check_first(body: bytes, token: str) -> tuple[str | None, Any, dict[str, Any
     if not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode()):
         return "wrong token", msg_id, None
     # The token goes no further: not into the logs, not into the options the sessions see.
+    assert isinstance(params, dict) and isinstance(options, dict)  # a str token came from both
     cleaned = {**message, "params": {**params, "initializationOptions": {
         k: v for k, v in options.items() if k != "token"}}}
     return None, msg_id, cleaned
@@ -182,7 +182,7 @@ def frame(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-async def refuse(writer: asyncio.StreamWriter, msg_id: Any, code: int, message: str) -> None:
+async def refuse(writer: asyncio.StreamWriter, msg_id: int | str | None, code: int, message: str) -> None:
     """Answer with a JSON-RPC error and close the connection."""
     try:
         writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}))
@@ -229,10 +229,6 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
 
     `token_for(port)` gives the token once the port is bound (a new token's file is named after it).
     """
-    from pygls.io_ import run_async
-
-    stop = threading.Event()
-    server._stop_event = stop  # so pygls' shutdown() can stop the loop
     finished = asyncio.Event()
     owner: list[asyncio.StreamWriter] = []
 
@@ -256,8 +252,7 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         logger.info("tcp: client authenticated")
         server.protocol.set_writer(writer)
         try:
-            await run_async(stop_event=stop, reader=ReplayReader(frame(cleaned), reader), protocol=server.protocol,
-                            logger=logging.getLogger("ollie.lsp.io"), error_handler=server.report_server_error)
+            await server.serve_client(ReplayReader(frame(cleaned), reader))
         finally:
             finished.set()
 

@@ -19,8 +19,10 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     ):
         (home / sub).mkdir()
         monkeypatch.setenv(var, str(home / sub))
-    for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR", "OLLIE_CACHE_DIR",
+    for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR",
                 "OLLIE_SESSIONS_DIR", "OLLIE_AGENTS_DIR", "OLLIE_TOOLS_PATH", "OLLIE_BACKEND",
                 "OLLIE_MODEL", "OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY"):
         monkeypatch.delenv(var, raising=False)
+    # In-process Cores run unattended: steps run without approval questions (tests of approval set their own).
+    monkeypatch.setenv("OLLIE_APPROVAL", "auto")
     yield home

@@ -11,6 +11,9 @@ from pathlib import Path
 # Colon-separated policy paths the execute server exports for sandboxed calls.
 READ_ENV = "OLLIE_SANDBOX_READ"
 WRITE_ENV = "OLLIE_SANDBOX_WRITE"
+# Set by ollie when PATH is open in the editor: the file tools read and write this copy of its
+# unsaved text instead (ollie applies the result to the editor's buffer); PATH is still checked.
+EDITOR_COPY_ENV = "OLLIE_EDITOR_COPY"
 
 
 class ToolError(Exception):
@@ -55,8 +58,15 @@ def checked_path(raw: str, *, write: bool) -> Path:
     return resolved
 
 
+def content_path(path: Path) -> Path:
+    """Where `path`'s text is read and written: the editor's copy when ollie passed one, else `path`."""
+    copy = os.environ.get(EDITOR_COPY_ENV)
+    return Path(copy) if copy else path
+
+
 def read_text(path: Path) -> str:
     """A file's text (invalid UTF-8 replaced); ToolError for missing files and dirs."""
+    path = content_path(path)
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -69,6 +79,7 @@ def read_text(path: Path) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` in one rename, keeping an existing file's permissions."""
+    path = content_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777

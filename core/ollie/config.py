@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ollie import paths
-from ollie.backend.types import GenerationParams
 from ollie.errors import ConfigError
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
@@ -49,6 +48,8 @@ class AgentConfig(BaseModel):
     command_sandbox: str = Field(default="readonly", alias="commandSandbox")
     # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
     elevation: Literal["ask", "allow", "deny"] = "ask"
+    # The approval mode new sessions start in (ollie.agent.approval): which steps ask the user first.
+    approval: Literal["ask", "auto-edit", "auto", "read-only"] = "ask"
     allow_executors: list[str] | None = Field(default=None, alias="allowExecutors")
     allow_tools: list[str] | None = Field(default=None, alias="allowTools")
     max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
@@ -74,7 +75,7 @@ class AgentConfig(BaseModel):
 
     @field_validator("hooks", mode="before")
     @classmethod
-    def _hooks_as_lists(cls, value: Any) -> Any:
+    def _hooks_as_lists(cls, value: object) -> object:
         if not isinstance(value, dict):
             return value
         out: dict[str, Any] = {}
@@ -86,7 +87,7 @@ class AgentConfig(BaseModel):
 
     @field_validator("prompt", mode="before")
     @classmethod
-    def _prompt_forms(cls, value: Any) -> Any:
+    def _prompt_forms(cls, value: object) -> object:
         if isinstance(value, str):
             return Prompt(text=value)
         if isinstance(value, list):
@@ -115,11 +116,6 @@ class AgentConfig(BaseModel):
         if value is not None and value not in ("minimal", "low", "medium", "high"):
             raise ValueError("reasoningEffort must be minimal, low, medium or high")
         return value
-
-    def generation_params(self) -> GenerationParams:
-        """The sampling parameters this config sets."""
-        names = [f for f in GenerationParams.__dataclass_fields__ if f in type(self).model_fields]
-        return GenerationParams(**{n: getattr(self, n) for n in names if getattr(self, n) is not None})
 
 
 def _loc_to_key(loc: tuple[Any, ...]) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import MutableMapping
 from pathlib import Path
 
 from ollie import paths
@@ -45,18 +43,3 @@ def env_file() -> Path:
     """The env file's path."""
     return paths.config_dir() / "env"
 
-
-def load_env_file(path: Path | None = None, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
-    """Apply the env file to `environ` (default `os.environ`) without overriding; return what was set."""
-    target = os.environ if environ is None else environ
-    file = path or env_file()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return {}
-    applied = {}
-    for key, value in parse_env_file(text).items():
-        if key not in target:
-            target[key] = value
-            applied[key] = value
-    return applied

@@ -30,9 +30,9 @@ def state_dir() -> Path:
     return _env_dir("OLLIE_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
 
 
-def cache_dir() -> Path:
-    """The user's cache dir (`$OLLIE_CACHE_DIR`, else XDG cache + /ollie)."""
-    return _env_dir("OLLIE_CACHE_DIR") or Path(platformdirs.user_cache_dir(APP))
+def checkpoints_dir() -> Path:
+    """Where the shadow git repositories of workspace checkpoints live (state dir + /checkpoints)."""
+    return state_dir() / "checkpoints"
 
 
 def sessions_dir() -> Path:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ollie.agent import persist
 from ollie.agent.commands import COMMANDS, help_text, is_command, run_command
 from ollie.agent.events import Bus
-from ollie.agent.session import Session, TaskState, new_session_id
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
+from ollie.sessions import persist
+from ollie.sessions.session import Session, TaskState, new_session_id
 from ollie.tools.base import ToolInfo
 
 
@@ -398,5 +398,7 @@ async def test_every_command_is_covered_by_these_tests():
     tested = {
         "backend", "model", "models", "agent", "agents", "maxsteps", "compact", "context", "usage", "cost",
         "history", "sessions", "clear", "kill", "rn", "cwd", "skills", "tools", "sp", "i", "irw", "queued", "help",
+        "changes", "rewind",  # through a real Core in tests/agent/test_review.py
+        "approval",  # through the daemon in tests/lsp/test_approval.py
     }
     assert set(COMMANDS) == tested

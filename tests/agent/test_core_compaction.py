@@ -6,8 +6,8 @@ import json
 
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, write_agent
 
-from ollie.agent import persist
 from ollie.agent.compaction import COMPACTION_PROMPT
+from ollie.sessions import persist
 from ollie.testing import Reply
 
 STATE = {"goal": "fix the parser", "plan": ["read", "fix", "test"], "plan_step": "fix",

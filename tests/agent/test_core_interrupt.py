@@ -10,6 +10,7 @@ from pathlib import Path
 from agentkit import ToyServer, drain, roles, tool_messages, wait_state
 
 from ollie.testing import Reply
+from tests.procs import new_mark, wait_for_processes, wait_no_processes
 
 
 def _alive(pid: int) -> bool:
@@ -19,18 +20,6 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any live (non-zombie) process is in process group `pgid`."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 async def _wait_for(predicate, timeout: float = 5.0) -> None:
@@ -62,24 +51,23 @@ async def test_interrupt_during_a_stream(scripted_llm, make_core):
 
 async def test_interrupt_a_long_tool_kills_its_process_group(scripted_llm, make_core, workdir):
     srv = scripted_llm("openai")
-    code = "sleep 30 & echo $! > pids; sleep 30 & echo $! >> pids; wait"
+    # The step has its own PID namespace (its `$!` is no host pid): the sleeps' argument marks them for the host.
+    mark = new_mark()
+    code = f"sleep 30.{mark} & sleep 30.{mark} & wait"
     srv.script(
         Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 60})),
         Reply.text("after the interrupt"),
     )
     core = await make_core(srv)  # the real execute server
     turn = asyncio.create_task(core.submit("sleep"))
-    pids_file = workdir / "pids"
-    await _wait_for(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2)
-    pids = [int(p) for p in pids_file.read_text().split()]
-    assert all(_alive(p) for p in pids)
+    await wait_for_processes(mark, 2)  # both sleeps, running
     assert core.state == "calling: execute_code"
     started = time.monotonic()
     assert core.interrupt()
     result = await turn
     assert time.monotonic() - started < 1.0
     assert result.stop == "interrupted" and core.state == "idle"
-    await _wait_for(lambda: not any(_alive(p) for p in pids), timeout=2.0)
+    assert await wait_no_processes(mark, timeout=2.0) == []
     # The history stays well-formed: the next request answers the interrupted call.
     assert (await core.submit("go on")).reply == "after the interrupt"
     assert "interrupted" in tool_messages(srv, 1)[0]["content"]
@@ -113,7 +101,7 @@ async def test_cancelling_submit_interrupts_the_turn(scripted_llm, make_core):
 
 
 async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):
-    from ollie.agent import persist
+    from ollie.sessions import persist
 
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("slow_write", {"delay": 30})))
@@ -130,18 +118,18 @@ async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):
 async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir, tmp_path):
     from agentkit import write_agent
 
-    pid_file = tmp_path / "hook.pid"
-    write_agent(agents_dir, "h", hooks={"preTool": f"echo $$ > {pid_file}; sleep 30"})
+    mark = new_mark()  # the hook's `$$` would be its PID namespace's: its sleep child is found by this mark
+    write_agent(agents_dir, "h", hooks={"preTool": f"sleep 30.{mark}"})
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("slow_read", {"tag": "x"})))
     toy = ToyServer()
     core = await make_core(srv, toy=toy, agent="h")
     turn = asyncio.create_task(core.submit("go"))
-    await _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    await wait_for_processes(mark)
     started = time.monotonic()
     core.interrupt()
     assert (await turn).stop == "interrupted"
     assert time.monotonic() - started < 1.0
     assert toy.executions == []
     # The hook's whole group is gone, its `sleep` child included.
-    await _wait_for(lambda: not _group_alive(int(pid_file.read_text())), timeout=2.0)
+    assert await wait_no_processes(mark, timeout=2.0) == []

@@ -6,7 +6,7 @@ import json
 
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
-from ollie.agent import persist
+from ollie.sessions import persist
 from ollie.testing import Reply
 
 

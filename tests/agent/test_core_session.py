@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
-from ollie.agent import persist
 from ollie.backend.types import GenerationParams
 from ollie.errors import ConfigError
+from ollie.sessions import persist
 from ollie.testing import Reply
 
 

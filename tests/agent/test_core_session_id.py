@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agentkit import drain, roles
 
-from ollie.agent import persist
-from ollie.agent.taskstate import plan_path
+from ollie.agent.taskstate import plan_path, read_plan_step
+from ollie.sessions import persist
 from ollie.testing import Reply
 
 NEW_ID = "1800000000000000000-00000a"
@@ -21,14 +21,14 @@ async def test_set_session_id_moves_the_file_the_plan_and_the_tools_id(scripted_
     core = await make_core(srv, toy=None)  # the real execute server: tools run sandboxed
     old_id = core.session_id
     await core.submit("plan it")
-    old_file = core.session_file.path
+    old_file = persist.SessionFile(core.sessions_dir, old_id).path
     old_plan = plan_path(old_id)
     assert old_file.exists() and "write the tests" in old_plan.read_text()
 
     core.set_session_id(NEW_ID)
     assert not old_file.exists()
     assert not old_plan.exists() and "write the tests" in plan_path(NEW_ID).read_text()
-    assert core.plan_step() == "write the tests"
+    assert read_plan_step(plan_path(core.session_id)) == "write the tests"
 
     sub = core.bus.subscribe()
     await core.submit("show the env")

@@ -32,7 +32,8 @@ async def test_multi_round_turn_with_the_real_execute_server(scripted_llm, make_
     assert [e.content for e in roles(events, "turn")] == ["start", "end"]
     assert [e.name for e in roles(events, "call")] == ["execute_code", "execute_code"]
     assert "".join(e.content for e in roles(events, "assistant")) == "The file says alpha."
-    assert roles(events, "usage")[-1].content.split()[:2] == ["120", "7"]
+    usage = roles(events, "usage")[-1].usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (120, 7)
     assert core.tool_call_count == 2 and core.state == "idle" and not core.is_running
     assert core.usage_info()["requests"] == 3 and core.session.last_input_tokens == 120
     history = core.session.messages
@@ -83,7 +84,7 @@ async def test_identical_calls_in_a_batch_share_one_execution_and_reads_are_cach
 async def test_bad_json_arguments_give_an_error_result_not_a_crash():
     # The scripted server only sends well-formed JSON, so this drives one tool round directly.
     from ollie.agent.events import Bus
-    from ollie.agent.runtime import make_executor, make_parallel_classifier, make_tier_classifier, Runtime
+    from ollie.agent.runtime import Runtime, make_executor, make_parallel_classifier, make_tier_classifier
     from ollie.agent.toolround import ToolRound
     from ollie.backend.types import ToolCall
     from ollie.tools.dispatcher import Dispatcher

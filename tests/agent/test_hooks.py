@@ -5,24 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 
 import pytest
 
 from ollie.agent.commandbox import CommandBox
 from ollie.agent.hooks import HookResult, Hooks, payload_env
+from tests.procs import new_mark, wait_for_processes, wait_no_processes
 
 # Hooks that leave files in their cwd need a writable command sandbox (the default one is read-only).
 WRITABLE = CommandBox(policy="default")
-
-
-def _gone(pid: int) -> bool:
-    """True when `pid` no longer runs (absent, or a zombie nobody reaped yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 async def test_exit_zero_collects_stdout_of_every_command(tmp_path):
@@ -96,20 +87,20 @@ async def test_other_exit_codes_warn_and_continue(tmp_path):
 
 
 async def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path):
-    # sh starts `sleep` in the background (a grandchild of ours) and waits on it.
-    hooks = Hooks({"agentSpawn": ["sleep 30 & echo $! > grandchild.pid; wait", "echo next"]}, box=WRITABLE)
+    # sh starts `sleep` in the background (a grandchild of ours) and waits on it. A sandboxed hook has
+    # its own PID namespace (its `$!` is no host pid): the sleep's argument marks it for the host to find.
+    mark = new_mark()
+    hooks = Hooks({"agentSpawn": [f"sleep 30.{mark} & wait", "echo next"]}, box=WRITABLE)
     started = time.monotonic()
-    result = await hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=0.5)
+    run = asyncio.ensure_future(hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=2))
+    await wait_for_processes(mark)  # the grandchild, running
+    result = await run
     elapsed = time.monotonic() - started
     assert elapsed < 10, "the hook waited for the sleep instead of timing out"
     assert result.exit_codes[0] < 0
     assert "timed out" in result.warnings[0]
     assert result.output == "next", "a timeout is a warning: the next command still runs"
-    pid = int((tmp_path / "grandchild.pid").read_text())
-    deadline = time.monotonic() + 3
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(pid), f"grandchild {pid} survived the timeout"
+    assert await wait_no_processes(mark, timeout=3) == [], "the grandchild survived the timeout"
 
 
 async def test_unconfigured_hook_runs_nothing(tmp_path):
@@ -138,18 +129,11 @@ async def test_nothing_reaches_our_own_stdout(tmp_path, capfd):
 
 
 async def test_cancelling_a_hook_kills_its_process_group(tmp_path):
-    hooks = Hooks({"preTurn": ["sleep 30 & echo $! > grandchild.pid; wait"]}, box=WRITABLE)
+    mark = new_mark()
+    hooks = Hooks({"preTurn": [f"sleep 30.{mark} & wait"]}, box=WRITABLE)
     task = asyncio.create_task(hooks.run("preTurn", {}, cwd=tmp_path, env={}))
-    pid_file = tmp_path / "grandchild.pid"
-    for _ in range(200):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        await asyncio.sleep(0.02)
+    await wait_for_processes(mark)  # the grandchild, running
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 3
-    while not _gone(pid) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert _gone(pid), f"grandchild {pid} survived the cancellation"
+    assert await wait_no_processes(mark, timeout=3) == [], "the grandchild survived the cancellation"

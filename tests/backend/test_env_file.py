@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ollie.backend.registry import make_backend
-from ollie.env import load_env_file, parse_env_file
+from ollie.env import parse_env_file
 
 TEXT = """
 # a whole-line comment
@@ -26,11 +26,10 @@ def test_a_comment_after_a_value_is_not_part_of_it():
     assert values["TABBED"] == "x"
 
 
-def test_the_backend_built_from_the_file_gets_clean_values(tmp_path):
-    env_file = tmp_path / "env"
-    env_file.write_text(TEXT)
-    environ: dict[str, str] = {"OLLIE_MODEL": "from-environment"}
-    load_env_file(env_file, environ)
-    backend = make_backend(environ=environ)
+def test_the_backend_built_from_the_file_gets_clean_values(tmp_path, monkeypatch):
+    (tmp_path / "env").write_text(TEXT)
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("OLLIE_MODEL", "from-environment")
+    backend = make_backend()  # the process environment over the env file, which never overrides it
     assert (backend.name, backend.model) == ("openai", "from-environment")
     assert backend._client.headers["Authorization"] == "Bearer sk-abc#def"

@@ -114,7 +114,7 @@ def test_sessions_switch(workspace, scripted_llm):
 
 
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
-    srv = scripted_llm("openai")
+    srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(
         Reply(text="Slowly " * 30, delay=0.05,
               tool_calls=[("execute_code", {"steps": [{"code": "sleep 0.5; echo ran", "language": "bash"}]})]),
@@ -123,7 +123,12 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
         Reply(text='{"goal": "demo", "plan": [], "decisions": ["kept it short"]}'),
     )
     result = run_scenario("commands", workspace, srv)
+    # The pickers show what ollie/listModels and ollie/listAgents answer: the current one marked, descriptions.
+    assert result["model_items"] == ["scripted-model", "other-model"]
+    assert result["model_labels"] == ["scripted-model (current)", "other-model"]
     assert "default" in result["agent_items"] and "coding" in result["agent_items"]
+    labels = dict(zip(result["agent_items"], result["agent_labels"], strict=True))
+    assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")
     chat = result["chat"]
     assert chat.index("first turn done") < chat.index("queued answer")
     requests = srv.chat_requests

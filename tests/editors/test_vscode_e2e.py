@@ -1,4 +1,4 @@
-"""The VS Code extension in real VS Code (code-server + headless Chromium), against the real daemon and the scripted LLM server."""
+"""The VS Code extension in real VS Code (code-server + headless Chromium), against the real daemon and scripted LLM."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(vsix, tmp_path):
     done = subprocess.run([shutil.which("node"), "test/e2e/run.mjs", "--vsix", str(vsix)], cwd=EXTENSION, env=env,
                           capture_output=True, text=True, timeout=320)
     output = done.stdout + done.stderr
-    logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((tmp_path / "artifacts").glob("*.log")))
+    logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                     for p in sorted((tmp_path / "artifacts").glob("*.log")))
     assert done.returncode == 0 and "E2E PASSED" in done.stdout, f"{output[-5000:]}\n{logs}"
     assert "Stop interrupted the turn" in output

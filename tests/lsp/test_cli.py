@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ollie.cli.preflight import backend_problem
 from ollie.cli.render import Renderer, compact_result
+from ollie.sessions import Registry, Scope, os_user
 from ollie.testing import Reply
 
 from .conftest import child_env
@@ -243,6 +244,11 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     assert "it was 9" in second.stdout
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "what was it?"]
+    # Recorded on channel cli (editors list it) and stamped by the resumed run's turn.
+    registry = Registry()
+    info = registry.get(Scope(user_id=os_user()), session)
+    registry.close()
+    assert (info.channel, info.kind, info.last_turn_result) == ("cli", "chat", "end")
 
 
 def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(llm, tmp_path):

@@ -26,9 +26,16 @@ BAD_PARAMS = {
     "ollie/state": ({"session": {"id": "x"}}, "session"),
     "ollie/context": ({"session": True}, "session"),
     "ollie/command": ({}, "line"),
+    "ollie/listModels": ({"session": 12}, "session"),
+    "ollie/listAgents": ({"session": False}, "session"),
+    "ollie/listCommands": ([1], "params"),
     "ollie/setCwd": ({"cwd": 3}, "cwd"),
     "ollie/setEnv": ({"key": "1BAD", "value": "v"}, "key"),
     "ollie/setGenerationParams": ({"params": "hot"}, "params"),
+    "ollie/setApproval": ({"approval": "sometimes"}, "approval"),
+    "ollie/changes": ({"turn": 0}, "turn"),
+    "ollie/review/undo": ({"path": "a.txt", "hunk": "1"}, "hunk"),
+    "ollie/rewind": ({"undo": "yes"}, "undo"),
     "ollie/session/new": ({"title": 7}, "title"),
     "ollie/session/list": ({"limit": -1}, "limit"),
     "ollie/session/load": ({}, "session"),
@@ -42,7 +49,7 @@ async def test_capabilities_list_every_method_and_command(start_daemon):
     daemon = await start_daemon()
     caps = daemon.init_result.capabilities
     ollie = caps.experimental["ollie"]
-    assert ollie["version"] == 1
+    assert ollie["version"] == 2
     assert sorted(ollie["methods"]) == ALL_METHODS
     assert {"ollie/submit", "ollie/session/new", "ollie/setGenerationParams"} <= set(ollie["methods"])
     commands = set(caps.execute_command_provider.commands)

@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 
 from ollie.agent.events import Bus, Event
+from ollie.sessions.types import first_words
 from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.params import EditorContext, SessionListParams, SubmitParams, parse
-from ollie_lsp.progress import first_words
 
 
 def test_parse_names_nested_fields():
     with pytest.raises(InvalidParams) as caught:
-        parse(SubmitParams, {"text": "hi", "context": {"uri": "file:///x", "range": {"start": {"line": -1, "character": 0}, "end": {"line": 1, "character": 0}}}})
+        bad = {"start": {"line": -1, "character": 0}, "end": {"line": 1, "character": 0}}
+        parse(SubmitParams, {"text": "hi", "context": {"uri": "file:///x", "range": bad}})
     assert caught.value.code == -32602
     assert "context.range.start.line" in caught.value.message
 

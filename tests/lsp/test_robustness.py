@@ -11,6 +11,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.procs import new_mark, wait_for_processes
 
 
 async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, scripted_llm, tmp_path):
@@ -19,7 +20,8 @@ async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, s
     agents = tmp_path / "agents"
     agents.mkdir()
     # The hook writes straight into the daemon's own fd 1: if that were the JSON-RPC pipe, the client would choke.
-    hook = "printf 'Content-Length: 5\\r\\n\\r\\nJUNK{' > /proc/$PPID/fd/1; head -c 20000 /dev/zero | tr '\\0' x > /proc/$PPID/fd/1"
+    hook = ("printf 'Content-Length: 5\\r\\n\\r\\nJUNK{' > /proc/$PPID/fd/1; "
+            "head -c 20000 /dev/zero | tr '\\0' x > /proc/$PPID/fd/1")
     # Unsandboxed on purpose ("commandSandbox": "none"): the default read-only sandbox would refuse /proc/$PPID.
     (agents / "noisy.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": {"preTurn": hook},
                                                    "commandSandbox": "none"}))
@@ -86,17 +88,15 @@ async def test_a_saved_session_resumes_in_a_new_daemon(start_daemon, llm):
 
 
 async def _start_sleeper(start_daemon, llm):
-    """A daemon whose turn runs a minute-long tool: (daemon, the pending submit, the tool's pid)."""
-    code = "echo $$ > sleeper.pid; exec sleep 60"
+    """A daemon whose turn runs a minute-long tool: (daemon, the pending submit, the tool's host pid)."""
+    # The step's `$$` is its PID namespace's, not the host's: the sleep's argument marks it instead.
+    mark = new_mark()
+    code = f"exec sleep 60.{mark}"
     llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})]))
     daemon = await start_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep a minute"}))
-    pid_file = daemon.workspace / "sleeper.pid"
-    deadline = time.monotonic() + 10
-    while not (pid_file.exists() and pid_file.read_text().strip()):
-        assert time.monotonic() < deadline, "the tool never started"
-        await asyncio.sleep(0.05)
-    return daemon, submit, int(pid_file.read_text())
+    [pid] = await wait_for_processes(mark, timeout=10)
+    return daemon, submit, pid
 
 
 async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, llm, _private_dirs):

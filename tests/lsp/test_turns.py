@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -67,6 +66,10 @@ async def test_submit_streams_events_in_order_with_gap_free_seq(daemon, llm):
     text = "".join(e["content"] for e in events if e["role"] == "assistant")
     assert text.endswith("The sample says hello to everyone here.")
     assert "state" not in roles
+    # The engine's usage payload is typed; the wire keeps the string PROTOCOL.md's clients parse.
+    usage = next(e for e in events if e["role"] == "usage")["content"].split()
+    assert len(usage) == 5 and all(part.isdigit() for part in usage[:4]) and float(usage[4]) >= 0
+    assert int(usage[0]) > 0
 
 
 async def test_progress_and_state_changed(daemon, llm):

@@ -19,7 +19,6 @@ for _path in (REPO, Path(__file__).parent):
         sys.path.insert(0, str(_path))
 
 from bench.lspwire import LSPProcess  # noqa: E402
-
 from ollie.agent.core import Core  # noqa: E402
 from ollie.agent.limits import LoopLimits  # noqa: E402
 

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import DAEMON, daemon_env
 
 from ollie.testing import Reply
-
-from conftest import DAEMON, daemon_env
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
 UNAUTHORIZED, BUSY = -32003, -32004

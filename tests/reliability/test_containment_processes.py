@@ -23,14 +23,17 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from ollie.sandbox.spawn import fork_server
 from ollie.testing import Reply
 from ollie.tools.execute.server import ExecuteServer
+from tests.procs import new_mark, processes_with, wait_for_processes, wait_no_processes
 
 from .conftest import pid_gone, wait_gone
 
 SESSION = "1700000000000000000-c0nta1"
 
-# Leaves a session-leading, stdio-less `sleep` behind, then `$1` (the rest of the step).
-ESCAPE_BASH = ("setsid sh -c 'exec >/dev/null 2>&1 </dev/null; echo $$ > escapee.pid; exec sleep 1000' & "
-               "while [ ! -s escapee.pid ]; do sleep 0.01; done; echo $$ > tool.pid; ")
+# A step runs in a PID namespace of its own: the pids it sees are not the host's. So the processes
+# a test must see die carry a mark in their command line (`sleep 1000.<mark>`), found on the host.
+# Leaves a session-leading, stdio-less `sleep` behind, then runs the rest of the step.
+ESCAPE_BASH = ("setsid sh -c 'exec >/dev/null 2>&1 </dev/null; echo $$ > escapee.pid; exec sleep 1000.{mark}' & "
+               "while [ ! -s escapee.pid ]; do sleep 0.01; done; ")
 # The same in Python: double fork, setsid, stdio closed.
 ESCAPE_PYTHON = """
 import os, sys, time
@@ -42,13 +45,14 @@ if os.fork() == 0:
         with open("escapee.pid.tmp", "w") as f:
             f.write(str(os.getpid()))
         os.rename("escapee.pid.tmp", "escapee.pid")
-        time.sleep(1000)
+        os.execvp("sleep", ["sleep", "1000.{mark}"])
     os._exit(0)
 while not os.path.exists("escapee.pid"):
     time.sleep(0.01)
-with open("tool.pid", "w") as f:
-    f.write(str(os.getpid()))
 """
+# The rest of an escaping step: wait for the test's go-ahead.
+AWAIT_GO = {"bash": "while [ ! -e go ]; do sleep 0.01; done",
+            "python3": "while not os.path.exists('go'):\n    time.sleep(0.01)\n"}
 
 
 @pytest.fixture
@@ -66,73 +70,62 @@ def server(work: Path) -> ExecuteServer:
     return ExecuteServer(cwd=work, session_id=SESSION, lock_dir=work.parent / "scratch" / "locks")
 
 
-def escape_step(language: str, then: str = "") -> dict:
-    """An execute_code step that leaves an escapee, then runs `then` (same language)."""
-    code = ESCAPE_BASH + then if language == "bash" else ESCAPE_PYTHON + then
+def escape_step(language: str, mark: str, then: str = "") -> dict:
+    """An execute_code step that leaves an escapee marked `mark`, then runs `then` (same language)."""
+    code = (ESCAPE_BASH if language == "bash" else ESCAPE_PYTHON).format(mark=mark) + then
     return {"code": code, "language": language}
 
 
-def read_pid(path: Path) -> int:
-    """The pid a step wrote (it must have)."""
-    assert path.exists(), f"{path.name} was never written"
-    return int(path.read_text().strip())
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie is not)."""
-    return not pid_gone(pid)
-
-
-async def wait_for_pid_file(path: Path, timeout: float = 15) -> int:
-    """The pid in `path` once the step has written it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not (path.exists() and path.read_text().strip()):
-        assert loop.time() < deadline, f"{path.name} never appeared"
-        await asyncio.sleep(0.02)
-    return int(path.read_text().strip())
+def sleep_marked(mark: str) -> str:
+    """The rest of a bash step: the tool process itself becomes a marked minute-long sleep."""
+    return f"exec sleep 60.{mark}"
 
 
 @pytest.mark.parametrize("language", ["bash", "python3"])
 async def test_an_escapee_is_dead_when_the_step_returns(server, work, language):
-    result = await server.call("execute_code", {"steps": [escape_step(language, "")]})
+    mark = new_mark()
+    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step(language, mark,
+                                                                                    AWAIT_GO[language])]}))
+    escapee = await wait_for_processes(f"1000.{mark}")  # found while it runs, so its absence below means dead
+    (work / "go").touch()
+    result = await asyncio.wait_for(call, 30)
     assert not result.is_error, result.text
-    escapee = read_pid(work / "escapee.pid")
     # No wait: the status is reported only after the sweep, so "the step returned" means "all of it is dead".
-    assert pid_gone(escapee), f"the setsid'd escapee {escapee} outlived its step"
+    assert processes_with(mark) == [], f"the setsid'd escapee {escapee} outlived its step"
 
 
 async def test_an_escapee_is_dead_after_the_step_times_out(server, work):
+    mark = new_mark()
     started = time.monotonic()
-    result = await server.call("execute_code", {"steps": [escape_step("bash", "sleep 60")], "timeout": 1})
+    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", mark, sleep_marked(mark))],
+                                                             "timeout": 3}))
+    running = await wait_for_processes(mark, 2)  # the escapee and the tool
+    result = await asyncio.wait_for(call, 30)
     assert time.monotonic() - started < 20
     assert "timed out" in result.text.lower() or "timeout" in result.text.lower(), result.text
-    for name in ("escapee.pid", "tool.pid"):
-        assert pid_gone(read_pid(work / name)), f"{name} outlived the timeout"
+    assert processes_with(mark) == [], f"{running} outlived the timeout"
 
 
 async def test_an_escapee_is_dead_after_an_interrupt(server, work):
-    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", "sleep 60")],
+    mark = new_mark()
+    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", mark, sleep_marked(mark))],
                                                              "timeout": 60}))
-    escapee = await wait_for_pid_file(work / "escapee.pid")
-    tool = await wait_for_pid_file(work / "tool.pid")
-    assert alive(escapee) and alive(tool)
+    await wait_for_processes(mark, 2)  # the escapee and the tool, running
     call.cancel()  # what an interrupt does to the running call
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(call, 10)
-    assert await wait_gone(escapee, timeout=3), "the escapee outlived the interrupt"
-    assert pid_gone(tool)
+    assert await wait_no_processes(mark, timeout=3) == [], "the escapee or the tool outlived the interrupt"
 
 
 async def test_closing_the_fork_server_ends_running_steps_and_their_escapees(server, work):
-    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", "sleep 60")],
+    mark = new_mark()
+    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", mark, sleep_marked(mark))],
                                                              "timeout": 60}))
-    escapee = await wait_for_pid_file(work / "escapee.pid")
-    tool = await wait_for_pid_file(work / "tool.pid")
+    await wait_for_processes(mark, 2)  # the escapee and the tool, running
     forkserver = fork_server().pid
-    assert forkserver is not None and alive(escapee)
+    assert forkserver is not None
     await asyncio.to_thread(fork_server().close)  # what daemon shutdown (atexit) does
-    assert pid_gone(escapee) and pid_gone(tool), "a step outlived its fork server"
+    assert processes_with(mark) == [], "a step outlived its fork server"
     assert pid_gone(forkserver)
     result = await asyncio.wait_for(call, 10)  # the step ends (killed), it does not hang
     assert result.is_error or "exit" in result.text.lower(), result.text
@@ -164,19 +157,22 @@ with open("pids", "a") as f:
 if limited:
     with open("limited", "a") as f:
         f.write("x")
-time.sleep(60)
+os.execvp("sleep", ["sleep", "60.MARK"])
 """
 
 
 async def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(server, work):
     low_limit_policy(16)
-    result = await server.call("execute_code", {"steps": [{"code": FORK_BOMB, "language": "python3"}],
-                                                "timeout": 3})
+    mark = new_mark()
+    call = asyncio.ensure_future(server.call("execute_code", {
+        "steps": [{"code": FORK_BOMB.replace("MARK", mark), "language": "python3"}], "timeout": 3}))
+    await wait_for_processes(mark, 2)  # the bomb's processes, running (each ends as a marked sleep)
+    result = await asyncio.wait_for(call, 30)
     assert "timed out" in result.text.lower() or "timeout" in result.text.lower(), result.text
     assert (work / "limited").exists(), "no fork ever failed: the process limit was not applied"
-    pids = [int(line) for line in (work / "pids").read_text().split()]
+    pids = [int(line) for line in (work / "pids").read_text().split()]  # the step's namespace pids: a count
     assert 2 <= len(pids) <= 16, pids
-    assert [pid for pid in pids if not pid_gone(pid)] == [], "part of the fork bomb outlived its step"
+    assert processes_with(mark) == [], "part of the fork bomb outlived its step"
     # The machine (and this session) still runs steps.
     after = await server.call("execute_code", {"steps": [{"code": "echo still fine", "language": "bash"}]})
     assert "still fine" in after.text, after.text
@@ -184,27 +180,32 @@ async def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(server, wor
 
 # A self-spawning script rather than a `f(){ f|f& }` function, which the validation gate refuses
 # before it runs; depth-bounded like FORK_BOMB (at most 2**9 shells if the limit failed).
+# The script's name and every sleep carry MARK: each of its processes is found on the host by it.
 SHELL_BOMB = """echo $$ > bomb.pid
-cat > b.sh <<'END'
+cat > b.MARK.sh <<'END'
 echo $$ >> pids
 d=${D:-0}
-if [ "$d" -lt 9 ]; then D=$((d + 1)) sh b.sh & D=$((d + 1)) sh b.sh & fi
-sleep 60
+if [ "$d" -lt 9 ]; then D=$((d + 1)) sh b.MARK.sh & D=$((d + 1)) sh b.MARK.sh & fi
+sleep 60.MARK
 END
-sh b.sh & sleep 60
+sh b.MARK.sh & exec sleep 60.MARK
 """
 
 
 async def test_a_shell_fork_bomb_is_stopped_and_swept(server, work):
     low_limit_policy(16)
-    result = await server.call("execute_code", {"steps": [{"code": SHELL_BOMB, "language": "bash"}], "timeout": 2})
+    mark = new_mark()
+    call = asyncio.ensure_future(server.call("execute_code", {
+        "steps": [{"code": SHELL_BOMB.replace("MARK", mark), "language": "bash"}], "timeout": 2}))
+    await wait_for_processes(mark, 2)  # the bomb's shells and sleeps, running
+    result = await asyncio.wait_for(call, 30)
     assert (work / "bomb.pid").exists(), result.text
     assert "fork" in result.text.lower(), result.text  # sh: "Cannot fork" / "Resource temporarily unavailable"
-    pids = [read_pid(work / "bomb.pid"), *(int(line) for line in (work / "pids").read_text().split())]
+    pids = (work / "pids").read_text().split()  # the step's namespace pids: a count
     # sh exits when a fork fails, freeing slots for others: more than 16 may run over time, never the
     # 1 + 1023 an unlimited run records.
     assert len(pids) < 200, len(pids)
-    assert [pid for pid in pids if not pid_gone(pid)] == [], "part of the fork bomb outlived its step"
+    assert processes_with(mark) == [], "part of the fork bomb outlived its step"
     after = await server.call("execute_code", {"steps": [{"code": "echo still fine", "language": "bash"}]})
     assert "still fine" in after.text, after.text
 
@@ -237,7 +238,8 @@ def _cmdline(pid: int) -> str:
 
 async def test_a_sigkilled_daemon_takes_its_steps_processes_with_it(scripted_llm, tmp_path):
     llm = scripted_llm("openai")
-    code = ESCAPE_BASH + "sleep 60"
+    mark = new_mark()
+    code = ESCAPE_BASH.format(mark=mark) + sleep_marked(mark)
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 120})))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -250,15 +252,13 @@ async def test_a_sigkilled_daemon_takes_its_steps_processes_with_it(scripted_llm
             capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 30)
         submit = asyncio.ensure_future(client.protocol.send_request_async("ollie/submit", {"text": "run it"}))
-        escapee = await wait_for_pid_file(workspace / "escapee.pid", timeout=30)
-        tool = await wait_for_pid_file(workspace / "tool.pid")
+        await wait_for_processes(mark, 2, timeout=30)  # the escapee and the tool, running
         daemon = client._server.pid
         servers = [pid for pid in _children_of(daemon) if "forkserver.py" in _cmdline(pid)]
         assert len(servers) == 1, [(_cmdline(pid), pid) for pid in _children_of(daemon)]
-        assert alive(escapee) and alive(tool)
         os.kill(daemon, signal.SIGKILL)
-        for pid, what in ((escapee, "the escapee"), (tool, "the tool process"), (servers[0], "the fork server")):
-            assert await wait_gone(pid, timeout=5), f"{what} outlived the SIGKILLed daemon"
+        assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the SIGKILLed daemon"
+        assert await wait_gone(servers[0], timeout=5), "the fork server outlived the SIGKILLed daemon"
         submit.cancel()
     finally:
         with contextlib.suppress(BaseException):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -9,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import pid_gone
 
 from bench.lspwire import RPCError
 from ollie.testing import Reply
+from tests.procs import new_mark, processes_with
 
 
 def wait_file(path: Path, *, timeout: float = 20.0) -> str:
@@ -31,16 +32,19 @@ def last_user_text(request) -> str:
 
 
 def test_sigkill_mid_turn_then_resume_loses_only_the_last_round(start_daemon, scripted_llm, workdir):
+    # The step's `$$` is its PID namespace's, not a host pid: its sleep's argument marks it instead.
+    mark = new_mark()
     srv = scripted_llm("openai")
     srv.script(
         Reply.tool_calls(("execute_code", {"steps": [{"code": "echo first-round-done"}]})),
-        Reply.tool_calls(("execute_code", {"steps": [{"code": "echo $$ > second.pid; sleep 30"}], "timeout": 60})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo started > second.pid; exec sleep 30.{mark}"}],
+                                           "timeout": 60})),
         Reply.text("resumed and answered"),
     )
     first = start_daemon(env=srv.env())
     session = first.request("ollie/state", {}, timeout=60)["session"]
     first.request_async("ollie/submit", {"text": "do two rounds"})
-    tool_pid = int(wait_file(workdir / "second.pid"))
+    wait_file(workdir / "second.pid")
     os.kill(first.pid, signal.SIGKILL)
     first.proc.wait(10)
     try:
@@ -57,8 +61,9 @@ def test_sigkill_mid_turn_then_resume_loses_only_the_last_round(start_daemon, sc
         assert any("first-round-done" in str(m.get("content")) for m in sent)
         assert last_user_text(srv.chat_requests[-1]).endswith("carry on")
     finally:
-        if not pid_gone(tool_pid):
-            os.kill(tool_pid, signal.SIGKILL)
+        for pid in processes_with(mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sessions_dir_that_cannot_be_created_gives_a_clear_error_and_the_daemon_serves_on(

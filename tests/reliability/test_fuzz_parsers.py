@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import httpx
@@ -89,7 +90,7 @@ def stream_bodies(frames: list[bytes], *, sse: bool) -> st.SearchStrategy[tuple[
 def chunks(body: bytes, cuts: list[int]) -> list[bytes]:
     """`body` cut at `cuts`."""
     points = sorted({0, len(body), *cuts})
-    return [body[a:b] for a, b in zip(points, points[1:]) if b > a]
+    return [body[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 def run_backend(backend, body: bytes, cuts: list[int], content_type: str) -> None:

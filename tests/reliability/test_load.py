@@ -41,7 +41,7 @@ def test_twenty_sessions_at_once_complete_with_unmixed_events(start_daemon):
                    for n, s in enumerate(sessions)]
         results = [p.result(120) for p in pending]
         assert not any(srv.scripts.values()), "every job used its whole script"
-    for n, (session, result) in enumerate(zip(sessions, results)):
+    for n, (session, result) in enumerate(zip(sessions, results, strict=True)):
         job = f"job-{n:02d}"
         assert result["session"] == session and result["stop"] == "end", result
         assert result["reply"] == f"final answer for {job} " * 5

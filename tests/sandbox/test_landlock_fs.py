@@ -62,9 +62,18 @@ async def test_read_inside_ro_paths_works_and_outside_is_denied(ws):
     assert status != 0 and DENIED in err
 
 
-async def test_daemon_process_files_are_not_readable(ws):
-    status, out, err = await ws.bash(f"cat /proc/{os.getpid()}/environ", ws.default_policy())
-    assert status != 0 and DENIED in err and out == ""
+@pytest.mark.parametrize("pidns", ["default", "0"])
+async def test_daemon_process_files_are_not_readable(ws, monkeypatch, pidns):
+    # In its own PID namespace a step cannot even name the daemon's /proc entries; without one
+    # (as where namespaces are unavailable) Landlock narrows /proc to the step's own.
+    if pidns == "0":
+        monkeypatch.setenv("OLLIE_SANDBOX_PIDNS", "0")
+    daemon = os.getpid()
+    status, out, err = await ws.bash(f"cat /proc/{daemon}/environ; cat /proc/{daemon}/cmdline", ws.default_policy())
+    assert status != 0 and out == "", (out, err)
+    for name in ("environ", "cmdline"):
+        error = err.split(f"/proc/{daemon}/{name}: ", 1)[1].splitlines()[0]
+        assert error in ((DENIED,) if pidns == "0" else (DENIED, "No such file or directory")), err
 
 
 async def test_escape_through_dotdot(ws):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from pathlib import Path
@@ -13,22 +12,9 @@ import pytest
 from ollie.sandbox import SandboxUnavailableError, cgroup, landlock_abi, spawn_sandboxed
 from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.spawn import ForkServer
+from tests.procs import host_pid, process_gone, processes_with
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
-
-
-def process_gone(pid: int, within: float = 5.0) -> bool:
-    """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):  # the latter: reaped between open and read
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 async def wait_for_file(path: Path, within: float = 5.0) -> str:
@@ -46,7 +32,7 @@ async def test_timeout_kills_the_grandchild(ws, sandboxed):
     policy = ws.default_policy() if sandboxed else None
     proc = await spawn_sandboxed(["bash", "-c", "sleep 30 & echo $! > gc.pid; wait"], policy=policy,
                                  cwd=ws.work, env=ws.env)
-    grandchild = int(await wait_for_file(ws.work / "gc.pid"))
+    grandchild = host_pid(proc.pid, int(await wait_for_file(ws.work / "gc.pid")))
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(proc.communicate(limit_bytes=1000), 0.2)
     assert await asyncio.wait_for(proc.wait(), 5) == -9
@@ -57,7 +43,7 @@ async def test_timeout_kills_the_grandchild(ws, sandboxed):
 async def test_cancelling_wait_kills_the_group(ws):
     proc = await spawn_sandboxed(["bash", "-c", "sleep 30 & echo $! > gc.pid; wait"], policy=ws.default_policy(),
                                  cwd=ws.work, env=ws.env)
-    grandchild = int(await wait_for_file(ws.work / "gc.pid"))
+    grandchild = host_pid(proc.pid, int(await wait_for_file(ws.work / "gc.pid")))
     task = asyncio.ensure_future(proc.wait())
     await asyncio.sleep(0.05)
     task.cancel()
@@ -69,11 +55,31 @@ async def test_cancelling_wait_kills_the_group(ws):
 
 async def test_child_leads_its_own_session_and_group(ws):
     code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
-    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", code], policy=ws.default_policy(), cwd=ws.work,
-                                 env=ws.env)
+    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", code], policy=None, cwd=ws.work, env=ws.env)
     out, _, _ = await proc.communicate()
     assert out.decode().split() == [str(proc.pid)] * 3
     assert proc.pgid == proc.pid and proc.pid != os.getpid()
+
+
+@needs_landlock
+async def test_a_sandboxed_step_is_pid_2_under_its_init_which_leads_the_group(ws):
+    # The reported pid is the init (PID 1 of the step's namespace): its group holds the tool, so a group kill ends both.
+    code = "import os; print(os.getpid(), os.getppid(), os.getpgid(0), os.getsid(0))"
+    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", code], policy=ws.default_policy(), cwd=ws.work,
+                                 env=ws.env)
+    out, _, _ = await proc.communicate()
+    assert out.decode().split() == ["2", "1", "1", "1"]
+    assert proc.pgid == proc.pid and proc.pid != os.getpid()
+
+
+@needs_landlock
+async def test_a_group_kill_of_the_reported_pid_ends_the_whole_namespace(ws):
+    proc = await spawn_sandboxed(["bash", "-c", "setsid sleep 30 & echo $! > gc.pid; wait"],
+                                 policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    escapee = host_pid(proc.pid, int(await wait_for_file(ws.work / "gc.pid")))
+    proc.kill_group()  # the setsid sleep is outside the group: the init's death takes it along
+    assert await asyncio.wait_for(proc.wait(), 5) == -9
+    assert process_gone(escapee)
 
 
 async def test_output_is_capped_and_drained(ws):
@@ -199,19 +205,6 @@ async def test_old_abi_without_tcp_rules_warns_or_refuses(ws, monkeypatch):
         await spawn_sandboxed(["true"], policy=strict, cwd=ws.work, env=ws.env)
 
 
-def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains `marker` (zombies excluded)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
     marker = f"ollie-orphan-check-{os.getpid()}-{time.monotonic_ns()}"
     policy = ws.default_policy()
@@ -219,7 +212,7 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
         try:
             proc = await asyncio.wait_for(spawn_sandboxed(["bash", "-c", "sleep 30; exit", marker], policy=policy,
                                                           cwd=ws.work, env=ws.env), 0.0004 * (i % 8))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
         proc.kill_group()
         proc.close()
@@ -247,7 +240,8 @@ async def test_child_inherits_only_its_stdio(ws, sandboxed):
     assert results == ["[0, 1, 2, 3]"] * 6  # 3 is listdir's own
 
 
-ESCAPEE = ("setsid sh -c 'exec >/dev/null 2>&1 </dev/null; echo $$ > escapee.pid; exec sleep 1000' & "
+# Its sleep's argument marks it: from inside the step's PID namespace, $$ is not the host's pid.
+ESCAPEE = ("setsid sh -c 'exec >/dev/null 2>&1 </dev/null; echo $$ > escapee.pid; exec sleep 1000.{mark}' & "
            "while [ ! -s escapee.pid ]; do sleep 0.01; done")
 # At most 2**7 processes if nothing stops it; prints "limited" once a fork fails.
 BOUNDED_BOMB = ("import os, time\nfor _ in range(7):\n    try:\n        os.fork()\n    except OSError:\n"
@@ -267,13 +261,10 @@ async def test_a_step_is_done_only_once_its_setsid_escapee_is_dead(ws, monkeypat
         broken.write_text("raise SystemExit(3)\n")
         server = ForkServer(broken)
         monkeypatch.setattr(spawn_module, "_server", server)
-    status, _, err = await ws.bash(ESCAPEE, ws.default_policy())
-    assert status == 0, err
-    escapee = int((ws.work / "escapee.pid").read_text())
-    state = "gone"
-    with contextlib.suppress(FileNotFoundError):
-        state = Path(f"/proc/{escapee}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    assert state == "gone", f"the escapee is still there ({state}) after the step was reported done"
+    mark = time.monotonic_ns()
+    status, _, err = await ws.bash(ESCAPEE.format(mark=mark), ws.default_policy())
+    assert status == 0 and (ws.work / "escapee.pid").read_text().strip(), err
+    assert processes_with(f"1000.{mark}") == [], "the escapee is still there after the step was reported done"
 
 
 @pytest.mark.parametrize("fallback", [False, True])
@@ -304,8 +295,9 @@ async def test_each_step_gets_its_own_pids_cgroup_and_it_is_removed(ws):
         proc = await spawn_sandboxed(["sleep", "0.3"], policy=low_limit(ws, limit), cwd=ws.work, env=ws.env)
         group = pids_cgroup_of(proc.pid)
         assert group is not None and group.name.isdigit() and group.parent.name == "ollie", group
-        # A spare supervisor is a member of its step's cgroup itself: one more than the policy's limit.
-        assert int((group / "pids.max").read_text()) in (limit, limit + 1)
+        # The step's init (PID 1 of its namespace) takes one slot, and a spare supervisor, a member of its
+        # step's cgroup itself, another.
+        assert int((group / "pids.max").read_text()) in (limit + 1, limit + 2)
         seen.append(group)
         await asyncio.wait_for(proc.communicate(), 10)
     assert len(set(seen)) == 3

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from ollie.agent.session import Session
 from ollie.backend.types import Message, ToolCall, Usage
+from ollie.sessions.session import Session
 
 FILLER = "x" * 1500 + "é✓🙂"
 
@@ -27,7 +27,7 @@ def apply_round(session: Session, r: int) -> None:
 
 
 def main() -> None:
-    from ollie.agent.persist import SessionFile
+    from ollie.sessions.persist import SessionFile
 
     sessions_dir, session_id = sys.argv[1], sys.argv[2]
     file = SessionFile(sessions_dir, session_id)

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from ollie.agent.persist import load
-from ollie.agent.session import Session, new_session_id
+from ollie.sessions.persist import load
+from ollie.sessions.session import Session, new_session_id
 
 CHILD = Path(__file__).with_name("crash_child.py")
 

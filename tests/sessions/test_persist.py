@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 
 import pytest
 
-from ollie.agent import persist
-from ollie.agent.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError
-from ollie.agent.session import Session, TaskState, new_session_id
 from ollie.backend.types import Message, ToolCall, Usage
+from ollie.sessions import persist
+from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError
+from ollie.sessions.session import Session, TaskState, new_session_id
 
 
 def _round(session: Session, r: int) -> None:
@@ -215,7 +216,7 @@ def test_the_log_is_folded_into_a_snapshot_periodically(tmp_path):
         file.save(session)  # meta-only saves: the log grows without new messages
         sizes.append(file.path.stat().st_size)
     assert max(sizes) < sizes[0] * 12, "the log was never folded"
-    assert any(later < earlier for earlier, later in zip(sizes, sizes[1:])), "no fold happened"
+    assert any(later < earlier for earlier, later in itertools.pairwise(sizes)), "no fold happened"
     assert persist.load(tmp_path, session.id).total_requests == 31
 
 

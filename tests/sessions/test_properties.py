@@ -7,10 +7,10 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ollie.agent.persist import SessionFile
-from ollie.agent.session import Session
 from ollie.backend.types import Message
 from ollie.sessions import OutputCollector
+from ollie.sessions.persist import SessionFile
+from ollie.sessions.session import Session
 
 OPS = st.lists(
     st.one_of(

@@ -25,10 +25,11 @@ from ollie.sessions import (
 GROUP = str(uuid.UUID("6fa459ea-ee8a-3ca4-894e-db77e160355e"))
 
 
-def test_kinds_and_channels_are_the_seeds_plus_lsp():
+def test_kinds_and_channels_are_the_seeds_plus_lsp_and_acp():
     assert {k.value for k in Kind} == {"main", "chat", "delegate", "task", "scheduler"}
-    assert {c.value for c in Channel} == {"web", "cli", "telegram", "delegate", "task", "scheduler", "webhook", "lsp"}
-    assert Kind("main") == "main" and Channel.LSP == "lsp"
+    assert {c.value for c in Channel} == {"web", "cli", "telegram", "delegate", "task", "scheduler", "webhook", "lsp",
+                                          "acp"}
+    assert Kind("main") == "main" and Channel.LSP == "lsp" and Channel.ACP == "acp"
 
 
 @pytest.mark.parametrize("field", ["id", "agent_id", "user_id"])

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ollie.tools.execute import ExecuteServer
+from tests.procs import host_pid, new_mark, processes_with, wait_for_processes
 
 from .conftest import Workspace, alive, code, installed, stdout_of
 
@@ -83,32 +84,43 @@ async def test_parallel_group_runs_concurrently(ws: Workspace) -> None:
 
 
 async def test_timeout_kills_grandchildren(ws: Workspace) -> None:
-    program = "sleep 30 & echo $! > grandchild; echo $$ > child; sleep 30"
+    # The step has its own PID namespace: its `$$`/`$!` are not host pids, so the sleeps carry a mark.
+    mark = new_mark()
+    program = f"sleep 30.{mark} & exec sleep 31.{mark}"  # the grandchild, then the child
     started = time.monotonic()
-    result = await code(ws.server(), program, timeout=0.5)
+    call = asyncio.ensure_future(code(ws.server(), program, timeout=2))
+    assert len(await wait_for_processes(mark, 2)) == 2  # the lookup finds both while they run
+    result = await call
     assert time.monotonic() - started < 10
-    assert result.is_error and "timed out after 0.5 s; its process group was killed" in result.text
-    for name in ("grandchild", "child"):
-        assert not alive(int((ws.work / name).read_text())), name
+    assert result.is_error and "timed out after 2 s; its process group was killed" in result.text
+    assert processes_with(mark) == []
 
 
 async def test_background_children_do_not_outlive_the_call(ws: Workspace) -> None:
+    mark = new_mark()
     started = time.monotonic()
-    result = await code(ws.server(), "sleep 30 & echo $! > bg; echo done")
+    call = asyncio.ensure_future(code(ws.server(), f"sleep 30.{mark} & while [ ! -e go ]; do sleep 0.01; done; "
+                                                   "echo done"))
+    await wait_for_processes(mark)
+    (ws.work / "go").touch()
+    result = await call
     assert not result.is_error and "done" in result.text
     assert time.monotonic() - started < 10
-    assert not alive(int((ws.work / "bg").read_text()))
+    assert processes_with(mark) == []  # the call returns only once the step's processes are gone
 
 
 async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
-    program = "sleep 30 & echo $! > g.tmp; mv g.tmp grandchild; echo $$ > c.tmp; mv c.tmp child; sleep 30"
+    mark = new_mark()
+    program = f"sleep 30.{mark} & echo $! > g.tmp; mv g.tmp grandchild; echo $$ > c.tmp; mv c.tmp child; sleep 30"
     task = asyncio.ensure_future(code(ws.server(), program))
     for _ in range(500):
         if (ws.work / "child").exists() and (ws.work / "grandchild").exists():
             break
         await asyncio.sleep(0.02)
-    pids = [int((ws.work / name).read_text()) for name in ("child", "grandchild")]
-    assert all(alive(p) for p in pids)
+    # The pids the step wrote are its namespace's: translated through the marked sleep, which shares it.
+    [anchor] = await wait_for_processes(mark)
+    pids = [host_pid(anchor, int((ws.work / name).read_text())) for name in ("child", "grandchild")]
+    assert anchor in pids and all(alive(p) for p in pids)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

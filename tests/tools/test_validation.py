@@ -16,6 +16,13 @@ DANGEROUS = [
     ("bash", "find . -name '*.o' | xargs sudo rm", "sudo/su"),
     ("bash", "nohup sudo -b service start", "sudo/su"),
     ("python3", "subprocess.run(['sudo', 'reboot'])", "sudo"),
+    ("bash", '"sudo" apt-get install foo', "sudo/su"),
+    ("bash", "ls | 'sudo' tee /etc/motd", "sudo/su"),
+    ("bash", 'grep -rn x $(sudo cat /root/.netrc)', "sudo/su"),
+    ("bash", 'grep -rn "sudo" .; sudo rm x', "sudo/su"),
+    ("python3", 'os.execvp("sudo", ["sudo", "id"])', "sudo/su"),
+    ("node", 'child_process.spawnSync("sudo", ["id"])', "sudo/su"),
+    ("ruby", 'system("sudo", "id")', "sudo/su"),
     ("perl", "print `cat /etc/shadow`;", "/etc/shadow"),
     ("bash", "rm -rf /", "recursive delete"),
     ("bash", "rm -rf /*", "recursive delete"),
@@ -51,6 +58,13 @@ NORMAL = [
     ("bash", "head -c 16 /dev/urandom | base64"),
     ("bash", 'eval "$(ssh-agent -s)"'),
     ("bash", "grep -rn sudo docs/ | head"),
+    # Searching for a dangerous word is not running it (issue 12): these tripped the 5-minute block.
+    ("bash", 'grep -rn "sudo" .'),
+    ("bash", "rg -n 'su' src/ && echo done"),
+    ("bash", 'git grep -n "doas" -- "*.sh"'),
+    ("bash", 'grep -rln "mkfs" scripts/'),
+    ("python3", 'if re.search("sudo", line):\n    print(line)'),
+    ("python3", 'subprocess.run(["grep", "-rn", "sudo", "."])'),
     ("bash", "echo pseudo-terminal; ls -la"),
     ("bash", "for f in *.py; do echo $f; done"),
     ("bash", "curl -s http://127.0.0.1:8000/health | jq ."),
@@ -171,4 +185,11 @@ def test_gate_ignores_passing_code_and_old_failures() -> None:
     for _ in range(5):
         gate.check("sudo ls", "bash")
         now[0] += 6
+    gate.ensure_open()
+
+
+def test_searches_for_dangerous_words_never_block_the_session() -> None:
+    gate = ValidationGate()
+    for _ in range(10):
+        assert gate.check('grep -rn "sudo" .', "bash") == []
     gate.ensure_open()

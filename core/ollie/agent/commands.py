@@ -12,19 +12,20 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ollie.agent import commands_info as info
 from ollie.agent.commands_info import CommandUsageError
 from ollie.agent.shell import merged_env, run_shell
+from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
 from ollie.log import get_logger
+from ollie.workspace import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
 
 _log = get_logger(__name__)
 
-Handler = Callable[[Any, str], Awaitable[str]]
+Handler = Callable[[CommandTarget, str], Awaitable[str]]
 
 _SLASH = re.compile(r"/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
 
@@ -36,6 +37,8 @@ class Command:
     usage: str
     summary: str
     handler: Handler
+    # Loses or stops what the session holds (history, the session itself): clients confirm first.
+    destructive: bool = False
 
 
 def _no_arg(name: str, arg: str) -> None:
@@ -43,21 +46,21 @@ def _no_arg(name: str, arg: str) -> None:
         raise CommandUsageError(f"/{name} takes no arguments (got {arg!r})")
 
 
-async def cmd_backend(core: Any, arg: str) -> str:
+async def cmd_backend(core: CommandTarget, arg: str) -> str:
     """Show the backend, or switch to `arg`."""
     if arg:
         await core.switch_backend(arg)
     return f"backend: {core.backend_name} (model: {core.model_name})"
 
 
-async def cmd_model(core: Any, arg: str) -> str:
+async def cmd_model(core: CommandTarget, arg: str) -> str:
     """Show the model, or switch to `arg`."""
     if arg:
         core.switch_model(arg)
     return f"model: {core.model_name} (backend: {core.backend_name})"
 
 
-async def cmd_agent(core: Any, arg: str) -> str:
+async def cmd_agent(core: CommandTarget, arg: str) -> str:
     """Show the agent, or switch to `arg` (fresh runtime, cleared session)."""
     if not arg:
         return f"agent: {core.agent_name}"
@@ -67,7 +70,7 @@ async def cmd_agent(core: Any, arg: str) -> str:
     return "\n".join(lines)
 
 
-async def cmd_maxsteps(core: Any, arg: str) -> str:
+async def cmd_maxsteps(core: CommandTarget, arg: str) -> str:
     """Show or set the tool rounds allowed per turn (0 = unlimited)."""
     if arg:
         if not re.fullmatch(r"\d+", arg):
@@ -77,27 +80,42 @@ async def cmd_maxsteps(core: Any, arg: str) -> str:
     return f"max steps: {steps}" + (" (unlimited)" if steps == 0 else "")
 
 
-async def cmd_compact(core: Any, arg: str) -> str:
+async def cmd_compact(core: CommandTarget, arg: str) -> str:
     """Compact the history now."""
     _no_arg("compact", arg)
     return str(await core.compact())
 
 
-async def cmd_clear(core: Any, arg: str) -> str:
+async def cmd_clear(core: CommandTarget, arg: str) -> str:
     """Drop the history and the task state."""
     _no_arg("clear", arg)
     core.clear()
     return "session cleared: history and task state dropped"
 
 
-async def cmd_kill(core: Any, arg: str) -> str:
+async def cmd_rewind(core: CommandTarget, arg: str) -> str:
+    """Files back to before turn n (default: the last) and the conversation cut there; `undo` undoes it."""
+    try:
+        if arg == "undo":
+            done = await core.rewind_undo()
+            return f"rewind undone: turn {done.turn} back, {len(done.files)} file(s) restored, {done.messages} messages"
+        if arg and not re.fullmatch(r"\d+", arg):
+            raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
+        done = await core.rewind(int(arg) if arg else None)
+    except WorkspaceError as exc:
+        raise CommandUsageError(f"/rewind: {exc}") from None
+    files = ", ".join(done.files) or "none"
+    return f"rewound to before turn {done.turn}: files restored ({files}); {done.messages} messages kept. /rewind undo to undo"
+
+
+async def cmd_kill(core: CommandTarget, arg: str) -> str:
     """Stop the session: interrupt, save, close."""
     _no_arg("kill", arg)
     await core.kill()
     return f"session {core.session_id} killed"
 
 
-async def cmd_rename(core: Any, arg: str) -> str:
+async def cmd_rename(core: CommandTarget, arg: str) -> str:
     """Give the session a title."""
     if not arg:
         raise CommandUsageError("/rn needs a name: /rn <name>")
@@ -105,7 +123,7 @@ async def cmd_rename(core: Any, arg: str) -> str:
     return f"session renamed to {arg!r}"
 
 
-async def cmd_cwd(core: Any, arg: str) -> str:
+async def cmd_cwd(core: CommandTarget, arg: str) -> str:
     """Show the working directory, or change it (relative to the current one, `~` expanded)."""
     if arg:
         target = Path(os.path.expanduser(arg))  # `~nosuchuser` stays as written (Path.expanduser raises)
@@ -117,7 +135,7 @@ async def cmd_cwd(core: Any, arg: str) -> str:
     return f"cwd: {core.cwd}"
 
 
-async def cmd_inject(core: Any, arg: str) -> str:
+async def cmd_inject(core: CommandTarget, arg: str) -> str:
     """Add text to the next tool result of the running turn."""
     if not arg:
         raise CommandUsageError("/i needs the text to inject: /i <prompt>")
@@ -127,7 +145,7 @@ async def cmd_inject(core: Any, arg: str) -> str:
     return "injected: no turn is running, so it was queued as the next prompt"
 
 
-async def cmd_inject_rewrite(core: Any, arg: str) -> str:
+async def cmd_inject_rewrite(core: CommandTarget, arg: str) -> str:
     """Replace whatever injects are pending with this text."""
     if not arg:
         raise CommandUsageError("/irw needs the text that replaces pending injects: /irw <prompt>")
@@ -135,7 +153,7 @@ async def cmd_inject_rewrite(core: Any, arg: str) -> str:
     return "pending injects replaced"
 
 
-async def cmd_queued(core: Any, arg: str) -> str:
+async def cmd_queued(core: CommandTarget, arg: str) -> str:
     """List the queued prompts, pop the next one, or clear them."""
     if arg == "pop":
         text = core.pop_queue()
@@ -151,7 +169,17 @@ async def cmd_queued(core: Any, arg: str) -> str:
     return f"queued ({len(queued)}):\n" + "\n".join(f"{i}. {text}" for i, text in enumerate(queued, 1))
 
 
-async def cmd_help(core: Any, arg: str) -> str:
+async def cmd_approval(core: CommandTarget, arg: str) -> str:
+    """Show the approval mode, or switch to `arg` (ask, auto-edit, auto, read-only)."""
+    if arg:
+        try:
+            core.set_approval(arg.strip())
+        except ValueError as exc:
+            raise CommandUsageError(f"/approval: {exc}") from None
+    return f"approval: {core.approval}"
+
+
+async def cmd_help(core: CommandTarget, arg: str) -> str:
     """The command list, or one command's line."""
     name = arg.lstrip("/").lower()
     if name and name in COMMANDS:
@@ -164,17 +192,23 @@ COMMANDS: dict[str, Command] = {
     "backend": Command("/backend [name]", "show or switch the LLM backend", cmd_backend),
     "model": Command("/model [name]", "show or switch the model", cmd_model),
     "models": Command("/models", "list the backend's models", info.cmd_models),
-    "agent": Command("/agent [name]", "show or switch the agent config (clears the session)", cmd_agent),
+    "agent": Command("/agent [name]", "show or switch the agent config (clears the session)", cmd_agent, destructive=True),
     "agents": Command("/agents", "list the agent configs", info.cmd_agents),
+    "approval": Command("/approval [mode]", "show or set which steps ask first: ask, auto-edit, auto, read-only",
+                        cmd_approval),
     "maxsteps": Command("/maxsteps [n]", "show or set tool rounds per turn (0 = unlimited)", cmd_maxsteps),
-    "compact": Command("/compact", "compact the history now", cmd_compact),
+    "compact": Command("/compact", "compact the history now", cmd_compact, destructive=True),
     "context": Command("/context", "context size and message breakdown", info.cmd_context),
     "usage": Command("/usage", "token usage and how full the context is", info.cmd_usage),
     "cost": Command("/cost", "last turn's and the session's cost", info.cmd_cost),
     "history": Command("/history [n]", "the last n messages (default 40)", info.cmd_history),
     "sessions": Command("/sessions", "list saved sessions", info.cmd_sessions),
-    "clear": Command("/clear", "clear the session (history and task state)", cmd_clear),
-    "kill": Command("/kill", "stop this session", cmd_kill),
+    "clear": Command("/clear", "clear the session (history and task state)", cmd_clear, destructive=True),
+    "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
+                      cmd_rewind, destructive=True),
+    "changes": Command("/changes [n]", "the files turn n (default: the last) changed, with their hunks",
+                       info.cmd_changes),
+    "kill": Command("/kill", "stop this session", cmd_kill, destructive=True),
     "rn": Command("/rn <name>", "rename the session", cmd_rename),
     "cwd": Command("/cwd [path]", "show or change the working directory", cmd_cwd),
     "skills": Command("/skills", "list available skills", info.cmd_skills),
@@ -201,7 +235,7 @@ def is_command(line: str) -> bool:
     return text.startswith("!") or _SLASH.fullmatch(text) is not None
 
 
-async def run_shell_line(core: Any, command: str, *, timeout: float = SHELL_TIMEOUT_S) -> str:
+async def run_shell_line(core: CommandTarget, command: str, *, timeout: float = SHELL_TIMEOUT_S) -> str:
     """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
     if not command:
         raise CommandUsageError("! needs a shell command: !<cmd>")
@@ -215,7 +249,7 @@ async def run_shell_line(core: Any, command: str, *, timeout: float = SHELL_TIME
     return output.lstrip("\n")
 
 
-async def run_command(core: Any, line: str, *, shell_timeout: float = SHELL_TIMEOUT_S) -> str | None:
+async def run_command(core: CommandTarget, line: str, *, shell_timeout: float = SHELL_TIMEOUT_S) -> str | None:
     """Carry out a slash command or `!cmd`; None when `line` is not a command, else its output."""
     if not is_command(line):
         return None
@@ -244,6 +278,6 @@ async def run_command(core: Any, line: str, *, shell_timeout: float = SHELL_TIME
     return _publish(core, "info", output)
 
 
-def _publish(core: Any, role: str, text: str, *, name: str = "") -> str:
+def _publish(core: CommandTarget, role: str, text: str, *, name: str = "") -> str:
     core.bus.emit(role, text, name=name)
     return text

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ollie import paths
-from ollie.agent import persist
+from ollie.agent.review import summary as review_summary
 from ollie.agent.skills import find_skills
+from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
+from ollie.sessions import persist
+from ollie.workspace import WorkspaceError
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
@@ -59,7 +62,7 @@ def describe_message(message: Message) -> str:
     return f"{label}: {' '.join(parts) or '(empty)'}"
 
 
-async def cmd_models(core: Any, arg: str) -> str:
+async def cmd_models(core: CommandTarget, arg: str) -> str:
     """List the backend's models, the current one marked."""
     models = await core.list_models()
     if not models:
@@ -69,29 +72,56 @@ async def cmd_models(core: Any, arg: str) -> str:
     return f"models of {core.backend_name}:\n" + "\n".join(lines)
 
 
-def _agent_dirs(core: Any) -> list[Path]:
+def _agent_dirs(core: CommandTarget) -> list[Path]:
     dirs = getattr(core, "agents_dirs", None)
     return list(dirs) if dirs else paths.agents_dirs()
 
 
-async def cmd_agents(core: Any, arg: str) -> str:
-    """List the agent configs found, the current one marked, with their descriptions."""
+@dataclass(frozen=True)
+class AgentInfo:
+    """One agent config found: its name, its description, and why it cannot load (when it cannot)."""
+
+    name: str
+    description: str = ""
+    error: str = ""
+
+
+def agent_infos(core: CommandTarget) -> list[AgentInfo]:
+    """Every agent config in the session's agent dirs, by name."""
     dirs = _agent_dirs(core)
-    names = list_agents(dirs)
-    if not names:
-        return "no agent configs found in " + ", ".join(str(d) for d in dirs)
-    lines = []
-    for name in names:
+    infos = []
+    for name in list_agents(dirs):
         try:
-            description = load_agent_config(find_agent(name, dirs)).description
+            infos.append(AgentInfo(name, load_agent_config(find_agent(name, dirs)).description))
         except OllieError as exc:
-            description = f"(cannot load: {exc})"
-        mark = "*" if name == core.agent_name else " "
-        lines.append(f"{mark} {name}" + (f" — {description}" if description else ""))
+            infos.append(AgentInfo(name, error=str(exc)))
+    return infos
+
+
+async def cmd_agents(core: CommandTarget, arg: str) -> str:
+    """List the agent configs found, the current one marked, with their descriptions."""
+    infos = agent_infos(core)
+    if not infos:
+        return "no agent configs found in " + ", ".join(str(d) for d in _agent_dirs(core))
+    lines = []
+    for agent in infos:
+        description = f"(cannot load: {agent.error})" if agent.error else agent.description
+        mark = "*" if agent.name == core.agent_name else " "
+        lines.append(f"{mark} {agent.name}" + (f" — {description}" if description else ""))
     return "agents:\n" + "\n".join(lines)
 
 
-async def cmd_context(core: Any, arg: str) -> str:
+async def cmd_changes(core: CommandTarget, arg: str) -> str:
+    """The files turn n (default: the last) changed, with their hunks numbered as undo takes them."""
+    if arg and not arg.isdigit():
+        raise CommandUsageError(f"/changes takes a turn number (got {arg!r})")
+    try:
+        return review_summary(await core.review.changes(int(arg) if arg else None))
+    except WorkspaceError as exc:
+        raise CommandUsageError(f"/changes: {exc}") from None
+
+
+async def cmd_context(core: CommandTarget, arg: str) -> str:
     """Context size and the history's breakdown by role."""
     messages = core.session.messages
     roles = Counter(m.role for m in messages)
@@ -109,17 +139,17 @@ async def cmd_context(core: Any, arg: str) -> str:
     return "\n".join(lines)
 
 
-async def cmd_usage(core: Any, arg: str) -> str:
+async def cmd_usage(core: CommandTarget, arg: str) -> str:
     """Token totals and how full the context is."""
     return f"tokens: {format_usage(core.usage_info())}\ncontext: {format_context(core.context_info())}"
 
 
-async def cmd_cost(core: Any, arg: str) -> str:
+async def cmd_cost(core: CommandTarget, arg: str) -> str:
     """The last turn's and the session's cost."""
     return f"cost: {format_cost(core.cost_info())}"
 
 
-async def cmd_history(core: Any, arg: str) -> str:
+async def cmd_history(core: CommandTarget, arg: str) -> str:
     """The last N messages (default 40), one line each."""
     count = HISTORY_DEFAULT
     if arg:
@@ -144,7 +174,7 @@ def _created(session_id: str) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
-async def cmd_sessions(core: Any, arg: str) -> str:
+async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     """The saved sessions, newest first, the current one marked."""
     directory = Path(core.sessions_dir)
     ids = list(reversed(persist.list_saved(directory)))
@@ -155,7 +185,7 @@ async def cmd_sessions(core: Any, arg: str) -> str:
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
 
 
-async def cmd_skills(core: Any, arg: str) -> str:
+async def cmd_skills(core: CommandTarget, arg: str) -> str:
     """The skills found (directories with a SKILL.md)."""
     skills = find_skills()
     if not skills:
@@ -164,7 +194,7 @@ async def cmd_skills(core: Any, arg: str) -> str:
     return "skills:\n" + "\n".join(lines)
 
 
-async def cmd_tools(core: Any, arg: str) -> str:
+async def cmd_tools(core: CommandTarget, arg: str) -> str:
     """The tools the model is offered, with the first line of each description."""
     tools = core.tools()
     if not tools:
@@ -176,6 +206,6 @@ async def cmd_tools(core: Any, arg: str) -> str:
     return f"tools ({len(tools)}):\n" + "\n".join(lines)
 
 
-async def cmd_sp(core: Any, arg: str) -> str:
+async def cmd_sp(core: CommandTarget, arg: str) -> str:
     """The rendered system prompt."""
     return core.system_prompt() or "(the system prompt is empty)"

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from ollie.agent.hooks import HookCaller, blocked_by
 from ollie.agent.limits import LoopLimits
-from ollie.agent.session import Session, TaskState
 from ollie.agent.streaming import Completion, stream_once
 from ollie.agent.taskstate import describe_action, render_task_state
 from ollie.agent.tiers import collapse
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
+from ollie.sessions.session import Session, TaskState
 
 COMPACTION_PROMPT = """You compact the working memory of a coding agent.
 Read the conversation transcript below and answer with ONE JSON object and nothing else, with these keys:
@@ -113,7 +113,7 @@ async def compact_session(
     params: GenerationParams,
     limits: LoopLimits,
     hook: HookCaller,
-    snapshot: Callable[[Session], None],
+    snapshot: Callable[[Session], object],
     rewrite: Callable[[Session], None],
     on_usage: Callable[[Completion], None],
     max_chars: int = 0,
@@ -160,4 +160,5 @@ async def compact_session(
     rewrite(session)
     post = await hook("postCompact", {"messages_before": count, "messages_after": len(hot)})
     note = f" (postCompact: {post.output.strip()})" if post is not None and post.output.strip() else ""
-    return CompactionResult(True, f"compacted: {count} messages -> task state + {len(session.decision_index)} index lines + {len(hot)} recent messages{note}")
+    summary = f"task state + {len(session.decision_index)} index lines + {len(hot)} recent messages"
+    return CompactionResult(True, f"compacted: {count} messages -> {summary}{note}")

@@ -5,43 +5,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ollie import paths
+from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
+from ollie.agent.changes import ChangeTracker
 from ollie.agent.commands import run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
-from ollie.agent.cost import compute_cost
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
-from ollie.agent.hooks import HookResult, hook_note
-from ollie.agent.inbox import Inbox, run_follow_ups
+from ollie.agent.hooks import hook_note
+from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
-from ollie.agent.loop import AgentLoop, TurnResult
-from ollie.agent.persist import SessionFile, open_session
+from ollie.agent.loop import TurnResult
+from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime
-from ollie.agent.session import Session, validate_session_id
 from ollie.agent.setup import Setup
-from ollie.agent.streaming import Completion
-from ollie.agent.taskstate import plan_path, read_plan_step
-from ollie.agent.watch import ChangeWatch
+from ollie.agent.steps import script_kinds
+from ollie.agent.turnhost import TurnHost
+from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
-from ollie.errors import OllieError
-from ollie.log import get_logger
+from ollie.sessions.persist import SessionFile, open_session
+from ollie.sessions.session import Session, validate_session_id
 from ollie.tools.base import Approver, ElevationSetter, ToolInfo
+from ollie.tools.documents import DocumentsSetter, EditorDocuments
 
 __all__ = ["Core", "TurnResult"]
 
-log = get_logger("ollie.agent.core")
+T = TypeVar("T")
 
 
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+async def _maybe_await(value: T | Awaitable[T]) -> T:
+    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
 class Core:
@@ -50,34 +51,27 @@ class Core:
     def __init__(
         self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
     ) -> None:
-        self.bus = Bus()
-        self.limits = limits
-        self.session = session
-        self.session_file = session_file
-        self.reply = ""
-        self.on_rename: Callable[[str], Any] | None = None
-        self.on_kill: Callable[[], Any] | None = None
+        self._host = TurnHost(setup=setup, sessions_dir=sessions_dir, session=session, session_file=session_file,
+                              limits=limits)
+        self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
+        self.on_kill: Callable[[], Awaitable[None] | None] | None = None
         # Who approves an elevated step under `"elevation": "ask"` (the daemon asks the editor,
         # the terminal asks at its prompt); None: nobody can, so such steps are refused.
         self.approver: Approver | None = None
+        # The front end's open documents (None: the file tools see the disk only); see `set_documents`.
+        self._documents: EditorDocuments | None = None
         self._setup = setup
-        self._sessions_dir = sessions_dir
-        self._state = "idle"
-        self._running = False
-        self._finishing = False
-        self._task: asyncio.Task[TurnResult] | None = None
         self._turn_lock = asyncio.Lock()
-        self._inbox = Inbox(on_queued=self.notify)
-        self._tool_calls = 0
-        self.context_budget = ContextBudget(self)
-        self._watch = ChangeWatch()
+        self._inbox = self._host.inbox
+        self._budget = ContextBudget(self._host)
+        self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
         self._closed = False
-        # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
-        self._retired: list[Backend] = []
-        self._detached: set[asyncio.Future[Any]] = set()
-        # Build warnings (a workspace at $HOME granted read-only...): shown when the first turn starts.
-        self._pending_warnings: list[str] = list(setup.runtime.warnings)
         self._wire_elevation()
+        self._approval = ApprovalGate(mode=lambda: self.approval, always=lambda: self.session.approval_always,
+                                      remember=self._allow_always, cwd=lambda: self.cwd,
+                                      kind_of=script_kinds(paths.tools_path()))
+        self._approval.on_ask = self._asked
+        self._host.approve_step = self._approval.check
 
     @classmethod
     async def create(
@@ -103,6 +97,10 @@ class Core:
             raise ValueError(f"working directory {work} does not exist")
         extra = dict(env or {})
         store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
+        # Temp dirs of sessions whose process is gone (a crash, kill -9) go first; live ones are kept (see sweep_stale).
+        from ollie.tools.execute.sessiondirs import sweep_stale
+
+        await asyncio.to_thread(sweep_stale)
         session_file, session = open_session(store, session_id)
         session.agent = agent
         setup = await Setup.create(
@@ -112,7 +110,7 @@ class Core:
         )
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())
-        core._inbox.add_note(hook_note("agentSpawn", await core.run_hook("agentSpawn", {})))
+        core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
     # --- turns -----------------------------------------------------------
@@ -128,88 +126,30 @@ class Core:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
             self._inbox.user_prompt()
-            result = await self._run_turn(text)
-            await run_follow_ups(self._inbox, result, partial(self._run_turn, announce=True), lambda: self._closed)
+            result = await self._turns.run(text)
+            await run_follow_ups(self._inbox, result, partial(self._turns.run, announce=True), lambda: self._closed)
         return result
 
     async def run_queue(self) -> None:
         """Run the queued prompts now, held ones included (the user's word)."""
         self._inbox.release()
         async with self._turn_lock:
-            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._run_turn, announce=True),
+            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._turns.run, announce=True),
                                  lambda: self._closed)
-
-    async def _run_turn(self, text: str, *, announce: bool = False) -> TurnResult:
-        self._task = asyncio.create_task(self._turn(text, announce=announce))
-        try:
-            return await self._task
-        finally:
-            self._task = None
-
-    async def _turn(self, text: str, *, announce: bool = False) -> TurnResult:
-        self._running, self._finishing = True, False
-        self.session.begin_turn()
-        self.bus.emit("turn", "start")
-        if announce:  # a prompt the client did not send just now: tell it what runs
-            self.bus.emit("user", text)
-        pending, self._pending_warnings = self._pending_warnings, []
-        for warning in pending:
-            self.bus.emit("info", f"warning: {warning}")
-        self.set_state("thinking")
-        loop = AgentLoop(self)
-        try:
-            await self.context_budget.limit()
-            result = await loop.run(text)
-        except asyncio.CancelledError:
-            # Interrupted: the task completes with a result instead of propagating.
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            result = TurnResult(loop.reply, "interrupted")
-        except Exception as exc:  # a bug must end the turn, not the daemon
-            log.exception("turn failed")
-            self.bus.emit("error", f"internal error: {exc}")
-            result = TurnResult(loop.reply, "error", f"internal error: {exc}")
-        self._finishing = True
-        self.session.end_turn()
-        self._inbox.requeue_injects()
-        self.save()
-        if result.stop != "interrupted":
-            try:
-                post = await self.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
-            except Exception as exc:  # the turn is over; a broken hook must not lose its result
-                log.exception("postTurn hook failed")
-                self.bus.emit("info", f"hook postTurn failed: {exc}")
-                post = None
-            if post is not None and post.blocked and post.output.strip():
-                self._inbox.continue_with(post.output.strip())  # exit 2: go on, with its output as the prompt
-            else:
-                self._inbox.add_note(hook_note("postTurn", post))
-        self.bus.emit("turn", result.stop)
-        self._running = False
-        while self._retired:  # backends a /backend replaced during this turn
-            await self._retired.pop().aclose()
-        self.set_state("idle")
-        return result
 
     def interrupt(self, reason: str = "") -> bool:
         """Cancel the running turn (model stream and tool process groups); False when idle."""
-        task = self._task
-        if task is None or task.done() or not self._running or self._finishing:
-            return False
-        log.info("interrupt", extra={"reason": reason})
-        task.cancel(reason or None)
-        return True
+        return self._turns.interrupt(reason)
 
     # --- waiting input (see Inbox) ---------------------------------------
 
     def inject(self, text: str) -> None:
         """Append `text` to the next tool result of the running turn (to the queue when idle)."""
-        self._inbox.inject(text, running=self._running)
+        self._inbox.inject(text, running=self._turns.running)
 
     def replace_injects(self, text: str) -> None:
         """Replace whatever injects are pending with `text`."""
-        self._inbox.replace_injects(text, running=self._running)
+        self._inbox.replace_injects(text, running=self._turns.running)
 
     def pop_inject(self) -> str:
         """Take every pending inject, joined (empty when none)."""
@@ -219,13 +159,8 @@ class Core:
         """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
         depth = self._inbox.queue(text)
         if not self._turn_lock.locked() and self._inbox.just_ended() and not self._closed:
-            self._detach(self.run_queue())  # the sender saw a turn running; it must not wait for the next one
+            self._host.detach(self.run_queue())  # the sender saw a turn running; it must not wait for the next one
         return depth
-
-    def _detach(self, work: Any) -> asyncio.Future[Any]:
-        self._detached.add(task := asyncio.ensure_future(work))  # kept: the loop holds tasks only weakly
-        task.add_done_callback(self._detached.discard)
-        return task
 
     def queue_held(self) -> bool:
         """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
@@ -243,42 +178,47 @@ class Core:
         """Drop every queued prompt; returns how many."""
         return self._inbox.clear_queue()
 
-    def take_notes(self) -> list[str]:
-        """Hook output waiting to be added to the next prompt."""
-        return self._inbox.take_notes()
-
     # --- observation -----------------------------------------------------
 
     @property
     def is_running(self) -> bool:
         """True while a turn runs."""
-        return self._running
+        return self._turns.running
 
     @property
     def state(self) -> str:
         """`idle`, `thinking` or `calling: <tool>`."""
-        return self._state
+        return self._host.state
 
-    def set_state(self, state: str) -> None:
-        """Set the state (the loop calls this); publishes a `state` event on change."""
-        if state != self._state:
-            self._state = state
-            self.notify()
+    @property
+    def reply(self) -> str:
+        """The last assistant text."""
+        return self._host.reply
 
-    def notify(self) -> None:
-        """Publish a `state` event and wake `wait_change` callers."""
-        self.bus.emit("state")
-        self._watch.changed()
+    @property
+    def bus(self) -> Bus:
+        """The event bus."""
+        return self._host.bus
+
+    @property
+    def changes(self) -> ChangeTracker:
+        """The session's change tracker: turn checkpoints and per-step diffs (ollie.agent.changes)."""
+        return self._host.changes
+
+    @property
+    def session(self) -> Session:
+        """The session (messages, task state, totals)."""
+        return self._host.session
 
     def field_value(self, name: str) -> str:
         """The current value of a `wait_change` field, as a string."""
         values: dict[str, Callable[[], str]] = {
-            "state": lambda: self._state,
+            "state": lambda: self._host.state,
             "usage": self.usage,
             "cost": self.cost,
             "cwd": lambda: str(self.cwd),
             "context": self.ctx_size,
-            "running": lambda: str(self._running),
+            "running": lambda: str(self._turns.running),
         }
         if name not in values:
             raise ValueError(f"unknown field {name!r} (known: {', '.join(values)})")
@@ -287,7 +227,10 @@ class Core:
     async def wait_change(self, field: str, current: str, timeout: float | None = None) -> tuple[str, bool]:
         """Wait until `field` differs from `current`: (value, True), or (value, False) on timeout."""
         self.field_value(field)  # an unknown field fails now, not after the wait
-        return await self._watch.wait_change(lambda: self.field_value(field), current, timeout)
+        return await self._host.watch.wait_change(lambda: self.field_value(field), current, timeout)
+
+    def _notify(self) -> None:
+        self._host.notify()
 
     @property
     def runtime(self) -> Runtime:
@@ -322,7 +265,7 @@ class Core:
     @property
     def model_name(self) -> str:
         """The model requests go to."""
-        return self.backend.model if self.backend is not None else ""
+        return self._host.model_name
 
     @property
     def session_id(self) -> str:
@@ -347,16 +290,12 @@ class Core:
     @property
     def sessions_dir(self) -> Path:
         """Where this core saves sessions."""
-        return self._sessions_dir
+        return self._host.sessions_dir
 
     @property
     def tool_call_count(self) -> int:
         """Tool calls executed over the core's life."""
-        return self._tool_calls
-
-    def count_tool_call(self) -> None:
-        """Account one executed tool call (the loop calls this)."""
-        self._tool_calls += 1
+        return self._host.tool_calls
 
     def tools(self) -> list[ToolInfo]:
         """The tools the model is offered."""
@@ -364,21 +303,21 @@ class Core:
 
     def system_prompt(self) -> str:
         """The rendered system prompt."""
-        return self.runtime.preamble
+        return self._host.system_prompt()
 
     def generation_params(self) -> GenerationParams:
         """The agent config's sampling parameters with the caller's overrides on top."""
-        return self._setup.generation_params()
+        return self._host.generation_params()
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""
-        return [m for m in self.context_budget.request_messages() if m.role != "system"]
+        return [m for m in self._budget.request_messages() if m.role != "system"]
 
     # --- context size, usage, cost ---------------------------------------
 
     def context_info(self) -> dict[str, int]:
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""
-        return self.context_budget.info()
+        return self._budget.info()
 
     def usage_info(self) -> dict[str, int]:
         """Token totals of the session."""
@@ -407,85 +346,50 @@ class Core:
         """Cost as a human string (as /cost prints it)."""
         return format_cost(self.cost_info())
 
-    def record_usage(self, completion: Completion) -> None:
-        """Account a request's usage and cost; publish `usage` (the loop calls this)."""
-        usage = completion.usage
-        if usage is None:
-            return
-        cost = compute_cost(self.model_name, usage)
-        self.session.add_usage(usage, cost)
-        self.bus.emit(
-            "usage",
-            f"{usage.input_tokens} {usage.output_tokens} {usage.cached_input_tokens} "
-            f"{usage.cache_creation_tokens} {cost:.6f}",
-        )
-        self.notify()
-
-    # --- loop callbacks --------------------------------------------------
-
-    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None:
-        """Run hook `name` with the standard payload fields; None when the agent sets no such hook."""
-        hooks = self.runtime.hooks
-        if hooks is None or not hooks.has(name):
-            return None
-        base = {
-            "session_id": self.session_id,
-            "cwd": str(self.cwd),
-            "agent": self.agent_name,
-            "backend": self.backend_name,
-            "model": self.model_name,
-        }
-        timeout = self.limits.hook_timeout_s
-        result = await hooks.run(name, {**base, **payload}, cwd=self.cwd, env=self.env, timeout=timeout)
-        for warning in result.warnings:
-            self.bus.emit("info", warning)
-        return result
-
-    async def turn_error(self, exc: BaseException, error_type: str) -> bool:
-        """The turnError hook for the turn's first error; True when it handled it (every command exited 0)."""
-        # Detached: an interrupt ends the turn, not the hook (it may be reporting or cleaning up).
-        result = await asyncio.shield(self._detach(self.run_hook("turnError", {"error": str(exc),
-                                                                                "error_type": error_type})))
-        if result is None or result.blocked or not result.exit_codes:
-            return False
-        handled = all(code == 0 for code in result.exit_codes)
-        if handled and result.output.strip():
-            self.bus.emit("info", f"[turnError hook] {result.output.strip()}")
-        return handled
-
-    def plan_step(self) -> str:
-        """The next unchecked step of the session's plan file."""
-        return read_plan_step(plan_path(self.session.id))
-
-    def save(self) -> None:
-        """Persist the session; a failure is reported, never raised into the turn."""
-        try:
-            self.session_file.save(self.session)
-        except (OSError, ValueError, OllieError) as exc:
-            log.error("session save failed", extra={"error": str(exc)})
-            self.bus.emit("error", f"could not save the session: {exc}")
-
     # --- commands' members -------------------------------------------------
 
     async def compact(self) -> str:
         """Compact now (after a running turn); what happened, as a line."""
         async with self._turn_lock:
-            return (await self.context_budget.compact(announce=False)).message
+            return (await self._budget.compact(announce=False)).message
+
+    @property
+    def review(self) -> Review:
+        """The session's review: a turn's changes, undo of a hunk or file (ollie.agent.review)."""
+        return self._host.review
+
+    async def rewind(self, turn: int | None = None) -> Rewound:
+        """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
+        if self._turns.running:
+            raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
+        async with self._turn_lock:
+            rewound = await self._host.review.rewind(turn)
+        self._notify()
+        return rewound
+
+    async def rewind_undo(self) -> Rewound:
+        """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
+        if self._turns.running:
+            raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
+        async with self._turn_lock:
+            rewound = await self._host.review.rewind_undo()
+        self._notify()
+        return rewound
 
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""
-        if self._running:
+        if self._turns.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
-        self.save()
-        self.notify()
+        self._host.save()
+        self._notify()
 
     # --- configuration (see Setup) ---------------------------------------
 
     @property
     def max_steps(self) -> int:
         """Tool rounds per turn (0 = unlimited): the override, else the agent config's."""
-        return self._setup.max_steps
+        return self._host.max_steps
 
     def set_max_steps(self, steps: int) -> None:
         """Override the tool rounds per turn (0 = unlimited)."""
@@ -494,19 +398,19 @@ class Core:
     async def switch_backend(self, name: str) -> None:
         """Use backend `name` from the next request on (a running one finishes on the old); on failure the old stays."""
         old = self._setup.replace_backend(name)
-        self.context_budget.forget_limit()
+        self._budget.forget_limit()
         if old is not None:
-            if self._running:
-                self._retired.append(old)
+            if self._turns.running:
+                self._turns.retire(old)
             else:
                 await old.aclose()
-        self.notify()
+        self._notify()
 
     def switch_model(self, name: str) -> None:
         """Send later requests to model `name`."""
         self._setup.switch_model(name)
-        self.context_budget.forget_limit()
-        self.notify()
+        self._budget.forget_limit()
+        self._notify()
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
@@ -514,13 +418,13 @@ class Core:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._wire_elevation()
             self.session.agent = name
-            self.context_budget.forget_limit()
+            self._budget.forget_limit()
             self.session.clear()
-            self.save()
+            self._host.save()
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
-            self.notify()
+            self._notify()
             return warnings
 
     def _wire_elevation(self) -> None:
@@ -528,6 +432,17 @@ class Core:
         for _, server in runtime.dispatcher.servers():
             if isinstance(server, ElevationSetter):
                 server.set_elevation(runtime.config.elevation, self.approve_elevation)
+            if isinstance(server, DocumentsSetter):
+                server.set_documents(self._documents)
+
+    def set_documents(self, documents: EditorDocuments | None) -> None:
+        """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
+        self._documents = documents
+        self._wire_elevation()
+
+    async def open_unsaved_paths(self) -> list[Path]:
+        """The documents open in the editor with unsaved changes (writers other than the file tools ask first)."""
+        return [] if self._documents is None else await self._documents.open_unsaved_paths()
 
     async def approve_elevation(self, what: str) -> bool | None:
         """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
@@ -538,10 +453,42 @@ class Core:
         self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
         return approved
 
+    # --- approval (see ollie.agent.approval) -----------------------------------
+
+    @property
+    def approval(self) -> str:
+        """The approval mode: the session's own, else `$OLLIE_APPROVAL`, else the agent config's."""
+        env = os.environ.get("OLLIE_APPROVAL", "")
+        return self.session.approval or (env if env in APPROVAL_MODES else self.runtime.config.approval)
+
+    def set_approval(self, mode: str) -> None:
+        """Switch the session's approval mode (saved with the session); ValueError for an unknown one."""
+        self.session.approval = check_mode(mode)
+        self._host.save()
+        self._notify()
+
+    @property
+    def step_approver(self) -> StepApprover | None:
+        """Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused."""
+        return self._approval.approver
+
+    @step_approver.setter
+    def step_approver(self, approver: StepApprover | None) -> None:
+        self._approval.approver = approver
+
+    def _allow_always(self, rule: str) -> None:
+        if rule not in self.session.approval_always:
+            self.session.approval_always.append(rule)
+            self._host.save()
+
+    def _asked(self, question: StepQuestion, answer: Answer) -> None:
+        verdict = "allowed" if answer.outcome.startswith("allow") else "rejected"
+        self.bus.emit("info", f"{verdict}: {question.title}")
+
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands."""
         self._setup.set_cwd(path)
-        self.notify()
+        self._notify()
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
@@ -549,10 +496,11 @@ class Core:
 
     def set_session_id(self, new_id: str) -> None:
         """Save the session under `new_id` from now on: the old file goes; tools and the plan file follow."""
-        old, old_path = self.session.id, self.session_file.path
+        host = self._host
+        old, old_path = self.session.id, host.session_file.path
         self.session.id = validate_session_id(new_id)
-        self.session_file = SessionFile(self._sessions_dir, new_id)
-        self.session_file.rewrite(self.session)
+        host.session_file = SessionFile(host.sessions_dir, new_id)
+        host.session_file.rewrite(self.session)
         self._setup.move_session(old, new_id, old_file=old_path)
 
     def set_generation_params(self, params: GenerationParams) -> None:
@@ -573,7 +521,7 @@ class Core:
             await _maybe_await(self.on_rename(title))
             return
         self.session.title = title
-        self.save()
+        self._host.save()
 
     async def kill(self) -> None:
         """Interrupt, save, close; then tell the daemon through `on_kill`."""
@@ -586,12 +534,12 @@ class Core:
         if self._closed:
             return
         self._closed = True
-        task = self._task
+        task = self._turns.task
         if task is not None:
             self.interrupt("close")
-            await asyncio.wait({task}, timeout=self.limits.close_wait_s)
-        self.save()
-        for backend in (*self._retired, self.backend):
+            await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
+        self._host.save()
+        for backend in (*self._turns.take_retired(), self.backend):
             if backend is not None:
                 await backend.aclose()
         await self.runtime.dispatcher.aclose()

@@ -6,21 +6,55 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from ollie.agent.steps import ToolState
+from ollie.backend.types import Usage
+
 # Roles the engine publishes. `turn` marks the edges of a turn (content
 # "start" or the stop reason); `state` is internal: published whenever
 # state/usage/cwd/context size changes, with empty content.
 ROLES = frozenset(
-    {"assistant", "tool", "call", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state"}
+    {"assistant", "tool", "call", "step", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state"}
 )
+# `call` (a tool call starts), `step` (a step's status moved, e.g. to in_progress; empty content) and
+# `tool` (its result) carry `tool`: the call as one step, same id on all three; a batch of several
+# calls also carries `steps`, one per inner call (ids `<call id>.<n>`).
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """One request's token counts and cost (USD): the payload of a `usage` event."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cache_creation_tokens: int
+    cost_usd: float
+
+    @classmethod
+    def of(cls, usage: Usage, cost_usd: float) -> UsageReport:
+        """The report of a backend's `Usage` and its computed cost."""
+        return cls(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                   usage.cache_creation_tokens, cost_usd)
+
+    def wire_text(self) -> str:
+        """The space-separated form the `ollie/event` wire carries (docs/PROTOCOL.md)."""
+        return (f"{self.input_tokens} {self.output_tokens} {self.cached_input_tokens} "
+                f"{self.cache_creation_tokens} {self.cost_usd:.6f}")
 
 
 @dataclass(frozen=True)
 class Event:
-    """One engine event: `role` says what it is, `name` the tool for call/tool events."""
+    """One engine event: `role` says what it is, `name` the tool for call/tool events, `usage` a usage event's payload.
+
+    `tool` / `steps`: the readable step(s) of a call/step/tool event (see ROLES).
+    """
 
     role: str
     name: str = ""
     content: str = ""
+    usage: UsageReport | None = None
+    tool: ToolState | None = None
+    steps: tuple[ToolState, ...] = ()
 
 
 class Subscription:

@@ -32,7 +32,7 @@ async def build_agent_runtime(
     """The runtime of `cfg` over a fresh dispatcher (without a backend); the dispatcher is closed if the build fails."""
     dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
     try:
-        return await build_runtime(cfg, dispatcher, cwd, env)
+        return await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id)
     except BaseException:
         await dispatcher.aclose()
         raise

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from ollie import paths
 from ollie.agent import tiers
+from ollie.agent.context import ContextBudget
 from ollie.agent.hooks import blocked_by, hook_note
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
-from ollie.agent.session import Session, TaskState
+from ollie.agent.steps import script_kinds
 from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
-from ollie.agent.toolround import CallOutcome, ToolRound
+from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
+from ollie.agent.turnhost import TurnHost
 from ollie.backend.types import Message, ToolCall
-
-if TYPE_CHECKING:
-    from ollie.agent.core import Core
-
-INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+from ollie.sessions.session import Session, TaskState
 
 
 @dataclass
@@ -51,37 +49,41 @@ def _append_note(session: Session, note: str) -> None:
 
 
 class AgentLoop:
-    """One turn of one core. Core owns the state; the loop drives it."""
+    """One turn of one session. The host owns the state; the loop drives it, the budget keeps its context in size."""
 
-    def __init__(self, core: Core) -> None:
-        self.core = core
-        self.session = core.session
-        self.runtime = core.runtime
-        self.bus = core.bus
-        self.limits = core.limits
+    def __init__(self, host: TurnHost, budget: ContextBudget) -> None:
+        self.host = host
+        self.budget = budget
+        self.session = host.session
+        self.runtime = host.runtime
+        self.bus = host.bus
+        self.limits = host.limits
         self.monitor = SafetyMonitor(self.limits)
         self.cache: dict[tuple[str, str], CallOutcome] = {}
+        # The `ollie:kind` of user tool scripts, read once per turn (for the steps' kinds).
+        self.kind_of = script_kinds(paths.tools_path())
         # What this turn infers even when the session has no TaskState yet.
         self.tracked = TaskState()
-        # The turn's latest assistant text (the core's `reply` outlives the turn).
+        # The turn's latest assistant text (the host's `reply` outlives the turn).
         self.reply = ""
 
     def _set_reply(self, text: str) -> None:
         if text:
-            self.reply = self.core.reply = text
+            self.reply = text
+            self.host.set_reply(text)
 
     async def run(self, prompt: str) -> TurnResult:
         """Run the turn for `prompt` to its end."""
-        core = self.core
-        pre = await core.run_hook("preTurn", {"prompt": prompt})
+        host = self.host
+        pre = await host.run_hook("preTurn", {"prompt": prompt})
         if pre is not None and pre.blocked:
             why = blocked_by("preTurn", pre)
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
-        notes = [note for note in (*core.take_notes(), hook_note("preTurn", pre)) if note]
+        notes = [note for note in (*host.take_notes(), hook_note("preTurn", pre)) if note]
         self.session.messages.append(Message("user", "\n\n".join([prompt, *notes])))
-        if core.backend is None:
-            why = core.backend_error or "no backend configured"
+        if host.backend is None:
+            why = host.backend_error or "no backend configured"
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
         try:
@@ -91,28 +93,31 @@ class AgentLoop:
             return TurnResult(self.reply, "error", str(failed))
 
     async def _request(self, *, with_tools: bool) -> Completion:
-        core = self.core
-        core.set_state("thinking")
+        host = self.host
+        host.set_state("thinking")
+        backend = host.backend
+        if backend is None:  # run() ends the turn before the first request without one
+            raise TurnFailed(host.backend_error or "no backend configured", error_type="unknown")
         completion = await stream_with_retry(
-            backend=core.backend,
-            build_messages=core.context_budget.request_messages,
+            backend=backend,
+            build_messages=self.budget.request_messages,
             tools=self.runtime.tools if with_tools else [],
-            params=core.generation_params(),
+            params=host.generation_params(),
             bus=self.bus,
             limits=self.limits,
-            on_first_error=core.turn_error,
-            compact=core.context_budget.compact_for_overflow,
+            on_first_error=host.turn_error,
+            compact=self.budget.compact_for_overflow,
         )
-        core.record_usage(completion)
+        host.record_usage(completion)
         # The model has now seen every cold result once: they collapse before the next request.
         tiers.collapse_consumed(self.session)
         return completion
 
     async def _iterate(self) -> TurnResult:
-        core = self.core
+        host = self.host
         tool_names = {t.name for t in self.runtime.tools}
         while True:
-            core.context_budget.gate()
+            self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
             text, calls = completion.text, list(completion.tool_calls)
             if not calls and tool_names and text:
@@ -130,22 +135,26 @@ class AgentLoop:
             verdict = self._after_round(text, outcomes)
             if verdict is not None:
                 return verdict
-            max_steps = core.max_steps
+            max_steps = host.max_steps
             if max_steps and self.monitor.rounds >= max_steps:
                 return await self._finish_max_steps()
-            await core.context_budget.auto_compact()
+            await self.budget.auto_compact()
 
     async def _tool_round(self, calls: list[ToolCall]) -> list[CallOutcome]:
-        core = self.core
+        host = self.host
         round_ = ToolRound(
             runtime=self.runtime,
             bus=self.bus,
-            hook=core.run_hook,
-            pop_inject=core.pop_inject,
-            set_state=core.set_state,
-            count_call=core.count_tool_call,
+            hook=host.run_hook,
+            pop_inject=host.pop_inject,
+            set_state=host.set_state,
+            count_call=host.count_tool_call,
             cache=self.cache,
             max_bytes=self.runtime.tool_result_max_bytes,
+            cwd=host.setup.cwd,
+            kind_of=self.kind_of,
+            changes=host.changes,
+            approve=host.approve_step,
         )
         try:
             outcomes = await round_.run(calls)
@@ -162,10 +171,10 @@ class AgentLoop:
 
     def _after_round(self, text: str, outcomes: list[CallOutcome]) -> TurnResult | None:
         """State inference and safety checks; a TurnResult when the turn must stop."""
-        core = self.core
+        host = self.host
         last = outcomes[-1]
         action = describe_action(last.call.name, last.call.arguments, last.text)
-        step = core.plan_step()
+        step = host.plan_step()
         infer_update(self.tracked, last_action=action, plan_step=step, assistant_text=text)
         if self.session.task_state is not None:
             infer_update(self.session.task_state, last_action=action, plan_step=step, assistant_text=text)
@@ -173,7 +182,7 @@ class AgentLoop:
             all_errors=all(o.is_error for o in outcomes), assistant_text=text, last_action=action
         )
         if verdict.abort:
-            core.save()
+            host.save()
             self.bus.emit("error", verdict.abort)
             return TurnResult(self.reply, "error", verdict.abort)
         for nudge in verdict.nudges:
@@ -181,13 +190,13 @@ class AgentLoop:
             _append_note(self.session, nudge)
         if verdict.reinject:
             _append_note(self.session, render_task_state(self.session.task_state or self.tracked))
-        core.save()
+        host.save()
         return None
 
     async def _finish_max_steps(self) -> TurnResult:
         """The step limit ends the turn softly: one last request, without tools, for a summary."""
-        core = self.core
-        self.bus.emit("info", f"step limit reached ({core.max_steps} tool rounds): asking for a summary")
+        host = self.host
+        self.bus.emit("info", f"step limit reached ({host.max_steps} tool rounds): asking for a summary")
         _append_note(self.session, MAX_STEPS_NUDGE)
         completion = await self._request(with_tools=False)
         self.session.messages.append(Message(

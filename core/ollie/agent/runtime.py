@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ollie.agent.hooks import Hooks
-from ollie.agent.prompt import resolve_prompt
+from ollie.agent.prompt import box_for, resolve_prompt
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Tool
 from ollie.config import AgentConfig
 from ollie.tools.base import (
     ParallelClass,
     ParallelClassifier,
+    Server,
     Tier,
     TierClassifier,
     ToolInfo,
@@ -24,6 +25,8 @@ from ollie.tools.base import (
 from ollie.tools.dispatcher import Dispatcher, UnknownToolError
 
 DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
+
+T = TypeVar("T")
 
 ToolExecutor = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 
@@ -44,13 +47,11 @@ class Runtime:
     params: GenerationParams = field(default_factory=GenerationParams)
     max_steps: int = 0
     tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
-    cfg_backend: str = ""
-    cfg_model: str = ""
     warnings: list[str] = field(default_factory=list)
     config: AgentConfig = field(default_factory=AgentConfig)
 
 
-def _server_of(dispatcher: Dispatcher, tool: str) -> Any | None:
+def _server_of(dispatcher: Dispatcher, tool: str) -> Server | None:
     try:
         return dispatcher.server_for(tool)[1]
     except UnknownToolError:
@@ -58,16 +59,17 @@ def _server_of(dispatcher: Dispatcher, tool: str) -> Any | None:
 
 
 def _ask_server(
-    dispatcher: Dispatcher, capability: type, method: str, fallback: Any
-) -> Callable[[str, dict[str, Any]], Any]:
+    dispatcher: Dispatcher, capability: type, method: str, fallback: T
+) -> Callable[[str, dict[str, Any]], T]:
     """A classifier that asks the server offering a tool (when it has `capability`), else answers `fallback`."""
 
-    def classify(tool: str, args: dict[str, Any]) -> Any:
+    def classify(tool: str, args: dict[str, Any]) -> T:
         server = _server_of(dispatcher, tool)
         if not isinstance(server, capability):
             return fallback
         try:
-            return getattr(server, method)(tool, args)
+            answer: T = getattr(server, method)(tool, args)  # the capability Protocol's method: it answers a T
+            return answer
         except Exception:  # a classifier bug must not break the turn: the fallback is the safe answer
             return fallback
 
@@ -93,6 +95,12 @@ def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
     return execute
 
 
+def generation_params(cfg: AgentConfig) -> GenerationParams:
+    """The sampling parameters the agent config sets (its fields named like GenerationParams')."""
+    names = [f for f in GenerationParams.__dataclass_fields__ if f in AgentConfig.model_fields]
+    return GenerationParams(**{n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None})
+
+
 def _as_backend_tool(info: ToolInfo) -> Tool:
     return Tool(name=info.name, description=info.description, parameters=info.parameters)
 
@@ -104,8 +112,12 @@ async def build_runtime(
     env: Mapping[str, str],
     *,
     backend: Backend | None = None,
+    session_id: str = "",
 ) -> Runtime:
-    """Wire an agent config to a dispatcher: tools, prompt, hooks, params, classifiers."""
+    """Wire an agent config to a dispatcher: tools, prompt, hooks, params, classifiers.
+
+    Prompt commands run as session `session_id` (its OLLIE_SESSION_ID and private TMPDIR).
+    """
     warnings: list[str] = []
     restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
     if restricted:
@@ -117,7 +129,8 @@ async def build_runtime(
         if not applied:
             warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
     infos = dispatcher.list_tools(warnings) if cfg.tools else []
-    preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings)
+    preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings,
+                                    box=box_for(cfg.prompt, session_id))
     return Runtime(
         backend=backend,
         dispatcher=dispatcher,
@@ -128,10 +141,8 @@ async def build_runtime(
         executor=make_executor(dispatcher),
         classify_parallel=make_parallel_classifier(dispatcher),
         classify_tier=make_tier_classifier(dispatcher),
-        params=cfg.generation_params(),
+        params=generation_params(cfg),
         max_steps=cfg.max_steps or 0,
-        cfg_backend=cfg.backend,
-        cfg_model=cfg.model,
         warnings=warnings,
         config=cfg,
     )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ollie import paths
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
@@ -149,6 +150,7 @@ class Setup:
         """After a session id change: the old session file goes, the plan file moves, tool servers and hooks
         see the new OLLIE_SESSION_ID."""
         from ollie.tools.execute import plan_file  # the execute server's layout; imported only when renaming
+        from ollie.tools.execute.sessiondirs import SessionDirs
 
         if old == new:
             return
@@ -161,6 +163,11 @@ class Setup:
             setter = getattr(server, "set_session_id", None)
             if callable(setter):
                 setter(new)
+        # The session's temp dirs (a tool server may have moved them already) and the hooks' box follow.
+        SessionDirs.for_session(old).move_to(SessionDirs.for_session(new))
+        hooks = self.runtime.hooks
+        if hooks is not None:
+            hooks.box = dataclasses.replace(hooks.box, session_id=new)
         self.set_env("OLLIE_SESSION_ID", new)
 
     async def backend_health(self) -> dict[str, Any]:
@@ -193,10 +200,16 @@ class Setup:
         return old, retired, [*runtime.warnings, *([problem] if problem else [])]
 
 
+@runtime_checkable
+class _SetupWarner(Protocol):
+    """A tool server that reports what its sandbox could not set up."""
+
+    def setup_warnings(self) -> list[str]: ...
+
+
 def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:
     """Run the agent's hooks in the session's command sandbox; add the sandbox's setup warnings to the runtime's."""
     runtime.hooks = Hooks(cfg.hooks, box=box_for(cfg.prompt, session_id))
     for _, server in runtime.dispatcher.servers():
-        warn = getattr(server, "setup_warnings", None)
-        if callable(warn):
-            runtime.warnings.extend(w for w in warn() if w not in runtime.warnings)
+        if isinstance(server, _SetupWarner):
+            runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)

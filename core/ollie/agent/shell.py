@@ -1,18 +1,21 @@
-"""Run one `sh -c` command in its own process group, output captured, the whole group killed on timeout."""
+"""The user's `!cmd`: `sh -c` through the tool runner's spawn, outside the sandbox, its whole group killed at the end."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# After the group is killed, how long to wait for the pipes to close: a process
-# that left the group (setsid) could keep them open forever.
-_DRAIN_AFTER_KILL_S = 2.0
+from ollie.sandbox import Policy
+from ollie.tools.execute.spawn import run_process
+
+SHELL = "/bin/sh"
+# What the user reads back; more than this per stream is cut.
+OUTPUT_LIMIT = 16 * 1024 * 1024
+# Sends the shell's stderr (and every child's) into its stdout from the first command on, so the two
+# interleave as they were written. On the command's own first line: error messages keep their line numbers.
+_MERGE = "exec 2>&1; "
 
 
 @dataclass
@@ -34,12 +37,6 @@ def merged_env(*layers: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    # The child leads its own group (start_new_session), so its pid is the pgid.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 async def run_shell(
     command: str,
     *,
@@ -48,60 +45,29 @@ async def run_shell(
     stdin: bytes | None = None,
     timeout: float,
     merge_stderr: bool = False,
+    policy: Policy | None = None,
+    limit_bytes: int = OUTPUT_LIMIT,
 ) -> ShellResult:
-    """Run `sh -c command` in `cwd` with exactly `env`; on timeout or cancellation kill its whole group.
+    """Run `sh -c command` in `cwd` with exactly `env` (policy None: unsandboxed); OSError when it cannot start.
 
+    On timeout or cancellation its whole process group is killed (`run_process`).
     Nothing reaches this process's own stdout/stderr (the daemon's stdout is its
     JSON-RPC channel). With `merge_stderr`, stderr is interleaved into stdout.
     """
-    spawning = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        "sh",
-        "-c",
-        command,
-        cwd=str(cwd),
-        env=dict(env),
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
-        start_new_session=True,
-    ))
-    try:
-        proc = await asyncio.shield(spawning)
-    except asyncio.CancelledError:
-        # Cancelled while asyncio was still connecting the pipes: the command may
-        # already run (and have children). Cancelling the set-up would kill only
-        # `sh` and then wait for every pipe holder; kill the whole group instead.
-        with contextlib.suppress(BaseException):
-            started = await spawning
-            _kill_group(started)
-            await asyncio.wait_for(started.wait(), _DRAIN_AFTER_KILL_S)
-        raise
-    talk = asyncio.ensure_future(proc.communicate(stdin))
-    timed_out = False
-    try:
-        await asyncio.wait_for(asyncio.shield(talk), timeout)
-    except asyncio.TimeoutError:
-        timed_out = True
-        _kill_group(proc)
-    except asyncio.CancelledError:
-        _kill_group(proc)
-        talk.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(proc.wait(), _DRAIN_AFTER_KILL_S)
-        raise
-    if timed_out:
-        try:
-            await asyncio.wait_for(asyncio.shield(talk), _DRAIN_AFTER_KILL_S)
-        except asyncio.TimeoutError:
-            talk.cancel()
-            with contextlib.suppress(BaseException):
-                await talk
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), _DRAIN_AFTER_KILL_S)
-    out, err = talk.result() if talk.done() and not talk.cancelled() else (b"", b"")
+    script = _MERGE + command if merge_stderr else command
+    outcome = await run_process(
+        [SHELL, "-c", script, "sh"], policy=policy, cwd=Path(cwd), env=dict(env), stdin=stdin,
+        timeout=timeout, limit_bytes=limit_bytes,
+    )
+    if outcome.error is not None:
+        raise OSError(outcome.error)
+    out, err = outcome.stdout, outcome.stderr
+    if merge_stderr:
+        # Only a syntax error on the first line, before the redirection ran, is left on stderr.
+        out, err = out + err, b""
     return ShellResult(
-        code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        stdout=(out or b"").decode("utf-8", "replace"),
-        stderr=(err or b"").decode("utf-8", "replace"),
-        timed_out=timed_out,
+        code=outcome.exit_code if outcome.exit_code is not None and not outcome.timed_out else -9,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=outcome.timed_out,
     )

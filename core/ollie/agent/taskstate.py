@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from ollie.agent.session import TaskState
 from ollie.agent.toolround import canonical_args
+from ollie.sessions.session import TaskState
 
 _UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+?)\s*$", re.MULTILINE)
 _PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)

@@ -14,7 +14,6 @@ import json
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from ollie.backend.types import ToolCall
 
@@ -34,7 +33,7 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:16]
 
 
-def _arguments_json(value: Any) -> str | None:
+def _arguments_json(value: object) -> str | None:
     """The call's arguments as a JSON object text, or None when they are not an object."""
     if value is None:
         return "{}"
@@ -48,12 +47,13 @@ def _arguments_json(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _call_from_object(obj: Any, tool_names: set[str]) -> ToolCall | None:
+def _call_from_object(obj: object, tool_names: set[str]) -> ToolCall | None:
     """A ToolCall from `{"name", "arguments"|"parameters"}` (or OpenAI's `{"function": {...}}`)."""
     if not isinstance(obj, dict):
         return None
-    if isinstance(obj.get("function"), dict):
-        obj = obj["function"]
+    inner = obj.get("function")
+    if isinstance(inner, dict):
+        obj = inner
     name = obj.get("name")
     if not isinstance(name, str) or name not in tool_names:
         return None
@@ -72,13 +72,13 @@ def _calls_from_json(text: str, tool_names: set[str]) -> list[ToolCall] | None:
     return _calls_from_value(value, tool_names)
 
 
-def _calls_from_value(value: Any, tool_names: set[str]) -> list[ToolCall] | None:
+def _calls_from_value(value: object, tool_names: set[str]) -> list[ToolCall] | None:
     """Calls from a decoded object or array; None unless every element is a call of a known tool."""
     items = value if isinstance(value, list) else [value]
-    calls = [_call_from_object(item, tool_names) for item in items]
-    if not calls or any(call is None for call in calls):
+    calls = [call for item in items if (call := _call_from_object(item, tool_names)) is not None]
+    if not calls or len(calls) != len(items):
         return None
-    return calls  # type: ignore[return-value]
+    return calls
 
 
 def _replace_matches(text: str, pattern: re.Pattern[str], calls: list[ToolCall], parse: _MatchParser) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ollie.agent.session import Session
 from ollie.backend.types import Message
+from ollie.sessions.session import Session
 
 COLLAPSED = "collapsed"
 _SUMMARY_HEAD = 100

@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
 
-from ollie.agent.events import Bus
+from ollie.agent.changes import ChangeTracker
+from ollie.agent.events import Bus, Event
 from ollie.agent.hooks import HookCaller, blocked_by, hook_note
 from ollie.agent.runtime import Runtime
+from ollie.agent.steps import (
+    WRITE_KINDS,
+    Diff,
+    KindLookup,
+    ToolState,
+    attribute,
+    batch_state,
+    describe,
+    inner_statuses,
+    step_states,
+)
 from ollie.backend.types import ToolCall
 from ollie.tools.base import ToolResult
+
+# The result of a call an interrupt cut short (the history and its `tool` event say the same).
+INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,7 +66,8 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
     try:
         args = json.loads(call.arguments or "{}")
     except json.JSONDecodeError as exc:
-        return None, f"error: the arguments of {call.name} are not valid JSON ({exc.msg} at column {exc.colno}); resend the call with a JSON object"
+        return None, (f"error: the arguments of {call.name} are not valid JSON ({exc.msg} at column {exc.colno}); "
+                      "resend the call with a JSON object")
     if not isinstance(args, dict):
         return None, f"error: the arguments of {call.name} must be a JSON object, got {type(args).__name__}"
     return args, ""
@@ -68,6 +87,10 @@ class ToolRound:
         count_call: Callable[[], None],
         cache: dict[tuple[str, str], CallOutcome],
         max_bytes: int,
+        cwd: Path | None = None,
+        kind_of: KindLookup | None = None,
+        changes: ChangeTracker | None = None,
+        approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None,
     ) -> None:
         self._rt = runtime
         self._bus = bus
@@ -77,8 +100,91 @@ class ToolRound:
         self._count_call = count_call
         self._cache = cache
         self._max_bytes = max_bytes
+        self._cwd = cwd or Path.cwd()
+        self._kind_of = kind_of
+        self._changes = changes
+        # The approval gate (ollie.agent.approval): asked in call order, before the call (or its batch) runs.
+        self._approve = approve
+        # The steps of every call announced and not finished yet, by call id.
+        self._open: dict[str, list[ToolState]] = {}
+        self._names: dict[str, str] = {}
+        # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
+        self._diffs: dict[str, tuple[Diff, ...] | None] = {}
 
     async def run(self, calls: list[ToolCall]) -> list[CallOutcome]:
+        """Run `calls` (see `_run`); an interrupt ends every announced step `failed` before it propagates."""
+        try:
+            return await self._run(calls)
+        except BaseException:  # an interrupt (or a bug): no step is left pending
+            for call_id in list(self._open):
+                self._close(call_id, self._names.get(call_id, ""), INTERRUPTED_RESULT, True)
+            raise
+
+    # --- steps ---------------------------------------------------------------
+
+    def _announce(self, call: ToolCall, args: dict[str, Any] | None) -> None:
+        """The `call` event: the call's steps, pending."""
+        steps = describe(call.name, args if args is not None else call.arguments, self._cwd, kind_of=self._kind_of)
+        self._open[call.id] = step_states(call.id, steps)
+        self._names[call.id] = call.name
+        self._publish("call", call.id, call.name, call.arguments)
+
+    def _publish(self, role: str, call_id: str, name: str, content: str) -> None:
+        inner = self._open.get(call_id, [])
+        if not inner:
+            self._bus.emit(role, content, name=name)
+            return
+        whole = inner[0] if len(inner) == 1 else batch_state(call_id, inner)
+        self._bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
+
+    def _started(self, call: ToolCall) -> None:
+        """A `step` event: the call's steps are running."""
+        inner = self._open.get(call.id)
+        if inner:
+            self._open[call.id] = [s.with_status("in_progress") for s in inner]
+            self._publish("step", call.id, call.name, "")
+
+    def _close(self, call_id: str, name: str, text: str, is_error: bool) -> None:
+        """The `tool` event: each step completed or failed (from the result's sections), with its diffs."""
+        inner = self._open.get(call_id, [])
+        statuses = inner_statuses(text, len(inner), is_error=is_error) if inner else []
+        diffs = self._diffs.pop(call_id, None)
+        shares = attribute(diffs, inner) if diffs and inner else [() for _ in inner]
+        self._open[call_id] = [
+            s.with_status(st, share if diffs is not None and (s.kind in WRITE_KINDS or share) else None)
+            for s, st, share in zip(inner, statuses, shares, strict=True)]
+        self._publish("tool", call_id, name, text)
+        self._open.pop(call_id, None)
+
+    def _writes(self, calls: Sequence[ToolCall]) -> bool:
+        """Whether any step of `calls` can change files (then the workspace is snapshotted around them)."""
+        return self._changes is not None and any(
+            s.kind in WRITE_KINDS for c in calls for s in self._open.get(c.id, []))
+
+    async def _tracked(self, calls: Sequence[ToolCall], work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work`, snapshotting around it when `calls` can write; their diffs go to `_diffs`."""
+        tracker = self._changes
+        if tracker is None or not self._writes(calls):
+            return await work()
+        token = await tracker.before_step()
+        result = await work()
+        changed = await tracker.after_step(token)
+        if token is None:
+            return result
+        diffs = tuple(Diff.of(c) for c in changed)
+        writers = [c for c in calls if any(s.kind in WRITE_KINDS for s in self._open.get(c.id, []))]
+        # One call: its diffs. A parallel batch: each writer gets the files it names, the last one the rest.
+        for call in writers:
+            self._diffs[call.id] = ()
+        for diff in diffs:
+            owner = next((c for c in writers if any(loc.path == diff.path for s in self._open[c.id]
+                                                    for loc in s.locations)), writers[-1])
+            self._diffs[owner.id] = (*(self._diffs[owner.id] or ()), diff)
+        return result
+
+    # --- the round -------------------------------------------------------------
+
+    async def _run(self, calls: list[ToolCall]) -> list[CallOutcome]:
         """Run `calls`: consecutive read-safe calls concurrently, the rest one at a time, in order."""
         outcomes: list[CallOutcome] = []
         batch: list[tuple[ToolCall, dict[str, Any]]] = []
@@ -87,16 +193,24 @@ class ToolRound:
             if args is None:
                 outcomes.extend(await self._flush(batch))
                 batch = []
-                self._bus.emit("call", call.arguments, name=call.name)
+                self._announce(call, None)
                 outcomes.append(self._finish(CallOutcome(call, problem, True)))
+                continue
+            refusal = await self._approve(call.id, call.name, args) if self._approve is not None else None
+            if refusal is not None:  # rejected or refused: the model gets why, nothing runs
+                outcomes.extend(await self._flush(batch))
+                batch = []
+                self._announce(call, args)
+                outcomes.append(self._finish(CallOutcome(call, refusal, True)))
                 continue
             if self._rt.classify_parallel(call.name, args) == "read":
                 batch.append((call, args))
                 continue
             outcomes.extend(await self._flush(batch))
             batch = []
-            self._bus.emit("call", call.arguments, name=call.name)
-            outcome = await self._lifecycle(call, args, read_safe=False)
+            self._announce(call, args)
+            self._started(call)
+            outcome = await self._tracked([call], partial(self._lifecycle, call, args, read_safe=False))
             # A write may change what earlier reads returned.
             self._cache.clear()
             outcomes.append(self._finish(outcome))
@@ -104,7 +218,7 @@ class ToolRound:
         return outcomes
 
     def _finish(self, outcome: CallOutcome) -> CallOutcome:
-        self._bus.emit("tool", outcome.text, name=outcome.call.name)
+        self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error)
         return outcome
 
     async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any]]]) -> list[CallOutcome]:
@@ -113,7 +227,7 @@ class ToolRound:
             return []
         groups: dict[tuple[str, str], list[tuple[ToolCall, dict[str, Any]]]] = {}
         for call, args in batch:
-            self._bus.emit("call", call.arguments, name=call.name)
+            self._announce(call, args)
             groups.setdefault((call.name, canonical_args(call.arguments)), []).append((call, args))
         shared: dict[tuple[str, str], CallOutcome] = {}
 
@@ -121,15 +235,26 @@ class ToolRound:
             cached = self._cache.get(key)
             if cached is None:
                 call, args = groups[key][0]
+                for twin, _ in groups[key]:
+                    self._started(twin)
                 cached = await self._lifecycle(call, args, read_safe=True)
             shared[key] = cached
-            for call, _ in groups[key]:
-                self._bus.emit("tool", cached.text, name=call.name)
+            if not tracked:  # a batch that may write closes its steps once the batch's diffs are known
+                for call, _ in groups[key]:
+                    self._close(call.id, call.name, cached.text, cached.is_error)
 
-        # A TaskGroup: if one call fails unexpectedly its siblings are cancelled, not left running.
-        async with asyncio.TaskGroup() as group:
-            for key in groups:
-                group.create_task(lead(key))
+        async def fan_out() -> None:
+            # A TaskGroup: if one call fails unexpectedly its siblings are cancelled, not left running.
+            async with asyncio.TaskGroup() as group:
+                for key in groups:
+                    group.create_task(lead(key))
+
+        tracked = self._writes([call for call, _ in batch])
+        await self._tracked([call for call, _ in batch], fan_out)
+        if tracked:
+            for call, _ in batch:
+                done = shared[(call.name, canonical_args(call.arguments))]
+                self._close(call.id, call.name, done.text, done.is_error)
         out = []
         for call, _ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]

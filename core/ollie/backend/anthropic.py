@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -75,7 +75,7 @@ class AnthropicBackend(HTTPBackend):
             _mark_cache_points(body)
         return body
 
-    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Stream one message: text/thinking deltas, then a done event with tool calls and usage."""
         blocks: dict[int, dict[str, Any]] = {}
         usage = Usage()

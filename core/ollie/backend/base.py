@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol, runtime_checkable
 
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
@@ -30,7 +30,7 @@ class Backend(Protocol):
 
     def stream(
         self, messages: list[Message], tools: list[Tool], params: GenerationParams
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion."""
         ...
 

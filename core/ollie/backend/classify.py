@@ -6,7 +6,6 @@ import json
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 from ollie.backend.errors import (
     BackendError,
@@ -54,7 +53,7 @@ _ANTHROPIC_TYPE_STATUS = {
 }
 
 
-def error_message(body: Any) -> str:
+def error_message(body: object) -> str:
     """The human message inside a vendor error body (OpenAI, Anthropic, OpenRouter, Ollama, FastAPI)."""
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
@@ -77,7 +76,7 @@ def error_message(body: Any) -> str:
     return str(detail) if detail else json.dumps(body)
 
 
-def status_of_error_object(body: Any, default: int = 500) -> int:
+def status_of_error_object(body: object, default: int = 500) -> int:
     """The HTTP status an error object stands for when it came inside a 200 stream."""
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict):
@@ -117,7 +116,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
 
 def classify_error(
     status: int,
-    body: Any,
+    body: object,
     *,
     headers: Mapping[str, str] | None = None,
     backend: str = "backend",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -62,7 +62,7 @@ class OllamaBackend(HTTPBackend):
             body["format"] = "json"
         return body
 
-    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Stream one chat: content/thinking deltas, then a done event with tool calls and usage."""
         calls: list[ToolCall] = []
         async with aclosing(self._stream_json(
@@ -100,7 +100,7 @@ class OllamaBackend(HTTPBackend):
         return next(windows, None)
 
 
-def _is_done(obj: Any) -> bool:
+def _is_done(obj: object) -> bool:
     return isinstance(obj, dict) and obj.get("done") is True
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -75,7 +75,7 @@ class OpenAIBackend(HTTPBackend):
             out["usage"] = {"include": True}  # ask OpenRouter to report the cost
         return out
 
-    async def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion: content/reasoning deltas, then a done event with calls and usage."""
         calls = _ToolCallAssembler()
         usage: Usage | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -50,7 +50,7 @@ async def stream_frames(
     backend: str,
     headers: Mapping[str, str] | None = None,
     hint: str = "",
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """POST `body` and yield each SSE event / NDJSON object the moment its bytes arrive.
 
     Raises the typed error for a failed status, BackendUnreachableError (with
@@ -91,13 +91,13 @@ def parse_json_data(data: str, *, backend: str) -> Any:
         raise TransientError(f"{backend}: malformed stream event: {data[:200]!r}") from exc
 
 
-def raise_for_error_object(obj: Any, *, backend: str) -> None:
+def raise_for_error_object(obj: object, *, backend: str) -> None:
     """Raise the typed error when a stream frame is a vendor error object instead of data."""
     if isinstance(obj, dict) and obj.get("error") and (obj.get("type") in (None, "error")):
         raise classify_error(status_of_error_object(obj), obj, backend=backend)
 
 
-def _never(frame: Any) -> bool:
+def _never(frame: object) -> bool:
     return False
 
 
@@ -148,13 +148,13 @@ class HTTPBackend:
         """The vendor's JSON body for one streamed request."""
         raise NotImplementedError
 
-    def _events(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Send `body` and translate the vendor stream: deltas as they arrive, then one `done` event."""
         raise NotImplementedError
 
     async def stream(
         self, messages: list[Message], tools: list[Tool], params: GenerationParams
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Stream one request (see `Backend.stream`).
 
         A frame of an unexpected shape (`null`, a list, a string where an object
@@ -209,7 +209,7 @@ class HTTPBackend:
         framing: Framing,
         is_terminator: Callable[[Any], bool],
         skip: Callable[[Any], bool] = _never,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside), error objects raised typed."""
         async with aclosing(stream_frames(
             self._client, path, body=body, framing=framing, is_terminator=is_terminator, backend=self.name,

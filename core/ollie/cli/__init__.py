@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from ollie import __version__
+
+# The demo drives the daemon, which sits above the engine: run as its own process, never imported from here.
+DEMO_MODULE = "ollie_lsp.demo"
+# `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
+ACP_MODULE = "ollie_acp"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,16 +23,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ollie",
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
         "`ollie demo` shows the editor daemon working against a scripted model; "
-        "`ollie doctor` checks the backend, the model, keys, the sandbox and the editors' ollie-lsp.",
+        "`ollie doctor` checks the backend, the model, keys, the sandbox and the editors' ollie-lsp; "
+        "`ollie acp` serves ACP editors (Zed, JetBrains, ...) over stdio.",
     )
-    parser.add_argument("command", nargs="?", choices=["demo", "doctor"],
-                        help="demo: run the scripted end-to-end demo; doctor: check the setup")
+    parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp"],
+                        help="demo: run the scripted end-to-end demo; doctor: check the setup; "
+                        "acp: run as an Agent Client Protocol agent over stdio")
     parser.add_argument("-p", "--prompt", help="run this prompt as one turn and exit")
     parser.add_argument("--agent", default="default", help="agent config name (default: default)")
     parser.add_argument("--backend", help="ollama, openai, openrouter or anthropic (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="model name (default: $OLLIE_MODEL or the backend's default)")
     parser.add_argument("--session", help="resume this saved session id")
     parser.add_argument("--cwd", type=Path, default=Path("."), help="working directory (default: here)")
+    parser.add_argument("--approval", choices=["ask", "auto-edit", "auto", "read-only"],
+                        help="which steps ask first (default: the agent's, usually ask; -p cannot ask, so "
+                             "steps that would are refused)")
     parser.add_argument("--no-preflight", action="store_true", help="skip the backend reachability check")
     parser.add_argument("--version", action="version", version=f"ollie {__version__}")
     return parser
@@ -35,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie` console script."""
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        from ollie_lsp.demo import run_demo
-
-        return asyncio.run(run_demo())
+        return subprocess.call([sys.executable, "-m", DEMO_MODULE])
+    if args.command == "acp":
+        return _exec_acp(args)
     if args.command == "doctor":
         from ollie.cli.doctor import doctor
 
@@ -58,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from ollie.cli.terminal import RunOptions, run_interactive, run_once
     from ollie.errors import OllieError
 
-    options = RunOptions(agent=args.agent, backend=args.backend, model=args.model, session=args.session, cwd=args.cwd)
+    options = RunOptions(agent=args.agent, backend=args.backend, model=args.model, session=args.session, cwd=args.cwd,
+                         approval=args.approval)
     try:
         if args.prompt is not None:
             return asyncio.run(run_once(options, args.prompt))
@@ -70,3 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _exec_acp(args: argparse.Namespace) -> int:
+    """Become `python -m ollie_acp` (the same stdin/stdout, pid and signals) with the session options."""
+    argv = [sys.executable, "-m", ACP_MODULE, "--agent", args.agent]
+    if args.backend:
+        argv += ["--backend", args.backend]
+    if args.model:
+        argv += ["--model", args.model]
+    os.execv(sys.executable, argv)
+    return 0  # not reached

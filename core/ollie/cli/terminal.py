@@ -12,10 +12,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
+
+if TYPE_CHECKING:
+    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.core import Core
+    from ollie.agent.events import Subscription
+    from ollie.agent.recorder import Recorder
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "interrupted": 130}
@@ -31,40 +37,35 @@ class RunOptions:
     model: str | None = None
     session: str | None = None
     cwd: Path = Path(".")
+    approval: str | None = None
 
 
-async def open_core(options: RunOptions) -> Any:
-    """Build the Core (resuming `options.session` when given) and record it in the registry (channel cli)."""
+async def open_core(options: RunOptions) -> tuple[Core, Recorder | None]:
+    """Build the Core (resuming `options.session` when given) and have the engine record it (channel cli).
+
+    The record lets editors list and resume the session; a registry that refuses it never fails the run.
+    """
     from ollie.agent.core import Core
+    from ollie.agent.recorder import Recorder
+    from ollie.sessions.errors import SessionError
+    from ollie.sessions.types import Channel
 
     core = await Core.create(
         agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
-    record_session(core)
-    return core
-
-
-def record_session(core: Any) -> None:
-    """Record the session in the registry so editors can list and resume it; never fails the run."""
-    import getpass
-
-    from ollie.sessions import errors
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Channel, Kind, Request
-
+    if options.approval:
+        core.set_approval(options.approval)
+    recorder = Recorder(core, channel=Channel.CLI)
     try:
-        registry = Registry()
-        try:
-            registry.ensure(Request(id=core.session_id, user_id=getpass.getuser(), agent_id=core.agent_name,
-                                    kind=Kind.CHAT, channel=Channel.CLI, allow_exact_id_create=True))
-        finally:
-            registry.close()
-    except (errors.SessionError, OSError, KeyError):
-        pass
+        await recorder.open()
+    except SessionError:
+        await recorder.close()
+        return core, None
+    return core, recorder
 
 
-async def _render_events(renderer: Renderer, sub: Any) -> None:
+async def _render_events(renderer: Renderer, sub: Subscription) -> None:
     async for event in sub:
         if event.role != "state":
             renderer.render(event.role, event.content, event.name)
@@ -73,7 +74,7 @@ async def _render_events(renderer: Renderer, sub: Any) -> None:
 class _Events:
     """The renderer fed from the core's bus in the background."""
 
-    def __init__(self, core: Any, renderer: Renderer) -> None:
+    def __init__(self, core: Core, renderer: Renderer) -> None:
         self._sub = core.bus.subscribe()
         self._task = asyncio.create_task(_render_events(renderer, self._sub))
 
@@ -90,9 +91,9 @@ class _Events:
 
 
 @asynccontextmanager
-async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[Any, _Events]]:
+async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[Core, _Events]]:
     """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed."""
-    core = await open_core(options)
+    core, recorder = await open_core(options)
     events = _Events(core, renderer)
     try:
         yield core, events
@@ -100,6 +101,8 @@ async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tup
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         await events.close()
         await core.close()
+        if recorder is not None:
+            await recorder.close()
 
 
 async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:
@@ -137,6 +140,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
         core.approver = partial(_ask_at_the_prompt, renderer, lines)
+        core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
 
         def on_sigint() -> None:
@@ -188,6 +192,34 @@ async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None
     return answer.strip().lower() in ("y", "yes")
 
 
-def _prompt(core: Any) -> None:
+async def _ask_step_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None],
+                                  question: StepQuestion) -> Answer:
+    """Put a step to the user (its title escaped): once, always, reject, or reject with feedback."""
+    from ollie.agent.approval import Answer
+
+    renderer.end_line()
+    print(f"ollie asks to: {escaped(question.title)}\n"
+          f"[o]nce, [a]lways ({escaped(question.always_label())}), [r]eject, [f]eedback? ", end="",
+          file=sys.stderr, flush=True)
+    answer = await lines.get()
+    if answer is None:
+        lines.put_nowait(None)  # end of input: the prompt loop still has to see it
+        return Answer("reject")
+    choice = answer.strip().lower()[:1]
+    if choice == "o":
+        return Answer("allow_once")
+    if choice == "a":
+        return Answer("allow_always")
+    if choice == "f":
+        print("feedback for the model: ", end="", file=sys.stderr, flush=True)
+        feedback = await lines.get()
+        if feedback is None:
+            lines.put_nowait(None)
+            return Answer("reject")
+        return Answer("reject_with_feedback", feedback)
+    return Answer("reject")
+
+
+def _prompt(core: Core) -> None:
     sys.stderr.write(printable(f"{core.agent_name}> "))
     sys.stderr.flush()

@@ -6,8 +6,10 @@ filter arrives ready-made as libseccomp-exported BPF in the ruleset (built in
 the daemon by seccomp_filter.py), so nothing here needs libseccomp itself.
 
 The order matters, and `apply` keeps it:
-1. mount namespace + read-only binds: needs CAP_SYS_ADMIN, and Landlock forbids
-   mount topology changes once restricted, so it comes first;
+1. mount namespace + read-only binds + a fresh procfs on /proc when this process
+   is PID 1 of the step's own PID namespace (supervise.py made it): needs
+   CAP_SYS_ADMIN, and Landlock forbids mount topology changes once restricted,
+   so it comes first;
 2. Landlock (which sets no_new_privs): needs no capability;
 3. securebits and capability drop: needs CAP_SETPCAP, which step 4's filter
    would not block but which must go before anything untrusted runs;
@@ -24,6 +26,7 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
+PROC = "/proc"
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
@@ -66,6 +69,7 @@ def _check(result: int, what: str) -> int:
 def _load_sibling(name: str):
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
+    assert spec is not None and spec.loader is not None  # a sibling file of this one
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -98,21 +102,22 @@ def _mount(source: str | None, target: str, flags: int) -> None:
            f"mount({target})")
 
 
-def _new_mount_namespace() -> None:
-    """A private mount namespace; as non-root (or root without CAP_SYS_ADMIN), inside a new user namespace."""
-    if _libc.unshare(CLONE_NEWNS) == 0:
+def unshare(flags: int, what: str) -> None:
+    """unshare(2) `flags`; as non-root (or root without CAP_SYS_ADMIN), inside a new user namespace too."""
+    if _libc.unshare(flags) == 0:
         return
     uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+    _check(_libc.unshare(CLONE_NEWUSER | flags), f"unshare(CLONE_NEWUSER|{what})")
     # Identity maps: files keep their owners, and the child is who it was.
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
-def private_mounts(paths: list[str], tmp: str | None = None) -> None:
-    """In a private mount namespace: each path (directory or file) read-only; `tmp`, if given, seen at /tmp."""
-    _new_mount_namespace()
+def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False) -> None:
+    """In a private mount namespace: each path (directory or file) read-only; `tmp`, if given, seen at /tmp;
+    `proc`: a fresh procfs on /proc (this process's PID namespace, so only the step's processes)."""
+    unshare(CLONE_NEWNS, "CLONE_NEWNS")
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
     for path in paths:
@@ -125,6 +130,9 @@ def private_mounts(paths: list[str], tmp: str | None = None) -> None:
         # For programs that ignore TMPDIR (ed's tmpfile()): the session's own temp dir stands in for /tmp.
         # Last, so the read-only binds above (a .git under /tmp) still cover what the cwd reaches.
         _mount(tmp, "/tmp", MS_BIND)
+    if proc:
+        # A procfs belongs to the PID namespace of whoever mounts it: ours lists the step's processes only.
+        _check(_libc.mount(b"proc", PROC.encode(), b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount(/proc)")
 
 
 def _capabilities() -> tuple[int, int]:
@@ -155,28 +163,57 @@ def load_seccomp(bpf: bytes) -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
 
 
+def own_pid_namespace() -> bool:
+    """Whether this process is PID 1 of the step's own PID namespace (supervise.py made it, as the ruleset asked)."""
+    return os.getpid() == 1
+
+
+def _warn(text: str) -> None:
+    # The daemon expected this to work, so no warning went to the model: say it here.
+    sys.stderr.write(f"ollie sandbox: {text} (best_effort)\n")
+    sys.stderr.flush()
+
+
+def _without_pid_namespace(ruleset: dict, reason: str) -> None:
+    """The step asked for a PID namespace and has none: refuse, or (best_effort) grant /proc/self instead of /proc."""
+    if not ruleset.get("best_effort"):
+        raise OSError(0, f"no PID namespace: {reason}")
+    ruleset["fs"] = landlock.per_process_proc(ruleset["fs"])
+    ruleset["pid_namespace"] = False
+    _warn(f"no PID namespace ({reason}): /proc/self readable by the step's first process only")
+
+
 def apply(ruleset: dict) -> None:
     """Confine this process to `ruleset` (from rules.ruleset_for); raises OSError. Single-threaded, just before exec.
 
     Keys besides Landlock's: `readonly_binds` (paths made read-only), `tmp_at_tmp` (a dir
-    mounted over /tmp, for programs that ignore TMPDIR), `best_effort`
-    (a mount namespace that cannot be made only warns, on stderr) and `seccomp`
-    (base64 BPF, or None when the daemon found no seccomp).
+    mounted over /tmp, for programs that ignore TMPDIR), `pid_namespace` (this process is
+    PID 1 of the step's own PID namespace: a fresh procfs on /proc), `best_effort` (a
+    mount or namespace that cannot be made only warns, on stderr) and `seccomp` (base64
+    BPF, or None when the daemon found no seccomp).
     """
     binds = ruleset.get("readonly_binds") or []
     tmp = ruleset.get("tmp_at_tmp")
+    proc = bool(ruleset.get("pid_namespace"))
+    if proc and not own_pid_namespace():
+        _without_pid_namespace(ruleset, "the supervisor could not make one")
+        proc = False
     # Opened before the mounts: a private /tmp hides whatever the rules grant under the real one.
-    opened = landlock.open_rules(ruleset) if tmp else None
-    if binds or tmp:
+    # Not /proc's: they must be opened on the fresh procfs, after its mount.
+    opened = landlock.open_rules(ruleset, proc=False) if tmp else None
+    if binds or tmp or proc:
         try:
-            private_mounts(binds, tmp)
+            private_mounts(binds, tmp, proc)
         except OSError as exc:
             if not ruleset.get("best_effort"):
                 raise
-            # The daemon expected this to work, so no warning went to the model: say it here.
-            left = ", ".join(binds) + " left writable" if binds else f"{tmp} not at /tmp"
-            sys.stderr.write(f"ollie sandbox: {left}: {exc} (best_effort)\n")
-            sys.stderr.flush()
+            left = [", ".join(binds) + " left writable"] if binds else []
+            left += [f"{tmp} not at /tmp"] if tmp else []
+            _warn(f"{'; '.join(left) or 'no private /proc'}: {exc}")
+            if proc:  # the procfs mount comes last: it was not made
+                _without_pid_namespace(ruleset, str(exc))
+    if opened is not None:
+        opened += landlock.open_rules(ruleset, proc=True)
     landlock.apply_ruleset(ruleset, opened)
     drop_capabilities()
     if ruleset.get("seccomp"):

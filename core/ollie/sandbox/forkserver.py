@@ -32,13 +32,14 @@ def _load(name: str):
     """A sibling module loaded by path: this interpreter runs -I -S, without the `ollie` package."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
+    assert spec is not None and spec.loader is not None  # a sibling file of this one
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-confine = _load("confine")  # read-only .git, Landlock, no capabilities, seccomp
-supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, pids cgroup
+supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, pids cgroup, PID namespace
+confine = supervise.confine  # read-only .git, a private /proc, Landlock, no capabilities, seccomp
 # How long the server waits, when the daemon has gone, for its steps' supervisors to finish their sweeps.
 SHUTDOWN_WAIT_S = 5.0
 # Supervisors kept ready in their own cgroups (see supervise.run_spare); 2 covers back-to-back spawns.
@@ -63,6 +64,9 @@ def _refuse(conn: socket.socket, message: str) -> None:
 def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
     """The tool process, forked by its supervisor: new session, stdio, cwd, process limit, Landlock, exec.
 
+    In a step with its own PID namespace this process is PID 1: it confines itself
+    (a fresh /proc first), then spawns the tool process and stays as its init.
+
     Never returns. The launcher runs this same function.
     """
     stage = "setsid"
@@ -83,6 +87,8 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
             confine.apply(request["ruleset"])
         stage = "exec"
         argv = request["argv"]
+        if confine.own_pid_namespace():
+            supervise.become_init(argv, request["env"])  # PID 1 spawns the tool and stays as its init
         os.execvpe(argv[0], argv, request["env"])
     except BaseException as exc:  # noqa: BLE001 - everything must be reported, then _exit
         error = {"stage": stage, "errno": getattr(exc, "errno", None) or 0, "message": str(exc)}

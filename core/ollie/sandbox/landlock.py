@@ -126,14 +126,36 @@ def _add_rule(ruleset: int, rule_type: int, rule: ctypes.Structure, what: str) -
                     ctypes.c_uint32(0)), f"landlock_add_rule({what})")
 
 
-def open_rules(spec: dict) -> list[tuple[int, int, str]]:
+PROC = "/proc"
+PER_PROCESS_PROC = ("/proc/self", "/proc/thread-self")
+
+
+def _in_proc(path: str) -> bool:
+    return path == PROC or path.startswith(PROC + "/")
+
+
+def per_process_proc(fs: list) -> list:
+    """`fs` with a grant of all of /proc narrowed to the process's own /proc/self and /proc/thread-self.
+
+    For a step without its own PID namespace: the real /proc lists every process's command line.
+    """
+    narrowed = []
+    for path, access in fs:
+        narrowed.extend([[own, access] for own in PER_PROCESS_PROC] if path == PROC else [[path, access]])
+    return narrowed
+
+
+def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str]]:
     """(O_PATH fd, access, path) of each of `spec`'s filesystem rules whose path exists now.
 
     Opened early when a mount is about to cover some of these paths (a private
-    /tmp): a rule follows the inode it was opened on, not the path.
+    /tmp): a rule follows the inode it was opened on, not the path. `proc`: only
+    the rules under /proc (True) or only the others (False); None: all.
     """
     opened = []
     for path, access in spec["fs"]:
+        if proc is not None and _in_proc(path) != proc:
+            continue
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:

@@ -22,6 +22,7 @@ import sys
 def _load(name: str):
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
+    assert spec is not None and spec.loader is not None  # a sibling file of this one
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -19,13 +19,13 @@ from ollie.sandbox.errors import PolicyError
 LOG_LEVELS = ("", "error", "info", "debug")
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
 _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
-# The daemon's /proc/self is not the child's: a policy entry there must never let
-# check_path approve a file the daemon itself would read (its environ holds API keys).
-_PER_PROCESS = (Path("/proc/self"), Path("/proc/thread-self"))
+# A policy's /proc is the step's own procfs (its PID namespace; or its /proc/self), not the daemon's:
+# an entry there must never let check_path approve a file the daemon itself would read (its environ holds API keys).
+_PER_PROCESS = (Path("/proc"),)
 
 
 
-def _port_number(value: Any) -> Any:
+def _port_number(value: object) -> object:
     """YAML users quote ports ("443"): a string of digits is that port; anything else is left for validation."""
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())

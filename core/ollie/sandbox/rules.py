@@ -6,6 +6,7 @@ import base64
 import functools
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from ollie.sandbox import landlock
@@ -17,6 +18,7 @@ FORCE_ABI_ENV = "OLLIE_LANDLOCK_ABI"
 # Tests set these to "0" to act as if the kernel lacked mount namespaces / seccomp (never the reverse).
 FORCE_MOUNTNS_ENV = "OLLIE_SANDBOX_MOUNTNS"
 FORCE_SECCOMP_ENV = "OLLIE_SANDBOX_SECCOMP"
+FORCE_PIDNS_ENV = "OLLIE_SANDBOX_PIDNS"
 NETWORK_ABI = 4
 CAP_SYS_ADMIN = 21
 
@@ -148,11 +150,11 @@ def _shortfall(policy: Policy, reason: str, consequence: str, warnings: list[str
     warnings.append(f"{reason}: {consequence} (best_effort)")
 
 
-def ruleset_for(policy: Policy, abi: int, *, extra_fs: list[tuple[str, int]] = ()) -> tuple[dict | None, list[str]]:
+def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]] = ()) -> tuple[dict | None, list[str]]:
     """The spec for `confine.apply` (None: run unsandboxed) and the warnings to show.
 
     Landlock's keys (see `landlock.apply_ruleset`), plus `readonly_binds` (each
-    writable `.git`), `best_effort` and `seccomp` (base64 BPF for the policy's shape).
+    writable `.git`), `pid_namespace`, `best_effort` and `seccomp` (base64 BPF for the policy's shape).
     """
     warnings: list[str] = []
     if abi < 1:
@@ -175,7 +177,14 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: list[tuple[str, int]] = (
     if binds and (_forced_off(FORCE_MOUNTNS_ENV) or not _mount_namespaces()):
         _shortfall(policy, "no mount namespace", f"{', '.join(binds)} writable by the sandboxed code", warnings)
         binds = []
+    # A PID namespace per step (supervise.py) with a fresh procfs: a /proc grant then shows the step's own
+    # processes only. It needs what a mount namespace needs (the proc mount); without it /proc narrows to /proc/self.
+    pidns = not _forced_off(FORCE_PIDNS_ENV) and not _forced_off(FORCE_MOUNTNS_ENV) and _mount_namespaces()
+    if not pidns and any(path == landlock.PROC for path, _ in fs):
+        _shortfall(policy, "no PID namespace", "/proc narrowed to /proc/self (the step's first process only)",
+                   warnings)
+        fs = landlock.per_process_proc(fs)
     spec = {"abi": abi, "handled_fs": landlock.handled_fs(abi), "handled_net": handled_net,
             "scoped": landlock.scopes(abi), "fs": fs, "net": net, "readonly_binds": binds,
-            "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings)}
+            "pid_namespace": pidns, "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings)}
     return spec, warnings

@@ -34,7 +34,7 @@ FORK_SERVER = HERE / "forkserver.py"
 LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
-_background: set[asyncio.Task[None]] = set()
+_background: set[asyncio.Future[None] | asyncio.Future[int]] = set()
 
 
 class _ServerLost(Exception):
@@ -226,7 +226,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         child_env = policy.child_env(env)
         tmp = child_env.get("TMPDIR")
-        if tmp_at_tmp and tmp and Path(tmp) in policy.writable() and Path(tmp) != Path("/tmp"):
+        wants_tmp = tmp_at_tmp and tmp and Path(tmp) in policy.writable() and Path(tmp) != Path("/tmp")
+        if ruleset is not None and wants_tmp:
             ruleset["tmp_at_tmp"] = tmp
         if policy.log_level in ("info", "debug"):
             log.info("sandboxed spawn", extra={"argv0": argv[0], "policy": policy.name, "cwd": str(cwd),
@@ -251,6 +252,6 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     finally:
         for fd in child_fds:
             os.close(fd)
-    writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None else None
+    writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None and stdin is not None else None
     return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                             stdin_writer=writer)

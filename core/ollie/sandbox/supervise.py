@@ -11,6 +11,20 @@ reports the exit status: "the step is done" means all its processes are dead.
 The supervisor stays outside the tool's process group, so a group kill never
 stops the sweep; the sweep never forks, so the process limit cannot either (a
 spare supervisor sits in its step's cgroup, with one slot added for itself).
+
+A step whose ruleset asks for `pid_namespace` gets its own PID namespace: the
+supervisor unshares CLONE_NEWPID (in a new user namespace too when it lacks
+CAP_SYS_ADMIN, so that namespace can own the PID one) just before it forks, so
+the forked process is PID 1 there. That process mounts a fresh /proc and confines
+itself (confine.py), spawns the real tool process (PID 2), then stays as a tiny init (`become_init`):
+it reaps orphans, passes the tool's exit status up a pipe and exits with it; the
+kernel then SIGKILLs whatever is left in the namespace (a second guarantee next
+to the sweep and the cgroup). Why not the tool itself as PID 1: init gets no
+default signal actions from inside its namespace (`kill $$` would do nothing) and
+must reap orphans. The init leads the step's session and process group, so the
+pid reported to the daemon is still what a group kill must hit: SIGKILLing the
+init ends the namespace. When the namespace cannot be made, the step runs as
+before and confine.py falls back (best_effort) to granting /proc/self only.
 """
 
 from __future__ import annotations
@@ -25,24 +39,33 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-if __package__:
-    from ollie.sandbox import cgroup
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import cgroup, confine
 else:  # loaded by path from the fork server or the launcher
-    _spec = importlib.util.spec_from_file_location(
-        "_ollie_cgroup", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cgroup.py"))
-    cgroup = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(cgroup)
+    def _sibling(name: str):
+        spec = importlib.util.spec_from_file_location(
+            f"_ollie_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    cgroup = _sibling("cgroup")
+    confine = _sibling("confine")
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+CLONE_NEWPID = 0x20000000
 STOP_SIGNAL = signal.SIGTERM
 _libc = ctypes.CDLL(None, use_errno=True)
 
 # Set by the SIGTERM handler; the tool's pid once forked (the handler kills its group).
 _stopping = False
 _tool = 0
+# In a step with its own PID namespace: the write end of the pipe on which its init reports the tool's status.
+_init_status = -1
 
 # The tool process's pre-exec work: (request, stdio fds, error pipe, cgroup or None); never returns.
 ToolChild = Callable[[dict, Sequence[int], int, "cgroup.Cgroup | None"], NoReturn]
@@ -162,8 +185,74 @@ def _arm(parent: int) -> None:
         _on_stop(STOP_SIGNAL, None)  # it died before PDEATHSIG was armed
 
 
+def _wants_pid_namespace(request: dict) -> bool:
+    return bool((request.get("ruleset") or {}).get("pid_namespace"))
+
+
 def _limit_of(request: dict) -> int:
-    return int((request.get("limits") or {}).get("processes") or 0)
+    """The step's cgroup limit: its processes, plus one for its init when it gets a PID namespace."""
+    limit = int((request.get("limits") or {}).get("processes") or 0)
+    return limit + 1 if limit > 0 and _wants_pid_namespace(request) else limit
+
+
+def _new_pid_namespace() -> bool:
+    """Make our next child PID 1 of a new PID namespace; False when we may not (confine.py then falls back)."""
+    try:
+        confine.unshare(CLONE_NEWPID, "CLONE_NEWPID")
+    except OSError:
+        return False
+    return True
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str]) -> int:
+    """posix_spawn `argv` found on `env`'s PATH, as execvpe would find it; its pid. Raises the last OSError."""
+    if "/" in argv[0]:
+        return os.posix_spawn(argv[0], list(argv), env)
+    error: OSError = FileNotFoundError(2, os.strerror(2))
+    for directory in os.get_exec_path(env):
+        try:
+            return os.posix_spawn(os.path.join(directory, argv[0]), list(argv), env)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except PermissionError as exc:
+            error = exc  # execvpe reports EACCES over a later ENOENT
+    raise error
+
+
+def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
+    """In the step's PID 1, confined already: spawn the tool process (PID 2), then stay as the namespace's init.
+
+    posix_spawn (vfork, no page tables copied) rather than a second Python fork: that
+    keeps the namespace's cost off most of the spawn. The init reaps every orphan, writes
+    the tool's exit status to the supervisor's pipe and exits, which kills whatever is
+    left in the namespace. It has the tool's Landlock domain, seccomp filter and no
+    capabilities, and is not dumpable, so the tool can neither ptrace it nor read its
+    /proc/1/environ or memory; signals from inside its namespace never reach it (init).
+    Raises OSError when the program cannot be run (the caller reports it as the exec's).
+    """
+    tool = _spawn(argv, env)
+    code = 0
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
+        _prctl(PR_SET_DUMPABLE, 0)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor gone (even SIGKILLed): the namespace goes too
+        os.closerange(0, _init_status)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
+        os.closerange(_init_status + 1, 1 << 20)
+        os.write(_init_status, str(_wait_tool(tool)).encode())
+    except BaseException:  # noqa: BLE001 - init must always exit here
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _init_report(status_r: int, status: int) -> int:
+    """The tool's exit status as its init reported it; the init's own (SIGKILLed by a group kill) if none."""
+    try:
+        text = os.read(status_r, 32)
+    finally:
+        os.close(status_r)
+    return int(text) if text.strip().lstrip(b"-").isdigit() else status
 
 
 def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int,
@@ -174,26 +263,36 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     daemon for the launcher); `child` does the tool's pre-exec work and execs.
     `group`: a spare's cgroup that this process already belongs to (see `run_spare`).
     """
-    global _tool
+    global _tool, _init_status
     if group is None:
         _arm(parent)
         limit = _limit_of(request)
         group = cgroup.Cgroup.create(str(os.getpid()), limit) if limit > 0 else None
     err_r, err_w = os.pipe()
+    # Unshared right before the fork: the namespace is for this child (we are single-threaded, fork nothing else).
+    status_r = -1
+    if _wants_pid_namespace(request) and _new_pid_namespace():
+        status_r, _init_status = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(err_r)
+        if status_r >= 0:
+            os.close(status_r)
         child(request, stdio, err_w, group)
     _tool = pid
     if _stopping:
         _kill_tool(pid)
     os.close(err_w)
+    if status_r >= 0:
+        os.close(_init_status)
     for fd in stdio:
         os.close(fd)  # the step's pipes must close once its processes are gone
     with os.fdopen(err_r, "rb") as errors:
         failure = errors.read()  # EOF on a successful exec (the pipe is close-on-exec)
     if failure:
         _wait_tool(pid)
+        if status_r >= 0:
+            os.close(status_r)
         sweep(group)
         _finish(group)
         _send(conn, {"error": json.loads(failure)})
@@ -201,6 +300,8 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     if not _send(conn, {"pid": pid}):
         _kill_tool(pid)  # nobody could ever stop it otherwise
     status = _wait_tool(pid)
+    if status_r >= 0:
+        status = _init_report(status_r, status)
     sweep(group)
     _finish(group)  # a spare cannot remove the cgroup it is in: the fork server does, once it exits
     _send(conn, {"status": status})

@@ -1,4 +1,4 @@
-"""The session registry: kinds, channels, Info, and the Registry over its SQLite store."""
+"""Saved sessions: the log (`session`, `persist`), the registry (kinds, channels, Info) and its SQLite store."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from ollie.sessions.types import (
     SessionRecord,
     TurnResult,
     default_review_policy,
+    os_user,
     validate_title,
 )
 
@@ -45,5 +46,5 @@ __all__ = [
     "ListOptions", "MainRequest", "MemoryScope", "NotFoundError", "OutputCollector", "Registry", "Request",
     "ReviewPolicy", "ReviewRequest", "RotationOutcome", "RotationOutcomeUnknownError", "Scope", "SessionError",
     "SessionRecord", "StaleRotationError", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
-    "default_path", "default_review_policy", "validate_title", "verify_rotation",
+    "default_path", "default_review_policy", "os_user", "validate_title", "verify_rotation",
 ]

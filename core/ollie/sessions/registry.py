@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ollie.agent.session import new_session_id
 from ollie.sessions import store
 from ollie.sessions.errors import (
     ArchivedError,
@@ -18,6 +17,7 @@ from ollie.sessions.errors import (
     StaleRotationError,
     WrongKindError,
 )
+from ollie.sessions.session import new_session_id
 from ollie.sessions.types import (
     INTERNAL_KINDS,
     PRIVATE_CHANNELS,
@@ -73,7 +73,7 @@ def _require_user(user_id: str) -> None:
         raise InvalidSessionError("user_id is required")
 
 
-def _in(column: str, values: list[str]) -> str:
+def _in(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join('?' for _ in values)})"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import uuid
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ class Channel(StrEnum):
     SCHEDULER = "scheduler"
     WEBHOOK = "webhook"
     LSP = "lsp"
+    ACP = "acp"  # `ollie acp`: an Agent Client Protocol editor (Zed, JetBrains, ...)
 
 
 class TurnResult(StrEnum):
@@ -59,12 +61,30 @@ def validate_title(title: str) -> None:
         raise TitleTooLongError(f"session title is {size} bytes; the limit is {MAX_TITLE_BYTES} UTF-8 bytes")
 
 
+def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
+    """The start of a prompt, for a session or progress title: a few words, cut with an ellipsis."""
+    picked = " ".join(text.split()[:words])
+    if len(picked) > chars:
+        picked = picked[: chars - 1].rstrip() + "…"
+    elif len(text.split()) > words:
+        picked += " …"
+    return picked
+
+
 def is_canonical_uuid(value: str) -> bool:
     """Whether `value` is a UUID in canonical lower-case hyphenated form."""
     try:
         return str(uuid.UUID(value)) == value
     except (ValueError, AttributeError, TypeError):
         return False
+
+
+def os_user() -> str:
+    """The user local sessions belong to: the OS login name ("user" when it cannot be told)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "user"
 
 
 def utcnow() -> datetime:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from types import MethodType
+from typing import Any, Generic, TypeVar, overload
 
 from ollie.backend.types import Usage
 
@@ -14,6 +16,49 @@ _SCRIPT_KEYS = {
     "retry_after", "headers", "drop", "abort", "context_overflow", "tool_unsupported",
     "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error",
 }
+
+
+V = TypeVar("V")
+
+
+class _BuilderOrField(Generic[V]):
+    """A name that builds a Reply on the class (`Reply.text("hi")`) and is a plain field on an instance."""
+
+    def __init__(self, builder: Callable[..., Reply]) -> None:
+        self._builder = builder
+        self._slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type[Reply]) -> Callable[..., Reply]: ...
+    @overload
+    def __get__(self, obj: Reply, owner: type[Reply]) -> V: ...
+    def __get__(self, obj: Reply | None, owner: type[Reply]) -> Callable[..., Reply] | V:
+        if obj is None:
+            return MethodType(self._builder, owner)  # bound like a classmethod
+        value: V = obj.__dict__[self._slot]
+        return value
+
+    def __set__(self, obj: Reply, value: V) -> None:
+        obj.__dict__[self._slot] = value
+
+
+def _text(cls: type[Reply], text: str, **options: Any) -> Reply:
+    """A plain text reply."""
+    return cls(text=text, **options)
+
+
+def _tool_calls(cls: type[Reply], *calls: Any, **options: Any) -> Reply:
+    """A reply calling tools: each call is `(name, {args})` or `{"name": ..., "arguments": ...}`."""
+    return cls(tool_calls=list(calls), **options)
+
+
+def _stream_error(cls: type[Reply], after: int = 2, status: int = 529, **options: Any) -> Reply:
+    """Start a 200 stream, then send the vendor's in-stream error event (e.g. Anthropic "Overloaded")."""
+    options.setdefault("text", "this reply fails part way")
+    return cls(drop_after=after, abort=False, stream_error=status, **options)
 
 
 class Reply:
@@ -75,15 +120,9 @@ class Reply:
         """True when the reply is an HTTP error status instead of a stream."""
         return self.status >= 400
 
-    @classmethod
-    def text(cls, text: str, **options: Any) -> Reply:  # type: ignore[override]
-        """A plain text reply."""
-        return cls(text=text, **options)
-
-    @classmethod
-    def tool_calls(cls, *calls: Any, **options: Any) -> Reply:  # type: ignore[override]
-        """A reply calling tools: each call is `(name, {args})` or `{"name": ..., "arguments": ...}`."""
-        return cls(tool_calls=list(calls), **options)
+    text: _BuilderOrField[str] = _BuilderOrField(_text)
+    tool_calls: _BuilderOrField[list[tuple[str, dict[str, Any]]]] = _BuilderOrField(_tool_calls)
+    stream_error: _BuilderOrField[int | None] = _BuilderOrField(_stream_error)
 
     @classmethod
     def error(cls, status: int, body: Any = None, *, retry_after: float | None = None,
@@ -120,12 +159,6 @@ class Reply:
         """
         options.setdefault("text", "this reply is cut off before it can finish")
         return cls(drop_after=after, abort=abort, **options)
-
-    @classmethod
-    def stream_error(cls, after: int = 2, status: int = 529, **options: Any) -> Reply:  # type: ignore[override]
-        """Start a 200 stream, then send the vendor's in-stream error event (e.g. Anthropic "Overloaded")."""
-        options.setdefault("text", "this reply fails part way")
-        return cls(drop_after=after, abort=False, stream_error=status, **options)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:

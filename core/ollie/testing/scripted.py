@@ -83,9 +83,14 @@ class ScriptedLLMServer:
         base = f"http://{self.host}:{self._port}"
         return base + "/v1" if self.fmt == "openai" else base
 
-    def env(self, *, backend: str | None = None) -> dict[str, str]:
-        """OLLIE_* variables pointing a daemon or Core at this server (`backend="openrouter"` for that flavour)."""
-        env = {"OLLIE_BACKEND": backend or self.fmt, "OLLIE_MODEL": self.model, URL_VARS[self.fmt]: self.url}
+    def env(self, *, backend: str | None = None, approval: str = "auto") -> dict[str, str]:
+        """OLLIE_* variables pointing a daemon or Core at this server (`backend="openrouter"` for that flavour).
+
+        A scripted model runs unattended, so its steps run without approval questions unless `approval`
+        says otherwise (`"ask"` to test them; `""` for the agent's own default).
+        """
+        env = {"OLLIE_BACKEND": backend or self.fmt, "OLLIE_MODEL": self.model, URL_VARS[self.fmt]: self.url,
+               "OLLIE_APPROVAL": approval}
         if self.fmt in KEY_VARS:
             env[KEY_VARS[self.fmt]] = DUMMY_KEYS[self.fmt]
         return env

@@ -37,7 +37,7 @@ def load_script(path: Path) -> list[Reply]:
 
 def main(argv: list[str] | None = None) -> int:
     """Start the server, print its URL, serve until a signal, report leftovers."""
-    parser = argparse.ArgumentParser(prog="python -m ollie.testing.server", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ollie.testing.server", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--fmt", choices=FORMATS, default="openai")
     parser.add_argument("--script", type=Path, help="JSON list of replies, e.g. [{\"text\": \"hi\"}]")
     parser.add_argument("--model", default="scripted-model")

@@ -6,7 +6,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ollie.backend.types import Usage
@@ -143,7 +143,7 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
 
 def _ollama(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
     def line(message: dict[str, Any], **extra: Any) -> bytes:
-        stamp = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+        stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         obj = {"model": model, "created_at": stamp, "message": {"role": "assistant", "content": "", **message},
                "done": False, **extra}
         return (_dumps(obj) + "\n").encode()

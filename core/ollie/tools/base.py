@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +31,6 @@ class ToolResult:
     def to_mcp(self) -> dict[str, Any]:
         """The MCP wire shape `{"content": [{"type": "text", "text": ...}], "isError": bool}`."""
         return {"content": [{"type": "text", "text": self.text}], "isError": self.is_error}
-
-    def to_json(self) -> str:
-        """The MCP shape as JSON text."""
-        return json.dumps(self.to_mcp(), ensure_ascii=False)
 
 
 @runtime_checkable
@@ -69,15 +64,6 @@ class EnvSetter(Protocol):
 
     def set_env(self, key: str, value: str) -> None:
         """Add `key=value` to the env of later calls."""
-        ...
-
-
-@runtime_checkable
-class LockDirSetter(Protocol):
-    """A server that keeps lock files and scratch files in a dir the session names."""
-
-    def set_lock_dir(self, path: Path) -> None:
-        """Keep lock and scratch files under `path`."""
         ...
 
 

@@ -1,12 +1,22 @@
 -- :OllieModel, :OllieAgent (picker), :OllieQueue and :OllieInject during a turn, :OllieCompact.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 
+-- The pickers list what ollie/listModels and ollie/listAgents answer, labelled from their fields.
+local function capture(key, pick)
+  vim.ui.select = function(items, opts, on_choice)
+    H.results[key .. "_items"] = items
+    H.results[key .. "_labels"] = vim.tbl_map(opts.format_item, items)
+    on_choice(pick)
+  end
+end
+capture("model", nil)
+vim.cmd("OllieModel")
+vim.wait(10000, function()
+  return H.results.model_items ~= nil
+end, 20)
 vim.cmd("OllieModel other-model")
 H.wait_chat("model: other%-model")
-vim.ui.select = function(items, _, on_choice)
-  H.results.agent_items = items
-  on_choice("coding")
-end
+capture("agent", "coding")
 vim.cmd("OllieAgent")
 H.wait_chat("agent: coding")
 vim.cmd("Ollie start a slow one")

@@ -10,7 +10,7 @@ vim.wait(10000, function() return H.ollie.status.session ~= H.results.first end,
 H.results.second = H.ollie.status.session
 H.results.after_new = H.chat.text()
 -- Pick the first session in the picker.
-vim.ui.select = function(items, opts, on_choice)
+vim.ui.select = function(items, _opts, on_choice)
   H.results.picker_items = #items
   for _, item in ipairs(items) do
     if item.id == H.results.first then

@@ -50,6 +50,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       items: this.conversation.model.items.map((item) => ({ ...item })),
       running: this.conversation.status.running,
       title: session ? `session ${session}` : "",
+      commands: [...this.conversation.slashCommands],
     });
   }
 

@@ -4,10 +4,9 @@ import * as vscode from "vscode";
 import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
-import { parseNameList } from "./lib/choices";
 import { buildEditorContext } from "./lib/editorContext";
 import { contextToMarkdown } from "./lib/history";
-import { SessionInfo, sessionIdOf } from "./lib/protocol";
+import { Choices, SessionInfo, parseAgentList, parseModelList, sessionIdOf } from "./lib/protocol";
 
 interface Parts {
   daemon: Daemon;
@@ -19,12 +18,15 @@ function reportError(err: unknown): void {
   void vscode.window.showErrorMessage(`Ollie: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-/** Ask for a name, offering those a listing command prints; any typed name is accepted too. */
-async function pickName(title: string, candidates: string[], current: string | undefined): Promise<string | undefined> {
+/** Ask for a name, offering the daemon's list; any typed name is accepted too. */
+async function pickName(title: string, { current, choices }: Choices): Promise<string | undefined> {
   const pick = vscode.window.createQuickPick();
   pick.title = title;
   pick.placeholder = current ? `current: ${current} — pick or type a name` : "pick or type a name";
-  pick.items = candidates.map((label) => ({ label, description: label === current ? "current" : undefined }));
+  pick.items = choices.map(({ name, description }) => ({
+    label: name,
+    description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
+  }));
   return new Promise((resolve) => {
     pick.onDidAccept(() => {
       resolve(pick.selectedItems[0]?.label ?? (pick.value.trim() || undefined));
@@ -45,10 +47,10 @@ async function runSlash(parts: Parts, line: string): Promise<void> {
 }
 
 async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void> {
-  const state = await parts.conversation.request<Record<string, unknown>>("ollie/state");
-  const listing = await parts.conversation.command(what === "model" ? "/models" : "/agents").catch(() => "");
-  const current = typeof state?.[what] === "string" ? (state[what] as string) : undefined;
-  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, parseNameList(listing), current);
+  const method = what === "model" ? "ollie/listModels" : "ollie/listAgents";
+  const listing = await parts.conversation.request<unknown>(method);
+  const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
+  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices);
   if (name) await runSlash(parts, `/${what} ${name}`);
 }
 

@@ -5,7 +5,7 @@ import { Daemon } from "./daemon";
 import { ChatItem, ChatModel } from "./lib/chatModel";
 import { describeEditorContext } from "./lib/editorContext";
 import { modelFromHistory } from "./lib/history";
-import { EditorContext, OllieEvent, StateChanged, SubmitResult } from "./lib/protocol";
+import { EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, parseCommandList } from "./lib/protocol";
 
 export interface SessionStatus {
   state: string;
@@ -32,6 +32,8 @@ export class Conversation implements vscode.Disposable {
   private flushTimer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<ConversationListener>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** The daemon's slash commands (`ollie/listCommands`), fetched each time it starts. */
+  slashCommands: SlashCommand[] = [];
 
   constructor(private readonly daemon: Daemon, private readonly log: vscode.LogOutputChannel) {
     this.disposables.push(
@@ -182,6 +184,7 @@ export class Conversation implements vscode.Disposable {
     }
     try {
       const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown }>("ollie/state", {});
+      this.slashCommands = parseCommandList(await this.daemon.request<unknown>("ollie/listCommands", {}));
       if (typeof state?.session === "string") {
         this.models.clear();
         this.statuses.clear();

@@ -65,8 +65,9 @@ export class Daemon implements vscode.Disposable {
       options: { cwd, env: { ...process.env, ...serverEnv } },
     };
     const clientOptions: LanguageClientOptions = {
-      // ollie is not a language server for any file type: no document sync.
-      documentSelector: [],
+      // Every file document is synced: the model's file tools read unsaved buffers and edit them
+      // through workspace/applyEdit (ollie serves no language features for them).
+      documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
       initializationOptions: {
         agent: nonEmpty(config.get<string>("agent")),

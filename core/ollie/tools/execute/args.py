@@ -1,4 +1,8 @@
-"""Reading an executor's arguments from the model, with errors that say what to fix."""
+"""Reading an executor's arguments from the model, once, into a typed request; errors say what to fix.
+
+The request is all the rest of the execute path reads: the runners, the
+parallel-safety and tier classifiers, the danger check and the elevation gate.
+"""
 
 from __future__ import annotations
 
@@ -64,25 +68,7 @@ def _flag(obj: dict[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def timeout_of(args: dict[str, Any]) -> float:
-    """The call's timeout in seconds (default 30); bad values are errors, big ones are capped."""
-    value = args.get("timeout", DEFAULT_TIMEOUT)
-    if value is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ArgumentError(f"timeout must be a positive number of seconds, got {value!r}")
-    return min(float(value), MAX_TIMEOUT)
-
-
-def sandbox_of(args: dict[str, Any], default: str) -> str:
-    """The sandbox policy name for the call."""
-    value = args.get("sandbox") or default
-    if not isinstance(value, str):
-        raise ArgumentError("sandbox must be a policy name (a string)")
-    return value
-
-
-def code_step(value: Any, where: str, *, allow_elevated: bool = True) -> CodeStep:
+def _code_step(value: Any, where: str, *, allow_elevated: bool = True) -> CodeStep:
     """A `{code, language, elevated}` object; elevation is bash-only."""
     obj = _object(value, where)
     _no_extra(obj, {"code", "language", "elevated"} if allow_elevated else {"code", "language"}, where)
@@ -102,21 +88,6 @@ def code_step(value: Any, where: str, *, allow_elevated: bool = True) -> CodeSte
     return CodeStep(code, lang, elevated)
 
 
-def steps_of(args: dict[str, Any]) -> list[CodeStep | ParallelGroup]:
-    """execute_code's `steps`: code steps and `{parallel: [...]}` groups."""
-    _no_extra(args, {"steps", "timeout", "sandbox"}, "execute_code")
-    steps: list[CodeStep | ParallelGroup] = []
-    for n, value in enumerate(_list(args.get("steps"), "steps"), 1):
-        where = f"steps[{n - 1}]"
-        if isinstance(value, dict) and "parallel" in value:
-            _no_extra(value, {"parallel"}, where)
-            items = _list(value["parallel"], f"{where}.parallel")
-            steps.append(ParallelGroup(tuple(code_step(v, f"{where}.parallel[{i}]") for i, v in enumerate(items))))
-        else:
-            steps.append(code_step(value, where))
-    return steps
-
-
 def _string_args(value: Any, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -132,7 +103,7 @@ def _string_args(value: Any, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def script_call(value: Any, where: str, *, allow_elevated: bool = True) -> ScriptCall:
+def _script_call(value: Any, where: str, *, allow_elevated: bool = True) -> ScriptCall:
     """A `{tool, args, elevated}` object."""
     obj = _object(value, where)
     _no_extra(obj, {"tool", "args", "elevated"} if allow_elevated else {"tool", "args"}, where)
@@ -142,22 +113,121 @@ def script_call(value: Any, where: str, *, allow_elevated: bool = True) -> Scrip
     return ScriptCall(tool, _string_args(obj.get("args"), where), _flag(obj, "elevated", where))
 
 
-def calls_of(args: dict[str, Any]) -> list[ScriptCall]:
+
+def _timeout(args: dict[str, Any]) -> float:
+    """The call's timeout in seconds (default 30); bad values are errors, big ones are capped."""
+    value = args.get("timeout", DEFAULT_TIMEOUT)
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ArgumentError(f"timeout must be a positive number of seconds, got {value!r}")
+    return min(float(value), MAX_TIMEOUT)
+
+
+def _sandbox(args: dict[str, Any]) -> str | None:
+    """The sandbox policy the call names (None: the session's)."""
+    value = args.get("sandbox") or None
+    if value is not None and not isinstance(value, str):
+        raise ArgumentError("sandbox must be a policy name (a string)")
+    return value
+
+
+def _steps(args: dict[str, Any]) -> tuple[CodeStep | ParallelGroup, ...]:
+    """execute_code's `steps`: code steps and `{parallel: [...]}` groups."""
+    steps: list[CodeStep | ParallelGroup] = []
+    for n, value in enumerate(_list(args.get("steps"), "steps")):
+        where = f"steps[{n}]"
+        if isinstance(value, dict) and "parallel" in value:
+            _no_extra(value, {"parallel"}, where)
+            items = _list(value["parallel"], f"{where}.parallel")
+            steps.append(ParallelGroup(tuple(_code_step(v, f"{where}.parallel[{i}]") for i, v in enumerate(items))))
+        else:
+            steps.append(_code_step(value, where))
+    return tuple(steps)
+
+
+def _calls(args: dict[str, Any]) -> tuple[ScriptCall, ...]:
     """call_tool's `calls`."""
-    _no_extra(args, {"calls", "timeout", "sandbox"}, "call_tool")
-    return [script_call(v, f"calls[{i}]") for i, v in enumerate(_list(args.get("calls"), "calls"))]
+    return tuple(_script_call(v, f"calls[{i}]") for i, v in enumerate(_list(args.get("calls"), "calls")))
 
 
-def stages_of(args: dict[str, Any]) -> list[CodeStep | ScriptCall]:
+def _stages(args: dict[str, Any]) -> tuple[CodeStep | ScriptCall, ...]:
     """pipe's `stages`: tool calls and code steps (no elevation inside a pipe)."""
-    _no_extra(args, {"stages", "timeout", "sandbox"}, "pipe")
     stages: list[CodeStep | ScriptCall] = []
     for i, value in enumerate(_list(args.get("stages"), "stages")):
         where = f"stages[{i}]"
         if isinstance(value, dict) and "tool" in value:
-            stages.append(script_call(value, where, allow_elevated=False))
+            stages.append(_script_call(value, where, allow_elevated=False))
         elif isinstance(value, dict) and "code" in value:
-            stages.append(code_step(value, where, allow_elevated=False))
+            stages.append(_code_step(value, where, allow_elevated=False))
         else:
             raise ArgumentError(f"{where} must be {{\"tool\": ..., \"args\": [...]}} or {{\"code\": ..., \"language\": ...}}")
-    return stages
+    return tuple(stages)
+
+
+@dataclass(frozen=True)
+class ExecuteRequest:
+    """One executor call as parsed: its timeout and the sandbox it names (None: the session's)."""
+
+    timeout: float
+    sandbox: str | None
+
+    def code_steps(self) -> list[CodeStep]:
+        """Every inline program, in order (what the danger check reads)."""
+        return []
+
+    def script_calls(self) -> list[ScriptCall]:
+        """Every tool-script call, in order (what the classifiers and the resolver read)."""
+        return []
+
+
+@dataclass(frozen=True)
+class CodeRequest(ExecuteRequest):
+    """execute_code: code steps and parallel groups, in order."""
+
+    steps: tuple[CodeStep | ParallelGroup, ...]
+
+    def code_steps(self) -> list[CodeStep]:
+        """Every code step, parallel groups unpacked."""
+        return [s for step in self.steps for s in (step.steps if isinstance(step, ParallelGroup) else (step,))]
+
+
+@dataclass(frozen=True)
+class CallRequest(ExecuteRequest):
+    """call_tool: tool-script calls, in order."""
+
+    calls: tuple[ScriptCall, ...]
+
+    def script_calls(self) -> list[ScriptCall]:
+        """The calls."""
+        return list(self.calls)
+
+
+@dataclass(frozen=True)
+class PipeRequest(ExecuteRequest):
+    """pipe: stages, each a tool-script call or a code step."""
+
+    stages: tuple[CodeStep | ScriptCall, ...]
+
+    def code_steps(self) -> list[CodeStep]:
+        """The code stages."""
+        return [s for s in self.stages if isinstance(s, CodeStep)]
+
+    def script_calls(self) -> list[ScriptCall]:
+        """The tool-script stages."""
+        return [s for s in self.stages if isinstance(s, ScriptCall)]
+
+
+def parse_request(tool: str, args: dict[str, Any]) -> ExecuteRequest:
+    """`args` of executor `tool` (execute_code, call_tool or pipe) as a typed request; ArgumentError says what to fix."""
+    timeout, sandbox = _timeout(args), _sandbox(args)
+    if tool == "execute_code":
+        _no_extra(args, {"steps", "timeout", "sandbox"}, tool)
+        return CodeRequest(timeout, sandbox, _steps(args))
+    if tool == "call_tool":
+        _no_extra(args, {"calls", "timeout", "sandbox"}, tool)
+        return CallRequest(timeout, sandbox, _calls(args))
+    if tool == "pipe":
+        _no_extra(args, {"stages", "timeout", "sandbox"}, tool)
+        return PipeRequest(timeout, sandbox, _stages(args))
+    raise ArgumentError(f"unknown executor {tool!r}")

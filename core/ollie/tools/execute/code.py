@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from ollie.tools.base import ToolResult
-from ollie.tools.execute.args import CodeStep, ParallelGroup, steps_of
+from ollie.tools.execute.args import CodeRequest, CodeStep, ParallelGroup
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.validation import ValidationGate
@@ -27,14 +26,6 @@ def refuse_dangerous(gate: ValidationGate, steps: list[CodeStep]) -> ToolResult 
     )
 
 
-def flatten(steps: list[CodeStep | ParallelGroup]) -> list[CodeStep]:
-    """Every code step, parallel groups unpacked."""
-    flat: list[CodeStep] = []
-    for step in steps:
-        flat.extend(step.steps if isinstance(step, ParallelGroup) else (step,))
-    return flat
-
-
 async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str) -> Section:
     # An elevated program is written after the approval, where no sandboxed step can reach it.
     build = (ctx.elevated_code_invocation(step, f"step{number}") if step.elevated
@@ -44,16 +35,12 @@ async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str
     return Section(label, outcome)
 
 
-async def execute_code(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+async def execute_code(ctx: CallContext, request: CodeRequest) -> ToolResult:
     """Run execute_code's steps under the session's global lock."""
-    steps = steps_of(args)
-    refusal = refuse_dangerous(ctx.gate, flatten(steps))
-    if refusal is not None:
-        return refusal
     sections: list[Section] = []
     failed = False
     async with ctx.exclusive_scratch() as scratch:
-        for n, step in enumerate(steps, 1):
+        for n, step in enumerate(request.steps, 1):
             if failed:
                 sections.append(Section(f"step {n}", None, "skipped: an earlier step failed"))
                 continue

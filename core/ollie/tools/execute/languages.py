@@ -99,6 +99,8 @@ class Invocation:
     stdin: bytes | None
     # ed keeps its buffer in a tmpfile(), which ignores TMPDIR and uses /tmp, which no sandbox grants.
     tmp_at_tmp: bool = False
+    # Extra env for this one child (the file tools' OLLIE_EDITOR_COPY: see ollie.tools.execute.editordocs).
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def code_invocation(

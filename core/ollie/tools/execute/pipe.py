@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ollie.tools.base import ToolResult
-from ollie.tools.execute.args import CodeStep, ScriptCall, stages_of
-from ollie.tools.execute.code import refuse_dangerous
+from ollie.tools.execute.args import CodeStep, PipeRequest, ScriptCall
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.results import Section
 
@@ -14,12 +11,9 @@ from ollie.tools.execute.results import Section
 DEFAULT_PIPE_LIMIT = 16 * 1024 * 1024
 
 
-async def pipe(ctx: CallContext, args: dict[str, Any], *, pipe_limit: int = DEFAULT_PIPE_LIMIT) -> ToolResult:
+async def pipe(ctx: CallContext, request: PipeRequest, *, pipe_limit: int = DEFAULT_PIPE_LIMIT) -> ToolResult:
     """Run the stages under the session's global lock; the result is the last stdout plus every stderr."""
-    stages = stages_of(args)
-    refusal = refuse_dangerous(ctx.gate, [s for s in stages if isinstance(s, CodeStep)])
-    if refusal is not None:
-        return refusal
+    stages = request.stages
     scripts = {i: ctx.resolve(s.tool) for i, s in enumerate(stages) if isinstance(s, ScriptCall)}
     sections: list[Section] = []
     failed = False

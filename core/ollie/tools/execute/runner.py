@@ -20,8 +20,8 @@ from ollie.tools.execute.spawn import RunOutcome, run_process
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_ENV = "OLLIE_SANDBOX_READ"
 WRITE_ENV = "OLLIE_SANDBOX_WRITE"
-# /proc/self in a policy means the child's own; a path check cannot honour that.
-_PER_PROCESS = ("/proc/self", "/proc/thread-self")
+# /proc in a policy means the child's own procfs (or /proc/self); a path check cannot honour that.
+_PROC = Path("/proc")
 
 
 def mtime_ns(path: Path) -> int:
@@ -33,7 +33,7 @@ def mtime_ns(path: Path) -> int:
 
 
 def _path_list(roots: tuple[Path, ...]) -> str:
-    return ":".join(str(r) for r in roots if not str(r).startswith(_PER_PROCESS))
+    return ":".join(str(r) for r in roots if r != _PROC and _PROC not in r.parents)
 
 
 def plan_file(session_id: str) -> Path:
@@ -206,7 +206,7 @@ class Runner:
             invocation.argv,
             policy=policy,
             cwd=self.cwd,
-            env=self.env(policy),
+            env={**self.env(policy), **dict(invocation.env)},
             stdin=invocation.stdin,
             tmp_at_tmp=invocation.tmp_at_tmp,
             timeout=remaining,

@@ -12,13 +12,16 @@ from ollie.errors import OllieError
 from ollie.sandbox import Policy
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
-from ollie.tools.execute.args import calls_of, sandbox_of, timeout_of
+from ollie.tools.documents import EditorDocuments
+from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
 from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
-from ollie.tools.execute.code import execute_code
+from ollie.tools.execute.code import execute_code, refuse_dangerous
 from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
+from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
 from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT, pipe
 from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
 from ollie.tools.execute.schemas import (
@@ -29,6 +32,7 @@ from ollie.tools.execute.schemas import (
     call_tool_description,
     call_tool_schema,
 )
+from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.tier import hottest, script_tier
 from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
 from ollie.tools.execute.validation import SessionBlocked, ValidationGate
@@ -61,6 +65,8 @@ class ExecuteServer:
             session_env=dict(env or {}),
             output_limit=output_limit,
         )
+        # The default lock dir is the session's own (SessionDirs): it follows a session id change.
+        self._own_lock_dir = lock_dir is None
         self._sandbox = sandbox
         self._tools_dirs = tools_dirs
         self._pipe_limit = pipe_limit
@@ -72,6 +78,9 @@ class ExecuteServer:
         self._allowed_tools: set[str] | None = None
         self._catalog_key: tuple[Any, ...] | None = None
         self._catalog: dict[str, ToolScript] = {}
+        # The editor's open documents (None: the file tools see the disk only).
+        self._documents = DocumentBridge()
+        self._parsed = ParsedCalls(resolve=self.resolve, tools_dirs=self.tools_dirs, allowed=self._tool_allowed)
 
     # -- configuration (the optional server capabilities) --
 
@@ -80,8 +89,11 @@ class ExecuteServer:
         self._runner.cwd = Path(cwd)
 
     def set_session_id(self, session_id: str) -> None:
-        """Run later steps as session `session_id`: its OLLIE_SESSION_ID and plan file."""
+        """Run later steps as session `session_id`: its OLLIE_SESSION_ID, plan file, and (by default) lock dir."""
         self._runner.session_id = session_id
+        if self._own_lock_dir:
+            moved = self._runner.dirs.move_to(SessionDirs.for_session(session_id))
+            self._runner.lock_dir = moved.root
 
     def set_env(self, key: str, value: str) -> None:
         """Add `key=value` to the env of every later child."""
@@ -90,11 +102,16 @@ class ExecuteServer:
     def set_lock_dir(self, path: Path) -> None:
         """Keep lock files and scratch programs under `path` (the session's tmp dir)."""
         self._runner.lock_dir = Path(path)
+        self._own_lock_dir = False
 
     def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
         """Offer only these executors and tool scripts (None: all)."""
         self._executors = list(executors) if executors is not None else None
         self._allowed_tools = set(tools) if tools is not None else None
+
+    def set_documents(self, documents: EditorDocuments | None) -> None:
+        """Let the file tools read and edit the editor's open documents through `documents` (None: the disk)."""
+        self._documents.documents = documents
 
     @property
     def gate(self) -> ValidationGate:
@@ -152,12 +169,18 @@ class ExecuteServer:
             return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
         try:
             self._gate.ensure_open()
-            ctx = self._context(args)
-            if tool == "execute_code":
-                return await execute_code(ctx, args)
-            if tool == "call_tool":
-                return await call_tool(ctx, args)
-            return await pipe(ctx, args, pipe_limit=self._pipe_limit)
+            parsed = self._parsed.parse(tool, args)
+            request = parsed.get()
+            ctx = self._context(request, parsed)
+            refusal = refuse_dangerous(self._gate, request.code_steps())
+            if refusal is not None:
+                return refusal
+            if isinstance(request, CodeRequest):
+                return await execute_code(ctx, request)
+            if isinstance(request, CallRequest):
+                return await call_tool(ctx, request, self._documents)
+            assert isinstance(request, PipeRequest)  # parse_request makes one of the three
+            return await pipe(ctx, request, pipe_limit=self._pipe_limit)
         except SessionBlocked as exc:
             return ToolResult(str(exc), is_error=True)
         except LockTimeout as exc:
@@ -165,16 +188,16 @@ class ExecuteServer:
         except OllieError as exc:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
-    def _context(self, args: dict[str, Any]) -> CallContext:
-        timeout = timeout_of(args)
+    def _context(self, request: ExecuteRequest, parsed: ParsedCall) -> CallContext:
+        timeout = request.timeout
         self._runner.tools_dirs = self.tools_dirs()
         self._runner.prepare_dirs()
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
             gate=self._gate,
-            resolve=self.resolve,
-            policy=self._policy(sandbox_of(args, self._sandbox)),
+            resolve=self._parsed.resolver(parsed),
+            policy=self._policy(request.sandbox or self._sandbox),
             deadline=Deadline(timeout),
             timeout=timeout,
             elevation=self._elevation,
@@ -212,26 +235,28 @@ class ExecuteServer:
 
     # -- classifiers --
 
-    def _called_scripts(self, args: dict[str, Any]) -> list[ToolScript] | None:
+    def _called(self, tool: str, args: dict[str, Any]) -> list[tuple[ScriptCall, ToolScript]]:
+        """call_tool's calls with their scripts, from the call's one parse; none for other executors or bad arguments."""
+        if tool != "call_tool" or not isinstance(args, dict):
+            return []
+        parsed = self._parsed.parse(tool, args)
+        resolve = self._parsed.resolver(parsed)
         try:
-            return [self.resolve(call.tool) for call in calls_of(args)]
+            return [(call, resolve(call.tool)) for call in parsed.get().script_calls()]
         except OllieError:
-            return None
+            return []
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
-        """read when every called script is read-only; write when all are annotated; else global."""
-        if tool != "call_tool":
+        """read when every called script is read-only; write when all are annotated; else global (any elevated)."""
+        called = self._called(tool, args)
+        # An elevated call runs outside the sandbox: its script's "read" promise binds nothing there.
+        if not called or any(call.elevated for call, _ in called):
             return "global"
-        scripts = self._called_scripts(args)
-        return combine_classes(s.parallel for s in scripts) if scripts else "global"
+        return combine_classes(script.parallel for _, script in called)
 
     def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
         """The hottest tier among the called scripts (built-in cold list, annotation, else hot)."""
-        if tool != "call_tool":
-            return "hot"
-        scripts = self._called_scripts(args)
-        return hottest(script_tier(s.name, s) for s in scripts) if scripts else "hot"
-
+        return hottest(script_tier(script.name, script) for _, script in self._called(tool, args))
 
 def _listing(directory: Path) -> list[Path]:
     try:

@@ -1,9 +1,19 @@
-"""A session's private dirs: its TMPDIR, the scratch dir of sandboxed programs, and one no sandbox grants."""
+"""A session's private dirs: its TMPDIR, the scratch dir of sandboxed programs, and one no sandbox grants.
+
+A live process holds a shared flock on its sessions' `owner.lock` while they
+are open; the lock goes with the process however it ends. So `sweep_stale`
+(run when a session starts) can tell the dirs of sessions whose process is gone
+(their lock is free) from those of any live daemon or terminal, this one's or
+another's (their lock is held), without trusting pids that get reused.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +21,14 @@ from pathlib import Path
 from ollie import paths
 
 PRIVATE_MODE = 0o700
+OWNER_LOCK = "owner.lock"
+# A dir without an owner lock is being created right now, or was left by an older ollie (or a crashed
+# prompt command's private dir): swept only once it is this old.
+UNOWNED_GRACE_S = 600.0
+
+# root -> the descriptor holding its owner lock, for the sessions this process has open.
+_held: dict[Path, int] = {}
+_held_guard = threading.Lock()
 
 
 def make_private_dir(path: Path) -> Path:
@@ -53,12 +71,53 @@ class SessionDirs:
         return self.root / "private"
 
     def create(self) -> None:
-        """Create the root and its dirs, each 0700 (the runtime root too, when it is ollie's)."""
+        """Create the root and its dirs, each 0700 (the runtime root too, when it is ollie's), and own them."""
         runtime_root = paths.runtime_tmp_dir()
         if self.root.parent == runtime_root:
             make_private_dir(runtime_root)
-        for directory in (self.root, self.tmp, self.scratch, self.private):
+        make_private_dir(self.root)
+        self._claim()
+        for directory in (self.tmp, self.scratch, self.private):
             make_private_dir(directory)
+
+    def _claim(self) -> None:
+        """Hold the root's owner lock (shared) for as long as this process has the session open."""
+        with _held_guard:
+            if self.root in _held:
+                return
+            while True:
+                fd = os.open(self.root / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+                # Blocks only while another process's sweep holds it exclusively for a moment.
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                try:
+                    same = os.stat(self.root / OWNER_LOCK).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+                if same:
+                    _held[self.root] = fd
+                    return
+                # That sweep removed the dir (a resumed session's stale one) while we waited: make it again.
+                os.close(fd)
+                make_private_dir(self.root)
+
+    def release(self) -> None:
+        """Let go of the owner lock (the dirs stay until removed or swept)."""
+        with _held_guard:
+            fd = _held.pop(self.root, None)
+        if fd is not None:
+            os.close(fd)
+
+    def move_to(self, new: SessionDirs) -> SessionDirs:
+        """Rename the session's dirs to `new` (a session id change); the owner lock moves with them."""
+        if self.root == new.root:
+            return new
+        with _held_guard:
+            if self.root.is_dir() and not new.root.exists():
+                new.root.parent.mkdir(parents=True, exist_ok=True)
+                self.root.rename(new.root)
+                if self.root in _held:
+                    _held[new.root] = _held.pop(self.root)
+        return new
 
     def fresh(self, parent: Path) -> Path:
         """A new 0700 dir for one call under `parent` (scratch or private)."""
@@ -68,5 +127,56 @@ class SessionDirs:
         return path
 
     def remove(self) -> None:
-        """Remove the whole session root (when the session closes)."""
+        """Remove the whole session root (when the session closes) and let go of its owner lock."""
+        self.release()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def sweep_stale(root: Path | None = None, *, now: float | None = None) -> list[Path]:
+    """Remove the session dirs under `root` (the runtime tmp root) no live process owns; returns them.
+
+    Owned dirs (their owner lock held by any process) stay; a dir without an
+    owner lock goes once it is older than UNOWNED_GRACE_S.
+    """
+    root = root if root is not None else paths.runtime_tmp_dir()
+    now = time.time() if now is None else now
+    swept: list[Path] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return swept
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        with _held_guard:
+            if path in _held:
+                continue
+        if _remove_if_unowned(path, now):
+            swept.append(path)
+    return swept
+
+
+def _remove_if_unowned(path: Path, now: float) -> bool:
+    try:
+        fd = os.open(path / OWNER_LOCK, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        try:
+            old = now - path.stat().st_mtime > UNOWNED_GRACE_S
+        except OSError:
+            return False
+        if old:
+            shutil.rmtree(path, ignore_errors=True)
+        return old
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live process has the session open
+        # Holding it exclusively: a process resuming this session waits, then sees the dir gone and remakes it.
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)

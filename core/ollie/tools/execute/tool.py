@@ -12,12 +12,15 @@ from ollie.tools.execute.languages import Language, LanguageError, script_langua
 
 ParallelAnnotation = Literal["read", "write"]
 TierAnnotation = Literal["hot", "warm", "cold"]
+# What a step of the tool does, in the Agent Client Protocol's tool kinds (ollie.agent.steps).
+KindAnnotation = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _COMMENT = re.compile(r"^\s*(#|--|//)\s?(.*)$")
 _KEY = re.compile(r"^(description|args)\s*:\s*(.*)$", re.IGNORECASE)
 _PARALLEL = re.compile(r"^ollie:parallel\s+(read|write)\b", re.IGNORECASE)
 _TIER = re.compile(r"^ollie:tier\s+(hot|warm|cold)\b", re.IGNORECASE)
+_KIND = re.compile(r"^ollie:kind\s+(read|edit|delete|move|search|execute|think|fetch|other)\b", re.IGNORECASE)
 _HEADER_BYTES = 8192
 
 
@@ -37,6 +40,7 @@ class ToolScript:
     args: str = ""
     parallel: ParallelAnnotation | None = None
     tier: TierAnnotation | None = None
+    kind: KindAnnotation | None = None
 
 
 def check_name(name: str) -> str:
@@ -70,7 +74,7 @@ def _header_lines(text: str) -> list[str]:
 
 
 def parse_header(text: str) -> dict[str, str]:
-    """The header's fields: `description`, `args` (continuation lines kept), `parallel`, `tier`."""
+    """The header's fields: `description`, `args` (continuation lines kept), `parallel`, `tier`, `kind`."""
     fields: dict[str, str] = {}
     current: str | None = None
     for line in _header_lines(text):
@@ -79,9 +83,11 @@ def parse_header(text: str) -> dict[str, str]:
             fields["parallel"], current = match.group(1).lower(), None
         elif (match := _TIER.match(stripped)) is not None:
             fields["tier"], current = match.group(1).lower(), None
+        elif (match := _KIND.match(stripped)) is not None:
+            fields["kind"], current = match.group(1).lower(), None
         elif (match := _KEY.match(stripped)) is not None:
-            current = match.group(1).lower()
-            fields[current] = match.group(2).strip()
+            key = match.group(1).lower()
+            fields[key], current = match.group(2).strip(), key
         elif current is not None and line[:1].isspace() and stripped:
             # An indented line continues the field above it (e.g. one line per argument).
             fields[current] = f"{fields[current]}\n{stripped}".strip()
@@ -105,6 +111,7 @@ def load_script(name: str, path: Path) -> ToolScript:
         args=fields.get("args", ""),
         parallel=fields.get("parallel"),  # type: ignore[arg-type]
         tier=fields.get("tier"),  # type: ignore[arg-type]
+        kind=fields.get("kind"),  # type: ignore[arg-type]
     )
 
 

@@ -50,12 +50,20 @@ _WRAPPERS = r"(?:(?:xargs|exec|nohup|env|time|nice|command|watch|timeout\s+\S+)\
 UNIVERSAL = (
     _rule("filesystem creation (mkfs)", r"\bmkfs(?:\.\w+)?\b"),
     _rule("raw disk read/write with dd", rf"\bdd\b[^\n;|&]*\b(?:if|of)=(?!{_HARMLESS_DEV})/dev/"),
-    _rule("privilege escalation (sudo/su)", r"[\"'](?:sudo|doas|su)(?=[\s\"'])"),
     _rule("reading the password database (/etc/shadow)", r"/etc/g?shadow\b"),
 )
 
+# Outside the shell a quoted sudo is dangerous only as a program to run: the first word of an argv list
+# or of an exec-like call (`["sudo", ...]`, `spawn("sudo", ...)`), never as data (`re.search("sudo", line)`).
+_EXEC_CALL = r"\b(?:system|exec\w*|spawn\w*|popen|Popen|run|call|check_call|check_output|Command|ProcessBuilder)"
+ARGV = (
+    _rule("privilege escalation (sudo/su)",
+          rf"(?:\[|{_EXEC_CALL}\s*\(\s*\[?)\s*[\"'](?:sudo|doas|su)(?=[\s\"'])"),
+)
+
 BASH = (
-    _rule("privilege escalation (sudo/su)", rf"{_CMD}{_WRAPPERS}(?:sudo|doas|su)(?=\s|$)"),
+    # Quoting the command word does not change what runs (`"sudo" rm`); a quoted argument is data.
+    _rule("privilege escalation (sudo/su)", rf"{_CMD}{_WRAPPERS}([\"']?)(?:sudo|doas|su)\1(?=\s|$)"),
     _rule("fork bomb", r"(\b\w+|:)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&"),
     _rule("writing to a raw disk device", rf">\s*{_DISK}"),
     _rule("eval of downloaded code", r"\beval\b[^\n]*\$\(\s*(?:curl|wget)\b"),
@@ -66,7 +74,8 @@ BASH = (
 PYTHON = (
     _rule("shutil.rmtree of a system path", rf"\brmtree\(\s*[rbuf]?[\"'](?:/|~|{_SYSTEM_PREFIX})/?[\"']"),
     _rule("shutil.rmtree of the home dir", r"\brmtree\(\s*(?:Path\.home\(\)|os\.path\.expanduser\(\s*[\"']~[\"']\s*\))\s*\)"),
-    _rule("deleting a system file", rf"\b(?:os\.(?:remove|unlink|rmdir)|Path)\(\s*[rbuf]?[\"']{_SYSTEM_PREFIX}[^\"']*[\"']\s*\)(?:\.unlink|\.rmdir)?"),
+    _rule("deleting a system file",
+          rf"\b(?:os\.(?:remove|unlink|rmdir)|Path)\(\s*[rbuf]?[\"']{_SYSTEM_PREFIX}[^\"']*[\"']\s*\)(?:\.unlink|\.rmdir)?"),
     _rule("fork bomb", r"while\s+(?:True|1)\s*:\s*(?:\n\s*)?os\.fork\(\)"),
     _rule("fork bomb", r"\[[^\]\n]*\bfork\s*\(\s*\)[^\]\n]*\bfor\b[^\]\n]*\b(?:iter\s*\(\s*int\b|count\s*\()"),
 )
@@ -93,7 +102,11 @@ _SHELL_STRINGS = {
 }
 _LITERAL = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
 _RM = re.compile(r"(?:^|[\s;&|(`{]|\$\()rm\s+([^;&|\n)`]*)")
-_BY_LANGUAGE = {"bash": BASH, "python3": PYTHON, "perl": PERL, "lua": LUA}
+_BY_LANGUAGE = {"bash": BASH, "python3": PYTHON + ARGV, "perl": PERL + ARGV, "lua": LUA + ARGV}
+# A search names what it looks for: `grep -rn "sudo" .` runs grep, not sudo. Its words up to the end of the
+# command (never into `$(...)` or backticks, which do run) are data for the pattern rules.
+_SEARCH = re.compile(rf"{_CMD}(?:git\s+(?:-\S+\s+)*)?(?:grep|egrep|fgrep|zgrep|rg|ag|ack)\b[^\n;&|`()<>$]*",
+                     re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,7 @@ def _spawns_unpaced(body: str) -> bool:
     """Whether a loop body sends something to the background and nothing in the foreground waits or ends it."""
     parts = re.split(r"(&&|\|\||;|\n|&)", _without_redirects(body))
     background = paced = False
-    for command, separator in zip(parts[0::2], [*parts[1::2], ""]):
+    for command, separator in zip(parts[0::2], [*parts[1::2], ""], strict=True):
         if separator == "&":
             background = True
         elif _PACES.search(command):
@@ -268,12 +281,21 @@ def _one_liners(code: str) -> list[Finding]:
     return found
 
 
+def _search_spans(code: str) -> list[tuple[int, int]]:
+    """(start, end) of the arguments of search commands (grep, rg, ...) in shell code: data, not commands."""
+    return [(m.end(0) - len(m.group(0).lstrip()), m.end(0)) for m in _SEARCH.finditer(code)]
+
+
 def find_dangerous(code: str, language: str) -> list[Finding]:
     """Every dangerous pattern in `code` for `language` (universal, language rules, shell strings)."""
     findings: list[Finding] = []
-    rules = UNIVERSAL + _BY_LANGUAGE.get(language, ())
+    rules = UNIVERSAL + _BY_LANGUAGE.get(language, ARGV if language != "bash" else ())
+    searched = _search_spans(code) if language == "bash" else []
     for rule in rules:
         for match in rule.pattern.finditer(code):
+            if any(start <= match.start(0) + len(match.group(0)) - len(match.group(0).lstrip()) < end
+                   for start, end in searched):
+                continue
             findings.append(Finding(rule.name, _line_of(code, match.start()), match.group(0).strip()))
     if language in ("bash", "expect"):
         findings += _recursive_system_deletes(code)

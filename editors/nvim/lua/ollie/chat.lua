@@ -10,8 +10,6 @@ M.REPLY_HEADER = "## ollie"
 M.bufnr = nil
 local streaming = false -- the last line is an open assistant/reasoning line that deltas extend
 local open_role = nil
----@type table<string, integer> start line of the last `call` block per tool name
-local call_start = {}
 
 local function valid()
   return M.bufnr and vim.api.nvim_buf_is_valid(M.bufnr)
@@ -120,7 +118,6 @@ function M.on_event(ev)
   if role == "assistant" or role == "reasoning" then
     append_text(content, role)
   elseif role == "call" then
-    call_start[ev.name or ""] = line_count() + 1
     add_block({ "", string.format("▸ %s %s", ev.name or "tool", content:gsub("\n", " ")) })
   elseif role == "tool" then
     local first = line_count() + 1

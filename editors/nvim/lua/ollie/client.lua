@@ -65,6 +65,14 @@ function M.ensure(bufnr)
     return nil, "could not start " .. table.concat(cmd, " ")
   end
   M.client_id = id
+  if o.attach_buffers then
+    -- The file buffers already open: the model's file tools see (and edit) their unsaved text.
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
+        M.attach(buf)
+      end
+    end
+  end
   return vim.lsp.get_client_by_id(id)
 end
 
@@ -102,7 +110,7 @@ function M.request_sync(method, params, timeout_ms)
   return res, e
 end
 
----Attach the client to a buffer (so the daemon sees its unsaved text).
+---Attach the client to a buffer (so the daemon sees its unsaved text and the file tools edit it).
 function M.attach(bufnr)
   if M.client_id and not vim.lsp.buf_is_attached(bufnr, M.client_id) then
     vim.lsp.buf_attach_client(bufnr, M.client_id)

@@ -239,20 +239,53 @@ function M.pick_session()
   end)
 end
 
+-- The pickers' lists come from the daemon as data: ollie/listModels and ollie/listAgents.
+local LISTS = { model = "ollie/listModels", agent = "ollie/listAgents" }
+
+---Choices of a listModels/listAgents result: names, and the label each shows.
+local function choices(kind, res)
+  local names, labels = {}, {}
+  if kind == "model" then
+    for _, name in ipairs(res.models or {}) do
+      table.insert(names, name)
+      labels[name] = name
+    end
+  else
+    for _, agent in ipairs(res.agents or {}) do
+      local about = agent.error ~= "" and ("cannot load: " .. agent.error) or agent.description
+      table.insert(names, agent.name)
+      labels[agent.name] = about ~= "" and (agent.name .. " — " .. about) or agent.name
+    end
+  end
+  if res.current and labels[res.current] then
+    labels[res.current] = labels[res.current] .. " (current)"
+  end
+  return names, labels
+end
+
 local function show_or_pick(kind, name)
   if name and name ~= "" then
     command("/" .. kind .. " " .. name)
     return
   end
-  command("/" .. kind .. "s", function(out)
-    local items = {}
-    for line in out:gmatch("[^\n]+") do
-      local item = vim.trim((line:gsub("^[*%-]%s*", "")))
-      if item ~= "" and not item:match(":$") then
-        table.insert(items, (item:gsub("%s.*$", "")))
-      end
+  if not ensure() then
+    return
+  end
+  client.request(LISTS[kind], params(), function(err, res)
+    if err then
+      notify(err_text(err), vim.log.levels.WARN)
+      return
     end
-    vim.ui.select(items, { prompt = "ollie " .. kind }, function(choice)
+    if res.error and res.error ~= "" then
+      notify(res.error, vim.log.levels.WARN)
+    end
+    local names, labels = choices(kind, res)
+    vim.ui.select(names, {
+      prompt = "ollie " .. kind,
+      format_item = function(item)
+        return labels[item]
+      end,
+    }, function(choice)
       if choice then
         command("/" .. kind .. " " .. choice)
       end

@@ -1,18 +1,27 @@
 // Wire shapes of the ollie daemon protocol (shared/PROTOCOL.md), as the extension uses them.
 
-/** Every custom request method the daemon serves (PROTOCOL.md "Requests, client to server"). */
+/** Every custom request method the daemon serves: a copy of ollie_lsp/names.py (tests/editors checks they match). */
 export const PROTOCOL_METHODS = [
   "ollie/submit",
   "ollie/interrupt",
   "ollie/inject",
   "ollie/queue",
   "ollie/popQueue",
+  "ollie/queue/run",
+  "ollie/queue/clear",
   "ollie/state",
   "ollie/context",
   "ollie/command",
+  "ollie/listModels",
+  "ollie/listAgents",
+  "ollie/listCommands",
   "ollie/setCwd",
   "ollie/setEnv",
   "ollie/setGenerationParams",
+  "ollie/setApproval",
+  "ollie/changes",
+  "ollie/review/undo",
+  "ollie/rewind",
   "ollie/session/new",
   "ollie/session/list",
   "ollie/session/load",
@@ -69,6 +78,26 @@ export interface SessionInfo {
   [key: string]: unknown;
 }
 
+/** One slash command of `ollie/listCommands`. */
+export interface SlashCommand {
+  name: string;
+  args: string;
+  description: string;
+  destructive: boolean;
+}
+
+/** A name to pick (`ollie/listModels`, `ollie/listAgents`) and what to show beside it. */
+export interface NamedChoice {
+  name: string;
+  description: string;
+}
+
+/** The choices of a listModels or listAgents result, and the one in use. */
+export interface Choices {
+  current?: string;
+  choices: NamedChoice[];
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -101,4 +130,33 @@ export function sessionIdOf(info: SessionInfo): string | undefined {
   if (typeof info.session === "string") return info.session;
   if (typeof info.id === "string") return info.id;
   return undefined;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** The commands of an `ollie/listCommands` result; malformed entries are dropped. */
+export function parseCommandList(raw: unknown): SlashCommand[] {
+  const commands = isObject(raw) && Array.isArray(raw.commands) ? raw.commands : [];
+  return commands
+    .filter((c): c is Record<string, unknown> => isObject(c) && typeof c.name === "string" && c.name.startsWith("/"))
+    .map((c) => ({ name: c.name as string, args: text(c.args), description: text(c.description), destructive: c.destructive === true }));
+}
+
+/** The models of an `ollie/listModels` result and the one in use. */
+export function parseModelList(raw: unknown): Choices {
+  const models = isObject(raw) && Array.isArray(raw.models) ? raw.models : [];
+  const current = isObject(raw) && typeof raw.current === "string" ? raw.current : undefined;
+  return { current, choices: models.filter((m): m is string => typeof m === "string").map((name) => ({ name, description: "" })) };
+}
+
+/** The agents of an `ollie/listAgents` result, each with its description (or why it cannot load). */
+export function parseAgentList(raw: unknown): Choices {
+  const agents = isObject(raw) && Array.isArray(raw.agents) ? raw.agents : [];
+  const current = isObject(raw) && typeof raw.current === "string" ? raw.current : undefined;
+  const choices = agents
+    .filter((a): a is Record<string, unknown> => isObject(a) && typeof a.name === "string")
+    .map((a) => ({ name: a.name as string, description: text(a.error) ? `cannot load: ${text(a.error)}` : text(a.description) }));
+  return { current, choices };
 }

@@ -1,6 +1,7 @@
 // Messages between the chat webview and the extension host; everything from the webview is validated.
 
 import type { ChatItem } from "./chatModel";
+import type { SlashCommand } from "./protocol";
 
 /** The longest prompt accepted from the webview (characters). */
 export const MAX_PROMPT_LENGTH = 1_000_000;
@@ -14,7 +15,7 @@ export type FromWebview =
   | { type: "newSession" };
 
 export type ToWebview =
-  | { type: "reset"; items: ChatItem[]; running: boolean; title: string }
+  | { type: "reset"; items: ChatItem[]; running: boolean; title: string; commands: SlashCommand[] }
   | { type: "items"; items: ChatItem[] }
   | { type: "status"; running: boolean; state: string; cost: string };
 

@@ -22,6 +22,8 @@ const costLabel = document.getElementById("cost") as HTMLElement;
 const rendered = new Map<number, HTMLElement>();
 let running = false;
 let completions: SlashCommand[] = [];
+// The daemon's slash commands, sent with every reset.
+let commands: SlashCommand[] = [];
 let selected = 0;
 
 const STOP_LABELS: Record<string, string> = {
@@ -146,7 +148,7 @@ function setRunning(value: boolean): void {
 }
 
 function showCompletions(): void {
-  completions = slashCompletions(input.value);
+  completions = slashCompletions(input.value, commands);
   selected = Math.min(selected, Math.max(completions.length - 1, 0));
   slashList.replaceChildren(
     ...completions.map((command, index) => {
@@ -222,6 +224,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       log.replaceChildren();
       upsert(message.items);
       setRunning(message.running);
+      commands = message.commands;
       break;
     case "items":
       upsert(message.items);

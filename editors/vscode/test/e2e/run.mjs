@@ -255,12 +255,22 @@ async function main() {
     await chat.locator("#input").fill("");
     await chat.locator("#input").pressSequentially("/co");
     await chat.locator("#slash li", { hasText: "/compact" }).waitFor({ timeout: waitMs });
+    // The commands and their descriptions are the daemon's (ollie/listCommands).
+    await chat.locator("#slash li", { hasText: "compact the history now" }).waitFor({ timeout: waitMs });
     await chat.locator("#input").press("ArrowDown");
     await chat.locator("#input").press("Tab");
     const completed = await chat.locator("#input").inputValue();
     if (completed !== "/compact") throw new Error(`slash completion gave ${JSON.stringify(completed)}`);
     await chat.locator("#input").fill("");
     log("slash completion works");
+
+    // 2b. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked.
+    await runCommand(page, "Ollie: Switch Agent");
+    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
+    await page.keyboard.press("Escape");
+    log("Switch Agent lists the daemon's agents");
 
     // 3. Ask About Selection sends the file, range and selected text as context.
     await page.keyboard.press("Control+P");

@@ -1,7 +1,20 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { composerAction } from "../../src/lib/composer";
-import { SLASH_COMMANDS, applySlashCompletion, slashCompletions } from "../../src/lib/slash";
+import { parseCommandList } from "../../src/lib/protocol";
+import { applySlashCompletion, slashCompletions } from "../../src/lib/slash";
+
+// What `ollie/listCommands` answers (a part of it), as the extension parses it.
+const COMMANDS = parseCommandList({
+  commands: [
+    { name: "/model", args: "[name]", description: "show or switch the model", destructive: false },
+    { name: "/models", args: "", description: "list the backend's models", destructive: false },
+    { name: "/compact", args: "", description: "compact the history now", destructive: true },
+    { name: "/context", args: "", description: "context size", destructive: false },
+    { name: "/cost", args: "", description: "cost", destructive: false },
+    { name: "/help", args: "[command]", description: "this list", destructive: false },
+  ],
+});
 
 const key = (k: string, mods: Partial<Record<"shiftKey" | "ctrlKey" | "metaKey" | "altKey", boolean>> = {}) => ({
   key: k,
@@ -43,24 +56,28 @@ test("while completing, arrows move, Tab/Enter accept, Escape closes", () => {
 });
 
 test("slash completion offers matching commands, shortest first", () => {
-  assert.deepEqual(slashCompletions("/mo").map((c) => c.name), ["/model", "/models"]);
-  assert.deepEqual(slashCompletions("/co").map((c) => c.name), ["/cost", "/compact", "/context"]);
-  assert.equal(slashCompletions("/").length, SLASH_COMMANDS.length);
-  assert.deepEqual(slashCompletions("/zzz"), []);
+  assert.deepEqual(slashCompletions("/mo", COMMANDS).map((c) => c.name), ["/model", "/models"]);
+  assert.deepEqual(slashCompletions("/co", COMMANDS).map((c) => c.name), ["/cost", "/compact", "/context"]);
+  assert.equal(slashCompletions("/", COMMANDS).length, COMMANDS.length);
+  assert.deepEqual(slashCompletions("/zzz", COMMANDS), []);
+  assert.deepEqual(slashCompletions("/mo", []), [], "no commands until the daemon has listed them");
 });
 
 test("no completion once arguments are typed or for plain text", () => {
-  assert.deepEqual(slashCompletions("/model gpt"), []);
-  assert.deepEqual(slashCompletions("hello /mo"), []);
-  assert.deepEqual(slashCompletions(""), []);
+  assert.deepEqual(slashCompletions("/model gpt", COMMANDS), []);
+  assert.deepEqual(slashCompletions("hello /mo", COMMANDS), []);
+  assert.deepEqual(slashCompletions("", COMMANDS), []);
 });
 
-test("the protocol's core commands are offered", () => {
-  const names = SLASH_COMMANDS.map((c) => c.name);
-  for (const name of ["/model", "/agent", "/compact", "/context", "/usage", "/cost", "/clear", "/help"]) assert.ok(names.includes(name), name);
+test("listCommands results are read field by field, malformed entries dropped", () => {
+  assert.deepEqual(COMMANDS[0], { name: "/model", args: "[name]", description: "show or switch the model", destructive: false });
+  assert.equal(COMMANDS.find((c) => c.name === "/compact")?.destructive, true);
+  const odd = parseCommandList({ commands: [{ name: "clear" }, { name: 3 }, "x", { name: "/kill", destructive: "yes" }] });
+  assert.deepEqual(odd, [{ name: "/kill", args: "", description: "", destructive: false }]);
+  assert.deepEqual(parseCommandList(undefined), []);
 });
 
 test("choosing a command that takes arguments leaves a space for them", () => {
-  assert.equal(applySlashCompletion({ name: "/model", args: "[name]", description: "" }), "/model ");
-  assert.equal(applySlashCompletion({ name: "/compact", description: "" }), "/compact");
+  assert.equal(applySlashCompletion({ name: "/model", args: "[name]" }), "/model ");
+  assert.equal(applySlashCompletion({ name: "/compact", args: "" }), "/compact");
 });

@@ -3,8 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
-import { parseNameList } from "../../src/lib/choices";
-import { PROTOCOL_METHODS } from "../../src/lib/protocol";
+import { PROTOCOL_METHODS, parseAgentList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
 import { describeState, formatCost, statusBarText } from "../../src/lib/status";
 
@@ -53,9 +52,24 @@ test("the chat page's CSP runs only the nonce'd script and never inline code", (
   assert.ok(html.includes(`content="${csp}"`));
 });
 
-test("name lists are read out of command output", () => {
-  assert.deepEqual(parseNameList("Agents:\n- default (current)\n* coder  writes code\n  2. reviewer\n"), ["default", "coder", "reviewer"]);
-  assert.deepEqual(parseNameList(""), []);
+test("the model and agent pickers' choices come from listModels and listAgents", () => {
+  assert.deepEqual(parseModelList({ backend: "openai", current: "b", models: ["a", "b", 7], error: "" }), {
+    current: "b",
+    choices: [{ name: "a", description: "" }, { name: "b", description: "" }],
+  });
+  const agents = parseAgentList({
+    current: "default",
+    agents: [
+      { name: "default", description: "general", error: "" },
+      { name: "broken", description: "", error: "bad JSON" },
+      { description: "no name" },
+    ],
+  });
+  assert.deepEqual(agents, {
+    current: "default",
+    choices: [{ name: "default", description: "general" }, { name: "broken", description: "cannot load: bad JSON" }],
+  });
+  assert.deepEqual(parseModelList(null), { current: undefined, choices: [] });
 });
 
 test("the extension's command ids do not collide with the daemon's ollie.<method> commands", () => {

@@ -1,4 +1,4 @@
-"""Session: the flat message history, the TaskState overlay, and token/cost totals."""
+"""Session: what a saved session holds (the flat message history, the TaskState overlay, token/cost totals) and its id."""
 
 from __future__ import annotations
 
@@ -138,8 +138,6 @@ class Session:
     total_requests: int = 0
     total_cached_input_tokens: int = 0
     total_cache_creation_tokens: int = 0
-    turn_input_tokens: int = 0
-    turn_output_tokens: int = 0
     turn_cost_usd: float = 0.0
     last_turn_cost_usd: float = 0.0
     session_cost_usd: float = 0.0
@@ -151,6 +149,15 @@ class Session:
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
+    # The approval mode (see ollie.agent.approval); "" = the agent's default. Persisted with the session.
+    approval: str = ""
+    # What the user allowed always in this session: `kind:edit`, `command:pytest`.
+    approval_always: list[str] = field(default_factory=list)
+    # Where each turn's messages start (turn n at index n-1; ollie.agent.review); -1 once compaction
+    # or /clear rewrote the history, so that turn can no longer be cut back to.
+    turn_starts: list[int] = field(default_factory=list)
+    # What the user undid of the agent's changes, told to the model with the next prompt (ollie.agent.review).
+    review_notes: list[str] = field(default_factory=list)
     # Bumped whenever the history is rewritten rather than appended to (compaction,
     # /clear), so persistence knows to write a fresh snapshot. Not persisted.
     history_generation: int = field(default=0, compare=False)
@@ -160,8 +167,6 @@ class Session:
 
     def begin_turn(self) -> None:
         """Reset the per-turn accumulators."""
-        self.turn_input_tokens = 0
-        self.turn_output_tokens = 0
         self.turn_cost_usd = 0.0
 
     def end_turn(self) -> None:
@@ -175,15 +180,9 @@ class Session:
         self.total_output_tokens += usage.output_tokens
         self.total_cached_input_tokens += usage.cached_input_tokens
         self.total_cache_creation_tokens += usage.cache_creation_tokens
-        self.turn_input_tokens += usage.input_tokens
-        self.turn_output_tokens += usage.output_tokens
         self.turn_cost_usd += cost_usd
         self.session_cost_usd += cost_usd
         self.last_input_tokens = usage.input_tokens + usage.cached_input_tokens + usage.cache_creation_tokens
-
-    def checkpoint(self, task_state: TaskState) -> Session:
-        """Fork: a new session that inherits `task_state` and starts with no messages."""
-        return Session(agent=self.agent, task_state=TaskState.from_dict(task_state.to_dict()))
 
     def clear(self) -> None:
         """Drop the history and the task state (the totals stay)."""
@@ -194,12 +193,14 @@ class Session:
         self.last_input_tokens = 0
         self.history_generation += 1
         self.edited_indices.clear()
+        self.turn_starts = [-1] * len(self.turn_starts)
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Rewrite the history (compaction): the next save writes a fresh snapshot."""
         self.messages = list(messages)
         self.history_generation += 1
         self.edited_indices.clear()
+        self.turn_starts = [-1] * len(self.turn_starts)
 
     def mark_edited(self, index: int) -> None:
         """Record that `messages[index]` was changed in place, so the next save persists the change."""

@@ -28,9 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ollie.agent.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 from ollie.backend.types import Message
 from ollie.errors import OllieError
+from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
 FORMAT_VERSION = 1
 SUFFIX = ".jsonl"

@@ -1,0 +1,283 @@
+"""Approval modes: which tool steps run at once, which are put to the user first, which are refused.
+
+A session's mode (`ask`, `auto-edit`, `auto`, `read-only`) is kept in its meta,
+so it survives a resume. Before a tool call runs, `ApprovalGate.check` turns it
+into steps (`ollie.agent.steps.describe`) and decides each: read, search, think
+and fetch never ask; edit, delete and move ask under `ask`; a command asks under
+`ask` and `auto-edit` unless it is read-only (a conservative allow-list) or its
+prefix was allowed always. The front end's `StepApprover` answers; without one
+a step that would ask is refused with a message naming `--approval`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
+from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+
+ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
+APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
+Outcome = Literal["allow_once", "allow_always", "reject", "reject_with_feedback"]
+OUTCOMES: tuple[str, ...] = ("allow_once", "allow_always", "reject", "reject_with_feedback")
+
+NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
+EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
+# Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
+STATE_TOOLS: frozenset[str] = frozenset({"task_add", "task_check", "task_clear", "memory_remember"})
+# Commands that only read; `git` etc. only with a read-only subcommand. Options that write or run
+# something are refused below, and anything with redirection or substitution is never read-only.
+READ_ONLY_COMMANDS: frozenset[str] = frozenset({
+    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf", "which", "file",
+    "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
+    "find", "true", "date", "whoami", "env", "printenv", "uname", "less", "more", "column", "jq",
+})
+READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
+}
+_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-o|--output(=.*)?|"
+                             r"--ext-diff|-i|--in-place)$")
+_SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
+# Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
+SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
+    "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",
+    "bun", "deno", "dotnet", "mvn", "gradle",
+})
+DIFF_PREVIEW_MAX_BYTES = 512 * 1024
+
+
+@dataclass(frozen=True)
+class StepQuestion:
+    """One step put to the user: its id, kind, title, files, diff preview and (for a command) its prefix."""
+
+    id: str
+    kind: StepKind
+    title: str
+    locations: tuple[Location, ...] = ()
+    diff: Diff | None = None
+    prefix: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
+        out: dict[str, Any] = {
+            "id": self.id, "kind": self.kind, "title": self.title,
+            "locations": [{"path": loc.path, **({"line": loc.line} if loc.line else {})} for loc in self.locations],
+        }
+        if self.diff is not None:
+            out["diff"] = self.diff.to_wire()
+        if self.prefix:
+            out["prefix"] = self.prefix
+        return out
+
+    def always_label(self) -> str:
+        """What "Allow always" covers: the command prefix for a command, else the step kind."""
+        return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The user's answer to one question; `feedback` goes to the model with a rejection."""
+
+    outcome: Outcome
+    feedback: str = ""
+
+
+StepApprover = Callable[[StepQuestion], "Awaitable[Answer] | Answer"]
+
+
+def check_mode(mode: object) -> str:
+    """`mode` when it is an approval mode; ValueError naming the modes otherwise."""
+    if not isinstance(mode, str) or mode not in APPROVAL_MODES:
+        raise ValueError(f"unknown approval mode {mode!r} (one of {', '.join(APPROVAL_MODES)})")
+    return mode
+
+
+def is_read_only_command(code: str) -> bool:
+    """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection or substitution."""
+    if not code.strip() or _SHELL_SYNTAX.search(code.strip()):
+        return False
+    for segment in code.split("|"):
+        try:
+            words = shlex.split(segment)
+        except ValueError:
+            return False
+        if not words or any(_UNSAFE_OPTIONS.match(w) for w in words[1:]):
+            return False
+        name = words[0]
+        if name in READ_ONLY_SUBCOMMANDS:
+            sub = next((w for w in words[1:] if not w.startswith("-")), "")
+            if sub not in READ_ONLY_SUBCOMMANDS[name] or any(w.startswith("-c") for w in words[1:2]):
+                return False
+        elif name not in READ_ONLY_COMMANDS:
+            return False
+    return True
+
+
+def command_prefix(code: str) -> str:
+    """The first word or two of a command (`pytest`, `npm test`): what "Allow always" allows."""
+    try:
+        words = shlex.split(code.strip().splitlines()[0]) if code.strip() else []
+    except ValueError:
+        words = code.split()
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_]\w*=.*", w)] or words  # `FOO=1 cmd`: the command
+    if not words:
+        return ""
+    if words[0] in SUBCOMMAND_TOOLS and len(words) > 1 and re.fullmatch(r"[a-z][\w:.-]*", words[1]):
+        return f"{words[0]} {words[1]}"
+    return words[0]
+
+
+@dataclass
+class _Plan:
+    """A step and the commands it runs (empty for a non-command step)."""
+
+    question: StepQuestion
+    commands: list[str] = field(default_factory=list)
+    script: ScriptCall | None = None
+
+
+class ApprovalGate:
+    """Decides each step of a tool call under the session's approval mode; asks `approver` when it must."""
+
+    def __init__(self, *, mode: Callable[[], str], always: Callable[[], list[str]], remember: Callable[[str], None],
+                 cwd: Callable[[], Path], kind_of: KindLookup | None = None) -> None:
+        self._mode = mode
+        self._always = always
+        self._remember = remember
+        self._cwd = cwd
+        self._kind_of = kind_of
+        self.approver: StepApprover | None = None
+        self.on_ask: Callable[[StepQuestion, Answer], None] | None = None
+
+    async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
+        """None when the call may run, else the text the model gets as its result (rejected or refused)."""
+        mode = self._mode()
+        if mode == "auto":
+            return None
+        for plan in self._plans(call_id, tool, args):
+            refusal = await self._decide(mode, plan)
+            if refusal is not None:
+                return refusal
+        return None
+
+    async def _decide(self, mode: str, plan: _Plan) -> str | None:
+        q = plan.question
+        if not self._needs_asking(mode, plan):
+            return None
+        if mode == "read-only":
+            return (f"refused: this session is in read-only mode, so {q.title!r} was not run. Do not change "
+                    "anything: plan instead (say what you would change and why); the user can switch modes "
+                    "with /approval.")
+        if self.approver is None:
+            return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
+                    "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
+        if q.kind in EDIT_KINDS or plan.script is not None:
+            q = await _with_diff(q, plan.script, self._cwd())
+        answer = await _maybe_await(self.approver(q))
+        if self.on_ask is not None:
+            self.on_ask(q, answer)
+        if answer.outcome == "allow_always":
+            for rule in self._rules(plan):
+                self._remember(rule)
+        if answer.outcome in ("allow_once", "allow_always"):
+            return None
+        text = f"rejected: the user did not allow {q.title!r}; it was not run."
+        if answer.outcome == "reject_with_feedback" and answer.feedback.strip():
+            text += f"\nThe user's feedback: {answer.feedback.strip()}"
+        return text
+
+    def _needs_asking(self, mode: str, plan: _Plan) -> bool:
+        kind = plan.question.kind
+        if kind in NEVER_ASK:
+            return False
+        always = set(self._always())
+        if kind in EDIT_KINDS:
+            return mode in ("ask", "read-only") and f"kind:{kind}" not in always
+        if plan.script is not None and plan.script.tool in STATE_TOOLS:
+            return False
+        # A command (or a tool script that runs something): read-only ones and allowed prefixes go.
+        pending = [c for c in plan.commands if not is_read_only_command(c)
+                   and f"command:{command_prefix(c)}" not in always]
+        return bool(pending) and mode in ("ask", "auto-edit", "read-only")
+
+    def _rules(self, plan: _Plan) -> list[str]:
+        if plan.question.kind in EDIT_KINDS:
+            return [f"kind:{plan.question.kind}"]
+        return [f"command:{command_prefix(c)}" for c in plan.commands if not is_read_only_command(c)]
+
+    def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
+        cwd = self._cwd()
+        steps = describe(tool, args, cwd, kind_of=self._kind_of)
+        ids = [call_id] if len(steps) == 1 else [f"{call_id}/{i}" for i in range(len(steps))]
+        try:
+            request = parse_request(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
+        except ArgumentError:
+            return []  # the executor refuses it with the reason; asking about it helps nobody
+        plans: list[_Plan] = []
+        for n, step in enumerate(steps):
+            plan = _Plan(StepQuestion(ids[n], step.kind, step.title, step.locations))
+            if request is None:
+                plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
+            elif isinstance(request, CallRequest):
+                plan.script = request.calls[n]
+            elif isinstance(request, CodeRequest):
+                plan.commands = [s.code if s.language.name == "bash" else s.language.name
+                                 for s in request.code_steps()]
+            elif isinstance(request, PipeRequest):
+                # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
+                plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
+                                 for s in request.stages
+                                 if not (isinstance(s, ScriptCall) and BUILTIN_KINDS.get(s.tool) in NEVER_ASK)]
+            script = plan.script
+            if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
+                    and script.tool not in BUILTIN_KINDS):
+                plan.commands = [shlex.join([script.tool, *script.args])]
+            if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
+                pending = [c for c in plan.commands if not is_read_only_command(c)]
+                plan.question = _with_prefix(plan.question, command_prefix(pending[0]) if pending else "")
+            plans.append(plan)
+        return plans
+
+
+def _with_prefix(q: StepQuestion, prefix: str) -> StepQuestion:
+    return StepQuestion(q.id, q.kind, q.title, q.locations, q.diff, prefix)
+
+
+async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> StepQuestion:
+    """The question with a diff preview when the new text can be known before running (file_write, file_edit)."""
+    if script is None or script.tool not in ("file_write", "file_edit"):
+        return q
+    positional = [a for a in script.args if not a.startswith("--")]
+    if len(positional) < 2:
+        return q
+    path = Path(positional[0])
+    target = path if path.is_absolute() else cwd / path
+    old = await asyncio.to_thread(_read_small, target)
+    if script.tool == "file_write":
+        new = positional[1]
+    else:
+        if old is None or len(positional) < 3 or not positional[1] or positional[1] not in old:
+            return q
+        new = old.replace(positional[1], positional[2], -1 if "--all" in script.args else 1)
+    diff = Diff(q.locations[0].path if q.locations else positional[0], old, new)
+    return StepQuestion(q.id, q.kind, q.title, q.locations, diff, q.prefix)
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > DIFF_PREVIEW_MAX_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+async def _maybe_await(value: Awaitable[Answer] | Answer) -> Answer:
+    return await value if inspect.isawaitable(value) else value

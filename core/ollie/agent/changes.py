@@ -1,0 +1,83 @@
+"""Per-session change tracking: a checkpoint before each turn, and the files each write-capable step changed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ollie.log import get_logger
+from ollie.workspace import Checkpoints, CheckpointUnavailable, FileChange, WorkspaceError
+
+log = get_logger("ollie.agent.changes")
+
+
+class ChangeTracker:
+    """The checkpoints of one session's CWD; `unavailable` says why there are none (then nothing is tracked).
+
+    `before_step()` / `after_step(token)` bracket a step that can write: the
+    changes between the two snapshots are the step's. A read-only step takes
+    none (the loop does not call them), so reads cost nothing here.
+    """
+
+    def __init__(self, cwd: Path | str, session_id: str, *,
+                 on_unavailable: Callable[[str], None] | None = None) -> None:
+        self.cwd = Path(cwd)
+        self.session_id = session_id
+        self.checkpoints: Checkpoints | None = Checkpoints(self.cwd)
+        self.unavailable: str | None = None
+        # Told once, when checkpoints turn out to be impossible here (the setup warning).
+        self._on_unavailable = on_unavailable
+
+    def _give_up(self, reason: str) -> None:
+        self.checkpoints = None
+        self.unavailable = reason
+        log.info("checkpoints unavailable", extra={"cwd": str(self.cwd), "reason": reason})
+        if self._on_unavailable is not None:
+            self._on_unavailable(reason)
+
+    async def _snapshot(self) -> str | None:
+        """A checkpoint of the work tree now; None when unavailable (decided once) or a git command failed."""
+        checkpoints = self.checkpoints
+        if checkpoints is None:
+            return None
+        try:
+            return await checkpoints.snapshot()
+        except CheckpointUnavailable as exc:
+            self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
+        except (WorkspaceError, OSError) as exc:
+            # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking.
+            log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(exc)})
+        return None
+
+    async def begin_turn(self, turn_number: int | None = None) -> str | None:
+        """Checkpoint the workspace before turn `turn_number` (None: the one after the last logged) and log it."""
+        checkpoint = await self._snapshot()
+        checkpoints = self.checkpoints
+        if checkpoint is None or checkpoints is None:
+            return None
+        try:
+            if turn_number is None:
+                turns = await checkpoints.list_turns(self.session_id)
+                turn_number = turns[-1].turn + 1 if turns else 0
+            await checkpoints.record_turn(self.session_id, turn_number, checkpoint)
+        except (WorkspaceError, OSError) as exc:
+            log.warning("recording the turn failed", extra={"cwd": str(self.cwd), "error": str(exc)})
+        return checkpoint
+
+    async def before_step(self) -> str | None:
+        """The token of a write-capable step: a checkpoint taken just before it runs (None: not tracked)."""
+        return await self._snapshot()
+
+    async def after_step(self, token: str | None) -> list[FileChange]:
+        """The files changed since `before_step` gave `token` (empty when untracked)."""
+        checkpoints = self.checkpoints
+        if token is None or checkpoints is None:
+            return []
+        after = await self._snapshot()
+        if after is None:
+            return []
+        try:
+            return await checkpoints.changes(token, after)
+        except (WorkspaceError, OSError) as exc:
+            log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
+            return []

@@ -1,0 +1,142 @@
+"""The engine's registry recorder: keeps a session's record current from its Core's events."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from ollie.agent.events import Subscription
+from ollie.log import get_logger
+from ollie.sessions.errors import SessionError
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Channel, Info, Request, TurnResult, os_user
+
+if TYPE_CHECKING:
+    from ollie.agent.core import Core
+
+log = get_logger("ollie.agent.recorder")
+
+# What makes the registry unusable (no data dir, a locked or broken store): the session runs without its record.
+UNAVAILABLE = (OSError, sqlite3.Error)
+# The `turn` event contents that are a turn's stop reason.
+RESULTS = frozenset(r.value for r in TurnResult if r is not TurnResult.NONE)
+
+
+class Recorder:
+    """Records one session in the registry (created, opened, each turn's start, end and result).
+
+    Registry calls are synchronous (sqlite3, busy retries): they run on `io`, one
+    worker thread that keeps their order, never on the event loop. The daemon
+    shares its own worker so that a listing it answers sees every stamp before it.
+    """
+
+    def __init__(
+        self,
+        core: Core,
+        *,
+        channel: Channel,
+        registry: Callable[[], Registry] | None = None,
+        user: str | None = None,
+        io: Executor | None = None,
+    ) -> None:
+        self.session_id = core.session_id
+        self.user = user or os_user()
+        self._core = core
+        self._channel = channel
+        self._own_registry: Registry | None = None
+        self._registry = registry or self._open_registry
+        self._own_io = io is None
+        self._io: Executor = io or ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-recorder")
+        self._sub: Subscription | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _open_registry(self) -> Registry:
+        if self._own_registry is None:
+            self._own_registry = Registry()
+        return self._own_registry
+
+    async def _run(self, fn: Callable[[], object]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._io, fn)
+
+    async def open(self, *, kind: str = "chat", title: str = "") -> Info | None:
+        """Find or create the session's record, stamp it active, then follow its turns.
+
+        Returns the record; None when the registry is unusable. A request the registry
+        refuses (a title too long, another user's id) raises its SessionError.
+        """
+        request = Request(id=self.session_id, user_id=self.user, agent_id=self._core.agent_name, kind=kind,
+                          channel=self._channel, title=title, allow_exact_id_create=True)
+        info: Info | None = None
+
+        def ensure() -> None:
+            nonlocal info
+            try:
+                info = self._registry().ensure(request)
+            except UNAVAILABLE as exc:
+                # An unwritable data dir must not stop the session: it runs, unlisted.
+                log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
+
+        await self._run(ensure)
+        self._stamp()
+        self._sub = self._core.bus.subscribe()
+        self._task = asyncio.create_task(self._follow(self._sub))
+        return info
+
+    def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
+        """Queue an activity stamp (in order, not waited for); it never fails the session."""
+
+        def touch() -> None:
+            try:
+                self._registry().touch(self.session_id, turn_started=turn_started, turn_completed=turn_completed,
+                                       result=result)
+            except (SessionError, *UNAVAILABLE) as exc:
+                log.info("registry touch skipped: %s", exc, extra={"session": self.session_id})
+
+        self._io.submit(touch)
+
+    async def _follow(self, sub: Subscription) -> None:
+        async for event in sub:
+            if event.role != "turn":
+                continue
+            if event.content == "start":
+                self._stamp(turn_started=True)
+            else:
+                result = event.content if event.content in RESULTS else None
+                self._stamp(turn_completed=True, result=result)
+
+    async def drained(self) -> None:
+        """Wait until every turn event published so far has been queued for the registry (and written)."""
+        while self._sub is not None and self._sub.pending():
+            await asyncio.sleep(0.001)
+        await self._run(lambda: None)
+
+    async def close(self) -> None:
+        """Stop following (after the Core closed its bus, nothing is lost) and write what is queued."""
+        if self._sub is not None and self._task is not None and not self._task.done():
+            await self.drained()
+            self._sub.close()
+            await self._task
+        await self._run(lambda: None)
+        if self._own_io:
+            self._io.shutdown(wait=True)
+        if self._own_registry is not None:
+            self._own_registry.close()
+
+
+async def record(
+    core: Core,
+    *,
+    channel: Channel,
+    kind: str = "chat",
+    title: str = "",
+    registry: Callable[[], Registry] | None = None,
+    user: str | None = None,
+    io: Executor | None = None,
+) -> Recorder:
+    """Record `core`'s session in the registry and keep it current until `Recorder.close`."""
+    recorder = Recorder(core, channel=channel, registry=registry, user=user, io=io)
+    await recorder.open(kind=kind, title=title)
+    return recorder

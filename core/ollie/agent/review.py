@@ -1,0 +1,326 @@
+"""Review of a session's turns: the changes of a turn, undo of a hunk or file, rewind (and its undo).
+
+Turns are numbered from 1 per session. The session records where each turn's messages start
+(`Session.turn_starts`); the shadow git of `ollie.workspace` holds the checkpoint before each turn
+(`refs/ollie/sessions/<id>/<n>`) and the state the turn left (under the pseudo-session `<id>-after`),
+so everything here works from disk after a daemon restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ollie.backend.types import Message
+from ollie.log import get_logger
+from ollie.sessions.session import Session
+from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, undo
+
+log = get_logger(__name__)
+
+# What a front end calls to put an undo's result into an open editor buffer: True when applied.
+ApplyEdit = Callable[[FileChange, str], Awaitable[bool]]
+
+
+class ReviewError(ValueError):
+    """A review request that cannot be carried out (no such turn, no checkpoints, nothing to undo).
+
+    `field` names the request field at fault (`turn`, `path`, `hunk`, `undo`), for a front end's error.
+    """
+
+    def __init__(self, message: str, field: str = "turn") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Tracker(Protocol):
+    """The per-session change tracker (`ollie.agent.changes.ChangeTracker`) as far as review needs it."""
+
+    checkpoints: Checkpoints | None
+    unavailable: str | None
+
+    async def begin_turn(self, turn_number: int) -> str | None: ...
+
+
+class ReviewHost(Protocol):
+    """What review reads and drives of a session (the Core's TurnHost)."""
+
+    session: Session
+    sessions_dir: Path
+
+    def save(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnChanges:
+    """The files a turn changed (checkpoint before it vs. the state it left), each with its hunks."""
+
+    turn: int
+    changes: list[FileChange]
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What an undo did: the file's text now (None: removed or binary) and whether the editor applied it."""
+
+    path: str
+    hunk: int | None
+    text: str | None
+    in_editor: bool
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """What a rewind (or its undo) did: the turn, the files it changed, the messages the session now has."""
+
+    turn: int
+    files: list[str]
+    messages: int
+
+
+def _after_session(session_id: str) -> str:
+    return f"{session_id}-after"
+
+
+def _describe_hunk(change: FileChange, index: int | None) -> str:
+    if index is None:
+        return f"{change.path} (the whole file, back to before your change)"
+    hunk = change.hunks[index]
+    return f"{change.path} lines {hunk.new_start}-{hunk.new_start + max(hunk.new_lines - 1, 0)} " \
+           f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
+
+
+class Review:
+    """The review surface of one session; the Core holds one as `core.review` (docs/ENGINE-API.md)."""
+
+    def __init__(self, host: ReviewHost, *, cwd: Callable[[], Path], tracker: Callable[[], Tracker | None],
+                 add_note: Callable[[str], None]) -> None:
+        self._host = host
+        self._cwd = cwd
+        self._tracker = tracker
+        self._add_note = add_note
+        self._own: Checkpoints | None = None
+        self._current: int | None = None
+
+    # --- turn edges (called by the turn) -------------------------------------
+
+    def checkpoints(self) -> Checkpoints:
+        """The session CWD's checkpoints (the tracker's when there is one); ReviewError when unavailable."""
+        tracker = self._tracker()
+        if tracker is not None:
+            if tracker.checkpoints is None:
+                raise ReviewError(f"no checkpoints for this workspace: {tracker.unavailable or 'unavailable'}")
+            return tracker.checkpoints
+        cwd = self._cwd()
+        if self._own is None or self._own.root != Path(os.path.realpath(cwd)):
+            self._own = Checkpoints(cwd)
+        return self._own
+
+    async def begin_turn(self) -> int:
+        """Number the turn, note where its messages start, checkpoint the workspace before it."""
+        session = self._host.session
+        session.turn_starts.append(len(session.messages))
+        turn = len(session.turn_starts)
+        self._current = turn
+        notes, session.review_notes = session.review_notes, []
+        for note in notes:  # undone hunks: the model reads them with this turn's prompt
+            self._add_note(note)
+        await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
+        try:
+            tracker = self._tracker()
+            if tracker is not None:
+                await tracker.begin_turn(turn)
+            else:
+                await self.checkpoints().begin_turn(session.id, turn)
+            cp = self.checkpoints()
+            # A rewound timeline may have left the state a turn of this number once ended at.
+            await cp.git.run("update-ref", "-d", f"refs/ollie/sessions/{_after_session(session.id)}/{turn:08d}")
+        except (ReviewError, WorkspaceError) as exc:
+            log.info("no checkpoint before the turn", extra={"error": str(exc)})
+        return turn
+
+    async def end_turn(self) -> None:
+        """Record the state the turn left (what its changes are measured to, and undo checks against)."""
+        turn, self._current = self._current, None
+        if turn is None:
+            return
+        try:
+            cp = self.checkpoints()
+            await cp.record_turn(_after_session(self._host.session.id), turn, await cp.snapshot())
+        except (ReviewError, WorkspaceError) as exc:
+            log.info("no checkpoint after the turn", extra={"error": str(exc)})
+
+    # --- the changes of a turn ----------------------------------------------
+
+    def _turn_number(self, turn: int | None) -> int:
+        count = len(self._host.session.turn_starts)
+        if count == 0:
+            raise ReviewError("this session has no turns yet")
+        if turn is None:
+            return count
+        if not 1 <= turn <= count:
+            raise ReviewError(f"no turn {turn}: this session has turns 1 to {count}")
+        return turn
+
+    async def _bounds(self, turn: int) -> tuple[str, str | None]:
+        """(checkpoint before `turn`, state it left: its end, else the next turn's start, else None = now)."""
+        cp = self.checkpoints()
+        sid = self._host.session.id
+        before = {t.turn: t.checkpoint for t in await cp.list_turns(sid)}
+        if turn not in before:
+            raise ReviewError(f"turn {turn} has no checkpoint (taken before checkpoints were kept)")
+        ends = {t.turn: t.checkpoint for t in await cp.list_turns(_after_session(sid))}
+        after = ends.get(turn) or (before.get(turn + 1) if turn < len(self._host.session.turn_starts) else None)
+        return before[turn], after
+
+    async def changes(self, turn: int | None = None) -> TurnChanges:
+        """The files turn `turn` (default: the last) changed, with their hunks, net of undos since."""
+        number = self._turn_number(turn)
+        before, after = await self._bounds(number)
+        return TurnChanges(number, await self.checkpoints().changes(before, after))
+
+    async def _change(self, turn: int, path: str) -> FileChange:
+        for change in (await self.changes(turn)).changes:
+            if change.path == path:
+                return change
+        raise ReviewError(f"{path}: turn {turn} did not change it (or it was undone already)", "path")
+
+    # --- undo ------------------------------------------------------------------
+
+    async def undo(self, path: str, hunk: int | None = None, *, turn: int | None = None,
+                   editor_text: str | None = None, apply: ApplyEdit | None = None) -> Undone:
+        """Revert hunk `hunk` (None: the whole file) of the turn's change to `path`.
+
+        `editor_text` is the file's text in an open editor buffer (unsaved edits count): when given
+        with `apply`, the result goes through `apply` instead of the disk. StaleChange when the file
+        (or the buffer) is no longer what the turn left: the user's own edits are never clobbered.
+        """
+        if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
+            raise ReviewError("a turn is running: undo when it has ended", "session")
+        number = self._turn_number(turn)
+        change = await self._change(number, path)
+        if hunk is not None and not 0 <= hunk < len(change.hunks):
+            raise ReviewError(f"{path}: no hunk {hunk} (it has {len(change.hunks)})", "hunk")
+        in_editor = False
+        text: str | None = None
+        if apply is not None and editor_text is not None and not change.binary:
+            if editor_text != change.new_text:
+                raise StaleChange(path, "the editor's text changed since this change; undo refused")
+            text = change.old_text if hunk is None else text_after_undo(change, hunk)
+            if text is not None:
+                in_editor = await apply(change, text)
+                if not in_editor:
+                    raise ReviewError(f"{path}: the editor did not apply the undo", "path")
+        if in_editor and text is not None:
+            data: bytes | None = text.encode()
+        else:
+            text = await undo(self._cwd(), path, hunk, change)
+            data = change.old_data if change.binary else (None if text is None else text.encode())
+        await self._record_undo(number, change, data)
+        # Kept with the session (saved), so the model hears of it even after a restart.
+        self._host.session.review_notes.append(
+            f"the user undid these changes of yours (turn {number}): {_describe_hunk(change, hunk)}")
+        self._host.save()
+        return Undone(path, hunk, text, in_editor)
+
+    async def _record_undo(self, turn: int, change: FileChange, data: bytes | None) -> None:
+        """Make the turn's recorded end state hold the undone file, so later undos check against it."""
+        cp = self.checkpoints()
+        _, after = await self._bounds(turn)
+        if after is None:
+            after = await cp.snapshot()  # the last turn, still open: the work tree now (has the undo)
+        index = cp.git.git_dir / f"review-{uuid.uuid4().hex}.index"
+        try:
+            await cp.git.run("read-tree", after, index_file=index)
+            if data is None:
+                await cp.git.run("update-index", "--force-remove", "--", change.path, index_file=index)
+            else:
+                blob = (await cp.git.run("hash-object", "-w", "--stdin", stdin=data)).decode().strip()
+                mode = change.new_mode if change.new_mode not in ("", "000000") else change.old_mode or "100644"
+                await cp.git.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{change.path}",
+                                 index_file=index)
+            tree = (await cp.git.run("write-tree", index_file=index)).decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
+        await cp.record_turn(_after_session(self._host.session.id), turn, tree)
+
+    # --- rewind ----------------------------------------------------------------
+
+    def _rewind_path(self) -> Path:
+        return self._host.sessions_dir / f"{self._host.session.id}.rewind.json"
+
+    def _drop_rewind(self) -> None:
+        # ENOTDIR: the sessions dir cannot exist (a file in its place), so no backup does either;
+        # that is the save's error to report, not a reason to fail the turn.
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            self._rewind_path().unlink()
+
+    async def rewind(self, turn: int | None = None) -> Rewound:
+        """Restore the files to the checkpoint before `turn` (default: the last) and cut the conversation there."""
+        session = self._host.session
+        number = self._turn_number(turn)
+        start = session.turn_starts[number - 1]
+        if start < 0 or start > len(session.messages):
+            raise ReviewError(f"the conversation of turn {number} was compacted or cleared since: cannot rewind it")
+        before, _ = await self._bounds(number)
+        cp = self.checkpoints()
+        backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
+                  "turn_starts": list(session.turn_starts), "messages": [m.to_dict() for m in session.messages]}
+        # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
+        await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
+        restored = await cp.restore(before)
+        if restored.undo_checkpoint != backup["undo_checkpoint"]:  # a file changed in between: keep that too
+            backup["undo_checkpoint"] = restored.undo_checkpoint
+            await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
+        starts = session.turn_starts[:number - 1]
+        session.replace_messages(session.messages[:start])
+        session.turn_starts = starts
+        self._host.save()
+        return Rewound(number, [c.path for c in restored.changes], len(session.messages))
+
+    async def rewind_undo(self) -> Rewound:
+        """Put the files and the conversation back as they were before the last rewind."""
+        path = self._rewind_path()
+        try:
+            backup = json.loads(await asyncio.to_thread(path.read_bytes))
+        except FileNotFoundError:
+            raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
+        restored = await self.checkpoints().restore(str(backup["undo_checkpoint"]))
+        session = self._host.session
+        session.replace_messages([Message.from_dict(m) for m in backup["messages"]])
+        session.turn_starts = [int(s) for s in backup["turn_starts"]]
+        self._host.save()
+        await asyncio.to_thread(path.unlink, missing_ok=True)
+        return Rewound(int(backup["turn"]), [c.path for c in restored.changes], len(session.messages))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a synced temp file and a rename."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def summary(turn_changes: TurnChanges) -> str:
+    """The `/changes` text: each file with its status and hunks, numbered as undo takes them."""
+    if not turn_changes.changes:
+        return f"turn {turn_changes.turn}: no files changed"
+    lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes)} file(s) changed"]
+    for change in turn_changes.changes:
+        added = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("+"))
+        removed = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("-"))
+        what = "binary" if change.binary else f"+{added} -{removed}"
+        lines.append(f"{change.status} {change.path} ({what})")
+        for i, hunk in enumerate(change.hunks):
+            lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
+    return "\n".join(lines)

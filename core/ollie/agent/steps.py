@@ -1,0 +1,303 @@
+"""Readable tool steps: what a tool call does, as a kind, a human title and the files it touches.
+
+Pure: built from the call's arguments alone (plus, for a user tool script, the
+kind its header declares with `ollie:kind`). A `call_tool` batch is one step per
+inner call. The kinds are the Agent Client Protocol's, so `ollie acp` maps them
+1:1 and the daemon can reuse them for its `tool` object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+from ollie.tools.execute.tool import ToolNameError, find_script
+from ollie.workspace import FileChange
+
+StepKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+StepStatus = Literal["pending", "in_progress", "completed", "failed"]
+KindLookup = Callable[[str], "StepKind | None"]
+
+# The kinds of the bundled tool scripts; other scripts declare theirs (`ollie:kind`) or are `other`.
+BUILTIN_KINDS: dict[str, StepKind] = {
+    "file_read": "read",
+    "file_write": "edit",
+    "file_edit": "edit",
+    "file_glob": "search",
+    "file_grep": "search",
+    "memory_recall": "search",
+    "reasoning_think": "think",
+}
+EXECUTORS = frozenset({"execute_code", "call_tool", "pipe"})
+# Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
+WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
+# A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`.
+_SECTION = re.compile(r"^\[(?:call|step|stage) (\d+) [^\]]*\] (.*)$", re.MULTILINE)
+# Commands in titles are cut here: a title is a line, not the program.
+TITLE_COMMAND_CHARS = 60
+
+
+@dataclass(frozen=True)
+class Location:
+    """A file a step touches: path relative to the session CWD (absolute when outside it), optional 1-based line."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One readable step: ACP tool kind, a title a person would write, the files it touches."""
+
+    kind: StepKind
+    title: str
+    locations: tuple[Location, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """One file a step changed, in ACP's diff shape; `path` relative to the session CWD, a text None when absent/binary."""
+
+    path: str
+    old_text: str | None
+    new_text: str | None
+
+    @classmethod
+    def of(cls, change: FileChange) -> Diff:
+        """The diff of a workspace change (without its hunks and raw bytes)."""
+        return cls(change.path, change.old_text, change.new_text)
+
+    def to_wire(self) -> dict[str, str | None]:
+        """`{path, oldText, newText}`."""
+        return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
+
+
+@dataclass(frozen=True)
+class ToolState:
+    """A step as the events carry it: stable id, kind, title, status, locations, and the diffs it made."""
+
+    id: str
+    kind: StepKind
+    title: str
+    status: StepStatus
+    locations: tuple[Location, ...] = ()
+    diffs: tuple[Diff, ...] | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        """The protocol's `tool` object (`diffs` only when the step was tracked for changes)."""
+        out: dict[str, object] = {
+            "id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
+            "locations": [{"path": loc.path, **({"line": loc.line} if loc.line else {})} for loc in self.locations],
+        }
+        if self.diffs is not None:
+            out["diffs"] = [d.to_wire() for d in self.diffs]
+        return out
+
+    def with_status(self, status: StepStatus, diffs: tuple[Diff, ...] | None = None) -> ToolState:
+        """This step with a new status (and its diffs, when given)."""
+        return replace(self, status=status, diffs=diffs if diffs is not None else self.diffs)
+
+
+def step_states(call_id: str, steps: Sequence[ToolStep], status: StepStatus = "pending") -> list[ToolState]:
+    """The states of one call's steps: id `<call id>` for a single step, `<call id>.<n>` (from 1) for a batch's."""
+    if len(steps) == 1:
+        return [ToolState(call_id, steps[0].kind, steps[0].title, status, steps[0].locations)]
+    return [ToolState(f"{call_id}.{n}", s.kind, s.title, status, s.locations) for n, s in enumerate(steps, 1)]
+
+
+def batch_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:
+    """The whole call of a several-step batch: its most consequential kind, a summary title, every location/diff."""
+    writers: list[StepKind] = [s.kind for s in inner if s.kind in WRITE_KINDS]
+    kind: StepKind = writers[0] if writers else inner[0].kind
+    title = inner[0].title + (f" and {len(inner) - 1} more" if len(inner) > 1 else "")
+    statuses = {s.status for s in inner}
+    order: tuple[StepStatus, ...] = ("failed", "in_progress", "pending")
+    found: list[StepStatus] = [st for st in order if st in statuses]
+    status: StepStatus = found[0] if found else "completed"
+    diffs = [d for s in inner for d in (s.diffs or ())]
+    tracked = any(s.diffs is not None for s in inner)
+    locations = tuple(dict.fromkeys(loc for s in inner for loc in s.locations))
+    return ToolState(call_id, kind, title, status, locations, tuple(diffs) if tracked else None)
+
+
+def inner_statuses(result: str, count: int, *, is_error: bool = False) -> list[StepStatus]:
+    """`completed` / `failed` for each of a call's `count` steps, read from its result's section headers."""
+    found: dict[int, StepStatus] = {
+        int(n): ("completed" if status.strip() == "exit 0" else "failed") for n, status in _SECTION.findall(result)}
+    if not found:
+        failed = is_error or result.lstrip().lower().startswith(
+            ("error", "[ollie] interrupted", "interrupted", "refused", "[interrupted"))
+        return ["failed" if failed else "completed"] * count
+    if count == 1:
+        return ["failed" if "failed" in found.values() else "completed"]
+    return [found.get(i + 1, "failed") for i in range(count)]
+
+
+def attribute(diffs: Sequence[Diff], inner: Sequence[ToolState]) -> list[tuple[Diff, ...]]:
+    """Split one call's diffs over its inner steps: to the step naming the path, else to its last writer."""
+    out: list[list[Diff]] = [[] for _ in inner]
+    writers = [i for i, s in enumerate(inner) if s.kind in WRITE_KINDS] or [len(inner) - 1]
+    for diff in diffs:
+        owner = next((i for i, s in enumerate(inner) if any(loc.path == diff.path for loc in s.locations)
+                      and s.kind in WRITE_KINDS), writers[-1])
+        out[owner].append(diff)
+    return [tuple(d) for d in out]
+
+
+def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
+             kind_of: KindLookup | None = None) -> list[ToolStep]:
+    """The steps of one tool call (one per inner call of a `call_tool` batch; never empty)."""
+    parsed = _as_dict(args)
+    cwd = Path(cwd)
+    if tool_name not in EXECUTORS:
+        return [_direct(tool_name, parsed or {}, cwd, kind_of)]
+    try:
+        if parsed is None:
+            raise ArgumentError("arguments are not a JSON object")
+        request = parse_request(tool_name, parsed)
+    except ArgumentError:
+        return [ToolStep("execute" if tool_name != "call_tool" else "other", _fallback_title(tool_name))]
+    if isinstance(request, CallRequest):
+        return [_script_step(call, cwd, kind_of) for call in request.calls]
+    if isinstance(request, PipeRequest):
+        parts = [_script_command(s) if isinstance(s, ScriptCall) else _first_line(s.code) for s in request.stages]
+        return [ToolStep("execute", f"Run {_quote(' | '.join(parts))}")]
+    assert isinstance(request, CodeRequest)
+    codes = request.code_steps()
+    title = f"Run {_quote(_first_line(codes[0].code))}"
+    if codes[0].language.name != "bash":
+        title += f" ({codes[0].language.name})"
+    if len(codes) > 1:
+        title += f" and {len(codes) - 1} more step{'s' if len(codes) > 2 else ''}"
+    if any(c.elevated for c in codes):
+        title += " outside the sandbox"
+    return [ToolStep("execute", title)]
+
+
+def script_kinds(dirs: list[Path]) -> KindLookup:
+    """A lookup of the `ollie:kind` a tool script on `dirs` declares (cached per name; None when unknown)."""
+    cache: dict[str, StepKind | None] = {}
+
+    def lookup(name: str) -> StepKind | None:
+        if name not in cache:
+            try:
+                cache[name] = find_script(name, dirs).kind
+            except (ToolNameError, OSError):
+                cache[name] = None
+        return cache[name]
+
+    return lookup
+
+
+def _as_dict(args: dict[str, Any] | str) -> dict[str, Any] | None:
+    if isinstance(args, dict):
+        return args
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _direct(tool_name: str, args: dict[str, Any], cwd: Path, kind_of: KindLookup | None) -> ToolStep:
+    """A tool the model called by name (a bare MCP-style tool, not an executor)."""
+    argv = tuple(str(v) for v in args.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool))
+    return _script_step(ScriptCall(tool_name, argv), cwd, kind_of)
+
+
+def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> ToolStep:
+    kind: StepKind = BUILTIN_KINDS.get(call.tool) or (kind_of(call.tool) if kind_of else None) or "other"
+    positional = [a for a in call.args if not a.startswith("-")]
+    options = dict(_option(a) for a in call.args if a.startswith("--") and "=" in a)
+    first = positional[0] if positional else ""
+    suffix = " outside the sandbox" if call.elevated else ""
+    if call.tool == "file_read" and first:
+        path = _relative(first, cwd)
+        line = _int(options.get("offset"))
+        return ToolStep(kind, f"Read {path}" + (f" from line {line}" if line else "") + suffix,
+                        (Location(path, line),))
+    if call.tool in ("file_write", "file_edit") and first:
+        path = _relative(first, cwd)
+        verb = "Write" if call.tool == "file_write" else "Edit"
+        return ToolStep(kind, f"{verb} {path}{suffix}", (Location(path),))
+    if call.tool == "file_grep" and first:
+        where = options.get("path") or (positional[1] if len(positional) > 1 else "")
+        title = f"Search for {_quote(first)}" + (f" in {_dir_label(where, cwd)}" if where else "")
+        return ToolStep(kind, title + suffix, (Location(_relative(where, cwd)),) if where else ())
+    if call.tool == "file_glob" and first:
+        where = positional[1] if len(positional) > 1 else ""
+        title = f"Find files matching {_quote(first)}" + (f" in {_dir_label(where, cwd)}" if where else "")
+        return ToolStep(kind, title + suffix, (Location(_relative(where, cwd)),) if where else ())
+    if call.tool == "reasoning_think":
+        return ToolStep(kind, "Think")
+    if call.tool.startswith("task_"):
+        return ToolStep(kind, "Update the plan")
+    if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
+        path = _relative(first, cwd)
+        verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]
+        return ToolStep(kind, f"{verb} {path} ({call.tool}){suffix}", (Location(path),))
+    return ToolStep(kind, f"Run {_quote(_script_command(call))}{suffix}")
+
+
+def _script_command(call: ScriptCall) -> str:
+    return " ".join([call.tool, *(_shell_word(a) for a in call.args)])
+
+
+def _shell_word(arg: str) -> str:
+    # A plain word stays as is; text with spaces or lines is quoted (its first line only).
+    if arg and not any(c.isspace() for c in arg):
+        return arg
+    return json.dumps(_first_line(arg))
+
+
+def _option(arg: str) -> tuple[str, str]:
+    key, _, value = arg[2:].partition("=")
+    return key, value
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        number = int(value) if value else None
+    except ValueError:
+        return None
+    return number if number and number > 0 else None
+
+
+def _relative(path: str, cwd: Path) -> str:
+    """`path` relative to `cwd` when it lies inside it, else as given (absolute stays absolute)."""
+    if not os.path.isabs(path):
+        return os.path.normpath(path)
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _dir_label(path: str, cwd: Path) -> str:
+    rel = _relative(path, cwd)
+    return rel if rel.endswith("/") or "." in Path(rel).name else f"{rel}/"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if len(first) > TITLE_COMMAND_CHARS:
+        return first[: TITLE_COMMAND_CHARS - 1] + "…"
+    return first + (" …" if len(lines) > 1 else "")
+
+
+def _quote(text: str) -> str:
+    if len(text) > TITLE_COMMAND_CHARS:
+        text = text[: TITLE_COMMAND_CHARS - 1] + "…"
+    return "`" + text.replace("`", "'") + "`"
+
+
+def _fallback_title(tool_name: str) -> str:
+    return {"execute_code": "Run code", "pipe": "Run a pipeline", "call_tool": "Call a tool"}.get(tool_name, tool_name)

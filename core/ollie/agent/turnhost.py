@@ -1,0 +1,187 @@
+"""What a turn and the context budget use of their session: its state, hooks, usage, saving. Core owns one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ollie.agent.changes import ChangeTracker
+from ollie.agent.cost import compute_cost
+from ollie.agent.events import Bus, Event, UsageReport
+from ollie.agent.hooks import HookResult
+from ollie.agent.inbox import Inbox
+from ollie.agent.limits import LoopLimits
+from ollie.agent.review import Review
+from ollie.agent.runtime import Runtime
+from ollie.agent.setup import Setup
+from ollie.agent.streaming import Completion
+from ollie.agent.taskstate import plan_path, read_plan_step
+from ollie.agent.watch import ChangeWatch
+from ollie.backend.base import Backend
+from ollie.backend.types import GenerationParams
+from ollie.errors import OllieError
+from ollie.log import get_logger
+from ollie.sessions.persist import SessionFile
+from ollie.sessions.session import Session
+
+log = get_logger("ollie.agent.core")
+
+T = TypeVar("T")
+
+
+class TurnHost:
+    """The plumbing of one session the loop and the context budget drive; the Core's public surface wraps it."""
+
+    def __init__(
+        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
+    ) -> None:
+        self.bus = Bus()
+        self.limits = limits
+        self.setup = setup
+        self.sessions_dir = sessions_dir
+        self.session = session
+        self.session_file = session_file
+        self.reply = ""  # the last assistant text: it outlives the turn
+        self.state = "idle"
+        self.tool_calls = 0
+        self.watch = ChangeWatch()
+        self.inbox = Inbox(on_queued=self.notify)
+        # Asked before each tool call runs (the Core's ApprovalGate): None = it may run, else its result text.
+        self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
+        self._detached: set[asyncio.Future[Any]] = set()
+        self._changes: ChangeTracker | None = None
+        self.review = Review(self, cwd=lambda: self.setup.cwd, tracker=lambda: self.changes,
+                             add_note=self.inbox.add_note)
+
+    @property
+    def runtime(self) -> Runtime:
+        """The active agent's Runtime."""
+        return self.setup.runtime
+
+    @property
+    def changes(self) -> ChangeTracker:
+        """The change tracker of the session's CWD (a new one when the CWD moved)."""
+        tracker = self._changes
+        if tracker is None or tracker.cwd != self.setup.cwd:
+            tracker = self._changes = ChangeTracker(
+                self.setup.cwd, self.session.id, on_unavailable=lambda why: self.bus.emit("info", f"warning: {why}"))
+        tracker.session_id = self.session.id  # follows set_session_id
+        return tracker
+
+    @property
+    def backend(self) -> Backend | None:
+        """The active backend (None when it could not be built)."""
+        return self.setup.backend
+
+    @property
+    def backend_error(self) -> str:
+        """Why the backend could not be built ('' when it was)."""
+        return self.setup.backend_error
+
+    @property
+    def model_name(self) -> str:
+        """The model requests go to."""
+        return self.backend.model if self.backend is not None else ""
+
+    @property
+    def max_steps(self) -> int:
+        """Tool rounds per turn (0 = unlimited)."""
+        return self.setup.max_steps
+
+    def system_prompt(self) -> str:
+        """The rendered system prompt."""
+        return self.runtime.preamble
+
+    def generation_params(self) -> GenerationParams:
+        """The sampling parameters of the next request."""
+        return self.setup.generation_params()
+
+    def set_reply(self, text: str) -> None:
+        """Remember the latest assistant text (empty text keeps the last one)."""
+        if text:
+            self.reply = text
+
+    def set_state(self, state: str) -> None:
+        """Set the state; publishes a `state` event on change."""
+        if state != self.state:
+            self.state = state
+            self.notify()
+
+    def notify(self) -> None:
+        """Publish a `state` event and wake `wait_change` callers."""
+        self.bus.emit("state")
+        self.watch.changed()
+
+    def count_tool_call(self) -> None:
+        """Account one executed tool call."""
+        self.tool_calls += 1
+
+    def take_notes(self) -> list[str]:
+        """Hook output waiting to be added to the next prompt."""
+        return self.inbox.take_notes()
+
+    def pop_inject(self) -> str:
+        """Take every pending inject, joined (empty when none)."""
+        return self.inbox.pop_inject()
+
+    def plan_step(self) -> str:
+        """The next unchecked step of the session's plan file."""
+        return read_plan_step(plan_path(self.session.id))
+
+    def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+        """Run `work` as a task nobody's cancellation reaches; kept until it is done."""
+        task = asyncio.ensure_future(work)
+        self._detached.add(task)  # kept: the loop holds tasks only weakly
+        task.add_done_callback(self._detached.discard)
+        return task
+
+    def record_usage(self, completion: Completion) -> None:
+        """Account a request's usage and cost; publish `usage`."""
+        usage = completion.usage
+        if usage is None:
+            return
+        cost = compute_cost(self.model_name, usage)
+        self.session.add_usage(usage, cost)
+        self.bus.publish(Event("usage", usage=UsageReport.of(usage, cost)))
+        self.notify()
+
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None:
+        """Run hook `name` with the standard payload fields; None when the agent sets no such hook."""
+        hooks = self.runtime.hooks
+        if hooks is None or not hooks.has(name):
+            return None
+        setup = self.setup
+        base = {
+            "session_id": self.session.id,
+            "cwd": str(setup.cwd),
+            "agent": setup.agent,
+            "backend": self.backend.name if self.backend is not None else "none",
+            "model": self.model_name,
+        }
+        result = await hooks.run(name, {**base, **payload}, cwd=setup.cwd, env=dict(setup.env),
+                                 timeout=self.limits.hook_timeout_s)
+        for warning in result.warnings:
+            self.bus.emit("info", warning)
+        return result
+
+    async def turn_error(self, exc: BaseException, error_type: str) -> bool:
+        """The turnError hook for the turn's first error; True when it handled it (every command exited 0)."""
+        # Detached: an interrupt ends the turn, not the hook (it may be reporting or cleaning up).
+        hook = self.run_hook("turnError", {"error": str(exc), "error_type": error_type})
+        result = await asyncio.shield(self.detach(hook))
+        if result is None or result.blocked or not result.exit_codes:
+            return False
+        handled = all(code == 0 for code in result.exit_codes)
+        if handled and result.output.strip():
+            self.bus.emit("info", f"[turnError hook] {result.output.strip()}")
+        return handled
+
+    def save(self) -> None:
+        """Persist the session; a failure is reported, never raised into the turn."""
+        try:
+            self.session_file.save(self.session)
+        except (OSError, ValueError, OllieError) as exc:
+            log.error("session save failed", extra={"error": str(exc)})
+            self.bus.emit("error", f"could not save the session: {exc}")

@@ -1,0 +1,114 @@
+"""One session's turns as tasks: the edges of a turn (events, postTurn, save), interrupting it, retired backends."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ollie.agent.context import ContextBudget
+from ollie.agent.hooks import hook_note
+from ollie.agent.loop import AgentLoop, TurnResult
+from ollie.agent.turnhost import TurnHost
+from ollie.backend.base import Backend
+from ollie.log import get_logger
+
+log = get_logger("ollie.agent.core")
+
+
+class Turns:
+    """Runs the turns of one session, one task each; the Core serialises them and owns the queue."""
+
+    def __init__(self, host: TurnHost, budget: ContextBudget, *, warnings: list[str]) -> None:
+        self._host = host
+        self._budget = budget
+        self.running = False
+        self._finishing = False
+        self._task: asyncio.Task[TurnResult] | None = None
+        # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
+        self._retired: list[Backend] = []
+        # Build warnings (a workspace at $HOME granted read-only...): shown when the first turn starts.
+        self._pending_warnings = list(warnings)
+
+    @property
+    def task(self) -> asyncio.Task[TurnResult] | None:
+        """The running turn's task (None between turns)."""
+        return self._task
+
+    def retire(self, backend: Backend) -> None:
+        """Close `backend` when the running turn ends (its request streams from it)."""
+        self._retired.append(backend)
+
+    def take_retired(self) -> list[Backend]:
+        """The retired backends not closed yet, handed over once."""
+        retired, self._retired = self._retired, []
+        return retired
+
+    async def run(self, text: str, *, announce: bool = False) -> TurnResult:
+        """Run one turn for `text` as a task `interrupt` can cancel; `announce` publishes the prompt first."""
+        self._task = asyncio.create_task(self._turn(text, announce=announce))
+        try:
+            return await self._task
+        finally:
+            self._task = None
+
+    def interrupt(self, reason: str = "") -> bool:
+        """Cancel the running turn (model stream and tool process groups); False when idle."""
+        task = self._task
+        if task is None or task.done() or not self.running or self._finishing:
+            return False
+        log.info("interrupt", extra={"reason": reason})
+        task.cancel(reason or None)
+        return True
+
+    async def _turn(self, text: str, *, announce: bool = False) -> TurnResult:
+        host, bus = self._host, self._host.bus
+        self.running, self._finishing = True, False
+        host.session.begin_turn()
+        bus.emit("turn", "start")
+        if announce:  # a prompt the client did not send just now: tell it what runs
+            bus.emit("user", text)
+        pending, self._pending_warnings = self._pending_warnings, []
+        for warning in pending:
+            bus.emit("info", f"warning: {warning}")
+        host.set_state("thinking")
+        loop = AgentLoop(host, self._budget)
+        try:
+            # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
+            await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
+            await self._budget.limit()
+            result = await loop.run(text)
+        except asyncio.CancelledError:
+            # Interrupted: the task completes with a result instead of propagating.
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            result = TurnResult(loop.reply, "interrupted")
+        except Exception as exc:  # a bug must end the turn, not the daemon
+            log.exception("turn failed")
+            bus.emit("error", f"internal error: {exc}")
+            result = TurnResult(loop.reply, "error", f"internal error: {exc}")
+        self._finishing = True
+        host.session.end_turn()
+        await host.review.end_turn()  # the state the turn left: what its changes and undo measure against
+        host.inbox.requeue_injects()
+        host.save()
+        if result.stop != "interrupted":
+            await self._post_turn(result)
+        bus.emit("turn", result.stop)
+        self.running = False
+        for backend in self.take_retired():  # backends a /backend replaced during this turn
+            await backend.aclose()
+        host.set_state("idle")
+        return result
+
+    async def _post_turn(self, result: TurnResult) -> None:
+        host = self._host
+        try:
+            post = await host.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
+        except Exception as exc:  # the turn is over; a broken hook must not lose its result
+            log.exception("postTurn hook failed")
+            host.bus.emit("info", f"hook postTurn failed: {exc}")
+            post = None
+        if post is not None and post.blocked and post.output.strip():
+            host.inbox.continue_with(post.output.strip())  # exit 2: go on, with its output as the prompt
+        else:
+            host.inbox.add_note(hook_note("postTurn", post))

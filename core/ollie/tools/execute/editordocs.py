@@ -1,0 +1,138 @@
+"""The file tools on documents open in the editor: run on a copy of the unsaved text, edits applied to the buffer.
+
+file_read, file_write and file_edit run as always (sandboxed, their own path
+checks and output), but with OLLIE_EDITOR_COPY naming a copy of the editor's
+text in the session's tmp dir: they read and write that copy. A write's result
+goes to the editor through `EditorDocuments.apply`, refused when the document
+changed since the model last saw it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ollie.tools.documents import STALE, EditorDocuments, Version
+from ollie.tools.execute.args import ScriptCall
+from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.languages import Invocation
+from ollie.tools.execute.results import Section
+from ollie.tools.execute.spawn import RunOutcome
+from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
+
+FILE_TOOLS = frozenset({"file_read", "file_write", "file_edit"})
+COPY_ENV = "OLLIE_EDITOR_COPY"
+
+
+def path_argument(args: tuple[str, ...]) -> str | None:
+    """The file tools' PATH: their first positional argument (as argparse reads it)."""
+    positional = False
+    for arg in args:
+        if positional or arg == "-" or not arg.startswith("-"):
+            return arg
+        positional = arg == "--"
+    return None
+
+
+def _write_copy(directory: Path, name: str, text: str) -> Path:
+    fd, copy = tempfile.mkstemp(dir=directory, prefix=".editor-", suffix=f"-{name}")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+        out.write(text)
+    return Path(copy)
+
+
+def _read_copy(copy: Path) -> str:
+    return copy.read_bytes().decode("utf-8", errors="replace")
+
+
+@dataclass
+class DocumentBridge:
+    """One session's view of the editor's documents: what the model last saw of each, to refuse stale edits."""
+
+    documents: EditorDocuments | None = None
+    # path -> (version, text) the model last read or wrote (version None: known by text only).
+    _seen: dict[Path, tuple[Version | None, str]] = field(default_factory=dict)
+
+    def target(self, call: ScriptCall, script: ToolScript, cwd: Path) -> Path | None:
+        """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
+        if self.documents is None or call.elevated or script.name not in FILE_TOOLS:
+            return None
+        raw = path_argument(call.args)
+        if not raw or raw == "-":
+            return None
+        return Path(os.path.realpath(cwd / os.path.expanduser(raw)))
+
+    def stale(self, path: Path, text: str, version: Version) -> bool:
+        """Whether the document moved on since the model last saw it (an unread document is not stale)."""
+        seen = self._seen.get(path)
+        return seen is not None and seen[0] != version and seen[1] != text
+
+    async def run(self, ctx: CallContext, call: ScriptCall, script: ToolScript, label: str) -> Section | None:
+        """Run a file-tool call against the editor's document; None when `path` is not an open document."""
+        path = self.target(call, script, ctx.runner.cwd)
+        if path is None or self.documents is None:
+            return None
+        got = await self.documents.text(path)
+        if got is None:
+            self._seen.pop(path, None)
+            return None
+        text, version = got
+        writes = script.name != "file_read"
+        if writes and self.stale(path, text, version):
+            return Section(label, RunOutcome(error=f"{script.name}: {path_argument(call.args)}: {STALE}"))
+        copy = await asyncio.to_thread(_write_copy, ctx.runner.dirs.tmp, path.name, text)
+        try:
+            outcome = await ctx.run_locked(
+                script.parallel or "global", _with_copy(ctx.script_invocation(call, script, None), copy),
+                elevated=False, what=shlex.join([script.name, *call.args]),
+            )
+            if not outcome.ok:
+                return Section(label, outcome)
+            if not writes:
+                self._seen[path] = (version, text)
+                return Section(label, outcome)
+            new_text = await asyncio.to_thread(_read_copy, copy)
+            refusal = await self._apply(ctx, path, new_text, version, script)
+            if refusal is not None:
+                return Section(label, RunOutcome(error=f"{script.name}: {path_argument(call.args)}: {refusal}"))
+            self._seen[path] = (None, new_text)
+            return Section(label, outcome)
+        finally:
+            await asyncio.to_thread(copy.unlink, missing_ok=True)
+
+    async def _apply(self, ctx: CallContext, path: Path, new_text: str, version: Version, script: ToolScript) -> str | None:
+        """Put `new_text` into the editor (or on disk when it cannot take edits); the refusal's reason, else None."""
+        assert self.documents is not None
+        result = await self.documents.apply(path, new_text, version)
+        if result.status == "refused":
+            return result.reason or STALE
+        if result.status == "applied":
+            return None
+        # The editor cannot apply edits: the bundled file_write writes the disk, under the same sandbox.
+        try:
+            writer = find_script("file_write", [script.path.parent])
+        except ToolNameError as exc:
+            return f"cannot write {path}: {exc}"
+        outcome = await ctx.run_locked(
+            "global",
+            ctx.script_invocation(ScriptCall("file_write", (str(path), "-")), writer, new_text.encode("utf-8")),
+            elevated=False, what=f"file_write {path} -",
+        )
+        if outcome.ok:
+            return None
+        return outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed"
+
+
+def _with_copy(build: Callable[[], Invocation], copy: Path) -> Callable[[], Invocation]:
+    """`build` (a deferred Invocation) with OLLIE_EDITOR_COPY set to `copy` for that one child."""
+
+    def built() -> Invocation:
+        invocation = build()
+        return replace(invocation, env=(*invocation.env, (COPY_ENV, str(copy))))
+
+    return built

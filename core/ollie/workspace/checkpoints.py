@@ -1,0 +1,188 @@
+"""Checkpoints of a workspace in a shadow git repository: snapshot, changes between two, rewind, turn log."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from ollie import paths
+from ollie.workspace.diff import compute_hunks
+from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
+from ollie.workspace.shadowgit import ShadowGit
+from ollie.workspace.types import CheckpointUnavailable, FileChange, GitError, Restored, Status, Turn, WorkspaceError
+
+MAX_FILE_BYTES = 1 << 20
+_ZERO = "0" * 40
+_STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+_SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_BINARY_SNIFF = 8000
+
+
+def shadow_dir(cwd: Path) -> Path:
+    """The shadow repository of `cwd`: the checkpoints dir + a hash of its real path."""
+    key = hashlib.sha256(os.fsencode(os.path.realpath(cwd))).hexdigest()[:32]
+    return paths.checkpoints_dir() / key
+
+
+def _session_ref(session_id: str) -> str:
+    """The ref namespace of a session (ids that are not ref-safe are hex-encoded)."""
+    part = session_id if _SAFE_SESSION.fullmatch(session_id) else "x" + session_id.encode().hex()
+    return f"refs/ollie/sessions/{part}/"
+
+
+def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
+    """(text, binary) of a blob: binary when it is a symlink, has a NUL near the start or is not UTF-8."""
+    if data is None:
+        return None, False
+    if mode == "120000" or b"\0" in data[:_BINARY_SNIFF]:
+        return None, True
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return None, True
+
+
+class Checkpoints:
+    """The checkpoints of one work tree (the session CWD); all state is on disk, so a fresh object sees it all."""
+
+    def __init__(self, cwd: Path | str, *, max_files: int = DEFAULT_MAX_FILES,
+                 max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.root = Path(os.path.realpath(cwd))
+        self.max_files = max_files
+        self.max_file_bytes = max_file_bytes
+        self.git = ShadowGit(shadow_dir(self.root), self.root)
+        self._ready = False
+        self._lock = asyncio.Lock()
+
+    async def _ensure(self) -> None:
+        """Check the CWD is a project (once) and create the shadow repository."""
+        if self._ready:
+            return
+        if not self.root.is_dir():
+            raise CheckpointUnavailable(f"{self.root} is not a directory")
+        shadow = Path(os.path.realpath(self.git.git_dir))
+        if shadow == self.root or self.root in shadow.parents:
+            # Tool code may write the workspace: it must not be able to plant config in ollie's own git.
+            raise CheckpointUnavailable(f"ollie's state dir {shadow.parent} is inside the workspace {self.root}")
+        await check_project(self.root, self.max_files)
+        await self.git.init()
+        self._ready = True
+
+    async def snapshot(self) -> str:
+        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read."""
+        async with self._lock:
+            return await self._snapshot()
+
+    async def _snapshot(self) -> str:
+        await self._ensure()
+        # Untracked (not ignored), modified and deleted paths, judged by the index's stat cache.
+        listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard")
+        update: set[str] = set()
+        drop: set[str] = set()
+        untracked = 0
+        for item in listing.split(b"\0"):
+            if len(item) < 3:
+                continue
+            tag, rel = item[:1], os.fsdecode(item[2:])
+            if rel.endswith("/"):
+                continue  # a nested repository: its own history, not ours to snapshot
+            untracked += tag == b"?"
+            if self._over_cap(rel):
+                if tag != b"?":
+                    drop.add(rel)  # tracked, and grew past the cap: stop tracking it
+                continue
+            update.add(rel)
+        if untracked > self.max_files:
+            raise CheckpointUnavailable(f"{self.root} has more than {self.max_files:,} files not ignored: "
+                                        "too many to checkpoint")
+        if update:
+            await self.git.run("update-index", "--add", "--remove", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
+        if drop:
+            await self.git.run("update-index", "--force-remove", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
+        return (await self.git.run("write-tree")).decode().strip()
+
+    def _over_cap(self, rel: str) -> bool:
+        """Whether `rel` is a regular file larger than the size cap (skipped, left as it is)."""
+        try:
+            st = os.lstat(self.root / rel)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes
+
+    async def changes(self, before: str, after: str | None = None) -> list[FileChange]:
+        """The files that differ from checkpoint `before` to `after` (None: the work tree now), with hunks."""
+        if after is None:
+            after = await self.snapshot()
+        else:
+            await self._ensure()
+        raw = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", before, after)
+        fields = raw.split(b"\0")
+        entries: list[tuple[str, str, str, str, str, str]] = []
+        for meta, rel in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(b":"):
+                continue
+            old_mode, new_mode, old_id, new_id, code = meta[1:].decode().split()
+            if "160000" in (old_mode, new_mode):
+                continue  # nested repositories are never snapshotted
+            entries.append((os.fsdecode(rel), code[0], old_mode, new_mode, old_id, new_id))
+        blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
+        out: list[FileChange] = []
+        for rel, code, old_mode, new_mode, old_id, new_id in entries:
+            old_data = blobs.get(old_id) if old_id != _ZERO else None
+            new_data = blobs.get(new_id) if new_id != _ZERO else None
+            old_text, old_bin = _as_text(old_data, old_mode)
+            new_text, new_bin = _as_text(new_data, new_mode)
+            binary = old_bin or new_bin
+            if binary:
+                old_text = new_text = None
+            hunks = compute_hunks(old_text or "", new_text or "") if not binary else ()
+            out.append(FileChange(path=rel, status=_STATUS.get(code, "modified"), old_text=old_text,
+                                  new_text=new_text, binary=binary, hunks=hunks, old_mode=old_mode,
+                                  new_mode=new_mode, old_data=old_data, new_data=new_data))
+        return out
+
+    async def restore(self, checkpoint: str) -> Restored:
+        """Rewind the work tree to `checkpoint`; a snapshot is taken first (restore it to undo the rewind).
+
+        Files added since are removed, changed and deleted ones restored; ignored and over-cap files are
+        left alone. git writes the files, so it never writes through a symlinked directory.
+        """
+        async with self._lock:
+            current = await self._snapshot()
+            changed = await self.changes(current, checkpoint)
+            try:
+                # Two-tree merge from the index (== current, stat-fresh): only differing paths are touched.
+                await self.git.run("read-tree", "-m", "-u", current, checkpoint)
+            except GitError as exc:
+                raise WorkspaceError(f"cannot rewind {self.root} to {checkpoint[:12]}: {exc}") from exc
+            await self.git.run("update-ref", f"refs/ollie/rewinds/{current}", current)
+            return Restored(checkpoint=checkpoint, undo_checkpoint=current, changes=tuple(changed))
+
+    async def record_turn(self, session_id: str, turn: int, checkpoint: str) -> Turn:
+        """Log `checkpoint` as the state before `turn` of `session_id` (a ref in the shadow repository)."""
+        if turn < 0:
+            raise ValueError(f"turn must be >= 0, got {turn}")
+        await self._ensure()
+        await self.git.run("update-ref", f"{_session_ref(session_id)}{turn:08d}", checkpoint)
+        return Turn(session_id=session_id, turn=turn, checkpoint=checkpoint)
+
+    async def begin_turn(self, session_id: str, turn: int) -> Turn:
+        """Snapshot the work tree and log it as the state before `turn`."""
+        return await self.record_turn(session_id, turn, await self.snapshot())
+
+    async def list_turns(self, session_id: str) -> list[Turn]:
+        """The turns logged for `session_id`, oldest first."""
+        await self._ensure()
+        prefix = _session_ref(session_id)
+        out = await self.git.run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        turns = []
+        for line in out.decode().splitlines():
+            ref, _, tree = line.partition(" ")
+            turns.append(Turn(session_id=session_id, turn=int(ref[len(prefix):]), checkpoint=tree))
+        return sorted(turns, key=lambda t: t.turn)

@@ -1,0 +1,66 @@
+"""Is this CWD a project we may checkpoint? Decided cheaply (a bounded walk), never by scanning for minutes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from ollie.workspace.types import CheckpointUnavailable
+
+DEFAULT_MAX_FILES = 50_000
+# A walk that takes longer than this is refused: the tree is too big to checkpoint per turn anyway.
+WALK_BUDGET_S = 2.0
+# Usually ignored and huge: pruned from the cheap count only (git's own listing, which honours the
+# .gitignore files, is counted again before anything is hashed).
+_PRUNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
+                     ".pytest_cache", ".ruff_cache", "target", ".gradle", ".cache"})
+
+
+def _refused_location(root: Path) -> str | None:
+    """Why `root` is not a project by where it is ($HOME, /, or above $HOME), else None."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    if root == Path(root.anchor):
+        return f"{root} is the filesystem root, not a project"
+    if root == home:
+        return f"{root} is the home directory, not a project: start ollie in a project directory"
+    if root in home.parents:
+        return f"{root} contains the home directory, not a project"
+    return None
+
+
+def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
+    """Walk `root` until more than `limit` files or `budget_s` seconds; why it is too big, else None."""
+    deadline = time.monotonic() + budget_s
+    count = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in _PRUNED:
+                            stack.append(entry.path)
+                        continue
+                except OSError:
+                    continue
+                count += 1
+                if count > limit:
+                    return f"{root} has more than {limit:,} files: too many to checkpoint"
+        if time.monotonic() > deadline:
+            return f"{root} is too large to scan within {budget_s:g} s: too many files to checkpoint"
+    return None
+
+
+async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES, budget_s: float = WALK_BUDGET_S) -> None:
+    """Raise CheckpointUnavailable when `root` is not a project we may checkpoint."""
+    reason = _refused_location(root)
+    if reason is None:
+        reason = await asyncio.to_thread(_count_files, root, max_files, budget_s)
+    if reason is not None:
+        raise CheckpointUnavailable(reason)

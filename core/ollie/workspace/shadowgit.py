@@ -1,0 +1,133 @@
+"""Git run against a shadow repository whose work tree is the (hostile) workspace.
+
+The workspace's own `.git` is never used and no configuration, hook, fsmonitor,
+filter, textconv or attribute driver from it or from the user's git settings can
+run: the environment is built from scratch, system and global config are off,
+and the shadow's `info/attributes` (highest precedence) unsets every attribute
+that makes git transform content or call out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from ollie.workspace.types import GitError
+
+# Options on every call: no hooks, no fsmonitor, no untracked cache, no user excludes/attributes files,
+# no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content.
+_OPTIONS = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "core.excludesFile=/dev/null",
+    "-c", "core.attributesFile=/dev/null",
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "core.quotePath=false",
+    "-c", "core.symlinks=true",
+    "-c", "core.preloadIndex=true",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "advice.addEmbeddedRepo=false",
+    "-c", "submodule.recurse=false",
+)
+_LOCK_RETRIES = 40
+_LOCK_WAIT_S = 0.05
+_STALE_LOCK_S = 30.0
+# Unset, at the highest precedence, every attribute that transforms content or names a driver.
+ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
+
+
+def git_env(git_dir: Path, work_tree: Path, index_file: Path | None = None) -> dict[str, str]:
+    """A from-scratch environment: only PATH is inherited, so no GIT_* variable of the caller leaks in."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(git_dir),
+        "LC_ALL": "C",
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(work_tree),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_AUTHOR_NAME": "ollie", "GIT_AUTHOR_EMAIL": "ollie@localhost",
+        "GIT_COMMITTER_NAME": "ollie", "GIT_COMMITTER_EMAIL": "ollie@localhost",
+    }
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
+    return env
+
+
+class ShadowGit:
+    """Runs git for one shadow repository (`git_dir`) over one work tree."""
+
+    def __init__(self, git_dir: Path, work_tree: Path) -> None:
+        self.git_dir = git_dir
+        self.work_tree = work_tree
+
+    async def run(self, *args: str, stdin: bytes | None = None, index_file: Path | None = None,
+                  ok_codes: tuple[int, ...] = (0,)) -> bytes:
+        """Run `git ARGS` in the work tree; its stdout, or GitError with its stderr."""
+        attempt = 0
+        while True:
+            proc = await asyncio.create_subprocess_exec(
+                "git", "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
+                env=git_env(self.git_dir, self.work_tree, index_file),
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await proc.communicate(stdin)
+            if proc.returncode in ok_codes:
+                return out
+            # Another process (a second ollie on the same CWD) holds the shadow's lock: wait for it.
+            if b".lock': File exists" not in err or attempt == _LOCK_RETRIES:
+                detail = err.decode(errors="replace").strip()
+                raise GitError(f"git {args[0]} failed ({proc.returncode}): {detail}")
+            attempt += 1
+            self._clear_stale_lock()
+            await asyncio.sleep(_LOCK_WAIT_S)
+
+    def _clear_stale_lock(self) -> None:
+        """Remove an index lock left by a process that died mid-command (ours hold it for milliseconds)."""
+        lock = self.git_dir / "index.lock"
+        try:
+            if time.time() - lock.stat().st_mtime > _STALE_LOCK_S:
+                lock.unlink()
+        except FileNotFoundError:
+            pass
+
+    async def init(self) -> None:
+        """Create the shadow repository once (idempotent), with its attribute lockdown in place."""
+        if not (self.git_dir / "HEAD").exists():
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            # GIT_DIR and GIT_WORK_TREE are set, so this makes the shadow there, not a .git in the workspace.
+            await self.run("init", "--quiet")
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        attributes = info / "attributes"
+        if not attributes.exists() or attributes.read_text() != ATTRIBUTES:
+            attributes.write_text(ATTRIBUTES)
+
+    async def cat_blobs(self, ids: list[str]) -> dict[str, bytes]:
+        """The contents of the blobs `ids`, in one `cat-file --batch` call."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        out = await self.run("cat-file", "--batch", stdin="".join(i + "\n" for i in wanted).encode())
+        blobs: dict[str, bytes] = {}
+        pos = 0
+        for _ in wanted:
+            eol = out.index(b"\n", pos)
+            header = out[pos:eol].split()
+            if len(header) < 3:
+                raise GitError(f"cat-file: missing object {header[0].decode()}")
+            size = int(header[2])
+            blobs[header[0].decode()] = out[eol + 1:eol + 1 + size]
+            pos = eol + 1 + size + 1
+        return blobs

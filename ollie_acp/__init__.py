@@ -1,0 +1,1 @@
+"""ollie as an Agent Client Protocol agent (`ollie acp`), over the same engine as ollie_lsp."""

@@ -1,0 +1,74 @@
+"""`ollie acp` / `ollie-acp` / `python -m ollie_acp`: ollie as an Agent Client Protocol agent over stdio."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from typing import BinaryIO, cast
+
+from ollie import __version__
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: --agent, --backend, --model, --log-file, --version."""
+    parser = argparse.ArgumentParser(
+        prog="ollie acp",
+        description="Run ollie as an ACP agent over stdin/stdout (Zed, JetBrains, codecompanion, avante, agent-shell).",
+    )
+    parser.add_argument("--agent", default="default", help="agent config of new sessions (default: default)")
+    parser.add_argument("--backend", help="backend of new sessions (default: $OLLIE_BACKEND)")
+    parser.add_argument("--model", help="model of new sessions (default: $OLLIE_MODEL or the backend's default)")
+    parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
+    parser.add_argument("--version", action="version", version=f"ollie-acp {__version__}")
+    return parser.parse_args(argv)
+
+
+async def _streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio streams over the private copies of stdin/stdout (the SDK's defaults would use fds 0/1)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)  # the SDK's limit: embedded files can be big
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), rpc_in)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, rpc_out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
+    """Serve one client until its stdin closes; then close every session (saved, tool processes ended)."""
+    from acp import run_agent
+    from acp.interfaces import Agent
+
+    from ollie_acp.agent import OllieAgent
+
+    agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
+    reader, writer = await _streams(rpc_in, rpc_out)
+    try:
+        # The SDK's Agent protocol also lists the unstable close/fork/resume methods; ollie leaves them out
+        # and the SDK's router answers them method-not-found.
+        await run_agent(cast(Agent, agent), writer, reader)
+    finally:
+        await agent.close_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `ollie-acp` (and `ollie acp`)."""
+    args = parse_args(argv)
+    from ollie.log import setup_logging
+    from ollie.stdio import protect_stdio
+
+    # Nothing but ACP on stdout: fd 1 becomes stderr for everything else (tools, hooks, stray prints).
+    rpc_in, rpc_out = protect_stdio()
+    level = os.environ.get("OLLIE_LOG_LEVEL", "INFO").upper()
+    setup_logging(args.log_file, level=level if level in logging.getLevelNamesMapping() else "INFO")
+    try:
+        asyncio.run(serve(args, rpc_in, rpc_out))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""The ACP agent: initialize, sessions (new, load, list), prompt, cancel, modes and config options."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.helpers import update_available_commands
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandInput,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    TextContentBlock,
+    UnstructuredCommandInput,
+)
+
+from ollie import __version__
+from ollie.agent.commands import COMMANDS
+from ollie.agent.commands_info import agent_infos
+from ollie.agent.core import Core
+from ollie.agent.recorder import record
+from ollie.agent.steps import KindLookup, script_kinds
+from ollie.errors import ConfigError, OllieError
+from ollie.paths import sessions_dir, tools_path
+from ollie.sessions import persist
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words, os_user
+from ollie.tools.execute import plan_file
+from ollie_acp.fs import client_files
+from ollie_acp.history import replay
+from ollie_acp.prompt import PromptBlock, prompt_text
+from ollie_acp.session import MODES, AcpSession
+from ollie_acp.updates import Update, UpdateForwarder
+
+logger = logging.getLogger("ollie.acp.agent")
+LIST_PAGE = 50
+T = TypeVar("T")
+
+
+class OllieAgent:
+    """One client's ACP agent: every session it opened, each its own Core."""
+
+    def __init__(self, *, agent: str = "default", backend: str | None = None, model: str | None = None) -> None:
+        self._agent = agent
+        self._backend = backend
+        self._model = model
+        self._client: Client | None = None
+        # What the client offers of fs/* (set at initialize): the file tools read and write through it.
+        self._fs: FileSystemCapabilities | None = None
+        self._sessions: dict[str, AcpSession] = {}
+        # Registry calls are synchronous sqlite: one worker thread keeps them in order and off the loop.
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-acp-registry")
+        self._registry: Registry | None = None
+        self._user = os_user()
+
+    def on_connect(self, conn: Client) -> None:
+        """The SDK hands over the connection to the client."""
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        """The connected client."""
+        assert self._client is not None, "no client connected"
+        return self._client
+
+    # --- lifecycle ----------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+                         **kwargs: Any) -> InitializeResponse:
+        """Protocol version 1; load, list, embedded context and resource links."""
+        self._fs = client_capabilities.fs if isinstance(client_capabilities, ClientCapabilities) else None
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="ollie", title="ollie", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        """No authentication: the backend's keys come from the environment."""
+        return None
+
+    async def close_all(self) -> None:
+        """Close every session: interrupted, saved, tool processes ended."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        self._io.shutdown(wait=True)
+
+    # --- sessions -----------------------------------------------------------------
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        """A new ollie session in `cwd`."""
+        live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
+        return NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> LoadSessionResponse:
+        """Resume a saved session and replay its history as updates."""
+        directory = _directory(cwd)
+        if session_id in self._sessions:
+            raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
+        try:
+            known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        if not known:
+            raise RequestError.resource_not_found(session_id)
+        info = await self._registry_call(self._registry_get, session_id)
+        live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
+                                title=info.title if info else "", announce=False)
+        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
+            await self.client.session_update(session_id=live.id, update=update)
+        await self._announce(live)
+        return LoadSessionResponse(modes=_modes(live), config_options=await _options(live))
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kwargs: Any) -> ListSessionsResponse:
+        """The user's saved sessions, most recently active first, with titles and times."""
+        try:
+            offset = int(cursor or 0)
+        except ValueError:
+            raise RequestError.invalid_params({"cursor": f"not a cursor of this agent: {cursor!r}"}) from None
+        infos = await self._registry_call(self._registry_list, offset)
+        shown = infos[:LIST_PAGE]
+        sessions = [
+            SessionInfo(session_id=i.id, cwd=cwd or str(Path.cwd()), title=i.title or None,
+                        updated_at=_iso(i.last_active or i.created_at))
+            for i in shown
+        ]
+        more = len(infos) > LIST_PAGE
+        return ListSessionsResponse(sessions=sessions, next_cursor=str(offset + LIST_PAGE) if more else None)
+
+    async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
+                    announce: bool = True) -> AcpSession:
+        try:
+            core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
+                                     session_id=session_id)
+        except ConfigError as exc:
+            raise RequestError.invalid_params({"agent": str(exc)}) from None
+        live_id = core.session_id
+        client = self.client
+
+        async def send(update: Update) -> None:
+            await client.session_update(session_id=live_id, update=update)
+
+        forwarder = UpdateForwarder(core, send, kind_of=_kinds(), plan_file=lambda: plan_file(core.session_id))
+        live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client, title=title)
+        core.approver = live.approve
+        core.step_approver = live.approve_step
+        core.set_documents(client_files(client, live_id, self._fs))
+        self._sessions[live_id] = live
+        forwarder.start()
+        try:
+            live.recorder = await record(core, channel=Channel.ACP, title=title, registry=self._get_registry,
+                                         user=self._user, io=self._io)
+        except OllieError as exc:
+            logger.warning("session %s is not recorded: %s", live_id, exc)
+        if announce:
+            await self._announce(live)
+        return live
+
+    async def _announce(self, live: AcpSession) -> None:
+        # After the session/new answer would be better, but a notification first is harmless: clients
+        # keep updates for a session id they are about to learn.
+        await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
+
+    def _get(self, session_id: str) -> AcpSession:
+        live = self._sessions.get(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"sessionId": f"no open session {session_id!r}"})
+        return live
+
+    # --- turns --------------------------------------------------------------------
+
+    async def prompt(self, prompt: list[PromptBlock], session_id: str, **kwargs: Any) -> PromptResponse:
+        """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
+        live = self._get(session_id)
+        text = prompt_text(prompt, cwd=live.core.cwd)
+        if not text:
+            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+        user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
+        if not live.title and user_text and not user_text.startswith(("/", "!")):
+            # An untitled session takes its first prompt as its title, as in the daemon.
+            live.title = first_words(user_text)
+            asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
+        stop = await live.run_prompt(text)
+        return PromptResponse(stop_reason=stop)  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """session/cancel: the running prompt answers `cancelled`."""
+        live = self._sessions.get(session_id)
+        if live is not None:
+            await live.cancel()
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        """Switch the session's approval mode."""
+        await self._get(session_id).set_mode(mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **kwargs: Any) -> SetSessionConfigOptionResponse:
+        """`model` switches the backend's model; `agent` switches the agent config (a fresh conversation)."""
+        live = self._get(session_id)
+        if not isinstance(value, str) or not value:
+            raise RequestError.invalid_params({"value": "a non-empty string"})
+        if config_id == "model":
+            live.core.switch_model(value)
+        elif config_id == "agent":
+            try:
+                await live.core.switch_agent(value)
+            except ConfigError as exc:
+                raise RequestError.invalid_params({"value": str(exc)}) from None
+        else:
+            raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (model, agent)"})
+        return SetSessionConfigOptionResponse(config_options=await _options(live))
+
+    # --- registry -----------------------------------------------------------------
+
+    def _get_registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = Registry()
+        return self._registry
+
+    async def _registry_call(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    def _registry_get(self, session_id: str) -> Info | None:
+        try:
+            return self._get_registry().get(Scope(user_id=self._user), session_id)
+        except OllieError:
+            return None
+
+    def _registry_rename(self, session_id: str, title: str) -> None:
+        try:
+            self._get_registry().rename(Scope(user_id=self._user), session_id, title)
+        except OllieError as exc:
+            logger.info("automatic title skipped: %s", exc)
+
+    def _registry_list(self, offset: int) -> list[Info]:
+        return self._get_registry().list(Scope(user_id=self._user), ListOptions(limit=LIST_PAGE + 1, offset=offset))
+
+
+def _directory(cwd: str) -> Path:
+    path = Path(cwd).expanduser()
+    if not path.is_absolute() or not path.is_dir():
+        raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
+    return path.resolve()
+
+
+def _kinds() -> KindLookup:
+    return script_kinds(tools_path())
+
+
+def _commands() -> list[AvailableCommand]:
+    out = []
+    for name, command in COMMANDS.items():
+        hint = command.usage.partition(" ")[2]
+        out.append(AvailableCommand(name=name, description=command.summary,
+                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
+    return out
+
+
+def _modes(live: AcpSession) -> SessionModeState:
+    return SessionModeState(current_mode_id=live.mode, available_modes=[
+        SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
+    ])
+
+
+def _iso(stamp: datetime | None) -> str | None:
+    return stamp.isoformat() if stamp else None
+
+
+async def _options(live: AcpSession) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+    core = live.core
+    try:
+        models = await asyncio.wait_for(core.list_models(), 5)
+    except (TimeoutError, OllieError, OSError):
+        models = []
+    if core.model_name not in models:
+        models = [core.model_name, *models]
+    agents = [a.name for a in await asyncio.to_thread(agent_infos, core) if not a.error]
+    if core.agent_name not in agents:
+        agents = [core.agent_name, *agents]
+    return [
+        SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
+                                  current_value=core.model_name,
+                                  options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
+        SessionConfigOptionSelect(type="select", id="agent", name="Agent", category="mode",
+                                  current_value=core.agent_name,
+                                  options=[SessionConfigSelectOption(value=a, name=a) for a in agents]),
+    ]

@@ -1,0 +1,67 @@
+"""The client's files (`fs/read_text_file`, `fs/write_text_file`) as the engine's EditorDocuments."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ollie.tools.documents import STALE, ApplyResult, Version
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+    from acp.schema import FileSystemCapabilities
+
+logger = logging.getLogger("ollie.acp.fs")
+
+
+def text_version(text: str) -> str:
+    """ACP documents have no versions: the digest of the text read stands for one."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+class ClientFiles:
+    """One session's view of the client's files: reads include unsaved buffers; writes go through the client."""
+
+    def __init__(self, client: Client, session_id: str, *, write: bool) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._write = write
+
+    async def _read(self, path: Path) -> str | None:
+        try:
+            response = await self._client.read_text_file(session_id=self._session_id, path=str(path))
+        except Exception as exc:  # the client cannot read it (no such file...): the tool reads the disk
+            logger.debug("fs/read_text_file %s failed: %s", path, exc)
+            return None
+        return response.content
+
+    async def text(self, path: Path) -> tuple[str, Version] | None:
+        """The client's text of `path` (its unsaved buffer when open); None when the client has none."""
+        content = await self._read(path)
+        return None if content is None else (content, text_version(content))
+
+    async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
+        """Write through `fs/write_text_file`, refused when the client's text is no longer the one read."""
+        if not self._write:
+            return ApplyResult("disk")
+        current = await self._read(path)
+        if current is not None and text_version(current) != version:
+            return ApplyResult("refused", STALE)
+        try:
+            await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
+        except Exception as exc:  # the client refused the write: the model is told, nothing changed
+            return ApplyResult("refused", f"the editor did not write the file: {exc}")
+        return ApplyResult("applied")
+
+    async def open_unsaved_paths(self) -> list[Path]:
+        """ACP does not say which buffers are unsaved: none known."""
+        return []
+
+
+def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None) -> ClientFiles | None:
+    """The session's ClientFiles when the client offers fs/read_text_file (None: the tools use the disk)."""
+    if fs is None or not fs.read_text_file:
+        return None
+    return ClientFiles(client, session_id, write=bool(fs.write_text_file))

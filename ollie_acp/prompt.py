@@ -1,0 +1,80 @@
+"""An ACP prompt (text, resource links, embedded resources) as the text the engine runs, editor context marked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from acp.schema import (
+    AudioContentBlock,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+PromptBlock = (
+    TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
+)
+# The longest attached text copied into a prompt (as the daemon's editor context); beyond it the text is cut.
+MAX_CONTEXT_CHARS = 20_000
+
+
+def display_path(uri: str, cwd: Path) -> str:
+    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return uri
+    path = unquote(parsed.path)
+    rel = os.path.relpath(path, cwd)
+    return path if rel.startswith("..") else rel
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_CONTEXT_CHARS:
+        return text
+    return text[:MAX_CONTEXT_CHARS] + f"\n[... cut: {len(text) - MAX_CONTEXT_CHARS} more characters]"
+
+
+def _context_block(header: str, body: str | None, language: str = "") -> str:
+    # The same `<editor-context>` block the daemon puts before a prompt (ollie_lsp.editor), so the
+    # agent prompts that explain it apply to both.
+    lines = ["<editor-context>", header]
+    if body is not None:
+        lines += ["Attached text:", f"```{language}", _clip(body), "```"]
+    lines.append("</editor-context>")
+    return "\n".join(lines)
+
+
+def _language(uri: str) -> str:
+    suffix = Path(urlparse(uri).path).suffix.lstrip(".")
+    return suffix if suffix.isidentifier() else ""
+
+
+def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
+    """The prompt: editor-context blocks for the attached files, then the user's text (a command stays bare)."""
+    texts: list[str] = []
+    contexts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            texts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            header = f"File: {display_path(block.uri, cwd)}"
+            if block.description:
+                header += f" ({block.description})"
+            contexts.append(_context_block(header + " (linked: read it if you need it)", None))
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            header = f"File: {display_path(resource.uri, cwd)}"
+            if isinstance(resource, TextResourceContents):
+                contexts.append(_context_block(header, resource.text, _language(resource.uri)))
+            else:
+                contexts.append(_context_block(header + " (binary, not shown)", None))
+        else:
+            contexts.append(f"[a {block.type} attachment was left out: ollie takes text]")
+    text = "\n".join(texts).strip()
+    if not contexts or text.startswith(("/", "!")):
+        return text
+    return "\n\n".join([*contexts, text]) if text else "\n\n".join(contexts)

@@ -1,0 +1,169 @@
+"""One ACP session: its Core, its update forwarder, its approval mode and its running prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from acp import RequestError, text_block, tool_content, tool_diff_content
+from acp.helpers import update_current_mode
+from acp.schema import (
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PermissionOption,
+    TerminalToolCallContent,
+    ToolCallUpdate,
+)
+
+from ollie_acp.updates import UpdateForwarder
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.core import Core
+    from ollie.agent.recorder import Recorder
+
+logger = logging.getLogger("ollie.acp.session")
+
+# Session modes are the engine's approval modes (ollie.agent.approval), 1:1.
+MODES = {
+    "ask": ("Ask", "Edits and commands that are not read-only ask first"),
+    "auto-edit": ("Auto-edit", "Edits apply without asking; commands ask"),
+    "auto": ("Auto", "Nothing asks (the sandbox still applies)"),
+    "read-only": ("Read-only", "Steps that write are refused; the agent plans instead"),
+}
+PERMISSION_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="allow_always", name="Allow always (this session)", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    PermissionOption(option_id="reject_always", name="Reject always (this session)", kind="reject_always"),
+]
+# ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
+STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
+                "max_steps": "max_turn_requests"}
+
+
+@dataclass
+class AcpSession:
+    """A live session of this agent."""
+
+    id: str
+    core: Core
+    forwarder: UpdateForwarder
+    client: Client
+    title: str = ""
+    recorder: Recorder | None = None
+    turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    prompt_task: asyncio.Task[str] | None = None
+    cancelled: bool = False
+    _asks: int = 0
+    # An "always" answer to an elevation question (None: ask), and the steps rejected always (by what
+    # "Allow always" would cover): both for this session only.
+    elevation_always: bool | None = None
+    rejected_always: set[str] = field(default_factory=set)
+
+    @property
+    def mode(self) -> str:
+        """The session mode: the Core's approval mode."""
+        return self.core.approval
+
+    async def approve(self, what: str) -> bool:
+        """The Core's elevation approver: an earlier "always" holds, else the client is asked."""
+        if self.elevation_always is not None:
+            return self.elevation_always
+        await self.forwarder.drained()  # the step being asked about is on the client first
+        self._asks += 1
+        step_id = self.forwarder.last_step_id or f"elevate-{self._asks}"
+        tool_call = ToolCallUpdate(tool_call_id=step_id, title="Run outside the sandbox", kind="execute",
+                                   status="pending", content=[tool_content(text_block(what))])
+        choice = await self._ask(tool_call)
+        if choice in ("allow_always", "reject_always"):
+            self.elevation_always = choice == "allow_always"
+        return choice in ("allow_once", "allow_always")
+
+    async def approve_step(self, question: StepQuestion) -> Answer:
+        """The Core's step approver (approval mode questions): session/request_permission; no feedback text."""
+        from ollie.agent.approval import Answer
+
+        covers = question.always_label()
+        if covers in self.rejected_always:
+            return Answer("reject")
+        await self.forwarder.drained()
+        content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
+            tool_content(text_block(f"{question.title}\n(\"always\" covers {covers} in this session)"))]
+        if question.diff is not None:
+            content.insert(0, tool_diff_content(question.diff.path, question.diff.new_text or "",
+                                                question.diff.old_text))
+        tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
+                                   status="pending", content=content)
+        choice = await self._ask(tool_call)
+        if choice == "reject_always":
+            self.rejected_always.add(covers)
+        return Answer({"allow_once": "allow_once", "allow_always": "allow_always"}.get(choice or "", "reject"))  # type: ignore[arg-type]
+
+    async def _ask(self, tool_call: ToolCallUpdate) -> str | None:
+        """The option the client chose (None: cancelled or the request failed)."""
+        try:
+            answer = await self.client.request_permission(session_id=self.id, tool_call=tool_call,
+                                                          options=PERMISSION_OPTIONS)
+        except RequestError as exc:
+            logger.info("permission request failed: %s", exc)
+            return None
+        outcome = answer.outcome
+        return outcome.option_id if outcome.outcome == "selected" else None
+
+    async def set_mode(self, mode: str, *, announce: bool = False) -> None:
+        """Switch the approval mode; `announce` tells the client (a choice it did not make by mode)."""
+        if mode not in MODES:
+            raise RequestError.invalid_params({"modeId": f"unknown mode {mode!r} (one of {', '.join(MODES)})"})
+        self.core.set_approval(mode)
+        if announce:
+            await self.client.session_update(session_id=self.id, update=update_current_mode(mode))
+
+    async def run_prompt(self, text: str) -> str:
+        """Run one prompt (or slash command) to its end; the ACP stop reason."""
+        async with self.turn_lock:
+            self.cancelled = False
+            self.prompt_task = asyncio.ensure_future(self._run(text))
+            try:
+                return await asyncio.shield(self.prompt_task)
+            finally:
+                self.prompt_task = None
+
+    async def _run(self, text: str) -> str:
+        mode = self.mode
+        result = await self.core.submit(text)
+        if self.mode != mode:  # `/approval <mode>` switched it: the client shows the session mode
+            await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
+        await self.forwarder.drained()
+        if result.stop == "interrupted":
+            await self.forwarder.fail_open_steps()
+        if self.recorder is not None:
+            await self.recorder.drained()
+        if self.cancelled:
+            return "cancelled"
+        return STOP_REASONS.get(result.stop, "end_turn")
+
+    async def cancel(self) -> None:
+        """session/cancel: interrupt the running turn until it stops (its tools' processes killed)."""
+        task = self.prompt_task
+        if task is None:
+            return
+        self.cancelled = True
+        # The turn's task may not exist yet (or be between rounds): keep asking until the prompt ends.
+        while not task.done():
+            self.core.interrupt("cancelled by the client")
+            await asyncio.sleep(0.01)
+
+    async def close(self) -> None:
+        """Interrupt, save, end the tools; then the last updates and the record."""
+        try:
+            await self.core.close()
+        except Exception:
+            logger.exception("closing a session failed")
+        if self.recorder is not None:
+            await self.recorder.close()
+        await self.forwarder.stop()

@@ -1,0 +1,190 @@
+"""Engine events as ACP `session/update`s: message and thought chunks, tool steps, plan, usage."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from acp import plan_entry, start_tool_call, text_block, tool_content, tool_diff_content, update_plan, update_tool_call
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    Cost,
+    FileEditToolCallContent,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+from ollie.agent.core import Core
+from ollie.agent.events import Event
+from ollie.agent.steps import Diff, KindLookup, ToolState, ToolStep, inner_statuses
+
+logger = logging.getLogger("ollie.acp.updates")
+
+Update = (AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate | UsageUpdate
+          | UserMessageChunk)
+Send = Callable[[Update], Awaitable[None]]
+
+_PLAN_LINE = re.compile(r"^\s*- \[( |x|X)\] (.+)$")
+# What a step's update shows of its result: the editor has the full text in the session history.
+RESULT_PREVIEW_CHARS = 4000
+# Roles whose content is shown to the user as agent text, with a marker.
+NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
+
+
+def step_statuses(result: str, count: int) -> list[str]:
+    """`completed` / `failed` for each of a call's `count` steps, read from its result's section headers."""
+    return list(inner_statuses(result, count))
+
+
+def plan_entries(text: str) -> list[tuple[str, str]]:
+    """(content, status) of each `- [ ] step` / `- [x] step` line; the first open step is in progress."""
+    entries: list[tuple[str, str]] = []
+    current_marked = False
+    for line in text.splitlines():
+        match = _PLAN_LINE.match(line)
+        if match is None:
+            continue
+        if match.group(1) != " ":
+            entries.append((match.group(2).strip(), "completed"))
+        elif not current_marked:
+            entries.append((match.group(2).strip(), "in_progress"))
+            current_marked = True
+        else:
+            entries.append((match.group(2).strip(), "pending"))
+    return entries
+
+
+def tool_start(step_id: str, step: ToolStep, *, status: str = "pending") -> ToolCallStart:
+    """The `tool_call` update opening one step."""
+    return start_tool_call(step_id, step.title, kind=step.kind, status=status,  # type: ignore[arg-type]
+                           locations=[ToolCallLocation(path=loc.path, line=loc.line) for loc in step.locations])
+
+
+def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
+                cwd: Path | None = None) -> ToolCallProgress:
+    """The `tool_call_update` closing one step, with the start of its result and its diffs (paths absolute)."""
+    preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
+    content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
+    for diff in diffs:
+        path = str((cwd / diff.path) if cwd is not None else Path(diff.path))
+        # ACP's diff has no "removed" form: a deleted file shows as emptied.
+        content.append(tool_diff_content(path, diff.new_text or "", diff.old_text))
+    return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
+                            content=content or None)
+
+
+def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
+    """The steps a call/tool event carries: its inner steps for a batch, else the call itself."""
+    return list(steps) or [tool]
+
+
+class UpdateForwarder:
+    """Drains one session's bus in order into `session/update`s; tracks the open tool steps."""
+
+    def __init__(self, core: Core, send: Send, *, kind_of: KindLookup | None, plan_file: Callable[[], Path]) -> None:
+        self._core = core
+        self._send = send
+        self._kind_of = kind_of  # the engine's events carry the kinds now; kept for callers
+        self._plan_file = plan_file
+        self._sub = core.bus.subscribe()
+        # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
+        self._open: dict[str, list[str]] = {}
+        self._busy = False
+        self._task: asyncio.Task[None] | None = None
+        self.last_step_id: str | None = None
+
+    def start(self) -> None:
+        """Start draining."""
+        self._task = asyncio.create_task(self._run(), name="ollie-acp-updates")
+
+    async def stop(self) -> None:
+        """Close the subscription and wait until what was queued is sent."""
+        self._sub.close()
+        if self._task is not None:
+            await self._task
+
+    async def drained(self) -> None:
+        """Wait until every event published so far has been sent."""
+        while self._busy or self._sub.pending():
+            await asyncio.sleep(0.002)
+
+    async def fail_open_steps(self) -> None:
+        """End every step still open as failed (a turn cut short: no step stays pending)."""
+        open_steps, self._open = self._open, {}
+        for ids in open_steps.values():
+            for step_id in ids:
+                await self._send(tool_result(step_id, "failed", "interrupted"))
+
+    async def _run(self) -> None:
+        while (event := await self._sub.get()) is not None:
+            self._busy = True
+            try:
+                await self._handle(event)
+            except Exception:
+                # One bad event or a failed write must not stop the session's stream.
+                logger.exception("sending a session update failed")
+            finally:
+                self._busy = False
+
+    async def _handle(self, event: Event) -> None:
+        role = event.role
+        if role == "assistant" and event.content:
+            await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(event.content)))
+        elif role == "reasoning" and event.content:
+            await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
+        elif role == "user" and event.content:
+            await self._send(UserMessageChunk(session_update="user_message_chunk", content=text_block(event.content)))
+        elif role == "call":
+            await self._open_call(event)
+        elif role == "tool":
+            await self._close_call(event)
+        elif role == "usage":
+            await self._send(self.usage_update())
+        elif role in NOTE_ROLES and event.content:
+            text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
+            await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
+
+    async def _open_call(self, event: Event) -> None:
+        if event.tool is None:
+            return
+        steps = _steps_of(event.tool, event.steps)
+        self._open[event.tool.id] = [s.id for s in steps]
+        for step in steps:
+            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations)))
+            await self._send(update_tool_call(step.id, status="in_progress"))
+        self.last_step_id = steps[-1].id
+
+    async def _close_call(self, event: Event) -> None:
+        if event.tool is None or self._open.pop(event.tool.id, None) is None:
+            return
+        steps = _steps_of(event.tool, event.steps)
+        for step in steps:
+            await self._send(tool_result(step.id, step.status, event.content if len(steps) == 1 else "",
+                                         step.diffs or (), cwd=self._core.cwd))
+        if "task_" in event.content:
+            await self.send_plan()
+
+    async def send_plan(self) -> None:
+        """Send the session's plan (the task_* tools' checklist) when there is one."""
+        try:
+            text = await asyncio.to_thread(self._plan_file().read_text, encoding="utf-8")
+        except OSError:
+            return
+        entries = [plan_entry(content, status=status) for content, status in plan_entries(text)]  # type: ignore[arg-type]
+        await self._send(update_plan(entries))
+
+    def usage_update(self) -> UsageUpdate:
+        """The context window's use and the session's cost now."""
+        info = self._core.context_info()
+        cost = self._core.cost_info()["session"]
+        return UsageUpdate(session_update="usage_update", used=max(0, int(info["tokens"])),
+                           size=max(0, int(info["limit"])), cost=Cost(amount=float(cost), currency="USD"))

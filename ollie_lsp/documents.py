@@ -1,0 +1,120 @@
+"""The daemon's open documents (didOpen/didChange/didClose): unsaved text for the file tools, edits via applyEdit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
+
+from ollie.tools.documents import STALE, ApplyResult, Version
+
+if TYPE_CHECKING:
+    from ollie_lsp.server import OllieServer
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _read_disk(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def whole_range(doc: TextDocument) -> types.Range:
+    """The range covering all of `doc`'s text, in the client's position units."""
+    lines = doc.lines
+    if not lines:
+        return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    last = lines[-1]
+    if last.endswith(("\n", "\r")):
+        end = types.Position(line=len(lines), character=0)
+    else:
+        end = types.Position(line=len(lines) - 1, character=doc.position_codec.client_num_units(last))
+    return types.Range(start=types.Position(line=0, character=0), end=end)
+
+
+def replacement_edit(doc: TextDocument, new_text: str, version: int) -> types.WorkspaceEdit:
+    """A workspace edit replacing all of `doc` with `new_text`, valid only at document version `version`."""
+    identifier = types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version)
+    edit = types.TextEdit(range=whole_range(doc), new_text=new_text)
+    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])])
+
+
+class LspDocuments:
+    """The client's open file documents (pygls' workspace keeps them), as the engine's EditorDocuments."""
+
+    def __init__(self, server: OllieServer) -> None:
+        self._server = server
+
+    def open_documents(self) -> dict[Path, TextDocument]:
+        """Every open `file:` document by its real path (what other daemon code reverts or inspects)."""
+        found: dict[Path, TextDocument] = {}
+        for uri, doc in list(self._server.workspace.text_documents.items()):
+            fs_path = to_fs_path(uri) if uri.startswith("file:") else None
+            if fs_path:
+                found[_real(fs_path)] = doc
+        return found
+
+    def find(self, path: Path) -> TextDocument | None:
+        """The open document of `path` (symlinks resolved), or None."""
+        real = _real(path)
+        doc = self._server.workspace.text_documents.get(from_fs_path(str(real)) or "")
+        return doc if doc is not None else self.open_documents().get(real)
+
+    def can_apply(self) -> bool:
+        """Whether the client takes `workspace/applyEdit` with versioned document changes."""
+        caps = self._server.client_capabilities
+        workspace = caps.workspace if caps else None
+        return bool(workspace and workspace.apply_edit)
+
+    async def text(self, path: Path) -> tuple[str, Version] | None:
+        """The open document's text and version; None when `path` is not open."""
+        doc = self.find(path)
+        return None if doc is None else (doc.source, doc.version or 0)
+
+    async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
+        """Replace the document's text through `workspace/applyEdit` (the disk when the client cannot)."""
+        doc = self.find(path)
+        if doc is None or not self.can_apply():
+            return ApplyResult("disk")
+        if (doc.version or 0) != version or not isinstance(version, int):
+            return ApplyResult("refused", STALE)
+        return await self.apply_edit(doc, new_text, version, label="ollie: edit")
+
+    async def apply_edit(self, doc: TextDocument, new_text: str, version: int, *, label: str) -> ApplyResult:
+        """Send one whole-document replacement of `doc` at `version`; refused with the client's reason."""
+        params = types.ApplyWorkspaceEditParams(edit=replacement_edit(doc, new_text, version), label=label)
+        try:
+            answer = await self._server.workspace_apply_edit_async(params)
+        except Exception as exc:  # the client answered with an error: the edit did not happen
+            return ApplyResult("refused", f"the editor did not apply the edit: {exc}")
+        if not answer.applied:
+            reason = answer.failure_reason or STALE
+            return ApplyResult("refused", f"the editor did not apply the edit ({reason})")
+        return ApplyResult("applied")
+
+    async def open_unsaved_paths(self) -> list[Path]:
+        """The open documents whose text is not what is on disk."""
+        docs = self.open_documents()
+        on_disk = await asyncio.gather(*(asyncio.to_thread(_read_disk, path) for path in docs))
+        return [path for (path, doc), disk in zip(docs.items(), on_disk, strict=True) if disk != doc.source]
+
+
+def register_documents(server: OllieServer) -> None:
+    """Declare didOpen/didChange/didClose so `textDocumentSync.openClose` is advertised (pygls' workspace keeps them)."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: OllieServer, params: types.DidOpenTextDocumentParams) -> None:
+        """pygls' workspace has stored the document; nothing else to do."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: OllieServer, params: types.DidCloseTextDocumentParams) -> None:
+        """pygls' workspace has dropped the document; the file tools see the disk again."""

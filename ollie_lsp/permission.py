@@ -1,0 +1,67 @@
+"""Approval questions to the editor: `ollie/permission` for clients that announce it, else window/showMessageRequest."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from ollie.agent.approval import Answer, StepQuestion
+    from ollie_lsp.server import OllieServer
+
+logger = logging.getLogger("ollie.lsp.permission")
+
+PERMISSION_METHOD = "ollie/permission"
+# The buttons of the plain question, in order, and the answer each one is.
+BUTTONS = {"Allow once": "allow_once", "Allow always": "allow_always", "Reject": "reject",
+           "Reject with feedback": "reject_with_feedback"}
+
+
+def announces_permission(raw_options: object) -> bool:
+    """Whether initializationOptions say the client answers `ollie/permission` (`"permissionRequest": true`)."""
+    return isinstance(raw_options, Mapping) and raw_options.get("permissionRequest") is True
+
+
+def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
+    """The `ollie/permission` params: the session, the step and the options."""
+    return {"session": session_id, "step": question.to_wire(),
+            "options": [{"id": outcome, "name": name} for name, outcome in BUTTONS.items()],
+            "always": question.always_label()}
+
+
+async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
+    """Put one step to the user; a failed or dismissed question is a rejection."""
+    from ollie.agent.approval import OUTCOMES, Answer
+
+    if ls.rich_permission:
+        try:
+            raw = await ls.protocol.send_request_async(PERMISSION_METHOD, permission_params(session_id, question))
+        except Exception as exc:  # the client failed to answer: nothing runs on a broken question
+            logger.warning("ollie/permission failed: %s", exc)
+            return Answer("reject")
+        answer = _plain(raw)
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        feedback = answer.get("feedback") if isinstance(answer, dict) else None
+        if outcome not in OUTCOMES:
+            logger.warning("ollie/permission answered %r: taken as a rejection", raw)
+            return Answer("reject")
+        return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
+    covers = f' ("Allow always" covers {question.always_label()} in this session)'
+    reply = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+        type=types.MessageType.Warning,
+        message=f"ollie (session {session_id}) asks to: {question.title}{covers}",
+        actions=[types.MessageActionItem(title=title) for title in BUTTONS],
+    ))
+    # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
+    outcome = BUTTONS.get(reply.title, "reject") if reply is not None else "reject"
+    return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]
+
+
+def _plain(value: Any) -> Any:
+    """A response as plain JSON (pygls may hand back namedtuples)."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    return value

@@ -1,0 +1,160 @@
+"""Fixtures: `ollie acp` as a subprocess, driven by the ACP Python SDK's client side, against the scripted LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+import pytest_asyncio
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+from ollie.testing import Reply
+
+AGENT_COMMAND = [sys.executable, "-m", "ollie_acp"]
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment: this process's (private XDG dirs included, no OLLIE_*) plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}, **(extra or {})}
+
+
+class RecordingClient:
+    """An ACP client that records every update and answers permission questions from a script."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.permission_answers: list[str | None] = []  # option ids, None = cancelled
+        self.permission_requests: list[Any] = []
+        self.files: dict[str, str] = {}
+        self.writes: list[tuple[str, str]] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
+                                 **kwargs: Any) -> RequestPermissionResponse:
+        self.permission_requests.append((tool_call, options))
+        answer = self.permission_answers.pop(0) if self.permission_answers else None
+        if answer is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> ReadTextFileResponse:
+        return ReadTextFileResponse(content=self.files[path])
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        self.writes.append((path, content))
+        return WriteTextFileResponse()
+
+    def of(self, session_id: str, kind: str | None = None) -> list[Any]:
+        """The updates of one session (of one `sessionUpdate` kind when given)."""
+        return [u for s, u in self.updates if s == session_id and (kind is None or u.session_update == kind)]
+
+    def text(self, session_id: str, kind: str = "agent_message_chunk") -> str:
+        """The joined text of a session's chunks of one kind."""
+        return "".join(u.content.text for u in self.of(session_id, kind))
+
+
+class Agent:
+    """One running `ollie acp` and the client connected to it."""
+
+    def __init__(self, conn: Any, proc: Any, client: RecordingClient, workspace: Path) -> None:
+        self.conn = conn
+        self.proc = proc
+        self.client = client
+        self.workspace = workspace
+
+    async def new(self, cwd: Path | None = None) -> str:
+        """A new session in the workspace; its id."""
+        response = await asyncio.wait_for(self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[]), 30)
+        return response.session_id
+
+    async def prompt(self, session_id: str, *blocks: Any, timeout: float = 30) -> Any:
+        """Send a prompt (text strings become text blocks); the response."""
+        prompt = [acp.text_block(b) if isinstance(b, str) else b for b in blocks]
+        return await asyncio.wait_for(self.conn.prompt(session_id=session_id, prompt=prompt), timeout)
+
+
+@pytest_asyncio.fixture
+async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_agent(env=llm.env())` gives an initialized Agent; all are stopped at teardown."""
+    async with AsyncExitStack() as stack:
+        count = 0
+
+        async def start(*, env: dict[str, str] | None = None, fs: bool = False, workspace: Path | None = None,
+                        initialize: bool = True, command: list[str] | None = None) -> Agent:
+            nonlocal count
+            count += 1
+            ws = workspace or tmp_path / f"ws{count}"
+            ws.mkdir(parents=True, exist_ok=True)
+            client = RecordingClient()
+            conn, proc = await stack.enter_async_context(
+                acp.spawn_agent_process(client, *(command or AGENT_COMMAND), env=child_env(env), cwd=ws)
+            )
+            agent = Agent(conn, proc, client, ws)
+            if initialize:
+                caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
+                agent.init = await asyncio.wait_for(  # type: ignore[attr-defined]
+                    conn.initialize(protocol_version=1, client_capabilities=caps), 30)
+            return agent
+
+        yield start
+
+
+def _sleepers(marker: str) -> list[int]:
+    """Pids of the processes running `sleep <marker>` (the tool's pid may be in its own pid namespace)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cmdline").read_bytes() == f"sleep\0{marker}\0".encode():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+async def _start_sleeper(agent: Agent, llm: Any, marker: str) -> tuple[str, asyncio.Future[Any]]:
+    """A session whose turn runs `sleep <marker>` as a tool: (session id, the pending prompt)."""
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"exec sleep {marker}"}], "timeout": 120})))
+    sid = await agent.new()
+    prompt = asyncio.ensure_future(agent.prompt(sid, "sleep a minute"))
+    for _ in range(500):
+        if _sleepers(marker):
+            return sid, prompt
+        await asyncio.sleep(0.02)
+    raise AssertionError("the tool never started")
+
+
+class Sleeper:
+    """A tool that sleeps: `start` runs one in a new session's turn, `pids` finds it."""
+
+    start = staticmethod(_start_sleeper)
+    pids = staticmethod(_sleepers)
+
+
+@pytest.fixture
+def sleeper() -> Sleeper:
+    """Helpers for a turn that runs a long tool process."""
+    return Sleeper()
+
+
+@pytest.fixture
+def llm(scripted_llm: Callable[..., Any]) -> Any:
+    """A started scripted OpenAI-format server (checked for leftovers at teardown)."""
+    return scripted_llm("openai")

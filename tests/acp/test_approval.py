@@ -1,0 +1,70 @@
+"""`ollie acp`: session modes are the approval modes; approval questions go to session/request_permission."""
+
+from __future__ import annotations
+
+import acp
+import pytest
+
+from ollie.testing import Reply
+
+
+def edit(path: str, old: str, new: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
+
+
+def run(code: str) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": code}]}))
+
+
+async def test_session_modes_are_the_approval_modes(start_agent, llm) -> None:
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x1"), Reply.text("2"),
+               run("touch x2"), Reply.text("3"))
+    agent = await start_agent(env=llm.env(approval=""))
+    (agent.workspace / "a.txt").write_text("one\n")
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    sid = response.session_id
+    assert response.modes.current_mode_id == "ask"
+    assert [m.id for m in response.modes.available_modes] == ["ask", "auto-edit", "auto", "read-only"]
+    await agent.conn.set_session_mode(session_id=sid, mode_id="auto-edit")
+
+    await agent.prompt(sid, "edit")  # auto-edit: the edit is not asked about
+    assert (agent.workspace / "a.txt").read_text() == "two\n"
+    assert agent.client.permission_requests == []
+    agent.client.permission_answers = ["allow_always"]
+    await agent.prompt(sid, "touch")  # a command asks; "always" covers `touch` for the session
+    await agent.prompt(sid, "touch again")
+    (tool_call, options), = agent.client.permission_requests
+    assert tool_call.kind == "execute" and tool_call.title == "Run `touch x1`"
+    assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert (agent.workspace / "x1").exists() and (agent.workspace / "x2").exists()
+    with pytest.raises(acp.RequestError):
+        await agent.conn.set_session_mode(session_id=sid, mode_id="allow")
+
+
+async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, llm) -> None:
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"), Reply.text("2"))
+    agent = await start_agent(env=llm.env(approval=""))
+    (agent.workspace / "a.txt").write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_always"]
+    await agent.prompt(sid, "edit")
+    (tool_call, _), = agent.client.permission_requests
+    assert tool_call.kind == "edit" and tool_call.title == "Edit a.txt"
+    diff = tool_call.content[0]
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", "a.txt", "one\n", "two\n")
+    assert (agent.workspace / "a.txt").read_text() == "one\n"
+    assert "rejected" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # "Reject always" holds for edits in this session: the next one is rejected without a question.
+    await agent.prompt(sid, "edit again")
+    assert len(agent.client.permission_requests) == 1
+    assert (agent.workspace / "a.txt").read_text() == "one\n"
+
+
+async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) -> None:
+    llm.script(run("touch x"), Reply.text("planned"))
+    agent = await start_agent(env=llm.env(approval=""))
+    sid = await agent.new()
+    await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
+    await agent.prompt(sid, "make x")
+    assert not (agent.workspace / "x").exists() and agent.client.permission_requests == []
+    assert "read-only" in llm.chat_requests[-1].body["messages"][-1]["content"]

@@ -1,0 +1,59 @@
+"""A client offering fs/read_text_file and fs/write_text_file: the file tools read its text and write through it."""
+
+from __future__ import annotations
+
+import os
+
+from ollie.testing import Reply
+
+
+def read(path: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [path]}]}))
+
+
+def edit(path: str, old: str, new: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
+
+
+def tool_result(llm) -> str:
+    """What the model was told by its last tool call."""
+    return llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def open_notes(start_agent, llm, disk: str, client_text: str, *, fs: bool = True):
+    """An agent whose workspace has notes.txt (`disk`) and whose client holds `client_text` for it; (agent, sid, key)."""
+    agent = await start_agent(env=llm.env(), fs=fs)
+    notes = agent.workspace / "notes.txt"
+    notes.write_text(disk)
+    key = os.path.realpath(notes)
+    agent.client.files[key] = client_text
+    agent.client.permission_answers = ["allow_once"] * 3  # edits may ask first (approval modes)
+    return agent, await agent.new(), key
+
+
+async def test_the_model_reads_the_clients_text_and_edits_through_it(start_agent, llm) -> None:
+    llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client text", "changed"), Reply.text("edited"))
+    agent, sid, key = await open_notes(start_agent, llm, "disk text\n", "client text\nmore\n")
+    await agent.prompt(sid, "read notes.txt")
+    assert "     1\tclient text" in tool_result(llm) and "disk text" not in tool_result(llm)
+    await agent.prompt(sid, "edit it")
+    assert "replaced 1 occurrence" in tool_result(llm)
+    assert agent.client.writes == [(key, "changed\nmore\n")]
+    assert (agent.workspace / "notes.txt").read_text() == "disk text\n"
+
+
+async def test_an_edit_after_the_client_text_changed_is_refused(start_agent, llm) -> None:
+    llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client", "mine"), Reply.text("refused"))
+    agent, sid, key = await open_notes(start_agent, llm, "disk\n", "client\n")
+    await agent.prompt(sid, "read it")
+    agent.client.files[key] = "client\nthe user typed\n"
+    await agent.prompt(sid, "edit it")
+    assert "the file changed in the editor since you read it; read it again" in tool_result(llm)
+    assert agent.client.writes == [] and (agent.workspace / "notes.txt").read_text() == "disk\n"
+
+
+async def test_without_fs_the_tools_use_the_disk(start_agent, llm) -> None:
+    llm.script(read("notes.txt"), Reply.text("read"))
+    agent, sid, _ = await open_notes(start_agent, llm, "disk text\n", "client text\n", fs=False)
+    await agent.prompt(sid, "read it")
+    assert "     1\tdisk text" in tool_result(llm)

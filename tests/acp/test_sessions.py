@@ -1,0 +1,106 @@
+"""`ollie acp` sessions: load replays history, list, permission answers, modes, config options, stdin EOF."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import acp
+import pytest
+
+from ollie.testing import Reply
+
+
+async def test_load_replays_the_history_and_list_shows_titles_and_times(start_agent, llm) -> None:
+    first = await start_agent(env=llm.env())
+    (first.workspace / "hello.py").write_text("print('hi')\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["hello.py"]}]})),
+               Reply.text("It prints hi."))
+    sid = await first.new()
+    await first.prompt(sid, "what does hello.py print")
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 15)  # stdin closed: the agent saves and exits
+
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    listed = await asyncio.wait_for(second.conn.list_sessions(cwd=str(first.workspace)), 15)
+    (info,) = [s for s in listed.sessions if s.session_id == sid]
+    assert info.title == "what does hello.py print"
+    assert info.updated_at and info.updated_at.startswith("20")
+    await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    client = second.client
+    assert client.text(sid, "user_message_chunk") == "what does hello.py print"
+    (step,) = client.of(sid, "tool_call")
+    assert (step.kind, step.title, step.status) == ("read", "Read hello.py", "completed")
+    assert client.text(sid) == "It prints hi."
+    # The loaded session goes on where it stopped: the model sees the earlier turn.
+    llm.script(Reply.text("Still hi."))
+    assert (await second.prompt(sid, "and now?")).stop_reason == "end_turn"
+    assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+
+
+async def test_loading_an_unknown_session_is_an_error(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.conn.load_session(cwd=str(agent.workspace), session_id="nosuchsession", mcp_servers=[])
+    assert caught.value.code == -32002  # resource not found
+
+
+ELEVATED = {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}
+
+
+@pytest.mark.parametrize(("answer", "runs", "always"), [
+    ("allow_once", True, False), ("allow_always", True, True),
+    ("reject_once", False, False), ("reject_always", False, True), (None, False, False),
+])
+async def test_an_elevated_step_asks_for_permission(start_agent, llm, answer, runs, always) -> None:
+    agent = await start_agent(env=llm.env())
+    llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
+    sid = await agent.new()
+    agent.client.permission_answers = [answer]
+    await agent.prompt(sid, "write it outside the sandbox")
+    (tool_call, options), = agent.client.permission_requests
+    assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}
+    assert "echo out > elevated.txt" in tool_call.content[0].content.text
+    assert (agent.workspace / "elevated.txt").exists() is runs
+    # The session mode is the approval mode: an elevation answer leaves it alone.
+    assert agent.client.of(sid, "current_mode_update") == []
+    if always:
+        # "always" holds for the session: the next elevated step is not asked about.
+        (agent.workspace / "elevated.txt").unlink(missing_ok=True)
+        llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
+        await agent.prompt(sid, "again")
+        assert len(agent.client.permission_requests) == 1
+        assert (agent.workspace / "elevated.txt").exists() is runs
+
+
+async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    sid = response.session_id
+    options = {o.id: o for o in response.config_options}
+    assert options["agent"].current_value == "default"
+    assert {"default", "coding", "plan"} <= {o.value for o in options["agent"].options}
+    changed = await agent.conn.set_config_option(config_id="model", session_id=sid, value="other-model")
+    assert {o.id: o.current_value for o in changed.config_options}["model"] == "other-model"
+    llm.script(Reply.text("hi"))
+    await agent.prompt(sid, "hello")
+    assert llm.requests[-1].body["model"] == "other-model"
+    changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding")
+    assert {o.id: o.current_value for o in changed.config_options}["agent"] == "coding"
+    with pytest.raises(acp.RequestError):
+        await agent.conn.set_config_option(config_id="agent", session_id=sid, value="no-such-agent")
+
+
+async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(start_agent, llm, sleeper,
+                                                                           _private_dirs) -> None:
+    ollie = shutil.which("ollie", path=str(Path(__import__("sys").executable).parent))
+    assert ollie, "the ollie console script is installed"
+    agent = await start_agent(env=llm.env(), command=[ollie, "acp"])
+    sid, prompt = await sleeper.start(agent, llm, "62.5")
+    agent.proc.stdin.close()
+    assert await asyncio.wait_for(agent.proc.wait(), 15) == 0
+    prompt.cancel()
+    assert sleeper.pids("62.5") == []
+    saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*"))
+    assert saved, "the session was not saved"

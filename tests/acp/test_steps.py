@@ -1,0 +1,39 @@
+"""`ollie acp` tool steps by the engine's ids, with each step's file changes as ACP diff content."""
+
+from __future__ import annotations
+
+from acp.schema import FileEditToolCallContent
+
+from ollie.testing import Reply
+
+
+async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    ws = agent.workspace
+    (ws / "app.py").write_text("x = 1\n")
+    (ws / "notes.txt").write_text("alpha\nbeta\n")
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["app.py"]},
+                                                  {"tool": "file_edit", "args": ["app.py", "x = 1", "x = 2"]}]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i 's/beta/gamma/' notes.txt"}]})),
+        Reply.text("done"),
+    )
+    sid = await agent.new()
+    await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
+    assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
+    starts = agent.client.of(sid, "tool_call")
+    # The id the model gave the batch, as the next request answers it.
+    batch_id = next(m["tool_call_id"] for r in llm.requests for m in (r.body or {}).get("messages", []) if m["role"] == "tool")
+    # The batch's inner steps are `<call id>.<n>`: the ids the engine's events carry.
+    assert [s.tool_call_id for s in starts[:2]] == [f"{batch_id}.1", f"{batch_id}.2"]
+    updates = agent.client.of(sid, "tool_call_update")
+
+    def diffs(step_id: str) -> list[FileEditToolCallContent]:
+        return [c for u in updates if u.tool_call_id == step_id for c in (u.content or [])
+                if isinstance(c, FileEditToolCallContent)]
+
+    assert diffs(starts[0].tool_call_id) == []  # the read changed nothing
+    (edit,) = diffs(starts[1].tool_call_id)
+    assert (edit.type, edit.path, edit.old_text, edit.new_text) == ("diff", str(ws / "app.py"), "x = 1\n", "x = 2\n")
+    (sed,) = diffs(starts[2].tool_call_id)
+    assert (sed.path, sed.old_text, sed.new_text) == (str(ws / "notes.txt"), "alpha\nbeta\n", "alpha\ngamma\n")

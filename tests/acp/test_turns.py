@@ -1,0 +1,140 @@
+"""`ollie acp` end to end: initialize, session/new, prompt streaming, tool steps, plan, usage, stop reasons."""
+
+from __future__ import annotations
+
+import asyncio
+
+import acp
+from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
+
+from ollie.testing import Reply, Usage
+
+
+async def test_initialize_announces_load_list_and_embedded_context(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    init = agent.init
+    assert init.protocol_version == 1
+    caps = init.agent_capabilities
+    assert caps.load_session is True
+    assert caps.prompt_capabilities.embedded_context is True
+    assert caps.session_capabilities.list is not None
+    assert init.agent_info.name == "ollie"
+
+
+async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start_agent, llm) -> None:
+    llm.script(Reply(text="Hello from ollie", reasoning="thinking it over", chunk_size=4,
+                     usage=Usage(input_tokens=120, output_tokens=7)))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    # The slash commands are advertised as the session opens.
+    commands = agent.client.of(sid, "available_commands_update")
+    assert commands and {"help", "model", "agent"} <= {c.name for c in commands[-1].available_commands}
+    response = await agent.prompt(sid, "say hello")
+    assert response.stop_reason == "end_turn"
+    assert agent.client.text(sid) == "Hello from ollie"
+    assert len(agent.client.of(sid, "agent_message_chunk")) > 1  # streamed, not one blob
+    assert agent.client.text(sid, "agent_thought_chunk") == "thinking it over"
+    usage = agent.client.of(sid, "usage_update")
+    assert usage and usage[-1].used > 0
+
+
+async def test_tool_steps_have_kinds_titles_locations_and_statuses(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / "hello.py").write_text("print('hi')\n")
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["hello.py"]},
+                                                  {"tool": "file_read", "args": ["missing.py"]}]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 hello.py"}]})),
+        Reply.text("done"),
+    )
+    sid = await agent.new()
+    response = await agent.prompt(sid, "read and run hello.py")
+    assert response.stop_reason == "end_turn"
+    starts = agent.client.of(sid, "tool_call")
+    assert [(s.kind, s.title) for s in starts] == [
+        ("read", "Read hello.py"), ("read", "Read missing.py"), ("execute", "Run `python3 hello.py`")]
+    assert [loc.path for loc in starts[0].locations] == ["hello.py"]
+    assert all(s.status == "pending" for s in starts)
+    final = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update") if u.status in
+             ("completed", "failed")}
+    ids = [s.tool_call_id for s in starts]
+    assert [final[i] for i in ids] == ["completed", "failed", "completed"]
+    progress = [u.tool_call_id for u in agent.client.of(sid, "tool_call_update") if u.status == "in_progress"]
+    assert progress == ids
+    # The run step's result reaches the editor.
+    run_done = [u for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == ids[2] and u.content]
+    assert "hi" in run_done[-1].content[0].content.text
+
+
+async def test_task_tools_become_a_plan(start_agent, llm) -> None:
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write the test", "run it"]}]})),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_check", "args": ["1"]}]})),
+        Reply.text("planned"),
+    )
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.prompt(sid, "plan it")
+    plans = agent.client.of(sid, "plan")
+    assert [(e.content, e.status) for e in plans[0].entries] == [("write the test", "in_progress"), ("run it", "pending")]
+    assert [(e.content, e.status) for e in plans[-1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+
+
+async def test_resource_links_and_embedded_files_are_marked_editor_context(start_agent, llm) -> None:
+    llm.script(Reply.text("seen"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    link = ResourceContentBlock(type="resource_link", name="app.py", uri=(agent.workspace / "src/app.py").as_uri())
+    embedded = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+        uri=(agent.workspace / "notes.md").as_uri(), text="unsaved buffer text", mime_type="text/markdown"))
+    await agent.prompt(sid, "explain these", link, embedded)
+    sent = llm.requests[-1].body["messages"][-1]["content"]
+    assert "<editor-context>\nFile: src/app.py" in sent
+    assert "File: notes.md" in sent and "unsaved buffer text" in sent
+    assert sent.rstrip().endswith("explain these")
+
+
+async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    response = await agent.prompt(sid, "/maxsteps 1")
+    assert response.stop_reason == "end_turn"
+    assert "1" in agent.client.text(sid)
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "reasoning_think", "args": ["a"]}]})),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "reasoning_think", "args": ["b"]}]})))
+    response = await agent.prompt(sid, "loop")
+    assert response.stop_reason == "max_turn_requests"
+
+
+async def test_cancel_answers_cancelled_within_a_second_and_kills_the_tool(start_agent, llm, sleeper) -> None:
+    agent = await start_agent(env=llm.env())
+    sid, prompt = await sleeper.start(agent, llm, "61.25")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await agent.conn.cancel(session_id=sid)
+    response = await asyncio.wait_for(prompt, 5)
+    assert loop.time() - started < 1.0
+    assert response.stop_reason == "cancelled"
+    assert sleeper.pids("61.25") == []
+    # The cut-short step ends failed, never left in progress.
+    (step,) = agent.client.of(sid, "tool_call")
+    statuses = [u.status for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == step.tool_call_id]
+    assert statuses[-1] == "failed"
+
+
+async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
+    llm.script(Reply.text("still here"))
+    agent = await start_agent(env=llm.env())
+    try:
+        await agent.prompt("no-such-session", "hi")
+        raise AssertionError("expected an error")
+    except acp.RequestError as exc:
+        assert exc.code == -32602 and "no-such-session" in str(exc.data)
+    try:
+        await agent.conn.new_session(cwd="/no/such/dir", mcp_servers=[])
+        raise AssertionError("expected an error")
+    except acp.RequestError as exc:
+        assert "/no/such/dir" in str(exc.data)
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
+    assert agent.client.text(sid) == "still here"

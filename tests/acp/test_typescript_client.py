@@ -1,0 +1,42 @@
+"""The official TypeScript SDK's client agrees with ollie acp on a prompt with a tool call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ollie.testing import Reply
+
+TS_DIR = Path(__file__).parent / "ts"
+SDK = TS_DIR / "node_modules" / "@agentclientprotocol" / "sdk"
+
+
+async def test_the_typescript_client_sees_the_tool_step_and_the_reply(llm, tmp_path, _private_dirs) -> None:
+    if not SDK.is_dir() or shutil.which("node") is None:
+        pytest.fail("node or @agentclientprotocol/sdk is missing: run scripts/setup.d/40-acp.sh (scripts/test does)")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "hello.py").write_text("print('hi')\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["hello.py"]}]})),
+               Reply.text("It prints hi."))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}, **llm.env()}
+    proc = await asyncio.create_subprocess_exec(
+        "node", str(TS_DIR / "prompt_with_tool.mjs"), str(workspace), sys.executable, "-m", "ollie_acp",
+        cwd=TS_DIR, env=env, stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert seen["init"]["protocolVersion"] == 1 and seen["init"]["agentCapabilities"]["loadSession"] is True
+    assert seen["stopReason"] == "end_turn"
+    starts = [u for u in seen["updates"] if u["sessionUpdate"] == "tool_call"]
+    assert [(s["kind"], s["title"], s["locations"][0]["path"]) for s in starts] == [("read", "Read hello.py", "hello.py")]
+    done = [u["status"] for u in seen["updates"] if u["sessionUpdate"] == "tool_call_update"]
+    assert done[-1] == "completed"
+    text = "".join(u["content"]["text"] for u in seen["updates"] if u["sessionUpdate"] == "agent_message_chunk")
+    assert text == "It prints hi."

@@ -1,0 +1,86 @@
+"""Prompt commands and hooks run as the session: its id, cwd, agent dir and private TMPDIR, which follow an id change.
+
+A real Core, its real execute server and the commands under the default
+(read-only) command sandbox; the session's temp dirs go when it closes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from agentkit import write_agent
+
+from ollie.agent.core import Core
+from ollie.testing import Reply
+from ollie.tools.execute.sessiondirs import SessionDirs
+
+NEW_ID = "1800000000000000000-00000b"
+SHOW = 'echo "sid=$OLLIE_SESSION_ID cwd=$OLLIE_CWD agent=$OLLIE_AGENT_DIR tmp=$TMPDIR plan=$OLLIE_PLAN_FILE"'
+TOOL_ENV = ("execute_code", {"steps": [{"language": "bash", "code": 'echo "tool sid=$OLLIE_SESSION_ID tmp=$TMPDIR"'}]})
+
+
+@pytest.fixture
+def tmp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TMPDIR, so this test's session dirs are its own."""
+    root = tmp_path / "tmpdir"
+    root.mkdir()
+    monkeypatch.setenv("TMPDIR", str(root))
+    return root
+
+
+def _facts(text: str, prefix: str = "sid=") -> dict[str, str]:
+    """The `name=value` words after the last `prefix` in `text` (the output, not the code that printed it)."""
+    line = text[text.rindex(prefix) + len(prefix) - len("sid="):].split("\n")[0]
+    words = line.split('"')[0].split("\\")[0]  # up to the end of the JSON string
+    return dict(re.findall(r"(\w+)=(\S+)", words))
+
+
+def _requests(srv) -> str:
+    return json.dumps([r.body["messages"] for r in srv.chat_requests])
+
+
+async def test_prompt_commands_and_hooks_get_the_session_and_follow_an_id_change(
+    scripted_llm, make_core, agents_dir: Path, workdir: Path, tmp_root: Path
+) -> None:
+    # The default commandSandbox (read-only): what the user gets, not the test kit's unsandboxed hooks.
+    write_agent(agents_dir, "envy", prompt=[SHOW], hooks={"preTurn": SHOW.replace("sid=", "hook sid=")},
+                commandSandbox="readonly")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(TOOL_ENV), Reply.text("shown"))
+    core: Core = await make_core(srv, toy=None, agent="envy")
+    old_id = core.session_id
+    old_dirs = SessionDirs.for_session(old_id)
+
+    facts = _facts(core.system_prompt())
+    assert facts["sid"] == old_id
+    assert facts["cwd"] == str(workdir)
+    assert facts["agent"] == str(agents_dir)
+    assert facts["tmp"] == str(old_dirs.tmp)
+    assert facts["plan"].endswith(f"/{old_id}/plan")
+    assert old_dirs.root.is_dir()
+
+    core.set_session_id(NEW_ID)
+    new_dirs = SessionDirs.for_session(NEW_ID)
+    assert not old_dirs.root.exists() and new_dirs.root.is_dir()
+
+    await core.submit("show me")
+    sent = _requests(srv)
+    hook = _facts(sent.replace("\\n", "\n"), "hook sid=")
+    assert (hook["sid"], hook["tmp"]) == (NEW_ID, str(new_dirs.tmp))
+    tool = _facts(sent.replace("\\n", "\n"), "tool sid=")
+    assert (tool["sid"], tool["tmp"]) == (NEW_ID, str(new_dirs.tmp))
+    assert (new_dirs.root / "tools.lock").exists(), "the lock dir followed the id"
+    assert not old_dirs.root.exists(), "nothing made the old session's dirs again"
+    # Prompt commands that run after the change (an agent switch rebuilds the prompt) get the new id.
+    await core.switch_agent("envy")
+    assert _facts(core.system_prompt())["sid"] == NEW_ID
+
+    await core.close()
+    assert not new_dirs.root.exists(), "closing the session removes its temp dirs"
+
+    resumed = await make_core(srv, toy=None, agent="envy", session_id=NEW_ID)
+    assert _facts(resumed.system_prompt())["sid"] == NEW_ID
+    assert _facts(resumed.system_prompt())["tmp"] == str(new_dirs.tmp)

@@ -1,0 +1,77 @@
+"""The engine's recorder: a real Core's session kept current in a real registry, from the Core's events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agentkit import ToyServer
+
+from ollie.agent.recorder import Recorder, record
+from ollie.sessions import Channel, Registry, Scope, TitleTooLongError, TurnResult
+from ollie.testing import Reply
+
+USER = "alice"
+
+
+@pytest.fixture
+def registry(tmp_path: Path):
+    reg = Registry(tmp_path / "registry.db")
+    yield reg
+    reg.close()
+
+
+async def test_a_recorded_session_is_created_then_stamped_by_each_turn(scripted_llm, make_core, registry):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"))
+    core = await make_core(srv, toy=ToyServer())
+    recorder = await record(core, channel=Channel.CLI, registry=lambda: registry, user=USER, title="first")
+    await recorder.drained()
+    info = registry.get(Scope(user_id=USER), core.session_id)
+    assert (info.agent_id, info.channel, info.kind, info.title) == ("default", "cli", "chat", "first")
+    assert info.last_turn_started_at is None and info.last_turn_result == TurnResult.NONE
+
+    await core.submit("hi")
+    await recorder.drained()
+    info = registry.get(Scope(user_id=USER), core.session_id)
+    assert info.last_turn_started_at is not None and info.last_turn_completed_at is not None
+    assert info.last_turn_result == TurnResult.END
+    # A command is no turn: it leaves the stamps alone.
+    await core.submit("/help")
+    await core.close()
+    await recorder.close()
+    assert registry.get(Scope(user_id=USER), core.session_id).last_turn_completed_at == info.last_turn_completed_at
+
+
+async def test_a_resumed_session_keeps_its_record(scripted_llm, make_core, registry):
+    srv = scripted_llm("openai", check=False)
+    core = await make_core(srv, toy=ToyServer())
+    first = await record(core, channel=Channel.LSP, registry=lambda: registry, user=USER, kind="task")
+    await first.close()
+    created = registry.get(Scope(user_id=USER), core.session_id)
+    again = await record(core, channel=Channel.CLI, registry=lambda: registry, user=USER)
+    await again.close()
+    info = registry.get(Scope(user_id=USER), core.session_id)
+    assert (info.created_at, info.channel, info.kind) == (created.created_at, "lsp", "task")
+    assert info.last_active is not None and info.last_active > created.last_active
+
+
+async def test_an_unusable_registry_leaves_the_session_running_unrecorded(scripted_llm, make_core, tmp_path):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("still here"))
+    core = await make_core(srv, toy=ToyServer())
+    (tmp_path / "blocked").write_text("a file where the data dir should be")
+    recorder = Recorder(core, channel=Channel.CLI, registry=lambda: Registry(tmp_path / "blocked" / "r.db"))
+    assert await recorder.open() is None
+    assert (await core.submit("hi")).reply == "still here"
+    await recorder.close()
+
+
+async def test_a_record_the_registry_refuses_is_an_error(scripted_llm, make_core, registry):
+    srv = scripted_llm("openai", check=False)
+    core = await make_core(srv, toy=ToyServer())
+    recorder = Recorder(core, channel=Channel.LSP, registry=lambda: registry, user=USER)
+    with pytest.raises(TitleTooLongError):
+        await recorder.open(title="x" * 1001)
+    await recorder.close()
+    assert registry.list(Scope(user_id=USER)) == []

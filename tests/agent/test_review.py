@@ -1,0 +1,146 @@
+"""Review through a real Core: a turn's changes, undo of one hunk, stale undo refused, rewind and its undo."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from agentkit import sent_messages
+
+from ollie.agent.core import Core
+from ollie.agent.review import ReviewError
+from ollie.testing import Reply
+from ollie.workspace import StaleChange
+
+ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
+ORIGINAL_B = "alpha\nbeta\ngamma\n"
+
+
+# One Python script edits both files: a.txt in two places (two hunks), b.txt in one.
+EDIT_SCRIPT = """
+from pathlib import Path
+a = Path("a.txt")
+a.write_text(a.read_text().replace("line 2\\n", "LINE TWO\\n").replace("line 18\\n", "LINE EIGHTEEN\\n"))
+b = Path("b.txt")
+b.write_text(b.read_text().replace("beta", "BETA"))
+"""
+
+
+def _edit_two_files() -> list[Reply]:
+    """A turn whose Python script edits a.txt (two hunks) and b.txt (one)."""
+    return [
+        Reply.tool_calls(("execute_code", {"steps": [{"code": EDIT_SCRIPT, "language": "python3"}]})),
+        Reply.text("edited"),
+    ]
+
+
+async def _auto(make_core: Callable[..., Awaitable[Core]], srv: object, **options: object) -> Core:
+    """A Core whose edits and commands run without asking (no one to ask here)."""
+    core = await make_core(srv, **options)
+    core.set_approval("auto")
+    return core
+
+
+def _seed(workdir: Path) -> None:
+    (workdir / "a.txt").write_text(ORIGINAL_A)
+    (workdir / "b.txt").write_text(ORIGINAL_B)
+
+
+async def test_the_turns_changes_and_undo_of_one_hunk_keeps_the_others(scripted_llm, make_core, workdir):
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(*_edit_two_files(), Reply.text("ok"))
+    core = await _auto(make_core, srv)
+    assert (await core.submit("edit them")).reply == "edited"
+    turn = await core.review.changes()
+    assert turn.turn == 1
+    by_path = {c.path: c for c in turn.changes}
+    assert sorted(by_path) == ["a.txt", "b.txt"]
+    assert len(by_path["a.txt"].hunks) == 2 and by_path["b.txt"].new_text == "alpha\nBETA\ngamma\n"
+
+    undone = await core.review.undo("a.txt", 0)
+    assert not undone.in_editor
+    text = (workdir / "a.txt").read_text()
+    assert "line 2\n" in text and "LINE EIGHTEEN\n" in text  # the first hunk went, the second stayed
+    # The turn's changes are now net of the undo; the other hunk undoes too (not stale: the record follows).
+    left = {c.path: c for c in (await core.review.changes()).changes}
+    assert len(left["a.txt"].hunks) == 1
+    await core.review.undo("a.txt", 0)
+    assert (workdir / "a.txt").read_text() == ORIGINAL_A
+    assert [c.path for c in (await core.review.changes()).changes] == ["b.txt"]
+
+    # The model hears of the undone hunks with the next prompt, even from a Core started after a restart.
+    session_id = core.session_id
+    await core.close()
+    again = await _auto(make_core, srv, session_id=session_id)
+    await again.submit("next")
+    prompt = sent_messages(srv, 2)[-1]["content"]
+    assert "the user undid these changes of yours (turn 1): a.txt lines 2-2" in prompt
+    assert prompt.count("the user undid") == 2 and again.session.review_notes == []  # two undos, told once
+
+
+async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm, make_core, workdir):
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(*_edit_two_files())
+    core = await _auto(make_core, srv)
+    await core.submit("edit them")
+    (workdir / "b.txt").write_text("alpha\nBETA\ngamma\nmine\n")
+    with pytest.raises(StaleChange, match="b.txt: the file was edited since"):
+        await core.review.undo("b.txt", None)
+    assert (workdir / "b.txt").read_text() == "alpha\nBETA\ngamma\nmine\n"  # the user's edit is kept
+    with pytest.raises(ReviewError, match="no turn 5"):
+        await core.review.changes(5)
+
+
+async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(scripted_llm, make_core, workdir,
+                                                                               tmp_path):
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"), *_edit_two_files())
+    core = await _auto(make_core, srv)
+    await core.submit("say hello")
+    await core.submit("edit them")
+    assert len(core.session.messages) == 2 + 4
+    edited = (workdir / "a.txt").read_text()
+
+    done = await core.rewind()
+    assert done.turn == 2 and sorted(done.files) == ["a.txt", "b.txt"]
+    assert (workdir / "a.txt").read_text() == ORIGINAL_A and (workdir / "b.txt").read_text() == ORIGINAL_B
+    assert [m.content for m in core.session.messages] == ["say hello", "hello"]
+    session_id = core.session_id
+    await core.close()
+
+    # A fresh Core (a restarted process) sees the cut conversation and can undo the rewind.
+    again = await _auto(make_core, srv, session_id=session_id)
+    assert [m.content for m in again.session.messages] == ["say hello", "hello"]
+    back = await again.rewind_undo()
+    assert back.turn == 2 and len(again.session.messages) == 6
+    assert (workdir / "a.txt").read_text() == edited
+    with pytest.raises(ReviewError, match="no rewind to undo"):
+        await again.rewind_undo()
+    # And rewind to before turn 1 across the restart, by number.
+    await again.rewind(1)
+    assert again.session.messages == [] and (workdir / "a.txt").read_text() == ORIGINAL_A
+
+
+async def test_the_changes_and_rewind_commands(scripted_llm, make_core, workdir):
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(*_edit_two_files())
+    core = await _auto(make_core, srv)
+    assert (await core.submit("/changes")).reply == "/changes failed: this session has no turns yet"
+    await core.submit("edit them")
+    assert (await core.submit("/changes 1")).reply.splitlines() == [
+        "turn 1: 2 file(s) changed",
+        "modified a.txt (+2 -2)", "  [0] @@ -2,1 +2,1 @@", "  [1] @@ -18,1 +18,1 @@",
+        "modified b.txt (+1 -1)", "  [0] @@ -2,1 +2,1 @@",
+    ]
+    assert "/rewind takes a turn number or 'undo' (got 'x')" in (await core.submit("/rewind x")).reply
+    assert (await core.submit("/rewind 3")).reply == "/rewind failed: no turn 3: this session has turns 1 to 1"
+    out = (await core.submit("/rewind")).reply
+    assert out.startswith("rewound to before turn 1: files restored (a.txt, b.txt)")
+    assert core.session.messages == [] and (workdir / "b.txt").read_text() == ORIGINAL_B
+    assert (await core.submit("/rewind undo")).reply.startswith("rewind undone: turn 1 back, 2 file(s) restored")
+    assert (workdir / "b.txt").read_text() == "alpha\nBETA\ngamma\n" and len(core.session.messages) == 4

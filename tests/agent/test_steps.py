@@ -1,0 +1,152 @@
+"""Readable tool steps: kinds, titles and locations from a call's arguments (ollie.agent.steps)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from ollie.agent.changes import ChangeTracker
+from ollie.agent.steps import (
+    Diff,
+    Location,
+    ToolStep,
+    attribute,
+    batch_state,
+    describe,
+    inner_statuses,
+    script_kinds,
+    step_states,
+)
+from ollie.workspace import FileChange
+
+CWD = Path("/work/project")
+
+
+def calls(*pairs: tuple[str, list[str]]) -> dict[str, object]:
+    return {"calls": [{"tool": tool, "args": args} for tool, args in pairs]}
+
+
+def test_a_call_tool_batch_is_one_step_per_inner_call_with_acp_kinds() -> None:
+    steps = describe("call_tool", calls(
+        ("file_read", ["hello.py"]),
+        ("file_write", ["notes/a.md", "text"]),
+        ("file_edit", ["/work/project/src/app.py", "old", "new"]),
+        ("file_grep", ["TODO", "src"]),
+        ("file_glob", ["**/*.py"]),
+        ("reasoning_think", ["hmm"]),
+    ), CWD)
+    assert [(s.kind, s.title) for s in steps] == [
+        ("read", "Read hello.py"),
+        ("edit", "Write notes/a.md"),
+        ("edit", "Edit src/app.py"),
+        ("search", "Search for `TODO` in src/"),
+        ("search", "Find files matching `**/*.py`"),
+        ("think", "Think"),
+    ]
+    # Paths are relative to the CWD, an absolute one inside it included.
+    assert steps[2].locations == (Location("src/app.py"),)
+    assert steps[0].locations == (Location("hello.py"),)
+
+
+def test_a_read_from_an_offset_points_at_that_line() -> None:
+    (step,) = describe("call_tool", calls(("file_read", ["a.py", "--offset=40"])), CWD)
+    assert step == ToolStep("read", "Read a.py from line 40", (Location("a.py", 40),))
+
+
+def test_execute_code_and_pipe_are_run_steps_titled_by_their_command() -> None:
+    (run,) = describe("execute_code", json.dumps({"steps": [{"code": "python3 hello.py\n"}]}), CWD)
+    assert run == ToolStep("execute", "Run `python3 hello.py`")
+    (two,) = describe("execute_code", {"steps": [{"code": "ls"}, {"code": "pwd"}, {"code": "id"}]}, CWD)
+    assert two.title == "Run `ls` and 2 more steps"
+    (pipe,) = describe("pipe", {"stages": [{"tool": "file_read", "args": ["a.txt"]}, {"code": "wc -l"}]}, CWD)
+    assert pipe == ToolStep("execute", "Run `file_read a.txt | wc -l`")
+
+
+def test_titles_are_one_short_line_never_raw_json() -> None:
+    code = "for f in *; do\n  echo \"$f\"\ndone\n" + "x" * 500
+    (step,) = describe("execute_code", {"steps": [{"code": code, "elevated": True}]}, CWD)
+    assert "\n" not in step.title and "{" not in step.title
+    assert step.title.startswith("Run `for f in *; do …`") and step.title.endswith("outside the sandbox")
+    (long,) = describe("execute_code", {"steps": [{"code": "echo " + "y" * 300}]}, CWD)
+    assert len(long.title) < 80
+
+
+def test_bad_arguments_still_give_a_readable_step() -> None:
+    assert describe("execute_code", "{not json", CWD) == [ToolStep("execute", "Run code")]
+    assert describe("call_tool", {"calls": []}, CWD) == [ToolStep("other", "Call a tool")]
+    assert describe("pipe", {"stages": "x"}, CWD) == [ToolStep("execute", "Run a pipeline")]
+
+
+def test_a_user_tool_declares_its_kind_in_its_header_else_other(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "rm_file").write_text("#!/bin/sh\n# description: delete a file\n# ollie:kind delete\nrm -- \"$1\"\n")
+    (tools / "plain").write_text("#!/bin/sh\n# description: something\necho hi\n")
+    kinds = script_kinds([tools])
+    deleted, plain, missing = describe("call_tool", calls(("rm_file", ["old.txt"]), ("plain", ["a b", "c"]),
+                                                          ("nosuch", [])), CWD, kind_of=kinds)
+    assert deleted == ToolStep("delete", "Delete old.txt (rm_file)", (Location("old.txt"),))
+    assert plain == ToolStep("other", 'Run `plain "a b" c`')
+    assert missing.kind == "other"
+
+
+def test_a_tool_called_by_name_is_described_too() -> None:
+    (step,) = describe("file_read", {"path": "src/x.py"}, CWD)
+    assert step == ToolStep("read", "Read src/x.py", (Location("src/x.py"),))
+
+
+def test_step_states_give_a_batch_inner_ids_and_the_wire_shape() -> None:
+    steps = describe("call_tool", calls(("file_read", ["a.py"]), ("file_write", ["b.py", "x"])), CWD)
+    inner = step_states("call_7", steps)
+    assert [s.id for s in inner] == ["call_7.1", "call_7.2"] and {s.status for s in inner} == {"pending"}
+    (single,) = step_states("call_8", steps[:1])
+    assert single.id == "call_8"
+    assert single.to_wire() == {"id": "call_8", "kind": "read", "title": "Read a.py", "status": "pending",
+                                "locations": [{"path": "a.py"}]}
+    done = [inner[0].with_status("completed"), inner[1].with_status("failed", (Diff.of(FileChange("b.py", "added", None, "x")),))]
+    whole = batch_state("call_7", done)
+    assert (whole.kind, whole.title, whole.status) == ("edit", "Read a.py and 1 more", "failed")
+    assert whole.to_wire()["diffs"] == [{"path": "b.py", "oldText": None, "newText": "x"}]
+
+
+def test_inner_statuses_read_the_execute_servers_sections() -> None:
+    result = "[call 1 file_read] exit 0\nok\n[call 2 file_read] exit 1\nno\n[call 3 file_write] skipped: an earlier call failed"
+    assert inner_statuses(result, 3) == ["completed", "failed", "failed"]
+    assert inner_statuses("plain output", 1) == ["completed"]
+    assert inner_statuses("plain output", 1, is_error=True) == ["failed"]
+    assert inner_statuses("[interrupted by the user before this call finished]", 2) == ["failed", "failed"]
+
+
+def test_diffs_go_to_the_inner_step_naming_the_file_else_the_last_writer() -> None:
+    inner = step_states("c", describe("call_tool", calls(
+        ("file_read", ["a.py"]), ("file_edit", ["b.py", "o", "n"]), ("file_write", ["c.py", "x"])), CWD))
+    b, other = Diff("b.py", "o", "n"), Diff("made.txt", None, "y")
+    assert attribute([b, other], inner) == [(), (b,), (other,)]
+
+
+async def test_the_change_tracker_checkpoints_turns_and_finds_what_a_step_changed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("alpha\n")
+    tracker = ChangeTracker(project, "1700000000000000000-abcdef")
+    before_turn = await tracker.begin_turn(1)
+    assert before_turn is not None and tracker.unavailable is None
+    assert tracker.checkpoints is not None
+    assert [(t.turn, t.checkpoint) for t in await tracker.checkpoints.list_turns(tracker.session_id)] == [
+        (1, before_turn)]
+    token = await tracker.before_step()
+    # Any writer counts: here a real subprocess, as `sed -i` in execute_code would be.
+    proc = await asyncio.create_subprocess_exec("sed", "-i", "s/alpha/beta/", "notes.txt", cwd=project)
+    await proc.wait()
+    (change,) = await tracker.after_step(token)
+    assert change.acp_diff() == {"path": "notes.txt", "oldText": "alpha\n", "newText": "beta\n"}
+    assert await tracker.after_step(await tracker.before_step()) == []
+
+
+async def test_no_checkpoints_for_the_root_says_why_once_and_tracks_nothing() -> None:
+    told: list[str] = []
+    tracker = ChangeTracker(Path("/"), "1700000000000000000-abcdef", on_unavailable=told.append)
+    assert await tracker.begin_turn(1) is None
+    assert await tracker.after_step(await tracker.before_step()) == []
+    assert tracker.checkpoints is None and tracker.unavailable and len(told) == 1

@@ -1,0 +1,39 @@
+"""ollie_lsp/names.py is the one list of ollie/* methods: the VS Code copy and PROTOCOL.md's table must match it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ollie_lsp.names import METHOD_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _typescript_methods() -> list[str]:
+    source = (ROOT / "editors" / "vscode" / "src" / "lib" / "protocol.ts").read_text(encoding="utf-8")
+    block = re.search(r"export const PROTOCOL_METHODS = \[(.*?)\] as const;", source, re.S)
+    assert block, "PROTOCOL_METHODS not found in protocol.ts"
+    return re.findall(r'"(ollie/[^"]+)"', block.group(1))
+
+
+def _documented_methods() -> list[str]:
+    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = text.split("## Requests, client to server", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(ollie/[^`]+)` \|", section, re.M)
+
+
+def test_the_vscode_method_list_is_the_daemons():
+    assert _typescript_methods() == list(METHOD_NAMES)
+
+
+def test_protocol_md_documents_every_method_and_no_other():
+    assert _documented_methods() == list(METHOD_NAMES)
+
+
+def test_every_method_the_neovim_plugin_names_is_served():
+    # The Lua client keeps no list: it names each method where it sends it, and each must be the daemon's.
+    lua = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "editors" / "nvim" / "lua").rglob("*.lua"))
+    named = set(re.findall(r'"(ollie/[^"]+)"', lua)) - {"ollie/event", "ollie/stateChanged"}  # server -> client
+    assert {"ollie/submit", "ollie/listModels", "ollie/listAgents"} <= named
+    assert named <= set(METHOD_NAMES)

@@ -1,0 +1,215 @@
+"""Approval modes through the daemon: each mode, each answer, the mode in ollie/state and across a resume; `ollie -p`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from ollie.testing import Reply
+
+from .conftest import child_env
+
+BUTTONS = ["Allow once", "Allow always", "Reject", "Reject with feedback"]
+
+
+def edit(path: str, old: str, new: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
+
+
+def run(code: str) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": code}]}))
+
+
+def last_tool_result(llm: Any) -> str:
+    """What the model was told about the last step (the tool message of the latest request)."""
+    return llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+def answer_with(daemon: Any, answers: list[str | None]) -> list[types.ShowMessageRequestParams]:
+    """Answer approval questions (window/showMessageRequest) from `answers`, in order; returns what was asked."""
+    asked: list[types.ShowMessageRequestParams] = []
+    pending = iter(answers)
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        title = next(pending)
+        return types.MessageActionItem(title=title) if title else None
+
+    return asked
+
+
+async def submit(daemon: Any, text: str) -> str:
+    return (await daemon.request("ollie/submit", {"text": text}))["reply"]
+
+
+async def test_ask_puts_an_edit_to_the_user_each_time_and_reject_leaves_the_file(start_daemon, llm):
+    llm.script(edit("a.txt", "one", "two"), Reply.text("edited"), edit("a.txt", "two", "three"), Reply.text("no"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Allow once", "Reject"])
+    assert (await daemon.request("ollie/state", {}))["approval"] == "ask"
+
+    assert await submit(daemon, "edit it") == "edited"
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"
+    assert await submit(daemon, "again") == "no"
+    # "Allow once" held for that step only: the next edit was asked about, rejected, and not made.
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"
+    assert len(asked) == 2
+    assert [a.title for a in asked[0].actions] == BUTTONS
+    assert "Edit a.txt" in asked[0].message and "edit steps" in asked[0].message
+    told = last_tool_result(llm)
+    assert told.startswith("rejected: the user did not allow 'Edit a.txt'")
+
+
+async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon, llm):
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("b.txt", "one", "two"), Reply.text("2"),
+               run("touch x1"), Reply.text("3"), run("touch x2"), Reply.text("4"), run("mkdir d"), Reply.text("5"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    for name in ("a.txt", "b.txt"):
+        (daemon.workspace / name).write_text("one\n")
+    asked = answer_with(daemon, ["Allow always", "Allow always", "Reject"])
+    for n in range(1, 6):
+        assert await submit(daemon, f"step {n}") == str(n)
+    assert [a.message.split("asks to: ")[1].split(" (")[0] for a in asked] == [
+        "Edit a.txt", "Run `touch x1`", "Run `mkdir d`"]
+    assert "`touch` commands" in asked[1].message
+    ws = daemon.workspace
+    assert (ws / "a.txt").read_text() == (ws / "b.txt").read_text() == "two\n"
+    assert (ws / "x1").exists() and (ws / "x2").exists() and not (ws / "d").exists()
+
+
+async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(start_daemon, llm):
+    llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "reject_with_feedback", "feedback": "use tabs, not spaces"}
+
+    assert await submit(daemon, "edit it") == "ok"
+    assert (daemon.workspace / "a.txt").read_text() == "one\n"
+    (question,) = questions
+    step = question["step"]
+    assert step["kind"] == "edit" and step["title"] == "Edit a.txt"
+    assert step["locations"] == [{"path": "a.txt"}]
+    # The diff preview: what the edit would make of the file, before it runs.
+    assert step["diff"] == {"path": "a.txt", "oldText": "one\n", "newText": "two\n"}
+    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_always", "reject", "reject_with_feedback"]
+    told = last_tool_result(llm)
+    assert "rejected" in told and "use tabs, not spaces" in told
+
+
+async def test_a_plain_client_cannot_give_feedback_so_it_is_a_plain_reject(start_daemon, llm):
+    llm.script(run("touch made"), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    answer_with(daemon, ["Reject with feedback"])
+    assert await submit(daemon, "go") == "ok"
+    assert not (daemon.workspace / "made").exists()
+    assert last_tool_result(llm) == "rejected: the user did not allow 'Run `touch made`'; it was not run."
+
+
+async def test_auto_edit_applies_edits_and_asks_for_commands_that_write(start_daemon, llm):
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("ls -la | grep a"), Reply.text("2"),
+               run("touch x"), Reply.text("3"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Allow once"])
+    await daemon.request("ollie/setApproval", {"approval": "auto-edit"})
+    assert (await daemon.request("ollie/state", {}))["approval"] == "auto-edit"
+    for n in range(1, 4):
+        assert await submit(daemon, f"step {n}") == str(n)
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"
+    assert (daemon.workspace / "x").exists()
+    # Only `touch x` asked: the edit ran, and `ls | grep` is read-only.
+    assert len(asked) == 1 and "Run `touch x`" in asked[0].message
+
+
+async def test_auto_asks_nothing(start_daemon, llm):
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, [])
+    await daemon.request("ollie/command", {"line": "/approval auto"})
+    assert await submit(daemon, "1") == "1" and await submit(daemon, "2") == "2"
+    assert (daemon.workspace / "a.txt").read_text() == "two\n" and (daemon.workspace / "x").exists()
+    assert asked == []
+
+
+async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_run(start_daemon, llm):
+    read = Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["a.txt"]}]}))
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x"), Reply.text("2"), read, Reply.text("3"))
+    daemon = await start_daemon(env=llm.env(approval=""))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, [])
+    await daemon.request("ollie/setApproval", {"approval": "read-only"})
+    assert await submit(daemon, "1") == "1"
+    told = last_tool_result(llm)
+    assert "read-only" in told and "plan instead" in told
+    assert await submit(daemon, "2") == "2"
+    assert await submit(daemon, "3") == "3"
+    assert "one" in last_tool_result(llm)
+    assert (daemon.workspace / "a.txt").read_text() == "one\n" and not (daemon.workspace / "x").exists()
+    assert asked == []
+
+
+async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
+    daemon = await start_daemon(env=llm.env(approval=""))
+    commands = (await daemon.request("ollie/listCommands", {}))["commands"]
+    assert any(c["name"] == "/approval" for c in commands)
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/setApproval", {"approval": "sometimes"})
+    assert caught.value.code == -32602 and "approval" in caught.value.message
+    bad = await daemon.request("ollie/command", {"line": "/approval sometimes"})
+    assert "unknown approval mode" in bad.get("error", "") + bad["output"]
+    await daemon.request("ollie/setApproval", {"approval": "read-only"})
+    state = await daemon.request("ollie/state", {})
+    assert state["approval"] == "read-only"
+    await daemon.client.shutdown_session()
+
+    again = await start_daemon(env=llm.env(approval=""), init_options={"session": state["session"]},
+                               workspace=daemon.workspace)
+    resumed = await again.request("ollie/state", {})
+    assert resumed["session"] == state["session"] and resumed["approval"] == "read-only"
+
+
+OLLIE = [sys.executable, "-m", "ollie.cli"]
+
+
+def run_ollie(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*OLLIE, *args, "--cwd", str(cwd)], env=child_env(env), capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_ollie_p_cannot_ask_so_it_says_how_and_approval_auto_runs_it(llm, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("could not"), edit("a.txt", "one", "two"), Reply.text("done"))
+    proc = run_ollie(["-p", "edit it"], llm.env(approval=""), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    assert "ollie -p --approval auto" in proc.stdout
+    assert "--approval auto" in last_tool_result(llm)
+
+    proc = run_ollie(["-p", "edit it", "--approval", "auto"], llm.env(approval=""), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.txt").read_text() == "two\n"
+
+
+def test_the_interactive_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"), Reply.text("2"))
+    proc = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env(approval="")), capture_output=True,
+                          text=True, timeout=60, input="edit it\no\nagain\nf\nkeep it\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("ollie asks to: Edit a.txt") == 2 and "[o]nce, [a]lways (edit steps)" in proc.stderr
+    assert (tmp_path / "a.txt").read_text() == "two\n"
+    assert "The user's feedback: keep it" in last_tool_result(llm)

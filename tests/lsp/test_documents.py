@@ -1,0 +1,166 @@
+"""Unsaved buffers are never stale: the file tools read the editor's text and edit it through workspace/applyEdit."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+
+
+def read(path: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [path]}]}))
+
+
+def edit(path: str, old: str, new: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
+
+
+def tool_result(llm: Any) -> str:
+    """What the model was told by its last tool call (the last message of the latest chat request)."""
+    return llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+class Editor:
+    """The client side of the documents: opens, changes and closes them, and applies the daemon's edits."""
+
+    def __init__(self, daemon: Daemon, *, applies: bool = True) -> None:
+        self.daemon = daemon
+        self.edits: list[types.ApplyWorkspaceEditParams] = []
+        self.versions: dict[str, int] = {}
+
+        @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
+        async def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+            self.edits.append(params)
+            change = (params.edit.document_changes or [])[0]
+            assert isinstance(change, types.TextDocumentEdit)
+            uri, version = change.text_document.uri, change.text_document.version
+            if not applies or version != self.versions.get(uri):
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason="version mismatch")
+            # A real editor applies the edit to its buffer and tells the server, as any change.
+            self.change(_path(uri), change.edits[0].new_text)  # type: ignore[union-attr]
+            return types.ApplyWorkspaceEditResult(applied=True)
+
+        @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+        def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+            # Edits may ask first (approval modes): the user allows them.
+            return next((a for a in params.actions or [] if a.title.startswith("Allow")), None)
+
+    def open(self, path: Path, text: str) -> None:
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        self.daemon.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=text)))
+
+    def change(self, path: Path, text: str) -> None:
+        uri = path.as_uri()
+        self.versions[uri] += 1
+        self.daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def close(self, path: Path) -> None:
+        self.daemon.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+
+
+def _path(uri: str) -> Path:
+    from pygls.uris import to_fs_path
+
+    return Path(to_fs_path(uri) or uri)
+
+
+async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True) -> Daemon:
+    """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
+    daemon = await start_daemon(env=env, initialize=False)
+    ws = daemon.workspace
+    daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
+        root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+    )), 30)
+    return daemon
+
+
+async def submit(daemon: Daemon, text: str) -> str:
+    await asyncio.sleep(0.05)  # the notifications sent before reach the daemon first
+    return (await daemon.request("ollie/submit", {"text": text}))["reply"]
+
+
+async def test_open_documents_are_advertised_and_read_edited_and_released(start_daemon, llm):
+    llm.script(
+        read("notes.txt"), Reply.text("read"),
+        edit("notes.txt", "editor line", "edited line"), Reply.text("edited"),
+        read("notes.txt"), Reply.text("read again"),
+        edit("notes.txt", "edited line", "mine"), Reply.text("refused"),
+        read("notes.txt"), Reply.text("closed"),
+    )
+    daemon = await start(start_daemon, llm.env())
+    assert daemon.init_result is not None
+    sync = daemon.init_result.capabilities.text_document_sync
+    assert isinstance(sync, types.TextDocumentSyncOptions) and sync.open_close
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("disk line\n")
+    editor = Editor(daemon)
+    editor.open(notes, "editor line\nsecond\n")
+
+    # file_read answers with the unsaved text, formatted as the tool formats it.
+    assert await submit(daemon, "read it") == "read"
+    seen = tool_result(llm)
+    assert "     1\teditor line" in seen and "disk line" not in seen
+
+    # file_edit goes to the buffer as a versioned whole-document replacement; the disk is untouched.
+    assert await submit(daemon, "edit it") == "edited"
+    assert len(editor.edits) == 1
+    change = editor.edits[0].edit.document_changes[0]  # type: ignore[index]
+    assert isinstance(change, types.TextDocumentEdit)
+    assert change.text_document.uri == notes.as_uri() and change.text_document.version == 1
+    assert change.edits[0].new_text == "edited line\nsecond\n"  # type: ignore[union-attr]
+    assert "replaced 1 occurrence" in tool_result(llm)
+    assert notes.read_text() == "disk line\n"
+
+    # The user types after the model read it: the edit is refused and the model told why.
+    assert await submit(daemon, "read again") == "read again"
+    assert "     1\tedited line" in tool_result(llm)
+    editor.change(notes, "edited line\nthe user typed this\n")
+    assert await submit(daemon, "edit again") == "refused"
+    assert "the file changed in the editor since you read it; read it again" in tool_result(llm)
+    assert len(editor.edits) == 1 and notes.read_text() == "disk line\n"
+
+    # Closed: the disk again.
+    editor.close(notes)
+    assert await submit(daemon, "read once more") == "closed"
+    assert "     1\tdisk line" in tool_result(llm)
+
+
+async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("on disk\n")
+    llm.script(read(str(secret)), Reply.text("no read"), edit(str(secret), "unsaved", "x"), Reply.text("no edit"))
+    # TMPDIR away from the pytest tmp root, so `outside` is outside every sandbox grant.
+    daemon = await start(start_daemon, {**llm.env(), "TMPDIR": str(scratch)})
+    editor = Editor(daemon)
+    editor.open(secret, "unsaved secret\n")
+    assert await submit(daemon, "read it") == "no read"
+    assert "outside the sandbox's readable paths" in tool_result(llm) and "unsaved secret" not in tool_result(llm)
+    assert await submit(daemon, "edit it") == "no edit"
+    assert "outside the sandbox's writable paths" in tool_result(llm)
+    assert editor.edits == [] and secret.read_text() == "on disk\n"
+
+
+async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
+    llm.script(edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))
+    daemon = await start(start_daemon, llm.env(), apply_edit=False)
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("old\n")
+    editor = Editor(daemon)
+    editor.open(notes, "unsaved\n")
+    assert await submit(daemon, "edit it") == "edited"
+    assert editor.edits == [] and notes.read_text() == "saved\n"

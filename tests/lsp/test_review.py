@@ -1,0 +1,183 @@
+"""Review through the real daemon: ollie/changes, ollie/review/undo (disk, stale, applyEdit), ollie/rewind."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+
+ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
+ORIGINAL_B = "alpha\nbeta\ngamma\n"
+EDITED_A = ORIGINAL_A.replace("line 2\n", "LINE TWO\n").replace("line 18\n", "LINE EIGHTEEN\n")
+EDITED_B = "alpha\nBETA\ngamma\n"
+
+
+def edit_two_files() -> list[Reply]:
+    """One turn: two file_edit hunks in a.txt, then `sed -i` on b.txt."""
+    return [
+        Reply.tool_calls(("call_tool", {"calls": [
+            {"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]},
+            {"tool": "file_edit", "args": ["a.txt", "line 18\n", "LINE EIGHTEEN\n"]},
+        ]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/beta/BETA/ b.txt", "language": "bash"}]})),
+        Reply.text("edited"),
+    ]
+
+
+def env(llm: Any) -> dict[str, str]:
+    # Nobody answers approval questions in these tests: edits and commands run without asking.
+    return {**llm.env(), "OLLIE_APPROVAL": "auto"}
+
+
+async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, apply_edit: bool = False,
+                init_options: Any = None) -> Daemon:
+    """A daemon whose client (with `apply_edit`) takes workspace/applyEdit and records what it got."""
+    daemon = await start_daemon(env=env(llm), initialize=False, workspace=workspace)
+    ws = daemon.workspace
+    daemon.edits = []  # type: ignore[attr-defined]
+
+    @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
+    async def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        daemon.edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
+        root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+        initialization_options=init_options,
+    )), 30)
+    return daemon
+
+
+def seed(ws: Path) -> None:
+    (ws / "a.txt").write_text(ORIGINAL_A)
+    (ws / "b.txt").write_text(ORIGINAL_B)
+
+
+async def rpc_error(daemon: Daemon, method: str, params: dict[str, Any]) -> JsonRpcException:
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request(method, params)
+    return caught.value
+
+
+async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(start_daemon, llm, tmp_path):
+    llm.script(*edit_two_files(), Reply.text("noted"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    daemon = await start(start_daemon, llm, workspace=ws)
+    assert (await daemon.request("ollie/changes", {}))["files"] == []  # no turn yet
+    assert (await daemon.request("ollie/submit", {"text": "edit them"}))["reply"] == "edited"
+
+    changes = await daemon.request("ollie/changes", {})
+    assert changes["turn"] == 1
+    files = {f["path"]: f for f in changes["files"]}
+    assert sorted(files) == ["a.txt", "b.txt"]
+    assert files["a.txt"]["status"] == "modified" and files["a.txt"]["newText"] == EDITED_A
+    assert [h["lines"] for h in files["a.txt"]["hunks"]] == [["-line 2\n", "+LINE TWO\n"],
+                                                             ["-line 18\n", "+LINE EIGHTEEN\n"]]
+    assert files["b.txt"]["oldText"] == ORIGINAL_B and files["b.txt"]["newText"] == EDITED_B
+
+    undone = await daemon.request("ollie/review/undo", {"path": "a.txt", "hunk": 1})
+    assert undone == {"path": "a.txt", "hunk": 1, "text": ORIGINAL_A.replace("line 2\n", "LINE TWO\n"),
+                      "inEditor": False}
+    assert (ws / "a.txt").read_text() == undone["text"]  # the other hunk stays
+    left = {f["path"]: f for f in (await daemon.request("ollie/changes", {"turn": 1}))["files"]}
+    assert [h["lines"] for h in left["a.txt"]["hunks"]] == [["-line 2\n", "+LINE TWO\n"]]
+
+    # The next prompt tells the model what the user undid.
+    await daemon.request("ollie/submit", {"text": "go on"})
+    prompt = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "the user undid these changes of yours (turn 1): a.txt lines 18-18" in prompt
+
+    err = await rpc_error(daemon, "ollie/review/undo", {"turn": 1, "path": "a.txt", "hunk": 7})
+    assert err.code == -32602 and "hunk" in err.message
+    err = await rpc_error(daemon, "ollie/changes", {"turn": 9})
+    assert err.code == -32602 and "turn: no turn 9" in err.message
+
+
+async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(start_daemon, llm, tmp_path):
+    llm.script(*edit_two_files())
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    daemon = await start(start_daemon, llm, workspace=ws)
+    await daemon.request("ollie/submit", {"text": "edit them"})
+    (ws / "b.txt").write_text(EDITED_B + "my own line\n")
+    err = await rpc_error(daemon, "ollie/review/undo", {"path": "b.txt"})
+    assert err.code == -32003 and err.message.startswith("stale: b.txt: the file was edited since")
+    assert (ws / "b.txt").read_text() == EDITED_B + "my own line\n"
+
+
+async def test_undo_of_an_open_document_goes_through_workspace_apply_edit(start_daemon, llm, tmp_path):
+    llm.script(*edit_two_files())
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    daemon = await start(start_daemon, llm, workspace=ws, apply_edit=True)
+    await daemon.request("ollie/submit", {"text": "edit them"})
+    uri = (ws / "a.txt").as_uri()
+    daemon.client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="plaintext", version=3, text=EDITED_A)))
+    await asyncio.sleep(0.05)  # the notification reaches the daemon first
+
+    undone = await daemon.request("ollie/review/undo", {"path": "a.txt", "hunk": 0})
+    assert undone["inEditor"] is True
+    (params,) = daemon.edits  # type: ignore[attr-defined]
+    change = params.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit)
+    assert change.text_document.uri == uri and change.text_document.version == 3
+    assert change.edits[0].new_text == ORIGINAL_A.replace("line 18\n", "LINE EIGHTEEN\n")  # type: ignore[union-attr]
+    assert (ws / "a.txt").read_text() == EDITED_A  # the disk is untouched: the buffer has the revert
+
+    # A buffer with unsaved edits of the user's is stale too.
+    daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=4),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="typed by the user\n")]))
+    await asyncio.sleep(0.05)
+    err = await rpc_error(daemon, "ollie/review/undo", {"path": "a.txt"})
+    assert err.code == -32003 and len(daemon.edits) == 1  # type: ignore[attr-defined]
+
+
+async def test_rewind_and_its_undo_work_across_a_daemon_restart(start_daemon, llm, tmp_path):
+    llm.script(Reply.text("hello"), *edit_two_files())
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    first = await start(start_daemon, llm, workspace=ws)
+    session = (await first.request("ollie/submit", {"text": "say hello"}))["session"]
+    await first.request("ollie/submit", {"text": "edit them"})
+    assert (ws / "a.txt").read_text() == EDITED_A
+    await first.client.shutdown_session()
+
+    # A new daemon resumes the session; the checkpoints and the conversation are on disk.
+    second = await start(start_daemon, llm, workspace=ws, init_options={"session": session})
+    rewound = await second.request("ollie/rewind", {"turn": 2})
+    assert rewound["turn"] == 2 and sorted(rewound["files"]) == ["a.txt", "b.txt"]
+    assert (ws / "a.txt").read_text() == ORIGINAL_A and (ws / "b.txt").read_text() == ORIGINAL_B
+    context = await second.request("ollie/context", {})
+    assert [m["content"] for m in context["messages"]] == ["say hello", "hello"]
+    await second.client.shutdown_session()
+
+    third = await start(start_daemon, llm, workspace=ws, init_options={"session": session})
+    context = await third.request("ollie/context", {})
+    assert [m["content"] for m in context["messages"]] == ["say hello", "hello"]  # the cut was saved
+    listed = {c["name"]: c for c in (await third.request("ollie/listCommands", {}))["commands"]}
+    assert listed["/rewind"]["destructive"] is True and "/changes" in listed
+    out = await third.request("ollie/command", {"line": "/rewind undo"})
+    assert out["output"].startswith("rewind undone: turn 2 back")
+    assert (ws / "a.txt").read_text() == EDITED_A and (ws / "b.txt").read_text() == EDITED_B
+    context = await third.request("ollie/context", {})
+    assert [m["content"] for m in context["messages"] if m["role"] == "user"] == ["say hello", "edit them"]
+    summary = (await third.request("ollie/command", {"line": "/changes"}))["output"]
+    assert summary.splitlines()[:2] == ["turn 2: 2 file(s) changed", "modified a.txt (+2 -2)"]
+    err = await rpc_error(third, "ollie/rewind", {"undo": True})
+    assert err.code == -32602 and "no rewind to undo" in err.message

@@ -1,0 +1,79 @@
+"""Finding a sandboxed step's processes from the host.
+
+A sandboxed step runs in a PID namespace of its own: the pids it sees (`$$`, `$!`,
+`os.getpid()`) are not the host's, so a test looks its processes up by a marker in
+their command line (`sleep 60.<mark>`), or translates a namespace pid through a
+host process known to be in the step's namespace (`host_pid`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+
+
+def new_mark() -> str:
+    """A unique run of digits: `sleep 60.<mark>` sleeps a minute and names its process."""
+    return f"{secrets.randbelow(10**12):012d}"
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (a zombie's is empty: excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def wait_for_processes(marker: str, count: int = 1, *, timeout: float = 15.0) -> list[int]:
+    """The host pids of the `count` (or more) processes marked `marker`, once they all run."""
+    deadline = time.monotonic() + timeout
+    while len(found := processes_with(marker)) < count:
+        assert time.monotonic() < deadline, f"{count} process(es) marked {marker} never ran (found {found})"
+        await asyncio.sleep(0.01)
+    return found
+
+
+async def wait_no_processes(marker: str, *, timeout: float = 5.0) -> list[int]:
+    """The processes marked `marker` still running after `timeout` ([] as soon as none is)."""
+    deadline = time.monotonic() + timeout
+    while (found := processes_with(marker)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return found
+
+
+def process_gone(pid: int, within: float = 5.0) -> bool:
+    """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):  # the latter: reaped between open and read
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def host_pid(step: int, pid: int) -> int:
+    """The host pid of `pid` as seen in the PID namespace of host process `step` (any process of the step)."""
+    ns = os.readlink(f"/proc/{step}/ns/pid")
+    if ns == os.readlink("/proc/self/ns/pid"):
+        return pid
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == ns:
+                status = (entry / "status").read_text()
+                if int(status.split("NSpid:", 1)[1].splitlines()[0].split()[-1]) == pid:
+                    return int(entry.name)
+    raise AssertionError(f"no process {pid} in {step}'s PID namespace")

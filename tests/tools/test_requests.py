@@ -1,0 +1,139 @@
+"""Executor arguments parsed once into a typed request that the classifiers, the checks and the runners share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ollie.tools.execute import parsed as parsed_module
+from ollie.tools.execute import server as server_module
+from ollie.tools.execute.args import (
+    ArgumentError,
+    CallRequest,
+    CodeRequest,
+    CodeStep,
+    ParallelGroup,
+    PipeRequest,
+    ScriptCall,
+    parse_request,
+)
+
+from .conftest import Workspace, stdout_of, tool
+
+ECHO = """\
+#!/usr/bin/env bash
+# description: say which copy ran
+# ollie:parallel read
+# ollie:tier {tier}
+echo "{word} $*"
+"""
+
+
+def _calls(*names: str) -> dict[str, Any]:
+    return {"calls": [{"tool": name, "args": ["x"]} for name in names]}
+
+
+def test_each_executor_parses_into_its_request() -> None:
+    code = parse_request("execute_code", {"steps": [{"code": "ls"}, {"parallel": [{"code": "a"}, {"code": "print(1)",
+                                                     "language": "python3"}]}], "timeout": 9999, "sandbox": ""})
+    assert isinstance(code, CodeRequest) and code.timeout == 600.0 and code.sandbox is None
+    assert isinstance(code.steps[1], ParallelGroup) and [s.code for s in code.code_steps()] == ["ls", "a", "print(1)"]
+    assert code.script_calls() == []
+
+    call = parse_request("call_tool", {"calls": [{"tool": "t", "args": [1, "b"], "elevated": True}], "sandbox": "ro"})
+    assert isinstance(call, CallRequest) and call.sandbox == "ro" and call.timeout == 30.0
+    assert call.script_calls() == [ScriptCall("t", ("1", "b"), True)] and call.code_steps() == []
+
+    pipe = parse_request("pipe", {"stages": [{"tool": "t", "args": "one"}, {"code": "wc -l"}], "timeout": 5})
+    assert isinstance(pipe, PipeRequest) and pipe.timeout == 5.0
+    assert pipe.script_calls() == [ScriptCall("t", ("one",))]
+    assert [type(s) for s in pipe.stages] == [ScriptCall, CodeStep] and pipe.code_steps()[0].code == "wc -l"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        # The timeout is read first, then the sandbox, then unknown fields, then the items.
+        ("execute_code", {"steps": [], "timeout": "soon"}, "timeout must be a positive number"),
+        ("call_tool", {"calls": [], "sandbox": 3}, "sandbox must be a policy name"),
+        ("call_tool", {"calls": [], "steps": []}, "call_tool: unknown field(s) steps; allowed: calls, sandbox, timeout"),
+        ("call_tool", {"calls": [{"tool": ""}]}, "calls[0].tool must be a tool script's name"),
+        ("pipe", {"stages": [{"code": "ls", "elevated": True}]}, "stages[0]: unknown field(s) elevated"),
+        ("execute_code", {"steps": [{"parallel": [{"code": "x", "language": "cobol"}]}]}, "steps[0].parallel[0]: "),
+        ("nope", {}, "unknown executor 'nope'"),
+    ],
+)
+def test_bad_arguments_name_what_to_fix(tool: str, args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ArgumentError) as raised:
+        parse_request(tool, args)
+    assert message in str(raised.value)
+
+
+async def test_classifiers_and_call_share_one_parse_and_one_lookup(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws.script("echo_a", ECHO.format(tier="warm", word="a"))
+    server = ws.server()
+    parses: list[str] = []
+    lookups: list[str] = []
+    real_parse, real_find = parsed_module.parse_request, server_module.find_script
+
+    def counted_parse(name: str, args: dict[str, Any]) -> Any:
+        parses.append(name)
+        return real_parse(name, args)
+
+    def counted_find(name: str, dirs: list[Path]) -> Any:
+        lookups.append(name)
+        return real_find(name, dirs)
+
+    monkeypatch.setattr(parsed_module, "parse_request", counted_parse)
+    monkeypatch.setattr(server_module, "find_script", counted_find)
+    # As a tool round does: classify, run, then classify the result's tier.
+    args = _calls("echo_a", "echo_a")
+    assert server.classify_parallel("call_tool", args) == "read"
+    result = await server.call("call_tool", args)
+    assert server.classify_tier("call_tool", args) == "warm"
+    assert not result.is_error and result.text.count("a x") == 2
+    assert parses == ["call_tool"] and lookups == ["echo_a"]
+
+
+async def test_a_script_changed_between_calls_is_found_again(ws: Workspace, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    early = tmp_path / "early"
+    early.mkdir()
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", f"{early}:{ws.tools}")
+    server = ws.server()
+    args = _calls("echo_a")
+    script = ws.script("echo_a", ECHO.format(tier="warm", word="first"))
+    assert stdout_of(await server.call("call_tool", args)) == "first x"
+    # Edited in place: its new text and header count.
+    script.write_text(ECHO.format(tier="cold", word="edited"))
+    assert stdout_of(await server.call("call_tool", args)) == "edited x"
+    assert server.classify_tier("call_tool", args) == "cold"
+    # A script of the same name in an earlier tools dir now shadows it.
+    (early / "echo_a").write_text(ECHO.format(tier="hot", word="shadow"))
+    (early / "echo_a").chmod(0o755)
+    assert stdout_of(await server.call("call_tool", args)) == "shadow x"
+    # Removed: the call says so.
+    (early / "echo_a").unlink()
+    script.unlink()
+    gone = await server.call("call_tool", args)
+    assert gone.is_error and "no tool script named 'echo_a'" in gone.text
+    assert server.classify_parallel("call_tool", args) == "global"
+
+
+async def test_a_restriction_set_after_a_call_holds_for_the_same_call_again(ws: Workspace) -> None:
+    ws.script("echo_a", ECHO.format(tier="hot", word="a"))
+    server = ws.server()
+    assert stdout_of(await tool(server, "echo_a", "x")) == "a x"
+    server.set_restrictions(None, ["other"])
+    refused = await tool(server, "echo_a", "x")
+    assert refused.is_error and "not allowed for this agent" in refused.text
+
+
+async def test_the_same_dict_changed_between_calls_runs_what_it_says_now(ws: Workspace) -> None:
+    server = ws.server()
+    args: dict[str, Any] = {"steps": [{"code": "echo one"}]}
+    assert stdout_of(await server.call("execute_code", args)) == "one"
+    args["steps"][0]["code"] = "echo two"
+    assert stdout_of(await server.call("execute_code", args)) == "two"

@@ -1,0 +1,106 @@
+"""Session temp dirs: owned by the live process that has the session open, swept once that process is gone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.tools.execute.sessiondirs import OWNER_LOCK, UNOWNED_GRACE_S, SessionDirs, sweep_stale
+
+# A separate process opens session `argv[1]`'s dirs, says so, and keeps them until its stdin closes.
+OWNER = """
+import sys
+from ollie.tools.execute.sessiondirs import SessionDirs
+SessionDirs.for_session(sys.argv[1]).create()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's private runtime tmp root ($TMPDIR/ollie)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    return tmp_path / "ollie"
+
+
+def _owner(session_id: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", OWNER, session_id], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_dirs_of_a_process_that_died_are_swept_and_a_live_ones_kept(root: Path) -> None:
+    dead = _owner("dead-session")
+    dead.kill()  # no clean close: what a crash or kill -9 leaves behind
+    dead.wait()
+    live = _owner("live-session")
+    try:
+        assert (root / "dead-session" / OWNER_LOCK).exists() and (root / "live-session").is_dir()
+        swept = sweep_stale()
+        assert swept == [root / "dead-session"]
+        assert not (root / "dead-session").exists()
+        assert (root / "live-session" / "tmp").is_dir(), "another live process's session stays"
+    finally:
+        assert live.stdin is not None
+        live.stdin.close()
+        live.wait()
+    assert sweep_stale() == [root / "live-session"], "once its process ends, it is stale too"
+
+
+def test_this_process_sessions_are_kept_until_closed(root: Path) -> None:
+    mine = SessionDirs.for_session("mine")
+    mine.create()
+    assert sweep_stale() == [] and mine.tmp.is_dir()
+    mine.remove()
+    assert not mine.root.exists()
+    mine.create()  # a session opened again owns its dirs again
+    assert sweep_stale() == [] and mine.tmp.is_dir()
+    mine.remove()
+
+
+def test_a_moved_session_keeps_its_owner_lock(root: Path) -> None:
+    old = SessionDirs.for_session("before")
+    old.create()
+    new = old.move_to(SessionDirs.for_session("after"))
+    assert not old.root.exists() and new.tmp.is_dir()
+    assert sweep_stale() == [] and new.root.is_dir()
+    new.remove()
+
+
+def test_unowned_dirs_go_only_once_old(root: Path) -> None:
+    root.mkdir(parents=True)
+    fresh, old = root / "cmd-fresh", root / "from-an-older-ollie"
+    fresh.mkdir()
+    old.mkdir()
+    (old / "left.txt").write_text("x")
+    past = time.time() - UNOWNED_GRACE_S - 60
+    os.utime(old, (past, past))
+    assert sweep_stale() == [old]
+    assert fresh.is_dir() and not old.exists()
+
+
+async def test_a_new_session_sweeps_what_a_dead_process_left(root: Path, tmp_path: Path) -> None:
+    from ollie.agent.core import Core
+
+    dead = _owner("crashed-session")
+    dead.kill()
+    dead.wait()
+    live = _owner("other-daemon-session")
+    work = tmp_path / "work"
+    work.mkdir()
+    core = await Core.create(cwd=work, sessions_dir=tmp_path / "sessions", env={"OLLIE_BACKEND": "ollama"})
+    try:
+        assert not (root / "crashed-session").exists()
+        assert (root / "other-daemon-session").is_dir()
+    finally:
+        await core.close()
+        assert live.stdin is not None
+        live.stdin.close()
+        live.wait()

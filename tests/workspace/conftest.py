@@ -1,0 +1,29 @@
+"""A real project (its own git repository, with a commit) for the workspace engine's tests."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run the user's git in `cwd` (the project's own repository, as the user would)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A small git project: a few text files, a .gitignore, a committed history."""
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    (root / "README.md").write_text("# demo\n")
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    return root

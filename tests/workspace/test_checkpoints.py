@@ -1,0 +1,126 @@
+"""Snapshots and changes on a real tree, for edits made any way; ignores, the size cap, the turn log."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ollie.workspace import Checkpoints, WorkspaceError, shadow_dir
+
+
+async def test_changes_see_every_kind_of_writer(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    subprocess.run(["sed", "-i", "s/^line 5$/LINE FIVE/", "src/app.py"], cwd=project, check=True)
+    subprocess.run([sys.executable, "-c", "open('gen.py', 'w').write('print(1)\\n')"], cwd=project, check=True)
+    (project / "README.md").unlink()
+    (project / "notes.txt").write_text("one\n")
+    os.rename(project / "notes.txt", project / "docs.txt")
+    (project / "blob.bin").write_bytes(b"\x00\x01\x02binary")
+    changes = {c.path: c for c in await cps.changes(before)}
+    assert set(changes) == {"src/app.py", "gen.py", "README.md", "docs.txt", "blob.bin"}
+    app = changes["src/app.py"]
+    assert app.status == "modified" and app.new_text and app.old_text
+    assert "LINE FIVE\n" in app.new_text and "line 5\n" in app.old_text
+    assert [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in app.hunks] == [(5, 1, 5, 1)]
+    assert app.hunks[0].lines == ("-line 5\n", "+LINE FIVE\n")
+    assert changes["gen.py"].status == "added" and changes["gen.py"].new_text == "print(1)\n"
+    assert changes["README.md"].status == "deleted" and changes["README.md"].old_text == "# demo\n"
+    assert changes["docs.txt"].acp_diff() == {"path": "docs.txt", "oldText": None, "newText": "one\n"}
+    blob = changes["blob.bin"]
+    assert blob.binary and blob.new_text is None and blob.hunks == () and blob.new_data == b"\x00\x01\x02binary"
+    # A snapshot of an unchanged tree is the same checkpoint, and nothing differs.
+    after = await cps.snapshot()
+    assert await cps.snapshot() == after and await cps.changes(after) == []
+
+
+async def test_ignored_and_oversize_files_are_skipped(project: Path) -> None:
+    cps = Checkpoints(project, max_file_bytes=1024)
+    before = await cps.snapshot()
+    (project / "build").mkdir()
+    (project / "build" / "out.o").write_text("object\n")
+    (project / "run.log").write_text("log\n")
+    (project / "big.dat").write_bytes(b"x" * 4096)
+    (project / "small.txt").write_text("ok\n")
+    assert [c.path for c in await cps.changes(before)] == ["small.txt"]
+    # A tracked file that grows past the cap leaves the checkpoints (it is never read whole).
+    (project / "small.txt").write_bytes(b"y" * 4096)
+    mid = await cps.snapshot()
+    assert [(c.path, c.status) for c in await cps.changes(before, mid)] == []
+    # A rewind leaves ignored and over-cap files alone.
+    restored = await cps.restore(before)
+    assert restored.changes == ()
+    assert (project / "run.log").exists() and (project / "big.dat").stat().st_size == 4096
+    assert (project / "small.txt").stat().st_size == 4096
+
+
+async def test_shadow_lives_in_state_dir_not_in_the_project(project: Path, tmp_path: Path) -> None:
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    shadow = shadow_dir(project)
+    assert (shadow / "HEAD").exists()
+    assert str(shadow).startswith(os.environ["XDG_STATE_HOME"])
+    # The same tree through a symlink shares the shadow (keyed by the real path).
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    assert shadow_dir(link) == shadow
+    assert sorted(p.name for p in project.iterdir()) == [".git", ".gitignore", "README.md", "src"]
+
+
+async def test_turn_log_survives_a_fresh_object_and_a_second_process(project: Path) -> None:
+    cps = Checkpoints(project)
+    t1 = await cps.begin_turn("sess-1", 1)
+    (project / "README.md").write_text("# changed\n")
+    t2 = await cps.begin_turn("sess-1", 2)
+    await cps.begin_turn("other session/odd id", 1)
+    assert t1.checkpoint != t2.checkpoint
+    fresh = Checkpoints(project)
+    assert [(t.turn, t.checkpoint) for t in await fresh.list_turns("sess-1")] == [(1, t1.checkpoint),
+                                                                                 (2, t2.checkpoint)]
+    assert [t.turn for t in await fresh.list_turns("other session/odd id")] == [1]
+    # Another process rewinds to before turn 2... of turn 1, finding the log on disk.
+    script = ("import asyncio, sys\nfrom ollie.workspace import Checkpoints\n"
+              "async def main():\n    c = Checkpoints(sys.argv[1])\n    turns = await c.list_turns('sess-1')\n"
+              "    r = await c.restore(turns[0].checkpoint)\n    print(r.undo_checkpoint)\n"
+              "asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", script, str(project)], check=True, capture_output=True, text=True)
+    assert (project / "README.md").read_text() == "# demo\n"
+    await fresh.restore(out.stdout.strip())
+    assert (project / "README.md").read_text() == "# changed\n"
+
+
+async def test_concurrent_processes_share_the_shadow_and_a_stale_lock_is_cleared(project: Path) -> None:
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    script = ("import asyncio, sys, pathlib\nfrom ollie.workspace import Checkpoints\n"
+              "async def main():\n    c = Checkpoints(sys.argv[1])\n    for i in range(15):\n"
+              "        pathlib.Path(sys.argv[1], sys.argv[2]).write_text(str(i))\n        await c.snapshot()\n"
+              "asyncio.run(main())\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(project), f"w{n}.txt"]) for n in range(2)]
+    for i in range(15):
+        (project / "main.txt").write_text(str(i))
+        await cps.snapshot()
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    final = await cps.snapshot()
+    assert {c.path for c in await cps.changes(final)} == set()
+    lock = shadow_dir(project) / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (1, 1))  # left by a process that died long ago
+    (project / "main.txt").write_text("after a crash")
+    [change] = await cps.changes(final)
+    assert change.new_text == "after a crash" and not lock.exists()
+
+
+async def test_rewind_refuses_to_overwrite_a_file_it_does_not_track(project: Path) -> None:
+    cps = Checkpoints(project, max_file_bytes=1024)
+    (project / "data.txt").write_text("small\n")
+    before = await cps.snapshot()
+    (project / "data.txt").write_bytes(b"z" * 4096)  # now over the cap: no longer checkpointed
+    (project / "README.md").write_text("edited\n")
+    with pytest.raises(WorkspaceError, match="cannot rewind"):
+        await cps.restore(before)
+    assert (project / "data.txt").stat().st_size == 4096 and (project / "README.md").read_text() == "edited\n"

@@ -1,0 +1,59 @@
+"""A CWD that is not a project ($HOME, /, a huge tree) is refused fast, with the reason."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.workspace import Checkpoints, CheckpointUnavailable, shadow_dir
+
+
+async def test_home_and_root_are_refused_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home" / "me"
+    (home / "projects" / "p").mkdir(parents=True)
+    (home / "notes.txt").write_text("hi\n")
+    monkeypatch.setenv("HOME", str(home))
+    for cwd, words in ((home, "home directory"), (tmp_path / "home", "contains the home"), (Path("/"), "root")):
+        start = time.perf_counter()
+        with pytest.raises(CheckpointUnavailable, match=words) as info:
+            await Checkpoints(cwd).snapshot()
+        assert time.perf_counter() - start < 0.5
+        assert info.value.reason
+        assert not shadow_dir(cwd).exists()
+    await Checkpoints(home / "projects" / "p").snapshot()  # a project under $HOME is fine
+
+
+async def test_a_tree_over_the_file_limit_is_refused_fast(tmp_path: Path) -> None:
+    root = tmp_path / "huge"
+    for d in range(20):
+        (root / f"d{d}").mkdir(parents=True)
+        for f in range(30):
+            (root / f"d{d}" / f"f{f}").write_text("")
+    start = time.perf_counter()
+    with pytest.raises(CheckpointUnavailable, match="more than 500 files"):
+        await Checkpoints(root, max_files=500).snapshot()
+    assert time.perf_counter() - start < 1.0
+    assert not shadow_dir(root).exists()
+    assert await Checkpoints(root, max_files=700).snapshot()
+
+
+async def test_git_counts_again_what_the_cheap_walk_pruned(tmp_path: Path) -> None:
+    root = tmp_path / "js"
+    (root / "node_modules" / "dep").mkdir(parents=True)
+    for f in range(600):
+        (root / "node_modules" / "dep" / f"f{f}.js").write_text("")
+    with pytest.raises(CheckpointUnavailable, match="more than 500 files not ignored"):
+        await Checkpoints(root, max_files=500).snapshot()
+    (root / ".gitignore").write_text("node_modules/\n")
+    assert await Checkpoints(root, max_files=500).snapshot()
+
+
+async def test_a_state_dir_inside_the_workspace_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(root / ".state"))
+    with pytest.raises(CheckpointUnavailable, match="inside the workspace"):
+        await Checkpoints(root).snapshot()
+    assert not (root / ".state").exists()

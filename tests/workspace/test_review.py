@@ -1,0 +1,124 @@
+"""Per-hunk undo (and whole-file undo), stale undo refused, rewind and its undo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ollie.workspace import Checkpoints, StaleChange, WorkspaceError, text_after_undo, undo
+
+ORIGINAL = "".join(f"line {i}\n" for i in range(1, 31))
+
+
+def edited() -> str:
+    """Three separate hunks: a replaced line, an inserted line, a deleted line."""
+    lines = ORIGINAL.splitlines(keepends=True)
+    lines[1] = "TWO\n"
+    lines.insert(15, "inserted\n")
+    del lines[28]
+    return "".join(lines)
+
+
+async def test_undo_one_hunk_among_several(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").write_text(edited())
+    [change] = await cps.changes(before)
+    assert len(change.hunks) == 3
+    expected = edited().replace("inserted\n", "")
+    assert text_after_undo(change, 1) == expected
+    assert (project / "src" / "app.py").read_text() == edited()  # computing it wrote nothing
+    assert await undo(project, "src/app.py", 1, change) == expected
+    assert (project / "src" / "app.py").read_text() == expected
+    # Each hunk undone alone gives back exactly its region.
+    assert text_after_undo(change, 0) == edited().replace("TWO\n", "line 2\n")
+    assert text_after_undo(change, 2) == edited().replace("line 27\nline 29\n", "line 27\nline 28\nline 29\n")
+
+
+async def test_stale_undo_is_refused_and_the_user_edit_kept(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").write_text(edited())
+    (project / "gone.txt").write_text("agent file\n")
+    [gone, change] = sorted(await cps.changes(before), key=lambda c: c.path != "gone.txt")
+    (project / "src" / "app.py").write_text(edited() + "user's own line\n")
+    with pytest.raises(StaleChange) as info:
+        await undo(project, "src/app.py", 0, change)
+    assert info.value.path == "src/app.py" and "edited" in info.value.reason
+    assert (project / "src" / "app.py").read_text().endswith("user's own line\n")
+    (project / "gone.txt").unlink()
+    with pytest.raises(StaleChange, match="deleted"):
+        await undo(project, "gone.txt", None, gone)
+
+
+async def test_undo_whole_files(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "README.md").unlink()
+    (project / "new.txt").write_text("fresh\n")
+    (project / "src" / "app.py").write_text("replaced\n")
+    (project / "img.bin").write_bytes(b"\x89PNG\x00")
+    after = await cps.snapshot()
+    (project / "img.bin").write_bytes(b"\x89PNG\x00\x00changed")
+    changes = {c.path: c for c in await cps.changes(after)}
+    assert await undo(project, "img.bin", None, changes["img.bin"]) is None
+    assert (project / "img.bin").read_bytes() == b"\x89PNG\x00"
+    changes = {c.path: c for c in await cps.changes(before, after)}
+    assert await undo(project, "README.md", None, changes["README.md"]) == "# demo\n"
+    assert (project / "README.md").read_text() == "# demo\n"
+    assert await undo(project, "new.txt", None, changes["new.txt"]) is None
+    assert not (project / "new.txt").exists()
+    assert await undo(project, "src/app.py", None, changes["src/app.py"]) == ORIGINAL
+    assert (project / "src" / "app.py").read_text() == ORIGINAL
+
+
+async def test_undo_never_writes_through_a_symlinked_directory(project: Path, tmp_path: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").write_text("agent\n")
+    [change] = await cps.changes(before)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_text("agent\n")
+    (project / "src" / "app.py").unlink()
+    (project / "src").rmdir()
+    (project / "src").symlink_to(outside)
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        await undo(project, "src/app.py", None, change)
+    assert (outside / "app.py").read_text() == "agent\n"
+
+
+async def test_rewind_restores_and_its_undo_restores_back(project: Path) -> None:
+    cps = Checkpoints(project)
+    turn = await cps.begin_turn("s", 1)
+    (project / "src" / "app.py").write_text(edited())
+    (project / "README.md").unlink()
+    (project / "added" / "deep").mkdir(parents=True)
+    (project / "added" / "deep" / "x.py").write_text("x = 1\n")
+    (project / "tool.sh").write_text("#!/bin/sh\n")
+    (project / "tool.sh").chmod(0o755)
+    restored = await cps.restore(turn.checkpoint)
+    assert {(c.path, c.status) for c in restored.changes} == {
+        ("src/app.py", "modified"), ("README.md", "added"), ("added/deep/x.py", "deleted"), ("tool.sh", "deleted")}
+    assert (project / "src" / "app.py").read_text() == ORIGINAL
+    assert (project / "README.md").read_text() == "# demo\n"
+    assert not (project / "added" / "deep" / "x.py").exists() and not (project / "tool.sh").exists()
+    back = await cps.restore(restored.undo_checkpoint)
+    assert back.undo_checkpoint == turn.checkpoint
+    assert (project / "src" / "app.py").read_text() == edited()
+    assert not (project / "README.md").exists()
+    assert (project / "added" / "deep" / "x.py").read_text() == "x = 1\n"
+    assert (project / "tool.sh").stat().st_mode & 0o111
+
+
+async def test_hunk_undo_of_a_binary_or_added_file_is_refused_before_writing(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "img.bin").write_bytes(b"\x00new")
+    (project / "added.txt").write_text("a\n")
+    changes = {c.path: c for c in await cps.changes(before)}
+    for path in ("img.bin", "added.txt"):
+        with pytest.raises(ValueError, match="whole"):
+            await undo(project, path, 0, changes[path])
+    assert (project / "img.bin").read_bytes() == b"\x00new" and (project / "added.txt").exists()

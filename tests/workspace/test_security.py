@@ -1,0 +1,83 @@
+"""The workspace is hostile: ollie's git never touches the user's .git, and runs none of its (or the user's) code."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ollie.workspace import Checkpoints, undo
+
+HOOKS = ("pre-commit", "post-commit", "post-checkout", "post-index-change", "reference-transaction",
+         "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
+
+
+def script(path: Path, marker: Path) -> None:
+    """An executable that leaves `marker` behind when anything runs it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\ntouch '{marker}'\ncat\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def tree_bytes(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under `root`: its mode and bytes (the byte-exact picture of a .git dir)."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            out[str(path.relative_to(root))] = (path.lstat().st_mode, path.read_bytes())
+    return out
+
+
+@pytest.fixture
+def trapped(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project's .git, the user's global git config and the environment, all planted with code to run."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    for hook in HOOKS:
+        script(project / ".git" / "hooks" / hook, markers / hook)
+    script(tmp_path / "evil" / "fsmonitor", markers / "fsmonitor")
+    script(tmp_path / "evil" / "filter", markers / "filter")
+    script(tmp_path / "evil" / "textconv", markers / "textconv")
+    evil = (f"[core]\n\tfsmonitor = {tmp_path}/evil/fsmonitor\n\thooksPath = {project}/.git/hooks\n"
+            f"[filter \"evil\"]\n\tclean = {tmp_path}/evil/filter\n\tsmudge = {tmp_path}/evil/filter\n"
+            f"\trequired = true\n[diff \"evil\"]\n\ttextconv = {tmp_path}/evil/textconv\n")
+    with (project / ".git" / "config").open("a") as handle:
+        handle.write(evil)
+    (project / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    home = tmp_path / "userhome"
+    home.mkdir()
+    (home / ".gitconfig").write_text(evil)
+    (Path(os.environ["XDG_CONFIG_HOME"]) / "git").mkdir()
+    (Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "config").write_text(evil)
+    (Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "attributes").write_text("* filter=evil\n")
+    monkeypatch.setenv("HOME", str(home))
+    # A caller's git environment must not leak in either.
+    monkeypatch.setenv("GIT_DIR", str(project / ".git"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.fsmonitor")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"{tmp_path}/evil/fsmonitor")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'filter.evil.clean'='{tmp_path}/evil/filter'")
+    return markers
+
+
+async def test_user_git_untouched_and_nothing_of_theirs_runs(project: Path, trapped: Path) -> None:
+    git_before = tree_bytes(project / ".git")
+    cps = Checkpoints(project)
+    start = await cps.begin_turn("s", 1)
+    (project / "src" / "app.py").write_text("changed\n")
+    (project / "new.txt").write_text("new\n")
+    (project / "README.md").unlink()
+    changes = {c.path: c for c in await cps.changes(start.checkpoint)}
+    # Content is byte-exact: no clean filter rewrote it on the way in.
+    assert changes["src/app.py"].new_text == "changed\n" and changes["new.txt"].new_text == "new\n"
+    restored = await cps.restore(start.checkpoint)
+    assert (project / "README.md").read_text() == "# demo\n"
+    await cps.restore(restored.undo_checkpoint)
+    assert await undo(project, "new.txt", None, changes["new.txt"]) is None
+    assert sorted(p.name for p in trapped.iterdir()) == []
+    assert tree_bytes(project / ".git") == git_before
+    assert hashlib.sha256((project / ".gitattributes").read_bytes()).hexdigest()  # still the user's file
