@@ -46,9 +46,9 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await _streams(rpc_in, rpc_out)
     try:
-        # The SDK's Agent protocol also lists the unstable close/fork/resume methods; ollie leaves them out
-        # and the SDK's router answers them method-not-found.
-        await run_agent(cast(Agent, agent), writer, reader)
+        # The unstable protocol only for session/close (advertised in initialize); ollie has no fork or
+        # resume handler, so the SDK's router answers those method-not-found.
+        await run_agent(cast(Agent, agent), writer, reader, use_unstable_protocol=True)
     finally:
         await agent.close_all()
 

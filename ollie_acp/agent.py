@@ -18,6 +18,7 @@ from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
     ClientCapabilities,
+    CloseSessionResponse,
     FileSystemCapabilities,
     Implementation,
     InitializeResponse,
@@ -27,6 +28,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
@@ -78,6 +80,8 @@ class OllieAgent:
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-acp-registry")
         self._registry: Registry | None = None
         self._user = os_user()
+        # Updates scheduled to go out right after an answer (held here so they are not collected early).
+        self._after: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -100,7 +104,8 @@ class OllieAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
+                                                         close=SessionCloseCapabilities()),
             ),
             agent_info=Implementation(name="ollie", title="ollie", version=__version__),
         )
@@ -120,11 +125,17 @@ class OllieAgent:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`."""
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
-        return NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
+        response = NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
+        self._announce_after_answer(live)
+        return response
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """Resume a saved session and replay its history as updates."""
+        """Resume a saved session and replay its history as updates.
+
+        It works in the `cwd` the client gives now (ACP makes it required), which the
+        session then keeps; the directory it was saved with is not restored.
+        """
         directory = _directory(cwd)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
@@ -136,36 +147,65 @@ class OllieAgent:
             raise RequestError.resource_not_found(session_id)
         info = await self._registry_call(self._registry_get, session_id)
         live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
-                                title=info.title if info else "", announce=False)
+                                title=info.title if info else "")
         for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
             await self.client.session_update(session_id=live.id, update=update)
-        await self._announce(live)
-        return LoadSessionResponse(modes=_modes(live), config_options=await _options(live))
+        response = LoadSessionResponse(modes=_modes(live), config_options=await _options(live))
+        self._announce_after_answer(live)
+        return response
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
+        live = self._sessions.pop(session_id, None)
+        if live is None:
+            raise RequestError.invalid_params({"sessionId": f"no open session {session_id!r}"})
+        await live.cancel()
+        await live.close()
+        return CloseSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
-        """The user's saved sessions, most recently active first, with titles and times."""
+        """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times.
+
+        A session saved before ollie kept its directory has no cwd: a `cwd` filter leaves it
+        out, an unfiltered listing reports this agent's own working directory for it.
+        """
         try:
             offset = int(cursor or 0)
         except ValueError:
             raise RequestError.invalid_params({"cursor": f"not a cursor of this agent: {cursor!r}"}) from None
-        infos = await self._registry_call(self._registry_list, offset)
-        shown = infos[:LIST_PAGE]
-        sessions = [
-            SessionInfo(session_id=i.id, cwd=cwd or str(Path.cwd()), title=i.title or None,
-                        updated_at=_iso(i.last_active or i.created_at))
-            for i in shown
-        ]
-        more = len(infos) > LIST_PAGE
-        return ListSessionsResponse(sessions=sessions, next_cursor=str(offset + LIST_PAGE) if more else None)
+        if cwd is not None and not Path(cwd).is_absolute():
+            raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
+        want = str(Path(cwd).expanduser().resolve()) if cwd else None
+        sessions: list[SessionInfo] = []
+        more = True
+        # The registry does not know directories: page through it until a page of matches is found.
+        while more and len(sessions) < LIST_PAGE:
+            infos = await self._registry_call(self._registry_list, offset)
+            page, more = infos[:LIST_PAGE], len(infos) > LIST_PAGE
+            cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
+            for index, info in enumerate(page):
+                where = cwds.get(info.id, "")
+                if want is None or where == want:
+                    sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
+                                                title=info.title or None,
+                                                updated_at=_iso(info.last_active or info.created_at)))
+                if len(sessions) == LIST_PAGE:
+                    more = more or index + 1 < len(page)
+                    offset += index + 1
+                    break
+            else:
+                offset += len(page)
+        return ListSessionsResponse(sessions=sessions, next_cursor=str(offset) if more else None)
 
-    async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
-                    announce: bool = True) -> AcpSession:
+    async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "") -> AcpSession:
         try:
             core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
                                      session_id=session_id)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
+        # Kept in the saved session for session/list (a loaded one takes the directory the client gives now).
+        core.session.cwd = str(cwd)
         live_id = core.session_id
         client = self.client
 
@@ -184,14 +224,23 @@ class OllieAgent:
                                          user=self._user, io=self._io)
         except OllieError as exc:
             logger.warning("session %s is not recorded: %s", live_id, exc)
-        if announce:
-            await self._announce(live)
         return live
 
+    def _announce_after_answer(self, live: AcpSession) -> None:
+        """Advertise the slash commands once the client has the session's id.
+
+        Called last in the handler: the SDK queues the answer before this task first runs
+        (its sender's queue is unbounded and FIFO), so the update follows the answer.
+        """
+        task = asyncio.ensure_future(self._announce(live))
+        self._after.add(task)
+        task.add_done_callback(self._after.discard)
+
     async def _announce(self, live: AcpSession) -> None:
-        # After the session/new answer would be better, but a notification first is harmless: clients
-        # keep updates for a session id they are about to learn.
-        await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
+        try:
+            await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
+        except Exception as exc:  # the client went away: nothing to tell
+            logger.info("slash commands not announced: %s", exc)
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)
@@ -212,8 +261,7 @@ class OllieAgent:
             # An untitled session takes its first prompt as its title, as in the daemon.
             live.title = first_words(user_text)
             asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
-        stop = await live.run_prompt(text)
-        return PromptResponse(stop_reason=stop)  # type: ignore[arg-type]
+        return await live.run_prompt(text)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel: the running prompt answers `cancelled`."""
@@ -274,6 +322,12 @@ def _directory(cwd: str) -> Path:
     if not path.is_absolute() or not path.is_dir():
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
     return path.resolve()
+
+
+def _saved_cwds(session_ids: list[str]) -> dict[str, str]:
+    """The directory each saved session keeps in its meta ("" when it has none)."""
+    store = sessions_dir()
+    return {sid: str(persist.read_meta(store, sid).get("cwd") or "") for sid in session_ids}
 
 
 def _kinds() -> KindLookup:

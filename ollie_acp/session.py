@@ -13,8 +13,10 @@ from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
     PermissionOption,
+    PromptResponse,
     TerminalToolCallContent,
     ToolCallUpdate,
+    Usage,
 )
 
 from ollie_acp.updates import UpdateForwarder
@@ -43,7 +45,7 @@ PERMISSION_OPTIONS = [
 ]
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
-                "max_steps": "max_turn_requests"}
+                "max_steps": "max_turn_requests", "refusal": "refusal"}
 
 
 @dataclass
@@ -57,7 +59,7 @@ class AcpSession:
     title: str = ""
     recorder: Recorder | None = None
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    prompt_task: asyncio.Task[str] | None = None
+    prompt_task: asyncio.Task[PromptResponse] | None = None
     cancelled: bool = False
     _asks: int = 0
     # An "always" answer to an elevation question (None: ask), and the steps rejected always (by what
@@ -123,8 +125,8 @@ class AcpSession:
         if announce:
             await self.client.session_update(session_id=self.id, update=update_current_mode(mode))
 
-    async def run_prompt(self, text: str) -> str:
-        """Run one prompt (or slash command) to its end; the ACP stop reason."""
+    async def run_prompt(self, text: str) -> PromptResponse:
+        """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
         async with self.turn_lock:
             self.cancelled = False
             self.prompt_task = asyncio.ensure_future(self._run(text))
@@ -133,9 +135,11 @@ class AcpSession:
             finally:
                 self.prompt_task = None
 
-    async def _run(self, text: str) -> str:
+    async def _run(self, text: str) -> PromptResponse:
         mode = self.mode
+        before = _totals(self.core)
         result = await self.core.submit(text)
+        usage = _turn_usage(before, _totals(self.core))
         if self.mode != mode:  # `/approval <mode>` switched it: the client shows the session mode
             await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
         await self.forwarder.drained()
@@ -143,9 +147,8 @@ class AcpSession:
             await self.forwarder.fail_open_steps()
         if self.recorder is not None:
             await self.recorder.drained()
-        if self.cancelled:
-            return "cancelled"
-        return STOP_REASONS.get(result.stop, "end_turn")
+        stop = "cancelled" if self.cancelled else STOP_REASONS.get(result.stop, "end_turn")
+        return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
 
     async def cancel(self) -> None:
         """session/cancel: interrupt the running turn until it stops (its tools' processes killed)."""
@@ -167,3 +170,20 @@ class AcpSession:
         if self.recorder is not None:
             await self.recorder.close()
         await self.forwarder.stop()
+
+
+def _totals(core: Core) -> tuple[int, int, int, int]:
+    """The session's token totals: input, output, cache reads, cache writes."""
+    s = core.session
+    return (s.total_input_tokens, s.total_output_tokens, s.total_cached_input_tokens, s.total_cache_creation_tokens)
+
+
+def _turn_usage(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) -> Usage | None:
+    """What the prompt's requests used (None when it made none: a slash command)."""
+    # An agent switch starts a fresh session whose totals restart: never report less than nothing.
+    fresh, out, read, write = (max(0, a - b) for a, b in zip(after, before, strict=True))
+    if not (fresh or out or read or write):
+        return None
+    # As the session's totals (and Anthropic) count them: input_tokens leaves the cache reads and writes out.
+    return Usage(input_tokens=fresh, output_tokens=out, cached_read_tokens=read or None,
+                 cached_write_tokens=write or None, total_tokens=fresh + read + write + out)

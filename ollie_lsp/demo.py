@@ -116,8 +116,8 @@ async def _session(workspace: Path, env: dict[str, str], renderer: Renderer, out
                                    workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="demo")])
         )
         client.initialized(types.InitializedParams())
-        methods = (result.capabilities.experimental or {})["ollie"]["methods"]
-        print(f"daemon ready: ollie protocol v1, {len(methods)} methods", file=out)
+        ollie = (result.capabilities.experimental or {})["ollie"]
+        print(f"daemon ready: ollie protocol v{ollie['version']}, {len(ollie['methods'])} methods", file=out)
         print(f"\nyou> {PROMPT}\n", file=out)
         reply = await client.protocol.send_request_async("ollie/submit", {"text": PROMPT})
         renderer.end_line()

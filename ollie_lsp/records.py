@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -114,13 +113,6 @@ class Records:
         """Set a session's title."""
         with rpc_errors(session_id):
             self.registry.rename(self._scope, session_id, title)
-
-    def retitle(self, session_id: str, title: str) -> None:
-        """Set a title in the background (the first prompt's); never fails the caller."""
-        try:
-            self.rename(session_id, title)
-        except (SessionNotFound, SessionArchived, InvalidParams, OSError, sqlite3.Error) as exc:
-            logger.info("automatic title skipped: %s", exc, extra={"session": session_id})
 
     def archive(self, session_id: str) -> None:
         """Archive a session (idempotent)."""

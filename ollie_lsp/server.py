@@ -303,11 +303,7 @@ def build_table(ls: OllieServer) -> SessionTable:
             if live is None:
                 return
             if content == "start":
-                title = live.next_prompt_title()
-                live.progress.begin(title)
-                if (first := live.untitled_gets(title)) is not None:
-                    # A session is listed by its first prompt until someone renames it.
-                    table.records.in_background(table.records.retitle, session_id, first)
+                live.progress.begin(live.next_prompt_title())
             else:
                 live.progress.end(content)
 

@@ -55,7 +55,6 @@ class LiveSession:
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompts: deque[str] = field(default_factory=deque)
     last_state: dict[str, Any] | None = None
-    title: str = ""
     # The engine's recorder keeps this session's registry record current (None until recorded).
     recorder: Recorder | None = None
 
@@ -154,13 +153,6 @@ class LiveSession:
         """The title of the turn that just started (a queued prompt has none recorded)."""
         return self.prompts.popleft() if self.prompts else QUEUED_TITLE
 
-    def untitled_gets(self, prompt_title: str) -> str | None:
-        """The title an untitled session takes from its first prompt (None: it keeps what it has)."""
-        if self.title or prompt_title == QUEUED_TITLE:
-            return None
-        self.title = prompt_title
-        return prompt_title
-
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
     out: dict[str, Any] = {"session": session_id, "reply": result.reply, "stop": result.stop}
@@ -250,7 +242,6 @@ class SessionTable:
             env=dict(self.defaults.env) or None,
         )
         live = self._register(core, kind=kind)
-        live.title = title
         live.recorder = await self.records.record(core, kind=kind, title=title)
         return live
 
@@ -262,7 +253,6 @@ class SessionTable:
 
         async def rename(title: str) -> None:
             await self.records.run(self.records.rename, session_id, title)
-            live.title = title
 
         async def kill() -> None:
             await self.close(session_id)
@@ -342,8 +332,6 @@ class SessionTable:
         if live is not None and live.archived:
             raise SessionArchived(session_id)
         await self.records.run(self.records.rename, session_id, title)
-        if live is not None:
-            live.title = title
 
     async def close(self, session_id: str) -> None:
         """Stop a live session: interrupt, save, end its tools; its record and file stay."""

@@ -13,6 +13,7 @@ from typing import Any
 import acp
 import pytest
 import pytest_asyncio
+from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -79,11 +80,21 @@ class Agent:
         self.proc = proc
         self.client = client
         self.workspace = workspace
+        # Every message from the agent, in the order it arrived (the SDK connection's observer).
+        self.wire: list[dict[str, Any]] = []
 
     async def new(self, cwd: Path | None = None) -> str:
         """A new session in the workspace; its id."""
         response = await asyncio.wait_for(self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[]), 30)
         return response.session_id
+
+    async def updates(self, session_id: str, kind: str, timeout: float = 5) -> list[Any]:
+        """A session's updates of one kind, once at least one has come (some follow the answer that made it)."""
+        for _ in range(int(timeout / 0.01)):
+            if found := self.client.of(session_id, kind):
+                return found
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no {kind} update for {session_id} within {timeout} s")
 
     async def prompt(self, session_id: str, *blocks: Any, timeout: float = 30) -> Any:
         """Send a prompt (text strings become text blocks); the response."""
@@ -104,10 +115,18 @@ async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Call
             ws = workspace or tmp_path / f"ws{count}"
             ws.mkdir(parents=True, exist_ok=True)
             client = RecordingClient()
+            wire: list[dict[str, Any]] = []
+
+            def observe(event: StreamEvent) -> None:
+                if event.direction is StreamDirection.INCOMING:
+                    wire.append(event.message)
+
             conn, proc = await stack.enter_async_context(
-                acp.spawn_agent_process(client, *(command or AGENT_COMMAND), env=child_env(env), cwd=ws)
+                acp.spawn_agent_process(client, *(command or AGENT_COMMAND), env=child_env(env), cwd=ws,
+                                        observers=[observe])
             )
             agent = Agent(conn, proc, client, ws)
+            agent.wire = wire
             if initialize:
                 caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
                 agent.init = await asyncio.wait_for(  # type: ignore[attr-defined]

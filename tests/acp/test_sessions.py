@@ -104,3 +104,49 @@ async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(star
     assert sleeper.pids("62.5") == []
     saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*"))
     assert saved, "the session was not saved"
+
+
+async def test_list_reports_each_sessions_cwd_and_filters_by_it(start_agent, llm, tmp_path) -> None:
+    agent = await start_agent(env=llm.env())
+    other = tmp_path / "other project"
+    other.mkdir()
+    llm.script(Reply.text("one"), Reply.text("two"))
+    here = await agent.new()
+    await agent.prompt(here, "first project")
+    there = await agent.new(cwd=other)
+    await agent.prompt(there, "second project")
+    listed = await asyncio.wait_for(agent.conn.list_sessions(), 15)
+    cwds = {s.session_id: s.cwd for s in listed.sessions}
+    assert (cwds[here], cwds[there]) == (str(agent.workspace.resolve()), str(other.resolve()))
+    only = await asyncio.wait_for(agent.conn.list_sessions(cwd=str(other)), 15)
+    assert [s.session_id for s in only.sessions] == [there]
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.conn.list_sessions(cwd="relative/dir")
+    assert caught.value.code == -32602
+
+
+async def test_the_slash_commands_follow_the_session_new_answer(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.updates(sid, "available_commands_update")
+    answer = next(i for i, m in enumerate(agent.wire) if (m.get("result") or {}).get("sessionId") == sid)
+    update = next(i for i, m in enumerate(agent.wire)
+                  if (m.get("params") or {}).get("update", {}).get("sessionUpdate") == "available_commands_update")
+    assert answer < update, "the client learns the session id before its first update"
+
+
+async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, llm, sleeper, _private_dirs) -> None:
+    agent = await start_agent(env=llm.env())
+    assert agent.init.agent_capabilities.session_capabilities.close is not None
+    sid, prompt = await sleeper.start(agent, llm, "63.5")
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 15)
+    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    assert sleeper.pids("63.5") == []
+    assert list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*")), "the session was not saved"
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "still there?")
+    assert caught.value.code == -32602
+    # The agent keeps serving its other sessions.
+    llm.script(Reply.text("yes"))
+    other = await agent.new()
+    assert (await agent.prompt(other, "hello")).stop_reason == "end_turn"

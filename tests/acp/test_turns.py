@@ -27,8 +27,8 @@ async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start
     agent = await start_agent(env=llm.env())
     sid = await agent.new()
     # The slash commands are advertised as the session opens.
-    commands = agent.client.of(sid, "available_commands_update")
-    assert commands and {"help", "model", "agent"} <= {c.name for c in commands[-1].available_commands}
+    commands = await agent.updates(sid, "available_commands_update")
+    assert {"help", "model", "agent"} <= {c.name for c in commands[-1].available_commands}
     response = await agent.prompt(sid, "say hello")
     assert response.stop_reason == "end_turn"
     assert agent.client.text(sid) == "Hello from ollie"
@@ -138,3 +138,31 @@ async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_age
     sid = await agent.new()
     assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
     assert agent.client.text(sid) == "still here"
+
+
+async def test_a_refused_reply_answers_refusal(start_agent, scripted_llm) -> None:
+    # An OpenAI-compatible server withholds the reply (finish_reason content_filter), Anthropic says "refusal".
+    for fmt in ("openai", "anthropic"):
+        llm = scripted_llm(fmt)
+        llm.script(Reply.refusal("I can't help with that."))
+        agent = await start_agent(env=llm.env())
+        sid = await agent.new()
+        response = await agent.prompt(sid, "something off limits")
+        assert response.stop_reason == "refusal", fmt
+        assert agent.client.text(sid) == "I can't help with that."
+
+
+async def test_the_prompt_answer_carries_the_turns_usage(start_agent, llm) -> None:
+    llm.script(
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "true"}]}),
+                         usage=Usage(input_tokens=100, output_tokens=10, cached_input_tokens=50)),
+        Reply.text("done", usage=Usage(input_tokens=30, output_tokens=5)),
+    )
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    usage = (await agent.prompt(sid, "run it")).usage
+    # Both requests of the turn, summed; cache reads apart from fresh input.
+    assert (usage.input_tokens, usage.output_tokens, usage.cached_read_tokens) == (130, 15, 50)
+    assert usage.total_tokens == 195
+    # A slash command makes no request: no usage.
+    assert (await agent.prompt(sid, "/help")).usage is None

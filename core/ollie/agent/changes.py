@@ -17,6 +17,13 @@ class ChangeTracker:
     `before_step()` / `after_step(token)` bracket a step that can write: the
     changes between the two snapshots are the step's. A read-only step takes
     none (the loop does not call them), so reads cost nothing here.
+
+    Reuse: a snapshot stays `fresh` until something the engine runs may have written since it. The
+    turn-begin snapshot is the first write step's "before", a step's "after" is the next step's "before"
+    and the turn's end, unless `touched()` (a hook ran, a read-only step of unknown effect) came in
+    between. Edits the user makes in an editor while a turn runs are not seen by the engine: they are
+    attributed to the next write step (or, after the last step, to no step and not to this turn; the next
+    turn's begin snapshot is always taken afresh, so they never count as the agent's).
     """
 
     def __init__(self, cwd: Path | str, session_id: str, *,
@@ -27,6 +34,12 @@ class ChangeTracker:
         self.unavailable: str | None = None
         # Told once, when checkpoints turn out to be impossible here (the setup warning).
         self._on_unavailable = on_unavailable
+        # The last snapshot, while nothing the engine ran can have written since (None: take a new one).
+        self._fresh: str | None = None
+
+    def touched(self) -> None:
+        """Something ran that may have written the workspace outside a tracked step: the next snapshot is new."""
+        self._fresh = None
 
     def _give_up(self, reason: str) -> None:
         self.checkpoints = None
@@ -37,11 +50,13 @@ class ChangeTracker:
 
     async def _snapshot(self) -> str | None:
         """A checkpoint of the work tree now; None when unavailable (decided once) or a git command failed."""
+        self._fresh = None
         checkpoints = self.checkpoints
         if checkpoints is None:
             return None
         try:
-            return await checkpoints.snapshot()
+            self._fresh = await checkpoints.snapshot()
+            return self._fresh
         except CheckpointUnavailable as exc:
             self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
         except (WorkspaceError, OSError) as exc:
@@ -64,9 +79,15 @@ class ChangeTracker:
             log.warning("recording the turn failed", extra={"cwd": str(self.cwd), "error": str(exc)})
         return checkpoint
 
+    async def end_turn(self) -> str | None:
+        """The checkpoint of the state the turn left: the last step's when nothing ran since, else a new one."""
+        checkpoint = self._fresh or await self._snapshot()
+        self._fresh = None  # between turns the user owns the workspace: the next turn begins with a scan
+        return checkpoint
+
     async def before_step(self) -> str | None:
-        """The token of a write-capable step: a checkpoint taken just before it runs (None: not tracked)."""
-        return await self._snapshot()
+        """The token of a write-capable step: the last checkpoint while still fresh, else one taken now."""
+        return self._fresh or await self._snapshot()
 
     async def after_step(self, token: str | None) -> list[FileChange]:
         """The files changed since `before_step` gave `token` (empty when untracked)."""

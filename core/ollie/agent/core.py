@@ -103,6 +103,7 @@ class Core:
         await asyncio.to_thread(sweep_stale)
         session_file, session = open_session(store, session_id)
         session.agent = agent
+        session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
         setup = await Setup.create(
             cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,

@@ -47,6 +47,7 @@ class Event:
     """One engine event: `role` says what it is, `name` the tool for call/tool events, `usage` a usage event's payload.
 
     `tool` / `steps`: the readable step(s) of a call/step/tool event (see ROLES).
+    `prompt`: on a turn's start event, the prompt the turn runs (not on the wire).
     """
 
     role: str
@@ -55,6 +56,7 @@ class Event:
     usage: UsageReport | None = None
     tool: ToolState | None = None
     steps: tuple[ToolState, ...] = ()
+    prompt: str = ""
 
 
 class Subscription:

@@ -119,8 +119,11 @@ class AgentLoop:
         while True:
             self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
-            text, calls = completion.text, list(completion.tool_calls)
-            if not calls and tool_names and text:
+            # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too);
+            # its calls, if any, were cut off by the refusal and are not run.
+            refused = completion.stop_reason == "refusal"
+            text, calls = completion.text, [] if refused else list(completion.tool_calls)
+            if not calls and not refused and tool_names and text:
                 text, calls = extract_text_tool_calls(text, tool_names)
             calls = _with_ids(calls)
             self.session.messages.append(Message(
@@ -129,7 +132,7 @@ class AgentLoop:
             ))
             self._set_reply(text)
             if not calls:
-                return TurnResult(self.reply, "end")
+                return TurnResult(self.reply, "refusal" if refused else "end")
 
             outcomes = await self._tool_round(calls)
             verdict = self._after_round(text, outcomes)

@@ -12,7 +12,7 @@ from ollie.agent.events import Subscription
 from ollie.log import get_logger
 from ollie.sessions.errors import SessionError
 from ollie.sessions.registry import Registry
-from ollie.sessions.types import Channel, Info, Request, TurnResult, os_user
+from ollie.sessions.types import Channel, Info, Request, Scope, TurnResult, os_user, prompt_title
 
 if TYPE_CHECKING:
     from ollie.agent.core import Core
@@ -52,6 +52,7 @@ class Recorder:
         self._io: Executor = io or ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-recorder")
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
+        self._titled = False  # the record has a title: the first prompt gives none
 
     def _open_registry(self) -> Registry:
         if self._own_registry is None:
@@ -80,6 +81,7 @@ class Recorder:
                 log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
 
         await self._run(ensure)
+        self._titled = bool(info is not None and info.title)
         self._stamp()
         self._sub = self._core.bus.subscribe()
         self._task = asyncio.create_task(self._follow(self._sub))
@@ -97,12 +99,28 @@ class Recorder:
 
         self._io.submit(touch)
 
+    def _title_untitled(self, title: str) -> None:
+        """Queue: an untitled session is listed by its first prompt (unless someone named it meanwhile)."""
+
+        def retitle() -> None:
+            scope = Scope(user_id=self.user)
+            try:
+                if not self._registry().get(scope, self.session_id).title:
+                    self._registry().rename(scope, self.session_id, title)
+            except (SessionError, *UNAVAILABLE) as exc:
+                log.info("automatic title skipped: %s", exc, extra={"session": self.session_id})
+
+        self._io.submit(retitle)
+
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
             if event.role != "turn":
                 continue
             if event.content == "start":
                 self._stamp(turn_started=True)
+                if not self._titled and (title := prompt_title(event.prompt)):
+                    self._titled = True
+                    self._title_untitled(title)
             else:
                 result = event.content if event.content in RESULTS else None
                 self._stamp(turn_completed=True, result=result)

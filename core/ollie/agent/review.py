@@ -48,6 +48,8 @@ class Tracker(Protocol):
 
     async def begin_turn(self, turn_number: int) -> str | None: ...
 
+    async def end_turn(self) -> str | None: ...
+
 
 class ReviewHost(Protocol):
     """What review reads and drives of a session (the Core's TurnHost)."""
@@ -141,7 +143,7 @@ class Review:
                 await self.checkpoints().begin_turn(session.id, turn)
             cp = self.checkpoints()
             # A rewound timeline may have left the state a turn of this number once ended at.
-            await cp.git.run("update-ref", "-d", f"refs/ollie/sessions/{_after_session(session.id)}/{turn:08d}")
+            await cp.delete_ref(f"refs/ollie/sessions/{_after_session(session.id)}/{turn:08d}")
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
@@ -153,7 +155,10 @@ class Review:
             return
         try:
             cp = self.checkpoints()
-            await cp.record_turn(_after_session(self._host.session.id), turn, await cp.snapshot())
+            tracker = self._tracker()
+            # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
+            after = await tracker.end_turn() if tracker is not None else None
+            await cp.record_turn(_after_session(self._host.session.id), turn, after or await cp.snapshot())
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
 

@@ -30,6 +30,8 @@ class Completion:
     reasoning_signature: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
+    # The backend's stop reason ("refusal" when the model or the vendor's filter declined).
+    stop_reason: str = ""
 
 
 class TurnFailed(Exception):
@@ -83,6 +85,8 @@ async def stream_once(
                 out.usage = event.usage
             if event.reasoning_signature:
                 out.reasoning_signature = event.reasoning_signature
+            if event.stop_reason:
+                out.stop_reason = event.stop_reason
     out.text = "".join(text)
     out.reasoning = "".join(reasoning)
     return out

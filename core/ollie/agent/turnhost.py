@@ -152,6 +152,8 @@ class TurnHost:
         hooks = self.runtime.hooks
         if hooks is None or not hooks.has(name):
             return None
+        if self._changes is not None:
+            self._changes.touched()  # a hook may write files: no snapshot taken before it is reused after it
         setup = self.setup
         base = {
             "session_id": self.session.id,

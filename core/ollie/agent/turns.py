@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from ollie.agent.context import ContextBudget
+from ollie.agent.events import Event
 from ollie.agent.hooks import hook_note
 from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.turnhost import TurnHost
@@ -63,7 +64,7 @@ class Turns:
         host, bus = self._host, self._host.bus
         self.running, self._finishing = True, False
         host.session.begin_turn()
-        bus.emit("turn", "start")
+        bus.publish(Event("turn", content="start", prompt=text))
         if announce:  # a prompt the client did not send just now: tell it what runs
             bus.emit("user", text)
         pending, self._pending_warnings = self._pending_warnings, []

@@ -98,7 +98,9 @@ class OpenAIBackend(HTTPBackend):
                     if delta.get("function_call"):
                         calls.add_legacy(delta["function_call"])
                     if choice.get("finish_reason"):
-                        stop_reason = choice["finish_reason"]
+                        # content_filter: the vendor withheld the reply; the engine's name for it is "refusal".
+                        finish = choice["finish_reason"]
+                        stop_reason = "refusal" if finish == "content_filter" else finish
         yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder
 
 # Exit codes of `ollie -p` by stop reason.
-EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "interrupted": 130}
+EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "interrupted": 130}
 DOUBLE_CTRL_C_S = 2.0
 
 

@@ -35,6 +35,8 @@ from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_vali
 FORMAT_VERSION = 1
 SUFFIX = ".jsonl"
 COMPACTION_SUFFIX = ".compaction.jsonl"
+# How much of a session file's end read_meta reads (a meta record is far smaller).
+META_TAIL_BYTES = 256 * 1024
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
 
@@ -379,6 +381,32 @@ def open_session(sessions_dir: Path | str, session_id: str | None) -> tuple[Sess
 def load(sessions_dir: Path | str, session_id: str) -> Session:
     """Load a saved session (see `SessionFile.load`)."""
     return SessionFile(sessions_dir, session_id).load()
+
+
+def read_meta(sessions_dir: Path | str, session_id: str) -> dict[str, Any]:
+    """The saved session's latest meta (title, cwd, totals; no tracked maps), read from the file's end.
+
+    Every commit ends with a whole `meta` record, so a listing reads the tail,
+    not the history. {} when the session is not saved or no meta is found there.
+    """
+    if not is_valid_session_id(session_id):
+        return {}
+    try:
+        with open(_session_path(Path(sessions_dir), session_id), "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - META_TAIL_BYTES))
+            tail = fh.read()
+    except FileNotFoundError:
+        return {}
+    # The last piece has no newline after it: a torn write or b"".
+    for line in reversed(tail.split(b"\n")[:-1]):
+        if line.startswith(b'{"t":"meta"'):  # _dumps writes compact JSON, "t" first
+            try:
+                meta = json.loads(line).get("meta")
+            except ValueError:
+                continue  # a garbled final line, or the tail's cut first line
+            return dict(meta) if isinstance(meta, dict) else {}
+    return {}
 
 
 def exists(sessions_dir: Path | str, session_id: str) -> bool:

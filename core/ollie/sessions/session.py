@@ -149,6 +149,8 @@ class Session:
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
+    # The directory the session works in (absolute); "" for sessions saved before it was kept.
+    cwd: str = ""
     # The approval mode (see ollie.agent.approval); "" = the agent's default. Persisted with the session.
     approval: str = ""
     # What the user allowed always in this session: `kind:edit`, `command:pytest`.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 import uuid
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ class TurnResult(StrEnum):
     INTERRUPTED = "interrupted"
     MAX_STEPS = "max_steps"
     ERROR = "error"
+    REFUSAL = "refusal"  # the model (or the vendor's content filter) declined to answer
 
 
 # Worker sessions that human-facing lists leave out with exclude_internal.
@@ -59,6 +61,15 @@ def validate_title(title: str) -> None:
     size = len(title.encode("utf-8"))
     if size > MAX_TITLE_BYTES:
         raise TitleTooLongError(f"session title is {size} bytes; the limit is {MAX_TITLE_BYTES} UTF-8 bytes")
+
+
+# The block front ends put before a prompt (ollie_lsp.editor, ollie_acp.prompt): not what the user wrote.
+_EDITOR_CONTEXT = re.compile(r"\A(?:\s*<editor-context>.*?</editor-context>)+\s*", re.DOTALL)
+
+
+def prompt_title(prompt: str) -> str:
+    """The title a session takes from its first prompt: the user's first words, editor context left out."""
+    return first_words(_EDITOR_CONTEXT.sub("", prompt))
 
 
 def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:

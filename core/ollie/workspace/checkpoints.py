@@ -57,6 +57,9 @@ class Checkpoints:
         self.git = ShadowGit(shadow_dir(self.root), self.root)
         self._ready = False
         self._lock = asyncio.Lock()
+        # The tree the index held when it last had this stat key: a snapshot that finds nothing to update
+        # reuses it instead of running write-tree (another process changing the index changes the key).
+        self._tree: tuple[tuple[int, int, int], str] | None = None
 
     async def _ensure(self) -> None:
         """Check the CWD is a project (once) and create the shadow repository."""
@@ -105,7 +108,21 @@ class Checkpoints:
         if drop:
             await self.git.run("update-index", "--force-remove", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
-        return (await self.git.run("write-tree")).decode().strip()
+        cached = self._tree
+        if not update and not drop and cached is not None and cached[0] == self._index_key():
+            return cached[1]
+        tree = (await self.git.run("write-tree")).decode().strip()
+        key = self._index_key()  # after write-tree: it may store its cache-tree in the index
+        self._tree = (key, tree) if key is not None else None
+        return tree
+
+    def _index_key(self) -> tuple[int, int, int] | None:
+        """The shadow index's (mtime_ns, size, inode): changes whenever any git process rewrites it."""
+        try:
+            st = os.stat(self.git.git_dir / "index")
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
 
     def _over_cap(self, rel: str) -> bool:
         """Whether `rel` is a regular file larger than the size cap (skipped, left as it is)."""
@@ -171,6 +188,15 @@ class Checkpoints:
         await self._ensure()
         await self.git.run("update-ref", f"{_session_ref(session_id)}{turn:08d}", checkpoint)
         return Turn(session_id=session_id, turn=turn, checkpoint=checkpoint)
+
+    async def delete_ref(self, ref: str) -> None:
+        """Delete `ref` of the shadow repository; no git call when it cannot exist (no loose file, none packed)."""
+        await self._ensure()
+        git_dir = self.git.git_dir
+        # Auto gc is off, so refs are only packed if someone ran pack-refs: then ask git.
+        if not (git_dir / ref).exists() and not (git_dir / "packed-refs").exists():
+            return
+        await self.git.run("update-ref", "-d", ref)
 
     async def begin_turn(self, session_id: str, turn: int) -> Turn:
         """Snapshot the work tree and log it as the state before `turn`."""

@@ -17,7 +17,9 @@ from pathlib import Path
 from ollie.workspace.types import GitError
 
 # Options on every call: no hooks, no fsmonitor, no untracked cache, no user excludes/attributes files,
-# no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content.
+# no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content. A split
+# index (our own shadow's, so no workspace setting is involved): a snapshot that re-hashes one file
+# writes a small delta, not the whole ~1 MB index of a 10,000-file tree (bench/bench_checkpoints.py).
 _OPTIONS = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
@@ -29,6 +31,7 @@ _OPTIONS = (
     "-c", "core.quotePath=false",
     "-c", "core.symlinks=true",
     "-c", "core.preloadIndex=true",
+    "-c", "core.splitIndex=true",
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
     "-c", "advice.addEmbeddedRepo=false",
