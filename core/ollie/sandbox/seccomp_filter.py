@@ -94,6 +94,8 @@ def _build(network: str, unix: bool) -> sc.SyscallFilter:
     flt = sc.SyscallFilter(sc.ALLOW)
     # Only the native arch is in the filter; any other (i386 int 0x80, x32) is killed outright.
     flt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    # A binary tree of syscalls: every syscall the tool makes pays a few compares, not one per rule.
+    flt.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
     deny = sc.ERRNO(errno.EPERM)
     for name in DENIED_CALLS:
         flt.add_rule(deny, name)

@@ -210,8 +210,11 @@ def _spawn(argv: Sequence[str], env: dict[str, str]) -> int:
         return os.posix_spawn(argv[0], list(argv), env)
     error: OSError = FileNotFoundError(2, os.strerror(2))
     for directory in os.get_exec_path(env):
+        path = os.path.join(directory, argv[0])
+        if not os.path.lexists(path):
+            continue  # a failed posix_spawn costs a whole process (vfork, exec, exit): stat first
         try:
-            return os.posix_spawn(os.path.join(directory, argv[0]), list(argv), env)
+            return os.posix_spawn(path, list(argv), env)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except PermissionError as exc:
