@@ -55,8 +55,10 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
     round_trip = Row("tool spawn: execute_code `true` round trip (vs bare bash -c true)", median(executed) * 1e3,
                      median(bare) * 1e3, target="<= 5x")
     round_trip.ok = round_trip.ratio is not None and round_trip.ratio <= 5
+    # Every layer included: Landlock, mount and PID namespaces, seccomp, no capabilities, supervisor, pids cgroup.
     own = Row(f"sandbox's own spawn cost: spawn_sandboxed (Landlock ABI {landlock_abi()}) vs bare",
-              median(sandboxed) * 1e3, median(bare) * 1e3)
+              median(sandboxed) * 1e3, median(bare) * 1e3, target="<= 3x")
+    own.ok = own.ratio is not None and own.ratio <= 3
     return [round_trip, own]
 
 
@@ -74,6 +76,7 @@ async def _fanout_rows(rounds: int, work: Path) -> list[Row]:
     samples: dict[int, list[float]] = {1: [], 4: []}
     with ScriptedLLMServer("openai") as srv:
         core = await Core.create(agent="default", cwd=work, env=srv.env(), sessions_dir=work.parent / "sessions")
+        core.set_approval("auto")  # fan-out is measured, not the approval questions (nobody answers them here)
         try:
             for _ in range(rounds):
                 for calls in (1, 4):
