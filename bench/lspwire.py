@@ -79,6 +79,9 @@ class LSPProcess:
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
         self._notified = threading.Condition()
+        # Cleared while the client plays a slow reader: the read loop waits and the server's pipe fills.
+        self._reading = threading.Event()
+        self._reading.set()
         self.stderr_lines: list[bytes] = []
         self._reader = threading.Thread(target=self._read_loop, name="lsp-reader", daemon=True)
         self._reader.start()
@@ -132,6 +135,14 @@ class LSPProcess:
 
     # -- receiving -------------------------------------------------------------
 
+    def pause_reading(self) -> None:
+        """Stop reading the server's output (after the message being read): its pipe fills up."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        """Read the server's output again."""
+        self._reading.set()
+
     def wait_for(self, predicate: Callable[[list[tuple[float, dict[str, Any]]]], bool], *, timeout: float = 30.0) -> None:
         """Block until the notifications received satisfy `predicate`."""
         deadline = time.monotonic() + timeout
@@ -151,6 +162,7 @@ class LSPProcess:
         stream = self.proc.stdout
         assert stream is not None
         while True:
+            self._reading.wait()
             length = None
             while True:
                 line = stream.readline()

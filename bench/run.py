@@ -24,7 +24,7 @@ RESULTS = REPO / "bench" / "RESULTS.md"
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
     """Save per round at 10..10,000 messages (durable and CPU part), resume of 10,000 (bench_sessions)."""
-    from bench.bench_sessions import SIZES, _time_load, _time_saves
+    from bench.bench_sessions import SIZES, _time_load, _time_saves, long_history_rows
 
     with tempfile.TemporaryDirectory(prefix="ollie-bench-") as tmp:
         root = Path(tmp)
@@ -43,7 +43,8 @@ def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
                   cpu[10] * 1e3)
     rows.append(cpu_row)
     rows.append(Row("resume (load) of a 10,000-message session", load_s * 1e3))
-    return rows, []
+    long_rows, notes = long_history_rows(3 if rounds < 20 else 5)
+    return rows + long_rows, notes
 
 
 def machine() -> list[str]:
@@ -64,6 +65,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:.3f} s"
     if unit == "MiB":
         return f"{value:.1f} MiB"
+    if unit == "KiB":
+        return f"{value:.0f} KiB"
     return f"{value:.2f} ms" if abs(value) < 100 else f"{value:.0f} ms"
 
 
@@ -87,14 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     header = machine()
     started = time.perf_counter()
-    from bench import bench_checkpoints, bench_memory, bench_relay, bench_startup, bench_tools
+    from bench import bench_checkpoints, bench_memory, bench_relay, bench_stalls, bench_startup, bench_tools
 
     steps: list[tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = [
         ("start-up", lambda: bench_startup.run(3 if quick else 7)),
         ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
         ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
         ("sessions", lambda: session_rows(10 if quick else 40)),
-        ("memory", bench_memory.run),
+        ("memory and per-session cost", bench_memory.run),
+        ("event-loop stalls", bench_stalls.run),
         ("checkpoints", lambda: bench_checkpoints.run(5 if quick else 20)),
     ]
     rows: list[Row] = []

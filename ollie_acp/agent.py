@@ -51,6 +51,7 @@ from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
+from ollie.sessions.pg.lease import SessionLeasedError
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words, os_user
 from ollie.tools.execute import plan_file
@@ -204,6 +205,8 @@ class OllieAgent:
                                      session_id=session_id)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
+        except SessionLeasedError as exc:  # OLLIE_STORE: another machine runs it now (-32007, as the daemon says)
+            raise RequestError(exc.rpc_code, f"session is live elsewhere: {exc}", {"sessionId": session_id}) from None
         # Kept in the saved session for session/list (a loaded one takes the directory the client gives now).
         core.session.cwd = str(cwd)
         live_id = core.session_id

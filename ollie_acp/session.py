@@ -167,6 +167,13 @@ class AcpSession:
             await self.core.close()
         except Exception:
             logger.exception("closing a session failed")
+        try:
+            from ollie.sessions import persist
+
+            # Its last rounds stored and, with a shared store (OLLIE_STORE), its lease given up for other machines.
+            await asyncio.to_thread(persist.release, self.core.session_id)
+        except Exception:
+            logger.exception("releasing a session failed")
         if self.recorder is not None:
             await self.recorder.close()
         await self.forwarder.stop()

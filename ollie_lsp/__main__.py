@@ -64,11 +64,11 @@ def coalesce_window() -> float:
 
 async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client on the private stdio copies; close every session when it goes away."""
-    from pygls.io_ import StdoutWriter
+    from ollie_lsp.stdio import ThreadedReader, open_writer
 
-    from ollie_lsp.stdio import ThreadedReader
-
-    server.protocol.set_writer(StdoutWriter(rpc_out))
+    # Never StdoutWriter: a client that stops reading would hold the whole loop in write(2).
+    # pygls takes a sync `write` with an awaitable `close` (it awaits whatever close returns before exiting).
+    server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]
     try:
         await server.serve_client(ThreadedReader(rpc_in))
     finally:

@@ -10,6 +10,7 @@ from pygls.exceptions import JsonRpcException
 SESSION_NOT_FOUND = -32001
 SESSION_ARCHIVED = -32002
 STALE = -32003
+FORBIDDEN = -32008
 INVALID_PARAMS = -32602
 
 
@@ -41,6 +42,16 @@ class SessionArchived(JsonRpcException):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(message=f"session is archived: {session_id}", code=SESSION_ARCHIVED, data={"session": session_id})
+
+
+class Forbidden(JsonRpcException):
+    """-32008: a change to a session this user may read (shared to their team) but not change."""
+
+    CODE = FORBIDDEN
+    MESSAGE = "forbidden"
+
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(message=f"forbidden: {why}", code=FORBIDDEN, data={"session": session_id})
 
 
 class Stale(JsonRpcException):

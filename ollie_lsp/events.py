@@ -6,13 +6,17 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ollie.agent.events import Event, Subscription
 
 logger = logging.getLogger("ollie.lsp.events")
 
+# How long closing a session waits for its last events to be written.
+STOP_WAIT_S = 5.0
 # Roles whose consecutive events are text deltas that may be joined into one notification.
 DELTA_ROLES = frozenset({"assistant", "reasoning"})
 
@@ -32,6 +36,20 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     return params
 
 
+@dataclass
+class _Waiting:
+    """An event held while the output is paused; `parts` collects a run of deltas (None for other events)."""
+
+    first: Event | None
+    parts: list[str] | None
+
+    def event(self) -> Event | None:
+        """The event to send (a run of deltas joined into one)."""
+        if self.first is None or self.parts is None or len(self.parts) == 1:
+            return self.first
+        return Event(self.first.role, self.first.name, "".join(self.parts))
+
+
 class EventForwarder:
     """Drains one session's subscription in order, numbering what it sends.
 
@@ -40,6 +58,11 @@ class EventForwarder:
     role are joined when the stream is hot: after a delta sent less than
     `coalesce_s` ago, it waits that long and sends everything that piled up as
     one notification, so a slow client is not flooded with tiny messages.
+
+    While `paused()` (the client is not reading: the daemon's unsent output is
+    over its bound) nothing is sent: the events that come meanwhile wait here
+    in order, each run of deltas joined as it grows, and go out once
+    `writable()` returns.
     """
 
     def __init__(
@@ -51,6 +74,8 @@ class EventForwarder:
         on_state: Callable[[], None] = lambda: None,
         on_turn: Callable[[str], None] = lambda content: None,
         coalesce_s: float = 0.004,
+        paused: Callable[[], bool] | None = None,
+        writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session_id = session_id
         self._seq = itertools.count(1)  # the per-session `seq`: from 1, with no gaps
@@ -59,6 +84,10 @@ class EventForwarder:
         self._on_state = on_state
         self._on_turn = on_turn
         self._coalesce_s = coalesce_s
+        self._paused = paused
+        self._writable = writable
+        # What came while the output was paused, in order; a run of deltas is one entry (its parts joined later).
+        self._backlog: deque[_Waiting] = deque()
         self._held: Event | None = None
         self._ended = False
         self._busy = False
@@ -69,29 +98,72 @@ class EventForwarder:
         """Start the draining task."""
         self._task = asyncio.create_task(self._run(), name=f"ollie-events-{self.session_id}")
 
-    async def stop(self) -> None:
-        """Close the subscription and wait until everything queued was sent."""
+    async def stop(self, *, timeout: float = STOP_WAIT_S) -> None:
+        """Close the subscription and wait until everything queued was sent (at most `timeout` s).
+
+        A client that has stopped reading for good would hold the wait forever: what is left then is dropped.
+        """
         self._sub.close()
         if self._task is not None:
-            await self._task
+            done, _ = await asyncio.wait({self._task}, timeout=timeout)
+            if not done:
+                logger.warning("the client is not reading: events left unsent", extra={"session": self.session_id})
+                self._task.cancel()
+                await asyncio.gather(self._task, return_exceptions=True)
 
     async def drained(self) -> None:
         """Wait until every event published so far has been handled."""
-        while self._busy or self._sub.pending() or self._held is not None:
+        while self._busy or self._sub.pending() or self._held is not None or self._backlog:
             await asyncio.sleep(0.001)
 
     async def _next(self) -> Event | None:
         if self._held is not None:
             event, self._held = self._held, None
             return event
+        if self._backlog:
+            return self._backlog.popleft().event()
         if self._ended:
             return None
         return await self._sub.get()
+
+    def _pending(self) -> bool:
+        return bool(self._backlog) or self._sub.pending() > 0
+
+    def _take(self) -> Event | None:
+        return self._backlog.popleft().event() if self._backlog else self._sub.get_nowait()
+
+    async def _wait_writable(self) -> None:
+        """While the output is paused, keep taking events (so deltas join as they come) until it is writable."""
+        if self._paused is None or self._writable is None:
+            return
+        while self._paused():
+            ready = asyncio.ensure_future(self._writable())
+            getter = asyncio.ensure_future(self._sub.get())
+            await asyncio.wait({ready, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                self._fold(getter.result())
+            else:
+                getter.cancel()  # a cancelled Queue.get leaves its item queued
+            if not ready.done():
+                ready.cancel()
+
+    def _fold(self, event: Event | None) -> None:
+        last = self._backlog[-1] if self._backlog else None
+        run = last.first if last is not None and last.parts is not None else None
+        if event is not None and last is not None and last.parts is not None and run is not None \
+                and event.role == run.role and event.name == run.name:
+            last.parts.append(event.content)
+            return
+        if event is not None and event.role in DELTA_ROLES:
+            self._backlog.append(_Waiting(event, [event.content]))
+        else:
+            self._backlog.append(_Waiting(event, None))
 
     async def _run(self) -> None:
         while (event := await self._next()) is not None:
             self._busy = True
             try:
+                await self._wait_writable()
                 if event.role in DELTA_ROLES:
                     event = await self._coalesce(event)
                 self._handle(event)
@@ -115,8 +187,8 @@ class EventForwarder:
         if hot:
             await asyncio.sleep(self._coalesce_s)
         parts = [first.content]
-        while self._sub.pending():
-            nxt = self._sub.get_nowait()
+        while self._pending():
+            nxt = self._take()
             if nxt is not None and nxt.role == first.role and nxt.name == first.name:
                 parts.append(nxt.content)
                 continue

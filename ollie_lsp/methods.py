@@ -9,6 +9,7 @@ from typing import Any
 
 from ollie.agent.commands import COMMANDS
 from ollie.agent.commands_info import agent_infos
+from ollie.agent.history import wire_messages
 from ollie.agent.review import ReviewError
 from ollie.errors import ConfigError, OllieError
 from ollie.sessions.types import first_words
@@ -18,6 +19,7 @@ from ollie_lsp.errors import InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
+    ContextParams,
     InterruptParams,
     NoParams,
     ReviewUndoParams,
@@ -128,10 +130,17 @@ async def state(ls: OllieServer, raw: Any) -> dict[str, Any]:
 
 @method("ollie/context")
 async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
-    """The system prompt and the messages the next request would send."""
-    p = parse(SessionParams, raw)
+    """The system prompt and a page of the messages the next request would send, with their total."""
+    p = parse(ContextParams, raw)
     live = await ls.table.get(p.session)
-    return {"systemPrompt": live.core.system_prompt(), "messages": [m.to_dict() for m in live.core.context()]}
+    core = live.core
+    messages = core.context()
+    end = len(messages) if p.limit is None else p.offset + p.limit
+    # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
+    page = await asyncio.to_thread(wire_messages, messages, p.offset, end, cwd=core.cwd, kind_of=core.step_kinds,
+                                   outcomes=core.session.step_outcomes)
+    # The prompt commands wait for the first need (session/new does not run them): this is one.
+    return {"systemPrompt": await core.ready_prompt(), "messages": page, "total": len(messages)}
 
 
 @method("ollie/command")
@@ -224,9 +233,9 @@ async def set_approval(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {}
 
 
-def _file_to_wire(change: FileChange) -> dict[str, Any]:
+def _file_to_wire(change: FileChange, *, in_editor: bool = False) -> dict[str, Any]:
     return {**change.acp_diff(), "status": change.status, "binary": change.binary,
-            "hunks": [h.to_dict() for h in change.hunks]}
+            "hunks": [h.to_dict() for h in change.hunks], "inEditor": in_editor}
 
 
 @contextmanager
@@ -251,7 +260,7 @@ async def changes(ls: OllieServer, raw: Any) -> dict[str, Any]:
         return {"turn": None, "files": []}
     with _review_errors():
         turn = await live.core.review.changes(p.turn)
-    return {"turn": turn.turn, "files": [_file_to_wire(c) for c in turn.changes]}
+    return {"turn": turn.turn, "files": [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]}
 
 
 @method("ollie/review/undo")
@@ -302,7 +311,9 @@ async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
     infos = await records.run(
         records.list, kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset
     )
-    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None) for i in infos]}
+    elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
+    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id))
+                         for i in infos]}
 
 
 @method("ollie/session/load")

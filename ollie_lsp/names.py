@@ -33,6 +33,17 @@ METHOD_NAMES = (
     "ollie/session/close",
 )
 
+# Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
+# (`permissionRequest`, `editorTools`). PROTOCOL.md's "Requests, server to client" documents each.
+SERVER_REQUEST_NAMES = (
+    "ollie/permission",
+    "ollie/editor/diagnostics",
+    "ollie/editor/definition",
+    "ollie/editor/references",
+    "ollie/editor/symbols",
+    "ollie/editor/openFiles",
+)
+
 
 def command_name(method_name: str) -> str:
     """`ollie/session/new` -> `ollie.session.new`."""

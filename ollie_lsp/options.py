@@ -16,6 +16,8 @@ class InitOptions:
     model: str | None = None
     session: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # The client answers the ollie/editor/* requests: the model gets the editor tools.
+    editor_tools: bool = False
 
 
 _STRING_KEYS = ("agent", "backend", "model", "session")
@@ -32,7 +34,8 @@ def _env_value(value: str | int | float | bool) -> str:
 def parse_init_options(raw: object) -> tuple[InitOptions, list[str]]:
     """(options, problems): unknown keys are ignored, a bad value is named in `problems` and dropped."""
     problems: list[str] = []
-    if raw is None:
+    # Neovim sends an empty Lua table as `[]`: no options, like null.
+    if raw is None or (isinstance(raw, list) and not raw):
         return InitOptions(), problems
     if not isinstance(raw, Mapping):
         return InitOptions(), [f"initializationOptions must be an object, got {type(raw).__name__}; using defaults"]
@@ -57,4 +60,10 @@ def parse_init_options(raw: object) -> tuple[InitOptions, list[str]]:
             values["env"] = good
         else:
             problems.append(f"initializationOptions.env must be an object, got {type(env).__name__}; ignored")
+    editor_tools = raw.get("editorTools")
+    if editor_tools is not None:
+        if isinstance(editor_tools, bool):
+            values["editor_tools"] = editor_tools
+        else:
+            problems.append(f"initializationOptions.editorTools must be true or false, got {editor_tools!r}; ignored")
     return InitOptions(**values), problems

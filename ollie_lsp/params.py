@@ -19,6 +19,14 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True, frozen=True)
 
 
+class ContextParams(_Params):
+    """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
+
+    session: StrictStr | None = None
+    offset: StrictInt = Field(default=0, ge=0)
+    limit: StrictInt | None = Field(default=None, ge=0)
+
+
 class NoParams(_Params):
     """A method that takes nothing (ollie/listCommands)."""
 

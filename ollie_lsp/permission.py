@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from ollie_lsp.asking import ask_client
+
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, StepQuestion
     from ollie_lsp.server import OllieServer
@@ -38,30 +40,28 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
 
     if ls.rich_permission:
         try:
-            raw = await ls.protocol.send_request_async(PERMISSION_METHOD, permission_params(session_id, question))
+            answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question))
         except Exception as exc:  # the client failed to answer: nothing runs on a broken question
             logger.warning("ollie/permission failed: %s", exc)
             return Answer("reject")
-        answer = _plain(raw)
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
         feedback = answer.get("feedback") if isinstance(answer, dict) else None
         if outcome not in OUTCOMES:
-            logger.warning("ollie/permission answered %r: taken as a rejection", raw)
+            logger.warning("ollie/permission answered %r: taken as a rejection", answer)
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_label()} in this session)'
-    reply = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-        type=types.MessageType.Warning,
-        message=f"ollie (session {session_id}) asks to: {question.title}{covers}",
-        actions=[types.MessageActionItem(title=title) for title in BUTTONS],
-    ))
+    try:
+        reply = await ask_client(ls.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=f"ollie (session {session_id}) asks to: {question.title}{covers}",
+            actions=[types.MessageActionItem(title=title) for title in BUTTONS],
+        ))
+    except Exception as exc:  # as above: a broken question runs nothing
+        logger.warning("window/showMessageRequest failed: %s", exc)
+        return Answer("reject")
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
-    outcome = BUTTONS.get(reply.title, "reject") if reply is not None else "reject"
+    title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
+    outcome = BUTTONS.get(title, "reject") if isinstance(title, str) else "reject"
     return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]
 
-
-def _plain(value: Any) -> Any:
-    """A response as plain JSON (pygls may hand back namedtuples)."""
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    return value

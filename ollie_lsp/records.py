@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie.sessions import errors as reg_errors
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, Kind, ListOptions, Scope, os_user
-from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.errors import Forbidden, InvalidParams, SessionArchived, SessionNotFound
 
 if TYPE_CHECKING:
     from ollie.agent.core import Core
@@ -38,6 +38,8 @@ def rpc_errors(session_id: str, *, field: str = "") -> Iterator[None]:
         yield
     except reg_errors.NotFoundError:
         raise SessionNotFound(session_id) from None
+    except reg_errors.ReadOnlyError as exc:  # shared to this user's team: they know it exists, say why not
+        raise Forbidden(session_id, str(exc)) from None
     except reg_errors.ForbiddenError:
         # Another user's session is, to this user, a session that does not exist.
         raise SessionNotFound(session_id) from None
@@ -47,8 +49,8 @@ def rpc_errors(session_id: str, *, field: str = "") -> Iterator[None]:
         raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
 
 
-def info_to_wire(info: Info, *, live: bool = False) -> dict[str, Any]:
-    """A session's Info as PROTOCOL.md's `info` object."""
+def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) -> dict[str, Any]:
+    """A session's Info as PROTOCOL.md's `info` object (`live_on`: where another daemon runs it, a shared store)."""
     return {
         "id": info.id,
         "agent": info.agent_id,
@@ -60,6 +62,7 @@ def info_to_wire(info: Info, *, live: bool = False) -> dict[str, Any]:
         "lastTurnResult": str(info.last_turn_result),
         "archived": info.archived,
         "live": live,
+        "liveOn": live_on,
     }
 
 
@@ -118,6 +121,11 @@ class Records:
         """Archive a session (idempotent)."""
         with rpc_errors(session_id):
             self.registry.archive(self._scope, session_id)
+
+    def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
+        """Of these sessions, those another daemon runs now (OLLIE_STORE's leases): id -> "<host> (pid N)"."""
+        with rpc_errors(""):
+            return self.registry.live_elsewhere(session_ids)
 
     def list(
         self, *, kinds: list[str] | None = None, include_archived: bool = False, limit: int | None = None,

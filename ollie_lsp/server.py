@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +42,7 @@ logger = logging.getLogger("ollie.lsp.server")
 PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
 PARSE_ERROR = -32700
+SWITCH_INTERVAL_S = 0.001
 INVALID_REQUEST = -32600
 
 
@@ -72,6 +75,17 @@ class OllieProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(METHOD_NAMES)}}
         return result
+
+    def _serialize_message(self, data: Any) -> Any:
+        """ollie/* results and params are plain JSON already: skip cattrs' recursive copy of them.
+
+        json.dumps still calls back here for anything nested that is not plain JSON.
+        """
+        if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, dict):
+            return {"id": data.id, "jsonrpc": data.jsonrpc, "result": data.result}
+        if isinstance(data, JsonRPCNotification) and isinstance(data.params, dict):
+            return {"method": data.method, "jsonrpc": data.jsonrpc, "params": data.params}
+        return super()._serialize_message(data)
 
     def handle_message(self, message: Any) -> None:
         """Answer what is not JSON-RPC 2.0 with -32600 (pygls would drop it silently), then handle the rest."""
@@ -121,6 +135,9 @@ class OllieServer(LanguageServer):
         # The client's open documents: the file tools read their unsaved text and edit them through applyEdit.
         self.documents = LspDocuments(self)
         self.initialized = False
+        # Set by shutdown/exit: a background warm-up that finishes afterwards starts no session.
+        self.closing = False
+        self._engine: asyncio.Future[None] | None = None
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
         self.root_cwd = Path.cwd()
         # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
@@ -135,6 +152,40 @@ class OllieServer(LanguageServer):
             self._table = build_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    async def engine_loaded(self) -> None:
+        """Wait until the engine is imported: once, in a thread, whoever asks first.
+
+        Every ollie/* request waits here rather than importing on its own: two threads importing
+        the same modules at once can see one half-initialized (`cannot import name`).
+        """
+        if self._engine is None:
+            self._engine = asyncio.ensure_future(asyncio.to_thread(preload_engine))
+        await asyncio.shield(self._engine)
+
+    async def warm_up(self) -> None:
+        """After `initialized`: load the engine in a thread, then start building the default session.
+
+        The first request then finds the session ready (or being built) instead of paying for it.
+        """
+        if self._table is not None:
+            return
+        try:
+            await self.engine_loaded()
+        except Exception:
+            # Not fatal here: the first ollie/* request imports it again and answers with the error.
+            logger.exception("loading the engine in the background failed")
+            return
+        if self._table is None and self.initialized and not self.closing:
+            table = self.table
+            # Every session's prompt commands wait for its first need (session/new stays fast); the default
+            # session's run now, in the background: the editor's first prompt usually comes at once.
+            try:
+                live = await table.default()
+                await live.core.ready_prompt()
+            except Exception:
+                # The first request meets the same failure and answers with it.
+                logger.debug("preparing the default session's prompt failed", exc_info=True)
 
     @property
     def default_cwd(self) -> Path:
@@ -164,6 +215,10 @@ class OllieServer(LanguageServer):
         """Handle one client's messages from `reader` until it goes away or `exit` ends the loop."""
         from pygls.io_ import run_async
 
+        # Heavy work (a long session's parse, a compaction's snapshot) runs in threads. Each time the loop
+        # gives up the GIL for a syscall it waits up to the switch interval to get it back (5 ms by default,
+        # several times per request): 1 ms keeps other sessions' requests prompt meanwhile.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         stop = threading.Event()
         # pygls' shutdown() ends run_async through this private event (its start_* methods set it the same way).
         self._stop_event = stop
@@ -172,6 +227,7 @@ class OllieServer(LanguageServer):
 
     async def close_sessions(self) -> None:
         """Close every live session (shutdown, exit, or the client gone); nothing when none was started."""
+        self.closing = True
         if self._table is not None:
             await self._table.close_all()
 
@@ -207,6 +263,29 @@ class OllieServer(LanguageServer):
             # Not open and not a readable file (deleted, a directory, an `untitled:` buffer).
             return None
 
+    def output_paused(self) -> bool:
+        """Whether the client has left too much of the daemon's output unread (events then wait)."""
+        writer = self.protocol.writer
+        paused = getattr(writer, "paused", None)
+        if paused is not None:
+            return bool(paused())
+        if isinstance(writer, asyncio.StreamWriter):  # TCP: over the transport's high-water mark
+            transport = writer.transport
+            return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+        return False
+
+    async def output_writable(self) -> None:
+        """Return once the client has taken enough of the daemon's output (see `ollie_lsp.stdio.PipeWriter`)."""
+        writer = self.protocol.writer
+        writable = getattr(writer, "writable", None)
+        if writable is not None:
+            await writable()
+        elif isinstance(writer, asyncio.StreamWriter):  # TCP: the stream's own flow control
+            try:
+                await writer.drain()
+            except ConnectionError:
+                pass
+
     def supports_progress(self) -> bool:
         """Whether the client takes server-initiated work-done progress."""
         caps = self.client_capabilities
@@ -239,9 +318,12 @@ def register_lifecycle(server: OllieServer) -> None:
         ls.init_options = options
         ls.rich_permission = announces_permission(params.initialization_options)
         ls.root_cwd = ls.default_cwd = workspace_cwd(params) or Path.cwd()
-        # The engine, the registry and the param models load on the first ollie/* request
-        # (see `table`), so neither the initialize answer nor an idle daemon pays for them.
+        # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
         ls.initialized = True
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: OllieServer, params: types.InitializedParams) -> None:
+        await ls.warm_up()
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: OllieServer, *args: Any) -> None:
@@ -265,6 +347,13 @@ def register_lifecycle(server: OllieServer) -> None:
         for live in ls._table.live() if ls._table is not None else []:
             if live.progress.token == token:
                 live.core.interrupt("cancelled from the progress bar")
+
+
+def preload_engine() -> None:
+    """Import what the first ollie/* request needs (run in a thread: it holds no lock the loop needs)."""
+    import ollie.agent.core  # noqa: F401
+    import ollie_lsp.methods  # noqa: F401
+    import ollie_lsp.sessions  # noqa: F401
 
 
 def build_table(ls: OllieServer) -> SessionTable:
@@ -308,12 +397,19 @@ def build_table(ls: OllieServer) -> SessionTable:
                 live.progress.end(content)
 
         return EventForwarder(
-            session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s
+            session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s,
+            paused=ls.output_paused, writable=ls.output_writable,
         )
 
+    editor = None
+    if options.editor_tools:
+        from ollie_lsp.editortools import LspEditorKnowledge
+
+        editor = LspEditorKnowledge(ls)
     table = SessionTable(
         defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
         ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls), notify_problem=ls.show, documents=ls.documents,
+        editor=editor,
     )
     return table
 
@@ -336,6 +432,7 @@ def register_methods(server: OllieServer) -> None:
 
 def _lazy_method(name: str) -> Callable[..., Any]:
     async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+        await ls.engine_loaded()
         from ollie_lsp import methods
 
         return await methods.call(name, ls, raw)
@@ -347,6 +444,7 @@ def _lazy_command(name: str) -> Callable[..., Any]:
     async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1:
             raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
+        await ls.engine_loaded()
         from ollie_lsp import methods
 
         return await methods.call(name, ls, args[0] if args else None)

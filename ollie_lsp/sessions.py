@@ -12,6 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pygls.exceptions import JsonRpcException
+
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ollie.agent.core import Core, TurnResult
     from ollie.agent.recorder import Recorder
     from ollie.tools.documents import EditorDocuments
+    from ollie.tools.editor import EditorKnowledge
 
 logger = logging.getLogger("ollie.lsp.sessions")
 
@@ -172,6 +175,26 @@ class SessionDefaults:
     cwd: Path = field(default_factory=Path.cwd)
 
 
+def _session_store() -> ModuleType:
+    """The engine's session logs (imported with the engine, never at start-up)."""
+    from ollie.sessions import persist
+
+    return persist
+
+
+async def _preload(session_id: str | None) -> None:
+    """Connect a database store (OLLIE_STORE), read and lease the session to resume, off the loop; -32007 when
+    it is live elsewhere. Nothing to do with files."""
+    persist = await asyncio.to_thread(_session_store)
+    from ollie.sessions.pg.lease import SessionLeasedError  # persist is loaded: so is ollie.sessions
+
+    try:
+        await asyncio.to_thread(persist.preload, Path(), session_id)
+    except SessionLeasedError as exc:
+        raise JsonRpcException(message=f"session is live elsewhere: {exc}", code=exc.rpc_code,
+                               data={"session": session_id or ""}) from None
+
+
 def load_core_module() -> ModuleType:
     """Import the engine (slow: kept off the start-up path)."""
     from ollie.agent import core
@@ -193,9 +216,12 @@ class SessionTable:
         ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None,
         notify_problem: Callable[[str], None] = lambda message: None,
         documents: EditorDocuments | None = None,
+        editor: EditorKnowledge | None = None,
     ) -> None:
         self.defaults = defaults
         self._documents = documents
+        # The client answers ollie/editor/* (initializationOptions.editorTools): every session gets the editor tools.
+        self._editor = editor
         self.records = records
         self._make_forwarder = make_forwarder
         self._make_progress = make_progress
@@ -233,14 +259,23 @@ class SessionTable:
         """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
-        core = await core_mod.Core.create(
-            agent=agent,
-            cwd=cwd or self.defaults.cwd,
-            backend=self.defaults.backend,
-            model=self.defaults.model,
-            session_id=resume_id,
-            env=dict(self.defaults.env) or None,
-        )
+        await _preload(resume_id)
+        try:
+            core = await core_mod.Core.create(
+                agent=agent,
+                cwd=cwd or self.defaults.cwd,
+                backend=self.defaults.backend,
+                model=self.defaults.model,
+                session_id=resume_id,
+                env=dict(self.defaults.env) or None,
+            )
+        except Exception:
+            if resume_id:  # not started: the session read (and leased) ahead is given back
+                await asyncio.to_thread(_session_store().release, resume_id)
+            raise
+        if resume_id:
+            # The first size estimate of a long history walks every message: in a thread, before the loop asks.
+            await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
         live.recorder = await self.records.record(core, kind=kind, title=title)
         return live
@@ -264,6 +299,8 @@ class SessionTable:
         if self._ask_step is not None:
             core.step_approver = partial(self._ask_step, session_id)
         core.set_documents(self._documents)
+        if self._editor is not None:
+            core.set_editor(self._editor)
         forwarder.start()
         return live
 
@@ -345,6 +382,11 @@ class SessionTable:
             await live.core.close()
         except Exception:
             logger.exception("closing a session failed", extra={"session": live.id})
+        try:
+            # Its last rounds stored and, with a database store, its lease given up: another machine may resume it.
+            await asyncio.to_thread(_session_store().release, live.id)
+        except Exception:
+            logger.exception("releasing a session failed", extra={"session": live.id})
         if live.recorder is not None:
             await live.recorder.close()
         try:

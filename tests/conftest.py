@@ -21,7 +21,8 @@ def _private_dirs(tmp_path_factory, monkeypatch):
         monkeypatch.setenv(var, str(home / sub))
     for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR",
                 "OLLIE_SESSIONS_DIR", "OLLIE_AGENTS_DIR", "OLLIE_TOOLS_PATH", "OLLIE_BACKEND",
-                "OLLIE_MODEL", "OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY"):
+                "OLLIE_MODEL", "OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY",
+                "OLLIE_STORE", "OLLIE_USER", "OLLIE_TEAMS", "OLLIE_LEASE_TTL"):
         monkeypatch.delenv(var, raising=False)
     # In-process Cores run unattended: steps run without approval questions (tests of approval set their own).
     monkeypatch.setenv("OLLIE_APPROVAL", "auto")

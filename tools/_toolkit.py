@@ -1,11 +1,14 @@
-"""Shared helpers for the bundled Python tool scripts (stdlib only; never imports ollie)."""
+"""Shared helpers for the bundled Python tool scripts (stdlib only; never imports ollie).
+
+The bundled scripts run in the fork server's pre-imported interpreter (ollie/sandbox/pyrun.py),
+started with -S: they may import the standard library and this dir's helpers, nothing else.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 # Colon-separated policy paths the execute server exports for sandboxed calls.
@@ -85,6 +88,8 @@ def write_atomic(path: Path, text: str) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = None
+    import tempfile  # here, not at the top: only the writers need it, and its imports cost ~5 ms a start
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:

@@ -22,7 +22,8 @@ async def test_initialize_announces_load_list_and_embedded_context(start_agent, 
 
 
 async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start_agent, llm) -> None:
-    llm.script(Reply(text="Hello from ollie", reasoning="thinking it over", chunk_size=4,
+    # Paced like a model (a burst the network buffered would come joined: ollie.backend.readahead).
+    llm.script(Reply(text="Hello from ollie", reasoning="thinking it over", chunk_size=4, delay=0.01,
                      usage=Usage(input_tokens=120, output_tokens=7)))
     agent = await start_agent(env=llm.env())
     sid = await agent.new()

@@ -54,7 +54,8 @@ async def test_prompt_commands_and_hooks_get_the_session_and_follow_an_id_change
     old_id = core.session_id
     old_dirs = SessionDirs.for_session(old_id)
 
-    facts = _facts(core.system_prompt())
+    assert core.system_prompt() == "", "building the session ran no prompt command"
+    facts = _facts(await core.ready_prompt())
     assert facts["sid"] == old_id
     assert facts["cwd"] == str(workdir)
     assert facts["agent"] == str(agents_dir)
@@ -76,11 +77,35 @@ async def test_prompt_commands_and_hooks_get_the_session_and_follow_an_id_change
     assert not old_dirs.root.exists(), "nothing made the old session's dirs again"
     # Prompt commands that run after the change (an agent switch rebuilds the prompt) get the new id.
     await core.switch_agent("envy")
-    assert _facts(core.system_prompt())["sid"] == NEW_ID
+    assert _facts(await core.ready_prompt())["sid"] == NEW_ID
 
     await core.close()
     assert not new_dirs.root.exists(), "closing the session removes its temp dirs"
 
     resumed = await make_core(srv, toy=None, agent="envy", session_id=NEW_ID)
-    assert _facts(resumed.system_prompt())["sid"] == NEW_ID
+    assert _facts(await resumed.ready_prompt())["sid"] == NEW_ID
     assert _facts(resumed.system_prompt())["tmp"] == str(new_dirs.tmp)
+
+
+async def test_prompt_commands_not_run_yet_run_as_the_session_is_when_its_first_turn_comes(
+    scripted_llm, make_core, agents_dir: Path, workdir: Path, tmp_root: Path
+) -> None:
+    write_agent(agents_dir, "envy", prompt=[SHOW], commandSandbox="readonly")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("ok"))
+    core: Core = await make_core(srv, toy=None, agent="envy")
+    old_dirs = SessionDirs.for_session(core.session_id)
+    moved = workdir / "sub"
+    moved.mkdir()
+    # Moved before its first turn: the deferred commands run with the new id and cwd, not the old ones.
+    core.set_session_id(NEW_ID)
+    core.set_cwd(moved)
+    assert core.system_prompt() == ""
+    await core.submit("hi")
+    system = srv.chat_requests[-1].body["messages"][0]
+    assert system["role"] == "system"
+    facts = _facts(system["content"])
+    assert (facts["sid"], facts["cwd"]) == (NEW_ID, str(moved.resolve()))
+    assert facts["tmp"] == str(SessionDirs.for_session(NEW_ID).tmp)
+    assert not old_dirs.root.exists(), "the deferred commands made the old session's dirs again"
+    await core.close()

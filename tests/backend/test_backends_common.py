@@ -19,12 +19,25 @@ pytestmark = pytest.mark.parametrize("fmt", FORMATS)
 
 async def test_plain_text_streams_in_several_deltas(connect, fmt):
     srv, backend = connect(fmt)
-    srv.script(Reply.text("Hello there, general Kenobi.", chunk_size=3))
+    # Paced like a model: each delta arrives on its own, and is handed on alone.
+    srv.script(Reply.text("Hello there, general Kenobi.", chunk_size=3, delay=0.01))
     events = await collect(backend)
     assert joined(events, "content") == "Hello there, general Kenobi."
     assert len([e for e in events if e.content]) >= 5
     assert events[-1].done and not events[-1].tool_calls
     assert [e.done for e in events].count(True) == 1
+
+
+async def test_a_burst_of_deltas_is_handed_on_joined_in_order(connect, fmt):
+    srv, backend = connect(fmt)
+    # Written at once (the network had it buffered): the deltas that waited come as few events, text intact.
+    text = "".join(f"{i:04d}," for i in range(2000))
+    srv.script(Reply(text=text, reasoning="think " * 50, chunk_size=5))
+    events = await collect(backend)
+    assert joined(events, "content") == text and joined(events, "reasoning") == "think " * 50
+    assert len([e for e in events if e.content]) < 2000 // 5
+    assert not any(e.content and e.reasoning for e in events), "a joined event mixes kinds"
+    assert events[-1].done and [e.done for e in events].count(True) == 1
 
 
 async def test_several_tool_calls_with_split_arguments(connect, fmt):

@@ -80,3 +80,15 @@ def test_ndjson_object_released_at_its_newline():
     assert decoder.feed(b'{"a":') == []
     assert decoder.feed(b'1}\n{"b"') == [{"a": 1}]
     assert decoder.feed(b":2}\n") == [{"b": 2}]
+
+
+def test_sse_decoder_fed_one_event_per_chunk_as_servers_write_them():
+    # Each chunk a whole event (the fast paths), then a partial line held across chunks, then invalid UTF-8.
+    decoder = SSEDecoder()
+    chunks = [event.encode() for event in SSE_STREAM.replace("\r\n", "\n").replace("\r", "\n").split("\n\n") if event]
+    events = [e for chunk in chunks for e in decoder.feed(chunk + b"\n\n")]
+    assert events == SSE_EXPECTED
+    assert decoder.feed(b"data: par") == []
+    assert decoder.feed(b"t\n\ndata: two\n\n") == [SSEEvent("", "part"), SSEEvent("", "two")]
+    assert decoder.feed(b"data: \xff\n\n") == [SSEEvent("", "\ufffd")]
+    assert decoder.finish() == []

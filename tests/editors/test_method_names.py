@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ollie_lsp.names import METHOD_NAMES
+from ollie_lsp.names import METHOD_NAMES, SERVER_REQUEST_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +34,13 @@ def test_protocol_md_documents_every_method_and_no_other():
 def test_every_method_the_neovim_plugin_names_is_served():
     # The Lua client keeps no list: it names each method where it sends it, and each must be the daemon's.
     lua = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "editors" / "nvim" / "lua").rglob("*.lua"))
-    named = set(re.findall(r'"(ollie/[^"]+)"', lua)) - {"ollie/event", "ollie/stateChanged"}  # server -> client
+    # Server -> client: the notifications and the requests the plugin answers.
+    named = set(re.findall(r'"(ollie/[^"]+)"', lua)) - {"ollie/event", "ollie/stateChanged", *SERVER_REQUEST_NAMES}
     assert {"ollie/submit", "ollie/listModels", "ollie/listAgents"} <= named
     assert named <= set(METHOD_NAMES)
+
+
+def test_protocol_md_documents_every_request_the_daemon_sends():
+    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = text.split("## Requests, server to client", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{name}`" in section for name in SERVER_REQUEST_NAMES)

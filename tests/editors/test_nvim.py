@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,62 +56,115 @@ def run_scenario(name: str, workspace: Path, srv, timeout: float = 90) -> dict:
     assert out.exists(), f"nvim wrote no result (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
     result = json.loads(out.read_text())
     assert "failure" not in result, result["failure"]
+    result["stderr"] = proc.stderr
     return result
 
 
-def test_prompt_streams_into_chat_with_tool_block_and_reload(workspace, scripted_llm):
+def file_edit(path: str, old: str, new: str) -> tuple[str, dict[str, object]]:
+    return ("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]})
+
+
+def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scripted_llm):
     srv = scripted_llm("openai")
     srv.script(
-        Reply(text="Working on it, one moment. " * 3, delay=0.05,
-              tool_calls=[("execute_code", {"steps": [{"code": "echo 'updated by ollie' > notes.txt",
-                                                       "language": "bash"}]})]),
+        Reply(reasoning="Let me think about the notes.", text="Working on it, one moment. " * 3, delay=0.15,
+              chunk_size=8, tool_calls=[("call_tool", {"calls": [
+                  {"tool": "file_edit", "args": ["notes.txt", "original notes", "updated by ollie"]},
+                  {"tool": "file_read", "args": ["missing.txt"]}]})]),
         Reply(text="Done: the notes now say they were updated."),
+        Reply(text="follow-up answer"),
     )
     result = run_scenario("stream", workspace, srv)
     chat = result["chat"]
     assert not result["mid_stream_ended"], "the first words should show before the turn ends"
     assert result["focus_stayed"], ":Ollie opens the chat beside the code and leaves the cursor there"
-    assert "## You\nplease update the notes" in chat
-    assert "▸ execute_code" in chat
-    assert "◂ execute_code" in chat
-    assert "Done: the notes now say they were updated." in chat
-    assert result["folded_lines"] > 0, "the tool result should be folded"
-    assert result["notes_after"] == ["updated by ollie"], "checktime should reload the edited buffer"
+    assert result["windows"] == 3, "the code, the transcript and the input area below it"
+    assert result["transcript_modifiable"] is False
+    # #buffer: the prompt names the file, the transcript shows the context as one compact line.
+    assert "## You\nplease update notes.txt\n📎 notes.txt" in chat
+    assert "<editor-context>" not in chat
+    sent = json.dumps(srv.chat_requests[0].body["messages"])
+    assert "original notes" in sent and "<editor-context>" in sent
+    # Bug: a follow-up typed while streaming took the previous prompt and partial answer. Now it is queued.
+    assert result["input_after_queue"] == [""]
+    assert result["prompt_intact"]
+    assert result["pending_mid_turn"] == ["⏳ queued: and then add a title", "↳ injected: mind the tests"]
+    assert "## You\nand then add a title\n" in chat, "the queued prompt shows as a prompt when its turn starts"
+    assert "and then add a title" in json.dumps(srv.chat_requests[2].body["messages"])
+    assert "↳ injected: mind the tests" in chat
+    assert "mind the tests" in json.dumps(srv.chat_requests[1].body["messages"]), "inject reaches the tool result"
+    assert result["you_headers"] == 2, "one header per prompt: no stray or duplicated ones"
+    assert chat.count("please update notes.txt") == 1
+    # Reasoning and answer apart; the step from the v2 tool object; folded output and a separator.
+    assert result["reasoning_groups"] == ["OllieReasoning"]
+    assert "OllieReasoning" not in result["answer_groups"]
+    # A batch: its title and status, then each step with its own status and locations.
+    assert ("  ✗ Edit notes.txt and 1 more\n    ✓ Edit notes.txt\n      → notes.txt:1\n"
+            "    ✗ Read missing.txt\n      → missing.txt\n") in chat
+    assert result["step_groups"] == ["OllieTool"]
+    assert result["batch_groups"] == ["OllieToolFailed"] and result["failed_groups"] == ["OllieToolFailed"]
+    assert result["folded_lines"] > 0, "the step output should be folded"
+    assert "    │ mind the tests\n  ───\n\n↳ injected: mind the tests\nDone: the notes" in chat, "a separator after output"
+    assert result["gf_file"] == "notes.txt" and result["gf_line"] == 1
+    # The edit went to the open buffer (the disk does not show it yet): the turn still says it changed a file.
+    assert "Done: the notes now say they were updated.\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_" in chat
+    assert chat.count("✎") == 1, "a turn that changed nothing has no changes line"
+    assert result["notes_after"] == ["updated by ollie"]
     assert result["filetype"] == "ollie"
     assert result["statusline"].startswith("ollie: ")
-    assert "requests" in chat.lower() or "tokens" in chat.lower(), "/usage output should show in the chat"
-    assert "OK" in result["health"] and "ERROR" not in result["health"]
+    # Bug: slash output printed twice, and picker/command output landed in the input.
+    assert result["usage_count"] == 1
+    assert result["input_after_command"] == [""] and result["input_after_picker"] == [""]
+    assert "› /usage" in chat
+    assert result["input_after_bad_tag"] == ["see #file:nope.txt"]
+    slash = {i["word"]: i for i in result["complete_slash"]}
+    assert "/model" in slash and slash["/model"]["menu"], "slash completion carries the description"
+    assert result["complete_hash"] == ["#buffer", "#selection", "#file:"]
+    assert result["complete_file"] == ["#file:notes.txt"]
+    assert not result["notifications_seen"], "nothing pops up during a normal turn"
+    assert "Workspace edit" not in result["stderr"], "no message per edit during a turn"
 
 
-def test_range_sends_selection_as_context(workspace, scripted_llm):
+def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     srv = scripted_llm("openai")
-    srv.script(Reply(text="It multiplies two numbers."))
-    run_scenario("range", workspace, srv)
-    body = srv.requests[-1].body
-    sent = json.dumps(body["messages"])
-    assert "explain this" in sent
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["code.py"]}]})),
+        Reply(text="first answer"),
+        Reply(text="Once upon a time " + "and then " * 200, delay=0.1),
+        Reply(text="second tab answer"),
+    )
+    result = run_scenario("sessions", workspace, srv)
+    # :2,3Ollie: the unsaved lines go as context; the transcript shows one compact line.
+    sent = json.dumps(srv.chat_requests[0].body["messages"])
+    assert "explain this" in sent and "code.py" in sent
     assert "return a * b  # unsaved edit" in sent, "the unsaved buffer text should be the context"
     assert "print(mul(2, 3))" not in sent, "only the selected lines go as context"
-    assert "code.py" in sent
-
-
-def test_stop_interrupts_a_slow_turn(workspace, scripted_llm):
-    srv = scripted_llm("openai")
-    srv.script(Reply(text="Once upon a time " + "and then " * 200, delay=0.1))
-    result = run_scenario("stop", workspace, srv)
-    assert "_(interrupted)_" in result["chat"]
+    assert "## You\nexplain this\n📎 code.py:2-3\n" in result["range_chat"]
+    assert "<editor-context>" not in result["range_chat"]
+    # :OllieStop is quick and keeps the partial answer.
     assert result["stop_ms"] < 2000
-
-
-def test_sessions_switch(workspace, scripted_llm):
-    srv = scripted_llm("openai")
-    srv.script(Reply(text="first answer"))
-    result = run_scenario("sessions", workspace, srv)
-    assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
+    # One chat per tabpage, each with its own session.
+    assert result["second_tab_session"] not in (None, result["first"])
+    assert "second tab answer" in result["second_tab_chat"] and "first answer" not in result["second_tab_chat"]
+    assert "second tab answer" not in result["first_tab_chat"]
     assert result["second"] and result["second"] != result["first"]
-    assert "first answer" not in result["after_new"]
-    assert result["picker_items"] >= 2
+    # The picker: a title, readable labels (title, agent, relative time), never raw ids.
+    assert result["picker_prompt"] == "ollie: sessions"
+    assert any(label.startswith("explain this") for label in result["picker_labels"]), result["picker_labels"]
+    assert not any(result["first"] in label for label in result["picker_labels"])
+    # Resumed: the context as its compact line, the collapsed read readable, the partial answer kept.
+    chat = result["resumed_chat"]
     assert result["switched"] == result["first"]
+    assert "## You\nexplain this\n📎 code.py:2-3\n" in chat, chat
+    assert "<editor-context>" not in chat and "[cold result" not in chat
+    assert "(output seen by the model, then collapsed: " in chat
+    assert "first answer" in chat
+    # The interrupted turn's partial answer is saved: it shows, marked as interrupted (no raw marker).
+    assert re.search(r"## You\ntell me a long story\n\n## ollie\nOnce[^\n]*\n\n_\(interrupted\)_", chat), chat
+    assert "[interrupted by the user" not in chat and "no answer saved" not in chat
+    # Steps from the daemon's `tool` objects: title, status, location with its line.
+    assert "## ollie\n  ✓ Read code.py\n    → code.py\n" in chat, chat
+    assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
 
 
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
@@ -129,9 +183,66 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert "default" in result["agent_items"] and "coding" in result["agent_items"]
     labels = dict(zip(result["agent_items"], result["agent_labels"], strict=True))
     assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")
-    chat = result["chat"]
+    chat = result["first_tab_chat"]
     assert chat.index("first turn done") < chat.index("queued answer")
+    assert chat.count("agent: coding") == 1 and chat.count("model: other-model") == 1, "command output shows once"
+    assert result["input_after"] == [""], "picker and command output never land in the input area"
     requests = srv.chat_requests
     assert requests[0].body["model"] == "other-model"
     assert "mind the tests" in json.dumps(requests[1].body["messages"]), "inject reaches the next tool result"
     assert "and this after" in json.dumps(requests[2].body["messages"])
+    # setup(): options go as a JSON object; bad ones get one message naming each, and keep their defaults.
+    init = json.loads(result["init_options"])
+    assert isinstance(init, dict) and init.get("permissionRequest") is True
+    assert result["empty_init_options"] == "{}"
+    assert len(result["setup_messages"]) == 1
+    message = result["setup_messages"][0]["msg"]
+    assert "chat.width" in message and "keymaps.send" in message and "unknown option `colour`" in message
+    assert result["width_after_bad"] == 80 and result["send_key_after_bad"] == "<CR>"
+    # #selection and #file:path become contexts, named in the prompt; a missing file is an error.
+    assert result["parsed_text"] == "explain code.py:2-3, see notes.txt"
+    assert result["parsed_labels"] == ["code.py:2-3", "notes.txt"]
+    assert result["parse_error"] == "#file:nope.txt: no such file"
+    assert "requests" in result["chat"], "the configured send key (S) sent /usage from a new tab's chat"
+
+
+def test_what_a_new_user_ran_into(workspace, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
+        Reply(text="fixed"),
+        Reply(text="Set OLLIE_OPENAI_URL now."),
+        Reply(text="shared answer"),
+    )
+    result = run_scenario("newuser", workspace, srv)
+    # Tags become their labels in the prompt's order; #selection names its lines; `#123` stays as typed.
+    assert result["tags_text"] == "compare notes.txt, code.py:2-3 and code.py (#123)"
+    assert result["tags_labels"] == ["notes.txt", "code.py:2-3", "code.py"]
+    # Bug: the statusline said "idle" for the seconds the daemon took to start.
+    assert result["state_sent"] == "sending"
+    assert "✎ 1 file changed" in result["first_chat"]
+    # Bug: the changes list of a rewound turn stayed open; the buffer the edit went to kept it, unsaid.
+    assert result["list_windows_after_rewind"] == 0
+    assert "unsaved buffers keep their text (:e! reloads one): code.py" in result["rewound_chat"]
+    assert "fixed" not in result["rewound_chat"]
+    # Bug: markdown's regex syntax painted each `_` in OLLIE_OPENAI_URL red.
+    assert result["transcript_treesitter"] and result["transcript_syntax"] == ""
+    assert result["input_syntax"] == "markdown" and result["input_underscore"] != "markdownError"
+    # Bug: a session picked in a second tab answered in the first tab only (glued to its last line there).
+    assert "## You\nin both tabs\n\n## ollie\nshared answer\n\n_(end)_" in result["second_chat"]
+    assert "## You\nin both tabs\n\n## ollie\nshared answer\n\n_(end)_" in result["first_chat_after"]
+    # Bug: a narrower terminal took its columns from the chat, not the code; hints were cut mid-word from the left.
+    assert result["wide"]["width"] == 40 and result["narrow"]["width"] == 30
+    assert result["wide"]["hints"].split() == ["prompt", "<CR>", "send/queue,", "<C-j>", "inject"]
+    assert result["narrow"]["hints"].split() == ["prompt", "<CR>", "send/queue"]
+    # Bug: `:q` in the code window left the chat alone on the screen.
+    assert result["q_from"] == "" and result["tabs_before_q"] == 2 and result["tabs_after_q"] == 1
+    assert result["errors"] == [], result["errors"]
+
+
+def test_no_vim_wait_in_the_plugin():
+    """The editor never waits for the daemon: vim.wait is for the tests only."""
+    # :checkhealth is the exception: Neovim's health reports are synchronous by design.
+    for path in (p for p in (SCENARIOS.parent / "lua").rglob("*.lua") if p.name != "health.lua"):
+        code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
+        assert "vim.wait(" not in code, f"{path.name} blocks the editor with vim.wait"

@@ -213,3 +213,31 @@ def test_the_interactive_terminal_asks_and_feedback_reaches_the_model(llm, tmp_p
     assert proc.stderr.count("ollie asks to: Edit a.txt") == 2 and "[o]nce, [a]lways (edit steps)" in proc.stderr
     assert (tmp_path / "a.txt").read_text() == "two\n"
     assert "The user's feedback: keep it" in last_tool_result(llm)
+
+
+async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(start_daemon, llm):
+    """The turn is interrupted while the question is open: the late answer runs nothing and reports no error."""
+    import asyncio
+
+    llm.script(edit("a.txt", "one", "two"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked, interrupted = asyncio.Event(), asyncio.Event()
+
+    @daemon.client.feature("ollie/permission")
+    async def on_permission(params: Any):
+        asked.set()
+        await interrupted.wait()
+        await asyncio.sleep(0.2)  # well after the daemon gave up
+        return {"outcome": "allow_once"}
+
+    turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "edit it"}))
+    await asyncio.wait_for(asked.wait(), 30)
+    await daemon.request("ollie/interrupt", {})
+    await asyncio.wait_for(turn, 30)
+    interrupted.set()
+    await asyncio.sleep(1.0)
+    assert (daemon.workspace / "a.txt").read_text() == "one\n"
+    shown = [m.message for m in daemon.client.messages] + [m.message for m in daemon.client.log_messages]
+    assert not [m for m in shown if "CANCELLED" in m or "InvalidStateError" in m], shown
+    assert (await daemon.request("ollie/state", {}))["running"] is False

@@ -10,8 +10,28 @@ import pytest
 
 from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import persist
-from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError
+from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError, session_log
 from ollie.sessions.session import Session, TaskState, new_session_id
+
+
+def _saved(file: SessionFile) -> bytes:
+    """What a log holds: the file's bytes, or the rows of a database log joined in order (the same records)."""
+    if file.storage is None:
+        return file.path.read_bytes()
+    file.flush()
+    with file.storage.store.reading() as conn:
+        rows = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq", (file.session_id,))
+        return b"".join(bytes(r[0]) for r in rows)
+
+
+def _identity(file: SessionFile) -> object:
+    """What a rewrite replaces: the file's inode, or the database log's round numbers."""
+    if file.storage is None:
+        return os.stat(file.path).st_ino
+    file.flush()
+    with file.storage.store.reading() as conn:
+        return [r[0] for r in conn.execute("SELECT seq FROM session_rounds WHERE session_id = ? ORDER BY seq",
+                                           (file.session_id,))]
 
 
 def _round(session: Session, r: int) -> None:
@@ -26,9 +46,9 @@ def _dicts(session: Session) -> list[dict]:
     return [m.to_dict() for m in session.messages]
 
 
-def test_round_trip_keeps_messages_totals_and_task_state(tmp_path):
+def test_round_trip_keeps_messages_totals_and_task_state(tmp_path, log_store):
     session = Session(agent="coding", task_state=TaskState(goal="fix", plan=["a", "b"]))
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     for r in range(3):
         _round(session, r)
         file.save(session)
@@ -39,19 +59,19 @@ def test_round_trip_keeps_messages_totals_and_task_state(tmp_path):
         "coding", 3, 30, 1.5)
 
 
-def test_a_save_appends_only_the_new_round(tmp_path):
+def test_a_save_appends_only_the_new_round(tmp_path, log_store):
     session = Session(agent="a")
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     growth = []
     for r in range(300):
-        size = file.path.stat().st_size if file.exists() else 0
+        size = len(_saved(file)) if file.exists() else 0
         _round(session, r)
         file.save(session)
-        growth.append(file.path.stat().st_size - size)
-    before = file.path.read_bytes()
+        growth.append(len(_saved(file)) - size)
+    before = _saved(file)
     _round(session, 300)
     file.save(session)
-    after = file.path.read_bytes()
+    after = _saved(file)
     # The old bytes are untouched (no rewrite) and the growth is one round plus one meta record.
     assert after.startswith(before)
     added = after[len(before):].decode().splitlines()
@@ -60,22 +80,22 @@ def test_a_save_appends_only_the_new_round(tmp_path):
     assert growth[-1] < growth[5] * 1.1, (growth[5], growth[-1])  # a few more digits, nothing more
 
 
-def test_result_tiers_are_saved_as_changes_and_load_back(tmp_path):
+def test_result_tiers_are_saved_as_changes_and_load_back(tmp_path, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     for r in range(3):
         _round(session, r)
         file.save(session)
     session.result_tiers["c1"] = "collapsed"
     del session.result_tiers["c0"]
     file.save(session)
-    last = json.loads(file.path.read_bytes().splitlines()[-1])
+    last = json.loads(_saved(file).splitlines()[-1])
     assert last["tracked"] == {"result_tiers": {"c1": "collapsed", "c0": None}}
     assert "result_tiers" not in last["meta"]
     assert persist.load(tmp_path, session.id).result_tiers == {"c1": "collapsed", "c2": "cold"}
     session.result_tiers = {"c2": "hot"}  # replaced wholesale, without a history rewrite
     file.save(session)
-    resumed_file = SessionFile(tmp_path, session.id)
+    resumed_file = session_log(tmp_path, session.id)
     resumed = resumed_file.load()
     assert resumed.result_tiers == {"c2": "hot"}
     resumed.result_tiers["c9"] = "warm"
@@ -83,29 +103,29 @@ def test_result_tiers_are_saved_as_changes_and_load_back(tmp_path):
     assert persist.load(tmp_path, session.id).result_tiers == {"c2": "hot", "c9": "warm"}
 
 
-def test_in_place_edit_is_recorded_without_rewriting(tmp_path):
+def test_in_place_edit_is_recorded_without_rewriting(tmp_path, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     _round(session, 0)
     _round(session, 1)
     file.save(session)
-    before = file.path.read_bytes()
+    before = _saved(file)
     session.messages[2].content = "collapsed: 1 line"
     session.mark_edited(2)
     file.save(session)
-    after = file.path.read_bytes()
+    after = _saved(file)
     assert after.startswith(before)
     assert persist.load(tmp_path, session.id).messages[2].content == "collapsed: 1 line"
 
 
 @pytest.mark.parametrize("rewrite", ["replace_messages", "clear", "slice_assign", "reassign", "explicit"])
-def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite):
+def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     for r in range(4):
         _round(session, r)
         file.save(session)
-    inode = os.stat(file.path).st_ino
+    inode = _identity(file)
     hot = session.messages[-3:]
     if rewrite == "replace_messages":
         session.replace_messages([Message("user", "task state")] + hot)
@@ -120,7 +140,7 @@ def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite):
         file.rewrite(session)
     else:
         file.save(session)
-    assert os.stat(file.path).st_ino != inode, "a rewrite must replace the file, not append to it"
+    assert _identity(file) != inode, "a rewrite must replace the file, not append to it"
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -196,37 +216,38 @@ def test_damage_before_the_last_line_is_a_clear_error(tmp_path):
         persist.load(tmp_path, session.id)
 
 
-def test_a_fresh_file_object_snapshots_on_its_first_save(tmp_path):
+def test_a_fresh_file_object_snapshots_on_its_first_save(tmp_path, log_store):
     session = Session()
-    SessionFile(tmp_path, session.id).save(session)
+    session_log(tmp_path, session.id).save(session)
     _round(session, 0)
     # A second writer that never loaded the file must not append blindly.
-    SessionFile(tmp_path, session.id).save(session)
+    session_log(tmp_path, session.id).save(session)
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
 
 
-def test_the_log_is_folded_into_a_snapshot_periodically(tmp_path):
+def test_the_log_is_folded_into_a_snapshot_periodically(tmp_path, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id, compact_min_records=10)
+    file = session_log(tmp_path, session.id, compact_min_records=10)
     _round(session, 0)
     file.save(session)
     sizes = []
     for _ in range(30):
         session.add_usage(Usage(input_tokens=1), 0.0)
         file.save(session)  # meta-only saves: the log grows without new messages
-        sizes.append(file.path.stat().st_size)
+        sizes.append(len(_saved(file)))
     assert max(sizes) < sizes[0] * 12, "the log was never folded"
     assert any(later < earlier for earlier, later in itertools.pairwise(sizes)), "no fold happened"
     assert persist.load(tmp_path, session.id).total_requests == 31
 
 
-def test_compaction_snapshot_is_appended_and_readable(tmp_path):
+def test_compaction_snapshot_is_appended_and_readable(tmp_path, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     _round(session, 0)
     first = _dicts(session)
     path = file.write_compaction_snapshot(session)
-    assert path == tmp_path / f"{session.id}.compaction.jsonl"
+    if not log_store:
+        assert path == tmp_path / f"{session.id}.compaction.jsonl"
     session.replace_messages([Message("user", "summary")])
     _round(session, 1)
     file.write_compaction_snapshot(session)
@@ -235,25 +256,25 @@ def test_compaction_snapshot_is_appended_and_readable(tmp_path):
     assert snapshots[0][0]["n"] == 3
 
 
-def test_ids_are_validated_before_touching_paths(tmp_path):
+def test_ids_are_validated_before_touching_paths(tmp_path, log_store):
     for bad in ("../escape", "1-abc", "123-ABCDEF", "", "1716300000000-abc123/x", "a" * 30):
         with pytest.raises(ValueError):
-            SessionFile(tmp_path, bad)
+            session_log(tmp_path, bad)
         assert not persist.exists(tmp_path, bad)
-    SessionFile(tmp_path, "1716300000000-abc123")  # the seed's example form is accepted
+    session_log(tmp_path, "1716300000000-abc123")  # the seed's example form is accepted
 
 
-def test_a_session_cannot_be_saved_into_another_sessions_file(tmp_path):
-    file = SessionFile(tmp_path, new_session_id())
+def test_a_session_cannot_be_saved_into_another_sessions_file(tmp_path, log_store):
+    file = session_log(tmp_path, new_session_id())
     with pytest.raises(ValueError, match="cannot be saved"):
         file.save(Session())
 
 
-def test_list_exists_delete(tmp_path):
+def test_list_exists_delete(tmp_path, log_store):
     assert persist.list_saved(tmp_path / "missing") == []
     ids = [new_session_id(now_ns=n) for n in (3_000, 1_000, 2_000)]
     for session_id in ids:
-        file = SessionFile(tmp_path, session_id)
+        file = session_log(tmp_path, session_id)
         file.save(Session(id=session_id))
         file.write_compaction_snapshot(Session(id=session_id))
     (tmp_path / "notes.jsonl").write_text("{}\n")
@@ -294,18 +315,18 @@ def test_two_writers_of_one_session_never_leave_a_broken_file(tmp_path):
     assert _dicts(persist.load(tmp_path, first.id)) == _dicts(second)
 
 
-def test_open_session_resumes_with_a_file_that_appends_and_starts_unknown_ids_fresh(tmp_path):
+def test_open_session_resumes_with_a_file_that_appends_and_starts_unknown_ids_fresh(tmp_path, log_store):
     session = Session()
-    file = SessionFile(tmp_path, session.id)
+    file = session_log(tmp_path, session.id)
     _round(session, 0)
     file.save(session)
-    before = file.path.read_bytes()
+    before = _saved(file)
     reopened_file, resumed = persist.open_session(tmp_path, session.id)
     assert _dicts(resumed) == _dicts(session)
     _round(resumed, 1)
     reopened_file.save(resumed)
     # The file that loaded the session appends the new round instead of rewriting the history.
-    assert file.path.read_bytes().startswith(before)
+    assert _saved(file).startswith(before)
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(resumed)
 
     unknown = new_session_id()

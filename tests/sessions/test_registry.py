@@ -30,6 +30,8 @@ from ollie.sessions import (
 from ollie.sessions.store import SCHEMA_VERSION
 
 ALICE = Scope(user_id="alice", agent_id="coding")
+# Tests of the SQLite file itself (their PostgreSQL counterparts are in tests/teams).
+SQLITE_ONLY = pytest.mark.parametrize("db_path", ["sqlite"], indirect=True)
 
 
 def _new(registry: Registry, *, user="alice", agent="coding", kind=Kind.CHAT, channel=Channel.LSP, **extra) -> Info:
@@ -285,6 +287,7 @@ def test_touch_moves_a_session_to_the_top(registry):
 # --- store --------------------------------------------------------------
 
 
+@SQLITE_ONLY
 def test_the_store_is_one_wal_file_with_a_schema_version(registry, db_path, clock):
     made = _new(registry)
     conn = sqlite3.connect(db_path)
@@ -300,6 +303,7 @@ def test_the_store_is_one_wal_file_with_a_schema_version(registry, db_path, cloc
         reopened.close()
 
 
+@SQLITE_ONLY
 def test_a_newer_schema_is_refused(db_path):
     conn = sqlite3.connect(db_path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -318,6 +322,7 @@ def test_default_path_is_in_the_data_dir(monkeypatch, tmp_path):
         registry.close()
 
 
+@SQLITE_ONLY
 def test_a_corrupt_row_fails_closed(registry, db_path):
     made = _new(registry)
     conn = sqlite3.connect(db_path)
@@ -349,6 +354,7 @@ def test_registry_memory_scope_is_the_infos(registry):
         registry.memory_scope(made.with_changes(user_id=""))
 
 
+@SQLITE_ONLY
 def test_a_lock_held_too_long_is_a_clear_error_not_database_is_locked(db_path):
     registry = Registry(db_path, busy_timeout_s=0.2)
     other = sqlite3.connect(db_path, isolation_level=None)
@@ -363,6 +369,7 @@ def test_a_lock_held_too_long_is_a_clear_error_not_database_is_locked(db_path):
         registry.close()
 
 
+@SQLITE_ONLY
 def test_the_store_file_is_private(registry, db_path):
     _new(registry)
     assert db_path.stat().st_mode & 0o077 == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ollie.agent.editoredits import EditorEdit
 from ollie.log import get_logger
 from ollie.workspace import Checkpoints, CheckpointUnavailable, FileChange, WorkspaceError
 
@@ -36,6 +37,14 @@ class ChangeTracker:
         self._on_unavailable = on_unavailable
         # The last snapshot, while nothing the engine ran can have written since (None: take a new one).
         self._fresh: str | None = None
+        # Edits a step made to documents open in the editor (unsaved: no snapshot sees them), by path.
+        self._in_editor: dict[str, FileChange] = {}
+
+    def note_editor_edit(self, change: FileChange) -> None:
+        """A step's edit went to an open editor buffer: it is one of the step's changes (first old, last new text)."""
+        first = self._in_editor.get(change.path)
+        self._in_editor[change.path] = change if first is None else EditorEdit(
+            first.old_text or "", change.new_text or "").change(change.path)
 
     def touched(self) -> None:
         """Something ran that may have written the workspace outside a tracked step: the next snapshot is new."""
@@ -87,10 +96,12 @@ class ChangeTracker:
 
     async def before_step(self) -> str | None:
         """The token of a write-capable step: the last checkpoint while still fresh, else one taken now."""
+        self._in_editor.clear()
         return self._fresh or await self._snapshot()
 
     async def after_step(self, token: str | None) -> list[FileChange]:
-        """The files changed since `before_step` gave `token` (empty when untracked)."""
+        """The files changed since `before_step` gave `token` (empty when untracked), its editor-buffer edits too."""
+        in_editor, self._in_editor = self._in_editor, {}
         checkpoints = self.checkpoints
         if token is None or checkpoints is None:
             return []
@@ -98,7 +109,9 @@ class ChangeTracker:
         if after is None:
             return []
         try:
-            return await checkpoints.changes(token, after)
+            on_disk = await checkpoints.changes(token, after)
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
             return []
+        # A file changed both ways is shown as its buffer has it (what the user sees).
+        return sorted([*(c for c in on_disk if c.path not in in_editor), *in_editor.values()], key=lambda c: c.path)

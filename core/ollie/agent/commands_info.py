@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -177,7 +178,8 @@ def _created(session_id: str) -> str:
 async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     """The saved sessions, newest first, the current one marked."""
     directory = Path(core.sessions_dir)
-    ids = list(reversed(persist.list_saved(directory)))
+    # A directory listing, or a query of OLLIE_STORE's database: off the loop, which other sessions share.
+    ids = list(reversed(await asyncio.to_thread(persist.list_saved, directory)))
     if not ids:
         return f"no saved sessions in {directory}"
     lines = [f"{'*' if sid == core.session_id else ' '} {sid}  {_created(sid)}" for sid in ids[:SESSIONS_SHOWN]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -106,6 +107,27 @@ def render_memory(session: Session) -> str:
     return "\n\n".join(parts)
 
 
+# Replaced histories being freed, a slice at a time (a task must be referenced until it ends).
+_releasing: set[asyncio.Task[None]] = set()
+RELEASE_CHUNK = 5000
+
+
+def _release_later(messages: list[Message]) -> None:
+    """Free a replaced history gradually: dropping 100k messages at once holds the event loop ~50 ms.
+
+    Caches may still hold the old list: emptying it in place frees what only it kept.
+    """
+
+    async def release() -> None:
+        while messages:
+            del messages[-RELEASE_CHUNK:]
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(release())
+    _releasing.add(task)
+    task.add_done_callback(_releasing.discard)
+
+
 async def compact_session(
     *,
     session: Session,
@@ -130,7 +152,8 @@ async def compact_session(
     if pre is not None and pre.blocked:
         return CompactionResult(False, f"compaction {blocked_by('preCompact', pre)}")
 
-    prompt = flatten(session.messages)
+    # A long history takes a while to flatten, snapshot and index: in a thread, so other sessions are not held up.
+    prompt = await asyncio.to_thread(flatten, list(session.messages))
     if max_chars and len(prompt) > max_chars:
         prompt = "[earlier transcript omitted]\n" + prompt[-max_chars:]
     memory = render_memory(session)
@@ -146,18 +169,22 @@ async def compact_session(
     if state is None:
         return CompactionResult(False, "compaction failed: the model's answer was not valid JSON; history unchanged")
 
-    snapshot(session)
+    await asyncio.to_thread(snapshot, session)
     start = hot_start(session.messages, limits.hot_messages)
     older, hot = session.messages[:start], session.messages[start:]
+    lines = await asyncio.to_thread(decision_lines, older)
     # Warm results are summarised at compaction; hot ones stay verbatim.
     collapse(session, ("cold", "warm"), hot)
     kept_ids = {m.tool_call_id for m in hot if m.role == "tool"}
     session.result_tiers = {k: v for k, v in session.result_tiers.items() if k in kept_ids}
-    session.decision_index = (session.decision_index + decision_lines(older))[-limits.warm_entries :]
+    session.decision_index = (session.decision_index + lines)[-limits.warm_entries :]
     session.task_state = state
+    replaced = session.messages
     session.replace_messages(hot)
     session.last_input_tokens = 0
     rewrite(session)
+    del older
+    _release_later(replaced)
     post = await hook("postCompact", {"messages_before": count, "messages_after": len(hot)})
     note = f" (postCompact: {post.output.strip()})" if post is not None and post.output.strip() else ""
     summary = f"task state + {len(session.decision_index)} index lines + {len(hot)} recent messages"

@@ -3,12 +3,62 @@
 from __future__ import annotations
 
 from ollie.agent.compaction import CompactionResult, compact_session, render_memory
-from ollie.agent.tiers import context_gate, estimate_tokens
+from ollie.agent.tiers import context_gate, message_chars
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.types import Message
 from ollie.log import get_logger
+from ollie.sessions.session import Session
 
 log = get_logger("ollie.agent.context")
+
+
+class HistorySize:
+    """The characters of a session's history, kept up to date in O(what changed), not O(history).
+
+    Appends are counted as they appear, in-place edits through `Session.mark_edited`;
+    a history rewritten (compaction, /clear, rewind, another list) is recounted once,
+    found as persistence finds it: the generation, the list's identity, its length
+    and the objects at its edges.
+    """
+
+    def __init__(self) -> None:
+        self._list: list[Message] | None = None
+        self._generation = -1
+        self._sizes: list[int] = []
+        self._chars = 0
+        self._first: Message | None = None
+        self._last: Message | None = None
+
+    def chars(self, session: Session) -> int:
+        """The history's characters now."""
+        messages, sizes = session.messages, self._sizes
+        counted = len(sizes)
+        if (messages is not self._list or session.history_generation != self._generation
+                or len(messages) < counted
+                or (counted and (messages[0] is not self._first or messages[counted - 1] is not self._last))):
+            self._recount(session)
+            return self._chars
+        for index in session.resized_indices:
+            if index < counted:
+                size = message_chars(messages[index])
+                self._chars += size - sizes[index]
+                sizes[index] = size
+        session.resized_indices.clear()
+        for message in messages[counted:]:
+            size = message_chars(message)
+            sizes.append(size)
+            self._chars += size
+        if messages:
+            self._first, self._last = messages[0], messages[-1]
+        return self._chars
+
+    def _recount(self, session: Session) -> None:
+        self._list, self._generation = session.messages, session.history_generation
+        self._sizes = [message_chars(m) for m in session.messages]
+        self._chars = sum(self._sizes)
+        self._first = session.messages[0] if session.messages else None
+        self._last = session.messages[-1] if session.messages else None
+        session.resized_indices.clear()
 
 
 class ContextBudget:
@@ -17,6 +67,7 @@ class ContextBudget:
     def __init__(self, host: TurnHost) -> None:
         self._host = host
         self._limit: int | None = None
+        self._history = HistorySize()
 
     def request_messages(self) -> list[Message]:
         """What the next request sends: system prompt, task state + decision index, history."""
@@ -30,8 +81,14 @@ class ContextBudget:
         return out
 
     def estimate(self) -> int:
-        """Tokens the next request would carry: the last measured input, or characters / 4 if larger."""
-        return max(self._host.session.last_input_tokens, estimate_tokens(self.request_messages()))
+        """Tokens the next request would carry: the last measured input, or characters / 4 if larger.
+
+        Equal to `estimate_tokens(self.request_messages())`, at a cost that does not grow with the history.
+        """
+        host = self._host
+        session = host.session
+        chars = len(host.system_prompt()) + len(render_memory(session)) + self._history.chars(session)
+        return max(session.last_input_tokens, chars // 4)
 
     def info(self) -> dict[str, int]:
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,9 +14,10 @@ from typing import Any, TypeVar
 from ollie import paths
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.changes import ChangeTracker
-from ollie.agent.commands import run_command
+from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
+from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
 from ollie.agent.hooks import hook_note
@@ -23,7 +25,7 @@ from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, refresh_tools
 from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
@@ -31,10 +33,11 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
-from ollie.sessions.persist import SessionFile, open_session
+from ollie.sessions.persist import SessionFile, open_session, session_log
 from ollie.sessions.session import Session, validate_session_id
 from ollie.tools.base import Approver, ElevationSetter, ToolInfo
 from ollie.tools.documents import DocumentsSetter, EditorDocuments
+from ollie.tools.editor import EditorKnowledge, EditorSetter
 
 __all__ = ["Core", "TurnResult"]
 
@@ -60,18 +63,23 @@ class Core:
         self.approver: Approver | None = None
         # The front end's open documents (None: the file tools see the disk only); see `set_documents`.
         self._documents: EditorDocuments | None = None
+        # The editor's knowledge (None: no editor tools, no post-edit diagnostics); see `set_editor`.
+        self._editor: EditorKnowledge | None = None
         self._setup = setup
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._budget = ContextBudget(self._host)
         self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
         self._closed = False
+        # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
+        self.step_kinds = script_kinds(paths.tools_path())
         self._wire_elevation()
         self._approval = ApprovalGate(mode=lambda: self.approval, always=lambda: self.session.approval_always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
-                                      kind_of=script_kinds(paths.tools_path()))
+                                      kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
         self._host.approve_step = self._approval.check
+        self._watch_saves(session_file)
 
     @classmethod
     async def create(
@@ -101,7 +109,8 @@ class Core:
         from ollie.tools.execute.sessiondirs import sweep_stale
 
         await asyncio.to_thread(sweep_stale)
-        session_file, session = open_session(store, session_id)
+        # Reading and parsing a long history takes a while: off the loop, which other sessions share.
+        session_file, session = await asyncio.to_thread(open_session, store, session_id)
         session.agent = agent
         session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
         setup = await Setup.create(
@@ -118,6 +127,8 @@ class Core:
 
     async def submit(self, text: str) -> TurnResult:
         """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+        if is_command(text):
+            await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
         output = await run_command(self, text)
         if output is not None:
             return TurnResult(output, "command")
@@ -303,7 +314,12 @@ class Core:
         return list(self.runtime.tool_infos)
 
     def system_prompt(self) -> str:
-        """The rendered system prompt."""
+        """The rendered system prompt ("" while its commands wait for the first turn: see `ready_prompt`)."""
+        return self._host.system_prompt()
+
+    async def ready_prompt(self) -> str:
+        """Run the agent's prompt commands now if they have not run yet; the system prompt."""
+        await self._host.ready_prompt()
         return self._host.system_prompt()
 
     def generation_params(self) -> GenerationParams:
@@ -428,18 +444,31 @@ class Core:
             self._notify()
             return warnings
 
-    def _wire_elevation(self) -> None:
+    def _wire_elevation(self, *, editor_was_set: bool = False) -> None:
         runtime = self.runtime
         for _, server in runtime.dispatcher.servers():
             if isinstance(server, ElevationSetter):
                 server.set_elevation(runtime.config.elevation, self.approve_elevation)
             if isinstance(server, DocumentsSetter):
                 server.set_documents(self._documents)
+            if isinstance(server, EditorSetter) and (self._editor is not None or editor_was_set):
+                server.set_editor(self._editor)
+                refresh_tools(runtime)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
-        self._documents = documents
+        # Edits that land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
+        self._documents = None if documents is None else RecordingDocuments(
+            documents, lambda path, old, new: self._host.review.note_editor_edit(path, old, new))
         self._wire_elevation()
+
+    def set_editor(self, editor: EditorKnowledge | None) -> None:
+        """Offer the editor tools answered by `editor`, and show the model the new errors of each step's changes."""
+        from ollie.tools.editor.postedit import PostEditDiagnostics
+
+        had, self._editor = self._editor, editor
+        self._host.post_edit = PostEditDiagnostics(editor, cwd=lambda: self.cwd) if editor is not None else None
+        self._wire_elevation(editor_was_set=had is not None)
 
     async def open_unsaved_paths(self) -> list[Path]:
         """The documents open in the editor with unsaved changes (writers other than the file tools ask first)."""
@@ -496,13 +525,29 @@ class Core:
         self._setup.set_env(key, value)
 
     def set_session_id(self, new_id: str) -> None:
-        """Save the session under `new_id` from now on: the old file goes; tools and the plan file follow."""
+        """Save the session under `new_id` from now on: the old log goes; tools and the plan file follow."""
         host = self._host
-        old, old_path = self.session.id, host.session_file.path
+        old, old_log = self.session.id, host.session_file
         self.session.id = validate_session_id(new_id)
-        host.session_file = SessionFile(host.sessions_dir, new_id)
+        host.session_file = session_log(host.sessions_dir, new_id)  # the file, or OLLIE_STORE's rows
+        self._watch_saves(host.session_file)
         host.session_file.rewrite(self.session)
-        self._setup.move_session(old, new_id, old_file=old_path)
+        old_log.discard()  # a database's rows (and lease) go on its writer thread: nothing waits here
+        self._setup.move_session(old, new_id, old_file=old_log.path)
+
+    def _watch_saves(self, log: SessionFile) -> None:
+        """Tell the user at once when a background save fails (a database store): an `error` event on the bus."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # built outside a loop (a test): the failure is still logged and raised by the log's flush
+        bus = self._host.bus
+
+        def report(text: str) -> None:  # on the log's writer thread: the bus is the loop's
+            with contextlib.suppress(RuntimeError):  # the loop is gone (the process is exiting)
+                loop.call_soon_threadsafe(bus.emit, "error", text)
+
+        log.on_error = report
 
     def set_generation_params(self, params: GenerationParams) -> None:
         """Override sampling parameters (fields left None fall back to the agent config's)."""
@@ -540,6 +585,8 @@ class Core:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
         self._host.save()
+        if self.runtime.deferred_prompt is not None:
+            self.runtime.deferred_prompt.cancel()
         for backend in (*self._turns.take_retired(), self.backend):
             if backend is not None:
                 await backend.aclose()

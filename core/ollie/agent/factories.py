@@ -29,10 +29,13 @@ def new_dispatcher_for(
 async def build_agent_runtime(
     cfg: AgentConfig, *, dispatcher_factory: DispatcherFactory | None, cwd: Path, session_id: str, env: dict[str, str]
 ) -> Runtime:
-    """The runtime of `cfg` over a fresh dispatcher (without a backend); the dispatcher is closed if the build fails."""
+    """The runtime of `cfg` over a fresh dispatcher (without a backend); the dispatcher is closed if the build fails.
+
+    Its prompt commands wait for the first turn (`ready_prompt`): building a session spawns nothing.
+    """
     dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
     try:
-        return await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id)
+        return await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id, defer_prompt=True)
     except BaseException:
         await dispatcher.aclose()
         raise

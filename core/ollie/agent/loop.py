@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from ollie import paths
 from ollie.agent import tiers
 from ollie.agent.context import ContextBudget
+from ollie.agent.history import cut_off, outcome_marks
 from ollie.agent.hooks import blocked_by, hook_note
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import script_kinds
-from ollie.agent.streaming import Completion, TurnFailed, stream_with_retry
+from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
@@ -98,20 +99,38 @@ class AgentLoop:
         backend = host.backend
         if backend is None:  # run() ends the turn before the first request without one
             raise TurnFailed(host.backend_error or "no backend configured", error_type="unknown")
-        completion = await stream_with_retry(
-            backend=backend,
-            build_messages=self.budget.request_messages,
-            tools=self.runtime.tools if with_tools else [],
-            params=host.generation_params(),
-            bus=self.bus,
-            limits=self.limits,
-            on_first_error=host.turn_error,
-            compact=self.budget.compact_for_overflow,
-        )
+        streamed = Streamed()
+        try:
+            completion = await stream_with_retry(
+                backend=backend,
+                build_messages=self.budget.request_messages,
+                tools=self.runtime.tools if with_tools else [],
+                params=host.generation_params(),
+                bus=self.bus,
+                limits=self.limits,
+                on_first_error=host.turn_error,
+                compact=self.budget.compact_for_overflow,
+                streamed=streamed,
+            )
+        except asyncio.CancelledError:
+            self._keep_partial(streamed)
+            raise
         host.record_usage(completion)
         # The model has now seen every cold result once: they collapse before the next request.
         tiers.collapse_consumed(self.session)
         return completion
+
+    def _keep_partial(self, streamed: Streamed) -> None:
+        """An interrupt cut the reply short: what the user saw streamed stays in the history, marked cut off.
+
+        No tool call is kept (calls are whole only at the end of a stream), so calls and results stay paired.
+        """
+        text, reasoning = "".join(streamed.text), "".join(streamed.reasoning)
+        if not text.strip() and not reasoning.strip():
+            return
+        # No reasoning signature: Anthropic gets no unsigned thinking block back (the text is kept).
+        self.session.messages.append(Message("assistant", cut_off(text), reasoning=reasoning))
+        self._set_reply(text)
 
     async def _iterate(self) -> TurnResult:
         host = self.host
@@ -158,6 +177,7 @@ class AgentLoop:
             kind_of=self.kind_of,
             changes=host.changes,
             approve=host.approve_step,
+            post_edit=host.post_edit,
         )
         try:
             outcomes = await round_.run(calls)
@@ -165,12 +185,19 @@ class AgentLoop:
             # Every call needs a result or the next request is malformed.
             for call in calls:
                 self.session.messages.append(Message("tool", INTERRUPTED_RESULT, tool_call_id=call.id, name=call.name))
+            self._keep_outcomes(round_)
             raise
         for outcome in outcomes:
             call = outcome.call
             self.session.messages.append(Message("tool", outcome.text, tool_call_id=call.id, name=call.name))
             self.session.result_tiers[call.id] = outcome.tier
+        self._keep_outcomes(round_)
         return outcomes
+
+    def _keep_outcomes(self, round_: ToolRound) -> None:
+        """How the round's steps ended, kept with the session: its history shows them after results collapse."""
+        for call_id, inner in round_.ended.items():
+            self.session.step_outcomes[call_id] = outcome_marks(inner)
 
     def _after_round(self, text: str, outcomes: list[CallOutcome]) -> TurnResult | None:
         """State inference and safety checks; a TurnResult when the turn must stop."""

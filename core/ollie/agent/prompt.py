@@ -15,7 +15,8 @@ from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
 from ollie.config import Prompt
 
 DEFAULT_TIMEOUT_S = 30.0
-__all__ = ["AGENT_DIR_VAR", "DEFAULT_TIMEOUT_S", "box_for", "expand_vars", "prompt_env", "resolve_prompt"]
+__all__ = ["AGENT_DIR_VAR", "DEFAULT_TIMEOUT_S", "DeferredPrompt", "box_for", "expand_vars", "prompt_env",
+           "resolve_prompt"]
 
 _VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 
@@ -108,6 +109,48 @@ async def resolve_prompt(
         if warnings is not None:
             warnings.append(f"prompt file {file} unreadable: {exc.strerror}; used as literal text")
         return text
+
+
+class DeferredPrompt:
+    """A prompt whose commands run on first need, not when the session is built (`session/new` stays fast).
+
+    They run with the session's cwd, env and id as they are when they run
+    (`env` is the session's own mapping; the Setup moves `cwd` and `box` with
+    the session), so a session moved before its first turn gets what a fresh
+    one there would. They run once, in a task of their own: a caller that is
+    cancelled (an interrupted turn) leaves them running for the next one.
+    """
+
+    def __init__(self, prompt: Prompt, *, cwd: Path, env: Mapping[str, str], box: CommandBox,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self._prompt = prompt
+        self.cwd = Path(cwd)
+        self.env = env
+        self.box = box
+        self._timeout = timeout
+        self._task: asyncio.Task[tuple[str, list[str]]] | None = None
+
+    async def _resolve(self) -> tuple[str, list[str]]:
+        warnings: list[str] = []
+        text = await resolve_prompt(self._prompt, cwd=self.cwd, env=dict(self.env), timeout=self._timeout,
+                                    warnings=warnings, box=self.box)
+        return text, warnings
+
+    async def result(self) -> tuple[str, list[str]]:
+        """The prompt text and the warnings of its commands, running them on the first call."""
+        if self._task is None or (self._task.done() and (self._task.cancelled() or self._task.exception())):
+            self._task = asyncio.ensure_future(self._resolve())
+        return await asyncio.shield(self._task)
+
+    def cancel(self) -> None:
+        """Stop commands still running (the session closes)."""
+        if self._task is not None:
+            self._task.cancel()
+
+
+def needs_commands(prompt: Prompt) -> bool:
+    """Whether resolving `prompt` may spawn a process (an array of commands, or a `!cmd` string)."""
+    return prompt.is_exec or prompt.text.lstrip().startswith("!")
 
 
 def _existing_file(name: str, *, cwd: Path, base_dir: Path | None) -> Path | None:

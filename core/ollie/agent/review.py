@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ollie.agent.editoredits import EditorEdit, EditorEdits
 from ollie.backend.types import Message
 from ollie.log import get_logger
 from ollie.sessions.session import Session
@@ -50,6 +51,8 @@ class Tracker(Protocol):
 
     async def end_turn(self) -> str | None: ...
 
+    def note_editor_edit(self, change: FileChange) -> None: ...
+
 
 class ReviewHost(Protocol):
     """What review reads and drives of a session (the Core's TurnHost)."""
@@ -62,10 +65,14 @@ class ReviewHost(Protocol):
 
 @dataclass(frozen=True)
 class TurnChanges:
-    """The files a turn changed (checkpoint before it vs. the state it left), each with its hunks."""
+    """The files a turn changed (checkpoint before it vs. the state it left), each with its hunks.
+
+    `in_editor`: the paths whose change went to a document open in the editor (unsaved, not on disk).
+    """
 
     turn: int
     changes: list[FileChange]
+    in_editor: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,8 @@ class Review:
         self._add_note = add_note
         self._own: Checkpoints | None = None
         self._current: int | None = None
+        # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
+        self.editor_edits = EditorEdits()
 
     # --- turn edges (called by the turn) -------------------------------------
 
@@ -162,6 +171,17 @@ class Review:
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
 
+    def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
+        """The editor applied an edit of the running turn to the open document `path` (absolute)."""
+        root = os.path.realpath(self._cwd())
+        rel = os.path.relpath(os.path.realpath(path), root)
+        if self._current is None or rel.startswith(".."):
+            return  # no turn to own it, or outside the CWD (which review lists)
+        self.editor_edits.note(self._current, rel, old_text, new_text)
+        tracker = self._tracker()
+        if tracker is not None:  # the step's diffs show it too
+            tracker.note_editor_edit(EditorEdit(old_text, new_text).change(rel))
+
     # --- the changes of a turn ----------------------------------------------
 
     def _turn_number(self, turn: int | None) -> int:
@@ -189,7 +209,11 @@ class Review:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since."""
         number = self._turn_number(turn)
         before, after = await self._bounds(number)
-        return TurnChanges(number, await self.checkpoints().changes(before, after))
+        in_editor = self.editor_edits.changes(number)
+        # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
+        on_disk = [c for c in await self.checkpoints().changes(before, after) if c.path not in in_editor]
+        listed = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
+        return TurnChanges(number, listed, frozenset(in_editor))
 
     async def _change(self, turn: int, path: str) -> FileChange:
         for change in (await self.changes(turn)).changes:
@@ -213,6 +237,8 @@ class Review:
         change = await self._change(number, path)
         if hunk is not None and not 0 <= hunk < len(change.hunks):
             raise ReviewError(f"{path}: no hunk {hunk} (it has {len(change.hunks)})", "hunk")
+        if path in self.editor_edits.changes(number):
+            return await self._undo_in_editor(number, change, hunk, editor_text, apply)
         in_editor = False
         text: str | None = None
         if apply is not None and editor_text is not None and not change.binary:
@@ -229,11 +255,36 @@ class Review:
             text = await undo(self._cwd(), path, hunk, change)
             data = change.old_data if change.binary else (None if text is None else text.encode())
         await self._record_undo(number, change, data)
+        self._tell_model(number, change, hunk)
+        return Undone(path, hunk, text, in_editor)
+
+    async def _undo_in_editor(self, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
+                              apply: ApplyEdit | None) -> Undone:
+        """Undo a change the turn made in an open document: through the editor, checked against its text."""
+        text = change.old_text if hunk is None else text_after_undo(change, hunk)
+        if editor_text is None or apply is None:
+            # Closed since: saved (the disk has the change) or thrown away.
+            on_disk = await asyncio.to_thread(_read_text, self._cwd() / change.path)
+            if on_disk != change.new_text:
+                raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
+                                               "saving, or edited since); undo refused")
+            text = await undo(self._cwd(), change.path, hunk, change)
+            in_editor = False
+        else:
+            if editor_text != change.new_text:
+                raise StaleChange(change.path, "the editor's text changed since this change; undo refused")
+            in_editor = await apply(change, text or "")
+            if not in_editor:
+                raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
+        self.editor_edits.settle(turn, change.path, text)
+        self._tell_model(turn, change, hunk)
+        return Undone(change.path, hunk, text, in_editor)
+
+    def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         # Kept with the session (saved), so the model hears of it even after a restart.
         self._host.session.review_notes.append(
-            f"the user undid these changes of yours (turn {number}): {_describe_hunk(change, hunk)}")
+            f"the user undid these changes of yours (turn {turn}): {_describe_hunk(change, hunk)}")
         self._host.save()
-        return Undone(path, hunk, text, in_editor)
 
     async def _record_undo(self, turn: int, change: FileChange, data: bytes | None) -> None:
         """Make the turn's recorded end state hold the undone file, so later undos check against it."""
@@ -285,6 +336,7 @@ class Review:
             backup["undo_checkpoint"] = restored.undo_checkpoint
             await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
         starts = session.turn_starts[:number - 1]
+        self.editor_edits.forget_from(number)
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
         self._host.save()
@@ -304,6 +356,13 @@ class Review:
         self._host.save()
         await asyncio.to_thread(path.unlink, missing_ok=True)
         return Rewound(int(backup["turn"]), [c.path for c in restored.changes], len(session.messages))
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

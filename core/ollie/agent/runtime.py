@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ollie.agent.hooks import Hooks
-from ollie.agent.prompt import box_for, resolve_prompt
+from ollie.agent.prompt import DeferredPrompt, box_for, needs_commands, resolve_prompt
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Tool
 from ollie.config import AgentConfig
@@ -49,6 +49,22 @@ class Runtime:
     tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
     warnings: list[str] = field(default_factory=list)
     config: AgentConfig = field(default_factory=AgentConfig)
+    # Prompt commands not run yet (see `ready_prompt`): `preamble` is "" until they have.
+    deferred_prompt: DeferredPrompt | None = None
+
+
+async def ready_prompt(runtime: Runtime) -> list[str]:
+    """Run the runtime's deferred prompt commands (once) into its preamble; the warnings they added."""
+    deferred = runtime.deferred_prompt
+    if deferred is None:
+        return []
+    text, warnings = await deferred.result()
+    if runtime.deferred_prompt is not deferred:  # another caller finished first
+        return []
+    runtime.preamble, runtime.deferred_prompt = text, None
+    added = [w for w in warnings if w not in runtime.warnings]
+    runtime.warnings.extend(added)
+    return added
 
 
 def _server_of(dispatcher: Dispatcher, tool: str) -> Server | None:
@@ -95,6 +111,13 @@ def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
     return execute
 
 
+def refresh_tools(runtime: Runtime) -> None:
+    """List the tools again, after a server changed what it offers (the editor tools come and go)."""
+    infos = runtime.dispatcher.list_tools([]) if runtime.config.tools else []
+    runtime.tool_infos = infos
+    runtime.tools = [_as_backend_tool(i) for i in infos]
+
+
 def generation_params(cfg: AgentConfig) -> GenerationParams:
     """The sampling parameters the agent config sets (its fields named like GenerationParams')."""
     names = [f for f in GenerationParams.__dataclass_fields__ if f in AgentConfig.model_fields]
@@ -113,10 +136,12 @@ async def build_runtime(
     *,
     backend: Backend | None = None,
     session_id: str = "",
+    defer_prompt: bool = False,
 ) -> Runtime:
     """Wire an agent config to a dispatcher: tools, prompt, hooks, params, classifiers.
 
-    Prompt commands run as session `session_id` (its OLLIE_SESSION_ID and private TMPDIR).
+    Prompt commands run as session `session_id` (its OLLIE_SESSION_ID and private TMPDIR);
+    with `defer_prompt` they run when `ready_prompt` first asks (the first turn), not now.
     """
     warnings: list[str] = []
     restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
@@ -129,8 +154,12 @@ async def build_runtime(
         if not applied:
             warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
     infos = dispatcher.list_tools(warnings) if cfg.tools else []
-    preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings,
-                                    box=box_for(cfg.prompt, session_id))
+    box = box_for(cfg.prompt, session_id)
+    deferred, preamble = None, ""
+    if defer_prompt and needs_commands(cfg.prompt):
+        deferred = DeferredPrompt(cfg.prompt, cwd=cwd, env=env, box=box)
+    else:
+        preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings, box=box)
     return Runtime(
         backend=backend,
         dispatcher=dispatcher,
@@ -145,4 +174,5 @@ async def build_runtime(
         max_steps=cfg.max_steps or 0,
         warnings=warnings,
         config=cfg,
+        deferred_prompt=deferred,
     )

@@ -120,6 +120,8 @@ class Setup:
         if not target.is_dir():
             raise ValueError(f"no such directory: {target}")
         self.cwd = target.resolve()
+        if self.runtime.deferred_prompt is not None:  # prompt commands not run yet run where the session is
+            self.runtime.deferred_prompt.cwd = self.cwd
         for _, server in self.runtime.dispatcher.servers():
             if isinstance(server, CWDSetter):
                 server.set_cwd(self.cwd)
@@ -168,6 +170,9 @@ class Setup:
         hooks = self.runtime.hooks
         if hooks is not None:
             hooks.box = dataclasses.replace(hooks.box, session_id=new)
+        deferred = self.runtime.deferred_prompt
+        if deferred is not None:
+            deferred.box = dataclasses.replace(deferred.box, session_id=new)
         self.set_env("OLLIE_SESSION_ID", new)
 
     async def backend_health(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ollie.tools.editor import EDITOR_KINDS, describe_call
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.tool import ToolNameError, find_script
 from ollie.workspace import FileChange
@@ -33,12 +34,15 @@ BUILTIN_KINDS: dict[str, StepKind] = {
     "file_grep": "search",
     "memory_recall": "search",
     "reasoning_think": "think",
+    **EDITOR_KINDS,
 }
 EXECUTORS = frozenset({"execute_code", "call_tool", "pipe"})
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
 # A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`.
 _SECTION = re.compile(r"^\[(?:call|step|stage) (\d+) [^\]]*\] (.*)$", re.MULTILINE)
+# file_edit's report of where it replaced: `replaced 1 occurrence in a.py at line 12:`, `... (original lines 3, 9)`.
+_EDIT_LINE = re.compile(r"^replaced \d+ occurrences? in .*?(?: at line |\(original lines )(\d+)", re.MULTILINE)
 # Commands in titles are cut here: a title is a line, not the program.
 TITLE_COMMAND_CHARS = 60
 
@@ -139,6 +143,36 @@ def inner_statuses(result: str, count: int, *, is_error: bool = False) -> list[S
     return [found.get(i + 1, "failed") for i in range(count)]
 
 
+def whole_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:
+    """The `tool` object of a call: its one step, or the batch as a whole."""
+    return inner[0] if len(inner) == 1 else batch_state(call_id, inner)
+
+
+def section_texts(result: str, count: int) -> list[str]:
+    """Each of a call's `count` steps' part of its result (a single step: all of it; '' when not found)."""
+    if count == 1:
+        return [result]
+    found = list(_SECTION.finditer(result))
+    parts = {int(m.group(1)): result[m.end():found[i + 1].start() if i + 1 < len(found) else len(result)]
+             for i, m in enumerate(found)}
+    return [parts.get(n, "") for n in range(1, count + 1)]
+
+
+def finished(inner: Sequence[ToolState], result: str, *, is_error: bool = False) -> list[ToolState]:
+    """A call's steps once its result is in: each completed or failed, an edit's location with its first line."""
+    statuses = inner_statuses(result, len(inner), is_error=is_error)
+    parts = section_texts(result, len(inner))
+    return [_edit_line(s.with_status(st), part) for s, st, part in zip(inner, statuses, parts, strict=True)]
+
+
+def _edit_line(state: ToolState, output: str) -> ToolState:
+    """An edit step whose output says where it replaced (file_edit's): its location gets that line (1-based)."""
+    if state.kind != "edit" or state.status != "completed" or len(state.locations) != 1 or state.locations[0].line:
+        return state
+    match = _EDIT_LINE.search(output)
+    return replace(state, locations=(Location(state.locations[0].path, int(match.group(1))),)) if match else state
+
+
 def attribute(diffs: Sequence[Diff], inner: Sequence[ToolState]) -> list[tuple[Diff, ...]]:
     """Split one call's diffs over its inner steps: to the step naming the path, else to its last writer."""
     out: list[list[Diff]] = [[] for _ in inner]
@@ -236,6 +270,9 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
         return ToolStep(kind, title + suffix, (Location(_relative(where, cwd)),) if where else ())
     if call.tool == "reasoning_think":
         return ToolStep(kind, "Think")
+    if call.tool in EDITOR_KINDS:
+        info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
+        return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool.startswith("task_"):
         return ToolStep(kind, "Update the plan")
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):

@@ -34,6 +34,14 @@ class Completion:
     stop_reason: str = ""
 
 
+@dataclass
+class Streamed:
+    """What the request in progress has streamed so far: the partial reply an interrupt keeps."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+
+
 class TurnFailed(Exception):
     """The request failed for good; `error_type` as the turnError hook names it."""
 
@@ -63,11 +71,14 @@ async def stream_once(
     tools: list[Tool],
     params: GenerationParams,
     bus: Bus | None,
+    streamed: Streamed | None = None,
 ) -> Completion:
-    """Run one request; publish `assistant`/`reasoning` deltas as they arrive."""
+    """Run one request; publish `assistant`/`reasoning` deltas as they arrive (and keep them in `streamed`)."""
     out = Completion()
-    text: list[str] = []
-    reasoning: list[str] = []
+    streamed = streamed or Streamed()
+    streamed.text.clear()  # a retry streams the reply anew
+    streamed.reasoning.clear()
+    text, reasoning = streamed.text, streamed.reasoning
     # aclosing: an interrupt (cancellation) closes the HTTP stream at once.
     async with contextlib.aclosing(backend.stream(messages, tools, params)) as events:
         async for event in events:
@@ -105,6 +116,7 @@ async def stream_with_retry(
     limits: LoopLimits,
     on_first_error: OnError,
     compact: Callable[[], Awaitable[bool]],
+    streamed: Streamed | None = None,
 ) -> Completion:
     """Stream, retrying rate limits, transient errors and drops with backoff; compact once on overflow.
 
@@ -119,7 +131,7 @@ async def stream_with_retry(
     first = True
     while True:
         try:
-            return await stream_once(backend, build_messages(), tools, params, bus)
+            return await stream_once(backend, build_messages(), tools, params, bus, streamed)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -11,14 +11,17 @@ COLLAPSED = "collapsed"
 _SUMMARY_HEAD = 100
 
 
+def message_chars(message: Message) -> int:
+    """The characters of one message that the token estimate counts."""
+    chars = len(message.content) + len(message.reasoning)
+    for call in message.tool_calls:
+        chars += len(call.name) + len(call.arguments)
+    return chars
+
+
 def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
     """A rough token count (characters / 4) of a request's text."""
-    chars = len(system)
-    for m in messages:
-        chars += len(m.content) + len(m.reasoning)
-        for call in m.tool_calls:
-            chars += len(call.name) + len(call.arguments)
-    return chars // 4
+    return (len(system) + sum(message_chars(m) for m in messages)) // 4
 
 
 def summarize_result(tier: str, message: Message) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.events import Bus, Event
@@ -20,13 +20,16 @@ from ollie.agent.steps import (
     KindLookup,
     ToolState,
     attribute,
-    batch_state,
     describe,
-    inner_statuses,
+    finished,
     step_states,
+    whole_state,
 )
 from ollie.backend.types import ToolCall
 from ollie.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from ollie.tools.editor.postedit import PostEditDiagnostics
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
@@ -91,6 +94,7 @@ class ToolRound:
         kind_of: KindLookup | None = None,
         changes: ChangeTracker | None = None,
         approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None,
+        post_edit: PostEditDiagnostics | None = None,
     ) -> None:
         self._rt = runtime
         self._bus = bus
@@ -105,11 +109,15 @@ class ToolRound:
         self._changes = changes
         # The approval gate (ollie.agent.approval): asked in call order, before the call (or its batch) runs.
         self._approve = approve
+        # The editor's diagnostics of the files a step changed (None: no editor to ask).
+        self._post_edit = post_edit
         # The steps of every call announced and not finished yet, by call id.
         self._open: dict[str, list[ToolState]] = {}
         self._names: dict[str, str] = {}
         # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
         self._diffs: dict[str, tuple[Diff, ...] | None] = {}
+        # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
+        self.ended: dict[str, list[ToolState]] = {}
 
     async def run(self, calls: list[ToolCall]) -> list[CallOutcome]:
         """Run `calls` (see `_run`); an interrupt ends every announced step `failed` before it propagates."""
@@ -134,7 +142,7 @@ class ToolRound:
         if not inner:
             self._bus.emit(role, content, name=name)
             return
-        whole = inner[0] if len(inner) == 1 else batch_state(call_id, inner)
+        whole = whole_state(call_id, inner)
         self._bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
 
     def _started(self, call: ToolCall) -> None:
@@ -146,15 +154,14 @@ class ToolRound:
 
     def _close(self, call_id: str, name: str, text: str, is_error: bool) -> None:
         """The `tool` event: each step completed or failed (from the result's sections), with its diffs."""
-        inner = self._open.get(call_id, [])
-        statuses = inner_statuses(text, len(inner), is_error=is_error) if inner else []
+        inner = finished(self._open.get(call_id, []), text, is_error=is_error)
         diffs = self._diffs.pop(call_id, None)
         shares = attribute(diffs, inner) if diffs and inner else [() for _ in inner]
         self._open[call_id] = [
-            s.with_status(st, share if diffs is not None and (s.kind in WRITE_KINDS or share) else None)
-            for s, st, share in zip(inner, statuses, shares, strict=True)]
+            s.with_status(s.status, share if diffs is not None and (s.kind in WRITE_KINDS or share) else None)
+            for s, share in zip(inner, shares, strict=True)]
         self._publish("tool", call_id, name, text)
-        self._open.pop(call_id, None)
+        self.ended[call_id] = self._open.pop(call_id, [])
 
     def _writes(self, calls: Sequence[ToolCall]) -> bool:
         """Whether any step of `calls` can change files (then the workspace is snapshotted around them)."""
@@ -210,12 +217,35 @@ class ToolRound:
             batch = []
             self._announce(call, args)
             self._started(call)
+            await self._diagnose_before(call)
             outcome = await self._tracked([call], partial(self._lifecycle, call, args, read_safe=False))
+            outcome = await self._diagnose_after(outcome)
             # A write may change what earlier reads returned.
             self._cache.clear()
             outcomes.append(self._finish(outcome))
         outcomes.extend(await self._flush(batch))
         return outcomes
+
+    def _edited(self, call_id: str) -> list[str]:
+        """The files a call's edit steps name (known before it runs)."""
+        return [loc.path for s in self._open.get(call_id, []) if s.kind == "edit" for loc in s.locations]
+
+    async def _diagnose_before(self, call: ToolCall) -> None:
+        """Note the editor's diagnostics of the files the call will edit (what its new errors are measured against)."""
+        paths = self._edited(call.id)
+        if self._post_edit is not None and paths and self._post_edit.enabled:
+            await self._post_edit.before(paths)
+
+    async def _diagnose_after(self, outcome: CallOutcome) -> CallOutcome:
+        """Append the errors the editor reports anew in the files the step changed (its diffs, else its edits)."""
+        if self._post_edit is None or not self._post_edit.enabled:
+            return outcome
+        changed = [d.path for d in self._diffs.get(outcome.call.id) or () if d.new_text is not None]
+        paths = changed + ([] if outcome.is_error else self._edited(outcome.call.id))
+        note = await self._post_edit.after(paths) if paths else ""
+        if note:
+            outcome.text = f"{outcome.text}\n\n{note}"
+        return outcome
 
     def _finish(self, outcome: CallOutcome) -> CallOutcome:
         self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.cost import compute_cost
@@ -14,7 +14,7 @@ from ollie.agent.hooks import HookResult
 from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
 from ollie.agent.review import Review
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, ready_prompt
 from ollie.agent.setup import Setup
 from ollie.agent.streaming import Completion
 from ollie.agent.taskstate import plan_path, read_plan_step
@@ -25,6 +25,9 @@ from ollie.errors import OllieError
 from ollie.log import get_logger
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
+
+if TYPE_CHECKING:
+    from ollie.tools.editor.postedit import PostEditDiagnostics
 
 log = get_logger("ollie.agent.core")
 
@@ -50,7 +53,11 @@ class TurnHost:
         self.inbox = Inbox(on_queued=self.notify)
         # Asked before each tool call runs (the Core's ApprovalGate): None = it may run, else its result text.
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
+        # The editor's check of what a step's changes broke (None: no editor provides diagnostics).
+        self.post_edit: PostEditDiagnostics | None = None
         self._detached: set[asyncio.Future[Any]] = set()
+        # What the deferred prompt commands warned about, until a turn shows it.
+        self._prompt_warnings: list[str] = []
         self._changes: ChangeTracker | None = None
         self.review = Review(self, cwd=lambda: self.setup.cwd, tracker=lambda: self.changes,
                              add_note=self.inbox.add_note)
@@ -93,6 +100,15 @@ class TurnHost:
     def system_prompt(self) -> str:
         """The rendered system prompt."""
         return self.runtime.preamble
+
+    async def ready_prompt(self) -> None:
+        """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
+        self._prompt_warnings += await ready_prompt(self.runtime)
+
+    def take_prompt_warnings(self) -> list[str]:
+        """What the prompt commands warned about and no turn has shown yet, handed over once."""
+        warnings, self._prompt_warnings = self._prompt_warnings, []
+        return warnings
 
     def generation_params(self) -> GenerationParams:
         """The sampling parameters of the next request."""

@@ -74,6 +74,9 @@ class Turns:
         loop = AgentLoop(host, self._budget)
         try:
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
+            await host.ready_prompt()  # the prompt commands run for the first turn, not at session/new
+            for warning in host.take_prompt_warnings():
+                bus.emit("info", f"warning: {warning}")
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             await self._budget.limit()
             result = await loop.run(text)

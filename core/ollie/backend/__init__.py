@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ollie.backend.base import Backend
 from ollie.backend.errors import (
     BackendConfigError,
@@ -13,6 +15,10 @@ from ollie.backend.errors import (
     TransientError,
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
+
+# httpx imports its command-line client (click, rich, pygments: ~35 ms, ~6 MiB) unless that import fails; the
+# engine never runs it. Every backend module imports httpx after this package, so none pays for it.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 __all__ = [
     "Backend",

@@ -38,6 +38,10 @@ class _LineSplitter:
         self._pending = lines.pop() + hold
         return lines
 
+    def idle(self) -> bool:
+        """Nothing held back: no partial line, no partial UTF-8 sequence."""
+        return not self._pending and not self._decoder.getstate()[0]
+
     def finish(self) -> list[str]:
         """The last lines, at the end of the stream."""
         text = self._pending + self._decoder.decode(b"", final=True)
@@ -58,6 +62,22 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode one network chunk; return the events it completed."""
+        if chunk.startswith(b"data: ") and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 2 \
+                and not self._data and not self._event and b"\r" not in chunk and self._lines.idle():
+            # The most common chunk of all: exactly one event of one data line.
+            try:
+                return [SSEEvent("", chunk[6:-2].decode("utf-8"))]
+            except UnicodeDecodeError:
+                pass  # invalid UTF-8: the incremental path replaces it
+        if chunk.endswith(b"\n") and b"\r" not in chunk and self._lines.idle():
+            # The usual chunk: whole events, each line ending in "\n". One decode and one split, no regex.
+            try:
+                lines = chunk.decode("utf-8").split("\n")
+            except UnicodeDecodeError:
+                pass  # invalid UTF-8: the incremental path replaces it
+            else:
+                lines.pop()  # what follows the last "\n": nothing
+                return self._take(lines)
         return self._take(self._lines.feed(chunk))
 
     def finish(self) -> list[SSEEvent]:
@@ -77,6 +97,9 @@ class SSEDecoder:
         for line in lines:
             if not line:
                 self._end_event(events)
+                continue
+            if line.startswith("data: "):  # the common line, without the general field parsing below
+                self._data.append(line[6:])
                 continue
             if line.startswith(":"):
                 continue  # comment / keep-alive, e.g. ": OPENROUTER PROCESSING"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ollie.backend.anthropic import AnthropicBackend
-from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.ollama import OllamaBackend
-from ollie.backend.openai import OpenAIBackend
 from ollie.backend.settings import BACKENDS, DEFAULT_MODELS, DEFAULT_URLS, KEY_VARS, URL_VARS, checked_url
+
+if TYPE_CHECKING:
+    from ollie.backend.base import Backend
 
 __all__ = ["BACKENDS", "DEFAULT_MODELS", "DEFAULT_URLS", "KEY_VARS", "URL_VARS", "environment", "make_backend"]
 
@@ -42,13 +42,20 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
         raise BackendConfigError(f"unknown backend {chosen!r}: set OLLIE_BACKEND to one of {', '.join(BACKENDS)}")
     model_name = model or env.get("OLLIE_MODEL") or DEFAULT_MODELS[chosen]
     url = checked_url(env.get(URL_VARS[chosen]) or DEFAULT_URLS[chosen], URL_VARS[chosen])
+    # Only the chosen backend's module (and httpx) is imported: the others cost start-up for nothing.
     if chosen == "ollama":
+        from ollie.backend.ollama import OllamaBackend
+
         return OllamaBackend(model=model_name, base_url=url)
     key = env.get(KEY_VARS[chosen])
     if not key:
         raise BackendConfigError(f"the {chosen} backend needs an API key: set {KEY_VARS[chosen]}")
     if chosen == "anthropic":
+        from ollie.backend.anthropic import AnthropicBackend
+
         return AnthropicBackend(model=model_name, api_key=key, base_url=url)
+    from ollie.backend.openai import OpenAIBackend
+
     return OpenAIBackend(
         model=model_name,
         api_key=key,

@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
         "`ollie demo` shows the editor daemon working against a scripted model; "
         "`ollie doctor` checks the backend, the model, keys, the sandbox and the editors' ollie-lsp; "
-        "`ollie acp` serves ACP editors (Zed, JetBrains, ...) over stdio.",
+        "`ollie acp` serves ACP editors (Zed, JetBrains, ...) over stdio; "
+        "`ollie store status|migrate|import|share` manages the session store (docs/TEAM.md).",
     )
     parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp"],
                         help="demo: run the scripted end-to-end demo; doctor: check the setup; "
@@ -45,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie` console script."""
+    rest = sys.argv[1:] if argv is None else argv
+    if rest[:1] == ["store"]:
+        from ollie.cli.store import main as store_main
+
+        return store_main(rest[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return subprocess.call([sys.executable, "-m", DEMO_MODULE])

@@ -104,6 +104,41 @@ def check_sessions_dir() -> Check:
     return Check("sessions dir", True, str(directory))
 
 
+def check_store(env: Mapping[str, str]) -> Check:
+    """The session store: files (OLLIE_STORE unset), or a PostgreSQL server that answers with a schema this ollie reads."""
+    url = (env.get("OLLIE_STORE") or "").strip()
+    if not url:
+        return Check("store", True, "sessions in files and SQLite on this machine (OLLIE_STORE is not set)")
+    from ollie.sessions.location import redact
+
+    where = redact(url)
+    if not url.startswith(("postgresql://", "postgres://")):
+        return Check("store", False, f"OLLIE_STORE={where} is not a postgresql:// URL",
+                     "set OLLIE_STORE=postgresql://USER@HOST/DB, or unset it to keep sessions in files")
+    try:
+        from ollie.sessions.pg.store import PgStore
+    except ImportError as exc:
+        return Check("store", False, f"{where}: psycopg is missing ({exc})",
+                     "pip install 'psycopg[binary]' psycopg-pool in ollie's environment")
+    from ollie.sessions.schema import SCHEMA_VERSION
+
+    try:
+        store = PgStore(url, busy_timeout_s=5.0, migrate=False)
+        try:
+            version = store.version()
+        finally:
+            store.close()
+    except (OllieError, OSError) as exc:
+        # The store's errors name the store already.
+        return Check("store", False, str(exc) if where in str(exc) else f"{where}: {exc}",
+                     "start the server, or fix OLLIE_STORE (host, port, database, user; a password in ~/.pgpass)")
+    if version > SCHEMA_VERSION:
+        return Check("store", False, f"{where}: schema version {version} is newer than this ollie's ({SCHEMA_VERSION})",
+                     "upgrade ollie on this machine")
+    note = "" if version == SCHEMA_VERSION else f" (schema version {version}: migrated to {SCHEMA_VERSION} on start)"
+    return Check("store", True, f"PostgreSQL at {where} answers{note}")
+
+
 def check_lsp_on_path(path: str | None = None) -> Check:
     """`ollie-lsp` on PATH, where both editors look for it first."""
     found = shutil.which("ollie-lsp", path=path)
@@ -120,7 +155,7 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     env = environment() if environ is None else environ
     checks = await check_backend_setup(env, backend, model)
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()), check_sessions_dir(),
-               check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
+               await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
     return checks
 
 

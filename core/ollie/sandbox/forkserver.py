@@ -1,6 +1,6 @@
 """The fork server: a single-threaded process that forks one supervisor per tool command.
 
-Started once per daemon as `python -I -S forkserver.py CONTROL_FD`, because
+Started once per daemon as `python -I -S forkserver.py CONTROL_FD [TOOLS_DIR]`, because
 forking a threaded daemon and running Python before exec is unsafe. Protocol:
 the daemon sends b"spawn" on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
@@ -39,6 +39,7 @@ def _load(name: str):
 
 
 supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, pids cgroup, PID namespace
+pyrun = _load("pyrun")  # the pre-imported Python worker for bundled tool scripts
 confine = supervise.confine  # read-only .git, a private /proc, Landlock, no capabilities, seccomp
 # How long the server waits, when the daemon has gone, for its steps' supervisors to finish their sweeps.
 SHUTDOWN_WAIT_S = 5.0
@@ -66,6 +67,8 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
 
     In a step with its own PID namespace this process is PID 1: it confines itself
     (a fresh /proc first), then spawns the tool process and stays as its init.
+    A request with `python` ({script, args}) runs that script in this interpreter
+    (pyrun.py) where `argv` would be exec'd, after the same confinement.
 
     Never returns. The launcher runs this same function.
     """
@@ -86,58 +89,25 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
             stage = "landlock"
             confine.apply(request["ruleset"])
         stage = "exec"
-        argv = request["argv"]
+        argv, env = request["argv"], request["env"]
+        python = request.get("python") or {}  # a bundled Python tool script: run by the pre-imported worker
+        errors = pyrun.stdio_errors(env) if python else None
+        code = pyrun.compile_script(python["script"]) if errors else None
+        run = None if code is None else lambda: pyrun.run_script(code, python["script"], python["args"], errors)
+        if run is not None:
+            if confine.own_pid_namespace():
+                # The script is the namespace's PID 1 itself (no separate init): see pyrun.py for why that is safe.
+                supervise.die_with_supervisor()
+            run()
         if confine.own_pid_namespace():
-            supervise.become_init(argv, request["env"])  # PID 1 spawns the tool and stays as its init
-        os.execvpe(argv[0], argv, request["env"])
+            supervise.become_init(argv, env)  # PID 1 spawns the tool and stays as its init
+        os.execvpe(argv[0], argv, env)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported, then _exit
         error = {"stage": stage, "errno": getattr(exc, "errno", None) or 0, "message": str(exc)}
         try:
             os.write(err_w, json.dumps(error).encode())
         finally:
             os._exit(127)
-
-
-class _Request:
-    """A spawn whose JSON line is still arriving; read without blocking, so one slow client stalls nobody."""
-
-    def __init__(self, conn: socket.socket, stdio: list[int]) -> None:
-        self.conn = conn
-        self.stdio = stdio
-        self.buffer = bytearray()
-
-    def discard(self) -> None:
-        """The daemon gave up (connection closed) or sent garbage: drop everything."""
-        for fd in self.stdio:
-            os.close(fd)
-        self.conn.close()
-
-
-def _on_request_data(request: _Request, selector: selectors.BaseSelector) -> None:
-    try:
-        chunk = request.conn.recv(1 << 16)
-    except BlockingIOError:
-        return
-    except OSError:
-        chunk = b""
-    request.buffer += chunk
-    if chunk and len(request.buffer) > MAX_REQUEST_BYTES:
-        _refuse(request.conn, "request too large")
-        chunk = b""
-    if b"\n" not in request.buffer:
-        if not chunk:
-            selector.unregister(request.conn)
-            request.discard()
-        return
-    selector.unregister(request.conn)
-    try:
-        spec = json.loads(request.buffer.split(b"\n", 1)[0])
-    except ValueError as exc:
-        _refuse(request.conn, f"bad request: {exc}")
-        request.discard()
-        return
-    request.conn.setblocking(True)
-    _fork(spec, request.conn, request.stdio, selector)
 
 
 # The running supervisors (spares included): pid -> pidfd (registered with the selector until reaped).
@@ -154,16 +124,19 @@ def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
     selector.register(pidfd, selectors.EVENT_READ, lambda: _reap(pidfd, pid, selector, spare))
 
 
-def _fork(spec: dict, conn: socket.socket, stdio: list[int], selector: selectors.BaseSelector) -> None:
-    """Fork this spawn's supervisor; it answers the daemon itself, so the server goes straight back to serving."""
+def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
+    """Fork this spawn's supervisor; it reads the request and answers the daemon itself.
+
+    The server never reads a request: its memory, which every tool process run by the
+    Python worker (pyrun.py) inherits, then holds nothing of any session's steps.
+    """
     server = os.getpid()
     pid = os.fork()
     if pid == 0:
-        supervise.close_fds_except([conn.fileno(), *stdio])
-        supervise.run(spec, conn, stdio, _child, server)
-    for fd in stdio:
+        supervise.close_fds_except(fds)
+        supervise.run_unread(socket.socket(fileno=fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
+    for fd in fds:
         os.close(fd)
-    conn.close()
     _watch(pid, selector, spare=False)
     _start_spares(selector)  # spawns come fast now: new spares' cgroup moves share this one's grace period
 
@@ -263,11 +236,8 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
-    if _hand_to_spare(fds, selector):
-        return True
-    request = _Request(socket.socket(fileno=fds[0]), fds[1:])
-    request.conn.setblocking(False)
-    selector.register(request.conn, selectors.EVENT_READ, lambda: _on_request_data(request, selector))
+    if not _hand_to_spare(fds, selector):
+        _fork(fds, selector)
     return True
 
 
@@ -289,7 +259,7 @@ def serve(control: socket.socket) -> None:
 
 
 def main() -> None:
-    """Entry point: argv[1] is the inherited control socket's fd."""
+    """Entry point: argv[1] is the inherited control socket's fd, argv[2] (optional) ollie's bundled tools dir."""
     # No PR_SET_PDEATHSIG here: it fires when the daemon *thread* that forked us exits,
     # and the daemon is threaded (a fork server started from a worker thread or a
     # short-lived event loop would die with it, killing every running step). The
@@ -305,6 +275,7 @@ def main() -> None:
             os.open(os.devnull, os.O_RDWR)
     supervise.cgroup.base()  # looked up once here, so every supervisor inherits the answer
     supervise.cgroup.remove_stale()
+    pyrun.preload(sys.argv[2] if len(sys.argv) > 2 else "")
     serve(socket.socket(fileno=fd))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -209,20 +210,7 @@ def _validation_message(exc: ValidationError) -> str:
 def parse_policy(text: str, *, source: str, name: str, cwd: Path,
                  env: Mapping[str, str] | None = None) -> Policy:
     """Parse sandbox.yaml text and expand it for a session in `cwd`; errors name `source` and the key."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{source}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
-    try:
-        spec = PolicyFile.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {_validation_message(exc)}") from exc
+    spec = _parsed(text, source)
     if spec.general.log_level not in LOG_LEVELS:
         raise ConfigError(f"{source}: key 'general.log_level': must be one of {', '.join(map(repr, LOG_LEVELS))}")
     environ = {**os.environ, **(env or {})}
@@ -245,6 +233,25 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
         ldd=spec.advanced.ldd,
         max_processes=spec.limits.processes,
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str, source: str) -> PolicyFile:
+    """The validated file (cached by its text: every sandboxed command loads its policy, and YAML is slow)."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{source}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
+    try:
+        return PolicyFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_validation_message(exc)}") from exc
 
 
 def policy_file(name: str = "default") -> Path:

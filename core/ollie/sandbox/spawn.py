@@ -22,6 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ollie import paths
 from ollie.log import get_logger
 from ollie.sandbox.errors import SandboxError
 from ollie.sandbox.ldd import library_rules
@@ -66,7 +67,7 @@ class ForkServer:
             try:
                 # Popen forks in C with no Python in the child: safe in a threaded process.
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(self._script), str(theirs.fileno())],
+                    [sys.executable, "-I", "-S", str(self._script), str(theirs.fileno()), str(paths.bundled("tools"))],
                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 )
@@ -206,11 +207,14 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asy
 
 
 async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
-                          stdin: bytes | None = None, tmp_at_tmp: bool = False) -> SandboxedProcess:
+                          stdin: bytes | None = None, tmp_at_tmp: bool = False,
+                          python: tuple[str, Sequence[str]] | None = None) -> SandboxedProcess:
     """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
 
     `tmp_at_tmp`: the child sees its TMPDIR (when the policy lets it write there) mounted
     at /tmp, for programs that ignore TMPDIR; absolute paths under the real /tmp are then hidden.
+    `python`: (script, args) when `argv` is `python3 -I script args` for a stdlib-only script:
+    the fork server's pre-imported interpreter runs it after the same confinement (pyrun.py).
 
     Raises SandboxUnavailableError (no Landlock and best_effort false), OSError
     (the program is missing or not executable) or SandboxError.
@@ -238,6 +242,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     child_fds = (stdin_r, out_w, err_w)
     limits = {"processes": policy.max_processes} if policy is not None else {}
     request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
+    if python is not None:
+        request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     try:
         try:
             pid, status = await _server.spawn(request, child_fds)

@@ -222,6 +222,11 @@ def _spawn(argv: Sequence[str], env: dict[str, str]) -> int:
     raise error
 
 
+def die_with_supervisor() -> None:
+    """In the step's PID 1: SIGKILL when the supervisor is gone (even SIGKILLed), so the namespace goes too."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
     """In the step's PID 1, confined already: spawn the tool process (PID 2), then stay as the namespace's init.
 
@@ -239,7 +244,7 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
         _prctl(PR_SET_DUMPABLE, 0)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor gone (even SIGKILLed): the namespace goes too
+        die_with_supervisor()
         os.closerange(0, _init_status)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
         os.closerange(_init_status + 1, 1 << 20)
         os.write(_init_status, str(_wait_tool(tool)).encode())
@@ -360,6 +365,18 @@ def read_request(conn: socket.socket, max_bytes: int) -> dict | None:
     return json.loads(buffer.split(b"\n", 1)[0])
 
 
+def _request_or_exit(conn: socket.socket, max_request: int) -> dict:
+    """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process."""
+    try:
+        request = read_request(conn, max_request)
+    except ValueError as exc:
+        _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
+        os._exit(0)
+    if request is None:
+        os._exit(0)
+    return request
+
+
 _spare_group: cgroup.Cgroup | None = None
 
 
@@ -401,13 +418,7 @@ def run_spare(jobs: socket.socket, child: ToolChild, parent: int, max_request: i
         if os.getppid() != parent:
             _on_stop(STOP_SIGNAL, None)
         conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
-        try:
-            request = read_request(conn, max_request)
-        except ValueError as exc:
-            _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
-            os._exit(0)
-        if request is None:
-            os._exit(0)
+        request = _request_or_exit(conn, max_request)
         limit = _limit_of(request)
         group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
         code = supervise(request, conn, stdio, child, parent, group)
@@ -427,6 +438,16 @@ def _report_crash(exc: BaseException) -> None:
     if _tool:
         _kill_tool(_tool)
         sweep(None)
+
+
+def run_unread(conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int,
+               max_request: int) -> NoReturn:
+    """Read the spawn's request from `conn` (the fork server never reads one), then `run` it."""
+    try:
+        request = _request_or_exit(conn, max_request)
+    except BaseException:  # noqa: BLE001 - never return into the fork server's loop
+        os._exit(1)
+    run(request, conn, stdio, child, parent)
 
 
 def run(request: dict, conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int) -> NoReturn:

@@ -1,4 +1,5 @@
-"""Saved sessions: the log (`session`, `persist`), the registry (kinds, channels, Info) and its SQLite store."""
+"""Saved sessions: the log (`session`, `persist`), the registry (kinds, channels, Info), their stores (SQLite and
+files, or PostgreSQL with OLLIE_STORE: `pg`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from ollie.sessions.errors import (
     ForbiddenError,
     InvalidSessionError,
     NotFoundError,
+    ReadOnlyError,
     RotationOutcomeUnknownError,
     SessionError,
     StaleRotationError,
@@ -14,8 +16,10 @@ from ollie.sessions.errors import (
     WrongKindError,
 )
 from ollie.sessions.output import OutputCollector
+from ollie.sessions.pg.lease import LeaseLostError, SessionLeasedError
 from ollie.sessions.registry import Registry
 from ollie.sessions.rotation import RotationOutcome, verify_rotation
+from ollie.sessions.schema import StoreVersionError
 from ollie.sessions.store import StoreBusyError, default_path
 from ollie.sessions.types import (
     INTERNAL_KINDS,
@@ -42,8 +46,9 @@ from ollie.sessions.types import (
 
 __all__ = [
     "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES", "PRIVATE_CHANNELS",
-    "ArchivedError", "Channel", "ChannelRequest", "ForbiddenError", "Info", "InvalidSessionError", "Kind",
-    "ListOptions", "MainRequest", "MemoryScope", "NotFoundError", "OutputCollector", "Registry", "Request",
+    "ArchivedError", "Channel", "LeaseLostError", "SessionLeasedError", "StoreVersionError",
+    "ChannelRequest", "ForbiddenError", "Info", "InvalidSessionError", "Kind",
+    "ListOptions", "MainRequest", "MemoryScope", "NotFoundError", "OutputCollector", "ReadOnlyError", "Registry", "Request",
     "ReviewPolicy", "ReviewRequest", "RotationOutcome", "RotationOutcomeUnknownError", "Scope", "SessionError",
     "SessionRecord", "StaleRotationError", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
     "default_path", "default_review_policy", "os_user", "validate_title", "verify_rotation",

@@ -29,6 +29,12 @@ class ForbiddenError(SessionError, PermissionError):
     rpc_code = -32003
 
 
+class ReadOnlyError(ForbiddenError):
+    """A change to a session the caller may read (shared to its team channel) but not change: it is not its owner."""
+
+    rpc_code = -32008
+
+
 class ArchivedError(SessionError):
     """A write to an archived session."""
 

@@ -16,45 +16,43 @@ that was being written when the process died, possibly a torn line). When the
 history was rewritten (compaction, /clear) or the log has grown much larger
 than the history, the next save writes a fresh snapshot to a temporary file
 and renames it over the old one, so a crash leaves either the old file or the new.
+
+The records, constants and errors are ollie.sessions.logformat's; listing saved logs
+and reading their tails, ollie.sessions.logindex's (both re-exported here).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ollie.backend.types import Message
-from ollie.errors import OllieError
+from ollie.backend.types import Message, ToolCall
+from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
+from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
+from ollie.sessions.logformat import META_TAIL_BYTES as META_TAIL_BYTES
+from ollie.sessions.logformat import SUFFIX as SUFFIX
+from ollie.sessions.logformat import SessionFileCorruptError as SessionFileCorruptError
+from ollie.sessions.logformat import SessionFileError as SessionFileError
+from ollie.sessions.logformat import SessionFileNotFoundError as SessionFileNotFoundError
+from ollie.sessions.logformat import dumps, forget_changes, session_path, snapshot_records
+from ollie.sessions.logformat import last_meta as last_meta
+from ollie.sessions.logformat import parse_compaction_snapshots as parse_compaction_snapshots
+from ollie.sessions.logindex import database
+from ollie.sessions.logindex import list_saved as list_saved
+from ollie.sessions.logindex import list_saved_files as list_saved_files
+from ollie.sessions.logindex import read_compaction_snapshots as read_compaction_snapshots
+from ollie.sessions.logindex import read_meta as read_meta
+from ollie.sessions.logstorage import LogStorage
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
-FORMAT_VERSION = 1
-SUFFIX = ".jsonl"
-COMPACTION_SUFFIX = ".compaction.jsonl"
-# How much of a session file's end read_meta reads (a meta record is far smaller).
-META_TAIL_BYTES = 256 * 1024
-
 _fdatasync = getattr(os, "fdatasync", os.fsync)
-
-
-class SessionFileError(OllieError):
-    """A saved session cannot be read or written."""
-
-
-class SessionFileNotFoundError(SessionFileError, FileNotFoundError):
-    """No session with this id is saved."""
-
-
-class SessionFileCorruptError(SessionFileError):
-    """A saved session file is damaged before its last record (not a torn tail)."""
-
-
-def _dumps(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -64,10 +62,6 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _session_path(sessions_dir: Path, session_id: str, suffix: str = SUFFIX) -> Path:
-    return Path(sessions_dir) / f"{validate_session_id(session_id)}{suffix}"
 
 
 class SessionFile:
@@ -80,11 +74,12 @@ class SessionFile:
         *,
         sync: bool = True,
         compact_min_records: int = 1000,
+        storage: LogStorage | None = None,
     ) -> None:
         self.sessions_dir = Path(sessions_dir)
         self.session_id = validate_session_id(session_id)
-        self.path = _session_path(self.sessions_dir, session_id)
-        self.compaction_path = _session_path(self.sessions_dir, session_id, COMPACTION_SUFFIX)
+        self.path = session_path(self.sessions_dir, session_id)
+        self.compaction_path = session_path(self.sessions_dir, session_id, COMPACTION_SUFFIX)
         # sync=False skips fdatasync: only for benchmarks of the CPU cost.
         self._sync = sync
         # The log is folded into a snapshot once its non-message records exceed
@@ -101,16 +96,25 @@ class SessionFile:
         self._last_ref: Message | None = None
         self._inode = -1  # the file the offsets refer to
         self._tracked_refs: dict[str, object] = {}
+        # The records go to `storage` instead of the file when given (OLLIE_STORE: PostgreSQL rows).
+        self.storage = storage
+        self._write_failed = False  # set from the storage's writer thread: no lock, a flag
+        # Told (from the storage's writer thread) when a background write failed: the engine tells the user.
+        self.on_error: Callable[[str], None] | None = None
+        if storage is not None:
+            storage.on_failure = self._on_write_failure
 
     # --- public API -------------------------------------------------------
 
     def exists(self) -> bool:
         """Whether this session is saved."""
-        return self.path.exists()
+        return self.storage.exists() if self.storage is not None else self.path.exists()
 
     def delete(self) -> None:
         """Remove the saved session and its compaction snapshots (missing files are fine)."""
         with self._lock:
+            if self.storage is not None:
+                self.storage.delete()
             for path in (self.path, self.compaction_path):
                 path.unlink(missing_ok=True)
             self._bound = False
@@ -118,20 +122,33 @@ class SessionFile:
     def load(self) -> Session:
         """Read the saved session; a torn or unfinished last round is dropped."""
         with self._lock:
-            try:
-                with open(self.path, "rb") as f:
-                    inode = os.fstat(f.fileno()).st_ino
-                    data = f.read()
-            except FileNotFoundError:
-                raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}") from None
+            data = self._read_log()
             messages, meta, offset, overhead = _parse(data, self.path)
             if meta.get("id") not in (None, self.session_id):
                 raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
             meta["id"] = self.session_id
             session = Session.from_meta(meta, messages)
             self._bind(session, written=len(messages), offset=offset, overhead=overhead)
-            self._inode = inode
             return session
+
+    def discard(self) -> None:
+        """`delete` without waiting on a database (its rows go in the background); nothing is saved here after."""
+        if self.storage is None:
+            self.delete()
+            return
+        with self._lock:
+            self.storage.discard()
+            self._bound = False
+
+    def flush(self) -> None:
+        """Wait until every save so far is stored (a file: at once; a database writes in the background)."""
+        if self.storage is not None:
+            self.storage.flush()
+
+    def close(self) -> None:
+        """Flush; a database log also gives up its lease, so another machine may resume the session."""
+        if self.storage is not None:
+            self.storage.close()
 
     def save(self, session: Session) -> None:
         """Persist what is new since the last save (a snapshot when the history was rewritten)."""
@@ -152,10 +169,13 @@ class SessionFile:
         """Append the pre-compaction history to `{id}.compaction.jsonl` (for recovery); returns its path."""
         with self._lock:
             self._check_id(session)
-            self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             header = {"t": "compaction", "v": FORMAT_VERSION, "at": time.time(), "n": len(session.messages),
                       "meta": session.meta()}
-            payload = _dumps(header) + b"".join(_dumps({"t": "m", "m": m.to_dict()}) for m in session.messages)
+            payload = dumps(header) + b"".join(dumps({"t": "m", "m": m.to_dict()}) for m in session.messages)
+            if self.storage is not None:
+                self.storage.add_compaction(payload)
+                return self.compaction_path
+            self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.compaction_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 _write_all(fd, payload)
@@ -174,6 +194,9 @@ class SessionFile:
     def _needs_snapshot(self, session: Session) -> bool:
         """Whether appending would misrepresent the history (or the log is due for folding)."""
         msgs = session.messages
+        if self._write_failed:
+            self._write_failed = False
+            return True
         if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:
             return True
         if len(msgs) < self._written:
@@ -186,24 +209,54 @@ class SessionFile:
     def _append(self, session: Session) -> None:
         msgs = session.messages
         edited = sorted(i for i in session.edited_indices if i < self._written)
-        records = [_dumps({"t": "e", "i": i, "m": msgs[i].to_dict()}) for i in edited]
-        records.extend(_dumps({"t": "m", "m": m.to_dict()}) for m in msgs[self._written:])
-        records.append(_dumps(self._commit_record(session)))
+        records = [dumps({"t": "e", "i": i, "m": msgs[i].to_dict()}) for i in edited]
+        records.extend(dumps({"t": "m", "m": m.to_dict()}) for m in msgs[self._written:])
+        records.append(dumps(self._commit_record(session)))
         payload = b"".join(records)
+        if not self._write_round(payload):
+            # Replaced, cut or deleted behind our back: ours is the state to keep, whole.
+            self._write_snapshot(session)
+            return
+        self._offset += len(payload)
+        self._overhead += len(edited) + 1
+        forget_changes(session)
+        self._bind(session, written=len(msgs), offset=self._offset, overhead=self._overhead)
+
+    # --- storage: the file, or `storage` (a database's rows, ollie.sessions.pg.log) ---------------------
+
+    def _on_write_failure(self, error: BaseException) -> None:
+        """A background write failed: the next save writes the whole session (and the user is told now)."""
+        self._write_failed = True
+        if self.on_error is not None:
+            self.on_error(f"session not saved: {error}; retrying at the next save")
+
+    def _read_log(self) -> bytes:
+        """The whole log (SessionFileNotFoundError when there is none)."""
+        if self.storage is not None:
+            data = self.storage.read()
+            if data is None:
+                raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}")
+            return data
+        try:
+            with open(self.path, "rb") as f:
+                self._inode = os.fstat(f.fileno()).st_ino
+                return f.read()
+        except FileNotFoundError:
+            raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}") from None
+
+    def _write_round(self, payload: bytes) -> bool:
+        """Append one round after the last commit; False when the log is no longer the one we wrote."""
+        if self.storage is not None:
+            self.storage.append(payload)
+            return True
         try:
             fd = os.open(self.path, os.O_WRONLY)
         except FileNotFoundError:
-            # Deleted behind our back: start over with a full snapshot.
-            self._write_snapshot(session)
-            return
+            return False  # deleted behind our back
         try:
             stat = os.fstat(fd)
             if stat.st_ino != self._inode or stat.st_size < self._offset:
-                # Another writer replaced or cut the file: ours is the state to keep, whole.
-                os.close(fd)
-                fd = -1
-                self._write_snapshot(session)
-                return
+                return False  # another writer replaced or cut the file
             # A failed earlier write (ENOSPC, a torn tail) leaves bytes past the
             # last commit: cut them so the log stays a clean sequence of commits.
             if stat.st_size > self._offset:
@@ -213,16 +266,15 @@ class SessionFile:
             if self._sync:
                 _fdatasync(fd)
         finally:
-            if fd >= 0:
-                os.close(fd)
-        self._offset += len(payload)
-        self._overhead += len(edited) + 1
-        _forget_changes(session)
-        self._bind(session, written=len(msgs), offset=self._offset, overhead=self._overhead)
+            os.close(fd)
+        return True
 
-    def _write_snapshot(self, session: Session) -> None:
+    def _write_whole(self, payload: bytes) -> None:
+        """Replace the log with `payload` atomically (a crash leaves the old log or the new)."""
+        if self.storage is not None:
+            self.storage.replace(payload)
+            return
         self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        payload = b"".join(_snapshot_records(session))
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -241,9 +293,13 @@ class SessionFile:
         # A process killed between writing its temporary file and the rename leaves it behind.
         for stale in self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
             stale.unlink(missing_ok=True)
-        _forget_changes(session)
-        self._bind(session, written=len(session.messages), offset=len(payload), overhead=0)
         self._inode = inode
+
+    def _write_snapshot(self, session: Session) -> None:
+        payload = b"".join(snapshot_records(session))
+        self._write_whole(payload)
+        forget_changes(session)
+        self._bind(session, written=len(session.messages), offset=len(payload), overhead=0)
 
     def _bind(self, session: Session, *, written: int, offset: int, overhead: int) -> None:
         msgs = session.messages
@@ -273,26 +329,10 @@ class SessionFile:
         return record
 
 
-def _forget_changes(session: Session) -> None:
-    """After a successful write: nothing of the session is pending any more."""
-    session.edited_indices.clear()
-    for name in TRACKED_FIELDS:
-        current = getattr(session, name, None)
-        if isinstance(current, TrackedDict):
-            current.changed_keys.clear()
-
-
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _snapshot_records(session: Session) -> Iterator[bytes]:
-    yield _dumps({"t": "head", "v": FORMAT_VERSION, "id": session.id})
-    for message in session.messages:
-        yield _dumps({"t": "m", "m": message.to_dict()})
-    yield _dumps({"t": "meta", "n": len(session.messages), "meta": session.meta()})
 
 
 def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
@@ -310,8 +350,67 @@ def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -
                 tracked.setdefault(name, {})[key] = value
 
 
+_gc_pause_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """No cyclic collection meanwhile; threads may overlap: the last one out restores what the first found.
+
+    A resume allocates a few objects a message and keeps them all: collections
+    triggered as they pile up rescan the whole growing heap, half of a resume's
+    cost at 100k messages. Nothing parsed here forms a cycle.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_pause_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_pause_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0:
+                # What was parsed lives as long as its session: frozen, no collection (the next young one
+                # included, ~50 ms at 100k messages, every thread stopped) walks it again; refcounting
+                # still frees it when the session goes.
+                gc.freeze()
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+def _message(data: dict[str, Any]) -> Message:
+    """`Message.from_dict`, positional (a resume builds 100k of them)."""
+    calls = data.get("tool_calls")
+    return Message(data["role"], data.get("content") or "", [ToolCall(**c) for c in calls] if calls else [],
+                   data.get("tool_call_id", ""), data.get("name", ""), data.get("reasoning", ""),
+                   data.get("reasoning_signature", ""))
+
+
+_decoder = json.JSONDecoder()
+
+
+def _record(line: bytes) -> Any:
+    """json.loads(line), minus its per-call encoding sniffing and whitespace scans (our lines have none)."""
+    text = line.decode()
+    try:
+        record, stop = _decoder.raw_decode(text)
+    except ValueError:
+        return json.loads(text)  # whatever it is, json.loads has the last word (and the error)
+    return record if stop == len(text) else json.loads(text)
+
+
 def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
     """Apply the records up to the last complete commit: (messages, meta, commit offset, overhead)."""
+    with _cyclic_gc_paused():
+        return _parse_records(data, path)
+
+
+def _parse_records(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
     messages: list[Message] = []
     pending: list[dict[str, Any]] = []
     committed: tuple[list[Message], dict[str, Any], int, int] | None = None
@@ -326,7 +425,7 @@ def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int,
             # No newline after it: a torn write (or nothing at all).
             break
         try:
-            record = json.loads(line)
+            record = _record(line)
             kind = record["t"]
         except (ValueError, TypeError, KeyError):
             if index == last_index - 1:
@@ -340,7 +439,7 @@ def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int,
         elif kind == "meta":
             try:
                 for rec in pending:
-                    message = Message.from_dict(rec["m"])
+                    message = _message(rec["m"])
                     if rec["t"] == "m":
                         messages.append(message)
                     else:
@@ -368,88 +467,87 @@ def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int,
     return committed
 
 
+# Sessions loaded ahead of open_session (off the event loop, see `preload`): (store url, id) -> (log, session).
+_preloaded: dict[tuple[str, str], tuple[SessionFile, Session]] = {}
+
+
+def session_log(sessions_dir: Path | str, session_id: str, *, compact_min_records: int = 1000) -> SessionFile:
+    """The log of a session: its file in `sessions_dir`, or its rows when OLLIE_STORE names PostgreSQL."""
+    url = database()
+    storage = None
+    if url:
+        from ollie.sessions.pg.log import PgRounds
+
+        storage = PgRounds(url, validate_session_id(session_id))
+    return SessionFile(sessions_dir, session_id, compact_min_records=compact_min_records, storage=storage)
+
+
 def open_session(sessions_dir: Path | str, session_id: str | None) -> tuple[SessionFile, Session]:
-    """The session to resume (or to start under `session_id`, or anew) and the SessionFile to save it with."""
+    """The session to resume (or to start under `session_id`, or anew) and the log to save it with.
+
+    Resuming from PostgreSQL takes the session's lease (SessionLeasedError when it is live elsewhere).
+    """
     if not session_id:
         session = Session()
-        return SessionFile(sessions_dir, session.id), session
-    file = SessionFile(sessions_dir, session_id)  # ValueError for an id unfit for a file name
-    # Saving through the SessionFile that loaded the session appends; a fresh one would rewrite it whole.
-    return file, (file.load() if file.exists() else Session(id=session_id))
+        return session_log(sessions_dir, session.id), session
+    ahead = _preloaded.pop((database(), session_id), None)
+    if ahead is not None:
+        return ahead
+    file = session_log(sessions_dir, session_id)  # ValueError for an id unfit for a file name
+    # Saving through the log that loaded the session appends; a fresh one would rewrite it whole.
+    try:
+        return file, file.load()
+    except SessionFileNotFoundError:
+        return file, Session(id=session_id)
+
+
+def preload(sessions_dir: Path | str, session_id: str | None) -> None:
+    """open_session's work with a database store, done now in this thread (a daemon's worker), errors raised here.
+
+    The store is connected (and migrated) and the session, when given, read and
+    leased; the event loop's open_session then finds it done.
+    """
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        pg_log.shared(url)
+        if session_id:
+            _preloaded[(url, session_id)] = open_session(sessions_dir, session_id)
+
+
+def release(session_id: str) -> None:
+    """After its Core closed (or failed to start): store what is queued and give up the lease (files: nothing)."""
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        _preloaded.pop((url, session_id), None)
+        pg_log.close_logs(url, session_id)
 
 
 def load(sessions_dir: Path | str, session_id: str) -> Session:
-    """Load a saved session (see `SessionFile.load`)."""
-    return SessionFile(sessions_dir, session_id).load()
+    """Load a saved session (see `SessionFile.load`); from PostgreSQL without taking its lease."""
+    url = database()
+    if not url:
+        return SessionFile(sessions_dir, session_id).load()
+    from ollie.sessions.pg import log as pg_log
 
-
-def read_meta(sessions_dir: Path | str, session_id: str) -> dict[str, Any]:
-    """The saved session's latest meta (title, cwd, totals; no tracked maps), read from the file's end.
-
-    Every commit ends with a whole `meta` record, so a listing reads the tail,
-    not the history. {} when the session is not saved or no meta is found there.
-    """
-    if not is_valid_session_id(session_id):
-        return {}
-    try:
-        with open(_session_path(Path(sessions_dir), session_id), "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - META_TAIL_BYTES))
-            tail = fh.read()
-    except FileNotFoundError:
-        return {}
-    # The last piece has no newline after it: a torn write or b"".
-    for line in reversed(tail.split(b"\n")[:-1]):
-        if line.startswith(b'{"t":"meta"'):  # _dumps writes compact JSON, "t" first
-            try:
-                meta = json.loads(line).get("meta")
-            except ValueError:
-                continue  # a garbled final line, or the tail's cut first line
-            return dict(meta) if isinstance(meta, dict) else {}
-    return {}
+    data = pg_log.read_rounds(url, validate_session_id(session_id))
+    if data is None:
+        raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
+    messages, meta, _, _ = _parse(data, Path(session_id))
+    meta["id"] = session_id
+    return Session.from_meta(meta, messages)
 
 
 def exists(sessions_dir: Path | str, session_id: str) -> bool:
     """Whether a session with this (valid) id is saved."""
-    return is_valid_session_id(session_id) and _session_path(Path(sessions_dir), session_id).exists()
+    if not is_valid_session_id(session_id):
+        return False
+    return session_log(sessions_dir, session_id).exists()
 
 
 def delete(sessions_dir: Path | str, session_id: str) -> None:
     """Remove a saved session and its compaction snapshots."""
-    SessionFile(sessions_dir, session_id).delete()
-
-
-def list_saved(sessions_dir: Path | str) -> list[str]:
-    """Ids of the saved sessions, oldest first (ids sort by creation time)."""
-    root = Path(sessions_dir)
-    if not root.is_dir():
-        return []
-    ids = []
-    for entry in root.iterdir():
-        name = entry.name
-        if name.endswith(SUFFIX) and not name.endswith(COMPACTION_SUFFIX):
-            session_id = name[: -len(SUFFIX)]
-            if is_valid_session_id(session_id):
-                ids.append(session_id)
-    return sorted(ids, key=lambda s: (len(s), s))
-
-
-def read_compaction_snapshots(sessions_dir: Path | str, session_id: str) -> list[tuple[dict[str, Any], list[Message]]]:
-    """The pre-compaction histories saved for a session, oldest first: (header, messages) pairs."""
-    path = _session_path(Path(sessions_dir), session_id, COMPACTION_SUFFIX)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    snapshots: list[tuple[dict[str, Any], list[Message]]] = []
-    for line in data.split(b"\n"):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # an empty or torn line
-        if record.get("t") == "compaction":
-            snapshots.append((record, []))
-        elif record.get("t") == "m" and snapshots:
-            snapshots[-1][1].append(Message.from_dict(record["m"]))
-    # A snapshot whose append was cut short is incomplete: keep only whole ones.
-    return [(head, msgs) for head, msgs in snapshots if len(msgs) == head.get("n")]
+    session_log(sessions_dir, session_id).delete()

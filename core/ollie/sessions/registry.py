@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -13,11 +12,14 @@ from ollie.sessions.errors import (
     ForbiddenError,
     InvalidSessionError,
     NotFoundError,
+    ReadOnlyError,
     RotationOutcomeUnknownError,
     StaleRotationError,
     WrongKindError,
 )
+from ollie.sessions.location import user_teams
 from ollie.sessions.session import new_session_id
+from ollie.sessions.store import Conn, DuplicateError, Row, StoreLike
 from ollie.sessions.types import (
     INTERNAL_KINDS,
     PRIVATE_CHANNELS,
@@ -31,13 +33,25 @@ from ollie.sessions.types import (
     Request,
     ReviewRequest,
     Scope,
-    SessionRecord,
     TurnResult,
     is_canonical_uuid,
     to_micros,
     utcnow,
     validate_title,
 )
+
+
+def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10.0) -> StoreLike:
+    """The store at `location`: a postgresql:// URL, a SQLite file, or (None) OLLIE_STORE, else the default file."""
+    if location is None:
+        from ollie.sessions.location import store_url
+
+        location = store_url() or None
+    if store.is_postgres_url(location):
+        from ollie.sessions.pg.store import PgStore  # psycopg is imported only for a PostgreSQL store
+
+        return PgStore(str(location), busy_timeout_s=busy_timeout_s)
+    return store.Store(location, busy_timeout_s=busy_timeout_s)
 
 
 def _rotation_unknown(detail: str) -> Exception:
@@ -60,12 +74,22 @@ def _channel(value: Channel | str) -> str:
         raise InvalidSessionError(f"unknown session channel {value!r}") from None
 
 
-def _existing(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+def _existing(conn: Conn, session_id: str) -> Row:
     """The session's row; NotFoundError when there is none."""
     found = store.fetch(conn, session_id) if session_id else None
     if found is None:
         raise NotFoundError(f"session {session_id!r} not found")
-    return found[0]
+    return found
+
+
+MAX_TEAM_CHARS = 100
+
+
+def _team(name: str) -> str:
+    """A valid team channel name ('' = not shared)."""
+    if len(name) > MAX_TEAM_CHARS or "," in name or name != name.strip():
+        raise InvalidSessionError(f"team {name!r}: at most {MAX_TEAM_CHARS} characters, no commas or edge spaces")
+    return name
 
 
 def _require_user(user_id: str) -> None:
@@ -78,9 +102,12 @@ def _in(column: str, values: Sequence[str]) -> str:
 
 
 class Registry:
-    """Creates, resumes, lists and archives sessions in the SQLite store. Thread-safe; shareable across processes.
+    """Creates, resumes, lists and archives sessions in its store. Thread-safe; shareable across processes.
 
-    `agent_id` confines the registry to one agent; empty makes it cross-agent.
+    The store is `path`: a SQLite file, a postgresql:// URL, or (None) OLLIE_STORE, else
+    the default file. `agent_id` confines the registry to one agent; empty makes it
+    cross-agent. `teams` are the team channels its callers read (None: OLLIE_TEAMS):
+    a session shared to one of them is theirs to get, list and resume, not to change.
     """
 
     def __init__(
@@ -91,16 +118,26 @@ class Registry:
         busy_timeout_s: float = 10.0,
         clock: Callable[[], datetime] = utcnow,
         id_factory: Callable[[], str] = new_session_id,
+        teams: Sequence[str] | None = None,
     ) -> None:
-        self._store = store.Store(path, busy_timeout_s=busy_timeout_s)
+        self._store = open_store(path, busy_timeout_s=busy_timeout_s)
         self.agent_id = agent_id
+        self.teams = tuple(user_teams() if teams is None else teams)
         self._clock = clock
         self._new_id = id_factory
 
     @property
     def path(self) -> Path:
-        """The database file."""
-        return self._store.path
+        """The database file of a SQLite store (a PostgreSQL store has none: see `location`)."""
+        path = getattr(self._store, "path", None)
+        if not isinstance(path, Path):
+            raise AttributeError(f"the store at {self.location} is not a file")
+        return path
+
+    @property
+    def location(self) -> str:
+        """Where the store is: a file, or a PostgreSQL URL without its password."""
+        return self._store.location
 
     def close(self) -> None:
         """Close the store connection."""
@@ -124,14 +161,24 @@ class Registry:
             raise InvalidSessionError("user_id is required outside a system scope")
         return self._agent(scope.agent_id) if scope.agent_id or self.agent_id else ""
 
-    def _authorize(self, scope: Scope, record: SessionRecord) -> Info:
+    def _teams(self, scope: Scope) -> list[str]:
+        return sorted({*self.teams, *scope.teams})
+
+    def _authorize(self, scope: Scope, row: Row, *, write: bool = False) -> Info:
+        """The row's Info if the scope may see it (a team member's read of a shared session included)."""
+        record = row.record
         agent = self._scope_agent(scope)
-        if (agent and record.agent_id != agent) or (not scope.system and record.user_id != scope.user_id):
+        owner = scope.system or record.user_id == scope.user_id
+        shared = not write and bool(row.team) and row.team in self._teams(scope)
+        if (agent and record.agent_id != agent) or not (owner or shared):
+            if write and not (agent and record.agent_id != agent) and row.team and row.team in self._teams(scope):
+                raise ReadOnlyError(f"session {record.id} is shared with team {row.team!r} to read and resume: "
+                                    f"only its owner ({record.user_id}) may rename, archive or share it")
             raise ForbiddenError(f"session {record.id} belongs to another user or agent")
         return Info.from_record(record)
 
-    def _load(self, conn: sqlite3.Connection, scope: Scope, session_id: str) -> Info:
-        return self._authorize(scope, _existing(conn, session_id))
+    def _load(self, conn: Conn, scope: Scope, session_id: str, *, write: bool = False) -> Info:
+        return self._authorize(scope, _existing(conn, session_id), write=write)
 
     def memory_scope(self, info: Info) -> MemoryScope:
         """The memory scope of a validated Info (the only sanctioned conversion)."""
@@ -139,13 +186,13 @@ class Registry:
 
     # --- create / resume --------------------------------------------------
 
-    def _create(self, conn: sqlite3.Connection, info: Info, *, binding: str = "") -> Info:
+    def _create(self, conn: Conn, info: Info, *, binding: str = "") -> Info:
         try:
             store.insert(conn, info.record(), binding=binding)
-        except sqlite3.IntegrityError as exc:
-            if info.kind == Kind.MAIN and "user_id" in str(exc):
+        except DuplicateError as exc:
+            if exc.what == "main":
                 raise InvalidSessionError("this user already has an active main session; use resolve_main") from None
-            if "sessions.id" in str(exc):
+            if exc.what == "id":
                 raise InvalidSessionError(f"session {info.id!r} already exists") from None
             raise
         return info
@@ -164,9 +211,12 @@ class Registry:
         required = _kind(req.require_kind, what="required kind") if req.require_kind else None
         validate_title(req.title)
         with self._store.transaction() as conn:
+            if req.id:
+                # Two callers creating one exact id at once: the second finds the first's.
+                self._store.lock(conn, f"id\x1f{req.id}")
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
-                info = self._authorize(Scope(user_id=req.user_id, agent_id=agent), found[0])
+                info = self._authorize(Scope(user_id=req.user_id, agent_id=agent), found)
                 if required is not None and info.kind != required:
                     raise WrongKindError(f"session {req.id} is a {info.kind} session, not {required}")
                 return info
@@ -224,10 +274,20 @@ class Registry:
             where.append("agent_id = ?")
             params.append(agent)
         if not scope.system:
-            where.append("user_id = ?")
-            params.append(scope.user_id)
+            teams = self._teams(scope)
+            where.append(f"(user_id = ? OR {_in('team', teams)})" if teams else "user_id = ?")
+            params += [scope.user_id, *teams]
         more_where, more_params = self._filters(opts)
         return self._select(where + more_where, params + more_params, opts)
+
+    def live_elsewhere(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """Of these sessions, those another process runs now (a PostgreSQL store's leases): id -> "<host> (pid N)"."""
+        if not session_ids or not store.is_postgres_url(self._store.location):
+            return {}  # SQLite and files: one machine, whose live sessions its daemon knows
+        from ollie.sessions.pg.lease import live_elsewhere
+
+        with self._store.reading() as conn:
+            return live_elsewhere(conn, session_ids)
 
     def list_for_admin(self, user_id: str, agent_id: str, opts: ListOptions | None = None) -> list[Info]:
         """An admin's own sessions plus the agent's guest sessions (the caller enforces admin authority)."""
@@ -254,8 +314,8 @@ class Registry:
 
     # --- writes to one session --------------------------------------------
 
-    def _writable(self, conn: sqlite3.Connection, scope: Scope, session_id: str) -> Info:
-        info = self._load(conn, scope, session_id)
+    def _writable(self, conn: Conn, scope: Scope, session_id: str) -> Info:
+        info = self._load(conn, scope, session_id, write=True)
         if info.archived:
             raise ArchivedError(f"session {session_id} is archived")
         return info
@@ -263,9 +323,24 @@ class Registry:
     def archive(self, scope: Scope, session_id: str) -> None:
         """Archive the session (idempotent): it stays stored but leaves the active lists."""
         with self._store.transaction() as conn:
-            info = self._load(conn, scope, session_id)
+            info = self._load(conn, scope, session_id, write=True)
             if not info.archived:
                 store.update(conn, session_id, archived=True)
+
+    def share(self, scope: Scope, session_id: str, team: str) -> Info:
+        """Share the session to a team channel ('' stops sharing): its members may then list and resume it."""
+        _team(team)
+        with self._store.transaction() as conn:
+            info = self._load(conn, scope, session_id, write=True)
+            store.update(conn, session_id, team=team)
+        return info
+
+    def team_of(self, scope: Scope, session_id: str) -> str:
+        """The team channel the session is shared to ('' for none)."""
+        with self._store.reading() as conn:
+            row = _existing(conn, session_id)
+            self._authorize(scope, row)
+        return row.team
 
     def rename(self, scope: Scope, session_id: str, title: str) -> Info:
         """Set the session's title (TitleTooLongError over 1,000 UTF-8 bytes; ArchivedError)."""
@@ -298,12 +373,12 @@ class Registry:
         if latest_seq is not None:
             changes["latest_seq"] = latest_seq
         with self._store.transaction() as conn:
-            if _existing(conn, session_id).archived:
+            if _existing(conn, session_id).record.archived:
                 raise ArchivedError(f"session {session_id} is archived")
             store.update(conn, session_id, **changes)
             record = store.fetch(conn, session_id)
         assert record is not None
-        return Info.from_record(record[0])
+        return Info.from_record(record.record)
 
     def mark_viewed(self, scope: Scope, session_id: str) -> None:
         """Record that the owner looked at the session (allowed on archived sessions: it is a read)."""
@@ -313,10 +388,12 @@ class Registry:
 
     # --- main session -----------------------------------------------------
 
-    def _active_main(self, conn: sqlite3.Connection, user_id: str, agent: str) -> Info | None:
+    def _active_main(self, conn: Conn, user_id: str, agent: str) -> Info | None:
+        # Whoever resolves or rotates this user's main waits here for the one before: one main, one winner.
+        self._store.lock(conn, f"main\x1f{user_id}\x1f{agent}")
         found = store.fetch_where(conn, "user_id = ? AND agent_id = ? AND kind = 'main' AND archived = 0",
                                   (user_id, agent))
-        return Info.from_record(found[0]) if found else None
+        return Info.from_record(found.record) if found else None
 
     def resolve_main(self, req: MainRequest) -> Info:
         """The user's main session: the active one, else the most recent private chat promoted, else a new one."""
@@ -334,8 +411,8 @@ class Registry:
                 (req.user_id, agent, *private),
             )
             if candidate is not None:
-                store.update(conn, candidate[0].id, kind=str(Kind.MAIN))
-                return Info.from_record(candidate[0]).with_changes(kind=Kind.MAIN)
+                store.update(conn, candidate.record.id, kind=str(Kind.MAIN))
+                return Info.from_record(candidate.record).with_changes(kind=Kind.MAIN)
             if not req.create_if_missing:
                 raise NotFoundError(f"user {req.user_id!r} has no main session")
             info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.MAIN, channel=_channel(req.channel))
@@ -350,9 +427,15 @@ class Registry:
             self._check_expected(current, req.expected_session_id)
             channel = current.channel if current is not None else _channel(req.channel)
             if current is not None:
-                store.update(conn, current.id, archived=True)
+                self._archive_current(conn, current.id)
             info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.MAIN, channel=channel)
             return self._create(conn, info)
+
+    @staticmethod
+    def _archive_current(conn: Conn, session_id: str) -> None:
+        """Compare-and-archive in SQL: only while the session is still active, else the rotation is stale."""
+        if not store.archive_if_active(conn, session_id):
+            raise StaleRotationError(f"session {session_id} was rotated away meanwhile")
 
     @staticmethod
     def _check_expected(current: Info | None, expected: str) -> None:
@@ -380,15 +463,17 @@ class Registry:
             raise InvalidSessionError("a private chat binding needs a channel")
         return agent, f"chat\x1f{req.user_id}\x1f{agent}\x1f{channel}", channel
 
-    def _bound(self, conn: sqlite3.Connection, req: ChannelRequest, agent: str, key: str, channel: str) -> Info | None:
+    def _bound(self, conn: Conn, req: ChannelRequest, agent: str, key: str, channel: str) -> Info | None:
         """The binding's active session, adopting the legacy key-as-id session on a miss when it qualifies."""
+        # Whoever resolves or rotates this binding waits here for the one before.
+        self._store.lock(conn, f"binding\x1f{key}")
         found = store.fetch_where(conn, "binding = ? AND archived = 0", (key,))
         if found is not None:
-            return Info.from_record(found[0])
+            return Info.from_record(found.record)
         legacy = store.fetch(conn, req.legacy_id) if req.legacy_id else None
         if legacy is None:
             return None
-        record, binding = legacy
+        record, binding = legacy.record, legacy.binding
         eligible = (
             not record.archived and not binding and record.kind == Kind.CHAT and record.agent_id == agent
             and record.user_id == req.user_id and record.group_id in ("", req.group_id)
@@ -400,7 +485,7 @@ class Registry:
         changes.pop("binding")
         return Info.from_record(record).with_changes(**changes)
 
-    def _new_bound(self, conn: sqlite3.Connection, req: ChannelRequest, agent: str, key: str, channel: str) -> Info:
+    def _new_bound(self, conn: Conn, req: ChannelRequest, agent: str, key: str, channel: str) -> Info:
         info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.CHAT, channel=channel,
                               group_id=req.group_id, guest_id=req.guest_id)
         return self._create(conn, info, binding=key)
@@ -419,5 +504,5 @@ class Registry:
             current = self._bound(conn, req, agent, key, channel)
             self._check_expected(current, req.expected_session_id)
             if current is not None:
-                store.update(conn, current.id, archived=True)
+                self._archive_current(conn, current.id)
             return self._new_bound(conn, req, agent, key, channel)

@@ -122,7 +122,7 @@ class TrackedDict(dict[str, Any]):
 
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers",)
+TRACKED_FIELDS = ("result_tiers", "step_outcomes")
 
 
 @dataclass
@@ -146,6 +146,9 @@ class Session:
     # Retention tier of each tool result by tool_call_id: hot, warm, cold, or
     # collapsed once it has been reduced to a one-line summary.
     result_tiers: dict[str, str] = field(default_factory=dict)
+    # How each tool call's steps ended, by tool_call_id (`completed`, `failed`, `completed:12` = an edit at
+    # line 12): the history's steps keep them after the result text collapses (ollie.agent.history).
+    step_outcomes: dict[str, list[str]] = field(default_factory=dict)
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
@@ -166,6 +169,8 @@ class Session:
     # Indices of already-saved messages changed in place (a result tier collapse);
     # the next save records just those. Not persisted.
     edited_indices: set[int] = field(default_factory=set, compare=False, repr=False)
+    # The same indices for the running size estimate (ollie.agent.context), which takes them at its own pace.
+    resized_indices: set[int] = field(default_factory=set, compare=False, repr=False)
 
     def begin_turn(self) -> None:
         """Reset the per-turn accumulators."""
@@ -191,6 +196,7 @@ class Session:
         self.messages.clear()
         self.task_state = None
         self.result_tiers.clear()
+        self.step_outcomes.clear()
         self.decision_index.clear()
         self.last_input_tokens = 0
         self.history_generation += 1
@@ -209,6 +215,7 @@ class Session:
         if not -len(self.messages) <= index < len(self.messages):
             raise IndexError(f"message index {index} out of range")
         self.edited_indices.add(index % len(self.messages))
+        self.resized_indices.add(index % len(self.messages))
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Keep the tracked maps tracked even when the engine assigns a plain dict.
@@ -235,4 +242,4 @@ class Session:
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.
-_NOT_META = frozenset({"messages", "task_state", "history_generation", "edited_indices"})
+_NOT_META = frozenset({"messages", "task_state", "history_generation", "edited_indices", "resized_indices"})

@@ -1,4 +1,4 @@
-"""The registry's SQLite store: one file, WAL, every multi-step change in one BEGIN IMMEDIATE transaction."""
+"""The registry's store interface, and its embedded SQLite store: one file, WAL, BEGIN IMMEDIATE transactions."""
 
 from __future__ import annotations
 
@@ -7,49 +7,108 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import fields
 from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
 from ollie import paths
 from ollie.sessions.errors import SessionError
+from ollie.sessions.schema import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
+from ollie.sessions.schema import pending
 from ollie.sessions.types import SessionRecord
 
-SCHEMA_VERSION = 1
 DB_NAME = "sessions.db"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 COLUMNS = tuple(f.name for f in fields(SessionRecord))
-SELECT = f"SELECT {', '.join(COLUMNS)}, binding FROM sessions"
+# Besides the record: the chat-channel binding a session serves ('' for none, Registry.resolve_chat_channel)
+# and the team channel it is shared to ('' for none, Registry.share).
+SELECT = f"SELECT {', '.join(COLUMNS)}, binding, team FROM sessions"
 
-_SCHEMA = """
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    group_id TEXT NOT NULL DEFAULT '',
-    guest_id TEXT NOT NULL DEFAULT '',
-    channel TEXT NOT NULL DEFAULT '',
-    kind TEXT NOT NULL,
-    project_id TEXT NOT NULL DEFAULT '',
-    title TEXT NOT NULL DEFAULT '',
-    created_at INTEGER,
-    last_active INTEGER,
-    last_turn_started_at INTEGER,
-    last_turn_completed_at INTEGER,
-    last_turn_result TEXT NOT NULL DEFAULT '',
-    last_viewed_at INTEGER,
-    archived INTEGER NOT NULL DEFAULT 0,
-    latest_seq INTEGER NOT NULL DEFAULT 0,
-    -- The chat-channel binding this session serves, '' for none (Registry.resolve_chat_channel).
-    binding TEXT NOT NULL DEFAULT ''
-);
--- At most one active main per user and agent, and one active session per binding:
--- the database itself refuses a second one, whichever process tries.
-CREATE UNIQUE INDEX sessions_one_main ON sessions(user_id, agent_id) WHERE kind = 'main' AND archived = 0;
-CREATE UNIQUE INDEX sessions_one_binding ON sessions(binding) WHERE binding <> '' AND archived = 0;
-CREATE INDEX sessions_by_owner ON sessions(user_id, agent_id, last_active);
-CREATE INDEX sessions_by_agent ON sessions(agent_id, last_active);
-"""
+
+class Cursor(Protocol):
+    """What a statement returns, in both stores."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Conn(Protocol):
+    """A store connection inside a transaction or a read: `?` placeholders, duplicates as DuplicateError."""
+
+    no_limit: str
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor: ...
+
+
+class DuplicateError(SessionError):
+    """An insert the database refused as a duplicate: `what` is "id", "main" or "binding"."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(detail)
+        self.what = what
+
+
+class Row(NamedTuple):
+    """A sessions row: the record, its binding and its team channel."""
+
+    record: SessionRecord
+    binding: str
+    team: str
+
+
+class StoreLike(Protocol):
+    """What the registry needs of a store (SQLite here, PostgreSQL in ollie.sessions.pg.store)."""
+
+    @property
+    def location(self) -> str: ...
+
+    def close(self) -> None: ...
+
+    def transaction(self, *, on_commit_failure: Callable[[str], Exception] | None = None
+                    ) -> AbstractContextManager[Conn]: ...
+
+    def reading(self) -> AbstractContextManager[Conn]: ...
+
+    def lock(self, conn: Conn, key: str) -> None: ...
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether a store location is a PostgreSQL URL rather than a file."""
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def _duplicate(message: str) -> str:
+    """Which uniqueness rule a SQLite IntegrityError message names."""
+    if "sessions.binding" in message:
+        return "binding"
+    if "sessions.user_id" in message:
+        return "main"
+    return "id"
+
+
+class _SqliteConn:
+    """sqlite3 with the store's common face (duplicates as DuplicateError)."""
+
+    no_limit = "-1"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" not in str(exc):
+                raise
+            raise DuplicateError(_duplicate(str(exc)), str(exc)) from None
 
 
 class StoreBusyError(SessionError):
@@ -84,7 +143,7 @@ class Store:
         self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
         # NORMAL in WAL mode: a process crash loses nothing that was committed.
         self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
+        self.migrate()
 
     def close(self) -> None:
         """Close the connection."""
@@ -106,16 +165,29 @@ class Store:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
 
-    def _migrate(self) -> None:
+    @property
+    def location(self) -> str:
+        """Where the store is, for messages: the database file."""
+        return str(self.path)
+
+    def version(self) -> int:
+        """The schema version of the file."""
+        with self.reading() as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> tuple[int, int]:
+        """Bring the schema up to this ollie's version in one transaction (done on open); (before, after)."""
         with self.transaction() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise SessionError(f"{self.path}: schema version {version} is newer than this ollie ({SCHEMA_VERSION})")
-            if version == 0:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            before = after = conn.execute("PRAGMA user_version").fetchone()[0]
+            for migration in pending(before, str(self.path)):
+                for statement in migration.statements(postgres=False):
+                    conn.execute(statement)
+                after = migration.version
+                conn.execute(f"PRAGMA user_version = {after}")
+        return before, after
+
+    def lock(self, conn: Conn, key: str) -> None:
+        """Serialise the rest of the transaction on `key`: BEGIN IMMEDIATE already serialises every writer."""
 
     def _commit(self, conn: sqlite3.Connection) -> None:
         """COMMIT; a separate method so tests can simulate a lost acknowledgement."""
@@ -124,7 +196,7 @@ class Store:
     @contextmanager
     def transaction(
         self, *, on_commit_failure: Callable[[str], Exception] | None = None
-    ) -> Iterator[sqlite3.Connection]:
+    ) -> Iterator[Conn]:
         """A write transaction (BEGIN IMMEDIATE): all or nothing.
 
         `on_commit_failure` builds the error raised when COMMIT itself fails, the
@@ -134,7 +206,7 @@ class Store:
             conn = self._conn
             self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
-                yield conn
+                yield _SqliteConn(conn)
             except BaseException:
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
@@ -149,56 +221,60 @@ class Store:
                 raise
 
     @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Iterator[Conn]:
         """The connection for reads (each statement sees one consistent snapshot in WAL mode)."""
         with self._lock:
-            yield self._conn
+            yield _SqliteConn(self._conn)
 
 
-def row_to_record(row: Sequence[object]) -> tuple[SessionRecord, str]:
-    """A SELECT row as (record, binding)."""
+def row_to_record(row: Sequence[object]) -> Row:
+    """A SELECT row as a Row."""
     values = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
     values["archived"] = bool(values["archived"])
-    return SessionRecord(**values), str(row[len(COLUMNS)])  # type: ignore[arg-type]
+    return Row(SessionRecord(**values), str(row[len(COLUMNS)]), str(row[len(COLUMNS) + 1]))  # type: ignore[arg-type]
 
 
-def fetch(conn: sqlite3.Connection, session_id: str) -> tuple[SessionRecord, str] | None:
+def fetch(conn: Conn, session_id: str) -> Row | None:
     """The row of one session, or None."""
     row = conn.execute(f"{SELECT} WHERE id = ?", (session_id,)).fetchone()
     return row_to_record(row) if row else None
 
 
-def fetch_where(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> tuple[SessionRecord, str] | None:
+def fetch_where(conn: Conn, where: str, params: Sequence[object]) -> Row | None:
     """The most recently active row matching `where`, or None."""
     row = conn.execute(f"{SELECT} WHERE {where} ORDER BY last_active DESC, id DESC LIMIT 1", params).fetchone()
     return row_to_record(row) if row else None
 
 
-def select(
-    conn: sqlite3.Connection, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
-) -> list[SessionRecord]:
+def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
+           ) -> list[SessionRecord]:
     """Rows matching all `where` clauses, most recently active first."""
-    sql = f"{SELECT} WHERE {' AND '.join(where) or '1'} ORDER BY last_active DESC, id DESC"
+    sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC, id DESC"
     args = list(params)
     if limit or offset:
-        sql += " LIMIT ? OFFSET ?"
-        args += [limit if limit > 0 else -1, offset]
-    return [row_to_record(row)[0] for row in conn.execute(sql, args)]
+        sql += f" LIMIT {'?' if limit > 0 else conn.no_limit} OFFSET ?"
+        args += [limit, offset] if limit > 0 else [offset]
+    return [row_to_record(row).record for row in conn.execute(sql, args)]
 
 
-def insert(conn: sqlite3.Connection, record: SessionRecord, *, binding: str = "") -> None:
-    """Insert one session row."""
+def insert(conn: Conn, record: SessionRecord, *, binding: str = "") -> None:
+    """Insert one session row (DuplicateError naming the rule a duplicate breaks)."""
     values = [getattr(record, c) for c in COLUMNS]
     values[COLUMNS.index("archived")] = int(record.archived)
     placeholders = ", ".join("?" for _ in range(len(COLUMNS) + 1))
     conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}, binding) VALUES ({placeholders})", [*values, binding])
 
 
-def update(conn: sqlite3.Connection, session_id: str, **changes: object) -> None:
+def update(conn: Conn, session_id: str, **changes: object) -> None:
     """Set some columns of one session."""
-    unknown = set(changes) - set(COLUMNS) - {"binding"}
+    unknown = set(changes) - set(COLUMNS) - {"binding", "team"}
     if unknown:
         raise ValueError(f"unknown columns {sorted(unknown)}")
     assignments = ", ".join(f"{name} = ?" for name in changes)
     values = [int(v) if isinstance(v, bool) else v for v in changes.values()]
     conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id])
+
+
+def archive_if_active(conn: Conn, session_id: str) -> bool:
+    """Compare-and-archive in one statement: True when this call archived the (still active) session."""
+    return conn.execute("UPDATE sessions SET archived = 1 WHERE id = ? AND archived = 0", (session_id,)).rowcount == 1

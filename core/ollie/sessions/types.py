@@ -91,7 +91,11 @@ def is_canonical_uuid(value: str) -> bool:
 
 
 def os_user() -> str:
-    """The user local sessions belong to: the OS login name ("user" when it cannot be told)."""
+    """The user sessions belong to: OLLIE_USER (environment or env file), else the OS login name ("user" if none)."""
+    from ollie.sessions.location import USER_VAR, setting
+
+    if named := setting(USER_VAR):
+        return named
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -259,6 +263,8 @@ class Scope:
     user_id: str = ""
     agent_id: str = ""
     system: bool = False
+    # Team channels the user reads: sessions shared to one of them are the user's to list and load too.
+    teams: tuple[str, ...] = ()
 
 
 @dataclass

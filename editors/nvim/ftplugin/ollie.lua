@@ -1,4 +1,7 @@
--- The chat buffer reads as markdown.
-vim.bo.syntax = "markdown"
+-- The chat buffer reads as markdown: treesitter's where Neovim has the parser, else the regex syntax.
 vim.bo.commentstring = "<!-- %s -->"
-pcall(vim.treesitter.start, 0, "markdown")
+if not pcall(vim.treesitter.start, 0, "markdown") then
+  vim.bo.syntax = "markdown"
+  -- The regex syntax marks each `_` inside a word (OLLIE_OPENAI_URL, file_edit) as an error, in red.
+  vim.cmd("silent! syntax clear markdownError")
+end

@@ -18,7 +18,11 @@ local commands = {
     end,
     opts = { nargs = "*", range = true, desc = "Ask ollie (with a range: about the selected lines)" },
   },
-  OllieChat = { fn = function() require("ollie").open_chat() end, opts = { desc = "Open the ollie chat buffer" } },
+  OllieChat = {
+    fn = function(a) require("ollie").open_chat(a.args) end,
+    opts = { nargs = "?", complete = function() return require("ollie.chat").names() end,
+             desc = "Open this tab's chat, or the named chat (made when new) in this tab" },
+  },
   OllieStop = { fn = function() require("ollie").stop() end, opts = { desc = "Interrupt the running turn" } },
   OllieInject = {
     fn = function(a) require("ollie").inject(a.args) end,
@@ -42,6 +46,29 @@ local commands = {
     opts = { nargs = "?", desc = "Show or switch the agent" },
   },
   OllieCompact = { fn = function() require("ollie").compact() end, opts = { desc = "Compact the session's context" } },
+}
+
+-- Review, approval and session management (lua/ollie/{review,permission,pickers}.lua).
+commands.OllieChanges = {
+  fn = function(a) require("ollie.review").changes(tonumber(a.args)) end,
+  opts = { nargs = "?", desc = "List the files a turn changed (default: the last); <CR> opens a diff" },
+}
+commands.OllieRewind = {
+  fn = function(a) require("ollie.review").rewind(a.args) end,
+  opts = { nargs = "?", complete = function() return { "undo" } end, desc = "Rewind files and chat to before a turn" },
+}
+commands.OllieApproval = {
+  fn = function(a) require("ollie.permission").set_approval(a.args) end,
+  opts = { nargs = "?", complete = function(lead) return require("ollie.permission").complete(lead) end,
+           desc = "Set the approval mode: ask, auto-edit, auto, read-only" },
+}
+commands.OllieRename = {
+  fn = function(a) require("ollie.pickers").rename(a.args) end,
+  opts = { nargs = "?", desc = "Rename a session (picked; with a title: the current one)" },
+}
+commands.OllieArchive = {
+  fn = function() require("ollie.pickers").archive() end,
+  opts = { desc = "Archive a session (picked)" },
 }
 
 for name, cmd in pairs(commands) do

@@ -1,19 +1,19 @@
--- :OllieModel, :OllieAgent (picker), :OllieQueue and :OllieInject during a turn, :OllieCompact.
+-- :OllieModel, :OllieAgent (pickers), :OllieQueue and :OllieInject during a turn, :OllieCompact; then
+-- setup(): empty options are sent as a JSON object, bad ones get one message naming them.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
 
 -- The pickers list what ollie/listModels and ollie/listAgents answer, labelled from their fields.
 local function capture(key, pick)
   vim.ui.select = function(items, opts, on_choice)
-    H.results[key .. "_items"] = items
-    H.results[key .. "_labels"] = vim.tbl_map(opts.format_item, items)
+    R[key .. "_items"] = items
+    R[key .. "_labels"] = vim.tbl_map(opts.format_item, items)
     on_choice(pick)
   end
 end
 capture("model", nil)
 vim.cmd("OllieModel")
-vim.wait(10000, function()
-  return H.results.model_items ~= nil
-end, 20)
+H.wait(function() return R.model_items ~= nil end, "the model picker")
 vim.cmd("OllieModel other-model")
 H.wait_chat("model: other%-model")
 capture("agent", "coding")
@@ -27,4 +27,37 @@ H.wait_chat("queued answer", 30000)
 H.wait_chat("_%(end%)_.*queued answer.*_%(end%)_", 30000)
 vim.cmd("OllieCompact")
 H.wait_chat("compact", 15000)
+R.input_after = vim.api.nvim_buf_get_lines(H.current().input_buf, 0, -1, false)
+
+-- The daemon got a JSON object as initializationOptions (an empty Lua table would be `[]`).
+local client = vim.lsp.get_client_by_id(require("ollie.client").client_id)
+R.init_options = vim.json.encode(client and client.config.init_options)
+local config = require("ollie.config")
+config.set({})
+R.empty_init_options = vim.json.encode(config.init_options())
+R.notifications_before_setup = #R.notifications
+require("ollie").setup({ chat = { width = "wide" }, keymaps = { send = { n = 1 } }, colour = "red" })
+R.setup_messages = vim.list_slice(R.notifications, R.notifications_before_setup + 1)
+R.width_after_bad = config.options.chat.width
+R.send_key_after_bad = config.options.keymaps.send.n
+
+R.first_tab_chat = H.chat.text()
+
+-- #selection and #file:path: the last visual selection of the file window, a file by path.
+vim.cmd.edit("code.py")
+vim.api.nvim_buf_set_mark(0, "<", 2, 0, {})
+vim.api.nvim_buf_set_mark(0, ">", 3, 0, {})
+local context = require("ollie.context")
+local text, contexts = context.parse("explain #selection, see #file:notes.txt", vim.api.nvim_get_current_buf())
+R.parsed_text = text
+R.parsed_labels = vim.tbl_map(function(c) return c.label end, contexts)
+local _, _, perr = context.parse("see #file:nope.txt", nil)
+R.parse_error = perr
+
+-- Keymaps come from the options: a chat made after setup() uses the configured send key.
+require("ollie").setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")), keymaps = { send = { n = "S" } } })
+vim.cmd("tabnew")
+vim.cmd("OllieChat")
+H.type_and_press("/usage", "S")
+H.wait_chat("requests")
 H.finish()

@@ -1,9 +1,11 @@
 -- Shared set-up for the headless Neovim scenarios run by tests/editors/test_nvim.py.
+-- (vim.wait is fine here: it is the test waiting, never the plugin.)
 local H = {}
 
 local plugin_dir = vim.fs.dirname(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)))
 vim.opt.rtp:prepend(plugin_dir)
 vim.cmd.runtime("plugin/ollie.lua")
+vim.cmd.runtime("ftplugin/ollie.lua") -- no `filetype plugin on` under -u NONE: load it for the chat
 
 H.results = { notifications = {} }
 -- Keep what the plugin tells the user, for the assertions (and for debugging a failure).
@@ -11,19 +13,82 @@ vim.notify = function(msg, level)
   table.insert(H.results.notifications, { msg = msg, level = level })
 end
 H.ollie = require("ollie")
-H.chat = require("ollie.chat")
 H.ollie.setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")), chat = { position = "right" } })
 
----Wait until the chat buffer's text matches `pattern` (a Lua pattern); record a failure otherwise.
+---The transcript of the current tab's chat.
+H.chat = {
+  text = function()
+    local c = H.ollie.current()
+    return c and c.transcript:text() or ""
+  end,
+}
+
+---The current tab's chat.
+---@return ollie.Chat
+function H.current()
+  return assert(H.ollie.current(), "no chat in this tab")
+end
+
+---Wait until the chat's transcript matches `pattern` (a Lua pattern); record a failure otherwise.
 function H.wait_chat(pattern, timeout_ms)
-  local ok = vim.wait(timeout_ms or 15000, function()
-    return H.chat.text():find(pattern) ~= nil
-  end, 20)
+  return H.wait(function() return H.chat.text():find(pattern) ~= nil end, string.format("%q in the chat", pattern),
+    timeout_ms)
+end
+
+---Wait until `cond()`; record a failure naming `what` (with the transcript) and finish otherwise.
+function H.wait(cond, what, timeout_ms)
+  local ok = vim.wait(timeout_ms or 15000, cond, 20)
   if not ok then
-    H.results.failure = string.format("timed out waiting for %q in chat:\n%s", pattern, H.chat.text())
+    H.results.failure = string.format("timed out waiting for %s; chat:\n%s\nnotifications: %s", what, H.chat.text(),
+      vim.inspect(H.results.notifications))
     H.finish()
   end
   return ok
+end
+
+---`value`, or a recorded failure naming `what` (with the transcript) when it is nil or false.
+function H.expect(value, what)
+  if not value then
+    H.wait(function() return false end, what, 1)
+  end
+  return value
+end
+
+---Type into the current chat's input area and press a configured key there (as a user would).
+---@param text string
+---@param key string|nil the normal-mode key (default: the send key)
+function H.type_and_press(text, key)
+  local c = H.current()
+  c:focus_input(false)
+  vim.api.nvim_buf_set_lines(c.input_buf, 0, -1, false, vim.split(text, "\n"))
+  vim.api.nvim_feedkeys(vim.keycode(key or "<CR>"), "mx", false)
+end
+
+---The highlight groups of the transcript's extmarks covering a 0-based row.
+---@param row integer
+---@return string[]
+function H.groups_at(row)
+  local buf = H.current().transcript.buf
+  local ns = require("ollie.render").ns
+  local groups = {}
+  local marks = vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true, overlap = true })
+  for _, m in ipairs(marks) do
+    if m[4].hl_group then
+      table.insert(groups, m[4].hl_group)
+    end
+  end
+  return groups
+end
+
+---The 0-based row of the first transcript line equal to `line` (after row `after`), or nil.
+function H.row_of(line, after)
+  local lines = vim.api.nvim_buf_get_lines(H.current().transcript.buf, 0, -1, false)
+  for i = (after or -1) + 2, #lines do
+    if lines[i] == line then
+      return i - 1
+    end
+  end
+  return nil
 end
 
 ---Write the results as JSON for the pytest side, then quit.

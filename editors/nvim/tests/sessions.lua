@@ -1,19 +1,45 @@
--- :OllieNew starts a fresh session; :OllieSessions switches back to the first one.
+-- A range prompt (📎 line, unsaved text as context), a stopped turn, a second tab's chat with its own
+-- session, :OllieNew, and :OllieSessions resuming the first session rendered from its history.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
 
-vim.cmd("Ollie first question")
+vim.cmd.edit("code.py")
+-- Unsaved text: the daemon must see the buffer, not the file on disk.
+vim.api.nvim_buf_set_lines(0, 1, 2, false, { "    return a * b  # unsaved edit" })
+vim.cmd("2,3Ollie explain this")
 H.wait_chat("first answer")
 H.wait_chat("_%(end%)_")
-H.results.first = H.ollie.status.session
+local first = H.current()
+R.first = first.session
+R.range_chat = H.chat.text()
+
+-- Stop: a slow turn is interrupted at once; what it said so far stays.
+vim.cmd("Ollie tell me a long story")
+H.wait_chat("Once")
+local t0 = vim.uv.hrtime()
+vim.cmd("OllieStop")
+H.wait_chat("_%(interrupted%)_", 10000)
+R.stop_ms = (vim.uv.hrtime() - t0) / 1e6
+
+-- Another tabpage has a chat (and a session) of its own; events do not cross.
+vim.cmd("tabnew")
+vim.cmd("Ollie in another tab")
+H.wait_chat("second tab answer")
+R.second_tab_session = H.current().session
+R.second_tab_chat = H.chat.text()
+vim.cmd("tabprevious")
+R.first_tab_chat = H.chat.text()
+
+-- :OllieNew empties this tab's chat; :OllieSessions (async picker) resumes the first session.
 vim.cmd("OllieNew")
-vim.wait(10000, function() return H.ollie.status.session ~= H.results.first end, 20)
-H.results.second = H.ollie.status.session
-H.results.after_new = H.chat.text()
--- Pick the first session in the picker.
-vim.ui.select = function(items, _opts, on_choice)
-  H.results.picker_items = #items
+H.wait(function() return first.session ~= R.first end, "the new session")
+R.second = first.session
+H.wait(function() return not H.chat.text():find("first answer") end, "an empty chat")
+vim.ui.select = function(items, opts, on_choice)
+  R.picker_prompt = opts.prompt
+  R.picker_labels = vim.tbl_map(opts.format_item, items)
   for _, item in ipairs(items) do
-    if item.id == H.results.first then
+    if item.id == R.first then
       return on_choice(item)
     end
   end
@@ -21,5 +47,6 @@ vim.ui.select = function(items, _opts, on_choice)
 end
 vim.cmd("OllieSessions")
 H.wait_chat("first answer")
-H.results.switched = H.ollie.status.session
+R.switched = first.session
+R.resumed_chat = H.chat.text()
 H.finish()

@@ -1,34 +1,89 @@
--- A prompt streams into the chat buffer: text, a tool block, the answer, and the agent's edit reloads the buffer.
+-- The chat as a user drives it: a prompt with #buffer streams reasoning, an answer and a tool step; a
+-- follow-up typed while it streams is queued, an inject is injected; a slash command prints once; a
+-- picker leaves the input alone; `gf` on a step location opens the file at the line.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
 
 vim.cmd.edit("notes.txt")
 local notes = vim.api.nvim_get_current_buf()
-vim.cmd("Ollie please update the notes")
-H.results.focus_stayed = vim.api.nvim_get_current_buf() == notes
--- Mid-stream: the first words are there before the turn ends.
+vim.cmd("Ollie please update #buffer")
+R.focus_stayed = vim.api.nvim_get_current_buf() == notes
+local chat = H.current()
+R.windows = #vim.api.nvim_tabpage_list_wins(0)
+R.transcript_modifiable = vim.bo[chat.transcript.buf].modifiable
+
+-- Mid-stream: the first words are there before the turn ends; the user types a follow-up and presses Enter.
 H.wait_chat("Working on it")
-H.results.mid_stream_ended = H.chat.text():find("_%(end%)_") ~= nil
-H.wait_chat("_%(end%)_", 30000)
-H.results.notes_after = vim.api.nvim_buf_get_lines(notes, 0, -1, false)
-H.results.filetype = vim.bo[H.chat.bufnr].filetype
-H.results.statusline = H.ollie.statusline()
--- Tool results are folded in the chat window.
-local win = vim.fn.win_findbuf(H.chat.bufnr)[1]
+R.mid_stream_ended = H.chat.text():find("_%(end%)_") ~= nil
+H.type_and_press("and then add a title")
+R.input_after_queue = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
+local function pending()
+  return vim.tbl_map(function(p) return p.text end, chat.transcript.pending)
+end
+H.wait(function() return #pending() == 1 end, "the queued prompt")
+R.prompt_intact = H.chat.text():find("## You\nplease update notes.txt", 1, true) ~= nil
+H.type_and_press("mind the tests", "<C-j>")
+H.wait(function() return #pending() == 2 end, "the injected prompt")
+R.pending_mid_turn = pending()
+vim.cmd.wincmd("p")
+
+H.wait_chat("follow%-up answer", 30000)
+H.wait_chat("_%(end%)_.*follow%-up answer.*_%(end%)_", 30000)
+R.notes_after = vim.api.nvim_buf_get_lines(notes, 0, -1, false)
+R.filetype = vim.bo[chat.transcript.buf].filetype
+R.statusline = H.ollie.statusline()
+
+-- The answer after reasoning is not coloured as reasoning; the reasoning is.
+local reasoning_row = H.row_of("Let me think about the notes.")
+local answer_row = H.expect(H.row_of("Working on it, one moment. Working on it, one moment. "
+  .. "Working on it, one moment. "), "answer line")
+R.reasoning_groups = H.groups_at(reasoning_row)
+R.answer_groups = H.groups_at(answer_row)
+
+-- The step: title with its status icon, the location, folded output, a separator after it.
+local step_row = H.expect(H.row_of("    ✓ Edit notes.txt"), "the step line")
+R.batch_groups = H.groups_at(H.expect(H.row_of("  ✗ Edit notes.txt and 1 more"), "the batch line"))
+R.failed_groups = H.groups_at(H.expect(H.row_of("    ✗ Read missing.txt"), "the failed step line"))
+R.step_groups = H.groups_at(step_row)
+local win = vim.fn.win_findbuf(chat.transcript.buf)[1]
 local folded = 0
 vim.api.nvim_win_call(win, function()
-  for l = 1, vim.api.nvim_buf_line_count(H.chat.bufnr) do
+  for l = 1, vim.api.nvim_buf_line_count(chat.transcript.buf) do
     if vim.fn.foldclosed(l) ~= -1 then
       folded = folded + 1
     end
   end
 end)
-H.results.folded_lines = folded
--- A slash command typed at the end of the chat buffer.
+R.folded_lines = folded
+local loc_row = H.expect(H.row_of("      → notes.txt:1"), "the location line")
 vim.api.nvim_set_current_win(win)
-local last = vim.api.nvim_buf_line_count(H.chat.bufnr)
-vim.api.nvim_buf_set_lines(H.chat.bufnr, last, last, false, { "/usage" })
-H.ollie.send_input()
-H.wait_chat("_%(command%)_")
-vim.cmd("checkhealth ollie")
-H.results.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+vim.api.nvim_win_set_cursor(win, { loc_row + 1, 4 })
+vim.cmd.normal("gf")
+R.gf_file = vim.fn.expand("%:t")
+R.gf_line = vim.api.nvim_win_get_cursor(0)[1]
+
+-- A slash command typed in the input area: its output shows once.
+H.type_and_press("/usage")
+H.wait_chat("requests")
+vim.wait(500) -- a second copy would come right after the first
+R.usage_count = select(2, H.chat.text():gsub("requests", ""))
+R.input_after_command = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
+
+-- A picker's choice goes to the daemon, never into the input area.
+vim.ui.select = function(items, _, on_choice) on_choice(items[1]) end
+vim.cmd("OllieAgent")
+H.wait_chat("agent: ")
+R.input_after_picker = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
+
+-- Completion in the input area: slash commands with descriptions, # tags.
+local input = require("ollie.input")
+R.complete_slash = input.items("/mo")
+R.complete_hash = vim.tbl_map(function(i) return i.word end, input.items("#"))
+R.complete_file = vim.tbl_map(function(i) return i.word end, input.items("#file:no"))
+-- A tag that cannot be read: said in the transcript, and the typed prompt stays in the input to fix.
+H.type_and_press("see #file:nope.txt")
+H.wait_chat("error: #file:nope.txt: no such file")
+R.input_after_bad_tag = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
+R.you_headers = select(2, H.chat.text():gsub("## You", ""))
+R.notifications_seen = R.notifications
 H.finish()

@@ -2,17 +2,22 @@
 
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
-import { Conversation, ConversationListener, SessionStatus } from "./conversation";
+import { Conversation, ConversationListener } from "./conversation";
+import { isInsideWorkspaceUri, runCodeAction, workspaceUri } from "./editorActions";
+import { Onboarding } from "./lib/backend";
 import { chatHtml } from "./lib/chatHtml";
 import { ChatItem } from "./lib/chatModel";
-import { describeState, formatCost } from "./lib/status";
-import { ToWebview, parseWebviewMessage } from "./lib/webviewMessages";
+import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
+import { EditorContext } from "./lib/protocol";
+import { Chip, FromWebview, Header, ToWebview, parseWebviewMessage } from "./lib/webviewMessages";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
   static readonly viewId = "ollie.chat";
   private view: vscode.WebviewView | undefined;
   private readonly subscription: vscode.Disposable;
+  // What each context chip on the input stands for (the webview only knows its id and label).
+  private readonly chips = new Map<string, EditorContext>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -44,18 +49,36 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   reset(): void {
-    const session = this.conversation.session;
     this.post({
       type: "reset",
       items: this.conversation.model.items.map((item) => ({ ...item })),
       running: this.conversation.status.running,
-      title: session ? `session ${session}` : "",
+      header: this.conversation.header,
       commands: [...this.conversation.slashCommands],
+      earlier: this.conversation.earlier,
     });
   }
 
-  statusChanged(status: SessionStatus): void {
-    this.post({ type: "status", running: status.running, state: describeState(status.state), cost: formatCost(status.cost) });
+  earlierLoaded(items: ChatItem[], earlier: number): void {
+    this.post({ type: "earlier", items, earlier });
+  }
+
+  statusChanged(status: { running: boolean }): void {
+    this.post({ type: "status", running: status.running });
+  }
+
+  headerChanged(header: Header): void {
+    this.post({ type: "header", header });
+  }
+
+  onboardingChanged(onboarding: Onboarding | null): void {
+    this.post({ type: "onboarding", onboarding });
+  }
+
+  permissionAsked(): void {
+    // Show the question without taking the cursor from where the user types.
+    if (this.view) this.view.show(true);
+    else void this.reveal();
   }
 
   private post(message: ToWebview): void {
@@ -68,35 +91,137 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       this.log.warn(`ignored an invalid message from the chat view: ${safeJson(raw)}`);
       return;
     }
+    void this.handle(message).catch((err: unknown) => {
+      const text = err instanceof Error ? err.message : String(err);
+      this.log.error(`chat view ${message.type}: ${text}`);
+      void vscode.window.showErrorMessage(`Ollie: ${text}`);
+    });
+  }
+
+  private async handle(message: FromWebview): Promise<void> {
     switch (message.type) {
       case "ready":
         this.reset();
         this.statusChanged(this.conversation.status);
-        break;
+        this.onboardingChanged(this.conversation.onboarding);
+        return;
       case "submit":
-        void this.conversation.submit(message.text);
-        break;
+        await this.conversation.submit(message.text, message.chip ? this.chips.get(message.chip) : undefined);
+        return;
       case "queue":
-        void this.conversation.queue(message.text);
-        break;
+        return this.conversation.queue(message.text);
       case "inject":
-        void this.conversation.inject(message.text);
-        break;
+        return this.conversation.inject(message.text);
       case "interrupt":
-        void this.conversation.interrupt();
-        break;
+        await this.conversation.interrupt();
+        return;
       case "newSession":
-        void vscode.commands.executeCommand("ollie.newSession");
-        break;
+      case "setApiKey":
+        await vscode.commands.executeCommand(message.type === "newSession" ? "ollie.newSession" : "ollie.setApiKey");
+        return;
+      case "checkBackend":
+        return this.conversation.checkBackend();
+      case "loadEarlier":
+        return this.conversation.loadEarlier();
+      case "setApproval":
+        return this.conversation.setApproval(message.mode);
+      case "permission":
+        this.conversation.answerPermission(message.item, message.outcome, message.feedback);
+        return;
+      case "undo":
+        return this.conversation.undo(message.item, message.path);
+      case "openChange": {
+        const change = this.conversation.changesSession(message.item);
+        if (change) await vscode.commands.executeCommand("ollie.review.openFile", { session: change.session, path: message.path, turn: change.turn });
+        return;
+      }
+      case "openDiff": {
+        const diff = this.conversation.stepDiff(message.item, message.path);
+        if (diff) await vscode.commands.executeCommand("ollie.openDiff", { title: diff.title, path: message.path, oldText: diff.oldText, newText: diff.newText });
+        return;
+      }
+      case "openFile":
+        return this.openFile(message.path, message.line);
+      case "code":
+        return runCodeAction(message.action, message.code, message.file);
+      case "pickFile":
+        return this.pickFile();
+      case "addSelection":
+        return this.addSelection();
+      case "checkPaths":
+        return this.checkPaths(message.paths);
     }
   }
 
+  private async openFile(path: string, line?: number): Promise<void> {
+    const uri = workspaceUri(path);
+    if (!uri) throw new Error(`${path} is not in the workspace`);
+    // The link was written by the model: a file outside the workspace opens only when the user says so.
+    if (!(await isInsideWorkspaceUri(uri))) {
+      const open = "Open Anyway";
+      const answer = await vscode.window.showWarningMessage(`Ollie: ${uri.fsPath} is outside the workspace. Open it?`, { modal: true }, open);
+      if (answer !== open) return;
+    }
+    const position = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);
+    await vscode.window.showTextDocument(uri, { selection: new vscode.Range(position, position), preview: false });
+  }
+
+  private addChip(kind: Chip["kind"], context: EditorContext, label: string): void {
+    const id = crypto.randomBytes(8).toString("hex");
+    this.chips.set(id, context);
+    this.post({ type: "chip", chip: { id, kind, label } });
+  }
+
+  private async pickFile(): Promise<void> {
+    const files = await vscode.workspace.findFiles("**/*", "**/{node_modules,.git,.venv,__pycache__}/**", 5000);
+    const picked = await vscode.window.showQuickPick(
+      files.map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri })).sort((a, b) => a.label.localeCompare(b.label)),
+      { title: "Ollie: Add a file to the prompt", placeHolder: "a file the prompt is about" },
+    );
+    if (picked) this.addChip("file", { uri: picked.uri.toString() }, picked.label);
+  }
+
+  private addSelection(): void {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+    if (!editor) {
+      void vscode.window.showInformationMessage("Ollie: open a file and select some text first.");
+      return;
+    }
+    const { start, end } = editor.selection;
+    const context = buildEditorContext({
+      uri: editor.document.uri.toString(),
+      languageId: editor.document.languageId,
+      selectionStart: { line: start.line, character: start.character },
+      selectionEnd: { line: end.line, character: end.character },
+      selectedText: editor.document.getText(editor.selection),
+    });
+    this.addChip("selection", context, describeEditorContext(context));
+  }
+
+  // Which of the paths the answer mentions exist in the workspace (those become links).
+  private async checkPaths(paths: string[]): Promise<void> {
+    const existing: string[] = [];
+    const missing: string[] = [];
+    await Promise.all(
+      paths.map(async (path) => {
+        const uri = workspaceUri(path.replace(/:\d+$/, ""));
+        // Only workspace files become links; others stay plain text.
+        const inside = uri !== undefined && (await isInsideWorkspaceUri(uri));
+        const stat = uri && inside ? await Promise.resolve(vscode.workspace.fs.stat(uri)).catch(() => undefined) : undefined;
+        (stat && stat.type & vscode.FileType.File ? existing : missing).push(path);
+      }),
+    );
+    this.post({ type: "paths", existing, missing });
+  }
+
   private html(webview: vscode.Webview): string {
+    const media = (name: string) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", name)).toString();
     return chatHtml({
       cspSource: webview.cspSource,
       nonce: crypto.randomBytes(18).toString("base64"),
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "webview.js")).toString(),
-      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", "chat.css")).toString(),
+      styleUri: media("chat.css"),
+      iconsUri: media("codicons/codicon.css"),
     });
   }
 

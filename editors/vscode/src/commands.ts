@@ -5,13 +5,20 @@ import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext } from "./lib/editorContext";
-import { contextToMarkdown } from "./lib/history";
-import { Choices, SessionInfo, parseAgentList, parseModelList, sessionIdOf } from "./lib/protocol";
+import { HistoryEntry, contextToMarkdown, historyEntries } from "./lib/history";
+import { Choices, choicePlaceholder, parseAgentList, parseModelList } from "./lib/protocol";
+import { DiffDocuments, openDiff } from "./review/diffDocs";
+import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
+import { rewind } from "./review/rewind";
+import { setApiKey } from "./secrets";
 
 interface Parts {
   daemon: Daemon;
   conversation: Conversation;
   chat: ChatViewProvider;
+  secrets: vscode.SecretStorage;
+  review: ReviewController;
+  diffs: DiffDocuments;
 }
 
 function reportError(err: unknown): void {
@@ -22,7 +29,7 @@ function reportError(err: unknown): void {
 async function pickName(title: string, { current, choices }: Choices): Promise<string | undefined> {
   const pick = vscode.window.createQuickPick();
   pick.title = title;
-  pick.placeholder = current ? `current: ${current} — pick or type a name` : "pick or type a name";
+  pick.placeholder = choicePlaceholder(current, choices.length);
   pick.items = choices.map(({ name, description }) => ({
     label: name,
     description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
@@ -54,29 +61,76 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   if (name) await runSlash(parts, `/${what} ${name}`);
 }
 
-function when(value: unknown): string {
-  const date = typeof value === "string" || typeof value === "number" ? new Date(value) : undefined;
-  return date && !Number.isNaN(date.getTime()) ? date.toLocaleString() : "";
+const RENAME: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("edit"), tooltip: "Rename" };
+const ARCHIVE: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("archive"), tooltip: "Archive" };
+
+type HistoryItem = vscode.QuickPickItem & { entry: HistoryEntry };
+type HistoryChoice = { item: HistoryItem; button?: vscode.QuickInputButton } | undefined;
+
+/** One showing of the history pick: resolves with the accepted item, or an item whose button was pressed. */
+function pickHistory(title: string, items: HistoryItem[]): Promise<HistoryChoice> {
+  const pick = vscode.window.createQuickPick<HistoryItem>();
+  pick.title = title;
+  pick.placeholder = "Search sessions by title";
+  pick.matchOnDescription = false;
+  pick.items = items;
+  return new Promise((resolve) => {
+    let choice: HistoryChoice;
+    pick.onDidAccept(() => {
+      choice = pick.selectedItems[0] ? { item: pick.selectedItems[0] } : undefined;
+      pick.hide();
+    });
+    pick.onDidTriggerItemButton(({ item, button }) => {
+      choice = { item, button };
+      pick.hide();
+    });
+    pick.onDidHide(() => {
+      pick.dispose();
+      resolve(choice);
+    });
+    pick.show();
+  });
 }
 
-async function switchSession(parts: Parts): Promise<void> {
-  const { sessions } = await parts.daemon.request<{ sessions: SessionInfo[] }>("ollie/session/list", { limit: 50 });
-  const items = (sessions ?? [])
-    .map((info) => ({ info, id: sessionIdOf(info) }))
-    .filter((entry): entry is { info: SessionInfo; id: string } => entry.id !== undefined)
-    .map(({ info, id }) => ({
-      label: (typeof info.title === "string" && info.title) || id,
-      description: [id === parts.conversation.session ? "current" : "", info.agent, when(info.lastActive)].filter(Boolean).join(" · "),
-      detail: id,
-      id,
+async function resumeSession(parts: Parts, id: string): Promise<void> {
+  if (id !== parts.conversation.session) await parts.daemon.request("ollie/session/load", { session: id });
+  await parts.conversation.resume(id);
+  await parts.chat.reveal();
+}
+
+/** The session history (titles, "2 h ago", search on titles): resume one, or rename / archive it with its buttons. */
+async function showHistory(parts: Parts, title: string): Promise<void> {
+  for (;;) {
+    const { sessions } = await parts.daemon.request<{ sessions?: unknown }>("ollie/session/list", { limit: 100 });
+    const items = historyEntries(sessions, parts.conversation.session, Date.now()).map((entry) => ({
+      label: entry.label,
+      description: entry.description,
+      buttons: [RENAME, ARCHIVE],
+      entry,
     }));
-  const choice = await vscode.window.showQuickPick(items, { title: "Ollie: Switch Session", matchOnDetail: true });
-  if (!choice) return;
-  if (choice.id !== parts.conversation.session) {
-    await parts.daemon.request("ollie/session/load", { session: choice.id });
+    const choice = await pickHistory(title, items);
+    if (!choice) return;
+    const { entry } = choice.item;
+    if (choice.button === RENAME) {
+      const name = await vscode.window.showInputBox({ title: "Ollie: Rename Session", value: entry.title, prompt: "New title" });
+      if (name?.trim()) await parts.daemon.request("ollie/session/rename", { session: entry.id, title: name.trim() });
+      continue;
+    }
+    if (choice.button === ARCHIVE) {
+      await parts.daemon.request("ollie/session/archive", { session: entry.id });
+      // An archived session takes no more prompts: the chat moves on to a new one.
+      if (entry.current) await newSession(parts);
+      void vscode.window.showInformationMessage(`Ollie: archived "${entry.label}".`);
+      continue;
+    }
+    await resumeSession(parts, entry.id);
+    return;
   }
-  const context = await parts.daemon.request<{ messages?: unknown }>("ollie/context", { session: choice.id }).catch(() => undefined);
-  parts.conversation.switchTo(choice.id, context?.messages ?? []);
+}
+
+async function newSession(parts: Parts): Promise<void> {
+  const { session } = await parts.daemon.request<{ session: string }>("ollie/session/new", {});
+  parts.conversation.switchTo(session);
   await parts.chat.reveal();
 }
 
@@ -102,9 +156,18 @@ async function ask(parts: Parts, withSelection: boolean): Promise<void> {
   await parts.conversation.submit(text, context);
 }
 
+/** Run a command's work, showing what it throws as an error message. */
+export async function reporting(work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+  } catch (err) {
+    reportError(err);
+  }
+}
+
 /** Register every Ollie command; the returned disposables go into the extension's subscriptions. */
 export function registerCommands(parts: Parts): vscode.Disposable[] {
-  const handlers: Record<string, () => Promise<unknown>> = {
+  const handlers: Record<string, (...args: unknown[]) => Promise<unknown>> = {
     "ollie.ask": () => ask(parts, false),
     "ollie.askSelection": () => ask(parts, true),
     "ollie.stop": () => parts.conversation.interrupt(),
@@ -112,12 +175,15 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
       const text = await vscode.window.showInputBox({ title: "Ollie: Inject", prompt: "Text for the running turn" });
       if (text?.trim()) await parts.conversation.inject(text);
     },
-    "ollie.newSession": async () => {
-      const { session } = await parts.daemon.request<{ session: string }>("ollie/session/new", {});
-      parts.conversation.switchTo(session, []);
-      await parts.chat.reveal();
-    },
-    "ollie.switchSession": () => switchSession(parts),
+    "ollie.newSession": () => newSession(parts),
+    "ollie.switchSession": () => showHistory(parts, "Ollie: Switch Session"),
+    "ollie.showHistory": () => showHistory(parts, "Ollie: Session History"),
+    "ollie.rewindToTurn": () =>
+      // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
+      rewind({ request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session }, (session) =>
+        session ? parts.conversation.resume(session, true) : parts.conversation.reload(),
+      ),
+    "ollie.setApiKey": () => setApiKey(parts.secrets, parts.daemon, () => parts.conversation.status.running),
     "ollie.switchModel": () => switchNamed(parts, "model"),
     "ollie.switchAgent": () => switchNamed(parts, "agent"),
     "ollie.compact": () => runSlash(parts, "/compact"),
@@ -127,14 +193,24 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
       await vscode.window.showTextDocument(doc, { preview: true });
     },
     "ollie.restart": () => parts.daemon.restart(),
+    // Called by the chat with a diff to show, and by the review (its CodeLenses and title actions).
+    "ollie.openDiff": (raw) => openDiff(parts.diffs, raw),
+    "ollie.reviewChanges": () => parts.review.reviewLastTurn(),
+    "ollie.review.openFile": (raw) => parts.review.openFile(openFileArgs(raw)),
+    // Without a hunk these act on the one at the cursor, never on the whole file.
+    "ollie.review.undoHunk": async (uri, hunk) => {
+      const which = hunkArg(hunk);
+      return which === undefined ? parts.review.undoAt() : parts.review.undo(uriArg(uri), which);
+    },
+    "ollie.review.keepHunk": async (uri, hunk) => {
+      const which = hunkArg(hunk);
+      if (which !== undefined) await parts.review.keep(uriArg(uri), which);
+    },
+    "ollie.review.undoFile": (uri) => parts.review.undo(uriArg(uri)),
+    "ollie.review.keepFile": (uri) => parts.review.keep(uriArg(uri)),
+    "ollie.review.undoHunkAt": (target) => parts.review.undoAt(lineTargetArg(target)),
   };
   return Object.entries(handlers).map(([id, handler]) =>
-    vscode.commands.registerCommand(id, async () => {
-      try {
-        await handler();
-      } catch (err) {
-        reportError(err);
-      }
-    }),
+    vscode.commands.registerCommand(id, (...args: unknown[]) => reporting(() => handler(...args))),
   );
 }

@@ -1,11 +1,17 @@
 // The sessions the editor shows: one chat model per session, the current one, and the requests that drive them.
 
 import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
 import { Daemon } from "./daemon";
-import { ChatItem, ChatModel } from "./lib/chatModel";
+import { workspaceUri } from "./editorActions";
+import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
+import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
 import { describeEditorContext } from "./lib/editorContext";
-import { modelFromHistory } from "./lib/history";
+import { historyItems, modelFromHistory, pageBefore, parseContextPage } from "./lib/history";
+import { changedFilesOf, mergeChanges, parsePermissionRequest } from "./lib/permission";
 import { EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, parseCommandList } from "./lib/protocol";
+import { APPROVAL_MODES, ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
+import { staleReason } from "./review/hunks";
 
 export interface SessionStatus {
   state: string;
@@ -18,10 +24,34 @@ export interface ConversationListener {
   itemsChanged(items: ChatItem[]): void;
   reset(): void;
   statusChanged(status: SessionStatus): void;
+  /** The session's title or approval mode changed. */
+  headerChanged?(header: Header): void;
+  /** The backend became usable (null) or not (what to do). */
+  onboardingChanged?(onboarding: Onboarding | null): void;
+  /** A step waits for the user's approval in the current session. */
+  permissionAsked?(): void;
+  /** Older items of the current session go before the others; `earlier` messages are still not loaded. */
+  earlierLoaded?(items: ChatItem[], earlier: number): void;
+}
+
+type PermissionItem = Extract<ChatItem, { kind: "permission" }>;
+type ChangesItem = Extract<ChatItem, { kind: "changes" }>;
+interface PendingQuestion {
+  item: PermissionItem;
+  session: string;
+  resolve(answer: { outcome: PermissionOutcome; feedback?: string }): void;
 }
 
 // Streaming deltas are coalesced for this long before the view is updated.
 const FLUSH_MS = 30;
+// A resumed session shows its last this many messages; scrolling to the top loads the page before.
+export const HISTORY_PAGE = 200;
+
+/** Where a window keeps the id of the session it shows, across reloads (VS Code's workspaceState). */
+export interface SessionMemory {
+  get(): string | undefined;
+  set(session: string): void;
+}
 
 /** Routes daemon events into per-session chat models and sends prompts for the current session. */
 export class Conversation implements vscode.Disposable {
@@ -34,17 +64,49 @@ export class Conversation implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** The daemon's slash commands (`ollie/listCommands`), fetched each time it starts. */
   slashCommands: SlashCommand[] = [];
+  private readonly questions = new Map<number, PendingQuestion>();
+  private readonly titles = new Map<string, string>();
+  private readonly approvals = new Map<string, ApprovalMode>();
+  private backend: BackendStatus | undefined;
+  // Per session: how many of its oldest messages are not loaded (the offset of the first page shown).
+  private readonly earlierCounts = new Map<string, number>();
+  private loadingEarlier = false;
+  // The session the window showed before it was reloaded: shown again once the first daemon is up.
+  private restore: string | undefined;
 
-  constructor(private readonly daemon: Daemon, private readonly log: vscode.LogOutputChannel) {
+  constructor(
+    private readonly daemon: Daemon,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly memory?: SessionMemory,
+  ) {
+    this.restore = memory?.get();
     this.disposables.push(
       daemon.onEvent((event) => this.onEvent(event)),
       daemon.onStateChanged((state) => this.onState(state)),
       daemon.onRunning((running) => void this.onRunning(running)),
+      // Approval questions come as `ollie/permission` and are answered in the chat.
+      daemon.serve("ollie/permission", (params, token) => this.askPermission(params, token), { permissionRequest: true }),
     );
+  }
+
+  /** The view header: the current session's title and approval mode. */
+  get header(): Header {
+    const session = this.current ?? "";
+    return { title: this.titles.get(session) ?? "", approval: this.approvals.get(session) ?? "" };
+  }
+
+  /** What the empty chat shows while the backend cannot take a turn (null: it can). */
+  get onboarding(): Onboarding | null {
+    return onboardingFor(this.backend);
   }
 
   get session(): string | undefined {
     return this.current;
+  }
+
+  /** How many older messages of the current session are not loaded yet. */
+  get earlier(): number {
+    return this.earlierCounts.get(this.current ?? "") ?? 0;
   }
 
   /** The current session's chat model (created on first use). */
@@ -70,10 +132,11 @@ export class Conversation implements vscode.Disposable {
     try {
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
-      if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changed(model.addNotice("error", result.error));
+      if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       return result;
     } catch (err) {
-      this.changed(model.addNotice("error", errorText(err)));
+      // The view may show another session by now: the notice goes to the prompt's own.
+      this.changedIn(this.sessionOf(model), model.addNotice("error", errorText(err)));
       return undefined;
     }
   }
@@ -90,12 +153,13 @@ export class Conversation implements vscode.Disposable {
 
   // Queued and injected text is shown once the daemon has accepted it.
   private async sendAside(method: string, text: string, note: "queued" | "injected"): Promise<void> {
+    const session = this.current ?? "";
     const model = this.model;
     try {
       await this.daemon.request(method, this.withSession({ text }));
-      this.changed(model.addUser(text, { note }));
+      this.changedIn(session, model.addUser(text, { note }));
     } catch (err) {
-      this.changed(model.addNotice("error", errorText(err)));
+      this.changedIn(session, model.addNotice("error", errorText(err)));
     }
   }
 
@@ -121,13 +185,215 @@ export class Conversation implements vscode.Disposable {
     return this.daemon.request<T>(method, this.withSession(params));
   }
 
-  /** Make `session` the one the view shows; `history` (context messages) fills a model not seen before. */
-  switchTo(session: string, history?: unknown): void {
-    if (!this.models.has(session) && history !== undefined) this.models.set(session, modelFromHistory(history));
+  /** Set the current session's approval mode (`ollie/setApproval`). */
+  async setApproval(mode: ApprovalMode): Promise<void> {
+    try {
+      await this.request("ollie/setApproval", { approval: mode });
+      this.approvals.set(this.current ?? "", mode);
+    } catch (err) {
+      this.changed(this.model.addNotice("error", `approval mode: ${errorText(err)}`));
+    }
+    this.emitHeader();
+  }
+
+  /** Ask the daemon again whether the backend can take a turn; a failed answer is cached there, so restart it. */
+  async checkBackend(): Promise<void> {
+    await this.refreshState();
+    if (this.backend && !this.backend.ok) {
+      this.log.info("backend still unusable: restarting the daemon for a fresh check");
+      await this.daemon.restart();
+    }
+  }
+
+  /** Answer the pending approval question shown as chat item `itemId`. */
+  answerPermission(itemId: number, outcome: PermissionOutcome, feedback?: string): void {
+    const question = this.questions.get(itemId);
+    if (!question) return;
+    this.questions.delete(itemId);
+    question.item.outcome = outcome;
+    if (feedback) question.item.feedback = feedback;
+    this.changedIn(question.session, question.item);
+    question.resolve(feedback ? { outcome, feedback } : { outcome });
+  }
+
+  /** Undo a file (or every file: `path` undefined) of the turn listed in changes item `itemId`. */
+  async undo(itemId: number, path?: string): Promise<void> {
+    const item = this.model.items.find((i): i is ChangesItem => i.kind === "changes" && i.id === itemId);
+    if (!item) return;
+    const paths = path ? [path] : item.files.filter((f) => !f.undone).map((f) => f.path);
+    item.busy = true;
+    item.message = undefined;
+    this.changedIn(item.session, item);
+    const refused: string[] = [];
+    for (const file of paths) {
+      try {
+        await this.daemon.request("ollie/review/undo", { session: item.session, path: file, turn: item.turn });
+      } catch (err) {
+        // -32003 stale: the file changed since the turn; the user's edit is kept.
+        refused.push(err instanceof ResponseError && err.code === -32003 ? `Undo refused: ${staleReason(err.message)}` : `Undo of ${file} failed: ${errorText(err)}`);
+      }
+    }
+    await this.refreshChanges(item);
+    item.busy = false;
+    item.message = refused.length ? refused.join("\n") : undefined;
+    this.changedIn(item.session, item);
+  }
+
+  /** The diff of `path` in a tool item's step(s), for "Open diff". */
+  stepDiff(itemId: number, path: string): { oldText: string | null; newText: string | null; title: string } | undefined {
+    const item = this.model.items.find((i) => i.id === itemId);
+    if (!item) return undefined;
+    if (item.kind === "permission") return item.step.diff?.path === path ? { ...item.step.diff, title: item.step.title } : undefined;
+    if (item.kind !== "tool") return undefined;
+    for (const step of [...(item.steps ?? []), ...(item.step ? [item.step] : [])]) {
+      const diff = step.diffs?.find((d) => d.path === path);
+      if (diff) return { oldText: diff.oldText, newText: diff.newText, title: step.title };
+    }
+    return undefined;
+  }
+
+  /** The session of changes item `itemId` (for opening its review). */
+  changesSession(itemId: number): { session: string; turn: number } | undefined {
+    const item = this.model.items.find((i): i is ChangesItem => i.kind === "changes" && i.id === itemId);
+    return item ? { session: item.session, turn: item.turn } : undefined;
+  }
+
+  private async askPermission(params: unknown, token: vscode.CancellationToken): Promise<{ outcome: PermissionOutcome; feedback?: string }> {
+    const request = parsePermissionRequest(params);
+    if (!request) {
+      this.log.warn(`ignored a malformed ollie/permission request: ${JSON.stringify(params)?.slice(0, 200)}`);
+      return { outcome: "reject" };
+    }
+    if (this.current === undefined) this.adopt(request.session);
+    const model = this.modelFor(request.session);
+    const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always });
+    this.changedIn(request.session, item);
+    if (request.session === this.current) for (const listener of this.listeners) listener.permissionAsked?.();
+    else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);
+    return new Promise((resolve) => {
+      this.questions.set(item.id, { item, session: request.session, resolve });
+      token.onCancellationRequested(() => {
+        if (!this.questions.delete(item.id)) return;
+        item.outcome = "cancelled";
+        this.changedIn(request.session, item);
+        resolve({ outcome: "reject" });
+      });
+    });
+  }
+
+  // After a turn that changed files: a "Changed files" list for it.
+  private async showChanges(session: string): Promise<void> {
+    try {
+      const { turn, files } = changedFilesOf(await this.daemon.request<unknown>("ollie/changes", { session }));
+      markUnsaved(files);
+      if (turn === null || files.length === 0) return;
+      const model = this.modelFor(session);
+      if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === turn)) return;
+      this.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn, files }));
+    } catch (err) {
+      // A CWD without checkpoints answers -32602: there is nothing to review.
+      this.log.info(`ollie/changes: ${errorText(err)}`);
+    }
+  }
+
+  private async refreshChanges(item: ChangesItem): Promise<void> {
+    try {
+      const { files } = changedFilesOf(await this.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
+      item.files = mergeChanges(item.files, markUnsaved(files));
+    } catch (err) {
+      this.log.warn(`ollie/changes: ${errorText(err)}`);
+    }
+  }
+
+  private async refreshTitle(session: string): Promise<void> {
+    try {
+      // The current session is among the most recently active ones.
+      const listed = await this.daemon.request<{ sessions?: { id?: string; title?: string }[] }>("ollie/session/list", { limit: 20 });
+      const info = listed?.sessions?.find((s) => s.id === session);
+      const title = typeof info?.title === "string" ? info.title : "";
+      if (title === (this.titles.get(session) ?? "")) return;
+      this.titles.set(session, title);
+      if (session === this.current) this.emitHeader();
+    } catch (err) {
+      this.log.info(`ollie/session/list: ${errorText(err)}`);
+    }
+  }
+
+  // `ollie/state` of the current session: approval mode and backend health.
+  private async refreshState(): Promise<{ session?: string; state?: string; running?: boolean; cost?: unknown } | undefined> {
+    try {
+      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown }>(
+        "ollie/state",
+        this.withSession({}),
+      );
+      const session = typeof state?.session === "string" ? state.session : this.current ?? "";
+      if ((APPROVAL_MODES as readonly unknown[]).includes(state?.approval)) this.approvals.set(session, state.approval as ApprovalMode);
+      this.backend = parseBackendStatus(state);
+      this.emitOnboarding();
+      return state;
+    } catch (err) {
+      this.log.warn(`ollie/state: ${errorText(err)}`);
+      return undefined;
+    }
+  }
+
+  /** Show saved session `session` (its last page of messages); `fresh`: read again even when this window has its chat. */
+  async resume(session: string, fresh = false): Promise<void> {
+    if (fresh || !this.models.has(session)) await this.loadHistory(session);
+    this.switchTo(session);
+  }
+
+  /** Read the current session's conversation again (after a rewind cut it, or its undo put it back). */
+  reload(): Promise<void> {
+    return this.current === undefined ? Promise.resolve() : this.resume(this.current, true);
+  }
+
+  /** Load the page of the current session's messages before the first one shown. */
+  async loadEarlier(): Promise<void> {
+    const session = this.current;
+    const end = this.earlier;
+    if (session === undefined || end <= 0 || this.loadingEarlier) return;
+    this.loadingEarlier = true;
+    try {
+      const { offset, limit } = pageBefore(end, HISTORY_PAGE);
+      const page = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
+      if (session !== this.current || this.earlier !== end) return;
+      const items = this.modelFor(session).prepend(historyItems(page.messages));
+      this.earlierCounts.set(session, offset);
+      for (const listener of this.listeners) listener.earlierLoaded?.(items.map((item) => ({ ...item })), offset);
+    } catch (err) {
+      this.log.warn(`ollie/context: ${errorText(err)}`);
+      // Nothing came: the view may ask again.
+      if (session === this.current) for (const listener of this.listeners) listener.earlierLoaded?.([], end);
+    } finally {
+      this.loadingEarlier = false;
+    }
+  }
+
+  // The session's last page of messages as its chat model (an unreadable context: an empty chat).
+  private async loadHistory(session: string): Promise<void> {
+    try {
+      const { total } = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, limit: 0 }));
+      const { offset, limit } = pageBefore(total, HISTORY_PAGE);
+      const page = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
+      this.models.set(session, modelFromHistory(page.messages));
+      this.earlierCounts.set(session, offset);
+    } catch (err) {
+      this.log.warn(`ollie/context: ${errorText(err)}`);
+      this.models.set(session, new ChatModel());
+      this.earlierCounts.delete(session);
+    }
+  }
+
+  /** Make `session` the one the view shows (a session not seen before starts empty). */
+  switchTo(session: string): void {
     this.current = session;
+    this.memory?.set(session);
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
     this.emitStatus();
+    void this.refreshTitle(session);
+    void this.refreshState().then(() => this.emitHeader());
   }
 
   private withSession<T extends object>(params: T): T & { session?: string } {
@@ -137,6 +403,12 @@ export class Conversation implements vscode.Disposable {
   // The daemon usually reports a failed turn with an `error` event too: show it once.
   private sawError(model: ChatModel, since: number): boolean {
     return model.items.slice(since).some((item) => item.kind === "notice" && item.level === "error");
+  }
+
+  // The session a model belongs to now (a prompt sent before the first session was known moves to it).
+  private sessionOf(model: ChatModel): string | undefined {
+    for (const [session, held] of this.models) if (held === model) return session;
+    return undefined;
   }
 
   private modelFor(session: string): ChatModel {
@@ -154,6 +426,12 @@ export class Conversation implements vscode.Disposable {
     const changed = model.apply(event);
     if (event.role === "turn") this.updateStatus(event.session, { running: event.content === "start" });
     if (event.session === this.current) for (const item of changed) this.changed(item);
+    if (event.role === "turn" && event.content !== "start") {
+      // The withdrawn questions of a turn that ended are answered no more.
+      for (const [id, question] of this.questions) if (question.session === event.session && question.item.outcome === undefined) this.questions.delete(id);
+      if (event.content !== "command") void this.showChanges(event.session);
+      void this.refreshTitle(event.session);
+    }
   }
 
   private onState(state: StateChanged): void {
@@ -175,28 +453,72 @@ export class Conversation implements vscode.Disposable {
       this.models.delete("");
     }
     this.current = session;
+    this.memory?.set(session);
   }
 
   private async onRunning(running: boolean): Promise<void> {
     if (!running) {
+      for (const [id, question] of this.questions) {
+        question.item.outcome = "cancelled";
+        question.resolve({ outcome: "reject" });
+        this.questions.delete(id);
+      }
       this.emitStatus();
       return;
     }
+    // A fresh daemon: the chats of the last one go now, before the awaits below. A prompt sent meanwhile waits
+    // under "" and moves to the default session once it is known (clearing after the awaits lost it).
+    this.current = undefined;
+    this.models.clear();
+    this.statuses.clear();
+    this.earlierCounts.clear();
+    this.dirty.clear();
+    for (const listener of this.listeners) listener.reset();
     try {
-      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown }>("ollie/state", {});
+      const state = await this.refreshState();
       this.slashCommands = parseCommandList(await this.daemon.request<unknown>("ollie/listCommands", {}));
       if (typeof state?.session === "string") {
-        this.models.clear();
-        this.statuses.clear();
-        this.current = undefined;
-        this.adopt(state.session);
+        if (this.current === undefined) this.adopt(state.session);
         this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
         for (const listener of this.listeners) listener.reset();
+        void this.refreshTitle(state.session);
+        await this.restoreSession(state.session);
       }
     } catch (err) {
-      this.log.warn(`ollie/state: ${errorText(err)}`);
+      this.log.warn(`ollie/listCommands: ${errorText(err)}`);
     }
     this.emitStatus();
+    this.emitOnboarding();
+  }
+
+  // After a window reload the chat shows the session it showed before (Restart and settings changes start fresh).
+  private async restoreSession(fresh: string): Promise<void> {
+    const session = this.restore;
+    this.restore = undefined;
+    // Not when the user already typed into the new session, or moved to another one.
+    if (!session || session === fresh || this.current !== fresh || (this.models.get(fresh)?.items.length ?? 0) > 0) return;
+    try {
+      await this.daemon.request("ollie/session/load", { session });
+    } catch (err) {
+      // A session never saved (no prompt sent) or deleted since: the fresh one stays.
+      this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);
+      return;
+    }
+    if (this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0) await this.resume(session);
+  }
+
+  private emitHeader(): void {
+    const header = this.header;
+    for (const listener of this.listeners) listener.headerChanged?.(header);
+  }
+
+  private emitOnboarding(): void {
+    const onboarding = this.onboarding;
+    for (const listener of this.listeners) listener.onboardingChanged?.(onboarding);
+  }
+
+  private changedIn(session: string | undefined, item: ChatItem): void {
+    if (session === this.current) this.changed(item);
   }
 
   private emitStatus(): void {
@@ -221,6 +543,16 @@ export class Conversation implements vscode.Disposable {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const d of this.disposables) d.dispose();
   }
+}
+
+// Which of the turn's buffer edits the editor still holds unsaved (a web editor may have auto-saved them).
+function markUnsaved(files: ChangedFile[]): ChangedFile[] {
+  for (const file of files) {
+    if (!file.inEditor) continue;
+    const uri = workspaceUri(file.path)?.toString();
+    file.unsaved = vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
+  }
+  return files;
 }
 
 function errorText(err: unknown): string {

@@ -2,7 +2,7 @@
 
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind } from "vscode-languageclient/node";
+import { LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature, TransportKind } from "vscode-languageclient/node";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
 
@@ -15,6 +15,20 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/** Answers one server→client request; throw a `ResponseError` to answer an error. */
+export type RequestHandler = (params: unknown, token: vscode.CancellationToken) => Promise<unknown>;
+
+// The turn's state is shown once, in Ollie's status bar item: without this, the client would announce
+// window.workDoneProgress and every turn would also show as a progress item on the left.
+const noWindowProgress: StaticFeature = {
+  fillClientCapabilities: (capabilities) => {
+    capabilities.window = { ...capabilities.window, workDoneProgress: false };
+  },
+  initialize: () => undefined,
+  getState: () => ({ kind: "static" }),
+  clear: () => undefined,
+};
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value && value.trim() ? value.trim() : undefined;
 }
@@ -22,6 +36,10 @@ function nonEmpty(value: string | undefined): string | undefined {
 /** Owns the LanguageClient that runs `ollie-lsp`; fires typed events for its notifications. */
 export class Daemon implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  // A client cannot be stopped while it starts: stop() waits for this first.
+  private starting: Promise<void> | undefined;
+  // Bumped by every start and stop: a start still reading the stored keys when another began gives up.
+  private generation = 0;
   private readonly eventEmitter = new vscode.EventEmitter<OllieEvent>();
   private readonly stateEmitter = new vscode.EventEmitter<StateChanged>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
@@ -32,7 +50,23 @@ export class Daemon implements vscode.Disposable {
   /** Fires true once the daemon answered `initialize`, false when it stopped. */
   readonly onRunning = this.runningEmitter.event;
 
+  private readonly handlers = new Map<string, RequestHandler>();
+  private readonly extraOptions: Record<string, unknown> = {};
+  private envSource: (() => Promise<Record<string, string>>) | undefined;
+
   constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  /** Answer server→client `method` on every daemon started from now on; `options` join its initializationOptions. */
+  serve(method: string, handler: RequestHandler, options: Record<string, unknown> = {}): vscode.Disposable {
+    this.handlers.set(method, handler);
+    Object.assign(this.extraOptions, options);
+    return new vscode.Disposable(() => this.handlers.delete(method));
+  }
+
+  /** Extra environment read at each start (API keys from SecretStorage); it wins over `ollie.serverEnv`. */
+  setEnvSource(source: () => Promise<Record<string, string>>): void {
+    this.envSource = source;
+  }
 
   get running(): boolean {
     return this.client?.state === State.Running;
@@ -57,12 +91,18 @@ export class Daemon implements vscode.Disposable {
       return false;
     }
     const serverEnv = config.get<Record<string, string>>("serverEnv", {});
+    const generation = ++this.generation;
+    const secretEnv = (await this.envSource?.().catch((err: unknown) => {
+      this.log.warn(`reading stored API keys: ${String(err)}`);
+      return undefined;
+    })) ?? {};
+    if (generation !== this.generation) return false;
     const cwd = folders[0]?.uri.scheme === "file" ? folders[0].uri.fsPath : undefined;
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,
       transport: TransportKind.stdio,
-      options: { cwd, env: { ...process.env, ...serverEnv } },
+      options: { cwd, env: { ...process.env, ...serverEnv, ...secretEnv } },
     };
     const clientOptions: LanguageClientOptions = {
       // Every file document is synced: the model's file tools read unsaved buffers and edit them
@@ -70,6 +110,7 @@ export class Daemon implements vscode.Disposable {
       documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
       initializationOptions: {
+        ...this.extraOptions,
         agent: nonEmpty(config.get<string>("agent")),
         backend: nonEmpty(config.get<string>("backend")),
         model: nonEmpty(config.get<string>("model")),
@@ -77,6 +118,7 @@ export class Daemon implements vscode.Disposable {
     };
     this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")}`.trim());
     const client = new LanguageClient("ollie", "Ollie", serverOptions, clientOptions);
+    client.registerFeature(noWindowProgress);
     client.onNotification("ollie/event", (params: unknown) => {
       const event = parseEvent(params);
       if (event) this.eventEmitter.fire(event);
@@ -86,12 +128,14 @@ export class Daemon implements vscode.Disposable {
       const state = parseStateChanged(params);
       if (state) this.stateEmitter.fire(state);
     });
+    for (const [method, handler] of this.handlers) client.onRequest(method, (params: unknown, token) => handler(params, token));
     client.onDidChangeState((change) => {
       if (change.newState === State.Stopped) this.runningEmitter.fire(false);
     });
     this.client = client;
     try {
-      await client.start();
+      this.starting = client.start();
+      await this.starting;
     } catch (err) {
       this.log.error(`ollie-lsp failed to start: ${String(err)}`);
       void vscode.window.showErrorMessage(`Ollie: the daemon failed to start (${String(err)}). See the "Ollie" output.`);
@@ -105,6 +149,8 @@ export class Daemon implements vscode.Disposable {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.generation++;
+    await this.starting?.catch(() => undefined);
     if (client && client.state !== State.Stopped) {
       try {
         await client.stop(2000);

@@ -5,6 +5,10 @@ import { ChatViewProvider } from "./chatView";
 import { registerCommands } from "./commands";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
+import { serveEditorTools } from "./editorToolsServe";
+import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
+import { ReviewController, registerReviewLenses } from "./review/review";
+import { storedKeyEnvironment } from "./secrets";
 import { createStatusBar } from "./statusBar";
 
 let daemon: Daemon | undefined;
@@ -13,15 +17,29 @@ let daemon: Daemon | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Ollie", { log: true });
   daemon = new Daemon(log);
-  const conversation = new Conversation(daemon, log);
+  // The shown session survives a window reload: the chat comes back instead of an empty view.
+  const conversation = new Conversation(daemon, log, {
+    get: () => context.workspaceState.get<string>("ollie.session"),
+    set: (session) => void context.workspaceState.update("ollie.session", session),
+  });
   const chat = new ChatViewProvider(context.extensionUri, conversation, log);
+  // Before the daemon starts: its environment and initializationOptions come from these.
+  daemon.setEnvSource(() => storedKeyEnvironment(context.secrets));
+  const diffs = new DiffDocuments();
+  const client = daemon;
+  const review = new ReviewController({ request: (method, params) => client.request(method, params), currentSession: () => conversation.session }, diffs);
   context.subscriptions.push(
     log,
     daemon,
     conversation,
     chat,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
-    ...registerCommands({ daemon, conversation, chat }),
+    ...registerCommands({ daemon, conversation, chat, secrets: context.secrets, review, diffs }),
+    ...serveEditorTools(daemon),
+    diffs,
+    review,
+    ...registerDiffDocuments(diffs),
+    registerReviewLenses(review),
     ...createStatusBar(daemon, conversation),
     vscode.workspace.onDidChangeConfiguration((change) => {
       if (change.affectsConfiguration("ollie")) {

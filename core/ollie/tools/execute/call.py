@@ -6,8 +6,10 @@ import asyncio
 import shlex
 
 from ollie.tools.base import ToolResult
+from ollie.tools.editor.knowledge import EditorKnowledge
 from ollie.tools.execute.args import CallRequest, ScriptCall
 from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.editorcalls import is_editor_script, run_editor_call
 from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
@@ -37,8 +39,12 @@ def batches(calls: list[Resolved]) -> list[list[Resolved]]:
     return groups
 
 
-async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge | None) -> Section:
+async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge | None,
+                    editor: EditorKnowledge | None = None) -> Section:
     n, call, script = item
+    # An editor tool is answered by the editor, in-process (see editorcalls).
+    if is_editor_script(script):
+        return await run_editor_call(ctx, call, script, f"call {n} {script.name}", editor)
     # A file tool on a document open in the editor works on its unsaved text (see editordocs).
     if documents is not None and (done := await documents.run(ctx, call, script, f"call {n} {script.name}")):
         return done
@@ -58,7 +64,8 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
     return Section(label, outcome)
 
 
-async def call_tool(ctx: CallContext, request: CallRequest, documents: DocumentBridge | None = None) -> ToolResult:
+async def call_tool(ctx: CallContext, request: CallRequest, documents: DocumentBridge | None = None,
+                    editor: EditorKnowledge | None = None) -> ToolResult:
     """Resolve every call first (nothing runs if one is unknown), then run them batch by batch."""
     resolved = [(n, call, ctx.resolve(call.tool)) for n, call in enumerate(request.calls, 1)]
     sections: list[Section] = []
@@ -67,7 +74,7 @@ async def call_tool(ctx: CallContext, request: CallRequest, documents: DocumentB
         if failed:
             sections.extend(Section(f"call {n} {s.name}", None, "skipped: an earlier call failed") for n, _, s in group)
             continue
-        done = await asyncio.gather(*(_run_call(ctx, item, documents) for item in group))
+        done = await asyncio.gather(*(_run_call(ctx, item, documents, editor) for item in group))
         sections.extend(done)
         failed = any(s.outcome is not None and not s.outcome.ok for s in done)
     return ctx.result(sections, failed=failed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,16 @@ def _write_copy(directory: Path, name: str, text: str) -> Path:
 
 
 def _read_copy(copy: Path) -> str:
-    return copy.read_bytes().decode("utf-8", errors="replace")
+    """The tool's result copy, read outside the sandbox: tool code can write its dir, so never through a
+    symlink or into a FIFO/device it put there (O_NOFOLLOW, O_NONBLOCK, a regular file or nothing)."""
+    fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{copy.name} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as source:
+            return source.read().decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -96,7 +106,10 @@ class DocumentBridge:
             if not writes:
                 self._seen[path] = (version, text)
                 return Section(label, outcome)
-            new_text = await asyncio.to_thread(_read_copy, copy)
+            try:
+                new_text = await asyncio.to_thread(_read_copy, copy)
+            except OSError as exc:  # tool code swapped the copy (a symlink, a FIFO): nothing is applied
+                return Section(label, RunOutcome(error=f"{script.name}: the edited copy could not be read back ({exc})"))
             refusal = await self._apply(ctx, path, new_text, version, script)
             if refusal is not None:
                 return Section(label, RunOutcome(error=f"{script.name}: {path_argument(call.args)}: {refusal}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -9,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ollie import paths
 from ollie.errors import OllieError
 
 
@@ -82,7 +84,7 @@ def resolve_interpreter(lang: Language, search_path: str | None) -> str:
     if lang.name == "python3" and (found is None or _is_wrapper_script(found)):
         # A pyenv shim costs ~190 ms per start and needs its own env; the Python
         # running ollie is a real python3 and always present.
-        return os.path.realpath(sys.executable)
+        return _own_python()
     if found is None:
         raise LanguageError(
             f"interpreter {lang.program!r} for language {lang.name!r} is not installed "
@@ -101,6 +103,8 @@ class Invocation:
     tmp_at_tmp: bool = False
     # Extra env for this one child (the file tools' OLLIE_EDITOR_COPY: see ollie.tools.execute.editordocs).
     env: tuple[tuple[str, str], ...] = ()
+    # (script, args) of a bundled Python tool script that the fork server's pre-imported worker may run.
+    python: tuple[str, tuple[str, ...]] | None = None
 
 
 def code_invocation(
@@ -177,4 +181,27 @@ def script_invocation(
     extra: list[str] = []
     if lang.null_input_flag and piped_input is None and not args:
         extra.append(lang.null_input_flag)
-    return Invocation([interpreter, *flags, *extra, *lang.file_flags, str(script), *args], piped_input)
+    python = (str(script), tuple(args)) if _preimported(lang, flags, interpreter, script) else None
+    return Invocation([interpreter, *flags, *extra, *lang.file_flags, str(script), *args], piped_input,
+                      python=python)
+
+
+def _preimported(lang: Language, flags: tuple[str, ...], interpreter: str, script: Path) -> bool:
+    """Whether the fork server's interpreter may run `script` for `interpreter -I`: one of ollie's own tools.
+
+    Those are stdlib-only and ship with ollie, so the fork server's `-I -S` interpreter
+    (ollie's own Python, with their imports done) runs them as the real one would.
+    """
+    if lang.name != "python3" or flags != ("-I",) or interpreter != _own_python():
+        return False
+    return os.path.dirname(os.path.realpath(script)) == _bundled_tools()
+
+
+@functools.cache
+def _own_python() -> str:
+    return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _bundled_tools() -> str:
+    return os.path.realpath(paths.bundled("tools"))

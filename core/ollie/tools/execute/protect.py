@@ -25,9 +25,18 @@ def _real(path: Path | str) -> Path:
     return Path(os.path.realpath(path))
 
 
+# Credentials other tools keep in $HOME (relative to it): a database password (the team store's,
+# docs/TEAM.md), git/HTTP tokens, cloud and registry keys. Tool code may open the network by default,
+# so reading one is as good as using it.
+CREDENTIAL_FILES = (".pgpass", ".pg_service.conf", ".netrc", ".git-credentials", ".aws", ".azure", ".kube",
+                    ".docker/config.json", ".npmrc", ".pypirc", ".config/gh", ".config/gcloud", ".config/hub")
+
+
 def secret_paths(home: Path) -> list[Path]:
     """What tool code may never read through a broader grant: ollie's config (its env file), keys, other sessions."""
-    return [_real(p) for p in (paths.config_dir(), home / ".ssh", home / ".gnupg", paths.runtime_tmp_dir())]
+    # The first three are key dirs: `_write_problem` also refuses writable roots inside them.
+    return [_real(p) for p in (paths.config_dir(), home / ".ssh", home / ".gnupg", paths.runtime_tmp_dir(),
+                                *(home / name for name in CREDENTIAL_FILES))]
 
 
 def guarded_paths(home: Path) -> list[Path]:
@@ -39,15 +48,15 @@ def _holds(root: Path, path: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def _write_problem(root: Path, homes: list[Path]) -> Path | None:
-    """The protected path a writable `root` would expose, or None."""
+def _write_problem(root: Path, guards: list[tuple[list[Path], list[Path]]]) -> Path | None:
+    """The protected path a writable `root` would expose, or None (`guards`: per home, its guarded and secret paths)."""
     real = _real(root)
-    for home in homes:
-        for guarded in guarded_paths(home):
+    for guarded_of_home, secrets_of_home in guards:
+        for guarded in guarded_of_home:
             if _holds(real, guarded):
                 return guarded
         # Inside ollie's config dir or a key dir: an agent config or a key planted there is as bad.
-        for secret in secret_paths(home)[:3]:
+        for secret in secrets_of_home[:3]:
             if real.is_relative_to(secret):
                 return secret
     return None
@@ -94,9 +103,11 @@ def protect(policy: Policy, *, home: Path | str | None = None) -> tuple[Policy, 
     rw: list[Path] = []
     rwx: list[Path] = []
     ro, rox = list(policy.ro), list(policy.rox)
+    # Resolved once per call, not once per root: every sandboxed command protects its policy.
+    guards = [(guarded_paths(home), secret_paths(home)) for home in homes]
     for kind, keep, demote in (("rw", rw, ro), ("rwx", rwx, rox)):
         for root in getattr(policy, kind):
-            problem = _write_problem(root, homes)
+            problem = _write_problem(root, guards)
             if problem is None:
                 keep.append(root)
                 continue

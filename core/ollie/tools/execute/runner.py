@@ -14,6 +14,7 @@ from ollie import paths
 from ollie.sandbox import Policy, load_policy, policy_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
+from ollie.tools.execute.pythonenvs import python_envs
 from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.spawn import RunOutcome, run_process
 
@@ -139,7 +140,8 @@ class Runner:
         granted read-write, the scratch dir of inline programs and the tools dirs
         in use read(-execute): the session's own files, whatever the project policy
         says about the rest of the data dir. So is the Python installation ollie
-        runs on (`python_home`), which runs Python tools.
+        runs on (`python_home`), which runs Python tools, and the venv or conda env
+        the tools' PATH activates (`python_envs`).
         """
         env = self.env()
         source = policy_file(name)
@@ -151,7 +153,7 @@ class Runner:
             return cached[1]
         self.dirs.create()
         protected, warnings = protect(load_policy(name, cwd=self.cwd, env=env), home=Path(env["HOME"]))
-        policy = self._with_session_dirs(protected)
+        policy = self._with_session_dirs(protected, python_envs(env.get("PATH", ""), Path(env["HOME"])))
         self._policy_cache[name] = (key, policy, warnings)
         return policy
 
@@ -162,12 +164,13 @@ class Runner:
                 return list(warnings)
         return []
 
-    def _with_session_dirs(self, policy: Policy) -> Policy:
+    def _with_session_dirs(self, policy: Policy, envs: list[Path]) -> Policy:
         dirs = self.dirs
         extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
         extra_rwx = tuple(p for p in (dirs.tmp,) if p not in policy.writable())
         extra_ro = tuple(p for p in (dirs.scratch,) if p.exists() and p not in policy.readable())
-        extra_rox = tuple(d for d in (*self.tools_dirs, python_home()) if d.is_dir() and d not in policy.rox)
+        extra_rox = tuple(d for d in dict.fromkeys((*self.tools_dirs, python_home(), *envs))
+                          if d.is_dir() and d not in policy.rox)
         return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox,
                        rwx=policy.rwx + extra_rwx)
 
@@ -209,6 +212,8 @@ class Runner:
             env={**self.env(policy), **dict(invocation.env)},
             stdin=invocation.stdin,
             tmp_at_tmp=invocation.tmp_at_tmp,
+            # Only under a sandbox: an unsandboxed step (elevated, yolo) runs exactly the bytes it names.
+            python=invocation.python if policy is not None else None,
             timeout=remaining,
             limit_bytes=limit_bytes or self.output_limit,
         )

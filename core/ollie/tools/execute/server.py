@@ -13,11 +13,13 @@ from ollie.sandbox import Policy
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
+from ollie.tools.editor.knowledge import EditorKnowledge
 from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
 from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.code import execute_code, refuse_dangerous
 from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
@@ -80,6 +82,8 @@ class ExecuteServer:
         self._catalog: dict[str, ToolScript] = {}
         # The editor's open documents (None: the file tools see the disk only).
         self._documents = DocumentBridge()
+        # The editor's knowledge (None: the editor tools are not offered).
+        self._editor: EditorKnowledge | None = None
         self._parsed = ParsedCalls(resolve=self.resolve, tools_dirs=self.tools_dirs, allowed=self._tool_allowed)
 
     # -- configuration (the optional server capabilities) --
@@ -113,6 +117,10 @@ class ExecuteServer:
         """Let the file tools read and edit the editor's open documents through `documents` (None: the disk)."""
         self._documents.documents = documents
 
+    def set_editor(self, editor: EditorKnowledge | None) -> None:
+        """Offer the editor tools (editor_diagnostics, ...) answered by `editor` (None: do not offer them)."""
+        self._editor = editor
+
     @property
     def gate(self) -> ValidationGate:
         """The session's validation rate limiter."""
@@ -132,14 +140,20 @@ class ExecuteServer:
         )
         if key != self._catalog_key:
             self._catalog, self._catalog_key = discover(dirs), key
-        return [s for name, s in sorted(self._catalog.items()) if self._tool_allowed(name)]
+        found = {**self._catalog, **(EDITOR_SCRIPTS if self._editor is not None else {})}
+        return [s for name, s in sorted(found.items()) if self._tool_allowed(name)]
 
     def _tool_allowed(self, name: str) -> bool:
         return self._allowed_tools is None or name in self._allowed_tools
 
     def resolve(self, name: str) -> ToolScript:
         """The script `name` refers to; ToolNameError when unsafe, unknown or not allowed."""
-        script = find_script(name, self.tools_dirs())
+        if name in EDITOR_SCRIPTS:
+            if self._editor is None:
+                raise ToolNameError(f"{name} asks the editor, and no editor that answers it is connected")
+            script = EDITOR_SCRIPTS[name]
+        else:
+            script = find_script(name, self.tools_dirs())
         if not self._tool_allowed(name):
             raise ToolNameError(f"tool {name!r} is not allowed for this agent")
         return script
@@ -178,8 +192,10 @@ class ExecuteServer:
             if isinstance(request, CodeRequest):
                 return await execute_code(ctx, request)
             if isinstance(request, CallRequest):
-                return await call_tool(ctx, request, self._documents)
+                return await call_tool(ctx, request, self._documents, self._editor)
             assert isinstance(request, PipeRequest)  # parse_request makes one of the three
+            if any(s.tool in EDITOR_SCRIPTS for s in request.script_calls()):
+                return ToolResult("pipe: the editor tools are no pipe stages; call them with call_tool", is_error=True)
             return await pipe(ctx, request, pipe_limit=self._pipe_limit)
         except SessionBlocked as exc:
             return ToolResult(str(exc), is_error=True)

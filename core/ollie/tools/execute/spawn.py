@@ -58,14 +58,18 @@ async def run_process(
     timeout: float,
     limit_bytes: int,
     tmp_at_tmp: bool = False,
+    python: tuple[str, tuple[str, ...]] | None = None,
 ) -> RunOutcome:
     """Run `argv` (policy None: unsandboxed) to completion or `timeout`; every process it started is dead on return.
+
+    `python` (script, args): run by the fork server's pre-imported interpreter instead (see spawn_sandboxed).
 
     Killing the group ends the tool process; its supervisor then sweeps what left
     the group (setsid, double fork) before it reports the status awaited here.
     """
     try:
-        proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp)
+        proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
+                                     python=python)
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         return RunOutcome(error=f"could not start {argv[0]}: {exc}")
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))

@@ -1,234 +1,543 @@
--- The chat buffer: renders the conversation as it streams and takes the next prompt at its end.
+-- One chat per tabpage: a read-only transcript with the input area below it, bound to a daemon session.
+-- Everything is async: requests answer to callbacks; the editor never waits for the daemon.
+local chatwin = require("ollie.chatwin")
+local client = require("ollie.client")
 local config = require("ollie.config")
+local context = require("ollie.context")
+local input = require("ollie.input")
+local render = require("ollie.render")
 
 local M = {}
 
-M.PROMPT_HEADER = "## You"
-M.REPLY_HEADER = "## ollie"
+---@class ollie.Chat
+---@field tab integer                 the tabpage it belongs to
+---@field transcript ollie.Transcript
+---@field input_buf integer
+---@field session string|nil          its daemon session (nil until the daemon named one)
+---@field waiting fun(session: string)[] what waits for the session
+---@field running boolean
+---@field state string
+---@field cost number
+---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
+---@field commands_running integer|nil slash commands sent and not answered yet
+---@field command_info table<string, boolean> `info` texts seen while a command ran
+---@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
+---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
+---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
+local Chat = {}
+Chat.__index = Chat
 
----@type integer|nil
-M.bufnr = nil
-local streaming = false -- the last line is an open assistant/reasoning line that deltas extend
-local open_role = nil
+---@type table<integer, ollie.Chat> the chat each tabpage shows
+M.chats = {}
+---@type table<string, ollie.Chat> the named chats, shown in a tab or not
+M.named = {}
+-- The daemon's default session goes to the first chat; each later one gets a session of its own.
+local default_claimed = false
 
-local function valid()
-  return M.bufnr and vim.api.nvim_buf_is_valid(M.bufnr)
+local function err_text(err)
+  return type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)
 end
 
-local function line_count()
-  return vim.api.nvim_buf_line_count(M.bufnr)
+---The chat of the current tabpage (made when `create` and there is none).
+---@param create boolean|nil
+---@return ollie.Chat|nil
+function M.get(create)
+  local tab = vim.api.nvim_get_current_tabpage()
+  local chat = M.chats[tab]
+  if not chat and create then
+    chat = M.new(tab)
+  end
+  return chat
 end
 
-local function set_lines(first, last, lines)
-  vim.bo[M.bufnr].modifiable = true
-  vim.api.nvim_buf_set_lines(M.bufnr, first, last, false, lines)
-end
-
----Keep chat windows at the end as text arrives, except one where the user moved up to read.
----@param before integer the line count before the new text
-local function follow(before)
-  for _, win in ipairs(vim.fn.win_findbuf(M.bufnr)) do
-    local focused = vim.api.nvim_get_current_win() == win
-    local at_end = vim.api.nvim_win_get_cursor(win)[1] >= before
-    if not focused or (at_end and vim.fn.mode() ~= "i") then
-      vim.api.nvim_win_set_cursor(win, { line_count(), 0 })
+---The chats showing a session: a session picked in a second tab (:OllieSessions) shows in both.
+---@param session string
+---@return ollie.Chat[]
+function M.all_by_session(session)
+  local found, seen = {}, {}
+  for _, chats in ipairs({ M.chats, M.named }) do
+    for _, chat in pairs(chats) do
+      if chat.session == session and not seen[chat] then
+        seen[chat] = true
+        table.insert(found, chat)
+      end
     end
   end
+  return found
 end
 
----The prompt area: the lines after the last "## You" header, with the header's line number.
----@return integer header_line 0-based, string text
-function M.input()
-  local lines = vim.api.nvim_buf_get_lines(M.bufnr, 0, -1, false)
-  for i = #lines, 1, -1 do
-    if lines[i] == M.PROMPT_HEADER then
-      local body = vim.list_slice(lines, i + 1, #lines)
-      return i - 1, vim.trim(table.concat(body, "\n"))
+---The (first) chat showing a session.
+---@param session string
+---@return ollie.Chat|nil
+function M.by_session(session)
+  return M.all_by_session(session)[1]
+end
+
+---Show the chat named `name` in the current tab (made, with a session of its own, when there is none), in
+---the windows of the chat the tab showed; that one stays reachable by name (`tab1` for a tab's own chat).
+---@param name string
+---@return ollie.Chat
+function M.show_named(name)
+  local tab = vim.api.nvim_get_current_tabpage()
+  local old = M.chats[tab]
+  local chat = M.named[name] or M.new(tab, name)
+  if old and old ~= chat then
+    if not old.name then
+      old.name = "tab" .. vim.api.nvim_tabpage_get_number(tab)
+      M.named[old.name] = old
+    end
+    local tw, iw = old:windows()
+    for _, pair in ipairs({ { tw, chat.transcript.buf }, { iw, chat.input_buf } }) do
+      if pair[1] then
+        vim.api.nvim_win_set_buf(pair[1], pair[2])
+      end
     end
   end
-  return #lines, ""
+  chat.tab = tab
+  M.chats[tab] = chat
+  return chat
 end
 
-local function ensure_input_header()
-  local lines = vim.api.nvim_buf_get_lines(M.bufnr, -3, -1, false)
-  for _, l in ipairs(lines) do
-    if l == M.PROMPT_HEADER then
+---The names of the named chats, for :OllieChat's completion.
+---@return string[]
+function M.names()
+  local names = vim.tbl_keys(M.named)
+  table.sort(names)
+  return names
+end
+
+---A new chat for a tabpage; a named one (`:OllieChat name`) is kept by its name too.
+---@param tab integer
+---@param name string|nil
+---@return ollie.Chat
+function M.new(tab, name)
+  local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, command_info = {},
+    turn_files = {}, turn_starts = 0, name = name }, Chat)
+  local id = name or tostring(tab)
+  self.transcript = render.new("ollie://chat/" .. id)
+  local buf = self.transcript.buf
+  self.input_buf = input.new("ollie://input/" .. id, {
+    send = function() self:send_input("send") end,
+    inject = function() self:send_input("inject") end,
+    stop = function() self:stop() end,
+    close = function() self:close() end,
+  })
+  input.map(buf, "stop", function() self:stop() end)
+  input.map(buf, "close", function() self:close() end)
+  input.map(buf, "focus_input", function() self:focus_input(true) end)
+  input.map(buf, "open_location", function() self:open_location(true) end)
+  vim.keymap.set("n", "gf", function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
+  local cur = vim.api.nvim_get_current_win()
+  self.origin_win = chatwin.is_file_win(cur) and cur or nil
+  M.chats[tab] = self
+  if name then
+    M.named[name] = self
+  end
+  input.load_commands()
+  -- An approval question waits while the user types (permission.lua): note their keys from now on.
+  require("ollie.permission").watch_keys()
+  return self
+end
+
+---Run `fn(session)` once the chat has a daemon session (asked for on first use).
+---@param fn fun(session: string)
+function Chat:with_session(fn)
+  if self.session then
+    return fn(self.session)
+  end
+  table.insert(self.waiting, fn)
+  if #self.waiting > 1 then
+    return
+  end
+  -- A named chat has a session of its own, titled with its name (the sessions picker shows it so).
+  local method = (default_claimed or self.name) and "ollie/session/new" or "ollie/state"
+  default_claimed = default_claimed or not self.name
+  local params = self.name and { title = self.name } or vim.empty_dict()
+  client.request(method, params, function(err, res)
+    local waiting = self.waiting
+    self.waiting = {}
+    if err or not res then
+      self.transcript:note("error: " .. err_text(err), "OllieError")
       return
     end
-  end
-  set_lines(line_count(), line_count(), { "", M.PROMPT_HEADER, "" })
+    self:set_session(res.session)
+    if method == "ollie/state" then
+      M.on_state(res)
+    end
+    for _, cb in ipairs(waiting) do
+      cb(res.session)
+    end
+  end)
 end
 
----Replace the input area with the sent prompt and open the reply section.
+---Bind the chat to a session.
+---@param session string
+function Chat:set_session(session)
+  self.session = session
+end
+
+---Send what is typed in the input area: a prompt (queued while a turn runs), a command, or an inject.
+---@param how "send"|"inject"
+function Chat:send_input(how)
+  local text = input.text(self.input_buf)
+  if text == "" then
+    return
+  end
+  if how == "inject" and self.running and not text:match("^[/!]") then
+    input.clear(self.input_buf)
+    self:inject(text)
+  elseif self:submit(text, {}) then
+    input.clear(self.input_buf)
+  end
+end
+
+---Send a prompt or a command; `contexts` come with it (plus the prompt's own `#` tags).
 ---@param text string
-function M.begin_turn(text)
-  if not valid() then
-    return
+---@param contexts ollie.Context[]
+---@return boolean sent false when a `#` tag could not be read (said in the transcript)
+function Chat:submit(text, contexts)
+  if text:match("^[/!]") then
+    self:command(text)
+    return true
   end
-  ensure_input_header()
-  local header = M.input()
-  set_lines(header + 1, -1, vim.split(text, "\n", { plain = true }))
-  local before = line_count()
-  set_lines(line_count(), line_count(), { "", M.REPLY_HEADER, "" })
-  streaming, open_role = true, "assistant"
-  follow(before)
-end
-
-local function append_text(text, role)
-  if not streaming or open_role ~= role then
-    set_lines(line_count(), line_count(), { role == "reasoning" and "> " or "" })
-    streaming, open_role = true, role
+  local origin = self.origin_win and vim.api.nvim_win_is_valid(self.origin_win)
+    and vim.api.nvim_win_get_buf(self.origin_win) or nil
+  local clean, tagged, err = context.parse(text, origin)
+  if err then
+    self.transcript:note("error: " .. err, "OllieError")
+    return false
   end
-  local parts = vim.split(text, "\n", { plain = true })
-  local last = line_count() - 1
-  local cur = vim.api.nvim_buf_get_lines(M.bufnr, last, last + 1, false)[1] or ""
-  parts[1] = cur .. parts[1]
-  if role == "reasoning" then
-    for i = 2, #parts do
-      parts[i] = "> " .. parts[i]
+  vim.list_extend(contexts, tagged)
+  if self.running then
+    self:queue(clean, contexts)
+    return true
+  end
+  local labels = vim.tbl_map(function(c) return c.label end, contexts)
+  self.transcript:prompt(clean, labels)
+  -- Until the daemon says it is thinking (its first start takes seconds) the statusline says the prompt is on its way.
+  self.running, self.state = true, "sending"
+  vim.cmd("redrawstatus")
+  for _, c in ipairs(contexts) do
+    client.attach(vim.uri_to_bufnr(c.uri))
+  end
+  local wire_text, wire_context = context.submit_params(clean, contexts)
+  self:with_session(function(session)
+    -- Another tab showing this session streams the answer too: it shows the prompt as well.
+    for _, other in ipairs(M.all_by_session(session)) do
+      if other ~= self then
+        other.transcript:prompt(clean, labels)
+        other.running = true
+      end
     end
-  end
-  set_lines(last, last + 1, parts)
-end
-
-local function add_block(lines)
-  set_lines(line_count(), line_count(), lines)
-  streaming, open_role = false, nil
-end
-
-local function fold(first, last)
-  if last <= first then
-    return
-  end
-  for _, win in ipairs(vim.fn.win_findbuf(M.bufnr)) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd(string.format("silent! %d,%dfold", first, last))
+    client.request("ollie/submit", { session = session, text = wire_text, context = wire_context }, function(rerr)
+      if rerr then
+        self.transcript:note("error: " .. err_text(rerr), "OllieError")
+        self.transcript:turn_end("error")
+        self.running, self.state = false, "idle"
+      end
     end)
+  end)
+  return true
+end
+
+---Send a prompt that waits (ollie/queue or ollie/inject); once the daemon has it, show it as waiting.
+---@param kind "queued"|"injected"
+---@param text string what the transcript shows
+---@param wire_text string what the daemon gets
+function Chat:pend(kind, text, wire_text)
+  local method = kind == "queued" and "ollie/queue" or "ollie/inject"
+  self:with_session(function(session)
+    client.request(method, { session = session, text = wire_text }, function(err)
+      if err then
+        self.transcript:note("error: " .. err_text(err), "OllieError")
+      else
+        self.transcript:pend(kind, text)
+      end
+    end)
+  end)
+end
+
+---Queue a prompt for after the running turn, shown as queued.
+---@param text string
+---@param contexts ollie.Context[]|nil
+function Chat:queue(text, contexts)
+  local wire_text = text
+  if contexts and #contexts > 0 then
+    -- A queued prompt has no `context` param: its contexts go as blocks in the text.
+    wire_text = table.concat(vim.tbl_map(context.block, contexts), "\n\n") .. "\n\n" .. text
+  end
+  self:pend("queued", text, wire_text)
+end
+
+---Add text to the running turn's next tool result, shown as injected.
+---@param text string
+function Chat:inject(text)
+  self:pend("injected", text, text)
+end
+
+-- Slash commands that cut or restore the conversation (the chat re-renders it from the daemon's history).
+local REDRAWS = { ["/rewind"] = true, ["/clear"] = true }
+
+---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
+---@param line string
+function Chat:command(line)
+  self.transcript:note("› " .. line, "OllieCommand")
+  self:with_session(function(session)
+    self.commands_running = (self.commands_running or 0) + 1
+    client.request("ollie/command", { session = session, line = line }, function(err, res)
+      self.commands_running = self.commands_running - 1
+      local output = res and res.output or ""
+      -- The daemon also publishes a command's output as an `info` event: show it once.
+      local shown = self.command_info[vim.trim(output)]
+      self.command_info[vim.trim(output)] = nil
+      if not err and not res.error and REDRAWS[line:match("^/%S+")] and not self.running then
+        -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
+        return self:switch(session, function()
+          self.transcript:note("› " .. line, "OllieCommand")
+          if output ~= "" then
+            self.transcript:note(output)
+          end
+        end)
+      end
+      if err then
+        self.transcript:note("error: " .. err_text(err), "OllieError")
+      elseif not shown and output ~= "" then
+        self.transcript:add(vim.split(output, "\n", { plain = true }))
+        if res.error then
+          self.transcript:note("error: " .. res.error, "OllieError")
+        end
+      end
+    end)
+  end)
+end
+
+---Interrupt the running turn.
+function Chat:stop()
+  if self.session then
+    client.request("ollie/interrupt", { session = self.session, reason = "user" }, function() end)
   end
 end
 
----Render one `ollie/event`.
----@param ev {seq: integer, role: string, name: string|nil, content: string}
-function M.on_event(ev)
-  if not valid() then
-    return
+---Injected prompts the turn has taken (into a tool result, or at its end) become lines of the transcript.
+function Chat:injected_taken()
+  for _, text in ipairs(self.transcript:settle("injected")) do
+    self.transcript:note("↳ injected: " .. text, "OllieInjected")
   end
-  local role, content = ev.role, ev.content or ""
-  local before = line_count()
+end
+
+---Render one `ollie/event` of this chat's session.
+---@param ev table
+function Chat:on_event(ev)
+  local t, role, content = self.transcript, ev.role, ev.content or ""
   if role == "assistant" or role == "reasoning" then
-    append_text(content, role)
-  elseif role == "call" then
-    add_block({ "", string.format("▸ %s %s", ev.name or "tool", content:gsub("\n", " ")) })
-  elseif role == "tool" then
-    local first = line_count() + 1
-    local lines = {}
-    local ok, decoded = pcall(vim.json.decode, content)
-    local text = content
-    local is_error = false
-    if ok and type(decoded) == "table" and decoded.content then
-      local texts = {}
-      for _, c in ipairs(decoded.content) do
-        table.insert(texts, c.text or "")
+    t:stream(role, content)
+  elseif role == "call" or role == "step" or role == "tool" then
+    t:tool_event(ev)
+    if role == "tool" then
+      self:note_changed(ev)
+      self:injected_taken()
+      if config.options.reload_changed then
+        vim.cmd("silent! checktime")
       end
-      text, is_error = table.concat(texts, "\n"), decoded.isError == true
     end
-    table.insert(lines, string.format("  ◂ %s%s", ev.name or "tool", is_error and " (error)" or ""))
-    for _, l in ipairs(vim.split(text, "\n", { plain = true })) do
-      table.insert(lines, "  │ " .. l)
-    end
-    add_block(lines)
-    if not is_error then
-      fold(first, line_count())
-    end
+  elseif role == "user" then
+    local labels, text = context.split_prompt(content)
+    t:settle("queued", text)
+    t:prompt(text, labels)
   elseif role == "error" then
-    add_block({ "", "**error:** " .. content })
+    t:note("error: " .. content, "OllieError")
   elseif role == "info" or role == "exec" then
-    local lines = { "" }
-    for _, l in ipairs(vim.split(content, "\n", { plain = true })) do
-      table.insert(lines, l)
+    if (self.commands_running or 0) > 0 then
+      self.command_info[vim.trim(content)] = true
     end
-    add_block(lines)
+    t:note(content)
   elseif role == "limitretry" then
-    add_block({ "", "_rate limited, retrying: " .. content .. "_" })
-  elseif role == "turn" and content ~= "start" then
-    add_block({ "", string.format("_(%s)_", content) })
-    ensure_input_header()
+    t:note("rate limited, retrying: " .. content, "OllieTurnEnd")
+  elseif role == "turn" then
+    if content == "start" then
+      self.running = true
+      self.turn_files, self.turn_starts = {}, self.turn_starts + 1
+    else
+      -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
+      self.running, self.state = false, "idle"
+      self:injected_taken()
+      -- A question the daemon asked during the turn waits no more: its float and picker go.
+      local permission = package.loaded["ollie.permission"]
+      for _, title in ipairs(permission and permission.withdraw(self.session) or {}) do
+        t:note("question withdrawn (the turn ended): " .. title, "OllieTurnEnd")
+      end
+      self:changes_line()
+      t:turn_end(content)
+    end
   end
-  follow(before)
 end
 
----Clear the buffer and render a saved conversation (from `ollie/context`).
----@param messages table[]
-function M.render_history(messages)
-  if not valid() then
+-- Step kinds that change files even when the disk does not show it (an edit of an open buffer).
+local WRITES = { edit = true, delete = true, move = true }
+
+---Note the files a finished step changed: its `diffs`, and the locations of its (inner) edit steps.
+---@param ev table a `tool` event
+function Chat:note_changed(ev)
+  if type(ev.tool) ~= "table" then
     return
   end
-  set_lines(0, -1, { "# ollie chat", "" })
-  for _, m in ipairs(messages or {}) do
-    if m.role == "user" then
-      add_block({ M.PROMPT_HEADER })
-      add_block(vim.split(m.content or "", "\n", { plain = true }))
-    elseif m.role == "assistant" then
-      add_block({ "", M.REPLY_HEADER })
-      if (m.content or "") ~= "" then
-        add_block(vim.split(m.content, "\n", { plain = true }))
+  for _, d in ipairs(type(ev.tool.diffs) == "table" and ev.tool.diffs or {}) do
+    self.turn_files[d.path] = true
+  end
+  for _, step in ipairs(ev.steps and #ev.steps > 0 and ev.steps or { ev.tool }) do
+    if WRITES[step.kind] and step.status == "completed" then
+      for _, loc in ipairs(step.locations or {}) do
+        self.turn_files[loc.path] = true
       end
-      for _, c in ipairs(m.tool_calls or {}) do
-        add_block({ string.format("▸ %s %s", c.name, (c.arguments or ""):gsub("\n", " ")) })
+    end
+  end
+end
+
+---After a turn whose steps changed files: the compact "✎ N files changed" line, its turn asked of the daemon.
+function Chat:changes_line()
+  local count = vim.tbl_count(self.turn_files)
+  self.turn_files = {}
+  if count == 0 then
+    return
+  end
+  local entry = self.transcript:changes_line(count)
+  local starts = self.turn_starts
+  client.request("ollie/changes", { session = self.session }, function(err, res)
+    if err or not res or type(res.turn) ~= "number" then
+      return
+    end
+    local files = #(res.files or {})
+    if starts ~= self.turn_starts and files == 0 then
+      -- A queued prompt's turn started meanwhile and was the last one asked about: this line's is the one before.
+      entry.turn = res.turn - 1
+      return
+    end
+    entry.turn = res.turn
+    -- The daemon's count is net (a file changed back is no change): the line says what the list shows.
+    self.transcript:set_changes_count(entry, files)
+  end)
+end
+
+---Show another session in this chat (its saved conversation).
+---@param session string
+---@param after fun()|nil runs once the conversation is drawn
+function Chat:switch(session, after)
+  self:set_session(session)
+  self.running = false
+  client.request("ollie/context", { session = session }, function(err, res)
+    if err then
+      self.transcript:note("error: " .. err_text(err), "OllieError")
+      return
+    end
+    require("ollie.history").render(self.transcript, res.messages)
+    if after then
+      after()
+    end
+  end)
+end
+
+---Route an `ollie/event` to the chat of its session.
+---@param ev table
+function M.on_event(ev)
+  for _, chat in ipairs(M.all_by_session(ev.session)) do
+    chat:on_event(ev)
+  end
+end
+
+---Route an `ollie/stateChanged` (or an `ollie/state` answer) to the chat of its session.
+---@param p table
+function M.on_state(p)
+  for _, chat in ipairs(M.all_by_session(p.session)) do
+    chat.running = p.running
+    chat.state = p.state or chat.state
+    if type(p.cost) == "table" then
+      chat.cost = p.cost.session or chat.cost
+    end
+  end
+  vim.cmd("redrawstatus")
+end
+
+-- Remember each tab's last file window: #buffer, #selection and step locations go there.
+vim.api.nvim_create_autocmd("WinEnter", {
+  group = vim.api.nvim_create_augroup("ollie_chat", { clear = true }),
+  callback = function()
+    local chat = M.chats[vim.api.nvim_get_current_tabpage()]
+    local win = vim.api.nvim_get_current_win()
+    if chat and chatwin.is_file_win(win) then
+      chat.origin_win = win
+    end
+  end,
+})
+-- :OllieRewind cut the conversation back: the chat of that session shows what is left of it.
+vim.api.nvim_create_autocmd("User", {
+  group = "ollie_chat",
+  pattern = "OllieRewind",
+  callback = function(a)
+    local session = type(a.data) == "table" and a.data.session or nil
+    local chats = session and M.all_by_session(session) or { M.chats[vim.api.nvim_get_current_tabpage()] }
+    local note = type(a.data) == "table" and a.data.note or nil
+    for _, chat in ipairs(chats) do
+      if chat.session then
+        chat:switch(chat.session, note and function() chat.transcript:note(note, "OllieTurnEnd") end)
       end
-    elseif m.role == "tool" then
-      M.on_event({ role = "tool", name = m.name, content = m.content })
     end
-  end
-  ensure_input_header()
+  end,
+})
+-- `:q` in a tab's last code window closes the chat too: else the chat alone fills the screen and takes two more
+-- `:q`. Not while a buffer has unsaved changes: that `:q` is refused and the chat stays.
+vim.api.nvim_create_autocmd("QuitPre", {
+  group = "ollie_chat",
+  callback = function()
+    local chat = M.chats[vim.api.nvim_get_current_tabpage()]
+    if not chat then
+      return
+    end
+    local cur = vim.api.nvim_get_current_win()
+    local tw, iw = chat:windows()
+    if not tw or cur == tw or cur == iw then
+      return
+    end
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if win ~= cur and win ~= tw and win ~= iw and vim.api.nvim_win_get_config(win).relative == "" then
+        return -- another window stays: this `:q` closes only its own
+      end
+    end
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.bo[buf].modified and vim.bo[buf].buftype == "" then
+        return
+      end
+    end
+    for _, win in ipairs({ iw, tw }) do
+      if win and vim.api.nvim_win_is_valid(win) then
+        vim.api.nvim_win_close(win, true)
+      end
+    end
+  end,
+})
+-- A resized terminal (80×24 after 160×40): each tab's chat gets its width again, the code keeping half.
+vim.api.nvim_create_autocmd("VimResized", {
+  group = "ollie_chat",
+  callback = function()
+    for _, chat in pairs(M.chats) do
+      chat:fit()
+    end
+  end,
+})
+vim.api.nvim_create_autocmd("TabClosed", {
+  group = "ollie_chat",
+  callback = function()
+    for tab in pairs(M.chats) do
+      if not vim.api.nvim_tabpage_is_valid(tab) then
+        M.chats[tab] = nil
+      end
+    end
+  end,
+})
+
+-- The window methods (open, close, focus_input, windows, open_location) live in chatwin.lua.
+for name, fn in pairs(chatwin.methods) do
+  Chat[name] = fn
 end
 
----Create (once) and show the chat buffer.
----@param focus boolean|nil move the cursor into the chat window (else stay where the user is)
----@return integer bufnr
-function M.open(focus)
-  if not valid() then
-    M.bufnr = vim.api.nvim_create_buf(true, true)
-    vim.api.nvim_buf_set_name(M.bufnr, "ollie://chat")
-    vim.bo[M.bufnr].buftype = "nofile"
-    vim.bo[M.bufnr].bufhidden = "hide"
-    vim.bo[M.bufnr].swapfile = false
-    vim.bo[M.bufnr].filetype = "ollie"
-    set_lines(0, -1, { "# ollie chat", "", M.PROMPT_HEADER, "" })
-    local send = function() require("ollie").send_input() end
-    vim.keymap.set("n", "<CR>", send, { buffer = M.bufnr, desc = "ollie: send the prompt" })
-    vim.keymap.set("i", "<C-s>", send, { buffer = M.bufnr, desc = "ollie: send the prompt" })
-    vim.keymap.set("n", "<C-c>", function() require("ollie").stop() end, { buffer = M.bufnr, desc = "ollie: stop" })
-  end
-  local from = vim.api.nvim_get_current_win()
-  if #vim.fn.win_findbuf(M.bufnr) == 0 then
-    local c = config.options.chat
-    if c.position == "tab" then
-      vim.cmd("tabnew")
-    elseif c.position == "bottom" then
-      vim.cmd("botright " .. c.height .. "split")
-    else
-      vim.cmd((c.position == "left" and "topleft " or "botright ") .. c.width .. "vsplit")
-    end
-    vim.api.nvim_win_set_buf(0, M.bufnr)
-    vim.wo.foldmethod = "manual"
-    vim.wo.wrap = true
-    vim.wo.linebreak = true
-    if not focus and vim.api.nvim_win_is_valid(from) then
-      vim.api.nvim_set_current_win(from)
-    end
-  elseif focus then
-    vim.api.nvim_set_current_win(vim.fn.win_findbuf(M.bufnr)[1])
-  end
-  return M.bufnr
-end
-
----The whole chat as text (for tests and yanking).
-function M.text()
-  if not valid() then
-    return ""
-  end
-  return table.concat(vim.api.nvim_buf_get_lines(M.bufnr, 0, -1, false), "\n")
-end
-
+M.Chat = Chat
 return M

@@ -1,4 +1,15 @@
--- The LSP client of ollie-lsp: start it, send requests, route its notifications.
+-- The LSP client of ollie-lsp: start it, send requests, route its notifications. Everything is async:
+-- nothing here waits (no vim.wait); answers come to callbacks on the main loop.
+--
+-- API for the other modules:
+--   client.ensure()                     start the daemon once; returns the client or nil, err
+--   client.request(method, params, cb)  cb(err, result) on the main loop; returns the request id
+--   client.cancel(request_id)           $/cancelRequest
+--   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
+--   client.attach(bufnr)                let the daemon see a buffer's unsaved text
+-- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
+-- its `handlers` table (method -> LSP handler) is merged into the client's handlers, and its
+-- `init_options(init) -> init` adds its flags (permissionRequest, ...) to initializationOptions.
 local config = require("ollie.config")
 
 local M = {}
@@ -25,6 +36,37 @@ local function dispatch(method)
   end
 end
 
+---workspace/applyEdit as Neovim's own handler does it, without its `print` of the label: a message per
+---edit during a streamed turn is what piled up into a "Press ENTER" prompt.
+local function apply_edit(_, params, ctx)
+  local c = vim.lsp.get_client_by_id(ctx.client_id)
+  if not (params and params.edit and c) then
+    return { applied = false, failureReason = "no edit" }
+  end
+  local ok, result = pcall(vim.lsp.util.apply_workspace_edit, params.edit, c.offset_encoding)
+  return { applied = ok, failureReason = not ok and tostring(result) or nil }
+end
+
+---The handlers of the notifications and the server->client requests (ollie.requests, when present).
+local function handlers()
+  local ok, requests = pcall(require, "ollie.requests")
+  local hs = ok and type(requests.handlers) == "table" and vim.deepcopy(requests.handlers) or {}
+  hs["ollie/event"] = dispatch("ollie/event")
+  hs["ollie/stateChanged"] = dispatch("ollie/stateChanged")
+  hs["workspace/applyEdit"] = hs["workspace/applyEdit"] or apply_edit
+  return hs
+end
+
+---initializationOptions: the config's, plus the flags the request handlers announce.
+local function init_options()
+  local init = config.init_options()
+  local ok, requests = pcall(require, "ollie.requests")
+  if ok and type(requests.init_options) == "function" then
+    init = requests.init_options(init)
+  end
+  return init
+end
+
 ---The running client, or nil.
 ---@return vim.lsp.Client|nil
 function M.get()
@@ -37,10 +79,9 @@ function M.get()
   return nil
 end
 
----Start the daemon (once) and return the client.
----@param bufnr integer buffer to attach first (the chat buffer)
+---Start the daemon (once) and return the client; it initializes in the background.
 ---@return vim.lsp.Client|nil client, string|nil err
-function M.ensure(bufnr)
+function M.ensure()
   local c = M.get()
   if c then
     return c
@@ -49,70 +90,82 @@ function M.ensure(bufnr)
   if not cmd then
     return nil, err
   end
-  local o = config.options
-  local init = { agent = o.agent, backend = o.backend, model = o.model, env = o.env }
   local id = vim.lsp.start({
     name = "ollie",
     cmd = cmd,
     root_dir = root_dir(),
-    init_options = init,
-    handlers = {
-      ["ollie/event"] = dispatch("ollie/event"),
-      ["ollie/stateChanged"] = dispatch("ollie/stateChanged"),
-    },
-  }, { bufnr = bufnr, reuse_client = function(client, conf) return client.name == conf.name end })
+    init_options = init_options(),
+    handlers = handlers(),
+    -- Edits reach the daemon at once, so a prompt sent right after typing has them as its context.
+    -- exit_timeout: when the editor quits, a daemon still busy (a turn running) gets a second to exit after
+    -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.
+    flags = { debounce_text_changes = 0, exit_timeout = 1000 },
+  }, {
+    -- The chat's own buffers are no documents: attach file buffers only (below).
+    attach = false,
+    silent = true,
+    reuse_client = function(client, conf) return client.name == conf.name end,
+  })
   if not id then
     return nil, "could not start " .. table.concat(cmd, " ")
   end
   M.client_id = id
-  if o.attach_buffers then
+  if config.options.attach_buffers then
     -- The file buffers already open: the model's file tools see (and edit) their unsaved text.
     for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-      if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
-        M.attach(buf)
-      end
+      M.attach(buf)
     end
   end
   return vim.lsp.get_client_by_id(id)
 end
 
 ---Send a request; `cb(err, result)` runs on the main loop.
+---@param method string
+---@param params table
+---@param cb fun(err: table|nil, result: any)
 ---@return integer|nil request_id
 function M.request(method, params, cb)
-  local c = M.get()
+  local c, start_err = M.ensure()
   if not c then
-    cb({ message = "ollie-lsp is not running" }, nil)
+    vim.schedule(function() cb({ message = start_err or "ollie-lsp is not running" }, nil) end)
     return nil
-  end
-  local handler = function(err, result)
-    cb(err, result)
   end
   local ok, rid
   if vim.fn.has("nvim-0.11") == 1 then
-    ok, rid = c:request(method, params, handler)
+    ok, rid = c:request(method, params, cb)
   else
-    ok, rid = c.request(method, params, handler)
+    ok, rid = c.request(method, params, cb)
   end
-  return ok and rid or nil
+  if not ok then
+    vim.schedule(function() cb({ message = method .. ": ollie-lsp is not running" }, nil) end)
+    return nil
+  end
+  return rid
 end
 
----Send a request and wait for its answer (for short requests only).
----@return table|nil result, table|nil err
-function M.request_sync(method, params, timeout_ms)
-  local done, res, e = false, nil, nil
-  M.request(method, params, function(err, result)
-    done, res, e = true, result, err
-  end)
-  vim.wait(timeout_ms or 10000, function() return done end, 10)
-  if not done then
-    return nil, { message = method .. " timed out" }
+---Cancel a pending request (a running ollie/submit is interrupted).
+---@param request_id integer
+function M.cancel(request_id)
+  local c = M.get()
+  if c then
+    if vim.fn.has("nvim-0.11") == 1 then
+      c:cancel_request(request_id)
+    else
+      c.cancel_request(request_id)
+    end
   end
-  return res, e
 end
 
----Attach the client to a buffer (so the daemon sees its unsaved text and the file tools edit it).
+---Attach the client to a file buffer (so the daemon sees its unsaved text and the file tools edit it).
+---@param bufnr integer
 function M.attach(bufnr)
-  if M.client_id and not vim.lsp.buf_is_attached(bufnr, M.client_id) then
+  if not (M.client_id and vim.api.nvim_buf_is_loaded(bufnr)) then
+    return
+  end
+  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
+    return
+  end
+  if not vim.lsp.buf_is_attached(bufnr, M.client_id) then
     vim.lsp.buf_attach_client(bufnr, M.client_id)
   end
 end

@@ -1,3 +1,30 @@
+-- Options of ollie.nvim: the defaults, the user's options deep-merged over them and validated.
+
+---@alias ollie.Keys table<string, string|false> mode ("n", "i") -> key; false (or an absent mode) maps nothing
+
+---@class ollie.Keymaps
+---@field send ollie.Keys          input: send the prompt (queued while a turn runs)
+---@field inject ollie.Keys        input: inject the prompt into the running turn's next tool result
+---@field stop ollie.Keys          input and transcript: interrupt the running turn
+---@field close ollie.Keys         input and transcript: close the chat windows (the session goes on)
+---@field focus_input ollie.Keys   transcript: go to the input area (in insert mode)
+---@field open_location ollie.Keys transcript: open the file of the step location (or the changes) under the cursor
+---@field review ollie.ReviewKeys  the changes list and the diff tab (normal mode)
+
+---@class ollie.ReviewKeys each a normal-mode key, or false to map nothing
+---@field open string|false      list: open the file's diff
+---@field undo_hunk string|false diff: undo the turn's hunk under the cursor
+---@field keep_hunk string|false diff: keep it, go to the next hunk
+---@field undo_file string|false list and diff: undo all of the turn's changes to the file
+---@field refresh string|false   list: fetch the changes again
+---@field close string|false     list and diff: close
+
+---@class ollie.ChatOptions
+---@field position "right"|"left"|"bottom"|"tab"
+---@field width integer           columns of a side chat
+---@field height integer          lines of a bottom chat
+---@field input_height integer    lines of the input area
+
 ---@class ollie.Config
 ---@field cmd string[]|nil        command that starts the daemon (default: ollie-lsp on PATH, else .venv/bin/ollie-lsp)
 ---@field root_markers string[]   files that mark the project root (the session's working directory)
@@ -5,9 +32,11 @@
 ---@field backend string|nil      backend override
 ---@field model string|nil        model override
 ---@field env table<string,string>|nil extra environment for tools and hooks
----@field chat {position: "right"|"left"|"bottom"|"tab", width: number, height: number}
+---@field chat ollie.ChatOptions
+---@field keymaps ollie.Keymaps
 ---@field attach_buffers boolean  attach the client to file buffers so unsaved text can be context
 ---@field reload_changed boolean  `checktime` after each tool round so buffers show the agent's edits
+---@field fold_tool_output boolean fold each step's output in the transcript
 local M = {}
 
 ---@type ollie.Config
@@ -18,19 +47,151 @@ M.defaults = {
   backend = nil,
   model = nil,
   env = nil,
-  chat = { position = "right", width = 80, height = 20 },
+  chat = { position = "right", width = 80, height = 20, input_height = 5 },
+  keymaps = {
+    send = { n = "<CR>", i = "<C-s>" },
+    inject = { n = "<C-j>", i = "<C-j>" },
+    stop = { n = "<C-c>" },
+    close = { n = "q" },
+    focus_input = { n = "i" },
+    open_location = { n = "<CR>" },
+    review = { open = "<CR>", undo_hunk = "du", keep_hunk = "dk", undo_file = "dU", refresh = "R", close = "q" },
+  },
   attach_buffers = true,
   reload_changed = true,
+  fold_tool_output = true,
 }
 
 ---@type ollie.Config
 M.options = vim.deepcopy(M.defaults)
 
----Merge user options over the defaults.
+local function is_list_of_strings(v)
+  if type(v) ~= "table" then
+    return false
+  end
+  for k, item in pairs(v) do
+    if type(k) ~= "number" or type(item) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+local function keys_ok(v)
+  if type(v) ~= "table" then
+    return false
+  end
+  for mode, lhs in pairs(v) do
+    if type(mode) ~= "string" or not (type(lhs) == "string" or lhs == false) then
+      return false
+    end
+  end
+  return true
+end
+
+local POSITIONS = { right = true, left = true, bottom = true, tab = true }
+
+-- One checker per option path: a type name for vim.validate, or a function and what it expects.
+---@type table<string, string|{[1]: fun(v: any): boolean, [2]: string}>
+local SCHEMA = {
+  cmd = { function(v) return v == nil or (is_list_of_strings(v) and #v > 0) end, "a non-empty list of strings" },
+  root_markers = { is_list_of_strings, "a list of strings" },
+  agent = { function(v) return v == nil or type(v) == "string" end, "a string" },
+  backend = { function(v) return v == nil or type(v) == "string" end, "a string" },
+  model = { function(v) return v == nil or type(v) == "string" end, "a string" },
+  env = { function(v) return v == nil or type(v) == "table" end, "a table of strings" },
+  ["chat.position"] = { function(v) return POSITIONS[v] ~= nil end, '"right", "left", "bottom" or "tab"' },
+  ["chat.width"] = { function(v) return type(v) == "number" and v >= 10 end, "a number >= 10" },
+  ["chat.height"] = { function(v) return type(v) == "number" and v >= 3 end, "a number >= 3" },
+  ["chat.input_height"] = { function(v) return type(v) == "number" and v >= 1 end, "a number >= 1" },
+  attach_buffers = "boolean",
+  reload_changed = "boolean",
+  fold_tool_output = "boolean",
+}
+for name in pairs(M.defaults.keymaps) do
+  if name ~= "review" then
+    SCHEMA["keymaps." .. name] = { keys_ok, 'a table of mode = key (e.g. { n = "<CR>" }), a key false to unmap' }
+  end
+end
+for name in pairs(M.defaults.keymaps.review) do
+  SCHEMA["keymaps.review." .. name] = { function(v) return v == false or (type(v) == "string" and v ~= "") end,
+    "a key (string), or false to unmap" }
+end
+
+---Check one option with vim.validate; nil when fine, else the message.
+local function check(name, value, rule)
+  local ok, err
+  if vim.fn.has("nvim-0.11") == 1 then
+    if type(rule) == "string" then
+      ok, err = pcall(vim.validate, name, value, rule)
+    else
+      ok, err = pcall(vim.validate, name, value, rule[1], rule[2])
+    end
+  else
+    local spec = type(rule) == "string" and { value, rule } or { value, rule[1], rule[2] }
+    ok, err = pcall(vim.validate, { [name] = spec })
+  end
+  return not ok and tostring(err):gsub("^.-:%d+: ", "") or nil
+end
+
+---Options in `opts` that ollie does not know, as dotted paths.
+local function unknown(opts, defaults, prefix, out)
+  for k, v in pairs(opts) do
+    local path = prefix .. tostring(k)
+    if defaults[k] == nil and SCHEMA[path] == nil then
+      table.insert(out, path)
+    elseif type(v) == "table" and type(defaults[k]) == "table" and not SCHEMA[path] then
+      unknown(v, defaults[k], path .. ".", out)
+    end
+  end
+  return out
+end
+
+local function get(tbl, path)
+  for part in path:gmatch("[^.]+") do
+    if type(tbl) ~= "table" then
+      return nil
+    end
+    tbl = tbl[part]
+  end
+  return tbl
+end
+
+local function put(tbl, path, value)
+  local parts = vim.split(path, ".", { plain = true })
+  for i = 1, #parts - 1 do
+    -- A group given as a non-table (`keymaps = { review = "x" }`) gets its defaults back.
+    if type(tbl[parts[i]]) ~= "table" then
+      tbl[parts[i]] = vim.deepcopy(get(M.defaults, table.concat(parts, ".", 1, i)))
+    end
+    tbl = tbl[parts[i]]
+  end
+  tbl[parts[#parts]] = value
+end
+
+---Merge user options over the defaults; a bad or unknown option falls back to its default, told once.
 ---@param opts ollie.Config|nil
+---@return ollie.Config options, string[] problems
 function M.set(opts)
-  M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
-  return M.options
+  opts = opts or {}
+  local problems = {}
+  if type(opts) ~= "table" then
+    problems, opts = { "setup() takes a table of options" }, {}
+  end
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  for _, path in ipairs(unknown(opts, M.defaults, "", {})) do
+    table.insert(problems, "unknown option `" .. path .. "`")
+  end
+  for path, rule in pairs(SCHEMA) do
+    local msg = check(path, get(merged, path), rule)
+    if msg then
+      table.insert(problems, "option " .. msg)
+      put(merged, path, vim.deepcopy(get(M.defaults, path)))
+    end
+  end
+  table.sort(problems)
+  M.options = merged
+  return merged, problems
 end
 
 ---The command that starts the daemon.
@@ -50,6 +211,20 @@ function M.server_cmd()
   return nil, "ollie-lsp not found (looked on PATH and in ./.venv/bin): install it with "
     .. "`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) or `uv tool install ollie-agent`, "
     .. "or set require('ollie').setup({cmd = {...}})"
+end
+
+---The daemon's initializationOptions: the options that are set, always a JSON object.
+---@return table
+function M.init_options()
+  local o = M.options
+  local init = {}
+  for _, key in ipairs({ "agent", "backend", "model", "env" }) do
+    if o[key] ~= nil and not (type(o[key]) == "table" and next(o[key]) == nil) then
+      init[key] = o[key]
+    end
+  end
+  -- An empty Lua table encodes as `[]`: the daemon warned that the options are not an object.
+  return next(init) == nil and vim.empty_dict() or init
 end
 
 return M

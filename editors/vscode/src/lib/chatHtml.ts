@@ -7,6 +7,8 @@ export interface ChatHtmlOptions {
   nonce: string;
   scriptUri: string;
   styleUri: string;
+  /** The codicon font's stylesheet (media/codicons). */
+  iconsUri?: string;
 }
 
 /** The Content-Security-Policy: nothing by default; styles/fonts/images from the extension; scripts by nonce only. */
@@ -32,16 +34,40 @@ export function chatHtml(options: ChatHtmlOptions): string {
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${attr(chatCsp(options.cspSource, options.nonce))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${attr(options.styleUri)}">
+${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n` : ""}<link rel="stylesheet" href="${attr(options.styleUri)}">
 <title>Ollie</title>
 </head>
 <body>
-<header id="status"><span id="state">idle</span><span id="cost"></span></header>
-<main id="log" role="log" aria-live="polite"></main>
+<header id="header">
+<span id="title" class="title"></span>
+<label class="approval" title="Approval mode: when Ollie asks before a step runs">
+<span class="codicon codicon-shield" aria-hidden="true"></span>
+<select id="approval" aria-label="Approval mode">
+<option value="ask" title="Ask before edits and commands">Ask</option>
+<option value="auto-edit" title="Edit files without asking; ask before commands">Auto-edit</option>
+<option value="auto" title="Run everything without asking (the sandbox still applies)">Auto</option>
+<option value="read-only" title="Read and plan only: no edits, no commands that write">Read-only</option>
+</select>
+</label>
+</header>
+<div id="body">
+<section id="onboarding" role="region" aria-labelledby="onboarding-title" hidden></section>
+<div id="empty" class="empty">
+<p class="empty-title">Ask Ollie about your code</p>
+<p>It reads, edits and runs things in your workspace; every change can be reviewed and undone.</p>
+<p><kbd>/</kbd> commands · <kbd>@</kbd> add a file · <kbd>#</kbd> add the selection</p>
+</div>
+<main id="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0"></main>
+<button type="button" id="jump" class="jump" hidden aria-label="Jump to the latest message"><span class="codicon codicon-arrow-down" aria-hidden="true"></span> Jump to latest</button>
+</div>
 <form id="composer">
-<ul id="slash" role="listbox" hidden></ul>
-<textarea id="input" rows="3" aria-label="Prompt" placeholder="Ask Ollie… (Enter sends, Shift+Enter new line, / for commands)"></textarea>
+<ul id="slash" role="listbox" aria-label="Slash commands" hidden></ul>
+<div id="chips" aria-label="Context of the prompt"></div>
+<textarea id="input" rows="3" aria-label="Prompt" placeholder="Ask Ollie… (Enter sends, Shift+Enter new line, / commands, @ file, # selection)"></textarea>
 <div id="buttons">
+<button type="button" id="addFile" class="icon-button" title="Add a file to the prompt (@)" aria-label="Add a file to the prompt"><span class="codicon codicon-mention" aria-hidden="true"></span></button>
+<button type="button" id="addSelection" class="icon-button" title="Add the editor's selection to the prompt (#)" aria-label="Add the editor's selection to the prompt"><span class="codicon codicon-selection" aria-hidden="true"></span></button>
+<span class="spacer"></span>
 <button type="submit" id="send">Send</button>
 <button type="button" id="inject" hidden title="Send into the running turn (Ctrl+Enter)">Inject</button>
 <button type="button" id="stop" hidden>Stop</button>

@@ -1,16 +1,53 @@
 // The conversation as the chat view shows it, built from `ollie/event` notifications.
 
 import type { OllieEvent } from "./protocol";
+import type { StepDiff, StepLocation, ToolStep } from "./steps";
 
 export type NoticeLevel = "info" | "error" | "exec" | "retry";
+
+/** The step an `ollie/permission` request asks about. */
+export interface PermissionStep {
+  id: string;
+  kind: string;
+  title: string;
+  locations: StepLocation[];
+  diff?: StepDiff;
+  prefix?: string;
+}
+
+/** One file of a turn's changes (`ollie/changes`), as the "Changed files" list shows it. */
+export interface ChangedFile {
+  path: string;
+  status: string;
+  added: number;
+  removed: number;
+  /** An edit of a document open in the editor (it went to the buffer, not the disk). */
+  inEditor?: boolean;
+  /** That document still has unsaved edits (as the editor said when the list was made). */
+  unsaved?: boolean;
+  /** Undone since the list was made (it is no longer in the turn's changes). */
+  undone?: boolean;
+}
 
 export type ChatItem =
   | { kind: "user"; id: number; text: string; note?: "queued" | "injected"; contextLabel?: string }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
-  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean }
+  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[] }
   | { kind: "notice"; id: number; level: NoticeLevel; text: string }
-  | { kind: "turnEnd"; id: number; stop: string };
+  | { kind: "turnEnd"; id: number; stop: string }
+  | {
+      kind: "permission";
+      id: number;
+      step: PermissionStep;
+      always: string;
+      /** Set once answered (or `cancelled` when the daemon withdrew the question). */
+      outcome?: string;
+      feedback?: string;
+    }
+  | { kind: "changes"; id: number; session: string; turn: number; files: ChangedFile[]; message?: string; busy?: boolean };
+
+export type ToolItem = Extract<ChatItem, { kind: "tool" }>;
 
 const NOTICE_ROLES: Record<string, NoticeLevel> = { info: "info", error: "error", exec: "exec", limitretry: "retry" };
 
@@ -23,6 +60,13 @@ const SECTION_ERROR = new RegExp(String.raw`^\[[^\]\n]*\]\s*` + FAILURE, "im");
 /** Whether a tool result's text reports a failure. */
 export function isToolError(content: string): boolean {
   return FIRST_LINE_ERROR.test(content) || SECTION_ERROR.test(content);
+}
+
+// A tool item with the event's readable step(s) when it carries them (protocol v2).
+function withSteps(item: ToolItem, event: OllieEvent): ToolItem {
+  if (event.tool) item.step = event.tool;
+  if (event.steps) item.steps = event.steps;
+  return item;
 }
 
 function isSideNote(item: ChatItem): boolean {
@@ -48,17 +92,31 @@ export class ChatModel {
       case "reasoning":
         return [this.appendText(event.role, event.content)];
       case "call":
-        return [this.push({ kind: "tool", id: 0, name: event.name ?? "", args: event.content, isError: false })];
+        return [this.push(withSteps({ kind: "tool", id: 0, name: event.name ?? "", args: event.content, isError: false }, event))];
+      case "step":
+        return this.stepMoved(event);
       case "tool":
-        return [this.toolResult(event.name ?? "", event.content)];
+        return [this.toolResult(event)];
       case "turn":
         return this.turnEdge(event.content);
       default: {
         const level = NOTICE_ROLES[event.role];
-        if (!level || event.content === "") return [];
+        if (!level || event.content === "" || (level === "info" && this.answeredInChat(event.content))) return [];
         return [this.push({ kind: "notice", id: 0, level, text: event.content })];
       }
     }
+  }
+
+  // The daemon's "allowed: Edit app.py" / "rejected: ..." line after a question answered here: the
+  // question's card already says so ("Allowed once"), the line would say it twice.
+  private answeredInChat(text: string): boolean {
+    const verdict = /^(allowed|rejected): (.+)$/.exec(text);
+    if (!verdict) return false;
+    for (let i = this.items.length - 1; i >= Math.max(0, this.items.length - 20); i--) {
+      const item = this.items[i];
+      if (item.kind === "permission" && item.step.title === verdict[2] && item.outcome?.startsWith(verdict[1] === "allowed" ? "allow" : "reject")) return true;
+    }
+    return false;
   }
 
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
@@ -89,16 +147,63 @@ export class ChatModel {
     return this.push({ kind, id: 0, text: delta });
   }
 
-  private toolResult(name: string, content: string): ChatItem {
+  /** Add an item made outside the event stream (a permission question, a turn's changes). */
+  add<T extends ChatItem>(item: T): T {
+    return this.push(item);
+  }
+
+  /** Put older items (an earlier page of a resumed session) before the others; their ids count down from the first. */
+  prepend(items: readonly ChatItem[]): ChatItem[] {
+    const first = this.items.length ? Math.min(...this.items.map((i) => i.id)) : this.nextId;
+    const older = items.map((item, index) => ({ ...item, id: first - items.length + index }));
+    this.items.unshift(...older);
+    return older;
+  }
+
+  // A call's tool item: by the step id when the events carry one, else the newest open call of that name.
+  private findCall(event: OllieEvent, open: boolean): ToolItem | undefined {
     for (let i = this.items.length - 1; i >= 0; i--) {
       const item = this.items[i];
-      if (item.kind === "tool" && item.result === undefined && (item.name === name || name === "")) {
-        item.result = content;
-        item.isError = isToolError(content);
-        return item;
+      if (item.kind !== "tool" || (open && item.result !== undefined)) continue;
+      if (event.tool && item.step) {
+        if (item.step.id === event.tool.id) return item;
+        continue;
+      }
+      if (item.name === event.name || !event.name) return item;
+    }
+    return undefined;
+  }
+
+  private stepMoved(event: OllieEvent): ChatItem[] {
+    const moved = event.tool;
+    if (!moved) return [];
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const item = this.items[i];
+      if (item.kind !== "tool" || !item.step) continue;
+      if (item.step.id === moved.id) {
+        Object.assign(item, withSteps({ ...item }, event));
+        return [item];
+      }
+      const index = item.steps?.findIndex((s) => s.id === moved.id) ?? -1;
+      if (item.steps && index >= 0) {
+        item.steps = item.steps.map((s, k) => (k === index ? moved : s));
+        if (item.step.status === "pending") item.step = { ...item.step, status: "in_progress" };
+        return [item];
       }
     }
-    return this.push({ kind: "tool", id: 0, name, args: "", result: content, isError: isToolError(content) });
+    return [];
+  }
+
+  private toolResult(event: OllieEvent): ChatItem {
+    const item = this.findCall(event, true);
+    const failed = event.tool ? event.tool.status === "failed" : isToolError(event.content);
+    if (item) {
+      item.result = event.content;
+      item.isError = failed;
+      Object.assign(item, withSteps({ ...item }, event));
+      return item;
+    }
+    return this.push(withSteps({ kind: "tool", id: 0, name: event.name ?? "", args: "", result: event.content, isError: failed }, event));
   }
 
   private turnEdge(content: string): ChatItem[] {

@@ -26,3 +26,21 @@ export function composerAction(key: KeyPress, state: { running: boolean; complet
   if (key.ctrlKey || key.metaKey || key.altKey) return state.running ? "inject" : "submit";
   return state.running ? "queue" : "submit";
 }
+
+/** A context chip offered for the word being typed: `@…` a file, `#sel…` the editor's selection. */
+export interface ContextTrigger {
+  kind: "file" | "selection";
+  /** Where the typed word starts and ends in the input (it is removed when the chip is added). */
+  start: number;
+  end: number;
+}
+
+/** The chip the word before the caret asks for: `@` (then any letters) for a file, `#` + a prefix of `selection`. */
+export function contextTrigger(input: string, caret: number): ContextTrigger | undefined {
+  const before = input.slice(0, caret);
+  const match = /(^|\s)([@#])([\w.-]*)$/.exec(before);
+  if (!match) return undefined;
+  const start = caret - match[2].length - match[3].length;
+  if (match[2] === "@") return { kind: "file", start, end: caret };
+  return "selection".startsWith(match[3].toLowerCase()) ? { kind: "selection", start, end: caret } : undefined;
+}

@@ -1,12 +1,17 @@
 // Turning a saved conversation (`ollie/context` messages) into chat items and a readable document.
 
-import { ChatModel } from "./chatModel";
+import { ChatItem, ChatModel } from "./chatModel";
+import type { OllieEvent } from "./protocol";
+import { parseToolStep, parseToolSteps } from "./steps";
 
 interface ToolCallLike {
   id?: string;
   name?: string;
   arguments?: string;
   function?: { name?: string; arguments?: string };
+  /** The readable step, as the live `call` event carried it (PROTOCOL.md "ollie/context"). */
+  tool?: unknown;
+  steps?: unknown;
 }
 
 interface MessageLike {
@@ -15,7 +20,14 @@ interface MessageLike {
   reasoning?: unknown;
   tool_calls?: ToolCallLike[] | null;
   name?: string;
+  tool?: unknown;
+  steps?: unknown;
+  /** A reply the user cut off: its content ends with the engine's marker. */
+  interrupted?: boolean;
 }
+
+// The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
+const INTERRUPTED_MARK = /\s*\[interrupted by the user: this reply was cut off here\]\s*$/;
 
 function text(value: unknown): string {
   if (typeof value === "string") return value;
@@ -30,8 +42,12 @@ function messagesOf(raw: unknown): MessageLike[] {
 // The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`.
 const EDITOR_CONTEXT = /^<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
 
+// The engine tells the model of the user's undos after the next prompt (ollie.agent.review); not the user's words.
+const UNDO_NOTE = /\n\nthe user undid these changes of yours \(turn \d+\): [^\n]*/g;
+
 /** A saved user message split into the prompt the user typed and a label for its editor context. */
-export function splitEditorContext(content: string): { prompt: string; contextLabel?: string } {
+export function splitEditorContext(saved: string): { prompt: string; contextLabel?: string } {
+  const content = saved.replace(UNDO_NOTE, "");
   const match = EDITOR_CONTEXT.exec(content);
   if (!match) return { prompt: content };
   const file = /^File:\s*(.+?)(?:\s+\([^)]*\))?$/m.exec(match[1]);
@@ -41,8 +57,22 @@ export function splitEditorContext(content: string): { prompt: string; contextLa
 /** A chat model holding a resumed session's conversation (user, assistant, reasoning and tool messages). */
 export function modelFromHistory(messages: unknown): ChatModel {
   const model = new ChatModel();
+  for (const item of historyItems(messages)) model.add(item);
+  return model;
+}
+
+/** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat. */
+export function historyItems(messages: unknown): ChatItem[] {
+  const model = new ChatModel();
   let seq = 0;
-  const feed = (role: string, content: string, name?: string) => model.apply({ session: "", seq: ++seq, role, name, content });
+  const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown }) => {
+    const event: OllieEvent = { session: "", seq: ++seq, role, name, content };
+    const tool = parseToolStep(step?.tool);
+    const steps = parseToolSteps(step?.steps);
+    if (tool) event.tool = tool;
+    if (steps && steps.length > 0) event.steps = steps;
+    model.apply(event);
+  };
   for (const message of messagesOf(messages)) {
     switch (message.role) {
       case "user": {
@@ -50,22 +80,45 @@ export function modelFromHistory(messages: unknown): ChatModel {
         model.addUser(prompt, contextLabel ? { contextLabel } : {});
         break;
       }
-      case "assistant":
+      case "assistant": {
         if (text(message.reasoning)) feed("reasoning", text(message.reasoning));
-        if (text(message.content)) feed("assistant", text(message.content));
+        const reply = message.interrupted === true ? text(message.content).replace(INTERRUPTED_MARK, "") : text(message.content);
+        if (reply) feed("assistant", reply);
         for (const call of message.tool_calls ?? []) {
-          feed("call", call.arguments ?? call.function?.arguments ?? "", call.name ?? call.function?.name ?? "");
+          feed("call", call.arguments ?? call.function?.arguments ?? "", call.name ?? call.function?.name ?? "", call);
         }
+        // Shown as the live chat shows a turn the user stopped.
+        if (message.interrupted === true) feed("turn", "interrupted");
         break;
+      }
       case "tool":
-        feed("tool", text(message.content), message.name ?? "");
+        feed("tool", text(message.content), message.name ?? "", message);
         break;
       default:
         break;
     }
   }
-  model.lastSeq = 0;
-  return model;
+  return model.items;
+}
+
+/** One page of `ollie/context`: its messages and how many the session has in all. */
+export interface ContextPage {
+  messages: unknown[];
+  total: number;
+}
+
+/** An `ollie/context` result as a page; a daemon that does not say `total` sent them all. */
+export function parseContextPage(raw: unknown): ContextPage {
+  const record = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const messages = Array.isArray(record.messages) ? record.messages : [];
+  const total = typeof record.total === "number" && Number.isInteger(record.total) && record.total >= messages.length ? record.total : messages.length;
+  return { messages, total };
+}
+
+/** The `offset` of the page of at most `size` messages that ends where `end` starts (the one before it). */
+export function pageBefore(end: number, size: number): { offset: number; limit: number } {
+  const offset = Math.max(0, end - size);
+  return { offset, limit: end - offset };
 }
 
 /** The model's context as a Markdown document for "Ollie: Show Context". */
@@ -80,4 +133,53 @@ export function contextToMarkdown(context: { systemPrompt?: unknown; messages?: 
     }
   }
   return parts.join("\n") + "\n";
+}
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** How long ago `value` (an ISO time or epoch ms) was, as a short phrase ("2 h ago"); "" when it is not a time. */
+export function relativeTime(value: unknown, now: number): string {
+  const time = typeof value === "string" || typeof value === "number" ? new Date(value).getTime() : NaN;
+  if (Number.isNaN(time)) return "";
+  const ago = Math.max(0, now - time);
+  if (ago < MINUTE) return "seconds ago";
+  if (ago < HOUR) return `${Math.floor(ago / MINUTE)} min ago`;
+  if (ago < DAY) return `${Math.floor(ago / HOUR)} h ago`;
+  if (ago < 2 * DAY) return "yesterday";
+  if (ago < 30 * DAY) return `${Math.floor(ago / DAY)} days ago`;
+  return new Date(time).toISOString().slice(0, 10);
+}
+
+/** One saved session as the history list shows it. */
+export interface HistoryEntry {
+  id: string;
+  title: string;
+  label: string;
+  description: string;
+  current: boolean;
+}
+
+/** Saved sessions (`ollie/session/list` infos) as history entries, most recent first as listed. */
+export function historyEntries(sessions: unknown, current: string | undefined, now: number): HistoryEntry[] {
+  const infos = Array.isArray(sessions) ? sessions.filter((s): s is Record<string, unknown> => typeof s === "object" && s !== null) : [];
+  const entries: HistoryEntry[] = [];
+  for (const info of infos) {
+    const id = typeof info.id === "string" ? info.id : typeof info.session === "string" ? info.session : undefined;
+    if (!id) continue;
+    const title = typeof info.title === "string" ? info.title.trim() : "";
+    // A session nobody named and that never ran a turn holds nothing to go back to.
+    if (!title && !info.lastTurnResult && id !== current) continue;
+    const when = relativeTime(info.lastActive ?? info.createdAt, now);
+    const agent = typeof info.agent === "string" ? info.agent : "";
+    entries.push({
+      id,
+      title,
+      label: title || "Untitled session",
+      description: [id === current ? "current" : "", when, agent, info.archived === true ? "archived" : ""].filter(Boolean).join(" · "),
+      current: id === current,
+    });
+  }
+  return entries;
 }

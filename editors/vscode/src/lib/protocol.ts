@@ -1,5 +1,8 @@
 // Wire shapes of the ollie daemon protocol (shared/PROTOCOL.md), as the extension uses them.
 
+import { ToolStep, parseToolStep, parseToolSteps } from "./steps";
+import { isObject } from "./json";
+
 /** Every custom request method the daemon serves: a copy of ollie_lsp/names.py (tests/editors checks they match). */
 export const PROTOCOL_METHODS = [
   "ollie/submit",
@@ -39,6 +42,10 @@ export interface OllieEvent {
   role: string;
   name?: string;
   content: string;
+  /** v2: the readable step of a call/step/tool event. */
+  tool?: ToolStep;
+  /** v2: the inner steps of a `call_tool` batch. */
+  steps?: ToolStep[];
 }
 
 /** One `ollie/stateChanged` notification. */
@@ -98,23 +105,24 @@ export interface Choices {
   choices: NamedChoice[];
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** The params of an `ollie/event` notification, or undefined when they do not have its shape. */
 export function parseEvent(raw: unknown): OllieEvent | undefined {
   if (!isObject(raw)) return undefined;
   const { session, seq, role, name, content } = raw;
   if (typeof session !== "string" || typeof seq !== "number" || typeof role !== "string") return undefined;
   if (name !== undefined && name !== null && typeof name !== "string") return undefined;
-  return {
+  const event: OllieEvent = {
     session,
     seq,
     role,
     name: typeof name === "string" ? name : undefined,
     content: typeof content === "string" ? content : content === undefined || content === null ? "" : JSON.stringify(content),
   };
+  const tool = parseToolStep(raw.tool);
+  const steps = parseToolSteps(raw.steps);
+  if (tool) event.tool = tool;
+  if (steps && steps.length > 0) event.steps = steps;
+  return event;
 }
 
 /** The params of an `ollie/stateChanged` notification, or undefined when malformed. */
@@ -149,6 +157,12 @@ export function parseModelList(raw: unknown): Choices {
   const models = isObject(raw) && Array.isArray(raw.models) ? raw.models : [];
   const current = isObject(raw) && typeof raw.current === "string" ? raw.current : undefined;
   return { current, choices: models.filter((m): m is string => typeof m === "string").map((name) => ({ name, description: "" })) };
+}
+
+/** The model/agent pick's placeholder; an empty list (the backend is down) must not read as "nothing to pick". */
+export function choicePlaceholder(current: string | undefined, count: number): string {
+  const how = count ? "pick or type a name" : "none listed (is the backend up?): type a name";
+  return current ? `current: ${current} — ${how}` : how;
 }
 
 /** The agents of an `ollie/listAgents` result, each with its description (or why it cannot load). */

@@ -4,12 +4,18 @@ import type { SlashCommand } from "./protocol";
 
 export type { SlashCommand };
 
-/** Commands that complete what is typed: only while the input is a single `/word` being typed. */
+/**
+ * Commands that complete what is typed (only while the input is a single `/word`): names that start
+ * with it first, then names that contain it; safe ones before destructive ones, then alphabetical.
+ */
 export function slashCompletions(input: string, commands: readonly SlashCommand[]): SlashCommand[] {
   if (!/^\/[\w-]*$/.test(input)) return [];
-  const prefix = input.toLowerCase();
-  const exact = commands.filter((c) => c.name.startsWith(prefix));
-  return exact.sort((a, b) => a.name.length - b.name.length || a.name.localeCompare(b.name));
+  const typed = input.toLowerCase();
+  const word = typed.slice(1);
+  const rank = (c: SlashCommand) => (c.name.toLowerCase().startsWith(typed) ? 0 : 1);
+  return commands
+    .filter((c) => c.name.toLowerCase().startsWith(typed) || (word.length > 0 && c.name.toLowerCase().includes(word)))
+    .sort((a, b) => rank(a) - rank(b) || Number(a.destructive) - Number(b.destructive) || a.name.localeCompare(b.name));
 }
 
 /** The input after choosing `command`: its name and a space when it takes arguments. */

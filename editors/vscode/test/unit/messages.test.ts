@@ -9,6 +9,39 @@ test("valid webview messages pass, extra fields are dropped", () => {
   assert.deepEqual(parseWebviewMessage({ type: "inject", text: "also" }), { type: "inject", text: "also" });
   assert.deepEqual(parseWebviewMessage({ type: "interrupt", text: 5 }), { type: "interrupt" });
   assert.deepEqual(parseWebviewMessage({ type: "ready" }), { type: "ready" });
+  assert.deepEqual(parseWebviewMessage({ type: "loadEarlier", offset: -5 }), { type: "loadEarlier" }, "the page to load is the host's to know");
+});
+
+test("the chat's actions are validated field by field", () => {
+  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", chip: "ab12" }), { type: "submit", text: "hi", chip: "ab12" });
+  assert.deepEqual(parseWebviewMessage({ type: "openFile", path: "src/a.py", line: 3 }), { type: "openFile", path: "src/a.py", line: 3 });
+  assert.deepEqual(parseWebviewMessage({ type: "openFile", path: "a.py", line: -1 }), { type: "openFile", path: "a.py" });
+  assert.deepEqual(parseWebviewMessage({ type: "openDiff", item: 4, path: "a.py" }), { type: "openDiff", item: 4, path: "a.py" });
+  assert.deepEqual(parseWebviewMessage({ type: "undo", item: 4 }), { type: "undo", item: 4 });
+  assert.deepEqual(parseWebviewMessage({ type: "code", action: "insert", code: "x = 1\n", file: "a.py" }), { type: "code", action: "insert", code: "x = 1\n", file: "a.py" });
+  assert.deepEqual(parseWebviewMessage({ type: "permission", item: 2, outcome: "reject_with_feedback", feedback: "no" }), {
+    type: "permission",
+    item: 2,
+    outcome: "reject_with_feedback",
+    feedback: "no",
+  });
+  assert.deepEqual(parseWebviewMessage({ type: "setApproval", mode: "auto-edit" }), { type: "setApproval", mode: "auto-edit" });
+  assert.deepEqual(parseWebviewMessage({ type: "checkBackend" }), { type: "checkBackend" });
+  assert.deepEqual(parseWebviewMessage({ type: "checkPaths", paths: ["a.py"] }), { type: "checkPaths", paths: ["a.py"] });
+  for (const bad of [
+    { type: "openFile", path: "a\u0000b" },
+    { type: "openFile" },
+    { type: "openDiff", item: 0, path: "a.py" },
+    { type: "undo", item: 1.5 },
+    { type: "code", action: "run", code: "rm -rf /" },
+    { type: "code", action: "copy" },
+    { type: "permission", item: 2, outcome: "allow_forever" },
+    { type: "setApproval", mode: "yolo" },
+    { type: "checkPaths", paths: "a.py" },
+    { type: "checkPaths", paths: Array(201).fill("a.py") },
+  ]) {
+    assert.equal(parseWebviewMessage(bad), undefined, JSON.stringify(bad));
+  }
 });
 
 test("malformed webview messages are rejected", () => {
@@ -42,6 +75,9 @@ test("ollie/event params are checked", () => {
   assert.equal(parseEvent({ seq: 1, role: "assistant" }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "info", name: 5 }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "turn" })?.content, "");
+  const step = { id: "c1", kind: "read", title: "Read a.py", status: "completed", locations: [{ path: "a.py" }] };
+  const withStep = parseEvent({ session: "s", seq: 2, role: "tool", name: "call_tool", content: "ok", tool: step, steps: [step] });
+  assert.deepEqual([withStep?.tool, withStep?.steps], [step, [step]]);
 });
 
 test("ollie/stateChanged params are checked", () => {

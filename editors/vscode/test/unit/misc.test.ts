@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
-import { PROTOCOL_METHODS, parseAgentList, parseModelList } from "../../src/lib/protocol";
+import { PROTOCOL_METHODS, choicePlaceholder, parseAgentList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
 import { describeState, formatCost, statusBarText } from "../../src/lib/status";
 
@@ -52,6 +52,17 @@ test("the chat page's CSP runs only the nonce'd script and never inline code", (
   assert.ok(html.includes(`content="${csp}"`));
 });
 
+test("the chat page is accessible: a log for the transcript, labelled controls, the four approval modes", () => {
+  const html = chatHtml({ cspSource: "c", nonce: "n", scriptUri: "s.js", styleUri: "chat.css", iconsUri: "codicon.css" });
+  assert.match(html, /<main id="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0">/, "the transcript scrolls by keyboard too");
+  assert.ok(html.indexOf('href="codicon.css"') < html.indexOf('href="chat.css"'), "the icon font loads before the view's styles");
+  assert.deepEqual([...html.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1]), ["ask", "auto-edit", "auto", "read-only"]);
+  assert.match(html, /<select id="approval" aria-label="Approval mode">/);
+  // Every icon-only button says what it does.
+  for (const tag of html.match(/<button[^>]*class="icon-button"[^>]*>/g) ?? []) assert.match(tag, /aria-label="[^"]+"/);
+  assert.doesNotMatch(html, /id="state"|id="cost"/, "state and cost live in the status bar only");
+});
+
 test("the model and agent pickers' choices come from listModels and listAgents", () => {
   assert.deepEqual(parseModelList({ backend: "openai", current: "b", models: ["a", "b", 7], error: "" }), {
     current: "b",
@@ -79,4 +90,10 @@ test("the extension's command ids do not collide with the daemon's ollie.<method
   for (const id of contributed) assert.ok(!daemonCommands.has(id), `${id} collides with a daemon command`);
   const source = fs.readFileSync(path.join(root, "src", "commands.ts"), "utf8");
   for (const id of contributed) assert.ok(source.includes(`"${id}":`), `${id} is contributed but not registered`);
+});
+
+test("the model/agent pick says why it is empty instead of showing nothing", () => {
+  assert.equal(choicePlaceholder("qwen3", 3), "current: qwen3 — pick or type a name");
+  assert.equal(choicePlaceholder("qwen3", 0), "current: qwen3 — none listed (is the backend up?): type a name");
+  assert.equal(choicePlaceholder(undefined, 2), "pick or type a name");
 });

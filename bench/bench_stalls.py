@@ -1,0 +1,124 @@
+"""Event-loop stalls: the slowest `ollie/state` of one session while another does something heavy.
+
+A probe thread sends `ollie/state` for the default session back to back; its
+worst round trip (p100) during each operation is how long the daemon's one
+event loop was held. Operations: resuming a 100,000-message session, its
+`ollie/context`, `/compact` on it, and a 20,000-delta reply in another session.
+The scripted server runs in its own process. Run alone: python -m bench.bench_stalls
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.bench_memory import write_saved_sessions
+from bench.bench_relay import delta_text
+from bench.common import DAEMON, Row, child_env, percentile, private_home
+from bench.llm_process import LLMProcess
+from bench.lspwire import LSPProcess
+
+BIG = 100_000
+FLOOD = 20_000
+TARGET_MS = 50.0
+
+
+class Probe:
+    """`ollie/state` of one session, back to back in a thread; the round trips while it runs."""
+
+    def __init__(self, daemon: LSPProcess, session: str) -> None:
+        self._daemon = daemon
+        self._session = session
+        self._stop = threading.Event()
+        self.samples: list[float] = []
+        self._thread = threading.Thread(target=self._run, name="probe", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            start = time.perf_counter()
+            self._daemon.request("ollie/state", {"session": self._session}, timeout=60)
+            self.samples.append(time.perf_counter() - start)
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        time.sleep(0.05)  # a few probes before the operation starts
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        time.sleep(0.05)
+        self._stop.set()
+        self._thread.join(60)
+
+    @property
+    def worst_ms(self) -> float:
+        """The slowest round trip, ms."""
+        return max(self.samples) * 1e3 if self.samples else 0.0
+
+    @property
+    def summary(self) -> str:
+        """How many probes, their p50 and p99."""
+        return (f"{len(self.samples)} probes, p50 {percentile(self.samples, 50) * 1e3:.1f} ms, "
+                f"p99 {percentile(self.samples, 99) * 1e3:.1f} ms")
+
+
+def _worst_during(daemon: LSPProcess, probe_session: str,
+                  operation: Callable[[], object]) -> tuple[float, float, str]:
+    """(worst probe ms, seconds the operation took, the probes' summary)."""
+    with Probe(daemon, probe_session) as probe:
+        start = time.perf_counter()
+        operation()
+        took = time.perf_counter() - start
+    return probe.worst_ms, took, probe.summary
+
+
+def run() -> tuple[list[Row], list[str]]:
+    """Rows: the worst probe during each heavy operation, against the worst while idle."""
+    big = write_saved_sessions(1, BIG)[0]
+    task_state = json.dumps({"goal": "benchmark", "plan": ["compact"], "notes": "bench"})
+    with LLMProcess("openai") as srv, tempfile.TemporaryDirectory() as tmp:
+        daemon = LSPProcess(DAEMON, env=child_env(srv.env))
+        try:
+            daemon.initialize(Path(tmp))
+            probe_session = daemon.request("ollie/state", {}, timeout=60)["session"]
+            flood_session = daemon.request("ollie/session/new", {}, timeout=60)["session"]
+            idle, _, idle_probes = _worst_during(daemon, probe_session, lambda: time.sleep(1.0))
+            load, load_s, load_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
+                "ollie/session/load", {"session": big}, timeout=120))
+            context, context_s, context_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
+                "ollie/context", {"session": big, "offset": BIG - 500, "limit": 500}, timeout=120))
+            srv.script(task_state, chunk_size=4096)
+            compact, compact_s, compact_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
+                "ollie/command", {"session": big, "line": "/compact"}, timeout=120))
+            srv.script(delta_text(FLOOD))
+            flood, flood_s, flood_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
+                "ollie/submit", {"session": flood_session, "text": "flood"}, timeout=120))
+            state = daemon.request("ollie/state", {"session": big})
+        finally:
+            daemon.shutdown()
+    if state["contextSize"]["tokens"] <= 0:
+        raise RuntimeError(f"the big session looks empty: {state}")
+    rows = []
+    for label, worst, took, probes in (
+            (f"session/load of {BIG:,} messages", load, load_s, load_probes),
+            (f"ollie/context (its last 500) of {BIG:,} messages", context, context_s, context_probes),
+            (f"/compact of {BIG:,} messages", compact, compact_s, compact_probes),
+            (f"a {FLOOD:,}-delta reply in another session", flood, flood_s, flood_probes)):
+        row = Row(f"loop stall (worst ollie/state of another session) during {label}, vs idle", worst, idle,
+                  target=f"<= {TARGET_MS:.0f} ms", note=f"the operation took {took * 1e3:.0f} ms; {probes}")
+        row.ok = worst <= TARGET_MS
+        rows.append(row)
+    notes = [f"probe while idle: worst {idle:.1f} ms, {idle_probes}; big session state after compaction: "
+             f"{state['contextSize']['tokens']} tokens"]
+    return rows, notes
+
+
+if __name__ == "__main__":
+    with private_home():
+        got, extra = run()
+    for row in got:
+        print(f"{row.name}: {row.value:.1f} ms (idle {row.reference:.1f} ms) {row.verdict} {row.note}")
+    print(*extra, sep="\n")

@@ -1,0 +1,91 @@
+"""Edits the file tools made to documents open in the editor: changes of a turn that the disk does not show.
+
+A `file_edit` / `file_write` of an open document goes to the editor's buffer (unsaved), so the
+checkpoints, which read the disk, never see it. The front end's documents are wrapped so that every
+edit the editor applied is noted here with the text before and after it, per turn and path; review
+lists them with the turn's changes and undoes them through the editor. Kept in memory: unsaved
+buffers do not outlive the editor session either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollie.tools.documents import ApplyResult, EditorDocuments, Version
+from ollie.workspace import FileChange, compute_hunks
+
+
+@dataclass
+class EditorEdit:
+    """One document's change in one turn: its text before the turn's first edit and after the last."""
+
+    old_text: str
+    new_text: str
+
+    def change(self, path: str) -> FileChange:
+        """As a workspace change (`modified`, with its hunks)."""
+        return FileChange(path, "modified", self.old_text, self.new_text, hunks=compute_hunks(self.old_text, self.new_text),
+                          old_data=self.old_text.encode(), new_data=self.new_text.encode())
+
+
+class EditorEdits:
+    """The editor-buffer changes of each turn, by turn number and path relative to the session CWD."""
+
+    def __init__(self) -> None:
+        self._turns: dict[int, dict[str, EditorEdit]] = {}
+
+    def note(self, turn: int, path: str, old_text: str, new_text: str) -> None:
+        """Record that `path`'s buffer went from `old_text` to `new_text` during `turn`."""
+        edits = self._turns.setdefault(turn, {})
+        edit = edits.get(path)
+        if edit is None:
+            edits[path] = EditorEdit(old_text, new_text)
+        else:
+            edit.new_text = new_text
+        self.settle(turn, path, new_text)
+
+    def changes(self, turn: int) -> dict[str, FileChange]:
+        """The turn's buffer changes, by path."""
+        return {path: edit.change(path) for path, edit in self._turns.get(turn, {}).items()}
+
+    def settle(self, turn: int, path: str, text: str | None) -> None:
+        """The buffer of `path` now holds `text` (an undo): what is left of the change, gone when nothing is."""
+        edits = self._turns.get(turn, {})
+        edit = edits.get(path)
+        if edit is None:
+            return
+        if text is None or text == edit.old_text:
+            del edits[path]
+        else:
+            edit.new_text = text
+
+    def forget_from(self, turn: int) -> None:
+        """Drop the turns from `turn` on (a rewind cut them from the session)."""
+        for number in [n for n in self._turns if n >= turn]:
+            del self._turns[number]
+
+
+class RecordingDocuments:
+    """The front end's EditorDocuments, telling `record(path, old, new)` of each edit the editor applied."""
+
+    def __init__(self, inner: EditorDocuments, record: Callable[[Path, str, str], None]) -> None:
+        self.inner = inner
+        self._record = record
+
+    async def text(self, path: Path) -> tuple[str, Version] | None:
+        """The editor's text of `path` and its version (see EditorDocuments)."""
+        return await self.inner.text(path)
+
+    async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
+        """Apply through the editor; an applied edit is recorded with the text it replaced."""
+        before = await self.inner.text(path)
+        result = await self.inner.apply(path, new_text, version)
+        if result.status == "applied" and before is not None:
+            self._record(path, before[0], new_text)
+        return result
+
+    async def open_unsaved_paths(self) -> list[Path]:
+        """The open documents whose text differs from the disk (see EditorDocuments)."""
+        return await self.inner.open_unsaved_paths()

@@ -1,0 +1,100 @@
+"""The session history as a client draws it: tool calls and results as readable steps, cut-off replies marked.
+
+Built from the saved messages alone (no git, no file reads), with the same step code
+(ollie.agent.steps) as the live `call`/`step`/`tool` events, so a resumed session shows its
+steps as they were shown while they ran. Diffs are not saved with the history, so its steps
+have none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
+from ollie.backend.types import Message, ToolCall
+
+# Ends the content of a reply an interrupt cut short: the model reads it, a client may show it as a note.
+INTERRUPTED_REPLY = "[interrupted by the user: this reply was cut off here]"
+_ENDED: dict[str, StepStatus] = {"completed": "completed", "failed": "failed"}
+
+
+def cut_off(text: str) -> str:
+    """The content of a reply an interrupt cut short after `text`."""
+    return f"{text}\n\n{INTERRUPTED_REPLY}" if text.strip() else INTERRUPTED_REPLY
+
+
+def is_cut_off(message: Message) -> bool:
+    """Whether `message` is a reply an interrupt cut short (see `cut_off`)."""
+    return message.role == "assistant" and not message.tool_calls and message.content.endswith(INTERRUPTED_REPLY)
+
+
+def outcome_marks(inner: Sequence[ToolState]) -> list[str]:
+    """How a call's steps ended, as the session keeps it: `completed`, `failed`, `completed:12` (a step's line)."""
+    return [s.status + (f":{s.locations[0].line}" if len(s.locations) == 1 and s.locations[0].line else "")
+            for s in inner]
+
+
+def _with_marks(inner: list[ToolState], marks: Sequence[str]) -> list[ToolState]:
+    out = []
+    for state, mark in zip(inner, marks, strict=True):
+        status, _, line = mark.partition(":")
+        ended = state.with_status(_ENDED.get(status, "failed"))
+        if line.isdigit() and len(ended.locations) == 1:
+            ended = replace(ended, locations=(Location(ended.locations[0].path, int(line)),))
+        out.append(ended)
+    return out
+
+
+def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLookup | None,
+               marks: Sequence[str] | None = None) -> list[ToolState]:
+    """A call's steps as its `tool` event carried them (without diffs); `pending` while it has no result.
+
+    `marks` (the session's `step_outcomes`) say how they ended; without them (older sessions) the result's
+    text does, which is less when that text has collapsed to a summary since.
+    """
+    inner = step_states(call.id, describe(call.name, call.arguments, cwd, kind_of=kind_of))
+    if marks is not None and len(marks) == len(inner):
+        return _with_marks(inner, marks)
+    return inner if result is None else finished(inner, result)
+
+
+def _step_fields(inner: list[ToolState], call_id: str) -> dict[str, object]:
+    out: dict[str, object] = {"tool": whole_state(call_id, inner).to_wire()}
+    if len(inner) > 1:
+        out["steps"] = [s.to_wire() for s in inner]
+    return out
+
+
+def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,
+                  kind_of: KindLookup | None = None,
+                  outcomes: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
+    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`).
+
+    Calls pair with results across the whole list, so a page's steps have their status too.
+    """
+    page = messages[start:end]
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
+    wanted = {m.tool_call_id for m in page if m.role == "tool"}
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls if c.id in wanted}
+    built: dict[str, dict[str, object]] = {}  # a call and its result in one page share one description
+
+    def fields(call: ToolCall) -> dict[str, object]:
+        if call.id not in built:
+            marks = (outcomes or {}).get(call.id)
+            built[call.id] = _step_fields(call_steps(call, results.get(call.id), cwd, kind_of, marks), call.id)
+        return built[call.id]
+
+    out: list[dict[str, object]] = []
+    for message in page:
+        data = message.to_dict()
+        if message.tool_calls:
+            data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments, **fields(c)}
+                                  for c in message.tool_calls]
+        elif message.role == "tool" and (call := calls.get(message.tool_call_id)) is not None:
+            data.update(fields(call))
+        elif is_cut_off(message):
+            data["interrupted"] = True
+        out.append(data)
+    return out

@@ -1,0 +1,89 @@
+"""The session log's record format, shared by its writers and readers: constants, errors, the records of a save.
+
+See ollie.sessions.persist for the format itself; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ollie.backend.types import Message
+from ollie.errors import OllieError
+from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, validate_session_id
+
+FORMAT_VERSION = 1
+SUFFIX = ".jsonl"
+COMPACTION_SUFFIX = ".compaction.jsonl"
+# How much of a session file's end read_meta reads (a meta record is far smaller).
+META_TAIL_BYTES = 256 * 1024
+
+
+class SessionFileError(OllieError):
+    """A saved session cannot be read or written."""
+
+
+class SessionFileNotFoundError(SessionFileError, FileNotFoundError):
+    """No session with this id is saved."""
+
+
+class SessionFileCorruptError(SessionFileError):
+    """A saved session file is damaged before its last record (not a torn tail)."""
+
+
+def dumps(record: dict[str, Any]) -> bytes:
+    """One record as a line: compact JSON, "t" first (last_meta relies on it)."""
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def session_path(sessions_dir: Path, session_id: str, suffix: str = SUFFIX) -> Path:
+    """The file of a session's log (or, with `suffix`, of its compaction snapshots); ValueError for a bad id."""
+    return Path(sessions_dir) / f"{validate_session_id(session_id)}{suffix}"
+
+
+def forget_changes(session: Session) -> None:
+    """After a successful write: nothing of the session is pending any more."""
+    session.edited_indices.clear()
+    for name in TRACKED_FIELDS:
+        current = getattr(session, name, None)
+        if isinstance(current, TrackedDict):
+            current.changed_keys.clear()
+
+
+def snapshot_records(session: Session) -> Iterator[bytes]:
+    """The records of a whole session: header, every message, the closing meta."""
+    yield dumps({"t": "head", "v": FORMAT_VERSION, "id": session.id})
+    for message in session.messages:
+        yield dumps({"t": "m", "m": message.to_dict()})
+    yield dumps({"t": "meta", "n": len(session.messages), "meta": session.meta()})
+
+
+def last_meta(tail: bytes) -> dict[str, Any]:
+    """The last whole `meta` record's meta in the end of a log ({} when none is there)."""
+    # The last piece has no newline after it: a torn write or b"".
+    for line in reversed(tail.split(b"\n")[:-1]):
+        if line.startswith(b'{"t":"meta"'):  # dumps writes compact JSON, "t" first
+            try:
+                meta = json.loads(line).get("meta")
+            except ValueError:
+                continue  # a garbled final line, or the tail's cut first line
+            return dict(meta) if isinstance(meta, dict) else {}
+    return {}
+
+
+def parse_compaction_snapshots(data: bytes) -> list[tuple[dict[str, Any], list[Message]]]:
+    """The whole snapshots in a compaction log's bytes, oldest first."""
+    snapshots: list[tuple[dict[str, Any], list[Message]]] = []
+    for line in data.split(b"\n"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # an empty or torn line
+        if record.get("t") == "compaction":
+            snapshots.append((record, []))
+        elif record.get("t") == "m" and snapshots:
+            snapshots[-1][1].append(Message.from_dict(record["m"]))
+    # A snapshot whose append was cut short is incomplete: keep only whole ones.
+    return [(head, msgs) for head, msgs in snapshots if len(msgs) == head.get("n")]

@@ -1,0 +1,92 @@
+"""Saved session logs without loading them: which are saved, their latest meta, their compaction snapshots.
+
+Files in the sessions dir, or a PostgreSQL store's rows when OLLIE_STORE names one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ollie.backend.types import Message
+from ollie.sessions.logformat import (
+    COMPACTION_SUFFIX,
+    META_TAIL_BYTES,
+    SUFFIX,
+    last_meta,
+    parse_compaction_snapshots,
+    session_path,
+)
+from ollie.sessions.session import is_valid_session_id, validate_session_id
+
+
+def database() -> str:
+    """The PostgreSQL store sessions are kept in ("" = files in the sessions dir)."""
+    from ollie.sessions.location import store_url
+
+    return store_url()
+
+
+def read_meta(sessions_dir: Path | str, session_id: str) -> dict[str, Any]:
+    """The saved session's latest meta (title, cwd, totals; no tracked maps), read from the file's end.
+
+    Every commit ends with a whole `meta` record, so a listing reads the tail (a
+    database: the last round), not the history. {} when the session is not saved.
+    """
+    if not is_valid_session_id(session_id):
+        return {}
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        return last_meta(pg_log.last_round(url, session_id))
+    try:
+        with open(session_path(Path(sessions_dir), session_id), "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - META_TAIL_BYTES))
+            tail = fh.read()
+    except FileNotFoundError:
+        return {}
+    return last_meta(tail)
+
+
+def list_saved(sessions_dir: Path | str) -> list[str]:
+    """Ids of the saved sessions, oldest first (ids sort by creation time)."""
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        ids = [i for i in pg_log.saved_ids(url) if is_valid_session_id(i)]
+        return sorted(ids, key=lambda s: (len(s), s))
+    return list_saved_files(sessions_dir)
+
+
+def list_saved_files(sessions_dir: Path | str) -> list[str]:
+    """Ids of the session files in `sessions_dir`, oldest first (whatever OLLIE_STORE says)."""
+    root = Path(sessions_dir)
+    if not root.is_dir():
+        return []
+    ids = []
+    for entry in root.iterdir():
+        name = entry.name
+        if name.endswith(SUFFIX) and not name.endswith(COMPACTION_SUFFIX):
+            session_id = name[: -len(SUFFIX)]
+            if is_valid_session_id(session_id):
+                ids.append(session_id)
+    return sorted(ids, key=lambda s: (len(s), s))
+
+
+def read_compaction_snapshots(sessions_dir: Path | str, session_id: str) -> list[tuple[dict[str, Any], list[Message]]]:
+    """The pre-compaction histories saved for a session, oldest first: (header, messages) pairs."""
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        return parse_compaction_snapshots(pg_log.compactions(url, validate_session_id(session_id)))
+    path = session_path(Path(sessions_dir), session_id, COMPACTION_SUFFIX)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return parse_compaction_snapshots(data)

@@ -1,0 +1,156 @@
+"""Leases: a live session is held by one process at a time, kept by a heartbeat, taken over once it lapses.
+
+A lease row names its holder (host, pid, user). The holder renews it every third
+of the TTL; a process that dies stops renewing, and once `ttl` seconds pass
+without a heartbeat (by the database's clock, so machines' clocks never matter)
+another process may take the session over. Every round a holder writes checks
+the lease in the same statement, so a holder that lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ollie.log import get_logger
+from ollie.sessions.errors import SessionError
+from ollie.sessions.location import setting
+
+if TYPE_CHECKING:
+    from ollie.sessions.pg.store import PgConn, PgStore
+    from ollie.sessions.store import Conn
+
+log = get_logger("ollie.sessions.lease")
+
+TTL_VAR = "OLLIE_LEASE_TTL"
+DEFAULT_TTL_S = 30.0
+
+_ACQUIRE = """
+INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at)
+VALUES (?, ?, ?, ?, ?, now(), now())
+ON CONFLICT (session_id) DO UPDATE SET
+    holder = EXCLUDED.holder, host = EXCLUDED.host, pid = EXCLUDED.pid, user_id = EXCLUDED.user_id,
+    acquired_at = CASE WHEN session_leases.holder = EXCLUDED.holder THEN session_leases.acquired_at ELSE now() END,
+    heartbeat_at = now()
+WHERE session_leases.holder = EXCLUDED.holder OR session_leases.heartbeat_at < now() - make_interval(secs => ?)
+RETURNING holder
+"""
+
+
+class SessionLeasedError(SessionError):
+    """The session is live in another process (the message names where); it can be taken over once that lapses."""
+
+    rpc_code = -32007
+
+
+class LeaseLostError(SessionError):
+    """This process's lease on a session lapsed and another took the session over: its rounds are refused."""
+
+    rpc_code = -32007
+
+
+def ttl_s() -> float:
+    """The lease TTL in seconds (OLLIE_LEASE_TTL, default 30)."""
+    try:
+        value = float(setting(TTL_VAR) or DEFAULT_TTL_S)
+    except ValueError:
+        return DEFAULT_TTL_S
+    return value if value > 0 else DEFAULT_TTL_S
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone().isoformat(timespec="seconds")
+
+
+def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
+    """Of these sessions, those another process holds live (its lease not lapsed): id -> "<host> (pid <pid>)"."""
+    rows = conn.execute(
+        "SELECT session_id, host, pid FROM session_leases WHERE session_id = ANY(?) "
+        "AND heartbeat_at >= now() - make_interval(secs => ?) AND NOT (host = ? AND pid = ?)",
+        (list(session_ids), ttl_s(), socket.gethostname(), os.getpid())).fetchall()
+    return {str(sid): f"{host} (pid {pid})" for sid, host, pid in rows}
+
+
+class Leases:
+    """The leases one process holds in one store, and the thread that keeps them alive."""
+
+    def __init__(self, store: PgStore, *, user: str, ttl: float | None = None) -> None:
+        self.store = store
+        self.user = user
+        self.ttl = ttl or ttl_s()
+        self.host = socket.gethostname()
+        self.holder = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, conn: PgConn, session_id: str) -> None:
+        """Hold `session_id` (again), or SessionLeasedError naming where it is live."""
+        row = conn.execute(_ACQUIRE, (session_id, self.holder, self.host, os.getpid(), self.user, self.ttl)).fetchone()
+        if row is None:
+            other = conn.execute(
+                "SELECT host, pid, user_id, acquired_at, heartbeat_at, now() FROM session_leases WHERE session_id = ?",
+                (session_id,)).fetchone()
+            if other is not None:
+                host, pid, user, since, beat, now = other
+                left = max(0.0, self.ttl - (now - beat).total_seconds())
+                raise SessionLeasedError(
+                    f"session {session_id} is live on {host} (pid {pid}, user {user}) since {_when(since)}: "
+                    f"close it there first; if that process died, its lease lapses {left:.0f} s from now "
+                    f"({self.ttl:.0f} s after its last heartbeat) and the session can then be resumed here")
+            return self.acquire(conn, session_id)  # released between the two statements: try again
+        with self._lock:
+            self._held.add(session_id)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._beat, name="ollie-leases", daemon=True)
+                self._thread.start()
+
+    def holds(self, session_id: str) -> bool:
+        """Whether this process holds the session's lease (as far as the last heartbeat knows)."""
+        with self._lock:
+            return session_id in self._held
+
+    def release(self, session_id: str) -> None:
+        """Give the lease up (if it is still ours): another process may resume the session at once."""
+        with self._lock:
+            self._held.discard(session_id)
+        with self.store.connection() as conn:
+            conn.execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, self.holder))
+
+    def close(self) -> None:
+        """Stop the heartbeat and release every lease held."""
+        self._stop.set()
+        with self._lock:
+            held, self._held = list(self._held), set()
+        if held:
+            try:
+                with self.store.connection() as conn:
+                    conn.execute("DELETE FROM session_leases WHERE holder = ?", (self.holder,))
+            except SessionError as exc:
+                log.warning("could not release leases: %s", exc)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            with self._lock:
+                held = sorted(self._held)
+            if not held:
+                continue
+            try:
+                with self.store.connection() as conn:
+                    kept = {r[0] for r in conn.execute(
+                        "UPDATE session_leases SET heartbeat_at = now() WHERE holder = ? AND session_id = ANY(?) "
+                        "RETURNING session_id", (self.holder, held))}
+            except SessionError as exc:
+                log.warning("lease heartbeat failed: %s", exc)
+                continue
+            lost = set(held) - kept
+            if lost:
+                log.warning("leases lost (taken over after lapsing): %s", ", ".join(sorted(lost)))
+                with self._lock:
+                    self._held -= lost

@@ -1,0 +1,306 @@
+"""Session logs in PostgreSQL: the records of the file format, one row per round, under a lease.
+
+A round is the bytes a SessionFile would append to its file (messages, edits and
+the closing `meta`), inserted as one row by one statement: it lands whole or not
+at all, so a crash loses at most the round being written. A snapshot (compaction,
+/clear) replaces the rows in one transaction. Resume reads the rows in order and
+SessionFile parses them as it parses a file: one format, one parser, two stores.
+
+Writes run on the log's own worker thread, in order, so the engine's `save`
+never waits on the network. A failed write is reported at once (`on_failure`,
+from the writer thread: the engine tells the user), the rounds queued after it
+are dropped (they cannot follow a missing one), and the SessionFile's next save
+writes the whole session again; `flush` raises a failure no snapshot has healed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+import threading
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from ollie.log import get_logger
+from ollie.sessions.errors import ForbiddenError, SessionError
+from ollie.sessions.location import user_teams
+from ollie.sessions.pg.lease import LeaseLostError, Leases
+from ollie.sessions.pg.store import PgStore
+from ollie.sessions.types import os_user
+
+log = get_logger("ollie.sessions.pg")
+
+# One statement, one transaction: the round lands only while this process holds the lease (the lease row
+# locked until it commits, so a takeover waits for it) and only after the round it follows, of the same epoch
+# (a snapshot starts a new epoch: a writer that missed it appends nothing).
+_INSERT_ROUND = """
+INSERT INTO session_rounds (session_id, seq, epoch, data)
+SELECT ?, ?, ?, ?
+WHERE EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ? FOR SHARE)
+  AND EXISTS (SELECT 1 FROM session_rounds WHERE session_id = ? AND seq = ? AND epoch = ?)
+"""
+
+
+# A session is this process's to list and resume unless its registry record names another user and is not
+# shared to one of this process's team channels (TEAM.md): the terminal's `--session` and `/sessions` reach
+# the log without asking the registry. A log with no record (the registry refused it) is not refused.
+_VISIBLE = ("NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = {id} AND s.user_id <> ? "
+            "AND NOT (s.team <> '' AND s.team = ANY(string_to_array(?, ','))))")
+
+
+def _reader() -> tuple[str, str]:
+    """The parameters of `_VISIBLE`: this process's user and its team channels (comma-joined)."""
+    return os_user(), ",".join(user_teams())
+
+
+class LogReplacedError(SessionError):
+    """Another writer replaced the session's log since this one last wrote: its round was not appended."""
+
+
+class LogWriteError(SessionError):
+    """A write of the session's log failed (the database said why)."""
+
+
+_stores: dict[str, tuple[PgStore, Leases]] = {}
+_stores_lock = threading.Lock()
+# The logs open in this process: a read drains their queued writes first (a process reads its own writes).
+_open: weakref.WeakSet[PgRounds] = weakref.WeakSet()
+
+
+def shared(url: str) -> tuple[PgStore, Leases]:
+    """This process's store and leases for `url` (opened, and migrated, on first use)."""
+    with _stores_lock:
+        found = _stores.get(url)
+        if found is None:
+            store = PgStore(url, max_size=8)
+            found = _stores[url] = (store, Leases(store, user=os_user()))
+        return found
+
+
+def close_all() -> None:
+    """Release every lease and close every store this process opened (at exit, and between tests)."""
+    for rounds in list(_open):
+        rounds.shutdown()
+    with _stores_lock:
+        opened = list(_stores.values())
+        _stores.clear()
+    for store, leases in opened:
+        leases.close()
+        store.close()
+
+
+atexit.register(close_all)
+
+
+class PgRounds:
+    """The rows of one session's log (a SessionFile's LogStorage); reading it to resume takes the lease."""
+
+    def __init__(self, url: str, session_id: str) -> None:
+        self.url = url
+        self.session_id = session_id
+        self.store, self.leases = shared(url)
+        self.on_failure: Callable[[BaseException], None] = lambda exc: None
+        self._seq = 0
+        self._epoch = 0
+        self._broken_epoch: int | None = None  # the writer's: rounds of this epoch cannot land (one failed)
+        self._writer: ThreadPoolExecutor | None = None
+        self._failure: BaseException | None = None
+        _open.add(self)
+
+    def read(self) -> bytes | None:
+        """Take the lease (SessionLeasedError when the session is live elsewhere), then every round in order."""
+        _drain(self.url, self.session_id)
+        with self.store.transaction() as conn:
+            visible = conn.execute(f"SELECT 1 WHERE {_VISIBLE.format(id='?')}", (self.session_id, *_reader()))
+            if visible.fetchone() is None:
+                raise ForbiddenError(f"session {self.session_id} belongs to another user")
+            self.leases.acquire(conn, self.session_id)
+            rows = conn.execute("SELECT seq, epoch, data FROM session_rounds WHERE session_id = ? ORDER BY seq",
+                                (self.session_id,)).fetchall()
+        if not rows:
+            self.leases.release(self.session_id)
+            return None
+        self._seq, self._epoch = int(rows[-1][0]), int(rows[-1][1])
+        return b"".join(bytes(r[2]) for r in rows)
+
+    def append(self, payload: bytes) -> None:
+        """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed)."""
+        self._seq += 1
+        self._submit(self._guarded, self._epoch, self._insert_round, self._seq, self._epoch, payload)
+
+    def replace(self, payload: bytes) -> None:
+        """Queue a snapshot replacing every round (a new epoch): it heals an earlier failure, so that is forgotten."""
+        self._failure = None
+        self._seq, self._epoch = 1, secrets.randbits(62)
+        self._submit(self._guarded, self._epoch, self._replace_rounds, self._epoch, payload)
+
+    def add_compaction(self, payload: bytes) -> None:
+        """Queue a pre-compaction history (kept for recovery)."""
+        self._submit(self._guarded, None, self._insert_compaction, payload)
+
+    def exists(self) -> bool:
+        """Whether the session has saved rounds."""
+        return last_round(self.url, self.session_id) != b""
+
+    def delete(self) -> None:
+        """Remove the rounds, the compaction snapshots and the lease."""
+        self._wait()
+        self._delete_rows()
+
+    def discard(self) -> None:
+        """`delete` without waiting: queued on the writer, which then ends (the log is not written again)."""
+        self._submit(self._logged, self._delete_rows)
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=False)  # the queued work still runs
+
+    def flush(self) -> None:
+        """Wait until every write so far is done; raise the first failure not yet raised."""
+        self._wait()
+        self._raise_failure()
+
+    def close(self) -> None:
+        """Flush, stop the writer, give up the lease."""
+        try:
+            self.flush()
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop the writer (after its queue) and give up the lease, raising nothing."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+        if self.leases.holds(self.session_id):
+            try:
+                self.leases.release(self.session_id)
+            except SessionError as exc:
+                log.warning("could not release the lease of %s: %s", self.session_id, exc)
+
+    # --- the writer thread --------------------------------------------------
+
+    def _raise_failure(self) -> None:
+        """Raise a failed write's error once (no snapshot has rewritten the log since)."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def _wait(self) -> None:
+        if self._writer is not None:
+            self._writer.submit(lambda: None).result()
+
+    def _submit(self, fn: Callable[..., None], *args: object) -> None:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ollie-log-{self.session_id}")
+        self._writer.submit(fn, *args)
+
+    def _logged(self, fn: Callable[..., None], *args: object) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - nobody waits for it: logged
+            log.warning("session log cleanup failed: %s", exc, extra={"session": self.session_id})
+
+    def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
+        """Run one write of `epoch` (None: outside the rounds); a failure is reported now and raised by `flush`."""
+        if epoch is not None and epoch == self._broken_epoch:
+            return  # a round after a failed one cannot land: the next save writes the whole session
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - reported through on_failure, raised by flush, and logged
+            log.error("session save failed: %s", exc, extra={"session": self.session_id})
+            if epoch is not None:
+                self._broken_epoch = epoch
+                if epoch != self._epoch:
+                    return  # a snapshot is queued already: it writes what this failed to
+            error = exc if isinstance(exc, SessionError) else LogWriteError(f"session {self.session_id}: saving "
+                                                                            f"failed: {exc}")
+            if self._failure is None:
+                self._failure = error
+            self.on_failure(error)
+
+    def _insert_round(self, seq: int, epoch: int, payload: bytes) -> None:
+        sid = self.session_id
+        with self.store.connection() as conn:
+            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, sid, self.leases.holder, sid, seq - 1,
+                                                  epoch))
+            if cursor.rowcount == 1:
+                return
+            held = conn.execute("SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ?",
+                                (sid, self.leases.holder)).fetchone()
+        if held is None:
+            raise LeaseLostError(f"session {sid}: this process's lease lapsed and another took the session over; "
+                                 "this round was not saved")
+        raise LogReplacedError(f"session {sid}: another writer replaced the log; the next save writes it whole")
+
+    def _delete_rows(self) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
+            conn.execute("DELETE FROM session_compactions WHERE session_id = ?", (self.session_id,))
+        self.leases.release(self.session_id)
+
+    def _replace_rounds(self, epoch: int, payload: bytes) -> None:
+        with self.store.transaction() as conn:
+            self.leases.acquire(conn, self.session_id)
+            conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
+            conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data) VALUES (?, 1, ?, ?)",
+                         (self.session_id, epoch, payload))
+
+    def _insert_compaction(self, payload: bytes) -> None:
+        with self.store.connection() as conn:
+            conn.execute("INSERT INTO session_compactions (session_id, data) VALUES (?, ?)", (self.session_id, payload))
+
+
+def _drain(url: str, session_id: str | None = None) -> None:
+    """Wait for this process's queued writes (of one session, or all) to the store at `url`."""
+    for rounds in list(_open):
+        if rounds.url == url and session_id in (None, rounds.session_id):
+            rounds._wait()
+
+
+def close_logs(url: str, session_id: str) -> None:
+    """Close this process's logs of the session: their writes stored, the lease given up."""
+    for rounds in list(_open):
+        if rounds.url == url and rounds.session_id == session_id:
+            rounds.close()
+
+
+# --- reads without a lease (listings, read-only loads) ---------------------------------------------
+
+
+def read_rounds(url: str, session_id: str) -> bytes | None:
+    """Every round of the session in order (None when it is not saved)."""
+    _drain(url, session_id)
+    store, _ = shared(url)
+    with store.reading() as conn:
+        rows = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq",
+                            (session_id,)).fetchall()
+    return b"".join(bytes(r[0]) for r in rows) if rows else None
+
+
+def last_round(url: str, session_id: str) -> bytes:
+    """The session's last round (b"" when it is not saved): it ends with the latest meta."""
+    _drain(url, session_id)
+    store, _ = shared(url)
+    with store.reading() as conn:
+        row = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+                           (session_id,)).fetchone()
+    return bytes(row[0]) if row else b""
+
+
+def saved_ids(url: str) -> list[str]:
+    """The ids of the sessions with saved rounds (this user's and its teams')."""
+    _drain(url)
+    store, _ = shared(url)
+    with store.reading() as conn:
+        return [r[0] for r in conn.execute(f"SELECT DISTINCT session_id FROM session_rounds WHERE "
+                                           f"{_VISIBLE.format(id='session_rounds.session_id')}", _reader())]
+
+
+def compactions(url: str, session_id: str) -> bytes:
+    """The session's pre-compaction histories, joined in order."""
+    _drain(url, session_id)
+    store, _ = shared(url)
+    with store.reading() as conn:
+        rows = conn.execute("SELECT data FROM session_compactions WHERE session_id = ? ORDER BY seq", (session_id,))
+        return b"".join(bytes(r[0]) for r in rows)

@@ -1,0 +1,226 @@
+"""The registry's PostgreSQL store: a psycopg pool; each write one transaction, serialised per key where it must be.
+
+psycopg is imported here only, so only a PostgreSQL store needs it. The calls
+are synchronous, like the SQLite store's: the daemon and the engine run them on
+their registry worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ollie.sessions.errors import SessionError
+from ollie.sessions.location import STORE_VAR, redact
+from ollie.sessions.schema import pending
+from ollie.sessions.store import Conn, Cursor, DuplicateError, StoreBusyError
+
+# The pool reports each failed reconnect as a warning; with no handler Python would print it on the terminal's
+# screen. Where ollie configures logging they still reach its log; the user hears of a failure from ollie itself.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+# The key of the advisory lock that serialises migrations of one database (two daemons starting at once).
+MIGRATION_LOCK = 0x011E5C4E
+
+
+class StoreUnavailableError(SessionError, ConnectionError):
+    """The PostgreSQL server cannot be reached (or dropped the connection). An OSError, as a missing file is."""
+
+
+_DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main", "sessions_one_binding": "binding"}
+_placeholders: dict[str, str] = {}
+
+
+def _pg_sql(sql: str) -> str:
+    """The registry's `?` placeholders as psycopg's `%s` (cached: the registry has a few dozen statements)."""
+    converted = _placeholders.get(sql)
+    if converted is None:
+        converted = _placeholders[sql] = sql.replace("%", "%%").replace("?", "%s")
+    return converted
+
+
+class PgConn:
+    """A pooled psycopg connection with the store's common face."""
+
+    no_limit = "ALL"
+
+    def __init__(self, conn: psycopg.Connection[Any], where: str) -> None:
+        self.raw = conn
+        self._where = where
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor:
+        try:
+            return self.raw.execute(_pg_sql(sql), list(params))  # type: ignore[arg-type]  # built, not literal, SQL
+        except pg_errors.UniqueViolation as exc:
+            constraint = exc.diag.constraint_name or ""
+            raise DuplicateError(_DUPLICATES.get(constraint, constraint), str(exc)) from None
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(f"{self._where}: {exc}") from exc
+
+
+def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
+    """One connection outside the pool, or StoreUnavailableError at once with libpq's reason (a refused
+    password, an unknown host, a server that is down): the pool would retry until its timeout and then say only
+    that it timed out."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        password = _password(url)
+        if password:
+            reason = reason.replace(password, "***")  # libpq quotes a malformed URL back whole
+        raise StoreUnavailableError(f"session store {STORE_VAR}={where}: cannot connect: {reason}") from None
+
+
+def _password(url: str) -> str:
+    """The password a URL carries ("" for none, or for a URL libpq cannot parse)."""
+    try:
+        return str(conninfo_to_dict(url).get("password") or "")
+    except psycopg.Error:
+        return ""
+
+
+class PgStore:
+    """A pool of connections to one PostgreSQL database (its schema migrated on open)."""
+
+    def __init__(self, url: str, *, busy_timeout_s: float = 10.0, migrate: bool = True, max_size: int = 4) -> None:
+        self.url = url
+        self._busy_timeout_s = busy_timeout_s
+        # `check` on each checkout (an empty query, one round trip): after a server restart or a dropped
+        # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
+        self._down = threading.Event()  # the server was found down: connect directly until the pool is back
+        self._probe_timeout_s = min(2.0, busy_timeout_s)
+        _connect(url, self.location, busy_timeout_s).close()
+        self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=busy_timeout_s, num_workers=1,
+                                    kwargs={"autocommit": True, "connect_timeout": max(1, int(busy_timeout_s))},
+                                    check=ConnectionPool.check_connection, name="ollie-store")
+        try:
+            self._pool.open(wait=True, timeout=busy_timeout_s)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreUnavailableError(f"{self.location}: cannot connect within {busy_timeout_s} s") from exc
+        self._closed = threading.Event()
+        if migrate:
+            self.migrate()
+
+    @property
+    def location(self) -> str:
+        """Where the store is, for messages: the URL without its password."""
+        return redact(self.url)
+
+    @property
+    def path(self) -> str:
+        """The same as `location` (the SQLite store's `path` is its file)."""
+        return self.location
+
+    def close(self) -> None:
+        """Close every connection of the pool."""
+        self._closed.set()
+        self._pool.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[PgConn]:
+        """A connection of the pool, in autocommit mode (each statement its own transaction).
+
+        The pool alone would make every call wait out its timeout while the server is down, and again while
+        it reconnects with a back-off once the server is back. So after a wait that found the server down, each
+        call connects on its own: refused at once while the server is still down, served at once once it is
+        back, until the pool has a connection again.
+        """
+        if self._down.is_set():
+            with _connect(self.url, self.location, self._probe_timeout_s) as direct:
+                if self._pool.get_stats().get("pool_available", 0):
+                    self._down.clear()  # the pool has reconnected: back to it from the next call
+                yield PgConn(direct, self.location)
+            return
+        entered = False
+        try:
+            with self._pool.connection() as conn:
+                entered = True
+                yield PgConn(conn, self.location)
+        except PoolTimeout as exc:
+            if entered:
+                raise StoreBusyError(f"{self.location}: no connection free after {self._busy_timeout_s} s") from exc
+            try:
+                direct = _connect(self.url, self.location, self._probe_timeout_s)
+            except StoreUnavailableError:
+                self._down.set()
+                raise
+            with direct:  # the server answers: the pool is busy, or still reconnecting
+                yield PgConn(direct, self.location)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(f"{self.location}: {exc}") from exc
+
+    def version(self) -> int:
+        """The schema version of the database (0 before the first migration)."""
+        with self.connection() as conn:
+            exists = conn.execute("SELECT to_regclass('ollie_schema') IS NOT NULL").fetchone()[0]
+            if not exists:
+                return 0
+            row = conn.execute("SELECT version FROM ollie_schema").fetchone()
+            return int(row[0]) if row else 0
+
+    def migrate(self) -> tuple[int, int]:
+        """Bring the schema up to this ollie's version, in one transaction; (version before, version after)."""
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS ollie_schema (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT version FROM ollie_schema").fetchone()
+            before = int(row[0]) if row else 0
+            if row is None:
+                conn.execute("INSERT INTO ollie_schema (version) VALUES (0)")
+            after = before
+            for migration in pending(before, self.location):
+                for statement in migration.statements(postgres=True):
+                    conn.execute(statement)
+                after = migration.version
+            if after != before:
+                conn.execute("UPDATE ollie_schema SET version = ?", (after,))
+        return before, after
+
+    def _commit(self, conn: PgConn) -> None:
+        """COMMIT; a separate method so tests can simulate a lost acknowledgement."""
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self, *, on_commit_failure: Callable[[str], Exception] | None = None) -> Iterator[PgConn]:
+        """A write transaction: all or nothing. `on_commit_failure` builds the error of a failed COMMIT."""
+        with self.connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                with suppress(psycopg.Error):
+                    conn.raw.execute("ROLLBACK")
+                raise
+            try:
+                self._commit(conn)
+            except Exception as exc:
+                with suppress(psycopg.Error):
+                    conn.raw.execute("ROLLBACK")
+                if on_commit_failure is not None:
+                    raise on_commit_failure(str(exc)) from exc
+                raise
+
+    @contextmanager
+    def reading(self) -> Iterator[PgConn]:
+        """A connection for reads (each statement sees the database as committed when it starts)."""
+        with self.connection() as conn:
+            yield conn
+
+    def lock(self, conn: Conn, key: str) -> None:
+        """Serialise the rest of the transaction with every other one locking `key`, on any machine.
+
+        READ COMMITTED re-reads at each statement, so after this lock the transaction
+        sees what the previous holder committed: a read-then-write under the lock
+        cannot interleave with another's.
+        """
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))

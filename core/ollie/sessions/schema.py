@@ -1,0 +1,101 @@
+"""The registry's schema as versioned migrations, shared by the SQLite and the PostgreSQL store.
+
+Migration n brings a store from version n-1 to n: `common` runs on both, `postgres`
+only on PostgreSQL (the session logs and leases, which SQLite keeps in files). A
+store whose version is newer than SCHEMA_VERSION was written by a newer ollie and
+is refused, never written to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ollie.sessions.errors import SessionError
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: the statements of both stores and those of PostgreSQL alone."""
+
+    version: int
+    summary: str
+    common: str
+    postgres: str = ""
+
+    def statements(self, *, postgres: bool) -> list[str]:
+        """The step's statements, in order, for one kind of store."""
+        text = self.common + (";" + self.postgres if postgres else "")
+        return [s.strip() for s in text.split(";") if s.strip()]
+
+
+class StoreVersionError(SessionError):
+    """The store's schema is newer than this ollie: refused, so an older ollie never damages it."""
+
+
+# Timestamps are microseconds since the epoch (BIGINT: SQLite's INTEGER is 64-bit anyway).
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "sessions, one active main per user and agent, one active session per binding", """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    group_id TEXT NOT NULL DEFAULT '',
+    guest_id TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    created_at BIGINT,
+    last_active BIGINT,
+    last_turn_started_at BIGINT,
+    last_turn_completed_at BIGINT,
+    last_turn_result TEXT NOT NULL DEFAULT '',
+    last_viewed_at BIGINT,
+    archived INTEGER NOT NULL DEFAULT 0,
+    latest_seq BIGINT NOT NULL DEFAULT 0,
+    binding TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX sessions_one_main ON sessions(user_id, agent_id) WHERE kind = 'main' AND archived = 0;
+CREATE UNIQUE INDEX sessions_one_binding ON sessions(binding) WHERE binding <> '' AND archived = 0;
+CREATE INDEX sessions_by_owner ON sessions(user_id, agent_id, last_active);
+CREATE INDEX sessions_by_agent ON sessions(agent_id, last_active)
+"""),
+    Migration(2, "team channels; on PostgreSQL the session logs (a row per round) and the leases", """
+ALTER TABLE sessions ADD COLUMN team TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_team ON sessions(team) WHERE team <> ''
+""", """
+CREATE TABLE session_rounds (
+    session_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    -- Set by the snapshot a round follows: a round appends only to the log its writer last saw.
+    epoch BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE session_compactions (
+    session_id TEXT NOT NULL,
+    seq BIGSERIAL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE session_leases (
+    session_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    user_id TEXT NOT NULL,
+    acquired_at TIMESTAMPTZ NOT NULL,
+    heartbeat_at TIMESTAMPTZ NOT NULL
+)
+"""),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def pending(version: int, where: str) -> list[Migration]:
+    """The migrations a store at `version` needs; StoreVersionError when it is newer than this code."""
+    if version > SCHEMA_VERSION:
+        raise StoreVersionError(
+            f"{where}: the store's schema is version {version}, newer than this ollie's ({SCHEMA_VERSION}): "
+            "upgrade ollie on this machine (an older ollie never writes to a newer store)")
+    return [m for m in MIGRATIONS if m.version > version]

@@ -1,0 +1,98 @@
+"""The editor's knowledge as a front end provides it: diagnostics, definitions, references, symbols, open files.
+
+Paths are absolute both ways; the tools (ollie.tools.editor.answers) make them
+relative to the session CWD and drop what lies outside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from ollie.errors import OllieError
+
+Severity = Literal["error", "warning", "information", "hint"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "information", "hint")
+
+
+class EditorUnavailable(OllieError):
+    """The editor could not answer (it failed, answered an error, or took too long); the text says which."""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One diagnostic of a language server the editor runs; positions 1-based, columns in characters."""
+
+    path: Path
+    line: int
+    column: int
+    severity: Severity
+    message: str
+    source: str = ""
+    code: str = ""
+    end_line: int | None = None
+    end_column: int | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    """A place in a file (a definition, a reference): 1-based line and column, optional end."""
+
+    path: Path
+    line: int
+    column: int
+    end_line: int | None = None
+    end_column: int | None = None
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A workspace symbol: its name, lower-case kind (`function`, `class`...), where it is, what contains it."""
+
+    name: str
+    kind: str
+    path: Path
+    line: int
+    column: int
+    container: str = ""
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    """A file open in the editor: whether it is the focused one, whether it has unsaved changes."""
+
+    path: Path
+    focused: bool = False
+    dirty: bool = False
+
+
+class EditorKnowledge(Protocol):
+    """What the editor knows (see docs/ENGINE-API.md, "Editor knowledge"); each method may raise EditorUnavailable."""
+
+    async def diagnostics(self, paths: list[Path] | None) -> list[Diagnostic]:
+        """The diagnostics of `paths` (None: of every file the editor knows), unsaved buffers included."""
+        ...
+
+    async def definition(self, path: Path, line: int, column: int) -> list[Span]:
+        """Where the symbol at that 1-based position is defined ([] when the editor knows none)."""
+        ...
+
+    async def references(self, path: Path, line: int, column: int) -> list[Span]:
+        """Every reference to the symbol at that 1-based position, its declaration included."""
+        ...
+
+    async def symbols(self, query: str) -> list[Symbol]:
+        """The workspace symbols matching `query`."""
+        ...
+
+    async def open_files(self) -> list[OpenFile]:
+        """The files open in the editor."""
+        ...
+
+
+@runtime_checkable
+class EditorSetter(Protocol):
+    """A tool server that offers the editor tools once a front end provides the editor's knowledge."""
+
+    def set_editor(self, editor: EditorKnowledge | None) -> None: ...

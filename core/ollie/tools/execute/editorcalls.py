@@ -1,0 +1,60 @@
+"""The editor tools inside call_tool: listed like tool scripts, answered in-process by the front end's editor.
+
+They are offered only while a front end provides the editor's knowledge
+(`ExecuteServer.set_editor`). Each is a ToolScript with no file behind it
+(`parallel read`, so it runs beside other reads), never a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ollie.tools.editor.answers import answer
+from ollie.tools.editor.knowledge import EditorKnowledge, EditorUnavailable
+from ollie.tools.editor.specs import TOOLS, EditorArgumentError, parse_query
+from ollie.tools.execute.args import ScriptCall
+from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.languages import language
+from ollie.tools.execute.results import Section
+from ollie.tools.execute.spawn import RunOutcome
+from ollie.tools.execute.tool import ToolScript
+
+# No script lives here: the path only marks a script as answered by the editor.
+EDITOR_ROOT = Path("/nonexistent/ollie-editor-tools")
+EDITOR_SCRIPTS: dict[str, ToolScript] = {
+    tool.name: ToolScript(
+        name=tool.name, path=EDITOR_ROOT / tool.name, language=language("bash"), shebang_flags=(),
+        description=tool.description, args=tool.args, parallel="read", tier=tool.tier, kind=tool.kind,
+    )
+    for tool in TOOLS.values()
+}
+
+
+def is_editor_script(script: ToolScript) -> bool:
+    """Whether `script` is one of the editor tools (answered in-process, never run)."""
+    return script.path.parent == EDITOR_ROOT
+
+
+def _outcome(text: str, limit: int) -> RunOutcome:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return RunOutcome(stdout=data, exit_code=0)
+    return RunOutcome(stdout=data[:limit].decode("utf-8", errors="ignore").encode("utf-8"), exit_code=0, truncated=True)
+
+
+async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript, label: str,
+                          editor: EditorKnowledge | None) -> Section:
+    """Answer one editor-tool call from the editor, within the call's time; failures are error sections."""
+    if editor is None:
+        return Section(label, RunOutcome(error=f"{script.name}: no editor is connected to this session"))
+    if call.elevated:
+        return Section(label, RunOutcome(error=f"{script.name} asks the editor and runs nothing: drop `elevated`"))
+    try:
+        query = parse_query(script.name, call.args)
+        text = await asyncio.wait_for(answer(editor, query, ctx.runner.cwd), max(ctx.deadline.remaining(), 0.01))
+    except (EditorArgumentError, EditorUnavailable) as exc:
+        return Section(label, RunOutcome(error=str(exc)))
+    except TimeoutError:
+        return Section(label, RunOutcome(error=f"{script.name}: the editor did not answer within {ctx.timeout:g} s"))
+    return Section(label, _outcome(text, ctx.runner.output_limit))

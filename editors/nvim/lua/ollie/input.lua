@@ -1,0 +1,137 @@
+-- The input area: a small buffer of its own under the transcript, where the prompt is typed. Nothing
+-- else ever writes into it. Completes slash commands (with their descriptions) and `#` context tags.
+local config = require("ollie.config")
+local context = require("ollie.context")
+
+local M = {}
+
+---The slash commands from ollie/listCommands (nil until the daemon answered once).
+---@type {name: string, args: string, description: string}[]|nil
+M.commands = nil
+local fetching = false
+
+---Ask the daemon for its slash commands (once; async).
+function M.load_commands()
+  if M.commands or fetching then
+    return
+  end
+  fetching = true
+  require("ollie.client").request("ollie/listCommands", vim.empty_dict(), function(err, res)
+    fetching = false
+    if not err and res then
+      M.commands = res.commands or {}
+    end
+  end)
+end
+
+---Map a configured key (`config.keymaps[name]`, mode -> lhs) in a buffer.
+---@param buf integer
+---@param name string
+---@param fn function
+function M.map(buf, name, fn)
+  for mode, lhs in pairs(config.options.keymaps[name] or {}) do
+    if lhs then
+      vim.keymap.set(mode, lhs, fn, { buffer = buf, desc = "ollie: " .. name:gsub("_", " ") })
+    end
+  end
+end
+
+---Where the word to complete starts (0-based column) in `line` before the cursor, or nil.
+local function token_start(before)
+  local s = before:find("#[%w_:/%.%-~]*$")
+  if s then
+    return s - 1
+  end
+  if before:match("^/[%w_%-]*$") then
+    return 0
+  end
+  return nil
+end
+
+---The completion items for `base` (a `/command` or a `#tag`).
+---@param base string
+---@return table[]
+function M.items(base)
+  local items = {}
+  if base:sub(1, 1) == "/" then
+    M.load_commands()
+    for _, c in ipairs(M.commands or {}) do
+      if vim.startswith(c.name, base) then
+        local abbr = c.args ~= "" and (c.name .. " " .. c.args) or c.name
+        table.insert(items, { word = c.name, abbr = abbr, menu = c.description, info = c.description })
+      end
+    end
+  elseif vim.startswith(base, "#file:") then
+    for _, path in ipairs(vim.fn.getcompletion(base:sub(7), "file")) do
+      table.insert(items, { word = "#file:" .. path, menu = "file" })
+    end
+  else
+    for _, tag in ipairs(context.TAGS) do
+      if vim.startswith(tag.word, base) then
+        table.insert(items, { word = tag.word, menu = tag.menu })
+      end
+    end
+  end
+  return items
+end
+
+---`completefunc` of the input area (`<C-x><C-u>`; it also pops up by itself on `/` and `#`).
+---@param findstart integer
+---@param base string
+function M.complete(findstart, base)
+  if findstart == 1 then
+    local col = vim.api.nvim_win_get_cursor(0)[2]
+    local before = vim.api.nvim_get_current_line():sub(1, col)
+    return token_start(before) or -3
+  end
+  return M.items(base)
+end
+
+---Pop the completion menu up while a `/command` or `#tag` is typed.
+local function autocomplete()
+  if vim.fn.pumvisible() == 1 then
+    return
+  end
+  local col = vim.api.nvim_win_get_cursor(0)[2]
+  local before = vim.api.nvim_get_current_line():sub(1, col)
+  local start = token_start(before)
+  if start then
+    local items = M.items(before:sub(start + 1))
+    if #items > 0 then
+      vim.fn.complete(start + 1, items)
+    end
+  end
+end
+
+---A new input buffer; `actions` are what its keys do (send, inject, stop, close).
+---@param name string
+---@param actions table<string, function>
+---@return integer buf
+function M.new(name, actions)
+  local buf = require("ollie.render").scratch(name, "ollie-input")
+  vim.bo[buf].completefunc = "v:lua.require'ollie.input'.complete"
+  if vim.fn.has("nvim-0.11") == 1 then
+    -- Buffer-local since 0.11: the menu must not insert a match while the user is still typing.
+    vim.api.nvim_set_option_value("completeopt", "menuone,noinsert,noselect", { buf = buf })
+  end
+  for key, fn in pairs(actions) do
+    M.map(buf, key, fn)
+  end
+  vim.api.nvim_create_autocmd("TextChangedI", { buffer = buf, callback = autocomplete })
+  return buf
+end
+
+---The prompt typed in an input buffer.
+---@param buf integer
+---@return string
+function M.text(buf)
+  return vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
+end
+
+---Empty the input buffer (after its prompt was sent).
+---@param buf integer
+function M.clear(buf)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+end
+
+return M

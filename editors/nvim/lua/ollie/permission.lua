@@ -1,0 +1,251 @@
+-- Approval: the `ollie/permission` question (the step, its diff preview, four answers) and :OllieApproval.
+local requests = require("ollie.requests")
+
+local M = {}
+
+---The approval modes `ollie/setApproval` takes, for :OllieApproval's completion and picker.
+M.MODES = { "ask", "auto-edit", "auto", "read-only" }
+
+local MODE_HELP = {
+  ask = "ask before edits and commands",
+  ["auto-edit"] = "edit freely, ask before commands",
+  auto = "run everything (the sandbox still applies)",
+  ["read-only"] = "no edits, read-only commands only",
+}
+
+---One line for a float or a prompt: no newlines, no control characters.
+local function one_line(s)
+  return (tostring(s or ""):gsub("[%c]+", " "))
+end
+
+---The preview's lines: title, where, what "Allow always" covers, and the unified diff when there is one.
+---@param params table the ollie/permission params
+---@return string[] lines, boolean has_diff
+function M.preview_lines(params)
+  local step = params.step or {}
+  local lines = { "ollie asks to: " .. one_line(step.title) }
+  for _, loc in ipairs(step.locations or {}) do
+    table.insert(lines, "  at " .. one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))
+  end
+  if params.always and params.always ~= "" then
+    table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. " in this session")
+  end
+  local diff = step.diff
+  if type(diff) ~= "table" then
+    return lines, false
+  end
+  local old, new = diff.oldText, diff.newText
+  old = type(old) == "string" and old or ""
+  new = type(new) == "string" and new or ""
+  local body = vim.diff(old, new, { result_type = "unified", ctxlen = 3 }) --[[@as string]]
+  table.insert(lines, "")
+  table.insert(lines, "--- a/" .. one_line(diff.path))
+  table.insert(lines, "+++ b/" .. one_line(diff.path))
+  for _, l in ipairs(vim.split(body, "\n", { trimempty = true })) do
+    table.insert(lines, l)
+  end
+  return lines, true
+end
+
+---Show the preview in a float that does not take the focus; returns a function that closes it.
+---@param lines string[]
+---@param has_diff boolean
+---@return fun()
+local function show_preview(lines, has_diff)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  if has_diff then
+    vim.bo[buf].filetype = "diff"
+  end
+  local width = 20
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l))
+  end
+  width = math.min(width + 2, math.max(20, vim.o.columns - 4))
+  local height = math.min(#lines, math.max(3, math.floor(vim.o.lines / 2)))
+  local win = vim.api.nvim_open_win(buf, false, {
+    relative = "editor", row = 1, col = math.floor((vim.o.columns - width) / 2), width = width, height = height,
+    style = "minimal", border = "rounded", title = " ollie: approve? ", title_pos = "center", focusable = true,
+  })
+  M.last_preview = { buf = buf, lines = lines }
+  return function()
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+end
+
+-- When the user last typed a key: a question must not pop up in the middle of their typing, since the stock
+-- vim.ui.select takes the keyboard and what they were typing (`:OllieChat`, a prompt) would answer it.
+local last_key_ms = 0
+local IDLE_MS = 700
+local watching = false
+
+---Start noting when keys are typed (chat.lua calls it when a chat is made, before any question can come).
+function M.watch_keys()
+  if not watching then
+    watching = true
+    vim.on_key(function() last_key_ms = vim.uv.hrtime() / 1e6 end, vim.api.nvim_create_namespace("ollie_keys"))
+  end
+end
+
+---Whether the user is idle: in normal mode, no key typed for a moment, no menu or prompt open.
+---@return boolean
+local function idle()
+  local mode = vim.api.nvim_get_mode()
+  return mode.mode == "n" and not mode.blocking and vim.fn.pumvisible() == 0
+    and vim.uv.hrtime() / 1e6 - last_key_ms >= IDLE_MS
+end
+
+---Run `fn` once the user is idle (at once when they are); never when the question was withdrawn meanwhile.
+---@param q ollie.Question
+---@param fn fun()
+local function when_idle(q, fn)
+  if q.done then
+    return
+  end
+  if idle() then
+    return fn()
+  end
+  vim.defer_fn(function() when_idle(q, fn) end, 150)
+end
+
+---@class ollie.Question
+---@field session string|nil
+---@field title string
+---@field done boolean answered or withdrawn: a later answer does nothing
+---@field wins table<integer, boolean> the windows open before it was asked (the picker's are the new ones)
+---@field close fun()
+
+---Questions waiting for the user.
+---@type ollie.Question[]
+M.waiting = {}
+
+local function forget(q)
+  q.done = true
+  M.waiting = vim.tbl_filter(function(w) return w ~= q end, M.waiting)
+end
+
+---The daemon waits no more for the questions of `session` (their turn was interrupted or ended): close their
+---float and the picker's windows, and take any late answer as nothing. Returns the withdrawn steps' titles.
+---@param session string|nil
+---@return string[]
+function M.withdraw(session)
+  local titles = {}
+  for _, q in ipairs(vim.list_slice(M.waiting)) do
+    if q.session == session then
+      -- Not answered: the daemon dropped the request, and an answer to it would come back as an error.
+      forget(q)
+      q.close()
+      -- A picker in a float (telescope, fzf-lua, snacks, dressing): its windows are the floats new since.
+      local current = vim.api.nvim_get_current_win()
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        if not q.wins[win] and vim.api.nvim_win_get_config(win).relative ~= "" then
+          pcall(vim.api.nvim_win_close, win, true)
+          if win == current and vim.fn.mode():find("^i") then
+            vim.cmd("stopinsert") -- the picker's prompt had the cursor; the user's own typing elsewhere stays
+          end
+        end
+      end
+      table.insert(titles, q.title)
+    end
+  end
+  return titles
+end
+
+---Answer an `ollie/permission` request: show the step and its diff, ask with vim.ui.select (and
+---vim.ui.input for feedback), then `answer({outcome, feedback?})`. A dismissed question is a rejection.
+---@param params table
+---@param answer ollie.Answer
+function M.ask(params, answer)
+  local lines, has_diff = M.preview_lines(params)
+  local wins = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    wins[win] = true
+  end
+  local close = show_preview(lines, has_diff)
+  ---@type ollie.Question
+  local q = { session = params.session, title = one_line((params.step or {}).title), done = false, wins = wins,
+    close = close }
+  table.insert(M.waiting, q)
+  local function reply(result)
+    if q.done then
+      return -- withdrawn: the daemon no longer waits for this answer
+    end
+    forget(q)
+    close()
+    answer(result)
+  end
+  local options = params.options or {}
+  if #options == 0 then
+    options = {
+      { id = "allow_once", name = "Allow once" }, { id = "allow_always", name = "Allow always" },
+      { id = "reject", name = "Reject" }, { id = "reject_with_feedback", name = "Reject with feedback" },
+    }
+  end
+  local title = q.title
+  M.watch_keys()
+  when_idle(q, function()
+    -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
+    vim.cmd("redraw")
+    vim.ui.select(options, {
+      prompt = "ollie asks to: " .. title,
+      kind = "ollie_permission",
+      format_item = function(o)
+        if o.id == "allow_always" and params.always then
+          return o.name .. " (" .. one_line(params.always) .. ")"
+        end
+        return o.name
+      end,
+    }, function(choice)
+      if not choice then
+        reply({ outcome = "reject" })
+      elseif choice.id == "reject_with_feedback" and not q.done then
+        vim.ui.input({ prompt = "Tell the model why (or what to do instead): " }, function(text)
+          -- A cancelled input is a plain rejection: there is no feedback to give.
+          reply(text and { outcome = "reject_with_feedback", feedback = text } or { outcome = "reject" })
+        end)
+      else
+        reply({ outcome = choice.id })
+      end
+    end)
+  end)
+end
+
+---Set the session's approval mode (`ollie/setApproval`); no mode: pick one, the current one marked.
+---@param mode string|nil
+function M.set_approval(mode)
+  if mode and mode ~= "" then
+    if not vim.tbl_contains(M.MODES, mode) then
+      requests.notify("approval mode must be one of " .. table.concat(M.MODES, ", "), vim.log.levels.ERROR)
+      return
+    end
+    requests.call("ollie/setApproval", { approval = mode }, function()
+      requests.notify("approval: " .. mode .. " (" .. MODE_HELP[mode] .. ")")
+    end)
+    return
+  end
+  requests.call("ollie/state", {}, function(state)
+    vim.ui.select(M.MODES, {
+      prompt = "ollie: approval mode",
+      format_item = function(m)
+        return m .. " — " .. MODE_HELP[m] .. (m == state.approval and " (current)" or "")
+      end,
+    }, function(choice)
+      if choice then
+        M.set_approval(choice)
+      end
+    end)
+  end)
+end
+
+---Completion for :OllieApproval.
+---@param lead string
+---@return string[]
+function M.complete(lead)
+  return vim.tbl_filter(function(m) return vim.startswith(m, lead) end, M.MODES)
+end
+
+return M

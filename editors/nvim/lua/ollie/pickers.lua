@@ -1,0 +1,178 @@
+-- Pickers through vim.ui.select: sessions (titles and relative times, never raw ids), models and agents;
+-- rename and archive of a session.
+local requests = require("ollie.requests")
+
+local M = {}
+
+---Seconds since the epoch of an ISO 8601 time ("2026-11-30T22:05:01.123456+00:00", "...Z"); nil if not one.
+---@param iso any
+---@return integer|nil
+function M.parse_iso(iso)
+  if type(iso) ~= "string" then
+    return nil
+  end
+  local y, mo, d, h, mi, s = iso:match("^(%d+)-(%d+)-(%d+)[T ](%d+):(%d+):(%d+)")
+  if not y then
+    return nil
+  end
+  local sign, oh, om = iso:match("([+-])(%d%d):?(%d%d)$")
+  local offset = sign and (tonumber(oh) * 3600 + tonumber(om) * 60) * (sign == "-" and -1 or 1) or 0
+  -- os.time reads the fields as local time: shift by the local zone's offset from UTC.
+  local now = os.time()
+  local local_offset = os.difftime(now, os.time(os.date("!*t", now) --[[@as osdateparam]]))
+  local t = os.time({ year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
+    min = tonumber(mi), sec = tonumber(s), isdst = false })
+  return math.floor(t + local_offset - offset)
+end
+
+---"just now", "5 min ago", "2 h ago", "yesterday", "3 days ago", else the date.
+---@param iso any an ISO 8601 time
+---@param now integer|nil seconds since the epoch (default: now)
+---@return string
+function M.ago(iso, now)
+  local t = M.parse_iso(iso)
+  if not t then
+    return ""
+  end
+  local d = math.max(0, (now or os.time()) - t)
+  if d < 60 then
+    return "just now"
+  elseif d < 3600 then
+    return math.floor(d / 60) .. " min ago"
+  elseif d < 86400 then
+    return math.floor(d / 3600) .. " h ago"
+  elseif d < 2 * 86400 then
+    return "yesterday"
+  elseif d < 30 * 86400 then
+    return math.floor(d / 86400) .. " days ago"
+  end
+  return os.date("!%Y-%m-%d", t) --[[@as string]]
+end
+
+---The label of a session: its title (or what it is), agent, when it was last active.
+---@param s table a session info (ollie/session/list)
+---@param current string|nil the session the chat shows
+---@return string
+function M.session_label(s, current)
+  local title = (type(s.title) == "string" and s.title ~= "") and s.title or "(no prompt yet)"
+  local parts = { title }
+  if s.agent and s.agent ~= "default" then
+    table.insert(parts, s.agent)
+  end
+  local when = M.ago(s.lastActive ~= vim.NIL and s.lastActive or s.createdAt)
+  if when ~= "" then
+    table.insert(parts, when)
+  end
+  local label = table.concat(parts, " · ")
+  if s.id == current then
+    label = label .. " (current)"
+  elseif s.archived then
+    label = label .. " (archived)"
+  end
+  return label
+end
+
+---Pick a saved session; `on_choice(info)` with the session info (nil: dismissed).
+---@param on_choice fun(info: table|nil)
+---@param opts {prompt: string|nil, include_archived: boolean|nil}|nil
+function M.sessions(on_choice, opts)
+  opts = opts or {}
+  requests.call("ollie/session/list", { limit = 100, includeArchived = opts.include_archived or nil }, function(res)
+    local sessions = res.sessions or {}
+    if #sessions == 0 then
+      requests.notify("no saved sessions yet")
+      return on_choice(nil)
+    end
+    local current = requests.session()
+    vim.ui.select(sessions, {
+      prompt = opts.prompt or "ollie: sessions",
+      kind = "ollie_session",
+      format_item = function(s) return M.session_label(s, current) end,
+    }, on_choice)
+  end)
+end
+
+---Pick a model of the session's backend (`ollie/listModels`); `on_choice(name)`.
+---@param on_choice fun(name: string|nil)
+function M.models(on_choice)
+  requests.call("ollie/listModels", {}, function(res)
+    if res.error and res.error ~= "" then
+      requests.notify(res.error, vim.log.levels.WARN)
+    end
+    if #(res.models or {}) == 0 then
+      return on_choice(nil)
+    end
+    vim.ui.select(res.models, {
+      prompt = "ollie: model of " .. tostring(res.backend),
+      kind = "ollie_model",
+      format_item = function(name) return name == res.current and (name .. " (current)") or name end,
+    }, on_choice)
+  end)
+end
+
+---Pick an agent config (`ollie/listAgents`); `on_choice(name)`. One that cannot load says why.
+---@param on_choice fun(name: string|nil)
+function M.agents(on_choice)
+  requests.call("ollie/listAgents", {}, function(res)
+    local by_name, names = {}, {}
+    for _, a in ipairs(res.agents or {}) do
+      by_name[a.name] = a
+      table.insert(names, a.name)
+    end
+    vim.ui.select(names, {
+      prompt = "ollie: agent",
+      kind = "ollie_agent",
+      format_item = function(name)
+        local a = by_name[name]
+        local about = (a.error or "") ~= "" and ("cannot load: " .. a.error) or (a.description or "")
+        local label = about ~= "" and (name .. " — " .. about) or name
+        return name == res.current and (label .. " (current)") or label
+      end,
+    }, on_choice)
+  end)
+end
+
+local function rename_to(id, title)
+  requests.call("ollie/session/rename", { session = id, title = title }, function()
+    requests.notify("renamed to " .. title)
+  end)
+end
+
+---Rename a session: with `title`, the current one; else pick one, then type its title.
+---@param title string|nil
+function M.rename(title)
+  if title and title ~= "" then
+    requests.call("ollie/state", {}, function(state) rename_to(state.session, title) end)
+    return
+  end
+  M.sessions(function(s)
+    if not s then
+      return
+    end
+    vim.ui.input({ prompt = "New title: ", default = s.title or "" }, function(text)
+      if text and vim.trim(text) ~= "" then
+        rename_to(s.id, vim.trim(text))
+      end
+    end)
+  end, { prompt = "ollie: rename which session?" })
+end
+
+---Pick a session and archive it after confirmation (archived sessions leave the list; nothing is deleted).
+function M.archive()
+  M.sessions(function(s)
+    if not s then
+      return
+    end
+    local label = M.session_label(s)
+    vim.ui.select({ "Archive", "Cancel" }, { prompt = "Archive “" .. label .. "”?", kind = "ollie_confirm" },
+      function(choice)
+        if choice == "Archive" then
+          requests.call("ollie/session/archive", { session = s.id }, function()
+            requests.notify("archived " .. label)
+          end)
+        end
+      end)
+  end, { prompt = "ollie: archive which session?" })
+end
+
+return M

@@ -1,0 +1,528 @@
+-- The transcript: a read-only buffer the plugin alone writes, its structure kept in extmarks
+-- (reasoning and answer blocks, tool steps by id, step locations, folded output), never parsed back from text.
+local context = require("ollie.context")
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("ollie_transcript")
+M.ns = ns
+-- Queued and injected prompts wait under the last line as virtual lines: a streaming answer goes on above them.
+local ns_pending = vim.api.nvim_create_namespace("ollie_pending")
+
+-- Highlight groups users can theme (`:hi OllieReasoning guifg=...`); each links to a stock group.
+M.HIGHLIGHTS = {
+  OllieUser = "Title",
+  OllieAssistant = "Title",
+  OllieReasoning = "Comment",
+  OllieTool = "Function",
+  OllieToolRunning = "DiagnosticWarn",
+  OllieToolFailed = "DiagnosticError",
+  OllieToolOutput = "Comment",
+  OllieLocation = "Directory",
+  OllieSeparator = "NonText",
+  OllieContext = "Special",
+  OllieQueued = "DiagnosticHint",
+  OllieInjected = "DiagnosticHint",
+  OllieCommand = "Statement",
+  OllieError = "DiagnosticError",
+  OllieTurnEnd = "NonText",
+  OllieChanges = "DiagnosticInfo",
+}
+
+---Define the highlight groups (as defaults: a colorscheme or the user's own `:hi` wins).
+function M.highlights()
+  for name, link in pairs(M.HIGHLIGHTS) do
+    vim.api.nvim_set_hl(0, name, { link = link, default = true })
+  end
+end
+
+M.ICONS = { pending = "○", in_progress = "◐", completed = "✓", failed = "✗" }
+M.SEPARATOR = "  ───"
+M.PROMPT_HEADER = "## You"
+M.REPLY_HEADER = "## ollie"
+
+---@class ollie.Step
+---@field mark integer extmark of the title line
+---@field title string
+---@field status string
+---@field depth integer
+---@field loc_marks integer[] extmarks of its location lines, in order
+
+---@class ollie.Transcript
+---@field buf integer
+---@field stream_role string|nil   the role whose text the last line is extending ("assistant", "reasoning")
+---@field reasoning {mark: integer, row: integer}|nil the reasoning block being streamed
+---@field steps table<string, ollie.Step>
+---@field locations table<integer, {path: string, line: integer|nil}> by extmark id
+---@field folds table<integer, string> foldexpr answer by 1-based line (">1" opens a fold, "1" inside one)
+---@field replied boolean the current turn has its "## ollie" header
+---@field pending {kind: string, prompt: string, text: string, hl: string}[] queued and injected prompts not yet taken
+---@field pending_mark integer|nil
+---@field changes table<integer, {turn: integer|nil, count: integer, mark: integer}> "✎ N files changed" lines by mark
+local T = {}
+T.__index = T
+
+---@type table<integer, ollie.Transcript>
+local by_buf = {}
+
+---A scratch buffer of the chat (no file, kept when hidden, no swap file).
+---@param name string
+---@param filetype string
+---@return integer buf
+function M.scratch(name, filetype)
+  local buf = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  return buf
+end
+
+---A new, empty transcript buffer.
+---@param name string the buffer name
+---@return ollie.Transcript
+function M.new(name)
+  local buf = M.scratch(name, "ollie")
+  vim.bo[buf].modifiable = false
+  local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
+    changes = {} }, T)
+  by_buf[buf] = self
+  vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
+  return self
+end
+
+---The foldexpr of transcript windows: each step's output is one fold.
+---@param lnum integer
+---@return string
+function M.foldexpr(lnum)
+  local t = by_buf[vim.api.nvim_get_current_buf()]
+  return t and t.folds[lnum] or "0"
+end
+
+---Window options of a window showing a transcript.
+---@param win integer
+function M.setup_window(win)
+  local wo = vim.wo[win]
+  wo.wrap, wo.linebreak = true, true
+  wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
+  wo.foldlevel = 0
+  wo.foldenable = require("ollie.config").options.fold_tool_output
+  wo.foldtext = ""
+  -- Markdown's own marks (`_`, `**`, backticks) hidden where treesitter knows them.
+  wo.conceallevel, wo.concealcursor = 2, "nc"
+  wo.fillchars = "fold: "
+end
+
+function T:valid()
+  return vim.api.nvim_buf_is_valid(self.buf)
+end
+
+function T:count()
+  return vim.api.nvim_buf_line_count(self.buf)
+end
+
+---Keep windows at the end as text arrives, except the focused one when the user moved up to read.
+function T:follow(before)
+  local current = vim.api.nvim_get_current_win()
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if win ~= current or vim.api.nvim_win_get_cursor(win)[1] >= before then
+      vim.api.nvim_win_set_cursor(win, { self:count(), 0 })
+    end
+  end
+end
+
+---Write to the buffer, which stays read-only to the user.
+function T:edit(fn)
+  local before = self:count()
+  vim.bo[self.buf].modifiable = true
+  local ok, err = pcall(fn)
+  vim.bo[self.buf].modifiable = false
+  if not ok then
+    error(err)
+  end
+  self:show_pending()
+  self:follow(before)
+end
+
+---Keep the waiting prompts under the last line.
+function T:show_pending()
+  if #self.pending == 0 then
+    if self.pending_mark then
+      vim.api.nvim_buf_del_extmark(self.buf, ns_pending, self.pending_mark)
+      self.pending_mark = nil
+    end
+    return
+  end
+  local virt = { { { "", "" } } }
+  for _, p in ipairs(self.pending) do
+    table.insert(virt, { { p.text, p.hl } })
+  end
+  self.pending_mark = vim.api.nvim_buf_set_extmark(self.buf, ns_pending, self:count() - 1, 0, {
+    id = self.pending_mark, virt_lines = virt,
+  })
+end
+
+---Show a prompt that waits: `kind` "queued" (for after the turn) or "injected" (into its next tool result).
+---@param kind "queued"|"injected"
+---@param text string
+function T:pend(kind, text)
+  local queued = kind == "queued"
+  table.insert(self.pending, {
+    kind = kind, prompt = text, hl = queued and "OllieQueued" or "OllieInjected",
+    text = (queued and "⏳ queued: " or "↳ injected: ") .. text,
+  })
+  self:show_pending()
+end
+
+---Take the waiting prompts of a kind (only the one with `prompt` as its text when given); returns them.
+---@param kind string
+---@param prompt string|nil
+---@return string[] prompts
+function T:settle(kind, prompt)
+  local kept, taken = {}, {}
+  for _, p in ipairs(self.pending) do
+    if p.kind == kind and (prompt == nil or (#taken == 0 and p.prompt == prompt)) then
+      table.insert(taken, p.prompt)
+    else
+      table.insert(kept, p)
+    end
+  end
+  self.pending = kept
+  self:show_pending()
+  return taken
+end
+
+---Append whole lines (ends any open stream); `hl` colours them. Returns the 0-based row of the first.
+---@param lines string[]
+---@param hl string|nil
+---@return integer row
+function T:add(lines, hl)
+  self.stream_role, self.reasoning = nil, nil
+  local row
+  self:edit(function()
+    row = self:count()
+    -- A fresh buffer's one empty line is replaced, not kept as a blank first line.
+    if row == 1 and vim.api.nvim_buf_get_lines(self.buf, 0, 1, false)[1] == "" then
+      row = 0
+      vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
+    else
+      vim.api.nvim_buf_set_lines(self.buf, row, row, false, lines)
+    end
+  end)
+  if hl and #lines > 0 then
+    vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
+      end_row = row + #lines - 1, end_col = #lines[#lines], hl_group = hl, hl_eol = true, priority = 200,
+    })
+  end
+  return row
+end
+
+---Split text into lines (a string with newlines, or nil).
+local function split(text)
+  return vim.split(text or "", "\n", { plain = true })
+end
+
+---Extend the answer or the reasoning with a streamed delta; the two never share a block.
+---@param role "assistant"|"reasoning"
+---@param text string
+function T:stream(role, text)
+  if text == "" then
+    return
+  end
+  self:reply_header()
+  if self.stream_role ~= role then
+    -- After reasoning (or an answer), a blank line keeps the two apart: markdown must not run on.
+    self:add(self.stream_role and { "", "" } or { "" })
+    self.stream_role = role
+    if role == "reasoning" then
+      self.reasoning = { row = self:count() - 1 }
+    end
+  end
+  local row = self:count() - 1
+  local cur = vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+  self:edit(function()
+    vim.api.nvim_buf_set_text(self.buf, row, #cur, row, #cur, split(text))
+  end)
+  if self.reasoning then
+    local last = self:count() - 1
+    local last_text = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
+    self.reasoning.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self.reasoning.row, 0, {
+      id = self.reasoning.mark, end_row = last, end_col = #last_text, hl_group = "OllieReasoning",
+      hl_eol = true, priority = 200,
+    })
+  end
+end
+
+---The "## ollie" header, once per turn, before the first thing the model says or does.
+function T:reply_header()
+  if not self.replied then
+    self.replied = true
+    self:add({ "", M.REPLY_HEADER }, "OllieAssistant")
+  end
+end
+
+---A prompt: the header, the user's text and one compact line per context.
+---@param text string
+---@param labels string[]|nil
+function T:prompt(text, labels)
+  self.replied = false
+  local row = self:count()
+  self:add({ "", M.PROMPT_HEADER }, "OllieUser")
+  self:add(split(text))
+  if labels and #labels > 0 then
+    local lines = {}
+    for _, l in ipairs(labels) do
+      table.insert(lines, context.ICON .. " " .. l)
+    end
+    self:add(lines, "OllieContext")
+  end
+  return row
+end
+
+---A line of its own, coloured (queued and injected prompts, errors, notes).
+---@param text string
+---@param hl string|nil
+function T:note(text, hl)
+  local lines = split(text)
+  if vim.api.nvim_buf_get_lines(self.buf, -2, -1, false)[1] ~= "" then
+    table.insert(lines, 1, "")
+  end
+  self:add(lines, hl)
+end
+
+---The title line of a step: indent, status icon, title.
+local function title_line(step, depth)
+  return string.rep("  ", depth) .. (M.ICONS[step.status] or "•") .. " " .. step.title
+end
+
+local function status_hl(status)
+  return status == "failed" and "OllieToolFailed" or (status == "completed" and "OllieTool" or "OllieToolRunning")
+end
+
+---The line of a step's location: `→ path:line`, indented under the step.
+local function location_line(loc, depth)
+  return string.rep("  ", depth + 1) .. "→ " .. loc.path .. (loc.line and (":" .. loc.line) or "")
+end
+
+---Add the title line (and location lines) of a step that starts.
+---@param tool {id: string|nil, title: string, status: string, locations: table[]|nil}
+---@param depth integer
+function T:add_step(tool, depth)
+  local step = { title = tool.title or "tool", status = tool.status or "pending" }
+  local row = self:add({ title_line(step, depth) })
+  step.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
+    end_row = row, end_col = #title_line(step, depth), hl_group = status_hl(step.status), priority = 200,
+  })
+  step.depth = depth
+  if tool.id then
+    self.steps[tool.id] = step
+  end
+  step.loc_marks = {}
+  for _, loc in ipairs(tool.locations or {}) do
+    local text = location_line(loc, depth)
+    local lrow = self:add({ text })
+    -- One mark per location line: its colour, and the key `<CR>`/`gf` look it up by.
+    local id = vim.api.nvim_buf_set_extmark(self.buf, ns, lrow, 0, {
+      end_row = lrow, end_col = #text, hl_group = "OllieLocation", priority = 200,
+    })
+    self.locations[id] = { path = loc.path, line = loc.line }
+    table.insert(step.loc_marks, id)
+  end
+end
+
+---A step's locations as its `tool` event has them (the lines the step found, e.g. where an edit landed).
+---@param id string
+---@param locations table[]|nil
+function T:set_locations(id, locations)
+  local step = self.steps[id]
+  if not (step and type(locations) == "table" and #locations == #step.loc_marks) then
+    return
+  end
+  for i, loc in ipairs(locations) do
+    local mark = step.loc_marks[i]
+    local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})
+    local text = location_line(loc, step.depth)
+    if pos[1] and vim.api.nvim_buf_get_lines(self.buf, pos[1], pos[1] + 1, false)[1] ~= text then
+      self:edit(function() vim.api.nvim_buf_set_lines(self.buf, pos[1], pos[1] + 1, false, { text }) end)
+      vim.api.nvim_buf_set_extmark(self.buf, ns, pos[1], 0, {
+        id = mark, end_row = pos[1], end_col = #text, hl_group = "OllieLocation", priority = 200,
+      })
+      self.locations[mark] = { path = loc.path, line = loc.line }
+    end
+  end
+end
+
+---Move a step to a new status: its icon and colour change in place.
+---@param id string
+---@param status string
+function T:set_status(id, status)
+  local step = self.steps[id]
+  if not step or not status then
+    return
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, step.mark, {})
+  if not pos[1] then
+    return
+  end
+  step.status = status
+  local text = title_line(step, step.depth)
+  self:edit(function()
+    vim.api.nvim_buf_set_lines(self.buf, pos[1], pos[1] + 1, false, { text })
+  end)
+  vim.api.nvim_buf_set_extmark(self.buf, ns, pos[1], 0, {
+    id = step.mark, end_row = pos[1], end_col = #text, hl_group = status_hl(status), priority = 200,
+  })
+end
+
+---The text of a tool result (MCP-style JSON content, or plain text) and whether it is an error.
+local function result_text(content)
+  local ok, decoded = pcall(vim.json.decode, content or "")
+  if ok and type(decoded) == "table" and type(decoded.content) == "table" then
+    local texts = {}
+    for _, c in ipairs(decoded.content) do
+      table.insert(texts, c.text or "")
+    end
+    return table.concat(texts, "\n"), decoded.isError == true
+  end
+  return content or "", false
+end
+
+---A step's output, folded, then a separator so the answer that follows stands apart.
+---@param content string
+---@param failed boolean
+function T:output(content, failed)
+  local text, is_error = result_text(content)
+  local collapsed = text:match("^%[%w+ result of [^%]]- collapsed: (%d+ lines)")
+  local lines = {}
+  if collapsed then
+    lines = { "    │ (output seen by the model, then collapsed: " .. collapsed .. ")" }
+  else
+    for _, l in ipairs(split(vim.trim(text))) do
+      table.insert(lines, "    │ " .. l)
+    end
+  end
+  -- A blank line first: the indented output is then a markdown code block, which markdown leaves as it is
+  -- (in a paragraph, `[call 1 file_edit]` lost its brackets and underscores to the conceal).
+  self:add({ "" })
+  -- The fold is known before the lines land, so the windows fold them as they appear.
+  local first = self:count() + 1
+  if #lines > 1 then
+    self.folds[first] = ">1"
+    for l = first + 1, first + #lines - 1 do
+      self.folds[l] = "1"
+    end
+  end
+  self:add(lines, (failed or is_error) and "OllieToolFailed" or "OllieToolOutput")
+  self:add({ M.SEPARATOR }, "OllieSeparator")
+  return is_error
+end
+
+---A tool call as steps: its title line, and for a batch each inner step under it.
+---@param tool table the call's `tool` object
+---@param steps table[]|nil a batch's `steps`
+function T:add_call(tool, steps)
+  self:reply_header()
+  if steps and #steps > 0 then
+    -- A batch: its locations are its steps', shown under each step.
+    tool = vim.tbl_extend("force", tool, { locations = {} })
+  end
+  self:add_step(tool, 1)
+  for _, s in ipairs(steps or {}) do
+    self:add_step(s, 2)
+  end
+end
+
+---Render a `call`, `step` or `tool` event from its v2 `tool` object (and `steps` of a batch).
+---@param ev {role: string, name: string|nil, content: string, tool: table|nil, steps: table[]|nil}
+function T:tool_event(ev)
+  local tool = ev.tool
+  if ev.role == "call" then
+    self:add_call(tool or { title = ev.name or "tool", status = "pending" }, ev.steps)
+  elseif ev.role == "step" then
+    if tool then
+      self:set_status(tool.id, tool.status)
+    end
+  elseif ev.role == "tool" then
+    if tool then
+      self:set_status(tool.id, tool.status)
+      self:set_locations(tool.id, (ev.steps == nil or #ev.steps == 0) and tool.locations or nil)
+      for _, s in ipairs(ev.steps or {}) do
+        self:set_status(s.id, s.status)
+        self:set_locations(s.id, s.locations)
+      end
+    end
+    self:output(ev.content, tool ~= nil and tool.status == "failed")
+  end
+end
+
+---The end of a turn: its stop reason (and an error's message) as a line of its own.
+---@param stop string
+function T:turn_end(stop)
+  self:note(string.format("_(%s)_", stop), "OllieTurnEnd")
+  self.replied = false
+end
+
+local function changes_text(count)
+  return string.format("✎ %d file%s changed — :OllieChanges", count, count == 1 and "" or "s")
+end
+
+---The compact line of a turn that changed files; its key opens the changes list. Returns what it points at,
+---so its turn can be filled in once the daemon names it.
+---@param count integer
+---@return {turn: integer|nil}
+function T:changes_line(count)
+  self:note(changes_text(count), "OllieChanges")
+  local row = self:count() - 1
+  local entry = { turn = nil, count = count }
+  entry.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {})
+  self.changes[entry.mark] = entry
+  return entry
+end
+
+---Correct the count of a changes line (the daemon's net count once it answered).
+---@param entry {mark: integer, count: integer}
+---@param count integer
+function T:set_changes_count(entry, count)
+  local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})
+  if count == entry.count or count == 0 or not pos[1] then
+    return
+  end
+  entry.count = count
+  local col = #vim.api.nvim_buf_get_lines(self.buf, pos[1], pos[1] + 1, false)[1]
+  self:edit(function() vim.api.nvim_buf_set_text(self.buf, pos[1], 0, pos[1], col, { changes_text(count) }) end)
+end
+
+---What a transcript line points at: a step location `{path, line}` or a changes line `{turn}`; nil if nothing.
+---@param row integer 0-based
+---@return {path: string, line: integer|nil}|{turn: integer|nil}|nil
+function T:target_at(row)
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, ns, { row, 0 }, { row, -1 }, {})) do
+    local target = self.locations[m[1]] or self.changes[m[1]]
+    if target then
+      return target
+    end
+  end
+  return nil
+end
+
+---Empty the transcript (a new or another session).
+function T:clear()
+  self:edit(function() vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {}) end)
+  vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+  self.steps, self.locations, self.folds, self.changes = {}, {}, {}, {}
+  self.stream_role, self.reasoning, self.replied = nil, nil, false
+  self.pending = {}
+  self:show_pending()
+end
+
+---The whole transcript as text.
+---@return string
+function T:text()
+  return table.concat(vim.api.nvim_buf_get_lines(self.buf, 0, -1, false), "\n")
+end
+
+M.Transcript = T
+return M

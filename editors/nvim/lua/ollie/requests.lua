@@ -1,0 +1,114 @@
+-- The daemon's server→client requests (ollie/permission, ollie/editor/*), the init flags that announce
+-- them, and the small client→server helpers the review, permission and picker modules share.
+local M = {}
+
+---@alias ollie.Answer fun(result: any, err: lsp.ResponseError|nil)
+
+---A request handler that answers later: `start(params, answer)` calls `answer(result, err)` once, from any
+---callback. Neovim runs a server request's handler in a coroutine (see vim.lsp.handlers'
+---window/showMessageRequest), so the handler yields until the answer comes and never blocks the editor.
+---@param start fun(params: table, answer: ollie.Answer)
+---@return lsp.Handler
+function M.async(start)
+  return function(_, params, _ctx)
+    local co, is_main = coroutine.running()
+    if not co or is_main then
+      return nil, vim.lsp.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError, "not in a coroutine")
+    end
+    local answered = false
+    local ok, err = pcall(start, params or {}, function(result, e)
+      if answered then
+        return
+      end
+      answered = true
+      -- Scheduled: a synchronous callback (a test's vim.ui.select) must not resume before the yield.
+      vim.schedule(function()
+        coroutine.resume(co, result == nil and e == nil and vim.NIL or result, e)
+      end)
+    end)
+    if not ok then
+      answered = true
+      return nil, vim.lsp.rpc_response_error(vim.lsp.protocol.ErrorCodes.InternalError, tostring(err))
+    end
+    return coroutine.yield()
+  end
+end
+
+-- What answers each request: module, function. The modules load on the first request, not at start-up.
+local ROUTES = {
+  ["ollie/permission"] = { "ollie.permission", "ask" },
+  ["ollie/editor/diagnostics"] = { "ollie.editor_tools", "diagnostics" },
+  ["ollie/editor/definition"] = { "ollie.editor_tools", "definition" },
+  ["ollie/editor/references"] = { "ollie.editor_tools", "references" },
+  ["ollie/editor/symbols"] = { "ollie.editor_tools", "symbols" },
+  ["ollie/editor/openFiles"] = { "ollie.editor_tools", "open_files" },
+}
+
+---The handlers of the server→client requests, for `vim.lsp.start({handlers = ...})`.
+---@type table<string, lsp.Handler>
+M.handlers = {}
+for method, route in pairs(ROUTES) do
+  M.handlers[method] = M.async(function(params, answer)
+    require(route[1])[route[2]](params, answer)
+  end)
+end
+
+---The initializationOptions with the flags of what this client answers merged in.
+---@param opts table|nil the options built from the user's config
+---@return table
+function M.init_options(opts)
+  return vim.tbl_extend("force", opts or {}, { permissionRequest = true, editorTools = true })
+end
+
+---The session the current tabpage's chat shows (nil: the daemon's default session).
+---@return string|nil
+function M.session()
+  local ok, ollie = pcall(require, "ollie")
+  if not ok then
+    return nil
+  end
+  if type(ollie.current_session) == "function" then
+    return ollie.current_session()
+  end
+  return ollie.status and ollie.status.session or nil
+end
+
+---Tell the user something, prefixed "ollie: ".
+---@param msg string
+---@param level integer|nil
+function M.notify(msg, level)
+  vim.notify("ollie: " .. msg, level or vim.log.levels.INFO)
+end
+
+---The text of an error answer.
+---@param err any
+---@return string
+function M.err_text(err)
+  if type(err) == "table" then
+    return err.message or vim.inspect(err)
+  end
+  return tostring(err)
+end
+
+---Send a request for the current session (the daemon starts if needed); `on_result(result)` runs on
+---success; an error is shown, or passed to `on_error(err)` when given.
+---@param method string
+---@param params table|nil
+---@param on_result fun(result: table)
+---@param on_error fun(err: table)|nil
+function M.call(method, params, on_result, on_error)
+  local p = vim.tbl_extend("keep", params or {}, { session = M.session() })
+  require("ollie.client").request(method, next(p) == nil and vim.empty_dict() or p, function(err, result)
+    if err then
+      if on_error then
+        on_error(err)
+      else
+        M.notify(M.err_text(err), vim.log.levels.WARN)
+      end
+      return
+    end
+    on_result(result or {})
+  end)
+end
+
+return M

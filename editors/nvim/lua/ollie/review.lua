@@ -1,0 +1,449 @@
+-- Review of a turn's changes: the changed-files list (:OllieChanges), a before ↔ after diff per file with
+-- undo per hunk or per file (ollie/review/undo), and :OllieRewind (ollie/rewind).
+local requests = require("ollie.requests")
+
+local M = {}
+
+---The keys of the changes list and the diff tab: `setup({ keymaps = { review = {...} } })` (config.lua).
+---@return ollie.ReviewKeys
+local function keys()
+  return require("ollie.config").options.keymaps.review
+end
+
+---A buffer-local normal-mode key; a key set to false maps nothing.
+local function map(buf, lhs, fn, desc)
+  if lhs then
+    vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, desc = desc })
+  end
+end
+
+---"key what" hints for a winbar or header (the unmapped ones left out).
+---@return string[]
+local function hint_list(pairs_)
+  local parts = {}
+  for _, p in ipairs(pairs_) do
+    if p[1] then
+      table.insert(parts, p[1] .. " " .. p[2])
+    end
+  end
+  return parts
+end
+
+local function hints(pairs_)
+  return table.concat(hint_list(pairs_), " · ")
+end
+
+---@class ollie.ChangedFile
+---@field path string relative to the session's cwd
+---@field status "added"|"modified"|"deleted"
+---@field binary boolean
+---@field oldText string|nil
+---@field newText string|nil
+---@field hunks {oldStart: integer, oldLines: integer, newStart: integer, newLines: integer, lines: string[]}[]
+
+---@class ollie.Review
+---@field turn integer|nil
+---@field cwd string
+---@field files ollie.ChangedFile[]
+---@field list_buf integer|nil
+---@field session string|nil the session whose turn it is (the diff tab has no chat: undo must not ask its own)
+M.current = { turn = nil, cwd = "", files = {}, list_buf = nil, session = nil }
+
+local STATUS = { added = "A", modified = "M", deleted = "D" }
+
+local function abs(path)
+  if path:sub(1, 1) == "/" then
+    return path
+  end
+  return vim.fs.joinpath(M.current.cwd, path)
+end
+
+local function find(path)
+  for _, f in ipairs(M.current.files) do
+    if f.path == path then
+      return f
+    end
+  end
+end
+
+---One line of the list for a file: status, path, lines added and removed, hunks.
+---@param f ollie.ChangedFile
+---@return string
+function M.file_line(f)
+  local plus, minus = 0, 0
+  for _, h in ipairs(f.hunks or {}) do
+    plus, minus = plus + h.newLines, minus + h.oldLines
+  end
+  local what = f.binary and "binary" or string.format("+%d -%d, %d hunk%s", plus, minus, #f.hunks,
+    #f.hunks == 1 and "" or "s")
+  return string.format("%s  %s  (%s)", STATUS[f.status] or "?", f.path, what)
+end
+
+---Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb()`.
+local function fetch(turn, cb, session)
+  session = session or requests.session()
+  requests.call("ollie/state", { session = session }, function(state)
+    requests.call("ollie/changes", { turn = turn, session = session }, function(res)
+      M.current.turn, M.current.files, M.current.cwd = res.turn ~= vim.NIL and res.turn or nil, res.files or {},
+        state.cwd or vim.fn.getcwd()
+      M.current.session = session
+      cb()
+    end)
+  end)
+end
+
+local function list_lines()
+  local c = M.current
+  local k = keys()
+  local lines = {
+    string.format("ollie: turn %d changed %d file%s   (%s)", c.turn, #c.files, #c.files == 1 and "" or "s",
+      hints({ { k.open, "diff" }, { k.undo_file, "undo file" }, { k.refresh, "refresh" }, { k.close, "close" } })),
+  }
+  for _, f in ipairs(c.files) do
+    table.insert(lines, M.file_line(f))
+  end
+  return lines
+end
+
+---The file of the list line under the cursor.
+local function file_at_cursor()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  return M.current.files[row - 1]
+end
+
+local function render_list()
+  local buf = M.current.list_buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, list_lines())
+  vim.bo[buf].modifiable = false
+end
+
+local function list_buffer()
+  local buf = M.current.list_buf
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, "ollie://changes")
+  vim.bo[buf].filetype = "ollie-changes"
+  vim.bo[buf].bufhidden = "hide"
+  local k = keys()
+  map(buf, k.open, function()
+    local f = file_at_cursor()
+    if f then
+      M.open_diff(f.path)
+    end
+  end, "ollie: open the diff")
+  map(buf, k.undo_file, function()
+    local f = file_at_cursor()
+    if f then
+      M.undo(f.path, nil)
+    end
+  end, "ollie: undo the file's changes")
+  map(buf, k.refresh, function() M.changes(M.current.turn, M.current.session) end, "ollie: refresh")
+  map(buf, k.close, "<cmd>close<cr>", "ollie: close")
+  M.current.list_buf = buf
+  return buf
+end
+
+---Show the files turn `turn` (default: the last) of `session` (default: this tab's chat's) changed, in a list
+---at the bottom.
+---@param turn integer|nil
+---@param session string|nil
+function M.changes(turn, session)
+  fetch(turn, function()
+    if not M.current.turn or #M.current.files == 0 then
+      requests.notify(M.current.turn and ("turn " .. M.current.turn .. " changed no files") or "no turn yet")
+      return
+    end
+    local buf = list_buffer()
+    render_list()
+    local win = vim.fn.bufwinid(buf)
+    if win == -1 then
+      vim.cmd("botright " .. math.min(#M.current.files + 1, 12) .. "split")
+      vim.api.nvim_win_set_buf(0, buf)
+    else
+      vim.api.nvim_set_current_win(win)
+    end
+    vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  end, session)
+end
+
+local function split_text(text)
+  if type(text) ~= "string" then
+    return {}
+  end
+  local lines = vim.split(text, "\n", { plain = true })
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  return lines
+end
+
+---A read-only scratch buffer with `lines`.
+local function scratch(name, lines, filetype)
+  local buf = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  if filetype and filetype ~= "" then
+    vim.bo[buf].filetype = filetype
+  end
+  return buf
+end
+
+---The index (0-based, as ollie/changes lists them) of the hunk at `line` of the before or after side.
+---@param f ollie.ChangedFile
+---@param line integer 1-based
+---@param before boolean the cursor is in the "before" window
+---@return integer|nil
+function M.hunk_at(f, line, before)
+  for i, h in ipairs(f.hunks or {}) do
+    local start, count = h.newStart, h.newLines
+    if before then
+      start, count = h.oldStart, h.oldLines
+    end
+    -- A hunk that only removes (or only adds) lines sits between two lines of the other side.
+    local last = count == 0 and start + 1 or start + count - 1
+    if line >= start and line <= last then
+      return i - 1
+    end
+  end
+  return nil
+end
+
+local function diff_maps(buf, path, before)
+  local k = keys()
+  map(buf, k.undo_hunk, function()
+    local f = find(path)
+    local hunk = f and M.hunk_at(f, vim.api.nvim_win_get_cursor(0)[1], before)
+    if not hunk then
+      requests.notify("no change of turn " .. tostring(M.current.turn) .. " under the cursor", vim.log.levels.WARN)
+      return
+    end
+    M.undo(path, hunk)
+  end, "ollie: undo this hunk")
+  map(buf, k.keep_hunk, function()
+    pcall(vim.cmd.normal, { "]c", bang = true })
+  end, "ollie: keep this hunk, go to the next")
+  map(buf, k.undo_file, function() M.undo(path, nil) end, "ollie: undo the file's changes")
+  map(buf, k.close, function()
+    if vim.fn.tabpagenr("$") > 1 then
+      vim.cmd("tabclose")
+    end
+  end, "ollie: close the diff")
+end
+
+---Open the diff of one changed file in a new tab: the text before the turn (left) ↔ the file now (right).
+---@param path string as ollie/changes lists it
+function M.open_diff(path)
+  local f = find(path)
+  if not f then
+    return
+  end
+  if f.binary then
+    requests.notify(path .. " is binary: no diff" .. (keys().undo_file and (" (" .. keys().undo_file
+      .. " undoes it)") or ""))
+    return
+  end
+  vim.cmd("tabnew")
+  local after_win = vim.api.nvim_get_current_win()
+  local after_buf
+  if f.status == "deleted" then
+    after_buf = scratch("ollie://deleted/" .. path, {}, nil)
+    vim.api.nvim_win_set_buf(after_win, after_buf)
+  else
+    vim.cmd.edit(vim.fn.fnameescape(abs(path)))
+    after_buf = vim.api.nvim_get_current_buf()
+  end
+  local ft = vim.bo[after_buf].filetype ~= "" and vim.bo[after_buf].filetype or vim.filetype.match({ filename = path })
+  vim.cmd("leftabove vsplit")
+  local before_win = vim.api.nvim_get_current_win()
+  local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
+  local before_buf = scratch(name, split_text(f.oldText), ft)
+  vim.api.nvim_win_set_buf(before_win, before_buf)
+  local k = keys()
+  local chatwin = require("ollie.chatwin")
+  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, path),
+    hints = {} })
+  -- A narrow window drops key hints (the last first), never the file's name.
+  chatwin.set_bar(after_win, "winbar", { label = "now: " .. path, sep = " · ", paren = true, hints = hint_list({
+    { k.undo_hunk, "undo hunk" }, { k.keep_hunk, "keep" }, { k.undo_file, "undo file" }, { k.close, "close" } }) })
+  for _, w in ipairs({ before_win, after_win }) do
+    vim.api.nvim_win_call(w, function() vim.cmd("diffthis") end)
+  end
+  diff_maps(before_buf, path, true)
+  diff_maps(after_buf, path, false)
+  vim.api.nvim_set_current_win(after_win)
+  local first = f.hunks[1]
+  if first then
+    pcall(vim.api.nvim_win_set_cursor, after_win, { math.max(1, first.newStart), 0 })
+  end
+end
+
+---Bring a buffer of `path` up to date after an undo: save it when the undo went to the (unmodified) buffer,
+---reload it from disk otherwise.
+local function sync_buffer(path, in_editor, was_modified)
+  local buf = vim.fn.bufnr(abs(path))
+  if buf == -1 or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  if in_editor then
+    if not was_modified then
+      -- The undo went to the buffer (workspace/applyEdit); the user had nothing unsaved, so the disk follows.
+      vim.api.nvim_buf_call(buf, function() vim.cmd("silent noautocmd write") end)
+    end
+  else
+    vim.cmd("silent! checktime " .. buf)
+  end
+end
+
+---Undo hunk `hunk` (0-based; nil: the whole file) of the current turn's change to `path`.
+---@param path string
+---@param hunk integer|nil
+---@param on_done fun(result: table|nil)|nil
+function M.undo(path, hunk, on_done)
+  local buf = vim.fn.bufnr(abs(path))
+  local was_modified = buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified
+  local params = { path = path, hunk = hunk, turn = M.current.turn, session = M.current.session }
+  requests.call("ollie/review/undo", params, function(res)
+    sync_buffer(path, res.inEditor, was_modified)
+    local what = hunk and string.format("hunk %d of %s", hunk + 1, path) or ("all changes to " .. path)
+    -- The other hunks are renumbered: fetch the turn's changes again.
+    fetch(M.current.turn, function()
+      render_list()
+      pcall(vim.cmd, "diffupdate")
+      requests.notify("undone: " .. what)
+      if on_done then
+        on_done(res)
+      end
+    end, M.current.session)
+  end, function(err)
+    -- A stale undo (the file changed since the turn) is refused, and the daemon's message says why:
+    -- "stale: a.txt: the file was edited since ...; undo refused".
+    local stale = err.code == -32003
+    requests.notify((stale and "" or "undo failed: ") .. requests.err_text(err), vim.log.levels.WARN)
+    if on_done then
+      on_done(nil)
+    end
+  end)
+end
+
+---Ask yes/no with vim.ui.select; `yes()` runs only on "yes".
+local function confirm(prompt, yes_label, yes)
+  vim.ui.select({ yes_label, "Cancel" }, { prompt = prompt, kind = "ollie_confirm" }, function(choice)
+    if choice == yes_label then
+      yes()
+    end
+  end)
+end
+
+---The changes list, when it shows, goes: the turns it counted are gone or renumbered after a rewind.
+local function close_list()
+  local buf = M.current.list_buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if #vim.api.nvim_tabpage_list_wins(vim.api.nvim_win_get_tabpage(win)) > 1 then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+end
+
+---The names of modified file buffers: the daemon rewinds the disk only, so their unsaved edits stay.
+local function unsaved_buffers()
+  local names = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified and vim.bo[buf].buftype == "" then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= "" then
+        table.insert(names, vim.fn.fnamemodify(name, ":."))
+      end
+    end
+  end
+  return names
+end
+
+local function do_rewind(params)
+  requests.call("ollie/rewind", params, function(res)
+    vim.cmd("silent! checktime")
+    close_list()
+    local n = #(res.files or {})
+    local unsaved = unsaved_buffers()
+    -- Short: a message wider than an 80-column screen stops the editor at a "Press ENTER" prompt.
+    requests.notify(string.format("%s (%d file%s restored, %d messages left)",
+      params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
+      res.messages or 0))
+    -- The chat says what the rewind left as it was (its autocmd below shows `note` under the conversation).
+    res.note = #unsaved > 0 and ("the rewind restored files on disk; unsaved buffers keep their text (:e! reloads "
+      .. "one): " .. table.concat(unsaved, ", ")) or nil
+    -- The chat of the session re-renders its history on this event.
+    vim.api.nvim_exec_autocmds("User", { pattern = "OllieRewind",
+      data = vim.tbl_extend("force", res, { session = params.session or requests.session() }) })
+  end)
+end
+
+---Rewind to before turn `n` after confirmation.
+local function rewind_to(n)
+  confirm(string.format("Rewind to before turn %d? Its file changes and its messages go (:OllieRewind undo "
+    .. "puts them back until the next turn)", n), "Rewind", function() do_rewind({ turn = n }) end)
+end
+
+---:OllieRewind: pick a turn (or `n`, or `undo`), confirm, rewind files and conversation to before it.
+---@param arg string|nil
+function M.rewind(arg)
+  if arg == "undo" then
+    confirm("Undo the last rewind (files and conversation back)?", "Undo rewind", function()
+      do_rewind({ undo = true })
+    end)
+    return
+  end
+  if tonumber(arg) then
+    rewind_to(tonumber(arg) --[[@as integer]])
+    return
+  end
+  requests.call("ollie/changes", {}, function(last)
+    if last.turn == nil or last.turn == vim.NIL then
+      requests.notify("no turn to rewind yet")
+      return
+    end
+    local turns = {}
+    for t = last.turn, math.max(1, last.turn - 9), -1 do
+      table.insert(turns, { turn = t, files = {} })
+    end
+    local pending = #turns
+    local function one_done()
+      pending = pending - 1
+      if pending > 0 then
+        return
+      end
+      vim.ui.select(turns, {
+        prompt = "ollie: rewind to before which turn?",
+        format_item = function(t)
+          local names = vim.tbl_map(function(f) return f.path end, t.files)
+          local files = #names == 0 and "no file changes" or (#names .. " file" .. (#names == 1 and "" or "s")
+            .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4)) .. (#names > 4 and ", …" or ""))
+          return string.format("turn %d — %s", t.turn, files)
+        end,
+      }, function(choice)
+        if choice then
+          rewind_to(choice.turn)
+        end
+      end)
+    end
+    for _, item in ipairs(turns) do
+      requests.call("ollie/changes", { turn = item.turn }, function(res)
+        item.files = res.files or {}
+        one_done()
+      end, one_done)
+    end
+  end)
+end
+
+return M
+

@@ -1,0 +1,40 @@
+-- An edit in "ask" mode: the ollie/permission question shows the step and its diff; the user rejects it
+-- with feedback, and the model gets the feedback as the step's result.
+local U = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "review_util.lua"))
+local H = U.H
+
+U.answer_select(function(item)
+  if type(item) == "table" and item.id == "reject_with_feedback" then
+    H.results.preview = vim.deepcopy(require("ollie.permission").last_preview.lines)
+    return true
+  end
+  return false
+end)
+vim.ui.input = function(opts, on_confirm)
+  H.results.input_prompt = opts.prompt
+  on_confirm("keep it as addition, fix the name instead")
+end
+
+-- The daemon runs with OLLIE_APPROVAL=auto: the command turns asking on.
+vim.cmd("OllieApproval ask")
+U.wait(function() return U.notified("approval: ask") end, "the approval notification")
+H.results.approval = U.call("ollie/state", {}).approval
+H.results.completion = vim.fn.getcompletion("OllieApproval a", "cmdline")
+
+local res = U.call("ollie/submit", { text = "make mul multiply" })
+H.results.reply = res.reply
+H.results.submit = res
+H.results.code_after = vim.fn.readfile("code.py")
+-- The float is gone once answered.
+H.results.floats_left = #vim.tbl_filter(function(w)
+  return vim.api.nvim_win_get_config(w).relative ~= ""
+end, vim.api.nvim_list_wins())
+H.results.question = H.results.selects[1]
+
+-- :OllieApproval with no mode: pick one, the current one marked.
+U.answer_select(function(item) return item == "auto-edit" end)
+vim.cmd("OllieApproval")
+U.wait(function() return U.notified("approval: auto-edit") end, "the picked approval mode")
+H.results.mode_labels = H.results.selects[1].labels
+H.results.approval_after_pick = U.call("ollie/state", {}).approval
+H.finish()

@@ -1,0 +1,90 @@
+// Onboarding: what the empty chat shows when `ollie/state`'s `backendStatus` says no turn can run yet.
+
+/** `backendStatus` of `ollie/state` (PROTOCOL.md). */
+export interface BackendStatus {
+  ok: boolean;
+  backend: string;
+  model: string;
+  reachable: boolean | null;
+  modelPresent: boolean | null;
+  keySet: boolean | null;
+  error: string;
+  hint: string;
+}
+
+/** What the onboarding panel shows: a headline, the daemon's error, the steps to take, and which buttons. */
+export interface Onboarding {
+  title: string;
+  error: string;
+  steps: string[];
+  /** Offer "Set API key" (the backend needs a key, it is missing or was refused, or none could be built). */
+  offerKey: boolean;
+}
+
+function boolOrNull(value: unknown): boolean | null {
+  return typeof value === "boolean" ? value : null;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** The `backendStatus` of an `ollie/state` result, or undefined when it has none. */
+export function parseBackendStatus(raw: unknown): BackendStatus | undefined {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
+  const status = (raw as Record<string, unknown>).backendStatus;
+  if (typeof status !== "object" || status === null || Array.isArray(status)) return undefined;
+  const s = status as Record<string, unknown>;
+  if (typeof s.ok !== "boolean") return undefined;
+  return {
+    ok: s.ok,
+    backend: text(s.backend),
+    model: text(s.model),
+    reachable: boolOrNull(s.reachable),
+    modelPresent: boolOrNull(s.modelPresent),
+    keySet: boolOrNull(s.keySet),
+    error: text(s.error),
+    hint: text(s.hint),
+  };
+}
+
+const KEYED = new Set(["openai", "openrouter", "anthropic"]);
+
+/** The onboarding for a status, or null when the backend can take a turn. */
+export function onboardingFor(status: BackendStatus | undefined): Onboarding | null {
+  if (!status || status.ok) return null;
+  const steps: string[] = [];
+  const model = status.model || "<model>";
+  const unbuilt = status.backend === "none" || status.backend === "";
+  const keyProblem = status.keySet === false || (KEYED.has(status.backend) && status.reachable === true && status.modelPresent === null);
+  let title: string;
+  // Ollama not running: the daemon's hint says the same as the steps, in environment variables a
+  // VS Code user has nowhere to type; the hosted-API way here is the Set API key button.
+  const ollamaDown = !unbuilt && status.backend === "ollama" && status.reachable === false;
+  if (unbuilt) {
+    title = "Choose a model backend";
+    steps.push("Pick a backend and enter its API key (Set API key), or run a local model with Ollama.");
+  } else if (ollamaDown) {
+    title = "Ollama is not running";
+    steps.push(
+      "Start Ollama: `ollama serve`",
+      `Pull the model: \`ollama pull ${model}\``,
+      "Or use a hosted model: Set API key picks OpenAI, OpenRouter or Anthropic and keeps the key in VS Code's secret storage.",
+    );
+  } else if (status.modelPresent === false) {
+    title = `The model ${model} is missing`;
+    steps.push(status.backend === "ollama" ? `Pull it: \`ollama pull ${model}\`` : "Pick another model (Ollie: Switch Model) or set `ollie.model`.");
+  } else if (status.reachable === false) {
+    title = `${status.backend} cannot be reached`;
+    steps.push("Check that the server is running and its URL (`ollie.serverEnv`) is right.");
+  } else if (keyProblem) {
+    title = `${status.backend} needs an API key`;
+    steps.push("Enter the key (Set API key); it is kept in VS Code's secret storage, not in settings.");
+  } else {
+    title = `${status.backend || "The backend"} is not ready`;
+  }
+  // The daemon's hint is a clause ("check the network, or ..."); as a step it starts like the others.
+  if (status.hint && !ollamaDown && !steps.some((s) => s.includes(status.hint))) steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
+  steps.push("Then press Check again.");
+  return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || KEYED.has(status.backend) };
+}

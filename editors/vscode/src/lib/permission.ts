@@ -1,0 +1,58 @@
+// `ollie/permission` (server → client): the question's params, and the changed-files list of a turn.
+
+import { FileChange, Hunk, parseChanges } from "../review/hunks";
+import type { ChangedFile, PermissionStep } from "./chatModel";
+import { lineDiff } from "./lineDiff";
+import { parseDiff, parseLocations } from "./steps";
+import { isObject } from "./json";
+
+/** The params of an `ollie/permission` request. */
+export interface PermissionRequest {
+  session: string;
+  step: PermissionStep;
+  always: string;
+}
+
+/** The request's params, or undefined when they lack a session or a step with an id and title. */
+export function parsePermissionRequest(raw: unknown): PermissionRequest | undefined {
+  if (!isObject(raw) || typeof raw.session !== "string" || !isObject(raw.step)) return undefined;
+  const { id, kind, title, locations, diff, prefix } = raw.step;
+  if (typeof id !== "string" || typeof title !== "string") return undefined;
+  const step: PermissionStep = { id, kind: typeof kind === "string" ? kind : "other", title, locations: parseLocations(locations) };
+  const parsedDiff = parseDiff(diff);
+  if (parsedDiff) step.diff = parsedDiff;
+  if (typeof prefix === "string" && prefix) step.prefix = prefix;
+  return { session: raw.session, step, always: typeof raw.always === "string" ? raw.always : "" };
+}
+
+/** The files of an `ollie/changes` result as the "Changed files" list shows them (+/- counts), and their turn. */
+export function changedFilesOf(raw: unknown): { turn: number | null; files: ChangedFile[] } {
+  const { turn, files } = parseChanges(raw);
+  return { turn, files: files.map(summarize) };
+}
+
+function summarize(change: FileChange): ChangedFile {
+  // `hunks[].lines` are prefixed `-` / `+` (PROTOCOL.md "Review"); cheaper than diffing the texts again.
+  const counts = change.hunks.length || change.binary ? countHunkLines(change.hunks) : lineDiff(change.oldText, change.newText, 0);
+  const file: ChangedFile = { path: change.path, status: change.status, added: counts.added, removed: counts.removed };
+  if (change.inEditor) file.inEditor = true;
+  return file;
+}
+
+function countHunkLines(hunks: readonly Hunk[]): { added: number; removed: number } {
+  let added = 0;
+  let removed = 0;
+  for (const line of hunks.flatMap((h) => h.lines)) {
+    if (line.startsWith("+")) added++;
+    else if (line.startsWith("-")) removed++;
+  }
+  return { added, removed };
+}
+
+/** The list after an undo: files the turn no longer changes are marked undone, the rest take the new counts. */
+export function mergeChanges(before: readonly ChangedFile[], after: readonly ChangedFile[]): ChangedFile[] {
+  const now = new Map(after.map((f) => [f.path, f]));
+  const merged = before.map((f) => now.get(f.path) ?? { ...f, undone: true });
+  for (const f of after) if (!before.some((b) => b.path === f.path)) merged.push(f);
+  return merged;
+}

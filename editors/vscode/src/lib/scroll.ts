@@ -1,0 +1,30 @@
+// When the chat follows the stream: always after the user sends, otherwise only while at the bottom.
+
+/** How close to the bottom (px) still counts as "at the bottom". */
+export const BOTTOM_SLACK = 40;
+
+/** Whether a scroll box is at (or within `slack` of) its bottom. */
+export function isAtBottom(box: { scrollTop: number; scrollHeight: number; clientHeight: number }, slack = BOTTOM_SLACK): boolean {
+  return box.scrollHeight - box.scrollTop - box.clientHeight <= slack;
+}
+
+/** What to do after new content arrived: scroll to the bottom, or leave the view and offer "jump to latest". */
+export function afterUpdate(state: { following: boolean; userSent: boolean }): { scroll: boolean; showJump: boolean } {
+  if (state.userSent || state.following) return { scroll: true, showJump: false };
+  return { scroll: false, showJump: true };
+}
+
+/** Whether the view follows the stream after the user scrolled: only when they came back to the bottom. */
+export function followingAfterScroll(atBottom: boolean): boolean {
+  return atBottom;
+}
+
+/** Whether scrolling should load the earlier page of a resumed session: near the top, with messages left to load. */
+export function wantsEarlier(box: { scrollTop: number }, earlier: number, slack = BOTTOM_SLACK): boolean {
+  return earlier > 0 && box.scrollTop <= slack;
+}
+
+/** Where to scroll after content went in above the view, so what the user was reading stays where it was. */
+export function keptScrollTop(before: { scrollTop: number; scrollHeight: number }, scrollHeightNow: number): number {
+  return before.scrollTop + Math.max(0, scrollHeightNow - before.scrollHeight);
+}

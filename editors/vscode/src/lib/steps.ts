@@ -1,0 +1,134 @@
+// Readable tool steps (protocol v2 `tool` / `steps` objects): parsing and how the chat labels them.
+
+import { isObject, textOrNull } from "./json";
+
+/** One file location of a step (`line` 1-based when known). */
+export interface StepLocation {
+  path: string;
+  line?: number;
+}
+
+/** One file a step changed (`oldText` null: added; `newText` null: deleted; both null: binary). */
+export interface StepDiff {
+  path: string;
+  oldText: string | null;
+  newText: string | null;
+}
+
+export type StepStatus = "pending" | "in_progress" | "completed" | "failed";
+
+/** The protocol's `tool` object of a call/step/tool event. */
+export interface ToolStep {
+  id: string;
+  kind: string;
+  title: string;
+  status: StepStatus;
+  locations: StepLocation[];
+  diffs?: StepDiff[];
+}
+
+const STATUSES = new Set<string>(["pending", "in_progress", "completed", "failed"]);
+
+/** A `{path, line?}` list; malformed entries are dropped. */
+export function parseLocations(raw: unknown): StepLocation[] {
+  if (!Array.isArray(raw)) return [];
+  return raw
+    .filter((l): l is Record<string, unknown> => isObject(l) && typeof l.path === "string" && l.path !== "")
+    .map((l) => (typeof l.line === "number" && l.line > 0 ? { path: l.path as string, line: l.line } : { path: l.path as string }));
+}
+
+/** One `{path, oldText, newText}` object, or undefined when it has no path. */
+export function parseDiff(raw: unknown): StepDiff | undefined {
+  if (!isObject(raw) || typeof raw.path !== "string") return undefined;
+  return { path: raw.path, oldText: textOrNull(raw.oldText), newText: textOrNull(raw.newText) };
+}
+
+/** A `tool` object, or undefined when it lacks an id or title. */
+export function parseToolStep(raw: unknown): ToolStep | undefined {
+  if (!isObject(raw) || typeof raw.id !== "string" || typeof raw.title !== "string") return undefined;
+  const step: ToolStep = {
+    id: raw.id,
+    kind: typeof raw.kind === "string" ? raw.kind : "other",
+    title: raw.title,
+    status: typeof raw.status === "string" && STATUSES.has(raw.status) ? (raw.status as StepStatus) : "pending",
+    locations: parseLocations(raw.locations),
+  };
+  if (Array.isArray(raw.diffs)) step.diffs = raw.diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined);
+  return step;
+}
+
+/** A `steps` list (the inner calls of a batch); malformed entries are dropped. */
+export function parseToolSteps(raw: unknown): ToolStep[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  return raw.map(parseToolStep).filter((s): s is ToolStep => s !== undefined);
+}
+
+const STATUS_ICONS: Record<StepStatus, { icon: string; label: string }> = {
+  pending: { icon: "circle-large-outline", label: "pending" },
+  in_progress: { icon: "loading", label: "in progress" },
+  completed: { icon: "pass", label: "completed" },
+  failed: { icon: "error", label: "failed" },
+};
+
+/** The codicon (without `codicon-`) and the spoken label for a step status. */
+export function statusIcon(status: StepStatus): { icon: string; label: string } {
+  return STATUS_ICONS[status] ?? STATUS_ICONS.pending;
+}
+
+const KIND_ICONS: Record<string, string> = {
+  read: "file",
+  edit: "edit",
+  delete: "trash",
+  move: "arrow-right",
+  search: "search",
+  execute: "terminal",
+  think: "lightbulb",
+  fetch: "globe",
+};
+
+/** The codicon for a step kind (`tools` for anything else). */
+export function kindIcon(kind: string): string {
+  return KIND_ICONS[kind] ?? "tools";
+}
+
+/** `path` or `path:line`, as a location link shows it. */
+export function locationLabel(location: StepLocation): string {
+  return location.line ? `${location.path}:${location.line}` : location.path;
+}
+
+/** The status a step item has without a `tool` object (v1 events): from the result text. */
+export function legacyStatus(result: string | undefined, isError: boolean): StepStatus {
+  if (result === undefined) return "in_progress";
+  return isError ? "failed" : "completed";
+}
+
+/** A one-line headline for a step without a `tool` object: the tool name and a short look at its arguments. */
+export function legacyTitle(name: string, args: string): string {
+  let preview = args;
+  try {
+    const parsed: unknown = JSON.parse(args);
+    // call_tool {"calls": [{"tool": "file_read", "args": ["a.py"]}]} reads as `file_read a.py`.
+    if (isObject(parsed) && Array.isArray(parsed.calls)) {
+      preview = parsed.calls
+        .filter(isObject)
+        .map((c) => [c.tool, ...(Array.isArray(c.args) ? c.args : [])].filter((p) => typeof p === "string").join(" "))
+        .join("; ");
+    } else if (isObject(parsed)) {
+      preview = Object.values(parsed).filter((v) => typeof v === "string").join(" ");
+    }
+  } catch {
+    // not JSON: the raw text
+  }
+  const flat = preview.replace(/\s+/g, " ").trim();
+  const short = flat.length > 70 ? `${flat.slice(0, 67)}…` : flat;
+  return short ? `${name}: ${short}` : name;
+}
+
+/** Every diff of a step and its inner steps, each file once (the last one wins). */
+export function stepDiffs(step: ToolStep | undefined, steps: readonly ToolStep[] | undefined): StepDiff[] {
+  const byPath = new Map<string, StepDiff>();
+  const sources = steps && steps.length > 0 ? steps : step ? [step] : [];
+  for (const source of sources) for (const diff of source.diffs ?? []) byPath.set(diff.path, diff);
+  if (byPath.size === 0) for (const diff of step?.diffs ?? []) byPath.set(diff.path, diff);
+  return [...byPath.values()];
+}

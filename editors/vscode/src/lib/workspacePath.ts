@@ -1,0 +1,38 @@
+// Whether a file the model named is really inside the workspace: symlinks resolved first, so a
+// workspace link to /etc or ~/.ssh does not pass for a workspace file. No `vscode` import (unit-tested).
+
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+
+/** Resolves symlinks of an existing path (fs.realpath's shape). */
+export type Realpath = (file: string) => Promise<string>;
+
+// The real path of `file`, or for one that does not exist yet (Apply creates it) the real path of
+// its nearest existing ancestor with the rest appended.
+async function realOrNearest(file: string, realpath: Realpath): Promise<string> {
+  const rest: string[] = [];
+  let current = path.resolve(file);
+  for (;;) {
+    try {
+      return path.join(await realpath(current), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return path.resolve(file);
+      rest.push(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+function within(child: string, root: string): boolean {
+  const relative = path.relative(root, child);
+  return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+}
+
+/** Whether `file` (absolute), symlinks resolved, lies inside one of the workspace `folders` (also resolved). */
+export async function isInsideWorkspace(file: string, folders: readonly string[], realpath: Realpath = fs.realpath): Promise<boolean> {
+  if (folders.length === 0) return false;
+  const real = await realOrNearest(file, realpath);
+  const roots = await Promise.all(folders.map((folder) => realOrNearest(folder, realpath)));
+  return roots.some((root) => within(real, root));
+}

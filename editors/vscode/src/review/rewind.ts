@@ -1,0 +1,58 @@
+// `Ollie: Rewind`: pick one of the session's turns, confirm, and put the files and the conversation
+// back to before it (`ollie/rewind`); the notification offers to undo it.
+
+import * as vscode from "vscode";
+import { ReviewHost } from "./review";
+import { parseChanges } from "./hunks";
+import { turnItems, userPrompts } from "./turns";
+
+// Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
+const MAX_TURNS = 30;
+
+interface Rewound {
+  turn?: number;
+  files?: string[];
+  messages?: number;
+}
+
+/** Ask which turn to rewind to and do it; `reload` shows the session's conversation afterwards. */
+export async function rewind(host: ReviewHost, reload: (session: string | undefined) => Promise<void>): Promise<void> {
+  const session = host.currentSession();
+  const withSession = (params: object): object => (session ? { ...params, session } : params);
+  const last = parseChanges(await host.request("ollie/changes", withSession({})));
+  if (last.turn === null) {
+    void vscode.window.showInformationMessage("Ollie: this session has no turns to rewind.");
+    return;
+  }
+  const count = last.turn;
+  const context = await host.request<{ messages?: unknown }>("ollie/context", withSession({})).catch(() => ({ messages: [] }));
+  const turns = Array.from({ length: Math.min(count, MAX_TURNS) }, (_, i) => count - i);
+  const files = new Map<number, number>();
+  await Promise.all(
+    turns.map(async (turn) => {
+      const changes = await host.request("ollie/changes", withSession({ turn })).then(parseChanges, () => undefined);
+      if (changes) files.set(turn, changes.files.length);
+    }),
+  );
+  const items = turnItems(count, userPrompts(context.messages), files).slice(0, MAX_TURNS);
+  const picked = await vscode.window.showQuickPick(items, { title: "Ollie: Rewind to before which turn?", matchOnDescription: true });
+  if (!picked) return;
+  const answer = await vscode.window.showWarningMessage(
+    `Rewind to before turn ${picked.turn}? The files go back to how they were before it and the conversation from it on is dropped.`,
+    { modal: true, detail: "You can undo the rewind until the next turn starts." },
+    "Rewind",
+  );
+  if (answer !== "Rewind") return;
+  const done = await host.request<Rewound>("ollie/rewind", withSession({ turn: picked.turn }));
+  await reload(session);
+  const restored = done.files?.length ?? 0;
+  const choice = await vscode.window.showInformationMessage(
+    `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored).`,
+    "Undo Rewind",
+  );
+  if (choice === "Undo Rewind") {
+    await host.request("ollie/rewind", withSession({ undo: true }));
+    await reload(session);
+    void vscode.window.showInformationMessage("Ollie: the rewind is undone.");
+  }
+}

@@ -1,0 +1,46 @@
+// The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
+
+import { splitEditorContext } from "../lib/history";
+
+/** One turn to offer: its number, the prompt that started it (when known) and what it changed. */
+export interface TurnItem {
+  turn: number;
+  label: string;
+  description: string;
+}
+
+function promptOf(message: unknown): string | undefined {
+  if (typeof message !== "object" || message === null) return undefined;
+  const { role, content } = message as { role?: unknown; content?: unknown };
+  if (role !== "user" || typeof content !== "string") return undefined;
+  return splitEditorContext(content).prompt.trim();
+}
+
+/** The user prompts of a conversation (`ollie/context` messages), in order. */
+export function userPrompts(messages: unknown): string[] {
+  return (Array.isArray(messages) ? messages : []).map(promptOf).filter((p): p is string => p !== undefined);
+}
+
+function firstLine(text: string, max = 80): string {
+  const line = text.split("\n").find((l) => l.trim()) ?? "";
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/**
+ * Turns 1..`count`, newest first. Prompts label them only when there is one per turn: notes and
+ * injected text are user messages too, and a wrong label would rewind the wrong turn.
+ */
+export function turnItems(count: number, prompts: readonly string[], filesChanged: ReadonlyMap<number, number>): TurnItem[] {
+  const labelled = prompts.length === count;
+  const items: TurnItem[] = [];
+  for (let turn = count; turn >= 1; turn--) {
+    const prompt = labelled ? firstLine(prompts[turn - 1]) : "";
+    const files = filesChanged.get(turn);
+    items.push({
+      turn,
+      label: prompt ? `Turn ${turn}: ${prompt}` : `Turn ${turn}`,
+      description: files === undefined ? "" : files === 0 ? "changed no files" : `changed ${files} file${files === 1 ? "" : "s"}`,
+    });
+  }
+  return items;
+}

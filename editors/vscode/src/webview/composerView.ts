@@ -1,0 +1,183 @@
+// The chat input: sending, slash-command and context-chip completion, and the chips themselves.
+
+import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
+import { SlashCommand, applySlashCompletion, slashCompletions } from "../lib/slash";
+import type { Chip, FromWebview } from "../lib/webviewMessages";
+import { el, icon } from "./dom";
+
+interface Completion {
+  label: string;
+  args: string;
+  description: string;
+  destructive: boolean;
+  accept(): void;
+}
+
+/** Wires the input, its buttons and the completion list; `post` sends to the extension host. */
+export class Composer {
+  private readonly input = document.getElementById("input") as HTMLTextAreaElement;
+  private readonly list = document.getElementById("slash") as HTMLUListElement;
+  private readonly chipBox = document.getElementById("chips") as HTMLElement;
+  private readonly sendButton = document.getElementById("send") as HTMLButtonElement;
+  private readonly injectButton = document.getElementById("inject") as HTMLButtonElement;
+  private readonly stopButton = document.getElementById("stop") as HTMLButtonElement;
+  private completions: Completion[] = [];
+  private selected = 0;
+  private chip: Chip | undefined;
+  /** The daemon's slash commands, sent with every reset. */
+  commands: SlashCommand[] = [];
+  running = false;
+
+  constructor(private readonly post: (message: FromWebview) => void, private readonly onSend: () => void) {
+    this.input.addEventListener("keydown", (event) => this.keydown(event));
+    this.input.addEventListener("input", () => {
+      this.selected = 0;
+      this.refresh();
+    });
+    (document.getElementById("composer") as HTMLFormElement).addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send(this.running ? "queue" : "submit");
+    });
+    this.injectButton.addEventListener("click", () => this.send("inject"));
+    this.stopButton.addEventListener("click", () => this.post({ type: "interrupt" }));
+    (document.getElementById("addFile") as HTMLButtonElement).addEventListener("click", () => this.post({ type: "pickFile" }));
+    (document.getElementById("addSelection") as HTMLButtonElement).addEventListener("click", () => this.post({ type: "addSelection" }));
+  }
+
+  focus(): void {
+    this.input.focus();
+  }
+
+  setRunning(value: boolean): void {
+    this.running = value;
+    document.body.classList.toggle("running", value);
+    this.stopButton.hidden = !value;
+    this.injectButton.hidden = !value;
+    this.sendButton.textContent = value ? "Queue" : "Send";
+  }
+
+  /** Show a chip the extension host made (one at a time: the prompt's `context` is one object). */
+  setChip(chip: Chip | undefined): void {
+    this.chip = chip;
+    this.chipBox.replaceChildren();
+    if (!chip) return;
+    const node = el("span", `chip ${chip.kind}`);
+    node.append(icon(chip.kind === "file" ? "file" : "selection"), el("span", "chip-label", chip.label));
+    const remove = el("button", "chip-remove");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Remove ${chip.label} from the prompt`);
+    remove.append(icon("close"));
+    remove.addEventListener("click", () => {
+      this.setChip(undefined);
+      this.input.focus();
+    });
+    node.append(remove);
+    this.chipBox.append(node);
+    this.input.focus();
+  }
+
+  private send(kind: "submit" | "queue" | "inject"): void {
+    const text = this.input.value;
+    if (!text.trim()) return;
+    this.post(kind === "submit" && this.chip ? { type: kind, text, chip: this.chip.id } : { type: kind, text });
+    if (kind === "submit") this.setChip(undefined);
+    this.input.value = "";
+    this.refresh();
+    this.onSend();
+  }
+
+  private keydown(event: KeyboardEvent): void {
+    const action = composerAction(event, { running: this.running, completing: this.completions.length > 0 && !this.list.hidden });
+    if (action === "none" || action === "newline") return;
+    event.preventDefault();
+    switch (action) {
+      case "nextCompletion":
+        this.selected = (this.selected + 1) % this.completions.length;
+        this.render();
+        break;
+      case "previousCompletion":
+        this.selected = (this.selected + this.completions.length - 1) % this.completions.length;
+        this.render();
+        break;
+      case "closeCompletion":
+        this.list.hidden = true;
+        break;
+      case "complete":
+        this.completions[this.selected]?.accept();
+        break;
+      default:
+        this.send(action);
+    }
+  }
+
+  private trigger(trigger: ContextTrigger): Completion {
+    const file = trigger.kind === "file";
+    return {
+      label: file ? "@file" : "#selection",
+      args: "",
+      description: file ? "add a workspace file to the prompt…" : "add the editor's selection to the prompt",
+      destructive: false,
+      accept: () => {
+        this.input.value = this.input.value.slice(0, trigger.start) + this.input.value.slice(trigger.end);
+        this.close();
+        this.post({ type: file ? "pickFile" : "addSelection" });
+      },
+    };
+  }
+
+  private refresh(): void {
+    const trigger = contextTrigger(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    if (trigger) {
+      this.completions = [this.trigger(trigger)];
+    } else {
+      this.completions = slashCompletions(this.input.value, this.commands).map((command) => ({
+        label: command.name,
+        args: command.args,
+        description: command.description,
+        destructive: command.destructive,
+        accept: () => {
+          this.input.value = applySlashCompletion(command);
+          this.close();
+        },
+      }));
+    }
+    this.selected = Math.min(this.selected, Math.max(this.completions.length - 1, 0));
+    this.render();
+  }
+
+  private close(): void {
+    this.completions = [];
+    this.list.hidden = true;
+    this.input.focus();
+  }
+
+  private render(): void {
+    this.list.replaceChildren(
+      ...this.completions.map((completion, index) => {
+        const row = el("li", index === this.selected ? "selected" : undefined);
+        row.id = `completion-${index}`;
+        row.setAttribute("role", "option");
+        row.setAttribute("aria-selected", String(index === this.selected));
+        const name = el("span", "slash-name", completion.label);
+        if (completion.args) name.append(el("span", "slash-args", ` ${completion.args}`));
+        row.append(name);
+        if (completion.destructive) {
+          const mark = el("span", "slash-destructive");
+          mark.append(icon("warning"), document.createTextNode(" destructive"));
+          mark.title = "Loses or stops what the session holds";
+          row.append(mark);
+        }
+        row.append(el("span", "slash-description", completion.description));
+        row.addEventListener("mousedown", (event) => {
+          event.preventDefault();
+          completion.accept();
+        });
+        return row;
+      }),
+    );
+    this.list.hidden = this.completions.length === 0;
+    if (this.list.hidden) this.input.removeAttribute("aria-activedescendant");
+    else this.input.setAttribute("aria-activedescendant", `completion-${this.selected}`);
+    this.list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
+  }
+}

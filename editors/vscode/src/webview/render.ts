@@ -1,0 +1,265 @@
+// Chat items → DOM: messages, steps (title, status, file links, diffs, input/output), questions, changed files.
+
+import type { ChatItem, ToolItem } from "../lib/chatModel";
+import { looksLikePath, splitPathLine } from "../lib/links";
+import { StepLocation, ToolStep, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
+import { renderDiff } from "./diffView";
+import { button, el, fileLink, icon } from "./dom";
+import { highlightCode, renderMarkdown } from "./markdown";
+
+const STOP_LABELS: Record<string, string> = {
+  interrupted: "Turn interrupted",
+  max_steps: "Stopped: step limit reached",
+  error: "Turn ended with an error",
+};
+
+const OUTCOME_LABELS: Record<string, string> = {
+  allow_once: "Allowed once",
+  allow_always: "Allowed for the rest of the session",
+  reject: "Rejected",
+  reject_with_feedback: "Rejected with feedback",
+  cancelled: "No longer asked (the turn ended)",
+};
+
+/** Paths seen in answers: true when the file exists in the workspace (asked of the extension host). */
+export const knownPaths = new Map<string, boolean>();
+/** Paths waiting to be asked about. */
+export const pendingPaths = new Set<string>();
+
+function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** Create the element for an item the first time it is seen. */
+export function create(item: ChatItem): HTMLElement {
+  switch (item.kind) {
+    case "reasoning": {
+      const details = el("details", "item reasoning");
+      details.append(el("summary", undefined, "Reasoning"), el("div", "body markdown"));
+      return details;
+    }
+    case "tool": {
+      const node = el("div", "item tool");
+      node.setAttribute("role", "group");
+      const io = el("details", "io");
+      const args = el("pre", "tool-args");
+      args.append(el("code", "hljs"));
+      const result = el("pre", "tool-result");
+      result.append(el("code"));
+      io.append(el("summary", undefined, "Input and output"), el("div", "io-label", "Input"), args, el("div", "io-label", "Output"), result);
+      node.append(el("div", "step-head"), el("div", "substeps"), el("div", "diffs"), io);
+      return node;
+    }
+    case "permission":
+    case "changes": {
+      const node = el("div", `item ${item.kind}`);
+      node.setAttribute("role", "group");
+      return node;
+    }
+    default:
+      return el("div", `item ${item.kind}`);
+  }
+}
+
+function locationLinks(locations: readonly StepLocation[]): HTMLElement {
+  const box = el("span", "step-locations");
+  for (const location of locations.slice(0, 5)) box.append(fileLink(locationLabel(location), location.path, location.line));
+  if (locations.length > 5) box.append(el("span", "more", `+${locations.length - 5}`));
+  return box;
+}
+
+function stepRow(step: ToolStep, className: string): HTMLElement {
+  const row = el("div", className);
+  row.dataset.status = step.status;
+  row.dataset.stepId = step.id;
+  const status = statusIcon(step.status);
+  const statusNode = icon(status.icon, status.label);
+  statusNode.classList.add("status-icon");
+  if (step.status === "in_progress") statusNode.classList.add("codicon-modifier-spin");
+  row.append(statusNode, icon(kindIcon(step.kind)), el("span", "step-title", step.title));
+  if (step.locations.length) row.append(locationLinks(step.locations));
+  return row;
+}
+
+// The first line of a failed step's output that says something (not a `[call 1 x] exit 1` header).
+function failureLine(result: string): string {
+  const line = result.split("\n").map((l) => l.trim()).find((l) => l && !/^\[[^\]]*\]\s*exit \d+$/.test(l)) ?? "";
+  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
+}
+
+function updateTool(node: HTMLElement, item: ToolItem): void {
+  const step = item.step ?? {
+    id: String(item.id),
+    kind: "other",
+    title: legacyTitle(item.name, item.args),
+    status: legacyStatus(item.result, item.isError),
+    locations: [],
+  };
+  node.dataset.toolName = item.name;
+  node.dataset.state = item.result === undefined ? "running" : item.isError ? "error" : "done";
+  node.dataset.status = step.status;
+  node.dataset.kind = step.kind;
+  node.setAttribute("aria-label", `${step.title}: ${statusIcon(step.status).label}`);
+  (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row"));
+  const substeps = node.querySelector(".substeps") as HTMLElement;
+  substeps.replaceChildren(...(item.steps ?? []).map((s) => stepRow(s, "step-row substep")));
+  const diffs = node.querySelector(".diffs") as HTMLElement;
+  const changed = stepDiffs(item.step, item.steps);
+  // A diff is drawn once per file and kept (redrawing would reset what the user scrolled or selected).
+  if (diffs.dataset.key !== JSON.stringify(changed.map((d) => [d.path, d.oldText?.length, d.newText?.length]))) {
+    diffs.dataset.key = JSON.stringify(changed.map((d) => [d.path, d.oldText?.length, d.newText?.length]));
+    diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)));
+  }
+  (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
+  (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
+  // A failure says why in one line under the title; the whole output stays one click away.
+  const why = item.isError ? failureLine(item.result ?? "") : "";
+  let line = node.querySelector<HTMLElement>(".step-error");
+  if (why && !line) {
+    line = el("div", "step-error");
+    (node.querySelector(".step-head") as HTMLElement).after(line);
+  }
+  if (line) line.textContent = why;
+}
+
+function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "permission" }>): void {
+  const key = item.outcome ?? "open";
+  if (node.dataset.rendered === key) return;
+  node.dataset.rendered = key;
+  node.dataset.outcome = item.outcome ?? "";
+  node.setAttribute("aria-label", `Approval: ${item.step.title}`);
+  const head = el("div", "permission-head");
+  head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
+  node.replaceChildren(head);
+  if (item.step.locations.length) node.append(locationLinks(item.step.locations));
+  if (item.step.diff) node.append(renderDiff(item.step.diff, item.id));
+  if (item.outcome) {
+    const answer = el("div", `permission-answer ${item.outcome}`, OUTCOME_LABELS[item.outcome] ?? item.outcome);
+    if (item.feedback) answer.append(el("q", "feedback", item.feedback));
+    node.append(answer);
+    return;
+  }
+  if (item.always) node.append(el("div", "permission-note", `"Allow always" covers ${item.always} in this session.`));
+  const buttons = el("div", "permission-buttons");
+  buttons.append(
+    button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
+    button("Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
+    button("Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
+    button("Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"),
+  );
+  const feedback = el("div", "permission-feedback");
+  feedback.hidden = true;
+  const text = el("textarea", "feedback-input");
+  text.rows = 2;
+  text.placeholder = "What should Ollie do instead?";
+  text.setAttribute("aria-label", "Feedback for the model (Enter sends)");
+  feedback.append(text, button("Send feedback", "permission", { item: item.id, outcome: "reject_with_feedback" }, "send", "primary"));
+  node.append(buttons, feedback);
+}
+
+function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "changes" }>): void {
+  node.setAttribute("aria-label", `Changed files of turn ${item.turn}`);
+  node.classList.toggle("busy", item.busy === true);
+  const head = el("div", "changes-head");
+  const open = item.files.filter((f) => !f.undone);
+  const count = open.length ? `${open.length}` : "all undone";
+  head.append(icon("diff"), el("span", "changes-title", `Changed files (${count})`), el("span", "spacer"));
+  if (open.length > 1) head.append(button("Undo all", "undo", { item: item.id }, "discard", "link-button"));
+  const list = el("ul", "changes-list");
+  for (const file of item.files) {
+    const row = el("li", file.undone ? "undone" : undefined);
+    const link = el("a", "file-link", file.path);
+    link.href = "#";
+    link.dataset.action = "openChange";
+    link.dataset.item = String(item.id);
+    link.dataset.path = file.path;
+    link.title = `Review the changes to ${file.path}`;
+    const stat = el("span", "stat");
+    stat.append(el("span", "added", `+${file.added}`), el("span", "removed", `−${file.removed}`));
+    row.append(icon(file.status === "added" ? "diff-added" : file.status === "deleted" ? "diff-removed" : "diff-modified"), link, stat);
+    // An edit of an open document went to its buffer: unsaved until the user (or auto save) saves it.
+    if (file.inEditor && !file.undone) {
+      const badge = el("span", `badge in-editor${file.unsaved ? " unsaved" : ""}`, file.unsaved ? "unsaved" : "in editor");
+      badge.title = file.unsaved ? "Edited in the open editor, not saved yet" : "Edited in the open editor (saved since)";
+      row.append(badge);
+    }
+    if (file.undone) row.append(el("span", "badge", "undone"));
+    else row.append(button("Undo", "undo", { item: item.id, path: file.path }, "discard", "link-button"));
+    list.append(row);
+  }
+  node.replaceChildren(head, list);
+  if (item.message) {
+    const message = el("div", "changes-message", item.message);
+    message.setAttribute("role", "alert");
+    node.append(message);
+  }
+}
+
+/** Mark inline code that reads like a path: a link when the file exists, else asked about once. */
+export function decoratePaths(root: HTMLElement): void {
+  for (const code of Array.from(root.querySelectorAll<HTMLElement>(":not(pre) > code"))) {
+    const text = code.textContent ?? "";
+    if (code.parentElement?.classList.contains("file-link") || !looksLikePath(text)) continue;
+    const known = knownPaths.get(text);
+    if (known === undefined) {
+      pendingPaths.add(text);
+      continue;
+    }
+    if (!known) continue;
+    const { path, line } = splitPathLine(text);
+    const link = fileLink("", path, line);
+    code.replaceWith(link);
+    link.append(code);
+  }
+}
+
+/** Bring an item's element up to date with the item. */
+export function update(node: HTMLElement, item: ChatItem): void {
+  node.dataset.kind = item.kind;
+  switch (item.kind) {
+    case "user": {
+      node.replaceChildren();
+      if (item.note || item.contextLabel) {
+        const meta = el("div", "meta", [item.note, item.contextLabel ? `about ${item.contextLabel}` : ""].filter(Boolean).join(" · "));
+        node.append(meta);
+      }
+      node.append(el("div", "text", item.text));
+      break;
+    }
+    case "assistant":
+      node.innerHTML = renderMarkdown(item.text);
+      decoratePaths(node);
+      break;
+    case "reasoning":
+      (node.querySelector(".body") as HTMLElement).innerHTML = renderMarkdown(item.text);
+      break;
+    case "tool":
+      updateTool(node, item);
+      break;
+    case "notice":
+      node.dataset.level = item.level;
+      node.className = `item notice ${item.level}`;
+      node.replaceChildren();
+      if (item.level === "error") {
+        node.setAttribute("role", "alert");
+        node.append(icon("error"));
+      }
+      node.append(el("span", "notice-text", item.text));
+      break;
+    case "turnEnd":
+      node.dataset.stop = item.stop;
+      node.textContent = STOP_LABELS[item.stop] ?? "";
+      node.hidden = !(item.stop in STOP_LABELS);
+      break;
+    case "permission":
+      updatePermission(node, item);
+      break;
+    case "changes":
+      updateChanges(node, item);
+      break;
+  }
+}

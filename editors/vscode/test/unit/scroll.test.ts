@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, wantsEarlier } from "../../src/lib/scroll";
+
+test("at the bottom means within the slack of it", () => {
+  assert.ok(isAtBottom({ scrollTop: 500, scrollHeight: 1000, clientHeight: 500 }));
+  assert.ok(isAtBottom({ scrollTop: 470, scrollHeight: 1000, clientHeight: 500 }));
+  assert.ok(!isAtBottom({ scrollTop: 0, scrollHeight: 1000, clientHeight: 500 }));
+  assert.ok(isAtBottom({ scrollTop: 0, scrollHeight: 300, clientHeight: 500 }), "content shorter than the view");
+});
+
+test("a prompt the user sent is always scrolled to; the stream is followed only at the bottom", () => {
+  assert.deepEqual(afterUpdate({ following: false, userSent: true }), { scroll: true, showJump: false });
+  assert.deepEqual(afterUpdate({ following: true, userSent: false }), { scroll: true, showJump: false });
+  assert.deepEqual(afterUpdate({ following: false, userSent: false }), { scroll: false, showJump: true });
+  assert.equal(followingAfterScroll(true), true);
+  assert.equal(followingAfterScroll(false), false);
+});
+
+test("the earlier page loads near the top only while there is one; prepending keeps the reader's place", () => {
+  assert.ok(wantsEarlier({ scrollTop: 0 }, 12));
+  assert.ok(!wantsEarlier({ scrollTop: 0 }, 0));
+  assert.ok(!wantsEarlier({ scrollTop: 300 }, 12));
+  assert.equal(keptScrollTop({ scrollTop: 10, scrollHeight: 1000 }, 1600), 610);
+  assert.equal(keptScrollTop({ scrollTop: 10, scrollHeight: 1000 }, 900), 10);
+});

@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { keyEnvironment, KEY_BACKENDS, keyVariables, secretKey } from "../../src/lib/apiKeys";
+import { historyEntries, relativeTime } from "../../src/lib/history";
+
+const NOW = Date.parse("2026-11-30T12:00:00Z");
+
+test("relative times read like a person would say them", () => {
+  assert.equal(relativeTime("2026-11-30T11:59:40Z", NOW), "seconds ago");
+  assert.equal(relativeTime("2026-11-30T11:35:00Z", NOW), "25 min ago");
+  assert.equal(relativeTime("2026-11-30T10:00:00Z", NOW), "2 h ago");
+  assert.equal(relativeTime("2026-11-29T08:00:00Z", NOW), "yesterday");
+  assert.equal(relativeTime("2026-11-25T12:00:00Z", NOW), "5 days ago");
+  assert.equal(relativeTime("2026-01-02T12:00:00Z", NOW), "2026-01-02");
+  assert.equal(relativeTime(NOW + 5000, NOW), "seconds ago", "a clock a little ahead is not the future");
+  assert.equal(relativeTime(null, NOW), "");
+  assert.equal(relativeTime("not a date", NOW), "");
+});
+
+test("history entries: title (or Untitled), current, when, agent, archived; empty unnamed sessions left out", () => {
+  const entries = historyEntries(
+    [
+      { id: "1-a", title: "Fix the parser", agent: "default", lastActive: "2026-11-30T10:00:00Z" },
+      { id: "2-b", title: "  ", agent: "default", createdAt: "2026-11-30T11:59:00Z", archived: true },
+      { id: "3-c", title: "", createdAt: "2026-11-30T11:00:00Z", lastTurnResult: null },
+      { title: "no id" },
+      "junk",
+    ],
+    "2-b",
+    NOW,
+  );
+  assert.deepEqual(entries, [
+    { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · default", current: false },
+    { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true },
+  ]);
+  assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
+});
+
+test("stored API keys become the daemon's environment; openai and openrouter share a variable", () => {
+  assert.deepEqual(keyVariables(), ["OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY"]);
+  assert.equal(KEY_BACKENDS.find((b) => b.backend === "openrouter")?.env, "OLLIE_OPENAI_KEY");
+  assert.equal(secretKey("OLLIE_ANTHROPIC_KEY"), "ollie.env.OLLIE_ANTHROPIC_KEY");
+  const env = keyEnvironment(new Map([["OLLIE_OPENAI_KEY", " sk-1 "], ["OLLIE_ANTHROPIC_KEY", ""], ["OTHER", "x"]]));
+  assert.deepEqual(env, { OLLIE_OPENAI_KEY: "sk-1" });
+});

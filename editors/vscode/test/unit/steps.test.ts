@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ChatModel, ToolItem } from "../../src/lib/chatModel";
+import { parseEvent } from "../../src/lib/protocol";
+import { kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
+
+const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  kind: "edit",
+  title: "Edit app.py",
+  status,
+  locations: [{ path: "app.py", line: 3 }],
+  ...extra,
+});
+
+function feeder(model: ChatModel) {
+  let seq = 0;
+  return (role: string, content: string, name: string, more: Record<string, unknown> = {}) => {
+    const event = parseEvent({ session: "s", seq: ++seq, role, name, content, ...more });
+    assert.ok(event);
+    return model.apply(event);
+  };
+}
+
+test("a v2 tool object is parsed; bad parts are dropped, an unknown status reads as pending", () => {
+  const step = parseToolStep({ ...wire("c1", "weird"), locations: [{ path: "a.py", line: 0 }, { nope: 1 }, { path: "b.py", line: 7 }], diffs: [{ path: "a.py", oldText: null, newText: "x\n" }, 5] });
+  assert.deepEqual(step, {
+    id: "c1",
+    kind: "edit",
+    title: "Edit app.py",
+    status: "pending",
+    locations: [{ path: "a.py" }, { path: "b.py", line: 7 }],
+    diffs: [{ path: "a.py", oldText: null, newText: "x\n" }],
+  });
+  assert.equal(parseToolStep({ id: "c1" }), undefined, "no title");
+  assert.equal(parseEvent({ session: "s", seq: 1, role: "call", content: "{}", tool: { id: 3 } })?.tool, undefined);
+});
+
+test("call → step → tool move one item through pending, in progress and completed, matched by id", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("call", '{"calls":[]}', "call_tool", { tool: wire("c1", "pending") });
+  feed("call", '{"calls":[]}', "call_tool", { tool: { ...wire("c2", "pending"), title: "Read b.py" } });
+  const [moved] = feed("step", "", "call_tool", { tool: wire("c1", "in_progress") });
+  assert.equal((moved as ToolItem).step?.status, "in_progress");
+  // The second call's result comes first: ids, not order or names, pair them.
+  feed("tool", "[call 1 file_read] exit 0\nb", "call_tool", { tool: { ...wire("c2", "completed"), title: "Read b.py" } });
+  feed("tool", "[call 1 file_edit] exit 1\nboom", "call_tool", { tool: { ...wire("c1", "failed"), diffs: [] } });
+  const [first, second] = model.items as ToolItem[];
+  assert.equal(model.items.length, 2);
+  assert.deepEqual([first.step?.status, first.isError, first.result?.endsWith("boom")], ["failed", true, true]);
+  assert.deepEqual([second.step?.title, second.step?.status, second.isError], ["Read b.py", "completed", false]);
+  assert.deepEqual(first.step?.diffs, []);
+});
+
+test("the inner steps of a batch move on their own and keep their diffs", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  const inner = (n: number, status: string, more = {}) => ({ ...wire(`c1.${n}`, status), title: `Step ${n}`, ...more });
+  feed("call", "{}", "call_tool", { tool: wire("c1", "pending"), steps: [inner(1, "pending"), inner(2, "pending")] });
+  const [item] = feed("step", "", "call_tool", { tool: inner(2, "in_progress") }) as ToolItem[];
+  assert.deepEqual(item.steps?.map((s) => s.status), ["pending", "in_progress"]);
+  assert.equal(item.step?.status, "in_progress", "the batch runs once one of its steps does");
+  const diff = { path: "b.txt", oldText: null, newText: "bee\n" };
+  feed("tool", "done", "call_tool", { tool: { ...wire("c1", "completed"), diffs: [diff] }, steps: [inner(1, "completed"), inner(2, "completed", { diffs: [diff] })] });
+  assert.deepEqual(stepDiffs(item.step, item.steps), [diff]);
+  assert.deepEqual(item.steps?.map((s) => s.status), ["completed", "completed"]);
+});
+
+test("status and kind icons, with a label for screen readers", () => {
+  assert.deepEqual(statusIcon("pending"), { icon: "circle-large-outline", label: "pending" });
+  assert.deepEqual(statusIcon("in_progress"), { icon: "loading", label: "in progress" });
+  assert.deepEqual(statusIcon("completed"), { icon: "pass", label: "completed" });
+  assert.deepEqual(statusIcon("failed"), { icon: "error", label: "failed" });
+  assert.equal(kindIcon("read"), "file");
+  assert.equal(kindIcon("execute"), "terminal");
+  assert.equal(kindIcon("made-up"), "tools");
+  assert.equal(locationLabel({ path: "src/a.py", line: 12 }), "src/a.py:12");
+  assert.equal(locationLabel({ path: "src/a.py" }), "src/a.py");
+});
+
+test("a step without a tool object (v1, or a resumed session) gets a readable headline, never raw JSON", () => {
+  assert.equal(legacyTitle("call_tool", '{"calls":[{"tool":"file_read","args":["hello.py"]}]}'), "call_tool: file_read hello.py");
+  assert.equal(legacyTitle("shell", '{"cmd":"ls -la"}'), "shell: ls -la");
+  assert.equal(legacyTitle("grep", ""), "grep");
+  assert.ok(legacyTitle("x", JSON.stringify({ text: "y".repeat(200) })).length < 80);
+  assert.equal(legacyStatus(undefined, false), "in_progress");
+  assert.equal(legacyStatus("ok", false), "completed");
+  assert.equal(legacyStatus("error: no", true), "failed");
+});

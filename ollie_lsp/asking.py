@@ -1,0 +1,48 @@
+"""Requests to the editor that may be given up on: a timeout or an interrupt drops the request cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pygls.protocol import LanguageServerProtocol
+
+logger = logging.getLogger("ollie.lsp.asking")
+
+
+async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any, timeout_s: float | None = None) -> Any:
+    """Send `method` to the client and await its answer as plain JSON.
+
+    When the wait ends early (TimeoutError after `timeout_s`, or the caller is cancelled: the turn was
+    interrupted), the request is forgotten and the client told `$/cancelRequest`, so a late answer is
+    ignored instead of failing on a cancelled future (pygls would report that error to the client).
+    """
+    msg_id = str(uuid.uuid4())
+    try:
+        raw = await asyncio.wait_for(protocol.send_request_async(method, params, msg_id=msg_id), timeout_s)
+    except (TimeoutError, asyncio.CancelledError):
+        forget_request(protocol, method, msg_id)
+        raise
+    return plain(raw)
+
+
+def forget_request(protocol: LanguageServerProtocol, method: str, msg_id: str) -> None:
+    """Drop a request nobody waits for (its late answer is then only logged) and tell the client to stop."""
+    # pygls has no public way to drop a pending request.
+    protocol._request_futures.pop(msg_id, None)
+    try:
+        protocol.notify("$/cancelRequest", {"id": msg_id})
+    except Exception as exc:  # the client is gone: the caller's error says enough
+        logger.info("could not cancel %s: %s", method, exc)
+
+
+def plain(value: Any) -> Any:
+    """A response as plain JSON (pygls may hand back namedtuples)."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value

@@ -1,0 +1,157 @@
+"""The editor's knowledge over the wire: ollie/editor/* requests to a client that announced `editorTools`.
+
+Paths travel absolute both ways (the engine makes them relative to the session
+CWD and drops the rest). A client that errors, answers nonsense or takes longer
+than the timeout gives the engine an EditorUnavailable, which the model reads
+as the tool's error: never a hung turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pygls.uris import to_fs_path
+
+from ollie.tools.editor.knowledge import SEVERITIES, Diagnostic, EditorUnavailable, OpenFile, Severity, Span, Symbol
+from ollie_lsp.asking import ask_client
+
+if TYPE_CHECKING:
+    from ollie_lsp.server import OllieServer
+
+logger = logging.getLogger("ollie.lsp.editortools")
+
+TIMEOUT_ENV = "OLLIE_EDITOR_TIMEOUT_MS"
+DEFAULT_TIMEOUT_S = 5.0
+T = TypeVar("T")
+
+
+def request_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds the daemon waits for an ollie/editor/* answer ($OLLIE_EDITOR_TIMEOUT_MS, default 5 s)."""
+    raw = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "").strip()
+    try:
+        return max(int(raw), 1) / 1000 if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+
+
+def wire_path(value: object) -> Path | None:
+    """An absolute path from the client (a `file:` URI is taken too); None for anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith("file:"):
+        value = to_fs_path(value) or ""
+    return Path(value) if os.path.isabs(value) else None
+
+
+def _position(item: Mapping[str, Any], key: str) -> int | None:
+    value = item.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _text(item: Mapping[str, Any], key: str) -> str:
+    value = item.get(key)
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+
+
+def parse_diagnostic(item: Mapping[str, Any]) -> Diagnostic | None:
+    """One `{path, line, column, severity, message, ...}`; None when a required field is missing or wrong."""
+    path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
+    severity, message = item.get("severity"), item.get("message")
+    if path is None or line is None or column is None or not isinstance(message, str):
+        return None
+    known: Severity = severity if severity in SEVERITIES else "information"  # type: ignore[assignment]
+    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"),
+                      _position(item, "endLine"), _position(item, "endColumn"))
+
+
+def parse_span(item: Mapping[str, Any]) -> Span | None:
+    """One `{path, line, column, endLine?, endColumn?}`."""
+    path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
+    if path is None or line is None or column is None:
+        return None
+    return Span(path, line, column, _position(item, "endLine"), _position(item, "endColumn"))
+
+
+def parse_symbol(item: Mapping[str, Any]) -> Symbol | None:
+    """One `{name, kind, path, line, column, container?}`."""
+    path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
+    name = item.get("name")
+    if path is None or line is None or column is None or not isinstance(name, str) or not name:
+        return None
+    return Symbol(name, _text(item, "kind").lower() or "symbol", path, line, column, _text(item, "container"))
+
+
+def parse_open_file(item: Mapping[str, Any]) -> OpenFile | None:
+    """One `{path, focused, dirty}`."""
+    path = wire_path(item.get("path"))
+    if path is None:
+        return None
+    return OpenFile(path, item.get("focused") is True, item.get("dirty") is True)
+
+
+def parse_list(answer: Mapping[str, Any], key: str, parse: Callable[[Mapping[str, Any]], T | None],
+               method: str) -> list[T]:
+    """The answer's `key` list, each entry parsed; malformed entries are dropped (and logged)."""
+    items = answer.get(key)
+    if isinstance(items, Mapping) and not items:
+        items = []  # Neovim's JSON encoder writes an empty Lua table as `{}`
+    if not isinstance(items, list):
+        raise EditorUnavailable(f"the editor's answer to {method} has no `{key}` list")
+    parsed = [parse(item) if isinstance(item, Mapping) else None for item in items]
+    if any(p is None for p in parsed):
+        logger.warning("%s: %d malformed entries dropped", method, sum(p is None for p in parsed))
+    return [p for p in parsed if p is not None]
+
+
+class LspEditorKnowledge:
+    """The engine's EditorKnowledge, answered by the LSP client through ollie/editor/* requests."""
+
+    def __init__(self, server: OllieServer, *, timeout_s: float | None = None) -> None:
+        self._server = server
+        self.timeout_s = timeout_s if timeout_s is not None else request_timeout()
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
+        try:
+            answer = await ask_client(self._server.protocol, method, params, self.timeout_s)
+        except TimeoutError:
+            raise EditorUnavailable(f"the editor did not answer {method} within {self.timeout_s:g} s") from None
+        except asyncio.CancelledError:  # the turn was interrupted
+            raise
+        except Exception as exc:  # the client answered an error (or the connection broke)
+            raise EditorUnavailable(f"the editor could not answer {method}: {exc}") from exc
+        if not isinstance(answer, Mapping):
+            raise EditorUnavailable(f"the editor answered {method} with {type(answer).__name__}, not an object")
+        return answer
+
+    async def diagnostics(self, paths: list[Path] | None) -> list[Diagnostic]:
+        """ollie/editor/diagnostics `{paths?}` → `{diagnostics}`."""
+        method = "ollie/editor/diagnostics"
+        params: dict[str, Any] = {} if paths is None else {"paths": [str(p) for p in paths]}
+        return parse_list(await self._ask(method, params), "diagnostics", parse_diagnostic, method)
+
+    async def definition(self, path: Path, line: int, column: int) -> list[Span]:
+        """ollie/editor/definition `{path, line, column}` → `{locations}`."""
+        method = "ollie/editor/definition"
+        answer = await self._ask(method, {"path": str(path), "line": line, "column": column})
+        return parse_list(answer, "locations", parse_span, method)
+
+    async def references(self, path: Path, line: int, column: int) -> list[Span]:
+        """ollie/editor/references `{path, line, column}` → `{locations}`."""
+        method = "ollie/editor/references"
+        answer = await self._ask(method, {"path": str(path), "line": line, "column": column})
+        return parse_list(answer, "locations", parse_span, method)
+
+    async def symbols(self, query: str) -> list[Symbol]:
+        """ollie/editor/symbols `{query}` → `{symbols}`."""
+        method = "ollie/editor/symbols"
+        return parse_list(await self._ask(method, {"query": query}), "symbols", parse_symbol, method)
+
+    async def open_files(self) -> list[OpenFile]:
+        """ollie/editor/openFiles `{}` → `{files}`."""
+        method = "ollie/editor/openFiles"
+        return parse_list(await self._ask(method, {}), "files", parse_open_file, method)

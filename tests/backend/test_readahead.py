@@ -1,0 +1,96 @@
+"""The read-ahead under every HTTP backend: joins what waited, keeps order and errors, closes the stream with it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from ollie.backend.errors import StreamDropError
+from ollie.backend.readahead import read_ahead
+from ollie.backend.types import StreamEvent, ToolCall
+
+
+async def _burst(events: list[StreamEvent], *, error: BaseException | None = None,
+                 closed: list[bool] | None = None) -> AsyncGenerator[StreamEvent, None]:
+    """`events` all at once (as bytes the network had buffered), then `error`; notes in `closed` that it ended."""
+    try:
+        for event in events:
+            yield event
+        if error is not None:
+            raise error
+    finally:
+        if closed is not None:
+            closed.append(True)
+
+
+async def test_what_waited_is_joined_by_kind_in_order():
+    call = ToolCall(id="c1", name="read", arguments="{}")
+    source = [StreamEvent(reasoning="th"), StreamEvent(reasoning="ink"), StreamEvent(content="Hel"),
+              StreamEvent(content="lo"), StreamEvent(content="!", reasoning="both"), StreamEvent(content=" more"),
+              StreamEvent(tool_calls=[call]), StreamEvent(content="x"), StreamEvent(done=True, stop_reason="stop")]
+    out = [e async for e in read_ahead(_burst(source))]
+    assert out == [StreamEvent(reasoning="think"), StreamEvent(content="Hello"),
+                   StreamEvent(content="!", reasoning="both"), StreamEvent(content=" more"),
+                   StreamEvent(tool_calls=[call]), StreamEvent(content="x"), StreamEvent(done=True, stop_reason="stop")]
+
+
+async def test_an_error_comes_after_the_deltas_before_it():
+    got: list[StreamEvent] = []
+    with pytest.raises(StreamDropError, match="dropped"):
+        async for event in read_ahead(_burst([StreamEvent(content="a"), StreamEvent(content="b")],
+                                             error=StreamDropError("dropped"))):
+            got.append(event)
+    assert got == [StreamEvent(content="ab")]
+
+
+async def test_paced_deltas_are_handed_on_one_by_one():
+    async def paced() -> AsyncGenerator[StreamEvent, None]:
+        for text in "abc":
+            await asyncio.sleep(0.02)
+            yield StreamEvent(content=text)
+
+    assert [e.content async for e in read_ahead(paced())] == ["a", "b", "c"]
+
+
+async def test_closing_the_consumer_closes_the_stream_and_leaves_no_task():
+    closed: list[bool] = []
+    started = asyncio.Event()
+
+    async def endless() -> AsyncGenerator[StreamEvent, None]:
+        try:
+            while True:
+                started.set()
+                await asyncio.sleep(0.01)
+                yield StreamEvent(content="x")
+        finally:
+            closed.append(True)
+
+    before = asyncio.all_tasks()
+    stream = read_ahead(endless())
+    assert (await anext(stream)).content == "x"
+    await stream.aclose()
+    assert closed == [True], "the source stream (the HTTP response) was not closed with its consumer"
+    assert asyncio.all_tasks() - before == set(), "the reading task outlived its consumer"
+
+
+async def test_cancelling_the_consumer_cancels_the_reading():
+    closed: list[bool] = []
+
+    async def slow() -> AsyncGenerator[StreamEvent, None]:
+        try:
+            await asyncio.sleep(30)
+            yield StreamEvent(content="never")
+        finally:
+            closed.append(True)
+
+    async def consume() -> list[StreamEvent]:
+        return [e async for e in read_ahead(slow())]
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed == [True]

@@ -1,0 +1,54 @@
+"""Fixtures shared by the editor tests: the VS Code extension packaged once per session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+EXTENSION = Path(__file__).resolve().parents[2] / "editors" / "vscode"
+E2E_DIR = Path(os.environ.get("OLLIE_E2E_DIR", EXTENSION / ".e2e"))
+
+
+def _require_harness() -> None:
+    code_server = E2E_DIR / "cs" / "node_modules" / ".bin" / "code-server"
+    for needed in (code_server, Path("/usr/bin/chromium"), EXTENSION / "node_modules" / "esbuild"):
+        if not needed.exists():
+            pytest.fail(f"{needed} is missing: run scripts/setup.d/30-vscode.sh (scripts/test does)")
+
+
+@pytest.fixture(scope="session")
+def vsix(tmp_path_factory) -> Path:
+    """The extension built for production and packaged as a .vsix (once per test session)."""
+    _require_harness()
+    node = shutil.which("node")
+    subprocess.run([node, "esbuild.mjs", "--production"], cwd=EXTENSION, check=True, timeout=120)
+    out = tmp_path_factory.mktemp("vsix") / "ollie.vsix"
+    subprocess.run([sys.executable, "scripts/make_vsix.py", "--out", str(out)], cwd=EXTENSION, check=True, timeout=60)
+    return out
+
+
+@pytest.fixture
+def run_e2e(vsix: Path, tmp_path: Path) -> Callable[..., str]:
+    """Run a node e2e scenario (`test/e2e/<scenario>`) against the vsix; its screenshots and logs go to tmp_path/artifacts."""
+    return lambda scenario, total_ms=300000: _run_e2e(scenario, vsix, tmp_path / "artifacts", total_ms)
+
+
+def _run_e2e(scenario: str, vsix: Path, artifacts: Path, total_ms: int) -> str:
+    daemon = Path(sys.executable).parent / "ollie-lsp"
+    assert daemon.exists(), f"{daemon} missing: ollie is not installed in this venv"
+    env = dict(os.environ, OLLIE_PYTHON=sys.executable, OLLIE_LSP=str(daemon), OLLIE_E2E_DIR=str(E2E_DIR),
+               OLLIE_E2E_ARTIFACTS=str(artifacts), OLLIE_E2E_TOTAL_MS=str(total_ms))
+    # The suite's default (tests/conftest.py) is approval `auto`; the editor is tested as a user gets it: `ask`.
+    env.pop("OLLIE_APPROVAL", None)
+    done = subprocess.run([shutil.which("node"), f"test/e2e/{scenario}", "--vsix", str(vsix)], cwd=EXTENSION, env=env,
+                          capture_output=True, text=True, timeout=total_ms / 1000 + 20)
+    output = done.stdout + done.stderr
+    logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(artifacts.glob("*.log")))
+    assert done.returncode == 0 and "E2E PASSED" in done.stdout, f"{output[-5000:]}\n{logs}"
+    return output

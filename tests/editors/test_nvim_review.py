@@ -1,0 +1,224 @@
+"""Neovim review, approval, health, pickers and editor tools: headless Neovim, the real daemon, the scripted model."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from ollie.testing import Reply
+
+from .test_nvim import run_scenario, workspace  # noqa: F401  (the fixture is used by name)
+
+
+def file_edit(path: str, old: str, new: str) -> tuple[str, dict[str, object]]:
+    return ("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]})
+
+
+def test_permission_shows_the_diff_and_a_rejection_with_feedback_reaches_the_model(workspace, scripted_llm):  # noqa: F811
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("left it alone"))
+    result = run_scenario("permission_feedback", workspace, srv)
+    assert result["approval"] == "ask"
+    assert result["completion"] == ["ask", "auto-edit", "auto"]
+    question = result["question"]
+    assert question["prompt"] == "ollie asks to: Edit code.py"
+    assert question["labels"] == ["Allow once", "Allow always (edit steps)", "Reject", "Reject with feedback"]
+    preview = result["preview"]
+    assert preview[0] == "ollie asks to: Edit code.py"
+    assert "-    return a + b" in preview and "+    return a * b" in preview
+    assert result["floats_left"] == 0, "the preview float closes once answered"
+    assert result["code_after"][1] == "    return a + b", "a rejected edit is not made"
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "rejected" in told and "keep it as addition, fix the name instead" in told
+    assert result["mode_labels"][0] == "ask — ask before edits and commands (current)"
+    assert result["approval_after_pick"] == "auto-edit"
+
+
+ORIGINAL_A = [f"line {i}" for i in range(1, 21)]
+
+
+def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scripted_llm):  # noqa: F811
+    (workspace / "a.txt").write_text("".join(f"{line}\n" for line in ORIGINAL_A))
+    (workspace / "b.txt").write_text("alpha\nbeta\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]},
+        {"tool": "file_edit", "args": ["a.txt", "line 18\n", "LINE EIGHTEEN\n"]},
+        {"tool": "file_edit", "args": ["b.txt", "beta", "BETA"]},
+    ]})), Reply.text("shouted"))
+    result = run_scenario("review_undo", workspace, srv)
+    # setup({keymaps = {review = {open = "o", undo_hunk = "zu", refresh = false}}}): the keys and hints follow.
+    assert result["list"] == ["ollie: turn 1 changed 2 files   (o diff · dU undo file · q close)",
+                              "M  a.txt  (+2 -2, 2 hunks)", "M  b.txt  (+1 -1, 1 hunk)"]
+    assert result["list_maps"] == {"o": "ollie: open the diff", "R": "", "cr": ""}
+    assert [n["msg"] for n in result["setup_told"]] == [
+        "ollie: setup: option keymaps.review.close: expected a key (string), or false to unmap, got 3"]
+    assert not result["du_mapped"]
+    assert result["tabs"] == 2 and result["diff_windows"] == 2
+    assert result["before_name"].endswith("turn-1/before/a.txt") and result["before_line2"] == "line 2"
+    assert result["cursor"] == [2, 0], "the diff opens at the first hunk"
+    assert result["winbar"].rstrip() == "now: a.txt  (zu undo hunk · dk keep · dU undo file · q close)"
+    # The second hunk is undone on disk and in the buffer; the first one is kept.
+    expected = [*ORIGINAL_A]
+    expected[1] = "LINE TWO"
+    assert result["disk_after_undo"] == expected
+    assert result["buffer_after_undo"] == expected
+    assert result["hunks_left"] == 1
+    assert result["list_after_undo"][1] == "M  a.txt  (+1 -1, 1 hunk)"
+    assert result["b_after_undo"] == ["alpha", "beta"]
+    assert result["list_after_file_undo"][1:] == ["M  a.txt  (+1 -1, 1 hunk)"]
+    # A stale undo is refused plainly, at warning level, and nothing is written.
+    assert result["stale"]["level"] == 3 and "stale: a.txt" in result["stale"]["msg"]
+    assert result["disk_after_stale"][4] == "my own edit" and result["disk_after_stale"][1] == "LINE TWO"
+    picked, confirmed = result["rewind_selects"]
+    assert picked["labels"] == ["turn 1 — 1 file: a.txt"], "b.txt's change was undone: the turn has a.txt left"
+    assert confirmed["labels"] == ["Rewind", "Cancel"] and "before turn 1" in confirmed["prompt"]
+    assert result["disk_after_rewind"] == ORIGINAL_A
+    assert result["buffer_after_rewind"] == ORIGINAL_A
+    assert result["disk_after_rewind_undo"] == result["disk_after_stale"]
+
+
+class _NoBackend:
+    """Stands in for the scripted server: the daemon's backend is an Ollama nobody listens for."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]  # closed again: connections are refused
+
+    def env(self) -> dict[str, str]:
+        return {"OLLIE_BACKEND": "ollama", "OLLIE_MODEL": "qwen3", "OLLIE_OLLAMA_URL": f"http://127.0.0.1:{self.port}",
+                "OLLIE_APPROVAL": "auto"}
+
+
+def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):  # noqa: F811
+    result = run_scenario("health_no_backend", workspace, _NoBackend())
+    assert not result["running_before"] and result["sessions_before_start"] == 0, "no daemon ran for the first"
+    for report in (result["before_start"], result["short_lived"], result["while_running"]):
+        assert "OK Neovim" in report
+        assert "OK ollie-lsp " in report
+        assert "ERROR backend" in report and "cannot connect" in report, report
+        assert "ollama serve" in report, "the fix is shown"
+    assert "OK landlock: ABI" in result["before_start"], "ollie doctor's other checks are shown"
+    assert "starts" in result["before_start"] and "is running (protocol v2)" in result["while_running"]
+    for report in (result["short_lived"], result["while_running"]):
+        assert "ERROR backend ollama, model qwen3: not reachable" in report
+
+
+def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, scripted_llm):  # noqa: F811
+    srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
+    srv.script(Reply.text("It adds."))
+    result = run_scenario("pickers_sessions", workspace, srv)
+    assert result["ago"] == ["just now", "10 min ago", "2 h ago", "yesterday", "5 days ago", "2026-09-01", ""]
+    labels = result["session_labels"]
+    assert result["session_prompt"] == "ollie: sessions"
+    assert any(label.startswith("explain the mul function") and label.endswith(" · just now") for label in labels), labels
+    for label in labels:
+        assert not any(ch.isdigit() for ch in label.split(" · ")[0][:19]), f"a raw id or timestamp: {label}"
+    assert result["rename_default"].startswith("explain the mul function")
+    assert "Mul review · just now" in result["labels_after_rename"]
+    assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
+    assert result["model_select"]["prompt"] == "ollie: model of openai"
+    assert result["model"] == "other-model"
+    agent_labels = result["agent_select"]["labels"]
+    assert any(label.startswith("ask — read-only") for label in agent_labels)
+    assert any(label.startswith("default") and label.endswith("(current)") for label in agent_labels)
+    assert result["archive_selects"][1]["labels"] == ["Archive", "Cancel"]
+    assert "Mul review" not in result["titles_after_archive"]
+
+
+TYPED = 'def double(x: int) -> int:\n    return x * 2\n\n\nresult: str = double(3)\n'
+
+
+def test_editor_tools_answer_from_an_attached_language_server(workspace, scripted_llm):  # noqa: F811
+    (workspace / "typed.py").write_text(TYPED)
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [
+            {"tool": "editor_diagnostics", "args": []},
+            {"tool": "editor_definition", "args": ["typed.py", "5", "15"]},
+            {"tool": "editor_open_files", "args": []},
+        ]})),
+        Reply.text("result should be an int"),
+        Reply.tool_calls(file_edit("typed.py", "return x * 2", "return str(x) * 2")),
+        Reply.text("that broke the return type"),
+    )
+    result = run_scenario("editor_pyright", workspace, srv, timeout=180)
+    ws = str(workspace.resolve())
+    typed = f"{ws}/typed.py"
+    diags = result["diagnostics"]["result"]["diagnostics"]
+    assert diags == result["all_diagnostics"]["result"]["diagnostics"]
+    error = next(d for d in diags if d["severity"] == "error")
+    assert error["path"] == typed and error["line"] == 5 and error["column"] == 15 and error["source"] == "Pyright"
+    assert '"int" is not assignable to declared type "str"' in error["message"]
+    assert result["definition"]["result"] == {"locations": [
+        {"path": typed, "line": 1, "column": 5, "endLine": 1, "endColumn": 11}]}
+    refs = {(loc["line"], loc["column"]) for loc in result["references"]["result"]["locations"]}
+    assert refs == {(1, 5), (5, 15)}
+    symbols = result["symbols"]["result"]["symbols"]
+    assert {"name": "double", "kind": "function", "path": typed, "line": 1, "column": 5} in symbols
+    assert result["open_files"]["result"]["files"] == [
+        {"path": typed, "focused": False, "dirty": False}, {"path": f"{ws}/notes.txt", "focused": True, "dirty": True}]
+    reloaded = result["after_disk_change"]["result"]["diagnostics"]
+    assert [d["message"].splitlines()[0] for d in reloaded] == ['Type "int" is not assignable to declared type "bytes"']
+    assert result["no_server"]["err"]["message"].startswith("no language server in the editor answers")
+    # A flood of warnings is capped, the most severe (pyright's error) first.
+    capped = result["capped"]
+    assert capped["count"] == capped["max"] == 500 and capped["first"] == "error", capped
+    # The model asked through the daemon and got the editor's answers.
+    assert [t.get("stop") for t in result["turns"]] == ["end", "end"], result["turns"]
+    told = json.dumps(srv.chat_requests[1].body["messages"][-1])
+    assert "is not assignable to declared type" in told and "typed.py" in told
+    after_edit = json.dumps(srv.chat_requests[3].body["messages"][-1])
+    assert "is not assignable to return type" in after_edit, after_edit
+
+
+def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, scripted_llm):  # noqa: F811
+    (workspace / "a.txt").write_text("quiet\n")
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [
+            {"tool": "file_edit", "args": ["notes.txt", "original notes", "ORIGINAL NOTES"]},
+            {"tool": "file_edit", "args": ["a.txt", "quiet", "QUIET"]},
+            {"tool": "file_read", "args": ["missing.txt"]}]})),
+        Reply.text("shouted"),
+        Reply.text("second answer"),
+        Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
+        Reply.text("still here"),
+        Reply.text("notes answer"),
+    )
+    result = run_scenario("chat_review", workspace, srv)
+    chat = result["first_chat"]
+    # The turn's steps changed two files: one compact line before the turn's end, coloured as its own thing.
+    assert "shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_" in chat, chat
+    assert "OllieChanges" in result["changes_groups"]
+    assert result["changes_list"][0].startswith("ollie: turn 1 changed 2 files")
+    assert sorted(result["changes_list"][1:]) == ["M  a.txt  (+1 -1, 1 hunk)", "M  notes.txt  (+1 -1, 1 hunk)"]
+    # :OllieRewind 2 cut the second turn: the chat shows the first only.
+    # The step as it ran, and the same rebuilt from the saved history: statuses, and the lines the edits landed on.
+    steps = ("  ✗ Edit notes.txt and 2 more\n    ✓ Edit notes.txt\n      → notes.txt:1\n    ✓ Edit a.txt\n"
+             "      → a.txt:1\n    ✗ Read missing.txt\n      → missing.txt\n")
+    assert steps in chat, chat
+    rewound = result["rewound_chat"]
+    assert steps in rewound, rewound
+    # `/rewind undo` typed in the chat: the turn is back in the chat too, the command and its output after it.
+    unrewound = result["unrewound_chat"]
+    assert unrewound.index("second answer") < unrewound.index("› /rewind undo")
+    assert unrewound.count("## You") == 2
+    assert "shout the notes and the code" in rewound and "shouted" in rewound
+    assert "and a second turn" not in rewound and "second answer" not in rewound
+    # The stopped turn's question: float and picker closed, said in the chat; the late "Allow once" ran nothing.
+    assert result["asked"] == "ollie asks to: Edit code.py"
+    assert result["floats_while_asked"] == 2 and result["floats_after_stop"] == 0
+    assert result["waiting_after_stop"] == 0
+    assert "question withdrawn (the turn ended): Edit code.py" in result["chat"]
+    assert result["code_after_late_answer"][1] == "    return a + b"
+    assert "still here" in result["chat"]
+    # A named chat: its own transcript and session in the same windows; the tab's first chat comes back by name.
+    named = result["named"]
+    assert named["name"] == "notes" and named["other"] and named["input_focused"] and named["session_differs"]
+    assert "notes answer" in named["chat"] and "shouted" not in named["chat"]
+    assert named["statusline"].startswith("ollie[notes]: ")
+    assert named["back"] and "still here" in named["back_chat"] and "notes answer" not in named["back_chat"]
+    assert named["complete"] == ["notes", "tab1"] and named["windows_same"]
+    assert result["errors"] == [], result["errors"]

@@ -1,0 +1,232 @@
+"""The Neovim plugin in the real TUI (nvim in tmux, README's `setup({})`): typing while a turn streams; at 80 columns a
+turn with steps, an approval question, the changes line, the changes list and the diff."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ollie.testing import Reply
+
+from .test_nvim import _nvim
+
+PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
+
+
+class Tmux:
+    """One tmux server of its own (its own socket), one window running a command."""
+
+    def __init__(self, socket: str, cwd: Path, env: dict[str, str], command: list[str],
+                 size: tuple[int, int] = (160, 40)) -> None:
+        tmux = shutil.which("tmux")
+        if not tmux:
+            pytest.fail("tmux not found: scripts/setup.d/25-tmux.sh installs it")
+        # No user config; a 256-colour, true-colour terminal inside, as a user's terminal is (tmux's default
+        # `screen` has 8 colours, and the colorscheme's greys, reasoning's among them, show as plain text).
+        self.screens: dict[str, str] = {}
+        self.captures: Path | None = None
+        self.base = [tmux, "-L", socket, "-f", os.devnull]
+        subprocess.run([*self.base, "start-server", ";", "set-option", "-g", "default-terminal", "tmux-256color", ";",
+                        "new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]),
+                        "-e", "COLORTERM=truecolor", *command], cwd=cwd, env=env, check=True)
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        """Send keys (tmux names: Enter, Escape, C-j) or, literal, text as typed."""
+        subprocess.run([*self.base, "send-keys", "-t", "t", *(["-l"] if literal else []), *keys], check=True)
+
+    def screen(self, *, colours: bool = False) -> str:
+        """The visible screen as text (with colours: its SGR escape sequences kept)."""
+        return subprocess.run([*self.base, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t"],
+                              capture_output=True, text=True, check=True).stdout
+
+    def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 20) -> str:
+        """Poll the screen until `cond(screen)`; fail with the screen otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if cond(screen):
+                return screen
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}; screen:\n{screen}")
+            time.sleep(0.1)
+
+    def keep(self, name: str, screen: str) -> str:
+        """Keep a screen (text and colours) under the captures folder, and for the checks at the end."""
+        self.screens[name] = screen
+        if self.captures:
+            (self.captures / f"{name}.txt").write_text(screen)
+            (self.captures / f"{name}.ansi").write_text(self.screen(colours=True))
+        return screen
+
+    def alive(self) -> bool:
+        """Whether the command still runs (its tmux session ends with it)."""
+        return subprocess.run([*self.base, "has-session", "-t", "t"], capture_output=True).returncode == 0
+
+    def close(self) -> None:
+        subprocess.run([*self.base, "kill-server"], capture_output=True)
+
+
+def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40)) -> Tmux:
+    """Neovim in tmux with README's install as written (the plugin on the runtimepath and `setup({})`), in a
+    workspace of `files`, editing the first; ollie-lsp on PATH as pipx puts it there (a link in a bin folder of
+    its own: with the venv's bin first on PATH, the tools' python3 would be the venv's, which the sandbox cannot
+    read)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").mkdir()
+    for name, text in files.items():
+        (ws / name).write_text(text)
+    init = tmp_path / "init.lua"
+    init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
+    env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
+    tmux = Tmux(f"ollie-tui-{os.getpid()}-{size[0]}", ws, env,
+                [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
+    tmux.captures = tmp_path / "captures"
+    tmux.captures.mkdir()
+    return tmux
+
+
+def daemons_of(tmp_path: Path) -> list[str]:
+    """The command lines of the ollie-lsp processes started from the test's bin folder (start_nvim's link)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+
+
+def assert_clean(screens: dict[str, str]) -> None:
+    """No screen shows a hit-enter prompt, an error or a warning."""
+    for name, screen in screens.items():
+        assert "Press ENTER" not in screen, f"{name}: a hit-enter prompt froze the screen:\n{screen}"
+        assert "E5108" not in screen and "Error" not in screen, f"{name}: an error shows:\n{screen}"
+        assert "initializationOptions" not in screen and "WARN" not in screen, f"{name}: a warning:\n{screen}"
+
+
+def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.12, chunk_size=12),
+        Reply(text="The follow-up answer."),
+        Reply(text="A last story " + "that goes on " * 200, delay=0.2, chunk_size=8),
+    )
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"})
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "calc.py" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a long story", "Enter")
+        first = keep("1-streaming", tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream"))
+        # The user goes to the input area and types a follow-up while the answer streams on.
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("i")
+        tmux.keys("and a follow-up", literal=True)
+        time.sleep(1.0)
+        typing = keep("2-typing", tmux.screen())
+        assert typing.count("there was a tale") > first.count("there was a tale"), "the answer streams on"
+        assert "and a follow-up" in typing.splitlines()[-8:][0] or any(
+            line.rstrip().endswith("and a follow-up") for line in typing.splitlines()[-10:]), typing
+        # Enter (in normal mode) queues it; the input is empty again, the transcript shows it as queued.
+        tmux.keys("Escape", "Enter")
+        queued = keep("3-queued", tmux.wait(lambda s: "⏳ queued: and a follow-up" in s, "the queued prompt"))
+        assert not any(line.rstrip().endswith("and a follow-up") and "queued" not in line
+                       for line in queued.splitlines()), "the typed text left the input once queued"
+        # Slash-command completion pops up with descriptions while typing.
+        tmux.keys("i")
+        tmux.keys("/mo", literal=True)
+        keep("4-completion", tmux.wait(lambda s: "show or switch the model" in s, "the completion menu"))
+        tmux.keys("Escape", "Escape")
+        tmux.keys("d", "d")
+        done = keep("5-done", tmux.wait(lambda s: "The follow-up answer." in s and s.count("(end)") >= 2,
+                                        "the queued turn to answer", timeout=40))
+        assert "## You" in done and "and a follow-up" in done
+        # The terminal shrinks to 80×24: the chat takes half of it again (it kept 1 column when the code kept 79),
+        # and its key hints drop whole.
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        small = keep("6-80x24", tmux.wait(lambda s: 38 <= s.splitlines()[1].find("│") <= 41,
+                                          "the chat to take half of the smaller terminal", timeout=10))
+        assert len(small.splitlines()) == 24
+        assert small.splitlines()[-2].split("prompt", 1)[1].split() == ["<CR>", "send/queue,", "<C-j>", "inject"]
+        # `:q` in the code window while a turn streams: the editor quits (the chat does not stay alone on the
+        # screen), and no daemon is left behind.
+        tmux.keys("C-w", "h")
+        tmux.keys(":Ollie one last story", "Enter")
+        keep("7-last-story", tmux.wait(lambda s: "A last story" in s, "the last answer to stream"))
+        assert daemons_of(tmp_path), "the daemon runs under its link's name"
+        tmux.keys(":q", "Enter")
+        deadline = time.monotonic() + 10
+        while tmux.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not tmux.alive(), f"nvim did not quit on :q:\n{tmux.screen()}"
+        deadline = time.monotonic() + 5
+        while (daemons := daemons_of(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not daemons, daemons
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply(reasoning="The helper should double its input.", text="I will edit util.py for you now.", delay=0.05,
+              tool_calls=[("call_tool", {"calls": [
+                  {"tool": "file_edit", "args": ["util.py", "return x", "return x * 2"]},
+                  {"tool": "file_read", "args": ["calc.py"]}]})]),
+        Reply(text="Done: `double` doubles now, and calc.py needs no change.", delay=0.05),
+    )
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {
+        "calc.py": "from util import double\n\nprint(double(21))\n", "util.py": "def double(x):\n    return x\n"},
+        size=(80, 30))
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "double(21)" in s, "nvim to start")
+        tmux.keys(":Ollie make double double", "Enter")
+        # The user goes on typing a note in the input area while the question comes. Bug: the stock picker took
+        # the keyboard at once, so `:OllieChat` answered it (a rejection) and the note went into calc.py.
+        tmux.keys(":OllieChat", "Enter", "i")
+        deadline = time.monotonic() + 20
+        note = "keep the tests green"
+        typed = 0
+        while typed < len(note) or ("ollie: approve?" not in tmux.screen() and time.monotonic() < deadline):
+            tmux.keys(note[typed % len(note)] if typed < len(note) else " ", literal=True)
+            typed += 1
+            time.sleep(0.15)
+        typing = keep("1-typing-while-asked", tmux.screen())
+        assert "ollie: approve?" in typing and "Type number" not in typing and "Allow once" not in typing, typing
+        assert any(line.split("│")[-1].startswith(note) for line in typing.splitlines()), typing
+        assert "keep the" not in typing.splitlines()[0], "the note stays out of the code"
+        # Once the user stops (normal mode, a moment without keys), the four answers come up.
+        tmux.keys("Escape")
+        # The question: a float with the step and its diff, the four answers under it (stock vim.ui.select).
+        asked = keep("1-permission", tmux.wait(lambda s: "Allow once" in s and "return x * 2" in s, "the question"))
+        assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
+        assert "-    return x" in asked and "Reject with feedback" in asked
+        tmux.keys("1", "Enter")
+        done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s, "the turn to end", timeout=30))
+        assert "✎ 1 file changed — :OllieChanges" in done
+        assert "→ util.py:2" in done and "✓ Read calc.py" in done
+        # The code keeps half of the 80 columns (its first line unwrapped); the input keeps its label.
+        assert done.splitlines()[0].startswith("from util import double ")
+        assert " prompt " in done.splitlines()[-2]
+        # The step's output is not markdown: its brackets and underscores stay.
+        assert "[call 1 file_edit] exit 0" in done
+        # <CR> on the changes line opens the turn's list; <CR> on a file, the diff tab.
+        tmux.keys(":OllieChat", "Enter", "Escape")
+        tmux.keys("C-w", "k")
+        tmux.keys(":call search('OllieChanges')", "Enter")
+        tmux.keys("Enter")
+        keep("3-changes-list", tmux.wait(lambda s: "M  util.py  (+1 -1, 1 hunk)" in s, "the changes list"))
+        tmux.keys("Enter")
+        diff = keep("4-diff", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        assert "now: util.py" in diff, "a narrow winbar cuts the key hints, not the file's name"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

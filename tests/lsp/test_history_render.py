@@ -1,0 +1,117 @@
+"""The history renders like the live chat: a cut-off reply survives a resume, resumed steps carry their `tool`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ollie.agent.history import INTERRUPTED_REPLY
+from ollie.agent.toolround import INTERRUPTED_RESULT
+from ollie.testing import Reply
+
+from .conftest import Daemon
+
+SLOW_TEXT = "The answer begins here and goes on for quite a while before it is done. " * 4
+
+
+async def resumed(start_daemon: Any, llm: Any, first: Daemon, session: str) -> Daemon:
+    """`session` loaded into a new daemon, after the first one shut down (a restart of the editor)."""
+    await first.client.shutdown_session()
+    second = await start_daemon(env=llm.env(), workspace=first.workspace)
+    loaded = await second.request("ollie/session/load", {"session": session})
+    assert loaded["session"] == session
+    return second
+
+
+def streamed_text(daemon: Daemon, session: str) -> str:
+    """The assistant text the client saw streamed."""
+    return "".join(e["content"] for e in daemon.session_events(session) if e["role"] == "assistant")
+
+
+async def test_an_interrupted_reply_is_kept_marked_and_resumed(start_daemon, llm):
+    llm.script(Reply(text=SLOW_TEXT, chunk_size=5, delay=0.05))
+    daemon = await start_daemon(env=llm.env())
+    session = (await daemon.request("ollie/state", {}))["session"]
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "explain"}))
+    await daemon.wait_events(lambda evs: sum(e["role"] == "assistant" for e in evs) >= 4)
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    result = await submit
+    assert result["stop"] == "interrupted"
+    seen = streamed_text(daemon, session)
+    assert seen and len(seen) < len(SLOW_TEXT)
+    assert result["reply"] == seen, "the submit answers with what was streamed"
+
+    second = await resumed(start_daemon, llm, daemon, session)
+    context = await second.request("ollie/context", {"session": session})
+    *_, prompt, reply = context["messages"]
+    assert prompt["role"] == "user" and prompt["content"].endswith("explain")
+    assert reply == {"role": "assistant", "content": f"{seen}\n\n{INTERRUPTED_REPLY}", "interrupted": True}
+
+    # The model hears of the cut-off reply with the next prompt (and the roles still alternate).
+    llm.script(Reply.text("sorry, where was I"))
+    done = await second.request("ollie/submit", {"session": session, "text": "go on"})
+    assert done["stop"] == "end"
+    sent = llm.chat_requests[-1].body["messages"]
+    assert (sent[-2]["role"], sent[-2]["content"]) == ("assistant", f"{seen}\n\n{INTERRUPTED_REPLY}")
+    assert sent[-1]["role"] == "user" and sent[-1]["content"].endswith("go on")
+
+    # An interrupt during a tool: the call keeps its result (interrupted) and its step ends failed.
+    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sleep 30", "language": "bash"}]})]))
+    submit = asyncio.ensure_future(second.request("ollie/submit", {"session": session, "text": "wait"}))
+    await second.wait_events(lambda evs: any(e["role"] == "step" for e in evs))
+    assert (await second.request("ollie/interrupt", {"session": session}))["interrupted"] is True
+    assert (await submit)["stop"] == "interrupted"
+    *_, call, result = (await second.request("ollie/context", {"session": session}))["messages"]
+    (step,) = [e["tool"] for e in second.session_events(session) if e["role"] == "tool"]
+    assert step["status"] == "failed" and call["tool_calls"][0]["tool"] == result["tool"] == step
+    assert result["content"] == INTERRUPTED_RESULT and "interrupted" not in call
+
+
+def step_of(event: dict[str, Any]) -> dict[str, Any]:
+    """A live `tool` event's step as the history has it: without the diffs (they are not saved)."""
+    return {k: v for k, v in event["tool"].items() if k != "diffs"}
+
+
+async def test_resumed_steps_carry_the_tool_objects_of_the_live_events(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    session = (await daemon.request("ollie/state", {}))["session"]
+    ws = daemon.workspace
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n")
+    batch = ("call_tool", {"calls": [{"tool": "file_read", "args": ["calc.py"]},
+                                     {"tool": "file_read", "args": ["missing.py"]}]})
+    llm.script(
+        Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit",
+                                                    "args": ["calc.py", "return a - b", "return a + b"]}]})]),
+        Reply(tool_calls=[batch]),
+        Reply(tool_calls=[("execute_code", {"steps": [{"code": "exit 3", "language": "bash"}]})]),
+        Reply.text("fixed"),
+    )
+    result = await daemon.request("ollie/submit", {"text": "fix add"})
+    assert result["stop"] == "end"
+    live = [e for e in daemon.session_events(session) if e["role"] == "tool"]
+    edit, both, failing = live
+    # gf on the edit step opens calc.py at the line the edit replaced.
+    assert edit["tool"]["locations"] == [{"path": "calc.py", "line": 2}]
+    assert edit["tool"]["status"] == "completed" and both["tool"]["status"] == "failed"
+    assert [s["status"] for s in both["steps"]] == ["completed", "failed"]
+    assert failing["tool"]["status"] == "failed"
+
+    await check_history(daemon, session, live)
+    second = await resumed(start_daemon, llm, daemon, session)
+    await check_history(second, session, live)
+
+
+async def check_history(client: Daemon, session: str, live: list[dict[str, Any]]) -> None:
+    """The history's steps are the live `tool` events' (without diffs), on the calls and on their results."""
+    messages = (await client.request("ollie/context", {"session": session}))["messages"]
+    results = [m for m in messages if m["role"] == "tool"]
+    calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert [r["tool"] for r in results] == [step_of(e) for e in live]
+    assert [c["tool"] for c in calls] == [r["tool"] for r in results], "a call and its result: one step"
+    assert results[1]["steps"] == [{k: v for k, v in s.items() if k != "diffs"} for s in live[1]["steps"]]
+    assert "steps" not in results[0] and "steps" not in calls[0]
+    assert [c["id"] for c in calls] == [r["tool_call_id"] for r in results]
+    # A page holding only the last result still knows its call (paging pairs across the whole history).
+    total = (await client.request("ollie/context", {"session": session}))["total"]
+    page = await client.request("ollie/context", {"session": session, "offset": total - 2, "limit": 1})
+    assert page["messages"][0]["role"] == "tool" and page["messages"][0]["tool"] == step_of(live[-1])

@@ -1,0 +1,67 @@
+"""The resume's fast parse: the cyclic GC paused and restored, records read as json.loads reads them."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+
+import pytest
+
+from ollie.backend.types import Message, ToolCall
+from ollie.sessions.persist import SessionFile, SessionFileCorruptError
+from ollie.sessions.session import Session
+
+
+def _saved_session(tmp_path) -> Session:
+    session = Session(agent="t")
+    session.messages += [
+        Message("user", "héllo"), Message("assistant", "", tool_calls=[ToolCall("c1", "file_read", '{"p": 1}')],
+                                          reasoning="why", reasoning_signature="sig"),
+        Message("tool", "out", tool_call_id="c1", name="file_read"),
+    ]
+    SessionFile(tmp_path, session.id).save(session)
+    return session
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_resume_leaves_the_cyclic_gc_as_it_found_it(tmp_path, enabled):
+    session = _saved_session(tmp_path)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert SessionFile(tmp_path, session.id).load().messages == session.messages
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_overlapping_resumes_in_threads_turn_the_gc_back_on_once_all_are_done(tmp_path):
+    sessions = [_saved_session(tmp_path) for _ in range(4)]
+    loaded: list[bool] = []
+
+    def load(session: Session) -> None:
+        for _ in range(20):
+            loaded.append(SessionFile(tmp_path, session.id).load().messages == session.messages)
+
+    threads = [threading.Thread(target=load, args=(s,)) for s in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loaded == [True] * 80 and gc.isenabled()
+
+
+def test_records_are_read_exactly_as_json_loads_reads_them(tmp_path):
+    session = _saved_session(tmp_path)
+    file = SessionFile(tmp_path, session.id)
+    lines = file.path.read_bytes().split(b"\n")
+    # Whitespace around a record is still a record; anything after it is damage, as for json.loads.
+    lines[1] = b"  " + lines[1] + b" \t"
+    file.path.write_bytes(b"\n".join(lines))
+    assert SessionFile(tmp_path, session.id).load().messages == session.messages
+    lines[2] = lines[2] + b'{"t": "m"}'
+    file.path.write_bytes(b"\n".join(lines))
+    with pytest.raises(SessionFileCorruptError, match="unreadable record on line 3"):
+        SessionFile(tmp_path, session.id).load()
+    assert json.loads(lines[1]) and gc.isenabled()

@@ -1,0 +1,94 @@
+"""Fixtures of the team tests: a real PostgreSQL server, a fresh store per test, daemons with HOMEs of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+from ollie_lsp.server import raw_params_converter
+from tests.acp.conftest import start_agent  # noqa: F401  (the fixture: `ollie acp` on a store)
+from tests.teams.pgserver import shared_server
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the whole run (stopped at exit)."""
+    return shared_server()
+
+
+@pytest.fixture
+def store_url(pg_server) -> Any:
+    """A fresh, empty store (its own schema of the shared server); this process's pools closed after."""
+    from ollie.sessions.pg import log as pg_log
+
+    yield pg_server.schema_url()
+    pg_log.close_all()
+
+
+def home_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process on 'another machine': its own HOME and XDG dirs, no OLLIE_* but `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLIE_", "XDG_"))}
+    env["HOME"] = str(home)
+    for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+                     ("XDG_CACHE_HOME", "cache")):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(home / sub)
+    env["OLLIE_APPROVAL"] = "auto"
+    return {**env, **extra}
+
+
+class Daemon:
+    """A daemon subprocess and its pytest-lsp client."""
+
+    def __init__(self, client: LanguageClient, home: Path) -> None:
+        self.client = client
+        self.home = home
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
+        """Send a request and wait for its result (errors raise JsonRpcException)."""
+        return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
+
+
+@pytest_asyncio.fixture
+async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a; all are shut down after."""
+    started: list[Daemon] = []
+
+    async def start(name: str, env: dict[str, str]) -> Daemon:
+        home = tmp_path / name
+        workspace = home / "ws"
+        workspace.mkdir(parents=True, exist_ok=True)
+
+        def make_client() -> LanguageClient:
+            client = LanguageClient(converter_factory=raw_params_converter)
+            register_lsp_features(client)
+            return client
+
+        config = ClientServerConfig(server_command=[sys.executable, "-m", "ollie_lsp"], client_factory=make_client,
+                                    server_env=home_env(home, **env))
+        client = await config.start()
+        daemon = Daemon(client, home)
+        started.append(daemon)
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 30)
+        return daemon
+
+    yield start
+    for daemon in started:
+        try:
+            await asyncio.wait_for(daemon.client.shutdown_session(), 20)
+        except Exception:  # noqa: BLE001 - a daemon a test killed or that already exited
+            pass
+        await daemon.client.stop()

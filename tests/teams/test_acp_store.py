@@ -1,0 +1,34 @@
+"""`ollie acp` on a PostgreSQL store: a session live in one agent is refused by another, naming where; then resumed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import acp
+import pytest
+
+from ollie.testing import Reply
+
+
+async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_another(
+        start_agent, scripted_llm, store_url):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"}
+    laptop = await start_agent(env=team)
+    sid = await laptop.new()
+    assert (await laptop.prompt(sid, "first question")).stop_reason == "end_turn"
+
+    buildbox = await start_agent(env=team)
+    with pytest.raises(acp.RequestError) as caught:
+        await asyncio.wait_for(buildbox.conn.load_session(cwd=str(buildbox.workspace), session_id=sid,
+                                                          mcp_servers=[]), 30)
+    assert caught.value.code == -32007, caught.value
+    assert "session is live elsewhere" in str(caught.value) and "user alice" in str(caught.value), caught.value
+
+    await asyncio.wait_for(laptop.conn.close_session(session_id=sid), 15)  # stores its rounds, gives the lease up
+    await asyncio.wait_for(buildbox.conn.load_session(cwd=str(buildbox.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert buildbox.client.text(sid, "user_message_chunk") == "first question"
+    assert buildbox.client.text(sid) == "first answer"
+    assert (await buildbox.prompt(sid, "second question")).stop_reason == "end_turn"
+    assert any("first answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])

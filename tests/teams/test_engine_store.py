@@ -1,0 +1,203 @@
+"""A Core on a PostgreSQL store: renames stay in the store, the loop never waits on it, a failed save is told at once."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import pytest_asyncio
+from psycopg import sql
+
+from ollie.agent.core import Core
+from ollie.agent.limits import LoopLimits
+from ollie.sessions import persist
+from ollie.sessions.location import store_url
+from ollie.sessions.pg.log import read_rounds
+from ollie.testing import Reply
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))  # the engine tests' helpers (not a package)
+from agentkit import FAST_LIMITS, ToyServer, drain, write_agent  # noqa: E402
+
+NEW_ID = "1800000000000000000-0000ab"
+
+
+@pytest_asyncio.fixture
+async def make_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str
+                    ) -> AsyncIterator[Callable[..., Any]]:
+    """`await make_core(llm, url)`: a Core with a toy tool server whose sessions live at the store `url`.
+
+    (It asks for `store_url` so that it is closed before the store's pools are.)
+    """
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    write_agent(agents, "default")
+    (tmp_path / "work").mkdir()
+    cores: list[Core] = []
+
+    async def make(llm: Any, url: str) -> Core:
+        monkeypatch.setenv("OLLIE_STORE", url)
+
+        def tools(cwd: Path, session_id: str, env: dict[str, str]) -> Any:
+            from ollie.tools.dispatcher import Dispatcher
+
+            dispatcher = Dispatcher()
+            dispatcher.add_server("toy", ToyServer())
+            return dispatcher
+
+        core = await Core.create(env=llm.env(), agents_dirs=[agents], dispatcher_factory=tools, cwd=tmp_path / "work",
+                                 sessions_dir=tmp_path / "sessions", limits=LoopLimits(**FAST_LIMITS))
+        cores.append(core)
+        return core
+
+    yield make
+    for core in cores:
+        await core.close()
+        await asyncio.to_thread(persist.release, core.session_id)
+
+
+def _user_texts(url: str, session_id: str) -> list[str]:
+    """The conversation saved at the store `url` (OLLIE_STORE names it: persist.load reads from there)."""
+    assert store_url() == url
+    return [m.content for m in persist.load(Path(), session_id).messages if m.role in ("user", "assistant")]
+
+
+async def test_a_renamed_session_is_saved_in_the_store_not_in_a_file(make_core, scripted_llm, store_url, tmp_path):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    core = await make_core(llm, store_url)
+    old_id = core.session_id
+    await core.submit("first question")
+    await asyncio.to_thread(core._host.session_file.flush)
+    assert read_rounds(store_url, old_id) is not None
+
+    core.set_session_id(NEW_ID)
+    await core.submit("second question")
+    await asyncio.to_thread(core._host.session_file.flush)
+    assert _user_texts(store_url, NEW_ID) == ["first question", "first answer", "second question", "second answer"]
+    sessions = tmp_path / "sessions"
+    assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
+    # The old id's rows go on its writer thread, in the background.
+    for _ in range(200):
+        if read_rounds(store_url, old_id) is None:
+            break
+        await asyncio.sleep(0.02)
+    assert read_rounds(store_url, old_id) is None
+
+
+async def test_sessions_lists_the_store_while_the_loop_keeps_running(make_core, scripted_llm, store_url):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("an answer"))
+    core = await make_core(llm, store_url)
+    await core.submit("a question")
+    await asyncio.to_thread(core._host.session_file.flush)
+
+    # Another connection holds the rounds table for a while: a listing waits for it.
+    locked, hold_s = threading.Event(), 1.5
+
+    def hold_the_table() -> None:
+        with psycopg.connect(store_url) as conn:
+            conn.execute("LOCK TABLE session_rounds IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            time.sleep(hold_s)
+
+    holder = threading.Thread(target=hold_the_table)
+    holder.start()
+    assert await asyncio.to_thread(locked.wait, 10)
+    started = time.monotonic()
+    listing = asyncio.ensure_future(core.submit("/sessions"))
+    gaps, last = [], time.monotonic()
+    while not listing.done() and time.monotonic() - started < 10:
+        await asyncio.sleep(0.02)
+        now = time.monotonic()
+        gaps.append(now - last)
+        last = now
+    result = await listing
+    await asyncio.to_thread(holder.join)
+    assert time.monotonic() - started >= hold_s * 0.8  # it did wait for the database...
+    assert max(gaps) < 0.5, f"the event loop stalled for {max(gaps):.2f} s"  # ...off the loop
+    assert core.session_id in result.reply and result.reply.startswith("sessions (1):")
+
+
+@pytest.fixture
+def limited_url(pg_server, store_url) -> Any:
+    """The test's store as a role of its own (not a superuser): the test can revoke what it may write."""
+    schema = store_url.rsplit("%3D", 1)[1]
+    role = f"r_{schema}"
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT ALL ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(role)))
+    url = store_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+
+    def grant(allowed: bool) -> None:
+        with psycopg.connect(pg_server.url, autocommit=True) as conn:
+            statement = "GRANT INSERT ON {}.session_rounds TO {}" if allowed else \
+                "REVOKE INSERT ON {}.session_rounds FROM {}"
+            conn.execute(sql.SQL(statement).format(sql.Identifier(schema), sql.Identifier(role)))
+
+    return url, grant
+
+
+async def test_a_failed_background_save_is_told_at_once_and_the_next_save_writes_everything(
+        make_core, scripted_llm, limited_url):
+    url, grant = limited_url
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("first answer"), Reply.text("second answer"), Reply.text("third answer"))
+    core = await make_core(llm, url)
+    sub = core.bus.subscribe()
+    await core.submit("first question")
+    await asyncio.to_thread(core._host.session_file.flush)
+
+    grant(False)  # the database refuses this role's rounds from now on
+    await core.submit("second question")
+    errors: list[str] = []
+    for _ in range(250):
+        errors = [e.content for e in drain(sub) if e.role == "error"]
+        if errors:
+            break
+        await asyncio.sleep(0.02)
+    assert errors and errors[0].startswith("session not saved:") and "permission denied" in errors[0], errors
+    assert errors[0].endswith("retrying at the next save")
+    assert _user_texts(url, core.session_id) == ["first question", "first answer"]
+
+    grant(True)
+    await core.submit("third question")
+    await asyncio.to_thread(core._host.session_file.flush)  # raises nothing: the snapshot healed the failure
+    assert _user_texts(url, core.session_id) == ["first question", "first answer", "second question",
+                                                 "second answer", "third question", "third answer"]
+    assert not [e for e in drain(sub) if e.role == "error"]
+
+
+def test_a_server_restart_between_rounds_costs_no_write(monkeypatch):
+    from ollie.backend.types import Message
+    from ollie.sessions.pg import log as pg_log
+    from ollie.sessions.pg.server import PgServer
+    from ollie.sessions.session import Session
+
+    server = PgServer()  # its own: the test restarts it
+    try:
+        monkeypatch.setenv("OLLIE_STORE", server.url)
+        session = Session()
+        log, _ = persist.open_session("unused", session.id)
+        reported: list[str] = []
+        log.on_error = reported.append
+        session.messages += [Message("user", "before the restart"), Message("assistant", "saved")]
+        log.save(session)
+        log.flush()
+        server.restart()  # every pooled connection is dead now
+        session.messages += [Message("user", "after the restart"), Message("assistant", "saved too")]
+        log.save(session)
+        log.flush()  # nothing to raise: the pool handed out a live connection
+        assert reported == []
+        assert [m.content for m in persist.load("unused", session.id).messages] == [
+            "before the restart", "saved", "after the restart", "saved too"]
+        log.close()
+    finally:
+        pg_log.close_all()
+        server.stop()

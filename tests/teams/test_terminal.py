@@ -1,0 +1,34 @@
+"""The terminal client on two 'machines' sharing a PostgreSQL store: a session saved on one resumes on the other."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from ollie.testing import Reply
+from tests.teams.conftest import home_env
+
+
+def test_ollie_resumes_on_the_build_box_a_session_the_laptop_saved_and_left(store_url, scripted_llm, tmp_path):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("noted"), Reply.text("it was 9"))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def ollie(machine: str, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = home_env(tmp_path / machine, **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="alice")
+        return subprocess.run([sys.executable, "-m", "ollie.cli", "--cwd", str(work), *args], env=env, input=stdin,
+                              capture_output=True, text=True, timeout=60)
+
+    first = ollie("laptop", [], stdin="remember 9\n")
+    assert first.returncode == 0, first.stderr
+    found = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr)
+    assert found, first.stderr
+    # The laptop's process exited: its lease went with it, so the build box resumes at once (no TTL to wait).
+    second = ollie("buildbox", ["-p", "what was it?", "--session", found.group(1)])
+    assert second.returncode == 0, second.stderr
+    assert "it was 9" in second.stdout
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+    assert not (tmp_path / "buildbox" / "data" / "ollie" / "sessions").exists()  # nothing went to files

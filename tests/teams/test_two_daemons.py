@@ -1,0 +1,164 @@
+"""Two daemons on two 'machines' (separate HOMEs) share sessions through one PostgreSQL store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from ollie.sessions.pg.log import read_rounds
+from ollie.testing import Reply
+
+
+async def _error(daemon, method: str, params: dict) -> JsonRpcException:
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request(method, params)
+    return caught.value
+
+
+def _texts(context: dict) -> list[str]:
+    return [m.get("content") or "" for m in context["messages"]]
+
+
+async def test_a_session_started_on_one_daemon_is_listed_and_resumed_whole_on_another(
+        start_daemon, store_url, scripted_llm):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("first answer"), Reply.text("second answer"), Reply.text("third answer"))
+    team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"}
+    laptop = await start_daemon("laptop", team)
+    started = await laptop.request("ollie/session/new", {"title": "shared work"})
+    sid = started["session"]
+    assert (await laptop.request("ollie/submit", {"session": sid, "text": "first question"}))["reply"] == "first answer"
+    assert (await laptop.request("ollie/submit", {"session": sid, "text": "second question"}))["reply"] == \
+        "second answer"
+
+    buildbox = await start_daemon("buildbox", team)
+    listed = {s["id"]: s for s in (await buildbox.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["title"] == "shared work" and listed[sid]["lastTurnResult"] == "end"
+    assert listed[sid]["live"] is False  # not live in this daemon
+
+    # Live on the laptop: the build box is told where, and does not take it.
+    err = await _error(buildbox, "ollie/session/load", {"session": sid})
+    assert err.code == -32007 and "live on" in err.message and "user alice" in err.message, err.message
+
+    # Closed on the laptop: resumed on the build box with the whole history, and carried on there.
+    assert await laptop.request("ollie/session/close", {"session": sid}) == {}
+    loaded = await buildbox.request("ollie/session/load", {"session": sid})
+    assert loaded["session"] == sid and loaded["info"]["title"] == "shared work"
+    texts = _texts(await buildbox.request("ollie/context", {"session": sid}))
+    assert ["first question", "first answer", "second question", "second answer"] == \
+        [t for t in texts if "question" in t or "answer" in t]
+    assert (await buildbox.request("ollie/submit", {"session": sid, "text": "third question"}))["reply"] == \
+        "third answer"
+    # And the laptop, now the other machine, is refused while the build box holds it.
+    err = await _error(laptop, "ollie/session/load", {"session": sid})
+    assert err.code == -32007
+
+    # Another user on the same store neither sees nor loads alice's session.
+    other = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob"})
+    assert sid not in [s["id"] for s in (await other.request("ollie/session/list", {}))["sessions"]]
+    err = await _error(other, "ollie/session/load", {"session": sid})
+    assert err.code == -32001
+
+
+async def test_a_killed_daemons_session_is_taken_over_after_its_lease_lapses(start_daemon, store_url, scripted_llm,
+                                                                            monkeypatch):
+    monkeypatch.setenv("OLLIE_USER", "alice")  # this process reads alice's rounds below
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("before the crash"), Reply.text("after the takeover"))
+    team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice", "OLLIE_LEASE_TTL": "3"}
+    laptop = await start_daemon("laptop", team)
+    buildbox = await start_daemon("buildbox", team)
+    sid = (await laptop.request("ollie/session/new", {}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "the question"})
+    # The round is written in the background: once it is committed, a crash cannot take it back.
+    while b"before the crash" not in (read_rounds(store_url, sid) or b""):
+        await asyncio.sleep(0.01)
+    laptop.client._server.kill()  # kill -9: no close, no release; the lease must lapse
+    err = await _error(buildbox, "ollie/session/load", {"session": sid})
+    assert err.code == -32007 and f"pid {laptop.client._server.pid}" in err.message
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 15
+    while True:
+        try:
+            await buildbox.request("ollie/session/load", {"session": sid})
+            break
+        except JsonRpcException as exc:
+            assert exc.code == -32007 and loop.time() < deadline, exc
+            await asyncio.sleep(0.2)
+    texts = _texts(await buildbox.request("ollie/context", {"session": sid}))
+    assert [t for t in texts if t in ("the question", "before the crash")] == ["the question", "before the crash"]
+    assert (await buildbox.request("ollie/submit", {"session": sid, "text": "go on"}))["reply"] == "after the takeover"
+
+
+async def test_a_resume_that_fails_to_start_gives_the_lease_back(start_daemon, store_url, scripted_llm, monkeypatch):
+    from ollie.backend.types import Message
+    from ollie.sessions import Channel, Registry, Request, persist
+    from ollie.sessions.session import Session
+
+    registry = Registry(store_url, teams=())
+    session = Session()
+    try:  # a session of an agent this machine does not have
+        registry.ensure(Request(id=session.id, user_id="alice", agent_id="ghost", channel=Channel.LSP,
+                                allow_exact_id_create=True))
+    finally:
+        registry.close()
+    monkeypatch.setenv("OLLIE_STORE", store_url)
+    monkeypatch.setenv("OLLIE_USER", "alice")  # this process acts for alice, whose session it is
+    log, _ = persist.open_session("unused", session.id)
+    session.messages.append(Message("user", "hello"))
+    log.save(session)
+    log.close()
+
+    daemon = await start_daemon("box", {**scripted_llm("openai").env(), "OLLIE_STORE": store_url,
+                                        "OLLIE_USER": "alice"})
+    err = await _error(daemon, "ollie/session/load", {"session": session.id})
+    assert "ghost" in err.message
+    log, resumed = persist.open_session("unused", session.id)  # not leased by the daemon that failed
+    assert [m.content for m in resumed.messages] == ["hello"]
+    log.close()
+
+
+async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why_it_cannot_change_it(
+        start_daemon, store_url, scripted_llm):
+    import socket
+
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("an answer"))
+    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
+    finally:
+        registry.close()
+
+    bob = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                     "OLLIE_TEAMS": "backend"})
+    where = f"{socket.gethostname()} (pid {laptop.client._server.pid})"
+    listed: dict = {}
+    for _ in range(100):  # the laptop leases the session with its first (background) write
+        listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
+        if listed[sid]["liveOn"]:
+            break
+        await asyncio.sleep(0.05)
+    assert (listed[sid]["live"], listed[sid]["liveOn"]) == (False, where)
+    own = {s["id"]: s for s in (await laptop.request("ollie/session/list", {}))["sessions"]}
+    assert (own[sid]["live"], own[sid]["liveOn"]) == (True, None)  # live here, not elsewhere
+
+    for method, params in (("ollie/session/rename", {"session": sid, "title": "mine now"}),
+                           ("ollie/session/archive", {"session": sid})):
+        err = await _error(bob, method, params)
+        assert err.code == -32008, (method, err.code, err.message)
+        assert err.message == (f"forbidden: session {sid} is shared with team 'backend' to read and resume: "
+                               "only its owner (alice) may rename, archive or share it"), err.message
+    assert (await laptop.request("ollie/session/list", {}))["sessions"][0]["title"] == "the migration"
+
+    assert await laptop.request("ollie/session/close", {"session": sid}) == {}  # the lease goes with it
+    listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["liveOn"] is None

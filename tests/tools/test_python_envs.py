@@ -1,0 +1,62 @@
+"""Tool steps started from an activated venv: its python runs sandboxed; a hostile pyvenv.cfg grants nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ollie.tools.execute.pythonenvs import python_envs
+from ollie.tools.execute.server import ExecuteServer
+
+SESSION = "1700000000000000000-venv01"
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv outside any workspace, as `python -m venv ~/envs/x` makes one."""
+    root = tmp_path_factory.mktemp("envs") / "x"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=60)
+    return root
+
+
+async def test_an_activated_venv_runs_tool_steps_and_python_tools(venv, tmp_path, monkeypatch):
+    work, scratch = tmp_path / "work", tmp_path / "scratch"
+    work.mkdir(), scratch.mkdir()
+    (work / "notes.txt").write_text("first line\n")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    server = ExecuteServer(cwd=work, session_id=SESSION, lock_dir=scratch / "locks")
+    ran = await server.call("execute_code", {"steps": [{"code": "python3 -c 'import sys; print(sys.prefix)'"}]})
+    assert str(venv) in ran.text and "PermissionError" not in ran.text, ran.text
+    # A bundled Python tool, run by the venv's python3 (its `env -S python3` shebang), works too.
+    read = await server.call("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})
+    assert "first line" in read.text, read.text
+    # Read and execute only: the venv is not writable by tool code.
+    wrote = await server.call("execute_code", {"steps": [{"code": f"touch {venv}/planted"}]})
+    assert not (venv / "planted").exists(), wrote.text
+
+
+def test_a_hostile_pyvenv_cfg_grants_only_real_python_installs(tmp_path):
+    home, secret = tmp_path / "home", tmp_path / "secret"
+    (home / ".ssh").mkdir(parents=True)
+    (secret / "bin").mkdir(parents=True)
+    (secret / "key").write_text("k\n")
+    project = tmp_path / "project" / ".venv"
+    (project / "bin").mkdir(parents=True)
+    # A repository's committed .venv naming a secret dir (and $HOME) as its base install.
+    (project / "pyvenv.cfg").write_text(f"home = {secret / 'bin'}\n")
+    assert python_envs(str(project / "bin"), home) == [project.resolve()]
+    (project / "pyvenv.cfg").write_text(f"home = {home / 'bin'}\n")
+    assert python_envs(str(project / "bin"), home) == [project.resolve()]
+    # A venv whose root would be $HOME itself (PATH=~/bin, ~/pyvenv.cfg) is never granted.
+    (home / "bin").mkdir()
+    (home / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert home.resolve() not in python_envs(str(home / "bin"), home)
+    # A real base install is granted with the venv.
+    base = Path(sys.base_prefix).resolve()
+    (project / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    assert python_envs(str(project / "bin"), home) == [project.resolve(), base]
