@@ -57,10 +57,16 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
         await sandboxed_spawn(policy, work, env)
         await execute_true()
         await read()
-    bare, sandboxed, executed, python_tool = [], [], [], []
+    # Two interleaved loops, each with its own bare reference: the engine calls leave work in the background
+    # (the fork server preparing a spare supervisor, a Python worker's teardown) that would land in the time of
+    # whatever follows them, so the sandbox's own spawn is paired with bare spawns alone.
+    bare_own, sandboxed = [], []
+    for _ in range(rounds):
+        bare_own.append(await timed(lambda: bare_spawn(work, env)))
+        sandboxed.append(await timed(lambda: sandboxed_spawn(policy, work, env)))
+    bare, executed, python_tool = [], [], []
     for _ in range(rounds):
         bare.append(await timed(lambda: bare_spawn(work, env)))
-        sandboxed.append(await timed(lambda: sandboxed_spawn(policy, work, env)))
         executed.append(await timed(execute_true))
         python_tool.append(await timed(read))
     round_trip = Row("tool spawn: execute_code `true` round trip (vs bare bash -c true)", median(executed) * 1e3,
@@ -68,7 +74,7 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
     round_trip.ok = round_trip.ratio is not None and round_trip.ratio <= 5
     # Every layer included: Landlock, mount and PID namespaces, seccomp, no capabilities, supervisor, pids cgroup.
     own = Row(f"sandbox's own spawn cost: spawn_sandboxed (Landlock ABI {landlock_abi()}) vs bare",
-              median(sandboxed) * 1e3, median(bare) * 1e3, target="<= 3x")
+              median(sandboxed) * 1e3, median(bare_own) * 1e3, target="<= 3x")
     own.ok = own.ratio is not None and own.ratio <= 3
     python_row = Row("Python tool: call_tool file_read of a 10-line file (vs bare bash -c true)",
                      median(python_tool) * 1e3, median(bare) * 1e3, target="<= 5x")

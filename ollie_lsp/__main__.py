@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -69,9 +70,20 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
     # Never StdoutWriter: a client that stops reading would hold the whole loop in write(2).
     # pygls takes a sync `write` with an awaitable `close` (it awaits whatever close returns before exiting).
     server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]
+    serving = asyncio.ensure_future(server.serve_client(ThreadedReader(rpc_in)))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        # As the client leaving: the turns interrupted, the sessions saved, every tool process ended.
+        loop.add_signal_handler(signum, serving.cancel)
     try:
-        await server.serve_client(ThreadedReader(rpc_in))
+        await serving
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the serving
+            raise
     finally:
+        # The client is gone (EOF, or `exit` ended the loop): close what runs, and end even if that hangs.
+        server.client_gone()
         await server.close_sessions()
 
 

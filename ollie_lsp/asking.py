@@ -7,6 +7,8 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types
+
 if TYPE_CHECKING:
     from pygls.protocol import LanguageServerProtocol
 
@@ -34,7 +36,8 @@ def forget_request(protocol: LanguageServerProtocol, method: str, msg_id: str) -
     # pygls has no public way to drop a pending request.
     protocol._request_futures.pop(msg_id, None)
     try:
-        protocol.notify("$/cancelRequest", {"id": msg_id})
+        # Typed params: pygls serialises $/cancelRequest (an LSP method) through lsprotocol's CancelParams.
+        protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     except Exception as exc:  # the client is gone: the caller's error says enough
         logger.info("could not cancel %s: %s", method, exc)
 

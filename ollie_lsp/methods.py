@@ -289,7 +289,8 @@ async def rewind(ls: OllieServer, raw: Any) -> dict[str, Any]:
     live = await ls.table.writable(p.session)
     with _review_errors(), invalid_params("session", RuntimeError):
         done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
-    return {"turn": done.turn, "files": done.files, "messages": done.messages}
+    buffers = [{"path": b.path, "status": b.status, **({"reason": b.reason} if b.reason else {})} for b in done.buffers]
+    return {"turn": done.turn, "files": done.files, "messages": done.messages, "buffers": buffers}
 
 
 @method("ollie/session/new")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -43,6 +45,8 @@ PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
 PARSE_ERROR = -32700
 SWITCH_INTERVAL_S = 0.001
+# How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
+EXIT_BACKSTOP_S = 5.0
 INVALID_REQUEST = -32600
 
 
@@ -138,6 +142,9 @@ class OllieServer(LanguageServer):
         # Set by shutdown/exit: a background warm-up that finishes afterwards starts no session.
         self.closing = False
         self._engine: asyncio.Future[None] | None = None
+        # The one close of every session: shutdown, exit and the client's EOF all wait for the same one.
+        self._closed: asyncio.Future[None] | None = None
+        self._backstop: threading.Thread | None = None
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
         self.root_cwd = Path.cwd()
         # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
@@ -226,10 +233,27 @@ class OllieServer(LanguageServer):
                         logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error)
 
     async def close_sessions(self) -> None:
-        """Close every live session (shutdown, exit, or the client gone); nothing when none was started."""
+        """Close every live session (shutdown, exit, or the client gone); nothing when none was started.
+
+        Every caller waits for the same close, shielded: a second caller (exit, then EOF) must not see it
+        done while the first is still ending the turns, or the loop would end and cancel it half-way.
+        """
         self.closing = True
+        # A session a request started after the last close (shutdown, then a late session/new) is closed too.
+        if self._closed is None or (self._closed.done() and self._table is not None and self._table.live()):
+            self._closed = asyncio.ensure_future(self._close_table())
+        await asyncio.shield(self._closed)
+
+    async def _close_table(self) -> None:
         if self._table is not None:
             await self._table.close_all()
+
+    def client_gone(self) -> None:
+        """The client left (EOF, `exit`): from now on the process ends within EXIT_BACKSTOP_S, whatever hangs."""
+        if self._backstop is None:
+            self._backstop = threading.Thread(target=exit_backstop, args=(EXIT_BACKSTOP_S,),
+                                              name="ollie-lsp-exit-backstop", daemon=True)
+            self._backstop.start()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
@@ -331,6 +355,7 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.EXIT)
     async def exit_(ls: OllieServer, *args: Any) -> None:
+        ls.client_gone()
         await ls.close_sessions()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -347,6 +372,19 @@ def register_lifecycle(server: OllieServer) -> None:
         for live in ls._table.live() if ls._table is not None else []:
             if live.progress.token == token:
                 live.core.interrupt("cancelled from the progress bar")
+
+
+def exit_backstop(grace_s: float) -> None:
+    """After `grace_s`, end the process even if something hangs: the fork server's steps swept, then exit(1)."""
+    time.sleep(grace_s)
+    logger.error("the daemon did not end %.0f s after its client went: exiting now", grace_s)
+    if "ollie.sandbox.spawn" in sys.modules:  # a fork server can only run once a step was spawned
+        from ollie.sandbox.spawn import fork_server
+
+        # Bounded: the server stops every running step's processes and exits (else it is killed).
+        fork_server().close()
+    logging.shutdown()
+    os._exit(1)
 
 
 def preload_engine() -> None:

@@ -51,6 +51,17 @@ async def wait_no_processes(marker: str, *, timeout: float = 5.0) -> list[int]:
     return found
 
 
+def children_of(pid: int) -> list[int]:
+    """The host pids whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
 def process_gone(pid: int, within: float = 5.0) -> bool:
     """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
     deadline = time.monotonic() + within

@@ -221,9 +221,10 @@ def test_what_a_new_user_ran_into(workspace, scripted_llm):
     # Bug: the statusline said "idle" for the seconds the daemon took to start.
     assert result["state_sent"] == "sending"
     assert "✎ 1 file changed" in result["first_chat"]
-    # Bug: the changes list of a rewound turn stayed open; the buffer the edit went to kept it, unsaid.
+    # Bug: the changes list of a rewound turn stayed open; the buffer the edit went to kept it.
     assert result["list_windows_after_rewind"] == 0
-    assert "unsaved buffers keep their text (:e! reloads one): code.py" in result["rewound_chat"]
+    assert "return a + b" in result["code_after_rewind"] and "a * b" not in result["code_after_rewind"]
+    assert "left these buffers as they are" not in result["rewound_chat"]
     assert "fixed" not in result["rewound_chat"]
     # Bug: markdown's regex syntax painted each `_` in OLLIE_OPENAI_URL red.
     assert result["transcript_treesitter"] and result["transcript_syntax"] == ""

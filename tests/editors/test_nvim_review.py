@@ -125,6 +125,24 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert any(label.startswith("default") and label.endswith("(current)") for label in agent_labels)
     assert result["archive_selects"][1]["labels"] == ["Archive", "Cancel"]
     assert "Mul review" not in result["titles_after_archive"]
+    # Teams: a session another daemon runs is labelled; loading it is refused (-32007), told on one line, the
+    # chat stays on its session; a rename/archive of another user's shared session is refused (-32008).
+    team = result["team_labels"]
+    assert team[0].startswith("fix the flaky login test · ") and team[0].endswith(" · live on buildbox (pid 4242)"), team
+    assert "live on" not in team[1], team
+    live = result["live_refusal"]
+    assert live["msg"].startswith("ollie: session is live elsewhere: session s-team1 is live on buildbox (pid 4242")
+    assert live["level"] == 3  # vim.log.levels.WARN
+    assert result["session_kept"] is True
+    one = result["live_one_line"]
+    assert "\n" not in one and one.endswith("…") and len(one) <= result["echospace"] < 80, one
+    assert one.startswith("ollie: session is live elsewhere: session s-team1"), one
+    for key in ("rename_refusal", "archive_refusal"):
+        refusal = result[key]
+        assert refusal["msg"].startswith("ollie: forbidden: session s-team1 is shared with team 'core'"), refusal
+        assert refusal["level"] == 3
+    assert "ollie/session/load" in result["team_sent"]
+    assert result["team_sent"].count("ollie/session/list") == 3
 
 
 TYPED = 'def double(x: int) -> int:\n    return x * 2\n\n\nresult: str = double(3)\n'

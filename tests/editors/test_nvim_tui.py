@@ -200,7 +200,8 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
             typed += 1
             time.sleep(0.15)
         typing = keep("1-typing-while-asked", tmux.screen())
-        assert "ollie: approve?" in typing and "Type number" not in typing and "Allow once" not in typing, typing
+        assert "ollie: approve? (once you stop typing)" in typing, typing
+        assert "Type number" not in typing and "Allow once" not in typing, typing
         assert any(line.split("│")[-1].startswith(note) for line in typing.splitlines()), typing
         assert "keep the" not in typing.splitlines()[0], "the note stays out of the code"
         # Once the user stops (normal mode, a moment without keys), the four answers come up.
@@ -227,6 +228,11 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         tmux.keys("Enter")
         diff = keep("4-diff", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
         assert "now: util.py" in diff, "a narrow winbar cuts the key hints, not the file's name"
+        # The user changes the line, then asks to undo the hunk: refused, said on one line. Bug: the daemon's
+        # message, wider than 80 columns, stopped the editor at a "Press ENTER" prompt.
+        tmux.keys("A", "  # mine", "Escape")
+        tmux.keys("d", "u")
+        keep("5-stale", tmux.wait(lambda s: "ollie: stale: util.py" in s, "the refusal"))
         assert_clean(tmux.screens)
     finally:
         tmux.close()

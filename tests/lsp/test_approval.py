@@ -239,5 +239,5 @@ async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(star
     await asyncio.sleep(1.0)
     assert (daemon.workspace / "a.txt").read_text() == "one\n"
     shown = [m.message for m in daemon.client.messages] + [m.message for m in daemon.client.log_messages]
-    assert not [m for m in shown if "CANCELLED" in m or "InvalidStateError" in m], shown
+    assert not [m for m in shown if "error" in m.lower()], shown
     assert (await daemon.request("ollie/state", {}))["running"] is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import time
 
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 
 from .test_cli import run_ollie
 
@@ -84,3 +84,23 @@ def test_terminal_rejects_a_url_without_scheme(tmp_path):
         proc = run_ollie(["-p", "hello", *extra, "--cwd", str(tmp_path)], env=env)
         assert proc.returncode != 0
         assert "OLLIE_OLLAMA_URL" in proc.stderr and "http://localhost:11434" in proc.stderr, proc.stderr
+
+
+async def test_a_failed_health_check_is_asked_again_once_the_backend_is_up(start_daemon):
+    """The user starts the backend after seeing the hint: "Check again" (a later ollie/state) sees it, no restart."""
+    import asyncio
+
+    url = closed_url()
+    port = int(url.rsplit(":", 1)[1])
+    daemon = await start_daemon(env={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": f"{url}/v1",
+                                     "OLLIE_OPENAI_KEY": "dummy", "OLLIE_MODEL": "scripted-model"})
+    status = (await daemon.request("ollie/state", {}))["backendStatus"]
+    assert (status["ok"], status["reachable"]) == (False, False)
+    srv = ScriptedLLMServer("openai", port=port).start()
+    try:
+        deadline = time.monotonic() + 10
+        while not (await daemon.request("ollie/state", {}))["backendStatus"]["ok"]:
+            assert time.monotonic() < deadline, "the failure was never checked again"
+            await asyncio.sleep(0.5)
+    finally:
+        srv.stop()

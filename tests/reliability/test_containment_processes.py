@@ -23,7 +23,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from ollie.sandbox.spawn import fork_server
 from ollie.testing import Reply
 from ollie.tools.execute.server import ExecuteServer
-from tests.procs import new_mark, processes_with, wait_for_processes, wait_no_processes
+from tests.procs import children_of, new_mark, processes_with, wait_for_processes, wait_no_processes
 
 from .conftest import pid_gone, wait_gone
 
@@ -219,17 +219,6 @@ async def test_a_pipeline_still_runs_under_a_low_limit(server, work):
 
 # --- the daemon, killed with SIGKILL, under pytest-lsp ---------------------------------------------
 
-def _children_of(pid: int) -> list[int]:
-    """Pids whose parent is `pid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-    return found
-
-
 def _cmdline(pid: int) -> str:
     with contextlib.suppress(OSError):
         return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -254,8 +243,8 @@ async def test_a_sigkilled_daemon_takes_its_steps_processes_with_it(scripted_llm
         submit = asyncio.ensure_future(client.protocol.send_request_async("ollie/submit", {"text": "run it"}))
         await wait_for_processes(mark, 2, timeout=30)  # the escapee and the tool, running
         daemon = client._server.pid
-        servers = [pid for pid in _children_of(daemon) if "forkserver.py" in _cmdline(pid)]
-        assert len(servers) == 1, [(_cmdline(pid), pid) for pid in _children_of(daemon)]
+        servers = [pid for pid in children_of(daemon) if "forkserver.py" in _cmdline(pid)]
+        assert len(servers) == 1, [(_cmdline(pid), pid) for pid in children_of(daemon)]
         os.kill(daemon, signal.SIGKILL)
         assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the SIGKILLed daemon"
         assert await wait_gone(servers[0], timeout=5), "the fork server outlived the SIGKILLed daemon"

@@ -201,3 +201,10 @@ def test_a_server_restart_between_rounds_costs_no_write(monkeypatch):
     finally:
         pg_log.close_all()
         server.stop()
+
+
+async def test_sessions_with_none_saved_names_the_store_not_a_directory(make_core, scripted_llm, store_url, tmp_path):
+    core = await make_core(scripted_llm("openai"), store_url)
+    reply = (await core.submit("/sessions")).reply
+    assert reply.startswith("no saved sessions in postgres"), reply
+    assert str(tmp_path) not in reply

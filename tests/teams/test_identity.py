@@ -87,3 +87,36 @@ def test_ollie_user_names_the_user_over_the_os_login(monkeypatch):
     login = os_user()
     monkeypatch.setenv("OLLIE_USER", "alice@laptop")
     assert os_user() == "alice@laptop" != login
+
+
+def test_a_log_the_registry_has_no_record_of_is_its_writers_alone(store_url, scripted_llm, tmp_path, monkeypatch):
+    """A registry call that failed leaves a log with no record: it must not become every user's to list and read."""
+    import subprocess
+    import sys
+
+    from ollie.backend.types import Message
+    from ollie.sessions import persist
+    from ollie.sessions.pg import log as pg_log
+    from tests.teams.conftest import home_env
+
+    monkeypatch.setenv("OLLIE_STORE", store_url)
+    monkeypatch.setenv("OLLIE_USER", "alice")
+    log, session = persist.open_session("unused", None)  # no registry call at all: as if it had failed
+    session.messages += [Message("user", "alice's private question"), Message("assistant", "an answer")]
+    log.save(session)
+    log.close()
+    assert session.id in pg_log.saved_ids(store_url)  # hers: listed and resumable
+    resumed_log, resumed = persist.open_session("unused", session.id)
+    assert [m.content for m in resumed.messages][0] == "alice's private question"
+    resumed_log.close()
+
+    monkeypatch.setenv("OLLIE_USER", "bob")
+    assert session.id not in pg_log.saved_ids(store_url)
+    with pytest.raises(ForbiddenError):
+        persist.open_session("unused", session.id)
+    run = subprocess.run([sys.executable, "-m", "ollie.cli", "-p", "show me", "--session", session.id],
+                         capture_output=True, text=True, timeout=60,
+                         env=home_env(tmp_path, **scripted_llm("openai").env(), OLLIE_STORE=store_url,
+                                      OLLIE_USER="bob"))
+    assert run.returncode != 0 and "belongs to another user" in run.stderr, run.stderr
+    assert "private question" not in run.stdout + run.stderr

@@ -26,6 +26,7 @@ TTL = "1.5"
 def store(store_url, monkeypatch):
     monkeypatch.setenv("OLLIE_STORE", store_url)
     monkeypatch.setenv("OLLIE_LEASE_TTL", TTL)
+    monkeypatch.setenv("OLLIE_USER", "alice")  # the children's user: their logs have no record, so they are hers only
     return store_url
 
 

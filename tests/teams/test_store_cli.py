@@ -143,3 +143,36 @@ def test_an_unreachable_store_is_an_os_error_so_sessions_run_unlisted():
         Registry(f"postgresql://alice:secret@127.0.0.1:{port}/ollie", busy_timeout_s=1.0)
     # The engine's recorder treats an OSError as "registry unavailable": the session runs, unlisted.
     assert isinstance(caught.value, OSError) and "secret" not in str(caught.value)
+
+
+def test_import_never_copies_another_users_session_and_gives_record_less_files_an_owner(store_url, tmp_path):
+    root = tmp_path / "local"
+    registry = Registry(root / "sessions.db", teams=())
+    try:
+        bobs = registry.ensure(Request(user_id="bob", agent_id="coding", kind=Kind.CHAT, channel=Channel.CLI,
+                                       title="bob's secret", create_if_missing=True)).id
+    finally:
+        registry.close()
+    old = Session()  # a terminal session from before the registry: a file, no record
+    for sid, text in ((bobs, "bob's secret question"), (old.id, "alice's old question")):
+        session = Session(id=sid, title=text)
+        session.messages.append(Message("user", text))
+        SessionFile(root / "sessions", sid).save(session)
+
+    done = ollie(tmp_path, "store", "import", "--user", "alice", "--registry", str(root / "sessions.db"),
+                 "--sessions-dir", str(root / "sessions"), OLLIE_STORE=store_url)
+    assert done.returncode == 1, done  # something was left behind, and said why
+    assert "imported 0 session record(s) and 1 session log(s)" in done.stdout, done.stdout
+    assert f"not imported: log {bobs}: another user's session" in done.stdout, done.stdout
+
+    for user in ("alice", "bob"):
+        member = Registry(store_url, teams=())
+        try:
+            listed = [i.id for i in member.list(Scope(user_id=user))]
+        finally:
+            member.close()
+        assert listed == ([old.id] if user == "alice" else []), (user, listed)  # the old file is alice's now
+    bob_reads = ollie(tmp_path, "-p", "show me", "--session", old.id, "--no-preflight", OLLIE_STORE=store_url,
+                      OLLIE_USER="bob")
+    assert bob_reads.returncode != 0 and "alice's old question" not in bob_reads.stdout + bob_reads.stderr
+    assert "belongs to another user" in bob_reads.stderr, bob_reads.stderr

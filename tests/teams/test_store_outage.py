@@ -76,6 +76,11 @@ def test_a_store_found_down_fails_fast_until_it_is_back(database):
         with store.transaction() as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
         assert time.monotonic() - started < 1
+        deadline = time.monotonic() + 5
+        while store._down.is_set():  # and the pool is back in use soon after, not after its reconnect back-off
+            assert time.monotonic() < deadline
+            store.version()
+            time.sleep(0.05)
     finally:
         store.close()
 

@@ -104,3 +104,35 @@ async def test_a_new_session_sweeps_what_a_dead_process_left(root: Path, tmp_pat
         assert live.stdin is not None
         live.stdin.close()
         live.wait()
+
+
+def test_a_session_resumed_while_a_sweep_removes_its_stale_dirs_gets_whole_dirs(root: Path) -> None:
+    """A daemon resumes a session whose dead owner left its dirs while a sweep (its own, or another daemon's)
+    removes them: the resume gets complete dirs it owns, never a FileNotFoundError or a half-deleted root."""
+    import threading
+
+    stop = threading.Event()
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def sweeping() -> None:
+        while not stop.is_set():
+            sweep_stale(root)
+
+    sweeper = threading.Thread(target=sweeping)
+    sweeper.start()
+    try:
+        for n in range(60):
+            dirs = SessionDirs.for_session(f"resumed-{n}")
+            # What a killed daemon left (an owner lock nobody holds), put in place in one step.
+            left = root.parent / f"left-{n}"  # built outside the swept root, then moved in
+            (left / "tmp").mkdir(parents=True)
+            (left / OWNER_LOCK).touch()
+            left.rename(dirs.root)
+            dirs.create()
+            time.sleep(0.002)  # the sweeper passes again: an owned root stays
+            assert dirs.tmp.is_dir() and dirs.scratch.is_dir() and dirs.private.is_dir(), n
+            assert (dirs.root / OWNER_LOCK).exists(), n
+            dirs.remove()
+    finally:
+        stop.set()
+        sweeper.join()

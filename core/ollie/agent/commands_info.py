@@ -15,7 +15,7 @@ from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
-from ollie.sessions import persist
+from ollie.sessions import location, persist
 from ollie.workspace import WorkspaceError
 
 HISTORY_DEFAULT = 40
@@ -181,7 +181,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     # A directory listing, or a query of OLLIE_STORE's database: off the loop, which other sessions share.
     ids = list(reversed(await asyncio.to_thread(persist.list_saved, directory)))
     if not ids:
-        return f"no saved sessions in {directory}"
+        url = location.store_url()
+        return f"no saved sessions in {location.redact(url) if url else directory}"
     lines = [f"{'*' if sid == core.session_id else ' '} {sid}  {_created(sid)}" for sid in ids[:SESSIONS_SHOWN]]
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more

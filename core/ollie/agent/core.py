@@ -380,7 +380,7 @@ class Core:
         if self._turns.running:
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
-            rewound = await self._host.review.rewind(turn)
+            rewound = await self._host.review.rewind(turn, documents=self._documents)
         self._notify()
         return rewound
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ollie.tools.documents import ApplyResult, EditorDocuments, Version
 from ollie.workspace import FileChange, compute_hunks
@@ -61,10 +62,54 @@ class EditorEdits:
         else:
             edit.new_text = text
 
+    def since(self, turn: int) -> dict[str, EditorEdit]:
+        """Each path's net buffer change over the turns from `turn` on (what a rewind to before `turn` reverts)."""
+        net: dict[str, EditorEdit] = {}
+        for number in sorted(n for n in self._turns if n >= turn):
+            for path, edit in self._turns[number].items():
+                if path in net:
+                    net[path].new_text = edit.new_text
+                else:
+                    net[path] = EditorEdit(edit.old_text, edit.new_text)
+        return {path: edit for path, edit in net.items() if edit.old_text != edit.new_text}
+
     def forget_from(self, turn: int) -> None:
         """Drop the turns from `turn` on (a rewind cut them from the session)."""
         for number in [n for n in self._turns if n >= turn]:
             del self._turns[number]
+
+
+@dataclass(frozen=True)
+class BufferRevert:
+    """What a rewind did to one open buffer that the turns it cut had edited.
+
+    `reverted`: the buffer is back to its text before those turns; `stale`: the buffer changed since
+    their last edit, so it was left as it is; `refused`: the editor did not apply the revert (`reason`).
+    """
+
+    path: str
+    status: Literal["reverted", "stale", "refused"]
+    reason: str = ""
+
+
+async def revert_buffers(edits: dict[str, EditorEdit], documents: EditorDocuments, cwd: Path) -> list[BufferRevert]:
+    """Put each still-open buffer of `edits` back to its text before them, if it still holds their result."""
+    done = []
+    for path, edit in sorted(edits.items()):
+        current = await documents.text(cwd / path)
+        if current is None or current[0] == edit.old_text:
+            # Closed (saved: the restored disk has the old text; or thrown away), or back already.
+            continue
+        text, version = current
+        if text != edit.new_text:
+            done.append(BufferRevert(path, "stale", "the buffer changed since the agent's edit; left as it is"))
+            continue
+        result = await documents.apply(cwd / path, edit.old_text, version)
+        if result.status == "applied":
+            done.append(BufferRevert(path, "reverted"))
+        else:
+            done.append(BufferRevert(path, "refused", result.reason or "the editor did not apply the edit"))
+    return done
 
 
 class RecordingDocuments:

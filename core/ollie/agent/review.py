@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ollie.agent.editoredits import EditorEdit, EditorEdits
+from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.backend.types import Message
 from ollie.log import get_logger
 from ollie.sessions.session import Session
+from ollie.tools.documents import EditorDocuments
 from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, undo
 
 log = get_logger(__name__)
@@ -87,11 +88,15 @@ class Undone:
 
 @dataclass(frozen=True)
 class Rewound:
-    """What a rewind (or its undo) did: the turn, the files it changed, the messages the session now has."""
+    """What a rewind (or its undo) did: the turn, the files it changed, the messages the session now has.
+
+    `buffers`: what became of the open editor buffers the cut turns had edited (not on disk, see editoredits).
+    """
 
     turn: int
     files: list[str]
     messages: int
+    buffers: tuple[BufferRevert, ...] = ()
 
 
 def _after_session(session_id: str) -> str:
@@ -318,8 +323,12 @@ class Review:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             self._rewind_path().unlink()
 
-    async def rewind(self, turn: int | None = None) -> Rewound:
-        """Restore the files to the checkpoint before `turn` (default: the last) and cut the conversation there."""
+    async def rewind(self, turn: int | None = None, *, documents: EditorDocuments | None = None) -> Rewound:
+        """Restore the files to the checkpoint before `turn` (default: the last) and cut the conversation there.
+
+        The edits those turns made to buffers open in the editor are reverted through `documents` too,
+        each only while its buffer still holds what they left (else it is reported `stale`, left alone).
+        """
         session = self._host.session
         number = self._turn_number(turn)
         start = session.turn_starts[number - 1]
@@ -335,12 +344,15 @@ class Review:
         if restored.undo_checkpoint != backup["undo_checkpoint"]:  # a file changed in between: keep that too
             backup["undo_checkpoint"] = restored.undo_checkpoint
             await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
+        buffers: list[BufferRevert] = []
+        if documents is not None:
+            buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
         starts = session.turn_starts[:number - 1]
         self.editor_edits.forget_from(number)
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
         self._host.save()
-        return Rewound(number, [c.path for c in restored.changes], len(session.messages))
+        return Rewound(number, [c.path for c in restored.changes], len(session.messages), tuple(buffers))
 
     async def rewind_undo(self) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind."""

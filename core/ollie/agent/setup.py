@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -18,6 +19,10 @@ from ollie.backend.health import BackendHealth, check_backend, unbuilt
 from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig, find_agent, load_agent_config
 from ollie.tools.base import CWDSetter, EnvSetter
+
+# A failed health check answers `ollie/state` for this long, then the next ask checks again
+# (clients poll ollie/state: a backend that is down is not asked more often than this).
+FAILED_HEALTH_REUSE_S = 2.0
 
 
 class Setup:
@@ -45,6 +50,7 @@ class Setup:
         self.backend_error = ""
         # The backend's last health check (None: check on the next ask; every switch resets it).
         self._health: BackendHealth | None = None
+        self._health_at = 0.0
         self.cwd = cwd
         self.env = env
         self.params = GenerationParams()
@@ -176,14 +182,15 @@ class Setup:
         self.set_env("OLLIE_SESSION_ID", new)
 
     async def backend_health(self) -> dict[str, Any]:
-        """PROTOCOL.md's `backendStatus`: checked on the first ask, then reused until a switch."""
-        if self._health is not None:
+        """PROTOCOL.md's `backendStatus`: checked on the first ask; a good answer is reused until a switch,
+        a failed one for FAILED_HEALTH_REUSE_S (the user is fixing it: "Check again" must see the fix)."""
+        if self._health is not None and (self._health.ok or time.monotonic() - self._health_at < FAILED_HEALTH_REUSE_S):
             return self._health.to_wire()
         backend = self.backend
         name = backend.name if backend is not None else "none"
         health = unbuilt(name, self.backend_error) if backend is None else await check_backend(backend)
         if backend is self.backend:  # a switch during the check: the next ask checks the new one
-            self._health = health
+            self._health, self._health_at = health, time.monotonic()
         return health.to_wire()
 
     async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:

@@ -88,6 +88,11 @@ CREATE TABLE session_leases (
     heartbeat_at TIMESTAMPTZ NOT NULL
 )
 """),
+    # Who wrote a log (on PostgreSQL): the owner of a session the registry has no record of (a registry call that
+    # failed), which would otherwise be no one's, and so every user's to list and read.
+    Migration(3, "on PostgreSQL, the writer of each session round", "", """
+ALTER TABLE session_rounds ADD COLUMN user_id TEXT NOT NULL DEFAULT ''
+"""),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -10,6 +10,8 @@ from ollie.sessions.errors import SessionError
 from ollie.sessions.persist import SessionFileError
 from ollie.sessions.pg.log import PgRounds
 from ollie.sessions.pg.store import PgStore
+from ollie.sessions.session import Session
+from ollie.sessions.types import Channel, Kind, validate_title
 
 
 @dataclass
@@ -46,32 +48,69 @@ def _import_records(local: store.Store, target: PgStore, user: str, report: Impo
                                  "for it (archive one of them, then import again)")
 
 
-def _import_logs(sessions_dir: Path, url: str, report: ImportReport) -> None:
+def _owner_record(session: Session, user: str, mtime_s: float) -> store.SessionRecord:
+    """The record that makes `user` the owner of a session file no registry knows (a terminal session from before
+    the registry): without one, the log in the store would be no one's, and so everyone's to list and read."""
+    title = session.title
+    try:
+        validate_title(title)
+    except SessionError:
+        title = ""
+    created = int(session.id.split("-", 1)[0]) // 1000  # the id's nanoseconds, as the store's microseconds
+    return store.SessionRecord(id=session.id, agent_id=session.agent or "default", user_id=user,
+                               channel=Channel.CLI.value, kind=Kind.CHAT.value, title=title, created_at=created,
+                               last_active=max(created, int(mtime_s * 1_000_000)))
+
+
+def _claim(target: PgStore, local: store.Store | None, session: Session, user: str, mtime_s: float) -> str:
+    """Make sure the store's record of `session_id` is `user`'s (creating it for a file no registry knows);
+    "" when it is, else why the log is not imported (another user's session is never copied)."""
+    with target.transaction() as conn:
+        row = store.fetch(conn, session.id)
+        if row is not None:
+            return "" if row.record.user_id == user else "the store has it as another user's session"
+        if local is not None:
+            with local.reading() as local_conn:
+                mine = store.fetch(local_conn, session.id)
+            if mine is not None and mine.record.user_id != user:
+                return "another user's session (its record is not imported)"
+        store.insert(conn, _owner_record(session, user, mtime_s))
+    return ""
+
+
+def _import_logs(sessions_dir: Path, url: str, target: PgStore, local: store.Store | None, user: str,
+                 report: ImportReport) -> None:
     for session_id in persist.list_saved_files(sessions_dir):
         log = persist.SessionFile(sessions_dir, session_id, storage=PgRounds(url, session_id))
         try:
+            session = persist.SessionFile(sessions_dir, session_id).load()
+            mtime_s = (Path(sessions_dir) / f"{session_id}{persist.SUFFIX}").stat().st_mtime
+            refused = _claim(target, local, session, user, mtime_s)
+            if refused:
+                report.failed.append(f"log {session_id}: {refused}")
+                continue
             if log.exists():
                 report.present += 1
                 continue
-            log.rewrite(persist.SessionFile(sessions_dir, session_id).load())
+            log.rewrite(session)
             log.close()
             report.logs += 1
-        except (SessionError, SessionFileError) as exc:
+        except (SessionError, SessionFileError, OSError, ValueError) as exc:
             report.failed.append(f"log {session_id}: {exc}")
 
 
 def import_local(url: str, *, user: str, registry_path: Path, sessions_dir: Path) -> ImportReport:
-    """Copy `user`'s records from the SQLite registry and every session file into the store at `url` (idempotent)."""
+    """Copy `user`'s records from the SQLite registry, and the session files that are theirs (or no one's: they
+    become theirs), into the store at `url` (idempotent); another user's sessions stay behind, reported."""
     report = ImportReport()
     target = PgStore(url)
+    local = store.Store(registry_path) if registry_path.exists() else None
     try:
-        if registry_path.exists():
-            local = store.Store(registry_path)
-            try:
-                _import_records(local, target, user, report)
-            finally:
-                local.close()
-        _import_logs(sessions_dir, url, report)
+        if local is not None:
+            _import_records(local, target, user, report)
+        _import_logs(sessions_dir, url, target, local, user, report)
     finally:
+        if local is not None:
+            local.close()
         target.close()
     return report

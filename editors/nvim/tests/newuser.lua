@@ -1,5 +1,5 @@
 -- What a new user ran into in the TUI: `#` tags in the prompt's order; the statusline says a prompt is on its
--- way; a rewind closes the stale changes list and names the unsaved buffers it left alone; `_` in a word is no
+-- way; a rewind closes the stale changes list and puts the open buffer back; `_` in a word is no
 -- markdown error; a session picked in a second tab gets its answers in both tabs; the chat keeps its width when
 -- the terminal shrinks, its key hints dropped whole; `:q` in a tab's last code window closes the chat with it.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
@@ -26,17 +26,24 @@ R.state_sent = first.state
 H.wait_chat("_%(end%)_")
 R.first_chat = H.chat.text()
 
--- The changes list is open when the turn is rewound: it goes (its turn is gone); the chat names the buffer that kept
--- its text.
+-- The changes list is open when the turn is rewound: it goes (its turn is gone); the buffer the edit went to is
+-- put back.
 vim.cmd("OllieChanges 1")
 H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
 vim.ui.select = function(items, _, on_choice)
   on_choice(vim.tbl_contains(items, "Rewind") and "Rewind" or nil)
 end
 vim.cmd("OllieRewind 1")
-H.wait_chat("unsaved buffers keep their text")
+-- The daemon puts the open buffer back too (the edit went there, unsaved).
+H.wait(function()
+  return table.concat(vim.api.nvim_buf_get_lines(code_buf, 0, -1, false), "\n"):find("return a + b", 1, true)
+end, "the rewind to revert the open buffer")
+H.wait(function() return #vim.fn.win_findbuf(vim.fn.bufnr("ollie://changes")) == 0 end, "the changes list to go")
+H.wait(function() return not H.chat.text():find("fixed", 1, true) end, "the chat to show the rewound history")
 R.list_windows_after_rewind = #vim.fn.win_findbuf(vim.fn.bufnr("ollie://changes"))
+R.code_after_rewind = table.concat(vim.api.nvim_buf_get_lines(code_buf, 0, -1, false), "\n")
 R.rewound_chat = H.chat.text()
+-- The reverted buffer equals the disk again but is still marked modified (an applyEdit): reload it.
 vim.api.nvim_buf_call(code_buf, function() vim.cmd("edit!") end)
 
 -- Markdown without its regex syntax's red `_` in words: treesitter in the transcript; none in the input.

@@ -54,4 +54,62 @@ U.wait(function() return notified("archived Mul review") end, "the archive")
 H.results.archive_selects = H.results.selects
 local listed = U.call("ollie/session/list", {})
 H.results.titles_after_archive = vim.tbl_map(function(s) return s.title end, listed.sessions)
+
+-- Teams (docs/TEAM.md): the daemon's answers stand in for a second daemon on a shared store, as the
+-- protocol's error table words them. A session live elsewhere is labelled; loading it is refused (-32007),
+-- said on one line, and the chat stays where it was; a rename/archive refused (-32008) is said the same way.
+local client = require("ollie.client")
+local ollie = require("ollie")
+local requests = require("ollie.requests")
+ollie.new_session()
+U.wait(function() return ollie.current_session() end, "the chat's session")
+local here = ollie.current_session()
+local LIVE = "session is live elsewhere: session s-team1 is live on buildbox (pid 4242, user ana) since "
+  .. "2026-11-30T22:00:00+00:00: it can be loaded once that daemon closes it, or its lease lapses"
+local FORBIDDEN = "forbidden: session s-team1 is shared with team 'core' to read and resume: only its owner (ana) "
+  .. "may rename, archive or share it"
+local real_request = client.request
+local sent = {}
+client.request = function(method, params, cb)
+  table.insert(sent, method)
+  local answers = {
+    ["ollie/session/list"] = { nil, { sessions = {
+      { id = "s-team1", agent = "default", title = "fix the flaky login test", createdAt = "2026-11-30T21:00:00Z",
+        lastActive = vim.NIL, archived = false, live = false, liveOn = "buildbox (pid 4242)" },
+      { id = "s-mine", agent = "default", title = "mine", createdAt = "2026-11-30T21:00:00Z", lastActive = vim.NIL,
+        archived = false, live = false, liveOn = vim.NIL },
+    } } },
+    ["ollie/session/load"] = { { code = -32007, message = LIVE, data = { session = "s-team1" } } },
+    ["ollie/session/rename"] = { { code = -32008, message = FORBIDDEN, data = { session = "s-team1" } } },
+    ["ollie/session/archive"] = { { code = -32008, message = FORBIDDEN, data = { session = "s-team1" } } },
+  }
+  local a = answers[method]
+  if not a then
+    return real_request(method, params, cb)
+  end
+  vim.schedule(function() cb(a[1], a[2]) end)
+  return 1
+end
+U.answer_select(function(item) return type(item) == "table" and item.id == "s-team1" end)
+vim.cmd("OllieSessions")
+U.wait(function() return notified("session is live elsewhere") end, "the -32007 refusal")
+H.results.team_labels = H.results.selects[1].labels
+H.results.live_refusal = notified("session is live elsewhere")
+H.results.session_kept = ollie.current_session() == here
+vim.o.columns = 80
+H.results.live_one_line = requests.one_line(H.results.live_refusal.msg)
+H.results.echospace = vim.v.echospace
+
+U.answer_select(function(item) return type(item) == "table" and item.id == "s-team1" end)
+vim.ui.input = function(_, on_confirm) on_confirm("Renamed") end
+vim.cmd("OllieRename")
+U.wait(function() return notified("forbidden: ") end, "the -32008 rename refusal")
+H.results.rename_refusal = notified("forbidden: ")
+H.results.notifications_before_archive = #H.results.notifications
+U.answer_select(function(item) return (type(item) == "table" and item.id == "s-team1") or item == "Archive" end)
+vim.cmd("OllieArchive")
+U.wait(function() return #H.results.notifications > H.results.notifications_before_archive end, "the archive refusal")
+H.results.archive_refusal = H.results.notifications[#H.results.notifications]
+H.results.team_sent = sent
+client.request = real_request
 H.finish()

@@ -4,8 +4,8 @@ import * as vscode from "vscode";
 import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
-import { buildEditorContext } from "./lib/editorContext";
-import { HistoryEntry, contextToMarkdown, historyEntries } from "./lib/history";
+import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
+import { HistoryEntry, contextToMarkdown, historyEntries, sessionRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseModelList } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
@@ -110,22 +110,34 @@ async function showHistory(parts: Parts, title: string): Promise<void> {
     }));
     const choice = await pickHistory(title, items);
     if (!choice) return;
-    const { entry } = choice.item;
-    if (choice.button === RENAME) {
-      const name = await vscode.window.showInputBox({ title: "Ollie: Rename Session", value: entry.title, prompt: "New title" });
-      if (name?.trim()) await parts.daemon.request("ollie/session/rename", { session: entry.id, title: name.trim() });
-      continue;
+    try {
+      if (await historyAction(parts, choice)) return;
+    } catch (err) {
+      // A session live on another machine, or a teammate's: the daemon's reason, then the list again.
+      const refusal = sessionRefusal(err);
+      if (!refusal) throw err;
+      void vscode.window.showWarningMessage(refusal);
     }
-    if (choice.button === ARCHIVE) {
-      await parts.daemon.request("ollie/session/archive", { session: entry.id });
-      // An archived session takes no more prompts: the chat moves on to a new one.
-      if (entry.current) await newSession(parts);
-      void vscode.window.showInformationMessage(`Ollie: archived "${entry.label}".`);
-      continue;
-    }
-    await resumeSession(parts, entry.id);
-    return;
   }
+}
+
+/** Do what the user picked in the history: true when the pick is done (a session was resumed). */
+async function historyAction(parts: Parts, choice: NonNullable<HistoryChoice>): Promise<boolean> {
+  const { entry } = choice.item;
+  if (choice.button === RENAME) {
+    const name = await vscode.window.showInputBox({ title: "Ollie: Rename Session", value: entry.title, prompt: "New title" });
+    if (name?.trim()) await parts.daemon.request("ollie/session/rename", { session: entry.id, title: name.trim() });
+    return false;
+  }
+  if (choice.button === ARCHIVE) {
+    await parts.daemon.request("ollie/session/archive", { session: entry.id });
+    // An archived session takes no more prompts: the chat moves on to a new one.
+    if (entry.current) await newSession(parts);
+    void vscode.window.showInformationMessage(`Ollie: archived "${entry.label}".`);
+    return false;
+  }
+  await resumeSession(parts, entry.id);
+  return true;
 }
 
 async function newSession(parts: Parts): Promise<void> {
@@ -140,8 +152,7 @@ async function ask(parts: Parts, withSelection: boolean): Promise<void> {
     void vscode.window.showWarningMessage("Ollie: open a file and select some text first.");
     return;
   }
-  const text = await vscode.window.showInputBox({ title: withSelection ? "Ollie: Ask About Selection" : "Ollie: Ask", prompt: "Prompt" });
-  if (!text?.trim()) return;
+  // Read before the input box takes the focus; the box then says what the question is about.
   const context =
     withSelection && editor
       ? buildEditorContext({
@@ -152,6 +163,12 @@ async function ask(parts: Parts, withSelection: boolean): Promise<void> {
           selectedText: editor.document.getText(editor.selection),
         })
       : undefined;
+  const text = await vscode.window.showInputBox({
+    title: withSelection ? "Ollie: Ask About Selection" : "Ollie: Ask",
+    prompt: context ? `Ask about ${describeEditorContext(context)} (Enter sends)` : "Ask Ollie (Enter sends)",
+    placeHolder: "What would you like to know or change?",
+  });
+  if (!text?.trim()) return;
   await parts.chat.reveal();
   await parts.conversation.submit(text, context);
 }

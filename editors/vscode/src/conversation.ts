@@ -71,7 +71,9 @@ export class Conversation implements vscode.Disposable {
   // Per session: how many of its oldest messages are not loaded (the offset of the first page shown).
   private readonly earlierCounts = new Map<string, number>();
   private loadingEarlier = false;
-  // The session the window showed before it was reloaded: shown again once the first daemon is up.
+  // An approval mode picked while no daemon runs: set once one is up.
+  private pendingApproval: ApprovalMode | undefined;
+  // The session to show again once the next daemon is up (the one the window showed before a reload).
   private restore: string | undefined;
 
   constructor(
@@ -187,6 +189,13 @@ export class Conversation implements vscode.Disposable {
 
   /** Set the current session's approval mode (`ollie/setApproval`). */
   async setApproval(mode: ApprovalMode): Promise<void> {
+    if (!this.daemon.running) {
+      // Picked while the daemon starts (or restarts): applied once it is up, not lost with an error.
+      this.pendingApproval = mode;
+      this.approvals.set(this.current ?? "", mode);
+      this.emitHeader();
+      return;
+    }
     try {
       await this.request("ollie/setApproval", { approval: mode });
       this.approvals.set(this.current ?? "", mode);
@@ -196,11 +205,13 @@ export class Conversation implements vscode.Disposable {
     this.emitHeader();
   }
 
-  /** Ask the daemon again whether the backend can take a turn; a failed answer is cached there, so restart it. */
+  /** Ask the daemon again whether the backend can take a turn; when it still cannot (a daemon may cache a failed check), restart it. */
   async checkBackend(): Promise<void> {
     await this.refreshState();
     if (this.backend && !this.backend.ok) {
       this.log.info("backend still unusable: restarting the daemon for a fresh check");
+      // The restarted daemon shows this chat again: a failed prompt must not vanish because the user checked.
+      this.restore = this.current;
       await this.daemon.restart();
     }
   }
@@ -483,6 +494,9 @@ export class Conversation implements vscode.Disposable {
         for (const listener of this.listeners) listener.reset();
         void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
+        const approval = this.pendingApproval;
+        this.pendingApproval = undefined;
+        if (approval) await this.setApproval(approval);
       }
     } catch (err) {
       this.log.warn(`ollie/listCommands: ${errorText(err)}`);
@@ -491,7 +505,8 @@ export class Conversation implements vscode.Disposable {
     this.emitOnboarding();
   }
 
-  // After a window reload the chat shows the session it showed before (Restart and settings changes start fresh).
+  // After a window reload (or Check again's restart) the chat shows the session it showed before; Restart and
+  // settings changes start fresh.
   private async restoreSession(fresh: string): Promise<void> {
     const session = this.restore;
     this.restore = undefined;

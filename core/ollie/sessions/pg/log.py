@@ -35,8 +35,8 @@ log = get_logger("ollie.sessions.pg")
 # locked until it commits, so a takeover waits for it) and only after the round it follows, of the same epoch
 # (a snapshot starts a new epoch: a writer that missed it appends nothing).
 _INSERT_ROUND = """
-INSERT INTO session_rounds (session_id, seq, epoch, data)
-SELECT ?, ?, ?, ?
+INSERT INTO session_rounds (session_id, seq, epoch, data, user_id)
+SELECT ?, ?, ?, ?, ?
 WHERE EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ? FOR SHARE)
   AND EXISTS (SELECT 1 FROM session_rounds WHERE session_id = ? AND seq = ? AND epoch = ?)
 """
@@ -44,14 +44,17 @@ WHERE EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ? F
 
 # A session is this process's to list and resume unless its registry record names another user and is not
 # shared to one of this process's team channels (TEAM.md): the terminal's `--session` and `/sessions` reach
-# the log without asking the registry. A log with no record (the registry refused it) is not refused.
+# the log without asking the registry. A log with no record (a registry call failed) is its writer's alone.
 _VISIBLE = ("NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = {id} AND s.user_id <> ? "
-            "AND NOT (s.team <> '' AND s.team = ANY(string_to_array(?, ','))))")
+            "AND NOT (s.team <> '' AND s.team = ANY(string_to_array(?, ',')))) "
+            "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = {id}) "
+            "OR NOT EXISTS (SELECT 1 FROM session_rounds r WHERE r.session_id = {id} AND r.user_id <> ?))")
 
 
-def _reader() -> tuple[str, str]:
-    """The parameters of `_VISIBLE`: this process's user and its team channels (comma-joined)."""
-    return os_user(), ",".join(user_teams())
+def _reader() -> tuple[str, str, str]:
+    """The parameters of `_VISIBLE`: this process's user, its team channels (comma-joined), its user again."""
+    user = os_user()
+    return user, ",".join(user_teams()), user
 
 
 class LogReplacedError(SessionError):
@@ -112,7 +115,9 @@ class PgRounds:
         """Take the lease (SessionLeasedError when the session is live elsewhere), then every round in order."""
         _drain(self.url, self.session_id)
         with self.store.transaction() as conn:
-            visible = conn.execute(f"SELECT 1 WHERE {_VISIBLE.format(id='?')}", (self.session_id, *_reader()))
+            user, teams, _ = _reader()
+            sid = self.session_id
+            visible = conn.execute(f"SELECT 1 WHERE {_VISIBLE.format(id='?')}", (sid, user, teams, sid, sid, user))
             if visible.fetchone() is None:
                 raise ForbiddenError(f"session {self.session_id} belongs to another user")
             self.leases.acquire(conn, self.session_id)
@@ -222,8 +227,8 @@ class PgRounds:
     def _insert_round(self, seq: int, epoch: int, payload: bytes) -> None:
         sid = self.session_id
         with self.store.connection() as conn:
-            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, sid, self.leases.holder, sid, seq - 1,
-                                                  epoch))
+            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, self.leases.user, sid, self.leases.holder,
+                                                  sid, seq - 1, epoch))
             if cursor.rowcount == 1:
                 return
             held = conn.execute("SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ?",
@@ -243,8 +248,8 @@ class PgRounds:
         with self.store.transaction() as conn:
             self.leases.acquire(conn, self.session_id)
             conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
-            conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data) VALUES (?, 1, ?, ?)",
-                         (self.session_id, epoch, payload))
+            conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) VALUES (?, 1, ?, ?, ?)",
+                         (self.session_id, epoch, payload, self.leases.user))
 
     def _insert_compaction(self, payload: bytes) -> None:
         with self.store.connection() as conn:

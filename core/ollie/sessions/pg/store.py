@@ -94,11 +94,11 @@ class PgStore:
     def __init__(self, url: str, *, busy_timeout_s: float = 10.0, migrate: bool = True, max_size: int = 4) -> None:
         self.url = url
         self._busy_timeout_s = busy_timeout_s
-        # `check` on each checkout (an empty query, one round trip): after a server restart or a dropped
-        # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
         self._down = threading.Event()  # the server was found down: connect directly until the pool is back
         self._probe_timeout_s = min(2.0, busy_timeout_s)
         _connect(url, self.location, busy_timeout_s).close()
+        # `check` on each checkout (an empty query, one round trip): after a server restart or a dropped
+        # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
         self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=busy_timeout_s, num_workers=1,
                                     kwargs={"autocommit": True, "connect_timeout": max(1, int(busy_timeout_s))},
                                     check=ConnectionPool.check_connection, name="ollie-store")
@@ -139,16 +139,19 @@ class PgStore:
             with _connect(self.url, self.location, self._probe_timeout_s) as direct:
                 if self._pool.get_stats().get("pool_available", 0):
                     self._down.clear()  # the pool has reconnected: back to it from the next call
+                else:
+                    self._pool.check()  # the server is back: have the pool connect now, not after its back-off
                 yield PgConn(direct, self.location)
             return
         entered = False
         try:
-            with self._pool.connection() as conn:
+            # A short wait: past it, a connection of its own tells at once whether the server is down.
+            with self._pool.connection(timeout=self._probe_timeout_s) as conn:
                 entered = True
                 yield PgConn(conn, self.location)
         except PoolTimeout as exc:
             if entered:
-                raise StoreBusyError(f"{self.location}: no connection free after {self._busy_timeout_s} s") from exc
+                raise StoreBusyError(f"{self.location}: no connection free after {self._probe_timeout_s} s") from exc
             try:
                 direct = _connect(self.url, self.location, self._probe_timeout_s)
             except StoreUnavailableError:

@@ -25,6 +25,8 @@ OWNER_LOCK = "owner.lock"
 # A dir without an owner lock is being created right now, or was left by an older ollie (or a crashed
 # prompt command's private dir): swept only once it is this old.
 UNOWNED_GRACE_S = 600.0
+# A swept root is renamed `<root><SWEPT_SUFFIX><random>` before it is deleted (see `_discard`).
+SWEPT_SUFFIX = ".swept-"
 
 # root -> the descriptor holding its owner lock, for the sessions this process has open.
 _held: dict[Path, int] = {}
@@ -75,8 +77,7 @@ class SessionDirs:
         runtime_root = paths.runtime_tmp_dir()
         if self.root.parent == runtime_root:
             make_private_dir(runtime_root)
-        make_private_dir(self.root)
-        self._claim()
+        self._claim()  # makes the root (again, when a sweep takes a stale one away meanwhile)
         for directory in (self.tmp, self.scratch, self.private):
             make_private_dir(directory)
 
@@ -86,7 +87,11 @@ class SessionDirs:
             if self.root in _held:
                 return
             while True:
-                fd = os.open(self.root / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+                try:
+                    make_private_dir(self.root)
+                    fd = os.open(self.root / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+                except FileNotFoundError:  # a sweep moved the (stale) root away meanwhile: make it again
+                    continue
                 # Blocks only while another process's sweep holds it exclusively for a moment.
                 fcntl.flock(fd, fcntl.LOCK_SH)
                 try:
@@ -98,7 +103,6 @@ class SessionDirs:
                     return
                 # That sweep removed the dir (a resumed session's stale one) while we waited: make it again.
                 os.close(fd)
-                make_private_dir(self.root)
 
     def release(self) -> None:
         """Let go of the owner lock (the dirs stay until removed or swept)."""
@@ -166,7 +170,7 @@ def _remove_if_unowned(path: Path, now: float) -> bool:
         except OSError:
             return False
         if old:
-            shutil.rmtree(path, ignore_errors=True)
+            _discard(path)
         return old
     except OSError:
         return False
@@ -176,7 +180,18 @@ def _remove_if_unowned(path: Path, now: float) -> bool:
         except BlockingIOError:
             return False  # a live process has the session open
         # Holding it exclusively: a process resuming this session waits, then sees the dir gone and remakes it.
-        shutil.rmtree(path, ignore_errors=True)
-        return True
+        return _discard(path)
     finally:
         os.close(fd)
+
+
+def _discard(path: Path) -> bool:
+    """Move `path` out of the way in one step, then delete it: a session that claims the same root meanwhile
+    makes a fresh one instead of racing a half-done rmtree (which would delete its new lock file or dirs)."""
+    trash = path.with_name(f"{path.name}{SWEPT_SUFFIX}{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(path, trash)
+    except OSError:
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True

@@ -5,16 +5,14 @@ local client = require("ollie.client")
 local config = require("ollie.config")
 local context = require("ollie.context")
 local render = require("ollie.render")
+local requests = require("ollie.requests")
 
 local M = {}
 
-local function notify(msg, level)
-  vim.notify("ollie: " .. msg, level or vim.log.levels.INFO)
-end
-
-local function err_text(err)
-  return type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)
-end
+-- Through requests.notify: a long daemon error (-32007 "session is live elsewhere: ...") shows on one line,
+-- cut to fit, rather than stopping the editor at a "Press ENTER" prompt.
+local notify = requests.notify
+local err_text = requests.err_text
 
 client.listeners["ollie/event"] = chat.on_event
 client.listeners["ollie/stateChanged"] = chat.on_state

@@ -69,11 +69,21 @@ local function show_preview(lines, has_diff)
     relative = "editor", row = 1, col = math.floor((vim.o.columns - width) / 2), width = width, height = height,
     style = "minimal", border = "rounded", title = " ollie: approve? ", title_pos = "center", focusable = true,
   })
-  M.last_preview = { buf = buf, lines = lines }
+  M.last_preview = { buf = buf, lines = lines, win = win }
   return function()
     if vim.api.nvim_win_is_valid(win) then
       vim.api.nvim_win_close(win, true)
     end
+  end
+end
+
+---Title the preview float: whether the choices wait for the user to stop typing.
+---@param waiting boolean
+local function preview_title(waiting)
+  local win = M.last_preview and M.last_preview.win
+  if win and vim.api.nvim_win_is_valid(win) then
+    local title = waiting and " ollie: approve? (once you stop typing) " or " ollie: approve? "
+    vim.api.nvim_win_set_config(win, { title = title, title_pos = "center" })
   end
 end
 
@@ -91,11 +101,14 @@ function M.watch_keys()
   end
 end
 
----Whether the user is idle: in normal mode, no key typed for a moment, no menu or prompt open.
+-- Modes in which nothing is being typed (normal, visual): not insert, the command line or an operator.
+local RESTING = { n = true, nt = true, v = true, V = true, ["\22"] = true }
+
+---Whether the user is idle: resting (normal or visual mode), no key typed for a moment, no menu or prompt open.
 ---@return boolean
 local function idle()
   local mode = vim.api.nvim_get_mode()
-  return mode.mode == "n" and not mode.blocking and vim.fn.pumvisible() == 0
+  return RESTING[mode.mode] and not mode.blocking and vim.fn.pumvisible() == 0
     and vim.uv.hrtime() / 1e6 - last_key_ms >= IDLE_MS
 end
 
@@ -187,7 +200,9 @@ function M.ask(params, answer)
   end
   local title = q.title
   M.watch_keys()
+  preview_title(not idle())
   when_idle(q, function()
+    preview_title(false)
     -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
     vim.cmd("redraw")
     vim.ui.select(options, {

@@ -63,6 +63,10 @@ function M.session_label(s, current)
   if when ~= "" then
     table.insert(parts, when)
   end
+  -- Another daemon sharing the store runs it (docs/TEAM.md): loading it would be refused (-32007).
+  if type(s.liveOn) == "string" and s.liveOn ~= "" then
+    table.insert(parts, "live on " .. s.liveOn)
+  end
   local label = table.concat(parts, " · ")
   if s.id == current then
     label = label .. " (current)"

@@ -73,11 +73,38 @@ function M.session()
   return ollie.status and ollie.status.session or nil
 end
 
----Tell the user something, prefixed "ollie: ".
+---Whether vim.notify is Neovim's own (which echoes), not a plugin's (nvim-notify, snacks, fidget...).
+local function stock_notify()
+  local info = debug.getinfo(vim.notify, "S")
+  return info ~= nil and info.source:find("vim/_editor.lua", 1, true) ~= nil
+end
+
+---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
+---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
+---prompt, so it shows cut to fit (`:messages` keeps it whole).
 ---@param msg string
 ---@param level integer|nil
 function M.notify(msg, level)
-  vim.notify("ollie: " .. msg, level or vim.log.levels.INFO)
+  local text = "ollie: " .. msg
+  level = level or vim.log.levels.INFO
+  local long = text:find("\n") or vim.fn.strdisplaywidth(text) > vim.v.echospace
+  if not (long and stock_notify() and #vim.api.nvim_list_uis() > 0) then
+    return vim.notify(text, level)
+  end
+  vim.cmd("silent echomsg " .. vim.fn.string(text))
+  local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
+  vim.api.nvim_echo({ { M.one_line(text), hl } }, false, {})
+end
+
+---`text` on one line that fits the command line (`v:echospace`), cut with "…" when it is longer.
+---@param text string
+---@return string
+function M.one_line(text)
+  text = text:gsub("%s*\n%s*", " ")
+  if vim.fn.strdisplaywidth(text) <= vim.v.echospace then
+    return text
+  end
+  return vim.fn.strcharpart(text, 0, math.max(10, vim.v.echospace - 2)) .. "…"
 end
 
 ---The text of an error answer.

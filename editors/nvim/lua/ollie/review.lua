@@ -355,15 +355,13 @@ local function close_list()
   end
 end
 
----The names of modified file buffers: the daemon rewinds the disk only, so their unsaved edits stay.
-local function unsaved_buffers()
+---The open buffers the daemon could not put back (the user typed in them since): `path (why)` each.
+---@param buffers table[]|nil the rewind's `buffers`: {path, status, reason?}
+local function kept_buffers(buffers)
   local names = {}
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified and vim.bo[buf].buftype == "" then
-      local name = vim.api.nvim_buf_get_name(buf)
-      if name ~= "" then
-        table.insert(names, vim.fn.fnamemodify(name, ":."))
-      end
+  for _, b in ipairs(buffers or {}) do
+    if b.status ~= "reverted" then
+      table.insert(names, string.format("%s (%s)", vim.fn.fnamemodify(b.path, ":."), b.reason or b.status))
     end
   end
   return names
@@ -374,14 +372,14 @@ local function do_rewind(params)
     vim.cmd("silent! checktime")
     close_list()
     local n = #(res.files or {})
-    local unsaved = unsaved_buffers()
+    local kept = kept_buffers(res.buffers)
     -- Short: a message wider than an 80-column screen stops the editor at a "Press ENTER" prompt.
     requests.notify(string.format("%s (%d file%s restored, %d messages left)",
       params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
       res.messages or 0))
     -- The chat says what the rewind left as it was (its autocmd below shows `note` under the conversation).
-    res.note = #unsaved > 0 and ("the rewind restored files on disk; unsaved buffers keep their text (:e! reloads "
-      .. "one): " .. table.concat(unsaved, ", ")) or nil
+    res.note = #kept > 0 and ("the rewind left these buffers as they are (edited since): "
+      .. table.concat(kept, ", ")) or nil
     -- The chat of the session re-renders its history on this event.
     vim.api.nvim_exec_autocmds("User", { pattern = "OllieRewind",
       data = vim.tbl_extend("force", res, { session = params.session or requests.session() }) })

@@ -159,6 +159,8 @@ export interface HistoryEntry {
   label: string;
   description: string;
   current: boolean;
+  /** Where another daemon runs it now (`"<host> (pid N)"`), when one does. */
+  liveOn?: string;
 }
 
 /** Saved sessions (`ollie/session/list` infos) as history entries, most recent first as listed. */
@@ -173,13 +175,32 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     if (!title && !info.lastTurnResult && id !== current) continue;
     const when = relativeTime(info.lastActive ?? info.createdAt, now);
     const agent = typeof info.agent === "string" ? info.agent : "";
-    entries.push({
+    // Another daemon sharing the store runs it now (`liveOn`): loading it here is refused until that one lets go.
+    const liveOn = typeof info.liveOn === "string" && info.liveOn ? info.liveOn : undefined;
+    const entry: HistoryEntry = {
       id,
       title,
       label: title || "Untitled session",
-      description: [id === current ? "current" : "", when, agent, info.archived === true ? "archived" : ""].filter(Boolean).join(" · "),
+      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", when, agent, info.archived === true ? "archived" : ""]
+        .filter(Boolean)
+        .join(" · "),
       current: id === current,
-    });
+    };
+    if (liveOn) entry.liveOn = liveOn;
+    entries.push(entry);
   }
   return entries;
+}
+
+// PROTOCOL.md error table: a session another daemon runs (-32007), a team-shared session only its owner may change (-32008).
+const SESSION_LIVE_ELSEWHERE = -32007;
+const SESSION_FORBIDDEN = -32008;
+
+/** What to tell the user when the daemon refused a history action for a reason they can act on; undefined for other errors. */
+export function sessionRefusal(err: unknown): string | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof message !== "string" || !message) return undefined;
+  // The daemon's message already says where it runs, or whose it is: shown as it is.
+  return code === SESSION_LIVE_ELSEWHERE || code === SESSION_FORBIDDEN ? `Ollie: ${message}` : undefined;
 }

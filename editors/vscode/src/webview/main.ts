@@ -7,6 +7,7 @@ import type { FromWebview, Header, PermissionOutcome, ToWebview } from "../lib/w
 import { Composer } from "./composerView";
 import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
+import { keyboardAnswerAllowed, questionToFocus } from "../lib/question";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
@@ -89,6 +90,7 @@ function upsert(items: ChatItem[]): void {
   const sentNow = userSent && items.some((item) => item.kind === "user");
   // A scroll the user just made may not have fired its event yet: the position before this update decides.
   if (log.clientHeight > 0 && !isAtBottom(log)) following = false;
+  let focusLost = false;
   for (const item of items) {
     let node = rendered.get(item.id);
     if (!node) {
@@ -97,6 +99,8 @@ function upsert(items: ChatItem[]): void {
       rendered.set(item.id, node);
       log.append(node);
     }
+    // A question answered elsewhere (or dropped when its turn ended) takes its buttons, and the focus, with it.
+    if (item.kind === "permission" && item.outcome && node.contains(document.activeElement)) focusLost = true;
     update(node, item);
   }
   empty.hidden = rendered.size > 0;
@@ -105,6 +109,25 @@ function upsert(items: ChatItem[]): void {
   if (sentNow) userSent = false;
   if (decision.scroll) scrollToBottom();
   else if (items.length) jump.hidden = !decision.showJump;
+  if (!focusQuestion(items) && focusLost) composer.focus();
+}
+
+// Questions that have had the focus once: a later update of one does not take it again.
+const focusedQuestions = new Set<number>();
+// When the focus came to a question, or last key typed at its buttons: keys meant for the prompt must not answer it.
+let questionKeyAt = 0;
+
+/** Move the keyboard focus to a new question's first button (Allow once); its role announces it. */
+function focusQuestion(items: ChatItem[]): boolean {
+  const id = questionToFocus(items, focusedQuestions);
+  if (id === undefined) return false;
+  focusedQuestions.add(id);
+  const first = rendered.get(id)?.querySelector<HTMLElement>('.permission-buttons [data-action="permission"]');
+  if (!first) return false;
+  first.focus();
+  questionKeyAt = Date.now();
+  first.scrollIntoView({ block: "nearest" });
+  return true;
 }
 
 function showHeader(header: Header): void {
@@ -193,6 +216,11 @@ document.addEventListener("click", (event) => {
       break;
     }
     case "permission":
+      // A click from the keyboard has no `detail`: it answers only after a pause in the user's typing.
+      if (event.detail === 0 && !keyboardAnswerAllowed(Date.now(), questionKeyAt)) {
+        questionKeyAt = Date.now();
+        break;
+      }
       answer(target, item, data.outcome as PermissionOutcome);
       break;
   }
@@ -211,6 +239,9 @@ function answer(target: HTMLElement, item: number, outcome: PermissionOutcome): 
 // Enter in a feedback field sends it (Shift+Enter: a new line); Escape closes it, back to the question's buttons.
 document.addEventListener("keydown", (event) => {
   const target = event.target as HTMLElement;
+  // Someone still typing their prompt when a question took the focus: their keys keep the buttons from answering.
+  // (Space itself answers, on its keyup: it must not count as typing.)
+  if (target.closest(".permission-buttons") && event.key.length === 1 && event.key !== " ") questionKeyAt = Date.now();
   if (!target.classList.contains("feedback-input")) return;
   const question = target.closest(".permission");
   if (event.key === "Escape") {
@@ -238,6 +269,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   switch (message?.type) {
     case "reset":
       rendered.clear();
+      focusedQuestions.clear();
       log.replaceChildren(earlierButton);
       showEarlier(message.earlier);
       following = true;

@@ -2,6 +2,7 @@
 
 import type { ChatItem, ToolItem } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
+import { questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, fileLink, icon } from "./dom";
@@ -131,7 +132,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   if (node.dataset.rendered === key) return;
   node.dataset.rendered = key;
   node.dataset.outcome = item.outcome ?? "";
-  node.setAttribute("aria-label", `Approval: ${item.step.title}`);
+  const { role, label } = questionA11y(item);
+  node.setAttribute("role", role);
+  node.setAttribute("aria-label", label);
   const head = el("div", "permission-head");
   head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
   node.replaceChildren(head);

@@ -54,10 +54,18 @@ async function openEditor(page, name) {
 await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
   const chat = await openChat(page);
   log("chat view open");
+  // An approval mode picked while the daemon still starts is applied once it is up (it was lost).
+  await chat.locator("#approval").selectOption("read-only");
 
   // 1. Onboarding: no backend answers, so the empty view says what to do; the first turn fails fast with the hint.
   const onboarding = chat.locator("#onboarding");
   await onboarding.waitFor({ state: "visible", timeout: waitMs });
+  await chat.locator("#input").fill("/approval");
+  await chat.locator("#input").press("Escape");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.notice", { hasText: "approval: read-only" }).waitFor({ timeout: waitMs });
+  if ((await chat.locator("#approval").inputValue()) !== "read-only") throw new Error("the picker lost the mode picked at start-up");
+  await chat.locator("#approval").selectOption("ask");
   const help = (await onboarding.textContent()) ?? "";
   if (!/cannot be reached/.test(help) || !/Check again/.test(help)) throw new Error(`onboarding says: ${JSON.stringify(help)}`);
   await screenshot("onboarding");
@@ -70,6 +78,11 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   if (failedAfter > 20000) throw new Error(`the first turn took ${failedAfter} ms to fail`);
   log(`onboarding shown; the first turn failed after ${failedAfter} ms: ${(await failure.textContent())?.slice(0, 160)}`);
   await screenshot("first-turn-error");
+  // Check again with the backend still down restarts the daemon; the chat keeps its session (the prompt stays).
+  await chat.locator(".item.user", { hasText: "hello?" }).evaluate((node) => (node.dataset.before = "check"));
+  await onboarding.locator("button", { hasText: "Check again" }).click();
+  await chat.locator('.item.user:not([data-before="check"])', { hasText: "hello?" }).waitFor({ timeout: waitMs });
+  await onboarding.waitFor({ state: "visible", timeout: waitMs });
   await startLLM(script, { port });
   await onboarding.locator("button", { hasText: "Check again" }).click();
   await onboarding.waitFor({ state: "hidden", timeout: waitMs });
@@ -163,6 +176,8 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator(".item.assistant", { hasText: "OK, I will use a constant." }).waitFor({ timeout: waitMs });
   await waitForSavedPrompt(dataDir, [FEEDBACK]);
   if (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) throw new Error("the rejected edit was made");
+  // The card says "Rejected with feedback"; the daemon's "rejected: Edit app.py" line would say it twice.
+  if ((await chat.locator(".item.notice").allTextContents()).some((t) => t.startsWith("rejected: "))) throw new Error("the answer is shown twice");
   await screenshot("permission-rejected");
   log("the view scrolled to the sent prompt; the approval question showed its diff; the feedback reached the model");
 
@@ -232,6 +247,8 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await page.keyboard.press("Control+A");
   await runCommand(page, "Ollie: Ask About Selection");
   await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
+  // The box says what the question is about, not just "Prompt".
+  await page.locator(".quick-input-widget", { hasText: "Ask about marker.py:1" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-widget input").fill("What does this line do?");
   await page.keyboard.press("Enter");
   await chat.locator(".item.user", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
@@ -294,19 +311,24 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   log(`jump to latest shown while scrolled up; queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
 
   // 10. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
+  // Whether the failed "hello?" turn began this session depends on whether Check again had to restart the
+  // daemon (a daemon that checks a failed backend again keeps the session): the resumed chat must match this one.
+  const shownTitle = ((await chat.locator("#title").textContent()) ?? "").trim();
+  const shownFirst = await chat.locator(".item.user .text").first().textContent();
+  if (!shownTitle) throw new Error("the view header shows no session title");
   await runCommand(page, "Ollie: Restart");
   await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
   await runCommand(page, "Ollie: Switch Session");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "What does hello" }).first().click();
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: shownTitle }).first().click();
   await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
   await chat.locator('.item.tool[data-tool-name="call_tool"]').first().waitFor({ timeout: waitMs });
   await chat.locator(".item.tool").first().scrollIntoViewIfNeeded();
   await screenshot("resumed");
-  // The session's first prompt leads (it was sent while the restarted daemon was still being asked for its state).
+  // The session's first prompt leads (it may have been sent while a restarted daemon was still being asked for its state).
   const resumedPrompts = await chat.locator(".item.user .text").allTextContents();
-  if (resumedPrompts[0] !== "What does hello.txt say?") throw new Error(`the resumed chat starts with ${JSON.stringify(resumedPrompts.slice(0, 2))}`);
+  if (resumedPrompts[0] !== shownFirst) throw new Error(`the resumed chat starts with ${JSON.stringify(resumedPrompts.slice(0, 2))}, not ${JSON.stringify(shownFirst)}`);
   if (resumedPrompts.some((p) => p.includes("the user undid"))) throw new Error("the engine's undo note shows as the user's words");
   // Resumed steps render like live ones: title, status, file link.
   const resumedStep = chat.locator(".item.tool").first();
@@ -318,7 +340,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator(".item.assistant", { hasText: "and that is all it says." }).waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: "about marker.py" }).first().waitFor({ timeout: waitMs });
   const header = (await chat.locator("#title").textContent()) ?? "";
-  if (!/What does hello/.test(header)) throw new Error(`the view header shows ${JSON.stringify(header)}, not the session's title`);
+  if (header.trim() !== shownTitle) throw new Error(`the view header shows ${JSON.stringify(header)}, not the session's title ${JSON.stringify(shownTitle)}`);
 
   // 11. New Session empties the view again.
   await runCommand(page, "Ollie: New Session");

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { ChatItem } from "../../src/lib/chatModel";
 import { changedFilesOf, mergeChanges, parsePermissionRequest } from "../../src/lib/permission";
+import { KEYBOARD_QUIET_MS, keyboardAnswerAllowed, questionA11y, questionToFocus } from "../../src/lib/question";
 
 test("an ollie/permission request: the session, the step with its diff preview, what Allow always covers", () => {
   const raw = {
@@ -44,4 +46,30 @@ test("ollie/changes files get +/- counts from their hunks (or the texts), unsave
     { path: "app.py", status: "modified", added: 2, removed: 1, undone: true },
     { path: "new.txt", status: "added", added: 1, removed: 0 },
   ]);
+});
+
+test("a new open question takes the focus once; answered ones and ones that had it do not", () => {
+  const step = { id: "c1", kind: "edit", title: "Edit app.py", locations: [] };
+  const open: ChatItem = { kind: "permission", id: 4, step, always: "edit steps" };
+  const answered: ChatItem = { kind: "permission", id: 3, step, always: "", outcome: "allow_once" };
+  const reply: ChatItem = { kind: "assistant", id: 2, text: "ok" };
+  assert.equal(questionToFocus([reply, answered, open], new Set()), 4);
+  assert.equal(questionToFocus([reply, answered, open], new Set([4])), undefined, "an update of the same question leaves the focus alone");
+  assert.equal(questionToFocus([reply, answered], new Set()), undefined);
+});
+
+test("a waiting question is an alert dialog naming the step and its choices; once answered, a plain group", () => {
+  const step = { id: "c1", kind: "execute", title: "Run `pytest -q`", locations: [] };
+  assert.deepEqual(questionA11y({ kind: "permission", id: 1, step, always: "pytest commands" }), {
+    role: "alertdialog",
+    label: 'Ollie asks to Run `pytest -q`: allow once, allow always, or reject. "Allow always" covers pytest commands.',
+  });
+  assert.deepEqual(questionA11y({ kind: "permission", id: 1, step, always: "", outcome: "reject" }), { role: "group", label: "Approval: Run `pytest -q`" });
+});
+
+test("a key answers a question only after a pause in typing (keys meant for the prompt do not)", () => {
+  const focusedAt = 10_000;
+  assert.equal(keyboardAnswerAllowed(focusedAt + 100, focusedAt), false, "an Enter still meant for the prompt");
+  assert.equal(keyboardAnswerAllowed(focusedAt + KEYBOARD_QUIET_MS, focusedAt), true);
+  assert.equal(keyboardAnswerAllowed(focusedAt + 5_000, focusedAt), true);
 });

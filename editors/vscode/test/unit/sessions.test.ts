@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { keyEnvironment, KEY_BACKENDS, keyVariables, secretKey } from "../../src/lib/apiKeys";
-import { historyEntries, relativeTime } from "../../src/lib/history";
+import { historyEntries, relativeTime, sessionRefusal } from "../../src/lib/history";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 
@@ -34,6 +34,33 @@ test("history entries: title (or Untitled), current, when, agent, archived; empt
     { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
+});
+
+test("a session live on another machine says where; loading it (-32007) or changing a teammate's (-32008) shows the daemon's reason", () => {
+  const entries = historyEntries(
+    [
+      { id: "1-a", title: "Deploy fix", agent: "default", lastActive: "2026-11-30T10:00:00Z", live: false, liveOn: "buildbox (pid 4242)" },
+      { id: "2-b", title: "Local", agent: "default", lastActive: "2026-11-30T10:00:00Z", live: true, liveOn: null },
+    ],
+    undefined,
+    NOW,
+  );
+  assert.deepEqual(entries[0], {
+    id: "1-a",
+    title: "Deploy fix",
+    label: "Deploy fix",
+    description: "live on buildbox (pid 4242) · 2 h ago · default",
+    current: false,
+    liveOn: "buildbox (pid 4242)",
+  });
+  assert.equal(entries[1].description, "2 h ago · default", "a session live here is not 'live elsewhere'");
+  const live = "session is live elsewhere: session 1-a is live on buildbox (pid 4242, user ann) since 2026-11-30T10:00:00Z: it can be loaded once it closes";
+  assert.equal(sessionRefusal({ code: -32007, message: live }), `Ollie: ${live}`);
+  const forbidden = "forbidden: session 1-a is shared with team 'core' to read and resume: only its owner (ann) may rename, archive or share it";
+  assert.equal(sessionRefusal({ code: -32008, message: forbidden }), `Ollie: ${forbidden}`);
+  assert.equal(sessionRefusal({ code: -32001, message: "unknown session" }), undefined, "other errors stay errors");
+  assert.equal(sessionRefusal(new Error("boom")), undefined);
+  assert.equal(sessionRefusal(null), undefined);
 });
 
 test("stored API keys become the daemon's environment; openai and openrouter share a variable", () => {

@@ -1,0 +1,73 @@
+"""ollie/rewind reverts the edits the cut turns made to open editor buffers, not only the disk."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ollie.testing import Reply
+
+from .test_documents import Editor, start, submit
+from .test_editor_review import ORIGINAL, buffer_text
+
+
+def edit(path: str, old: str, new: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
+
+
+async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(start_daemon, llm):
+    llm.script(edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"),
+               edit("a.txt", "line 3\n", "A THREE\n"), edit("b.txt", "line 4\n", "B FOUR\n"), Reply.text("two"),
+               edit("a.txt", "line 5\n", "A FIVE\n"), Reply.text("three"))
+    daemon = await start(start_daemon, llm.env())
+    a, b = daemon.workspace / "a.txt", daemon.workspace / "b.txt"
+    a.write_text("a on disk\n")
+    b.write_text("b on disk\n")
+    editor = Editor(daemon)
+    editor.open(a, ORIGINAL)
+    editor.open(b, ORIGINAL)
+    for prompt, reply in (("first", "one"), ("second", "two")):
+        assert await submit(daemon, prompt) == reply
+    after_first = ORIGINAL.replace("line 2\n", "A TWO\n")
+    b_edited = ORIGINAL.replace("line 4\n", "B FOUR\n")
+
+    # The user types in b.txt after the agent's edit: its buffer moved on and is left alone.
+    editor.change(b, b_edited + "mine\n")
+    await asyncio.sleep(0.05)
+    sent = len(editor.edits)
+    rewound = await daemon.request("ollie/rewind", {"turn": 2})
+    assert rewound["turn"] == 2 and rewound["files"] == []
+    assert rewound["buffers"] == [
+        {"path": "a.txt", "status": "reverted"},
+        {"path": "b.txt", "status": "stale", "reason": "the buffer changed since the agent's edit; left as it is"}]
+    # One versioned applyEdit, of a.txt only: back to what turn 1 left; the disk was never touched.
+    assert len(editor.edits) == sent + 1 and buffer_text(editor) == after_first
+    assert editor.edits[-1].edit.document_changes[0].text_document.uri == a.as_uri()  # type: ignore[union-attr,index]
+    assert (a.read_text(), b.read_text()) == ("a on disk\n", "b on disk\n")
+    # The cut turn's buffer changes are no longer listed; turn 1's still is.
+    (listed,) = (await daemon.request("ollie/changes", {}))["files"]
+    assert (listed["path"], listed["newText"], listed["inEditor"]) == ("a.txt", after_first, True)
+
+    # A next turn after the rewind is turn 2 again; rewinding it and turn 1 at once nets their edits.
+    assert await submit(daemon, "third") == "three"
+    rewound = await daemon.request("ollie/rewind", {"turn": 1})
+    assert rewound["buffers"] == [{"path": "a.txt", "status": "reverted"}]
+    assert buffer_text(editor) == ORIGINAL
+    assert await daemon.request("ollie/changes", {}) == {"turn": None, "files": []}
+
+
+async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
+    llm.script(edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
+    daemon = await start(start_daemon, llm.env())
+    a = daemon.workspace / "a.txt"
+    a.write_text("a on disk\n")
+    editor = Editor(daemon)
+    editor.open(a, ORIGINAL)
+    assert await submit(daemon, "first") == "one"
+    # The editor refuses the next edit (a real one would for a version it no longer has).
+    editor.versions[a.as_uri()] += 100
+    rewound = await daemon.request("ollie/rewind", {})
+    (refused,) = rewound["buffers"]
+    assert (refused["path"], refused["status"]) == ("a.txt", "refused")
+    assert "version mismatch" in refused["reason"], refused
+    # The conversation is cut all the same: the session has no turns left.
+    assert rewound["messages"] == 0 and (await daemon.request("ollie/changes", {}))["turn"] is None
