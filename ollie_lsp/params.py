@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
 
+from ollie_lsp.asking import plain
 from ollie_lsp.errors import InvalidParams
 
 M = TypeVar("M", bound=BaseModel)
@@ -183,21 +184,13 @@ def parse(model: type[M], raw: Any) -> M:
         data = dict(raw)
     elif hasattr(raw, "_asdict"):
         # pygls' default converter turns dict params into namedtuples; accept them too.
-        data = _namedtuple_to_dict(raw)
+        data = plain(raw)
     else:
         raise InvalidParams(f"params: expected an object, got {type(raw).__name__}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidParams(format_validation_error(exc)) from None
-
-
-def _namedtuple_to_dict(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: _namedtuple_to_dict(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [_namedtuple_to_dict(v) for v in value]
-    return value
 
 
 def _snake(name: str) -> str:
