@@ -85,6 +85,10 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
         # The client is gone (EOF, or `exit` ended the loop): close what runs, and end even if that hangs.
         server.client_gone()
         await server.close_sessions()
+        # What the client has not read yet (the last answers) goes out before the loop ends (bounded).
+        closing = server.protocol.writer.close() if server.protocol.writer is not None else None
+        if closing is not None:
+            await closing
 
 
 def run_tcp(server: OllieServer, args: argparse.Namespace) -> int:
@@ -114,7 +118,7 @@ def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
         return exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
-    return 0
+    return server.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

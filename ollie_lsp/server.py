@@ -80,6 +80,15 @@ class OllieProtocol(LanguageServerProtocol):
         result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(METHOD_NAMES)}}
         return result
 
+    # pygls' exit raises SystemExit from a loop callback once the writer is closed: asyncio.run then failed in its
+    # own cleanup ("Event loop stopped before Future completed", status 1), and an exit that came while shutdown
+    # still ran was cancelled by it (the daemon hung until its backstop). Here exit only ends the reading; the
+    # caller (serve_stdio, serve_tcp) closes the sessions and the process ends normally.
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> None:
+        """End serving the client: status 0 after `shutdown`, else 1 (as LSP says)."""
+        self._server.end_serving(0 if self._shutdown or self._server.shutdown_asked else 1)
+
     def _serialize_message(self, data: Any) -> Any:
         """ollie/* results and params are plain JSON already: skip cattrs' recursive copy of them.
 
@@ -145,6 +154,10 @@ class OllieServer(LanguageServer):
         # The one close of every session: shutdown, exit and the client's EOF all wait for the same one.
         self._closed: asyncio.Future[None] | None = None
         self._backstop: threading.Thread | None = None
+        # The client's message loop while it runs (`exit` ends it), and the status the process ends with.
+        self._serving: asyncio.Future[None] | None = None
+        self.exit_code = 0
+        self.shutdown_asked = False
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
         self.root_cwd = Path.cwd()
         # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
@@ -229,8 +242,23 @@ class OllieServer(LanguageServer):
         stop = threading.Event()
         # pygls' shutdown() ends run_async through this private event (its start_* methods set it the same way).
         self._stop_event = stop
-        await run_async(stop_event=stop, reader=reader, protocol=self.protocol,
-                        logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error)
+        self._serving = asyncio.ensure_future(run_async(
+            stop_event=stop, reader=reader, protocol=self.protocol,
+            logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error))
+        try:
+            await self._serving
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
+                raise
+            # `exit` ended the reading (end_serving): the caller closes the sessions.
+
+    def end_serving(self, code: int) -> None:
+        """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""
+        self.exit_code = code
+        self.client_gone()
+        if self._serving is not None:
+            self._serving.cancel()
 
     async def close_sessions(self) -> None:
         """Close every live session (shutdown, exit, or the client gone); nothing when none was started.
@@ -351,11 +379,7 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: OllieServer, *args: Any) -> None:
-        await ls.close_sessions()
-
-    @server.feature(types.EXIT)
-    async def exit_(ls: OllieServer, *args: Any) -> None:
-        ls.client_gone()
+        ls.shutdown_asked = True  # an `exit` sent before this answer still ends with status 0
         await ls.close_sessions()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

@@ -11,6 +11,7 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, BinaryIO, Protocol
 
 logger = logging.getLogger("ollie.lsp.stdio")
@@ -46,9 +47,15 @@ class ThreadedReader:
             try:
                 data = read(*args)
             except BaseException as exc:  # handed to the awaiting coroutine
-                loop.call_soon_threadsafe(_fail, future, exc)
+                done: Callable[[], None] = partial(_fail, future, exc)
             else:
-                loop.call_soon_threadsafe(_succeed, future, data)
+                done = partial(_succeed, future, data)
+            if loop.is_closed():  # `exit` ended the daemon while this read waited: nobody wants it
+                return
+            try:
+                loop.call_soon_threadsafe(done)
+            except RuntimeError:  # the loop closed meanwhile
+                return
 
     def _submit(self, read: Callable[..., bytes], *args: Any) -> Awaitable[bytes]:
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()

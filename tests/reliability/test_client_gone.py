@@ -131,6 +131,29 @@ def test_the_daemon_ends_with_its_steps_when_the_client_goes_mid_tool(start, scr
     assert_all_gone(daemon, fork_server, mark)
 
 
+@pytest.mark.parametrize("wait_for_shutdown", [True, False], ids=["vscode-order", "exit-during-shutdown"])
+def test_exit_ends_the_daemon_at_once_with_status_0_while_the_client_keeps_its_pipe_open(
+        start, scripted_llm, workdir, wait_for_shutdown):
+    # VS Code's stop: shutdown, exit, and the pipe stays open until the process ends. The daemon hung until its
+    # backstop (status 1), or pygls' SystemExit broke asyncio.run's cleanup (a traceback, status 1).
+    daemon, fork_server, mark = start_tool_turn(start, scripted_llm, workdir)
+    shutdown = daemon.request_async("shutdown", None)
+    if wait_for_shutdown:
+        shutdown.result(15)
+    daemon.notify("exit", None)
+    assert_all_gone(daemon, fork_server, mark)
+    stderr = daemon.stderr_text()
+    assert daemon.proc.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_exit_without_shutdown_ends_with_status_1(start, scripted_llm, workdir):
+    daemon = start(scripted_llm("openai"))
+    daemon.notify("exit", None)
+    assert_all_gone(daemon, None, None)
+    assert daemon.proc.returncode == 1, daemon.stderr_text()[-3000:]
+
+
 @pytest.mark.parametrize("ending", ["shutdown-exit-eof", "eof"])
 def test_the_daemon_ends_when_the_client_goes_while_a_permission_question_waits(start, scripted_llm, workdir, ending):
     srv = scripted_llm("openai")

@@ -510,8 +510,10 @@ export class Conversation implements vscode.Disposable {
   private async restoreSession(fresh: string): Promise<void> {
     const session = this.restore;
     this.restore = undefined;
-    // Not when the user already typed into the new session, or moved to another one.
-    if (!session || session === fresh || this.current !== fresh || (this.models.get(fresh)?.items.length ?? 0) > 0) return;
+    // Not when the user already typed into the new session, or moved to another one: checked again after every
+    // await, since a prompt sent while the old chat loads runs in the fresh session and must stay in view.
+    const untouched = (): boolean => this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0;
+    if (!session || session === fresh || !untouched()) return;
     try {
       await this.daemon.request("ollie/session/load", { session });
     } catch (err) {
@@ -519,7 +521,9 @@ export class Conversation implements vscode.Disposable {
       this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);
       return;
     }
-    if (this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0) await this.resume(session);
+    if (!untouched()) return;
+    if (!this.models.has(session)) await this.loadHistory(session);
+    if (untouched()) this.switchTo(session);
   }
 
   private emitHeader(): void {

@@ -130,7 +130,8 @@ export class Daemon implements vscode.Disposable {
     });
     for (const [method, handler] of this.handlers) client.onRequest(method, (params: unknown, token) => handler(params, token));
     client.onDidChangeState((change) => {
-      if (change.newState === State.Stopped) this.runningEmitter.fire(false);
+      // A client replaced by a restart reports its stop late: only the current one's stop is news.
+      if (change.newState === State.Stopped && this.client === client) this.runningEmitter.fire(false);
     });
     this.client = client;
     try {

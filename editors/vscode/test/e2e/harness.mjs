@@ -55,6 +55,20 @@ export function fail(message) {
   process.exit(1);
 }
 
+// The extension's "Ollie" output channel (its log and the daemon's stderr) next to the other logs, for a failure.
+function copyOllieOutput(userData) {
+  const found = [];
+  const walk = (dir) => {
+    for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (/ollie/i.test(entry.name) && entry.name.endsWith(".log")) found.push(file);
+    }
+  };
+  walk(path.join(userData, "logs"));
+  found.forEach((file, i) => fs.copyFileSync(file, path.join(artifacts, `ollie-output-${i}.log`)));
+}
+
 /** Start a process in its own group, its output logged to a file; resolves with the first stdout match of `ready`. */
 export function start(name, command, argv, { env, ready }) {
   const out = fs.openSync(path.join(artifacts, `${name}.log`), "a");
@@ -292,6 +306,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     console.log("E2E PASSED");
   } catch (err) {
     if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
+    copyOllieOutput(path.join(work, "user-data"));
     await browser?.close().catch(() => undefined);
     fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);
   }
