@@ -1,6 +1,6 @@
 """Run every benchmark, print the table of ratios and write bench/RESULTS.md.
 
-Usage: python -m bench [--quick] [--no-write]
+Usage: python -m bench [--quick] [--no-write] [--only STEP,...]
 Each ratio compares two things measured side by side in this run (rounds
 interleaved, medians), so the machine's noise largely cancels.
 """
@@ -20,6 +20,8 @@ from pathlib import Path
 from bench.common import REPO, Row, private_home
 
 RESULTS = REPO / "bench" / "RESULTS.md"
+# The steps in the order they run (`--only` picks some of them).
+STEPS = ("startup", "relay", "tools", "sessions", "memory", "stalls", "checkpoints")
 
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
@@ -86,21 +88,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--only", metavar="STEP,...", help=f"run only these steps ({', '.join(STEPS)}); implies "
+                        "--no-write (a partial table must not replace RESULTS.md)")
     args = parser.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else list(STEPS)
+    unknown = [s for s in only if s not in STEPS]
+    if unknown:
+        parser.error(f"--only: unknown step(s) {', '.join(unknown)} (known: {', '.join(STEPS)})")
     quick = args.quick
     header = machine()
     started = time.perf_counter()
     from bench import bench_checkpoints, bench_memory, bench_relay, bench_stalls, bench_startup, bench_tools
 
-    steps: list[tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = [
-        ("start-up", lambda: bench_startup.run(3 if quick else 7)),
-        ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
-        ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
-        ("sessions", lambda: session_rows(10 if quick else 40)),
-        ("memory and per-session cost", bench_memory.run),
-        ("event-loop stalls", bench_stalls.run),
-        ("checkpoints", lambda: bench_checkpoints.run(5 if quick else 20)),
-    ]
+    every: dict[str, tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = {
+        "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
+        "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
+        "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
+        "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),
+        "memory": ("memory and per-session cost", bench_memory.run),
+        "stalls": ("event-loop stalls", bench_stalls.run),
+        "checkpoints": ("checkpoints", lambda: bench_checkpoints.run(5 if quick else 20)),
+    }
+    steps = [every[name] for name in STEPS if name in only]
     rows: list[Row] = []
     notes: list[str] = []
     with private_home():
@@ -118,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "\n".join(table(rows)) + f"\n\n{summary}")
     for note in notes:
         print(f"- {note}")
-    if not args.no_write:
+    if not args.no_write and not args.only:
         write_results(header, rows, notes, summary, quick=quick)
         print(f"\nwrote {RESULTS.relative_to(REPO)}")
     return 0

@@ -26,25 +26,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def _streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """asyncio streams over the private copies of stdin/stdout (the SDK's defaults would use fds 0/1)."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)  # the SDK's limit: embedded files can be big
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), rpc_in)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, rpc_out)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
-
-
 async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
-    """Serve one client until its stdin closes; then close every session (saved, tool processes ended)."""
+    """Serve one client until its stdin ends (a closed pipe, the end of a file, /dev/null); then close every
+    session (saved, tool processes ended)."""
     from acp import run_agent
     from acp.interfaces import Agent
 
     from ollie_acp.agent import OllieAgent
+    from ollie_acp.streams import streams
 
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
-    reader, writer = await _streams(rpc_in, rpc_out)
+    reader, writer = await streams(rpc_in, rpc_out)
     try:
         # The unstable protocol only for session/close (advertised in initialize); ollie has no fork or
         # resume handler, so the SDK's router answers those method-not-found.

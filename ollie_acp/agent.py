@@ -51,10 +51,10 @@ from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
-from ollie.sessions.pg.lease import SessionLeasedError
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words, os_user
 from ollie.tools.execute import plan_file
+from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.history import replay
 from ollie_acp.prompt import PromptBlock, prompt_text
@@ -141,7 +141,8 @@ class OllieAgent:
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
         try:
-            known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
+            with store_errors(session_id):
+                known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
         except ValueError as exc:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         if not known:
@@ -182,9 +183,10 @@ class OllieAgent:
         more = True
         # The registry does not know directories: page through it until a page of matches is found.
         while more and len(sessions) < LIST_PAGE:
-            infos = await self._registry_call(self._registry_list, offset)
-            page, more = infos[:LIST_PAGE], len(infos) > LIST_PAGE
-            cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
+            with store_errors(None):
+                infos = await self._registry_call(self._registry_list, offset)
+                page, more = infos[:LIST_PAGE], len(infos) > LIST_PAGE
+                cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
             for index, info in enumerate(page):
                 where = cwds.get(info.id, "")
                 if want is None or where == want:
@@ -201,12 +203,11 @@ class OllieAgent:
 
     async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "") -> AcpSession:
         try:
-            core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
-                                     session_id=session_id)
+            with store_errors(session_id):  # OLLIE_STORE: down, or another machine runs the session now
+                core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
+                                         session_id=session_id)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
-        except SessionLeasedError as exc:  # OLLIE_STORE: another machine runs it now (-32007, as the daemon says)
-            raise RequestError(exc.rpc_code, f"session is live elsewhere: {exc}", {"sessionId": session_id}) from None
         # Kept in the saved session for session/list (a loaded one takes the directory the client gives now).
         core.session.cwd = str(cwd)
         live_id = core.session_id
@@ -317,7 +318,9 @@ class OllieAgent:
             logger.info("automatic title skipped: %s", exc)
 
     def _registry_list(self, offset: int) -> list[Info]:
-        return self._get_registry().list(Scope(user_id=self._user), ListOptions(limit=LIST_PAGE + 1, offset=offset))
+        # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's ollie/session/list.
+        options = ListOptions(limit=LIST_PAGE + 1, offset=offset, exclude_unused=True)
+        return self._get_registry().list(Scope(user_id=self._user), options)
 
 
 def _directory(cwd: str) -> Path:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acp import RequestError, text_block, tool_content, tool_diff_content
-from acp.helpers import update_current_mode
+from acp.helpers import update_agent_message, update_current_mode
 from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
@@ -161,6 +161,13 @@ class AcpSession:
             self.core.interrupt("cancelled by the client")
             await asyncio.sleep(0.01)
 
+    async def _tell(self, text: str) -> None:
+        """Show the user a line of agent text in this session (nothing when the client is gone)."""
+        try:
+            await self.client.session_update(session_id=self.id, update=update_agent_message(text_block(text)))
+        except Exception as exc:  # the client went away (stdin closed): the log has it
+            logger.info("could not tell the client: %s", exc)
+
     async def close(self) -> None:
         """Interrupt, save, end the tools; then the last updates and the record."""
         try:
@@ -172,8 +179,9 @@ class AcpSession:
 
             # Its last rounds stored and, with a shared store (OLLIE_STORE), its lease given up for other machines.
             await asyncio.to_thread(persist.release, self.core.session_id)
-        except Exception:
+        except Exception as exc:
             logger.exception("releasing a session failed")
+            await self._tell(f"⚠ {exc}")
         if self.recorder is not None:
             await self.recorder.close()
         await self.forwarder.stop()

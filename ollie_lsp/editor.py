@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,21 +46,31 @@ def display_path(uri: str, cwd: Path) -> str:
     return path if rel.startswith("..") else rel
 
 
-def range_text(text: str, context: EditorContext) -> tuple[str, str] | None:
-    """(label, the lines of the range) from `text`; an end at column 0 leaves that line out."""
+def _span(context: EditorContext) -> tuple[int, int] | None:
+    """The range's first and last line (0-based); an end at column 0 leaves that line out. None without a range."""
     rng = context.range
     if rng is None:
         return None
-    lines = text.splitlines()
-    first = rng.start.line
-    last = rng.end.line
+    first, last = rng.start.line, rng.end.line
     if last > first and rng.end.character == 0:
         last -= 1
-    last = min(last, len(lines) - 1)
+    return first, max(first, last)
+
+
+def _lines_label(first: int, last: int) -> str:
+    return f"lines {first + 1}-{last + 1}" if last > first else f"line {first + 1}"
+
+
+def range_text(text: str, context: EditorContext) -> tuple[str, str] | None:
+    """(label, the lines of the range) from `text`; an end at column 0 leaves that line out."""
+    span = _span(context)
+    if span is None:
+        return None
+    lines = text.splitlines()
+    first, last = span[0], min(span[1], len(lines) - 1)
     if first > last:
         return None
-    label = f"lines {first + 1}-{last + 1}" if last > first else f"line {first + 1}"
-    return label, "\n".join(lines[first : last + 1])
+    return _lines_label(first, last), "\n".join(lines[first : last + 1])
 
 
 def _clip(text: str) -> str:
@@ -78,6 +89,9 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup)
     lines = ["<editor-context>", header]
     fence = language if language.isidentifier() else ""
     if context.selection:
+        if (span := _span(context)) is not None:
+            # Where the selection is: the model can cite it, a client can label it.
+            lines.append(f"Location: {_lines_label(*span)}")
         lines += ["Selected text:", f"```{fence}", _clip(context.selection), "```"]
     elif doc is not None and (picked := range_text(doc.text, context)) is not None:
         label, body = picked
@@ -86,8 +100,34 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup)
     return "\n".join(lines)
 
 
-def with_context(text: str, context: EditorContext | None, *, cwd: Path, lookup: DocumentLookup) -> str:
-    """The prompt the model gets: the editor-context block, then the user's text (commands unchanged)."""
-    if context is None or is_command(text):
+def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, lookup: DocumentLookup) -> str:
+    """The prompt the model gets: one editor-context block per item, in order, then the user's text (commands unchanged)."""
+    if not contexts or is_command(text):
         return text
-    return f"{format_context(context, cwd=cwd, lookup=lookup)}\n\n{text}"
+    blocks = [format_context(c, cwd=cwd, lookup=lookup) for c in contexts]
+    return "\n\n".join([*blocks, text])
+
+
+# One saved block's header lines: `File: <path> (<language>)`, then what it shows.
+_BLOCK = re.compile(r"\s*<editor-context>\n?(.*?)</editor-context>", re.DOTALL)
+_FILE = re.compile(r"^File: (.+?)(?: \([^)\n]*\))?$", re.MULTILINE)
+_LINES = re.compile(r"^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$", re.MULTILINE)
+
+
+def context_labels(prompt: str) -> list[str]:
+    """One compact label per editor-context block a saved prompt starts with: `a.py:3-7`, `a.py:4`, `a.py (selection)`."""
+    labels = []
+    pos = 0
+    while match := _BLOCK.match(prompt, pos):
+        body = match.group(1).split("```", 1)[0]  # the header lines only: the code may say anything
+        file = _FILE.search(body)
+        path = file.group(1) if file else "?"
+        if lines := _LINES.search(body):
+            first, last = lines.group(1), lines.group(2) or lines.group(1)
+            labels.append(f"{path}:{first}" if first == last else f"{path}:{first}-{last}")
+        elif "\nSelected text:" in body:
+            labels.append(f"{path} (selection)")
+        else:
+            labels.append(path)
+        pos = match.end()
+    return labels

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.uris import to_fs_path
 
-from ollie.tools.editor.knowledge import SEVERITIES, Diagnostic, EditorUnavailable, OpenFile, Severity, Span, Symbol
+from ollie.tools.editor.knowledge import (
+    SEVERITIES,
+    Diagnostic,
+    DiagnosticsAnswer,
+    EditorUnavailable,
+    OpenFile,
+    Severity,
+    Span,
+    Symbol,
+)
 from ollie_lsp.asking import ask_client
 
 if TYPE_CHECKING:
@@ -129,10 +138,14 @@ class LspEditorKnowledge:
         return answer
 
     async def diagnostics(self, paths: list[Path] | None) -> list[Diagnostic]:
-        """ollie/editor/diagnostics `{paths?}` → `{diagnostics}`."""
+        """ollie/editor/diagnostics `{paths?}` → `{diagnostics, upToDate?}`."""
         method = "ollie/editor/diagnostics"
         params: dict[str, Any] = {} if paths is None else {"paths": [str(p) for p in paths]}
-        return parse_list(await self._ask(method, params), "diagnostics", parse_diagnostic, method)
+        answer = await self._ask(method, params)
+        found = parse_list(answer, "diagnostics", parse_diagnostic, method)
+        listed = answer.get("upToDate")
+        current = [p for p in (wire_path(v) for v in listed) if p is not None] if isinstance(listed, list) else []
+        return DiagnosticsAnswer(found, up_to_date=frozenset(current))
 
     async def definition(self, path: Path, line: int, column: int) -> list[Span]:
         """ollie/editor/definition `{path, line, column}` → `{locations}`."""

@@ -10,8 +10,11 @@ from pygls.exceptions import JsonRpcException
 SESSION_NOT_FOUND = -32001
 SESSION_ARCHIVED = -32002
 STALE = -32003
+LIVE_ELSEWHERE = -32007
 FORBIDDEN = -32008
+STORE_UNAVAILABLE = -32009
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 
 class InvalidParams(JsonRpcException):
@@ -44,14 +47,43 @@ class SessionArchived(JsonRpcException):
         super().__init__(message=f"session is archived: {session_id}", code=SESSION_ARCHIVED, data={"session": session_id})
 
 
-class Forbidden(JsonRpcException):
+class _SessionProblem(JsonRpcException):
+    """A session error whose message is `<MESSAGE>: <why>`, with `data: {session}`."""
+
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(message=f"{self.MESSAGE}: {why}", code=self.CODE, data={"session": session_id})
+
+
+class Forbidden(_SessionProblem):
     """-32008: a change to a session this user may read (shared to their team) but not change."""
 
     CODE = FORBIDDEN
     MESSAGE = "forbidden"
 
-    def __init__(self, session_id: str, why: str) -> None:
-        super().__init__(message=f"forbidden: {why}", code=FORBIDDEN, data={"session": session_id})
+
+class LiveElsewhere(_SessionProblem):
+    """-32007: another process runs (holds the lease of) the session; `why` names where and until when."""
+
+    CODE = LIVE_ELSEWHERE
+    MESSAGE = "session is live elsewhere"
+
+
+class StoreUnavailable(_SessionProblem):
+    """-32009: the session store cannot be used now (unreachable, locked, a newer schema); the request did nothing."""
+
+    CODE = STORE_UNAVAILABLE
+    MESSAGE = "store unavailable"
+
+
+class InternalError(JsonRpcException):
+    """-32603: an unexpected failure, answered with its text only (pygls would prefix the class name)."""
+
+    CODE = INTERNAL_ERROR
+    MESSAGE = "internal error"
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(message=str(error) or "internal error (the daemon's log has the details)",
+                         code=INTERNAL_ERROR)
 
 
 class Stale(JsonRpcException):

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from pygls.exceptions import JsonRpcException
 
 from ollie.agent.commands import COMMANDS
 from ollie.agent.commands_info import agent_infos
 from ollie.agent.history import wire_messages
 from ollie.agent.review import ReviewError
+from ollie.agent.steps import Diff
 from ollie.errors import ConfigError, OllieError
 from ollie.sessions.types import first_words
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
-from ollie_lsp.editor import is_command, with_context
-from ollie_lsp.errors import InvalidParams, Stale, invalid_params
+from ollie_lsp.editor import context_labels, is_command, with_context
+from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
@@ -38,10 +42,11 @@ from ollie_lsp.params import (
     generation_params,
     parse,
 )
-from ollie_lsp.records import check_kind, info_to_wire
+from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import SubmitHandle, resolve_cwd
 
+logger = logging.getLogger("ollie.lsp.methods")
 Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
 METHODS: dict[str, Handler] = {}
 
@@ -62,7 +67,7 @@ async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(SubmitParams, raw)
     live = await ls.table.writable(p.session)
     command = is_command(p.text)
-    text = with_context(p.text, p.context, cwd=live.core.cwd, lookup=ls.document)
+    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
         return await live.submit(text, title=first_words(p.text), handle=handle, is_command=command)
@@ -81,7 +86,7 @@ async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
     p = parse(TextParams, raw)
     live = await ls.table.writable(p.session)
-    live.core.inject(p.text)
+    live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))
     return {}
 
 
@@ -90,7 +95,7 @@ async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Defer a prompt until the running turn ends."""
     p = parse(TextParams, raw)
     live = await ls.table.writable(p.session)
-    return {"depth": live.core.queue(p.text)}
+    return {"depth": live.core.queue(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))}
 
 
 @method("ollie/popQueue")
@@ -139,6 +144,10 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
     page = await asyncio.to_thread(wire_messages, messages, p.offset, end, cwd=core.cwd, kind_of=core.step_kinds,
                                    outcomes=core.session.step_outcomes)
+    for message in page:
+        if message.get("role") == "user" and isinstance(content := message.get("content"), str):
+            if labels := context_labels(content):
+                message["contextLabels"] = labels
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     return {"systemPrompt": await core.ready_prompt(), "messages": page, "total": len(messages)}
 
@@ -234,7 +243,7 @@ async def set_approval(ls: OllieServer, raw: Any) -> dict[str, Any]:
 
 
 def _file_to_wire(change: FileChange, *, in_editor: bool = False) -> dict[str, Any]:
-    return {**change.acp_diff(), "status": change.status, "binary": change.binary,
+    return {**Diff.of(change).to_wire(), "status": change.status, "binary": change.binary,
             "hunks": [h.to_dict() for h in change.hunks], "inEditor": in_editor}
 
 
@@ -342,6 +351,14 @@ async def session_archive(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {}
 
 
+@method("ollie/session/unarchive")
+async def session_unarchive(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """Bring an archived session back: listed by default and writable again."""
+    p = parse(SessionIdParams, raw)
+    await ls.table.unarchive(p.session)
+    return {}
+
+
 @method("ollie/session/close")
 async def session_close(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Stop a live session; what is saved stays."""
@@ -351,5 +368,17 @@ async def session_close(ls: OllieServer, raw: Any) -> dict[str, Any]:
 
 
 async def call(name: str, ls: OllieServer, raw: Any) -> dict[str, Any]:
-    """Run the handler of method `name` (the server's lazy stubs land here)."""
-    return await METHODS[name](ls, raw)
+    """Run the handler of method `name` (the server's lazy stubs land here), its failures as PROTOCOL.md's errors.
+
+    A store failure gets its code (-32007 live elsewhere, -32009 store unavailable, ...); anything else
+    unexpected is -32603 with its text, never the exception's class name or a traceback.
+    """
+    session = raw.get("session") if isinstance(raw, dict) else None
+    try:
+        with rpc_errors(session if isinstance(session, str) else ""):
+            return await METHODS[name](ls, raw)
+    except JsonRpcException:
+        raise
+    except Exception as exc:
+        logger.exception("%s failed", name)
+        raise InternalError(exc) from None

@@ -30,6 +30,7 @@ METHOD_NAMES = (
     "ollie/session/load",
     "ollie/session/rename",
     "ollie/session/archive",
+    "ollie/session/unarchive",
     "ollie/session/close",
 )
 

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 
 from ollie_lsp.asking import plain
 from ollie_lsp.errors import InvalidParams
@@ -61,11 +72,32 @@ class EditorContext(_Params):
     language_id: StrictStr | None = Field(default=None, alias="languageId")
 
 
-class SubmitParams(SessionParams):
+def _one_or_many(value: object) -> str:
+    return _MANY if isinstance(value, list) else _ONE
+
+
+# `context` is one EditorContext or a list of them; the tags (left out of error names) tell which.
+_ONE, _MANY = "~one", "~many"
+EditorContexts = Annotated[
+    Annotated[EditorContext, Tag(_ONE)] | Annotated[list[EditorContext], Tag(_MANY)], Discriminator(_one_or_many)
+]
+
+
+class _WithContext(SessionParams):
+    context: EditorContexts | None = None
+
+    @property
+    def contexts(self) -> list[EditorContext]:
+        """The context items in order (none, one, or the list)."""
+        if self.context is None:
+            return []
+        return list(self.context) if isinstance(self.context, list) else [self.context]
+
+
+class SubmitParams(_WithContext):
     """ollie/submit."""
 
     text: StrictStr
-    context: EditorContext | None = None
 
 
 class InterruptParams(SessionParams):
@@ -74,8 +106,8 @@ class InterruptParams(SessionParams):
     reason: StrictStr = ""
 
 
-class TextParams(SessionParams):
-    """ollie/inject and ollie/queue."""
+class TextParams(_WithContext):
+    """ollie/inject and ollie/queue (`context` as submit's)."""
 
     text: StrictStr = Field(min_length=1)
 
@@ -164,6 +196,8 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     """`("context", "range", "start", "line")` -> `context.range.start.line`; list indexes as `[i]`."""
     out = ""
     for part in loc:
+        if isinstance(part, str) and part.startswith("~"):
+            continue  # a union's tag (EditorContexts), not a field
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "params"
 

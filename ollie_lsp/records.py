@@ -11,9 +11,18 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.sessions import errors as reg_errors
+from ollie.sessions.location import StoreConfigError
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, Kind, ListOptions, Scope, os_user
-from ollie_lsp.errors import Forbidden, InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.errors import (
+    LIVE_ELSEWHERE,
+    Forbidden,
+    InvalidParams,
+    LiveElsewhere,
+    SessionArchived,
+    SessionNotFound,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from ollie.agent.core import Core
@@ -33,7 +42,7 @@ def check_kind(kind: str) -> str:
 
 @contextmanager
 def rpc_errors(session_id: str, *, field: str = "") -> Iterator[None]:
-    """Registry errors as the daemon's JSON-RPC errors (an invalid value named as `field` when given)."""
+    """Registry and store errors as the daemon's JSON-RPC errors (an invalid value named as `field` when given)."""
     try:
         yield
     except reg_errors.NotFoundError:
@@ -47,6 +56,12 @@ def rpc_errors(session_id: str, *, field: str = "") -> Iterator[None]:
         raise SessionArchived(session_id) from None
     except reg_errors.InvalidSessionError as exc:
         raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
+    except reg_errors.SessionError as exc:
+        if exc.rpc_code == LIVE_ELSEWHERE:  # the lease errors (ollie.sessions.pg.lease: not imported for this)
+            raise LiveElsewhere(session_id, str(exc)) from None
+        raise StoreUnavailable(session_id, str(exc)) from None
+    except StoreConfigError as exc:  # OLLIE_STORE is not a store URL: the message says what to set
+        raise StoreUnavailable(session_id, str(exc)) from None
 
 
 def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) -> dict[str, Any]:
@@ -122,6 +137,11 @@ class Records:
         with rpc_errors(session_id):
             self.registry.archive(self._scope, session_id)
 
+    def unarchive(self, session_id: str) -> None:
+        """Bring an archived session back (idempotent)."""
+        with rpc_errors(session_id):
+            self.registry.unarchive(self._scope, session_id)
+
     def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
         """Of these sessions, those another daemon runs now (OLLIE_STORE's leases): id -> "<host> (pid N)"."""
         with rpc_errors(""):
@@ -133,6 +153,6 @@ class Records:
     ) -> list[Info]:
         """The user's sessions of every agent, most recently active first."""
         options = ListOptions(kinds=[check_kind(k) for k in kinds or []], include_archived=include_archived,
-                              limit=limit or 0, offset=offset)
+                              exclude_unused=True, limit=limit or 0, offset=offset)
         with rpc_errors(""):
             return self.registry.list(self._scope, options)

@@ -15,7 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -59,12 +61,18 @@ def raw_params_converter() -> Any:
     converter = default_converter()
 
     def keep_params(obj: dict[str, Any], cls: type) -> Any:
-        return cls(**obj)
+        # JSON-RPC lets a request or notification leave `params` out (a TypeError here left it unanswered);
+        # members a message should not carry are ignored.
+        return cls(**{field.name: obj.get(field.name) for field in attrs.fields(cls)})
 
     converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
     converter.register_structure_hook(JsonRPCNotification, keep_params)
     converter.register_structure_hook(JsonRPCResponseMessage, keep_params)
     return converter
+
+
+# What structure_message hands on for a request it answered with an error already.
+_ANSWERED = object()
 
 
 class OllieProtocol(LanguageServerProtocol):
@@ -100,8 +108,22 @@ class OllieProtocol(LanguageServerProtocol):
             return {"method": data.method, "jsonrpc": data.jsonrpc, "params": data.params}
         return super()._serialize_message(data)
 
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls' structuring, except that a request it cannot structure is answered with the error, not dropped."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            msg_id = data.get("id")
+            if "method" not in data or not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+                raise
+            why = f": {exc.__cause__}" if exc.__cause__ is not None else ""
+            self.send_error(msg_id, exc.code, f"{exc.message}{why}"[:500])
+            return _ANSWERED
+
     def handle_message(self, message: Any) -> None:
         """Answer what is not JSON-RPC 2.0 with -32600 (pygls would drop it silently), then handle the rest."""
+        if message is _ANSWERED:
+            return
         if isinstance(message, dict) or getattr(message, "jsonrpc", None) != self.VERSION:
             msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
             logger.warning("invalid JSON-RPC message", extra={"id": msg_id})

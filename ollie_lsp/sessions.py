@@ -12,12 +12,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcException
-
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
-from ollie_lsp.records import Records
+from ollie_lsp.records import Records, rpc_errors
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -186,13 +184,8 @@ async def _preload(session_id: str | None) -> None:
     """Connect a database store (OLLIE_STORE), read and lease the session to resume, off the loop; -32007 when
     it is live elsewhere. Nothing to do with files."""
     persist = await asyncio.to_thread(_session_store)
-    from ollie.sessions.pg.lease import SessionLeasedError  # persist is loaded: so is ollie.sessions
-
-    try:
+    with rpc_errors(session_id or ""):
         await asyncio.to_thread(persist.preload, Path(), session_id)
-    except SessionLeasedError as exc:
-        raise JsonRpcException(message=f"session is live elsewhere: {exc}", code=exc.rpc_code,
-                               data={"session": session_id or ""}) from None
 
 
 def load_core_module() -> ModuleType:
@@ -363,6 +356,12 @@ class SessionTable:
         if live is not None:
             live.archived = True
 
+    async def unarchive(self, session_id: str) -> None:
+        """Bring an archived session (live or saved) back: listed and writable again."""
+        await self.records.run(self.records.unarchive, session_id)
+        if (live := self._live.get(session_id)) is not None:
+            live.archived = False
+
     async def rename(self, session_id: str, title: str) -> None:
         """Give a session (live or saved) a title; -32002 when it is archived."""
         live = self._live.get(session_id)
@@ -385,8 +384,10 @@ class SessionTable:
         try:
             # Its last rounds stored and, with a database store, its lease given up: another machine may resume it.
             await asyncio.to_thread(_session_store().release, live.id)
-        except Exception:
+        except Exception as exc:
             logger.exception("releasing a session failed", extra={"session": live.id})
+            # The session is gone from the client's view: only a message can still say what was not saved.
+            self._notify_problem(f"ollie: {_message(exc)}")
         if live.recorder is not None:
             await live.recorder.close()
         try:

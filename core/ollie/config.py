@@ -1,26 +1,29 @@
-"""Agent config files (JSON): the schema, the loader, and errors that name the file and key."""
+"""Agent config files (JSON): the loaded form, the loader, and errors that name the file and key (the schema:
+`ollie.config_schema`)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from typing import Literal
 
 from ollie import paths
+from ollie import validcache as vc
 from ollie.errors import ConfigError
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
+KIND = "agents"
+# Whatever decides what a text validates to: the schema, and how entries are read back.
+_CODE = (Path(__file__).resolve().parent / "config_schema.py", Path(__file__).resolve())
 
 
-class Prompt(BaseModel):
+@dataclass(frozen=True)
+class Prompt:
     """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of shell commands."""
 
-    model_config = ConfigDict(frozen=True)
-
     text: str = ""
-    commands: list[str] = Field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
     # The directory of the config file it came from (set by load_agent_config);
     # prompt commands see it as $OLLIE_AGENT_DIR to find fragments beside it.
     base_dir: Path | None = None
@@ -33,120 +36,116 @@ class Prompt(BaseModel):
         return bool(self.commands)
 
 
-class AgentConfig(BaseModel):
-    """One agent: prompt, hooks, tool restrictions, backend/model overrides, sampling params."""
+@dataclass
+class AgentConfig:
+    """One agent: prompt, hooks, tool restrictions, backend/model overrides, sampling params.
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    The file's schema (keys, aliases, checks, error messages) is `ollie.config_schema`'s; this is its result.
+    """
 
-    hooks: dict[str, list[str]] = Field(default_factory=dict)
-    prompt: Prompt = Field(default_factory=Prompt)
+    hooks: dict[str, list[str]] = field(default_factory=dict)
+    prompt: Prompt = field(default_factory=Prompt)
     backend: str = ""
     model: str = ""
     tools: bool = True
     sandbox: str = "default"
     # Prompt commands and hooks: a named sandbox policy (read-only by default) or "none" (the yolo agent).
-    command_sandbox: str = Field(default="readonly", alias="commandSandbox")
+    command_sandbox: str = "readonly"
     # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
     elevation: Literal["ask", "allow", "deny"] = "ask"
     # The approval mode new sessions start in (ollie.agent.approval): which steps ask the user first.
     approval: Literal["ask", "auto-edit", "auto", "read-only"] = "ask"
-    allow_executors: list[str] | None = Field(default=None, alias="allowExecutors")
-    allow_tools: list[str] | None = Field(default=None, alias="allowTools")
-    max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
-    max_completion_tokens: int | None = Field(default=None, alias="maxCompletionTokens", ge=1)
-    max_steps: int | None = Field(default=None, alias="maxSteps", ge=0)
+    allow_executors: list[str] | None = None
+    allow_tools: list[str] | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    max_steps: int | None = None
     # The model's context window in tokens, when the endpoint does not report it (else 128k is assumed).
-    context_length: int | None = Field(default=None, alias="contextLength", ge=1)
-    temperature: float | None = Field(default=None, ge=0)
-    top_p: float | None = Field(default=None, alias="topP", ge=0, le=1)
-    top_k: int | None = Field(default=None, alias="topK", ge=0)
-    min_p: float | None = Field(default=None, alias="minP", ge=0, le=1)
-    top_a: float | None = Field(default=None, alias="topA", ge=0)
-    frequency_penalty: float | None = Field(default=None, alias="frequencyPenalty")
-    presence_penalty: float | None = Field(default=None, alias="presencePenalty")
-    repetition_penalty: float | None = Field(default=None, alias="repetitionPenalty")
-    reasoning: int | None = Field(default=None, ge=0)
-    reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
-    include_reasoning: bool | None = Field(default=None, alias="includeReasoning")
-    response_format: str | None = Field(default=None, alias="responseFormat")
+    context_length: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    top_a: float | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+    reasoning: int | None = None
+    reasoning_effort: str | None = None
+    include_reasoning: bool | None = None
+    response_format: str | None = None
     stop: list[str] | None = None
     verbosity: str | None = None
     description: str = ""
 
-    @field_validator("hooks", mode="before")
-    @classmethod
-    def _hooks_as_lists(cls, value: object) -> object:
-        if not isinstance(value, dict):
-            return value
-        out: dict[str, Any] = {}
-        for name, cmds in value.items():
-            if name not in HOOK_NAMES:
-                raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
-            out[name] = [cmds] if isinstance(cmds, str) else cmds
-        return out
 
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _prompt_forms(cls, value: object) -> object:
-        if isinstance(value, str):
-            return Prompt(text=value)
-        if isinstance(value, list):
-            if not all(isinstance(v, str) for v in value):
-                raise ValueError("prompt array must hold only strings (shell commands)")
-            return Prompt(commands=value)
+def _optional(check: Callable[[object], object]) -> Callable[[object], object]:
+    return lambda value: None if value is None else check(value)
+
+
+def _one_of(*options: str) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if value not in options:
+            raise vc.Malformed(f"expected one of {options}")
         return value
-
-    @field_validator("command_sandbox")
-    @classmethod
-    def _command_sandbox(cls, value: str) -> str:
-        if not value or "/" in value or value.startswith("."):
-            raise ValueError('commandSandbox must name a sandbox policy (e.g. "readonly", "default") or be "none"')
-        return value
-
-    @model_validator(mode="after")
-    def _prompt_sandbox(self) -> AgentConfig:
-        # The prompt resolves on its own (it only sees `prompt`): it carries the policy its commands run under.
-        if self.prompt.sandbox != self.command_sandbox:
-            self.prompt = self.prompt.model_copy(update={"sandbox": self.command_sandbox})
-        return self
-
-    @field_validator("reasoning_effort")
-    @classmethod
-    def _effort(cls, value: str | None) -> str | None:
-        if value is not None and value not in ("minimal", "low", "medium", "high"):
-            raise ValueError("reasoningEffort must be minimal, low, medium or high")
-        return value
+    return check
 
 
-def _loc_to_key(loc: tuple[Any, ...]) -> str:
-    fields = AgentConfig.model_fields
-    parts = []
-    for i, part in enumerate(loc):
-        if i == 0 and isinstance(part, str) and part in fields and fields[part].alias:
-            part = fields[part].alias
-        parts.append(f"[{part}]" if isinstance(part, int) else str(part))
-    return ".".join(parts).replace(".[", "[")
+def _integer(low: int | None = None) -> Callable[[object], object]:
+    return _optional(lambda value: int(vc.number(value, low)))
+
+
+def _real(low: float | None = None, high: float | None = None) -> Callable[[object], object]:
+    return _optional(lambda value: float(vc.number(value, low, high, integer=False)))
+
+
+def _strings(value: object) -> list[str]:
+    return list(vc.texts(value))
+
+
+# How a cached entry's fields are checked again (the schema's types and ranges): see _from_dump.
+_FIELDS: dict[str, Callable[[object], object]] = {
+    "backend": vc.text, "model": vc.text, "tools": vc.flag, "sandbox": vc.text, "command_sandbox": vc.text,
+    "elevation": _one_of("ask", "allow", "deny"), "approval": _one_of("ask", "auto-edit", "auto", "read-only"),
+    "allow_executors": _optional(_strings), "allow_tools": _optional(_strings), "max_tokens": _integer(1),
+    "max_completion_tokens": _integer(1), "max_steps": _integer(0), "context_length": _integer(1),
+    "temperature": _real(0), "top_p": _real(0, 1), "top_k": _integer(0), "min_p": _real(0, 1), "top_a": _real(0),
+    "frequency_penalty": _real(), "presence_penalty": _real(), "repetition_penalty": _real(),
+    "reasoning": _integer(0), "reasoning_effort": _optional(_one_of("minimal", "low", "medium", "high")),
+    "include_reasoning": _optional(vc.flag), "response_format": _optional(vc.text), "stop": _optional(_strings),
+    "verbosity": _optional(vc.text), "description": vc.text,
+}
+
+
+def _from_dump(data: object) -> AgentConfig:
+    """The config of a validated file's dump (`config_schema.validate_text`); vc.Malformed if it is not one exactly."""
+    top = vc.section(data, {*_FIELDS, "hooks", "prompt"})
+    prompt = vc.section(top["prompt"], {"text", "commands", "base_dir", "sandbox"})
+    if prompt["base_dir"] is not None:  # set by load_agent_config, never by a file
+        raise vc.Malformed("a prompt's base_dir in a file's dump")
+    hooks = top["hooks"]
+    if not isinstance(hooks, dict) or not set(hooks) <= set(HOOK_NAMES):
+        raise vc.Malformed("expected hooks by their names")
+    return AgentConfig(
+        hooks={name: _strings(cmds) for name, cmds in hooks.items()},
+        prompt=Prompt(text=vc.text(prompt["text"]), commands=_strings(prompt["commands"]),
+                      sandbox=vc.text(prompt["sandbox"])),
+        **{name: check(top[name]) for name, check in _FIELDS.items()},  # type: ignore[arg-type]
+    )
 
 
 def parse_agent_config(text: str, source: str) -> AgentConfig:
-    """Parse an agent config's JSON text; errors name `source` and the offending key."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: an agent config must be a JSON object")
-    try:
-        return AgentConfig.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            key = _loc_to_key(err["loc"]) or "(top level)"
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key"
-            problems.append(f"key '{key}': {msg}")
-        raise ConfigError(f"{source}: " + "; ".join(problems)) from exc
+    """Parse an agent config's JSON text; errors name `source` and the offending key.
+
+    A text seen before is read back from the validated-config cache (`ollie.validcache`); a new one is
+    validated with pydantic (`ollie.config_schema`), which is where every error comes from.
+    """
+    def validate() -> object:
+        from ollie.config_schema import validate_text  # pydantic: only for a file not seen before
+
+        return validate_text(text, source, hook_names=HOOK_NAMES)
+
+    return vc.validated(KIND, text, _CODE, build=_from_dump, validate=validate)
 
 
 def load_agent_config(path: Path) -> AgentConfig:
@@ -156,7 +155,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     config = parse_agent_config(text, str(path))
-    config.prompt = config.prompt.model_copy(update={"base_dir": path.resolve().parent})
+    config.prompt = replace(config.prompt, base_dir=path.resolve().parent)
     return config
 
 

@@ -115,9 +115,11 @@ async def test_list_reports_each_sessions_cwd_and_filters_by_it(start_agent, llm
     await agent.prompt(here, "first project")
     there = await agent.new(cwd=other)
     await agent.prompt(there, "second project")
+    untouched = await agent.new()  # nobody typed in it: not worth listing
     listed = await asyncio.wait_for(agent.conn.list_sessions(), 15)
     cwds = {s.session_id: s.cwd for s in listed.sessions}
     assert (cwds[here], cwds[there]) == (str(agent.workspace.resolve()), str(other.resolve()))
+    assert untouched not in cwds
     only = await asyncio.wait_for(agent.conn.list_sessions(cwd=str(other)), 15)
     assert [s.session_id for s in only.sessions] == [there]
     with pytest.raises(acp.RequestError) as caught:
@@ -150,3 +152,30 @@ async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, ll
     llm.script(Reply.text("yes"))
     other = await agent.new()
     assert (await agent.prompt(other, "hello")).stop_reason == "end_turn"
+
+
+async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path, llm) -> None:
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from tests.acp.conftest import child_env
+
+    command = [sys.executable, "-m", "ollie_acp"]
+    # /dev/null (the event loop never sees its end): the agent ends at once rather than hanging.
+    started = time.monotonic()
+    ended = await asyncio.to_thread(subprocess.run, command, stdin=subprocess.DEVNULL, capture_output=True,
+                                    env=child_env(llm.env()), cwd=tmp_path, timeout=30)
+    assert ended.returncode == 0 and ended.stdout == b"", ended.stderr[-2000:]
+    assert time.monotonic() - started < 20
+    # A file in, a file out (the loop refuses both as pipes): the request is answered, then the end of the file ends it.
+    requests, answers = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    requests.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                    "params": {"protocolVersion": 1}}) + "\n")
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        ended = await asyncio.to_thread(subprocess.run, command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                                        env=child_env(llm.env()), cwd=tmp_path, timeout=30)
+    assert ended.returncode == 0, ended.stderr[-2000:]
+    (answer,) = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "ollie", answer

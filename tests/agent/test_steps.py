@@ -140,7 +140,7 @@ async def test_the_change_tracker_checkpoints_turns_and_finds_what_a_step_change
     proc = await asyncio.create_subprocess_exec("sed", "-i", "s/alpha/beta/", "notes.txt", cwd=project)
     await proc.wait()
     (change,) = await tracker.after_step(token)
-    assert change.acp_diff() == {"path": "notes.txt", "oldText": "alpha\n", "newText": "beta\n"}
+    assert Diff.of(change).to_wire() == {"path": "notes.txt", "oldText": "alpha\n", "newText": "beta\n"}
     assert await tracker.after_step(await tracker.before_step()) == []
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ollie.testing import Reply
+from ollie_lsp.editor import context_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "editors" / "nvim" / "tests"
@@ -81,18 +82,22 @@ def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scri
     assert result["windows"] == 3, "the code, the transcript and the input area below it"
     assert result["transcript_modifiable"] is False
     # #buffer: the prompt names the file, the transcript shows the context as one compact line.
-    assert "## You\nplease update notes.txt\n📎 notes.txt" in chat
+    assert "## You\nplease update notes.txt\n📎 notes.txt:1\n" in chat
     assert "<editor-context>" not in chat
     sent = json.dumps(srv.chat_requests[0].body["messages"])
     assert "original notes" in sent and "<editor-context>" in sent
     # Bug: a follow-up typed while streaming took the previous prompt and partial answer. Now it is queued.
     assert result["input_after_queue"] == [""]
     assert result["prompt_intact"]
-    assert result["pending_mid_turn"] == ["⏳ queued: and then add a title", "↳ injected: mind the tests"]
+    assert result["pending_mid_turn"] == ["⏳ queued: and then add a title",
+                                          "↳ injected: mind the tests in code.py  📎 code.py:1-4"]
+    assert result["pending_shown"], "the waiting prompts scroll into view in a full transcript window"
     assert "## You\nand then add a title\n" in chat, "the queued prompt shows as a prompt when its turn starts"
     assert "and then add a title" in json.dumps(srv.chat_requests[2].body["messages"])
     assert "↳ injected: mind the tests" in chat
-    assert "mind the tests" in json.dumps(srv.chat_requests[1].body["messages"]), "inject reaches the tool result"
+    injected = json.dumps(srv.chat_requests[1].body["messages"][-1])
+    assert "mind the tests in code.py" in injected, "inject reaches the tool result"
+    assert "<editor-context>" in injected and "def mul(a, b)" in injected, "with the context of its #file tag"
     assert result["you_headers"] == 2, "one header per prompt: no stray or duplicated ones"
     assert chat.count("please update notes.txt") == 1
     # Reasoning and answer apart; the step from the v2 tool object; folded output and a separator.
@@ -104,8 +109,11 @@ def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scri
     assert result["step_groups"] == ["OllieTool"]
     assert result["batch_groups"] == ["OllieToolFailed"] and result["failed_groups"] == ["OllieToolFailed"]
     assert result["folded_lines"] > 0, "the step output should be folded"
-    assert "    │ mind the tests\n  ───\n\n↳ injected: mind the tests\nDone: the notes" in chat, "a separator after output"
+    # The inject's context shows in the step's output as its 📎 line, as a prompt's does (not the raw block).
+    assert ("    │ [user, while this tool ran]\n    │ 📎 code.py:1-4\n    │ \n    │ mind the tests in code.py\n  ───\n\n"
+            "↳ injected: mind the tests in code.py\nDone: the notes") in chat, "a separator after output"
     assert result["gf_file"] == "notes.txt" and result["gf_line"] == 1
+    assert result["gf_text"] == {"file": "notes.txt", "transcript_kept": True, "in_transcript": False}
     # The edit went to the open buffer (the disk does not show it yet): the turn still says it changed a file.
     assert "Done: the notes now say they were updated.\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_" in chat
     assert chat.count("✎") == 1, "a turn that changed nothing has no changes line"
@@ -131,18 +139,43 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["code.py"]}]})),
         Reply(text="first answer"),
         Reply(text="Once upon a time " + "and then " * 200, delay=0.1),
+        Reply(text="held answer"),
         Reply(text="second tab answer"),
     )
     result = run_scenario("sessions", workspace, srv)
-    # :2,3Ollie: the unsaved lines go as context; the transcript shows one compact line.
+    # :2,3Ollie: the unsaved lines go as context (and each #file's file); the transcript shows one compact line each.
     sent = json.dumps(srv.chat_requests[0].body["messages"])
     assert "explain this" in sent and "code.py" in sent
     assert "return a * b  # unsaved edit" in sent, "the unsaved buffer text should be the context"
     assert "print(mul(2, 3))" not in sent, "only the selected lines go as context"
-    assert "## You\nexplain this\n📎 code.py:2-3\n" in result["range_chat"]
+    assert "original notes" in sent and "extra one\\nextra two" in sent, "#file: each file's text goes too"
+    # Bug: the plugin wrote the blocks of the second and later contexts itself. Now all go as the daemon's
+    # `context` list, in order, and the daemon writes every block.
+    submit, queued = result["wire"][0], result["wire"][2]
+    assert submit["method"] == "ollie/submit" and submit["text"] == "explain this, see notes.txt and extra.txt"
+    assert [(c["uri"].rsplit("/", 1)[1], c["range"]["start"]["line"], c["range"]["end"]["line"])
+            for c in submit["context"]] == [("code.py", 1, 3), ("notes.txt", 0, 1), ("extra.txt", 0, 2)]
+    first = srv.chat_requests[0].body["messages"][-1]["content"]
+    assert first.count("<editor-context>") == 3 and first.index("Showing lines 2-3") < first.index(
+        "File: notes.txt") < first.index("File: extra.txt") < first.index("explain this, see")
+    prompt = "## You\nexplain this, see notes.txt and extra.txt\n📎 code.py:2-3\n📎 notes.txt:1\n📎 extra.txt:1-2\n"
+    assert prompt in result["range_chat"], result["range_chat"]
     assert "<editor-context>" not in result["range_chat"]
     # :OllieStop is quick and keeps the partial answer.
     assert result["stop_ms"] < 2000
+    # Bug: a prompt queued before the stop showed "⏳ queued" for good, held by the daemon with no way on. Now it
+    # shows as held, the chat says how to go on, and the send key on an empty prompt sends it.
+    assert "the stop holds the queued prompts: <CR> on an empty prompt sends them" in result["held_chat"]
+    assert "## You\nand then a held one on notes.txt\n📎 notes.txt:1\n\n## ollie\nheld answer" in result["first_tab_chat"]
+    # A queued prompt carries its context: sent as `context`, shown with its 📎 line while it waits and held (read
+    # back from the daemon's queue), and the model gets the file with it.
+    assert queued["method"] == "ollie/queue" and queued["text"] == "and then a held one on notes.txt"
+    assert [c["uri"].rsplit("/", 1)[1] for c in queued["context"]] == ["notes.txt"]
+    assert result["queued_line"] == "⏳ queued: and then a held one on notes.txt  📎 notes.txt:1"
+    assert result["held_line"] == "⏸ held: and then a held one on notes.txt  📎 notes.txt:1"
+    held = json.dumps(srv.chat_requests[3].body["messages"][-1])
+    assert "<editor-context>" in held and "original notes" in held and "and then a held one on notes.txt" in held
+    assert result["pending_after_run"] == []
     # One chat per tabpage, each with its own session.
     assert result["second_tab_session"] not in (None, result["first"])
     assert "second tab answer" in result["second_tab_chat"] and "first answer" not in result["second_tab_chat"]
@@ -155,12 +188,16 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # Resumed: the context as its compact line, the collapsed read readable, the partial answer kept.
     chat = result["resumed_chat"]
     assert result["switched"] == result["first"]
-    assert "## You\nexplain this\n📎 code.py:2-3\n" in chat, chat
+    # Bug: a #buffer or #file: context said `📎 code.py` live and `📎 code.py:1-4` once resumed: now the same line.
+    assert prompt in chat, chat
+    story = "## You\ntell me a long story about code.py\n📎 code.py:1-4\n\n## ollie\nOnce"
+    assert story in result["first_tab_chat"] and story in chat, chat
     assert "<editor-context>" not in chat and "[cold result" not in chat
     assert "(output seen by the model, then collapsed: " in chat
     assert "first answer" in chat
     # The interrupted turn's partial answer is saved: it shows, marked as interrupted (no raw marker).
-    assert re.search(r"## You\ntell me a long story\n\n## ollie\nOnce[^\n]*\n\n_\(interrupted\)_", chat), chat
+    assert re.search(r"## You\ntell me a long story about code.py\n📎 code.py:1-4\n\n## ollie\nOnce[^\n]*\n\n_\(interrupted\)_",
+                     chat), chat
     assert "[interrupted by the user" not in chat and "no answer saved" not in chat
     # Steps from the daemon's `tool` objects: title, status, location with its line.
     assert "## ollie\n  ✓ Read code.py\n    → code.py\n" in chat, chat
@@ -175,6 +212,7 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
         Reply(text="first turn done"),
         Reply(text="queued answer"),
         Reply(text='{"goal": "demo", "plan": [], "decisions": ["kept it short"]}'),
+        Reply(text="buffer answer"),
     )
     result = run_scenario("commands", workspace, srv)
     # The pickers show what ollie/listModels and ollie/listAgents answer: the current one marked, descriptions.
@@ -190,7 +228,9 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     requests = srv.chat_requests
     assert requests[0].body["model"] == "other-model"
     assert "mind the tests" in json.dumps(requests[1].body["messages"]), "inject reaches the next tool result"
-    assert "and this after" in json.dumps(requests[2].body["messages"])
+    queued = json.dumps(requests[2].body["messages"][-1])
+    assert "and this after, see notes.txt" in queued and "original notes" in queued, ":OllieQueue takes #file: too"
+    assert "## You\nand this after, see notes.txt\n📎 notes.txt:1\n" in chat, chat
     # setup(): options go as a JSON object; bad ones get one message naming each, and keep their defaults.
     init = json.loads(result["init_options"])
     assert isinstance(init, dict) and init.get("permissionRequest") is True
@@ -201,9 +241,17 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert result["width_after_bad"] == 80 and result["send_key_after_bad"] == "<CR>"
     # #selection and #file:path become contexts, named in the prompt; a missing file is an error.
     assert result["parsed_text"] == "explain code.py:2-3, see notes.txt"
-    assert result["parsed_labels"] == ["code.py:2-3", "notes.txt"]
+    assert result["parsed_labels"] == ["code.py:2-3", "notes.txt:1"]
     assert result["parse_error"] == "#file:nope.txt: no such file"
+    assert result["split_with_note"] == [[], "fix it"], "a resumed prompt hides the daemon's undo note"
+    # The plugin reads the daemon's blocks as the daemon labels them (`contextLabels`): a live prompt's 📎 lines
+    # are the resumed ones, `Location:` of a selection included.
+    labels = ["a.py:10-12", "b.py (selection)", "c d.py:4", "empty.txt"]
+    assert result["split_blocks"] == [labels, "why these?"]
+    assert context_labels(result["blocks_prompt"]) == labels
     assert "requests" in result["chat"], "the configured send key (S) sent /usage from a new tab's chat"
+    assert "## You\nwhat is in notes.txt\n📎 notes.txt:1\n" in result["chat"], result["chat"]
+    assert "original notes" in json.dumps(srv.chat_requests[-1].body["messages"])
 
 
 def test_what_a_new_user_ran_into(workspace, scripted_llm):
@@ -217,7 +265,7 @@ def test_what_a_new_user_ran_into(workspace, scripted_llm):
     result = run_scenario("newuser", workspace, srv)
     # Tags become their labels in the prompt's order; #selection names its lines; `#123` stays as typed.
     assert result["tags_text"] == "compare notes.txt, code.py:2-3 and code.py (#123)"
-    assert result["tags_labels"] == ["notes.txt", "code.py:2-3", "code.py"]
+    assert result["tags_labels"] == ["notes.txt:1", "code.py:2-3", "code.py:1-4"]
     # Bug: the statusline said "idle" for the seconds the daemon took to start.
     assert result["state_sent"] == "sending"
     assert "✎ 1 file changed" in result["first_chat"]

@@ -30,6 +30,13 @@ def test_permission_shows_the_diff_and_a_rejection_with_feedback_reaches_the_mod
     assert result["code_after"][1] == "    return a + b", "a rejected edit is not made"
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "rejected" in told and "keep it as addition, fix the name instead" in told
+    # The chat shows the rejection and its feedback under the step (not folded away), live and resumed alike.
+    shown = "  ✗ Edit code.py\n    → code.py\n\n    ✗ rejected: keep it as addition, fix the name instead\n  ───\n"
+    assert shown in result["live_chat"], result["live_chat"]
+    assert shown in result["resumed_chat"], result["resumed_chat"]
+    assert "rejected: Edit code.py" not in result["live_chat"], "no second line for the same rejection"
+    assert result["plain_rejection"] == "rejected"
+    assert result["two_line_rejection"] == "rejected: first\nsecond"
     assert result["mode_labels"][0] == "ask — ask before edits and commands (current)"
     assert result["approval_after_pick"] == "auto-edit"
 
@@ -71,7 +78,9 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert result["stale"]["level"] == 3 and "stale: a.txt" in result["stale"]["msg"]
     assert result["disk_after_stale"][4] == "my own edit" and result["disk_after_stale"][1] == "LINE TWO"
     picked, confirmed = result["rewind_selects"]
-    assert picked["labels"] == ["turn 1 — 1 file: a.txt"], "b.txt's change was undone: the turn has a.txt left"
+    # Each turn with its prompt and when it started, as the sessions picker shows sessions; b.txt's change was undone:
+    # the turn has a.txt left.
+    assert picked["labels"] == ["turn 1 · shout lines 2 and 18 · just now — 1 file: a.txt"], picked
     assert confirmed["labels"] == ["Rewind", "Cancel"] and "before turn 1" in confirmed["prompt"]
     assert result["disk_after_rewind"] == ORIGINAL_A
     assert result["buffer_after_rewind"] == ORIGINAL_A
@@ -115,6 +124,7 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert any(label.startswith("explain the mul function") and label.endswith(" · just now") for label in labels), labels
     for label in labels:
         assert not any(ch.isdigit() for ch in label.split(" · ")[0][:19]), f"a raw id or timestamp: {label}"
+    assert not result["untouched_listed"] and not any("(no prompt yet)" in label for label in labels), labels
     assert result["rename_default"].startswith("explain the mul function")
     assert "Mul review · just now" in result["labels_after_rename"]
     assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
@@ -125,6 +135,14 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert any(label.startswith("default") and label.endswith("(current)") for label in agent_labels)
     assert result["archive_selects"][1]["labels"] == ["Archive", "Cancel"]
     assert "Mul review" not in result["titles_after_archive"]
+    # Archived sessions are one entry away: "Show archived…" lists them, "Unarchive and resume" brings one back.
+    unarchive = result["unarchive_selects"]
+    assert result["archived_before"] is True
+    archived = "Mul review · just now (archived)"
+    assert [s["prompt"] for s in unarchive] == ["ollie: sessions", "ollie: archived sessions", f"“{archived}”"]
+    assert unarchive[0]["labels"][-1] == "Show archived…" and archived in unarchive[1]["labels"]
+    assert unarchive[2]["labels"] == ["Unarchive and resume", "Cancel"]
+    assert "Mul review" in result["titles_after_unarchive"]
     # Teams: a session another daemon runs is labelled; loading it is refused (-32007), told on one line, the
     # chat stays on its session; a rename/archive of another user's shared session is refused (-32008).
     team = result["team_labels"]

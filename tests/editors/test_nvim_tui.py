@@ -3,6 +3,7 @@ turn with steps, an approval question, the changes line, the changes list and th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,6 +70,13 @@ class Tmux:
         """Whether the command still runs (its tmux session ends with it)."""
         return subprocess.run([*self.base, "has-session", "-t", "t"], capture_output=True).returncode == 0
 
+    def wait_exit(self, command: str, timeout: float = 10) -> None:
+        """Wait until the command (Neovim) has quit; fail with the screen otherwise."""
+        deadline = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not self.alive(), f"nvim did not quit on {command}:\n{self.screen()}"
+
     def close(self) -> None:
         subprocess.run([*self.base, "kill-server"], capture_output=True)
 
@@ -126,16 +134,17 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         # The user goes to the input area and types a follow-up while the answer streams on.
         tmux.keys(":OllieChat", "Enter")
         tmux.keys("i")
-        tmux.keys("and a follow-up", literal=True)
+        tmux.keys("and a follow-up on #file:calc.py", literal=True)
         time.sleep(1.0)
         typing = keep("2-typing", tmux.screen())
         assert typing.count("there was a tale") > first.count("there was a tale"), "the answer streams on"
-        assert "and a follow-up" in typing.splitlines()[-8:][0] or any(
-            line.rstrip().endswith("and a follow-up") for line in typing.splitlines()[-10:]), typing
-        # Enter (in normal mode) queues it; the input is empty again, the transcript shows it as queued.
+        assert any(line.rstrip().endswith("and a follow-up on #file:calc.py") for line in typing.splitlines()[-10:]), typing
+        # Enter (in normal mode) queues it with its context; the input is empty again, the transcript shows it as
+        # queued with the context's 📎 line.
         tmux.keys("Escape", "Enter")
-        queued = keep("3-queued", tmux.wait(lambda s: "⏳ queued: and a follow-up" in s, "the queued prompt"))
-        assert not any(line.rstrip().endswith("and a follow-up") and "queued" not in line
+        queued = keep("3-queued", tmux.wait(lambda s: "⏳ queued: and a follow-up on calc.py  📎 calc.py:1-2" in s,
+                                            "the queued prompt"))
+        assert not any(line.rstrip().endswith("#file:calc.py") and "queued" not in line
                        for line in queued.splitlines()), "the typed text left the input once queued"
         # Slash-command completion pops up with descriptions while typing.
         tmux.keys("i")
@@ -145,7 +154,9 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         tmux.keys("d", "d")
         done = keep("5-done", tmux.wait(lambda s: "The follow-up answer." in s and s.count("(end)") >= 2,
                                         "the queued turn to answer", timeout=40))
-        assert "## You" in done and "and a follow-up" in done
+        assert "## You" in done and "and a follow-up on calc.py\n📎 calc.py:1-2" in "\n".join(
+            line.split("│")[-1].rstrip() for line in done.splitlines()), done
+        assert "def add(a, b)" in json.dumps(srv.chat_requests[1].body["messages"][-1]), "the file went with it"
         # The terminal shrinks to 80×24: the chat takes half of it again (it kept 1 column when the code kept 79),
         # and its key hints drop whole.
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
@@ -153,17 +164,41 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
                                           "the chat to take half of the smaller terminal", timeout=10))
         assert len(small.splitlines()) == 24
         assert small.splitlines()[-2].split("prompt", 1)[1].split() == ["<CR>", "send/queue,", "<C-j>", "inject"]
-        # `:q` in the code window while a turn streams: the editor quits (the chat does not stay alone on the
-        # screen), and no daemon is left behind.
+        # Quitting while a turn streams: the chat's windows go together, and the editor quits with no daemon left.
         tmux.keys("C-w", "h")
         tmux.keys(":Ollie one last story", "Enter")
         keep("7-last-story", tmux.wait(lambda s: "A last story" in s, "the last answer to stream"))
         assert daemons_of(tmp_path), "the daemon runs under its link's name"
-        tmux.keys(":q", "Enter")
-        deadline = time.monotonic() + 10
-        while tmux.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not tmux.alive(), f"nvim did not quit on :q:\n{tmux.screen()}"
+        # Bug: `:q!` in a chat window closed it alone (half a chat stayed) and unloaded its buffer: the transcript
+        # (or the prompt being typed) was gone when the chat came back.
+        tmux.keys(":OllieChat", "Enter", "i")
+        tmux.keys("half typed", literal=True)
+        tmux.keys("Escape", "C-w", "k", ":q!", "Enter")
+        closed = keep("8-chat-closed", tmux.wait(lambda s: "│" not in s, "both chat windows to close"))
+        assert "def add(a, b):" in closed and "A last story" not in closed
+        # The code has unsaved changes: `:q` in its window (the chat open, a turn streaming) is refused as stock
+        # Neovim refuses it, naming the code; the chat's own buffers (the input holds text) never block.
+        tmux.keys(":OllieChat", "Enter", "C-w", "h", "o")
+        tmux.keys("x = 1", literal=True)
+        tmux.keys("Escape", ":q", "Enter")
+        refused = keep("9-quit-refused", tmux.wait(lambda s: "E37: No write since last change" in s, "the refusal"))
+        assert "│" in refused and "x = 1" in refused, "the code and the chat stay"
+        assert "half typed" in refused and "one last story" in refused, "the chat kept its prompt and transcript"
+        assert "E162" not in refused, "ollie's buffers are not unsaved files"
+        # `:qa` from the input is refused for the code alone; the chat stays as it was (Bug: the transcript was
+        # closed before the refused quit, and came back in a third column).
+        tmux.keys(":OllieChat", "Enter", ":qa", "Enter")
+        # (Stock Neovim's two-line refusal waits for Enter: not kept with the screens that must have no such wait.)
+        tmux.wait(lambda s: 'E162: No write since last change for buffer "calc.py"' in s, "the :qa refusal")
+        tmux.keys("Enter")
+        after_qa = keep("11-after-qa", tmux.wait(lambda s: "Press ENTER" not in s and "half typed" in s,
+                                                  "the chat as it was"))
+        assert "one last story" in after_qa
+        assert all(line.count("│") == 1 for line in after_qa.splitlines()[:-2]), "two columns: the code, the chat"
+        tmux.keys("C-w", "h")
+        # `:q!` quits the editor at once: no second `:q` for the chat left alone on the screen.
+        tmux.keys(":q!", "Enter")
+        tmux.wait_exit(":q!")
         deadline = time.monotonic() + 5
         while (daemons := daemons_of(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -233,6 +268,11 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         tmux.keys("A", "  # mine", "Escape")
         tmux.keys("d", "u")
         keep("5-stale", tmux.wait(lambda s: "ollie: stale: util.py" in s, "the refusal"))
+        # `:wqa` with the chat, the changes list and the diff open: the user's file is written and the editor quits
+        # (ollie's buffers, the diff's "before" side among them, are never files to write).
+        tmux.keys(":wqa", "Enter")
+        tmux.wait_exit(":wqa")
+        assert "return x * 2  # mine" in (tmp_path / "ws" / "util.py").read_text()
         assert_clean(tmux.screens)
     finally:
         tmux.close()

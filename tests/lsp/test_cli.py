@@ -251,6 +251,29 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     assert (info.channel, info.kind, info.last_turn_result) == ("cli", "chat", "end")
 
 
+def test_session_flag_with_an_unknown_id_fails_fast_and_creates_nothing(scripted_llm, tmp_path):
+    from ollie import paths
+
+    llm = scripted_llm("openai")  # checked at teardown: no request may reach the model
+    unknown = "1700000000000000000-abcdef"
+    for args in (["-p", "hello"], []):  # one turn, and the interactive prompt
+        proc = run_ollie([*args, "--session", unknown, "--cwd", str(tmp_path)], env=llm.env(), timeout=30)
+        assert proc.returncode == 1, (proc.stdout, proc.stderr)
+        assert f"--session {unknown}: no saved session has this id" in proc.stderr, proc.stderr
+        assert "`ollie -p /sessions` lists the saved sessions" in proc.stderr
+    assert llm.chat_requests == []
+    sessions = paths.sessions_dir()
+    assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
+    registry = Registry()
+    try:
+        assert registry.list(Scope(user_id=os_user())) == []
+    finally:
+        registry.close()
+    # A malformed id is no saved session either (not a traceback).
+    bad = run_ollie(["-p", "hello", "--session", "../etc", "--cwd", str(tmp_path)], env=llm.env(), timeout=30)
+    assert bad.returncode == 1 and "no saved session has this id" in bad.stderr, bad.stderr
+
+
 def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(llm, tmp_path):
     import signal
     import time

@@ -169,15 +169,23 @@ async def test_without_editor_tools_nothing_is_offered_and_an_empty_list_of_opti
     assert daemon.client.messages == []  # `[]` drew no warning
 
 
-async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_made(start_daemon, llm):
+async def _editing_daemon(start_daemon: Any, llm: Any, new: str, *, settle_ms: int,
+                          wait_ms: int) -> tuple[Daemon, Path]:
+    """A daemon with editor tools whose model edits `= 1` in a.ts into `new`; (the daemon, a.ts)."""
     llm.script(
-        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.ts", "= 1", "= 'one'"]}]})),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.ts", "= 1", new]}]})),
         Reply.text("edited"),
     )
-    env = {**llm.env(), "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "50", "OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": "3000"}
+    env = {**llm.env(), "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": str(settle_ms),
+           "OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": str(wait_ms)}
     daemon = await start_daemon(env=env, init_options={"editorTools": True})
     target = daemon.workspace / "a.ts"
     target.write_text("let unused = 0;\nconst n: number = 1;\n")
+    return daemon, target
+
+
+async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_made(start_daemon, llm):
+    daemon, target = await _editing_daemon(start_daemon, llm, "= 'one'", settle_ms=50, wait_ms=3000)
     asked: list[Any] = []
 
     @daemon.client.feature("ollie/editor/diagnostics")
@@ -202,6 +210,27 @@ async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_mad
     # The step's own result (its `tool` event) says the same as what the model read.
     done = [e for e in daemon.events if e["role"] == "tool"][-1]
     assert done["content"].endswith("[ts]") and done["tool"]["kind"] == "edit"
+
+
+async def test_an_edit_that_changes_no_diagnostic_ends_the_wait_once_the_editor_says_they_are_current(
+        start_daemon, llm):
+    # A long wait: without the editor's word the check would ask on for the whole 5 s (the answer never changes).
+    daemon, target = await _editing_daemon(start_daemon, llm, "= 2", settle_ms=100, wait_ms=5000)
+    asked: list[float] = []
+
+    @daemon.client.feature("ollie/editor/diagnostics")
+    def diagnostics(params: Any) -> dict[str, Any]:
+        asked.append(time.monotonic())  # answered at once, for the file as it is now
+        return {"diagnostics": [{"path": str(target), "line": 1, "column": 5, "severity": "error",
+                                 "message": "old problem"}], "upToDate": params["paths"]}
+
+    result = await daemon.request("ollie/submit", {"text": "edit"})
+    done = time.monotonic()
+    assert result["reply"] == "edited" and "= 2" in target.read_text()
+    assert "[editor]" not in told(llm)  # nothing new to say
+    # Asked before the step and once after it (the settle time), then done: not the 5 s maximum.
+    assert len(asked) == 2, asked
+    assert done - asked[0] < 3, done - asked[0]
 
 
 async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_and_the_turn_goes_on(start_daemon, llm):

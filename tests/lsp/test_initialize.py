@@ -41,6 +41,7 @@ BAD_PARAMS = {
     "ollie/session/load": ({}, "session"),
     "ollie/session/rename": ({"session": "x"}, "title"),
     "ollie/session/archive": ({"session": 1}, "session"),
+    "ollie/session/unarchive": ({"session": None}, "session"),
     "ollie/session/close": ({"session": ""}, "session"),
 }
 

@@ -9,7 +9,7 @@ import pytest
 
 from ollie.agent.events import Bus, Event
 from ollie.sessions.types import first_words
-from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
+from ollie_lsp.editor import OpenDocument, context_labels, display_path, is_command, with_context
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
@@ -63,7 +63,7 @@ def test_editor_context_uses_the_unsaved_text_of_the_range(tmp_path: Path):
     ctx = EditorContext.model_validate(
         {"uri": file.as_uri(), "range": {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 0}}}
     )
-    prompt = with_context("explain", ctx, cwd=tmp_path, lookup=docs.get)
+    prompt = with_context("explain", [ctx], cwd=tmp_path, lookup=docs.get)
     assert prompt.endswith("\n\nexplain")
     assert "<editor-context>" in prompt and "</editor-context>" in prompt
     assert "File: src/app.py (python)" in prompt
@@ -73,11 +73,26 @@ def test_editor_context_uses_the_unsaved_text_of_the_range(tmp_path: Path):
 
 def test_editor_context_selection_wins_and_commands_get_none(tmp_path: Path):
     ctx = EditorContext.model_validate({"uri": (tmp_path / "a.rs").as_uri(), "selection": "fn main() {}", "languageId": "rust"})
-    prompt = with_context("what is this", ctx, cwd=tmp_path, lookup=lambda uri: None)
+    prompt = with_context("what is this", [ctx], cwd=tmp_path, lookup=lambda uri: None)
     assert "Selected text:" in prompt and "fn main() {}" in prompt and "(rust)" in prompt
-    assert with_context("/model x", ctx, cwd=tmp_path, lookup=lambda uri: None) == "/model x"
-    assert with_context("  !ls", ctx, cwd=tmp_path, lookup=lambda uri: None) == "  !ls"
+    assert with_context("/model x", [ctx], cwd=tmp_path, lookup=lambda uri: None) == "/model x"
+    assert with_context("  !ls", [ctx], cwd=tmp_path, lookup=lambda uri: None) == "  !ls"
     assert is_command("/help") and not is_command("hello /x")
+
+
+def test_each_context_item_is_a_block_and_labels_read_them_back(tmp_path: Path):
+    items = [EditorContext.model_validate(c) for c in (
+        {"uri": (tmp_path / "a.py").as_uri(), "selection": "x = 1\nShowing line 99:", "languageId": "python",
+         "range": {"start": {"line": 2, "character": 4}, "end": {"line": 4, "character": 0}}},
+        {"uri": (tmp_path / "b.txt").as_uri()},
+        {"uri": (tmp_path / "c.py").as_uri(), "selection": "y"},
+    )]
+    prompt = with_context("why", items, cwd=tmp_path, lookup=lambda uri: None)
+    assert prompt.count("<editor-context>") == 3 and prompt.endswith("</editor-context>\n\nwhy")
+    # A selection's block says where it is (the range, the end at column 0 left out).
+    assert "File: a.py (python)\nLocation: lines 3-4\nSelected text:" in prompt
+    assert context_labels(prompt) == ["a.py:3-4", "b.txt", "c.py (selection)"]  # the selected code's words ignored
+    assert context_labels("why") == [] and with_context("why", [], cwd=tmp_path, lookup=lambda uri: None) == "why"
 
 
 def test_display_path_outside_cwd_is_absolute(tmp_path: Path):

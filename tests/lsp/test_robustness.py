@@ -53,7 +53,9 @@ async def test_a_failing_handler_answers_with_an_error_and_the_daemon_keeps_serv
     with pytest.raises(JsonRpcException) as caught:
         await daemon.request("ollie/session/list", {})
     assert caught.value.code == -32603
-    assert caught.value.message
+    # The failure's text, not the Python class that raised it, nor a traceback.
+    assert caught.value.message and "Error" not in caught.value.message, caught.value.message
+    assert not (caught.value.data or {}).get("traceback")
     result = await daemon.request("ollie/submit", {"text": "are you alive?"})
     assert result["reply"] == "still here"
 
@@ -134,3 +136,36 @@ async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemo
     while _alive(pid):
         assert time.monotonic() < deadline, "the tool process outlived the daemon"
         await asyncio.sleep(0.05)
+
+
+async def test_a_session_the_disk_cannot_take_when_it_closes_is_said_and_what_was_saved_stays(
+        start_daemon, llm, _private_dirs):
+    import resource
+
+    from ollie.sessions import persist
+
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "q1"}))["session"]
+    sessions = _private_dirs / "data" / "ollie" / "sessions"
+    saved = (sessions / f"{sid}.jsonl").read_bytes()
+    assert b"first answer" in saved
+    # The disk is full for the daemon: no file of its may grow past the session's size now.
+    pid = daemon.client._server.pid
+    resource.prlimit(pid, resource.RLIMIT_FSIZE, (len(saved) + 16, resource.RLIM_INFINITY))
+    try:
+        await daemon.request("ollie/submit", {"text": "q2"})
+        assert await daemon.request("ollie/session/close", {"session": sid}) == {}
+        for _ in range(100):
+            shown = [m.message for m in daemon.client.messages]
+            if any("was closed without saving its latest messages" in m for m in shown):
+                break
+            await asyncio.sleep(0.05)
+        assert any(f"session {sid} was closed without saving its latest messages" in m and "File too large" in m
+                   and "What it had saved before is kept" in m for m in shown), shown
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    # What was saved before is all there: the first turn loads whole (a torn round after it is dropped).
+    assert (sessions / f"{sid}.jsonl").read_bytes().startswith(saved)
+    loaded = persist.load(sessions, sid)
+    assert [m.content for m in loaded.messages][:2] == ["q1", "first answer"]

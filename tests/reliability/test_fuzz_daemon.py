@@ -155,3 +155,22 @@ def test_a_request_that_is_not_json_rpc_2_gets_invalid_request(daemon):
     assert pending.done.wait(15)
     assert pending.message["error"]["code"] == -32600
     still_serving(daemon)
+
+
+@pytest.mark.parametrize("message, code", [
+    ({"method": "ollie/state"}, None),  # JSON-RPC lets params be left out
+    ({"method": "no/such/method"}, -32601),
+    ({"method": "ollie/state", "params": {}, "surprise": 1}, None),  # a member a request should not have
+    ({"method": "textDocument/hover", "params": "not an object"}, -32602),  # pygls cannot structure it
+    ({"method": "textDocument/hover", "params": {"textDocument": 3}}, -32602),
+])
+def test_requests_pygls_cannot_structure_are_answered_not_dropped(daemon, message, code):
+    # They went unanswered: the client waited for ever (found by the fuzz test above, under load).
+    pending = send_with_id(daemon, {"jsonrpc": "2.0", "id": 4242, **message})
+    assert pending.done.wait(15), f"no answer to {message}"
+    answer = pending.message
+    if code is None:
+        assert "result" in answer, answer
+    else:
+        assert answer["error"]["code"] == code, answer
+    still_serving(daemon)

@@ -270,12 +270,27 @@ def test_a_session_cannot_be_saved_into_another_sessions_file(tmp_path, log_stor
         file.save(Session())
 
 
+def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
+    unused, prompted, named, cleared = (new_session_id(now_ns=n) for n in (1_000, 2_000, 3_000, 4_000))
+    session_log(tmp_path, unused).save(Session(id=unused))
+    session_log(tmp_path, prompted).save(Session(id=prompted, messages=[Message("user", "fix it")]))
+    session_log(tmp_path, named).save(Session(id=named, title="planned"))
+    gone = Session(id=cleared, messages=[Message("user", "once")])
+    log = session_log(tmp_path, cleared)
+    log.save(gone)
+    gone.clear()
+    log.save(gone)  # a /clear after a prompt: nothing in it now, and untitled
+    assert persist.list_saved(tmp_path) == [prompted, named]
+    assert persist.exists(tmp_path, unused) and persist.is_unused(tmp_path, unused)
+    assert not persist.is_unused(tmp_path, named) and not persist.is_unused(tmp_path, "missing")
+
+
 def test_list_exists_delete(tmp_path, log_store):
     assert persist.list_saved(tmp_path / "missing") == []
     ids = [new_session_id(now_ns=n) for n in (3_000, 1_000, 2_000)]
     for session_id in ids:
         file = session_log(tmp_path, session_id)
-        file.save(Session(id=session_id))
+        file.save(Session(id=session_id, messages=[Message("user", "hi")]))
         file.write_compaction_snapshot(Session(id=session_id))
     (tmp_path / "notes.jsonl").write_text("{}\n")
     assert persist.list_saved(tmp_path) == sorted(ids)

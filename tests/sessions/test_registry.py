@@ -16,6 +16,7 @@ from ollie.sessions import (
     InvalidSessionError,
     Kind,
     ListOptions,
+    MainRequest,
     NotFoundError,
     Registry,
     Request,
@@ -30,6 +31,7 @@ from ollie.sessions import (
 from ollie.sessions.store import SCHEMA_VERSION
 
 ALICE = Scope(user_id="alice", agent_id="coding")
+MAIN_ALICE = MainRequest(user_id="alice", agent_id="coding", create_if_missing=False)
 # Tests of the SQLite file itself (their PostgreSQL counterparts are in tests/teams).
 SQLITE_ONLY = pytest.mark.parametrize("db_path", ["sqlite"], indirect=True)
 
@@ -236,6 +238,46 @@ def test_archive_is_scoped_and_idempotent(registry):
     registry.archive(ALICE, made.id)
     assert registry.get(ALICE, made.id).archived
     assert registry.list(ALICE) == []
+
+
+def test_unarchive_brings_a_session_back_scoped_and_idempotent(registry):
+    made = _new(registry)
+    registry.touch(made.id, turn_started=True)
+    registry.archive(ALICE, made.id)
+    with pytest.raises(ForbiddenError):
+        registry.unarchive(Scope(user_id="bob", agent_id="coding"), made.id)
+    with pytest.raises(NotFoundError):
+        registry.unarchive(ALICE, "nope")
+    assert registry.get(ALICE, made.id).archived
+    back = registry.unarchive(ALICE, made.id)
+    assert not back.archived and back.id == made.id
+    assert registry.unarchive(ALICE, made.id) == registry.get(ALICE, made.id)  # twice: still one active session
+    assert [i.id for i in registry.list(ALICE)] == [made.id]
+    assert registry.rename(ALICE, made.id, "writable again").title == "writable again"
+    registry.touch(made.id, turn_started=True)
+
+
+def test_unarchive_refuses_a_second_active_main(registry):
+    old = registry.resolve_main(MainRequest(user_id="alice", agent_id="coding", create_if_missing=True))
+    new = registry.rotate_main(MainRequest(user_id="alice", agent_id="coding", expected_session_id=old.id))
+    with pytest.raises(InvalidSessionError, match="main session"):
+        registry.unarchive(ALICE, old.id)
+    assert registry.get(ALICE, old.id).archived and registry.resolve_main(MAIN_ALICE) == new
+    registry.archive(ALICE, new.id)
+    assert not registry.unarchive(ALICE, old.id).archived
+    assert registry.resolve_main(MAIN_ALICE).id == old.id
+
+
+def test_listings_can_leave_out_sessions_never_used(registry):
+    idle = _new(registry)
+    prompted = _new(registry)
+    named = _new(registry, title="Named by hand")
+    registry.touch(prompted.id, turn_started=True)
+    unused = ListOptions(exclude_unused=True)
+    assert {i.id for i in registry.list(ALICE, unused)} == {prompted.id, named.id}
+    assert {i.id for i in registry.list(ALICE)} == {idle.id, prompted.id, named.id}  # the default lists every one
+    registry.rename(ALICE, idle.id, "now named")
+    assert idle.id in {i.id for i in registry.list(ALICE, unused)}
 
 
 def test_rename(registry):

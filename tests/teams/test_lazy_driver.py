@@ -13,7 +13,9 @@ from ollie.sessions import Registry, Request, persist
 from ollie.sessions.session import Session
 registry = Registry()
 registry.ensure(Request(user_id="alice", agent_id="coding", create_if_missing=True))
+from ollie.backend.types import Message
 log, session = persist.open_session(sys.argv[1], None)
+session.messages.append(Message("user", "hi"))  # a session nobody typed in is not listed
 log.save(session)
 print(persist.list_saved(sys.argv[1]) == [session.id], "psycopg" in sys.modules)
 """

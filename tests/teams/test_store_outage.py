@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import acp
 import psycopg
 import pytest
 from psycopg import sql
+from pygls.exceptions import JsonRpcException
 
 from ollie.backend.types import Message
 from ollie.sessions import persist
+from ollie.sessions.pg.log import read_rounds
 from ollie.sessions.pg.server import _bin
 from ollie.sessions.pg.store import PgStore, StoreUnavailableError
+from ollie.testing import Reply
 from tests.teams.conftest import home_env
 
 _databases = iter(range(1, 1000))
@@ -117,3 +122,101 @@ def test_the_backup_of_team_md_restores_into_a_new_database_with_every_session(d
 
         pg_log.close_all()
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(restored.rsplit("/", 1)[1])))
+
+
+
+def _actionable(message: str) -> None:
+    """A store-down message a user can act on: which store, the server's reason; no class name or traceback."""
+    assert message.startswith("store unavailable: ") and "OLLIE_STORE=" in message, message
+    assert "not currently accepting connections" in message, message
+    assert "Error" not in message and "Traceback" not in message, message
+
+
+async def test_a_store_down_reaches_daemon_and_acp_clients_as_store_unavailable(database, start_daemon, start_agent,
+                                                                                 scripted_llm):
+    url, admin = database
+    llm = scripted_llm("openai", check=False)
+    team = {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"}
+    daemon = await start_daemon("laptop", team)
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    agent = await start_agent(env=team)
+    _allow(admin, url, False)
+    try:
+        for method, params in (("ollie/session/list", {}), ("ollie/session/rename", {"session": sid, "title": "x"}),
+                               ("ollie/session/load", {"session": "1700000000000000000-abcdef"})):
+            with pytest.raises(JsonRpcException) as caught:
+                await daemon.request(method, params, timeout=60)
+            assert caught.value.code == -32009, (method, caught.value.code, caught.value.message)
+            _actionable(caught.value.message)
+            assert not (caught.value.data or {}).get("traceback"), caught.value.data
+        for call in (lambda: agent.conn.list_sessions(),
+                     lambda: agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[])):
+            with pytest.raises(acp.RequestError) as refused:
+                await asyncio.wait_for(call(), 60)
+            assert refused.value.code == -32009, refused.value
+            _actionable(str(refused.value))
+    finally:
+        _allow(admin, url, True)
+    # Back: the same requests are served again, by the same daemon.
+    listed = (await daemon.request("ollie/session/list", {}, timeout=60))["sessions"]
+    assert sid in [s["id"] for s in listed]
+
+
+
+NOT_SAVED = "was closed without saving its latest messages"
+
+
+async def test_a_session_closed_while_the_store_is_down_tells_the_user_and_keeps_what_was_saved(
+        database, start_daemon, start_agent, scripted_llm, tmp_path):
+    url, admin = database
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("first answer"), Reply.text("acp first"), Reply.text("second answer"),
+               Reply.text("acp second"))
+    team = {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"}
+    daemon = await start_daemon("laptop", team)
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
+    agent = await start_agent(env=team)
+    acp_sid = await agent.new()
+    assert (await agent.prompt(acp_sid, "acp q1")).stop_reason == "end_turn"
+    saved = read_rounds(url, sid)
+    acp_saved = read_rounds(url, acp_sid)
+    assert saved and b"first answer" in saved and acp_saved and b"acp first" in acp_saved
+
+    _allow(admin, url, False)
+    try:
+        assert (await daemon.request("ollie/submit", {"session": sid, "text": "q2"}, timeout=60))["stop"] == "end"
+        assert await daemon.request("ollie/session/close", {"session": sid}, timeout=60) == {}
+        # The daemon: the session is gone from the client, so a message says what was not saved.
+        shown = [m.message for m in daemon.client.messages]
+        assert any(NOT_SAVED in m and sid in m and "What it had saved before is kept" in m
+                   and "not currently accepting connections" in m for m in shown), shown
+        # ACP: the line comes in the session before the close answers.
+        assert (await agent.prompt(acp_sid, "acp q2", timeout=60)).stop_reason == "end_turn"
+        await asyncio.wait_for(agent.conn.close_session(session_id=acp_sid), 60)
+        told = agent.client.text(acp_sid)
+        assert NOT_SAVED in told and acp_sid in told, told
+    finally:
+        _allow(admin, url, True)
+    # Nothing stored before the outage was lost.
+    assert read_rounds(url, sid) == saved and read_rounds(url, acp_sid) == acp_saved
+
+
+async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(database, scripted_llm, tmp_path):
+    url, admin = database
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply(text="a slow answer", delay=1.5))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ollie.cli", "-p", "hello", "--no-preflight", stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=home_env(tmp_path, **llm.env(), OLLIE_STORE=url))
+    try:
+        for _ in range(600):  # the turn has started (the store was reached): now it goes down
+            if llm.chat_requests:
+                break
+            await asyncio.sleep(0.05)
+        _allow(admin, url, False)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        _allow(admin, url, True)
+    assert b"a slow answer" in out
+    assert NOT_SAVED.encode() in err and b"What it had saved before is kept" in err, err.decode()[-3000:]

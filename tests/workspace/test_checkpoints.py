@@ -30,7 +30,8 @@ async def test_changes_see_every_kind_of_writer(project: Path) -> None:
     assert app.hunks[0].lines == ("-line 5\n", "+LINE FIVE\n")
     assert changes["gen.py"].status == "added" and changes["gen.py"].new_text == "print(1)\n"
     assert changes["README.md"].status == "deleted" and changes["README.md"].old_text == "# demo\n"
-    assert changes["docs.txt"].acp_diff() == {"path": "docs.txt", "oldText": None, "newText": "one\n"}
+    docs = changes["docs.txt"]
+    assert (docs.path, docs.status, docs.old_text, docs.new_text) == ("docs.txt", "added", None, "one\n")
     blob = changes["blob.bin"]
     assert blob.binary and blob.new_text is None and blob.hunks == () and blob.new_data == b"\x00\x01\x02binary"
     # A snapshot of an unchanged tree is the same checkpoint, and nothing differs.

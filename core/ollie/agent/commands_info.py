@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ollie import paths
 from ollie.agent.review import summary as review_summary
-from ollie.agent.skills import find_skills
 from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
@@ -190,6 +189,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:
     """The skills found (directories with a SKILL.md)."""
+    from ollie.agent.skills import find_skills  # YAML (their front matter): only when someone asks
+
     skills = find_skills()
     if not skills:
         return f"no skills found (add directories with a SKILL.md under {paths.config_dir() / 'skills'})"

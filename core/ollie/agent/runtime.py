@@ -120,7 +120,7 @@ def refresh_tools(runtime: Runtime) -> None:
 
 def generation_params(cfg: AgentConfig) -> GenerationParams:
     """The sampling parameters the agent config sets (its fields named like GenerationParams')."""
-    names = [f for f in GenerationParams.__dataclass_fields__ if f in AgentConfig.model_fields]
+    names = [f for f in GenerationParams.__dataclass_fields__ if f in AgentConfig.__dataclass_fields__]
     return GenerationParams(**{n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None})
 
 

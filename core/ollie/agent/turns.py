@@ -72,13 +72,16 @@ class Turns:
             bus.emit("info", f"warning: {warning}")
         host.set_state("thinking")
         loop = AgentLoop(host, self._budget)
+        # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
+        # the prompt nor the workspace, and the first turn would otherwise wait for it after the prompt commands.
+        limit = asyncio.ensure_future(self._budget.limit())
         try:
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await host.ready_prompt()  # the prompt commands run for the first turn, not at session/new
             for warning in host.take_prompt_warnings():
                 bus.emit("info", f"warning: {warning}")
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
-            await self._budget.limit()
+            await limit
             result = await loop.run(text)
         except asyncio.CancelledError:
             # Interrupted: the task completes with a result instead of propagating.
@@ -90,6 +93,7 @@ class Turns:
             log.exception("turn failed")
             bus.emit("error", f"internal error: {exc}")
             result = TurnResult(loop.reply, "error", f"internal error: {exc}")
+        limit.cancel()  # still asking only when the turn ended before it needed the answer
         self._finishing = True
         host.session.end_turn()
         await host.review.end_turn()  # the state the turn left: what its changes and undo measure against

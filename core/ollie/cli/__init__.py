@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     from ollie.log import setup_logging
 
     setup_logging()
+    if args.session:
+        problem = _session_problem(args.session)
+        if problem:
+            print(f"ollie: {problem}", file=sys.stderr)
+            return 1
     if not args.no_preflight:
         from ollie.cli.preflight import backend_problem
 
@@ -89,6 +94,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _session_problem(session_id: str) -> str | None:
+    """Why `--session ID` cannot be resumed (no saved session has the id), else None; nothing is created."""
+    from ollie import paths
+    from ollie.cli.sanitize import printable
+    from ollie.errors import OllieError
+    from ollie.sessions import persist
+
+    try:
+        if persist.exists(paths.sessions_dir(), session_id):
+            return None
+    except OllieError as exc:  # the store cannot be read (OLLIE_STORE down): say so rather than guess
+        return printable(f"cannot check session {session_id}: {exc}")
+    # Resuming an id that was never saved would silently start a new session under it.
+    return (printable(f"--session {session_id}: no saved session has this id; ")
+            + "`ollie -p /sessions` lists the saved sessions")
 
 
 def _exec_acp(args: argparse.Namespace) -> int:

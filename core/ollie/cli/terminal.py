@@ -99,10 +99,23 @@ async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tup
         yield core, events
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        await core.close()  # its last save: a failure is an `error` event, still rendered
         await events.close()
-        await core.close()
+        await _release(core.session_id, renderer)
         if recorder is not None:
             await recorder.close()
+
+
+async def _release(session_id: str, renderer: Renderer) -> None:
+    """Store what is still queued (OLLIE_STORE writes in the background); say so when that failed."""
+    from ollie.sessions import persist
+    from ollie.sessions.errors import NotSavedError
+
+    try:
+        await asyncio.to_thread(persist.release, session_id)
+    except NotSavedError as exc:
+        renderer.end_line()
+        print(printable(f"ollie: {exc}"), file=sys.stderr)
 
 
 async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:

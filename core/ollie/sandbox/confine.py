@@ -45,6 +45,8 @@ SECUREBITS = 0b11101111
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+for _name in ("unshare", "capget", "capset", "prctl"):
+    getattr(_libc, _name)  # looked up once here, in the fork server, rather than in every tool process
 
 
 class _CapHeader(ctypes.Structure):

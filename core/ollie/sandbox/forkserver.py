@@ -2,7 +2,8 @@
 
 Started once per daemon as `python -I -S forkserver.py CONTROL_FD [TOOLS_DIR]`, because
 forking a threaded daemon and running Python before exec is unsafe. Protocol:
-the daemon sends b"spawn" on the control socket (SOCK_SEQPACKET) with four fds:
+the daemon sends b"spawn" (b"spawn ns": the step asks for its own PID namespace, so a
+spare that forked its tool process ahead may take it) on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
 per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
 server forks a supervisor (supervise.py) that forks the tool process (`_child`:
@@ -68,7 +69,8 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
     In a step with its own PID namespace this process is PID 1: it confines itself
     (a fresh /proc first), then spawns the tool process and stays as its init.
     A request with `python` ({script, args}) runs that script in this interpreter
-    (pyrun.py) where `argv` would be exec'd, after the same confinement.
+    (pyrun.py) where `argv` would be exec'd, after the same confinement. A spare's
+    prepared process (supervise.Prepared) runs it once its supervisor hands it the step.
 
     Never returns. The launcher runs this same function.
     """
@@ -112,8 +114,9 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
 
 # The running supervisors (spares included): pid -> pidfd (registered with the selector until reaped).
 _supervisors: dict[int, int] = {}
-# Spares: those that said b"ready" (in order), and every spare's job socket until it is used or gone.
-_ready: list[int] = []
+# Spares: those that said they are ready (in order; True: its tool process is forked already, as PID 1 of
+# a new PID namespace, for a step that asks for one), and every spare's job socket until it is used or gone.
+_ready: list[tuple[int, bool]] = []
 _jobs: dict[int, socket.socket] = {}
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
 
@@ -133,7 +136,7 @@ def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
     server = os.getpid()
     pid = os.fork()
     if pid == 0:
-        supervise.close_fds_except(fds)
+        supervise.fdio.close_fds_except(fds)
         supervise.run_unread(socket.socket(fileno=fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
     for fd in fds:
         os.close(fd)
@@ -148,7 +151,7 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            supervise.close_fds_except([theirs.fileno()])
+            supervise.fdio.close_fds_except([theirs.fileno()])
             supervise.run_spare(theirs, _child, server, MAX_REQUEST_BYTES)
         theirs.close()
         _jobs[pid] = ours
@@ -166,8 +169,8 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
         message = jobs.recv(16)
     except OSError:
         message = b""
-    if message == b"ready":
-        _ready.append(pid)
+    if message in (b"ready", b"ready ns"):
+        _ready.append((pid, message == b"ready ns"))
         return
     if message == b"no cgroup":
         _spares_work = False  # none is writable: spares would gain nothing
@@ -175,10 +178,14 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
     del _jobs[pid]
 
 
-def _hand_to_spare(fds: list[int], selector: selectors.BaseSelector) -> bool:
-    """Give a spawn (its socket and stdio) to a ready spare; False when none is."""
-    while _ready:
-        pid = _ready.pop(0)
+def _hand_to_spare(fds: list[int], namespace: bool) -> bool:
+    """Give a spawn (its socket and stdio) to a ready spare that fits it; False when none does."""
+    while True:
+        fits = [spare for spare in _ready if namespace or not spare[1]]
+        if not fits:
+            return False
+        _ready.remove(fits[0])
+        pid = fits[0][0]
         jobs = _jobs.pop(pid)
         try:
             socket.send_fds(jobs, [b"go"], fds)
@@ -189,7 +196,6 @@ def _hand_to_spare(fds: list[int], selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
-    return False
 
 
 def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -199,8 +205,9 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
     os.waitpid(pid, 0)
     if spare and pid in _jobs:  # died before it was used
         jobs = _jobs.pop(pid)
-        if pid in _ready:
-            _ready.remove(pid)
+        ready = [spare for spare in _ready if spare[0] == pid]
+        if ready:
+            _ready.remove(ready[0])
         else:
             selector.unregister(jobs)
         jobs.close()
@@ -227,7 +234,7 @@ def _stop_all(selector: selectors.BaseSelector) -> None:
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
     try:
-        message, fds = supervise.recv_fds(control, 4)
+        message, fds = supervise.fdio.recv_fds(control, 4)
     except OSError:
         return False
     if not message:
@@ -236,7 +243,7 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
-    if not _hand_to_spare(fds, selector):
+    if not _hand_to_spare(fds, namespace=message == b"spawn ns"):
         _fork(fds, selector)
     return True
 

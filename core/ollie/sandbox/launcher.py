@@ -34,7 +34,7 @@ def main() -> None:
     conn = socket.socket(fileno=int(sys.argv[1]))
     daemon = int(sys.argv[2])
     try:
-        request = forkserver.supervise.read_request(conn, forkserver.MAX_REQUEST_BYTES)
+        request = forkserver.supervise.fdio.read_request(conn, forkserver.MAX_REQUEST_BYTES)
     except ValueError as exc:
         forkserver._refuse(conn, f"bad request: {exc}")
         os._exit(0)

@@ -1,4 +1,4 @@
-"""sandbox.yaml: the file schema, named-policy lookup, template expansion, and path checks."""
+"""sandbox.yaml: named-policy lookup, template expansion, and path checks (the file's schema: `policy_schema`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
-
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ollie import paths
 from ollie.errors import ConfigError
 from ollie.sandbox.errors import PolicyError
+from ollie.sandbox.policy_cache import PolicySpec, load_spec
 
 LOG_LEVELS = ("", "error", "info", "debug")
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
@@ -24,60 +21,6 @@ _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
 # an entry there must never let check_path approve a file the daemon itself would read (its environ holds API keys).
 _PER_PROCESS = (Path("/proc"),)
 
-
-
-def _port_number(value: object) -> object:
-    """YAML users quote ports ("443"): a string of digits is that port; anything else is left for validation."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return value
-
-
-Port = Annotated[int, BeforeValidator(_port_number), Field(ge=1, le=65535)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _General(_Section):
-    best_effort: bool = True
-    log_level: str = ""
-
-
-class _Filesystem(_Section):
-    ro: list[str] = Field(default_factory=list)
-    rox: list[str] = Field(default_factory=list)
-    rw: list[str] = Field(default_factory=list)
-    rwx: list[str] = Field(default_factory=list)
-
-
-class _Network(_Section):
-    enabled: bool = True
-    unrestricted: bool = True
-    bind_tcp: list[Port] = Field(default_factory=list)
-    connect_tcp: list[Port] = Field(default_factory=list)
-    unix: bool = False  # pathname unix sockets (socket(AF_UNIX)); socketpair() is always allowed
-
-
-class _Limits(_Section):
-    processes: int = Field(default=512, ge=1)  # tasks one step may run at once (pids cgroup; see cgroup.py)
-
-
-class _Advanced(_Section):
-    ldd: bool = False
-    add_exec: bool = False
-
-
-class PolicyFile(_Section):
-    """The sandbox.yaml schema (validated at the edge, then turned into a `Policy`)."""
-
-    general: _General = Field(default_factory=_General)
-    filesystem: _Filesystem = Field(default_factory=_Filesystem)
-    network: _Network = Field(default_factory=_Network)
-    env: list[str] = Field(default_factory=list)
-    limits: _Limits = Field(default_factory=_Limits)
-    advanced: _Advanced = Field(default_factory=_Advanced)
 
 
 @dataclass(frozen=True)
@@ -168,7 +111,7 @@ def _expand(text: str, values: Mapping[str, str], key: str, source: str) -> str:
     return _TEMPLATE.sub(replace, text)
 
 
-def _expand_paths(entries: list[str], values: Mapping[str, str], tools_dirs: list[str], kind: str,
+def _expand_paths(entries: Sequence[str], values: Mapping[str, str], tools_dirs: list[str], kind: str,
                   source: str) -> list[Path]:
     out: list[Path] = []
     for index, entry in enumerate(entries):
@@ -184,7 +127,7 @@ def _expand_paths(entries: list[str], values: Mapping[str, str], tools_dirs: lis
     return out
 
 
-def _expand_env(entries: list[str], values: Mapping[str, str], environ: Mapping[str, str],
+def _expand_env(entries: Sequence[str], values: Mapping[str, str], environ: Mapping[str, str],
                 source: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for index, entry in enumerate(entries):
@@ -198,15 +141,6 @@ def _expand_env(entries: list[str], values: Mapping[str, str], environ: Mapping[
     return out
 
 
-def _validation_message(exc: ValidationError) -> str:
-    problems = []
-    for err in exc.errors():
-        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        problems.append(f"key '{key or '(top level)'}': {msg}")
-    return "; ".join(problems)
-
-
 def parse_policy(text: str, *, source: str, name: str, cwd: Path,
                  env: Mapping[str, str] | None = None) -> Policy:
     """Parse sandbox.yaml text and expand it for a session in `cwd`; errors name `source` and the key."""
@@ -218,40 +152,26 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
     tools_dirs = [str(d) for d in paths.tools_path()]
     fs = spec.filesystem
     kinds = {k: _expand_paths(getattr(fs, k), values, tools_dirs, k, source) for k in ("ro", "rox", "rw", "rwx")}
-    if spec.advanced.add_exec:
+    if spec.add_exec:
         kinds = {"ro": [], "rox": kinds["ro"] + kinds["rox"], "rw": [], "rwx": kinds["rw"] + kinds["rwx"]}
     net = spec.network
     return Policy(
         name=name,
         source=Path(source),
         **{k: tuple(v) for k, v in kinds.items()},
-        network=NetworkPolicy(net.enabled, net.unrestricted, tuple(net.bind_tcp), tuple(net.connect_tcp),
-                              unix=net.unix),
+        network=NetworkPolicy(net.enabled, net.unrestricted, net.bind_tcp, net.connect_tcp, unix=net.unix),
         env=_expand_env(spec.env, values, environ, source),
         best_effort=spec.general.best_effort,
         log_level=spec.general.log_level,
-        ldd=spec.advanced.ldd,
-        max_processes=spec.limits.processes,
+        ldd=spec.ldd,
+        max_processes=spec.processes,
     )
 
 
 @functools.lru_cache(maxsize=32)
-def _parsed(text: str, source: str) -> PolicyFile:
-    """The validated file (cached by its text: every sandboxed command loads its policy, and YAML is slow)."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{source}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
-    try:
-        return PolicyFile.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {_validation_message(exc)}") from exc
+def _parsed(text: str, source: str) -> PolicySpec:
+    """The validated file (cached by its text: every sandboxed command loads its policy; see `policy_cache`)."""
+    return load_spec(text, source)
 
 
 def policy_file(name: str = "default") -> Path:

@@ -35,6 +35,8 @@ FORK_SERVER = HERE / "forkserver.py"
 LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
+# How long a cancelled spawn waits for its step's processes to be killed and swept before it raises.
+CANCEL_WAIT_S = 5.0
 _background: set[asyncio.Future[None] | asyncio.Future[int]] = set()
 
 
@@ -97,10 +99,12 @@ class ForkServer:
     async def spawn(self, request: dict, stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
         """Fork/exec `request` with `stdio` as fds 0-2; the pid and a future of the exit status."""
         control = self._ensure()
+        # A step with its own PID namespace may go to a spare supervisor that forked its tool process already.
+        kind = b"spawn ns" if (request.get("ruleset") or {}).get("pid_namespace") else b"spawn"
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:
-                socket.send_fds(control, [b"spawn"], [theirs.fileno(), *stdio])
+                socket.send_fds(control, [kind], [theirs.fileno(), *stdio])
         except OSError as exc:
             mine.close()
             raise _ServerLost(str(exc)) from exc
@@ -120,10 +124,10 @@ async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Fu
         writer.write(json.dumps(request).encode() + b"\n")
         line = await reader.readline()
     except asyncio.CancelledError:
-        # The child may already run: kill it as soon as its pid is known.
-        task = asyncio.ensure_future(_kill_when_started(reader, writer))
-        _background.add(task)  # the loop keeps only weak references to tasks
-        task.add_done_callback(_background.discard)
+        # The child may already run: kill it as soon as its pid is known, and raise only once the step is over.
+        # Its supervisor runs beside the others, so without this wait the step could start (and be seen running)
+        # after the cancelled caller has moved on; bounded, so that a stuck supervisor cannot hold the cancel.
+        await _settle(asyncio.ensure_future(_kill_when_started(reader, writer)))
         raise
     except OSError as exc:
         line = b""
@@ -138,11 +142,28 @@ async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Fu
     return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
 
 
-async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _settle(cleanup: asyncio.Future[None] | asyncio.Future[int]) -> None:
+    """Wait for a cancelled spawn's `cleanup`, CANCEL_WAIT_S at most (less if cancelled again); it goes on after."""
+    _background.add(cleanup)  # the loop keeps only weak references to tasks
+    cleanup.add_done_callback(_background.discard)
     try:
+        await asyncio.wait([cleanup], timeout=CANCEL_WAIT_S)  # unlike wait_for, it never cancels `cleanup`
+    except asyncio.CancelledError:
+        pass  # the caller raises its own exception now
+
+
+async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """After a cancelled spawn: kill its step, and return once its supervisor reports every process dead."""
+    try:
+        # Half-closed: the supervisor kills the tool process even if its pid never comes (it never gets to exec).
+        writer.write_eof()
         reply = json.loads(await reader.readline() or b"{}")
         if "pid" in reply:
-            os.killpg(reply["pid"], signal.SIGKILL)
+            try:
+                os.killpg(reply["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # its group is gone already; what left the group is the sweep's
+            await reader.readline()  # the status (or EOF): sent after the sweep
     except (OSError, ValueError):
         pass
     finally:
@@ -191,10 +212,13 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asy
     except _ServerLost as exc:
         await proc.wait()
         raise SandboxError(f"the sandbox launcher failed (exit status {proc.returncode})") from exc
-    except BaseException:
-        task = asyncio.ensure_future(proc.wait())  # reap it once it has swept
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+    except BaseException as exc:
+        reaping = asyncio.ensure_future(proc.wait())  # it exits right after its sweep
+        if isinstance(exc, asyncio.CancelledError):
+            await _settle(reaping)  # a cancelled spawn leaves no supervisor either
+        else:
+            _background.add(reaping)
+            reaping.add_done_callback(_background.discard)
         raise
 
     async def reaped() -> int:
@@ -217,7 +241,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     the fork server's pre-imported interpreter runs it after the same confinement (pyrun.py).
 
     Raises SandboxUnavailableError (no Landlock and best_effort false), OSError
-    (the program is missing or not executable) or SandboxError.
+    (the program is missing or not executable) or SandboxError. Cancelled while in
+    flight, it raises once the step's processes are killed and swept (CANCEL_WAIT_S at most).
     """
     argv = [str(a) for a in argv]
     if not argv:

@@ -11,6 +11,8 @@ reports the exit status: "the step is done" means all its processes are dead.
 The supervisor stays outside the tool's process group, so a group kill never
 stops the sweep; the sweep never forks, so the process limit cannot either (a
 spare supervisor sits in its step's cgroup, with one slot added for itself).
+A spare that can make a PID namespace forks its step's tool process while idle
+(`Prepared`), before it reads any request, and hands it the step when one comes.
 
 A step whose ruleset asks for `pid_namespace` gets its own PID namespace: the
 supervisor unshares CLONE_NEWPID (in a new user namespace too when it lacks
@@ -29,20 +31,20 @@ before and confine.py falls back (best_effort) to granting /proc/self only.
 
 from __future__ import annotations
 
-import array
 import ctypes
 import importlib.util
 import json
 import os
+import select
 import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import cgroup, confine
+    from ollie.sandbox import cgroup, confine, fdio
 else:  # loaded by path from the fork server or the launcher
     def _sibling(name: str):
         spec = importlib.util.spec_from_file_location(
@@ -53,13 +55,16 @@ else:  # loaded by path from the fork server or the launcher
 
     cgroup = _sibling("cgroup")
     confine = _sibling("confine")
+    fdio = _sibling("fdio")
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 CLONE_NEWPID = 0x20000000
+GO = b"!"  # a prepared tool process's signal to go on with its step (see `Prepared`)
 STOP_SIGNAL = signal.SIGTERM
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.prctl  # noqa: B018 - looked up once here, in the fork server, rather than in every supervisor
 
 # Set by the SIGTERM handler; the tool's pid once forked (the handler kills its group).
 _stopping = False
@@ -254,6 +259,30 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
         os._exit(code)
 
 
+def _exec_report(err_r: int, conn: socket.socket, pid: int) -> bytes:
+    """What the tool process reported on `err_r` before exec (b"": EOF, it exec'd or its init spawned the tool).
+
+    A daemon that gave up on the spawn before it knew the pid half-closes `conn` (nothing else comes on it
+    after the request): the tool process is killed then, so that a report that never comes (a process that
+    never gets to exec) cannot leave it running unseen.
+    """
+    poller = select.poll()
+    poller.register(err_r, select.POLLIN)
+    poller.register(conn, select.POLLIN)
+    report = bytearray()
+    while True:
+        for fd, _ in poller.poll():
+            if fd != err_r:
+                poller.unregister(conn)
+                _kill_tool(pid)
+                continue
+            chunk = os.read(err_r, 1 << 16)
+            if not chunk:
+                os.close(err_r)
+                return bytes(report)
+            report += chunk
+
+
 def _init_report(status_r: int, status: int) -> int:
     """The tool's exit status as its init reported it; the init's own (SIGKILLed by a group kill) if none."""
     try:
@@ -264,39 +293,46 @@ def _init_report(status_r: int, status: int) -> int:
 
 
 def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: ToolChild, parent: int,
-              group: cgroup.Cgroup | None = None) -> int:
+              group: cgroup.Cgroup | None = None, prepared: Prepared | None = None) -> int:
     """Run `request` as one step (its replies go to `conn`) and sweep after it; the supervisor's exit code.
 
     `parent` is the pid whose death must end the step (the fork server, or the
     daemon for the launcher); `child` does the tool's pre-exec work and execs.
-    `group`: a spare's cgroup that this process already belongs to (see `run_spare`).
+    `group`: a spare's cgroup that this process already belongs to (see `run_spare`);
+    `prepared`: its tool process, forked ahead as PID 1 of the step's PID namespace, to hand the step to.
     """
     global _tool, _init_status
     if group is None:
         _arm(parent)
         limit = _limit_of(request)
         group = cgroup.Cgroup.create(str(os.getpid()), limit) if limit > 0 else None
-    err_r, err_w = os.pipe()
-    # Unshared right before the fork: the namespace is for this child (we are single-threaded, fork nothing else).
-    status_r = -1
-    if _wants_pid_namespace(request) and _new_pid_namespace():
-        status_r, _init_status = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(err_r)
+    if prepared is not None:
+        pid, err_r, status_r = prepared.pid, prepared.err_r, prepared.status_r
+        _tool = pid
+        if _stopping:
+            _kill_tool(pid)
+        prepared.release()
+    else:
+        err_r, err_w = os.pipe()
+        # Unshared right before the fork: the namespace is for this child (we are single-threaded, fork nothing else).
+        status_r = -1
+        if _wants_pid_namespace(request) and _new_pid_namespace():
+            status_r, _init_status = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(err_r)
+            if status_r >= 0:
+                os.close(status_r)
+            child(request, stdio, err_w, group)
+        _tool = pid
+        if _stopping:
+            _kill_tool(pid)
+        os.close(err_w)
         if status_r >= 0:
-            os.close(status_r)
-        child(request, stdio, err_w, group)
-    _tool = pid
-    if _stopping:
-        _kill_tool(pid)
-    os.close(err_w)
-    if status_r >= 0:
-        os.close(_init_status)
+            os.close(_init_status)
     for fd in stdio:
         os.close(fd)  # the step's pipes must close once its processes are gone
-    with os.fdopen(err_r, "rb") as errors:
-        failure = errors.read()  # EOF on a successful exec (the pipe is close-on-exec)
+    failure = _exec_report(err_r, conn, pid)
     if failure:
         _wait_tool(pid)
         if status_r >= 0:
@@ -330,58 +366,133 @@ def limit_processes(request: dict, group: cgroup.Cgroup | None) -> None:
         cgroup.limit_rlimit(limit)
 
 
-def close_fds_except(keep: Sequence[int]) -> None:
-    """Close every fd from 3 up except `keep`: a supervisor forked from the fork server must not hold
-    other spawns' pipes or sockets (theirs would never see EOF while this step runs)."""
-    low = 3
-    for fd in sorted(set(keep)):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 1 << 20)
+def _request_or_exit(conn: socket.socket, max_request: int, prepared: Prepared | None = None,
+                     stdio: Sequence[int] = ()) -> dict:
+    """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process.
 
-
-def recv_fds(sock: socket.socket, maxfds: int) -> tuple[bytes, list[int]]:
-    """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
-    and an inherited fd would hand one child another spawn's pipes and socket."""
-    item = array.array("i")
-    message, ancdata, _, _ = sock.recvmsg(64, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            item.frombytes(data[: len(data) - len(data) % item.itemsize])
-    return message, list(item)
-
-
-def read_request(conn: socket.socket, max_bytes: int) -> dict | None:
-    """The spawn's JSON request line, read blocking; None when the daemon closed first. ValueError if bad."""
-    buffer = bytearray()
-    while b"\n" not in buffer:
-        chunk = conn.recv(1 << 16)
-        if not chunk:
-            return None
-        buffer += chunk
-        if len(buffer) > max_bytes:
-            raise ValueError("request too large")
-    return json.loads(buffer.split(b"\n", 1)[0])
-
-
-def _request_or_exit(conn: socket.socket, max_request: int) -> dict:
-    """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process."""
+    `prepared` (a spare's tool process, for a step with a PID namespace: the request must ask for one)
+    gets the request's text and `stdio` first, so that it parses the request while this process does.
+    """
     try:
-        request = read_request(conn, max_request)
+        line = fdio.read_line(conn, max_request)
+        if line is not None and prepared is not None:
+            prepared.start(line, stdio)
+        request = None if line is None else json.loads(line)
+        if request is not None and prepared is not None and not _wants_pid_namespace(request):
+            raise ValueError("a step without a PID namespace was sent to a spare that made one")
     except ValueError as exc:
         _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
-        os._exit(0)
+        request = None
     if request is None:
+        if prepared is not None:
+            prepared.discard()
         os._exit(0)
     return request
 
 
+class Prepared:
+    """A spare's tool process, forked ahead as PID 1 of the step's new PID namespace, waiting for its step.
+
+    Forked while the spare is idle, it takes the namespace's unshare and the fork
+    off the step's path. The spare has read nothing yet, so its memory holds
+    nothing of any step; once handed the request and the step's stdio (`start`)
+    it does what a tool process forked after the request does (`child`:
+    new session, stdio, cwd, confinement, the tool) with the same pipes.
+    """
+
+    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int) -> None:
+        self.pid, self.err_r, self.status_r = pid, err_r, status_r
+        self._channel: socket.socket | None = channel
+
+    @classmethod
+    def fork(cls, child: ToolChild, group: cgroup.Cgroup) -> Prepared | None:
+        """Fork it, in the spare (a member of `group` already), as the spare's `_idle` one; None where no PID
+        namespace can be made."""
+        global _idle
+        if not _new_pid_namespace():
+            return None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        err_r, err_w = os.pipe()
+        status_r, status_w = os.pipe()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {STOP_SIGNAL})  # the spare's handler must not run there
+        pid = os.fork()
+        if pid == 0:
+            _await_step(theirs, err_w, status_w, blocked, child, group)
+        theirs.close()
+        os.close(err_w)
+        os.close(status_w)
+        _idle = cls(pid, ours, err_r, status_r)  # before the spare's handler may run: it kills this one
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return _idle
+
+    def start(self, line: bytes, stdio: Sequence[int]) -> None:
+        """Hand it the step's request line and stdio: it parses the request meanwhile, then waits for `release`."""
+        assert self._channel is not None  # started once, before `release`
+        try:
+            sent = socket.send_fds(self._channel, [line], list(stdio))
+            self._channel.sendall(line[sent:])
+        except OSError:
+            pass  # it is gone: its exit status (killed) becomes the step's
+
+    def release(self) -> None:
+        """Let it go on (the step's process limit is set): it confines itself and starts the tool."""
+        channel, self._channel = self._channel, None
+        assert channel is not None  # released once
+        try:
+            channel.sendall(GO)
+        except OSError:
+            pass
+        finally:
+            channel.close()
+
+    def discard(self) -> None:
+        """Kill and reap it when the step it was made for will not run (the spare is stopping, the request is bad)."""
+        if self._channel is None:
+            return
+        _kill_tool(self.pid)  # first: it must not take the channel's EOF for anything
+        self._channel.close()
+        self._channel = None
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iterable[int], child: ToolChild,
+                group: cgroup.Cgroup) -> NoReturn:
+    """In the prepared process: wait for the step's request and stdio on `channel`, then run `child` on them."""
+    global _init_status, _spare_group, _idle
+    try:
+        signal.signal(STOP_SIGNAL, _on_stop)  # what a tool process forked by a working supervisor has
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        _init_status, _spare_group, _idle = status_w, None, None
+        # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
+        die_with_supervisor()
+        fdio.close_fds_except([channel.fileno(), err_w, status_w])
+        data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
+        line = bytearray(data)
+        while data and not line.endswith(b"\n"):
+            data = channel.recv(1 << 16)
+            line += data
+        request = json.loads(line) if data and len(stdio) == 3 else None
+        # Its pre-exec work starts once the step's process limit is set (measured: doing it meanwhile was slower).
+        go = channel.recv(len(GO)) if request is not None else b""
+        channel.close()
+    except BaseException:  # noqa: BLE001 - never return into the spare's code
+        os._exit(1)
+    if go != GO or request is None:
+        os._exit(0)  # the spare stopped, or the step will not run
+    child(request, stdio, err_w, group)
+
+
 _spare_group: cgroup.Cgroup | None = None
+_idle: Prepared | None = None  # an idle spare's prepared tool process
 
 
 def _exit_now(signum: int, frame: object) -> None:
     """An idle spare told to stop (or whose fork server died): nothing to sweep; leave no cgroup behind."""
+    if _idle is not None:
+        _idle.discard()
     if _spare_group is not None:
         _spare_group.leave_and_remove()
     os._exit(0)
@@ -392,10 +503,12 @@ def run_spare(jobs: socket.socket, child: ToolChild, parent: int, max_request: i
 
     Moving a task into a cgroup waits for an RCU grace period when none happened
     lately (~15 ms here), so spares pay that while idle: the tool they fork is
-    born in the cgroup, with nothing to move. Sends b"ready", then receives the
-    per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone).
+    born in the cgroup, with nothing to move. Where it can make a PID namespace
+    it forks the tool process ahead too (`Prepared`) and takes steps that ask for one
+    only. Sends b"ready ns" (or b"ready"), then receives the per-spawn socket and the
+    stdio fds on `jobs` (EOF: the fork server is gone).
     """
-    global _spare_group
+    global _spare_group, _idle
     signal.signal(STOP_SIGNAL, _exit_now)  # idle: nothing to sweep yet
     code = 1
     try:
@@ -409,19 +522,20 @@ def run_spare(jobs: socket.socket, child: ToolChild, parent: int, max_request: i
             os._exit(0)
         group.join()
         _spare_group = group
-        jobs.sendall(b"ready")
-        message, fds = recv_fds(jobs, 4)
+        prepared = Prepared.fork(child, group)
+        jobs.sendall(b"ready ns" if prepared is not None else b"ready")
+        message, fds = fdio.recv_fds(jobs, 4)
         if message != b"go" or len(fds) != 4:
             _exit_now(0, None)  # EOF: the fork server has gone
         signal.signal(STOP_SIGNAL, _on_stop)
-        _spare_group = None
+        _spare_group = _idle = None
         if os.getppid() != parent:
             _on_stop(STOP_SIGNAL, None)
         conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
-        request = _request_or_exit(conn, max_request)
+        request = _request_or_exit(conn, max_request, prepared, stdio)
         limit = _limit_of(request)
         group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
-        code = supervise(request, conn, stdio, child, parent, group)
+        code = supervise(request, conn, stdio, child, parent, group, prepared)
         if os.getppid() != parent:
             group.leave_and_remove()  # the fork server, which would remove it, is gone
     except BaseException as exc:  # noqa: BLE001 - the supervisor must always exit here

@@ -3,6 +3,8 @@ files, or PostgreSQL with OLLIE_STORE: `pg`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ollie.sessions.errors import (
     ArchivedError,
     ForbiddenError,
@@ -16,7 +18,6 @@ from ollie.sessions.errors import (
     WrongKindError,
 )
 from ollie.sessions.output import OutputCollector
-from ollie.sessions.pg.lease import LeaseLostError, SessionLeasedError
 from ollie.sessions.registry import Registry
 from ollie.sessions.rotation import RotationOutcome, verify_rotation
 from ollie.sessions.schema import StoreVersionError
@@ -44,6 +45,9 @@ from ollie.sessions.types import (
     validate_title,
 )
 
+if TYPE_CHECKING:
+    from ollie.sessions.pg.lease import LeaseLostError, SessionLeasedError
+
 __all__ = [
     "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES", "PRIVATE_CHANNELS",
     "ArchivedError", "Channel", "LeaseLostError", "SessionLeasedError", "StoreVersionError",
@@ -53,3 +57,12 @@ __all__ = [
     "SessionRecord", "StaleRotationError", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
     "default_path", "default_review_policy", "os_user", "validate_title", "verify_rotation",
 ]
+
+
+def __getattr__(name: str) -> type[SessionError]:
+    """The lease errors, imported on first use: the lease module serves only a PostgreSQL store (OLLIE_STORE)."""
+    if name in ("LeaseLostError", "SessionLeasedError"):
+        from ollie.sessions.pg import lease
+
+        return getattr(lease, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

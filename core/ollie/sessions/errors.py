@@ -6,9 +6,9 @@ from ollie.errors import OllieError
 
 
 class SessionError(OllieError):
-    """Base of the registry errors; `rpc_code` is the daemon's JSON-RPC error code."""
+    """Base of the registry errors; `rpc_code` is the daemon's JSON-RPC error code (-32009: the store failed)."""
 
-    rpc_code = -32603
+    rpc_code = -32009
 
 
 class InvalidSessionError(SessionError, ValueError):
@@ -61,3 +61,7 @@ class RotationOutcomeUnknownError(SessionError):
     """The rotation's commit was not acknowledged: it may or may not have landed (see verify_rotation)."""
 
     rpc_code = -32006
+
+
+class NotSavedError(SessionError):
+    """A session closed with rounds its store did not take; what it had saved before is kept."""

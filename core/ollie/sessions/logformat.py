@@ -60,17 +60,23 @@ def snapshot_records(session: Session) -> Iterator[bytes]:
     yield dumps({"t": "meta", "n": len(session.messages), "meta": session.meta()})
 
 
-def last_meta(tail: bytes) -> dict[str, Any]:
-    """The last whole `meta` record's meta in the end of a log ({} when none is there)."""
+def last_commit(tail: bytes) -> dict[str, Any]:
+    """The last whole `meta` record in the end of a log: `{"t": "meta", "n": <messages>, "meta": {...}}` ({} if none)."""
     # The last piece has no newline after it: a torn write or b"".
     for line in reversed(tail.split(b"\n")[:-1]):
         if line.startswith(b'{"t":"meta"'):  # dumps writes compact JSON, "t" first
             try:
-                meta = json.loads(line).get("meta")
+                record = json.loads(line)
             except ValueError:
                 continue  # a garbled final line, or the tail's cut first line
-            return dict(meta) if isinstance(meta, dict) else {}
+            return record if isinstance(record, dict) else {}
     return {}
+
+
+def last_meta(tail: bytes) -> dict[str, Any]:
+    """The last whole `meta` record's meta in the end of a log ({} when none is there)."""
+    meta = last_commit(tail).get("meta")
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def parse_compaction_snapshots(data: bytes) -> list[tuple[dict[str, Any], list[Message]]]:

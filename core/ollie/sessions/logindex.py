@@ -14,6 +14,7 @@ from ollie.sessions.logformat import (
     COMPACTION_SUFFIX,
     META_TAIL_BYTES,
     SUFFIX,
+    last_commit,
     last_meta,
     parse_compaction_snapshots,
     session_path,
@@ -28,38 +29,54 @@ def database() -> str:
     return store_url()
 
 
+def _tail(sessions_dir: Path | str, session_id: str) -> bytes:
+    """The end of a saved log, where its latest `meta` record is (b"" when the session is not saved)."""
+    if not is_valid_session_id(session_id):
+        return b""
+    url = database()
+    if url:
+        from ollie.sessions.pg import log as pg_log
+
+        return pg_log.last_round(url, session_id)
+    try:
+        with open(session_path(Path(sessions_dir), session_id), "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - META_TAIL_BYTES))
+            return fh.read()
+    except FileNotFoundError:
+        return b""
+
+
 def read_meta(sessions_dir: Path | str, session_id: str) -> dict[str, Any]:
     """The saved session's latest meta (title, cwd, totals; no tracked maps), read from the file's end.
 
     Every commit ends with a whole `meta` record, so a listing reads the tail (a
     database: the last round), not the history. {} when the session is not saved.
     """
-    if not is_valid_session_id(session_id):
-        return {}
-    url = database()
-    if url:
-        from ollie.sessions.pg import log as pg_log
+    return last_meta(_tail(sessions_dir, session_id))
 
-        return last_meta(pg_log.last_round(url, session_id))
-    try:
-        with open(session_path(Path(sessions_dir), session_id), "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - META_TAIL_BYTES))
-            tail = fh.read()
-    except FileNotFoundError:
-        return {}
-    return last_meta(tail)
+
+def is_unused(sessions_dir: Path | str, session_id: str) -> bool:
+    """Whether a saved session has no message and no title: a start nobody typed in (listings leave it out)."""
+    commit = last_commit(_tail(sessions_dir, session_id))
+    meta = commit.get("meta")
+    return commit.get("n") == 0 and not (isinstance(meta, dict) and meta.get("title"))
 
 
 def list_saved(sessions_dir: Path | str) -> list[str]:
-    """Ids of the saved sessions, oldest first (ids sort by creation time)."""
+    """Ids of the saved sessions worth listing, oldest first (ids sort by creation time).
+
+    A session with no message and no title is left out (`is_unused`): each start of a front end
+    saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
+    """
     url = database()
     if url:
         from ollie.sessions.pg import log as pg_log
 
-        ids = [i for i in pg_log.saved_ids(url) if is_valid_session_id(i)]
-        return sorted(ids, key=lambda s: (len(s), s))
-    return list_saved_files(sessions_dir)
+        ids = sorted((i for i in pg_log.saved_ids(url) if is_valid_session_id(i)), key=lambda s: (len(s), s))
+    else:
+        ids = list_saved_files(sessions_dir)
+    return [i for i in ids if not is_unused(sessions_dir, i)]
 
 
 def list_saved_files(sessions_dir: Path | str) -> list[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie.backend.types import Message, ToolCall
+from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
 from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
 from ollie.sessions.logformat import META_TAIL_BYTES as META_TAIL_BYTES
@@ -45,6 +46,7 @@ from ollie.sessions.logformat import dumps, forget_changes, session_path, snapsh
 from ollie.sessions.logformat import last_meta as last_meta
 from ollie.sessions.logformat import parse_compaction_snapshots as parse_compaction_snapshots
 from ollie.sessions.logindex import database
+from ollie.sessions.logindex import is_unused as is_unused
 from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
 from ollie.sessions.logindex import read_compaction_snapshots as read_compaction_snapshots
@@ -154,10 +156,15 @@ class SessionFile:
         """Persist what is new since the last save (a snapshot when the history was rewritten)."""
         with self._lock:
             self._check_id(session)
-            if self._needs_snapshot(session):
-                self._write_snapshot(session)
-                return
-            self._append(session)
+            try:
+                if self._needs_snapshot(session):
+                    self._write_snapshot(session)
+                else:
+                    self._append(session)
+            except OSError as exc:  # the disk full, the directory gone: `release` tells whoever closes it
+                _unsaved[self.session_id] = exc
+                raise
+            _unsaved.pop(self.session_id, None)
 
     def rewrite(self, session: Session) -> None:
         """Write a fresh snapshot of the whole session atomically, replacing the log."""
@@ -467,6 +474,8 @@ def _parse_records(data: bytes, path: Path) -> tuple[list[Message], dict[str, An
     return committed
 
 
+# Sessions whose last save to a file failed (id -> why): `release` reports them when they close.
+_unsaved: dict[str, OSError] = {}
 # Sessions loaded ahead of open_session (off the event loop, see `preload`): (store url, id) -> (log, session).
 _preloaded: dict[tuple[str, str], tuple[SessionFile, Session]] = {}
 
@@ -517,13 +526,30 @@ def preload(sessions_dir: Path | str, session_id: str | None) -> None:
 
 
 def release(session_id: str) -> None:
-    """After its Core closed (or failed to start): store what is queued and give up the lease (files: nothing)."""
+    """After its Core closed (or failed to start): store what is queued and give up the lease (files: nothing).
+
+    NotSavedError when the store did not take the last rounds (down, the lease lost, the disk
+    full): the caller tells the user; what was stored before stays as it was (a database write is
+    one transaction; a file gets whole rounds appended, or is replaced by a rename).
+    """
+    failed = _unsaved.pop(session_id, None)
     url = database()
     if url:
         from ollie.sessions.pg import log as pg_log
 
         _preloaded.pop((url, session_id), None)
-        pg_log.close_logs(url, session_id)
+        try:
+            pg_log.close_logs(url, session_id)
+        except SessionError as exc:
+            raise NotSavedError(not_saved(session_id, exc)) from exc
+    if failed is not None:
+        raise NotSavedError(not_saved(session_id, failed))
+
+
+def not_saved(session_id: str, why: BaseException | str) -> str:
+    """What to tell the user when a session closed without its latest messages saved."""
+    return (f"session {session_id} was closed without saving its latest messages: {why}. "
+            "What it had saved before is kept")
 
 
 def load(sessions_dir: Path | str, session_id: str) -> Session:

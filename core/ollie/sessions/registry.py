@@ -254,6 +254,8 @@ class Registry:
             internal = sorted(INTERNAL_KINDS)
             where.append(f"NOT {_in('kind', internal)}")
             params += internal
+        if opts.exclude_unused:
+            where.append("(last_turn_started_at IS NOT NULL OR title <> '')")
         if opts.project_id:
             where.append("project_id = ?")
             params.append(opts.project_id)
@@ -326,6 +328,23 @@ class Registry:
             info = self._load(conn, scope, session_id, write=True)
             if not info.archived:
                 store.update(conn, session_id, archived=True)
+
+    def unarchive(self, scope: Scope, session_id: str) -> Info:
+        """Bring an archived session back to the active lists (idempotent).
+
+        InvalidSessionError when it would be a second active main session of its user and agent,
+        or a second active session of its channel binding (archive the current one first).
+        """
+        with self._store.transaction() as conn:
+            info = self._load(conn, scope, session_id, write=True)
+            if info.archived:
+                try:
+                    store.update(conn, session_id, archived=False)
+                except DuplicateError as exc:
+                    rule = "main session" if exc.what == "main" else "session of its channel"
+                    raise InvalidSessionError(f"session {session_id} cannot be unarchived: its user already has "
+                                              f"an active {rule}; archive that one first") from None
+        return info.with_changes(archived=False)
 
     def share(self, scope: Scope, session_id: str, team: str) -> Info:
         """Share the session to a team channel ('' stops sharing): its members may then list and resume it."""

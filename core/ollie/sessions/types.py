@@ -315,6 +315,8 @@ class ListOptions:
     kinds: list[Kind | str] = field(default_factory=list)
     include_archived: bool = False
     exclude_internal: bool = False
+    # Leave out sessions never prompted and never named (a front end's start makes one each time).
+    exclude_unused: bool = False
     project_id: str = ""
     limit: int = 0
     offset: int = 0

@@ -68,10 +68,6 @@ class FileChange:
     old_data: bytes | None = field(default=None, repr=False)
     new_data: bytes | None = field(default=None, repr=False)
 
-    def acp_diff(self) -> dict[str, str | None]:
-        """The Agent Client Protocol diff shape `{path, oldText, newText}` (oldText None for an added file)."""
-        return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
-
 
 @dataclass(frozen=True)
 class Turn:

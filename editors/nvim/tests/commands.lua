@@ -21,7 +21,7 @@ vim.cmd("OllieAgent")
 H.wait_chat("agent: coding")
 vim.cmd("Ollie start a slow one")
 H.wait_chat("Slowly")
-vim.cmd("OllieQueue and this after")
+vim.cmd("OllieQueue and this after, see #file:notes.txt")
 vim.cmd("OllieInject mind the tests")
 H.wait_chat("queued answer", 30000)
 H.wait_chat("_%(end%)_.*queued answer.*_%(end%)_", 30000)
@@ -53,11 +53,29 @@ R.parsed_text = text
 R.parsed_labels = vim.tbl_map(function(c) return c.label end, contexts)
 local _, _, perr = context.parse("see #file:nope.txt", nil)
 R.parse_error = perr
+-- A saved prompt the daemon added an undo note to reads back as what the user typed.
+R.split_with_note = { context.split_prompt("fix it\n\nthe user undid these changes of yours (turn 1): a.txt lines 2-2 "
+  .. "(@@ -2,1 +2,1 @@)") }
+-- Blocks as the daemon writes them: a selection sent with a range names its lines (`Location:`); only the header
+-- counts, never the code in the fence.
+R.blocks_prompt = table.concat({
+  "<editor-context>\nFile: a.py (python)\nLocation: lines 10-12\nSelected text:\n```python\nx = 1\n```\n"
+    .. "</editor-context>",
+  "<editor-context>\nFile: b.py\nSelected text:\n```\nShowing lines 1-2:\n```\n</editor-context>",
+  "<editor-context>\nFile: c d.py (python)\nShowing line 4:\n```python\ny = 2\n```\n</editor-context>",
+  "<editor-context>\nFile: empty.txt\n</editor-context>",
+  "why these?",
+}, "\n\n")
+R.split_blocks = { context.split_prompt(R.blocks_prompt) }
 
 -- Keymaps come from the options: a chat made after setup() uses the configured send key.
 require("ollie").setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")), keymaps = { send = { n = "S" } } })
-vim.cmd("tabnew")
+vim.cmd("tabedit notes.txt")
 vim.cmd("OllieChat")
 H.type_and_press("/usage", "S")
 H.wait_chat("requests")
+-- Bug: a chat opened with :OllieChat took its own transcript window for the file window: #buffer sent the
+-- transcript (`📎 ollie://chat/2`).
+H.type_and_press("what is in #buffer", "S")
+H.wait_chat("buffer answer")
 H.finish()

@@ -21,10 +21,22 @@ U.wait(function() return U.notified("approval: ask") end, "the approval notifica
 H.results.approval = U.call("ollie/state", {}).approval
 H.results.completion = vim.fn.getcompletion("OllieApproval a", "cmdline")
 
-local res = U.call("ollie/submit", { text = "make mul multiply" })
-H.results.reply = res.reply
-H.results.submit = res
+-- Asked from the chat, as a user asks: the rejection and its feedback show under the step, live and resumed.
+vim.cmd.edit("code.py")
+require("ollie").ask("make mul multiply")
+local chat = require("ollie").current()
+U.wait(function() return chat.transcript:text():find("left it alone", 1, true) ~= nil end, "the answer")
+H.results.live_chat = chat.transcript:text()
+local switched = false
+chat:switch(chat.session, function() switched = true end)
+U.wait(function() return switched end, "the resumed conversation")
+H.results.resumed_chat = chat.transcript:text()
 H.results.code_after = vim.fn.readfile("code.py")
+-- A plain "Reject" (no feedback), and a multi-line feedback.
+local render = require("ollie.render")
+H.results.plain_rejection = render.rejection("rejected: the user did not allow 'Run `ls`'; it was not run.")
+H.results.two_line_rejection = render.rejection(
+  "rejected: the user did not allow 'x'; it was not run.\nThe user's feedback: first\nsecond")
 -- The float is gone once answered.
 H.results.floats_left = #vim.tbl_filter(function(w)
   return vim.api.nvim_win_get_config(w).relative ~= ""

@@ -13,6 +13,10 @@ H.results.ago = {
 }
 
 U.call("ollie/submit", { text = "explain the mul function please" })
+-- A session nobody prompted (each daemon start makes one): the daemon leaves it out of its list.
+local untouched = U.call("ollie/session/new", {}).session
+H.results.untouched_listed = vim.tbl_contains(vim.tbl_map(function(s) return s.id end,
+  U.call("ollie/session/list", {}).sessions), untouched)
 
 local picked = false
 U.answer_select(function() return false end)
@@ -55,11 +59,24 @@ H.results.archive_selects = H.results.selects
 local listed = U.call("ollie/session/list", {})
 H.results.titles_after_archive = vim.tbl_map(function(s) return s.title end, listed.sessions)
 
+-- :OllieSessions offers the archived sessions ("Show archived…"); one picked there is unarchived and resumed.
+local ollie = require("ollie")
+local mul = vim.tbl_filter(function(s) return s.title == "Mul review" end,
+  U.call("ollie/session/list", { includeArchived = true }).sessions)[1]
+U.answer_select(function(item, label)
+  return label == "Show archived…" or label:find("Mul review", 1, true) ~= nil or item == "Unarchive and resume"
+end)
+vim.cmd("OllieSessions")
+U.wait(function() return ollie.current_session() == mul.id end, "the unarchived session resumed")
+H.results.unarchive_selects = H.results.selects
+H.results.archived_before = mul.archived
+listed = U.call("ollie/session/list", {})
+H.results.titles_after_unarchive = vim.tbl_map(function(s) return s.title end, listed.sessions)
+
 -- Teams (docs/TEAM.md): the daemon's answers stand in for a second daemon on a shared store, as the
 -- protocol's error table words them. A session live elsewhere is labelled; loading it is refused (-32007),
 -- said on one line, and the chat stays where it was; a rename/archive refused (-32008) is said the same way.
 local client = require("ollie.client")
-local ollie = require("ollie")
 local requests = require("ollie.requests")
 ollie.new_session()
 U.wait(function() return ollie.current_session() end, "the chat's session")

@@ -13,7 +13,11 @@ H.results.setup_told = vim.list_slice(H.results.notifications, told + 1)
 local keys = require("ollie.config").options.keymaps.review
 local review = require("ollie.review")
 
-U.call("ollie/submit", { text = "shout lines 2 and 18" })
+-- Asked in the chat (as a user asks: the rewind picker then knows when the turn started), then the chat closed.
+require("ollie").ask("shout lines 2 and 18")
+local chat = require("ollie").current()
+U.wait(function() return chat.transcript:text():find("_(end)_", 1, true) ~= nil end, "the turn to end")
+chat:close()
 
 vim.cmd("OllieChanges")
 U.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")

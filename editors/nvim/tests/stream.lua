@@ -22,9 +22,17 @@ local function pending()
 end
 H.wait(function() return #pending() == 1 end, "the queued prompt")
 R.prompt_intact = H.chat.text():find("## You\nplease update notes.txt", 1, true) ~= nil
-H.type_and_press("mind the tests", "<C-j>")
+H.type_and_press("mind the tests in #file:code.py", "<C-j>")
 H.wait(function() return #pending() == 2 end, "the injected prompt")
 R.pending_mid_turn = pending()
+-- Bug: the waiting prompts are virtual lines under the last line; a full window, scrolled to the cursor, hid them.
+local tw = vim.fn.win_findbuf(chat.transcript.buf)[1]
+local tall = vim.api.nvim_win_get_height(tw)
+vim.api.nvim_win_set_height(tw, 4)
+chat.transcript:show_pending()
+R.pending_shown = vim.api.nvim_win_text_height(tw, { start_row = vim.fn.line("w0", tw) - 1 }).all
+  <= vim.api.nvim_win_get_height(tw)
+vim.api.nvim_win_set_height(tw, tall)
 vim.cmd.wincmd("p")
 
 H.wait_chat("follow%-up answer", 30000)
@@ -61,6 +69,13 @@ vim.api.nvim_win_set_cursor(win, { loc_row + 1, 4 })
 vim.cmd.normal("gf")
 R.gf_file = vim.fn.expand("%:t")
 R.gf_line = vim.api.nvim_win_get_cursor(0)[1]
+-- gf on a file the text names (the prompt's `notes.txt`): it opens in the code window; the transcript stays.
+vim.cmd.edit("code.py")
+vim.api.nvim_set_current_win(win)
+vim.api.nvim_win_set_cursor(win, { H.expect(H.row_of("please update notes.txt"), "the prompt line") + 1, 16 })
+vim.cmd.normal("gf")
+R.gf_text = { file = vim.fn.expand("%:t"), transcript_kept = vim.api.nvim_win_get_buf(win) == chat.transcript.buf,
+  in_transcript = vim.api.nvim_get_current_win() == win }
 
 -- A slash command typed in the input area: its output shows once.
 H.type_and_press("/usage")

@@ -106,12 +106,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.onboardingChanged(this.conversation.onboarding);
         return;
       case "submit":
-        await this.conversation.submit(message.text, message.chip ? this.chips.get(message.chip) : undefined);
+        await this.conversation.submit(message.text, this.takeChips(message.chips));
         return;
       case "queue":
-        return this.conversation.queue(message.text);
+        return this.conversation.queue(message.text, this.takeChips(message.chips));
       case "inject":
-        return this.conversation.inject(message.text);
+        return this.conversation.inject(message.text, this.takeChips(message.chips));
       case "interrupt":
         await this.conversation.interrupt();
         return;
@@ -164,6 +164,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     }
     const position = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);
     await vscode.window.showTextDocument(uri, { selection: new vscode.Range(position, position), preview: false });
+  }
+
+  // The contexts of the chips a prompt was sent with, in the input's order; sent chips are done with.
+  private takeChips(ids: string[] | undefined): EditorContext[] {
+    const contexts: EditorContext[] = [];
+    for (const id of ids ?? []) {
+      const context = this.chips.get(id);
+      if (context) contexts.push(context);
+      this.chips.delete(id);
+    }
+    return contexts;
   }
 
   private addChip(kind: Chip["kind"], context: EditorContext, label: string): void {

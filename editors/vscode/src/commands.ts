@@ -5,7 +5,7 @@ import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
-import { HistoryEntry, contextToMarkdown, historyEntries, sessionRefusal } from "./lib/history";
+import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, sessionRefusal, unarchiveRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseModelList } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
@@ -63,25 +63,46 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
 
 const RENAME: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("edit"), tooltip: "Rename" };
 const ARCHIVE: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("archive"), tooltip: "Archive" };
+const UNARCHIVE: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("history"), tooltip: UNARCHIVE_AND_RESUME };
+// The toggle, as a title-bar button and as the list's last item (reachable from the keyboard): archived sessions are
+// listed only on request (`includeArchived`).
+const SHOW_ARCHIVED: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("archive"), tooltip: "Show archived sessions" };
+const HIDE_ARCHIVED: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("eye-closed"), tooltip: "Hide archived sessions" };
 
-type HistoryItem = vscode.QuickPickItem & { entry: HistoryEntry };
-type HistoryChoice = { item: HistoryItem; button?: vscode.QuickInputButton } | undefined;
+type HistoryItem = vscode.QuickPickItem & { entry?: HistoryEntry };
+type SessionChoice = { item: HistoryItem & { entry: HistoryEntry }; button?: vscode.QuickInputButton };
+type HistoryChoice = SessionChoice | "toggle" | undefined;
 
-/** One showing of the history pick: resolves with the accepted item, or an item whose button was pressed. */
-function pickHistory(title: string, items: HistoryItem[]): Promise<HistoryChoice> {
+function hasEntry(item: HistoryItem | undefined): item is SessionChoice["item"] {
+  return item?.entry !== undefined;
+}
+
+/** One showing of the history pick: resolves with the accepted item, an item whose button was pressed, or the toggle. */
+function pickHistory(title: string, sessions: HistoryItem[], archived: boolean): Promise<HistoryChoice> {
   const pick = vscode.window.createQuickPick<HistoryItem>();
-  pick.title = title;
+  pick.title = archived ? `${title} (archived shown)` : title;
   pick.placeholder = "Search sessions by title";
   pick.matchOnDescription = false;
-  pick.items = items;
+  const toggle = archived ? HIDE_ARCHIVED : SHOW_ARCHIVED;
+  pick.items = [
+    ...sessions,
+    { label: "", kind: vscode.QuickPickItemKind.Separator },
+    { label: `$(${archived ? "eye-closed" : "archive"}) ${toggle.tooltip}`, alwaysShow: true },
+  ];
+  pick.buttons = [toggle];
   return new Promise((resolve) => {
     let choice: HistoryChoice;
     pick.onDidAccept(() => {
-      choice = pick.selectedItems[0] ? { item: pick.selectedItems[0] } : undefined;
+      const item = pick.selectedItems[0];
+      choice = hasEntry(item) ? { item } : item ? "toggle" : undefined;
       pick.hide();
     });
     pick.onDidTriggerItemButton(({ item, button }) => {
-      choice = { item, button };
+      choice = hasEntry(item) ? { item, button } : undefined;
+      pick.hide();
+    });
+    pick.onDidTriggerButton(() => {
+      choice = "toggle";
       pick.hide();
     });
     pick.onDidHide(() => {
@@ -98,18 +119,29 @@ async function resumeSession(parts: Parts, id: string): Promise<void> {
   await parts.chat.reveal();
 }
 
-/** The session history (titles, "2 h ago", search on titles): resume one, or rename / archive it with its buttons. */
+/**
+ * The session history (titles, "2 h ago", search on titles): resume one, or rename / archive it with its buttons;
+ * its toggle (title-bar button, last item) lists archived sessions too.
+ */
 async function showHistory(parts: Parts, title: string): Promise<void> {
+  let archived = false;
   for (;;) {
-    const { sessions } = await parts.daemon.request<{ sessions?: unknown }>("ollie/session/list", { limit: 100 });
+    const { sessions } = await parts.daemon.request<{ sessions?: unknown }>("ollie/session/list", { limit: 100, includeArchived: archived });
     const items = historyEntries(sessions, parts.conversation.session, Date.now()).map((entry) => ({
       label: entry.label,
       description: entry.description,
-      buttons: [RENAME, ARCHIVE],
+      // An archived session refuses renames (PROTOCOL.md: writes are -32002) until it is unarchived.
+      iconPath: entry.archived ? new vscode.ThemeIcon("archive") : undefined,
+      detail: entry.archived ? `Pick to ${UNARCHIVE_AND_RESUME.toLowerCase()}` : undefined,
+      buttons: entry.archived ? [UNARCHIVE] : [RENAME, ARCHIVE],
       entry,
     }));
-    const choice = await pickHistory(title, items);
+    const choice = await pickHistory(title, items, archived);
     if (!choice) return;
+    if (choice === "toggle") {
+      archived = !archived;
+      continue;
+    }
     try {
       if (await historyAction(parts, choice)) return;
     } catch (err) {
@@ -122,8 +154,22 @@ async function showHistory(parts: Parts, title: string): Promise<void> {
 }
 
 /** Do what the user picked in the history: true when the pick is done (a session was resumed). */
-async function historyAction(parts: Parts, choice: NonNullable<HistoryChoice>): Promise<boolean> {
+async function historyAction(parts: Parts, choice: SessionChoice): Promise<boolean> {
   const { entry } = choice.item;
+  if (entry.archived) {
+    // Picked or its button pressed: back to the active sessions, then resumed (the daemon resumes no archived one).
+    try {
+      await parts.daemon.request("ollie/session/unarchive", { session: entry.id });
+    } catch (err) {
+      const refusal = unarchiveRefusal(err, entry.label);
+      if (!refusal) throw err;
+      void vscode.window.showWarningMessage(refusal);
+      return false;
+    }
+    void vscode.window.showInformationMessage(`Ollie: unarchived "${entry.label}".`);
+    await resumeSession(parts, entry.id);
+    return true;
+  }
   if (choice.button === RENAME) {
     const name = await vscode.window.showInputBox({ title: "Ollie: Rename Session", value: entry.title, prompt: "New title" });
     if (name?.trim()) await parts.daemon.request("ollie/session/rename", { session: entry.id, title: name.trim() });
@@ -170,7 +216,7 @@ async function ask(parts: Parts, withSelection: boolean): Promise<void> {
   });
   if (!text?.trim()) return;
   await parts.chat.reveal();
-  await parts.conversation.submit(text, context);
+  await parts.conversation.submit(text, context ? [context] : []);
 }
 
 /** Run a command's work, showing what it throws as an error message. */

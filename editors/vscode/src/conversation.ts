@@ -6,8 +6,8 @@ import { Daemon } from "./daemon";
 import { workspaceUri } from "./editorActions";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
 import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
-import { describeEditorContext } from "./lib/editorContext";
-import { historyItems, modelFromHistory, pageBefore, parseContextPage } from "./lib/history";
+import { contextParam, describeEditorContext } from "./lib/editorContext";
+import { historyItems, modelFromHistory, pageBefore, parseContextPage, startsWithResult } from "./lib/history";
 import { changedFilesOf, mergeChanges, parsePermissionRequest } from "./lib/permission";
 import { EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, parseCommandList } from "./lib/protocol";
 import { APPROVAL_MODES, ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
@@ -44,8 +44,13 @@ interface PendingQuestion {
 
 // Streaming deltas are coalesced for this long before the view is updated.
 const FLUSH_MS = 30;
-// A resumed session shows its last this many messages; scrolling to the top loads the page before.
-export const HISTORY_PAGE = 200;
+// A resumed session shows its last this many messages (`ollie.historyPageSize`); scrolling to the top loads the page before.
+const HISTORY_PAGE = 200;
+
+function historyPage(): number {
+  const size = vscode.workspace.getConfiguration("ollie").get<number>("historyPageSize", HISTORY_PAGE);
+  return Number.isInteger(size) && size > 0 ? size : HISTORY_PAGE;
+}
 
 /** Where a window keeps the id of the session it shows, across reloads (VS Code's workspaceState). */
 export interface SessionMemory {
@@ -127,12 +132,12 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
-  async submit(text: string, context?: EditorContext): Promise<SubmitResult | undefined> {
+  async submit(text: string, contexts: readonly EditorContext[] = []): Promise<SubmitResult | undefined> {
     const model = this.model;
-    this.changed(model.addUser(text, { contextLabel: context ? describeEditorContext(context) : undefined }));
+    this.changed(model.addUser(text, { contextLabels: contexts.map(describeEditorContext) }));
     const mark = model.items.length;
     try {
-      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context }));
+      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       return result;
@@ -143,23 +148,23 @@ export class Conversation implements vscode.Disposable {
     }
   }
 
-  /** Queue a prompt to run after the current turn. */
-  queue(text: string): Promise<void> {
-    return this.sendAside("ollie/queue", text, "queued");
+  /** Queue a prompt (with its context items) to run after the current turn. */
+  queue(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+    return this.sendAside("ollie/queue", text, "queued", contexts);
   }
 
-  /** Inject text into the running turn (the model sees it at its next step). */
-  inject(text: string): Promise<void> {
-    return this.sendAside("ollie/inject", text, "injected");
+  /** Inject text (with its context items) into the running turn (the model sees it at its next step). */
+  inject(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+    return this.sendAside("ollie/inject", text, "injected", contexts);
   }
 
   // Queued and injected text is shown once the daemon has accepted it.
-  private async sendAside(method: string, text: string, note: "queued" | "injected"): Promise<void> {
+  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[]): Promise<void> {
     const session = this.current ?? "";
     const model = this.model;
     try {
-      await this.daemon.request(method, this.withSession({ text }));
-      this.changedIn(session, model.addUser(text, { note }));
+      await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts) }));
+      this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
     } catch (err) {
       this.changedIn(session, model.addNotice("error", errorText(err)));
     }
@@ -189,8 +194,9 @@ export class Conversation implements vscode.Disposable {
 
   /** Set the current session's approval mode (`ollie/setApproval`). */
   async setApproval(mode: ApprovalMode): Promise<void> {
-    if (!this.daemon.running) {
-      // Picked while the daemon starts (or restarts): applied once it is up, not lost with an error.
+    if (!this.daemon.running || this.current === undefined) {
+      // Picked while the daemon starts (or restarts), or before its session is known (it would be kept for none, and
+      // the session's `ask` shown): applied once both are, not lost with an error.
       this.pendingApproval = mode;
       this.approvals.set(this.current ?? "", mode);
       this.emitHeader();
@@ -350,7 +356,8 @@ export class Conversation implements vscode.Disposable {
 
   /** Show saved session `session` (its last page of messages); `fresh`: read again even when this window has its chat. */
   async resume(session: string, fresh = false): Promise<void> {
-    if (fresh || !this.models.has(session)) await this.loadHistory(session);
+    // Read again after a rewind: the saved last turn's result may be that of a turn the rewind cut.
+    if (fresh || !this.models.has(session)) await this.loadHistory(session, !fresh);
     this.switchTo(session);
   }
 
@@ -363,13 +370,17 @@ export class Conversation implements vscode.Disposable {
   async loadEarlier(): Promise<void> {
     const session = this.current;
     const end = this.earlier;
-    if (session === undefined || end <= 0 || this.loadingEarlier) return;
+    if (session === undefined || end <= 0) return;
+    if (this.loadingEarlier) {
+      // Another session's page is still coming (the user switched meanwhile): this view may ask again, not wait forever.
+      for (const listener of this.listeners) listener.earlierLoaded?.([], end);
+      return;
+    }
     this.loadingEarlier = true;
     try {
-      const { offset, limit } = pageBefore(end, HISTORY_PAGE);
-      const page = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
+      const { messages, offset } = await this.fetchPage(session, pageBefore(end, historyPage()));
       if (session !== this.current || this.earlier !== end) return;
-      const items = this.modelFor(session).prepend(historyItems(page.messages));
+      const items = this.modelFor(session).prepend(historyItems(messages));
       this.earlierCounts.set(session, offset);
       for (const listener of this.listeners) listener.earlierLoaded?.(items.map((item) => ({ ...item })), offset);
     } catch (err) {
@@ -381,18 +392,45 @@ export class Conversation implements vscode.Disposable {
     }
   }
 
-  // The session's last page of messages as its chat model (an unreadable context: an empty chat).
-  private async loadHistory(session: string): Promise<void> {
+  // The session's last page of messages as its chat model (an unreadable context: an empty chat); `withEnding`: with how
+  // its last turn ended.
+  private async loadHistory(session: string, withEnding = true): Promise<void> {
     try {
-      const { total } = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, limit: 0 }));
-      const { offset, limit } = pageBefore(total, HISTORY_PAGE);
-      const page = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
-      this.models.set(session, modelFromHistory(page.messages));
-      this.earlierCounts.set(session, offset);
+      const [{ total }, lastTurnResult] = await Promise.all([
+        this.daemon.request<unknown>("ollie/context", { session, limit: 0 }).then(parseContextPage),
+        withEnding ? this.lastTurnResult(session) : undefined,
+      ]);
+      const page = await this.fetchPage(session, pageBefore(total, historyPage()));
+      // A turn running now has not ended: the last one's result is not this one's.
+      const ended = this.statuses.get(session)?.running === true ? undefined : lastTurnResult;
+      this.models.set(session, modelFromHistory(page.messages, ended));
+      this.earlierCounts.set(session, page.offset);
     } catch (err) {
       this.log.warn(`ollie/context: ${errorText(err)}`);
       this.models.set(session, new ChatModel());
       this.earlierCounts.delete(session);
+    }
+  }
+
+  // A page of the session's messages from `offset`; it starts earlier when it would start with a tool result, so that
+  // each call and its result are on one page (split, they would show as two steps).
+  private async fetchPage(session: string, { offset, limit }: { offset: number; limit: number }): Promise<{ messages: unknown[]; offset: number }> {
+    const { messages } = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
+    while (offset > 0 && startsWithResult(messages)) {
+      offset -= 1;
+      messages.unshift(...parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);
+    }
+    return { messages, offset };
+  }
+
+  // How the session's last turn ended (`info.lastTurnResult`): `session/load` of a session this daemon runs answers its info.
+  private async lastTurnResult(session: string): Promise<unknown> {
+    try {
+      const loaded = await this.daemon.request<{ info?: { lastTurnResult?: unknown } }>("ollie/session/load", { session });
+      return loaded?.info?.lastTurnResult;
+    } catch (err) {
+      this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);
+      return undefined;
     }
   }
 

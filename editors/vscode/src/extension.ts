@@ -12,6 +12,8 @@ import { storedKeyEnvironment } from "./secrets";
 import { createStatusBar } from "./statusBar";
 
 let daemon: Daemon | undefined;
+// The settings the daemon is started with: a change restarts it (the others are read when used).
+const DAEMON_SETTINGS = ["serverCommand", "serverArgs", "serverEnv", "agent", "backend", "model"];
 
 /** Called by VS Code once at start-up (onStartupFinished). */
 export function activate(context: vscode.ExtensionContext): void {
@@ -42,7 +44,7 @@ export function activate(context: vscode.ExtensionContext): void {
     registerReviewLenses(review),
     ...createStatusBar(daemon, conversation),
     vscode.workspace.onDidChangeConfiguration((change) => {
-      if (change.affectsConfiguration("ollie")) {
+      if (DAEMON_SETTINGS.some((name) => change.affectsConfiguration(`ollie.${name}`))) {
         log.info("settings changed: restarting the daemon");
         void daemon?.restart();
       }

@@ -100,6 +100,9 @@ class PgRounds:
     """The rows of one session's log (a SessionFile's LogStorage); reading it to resume takes the lease."""
 
     def __init__(self, url: str, session_id: str) -> None:
+        # This process's earlier logs of the session finish their queued writes first: two writers of one
+        # session (a close and a reopen) each on its own thread would otherwise land in either order.
+        _drain(url, session_id)
         self.url = url
         self.session_id = session_id
         self.store, self.leases = shared(url)

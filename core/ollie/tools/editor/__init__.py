@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ollie.tools.editor.knowledge import (
     Diagnostic,
+    DiagnosticsAnswer,
     EditorKnowledge,
     EditorSetter,
     EditorUnavailable,
@@ -17,6 +18,7 @@ __all__ = [
     "EDITOR_KINDS",
     "TOOLS",
     "Diagnostic",
+    "DiagnosticsAnswer",
     "EditorKnowledge",
     "EditorSetter",
     "EditorUnavailable",

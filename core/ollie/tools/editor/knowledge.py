@@ -35,6 +35,18 @@ class Diagnostic:
     end_column: int | None = None
 
 
+class DiagnosticsAnswer(list[Diagnostic]):
+    """Diagnostics, and the files the editor says they are up to date for (of the file's content now, analyzed).
+
+    A plain list is an answer that says nothing about it: after an edit, an unchanged
+    answer may then still be the language server's old one (see PostEditDiagnostics).
+    """
+
+    def __init__(self, found: list[Diagnostic] | None = None, *, up_to_date: frozenset[Path] = frozenset()) -> None:
+        super().__init__(found or [])
+        self.up_to_date = up_to_date
+
+
 @dataclass(frozen=True)
 class Span:
     """A place in a file (a definition, a reference): 1-based line and column, optional end."""

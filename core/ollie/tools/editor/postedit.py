@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from ollie.tools.editor.answers import Workspace, diagnostic_line
-from ollie.tools.editor.knowledge import Diagnostic, EditorKnowledge, EditorUnavailable
+from ollie.tools.editor.knowledge import Diagnostic, DiagnosticsAnswer, EditorKnowledge, EditorUnavailable
 
 logger = logging.getLogger("ollie.tools.editor")
 
@@ -74,6 +74,14 @@ def render_new_errors(found: list[Diagnostic], ws: Workspace, *, compared: bool 
     if len(lines) > MAX_SHOWN:
         lines = [*lines[:MAX_SHOWN], f"... and {len(lines) - MAX_SHOWN} more (editor_diagnostics lists them all)"]
     return "\n".join([head, *lines])
+
+
+def _up_to_date(answer: list[Diagnostic], files: list[Path]) -> bool:
+    """Whether the editor said the answer is of every one of `files` as it is now (see DiagnosticsAnswer)."""
+    if not isinstance(answer, DiagnosticsAnswer):
+        return False
+    current = {os.path.realpath(p) for p in answer.up_to_date}
+    return all(str(f) in current for f in files)
 
 
 class PostEditDiagnostics:
@@ -144,8 +152,9 @@ class PostEditDiagnostics:
         latest = await self._ask(files, deadline - loop.time())
         if latest is None:
             return ""
-        # Ask again until two answers agree; an answer that is still the old one may just be stale.
-        while loop.time() + settle < deadline:
+        # Ask again until two answers agree; an answer that is still the old one may just be stale, unless
+        # the editor says it is of the files' content now (then an edit that changed nothing ends here).
+        while not _up_to_date(latest, files) and loop.time() + settle < deadline:
             await self._sleep(settle)
             again = await self._ask(files, deadline - loop.time())
             if again is None:

@@ -6,6 +6,7 @@ local config = require("ollie.config")
 local context = require("ollie.context")
 local input = require("ollie.input")
 local render = require("ollie.render")
+local turns = require("ollie.turns")
 
 local M = {}
 
@@ -24,6 +25,8 @@ local M = {}
 ---@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
 ---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
+---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
+---@field queue_held boolean|nil   a stop holds the queued prompts (sent on by the send key on an empty prompt)
 local Chat = {}
 Chat.__index = Chat
 
@@ -181,14 +184,33 @@ end
 function Chat:send_input(how)
   local text = input.text(self.input_buf)
   if text == "" then
+    if self.queue_held and how == "send" then
+      self:run_queue()
+    end
     return
   end
   if how == "inject" and self.running and not text:match("^[/!]") then
-    input.clear(self.input_buf)
-    self:inject(text)
+    if self:inject(text) then
+      input.clear(self.input_buf)
+    end
   elseif self:submit(text, {}) then
     input.clear(self.input_buf)
   end
+end
+
+---The prompt's `#` tags made into contexts (the text with each tag as its label); nil when one could not be read
+---(said in the transcript).
+---@param text string
+---@return string|nil clean, ollie.Context[] contexts
+function Chat:tags(text)
+  local file_win = self:file_win()
+  local origin = file_win and vim.api.nvim_win_get_buf(file_win) or nil
+  local clean, tagged, err = context.parse(text, origin)
+  if err then
+    self.transcript:note("error: " .. err, "OllieError")
+    return nil, {}
+  end
+  return clean, tagged
 end
 
 ---Send a prompt or a command; `contexts` come with it (plus the prompt's own `#` tags).
@@ -200,11 +222,8 @@ function Chat:submit(text, contexts)
     self:command(text)
     return true
   end
-  local origin = self.origin_win and vim.api.nvim_win_is_valid(self.origin_win)
-    and vim.api.nvim_win_get_buf(self.origin_win) or nil
-  local clean, tagged, err = context.parse(text, origin)
-  if err then
-    self.transcript:note("error: " .. err, "OllieError")
+  local clean, tagged = self:tags(text)
+  if not clean then
     return false
   end
   vim.list_extend(contexts, tagged)
@@ -212,16 +231,14 @@ function Chat:submit(text, contexts)
     self:queue(clean, contexts)
     return true
   end
-  local labels = vim.tbl_map(function(c) return c.label end, contexts)
+  local labels = context.labels(contexts)
   self.transcript:prompt(clean, labels)
   -- Until the daemon says it is thinking (its first start takes seconds) the statusline says the prompt is on its way.
   self.running, self.state = true, "sending"
   vim.cmd("redrawstatus")
-  for _, c in ipairs(contexts) do
-    client.attach(vim.uri_to_bufnr(c.uri))
-  end
-  local wire_text, wire_context = context.submit_params(clean, contexts)
+  context.attach(contexts)
   self:with_session(function(session)
+    turns.note(session, clean)
     -- Another tab showing this session streams the answer too: it shows the prompt as well.
     for _, other in ipairs(M.all_by_session(session)) do
       if other ~= self then
@@ -229,7 +246,7 @@ function Chat:submit(text, contexts)
         other.running = true
       end
     end
-    client.request("ollie/submit", { session = session, text = wire_text, context = wire_context }, function(rerr)
+    client.request("ollie/submit", { session = session, text = clean, context = context.wire(contexts) }, function(rerr)
       if rerr then
         self.transcript:note("error: " .. err_text(rerr), "OllieError")
         self.transcript:turn_end("error")
@@ -238,41 +255,6 @@ function Chat:submit(text, contexts)
     end)
   end)
   return true
-end
-
----Send a prompt that waits (ollie/queue or ollie/inject); once the daemon has it, show it as waiting.
----@param kind "queued"|"injected"
----@param text string what the transcript shows
----@param wire_text string what the daemon gets
-function Chat:pend(kind, text, wire_text)
-  local method = kind == "queued" and "ollie/queue" or "ollie/inject"
-  self:with_session(function(session)
-    client.request(method, { session = session, text = wire_text }, function(err)
-      if err then
-        self.transcript:note("error: " .. err_text(err), "OllieError")
-      else
-        self.transcript:pend(kind, text)
-      end
-    end)
-  end)
-end
-
----Queue a prompt for after the running turn, shown as queued.
----@param text string
----@param contexts ollie.Context[]|nil
-function Chat:queue(text, contexts)
-  local wire_text = text
-  if contexts and #contexts > 0 then
-    -- A queued prompt has no `context` param: its contexts go as blocks in the text.
-    wire_text = table.concat(vim.tbl_map(context.block, contexts), "\n\n") .. "\n\n" .. text
-  end
-  self:pend("queued", text, wire_text)
-end
-
----Add text to the running turn's next tool result, shown as injected.
----@param text string
-function Chat:inject(text)
-  self:pend("injected", text, text)
 end
 
 -- Slash commands that cut or restore the conversation (the chat re-renders it from the daemon's history).
@@ -290,6 +272,9 @@ function Chat:command(line)
       -- The daemon also publishes a command's output as an `info` event: show it once.
       local shown = self.command_info[vim.trim(output)]
       self.command_info[vim.trim(output)] = nil
+      if line:match("^/queued") then
+        self:sync_queue()
+      end
       if not err and not res.error and REDRAWS[line:match("^/%S+")] and not self.running then
         -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
         return self:switch(session, function()
@@ -318,13 +303,6 @@ function Chat:stop()
   end
 end
 
----Injected prompts the turn has taken (into a tool result, or at its end) become lines of the transcript.
-function Chat:injected_taken()
-  for _, text in ipairs(self.transcript:settle("injected")) do
-    self.transcript:note("↳ injected: " .. text, "OllieInjected")
-  end
-end
-
 ---Render one `ollie/event` of this chat's session.
 ---@param ev table
 function Chat:on_event(ev)
@@ -342,6 +320,7 @@ function Chat:on_event(ev)
     end
   elseif role == "user" then
     local labels, text = context.split_prompt(content)
+    turns.note(self.session, text)
     t:settle("queued", text)
     t:prompt(text, labels)
   elseif role == "error" then
@@ -349,6 +328,8 @@ function Chat:on_event(ev)
   elseif role == "info" or role == "exec" then
     if (self.commands_running or 0) > 0 then
       self.command_info[vim.trim(content)] = true
+    elseif role == "info" and content:match("^rejected: ") then
+      return -- an approval answer: the rejected step says so itself, with the feedback (render.lua)
     end
     t:note(content)
   elseif role == "limitretry" then
@@ -368,6 +349,9 @@ function Chat:on_event(ev)
       end
       self:changes_line()
       t:turn_end(content)
+      if #vim.tbl_filter(function(p) return p.kind == "queued" end, t.pending) > 0 then
+        self:sync_queue() -- a stop holds them; else the next one starts now
+      end
     end
   end
 end
@@ -483,34 +467,29 @@ vim.api.nvim_create_autocmd("User", {
     end
   end,
 })
--- `:q` in a tab's last code window closes the chat too: else the chat alone fills the screen and takes two more
--- `:q`. Not while a buffer has unsaved changes: that `:q` is refused and the chat stays.
+-- Quitting (chatwin.lua): `:q`, `:q!`, `:close` of one chat window take the other with it; `:q` in the tab's last
+-- code window takes the chat too.
 vim.api.nvim_create_autocmd("QuitPre", {
   group = "ollie_chat",
   callback = function()
     local chat = M.chats[vim.api.nvim_get_current_tabpage()]
-    if not chat then
+    if chat then
+      chat:quit_pre()
+    end
+  end,
+})
+vim.api.nvim_create_autocmd("WinClosed", {
+  group = "ollie_chat",
+  callback = function(a)
+    local win = tonumber(a.match) --[[@as integer]]
+    if vim.v.exiting ~= vim.NIL or not vim.api.nvim_win_is_valid(win) then
       return
     end
-    local cur = vim.api.nvim_get_current_win()
-    local tw, iw = chat:windows()
-    if not tw or cur == tw or cur == iw then
-      return
-    end
-    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-      if win ~= cur and win ~= tw and win ~= iw and vim.api.nvim_win_get_config(win).relative == "" then
-        return -- another window stays: this `:q` closes only its own
-      end
-    end
-    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-      if vim.bo[buf].modified and vim.bo[buf].buftype == "" then
-        return
-      end
-    end
-    for _, win in ipairs({ iw, tw }) do
-      if win and vim.api.nvim_win_is_valid(win) then
-        vim.api.nvim_win_close(win, true)
-      end
+    local chat = M.chats[vim.api.nvim_win_get_tabpage(win)]
+    local quit = chat ~= nil and a.buf == chat.quitting
+    if chat and (quit or a.buf == chat.transcript.buf or a.buf == chat.input_buf) then
+      -- Not from here: the window is still in the layout while this runs.
+      vim.schedule(function() chat:half_closed(quit) end)
     end
   end,
 })
@@ -534,9 +513,12 @@ vim.api.nvim_create_autocmd("TabClosed", {
   end,
 })
 
--- The window methods (open, close, focus_input, windows, open_location) live in chatwin.lua.
-for name, fn in pairs(chatwin.methods) do
-  Chat[name] = fn
+-- The window methods (open, close, focus_input, windows, open_location, quitting) live in chatwin.lua, the
+-- waiting prompts' (queue, inject, their sync with the daemon) in pending.lua.
+for _, methods in ipairs({ chatwin.methods, require("ollie.pending").methods }) do
+  for name, fn in pairs(methods) do
+    Chat[name] = fn
+  end
 end
 
 M.Chat = Chat

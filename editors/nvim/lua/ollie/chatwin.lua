@@ -18,6 +18,23 @@ function M.is_file_win(win)
   return vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= ""
 end
 
+---The tab's file window the user was last in (for #buffer, #selection, locations): the one noted, while it still
+---shows a file (the chat's own windows open as splits of it, then take their buffers), else the tab's first one.
+---@return integer|nil
+function W:file_win()
+  local win = self.origin_win
+  if win and vim.api.nvim_win_is_valid(win) and M.is_file_win(win) then
+    return win
+  end
+  for _, w in ipairs(vim.api.nvim_tabpage_is_valid(self.tab) and vim.api.nvim_tabpage_list_wins(self.tab) or {}) do
+    if vim.api.nvim_win_get_config(w).relative == "" and M.is_file_win(w) then
+      self.origin_win = w
+      return w
+    end
+  end
+  return nil
+end
+
 ---The chat's windows in its tab: transcript and input (nil when closed).
 ---@return integer|nil transcript_win, integer|nil input_win
 function W:windows()
@@ -162,10 +179,137 @@ end
 ---Close the chat's windows (the session goes on; :OllieChat shows it again).
 function W:close()
   local tw, iw = self:windows()
-  for _, win in ipairs({ iw, tw }) do
+  for _, win in pairs({ iw, tw }) do
     if win and #vim.api.nvim_tabpage_list_wins(self.tab) > 1 then
       vim.api.nvim_win_close(win, true)
     end
+  end
+end
+
+---The tab's ordinary windows (no floats) but those in `skip`.
+---@param tab integer
+---@param skip table<integer, boolean>
+---@return integer[]
+local function other_wins(tab, skip)
+  return vim.tbl_filter(function(w)
+    return not skip[w] and vim.api.nvim_win_get_config(w).relative == ""
+  end, vim.api.nvim_tabpage_list_wins(tab))
+end
+
+---A file buffer with unsaved changes (ollie's own buffers are `nofile`: they never count), or nil.
+---@return integer|nil
+local function unsaved()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.bo[buf].modified and vim.bo[buf].buftype == "" then
+      return buf
+    end
+  end
+  return nil
+end
+
+---QuitPre in the chat's tab: `:q` in the input or the transcript closes both (half_closed, once it did: the quit
+---may be refused), quitting the editor when the chat was all it showed; `:q` in the tab's last code window closes
+---the chat first, so the editor quits at once.
+function W:quit_pre()
+  local tw, iw = self:windows()
+  local cur = vim.api.nvim_get_current_win()
+  if not (tw or iw) or vim.api.nvim_win_get_config(cur).relative ~= "" then
+    return
+  end
+  if cur == tw or cur == iw then
+    -- `:q!` unloads the window's buffer ('bufhidden' notwithstanding): the transcript or the typed prompt would
+    -- be lost. The window quits on a throwaway buffer instead; the chat's stay, hidden, for :OllieChat.
+    local own = vim.api.nvim_win_get_buf(cur)
+    local throwaway = vim.api.nvim_create_buf(false, true)
+    vim.bo[throwaway].bufhidden = "wipe"
+    self.quitting = throwaway
+    vim.api.nvim_win_set_buf(cur, throwaway)
+    vim.schedule(function()
+      self.quitting = nil
+      if vim.api.nvim_win_is_valid(cur) and vim.api.nvim_win_get_buf(cur) == throwaway then
+        vim.api.nvim_win_set_buf(cur, own) -- the quit was refused (`:qa` and an unsaved file): all as it was
+        local t, i = self:windows()
+        if t and not i then
+          self:open(false) -- the input went with a quit of the editor that was refused
+        end
+      end
+    end)
+    return
+  end
+  if #other_wins(self.tab, { [tw or 0] = true, [iw or 0] = true, [cur] = true }) > 0 then
+    return -- another window stays: this `:q` closes only its own
+  end
+  if unsaved() then
+    -- The window may close (`:q!`, or `:q` with 'hidden'), the editor may not: see below.
+    local quit_buf = vim.api.nvim_win_get_buf(cur)
+    vim.schedule(function()
+      if not vim.api.nvim_win_is_valid(cur) then
+        self:leave(quit_buf)
+      end
+    end)
+    return
+  end
+  for _, win in pairs({ iw, tw }) do
+    vim.api.nvim_win_close(win, true)
+  end
+end
+
+-- Where the code goes back beside the chat (by the chat's position).
+local CODE_SIDE = {
+  right = "topleft vertical", left = "botright vertical", bottom = "topleft", tab = "topleft vertical",
+}
+
+---A quit closed the tab's last code window (`quit_buf` its buffer), or a chat window when the chat was all the tab
+---showed: the chat goes too, with the tab, or with the editor when it was the last one. Not while a file has
+---unsaved changes: as a stock `:q` in the last window, the editor stays, showing that file and saying why.
+---@param quit_buf integer|nil
+function W:leave(quit_buf)
+  local tw, iw = self:windows()
+  local wins = vim.tbl_values({ iw, tw })
+  if #wins == 0 or #other_wins(self.tab, { [tw or 0] = true, [iw or 0] = true }) > 0 then
+    return
+  end
+  local buf = quit_buf and vim.api.nvim_buf_is_valid(quit_buf) and vim.bo[quit_buf].modified and quit_buf
+    or unsaved()
+  if buf then
+    vim.api.nvim_set_current_win(wins[1])
+    vim.cmd(CODE_SIDE[config.options.chat.position] .. " sbuffer " .. buf)
+    if quit_buf then
+      self:fit() -- the code's `:q` was refused: the tab as it was
+    else
+      for _, win in ipairs(wins) do
+        vim.api.nvim_win_close(win, true) -- the chat's `:q` went through: the unsaved file shows instead
+      end
+    end
+    local msg = buf == quit_buf and "E37: No write since last change (add ! to override)"
+      or string.format('E162: No write since last change for buffer "%s"', vim.fn.bufname(buf))
+    vim.api.nvim_echo({ { msg, "ErrorMsg" } }, true, {})
+  elseif #vim.api.nvim_list_tabpages() > 1 then
+    for _, win in ipairs(wins) do
+      vim.api.nvim_win_close(win, true) -- the last one closes the tab
+    end
+  else
+    vim.api.nvim_set_current_win(wins[1])
+    local ok, err = pcall(vim.cmd.quit) -- this window goes; then half_closed quits with the other
+    if not ok then -- E173: more files to edit, as stock `:q` says
+      vim.api.nvim_echo({ { (tostring(err):gsub("^Vim[^:]*:", "")), "ErrorMsg" } }, true, {})
+    end
+  end
+end
+
+---One of the chat's windows was closed (`:q`, `:close`, `<C-w>c`): the other goes too. When it is all its tab
+---shows, it stays (`:only` in the transcript), unless a quit closed the first: then the tab (or the editor) goes.
+---@param quit boolean a `:q` closed it
+function W:half_closed(quit)
+  local tw, iw = self:windows()
+  local left = (tw and not iw and tw) or (iw and not tw and iw) or nil
+  if not left then
+    return
+  end
+  if #other_wins(self.tab, { [left] = true }) > 0 then
+    vim.api.nvim_win_close(left, true)
+  elseif quit then
+    self:leave()
   end
 end
 
@@ -176,20 +320,31 @@ function W:open_location(fallback_cr)
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
   local loc = self.transcript:target_at(row)
   if loc and loc.path == nil then
-    if self.origin_win and vim.api.nvim_win_is_valid(self.origin_win) then
-      vim.api.nvim_set_current_win(self.origin_win) -- the list opens under the code, not under the chat
+    if self:file_win() then
+      vim.api.nvim_set_current_win(self:file_win()) -- the list opens under the code, not under the chat
     end
     require("ollie.review").changes(loc.turn, self.session)
     return
   end
-  if not loc then
-    if not fallback_cr then
-      vim.cmd("normal! gf")
+  if not loc and not fallback_cr then
+    -- gf on a path the answer names (`calc.py`, `calc.py:12`): opened in the code window, not over the transcript.
+    local cfile = vim.fn.expand("<cfile>")
+    if cfile ~= "" and vim.fn.filereadable(cfile) == 1 then
+      local after = vim.api.nvim_get_current_line():match(vim.pesc(cfile) .. ":(%d+)")
+      loc = { path = cfile, line = tonumber(after) }
+    else
+      local ok, err = pcall(vim.cmd, "normal! gf") -- the stock message (E447) says what it could not find
+      if not ok then
+        vim.api.nvim_echo({ { (tostring(err):gsub("^Vim[^:]*:", "")), "ErrorMsg" } }, true, {})
+      end
+      return
     end
+  end
+  if not loc then
     return
   end
-  if self.origin_win and vim.api.nvim_win_is_valid(self.origin_win) then
-    vim.api.nvim_set_current_win(self.origin_win)
+  if self:file_win() then
+    vim.api.nvim_set_current_win(self:file_win() --[[@as integer]])
   else
     vim.cmd("topleft vsplit")
   end

@@ -1,13 +1,16 @@
 -- Editor context of a prompt: `#buffer`, `#selection`, `#file:path` and ranges, their compact labels
 -- (`📎 calc.py:11-13`), and the `<editor-context>` blocks of saved prompts read back as labels.
+local client = require("ollie.client")
+
 local M = {}
 
 ---@class ollie.Context
 ---@field uri string
 ---@field range {start: {line: integer, character: integer}, ["end"]: {line: integer, character: integer}}|nil
----@field text string the lines (for a block the client writes itself; the daemon reads its own copy)
 ---@field languageId string|nil
----@field label string the compact line the transcript shows (without the 📎)
+---@field label string the compact line the transcript shows (without the 📎): `path:first-last`, as the saved
+---prompt's block says it, so a resumed chat shows the same line
+---@field mention string|nil what a whole-file tag becomes in the prompt's text (the path; default: the label)
 
 M.ICON = "📎"
 
@@ -22,20 +25,30 @@ local function display(path)
   return vim.fn.fnamemodify(path, ":.")
 end
 
+---The compact label of lines `first..last` of a file (`calc.py:11-13`, `calc.py:4`; no lines: `calc.py`).
+---@param path string
+---@param first integer|nil
+---@param last integer|nil
+---@return string
+function M.label(path, first, last)
+  if not first then
+    return path
+  end
+  return first == last and string.format("%s:%d", path, first) or string.format("%s:%d-%d", path, first, last)
+end
+
 ---Context for lines `line1..line2` (1-based) of a buffer.
 ---@param buf integer
 ---@param line1 integer
 ---@param line2 integer
 ---@return ollie.Context
 function M.range(buf, line1, line2)
-  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
   local name = display(vim.api.nvim_buf_get_name(buf))
   return {
     uri = vim.uri_from_bufnr(buf),
     range = { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2, character = 0 } },
-    text = table.concat(lines, "\n"),
     languageId = vim.bo[buf].filetype,
-    label = line1 == line2 and string.format("%s:%d", name, line1) or string.format("%s:%d-%d", name, line1, line2),
+    label = M.label(name, line1, line2),
   }
 end
 
@@ -44,7 +57,10 @@ end
 ---@return ollie.Context
 function M.buffer(buf)
   local ctx = M.range(buf, 1, math.max(1, vim.api.nvim_buf_line_count(buf)))
-  ctx.label = display(vim.api.nvim_buf_get_name(buf))
+  ctx.mention = display(vim.api.nvim_buf_get_name(buf))
+  if table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") == "" then
+    ctx.label = ctx.mention -- an empty file: its block has no lines either
+  end
   return ctx
 end
 
@@ -64,9 +80,9 @@ function M.file(path)
   return {
     uri = vim.uri_from_fname(full),
     range = { start = { line = 0, character = 0 }, ["end"] = { line = #lines, character = 0 } },
-    text = table.concat(lines, "\n"),
     languageId = vim.filetype.match({ filename = full }) or "",
-    label = display(full),
+    label = M.label(display(full), #lines > 0 and 1 or nil, #lines),
+    mention = display(full),
   }
 end
 
@@ -90,7 +106,7 @@ function M.parse(text, origin)
   local contexts, err = {}, nil
   local function add(ctx)
     table.insert(contexts, ctx)
-    return ctx.label
+    return ctx.mention or ctx.label
   end
   local out = text:gsub("#([%w_]+)(:?)(%S*)", function(name, colon, rest)
     local tag = "#" .. name .. colon .. rest
@@ -122,39 +138,69 @@ function M.parse(text, origin)
   return out, contexts, err
 end
 
----The `<editor-context>` block for a context the daemon's one `context` param cannot carry.
----@param ctx ollie.Context
----@return string
-function M.block(ctx)
-  local path = display(vim.uri_to_fname(ctx.uri))
-  local header = "File: " .. path .. ((ctx.languageId or "") ~= "" and (" (" .. ctx.languageId .. ")") or "")
-  local first, last = ctx.range.start.line + 1, ctx.range["end"].line
-  return table.concat({
-    "<editor-context>", header, string.format("Showing lines %d-%d:", first, math.max(first, last)),
-    "```" .. (ctx.languageId or ""), ctx.text, "```", "</editor-context>",
-  }, "\n")
+---The daemon's `context` param for contexts: one object per context, in order (nil for none). The range only:
+---the daemon reads the lines from its copy of the document (unsaved edits included) and writes each block itself,
+---so a resumed session's block still says which lines they were.
+---@param contexts ollie.Context[]|nil
+---@return table[]|nil
+function M.wire(contexts)
+  if not contexts or #contexts == 0 then
+    return nil
+  end
+  return vim.tbl_map(function(c) return { uri = c.uri, range = c.range, languageId = c.languageId } end, contexts)
 end
 
----The daemon's params for contexts: the first as `context`, the others as blocks before the text.
----@param text string
+---Attach the buffers of contexts to the daemon: it reads their unsaved text for the blocks.
 ---@param contexts ollie.Context[]
----@return string text, table|nil context
-function M.submit_params(text, contexts)
-  if #contexts == 0 then
-    return text, nil
+function M.attach(contexts)
+  for _, c in ipairs(contexts) do
+    client.attach(vim.uri_to_bufnr(c.uri))
   end
-  local blocks = {}
-  for i = 2, #contexts do
-    table.insert(blocks, M.block(contexts[i]))
+end
+
+---The compact labels of contexts, in order.
+---@param contexts ollie.Context[]|nil
+---@return string[]
+function M.labels(contexts)
+  return vim.tbl_map(function(c) return c.label end, contexts or {})
+end
+
+local UNDO_NOTE = "\n\nthe user undid these changes of yours (turn "
+
+---The compact label of one `<editor-context>` block's body (between its tags).
+---@param body string
+---@return string
+local function block_label(body)
+  -- The header lines only (as the daemon's own parser, ollie_lsp/editor.py): the code may say anything.
+  local head = "\n" .. (body:match("^(.-)```") or body)
+  local path = head:match("\nFile: ([^\n]-) %([^\n)]*%)\n") or head:match("\nFile: ([^\n]+)") or "?"
+  local a, b = head:match("\n[%a:]+ lines (%d+)%-(%d+)")
+  local one = head:match("\n[%a:]+ line (%d+)")
+  if a then
+    return M.label(path, tonumber(a), tonumber(b))
+  elseif one then
+    return M.label(path, tonumber(one), tonumber(one))
+  elseif head:find("\nSelected text:", 1, true) then
+    return path .. " (selection)"
   end
-  local first = contexts[1]
-  -- The range only: the daemon reads the lines from its copy of the document (unsaved edits included),
-  -- and a resumed session's block then still says which lines they were.
-  local wire = { uri = first.uri, range = first.range, languageId = first.languageId }
-  if #blocks > 0 then
-    text = table.concat(blocks, "\n\n") .. "\n\n" .. text
+  return path
+end
+
+-- How the daemon adds injected text to a tool result (core/ollie/agent/toolround.py).
+local INJECTED = "\n[user, while this tool ran]\n"
+
+---A tool result with the `<editor-context>` blocks of the text injected into it as their `📎` lines (what the
+---tool itself printed is left as it is: a file may well contain such a block).
+---@param text string
+---@return string
+function M.compact_blocks(text)
+  local at = text:find(INJECTED, 1, true)
+  if not at then
+    return text
   end
-  return text, wire
+  return text:sub(1, at - 1) .. text:sub(at):gsub("<editor%-context>\n?(.-)</editor%-context>", function(body)
+    return M.ICON .. " " .. block_label(body)
+  end)
 end
 
 ---A saved prompt split into the compact labels of its `<editor-context>` blocks and the user's text.
@@ -168,19 +214,14 @@ function M.split_prompt(content)
     if not body then
       break
     end
-    local path = body:match("File: ([^\n]-) %(") or body:match("File: ([^\n]+)") or "?"
-    local a, b = body:match("Showing lines (%d+)%-(%d+)")
-    local one = body:match("Showing line (%d+)")
-    if a then
-      table.insert(labels, string.format("%s:%s-%s", path, a, b))
-    elseif one then
-      table.insert(labels, string.format("%s:%s", path, one))
-    elseif body:find("Selected text:", 1, true) then
-      table.insert(labels, path .. " (selection)")
-    else
-      table.insert(labels, path)
-    end
+    table.insert(labels, block_label(body))
     rest = after
+  end
+  -- The daemon tells the model with the next prompt what the user undid of its changes (core/ollie/agent/review.py):
+  -- not what the user typed, which the live chat showed alone.
+  local note = rest:find(UNDO_NOTE, 1, true)
+  if note then
+    rest = rest:sub(1, note - 1)
   end
   return labels, vim.trim(rest)
 end

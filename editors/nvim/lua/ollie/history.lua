@@ -42,6 +42,10 @@ function M.render(t, messages)
     if m.role == "user" then
       no_answer()
       local labels, text = context.split_prompt(m.content or "")
+      -- The daemon's labels when it sends them (the same code labels its blocks); else the plugin's own parse.
+      if type(m.contextLabels) == "table" then
+        labels = m.contextLabels
+      end
       t:prompt(text, labels)
       unanswered = true
     elseif m.role == "assistant" then

@@ -105,7 +105,7 @@ function M.stop()
   end
 end
 
----Add text to the running turn's next tool result.
+---Add text (with the contexts of its `#` tags) to the running turn's next tool result.
 ---@param text string
 function M.inject(text)
   local c = ensure()
@@ -114,12 +114,16 @@ function M.inject(text)
   end
 end
 
----Queue a prompt to run after the current turn.
+---Queue a prompt (with the contexts of its `#` tags) to run after the current turn.
 ---@param text string
 function M.queue(text)
   local c = ensure()
-  if c then
-    c:queue(text)
+  if not c then
+    return
+  end
+  local clean, contexts = c:tags(text)
+  if clean then
+    c:queue(clean, contexts)
   end
 end
 
@@ -154,14 +158,15 @@ function M.load_session(id)
   end)
 end
 
----Pick a saved session (lua/ollie/pickers.lua: vim.ui.select, async) and switch this tab's chat to it.
+---Pick a saved session (lua/ollie/pickers.lua: vim.ui.select, async) and switch this tab's chat to it; "Show
+---archived…" offers the archived ones, to unarchive and resume.
 function M.pick_session()
   if ensure() then
     require("ollie.pickers").sessions(function(info)
       if info then
         M.load_session(info.id)
       end
-    end)
+    end, { offer_archived = true })
   end
 end
 

@@ -132,6 +132,9 @@ end
 ---@param buf integer
 function M.clear(buf)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  if vim.fn.pumvisible() == 1 and vim.api.nvim_get_mode().mode:sub(1, 1) == "i" then
+    vim.fn.complete(1, {}) -- sent from insert mode: the menu of the text that went must not stay over the empty input
+  end
 end
 
 return M

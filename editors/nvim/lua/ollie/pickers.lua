@@ -30,7 +30,14 @@ end
 ---@param now integer|nil seconds since the epoch (default: now)
 ---@return string
 function M.ago(iso, now)
-  local t = M.parse_iso(iso)
+  return M.since(M.parse_iso(iso), now)
+end
+
+---As `ago`, for seconds since the epoch ("" for nil).
+---@param t integer|nil
+---@param now integer|nil
+---@return string
+function M.since(t, now)
   if not t then
     return ""
   end
@@ -76,23 +83,66 @@ function M.session_label(s, current)
   return label
 end
 
----Pick a saved session; `on_choice(info)` with the session info (nil: dismissed).
+-- The picker's last entry: the archived sessions (the daemon lists them only when asked).
+local SHOW_ARCHIVED = { show_archived = true }
+
+---Pick an archived session; once the user confirms, unarchive it and `on_choice(info)` (nil: dismissed).
 ---@param on_choice fun(info: table|nil)
----@param opts {prompt: string|nil, include_archived: boolean|nil}|nil
+function M.archived(on_choice)
+  requests.call("ollie/session/list", { limit = 100, includeArchived = true }, function(res)
+    local sessions = vim.tbl_filter(function(s) return s.archived == true end, res.sessions or {})
+    if #sessions == 0 then
+      requests.notify("no archived sessions")
+      return on_choice(nil)
+    end
+    vim.ui.select(sessions, {
+      prompt = "ollie: archived sessions",
+      kind = "ollie_session",
+      format_item = function(s) return M.session_label(s) end,
+    }, function(s)
+      if not s then
+        return on_choice(nil)
+      end
+      local label = M.session_label(s)
+      vim.ui.select({ "Unarchive and resume", "Cancel" }, { prompt = "“" .. label .. "”", kind = "ollie_confirm" },
+        function(choice)
+          if choice ~= "Unarchive and resume" then
+            return on_choice(nil)
+          end
+          requests.call("ollie/session/unarchive", { session = s.id }, function()
+            on_choice(vim.tbl_extend("force", s, { archived = false }))
+          end)
+        end)
+    end)
+  end)
+end
+
+---Pick a saved session; `on_choice(info)` with the session info (nil: dismissed). The daemon leaves out the
+---sessions nobody typed in (each daemon start makes one).
+---@param on_choice fun(info: table|nil)
+---@param opts {prompt: string|nil, include_archived: boolean|nil, offer_archived: boolean|nil}|nil
+---`offer_archived`: a last entry "Show archived…" lists the archived sessions, to unarchive and resume one
 function M.sessions(on_choice, opts)
   opts = opts or {}
   requests.call("ollie/session/list", { limit = 100, includeArchived = opts.include_archived or nil }, function(res)
-    local sessions = res.sessions or {}
-    if #sessions == 0 then
+    local current = requests.session()
+    local sessions = vim.list_slice(res.sessions or {})
+    if opts.offer_archived then
+      table.insert(sessions, SHOW_ARCHIVED)
+    elseif #sessions == 0 then
       requests.notify("no saved sessions yet")
       return on_choice(nil)
     end
-    local current = requests.session()
     vim.ui.select(sessions, {
       prompt = opts.prompt or "ollie: sessions",
       kind = "ollie_session",
-      format_item = function(s) return M.session_label(s, current) end,
-    }, on_choice)
+      format_item = function(s) return s == SHOW_ARCHIVED and "Show archived…" or M.session_label(s, current) end,
+    }, function(s)
+      if s == SHOW_ARCHIVED then
+        return M.archived(on_choice)
+      end
+      on_choice(s)
+    end)
   end)
 end
 

@@ -130,6 +130,7 @@ function T:follow(before)
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
     if win ~= current or vim.api.nvim_win_get_cursor(win)[1] >= before then
       vim.api.nvim_win_set_cursor(win, { self:count(), 0 })
+      self:reveal(win)
     end
   end
 end
@@ -163,17 +164,63 @@ function T:show_pending()
   self.pending_mark = vim.api.nvim_buf_set_extmark(self.buf, ns_pending, self:count() - 1, 0, {
     id = self.pending_mark, virt_lines = virt,
   })
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if vim.api.nvim_win_get_cursor(win)[1] == self:count() then
+      self:reveal(win)
+    end
+  end
+end
+
+---Scroll a window at the end so the waiting prompts show: they are virtual lines under the last line, and
+---Neovim scrolls to the cursor, not to them (a full window hid them).
+---@param win integer
+function T:reveal(win)
+  if #self.pending == 0 then
+    return
+  end
+  local height, top = vim.api.nvim_win_get_height(win), self:count()
+  while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2 }).all <= height do
+    top = top - 1
+  end
+  vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top }) end)
+end
+
+---A waiting prompt's line: its text, then one compact `📎` label per context it carries.
+---@param prefix string
+---@param text string
+---@param labels string[]|nil
+---@return string
+local function pending_line(prefix, text, labels)
+  local line = prefix .. text
+  for _, l in ipairs(labels or {}) do
+    line = line .. "  " .. context.ICON .. " " .. l
+  end
+  return line
 end
 
 ---Show a prompt that waits: `kind` "queued" (for after the turn) or "injected" (into its next tool result).
 ---@param kind "queued"|"injected"
 ---@param text string
-function T:pend(kind, text)
+---@param labels string[]|nil the compact labels of its contexts
+function T:pend(kind, text, labels)
   local queued = kind == "queued"
   table.insert(self.pending, {
     kind = kind, prompt = text, hl = queued and "OllieQueued" or "OllieInjected",
-    text = (queued and "⏳ queued: " or "↳ injected: ") .. text,
+    text = pending_line(queued and "⏳ queued: " or "↳ injected: ", text, labels),
   })
+  self:show_pending()
+end
+
+---Show the queued prompts as the daemon has them now (`held`: a stop holds them until they are sent on).
+---@param prompts {text: string, labels: string[]}[]
+---@param held boolean
+function T:set_queued(prompts, held)
+  local kept = vim.tbl_filter(function(p) return p.kind ~= "queued" end, self.pending)
+  for _, p in ipairs(prompts) do
+    table.insert(kept, { kind = "queued", prompt = p.text, hl = "OllieQueued",
+      text = pending_line(held and "⏸ held: " or "⏳ queued: ", p.text, p.labels) })
+  end
+  self.pending = kept
   self:show_pending()
 end
 
@@ -390,14 +437,36 @@ local function result_text(content)
   return content or "", false
 end
 
+-- How the daemon words the result of a step the user rejected (core/ollie/agent/approval.py).
+local REJECTED = "^rejected: the user did not allow .-; it was not run%."
+local FEEDBACK = "\nThe user's feedback: (.*)$"
+
+---The line a rejected step shows ("rejected: <the user's feedback>"); nil for any other result.
+---@param text string a tool result
+---@return string|nil
+function M.rejection(text)
+  if not text:find(REJECTED) then
+    return nil
+  end
+  local feedback = text:match(FEEDBACK)
+  return feedback and ("rejected: " .. vim.trim(feedback)) or "rejected"
+end
+
 ---A step's output, folded, then a separator so the answer that follows stands apart.
 ---@param content string
 ---@param failed boolean
 function T:output(content, failed)
   local text, is_error = result_text(content)
+  text = context.compact_blocks(text) -- an inject's context: its 📎 line, as a prompt shows it
   local collapsed = text:match("^%[%w+ result of [^%]]- collapsed: (%d+ lines)")
   local lines = {}
-  if collapsed then
+  local rejected = M.rejection(text)
+  if rejected then
+    -- The user said no (ollie/permission): one line, never folded, with what they told the model.
+    for i, l in ipairs(split(rejected)) do
+      table.insert(lines, (i == 1 and ("    " .. M.ICONS.failed .. " ") or "      ") .. l)
+    end
+  elseif collapsed then
     lines = { "    │ (output seen by the model, then collapsed: " .. collapsed .. ")" }
   else
     for _, l in ipairs(split(vim.trim(text))) do

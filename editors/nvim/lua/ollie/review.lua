@@ -1,6 +1,7 @@
 -- Review of a turn's changes: the changed-files list (:OllieChanges), a before ↔ after diff per file with
 -- undo per hunk or per file (ollie/review/undo), and :OllieRewind (ollie/rewind).
 local requests = require("ollie.requests")
+local turn_list = require("ollie.turns")
 
 local M = {}
 
@@ -405,6 +406,7 @@ function M.rewind(arg)
     rewind_to(tonumber(arg) --[[@as integer]])
     return
   end
+  local session = requests.session()
   requests.call("ollie/changes", {}, function(last)
     if last.turn == nil or last.turn == vim.NIL then
       requests.notify("no turn to rewind yet")
@@ -414,20 +416,20 @@ function M.rewind(arg)
     for t = last.turn, math.max(1, last.turn - 9), -1 do
       table.insert(turns, { turn = t, files = {} })
     end
-    local pending = #turns
+    -- Each turn's files (ollie/changes), the prompts of the history (ollie/context) and, from a tab without a
+    -- chat, which session that is (when its turns started is kept by session): asked at once.
+    local pending = #turns + (session and 1 or 2)
+    local context_messages
     local function one_done()
       pending = pending - 1
       if pending > 0 then
         return
       end
+      turn_list.attach_prompts(turns, last.turn, turn_list.prompts(context_messages), session)
       vim.ui.select(turns, {
         prompt = "ollie: rewind to before which turn?",
-        format_item = function(t)
-          local names = vim.tbl_map(function(f) return f.path end, t.files)
-          local files = #names == 0 and "no file changes" or (#names .. " file" .. (#names == 1 and "" or "s")
-            .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4)) .. (#names > 4 and ", …" or ""))
-          return string.format("turn %d — %s", t.turn, files)
-        end,
+        kind = "ollie_turn",
+        format_item = turn_list.label,
       }, function(choice)
         if choice then
           rewind_to(choice.turn)
@@ -440,6 +442,16 @@ function M.rewind(arg)
         one_done()
       end, one_done)
     end
+    if not session then
+      requests.call("ollie/state", {}, function(res)
+        session = res.session
+        one_done()
+      end, one_done)
+    end
+    requests.call("ollie/context", {}, function(res)
+      context_messages = res.messages
+      one_done()
+    end, one_done)
   end)
 end
 

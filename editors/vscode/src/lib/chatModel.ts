@@ -30,7 +30,7 @@ export interface ChangedFile {
 }
 
 export type ChatItem =
-  | { kind: "user"; id: number; text: string; note?: "queued" | "injected"; contextLabel?: string }
+  | { kind: "user"; id: number; text: string; note?: "queued" | "injected"; contextLabels?: string[] }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
   | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[] }
@@ -120,8 +120,10 @@ export class ChatModel {
   }
 
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
-  addUser(text: string, options: { note?: "queued" | "injected"; contextLabel?: string } = {}): ChatItem {
-    return this.push({ kind: "user", id: 0, text, ...options });
+  addUser(text: string, options: { note?: "queued" | "injected"; contextLabels?: string[] } = {}): ChatItem {
+    // One label per context item (`a.py:3-7`); none is no key at all, as a prompt without context.
+    const { contextLabels, ...rest } = options;
+    return this.push({ kind: "user", id: 0, text, ...rest, ...(contextLabels && contextLabels.length > 0 ? { contextLabels: [...contextLabels] } : {}) });
   }
 
   /** Record a message from the extension itself (a command's output, a failed request). */

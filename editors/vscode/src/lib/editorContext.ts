@@ -32,6 +32,12 @@ export function buildEditorContext(editor: EditorSnapshot): EditorContext {
   return context;
 }
 
+/** `context` for a request: none, the one object (every daemon takes it), or the list (several items, PROTOCOL.md). */
+export function contextParam(contexts: readonly EditorContext[]): EditorContext | EditorContext[] | undefined {
+  if (contexts.length === 0) return undefined;
+  return contexts.length === 1 ? contexts[0] : [...contexts];
+}
+
 /** A short human label for a context, e.g. `main.py:3-7` (1-based lines). */
 export function describeEditorContext(context: EditorContext): string {
   const file = decodeURIComponent(context.uri.replace(/^.*\//, ""));

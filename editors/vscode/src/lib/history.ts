@@ -24,6 +24,8 @@ interface MessageLike {
   steps?: unknown;
   /** A reply the user cut off: its content ends with the engine's marker. */
   interrupted?: boolean;
+  /** A prompt's editor-context items, one compact label each (`a.py:3-7`; PROTOCOL.md "History"). */
+  contextLabels?: unknown;
 }
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
@@ -39,26 +41,56 @@ function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
 }
 
-// The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`.
-const EDITOR_CONTEXT = /^<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
+// The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`, one
+// block per context item.
+const EDITOR_CONTEXT = /^\s*<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
 
 // The engine tells the model of the user's undos after the next prompt (ollie.agent.review); not the user's words.
 const UNDO_NOTE = /\n\nthe user undid these changes of yours \(turn \d+\): [^\n]*/g;
 
-/** A saved user message split into the prompt the user typed and a label for its editor context. */
-export function splitEditorContext(saved: string): { prompt: string; contextLabel?: string } {
-  const content = saved.replace(UNDO_NOTE, "");
-  const match = EDITOR_CONTEXT.exec(content);
-  if (!match) return { prompt: content };
-  const file = /^File:\s*(.+?)(?:\s+\([^)]*\))?$/m.exec(match[1]);
-  return { prompt: content.slice(match[0].length), contextLabel: file ? file[1] : "editor context" };
+// A block's label as the daemon words it (ollie_lsp/editor.py `context_labels`), for a daemon that sends none.
+function blockLabel(body: string): string {
+  const header = body.split("```", 1)[0];
+  const path = /^File:\s*(.+?)(?:\s+\([^)\n]*\))?$/m.exec(header)?.[1] ?? "editor context";
+  // `Showing lines 3-5:` (a range), `Location: lines 3-5` (where a selection is).
+  const lines = /^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$/m.exec(header);
+  if (lines) return !lines[2] || lines[1] === lines[2] ? `${path}:${lines[1]}` : `${path}:${lines[1]}-${lines[2]}`;
+  return /^Selected text:$/m.test(header) ? `${path} (selection)` : path;
 }
 
-/** A chat model holding a resumed session's conversation (user, assistant, reasoning and tool messages). */
-export function modelFromHistory(messages: unknown): ChatModel {
+/** A saved user message split into the prompt the user typed and one label per editor-context block before it. */
+export function splitEditorContext(saved: string): { prompt: string; contextLabels?: string[] } {
+  let content = saved.replace(UNDO_NOTE, "");
+  const contextLabels: string[] = [];
+  for (let match = EDITOR_CONTEXT.exec(content); match; match = EDITOR_CONTEXT.exec(content)) {
+    contextLabels.push(blockLabel(match[1]));
+    content = content.slice(match[0].length);
+  }
+  return contextLabels.length > 0 ? { prompt: content, contextLabels } : { prompt: content };
+}
+
+function stringList(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === "string") ? (value as string[]) : undefined;
+}
+
+/** A chat model holding a resumed session's conversation; `lastTurnResult` (its `info`) marks how the last turn ended. */
+export function modelFromHistory(messages: unknown, lastTurnResult?: unknown): ChatModel {
   const model = new ChatModel();
   for (const item of historyItems(messages)) model.add(item);
+  for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
   return model;
+}
+
+// The history keeps no error text (the live chat's `error` event is not saved): what is known is that it failed.
+const FAILED_TURN = "This prompt failed before the model answered it in full (the error was not saved). Send it again to retry.";
+
+/** What the live chat showed at the end of a turn that failed or hit the step limit, from the session's `lastTurnResult`. */
+export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
+  if (lastTurnResult === "error") {
+    return [{ kind: "notice", id: 0, level: "error", text: FAILED_TURN }, { kind: "turnEnd", id: 0, stop: "error" }];
+  }
+  // An interrupted reply is marked by its message; other endings leave nothing to say.
+  return lastTurnResult === "max_steps" ? [{ kind: "turnEnd", id: 0, stop: "max_steps" }] : [];
 }
 
 /** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat. */
@@ -76,8 +108,9 @@ export function historyItems(messages: unknown): ChatItem[] {
   for (const message of messagesOf(messages)) {
     switch (message.role) {
       case "user": {
-        const { prompt, contextLabel } = splitEditorContext(text(message.content));
-        model.addUser(prompt, contextLabel ? { contextLabel } : {});
+        const { prompt, contextLabels } = splitEditorContext(text(message.content));
+        // The daemon's labels when it sends them (PROTOCOL.md "History"), else those read from the blocks.
+        model.addUser(prompt, { contextLabels: stringList(message.contextLabels) ?? contextLabels });
         break;
       }
       case "assistant": {
@@ -113,6 +146,12 @@ export function parseContextPage(raw: unknown): ContextPage {
   const messages = Array.isArray(record.messages) ? record.messages : [];
   const total = typeof record.total === "number" && Number.isInteger(record.total) && record.total >= messages.length ? record.total : messages.length;
   return { messages, total };
+}
+
+/** Whether a page starts with a tool result: its call is on the page before, and would show as a second step. */
+export function startsWithResult(messages: readonly unknown[]): boolean {
+  const first = messages[0];
+  return typeof first === "object" && first !== null && (first as { role?: unknown }).role === "tool";
 }
 
 /** The `offset` of the page of at most `size` messages that ends where `end` starts (the one before it). */
@@ -159,6 +198,8 @@ export interface HistoryEntry {
   label: string;
   description: string;
   current: boolean;
+  /** Archived: kept and listed on request; the daemon resumes or changes it once unarchived. */
+  archived: boolean;
   /** Where another daemon runs it now (`"<host> (pid N)"`), when one does. */
   liveOn?: string;
 }
@@ -185,6 +226,7 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
         .filter(Boolean)
         .join(" · "),
       current: id === current,
+      archived: info.archived === true,
     };
     if (liveOn) entry.liveOn = liveOn;
     entries.push(entry);
@@ -192,15 +234,37 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
   return entries;
 }
 
-// PROTOCOL.md error table: a session another daemon runs (-32007), a team-shared session only its owner may change (-32008).
+// PROTOCOL.md error table: an archived session (-32002), one another daemon runs (-32007), a team-shared session only
+// its owner may change (-32008).
+const SESSION_ARCHIVED = -32002;
 const SESSION_LIVE_ELSEWHERE = -32007;
 const SESSION_FORBIDDEN = -32008;
+
+/** What the history offers for an archived session (its button, and picking it). */
+export const UNARCHIVE_AND_RESUME = "Unarchive and resume";
+// JSON-RPC's "method not found": a daemon older than `ollie/session/unarchive`.
+const METHOD_NOT_FOUND = -32601;
+
+/** Why an archived session could not be unarchived, for the user; undefined for errors that are not a refusal. */
+export function unarchiveRefusal(err: unknown, label: string): string | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const { code } = err as { code?: unknown };
+  if (code === METHOD_NOT_FOUND) {
+    return `Ollie: "${label}" is archived, and this ollie daemon cannot unarchive sessions: update ollie to bring it back.`;
+  }
+  // Its user already has an active main session (-32602 says so), or it is a teammate's (-32008).
+  const { message } = err as { message?: unknown };
+  if (code === -32602 && typeof message === "string") return `Ollie: ${message.replace(/^Invalid params: (session: )?/, "")}`;
+  return sessionRefusal(err);
+}
 
 /** What to tell the user when the daemon refused a history action for a reason they can act on; undefined for other errors. */
 export function sessionRefusal(err: unknown): string | undefined {
   if (typeof err !== "object" || err === null) return undefined;
   const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof message !== "string" || !message) return undefined;
+  // Archived meanwhile (by another window): the daemon's message names only the id.
+  if (code === SESSION_ARCHIVED) return "Ollie: that session was archived: an archived session cannot be resumed or changed.";
   // The daemon's message already says where it runs, or whose it is: shown as it is.
   return code === SESSION_LIVE_ELSEWHERE || code === SESSION_FORBIDDEN ? `Ollie: ${message}` : undefined;
 }

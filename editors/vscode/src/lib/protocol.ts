@@ -30,6 +30,7 @@ export const PROTOCOL_METHODS = [
   "ollie/session/load",
   "ollie/session/rename",
   "ollie/session/archive",
+  "ollie/session/unarchive",
   "ollie/session/close",
 ] as const;
 

@@ -28,3 +28,8 @@ export function wantsEarlier(box: { scrollTop: number }, earlier: number, slack 
 export function keptScrollTop(before: { scrollTop: number; scrollHeight: number }, scrollHeightNow: number): number {
   return before.scrollTop + Math.max(0, scrollHeightNow - before.scrollHeight);
 }
+
+/** Whether a shown view with earlier messages left is too short to scroll: its next page is loaded without a scroll. */
+export function needsEarlierToFill(box: { scrollHeight: number; clientHeight: number }, earlier: number): boolean {
+  return earlier > 0 && box.clientHeight > 0 && box.scrollHeight <= box.clientHeight;
+}

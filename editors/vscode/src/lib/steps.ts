@@ -96,6 +96,13 @@ export function locationLabel(location: StepLocation): string {
   return location.line ? `${location.path}:${location.line}` : location.path;
 }
 
+/** The locations a step's own row shows: a batch's inner steps show theirs, so only the ones none of them names. */
+export function headLocations(step: ToolStep, steps: readonly ToolStep[] | undefined): StepLocation[] {
+  if (!steps || steps.length === 0) return step.locations;
+  const shown = new Set(steps.flatMap((s) => s.locations.map((l) => l.path)));
+  return step.locations.filter((l) => !shown.has(l.path));
+}
+
 /** The status a step item has without a `tool` object (v1 events): from the result text. */
 export function legacyStatus(result: string | undefined, isError: boolean): StepStatus {
   if (result === undefined) return "in_progress";

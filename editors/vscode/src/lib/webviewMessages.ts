@@ -24,7 +24,7 @@ export interface Chip {
 
 export type FromWebview =
   | { type: "ready" }
-  | { type: "submit" | "queue" | "inject"; text: string; chip?: string }
+  | { type: "submit" | "queue" | "inject"; text: string; chips?: string[] }
   | { type: "interrupt" }
   | { type: "newSession" }
   | { type: "checkBackend" }
@@ -58,6 +58,8 @@ export type ToWebview =
   | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
+/** The most context chips one prompt carries. */
+export const MAX_CHIPS = 20;
 const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "checkBackend", "setApiKey", "pickFile", "addSelection", "loadEarlier"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
@@ -106,11 +108,12 @@ const PARSERS: Record<string, (m: Record<string, unknown>) => FromWebview | unde
 export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
   const message = raw as Record<string, unknown>;
-  const { type, text, chip } = message;
+  const { type, text, chips } = message;
   if (typeof type !== "string") return undefined;
   if (BARE_TYPES.has(type)) return { type } as FromWebview;
   if (Object.prototype.hasOwnProperty.call(PARSERS, type)) return PARSERS[type](message);
   if (!TEXT_TYPES.has(type)) return undefined;
   if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROMPT_LENGTH) return undefined;
-  return typeof chip === "string" && chip.length <= 64 ? ({ type, text, chip } as FromWebview) : ({ type, text } as FromWebview);
+  const ids = Array.isArray(chips) && chips.length > 0 && chips.length <= MAX_CHIPS && chips.every((c) => typeof c === "string" && c.length <= 64);
+  return ids ? ({ type, text, chips: [...(chips as string[])] } as FromWebview) : ({ type, text } as FromWebview);
 }

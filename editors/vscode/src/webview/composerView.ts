@@ -2,7 +2,7 @@
 
 import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
 import { SlashCommand, applySlashCompletion, slashCompletions } from "../lib/slash";
-import type { Chip, FromWebview } from "../lib/webviewMessages";
+import { type Chip, type FromWebview, MAX_CHIPS } from "../lib/webviewMessages";
 import { el, icon } from "./dom";
 
 interface Completion {
@@ -23,7 +23,8 @@ export class Composer {
   private readonly stopButton = document.getElementById("stop") as HTMLButtonElement;
   private completions: Completion[] = [];
   private selected = 0;
-  private chip: Chip | undefined;
+  // The prompt's context chips, in the order added; each is removable, all go with the next prompt sent.
+  private chips: Chip[] = [];
   /** The daemon's slash commands, sent with every reset. */
   commands: SlashCommand[] = [];
   running = false;
@@ -56,31 +57,43 @@ export class Composer {
     this.sendButton.textContent = value ? "Queue" : "Send";
   }
 
-  /** Show a chip the extension host made (one at a time: the prompt's `context` is one object). */
-  setChip(chip: Chip | undefined): void {
-    this.chip = chip;
-    this.chipBox.replaceChildren();
-    if (!chip) return;
-    const node = el("span", `chip ${chip.kind}`);
-    node.append(icon(chip.kind === "file" ? "file" : "selection"), el("span", "chip-label", chip.label));
-    const remove = el("button", "chip-remove");
-    remove.type = "button";
-    remove.setAttribute("aria-label", `Remove ${chip.label} from the prompt`);
-    remove.append(icon("close"));
-    remove.addEventListener("click", () => {
-      this.setChip(undefined);
-      this.input.focus();
-    });
-    node.append(remove);
-    this.chipBox.append(node);
+  /** Add a chip the extension host made, after those already on the input (the same one twice is kept once). */
+  addChip(chip: Chip): void {
+    if (this.chips.some((c) => c.id === chip.id) || this.chips.length >= MAX_CHIPS) return;
+    this.chips = [...this.chips, chip];
+    this.renderChips();
     this.input.focus();
+  }
+
+  private removeChip(id: string): void {
+    this.chips = this.chips.filter((c) => c.id !== id);
+    this.renderChips();
+    this.input.focus();
+  }
+
+  private renderChips(): void {
+    this.chipBox.replaceChildren(
+      ...this.chips.map((chip) => {
+        const node = el("span", `chip ${chip.kind}`);
+        node.append(icon(chip.kind === "file" ? "file" : "selection"), el("span", "chip-label", chip.label));
+        const remove = el("button", "chip-remove");
+        remove.type = "button";
+        remove.setAttribute("aria-label", `Remove ${chip.label} from the prompt`);
+        remove.append(icon("close"));
+        remove.addEventListener("click", () => this.removeChip(chip.id));
+        node.append(remove);
+        return node;
+      }),
+    );
   }
 
   private send(kind: "submit" | "queue" | "inject"): void {
     const text = this.input.value;
     if (!text.trim()) return;
-    this.post(kind === "submit" && this.chip ? { type: kind, text, chip: this.chip.id } : { type: kind, text });
-    if (kind === "submit") this.setChip(undefined);
+    // The chips go with the prompt however it is sent: a queued prompt runs with its context too.
+    this.post(this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text });
+    this.chips = [];
+    this.renderChips();
     this.input.value = "";
     this.refresh();
     this.onSend();

@@ -2,7 +2,7 @@
 
 import type { Onboarding } from "../lib/backend";
 import type { ChatItem } from "../lib/chatModel";
-import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, wantsEarlier } from "../lib/scroll";
+import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, wantsEarlier } from "../lib/scroll";
 import type { FromWebview, Header, PermissionOutcome, ToWebview } from "../lib/webviewMessages";
 import { Composer } from "./composerView";
 import { button, el, icon } from "./dom";
@@ -42,6 +42,11 @@ function loadEarlier(): void {
   post({ type: "loadEarlier" });
 }
 
+// A page too short to scroll could never be scrolled up from: the one before it comes at once.
+function fillView(): void {
+  if (needsEarlierToFill(log, earlier)) loadEarlier();
+}
+
 const composer = new Composer(post, () => {
   userSent = true;
   scrollToBottom();
@@ -73,6 +78,7 @@ function prepend(items: ChatItem[]): void {
   askPaths();
   log.scrollTop = keptScrollTop(before, log.scrollHeight);
 }
+window.addEventListener("resize", fillView);
 jump.addEventListener("click", () => {
   scrollToBottom();
   composer.focus();
@@ -211,6 +217,8 @@ document.addEventListener("click", (event) => {
       const box = target.closest(".permission")?.querySelector<HTMLElement>(".permission-feedback");
       if (box) {
         box.hidden = false;
+        // The field grows the chat: brought into view, the chat still follows what comes after the answer.
+        box.scrollIntoView({ block: "nearest" });
         box.querySelector("textarea")?.focus();
       }
       break;
@@ -278,6 +286,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       composer.setRunning(message.running);
       composer.commands = message.commands;
       showHeader(message.header);
+      fillView();
       break;
     case "items":
       upsert(message.items);
@@ -285,6 +294,8 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "earlier":
       prepend(message.items);
       showEarlier(message.earlier);
+      // Not after a failed load (no items): that would ask again and again.
+      if (message.items.length) fillView();
       break;
     case "status":
       composer.setRunning(message.running);
@@ -296,7 +307,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       showOnboarding(message.onboarding);
       break;
     case "chip":
-      composer.setChip(message.chip);
+      composer.addChip(message.chip);
       break;
     case "paths":
       for (const path of message.existing) knownPaths.set(path, true);

@@ -3,7 +3,7 @@
 import type { ChatItem, ToolItem } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
+import { StepLocation, ToolStep, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
@@ -73,7 +73,7 @@ function locationLinks(locations: readonly StepLocation[]): HTMLElement {
   return box;
 }
 
-function stepRow(step: ToolStep, className: string): HTMLElement {
+function stepRow(step: ToolStep, className: string, locations = step.locations): HTMLElement {
   const row = el("div", className);
   row.dataset.status = step.status;
   row.dataset.stepId = step.id;
@@ -82,7 +82,7 @@ function stepRow(step: ToolStep, className: string): HTMLElement {
   statusNode.classList.add("status-icon");
   if (step.status === "in_progress") statusNode.classList.add("codicon-modifier-spin");
   row.append(statusNode, icon(kindIcon(step.kind)), el("span", "step-title", step.title));
-  if (step.locations.length) row.append(locationLinks(step.locations));
+  if (locations.length) row.append(locationLinks(locations));
   return row;
 }
 
@@ -105,7 +105,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   node.dataset.status = step.status;
   node.dataset.kind = step.kind;
   node.setAttribute("aria-label", `${step.title}: ${statusIcon(step.status).label}`);
-  (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row"));
+  (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row", headLocations(step, item.steps)));
   const substeps = node.querySelector(".substeps") as HTMLElement;
   substeps.replaceChildren(...(item.steps ?? []).map((s) => stepRow(s, "step-row substep")));
   const diffs = node.querySelector(".diffs") as HTMLElement;
@@ -226,8 +226,9 @@ export function update(node: HTMLElement, item: ChatItem): void {
   switch (item.kind) {
     case "user": {
       node.replaceChildren();
-      if (item.note || item.contextLabel) {
-        const meta = el("div", "meta", [item.note, item.contextLabel ? `about ${item.contextLabel}` : ""].filter(Boolean).join(" · "));
+      if (item.note || item.contextLabels) {
+        const about = item.contextLabels ? `about ${item.contextLabels.join(", ")}` : "";
+        const meta = el("div", "meta", [item.note, about].filter(Boolean).join(" · "));
         node.append(meta);
       }
       node.append(el("div", "text", item.text));

@@ -240,6 +240,16 @@ export async function chatFrame(page) {
   throw new Error("the chat webview never appeared");
 }
 
+// The chat's text at a failure, collapsed parts too (a step's output says why it failed; the screenshot does not).
+async function saveChatText(page) {
+  for (const frame of page.frames()) {
+    const text = await frame
+      .evaluate(() => [...document.querySelectorAll("#log .item")].map((item) => `[${item.className}] ${item.textContent}`).join("\n"))
+      .catch(() => "");
+    if (text) fs.writeFileSync(path.join(artifacts, "chat-at-failure.log"), text);
+  }
+}
+
 /** Open (focus) the Ollie chat view, wherever it is placed, and return its frame. */
 export async function openChat(page) {
   // The status bar item focuses the chat wherever it is placed, and never toggles it closed.
@@ -247,6 +257,13 @@ export async function openChat(page) {
   await status.waitFor({ timeout: waitMs });
   await status.click();
   return chatFrame(page);
+}
+
+/** Wait until the chat has the focus (New Session and resumes reveal it when done: a pick opened before would close). */
+export async function chatFocused(page, chat) {
+  await chat.waitForFunction(() => document.hasFocus(), null, { timeout: waitMs });
+  // The reveal may still be settling the workbench's focus.
+  await page.waitForTimeout(500);
 }
 
 /** Wait until the status bar shows an item matching `pattern`. */
@@ -306,6 +323,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     console.log("E2E PASSED");
   } catch (err) {
     if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
+    if (page) await saveChatText(page);
     copyOllieOutput(path.join(work, "user-data"));
     await browser?.close().catch(() => undefined);
     fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);

@@ -8,7 +8,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
 const EDITED = ORIGINAL.replace("line 2\n", "LINE TWO\n").replace("line 12\n", "LINE TWELVE\n");
@@ -121,6 +121,16 @@ await withVSCode(
     await waitForSavedPrompt(dataDir, ["I changed two lines."]);
     await until("the edit on disk", () => fs.readFileSync(app, "utf8") === EDITED);
     log("the scripted turn edited app.py (two hunks)");
+    // The batch (two edits in one call) names each location once: on its inner steps, not again on the whole.
+    const batchChat = await chatFrame(page);
+    const batch = batchChat.locator(".item.tool", { has: batchChat.locator(".substep") }).first();
+    await batch.locator('.substep[data-status="completed"]').nth(1).waitFor({ timeout: waitMs });
+    const innerLinks = await batch.locator(".substeps a.file-link").allTextContents();
+    const headLinks = await batch.locator(".step-head a.file-link").allTextContents();
+    if (innerLinks.length !== 2 || headLinks.length !== 0) throw new Error(`the batch links ${JSON.stringify({ headLinks, innerLinks })}`);
+    await batch.scrollIntoViewIfNeeded();
+    await screenshot("batch-step");
+    log(`the batch step links each location once: ${innerLinks.join(", ")}`);
 
     // 3. Review Changes opens the diff editor with keep/undo on each hunk.
     await runCommand(page, "Ollie: Review Changes");
@@ -196,6 +206,7 @@ await withVSCode(
     await runCommand(page, "Ollie: New Session");
     // New Session focuses the chat, which would close a pick opened before it did.
     await until("the new session's empty chat", async () => !(await chatText()).includes("Edit app.py please"));
+    await chatFocused(page, chat);
     await runCommand(page, "Ollie: Show History");
     const old = row(page, "Edit app.py");
     await old.waitFor({ timeout: waitMs });

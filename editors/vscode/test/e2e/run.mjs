@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { artifacts, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { artifacts, chatFocused, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
 // The scripted model, in the order the turns below ask it.
@@ -32,6 +32,20 @@ const files = { "hello.txt": "hello\n", "marker.py": "SELECTION_MARKER = 42\n", 
 // The daemon starts pointed at a port nothing listens on: onboarding first, then the model comes up there.
 const port = await freePort();
 
+/** Put `text` in the chat's input, clicked first: while an editor has the focus, the keys of a bare fill went to it. */
+async function fillInput(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  if ((await input.inputValue()) !== text) throw new Error(`the chat input holds ${JSON.stringify(await input.inputValue())}, not ${JSON.stringify(text)}`);
+}
+
+/** Type `text` into the chat's input and send it with `key`. */
+async function send(chat, text, key = "Enter") {
+  await fillInput(chat, text);
+  await chat.locator("#input").press(key);
+}
+
 /** The chat's whole text. */
 const chatText = async (chat) => (await chat.locator("#log").textContent()) ?? "";
 
@@ -51,7 +65,11 @@ async function openEditor(page, name) {
   await activeTab(page, name);
 }
 
-await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
+// A resumed session shows its last PAGE messages at first; scrolling up loads the ones before (step 10).
+const PAGE = 6;
+const settings = { "ollie.historyPageSize": PAGE };
+
+await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
   const chat = await openChat(page);
   log("chat view open");
   // An approval mode picked while the daemon still starts is applied once it is up (it was lost).
@@ -60,7 +78,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   // 1. Onboarding: no backend answers, so the empty view says what to do; the first turn fails fast with the hint.
   const onboarding = chat.locator("#onboarding");
   await onboarding.waitFor({ state: "visible", timeout: waitMs });
-  await chat.locator("#input").fill("/approval");
+  await fillInput(chat, "/approval");
   await chat.locator("#input").press("Escape");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "approval: read-only" }).waitFor({ timeout: waitMs });
@@ -70,8 +88,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   if (!/cannot be reached/.test(help) || !/Check again/.test(help)) throw new Error(`onboarding says: ${JSON.stringify(help)}`);
   await screenshot("onboarding");
   const started = Date.now();
-  await chat.locator("#input").fill("hello?");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "hello?");
   const failure = chat.locator(".item.notice.error").first();
   await failure.waitFor({ timeout: 30000 });
   const failedAfter = Date.now() - started;
@@ -82,7 +99,11 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator(".item.user", { hasText: "hello?" }).evaluate((node) => (node.dataset.before = "check"));
   await onboarding.locator("button", { hasText: "Check again" }).click();
   await chat.locator('.item.user:not([data-before="check"])', { hasText: "hello?" }).waitFor({ timeout: waitMs });
+  // The restored chat is read from the saved session: its failed last prompt still says it failed.
+  await chat.locator(".item.notice.error", { hasText: "This prompt failed" }).waitFor({ timeout: waitMs });
+  await chat.locator('.item.turnEnd[data-stop="error"]').waitFor({ timeout: waitMs });
   await onboarding.waitFor({ state: "visible", timeout: waitMs });
+  await screenshot("restored-failed-prompt");
   await startLLM(script, { port });
   await onboarding.locator("button", { hasText: "Check again" }).click();
   await onboarding.waitFor({ state: "hidden", timeout: waitMs });
@@ -91,8 +112,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   log("Check again with the model up: the onboarding is gone");
 
   // 2. A step: its title, status and file link (which opens the file); the answer streams as markdown.
-  await chat.locator("#input").fill("What does hello.txt say?");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "What does hello.txt say?");
   await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
   const step = chat.locator(".item.tool").last();
   await step.locator(".step-title", { hasText: "Read hello.txt" }).waitFor({ timeout: waitMs });
@@ -126,8 +146,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
 
   // 3. A code block: Copy puts it on the clipboard, Insert puts it at the cursor of the editor.
   await openEditor(page, "scratch.py");
-  await chat.locator("#input").fill("Show me a greeting function");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "Show me a greeting function");
   const block = chat.locator(".item.assistant .code-block").last();
   await block.waitFor({ timeout: waitMs });
   if ((await block.getAttribute("data-file")) !== "greet.py") throw new Error("the code block's file name was not read");
@@ -154,8 +173,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
 
   // 4. Scroll: a prompt sent while scrolled up is scrolled to; an approval question with the diff, rejected with feedback.
   await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
-  await chat.locator("#input").fill("Make greet say hello");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "Make greet say hello");
   const sent = chat.locator(".item.user", { hasText: "Make greet say hello" });
   await sent.waitFor({ timeout: waitMs });
   await page.waitForTimeout(300);
@@ -174,6 +192,9 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await question.locator("textarea").press("Enter");
   await question.locator(".permission-answer", { hasText: "Rejected with feedback" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "OK, I will use a constant." }).waitFor({ timeout: waitMs });
+  // The feedback field grew the chat while it was open: the answer after it must still come into view.
+  await page.waitForTimeout(300);
+  if (!atBottom(await scrollOf(chat)) || (await chat.locator("#jump").isVisible())) throw new Error("the answer to the feedback arrived off-screen");
   await waitForSavedPrompt(dataDir, [FEEDBACK]);
   if (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) throw new Error("the rejected edit was made");
   // The card says "Rejected with feedback"; the daemon's "rejected: Edit app.py" line would say it twice.
@@ -184,8 +205,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   // 5. Approval mode auto-edit: the edit runs, its diff shows inline; the turn's changed files can be opened and undone.
   await chat.locator("#approval").selectOption("auto-edit");
   await page.waitForTimeout(300);
-  await chat.locator("#input").fill("Do it anyway");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "Do it anyway");
   const editStep = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit app.py" }) }).last();
   await editStep.locator(".diff tr.added", { hasText: "'hello'" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "Done: greet now says hello." }).waitFor({ timeout: waitMs });
@@ -219,7 +239,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   log("auto-edit ran the edit with its inline diff; Open diff and the Changed files link opened diff editors; a stale Undo was refused, then Undo reverted app.py");
 
   // 6. Slash commands complete with descriptions; safe ones first, destructive ones marked.
-  await chat.locator("#input").fill("");
+  await fillInput(chat, "");
   await chat.locator("#input").pressSequentially("/co");
   const rows = chat.locator("#slash li");
   await rows.filter({ hasText: "/compact" }).waitFor({ timeout: waitMs });
@@ -227,11 +247,11 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   const names = await rows.locator(".slash-name").allTextContents();
   if (names.indexOf("/compact") < names.indexOf("/cost")) throw new Error(`a destructive command is listed first: ${names}`);
   await screenshot("slash");
-  await chat.locator("#input").fill("");
+  await fillInput(chat, "");
   await chat.locator("#input").pressSequentially("/comp");
   await chat.locator("#input").press("Tab");
   if ((await chat.locator("#input").inputValue()) !== "/compact") throw new Error("slash completion did not complete /compact");
-  await chat.locator("#input").fill("");
+  await fillInput(chat, "");
   log(`slash completion: ${names.join(" ")}`);
 
   // 7. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked.
@@ -255,7 +275,7 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator(".item.assistant", { hasText: "sets SELECTION_MARKER to 42" }).waitFor({ timeout: waitMs });
   await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "What does this line do?"]);
   // @ offers a workspace file as the prompt's context: a chip, removable.
-  await chat.locator("#input").fill("");
+  await fillInput(chat, "");
   await chat.locator("#input").pressSequentially("@");
   await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Enter");
@@ -268,23 +288,31 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator("#chips .chip-remove").click();
   await chat.locator("#chips .chip").waitFor({ state: "detached", timeout: waitMs });
   // The same through a #selection chip on the chat's input.
-  await chat.locator("#input").fill("");
+  await fillInput(chat, "");
   await chat.locator("#input").pressSequentially("#sel");
   await chat.locator("#slash li", { hasText: "#selection" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Tab");
   await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
-  await screenshot("selection-chip");
-  await chat.locator("#input").fill("Explain the chip");
+  // A second chip joins the first: the selection and a file, both sent with the prompt.
+  await chat.locator("#input").pressSequentially("@");
+  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Enter");
-  await chat.locator(".item.user", { hasText: "Explain the chip" }).locator(".meta", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill("hello.txt");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "hello.txt" }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await chat.locator("#chips .chip", { hasText: "hello.txt" }).waitFor({ timeout: waitMs });
+  const chipLabels = await chat.locator("#chips .chip-label").allTextContents();
+  if (chipLabels.join("|") !== "marker.py:1|hello.txt") throw new Error(`the input holds the chips ${JSON.stringify(chipLabels)}`);
+  await screenshot("selection-and-file-chips");
+  await send(chat, "Explain the chip");
+  await chat.locator(".item.user", { hasText: "Explain the chip" }).locator(".meta", { hasText: "about marker.py:1, hello.txt" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "The chip holds the same line." }).waitFor({ timeout: waitMs });
-  await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "Explain the chip"]);
-  if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was sent");
-  log("Ask About Selection and a #selection chip sent the selection, and it reached the model's prompt");
+  await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "File: hello.txt", "Explain the chip"]);
+  if (await chat.locator("#chips .chip").count()) throw new Error("the chips stayed after the prompt was sent");
+  log("Ask About Selection, then a #selection and an @file chip together: both reached the model's prompt");
 
   // 9. A slow reply: scrolled up, the view stays put and offers "Jump to latest"; queue, inject, Stop.
-  await chat.locator("#input").fill("Tell me a long story.");
-  await chat.locator("#input").press("Enter");
+  await send(chat, "Tell me a long story.");
   const stop = chat.locator("#stop");
   await stop.waitFor({ state: "visible", timeout: waitMs });
   const slow = chat.locator(".item.assistant", { hasText: "This reply" });
@@ -297,11 +325,16 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await jump.click();
   await jump.waitFor({ state: "hidden", timeout: waitMs });
   if (!atBottom(await scrollOf(chat))) throw new Error("Jump to latest did not reach the bottom");
-  await chat.locator("#input").fill("Then summarise it.");
-  await chat.locator("#input").press("Enter");
-  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued" }).waitFor({ timeout: waitMs });
-  await chat.locator("#input").fill("Keep it short.");
-  await chat.locator("#input").press("Control+Enter");
+  // A chip stays with a prompt Enter queues while the turn runs.
+  await fillInput(chat, "");
+  await chat.locator("#input").pressSequentially("#sel");
+  await chat.locator("#slash li", { hasText: "#selection" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Tab");
+  await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
+  await send(chat, "Then summarise it.");
+  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued · about marker.py:1" }).waitFor({ timeout: waitMs });
+  if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was queued");
+  await send(chat, "Keep it short.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
   await stop.click();
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
@@ -322,7 +355,22 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await runCommand(page, "Ollie: Switch Session");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row", { hasText: shownTitle }).first().click();
+  // Only the last pages come first (more if one does not fill the view); scrolling to the top loads the earlier ones.
+  await chat.locator(".item.user", { hasText: "Tell me a long story." }).waitFor({ timeout: waitMs });
+  const earlierButton = chat.locator("#log .earlier");
+  await earlierButton.waitFor({ state: "visible", timeout: waitMs });
+  if (await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).count()) throw new Error("the whole session was loaded at once");
+  await screenshot("resumed-last-page");
+  const shownBefore = await chat.locator(".item").count();
+  for (const end = Date.now() + waitMs; await earlierButton.isVisible(); await page.waitForTimeout(300)) {
+    if (Date.now() > end) throw new Error(`scrolling up did not load the earlier messages (${await earlierButton.textContent()})`);
+    await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
+  }
   await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
+  // A call and its result on two pages were drawn as two steps: each step shows once.
+  const stepIds = await chat.locator(".item.tool .step-head .step-row").evaluateAll((rows) => rows.map((row) => row.dataset.stepId));
+  if (new Set(stepIds).size !== stepIds.length) throw new Error(`a step shows twice after loading earlier pages: ${stepIds}`);
+  log(`scrolling up loaded the earlier pages: ${shownBefore} items, then ${await chat.locator(".item").count()}`);
   await chat.locator('.item.tool[data-tool-name="call_tool"]').first().waitFor({ timeout: waitMs });
   await chat.locator(".item.tool").first().scrollIntoViewIfNeeded();
   await screenshot("resumed");
@@ -347,12 +395,41 @@ await withVSCode({ script: null, files, serverEnv: serverEnvFor(`http://127.0.0.
   await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
   log("Restart, Switch Session (resumed from disk, titled) and New Session work");
 
+  // 11b. History: archive the old session; it leaves the list, "Show archived" lists it marked, picking it says why not.
+  await chatFocused(page, chat);
+  await runCommand(page, "Ollie: Show History");
+  const oldRow = page.locator(".quick-input-list .monaco-list-row", { hasText: shownTitle }).first();
+  await oldRow.waitFor({ timeout: waitMs });
+  await oldRow.hover();
+  await oldRow.locator(".codicon-archive").click();
+  await page.locator(".notifications-toasts .notification-toast", { hasText: `archived "${shownTitle}"` }).first().waitFor({ timeout: waitMs });
+  const showArchived = page.locator('.quick-input-widget .quick-input-titlebar [aria-label="Show archived sessions"]');
+  await showArchived.waitFor({ timeout: waitMs });
+  if (await page.locator(".quick-input-list .monaco-list-row", { hasText: shownTitle }).count()) throw new Error("the archived session is still listed");
+  // The toggle is the list's last item too: typed and taken with Enter, from the keyboard.
+  await page.locator(".quick-input-widget input").fill("Show archived");
+  await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: "Show archived sessions" }).waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "archived shown" }).waitFor({ timeout: waitMs });
+  const archivedRow = page.locator(".quick-input-list .monaco-list-row", { hasText: shownTitle }).filter({ hasText: "archived" }).first();
+  await archivedRow.waitFor({ timeout: waitMs });
+  await archivedRow.filter({ hasText: "Unarchive and resume" }).waitFor({ timeout: waitMs });
+  await screenshot("history-archived");
+  // Picking it offers nothing else: it is unarchived and resumed, its conversation back in the chat.
+  await archivedRow.click();
+  await page.locator(".notifications-toasts .notification-toast", { hasText: `unarchived "${shownTitle}"` }).first().waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Tell me a long story." }).waitFor({ timeout: waitMs });
+  const unarchivedHeader = ((await chat.locator("#title").textContent()) ?? "").trim();
+  if (unarchivedHeader !== shownTitle) throw new Error(`the unarchived session's header shows ${JSON.stringify(unarchivedHeader)}`);
+  await screenshot("history-unarchived");
+  log("an archived session leaves the history, Show archived lists it marked, and picking it unarchives and resumes it");
+
   // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
   fs.mkdirSync(path.join(workspace, ".vscode"));
   fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({ "ollie.model": "e2e-model" }));
   const modelDeadline = Date.now() + waitMs;
   for (;;) {
-    await chat.locator("#input").fill("/model");
+    await fillInput(chat, "/model");
     await chat.locator("#input").press("Escape");
     await chat.locator("#input").press("Enter");
     await page.waitForTimeout(500);

@@ -91,11 +91,12 @@ test("notices for info/error/exec/limitretry; usage and state are not shown", ()
   );
 });
 
-test("user prompts are recorded with their note and context label", () => {
+test("user prompts are recorded with their note and a label per context item", () => {
   const model = new ChatModel();
-  const item = model.addUser("fix it", { note: "queued", contextLabel: "a.py:3" });
-  assert.deepEqual(item, { kind: "user", id: 1, text: "fix it", note: "queued", contextLabel: "a.py:3" });
-  assert.equal(model.addNotice("info", "x").id, 2);
+  const item = model.addUser("fix it", { note: "queued", contextLabels: ["a.py:3", "b.py"] });
+  assert.deepEqual(item, { kind: "user", id: 1, text: "fix it", note: "queued", contextLabels: ["a.py:3", "b.py"] });
+  assert.deepEqual(model.addUser("plain", { contextLabels: [] }), { kind: "user", id: 2, text: "plain" }, "no context: no labels");
+  assert.equal(model.addNotice("info", "x").id, 3);
 });
 
 test("tool error detection", () => {

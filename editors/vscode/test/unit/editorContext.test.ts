@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { buildEditorContext, describeEditorContext } from "../../src/lib/editorContext";
+import { buildEditorContext, contextParam, describeEditorContext } from "../../src/lib/editorContext";
 
 const at = (line: number, character: number) => ({ line, character });
 
@@ -29,4 +29,13 @@ test("the label uses 1-based lines and skips a last line selected only up to col
   assert.equal(describeEditorContext({ uri: "file:///w/a%20b.py" }), "a b.py");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 4), end: at(5, 0) } }), "a.py:3-5");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 0), end: at(2, 9) } }), "a.py:3");
+});
+
+test("a prompt's context items go as one object (any daemon) or as the list", () => {
+  const a = { uri: "file:///w/a.py" };
+  const b = { uri: "file:///w/b.py", range: { start: at(0, 0), end: at(1, 0) } };
+  assert.equal(contextParam([]), undefined);
+  assert.deepEqual(contextParam([a]), a);
+  assert.deepEqual(contextParam([a, b]), [a, b]);
+  assert.deepEqual([a, b].map(describeEditorContext), ["a.py", "b.py:1"]);
 });

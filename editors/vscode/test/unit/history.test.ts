@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, modelFromHistory, pageBefore, parseContextPage, splitEditorContext } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, pageBefore, parseContextPage, splitEditorContext, startsWithResult } from "../../src/lib/history";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -33,12 +33,24 @@ test("the context document shows the system prompt, messages and tool calls", ()
 
 test("a saved prompt's editor context becomes its label", () => {
   const saved = "<editor-context>\nFile: marker.py (python)\nSelected text:\n```python\nX = 1\n```\n</editor-context>\n\nWhat does this do?";
-  assert.deepEqual(splitEditorContext(saved), { prompt: "What does this do?", contextLabel: "marker.py" });
+  assert.deepEqual(splitEditorContext(saved), { prompt: "What does this do?", contextLabels: ["marker.py (selection)"] });
   assert.deepEqual(splitEditorContext("plain prompt"), { prompt: "plain prompt" });
   const noted = "What now?\n\nthe user undid these changes of yours (turn 4): app.py (the whole file, back to before your change)";
   assert.deepEqual(splitEditorContext(noted), { prompt: "What now?" }, "the engine's undo note is for the model");
   const model = modelFromHistory([{ role: "user", content: saved }]);
-  assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "What does this do?", contextLabel: "marker.py" });
+  assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "What does this do?", contextLabels: ["marker.py (selection)"] });
+});
+
+test("a prompt with several context items gets one label per item, the daemon's when it sends them", () => {
+  const block = (header: string) => `<editor-context>\n${header}\n\`\`\`python\nShowing line 99:\n\`\`\`\n</editor-context>`;
+  const saved = [block("File: a.py (python)\nLocation: lines 3-5\nSelected text:"), block("File: notes.txt\nShowing line 1:"), "<editor-context>\nFile: b.py\n</editor-context>", "compare them"].join("\n\n");
+  assert.deepEqual(splitEditorContext(saved), { prompt: "compare them", contextLabels: ["a.py:3-5", "notes.txt:1", "b.py"] });
+  const ours = modelFromHistory([{ role: "user", content: saved }]);
+  assert.deepEqual(ours.items[0], { kind: "user", id: 1, text: "compare them", contextLabels: ["a.py:3-5", "notes.txt:1", "b.py"] });
+  const theirs = modelFromHistory([{ role: "user", content: saved, contextLabels: ["x.py:1", "y.py"] }]);
+  assert.deepEqual(theirs.items[0], { kind: "user", id: 1, text: "compare them", contextLabels: ["x.py:1", "y.py"] });
+  const bad = modelFromHistory([{ role: "user", content: saved, contextLabels: [3] }]);
+  assert.deepEqual(bad.items[0], ours.items[0], "labels that are not strings are read from the blocks instead");
 });
 
 // The shapes of tests/lsp/test_history_render.py: each call and result carries the live `tool` object.
@@ -105,4 +117,24 @@ test("an earlier page goes before the items shown, with ids below theirs", () =>
   const oldest = model.prepend(historyItems([{ role: "user", content: "first" }]));
   assert.deepEqual(oldest.map((i) => i.id), [-2]);
   assert.equal(model.add({ kind: "notice", id: 0, level: "info", text: "new" }).id, before[before.length - 1] + 1, "new items still count up");
+});
+
+test("a resumed session whose last turn failed shows the failure after it, as the live chat did", () => {
+  const model = modelFromHistory([{ role: "user", content: "hello?" }], "error");
+  assert.deepEqual(model.items.map((i) => i.kind), ["user", "notice", "turnEnd"]);
+  const notice = model.items[1];
+  assert.ok(notice.kind === "notice" && notice.level === "error" && /prompt failed/.test(notice.text));
+  assert.deepEqual(model.items[2], { kind: "turnEnd", id: 3, stop: "error" });
+  assert.deepEqual(lastTurnEnding("max_steps").map((i) => i.kind === "turnEnd" && i.stop), ["max_steps"]);
+  for (const fine of ["end", "interrupted", "", undefined, 7]) assert.deepEqual(lastTurnEnding(fine), [], String(fine));
+  assert.equal(modelFromHistory([{ role: "user", content: "hi" }], "end").items.length, 1);
+});
+
+test("a page that starts with a tool result is one whose call is on the page before (it is fetched with it)", () => {
+  assert.ok(startsWithResult(saved.slice(2)));
+  assert.ok(!startsWithResult(saved.slice(1)));
+  assert.ok(!startsWithResult([]));
+  // Split, a call and its result would show as two steps: the call without a result, the result without input.
+  assert.equal(historyItems(saved.slice(0, 2)).length + historyItems(saved.slice(2, 3)).length, 3);
+  assert.equal(historyItems(saved.slice(0, 3)).length, 2);
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEvent, parseStateChanged, sessionIdOf } from "../../src/lib/protocol";
-import { MAX_PROMPT_LENGTH, parseWebviewMessage } from "../../src/lib/webviewMessages";
+import { MAX_CHIPS, MAX_PROMPT_LENGTH, parseWebviewMessage } from "../../src/lib/webviewMessages";
 
 test("valid webview messages pass, extra fields are dropped", () => {
   assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", evil: "<script>" }), { type: "submit", text: "hi" });
@@ -13,7 +13,10 @@ test("valid webview messages pass, extra fields are dropped", () => {
 });
 
 test("the chat's actions are validated field by field", () => {
-  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", chip: "ab12" }), { type: "submit", text: "hi", chip: "ab12" });
+  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", chips: ["ab12", "cd34"] }), { type: "submit", text: "hi", chips: ["ab12", "cd34"] });
+  assert.deepEqual(parseWebviewMessage({ type: "queue", text: "later", chips: ["ab12"] }), { type: "queue", text: "later", chips: ["ab12"] }, "a queued prompt keeps its chips");
+  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", chips: ["ab12", 5] }), { type: "submit", text: "hi" });
+  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", chips: Array(MAX_CHIPS + 1).fill("a") }), { type: "submit", text: "hi" });
   assert.deepEqual(parseWebviewMessage({ type: "openFile", path: "src/a.py", line: 3 }), { type: "openFile", path: "src/a.py", line: 3 });
   assert.deepEqual(parseWebviewMessage({ type: "openFile", path: "a.py", line: -1 }), { type: "openFile", path: "a.py" });
   assert.deepEqual(parseWebviewMessage({ type: "openDiff", item: 4, path: "a.py" }), { type: "openDiff", item: 4, path: "a.py" });

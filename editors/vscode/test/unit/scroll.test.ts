@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, wantsEarlier } from "../../src/lib/scroll";
+import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, wantsEarlier } from "../../src/lib/scroll";
 
 test("at the bottom means within the slack of it", () => {
   assert.ok(isAtBottom({ scrollTop: 500, scrollHeight: 1000, clientHeight: 500 }));
@@ -23,4 +23,11 @@ test("the earlier page loads near the top only while there is one; prepending ke
   assert.ok(!wantsEarlier({ scrollTop: 300 }, 12));
   assert.equal(keptScrollTop({ scrollTop: 10, scrollHeight: 1000 }, 1600), 610);
   assert.equal(keptScrollTop({ scrollTop: 10, scrollHeight: 1000 }, 900), 10);
+});
+
+test("a resumed page too short to scroll loads the one before at once; a hidden view or a full one does not", () => {
+  assert.ok(needsEarlierToFill({ scrollHeight: 300, clientHeight: 600 }, 40));
+  assert.ok(!needsEarlierToFill({ scrollHeight: 300, clientHeight: 600 }, 0), "nothing earlier");
+  assert.ok(!needsEarlierToFill({ scrollHeight: 900, clientHeight: 600 }, 40), "the user can scroll up");
+  assert.ok(!needsEarlierToFill({ scrollHeight: 0, clientHeight: 0 }, 40), "a hidden view would load every page");
 });

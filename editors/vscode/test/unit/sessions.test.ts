@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { keyEnvironment, KEY_BACKENDS, keyVariables, secretKey } from "../../src/lib/apiKeys";
-import { historyEntries, relativeTime, sessionRefusal } from "../../src/lib/history";
+import { UNARCHIVE_AND_RESUME, historyEntries, relativeTime, sessionRefusal, unarchiveRefusal } from "../../src/lib/history";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 
@@ -30,8 +30,8 @@ test("history entries: title (or Untitled), current, when, agent, archived; empt
     NOW,
   );
   assert.deepEqual(entries, [
-    { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · default", current: false },
-    { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true },
+    { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · default", current: false, archived: false },
+    { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true, archived: true },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
 });
@@ -51,6 +51,7 @@ test("a session live on another machine says where; loading it (-32007) or chang
     label: "Deploy fix",
     description: "live on buildbox (pid 4242) · 2 h ago · default",
     current: false,
+    archived: false,
     liveOn: "buildbox (pid 4242)",
   });
   assert.equal(entries[1].description, "2 h ago · default", "a session live here is not 'live elsewhere'");
@@ -58,9 +59,23 @@ test("a session live on another machine says where; loading it (-32007) or chang
   assert.equal(sessionRefusal({ code: -32007, message: live }), `Ollie: ${live}`);
   const forbidden = "forbidden: session 1-a is shared with team 'core' to read and resume: only its owner (ann) may rename, archive or share it";
   assert.equal(sessionRefusal({ code: -32008, message: forbidden }), `Ollie: ${forbidden}`);
+  assert.match(sessionRefusal({ code: -32002, message: "session is archived: 1-a" }) ?? "", /archived: an archived session cannot be resumed/);
   assert.equal(sessionRefusal({ code: -32001, message: "unknown session" }), undefined, "other errors stay errors");
   assert.equal(sessionRefusal(new Error("boom")), undefined);
   assert.equal(sessionRefusal(null), undefined);
+});
+
+test("an archived session is listed as such, offers to be unarchived, and a refusal says why", () => {
+  const [entry] = historyEntries([{ id: "1-a", title: "Old work", lastActive: "2026-11-30T10:00:00Z", archived: true }], undefined, NOW);
+  assert.equal(entry.archived, true);
+  assert.match(entry.description, /archived$/);
+  assert.equal(UNARCHIVE_AND_RESUME, "Unarchive and resume");
+  // A daemon older than ollie/session/unarchive answers "method not found".
+  assert.match(unarchiveRefusal({ code: -32601, message: "Method Not Found: ollie/session/unarchive" }, entry.label) ?? "", /"Old work" is archived, and this ollie daemon cannot unarchive/);
+  const second = "Invalid params: session: session 1-a cannot be unarchived: its user already has an active main session; archive that one first";
+  assert.equal(unarchiveRefusal({ code: -32602, message: second }, entry.label), "Ollie: session 1-a cannot be unarchived: its user already has an active main session; archive that one first");
+  assert.match(unarchiveRefusal({ code: -32008, message: "forbidden: shared with team 'core'" }, entry.label) ?? "", /^Ollie: forbidden/);
+  assert.equal(unarchiveRefusal(new Error("boom"), entry.label), undefined, "other errors stay errors");
 });
 
 test("stored API keys become the daemon's environment; openai and openrouter share a variable", () => {

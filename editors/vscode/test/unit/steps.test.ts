@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
+import { headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -87,4 +87,15 @@ test("a step without a tool object (v1, or a resumed session) gets a readable he
   assert.equal(legacyStatus(undefined, false), "in_progress");
   assert.equal(legacyStatus("ok", false), "completed");
   assert.equal(legacyStatus("error: no", true), "failed");
+});
+
+test("a batch's links show once: on its inner steps, the row of the whole keeps only what none of them names", () => {
+  const batch = parseToolStep({ ...wire("c1", "completed"), locations: [{ path: "app.py", line: 2 }, { path: "app.py", line: 12 }, { path: "notes.md" }] });
+  const inner = [parseToolStep({ ...wire("c1.1", "completed"), locations: [{ path: "app.py", line: 2 }] }), parseToolStep({ ...wire("c1.2", "completed"), locations: [{ path: "app.py", line: 12 }] })];
+  assert.ok(batch && inner[0] && inner[1]);
+  assert.deepEqual(headLocations(batch, [inner[0], inner[1]]), [{ path: "notes.md" }]);
+  const single = parseToolStep(wire("c2", "completed"));
+  assert.ok(single);
+  assert.deepEqual(headLocations(single, undefined), [{ path: "app.py", line: 3 }], "a single call keeps its links");
+  assert.deepEqual(headLocations(single, []), [{ path: "app.py", line: 3 }]);
 });

@@ -1,0 +1,54 @@
+"""Passing fds and reading request lines between the fork server's processes (supervise.py, forkserver.py).
+
+Stdlib only: the fork server and the launcher load this file by path in an
+interpreter started with `-I -S`.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import socket
+from collections.abc import Sequence
+
+
+def close_fds_except(keep: Sequence[int]) -> None:
+    """Close every fd from 3 up except `keep`: a supervisor forked from the fork server must not hold
+    other spawns' pipes or sockets (theirs would never see EOF while this step runs)."""
+    low = 3
+    for fd in sorted(set(keep)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def recv_fds(sock: socket.socket, maxfds: int, size: int = 64) -> tuple[bytes, list[int]]:
+    """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
+    and an inherited fd would hand one child another spawn's pipes and socket."""
+    item = array.array("i")
+    message, ancdata, _, _ = sock.recvmsg(size, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            item.frombytes(data[: len(data) - len(data) % item.itemsize])
+    return message, list(item)
+
+
+def read_line(conn: socket.socket, max_bytes: int) -> bytes | None:
+    """One line (its newline included), read blocking; None on EOF first. ValueError when over `max_bytes`."""
+    buffer = bytearray()
+    while b"\n" not in buffer:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            return None
+        buffer += chunk
+        if len(buffer) > max_bytes:
+            raise ValueError("request too large")
+    return bytes(buffer[: buffer.index(b"\n") + 1])
+
+
+def read_request(conn: socket.socket, max_bytes: int) -> dict | None:
+    """The spawn's JSON request line, read blocking; None when the daemon closed first. ValueError if bad."""
+    line = read_line(conn, max_bytes)
+    return None if line is None else json.loads(line)

@@ -1,0 +1,39 @@
+"""Session-store failures as the ACP agent's JSON-RPC errors, with the codes the daemon uses (docs/PROTOCOL.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from acp import RequestError
+
+from ollie.sessions import errors as session_errors
+from ollie.sessions.location import StoreConfigError
+
+LIVE_ELSEWHERE = -32007
+FORBIDDEN = -32008
+STORE_UNAVAILABLE = -32009
+
+
+@contextmanager
+def store_errors(session_id: str | None) -> Iterator[None]:
+    """A store failure inside as its error: -32007 live elsewhere, -32008 forbidden, -32009 store unavailable.
+
+    The SDK would answer any other exception with -32603 "Internal error": nothing a user can act on.
+    """
+    data = {"sessionId": session_id} if session_id else None
+    try:
+        yield
+    except session_errors.ReadOnlyError as exc:
+        raise RequestError(FORBIDDEN, f"forbidden: {exc}", data) from None
+    except session_errors.ForbiddenError:
+        # Another user's session is, to this user, one that does not exist (as in the daemon).
+        raise RequestError.resource_not_found(session_id) from None
+    except session_errors.NotFoundError:
+        raise RequestError.resource_not_found(session_id) from None
+    except session_errors.SessionError as exc:
+        if exc.rpc_code == LIVE_ELSEWHERE:  # OLLIE_STORE: another machine runs it now
+            raise RequestError(LIVE_ELSEWHERE, f"session is live elsewhere: {exc}", data) from None
+        raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None
+    except StoreConfigError as exc:
+        raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None

@@ -1,0 +1,94 @@
+"""Several editor-context items per prompt (submit, queue), their labels in the history, and bad items named."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+from .test_methods import rpc_error
+
+
+def user_prompt(llm, request: int = -1) -> str:
+    """The last user message of a chat request the model got."""
+    return [m for m in llm.chat_requests[request].body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+def open_doc(daemon: Daemon, name: str, text: str) -> str:
+    uri = (daemon.workspace / name).as_uri()
+    daemon.client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    return uri
+
+
+def lines(first: int, last: int) -> dict:
+    return {"start": {"line": first, "character": 0}, "end": {"line": last + 1, "character": 0}}
+
+
+async def test_a_prompt_carries_every_context_item_and_the_history_labels_each(start_daemon, llm):
+    llm.script(Reply.text("seen both"), Reply.text("seen the old way"))
+    daemon = await start_daemon(env=llm.env())
+    calc = open_doc(daemon, "calc.py", "a = 1\nb = 2  # unsaved\nc = 3\nd = 4\n")
+    (daemon.workspace / "notes.txt").write_text("remember the milk\n")
+    notes = (daemon.workspace / "notes.txt").as_uri()
+    result = await daemon.request("ollie/submit", {"text": "compare them", "context": [
+        {"uri": calc, "range": lines(1, 2)},
+        {"uri": notes, "range": lines(0, 0), "languageId": "text"},
+        {"uri": calc, "selection": "d = 4", "languageId": "python"},
+    ]})
+    assert result["stop"] == "end" and result["reply"] == "seen both"
+    prompt = user_prompt(llm)
+    # Each item is a block of its own, in the order sent, before the user's text.
+    assert prompt.count("<editor-context>") == 3 and prompt.endswith("</editor-context>\n\ncompare them")
+    first, second, third = (prompt.index(s) for s in ("b = 2  # unsaved\nc = 3", "remember the milk", "d = 4"))
+    assert first < second < third
+    assert "File: calc.py (python)\nShowing lines 2-3:" in prompt and "File: notes.txt (text)\nShowing line 1:" in prompt
+
+    # The old shape, one object, still works and is one block.
+    await daemon.request("ollie/submit", {"text": "and this?", "context": {"uri": calc, "range": lines(0, 0)}})
+    assert user_prompt(llm).count("<editor-context>") == 1
+
+    messages = (await daemon.request("ollie/context", {}))["messages"]
+    users = [m for m in messages if m["role"] == "user"]
+    assert users[0]["contextLabels"] == ["calc.py:2-3", "notes.txt:1", "calc.py (selection)"]
+    assert users[1]["contextLabels"] == ["calc.py:1"]
+    assert users[0]["content"].endswith("compare them")  # old clients still read the blocks in the content
+
+
+async def test_bad_context_items_are_named_and_nothing_runs(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    good = (daemon.workspace / "a.py").as_uri()
+    for context, field in (
+        ([{"uri": good}, {"uri": 3}], "context[1].uri"),
+        ([{"uri": good, "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}}],
+         "context[0].range.start.line"),
+        ({"uri": ""}, "context.uri"),
+        (5, "context"),
+    ):
+        for method in ("ollie/submit", "ollie/queue", "ollie/inject"):
+            err = await rpc_error(daemon, method, {"text": "x", "context": context})
+            assert err.code == -32602 and f"{field}:" in err.message, (method, context, err.message)
+    assert llm.chat_requests == []
+    assert (await daemon.request("ollie/state", {}))["queued"] == 0
+
+
+async def test_a_queued_prompt_keeps_its_context(start_daemon, llm):
+    llm.script(Reply.text("first"), Reply.text("queued one"))
+    daemon = await start_daemon(env=llm.env())
+    calc = open_doc(daemon, "calc.py", "x = 41\ny = 42\n")
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    # Queued while idle: it waits for the next turn's end, then runs with its context.
+    assert await daemon.request("ollie/queue", {"session": sid, "text": "what is y?",
+                                                "context": [{"uri": calc, "range": lines(1, 1)}]}) == {"depth": 1}
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "hello"}))["reply"] == "first"
+    assert len(llm.chat_requests) == 2
+    prompt = user_prompt(llm)
+    assert prompt.startswith("<editor-context>\nFile: calc.py (python)\nShowing line 2:") and "y = 42" in prompt
+    assert prompt.endswith("\n\nwhat is y?")
+    messages = (await daemon.request("ollie/context", {"session": sid}))["messages"]
+    users = [m for m in messages if m["role"] == "user"]
+    assert "contextLabels" not in users[0] and users[1]["contextLabels"] == ["calc.py:2"]
+    # The session's title is the user's words, not the block.
+    listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["title"] == "hello"

@@ -1,0 +1,84 @@
+"""ollie/session/unarchive, and sessions never prompted left out of ollie/session/list across daemon starts."""
+
+from __future__ import annotations
+
+from ollie.testing import Reply
+
+from .test_methods import rpc_error
+
+
+async def listed_ids(daemon, **params) -> list[str]:
+    return [s["id"] for s in (await daemon.request("ollie/session/list", params))["sessions"]]
+
+
+async def test_an_archived_session_comes_back_listed_and_writable(start_daemon, llm):
+    llm.script(Reply.text("before"), Reply.text("after"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "keep this one"}))["session"]
+    assert await daemon.request("ollie/session/archive", {"session": sid}) == {}
+    assert sid not in await listed_ids(daemon)
+    archived = {s["id"]: s for s in (await daemon.request("ollie/session/list", {"includeArchived": True}))["sessions"]}
+    assert archived[sid]["archived"] is True
+    assert (await rpc_error(daemon, "ollie/submit", {"session": sid, "text": "x"})).code == -32002
+
+    assert await daemon.request("ollie/session/unarchive", {"session": sid}) == {}
+    assert await daemon.request("ollie/session/unarchive", {"session": sid}) == {}  # idempotent
+    listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["archived"] is False and listed[sid]["title"] == "keep this one"
+    assert (await daemon.request("ollie/state", {"session": sid}))["archived"] is False
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "again"}))["reply"] == "after"
+
+    # A saved (not live) archived session: unarchive, then load resumes it.
+    assert await daemon.request("ollie/session/archive", {"session": sid}) == {}
+    assert await daemon.request("ollie/session/close", {"session": sid}) == {}
+    assert (await rpc_error(daemon, "ollie/session/load", {"session": sid})).code == -32002
+    await daemon.request("ollie/session/unarchive", {"session": sid})
+    loaded = await daemon.request("ollie/session/load", {"session": sid})
+    assert loaded["info"]["archived"] is False
+    assert len((await daemon.request("ollie/context", {"session": sid}))["messages"]) == 4
+
+    assert (await rpc_error(daemon, "ollie/session/unarchive", {"session": "1700000000000000000-abcdef"})).code == -32001
+    err = await rpc_error(daemon, "ollie/session/unarchive", {})
+    assert err.code == -32602 and "session" in err.message
+
+
+async def test_sessions_never_prompted_are_not_listed_across_restarts(start_daemon, llm, tmp_path):
+    llm.script(Reply.text("hi"))
+    first = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    idle_default = (await first.request("ollie/state", {}))["session"]
+    untitled = (await first.request("ollie/session/new", {}))["session"]
+    named = (await first.request("ollie/session/new", {"title": "Planned work"}))["session"]
+    assert await listed_ids(first) == [named]
+    await first.request("ollie/command", {"session": untitled, "line": "!true"})  # a command is not a prompt
+    assert untitled not in await listed_ids(first)
+    await first.client.shutdown_session()
+
+    second = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    default = (await second.request("ollie/state", {}))["session"]
+    assert default != idle_default
+    assert await listed_ids(second) == [named]
+    await second.request("ollie/submit", {"text": "first words here"})
+    assert await listed_ids(second) == [default, named]  # listed from its first prompt on
+    # What was never prompted is still saved: it loads by id.
+    assert (await second.request("ollie/session/load", {"session": idle_default}))["session"] == idle_default
+
+
+def test_the_terminals_session_listing_leaves_out_runs_nobody_typed_in(llm, tmp_path):
+    from .test_cli import run_ollie
+
+    llm.script(Reply.text("hi there"))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def sessions() -> str:
+        done = run_ollie(["-p", "/sessions", "--cwd", str(work)], env=llm.env())
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert sessions().startswith("no saved sessions")
+    assert run_ollie(["--cwd", str(work)], env=llm.env(), input="").returncode == 0  # opened, left at once
+    assert sessions().startswith("no saved sessions")  # nor the listings' own runs
+    prompted = run_ollie(["-p", "hello", "--cwd", str(work)], env=llm.env())
+    assert "hi there" in prompted.stdout, prompted.stderr
+    listed = sessions()
+    assert listed.startswith("sessions (1):"), listed

@@ -1,0 +1,118 @@
+"""Spare supervisors fork their step's tool process ahead, as PID 1 of a new PID namespace (supervise.Prepared).
+
+The steps that ask for a namespace run in such a process; the others never do; an idle one never outlives
+its spare or the fork server, and a request that does not fit it is refused without leaking it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ollie.sandbox import SandboxError, cgroup, landlock_abi, spawn_sandboxed
+from ollie.sandbox import spawn as spawn_module
+from ollie.sandbox.rules import ruleset_for
+from ollie.sandbox.spawn import ForkServer
+from tests.procs import children_of, process_gone
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1 or cgroup.base() is None,
+                                reason="needs Landlock and a writable pids cgroup (spares need both)")
+
+
+@pytest.fixture
+def server(monkeypatch) -> Iterator[ForkServer]:
+    """A fork server of this test's own, as the one spawn_sandboxed uses."""
+    own = ForkServer()
+    monkeypatch.setattr(spawn_module, "_server", own)
+    yield own
+    own.close()
+
+
+async def idle_spares(server: ForkServer, want: int = 2, within: float = 15.0) -> dict[int, int]:
+    """The fork server's idle spares that forked their tool process ahead: spare pid -> that process's pid."""
+    deadline = time.monotonic() + within
+    while True:
+        assert server.pid is not None
+        spares = {spare: kids[0] for spare in children_of(server.pid) if len(kids := children_of(spare)) == 1}
+        if len(spares) >= want:
+            await asyncio.sleep(0.3)  # their b"ready" reaches the fork server
+            return spares
+        assert time.monotonic() < deadline, f"no {want} idle spares with a prepared process: {spares}"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_step_runs_in_the_process_its_spare_forked_before_the_request(ws, server):
+    await ws.bash("true", ws.default_policy())  # starts the fork server
+    prepared = await idle_spares(server)
+    proc = await spawn_sandboxed(["bash", "-c", "echo $$ $PPID; ls /proc | grep -c '^[0-9]'"],
+                                 policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.pid in prepared.values(), (proc.pid, prepared)
+    # Confined as before: PID 2 under its init, a /proc of its own namespace (the init, bash, ls... only).
+    me, parent, listed = out.decode().split()
+    assert (me, parent) == ("2", "1") and int(listed) <= 4, (out, err)
+    assert await proc.wait() == 0
+
+
+async def test_a_step_without_a_pid_namespace_never_gets_a_prepared_process(ws, server, monkeypatch):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    monkeypatch.setenv("OLLIE_SANDBOX_PIDNS", "0")  # the daemon's switch: such steps ask for no namespace
+    for _ in range(3):
+        proc = await spawn_sandboxed(["bash", "-c", "echo $$"], policy=ws.default_policy(), cwd=ws.work,
+                                     env=ws.env)
+        out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+        assert out.decode().split() == [str(proc.pid)], (out, err)  # no namespace: its own host pid
+        assert proc.pid not in prepared.values()
+    assert not any(process_gone(pid, within=0.1) for pid in prepared.values()), "a prepared process was used"
+
+
+async def test_a_spare_stopped_while_idle_takes_its_prepared_process_and_cgroup_along(ws, server):
+    await ws.bash("true", ws.default_policy())
+    spare, prepared = next(iter((await idle_spares(server, want=1)).items()))
+    base = cgroup.base()
+    assert base is not None and (Path(base) / str(spare)).is_dir()
+    os.kill(spare, signal.SIGTERM)  # what the fork server sends each supervisor when the daemon has gone
+    assert process_gone(prepared) and process_gone(spare)
+    deadline = time.monotonic() + 5
+    while (Path(base) / str(spare)).exists():
+        assert time.monotonic() < deadline, "the idle spare's cgroup was left behind"
+        await asyncio.sleep(0.02)
+    assert (await ws.bash("echo still works", ws.default_policy()))[1] == "still works\n"
+
+
+async def test_closing_the_fork_server_ends_every_idle_spare_and_prepared_process(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    await asyncio.to_thread(server.close)
+    left = [pid for pid in [*prepared, *prepared.values()] if not process_gone(pid)]
+    assert left == []
+
+
+async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused_and_leaks_nothing(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    ruleset, _ = ruleset_for(ws.default_policy(), landlock_abi())
+    assert ruleset is not None
+    request = {"argv": ["true"], "cwd": str(ws.work), "env": ws.env, "ruleset": {**ruleset, "pid_namespace": False},
+               "limits": {}}
+    control = server._ensure()
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
+    try:
+        socket.send_fds(control, [b"spawn ns"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
+    finally:
+        theirs.close()
+        for fd in stdio:
+            os.close(fd)
+    with pytest.raises(SandboxError, match="without a PID namespace"):
+        await spawn_module._converse(mine, request)
+    gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
+    assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"

@@ -1,0 +1,87 @@
+"""A spawn cancelled before its pid is known: the supervisor kills the tool process, even one that never execs,
+and the cancel returns only once the step's processes are gone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from ollie.sandbox import landlock_abi, spawn_sandboxed
+from ollie.sandbox import spawn as spawn_module
+from ollie.sandbox.spawn import ForkServer
+from tests.procs import processes_with
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+@pytest.mark.parametrize("fallback", [False, True])
+async def test_a_cancelled_spawn_whose_process_never_execs_is_killed(ws, monkeypatch, tmp_path, fallback):
+    if fallback:  # the launcher is the supervisor: the same protocol
+        _use_launcher(monkeypatch, tmp_path)
+    # The worker opens its script before the step counts as started: a FIFO nobody writes blocks it there
+    # for good, so its supervisor never reports a pid for the cancelled spawn's killer to use.
+    fifo = ws.work / "script.py"
+    os.mkfifo(fifo)
+    spawn = asyncio.ensure_future(spawn_sandboxed(["python3", "-I", str(fifo)], policy=ws.default_policy(),
+                                                  cwd=ws.work, env=ws.env, python=(str(fifo), [])))
+    deadline = time.monotonic() + 15
+    while not _waiting_in(ws.work):
+        assert time.monotonic() < deadline, "the step never opened its script"
+        assert not spawn.done(), spawn
+        await asyncio.sleep(0.05)
+    spawn.cancel()  # a timeout or an interrupt while the spawn is in flight
+    with pytest.raises(asyncio.CancelledError):
+        await spawn
+    assert not _waiting_in(ws.work), "the cancelled step's process still waits on its script"
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+@pytest.mark.parametrize("setup", ["pid namespace", "no pid namespace", "launcher"])
+async def test_a_spawn_cancelled_at_any_moment_has_no_process_left_once_the_cancel_returns(
+        ws, monkeypatch, tmp_path, setup):
+    if setup == "no pid namespace":
+        monkeypatch.setenv("OLLIE_SANDBOX_PIDNS", "0")
+    if setup == "launcher":
+        _use_launcher(monkeypatch, tmp_path)
+    marker = f"ollie-cancel-stress-{os.getpid()}-{time.monotonic_ns()}"
+    policy = ws.default_policy()
+    delays = random.Random(7)
+    cancelled = 0
+    for _ in range(32):
+        # Random moments, from before the request is sent to after the tool runs (a spawn: ~4 ms with a PID
+        # namespace, ~17 ms without, on a 2-core machine).
+        try:
+            proc = await asyncio.wait_for(spawn_sandboxed(["bash", "-c", "sleep 30; exit", marker], policy=policy,
+                                                          cwd=ws.work, env=ws.env), delays.uniform(0, 0.03))
+        except TimeoutError:
+            cancelled += 1
+            assert processes_with(marker) == [], "a cancelled spawn's process runs after the cancel returned"
+            continue
+        proc.kill_group()
+        await proc.wait()
+        proc.close()
+    assert cancelled > 0
+
+
+def _use_launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fork server that cannot start: every spawn falls back to the launcher."""
+    broken = tmp_path / "broken_server.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(spawn_module, "_server", ForkServer(broken))
+
+
+def _waiting_in(directory: Path) -> bool:
+    """Whether a process working in `directory` waits in the open of a FIFO for a writer (found without opening
+    the FIFO for writing, which would let it go on)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/wchan").read_text() == "wait_for_partner" and \
+                    os.readlink(f"/proc/{pid}/cwd") == str(directory):
+                return True
+        except OSError:
+            continue
+    return False
