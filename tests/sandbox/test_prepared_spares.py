@@ -116,3 +116,31 @@ async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused
         await spawn_module._converse(mine, request)
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
     assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"
+
+
+async def test_a_hostile_step_cannot_reach_the_idle_prepared_processes_waiting_for_the_next_steps(ws, server):
+    # A hostile model's step knows the next steps will run in processes that already wait beside it: it tries to
+    # signal every pid, to read their /proc entries and to find their sockets.
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    attack = (
+        f"for p in {' '.join(map(str, prepared.values()))} {' '.join(map(str, prepared))}; do "
+        "kill -9 $p 2>/dev/null && echo KILLED-$p; "
+        "cat /proc/$p/cmdline 2>/dev/null && echo READ-$p; done; "
+        "kill -9 -1 2>/dev/null; "
+        "ls -l /proc/*/fd 2>/dev/null | grep -c socket; echo done"
+    )
+    proc = await spawn_sandboxed(["bash", "-c", attack], policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+    text = out.decode()
+    assert "KILLED-" not in text and "READ-" not in text and text.split()[-2:] == ["0", "done"], (text, err)
+    # The prepared processes the step did not run in are alive and untouched ...
+    untouched = {spare: pid for spare, pid in prepared.items() if pid != proc.pid}
+    for pid in untouched.values():
+        assert not process_gone(pid, within=0.2), f"the hostile step killed the prepared process {pid}"
+    # ... and the next step runs normally in one.
+    nxt = await spawn_sandboxed(["bash", "-c", "echo $$"],
+                                policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    out2, err2, _ = await asyncio.wait_for(nxt.communicate(), 20)
+    assert await nxt.wait() == 0, err2
+    assert out2.decode().split()[0] == "2", out2
