@@ -7,8 +7,5 @@ command -v lua >/dev/null 2>&1 || command -v lua5.4 >/dev/null 2>&1 || want+=(lu
 command -v expect >/dev/null 2>&1 || want+=(expect)
 command -v rg >/dev/null 2>&1 || want+=(ripgrep)
 [ ${#want[@]} -eq 0 ] && exit 0
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "10-tools: apt-get install ${want[*]}" >&2
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+source "$(dirname "$0")/../lib/apt.sh"
+apt_install 10-tools "${want[@]}"

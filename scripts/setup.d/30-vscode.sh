@@ -19,11 +19,8 @@ for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  say "apt-get install ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  source scripts/lib/apt.sh  # from the repo root (cd above)
+  apt_install 30-vscode "${missing[@]}"
 fi
 
 # 2. The extension's own dev dependencies (TypeScript, esbuild, vscode-languageclient, ...).

@@ -11,10 +11,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
   say "initdb not found and no apt-get: install PostgreSQL's server (initdb, pg_ctl) with your package manager"
   exit 1
 fi
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-say "apt-get install postgresql"
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 # The tests run throwaway clusters of their own (Debian also sets up its main cluster: they never use it).
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+source "$(dirname "$0")/../lib/apt.sh"
+apt_install 50-postgres postgresql
 say "ready ($(ls -d /usr/lib/postgresql/*/bin | head -1))"

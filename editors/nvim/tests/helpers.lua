@@ -91,6 +91,24 @@ function H.row_of(line, after)
   return nil
 end
 
+---Answer the next vim.ui.select with the item whose id is `id` (cancel when none); `seen` gets its prompt and labels.
+---@param id string
+---@param seen table|nil
+function H.pick_id(id, seen)
+  vim.ui.select = function(items, opts, on_choice)
+    if seen then
+      seen.prompt = opts.prompt
+      seen.labels = vim.tbl_map(opts.format_item, items)
+    end
+    for _, item in ipairs(items) do
+      if item.id == id then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+end
+
 ---Write the results as JSON for the pytest side, then quit.
 function H.finish()
   H.results.chat = H.chat.text()

@@ -61,14 +61,7 @@ end)
 -- A second tab resumes the first tab's session: an answer there shows in both chats.
 vim.cmd("tabnew")
 vim.cmd("OllieChat")
-vim.ui.select = function(items, _, on_choice)
-  for _, item in ipairs(items) do
-    if item.id == first.session then
-      return on_choice(item)
-    end
-  end
-  on_choice(nil)
-end
+H.pick_id(first.session)
 vim.cmd("OllieSessions")
 H.wait(function() return H.current().session == first.session end, "the second tab to show the first session")
 H.wait_chat("say the variable")

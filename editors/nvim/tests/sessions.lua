@@ -62,18 +62,11 @@ vim.cmd("OllieNew")
 H.wait(function() return first.session ~= R.first end, "the new session")
 R.second = first.session
 H.wait(function() return not H.chat.text():find("first answer") end, "an empty chat")
-vim.ui.select = function(items, opts, on_choice)
-  R.picker_prompt = opts.prompt
-  R.picker_labels = vim.tbl_map(opts.format_item, items)
-  for _, item in ipairs(items) do
-    if item.id == R.first then
-      return on_choice(item)
-    end
-  end
-  on_choice(nil)
-end
+local seen = {}
+H.pick_id(R.first, seen)
 vim.cmd("OllieSessions")
 H.wait_chat("first answer")
+R.picker_prompt, R.picker_labels = seen.prompt, seen.labels
 R.switched = first.session
 R.resumed_chat = H.chat.text()
 H.finish()
