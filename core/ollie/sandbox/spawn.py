@@ -142,10 +142,15 @@ async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Fu
     return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
 
 
+def _keep(task: asyncio.Future[None] | asyncio.Future[int]) -> None:
+    """Hold `task` until it is done: the loop keeps only weak references to tasks."""
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
 async def _settle(cleanup: asyncio.Future[None] | asyncio.Future[int]) -> None:
     """Wait for a cancelled spawn's `cleanup`, CANCEL_WAIT_S at most (less if cancelled again); it goes on after."""
-    _background.add(cleanup)  # the loop keeps only weak references to tasks
-    cleanup.add_done_callback(_background.discard)
+    _keep(cleanup)
     try:
         await asyncio.wait([cleanup], timeout=CANCEL_WAIT_S)  # unlike wait_for, it never cancels `cleanup`
     except asyncio.CancelledError:
@@ -217,8 +222,7 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asy
         if isinstance(exc, asyncio.CancelledError):
             await _settle(reaping)  # a cancelled spawn leaves no supervisor either
         else:
-            _background.add(reaping)
-            reaping.add_done_callback(_background.discard)
+            _keep(reaping)
         raise
 
     async def reaped() -> int:
