@@ -295,3 +295,22 @@ def test_no_vim_wait_in_the_plugin():
     for path in (p for p in (SCENARIOS.parent / "lua").rglob("*.lua") if p.name != "health.lua"):
         code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
         assert "vim.wait(" not in code, f"{path.name} blocks the editor with vim.wait"
+
+
+def test_wiped_or_deleted_chat_buffers_come_back_with_the_conversation(workspace, scripted_llm):
+    """Bug: after `:bw` of the transcript, `:Ollie` failed with "Invalid buffer id" and events were lost."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="first answer"), Reply(text="second answer"), Reply(text="third answer"),
+               Reply(text="Streaming slowly " * 20 + "fourth answer ends here", delay=0.05, chunk_size=8))
+    result = run_scenario("wiped_buffers", workspace, srv)
+    assert result["errmsg_after_wipe"] == "" and result["errmsg"] == "" and "Error" not in result["stderr"]
+    # A prompt sent right after :bw waits for the conversation to be drawn again, then shows below it.
+    assert result["after_wipe"] == ("\n## You\nfirst question\n\n## ollie\nfirst answer\n\n"
+                                    "## You\nsecond question\n\n## ollie\nsecond answer\n\n_(end)_")
+    assert result["transcript_windows"] == 1, ":Ollie shows the new transcript"
+    assert result["windows_mid_turn"] == 0, "a wiped chat stays closed until the user opens it again"
+    chat = result["chat"]
+    # The input area deleted with :bd took a prompt again; the turn whose transcript was wiped shows whole.
+    assert "## You\nthird question\n\n## ollie\nthird answer\n\n" in chat
+    assert chat.endswith("## You\nfourth question\n\n## ollie\n" + "Streaming slowly " * 20 + "fourth answer ends here")
+    assert chat.count("## You") == 4 and chat.count("first answer") == 1

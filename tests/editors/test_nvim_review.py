@@ -197,6 +197,11 @@ def test_editor_tools_answer_from_an_attached_language_server(workspace, scripte
         {"path": typed, "focused": False, "dirty": False}, {"path": f"{ws}/notes.txt", "focused": True, "dirty": True}]
     reloaded = result["after_disk_change"]["result"]["diagnostics"]
     assert [d["message"].splitlines()[0] for d in reloaded] == ['Type "int" is not assignable to declared type "bytes"']
+    # upToDate: the file pyright republished after its reload, the buffer no server is attached to; not a file
+    # pyright has not been seen to redo, nor one with no buffer while a language server runs.
+    assert result["after_disk_change"]["result"]["upToDate"] == [typed]
+    assert result["up_to_date"]["result"]["upToDate"] == [f"{ws}/notes.txt"]
+    assert result["no_servers"]["result"]["upToDate"] == [typed, f"{ws}/code.py"]
     assert result["no_server"]["err"]["message"].startswith("no language server in the editor answers")
     # A flood of warnings is capped, the most severe (pyright's error) first.
     capped = result["capped"]

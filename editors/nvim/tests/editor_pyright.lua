@@ -9,19 +9,25 @@ local cwd = vim.fn.getcwd()
 local typed = vim.fs.joinpath(cwd, "typed.py")
 vim.cmd.edit("typed.py")
 local buf = vim.api.nvim_get_current_buf()
-local bin = vim.fs.dirname(vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD"))[1])
-vim.lsp.start({ name = "pyright", cmd = { vim.fs.joinpath(bin, "pyright-langserver"), "--stdio" }, root_dir = cwd })
-U.wait(function() return #vim.diagnostic.get(buf) > 0 end, "pyright's diagnostics", 90000)
-vim.cmd.edit("notes.txt")
-vim.cmd("setlocal modified") -- an unsaved file, focused
-
 local function ask(fn, params)
   local got
   fn(params, function(result, err) got = { result = result, err = err } end)
   U.wait(function() return got end, "an editor tool's answer", 10000)
   return got
 end
+-- Before any language server runs, nothing can change a file's diagnostics: every path is up to date.
+H.results.no_servers = ask(tools.diagnostics, { paths = { typed, vim.fs.joinpath(cwd, "code.py") } })
+local bin = vim.fs.dirname(vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD"))[1])
+vim.lsp.start({ name = "pyright", cmd = { vim.fs.joinpath(bin, "pyright-langserver"), "--stdio" }, root_dir = cwd })
+U.wait(function() return #vim.diagnostic.get(buf) > 0 end, "pyright's diagnostics", 90000)
+vim.cmd.edit("notes.txt")
+vim.cmd("setlocal modified") -- an unsaved file, focused
+
 H.results.diagnostics = ask(tools.diagnostics, { paths = { typed } })
+-- upToDate: notes.txt has no language server (its diagnostics cannot change), a file with no buffer may get
+-- pyright's, and typed.py's pyright has not been seen to analyze its content since the request (not listed).
+local elsewhere = vim.fs.joinpath(cwd, "code.py")
+H.results.up_to_date = ask(tools.diagnostics, { paths = { typed, vim.fs.joinpath(cwd, "notes.txt"), elsewhere } })
 H.results.all_diagnostics = ask(tools.diagnostics, {})
 H.results.definition = ask(tools.definition, { path = typed, line = 5, column = 15 })
 H.results.references = ask(tools.references, { path = typed, line = 1, column = 5 })

@@ -27,6 +27,9 @@ local M = {}
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
 ---@field queue_held boolean|nil   a stop holds the queued prompts (sent on by the send key on an empty prompt)
+---@field id string                the suffix of its buffers' names
+---@field redrawing {events: table[], then_run: fun()[]}|nil while the conversation is asked for again (redraw)
+---@field redraw_at_end boolean|nil the transcript was made anew during a turn: draw it all again when it ends
 local Chat = {}
 Chat.__index = Chat
 
@@ -115,21 +118,9 @@ end
 ---@return ollie.Chat
 function M.new(tab, name)
   local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, command_info = {},
-    turn_files = {}, turn_starts = 0, name = name }, Chat)
-  local id = name or tostring(tab)
-  self.transcript = render.new("ollie://chat/" .. id)
-  local buf = self.transcript.buf
-  self.input_buf = input.new("ollie://input/" .. id, {
-    send = function() self:send_input("send") end,
-    inject = function() self:send_input("inject") end,
-    stop = function() self:stop() end,
-    close = function() self:close() end,
-  })
-  input.map(buf, "stop", function() self:stop() end)
-  input.map(buf, "close", function() self:close() end)
-  input.map(buf, "focus_input", function() self:focus_input(true) end)
-  input.map(buf, "open_location", function() self:open_location(true) end)
-  vim.keymap.set("n", "gf", function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
+    turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) }, Chat)
+  self:make_transcript()
+  self:make_input()
   local cur = vim.api.nvim_get_current_win()
   self.origin_win = chatwin.is_file_win(cur) and cur or nil
   M.chats[tab] = self
@@ -140,6 +131,67 @@ function M.new(tab, name)
   -- An approval question waits while the user types (permission.lua): note their keys from now on.
   require("ollie.permission").watch_keys()
   return self
+end
+
+local function alive(buf)
+  return vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_is_loaded(buf)
+end
+
+---When the user wipes (:bw) or deletes (:bd) one of the chat's buffers, make it anew once that is over.
+---@param chat ollie.Chat
+---@param buf integer
+local function watch(chat, buf)
+  vim.api.nvim_create_autocmd({ "BufWipeout", "BufUnload" }, {
+    buffer = buf,
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        if vim.v.exiting == vim.NIL then
+          chat:revive()
+        end
+      end)
+    end,
+  })
+end
+
+---The transcript buffer and its keys.
+function Chat:make_transcript()
+  self.transcript = render.new("ollie://chat/" .. self.id)
+  local buf = self.transcript.buf
+  input.map(buf, "stop", function() self:stop() end)
+  input.map(buf, "close", function() self:close() end)
+  input.map(buf, "focus_input", function() self:focus_input(true) end)
+  input.map(buf, "open_location", function() self:open_location(true) end)
+  vim.keymap.set("n", "gf", function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
+  watch(self, buf)
+end
+
+---The input buffer and its keys.
+function Chat:make_input()
+  self.input_buf = input.new("ollie://input/" .. self.id, {
+    send = function() self:send_input("send") end,
+    inject = function() self:send_input("inject") end,
+    stop = function() self:stop() end,
+    close = function() self:close() end,
+  })
+  watch(self, self.input_buf)
+end
+
+---Make anew the buffers the user wiped or deleted; a new transcript shows the session's conversation again.
+function Chat:revive()
+  if not alive(self.transcript.buf) then
+    pcall(vim.api.nvim_buf_delete, self.transcript.buf, { force = true })
+    self:make_transcript()
+    if self.session then
+      -- A turn streaming now has its reply drawn in part: the whole of it is drawn again when it ends.
+      self.redraw_at_end = self.running
+      self:redraw()
+    end
+  end
+  if not alive(self.input_buf) then
+    pcall(vim.api.nvim_buf_delete, self.input_buf, { force = true })
+    self:make_input()
+  end
 end
 
 ---Run `fn(session)` once the chat has a daemon session (asked for on first use).
@@ -227,6 +279,10 @@ function Chat:submit(text, contexts)
     return false
   end
   vim.list_extend(contexts, tagged)
+  if self.redrawing then
+    table.insert(self.redrawing.then_run, function() self:submit(clean, contexts) end)
+    return true
+  end
   if self.running then
     self:queue(clean, contexts)
     return true
@@ -306,6 +362,11 @@ end
 ---Render one `ollie/event` of this chat's session.
 ---@param ev table
 function Chat:on_event(ev)
+  self:revive()
+  if self.redrawing then
+    table.insert(self.redrawing.events, ev)
+    return
+  end
   local t, role, content = self.transcript, ev.role, ev.content or ""
   if role == "assistant" or role == "reasoning" then
     t:stream(role, content)
@@ -349,6 +410,10 @@ function Chat:on_event(ev)
       end
       self:changes_line()
       t:turn_end(content)
+      if self.redraw_at_end then
+        self.redraw_at_end = false
+        self:redraw()
+      end
       if #vim.tbl_filter(function(p) return p.kind == "queued" end, t.pending) > 0 then
         self:sync_queue() -- a stop holds them; else the next one starts now
       end
@@ -408,14 +473,37 @@ end
 function Chat:switch(session, after)
   self:set_session(session)
   self.running = false
+  self:redraw(after)
+end
+
+---Draw the session's saved conversation anew.
+---@param after fun()|nil runs once it is drawn
+function Chat:redraw(after)
+  local session = self.session
+  -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
+  self.redrawing = self.redrawing or { events = {}, then_run = {} }
   client.request("ollie/context", { session = session }, function(err, res)
+    if session ~= self.session then
+      return -- another session was picked meanwhile: its own answer draws it
+    end
+    local held = self.redrawing
+    self.redrawing = nil
     if err then
       self.transcript:note("error: " .. err_text(err), "OllieError")
-      return
+    else
+      require("ollie.history").render(self.transcript, res.messages)
     end
-    require("ollie.history").render(self.transcript, res.messages)
-    if after then
+    for _, ev in ipairs(held.events) do
+      -- What they said before the answer is in it; a turn's start or end still tells the state.
+      if ev.role == "turn" then
+        self:on_event(ev)
+      end
+    end
+    if not err and after then
       after()
+    end
+    for _, fn in ipairs(held.then_run) do
+      fn()
     end
   end)
 end

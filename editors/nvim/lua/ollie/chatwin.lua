@@ -132,6 +132,7 @@ end
 ---Show the chat (transcript above its input area) beside the code; focus the input when `focus`.
 ---@param focus boolean|nil
 function W:open(focus)
+  self:revive() -- the user may have wiped (:bw) its buffers
   local tw, iw = self:windows()
   local from = vim.api.nvim_get_current_win()
   if not tw then

@@ -189,8 +189,26 @@ local function reload(paths)
   return stale
 end
 
----ollie/editor/diagnostics `{paths?}` → `{diagnostics}`; buffers changed on disk are reloaded first and
----their servers get a moment to republish.
+---The wanted paths whose diagnostics are of their content now: a buffer no language server is attached to (none
+---will change them), one whose server republished after its reload (`republished`), and, while no language
+---server runs at all, a file with no buffer (only a server's workspace diagnostics could ever name it).
+---@param paths string[]
+---@param republished table<integer, boolean>
+---@return string[]
+local function up_to_date(paths, republished)
+  local any_server = #vim.tbl_filter(function(c) return c.name ~= "ollie" end, vim.lsp.get_clients()) > 0
+  local out = {}
+  for _, p in ipairs(paths) do
+    local b = M.buffer_of(p)
+    if (b and (republished[b] or #servers(b, nil) == 0)) or (not b and not any_server) then
+      table.insert(out, p)
+    end
+  end
+  return out
+end
+
+---ollie/editor/diagnostics `{paths?}` → `{diagnostics, upToDate?}`; buffers changed on disk are reloaded
+---first and their servers get a moment to republish.
 ---@param params {paths: string[]|nil}
 ---@param answer ollie.Answer
 function M.diagnostics(params, answer)
@@ -202,15 +220,19 @@ function M.diagnostics(params, answer)
     return answer(nil, invalid("paths: a list of absolute paths"))
   end
   local stale = reload(paths)
+  local republished = {}
+  local function reply()
+    answer({ diagnostics = collect(paths), upToDate = paths and up_to_date(paths, republished) or nil })
+  end
   if next(stale) == nil then
-    return answer({ diagnostics = collect(paths) })
+    return reply()
   end
   local done, autocmd = false, nil
   local function finish()
     if not done then
       done = true
       pcall(vim.api.nvim_del_autocmd, autocmd)
-      answer({ diagnostics = collect(paths) })
+      reply()
     end
   end
   autocmd = vim.api.nvim_create_autocmd("DiagnosticChanged", {
@@ -218,8 +240,9 @@ function M.diagnostics(params, answer)
       if not stale[ev.buf] then
         return
       end
-      local function fresh()
-        stale[ev.buf] = nil
+      -- `sure`: the server sent diagnostics; an empty list may still be the reload's clearing (not upToDate).
+      local function fresh(sure)
+        stale[ev.buf], republished[ev.buf] = nil, sure
         if next(stale) == nil then
           finish()
         end
@@ -227,13 +250,13 @@ function M.diagnostics(params, answer)
       -- A reload clears a buffer's diagnostics before its server republishes them: an empty list is
       -- taken as the answer only when nothing follows it for a moment.
       if #((ev.data or {}).diagnostics or {}) > 0 then
-        return fresh()
+        return fresh(true)
       end
       local seq = (stale[ev.buf] == true and 0 or stale[ev.buf]) + 1
       stale[ev.buf] = seq
       vim.defer_fn(function()
         if stale[ev.buf] == seq then
-          fresh()
+          fresh(false)
         end
       end, M.quiet_ms)
     end,
