@@ -314,3 +314,36 @@ def test_wiped_or_deleted_chat_buffers_come_back_with_the_conversation(workspace
     assert "## You\nthird question\n\n## ollie\nthird answer\n\n" in chat
     assert chat.endswith("## You\nfourth question\n\n## ollie\n" + "Streaming slowly " * 20 + "fourth answer ends here")
     assert chat.count("## You") == 4 and chat.count("first answer") == 1
+
+
+def test_a_days_habits_in_and_around_the_chat(workspace, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Line one.\nLine two."), Reply(text="More."),
+               Reply(text="Once upon a time " + "the story went on. " * 30 + "The end.", delay=0.05, chunk_size=10),
+               Reply(text="follow-up answer"))
+    result = run_scenario("daily_use", workspace, srv)
+    # Bug: a session restored with the chat open left its stand-ins as a dead second chat, and took their names.
+    assert result["windows_after_session"] == 1 and result["stand_ins"] == 0
+    assert result["transcript_name"] == "ollie://chat/1" and result["windows_with_chat"] == 3
+    assert result["session_lines"] == ["silent file ollie://chat/1", "silent file ollie://input/1"]
+    # Bug: `:'<,'>Ollie` with no question dropped the lines; they wait in the input now.
+    assert result["draft"] == ["#selection "] and result["draft_in_input"] and result["draft_labels"] == ["code.py:2-3"]
+    # Bug: `:e file` or `:enew` in a chat window replaced the chat there.
+    assert result["after_edit"] == ["*notes.txt", "ollie://chat/1", "ollie://input/1"]
+    assert result["after_enew"] == ["*[No Name]", "ollie://chat/1", "ollie://input/1"]
+    assert "ollie.chatwin" in result["input_bar"], "the input keeps its statusline"
+    assert result["after_only"] == {"windows": 2, "same_column": True, "above": True, "input_height": 5}
+    # Bug: lines of the transcript went as a block with no lines in it.
+    sent = srv.chat_requests[1].body["messages"][-1]["content"]
+    assert "File: ollie://chat/1 (markdown)\nLocation: lines 6-7\nSelected text:\n```markdown\nLine one.\nLine two.\n```" \
+        in sent, sent
+    assert "📎 ollie://chat/1:6-7" in result["range_chat"] and result["errors"] == ""
+    # Bug: back to a session mid-turn, the chat took it as idle: a prompt went in at once, the answer streamed under it.
+    assert result["switched_mid_turn"].endswith("## You\ntell a story\n\n## ollie\n…"), result["switched_mid_turn"]
+    assert "no answer saved" not in result["switched_mid_turn"]
+    assert not result["sent_as_prompt"] and result["pending_after_switch"] == ["⏳ queued: and a follow-up"]
+    assert result["story_chat"].endswith("## You\ntell a story\n\n## ollie\nOnce upon a time " + "the story went on. " * 30
+                                         + "The end.\n\n## You\nand a follow-up\n\n## ollie\nfollow-up answer")
+    # Bug: in a light colorscheme the input's `prompt` label was near-black on the dark statusline (contrast 1.2).
+    for scheme in ("light", "dark"):
+        assert result[scheme]["label"] >= 4.5 and result[scheme]["hints"] >= 4.5, (scheme, result[scheme])

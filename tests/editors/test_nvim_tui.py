@@ -157,12 +157,17 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         assert "## You" in done and "and a follow-up on calc.py\n📎 calc.py:1-2" in "\n".join(
             line.split("│")[-1].rstrip() for line in done.splitlines()), done
         assert "def add(a, b)" in json.dumps(srv.chat_requests[1].body["messages"][-1]), "the file went with it"
-        # The terminal shrinks to 80×24: the chat takes half of it again (it kept 1 column when the code kept 79),
-        # and its key hints drop whole.
+        # The terminal shrinks to 80×24 (by way of 8 lines, which squeezed the input area): the chat takes half of it
+        # again (it kept 1 column when the code kept 79), its key hints drop whole, the input has its 5 lines again.
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "8"], check=True)
+        tmux.wait(lambda s: len(s.splitlines()) == 8, "the 8-line terminal")
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
-        small = keep("6-80x24", tmux.wait(lambda s: 38 <= s.splitlines()[1].find("│") <= 41,
+        small = keep("6-80x24", tmux.wait(lambda s: 38 <= s.splitlines()[1].find("│") <= 41
+                                          and " prompt " in s.splitlines()[22],
                                           "the chat to take half of the smaller terminal", timeout=10))
         assert len(small.splitlines()) == 24
+        bars = [i for i, line in enumerate(small.splitlines()) if " ollie: " in line or " prompt " in line]
+        assert len(bars) == 2 and bars[1] - bars[0] - 1 == 5, small
         assert small.splitlines()[-2].split("prompt", 1)[1].split() == ["<CR>", "send/queue,", "<C-j>", "inject"]
         # Quitting while a turn streams: the chat's windows go together, and the editor quits with no daemon left.
         tmux.keys("C-w", "h")
@@ -215,7 +220,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
               tool_calls=[("call_tool", {"calls": [
                   {"tool": "file_edit", "args": ["util.py", "return x", "return x * 2"]},
                   {"tool": "file_read", "args": ["calc.py"]}]})]),
-        Reply(text="Done: `double` doubles now, and calc.py needs no change.", delay=0.05),
+        Reply(text="Done: `double` doubles now, and calc.py needs no change: see values[0].", delay=0.05),
     )
     tmux = start_nvim(tmp_path, srv.env(approval="ask"), {
         "calc.py": "from util import double\n\nprint(double(21))\n", "util.py": "def double(x):\n    return x\n"},
@@ -252,8 +257,9 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # The code keeps half of the 80 columns (its first line unwrapped); the input keeps its label.
         assert done.splitlines()[0].startswith("from util import double ")
         assert " prompt " in done.splitlines()[-2]
-        # The step's output is not markdown: its brackets and underscores stay.
-        assert "[call 1 file_edit] exit 0" in done
+        # The step's output is not markdown: its brackets and underscores stay. Nor are the answer's brackets taken
+        # for a link's (Bug: `values[0]` showed as `values0`).
+        assert "[call 1 file_edit] exit 0" in done and "values[0]" in done
         # <CR> on the changes line opens the turn's list; <CR> on a file, the diff tab.
         tmux.keys(":OllieChat", "Enter", "Escape")
         tmux.keys("C-w", "k")

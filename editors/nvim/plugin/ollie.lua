@@ -74,3 +74,21 @@ commands.OllieArchive = {
 for name, cmd in pairs(commands) do
   vim.api.nvim_create_user_command(name, cmd.fn, cmd.opts)
 end
+
+-- A session file saved with the chat open (lua/ollie/sessionfile.lua). Here, not in lua/ollie: a session given to
+-- `nvim -S` loads before anything of ollie's is required.
+local session_group = vim.api.nvim_create_augroup("ollie_session", { clear = true })
+vim.api.nvim_create_autocmd("SessionWritePost", {
+  group = session_group,
+  callback = function() require("ollie.sessionfile").silence(vim.v.this_session) end,
+})
+local function drop_stand_ins()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.startswith(vim.api.nvim_buf_get_name(buf), "ollie://") then
+      return require("ollie.sessionfile").drop_stand_ins()
+    end
+  end
+end
+vim.api.nvim_create_autocmd("SessionLoadPost", { group = session_group, callback = drop_stand_ins })
+-- A plugin manager loading ollie on first use loads it after the session: its stand-ins go now.
+drop_stand_ins()

@@ -467,47 +467,6 @@ function Chat:changes_line()
   end)
 end
 
----Show another session in this chat (its saved conversation).
----@param session string
----@param after fun()|nil runs once the conversation is drawn
-function Chat:switch(session, after)
-  self:set_session(session)
-  self.running = false
-  self:redraw(after)
-end
-
----Draw the session's saved conversation anew.
----@param after fun()|nil runs once it is drawn
-function Chat:redraw(after)
-  local session = self.session
-  -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
-  self.redrawing = self.redrawing or { events = {}, then_run = {} }
-  client.request("ollie/context", { session = session }, function(err, res)
-    if session ~= self.session then
-      return -- another session was picked meanwhile: its own answer draws it
-    end
-    local held = self.redrawing
-    self.redrawing = nil
-    if err then
-      self.transcript:note("error: " .. err_text(err), "OllieError")
-    else
-      require("ollie.history").render(self.transcript, res.messages)
-    end
-    for _, ev in ipairs(held.events) do
-      -- What they said before the answer is in it; a turn's start or end still tells the state.
-      if ev.role == "turn" then
-        self:on_event(ev)
-      end
-    end
-    if not err and after then
-      after()
-    end
-    for _, fn in ipairs(held.then_run) do
-      fn()
-    end
-  end)
-end
-
 ---Route an `ollie/event` to the chat of its session.
 ---@param ev table
 function M.on_event(ev)
@@ -602,8 +561,9 @@ vim.api.nvim_create_autocmd("TabClosed", {
 })
 
 -- The window methods (open, close, focus_input, windows, open_location, quitting) live in chatwin.lua, the
--- waiting prompts' (queue, inject, their sync with the daemon) in pending.lua.
-for _, methods in ipairs({ chatwin.methods, require("ollie.pending").methods }) do
+-- waiting prompts' (queue, inject, their sync with the daemon) in pending.lua, drawing a saved conversation anew
+-- (switch, redraw) in history.lua.
+for _, methods in ipairs({ chatwin.methods, require("ollie.pending").methods, require("ollie.history").methods }) do
   for name, fn in pairs(methods) do
     Chat[name] = fn
   end

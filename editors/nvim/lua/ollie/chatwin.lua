@@ -23,11 +23,11 @@ end
 ---@return integer|nil
 function W:file_win()
   local win = self.origin_win
-  if win and vim.api.nvim_win_is_valid(win) and M.is_file_win(win) then
+  if win and vim.api.nvim_win_is_valid(win) and M.is_file_win(win) and not vim.w[win].ollie_role then
     return win
   end
   for _, w in ipairs(vim.api.nvim_tabpage_is_valid(self.tab) and vim.api.nvim_tabpage_list_wins(self.tab) or {}) do
-    if vim.api.nvim_win_get_config(w).relative == "" and M.is_file_win(w) then
+    if vim.api.nvim_win_get_config(w).relative == "" and M.is_file_win(w) and not vim.w[w].ollie_role then
       self.origin_win = w
       return w
     end
@@ -69,6 +69,7 @@ end
 ---@class ollie.Bar
 ---@field label string what always shows (a file's name, "prompt")
 ---@field label_hl string|nil
+---@field hint_hl string|nil the hints' group (default Comment)
 ---@field hints string[] key hints, the most useful first
 ---@field sep string|nil between hints (default ", ")
 ---@field paren boolean|nil the hints in parentheses
@@ -96,7 +97,7 @@ function M.bar()
   if bar.paren then
     text = " (" .. text .. ")"
   end
-  return "%<" .. label .. (#hints > 0 and ("%#Comment# " .. esc(text) .. "%*") or "")
+  return "%<" .. label .. (#hints > 0 and ("%#" .. (bar.hint_hl or "Comment") .. "# " .. esc(text) .. "%*") or "")
 end
 
 ---Give a window a statusline (or winbar) drawn by M.bar.
@@ -117,7 +118,12 @@ end
 
 ---Give the chat's windows their size again (after the terminal was resized).
 function W:fit()
-  local tw = self:windows()
+  local tw, iw = self:windows()
+  if iw then
+    -- A terminal too short for it squeezed the input area ('winfixheight' gives way then): it grows back.
+    local height = math.min(config.options.chat.input_height, math.max(1, math.floor(vim.o.lines / 4)))
+    vim.api.nvim_win_set_height(iw, height)
+  end
   local position = config.options.chat.position
   if not tw or position == "tab" or #vim.api.nvim_tabpage_list_wins(self.tab) < 2 then
     return
@@ -129,13 +135,40 @@ function W:fit()
   end
 end
 
+---Give a chat window its options, its bar and its role (`w:ollie_role`: a buffer that is not the chat's, coming
+---into it, goes to the code instead; see keep_own).
+---@param win integer
+---@param role "transcript"|"input"
+local function setup_win(win, role)
+  vim.w[win].ollie_role = role
+  if role == "transcript" then
+    render.setup_window(win)
+    vim.wo[win].statusline = " %{v:lua.require'ollie'.statusline()}"
+  else
+    vim.wo[win].winfixheight = true
+    vim.wo[win].number, vim.wo[win].relativenumber, vim.wo[win].signcolumn = false, false, "no"
+    M.set_bar(win, "statusline", { label = "prompt", label_hl = "OllieInputLabel", hint_hl = "OllieInputHint",
+      hints = key_hints() })
+  end
+end
+
 ---Show the chat (transcript above its input area) beside the code; focus the input when `focus`.
 ---@param focus boolean|nil
 function W:open(focus)
   self:revive() -- the user may have wiped (:bw) its buffers
   local tw, iw = self:windows()
   local from = vim.api.nvim_get_current_win()
-  if not tw then
+  if not tw and iw then
+    -- The input area stayed without it (`<C-w>o` there): the transcript goes back above it. Before, it opened
+    -- as a column of its own beside the input.
+    vim.api.nvim_set_current_win(iw)
+    vim.cmd("aboveleft split")
+    tw = vim.api.nvim_get_current_win()
+    vim.wo[tw].winfixheight = false
+    vim.api.nvim_win_set_buf(tw, self.transcript.buf)
+    setup_win(tw, "transcript")
+    vim.api.nvim_win_set_height(iw, config.options.chat.input_height)
+  elseif not tw then
     local c = config.options.chat
     if c.position == "tab" then
       vim.cmd("tab split")
@@ -148,17 +181,14 @@ function W:open(focus)
     end
     tw = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(tw, self.transcript.buf)
-    render.setup_window(tw)
-    vim.wo[tw].statusline = " %{v:lua.require'ollie'.statusline()}"
+    setup_win(tw, "transcript")
   end
   if not iw then
     vim.api.nvim_set_current_win(tw)
     vim.cmd("belowright " .. config.options.chat.input_height .. "split")
     iw = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(iw, self.input_buf)
-    vim.wo[iw].winfixheight = true
-    vim.wo[iw].number, vim.wo[iw].relativenumber, vim.wo[iw].signcolumn = false, false, "no"
-    M.set_bar(iw, "statusline", { label = "prompt", label_hl = "OllieUser", hints = key_hints() })
+    setup_win(iw, "input")
   end
   vim.api.nvim_win_set_cursor(tw, { vim.api.nvim_buf_line_count(self.transcript.buf), 0 })
   if focus then
@@ -185,6 +215,62 @@ function W:close()
       vim.api.nvim_win_close(win, true)
     end
   end
+end
+
+-- Where the code goes back beside the chat (by the chat's position).
+local CODE_SIDE = {
+  right = "topleft vertical", left = "botright vertical", bottom = "topleft", tab = "topleft vertical",
+}
+
+---The window to open a file in: the file window, else the one the user was last in (an empty `:enew` one), else
+---the tab's first ordinary window showing a buffer of the user's; never a chat window.
+---@return integer|nil
+function W:code_win()
+  local function usable(w)
+    return vim.api.nvim_win_is_valid(w) and vim.api.nvim_win_get_tabpage(w) == self.tab and not vim.w[w].ollie_role
+      and vim.api.nvim_win_get_config(w).relative == "" and vim.bo[vim.api.nvim_win_get_buf(w)].buftype == ""
+  end
+  if self:file_win() then
+    return self:file_win()
+  end
+  if self.origin_win and usable(self.origin_win) then
+    return self.origin_win
+  end
+  return vim.tbl_filter(usable, vim.api.nvim_tabpage_list_wins(self.tab))[1]
+end
+
+---A buffer not the chat's came into one of its windows (`:e file`, `:b#`, `:enew`, a file picker run there): it
+---goes to the code window (a new one beside the chat when there is none), where the cursor goes too, and the chat
+---window shows its own buffer again. Before, the file took the chat's place and the chat came back in a third
+---column on `:OllieChat`.
+---@param win integer
+---@param buf integer
+function W:keep_own(win, buf)
+  local role = vim.w[win].ollie_role
+  if buf == self.quitting or buf == self.transcript.buf or buf == self.input_buf
+    or vim.bo[buf].filetype:match("^ollie") then
+    return -- its own, the throwaway a quit shows, or another chat's (`:OllieChat name`)
+  end
+  vim.schedule(function()
+    if not (vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf
+      and vim.api.nvim_buf_is_valid(buf)) then
+      return
+    end
+    self:revive()
+    local cursor = vim.api.nvim_win_get_cursor(win) -- `:e +12 file` put it there
+    vim.api.nvim_win_set_buf(win, role == "transcript" and self.transcript.buf or self.input_buf)
+    setup_win(win, role)
+    local code = self:code_win()
+    if code then
+      vim.api.nvim_set_current_win(code)
+      vim.api.nvim_win_set_buf(code, buf)
+    else
+      vim.api.nvim_set_current_win(win)
+      vim.cmd(CODE_SIDE[config.options.chat.position] .. " sbuffer " .. buf)
+      self:fit()
+    end
+    pcall(vim.api.nvim_win_set_cursor, 0, cursor)
+  end)
 end
 
 ---The tab's ordinary windows (no floats) but those in `skip`.
@@ -254,11 +340,6 @@ function W:quit_pre()
     vim.api.nvim_win_close(win, true)
   end
 end
-
--- Where the code goes back beside the chat (by the chat's position).
-local CODE_SIDE = {
-  right = "topleft vertical", left = "botright vertical", bottom = "topleft", tab = "topleft vertical",
-}
 
 ---A quit closed the tab's last code window (`quit_buf` its buffer), or a chat window when the chat was all the tab
 ---showed: the chat goes too, with the tab, or with the editor when it was the last one. Not while a file has
@@ -359,5 +440,27 @@ function W:open_location(fallback_cr)
     pcall(vim.api.nvim_win_set_cursor, 0, { loc.line, 0 })
   end
 end
+
+---The input's statusline groups: its own colours, bold or italic. (Title and Comment, made for the editor's
+---background, were unreadable on a statusline: near-black on dark grey in a light colorscheme.)
+function M.highlights()
+  vim.api.nvim_set_hl(0, "OllieInputLabel", { bold = true, default = true })
+  vim.api.nvim_set_hl(0, "OllieInputHint", { italic = true, default = true })
+end
+M.highlights()
+
+local group = vim.api.nvim_create_augroup("ollie_chatwin", { clear = true })
+vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = M.highlights })
+-- A buffer coming into a chat window (keep_own).
+vim.api.nvim_create_autocmd("BufWinEnter", {
+  group = group,
+  callback = function(a)
+    local win = vim.api.nvim_get_current_win()
+    local chat = vim.w[win].ollie_role and require("ollie.chat").chats[vim.api.nvim_get_current_tabpage()]
+    if chat then
+      chat:keep_own(win, a.buf)
+    end
+  end,
+})
 
 return M

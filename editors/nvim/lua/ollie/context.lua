@@ -11,6 +11,7 @@ local M = {}
 ---@field label string the compact line the transcript shows (without the 📎): `path:first-last`, as the saved
 ---prompt's block says it, so a resumed chat shows the same line
 ---@field mention string|nil what a whole-file tag becomes in the prompt's text (the path; default: the label)
+---@field selection string|nil the lines themselves, for a buffer the daemon cannot read (the transcript, a scratch)
 
 M.ICON = "📎"
 
@@ -43,13 +44,20 @@ end
 ---@param line2 integer
 ---@return ollie.Context
 function M.range(buf, line1, line2)
-  local name = display(vim.api.nvim_buf_get_name(buf))
-  return {
-    uri = vim.uri_from_bufnr(buf),
+  local bname = vim.api.nvim_buf_get_name(buf)
+  local name = bname == "" and ("untitled:" .. buf) or display(bname) -- (as the daemon names it once resumed)
+  local ctx = {
+    uri = bname == "" and name or vim.uri_from_bufnr(buf),
     range = { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2, character = 0 } },
-    languageId = vim.bo[buf].filetype,
+    languageId = vim.bo[buf].filetype == "ollie" and "markdown" or vim.bo[buf].filetype,
     label = M.label(name, line1, line2),
   }
+  if vim.bo[buf].buftype ~= "" or bname == "" then
+    -- No file the daemon has or can read (lines of the chat's own answer, a scratch buffer): the lines go along.
+    -- Before, the model got the block's header alone.
+    ctx.selection = table.concat(vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false), "\n")
+  end
+  return ctx
 end
 
 ---Context for a whole buffer.
@@ -147,14 +155,18 @@ function M.wire(contexts)
   if not contexts or #contexts == 0 then
     return nil
   end
-  return vim.tbl_map(function(c) return { uri = c.uri, range = c.range, languageId = c.languageId } end, contexts)
+  return vim.tbl_map(function(c)
+    return { uri = c.uri, range = c.range, languageId = c.languageId, selection = c.selection }
+  end, contexts)
 end
 
 ---Attach the buffers of contexts to the daemon: it reads their unsaved text for the blocks.
 ---@param contexts ollie.Context[]
 function M.attach(contexts)
   for _, c in ipairs(contexts) do
-    client.attach(vim.uri_to_bufnr(c.uri))
+    if not c.selection then -- (its text goes along; an `untitled:` uri must not make a buffer)
+      client.attach(vim.uri_to_bufnr(c.uri))
+    end
   end
 end
 

@@ -1,9 +1,16 @@
 -- A saved conversation (`ollie/context` messages) drawn as the live turn drew it: prompts with their context as
 -- compact lines, reasoning apart from the answer, steps from the `tool` objects the daemon rebuilds (title,
 -- status, locations with lines), their output folded, and a cut-off answer with what it said so far.
+local client = require("ollie.client")
 local context = require("ollie.context")
+local err_text = require("ollie.requests").err_text
 
 local M = {}
+
+---Methods of ollie.Chat, installed by chat.lua: a session's conversation drawn anew in the chat.
+---@class ollie.ChatHistory
+local H = {}
+M.methods = H
 
 -- How the daemon ends the content of a reply an interrupt cut short (core/ollie/agent/history.py).
 M.INTERRUPTED = "[interrupted by the user: this reply was cut off here]"
@@ -29,7 +36,8 @@ end
 ---Render `messages` into a cleared transcript.
 ---@param t ollie.Transcript
 ---@param messages table[]
-function M.render(t, messages)
+---@param running boolean|nil the session runs a turn now: its last prompt is being answered
+function M.render(t, messages, running)
   t:clear()
   local unanswered = false
   -- A session saved before the daemon kept cut-off answers has nothing after an interrupted prompt: say so.
@@ -62,7 +70,72 @@ function M.render(t, messages)
       t:output(m.content or "", type(m.tool) == "table" and m.tool.status == "failed")
     end
   end
-  no_answer()
+  if running then
+    -- What it said so far is not saved yet: the rest streams on under this, the whole shows when the turn ends.
+    t:reply_header()
+    t:add({ "…" }, "OllieTurnEnd")
+  else
+    no_answer()
+  end
+end
+
+---Show another session in this chat (its saved conversation).
+---@param session string
+---@param after fun()|nil runs once the conversation is drawn
+function H:switch(session, after)
+  self:set_session(session)
+  self.running = false
+  self:redraw(after)
+end
+
+---Draw the session's saved conversation anew.
+---@param after fun()|nil runs once it is drawn
+function H:redraw(after)
+  local session = self.session
+  -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
+  self.redrawing = self.redrawing or { events = {}, then_run = {} }
+  -- First whether it runs a turn now (a session picked while it streams): Enter then queues, and the saved history
+  -- (its running turn not in it yet) is drawn again, whole, when the turn ends. Before, a prompt sent there went
+  -- in as if idle and the rest of the running answer streamed in under it.
+  client.request("ollie/state", { session = session }, function(_, state)
+    local running = type(state) == "table" and state.running == true and session == self.session
+    if running then
+      require("ollie.chat").on_state(state)
+      self.redraw_at_end = true
+    end
+    self:draw_context(session, running, after)
+  end)
+end
+
+---Draw the session's conversation from `ollie/context` (the second half of redraw).
+---@param session string
+---@param running boolean it runs a turn now
+---@param after fun()|nil
+function H:draw_context(session, running, after)
+  client.request("ollie/context", { session = session }, function(err, res)
+    if session ~= self.session then
+      return -- another session was picked meanwhile: its own answer draws it
+    end
+    local held = self.redrawing
+    self.redrawing = nil
+    if err then
+      self.transcript:note("error: " .. err_text(err), "OllieError")
+    else
+      M.render(self.transcript, res.messages, running)
+    end
+    for _, ev in ipairs(held.events) do
+      -- What they said before the answer is in it; a turn's start or end still tells the state.
+      if ev.role == "turn" then
+        self:on_event(ev)
+      end
+    end
+    if not err and after then
+      after()
+    end
+    for _, fn in ipairs(held.then_run) do
+      fn()
+    end
+  end)
 end
 
 return M

@@ -71,12 +71,22 @@ end
 ---@param range {line1: integer, line2: integer}|nil lines of the current buffer to send as context
 function M.ask(text, range)
   local contexts = {}
+  local buf = vim.api.nvim_get_current_buf()
+  local from_file = require("ollie.chatwin").is_file_win(vim.api.nvim_get_current_win())
   if range then
-    table.insert(contexts, context.range(vim.api.nvim_get_current_buf(), range.line1, range.line2))
+    table.insert(contexts, context.range(buf, range.line1, range.line2))
   end
-  local c = ensure(vim.trim(text or "") == "")
-  if c and vim.trim(text or "") ~= "" then
-    c:submit(vim.trim(text), contexts)
+  local prompt = vim.trim(text or "")
+  local c = ensure(prompt == "")
+  if c and prompt ~= "" then
+    c:submit(prompt, contexts)
+  elseif c and range and from_file then
+    -- No question yet (`:'<,'>Ollie`): the lines wait in the input as `#selection` while the user types it.
+    -- Before, they were dropped.
+    vim.api.nvim_buf_set_mark(buf, "<", range.line1, 0, {})
+    vim.api.nvim_buf_set_mark(buf, ">", range.line2, 0, {})
+    require("ollie.input").append(c.input_buf, "#selection ")
+    c:focus_input(true)
   end
 end
 

@@ -128,6 +128,19 @@ function M.text(buf)
   return vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
 end
 
+---Add text at the end of what the input holds (a space between).
+---@param buf integer
+---@param text string
+function M.append(buf, text)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local last = lines[#lines]
+  lines[#lines] = last .. ((last == "" or last:match("%s$")) and "" or " ") .. text
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
+  end
+end
+
 ---Empty the input buffer (after its prompt was sent).
 ---@param buf integer
 function M.clear(buf)
