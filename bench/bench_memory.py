@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from bench.bench_sessions import _session_of
+from bench.bench_startup import fresh_bytecode
 from bench.common import BARE_SERVER, DAEMON, Row, child_env, median, private_home, rss_kb
 from bench.lspwire import LSPProcess
 from ollie import paths
@@ -68,6 +69,7 @@ def _new_sessions(daemon: LSPProcess, count: int, agent: str | None = None) -> t
 
 def run() -> tuple[list[Row], list[str]]:
     """Rows: RSS after the first request vs bare pygls, session/new time and RSS, 20 resumed sessions."""
+    fresh_bytecode()  # as the start-up rows: an installed ollie has them (and compiling allocates)
     ids = write_saved_sessions(SESSIONS, MESSAGES)
     plain = write_plain_agent()
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,8 +7,10 @@ be matched to its send (perf_counter is CLOCK_MONOTONIC: one clock for all
 processes). Through the daemon, the client is a plain LSP client
 (`bench.lspwire`) taking `ollie/event` notifications; directly, it is the
 floor, a plain-socket SSE reader (one `recv` loop, each event's JSON decoded),
-and, for comparison, an httpx reader and httpx's raw body chunks alone (the
-floor of anything built on httpx). Run alone: python -m bench.bench_relay [ROUNDS]
+and, for comparison, an httpx reader, httpx's raw body chunks alone (the
+floor of anything built on httpx's own transport) and the raw body chunks
+through the daemon's own transport (`ollie.backend.http1`: httpx's client on
+llhttp, the floor of the daemon's HTTP reading). Run alone: python -m bench.bench_relay [ROUNDS]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import httpx
 from bench.common import DAEMON, Row, child_env, median, percentile, private_home
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
+from ollie.backend.http1 import HTTP1Transport
 
 DELTAS = 20_000
 TOKEN = re.compile(r"(\d{5})\|")
@@ -80,11 +83,12 @@ def _read_socket(url: str, model: str) -> tuple[float, dict[int, float]]:
     return start, arrivals
 
 
-async def _read_httpx(url: str, model: str, *, raw: bool = False) -> tuple[float, dict[int, float]]:
+async def _read_httpx(url: str, model: str, *, raw: bool = False,
+                      transport: httpx.AsyncBaseTransport | None = None) -> tuple[float, dict[int, float]]:
     """An httpx reader: SSE lines with each event's JSON decoded, or (`raw`) what httpx itself costs: its raw
-    body chunks (h11's chunked parsing), tokens found by a bytes regex."""
+    body chunks (h11's chunked parsing, or `transport`'s), tokens found by a bytes regex."""
     arrivals: dict[int, float] = {}
-    async with httpx.AsyncClient(timeout=60) as client:
+    async with httpx.AsyncClient(timeout=60, transport=transport) as client:
         start = time.perf_counter()
         async with client.stream("POST", f"{url}/chat/completions", content=_body(model),
                                  headers={"Authorization": "Bearer sk-x", "Content-Type": "application/json"}) as response:
@@ -112,6 +116,8 @@ def direct_round(srv: LLMProcess, count: int, delay: float = 0.0, *, reader: str
     srv.script(delta_text(count), chunk_size=6, delay=delay)
     if reader == "socket":
         start, arrivals = _read_socket(srv.url, srv.model)
+    elif reader == "ollie":
+        start, arrivals = asyncio.run(_read_httpx(srv.url, srv.model, raw=True, transport=HTTP1Transport()))
     else:
         start, arrivals = asyncio.run(_read_httpx(srv.url, srv.model, raw=reader == "raw"))
     return _summary(srv, start, arrivals, count)
@@ -162,7 +168,7 @@ def run(rounds: int = 3) -> tuple[list[Row], list[str]]:
             daemon_round(srv, daemon, arrivals, 2000)  # warm up every path
             direct_round(srv, 2000)
             direct_round(srv, 2000, reader="httpx")
-            socket_t, httpx_t, raw_t, daemon_t, direct_lat, daemon_lat = [], [], [], [], [], []
+            socket_t, httpx_t, raw_t, ollie_t, daemon_t, direct_lat, daemon_lat = [], [], [], [], [], [], []
             for _ in range(rounds):
                 seconds, lat = direct_round(srv, DELTAS)
                 socket_t.append(seconds)
@@ -172,6 +178,7 @@ def run(rounds: int = 3) -> tuple[list[Row], list[str]]:
                 daemon_lat += lat
                 httpx_t.append(direct_round(srv, DELTAS, reader="httpx")[0])
                 raw_t.append(direct_round(srv, DELTAS, reader="raw")[0])
+                ollie_t.append(direct_round(srv, DELTAS, reader="ollie")[0])
             paced_direct = direct_round(srv, 300, delay=0.002)[1]
             paced_daemon = daemon_round(srv, daemon, arrivals, 300, delay=0.002)[1]
         finally:
@@ -184,7 +191,9 @@ def run(rounds: int = 3) -> tuple[list[Row], list[str]]:
             Row(f"relay: {DELTAS:,} deltas through the daemon vs httpx's raw body chunks (its floor)",
                 median(daemon_t) * 1e3, median(raw_t) * 1e3),
             Row(f"relay: httpx's raw body chunks of {DELTAS:,} deltas (no SSE parsing) vs the plain-socket reader",
-                median(raw_t) * 1e3, median(socket_t) * 1e3)]
+                median(raw_t) * 1e3, median(socket_t) * 1e3),
+            Row(f"relay: raw body chunks of {DELTAS:,} deltas through the daemon's transport (httpx on llhttp, "
+                "no SSE parsing) vs the plain-socket reader", median(ollie_t) * 1e3, median(socket_t) * 1e3)]
     for label, through, direct in (("flood", daemon_lat, direct_lat), ("paced 2 ms", paced_daemon, paced_direct)):
         for pct in (50, 99):
             rows.append(Row(f"added latency per delta, {label}, p{pct}",
@@ -192,7 +201,8 @@ def run(rounds: int = 3) -> tuple[list[Row], list[str]]:
                             note=f"through daemon {percentile(through, pct) * 1e3:.2f} ms, "
                                  f"direct {percentile(direct, pct) * 1e3:.2f} ms"))
     notes = [f"relay rounds (s): socket {[round(t, 3) for t in socket_t]}, httpx {[round(t, 3) for t in httpx_t]}, "
-             f"raw httpx {[round(t, 3) for t in raw_t]}, daemon {[round(t, 3) for t in daemon_t]}"]
+             f"raw httpx {[round(t, 3) for t in raw_t]}, raw llhttp transport {[round(t, 3) for t in ollie_t]}, "
+             f"daemon {[round(t, 3) for t in daemon_t]}"]
     return rows, notes
 
 

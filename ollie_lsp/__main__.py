@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
 import signal
 import sys
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ollie import __version__
@@ -17,8 +17,25 @@ if TYPE_CHECKING:  # the server module (pygls) loads after the command line is p
     from ollie_lsp.server import OllieServer
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass
+class Args:
+    """The parsed command line (`tcp` None: stdio)."""
+
+    tcp: str | None = None
+    token_file: str | None = None
+    log_file: str | None = None
+    host: str = ""
+    port: int = 0
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
     """The command line: --stdio | --tcp HOST:PORT [--token-file PATH], --log-file, --version."""
+    argv = sys.argv[1:] if argv is None else argv
+    if all(arg == "--stdio" for arg in argv):
+        # What editors start: argparse and its parser would stay resident (~0.7 MiB) for nothing.
+        return Args()
+    import argparse
+
     parser = argparse.ArgumentParser(prog="ollie-lsp", description="The ollie agent daemon (an LSP server).")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="speak JSON-RPC over stdin/stdout (the default)")
@@ -29,7 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(default: $OLLIE_LSP_TOKEN, else a new token in the state dir)")
     parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
     parser.add_argument("--version", action="version", version=f"ollie-lsp {__version__}")
-    args = parser.parse_args(argv)
+    parsed = parser.parse_args(argv)
+    args = Args(tcp=parsed.tcp, token_file=parsed.token_file, log_file=parsed.log_file)
     if args.tcp:
         host, sep, port = args.tcp.rpartition(":")
         if not sep or not port.isdigit():
@@ -91,7 +109,7 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
             await closing
 
 
-def run_tcp(server: OllieServer, args: argparse.Namespace) -> int:
+def run_tcp(server: OllieServer, args: Args) -> int:
     """Serve one authenticated client on the loopback address; 2 when the token cannot be set up."""
     from functools import partial
 

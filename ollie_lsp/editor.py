@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import to_fs_path
 
-if TYPE_CHECKING:  # the pydantic param models load with the first ollie/* request, not at start-up
+if TYPE_CHECKING:
     from ollie_lsp.params import EditorContext
 
 # The longest selection/range copied into a prompt; beyond it the text is cut and marked.

@@ -1,90 +1,100 @@
-"""Pydantic shapes of every ollie/* method's params, validated at the edge into plain models."""
+"""Shapes of every ollie/* method's params, checked by hand at the edge (`ollie_lsp.shapes`: -32602 naming the field)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-)
+from typing import TYPE_CHECKING, Any
 
 from ollie_lsp.asking import plain
-from ollie_lsp.errors import InvalidParams
+from ollie_lsp.shapes import (
+    Bad,
+    Check,
+    FieldPath,
+    S,
+    Shape,
+    array,
+    build,
+    expected,
+    flag,
+    integer,
+    invalid,
+    mapping,
+    number,
+    one_or_many,
+    optional,
+    rule,
+    shape,
+    string,
+)
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from ollie.backend.types import GenerationParams
 
 
-class _Params(BaseModel):
-    # Unknown keys are tolerated (clients may send more than they need to);
-    # strict types so `"text": 3` is an error instead of a silent "3".
-    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True, frozen=True)
+def parse(model: type[S], raw: object) -> S:
+    """Check raw JSON params into `model`, raising InvalidParams (-32602) that names every bad field."""
+    if raw is None:
+        raw = {}
+    if hasattr(raw, "_asdict"):
+        raw = plain(raw)  # pygls' default converter turns dict params into namedtuples
+    if not isinstance(raw, Mapping):
+        raise invalid(expected("an object", raw))
+    try:
+        return build(model, raw)
+    except Bad as bad:
+        raise invalid(bad) from None
 
 
-class ContextParams(_Params):
-    """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
-
-    session: StrictStr | None = None
-    offset: StrictInt = Field(default=0, ge=0)
-    limit: StrictInt | None = Field(default=None, ge=0)
+_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME = string(min_length=1)
+_SESSION = optional(string())
 
 
-class NoParams(_Params):
+class NoParams(Shape):
     """A method that takes nothing (ollie/listCommands)."""
 
 
-class SessionParams(_Params):
+class SessionParams(Shape):
     """Params of a method aimed at one session (the default one when `session` is left out)."""
 
-    session: StrictStr | None = None
+    session: str | None = rule(_SESSION, None)
 
 
-class Position(_Params):
+class ContextParams(SessionParams):
+    """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
+
+    offset: int = rule(integer(ge=0), 0)
+    limit: int | None = rule(optional(integer(ge=0)), None)
+
+
+class Position(Shape):
     """An LSP position: zero-based line and character."""
 
-    line: StrictInt = Field(ge=0)
-    character: StrictInt = Field(ge=0)
+    line: int = rule(integer(ge=0))
+    character: int = rule(integer(ge=0))
 
 
-class Range(_Params):
+class Range(Shape):
     """An LSP range: start inclusive, end exclusive."""
 
-    start: Position
-    end: Position
+    start: Position = rule(shape(Position))
+    end: Position = rule(shape(Position))
 
 
-class EditorContext(_Params):
+class EditorContext(Shape):
     """What the editor shows: the file, and the selection or range the user points at."""
 
-    uri: StrictStr = Field(min_length=1)
-    range: Range | None = None
-    selection: StrictStr | None = None
-    language_id: StrictStr | None = Field(default=None, alias="languageId")
-
-
-def _one_or_many(value: object) -> str:
-    return _MANY if isinstance(value, list) else _ONE
-
-
-# `context` is one EditorContext or a list of them; the tags (left out of error names) tell which.
-_ONE, _MANY = "~one", "~many"
-EditorContexts = Annotated[
-    Annotated[EditorContext, Tag(_ONE)] | Annotated[list[EditorContext], Tag(_MANY)], Discriminator(_one_or_many)
-]
+    uri: str = rule(_NAME)
+    range: Range | None = rule(optional(shape(Range)), None)
+    selection: str | None = rule(optional(string()), None)
+    language_id: str | None = rule(optional(string()), None, alias="languageId")
 
 
 class _WithContext(SessionParams):
-    context: EditorContexts | None = None
+    # One EditorContext or a list of them.
+    context: EditorContext | list[EditorContext] | None = rule(optional(one_or_many(shape(EditorContext))), None)
 
     @property
     def contexts(self) -> list[EditorContext]:
@@ -97,152 +107,128 @@ class _WithContext(SessionParams):
 class SubmitParams(_WithContext):
     """ollie/submit."""
 
-    text: StrictStr
+    text: str = rule(string())
 
 
 class InterruptParams(SessionParams):
     """ollie/interrupt."""
 
-    reason: StrictStr = ""
+    reason: str = rule(string(), "")
 
 
 class TextParams(_WithContext):
     """ollie/inject and ollie/queue (`context` as submit's)."""
 
-    text: StrictStr = Field(min_length=1)
+    text: str = rule(_NAME)
 
 
 class CommandParams(SessionParams):
     """ollie/command: one slash command or `!shell` line."""
 
-    line: StrictStr = Field(min_length=1)
+    line: str = rule(_NAME)
 
 
 class SetCwdParams(SessionParams):
     """ollie/setCwd."""
 
-    cwd: StrictStr = Field(min_length=1)
+    cwd: str = rule(_NAME)
 
 
 class SetEnvParams(SessionParams):
     """ollie/setEnv."""
 
-    key: StrictStr = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    value: StrictStr
+    key: str = rule(string(min_length=1, pattern=_KEY))
+    value: str = rule(string())
 
 
 class SetGenerationParamsParams(SessionParams):
     """ollie/setGenerationParams: `params` uses the agent config's camelCase names (snake_case works too)."""
 
-    params: dict[str, Any]
+    params: dict[str, Any] = rule(mapping)
 
 
 class SetApprovalParams(SessionParams):
     """ollie/setApproval: `approval` is one of ask, auto-edit, auto, read-only."""
 
-    approval: StrictStr = Field(min_length=1)
+    approval: str = rule(_NAME)
 
 
 class ChangesParams(SessionParams):
     """ollie/changes: the changes of turn `turn` (default: the last)."""
 
-    turn: StrictInt | None = Field(default=None, ge=1)
+    turn: int | None = rule(optional(integer(ge=1)), None)
 
 
 class ReviewUndoParams(ChangesParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
-    path: StrictStr = Field(min_length=1)
-    hunk: StrictInt | None = Field(default=None, ge=0)
+    path: str = rule(_NAME)
+    hunk: int | None = rule(optional(integer(ge=0)), None)
 
 
 class RewindParams(ChangesParams):
     """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
 
-    undo: StrictBool = False
+    undo: bool = rule(flag, False)
 
 
-class SessionNewParams(_Params):
+class SessionNewParams(Shape):
     """ollie/session/new."""
 
-    agent: StrictStr | None = Field(default=None, min_length=1)
-    kind: StrictStr | None = Field(default=None, min_length=1)
-    title: StrictStr | None = None
-    cwd: StrictStr | None = Field(default=None, min_length=1)
+    agent: str | None = rule(optional(_NAME), None)
+    kind: str | None = rule(optional(_NAME), None)
+    title: str | None = rule(optional(string()), None)
+    cwd: str | None = rule(optional(_NAME), None)
 
 
-class SessionListParams(_Params):
+class SessionListParams(Shape):
     """ollie/session/list."""
 
-    kinds: list[StrictStr] | None = None
-    include_archived: StrictBool = Field(default=False, alias="includeArchived")
-    limit: StrictInt | None = Field(default=None, ge=0)
-    offset: StrictInt = Field(default=0, ge=0)
+    kinds: list[str] | None = rule(optional(array(string())), None)
+    include_archived: bool = rule(flag, False, alias="includeArchived")
+    limit: int | None = rule(optional(integer(ge=0)), None)
+    offset: int = rule(integer(ge=0), 0)
 
 
-class SessionIdParams(_Params):
+class SessionIdParams(Shape):
     """ollie/session/load, /archive, /close: the session is required."""
 
-    session: StrictStr = Field(min_length=1)
+    session: str = rule(_NAME)
 
 
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 
-    title: StrictStr
+    title: str = rule(string())
 
 
-def _field_name(loc: tuple[Any, ...]) -> str:
-    """`("context", "range", "start", "line")` -> `context.range.start.line`; list indexes as `[i]`."""
-    out = ""
-    for part in loc:
-        if isinstance(part, str) and part.startswith("~"):
-            continue  # a union's tag (EditorContexts), not a field
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "params"
-
-
-def format_validation_error(exc: ValidationError, *, prefix: str = "") -> str:
-    """One line naming every bad field: `text: Field required; session: Input should be a valid string`."""
-    problems = []
-    for err in exc.errors():
-        problems.append(f"{prefix}{_field_name(err['loc'])}: {err['msg']}")
-    return "; ".join(problems)
-
-
-def parse(model: type[M], raw: Any) -> M:
-    """Validate raw JSON params into `model`, raising InvalidParams (-32602) that names the field."""
-    if raw is None:
-        raw = {}
-    if isinstance(raw, Mapping):
-        data = dict(raw)
-    elif hasattr(raw, "_asdict"):
-        # pygls' default converter turns dict params into namedtuples; accept them too.
-        data = plain(raw)
-    else:
-        raise InvalidParams(f"params: expected an object, got {type(raw).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidParams(format_validation_error(exc)) from None
+# GenerationParams' field types (as its annotations spell them) -> their rule; a new type must be added here.
+GENERATION_TYPES: dict[str, Check] = {
+    "int | None": optional(integer()), "float | None": optional(number), "str | None": optional(string()),
+    "bool | None": optional(flag), "list[str] | None": optional(array(string())),
+}
 
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
-def generation_params(raw: dict[str, Any]) -> Any:
-    """GenerationParams from camelCase (or snake_case) keys; -32602 naming `params.<key>`."""
+def generation_params(raw: Mapping[str, Any]) -> GenerationParams:
+    """GenerationParams from camelCase (or snake_case) keys; -32602 naming every bad `params.<key>`."""
     from ollie.backend.types import GenerationParams
 
-    known = set(GenerationParams.__dataclass_fields__)
-    data: dict[str, Any] = {}
+    fields = {f.name: f for f in dataclasses.fields(GenerationParams)}
+    values: dict[str, Any] = {}
+    problems: list[tuple[FieldPath, str]] = []
     for key, value in raw.items():
         name = _snake(key)
-        if name not in known:
-            raise InvalidParams(f"params.{key}: unknown generation parameter")
-        data[name] = value
-    try:
-        return TypeAdapter(GenerationParams).validate_python(data)
-    except ValidationError as exc:
-        raise InvalidParams(format_validation_error(exc, prefix="params.")) from None
+        if name not in fields:
+            problems.append(((key,), "unknown generation parameter"))
+            continue
+        try:
+            values[name] = GENERATION_TYPES[str(fields[name].type)](value)
+        except Bad as bad:
+            problems += [((key, *path), reason) for path, reason in bad.problems]
+    if problems:
+        raise invalid(Bad(problems), prefix="params.")
+    return GenerationParams(**values)

@@ -237,19 +237,22 @@ class SessionTable:
             except Exception as exc:
                 self._notify_problem(f"ollie: cannot resume session {resume}: {_message(exc)}; starting a new session")
         try:
-            return await self.create(cwd=cwd)
+            return await self.create(cwd=cwd, prompt_now=True)
         except Exception as exc:
             if self.defaults.agent == "default":
                 raise
             self._notify_problem(f"ollie: agent {self.defaults.agent!r} failed: {_message(exc)}; using 'default'")
             self.defaults.agent = "default"
-            return await self.create(cwd=cwd)
+            return await self.create(cwd=cwd, prompt_now=True)
 
     async def create(
         self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,
-        resume_id: str | None = None,
+        resume_id: str | None = None, prompt_now: bool = False,
     ) -> LiveSession:
-        """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
+        """Start a new Core (or resume a saved one), have the engine record it, and forward its events.
+
+        `prompt_now`: the agent's prompt commands start while the session is built (the default session).
+        """
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
         await _preload(resume_id)
@@ -261,6 +264,7 @@ class SessionTable:
                 model=self.defaults.model,
                 session_id=resume_id,
                 env=dict(self.defaults.env) or None,
+                prompt_now=prompt_now,
             )
         except Exception:
             if resume_id:  # not started: the session read (and leased) ahead is given back

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,3 +93,14 @@ def test_sse_decoder_fed_one_event_per_chunk_as_servers_write_them():
     assert decoder.feed(b"t\n\ndata: two\n\n") == [SSEEvent("", "part"), SSEEvent("", "two")]
     assert decoder.feed(b"data: \xff\n\n") == [SSEEvent("", "\ufffd")]
     assert decoder.finish() == []
+
+
+def test_a_line_or_event_without_end_is_malformed_not_unbounded():
+    from ollie.backend.framing import MAX_EVENT_BYTES
+
+    piece = b"data: " + b"x" * (1 << 20)
+    for decoder, stream in ((SSEDecoder(), piece), (SSEDecoder(), b"\r" + piece), (NDJSONDecoder(), piece)):
+        with pytest.raises(ValueError, match="over"):
+            for _ in range(MAX_EVENT_BYTES // len(piece) + 2):
+                decoder.feed(stream)
+                stream = piece

@@ -29,7 +29,7 @@ async def test_backends_on_one_loop_share_the_pool_and_both_stream(scripted_llm)
         await first.aclose()
         await second.aclose()
     assert shared_pools() == 0
-    assert second._client._transport._pool.connections == []  # the last backend closed the pool
+    assert second._client._transport.connections() == 0  # the last backend closed the pool
 
 
 async def test_a_backend_after_the_first_costs_no_tls_context(scripted_llm):

@@ -60,8 +60,8 @@ def test_editor_context_uses_the_unsaved_text_of_the_range(tmp_path: Path):
     file.parent.mkdir()
     file.write_text("on disk\n")
     docs = {file.as_uri(): OpenDocument(text="line1\nline2\nline3\nline4\n", language_id="python")}
-    ctx = EditorContext.model_validate(
-        {"uri": file.as_uri(), "range": {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 0}}}
+    ctx = parse(
+        EditorContext, {"uri": file.as_uri(), "range": {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 0}}}
     )
     prompt = with_context("explain", [ctx], cwd=tmp_path, lookup=docs.get)
     assert prompt.endswith("\n\nexplain")
@@ -72,7 +72,7 @@ def test_editor_context_uses_the_unsaved_text_of_the_range(tmp_path: Path):
 
 
 def test_editor_context_selection_wins_and_commands_get_none(tmp_path: Path):
-    ctx = EditorContext.model_validate({"uri": (tmp_path / "a.rs").as_uri(), "selection": "fn main() {}", "languageId": "rust"})
+    ctx = parse(EditorContext, {"uri": (tmp_path / "a.rs").as_uri(), "selection": "fn main() {}", "languageId": "rust"})
     prompt = with_context("what is this", [ctx], cwd=tmp_path, lookup=lambda uri: None)
     assert "Selected text:" in prompt and "fn main() {}" in prompt and "(rust)" in prompt
     assert with_context("/model x", [ctx], cwd=tmp_path, lookup=lambda uri: None) == "/model x"
@@ -81,7 +81,7 @@ def test_editor_context_selection_wins_and_commands_get_none(tmp_path: Path):
 
 
 def test_each_context_item_is_a_block_and_labels_read_them_back(tmp_path: Path):
-    items = [EditorContext.model_validate(c) for c in (
+    items = [parse(EditorContext, c) for c in (
         {"uri": (tmp_path / "a.py").as_uri(), "selection": "x = 1\nShowing line 99:", "languageId": "python",
          "range": {"start": {"line": 2, "character": 4}, "end": {"line": 4, "character": 0}}},
         {"uri": (tmp_path / "b.txt").as_uri()},

@@ -97,8 +97,13 @@ class Core:
         dispatcher_factory: DispatcherFactory | None = None,
         agents_dirs: list[Path] | None = None,
         limits: LoopLimits | None = None,
+        prompt_now: bool = False,
     ) -> Core:
-        """Load the agent config, resume or start the session, build the runtime and the backend."""
+        """Load the agent config, resume or start the session, build the runtime and the backend.
+
+        The prompt commands wait for their first need, unless `prompt_now` (a daemon's default session, whose
+        first prompt usually comes at once): then they start before the backend is built, overlapping it.
+        """
         cfg = load_agent_config(find_agent(agent, agents_dirs))
         work = Path(cwd or os.getcwd()).resolve()
         if not work.is_dir():
@@ -116,7 +121,7 @@ class Core:
         setup = await Setup.create(
             cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
-            agents_dirs=agents_dirs, max_steps=max_steps,
+            agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
         )
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())

@@ -136,11 +136,15 @@ class DeferredPrompt:
                                     warnings=warnings, box=self.box)
         return text, warnings
 
-    async def result(self) -> tuple[str, list[str]]:
-        """The prompt text and the warnings of its commands, running them on the first call."""
+    def start(self) -> asyncio.Task[tuple[str, list[str]]]:
+        """Start the commands now, in their own task, unless they run or ran already (`result` awaits them)."""
         if self._task is None or (self._task.done() and (self._task.cancelled() or self._task.exception())):
             self._task = asyncio.ensure_future(self._resolve())
-        return await asyncio.shield(self._task)
+        return self._task
+
+    async def result(self) -> tuple[str, list[str]]:
+        """The prompt text and the warnings of its commands, running them on the first call."""
+        return await asyncio.shield(self.start())
 
     def cancel(self) -> None:
         """Stop commands still running (the session closes)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import importlib
 import os
 import time
 from pathlib import Path
@@ -74,10 +76,12 @@ class Setup:
         dispatcher_factory: DispatcherFactory | None,
         agents_dirs: list[Path] | None,
         max_steps: int | None,
+        prompt_now: bool = False,
     ) -> Setup:
         """Agent `cfg`'s runtime over a fresh dispatcher, with its backend (the caller's names win over the config's).
 
         A backend that cannot be built for a missing key is no error: `backend_error` says what to set.
+        `prompt_now` starts the prompt commands before the backend is built, so that the two overlap.
         """
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
@@ -85,12 +89,19 @@ class Setup:
         _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
                     dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, max_steps=max_steps)
+        if prompt_now and runtime.deferred_prompt is not None:
+            runtime.deferred_prompt.start()
         try:
+            if prompt_now:
+                # The HTTP client's import (httpx, ~25 ms) in a thread: the loop sends the commands' spawns meanwhile.
+                await asyncio.to_thread(importlib.import_module, "ollie.backend.pool")
             runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:
             # Not fatal: the first turn says what to set.
             setup.backend_error = str(exc)
         except BaseException:
+            if runtime.deferred_prompt is not None:
+                runtime.deferred_prompt.cancel()
             await runtime.dispatcher.aclose()
             raise
         return setup

@@ -60,7 +60,7 @@ def error_message(body: object) -> str:
     if isinstance(body, str):
         try:
             body = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # garbage, or JSON nested too deep to decode
             return body.strip()
     if not isinstance(body, dict):
         return str(body)

@@ -8,6 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+# A stream that never ends its line (or its event) must not grow memory without bound: a malformed stream.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+
 # Only these end a line (str.splitlines would also split on U+2028 inside JSON strings).
 _EOL = re.compile(r"\r\n|\r|\n")
 
@@ -36,11 +39,9 @@ class _LineSplitter:
             text, hold = text[:-1], "\r"
         lines = _EOL.split(text)
         self._pending = lines.pop() + hold
+        if len(self._pending) > MAX_EVENT_BYTES:
+            raise ValueError(f"a line over {MAX_EVENT_BYTES} bytes")
         return lines
-
-    def idle(self) -> bool:
-        """Nothing held back: no partial line, no partial UTF-8 sequence."""
-        return not self._pending and not self._decoder.getstate()[0]
 
     def finish(self) -> list[str]:
         """The last lines, at the end of the stream."""
@@ -53,36 +54,72 @@ class _LineSplitter:
 
 
 class SSEDecoder:
-    """Feeds bytes, returns complete events as soon as their blank line arrives."""
+    """Feeds bytes, returns complete events as soon as their blank line arrives.
+
+    The usual stream (lines ending in "\n", valid UTF-8) is cut at its last
+    "\n\n" per chunk, and each event of one `data:` line is one slice: no
+    line splitting, no regex, whatever the chunk boundaries. The first "\r"
+    or invalid UTF-8 sends the rest of the stream through the general line
+    splitter (CR and CRLF endings, replacement characters).
+    """
 
     def __init__(self) -> None:
         self._lines = _LineSplitter()
         self._event = ""
         self._data: list[str] = []
+        self._fast = True
+        # On the fast path: the start of an event whose blank line has not arrived, in the pieces it came in
+        # (joined only once the blank line is there: a long event costs its length once, not once per read).
+        self._tail: list[bytes] = []
+        self._tail_size = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode one network chunk; return the events it completed."""
-        if chunk.startswith(b"data: ") and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 2 \
-                and not self._data and not self._event and b"\r" not in chunk and self._lines.idle():
-            # The most common chunk of all: exactly one event of one data line.
-            try:
-                return [SSEEvent("", chunk[6:-2].decode("utf-8"))]
-            except UnicodeDecodeError:
-                pass  # invalid UTF-8: the incremental path replaces it
-        if chunk.endswith(b"\n") and b"\r" not in chunk and self._lines.idle():
-            # The usual chunk: whole events, each line ending in "\n". One decode and one split, no regex.
-            try:
-                lines = chunk.decode("utf-8").split("\n")
-            except UnicodeDecodeError:
-                pass  # invalid UTF-8: the incremental path replaces it
+        if not self._fast:
+            return self._take(self._lines.feed(chunk))
+        if b"\r" in chunk:
+            return self._leave_fast_path(self._joined(chunk))
+        # The tail holds no blank line: one can only be in the chunk, or across its first byte.
+        across = chunk[:1] == b"\n" and self._tail and self._tail[-1][-1:] == b"\n"
+        if not across and b"\n\n" not in chunk:
+            self._tail.append(chunk)
+            self._tail_size += len(chunk)
+            if self._tail_size > MAX_EVENT_BYTES:
+                raise ValueError(f"an SSE event over {MAX_EVENT_BYTES} bytes")
+            return []
+        data = self._joined(chunk)
+        cut = data.rfind(b"\n\n")
+        try:
+            # A blank line never falls inside a UTF-8 sequence: what precedes it decodes alone.
+            text = data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            return self._leave_fast_path(data)
+        rest = data[cut + 2:]
+        self._tail, self._tail_size = ([rest], len(rest)) if rest else ([], 0)
+        events: list[SSEEvent] = []
+        for block in text.split("\n\n"):
+            if block.startswith("data: ") and "\n" not in block:
+                events.append(SSEEvent("", block[6:]))  # the usual event: one data line
             else:
-                lines.pop()  # what follows the last "\n": nothing
-                return self._take(lines)
-        return self._take(self._lines.feed(chunk))
+                events.extend(self._take(block.split("\n") + [""]))
+        return events
+
+    def _joined(self, chunk: bytes) -> bytes:
+        """The tail and `chunk` as one (the tail emptied)."""
+        data = b"".join((*self._tail, chunk)) if self._tail else chunk
+        self._tail, self._tail_size = [], 0
+        return data
+
+    def _leave_fast_path(self, data: bytes) -> list[SSEEvent]:
+        """The general line splitter from here on, starting with `data` (it begins at an event's start)."""
+        self._fast = False
+        return self._take(self._lines.feed(data))
 
     def finish(self) -> list[SSEEvent]:
         """Flush at end of stream (an event without its closing blank line still counts)."""
-        events = self._take(self._lines.finish())
+        tail = self._joined(b"")
+        events = self._take(self._lines.feed(tail)) if tail else []
+        events += self._take(self._lines.finish())
         self._end_event(events)
         return events
 

@@ -84,23 +84,38 @@ class OpenAIBackend(HTTPBackend):
         async with aclosing(self._stream_json(
             "/chat/completions", body, framing="sse", is_terminator=_is_done, skip=_is_done,
         )) as chunks:
-            async for chunk in chunks:
-                if chunk.get("usage"):
-                    usage = _usage(chunk["usage"])
-                for choice in chunk.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-                    content = delta.get("content") or ""
-                    if reasoning or content:
-                        yield StreamEvent(content=content, reasoning=reasoning)
-                    for part in delta.get("tool_calls") or []:
-                        calls.add(part)
-                    if delta.get("function_call"):
-                        calls.add_legacy(delta["function_call"])
-                    if choice.get("finish_reason"):
-                        # content_filter: the vendor withheld the reply; the engine's name for it is "refusal".
-                        finish = choice["finish_reason"]
-                        stop_reason = "refusal" if finish == "content_filter" else finish
+            async for batch in chunks:
+                texts: list[str] = []  # the text deltas of one network read, handed on as one event
+                try:
+                    for chunk in batch:
+                        if chunk.get("usage"):
+                            usage = _usage(chunk["usage"])
+                        for choice in chunk.get("choices") or []:
+                            delta = choice.get("delta") or {}
+                            if len(delta) == 1 and (text := delta.get("content")) and not choice.get("finish_reason"):
+                                texts.append(text)  # the usual frame, a text delta alone: the checks below skipped
+                                continue
+                            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+                            content = delta.get("content") or ""
+                            if reasoning or content:
+                                if texts:  # in order: the text before this delta first
+                                    yield StreamEvent("".join(texts))
+                                    texts = []
+                                yield StreamEvent(content=content, reasoning=reasoning)
+                            for part in delta.get("tool_calls") or []:
+                                calls.add(part)
+                            if delta.get("function_call"):
+                                calls.add_legacy(delta["function_call"])
+                            if choice.get("finish_reason"):
+                                # content_filter: the vendor withheld the reply; the engine's name for it is "refusal".
+                                finish = choice["finish_reason"]
+                                stop_reason = "refusal" if finish == "content_filter" else finish
+                except Exception:
+                    if texts:  # an error frame (or a malformed one) after text in the same read: the text first
+                        yield StreamEvent("".join(texts))
+                    raise
+                if texts:
+                    yield StreamEvent("".join(texts))
         yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:
@@ -142,7 +157,8 @@ def _mark_cache_points(body: dict[str, Any]) -> None:
 
 
 def _is_done(frame: SSEEvent) -> bool:
-    return frame.data.strip() == "[DONE]"
+    data = frame.data
+    return data[:1] != "{" and data.strip() == "[DONE]"  # called twice per frame: a JSON object is out at once
 
 
 def _context_of(entry: dict[str, Any]) -> int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -44,6 +44,37 @@ def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendEr
 
 _SKIP = object()  # a frame `stream_frames`' transform drops
 
+# An error answer is read for its message only, a JSON answer (a model list) whole: a hostile or broken
+# server's endless or huge body stops there, not at the daemon's memory.
+MAX_ERROR_BODY = 1 << 20
+MAX_JSON_BODY = 32 << 20
+
+
+async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The body (decoded) up to `limit` bytes, and whether it was cut there (the rest is never read)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts)[:limit], True
+    return b"".join(parts), False
+
+
+async def failed_status(response: httpx.Response, *, backend: str) -> BackendError | None:
+    """The typed error for an answer that is no success (a redirect, a 4xx/5xx), else None."""
+    status = response.status_code
+    if 300 <= status < 400:
+        # Not followed (the key would go wherever it points): the configured URL is the thing to fix.
+        where = response.headers.get("location", "")[:200]
+        return BackendError(f"{backend}: HTTP {status}: the server redirects to {where!r}: set the backend's URL "
+                            "to where it points", status=status)
+    if status >= 400:
+        raw, _ = await read_capped(response, MAX_ERROR_BODY)
+        return classify_error(status, raw, headers=response.headers, backend=backend)
+    return None
+
 
 def _same(frame: Any) -> Any:
     return frame
@@ -60,12 +91,16 @@ async def stream_frames(
     headers: Mapping[str, str] | None = None,
     hint: str = "",
     transform: Callable[[Any], Any] = _same,
-) -> AsyncGenerator[Any, None]:
-    """POST `body` and yield each SSE event / NDJSON object the moment its bytes arrive.
+) -> AsyncGenerator[FrameBatch, None]:
+    """POST `body` and yield, the moment their bytes arrive, the SSE events / NDJSON objects of each network read.
 
-    Each frame goes through `transform` (its result is yielded; `_SKIP` drops
-    it) in this one generator: a stream of 20,000 deltas pays per frame for
-    one generator hop less than a wrapping generator would.
+    One `FrameBatch` per network read, not one step per frame: under a flood a
+    read brings hundreds of frames, and every async generator hop per frame
+    is paid 20,000 times for a stream of 20,000 deltas; a frame that arrives
+    alone is a batch of its own, handed on at once. Iterating a batch runs
+    each frame through `transform` (`_SKIP` drops it; what it raises, the
+    consumer's loop raises, after the frames before it). The consumer
+    iterates each batch before asking for the next.
     Raises the typed error for a failed status, BackendUnreachableError (with
     `hint`) when the server cannot be reached, TransientError when the request
     fails otherwise before a reply, and StreamDropError when the body ends (or breaks) before
@@ -73,9 +108,8 @@ async def stream_frames(
     """
     try:
         async with client.stream("POST", url, json=body, headers=headers) as response:
-            if response.status_code >= 400:
-                raw = await response.aread()
-                raise classify_error(response.status_code, raw, headers=response.headers, backend=backend)
+            if response.status_code >= 300 and (failure := await failed_status(response, backend=backend)):
+                raise failure
             decoder: SSEDecoder | NDJSONDecoder = SSEDecoder() if framing == "sse" else NDJSONDecoder()
             # An uncompressed body (the usual SSE stream) is read raw: aiter_bytes' decoder and re-chunker
             # cost a call each per chunk, and every event is a chunk of its own.
@@ -83,32 +117,72 @@ async def stream_frames(
             chunks = response.aiter_bytes() if encoded else response.aiter_raw()
             try:
                 async for chunk in chunks:
-                    for frame in decoder.feed(chunk):
-                        out = transform(frame)
-                        if out is not _SKIP:
-                            yield out
-                        if is_terminator(frame):
+                    frames = decoder.feed(chunk)
+                    if frames:
+                        batch = FrameBatch(frames, transform, is_terminator)
+                        yield batch
+                        if batch.ended:
                             return
-                for frame in decoder.finish():
-                    out = transform(frame)
-                    if out is not _SKIP:
-                        yield out
-                    if is_terminator(frame):
+                frames = decoder.finish()
+                if frames:
+                    batch = FrameBatch(frames, transform, is_terminator)
+                    yield batch
+                    if batch.ended:
                         return
             except httpx.RequestError as exc:
                 raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
                 raise TransientError(f"{backend}: malformed stream: {exc}") from exc
             raise StreamDropError(f"{backend}: stream ended without its terminator")
     except (httpx.RequestError, httpx.InvalidURL) as exc:
         raise request_failed(exc, backend=backend, hint=hint) from exc
 
 
+# The JSON scanner itself: one C call per frame, where json.loads adds three Python frames and two regex
+# matches (a stream of 20,000 deltas decodes 20,000 of these). Whitespace around the value or garbage
+# falls back to json.loads, for its answer or its error.
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # pyright: ignore[reportAttributeAccessIssue]
+
+
+class FrameBatch:
+    """The frames of one network read, each transformed as the consumer iterates to it.
+
+    Lazily: a read under a flood holds hundreds of frames, and decoding them
+    all up front would keep hundreds of JSON objects alive at once, which the
+    cyclic GC then promotes and walks; one at a time, each dies before the next is made.
+    """
+
+    __slots__ = ("_frames", "_transform", "_is_terminator", "ended")
+
+    def __init__(self, frames: list[Any], transform: Callable[[Any], Any],
+                 is_terminator: Callable[[Any], bool]) -> None:
+        self._frames = frames
+        self._transform = transform
+        self._is_terminator = is_terminator
+        self.ended = False  # the terminator was among the frames iterated
+
+    def __iter__(self) -> Iterator[Any]:
+        transform, is_terminator = self._transform, self._is_terminator
+        for frame in self._frames:
+            out = transform(frame)
+            if out is not _SKIP:
+                yield out
+            if is_terminator(frame):
+                self.ended = True
+                return
+
+
 def parse_json_data(data: str, *, backend: str) -> Any:
     """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
     try:
+        obj, end = _scan(data, 0)
+        if end == len(data):
+            return obj
+    except (StopIteration, ValueError, RecursionError):
+        pass
+    try:
         return json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise TransientError(f"{backend}: malformed stream event: {data[:200]!r}") from exc
 
 
@@ -230,8 +304,9 @@ class HTTPBackend:
         framing: Framing,
         is_terminator: Callable[[Any], bool],
         skip: Callable[[Any], bool] = _never,
-    ) -> AsyncGenerator[Any, None]:
-        """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside), error objects raised typed."""
+    ) -> AsyncGenerator[FrameBatch, None]:
+        """`stream_frames` decoded: per network read, its frames' JSON objects (`skip`ped frames aside); error
+        objects raised typed."""
         name = self.name
         sse = framing == "sse"
 
@@ -242,7 +317,8 @@ class HTTPBackend:
             if sse and frame.event and isinstance(obj, dict) and "type" not in obj:
                 # Some proxies name the event only in its `event:` line (the SSE spec's way).
                 obj = {**obj, "type": frame.event}
-            raise_for_error_object(obj, backend=name)
+            if obj.__class__ is not dict or "error" in obj:  # the usual frame skips the call
+                raise_for_error_object(obj, backend=name)
             return obj
 
         return stream_frames(self._client, path, body=body, framing=framing, is_terminator=is_terminator,
@@ -251,12 +327,15 @@ class HTTPBackend:
     async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """A plain (non-streaming) JSON request with the same error classification."""
         try:
-            response = await self._client.request(method, path, json=body)
+            async with self._client.stream(method, path, json=body) as response:
+                if response.status_code >= 300 and (failure := await failed_status(response, backend=self.name)):
+                    raise failure
+                raw, cut = await read_capped(response, MAX_JSON_BODY)
         except (httpx.RequestError, httpx.InvalidURL) as exc:
             raise request_failed(exc, backend=self.name, hint=self.unreachable_hint()) from exc
-        if response.status_code >= 400:
-            raise classify_error(response.status_code, response.content, headers=response.headers, backend=self.name)
+        if cut:
+            raise BackendError(f"{self.name}: {path} answered over {MAX_JSON_BODY >> 20} MiB", status=response.status_code)
         try:
-            return response.json()
-        except ValueError as exc:
+            return json.loads(raw)
+        except (ValueError, RecursionError) as exc:
             raise BackendError(f"{self.name}: {path} did not return JSON", status=response.status_code) from exc

@@ -91,6 +91,10 @@ class ForkServer:
                 self._proc.kill()
         self._control, self._proc = None, None
 
+    def start(self) -> None:
+        """Start the server now rather than at the first spawn (a no-op while it runs)."""
+        self._ensure()
+
     def close(self) -> None:
         """Stop the server: it ends every running step's processes, then exits (its control socket closed)."""
         with self._lock:
