@@ -19,9 +19,11 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
 @pytest.mark.timeout(330)
 def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     """A prompt in the chat view streams a markdown answer with a tool block; Stop interrupts a slow reply; a resumed
-    session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, and an
-    archived session is listed on request."""
+    session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, an
+    archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back."""
     output = run_e2e("run.mjs")
     for step in ("Stop interrupted the turn", "scrolling up loaded the earlier pages",
-                 "an archived session leaves the history, Show archived lists it marked"):
+                 "an archived session leaves the history, Show archived lists it marked",
+                 "a long word wraps; a markdown link to a file opens it",
+                 "a daemon killed mid-turn: the chat said so, came back with the same conversation"):
         assert step in output

@@ -17,5 +17,6 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
                  "definition and workspace symbols came from VS Code",
                  "Keep leaves the change", "is undone in its buffer", "renames and resumes",
                  "rewind restored the files and the chat dropped the turns",
-                 "Undo Rewind put the files and the conversation back"):
+                 "Undo Rewind put the files and the conversation back",
+                 "a window reload shows the session it showed before, and the prompt being typed"):
         assert step in output

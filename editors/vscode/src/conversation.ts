@@ -9,7 +9,7 @@ import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { historyItems, modelFromHistory, pageBefore, parseContextPage, startsWithResult } from "./lib/history";
 import { changedFilesOf, mergeChanges, parsePermissionRequest } from "./lib/permission";
-import { EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, parseCommandList } from "./lib/protocol";
+import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
 import { APPROVAL_MODES, ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
 import { staleReason } from "./review/hunks";
 
@@ -78,8 +78,12 @@ export class Conversation implements vscode.Disposable {
   private loadingEarlier = false;
   // An approval mode picked while no daemon runs: set once one is up.
   private pendingApproval: ApprovalMode | undefined;
+  // While a fresh daemon's session is being set up (and a mode picked meanwhile applied).
+  private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
   private restore: string | undefined;
+  // The daemon crashed: the chat its restart brings back says so.
+  private crashNotice = false;
 
   constructor(
     private readonly daemon: Daemon,
@@ -137,13 +141,15 @@ export class Conversation implements vscode.Disposable {
     this.changed(model.addUser(text, { contextLabels: contexts.map(describeEditorContext) }));
     const mark = model.items.length;
     try {
+      // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
+      if (this.pendingApproval !== undefined) await this.settling;
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       return result;
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.
-      this.changedIn(this.sessionOf(model), model.addNotice("error", errorText(err)));
+      this.changedIn(this.sessionOf(model), model.addNotice("error", isDaemonGone(err) ? DAEMON_LOST : errorText(err)));
       return undefined;
     }
   }
@@ -512,6 +518,12 @@ export class Conversation implements vscode.Disposable {
         question.resolve({ outcome: "reject" });
         this.questions.delete(id);
       }
+      if (this.daemon.crashed) {
+        // Its turns died with it: no session runs now, and the daemon the client restarts shows this chat again.
+        this.restore ??= this.current;
+        this.crashNotice = true;
+        for (const [session, status] of this.statuses) this.statuses.set(session, { ...status, state: "stopped", running: false });
+      }
       this.emitStatus();
       return;
     }
@@ -523,6 +535,8 @@ export class Conversation implements vscode.Disposable {
     this.earlierCounts.clear();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
+    let settled = (): void => undefined;
+    this.settling = new Promise<void>((resolve) => (settled = resolve));
     try {
       const state = await this.refreshState();
       this.slashCommands = parseCommandList(await this.daemon.request<unknown>("ollie/listCommands", {}));
@@ -532,12 +546,18 @@ export class Conversation implements vscode.Disposable {
         for (const listener of this.listeners) listener.reset();
         void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
+        // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
+        if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
+        this.crashNotice = false;
         const approval = this.pendingApproval;
         this.pendingApproval = undefined;
         if (approval) await this.setApproval(approval);
       }
     } catch (err) {
       this.log.warn(`ollie/listCommands: ${errorText(err)}`);
+    } finally {
+      settled();
+      this.settling = undefined;
     }
     this.emitStatus();
     this.emitOnboarding();

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature, TransportKind } from "vscode-languageclient/node";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
+import { daemonSettings } from "./lib/settings";
 
 function isExecutable(file: string): boolean {
   try {
@@ -29,10 +30,6 @@ const noWindowProgress: StaticFeature = {
   clear: () => undefined,
 };
 
-function nonEmpty(value: string | undefined): string | undefined {
-  return value && value.trim() ? value.trim() : undefined;
-}
-
 /** Owns the LanguageClient that runs `ollie-lsp`; fires typed events for its notifications. */
 export class Daemon implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -53,6 +50,8 @@ export class Daemon implements vscode.Disposable {
   private readonly handlers = new Map<string, RequestHandler>();
   private readonly extraOptions: Record<string, unknown> = {};
   private envSource: (() => Promise<Record<string, string>>) | undefined;
+  /** Whether the current daemon exited by itself (not by stop() or a restart): what it ran was lost. */
+  crashed = false;
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
@@ -75,10 +74,17 @@ export class Daemon implements vscode.Disposable {
   /** Start the daemon from the current settings; shows an error and stays stopped when it cannot. */
   async start(): Promise<boolean> {
     const config = vscode.workspace.getConfiguration("ollie");
+    const { settings, warnings } = daemonSettings((name) => config.get<unknown>(name));
+    for (const warning of warnings) {
+      this.log.warn(warning);
+      void vscode.window.showWarningMessage(`Ollie: ${warning}`, "Open Settings").then((choice) => {
+        if (choice) void vscode.commands.executeCommand("workbench.action.openSettingsJson");
+      });
+    }
     const folders = vscode.workspace.workspaceFolders ?? [];
     const resolved = resolveServerCommand({
-      configured: config.get<string>("serverCommand", ""),
-      args: config.get<string[]>("serverArgs", []),
+      configured: settings.serverCommand,
+      args: settings.serverArgs,
       pathEnv: process.env.PATH ?? "",
       workspaceDirs: folders.filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath),
       isExecutable,
@@ -90,7 +96,6 @@ export class Daemon implements vscode.Disposable {
       });
       return false;
     }
-    const serverEnv = config.get<Record<string, string>>("serverEnv", {});
     const generation = ++this.generation;
     const secretEnv = (await this.envSource?.().catch((err: unknown) => {
       this.log.warn(`reading stored API keys: ${String(err)}`);
@@ -102,7 +107,7 @@ export class Daemon implements vscode.Disposable {
       command: resolved.command,
       args: resolved.args,
       transport: TransportKind.stdio,
-      options: { cwd, env: { ...process.env, ...serverEnv, ...secretEnv } },
+      options: { cwd, env: { ...process.env, ...settings.serverEnv, ...secretEnv } },
     };
     const clientOptions: LanguageClientOptions = {
       // Every file document is synced: the model's file tools read unsaved buffers and edit them
@@ -111,9 +116,9 @@ export class Daemon implements vscode.Disposable {
       outputChannel: this.log,
       initializationOptions: {
         ...this.extraOptions,
-        agent: nonEmpty(config.get<string>("agent")),
-        backend: nonEmpty(config.get<string>("backend")),
-        model: nonEmpty(config.get<string>("model")),
+        agent: settings.agent,
+        backend: settings.backend,
+        model: settings.model,
       },
     };
     this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")}`.trim());
@@ -131,9 +136,20 @@ export class Daemon implements vscode.Disposable {
     for (const [method, handler] of this.handlers) client.onRequest(method, (params: unknown, token) => handler(params, token));
     client.onDidChangeState((change) => {
       // A client replaced by a restart reports its stop late: only the current one's stop is news.
-      if (change.newState === State.Stopped && this.client === client) this.runningEmitter.fire(false);
+      if (this.client !== client) return;
+      if (change.newState === State.Stopped) {
+        // Not stop(): it forgets the client first. The daemon exited by itself; the client may start it again.
+        this.crashed = true;
+        this.log.error("ollie-lsp stopped unexpectedly");
+        this.runningEmitter.fire(false);
+      } else if (change.newState === State.Running && this.crashed) {
+        // The language client restarted the crashed daemon by itself: the chat reconnects to it.
+        this.log.info("ollie-lsp restarted after a crash");
+        this.runningEmitter.fire(true);
+      }
     });
     this.client = client;
+    this.crashed = false;
     try {
       this.starting = client.start();
       await this.starting;

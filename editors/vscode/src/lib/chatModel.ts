@@ -69,8 +69,10 @@ function withSteps(item: ToolItem, event: OllieEvent): ToolItem {
   return item;
 }
 
+// Items that do not end the reply streaming before them: a prompt queued or injected meanwhile, and a question
+// still open (the daemon may ask it before the last text deltas of the same reply have arrived).
 function isSideNote(item: ChatItem): boolean {
-  return item.kind === "user" && item.note !== undefined;
+  return (item.kind === "user" && item.note !== undefined) || (item.kind === "permission" && item.outcome === undefined);
 }
 
 /** The conversation of one session: a list of items and the reducer that folds events into it. */
@@ -138,7 +140,7 @@ export class ChatModel {
   }
 
   private appendText(kind: "assistant" | "reasoning", delta: string): ChatItem {
-    // Prompts queued or injected while the reply streams do not split it in two.
+    // Prompts queued or injected while the reply streams, or a question asked, do not split it in two.
     let index = this.items.length - 1;
     while (index >= 0 && isSideNote(this.items[index])) index--;
     const target = this.items[index];

@@ -33,3 +33,24 @@ export function splitPathLine(text: string): { path: string; line?: number } {
   const match = /^(.*):(\d+)$/.exec(text);
   return match ? { path: match[1], line: Number(match[2]) } : { path: text };
 }
+
+/**
+ * The workspace file a markdown link's href points at (`app.py`, `./src/a.ts#L12`, `a.ts#L3-L5`, `a.ts:3`), or
+ * undefined for a web address, any other scheme (`command:`, `javascript:`), an anchor or a protocol-relative URL
+ * (`name:digits` is a file and its line, not a scheme).
+ */
+export function linkedFile(href: string): { path: string; line?: number } | undefined {
+  if (!href || href.startsWith("#") || href.startsWith("//") || /^[a-z][a-z0-9+.-]*:(?!\d+(?:[#?]|$))/i.test(href)) return undefined;
+  const hash = href.indexOf("#");
+  const line = hash >= 0 ? /^L(\d+)/i.exec(href.slice(hash + 1))?.[1] : undefined;
+  let path: string;
+  try {
+    path = decodeURIComponent(hash >= 0 ? href.slice(0, hash) : href).replace(/\?.*$/, "");
+  } catch {
+    return undefined;
+  }
+  if (!path) return undefined;
+  const split = splitPathLine(path);
+  const at = line !== undefined ? Number(line) : split.line;
+  return at ? { path: split.path, line: at } : { path: split.path };
+}

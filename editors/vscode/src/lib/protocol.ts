@@ -175,3 +175,20 @@ export function parseAgentList(raw: unknown): Choices {
     .map((a) => ({ name: a.name as string, description: text(a.error) ? `cannot load: ${text(a.error)}` : text(a.description) }));
   return { current, choices };
 }
+
+// vscode-jsonrpc's codes for a request that never got its answer because the connection went away (write or read
+// error, pending response rejected on dispose, connection inactive).
+const CONNECTION_LOST = new Set([-32099, -32098, -32097, -32096]);
+
+/** Whether a failed request failed because the daemon went away (it exited or was killed), not by its answer. */
+export function isDaemonGone(err: unknown): boolean {
+  return typeof err === "object" && err !== null && CONNECTION_LOST.has((err as { code?: unknown }).code as number);
+}
+
+/** What the chat says about a turn whose daemon went away (the client's own text is jargon). */
+export const DAEMON_LOST =
+  "The Ollie daemon stopped during this turn, so the turn was lost. It restarts by itself: send the prompt again (the Ollie output says why it stopped).";
+
+/** What the chat a crashed daemon's restart brought back says. */
+export const DAEMON_RESTARTED =
+  "The Ollie daemon stopped unexpectedly and was restarted (the Ollie output says why). A turn that was running was lost: send its prompt again.";

@@ -29,7 +29,12 @@ export class Composer {
   commands: SlashCommand[] = [];
   running = false;
 
-  constructor(private readonly post: (message: FromWebview) => void, private readonly onSend: () => void) {
+  constructor(
+    private readonly post: (message: FromWebview) => void,
+    private readonly onSend: () => void,
+    private readonly draft: { get(): string; set(text: string): void },
+  ) {
+    this.input.value = draft.get();
     this.input.addEventListener("keydown", (event) => this.keydown(event));
     this.input.addEventListener("input", () => {
       this.selected = 0;
@@ -139,6 +144,7 @@ export class Composer {
   }
 
   private refresh(): void {
+    this.draft.set(this.input.value);
     const trigger = contextTrigger(this.input.value, this.input.selectionStart ?? this.input.value.length);
     if (trigger) {
       this.completions = [this.trigger(trigger)];

@@ -7,9 +7,10 @@ import type { FromWebview, Header, PermissionOutcome, ToWebview } from "../lib/w
 import { Composer } from "./composerView";
 import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
+import { linkedFile } from "../lib/links";
 import { keyboardAnswerAllowed, questionToFocus } from "../lib/question";
 
-declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
+declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void; getState(): unknown; setState(state: unknown): void };
 
 const vscode = acquireVsCodeApi();
 const log = document.getElementById("log") as HTMLElement;
@@ -47,10 +48,23 @@ function fillView(): void {
   if (needsEarlierToFill(log, earlier)) loadEarlier();
 }
 
-const composer = new Composer(post, () => {
-  userSent = true;
-  scrollToBottom();
-});
+// The prompt being typed is kept in the view's state, which VS Code keeps when the view is moved or the window
+// reloaded (the page itself is made anew): a half-written prompt is not lost.
+const draftStore = {
+  get: (): string => {
+    const state = vscode.getState() as { draft?: unknown } | undefined;
+    return typeof state?.draft === "string" ? state.draft : "";
+  },
+  set: (draft: string): void => vscode.setState({ draft }),
+};
+const composer = new Composer(
+  post,
+  () => {
+    userSent = true;
+    scrollToBottom();
+  },
+  draftStore,
+);
 
 function scrollToBottom(): void {
   log.scrollTop = log.scrollHeight;
@@ -177,8 +191,12 @@ document.addEventListener("click", (event) => {
   const target = (event.target as HTMLElement).closest<HTMLElement>("[data-action]");
   if (!target) {
     const link = (event.target as HTMLElement).closest("a");
+    const href = link?.getAttribute("href") ?? "";
     // Links the model wrote to something that is not a web page would navigate the view away.
-    if (link && !/^https?:/.test(link.getAttribute("href") ?? "")) event.preventDefault();
+    if (link && !/^https?:/.test(href)) event.preventDefault();
+    // A markdown link to a file (`[app.py](src/app.py#L3)`) opens it in the editor, as an inline path does.
+    const file = link ? linkedFile(href) : undefined;
+    if (file) post(file.line ? { type: "openFile", path: file.path, line: file.line } : { type: "openFile", path: file.path });
     return;
   }
   event.preventDefault();

@@ -214,6 +214,20 @@ export async function waitForSavedPrompt(dir, needles) {
   throw new Error(`no saved prompt holds ${JSON.stringify(needles)}: the editor context did not reach the model`);
 }
 
+/** The pids of the ollie-lsp daemons this run's code-server started (found by their private XDG dirs). */
+export function daemonPids() {
+  const pids = [];
+  for (const pid of fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "latin1");
+      if (cmdline.includes("ollie-lsp") && fs.readFileSync(`/proc/${pid}/environ`, "latin1").includes(work)) pids.push(Number(pid));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
 /** Run a command from the command palette. */
 export async function runCommand(page, title) {
   await page.keyboard.press("F1");

@@ -252,14 +252,22 @@ await withVSCode(
     await screenshot("rewind-undone");
     log("Undo Rewind put the files and the conversation back");
 
-    // 11. Reloading the window restarts the extension host and the daemon: the chat comes back, not an empty view.
-    await page.reload();
+    // 11. Reloading the window restarts the extension host and the daemon: the chat comes back, not an empty view,
+    // and so does a prompt the user was still typing.
+    const draft = "A half-written question\nwith a second line";
+    await chat.locator("#input").click();
+    await chat.locator("#input").fill(draft);
+    await page.waitForTimeout(500);
+    // Reload Window, as a user does (the workbench saves its state first).
+    await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
     const reloaded = await openChat(page);
     await until("the conversation back after a window reload", async () => ((await reloaded.locator("body").textContent()) ?? "").includes("bad.ts has a type error."));
     const reloadedFirst = await reloaded.locator(".item.user .text").first().textContent();
     if (reloadedFirst !== "Edit app.py please") throw new Error(`after a reload the chat starts with ${JSON.stringify(reloadedFirst)}`);
+    const restoredDraft = await reloaded.locator("#input").inputValue();
+    if (restoredDraft !== draft) throw new Error(`the prompt being typed was lost in the reload: ${JSON.stringify(restoredDraft)}`);
     await screenshot("reloaded");
-    log("a window reload shows the session it showed before");
+    log("a window reload shows the session it showed before, and the prompt being typed");
   },
 );

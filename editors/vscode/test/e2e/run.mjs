@@ -5,19 +5,23 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { artifacts, chatFocused, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { artifacts, chatFocused, daemonPids, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
 // The scripted model, in the order the turns below ask it.
 const ANSWER = "The file **hello.txt** says hello to the world, and that is all it says. See `hello.txt`, not `nowhere.py`.";
 const LONG = Array.from({ length: 30 }, (_, i) => `Paragraph ${i + 1} of a long explanation that fills the view.`).join("\n\n");
 const CODE = 'def greet():\n    return "hi"\n';
+const HASH = "0123456789abcdef".repeat(12);
+// A prompt with a long paste in it (a log): shown in a box of its own height, not as 80 lines pushing the chat away.
+const STORY = `Tell me a long story.\n${Array.from({ length: 80 }, (_, i) => `pasted log line ${i + 1}`).join("\n")}`;
 const SLOW = "This reply streams very slowly so that the user has time to press Stop. ".repeat(8);
+const DOOMED = "This reply is cut short: the daemon is killed while it streams. ".repeat(8);
 const FEEDBACK = "Use a GREETING constant instead";
 const script = [
   { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
   { text: ANSWER, chunk_size: 3, delay: 0.05 },
-  { text: `${LONG}\n\nHere is the function:\n\n\`\`\`python greet.py\n${CODE}\`\`\`\n` },
+  { text: `${LONG}\n\nIts hash is ${HASH}, as [the file](hello.txt#L1) says.\n\nHere is the function:\n\n\`\`\`python greet.py\n${CODE}\`\`\`\n` },
   { text: "I will change it.", tool_calls: [edit("app.py", "'hi'", "'hello'")] },
   { text: "OK, I will use a constant." },
   { text: "Changing it now.", tool_calls: [edit("app.py", "'hi'", "'hello'")] },
@@ -25,6 +29,8 @@ const script = [
   { text: "That line sets SELECTION_MARKER to 42." },
   { text: "The chip holds the same line." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
+  { text: DOOMED, chunk_size: 2, delay: 0.25 },
+  { text: "Back after the crash." },
 ];
 const APP = "def greet():\n    return 'hi'\n";
 const files = { "hello.txt": "hello\n", "marker.py": "SELECTION_MARKER = 42\n", "app.py": APP, "scratch.py": "" };
@@ -170,6 +176,13 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await page.locator(".monaco-editor .view-line", { hasText: "def greet" }).first().waitFor({ timeout: waitMs });
   if (!fs.existsSync(path.join(workspace, "greet.py"))) throw new Error("Apply did not create greet.py");
   log("Copy, Insert and Apply on a code block work");
+  // A long word (a hash, a URL) wraps in the view: the chat never scrolls sideways, so it was cut off at the edge.
+  const widths = await chat.locator("#log").evaluate((log) => ({ scroll: log.scrollWidth, client: log.clientWidth }));
+  if (widths.scroll > widths.client) throw new Error(`a long word overflows the chat: ${JSON.stringify(widths)}`);
+  // A markdown link to a workspace file opens it (it did nothing).
+  await chat.locator(".item.assistant a", { hasText: "the file" }).click();
+  await activeTab(page, "hello.txt");
+  log("a long word wraps; a markdown link to a file opens it");
 
   // 4. Scroll: a prompt sent while scrolled up is scrolled to; an approval question with the diff, rejected with feedback.
   await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
@@ -312,9 +325,19 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   log("Ask About Selection, then a #selection and an @file chip together: both reached the model's prompt");
 
   // 9. A slow reply: scrolled up, the view stays put and offers "Jump to latest"; queue, inject, Stop.
-  await send(chat, "Tell me a long story.");
+  await send(chat, STORY);
+  const pasted = await chat.locator(".item.user .text", { hasText: "pasted log line 80" }).evaluate((text) => ({ shown: text.clientHeight, all: text.scrollHeight }));
+  if (pasted.shown >= pasted.all || pasted.shown > 400) throw new Error(`a long prompt is shown at full height: ${JSON.stringify(pasted)}`);
   const stop = chat.locator("#stop");
   await stop.waitFor({ state: "visible", timeout: waitMs });
+  // In a narrow side bar the composer's buttons wrap: Stop stays inside the view (it was cut off at the edge).
+  const stopClipped = await chat.evaluate(() => {
+    document.body.style.width = "200px";
+    const out = document.getElementById("stop").getBoundingClientRect().right > document.body.getBoundingClientRect().right + 1;
+    document.body.style.width = "";
+    return out;
+  });
+  if (stopClipped) throw new Error("Stop is cut off in a narrow side bar");
   const slow = chat.locator(".item.assistant", { hasText: "This reply" });
   await slow.waitFor({ timeout: waitMs });
   await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
@@ -423,6 +446,27 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (unarchivedHeader !== shownTitle) throw new Error(`the unarchived session's header shows ${JSON.stringify(unarchivedHeader)}`);
   await screenshot("history-unarchived");
   log("an archived session leaves the history, Show archived lists it marked, and picking it unarchives and resumes it");
+
+  // 11c. The daemon dies mid-turn (killed): the chat says so plainly, the composer is not left "running", the client's
+  // restart brings the same conversation back, and the next prompt is answered.
+  await send(chat, "One more story, please.");
+  await chat.locator(".item.assistant", { hasText: "This reply is cut short" }).waitFor({ timeout: waitMs });
+  const killed = daemonPids();
+  if (killed.length !== 1) throw new Error(`expected one daemon, found ${killed}`);
+  process.kill(killed[0], "SIGKILL");
+  await chat.locator(".item.notice.error", { hasText: "The Ollie daemon stopped during this turn" }).waitFor({ timeout: waitMs });
+  if ((await chatText(chat)).includes("Pending response rejected")) throw new Error("the chat shows the client's jargon for the lost turn");
+  await waitForStatus(page, /Ollie: idle/);
+  await chat.locator(".item.user", { hasText: "Tell me a long story." }).waitFor({ timeout: waitMs });
+  // The chat brought back from disk may lack the lost prompt: it still says what happened.
+  await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  if ((await chat.locator("#send").textContent()) !== "Send") throw new Error("the composer still queues: it thinks the dead turn runs");
+  await screenshot("daemon-restarted");
+  await send(chat, "Are you back?");
+  await chat.locator(".item.assistant", { hasText: "Back after the crash." }).waitFor({ timeout: waitMs });
+  if ((await chatText(chat)).includes("session not found")) throw new Error("the prompt went to a session the new daemon does not know");
+  log("a daemon killed mid-turn: the chat said so, came back with the same conversation, and the next prompt was answered");
 
   // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
   fs.mkdirSync(path.join(workspace, ".vscode"));

@@ -37,6 +37,22 @@ test("a prompt queued or injected mid-reply does not split the streaming text", 
   assert.equal(model.items.length, 5, "a plain prompt starts a new reply");
 });
 
+test("a question asked before the reply's last deltas arrived does not split the reply", () => {
+  // The daemon sends ollie/permission at once, while its text deltas wait a few ms to be coalesced: "I wi" | question | "ll edit."
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("assistant", "I wi");
+  const step = { id: "1", kind: "edit", title: "Edit app.py", locations: [] };
+  const question = model.add({ kind: "permission", id: 0, step, always: "" });
+  feed("assistant", "ll edit.");
+  assert.deepEqual(model.items.map((i) => i.kind), ["assistant", "permission"]);
+  assert.equal((model.items[0] as { text: string }).text, "I will edit.");
+  // Once answered, the question ends the reply: what the model says after the step is a new message.
+  Object.assign(question, { outcome: "allow_once" });
+  feed("assistant", "Edited.");
+  assert.deepEqual(model.items.map((i) => i.kind), ["assistant", "permission", "assistant"]);
+});
+
 test("a call and its result form one tool item; failures are marked as errors", () => {
   const model = new ChatModel();
   const feed = feeder(model);

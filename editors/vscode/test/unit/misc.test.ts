@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
-import { PROTOCOL_METHODS, choicePlaceholder, parseAgentList, parseModelList } from "../../src/lib/protocol";
+import { DAEMON_LOST, PROTOCOL_METHODS, choicePlaceholder, isDaemonGone, parseAgentList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
 import { describeState, formatCost, statusBarText } from "../../src/lib/status";
 
@@ -96,4 +96,14 @@ test("the model/agent pick says why it is empty instead of showing nothing", () 
   assert.equal(choicePlaceholder("qwen3", 3), "current: qwen3 — pick or type a name");
   assert.equal(choicePlaceholder("qwen3", 0), "current: qwen3 — none listed (is the backend up?): type a name");
   assert.equal(choicePlaceholder(undefined, 2), "pick or type a name");
+});
+
+test("a request lost with the daemon's connection reads as the daemon gone, not as the client's jargon", () => {
+  // vscode-jsonrpc rejects the pending ollie/submit with code -32097 when the daemon is killed mid-turn.
+  assert.equal(isDaemonGone({ code: -32097, message: "Pending response rejected since connection got disposed" }), true);
+  assert.equal(isDaemonGone({ code: -32099, message: "write error" }), true);
+  assert.equal(isDaemonGone({ code: -32602, message: "session not found" }), false);
+  assert.equal(isDaemonGone(new Error("the ollie daemon is not running")), false);
+  assert.equal(isDaemonGone(undefined), false);
+  assert.match(DAEMON_LOST, /send the prompt again/);
 });

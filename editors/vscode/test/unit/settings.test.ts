@@ -1,0 +1,29 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { daemonSettings } from "../../src/lib/settings";
+
+const from = (values: Record<string, unknown>) => daemonSettings((name) => values[name]);
+
+test("the daemon's settings of the right type are read as written", () => {
+  const { settings, warnings } = from({
+    serverCommand: " /opt/ollie-lsp ", serverArgs: ["--verbose"], serverEnv: { OLLIE_MODEL: "m", PORT: 8080 }, agent: "plan", backend: "", model: null,
+  });
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(settings, { serverCommand: "/opt/ollie-lsp", serverArgs: ["--verbose"], serverEnv: { OLLIE_MODEL: "m", PORT: "8080" }, agent: "plan" });
+  assert.deepEqual(from({}).settings, { serverCommand: "", serverArgs: [], serverEnv: {} });
+});
+
+test("a wrong type in settings.json is ignored with a warning naming the setting, never thrown", () => {
+  // `"ollie.serverCommand": 5` made resolveServerCommand throw on .trim(): the daemon never started, with no message.
+  const { settings, warnings } = from({ serverCommand: 5, serverArgs: "--verbose", serverEnv: ["A=1"], agent: { name: "plan" }, model: true });
+  assert.deepEqual(settings, { serverCommand: "", serverArgs: [], serverEnv: {} });
+  assert.deepEqual(warnings, [
+    '"ollie.serverArgs" must be a list of strings: its value is ignored.',
+    '"ollie.serverEnv" must be an object of names to strings: its value is ignored.',
+    '"ollie.serverCommand" must be a string: its value is ignored.',
+    '"ollie.agent" must be a string: its value is ignored.',
+    '"ollie.model" must be a string: its value is ignored.',
+  ]);
+  assert.deepEqual(from({ serverEnv: { OK: "1", BAD: { x: 1 } } }).settings.serverEnv, { OK: "1" });
+  assert.deepEqual(from({ serverEnv: { OK: "1", BAD: { x: 1 } } }).warnings, ['"ollie.serverEnv.BAD" must be a string: its value is ignored.']);
+});
