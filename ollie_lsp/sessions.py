@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
@@ -32,6 +32,10 @@ INTERRUPTED = {"reply": "", "stop": "interrupted"}
 QUEUED_TITLE = "queued prompt"
 # How long a submit's answer waits for the client to acknowledge the turn's progress.
 PROGRESS_SETTLE_S = 2.0
+Q = TypeVar("Q")
+A = TypeVar("A")
+# How long a question to the user waits for the events before it to go out (they wait ~4 ms to be joined).
+QUESTION_DRAIN_S = 2.0
 
 
 @dataclass
@@ -195,6 +199,20 @@ def load_core_module() -> ModuleType:
     return core
 
 
+def _after_events(forwarder: EventForwarder, ask: Callable[[Q], Awaitable[A]]) -> Callable[[Q], Awaitable[A]]:
+    """`ask`, once the session's events so far went out: the client sees the text that leads to a question
+    before the question (a request is written at once, while deltas wait a moment to be joined)."""
+
+    async def asked(question: Q) -> A:
+        try:
+            await asyncio.wait_for(forwarder.drained(), QUESTION_DRAIN_S)
+        except TimeoutError:
+            pass  # a client that reads nothing now gets the question queued behind them anyway
+        return await ask(question)
+
+    return asked
+
+
 class SessionTable:
     """Every live session of the daemon, keyed by id; one of them is the default."""
 
@@ -292,9 +310,9 @@ class SessionTable:
         core.on_rename = rename
         core.on_kill = kill
         if self._ask_user is not None:
-            core.approver = partial(self._ask_user, session_id)
+            core.approver = _after_events(forwarder, partial(self._ask_user, session_id))
         if self._ask_step is not None:
-            core.step_approver = partial(self._ask_step, session_id)
+            core.step_approver = _after_events(forwarder, partial(self._ask_step, session_id))
         core.set_documents(self._documents)
         if self._editor is not None:
             core.set_editor(self._editor)

@@ -241,3 +241,23 @@ async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(star
     shown = [m.message for m in daemon.client.messages] + [m.message for m in daemon.client.log_messages]
     assert not [m for m in shown if "error" in m.lower()], shown
     assert (await daemon.request("ollie/state", {}))["running"] is False
+
+
+async def test_the_text_that_leads_to_a_question_reaches_the_client_before_it(start_daemon, llm):
+    """Bug: deltas wait a moment to be joined while a request goes out at once, so VS Code drew the question in the
+    middle of the reply ("I wi" / question / "ll edit.")."""
+    said = "I will edit a.txt now, replacing one with two, then tell you. " * 3
+    llm.script(Reply(text=said, chunk_size=3, tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.txt", "one", "two"]}]})]), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    seen_at_question: list[str] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        seen_at_question.append("".join(e.get("content", "") for e in daemon.events if e.get("role") == "assistant"))
+        return {"outcome": "allow_once"}
+
+    assert await submit(daemon, "edit it") == "ok"
+    assert seen_at_question == [said]
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"

@@ -122,3 +122,28 @@ def test_disk_full_while_saving_gives_a_clear_error_and_the_daemon_serves_on(sta
     result = daemon.request("ollie/submit", {"text": "three"}, timeout=60)
     assert result["reply"] == "after the full disk"
     assert daemon.alive()
+
+
+def test_sigkill_while_the_first_reply_streams_keeps_the_prompt(start_daemon, scripted_llm):
+    """Bug: the prompt was saved with the turn's first round, so a daemon killed while the reply streamed lost it."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="a long answer that streams slowly " * 20, delay=0.05, chunk_size=4),
+               Reply.text("answered after the restart"))
+    first = start_daemon(env=srv.env())
+    session = first.request("ollie/state", {}, timeout=60)["session"]
+    first.request_async("ollie/submit", {"text": "One more story, please."})
+    deadline = time.monotonic() + 20
+    while not srv.chat_requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # the reply is streaming
+    os.kill(first.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    second = start_daemon(env=srv.env())
+    second.request("ollie/session/load", {"session": session}, timeout=60)
+    messages = second.request("ollie/context", {"session": session})["messages"]
+    assert [m["role"] for m in messages] == ["user"], messages
+    assert messages[0]["content"].endswith("One more story, please.")
+    result = second.request("ollie/submit", {"session": session, "text": "go on"}, timeout=60)
+    assert (result["stop"], result["reply"]) == ("end", "answered after the restart"), result
+    sent = [m for m in srv.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert sent[-2]["content"].endswith("One more story, please.") and sent[-1]["content"].endswith("go on")

@@ -83,6 +83,8 @@ class AgentLoop:
             return TurnResult("", "error", why)
         notes = [note for note in (*host.take_notes(), hook_note("preTurn", pre)) if note]
         self.session.messages.append(Message("user", "\n\n".join([prompt, *notes])))
+        # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
+        host.save()
         if host.backend is None:
             why = host.backend_error or "no backend configured"
             self.bus.emit("error", why)
