@@ -228,7 +228,7 @@ def generation_params(raw: Mapping[str, Any]) -> GenerationParams:
         try:
             values[name] = GENERATION_TYPES[str(fields[name].type)](value)
         except Bad as bad:
-            problems += [((key, *path), reason) for path, reason in bad.problems]
+            problems += bad.under(key)
     if problems:
         raise invalid(Bad(problems), prefix="params.")
     return GenerationParams(**values)

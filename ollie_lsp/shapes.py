@@ -27,6 +27,10 @@ class Bad(Exception):
         super().__init__(problems)
         self.problems = problems
 
+    def under(self, key: str | int) -> list[tuple[FieldPath, str]]:
+        """These problems, as problems of the field (or item) `key` of the value that holds this one."""
+        return [((key, *path), reason) for path, reason in self.problems]
+
 
 _JSON_NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
                "NoneType": "null", "list": "an array", "dict": "an object"}
@@ -100,7 +104,7 @@ def array(check: Check) -> Check:
             try:
                 out.append(check(item))
             except Bad as bad:
-                problems += [((index, *path), reason) for path, reason in bad.problems]
+                problems += bad.under(index)
         if problems:
             raise Bad(problems)
         return out
@@ -194,7 +198,7 @@ def build(cls: type[S], data: Mapping[str, Any]) -> S:
             try:
                 values[r.name] = r.check(data[key] if key in data else data[r.name])
             except Bad as bad:
-                problems += [((key, *path), reason) for path, reason in bad.problems]
+                problems += bad.under(key)
         elif r.default is _REQUIRED:
             problems.append(((key,), "required"))
     if problems:
