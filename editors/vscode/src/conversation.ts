@@ -78,6 +78,8 @@ export class Conversation implements vscode.Disposable {
   private loadingEarlier = false;
   // An approval mode picked while no daemon runs: set once one is up.
   private pendingApproval: ApprovalMode | undefined;
+  // The `ollie/setApproval` last sent: a prompt waits for it, so the mode picked before it is the one it runs under.
+  private applying: Promise<void> = Promise.resolve();
   // While a fresh daemon's session is being set up (and a mode picked meanwhile applied).
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
@@ -143,6 +145,7 @@ export class Conversation implements vscode.Disposable {
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
       if (this.pendingApproval !== undefined) await this.settling;
+      await this.applyPendingApproval();
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
@@ -208,6 +211,12 @@ export class Conversation implements vscode.Disposable {
       this.emitHeader();
       return;
     }
+    const applying = this.sendApproval(mode);
+    this.applying = applying;
+    await applying;
+  }
+
+  private async sendApproval(mode: ApprovalMode): Promise<void> {
     try {
       await this.request("ollie/setApproval", { approval: mode });
       this.approvals.set(this.current ?? "", mode);
@@ -215,6 +224,17 @@ export class Conversation implements vscode.Disposable {
       this.changed(this.model.addNotice("error", `approval mode: ${errorText(err)}`));
     }
     this.emitHeader();
+  }
+
+  /** Send the mode picked while no daemon ran (or before its session was known) once both are; then (or else) the
+   * `ollie/setApproval` in flight. Every prompt and the daemon's start-up go through here, so none runs before it. */
+  private applyPendingApproval(): Promise<void> {
+    const mode = this.pendingApproval;
+    if (mode !== undefined && this.daemon.running && this.current !== undefined) {
+      this.pendingApproval = undefined;
+      void this.setApproval(mode);
+    }
+    return this.applying;
   }
 
   /** Ask the daemon again whether the backend can take a turn; when it still cannot (a daemon may cache a failed check), restart it. */
@@ -549,9 +569,7 @@ export class Conversation implements vscode.Disposable {
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
         this.crashNotice = false;
-        const approval = this.pendingApproval;
-        this.pendingApproval = undefined;
-        if (approval) await this.setApproval(approval);
+        await this.applyPendingApproval();
       }
     } catch (err) {
       this.log.warn(`ollie/listCommands: ${errorText(err)}`);
