@@ -157,9 +157,10 @@ function showHeader(header: Header): void {
   approval.dataset.mode = header.approval || "ask";
 }
 
-approval.addEventListener("change", () => {
-  post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);
-});
+const sendApproval = (): void => post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);
+approval.addEventListener("change", sendApproval);
+// The picker is in the view's HTML before this script runs: a mode picked in between met no listener (it was lost).
+if (approval.selectedIndex > 0) sendApproval();
 
 function showOnboarding(onboarding: Onboarding | null): void {
   onboardingBox.hidden = onboarding === null;
