@@ -72,8 +72,8 @@ def private_home() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ollie-bench-") as tmp:
         home = Path(tmp)
         for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
-                         ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")):
-            (home / sub).mkdir()
+                         ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache"), ("XDG_RUNTIME_DIR", "run")):
+            (home / sub).mkdir(mode=0o700)
             os.environ[var] = str(home / sub)
         for var in [v for v in os.environ if v.startswith("OLLIE_")]:
             del os.environ[var]
