@@ -39,6 +39,18 @@ vim.api.nvim_win_set_width(0, diff_width)
 H.results.cursor = vim.api.nvim_win_get_cursor(0)
 H.results.du_mapped = vim.fn.maparg("du", "n") ~= ""
 
+-- The diff tab has no chat of its own: it stands for the reviewed chat (`:Ollie` there made a new chat before).
+local diff_win = vim.api.nvim_get_current_win()
+local chats_before = vim.tbl_count(require("ollie.chat").chats)
+H.results.diff_tab_chat = { current = require("ollie").current() == chat,
+  session = require("ollie").current_session() == chat.session }
+vim.cmd("OllieChat")
+H.results.diff_tab_chat.opened_there = require("ollie").current() == chat
+  and vim.api.nvim_get_current_tabpage() == chat.tab
+H.results.diff_tab_chat.new_chats = vim.tbl_count(require("ollie.chat").chats) - chats_before
+chat:close()
+vim.api.nvim_set_current_win(diff_win)
+
 -- Undo the hunk at line 18 of the file's window.
 vim.api.nvim_win_set_cursor(0, { 18, 0 })
 vim.cmd.normal("zu")

@@ -50,6 +50,15 @@ end
 function M.get(create)
   local tab = vim.api.nvim_get_current_tabpage()
   local chat = M.chats[tab]
+  local origin = vim.t[tab].ollie_review_of
+  if not chat and origin and vim.api.nvim_tabpage_is_valid(origin) and M.chats[origin] then
+    -- A diff tab of :OllieChanges has no chat: it stands for the chat the review came from. `:Ollie` there goes
+    -- back to that chat (before, it made a new chat, with a new session, in the diff tab).
+    if create then
+      vim.api.nvim_set_current_tabpage(origin)
+    end
+    return M.chats[origin]
+  end
   if not chat and create then
     chat = M.new(tab)
   end

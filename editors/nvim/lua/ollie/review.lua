@@ -251,7 +251,9 @@ function M.open_diff(path)
       .. " undoes it)") or ""))
     return
   end
+  local origin = vim.t.ollie_review_of or vim.api.nvim_get_current_tabpage()
   vim.cmd("tabnew")
+  vim.t.ollie_review_of = origin -- the chat of this tab is the reviewed one (chat.get)
   local after_win = vim.api.nvim_get_current_win()
   local after_buf
   if f.status == "deleted" then
