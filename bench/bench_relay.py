@@ -9,8 +9,8 @@ processes). Through the daemon, the client is a plain LSP client
 floor, a plain-socket SSE reader (one `recv` loop, each event's JSON decoded),
 and, for comparison, an httpx reader, httpx's raw body chunks alone (the
 floor of anything built on httpx's own transport) and the raw body chunks
-through the daemon's own transport (`ollie.backend.http1`: httpx's client on
-llhttp, the floor of the daemon's HTTP reading). Run alone: python -m bench.bench_relay [ROUNDS]
+through the daemon's own client (`ollie.backend.http_client` on http1.py's
+llhttp transport, the floor of the daemon's HTTP reading). Run alone: python -m bench.bench_relay [ROUNDS]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from bench.common import DAEMON, Row, child_env, median, percentile, private_hom
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 from ollie.backend.http1 import HTTP1Transport
+from ollie.backend.http_client import Client
 
 DELTAS = 20_000
 TOKEN = re.compile(r"(\d{5})\|")
@@ -83,12 +84,12 @@ def _read_socket(url: str, model: str) -> tuple[float, dict[int, float]]:
     return start, arrivals
 
 
-async def _read_httpx(url: str, model: str, *, raw: bool = False,
-                      transport: httpx.AsyncBaseTransport | None = None) -> tuple[float, dict[int, float]]:
+async def _read_httpx(url: str, model: str, *, raw: bool = False, ours: bool = False) -> tuple[float, dict[int, float]]:
     """An httpx reader: SSE lines with each event's JSON decoded, or (`raw`) what httpx itself costs: its raw
-    body chunks (h11's chunked parsing, or `transport`'s), tokens found by a bytes regex."""
+    body chunks (h11's chunked parsing), tokens found by a bytes regex; `ours`: the raw body chunks of the
+    daemon's own client instead (llhttp's parsing)."""
     arrivals: dict[int, float] = {}
-    async with httpx.AsyncClient(timeout=60, transport=transport) as client:
+    async with (Client(transport=HTTP1Transport(), timeout=60) if ours else httpx.AsyncClient(timeout=60)) as client:
         start = time.perf_counter()
         async with client.stream("POST", f"{url}/chat/completions", content=_body(model),
                                  headers={"Authorization": "Bearer sk-x", "Content-Type": "application/json"}) as response:
@@ -101,6 +102,7 @@ async def _read_httpx(url: str, model: str, *, raw: bool = False,
                         arrivals[int(token)] = now
                     carry = carry[-5:]
                 return start, arrivals
+            assert isinstance(response, httpx.Response)
             async for line in response.aiter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
@@ -117,7 +119,7 @@ def direct_round(srv: LLMProcess, count: int, delay: float = 0.0, *, reader: str
     if reader == "socket":
         start, arrivals = _read_socket(srv.url, srv.model)
     elif reader == "ollie":
-        start, arrivals = asyncio.run(_read_httpx(srv.url, srv.model, raw=True, transport=HTTP1Transport()))
+        start, arrivals = asyncio.run(_read_httpx(srv.url, srv.model, raw=True, ours=True))
     else:
         start, arrivals = asyncio.run(_read_httpx(srv.url, srv.model, raw=reader == "raw"))
     return _summary(srv, start, arrivals, count)
@@ -192,7 +194,7 @@ def run(rounds: int = 3) -> tuple[list[Row], list[str]]:
                 median(daemon_t) * 1e3, median(raw_t) * 1e3),
             Row(f"relay: httpx's raw body chunks of {DELTAS:,} deltas (no SSE parsing) vs the plain-socket reader",
                 median(raw_t) * 1e3, median(socket_t) * 1e3),
-            Row(f"relay: raw body chunks of {DELTAS:,} deltas through the daemon's transport (httpx on llhttp, "
+            Row(f"relay: raw body chunks of {DELTAS:,} deltas through the daemon's own client (on llhttp, "
                 "no SSE parsing) vs the plain-socket reader", median(ollie_t) * 1e3, median(socket_t) * 1e3)]
     for label, through, direct in (("flood", daemon_lat, direct_lat), ("paced 2 ms", paced_daemon, paced_direct)):
         for pct in (50, 99):

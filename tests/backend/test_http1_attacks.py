@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ollie.backend import pool
+from ollie.backend import http_client, pool
 from ollie.backend.errors import BackendUnreachableError, TransientError
 from ollie.backend.http1 import HIGH_WATER, HTTP1Transport
 
@@ -26,10 +26,10 @@ from .test_http1 import CHUNKED_HEAD, backend_for, sized
 HELLO = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
 
 
-def client(url: str, transport: HTTP1Transport | None = None, **timeouts: float) -> httpx.AsyncClient:
-    """An httpx client on a transport of its own, 5 s for every timeout unless given."""
+def client(url: str, transport: HTTP1Transport | None = None, **timeouts: float) -> http_client.Client:
+    """A client on a transport of its own, 5 s for every timeout unless given."""
     limits = {"connect": 5.0, "read": 5.0, "write": 5.0, "pool": 5.0, **timeouts}
-    return httpx.AsyncClient(base_url=url, transport=transport or HTTP1Transport(), timeout=httpx.Timeout(**limits))
+    return http_client.Client(base_url=url, transport=transport or HTTP1Transport(), timeout=http_client.Timeout(**limits))
 
 
 def sockets_to(port: int) -> int:
@@ -62,7 +62,7 @@ async def no_sockets_left(port: int) -> None:
 
 def port_of(url: str) -> int:
     """The port in `url`."""
-    return httpx.URL(url).port or 0
+    return http_client.parse_url(url).port or 0
 
 
 # --- TLS -------------------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ async def test_tls_checks_the_name_and_the_dates_of_a_trusted_certificate(certs,
     for cert, error in (("other", "IP address mismatch"), ("expired", "certificate has expired")):
         async with wire_server(lambda request: [HELLO], tls=serving(certs[cert])) as srv:
             async with client(srv.url, HTTP1Transport(context)) as http:
-                with pytest.raises(httpx.ConnectError, match=error):
+                with pytest.raises(http_client.ConnectError, match=error):
                     await http.get("/")
             backend = backend_for(srv.url)  # the backends' shared pool: the same refusal, and unreachable
             try:
@@ -144,7 +144,7 @@ async def test_a_server_that_never_finishes_the_tls_handshake_is_a_connect_timeo
         url = srv.url.replace("http://", "https://")
         started = time.monotonic()
         async with client(url, connect=0.3) as http:
-            with pytest.raises(httpx.ConnectTimeout):
+            with pytest.raises(http_client.ConnectTimeout):
                 await http.get("/")
         assert time.monotonic() - started < 3
         await no_sockets_left(port_of(url))
@@ -204,7 +204,7 @@ async def test_framing_attacks_give_the_exact_answer_or_a_protocol_error_and_nev
     async with wire_server(lambda request: next(answers)) as srv, client(srv.url, read=3.0) as http:
         with caplog.at_level(logging.WARNING, logger="asyncio"):
             if isinstance(expected, str):
-                with pytest.raises(httpx.RemoteProtocolError, match=expected):
+                with pytest.raises(http_client.RemoteProtocolError, match=expected):
                     await http.request(method, "/")
             else:
                 response = await http.request(method, "/")
@@ -280,7 +280,7 @@ async def test_a_server_that_never_reads_the_request_fails_it_at_once_and_the_so
     steps: list[Step] = [10.0] if server == "waits" else [None]
     async with wire_server(lambda request: steps, read_body=False) as srv, client(srv.url, write=0.3) as http:
         started = time.monotonic()
-        with pytest.raises(httpx.WriteTimeout if server == "waits" else httpx.TransportError):
+        with pytest.raises(http_client.WriteTimeout if server == "waits" else http_client.TransportError):
             await http.post("/", content=b"x" * (32 << 20))
         assert time.monotonic() - started < 3
         await no_sockets_left(port_of(srv.url))  # not left open to flush its 32 MiB to a server that never reads
@@ -289,7 +289,7 @@ async def test_a_server_that_never_reads_the_request_fails_it_at_once_and_the_so
 async def test_request_headers_must_be_valid_tokens_and_values():
     async with wire_server(lambda request: [sized(b"ok")]) as srv, client(srv.url) as http:
         for headers in ({"X Bad": "v"}, {"X-Bad:": "v"}, {"X-Ctl": "a\x01b"}, {"X-Del": "a\x7fb"}):
-            with pytest.raises(httpx.LocalProtocolError):
+            with pytest.raises(http_client.LocalProtocolError):
                 await http.get("/", headers=headers)
         assert (await http.get("/", headers={"X-Fine": b"tab\tand obs-text \xfc"})).text == "ok"
         assert len(srv.requests) == 1
@@ -369,7 +369,7 @@ async def test_no_socket_outlives_a_failed_timed_out_cancelled_or_abandoned_requ
     ])
     async with wire_server(lambda request: next(answers)) as srv, client(srv.url, read=0.3) as http:
         port = port_of(srv.url)
-        with pytest.raises(httpx.ReadTimeout):
+        with pytest.raises(http_client.ReadTimeout):
             await http.get("/")
 
         async def read_all() -> None:
@@ -385,7 +385,7 @@ async def test_no_socket_outlives_a_failed_timed_out_cancelled_or_abandoned_requ
         async with http.stream("GET", "/") as response:
             async for _ in response.aiter_raw():
                 break
-        with pytest.raises(httpx.RemoteProtocolError):
+        with pytest.raises(http_client.RemoteProtocolError):
             await http.get("/")
         task = asyncio.create_task(http.get("/"))
         await asyncio.sleep(0.1)
@@ -483,21 +483,23 @@ async def test_proxies_from_the_environment_route_every_url_as_httpx_would(envir
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
 
-    def route(http: httpx.AsyncClient, url: str) -> str:
-        transport = http._transport_for_url(httpx.URL(url))
-        if transport is http._transport:
-            return "direct"
+    def proxy_of(transport: httpx.AsyncBaseTransport) -> str:
         proxy = transport._pool._proxy_url  # httpcore's URL: bytes parts
         return f"{proxy.scheme.decode()}://{proxy.host.decode()}:{proxy.port}"
+
+    def route(http: http_client.Client, url: str) -> str:
+        transport = http.transport_for(http_client.parse_url(url))
+        return "direct" if isinstance(transport, HTTP1Transport) else proxy_of(transport.httpx_transport)
+
+    def reference_route(http: httpx.AsyncClient, url: str) -> str:
+        transport = http._transport_for_url(httpx.URL(url))
+        return "direct" if transport is http._transport else proxy_of(transport)
 
     async with httpx.AsyncClient() as reference:
         for url in URLS:
             backend = backend_for(url.removesuffix("/v1"))
             try:
-                ours = route(backend._client, url)
-                assert ours == route(reference, url), url
-                assert (ours == "direct") == isinstance(backend._client._transport_for_url(httpx.URL(url)),
-                                                        HTTP1Transport)
+                assert route(backend._client, url) == reference_route(reference, url), url
             finally:
                 await backend.aclose()
 

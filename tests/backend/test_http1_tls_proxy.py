@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ollie.backend import pool
+from ollie.backend import http_client, pool
 from ollie.backend.errors import BackendUnreachableError
 from ollie.backend.http1 import HTTP1Transport
+from ollie.backend.proxy import ProxyTransport
 from ollie.testing import Reply
 
 from .conftest import collect, joined
@@ -51,8 +52,8 @@ async def test_a_self_signed_server_is_refused_by_default(certificate, fresh_tls
     context = pool.tls_context()
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     async with wire_server(lambda request: [sized(SSE)], tls=server_context(certificate)) as srv:
-        async with httpx.AsyncClient(transport=HTTP1Transport(context)) as http:
-            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        async with http_client.Client(transport=HTTP1Transport(context)) as http:
+            with pytest.raises(http_client.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await http.get(srv.url)
         backend = backend_for(srv.url)
         try:
@@ -86,8 +87,10 @@ async def test_a_proxy_from_the_environment_routes_through_httpx_proxy_transport
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         backend = backend_for("http://llm.invalid")
         try:
-            url = httpx.URL("http://llm.invalid/v1/chat/completions")
-            assert isinstance(backend._client._transport_for_url(url), httpx.AsyncHTTPTransport)
+            url = http_client.parse_url("http://llm.invalid/v1/chat/completions")
+            proxied = backend._client.transport_for(url)
+            assert isinstance(proxied, ProxyTransport)
+            assert isinstance(proxied.httpx_transport, httpx.AsyncHTTPTransport)
             assert joined(await collect(backend), "content") == "one two three"
         finally:
             await backend.aclose()
@@ -98,8 +101,8 @@ async def test_a_proxy_from_the_environment_routes_through_httpx_proxy_transport
         srv.script(Reply.text("direct"))
         backend = backend_for(srv.url.removesuffix("/v1"))
         try:
-            direct = httpx.URL(f"{srv.url}/chat/completions")
-            assert isinstance(backend._client._transport_for_url(direct), HTTP1Transport)
+            direct = http_client.parse_url(f"{srv.url}/chat/completions")
+            assert isinstance(backend._client.transport_for(direct), HTTP1Transport)
             assert joined(await collect(backend), "content") == "direct"
         finally:
             await backend.aclose()

@@ -1,4 +1,4 @@
-"""The daemon's start-up path: a first turn imports no pydantic; the fork server starts at `initialized`."""
+"""The daemon's start-up path: a first turn imports no pydantic nor httpx; the fork server starts at `initialized`."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic module it loads, and the engine as a witness.
+# process (not the tool processes it forks), every pydantic and httpx module it loads, and the engine as a witness.
 _WATCHED = """
 import os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
 def hook(event, args):
-    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "ollie"):
-        if args[0].partition(".")[0] == "pydantic" or args[0] == "ollie.agent.core":
+    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "ollie"):
+        if args[0].partition(".")[0] in ("pydantic", "httpx") or args[0] == "ollie.agent.core":
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
@@ -33,8 +33,10 @@ runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 
 async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[str]:
     """Start the watched daemon, answer a first turn, read the state; the modules it logged."""
+    # No proxy from this machine's environment unless `env` sets one: with one, httpx is imported for it.
+    server_env = {k: v for k, v in child_env(env).items() if not k.lower().endswith("_proxy") or k in env}
     config = ClientServerConfig(server_command=[sys.executable, "-c", _WATCHED, str(log)],
-                                client_factory=make_client, server_env=child_env(env))
+                                client_factory=make_client, server_env=server_env)
     client = await config.start()
     try:
         await asyncio.wait_for(client.initialize_session(types.InitializeParams(
@@ -49,7 +51,7 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[s
     return log.read_text().split() if log.exists() else []
 
 
-async def test_a_first_turn_imports_no_pydantic(llm, tmp_path):
+async def test_a_first_turn_imports_no_pydantic_nor_httpx(llm, tmp_path):
     llm.script(Reply.text("hello"), Reply.text("hello"))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -61,6 +63,58 @@ async def test_a_first_turn_imports_no_pydantic(llm, tmp_path):
     later = await _first_turn(tmp_path / "later.log", llm.env(), workspace)
     assert "ollie.agent.core" in later
     assert [m for m in later if m.startswith("pydantic")] == []
+    # Nor httpx: the backend's HTTP client is ollie's own (backend/http_client.py); httpx is for proxies only.
+    assert [m for m in first + later if m.startswith("httpx")] == []
+
+
+async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
+    """A forwarding HTTP proxy to 127.0.0.1:`upstream_port`: each request line it gets is kept in `seen`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+
+        async def answers() -> None:  # the server's answers go back as they are
+            while data := await up_reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        relay = asyncio.create_task(answers())
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                line, _, rest = head.partition(b"\r\n")
+                seen.append(line)
+                method, target, version = line.split(b" ")
+                origin_form = b"/" + target.split(b"://", 1)[1].partition(b"/")[2]  # absolute-form: a proxy's
+                length = next((int(h.split(b":")[1]) for h in rest.split(b"\r\n")
+                               if h.lower().startswith(b"content-length:")), 0)
+                up_writer.write(b"%s %s %s\r\n%s%s" % (method, origin_form, version, rest,
+                                                        await reader.readexactly(length)))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            up_writer.close()
+            await asyncio.wait({relay})
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+async def test_with_a_proxy_set_the_daemon_reaches_its_backend_through_the_proxy(llm, tmp_path):
+    llm.script(Reply.text("hello"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    upstream_port = int(llm.url.rsplit(":", 1)[1].partition("/")[0])
+    seen: list[bytes] = []
+    proxy = await _proxy(upstream_port, seen)
+    proxy_url = f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}"
+    # A name that resolves nowhere: only the proxy can reach it.
+    env = {**llm.env(), "OLLIE_OPENAI_URL": f"http://llm.invalid:{upstream_port}/v1",
+           "HTTP_PROXY": proxy_url, "HTTPS_PROXY": proxy_url}
+    async with proxy:
+        modules = await _first_turn(tmp_path / "proxied.log", env, workspace)
+    assert b"POST http://llm.invalid:%d/v1/chat/completions HTTP/1.1" % upstream_port in seen
+    assert all(line.split(b" ")[1].startswith(b"http://llm.invalid:%d/v1/" % upstream_port) for line in seen)
+    assert "httpx" in modules  # imported for the proxy: so the hook sees it when it loads
 
 
 def _fork_servers(daemon_pid: int) -> list[int]:

@@ -93,7 +93,7 @@ class Setup:
             runtime.deferred_prompt.start()
         try:
             if prompt_now:
-                # The HTTP client's import (httpx, ~25 ms) in a thread: the loop sends the commands' spawns meanwhile.
+                # The HTTP client's import (ssl, httptools) in a thread: the loop sends the commands' spawns meanwhile.
                 await asyncio.to_thread(importlib.import_module, "ollie.backend.pool")
             runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:

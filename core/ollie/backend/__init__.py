@@ -16,8 +16,8 @@ from ollie.backend.errors import (
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
-# httpx imports its command-line client (click, rich, pygments: ~35 ms, ~6 MiB) unless that import fails; the
-# engine never runs it. Every backend module imports httpx after this package, so none pays for it.
+# httpx (imported only for a proxy from the environment: proxy.py) imports its command-line client (click, rich,
+# pygments: ~35 ms, ~6 MiB) unless that import fails; the engine never runs it.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 __all__ = [

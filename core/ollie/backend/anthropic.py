@@ -7,9 +7,8 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from ollie.backend.framing import SSEEvent
+from ollie.backend.http_client import Timeout
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
@@ -31,7 +30,7 @@ class AnthropicBackend(HTTPBackend):
         name: str = "anthropic",
         default_max_tokens: int = 8192,
         prompt_caching: bool = True,
-        timeout: float | httpx.Timeout | None = None,
+        timeout: float | Timeout | None = None,
     ) -> None:
         base = base_url.rstrip("/")
         base = base[: -len("/v1")] if base.endswith("/v1") else base

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 
 from ollie.backend.errors import (
     BackendError,
@@ -107,6 +106,9 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
         return max(0.0, float(value))
     except ValueError:
         pass
+    # Lazily: `email` costs the daemon ~1 MiB and ~7 ms of import, for the rare Retry-After that is a date.
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):

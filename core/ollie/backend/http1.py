@@ -1,13 +1,13 @@
-"""An httpx transport for HTTP/1.1 whose parsing is llhttp's (httptools): one Python step per network read.
+"""The HTTP/1.1 transport, whose parsing is llhttp's (httptools): one Python step per network read.
 
 httpx's own transport (httpcore on h11, pure Python) handles every HTTP chunk
 of a chunked body as an event of its own, and a streaming API sends every
 SSE event as a chunk of its own: 20,000 deltas cost 20,000 trips through
 h11's state machine. Here llhttp (C) strips the chunk framing and hands each
 body piece to a list's `append`; the response stream yields what one network
-read brought, joined. The backends keep httpx's client (base URL, headers,
-timeouts, content decoding): only the wire part is ours. Proxies stay with
-httpx's mounts (pool.py), which route proxied URLs to httpcore.
+read brought, joined. The client above it (http_client.py) adds the base URL,
+headers, timeouts and content decoding. Proxies stay with httpx's transports
+(proxy.py), which route proxied URLs to httpcore.
 
 A hostile or broken server gets bounded buffers: the head (status line and
 headers) is capped in bytes and in header count, and reading pauses while a
@@ -24,7 +24,21 @@ import time
 from collections.abc import AsyncIterator
 
 import httptools
-import httpx
+
+from ollie.backend.http_client import (
+    ConnectError,
+    ConnectTimeout,
+    LocalProtocolError,
+    PoolTimeout,
+    ReadTimeout,
+    RemoteProtocolError,
+    Request,
+    RequestError,
+    Response,
+    UnsupportedProtocol,
+    WriteError,
+    WriteTimeout,
+)
 
 MAX_HEAD_BYTES = 64 * 1024  # status line and headers together
 MAX_HEADERS = 128
@@ -84,15 +98,15 @@ class _Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            cause = exc.__context__ if isinstance(exc.__context__, httpx.HTTPError) else None
+            cause = exc.__context__ if isinstance(exc.__context__, RequestError) else None
             self._fail(cause if isinstance(cause, Exception) else
-                       httpx.RemoteProtocolError(f"malformed response: {exc}"))
+                       RemoteProtocolError(f"malformed response: {exc}"))
             return
         except httptools.HttpParserUpgrade:  # not an HttpParserError: uncaught, asyncio would log a fatal error
-            self._fail(httpx.RemoteProtocolError("the server switched protocols (101), which no request asked for"))
+            self._fail(RemoteProtocolError("the server switched protocols (101), which no request asked for"))
             return
         if not self.head_done and self._head_bytes > MAX_HEAD_BYTES:
-            self._fail(httpx.RemoteProtocolError(f"response head over {MAX_HEAD_BYTES} bytes"))
+            self._fail(RemoteProtocolError(f"response head over {MAX_HEAD_BYTES} bytes"))
             return
         self._buffered += len(data)
         if self._buffered > HIGH_WATER and not self._paused and self.transport is not None:
@@ -110,9 +124,9 @@ class _Connection(asyncio.Protocol):
                 self.complete = True
                 self.keep_alive = False
             elif self.head_done:
-                self.error = httpx.RemoteProtocolError("the server closed the connection before the body ended")
+                self.error = RemoteProtocolError("the server closed the connection before the body ended")
             else:
-                self.error = httpx.RemoteProtocolError("the server closed the connection without a response")
+                self.error = RemoteProtocolError("the server closed the connection without a response")
         self._wake()
         if self._write_ready is not None and not self._write_ready.done():
             self._write_ready.set_result(None)
@@ -128,7 +142,7 @@ class _Connection(asyncio.Protocol):
     # llhttp's callbacks (through httptools)
     def on_message_begin(self) -> None:  # noqa: D102
         if self.complete:  # bytes after the response: never reuse this connection
-            raise httpx.RemoteProtocolError("the server sent more than its response")
+            raise RemoteProtocolError("the server sent more than its response")
         self.headers = []  # again after an interim (1xx) response
         self.head_done = False
 
@@ -138,11 +152,11 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:  # noqa: D102
         self._header_bytes += len(name) + len(value)
         if self._header_bytes > MAX_HEAD_BYTES:
-            raise httpx.RemoteProtocolError(f"response head over {MAX_HEAD_BYTES} bytes")
+            raise RemoteProtocolError(f"response head over {MAX_HEAD_BYTES} bytes")
         if self.head_done:
             return  # a trailer field, after a chunked body: not a header of the response (httpcore drops them too)
         if len(self.headers) >= MAX_HEADERS:
-            raise httpx.RemoteProtocolError(f"response with over {MAX_HEADERS} headers")
+            raise RemoteProtocolError(f"response with over {MAX_HEADERS} headers")
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:  # noqa: D102
@@ -154,7 +168,7 @@ class _Connection(asyncio.Protocol):
         if codings and codings.strip().lower() != b"chunked":
             # llhttp would frame "gzip, chunked" as chunked and hand the gzip on as the body, or read
             # "identity" to the close; h11 refuses every coding but chunked, and so do we.
-            raise httpx.RemoteProtocolError(f"unsupported Transfer-Encoding {codings.decode('latin-1')!r}")
+            raise RemoteProtocolError(f"unsupported Transfer-Encoding {codings.decode('latin-1')!r}")
         self.status = status
         self.head_done = True
         self.until_eof = status not in (204, 304) and not any(
@@ -210,7 +224,7 @@ class _Connection(asyncio.Protocol):
             # read them (or, with TLS, until the peer answers close_notify, up to 30 s).
             self.transport.abort()
 
-    async def _wait(self, timeout: float | None, request: httpx.Request) -> None:
+    async def _wait(self, timeout: float | None) -> None:
         """Until the socket brings something, or `timeout` seconds pass (ReadTimeout)."""
         waiter = self._waiter = self._loop.create_future()
         timer = self._loop.call_later(timeout, self._time_out) if timeout is not None else None
@@ -221,33 +235,35 @@ class _Connection(asyncio.Protocol):
             if timer is not None:
                 timer.cancel()
         if self._timed_out:
-            raise httpx.ReadTimeout("timed out waiting for the server", request=request)
+            raise ReadTimeout("timed out waiting for the server")
 
     def _time_out(self) -> None:
         self._timed_out = True
         self._wake()
 
-    async def send(self, request: httpx.Request, head: bytes, chunked: bool, timeout: float | None) -> None:
+    async def send(self, request: Request, head: bytes, chunked: bool, timeout: float | None) -> None:
         """Write the request: its head, then its body (chunk-framed when `chunked`)."""
         self._reset()
         self.skip_body = request.method == "HEAD"
         self.expecting = True
         transport = self.transport
         assert transport is not None
-        transport.write(head)
-        stream = request.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
-        async for part in stream:
-            if not part:
-                continue
-            transport.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
-            if not await self._drain(timeout, request):
-                return
-        if chunked:
-            transport.write(b"0\r\n\r\n")
-        self.sent = await self._drain(timeout, request)
+        content = request.content
+        if isinstance(content, bytes):
+            transport.write(head + content)  # one write: a small request is one packet
+        else:
+            transport.write(head)
+            async for part in content:
+                if not part:
+                    continue
+                transport.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+                if not await self._drain(timeout):
+                    return
+            if chunked:
+                transport.write(b"0\r\n\r\n")
+        self.sent = await self._drain(timeout)
 
-    async def _drain(self, timeout: float | None, request: httpx.Request) -> bool:
+    async def _drain(self, timeout: float | None) -> bool:
         """Until the socket takes more; False when the server answered with an error, or answered and closed,
         before the request's end: that answer is the response, not a write error or timeout. (A success head
         before the end is a full-duplex server, which still reads the body: keep sending.)"""
@@ -257,26 +273,25 @@ class _Connection(asyncio.Protocol):
                 async with asyncio.timeout(timeout):  # not wait_for: see handle_async_request
                     await asyncio.shield(ready)
             except TimeoutError:
-                raise httpx.WriteTimeout("timed out sending the request", request=request) from None
+                raise WriteTimeout("timed out sending the request") from None
         if self._refused() or (self.head_done and self.closed):
             return False
         if self.error is not None:  # a malformed answer, or the server's close, while the request was sent
-            raise _bound(self.error, request)
+            raise self.error
         if self.closed:
-            raise httpx.WriteError("the connection closed while the request was sent", request=request)
+            raise WriteError("the connection closed while the request was sent")
         return True
 
-    async def receive_head(self, timeout: float | None, request: httpx.Request) -> None:
+    async def receive_head(self, timeout: float | None) -> None:
         """Until the response's status line and headers are in."""
         while not self.head_done:
             if self.error is not None:
-                raise _bound(self.error, request)
+                raise self.error
             if self.closed:
-                raise httpx.RemoteProtocolError("the server closed the connection without a response",
-                                                request=request)
-            await self._wait(timeout, request)
+                raise RemoteProtocolError("the server closed the connection without a response")
+            await self._wait(timeout)
 
-    async def read(self, timeout: float | None, request: httpx.Request) -> bytes:
+    async def read(self, timeout: float | None) -> bytes:
         """The body bytes that have arrived (waiting for some); b"" at the end of the body."""
         while True:
             if self.skip_body:
@@ -293,34 +308,26 @@ class _Connection(asyncio.Protocol):
             if self.complete:
                 return b""  # what went wrong after the response's end (bytes beyond it) is not its business
             if self.error is not None:
-                raise _bound(self.error, request)
-            await self._wait(timeout, request)
+                raise self.error
+            await self._wait(timeout)
 
 
-def _bound(error: Exception, request: httpx.Request) -> Exception:
-    """`error`, tied to `request` as httpx's exceptions expect."""
-    if isinstance(error, httpx.RequestError):
-        error.request = request
-    return error
-
-
-class _ResponseBody(httpx.AsyncByteStream):
+class _ResponseBody:
     """A response's body: each iteration step yields what one network read brought; closing returns the connection."""
 
     def __init__(self, pool: HTTP1Transport, key: tuple[str, str, int], conn: _Connection,
-                 request: httpx.Request, timeout: float | None) -> None:
+                 timeout: float | None) -> None:
         self._pool = pool
         self._key = key
         self._conn = conn
-        self._request = request
         self._timeout = timeout
         self._released = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:  # noqa: D105
-        conn, request, timeout = self._conn, self._request, self._timeout
+        conn, timeout = self._conn, self._timeout
         try:
             while True:
-                data = await conn.read(timeout, request)
+                data = await conn.read(timeout)
                 if not data:
                     return
                 yield data
@@ -337,7 +344,7 @@ class _ResponseBody(httpx.AsyncByteStream):
             self._pool._release(self._key, self._conn)
 
 
-class HTTP1Transport(httpx.AsyncBaseTransport):
+class HTTP1Transport:
     """HTTP/1.1 over asyncio with llhttp parsing; keep-alive pool per (scheme, host, port).
 
     At most `max_connections` requests are in flight at once (a request beyond
@@ -357,39 +364,38 @@ class HTTP1Transport(httpx.AsyncBaseTransport):
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._closed = False
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Request) -> Response:
         """Send `request` and return the response with its body still to stream."""
         if self._closed:
             raise RuntimeError("the transport is closed")
         url = request.url
         if url.scheme not in _DEFAULT_PORTS:
-            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}", request=request)
+            raise UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}")
         if not url.host:
-            raise httpx.UnsupportedProtocol("a URL without a host", request=request)
-        # The IDNA 2008 name httpx put in the Host header (url.host is Unicode, which the resolver and the TLS
-        # name check would encode as IDNA 2003: "straße" would reach strasse's server).
-        key = (url.scheme, url.raw_host.decode("ascii"), url.port or _DEFAULT_PORTS[url.scheme])
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+            raise UnsupportedProtocol("a URL without a host")
+        # url.host is the IDNA 2008 name the Host header has (the resolver and the TLS name check would encode a
+        # Unicode name as IDNA 2003: "straße" would reach strasse's server).
+        key = url.origin
+        timeouts = request.timeout
         head, chunked = _request_head(request)
         try:
             # Not wait_for: in 3.11 a cancel arriving as the slot frees is swallowed (the slot returned instead).
-            async with asyncio.timeout(timeouts.get("pool")):
+            async with asyncio.timeout(timeouts.pool):
                 await self._slots.acquire()
         except TimeoutError:
-            raise httpx.PoolTimeout("no connection slot free in time", request=request) from None
+            raise PoolTimeout("no connection slot free in time") from None
         conn: _Connection | None = None
         try:
-            conn = self._take_idle(key) or await self._connect(key, timeouts.get("connect"), request)
-            await conn.send(request, head, chunked, timeouts.get("write"))
-            await conn.receive_head(timeouts.get("read"), request)
+            conn = self._take_idle(key) or await self._connect(key, timeouts.connect)
+            await conn.send(request, head, chunked, timeouts.write)
+            await conn.receive_head(timeouts.read)
         except BaseException:
             if conn is not None:
                 conn.close()
             self._slots.release()
             raise
-        return httpx.Response(conn.status, headers=conn.headers,
-                              stream=_ResponseBody(self, key, conn, request, timeouts.get("read")),
-                              extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason})
+        return Response(conn.status, headers=conn.headers, stream=_ResponseBody(self, key, conn, timeouts.read),
+                        reason_phrase=conn.reason.decode("latin-1"))
 
     def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:
         """A kept-alive connection to `key` the server has not closed and that has not expired."""
@@ -413,8 +419,7 @@ class HTTP1Transport(httpx.AsyncBaseTransport):
             conn.close()
         return None
 
-    async def _connect(self, key: tuple[str, str, int], timeout: float | None,
-                       request: httpx.Request) -> _Connection:
+    async def _connect(self, key: tuple[str, str, int], timeout: float | None) -> _Connection:
         scheme, host, port = key
         loop = asyncio.get_running_loop()
         tls = None
@@ -429,9 +434,9 @@ class HTTP1Transport(httpx.AsyncBaseTransport):
                                                        server_hostname=host if tls is not None else None,
                                                        happy_eyeballs_delay=0.25)
         except TimeoutError:
-            raise httpx.ConnectTimeout(f"timed out connecting to {where}", request=request) from None
+            raise ConnectTimeout(f"timed out connecting to {where}") from None
         except OSError as exc:  # refused, unknown host, a certificate that does not verify (ssl.SSLError)
-            raise httpx.ConnectError(f"{where}: {exc}", request=request) from exc
+            raise ConnectError(f"{where}: {exc}") from exc
         return conn
 
     def _release(self, key: tuple[str, str, int], conn: _Connection) -> None:
@@ -463,14 +468,16 @@ class HTTP1Transport(httpx.AsyncBaseTransport):
         return sum(len(idle) for idle in self._idle.values())
 
 
-def _request_head(request: httpx.Request) -> tuple[bytes, bool]:
+def _request_head(request: Request) -> tuple[bytes, bool]:
     """The request line and headers as bytes, and whether the body goes chunked."""
-    target = request.url.raw_path or b"/"
+    target = request.url.target.encode("ascii")
+    if not _TOKEN.fullmatch(request.method.encode("ascii", "replace")):
+        raise LocalProtocolError(f"illegal request method {request.method!r}")
     lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), target)]
     chunked = False
-    for name, value in request.headers.raw:
+    for name, value in request.headers:
         if not _TOKEN.fullmatch(name) or _CONTROL.search(value):
-            raise httpx.LocalProtocolError(f"illegal character in the request header {name!r}", request=request)
+            raise LocalProtocolError(f"illegal character in the request header {name!r}")
         if name.lower() == b"transfer-encoding" and value.lower() == b"chunked":
             chunked = True
         lines.append(b"%s: %s\r\n" % (name, value))

@@ -7,8 +7,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
+from ollie.backend.http_client import Timeout
 from ollie.backend.openai import function_tools
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
@@ -36,7 +35,7 @@ class OllamaBackend(HTTPBackend):
         base_url: str = "http://localhost:11434",
         name: str = "ollama",
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | httpx.Timeout | None = None,
+        timeout: float | Timeout | None = None,
     ) -> None:
         super().__init__(name=name, model=model, base_url=base_url, timeout=timeout,
                          default_context_length=default_context_length)

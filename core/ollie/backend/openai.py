@@ -7,9 +7,8 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from ollie.backend.framing import SSEEvent
+from ollie.backend.http_client import Timeout
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
@@ -30,7 +29,7 @@ class OpenAIBackend(HTTPBackend):
         extra_headers: Mapping[str, str] | None = None,
         openrouter: bool | None = None,
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | httpx.Timeout | None = None,
+        timeout: float | Timeout | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         headers.update(extra_headers or {})

@@ -42,7 +42,7 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
         raise BackendConfigError(f"unknown backend {chosen!r}: set OLLIE_BACKEND to one of {', '.join(BACKENDS)}")
     model_name = model or env.get("OLLIE_MODEL") or DEFAULT_MODELS[chosen]
     url = checked_url(env.get(URL_VARS[chosen]) or DEFAULT_URLS[chosen], URL_VARS[chosen])
-    # Only the chosen backend's module (and httpx) is imported: the others cost start-up for nothing.
+    # Only the chosen backend's module (and the HTTP client) is imported: the others cost start-up for nothing.
     if chosen == "ollama":
         from ollie.backend.ollama import OllamaBackend
 

@@ -7,8 +7,6 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
-import httpx
-
 from ollie.backend.classify import classify_error, status_of_error_object
 from ollie.backend.errors import (
     BackendError,
@@ -18,13 +16,22 @@ from ollie.backend.errors import (
     TransientError,
 )
 from ollie.backend.framing import NDJSONDecoder, SSEDecoder
+from ollie.backend.http_client import (
+    Client,
+    ConnectError,
+    InvalidURL,
+    RequestError,
+    Response,
+    Timeout,
+    UnsupportedProtocol,
+)
 from ollie.backend.pool import PooledClient
 from ollie.backend.readahead import read_ahead
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 
 Framing = Literal["sse", "ndjson"]
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
+DEFAULT_TIMEOUT = Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
 
 # A model whose window the endpoint does not report is assumed to have this many tokens (the
 # reference engine's figure), so auto-compaction still works.
@@ -32,7 +39,7 @@ DEFAULT_CONTEXT_LENGTH = 128_000
 
 # Failures that mean the configuration is wrong (connection refused, unknown host, no http(s)
 # scheme), not that the network hiccuped: retrying cannot help. A connect *timeout* stays transient.
-_UNREACHABLE = (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL)
+_UNREACHABLE = (ConnectError, UnsupportedProtocol, InvalidURL)
 
 
 def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendError:
@@ -50,7 +57,7 @@ MAX_ERROR_BODY = 1 << 20
 MAX_JSON_BODY = 32 << 20
 
 
-async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+async def read_capped(response: Response, limit: int) -> tuple[bytes, bool]:
     """The body (decoded) up to `limit` bytes, and whether it was cut there (the rest is never read)."""
     parts: list[bytes] = []
     size = 0
@@ -58,11 +65,12 @@ async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool
         parts.append(chunk)
         size += len(chunk)
         if size > limit:
-            return b"".join(parts)[:limit], True
+            parts[-1] = chunk[:len(chunk) - (size - limit)]  # cut before joining: the cap's size held once, not twice
+            return b"".join(parts), True
     return b"".join(parts), False
 
 
-async def failed_status(response: httpx.Response, *, backend: str) -> BackendError | None:
+async def failed_status(response: Response, *, backend: str) -> BackendError | None:
     """The typed error for an answer that is no success (a redirect, a 4xx/5xx), else None."""
     status = response.status_code
     if 300 <= status < 400:
@@ -81,7 +89,7 @@ def _same(frame: Any) -> Any:
 
 
 async def stream_frames(
-    client: httpx.AsyncClient,
+    client: Client,
     url: str,
     *,
     body: dict[str, Any],
@@ -129,12 +137,12 @@ async def stream_frames(
                     yield batch
                     if batch.ended:
                         return
-            except httpx.RequestError as exc:
+            except RequestError as exc:
                 raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
             except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
                 raise TransientError(f"{backend}: malformed stream: {exc}") from exc
             raise StreamDropError(f"{backend}: stream ended without its terminator")
-    except (httpx.RequestError, httpx.InvalidURL) as exc:
+    except (RequestError, InvalidURL) as exc:
         raise request_failed(exc, backend=backend, hint=hint) from exc
 
 
@@ -197,7 +205,7 @@ def _never(frame: object) -> bool:
 
 
 class HTTPBackend:
-    """What the three backends share: the httpx client, the model, the stream, the cached context length.
+    """What the three backends share: the HTTP client, the model, the stream, the cached context length.
 
     A backend supplies `build_request` (the JSON body) and `_events` (its vendor
     stream as StreamEvents); `stream` joins them the same way for all.
@@ -213,7 +221,7 @@ class HTTPBackend:
         base_url: str,
         default_context_length: int,
         headers: Mapping[str, str] | None = None,
-        timeout: float | httpx.Timeout | None = None,
+        timeout: float | Timeout | None = None,
     ) -> None:
         self.name = name
         self._model = model
@@ -331,7 +339,7 @@ class HTTPBackend:
                 if response.status_code >= 300 and (failure := await failed_status(response, backend=self.name)):
                     raise failure
                 raw, cut = await read_capped(response, MAX_JSON_BODY)
-        except (httpx.RequestError, httpx.InvalidURL) as exc:
+        except (RequestError, InvalidURL) as exc:
             raise request_failed(exc, backend=self.name, hint=self.unreachable_hint()) from exc
         if cut:
             raise BackendError(f"{self.name}: {path} answered over {MAX_JSON_BODY >> 20} MiB", status=response.status_code)
