@@ -10,6 +10,7 @@ import { ChatItem } from "./lib/chatModel";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext } from "./lib/protocol";
 import { Chip, FromWebview, Header, ToWebview, parseWebviewMessage } from "./lib/webviewMessages";
+import { errorText } from "./lib/errors";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
@@ -92,7 +93,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       return;
     }
     void this.handle(message).catch((err: unknown) => {
-      const text = err instanceof Error ? err.message : String(err);
+      const text = errorText(err);
       this.log.error(`chat view ${message.type}: ${text}`);
       void vscode.window.showErrorMessage(`Ollie: ${text}`);
     });

@@ -11,6 +11,7 @@ import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
 import { rewind } from "./review/rewind";
 import { setApiKey } from "./secrets";
+import { errorText } from "./lib/errors";
 
 interface Parts {
   daemon: Daemon;
@@ -22,7 +23,7 @@ interface Parts {
 }
 
 function reportError(err: unknown): void {
-  void vscode.window.showErrorMessage(`Ollie: ${err instanceof Error ? err.message : String(err)}`);
+  void vscode.window.showErrorMessage(`Ollie: ${errorText(err)}`);
 }
 
 /** Ask for a name, offering the daemon's list; any typed name is accepted too. */

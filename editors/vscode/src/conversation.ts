@@ -1,17 +1,19 @@
 // The sessions the editor shows: one chat model per session, the current one, and the requests that drive them.
 
 import * as vscode from "vscode";
-import { ResponseError } from "vscode-languageclient/node";
+import { ApprovalModes } from "./approvalModes";
 import { Daemon } from "./daemon";
-import { workspaceUri } from "./editorActions";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
-import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
+import { ChatItem, ChatModel } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
-import { historyItems, modelFromHistory, pageBefore, parseContextPage, startsWithResult } from "./lib/history";
-import { changedFilesOf, mergeChanges, parsePermissionRequest } from "./lib/permission";
+import { errorText } from "./lib/errors";
+import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
-import { APPROVAL_MODES, ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
-import { staleReason } from "./review/hunks";
+import { ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
+import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
+import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
+import { SessionHistory } from "./sessionHistory";
+import { SessionHost } from "./sessionHost";
 
 export interface SessionStatus {
   state: string;
@@ -34,23 +36,8 @@ export interface ConversationListener {
   earlierLoaded?(items: ChatItem[], earlier: number): void;
 }
 
-type PermissionItem = Extract<ChatItem, { kind: "permission" }>;
-type ChangesItem = Extract<ChatItem, { kind: "changes" }>;
-interface PendingQuestion {
-  item: PermissionItem;
-  session: string;
-  resolve(answer: { outcome: PermissionOutcome; feedback?: string }): void;
-}
-
 // Streaming deltas are coalesced for this long before the view is updated.
 const FLUSH_MS = 30;
-// A resumed session shows its last this many messages (`ollie.historyPageSize`); scrolling to the top loads the page before.
-const HISTORY_PAGE = 200;
-
-function historyPage(): number {
-  const size = vscode.workspace.getConfiguration("ollie").get<number>("historyPageSize", HISTORY_PAGE);
-  return Number.isInteger(size) && size > 0 ? size : HISTORY_PAGE;
-}
 
 /** Where a window keeps the id of the session it shows, across reloads (VS Code's workspaceState). */
 export interface SessionMemory {
@@ -69,17 +56,12 @@ export class Conversation implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** The daemon's slash commands (`ollie/listCommands`), fetched each time it starts. */
   slashCommands: SlashCommand[] = [];
-  private readonly questions = new Map<number, PendingQuestion>();
   private readonly titles = new Map<string, string>();
-  private readonly approvals = new Map<string, ApprovalMode>();
   private backend: BackendStatus | undefined;
-  // Per session: how many of its oldest messages are not loaded (the offset of the first page shown).
-  private readonly earlierCounts = new Map<string, number>();
-  private loadingEarlier = false;
-  // An approval mode picked while no daemon runs: set once one is up.
-  private pendingApproval: ApprovalMode | undefined;
-  // The `ollie/setApproval` last sent: a prompt waits for it, so the mode picked before it is the one it runs under.
-  private applying: Promise<void> = Promise.resolve();
+  private readonly approvals: ApprovalModes;
+  private readonly questions: PermissionQuestions;
+  private readonly changesLists: ChangesLists;
+  private readonly history: SessionHistory;
   // While a fresh daemon's session is being set up (and a mode picked meanwhile applied).
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
@@ -93,6 +75,24 @@ export class Conversation implements vscode.Disposable {
     private readonly memory?: SessionMemory,
   ) {
     this.restore = memory?.get();
+    const host: SessionHost = {
+      daemon,
+      log,
+      current: () => this.current,
+      modelFor: (session) => this.modelFor(session),
+      setModel: (session, model) => void this.models.set(session, model),
+      running: (session) => this.statuses.get(session)?.running === true,
+      changedIn: (session, item) => this.changedIn(session, item),
+      request: (method, params) => this.request(method, params),
+    };
+    this.approvals = new ApprovalModes(host, () => this.emitHeader());
+    this.questions = new PermissionQuestions(host, () => {
+      for (const listener of this.listeners) listener.permissionAsked?.();
+    });
+    this.changesLists = new ChangesLists(host);
+    this.history = new SessionHistory(host, (items, earlier) => {
+      for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
+    });
     this.disposables.push(
       daemon.onEvent((event) => this.onEvent(event)),
       daemon.onStateChanged((state) => this.onState(state)),
@@ -105,7 +105,7 @@ export class Conversation implements vscode.Disposable {
   /** The view header: the current session's title and approval mode. */
   get header(): Header {
     const session = this.current ?? "";
-    return { title: this.titles.get(session) ?? "", approval: this.approvals.get(session) ?? "" };
+    return { title: this.titles.get(session) ?? "", approval: this.approvals.of(session) };
   }
 
   /** What the empty chat shows while the backend cannot take a turn (null: it can). */
@@ -119,7 +119,7 @@ export class Conversation implements vscode.Disposable {
 
   /** How many older messages of the current session are not loaded yet. */
   get earlier(): number {
-    return this.earlierCounts.get(this.current ?? "") ?? 0;
+    return this.history.earlier(this.current ?? "");
   }
 
   /** The current session's chat model (created on first use). */
@@ -144,8 +144,8 @@ export class Conversation implements vscode.Disposable {
     const mark = model.items.length;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
-      if (this.pendingApproval !== undefined) await this.settling;
-      await this.applyPendingApproval();
+      if (this.approvals.waiting) await this.settling;
+      await this.approvals.applyPending();
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
@@ -202,39 +202,8 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Set the current session's approval mode (`ollie/setApproval`). */
-  async setApproval(mode: ApprovalMode): Promise<void> {
-    if (!this.daemon.running || this.current === undefined) {
-      // Picked while the daemon starts (or restarts), or before its session is known (it would be kept for none, and
-      // the session's `ask` shown): applied once both are, not lost with an error.
-      this.pendingApproval = mode;
-      this.approvals.set(this.current ?? "", mode);
-      this.emitHeader();
-      return;
-    }
-    const applying = this.sendApproval(mode);
-    this.applying = applying;
-    await applying;
-  }
-
-  private async sendApproval(mode: ApprovalMode): Promise<void> {
-    try {
-      await this.request("ollie/setApproval", { approval: mode });
-      this.approvals.set(this.current ?? "", mode);
-    } catch (err) {
-      this.changed(this.model.addNotice("error", `approval mode: ${errorText(err)}`));
-    }
-    this.emitHeader();
-  }
-
-  /** Send the mode picked while no daemon ran (or before its session was known) once both are; then (or else) the
-   * `ollie/setApproval` in flight. Every prompt and the daemon's start-up go through here, so none runs before it. */
-  private applyPendingApproval(): Promise<void> {
-    const mode = this.pendingApproval;
-    if (mode !== undefined && this.daemon.running && this.current !== undefined) {
-      this.pendingApproval = undefined;
-      void this.setApproval(mode);
-    }
-    return this.applying;
+  setApproval(mode: ApprovalMode): Promise<void> {
+    return this.approvals.set(mode);
   }
 
   /** Ask the daemon again whether the backend can take a turn; when it still cannot (a daemon may cache a failed check), restart it. */
@@ -250,102 +219,34 @@ export class Conversation implements vscode.Disposable {
 
   /** Answer the pending approval question shown as chat item `itemId`. */
   answerPermission(itemId: number, outcome: PermissionOutcome, feedback?: string): void {
-    const question = this.questions.get(itemId);
-    if (!question) return;
-    this.questions.delete(itemId);
-    question.item.outcome = outcome;
-    if (feedback) question.item.feedback = feedback;
-    this.changedIn(question.session, question.item);
-    question.resolve(feedback ? { outcome, feedback } : { outcome });
+    this.questions.answer(itemId, outcome, feedback);
   }
 
   /** Undo a file (or every file: `path` undefined) of the turn listed in changes item `itemId`. */
   async undo(itemId: number, path?: string): Promise<void> {
-    const item = this.model.items.find((i): i is ChangesItem => i.kind === "changes" && i.id === itemId);
-    if (!item) return;
-    const paths = path ? [path] : item.files.filter((f) => !f.undone).map((f) => f.path);
-    item.busy = true;
-    item.message = undefined;
-    this.changedIn(item.session, item);
-    const refused: string[] = [];
-    for (const file of paths) {
-      try {
-        await this.daemon.request("ollie/review/undo", { session: item.session, path: file, turn: item.turn });
-      } catch (err) {
-        // -32003 stale: the file changed since the turn; the user's edit is kept.
-        refused.push(err instanceof ResponseError && err.code === -32003 ? `Undo refused: ${staleReason(err.message)}` : `Undo of ${file} failed: ${errorText(err)}`);
-      }
-    }
-    await this.refreshChanges(item);
-    item.busy = false;
-    item.message = refused.length ? refused.join("\n") : undefined;
-    this.changedIn(item.session, item);
+    const item = changesItem(this.model.items, itemId);
+    if (item) await this.changesLists.undo(item, path);
   }
 
   /** The diff of `path` in a tool item's step(s), for "Open diff". */
   stepDiff(itemId: number, path: string): { oldText: string | null; newText: string | null; title: string } | undefined {
-    const item = this.model.items.find((i) => i.id === itemId);
-    if (!item) return undefined;
-    if (item.kind === "permission") return item.step.diff?.path === path ? { ...item.step.diff, title: item.step.title } : undefined;
-    if (item.kind !== "tool") return undefined;
-    for (const step of [...(item.steps ?? []), ...(item.step ? [item.step] : [])]) {
-      const diff = step.diffs?.find((d) => d.path === path);
-      if (diff) return { oldText: diff.oldText, newText: diff.newText, title: step.title };
-    }
-    return undefined;
+    return stepDiff(this.model.items, itemId, path);
   }
 
   /** The session of changes item `itemId` (for opening its review). */
   changesSession(itemId: number): { session: string; turn: number } | undefined {
-    const item = this.model.items.find((i): i is ChangesItem => i.kind === "changes" && i.id === itemId);
+    const item = changesItem(this.model.items, itemId);
     return item ? { session: item.session, turn: item.turn } : undefined;
   }
 
-  private async askPermission(params: unknown, token: vscode.CancellationToken): Promise<{ outcome: PermissionOutcome; feedback?: string }> {
+  private async askPermission(params: unknown, token: vscode.CancellationToken): Promise<PermissionAnswer> {
     const request = parsePermissionRequest(params);
     if (!request) {
       this.log.warn(`ignored a malformed ollie/permission request: ${JSON.stringify(params)?.slice(0, 200)}`);
       return { outcome: "reject" };
     }
     if (this.current === undefined) this.adopt(request.session);
-    const model = this.modelFor(request.session);
-    const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always });
-    this.changedIn(request.session, item);
-    if (request.session === this.current) for (const listener of this.listeners) listener.permissionAsked?.();
-    else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);
-    return new Promise((resolve) => {
-      this.questions.set(item.id, { item, session: request.session, resolve });
-      token.onCancellationRequested(() => {
-        if (!this.questions.delete(item.id)) return;
-        item.outcome = "cancelled";
-        this.changedIn(request.session, item);
-        resolve({ outcome: "reject" });
-      });
-    });
-  }
-
-  // After a turn that changed files: a "Changed files" list for it.
-  private async showChanges(session: string): Promise<void> {
-    try {
-      const { turn, files } = changedFilesOf(await this.daemon.request<unknown>("ollie/changes", { session }));
-      markUnsaved(files);
-      if (turn === null || files.length === 0) return;
-      const model = this.modelFor(session);
-      if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === turn)) return;
-      this.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn, files }));
-    } catch (err) {
-      // A CWD without checkpoints answers -32602: there is nothing to review.
-      this.log.info(`ollie/changes: ${errorText(err)}`);
-    }
-  }
-
-  private async refreshChanges(item: ChangesItem): Promise<void> {
-    try {
-      const { files } = changedFilesOf(await this.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
-      item.files = mergeChanges(item.files, markUnsaved(files));
-    } catch (err) {
-      this.log.warn(`ollie/changes: ${errorText(err)}`);
-    }
+    return this.questions.ask(request, token);
   }
 
   private async refreshTitle(session: string): Promise<void> {
@@ -370,7 +271,7 @@ export class Conversation implements vscode.Disposable {
         this.withSession({}),
       );
       const session = typeof state?.session === "string" ? state.session : this.current ?? "";
-      if ((APPROVAL_MODES as readonly unknown[]).includes(state?.approval)) this.approvals.set(session, state.approval as ApprovalMode);
+      this.approvals.reported(session, state?.approval);
       this.backend = parseBackendStatus(state);
       this.emitOnboarding();
       return state;
@@ -383,7 +284,7 @@ export class Conversation implements vscode.Disposable {
   /** Show saved session `session` (its last page of messages); `fresh`: read again even when this window has its chat. */
   async resume(session: string, fresh = false): Promise<void> {
     // Read again after a rewind: the saved last turn's result may be that of a turn the rewind cut.
-    if (fresh || !this.models.has(session)) await this.loadHistory(session, !fresh);
+    if (fresh || !this.models.has(session)) await this.history.load(session, !fresh);
     this.switchTo(session);
   }
 
@@ -393,71 +294,8 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Load the page of the current session's messages before the first one shown. */
-  async loadEarlier(): Promise<void> {
-    const session = this.current;
-    const end = this.earlier;
-    if (session === undefined || end <= 0) return;
-    if (this.loadingEarlier) {
-      // Another session's page is still coming (the user switched meanwhile): this view may ask again, not wait forever.
-      for (const listener of this.listeners) listener.earlierLoaded?.([], end);
-      return;
-    }
-    this.loadingEarlier = true;
-    try {
-      const { messages, offset } = await this.fetchPage(session, pageBefore(end, historyPage()));
-      if (session !== this.current || this.earlier !== end) return;
-      const items = this.modelFor(session).prepend(historyItems(messages));
-      this.earlierCounts.set(session, offset);
-      for (const listener of this.listeners) listener.earlierLoaded?.(items.map((item) => ({ ...item })), offset);
-    } catch (err) {
-      this.log.warn(`ollie/context: ${errorText(err)}`);
-      // Nothing came: the view may ask again.
-      if (session === this.current) for (const listener of this.listeners) listener.earlierLoaded?.([], end);
-    } finally {
-      this.loadingEarlier = false;
-    }
-  }
-
-  // The session's last page of messages as its chat model (an unreadable context: an empty chat); `withEnding`: with how
-  // its last turn ended.
-  private async loadHistory(session: string, withEnding = true): Promise<void> {
-    try {
-      const [{ total }, lastTurnResult] = await Promise.all([
-        this.daemon.request<unknown>("ollie/context", { session, limit: 0 }).then(parseContextPage),
-        withEnding ? this.lastTurnResult(session) : undefined,
-      ]);
-      const page = await this.fetchPage(session, pageBefore(total, historyPage()));
-      // A turn running now has not ended: the last one's result is not this one's.
-      const ended = this.statuses.get(session)?.running === true ? undefined : lastTurnResult;
-      this.models.set(session, modelFromHistory(page.messages, ended));
-      this.earlierCounts.set(session, page.offset);
-    } catch (err) {
-      this.log.warn(`ollie/context: ${errorText(err)}`);
-      this.models.set(session, new ChatModel());
-      this.earlierCounts.delete(session);
-    }
-  }
-
-  // A page of the session's messages from `offset`; it starts earlier when it would start with a tool result, so that
-  // each call and its result are on one page (split, they would show as two steps).
-  private async fetchPage(session: string, { offset, limit }: { offset: number; limit: number }): Promise<{ messages: unknown[]; offset: number }> {
-    const { messages } = parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit }));
-    while (offset > 0 && startsWithResult(messages)) {
-      offset -= 1;
-      messages.unshift(...parseContextPage(await this.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);
-    }
-    return { messages, offset };
-  }
-
-  // How the session's last turn ended (`info.lastTurnResult`): `session/load` of a session this daemon runs answers its info.
-  private async lastTurnResult(session: string): Promise<unknown> {
-    try {
-      const loaded = await this.daemon.request<{ info?: { lastTurnResult?: unknown } }>("ollie/session/load", { session });
-      return loaded?.info?.lastTurnResult;
-    } catch (err) {
-      this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);
-      return undefined;
-    }
+  loadEarlier(): Promise<void> {
+    return this.history.loadEarlier();
   }
 
   /** Make `session` the one the view shows (a session not seen before starts empty). */
@@ -502,9 +340,8 @@ export class Conversation implements vscode.Disposable {
     if (event.role === "turn") this.updateStatus(event.session, { running: event.content === "start" });
     if (event.session === this.current) for (const item of changed) this.changed(item);
     if (event.role === "turn" && event.content !== "start") {
-      // The withdrawn questions of a turn that ended are answered no more.
-      for (const [id, question] of this.questions) if (question.session === event.session && question.item.outcome === undefined) this.questions.delete(id);
-      if (event.content !== "command") void this.showChanges(event.session);
+      this.questions.turnEnded(event.session);
+      if (event.content !== "command") void this.changesLists.show(event.session);
       void this.refreshTitle(event.session);
     }
   }
@@ -533,11 +370,7 @@ export class Conversation implements vscode.Disposable {
 
   private async onRunning(running: boolean): Promise<void> {
     if (!running) {
-      for (const [id, question] of this.questions) {
-        question.item.outcome = "cancelled";
-        question.resolve({ outcome: "reject" });
-        this.questions.delete(id);
-      }
+      this.questions.cancelAll();
       if (this.daemon.crashed) {
         // Its turns died with it: no session runs now, and the daemon the client restarts shows this chat again.
         this.restore ??= this.current;
@@ -552,7 +385,7 @@ export class Conversation implements vscode.Disposable {
     this.current = undefined;
     this.models.clear();
     this.statuses.clear();
-    this.earlierCounts.clear();
+    this.history.clear();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
     let settled = (): void => undefined;
@@ -569,7 +402,7 @@ export class Conversation implements vscode.Disposable {
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
         this.crashNotice = false;
-        await this.applyPendingApproval();
+        await this.approvals.applyPending();
       }
     } catch (err) {
       this.log.warn(`ollie/listCommands: ${errorText(err)}`);
@@ -598,7 +431,7 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     if (!untouched()) return;
-    if (!this.models.has(session)) await this.loadHistory(session);
+    if (!this.models.has(session)) await this.history.load(session);
     if (untouched()) this.switchTo(session);
   }
 
@@ -638,18 +471,4 @@ export class Conversation implements vscode.Disposable {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const d of this.disposables) d.dispose();
   }
-}
-
-// Which of the turn's buffer edits the editor still holds unsaved (a web editor may have auto-saved them).
-function markUnsaved(files: ChangedFile[]): ChangedFile[] {
-  for (const file of files) {
-    if (!file.inEditor) continue;
-    const uri = workspaceUri(file.path)?.toString();
-    file.unsaved = vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
-  }
-  return files;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -18,6 +18,7 @@ import {
   toWireLocations,
   toWireSymbol,
 } from "./editorTools";
+import { errorText } from "./lib/errors";
 
 // The daemon gives up after a few seconds; answer before that with what the editor has.
 const WAIT_MS = 2000;
@@ -78,7 +79,7 @@ function guarded(handler: (raw: unknown) => Promise<unknown>): (raw: unknown) =>
     } catch (err) {
       if (err instanceof ResponseError) throw err;
       if (err instanceof BadParams) throw new ResponseError(-32602, err.message);
-      throw new ResponseError(-32603, err instanceof Error ? err.message : String(err));
+      throw new ResponseError(-32603, errorText(err));
     }
   };
 }

@@ -1,0 +1,75 @@
+// `ollie/permission` questions: asked in the session's chat, answered there, withdrawn when the turn or daemon ends.
+
+import * as vscode from "vscode";
+import { ChatItem } from "./lib/chatModel";
+import { PermissionRequest } from "./lib/permission";
+import { PermissionOutcome } from "./lib/webviewMessages";
+import { SessionHost } from "./sessionHost";
+
+type PermissionItem = Extract<ChatItem, { kind: "permission" }>;
+
+/** The user's answer to an `ollie/permission` request. */
+export interface PermissionAnswer {
+  outcome: PermissionOutcome;
+  feedback?: string;
+}
+
+interface PendingQuestion {
+  item: PermissionItem;
+  session: string;
+  resolve(answer: PermissionAnswer): void;
+}
+
+/** The approval questions still open, by the id of the chat item that shows each. */
+export class PermissionQuestions {
+  private readonly pending = new Map<number, PendingQuestion>();
+
+  constructor(
+    private readonly host: SessionHost,
+    /** A question was asked in the session in view. */
+    private readonly askedInView: () => void,
+  ) {}
+
+  /** Show `request` in its session's chat; resolves with the user's answer (a reject when it is cancelled). */
+  ask(request: PermissionRequest, token: vscode.CancellationToken): Promise<PermissionAnswer> {
+    const model = this.host.modelFor(request.session);
+    const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always });
+    this.host.changedIn(request.session, item);
+    if (request.session === this.host.current()) this.askedInView();
+    else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);
+    return new Promise((resolve) => {
+      this.pending.set(item.id, { item, session: request.session, resolve });
+      token.onCancellationRequested(() => {
+        if (!this.pending.delete(item.id)) return;
+        item.outcome = "cancelled";
+        this.host.changedIn(request.session, item);
+        resolve({ outcome: "reject" });
+      });
+    });
+  }
+
+  /** Answer the pending question shown as chat item `itemId`. */
+  answer(itemId: number, outcome: PermissionOutcome, feedback?: string): void {
+    const question = this.pending.get(itemId);
+    if (!question) return;
+    this.pending.delete(itemId);
+    question.item.outcome = outcome;
+    if (feedback) question.item.feedback = feedback;
+    this.host.changedIn(question.session, question.item);
+    question.resolve(feedback ? { outcome, feedback } : { outcome });
+  }
+
+  /** A turn of `session` ended: the questions it withdrew are answered no more. */
+  turnEnded(session: string): void {
+    for (const [id, question] of this.pending) if (question.session === session && question.item.outcome === undefined) this.pending.delete(id);
+  }
+
+  /** The daemon stopped: every open question is cancelled (answered with a reject). */
+  cancelAll(): void {
+    for (const [id, question] of this.pending) {
+      question.item.outcome = "cancelled";
+      question.resolve({ outcome: "reject" });
+      this.pending.delete(id);
+    }
+  }
+}

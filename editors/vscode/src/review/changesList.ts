@@ -1,0 +1,90 @@
+// The chat's "Changed files" list of a turn: added when the turn ends, its files undone from it.
+
+import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
+import { workspaceUri } from "../editorActions";
+import { ChangedFile, ChatItem } from "../lib/chatModel";
+import { errorText } from "../lib/errors";
+import { changedFilesOf, mergeChanges } from "../lib/permission";
+import { SessionHost } from "../sessionHost";
+import { staleReason } from "./hunks";
+
+export type ChangesItem = Extract<ChatItem, { kind: "changes" }>;
+
+/** The "Changed files" item `itemId` among `items`. */
+export function changesItem(items: readonly ChatItem[], itemId: number): ChangesItem | undefined {
+  return items.find((i): i is ChangesItem => i.kind === "changes" && i.id === itemId);
+}
+
+/** The diff of `path` in tool (or permission) item `itemId`'s step(s), for "Open diff". */
+export function stepDiff(items: readonly ChatItem[], itemId: number, path: string): { oldText: string | null; newText: string | null; title: string } | undefined {
+  const item = items.find((i) => i.id === itemId);
+  if (!item) return undefined;
+  if (item.kind === "permission") return item.step.diff?.path === path ? { ...item.step.diff, title: item.step.title } : undefined;
+  if (item.kind !== "tool") return undefined;
+  for (const step of [...(item.steps ?? []), ...(item.step ? [item.step] : [])]) {
+    const diff = step.diffs?.find((d) => d.path === path);
+    if (diff) return { oldText: diff.oldText, newText: diff.newText, title: step.title };
+  }
+  return undefined;
+}
+
+/** Adds each turn's "Changed files" list to its session's chat and undoes files from it. */
+export class ChangesLists {
+  constructor(private readonly host: SessionHost) {}
+
+  /** After a turn that changed files: a "Changed files" list for it. */
+  async show(session: string): Promise<void> {
+    try {
+      const { turn, files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session }));
+      markUnsaved(files);
+      if (turn === null || files.length === 0) return;
+      const model = this.host.modelFor(session);
+      if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === turn)) return;
+      this.host.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn, files }));
+    } catch (err) {
+      // A CWD without checkpoints answers -32602: there is nothing to review.
+      this.host.log.info(`ollie/changes: ${errorText(err)}`);
+    }
+  }
+
+  /** Undo a file (or every file: `path` undefined) of the turn listed in `item`. */
+  async undo(item: ChangesItem, path?: string): Promise<void> {
+    const paths = path ? [path] : item.files.filter((f) => !f.undone).map((f) => f.path);
+    item.busy = true;
+    item.message = undefined;
+    this.host.changedIn(item.session, item);
+    const refused: string[] = [];
+    for (const file of paths) {
+      try {
+        await this.host.daemon.request("ollie/review/undo", { session: item.session, path: file, turn: item.turn });
+      } catch (err) {
+        // -32003 stale: the file changed since the turn; the user's edit is kept.
+        refused.push(err instanceof ResponseError && err.code === -32003 ? `Undo refused: ${staleReason(err.message)}` : `Undo of ${file} failed: ${errorText(err)}`);
+      }
+    }
+    await this.refresh(item);
+    item.busy = false;
+    item.message = refused.length ? refused.join("\n") : undefined;
+    this.host.changedIn(item.session, item);
+  }
+
+  private async refresh(item: ChangesItem): Promise<void> {
+    try {
+      const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
+      item.files = mergeChanges(item.files, markUnsaved(files));
+    } catch (err) {
+      this.host.log.warn(`ollie/changes: ${errorText(err)}`);
+    }
+  }
+}
+
+// Which of the turn's buffer edits the editor still holds unsaved (a web editor may have auto-saved them).
+function markUnsaved(files: ChangedFile[]): ChangedFile[] {
+  for (const file of files) {
+    if (!file.inEditor) continue;
+    const uri = workspaceUri(file.path)?.toString();
+    file.unsaved = vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
+  }
+  return files;
+}
