@@ -18,13 +18,24 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox.fdio import recv_fds
-from ollie_lsp.warm import DEFAULT_IDLE_S, HEADER, IDLE_ENV, MAX_REQUEST_BYTES, STDIO, WarmUnavailable, check_peer
+from ollie_lsp.warm import (
+    DEFAULT_IDLE_S,
+    HEADER,
+    IDLE_ENV,
+    MAX_REQUEST_BYTES,
+    PID_TIMEOUT_S,
+    STDIO,
+    WarmUnavailable,
+    check_peer,
+)
 
-REQUEST_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 5.0  # from accept to the whole request
+CONFIRM_TIMEOUT_S = PID_TIMEOUT_S + 5.0  # the launcher's own wait for "pid", and then some
+MAX_PENDING = 32  # requests arriving at once; more are refused (each holds three fds of a client)
 
 
 @dataclass
@@ -60,32 +71,70 @@ def idle_seconds() -> float:
         return DEFAULT_IDLE_S
 
 
-def _read_request(conn: socket.socket, launcher_pidfd: int) -> Request:
-    conn.settimeout(REQUEST_TIMEOUT_S)
-    first, fds = recv_fds(conn, len(STDIO), 65536)
+def _parse(body: bytes, fds: list[int], launcher_pidfd: int) -> Request:
+    """The request's JSON, checked field by field (anything else a launcher sends is refused, never raised)."""
     try:
-        if len(fds) != len(STDIO) or len(first) < HEADER.size:
-            raise WarmUnavailable("a request without the client's stdio")
-        (size,) = HEADER.unpack_from(first)
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise WarmUnavailable("a request that is not JSON") from exc
+    if not isinstance(data, dict):
+        raise WarmUnavailable("a request that is not an object")
+    argv, env, cwd, umask = data.get("argv"), data.get("env"), data.get("cwd"), data.get("umask")
+    # What os.environ, chdir and exec would reject in the fork is refused here, before anything is forked.
+    if not (isinstance(argv, list) and all(_os_text(arg) for arg in argv)
+            and isinstance(env, dict) and all(_os_text(k) and k and "=" not in k and _os_text(v) for k, v in env.items())
+            and _os_text(cwd) and cwd and type(umask) is int and 0 <= umask <= 0o777):
+        raise WarmUnavailable("a malformed request")
+    return Request(fds, argv, cwd, env, umask, launcher_pidfd)
+
+
+def _os_text(text: object) -> bool:
+    """Whether `text` can be an argument, a path or an environment entry (no NUL; encodable as the OS's)."""
+    if not isinstance(text, str) or "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass
+class Pending:
+    """A connection whose request is still arriving: read as it comes, so a slow one holds up no other."""
+
+    conn: socket.socket
+    pidfd: int
+    deadline: float
+    fds: list[int] = field(default_factory=list)
+    data: bytearray = field(default_factory=bytearray)
+
+    def feed(self) -> Request | None:
+        """Read what has arrived: the request once whole; WarmUnavailable/OSError when it is refused."""
+        if not self.fds:
+            piece, self.fds = recv_fds(self.conn, len(STDIO), 65536)
+            if len(self.fds) != len(STDIO):
+                raise WarmUnavailable("a request without the client's stdio")
+        else:
+            piece = self.conn.recv(65536)
+        if not piece:
+            raise WarmUnavailable("the request ended early")
+        self.data += piece
+        if len(self.data) < HEADER.size:
+            return None
+        (size,) = HEADER.unpack_from(self.data)
         if size > MAX_REQUEST_BYTES:
             raise WarmUnavailable(f"a request of {size} bytes")
-        body = bytearray(first[HEADER.size:])
-        while len(body) < size:
-            piece = conn.recv(min(65536, size - len(body)))
-            if not piece:
-                raise WarmUnavailable("the request ended early")
-            body += piece
-        data = json.loads(bytes(body[:size]))
-        argv, env = data["argv"], data["env"]
-        if not (isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
-                and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
-                and isinstance(data["cwd"], str) and isinstance(data["umask"], int)):
-            raise WarmUnavailable("a malformed request")
-        return Request(fds, argv, data["cwd"], env, data["umask"], launcher_pidfd)
-    except BaseException:
-        for fd in fds:
+        if len(self.data) < HEADER.size + size:
+            return None
+        return _parse(bytes(self.data[HEADER.size:HEADER.size + size]), self.fds, self.pidfd)
+
+    def drop(self) -> None:
+        """Close what it holds (the fork keeps the fds it needs by now)."""
+        for fd in (*self.fds, self.pidfd):
             os.close(fd)
-        raise
+        self.fds = []
+        self.conn.close()
 
 
 class Preloader:
@@ -97,28 +146,31 @@ class Preloader:
         self.lock_fd = lock_fd
         self.inode = os.stat(path).st_ino
         self.daemons: dict[int, socket.socket] = {}  # daemon pid -> its launcher's connection
+        self.pending: dict[int, Pending] = {}  # connection fd -> a request still arriving
+        self.selector = selectors.DefaultSelector()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def serve(self) -> Request | None:
         """Serve until idle; returns only in a forked daemon (its request), or None when the preloader ends."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd is what matters
-        selector = selectors.DefaultSelector()
-        selector.register(self.listener, selectors.EVENT_READ)
-        selector.register(self.wake_r, selectors.EVENT_READ)
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
         idle_s, last_busy = idle_seconds(), time.monotonic()
         while True:
-            ready = selector.select(timeout=min(idle_s, 30.0))
-            for key, _ in ready:
+            timeout = min([idle_s, 30.0, *(p.deadline - time.monotonic() for p in self.pending.values())])
+            for key, _ in self.selector.select(timeout=max(0.0, timeout)):
                 if key.fileobj is self.wake_r:
                     self._drain_wakeups()
                     self._reap()
+                elif key.fileobj is self.listener:
+                    self._accept()
                 else:
-                    request = self._accept()
+                    request = self._read(key.data)
                     if request is not None:  # this is the forked daemon now
-                        selector.close()
                         return request
-            if self.daemons:
+            self._expire()
+            if self.daemons or self.pending:
                 last_busy = time.monotonic()
             if not self._still_ours() or (not self.daemons and time.monotonic() - last_busy >= idle_s):
                 self.close()
@@ -137,58 +189,98 @@ class Preloader:
         except OSError:
             return False
 
-    def _accept(self) -> Request | None:
+    def _accept(self) -> None:
         try:
             conn, _ = self.listener.accept()
         except OSError:
-            return None
+            return
         try:
+            if len(self.pending) >= MAX_PENDING:
+                raise WarmUnavailable("too many requests at once")
             _pid, pidfd = check_peer(conn)
         except (WarmUnavailable, OSError) as exc:
             _answer(conn, f"refused {exc}")
             conn.close()
-            return None
+            return
+        conn.setblocking(False)
+        pending = Pending(conn, pidfd, time.monotonic() + REQUEST_TIMEOUT_S)
+        self.pending[conn.fileno()] = pending
+        self.selector.register(conn, selectors.EVENT_READ, pending)
+
+    def _read(self, pending: Pending) -> Request | None:
+        """Take what a pending request sent; fork its daemon once it is whole (the fork returns the request)."""
         try:
-            request = _read_request(conn, pidfd)
-        except (WarmUnavailable, OSError, ValueError, KeyError) as exc:
-            os.close(pidfd)
-            _answer(conn, f"refused {exc}")
-            conn.close()
+            request = pending.feed()
+        except BlockingIOError:
             return None
-        # The fork waits for "go", sent once its launcher knows its pid: a preloader killed in between leaves
-        # no daemon on the client's pipes while the launcher, told nothing, serves the client cold itself.
-        go_r, go_w = os.pipe2(os.O_CLOEXEC)
-        pid = os.fork()
+        except (WarmUnavailable, OSError) as exc:
+            self._refuse(pending, f"refused {exc}")
+            return None
+        if request is None:
+            return None
+        self._forget(pending)
+        return self._fork(pending.conn, request)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for pending in [p for p in self.pending.values() if p.deadline <= now]:
+            self._refuse(pending, f"refused no whole request within {REQUEST_TIMEOUT_S:g} s")
+
+    def _forget(self, pending: Pending) -> None:
+        self.selector.unregister(pending.conn)
+        del self.pending[pending.conn.fileno()]
+
+    def _refuse(self, pending: Pending, line: str) -> None:
+        self._forget(pending)
+        _answer(pending.conn, line)
+        pending.drop()
+
+    def _fork(self, conn: socket.socket, request: Request) -> Request | None:
+        # The fork touches the client's stdio only once the launcher answers "ok" to "pid N": a launcher that
+        # gave up waiting (a preloader stopped or killed in between) serves its client cold, and its fork,
+        # reading EOF instead, ends: never two daemons on one client's pipes.
+        try:
+            pid = os.fork()
+        except OSError as exc:  # out of processes or memory (EAGAIN, ENOMEM): this launcher starts cold
+            self._refuse_whole(conn, request, f"refused {exc}")
+            return None
         if pid == 0:
-            os.close(go_w)
             self._become_child(conn)
-            if os.read(go_r, 1) != b"g":
+            confirmed = _launcher_confirms(conn)
+            conn.close()
+            if not confirmed:
                 os._exit(1)
-            os.close(go_r)
             return request
-        os.close(go_r)
-        for fd in request.fds:
+        for fd in (*request.fds, request.launcher_pidfd):
             os.close(fd)
-        os.close(pidfd)
-        conn.settimeout(None)
+        conn.setblocking(True)
         _answer(conn, f"pid {pid}")
-        os.write(go_w, b"g")
-        os.close(go_w)
         self.daemons[pid] = conn
         return None
 
+    @staticmethod
+    def _refuse_whole(conn: socket.socket, request: Request, line: str) -> None:
+        for fd in (*request.fds, request.launcher_pidfd):
+            os.close(fd)
+        _answer(conn, line)
+        conn.close()
+
     def _become_child(self, conn: socket.socket) -> None:
-        """In the fork: drop everything of the preloader's (its socket, lock, other launchers, signals)."""
+        """In the fork: drop everything of the preloader's (its socket, lock, other launchers, signals) but `conn`."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.selector.close()
         self.listener.close()
         os.close(self.lock_fd)  # a lock held by an open file: the daemon must not keep it past the preloader
         os.close(self.wake_r)
         os.close(self.wake_w)
-        conn.close()
         for other in self.daemons.values():
             other.close()
         self.daemons.clear()
+        # Requests still arriving hold other clients' stdio: a daemon keeping them would hold those pipes open.
+        for pending in self.pending.values():
+            pending.drop()
+        self.pending.clear()
 
     def _reap(self) -> None:
         while self.daemons:
@@ -208,8 +300,23 @@ class Preloader:
         """Stop listening: the socket file removed if it is still ours, the lock released."""
         if self._still_ours():
             os.unlink(self.path)
+        for pending in self.pending.values():
+            _answer(pending.conn, "refused the preloader is ending")
+            pending.drop()
+        self.pending.clear()
+        self.selector.close()
         self.listener.close()
         os.close(self.lock_fd)
+
+
+def _launcher_confirms(conn: socket.socket) -> bool:
+    """Whether the launcher answers "ok" (it took the pid and stays warm) in time; EOF: it went cold."""
+    conn.setblocking(True)
+    conn.settimeout(CONFIRM_TIMEOUT_S)
+    try:
+        return conn.recv(3) == b"ok\n"
+    except OSError:
+        return False
 
 
 def _answer(conn: socket.socket, line: str) -> None:
@@ -227,6 +334,7 @@ def become_daemon(request: Request) -> int:
         os.close(fd)
     os.environ.clear()
     os.environ.update(request.env)
+    time.tzset()  # the C library read TZ once, in the preloader: local times are the client's
     os.umask(request.umask)
     sys.argv = ["ollie-lsp", *request.argv]
     try:
@@ -255,7 +363,10 @@ def watch_launcher(pidfd: int) -> None:
 
 def take_lock(path: Path) -> int | None:
     """The lock beside `path` (held as long as its fd is open); None when another preloader holds it."""
-    lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:  # never through a symlink: one planted there would have us make a file wherever it points
+        lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return None
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -181,7 +181,7 @@ class OllieServer(LanguageServer):
         self.exit_code = 0
         self.shutdown_asked = False
         # The workspace at initialize: the default session's CWD even if the folders change before it is built.
-        self.root_cwd = Path.cwd()
+        self.root_cwd = start_dir()
         # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
         self._new_session_cwd = self.root_cwd
 
@@ -382,6 +382,14 @@ def workspace_cwd(params: types.InitializeParams) -> Path | None:
     return None
 
 
+def start_dir() -> Path:
+    """The daemon's working directory; home when it was started in one removed since (it crashed there)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        return Path.home()
+
+
 def register_lifecycle(server: OllieServer) -> None:
     """initialize/initialized/shutdown/exit and the workspace folder changes."""
 
@@ -392,7 +400,7 @@ def register_lifecycle(server: OllieServer) -> None:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
         ls.rich_permission = announces_permission(params.initialization_options)
-        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or Path.cwd()
+        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
         # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
         ls.initialized = True
 

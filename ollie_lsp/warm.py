@@ -37,8 +37,10 @@ from pathlib import Path
 
 WARM_ENV = "OLLIE_LSP_WARM"
 IDLE_ENV = "OLLIE_LSP_WARM_IDLE_S"
+WAIT_ENV = "OLLIE_LSP_WARM_WAIT_S"
 DEFAULT_IDLE_S = 900.0
 MAX_REQUEST_BYTES = 4 << 20  # argv + cwd + environment
+PID_TIMEOUT_S = 10.0  # a preloader that has not forked by then (stopped, hung) is given up: the client starts cold
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)  # Linux 6.5; 3.11's socket module lacks the name
 HEADER = struct.Struct("!I")  # the request's JSON length
 STDIO = (0, 1, 2)
@@ -74,6 +76,11 @@ def runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
 def code_key() -> str:
     """A key of the code a daemon would run now: ollie's sources (sizes, mtimes), the interpreter, site-packages."""
     digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0{sys.prefix}".encode())
+    # What the interpreter reads at start-up (where it imports from, its flags, its locale) stays the
+    # preloader's in every fork: a launcher with other values needs a preloader of its own.
+    for name, value in sorted(os.environ.items()):
+        if name.startswith("PYTHON") or name in ("LANG", "LC_ALL", "LC_CTYPE"):
+            digest.update(f"{name}={value}\0".encode("utf-8", "surrogateescape"))
     import ollie  # the engine's package: beside ollie_lsp when installed, under core/ in a checkout
 
     for root in (Path(__file__).resolve().parent, Path(ollie.__file__).resolve().parent):
@@ -130,7 +137,9 @@ def check_peer(sock: socket.socket) -> tuple[int, int]:
         raise WarmUnavailable(f"the peer is uid {uid}, not {os.getuid()}")
     try:
         pidfd = sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
-    except OSError:  # before Linux 6.5: open one now, then make sure it is still the peer's pid below
+    except OSError:
+        # Before Linux 6.5: open one by the pid the peer had when it connected. A peer that ended since and
+        # whose pid went to another process of the user's in between is not caught here.
         try:
             pidfd = os.pidfd_open(pid)
         except OSError as exc:
@@ -148,6 +157,14 @@ def check_peer(sock: socket.socket) -> tuple[int, int]:
 
 
 def _connect(path: Path) -> socket.socket | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    # Only a socket of ours, never through a symlink: one planted there (by tool code that could write the
+    # directory) would hand the editor's pipes and environment to whichever service of the user's it names.
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        return None  # the preloader started next replaces it
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         sock.connect(str(path))
@@ -158,8 +175,11 @@ def _connect(path: Path) -> socket.socket | None:
 
 
 def _request(argv: list[str]) -> bytes:
-    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
-                       "umask": _current_umask()}).encode()
+    try:
+        cwd = os.getcwd()
+    except OSError as exc:  # started in a directory removed since: a cold start runs there, a fork could not
+        raise WarmUnavailable(f"no working directory ({exc.strerror})") from exc
+    body = json.dumps({"argv": argv, "cwd": cwd, "env": dict(os.environ), "umask": _current_umask()}).encode()
     return HEADER.pack(len(body)) + body
 
 
@@ -169,9 +189,22 @@ def _current_umask() -> int:
     return mask
 
 
+def preloader_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What the preloader starts with: what the interpreter reads at start-up, none of this client's secrets.
+
+    Each fork takes its own client's whole environment; the preloader's own is what every fork's
+    /proc/PID/environ (and a core dump) shows, and it outlives this editor: no API keys or tokens in it.
+    """
+    return {key: value for key, value in environ.items()
+            if key in _PRELOADER_KEEPS or key.startswith(("PYTHON", "LC_", "XDG_"))}
+
+
+_PRELOADER_KEEPS = frozenset(("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "VIRTUAL_ENV", IDLE_ENV))
+
+
 def start_preloader(path: Path) -> None:
     """Start a preloader for `path` in a session of its own, not our child (a double fork), and do not wait on it."""
-    env = {key: value for key, value in os.environ.items() if key != WARM_ENV}
+    env = preloader_environment(os.environ)
     argv = [sys.executable, "-m", "ollie_lsp.preloader", str(path)]
     middle = os.fork()
     if middle == 0:  # pragma: no cover - a forked child, measured by the warm-start tests from outside
@@ -195,6 +228,7 @@ def launch(argv: list[str]) -> int | None:
         return None  # a confined process (maybe ollie's own sandbox): it must not reach a daemon outside
     try:
         path = socket_path()
+        request = _request(argv)
     except WarmUnavailable as exc:
         print(f"ollie-lsp: no warm start: {exc}", file=sys.stderr)
         return None
@@ -204,12 +238,15 @@ def launch(argv: list[str]) -> int | None:
         return None
     with sock:
         try:
-            _pid, pidfd = check_peer(sock)
+            pid, pidfd = check_peer(sock)
+            try:
+                if _cmdline(pid) != [sys.executable, "-m", "ollie_lsp.preloader", str(path)]:
+                    raise WarmUnavailable(f"the peer (pid {pid}) is not the preloader for {path.name}")
+            finally:
+                os.close(pidfd)  # closed after the cmdline is read: the pid is still that process's
         except WarmUnavailable as exc:
             print(f"ollie-lsp: no warm start: {exc}", file=sys.stderr)
             return None
-        os.close(pidfd)
-        request = _request(argv)
         try:
             socket.send_fds(sock, [request[:65536]], list(STDIO))
             if len(request) > 65536:
@@ -218,6 +255,14 @@ def launch(argv: list[str]) -> int | None:
             print(f"ollie-lsp: no warm start: {exc}", file=sys.stderr)
             return None
         return _follow(sock)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return [os.fsdecode(arg) for arg in cmdline.read().split(b"\0")[:-1]]
+    except OSError:
+        return []
 
 
 def _read_line(reader: socket.socket) -> str | None:
@@ -233,21 +278,40 @@ def _read_line(reader: socket.socket) -> str | None:
     return line.decode("ascii", "replace").strip()
 
 
+def pid_wait_seconds() -> float:
+    """How long to wait for the preloader's fork (OLLIE_LSP_WARM_WAIT_S, at most PID_TIMEOUT_S)."""
+    try:
+        return min(PID_TIMEOUT_S, max(0.1, float(os.environ.get(WAIT_ENV, PID_TIMEOUT_S))))
+    except ValueError:
+        return PID_TIMEOUT_S
+
+
 def _follow(sock: socket.socket) -> int | None:
     """Wait on the forked daemon: forward the editor's signals to it, and exit with its status."""
+    sock.settimeout(pid_wait_seconds())
     first = _read_line(sock)
+    sock.settimeout(None)
     if first is None or not first.startswith("pid "):
-        # "refused ...": nothing forked, the fds were closed there; serve cold.
-        print(f"ollie-lsp: no warm start: {first or 'the preloader closed the connection'}", file=sys.stderr)
+        # "refused ...", or nothing in time: a fork there never serves without our "ok"; serve cold.
+        print(f"ollie-lsp: no warm start: {first or 'no answer from the preloader'}", file=sys.stderr)
         return None
-    child = int(first.split()[1])
+    try:
+        # A pidfd, opened while the preloader (its parent, which reaps it only after it ends) still holds
+        # the pid: signals and the last wait reach this daemon even if the preloader dies and the pid is reused.
+        pidfd = os.pidfd_open(int(first.split()[1]))
+    except (OSError, ValueError):
+        pidfd = -1
 
     def forward(signum: int, _frame: object) -> None:
         try:
-            os.kill(child, signum)
-        except ProcessLookupError:
+            signal.pidfd_send_signal(pidfd, signum)
+        except OSError:  # it has ended (or there is no pidfd): its status comes from the preloader
             pass
 
+    try:
+        sock.sendall(b"ok\n")  # the fork may take the client's stdio now
+    except OSError:  # the preloader and its fork are gone: nothing serves the client; serve it cold
+        return None
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
     # The daemon alone holds the client's pipes now: the editor sees EOF exactly when the daemon closes them.
@@ -259,10 +323,7 @@ def _follow(sock: socket.socket) -> int | None:
     if last is not None and last.startswith("exit "):
         return int(last.split()[1])
     # The preloader went away first (killed): the daemon may still be serving; wait for it to end.
-    try:
-        pidfd = os.pidfd_open(child)
-    except OSError:
-        return 1
-    while not select.select([pidfd], [], [])[0]:
-        pass
+    if pidfd >= 0:
+        while not select.select([pidfd], [], [])[0]:
+            pass
     return 1

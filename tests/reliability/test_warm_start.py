@@ -11,6 +11,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -159,13 +160,16 @@ def test_a_confined_launcher_starts_cold_and_never_reaches_the_preloader(launch,
     client.shutdown()
 
 
-def raw_request(path: Path, *, preexec_fn: Any = None) -> str:
-    """Connect to the preloader as a plain program would and hand it stdio; the first line it answers."""
+GOOD_BODY = json.dumps({"argv": ["--stdio"], "cwd": "/", "env": {}, "umask": 18}).encode()
+
+
+def raw_request(path: Path, *, preexec_fn: Any = None, body: bytes = GOOD_BODY) -> str:
+    """Connect to the preloader as a plain program would and hand it stdio and `body`; the first line it answers."""
     code = f"""
 import json, os, socket, struct, sys
 sock = socket.socket(socket.AF_UNIX)
 sock.connect({str(path)!r})
-body = json.dumps({{"argv": ["--stdio"], "cwd": "/", "env": {{}}, "umask": 18}}).encode()
+body = {body!r}
 try:
     socket.send_fds(sock, [struct.pack("!I", len(body)) + body], [0, 1, 2])
 except BrokenPipeError:  # refused at once, before the request was read
@@ -187,11 +191,9 @@ def test_the_preloader_refuses_a_process_under_no_new_privs(launch, scripted_llm
     assert raw_request(path).startswith("pid ")
 
 
-def test_a_launcher_refuses_a_preloader_under_no_new_privs(launch, scripted_llm, runtime, workdir, tmp_path):
-    # Something in a sandbox listening where the preloader would: it must get neither the editor's pipes nor env.
-    path = warm.socket_path()
-    got = tmp_path / "got.txt"
-    fake = subprocess.Popen([sys.executable, "-c", f"""
+def recording_listener(path: Path, got: Path, *, preexec_fn: Any = None) -> subprocess.Popen[str]:
+    """A process listening on `path`, once it listens; it writes what its first connection sent to `got`."""
+    listener = subprocess.Popen([sys.executable, "-c", f"""
 import socket
 listener = socket.socket(socket.AF_UNIX)
 listener.bind({str(path)!r})
@@ -200,9 +202,17 @@ print("listening", flush=True)
 conn, _ = listener.accept()
 msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
 open({str(got)!r}, "w").write(f"{{len(fds)}} fds {{len(msg)}} bytes")
-"""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_new_privs, text=True)
+"""], stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn, text=True)
+    assert listener.stdout is not None and listener.stdout.readline().strip() == "listening", listener.communicate()
+    return listener
+
+
+def test_a_launcher_refuses_a_preloader_under_no_new_privs(launch, scripted_llm, runtime, workdir, tmp_path):
+    # Something in a sandbox listening where the preloader would: it must get neither the editor's pipes nor env.
+    path = warm.socket_path()
+    got = tmp_path / "got.txt"
+    fake = recording_listener(path, got, preexec_fn=no_new_privs)
     try:
-        assert fake.stdout is not None and fake.stdout.readline().strip() == "listening", fake.communicate()
         srv = scripted_llm("openai").script(Reply.text("served cold"))
         client = launch(srv)
         assert turn_text(client, "hi") == "served cold"
@@ -262,6 +272,17 @@ def test_the_code_key_changes_when_an_installed_package_changes(tmp_path, monkey
     assert warm.code_key() != before
 
 
+def test_the_code_key_changes_with_what_the_interpreter_reads_at_start_up(monkeypatch):
+    # A preloader started under another PYTHONPATH or locale imported other code or decodes otherwise.
+    before = warm.code_key()
+    for name, value in (("PYTHONPATH", "/elsewhere"), ("LC_ALL", "C"), ("PYTHONSAFEPATH", "1")):
+        monkeypatch.setenv(name, value)
+        assert warm.code_key() != before, name
+        before = warm.code_key()
+    monkeypatch.setenv("OLLIE_LSP_API_KEY", "sk-other")  # what only the daemon reads: the same preloader
+    assert warm.code_key() == before
+
+
 def test_a_runtime_dir_others_can_write_is_refused(tmp_path):
     run = tmp_path / "run"
     (run / "ollie").mkdir(parents=True)
@@ -303,3 +324,125 @@ def test_a_killed_preloader_is_replaced_by_the_next_start(launch, scripted_llm, 
     client = launch(scripted_llm("openai"))
     assert len(children_of(replacement)) == 1, "the replacement did not serve the next start"
     client.shutdown()
+
+
+# Red team (docs/SECURITY.md attacks 15-17): bad input, a stalled request, a planted runtime dir.
+
+def test_a_malformed_request_is_refused_and_the_preloader_keeps_serving(launch, scripted_llm, runtime):
+    preloader = started_preloader(launch, scripted_llm, runtime)
+    path = next((runtime / "ollie").glob("warm-*.sock"))
+    for body in (
+        b"[]",  # JSON, but not an object
+        b"[" * 5000 + b"]" * 5000,  # deeper than the parser's recursion limit
+        json.dumps({"argv": "--stdio", "cwd": 1, "env": [], "umask": "18"}).encode(),
+        json.dumps({"argv": ["--stdio"], "cwd": "/", "env": {"A": "x\0y"}, "umask": 18}).encode(),
+        b"\xff\xfe not utf-8",
+    ):
+        assert raw_request(path, body=body).startswith("refused"), body[:80]
+        assert preloader_pid(runtime) == preloader, f"the preloader died of {body[:80]!r}"
+    assert children_of(preloader) == [], "a malformed request got a daemon"
+    assert raw_request(path).startswith("pid "), "the preloader stopped serving after malformed requests"
+
+
+def test_a_warm_daemon_keeps_nothing_of_the_first_clients_environment(launch, scripted_llm, runtime):
+    # The preloader started under the first client's environment, which it (and every fork's initial
+    # environment block, /proc/PID/environ) kept: another project's API key; the C library read TZ once.
+    first = launch(scripted_llm("openai"), TZ="UTC0", OPENAI_API_KEY="sk-first-project")
+    wait_until(lambda: preloader_pid(runtime) is not None, "the first start left no listening preloader")
+    first.shutdown()
+    preloader = preloader_pid(runtime)
+    assert b"sk-first-project" not in Path(f"/proc/{preloader}/environ").read_bytes()
+    # An environment of a megabyte (an editor's can be large) arrives in pieces: all of it is read.
+    big = {f"OLLIE_TEST_BIG_{n}": "x" * 100_000 for n in range(10)}
+    client = launch(scripted_llm("openai").script(Reply.text("saved")), TZ="JST-9", **big)
+    (daemon,) = children_of(preloader or 0)
+    assert b"sk-first-project" not in Path(f"/proc/{daemon}/environ").read_bytes()
+    turn_text(client, "hi")
+    listing = client.request("ollie/submit", {"text": "/sessions"}, timeout=60)["reply"]
+    sid, shown = next((line.split(None, 2)[1:] for line in listing.splitlines() if line.startswith("*")), ("", ""))
+    seconds = int(sid.split("-", 1)[0]) / 1e9
+    assert shown.strip() == time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds + 9 * 3600)), listing
+    client.shutdown()
+
+
+def test_a_stalled_request_does_not_hold_up_other_launchers(launch, scripted_llm, runtime):
+    # A launcher stopped (SIGSTOP, a swapped-out machine) half-way through its request, or one that drips it.
+    preloader = started_preloader(launch, scripted_llm, runtime)
+    path = next((runtime / "ollie").glob("warm-*.sock"))
+    with socket.socket(socket.AF_UNIX) as stalled:
+        stalled.connect(str(path))
+        socket.send_fds(stalled, [warm.HEADER.pack(1000) + b"{"], [0, 1, 2])
+        client = launch(scripted_llm("openai").script(Reply.text("not held up")))
+        assert len(children_of(preloader)) == 1, "the next launcher was not served warm"
+        # Served while the stalled request still waits for the rest (one at a time, it was refused first).
+        stalled.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            stalled.recv(100)
+        assert turn_text(client, "hi") == "not held up"
+    client.shutdown()
+
+
+def test_a_planted_runtime_dir_gets_neither_a_file_made_nor_the_editors_environment(
+        launch, scripted_llm, runtime, tmp_path):
+    # Tool code that can write the runtime dir (a workspace at /tmp, which holds the /tmp/ollie-UID fallback)
+    # plants symlinks: the lock to a file it wants made outside its sandbox, the socket to another service of
+    # the user's (a plain process: the peer checks pass) that would get the editor's pipes and API keys.
+    (runtime / "ollie").mkdir(mode=0o700)
+    path = warm.socket_path()
+    victim = tmp_path / "made-outside"
+    os.symlink(victim, f"{path}.lock")
+    service = tmp_path / "service.sock"
+    got = tmp_path / "got.txt"
+    other = recording_listener(service, got)
+    try:
+        os.symlink(service, path)
+        client = launch(scripted_llm("openai").script(Reply.text("served cold")))
+        assert turn_text(client, "hi") == "served cold"
+        client.shutdown()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            other.wait(0.5)
+        assert not got.exists() or got.read_text() == "0 fds 0 bytes", got.read_text()
+        wait_until(lambda: not processes_with(str(path)) or preloader_pid(runtime) is not None,
+                   "the started preloader neither listened nor ended")
+        assert not victim.exists(), "the preloader made a file through a planted symlink"
+    finally:
+        other.kill()
+        other.wait(10)
+
+
+def test_a_stopped_preloader_is_given_up_and_its_late_fork_never_serves(launch, scripted_llm, runtime):
+    # A preloader that does not answer (stopped, hung) must not leave the editor waiting, and what it forks once
+    # it runs again must not become a second daemon on the client's pipes.
+    preloader = started_preloader(launch, scripted_llm, runtime)
+    os.kill(preloader, signal.SIGSTOP)
+    try:
+        srv = scripted_llm("openai").script(Reply.text("cold, not stuck"), Reply.text("still the only daemon"))
+        started = time.monotonic()
+        client = launch(srv, OLLIE_LSP_WARM_WAIT_S="0.5")
+        assert time.monotonic() - started < 8, "the launcher waited on the stopped preloader"
+        assert "no answer from the preloader" in client.stderr_text(), client.stderr_text()[-2000:]
+    finally:
+        os.kill(preloader, signal.SIGCONT)
+    assert turn_text(client, "hi") == "cold, not stuck"
+    # Running again, the preloader takes the request left in its queue and forks; the fork reads no "ok" and ends.
+    wait_until(lambda: not children_of(preloader), "the late fork outlived the launcher's refusal", timeout=10)
+    assert turn_text(client, "again") == "still the only daemon"
+    assert client.shutdown() == 0, client.stderr_text()[-2000:]
+
+
+def test_a_start_in_a_removed_directory_serves_cold_from_home(scripted_llm, runtime, tmp_path, workdir):
+    # An editor whose directory was deleted under it: the launcher cannot hand a cwd over, and the cold start
+    # it falls back to crashed on Path.cwd().
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    srv = scripted_llm("openai").script(Reply.text("served anyway"))
+    command = f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
+    client = LSPProcess(["sh", "-c", command, *DAEMON, "--warm"], env=daemon_env(srv.env()))
+    try:
+        client.initialize(workdir)
+        assert turn_text(client, "hi") == "served anyway"
+        assert "no working directory" in client.stderr_text(), client.stderr_text()[-2000:]
+        assert client.shutdown() == 0, client.stderr_text()[-2000:]
+    finally:
+        if client.alive():
+            client.proc.kill()
