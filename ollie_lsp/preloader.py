@@ -9,6 +9,7 @@ config or a session: each fork sets the launcher's environment, cwd and umask fi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import json
@@ -297,9 +298,13 @@ class Preloader:
                 conn.close()
 
     def close(self) -> None:
-        """Stop listening: the socket file removed if it is still ours, the lock released."""
+        """Stop listening: the socket and lock files removed if they are still ours, the lock released."""
         if self._still_ours():
             os.unlink(self.path)
+        lock_path = f"{self.path}.lock"
+        with contextlib.suppress(OSError):  # one per code key: an upgrade or an edit would leave them piling up
+            if os.stat(lock_path).st_ino == os.fstat(self.lock_fd).st_ino:
+                os.unlink(lock_path)
         for pending in self.pending.values():
             _answer(pending.conn, "refused the preloader is ending")
             pending.drop()
