@@ -52,7 +52,7 @@ class Request:
 
 
 def preload() -> None:
-    """Import everything a daemon's first turn needs, on any backend."""
+    """Import everything a daemon's first turn needs, on any backend, and build its converter."""
     import ollie.agent.core  # noqa: F401
     import ollie.backend.anthropic  # noqa: F401
     import ollie.backend.ollama  # noqa: F401
@@ -62,6 +62,9 @@ def preload() -> None:
     import ollie_lsp.methods  # noqa: F401
     import ollie_lsp.server  # noqa: F401
     import ollie_lsp.sessions  # noqa: F401
+    from ollie_lsp.server import prebuild_converter
+
+    prebuild_converter()
 
 
 def idle_seconds() -> float:

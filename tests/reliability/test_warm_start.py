@@ -446,3 +446,13 @@ def test_a_start_in_a_removed_directory_serves_cold_from_home(scripted_llm, runt
     finally:
         if client.alive():
             client.proc.kill()
+
+
+def test_the_preloaders_converter_goes_to_the_first_server_only():
+    from ollie_lsp import server
+
+    server.prebuild_converter()  # what the preloader does before it listens
+    built = server._prebuilt[0]
+    first, second = server.build_server(), server.build_server()
+    assert first.protocol._converter is built, "the fork built a converter of its own"
+    assert second.protocol._converter is not built, "two servers shared one converter"
