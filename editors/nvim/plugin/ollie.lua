@@ -89,6 +89,14 @@ local function drop_stand_ins()
     end
   end
 end
-vim.api.nvim_create_autocmd("SessionLoadPost", { group = session_group, callback = drop_stand_ins })
+vim.api.nvim_create_autocmd("SessionLoadPost", {
+  group = session_group,
+  callback = function()
+    if package.loaded["ollie.chat"] then
+      return require("ollie.sessionfile").loaded() -- a chat runs: the session may show it again
+    end
+    drop_stand_ins()
+  end,
+})
 -- A plugin manager loading ollie on first use loads it after the session: its stand-ins go now.
 drop_stand_ins()

@@ -100,19 +100,8 @@ H.wait(function() return not c.running and c.redrawing == nil end, "the queued t
 R.story_chat = H.chat.text()
 R.errors = vim.v.errmsg
 
----The contrast ratio (WCAG) of two 24-bit colours.
-local function contrast(a, b)
-  local function lum(n)
-    local l = 0
-    for i, w in ipairs({ 0.2126, 0.7152, 0.0722 }) do
-      local v = bit.band(bit.rshift(n, 8 * (3 - i)), 255) / 255
-      l = l + w * (v <= 0.03928 and v / 12.92 or ((v + 0.055) / 1.055) ^ 2.4)
-    end
-    return l
-  end
-  local x, y = lum(a), lum(b)
-  return (math.max(x, y) + 0.05) / (math.min(x, y) + 0.05)
-end
+-- The contrast ratio (WCAG 2) of two 24-bit colours.
+local contrast = require("ollie.colors").contrast
 
 ---The lowest contrast of the input bar's label and hints, on the statusline of the current and another window.
 local function bar_contrast()
@@ -142,6 +131,32 @@ vim.o.background = "light"
 R.light = bar_contrast()
 vim.o.background = "dark"
 R.dark = bar_contrast()
+-- The transcript's groups read in Neovim's colorschemes, light and dark: each group's text against its background
+-- (the group's own, else Normal's). Bug: many light ones (morning, peachpuff, shine, zellner...) give the stock
+-- groups ollie linked to a light grey (queued prompts, the changes line, a running step: contrast 1.1 to 2).
+R.unreadable = {}
+for _, scheme in ipairs({ "default light", "default dark", "morning", "peachpuff", "shine", "zellner", "delek",
+  "evening", "habamax", "pablo", "torte", "quiet light", "quiet dark", "lunaperche light", "lunaperche dark",
+  "retrobox light", "retrobox dark", "wildcharm light", "wildcharm dark" }) do
+  local name, background = unpack(vim.split(scheme, " "))
+  vim.o.background = background or vim.o.background
+  vim.cmd.colorscheme(name)
+  local normal = vim.api.nvim_get_hl(0, { name = "Normal", link = false })
+  for group in pairs(require("ollie.render").HIGHLIGHTS) do
+    local hl = vim.api.nvim_get_hl(0, { name = group, link = false })
+    local ratio = contrast(hl.fg or normal.fg, hl.bg or normal.bg)
+    if ratio < 3 then
+      table.insert(R.unreadable, string.format("%s: %s %.2f", scheme, group, ratio))
+    end
+  end
+end
+table.sort(R.unreadable)
+-- Still defaults: linked to the stock group where that reads, the user's own `:hi` kept over a ColorScheme.
+vim.cmd.colorscheme("habamax")
+R.queued_link = vim.api.nvim_get_hl(0, { name = "OllieQueued" }).link
+vim.cmd("hi OllieQueued guifg=#123456")
+vim.api.nvim_exec_autocmds("ColorScheme", {})
+R.queued_user_fg = vim.api.nvim_get_hl(0, { name = "OllieQueued" }).fg
 
 -- `:mksession` with the chat open: its stand-ins load silently (Bug: their "[Not edited]" messages stopped
 -- `nvim -S` at a "Press ENTER" prompt).
@@ -149,4 +164,14 @@ local session_file = vim.fn.tempname()
 vim.cmd("mksession! " .. session_file)
 R.session_lines = vim.tbl_filter(function(l) return l:find("ollie://", 1, true) ~= nil end,
   vim.fn.readfile(session_file))
+-- `:source` of it in this editor, where the chat runs: the chat comes back in its windows. Bug: `:file` failed
+-- there (E95: the running chat's buffers had the names) and left an empty window where the chat was.
+R.layout_saved = layout()
+local sourced, source_err = pcall(vim.cmd.source, session_file)
+R.source_error = not sourced and tostring(source_err) or vim.v.errmsg
+vim.wait(100)
+R.layout_sourced = layout()
+tw, iw = c:windows()
+R.roles_sourced = { tw and vim.w[tw].ollie_role, iw and vim.w[iw].ollie_role,
+  iw and vim.wo[iw].statusline:find("ollie.chatwin", 1, true) ~= nil }
 H.finish()

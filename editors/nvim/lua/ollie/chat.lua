@@ -37,6 +37,8 @@ Chat.__index = Chat
 M.chats = {}
 ---@type table<string, ollie.Chat> the named chats, shown in a tab or not
 M.named = {}
+---@type ollie.Chat[] every chat made, those whose tab closed among them (a session file may show them again)
+local every = {}
 -- The daemon's default session goes to the first chat; each later one gets a session of its own.
 local default_claimed = false
 
@@ -113,6 +115,12 @@ function M.show_named(name)
   return chat
 end
 
+---Every chat made, those whose tab closed among them (a session file may show them again: sessionfile.lua).
+---@return ollie.Chat[]
+function M.every()
+  return every
+end
+
 ---The names of the named chats, for :OllieChat's completion.
 ---@return string[]
 function M.names()
@@ -133,6 +141,7 @@ function M.new(tab, name)
   local cur = vim.api.nvim_get_current_win()
   self.origin_win = chatwin.is_file_win(cur) and cur or nil
   M.chats[tab] = self
+  table.insert(every, self)
   if name then
     M.named[name] = self
   end

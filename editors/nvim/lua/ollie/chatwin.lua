@@ -198,6 +198,16 @@ function W:open(focus)
   end
 end
 
+---Windows showing the chat's buffers with none of its window settings (a session file put them there) get them.
+function W:adopt()
+  local tw, iw = self:windows()
+  for role, win in pairs({ transcript = tw, input = iw }) do
+    if not vim.w[win].ollie_role then
+      setup_win(win, role)
+    end
+  end
+end
+
 ---Go to the input area.
 ---@param insert boolean start insert mode there
 function W:focus_input(insert)

@@ -29,11 +29,10 @@ M.HIGHLIGHTS = {
   OllieChanges = "DiagnosticInfo",
 }
 
----Define the highlight groups (as defaults: a colorscheme or the user's own `:hi` wins).
+---Define the highlight groups (as defaults: a colorscheme or the user's own `:hi` wins), each linked to its stock
+---group, or like it but readable where that is not (colors.lua).
 function M.highlights()
-  for name, link in pairs(M.HIGHLIGHTS) do
-    vim.api.nvim_set_hl(0, name, { link = link, default = true })
-  end
+  require("ollie.colors").define(M.HIGHLIGHTS)
 end
 
 M.ICONS = { pending = "○", in_progress = "◐", completed = "✓", failed = "✗" }
