@@ -354,3 +354,34 @@ def test_a_days_habits_in_and_around_the_chat(workspace, scripted_llm):
     # Bug: under light colorschemes queued prompts, the changes line and a running step were light grey on light.
     assert result["unreadable"] == []
     assert result["queued_link"] == "DiagnosticHint" and result["queued_user_fg"] == 0x123456
+
+
+def test_a_venv_in_the_current_directory_is_never_run(tmp_path):
+    # A repository carrying .venv/bin/ollie-lsp: with no ollie-lsp on PATH, :Ollie ran it as the user, unsandboxed.
+    repo = tmp_path / "repo"
+    bin_dir = repo / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (bin_dir / "ollie-lsp").chmod(0o755)
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+vim.cmd.runtime("plugin/ollie.lua")
+local ollie = require("ollie")
+ollie.setup({{}})
+local cmd, err = require("ollie.config").server_cmd()
+local told = {{}}
+vim.notify = function(msg) table.insert(told, msg) end
+pcall(vim.cmd, "Ollie hello")
+vim.wait(1000, function() return false end)
+io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL, told = told }}))
+vim.cmd("qa!")
+""")
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
+    assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
+    assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"

@@ -26,7 +26,7 @@
 ---@field input_height integer    lines of the input area
 
 ---@class ollie.Config
----@field cmd string[]|nil        command that starts the daemon (default: ollie-lsp on PATH, else .venv/bin/ollie-lsp)
+---@field cmd string[]|nil        command that starts the daemon (default: ollie-lsp on PATH)
 ---@field root_markers string[]   files that mark the project root (the session's working directory)
 ---@field agent string|nil        agent config name
 ---@field backend string|nil      backend override
@@ -204,11 +204,9 @@ function M.server_cmd()
   if vim.fn.executable("ollie-lsp") == 1 then
     return { "ollie-lsp" }
   end
-  local venv = vim.fs.joinpath(vim.fn.getcwd(), ".venv", "bin", "ollie-lsp")
-  if vim.fn.executable(venv) == 1 then
-    return { venv }
-  end
-  return nil, "ollie-lsp not found (looked on PATH and in ./.venv/bin): install it with "
+  -- Never a `.venv/bin/ollie-lsp` of the current directory: a repository may carry one, and it would run as the
+  -- user, outside any sandbox, on the first :Ollie.
+  return nil, "ollie-lsp not found on PATH: install it with "
     .. "`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) or `uv tool install ollie-agent`, "
     .. "or set require('ollie').setup({cmd = {...}})"
 end
