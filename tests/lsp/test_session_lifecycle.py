@@ -82,3 +82,18 @@ def test_the_terminals_session_listing_leaves_out_runs_nobody_typed_in(llm, tmp_
     assert "hi there" in prompted.stdout, prompted.stderr
     listed = sessions()
     assert listed.startswith("sessions (1):"), listed
+
+
+async def test_a_session_runs_in_one_daemon_at_a_time(start_daemon, llm, tmp_path):
+    """Two editor windows on one folder: the second daemon cannot resume the session the first runs (-32007 naming
+    the other window), keeps its own, and resumes it once the first closed it."""
+    llm.script(Reply.text("hi"))
+    first = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    second = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    sid = (await first.request("ollie/submit", {"text": "in the first window"}))["session"]
+    err = await rpc_error(second, "ollie/session/load", {"session": sid})
+    assert err.code == -32007 and "open in another editor window" in err.message
+    assert (await second.request("ollie/state", {}))["session"] != sid
+    assert await first.request("ollie/session/close", {"session": sid}) == {}
+    assert (await second.request("ollie/session/load", {"session": sid}))["session"] == sid
+    assert len((await second.request("ollie/context", {"session": sid}))["messages"]) == 2

@@ -11,6 +11,7 @@ import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext } from "./lib/protocol";
 import { Chip, FromWebview, Header, ToWebview, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
+import { workspaceNote } from "./workFolder";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
@@ -144,7 +145,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       case "openFile":
         return this.openFile(message.path, message.line);
       case "code":
-        return runCodeAction(message.action, message.code, message.file);
+        return runCodeAction(message.action, message.code, message.file, this.conversation.cwd);
       case "pickFile":
         return this.pickFile();
       case "addSelection":
@@ -155,7 +156,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   private async openFile(path: string, line?: number): Promise<void> {
-    const uri = workspaceUri(path);
+    const uri = workspaceUri(path, this.conversation.cwd);
     if (!uri) throw new Error(`${path} is not in the workspace`);
     // The link was written by the model: a file outside the workspace opens only when the user says so.
     if (!(await isInsideWorkspaceUri(uri))) {
@@ -216,7 +217,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     const missing: string[] = [];
     await Promise.all(
       paths.map(async (path) => {
-        const uri = workspaceUri(path.replace(/:\d+$/, ""));
+        const uri = workspaceUri(path.replace(/:\d+$/, ""), this.conversation.cwd);
         // Only workspace files become links; others stay plain text.
         const inside = uri !== undefined && (await isInsideWorkspaceUri(uri));
         const stat = uri && inside ? await Promise.resolve(vscode.workspace.fs.stat(uri)).catch(() => undefined) : undefined;
@@ -234,6 +235,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "webview.js")).toString(),
       styleUri: media("chat.css"),
       iconsUri: media("codicons/codicon.css"),
+      note: workspaceNote(),
     });
   }
 

@@ -11,6 +11,7 @@ import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
 import { rewind } from "./review/rewind";
 import { setApiKey } from "./secrets";
+import { folderOf, folderPaths } from "./workFolder";
 import { errorText } from "./lib/errors";
 
 interface Parts {
@@ -188,7 +189,9 @@ async function historyAction(parts: Parts, choice: SessionChoice): Promise<boole
 }
 
 async function newSession(parts: Parts): Promise<void> {
-  const { session } = await parts.daemon.request<{ session: string }>("ollie/session/new", {});
+  // Multi-root: the new session works in the folder of the active file (the daemon's default is the first folder).
+  const folder = folderPaths().length > 1 ? folderOf(vscode.window.activeTextEditor?.document.uri) : undefined;
+  const { session } = await parts.daemon.request<{ session: string }>("ollie/session/new", folder ? { cwd: folder } : {});
   parts.conversation.switchTo(session);
   await parts.chat.reveal();
 }

@@ -14,6 +14,7 @@ import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
 import { SessionHistory } from "./sessionHistory";
 import { SessionHost } from "./sessionHost";
+import { placement } from "./workFolder";
 
 export interface SessionStatus {
   state: string;
@@ -66,6 +67,8 @@ export class Conversation implements vscode.Disposable {
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
   private restore: string | undefined;
+  // Each session's working directory (`ollie/state`'s cwd): relative file links resolve against it.
+  private readonly cwds = new Map<string, string>();
   // The daemon crashed: the chat its restart brings back says so.
   private crashNotice = false;
 
@@ -79,6 +82,7 @@ export class Conversation implements vscode.Disposable {
       daemon,
       log,
       current: () => this.current,
+      cwdOf: (session) => this.cwds.get(session),
       modelFor: (session) => this.modelFor(session),
       setModel: (session, model) => void this.models.set(session, model),
       running: (session) => this.statuses.get(session)?.running === true,
@@ -117,6 +121,11 @@ export class Conversation implements vscode.Disposable {
     return this.current;
   }
 
+  /** The directory the current session works in, once the daemon said. */
+  get cwd(): string | undefined {
+    return this.cwds.get(this.current ?? "");
+  }
+
   /** How many older messages of the current session are not loaded yet. */
   get earlier(): number {
     return this.history.earlier(this.current ?? "");
@@ -140,12 +149,14 @@ export class Conversation implements vscode.Disposable {
   /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
   async submit(text: string, contexts: readonly EditorContext[] = []): Promise<SubmitResult | undefined> {
     const model = this.model;
+    const fresh = model.items.length === 0;
     this.changed(model.addUser(text, { contextLabels: contexts.map(describeEditorContext) }));
     const mark = model.items.length;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
       if (this.approvals.waiting) await this.settling;
       await this.approvals.applyPending();
+      await this.place(model, contexts, fresh);
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
@@ -266,11 +277,12 @@ export class Conversation implements vscode.Disposable {
   // `ollie/state` of the current session: approval mode and backend health.
   private async refreshState(): Promise<{ session?: string; state?: string; running?: boolean; cost?: unknown } | undefined> {
     try {
-      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown }>(
+      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown }>(
         "ollie/state",
         this.withSession({}),
       );
       const session = typeof state?.session === "string" ? state.session : this.current ?? "";
+      if (typeof state?.cwd === "string") this.cwds.set(session, state.cwd);
       this.approvals.reported(session, state?.approval);
       this.backend = parseBackendStatus(state);
       this.emitOnboarding();
@@ -311,6 +323,30 @@ export class Conversation implements vscode.Disposable {
 
   private withSession<T extends object>(params: T): T & { session?: string } {
     return this.current ? { ...params, session: this.current } : params;
+  }
+
+  // Multi-root: the first prompt moves the session to its file's folder; a later one about another folder's file
+  // is told plainly that the session cannot change it (its edits there would fail in the sandbox).
+  private async place(model: ChatModel, contexts: readonly EditorContext[], fresh: boolean): Promise<void> {
+    const session = this.current;
+    const cwd = this.cwd;
+    const where = session && cwd ? placement(contexts.map((c) => c.uri), cwd, fresh) : undefined;
+    if (!session || !where) return;
+    if ("move" in where) {
+      try {
+        await this.daemon.request("ollie/setCwd", { session, cwd: where.move });
+      } catch (err) {
+        // The prompt still runs, in the folder the session works in now.
+        this.log.warn(`ollie/setCwd ${where.move}: ${errorText(err)}`);
+        return;
+      }
+      this.cwds.set(session, where.move);
+      this.log.info(`session ${session} works in ${where.move} (the folder of the file its first prompt is about)`);
+      return;
+    }
+    const { file, folder } = where.outside;
+    this.changedIn(session, model.addNotice("info", `This session works in ${cwd}: it cannot change ${file}, which is in another ` +
+      `folder (${folder}). Ollie: New Session, with that file active, starts a session there.`));
   }
 
   // The daemon usually reports a failed turn with an `error` event too: show it once.
@@ -384,6 +420,7 @@ export class Conversation implements vscode.Disposable {
     // under "" and moves to the default session once it is known (clearing after the awaits lost it).
     this.current = undefined;
     this.models.clear();
+    this.cwds.clear();
     this.statuses.clear();
     this.history.clear();
     this.dirty.clear();

@@ -6,6 +6,7 @@ import { LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeat
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
 import { daemonSettings } from "./lib/settings";
+import { folderPaths, startFolder } from "./workFolder";
 
 function isExecutable(file: string): boolean {
   try {
@@ -81,12 +82,11 @@ export class Daemon implements vscode.Disposable {
         if (choice) void vscode.commands.executeCommand("workbench.action.openSettingsJson");
       });
     }
-    const folders = vscode.workspace.workspaceFolders ?? [];
     const resolved = resolveServerCommand({
       configured: settings.serverCommand,
       args: settings.serverArgs,
       pathEnv: process.env.PATH ?? "",
-      workspaceDirs: folders.filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath),
+      workspaceDirs: folderPaths(),
       isExecutable,
     });
     if ("error" in resolved) {
@@ -102,7 +102,8 @@ export class Daemon implements vscode.Disposable {
       return undefined;
     })) ?? {};
     if (generation !== this.generation) return false;
-    const cwd = folders[0]?.uri.scheme === "file" ? folders[0].uri.fsPath : undefined;
+    // With no folder open, the editor's own working directory (`/`, the app's dir) would be the sessions': home is.
+    const cwd = startFolder();
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,

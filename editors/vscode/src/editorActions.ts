@@ -4,9 +4,13 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { isInsideWorkspace } from "./lib/workspacePath";
 
-/** The URI of `file`: absolute as is, relative to the first workspace folder; undefined without a folder. */
-export function workspaceUri(file: string): vscode.Uri | undefined {
+/**
+ * The URI of `file`: absolute as is, relative to `base` (the session's directory: the model writes paths relative to
+ * it, in a multi-root window maybe not the first folder), else to the first workspace folder; undefined with neither.
+ */
+export function workspaceUri(file: string, base?: string): vscode.Uri | undefined {
   if (path.isAbsolute(file)) return vscode.Uri.file(file);
+  if (base) return vscode.Uri.file(path.join(base, file));
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === "file");
   return folder ? vscode.Uri.joinPath(folder.uri, file) : undefined;
 }
@@ -24,7 +28,7 @@ export async function isInsideWorkspaceUri(uri: vscode.Uri): Promise<boolean> {
 }
 
 /** Copy the code, insert it at the cursor (replacing the selection), or apply it as the whole text of `file` (else the active editor's file). */
-export async function runCodeAction(action: "copy" | "insert" | "apply", code: string, file?: string): Promise<void> {
+export async function runCodeAction(action: "copy" | "insert" | "apply", code: string, file?: string, base?: string): Promise<void> {
   if (action === "copy") {
     await vscode.env.clipboard.writeText(code);
     vscode.window.setStatusBarMessage("$(copy) Ollie: code copied", 2000);
@@ -37,7 +41,7 @@ export async function runCodeAction(action: "copy" | "insert" | "apply", code: s
     await editor.edit((edit) => edit.replace(editor.selection, code));
     return;
   }
-  const uri = file ? workspaceUri(file) : targetEditor()?.document.uri;
+  const uri = file ? workspaceUri(file, base) : targetEditor()?.document.uri;
   if (!uri) throw new Error("open the file to apply the code to (or name it in the code block)");
   // Resolved first: a workspace symlink to a file outside would otherwise pass for a workspace file.
   if (!(await isInsideWorkspaceUri(uri))) throw new Error(`${uri.fsPath} is outside the workspace: not applied`);

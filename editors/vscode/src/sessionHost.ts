@@ -10,6 +10,8 @@ export interface SessionHost {
   readonly log: vscode.LogOutputChannel;
   /** The session the view shows (undefined until the daemon's first session is known). */
   current(): string | undefined;
+  /** The directory `session` works in, once the daemon said (its paths are relative to it). */
+  cwdOf(session: string): string | undefined;
   /** `session`'s chat model (created on first use). */
   modelFor(session: string): ChatModel;
   /** Replace `session`'s chat model (with one read from its saved history). */

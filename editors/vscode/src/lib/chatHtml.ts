@@ -9,6 +9,8 @@ export interface ChatHtmlOptions {
   styleUri: string;
   /** The codicon font's stylesheet (media/codicons). */
   iconsUri?: string;
+  /** Where Ollie works, when the window does not make it plain (no folder open): shown in the empty chat. */
+  note?: string;
 }
 
 /** The Content-Security-Policy: nothing by default; styles/fonts/images from the extension; scripts by nonce only. */
@@ -55,7 +57,7 @@ ${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n
 <div id="empty" class="empty">
 <p class="empty-title">Ask Ollie about your code</p>
 <p>It reads, edits and runs things in your workspace; every change can be reviewed and undone.</p>
-<p><kbd>/</kbd> commands · <kbd>@</kbd> add a file · <kbd>#</kbd> add the selection</p>
+${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</kbd> commands · <kbd>@</kbd> add a file · <kbd>#</kbd> add the selection</p>
 </div>
 <main id="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0"></main>
 <button type="button" id="jump" class="jump" hidden aria-label="Jump to the latest message"><span class="codicon codicon-arrow-down" aria-hidden="true"></span> Jump to latest</button>

@@ -24,7 +24,8 @@ async function realOrNearest(file: string, realpath: Realpath): Promise<string> 
   }
 }
 
-function within(child: string, root: string): boolean {
+/** Whether path `child` lies inside `root` (or is it), as written: no symlinks resolved. */
+export function within(child: string, root: string): boolean {
   const relative = path.relative(root, child);
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }

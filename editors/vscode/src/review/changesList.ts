@@ -37,7 +37,7 @@ export class ChangesLists {
   async show(session: string): Promise<void> {
     try {
       const { turn, files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session }));
-      markUnsaved(files);
+      markUnsaved(files, this.host.cwdOf(session));
       if (turn === null || files.length === 0) return;
       const model = this.host.modelFor(session);
       if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === turn)) return;
@@ -72,7 +72,7 @@ export class ChangesLists {
   private async refresh(item: ChangesItem): Promise<void> {
     try {
       const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
-      item.files = mergeChanges(item.files, markUnsaved(files));
+      item.files = mergeChanges(item.files, markUnsaved(files, this.host.cwdOf(item.session)));
     } catch (err) {
       this.host.log.warn(`ollie/changes: ${errorText(err)}`);
     }
@@ -80,10 +80,10 @@ export class ChangesLists {
 }
 
 // Which of the turn's buffer edits the editor still holds unsaved (a web editor may have auto-saved them).
-function markUnsaved(files: ChangedFile[]): ChangedFile[] {
+function markUnsaved(files: ChangedFile[], cwd: string | undefined): ChangedFile[] {
   for (const file of files) {
     if (!file.inEditor) continue;
-    const uri = workspaceUri(file.path)?.toString();
+    const uri = workspaceUri(file.path, cwd)?.toString();
     file.unsaved = vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
   }
   return files;

@@ -200,6 +200,17 @@ export async function startVSCode(workspace, dirs, env) {
   return { browser, page, address };
 }
 
+/** Poll `check` until it returns something truthy (returned); throws naming `what` after `timeout` ms. */
+export async function until(what, check, timeout = waitMs) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 /** Wait until one saved line (the daemon's session record) holds every one of `needles`. */
 export async function waitForSavedPrompt(dir, needles) {
   const deadline = Date.now() + waitMs;

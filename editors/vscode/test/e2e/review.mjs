@@ -2,13 +2,15 @@
 // edit (two hunks) reviewed in the diff editor, one hunk undone, a stale undo refused; the model gets a
 // real TypeScript diagnostic from VS Code (editor tools); an edit of an open (unsaved) document listed and undone
 // in its buffer; session history (rename, resume); rewind (the chat drops the turns, Undo Rewind brings them back);
-// a window reload shows the same session again.
+// a window reload shows the same session again; then a second window on the folder, a multi-root workspace and a
+// window with no folder open (windows.mjs).
 //
 // Usage: node test/e2e/review.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { WINDOW_REPLIES, otherWindows } from "./windows.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
 const EDITED = ORIGINAL.replace("line 2\n", "LINE TWO\n").replace("line 12\n", "LINE TWELVE\n");
@@ -39,17 +41,8 @@ const script = [
     tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["open.py", "value = 1\n", "value = 2\n"] }] } }],
   },
   { text: "open.py now says 2." },
+  ...WINDOW_REPLIES,
 ];
-
-async function until(what, check, timeout = waitMs) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 async function notification(page, text, timeout = waitMs) {
   await page.locator(".notifications-toasts .notification-toast", { hasText: text }).first().waitFor({ timeout });
@@ -96,7 +89,7 @@ await withVSCode(
     // code-server (a web editor) saves after a delay by default; desktop VS Code does not: keep buffers unsaved.
     settings: { "ollie.backend": "openai", "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
-  async ({ page, workspace, userData, dataDir, startLLM, screenshot }) => {
+  async ({ page, browser, workspace, userData, dataDir, startLLM, screenshot }) => {
     await startLLM(script, { port });
     const app = path.join(workspace, "app.py");
     // The palette lists the extension's commands once it is loaded: its status item says so.
@@ -269,5 +262,8 @@ await withVSCode(
     if (restoredDraft !== draft) throw new Error(`the prompt being typed was lost in the reload: ${JSON.stringify(restoredDraft)}`);
     await screenshot("reloaded");
     log("a window reload shows the session it showed before, and the prompt being typed");
+
+    // 12. More windows: a second one on this folder, a multi-root workspace, one with no folder (windows.mjs).
+    await otherWindows({ browser, first: page, workspace, dataDir, firstSays: "bad.ts has a type error." });
   },
 );

@@ -61,6 +61,9 @@ test("the chat page is accessible: a log for the transcript, labelled controls, 
   // Every icon-only button says what it does.
   for (const tag of html.match(/<button[^>]*class="icon-button"[^>]*>/g) ?? []) assert.match(tag, /aria-label="[^"]+"/);
   assert.doesNotMatch(html, /id="state"|id="cost"/, "state and cost live in the status bar only");
+  assert.doesNotMatch(html, /class="note"/, "no note where the workspace says where Ollie works");
+  const noFolder = chatHtml({ cspSource: "c", nonce: "n", scriptUri: "s.js", styleUri: "chat.css", note: "No folder is open: <home>" });
+  assert.match(noFolder, /<div id="empty" class="empty">[^]*<p class="note">No folder is open: &lt;home><\/p>[^]*<\/div>/);
 });
 
 test("the model and agent pickers' choices come from listModels and listAgents", () => {
