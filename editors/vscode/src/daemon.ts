@@ -5,8 +5,8 @@ import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature, TransportKind } from "vscode-languageclient/node";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
-import { daemonSettings } from "./lib/settings";
-import { folderPaths, startFolder } from "./workFolder";
+import { daemonSettings, settingValue } from "./lib/settings";
+import { startFolder } from "./workFolder";
 
 function isExecutable(file: string): boolean {
   try {
@@ -75,7 +75,16 @@ export class Daemon implements vscode.Disposable {
   /** Start the daemon from the current settings; shows an error and stays stopped when it cannot. */
   async start(): Promise<boolean> {
     const config = vscode.workspace.getConfiguration("ollie");
-    const { settings, warnings } = daemonSettings((name) => config.get<unknown>(name));
+    const ignored: string[] = [];
+    const { settings, warnings } = daemonSettings((name) => {
+      const { value, ignored: fromWorkspace } = settingValue(name, config.inspect(name), config.get<unknown>(name));
+      if (fromWorkspace) ignored.push(`"ollie.${name}"`);
+      return value;
+    });
+    if (ignored.length) {
+      warnings.push(`this workspace's settings set ${ignored.join(", ")}: ignored. A repository must not choose the ` +
+        "command Ollie runs or its agent; set them in your user settings.");
+    }
     for (const warning of warnings) {
       this.log.warn(warning);
       void vscode.window.showWarningMessage(`Ollie: ${warning}`, "Open Settings").then((choice) => {
@@ -86,7 +95,6 @@ export class Daemon implements vscode.Disposable {
       configured: settings.serverCommand,
       args: settings.serverArgs,
       pathEnv: process.env.PATH ?? "",
-      workspaceDirs: folderPaths(),
       isExecutable,
     });
     if ("error" in resolved) {

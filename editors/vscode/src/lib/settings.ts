@@ -45,3 +45,22 @@ export function daemonSettings(get: (name: string) => unknown): { settings: Daem
   }
   return { settings, warnings };
 }
+
+/** What a workspace's own settings may not choose, only the user's: the command Ollie runs, its arguments and
+ * environment, and the agent (a repository could pick `yolo`, whose tools run outside the sandbox). */
+export const USER_ONLY: ReadonlySet<string> = new Set(["serverCommand", "serverArgs", "serverEnv", "agent"]);
+
+/** The layers of one setting (`WorkspaceConfiguration.inspect`), as far as they matter here. */
+export interface SettingLayers {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/** The value to start the daemon with: for a USER_ONLY setting the user's own (a workspace's is `ignored`), else
+ * the effective one. */
+export function settingValue(name: string, layers: SettingLayers | undefined, effective: unknown): { value: unknown; ignored: boolean } {
+  if (!USER_ONLY.has(name)) return { value: effective, ignored: false };
+  const ignored = layers?.workspaceValue !== undefined || layers?.workspaceFolderValue !== undefined;
+  return { value: layers?.globalValue, ignored };
+}

@@ -469,8 +469,13 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   log("a daemon killed mid-turn: the chat said so, came back with the same conversation, and the next prompt was answered");
 
   // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
+  // The same workspace settings also try what a repository must not choose: the daemon command and the `yolo` agent
+  // (its tools run outside the sandbox). Both are ignored, and the user is told.
   fs.mkdirSync(path.join(workspace, ".vscode"));
-  fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({ "ollie.model": "e2e-model" }));
+  fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({
+    "ollie.model": "e2e-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
+  await page.locator(".notifications-toasts .notification-toast", { hasText: "ollie.agent" }).first().waitFor({ timeout: waitMs });
+  await runCommand(page, "Notifications: Clear All Notifications"); // the toast sits over the chat's input
   const modelDeadline = Date.now() + waitMs;
   for (;;) {
     await fillInput(chat, "/model");
@@ -482,6 +487,13 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
     if (Date.now() > modelDeadline) throw new Error(`the model setting never reached the daemon: ${JSON.stringify(notices)}`);
   }
   log("a settings change restarted the daemon with the new model");
+  await fillInput(chat, "/agent");
+  await chat.locator("#input").press("Escape");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.notice", { hasText: "agent: default" }).last().waitFor({ timeout: waitMs });
+  const agentNotices = await chat.locator(".item.notice").allTextContents();
+  if (agentNotices.some((text) => text.includes("agent: yolo"))) throw new Error(`the workspace chose the agent: ${JSON.stringify(agentNotices)}`);
+  log("a workspace's ollie.agent and ollie.serverCommand were ignored, and the user was told");
   await screenshot("final");
   log(`screenshots in ${artifacts}`);
 });

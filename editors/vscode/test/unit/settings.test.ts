@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { daemonSettings } from "../../src/lib/settings";
+import { daemonSettings, settingValue } from "../../src/lib/settings";
 
 const from = (values: Record<string, unknown>) => daemonSettings((name) => values[name]);
 
@@ -26,4 +26,14 @@ test("a wrong type in settings.json is ignored with a warning naming the setting
   ]);
   assert.deepEqual(from({ serverEnv: { OK: "1", BAD: { x: 1 } } }).settings.serverEnv, { OK: "1" });
   assert.deepEqual(from({ serverEnv: { OK: "1", BAD: { x: 1 } } }).warnings, ['"ollie.serverEnv.BAD" must be a string: its value is ignored.']);
+});
+
+test("a workspace's settings cannot choose the daemon command, its environment or the agent", () => {
+  const repo = { globalValue: undefined, workspaceValue: "yolo" };
+  assert.deepEqual(settingValue("agent", repo, "yolo"), { value: undefined, ignored: true });
+  assert.deepEqual(settingValue("serverCommand", { globalValue: "/usr/bin/ollie-lsp", workspaceFolderValue: "./evil.sh" }, "./evil.sh"),
+    { value: "/usr/bin/ollie-lsp", ignored: true });
+  assert.deepEqual(settingValue("serverEnv", { globalValue: { A: "1" } }, { A: "1" }), { value: { A: "1" }, ignored: false });
+  // A model or a backend a project prefers is still its to choose.
+  assert.deepEqual(settingValue("model", { workspaceValue: "e2e-model" }, "e2e-model"), { value: "e2e-model", ignored: false });
 });
