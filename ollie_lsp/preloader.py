@@ -32,6 +32,7 @@ from ollie_lsp.warm import (
     STDIO,
     WarmUnavailable,
     check_peer,
+    env_seconds,
 )
 
 REQUEST_TIMEOUT_S = 5.0  # from accept to the whole request
@@ -60,7 +61,6 @@ def preload() -> None:
     import ollie.sandbox.spawn  # noqa: F401
     import ollie_lsp.__main__  # noqa: F401
     import ollie_lsp.methods  # noqa: F401
-    import ollie_lsp.server  # noqa: F401
     import ollie_lsp.sessions  # noqa: F401
     from ollie_lsp.server import prebuild_converter
 
@@ -69,10 +69,7 @@ def preload() -> None:
 
 def idle_seconds() -> float:
     """How long the preloader waits with no daemon of its own before it ends (OLLIE_LSP_WARM_IDLE_S)."""
-    try:
-        return max(1.0, float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S)))
-    except ValueError:
-        return DEFAULT_IDLE_S
+    return env_seconds(IDLE_ENV, DEFAULT_IDLE_S, low=1.0)
 
 
 def _parse(body: bytes, fds: list[int], launcher_pidfd: int) -> Request:

@@ -278,12 +278,17 @@ def _read_line(reader: socket.socket) -> str | None:
     return line.decode("ascii", "replace").strip()
 
 
+def env_seconds(name: str, default: float, *, low: float, high: float = float("inf")) -> float:
+    """Seconds from environment variable `name`, kept within [low, high]; `default` when unset or not a number."""
+    try:
+        return min(high, max(low, float(os.environ.get(name, default))))
+    except ValueError:
+        return default
+
+
 def pid_wait_seconds() -> float:
     """How long to wait for the preloader's fork (OLLIE_LSP_WARM_WAIT_S, at most PID_TIMEOUT_S)."""
-    try:
-        return min(PID_TIMEOUT_S, max(0.1, float(os.environ.get(WAIT_ENV, PID_TIMEOUT_S))))
-    except ValueError:
-        return PID_TIMEOUT_S
+    return env_seconds(WAIT_ENV, PID_TIMEOUT_S, low=0.1, high=PID_TIMEOUT_S)
 
 
 def _follow(sock: socket.socket) -> int | None:

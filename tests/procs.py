@@ -13,6 +13,7 @@ import contextlib
 import os
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -88,3 +89,11 @@ def host_pid(step: int, pid: int) -> int:
                 if int(status.split("NSpid:", 1)[1].splitlines()[0].split()[-1]) == pid:
                     return int(entry.name)
     raise AssertionError(f"no process {pid} in {step}'s PID namespace")
+
+
+def wait_until(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """Poll `predicate` until it is true; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -16,7 +16,7 @@ import pytest
 from bench.lspwire import LSPProcess
 from ollie.testing import Reply
 from ollie_lsp.server import EXIT_BACKSTOP_S
-from tests.procs import children_of, new_mark, process_gone, processes_with
+from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
 
 # How long a daemon may take to end once its client is gone (the standard: a few seconds).
 GONE_WITHIN_S = 6.0
@@ -41,13 +41,6 @@ def fork_server_of(daemon: LSPProcess) -> int:
             if b"forkserver.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
     raise AssertionError(f"the daemon {daemon.pid} has no fork server")
-
-
-def wait_until(predicate: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 from bench.lspwire import LSPProcess
 from ollie.testing import Reply
 from ollie_lsp import warm
-from tests.procs import children_of, new_mark, process_gone, processes_with
+from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
 from tests.reliability.conftest import DAEMON, daemon_env
 
 GONE_WITHIN_S = 6.0
@@ -35,13 +35,6 @@ def no_new_privs() -> None:
     """preexec_fn: the child runs under no_new_privs, as every process in ollie's sandbox does."""
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-
-
-def wait_until(predicate: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 @pytest.fixture
