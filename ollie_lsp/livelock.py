@@ -61,7 +61,7 @@ def hold(session_id: str) -> LiveLock | None:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if _same_file(fd, path):
+            if same_file(fd, path):
                 break
             os.close(fd)  # locked a file its holder removed on release: lock the current one
         except BlockingIOError:
@@ -78,7 +78,8 @@ def hold(session_id: str) -> LiveLock | None:
     return LiveLock(fd, path)
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (a lock file its holder removed on release is not)."""
     try:
         return os.path.samestat(os.fstat(fd), path.stat())
     except FileNotFoundError:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox.fdio import recv_fds
+from ollie_lsp.livelock import same_file
 from ollie_lsp.warm import (
     DEFAULT_IDLE_S,
     HEADER,
@@ -375,6 +376,10 @@ def take_lock(path: Path) -> int | None:
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
+        os.close(lock_fd)
+        return None
+    # An ending preloader removes its lock file (close()): one opened just before that, locked now, guards nothing.
+    if not same_file(lock_fd, Path(f"{path}.lock")):
         os.close(lock_fd)
         return None
     return lock_fd

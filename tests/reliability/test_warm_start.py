@@ -449,3 +449,22 @@ def test_the_preloaders_converter_goes_to_the_first_server_only():
     first, second = server.build_server(), server.build_server()
     assert first.protocol._converter is built, "the fork built a converter of its own"
     assert second.protocol._converter is not built, "two servers shared one converter"
+
+
+def test_a_lock_file_removed_before_it_is_locked_is_not_taken(tmp_path, monkeypatch):
+    # An ending preloader removes its lock file; one that opened it just before, and locks it now, guards nothing:
+    # a third preloader would lock the new file and serve on the same socket path beside it.
+    from ollie_lsp import preloader
+
+    path = tmp_path / "warm-key.sock"
+    taken = preloader.take_lock(path)
+    assert taken is not None
+    os.close(taken)
+    lock = preloader.fcntl.flock
+
+    def removed_first(fd: int, operation: int) -> None:
+        os.unlink(f"{path}.lock")
+        lock(fd, operation)
+
+    monkeypatch.setattr(preloader.fcntl, "flock", removed_first)
+    assert preloader.take_lock(path) is None
