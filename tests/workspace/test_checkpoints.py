@@ -125,3 +125,43 @@ async def test_rewind_refuses_to_overwrite_a_file_it_does_not_track(project: Pat
     with pytest.raises(WorkspaceError, match="cannot rewind"):
         await cps.restore(before)
     assert (project / "data.txt").stat().st_size == 4096 and (project / "README.md").read_text() == "edited\n"
+
+
+async def test_rewind_restores_a_tracked_directory_replaced_by_a_symlink_and_writes_nothing_outside(
+        project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_text("outside\n")
+    (project / "src" / "app.py").write_text("mine\n")
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").unlink()
+    (project / "src").rmdir()
+    (project / "src").symlink_to(outside)  # tool code swaps the tracked directory for a symlink
+    await cps.restore(before)
+    assert not (project / "src").is_symlink()
+    assert (project / "src" / "app.py").read_text() == "mine\n"
+    assert (outside / "app.py").read_text() == "outside\n" and sorted(os.listdir(outside)) == ["app.py"]
+    assert await cps.changes(before) == []
+
+
+async def test_rewind_refuses_a_write_through_a_directory_swapped_for_a_symlink_during_it(
+        project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "src" / "app.py").write_text("mine\n")
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").write_text("changed\n")
+    changed = await cps.snapshot()
+    await cps.restore(before)
+    # An untracked symlink where the tracked directory was (as if swapped between listing and writing).
+    (project / "src" / "app.py").unlink()
+    (project / "src").rmdir()
+    (project / "src").symlink_to(outside)
+    from ollie.workspace import checkpoints as module
+    changes = await cps.changes(await cps.snapshot(), changed)
+    src_change = [c for c in changes if c.path == "src/app.py"]
+    with pytest.raises(OSError):
+        module._apply(Path(os.path.realpath(project)), src_change)  # the write alone, as in the race
+    assert os.listdir(outside) == []

@@ -9,7 +9,7 @@ import re
 import stat
 from pathlib import Path
 
-from ollie import paths
+from ollie import beneath, paths
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.shadowgit import ShadowGit
@@ -44,6 +44,39 @@ def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
         return data.decode("utf-8"), False
     except UnicodeDecodeError:
         return None, True
+
+
+def _apply(root: Path, changes: list[FileChange]) -> None:
+    """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
+
+    Refused before anything is touched when a path to be written holds a file the checkpoints do not track
+    (ignored, or over the size cap): the rewind would destroy it.
+    """
+    for change in changes:
+        try:
+            found = beneath.kind_sync(root, change.path) if change.old_data is None else None
+        except beneath.OutsideRoot:
+            continue  # below a symlink the rewind itself removes (else the write is refused)
+        if found not in (None, "dir"):
+            raise WorkspaceError(f"{change.path} exists but is not checkpointed (ignored or too large); "
+                                 "move it away first")
+    gone = sorted((c.path for c in changes if c.new_data is None), key=lambda p: p.count("/"), reverse=True)
+    for rel in gone:
+        beneath.remove_sync(root, rel)
+        parent = os.path.dirname(rel)
+        while parent:
+            try:
+                beneath.remove_sync(root, parent)  # only an empty directory goes
+            except OSError:
+                break
+            parent = os.path.dirname(parent)
+    for change in changes:
+        if change.new_data is None:
+            continue
+        if change.new_mode == "120000":
+            beneath.symlink_sync(root, change.path, os.fsdecode(change.new_data))
+        else:
+            beneath.write_bytes_sync(root, change.path, change.new_data, 0o755 if change.new_mode == "100755" else 0o644)
 
 
 class Checkpoints:
@@ -87,14 +120,16 @@ class Checkpoints:
         update: set[str] = set()
         drop: set[str] = set()
         untracked = 0
-        for item in listing.split(b"\0"):
-            if len(item) < 3:
-                continue
-            tag, rel = item[:1], os.fsdecode(item[2:])
-            if rel.endswith("/"):
-                continue  # a nested repository: its own history, not ours to snapshot
+        items = [(item[:1], os.fsdecode(item[2:])) for item in listing.split(b"\0") if len(item) >= 3]
+        over, beyond = await asyncio.to_thread(self._inspect, [rel for _, rel in items])
+        # Deleted, or now below a symlinked directory (git would look through it): dropped by name.
+        deleted = beyond | {rel for tag, rel in items if tag == b"R"}
+        drop.update(deleted)
+        for tag, rel in items:
+            if rel.endswith("/") or rel in deleted:
+                continue  # a nested repository (its own history, not ours to snapshot), or gone
             untracked += tag == b"?"
-            if self._over_cap(rel):
+            if rel in over:
                 if tag != b"?":
                     drop.add(rel)  # tracked, and grew past the cap: stop tracking it
                 continue
@@ -102,12 +137,12 @@ class Checkpoints:
         if untracked > self.max_files:
             raise CheckpointUnavailable(f"{self.root} has more than {self.max_files:,} files not ignored: "
                                         "too many to checkpoint")
-        if update:
-            await self.git.run("update-index", "--add", "--remove", "-z", "--stdin",
-                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
         if drop:
             await self.git.run("update-index", "--force-remove", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
+        if update:
+            await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
         cached = self._tree
         if not update and not drop and cached is not None and cached[0] == self._index_key():
             return cached[1]
@@ -124,13 +159,20 @@ class Checkpoints:
             return None
         return st.st_mtime_ns, st.st_size, st.st_ino
 
-    def _over_cap(self, rel: str) -> bool:
-        """Whether `rel` is a regular file larger than the size cap (skipped, left as it is)."""
-        try:
-            st = os.lstat(self.root / rel)
-        except OSError:
-            return False
-        return stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes
+    def _inspect(self, rels: list[str]) -> tuple[set[str], set[str]]:
+        """Those of `rels` that are regular files over the size cap (left as they are), and those below a symlink."""
+        over, beyond = set(), set()
+        for rel in rels:
+            try:
+                st = beneath.lstat_sync(self.root, rel.rstrip("/"))
+            except beneath.OutsideRoot:
+                beyond.add(rel)
+                continue
+            except OSError:
+                continue
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+                over.add(rel)
+        return over, beyond
 
     async def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """The files that differ from checkpoint `before` to `after` (None: the work tree now), with hunks."""
@@ -138,16 +180,7 @@ class Checkpoints:
             after = await self.snapshot()
         else:
             await self._ensure()
-        raw = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", before, after)
-        fields = raw.split(b"\0")
-        entries: list[tuple[str, str, str, str, str, str]] = []
-        for meta, rel in zip(fields[0::2], fields[1::2], strict=False):
-            if not meta.startswith(b":"):
-                continue
-            old_mode, new_mode, old_id, new_id, code = meta[1:].decode().split()
-            if "160000" in (old_mode, new_mode):
-                continue  # nested repositories are never snapshotted
-            entries.append((os.fsdecode(rel), code[0], old_mode, new_mode, old_id, new_id))
+        entries = await self._raw_diff(before, after)
         blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
         out: list[FileChange] = []
         for rel, code, old_mode, new_mode, old_id, new_id in entries:
@@ -164,20 +197,45 @@ class Checkpoints:
                                   new_mode=new_mode, old_data=old_data, new_data=new_data))
         return out
 
+    async def _raw_diff(self, before: str, after: str) -> list[tuple[str, str, str, str, str, str]]:
+        """(path, status letter, old mode, new mode, old id, new id) of each file differing between two trees."""
+        raw = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", before, after)
+        fields = raw.split(b"\0")
+        entries: list[tuple[str, str, str, str, str, str]] = []
+        for meta, rel in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(b":"):
+                continue
+            old_mode, new_mode, old_id, new_id, code = meta[1:].decode().split()
+            if "160000" in (old_mode, new_mode):
+                continue  # nested repositories are never snapshotted
+            entries.append((os.fsdecode(rel), code[0], old_mode, new_mode, old_id, new_id))
+        return entries
+
     async def restore(self, checkpoint: str) -> Restored:
         """Rewind the work tree to `checkpoint`; a snapshot is taken first (restore it to undo the rewind).
 
         Files added since are removed, changed and deleted ones restored; ignored and over-cap files are
-        left alone. git writes the files, so it never writes through a symlinked directory.
+        left alone. The daemon writes them itself, through `ollie.beneath`: relative to held directory
+        fds, never through a symlink, so a directory swapped for one (before or during) cannot send a
+        write outside the root; git only updates the shadow index.
         """
         async with self._lock:
             current = await self._snapshot()
             changed = await self.changes(current, checkpoint)
             try:
-                # Two-tree merge from the index (== current, stat-fresh): only differing paths are touched.
-                await self.git.run("read-tree", "-m", "-u", current, checkpoint)
-            except GitError as exc:
+                await asyncio.to_thread(_apply, self.root, changed)
+            except (OSError, WorkspaceError) as exc:
                 raise WorkspaceError(f"cannot rewind {self.root} to {checkpoint[:12]}: {exc}") from exc
+            finally:
+                # The index takes the checkpoint's entries for the paths that differ, with no stat info: the
+                # next snapshot re-reads just those, so even a partial rewind is recorded as it is.
+                entries = await self._raw_diff(current, checkpoint)
+                for removals in (True, False):  # a file and a directory of one name: the old one goes first
+                    info = b"".join(f"{new_mode} {new_id}\t".encode() + os.fsencode(rel) + b"\0"
+                                    for rel, _, _, new_mode, _, new_id in entries if (new_id == _ZERO) == removals)
+                    if info:
+                        await self.git.run("update-index", "-z", "--index-info", stdin=info)
+                self._tree = None
             await self.git.run("update-ref", f"refs/ollie/rewinds/{current}", current)
             return Restored(checkpoint=checkpoint, undo_checkpoint=current, changes=tuple(changed))
 

@@ -1,0 +1,336 @@
+"""The daemon's one way to files beneath a workspace or session root: no symlinks, only files and dirs, sizes capped.
+
+The workspace is written by tool code (and planted by whoever made the
+repository): anything in it may be a symlink to a secret, a FIFO that blocks
+a reader for good, a device that never ends, or a file of many gigabytes.
+Every read, stat, write, rename and unlink the daemon makes under a root goes
+through here (tests/reliability/test_chokepoint_scan.py keeps it so):
+
+- a path is resolved beneath the root without following any symlink, in the
+  kernel (`openat2` with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or by a walk
+  that opens each component O_NOFOLLOW from the one before where openat2 is
+  missing; writes happen relative to the held parent directory's fd, so a
+  directory swapped for a symlink half-way cannot redirect them;
+- what is opened is checked with fstat: only regular files and directories
+  (a FIFO or device is opened O_NONBLOCK, so the check itself never blocks);
+- reads stop at a cap (`TooLarge`, not a read), configurable with
+  OLLIE_MAX_FILE_BYTES;
+- the async functions run in a thread: the event loop never waits on a disk.
+
+The sync functions (`*_sync`) are for code already running in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CAP_ENV = "OLLIE_MAX_FILE_BYTES"
+DEFAULT_CAP = 16 * 1024 * 1024
+_SYS_OPENAT2 = 437  # x86-64 and arm64 alike
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+_O_PATH = getattr(os, "O_PATH", 0o10000000)
+_CHUNK = 1 << 16
+
+
+class BeneathError(OSError):
+    """A path the daemon refuses to touch (outside the root, through a symlink, not a file, too large)."""
+
+
+class OutsideRoot(BeneathError):
+    """The path leaves the root (`..`, absolute elsewhere) or goes through a symlink."""
+
+
+class NotRegular(BeneathError):
+    """A FIFO, device, socket or symlink where a regular file (or directory) was expected."""
+
+
+class TooLarge(BeneathError):
+    """The file is larger than the cap: it was not read."""
+
+    def __init__(self, path: str, size: int, cap: int) -> None:
+        super().__init__(errno.EFBIG, f"{path} is larger than {cap:,} bytes ({size:,}); not read")
+        self.size = size
+        self.cap = cap
+
+
+def cap() -> int:
+    """The read cap in bytes: OLLIE_MAX_FILE_BYTES when set to a positive integer, else 16 MiB."""
+    raw = os.environ.get(CAP_ENV, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CAP
+
+
+def relative(root: Path | str, given: Path | str) -> str:
+    """`given` (absolute, or relative to `root`) as a normalised path beneath `root` ("." for the root itself).
+
+    Purely lexical: `..` that climbs out, an absolute path elsewhere and a NUL are OutsideRoot.
+    Symlinks are refused later, when the path is opened.
+    """
+    text = os.fspath(given)
+    if "\0" in text or not text:
+        raise OutsideRoot(errno.EINVAL, f"{text!r}: not a path")
+    base = os.fspath(root)
+    if os.path.isabs(text):
+        for candidate in dict.fromkeys((base, os.path.realpath(base))):
+            rel = os.path.relpath(os.path.normpath(text), candidate)
+            if rel != ".." and not rel.startswith("../"):
+                return rel
+        raise OutsideRoot(errno.EXDEV, f"{text}: not inside {base}")
+    rel = os.path.normpath(text)
+    if rel == ".." or rel.startswith("../"):
+        raise OutsideRoot(errno.EXDEV, f"{text}: leaves {base}")
+    return rel
+
+
+def inside(root: Path | str, given: Path | str) -> bool:
+    """Whether `given` names a path beneath `root` lexically (symlinks are still refused on open)."""
+    try:
+        relative(root, given)
+    except OutsideRoot:
+        return False
+    return True
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_openat2_ok = hasattr(_libc, "syscall")
+
+
+def _openat2(dir_fd: int, rel: str, flags: int) -> int:
+    """openat2(dir_fd, rel, flags, BENEATH|NO_SYMLINKS); ENOSYS when the kernel lacks it."""
+    how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), rel)
+    return fd
+
+
+def _walk_open(dir_fd: int, rel: str, flags: int) -> int:
+    """The same as `_openat2` by hand: each directory opened O_NOFOLLOW from the one before."""
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise OSError(errno.EXDEV, "a path with '..' is refused", rel)
+    if not parts:
+        return os.open(".", flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    current = os.dup(dir_fd)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+            except NotADirectoryError:
+                if stat.S_ISLNK(os.stat(part, dir_fd=current, follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, "a symlink on the way", rel) from None
+                raise
+            os.close(current)
+            current = nxt
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+    finally:
+        os.close(current)
+
+
+def _open_at(dir_fd: int, rel: str, flags: int) -> int:
+    global _openat2_ok
+    if _openat2_ok:
+        try:
+            return _openat2(dir_fd, rel, flags)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EPERM):  # EPERM: a seccomp filter that forbids it
+                raise
+            _openat2_ok = False
+    return _walk_open(dir_fd, rel, flags)
+
+
+@contextmanager
+def _fd(root: Path | str, rel: str, flags: int) -> Iterator[int]:
+    """An fd of `rel` beneath `root` opened with `flags`; OutsideRoot for a symlink or an escape."""
+    root_fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fd = _open_at(root_fd, rel, flags)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                raise OutsideRoot(exc.errno, f"{rel}: a symlink on the way, or outside {root}") from exc
+            if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader, a socket
+                raise NotRegular(exc.errno, f"{rel} is not a regular file") from exc
+            raise
+    finally:
+        os.close(root_fd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _regular(fd: int, rel: str) -> os.stat_result:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegular(errno.EINVAL, f"{rel} is not a regular file")
+    return info
+
+
+def read_bytes_sync(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of regular file `path` beneath `root`; FileNotFoundError, OutsideRoot, NotRegular or TooLarge."""
+    rel = relative(root, path)
+    most = cap() if limit is None else limit
+    with _fd(root, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY) as fd:
+        info = _regular(fd, rel)
+        if info.st_size > most:
+            raise TooLarge(rel, info.st_size, most)
+        chunks: list[bytes] = []
+        got = 0
+        while chunk := os.read(fd, min(_CHUNK, most + 1 - got)):
+            chunks.append(chunk)
+            got += len(chunk)
+            if got > most:  # it grew while read
+                raise TooLarge(rel, got, most)
+        return b"".join(chunks)
+
+
+def read_text_sync(root: Path | str, path: Path | str, limit: int | None = None, errors: str = "strict") -> str:
+    """`read_bytes_sync` decoded as UTF-8 (UnicodeDecodeError with errors='strict')."""
+    return read_bytes_sync(root, path, limit).decode("utf-8", errors=errors)
+
+
+def lstat_sync(root: Path | str, path: Path | str) -> os.stat_result | None:
+    """The entry's own stat (a symlink's, never its target's); None when absent; OutsideRoot past a symlinked dir."""
+    rel = relative(root, path)
+    parent, name = os.path.split(rel)
+    try:
+        with _fd(root, parent or ".", _O_PATH | os.O_DIRECTORY) as dir_fd:
+            return os.stat(name or ".", dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def kind_sync(root: Path | str, path: Path | str) -> str | None:
+    """'file', 'dir', 'symlink' or 'other' (FIFO, device, socket); None when absent."""
+    info = lstat_sync(root, path)
+    if info is None:
+        return None
+    mode = info.st_mode
+    return ("file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode)
+            else "symlink" if stat.S_ISLNK(mode) else "other")
+
+
+@contextmanager
+def _parent(root: Path | str, rel: str, *, create: bool) -> Iterator[tuple[int, str]]:
+    """(fd of `rel`'s directory, its last name); missing directories made when `create`, none through a symlink."""
+    parent, name = os.path.split(rel)
+    if not name or name in (".", ".."):
+        raise OutsideRoot(errno.EINVAL, f"{rel}: not a file beneath the root")
+    if create and parent:
+        _makedirs(root, parent)
+    with _fd(root, parent or ".", _O_PATH | os.O_DIRECTORY) as dir_fd:
+        yield dir_fd, name
+
+
+def _makedirs(root: Path | str, rel: str) -> None:
+    with _fd(root, ".", _O_PATH | os.O_DIRECTORY) as start:
+        current = os.dup(start)
+    try:
+        for part in rel.split("/"):
+            try:
+                os.mkdir(part, 0o755, dir_fd=current)
+            except FileExistsError:
+                pass
+            try:
+                nxt = os.open(part, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise OutsideRoot(exc.errno, f"{rel}: {part} is a symlink or not a directory") from exc
+                raise
+            os.close(current)
+            current = nxt
+    finally:
+        os.close(current)
+
+
+def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644) -> None:
+    """Replace `path` beneath `root` atomically (a temp file beside it, renamed over it), never through a symlink.
+
+    A symlink at `path` itself is replaced, not followed; parents are created.
+    """
+    rel = relative(root, path)
+    with _parent(root, rel, create=True) as (dir_fd, name):
+        tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                os.fchmod(out.fileno(), mode)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+
+
+def symlink_sync(root: Path | str, path: Path | str, target: str) -> None:
+    """Make `path` beneath `root` a symlink to `target` (replacing what is there); the link is never followed here."""
+    rel = relative(root, path)
+    with _parent(root, rel, create=True) as (dir_fd, name):
+        tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]
+        os.symlink(target, tmp, dir_fd=dir_fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def remove_sync(root: Path | str, path: Path | str) -> bool:
+    """Remove `path` beneath `root` (a symlink itself, never its target; an empty dir); False when absent."""
+    rel = relative(root, path)
+    try:
+        with _parent(root, rel, create=False) as (dir_fd, name):
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                os.rmdir(name, dir_fd=dir_fd)
+            else:
+                os.unlink(name, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
+def walk_sync(root: Path | str, path: Path | str = ".") -> Iterator[tuple[str, list[str], list[str], int]]:
+    """os.fwalk beneath `root`, never into a symlinked directory: (dir, dirs, files, dir_fd), dir relative."""
+    rel = relative(root, path)
+    with _fd(root, rel, _O_PATH | os.O_DIRECTORY) as start:
+        yield from os.fwalk(".", dir_fd=start, follow_symlinks=False)
+
+
+async def read_bytes(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
+    """`read_bytes_sync` in a thread."""
+    return await asyncio.to_thread(read_bytes_sync, root, path, limit)
+
+
+async def read_text(root: Path | str, path: Path | str, limit: int | None = None, errors: str = "strict") -> str:
+    """`read_text_sync` in a thread."""
+    return await asyncio.to_thread(read_text_sync, root, path, limit, errors)
+
+
+async def kind(root: Path | str, path: Path | str) -> str | None:
+    """`kind_sync` in a thread."""
+    return await asyncio.to_thread(kind_sync, root, path)
+
+
+async def write_bytes(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644) -> None:
+    """`write_bytes_sync` in a thread."""
+    await asyncio.to_thread(write_bytes_sync, root, path, data, mode)
+
+
+async def remove(root: Path | str, path: Path | str) -> bool:
+    """`remove_sync` in a thread."""
+    return await asyncio.to_thread(remove_sync, root, path)
