@@ -23,6 +23,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from ollie import beneath
 from ollie.agent.core import Core
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, KindLookup, ToolState, ToolStep, inner_statuses
@@ -176,7 +177,8 @@ class UpdateForwarder:
     async def send_plan(self) -> None:
         """Send the session's plan (the task_* tools' checklist) when there is one."""
         try:
-            text = await asyncio.to_thread(self._plan_file().read_text, encoding="utf-8")
+            plan = self._plan_file()  # tool code writes it: read through the chokepoint (no FIFO, link or giant)
+            text = await beneath.read_text(plan.parent, plan.name, errors="replace")
         except OSError:
             return
         entries = [plan_entry(content, status=status) for content, status in plan_entries(text)]  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
+from ollie import beneath
 from ollie.tools.documents import STALE, ApplyResult, Version
 
 if TYPE_CHECKING:
@@ -22,8 +23,9 @@ def _real(path: str | Path) -> Path:
 
 
 def _read_disk(path: Path) -> str | None:
+    """The file under an open document, through the chokepoint: a FIFO, device, link or giant file is no text."""
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        return beneath.read_text_sync(path.parent, path.name, errors="replace")
     except OSError:
         return None
 

@@ -17,6 +17,7 @@ from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
 from ollie.errors import ConfigError, OllieError
 from ollie.sessions.types import first_words
+from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
 from ollie_lsp.editor import context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
@@ -278,7 +279,9 @@ async def review_undo(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(ReviewUndoParams, raw)
     live = await ls.table.writable(p.session)
     core = live.core
-    doc = ls.documents.find(core.cwd / p.path) if ls.documents.can_apply() else None
+    # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
+    target = await plain_path_beneath(core.cwd, p.path) if ls.documents.can_apply() else None
+    doc = ls.documents.find(target) if target is not None else None
 
     async def apply(change: FileChange, text: str) -> bool:
         assert doc is not None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -258,10 +259,10 @@ def _makedirs(root: Path | str, rel: str) -> None:
         os.close(current)
 
 
-def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644) -> None:
+def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
     """Replace `path` beneath `root` atomically (a temp file beside it, renamed over it), never through a symlink.
 
-    A symlink at `path` itself is replaced, not followed; parents are created.
+    A symlink at `path` itself is replaced, not followed; parents are created; `sync` fsyncs before the rename.
     """
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
@@ -271,6 +272,9 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 os.fchmod(out.fileno(), mode)
+                if sync:
+                    out.flush()
+                    os.fsync(out.fileno())
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             try:
@@ -326,9 +330,9 @@ async def kind(root: Path | str, path: Path | str) -> str | None:
     return await asyncio.to_thread(kind_sync, root, path)
 
 
-async def write_bytes(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644) -> None:
+async def write_bytes(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
     """`write_bytes_sync` in a thread."""
-    await asyncio.to_thread(write_bytes_sync, root, path, data, mode)
+    await asyncio.to_thread(functools.partial(write_bytes_sync, root, path, data, mode, sync=sync))
 
 
 async def remove(root: Path | str, path: Path | str) -> bool:

@@ -11,7 +11,6 @@ a step that would ask is refused with a message naming `--approval`.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import shlex
@@ -20,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
 ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
@@ -254,27 +255,29 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> S
     """The question with a diff preview when the new text can be known before running (file_write, file_edit)."""
     if script is None or script.tool not in ("file_write", "file_edit"):
         return q
-    positional = [a for a in script.args if not a.startswith("--")]
-    if len(positional) < 2:
+    try:
+        call = parse_file_call(script.tool, script.args)  # the path the tool will act on, parsed as it does
+    except FileArgsError:
         return q
-    path = Path(positional[0])
-    target = path if path.is_absolute() else cwd / path
-    old = await asyncio.to_thread(_read_small, target)
-    if script.tool == "file_write":
-        new = positional[1]
+    if not beneath.inside(cwd, call.path):
+        return q  # the daemon reads nothing outside the workspace, not even for a preview
+    old = await _read_small(cwd, call.path)
+    if call.tool == "file_write":
+        if call.content == "-":
+            return q  # the text comes on stdin: not known here
+        new = call.content or ""
     else:
-        if old is None or len(positional) < 3 or not positional[1] or positional[1] not in old:
+        if old is None or not call.old or call.old not in old:
             return q
-        new = old.replace(positional[1], positional[2], -1 if "--all" in script.args else 1)
-    diff = Diff(q.locations[0].path if q.locations else positional[0], old, new)
+        new = old.replace(call.old, call.new or "", -1 if call.all else 1)
+    diff = Diff(q.locations[0].path if q.locations else call.path, old, new)
     return StepQuestion(q.id, q.kind, q.title, q.locations, diff, q.prefix)
 
 
-def _read_small(path: Path) -> str | None:
+async def _read_small(root: Path, path: str) -> str | None:
+    """The file's text for a preview, through the chokepoint: none for a symlink, FIFO, device or big file."""
     try:
-        if path.stat().st_size > DIFF_PREVIEW_MAX_BYTES:
-            return None
-        return path.read_text(encoding="utf-8")
+        return await beneath.read_text(root, path, DIFF_PREVIEW_MAX_BYTES)
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -36,7 +36,7 @@ from ollie.config import find_agent, load_agent_config
 from ollie.sessions.persist import SessionFile, open_session, session_log
 from ollie.sessions.session import Session, validate_session_id
 from ollie.tools.base import Approver, ElevationSetter, ToolInfo
-from ollie.tools.documents import DocumentsSetter, EditorDocuments
+from ollie.tools.documents import DocumentsSetter, EditorDocuments, RootedDocuments
 from ollie.tools.editor import EditorKnowledge, EditorSetter
 
 __all__ = ["Core", "TurnResult"]
@@ -464,7 +464,8 @@ class Core:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         # Edits that land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
         self._documents = None if documents is None else RecordingDocuments(
-            documents, lambda path, old, new: self._host.review.note_editor_edit(path, old, new))
+            RootedDocuments(documents, lambda: self.cwd),
+            lambda path, old, new: self._host.review.note_editor_edit(path, old, new))
         self._wire_elevation()
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ollie import beneath
 from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
 from ollie.config import Prompt
 
@@ -100,11 +101,18 @@ async def resolve_prompt(
     if text.startswith("!"):
         out = await _command_output(text[1:], box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
         return out or ""
-    file = _existing_file(text.strip(), cwd=cwd, base_dir=prompt.base_dir)
+    name = text.strip()
+    try:
+        # A workspace file, through the chokepoint: no symlink out (a link to ~/.ssh/id_rsa would reach the
+        # model), no FIFO, device or giant file.
+        return await beneath.read_text(cwd, os.path.expanduser(name), errors="replace")
+    except (OSError, ValueError):
+        pass
+    file = _config_file(name, base_dir=prompt.base_dir)
     if file is None:
         return text
     try:
-        return file.read_text(encoding="utf-8", errors="replace")
+        return await asyncio.to_thread(file.read_text, encoding="utf-8", errors="replace")
     except OSError as exc:
         if warnings is not None:
             warnings.append(f"prompt file {file} unreadable: {exc.strerror}; used as literal text")
@@ -157,18 +165,12 @@ def needs_commands(prompt: Prompt) -> bool:
     return prompt.is_exec or prompt.text.lstrip().startswith("!")
 
 
-def _existing_file(name: str, *, cwd: Path, base_dir: Path | None) -> Path | None:
-    """The file `name` names: absolute or `~`, else relative to `cwd`, then to the agent config's dir."""
+def _config_file(name: str, *, base_dir: Path | None) -> Path | None:
+    """The file `name` names outside the workspace: absolute or `~`, else relative to the agent config's dir."""
     path = Path(os.path.expanduser(name))  # `~nosuchuser` stays as written
-    candidates = [path] if path.is_absolute() else [cwd / path] + ([base_dir / path] if base_dir else [])
-    for candidate in candidates:
-        # A workspace file must not lead out of the workspace (a symlink to ~/.ssh/id_rsa would reach the model).
-        if candidate == cwd / path and not Path(os.path.realpath(candidate)).is_relative_to(os.path.realpath(cwd)):
-            continue
-        try:
-            if candidate.is_file():
-                return candidate
-        except OSError:
-            # A long literal sentence is no file name (ENAMETOOLONG): not an error.
-            continue
-    return None
+    candidate = path if path.is_absolute() else (base_dir / path if base_dir else None)
+    try:
+        return candidate if candidate is not None and candidate.is_file() else None
+    except OSError:
+        # A long literal sentence is no file name (ENAMETOOLONG): not an error.
+        return None

@@ -16,8 +16,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from ollie import beneath
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.backend.types import Message
 from ollie.log import get_logger
@@ -178,10 +179,12 @@ class Review:
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
         """The editor applied an edit of the running turn to the open document `path` (absolute)."""
-        root = os.path.realpath(self._cwd())
-        rel = os.path.relpath(os.path.realpath(path), root)
-        if self._current is None or rel.startswith(".."):
-            return  # no turn to own it, or outside the CWD (which review lists)
+        try:
+            rel = beneath.relative(self._cwd(), path)
+        except beneath.OutsideRoot:
+            return  # outside the CWD (which review lists)
+        if self._current is None:
+            return  # no turn to own it
         self.editor_edits.note(self._current, rel, old_text, new_text)
         tracker = self._tracker()
         if tracker is not None:  # the step's diffs show it too
@@ -269,7 +272,7 @@ class Review:
         text = change.old_text if hunk is None else text_after_undo(change, hunk)
         if editor_text is None or apply is None:
             # Closed since: saved (the disk has the change) or thrown away.
-            on_disk = await asyncio.to_thread(_read_text, self._cwd() / change.path)
+            on_disk = await _read_text(self._cwd(), change.path)
             if on_disk != change.new_text:
                 raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
                                                "saving, or edited since); undo refused")
@@ -320,8 +323,13 @@ class Review:
     def _drop_rewind(self) -> None:
         # ENOTDIR: the sessions dir cannot exist (a file in its place), so no backup does either;
         # that is the save's error to report, not a reason to fail the turn.
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            self._rewind_path().unlink()
+        with contextlib.suppress(OSError):
+            beneath.remove_sync(self._host.sessions_dir, self._rewind_path().name)
+
+    async def _write_rewind(self, backup: dict[str, Any]) -> None:
+        """The rewind's way back, synced to disk before anything changes."""
+        await beneath.write_bytes(self._host.sessions_dir, self._rewind_path().name, json.dumps(backup).encode(),
+                                  0o600, sync=True)
 
     async def rewind(self, turn: int | None = None, *, documents: EditorDocuments | None = None) -> Rewound:
         """Restore the files to the checkpoint before `turn` (default: the last) and cut the conversation there.
@@ -339,11 +347,11 @@ class Review:
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
                   "turn_starts": list(session.turn_starts), "messages": [m.to_dict() for m in session.messages]}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
-        await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
+        await self._write_rewind(backup)
         restored = await cp.restore(before)
         if restored.undo_checkpoint != backup["undo_checkpoint"]:  # a file changed in between: keep that too
             backup["undo_checkpoint"] = restored.undo_checkpoint
-            await asyncio.to_thread(_write_atomic, self._rewind_path(), json.dumps(backup).encode())
+            await self._write_rewind(backup)
         buffers: list[BufferRevert] = []
         if documents is not None:
             buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
@@ -356,9 +364,8 @@ class Review:
 
     async def rewind_undo(self) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind."""
-        path = self._rewind_path()
         try:
-            backup = json.loads(await asyncio.to_thread(path.read_bytes))
+            backup = json.loads(await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name))
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
         restored = await self.checkpoints().restore(str(backup["undo_checkpoint"]))
@@ -366,25 +373,15 @@ class Review:
         session.replace_messages([Message.from_dict(m) for m in backup["messages"]])
         session.turn_starts = [int(s) for s in backup["turn_starts"]]
         self._host.save()
-        await asyncio.to_thread(path.unlink, missing_ok=True)
+        await asyncio.to_thread(self._drop_rewind)
         return Rewound(int(backup["turn"]), [c.path for c in restored.changes], len(session.messages))
 
 
-def _read_text(path: Path) -> str | None:
+async def _read_text(root: Path, rel: str) -> str | None:
     try:
-        return path.read_bytes().decode("utf-8")
+        return await beneath.read_text(root, rel)
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a synced temp file and a rename."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def summary(turn_changes: TurnChanges) -> str:

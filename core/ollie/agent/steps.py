@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ollie.tools.editor import EDITOR_KINDS, describe_call
-from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+from ollie.tools.execute.args import (
+    ArgumentError,
+    CallRequest,
+    CodeRequest,
+    PipeRequest,
+    ScriptCall,
+    loads_arguments,
+    parse_request,
+)
+from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.tool import ToolNameError, find_script
 from ollie.workspace import FileChange
 
@@ -233,7 +242,7 @@ def _as_dict(args: dict[str, Any] | str) -> dict[str, Any] | None:
     if isinstance(args, dict):
         return args
     try:
-        value = json.loads(args) if args.strip() else {}
+        value = loads_arguments(args)
     except (json.JSONDecodeError, AttributeError):
         return None
     return value if isinstance(value, dict) else None
@@ -251,13 +260,16 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
     options = dict(_option(a) for a in call.args if a.startswith("--") and "=" in a)
     first = positional[0] if positional else ""
     suffix = " outside the sandbox" if call.elevated else ""
-    if call.tool == "file_read" and first:
-        path = _relative(first, cwd)
-        line = _int(options.get("offset"))
-        return ToolStep(kind, f"Read {path}" + (f" from line {line}" if line else "") + suffix,
-                        (Location(path, line),))
-    if call.tool in ("file_write", "file_edit") and first:
-        path = _relative(first, cwd)
+    if call.tool in FILE_TOOLS:
+        try:
+            file_call = parse_file_call(call.tool, call.args)  # the tools' own grammar: the path they act on
+        except FileArgsError:
+            return ToolStep(kind, f"Run {_quote(_script_command(call))}{suffix}")
+        path = _relative(file_call.path, cwd)
+        if call.tool == "file_read":
+            line = file_call.offset if file_call.offset > 1 else None
+            return ToolStep(kind, f"Read {path}" + (f" from line {line}" if line else "") + suffix,
+                            (Location(path, line),))
         verb = "Write" if call.tool == "file_write" else "Edit"
         return ToolStep(kind, f"{verb} {path}{suffix}", (Location(path),))
     if call.tool == "file_grep" and first:

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from ollie import beneath
 from ollie.agent.toolround import canonical_args
 from ollie.sessions.session import TaskState
 
@@ -22,6 +23,9 @@ def plan_path(session_id: str) -> Path:
     return plan_file(session_id)
 
 
+PLAN_CAP = 256 * 1024
+
+
 def next_unchecked(text: str) -> str:
     """The first `- [ ]` item of a markdown checklist, or ''."""
     match = _UNCHECKED.search(text)
@@ -31,7 +35,9 @@ def next_unchecked(text: str) -> str:
 def read_plan_step(path: Path) -> str:
     """The next unchecked step of the plan file, or '' when there is none (or no file)."""
     try:
-        return next_unchecked(path.read_text(encoding="utf-8", errors="replace"))
+        # Tool code writes the plan file: never a FIFO, symlink or giant file read in its place (read on the
+        # event loop, so the cap is small: a checklist is a few KiB).
+        return next_unchecked(beneath.read_text_sync(path.parent, path.name, PLAN_CAP, errors="replace"))
     except OSError:
         return ""
 

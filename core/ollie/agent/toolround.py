@@ -27,6 +27,7 @@ from ollie.agent.steps import (
 )
 from ollie.backend.types import ToolCall
 from ollie.tools.base import ToolResult
+from ollie.tools.execute.args import loads_arguments
 
 if TYPE_CHECKING:
     from ollie.tools.editor.postedit import PostEditDiagnostics
@@ -59,7 +60,7 @@ def truncate_utf8(text: str, limit: int) -> str:
 def canonical_args(arguments: str) -> str:
     """A stable text form of a call's JSON arguments (for dedup and caching); unparsable text as it is."""
     try:
-        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+        return json.dumps(loads_arguments(arguments), sort_keys=True, separators=(",", ":"))
     except json.JSONDecodeError:
         return arguments
 
@@ -67,10 +68,10 @@ def canonical_args(arguments: str) -> str:
 def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
     """The call's arguments as a dict, or (None, why) when they are not a JSON object."""
     try:
-        args = json.loads(call.arguments or "{}")
+        args = loads_arguments(call.arguments)
     except json.JSONDecodeError as exc:
         return None, (f"error: the arguments of {call.name} are not valid JSON ({exc.msg} at column {exc.colno}); "
-                      "resend the call with a JSON object")
+                      "resend the call with a JSON object, each key once")
     if not isinstance(args, dict):
         return None, f"error: the arguments of {call.name} must be a JSON object, got {type(args).__name__}"
     return args, ""

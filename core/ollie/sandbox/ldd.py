@@ -7,6 +7,7 @@ import re
 import shutil
 from collections.abc import Mapping
 
+from ollie import programs
 from ollie.sandbox import landlock
 
 _LIBRARY = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")
@@ -15,7 +16,10 @@ _cache: dict[str, list[str]] = {}
 
 async def _ldd(program: str) -> list[str]:
     if program not in _cache:
-        ldd = shutil.which("ldd")
+        try:
+            ldd: str | None = programs.program("ldd")  # run unsandboxed: never one found on a writable PATH entry
+        except programs.ProgramNotFound:
+            ldd = None
         libraries: list[str] = []
         if ldd:
             proc = await asyncio.create_subprocess_exec(ldd, program, stdout=asyncio.subprocess.PIPE,

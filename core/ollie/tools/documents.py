@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
+
+from ollie import beneath
 
 # An LSP document version, or (ACP, which has none) a digest of the text read.
 Version = int | str
@@ -41,3 +44,42 @@ class DocumentsSetter(Protocol):
     """A tool server that consults the editor's documents (the execute server's file tools)."""
 
     def set_documents(self, documents: EditorDocuments | None) -> None: ...
+
+
+async def plain_path_beneath(root: Path, path: Path | str) -> Path | None:
+    """`root/rel` when `path` is beneath `root` with no symlink on the way or at its end, else None."""
+    try:
+        rel = beneath.relative(root, path)
+        found = await beneath.kind(root, rel)
+    except OSError:
+        return None
+    return root / rel if found in (None, "file") and rel != "." else None
+
+
+class RootedDocuments:
+    """A front end's documents, asked only about files beneath the session's root, resolved without symlinks.
+
+    So `fs/read_text_file`, `fs/write_text_file` and `workspace/applyEdit` never name a file outside the
+    workspace, whatever path a tool call, a symlink planted by tool code or a saved edit names.
+    """
+
+    def __init__(self, inner: EditorDocuments, root: Callable[[], Path]) -> None:
+        self.inner = inner
+        self._root = root
+
+    async def text(self, path: Path) -> tuple[str, Version] | None:
+        """The editor's text of `path`; None outside the root (the tool then reads the disk, sandboxed)."""
+        target = await plain_path_beneath(self._root(), path)
+        return None if target is None else await self.inner.text(target)
+
+    async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
+        """Apply through the editor; refused outside the root."""
+        target = await plain_path_beneath(self._root(), path)
+        if target is None:
+            return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
+        return await self.inner.apply(target, new_text, version)
+
+    async def open_unsaved_paths(self) -> list[Path]:
+        """The open unsaved documents beneath the root."""
+        root = self._root()
+        return [p for p in await self.inner.open_unsaved_paths() if beneath.inside(root, p)]

@@ -13,7 +13,7 @@ from ollie import beneath, paths
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.types import CheckpointUnavailable, FileChange, GitError, Restored, Status, Turn, WorkspaceError
+from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
 
 MAX_FILE_BYTES = 1 << 20
 _ZERO = "0" * 40

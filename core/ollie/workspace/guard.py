@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from ollie import beneath
 from ollie.workspace.types import CheckpointUnavailable
 
 DEFAULT_MAX_FILES = 50_000
@@ -34,26 +35,16 @@ def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
     """Walk `root` until more than `limit` files or `budget_s` seconds; why it is too big, else None."""
     deadline = time.monotonic() + budget_s
     count = 0
-    stack = [str(root)]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in _PRUNED:
-                            stack.append(entry.path)
-                        continue
-                except OSError:
-                    continue
-                count += 1
-                if count > limit:
-                    return f"{root} has more than {limit:,} files: too many to checkpoint"
-        if time.monotonic() > deadline:
-            return f"{root} is too large to scan within {budget_s:g} s: too many files to checkpoint"
+    try:
+        for _, dirs, files, _ in beneath.walk_sync(root):  # never into a symlinked directory
+            dirs[:] = [d for d in dirs if d not in _PRUNED]
+            count += len(files)
+            if count > limit:
+                return f"{root} has more than {limit:,} files: too many to checkpoint"
+            if time.monotonic() > deadline:
+                return f"{root} is too large to scan within {budget_s:g} s: too many files to checkpoint"
+    except OSError:
+        pass
     return None
 
 

@@ -10,11 +10,11 @@ that makes git transform content or call out.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
-from ollie.workspace.types import GitError
+from ollie import programs
+from ollie.workspace.types import CheckpointUnavailable, GitError
 
 # Options on every call: no hooks, no fsmonitor, no untracked cache, no user excludes/attributes files,
 # no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content. A split
@@ -45,9 +45,9 @@ ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -e
 
 
 def git_env(git_dir: Path, work_tree: Path, index_file: Path | None = None) -> dict[str, str]:
-    """A from-scratch environment: only PATH is inherited, so no GIT_* variable of the caller leaks in."""
+    """A from-scratch environment, so no GIT_* variable of the caller leaks in; PATH only its trusted entries."""
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": programs.trusted_path(),
         "HOME": str(git_dir),
         "LC_ALL": "C",
         "GIT_DIR": str(git_dir),
@@ -78,10 +78,15 @@ class ShadowGit:
     async def run(self, *args: str, stdin: bytes | None = None, index_file: Path | None = None,
                   ok_codes: tuple[int, ...] = (0,)) -> bytes:
         """Run `git ARGS` in the work tree; its stdout, or GitError with its stderr."""
+        try:
+            # Never a `git` the workspace or tool code planted on PATH (.venv/bin, node_modules/.bin, /tmp).
+            git = programs.program("git", self.work_tree)
+        except programs.ProgramNotFound as exc:
+            raise CheckpointUnavailable(str(exc)) from exc
         attempt = 0
         while True:
             proc = await asyncio.create_subprocess_exec(
-                "git", "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
+                git, "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
                 env=git_env(self.git_dir, self.work_tree, index_file),
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ollie import beneath
 from ollie.tools.editor.knowledge import SEVERITIES, Diagnostic, EditorKnowledge, OpenFile, Span, Symbol
 from ollie.tools.editor.specs import (
     DiagnosticsQuery,
@@ -86,9 +86,9 @@ def _cut(text: str) -> str:
 class _Lines:
     """Source lines of regular files in the workspace, read once per answer (off the event loop).
 
-    The daemon reads them unsandboxed, so the check is made on the open file, not on its
-    path: a directory or symlink swapped after the path was checked (by a parallel step)
-    cannot send the read outside the workspace, and a FIFO or device is never read.
+    The daemon reads them unsandboxed, so through the chokepoint (`ollie.beneath`): a directory or
+    symlink swapped after the path was checked (by a parallel step) cannot send the read outside
+    the workspace, and a FIFO or device is never read.
     """
 
     def __init__(self, ws: Workspace) -> None:
@@ -97,22 +97,10 @@ class _Lines:
 
     def _read(self, path: Path) -> list[str] | None:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
-                return None  # not even opened: opening a device may act (a tape rewinds)
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            text = beneath.read_text_sync(self._ws.cwd, path, MAX_SOURCE_BYTES, errors="replace")
         except OSError:
-            return None
-        with os.fdopen(fd, "rb") as source:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
-                return None
-            try:
-                real = os.readlink(f"/proc/self/fd/{fd}")  # where the open file really is
-            except OSError:
-                return None
-            if self._ws.relative_real(real) is None:
-                return None
-            return source.read(MAX_SOURCE_BYTES).decode("utf-8", errors="replace").splitlines()
+            return None  # outside, behind a symlink, not a regular file, or too large
+        return text.splitlines()
 
     def line(self, path: Path, number: int) -> str | None:
         if path not in self._files:
@@ -218,9 +206,16 @@ async def answer(editor: EditorKnowledge, query: EditorQuery, cwd: Path) -> str:
 async def _diagnostics(editor: EditorKnowledge, query: DiagnosticsQuery, ws: Workspace) -> str:
     wanted = [await asyncio.to_thread(ws.resolve, p) for p in query.paths] or None
     # A directory is no document: ask for everything and keep what lies under it.
-    ask_all = wanted is None or any(await asyncio.gather(*(asyncio.to_thread(p.is_dir) for p in wanted)))
+    ask_all = wanted is None or any([await _is_dir(ws, p) for p in wanted])
     found = await editor.diagnostics(None if ask_all else wanted)
     return await asyncio.to_thread(render_diagnostics, found, ws, query, wanted)
+
+
+async def _is_dir(ws: Workspace, path: Path) -> bool:
+    try:
+        return await beneath.kind(ws.cwd, path) == "dir"
+    except OSError:
+        return False
 
 
 async def _position(editor: EditorKnowledge, query: PositionQuery, ws: Workspace) -> str:

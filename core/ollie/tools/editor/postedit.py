@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
 
+from ollie import beneath
 from ollie.tools.editor.answers import Workspace, diagnostic_line
 from ollie.tools.editor.knowledge import Diagnostic, DiagnosticsAnswer, EditorKnowledge, EditorUnavailable
 
@@ -108,7 +109,7 @@ class PostEditDiagnostics:
             found: list[Path] = []
             for given in dict.fromkeys(paths):
                 full = Path(os.path.realpath(ws.cwd / given))
-                if ws.relative(full) is not None and full.is_file() and full not in found:
+                if ws.relative(full) is not None and _is_file(ws.cwd, full) and full not in found:
                     found.append(full)
             return found
 
@@ -169,3 +170,10 @@ class PostEditDiagnostics:
         self._remember(files, latest)
         compared = all(before is not None for before in baseline)
         return await asyncio.to_thread(partial(render_new_errors, compared=compared), fresh, Workspace(self._cwd()))
+
+
+def _is_file(root: Path, path: Path) -> bool:
+    try:
+        return beneath.kind_sync(root, path) == "file"
+    except OSError:
+        return False

@@ -6,10 +6,12 @@ parallel-safety and tier classifiers, the danger check and the elevation gate.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from ollie.errors import OllieError
+from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import Language, language
 from ollie.tools.execute.schemas import DEFAULT_TIMEOUT, MAX_TIMEOUT
 
@@ -110,7 +112,28 @@ def _script_call(value: Any, where: str, *, allow_elevated: bool = True) -> Scri
     tool = obj.get("tool")
     if not isinstance(tool, str) or not tool:
         raise ArgumentError(f"{where}.tool must be a tool script's name")
-    return ScriptCall(tool, _string_args(obj.get("args"), where), _flag(obj, "elevated", where))
+    args = _string_args(obj.get("args"), where)
+    if tool in FILE_TOOLS:
+        # Parsed here, once: the daemon, the editor lookup and the tool process all act on this one path.
+        try:
+            args = parse_file_call(tool, args).argv()
+        except FileArgsError as exc:
+            raise ArgumentError(f"{where}.args: {exc}") from exc
+    return ScriptCall(tool, args, _flag(obj, "elevated", where))
+
+
+def loads_arguments(text: str) -> Any:
+    """A tool call's JSON arguments; a key given twice is an error (two readers could take different ones)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise json.JSONDecodeError(f"the key {key!r} appears twice", text, 0)
+            seen[key] = value
+        return seen
+
+    return json.loads(text or "{}", object_pairs_hook=unique)
 
 
 

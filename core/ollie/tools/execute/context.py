@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ollie import programs
 from ollie.sandbox import Policy
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
@@ -100,7 +101,8 @@ class CallContext:
             except (LanguageError, OSError, ChangedSinceApproval) as exc:
                 return RunOutcome(error=str(exc))
             return await self.runner.run(
-                invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit
+                invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit,
+                trusted_path=elevated,
             )
         finally:
             for made in getattr(invocation_of, "private_dirs", ()):
@@ -128,7 +130,8 @@ class CallContext:
         def build() -> Invocation:
             made.append(self.runner.private_dir())
             program = write_pinned(made[-1] / f"{label}{step.language.extensions[0]}", approved)
-            return code_invocation(step.language, program, search_path=self.runner.env()["PATH"], piped_input=None)
+            # bash itself from a trusted PATH entry: never one the workspace or tool code can plant.
+            return code_invocation(step.language, program, search_path=programs.trusted_path(), piped_input=None)
 
         build.private_dirs = made  # type: ignore[attr-defined]  # removed by `run` once the step is done
         return build
@@ -152,7 +155,7 @@ class CallContext:
                 script.shebang_flags,
                 script.path,
                 list(call.args),
-                search_path=self.runner.env()["PATH"],
+                search_path=programs.trusted_path() if approved is not None else self.runner.env()["PATH"],
                 piped_input=piped,
             )
 

@@ -10,54 +10,36 @@ changed since the model last saw it.
 from __future__ import annotations
 
 import asyncio
-import os
+import secrets
 import shlex
-import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ollie import beneath
 from ollie.tools.documents import STALE, EditorDocuments, Version
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.context import CallContext
+from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
 
-FILE_TOOLS = frozenset({"file_read", "file_write", "file_edit"})
 COPY_ENV = "OLLIE_EDITOR_COPY"
 
 
-def path_argument(args: tuple[str, ...]) -> str | None:
-    """The file tools' PATH: their first positional argument (as argparse reads it)."""
-    positional = False
-    for arg in args:
-        if positional or arg == "-" or not arg.startswith("-"):
-            return arg
-        positional = arg == "--"
-    return None
-
-
 def _write_copy(directory: Path, name: str, text: str) -> Path:
-    fd, copy = tempfile.mkstemp(dir=directory, prefix=".editor-", suffix=f"-{name}")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-        out.write(text)
-    return Path(copy)
+    """A copy of the editor's text in the session's tmp dir, created through the chokepoint."""
+    copy = f".editor-{secrets.token_hex(8)}-{name}"[:255]
+    beneath.write_bytes_sync(directory, copy, text.encode("utf-8", errors="surrogatepass"), 0o600)
+    return directory / copy
 
 
 def _read_copy(copy: Path) -> str:
-    """The tool's result copy, read outside the sandbox: tool code can write its dir, so never through a
-    symlink or into a FIFO/device it put there (O_NOFOLLOW, O_NONBLOCK, a regular file or nothing)."""
-    fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{copy.name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as source:
-            return source.read().decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
+    """The tool's result copy, read outside the sandbox: tool code can write its dir, so through the chokepoint
+    (never a symlink, a FIFO or a device it put there; a regular file or nothing)."""
+    return beneath.read_text_sync(copy.parent, copy.name, errors="replace")
 
 
 @dataclass
@@ -72,10 +54,13 @@ class DocumentBridge:
         """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
         if self.documents is None or call.elevated or script.name not in FILE_TOOLS:
             return None
-        raw = path_argument(call.args)
-        if not raw or raw == "-":
+        try:
+            raw = parse_file_call(script.name, call.args).path  # the request's canonical form: one path
+        except FileArgsError:
             return None
-        return Path(os.path.realpath(cwd / os.path.expanduser(raw)))
+        if not beneath.inside(cwd, raw):
+            return None  # the editor is asked only about files beneath the workspace
+        return cwd / beneath.relative(cwd, raw)
 
     def stale(self, path: Path, text: str, version: Version) -> bool:
         """Whether the document moved on since the model last saw it (an unread document is not stale)."""
@@ -94,7 +79,7 @@ class DocumentBridge:
         text, version = got
         writes = script.name != "file_read"
         if writes and self.stale(path, text, version):
-            return Section(label, RunOutcome(error=f"{script.name}: {path_argument(call.args)}: {STALE}"))
+            return Section(label, RunOutcome(error=f"{script.name}: {path}: {STALE}"))
         copy = await asyncio.to_thread(_write_copy, ctx.runner.dirs.tmp, path.name, text)
         try:
             outcome = await ctx.run_locked(
@@ -112,11 +97,11 @@ class DocumentBridge:
                 return Section(label, RunOutcome(error=f"{script.name}: the edited copy could not be read back ({exc})"))
             refusal = await self._apply(ctx, path, new_text, version, script)
             if refusal is not None:
-                return Section(label, RunOutcome(error=f"{script.name}: {path_argument(call.args)}: {refusal}"))
+                return Section(label, RunOutcome(error=f"{script.name}: {path}: {refusal}"))
             self._seen[path] = (None, new_text)
             return Section(label, outcome)
         finally:
-            await asyncio.to_thread(copy.unlink, missing_ok=True)
+            await beneath.remove(copy.parent, copy.name)
 
     async def _apply(self, ctx: CallContext, path: Path, new_text: str, version: Version, script: ToolScript) -> str | None:
         """Put `new_text` into the editor (or on disk when it cannot take edits); the refusal's reason, else None."""

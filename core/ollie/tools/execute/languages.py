@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, programs
 from ollie.errors import OllieError
 
 
@@ -70,12 +70,8 @@ def language(name: str) -> Language:
 
 
 def _is_wrapper_script(path: str) -> bool:
-    """True when `path` is a `#!` script (a version-manager shim), not a real binary."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(2) == b"#!"
-    except OSError:
-        return False
+    """True when `path` is a `#!` script (a version-manager shim), not a real binary (a FIFO is never read)."""
+    return programs.starts_with(path, b"#!")
 
 
 def resolve_interpreter(lang: Language, search_path: str | None) -> str:

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ollie import beneath
+
+_CFG_CAP = 64 * 1024
+
 
 def _venv_base(cfg: Path) -> Path | None:
     """The install prefix a venv's pyvenv.cfg names (`home` is its bin dir), or None."""
     try:
-        lines = cfg.read_text(encoding="utf-8", errors="replace").splitlines()
+        # A project's .venv is the workspace's: never a FIFO, device, link or giant file read in its place.
+        lines = beneath.read_text_sync(cfg.parent, cfg.name, _CFG_CAP, errors="replace").splitlines()
     except OSError:
         return None
     for line in lines:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, programs
 from ollie.sandbox import Policy, load_policy, policy_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
@@ -200,16 +200,23 @@ class Runner:
         policy: Policy | None,
         deadline: Deadline,
         limit_bytes: int | None = None,
+        trusted_path: bool = False,
     ) -> RunOutcome:
-        """Run one invocation inside the call's deadline (policy None: outside the sandbox)."""
+        """Run one invocation inside the call's deadline (policy None: outside the sandbox).
+
+        With `trusted_path` (an elevated step) PATH holds no workspace, venv, temp or `.` entry.
+        """
         remaining = deadline.remaining()
         if remaining <= 0:
             return RunOutcome(timed_out=True)
+        env = {**self.env(policy), **dict(invocation.env)}
+        if trusted_path:
+            env["PATH"] = programs.trusted_path()
         outcome = await run_process(
             invocation.argv,
             policy=policy,
             cwd=self.cwd,
-            env={**self.env(policy), **dict(invocation.env)},
+            env=env,
             stdin=invocation.stdin,
             tmp_at_tmp=invocation.tmp_at_tmp,
             # Only under a sandbox: an unsandboxed step (elevated, yolo) runs exactly the bytes it names.

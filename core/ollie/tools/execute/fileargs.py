@@ -1,0 +1,90 @@
+"""The file tools' arguments, parsed once by the daemon and handed to the tool in one unambiguous form.
+
+The daemon looks up the editor's buffer, shows a diff preview and asks ACP
+`fs/*` for the file a file tool names; the tool process then parses its own
+argv. Two parsers can disagree (`--offset 5 secret`: is the path `5`?), and
+`a/../b` means `b` to a lexical reader but `<a's target>/../b` to the kernel.
+So the daemon parses the arguments with the tools' own grammar (argparse,
+same options) and rewrites them as `[options] -- PATH [rest]` with PATH
+normalised: every reader sees the same path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+
+FILE_TOOLS = frozenset({"file_read", "file_write", "file_edit"})
+
+
+class FileArgsError(ValueError):
+    """The arguments do not fit the file tool's grammar."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]  # raise, never exit the daemon
+        raise FileArgsError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]  # --help
+        raise FileArgsError(f"{self.prog}: {(message or 'no help here').strip()}")
+
+
+def _grammar(tool: str) -> _Parser:
+    """The same arguments as tools/<tool> declares."""
+    p = _Parser(prog=tool, add_help=False)
+    p.add_argument("path")
+    if tool == "file_read":
+        p.add_argument("--offset", type=int, default=1)
+        p.add_argument("--limit", type=int, default=2000)
+    elif tool == "file_write":
+        p.add_argument("content")
+    else:
+        p.add_argument("old")
+        p.add_argument("new")
+        p.add_argument("--all", action="store_true")
+    return p
+
+
+def normal_path(raw: str) -> str:
+    """`raw` with `~` expanded and `.`/`..`/`//` folded lexically (the one spelling every reader gets)."""
+    if not raw or "\0" in raw:
+        raise FileArgsError(f"{raw!r}: not a path")
+    expanded = os.path.expanduser(raw)
+    folded = os.path.normpath(expanded)
+    return "/" + folded.lstrip("/") if folded.startswith("//") else folded
+
+
+@dataclass(frozen=True)
+class FileCall:
+    """A file tool's call as the daemon understood it."""
+
+    tool: str
+    path: str
+    content: str | None = None
+    old: str | None = None
+    new: str | None = None
+    all: bool = False
+    offset: int = 1
+    limit: int = 2000
+
+    def argv(self) -> tuple[str, ...]:
+        """The arguments the tool process gets: options first, then `--`, so PATH cannot be read as anything else."""
+        if self.tool == "file_read":
+            return ("--offset", str(self.offset), "--limit", str(self.limit), "--", self.path)
+        if self.tool == "file_write":
+            return ("--", self.path, self.content or "")
+        return (*(("--all",) if self.all else ()), "--", self.path, self.old or "", self.new or "")
+
+
+def parse_file_call(tool: str, args: tuple[str, ...]) -> FileCall:
+    """Parse `args` of file tool `tool` as the tool would; FileArgsError naming the problem."""
+    if tool not in FILE_TOOLS:
+        raise FileArgsError(f"{tool} is not a file tool")
+    ns = _grammar(tool).parse_args(list(args))
+    path = normal_path(ns.path)
+    if tool == "file_read":
+        return FileCall(tool, path, offset=ns.offset, limit=ns.limit)
+    if tool == "file_write":
+        return FileCall(tool, path, content=ns.content)
+    return FileCall(tool, path, old=ns.old, new=ns.new, all=ns.all)
