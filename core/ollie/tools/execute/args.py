@@ -6,6 +6,7 @@ parallel-safety and tier classifiers, the danger check and the elevation gate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -115,10 +116,9 @@ def _script_call(value: Any, where: str, *, allow_elevated: bool = True) -> Scri
     args = _string_args(obj.get("args"), where)
     if tool in FILE_TOOLS:
         # Parsed here, once: the daemon, the editor lookup and the tool process all act on this one path.
-        try:
+        # Arguments that do not parse go as they are: the daemon acts on no path of theirs, the tool says why.
+        with contextlib.suppress(FileArgsError):
             args = parse_file_call(tool, args).argv()
-        except FileArgsError as exc:
-            raise ArgumentError(f"{where}.args: {exc}") from exc
     return ScriptCall(tool, args, _flag(obj, "elevated", where))
 
 

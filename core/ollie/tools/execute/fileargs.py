@@ -5,7 +5,7 @@ The daemon looks up the editor's buffer, shows a diff preview and asks ACP
 argv. Two parsers can disagree (`--offset 5 secret`: is the path `5`?), and
 `a/../b` means `b` to a lexical reader but `<a's target>/../b` to the kernel.
 So the daemon parses the arguments with the tools' own grammar (argparse,
-same options) and rewrites them as `[options] -- PATH [rest]` with PATH
+same options) and rewrites them as `[options] [--] PATH [rest]` with PATH
 normalised: every reader sees the same path.
 """
 
@@ -69,12 +69,20 @@ class FileCall:
     limit: int = 2000
 
     def argv(self) -> tuple[str, ...]:
-        """The arguments the tool process gets: options first, then `--`, so PATH cannot be read as anything else."""
+        """The arguments the tool process gets: options first (those not at their default), then the
+        positionals, after `--` when one starts with `-`: PATH cannot be read as anything else."""
+        options: list[str] = []
         if self.tool == "file_read":
-            return ("--offset", str(self.offset), "--limit", str(self.limit), "--", self.path)
-        if self.tool == "file_write":
-            return ("--", self.path, self.content or "")
-        return (*(("--all",) if self.all else ()), "--", self.path, self.old or "", self.new or "")
+            positionals = [self.path]
+            options += ["--offset", str(self.offset)] if self.offset != 1 else []
+            options += ["--limit", str(self.limit)] if self.limit != 2000 else []
+        elif self.tool == "file_write":
+            positionals = [self.path, self.content or ""]
+        else:
+            positionals = [self.path, self.old or "", self.new or ""]
+            options += ["--all"] if self.all else []
+        dash = ["--"] if any(p.startswith("-") for p in positionals) else []
+        return (*options, *dash, *positionals)
 
 
 def parse_file_call(tool: str, args: tuple[str, ...]) -> FileCall:
