@@ -1,0 +1,143 @@
+"""Nothing in the daemon opens, stats, lists or writes a path except through `ollie.beneath` (the chokepoint).
+
+An AST scan of the daemon's code (the front ends, the engine, the workspace engine, the execute
+server): every file-system call outside `ollie/beneath.py` must be on the short allow-list below,
+each for a path that is not a workspace or a dir tool code can write. A new feature that reads the
+workspace directly fails here; so does an allow-list entry that is no longer needed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCANNED = ("ollie_lsp", "ollie_acp", "core/ollie/agent", "core/ollie/workspace", "core/ollie/tools", "core/ollie/cli")
+_OS = {"open", "stat", "lstat", "scandir", "listdir", "walk", "fwalk", "replace", "rename", "unlink", "remove",
+       "rmdir", "mkdir", "makedirs", "readlink", "chmod", "symlink", "link", "truncate", "mkfifo", "utime", "chown"}
+_OS_PATH = {"exists", "isfile", "isdir", "getsize", "islink", "lexists", "getmtime"}
+_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "stat", "lstat", "exists", "is_file", "is_dir",
+            "is_symlink", "iterdir", "glob", "rglob", "unlink", "mkdir", "rmdir", "touch", "symlink_to",
+            "hardlink_to", "chmod", "samefile"}
+_MODULES = {"shutil", "tempfile", "io"}
+
+# Whole modules whose file access is all to ollie's own private files (0700 dirs no policy grants).
+MODULES_ALLOWED = {
+    "ollie_lsp/warm.py": "the warm start's runtime dir and its own code; /proc of peers",
+    "ollie_lsp/preloader.py": "the preloader's socket and lock in its 0700 runtime dir",
+    "ollie_lsp/livelock.py": "the live-session lock in ollie's state dir",
+    "ollie_lsp/tcp.py": "the --tcp token file (0600, O_NOFOLLOW)",
+    "ollie_lsp/demo.py": "the demo's own temp workspace",
+    "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
+    "core/ollie/tools/execute/flock.py": "the parallel-step lock file in the session's lock dir",
+    "core/ollie/workspace/shadowgit.py": "the shadow repository in ollie's state dir",
+    "core/ollie/tools/execute/tool.py": "tool-script dirs (user config, bundled)",
+    "core/ollie/tools/execute/parsed.py": "tool-script dirs' stamps",
+    "core/ollie/tools/execute/server.py": "tool-script dirs' listing",
+    "core/ollie/cli/doctor.py": "the user's config and install",
+    "core/ollie/cli/__init__.py": "the terminal's start-up",
+}
+# Single functions, each for a path that is not the workspace's content.
+ALLOWED = {
+    ("ollie_lsp/server.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
+    ("ollie_lsp/server.py", "register_lifecycle.folders_changed"): "the root itself",
+    ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
+    ("ollie_acp/agent.py", "_directory"): "the root itself",
+    ("core/ollie/agent/commands.py", "cmd_cwd"): "the root the user /cd's to",
+    ("core/ollie/agent/core.py", "Core.create"): "the root itself",
+    ("core/ollie/agent/setup.py", "Setup.set_cwd"): "the root itself",
+    ("core/ollie/agent/setup.py", "Setup.move_session"): "session records in ollie's data dir",
+    ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
+    ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
+    ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
+    ("core/ollie/agent/skills.py", "read_skill"): "the user's and bundled skills",
+    ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",
+    ("core/ollie/agent/review.py", "Review._record_undo"): "a temp index in the shadow repository",
+    ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
+    ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
+    ("core/ollie/workspace/checkpoints.py", "Checkpoints.delete_ref"): "the shadow repository's refs",
+    ("core/ollie/tools/execute/call.py", "_run_call"): "an elevated tool script's bytes, to pin them",
+    ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",
+    ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the call's scratch dir (read-only to tool code)",
+    ("core/ollie/tools/execute/context.py", "CallContext.script_invocation.build"): "an elevated tool script's bytes",
+    ("core/ollie/tools/execute/languages.py", "resolve_interpreter"): "a sandboxed step's interpreter (it runs sandboxed)",
+    ("core/ollie/tools/execute/languages.py", "code_invocation"): "an ed program in the scratch dir",
+    ("core/ollie/tools/execute/languages.py", "script_invocation"): "an ed tool script",
+    ("core/ollie/tools/execute/protect.py", "_readable_split"): "policy roots listed to carve secrets out",
+    ("core/ollie/tools/execute/pythonenvs.py", "_venv_base"): "a base install named by pyvenv.cfg (its content via beneath)",
+    ("core/ollie/tools/execute/pythonenvs.py", "_grantable"): "PATH's env roots (stat only)",
+    ("core/ollie/tools/execute/pythonenvs.py", "python_envs"): "PATH's env roots (stat only)",
+    ("core/ollie/tools/execute/runner.py", "mtime_ns"): "cache keys: the policy file, the root itself",
+    ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
+    ("core/ollie/tools/execute/runner.py", "Runner.drop_scratch"): "a call's scratch dir",
+    ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",
+}
+
+
+def _dotted(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _what(call: ast.Call) -> str | None:
+    fn = call.func
+    name = _dotted(fn)
+    head, _, last = name.rpartition(".")
+    if isinstance(fn, ast.Name) and fn.id == "open":
+        return "open"
+    if head == "os.path" and last in _OS_PATH or head == "os" and last in _OS:
+        return name
+    if name.split(".")[0] in _MODULES and "." in name:
+        return name
+    if isinstance(fn, ast.Attribute) and fn.attr in _METHODS and not name.startswith(("os.", "beneath.")):
+        return "." + fn.attr
+    return None
+
+
+def _file_calls() -> list[tuple[str, str, str, int]]:
+    """(file, function, call, line) of every file-system call in the scanned code."""
+    found: list[tuple[str, str, str, int]] = []
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            scope: list[str] = []
+
+            def visit(node: ast.AST, rel: str = rel, scope: list[str] = scope) -> None:
+                named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                if named:
+                    scope.append(node.name)  # type: ignore[union-attr]
+                if isinstance(node, ast.Call) and (what := _what(node)):
+                    found.append((rel, ".".join(scope) or "<module>", what, node.lineno))
+                for child in ast.iter_child_nodes(node):
+                    visit(child)
+                if named:
+                    scope.pop()
+
+            visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_the_daemon_touches_files_only_through_the_chokepoint() -> None:
+    stray = [f"{rel}:{line} {func}: {what}" for rel, func, what, line in _file_calls()
+             if rel not in MODULES_ALLOWED and (rel, func) not in ALLOWED]
+    assert not stray, ("file-system calls outside ollie.beneath (use it, or allow-list a non-workspace path "
+                       "with its reason):\n" + "\n".join(stray))
+
+
+def test_the_allow_list_holds_nothing_stale() -> None:
+    calls = _file_calls()
+    used = {(rel, func) for rel, func, _, _ in calls}
+    files = {rel for rel, _, _, _ in calls}
+    assert not [key for key in ALLOWED if key not in used]
+    assert not [rel for rel in MODULES_ALLOWED if rel not in files]
+
+
+def test_the_scan_sees_a_direct_read() -> None:
+    tree = ast.parse("def f(p):\n    return p.read_text()\n")
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    assert _what(call) == ".read_text"
