@@ -124,7 +124,7 @@ class Reply:
         return self.status >= 400
 
     text: _BuilderOrField[str] = _BuilderOrField(_text)
-    tool_calls: _BuilderOrField[list[tuple[str, dict[str, Any]]]] = _BuilderOrField(_tool_calls)
+    tool_calls: _BuilderOrField[list[tuple[str, dict[str, Any] | str]]] = _BuilderOrField(_tool_calls)
     stream_error: _BuilderOrField[int | None] = _BuilderOrField(_stream_error)
 
     @classmethod
@@ -204,11 +204,13 @@ def as_reply(item: Reply | dict[str, Any] | str) -> Reply:
     return Reply.from_dict(item)
 
 
-def _as_call(call: Any) -> tuple[str, dict[str, Any]]:
+def _as_call(call: Any) -> tuple[str, dict[str, Any] | str]:
+    """(name, arguments): a dict, or a str sent as the raw JSON text (a hostile model's duplicate keys)."""
     if isinstance(call, dict):
-        return str(call["name"]), dict(call.get("arguments") or {})
-    name, args = call
-    return str(name), dict(args or {})
+        name, args = call["name"], call.get("arguments")
+    else:
+        name, args = call
+    return str(name), args if isinstance(args, str) else dict(args or {})
 
 
 def _number(value: float) -> str:

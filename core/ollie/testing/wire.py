@@ -68,7 +68,7 @@ def _openai(reply: Reply, request: dict[str, Any], model: str, reasoning_field: 
     frames += [chunk({reasoning_field: p}) for p in _pieces(reply.reasoning, reply.chunk_size)]
     frames += [chunk({"content": p}) for p in _pieces(reply.text, reply.chunk_size)]
     for index, (name, args) in enumerate(reply.tool_calls):
-        arguments = _dumps(args)
+        arguments = args if isinstance(args, str) else _dumps(args)
         if reply.legacy_function_call:
             frames.append(chunk({"function_call": {"name": name, "arguments": ""}}))
             frames += [chunk({"function_call": {"arguments": p}}) for p in _pieces(arguments, reply.chunk_size)]
@@ -133,7 +133,7 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
     for name, args in reply.tool_calls:
         block({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": {}},
               [{"type": "input_json_delta", "partial_json": ""}]
-              + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(_dumps(args), reply.chunk_size)])
+              + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(args if isinstance(args, str) else _dumps(args), reply.chunk_size)])
     stop = reply.stop_reason or ("refusal" if reply.refused else "tool_use" if reply.tool_calls else "end_turn")
     frames.append(event("message_delta", {"type": "message_delta",
                                           "delta": {"stop_reason": stop, "stop_sequence": None},

@@ -1,0 +1,191 @@
+"""Red team: a hostile model and workspace against the daemon's own file access and helper programs.
+
+Each attack goes through the real daemon (pytest-lsp) with a scripted model; the daemon runs with the
+user's full rights, so what it reads, writes or runs must never be chosen by the workspace. The
+chokepoint (`ollie.beneath`), the helper resolution (`ollie.programs`) and the once-parsed file-tool
+arguments (`ollie.tools.execute.fileargs`) are what keep them closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ollie.testing import Reply
+from tests.lsp.conftest import llm, start_daemon  # noqa: F401  (fixtures)
+
+SECRET = "SECRET_KEY=hunter2"
+
+
+def run(code: str, *, elevated: bool = False) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": elevated}]}))
+
+
+def tool(name: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": name, "args": list(args)}]}))
+
+
+def told(llm: Any, request: int = -1) -> str:  # noqa: F811
+    """The tool result the model read in chat request `request`."""
+    return llm.chat_requests[request].body["messages"][-1]["content"]
+
+
+def plant(directory: Path, name: str, marker: Path) -> None:
+    """An executable `name` in `directory` that leaves `marker` behind if anyone runs it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    program = directory / name
+    program.write_text(f"#!/bin/sh\necho planted > {marker}\nexit 0\n")
+    program.chmod(0o755)
+
+
+async def test_a_git_planted_in_the_workspace_venv_or_tmp_on_path_never_runs(start_daemon, llm, tmp_path):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    marker = tmp_path / "ran"
+    for place in (ws / ".venv" / "bin", ws / "bin", ws / "node_modules" / ".bin"):
+        plant(place, "git", marker)
+    path = os.pathsep.join([str(ws / ".venv" / "bin"), str(ws / "bin"), str(ws / "node_modules" / ".bin"), ".",
+                            os.environ["PATH"]])
+    llm.script(run("echo two > a.txt"), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(), "PATH": path}, workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=60))["stop"] == "end"
+    # The turn's checkpoints ran (git found off the workspace): the change is listed; the planted git never ran.
+    files = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
+    assert [f["path"] for f in files] == ["a.txt"]
+    assert not marker.exists()
+
+
+async def test_an_elevated_step_runs_neither_a_planted_bash_nor_with_the_workspace_on_path(
+        start_daemon, llm, tmp_path):  # noqa: F811
+    ws, scratch = tmp_path / "ws", tmp_path / "scratch"
+    ws.mkdir()
+    scratch.mkdir()
+    marker, out = tmp_path / "ran", tmp_path / "out.txt"
+    plant(ws / ".venv" / "bin", "bash", marker)
+    plant(ws / ".venv" / "bin", "python3", marker)
+    path = os.pathsep.join([str(ws / ".venv" / "bin"), os.environ["PATH"]])
+    llm.script(run(f"echo \"$PATH\" > {out}; python3 -c pass", elevated=True), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(), "PATH": path, "TMPDIR": str(scratch)}, workspace=ws)
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def allow(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+        return types.MessageActionItem(title="Allow once")
+
+    assert (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["stop"] == "end"
+    assert out.exists(), told(llm)
+    assert str(ws) not in out.read_text() and not marker.exists()
+
+
+async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_daemon, llm, tmp_path):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"{SECRET}\n")
+    (ws / "link.txt").symlink_to(secret)
+    os.mkfifo(ws / "pipe.txt")
+    (ws / "zero.txt").symlink_to("/dev/zero")
+    llm.script(tool("file_edit", "link.txt", "SECRET", "x"), Reply.text("1"),
+               tool("file_write", "pipe.txt", "new"), Reply.text("2"),
+               tool("file_edit", "zero.txt", "\0", "x"), Reply.text("3"))
+    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any) -> dict[str, Any]:
+        questions.append(params)
+        return {"outcome": "reject"}
+
+    try:
+        for text in ("1", "2", "3"):
+            assert (await daemon.request("ollie/submit", {"text": text}, timeout=30))["stop"] == "end"
+    finally:
+        try:
+            os.close(os.open(ws / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))  # free a reader a broken daemon has
+        except OSError:
+            pass
+    assert len(questions) == 3
+    shown = repr(questions)
+    assert "hunter2" not in shown
+    # The FIFO's and the device's questions came, with no old text read from them.
+    assert all(not (q["step"].get("diff") or {}).get("oldText") for q in questions)
+
+
+async def test_a_plan_file_swapped_for_a_fifo_or_a_device_does_not_hang_the_daemon(start_daemon, llm, tmp_path):  # noqa: F811
+    llm.script(run('rm -f "$OLLIE_PLAN_FILE"; mkfifo "$OLLIE_PLAN_FILE"'), Reply.text("fifo"),
+               run('rm -f "$OLLIE_PLAN_FILE"; ln -s /dev/zero "$OLLIE_PLAN_FILE"'), Reply.text("zero"),
+               run('head -c 3000000 /dev/zero | tr "\\0" x > "$OLLIE_PLAN_FILE"'), Reply.text("huge"))
+    daemon = await start_daemon(env=llm.env())
+    for expected in ("fifo", "zero", "huge"):
+        # Before: the loop read the plan file on the event loop (a FIFO blocked it for good, /dev/zero ate memory).
+        result = await daemon.request("ollie/submit", {"text": "plan"}, timeout=30)
+        assert result["reply"] == expected, told(llm)
+    assert (await daemon.request("ollie/state", {}))  # still answering
+
+
+async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(start_daemon, llm, tmp_path):  # noqa: F811
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "src").mkdir(parents=True)
+    outside.mkdir()
+    (ws / "src" / "app.py").write_text("mine\n")
+    (outside / "app.py").write_text(f"{SECRET}\n")
+    # The model's turn swaps src/ for a symlink to a directory outside the workspace.
+    llm.script(run(f"rm -r src && ln -s {outside} src"), Reply.text("swapped"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["reply"] == "swapped"
+    # Undo of the deleted file: refused (it is a symlink change), nothing written through the link.
+    err = None
+    try:
+        await daemon.request("ollie/review/undo", {"path": "src/app.py"})
+    except Exception as exc:  # noqa: BLE001  (the JSON-RPC error)
+        err = exc
+    assert err is not None and (outside / "app.py").read_text() == f"{SECRET}\n"
+    done = await daemon.request("ollie/rewind", {})
+    assert "src/app.py" in done["files"] or "src" in done["files"], done
+    assert not (ws / "src").is_symlink() and (ws / "src" / "app.py").read_text() == "mine\n"
+    assert sorted(os.listdir(outside)) == ["app.py"] and (outside / "app.py").read_text() == f"{SECRET}\n"
+
+
+async def test_duplicate_keys_in_a_tool_calls_arguments_are_refused(start_daemon, llm, tmp_path):  # noqa: F811
+    marker = tmp_path / "ws" / "second"
+    raw = ('{"steps": [{"code": "echo first > first"}], "steps": [{"code": "echo second > second"}]}')
+    llm.script(Reply.tool_calls(("execute_code", raw)), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    assert (await daemon.request("ollie/submit", {"text": "go"}, timeout=30))["stop"] == "end"
+    assert "appears twice" in told(llm) and not marker.exists() and not (tmp_path / "ws" / "first").exists()
+
+
+async def test_a_file_tool_and_the_daemon_act_on_one_path(start_daemon, llm, tmp_path):  # noqa: F811
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    ws.mkdir()
+    elsewhere.mkdir()
+    (ws / "link").symlink_to(elsewhere)
+    # `link/../x.txt`: `x.txt` read lexically, `<tmp>/x.txt` by the kernel. `--limit 5 -- -n` and options
+    # before the path: the daemon's reading and the tool's must agree.
+    llm.script(tool("file_write", "link/../x.txt", "written"), Reply.text("1"),
+               tool("file_read", "--limit", "5", "--", "-n"), Reply.text("2"))
+    (ws / "-n").write_text("dash file\n")
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "1"}, timeout=30))["reply"] == "1"
+    assert (ws / "x.txt").read_text() == "written" and not (tmp_path / "x.txt").exists()
+    assert (await daemon.request("ollie/submit", {"text": "2"}, timeout=30))["reply"] == "2"
+    assert "dash file" in told(llm)
+
+
+async def test_an_undo_of_a_file_over_the_cap_is_a_clear_refusal(start_daemon, llm, tmp_path):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_text("a\n" * 100)
+    llm.script(run("printf 'b\\n%.0s' $(seq 1 2000) > big.txt"), Reply.text("grown"))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_FILE_BYTES": "1000"}, workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "grow"}, timeout=30))["reply"] == "grown"
+    try:
+        await asyncio.wait_for(daemon.request("ollie/review/undo", {"path": "big.txt"}), 30)
+        raise AssertionError("an undo that cannot read the file went ahead")
+    except Exception as exc:  # noqa: BLE001  (the JSON-RPC error)
+        assert "larger than 1,000 bytes" in str(exc), exc
+    assert (ws / "big.txt").read_text() == "b\n" * 2000
