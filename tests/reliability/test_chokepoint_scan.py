@@ -58,7 +58,7 @@ ALLOWED = {
     ("core/ollie/workspace/checkpoints.py", "Checkpoints.delete_ref"): "the shadow repository's refs",
     ("core/ollie/tools/execute/call.py", "_run_call"): "an elevated tool script's bytes, to pin them",
     ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",
-    ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the call's scratch dir (read-only to tool code)",
+    ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the scratch dir (read-only to tools)",
     ("core/ollie/tools/execute/context.py", "CallContext.script_invocation.build"): "an elevated tool script's bytes",
     ("core/ollie/tools/execute/languages.py", "resolve_interpreter"): "a sandboxed step's interpreter (it runs sandboxed)",
     ("core/ollie/tools/execute/languages.py", "code_invocation"): "an ed program in the scratch dir",

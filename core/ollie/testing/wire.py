@@ -131,9 +131,10 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
         block({"type": "text", "text": ""},
               [{"type": "text_delta", "text": p} for p in _pieces(reply.text, reply.chunk_size)])
     for name, args in reply.tool_calls:
+        text = args if isinstance(args, str) else _dumps(args)
         block({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": {}},
               [{"type": "input_json_delta", "partial_json": ""}]
-              + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(args if isinstance(args, str) else _dumps(args), reply.chunk_size)])
+              + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(text, reply.chunk_size)])
     stop = reply.stop_reason or ("refusal" if reply.refused else "tool_use" if reply.tool_calls else "end_turn")
     frames.append(event("message_delta", {"type": "message_delta",
                                           "delta": {"stop_reason": stop, "stop_sequence": None},
