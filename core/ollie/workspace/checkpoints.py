@@ -46,6 +46,24 @@ def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
         return None, True
 
 
+def _file_changes(entries: list[tuple[str, str, str, str, str, str]], blobs: dict[str, bytes]) -> list[FileChange]:
+    """The FileChanges (texts, hunks) of diff-tree `entries` whose blobs are in `blobs`."""
+    out: list[FileChange] = []
+    for rel, code, old_mode, new_mode, old_id, new_id in entries:
+        old_data = blobs.get(old_id) if old_id != _ZERO else None
+        new_data = blobs.get(new_id) if new_id != _ZERO else None
+        old_text, old_bin = _as_text(old_data, old_mode)
+        new_text, new_bin = _as_text(new_data, new_mode)
+        binary = old_bin or new_bin
+        if binary:
+            old_text = new_text = None
+        hunks = compute_hunks(old_text or "", new_text or "") if not binary else ()
+        out.append(FileChange(path=rel, status=_STATUS.get(code, "modified"), old_text=old_text,
+                              new_text=new_text, binary=binary, hunks=hunks, old_mode=old_mode,
+                              new_mode=new_mode, old_data=old_data, new_data=new_data))
+    return out
+
+
 def _apply(root: Path, changes: list[FileChange]) -> None:
     """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
 
@@ -182,20 +200,8 @@ class Checkpoints:
             await self._ensure()
         entries = await self._raw_diff(before, after)
         blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
-        out: list[FileChange] = []
-        for rel, code, old_mode, new_mode, old_id, new_id in entries:
-            old_data = blobs.get(old_id) if old_id != _ZERO else None
-            new_data = blobs.get(new_id) if new_id != _ZERO else None
-            old_text, old_bin = _as_text(old_data, old_mode)
-            new_text, new_bin = _as_text(new_data, new_mode)
-            binary = old_bin or new_bin
-            if binary:
-                old_text = new_text = None
-            hunks = compute_hunks(old_text or "", new_text or "") if not binary else ()
-            out.append(FileChange(path=rel, status=_STATUS.get(code, "modified"), old_text=old_text,
-                                  new_text=new_text, binary=binary, hunks=hunks, old_mode=old_mode,
-                                  new_mode=new_mode, old_data=old_data, new_data=new_data))
-        return out
+        # Diffing is CPU work on content tool code chose (a 1 MiB file of short lines): off the event loop.
+        return await asyncio.to_thread(_file_changes, entries, blobs)
 
     async def _raw_diff(self, before: str, after: str) -> list[tuple[str, str, str, str, str, str]]:
         """(path, status letter, old mode, new mode, old id, new id) of each file differing between two trees."""
