@@ -185,3 +185,22 @@ async def test_an_undo_of_a_file_over_the_cap_is_a_clear_refusal(start_daemon, l
         await daemon.request("ollie/review/undo", {"path": "big.txt"})
     assert (ws / "big.txt").read_text() == "b\n" * 2000
 
+
+
+async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(start_daemon, llm, tmp_path):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    llm.script(run("echo two > a.txt"), Reply.text("edited"), run("rm a.txt && mkfifo a.txt"), Reply.text("fifo"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=30))["reply"] == "edited"
+    assert (await daemon.request("ollie/submit", {"text": "swap"}, timeout=30))["reply"] == "fifo"
+    try:
+        with pytest.raises(JsonRpcException, match="not a regular file"):
+            await daemon.request("ollie/review/undo", {"turn": 1, "path": "a.txt"}, timeout=10)
+    finally:
+        try:
+            os.close(os.open(ws / "a.txt", os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert (await daemon.request("ollie/state", {}))
