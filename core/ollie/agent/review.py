@@ -217,17 +217,11 @@ class Review:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since."""
         number = self._turn_number(turn)
         before, after = await self._bounds(number)
-        in_editor = self.editor_edits.changes(number)
+        in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
         on_disk = [c for c in await self.checkpoints().changes(before, after) if c.path not in in_editor]
         listed = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
         return TurnChanges(number, listed, frozenset(in_editor))
-
-    async def _change(self, turn: int, path: str) -> FileChange:
-        for change in (await self.changes(turn)).changes:
-            if change.path == path:
-                return change
-        raise ReviewError(f"{path}: turn {turn} did not change it (or it was undone already)", "path")
 
     # --- undo ------------------------------------------------------------------
 
@@ -242,10 +236,13 @@ class Review:
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
-        change = await self._change(number, path)
+        turn_changes = await self.changes(number)
+        change = next((c for c in turn_changes.changes if c.path == path), None)
+        if change is None:
+            raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
         if hunk is not None and not 0 <= hunk < len(change.hunks):
             raise ReviewError(f"{path}: no hunk {hunk} (it has {len(change.hunks)})", "hunk")
-        if path in self.editor_edits.changes(number):
+        if path in turn_changes.in_editor:
             return await self._undo_in_editor(number, change, hunk, editor_text, apply)
         in_editor = False
         text: str | None = None
