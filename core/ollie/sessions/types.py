@@ -48,6 +48,7 @@ class TurnResult(StrEnum):
     MAX_STEPS = "max_steps"
     ERROR = "error"
     REFUSAL = "refusal"  # the model (or the vendor's content filter) declined to answer
+    MAX_TOKENS = "max_tokens"  # the reply was cut at the model's output token limit
 
 
 # Worker sessions that human-facing lists leave out with exclude_internal.
