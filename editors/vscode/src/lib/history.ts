@@ -227,11 +227,13 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     const agent = typeof info.agent === "string" ? info.agent : "";
     // Another daemon sharing the store runs it now (`liveOn`): loading it here is refused until that one lets go.
     const liveOn = typeof info.liveOn === "string" && info.liveOn ? info.liveOn : undefined;
+    // Shared to a team channel (docs/TEAM.md): whose it is and which team.
+    const shared = typeof info.team === "string" && info.team ? `team ${info.team} · ${typeof info.owner === "string" ? info.owner : "?"}` : "";
     const entry: HistoryEntry = {
       id,
       title,
       label: title || "Untitled session",
-      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", when, agent, info.archived === true ? "archived" : ""]
+      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, agent, info.archived === true ? "archived" : ""]
         .filter(Boolean)
         .join(" · "),
       current: id === current,
