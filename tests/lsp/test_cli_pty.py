@@ -45,7 +45,7 @@ class Terminal:
                 try:
                     self.raw += os.read(self.master, 65536).decode("utf-8", "replace")
                 except OSError:  # the process ended and the pty closed
-                    assert False, f"{pattern!r} never showed before the end:\n{self.text[after:]}"
+                    raise AssertionError(f"{pattern!r} never showed before the end:\n{self.text[after:]}") from None
         return after + found.end()
 
     def type(self, line: str) -> None:
@@ -110,7 +110,9 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
 def test_a_session_runs_in_one_terminal_at_a_time(llm, tmp_path):
     llm.script(Reply.text("noted"), Reply.text("still here"), Reply.text("resumed"))
     first = run_ollie(["-p", "remember 9", "--cwd", str(tmp_path)], env=llm.env())
-    session = re.fullmatch(r"ollie: session (\S+)\n", first.stderr).group(1)  # -p says which session it was
+    said = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)  # -p says which session it was
+    assert said, first.stderr
+    session = said.group(1)
     holder = Terminal(["--session", session, "--cwd", str(tmp_path)], llm.env(), tmp_path)
     try:
         at = holder.wait_for(r"default> ")

@@ -189,8 +189,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     lines = []
     for sid in shown:
         info = records.get(sid)
-        when = _local(info.last_active or info.created_at) if info and (info.last_active or info.created_at) \
-            else _created(sid)
+        moment = info and (info.last_active or info.created_at)
+        when = _local(moment) if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
         lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_cut(title or '(untitled)', 50)}  {sid}")
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""

@@ -109,7 +109,7 @@ class OpenAIBackend(HTTPBackend):
                                 # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
                                 # "max_tokens" (length: cut at the output token limit).
                                 finish = choice["finish_reason"]
-                                stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish, finish)
+                                stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
                 except Exception:
                     if texts:  # an error frame (or a malformed one) after text in the same read: the text first
                         yield StreamEvent("".join(texts))

@@ -20,10 +20,10 @@ from ollie.cli.sanitize import escaped, has_controls, printable
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion
-    from ollie.agent.steps import Diff
     from ollie.agent.core import Core
     from ollie.agent.events import Subscription
     from ollie.agent.recorder import Recorder
+    from ollie.agent.steps import Diff
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}

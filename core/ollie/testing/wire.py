@@ -155,8 +155,9 @@ def _ollama(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
     frames += [line({"tool_calls": [{"function": {"name": name, "arguments": args}}]})
                for name, args in reply.tool_calls]
     usage = _usage_for(reply, request)
-    final = line({}, done=True, done_reason=reply.stop_reason or ("length" if reply.truncated else "stop"), total_duration=1_000_000,
-                 load_duration=100_000, prompt_eval_count=usage.input_tokens, prompt_eval_duration=200_000,
+    final = line({}, done=True, done_reason=reply.stop_reason or ("length" if reply.truncated else "stop"),
+                 total_duration=1_000_000, load_duration=100_000, prompt_eval_count=usage.input_tokens,
+                 prompt_eval_duration=200_000,
                  eval_count=usage.output_tokens, eval_duration=700_000)
     return Rendered("application/x-ndjson", frames, [final])
 
