@@ -11,7 +11,7 @@ from ollie.testing import Reply
 
 
 async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_another(
-        start_agent, scripted_llm, store_url):
+        start_agent, scripted_llm, store_url, tmp_path):
     llm = scripted_llm("openai")
     llm.script(Reply.text("first answer"), Reply.text("second answer"))
     team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"}
@@ -19,7 +19,8 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
     sid = await laptop.new()
     assert (await laptop.prompt(sid, "first question")).stop_reason == "end_turn"
 
-    buildbox = await start_agent(env=team)
+    # Another machine: its own data dir (this machine's live-session locks are not its business; the lease is).
+    buildbox = await start_agent(env={**team, "XDG_DATA_HOME": str(tmp_path / "buildbox-data")})
     with pytest.raises(acp.RequestError) as caught:
         await asyncio.wait_for(buildbox.conn.load_session(cwd=str(buildbox.workspace), session_id=sid,
                                                           mcp_servers=[]), 30)
