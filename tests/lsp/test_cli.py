@@ -48,6 +48,14 @@ def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
 
 
+def test_a_reply_cut_at_the_token_limit_is_said_and_exits_6(llm, tmp_path):
+    llm.script(Reply.cut("The first half"))
+    proc = run_ollie(["-p", "write a lot", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 6, (proc.stdout, proc.stderr)
+    assert proc.stdout.strip() == "The first half"
+    assert "ollie: the reply was cut off: it reached the model's output token limit (max_tokens)" in proc.stderr
+
+
 def test_agent_model_and_slash_commands_flags(llm, tmp_path):
     proc = run_ollie(["-p", "/model", "--agent", "coding", "--model", "other-model", "--cwd", str(tmp_path)],
                      env=llm.env())

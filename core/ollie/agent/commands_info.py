@@ -192,7 +192,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
         moment = info and (info.last_active or info.created_at)
         when = _local(moment) if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
-        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_cut(title or '(untitled)', 50)}  {sid}")
+        shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
+        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_cut(title or '(untitled)', 50)}{shared}  {sid}")
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
 
