@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.sessions import location, persist
-from ollie.sessions.types import Info, ListOptions
+from ollie.sessions.types import Info
 from ollie.workspace import WorkspaceError
 
 HISTORY_DEFAULT = 40
@@ -185,7 +186,7 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
         url = location.store_url()
         return f"no saved sessions in {location.redact(url) if url else directory}"
     shown = ids[:SESSIONS_SHOWN]
-    records = await asyncio.to_thread(_records)
+    records = await asyncio.to_thread(_records, shown)
     lines = []
     for sid in shown:
         info = records.get(sid)
@@ -198,20 +199,22 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
 
 
-def _records() -> dict[str, Info]:
-    """This user's session records (titles, last activity) by id; none when the registry cannot be read."""
+def _records(session_ids: list[str]) -> dict[str, Info]:
+    """The records (title, last activity, team) of these sessions that the registry has for this user."""
     from ollie.sessions import Registry, Scope, os_user
 
     try:
         registry = Registry()
     except OllieError:
-        return {}
+        return {}  # no registry to read: the listing goes on with what the logs say
+    found: dict[str, Info] = {}
     try:
-        return {info.id: info for info in registry.list(Scope(user_id=os_user()), ListOptions(include_archived=True))}
-    except OllieError:
-        return {}
+        for session_id in session_ids:
+            with contextlib.suppress(OllieError):  # none (a registry call failed when it was made), or not ours
+                found[session_id] = registry.get(Scope(user_id=os_user()), session_id)
     finally:
         registry.close()
+    return found
 
 
 def _saved_title(directory: Path, session_id: str) -> str:
