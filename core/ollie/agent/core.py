@@ -547,7 +547,8 @@ class Core:
         """Save the session under `new_id` from now on: the old log goes; tools and the plan file follow."""
         host = self._host
         old, old_log = self.session.id, host.session_file
-        lock = hold(lock_dir(host.sessions_dir), validate_session_id(new_id))  # refused when live elsewhere
+        new_id = validate_session_id(new_id)
+        lock = hold(lock_dir(host.sessions_dir), new_id)  # refused when another process runs a session of that id
         self.session.id = new_id
         host.session_file = session_log(host.sessions_dir, new_id)  # the file, or OLLIE_STORE's rows
         self._watch_saves(host.session_file)

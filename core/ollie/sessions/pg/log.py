@@ -229,8 +229,8 @@ class PgRounds:
             log.error("session save failed: %s", exc, extra={"session": self.session_id})
             if epoch is not None:
                 self._broken_epoch = epoch
-                if epoch != self._epoch:
-                    return  # a snapshot is queued already: it writes what this failed to
+                if epoch != self._epoch and self._lost is None:
+                    return  # a snapshot is queued already: it writes what this failed to (a lost lease: it cannot)
             error = exc if isinstance(exc, SessionError) else LogWriteError(f"session {self.session_id}: saving "
                                                                             f"failed: {exc}")
             if self._failure is None:
