@@ -35,7 +35,7 @@ class Terminal:
     def text(self) -> str:
         return ANSI.sub("", self.raw).replace("\r\n", "\n")
 
-    def wait_for(self, pattern: str, *, after: int = 0, timeout: float = 30) -> int:
+    def wait_for(self, pattern: str, *, after: int = 0, timeout: float = 60) -> int:
         """Read until `pattern` (a regex) shows in the output past `after`; the end of the match."""
         deadline = time.monotonic() + timeout
         while not (found := re.search(pattern, self.text[after:])):
