@@ -191,7 +191,7 @@ class OllieAgent:
                 where = cwds.get(info.id, "")
                 if want is None or where == want:
                     sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
-                                                title=info.title or None,
+                                                title=_listed_title(info, self._user),
                                                 updated_at=_iso(info.last_active or info.created_at)))
                 if len(sessions) == LIST_PAGE:
                     more = more or index + 1 < len(page)
@@ -353,6 +353,13 @@ def _modes(live: AcpSession) -> SessionModeState:
     return SessionModeState(current_mode_id=live.mode, available_modes=[
         SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
     ])
+
+
+def _listed_title(info: Info, user: str) -> str | None:
+    """A listed session's title; a teammate's shared session also says whose and which team's (docs/TEAM.md)."""
+    if info.team and info.user_id != user:
+        return f"{info.title or 'untitled'} ({info.user_id}'s, team {info.team})"
+    return info.title or None
 
 
 def _iso(stamp: datetime | None) -> str | None:

@@ -45,7 +45,7 @@ PERMISSION_OPTIONS = [
 ]
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
-                "max_steps": "max_turn_requests", "refusal": "refusal"}
+                "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
 
 
 @dataclass

@@ -99,7 +99,10 @@ async def _session(workspace: Path, env: dict[str, str], renderer: Renderer, out
         if params["role"] == "turn" and params["content"] == "start":
             print(f"{LABEL}:", file=out)
         elif params["role"] != "turn":
-            renderer.render(params["role"], params["content"], params.get("name", ""))
+            steps = params.get("steps") or ([params["tool"]] if params.get("tool") else [])
+            renderer.render(params["role"], params["content"], params.get("name", ""),
+                            titles=[s.get("title", "") for s in steps],
+                            failed=(params.get("tool") or {}).get("status") == "failed")
 
     @client.feature("ollie/stateChanged")
     def on_state(params: dict[str, Any]) -> None:

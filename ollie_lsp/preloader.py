@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox.fdio import recv_fds
-from ollie_lsp.livelock import same_file
+from ollie.sessions.livelock import same_file
 from ollie_lsp.warm import (
     DEFAULT_IDLE_S,
     HEADER,

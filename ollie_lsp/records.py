@@ -76,6 +76,8 @@ def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) 
         "lastActive": info.last_active.isoformat() if info.last_active else None,
         "lastTurnResult": str(info.last_turn_result),
         "archived": info.archived,
+        "owner": info.user_id,
+        "team": info.team or None,
         "live": live,
         "liveOn": live_on,
     }

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
-from ollie_lsp.livelock import LiveLock, hold
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import Records, rpc_errors
 
@@ -241,8 +240,6 @@ class SessionTable:
         self._ask_step = ask_step
         self._notify_problem = notify_problem
         self._live: dict[str, LiveSession] = {}
-        # Each live session's lock (ollie_lsp.livelock): another daemon of this machine cannot run it meanwhile.
-        self._locks: dict[str, LiveLock] = {}
         self._default: asyncio.Task[LiveSession] | None = None
 
     # --- creation -----------------------------------------------------------------
@@ -276,14 +273,9 @@ class SessionTable:
         """
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
-        # Taken before the log is read: a session another window's daemon runs is refused (-32007), not run twice.
-        lock = await asyncio.to_thread(hold, resume_id) if resume_id else None
-        try:
-            await _preload(resume_id)
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
+        await _preload(resume_id)
+        # The Core takes the session's live lock (ollie.sessions.livelock): one another process of this machine
+        # runs is refused (-32007), not run twice.
         try:
             core = await core_mod.Core.create(
                 agent=agent,
@@ -295,18 +287,12 @@ class SessionTable:
                 prompt_now=prompt_now,
             )
         except Exception:
-            if lock is not None:
-                lock.release()
             if resume_id:  # not started: the session read (and leased) ahead is given back
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
         if resume_id:
             # The first size estimate of a long history walks every message: in a thread, before the loop asks.
             await asyncio.to_thread(core.context_info)
-        if resume_id is None:  # a fresh id: nobody else holds it
-            lock = await asyncio.to_thread(hold, core.session_id)
-        if lock is not None:
-            self._locks[core.session_id] = lock
         live = self._register(core, kind=kind)
         live.recorder = await self.records.record(core, kind=kind, title=title)
         return live
@@ -426,8 +412,6 @@ class SessionTable:
             logger.exception("releasing a session failed", extra={"session": live.id})
             # The session is gone from the client's view: only a message can still say what was not saved.
             self._notify_problem(f"ollie: {_message(exc)}")
-        if (lock := self._locks.pop(live.id, None)) is not None:
-            lock.release()  # after the last save: the next daemon to resume it reads the whole log
         if live.recorder is not None:
             await live.recorder.close()
         try:

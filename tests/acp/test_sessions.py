@@ -179,3 +179,24 @@ async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path
     assert ended.returncode == 0, ended.stderr[-2000:]
     (answer,) = [json.loads(line) for line in answers.read_text().splitlines()]
     assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "ollie", answer
+
+
+async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> None:
+    """Two Zed windows: the second `ollie acp` cannot load the session the first runs (-32007 naming it), so no
+    writer's turn is lost; once the first closed it, the second loads it whole and goes on."""
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    first = await start_agent(env=llm.env())
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    sid = await first.new()
+    assert (await first.prompt(sid, "first question")).stop_reason == "end_turn"
+    with pytest.raises(acp.RequestError) as caught:
+        await asyncio.wait_for(second.conn.load_session(cwd=str(second.workspace), session_id=sid, mcp_servers=[]),
+                               30)
+    assert caught.value.code == -32007, caught.value
+    message = str(caught.value)
+    assert "session is live elsewhere" in message and f"(ollie acp pid {first.proc.pid})" in message, message
+    await asyncio.wait_for(first.conn.close_session(session_id=sid), 15)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(second.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert (await second.prompt(sid, "second question")).stop_reason == "end_turn"
+    users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["first question", "second question"], users

@@ -153,6 +153,15 @@ async def test_a_refused_reply_answers_refusal(start_agent, scripted_llm) -> Non
         assert agent.client.text(sid) == "I can't help with that."
 
 
+async def test_a_reply_cut_at_the_token_limit_answers_max_tokens(start_agent, llm) -> None:
+    llm.script(Reply.cut("The first half of a long"))  # finish_reason "length"
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    response = await agent.prompt(sid, "write a long answer")
+    assert response.stop_reason == "max_tokens"
+    assert agent.client.text(sid) == "The first half of a long"
+
+
 async def test_the_prompt_answer_carries_the_turns_usage(start_agent, llm) -> None:
     llm.script(
         Reply.tool_calls(("execute_code", {"steps": [{"code": "true"}]}),

@@ -363,10 +363,13 @@ async def test_sessions_lists_saved_newest_first(core):
     persist.SessionFile(core.sessions_dir, older.id).save(older)
     core.session.messages.append(Message("user", "now"))
     persist.SessionFile(core.sessions_dir, core.session_id).save(core.session)
+    core.session.title = "fix the calculator"
+    persist.SessionFile(core.sessions_dir, core.session_id).save(core.session)
     lines = (await run_command(core, "/sessions")).splitlines()
     assert lines[0] == "sessions (2):"
-    assert lines[1].startswith(f"* {core.session_id}")
-    assert lines[2].startswith(f"  {older.id}  2023-11-")
+    # When, what (its title), and the id to resume it with; the current one marked.
+    assert lines[1].startswith("* 20") and lines[1].endswith(f"  fix the calculator  {core.session_id}"), lines
+    assert lines[2].startswith("  2023-11-") and lines[2].endswith(f"  (untitled)  {older.id}"), lines
 
 
 async def test_tools_and_sp(core):

@@ -36,3 +36,22 @@ async def test_set_session_id_moves_the_file_the_plan_and_the_tools_id(scripted_
     assert f"id={NEW_ID}" in output and "write the tests" in output
     saved = persist.load(core.sessions_dir, NEW_ID)
     assert [m.content for m in saved.messages if m.role == "user"] == ["plan it", "show the env"]
+
+
+async def test_a_session_runs_in_one_core_at_a_time_and_is_free_once_closed(scripted_llm, make_core):
+    import pytest
+
+    from ollie.sessions.errors import LiveElsewhereError
+
+    srv = scripted_llm("openai", check=False)
+    first = await make_core(srv)
+    second = await make_core(srv)
+    with pytest.raises(LiveElsewhereError, match=f"session {first.session_id} is open in another"):
+        await make_core(srv, session_id=first.session_id)  # resuming it
+    with pytest.raises(LiveElsewhereError):
+        second.set_session_id(first.session_id)  # or moving another session onto its id
+    assert second.session_id != first.session_id
+    taken = first.session_id
+    await first.close()
+    second.set_session_id(taken)
+    assert second.session_id == taken

@@ -135,8 +135,25 @@ async def test_results_are_truncated_to_the_byte_limit(scripted_llm, make_core):
     content = tool_messages(srv, 1)[0]["content"]
     kept = content.split("\n[truncated")[0]
     assert len(kept.encode()) <= 1001 and kept == "é" * 500
-    assert "the result was 5000 bytes, 1001 kept" in content
-    assert content.endswith("file_read --offset=N --limit=N, head/tail/sed -n, grep]")  # how to read the rest
+    # Where to read on from: the byte and line after what was kept.
+    assert content.endswith("[truncated: the result was 5000 bytes, 1000 kept, through line 1 of this output; read "
+                            "on from its line 2 (byte 1001): `sed -n '2,$p'`, `tail -c +1001`, or a narrower command "
+                            "(grep, head)]"), content
+
+
+async def test_a_truncated_file_read_names_the_line_to_read_on_from(scripted_llm, make_core, workdir):
+    (workdir / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 501)))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["big.txt"]}]})),
+               Reply.text("ok"))
+    core = await make_core(srv)
+    core.runtime.tool_result_max_bytes = 1000
+    await core.submit("read it")
+    content = tool_messages(srv, 1)[0]["content"]
+    last = content.split("\n[truncated")[0].splitlines()[-1]
+    shown = int(last.split("\t")[0])
+    assert last == f"{shown:6}\tline {shown}"  # whole lines only
+    assert content.endswith(f"through line {shown} of the file; read on with file_read --offset={shown + 1}]")
 
 
 async def test_inject_reaches_the_next_tool_result(scripted_llm, make_core):

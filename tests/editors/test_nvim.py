@@ -385,3 +385,11 @@ vim.cmd("qa!")
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
     assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
+
+
+def test_a_reply_cut_at_the_token_limit_says_so_in_the_chat(workspace, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.cut("Once upon a time"))  # finish_reason "length"
+    transcript = run_scenario("cut_off", workspace, srv)["transcript"]
+    assert "Once upon a time" in transcript
+    assert "_(max_tokens: cut off, the reply reached the model's output token limit)_" in transcript, transcript

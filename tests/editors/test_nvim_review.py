@@ -147,7 +147,8 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     # Teams: a session another daemon runs is labelled; loading it is refused (-32007), told on one line, the
     # chat stays on its session; a rename/archive of another user's shared session is refused (-32008).
     team = result["team_labels"]
-    assert team[0].startswith("fix the flaky login test · ") and team[0].endswith(" · live on buildbox (pid 4242)"), team
+    assert team[0].startswith("fix the flaky login test · team core · ana · ") and team[0].endswith(
+        " · live on buildbox (pid 4242)"), team  # whose and which team's
     assert "live on" not in team[1], team
     live = result["live_refusal"]
     assert live["msg"].startswith("ollie: session is live elsewhere: session s-team1 is live on buildbox (pid 4242")

@@ -208,9 +208,10 @@ def test_the_interactive_terminal_asks_and_feedback_reaches_the_model(llm, tmp_p
     (tmp_path / "a.txt").write_text("one\n")
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"), Reply.text("2"))
     proc = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env(approval="")), capture_output=True,
-                          text=True, timeout=60, input="edit it\no\nagain\nf\nkeep it\n")
+                          text=True, timeout=60, input="edit it\nyes\nagain\nf\nkeep it\n")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.count("ollie asks to: Edit a.txt") == 2 and "[o]nce, [a]lways (edit steps)" in proc.stderr
+    assert proc.stderr.count("ollie asks to: Edit a.txt") == 2 and "[y]es once, [a]lways (edit steps)" in proc.stderr
+    assert "-one\n+two" in proc.stderr  # the diff, before the question
     assert (tmp_path / "a.txt").read_text() == "two\n"
     assert "The user's feedback: keep it" in last_tool_result(llm)
 

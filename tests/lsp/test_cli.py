@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -40,10 +41,19 @@ def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
     )
     proc = run_ollie(["-p", "what is the secret?", "--cwd", str(tmp_path)], env=llm.env())
     assert proc.returncode == 0, proc.stderr
-    assert "→ call_tool" in proc.stdout and "file_read" in proc.stdout
-    assert "← call_tool" in proc.stdout and "the secret is 7" in proc.stdout
+    # A step as a line a person reads, its result's first lines under it; the session id on stderr only.
+    assert proc.stdout.startswith("▸ Read notes.txt\n  [call 1 file_read] exit 0\n       1\tthe secret is 7\n")
     assert proc.stdout.rstrip().endswith("The secret is 7.")
+    assert re.fullmatch(r"ollie: session \d+-[0-9a-f]{6}\n", proc.stderr), proc.stderr
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
+
+
+def test_a_reply_cut_at_the_token_limit_is_said_and_exits_6(llm, tmp_path):
+    llm.script(Reply.cut("The first half"))
+    proc = run_ollie(["-p", "write a lot", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 6, (proc.stdout, proc.stderr)
+    assert proc.stdout.strip() == "The first half"
+    assert "ollie: the reply was cut off: it reached the model's output token limit (max_tokens)" in proc.stderr
 
 
 def test_agent_model_and_slash_commands_flags(llm, tmp_path):
@@ -95,7 +105,7 @@ def test_renderer_is_compact(tmp_path):
     renderer.render("turn", "end")
     out.seek(0)
     text = out.read()
-    assert text.startswith("Hello\n→ file_read {\"path\": \"a.txt\"}\n← file_read: line 0")
+    assert text.startswith("Hello\n▸ file_read {\"path\": \"a.txt\"}\n  line 0\n  line 1")
     assert "(44 more lines)" in text and "line 49" not in text
     assert compact_result("a\nb") == "a\nb"
 
@@ -128,7 +138,7 @@ def test_renderer_styles_only_after_sanitizing(tmp_path):
     text = out.read()
     foreign = text.replace("\x1b[2m", "").replace("\x1b[0m", "")
     assert "\x1b" not in foreign and "\r" not in foreign
-    assert "hi there" in text and "← file_read: All tests passed" in text and "shell" in text
+    assert "hi there" in text and "  All tests passed" in text and "shell" in text
 
 
 def test_interactive_session_reads_prompts_until_eof(llm, tmp_path):
@@ -146,7 +156,7 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
     out = proc.stdout
     assert "scripted model (no real LLM)" in out
     assert "you> What does hello.py do?" in out
-    assert "→ call_tool" in out and "file_read" in out
+    assert "▸ Read hello.py" in out
     assert "def greet" in out  # the tool's result: the sample file, read in the sandbox
     assert "hello.py defines `greet(name)`" in out
     assert "demo: OK" in out
@@ -233,7 +243,6 @@ def test_daemon_version_and_tcp_mode(tmp_path):
 
 
 def test_session_flag_resumes_a_saved_session(llm, tmp_path):
-    import re
 
     llm.script(Reply.text("noted"), Reply.text("it was 9"))
     first = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="remember 9\n")

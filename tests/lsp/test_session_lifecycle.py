@@ -93,6 +93,7 @@ async def test_a_session_runs_in_one_daemon_at_a_time(start_daemon, llm, tmp_pat
     sid = (await first.request("ollie/submit", {"text": "in the first window"}))["session"]
     err = await rpc_error(second, "ollie/session/load", {"session": sid})
     assert err.code == -32007 and "open in another editor window" in err.message
+    assert f"(ollie-lsp pid {first.client._server.pid})" in err.message, err.message
     assert (await second.request("ollie/state", {}))["session"] != sid
     assert await first.request("ollie/session/close", {"session": sid}) == {}
     assert (await second.request("ollie/session/load", {"session": sid}))["session"] == sid

@@ -72,6 +72,14 @@ async def test_submit_streams_events_in_order_with_gap_free_seq(daemon, llm):
     assert int(usage[0]) > 0
 
 
+async def test_a_reply_cut_at_the_token_limit_ends_with_stop_max_tokens(daemon, llm):
+    llm.script(Reply.cut("The first half of a long"))
+    result = await daemon.request("ollie/submit", {"text": "write a long answer"})
+    assert (result["stop"], result["reply"]) == ("max_tokens", "The first half of a long"), result
+    assert daemon.session_events(result["session"])[-1] == {**daemon.session_events(result["session"])[-1],
+                                                            "role": "turn", "content": "max_tokens"}
+
+
 async def test_progress_and_state_changed(daemon, llm):
     llm.script(Reply(tool_calls=[READ_SAMPLE]), Reply.text("done"))
     (daemon.workspace / "sample.txt").write_text("x\n")

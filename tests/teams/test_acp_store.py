@@ -11,7 +11,7 @@ from ollie.testing import Reply
 
 
 async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_another(
-        start_agent, scripted_llm, store_url):
+        start_agent, scripted_llm, store_url, tmp_path):
     llm = scripted_llm("openai")
     llm.script(Reply.text("first answer"), Reply.text("second answer"))
     team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"}
@@ -19,7 +19,8 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
     sid = await laptop.new()
     assert (await laptop.prompt(sid, "first question")).stop_reason == "end_turn"
 
-    buildbox = await start_agent(env=team)
+    # Another machine: its own data dir (this machine's live-session locks are not its business; the lease is).
+    buildbox = await start_agent(env={**team, "XDG_DATA_HOME": str(tmp_path / "buildbox-data")})
     with pytest.raises(acp.RequestError) as caught:
         await asyncio.wait_for(buildbox.conn.load_session(cwd=str(buildbox.workspace), session_id=sid,
                                                           mcp_servers=[]), 30)
@@ -32,3 +33,26 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
     assert buildbox.client.text(sid) == "first answer"
     assert (await buildbox.prompt(sid, "second question")).stop_reason == "end_turn"
     assert any("first answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+
+
+async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
+        start_agent, scripted_llm, store_url, tmp_path):
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("on it"))
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = await alice.new()
+    await alice.prompt(sid, "migrate the schema")
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
+    finally:
+        registry.close()
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
+                                 "XDG_DATA_HOME": str(tmp_path / "bob-data")})
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 15)
+    titles = {s.session_id: s.title for s in listed.sessions}
+    assert titles[sid] == "migrate the schema (alice's, team backend)", titles
+    own = await asyncio.wait_for(alice.conn.list_sessions(), 15)
+    assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note

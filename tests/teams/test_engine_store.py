@@ -164,10 +164,12 @@ async def test_a_failed_background_save_is_told_at_once_and_the_next_save_writes
         await asyncio.sleep(0.02)
     assert errors and errors[0].startswith("session not saved:") and "permission denied" in errors[0], errors
     assert errors[0].endswith("retrying at the next save")
-    # The turn saved twice (its prompt at its start, its end): once every write of it was tried, each failure was told.
+    # The turn saved twice (its prompt at its start, its end): once every write of it was tried, each failure was
+    # told; the end's save was either tried on its own (a second failure) or, queued before the first one failed,
+    # dropped behind it (a round cannot follow a missing one): which one depends on the writer thread's timing.
     await asyncio.to_thread(core._host.session_file.storage._wait)
     errors += [e.content for e in drain(sub) if e.role == "error"]
-    assert len(errors) == 2 and all(e.startswith("session not saved:") for e in errors), errors
+    assert len(errors) in (1, 2) and all(e.startswith("session not saved:") for e in errors), errors
     assert _user_texts(url, core.session_id) == ["first question", "first answer"]
 
     grant(True)

@@ -32,3 +32,31 @@ def test_ollie_resumes_on_the_build_box_a_session_the_laptop_saved_and_left(stor
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "what was it?"]
     assert not (tmp_path / "buildbox" / "data" / "ollie" / "sessions").exists()  # nothing went to files
+
+
+def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(store_url, scripted_llm, tmp_path):
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("on it"))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def ollie(machine: str, user: str, args: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
+        env = home_env(tmp_path / machine, **llm.env(), OLLIE_STORE=store_url, OLLIE_USER=user, **extra)
+        return subprocess.run([sys.executable, "-m", "ollie.cli", "--cwd", str(work), *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    first = ollie("laptop", "alice", ["-p", "migrate the schema"])
+    assert first.returncode == 0, first.stderr
+    sid = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
+    assert sid, first.stderr
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid.group(1), "backend")  # what `ollie store share` does
+    finally:
+        registry.close()
+    listed = ollie("desk", "bob", ["-p", "/sessions"], OLLIE_TEAMS="backend")
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.endswith(sid.group(1)))
+    assert "  migrate the schema  [team backend, alice's]  " in line, listed.stdout

@@ -148,6 +148,7 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
             break
         await asyncio.sleep(0.05)
     assert (listed[sid]["live"], listed[sid]["liveOn"]) == (False, where)
+    assert (listed[sid]["owner"], listed[sid]["team"]) == ("alice", "backend")  # whose, shared to which team
     own = {s["id"]: s for s in (await laptop.request("ollie/session/list", {}))["sessions"]}
     assert (own[sid]["live"], own[sid]["liveOn"]) == (True, None)  # live here, not elsewhere
 

@@ -56,8 +56,8 @@ def test_render_shows_warnings_and_which_stream_was_cut() -> None:
         "[stderr]",
         "eeeeeeee",
         "[warning] Landlock is not available: ran unsandboxed",
-        "[note] stderr truncated: only the first 8 bytes per stream are shown; "
-        "narrow the command (head, grep, offset/limit) to see the rest",
+        "[note] stderr truncated: only the first 8 bytes per stream are shown; read on from byte 9 "
+        "(`| tail -c +9`), or narrow the command (head, grep, sed -n, file_read --offset)",
     ]
     assert render(Section("step 2", None, "skipped: an earlier step failed"), limit=8, timeout=None) == (
         "[step 2] skipped: an earlier step failed"

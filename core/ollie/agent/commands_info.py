@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ollie import paths
@@ -15,6 +17,7 @@ from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.sessions import location, persist
+from ollie.sessions.types import Info
 from ollie.workspace import WorkspaceError
 
 HISTORY_DEFAULT = 40
@@ -171,20 +174,62 @@ def _created(session_id: str) -> str:
         seconds = int(session_id.split("-", 1)[0]) / 1e9
     except ValueError:
         return "?"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
 
 
 async def cmd_sessions(core: CommandTarget, arg: str) -> str:
-    """The saved sessions, newest first, the current one marked."""
+    """The saved sessions, newest first, the current one marked: when last active, title, id (to resume)."""
     directory = Path(core.sessions_dir)
     # A directory listing, or a query of OLLIE_STORE's database: off the loop, which other sessions share.
     ids = list(reversed(await asyncio.to_thread(persist.list_saved, directory)))
     if not ids:
         url = location.store_url()
         return f"no saved sessions in {location.redact(url) if url else directory}"
-    lines = [f"{'*' if sid == core.session_id else ' '} {sid}  {_created(sid)}" for sid in ids[:SESSIONS_SHOWN]]
+    shown = ids[:SESSIONS_SHOWN]
+    records = await asyncio.to_thread(_records, shown)
+    lines = []
+    for sid in shown:
+        info = records.get(sid)
+        moment = info and (info.last_active or info.created_at)
+        when = _local(moment) if moment else _created(sid)
+        title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
+        shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
+        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_cut(title or '(untitled)', 50)}{shared}  {sid}")
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
+
+
+def _records(session_ids: list[str]) -> dict[str, Info]:
+    """The records (title, last activity, team) of these sessions that the registry has for this user."""
+    from ollie.sessions import Registry, Scope, os_user
+
+    try:
+        registry = Registry()
+    except OllieError:
+        return {}  # no registry to read: the listing goes on with what the logs say
+    found: dict[str, Info] = {}
+    try:
+        for session_id in session_ids:
+            with contextlib.suppress(OllieError):  # none (a registry call failed when it was made), or not ours
+                found[session_id] = registry.get(Scope(user_id=os_user()), session_id)
+    finally:
+        registry.close()
+    return found
+
+
+def _saved_title(directory: Path, session_id: str) -> str:
+    """The title a session's log keeps (a Core titled without a registry)."""
+    title = persist.read_meta(directory, session_id).get("title")
+    return title if isinstance(title, str) else ""
+
+
+def _local(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _cut(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:

@@ -33,6 +33,7 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
+from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session, session_log
 from ollie.sessions.session import Session, validate_session_id
 from ollie.tools.base import Approver, ElevationSetter, ToolInfo
@@ -71,6 +72,8 @@ class Core:
         self._budget = ContextBudget(self._host)
         self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
         self._closed = False
+        # This machine's lock on the session (ollie.sessions.livelock), dropped by `close`.
+        self._live_lock: LiveLock | None = None
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
         self.step_kinds = script_kinds(paths.tools_path())
         self._wire_elevation()
@@ -114,17 +117,28 @@ class Core:
         from ollie.tools.execute.sessiondirs import sweep_stale
 
         await asyncio.to_thread(sweep_stale)
-        # Reading and parsing a long history takes a while: off the loop, which other sessions share.
-        session_file, session = await asyncio.to_thread(open_session, store, session_id)
-        session.agent = agent
-        session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
-        setup = await Setup.create(
-            cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
-            backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
-            agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
-        )
+        # Taken before the log is read: a session another process of this machine runs (another editor window,
+        # `ollie acp`, a terminal) is refused (-32007), not run twice with one writer's turns lost.
+        lock = await asyncio.to_thread(hold, lock_dir(store), session_id) if session_id else None
+        try:
+            # Reading and parsing a long history takes a while: off the loop, which other sessions share.
+            session_file, session = await asyncio.to_thread(open_session, store, session_id)
+            if not session_id:
+                lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
+            session.agent = agent
+            session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
+            setup = await Setup.create(
+                cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
+                backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
+                agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
+            )
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())
+        core._live_lock = lock
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
@@ -534,12 +548,17 @@ class Core:
         """Save the session under `new_id` from now on: the old log goes; tools and the plan file follow."""
         host = self._host
         old, old_log = self.session.id, host.session_file
-        self.session.id = validate_session_id(new_id)
+        new_id = validate_session_id(new_id)
+        lock = hold(lock_dir(host.sessions_dir), new_id)  # refused when another process runs a session of that id
+        self.session.id = new_id
         host.session_file = session_log(host.sessions_dir, new_id)  # the file, or OLLIE_STORE's rows
         self._watch_saves(host.session_file)
         host.session_file.rewrite(self.session)
         old_log.discard()  # a database's rows (and lease) go on its writer thread: nothing waits here
         self._setup.move_session(old, new_id, old_file=old_log.path)
+        if self._live_lock is not None:
+            self._live_lock.release()
+        self._live_lock = lock
 
     def _watch_saves(self, log: SessionFile) -> None:
         """Tell the user at once when a background save fails (a database store): an `error` event on the bus."""
@@ -591,6 +610,9 @@ class Core:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
         self._host.save()
+        if self._live_lock is not None:  # saved: another process may resume it now
+            self._live_lock.release()
+            self._live_lock = None
         if self.runtime.deferred_prompt is not None:
             self.runtime.deferred_prompt.cancel()
         for backend in (*self._turns.take_retired(), self.backend):

@@ -20,6 +20,14 @@ INTERRUPTED_REPLY = "[interrupted by the user: this reply was cut off here]"
 _ENDED: dict[str, StepStatus] = {"completed": "completed", "failed": "failed"}
 
 
+def truncated(text: str, *, dropped_calls: int = 0) -> str:
+    """The content of a reply the model's output token limit cut short after `text` (the model reads why)."""
+    note = "[ollie: this reply was cut off here: it reached the output token limit (max_tokens)"
+    if dropped_calls:
+        note += "; its tool calls were not run, their arguments may be cut: make them again, shorter"
+    return f"{text}\n\n{note}]" if text.strip() else f"{note}]"
+
+
 def cut_off(text: str) -> str:
     """The content of a reply an interrupt cut short after `text`."""
     return f"{text}\n\n{INTERRUPTED_REPLY}" if text.strip() else INTERRUPTED_REPLY

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ollie import paths
 from ollie.agent import tiers
 from ollie.agent.context import ContextBudget
-from ollie.agent.history import cut_off, outcome_marks
+from ollie.agent.history import cut_off, outcome_marks, truncated
 from ollie.agent.hooks import blocked_by, hook_note
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import script_kinds
@@ -140,20 +140,21 @@ class AgentLoop:
         while True:
             self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
-            # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too);
-            # its calls, if any, were cut off by the refusal and are not run.
-            refused = completion.stop_reason == "refusal"
-            text, calls = completion.text, [] if refused else list(completion.tool_calls)
-            if not calls and not refused and tool_names and text:
+            # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too), one cut at
+            # the output token limit as "max_tokens"; the calls of either, if any, may be cut off and are not run.
+            stop = completion.stop_reason if completion.stop_reason in ("refusal", "max_tokens") else "end"
+            text, calls = completion.text, list(completion.tool_calls) if stop == "end" else []
+            if not calls and stop == "end" and tool_names and text:
                 text, calls = extract_text_tool_calls(text, tool_names)
             calls = _with_ids(calls)
+            content = truncated(text, dropped_calls=len(completion.tool_calls)) if stop == "max_tokens" else text
             self.session.messages.append(Message(
-                "assistant", text, tool_calls=calls, reasoning=completion.reasoning,
+                "assistant", content, tool_calls=calls, reasoning=completion.reasoning,
                 reasoning_signature=completion.reasoning_signature,
             ))
             self._set_reply(text)
             if not calls:
-                return TurnResult(self.reply, "refusal" if refused else "end")
+                return TurnResult(self.reply, stop)
 
             outcomes = await self._tool_round(calls)
             verdict = self._after_round(text, outcomes)

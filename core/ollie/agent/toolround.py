@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -47,14 +48,27 @@ class CallOutcome:
     tier: str = "hot"
 
 
+# A line of file_read's output: its number in the file, a tab, the line.
+_NUMBERED_LINE = re.compile(r"^ *(\d+)\t", re.MULTILINE)
+
+
 def truncate_utf8(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` UTF-8 bytes (never inside a character) and say so."""
+    """Cut `text` to at most `limit` UTF-8 bytes (whole lines when it has any) and say where to read on from."""
     data = text.encode("utf-8")
     if limit <= 0 or len(data) <= limit:
         return text
     kept = data[:limit].decode("utf-8", errors="ignore")
-    return (f"{kept}\n[truncated: the result was {len(data)} bytes, {limit} kept; to read the rest, ask for less "
-            f"at a time: file_read --offset=N --limit=N, head/tail/sed -n, grep]")
+    if (end := kept.rfind("\n")) > 0:
+        kept = kept[:end]  # half a line would read as a whole, wrong one
+    size = len(kept.encode("utf-8"))
+    if numbered := _NUMBERED_LINE.findall(kept):  # file_read's `   120\tline`: the file's own line numbers
+        line = int(numbered[-1])
+        where = f"through line {line} of the file; read on with file_read --offset={line + 1}"
+    else:
+        line = kept.count("\n") + 1
+        where = (f"through line {line} of this output; read on from its line {line + 1} (byte {size + 1}): "
+                 f"`sed -n '{line + 1},$p'`, `tail -c +{size + 1}`, or a narrower command (grep, head)")
+    return f"{kept}\n[truncated: the result was {len(data)} bytes, {size} kept, {where}]"
 
 
 def canonical_args(arguments: str) -> str:

@@ -85,7 +85,7 @@ class OllamaBackend(HTTPBackend):
                             input_tokens=int(obj.get("prompt_eval_count") or 0),
                             output_tokens=int(obj.get("eval_count") or 0),
                         )
-                        yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=obj.get("done_reason") or "")
+                        yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=_stop(obj.get("done_reason")))
 
     async def list_models(self) -> list[str]:
         """Installed models from `/api/tags`."""
@@ -121,3 +121,9 @@ def _arguments_object(arguments: str) -> Any:
         return json.loads(arguments or "{}")
     except ValueError:
         return {"_raw_arguments": arguments}
+
+
+def _stop(done_reason: object) -> str:
+    """Ollama's done_reason in the engine's words: "length" (cut at num_predict) is "max_tokens"."""
+    reason = str(done_reason or "")
+    return "max_tokens" if reason == "length" else reason

@@ -106,9 +106,10 @@ class OpenAIBackend(HTTPBackend):
                             if delta.get("function_call"):
                                 calls.add_legacy(delta["function_call"])
                             if choice.get("finish_reason"):
-                                # content_filter: the vendor withheld the reply; the engine's name for it is "refusal".
+                                # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
+                                # "max_tokens" (length: cut at the output token limit).
                                 finish = choice["finish_reason"]
-                                stop_reason = "refusal" if finish == "content_filter" else finish
+                                stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
                 except Exception:
                     if texts:  # an error frame (or a malformed one) after text in the same read: the text first
                         yield StreamEvent("".join(texts))

@@ -93,7 +93,7 @@ class StreamEvent:
     tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
     usage: Usage | None = None
-    stop_reason: str = ""
+    stop_reason: str = ""  # the engine's words where they matter: "refusal", "max_tokens" (cut at the output limit)
     reasoning_signature: str = ""  # Anthropic: set on the done event; copy it into the assistant Message
 
 

@@ -15,6 +15,8 @@ from ollie import __version__
 DEMO_MODULE = "ollie_lsp.demo"
 # `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
 ACP_MODULE = "ollie_acp"
+# `ollie --session ID` of a session another process runs now.
+EXIT_LIVE_ELSEWHERE = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     from ollie.cli.terminal import RunOptions, run_interactive, run_once
     from ollie.errors import OllieError
+    from ollie.sessions.errors import LiveElsewhereError
 
     options = RunOptions(agent=args.agent, backend=args.backend, model=args.model, session=args.session, cwd=args.cwd,
                          approval=args.approval)
@@ -87,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.prompt is not None:
             return asyncio.run(run_once(options, args.prompt))
         return asyncio.run(run_interactive(options))
+    except LiveElsewhereError as exc:  # another window or terminal runs the session: resuming it here would lose turns
+        print(f"ollie: {exc}", file=sys.stderr)
+        return EXIT_LIVE_ELSEWHERE
     except OllieError as exc:
         from ollie.cli.sanitize import printable
 

@@ -1,17 +1,23 @@
-"""Terminal rendering of engine events: assistant text as it streams, tool calls and results compact."""
+"""Terminal rendering of engine events: assistant text as it streams (markdown made readable on a terminal),
+each step as a line (`▸ Edit calc.py`), its result's first lines under it."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from collections.abc import Sequence
+from textwrap import indent
 from typing import TextIO
 
+from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
+_TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
 
 
 def compact_args(content: str) -> str:
@@ -38,7 +44,8 @@ def compact_result(content: str) -> str:
 class Renderer:
     """Writes events to a terminal; remembers whether it is mid-line so blocks start on their own line."""
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None,
+                 markdown: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
@@ -47,6 +54,9 @@ class Renderer:
         self._mid_line = False
         # Streamed text is cleaned as it comes, with a sequence cut between two deltas held until it is whole.
         self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
+        # On a terminal the answer's markdown is shown, not its markers; piped (`ollie -p > file`) it stays as written.
+        self._markdown = MarkdownStream(styled=self.color) if (self.out.isatty() if markdown is None else markdown) \
+            else None
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -58,27 +68,39 @@ class Renderer:
         target.write(text + "\n")
         target.flush()
 
-    def _stream(self, content: str, shown: str) -> None:
+    def _stream(self, shown: str) -> None:
         # A delta may stop mid-line; an empty one (or one all held back) says nothing about where the cursor is.
-        if content:
+        if visible := _TRAILING_STYLE.sub("", shown):
+            self._mid_line = not visible.endswith("\n")
+        if shown:
             self.out.write(shown)
             self.out.flush()
-            self._mid_line = not content.endswith("\n")
 
-    def render(self, role: str, content: str, name: str = "") -> None:
-        """Show one event; what the model or a tool wrote is stripped of control sequences before it is styled."""
+    def _shown(self, role: str, text: str) -> str:
+        if role == "reasoning":
+            return self._style(text, "2")
+        return self._markdown.feed(text) if self._markdown is not None else text
+
+    def render(self, role: str, content: str, name: str = "", *, titles: Sequence[str] = (),
+               failed: bool = False) -> None:
+        """Show one event; what the model or a tool wrote is stripped of control sequences before it is styled.
+
+        `titles`: a call's readable steps (`Edit calc.py`), one line each; `failed`: a result's step failed.
+        """
         if role == "error":
             self.errors.append(content)  # as sent, to compare with the turn's result
         if role in self._cleaners:
-            content = self._cleaners[role].feed(content)
-            self._stream(content, content if role == "assistant" else self._style(content, "2"))
+            if role == "reasoning" and self._markdown is not None:
+                self._stream(self._markdown.flush())  # thinking after some answer: the answer's styles end first
+            self._stream(self._shown(role, self._cleaners[role].feed(content)))
             return
         content, name = printable(content), printable(name)
         if role == "call":
-            self._block(self._style(f"→ {name} {compact_args(content)}", "36"))
+            lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
+            self._block(self._style("\n".join(lines), "36"))
         elif role == "tool":
-            body = compact_result(content).replace("\n", "\n  ")
-            self._block(self._style(f"← {name}: {body}", "2"))
+            body = indent(("✗ " if failed else "") + compact_result(content), "  ", lambda line: True)
+            self._block(self._style(body, "31" if failed else "2"))
         elif role == "exec":
             self._block(content.rstrip("\n"))
         elif role == "info":
@@ -94,7 +116,9 @@ class Renderer:
     def _flush_streams(self) -> None:
         for role, cleaner in self._cleaners.items():
             if held := cleaner.flush():
-                self._stream(held, held if role == "assistant" else self._style(held, "2"))
+                self._stream(self._shown(role, held))
+        if self._markdown is not None:
+            self._stream(self._markdown.flush())
 
     def end_line(self) -> None:
         """Finish a half-written line."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import signal
 import sys
 import threading
@@ -18,14 +19,23 @@ from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
 
 if TYPE_CHECKING:
-    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.approval import Answer, Outcome, StepQuestion
     from ollie.agent.core import Core
     from ollie.agent.events import Subscription
     from ollie.agent.recorder import Recorder
+    from ollie.agent.steps import Diff
 
 # Exit codes of `ollie -p` by stop reason.
-EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "interrupted": 130}
+EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}
 DOUBLE_CTRL_C_S = 2.0
+# What a person types at a step's question, in any case: the answer it means.
+STEP_ANSWERS: dict[str, Outcome] = {
+    **dict.fromkeys(("y", "yes", "o", "once"), "allow_once"),
+    **dict.fromkeys(("a", "always"), "allow_always"),
+    **dict.fromkeys(("n", "no", "r", "reject"), "reject"),
+    **dict.fromkeys(("f", "feedback"), "reject_with_feedback"),
+}
+DIFF_LINES_MAX = 60
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,9 @@ async def open_core(options: RunOptions) -> tuple[Core, Recorder | None]:
 async def _render_events(renderer: Renderer, sub: Subscription) -> None:
     async for event in sub:
         if event.role != "state":
-            renderer.render(event.role, event.content, event.name)
+            steps = event.steps or ((event.tool,) if event.tool is not None else ())
+            renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
+                            failed=event.tool is not None and event.tool.status == "failed")
 
 
 class _Events:
@@ -122,15 +134,25 @@ async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | Non
     """`ollie -p`: one turn, streamed; the exit code says how it ended."""
     renderer = renderer or Renderer()
     async with _running(options, renderer) as (core, events):
+        # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
+        print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
         result = await core.submit(prompt)
         await events.drained()
     renderer.end_line()
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
-    if result.stop == "max_steps":
-        print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
+    _say_stop(result.stop)
     return EXIT_CODES.get(result.stop, 1)
+
+
+def _say_stop(stop: str) -> None:
+    """Tell the user why a turn ended short of an answer (on stderr)."""
+    if stop == "max_steps":
+        print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
+    elif stop == "max_tokens":
+        print("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
+              "ask it to go on, or raise the limit", file=sys.stderr)
 
 
 def _stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
@@ -179,9 +201,10 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
                 break
             if not line.strip():
                 continue
-            await core.submit(line)
+            result = await core.submit(line)
             await events.drained()
             renderer.end_line()
+            _say_stop(result.stop)
     print(file=sys.stderr)
     return 0
 
@@ -211,26 +234,41 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str |
     from ollie.agent.approval import Answer
 
     renderer.end_line()
-    print(f"ollie asks to: {escaped(question.title)}\n"
-          f"[o]nce, [a]lways ({escaped(question.always_label())}), [r]eject, [f]eedback? ", end="",
-          file=sys.stderr, flush=True)
-    answer = await lines.get()
-    if answer is None:
-        lines.put_nowait(None)  # end of input: the prompt loop still has to see it
-        return Answer("reject")
-    choice = answer.strip().lower()[:1]
-    if choice == "o":
-        return Answer("allow_once")
-    if choice == "a":
-        return Answer("allow_always")
-    if choice == "f":
-        print("feedback for the model: ", end="", file=sys.stderr, flush=True)
-        feedback = await lines.get()
-        if feedback is None:
-            lines.put_nowait(None)
+    if question.diff is not None:  # an edit: what it changes, before the user says yes to it
+        print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
+    print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
+    while True:
+        print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o, [f]eedback: ", end="",
+              file=sys.stderr, flush=True)
+        answer = await lines.get()
+        if answer is None:
+            lines.put_nowait(None)  # end of input: the prompt loop still has to see it
             return Answer("reject")
-        return Answer("reject_with_feedback", feedback)
-    return Answer("reject")
+        choice = STEP_ANSWERS.get(answer.strip().lower())
+        if choice is not None:
+            break
+        print(f"(not an answer: {escaped(answer.strip())}; type y, a, n or f)", file=sys.stderr)
+    if choice != "reject_with_feedback":
+        return Answer(choice)
+    print("feedback for the model: ", end="", file=sys.stderr, flush=True)
+    feedback = await lines.get()
+    if feedback is None:
+        lines.put_nowait(None)
+        return Answer("reject")
+    return Answer("reject_with_feedback", feedback)
+
+
+def _diff_text(diff: Diff, *, color: bool) -> str:
+    """An edit as a unified diff (escaped: the model wrote it), cut to a screenful, + and - lines coloured."""
+    old, new = (diff.old_text or "").splitlines(), (diff.new_text or "").splitlines()
+    lines = [escaped(line) for line in difflib.unified_diff(old, new, f"a/{diff.path}", f"b/{diff.path}",
+                                                           n=2, lineterm="")]
+    if len(lines) > DIFF_LINES_MAX:
+        lines = [*lines[:DIFF_LINES_MAX], f"… ({len(lines) - DIFF_LINES_MAX} more diff lines)"]
+    if color:
+        codes = {"+": "32", "-": "31", "@": "36"}
+        lines = [f"\x1b[{codes[line[0]]}m{line}\x1b[0m" if line[:1] in codes else line for line in lines]
+    return "\n".join(lines)
 
 
 def _prompt(core: Core) -> None:

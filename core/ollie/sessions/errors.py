@@ -65,3 +65,9 @@ class RotationOutcomeUnknownError(SessionError):
 
 class NotSavedError(SessionError):
     """A session closed with rounds its store did not take; what it had saved before is kept."""
+
+
+class LiveElsewhereError(SessionError):
+    """Another process of this machine runs the session now (ollie.sessions.livelock); the message names it."""
+
+    rpc_code = -32007

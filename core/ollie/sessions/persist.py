@@ -235,7 +235,8 @@ class SessionFile:
         """A background write failed: the next save writes the whole session (and the user is told now)."""
         self._write_failed = True
         if self.on_error is not None:
-            self.on_error(f"session not saved: {error}; retrying at the next save")
+            retry = "" if getattr(error, "final", False) else "; retrying at the next save"
+            self.on_error(f"session not saved: {error}{retry}")
 
     def _read_log(self) -> bytes:
         """The whole log (SessionFileNotFoundError when there is none)."""

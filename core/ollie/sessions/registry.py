@@ -175,7 +175,7 @@ class Registry:
                 raise ReadOnlyError(f"session {record.id} is shared with team {row.team!r} to read and resume: "
                                     f"only its owner ({record.user_id}) may rename, archive or share it")
             raise ForbiddenError(f"session {record.id} belongs to another user or agent")
-        return Info.from_record(record)
+        return Info.from_record(record, team=row.team)
 
     def _load(self, conn: Conn, scope: Scope, session_id: str, *, write: bool = False) -> Info:
         return self._authorize(scope, _existing(conn, session_id), write=write)
@@ -263,8 +263,8 @@ class Registry:
 
     def _select(self, where: list[str], params: list[object], opts: ListOptions) -> list[Info]:
         with self._store.reading() as conn:
-            records = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
-        return [Info.from_record(r) for r in records]
+            rows = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
+        return [Info.from_record(r.record, team=r.team) for r in rows]
 
     def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
         """The scope's sessions matching `opts`, most recently active first."""

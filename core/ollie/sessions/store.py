@@ -247,14 +247,14 @@ def fetch_where(conn: Conn, where: str, params: Sequence[object]) -> Row | None:
 
 
 def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
-           ) -> list[SessionRecord]:
+           ) -> list[Row]:
     """Rows matching all `where` clauses, most recently active first."""
     sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC, id DESC"
     args = list(params)
     if limit or offset:
         sql += f" LIMIT {'?' if limit > 0 else conn.no_limit} OFFSET ?"
         args += [limit, offset] if limit > 0 else [offset]
-    return [row_to_record(row).record for row in conn.execute(sql, args)]
+    return [row_to_record(row) for row in conn.execute(sql, args)]
 
 
 def insert(conn: Conn, record: SessionRecord, *, binding: str = "") -> None:

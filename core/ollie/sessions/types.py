@@ -48,6 +48,7 @@ class TurnResult(StrEnum):
     MAX_STEPS = "max_steps"
     ERROR = "error"
     REFUSAL = "refusal"  # the model (or the vendor's content filter) declined to answer
+    MAX_TOKENS = "max_tokens"  # the reply was cut at the model's output token limit
 
 
 # Worker sessions that human-facing lists leave out with exclude_internal.
@@ -179,6 +180,8 @@ class Info:
     archived: bool = False
     # Filled by review listings; not session metadata.
     latest_seq: int = 0
+    # The team channel the session is shared to ('' = none: Registry.share); a column beside the record.
+    team: str = ""
 
     @classmethod
     def new(
@@ -221,15 +224,15 @@ class Info:
         return SessionRecord(**values)
 
     @classmethod
-    def from_record(cls, record: SessionRecord) -> Info:
-        """The Info of a store row; fails closed on a row that breaks the invariant."""
+    def from_record(cls, record: SessionRecord, *, team: str = "") -> Info:
+        """The Info of a store row (`team`: its team column); fails closed on a row that breaks the invariant."""
         values = {f.name: getattr(record, f.name) for f in fields(SessionRecord)}
         for name in _TIME_FIELDS:
             values[name] = from_micros(values[name])
         for name, enum in _ENUM_FIELDS.items():
             values[name] = _enum_or_raw(enum, values[name])
         values["archived"] = bool(values["archived"])
-        info = cls(**values)
+        info = cls(**values, team=team)
         info.validate()
         return info
 

@@ -14,7 +14,7 @@ DEFAULT_CHUNK_SIZE = 4
 _SCRIPT_KEYS = {
     "text", "reasoning", "tool_calls", "usage", "cost", "chunk_size", "delay", "error", "body",
     "retry_after", "headers", "drop", "abort", "context_overflow", "tool_unsupported",
-    "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error", "refused",
+    "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error", "refused", "truncated",
 }
 
 
@@ -88,6 +88,7 @@ class Reply:
         stop_reason: str = "",
         stream_error: int | None = None,
         refused: bool = False,
+        truncated: bool = False,
     ) -> None:
         if chunk_size < 1:
             raise ValueError("Reply: chunk_size must be at least 1")
@@ -109,6 +110,8 @@ class Reply:
         self.stream_error = stream_error
         # The vendor's refusal stop: Anthropic `refusal`, OpenAI `content_filter` (Ollama has none).
         self.refused = refused
+        # Cut at the output token limit: OpenAI and Ollama `length`, Anthropic `max_tokens`.
+        self.truncated = truncated
 
     def __repr__(self) -> str:
         if self.status != 200:
@@ -142,6 +145,11 @@ class Reply:
     def refusal(cls, text: str = "", **options: Any) -> Reply:
         """A reply the model (or the vendor's content filter) declined: each format's own refusal stop."""
         return cls(text=text, refused=True, **options)
+
+    @classmethod
+    def cut(cls, text: str = "", **options: Any) -> Reply:
+        """A reply cut at the model's output token limit: each format's own length stop."""
+        return cls(text=text, truncated=True, **options)
 
     @classmethod
     def context_overflow(cls) -> Reply:
@@ -187,7 +195,7 @@ class Reply:
                              headers=data.get("headers"))
         usage = Usage(**data["usage"]) if isinstance(data.get("usage"), dict) else None
         options = {k: data[k] for k in ("text", "reasoning", "tool_calls", "cost", "chunk_size", "delay",
-                                        "legacy_function_call", "stop_reason", "refused") if k in data}
+                                        "legacy_function_call", "stop_reason", "refused", "truncated") if k in data}
         if "stream_error" in data:
             return cls.stream_error(int(data.get("drop", 2)), int(data["stream_error"]), usage=usage, **options)
         if "drop" in data:

@@ -78,7 +78,7 @@ def _openai(reply: Reply, request: dict[str, Any], model: str, reasoning_field: 
                                              "function": {"name": name, "arguments": ""}}]}))
         frames += [chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
                    for p in _pieces(arguments, reply.chunk_size)]
-    finish = reply.stop_reason or ("content_filter" if reply.refused else None) or (
+    finish = reply.stop_reason or ("content_filter" if reply.refused else "length" if reply.truncated else None) or (
         ("function_call" if reply.legacy_function_call else "tool_calls") if reply.tool_calls else "stop"
     )
     frames.append(chunk({}, finish))
@@ -135,7 +135,8 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
         block({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": {}},
               [{"type": "input_json_delta", "partial_json": ""}]
               + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(text, reply.chunk_size)])
-    stop = reply.stop_reason or ("refusal" if reply.refused else "tool_use" if reply.tool_calls else "end_turn")
+    stop = reply.stop_reason or ("refusal" if reply.refused else "max_tokens" if reply.truncated
+                                 else "tool_use" if reply.tool_calls else "end_turn")
     frames.append(event("message_delta", {"type": "message_delta",
                                           "delta": {"stop_reason": stop, "stop_sequence": None},
                                           "usage": {"output_tokens": usage.output_tokens}}))
@@ -155,8 +156,9 @@ def _ollama(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
     frames += [line({"tool_calls": [{"function": {"name": name, "arguments": args}}]})
                for name, args in reply.tool_calls]
     usage = _usage_for(reply, request)
-    final = line({}, done=True, done_reason=reply.stop_reason or "stop", total_duration=1_000_000,
-                 load_duration=100_000, prompt_eval_count=usage.input_tokens, prompt_eval_duration=200_000,
+    final = line({}, done=True, done_reason=reply.stop_reason or ("length" if reply.truncated else "stop"),
+                 total_duration=1_000_000, load_duration=100_000, prompt_eval_count=usage.input_tokens,
+                 prompt_eval_duration=200_000,
                  eval_count=usage.output_tokens, eval_duration=700_000)
     return Rendered("application/x-ndjson", frames, [final])
 

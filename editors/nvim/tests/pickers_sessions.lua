@@ -92,7 +92,8 @@ client.request = function(method, params, cb)
   local answers = {
     ["ollie/session/list"] = { nil, { sessions = {
       { id = "s-team1", agent = "default", title = "fix the flaky login test", createdAt = "2026-11-30T21:00:00Z",
-        lastActive = vim.NIL, archived = false, live = false, liveOn = "buildbox (pid 4242)" },
+        lastActive = vim.NIL, archived = false, live = false, liveOn = "buildbox (pid 4242)", owner = "ana",
+        team = "core" },
       { id = "s-mine", agent = "default", title = "mine", createdAt = "2026-11-30T21:00:00Z", lastActive = vim.NIL,
         archived = false, live = false, liveOn = vim.NIL },
     } } },

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ollie.log import get_logger
-from ollie.sessions.errors import SessionError
+from ollie.sessions.errors import LiveElsewhereError, SessionError
 from ollie.sessions.location import setting
 
 if TYPE_CHECKING:
@@ -42,16 +42,15 @@ RETURNING holder
 """
 
 
-class SessionLeasedError(SessionError):
+class SessionLeasedError(LiveElsewhereError):
     """The session is live in another process (the message names where); it can be taken over once that lapses."""
-
-    rpc_code = -32007
 
 
 class LeaseLostError(SessionError):
     """This process's lease on a session lapsed and another took the session over: its rounds are refused."""
 
     rpc_code = -32007
+    final = True  # no later save retries: the log writes nothing until the session is opened again
 
 
 def ttl_s() -> float:

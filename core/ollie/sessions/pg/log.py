@@ -26,7 +26,7 @@ from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError
 from ollie.sessions.location import user_teams
 from ollie.sessions.pg.lease import LeaseLostError, Leases
-from ollie.sessions.pg.store import PgStore
+from ollie.sessions.pg.store import PgConn, PgStore
 from ollie.sessions.types import os_user
 
 log = get_logger("ollie.sessions.pg")
@@ -110,6 +110,11 @@ class PgRounds:
         self._seq = 0
         self._epoch = 0
         self._broken_epoch: int | None = None  # the writer's: rounds of this epoch cannot land (one failed)
+        # This log took the lease (its read, or its first snapshot): a later write may only keep it, never take it
+        # again, for another process may have resumed the session and written meanwhile (a laptop suspended past
+        # the TTL). Once lost, nothing is written until the log is read again.
+        self._holding = False
+        self._lost: LeaseLostError | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._failure: BaseException | None = None
         _open.add(self)
@@ -126,6 +131,8 @@ class PgRounds:
             self.leases.acquire(conn, self.session_id)
             rows = conn.execute("SELECT seq, epoch, data FROM session_rounds WHERE session_id = ? ORDER BY seq",
                                 (self.session_id,)).fetchall()
+        self._lost = None
+        self._holding = bool(rows)
         if not rows:
             self.leases.release(self.session_id)
             return None
@@ -211,6 +218,9 @@ class PgRounds:
 
     def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
         """Run one write of `epoch` (None: outside the rounds); a failure is reported now and raised by `flush`."""
+        if self._lost is not None:
+            self._failure = self._failure or self._lost  # told once already; `flush` (and so `close`) raises it
+            return
         if epoch is not None and epoch == self._broken_epoch:
             return  # a round after a failed one cannot land: the next save writes the whole session
         try:
@@ -219,8 +229,8 @@ class PgRounds:
             log.error("session save failed: %s", exc, extra={"session": self.session_id})
             if epoch is not None:
                 self._broken_epoch = epoch
-                if epoch != self._epoch:
-                    return  # a snapshot is queued already: it writes what this failed to
+                if epoch != self._epoch and self._lost is None:
+                    return  # a snapshot is queued already: it writes what this failed to (a lost lease: it cannot)
             error = exc if isinstance(exc, SessionError) else LogWriteError(f"session {self.session_id}: saving "
                                                                             f"failed: {exc}")
             if self._failure is None:
@@ -237,11 +247,27 @@ class PgRounds:
             held = conn.execute("SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ?",
                                 (sid, self.leases.holder)).fetchone()
         if held is None:
-            raise LeaseLostError(f"session {sid}: this process's lease lapsed and another took the session over; "
-                                 "this round was not saved")
+            raise self._lose()
         raise LogReplacedError(f"session {sid}: another writer replaced the log; the next save writes it whole")
 
+    def _lose(self) -> LeaseLostError:
+        """The lease is gone: from now on this log writes nothing (the session is another process's)."""
+        self._lost = LeaseLostError(
+            f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
+            f"{self.leases.ttl:.0f} s) and another process took the session over; nothing more is saved from "
+            "here: open the session again to continue from what is stored")
+        return self._lost
+
+    def _keep_lease(self, conn: PgConn) -> None:
+        """Renew the lease this log holds (locking its row until the commit), or LeaseLostError when it is gone."""
+        kept = conn.execute("UPDATE session_leases SET heartbeat_at = now() WHERE session_id = ? AND holder = ? "
+                            "RETURNING 1", (self.session_id, self.leases.holder)).fetchone()
+        if kept is None:
+            raise self._lose()
+
     def _delete_rows(self) -> None:
+        if self._lost is not None:
+            return  # the rows are another process's now
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
             conn.execute("DELETE FROM session_compactions WHERE session_id = ?", (self.session_id,))
@@ -249,7 +275,11 @@ class PgRounds:
 
     def _replace_rounds(self, epoch: int, payload: bytes) -> None:
         with self.store.transaction() as conn:
-            self.leases.acquire(conn, self.session_id)
+            if self._holding:
+                self._keep_lease(conn)
+            else:
+                self.leases.acquire(conn, self.session_id)
+                self._holding = True
             conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
             conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) VALUES (?, 1, ?, ?, ?)",
                          (self.session_id, epoch, payload, self.leases.user))

@@ -57,8 +57,8 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
         streams = [name for name, data in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(data) >= limit]
         which = " and ".join(streams) or "output"
         lines.append(
-            f"[note] {which} truncated: only the first {_size(limit)} per stream are shown; "
-            "narrow the command (head, grep, offset/limit) to see the rest"
+            f"[note] {which} truncated: only the first {_size(limit)} per stream are shown; read on from byte "
+            f"{limit + 1} (`| tail -c +{limit + 1}`), or narrow the command (head, grep, sed -n, file_read --offset)"
         )
     if section.note:
         lines.append(f"[note] {section.note}")

@@ -66,6 +66,10 @@ function M.session_label(s, current)
   if s.agent and s.agent ~= "default" then
     table.insert(parts, s.agent)
   end
+  -- Shared to a team channel (docs/TEAM.md): whose it is and which team.
+  if type(s.team) == "string" and s.team ~= "" then
+    table.insert(parts, "team " .. s.team .. " · " .. (type(s.owner) == "string" and s.owner or "?"))
+  end
   local when = M.ago(s.lastActive ~= vim.NIL and s.lastActive or s.createdAt)
   if when ~= "" then
     table.insert(parts, when)

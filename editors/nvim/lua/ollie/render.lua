@@ -526,10 +526,13 @@ function T:tool_event(ev)
   end
 end
 
+-- Stop reasons a person needs spelled out; the others show as they are, `_(end)_`.
+local STOP_LABELS = { max_tokens = "max_tokens: cut off, the reply reached the model's output token limit" }
+
 ---The end of a turn: its stop reason (and an error's message) as a line of its own.
 ---@param stop string
 function T:turn_end(stop)
-  self:note(string.format("_(%s)_", stop), "OllieTurnEnd")
+  self:note(string.format("_(%s)_", STOP_LABELS[stop] or stop), "OllieTurnEnd")
   self.replied = false
 end
 

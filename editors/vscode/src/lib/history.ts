@@ -84,13 +84,22 @@ export function modelFromHistory(messages: unknown, lastTurnResult?: unknown): C
 // The history keeps no error text (the live chat's `error` event is not saved): what is known is that it failed.
 const FAILED_TURN = "This prompt failed before the model answered it in full (the error was not saved). Send it again to retry.";
 
-/** What the live chat showed at the end of a turn that failed or hit the step limit, from the session's `lastTurnResult`. */
+/** The line under a turn that ended other than normally, by its stop reason (no line for the others). */
+export const STOP_LABELS: Record<string, string> = {
+  interrupted: "Turn interrupted",
+  max_steps: "Stopped: step limit reached",
+  max_tokens: "Cut off: the reply reached the model's output token limit",
+  error: "Turn ended with an error",
+};
+
+/** What the live chat showed at the end of a turn that failed, hit the step limit or was cut off, from the session's `lastTurnResult`. */
 export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
   if (lastTurnResult === "error") {
     return [{ kind: "notice", id: 0, level: "error", text: FAILED_TURN }, { kind: "turnEnd", id: 0, stop: "error" }];
   }
   // An interrupted reply is marked by its message; other endings leave nothing to say.
-  return lastTurnResult === "max_steps" ? [{ kind: "turnEnd", id: 0, stop: "max_steps" }] : [];
+  const stop = lastTurnResult === "max_steps" || lastTurnResult === "max_tokens" ? lastTurnResult : "";
+  return stop ? [{ kind: "turnEnd", id: 0, stop }] : [];
 }
 
 /** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat. */
@@ -218,11 +227,13 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     const agent = typeof info.agent === "string" ? info.agent : "";
     // Another daemon sharing the store runs it now (`liveOn`): loading it here is refused until that one lets go.
     const liveOn = typeof info.liveOn === "string" && info.liveOn ? info.liveOn : undefined;
+    // Shared to a team channel (docs/TEAM.md): whose it is and which team.
+    const shared = typeof info.team === "string" && info.team ? `team ${info.team} · ${typeof info.owner === "string" ? info.owner : "?"}` : "";
     const entry: HistoryEntry = {
       id,
       title,
       label: title || "Untitled session",
-      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", when, agent, info.archived === true ? "archived" : ""]
+      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, agent, info.archived === true ? "archived" : ""]
         .filter(Boolean)
         .join(" · "),
       current: id === current,

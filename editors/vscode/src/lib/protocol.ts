@@ -34,7 +34,7 @@ export const PROTOCOL_METHODS = [
   "ollie/session/close",
 ] as const;
 
-export type StopReason = "end" | "interrupted" | "max_steps" | "error" | "command" | string;
+export type StopReason = "end" | "interrupted" | "max_steps" | "max_tokens" | "refusal" | "error" | "command" | string;
 
 /** One `ollie/event` notification. */
 export interface OllieEvent {

@@ -2,17 +2,12 @@
 
 import type { ChatItem, ToolItem } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
+import { STOP_LABELS } from "../lib/history";
 import { questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
-
-const STOP_LABELS: Record<string, string> = {
-  interrupted: "Turn interrupted",
-  max_steps: "Stopped: step limit reached",
-  error: "Turn ended with an error",
-};
 
 const OUTCOME_LABELS: Record<string, string> = {
   allow_once: "Allowed once",

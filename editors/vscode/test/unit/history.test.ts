@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, pageBefore, parseContextPage, splitEditorContext, startsWithResult } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, splitEditorContext, startsWithResult } from "../../src/lib/history";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -126,6 +126,9 @@ test("a resumed session whose last turn failed shows the failure after it, as th
   assert.ok(notice.kind === "notice" && notice.level === "error" && /prompt failed/.test(notice.text));
   assert.deepEqual(model.items[2], { kind: "turnEnd", id: 3, stop: "error" });
   assert.deepEqual(lastTurnEnding("max_steps").map((i) => i.kind === "turnEnd" && i.stop), ["max_steps"]);
+  // A reply cut at the token limit says so under it, live and resumed.
+  assert.deepEqual(lastTurnEnding("max_tokens").map((i) => i.kind === "turnEnd" && i.stop), ["max_tokens"]);
+  assert.match(STOP_LABELS.max_tokens, /cut off.*output token limit/i);
   for (const fine of ["end", "interrupted", "", undefined, 7]) assert.deepEqual(lastTurnEnding(fine), [], String(fine));
   assert.equal(modelFromHistory([{ role: "user", content: "hi" }], "end").items.length, 1);
 });

@@ -23,6 +23,7 @@ test("history entries: title (or Untitled), current, when, agent, archived; empt
       { id: "1-a", title: "Fix the parser", agent: "default", lastActive: "2026-11-30T10:00:00Z" },
       { id: "2-b", title: "  ", agent: "default", createdAt: "2026-11-30T11:59:00Z", archived: true },
       { id: "3-c", title: "", createdAt: "2026-11-30T11:00:00Z", lastTurnResult: null },
+      { id: "4-d", title: "The migration", agent: "default", lastActive: "2026-11-30T10:00:00Z", owner: "alice", team: "backend" },
       { title: "no id" },
       "junk",
     ],
@@ -32,6 +33,7 @@ test("history entries: title (or Untitled), current, when, agent, archived; empt
   assert.deepEqual(entries, [
     { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · default", current: false, archived: false },
     { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true, archived: true },
+    { id: "4-d", title: "The migration", label: "The migration", description: "team backend · alice · 2 h ago · default", current: false, archived: false },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
 });

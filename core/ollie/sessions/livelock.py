@@ -1,0 +1,97 @@
+"""Which process on this machine runs a session: one lock file per live session, held while it runs.
+
+Two editor windows on one folder, two `ollie acp` agents (two Zed windows) or a terminal's `ollie --session`
+would otherwise each load the same session: two Cores appending to one log, each blind to the other's turns,
+and one writer's turn lost. A session's lock is an `flock` on `<data>/ollie/live/<id>.lock`, taken when a Core
+starts or resumes it and dropped when it closes; the kernel drops it too when the process dies, so a crash
+never leaves a session locked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import sys
+from pathlib import Path
+
+from ollie.log import get_logger
+from ollie.sessions.errors import LiveElsewhereError
+
+log = get_logger("ollie.sessions.livelock")
+# A session id fit for a file name; any other (a client's typo, `../x`) gets no lock and fails its load as before.
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+class LiveLock:
+    """The held lock of one session; `release` once the session closed."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self._path = path
+
+    def release(self) -> None:
+        """Drop the lock and its file (closing the file drops the flock)."""
+        if self._fd is not None:
+            # Removed while still held: a process that opened it meanwhile sees it gone once it locks it (see `hold`).
+            self._path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
+
+
+def lock_dir(sessions_dir: Path) -> Path:
+    """Where the live-session locks of a sessions dir are: beside it (`<data>/ollie/live`)."""
+    return sessions_dir.parent / "live"
+
+
+def program() -> str:
+    """This process as the user started it, for the message another one shows: `ollie-lsp`, `ollie acp`, `ollie`."""
+    path = Path(sys.argv[0] if sys.argv else "")
+    # `python -m ollie_acp` (what `ollie acp` execs) runs .../ollie_acp/__main__.py
+    name = path.parent.name if path.name == "__main__.py" else path.name
+    return _PROGRAMS.get(name, name or "ollie")
+
+
+_PROGRAMS = {"ollie_lsp": "ollie-lsp", "ollie_acp": "ollie acp", "cli": "ollie"}
+
+
+def hold(lock_dir: Path, session_id: str) -> LiveLock | None:
+    """Take `session_id`'s lock in `lock_dir`; LiveElsewhereError (-32007) naming the process that holds it.
+
+    None when no lock file can be made (a read-only data dir): the session runs unguarded rather than not at all.
+    """
+    if not _SAFE_ID.fullmatch(session_id):
+        return None
+    while True:
+        try:
+            lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path = lock_dir / f"{session_id}.lock"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            log.warning("no live-session lock for %s: %s", session_id, exc)
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if same_file(fd, path):
+                break
+            os.close(fd)  # locked a file its holder removed on release: lock the current one
+        except BlockingIOError:
+            holder = os.pread(fd, 128, 0).decode("utf-8", "replace").strip() or "?"
+            os.close(fd)
+            raise LiveElsewhereError(f"session {session_id} is open in another editor window or terminal "
+                                     f"({holder}): close it there first") from None
+        except BaseException:
+            os.close(fd)
+            raise
+    # Who holds it, for the message another process shows; written after the lock, so it is never a stale one.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{program()} pid {os.getpid()}".encode(), 0)
+    return LiveLock(fd, path)
+
+
+def same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (a lock file its holder removed on release is not)."""
+    try:
+        return os.path.samestat(os.fstat(fd), path.stat())
+    except FileNotFoundError:
+        return False

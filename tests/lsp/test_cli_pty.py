@@ -1,0 +1,131 @@
+"""The terminal as a person uses it, on a real pseudo-terminal: approvals, diffs, steps, markdown, /sessions,
+and two terminals on one session."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from .conftest import child_env
+from .test_cli import run_ollie
+
+OLLIE = [sys.executable, "-m", "ollie.cli"]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Terminal:
+    """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
+                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        os.close(slave)
+        self.raw = ""
+
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", self.raw).replace("\r\n", "\n")
+
+    def wait_for(self, pattern: str, *, after: int = 0, timeout: float = 60) -> int:
+        """Read until `pattern` (a regex) shows in the output past `after`; the end of the match."""
+        deadline = time.monotonic() + timeout
+        while not (found := re.search(pattern, self.text[after:])):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{pattern!r} never showed; the terminal shows:\n{self.text[after:]}"
+            if select.select([self.master], [], [], min(left, 1.0))[0]:
+                try:
+                    self.raw += os.read(self.master, 65536).decode("utf-8", "replace")
+                except OSError:  # the process ended and the pty closed
+                    raise AssertionError(f"{pattern!r} never showed before the end:\n{self.text[after:]}") from None
+        return after + found.end()
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def close(self) -> int:
+        os.write(self.master, b"\x04")  # Ctrl-D at the prompt
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            os.close(self.master)
+
+
+def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
+                                                   "args": ["calc.py", "return a - b", "return a + b"]}]})),
+        Reply.text("# Fixed\n\nThe **bug** was in `add`:\n\n```python\nreturn a + b\n```\n- it adds now\n"),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
+                                                   "args": ["calc.py", "return a + b", "return b + a"]}]})),
+        Reply.text("Left it as it was."),
+    )
+    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("fix the add function")
+        # The edit's diff comes before the question, and a person's "Y" says yes.
+        at = term.wait_for(r"Allow\? \[y\]es once", after=at)
+        asked = term.text
+        assert "-    return a - b\n+    return a + b" in asked, asked
+        assert asked.index("+    return a + b") < asked.index("ollie asks to: Edit calc.py")
+        term.type("Y")
+        at = term.wait_for(r"it adds now\n", after=at)
+        assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        turn = term.text
+        # The step as a line, the answer's markdown shown, not its markers.
+        assert "▸ Edit calc.py" in turn, turn
+        assert "Fixed\n\nThe bug was in add:\n\n    return a + b\n• it adds now\n" in turn, turn
+        assert "**" not in turn and "```" not in turn and "# Fixed" not in turn
+        at = term.wait_for(r"default> ", after=at)
+        # "no" (any case) rejects; a word that is no answer asks again instead of rejecting.
+        term.type("undo the swap")
+        at = term.wait_for(r"Allow\? ", after=at)
+        term.type("maybe")
+        at = term.wait_for(r"not an answer: maybe; type y, a, n or f\)\nAllow\? ", after=at)
+        term.type("No")
+        at = term.wait_for(r"Left it as it was\.", after=at)
+        assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        # /sessions: titles and times, not bare ids.
+        at = term.wait_for(r"default> ", after=at)
+        term.type("/sessions")
+        at = term.wait_for(r"sessions \(1\):\n(.*)\n", after=at)
+        line = term.text.split("sessions (1):\n", 1)[1].splitlines()[0]
+        assert re.fullmatch(r"\* \d{4}-\d\d-\d\d \d\d:\d\d  fix the add function  \d+-[0-9a-f]{6}", line), line
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+
+
+def test_a_session_runs_in_one_terminal_at_a_time(llm, tmp_path):
+    llm.script(Reply.text("noted"), Reply.text("still here"), Reply.text("resumed"))
+    first = run_ollie(["-p", "remember 9", "--cwd", str(tmp_path)], env=llm.env())
+    said = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)  # -p says which session it was
+    assert said, first.stderr
+    session = said.group(1)
+    holder = Terminal(["--session", session, "--cwd", str(tmp_path)], llm.env(), tmp_path)
+    try:
+        at = holder.wait_for(r"default> ")
+        second = run_ollie(["-p", "what was it?", "--session", session, "--cwd", str(tmp_path)], env=llm.env())
+        assert second.returncode == 5, (second.stdout, second.stderr)
+        assert f"ollie: session {session} is open in another editor window or terminal (ollie pid {holder.proc.pid})" \
+            in second.stderr, second.stderr
+        holder.type("and now?")
+        holder.wait_for(r"still here", after=at)
+        assert holder.close() == 0
+    finally:
+        holder.proc.kill()
+    third = run_ollie(["-p", "what was it?", "--session", session, "--cwd", str(tmp_path)], env=llm.env())
+    assert third.returncode == 0 and "resumed" in third.stdout, third.stderr
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "and now?", "what was it?"]
