@@ -25,7 +25,6 @@ _MODULES = {"shutil", "tempfile", "io"}
 MODULES_ALLOWED = {
     "ollie_lsp/warm.py": "the warm start's runtime dir and its own code; /proc of peers",
     "ollie_lsp/preloader.py": "the preloader's socket and lock in its 0700 runtime dir",
-    "ollie_lsp/livelock.py": "the live-session lock in ollie's state dir",
     "ollie_lsp/tcp.py": "the --tcp token file (0600, O_NOFOLLOW)",
     "ollie_lsp/demo.py": "the demo's own temp workspace",
     "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
