@@ -93,3 +93,58 @@ async def test_nonet_policy_blocks_connect(ws, listeners):
 
     policy = load_policy("nonet", cwd=ws.work, env={"TMPDIR": str(ws.scratch)})
     assert await probe(ws, policy, f"connect:{listeners[0]}") == [f"connect {listeners[0]} errno 1"]
+
+
+FASTOPEN = textwrap.dedent("""
+    import socket, sys
+    port = int(sys.argv[1])
+    s = socket.socket()
+    try:
+        # TCP Fast Open: the SYN goes out inside sendto, past the connect() Landlock's port rules check.
+        s.sendto(b"leaked", socket.MSG_FASTOPEN, ("127.0.0.1", port))
+        print("sent")
+    except OSError as exc:
+        print("errno", exc.errno)
+""")
+
+
+def fastopen_client_enabled() -> bool:
+    try:
+        with open("/proc/sys/net/ipv4/tcp_fastopen") as setting:
+            return int(setting.read()) & 1 == 1
+    except (OSError, ValueError):
+        return False
+
+
+@pytest.mark.skipif(not fastopen_client_enabled(), reason="TCP Fast Open is off for clients (net.ipv4.tcp_fastopen)")
+async def test_tcp_fast_open_cannot_reach_a_port_the_rules_deny(ws, listeners, monkeypatch):
+    allowed, other = listeners
+    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, connect_tcp: [{allowed}]}}\n")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    target = listener.getsockname()[1]
+
+    def accepted(wait: float) -> bool:
+        # The step has exited: a connection it made is queued already (no wait needed to see none).
+        listener.settimeout(wait)
+        try:
+            listener.accept()[0].close()
+        except (TimeoutError, BlockingIOError):
+            return False
+        return True
+
+    async def fast_open() -> str:
+        status, out, err = await ws.run(["python3", "-I", "-S", "-c", FASTOPEN, str(target)], policy)
+        assert status == 0, err
+        return out.strip()
+
+    try:
+        assert await fast_open() == "errno 1"  # seccomp: EPERM, nothing sent
+        assert not accepted(0)
+        # The hole it closes: under Landlock alone (no filter) the same send reaches the denied port.
+        monkeypatch.setenv("OLLIE_SANDBOX_SECCOMP", "0")
+        assert await fast_open() == "sent"
+        assert accepted(10)
+    finally:
+        listener.close()

@@ -15,6 +15,9 @@ Default action: allow. Denied (EPERM unless noted):
   and unrestricted; all inet when the network is disabled; AF_UNIX unless the
   policy allows unix sockets; netlink other than NETLINK_ROUTE (glibc's
   getaddrinfo needs that one). socketpair() stays allowed: it reaches no one.
+- sendto/sendmsg/sendmmsg with MSG_FASTOPEN unless the network is unrestricted:
+  TCP Fast Open connects inside the send, past the connect hook Landlock's port
+  rules sit on (TCP_FASTOPEN_CONNECT is fine: its connect() is checked).
 - io_uring (it opens sockets and files behind seccomp's back), bpf,
   perf_event_open, kexec, modules, keyrings, ptrace and process_vm_*,
   userfaultfd, mount-API calls, setns, namespace flags in unshare/clone,
@@ -45,6 +48,9 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x2000000
 CLONE_NAMESPACES = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
                     CLONE_NEWNET)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+MSG_FASTOPEN = 0x20000000
+# The flags argument of each send call that can carry MSG_FASTOPEN (sendto(fd, buf, len, flags, ...), ...).
+SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
 
 DENIED_CALLS = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "kexec_load",
@@ -88,6 +94,9 @@ def _socket_rules(flt: sc.SyscallFilter, network: str, unix: bool) -> None:
             flt.add_rule(deny, "socket", _eq(0, family))
         else:
             _deny_inet(flt, family, datagrams=network == "all")
+    if network != "all":
+        for call, arg in SEND_FLAGS_ARG.items():
+            flt.add_rule(deny, call, sc.Arg(arg, sc.MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN))
 
 
 def _build(network: str, unix: bool) -> sc.SyscallFilter:
