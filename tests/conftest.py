@@ -19,7 +19,7 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     ):
         (home / sub).mkdir()
         monkeypatch.setenv(var, str(home / sub))
-    for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR",
+    for var in ("OLLIE_CONFIG_DIR", "OLLIE_DATA_DIR", "OLLIE_STATE_DIR", "XDG_RUNTIME_DIR",
                 "OLLIE_SESSIONS_DIR", "OLLIE_AGENTS_DIR", "OLLIE_TOOLS_PATH", "OLLIE_BACKEND",
                 "OLLIE_MODEL", "OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY",
                 "OLLIE_STORE", "OLLIE_USER", "OLLIE_TEAMS", "OLLIE_LEASE_TTL"):

@@ -41,8 +41,20 @@ def sessions_dir() -> Path:
 
 
 def runtime_tmp_dir() -> Path:
-    """The per-user scratch root for session tmp dirs and lock files."""
-    return Path(os.environ.get("TMPDIR") or "/tmp") / "ollie"
+    """The per-user root of session tmp dirs and lock files: `$XDG_RUNTIME_DIR/ollie`, else `$TMPDIR/ollie-<uid>`.
+
+    Per user, so that a second OS user on the machine never meets the first one's
+    private dir (a shared `/tmp/ollie` was made 0700 by whoever came first).
+    `$XDG_RUNTIME_DIR` counts only when it is ours (`su` keeps another user's).
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        try:
+            if os.stat(runtime).st_uid == os.geteuid():
+                return Path(runtime) / APP
+        except OSError:
+            pass
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"{APP}-{os.geteuid()}"
 
 
 def bundled(name: str) -> Path:
@@ -77,4 +89,8 @@ def tools_path() -> list[Path]:
 def sandbox_file() -> Path:
     """The sandbox policy file: the user's `sandbox.yaml` if present, else the bundled one."""
     user = config_dir() / "sandbox.yaml"
-    return user if user.exists() else bundled("sandbox.yaml")
+    try:
+        present = user.exists()
+    except OSError:
+        present = True  # unreadable is not absent: loading it then fails, naming the file, instead of falling back
+    return user if present else bundled("sandbox.yaml")

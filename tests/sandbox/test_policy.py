@@ -125,9 +125,14 @@ def test_invalid_yaml_names_file_and_line(tmp_path):
         load_policy(cwd=tmp_path)
 
 
-def test_empty_file_denies_everything(tmp_path):
-    policy = parse_policy("", source="empty.yaml", name="empty", cwd=tmp_path)
-    assert policy.readable() == () and policy.best_effort
+@pytest.mark.parametrize("text", ["", "\n", "# everything commented out\n# general: {}\n"])
+def test_an_empty_policy_file_fails_closed_naming_it(tmp_path, text):
+    file = paths.config_dir() / "sandbox.yaml"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text)
+    # Every default would leave the network open and best_effort on: refused instead, naming the file.
+    with pytest.raises(ConfigError, match=rf"^{file}: the sandbox policy is empty"):
+        load_policy(cwd=tmp_path)
 
 
 def test_add_exec_and_env_entries(tmp_path, monkeypatch):

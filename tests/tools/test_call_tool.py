@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -175,7 +176,7 @@ async def test_lock_files_live_under_the_session_tmp_dir(ws: Workspace) -> None:
     ws.script("quick", "#!/usr/bin/env bash\n# ollie:parallel read\necho ok\n")
     server = ws.server()
     await tool(server, "quick")
-    assert (ws.scratch / "ollie" / "s1" / "tools.lock").exists()
+    assert (ws.scratch / f"ollie-{os.geteuid()}" / "s1" / "tools.lock").exists()
     custom = ws.root / "locks"
     server.set_lock_dir(custom)
     await tool(server, "quick")

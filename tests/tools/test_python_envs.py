@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,42 @@ def test_a_hostile_pyvenv_cfg_grants_only_real_python_installs(tmp_path):
     base = Path(sys.base_prefix).resolve()
     (project / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
     assert python_envs(str(project / "bin"), home) == [project.resolve(), base]
+
+
+async def test_a_python_kept_anywhere_runs_and_one_the_sandbox_blocks_is_named(tmp_path, monkeypatch):
+    """`python3` on PATH resolving to an install outside every grant (a copied venv under a non-default HOME)."""
+    home, work, scratch = tmp_path / "home", tmp_path / "work", tmp_path / "scratch"
+    for directory in (home / "bin", home / "odd", work, scratch):
+        directory.mkdir(parents=True)
+    elsewhere = home / ".local" / "pythons" / "main"  # neither {HOME}/.pyenv nor on PATH itself
+    subprocess.run([sys.executable, "-m", "venv", "--copies", "--without-pip", str(elsewhere)], check=True, timeout=60)
+    (home / "bin" / "python3").symlink_to(elsewhere / "bin" / "python3")
+    # A lone interpreter copy that is no install at all: nothing grants it, and the result must say so.
+    shutil.copy2(elsewhere / "bin" / "python3", home / "odd" / "python3")
+    (home / "bin" / "oddpython").symlink_to(home / "odd" / "python3")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("PATH", f"{home / 'bin'}{os.pathsep}/usr/bin:/bin")
+    server = ExecuteServer(cwd=work, session_id=SESSION, lock_dir=scratch / "locks")
+    ran = await server.call("execute_code", {"steps": [{"code": "print(6 * 7)", "language": "python"}]})
+    assert "exit 0" in ran.text and "42" in ran.text, ran.text
+    shell = await server.call("execute_code", {"steps": [{"code": "python3 -c 'print(7 * 6)'"}]})
+    assert "exit 0" in shell.text and "42" in shell.text, shell.text
+    # Read and execute only.
+    await server.call("execute_code", {"steps": [{"code": f"touch {elsewhere}/planted"}]})
+    assert not (elsewhere / "planted").exists()
+    blocked = await server.call("execute_code", {"steps": [{"code": "oddpython -c 'print(1)'"}]})
+    assert "exit 126" in blocked.text, blocked.text
+    assert f"blocked by ollie's sandbox: {home / 'bin' / 'oddpython'}" in blocked.text, blocked.text
+    assert str(home / "odd" / "python3") in blocked.text and "filesystem.rox" in blocked.text, blocked.text
+
+
+def test_an_install_the_step_may_write_is_never_granted(tmp_path):
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    venv = work / "tools" / "py"
+    subprocess.run([sys.executable, "-m", "venv", "--copies", "--without-pip", str(venv)], check=True, timeout=60)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python3").symlink_to(venv / "bin" / "python3")
+    granted = python_envs(str(tmp_path / "bin"), home, writable=[work])
+    assert venv.resolve() not in granted and Path(sys.base_prefix).resolve() in granted, granted

@@ -24,9 +24,9 @@ sys.stdin.read()
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's private runtime tmp root ($TMPDIR/ollie)."""
+    """This test's private runtime tmp root ($TMPDIR/ollie-UID)."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    return tmp_path / "ollie"
+    return tmp_path / f"ollie-{os.geteuid()}"
 
 
 def _owner(session_id: str) -> subprocess.Popen[str]:

@@ -16,13 +16,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ollie import paths
 from ollie.agent.shell import ShellResult
 from ollie.errors import OllieError
 from ollie.sandbox import Policy, load_policy
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.runner import child_env
-from ollie.tools.execute.sessiondirs import SessionDirs, make_private_dir
+from ollie.tools.execute.sessiondirs import SessionDirs, runtime_root
 from ollie.tools.execute.spawn import run_process
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
@@ -75,7 +74,7 @@ class CommandBox:
             dirs.create()
             yield dirs.tmp
             return
-        root = make_private_dir(paths.runtime_tmp_dir())
+        root = runtime_root()
         made = Path(tempfile.mkdtemp(prefix="cmd-", dir=root))
         try:
             yield made

@@ -87,7 +87,10 @@ def validate_text(text: str, source: str) -> dict[str, Any]:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         raise ConfigError(f"{source}: invalid YAML{where}: {getattr(exc, 'problem', None) or exc}") from exc
     if data is None:
-        data = {}
+        # Fails closed: an empty file (a truncated write, a mistaken `> sandbox.yaml`) would otherwise be a
+        # policy with every default, which grants no path yet leaves the network open and best_effort on.
+        raise ConfigError(f"{source}: the sandbox policy is empty: refusing to run tool code under it "
+                          "(delete the file to use the bundled default, or write the policy out)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
     try:

@@ -1,13 +1,24 @@
-"""The Python environments a tool's PATH runs: an activated venv or conda env, and the install it is based on."""
+"""The Python installs a tool's PATH runs: activated venvs and conda envs, the interpreters `python3` resolves to
+(pyenv, asdf, conda, nix, uv, a copied venv), and the installs they are based on."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ollie import beneath
 
 _CFG_CAP = 64 * 1024
+# What a step runs as "Python": each is resolved on every PATH entry (symlinks followed) to the install behind it.
+INTERPRETERS = ("python3", "python")
+# Version managers whose `<root>/shims` scripts exec an install kept under `<root>/<kind>`.
+_MANAGED = ("versions", "installs")
+
+
+def _is_install(prefix: Path) -> bool:
+    """Whether `prefix` really is a Python install (its stdlib is there), not a dir a file merely names."""
+    return any(prefix.glob("lib/python3*/os.py"))
 
 
 def _venv_base(cfg: Path) -> Path | None:
@@ -23,37 +34,72 @@ def _venv_base(cfg: Path) -> Path | None:
             prefix = Path(value.strip()).parent
             # The file may come from a hostile workspace (an activated .venv of the project):
             # grant only what is really a Python install, never a dir it merely names.
-            return prefix if any(prefix.glob("lib/python3*/os.py")) else None
+            return prefix if _is_install(prefix) else None
     return None
 
 
-def _grantable(path: Path, home: Path) -> bool:
-    # Never a root that would open $HOME (its keys and dotfiles) or the whole disk.
-    return path != Path("/") and path.is_dir() and not home.is_relative_to(path)
+def _interpreter_roots(entry: Path) -> list[Path | None]:
+    """The installs `python3`/`python` on `entry` resolve to (a venv's base too), and a version manager's root."""
+    roots: list[Path | None] = []
+    for name in INTERPRETERS:
+        program = entry / name
+        if not os.path.lexists(program):
+            continue
+        real = Path(os.path.realpath(program))
+        prefix = real.parent.parent  # <prefix>/bin/python3.X
+        if real.parent.name != "bin":
+            continue
+        if (prefix / "pyvenv.cfg").is_file():  # a venv made with --copies, or a symlink into one
+            roots += [prefix, _venv_base(prefix / "pyvenv.cfg")]
+        elif _is_install(prefix):
+            roots.append(prefix)
+    if entry.name == "shims" and any((entry.parent / kind).is_dir() for kind in _MANAGED):
+        roots.append(entry.parent)  # pyenv, asdf, mise: the shim runs the manager, which runs an install
+    return roots
 
 
-def python_envs(path_value: str, home: Path) -> list[Path]:
-    """The env roots behind PATH's `<env>/bin` entries (venv: pyvenv.cfg, conda: conda-meta), and venvs' base installs.
+def _roots_of(entry: Path) -> list[Path | None]:
+    root = entry.parent
+    cfg = root / "pyvenv.cfg"
+    roots: list[Path | None] = []
+    if cfg.is_file():
+        roots = [root, _venv_base(cfg)]
+    elif (root / "conda-meta").is_dir():
+        roots = [root]
+    return roots + _interpreter_roots(entry)
 
-    A user who starts the editor from an activated venv expects `python3` and `pytest` to work in
-    tool steps: Python reads `<venv>/pyvenv.cfg` and the base install's stdlib at start, so both
-    need read+execute. They hold code, not secrets; anything that would contain $HOME is skipped.
+
+def _grantable(path: Path, home: Path, writable: Sequence[Path]) -> bool:
+    # Never a root that would open $HOME (its keys and dotfiles) or the whole disk, and never one tool code can
+    # write: read+execute there would let a step run (outside its rules' intent) what it wrote itself.
+    if path == Path("/") or not path.is_dir() or home.is_relative_to(path):
+        return False
+    return not any(path.is_relative_to(root) or root.is_relative_to(path) for root in writable)
+
+
+def python_envs(path_value: str, home: Path, writable: Sequence[Path] = ()) -> list[Path]:
+    """The Python installs behind PATH (venvs: pyvenv.cfg; conda: conda-meta; `python3` followed to its install).
+
+    A user who starts the editor from an activated venv, or whose Python lives in pyenv, conda,
+    asdf or nix, expects `python3` and `pytest` to work in tool steps: Python reads its install's
+    stdlib (and a venv's pyvenv.cfg) at start, so those need read+execute. They hold code, not
+    secrets; anything that would contain $HOME, or that tool code may write (`writable`), is
+    skipped; an unreadable PATH entry is skipped, as a shell skips it.
     """
     found: list[Path] = []
+    real_home = home.resolve()
+    real_writable = [Path(os.path.realpath(root)) for root in writable]
     for entry in path_value.split(os.pathsep):
         if not entry or not os.path.isabs(entry):
             continue
-        root = Path(entry).parent
-        cfg = root / "pyvenv.cfg"
-        roots = []
-        if cfg.is_file():
-            roots = [root, _venv_base(cfg)]
-        elif (root / "conda-meta").is_dir():
-            roots = [root]
+        try:
+            roots = _roots_of(Path(entry))
+        except OSError:
+            continue  # EACCES on a dir of someone else's: nothing of it could run anyway
         for candidate in roots:
             if candidate is None:
                 continue
-            resolved = candidate.resolve()
-            if _grantable(resolved, home.resolve()) and resolved not in found:
+            resolved = Path(os.path.realpath(candidate))
+            if resolved not in found and _grantable(resolved, real_home, real_writable):
                 found.append(resolved)
     return found

@@ -140,8 +140,9 @@ class Runner:
         granted read-write, the scratch dir of inline programs and the tools dirs
         in use read(-execute): the session's own files, whatever the project policy
         says about the rest of the data dir. So is the Python installation ollie
-        runs on (`python_home`), which runs Python tools, and the venv or conda env
-        the tools' PATH activates (`python_envs`).
+        runs on (`python_home`), which runs Python tools, and the Python installs
+        the tools' PATH runs (`python_envs`: an activated venv or conda env, what
+        `python3` resolves to, and their base installs), once per policy build.
         """
         env = self.env()
         source = policy_file(name)
@@ -153,7 +154,8 @@ class Runner:
             return cached[1]
         self.dirs.create()
         protected, warnings = protect(load_policy(name, cwd=self.cwd, env=env), home=Path(env["HOME"]))
-        policy = self._with_session_dirs(protected, python_envs(env.get("PATH", ""), Path(env["HOME"])))
+        envs = python_envs(env.get("PATH", ""), Path(env["HOME"]), protected.writable())
+        policy = self._with_session_dirs(protected, envs)
         self._policy_cache[name] = (key, policy, warnings)
         return policy
 

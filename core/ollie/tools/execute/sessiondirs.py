@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import stat
 import threading
 import time
 import uuid
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie import paths
+from ollie.sandbox import SandboxError
 
 PRIVATE_MODE = 0o700
 OWNER_LOCK = "owner.lock"
@@ -38,6 +40,30 @@ def make_private_dir(path: Path) -> Path:
     path.mkdir(mode=PRIVATE_MODE, parents=True, exist_ok=True)
     os.chmod(path, PRIVATE_MODE)
     return path
+
+
+def runtime_root() -> Path:
+    """The per-user runtime root (`paths.runtime_tmp_dir`), made 0700 if missing, and checked to be ours.
+
+    It usually lies in a directory every user may write (/tmp): a symlink or a dir
+    of another user's planted at its name is refused, never used or followed.
+    """
+    root = paths.runtime_tmp_dir()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(root, PRIVATE_MODE)
+    except FileExistsError:
+        pass
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode):
+        raise SandboxError(f"{root} is not a directory (a symlink or a file is there): ollie keeps its session "
+                           "dirs there and will not follow it; remove it, or set XDG_RUNTIME_DIR")
+    if info.st_uid != os.geteuid():
+        raise SandboxError(f"{root} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): ollie will not "
+                           "keep its session dirs there; remove it, or set XDG_RUNTIME_DIR")
+    if info.st_mode & 0o077:
+        os.chmod(root, PRIVATE_MODE)
+    return root
 
 
 @dataclass(frozen=True)
@@ -74,9 +100,8 @@ class SessionDirs:
 
     def create(self) -> None:
         """Create the root and its dirs, each 0700 (the runtime root too, when it is ollie's), and own them."""
-        runtime_root = paths.runtime_tmp_dir()
-        if self.root.parent == runtime_root:
-            make_private_dir(runtime_root)
+        if self.root.parent == paths.runtime_tmp_dir():
+            runtime_root()
         self._claim()  # makes the root (again, when a sweep takes a stale one away meanwhile)
         for directory in (self.tmp, self.scratch, self.private):
             make_private_dir(directory)

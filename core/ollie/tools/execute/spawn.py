@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox import Policy, spawn_sandboxed
+from ollie.tools.execute.blocked import denied_notes, outside_note
 
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
@@ -71,7 +72,8 @@ async def run_process(
         proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
                                      python=python)
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
-        return RunOutcome(error=f"could not start {argv[0]}: {exc}")
+        blocked = outside_note(policy, argv[0], execute=True) if policy and isinstance(exc, PermissionError) else None
+        return RunOutcome(error=f"could not start {argv[0]}: {blocked or exc}")
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))
     outcome = RunOutcome(warnings=list(proc.warnings))
     try:
@@ -90,6 +92,8 @@ async def run_process(
             proc.stop_reading()
             outcome.stdout, outcome.stderr, outcome.truncated = await reader
         outcome.exit_code = await proc.wait()
+        if policy is not None:
+            outcome.warnings += denied_notes(policy, outcome.stderr, outcome.exit_code)
     except BaseException:
         proc.kill_group()
         proc.kill_pipe_holders()

@@ -1,0 +1,109 @@
+"""Two OS users on one machine, and a normal user's unreadable paths: real users (setpriv), real sandboxed steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.asuser import os_user, run_as
+
+ALICE, BOB = "ollie-test-alice", "ollie-test-bob"
+
+# One execute_code step as the calling user; prints the result's text as JSON.
+STEP = """
+import asyncio, json, os
+from pathlib import Path
+from ollie.tools.execute.server import ExecuteServer
+
+async def main():
+    server = ExecuteServer(cwd=Path(os.environ["WORK"]), session_id="1700000000000000000-users1")
+    result = await server.call("execute_code", {"steps": [{"code": os.environ["CODE"]}]})
+    print(json.dumps(result.text))
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A /tmp-like dir (1777) both users reach (pytest's tmp_path is root's, 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="ollie-users-", dir="/tmp"))
+    os.chmod(path, 0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def home_of(name: str, shared: Path) -> Path:
+    """A home dir of `name`'s own under `shared`, with its XDG dirs and a workspace."""
+    user = os_user(name)
+    home = shared / f"home-{name}"
+    for sub in ("", "config", "data", "state", "work"):
+        (home / sub).mkdir(exist_ok=True)
+        os.chown(home / sub, user.pw_uid, user.pw_gid)
+    return home
+
+
+def step_as(name: str, shared: Path, code: str, **env: str) -> str:
+    """Run `code` as one execute_code step of `name`'s, with TMPDIR=`shared`; the result's text."""
+    home = home_of(name, shared)
+    base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(shared), "CODE": code,
+            "WORK": str(home / "work"), "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
+    return json.loads(run_as(name, STEP, env={**base, **env}, cwd=home / "work").strip().splitlines()[-1])
+
+
+def test_a_second_os_user_runs_tool_steps_beside_the_first(shared):
+    alice, bob = os_user(ALICE), os_user(BOB)
+    assert "[step 1 bash] exit 0" in (first := step_as(ALICE, shared, "echo hello from $(id -u)")), first
+    assert f"hello from {alice.pw_uid}" in first
+    # The first user's runtime dir is theirs and private; the second gets their own (a shared
+    # $TMPDIR/ollie, made 0700 by the first, failed the second's first tool call).
+    mine = shared / f"ollie-{alice.pw_uid}"
+    assert mine.stat().st_uid == alice.pw_uid and mine.stat().st_mode & 0o777 == 0o700
+    second = step_as(BOB, shared, "echo hello from $(id -u)")
+    assert f"hello from {bob.pw_uid}" in second, second
+    assert (shared / f"ollie-{bob.pw_uid}").stat().st_uid == bob.pw_uid
+
+
+@pytest.mark.parametrize("planted", ["dir", "symlink"])
+def test_a_runtime_dir_planted_by_another_user_is_refused(shared, planted):
+    alice, bob = os_user(ALICE), os_user(BOB)
+    target = shared / f"ollie-{bob.pw_uid}"
+    decoy = home_of(ALICE, shared) / "decoy"
+    # Alice plants Bob's runtime dir before Bob's first step: a dir of hers, or a symlink to one.
+    run_as(ALICE, f"import os; os.mkdir({str(decoy)!r}, 0o777); os.chmod({str(decoy)!r}, 0o777)\n"
+           + (f"os.mkdir({str(target)!r}, 0o777); os.chmod({str(target)!r}, 0o777)" if planted == "dir"
+              else f"os.symlink({str(decoy)!r}, {str(target)!r})"),
+           env={"PATH": "/usr/bin:/bin"}, cwd=shared)
+    text = step_as(BOB, shared, "echo ran")
+    assert "ran" not in text.replace("[step 1 bash]", ""), text
+    assert str(target) in text and ("belongs to uid" in text or "not a directory" in text), text
+    assert os.listdir(decoy) == [], "Bob's session files went into Alice's dir"
+    assert alice.pw_uid != bob.pw_uid
+
+
+def test_an_unreadable_path_entry_is_skipped(shared):
+    # /root is 0700: as a normal user, every lookup under /root/bin fails with EACCES (it failed the turn).
+    text = step_as(ALICE, shared, "echo still runs", PATH="/root/bin:/root/.venv/bin:/usr/local/bin:/usr/bin:/bin")
+    assert "[step 1 bash] exit 0" in text and "still runs" in text, text
+
+
+@pytest.mark.parametrize("what", ["file", "dir"])
+def test_an_unreadable_sandbox_yaml_fails_closed_naming_it(shared, what):
+    user = os_user(ALICE)
+    config = home_of(ALICE, shared) / "config" / "ollie"
+    config.mkdir(exist_ok=True)
+    policy = config / "sandbox.yaml"
+    policy.write_text("filesystem: {rox: ['/usr', '/bin', '/lib', '/lib64'], rwx: ['{CWD}']}\n")
+    for path in (config, policy):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    os.chmod(policy if what == "file" else config, 0)
+    text = step_as(ALICE, shared, "echo ran")
+    # Neither run under the bundled default nor a crash: the step is refused and the file named.
+    assert "ran" not in text.replace("[step 1 bash]", "") and str(policy) in text, text
