@@ -194,6 +194,7 @@ def test_ruleset_carries_binds_seccomp_and_best_effort(tmp_path):
     make_dirs(tmp_path / "work" / ".git")
     spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
     assert warnings == [] and spec["readonly_binds"] == [str(tmp_path / "work" / ".git")]
+    assert str(tmp_path / "work") in spec["writable"]
     assert spec["best_effort"] is True and len(spec["seccomp"]) > 100
 
 
@@ -201,8 +202,9 @@ def test_no_mount_namespace_warns_that_git_is_writable_or_refuses(tmp_path, monk
     make_dirs(tmp_path / "work" / ".git")
     monkeypatch.setenv("OLLIE_SANDBOX_MOUNTNS", "0")
     spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
-    assert spec["readonly_binds"] == []
-    assert warnings == [f"no mount namespace: {tmp_path}/work/.git writable by the sandboxed code (best_effort)"]
+    assert spec["readonly_binds"] == [] and spec["writable"] is None
+    assert warnings == [f"no mount namespace: {tmp_path}/work/.git, modes, owners, times and xattrs of files "
+                        "outside the writable paths writable by the sandboxed code (best_effort)"]
     strict = project_policy(tmp_path, tmp_path / "work", "general: {best_effort: false}\n" + PROJECT_POLICY)
     with pytest.raises(SandboxUnavailableError, match="no mount namespace"):
         ruleset_for(strict, 7)

@@ -118,10 +118,10 @@ async def test_the_worker_is_confined_exactly_like_an_exec(ws):
     assert seen_exec.pop("processes") == [1, 2] and seen_worker.pop("processes") == [1]
     assert seen_worker == seen_exec
     assert seen_worker == {
-        "read outside": "PermissionError", "write outside": "PermissionError", "write .git": "OSError",
+        "read outside": "PermissionError", "write outside": "OSError", "write .git": "OSError",
         "write work": "allowed", "unix socket": "PermissionError", "CapEff": "0000000000000000",
         "CapBnd": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2",
-    }  # .git is a read-only bind mount: EROFS, a plain OSError
+    }  # outside the writable paths and .git: read-only mounts, EROFS, a plain OSError
     assert not (ws.outside / "planted").exists() and (ws.work / ".git" / "config").read_text() == "[core]\n"
 
 

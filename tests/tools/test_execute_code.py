@@ -146,11 +146,13 @@ async def test_sandbox_confines_writes_and_elevation_escapes(ws: Workspace) -> N
     target = ws.outside / "written.txt"
     confined = await code(server, f"echo inside > inside.txt && echo no > {target}")
     assert confined.is_error
-    assert "Permission denied" in confined.text
+    assert "Read-only file system" in confined.text  # outside the writable paths: a read-only view
+    assert f"blocked by ollie's sandbox: {target} is outside the writable paths" in confined.text, confined.text
     assert not target.exists()
     assert (ws.work / "inside.txt").read_text() == "inside\n"
     read_outside = await code(server, f"cat {ws.outside / 'secret.txt'}")
     assert read_outside.is_error and "Permission denied" in read_outside.text
+    assert f"blocked by ollie's sandbox: {ws.outside / 'secret.txt'} is outside the allowed paths" in read_outside.text
     elevated = await code(server, f"echo yes > {target}", elevated=True)
     assert not elevated.is_error, elevated.text
     assert "(elevated)" in elevated.text
@@ -204,7 +206,7 @@ async def test_bad_arguments_are_clear_errors(ws: Workspace, args: dict, message
 
 async def test_named_sandbox_policy_applies(ws: Workspace) -> None:
     result = await code(ws.server(), "echo x > f.txt", sandbox="readonly")
-    assert result.is_error and "Permission denied" in result.text
+    assert result.is_error and "Read-only file system" in result.text
     assert not (ws.work / "f.txt").exists()
 
 

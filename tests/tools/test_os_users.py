@@ -107,3 +107,19 @@ def test_an_unreadable_sandbox_yaml_fails_closed_naming_it(shared, what):
     text = step_as(ALICE, shared, "echo ran")
     # Neither run under the bundled default nor a crash: the step is refused and the file named.
     assert "ran" not in text.replace("[step 1 bash]", "") and str(policy) in text, text
+
+
+def test_a_normal_users_own_files_outside_the_writable_paths_are_read_only(shared):
+    from tests.sandbox.test_readonly_view import EXPECTED, PROBE
+
+    user = os_user(ALICE)
+    home = home_of(ALICE, shared)
+    outside, inside = home / "notes.txt", home / "work" / "mine.txt"
+    for path in (outside, inside, home / "work" / "probe.py"):
+        path.write_text(PROBE if path.name == "probe.py" else "hers\n")
+        os.chown(path, user.pw_uid, user.pw_gid)  # hers: as their owner she may change them, but for the sandbox
+    text = step_as(ALICE, shared, f"python3 probe.py {outside} {inside}")
+    assert "[step 1 bash] exit 0" in text, text
+    if "setxattr inside ok" not in text:
+        pytest.skip("this filesystem has no user xattrs")
+    assert {line for line in text.splitlines()[1:] if line} == EXPECTED, text

@@ -6,10 +6,12 @@ filter arrives ready-made as libseccomp-exported BPF in the ruleset (built in
 the daemon by seccomp_filter.py), so nothing here needs libseccomp itself.
 
 The order matters, and `apply` keeps it:
-1. mount namespace + read-only binds + a fresh procfs on /proc when this process
-   is PID 1 of the step's own PID namespace (supervise.py made it): needs
-   CAP_SYS_ADMIN, and Landlock forbids mount topology changes once restricted,
-   so it comes first;
+1. mount namespace: every mount read-only but the writable paths (Landlock does
+   not mediate chmod, chown, utime or xattrs: a read-only mount makes them fail
+   with EROFS, for root too), read-only `.git` binds inside those, and a fresh
+   procfs on /proc when this process is PID 1 of the step's own PID namespace
+   (supervise.py made it): needs CAP_SYS_ADMIN, and Landlock forbids mount
+   topology changes once restricted, so it comes first;
 2. Landlock (which sets no_new_privs): needs no capability;
 3. securebits and capability drop: needs CAP_SETPCAP, which step 4's filter
    would not block but which must go before anything untrusted runs;
@@ -33,6 +35,11 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 # statvfs's ST_* bits equal MS_* for these; a remount must keep them or a user namespace refuses (EPERM).
 KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
 
+# mount_setattr(2) (Linux 5.12; the same number on every architecture): one call makes a whole tree read-only.
+SYS_MOUNT_SETATTR = 442
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY = 1
+
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_SET_SECCOMP = 22
@@ -55,6 +62,11 @@ class _CapHeader(ctypes.Structure):
 
 class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
 
 
 class _SockFprog(ctypes.Structure):
@@ -116,18 +128,72 @@ def unshare(flags: int, what: str) -> None:
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
 
 
-def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False) -> None:
-    """In a private mount namespace: each path (directory or file) read-only; `tmp`, if given, seen at /tmp;
-    `proc`: a fresh procfs on /proc (this process's PID namespace, so only the step's processes)."""
+def _remount_readonly(path: str) -> None:
+    kept = os.statvfs(path).f_flag & KEPT_MOUNT_FLAGS
+    _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+
+
+def _set_readonly(path: str, readonly: bool) -> bool:
+    """mount_setattr `path`'s mount and every mount below it read-only (or back); False where the kernel lacks it."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY, 0, 0)
+    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
+                     ctypes.sizeof(attr)) == 0:
+        return True
+    if ctypes.get_errno() == 38:  # ENOSYS: before Linux 5.12
+        return False
+    _check(-1, f"mount_setattr({path})")
+    return True
+
+
+def _mount_points() -> list[str]:
+    """Every mount point of this namespace, from /proc/self/mountinfo (octal escapes undone)."""
+    with open("/proc/self/mountinfo", "rb") as info:
+        points = [line.split()[4] for line in info]
+    return [point.decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape") for point in points]
+
+
+def readonly_view(writable: list[str]) -> None:
+    """Every mount read-only but the `writable` dirs and files (each becomes a mount of its own, writable).
+
+    Devices and sockets are left out: writing one needs no writable mount.
+    """
+    binds = [path for path in writable if os.path.isdir(path) or os.path.isfile(path)]
+    for path in binds:
+        _mount(path, path, MS_BIND | MS_REC)
+    # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
+    # writes would meet the read-only mount underneath.
+    cwd = os.getcwd()
+    os.chdir(cwd)
+    if _set_readonly("/", True):
+        for path in binds:
+            _set_readonly(path, False)
+        return
+    # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
+    real = [os.path.realpath(path) for path in binds]
+    for point in _mount_points():
+        if not any(point == path or point.startswith(path.rstrip("/") + "/") for path in real):
+            try:
+                _remount_readonly(point)
+            except OSError:
+                if os.path.exists(point):
+                    raise  # a mount hidden under another one (its path leads elsewhere) is out of reach anyway
+
+
+def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
+                   writable: list[str] | None = None) -> None:
+    """In a private mount namespace: with `writable`, everything else read-only (`readonly_view`); each of
+    `paths` (directory or file) read-only; `tmp`, if given, seen at /tmp; `proc`: a fresh procfs on /proc
+    (this process's PID namespace, so only the step's processes)."""
     unshare(CLONE_NEWNS, "CLONE_NEWNS")
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
+    if writable is not None:
+        readonly_view(writable)
     for path in paths:
         if not os.path.lexists(path):
             continue
         _mount(path, path, MS_BIND)
-        kept = os.statvfs(path).f_flag & KEPT_MOUNT_FLAGS
-        _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+        _remount_readonly(path)
     if tmp:
         # For programs that ignore TMPDIR (ed's tmpfile()): the session's own temp dir stands in for /tmp.
         # Last, so the read-only binds above (a .git under /tmp) still cover what the cwd reaches.
@@ -188,13 +254,15 @@ def _without_pid_namespace(ruleset: dict, reason: str) -> None:
 def apply(ruleset: dict) -> None:
     """Confine this process to `ruleset` (from rules.ruleset_for); raises OSError. Single-threaded, just before exec.
 
-    Keys besides Landlock's: `readonly_binds` (paths made read-only), `tmp_at_tmp` (a dir
+    Keys besides Landlock's: `writable` (the only paths left on writable mounts; absent: no
+    read-only view), `readonly_binds` (paths made read-only), `tmp_at_tmp` (a dir
     mounted over /tmp, for programs that ignore TMPDIR), `pid_namespace` (this process is
     PID 1 of the step's own PID namespace: a fresh procfs on /proc), `best_effort` (a
     mount or namespace that cannot be made only warns, on stderr) and `seccomp` (base64
     BPF, or None when the daemon found no seccomp).
     """
     binds = ruleset.get("readonly_binds") or []
+    writable = ruleset.get("writable")  # None: no read-only view (no mount namespace, best_effort)
     tmp = ruleset.get("tmp_at_tmp")
     proc = bool(ruleset.get("pid_namespace"))
     if proc and not own_pid_namespace():
@@ -203,13 +271,14 @@ def apply(ruleset: dict) -> None:
     # Opened before the mounts: a private /tmp hides whatever the rules grant under the real one.
     # Not /proc's: they must be opened on the fresh procfs, after its mount.
     opened = landlock.open_rules(ruleset, proc=False) if tmp else None
-    if binds or tmp or proc:
+    if binds or tmp or proc or writable is not None:
         try:
-            private_mounts(binds, tmp, proc)
+            private_mounts(binds, tmp, proc, writable)
         except OSError as exc:
             if not ruleset.get("best_effort"):
                 raise
-            left = [", ".join(binds) + " left writable"] if binds else []
+            left = ["no read-only view"] if writable is not None else []
+            left += [", ".join(binds) + " left writable"] if binds else []
             left += [f"{tmp} not at /tmp"] if tmp else []
             _warn(f"{'; '.join(left) or 'no private /proc'}: {exc}")
             if proc:  # the procfs mount comes last: it was not made

@@ -153,8 +153,9 @@ def _shortfall(policy: Policy, reason: str, consequence: str, warnings: list[str
 def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]] = ()) -> tuple[dict | None, list[str]]:
     """The spec for `confine.apply` (None: run unsandboxed) and the warnings to show.
 
-    Landlock's keys (see `landlock.apply_ruleset`), plus `readonly_binds` (each
-    writable `.git`), `pid_namespace`, `best_effort` and `seccomp` (base64 BPF for the policy's shape).
+    Landlock's keys (see `landlock.apply_ruleset`), plus `writable` (the paths left on writable
+    mounts, all else read-only; None without a mount namespace), `readonly_binds` (each writable
+    `.git`), `pid_namespace`, `best_effort` and `seccomp` (base64 BPF for the policy's shape).
     """
     warnings: list[str] = []
     if abi < 1:
@@ -174,9 +175,13 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]]
                 net += [[port, landlock.NET_BIND_TCP] for port in policy.network.bind_tcp]
                 net += [[port, landlock.NET_CONNECT_TCP] for port in policy.network.connect_tcp]
     binds = readonly_git(policy)
-    if binds and (_forced_off(FORCE_MOUNTNS_ENV) or not _mount_namespaces()):
-        _shortfall(policy, "no mount namespace", f"{', '.join(binds)} writable by the sandboxed code", warnings)
-        binds = []
+    # Everything but the writable paths is seen read-only (confine.readonly_view): Landlock does not
+    # mediate chmod, chown, utime or xattrs, which a read-only mount refuses (EROFS), for root too.
+    writable: list[str] | None = [str(path) for path in policy.writable()]
+    if _forced_off(FORCE_MOUNTNS_ENV) or not _mount_namespaces():
+        left = ", ".join([*binds, "modes, owners, times and xattrs of files outside the writable paths"])
+        _shortfall(policy, "no mount namespace", f"{left} writable by the sandboxed code", warnings)
+        binds, writable = [], None
     # A PID namespace per step (supervise.py) with a fresh procfs: a /proc grant then shows the step's own
     # processes only. It needs what a mount namespace needs (the proc mount); without it /proc narrows to /proc/self.
     pidns = not _forced_off(FORCE_PIDNS_ENV) and not _forced_off(FORCE_MOUNTNS_ENV) and _mount_namespaces()
@@ -185,6 +190,6 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]]
                    warnings)
         fs = landlock.per_process_proc(fs)
     spec = {"abi": abi, "handled_fs": landlock.handled_fs(abi), "handled_net": handled_net,
-            "scoped": landlock.scopes(abi), "fs": fs, "net": net, "readonly_binds": binds,
+            "scoped": landlock.scopes(abi), "fs": fs, "net": net, "readonly_binds": binds, "writable": writable,
             "pid_namespace": pidns, "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings)}
     return spec, warnings

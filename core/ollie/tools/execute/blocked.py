@@ -9,9 +9,10 @@ from pathlib import Path
 
 from ollie.sandbox import Policy
 
-# How shells, Python and most programs report EACCES on a path: `bash: /x/python3: Permission denied`,
-# `[Errno 13] Permission denied: '/x'`, `cannot open '/x': Permission denied`.
-_DENIED = re.compile(rb"""(?:(/[^\s:'"`]+)['"`]?: Permission denied|Permission denied: ['"](/[^'"]+)['"])""")
+# How shells, Python and most programs report EACCES (or EROFS: a write outside the writable paths) on a path:
+# `bash: /x/python3: Permission denied`, `[Errno 13] Permission denied: '/x'`, `cannot open '/x': Read-only ...`.
+_DENIED = re.compile(rb"""(?:(/[^\s:'"`]+)['"`]?: (Permission denied|Read-only file system)"""
+                     rb"""|(Permission denied|Read-only file system): ['"](/[^'"]+)['"])""")
 EXEC_DENIED = 126  # a shell's status when it found the program but could not run it
 _MOST = 3  # notes per step: the first paths a failing build names are the ones that matter
 
@@ -20,26 +21,30 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
-def outside_note(policy: Policy, path: str, *, execute: bool) -> str | None:
-    """The note for `path` when the policy does not let a step read (or run) it; None when it does."""
+def outside_note(policy: Policy, path: str, *, execute: bool = False, write: bool = False) -> str | None:
+    """The note for `path` when the policy does not let a step read, run or write it; None when it does."""
     real = Path(os.path.realpath(path))
-    roots = tuple(Path(os.path.realpath(root)) for root in (policy.rox + policy.rwx if execute else policy.readable()))
-    if _inside(real, roots):
-        return None  # allowed: the denial is the file's own mode, not the sandbox
+    granted = policy.writable() if write else policy.rox + policy.rwx if execute else policy.readable()
     shown = path if str(real) == path else f"{path} (resolves to {real})"
-    kind = "filesystem.rox" if execute else "filesystem.ro"
-    return (f"blocked by ollie's sandbox: {shown} is outside the allowed paths of sandbox policy "
+    if _inside(real, tuple(Path(os.path.realpath(root)) for root in granted)):
+        if write and ".git" in real.parts:
+            return f"blocked by ollie's sandbox: {shown} is in a .git directory, which steps see read-only"
+        return None  # allowed: the denial is the file's own mode, not the sandbox
+    kind = "filesystem.rw" if write else "filesystem.rox" if execute else "filesystem.ro"
+    allowed = "writable" if write else "allowed"
+    return (f"blocked by ollie's sandbox: {shown} is outside the {allowed} paths of sandbox policy "
             f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {policy.source}")
 
 
 def denied_notes(policy: Policy, stderr: bytes, status: int | None) -> list[str]:
-    """A note per path a step's stderr says it was denied that lies outside the policy."""
-    if b"Permission denied" not in stderr:
+    """A note per path a step's stderr says it was denied (EACCES, EROFS) that lies outside the policy."""
+    if b"Permission denied" not in stderr and b"Read-only file system" not in stderr:
         return []
     notes: list[str] = []
     for match in _DENIED.finditer(stderr):
-        path = (match.group(1) or match.group(2)).decode("utf-8", "replace")
-        note = outside_note(policy, path, execute=status == EXEC_DENIED)
+        path = (match.group(1) or match.group(4)).decode("utf-8", "replace")
+        write = (match.group(2) or match.group(3)) == b"Read-only file system"
+        note = outside_note(policy, path, execute=status == EXEC_DENIED and not write, write=write)
         if note is not None and note not in notes:
             notes.append(note)
             if len(notes) == _MOST:

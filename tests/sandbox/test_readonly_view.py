@@ -1,0 +1,64 @@
+"""Outside its writable paths a step sees a read-only filesystem: Landlock does not mediate chmod, chown,
+utime or xattrs, which the read-only mounts of its namespace refuse (EROFS), for root too."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ollie.sandbox import landlock_abi
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+
+# Each metadata change on each path given: `chmod outside ok` or `chmod outside 30` (the errno).
+PROBE = """
+import os, sys
+ops = {"chmod": lambda p: os.chmod(p, 0o640), "chown": lambda p: os.chown(p, os.getuid(), os.getgid()),
+       "utime": lambda p: os.utime(p, (0, 0)), "setxattr": lambda p: os.setxattr(p, "user.ollie", b"x")}
+for name, op in ops.items():
+    for where, path in zip(("outside", "inside"), sys.argv[1:]):
+        try:
+            op(path)
+            print(name, where, "ok")
+        except OSError as exc:
+            print(name, where, exc.errno)
+"""
+EXPECTED = {f"{op} outside 30" for op in ("chmod", "chown", "utime", "setxattr")} | {
+    f"{op} inside ok" for op in ("chmod", "chown", "utime", "setxattr")}
+
+
+def xattrs_work(path) -> bool:
+    try:
+        os.setxattr(path, "user.probe", b"1")
+    except OSError:
+        return False
+    return True
+
+
+async def test_metadata_outside_the_writable_paths_is_read_only_even_for_root(ws, monkeypatch):
+    target, inside = ws.outside / "secret", ws.work / "mine"
+    inside.write_text("mine\n")
+    if not xattrs_work(target):
+        pytest.skip("this filesystem has no user xattrs")
+    before = os.stat(target)
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", PROBE, str(target), str(inside)],
+                                    ws.default_policy())
+    assert status == 0, err
+    assert set(out.split("\n")) - {""} == EXPECTED, out
+    after = os.stat(target)
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+    assert "user.ollie" not in os.listxattr(target)
+    # The hole it closes: without the read-only view (no mount namespace, best_effort) they all went through.
+    monkeypatch.setenv("OLLIE_SANDBOX_MOUNTNS", "0")
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", PROBE, str(target)], ws.default_policy())
+    assert "chmod outside ok" in out, (out, err)
+
+
+async def test_the_step_still_writes_where_it_may_and_reads_everywhere_it_may(ws):
+    (ws.work / "sub").mkdir()
+    script = (f"echo a > made && mkdir -p sub/deeper && echo b > sub/deeper/f && mv made moved && "
+              f"echo t > {ws.scratch}/tmpfile && rm {ws.scratch}/tmpfile && cat /etc/hostname >/dev/null && "
+              f"echo c > /dev/null && cat moved sub/deeper/f")
+    status, out, err = await ws.bash(script, ws.default_policy())
+    assert (status, out) == (0, "a\nb\n"), err
