@@ -1,18 +1,23 @@
-"""A per-step pids cgroup (process-count limit and a complete member list), or RLIMIT_NPROC where none is writable.
+"""A per-step cgroup: pids (process-count limit and a complete member list) and memory (the step's memory
+limit, and whether the OOM killer struck there); limits.py falls back to rlimits where none is writable.
 
 Stdlib only: the fork server and the launcher load this file by path in an
-interpreter started with `-I -S`. The supervisor creates `<our pids cgroup>/ollie/<its pid>`
-with `pids.max`, the tool process joins it before exec (so everything it starts
-is counted and listed), and the supervisor removes it after the sweep.
+interpreter started with `-I -S`. The supervisor creates `<our cgroup>/ollie/<its pid>`
+in each hierarchy it may write (cgroup v1 has one per controller, v2 one for all)
+with `pids.max` and the memory limit, the tool process joins it before exec (so
+everything it starts is counted and listed), and the supervisor removes it after the sweep.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 
 PARENT = "ollie"
-_base: str | None | bool = False  # False: not looked up yet; None: no writable pids cgroup
+CONTROLLERS = ("pids", "memory")
+# v1's and v2's names for the memory limit and for where OOM kills are counted.
+_MEMORY_LIMIT = {True: "memory.max", False: "memory.limit_in_bytes"}
+_MEMORY_EVENTS = {True: "memory.events", False: "memory.oom_control"}
+_bases: dict[str, str] | None = None  # controller -> the writable parent of per-step cgroups (None: not looked up)
 
 
 def _mounts() -> list[tuple[str, str, list[str]]]:
@@ -30,7 +35,7 @@ def _mounts() -> list[tuple[str, str, list[str]]]:
 
 
 def _own_paths() -> dict[str, str]:
-    """This process's cgroup path per v1 controller ("pids") and for v2 (key "")."""
+    """This process's cgroup path per v1 controller ("pids", "memory") and for v2 (key "")."""
     paths: dict[str, str] = {}
     try:
         with open("/proc/self/cgroup", encoding="utf-8") as cgroups:
@@ -43,35 +48,35 @@ def _own_paths() -> dict[str, str]:
     return paths
 
 
-def _v2_has_pids(directory: str) -> bool:
-    """True when children of `directory` get the pids controller (enabling it if we may)."""
+def _v2_enables(directory: str, controller: str) -> bool:
+    """True when children of `directory` get `controller` (enabling it if we may)."""
     control = os.path.join(directory, "cgroup.subtree_control")
     try:
         with open(control, encoding="ascii") as current:
-            if "pids" in current.read().split():
+            if controller in current.read().split():
                 return True
         with open(control, "w", encoding="ascii") as enable:
-            enable.write("+pids")  # fails (EBUSY) in a non-root cgroup that holds processes: v2's rule
+            enable.write(f"+{controller}")  # fails (EBUSY) in a non-root cgroup that holds processes: v2's rule
         return True
     except OSError:
         return False
 
 
-def _find_base() -> str | None:
-    """The writable directory under which per-step cgroups go, creating `ollie` in our own pids cgroup."""
+def _find_base(controller: str) -> str | None:
+    """The writable directory under which per-step cgroups of `controller` go, creating `ollie` in our own."""
     own = _own_paths()
     candidates = []
     for mount, kind, options in _mounts():
-        if kind == "cgroup" and "pids" in options and "pids" in own:
-            candidates.append(os.path.join(mount, own["pids"].lstrip("/")))
+        if kind == "cgroup" and controller in options and controller in own:
+            candidates.append(os.path.join(mount, own[controller].lstrip("/")))
         elif kind == "cgroup2" and "" in own:
             directory = os.path.join(mount, own[""].lstrip("/"))
             try:
                 with open(os.path.join(directory, "cgroup.controllers"), encoding="ascii") as controllers:
-                    usable = "pids" in controllers.read().split()
+                    usable = controller in controllers.read().split()
             except OSError:
                 usable = False
-            if usable and _v2_has_pids(directory):
+            if usable and _v2_enables(directory, controller):
                 candidates.append(directory)
     for directory in candidates:
         base = os.path.join(directory, PARENT)
@@ -79,7 +84,7 @@ def _find_base() -> str | None:
             os.makedirs(base, exist_ok=True)
         except OSError:
             continue
-        if os.access(base, os.W_OK) and (not _is_v2(base) or _v2_has_pids(base)):
+        if os.access(base, os.W_OK) and (not _is_v2(base) or _v2_enables(base, controller)):
             return base
     return None
 
@@ -88,59 +93,97 @@ def _is_v2(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, "cgroup.controllers"))
 
 
+def bases() -> dict[str, str]:
+    """Per controller, the per-step cgroups' parent directory, looked up once per process (absent: none writable)."""
+    global _bases
+    if _bases is None:
+        found = {controller: _find_base(controller) for controller in CONTROLLERS}
+        _bases = {controller: base for controller, base in found.items() if base is not None}
+    return _bases
+
+
 def base() -> str | None:
-    """The per-step cgroups' parent directory, looked up once per process (None: none writable)."""
-    global _base
-    if _base is False:
-        _base = _find_base()
-    return _base  # type: ignore[return-value]
+    """The pids cgroups' parent directory (None: none writable)."""
+    return bases().get("pids")
 
 
 def remove_stale() -> None:
     """Remove the empty cgroups of supervisors that no longer run (their fork server was killed)."""
-    parent = base()
-    if parent is None:
-        return
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return
-    for name in names:
-        if name.isdigit() and not os.path.exists(f"/proc/{name}"):
-            try:
-                os.rmdir(os.path.join(parent, name))  # fails on a cgroup still in use: left alone
-            except OSError:
-                pass
+    for parent in set(bases().values()):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            if name.isdigit() and not os.path.exists(f"/proc/{name}"):
+                try:
+                    os.rmdir(os.path.join(parent, name))  # fails on a cgroup still in use: left alone
+                except OSError:
+                    pass
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as control:
+        control.write(text)
 
 
 class Cgroup:
-    """One step's pids cgroup."""
+    """One step's cgroup, in every hierarchy that has one of its controllers."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, dirs: dict[str, str]) -> None:
+        self.dirs = dirs  # controller -> its directory (one directory for both under v2)
         self.joined = False  # True in a spare supervisor: its children are born members
+
+    @classmethod
+    def named(cls, name: str) -> Cgroup:
+        """The cgroup `name` under `bases()` (which may or may not exist)."""
+        return cls({controller: os.path.join(parent, name) for controller, parent in bases().items()})
+
+    @property
+    def paths(self) -> list[str]:
+        """Its directories, one per hierarchy."""
+        return list(dict.fromkeys(self.dirs.values()))
+
+    @property
+    def limits_memory(self) -> bool:
+        """Whether it can hold the step's memory (else the tool process falls back to RLIMIT_AS)."""
+        return "memory" in self.dirs
 
     def set_limit(self, max_processes: int) -> None:
         """Set pids.max (0: no limit)."""
-        with open(os.path.join(self.path, "pids.max"), "w", encoding="ascii") as limit:
-            limit.write(str(max_processes) if max_processes > 0 else "max")
+        if "pids" in self.dirs:
+            _write(os.path.join(self.dirs["pids"], "pids.max"), str(max_processes) if max_processes > 0 else "max")
+
+    def set_memory(self, max_bytes: int) -> None:
+        """Set the memory limit of all its members together (0: none)."""
+        if "memory" in self.dirs:
+            v2 = _is_v2(self.dirs["memory"])
+            unlimited = "max" if v2 else "-1"
+            _write(os.path.join(self.dirs["memory"], _MEMORY_LIMIT[v2]), str(max_bytes) if max_bytes > 0 else unlimited)
 
     @classmethod
-    def create(cls, name: str, max_processes: int) -> Cgroup | None:
-        """A fresh cgroup `name` limited to `max_processes` tasks (0: none yet); None where none is writable."""
-        parent = base()
-        if parent is None:
+    def create(cls, name: str, max_processes: int, max_memory: int = 0) -> Cgroup | None:
+        """A fresh cgroup `name` with these limits (0: none yet); None where none is writable."""
+        made: dict[str, str] = {}
+        for controller, path in cls.named(name).dirs.items():
+            if path not in made.values():
+                try:
+                    try:
+                        os.mkdir(path)
+                    except FileExistsError:
+                        os.rmdir(path)  # left by a supervisor that was killed and whose pid came round again
+                        os.mkdir(path)
+                except OSError:
+                    continue
+            made[controller] = path
+        if not made:
             return None
-        path = os.path.join(parent, name)
+        group = cls(made)
         try:
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                os.rmdir(path)  # left by a supervisor that was killed and whose pid came round again
-                os.mkdir(path)
-            group = cls(path)
             group.set_limit(max_processes)
+            group.set_memory(max_memory)
         except OSError:
+            group.remove()
             return None
         return group
 
@@ -148,61 +191,44 @@ class Cgroup:
         """Move the calling process in (before exec, so all it starts is counted and listed)."""
         if self.joined:
             return  # already a member: moving again would wait for an RCU grace period for nothing
-        with open(os.path.join(self.path, "cgroup.procs"), "w", encoding="ascii") as procs:
-            procs.write(str(os.getpid()))
+        for path in self.paths:
+            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
         self.joined = True
 
     def procs(self) -> set[int]:
         """The pids of its members now (empty once it is gone)."""
+        path = self.dirs.get("pids") or self.paths[0]
         try:
-            with open(os.path.join(self.path, "cgroup.procs"), encoding="ascii") as procs:
+            with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as procs:
                 return {int(line) for line in procs.read().split()}
         except OSError:
             return set()
 
+    def oom_killed(self) -> bool:
+        """Whether the OOM killer killed one of its members (its memory limit was reached)."""
+        path = self.dirs.get("memory")
+        if path is None:
+            return False
+        try:
+            with open(os.path.join(path, _MEMORY_EVENTS[_is_v2(path)]), encoding="ascii") as events:
+                counts = dict(line.split()[:2] for line in events if len(line.split()) >= 2)
+        except OSError:
+            return False
+        return counts.get("oom_kill", "0") not in ("0", "")
+
     def leave_and_remove(self) -> None:
         """For a member (a spare supervisor) whose fork server is gone: move back up, then remove it."""
-        try:
-            with open(os.path.join(os.path.dirname(os.path.dirname(self.path)), "cgroup.procs"), "w",
-                      encoding="ascii") as procs:
-                procs.write(str(os.getpid()))
-        except OSError:
-            return
+        for path in self.paths:
+            try:
+                _write(os.path.join(os.path.dirname(os.path.dirname(path)), "cgroup.procs"), str(os.getpid()))
+            except OSError:
+                return
         self.remove()
 
     def remove(self) -> None:
         """Delete it (after the sweep, when it is empty); a failure leaves an empty dir behind, nothing more."""
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
-
-
-def _user_tasks(uid: int) -> int:
-    """How many tasks (threads included, as RLIMIT_NPROC counts them) `uid` runs now."""
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        for path in self.paths:
             try:
-                if entry.stat().st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+                os.rmdir(path)
             except OSError:
-                continue
-    return count
-
-
-def limit_rlimit(max_processes: int) -> bool:
-    """Fallback without a cgroup: cap the user's task count at what it runs now plus `max_processes`.
-
-    RLIMIT_NPROC counts every process of the user, not of this step, hence the
-    offset; the kernel never enforces it for root (uid 0), so False there.
-    """
-    uid = os.getuid()
-    if uid == 0:
-        return False
-    limit = _user_tasks(uid) + max_processes
-    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
-    return True
+                pass

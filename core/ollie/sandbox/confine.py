@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import base64
 import ctypes
-import importlib.util
 import os
 import sys
+from typing import TYPE_CHECKING
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -80,16 +80,10 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def _load_sibling(name: str):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
-    assert spec is not None and spec.loader is not None  # a sibling file of this one
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-landlock = _load_sibling("landlock")
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import landlock
+else:  # loaded by path (siblings.py)
+    landlock = sys.modules["_ollie_siblings"].load("landlock")
 
 
 def _last_cap() -> int:

@@ -29,22 +29,30 @@ import time
 MAX_REQUEST_BYTES = 64 << 20
 
 
-def _load(name: str):
-    """A sibling module loaded by path: this interpreter runs -I -S, without the `ollie` package."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ollie_{name}", path)
-    assert spec is not None and spec.loader is not None  # a sibling file of this one
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _siblings():
+    """siblings.py, loaded by path (this interpreter runs -I -S, without the `ollie` package): it loads the rest."""
+    loaded = sys.modules.get("_ollie_siblings")
+    if loaded is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "siblings.py")
+        spec = importlib.util.spec_from_file_location("_ollie_siblings", path)
+        assert spec is not None and spec.loader is not None  # a sibling file of this one
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules["_ollie_siblings"] = loaded
+        spec.loader.exec_module(loaded)
+    return loaded
 
 
-supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, pids cgroup, PID namespace
+_load = _siblings().load
+supervise = _load("supervise")  # the per-spawn supervisor: subreaper, sweep, its cgroup
+spare = _load("spare")  # supervisors made ahead of time, each with its tool process forked
+stepinit = _load("stepinit")  # a step's own PID namespace and its init
+limits = _load("limits")  # processes, memory, file size, OOM preference
 pyrun = _load("pyrun")  # the pre-imported Python worker for bundled tool scripts
-confine = supervise.confine  # read-only .git, a private /proc, Landlock, no capabilities, seccomp
+fdio, cgroup = supervise.fdio, supervise.cgroup
+confine = stepinit.confine  # read-only view, read-only .git, a private /proc, Landlock, no capabilities, seccomp
 # How long the server waits, when the daemon has gone, for its steps' supervisors to finish their sweeps.
 SHUTDOWN_WAIT_S = 5.0
-# Supervisors kept ready in their own cgroups (see supervise.run_spare); 2 covers back-to-back spawns.
+# Supervisors kept ready in their own cgroups (see spare.run_spare); 2 covers back-to-back spawns.
 SPARES = 2
 # Spares are made once the server has been idle this long (or right after a spawn found none): a spare
 # moving into its cgroup while a spawn runs slows that spawn (forks take the slow path during the move).
@@ -70,7 +78,7 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
     (a fresh /proc first), then spawns the tool process and stays as its init.
     A request with `python` ({script, args}) runs that script in this interpreter
     (pyrun.py) where `argv` would be exec'd, after the same confinement. A spare's
-    prepared process (supervise.Prepared) runs it once its supervisor hands it the step.
+    prepared process (spare.Prepared) runs it once its supervisor hands it the step.
 
     Never returns. The launcher runs this same function.
     """
@@ -85,8 +93,8 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
             signal.signal(sig, signal.SIG_DFL)
         stage = "chdir"
         os.chdir(request["cwd"])
-        stage = "limits"  # before the confinement: it may close /sys
-        supervise.limit_processes(request, group)
+        stage = "limits"  # before the confinement: it closes /sys and /proc
+        limits.apply(request.get("limits") or {}, group)
         if request.get("ruleset"):
             stage = "landlock"
             confine.apply(request["ruleset"])
@@ -99,10 +107,10 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
         if run is not None:
             if confine.own_pid_namespace():
                 # The script is the namespace's PID 1 itself (no separate init): see pyrun.py for why that is safe.
-                supervise.die_with_supervisor()
+                stepinit.die_with_supervisor()
             run()
         if confine.own_pid_namespace():
-            supervise.become_init(argv, env)  # PID 1 spawns the tool and stays as its init
+            stepinit.become_init(argv, env)  # PID 1 spawns the tool and stays as its init
         os.execvpe(argv[0], argv, env)
     except BaseException as exc:  # noqa: BLE001 - everything must be reported, then _exit
         error = {"stage": stage, "errno": getattr(exc, "errno", None) or 0, "message": str(exc)}
@@ -136,7 +144,7 @@ def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
     server = os.getpid()
     pid = os.fork()
     if pid == 0:
-        supervise.fdio.close_fds_except(fds)
+        fdio.close_fds_except(fds)
         supervise.run_unread(socket.socket(fileno=fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
     for fd in fds:
         os.close(fd)
@@ -151,8 +159,8 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            supervise.fdio.close_fds_except([theirs.fileno()])
-            supervise.run_spare(theirs, _child, server, MAX_REQUEST_BYTES)
+            fdio.close_fds_except([theirs.fileno()])
+            spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES)
         theirs.close()
         _jobs[pid] = ours
         _watch(pid, selector, spare=True)
@@ -211,9 +219,8 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
         else:
             selector.unregister(jobs)
         jobs.close()
-    base = supervise.cgroup.base()
-    if base is not None:  # a spare could not remove its cgroup while inside; a killed supervisor never did
-        supervise.cgroup.Cgroup(os.path.join(base, str(pid))).remove()
+    # A spare could not remove its cgroup while inside; a killed supervisor never did.
+    cgroup.Cgroup.named(str(pid)).remove()
 
 
 def _stop_all(selector: selectors.BaseSelector) -> None:
@@ -234,7 +241,7 @@ def _stop_all(selector: selectors.BaseSelector) -> None:
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
     try:
-        message, fds = supervise.fdio.recv_fds(control, 4)
+        message, fds = fdio.recv_fds(control, 4)
     except OSError:
         return False
     if not message:
@@ -280,8 +287,8 @@ def main() -> None:
             os.fstat(std)
         except OSError:
             os.open(os.devnull, os.O_RDWR)
-    supervise.cgroup.base()  # looked up once here, so every supervisor inherits the answer
-    supervise.cgroup.remove_stale()
+    cgroup.bases()  # looked up once here, so every supervisor inherits the answer
+    cgroup.remove_stale()
     pyrun.preload(sys.argv[2] if len(sys.argv) > 2 else "")
     serve(socket.socket(fileno=fd))
 

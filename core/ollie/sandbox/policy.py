@@ -13,6 +13,7 @@ from ollie import paths
 from ollie.errors import ConfigError
 from ollie.sandbox.errors import PolicyError
 from ollie.sandbox.policy_cache import PolicySpec, load_spec
+from ollie.sandbox.sizes import size_bytes
 
 LOG_LEVELS = ("", "error", "info", "debug")
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
@@ -56,6 +57,8 @@ class Policy:
     log_level: str = ""
     ldd: bool = False
     max_processes: int = 512
+    max_memory: int = 0  # bytes for the whole step (0: none); see `limits` in sandbox.yaml
+    max_file_size: int = 0  # bytes per file written (0: none)
 
     def readable(self) -> tuple[Path, ...]:
         """Every path the sandboxed code may read."""
@@ -165,6 +168,8 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
         log_level=spec.general.log_level,
         ldd=spec.ldd,
         max_processes=spec.processes,
+        max_memory=size_bytes(spec.memory),
+        max_file_size=size_bytes(spec.file_size),
     )
 
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie import validcache as vc
+from ollie.sandbox.sizes import check_size
 
 KIND = "policies"
 # Whatever decides what a text validates to: the schema, and how entries are read back.
-_CODE = (Path(__file__).resolve().parent / "policy_schema.py", Path(__file__).resolve())
+_CODE = (Path(__file__).resolve().parent / "policy_schema.py", Path(__file__).resolve().parent / "sizes.py",
+         Path(__file__).resolve())
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class PolicySpec:
     processes: int
     ldd: bool
     add_exec: bool
+    memory: str = "50%"  # sizes.py's canonical text
+    file_size: str = "8G"
 
 
 def spec_from_dict(data: object) -> PolicySpec:
@@ -67,7 +71,7 @@ def spec_from_dict(data: object) -> PolicySpec:
     general = vc.section(top["general"], {"best_effort", "log_level"})
     fs = vc.section(top["filesystem"], {"ro", "rox", "rw", "rwx"})
     net = vc.section(top["network"], {"enabled", "unrestricted", "bind_tcp", "connect_tcp", "unix"})
-    limits = vc.section(top["limits"], {"processes"})
+    limits = vc.section(top["limits"], {"processes", "memory", "file_size"})
     advanced = vc.section(top["advanced"], {"ldd", "add_exec"})
 
     def ports(value: object) -> tuple[int, ...]:
@@ -82,9 +86,18 @@ def spec_from_dict(data: object) -> PolicySpec:
                         ports(net["connect_tcp"]), vc.flag(net["unix"])),
         env=vc.texts(top["env"]),
         processes=int(vc.number(limits["processes"], 1)),
+        memory=_size(limits["memory"], share=True),
+        file_size=_size(limits["file_size"], share=False),
         ldd=vc.flag(advanced["ldd"]),
         add_exec=vc.flag(advanced["add_exec"]),
     )
+
+
+def _size(value: object, *, share: bool) -> str:
+    try:
+        return check_size(vc.text(value), share=share)
+    except ValueError as exc:
+        raise vc.Malformed(str(exc)) from exc
 
 
 def load_spec(text: str, source: str) -> PolicySpec:

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ollie.errors import ConfigError
+from ollie.sandbox.sizes import check_size
 
 
 def _port_number(value: object) -> object:
@@ -23,6 +24,9 @@ def _port_number(value: object) -> object:
 
 
 Port = Annotated[int, BeforeValidator(_port_number), Field(ge=1, le=65535)]
+# `limits.memory` / `limits.file_size`: kept as canonical text ("50%", "8G"), turned into bytes per machine (sizes.py).
+MemorySize = Annotated[str, BeforeValidator(lambda value: check_size(value, share=True))]
+FileSize = Annotated[str, BeforeValidator(lambda value: check_size(value, share=False))]
 
 
 class _Section(BaseModel):
@@ -51,6 +55,9 @@ class _Network(_Section):
 
 class _Limits(_Section):
     processes: int = Field(default=512, ge=1)  # tasks one step may run at once (pids cgroup; see cgroup.py)
+    # Containment v3's step limits (memory cgroup or RLIMIT_AS; RLIMIT_FSIZE): see sizes.py and docs/SECURITY.md.
+    memory: MemorySize = "50%"
+    file_size: FileSize = "8G"
 
 
 class _Advanced(_Section):

@@ -53,10 +53,13 @@ class SandboxedProcess:
     """A child in its own session (pgid = pid); read it with `communicate`, stop it with `kill_group`."""
 
     def __init__(self, *, pid: int, stdout_fd: int, stderr_fd: int, status: Awaitable[int],
-                 warnings: list[str], stdin_writer: asyncio.Task[None] | None = None) -> None:
+                 warnings: list[str], stdin_writer: asyncio.Task[None] | None = None,
+                 report: dict | None = None) -> None:
         self.pid = pid
         self.pgid = pid
         self.warnings = warnings
+        # What its supervisor said besides the status, once known: {"oom": True} when its memory limit ended it.
+        self.report = report if report is not None else {}
         self._stdout_fd: int | None = stdout_fd
         self._stderr_fd: int | None = stderr_fd
         self._status = asyncio.ensure_future(status)

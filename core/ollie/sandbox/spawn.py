@@ -35,6 +35,8 @@ FORK_SERVER = HERE / "forkserver.py"
 LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
+# A step's oom_score_adj (limits.py): the most the kernel allows, so a step always goes before the daemon.
+STEP_OOM_SCORE_ADJ = 1000
 # How long a cancelled spawn waits for its step's processes to be killed and swept before it raises.
 CANCEL_WAIT_S = 5.0
 _background: set[asyncio.Future[None] | asyncio.Future[int]] = set()
@@ -100,8 +102,12 @@ class ForkServer:
         with self._lock:
             self._close_locked()
 
-    async def spawn(self, request: dict, stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
-        """Fork/exec `request` with `stdio` as fds 0-2; the pid and a future of the exit status."""
+    async def spawn(self, request: dict, stdio: Sequence[int], report: dict | None = None,
+                    ) -> tuple[int, asyncio.Future[int]]:
+        """Fork/exec `request` with `stdio` as fds 0-2; the pid and a future of the exit status.
+
+        `report` gets what the supervisor says with the status besides it (`oom`: the memory limit ended the step).
+        """
         control = self._ensure()
         # A step with its own PID namespace may go to a spare supervisor that forked its tool process already.
         kind = b"spawn ns" if (request.get("ruleset") or {}).get("pid_namespace") else b"spawn"
@@ -114,10 +120,11 @@ class ForkServer:
             raise _ServerLost(str(exc)) from exc
         finally:
             theirs.close()
-        return await _converse(mine, request)
+        return await _converse(mine, request, report)
 
 
-async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Future[int]]:
+async def _converse(sock: socket.socket, request: dict, report: dict | None = None,
+                    ) -> tuple[int, asyncio.Future[int]]:
     """Send `request` on a per-spawn socket; the tool's pid and a future of its status (sent after the sweep)."""
     try:
         reader, writer = await asyncio.open_unix_connection(sock=sock)
@@ -143,7 +150,7 @@ async def _converse(sock: socket.socket, request: dict) -> tuple[int, asyncio.Fu
     if "error" in reply:
         writer.close()
         raise _spawn_error(reply["error"], request["argv"][0])
-    return reply["pid"], asyncio.ensure_future(_read_status(reader, writer))
+    return reply["pid"], asyncio.ensure_future(_read_status(reader, writer, report))
 
 
 def _keep(task: asyncio.Future[None] | asyncio.Future[int]) -> None:
@@ -179,14 +186,17 @@ async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.Strea
         writer.close()
 
 
-async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, report: dict | None) -> int:
     try:
         line = await reader.readline()
     finally:
         writer.close()
     if not line:
         raise SandboxError("the fork server exited before reporting the exit status")
-    return int(json.loads(line)["status"])
+    reply = json.loads(line)
+    if report is not None:
+        report.update((key, value) for key, value in reply.items() if key != "status")
+    return int(reply["status"])
 
 
 def _spawn_error(error: dict, program: str) -> Exception:
@@ -203,7 +213,7 @@ def fork_server() -> ForkServer:
     return _server
 
 
-async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asyncio.Future[int]]:
+async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> tuple[int, asyncio.Future[int]]:
     """The launcher as this spawn's supervisor: the same protocol as the fork server, one process per spawn."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -217,7 +227,7 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int]) -> tuple[int, asy
     finally:
         theirs.close()
     try:
-        pid, status = await _converse(mine, request)
+        pid, status = await _converse(mine, request, report)
     except _ServerLost as exc:
         await proc.wait()
         raise SandboxError(f"the sandbox launcher failed (exit status {proc.returncode})") from exc
@@ -273,16 +283,20 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     child_fds = (stdin_r, out_w, err_w)
-    limits = {"processes": policy.max_processes} if policy is not None else {}
+    # Every step, sandboxed or not, is the OOM killer's first pick: never the daemon.
+    limits: dict[str, int] = {"oom_score_adj": STEP_OOM_SCORE_ADJ}
+    if policy is not None:
+        limits.update(processes=policy.max_processes, memory=policy.max_memory, file_size=policy.max_file_size)
     request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
+    report: dict = {}
     try:
         try:
-            pid, status = await _server.spawn(request, child_fds)
+            pid, status = await _server.spawn(request, child_fds, report)
         except _ServerLost as exc:
             log.warning("fork server unavailable, using the launcher", extra={"reason": str(exc)})
-            pid, status = await _spawn_fallback(request, child_fds)
+            pid, status = await _spawn_fallback(request, child_fds, report)
     except BaseException:
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
@@ -293,4 +307,4 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             os.close(fd)
     writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None and stdin is not None else None
     return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
-                            stdin_writer=writer)
+                            stdin_writer=writer, report=report)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox import Policy, spawn_sandboxed
-from ollie.tools.execute.blocked import denied_notes, outside_note
+from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, outside_note
 
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
@@ -94,6 +94,9 @@ async def run_process(
         outcome.exit_code = await proc.wait()
         if policy is not None:
             outcome.warnings += denied_notes(policy, outcome.stderr, outcome.exit_code)
+            outcome.warnings += limit_notes(policy, status=outcome.exit_code, stderr=outcome.stderr,
+                                            oom=bool(proc.report.get("oom")))
+        outcome.warnings += disk_notes(dict.fromkeys(map(Path, (cwd, env.get("TMPDIR") or cwd))), outcome.stderr)
     except BaseException:
         proc.kill_group()
         proc.kill_pipe_holders()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 from ollie.sandbox import Policy
+from ollie.sandbox.sizes import shown
 
 # How shells, Python and most programs report EACCES (or EROFS: a write outside the writable paths) on a path:
 # `bash: /x/python3: Permission denied`, `[Errno 13] Permission denied: '/x'`, `cannot open '/x': Read-only ...`.
@@ -15,6 +18,9 @@ _DENIED = re.compile(rb"""(?:(/[^\s:'"`]+)['"`]?: (Permission denied|Read-only f
                      rb"""|(Permission denied|Read-only file system): ['"](/[^'"]+)['"])""")
 EXEC_DENIED = 126  # a shell's status when it found the program but could not run it
 _MOST = 3  # notes per step: the first paths a failing build names are the ones that matter
+# A disk is "nearly full" below both of these: enough for a build's next steps to fail on it.
+LOW_DISK_BYTES = 1 << 30
+LOW_DISK_SHARE = 0.05
 
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
@@ -49,4 +55,43 @@ def denied_notes(policy: Policy, stderr: bytes, status: int | None) -> list[str]
             notes.append(note)
             if len(notes) == _MOST:
                 break
+    return notes
+
+
+def _limit(policy: Policy, key: str, size: int) -> str:
+    return f"limits.{key}: {shown(size)} in {policy.source}"
+
+
+def limit_notes(policy: Policy, *, status: int | None, stderr: bytes, oom: bool) -> list[str]:
+    """Notes for a step its memory or file size limit ended (or that says it ran out of either)."""
+    notes = []
+    if oom or (policy.max_memory and (b"Cannot allocate memory" in stderr or b"MemoryError" in stderr)):
+        how = "the kernel killed it" if oom else "an allocation failed"
+        notes.append(f"the step reached its memory limit ({_limit(policy, 'memory', policy.max_memory)}): {how}; "
+                     "use less memory at once, or ask the user to raise the limit")
+    too_large = b"File too large" in stderr or b"File size limit exceeded" in stderr  # EFBIG; a shell's SIGXFSZ
+    if policy.max_file_size and (status == -signal.SIGXFSZ or too_large):
+        notes.append(f"the step wrote a file past its size limit ({_limit(policy, 'file_size', policy.max_file_size)}); "
+                     "write less, or ask the user to raise the limit")
+    return notes
+
+
+def disk_notes(paths: Iterable[Path], stderr: bytes) -> list[str]:
+    """A note per filesystem under `paths` (the step's cwd and TMPDIR) that is full or nearly so."""
+    notes: list[str] = []
+    seen: set[int] = set()
+    for path in paths:
+        try:
+            stats = os.statvfs(path)
+            device = os.stat(path).st_dev
+        except OSError:
+            continue
+        free, size = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
+        if device in seen or not size:
+            continue
+        seen.add(device)
+        if free < LOW_DISK_BYTES and free < size * LOW_DISK_SHARE:
+            notes.append(f"the disk holding {path} is nearly full: {shown(free)} free of {shown(size)}")
+    if b"No space left on device" in stderr and not notes:
+        notes.append("the step ran out of disk space (No space left on device)")
     return notes

@@ -1,0 +1,178 @@
+"""Spare supervisors, made ahead of time: each waits in a cgroup of its own, with its step's tool process forked.
+
+Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpreter.
+Moving a task into a cgroup waits for an RCU grace period when none happened
+lately (~15 ms here), so spares pay that while idle: the tool they fork is born
+in the cgroup, with nothing to move. Where it can make a PID namespace a spare
+forks the tool process ahead too (`Prepared`) and takes steps that ask for one
+only. Once handed a spawn, a spare is a supervisor like any other (supervise.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import cgroup, fdio, stepinit, supervise
+else:  # loaded by path (siblings.py)
+    cgroup, fdio, stepinit, supervise = map(sys.modules["_ollie_siblings"].load,
+                                            ("cgroup", "fdio", "stepinit", "supervise"))
+
+GO = b"!"  # a prepared tool process's signal to go on with its step (see `Prepared`)
+
+_spare_group: cgroup.Cgroup | None = None
+_idle: Prepared | None = None  # an idle spare's prepared tool process
+
+
+class Prepared:
+    """A spare's tool process, forked ahead as PID 1 of the step's new PID namespace, waiting for its step.
+
+    Forked while the spare is idle, it takes the namespace's unshare and the fork
+    off the step's path. The spare has read nothing yet, so its memory holds
+    nothing of any step; once handed the request and the step's stdio (`start`)
+    it does what a tool process forked after the request does (`child`:
+    new session, stdio, cwd, confinement, the tool) with the same pipes.
+    """
+
+    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int) -> None:
+        self.pid, self.err_r, self.status_r = pid, err_r, status_r
+        self._channel: socket.socket | None = channel
+
+    @classmethod
+    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup) -> Prepared | None:
+        """Fork it, in the spare (a member of `group` already), as the spare's `_idle` one; None where no PID
+        namespace can be made."""
+        global _idle
+        if not stepinit.new_pid_namespace():
+            return None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        err_r, err_w = os.pipe()
+        status_r, status_w = os.pipe()
+        stop = supervise.STOP_SIGNAL
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {stop})  # the spare's handler must not run there
+        pid = os.fork()
+        if pid == 0:
+            _await_step(theirs, err_w, status_w, blocked, child, group)
+        theirs.close()
+        os.close(err_w)
+        os.close(status_w)
+        _idle = cls(pid, ours, err_r, status_r)  # before the spare's handler may run: it kills this one
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return _idle
+
+    def start(self, line: bytes, stdio: Sequence[int]) -> None:
+        """Hand it the step's request line and stdio: it parses the request meanwhile, then waits for `release`."""
+        assert self._channel is not None  # started once, before `release`
+        try:
+            sent = socket.send_fds(self._channel, [line], list(stdio))
+            self._channel.sendall(line[sent:])
+        except OSError:
+            pass  # it is gone: its exit status (killed) becomes the step's
+
+    def release(self) -> None:
+        """Let it go on (the step's limits are set): it confines itself and starts the tool."""
+        channel, self._channel = self._channel, None
+        assert channel is not None  # released once
+        try:
+            channel.sendall(GO)
+        except OSError:
+            pass
+        finally:
+            channel.close()
+
+    def discard(self) -> None:
+        """Kill and reap it when the step it was made for will not run (the spare is stopping, the request is bad)."""
+        if self._channel is None:
+            return
+        stepinit.kill_tool(self.pid)  # first: it must not take the channel's EOF for anything
+        self._channel.close()
+        self._channel = None
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iterable[int],
+                child: supervise.ToolChild, group: cgroup.Cgroup) -> NoReturn:
+    """In the prepared process: wait for the step's request and stdio on `channel`, then run `child` on them."""
+    global _spare_group, _idle
+    try:
+        signal.signal(supervise.STOP_SIGNAL, supervise.on_stop)  # what a tool process forked by a supervisor has
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        stepinit.status_fd, _spare_group, _idle = status_w, None, None
+        # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
+        stepinit.die_with_supervisor()
+        fdio.close_fds_except([channel.fileno(), err_w, status_w])
+        data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
+        line = bytearray(data)
+        while data and not line.endswith(b"\n"):
+            data = channel.recv(1 << 16)
+            line += data
+        request = json.loads(line) if data and len(stdio) == 3 else None
+        # Its pre-exec work starts once the step's limits are set (measured: doing it meanwhile was slower).
+        go = channel.recv(len(GO)) if request is not None else b""
+        channel.close()
+    except BaseException:  # noqa: BLE001 - never return into the spare's code
+        os._exit(1)
+    if go != GO or request is None:
+        os._exit(0)  # the spare stopped, or the step will not run
+    child(request, stdio, err_w, group)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    """An idle spare told to stop (or whose fork server died): nothing to sweep; leave no cgroup behind."""
+    if _idle is not None:
+        _idle.discard()
+    if _spare_group is not None:
+        _spare_group.leave_and_remove()
+    os._exit(0)
+
+
+def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_request: int) -> NoReturn:
+    """Move into a fresh cgroup (and fork the tool process ahead where it may), then wait for one spawn.
+
+    Sends b"ready ns" (or b"ready"), then receives the per-spawn socket and the
+    stdio fds on `jobs` (EOF: the fork server is gone).
+    """
+    global _spare_group, _idle
+    signal.signal(supervise.STOP_SIGNAL, _exit_now)  # idle: nothing to sweep yet
+    code = 1
+    try:
+        stepinit.prctl(supervise.PR_SET_CHILD_SUBREAPER, 1)
+        stepinit.prctl(stepinit.PR_SET_PDEATHSIG, supervise.STOP_SIGNAL)
+        if os.getppid() != parent:
+            os._exit(0)
+        group = cgroup.Cgroup.create(str(os.getpid()), 0)
+        if group is None:
+            jobs.sendall(b"no cgroup")  # the fork server stops making spares
+            os._exit(0)
+        group.join()
+        _spare_group = group
+        prepared = Prepared.fork(child, group)
+        jobs.sendall(b"ready ns" if prepared is not None else b"ready")
+        message, fds = fdio.recv_fds(jobs, 4)
+        if message != b"go" or len(fds) != 4:
+            _exit_now(0, None)  # EOF: the fork server has gone
+        signal.signal(supervise.STOP_SIGNAL, supervise.on_stop)
+        _spare_group = _idle = None
+        if os.getppid() != parent:
+            supervise.on_stop(supervise.STOP_SIGNAL, None)
+        conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
+        request = supervise.request_or_exit(conn, max_request, prepared, stdio)
+        limit = supervise.process_limit(request)
+        group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
+        group.set_memory(supervise.memory_limit(request))
+        code = supervise.supervise(request, conn, stdio, child, parent, group, prepared)
+        if os.getppid() != parent:
+            group.leave_and_remove()  # the fork server, which would remove it, is gone
+    except BaseException as exc:  # noqa: BLE001 - the supervisor must always exit here
+        supervise.report_crash(exc)
+    finally:
+        os._exit(code)

@@ -1,0 +1,138 @@
+"""A step's own PID namespace and its init, and the process controls every supervisor uses (prctl, kill, wait).
+
+Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpreter.
+
+A step whose ruleset asks for `pid_namespace` gets its own PID namespace: the
+supervisor unshares CLONE_NEWPID (in a new user namespace too when it lacks
+CAP_SYS_ADMIN, so that namespace can own the PID one) just before it forks, so
+the forked process is PID 1 there. That process mounts a fresh /proc and confines
+itself (confine.py), spawns the real tool process (PID 2), then stays as a tiny
+init (`become_init`): it reaps orphans, passes the tool's exit status up a pipe
+and exits with it; the kernel then SIGKILLs whatever is left in the namespace (a
+second guarantee next to the sweep and the cgroup). Why not the tool itself as
+PID 1: init gets no default signal actions from inside its namespace (`kill $$`
+would do nothing) and must reap orphans. The init leads the step's session and
+process group, so the pid reported to the daemon is still what a group kill must
+hit: SIGKILLing the init ends the namespace. When the namespace cannot be made,
+the step runs as before and confine.py falls back (best_effort) to granting
+/proc/self only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import confine
+else:  # loaded by path (siblings.py)
+    confine = sys.modules["_ollie_siblings"].load("confine")
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+CLONE_NEWPID = 0x20000000
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.prctl  # noqa: B018 - looked up once here, in the fork server, rather than in every supervisor
+
+# In a step with its own PID namespace: the write end of the pipe on which its init reports the tool's status.
+status_fd = -1
+
+
+def prctl(option: int, value: int) -> None:
+    """prctl(2) with one argument; raises OSError."""
+    if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def kill_tool(pid: int) -> None:
+    """SIGKILL the tool process's group, and the pid itself in case it has not led one yet."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def wait_for(pid: int) -> int:
+    """Reap children until `pid` itself exits (orphans that die meanwhile must not pile up as zombies)."""
+    while True:
+        try:
+            reaped, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return -signal.SIGKILL  # cannot happen: the tool is our child
+        if reaped == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def new_pid_namespace() -> bool:
+    """Make our next child PID 1 of a new PID namespace; False when we may not (confine.py then falls back)."""
+    try:
+        confine.unshare(CLONE_NEWPID, "CLONE_NEWPID")
+    except OSError:
+        return False
+    return True
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str]) -> int:
+    """posix_spawn `argv` found on `env`'s PATH, as execvpe would find it; its pid. Raises the last OSError."""
+    if "/" in argv[0]:
+        return os.posix_spawn(argv[0], list(argv), env)
+    error: OSError = FileNotFoundError(2, os.strerror(2))
+    for directory in os.get_exec_path(env):
+        path = os.path.join(directory, argv[0])
+        try:
+            if not os.path.lexists(path):
+                continue  # a failed posix_spawn costs a whole process (vfork, exec, exit): stat first
+            return os.posix_spawn(path, list(argv), env)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except PermissionError as exc:
+            error = exc  # execvpe reports EACCES over a later ENOENT; an unreadable dir is skipped as it does
+    raise error
+
+
+def die_with_supervisor() -> None:
+    """In the step's PID 1: SIGKILL when the supervisor is gone (even SIGKILLed), so the namespace goes too."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
+    """In the step's PID 1, confined already: spawn the tool process (PID 2), then stay as the namespace's init.
+
+    posix_spawn (vfork, no page tables copied) rather than a second Python fork: that
+    keeps the namespace's cost off most of the spawn. The init reaps every orphan, writes
+    the tool's exit status to the supervisor's pipe and exits, which kills whatever is
+    left in the namespace. It has the tool's Landlock domain, seccomp filter and no
+    capabilities, and is not dumpable, so the tool can neither ptrace it nor read its
+    /proc/1/environ or memory; signals from inside its namespace never reach it (init).
+    Raises OSError when the program cannot be run (the caller reports it as the exec's).
+    """
+    tool = _spawn(argv, env)
+    code = 0
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
+        prctl(PR_SET_DUMPABLE, 0)
+        die_with_supervisor()
+        os.closerange(0, status_fd)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
+        os.closerange(status_fd + 1, 1 << 20)
+        os.write(status_fd, str(wait_for(tool)).encode())
+    except BaseException:  # noqa: BLE001 - init must always exit here
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def init_report(status_r: int, status: int) -> int:
+    """The tool's exit status as its init reported it; the init's own (SIGKILLed by a group kill) if none."""
+    try:
+        text = os.read(status_r, 32)
+    finally:
+        os.close(status_r)
+    return int(text) if text.strip().lstrip(b"-").isdigit() else status
