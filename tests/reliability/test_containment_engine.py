@@ -389,3 +389,35 @@ async def test_tool_code_cannot_plant_a_validated_policy_even_with_the_cache_dir
     assert "LIST-OK" not in stdout and "PLANT-OK" not in stdout, tool_text(srv, 1)
     assert not (validated / "planted.json").exists()
     assert validated.is_relative_to(paths.config_dir())
+
+
+async def test_a_workspace_at_home_hides_dotfiles_and_ollies_own_state(scripted_llm, tmp_path, home, monkeypatch):
+    """VS Code with no folder: tools read the user's files and git's config, not tokens, other apps' data, or
+    ollie's logs and sessions (its data and state dirs, wherever they are)."""
+    visible = {".gitconfig": "GITCFG-VISIBLE", ".config/git/ignore": "GITIGNORE-VISIBLE",
+               ".pyenv/version": "PYENV-VISIBLE", "project/a.txt": "PROJECT-VISIBLE"}
+    hidden = {".config/someapp/token": "APP-TOKEN-HIDDEN", ".somecli/credentials": "CLI-CRED-HIDDEN",
+              ".bash_history": "HISTORY-HIDDEN", "ollie-data/sessions/other.jsonl": "OTHER-SESSION-HIDDEN",
+              "ollie-state/logs/daemon.log": "DAEMON-LOG-HIDDEN"}
+    for relative, marker in {**visible, **hidden}.items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(marker + "\n")
+    # ollie's own dirs where nothing about their names says "hidden".
+    monkeypatch.setenv("OLLIE_DATA_DIR", str(home / "ollie-data"))
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(home / "ollie-state"))
+    probe = "".join(f"cat ~/{relative} 2>/dev/null || echo 'DENIED {relative}'\n" for relative in {**visible, **hidden})
+    srv = scripted_llm("openai")
+    srv.script(code_call({"code": probe + "true\n"}), Reply.text("done"))
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
+    core = await new_core(srv, tmp_path, agents=agents, cwd=home)
+    try:
+        await core.submit("look around")
+    finally:
+        await core.close()
+    result = tool_text(srv, 1)
+    for relative, marker in visible.items():
+        assert marker in result, (relative, result)
+    for relative, marker in hidden.items():
+        assert marker not in result and f"DENIED {relative}" in result, (relative, result)

@@ -1,4 +1,5 @@
-"""Paths no sandbox policy may open to tool code: keys, shell start-up files, ollie's own config and runtime dirs.
+"""Paths no sandbox policy may open to tool code: keys, shell start-up files, ollie's own config, data, state
+and runtime dirs, and (through a root holding $HOME) the hidden entries of $HOME beyond an allow-list.
 
 Landlock grants whole trees and cannot carve a hole into one. So a writable
 root that holds a protected path (a workspace at $HOME, a policy granting all
@@ -32,11 +33,45 @@ CREDENTIAL_FILES = (".pgpass", ".pg_service.conf", ".netrc", ".git-credentials",
                     ".docker/config.json", ".npmrc", ".pypirc", ".config/gh", ".config/gcloud", ".config/hub")
 
 
+# What a root holding $HOME (a workspace at $HOME: VS Code with no folder) still shows of $HOME's hidden
+# entries (relative to it): git's config, and the toolchains code needs to run. Every other dot-entry
+# (tokens, histories, browser and app data) is left out; a policy may still grant one by name.
+HOME_VISIBLE = (".gitconfig", ".gitignore", ".gitignore_global", ".config/git", ".editorconfig", ".pyenv",
+                ".rbenv", ".nvm", ".asdf", ".volta", ".rustup", ".cargo/bin", ".ghcup", ".sdkman/candidates",
+                ".deno/bin", ".bun/bin", ".nix-profile", ".conda", ".local/bin", ".local/lib",
+                ".local/share/mise", ".local/share/uv/python")
+
+
 def secret_paths(home: Path) -> list[Path]:
-    """What tool code may never read through a broader grant: ollie's config (its env file), keys, other sessions."""
+    """What tool code may never read through a broader grant: ollie's config (its env file), keys, other sessions,
+    ollie's data and state (other sessions' logs and transcripts)."""
     # The first three are key dirs: `_write_problem` also refuses writable roots inside them.
     return [_real(p) for p in (paths.config_dir(), home / ".ssh", home / ".gnupg", paths.runtime_tmp_dir(),
-                                *(home / name for name in CREDENTIAL_FILES))]
+                                *(home / name for name in CREDENTIAL_FILES), paths.data_dir(), paths.state_dir(),
+                                paths.sessions_dir())]
+
+
+def hidden_home_entries(home: Path) -> set[Path]:
+    """$HOME's hidden entries that a root holding $HOME must not show (each under its parent's real path)."""
+    hidden: set[Path] = set()
+
+    def walk(directory: Path, visible: list[str], top: bool) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            if top and not entry.name.startswith("."):
+                continue  # the user's own files and projects
+            wanted = [path for path in visible if path == entry.name or path.startswith(entry.name + "/")]
+            if not wanted:
+                hidden.add(directory / entry.name)
+            elif entry.name not in wanted and entry.is_dir():
+                # Under its real path (~/.config is often a symlink into a dotfiles repo): what the split lists.
+                walk(_real(directory / entry.name), [path.partition("/")[2] for path in wanted], top=False)
+
+    walk(_real(home), list(HOME_VISIBLE), top=True)
+    return hidden
 
 
 def guarded_paths(home: Path) -> list[Path]:
@@ -62,13 +97,13 @@ def _write_problem(root: Path, guards: list[tuple[list[Path], list[Path]]]) -> P
     return None
 
 
-def _readable_split(root: Path, secrets: list[Path], seen: set[Path]) -> list[Path]:
-    """`root` when it holds no secret; else its entries, recursively, minus every secret."""
+def _readable_split(root: Path, secrets: list[Path], seen: set[Path], hidden: set[Path] = frozenset()) -> list[Path]:
+    """`root` when it holds no secret (nor `hidden` entry); else its entries, recursively, minus every one."""
     real = _real(root)
     # A grant of the secret itself goes; one inside it (ollie's tools dir, this session's TMPDIR) was meant.
     if real in secrets:
         return []
-    if not any(s.is_relative_to(real) for s in secrets):
+    if not any(s.is_relative_to(real) for s in secrets) and not any(h.is_relative_to(real) for h in hidden):
         return [root]
     if real in seen:
         # A symlink back up the tree (~/link -> /): its entries are granted already.
@@ -80,16 +115,26 @@ def _readable_split(root: Path, secrets: list[Path], seen: set[Path]) -> list[Pa
         return []
     out: list[Path] = []
     for child in children:
+        if child in hidden:
+            continue  # judged by its name under $HOME, not by where a symlink leads
         # A symlink is followed where Landlock opens the rule's path: judge it by its target.
-        out.extend(_readable_split(child, secrets, seen))
+        out.extend(_readable_split(child, secrets, seen, hidden))
     return out
 
 
-def _split_all(roots: Iterable[Path], secrets: list[Path]) -> tuple[Path, ...]:
+def _split_all(roots: Iterable[Path], secrets: list[Path], homes: list[Path]) -> tuple[Path, ...]:
     out: list[Path] = []
     seen: set[Path] = set()
+    hidden: dict[Path, set[Path]] = {}  # per home, listed only once a root holds it
     for root in roots:
-        for path in _readable_split(root, secrets, seen):
+        real = _real(root)
+        held = [home for home in homes if _real(home).is_relative_to(real)]
+        for home in held:
+            if home not in hidden:
+                hidden[home] = hidden_home_entries(home)
+        # Only a root holding $HOME loses its hidden entries: a grant of one by name (~/.cache) is kept.
+        shut = set().union(*(hidden[home] for home in held)) if held else set()
+        for path in _readable_split(root, secrets, seen, shut):
             if path not in out:
                 out.append(path)
     return tuple(out)
@@ -126,9 +171,9 @@ def protect(policy: Policy, *, home: Path | str | None = None) -> tuple[Policy, 
     secrets = list(dict.fromkeys(s for h in homes for s in secret_paths(h)))
     protected = replace(
         policy,
-        ro=_split_all(ro, secrets),
-        rox=_split_all(rox, secrets),
-        rw=_split_all(rw, secrets),
-        rwx=_split_all(rwx, secrets),
+        ro=_split_all(ro, secrets, homes),
+        rox=_split_all(rox, secrets, homes),
+        rw=_split_all(rw, secrets, homes),
+        rwx=_split_all(rwx, secrets, homes),
     )
     return protected, warnings
