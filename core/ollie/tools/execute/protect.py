@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def _write_problem(root: Path, guards: list[tuple[list[Path], list[Path]]]) -> P
     return None
 
 
-def _readable_split(root: Path, secrets: list[Path], seen: set[Path], hidden: set[Path] = frozenset()) -> list[Path]:
+def _readable_split(root: Path, secrets: list[Path], seen: set[Path],
+                    hidden: AbstractSet[Path] = frozenset()) -> list[Path]:
     """`root` when it holds no secret (nor `hidden` entry); else its entries, recursively, minus every one."""
     real = _real(root)
     # A grant of the secret itself goes; one inside it (ollie's tools dir, this session's TMPDIR) was meant.
