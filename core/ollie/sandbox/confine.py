@@ -174,15 +174,21 @@ def readonly_view(writable: list[str]) -> None:
 
 
 def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
-                   writable: list[str] | None = None) -> None:
+                   writable: list[str] | None = None, best_effort: bool = False) -> None:
     """In a private mount namespace: with `writable`, everything else read-only (`readonly_view`); each of
     `paths` (directory or file) read-only; `tmp`, if given, seen at /tmp; `proc`: a fresh procfs on /proc
-    (this process's PID namespace, so only the step's processes)."""
+    (this process's PID namespace, so only the step's processes). `best_effort`: a read-only view that
+    cannot be made only warns, and the rest still comes."""
     unshare(CLONE_NEWNS, "CLONE_NEWNS")
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
     if writable is not None:
-        readonly_view(writable)
+        try:
+            readonly_view(writable)
+        except OSError as exc:
+            if not best_effort:
+                raise
+            _warn(f"no read-only view (modes, owners, times and xattrs outside the writable paths changeable): {exc}")
     for path in paths:
         if not os.path.lexists(path):
             continue
@@ -267,12 +273,11 @@ def apply(ruleset: dict) -> None:
     opened = landlock.open_rules(ruleset, proc=False) if tmp else None
     if binds or tmp or proc or writable is not None:
         try:
-            private_mounts(binds, tmp, proc, writable)
+            private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")))
         except OSError as exc:
             if not ruleset.get("best_effort"):
                 raise
-            left = ["no read-only view"] if writable is not None else []
-            left += [", ".join(binds) + " left writable"] if binds else []
+            left = [", ".join(binds) + " left writable"] if binds else []
             left += [f"{tmp} not at /tmp"] if tmp else []
             _warn(f"{'; '.join(left) or 'no private /proc'}: {exc}")
             if proc:  # the procfs mount comes last: it was not made
