@@ -42,9 +42,14 @@ def outside_note(policy: Policy, path: str, *, execute: bool = False, write: boo
             f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {policy.source}")
 
 
+def mentions_denial(stderr: bytes) -> bool:
+    """Whether a step's stderr reports EACCES or EROFS at all (the cheap test before `denied_notes`)."""
+    return b"Permission denied" in stderr or b"Read-only file system" in stderr
+
+
 def denied_notes(policy: Policy, stderr: bytes, status: int | None) -> list[str]:
     """A note per path a step's stderr says it was denied (EACCES, EROFS) that lies outside the policy."""
-    if b"Permission denied" not in stderr and b"Read-only file system" not in stderr:
+    if not mentions_denial(stderr):
         return []
     notes: list[str] = []
     for match in _DENIED.finditer(stderr):

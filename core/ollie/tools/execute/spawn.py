@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox import Policy, spawn_sandboxed
-from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, outside_note
+from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, mentions_denial, outside_note
 
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
@@ -93,7 +93,9 @@ async def run_process(
             outcome.stdout, outcome.stderr, outcome.truncated = await reader
         outcome.exit_code = await proc.wait()
         if policy is not None:
-            outcome.warnings += denied_notes(policy, outcome.stderr, outcome.exit_code)
+            if mentions_denial(outcome.stderr):
+                # Resolving paths the step named (symlinks it planted, an automount) must not hold the event loop.
+                outcome.warnings += await asyncio.to_thread(denied_notes, policy, outcome.stderr, outcome.exit_code)
             outcome.warnings += limit_notes(policy, status=outcome.exit_code, stderr=outcome.stderr,
                                             oom=bool(proc.report.get("oom")))
         outcome.warnings += disk_notes(dict.fromkeys(map(Path, (cwd, env.get("TMPDIR") or cwd))), outcome.stderr)
