@@ -123,3 +123,17 @@ def test_a_normal_users_own_files_outside_the_writable_paths_are_read_only(share
     if "setxattr inside ok" not in text:
         pytest.skip("this filesystem has no user xattrs")
     assert {line for line in text.splitlines()[1:] if line} == EXPECTED, text
+
+
+def test_a_normal_users_step_is_held_to_its_memory_limit_without_a_cgroup(shared):
+    # A normal user may write no cgroup here: each process gets RLIMIT_AS, and the result says why it failed.
+    user = os_user(ALICE)
+    config = home_of(ALICE, shared) / "config" / "ollie"
+    config.mkdir(exist_ok=True)
+    os.chown(config, user.pw_uid, user.pw_gid)
+    (config / "sandbox.yaml").write_text(
+        (Path(__file__).parents[2] / "sandbox.yaml").read_text().replace("  memory: 50%", "  memory: 256M"))
+    text = step_as(ALICE, shared, "python3 -c 'x = bytearray(512 << 20); print(\"allocated\")'; "
+                                  "python3 -c 'x = bytearray(16 << 20); print(\"small fits\")'")
+    assert "MemoryError" in text and "allocated" not in text and "small fits" in text, text
+    assert "the step reached its memory limit (limits.memory: 256 MiB" in text, text
