@@ -14,6 +14,8 @@ _CFG_CAP = 64 * 1024
 INTERPRETERS = ("python3", "python")
 # Version managers whose `<root>/shims` scripts exec an install kept under `<root>/<kind>`.
 _MANAGED = ("versions", "installs")
+# Nix's Python loads its libraries from other store paths: the store is immutable code, granted whole.
+NIX_STORE = Path("/nix/store")
 
 
 def _is_install(prefix: Path) -> bool:
@@ -47,6 +49,9 @@ def _interpreter_roots(entry: Path) -> list[Path | None]:
             continue
         real = Path(os.path.realpath(program))
         prefix = real.parent.parent  # <prefix>/bin/python3.X
+        if real.is_relative_to(NIX_STORE):
+            roots.append(NIX_STORE)
+            continue
         if real.parent.name != "bin":
             continue
         if (prefix / "pyvenv.cfg").is_file():  # a venv made with --copies, or a symlink into one
