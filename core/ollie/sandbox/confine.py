@@ -160,7 +160,10 @@ def readonly_view(writable: list[str]) -> None:
     os.chdir(cwd)
     if _set_readonly("/", True):
         for path in binds:
-            _set_readonly(path, False)
+            try:
+                _set_readonly(path, False)
+            except PermissionError:
+                pass  # a mount that was read-only before (locked so in a user namespace): it stays so
         return
     # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
     real = [os.path.realpath(path) for path in binds]
