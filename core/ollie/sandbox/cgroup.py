@@ -155,11 +155,21 @@ class Cgroup:
             _write(os.path.join(self.dirs["pids"], "pids.max"), str(max_processes) if max_processes > 0 else "max")
 
     def set_memory(self, max_bytes: int) -> None:
-        """Set the memory limit of all its members together (0: none)."""
-        if "memory" in self.dirs:
-            v2 = _is_v2(self.dirs["memory"])
-            unlimited = "max" if v2 else "-1"
-            _write(os.path.join(self.dirs["memory"], _MEMORY_LIMIT[v2]), str(max_bytes) if max_bytes > 0 else unlimited)
+        """Set the memory limit of all its members together (0: none), swap included where the kernel counts it."""
+        if "memory" not in self.dirs:
+            return
+        path = self.dirs["memory"]
+        v2 = _is_v2(path)
+        value = str(max_bytes) if max_bytes > 0 else "max" if v2 else "-1"
+        _write(os.path.join(path, _MEMORY_LIMIT[v2]), value)
+        # A step at its limit is killed, not swapped out (which would slow the whole machine, the daemon too):
+        # v2 gets no swap, v1's memory+swap limit equals the memory one. Absent without swap accounting.
+        swap, swap_value = ("memory.swap.max", "0" if max_bytes > 0 else "max") if v2 else (
+            "memory.memsw.limit_in_bytes", value)
+        try:
+            _write(os.path.join(path, swap), swap_value)
+        except OSError:
+            pass
 
     @classmethod
     def create(cls, name: str, max_processes: int, max_memory: int = 0) -> Cgroup | None:
