@@ -9,6 +9,8 @@ async def test_call_may_narrow_the_session_policy(ws: Workspace):
     server = ws.server()
     result = await code(server, "echo hi > made.txt", sandbox="readonly")
     assert result.is_error and "Read-only file system" in result.text
+    assert f"blocked by ollie's sandbox: {ws.work / 'made.txt'} is outside the writable paths of sandbox policy " \
+           "'readonly'" in result.text, result.text
     assert not (ws.work / "made.txt").exists()
     assert not (await code(server, "echo hi > made.txt")).is_error
     assert (ws.work / "made.txt").read_text() == "hi\n"

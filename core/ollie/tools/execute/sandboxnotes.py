@@ -13,9 +13,10 @@ from ollie.sandbox import Policy
 from ollie.sandbox.sizes import shown
 
 # How shells, Python and most programs report EACCES (or EROFS: a write outside the writable paths) on a path:
-# `bash: /x/python3: Permission denied`, `[Errno 13] Permission denied: '/x'`, `cannot open '/x': Read-only ...`.
-_DENIED = re.compile(rb"""(?:(/[^\s:'"`]+)['"`]?: (Permission denied|Read-only file system)"""
-                     rb"""|(Permission denied|Read-only file system): ['"](/[^'"]+)['"])""")
+# `bash: /x/python3: Permission denied`, `line 1: out.txt: Read-only file system`, `[Errno 13] Permission
+# denied: '/x'`, `cannot open '/x': Read-only ...`. A relative path is the step's cwd's.
+_DENIED = re.compile(rb"""(?:(?:^|: |['"`])(/?[^\s:'"`]+)['"`]?: (Permission denied|Read-only file system)"""
+                     rb"""|(Permission denied|Read-only file system): ['"]([^'"]+)['"])""", re.MULTILINE)
 EXEC_DENIED = 126  # a shell's status when it found the program but could not run it
 _MOST = 3  # notes per step: the first paths a failing build names are the ones that matter
 # A disk is "nearly full" below both of these: enough for a build's next steps to fail on it.
@@ -27,8 +28,12 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
-def outside_note(policy: Policy, path: str, *, execute: bool = False, write: bool = False) -> str | None:
-    """The note for `path` when the policy does not let a step read, run or write it; None when it does."""
+def outside_note(policy: Policy, path: str, *, execute: bool = False, write: bool = False,
+                 runs: bool = False) -> str | None:
+    """The note for `path` when the policy does not let a step read, run or write it; None when it does.
+
+    `runs`: the step meant to run it (the advice names filesystem.rox) though only reading is checked.
+    """
     real = Path(os.path.realpath(path))
     granted = policy.writable() if write else policy.rox + policy.rwx if execute else policy.readable()
     shown = path if str(real) == path else f"{path} (resolves to {real})"
@@ -36,7 +41,7 @@ def outside_note(policy: Policy, path: str, *, execute: bool = False, write: boo
         if write and ".git" in real.parts:
             return f"blocked by ollie's sandbox: {shown} is in a .git directory, which steps see read-only"
         return None  # allowed: the denial is the file's own mode, not the sandbox
-    kind = "filesystem.rw" if write else "filesystem.rox" if execute else "filesystem.ro"
+    kind = "filesystem.rw" if write else "filesystem.rox" if execute or runs else "filesystem.ro"
     allowed = "writable" if write else "allowed"
     return (f"blocked by ollie's sandbox: {shown} is outside the {allowed} paths of sandbox policy "
             f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {policy.source}")
@@ -47,15 +52,16 @@ def mentions_denial(stderr: bytes) -> bool:
     return b"Permission denied" in stderr or b"Read-only file system" in stderr
 
 
-def denied_notes(policy: Policy, stderr: bytes, status: int | None) -> list[str]:
+def denied_notes(policy: Policy, stderr: bytes, status: int | None, cwd: Path) -> list[str]:
     """A note per path a step's stderr says it was denied (EACCES, EROFS) that lies outside the policy."""
     if not mentions_denial(stderr):
         return []
     notes: list[str] = []
     for match in _DENIED.finditer(stderr):
-        path = (match.group(1) or match.group(4)).decode("utf-8", "replace")
+        path = os.path.join(cwd, (match.group(1) or match.group(4)).decode("utf-8", "replace"))
         write = (match.group(2) or match.group(3)) == b"Read-only file system"
-        note = outside_note(policy, path, execute=status == EXEC_DENIED and not write, write=write)
+        # Only what the step may not even read is the sandbox's for sure: EACCES on a readable file is its mode.
+        note = outside_note(policy, path, write=write, runs=status == EXEC_DENIED)
         if note is not None and note not in notes:
             notes.append(note)
             if len(notes) == _MOST:

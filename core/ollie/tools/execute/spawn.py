@@ -95,7 +95,8 @@ async def run_process(
         if policy is not None:
             if mentions_denial(outcome.stderr):
                 # Resolving paths the step named (symlinks it planted, an automount) must not hold the event loop.
-                outcome.warnings += await asyncio.to_thread(denied_notes, policy, outcome.stderr, outcome.exit_code)
+                outcome.warnings += await asyncio.to_thread(denied_notes, policy, outcome.stderr, outcome.exit_code,
+                                                            cwd)
             outcome.warnings += limit_notes(policy, status=outcome.exit_code, stderr=outcome.stderr,
                                             oom=bool(proc.report.get("oom")))
         outcome.warnings += disk_notes(dict.fromkeys(map(Path, (cwd, env.get("TMPDIR") or cwd))), outcome.stderr)
