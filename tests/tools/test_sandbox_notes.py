@@ -10,7 +10,8 @@ from ollie.tools.execute.sandboxnotes import denied_notes
 
 def test_each_way_programs_report_a_refusal_is_read(tmp_path: Path):
     work, outside = tmp_path / "work", tmp_path / "outside"
-    work.mkdir(), outside.mkdir()
+    work.mkdir()
+    outside.mkdir()
     policy = parse_policy("filesystem: {ro: ['/etc'], rox: ['/usr'], rw: ['{CWD}']}\n", source="p.yaml", name="p",
                           cwd=work)
     stderr = (f"bash: line 1: {outside}/tool: Permission denied\n"  # exec outside rox (status 126)
