@@ -26,7 +26,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def test_an_activated_venv_runs_tool_steps_and_python_tools(venv, tmp_path, monkeypatch):
     work, scratch = tmp_path / "work", tmp_path / "scratch"
-    work.mkdir(), scratch.mkdir()
+    work.mkdir()
+    scratch.mkdir()
     (work / "notes.txt").write_text("first line\n")
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
