@@ -421,3 +421,32 @@ async def test_a_workspace_at_home_hides_dotfiles_and_ollies_own_state(scripted_
         assert marker in result, (relative, result)
     for relative, marker in hidden.items():
         assert marker not in result and f"DENIED {relative}" in result, (relative, result)
+
+
+async def test_a_hostile_model_cannot_change_files_outside_the_workspace_even_their_modes(scripted_llm, tmp_path,
+                                                                                             home):
+    """Landlock does not mediate chmod/chown/utime/xattrs; the step's read-only view does (EROFS, as root too)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    rc = home / ".bashrc"
+    before = rc.stat()
+    probe = (f"chmod 666 {rc} || echo CHMOD-REFUSED\n"
+             f"touch -d 2001-01-01 {rc} || echo UTIME-REFUSED\n"
+             f"chown 0:0 {rc} || echo CHOWN-REFUSED\n"
+             "echo inside > made.txt && chmod 600 made.txt && echo INSIDE-OK\n")
+    srv = scripted_llm("openai")
+    srv.script(code_call({"code": probe}), Reply.text("done"))
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
+    core = await new_core(srv, tmp_path, agents=agents, cwd=work)
+    try:
+        await core.submit("tidy up")
+    finally:
+        await core.close()
+    result = tool_text(srv, 1)
+    for marker in ("CHMOD-REFUSED", "UTIME-REFUSED", "CHOWN-REFUSED", "INSIDE-OK", "Read-only file system"):
+        assert marker in result, (marker, result)
+    after = rc.stat()
+    assert (after.st_mode, after.st_mtime_ns, after.st_uid) == (before.st_mode, before.st_mtime_ns, before.st_uid)
+    untouched(home)
