@@ -137,3 +137,18 @@ def test_a_normal_users_step_is_held_to_its_memory_limit_without_a_cgroup(shared
                                   "python3 -c 'x = bytearray(16 << 20); print(\"small fits\")'")
     assert "MemoryError" in text and "allocated" not in text and "small fits" in text, text
     assert "the step reached its memory limit (limits.memory: 256 MiB" in text, text
+
+
+def test_a_planted_runtime_dir_is_never_swept(shared):
+    alice, bob = os_user(ALICE), os_user(BOB)
+    decoy = home_of(ALICE, shared) / "decoy"
+    old = decoy / "1600000000000000000-old"
+    run_as(ALICE, f"import os; os.makedirs({str(old)!r}); os.chmod({str(decoy)!r}, 0o777); "
+           f"os.chmod({str(old)!r}, 0o777); os.utime({str(old)!r}, (0, 0)); "
+           f"os.symlink({str(decoy)!r}, {str(shared / f'ollie-{bob.pw_uid}')!r})", env={"PATH": "/usr/bin:/bin"},
+           cwd=shared)
+    # A session starting sweeps the dirs of crashed sessions: through the planted symlink, Alice's files.
+    swept = run_as(BOB, "from ollie.tools.execute.sessiondirs import sweep_stale; print(sweep_stale())",
+                   env={"PATH": "/usr/bin:/bin", "TMPDIR": str(shared), "HOME": str(shared)}, cwd=shared)
+    assert swept.strip() == "[]" and old.is_dir(), swept
+    assert alice.pw_uid != bob.pw_uid

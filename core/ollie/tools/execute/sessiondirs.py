@@ -165,11 +165,17 @@ def sweep_stale(root: Path | None = None, *, now: float | None = None) -> list[P
     """Remove the session dirs under `root` (the runtime tmp root) no live process owns; returns them.
 
     Owned dirs (their owner lock held by any process) stay; a dir without an
-    owner lock goes once it is older than UNOWNED_GRACE_S.
+    owner lock goes once it is older than UNOWNED_GRACE_S. The default root is
+    checked to be ours first (`runtime_root`): a symlink or a dir another user
+    planted at its name is never swept (it would delete whatever that leads to).
     """
-    root = root if root is not None else paths.runtime_tmp_dir()
-    now = time.time() if now is None else now
     swept: list[Path] = []
+    if root is None:
+        try:
+            root = runtime_root()
+        except (SandboxError, OSError):
+            return swept  # the session's first step says what is wrong, naming the dir
+    now = time.time() if now is None else now
     try:
         entries = list(os.scandir(root))
     except OSError:
