@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ollie.tools.execute.pythonenvs import python_envs
+from ollie.tools.execute.pythonenvs import python_envs, venv_base
 from ollie.tools.execute.server import ExecuteServer
 
 SESSION = "1700000000000000000-venv01"
@@ -101,3 +101,11 @@ def test_an_install_the_step_may_write_is_never_granted(tmp_path):
     (tmp_path / "bin" / "python3").symlink_to(venv / "bin" / "python3")
     granted = python_envs(str(tmp_path / "bin"), home, writable=[work])
     assert venv.resolve() not in granted and Path(sys.base_prefix).resolve() in granted, granted
+
+
+def test_a_fifo_for_pyvenv_cfg_never_blocks(tmp_path):
+    # A project's committed .venv, activated: its pyvenv.cfg swapped for a FIFO nobody writes.
+    venv = tmp_path / "project" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    os.mkfifo(venv / "pyvenv.cfg")
+    assert venv_base(venv / "pyvenv.cfg") is None  # answers at once

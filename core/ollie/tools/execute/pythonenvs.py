@@ -23,7 +23,7 @@ def _is_install(prefix: Path) -> bool:
     return any(prefix.glob("lib/python3*/os.py"))
 
 
-def _venv_base(cfg: Path) -> Path | None:
+def venv_base(cfg: Path) -> Path | None:
     """The install prefix a venv's pyvenv.cfg names (`home` is its bin dir), or None."""
     try:
         # A project's .venv is the workspace's: never a FIFO, device, link or giant file read in its place.
@@ -55,7 +55,7 @@ def _interpreter_roots(entry: Path) -> list[Path | None]:
         if real.parent.name != "bin":
             continue
         if (prefix / "pyvenv.cfg").is_file():  # a venv made with --copies, or a symlink into one
-            roots += [prefix, _venv_base(prefix / "pyvenv.cfg")]
+            roots += [prefix, venv_base(prefix / "pyvenv.cfg")]
         elif _is_install(prefix):
             roots.append(prefix)
     if entry.name == "shims" and any((entry.parent / kind).is_dir() for kind in _MANAGED):
@@ -68,7 +68,7 @@ def _roots_of(entry: Path) -> list[Path | None]:
     cfg = root / "pyvenv.cfg"
     roots: list[Path | None] = []
     if cfg.is_file():
-        roots = [root, _venv_base(cfg)]
+        roots = [root, venv_base(cfg)]
     elif (root / "conda-meta").is_dir():
         roots = [root]
     return roots + _interpreter_roots(entry)
