@@ -90,6 +90,13 @@ async def test_a_python_kept_anywhere_runs_and_one_the_sandbox_blocks_is_named(t
     assert "exit 126" in blocked.text, blocked.text
     assert f"blocked by ollie's sandbox: {home / 'bin' / 'oddpython'}" in blocked.text, blocked.text
     assert str(home / "odd" / "python3") in blocked.text and "filesystem.rox" in blocked.text, blocked.text
+    # The same interpreter as a python step's own program: the start fails, and says why.
+    (home / "odd-bin").mkdir()
+    (home / "odd-bin" / "python3").symlink_to(home / "odd" / "python3")
+    monkeypatch.setenv("PATH", f"{home / 'odd-bin'}{os.pathsep}/usr/bin:/bin")
+    odd = ExecuteServer(cwd=work, session_id=SESSION, lock_dir=scratch / "locks2")
+    started = await odd.call("execute_code", {"steps": [{"code": "print(1)", "language": "python"}]})
+    assert f"could not start {home / 'odd-bin' / 'python3'}: blocked by ollie's sandbox" in started.text, started.text
 
 
 def test_an_install_the_step_may_write_is_never_granted(tmp_path):
