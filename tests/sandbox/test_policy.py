@@ -193,6 +193,7 @@ def test_worktree_pointer_and_its_repository(tmp_path):
 def test_ruleset_carries_binds_seccomp_and_best_effort(tmp_path):
     make_dirs(tmp_path / "work" / ".git")
     spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
+    assert spec is not None
     assert warnings == [] and spec["readonly_binds"] == [str(tmp_path / "work" / ".git")]
     assert str(tmp_path / "work") in spec["writable"]
     assert spec["best_effort"] is True and len(spec["seccomp"]) > 100
@@ -202,6 +203,7 @@ def test_no_mount_namespace_warns_that_git_is_writable_or_refuses(tmp_path, monk
     make_dirs(tmp_path / "work" / ".git")
     monkeypatch.setenv("OLLIE_SANDBOX_MOUNTNS", "0")
     spec, warnings = ruleset_for(project_policy(tmp_path, tmp_path / "work"), 7)
+    assert spec is not None
     assert spec["readonly_binds"] == [] and spec["writable"] is None
     assert warnings == [f"no mount namespace: {tmp_path}/work/.git, modes, owners, times and xattrs of files "
                         "outside the writable paths writable by the sandboxed code (best_effort)"]
