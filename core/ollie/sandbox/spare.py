@@ -168,7 +168,10 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
         request = supervise.request_or_exit(conn, max_request, prepared, stdio)
         limit = supervise.process_limit(request)
         group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
-        group.set_memory(supervise.memory_limit(request))
+        try:
+            group.set_memory(supervise.memory_limit(request))
+        except OSError:
+            pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
         code = supervise.supervise(request, conn, stdio, child, parent, group, prepared)
         if os.getppid() != parent:
             group.leave_and_remove()  # the fork server, which would remove it, is gone
