@@ -107,7 +107,7 @@ def small_disk(tmp_path: Path):
 async def test_a_disk_nearly_full_is_reported_in_the_step_result(ws: Workspace, small_disk: Path):
     server = ws.server()
     server.set_cwd(small_disk)
-    almost = await code(server, "head -c 3900K /dev/zero > fill.bin")
+    almost = await code(server, "head -c 3950K /dev/zero > fill.bin")
     assert f"the disk holding {small_disk} is nearly full" in almost.text, almost.text
     full = await code(server, "head -c 1M /dev/zero > more.bin")
     assert "No space left on device" in full.text and "nearly full" in full.text, full.text
