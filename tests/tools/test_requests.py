@@ -55,13 +55,17 @@ def test_each_executor_parses_into_its_request() -> None:
 @pytest.mark.parametrize(
     ("tool", "args", "message"),
     [
-        # The timeout is read first, then the sandbox, then unknown fields, then the items.
-        ("execute_code", {"steps": [], "timeout": "soon"}, "timeout must be a positive number"),
-        ("call_tool", {"calls": [], "sandbox": 3}, "sandbox must be a policy name"),
-        ("call_tool", {"calls": [], "steps": []}, "call_tool: unknown field(s) steps; allowed: calls, sandbox, timeout"),
-        ("call_tool", {"calls": [{"tool": ""}]}, "calls[0].tool must be a tool script's name"),
-        ("pipe", {"stages": [{"code": "ls", "elevated": True}]}, "stages[0]: unknown field(s) elevated"),
-        ("execute_code", {"steps": [{"parallel": [{"code": "x", "language": "cobol"}]}]}, "steps[0].parallel[0]: "),
+        # Every problem is named by its field, all at once.
+        ("execute_code", {"steps": [], "timeout": "soon"}, "timeout: expected a number, got a string; steps: must not be empty"),
+        ("call_tool", {"calls": [], "sandbox": 3}, "sandbox: expected a string, got an integer"),
+        ("call_tool", {"calls": [{"tool": "t"}], "steps": []}, "steps: unknown key"),
+        ("call_tool", {"calls": [{"tool": ""}]}, "calls[0].tool: must not be empty"),
+        ("call_tool", {"calls": [{"tool": "t", "args": ["a", True]}]}, "calls[0].args[1]: expected a string, got a boolean"),
+        ("pipe", {"stages": [{"code": "ls", "elevated": True}]}, "stages[0].elevated: unknown key"),
+        ("execute_code", {"steps": [{"parallel": [{"code": "x", "language": "cobol"}]}]},
+         "steps[0].parallel[0].language: unknown language 'cobol'"),
+        ("execute_code", {"steps": [{"code": "x", "language": "python3", "elevated": True}]},
+         "steps[0]: only bash steps can be elevated (got python3)"),
         ("nope", {}, "unknown executor 'nope'"),
     ],
 )
