@@ -22,7 +22,7 @@ from cattrs.errors import AttributeValidationNote, ClassValidationError, Forbidd
 from cattrs.gen import make_dict_structure_fn, override
 
 T = TypeVar("T")
-Path = tuple[str | int, ...]
+FieldPath = tuple[str | int, ...]
 
 
 @attrs.frozen(eq=False)  # hashed by identity: cattrs keys its hooks by the annotated type
@@ -46,7 +46,7 @@ class Check:
 class Invalid(Exception):
     """Data that does not fit a shape: a (path, reason) pair for every problem."""
 
-    def __init__(self, problems: Sequence[tuple[Path, str]]) -> None:
+    def __init__(self, problems: Sequence[tuple[FieldPath, str]]) -> None:
         super().__init__(problems)
         self.problems = list(problems)
 
@@ -62,7 +62,7 @@ class Invalid(Exception):
         return "; ".join(self.messages())
 
 
-def dotted(path: Path) -> str:
+def dotted(path: FieldPath) -> str:
     """`("context", 1, "uri")` -> `context[1].uri`."""
     out = ""
     for part in path:
@@ -91,9 +91,11 @@ def json_key(cls: type, name: str) -> str:
 
 
 def _strict(kind: type, what: str) -> Callable[[object, Any], Any]:
+    kinds = (int, float) if kind is float else (kind,)
+
     def check(value: object, _: Any) -> Any:
         # bool is an int to Python, never to JSON; an int is a fine float.
-        if isinstance(value, bool) is not (kind is bool) or not isinstance(value, (int, float) if kind is float else kind):
+        if not isinstance(value, kinds) or (isinstance(value, bool) and kind is not bool):
             raise expected(what, value)
         return float(value) if kind is float else value  # type: ignore[arg-type]
     return check
@@ -144,12 +146,12 @@ def _annotated(kind: Any) -> Callable[[object, Any], Any]:
         value = check.parse(raw) if check.parse else converter.structure(raw, base)
         if isinstance(value, (str, list, tuple)) and len(value) < check.min_length:
             raise Invalid([((), "must not be empty" if check.min_length == 1
-                            else f"must have at least {check.min_length} items")])
+                            else f"must have a length of at least {check.min_length}")])
         if pattern is not None and not pattern.fullmatch(value):  # type: ignore[arg-type]
             raise Invalid([((), f"must match {check.pattern}")])
         for bound, fails, sign in ((check.ge, float.__lt__, ">="), (check.gt, float.__le__, ">"),
                                    (check.le, float.__gt__, "<=")):
-            if bound is not None and fails(float(value), bound):  # type: ignore[arg-type]
+            if bound is not None and value is not None and fails(float(value), bound):  # type: ignore[arg-type]
                 raise Invalid([((), f"must be {sign} {bound:g}, got {raw}")])
         return value
     return structure
@@ -214,12 +216,12 @@ converter.register_structure_hook_factory(lambda t: get_origin(t) is Annotated, 
 converter.register_structure_hook_factory(attrs.has, _shape)
 
 
-def problems_of(exc: BaseException, path: Path = ()) -> list[tuple[Path, str]]:
+def problems_of(exc: BaseException, path: FieldPath = ()) -> list[tuple[FieldPath, str]]:
     """The (path, reason) pairs an exception raised while structuring stands for."""
     if isinstance(exc, Invalid):
         return [((*path, *where), reason) for where, reason in exc.problems]
     if isinstance(exc, ClassValidationError):
-        found: list[tuple[Path, str]] = []
+        found: list[tuple[FieldPath, str]] = []
         for sub in exc.exceptions:
             note = next((n for n in getattr(sub, "__notes__", ()) if isinstance(n, AttributeValidationNote)), None)
             found += problems_of(sub, (*path, json_key(exc.cl, note.name)) if note else path)
