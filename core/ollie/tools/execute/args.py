@@ -28,9 +28,10 @@ class ArgumentError(OllieError):
 
 
 def _code(value: object) -> str:
-    if not parse(str, value).strip():
+    code = parse(str, value)
+    if not code.strip():
         raise Invalid([((), "must not be empty")])
-    return value  # type: ignore[return-value]  # a str: parse checked it
+    return code
 
 
 def _language(value: object) -> Language:
