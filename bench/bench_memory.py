@@ -80,9 +80,8 @@ def run() -> tuple[list[Row], list[str]]:
             bare_kb = _settled_rss(bare.pid)
         finally:
             bare.shutdown()
-        # Warm, as every start after a user's first is: the page cache, the .pyc files and the validated
-        # agent configs and sandbox policies (ollie.validcache) exist. Run alone, this bench would otherwise
-        # measure a first-ever start (YAML loaded for the policies).
+        # Warm, as every start after a user's first is: the page cache and the .pyc files exist. Run alone,
+        # this bench would otherwise measure a first-ever start.
         warm = LSPProcess(DAEMON, env=child_env())
         try:
             warm.initialize(root)

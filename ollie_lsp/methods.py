@@ -40,7 +40,6 @@ from ollie_lsp.params import (
     SetGenerationParamsParams,
     SubmitParams,
     TextParams,
-    generation_params,
     parse,
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
@@ -227,9 +226,7 @@ async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Override sampling parameters for later requests."""
     p = parse(SetGenerationParamsParams, raw)
     live = await ls.table.writable(p.session)
-    params = generation_params(p.params)
-    with invalid_params("params"):
-        live.core.set_generation_params(params)
+    live.core.set_generation_params(p.params)
     return {}
 
 

@@ -1,69 +1,70 @@
-"""initializationOptions: parsed field by field; a bad one is reported and falls back to its default."""
+"""initializationOptions (`ollie.shapes`): unknown keys are ignored; a bad value is reported and falls back."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, ClassVar
+
+import attrs
+
+from ollie.shapes import Check, Invalid, dotted, expected, json_key, parse
 
 
-@dataclass(frozen=True)
+def _name(value: object) -> str:
+    return parse(str, value).strip()
+
+
+def _env_value(value: object) -> str:
+    # JSON's true/false, as a shell script would test them.
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise expected("a string, number or boolean", value)
+
+
+Name = Annotated[str, Check(parse=_name, min_length=1)]
+
+
+@attrs.frozen(kw_only=True)
 class InitOptions:
     """What the client asked for at `initialize` (every field optional)."""
 
-    agent: str | None = None
-    backend: str | None = None
-    model: str | None = None
-    session: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    unknown_keys: ClassVar[str] = "ignore"
+
+    agent: Name | None = None
+    backend: Name | None = None
+    model: Name | None = None
+    session: Name | None = None
+    env: dict[Annotated[str, Check(pattern=r"[A-Za-z_][A-Za-z0-9_]*")],
+              Annotated[str, Check(parse=_env_value)]] = attrs.Factory(dict)
     # The client answers the ollie/editor/* requests: the model gets the editor tools.
     editor_tools: bool = False
 
 
-_STRING_KEYS = ("agent", "backend", "model", "session")
-_SCALARS = (str, int, float, bool)
-
-
-def _env_value(value: str | int | float | bool) -> str:
-    # JSON's true/false, as a shell script would test them.
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
+def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:
+    """`data` less the bad entry at `path`: one variable of `env`, else the whole option."""
+    option, *inner = path
+    if option == "env" and inner and isinstance(env := data.get("env"), Mapping):
+        return {**data, "env": {k: v for k, v in env.items() if str(k) != inner[0]}}
+    return {k: v for k, v in data.items() if json_key(InitOptions, k) != option}
 
 
 def parse_init_options(raw: object) -> tuple[InitOptions, list[str]]:
     """(options, problems): unknown keys are ignored, a bad value is named in `problems` and dropped."""
-    problems: list[str] = []
     # Neovim sends an empty Lua table as `[]`: no options, like null.
     if raw is None or (isinstance(raw, list) and not raw):
-        return InitOptions(), problems
+        return InitOptions(), []
     if not isinstance(raw, Mapping):
         return InitOptions(), [f"initializationOptions must be an object, got {type(raw).__name__}; using defaults"]
-    values: dict[str, Any] = {}
-    for key in _STRING_KEYS:
-        value = raw.get(key)
-        if value is None:
-            continue
-        if isinstance(value, str) and value.strip():
-            values[key] = value.strip()
-        else:
-            problems.append(f"initializationOptions.{key} must be a non-empty string, got {value!r}; using the default")
-    env = raw.get("env")
-    if env is not None:
-        if isinstance(env, Mapping):
-            good: dict[str, str] = {}
-            for key, value in env.items():
-                if isinstance(key, str) and key.isidentifier() and isinstance(value, _SCALARS):
-                    good[key] = _env_value(value)
-                else:
-                    problems.append(f"initializationOptions.env.{key} is not a KEY: string pair; ignored")
-            values["env"] = good
-        else:
-            problems.append(f"initializationOptions.env must be an object, got {type(env).__name__}; ignored")
-    editor_tools = raw.get("editorTools")
-    if editor_tools is not None:
-        if isinstance(editor_tools, bool):
-            values["editor_tools"] = editor_tools
-        else:
-            problems.append(f"initializationOptions.editorTools must be true or false, got {editor_tools!r}; ignored")
-    return InitOptions(**values), problems
+    data, problems = dict(raw), []
+    while True:
+        try:
+            return parse(InitOptions, data), problems
+        except Invalid as bad:
+            before = data
+            for path, reason in bad.problems:
+                problems.append(f"initializationOptions.{dotted(path)}: {reason}; ignored")
+                data = _without(data, path) if path else data
+            if data == before:  # nothing left to drop
+                return InitOptions(), problems

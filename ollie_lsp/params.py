@@ -1,100 +1,86 @@
-"""Shapes of every ollie/* method's params, checked by hand at the edge (`ollie_lsp.shapes`: -32602 naming the field)."""
+"""Shapes of every ollie/* method's params (`ollie.shapes`): a bad one is -32602 naming every bad field."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, ClassVar, TypeVar
 
+import attrs
+
+from ollie.config import GenerationParams
+from ollie.shapes import Check, Invalid
+from ollie.shapes import parse as check
 from ollie_lsp.asking import plain
-from ollie_lsp.shapes import (
-    Bad,
-    Check,
-    FieldPath,
-    S,
-    Shape,
-    array,
-    build,
-    expected,
-    flag,
-    integer,
-    invalid,
-    mapping,
-    number,
-    one_or_many,
-    optional,
-    rule,
-    shape,
-    string,
-)
+from ollie_lsp.errors import InvalidParams
 
-if TYPE_CHECKING:
-    from ollie.backend.types import GenerationParams
+S = TypeVar("S")
+NonEmpty = Annotated[str, Check(min_length=1)]
+Natural = Annotated[int, Check(ge=0)]
 
 
 def parse(model: type[S], raw: object) -> S:
     """Check raw JSON params into `model`, raising InvalidParams (-32602) that names every bad field."""
     if raw is None:
         raw = {}
-    if hasattr(raw, "_asdict"):
-        raw = plain(raw)  # pygls' default converter turns dict params into namedtuples
-    if not isinstance(raw, Mapping):
-        raise invalid(expected("an object", raw))
     try:
-        return build(model, raw)
-    except Bad as bad:
-        raise invalid(bad) from None
+        return check(model, plain(raw))  # pygls' default converter turns dict params into namedtuples
+    except Invalid as bad:
+        raise InvalidParams("; ".join(bad.messages(top="params"))) from None
 
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
-_NAME = string(min_length=1)
-_SESSION = optional(string())
+@attrs.frozen(kw_only=True)
+class Params:
+    """A method that takes nothing (ollie/listCommands); the base of the others: unknown keys are ignored."""
+
+    unknown_keys: ClassVar[str] = "ignore"
 
 
-class NoParams(Shape):
-    """A method that takes nothing (ollie/listCommands)."""
+NoParams = Params
 
 
-class SessionParams(Shape):
+@attrs.frozen(kw_only=True)
+class SessionParams(Params):
     """Params of a method aimed at one session (the default one when `session` is left out)."""
 
-    session: str | None = rule(_SESSION, None)
+    session: str | None = None
 
 
+@attrs.frozen(kw_only=True)
 class ContextParams(SessionParams):
     """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
 
-    offset: int = rule(integer(ge=0), 0)
-    limit: int | None = rule(optional(integer(ge=0)), None)
+    offset: Natural = 0
+    limit: Natural | None = None
 
 
-class Position(Shape):
+@attrs.frozen(kw_only=True)
+class Position(Params):
     """An LSP position: zero-based line and character."""
 
-    line: int = rule(integer(ge=0))
-    character: int = rule(integer(ge=0))
+    line: Natural
+    character: Natural
 
 
-class Range(Shape):
+@attrs.frozen(kw_only=True)
+class Range(Params):
     """An LSP range: start inclusive, end exclusive."""
 
-    start: Position = rule(shape(Position))
-    end: Position = rule(shape(Position))
+    start: Position
+    end: Position
 
 
-class EditorContext(Shape):
+@attrs.frozen(kw_only=True)
+class EditorContext(Params):
     """What the editor shows: the file, and the selection or range the user points at."""
 
-    uri: str = rule(_NAME)
-    range: Range | None = rule(optional(shape(Range)), None)
-    selection: str | None = rule(optional(string()), None)
-    language_id: str | None = rule(optional(string()), None, alias="languageId")
+    uri: NonEmpty
+    range: Range | None = None
+    selection: str | None = None
+    language_id: str | None = None
 
 
+@attrs.frozen(kw_only=True)
 class _WithContext(SessionParams):
-    # One EditorContext or a list of them.
-    context: EditorContext | list[EditorContext] | None = rule(optional(one_or_many(shape(EditorContext))), None)
+    context: EditorContext | list[EditorContext] | None = None
 
     @property
     def contexts(self) -> list[EditorContext]:
@@ -104,131 +90,116 @@ class _WithContext(SessionParams):
         return list(self.context) if isinstance(self.context, list) else [self.context]
 
 
+@attrs.frozen(kw_only=True)
 class SubmitParams(_WithContext):
     """ollie/submit."""
 
-    text: str = rule(string())
+    text: str
 
 
+@attrs.frozen(kw_only=True)
 class InterruptParams(SessionParams):
     """ollie/interrupt."""
 
-    reason: str = rule(string(), "")
+    reason: str = ""
 
 
+@attrs.frozen(kw_only=True)
 class TextParams(_WithContext):
     """ollie/inject and ollie/queue (`context` as submit's)."""
 
-    text: str = rule(_NAME)
+    text: NonEmpty
 
 
+@attrs.frozen(kw_only=True)
 class CommandParams(SessionParams):
     """ollie/command: one slash command or `!shell` line."""
 
-    line: str = rule(_NAME)
+    line: NonEmpty
 
 
+@attrs.frozen(kw_only=True)
 class SetCwdParams(SessionParams):
     """ollie/setCwd."""
 
-    cwd: str = rule(_NAME)
+    cwd: NonEmpty
 
 
+@attrs.frozen(kw_only=True)
 class SetEnvParams(SessionParams):
     """ollie/setEnv."""
 
-    key: str = rule(string(min_length=1, pattern=_KEY))
-    value: str = rule(string())
+    key: Annotated[str, Check(pattern=r"[A-Za-z_][A-Za-z0-9_]*")]
+    value: str
 
 
+@attrs.frozen(kw_only=True)
 class SetGenerationParamsParams(SessionParams):
-    """ollie/setGenerationParams: `params` uses the agent config's camelCase names (snake_case works too)."""
+    """ollie/setGenerationParams: `params` are an agent config's sampling keys, with its bounds."""
 
-    params: dict[str, Any] = rule(mapping)
+    params: GenerationParams
 
 
+@attrs.frozen(kw_only=True)
 class SetApprovalParams(SessionParams):
     """ollie/setApproval: `approval` is one of ask, auto-edit, auto, read-only."""
 
-    approval: str = rule(_NAME)
+    approval: NonEmpty
 
 
+@attrs.frozen(kw_only=True)
 class ChangesParams(SessionParams):
     """ollie/changes: the changes of turn `turn` (default: the last)."""
 
-    turn: int | None = rule(optional(integer(ge=1)), None)
+    turn: Annotated[int, Check(ge=1)] | None = None
 
 
+@attrs.frozen(kw_only=True)
 class ReviewUndoParams(ChangesParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
-    path: str = rule(_NAME)
-    hunk: int | None = rule(optional(integer(ge=0)), None)
+    path: NonEmpty
+    hunk: Natural | None = None
 
 
+@attrs.frozen(kw_only=True)
 class RewindParams(ChangesParams):
     """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
 
-    undo: bool = rule(flag, False)
+    undo: bool = False
 
 
-class SessionNewParams(Shape):
+@attrs.frozen(kw_only=True)
+class SessionNewParams(Params):
     """ollie/session/new."""
 
-    agent: str | None = rule(optional(_NAME), None)
-    kind: str | None = rule(optional(_NAME), None)
-    title: str | None = rule(optional(string()), None)
-    cwd: str | None = rule(optional(_NAME), None)
+    agent: NonEmpty | None = None
+    kind: NonEmpty | None = None
+    title: str | None = None
+    cwd: NonEmpty | None = None
 
 
-class SessionListParams(Shape):
+@attrs.frozen(kw_only=True)
+class SessionListParams(Params):
     """ollie/session/list."""
 
-    kinds: list[str] | None = rule(optional(array(string())), None)
-    include_archived: bool = rule(flag, False, alias="includeArchived")
-    limit: int | None = rule(optional(integer(ge=0)), None)
-    offset: int = rule(integer(ge=0), 0)
+    kinds: list[str] | None = None
+    include_archived: bool = False
+    limit: Natural | None = None
+    offset: Natural = 0
 
 
-class SessionIdParams(Shape):
+@attrs.frozen(kw_only=True)
+class SessionIdParams(Params):
     """ollie/session/load, /archive, /close: the session is required."""
 
-    session: str = rule(_NAME)
+    session: NonEmpty
 
 
+@attrs.frozen(kw_only=True)
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 
-    title: str = rule(string())
+    title: str
 
 
-# GenerationParams' field types (as its annotations spell them) -> their rule; a new type must be added here.
-GENERATION_TYPES: dict[str, Check] = {
-    "int | None": optional(integer()), "float | None": optional(number), "str | None": optional(string()),
-    "bool | None": optional(flag), "list[str] | None": optional(array(string())),
-}
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-def generation_params(raw: Mapping[str, Any]) -> GenerationParams:
-    """GenerationParams from camelCase (or snake_case) keys; -32602 naming every bad `params.<key>`."""
-    from ollie.backend.types import GenerationParams
-
-    fields = {f.name: f for f in dataclasses.fields(GenerationParams)}
-    values: dict[str, Any] = {}
-    problems: list[tuple[FieldPath, str]] = []
-    for key, value in raw.items():
-        name = _snake(key)
-        if name not in fields:
-            problems.append(((key,), "unknown generation parameter"))
-            continue
-        try:
-            values[name] = GENERATION_TYPES[str(fields[name].type)](value)
-        except Bad as bad:
-            problems += bad.under(key)
-    if problems:
-        raise invalid(Bad(problems), prefix="params.")
-    return GenerationParams(**values)

@@ -1,29 +1,27 @@
-"""Agent config files (JSON): the loaded form, the loader, and errors that name the file and key (the schema:
-`ollie.config_schema`)."""
+"""Agent config files (JSON): their shape (declared once: `ollie.shapes`), the loader, and errors that name the
+file and key."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
+
+import attrs
 
 from ollie import paths
-from ollie import validcache as vc
 from ollie.errors import ConfigError
+from ollie.shapes import Check, Invalid, expected, parse
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
-KIND = "agents"
-# Whatever decides what a text validates to: the schema, and how entries are read back.
-_CODE = (Path(__file__).resolve().parent / "config_schema.py", Path(__file__).resolve())
 
 
-@dataclass(frozen=True)
+@attrs.frozen
 class Prompt:
     """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of shell commands."""
 
     text: str = ""
-    commands: list[str] = field(default_factory=list)
+    commands: list[str] = attrs.Factory(list)
     # The directory of the config file it came from (set by load_agent_config);
     # prompt commands see it as $OLLIE_AGENT_DIR to find fragments beside it.
     base_dir: Path | None = None
@@ -36,116 +34,109 @@ class Prompt:
         return bool(self.commands)
 
 
-@dataclass
-class AgentConfig:
-    """One agent: prompt, hooks, tool restrictions, backend/model overrides, sampling params.
+def _prompt(value: object) -> Prompt:
+    if isinstance(value, str):
+        return Prompt(text=value)
+    if isinstance(value, list):
+        return Prompt(commands=parse(list[str], value))
+    raise expected("a string or an array of shell commands", value)
 
-    The file's schema (keys, aliases, checks, error messages) is `ollie.config_schema`'s; this is its result.
+
+def _hooks(value: object) -> dict[str, list[str]]:
+    hooks = parse(dict[str, str | list[str]], value)
+    unknown = [((name,), f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})") for name in hooks
+               if name not in HOOK_NAMES]
+    if unknown:
+        raise Invalid(unknown)
+    return {name: [cmds] if isinstance(cmds, str) else cmds for name, cmds in hooks.items()}
+
+
+def _policy_name(value: object) -> str:
+    name = parse(str, value)
+    if not name or "/" in name or name.startswith("."):
+        raise Invalid([((), 'must name a sandbox policy (e.g. "readonly", "default") or be "none"')])
+    return name
+
+
+@attrs.define
+class GenerationParams:
+    """Unified sampling parameters; None means "the backend's default", left out of requests.
+
+    The one declaration of their bounds: an agent config and ollie/setGenerationParams are both checked by it.
     """
 
-    hooks: dict[str, list[str]] = field(default_factory=dict)
-    prompt: Prompt = field(default_factory=Prompt)
+    max_tokens: Annotated[int, Check(ge=1)] | None = None
+    max_completion_tokens: Annotated[int, Check(ge=1)] | None = None
+    temperature: Annotated[float, Check(ge=0)] | None = None
+    top_p: Annotated[float, Check(ge=0, le=1)] | None = None
+    top_k: Annotated[int, Check(ge=0)] | None = None
+    min_p: Annotated[float, Check(ge=0, le=1)] | None = None
+    top_a: Annotated[float, Check(ge=0)] | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+    reasoning: Annotated[int, Check(ge=0)] | None = None  # Anthropic thinking budget (tokens)
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None  # OpenAI
+    include_reasoning: bool | None = None  # OpenRouter
+    response_format: str | None = None  # json_object / text
+    stop: list[str] | None = None
+    verbosity: str | None = None
+
+    def set_values(self) -> dict[str, Any]:
+        """Only the fields that are set."""
+        return {a.name: getattr(self, a.name) for a in attrs.fields(GenerationParams)
+                if getattr(self, a.name) is not None}
+
+    def merged(self, override: GenerationParams) -> GenerationParams:
+        """A copy with every field that `override` sets taking precedence."""
+        return GenerationParams(**{**self.set_values(), **override.set_values()})
+
+
+@attrs.define
+class AgentConfig(GenerationParams):
+    """One agent: its sampling parameters (GenerationParams' keys), prompt, hooks, tool restrictions, backend."""
+
+    hooks: Annotated[dict[str, list[str]], Check(parse=_hooks)] = attrs.Factory(dict)
+    prompt: Annotated[Prompt, Check(parse=_prompt)] = attrs.Factory(Prompt)
     backend: str = ""
     model: str = ""
     tools: bool = True
     sandbox: str = "default"
     # Prompt commands and hooks: a named sandbox policy (read-only by default) or "none" (the yolo agent).
-    command_sandbox: str = "readonly"
+    command_sandbox: Annotated[str, Check(parse=_policy_name)] = "readonly"
     # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
     elevation: Literal["ask", "allow", "deny"] = "ask"
     # The approval mode new sessions start in (ollie.agent.approval): which steps ask the user first.
     approval: Literal["ask", "auto-edit", "auto", "read-only"] = "ask"
     allow_executors: list[str] | None = None
     allow_tools: list[str] | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    max_steps: int | None = None
+    max_steps: Annotated[int, Check(ge=0)] | None = None
     # The model's context window in tokens, when the endpoint does not report it (else 128k is assumed).
-    context_length: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    top_a: float | None = None
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
-    repetition_penalty: float | None = None
-    reasoning: int | None = None
-    reasoning_effort: str | None = None
-    include_reasoning: bool | None = None
-    response_format: str | None = None
-    stop: list[str] | None = None
-    verbosity: str | None = None
+    context_length: Annotated[int, Check(ge=1)] | None = None
     description: str = ""
 
+    def __attrs_post_init__(self) -> None:
+        # The prompt resolves on its own (it only sees `prompt`): it carries the policy its commands run under.
+        self.prompt = attrs.evolve(self.prompt, sandbox=self.command_sandbox)
 
-def _optional(check: Callable[[object], object]) -> Callable[[object], object]:
-    return lambda value: None if value is None else check(value)
-
-
-def _one_of(*options: str) -> Callable[[object], object]:
-    def check(value: object) -> object:
-        if value not in options:
-            raise vc.Malformed(f"expected one of {options}")
-        return value
-    return check
-
-
-def _integer(low: int | None = None) -> Callable[[object], object]:
-    return _optional(lambda value: int(vc.number(value, low)))
-
-
-def _real(low: float | None = None, high: float | None = None) -> Callable[[object], object]:
-    return _optional(lambda value: float(vc.number(value, low, high, integer=False)))
-
-
-def _strings(value: object) -> list[str]:
-    return list(vc.texts(value))
-
-
-# How a cached entry's fields are checked again (the schema's types and ranges): see _from_dump.
-_FIELDS: dict[str, Callable[[object], object]] = {
-    "backend": vc.text, "model": vc.text, "tools": vc.flag, "sandbox": vc.text, "command_sandbox": vc.text,
-    "elevation": _one_of("ask", "allow", "deny"), "approval": _one_of("ask", "auto-edit", "auto", "read-only"),
-    "allow_executors": _optional(_strings), "allow_tools": _optional(_strings), "max_tokens": _integer(1),
-    "max_completion_tokens": _integer(1), "max_steps": _integer(0), "context_length": _integer(1),
-    "temperature": _real(0), "top_p": _real(0, 1), "top_k": _integer(0), "min_p": _real(0, 1), "top_a": _real(0),
-    "frequency_penalty": _real(), "presence_penalty": _real(), "repetition_penalty": _real(),
-    "reasoning": _integer(0), "reasoning_effort": _optional(_one_of("minimal", "low", "medium", "high")),
-    "include_reasoning": _optional(vc.flag), "response_format": _optional(vc.text), "stop": _optional(_strings),
-    "verbosity": _optional(vc.text), "description": vc.text,
-}
-
-
-def _from_dump(data: object) -> AgentConfig:
-    """The config of a validated file's dump (`config_schema.validate_text`); vc.Malformed if it is not one exactly."""
-    top = vc.section(data, {*_FIELDS, "hooks", "prompt"})
-    prompt = vc.section(top["prompt"], {"text", "commands", "base_dir", "sandbox"})
-    if prompt["base_dir"] is not None:  # set by load_agent_config, never by a file
-        raise vc.Malformed("a prompt's base_dir in a file's dump")
-    hooks = top["hooks"]
-    if not isinstance(hooks, dict) or not set(hooks) <= set(HOOK_NAMES):
-        raise vc.Malformed("expected hooks by their names")
-    return AgentConfig(
-        hooks={name: _strings(cmds) for name, cmds in hooks.items()},
-        prompt=Prompt(text=vc.text(prompt["text"]), commands=_strings(prompt["commands"]),
-                      sandbox=vc.text(prompt["sandbox"])),
-        **{name: check(top[name]) for name, check in _FIELDS.items()},  # type: ignore[arg-type]
-    )
+    @property
+    def generation_params(self) -> GenerationParams:
+        """The sampling parameters this agent sets."""
+        return GenerationParams(**{a.name: getattr(self, a.name) for a in attrs.fields(GenerationParams)})
 
 
 def parse_agent_config(text: str, source: str) -> AgentConfig:
-    """Parse an agent config's JSON text; errors name `source` and the offending key.
-
-    A text seen before is read back from the validated-config cache (`ollie.validcache`); a new one is
-    validated with pydantic (`ollie.config_schema`), which is where every error comes from.
-    """
-    def validate() -> object:
-        from ollie.config_schema import validate_text  # pydantic: only for a file not seen before
-
-        return validate_text(text, source, hook_names=HOOK_NAMES)
-
-    return vc.validated(KIND, text, _CODE, build=_from_dump, validate=validate)
+    """Parse an agent config's JSON text; errors name `source` and the offending key."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: an agent config must be a JSON object")
+    try:
+        return parse(AgentConfig, data)
+    except Invalid as exc:
+        raise ConfigError(f"{source}: {exc.by_key()}") from None
 
 
 def load_agent_config(path: Path) -> AgentConfig:
@@ -155,7 +146,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     config = parse_agent_config(text, str(path))
-    config.prompt = replace(config.prompt, base_dir=path.resolve().parent)
+    config.prompt = attrs.evolve(config.prompt, base_dir=path.resolve().parent)
     return config
 
 

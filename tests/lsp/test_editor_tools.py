@@ -289,7 +289,7 @@ def test_the_options_parser_reads_editor_tools_and_takes_an_empty_list_as_none()
     assert parse_init_options([]) == (InitOptions(), [])
     options, problems = parse_init_options({"editorTools": "yes"})
     assert not options.editor_tools and problems == [
-        "initializationOptions.editorTools must be true or false, got 'yes'; ignored"]
+        "initializationOptions.editorTools: expected a boolean, got a string; ignored"]
     assert parse_init_options([1])[1]  # a non-empty array is still a bad value
 
 

@@ -357,40 +357,6 @@ async def test_a_policy_granting_the_whole_shared_tmp_gets_it_read_only(scripted
     assert f"{shared} holds" in result and "granted read-only" in result
 
 
-async def test_tool_code_cannot_plant_a_validated_policy_even_with_the_cache_dir_granted(scripted_llm, tmp_path, home,
-                                                                                          monkeypatch):
-    # Validated policies are kept by their text's hash (ollie.validcache): an entry tool code could write under a
-    # key it can compute would widen the next start's policy. A policy may grant ~/.cache (pip, npm): the entries
-    # live in ollie's config dir instead, which no policy opens to tool code.
-    from ollie import validcache
-    from ollie.sandbox import policy_cache
-
-    cache = home / ".cache"
-    cache.mkdir()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # the usual layout: the user's cache dir is ~/.cache
-    work, agents = agent_with_rwx(tmp_path, home, "withcache", f'["{{CWD}}", "{{TMPDIR}}", "{cache}"]')
-    validated = validcache.cache_dir(policy_cache.KIND)
-    probe = (
-        f"echo y > '{cache}/mine' && echo CACHE-OK\n"
-        f"ls '{validated}' && echo LIST-OK\n"
-        f"echo '{{}}' > '{validated}/planted.json' && echo PLANT-OK\n"
-        "true\n"
-    )
-    srv = scripted_llm("openai")
-    srv.script(code_call({"code": probe}), Reply.text("done"))
-    core = await new_core(srv, tmp_path, agents=agents, cwd=work)
-    try:
-        assert any(validated.glob("*.json")), "the policy was not cached where the test looks"
-        await core.submit("probe")
-    finally:
-        await core.close()
-    stdout = tool_text(srv, 1).split("[stderr]")[0]
-    assert "CACHE-OK" in stdout, tool_text(srv, 1)  # the grant itself works
-    assert "LIST-OK" not in stdout and "PLANT-OK" not in stdout, tool_text(srv, 1)
-    assert not (validated / "planted.json").exists()
-    assert validated.is_relative_to(paths.config_dir())
-
-
 async def test_a_workspace_at_home_hides_dotfiles_and_ollies_own_state(scripted_llm, tmp_path, home, monkeypatch):
     """VS Code with no folder: tools read the user's files and git's config, not tokens, other apps' data, or
     ollie's logs and sessions (its data and state dirs, wherever they are)."""

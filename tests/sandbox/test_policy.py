@@ -91,14 +91,15 @@ def test_unknown_or_invalid_policy_names_are_clear_errors(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "key", "detail"), [
-    ("filesystem: {rw: '/tmp'}\n", "filesystem.rw", "valid list"),
-    ("filesystem: {rw: ['/tmp', 3]}\n", "filesystem.rw[1]", "valid string"),
+    ("filesystem: {rw: '/tmp'}\n", "filesystem.rw", "expected an array, got a string"),
+    ("filesystem: {rw: ['/tmp', 3]}\n", "filesystem.rw[1]", "expected a string, got an integer"),
     ("filesystem: {rwz: []}\n", "filesystem.rwz", "unknown key"),
-    ("network: {connect_tcp: [80, 70000]}\n", "network.connect_tcp[1]", "less than or equal to 65535"),
-    ("network: {enabled: 'yes please'}\n", "network.enabled", "valid boolean"),
-    ("general: {best_effort: 1}\n", "general.best_effort", "valid boolean"),
+    ("network: {connect_tcp: [80, 70000]}\n", "network.connect_tcp[1]", "must be <= 65535, got 70000"),
+    ("network: {enabled: 'yes please'}\n", "network.enabled", "expected a boolean, got a string"),
+    ("general: {best_effort: 1}\n", "general.best_effort", "expected a boolean, got an integer"),
     ("general: {log_level: loud}\n", "general.log_level", "must be one of"),
-    ("advanced: {ldd: []}\n", "advanced.ldd", "valid boolean"),
+    ("advanced: {ldd: []}\n", "advanced.ldd", "expected a boolean, got an array"),
+    ("limits: {processes: 0}\n", "limits.processes", "must be >= 1, got 0"),
     ("filesystem: {ro: ['{NOPE}/x']}\n", "filesystem.ro[0]", "unknown template variable {NOPE}"),
     ("filesystem: {ro: ['relative/dir']}\n", "filesystem.ro[0]", "not an absolute path"),
     ("env: ['1BAD=x']\n", "env[0]", "KEY=VALUE"),

@@ -189,12 +189,12 @@ async def test_set_cwd_moves_later_calls(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({}, "steps must be a non-empty array"),
-        ({"steps": []}, "steps must be a non-empty array"),
+        ({}, "steps: required"),
+        ({"steps": []}, "steps: must not be empty"),
         ({"steps": [{"code": "x", "language": "cobol"}]}, "unknown language 'cobol'"),
-        ({"steps": [{"code": ""}]}, "steps[0].code must be a non-empty string"),
-        ({"steps": [{"code": "true"}], "timeout": -1}, "timeout must be a positive number"),
-        ({"steps": [{"code": "true", "shell": 1}]}, "unknown field(s) shell"),
+        ({"steps": [{"code": ""}]}, "steps[0].code: must not be empty"),
+        ({"steps": [{"code": "true"}], "timeout": -1}, "timeout: must be > 0, got -1"),
+        ({"steps": [{"code": "true", "shell": 1}]}, "steps[0].shell: unknown key"),
         ({"steps": [{"code": "true"}], "sandbox": "no-such-policy"}, "sandbox policy 'no-such-policy' not found"),
     ],
 )

@@ -19,6 +19,8 @@ from ollie.tools.execute.args import (
     ScriptCall,
     parse_request,
 )
+from ollie.tools.execute.languages import LANGUAGES
+from ollie.tools.execute.schemas import EXECUTE_CODE_SCHEMA, PIPE_SCHEMA, call_tool_schema
 
 from .conftest import Workspace, stdout_of, tool
 
@@ -55,13 +57,17 @@ def test_each_executor_parses_into_its_request() -> None:
 @pytest.mark.parametrize(
     ("tool", "args", "message"),
     [
-        # The timeout is read first, then the sandbox, then unknown fields, then the items.
-        ("execute_code", {"steps": [], "timeout": "soon"}, "timeout must be a positive number"),
-        ("call_tool", {"calls": [], "sandbox": 3}, "sandbox must be a policy name"),
-        ("call_tool", {"calls": [], "steps": []}, "call_tool: unknown field(s) steps; allowed: calls, sandbox, timeout"),
-        ("call_tool", {"calls": [{"tool": ""}]}, "calls[0].tool must be a tool script's name"),
-        ("pipe", {"stages": [{"code": "ls", "elevated": True}]}, "stages[0]: unknown field(s) elevated"),
-        ("execute_code", {"steps": [{"parallel": [{"code": "x", "language": "cobol"}]}]}, "steps[0].parallel[0]: "),
+        # Every problem is named by its field, all at once.
+        ("execute_code", {"steps": [], "timeout": "soon"}, "timeout: expected a number, got a string; steps: must not be empty"),
+        ("call_tool", {"calls": [], "sandbox": 3}, "sandbox: expected a string, got an integer"),
+        ("call_tool", {"calls": [{"tool": "t"}], "steps": []}, "steps: unknown key"),
+        ("call_tool", {"calls": [{"tool": ""}]}, "calls[0].tool: must not be empty"),
+        ("call_tool", {"calls": [{"tool": "t", "args": ["a", True]}]}, "calls[0].args[1]: expected a string, got a boolean"),
+        ("pipe", {"stages": [{"code": "ls", "elevated": True}]}, "stages[0].elevated: unknown key"),
+        ("execute_code", {"steps": [{"parallel": [{"code": "x", "language": "cobol"}]}]},
+         "steps[0].parallel[0].language: unknown language 'cobol'"),
+        ("execute_code", {"steps": [{"code": "x", "language": "python3", "elevated": True}]},
+         "steps[0]: only bash steps can be elevated (got python3)"),
         ("nope", {}, "unknown executor 'nope'"),
     ],
 )
@@ -69,6 +75,20 @@ def test_bad_arguments_name_what_to_fix(tool: str, args: dict[str, Any], message
     with pytest.raises(ArgumentError) as raised:
         parse_request(tool, args)
     assert message in str(raised.value)
+
+
+def test_the_schemas_the_model_sees_are_the_declaration_the_parser_checks() -> None:
+    step, group = EXECUTE_CODE_SCHEMA["properties"]["steps"]["items"]["anyOf"]
+    assert EXECUTE_CODE_SCHEMA["required"] == ["steps"] and EXECUTE_CODE_SCHEMA["additionalProperties"] is False
+    assert set(step["properties"]) == {"code", "language", "elevated"} and step["required"] == ["code"]
+    assert step["properties"]["language"]["enum"] == list(LANGUAGES) and group["required"] == ["parallel"]
+    assert EXECUTE_CODE_SCHEMA["properties"]["timeout"]["exclusiveMinimum"] == 0
+    calls = call_tool_schema(["file_read"])["properties"]["calls"]
+    assert calls["minItems"] == 1 and calls["items"]["properties"]["tool"]["enum"] == ["file_read"]
+    # A pipe's stages are never elevated: the schema leaves the key out and the parser refuses it.
+    stages = PIPE_SCHEMA["properties"]["stages"]["items"]["anyOf"]
+    assert [set(s["properties"]) for s in stages] == [{"tool", "args"}, {"code", "language"}]
+    parse_request("pipe", {"stages": [{"tool": "t", "args": ["a"]}, {"code": "wc -l", "language": "bash"}]})
 
 
 async def test_classifiers_and_call_share_one_parse_and_one_lookup(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -118,12 +118,6 @@ def refresh_tools(runtime: Runtime) -> None:
     runtime.tools = [_as_backend_tool(i) for i in infos]
 
 
-def generation_params(cfg: AgentConfig) -> GenerationParams:
-    """The sampling parameters the agent config sets (its fields named like GenerationParams')."""
-    names = [f for f in GenerationParams.__dataclass_fields__ if f in AgentConfig.__dataclass_fields__]
-    return GenerationParams(**{n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None})
-
-
 def _as_backend_tool(info: ToolInfo) -> Tool:
     return Tool(name=info.name, description=info.description, parameters=info.parameters)
 
@@ -170,7 +164,7 @@ async def build_runtime(
         executor=make_executor(dispatcher),
         classify_parallel=make_parallel_classifier(dispatcher),
         classify_tier=make_tier_classifier(dispatcher),
-        params=generation_params(cfg),
+        params=cfg.generation_params,
         max_steps=cfg.max_steps or 0,
         warnings=warnings,
         config=cfg,

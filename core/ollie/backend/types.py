@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ollie.config import GenerationParams as GenerationParams  # declared with the agent config: its keys
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -96,32 +98,3 @@ class StreamEvent:
     stop_reason: str = ""  # the engine's words where they matter: "refusal", "max_tokens" (cut at the output limit)
     reasoning_signature: str = ""  # Anthropic: set on the done event; copy it into the assistant Message
 
-
-@dataclass
-class GenerationParams:
-    """Unified sampling parameters; None means "the backend's default", left out of requests."""
-
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    top_a: float | None = None
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
-    repetition_penalty: float | None = None
-    reasoning: int | None = None  # Anthropic thinking budget (tokens)
-    reasoning_effort: str | None = None  # OpenAI: low / medium / high
-    include_reasoning: bool | None = None  # OpenRouter
-    response_format: str | None = None  # json_object / text
-    stop: list[str] | None = None
-    verbosity: str | None = None
-
-    def set_values(self) -> dict[str, Any]:
-        """Only the fields that are set."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-    def merged(self, override: GenerationParams) -> GenerationParams:
-        """A copy with every field that `override` sets taking precedence."""
-        return GenerationParams(**{**self.set_values(), **override.set_values()})

@@ -12,10 +12,9 @@ from pathlib import Path
 from ollie import paths
 from ollie.errors import ConfigError
 from ollie.sandbox.errors import PolicyError
-from ollie.sandbox.policy_cache import PolicySpec, load_spec
+from ollie.sandbox.policy_schema import PolicySpec, load_spec
 from ollie.sandbox.sizes import size_bytes
 
-LOG_LEVELS = ("", "error", "info", "debug")
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
 _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
 # A policy's /proc is the step's own procfs (its PID namespace; or its /proc/self), not the daemon's:
@@ -148,14 +147,12 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
                  env: Mapping[str, str] | None = None) -> Policy:
     """Parse sandbox.yaml text and expand it for a session in `cwd`; errors name `source` and the key."""
     spec = _parsed(text, source)
-    if spec.general.log_level not in LOG_LEVELS:
-        raise ConfigError(f"{source}: key 'general.log_level': must be one of {', '.join(map(repr, LOG_LEVELS))}")
     environ = {**os.environ, **(env or {})}
     values = template_values(cwd=Path(cwd), environ=environ)
     tools_dirs = [str(d) for d in paths.tools_path()]
     fs = spec.filesystem
     kinds = {k: _expand_paths(getattr(fs, k), values, tools_dirs, k, source) for k in ("ro", "rox", "rw", "rwx")}
-    if spec.add_exec:
+    if spec.advanced.add_exec:
         kinds = {"ro": [], "rox": kinds["ro"] + kinds["rox"], "rw": [], "rwx": kinds["rw"] + kinds["rwx"]}
     net = spec.network
     return Policy(
@@ -166,16 +163,16 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
         env=_expand_env(spec.env, values, environ, source),
         best_effort=spec.general.best_effort,
         log_level=spec.general.log_level,
-        ldd=spec.ldd,
-        max_processes=spec.processes,
-        max_memory=size_bytes(spec.memory),
-        max_file_size=size_bytes(spec.file_size),
+        ldd=spec.advanced.ldd,
+        max_processes=spec.limits.processes,
+        max_memory=size_bytes(spec.limits.memory),
+        max_file_size=size_bytes(spec.limits.file_size),
     )
 
 
 @functools.lru_cache(maxsize=32)
 def _parsed(text: str, source: str) -> PolicySpec:
-    """The validated file (cached by its text: every sandboxed command loads its policy; see `policy_cache`)."""
+    """The checked file, kept by its text: every sandboxed command loads its policy."""
     return load_spec(text, source)
 
 

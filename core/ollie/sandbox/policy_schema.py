@@ -1,92 +1,103 @@
-"""sandbox.yaml's schema, validated with YAML + pydantic: the slow path, taken only when no cached form fits.
-
-`policy_cache` keeps what this module returns for a file's exact text, so a
-daemon start usually imports neither YAML nor pydantic for its policies. Any
-change to this file changes the cache key (its source is hashed into it).
-"""
+"""sandbox.yaml's shape, declared once (`ollie.shapes`): checked at every load, errors naming the file and key."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Literal
 
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+import attrs
 
 from ollie.errors import ConfigError
 from ollie.sandbox.sizes import check_size
+from ollie.shapes import Check, Invalid, parse
 
 
-def _port_number(value: object) -> object:
-    """YAML users quote ports ("443"): a string of digits is that port; anything else is left for validation."""
+def _port(value: object) -> int:
+    # YAML users quote ports ("443"): a string of digits is that port.
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    return value
+    return parse(int, value)
 
 
-Port = Annotated[int, BeforeValidator(_port_number), Field(ge=1, le=65535)]
-# `limits.memory` / `limits.file_size`: kept as canonical text ("50%", "8G"), turned into bytes per machine (sizes.py).
-MemorySize = Annotated[str, BeforeValidator(lambda value: check_size(value, share=True))]
-FileSize = Annotated[str, BeforeValidator(lambda value: check_size(value, share=False))]
+def _memory_size(value: object) -> str:
+    return check_size(value, share=True)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+def _file_size(value: object) -> str:
+    return check_size(value, share=False)
 
 
-class _General(_Section):
+Port = Annotated[int, Check(parse=_port, ge=1, le=65535)]
+
+
+@attrs.frozen
+class _Section:
+    json_keys: ClassVar[str] = "snake"
+
+
+@attrs.frozen
+class General(_Section):
+    """`general:` of sandbox.yaml."""
+
     best_effort: bool = True
-    log_level: str = ""
+    log_level: Literal["", "error", "info", "debug"] = ""
 
 
-class _Filesystem(_Section):
-    ro: list[str] = Field(default_factory=list)
-    rox: list[str] = Field(default_factory=list)
-    rw: list[str] = Field(default_factory=list)
-    rwx: list[str] = Field(default_factory=list)
+@attrs.frozen
+class Filesystem(_Section):
+    """`filesystem:` of sandbox.yaml: path templates per access kind."""
+
+    ro: tuple[str, ...] = ()
+    rox: tuple[str, ...] = ()
+    rw: tuple[str, ...] = ()
+    rwx: tuple[str, ...] = ()
 
 
-class _Network(_Section):
+@attrs.frozen
+class Network(_Section):
+    """`network:` of sandbox.yaml."""
+
     enabled: bool = True
     unrestricted: bool = True
-    bind_tcp: list[Port] = Field(default_factory=list)
-    connect_tcp: list[Port] = Field(default_factory=list)
+    bind_tcp: tuple[Port, ...] = ()
+    connect_tcp: tuple[Port, ...] = ()
     unix: bool = False  # pathname unix sockets (socket(AF_UNIX)); socketpair() is always allowed
 
 
-class _Limits(_Section):
-    processes: int = Field(default=512, ge=1)  # tasks one step may run at once (pids cgroup; see cgroup.py)
-    # Containment v3's step limits (memory cgroup or RLIMIT_AS; RLIMIT_FSIZE): see sizes.py and docs/SECURITY.md.
-    memory: MemorySize = "50%"
-    file_size: FileSize = "8G"
+@attrs.frozen
+class Limits(_Section):
+    """`limits:` of sandbox.yaml."""
+
+    processes: Annotated[int, Check(ge=1)] = 512  # tasks one step may run at once (pids cgroup; see cgroup.py)
+    # Containment v3's step limits (memory cgroup or RLIMIT_AS; RLIMIT_FSIZE), kept as canonical text ("50%",
+    # "8G") and turned into bytes per machine: see sizes.py and docs/SECURITY.md.
+    memory: Annotated[str, Check(parse=_memory_size)] = "50%"
+    file_size: Annotated[str, Check(parse=_file_size)] = "8G"
 
 
-class _Advanced(_Section):
+@attrs.frozen
+class Advanced(_Section):
+    """`advanced:` of sandbox.yaml."""
+
     ldd: bool = False
     add_exec: bool = False
 
 
-class PolicyFile(_Section):
-    """The sandbox.yaml schema (validated at the edge, then turned into a `Policy`)."""
+@attrs.frozen
+class PolicySpec(_Section):
+    """A validated sandbox.yaml, before its templates are expanded for a session."""
 
-    general: _General = Field(default_factory=_General)
-    filesystem: _Filesystem = Field(default_factory=_Filesystem)
-    network: _Network = Field(default_factory=_Network)
-    env: list[str] = Field(default_factory=list)
-    limits: _Limits = Field(default_factory=_Limits)
-    advanced: _Advanced = Field(default_factory=_Advanced)
-
-
-def _validation_message(exc: ValidationError) -> str:
-    problems = []
-    for err in exc.errors():
-        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        problems.append(f"key '{key or '(top level)'}': {msg}")
-    return "; ".join(problems)
+    general: General = General()
+    filesystem: Filesystem = Filesystem()
+    network: Network = Network()
+    env: tuple[str, ...] = ()
+    limits: Limits = Limits()
+    advanced: Advanced = Advanced()
 
 
-def validate_text(text: str, source: str) -> dict[str, Any]:
-    """The file's every key with defaults filled in (`PolicyFile`'s dump); errors name `source` and the key."""
+def load_spec(text: str, source: str) -> PolicySpec:
+    """The checked spec of a policy file's YAML `text`; ConfigError naming `source` and the key."""
+    import yaml  # only where a policy is read
+
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -101,6 +112,6 @@ def validate_text(text: str, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
     try:
-        return PolicyFile.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: {_validation_message(exc)}") from exc
+        return parse(PolicySpec, data)
+    except Invalid as exc:
+        raise ConfigError(f"{source}: {exc.by_key()}") from None

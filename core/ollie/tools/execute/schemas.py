@@ -1,59 +1,18 @@
-"""The three executors as a model sees them: names, descriptions and JSON Schemas."""
+"""The three executors as a model sees them: names, descriptions, and JSON Schemas derived from `args`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ollie.shapes import json_schema
+from ollie.tools.execute.args import CallRequest, CodeRequest, CodeStep, PipeRequest, ScriptCall
 from ollie.tools.execute.languages import LANGUAGES
 from ollie.tools.execute.tool import ToolScript
 
-DEFAULT_TIMEOUT = 30.0
-MAX_TIMEOUT = 600.0
 
-_TIMEOUT = {
-    "type": "number",
-    "description": f"Seconds for the whole call (default {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}). "
-    "On timeout every process of the call is killed.",
-    "exclusiveMinimum": 0,
-    "maximum": MAX_TIMEOUT,
-}
-_SANDBOX = {
-    "type": "string",
-    "description": "Name of the sandbox policy (default: the session's, normally \"default\": "
-    "read most of the system, write only the working directory and the temp dir).",
-}
-_LANGUAGE = {
-    "type": "string",
-    "enum": list(LANGUAGES),
-    "description": "Interpreter for `code` (default bash). awk/sed/jq read the piped input; "
-    "ed reads `code` as its commands; bc evaluates with -l.",
-}
-_CODE = {"type": "string", "description": "The program text."}
-_ELEVATED = {
-    "type": "boolean",
-    "description": "Run outside the sandbox (bash only). Use only when the task truly needs it, "
-    "e.g. writing outside the working directory.",
-}
+def _without_elevation(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k != "elevated"}}
 
-_CODE_STEP: dict[str, Any] = {
-    "type": "object",
-    "properties": {"code": _CODE, "language": _LANGUAGE, "elevated": _ELEVATED},
-    "required": ["code"],
-    "additionalProperties": False,
-}
-_PARALLEL_GROUP: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "parallel": {
-            "type": "array",
-            "description": "Code steps that run at the same time.",
-            "items": _CODE_STEP,
-            "minItems": 1,
-        }
-    },
-    "required": ["parallel"],
-    "additionalProperties": False,
-}
 
 EXECUTE_CODE_DESCRIPTION = (
     "Run inline programs in the working directory, sandboxed. `steps` run in order and stop at "
@@ -63,22 +22,7 @@ EXECUTE_CODE_DESCRIPTION = (
     "is cut with a note. Prefer call_tool's file tools for reading and editing files."
 )
 
-EXECUTE_CODE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "steps": {
-            "type": "array",
-            "description": "Programs to run, in order. Example: "
-            "[{\"code\": \"ls -la\", \"language\": \"bash\"}]",
-            "items": {"anyOf": [_CODE_STEP, _PARALLEL_GROUP]},
-            "minItems": 1,
-        },
-        "timeout": _TIMEOUT,
-        "sandbox": _SANDBOX,
-    },
-    "required": ["steps"],
-    "additionalProperties": False,
-}
+EXECUTE_CODE_SCHEMA = json_schema(CodeRequest)
 
 PIPE_DESCRIPTION = (
     "Run a pipeline: each stage's stdout becomes the next stage's stdin, like `a | b | c` in a "
@@ -87,40 +31,10 @@ PIPE_DESCRIPTION = (
     "stage's stderr and exit status."
 )
 
-PIPE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "stages": {
-            "type": "array",
-            "description": "Example: [{\"tool\": \"file_grep\", \"args\": [\"TODO\", \"--path=src/\"]}, "
-            "{\"code\": \"wc -l\"}]",
-            "items": {
-                "anyOf": [
-                    {
-                        "type": "object",
-                        "properties": {
-                            "tool": {"type": "string", "description": "A tool script's name."},
-                            "args": {"type": "array", "items": {"type": "string"}},
-                        },
-                        "required": ["tool"],
-                        "additionalProperties": False,
-                    },
-                    {
-                        "type": "object",
-                        "properties": {"code": _CODE, "language": _LANGUAGE},
-                        "required": ["code"],
-                        "additionalProperties": False,
-                    },
-                ]
-            },
-            "minItems": 1,
-        },
-        "timeout": _TIMEOUT,
-        "sandbox": _SANDBOX,
-    },
-    "required": ["stages"],
-    "additionalProperties": False,
-}
+PIPE_SCHEMA = json_schema(PipeRequest)
+# A stage is either call, never elevated.
+PIPE_SCHEMA["properties"]["stages"]["items"] = {
+    "anyOf": [_without_elevation(json_schema(ScriptCall)), _without_elevation(json_schema(CodeStep))]}
 
 
 def _script_line(script: ToolScript) -> str:
@@ -144,34 +58,7 @@ def call_tool_description(scripts: list[ToolScript]) -> str:
 
 def call_tool_schema(names: list[str]) -> dict[str, Any]:
     """call_tool's JSON Schema; `tool` is an enum of the available script names."""
-    tool: dict[str, Any] = {"type": "string", "description": "The tool script's name (see the list above)."}
+    schema = json_schema(CallRequest)
     if names:
-        tool["enum"] = names
-    return {
-        "type": "object",
-        "properties": {
-            "calls": {
-                "type": "array",
-                "description": "Example: [{\"tool\": \"file_read\", \"args\": [\"src/main.py\"]}]",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "tool": tool,
-                        "args": {
-                            "type": "array",
-                            "items": {"type": "string"},
-                            "description": "Command-line arguments, as listed for the tool.",
-                        },
-                        "elevated": _ELEVATED | {"description": "Run this call outside the sandbox."},
-                    },
-                    "required": ["tool"],
-                    "additionalProperties": False,
-                },
-                "minItems": 1,
-            },
-            "timeout": _TIMEOUT,
-            "sandbox": _SANDBOX,
-        },
-        "required": ["calls"],
-        "additionalProperties": False,
-    }
+        schema["properties"]["calls"]["items"]["properties"]["tool"]["enum"] = names
+    return schema
