@@ -8,6 +8,9 @@ import ssl
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+from ollie.backend.openai import OpenAIBackend
 
 
 @asynccontextmanager
@@ -120,3 +123,19 @@ async def wire_server(answer: Callable[[bytes], Iterable[Step]], *, tls: ssl.SSL
 def chunked(*pieces: bytes) -> bytes:
     """`pieces` as a chunked body, each a chunk of its own, with the closing chunk."""
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+WORDS = (b"one ", b"two ", b"three")
+SSE = b"".join(b'data: {"choices":[{"delta":{"content":"%s"}}]}\n\n' % w for w in WORDS) + b"data: [DONE]\n\n"
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def sized(body: bytes, *extra: bytes) -> bytes:
+    """A 200 answer with a Content-Length body (and `extra` header lines)."""
+    return b"HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s" % (b"".join(e + b"\r\n" for e in extra), len(body),
+                                                                      body)
+
+
+def backend_for(url: str, **options: Any) -> OpenAIBackend:
+    """An OpenAI backend pointed at `url` (its /v1), with `options` (timeout, limits) over the defaults."""
+    return OpenAIBackend(model="m", api_key="sk-test", base_url=f"{url}/v1", **options)

@@ -8,11 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from ollie.backend.errors import BackendError, TransientError
-from ollie.backend.stream import MAX_ERROR_BODY, MAX_JSON_BODY
+from ollie.backend.reply import MAX_ERROR_BODY, MAX_JSON_BODY
 
 from .conftest import collect
-from .rawhttp import Step, wire_server
-from .test_http1 import backend_for
+from .rawhttp import Step, backend_for, wire_server
 
 PIECE = b"x" * 65536
 

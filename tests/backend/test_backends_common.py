@@ -19,24 +19,25 @@ pytestmark = pytest.mark.parametrize("fmt", FORMATS)
 
 async def test_plain_text_streams_in_several_deltas(connect, fmt):
     srv, backend = connect(fmt)
-    # Paced like a model: each delta arrives on its own, and is handed on alone.
+    # Paced like a model. How the deltas are grouped into events depends on the machine's speed: only the
+    # text, its order and the one done event are what the user sees (a delta handed on at once: test_readahead).
     srv.script(Reply.text("Hello there, general Kenobi.", chunk_size=3, delay=0.01))
     events = await collect(backend)
     assert joined(events, "content") == "Hello there, general Kenobi."
-    assert len([e for e in events if e.content]) >= 5
     assert events[-1].done and not events[-1].tool_calls
     assert [e.done for e in events].count(True) == 1
 
 
 async def test_a_burst_of_deltas_is_handed_on_joined_in_order(connect, fmt):
     srv, backend = connect(fmt)
-    # Written at once (the network had it buffered): the deltas that waited come as few events, text intact.
+    # Written at once (the network had it buffered): however they are grouped, the text is intact and in order.
     text = "".join(f"{i:04d}," for i in range(2000))
     srv.script(Reply(text=text, reasoning="think " * 50, chunk_size=5))
     events = await collect(backend)
     assert joined(events, "content") == text and joined(events, "reasoning") == "think " * 50
-    assert len([e for e in events if e.content]) < 2000 // 5
     assert not any(e.content and e.reasoning for e in events), "a joined event mixes kinds"
+    last_reasoning = max(i for i, e in enumerate(events) if e.reasoning)
+    assert last_reasoning < min(i for i, e in enumerate(events) if e.content), "the thinking came first"
     assert events[-1].done and [e.done for e in events].count(True) == 1
 
 
@@ -93,20 +94,6 @@ async def test_body_that_ends_cleanly_without_terminator_is_a_drop(connect, fmt)
     assert joined(events, "content") == "after the drop"
 
 
-async def test_slow_stream_yields_first_delta_before_the_last_is_sent(connect, fmt):
-    srv, backend = connect(fmt)
-    srv.script(Reply.text("abcde", chunk_size=1, delay=0.08))
-    stream = backend.stream([Message("user", "hi")], [], GenerationParams())
-    first = await anext(stream)
-    while not first.content:
-        first = await anext(stream)
-    assert first.content == "a"
-    assert srv.finished_replies == 0, "the first delta must arrive while the server is still sending"
-    rest = [e async for e in stream]
-    assert first.content + joined(rest, "content") == "abcde"
-    assert srv.finished_replies == 1
-
-
 async def test_list_models_and_context_length(connect, fmt):
     srv, backend = connect(fmt, models={"scripted-model": 65_536, "other-model": 8192})
     assert sorted(await backend.list_models()) == ["other-model", "scripted-model"]
@@ -121,12 +108,15 @@ async def test_list_models_and_context_length(connect, fmt):
 async def test_cancelling_mid_stream_leaves_the_backend_usable(connect, fmt):
     srv, backend = connect(fmt)
     srv.script(Reply.text("x" * 40, chunk_size=1, delay=0.05), Reply.text("second"))
+    streaming = asyncio.Event()
 
-    async def consume():
-        return await collect(backend)
+    async def consume() -> None:
+        async for event in backend.stream([Message("user", "hi")], [], GenerationParams()):
+            if event.content:
+                streaming.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(streaming.wait(), 30)  # mid-reply: its first text arrived
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -31,5 +31,5 @@ def test_the_backend_built_from_the_file_gets_clean_values(tmp_path, monkeypatch
     monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
     monkeypatch.setenv("OLLIE_MODEL", "from-environment")
     backend = make_backend()  # the process environment over the env file, which never overrides it
-    assert (backend.name, backend.model) == ("openai", "from-environment")
+    assert (backend.spec.name, backend.name, backend.model) == ("openai", "local", "from-environment")
     assert backend._client.headers["Authorization"] == "Bearer sk-abc#def"

@@ -45,13 +45,18 @@ async def test_an_error_comes_after_the_deltas_before_it():
     assert got == [StreamEvent(content="ab")]
 
 
-async def test_paced_deltas_are_handed_on_one_by_one():
-    async def paced() -> AsyncGenerator[StreamEvent, None]:
-        for text in "abc":
-            await asyncio.sleep(0.02)
-            yield StreamEvent(content=text)
+async def test_a_delta_is_handed_on_without_waiting_for_the_next():
+    handed_on = asyncio.Event()
 
-    assert [e.content async for e in read_ahead(paced())] == ["a", "b", "c"]
+    async def paced() -> AsyncGenerator[StreamEvent, None]:
+        yield StreamEvent(content="a")
+        await handed_on.wait()  # the next delta comes only once the consumer has the first
+        yield StreamEvent(content="b")
+
+    stream = read_ahead(paced())
+    assert (await asyncio.wait_for(anext(stream), 10)).content == "a"
+    handed_on.set()
+    assert [e.content async for e in stream] == ["b"]
 
 
 async def test_closing_the_consumer_closes_the_stream_and_leaves_no_task():
@@ -77,9 +82,11 @@ async def test_closing_the_consumer_closes_the_stream_and_leaves_no_task():
 
 async def test_cancelling_the_consumer_cancels_the_reading():
     closed: list[bool] = []
+    reading = asyncio.Event()
 
     async def slow() -> AsyncGenerator[StreamEvent, None]:
         try:
+            reading.set()
             await asyncio.sleep(30)
             yield StreamEvent(content="never")
         finally:
@@ -89,7 +96,7 @@ async def test_cancelling_the_consumer_cancels_the_reading():
         return [e async for e in read_ahead(slow())]
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(reading.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -1,4 +1,5 @@
-"""make_backend: selection from OLLIE_* variables, defaults, and the errors that say what to set."""
+"""make_backend: selection from OLLIE_* variables, defaults, the errors that say what to set, and the name an
+OpenAI-compatible backend is shown by."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
-from ollie.backend.registry import DEFAULT_MODELS, make_backend
+from ollie.backend.registry import SPECS, make_backend
+from ollie.backend.settings import provider_name
 
 
 async def test_default_is_ollama_on_localhost():
@@ -17,7 +19,7 @@ async def test_default_is_ollama_on_localhost():
     try:
         assert isinstance(backend, OllamaBackend) and isinstance(backend, Backend)
         assert backend.base_url == "http://localhost:11434"
-        assert backend.model == DEFAULT_MODELS["ollama"]
+        assert backend.model == SPECS["ollama"].default_model
     finally:
         await backend.aclose()
 
@@ -32,7 +34,7 @@ async def test_each_backend_with_its_key(name, cls, url):
     backend = make_backend(environ=env)
     try:
         assert type(backend) is cls and backend.name == name
-        assert backend.base_url == url and backend.model == DEFAULT_MODELS[name]
+        assert backend.base_url == url and backend.model == SPECS[name].default_model
     finally:
         await backend.aclose()
 
@@ -76,3 +78,47 @@ async def test_env_file_is_used_but_never_overrides_the_environment(monkeypatch,
         assert backend.model == "claude-from-env"
     finally:
         await backend.aclose()
+
+
+@pytest.mark.parametrize(("url", "provider"), [
+    ("https://api.openai.com/v1", "openai"),
+    ("https://api.groq.com/openai/v1", "groq"),
+    ("https://api.together.xyz/v1", "together"),
+    ("https://openrouter.ai/api/v1", "openrouter"),
+    ("https://api.deepseek.com/v1", "deepseek"),
+    ("https://generativelanguage.googleapis.com/v1beta/openai", "google"),
+    ("https://api.x.ai/v1", "xai"),
+    ("https://llm.example.co.uk/v1", "example"),
+    ("http://localhost:8080/v1", "local"),
+    ("http://127.0.0.1:11434/v1", "local"),
+    ("http://[::1]:8000/v1", "local"),
+    ("http://192.168.1.20:8000/v1", "local"),
+    ("http://gpu-box:8000/v1", "local"),
+    ("http://llama.lan:8000/v1", "local"),
+    ("http://8.8.8.8/v1", "openai"),  # a public address names no provider: the spec's name
+])
+async def test_an_openai_compatible_backend_is_named_after_its_provider(url, provider):
+    assert provider_name(SPECS["openai"], url) == provider
+    backend = make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": url})
+    try:
+        assert backend.name == provider and backend.spec is SPECS["openai"]
+    finally:
+        await backend.aclose()
+
+
+async def test_a_chosen_backend_keeps_its_name_wherever_it_points():
+    env = {"OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": "http://127.0.0.1:1/v1", "OLLIE_OLLAMA_URL": "http://10.0.0.2"}
+    for name in ("openrouter", "ollama"):
+        backend = make_backend(name, environ=env)
+        try:
+            assert backend.name == name
+        finally:
+            await backend.aclose()
+
+
+def test_every_spec_is_complete_and_names_its_own_variables():
+    for name, spec in SPECS.items():
+        assert spec.name == name and spec.default_model and spec.default_url.startswith(("http://", "https://"))
+        assert spec.url_var.startswith("OLLIE_") and spec.url_var.endswith("_URL")
+        assert spec.key_var == "" or (spec.key_var.startswith("OLLIE_") and spec.key_var.endswith("_KEY"))
+        assert spec.backend_class().__name__.lower().startswith(spec.wire)

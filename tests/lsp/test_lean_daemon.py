@@ -1,4 +1,5 @@
-"""The daemon's start-up path: a first turn imports no pydantic nor httpx; the fork server starts at `initialized`."""
+"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI); the fork server starts at
+`initialized`."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 
 async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[str]:
     """Start the watched daemon, answer a first turn, read the state; the modules it logged."""
-    # No proxy from this machine's environment unless `env` sets one: with one, httpx is imported for it.
+    # No proxy from this machine's environment unless `env` sets one.
     server_env = {k: v for k, v in child_env(env).items() if not k.lower().endswith("_proxy") or k in env}
     config = ClientServerConfig(server_command=[sys.executable, "-c", _WATCHED, str(log)],
                                 client_factory=make_client, server_env=server_env)
@@ -51,7 +52,7 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[s
     return log.read_text().split() if log.exists() else []
 
 
-async def test_a_first_turn_imports_no_pydantic_nor_httpx(llm, tmp_path):
+async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, tmp_path):
     llm.script(Reply.text("hello"), Reply.text("hello"))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -61,8 +62,8 @@ async def test_a_first_turn_imports_no_pydantic_nor_httpx(llm, tmp_path):
     later = await _first_turn(tmp_path / "later.log", llm.env(), workspace)
     assert "ollie.agent.core" in first and "ollie.agent.core" in later
     assert [m for m in first + later if m.startswith("pydantic")] == []
-    # Nor httpx: the backend's HTTP client is ollie's own (backend/http_client.py); httpx is for proxies only.
-    assert [m for m in first + later if m.startswith("httpx")] == []
+    # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
+    assert "httpx" in later and "httpx._main" not in later
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
@@ -112,7 +113,7 @@ async def test_with_a_proxy_set_the_daemon_reaches_its_backend_through_the_proxy
         modules = await _first_turn(tmp_path / "proxied.log", env, workspace)
     assert b"POST http://llm.invalid:%d/v1/chat/completions HTTP/1.1" % upstream_port in seen
     assert all(line.split(b" ")[1].startswith(b"http://llm.invalid:%d/v1/" % upstream_port) for line in seen)
-    assert "httpx" in modules  # imported for the proxy: so the hook sees it when it loads
+    assert "httpx" in modules  # the backends' client: so the hook sees it when it loads
 
 
 def _fork_servers(daemon_pid: int) -> list[int]:

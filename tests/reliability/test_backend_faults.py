@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from faultproxy import ClosingProxy
 
 from ollie.agent.events import Event, Subscription
-from ollie.backend.http_client import Timeout
 from ollie.backend.openai import OpenAIBackend
 from ollie.testing import Reply
 
@@ -38,7 +38,7 @@ def short_timeout_backend(srv, read_s: float):
     """A backend factory: the real OpenAI backend on `srv`, with a short read timeout."""
     def factory(name, model):
         return OpenAIBackend(model=srv.model, api_key="sk-x", base_url=srv.url,
-                             timeout=Timeout(connect=5.0, read=read_s, write=5.0, pool=5.0))
+                             timeout=httpx.Timeout(connect=5.0, read=read_s, write=5.0, pool=5.0))
     return factory
 
 

@@ -7,13 +7,13 @@ import itertools
 import json
 from collections.abc import AsyncIterator
 
+import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ollie.backend.anthropic import AnthropicBackend
 from ollie.backend.errors import BackendError
 from ollie.backend.framing import NDJSONDecoder, SSEDecoder
-from ollie.backend.http_client import Client, Request, Response
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
 from ollie.backend.types import GenerationParams, Message
@@ -94,39 +94,21 @@ def chunks(body: bytes, cuts: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
-class _Body:
-    """A response body that yields its pieces, as a transport's reads would."""
+def run_backend(backend, body: bytes, cuts: list[int], content_type: str) -> None:
+    """Stream `body` (in the given chunks) through the backend's real parsing; only typed errors may come out.
 
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = pieces
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self._pieces:
+    httpx's MockTransport answers (no socket: the fuzzer runs thousands of cases), its body in those chunks.
+    """
+    async def pieces() -> AsyncIterator[bytes]:
+        for piece in chunks(body, cuts):
             yield piece
 
-    async def aclose(self) -> None:
-        pass
-
-
-class _Answering:
-    """A transport answering every request 200 with `pieces` (no socket: the fuzzer runs thousands of cases)."""
-
-    def __init__(self, pieces: list[bytes], content_type: str) -> None:
-        self._pieces = pieces
-        self._content_type = content_type
-
-    async def handle_async_request(self, request: Request) -> Response:
-        return Response(200, headers=[(b"content-type", self._content_type.encode())], stream=_Body(self._pieces))
-
-    async def aclose(self) -> None:
-        pass
-
-
-def run_backend(backend, body: bytes, cuts: list[int], content_type: str) -> None:
-    """Stream `body` (in the given chunks) through the backend's real parsing; only typed errors may come out."""
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": content_type}, content=pieces())
 
     async def consume() -> None:
-        backend._client = Client(base_url=backend.base_url, transport=_Answering(chunks(body, cuts), content_type))
+        await backend.aclose()
+        backend._client = httpx.AsyncClient(base_url=backend.base_url, transport=httpx.MockTransport(answer))
         try:
             async for _ in backend.stream([Message("user", "hi")], [], GenerationParams()):
                 pass

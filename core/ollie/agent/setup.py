@@ -93,8 +93,8 @@ class Setup:
             runtime.deferred_prompt.start()
         try:
             if prompt_now:
-                # The HTTP client's import (ssl, httptools) in a thread: the loop sends the commands' spawns meanwhile.
-                await asyncio.to_thread(importlib.import_module, "ollie.backend.pool")
+                # The HTTP client's import (httpx, ssl) in a thread: the loop sends the commands' spawns meanwhile.
+                await asyncio.to_thread(importlib.import_module, "ollie.backend.stream")
             runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:
             # Not fatal: the first turn says what to set.

@@ -16,8 +16,9 @@ from ollie.backend.errors import (
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
-# httpx (imported only for a proxy from the environment: proxy.py) imports its command-line client (click, rich,
-# pygments: ~35 ms, ~6 MiB) unless that import fails; the engine never runs it.
+# httpx imports its command-line client (click, rich, pygments: ~35 ms, ~6 MiB, where a dev tool installed them)
+# unless that import fails, which httpx expects (its `main` then says to install httpx[cli]); the engine never
+# runs it. This blocks the import; it calls nothing of httpx's.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 __all__ = [

@@ -7,8 +7,11 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
+import httpx
+
 from ollie.backend.framing import SSEEvent
-from ollie.backend.http_client import Timeout
+from ollie.backend.reply import ReplyLimits
+from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
@@ -27,17 +30,19 @@ class AnthropicBackend(HTTPBackend):
         model: str,
         api_key: str,
         base_url: str = "https://api.anthropic.com",
-        name: str = "anthropic",
+        name: str = "",
+        spec: BackendSpec = SPECS["anthropic"],
         default_max_tokens: int = 8192,
         prompt_caching: bool = True,
-        timeout: float | Timeout | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
         base = base_url.rstrip("/")
         base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
         # Every current Claude model has a 200k window, and the API does not say: the default is the answer.
-        super().__init__(name=name, model=model, base_url=base, headers=headers, timeout=timeout,
-                         default_context_length=CONTEXT_LENGTH)
+        super().__init__(spec=spec, name=name, model=model, base_url=base, headers=headers, timeout=timeout,
+                         limits=limits, default_context_length=CONTEXT_LENGTH)
         self.default_max_tokens = default_max_tokens
         self.prompt_caching = prompt_caching
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+
+if TYPE_CHECKING:
+    from ollie.backend.settings import BackendSpec
 
 
 @runtime_checkable
@@ -17,7 +20,8 @@ class Backend(Protocol):
     StreamDropError when the stream ends without the vendor's terminator.
     """
 
-    name: str
+    name: str  # whoever serves it: the spec's name, or for an OpenAI-compatible URL its provider (groq, local...)
+    spec: BackendSpec  # how it is configured (its variables, its wire format)
 
     @property
     def model(self) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendError, BackendUnreachableError
-from ollie.backend.settings import KEY_VARS, missing_model_hint
+from ollie.backend.settings import missing_model_hint
 
 # A health check must answer fast: it runs when a client opens its chat.
 CHECK_TIMEOUT_S = 3.0
@@ -50,7 +50,7 @@ def unbuilt(backend: str, error: str) -> BackendHealth:
 
 async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -> BackendHealth:
     """Ask the backend for its models: reachable, model present, key accepted."""
-    key_set = True if backend.name in KEY_VARS else None
+    key_set = True if backend.spec.key_var else None
     health = BackendHealth(ok=False, backend=backend.name, model=backend.model, key_set=key_set)
     try:
         names = await asyncio.wait_for(backend.list_models(), timeout)
@@ -65,7 +65,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
         health.reachable = True
         health.error = str(exc)
         if exc.status in (401, 403):
-            health.hint = f"the API key was refused: check {KEY_VARS.get(backend.name, 'the key')}"
+            health.hint = f"the API key was refused: check {backend.spec.key_var or 'the key'}"
         elif exc.status == 404:
             # An endpoint without a model list (many OpenAI-compatible servers): usable, just not listable.
             health.ok, health.error = True, ""
@@ -74,7 +74,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     health.model_present = model_listed(backend.model, names) if names else None
     if health.model_present is False:
         health.error = f"{backend.name} has no model {backend.model!r}"
-        health.hint = missing_model_hint(backend.name, backend.model)
+        health.hint = missing_model_hint(backend.spec, backend.model)
         return health
     health.ok = True
     return health

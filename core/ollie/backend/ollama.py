@@ -7,8 +7,11 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from ollie.backend.http_client import Timeout
+import httpx
+
 from ollie.backend.openai import function_tools
+from ollie.backend.reply import ReplyLimits
+from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
@@ -33,12 +36,17 @@ class OllamaBackend(HTTPBackend):
         *,
         model: str,
         base_url: str = "http://localhost:11434",
-        name: str = "ollama",
+        api_key: str = "",
+        name: str = "",
+        spec: BackendSpec = SPECS["ollama"],
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | Timeout | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
-        super().__init__(name=name, model=model, base_url=base_url, timeout=timeout,
-                         default_context_length=default_context_length)
+        # A key only for an Ollama behind a proxy that asks for one (the spec names no variable for it).
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
+                         limits=limits, default_context_length=default_context_length)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""

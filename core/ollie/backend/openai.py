@@ -7,13 +7,18 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
+import httpx
+
 from ollie.backend.framing import SSEEvent
-from ollie.backend.http_client import Timeout
+from ollie.backend.reply import ReplyLimits
+from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 # Parameters only OpenRouter understands; a strict OpenAI endpoint rejects them.
 _OPENROUTER_ONLY = ("top_k", "min_p", "top_a", "repetition_penalty")
+# OpenRouter shows these on its leaderboards and in its logs.
+_OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/ollie-agent/ollie", "X-Title": "ollie"}
 
 
 class OpenAIBackend(HTTPBackend):
@@ -25,17 +30,22 @@ class OpenAIBackend(HTTPBackend):
         model: str,
         base_url: str = "https://api.openai.com/v1",
         api_key: str = "",
-        name: str = "openai",
+        name: str = "",
+        spec: BackendSpec = SPECS["openai"],
         extra_headers: Mapping[str, str] | None = None,
         openrouter: bool | None = None,
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | Timeout | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
+        if openrouter is None:
+            openrouter = "openrouter" in (name, spec.name) or "openrouter.ai" in base_url
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers.update(_OPENROUTER_HEADERS if openrouter else {})
         headers.update(extra_headers or {})
-        super().__init__(name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
-                         default_context_length=default_context_length)
-        self.openrouter = name == "openrouter" or "openrouter.ai" in base_url if openrouter is None else openrouter
+        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
+                         limits=limits, default_context_length=default_context_length)
+        self.openrouter = openrouter
         self._models: list[dict[str, Any]] | None = None
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:

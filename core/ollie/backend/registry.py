@@ -1,4 +1,4 @@
-"""Pick and build a backend from OLLIE_BACKEND and the variables of PROTOCOL.md."""
+"""Pick and build a backend from OLLIE_BACKEND and the variables of PROTOCOL.md (the table: settings.SPECS)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.settings import BACKENDS, DEFAULT_MODELS, DEFAULT_URLS, KEY_VARS, URL_VARS, checked_url
+from ollie.backend.settings import SPECS, BackendSpec, checked_url, provider_name, spec_for
 
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
-__all__ = ["BACKENDS", "DEFAULT_MODELS", "DEFAULT_URLS", "KEY_VARS", "URL_VARS", "environment", "make_backend"]
-
-# OpenRouter shows these on its leaderboards and in its logs.
-_OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/ollie-agent/ollie", "X-Title": "ollie"}
+__all__ = ["SPECS", "BackendSpec", "chosen_spec", "environment", "make_backend"]
 
 
 def environment() -> dict[str, str]:
@@ -29,6 +26,11 @@ def environment() -> dict[str, str]:
     return {**file_values, **os.environ}
 
 
+def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
+    """The spec of backend `name`, else OLLIE_BACKEND's, else ollama's (BackendConfigError for an unknown one)."""
+    return spec_for(name or env.get("OLLIE_BACKEND") or "ollama")
+
+
 def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:
     """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
 
@@ -37,30 +39,11 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
     saying what to set.
     """
     env = environment() if environ is None else environ
-    chosen = (name or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
-    if chosen not in BACKENDS:
-        raise BackendConfigError(f"unknown backend {chosen!r}: set OLLIE_BACKEND to one of {', '.join(BACKENDS)}")
-    model_name = model or env.get("OLLIE_MODEL") or DEFAULT_MODELS[chosen]
-    url = checked_url(env.get(URL_VARS[chosen]) or DEFAULT_URLS[chosen], URL_VARS[chosen])
-    # Only the chosen backend's module (and the HTTP client) is imported: the others cost start-up for nothing.
-    if chosen == "ollama":
-        from ollie.backend.ollama import OllamaBackend
-
-        return OllamaBackend(model=model_name, base_url=url)
-    key = env.get(KEY_VARS[chosen])
-    if not key:
-        raise BackendConfigError(f"the {chosen} backend needs an API key: set {KEY_VARS[chosen]}")
-    if chosen == "anthropic":
-        from ollie.backend.anthropic import AnthropicBackend
-
-        return AnthropicBackend(model=model_name, api_key=key, base_url=url)
-    from ollie.backend.openai import OpenAIBackend
-
-    return OpenAIBackend(
-        model=model_name,
-        api_key=key,
-        name=chosen,
-        base_url=url,
-        extra_headers=_OPENROUTER_HEADERS if chosen == "openrouter" else None,
-        openrouter=True if chosen == "openrouter" else None,
-    )
+    spec = chosen_spec(name, env)
+    url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
+    key = env.get(spec.key_var, "") if spec.key_var else ""
+    if spec.key_var and not key:
+        raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
+    # Only the chosen backend's module is imported: the others cost start-up for nothing.
+    return spec.backend_class()(spec=spec, name=provider_name(spec, url), model=model or env.get("OLLIE_MODEL")
+                                or spec.default_model, base_url=url, api_key=key)

@@ -1,55 +1,125 @@
-"""The backends' names, default models and URLs, and the variables that configure them."""
+"""The backends, one spec each in one table: name, wire format, default model and URL, the variables that set them."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from ollie.backend.errors import BackendConfigError
 
-BACKENDS = ("ollama", "openai", "openrouter", "anthropic")
+if TYPE_CHECKING:
+    from ollie.backend.base import Backend
 
-DEFAULT_MODELS = {
-    "ollama": "qwen3",
-    "openai": "gpt-4.1",
-    "openrouter": "anthropic/claude-sonnet-4.5",
-    "anthropic": "claude-sonnet-4-5",
+Wire = Literal["openai", "anthropic", "ollama"]
+
+# The class that speaks each wire format, imported only when a backend of that format is built.
+_CLASSES: dict[Wire, tuple[str, str]] = {
+    "openai": ("ollie.backend.openai", "OpenAIBackend"),
+    "anthropic": ("ollie.backend.anthropic", "AnthropicBackend"),
+    "ollama": ("ollie.backend.ollama", "OllamaBackend"),
 }
 
-DEFAULT_URLS = {
-    "ollama": "http://localhost:11434",
-    "openai": "https://api.openai.com/v1",
-    "openrouter": "https://openrouter.ai/api/v1",
-    "anthropic": "https://api.anthropic.com",
-}
 
-URL_VARS = {"ollama": "OLLIE_OLLAMA_URL", "openai": "OLLIE_OPENAI_URL", "openrouter": "OLLIE_OPENAI_URL",
-            "anthropic": "OLLIE_ANTHROPIC_URL"}
-KEY_VARS = {"openai": "OLLIE_OPENAI_KEY", "openrouter": "OLLIE_OPENAI_KEY", "anthropic": "OLLIE_ANTHROPIC_KEY"}
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend `OLLIE_BACKEND` can name: how it is reached and configured."""
+
+    name: str
+    wire: Wire
+    default_model: str
+    url_var: str
+    default_url: str
+    key_var: str = ""  # "": the backend needs no key
+    # An OpenAI-compatible endpoint is named after whoever serves it (groq, together, local...): see provider_name.
+    named_by_host: bool = False
+
+    def backend_class(self) -> Callable[..., Backend]:
+        """The class that speaks this backend's wire format (keywords: spec, name, model, base_url, api_key)."""
+        module, name = _CLASSES[self.wire]
+        return getattr(importlib.import_module(module), name)
+
+
+SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (
+    BackendSpec("ollama", "ollama", "qwen3", "OLLIE_OLLAMA_URL", "http://localhost:11434"),
+    BackendSpec("openai", "openai", "gpt-4.1", "OLLIE_OPENAI_URL", "https://api.openai.com/v1", "OLLIE_OPENAI_KEY",
+                named_by_host=True),
+    BackendSpec("openrouter", "openai", "anthropic/claude-sonnet-4.5", "OLLIE_OPENAI_URL",
+                "https://openrouter.ai/api/v1", "OLLIE_OPENAI_KEY"),
+    BackendSpec("anthropic", "anthropic", "claude-sonnet-4-5", "OLLIE_ANTHROPIC_URL", "https://api.anthropic.com",
+                "OLLIE_ANTHROPIC_KEY"),
+)}
+
+
+def spec_for(name: str) -> BackendSpec:
+    """The spec of backend `name`; BackendConfigError listing the valid names when there is none."""
+    spec = SPECS.get(name.strip().lower())
+    if spec is None:
+        raise BackendConfigError(f"unknown backend {name!r}: set OLLIE_BACKEND to one of {', '.join(SPECS)}")
+    return spec
 
 
 def checked_url(url: str, variable: str) -> str:
     """`url` when it is an http(s) URL with a host; else BackendConfigError naming `variable`."""
     parts = urlsplit(url.strip())
-    if parts.scheme in ("http", "https") and parts.hostname:
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or over 65535
+        port_ok = False
+    if parts.scheme in ("http", "https") and parts.hostname and port_ok:
         return url.strip()
+    if not port_ok:
+        raise BackendConfigError(f"{variable}={url!r} has no valid port: a number from 1 to 65535")
     example = f"http://{url.strip()}" if url.strip() and "://" not in url else "http://localhost:11434"
     raise BackendConfigError(
         f"{variable}={url!r} is not an http(s) URL: write it with its scheme and host, e.g. {example}"
     )
 
 
-def unreachable_hint(backend: str, url: str, model: str) -> str:
-    """What to do when `backend` at `url` cannot be reached (connection refused, unknown host, bad URL)."""
-    if backend == "ollama":
+# A registrable domain's label that is not the provider's name.
+_PROVIDER_ALIASES = {"googleapis": "google", "x": "xai"}
+_LOCAL_SUFFIXES = (".localhost", ".local", ".lan", ".internal", ".home.arpa")
+
+
+def provider_name(spec: BackendSpec, url: str) -> str:
+    """The name state and usage show: the spec's, or for an OpenAI-compatible URL whoever serves it.
+
+    `https://api.groq.com/openai/v1` is groq, `https://api.together.xyz/v1` together,
+    a server on this machine or the local network (`http://localhost:8080/v1`) local.
+    """
+    if not spec.named_by_host:
+        return spec.name
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if ":" in host or host.replace(".", "").isdigit():
+        import ipaddress  # only for an address: a name never needs it
+
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return spec.name
+        return spec.name if address.is_global else "local"  # loopback, private, link-local: this machine or its network
+    if "." not in host or host.endswith(_LOCAL_SUFFIXES):
+        return "local"  # localhost, a bare machine name, a name on the local network
+    labels = host.split(".")
+    # api.example.co.uk: the label before a country code's second level.
+    second_level = len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in ("co", "com", "org", "net", "ac")
+    name = labels[-3] if second_level else labels[-2]
+    return _PROVIDER_ALIASES.get(name, name)
+
+
+def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
+    """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL)."""
+    if spec.wire == "ollama":
         return (f"start Ollama (`ollama serve`) and pull the model (`ollama pull {model}`); "
-                f"or set {URL_VARS['ollama']} to where Ollama runs; or use a hosted API: "
+                f"or set {spec.url_var} to where Ollama runs; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
-    variable = URL_VARS.get(backend, "the backend's URL variable")
-    return f"check the network, or set {variable} to the API's URL (now {url})"
+    return f"check the network, or set {spec.url_var} to the API's URL (now {url})"
 
 
-def missing_model_hint(backend: str, model: str) -> str:
-    """What to do when the backend does not have `model`."""
-    if backend == "ollama":
+def missing_model_hint(spec: BackendSpec, model: str) -> str:
+    """What to do when a backend of `spec` does not have `model`."""
+    if spec.wire == "ollama":
         return f"pull it (`ollama pull {model}`), or set OLLIE_MODEL to a model `ollama list` shows"
     return "set OLLIE_MODEL (or `/model NAME`) to a model the backend offers (`/model` lists them)"

@@ -1,14 +1,22 @@
-"""The one streaming path every backend shares: request, status classification, incremental framing."""
+"""The one streaming path every backend shares: request (httpx), status classification, incremental framing."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import json
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+import os
+import ssl
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
 
 from ollie.backend.classify import classify_error, status_of_error_object
 from ollie.backend.errors import (
+    BackendConfigError,
     BackendError,
     BackendUnreachableError,
     RateLimitError,
@@ -16,30 +24,36 @@ from ollie.backend.errors import (
     TransientError,
 )
 from ollie.backend.framing import NDJSONDecoder, SSEDecoder
-from ollie.backend.http_client import (
-    Client,
-    ConnectError,
-    InvalidURL,
-    RequestError,
-    Response,
-    Timeout,
-    UnsupportedProtocol,
-)
-from ollie.backend.pool import PooledClient
 from ollie.backend.readahead import read_ahead
+from ollie.backend.reply import (
+    ACCEPT_ENCODING,
+    MAX_ERROR_BODY,
+    MAX_JSON_BODY,
+    ReplyLimits,
+    ReplyTooLarge,
+    body_pieces,
+    read_capped,
+    size_text,
+)
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+
+if TYPE_CHECKING:
+    from ollie.backend.settings import BackendSpec
 
 Framing = Literal["sse", "ndjson"]
 
-DEFAULT_TIMEOUT = Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
+DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
+DEFAULT_LIMITS = ReplyLimits()
 
 # A model whose window the endpoint does not report is assumed to have this many tokens (the
 # reference engine's figure), so auto-compaction still works.
 DEFAULT_CONTEXT_LENGTH = 128_000
 
-# Failures that mean the configuration is wrong (connection refused, unknown host, no http(s)
-# scheme), not that the network hiccuped: retrying cannot help. A connect *timeout* stays transient.
-_UNREACHABLE = (ConnectError, UnsupportedProtocol, InvalidURL)
+# Failures that mean the configuration is wrong (connection refused, unknown host, a certificate that does not
+# verify, no http(s) scheme), not that the network hiccuped: retrying cannot help. A connect *timeout* stays
+# transient.
+_UNREACHABLE = (httpx.ConnectError, httpx.UnsupportedProtocol)
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
 def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendError:
@@ -49,28 +63,29 @@ def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendEr
     return TransientError(f"{backend}: request failed: {exc!r}")
 
 
+@functools.cache
+def tls_context(verifying: bool = True) -> ssl.SSLContext:
+    """The process's TLS context: the CA bundle parsed once (~20 ms, ~0.9 MiB), not once per backend.
+
+    httpx's own default (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi). `verifying=False` is for a
+    plain-http backend with no proxy set, which never makes a TLS connection (no redirect is followed):
+    it skips loading the bundle, and would still verify (with nothing trusted) if ever used.
+    """
+    return httpx.create_ssl_context() if verifying else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def http_client(base_url: str, headers: Mapping[str, str], timeout: httpx.Timeout | float) -> httpx.AsyncClient:
+    """A backend's httpx client: its base URL and headers, redirects not followed, proxies from the environment."""
+    proxied = any(value and name.lower() in _PROXY_VARIABLES for name, value in os.environ.items())
+    return httpx.AsyncClient(base_url=base_url, headers={"Accept-Encoding": ACCEPT_ENCODING, **headers},
+                             timeout=timeout, follow_redirects=False,
+                             verify=tls_context(proxied or not base_url.startswith("http://")))
+
+
 _SKIP = object()  # a frame `stream_frames`' transform drops
 
-# An error answer is read for its message only, a JSON answer (a model list) whole: a hostile or broken
-# server's endless or huge body stops there, not at the daemon's memory.
-MAX_ERROR_BODY = 1 << 20
-MAX_JSON_BODY = 32 << 20
 
-
-async def read_capped(response: Response, limit: int) -> tuple[bytes, bool]:
-    """The body (decoded) up to `limit` bytes, and whether it was cut there (the rest is never read)."""
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            parts[-1] = chunk[:len(chunk) - (size - limit)]  # cut before joining: the cap's size held once, not twice
-            return b"".join(parts), True
-    return b"".join(parts), False
-
-
-async def failed_status(response: Response, *, backend: str) -> BackendError | None:
+async def failed_status(response: httpx.Response, *, backend: str) -> BackendError | None:
     """The typed error for an answer that is no success (a redirect, a 4xx/5xx), else None."""
     status = response.status_code
     if 300 <= status < 400:
@@ -88,62 +103,108 @@ def _same(frame: Any) -> Any:
     return frame
 
 
+def _never(frame: object) -> bool:
+    return False
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request, *, head_s: float, backend: str) -> httpx.Response:
+    """Send `request`; its response with the body still to stream, once its head is in within `head_s`."""
+    try:
+        async with asyncio.timeout(head_s):
+            return await client.send(request, stream=True)
+    except TimeoutError:
+        raise TransientError(f"{backend}: no response head within {head_s:g} s") from None
+
+
+# After its terminator a reply's body ends at once (the chunked body's last chunk): read so far, httpx puts the
+# connection back for the next request (a TLS handshake saved per step). A server that lingers or keeps
+# sending costs at most this, and its connection.
+_END_WAIT_S = 1.0
+_END_BYTES = 64 * 1024
+
+
+async def _read_to_the_end(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the terminator, if it ends soon and small: its connection is then reused."""
+    left = _END_BYTES
+    with contextlib.suppress(httpx.HTTPError, ReplyTooLarge, TimeoutError):
+        async with asyncio.timeout(_END_WAIT_S):
+            async for piece in chunks:
+                left -= len(piece)
+                if left < 0:
+                    return
+
+
 async def stream_frames(
-    client: Client,
+    client: httpx.AsyncClient,
     url: str,
     *,
     body: dict[str, Any],
     framing: Framing,
     is_terminator: Callable[[Any], bool],
     backend: str,
-    headers: Mapping[str, str] | None = None,
+    limits: ReplyLimits = DEFAULT_LIMITS,
     hint: str = "",
+    keepalive: Callable[[Any], bool] = _never,
     transform: Callable[[Any], Any] = _same,
 ) -> AsyncGenerator[FrameBatch, None]:
     """POST `body` and yield, the moment their bytes arrive, the SSE events / NDJSON objects of each network read.
 
     One `FrameBatch` per network read, not one step per frame: under a flood a
-    read brings hundreds of frames, and every async generator hop per frame
-    is paid 20,000 times for a stream of 20,000 deltas; a frame that arrives
-    alone is a batch of its own, handed on at once. Iterating a batch runs
-    each frame through `transform` (`_SKIP` drops it; what it raises, the
-    consumer's loop raises, after the frames before it). The consumer
-    iterates each batch before asking for the next.
+    read brings hundreds of frames; a frame that arrives alone is a batch of
+    its own, handed on at once. Iterating a batch runs each frame through
+    `transform` (`_SKIP` drops it; what it raises, the consumer's loop raises,
+    after the frames before it). The consumer iterates each batch before
+    asking for the next.
+    `limits` bound the reply: its head's deadline, the time between two frames
+    that are not `keepalive` (SSE comments are no frames at all), its size.
     Raises the typed error for a failed status, BackendUnreachableError (with
     `hint`) when the server cannot be reached, TransientError when the request
-    fails otherwise before a reply, and StreamDropError when the body ends (or breaks) before
-    the frame for which `is_terminator` is true. That frame is yielded last.
+    fails otherwise before a reply, and StreamDropError when the body ends
+    (breaks, or idles) before the frame for which `is_terminator` is true. That
+    frame is yielded last.
     """
+    request = client.build_request("POST", url, json=body)
     try:
-        async with client.stream("POST", url, json=body, headers=headers) as response:
-            if response.status_code >= 300 and (failure := await failed_status(response, backend=backend)):
-                raise failure
-            decoder: SSEDecoder | NDJSONDecoder = SSEDecoder() if framing == "sse" else NDJSONDecoder()
-            # An uncompressed body (the usual SSE stream) is read raw: aiter_bytes' decoder and re-chunker
-            # cost a call each per chunk, and every event is a chunk of its own.
-            encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
-            chunks = response.aiter_bytes() if encoded else response.aiter_raw()
-            try:
-                async for chunk in chunks:
-                    frames = decoder.feed(chunk)
-                    if frames:
-                        batch = FrameBatch(frames, transform, is_terminator)
-                        yield batch
-                        if batch.ended:
-                            return
-                frames = decoder.finish()
-                if frames:
-                    batch = FrameBatch(frames, transform, is_terminator)
-                    yield batch
-                    if batch.ended:
-                        return
-            except RequestError as exc:
-                raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
-            except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
-                raise TransientError(f"{backend}: malformed stream: {exc}") from exc
-            raise StreamDropError(f"{backend}: stream ended without its terminator")
-    except (RequestError, InvalidURL) as exc:
+        response = await _send(client, request, head_s=limits.head_s, backend=backend)
+    except httpx.RequestError as exc:
         raise request_failed(exc, backend=backend, hint=hint) from exc
+    try:
+        if response.status_code >= 300:
+            try:
+                failure = await failed_status(response, backend=backend)
+            except httpx.RequestError as exc:  # the error answer broke off, or does not decode
+                raise request_failed(exc, backend=backend, hint=hint) from exc
+            if failure is not None:
+                raise failure
+        decoder: SSEDecoder | NDJSONDecoder = SSEDecoder() if framing == "sse" else NDJSONDecoder()
+        chunks = body_pieces(response, limits.reply_bytes)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limits.idle_s
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    chunk = await anext(chunks, None)
+            except TimeoutError:
+                raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s") from None
+            frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
+            if frames:
+                if not all(map(keepalive, frames)):
+                    deadline = loop.time() + limits.idle_s
+                batch = FrameBatch(frames, transform, is_terminator)
+                yield batch
+                if batch.ended:
+                    await _read_to_the_end(chunks)
+                    return
+            if chunk is None:
+                raise StreamDropError(f"{backend}: stream ended without its terminator")
+    except httpx.RequestError as exc:
+        raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
+    except ReplyTooLarge as exc:
+        raise BackendError(f"{backend}: the reply went {exc}: refused") from exc
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode
+        raise TransientError(f"{backend}: malformed stream: {exc}") from exc
+    finally:
+        await response.aclose()
 
 
 # The JSON scanner itself: one C call per frame, where json.loads adds three Python frames and two regex
@@ -200,10 +261,6 @@ def raise_for_error_object(obj: object, *, backend: str) -> None:
         raise classify_error(status_of_error_object(obj), obj, backend=backend)
 
 
-def _never(frame: object) -> bool:
-    return False
-
-
 class HTTPBackend:
     """What the three backends share: the HTTP client, the model, the stream, the cached context length.
 
@@ -216,21 +273,32 @@ class HTTPBackend:
     def __init__(
         self,
         *,
-        name: str,
+        spec: BackendSpec,
         model: str,
         base_url: str,
         default_context_length: int,
+        name: str = "",
         headers: Mapping[str, str] | None = None,
-        timeout: float | Timeout | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
-        self.name = name
+        self.spec = spec
+        self.name = name or spec.name  # the provider state and usage show (settings.provider_name)
         self._model = model
         self.base_url = base_url.rstrip("/")
         self.default_context_length = default_context_length
-        # Every backend on this loop sends through one connection pool (one TLS context): see pool.py.
-        self._pooled = PooledClient(base_url=self.base_url, headers=dict(headers or {}),
-                                    timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
-        self._client = self._pooled.client
+        self.limits = limits or DEFAULT_LIMITS
+        from ollie.backend.settings import checked_url
+
+        checked_url(self.base_url, spec.url_var)  # the scheme, a host, a port httpx could not refuse before connecting
+        try:
+            self._client = http_client(self.base_url, dict(headers or {}),
+                                       DEFAULT_TIMEOUT if timeout is None else timeout)
+        except httpx.InvalidURL as exc:  # a host IDNA refuses
+            raise BackendConfigError(f"{spec.url_var}={base_url!r} is not a valid URL: {exc}") from None
+        except UnicodeEncodeError:  # httpx sends header values as ASCII: a pasted curly quote, a stray character
+            raise BackendConfigError(f"a request header ({spec.key_var or 'its API key'}) holds a character that is "
+                                     "not ASCII: set it again") from None
         self._context_lengths: dict[str, int] = {}
 
     @property
@@ -243,8 +311,8 @@ class HTTPBackend:
         self._model = model
 
     async def aclose(self) -> None:
-        """Release the HTTP client (the shared pool closes with its last backend)."""
-        await self._pooled.aclose()
+        """Release the HTTP client and its connections."""
+        await self._client.aclose()
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The vendor's JSON body for one streamed request."""
@@ -272,7 +340,7 @@ class HTTPBackend:
                 # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have.
                 from ollie.backend.settings import missing_model_hint
 
-                raise BackendError(f"{exc}: {missing_model_hint(self.name, self.model)}", status=exc.status,
+                raise BackendError(f"{exc}: {missing_model_hint(self.spec, self.model)}", status=exc.status,
                                    body=exc.body) from exc
             raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
@@ -282,7 +350,7 @@ class HTTPBackend:
         """What to do when this backend's server cannot be reached."""
         from ollie.backend.settings import unreachable_hint
 
-        return unreachable_hint(self.name, self.base_url, self.model)
+        return unreachable_hint(self.spec, self.base_url, self.model)
 
     async def context_length(self) -> int:
         """The model's context window: the server's figure, looked up once per model, else the default.
@@ -330,19 +398,25 @@ class HTTPBackend:
             return obj
 
         return stream_frames(self._client, path, body=body, framing=framing, is_terminator=is_terminator,
-                             backend=name, hint=self.unreachable_hint(), transform=decode)
+                             backend=name, limits=self.limits, hint=self.unreachable_hint(), keepalive=skip,
+                             transform=decode)
 
     async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """A plain (non-streaming) JSON request with the same error classification."""
+        """A plain (non-streaming) JSON request with the same error classification and bounds."""
+        request = self._client.build_request(method, path, json=body)
         try:
-            async with self._client.stream(method, path, json=body) as response:
+            response = await _send(self._client, request, head_s=self.limits.head_s, backend=self.name)
+            try:
                 if response.status_code >= 300 and (failure := await failed_status(response, backend=self.name)):
                     raise failure
                 raw, cut = await read_capped(response, MAX_JSON_BODY)
-        except (RequestError, InvalidURL) as exc:
+            finally:
+                await response.aclose()
+        except httpx.RequestError as exc:
             raise request_failed(exc, backend=self.name, hint=self.unreachable_hint()) from exc
         if cut:
-            raise BackendError(f"{self.name}: {path} answered over {MAX_JSON_BODY >> 20} MiB", status=response.status_code)
+            raise BackendError(f"{self.name}: {path} answered over {size_text(MAX_JSON_BODY)}",
+                               status=response.status_code)
         try:
             return json.loads(raw)
         except (ValueError, RecursionError) as exc:

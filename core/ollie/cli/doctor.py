@@ -13,7 +13,7 @@ from pathlib import Path
 from ollie import paths
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
-from ollie.backend.registry import KEY_VARS, environment, make_backend
+from ollie.backend.registry import chosen_spec, environment, make_backend
 from ollie.errors import OllieError
 
 INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
@@ -37,15 +37,19 @@ class Check:
 
 async def check_backend_setup(env: Mapping[str, str], backend: str | None, model: str | None) -> list[Check]:
     """The backend: its key, that it can be built, that it answers, that it has the model."""
-    name = (backend or env.get("OLLIE_BACKEND") or "ollama").strip().lower()
-    key_var = KEY_VARS.get(name)
     checks = []
+    try:
+        spec = chosen_spec(backend, env)
+    except BackendConfigError as exc:
+        checks.append(Check("backend", False, f"cannot be set up: {exc}", "fix the variable it names"))
+        return checks
+    key_var = spec.key_var
     if key_var:
         have = bool(env.get(key_var))
         checks.append(Check("key", have, f"{key_var} is {'set' if have else 'not set'}",
                             "" if have else f"set {key_var} (in the environment or {paths.config_dir() / 'env'})"))
     else:
-        checks.append(Check("key", True, f"the {name} backend needs none"))
+        checks.append(Check("key", True, f"the {spec.name} backend needs none"))
     try:
         built = make_backend(backend, model, environ=env)
     except BackendConfigError as exc:

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ollie.backend.registry import KEY_VARS, URL_VARS
+from ollie.backend.settings import SPECS
 from ollie.testing.reply import Reply, as_reply
 from ollie.testing.wire import (
     FORMATS,
@@ -89,10 +89,11 @@ class ScriptedLLMServer:
         A scripted model runs unattended, so its steps run without approval questions unless `approval`
         says otherwise (`"ask"` to test them; `""` for the agent's own default).
         """
-        env = {"OLLIE_BACKEND": backend or self.fmt, "OLLIE_MODEL": self.model, URL_VARS[self.fmt]: self.url,
+        spec = SPECS[self.fmt]
+        env = {"OLLIE_BACKEND": backend or self.fmt, "OLLIE_MODEL": self.model, spec.url_var: self.url,
                "OLLIE_APPROVAL": approval}
-        if self.fmt in KEY_VARS:
-            env[KEY_VARS[self.fmt]] = DUMMY_KEYS[self.fmt]
+        if spec.key_var:
+            env[spec.key_var] = DUMMY_KEYS[self.fmt]
         return env
 
     def script(self, *replies: Reply | dict[str, Any] | str) -> ScriptedLLMServer:
