@@ -18,13 +18,14 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic and httpx module it loads, and the engine as a witness.
+# process (not the tool processes it forks), every pydantic, httpx and click module it loads, and the engine as a
+# witness.
 _WATCHED = """
 import os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
 def hook(event, args):
-    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "ollie"):
-        if args[0].partition(".")[0] in ("pydantic", "httpx") or args[0] == "ollie.agent.core":
+    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
+        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] == "ollie.agent.core":
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
@@ -63,7 +64,7 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert "ollie.agent.core" in first and "ollie.agent.core" in later
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
-    assert "httpx" in later and "httpx._main" not in later
+    assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:

@@ -16,7 +16,7 @@ async def test_list_models_gives_the_backends_models_and_the_current_one(start_d
     llm = scripted_llm("openai", models={"scripted-model": 8192, "other-model": 4096})
     daemon = await start_daemon(env={**llm.env(), "OLLIE_MODEL": "other-model"})
     result = await daemon.request("ollie/listModels", {})
-    assert result == {"backend": "openai", "current": "other-model", "models": ["scripted-model", "other-model"],
+    assert result == {"backend": "local", "current": "other-model", "models": ["scripted-model", "other-model"],
                       "error": ""}
 
 

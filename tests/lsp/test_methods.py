@@ -22,7 +22,7 @@ async def test_state_context_and_configuration_methods(start_daemon, llm, tmp_pa
     daemon = await start_daemon(env=llm.env())
     state = await daemon.request("ollie/state", {})
     assert state["state"] == "idle" and state["running"] is False
-    assert state["agent"] == "default" and state["backend"] == "openai" and state["model"] == llm.model
+    assert state["agent"] == "default" and state["backend"] == "local" and state["model"] == llm.model
     assert state["cwd"] == str(daemon.workspace.resolve())
     assert state["queued"] == 0 and state["toolCalls"] == 0
     assert {"tokens", "limit"} <= set(state["contextSize"])
