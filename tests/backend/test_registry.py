@@ -10,7 +10,7 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
-from ollie.backend.registry import SPECS, make_backend
+from ollie.backend.registry import SPECS, backend_class, make_backend
 from ollie.backend.settings import provider_name
 
 
@@ -121,4 +121,4 @@ def test_every_spec_is_complete_and_names_its_own_variables():
         assert spec.name == name and spec.default_model and spec.default_url.startswith(("http://", "https://"))
         assert spec.url_var.startswith("OLLIE_") and spec.url_var.endswith("_URL")
         assert spec.key_var == "" or (spec.key_var.startswith("OLLIE_") and spec.key_var.endswith("_KEY"))
-        assert spec.backend_class().__name__.lower().startswith(spec.wire)
+        assert backend_class(spec).__name__.lower().startswith(spec.wire)

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.settings import SPECS, BackendSpec, checked_url, provider_name, spec_for
+from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, provider_name, spec_for
 
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
-__all__ = ["SPECS", "BackendSpec", "chosen_spec", "environment", "make_backend"]
+__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "environment", "make_backend"]
+
+# The class that speaks each wire format, imported only when a backend of that format is built.
+_CLASSES: dict[Wire, tuple[str, str]] = {
+    "openai": ("ollie.backend.openai", "OpenAIBackend"),
+    "anthropic": ("ollie.backend.anthropic", "AnthropicBackend"),
+    "ollama": ("ollie.backend.ollama", "OllamaBackend"),
+}
+
+
+def backend_class(spec: BackendSpec) -> Callable[..., Backend]:
+    """The class that speaks `spec`'s wire format (keywords: spec, name, model, base_url, api_key)."""
+    module, name = _CLASSES[spec.wire]
+    return getattr(importlib.import_module(module), name)
 
 
 def environment() -> dict[str, str]:
@@ -45,5 +59,5 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
     if spec.key_var and not key:
         raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
     # Only the chosen backend's module is imported: the others cost start-up for nothing.
-    return spec.backend_class()(spec=spec, name=provider_name(spec, url), model=model or env.get("OLLIE_MODEL")
+    return backend_class(spec)(spec=spec, name=provider_name(spec, url), model=model or env.get("OLLIE_MODEL")
                                 or spec.default_model, base_url=url, api_key=key)

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ollie.backend.errors import BackendConfigError
 
-if TYPE_CHECKING:
-    from ollie.backend.base import Backend
-
-Wire = Literal["openai", "anthropic", "ollama"]
-
-# The class that speaks each wire format, imported only when a backend of that format is built.
-_CLASSES: dict[Wire, tuple[str, str]] = {
-    "openai": ("ollie.backend.openai", "OpenAIBackend"),
-    "anthropic": ("ollie.backend.anthropic", "AnthropicBackend"),
-    "ollama": ("ollie.backend.ollama", "OllamaBackend"),
-}
+Wire = Literal["openai", "anthropic", "ollama"]  # the class that speaks each: registry.backend_class
 
 
 @dataclass(frozen=True)
@@ -35,11 +23,6 @@ class BackendSpec:
     key_var: str = ""  # "": the backend needs no key
     # An OpenAI-compatible endpoint is named after whoever serves it (groq, together, local...): see provider_name.
     named_by_host: bool = False
-
-    def backend_class(self) -> Callable[..., Backend]:
-        """The class that speaks this backend's wire format (keywords: spec, name, model, base_url, api_key)."""
-        module, name = _CLASSES[self.wire]
-        return getattr(importlib.import_module(module), name)
 
 
 SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (
