@@ -65,3 +65,14 @@ async def test_a_redirect_is_a_configuration_error_naming_where_it_points():
             assert len(srv.requests) == 1, "the redirect is not followed (the key would go wherever it points)"
         finally:
             await backend.aclose()
+
+
+async def test_a_protocol_switch_nobody_asked_for_is_refused_at_once_not_read_as_a_body():
+    switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x02hi"
+    async with wire_server(lambda request: [switch, 30.0]) as srv:
+        backend = backend_for(srv.url)
+        try:
+            with pytest.raises(TransientError, match="RemoteProtocolError"):  # httpx's parser (h11) refuses it
+                await asyncio.wait_for(collect(backend), 10)
+        finally:
+            await backend.aclose()

@@ -407,7 +407,7 @@ class HTTPBackend:
         try:
             response = await _send(self._client, request, head_s=self.limits.head_s, backend=self.name)
             try:
-                if response.status_code >= 300 and (failure := await failed_status(response, backend=self.name)):
+                if (failure := await failed_status(response, backend=self.name)) is not None:
                     raise failure
                 raw, cut = await read_capped(response, MAX_JSON_BODY)
             finally:

@@ -56,7 +56,9 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
   const steps: string[] = [];
   const model = status.model || "<model>";
   const unbuilt = status.backend === "none" || status.backend === "";
-  const keyProblem = status.keySet === false || (KEYED.has(status.backend) && status.reachable === true && status.modelPresent === null);
+  // An OpenAI-compatible backend is named after its provider (groq, together...): keySet, not the name, says it takes a key.
+  const keyed = status.keySet !== null || KEYED.has(status.backend);
+  const keyProblem = status.keySet === false || (keyed && status.reachable === true && status.modelPresent === null);
   let title: string;
   // Ollama not running: the daemon's hint says the same as the steps, in environment variables a
   // VS Code user has nowhere to type; the hosted-API way here is the Set API key button.
@@ -86,5 +88,5 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
   // The daemon's hint is a clause ("check the network, or ..."); as a step it starts like the others.
   if (status.hint && !ollamaDown && !steps.some((s) => s.includes(status.hint))) steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
   steps.push("Then press Check again.");
-  return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || KEYED.has(status.backend) };
+  return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || keyed };
 }

@@ -51,4 +51,8 @@ test("a missing model, a backend that could not be built, a refused key", () => 
   assert.equal(refused?.title, "anthropic needs an API key");
   assert.equal(refused?.offerKey, true);
   assert.equal(onboardingFor(status({ backend: "openai", reachable: false }))?.title, "openai cannot be reached");
+  // An OpenAI-compatible backend shows as its provider: the key it takes is known from keySet.
+  const groq = onboardingFor(status({ backend: "groq", reachable: true, keySet: true, error: "401" }));
+  assert.equal(groq?.title, "groq needs an API key");
+  assert.equal(groq?.offerKey, true);
 });
