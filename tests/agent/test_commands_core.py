@@ -47,9 +47,9 @@ async def test_models_lists_the_servers_models_and_model_switches_requests(scrip
     result = await core.submit("/models")
     assert result.stop == "command"
     lines = result.reply.splitlines()
-    assert lines[0] == "models of openai:"
+    assert lines[0] == "models of local:"
     assert sorted(lines[1:]) == ["  other-model", "* scripted-model"]
-    assert (await core.submit("/model other-model")).reply == "model: other-model (backend: openai)"
+    assert (await core.submit("/model other-model")).reply == "model: other-model (backend: local)"
     srv.script(Reply.text("hi from other"))
     assert (await core.submit("hello")).reply == "hi from other"
     assert srv.chat_requests[-1].body["model"] == "other-model"
@@ -62,7 +62,7 @@ async def test_agent_switch_rebuilds_the_prompt_and_clears_the_session(scripted_
     await core.submit("hello")
     assert core.session.messages
     out = (await core.submit("/agent plan")).reply
-    assert out.startswith("agent: plan (session cleared; backend openai, model scripted-model)")
+    assert out.startswith("agent: plan (session cleared; backend local, model scripted-model)")
     assert core.agent_name == "plan"
     assert core.session.messages == []
     prompt = (await core.submit("/sp")).reply
