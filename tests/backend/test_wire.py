@@ -337,3 +337,21 @@ async def test_a_proxy_that_refuses_is_unreachable_and_one_that_breaks_mid_strea
                 await collect(backend)
         finally:
             await backend.aclose()
+
+
+async def test_backends_after_the_first_share_its_tls_context(fresh_tls_context):
+    def rss_kib() -> int:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+    first = backend_for("https://api.example.test")
+    try:
+        before = rss_kib()
+        more = [backend_for("https://api.example.test") for _ in range(10)]
+        added = rss_kib() - before
+        for backend in more:
+            await backend.aclose()
+    finally:
+        await first.aclose()
+    # A context with the CA bundle loaded is ~0.9 MiB of OpenSSL memory: ten of them would add ~9 MiB.
+    assert added < 3072, f"10 backends added {added} KiB"
