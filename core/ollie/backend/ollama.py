@@ -36,17 +36,14 @@ class OllamaBackend(HTTPBackend):
         *,
         model: str,
         base_url: str = "http://localhost:11434",
-        api_key: str = "",
         name: str = "",
         spec: BackendSpec = SPECS["ollama"],
         default_context_length: int = DEFAULT_CONTEXT_LENGTH,
         timeout: float | httpx.Timeout | None = None,
         limits: ReplyLimits | None = None,
     ) -> None:
-        # A key only for an Ollama behind a proxy that asks for one (the spec names no variable for it).
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
-                         limits=limits, default_context_length=default_context_length)
+        super().__init__(spec=spec, name=name, model=model, base_url=base_url, timeout=timeout, limits=limits,
+                         default_context_length=default_context_length)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""

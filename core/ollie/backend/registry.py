@@ -24,7 +24,7 @@ _CLASSES: dict[Wire, tuple[str, str]] = {
 
 
 def backend_class(spec: BackendSpec) -> Callable[..., Backend]:
-    """The class that speaks `spec`'s wire format (keywords: spec, name, model, base_url, api_key)."""
+    """The class that speaks `spec`'s wire format (keywords: spec, name, model, base_url; api_key when it takes one)."""
     module, name = _CLASSES[spec.wire]
     return getattr(importlib.import_module(module), name)
 
@@ -55,9 +55,11 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
     env = environment() if environ is None else environ
     spec = chosen_spec(name, env)
     url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
-    key = env.get(spec.key_var, "") if spec.key_var else ""
-    if spec.key_var and not key:
-        raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
+    keyed: dict[str, str] = {}
+    if spec.key_var:
+        keyed["api_key"] = env.get(spec.key_var, "")
+        if not keyed["api_key"]:
+            raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
     # Only the chosen backend's module is imported: the others cost start-up for nothing.
     return backend_class(spec)(spec=spec, name=provider_name(spec, url), model=model or env.get("OLLIE_MODEL")
-                                or spec.default_model, base_url=url, api_key=key)
+                               or spec.default_model, base_url=url, **keyed)
