@@ -101,6 +101,13 @@ async def body_pieces(response: httpx.Response, limit: int | None = None) -> Asy
     inflaters = [_Inflater(c) for c in reversed(codings) if c in ("gzip", "deflate")]
     raw = response.aiter_raw()
     size = 0
+    if not inflaters:  # the usual stream: as it came, each chunk counted
+        async for chunk in raw:
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise ReplyTooLarge(f"over {size_text(limit)}")
+            yield chunk
+        return
     final = False
     while not final:
         chunk = await anext(raw, None)

@@ -134,6 +134,12 @@ async def _read_to_the_end(chunks: AsyncIterator[bytes]) -> None:
                     return
 
 
+# httpx hands on each chunk of a chunked body (each SSE event, as APIs send them) without returning to the event
+# loop until its read of up to 64 KiB is used up: hundreds of frames, parsed in Python. Under a flood the other
+# sessions' timers and requests would wait for all of them: after this many seconds they get their turn.
+_FAIR_SLICE_S = 0.002
+
+
 async def stream_frames(
     client: httpx.AsyncClient,
     url: str,
@@ -147,11 +153,12 @@ async def stream_frames(
     keepalive: Callable[[Any], bool] = _never,
     transform: Callable[[Any], Any] = _same,
 ) -> AsyncGenerator[FrameBatch, None]:
-    """POST `body` and yield, the moment their bytes arrive, the SSE events / NDJSON objects of each network read.
+    """POST `body` and yield, the moment their bytes arrive, the SSE events / NDJSON objects of each body piece.
 
-    One `FrameBatch` per network read, not one step per frame: under a flood a
-    read brings hundreds of frames; a frame that arrives alone is a batch of
-    its own, handed on at once. Iterating a batch runs each frame through
+    One `FrameBatch` per piece httpx hands on (a chunk of a chunked body, or
+    what one read brought), not one step per frame: a piece holding several
+    frames is one batch; a frame that arrives alone is a batch of its own,
+    handed on at once. Iterating a batch runs each frame through
     `transform` (`_SKIP` drops it; what it raises, the consumer's loop raises,
     after the frames before it). The consumer iterates each batch before
     asking for the next.
@@ -178,18 +185,23 @@ async def stream_frames(
                 raise failure
         decoder: SSEDecoder | NDJSONDecoder = SSEDecoder() if framing == "sse" else NDJSONDecoder()
         chunks = body_pieces(response, limits.reply_bytes)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + limits.idle_s
+        clock = asyncio.get_running_loop().time
+        # Checked as bytes arrive (cheap: one per network chunk); a server that sends nothing at all meets
+        # httpx's read timeout instead.
+        deadline = clock() + limits.idle_s
+        slice_end = clock() + _FAIR_SLICE_S
         while True:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    chunk = await anext(chunks, None)
-            except TimeoutError:
-                raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s") from None
+            chunk = await anext(chunks, None)
+            now = clock()
+            if now > slice_end:
+                await asyncio.sleep(0)  # see _FAIR_SLICE_S
+                slice_end = clock() + _FAIR_SLICE_S
             frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
+            if frames and not all(map(keepalive, frames)):
+                deadline = now + limits.idle_s
+            elif chunk is not None and now > deadline:
+                raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s")
             if frames:
-                if not all(map(keepalive, frames)):
-                    deadline = loop.time() + limits.idle_s
                 batch = FrameBatch(frames, transform, is_terminator)
                 yield batch
                 if batch.ended:
