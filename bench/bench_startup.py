@@ -8,15 +8,12 @@ Run alone: python -m bench.bench_startup [ROUNDS]
 from __future__ import annotations
 
 import compileall
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,6 @@ from bench.common import BARE_SERVER, DAEMON, PYTHON, REPO, Row, child_env, inte
 from bench.lspwire import LSPProcess
 from ollie.testing import Reply, ScriptedLLMServer
 
-WARM_DAEMON = [*DAEMON, "--warm"]
 # What a bare pygls server imports anyway, so the difference is ollie's own.
 BASE_IMPORTS = "import lsprotocol.types, pygls.lsp.server"
 ENGINE_IMPORTS = "import ollie.agent.core, ollie.tools.execute, ollie.backend.registry, ollie.sessions.registry"
@@ -83,22 +79,6 @@ def _first_token_seconds(root: Path, srv: ScriptedLLMServer, argv: list[str] = D
         server.shutdown()
 
 
-@contextmanager
-def warm_preloader(root: Path, srv: ScriptedLLMServer) -> Iterator[None]:
-    """A preloader for `ollie-lsp --warm` (left listening by a first, cold, start), ended afterwards."""
-    _first_token_seconds(root, srv, WARM_DAEMON)
-    run = Path(os.environ["XDG_RUNTIME_DIR"]) / "ollie"
-    deadline = time.monotonic() + 30
-    while not list(run.glob("warm-*.sock")):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the warm start left no preloader listening")
-        time.sleep(0.05)
-    try:
-        yield
-    finally:
-        subprocess.run(["pkill", "-f", f"ollie_lsp.preloader {run}"], check=False)
-
-
 def _imported_seconds(code: str) -> float:
     """Spawn -> `code` imported (the child says so on stdout; its exit is not counted)."""
     start = time.perf_counter()
@@ -140,17 +120,11 @@ def run(rounds: int = 7) -> tuple[list[Row], list[str]]:
             _initialize_seconds(argv, root)
         _first_token_seconds(root, srv)
         _imported_seconds(FLOOR_IMPORTS)
-        with warm_preloader(root, srv):
-            _first_token_seconds(root, srv, WARM_DAEMON)
-            bare, ollie, token, floor, warm = interleaved(
-                rounds, lambda: _initialize_seconds(BARE_SERVER, root), lambda: _initialize_seconds(DAEMON, root),
-                lambda: _first_token_seconds(root, srv), lambda: _imported_seconds(FLOOR_IMPORTS),
-                lambda: _first_token_seconds(root, srv, WARM_DAEMON))
+        bare, ollie, token, floor = interleaved(
+            rounds, lambda: _initialize_seconds(BARE_SERVER, root), lambda: _initialize_seconds(DAEMON, root),
+            lambda: _first_token_seconds(root, srv), lambda: _imported_seconds(FLOOR_IMPORTS))
     base, engine = interleaved(rounds, lambda: _import_seconds(BASE_IMPORTS),
                                lambda: _import_seconds(f"{BASE_IMPORTS}; {ENGINE_IMPORTS}"))
-    warm_token = Row("start-up, warm (`ollie-lsp --warm`, its preloader running): spawn -> first assistant token "
-                     "(vs bare pygls spawn -> initialize)", median(warm) * 1e3, median(bare) * 1e3, target="<= 1.3x")
-    warm_token.ok = warm_token.ratio is not None and warm_token.ratio <= 1.3
     first_token = Row("start-up, cold (the default): spawn -> first assistant token (vs bare pygls spawn -> "
                       "initialize)", median(token) * 1e3, median(bare) * 1e3)
     startup = Row("start-up: spawn -> initialize answered (vs bare pygls)", median(ollie) * 1e3, median(bare) * 1e3)
@@ -161,9 +135,8 @@ def run(rounds: int = 7) -> tuple[list[Row], list[str]]:
     notes = ["slowest imports of the engine (cumulative ms): "
              + ", ".join(f"{name} {ms:.0f}" for name, ms in top_imports(ENGINE_IMPORTS)),
              f"first-token rounds (ms): {[round(t * 1e3) for t in token]}; bare initialize "
-             f"{[round(t * 1e3) for t in bare]}; engine imported (floor) {[round(t * 1e3) for t in floor]}; "
-             f"warm {[round(t * 1e3) for t in warm]}"]
-    return [warm_token, first_token, startup, floor_row, added], notes
+             f"{[round(t * 1e3) for t in bare]}; engine imported (floor) {[round(t * 1e3) for t in floor]}"]
+    return [first_token, startup, floor_row, added], notes
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ class Args:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    """The command line: --stdio [--warm] | --tcp HOST:PORT [--token-file PATH], --log-file, --version."""
+    """The command line: --stdio | --tcp HOST:PORT [--token-file PATH], --log-file, --version."""
     argv = sys.argv[1:] if argv is None else argv
-    if all(arg in ("--stdio", "--warm") for arg in argv):
+    if all(arg == "--stdio" for arg in argv):
         # What editors start: argparse and its parser would stay resident (~0.7 MiB) for nothing.
         return Args()
     import argparse
@@ -45,9 +45,6 @@ def parse_args(argv: list[str] | None = None) -> Args:
                         help="--tcp: read the client token from PATH (0600), or write a new one there if absent "
                         "(default: $OLLIE_LSP_TOKEN, else a new token in the state dir)")
     parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
-    parser.add_argument("--warm", action="store_true",
-                        help="stdio: start through a per-user preloader that keeps the daemon loaded (also "
-                        "OLLIE_LSP_WARM=1); the preloader ends after OLLIE_LSP_WARM_IDLE_S idle seconds (900)")
     parser.add_argument("--version", action="version", version=f"ollie-lsp {__version__}")
     parsed = parser.parse_args(argv)
     args = Args(tcp=parsed.tcp, token_file=parsed.token_file, log_file=parsed.log_file)
@@ -144,21 +141,7 @@ def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
-    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    if args.tcp is None:
-        from ollie_lsp.warm import launch, wanted
-
-        if wanted(argv, os.environ):
-            code = launch(argv)
-            if code is not None:
-                return code
-    return run_daemon(argv, args)
-
-
-def run_daemon(argv: list[str], args: Args | None = None) -> int:
-    """Run the daemon in this process (a cold start, or a warm start's fork)."""
-    args = parse_args(argv) if args is None else args
     setup_logs(args.log_file)
     from ollie_lsp.server import build_server
 

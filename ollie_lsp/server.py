@@ -71,25 +71,6 @@ def raw_params_converter() -> Any:
     return converter
 
 
-# A converter built (and its hooks for the start-up messages generated) ahead of the server that takes it: the
-# warm-start preloader's, so that each fork does not build its own (~35 ms).
-_prebuilt: list[Any] = []
-
-
-def prebuild_converter() -> None:
-    """Build the next server's converter now, with cattrs' hooks for `initialize` and its answer generated."""
-    converter = raw_params_converter()
-    converter.structure({"processId": None, "rootUri": "file:///", "capabilities": {}}, types.InitializeParams)
-    converter.unstructure(types.InitializeResult(capabilities=types.ServerCapabilities(),
-                                                 server_info=types.ServerInfo(name="ollie-lsp")))
-    _prebuilt[:] = [converter]
-
-
-def server_converter() -> Any:
-    """The converter a new server takes: the one built ahead, if any (once), else a new one."""
-    return _prebuilt.pop() if _prebuilt else raw_params_converter()
-
-
 # What structure_message hands on for a request it answered with an error already.
 _ANSWERED = object()
 
@@ -177,7 +158,7 @@ class OllieServer(LanguageServer):
             "ollie-lsp",
             __version__,
             protocol_cls=OllieProtocol,
-            converter_factory=server_converter,
+            converter_factory=raw_params_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.coalesce_s = coalesce_s

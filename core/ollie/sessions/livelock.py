@@ -72,7 +72,7 @@ def hold(lock_dir: Path, session_id: str) -> LiveLock | None:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if same_file(fd, path):
+            if _same_file(fd, path):
                 break
             os.close(fd)  # locked a file its holder removed on release: lock the current one
         except BlockingIOError:
@@ -89,7 +89,7 @@ def hold(lock_dir: Path, session_id: str) -> LiveLock | None:
     return LiveLock(fd, path)
 
 
-def same_file(fd: int, path: Path) -> bool:
+def _same_file(fd: int, path: Path) -> bool:
     """Whether `fd` is still the file at `path` (a lock file its holder removed on release is not)."""
     try:
         return os.path.samestat(os.fstat(fd), path.stat())
