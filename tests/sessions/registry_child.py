@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ollie.sessions import ChannelRequest, MainRequest, Registry, Request, SessionError
+from ollie.sessions import Registry, Request, SessionError
 
 
 def main() -> None:
@@ -19,14 +19,7 @@ def main() -> None:
     try:
         # Opened after the go signal, so two children may create the schema at the same instant.
         registry = Registry(db_path, busy_timeout_s=20.0)
-        if mode == "rotate_channel":
-            info = registry.rotate_channel(ChannelRequest(user_id="alice", agent_id="coding", channel="telegram",
-                                                          expected_session_id=arg))
-            result["id"] = info.id
-        elif mode == "rotate_main":
-            info = registry.rotate_main(MainRequest(user_id="alice", agent_id="coding", expected_session_id=arg))
-            result["id"] = info.id
-        elif mode == "create":
+        if mode == "create":
             ids = []
             for n in range(int(arg)):
                 ids.append(registry.ensure(Request(user_id="alice", agent_id="coding", channel="lsp",

@@ -1,4 +1,4 @@
-"""Registry: ensure's four cases, scoped get, listings, review, archive, rename, touch, and their errors."""
+"""Registry: ensure's four cases, scoped get, listings, archive, rename, touch, and their errors."""
 
 from __future__ import annotations
 
@@ -10,18 +10,14 @@ import pytest
 from ollie.sessions import (
     ArchivedError,
     Channel,
-    ChannelRequest,
     ForbiddenError,
     Info,
     InvalidSessionError,
     Kind,
     ListOptions,
-    MainRequest,
     NotFoundError,
     Registry,
     Request,
-    ReviewPolicy,
-    ReviewRequest,
     Scope,
     StoreBusyError,
     TitleTooLongError,
@@ -31,7 +27,6 @@ from ollie.sessions import (
 from ollie.sessions.store import SCHEMA_VERSION
 
 ALICE = Scope(user_id="alice", agent_id="coding")
-MAIN_ALICE = MainRequest(user_id="alice", agent_id="coding", create_if_missing=False)
 # Tests of the SQLite file itself (their PostgreSQL counterparts are in tests/teams).
 SQLITE_ONLY = pytest.mark.parametrize("db_path", ["sqlite"], indirect=True)
 
@@ -161,8 +156,7 @@ def populated(registry):
         "sched": _new(registry, kind=Kind.SCHEDULER, channel=Channel.SCHEDULER, project_id="p1"),
         "old": _new(registry, channel=Channel.CLI),
         "bob": _new(registry, user="bob"),
-        "guest": registry.resolve_chat_channel(ChannelRequest(user_id="guest-7", agent_id="coding", guest_id="guest-7",
-                                                              channel=Channel.TELEGRAM)),
+        "guest": _new(registry, user="guest-7", channel=Channel.TELEGRAM),
         "other_agent": _new(registry, agent="writer"),
     }
     registry.archive(ALICE, made["old"].id)
@@ -199,32 +193,6 @@ def test_system_list_spans_users_of_the_agent(registry, populated):
     assert populated["other_agent"].id not in listed
 
 
-def test_list_for_admin_adds_guest_sessions(registry, populated):
-    listed = _ids(registry.list_for_admin("alice", "coding", ListOptions(exclude_internal=True)))
-    assert listed == [populated["guest"].id, populated["sched"].id, populated["chat"].id]
-    with pytest.raises(InvalidSessionError):
-        registry.list_for_admin("", "coding")
-
-
-def test_list_for_review_applies_the_policy(registry, populated):
-    p = populated
-    default = set(_ids(registry.list_for_review(ReviewRequest(agent_id="coding"))))
-    assert default == {p["chat"].id, p["bob"].id, p["guest"].id}, "delegate, task, scheduler, archived left out"
-    only_tasks_out = set(_ids(registry.list_for_review(
-        ReviewRequest(agent_id="coding", policy=ReviewPolicy(exclude_kinds=[Kind.TASK])))))
-    assert only_tasks_out == default | {p["delegate"].id, p["sched"].id}
-    private = set(_ids(registry.list_for_review(ReviewRequest(
-        agent_id="coding", policy=ReviewPolicy(exclude_kinds=[Kind.TASK], require_private_main=True)))))
-    assert private == {p["chat"].id, p["bob"].id, p["guest"].id}
-
-
-def test_review_listing_carries_latest_seq(registry):
-    made = _new(registry)
-    registry.touch(made.id, latest_seq=41)
-    [info] = registry.list_for_review(ReviewRequest(agent_id="coding"))
-    assert info.latest_seq == 41
-
-
 # --- writes -------------------------------------------------------------
 
 
@@ -258,14 +226,16 @@ def test_unarchive_brings_a_session_back_scoped_and_idempotent(registry):
 
 
 def test_unarchive_refuses_a_second_active_main(registry):
-    old = registry.resolve_main(MainRequest(user_id="alice", agent_id="coding", create_if_missing=True))
-    new = registry.rotate_main(MainRequest(user_id="alice", agent_id="coding", expected_session_id=old.id))
+    old = _new(registry, kind=Kind.MAIN)
+    with pytest.raises(InvalidSessionError, match="active main session"):
+        _new(registry, kind=Kind.MAIN)
+    registry.archive(ALICE, old.id)
+    new = _new(registry, kind=Kind.MAIN)
     with pytest.raises(InvalidSessionError, match="main session"):
         registry.unarchive(ALICE, old.id)
-    assert registry.get(ALICE, old.id).archived and registry.resolve_main(MAIN_ALICE) == new
+    assert registry.get(ALICE, old.id).archived
     registry.archive(ALICE, new.id)
     assert not registry.unarchive(ALICE, old.id).archived
-    assert registry.resolve_main(MAIN_ALICE).id == old.id
 
 
 def test_listings_can_leave_out_sessions_never_used(registry):
@@ -298,8 +268,7 @@ def test_writes_to_an_archived_session_raise_archived(registry):
         registry.rename(ALICE, made.id, "x")
     with pytest.raises(ArchivedError):
         registry.touch(made.id, turn_started=True)
-    registry.mark_viewed(ALICE, made.id)  # looking at it is a read, not a write
-    assert registry.get(ALICE, made.id).last_viewed_at is not None
+    assert registry.get(ALICE, made.id).archived  # reading it still works
     assert ArchivedError.rpc_code == -32002 and NotFoundError.rpc_code == -32001
 
 
@@ -387,13 +356,6 @@ def test_a_user_scope_without_agent_spans_the_users_agents(registry):
         registry.get(Scope(user_id="bob"), coding.id)
     with pytest.raises(InvalidSessionError):
         registry.list(Scope(system=True))
-
-
-def test_registry_memory_scope_is_the_infos(registry):
-    made = _new(registry)
-    assert registry.memory_scope(made) == made.memory_scope()
-    with pytest.raises(InvalidSessionError):
-        registry.memory_scope(made.with_changes(user_id=""))
 
 
 @SQLITE_ONLY

@@ -13,12 +13,9 @@ from ollie.sessions import (
     Info,
     InvalidSessionError,
     Kind,
-    MemoryScope,
-    ReviewPolicy,
     SessionRecord,
     TitleTooLongError,
     TurnResult,
-    default_review_policy,
     validate_title,
 )
 
@@ -79,14 +76,9 @@ def test_boundaries_fail_closed():
     with pytest.raises(InvalidSessionError):
         Info.from_record(SessionRecord(id="s", agent_id="a", user_id="u", kind="nonsense"))
     with pytest.raises(InvalidSessionError):
-        Info(id="s", agent_id="", user_id="u").memory_scope()
+        Info(id="s", agent_id="", user_id="u").validate()
     with pytest.raises(InvalidSessionError, match="timezone"):
         Info(id="s", agent_id="a", user_id="u", created_at=datetime(2026, 1, 1)).record()
-
-
-def test_memory_scope_of_private_and_group_sessions():
-    assert Info(id="s", agent_id="a", user_id="u").memory_scope() == MemoryScope("s", "u", "a", "")
-    assert Info(id="g", agent_id="a", user_id=GROUP, group_id=GROUP).memory_scope().group_id == GROUP
 
 
 def test_new_info_sets_the_required_fields():
@@ -106,12 +98,3 @@ def test_title_limit_is_1000_utf8_bytes():
         validate_title("é" * 501)
     with pytest.raises(TitleTooLongError):
         Info(id="s", agent_id="a", user_id="u", title="🙂" * 251).validate()
-
-
-def test_review_policy():
-    default = default_review_policy()
-    assert not default.is_zero()
-    assert [default.includes(k) for k in Kind] == [True, True, False, False, False]
-    zero = ReviewPolicy()
-    assert zero.is_zero() and all(zero.includes(k) for k in Kind)
-    assert not ReviewPolicy(require_private_main=True).is_zero()

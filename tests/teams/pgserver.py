@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import atexit
 
-from ollie.sessions.pg.server import PgServer
+from ollie.testing.pgserver import PgServer
 
 _server: PgServer | None = None
 

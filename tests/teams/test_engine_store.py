@@ -183,8 +183,8 @@ async def test_a_failed_background_save_is_told_at_once_and_the_next_save_writes
 def test_a_server_restart_between_rounds_costs_no_write(monkeypatch):
     from ollie.backend.types import Message
     from ollie.sessions.pg import log as pg_log
-    from ollie.sessions.pg.server import PgServer
     from ollie.sessions.session import Session
+    from ollie.testing.pgserver import PgServer
 
     server = PgServer()  # its own: the test restarts it
     try:

@@ -18,9 +18,9 @@ from pygls.exceptions import JsonRpcException
 from ollie.backend.types import Message
 from ollie.sessions import persist
 from ollie.sessions.pg.log import read_rounds
-from ollie.sessions.pg.server import _bin
 from ollie.sessions.pg.store import PgStore, StoreUnavailableError
 from ollie.testing import Reply
+from ollie.testing.pgserver import pg_bin
 from tests.teams.conftest import home_env
 
 _databases = iter(range(1, 1000))
@@ -103,12 +103,12 @@ def test_the_backup_of_team_md_restores_into_a_new_database_with_every_session(d
     dump = tmp_path / "ollie.dump"
     # TEAM.md's commands, literally: the dump leaves the leases' rows out; the restore goes into a new database.
     with dump.open("wb") as out:
-        subprocess.run([_bin("pg_dump"), "-Fc", "--exclude-table-data=session_leases", "-d", url], stdout=out,
+        subprocess.run([pg_bin("pg_dump"), "-Fc", "--exclude-table-data=session_leases", "-d", url], stdout=out,
                        check=True, timeout=60)
     restored = url + "_restored"
     admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(restored.rsplit("/", 1)[1])))
     try:
-        subprocess.run([_bin("pg_restore"), "--clean", "--if-exists", "-d", restored, str(dump)], check=True,
+        subprocess.run([pg_bin("pg_restore"), "--clean", "--if-exists", "-d", restored, str(dump)], check=True,
                        capture_output=True, timeout=60)
         with psycopg.connect(restored) as conn:
             assert conn.execute("SELECT count(*) FROM session_leases").fetchone() == (0,)  # none came along

@@ -246,5 +246,5 @@ async def test_new_dispatcher_routes_to_the_execute_server(ws: Workspace) -> Non
     names = [t.name for t in dispatcher.list_tools()]
     assert names == ["execute_code", "call_tool", "pipe"]
     result = await dispatcher.dispatch(None, "execute_code", {"steps": [{"code": "echo $GREETING"}]})
-    assert result.to_mcp() == {"content": [{"type": "text", "text": "[step 1 bash] exit 0\nhello"}], "isError": False}
+    assert (result.text, result.is_error) == ("[step 1 bash] exit 0\nhello", False)
     await dispatcher.aclose()

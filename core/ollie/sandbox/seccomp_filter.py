@@ -129,13 +129,3 @@ def filter_bpf(network: str, unix: bool) -> bytes:
         flt.export_bpf(out)  # libseccomp writes to the fd itself
         out.seek(0)
         return out.read()
-
-
-def filter_pfc(network: str, unix: bool) -> str:
-    """libseccomp's readable pseudo-code of the filter (for debugging and review)."""
-    import tempfile
-
-    with tempfile.TemporaryFile("w+") as out:
-        _build(network, unix).export_pfc(out)
-        out.seek(0)
-        return out.read()

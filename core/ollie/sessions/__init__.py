@@ -11,36 +11,26 @@ from ollie.sessions.errors import (
     InvalidSessionError,
     NotFoundError,
     ReadOnlyError,
-    RotationOutcomeUnknownError,
     SessionError,
-    StaleRotationError,
     TitleTooLongError,
     WrongKindError,
 )
 from ollie.sessions.output import OutputCollector
 from ollie.sessions.registry import Registry
-from ollie.sessions.rotation import RotationOutcome, verify_rotation
 from ollie.sessions.schema import StoreVersionError
 from ollie.sessions.store import StoreBusyError, default_path
 from ollie.sessions.types import (
     INTERNAL_KINDS,
     MAX_SYNCHRONOUS_OUTPUT_BYTES,
     MAX_TITLE_BYTES,
-    PRIVATE_CHANNELS,
     Channel,
-    ChannelRequest,
     Info,
     Kind,
     ListOptions,
-    MainRequest,
-    MemoryScope,
     Request,
-    ReviewPolicy,
-    ReviewRequest,
     Scope,
     SessionRecord,
     TurnResult,
-    default_review_policy,
     os_user,
     validate_title,
 )
@@ -49,13 +39,12 @@ if TYPE_CHECKING:
     from ollie.sessions.pg.lease import LeaseLostError, SessionLeasedError
 
 __all__ = [
-    "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES", "PRIVATE_CHANNELS",
+    "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES",
     "ArchivedError", "Channel", "LeaseLostError", "SessionLeasedError", "StoreVersionError",
-    "ChannelRequest", "ForbiddenError", "Info", "InvalidSessionError", "Kind",
-    "ListOptions", "MainRequest", "MemoryScope", "NotFoundError", "OutputCollector", "ReadOnlyError", "Registry", "Request",
-    "ReviewPolicy", "ReviewRequest", "RotationOutcome", "RotationOutcomeUnknownError", "Scope", "SessionError",
-    "SessionRecord", "StaleRotationError", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
-    "default_path", "default_review_policy", "os_user", "validate_title", "verify_rotation",
+    "ForbiddenError", "Info", "InvalidSessionError", "Kind",
+    "ListOptions", "NotFoundError", "OutputCollector", "ReadOnlyError", "Registry", "Request",
+    "Scope", "SessionError", "SessionRecord", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
+    "default_path", "os_user", "validate_title",
 ]
 
 

@@ -51,18 +51,6 @@ class TitleTooLongError(InvalidSessionError):
     """A title exceeds MAX_TITLE_BYTES of UTF-8."""
 
 
-class StaleRotationError(SessionError):
-    """The rotation's expected session is no longer the active one: nothing changed."""
-
-    rpc_code = -32005
-
-
-class RotationOutcomeUnknownError(SessionError):
-    """The rotation's commit was not acknowledged: it may or may not have landed (see verify_rotation)."""
-
-    rpc_code = -32006
-
-
 class NotSavedError(SessionError):
     """A session closed with rounds its store did not take; what it had saved before is kept."""
 

@@ -1,4 +1,4 @@
-"""Registry: the sole owner of session lifecycle (create, resume, list, archive, main and channel rotation)."""
+"""Registry: the sole owner of session lifecycle (create, resume, list, archive, share)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from ollie.sessions.errors import (
     InvalidSessionError,
     NotFoundError,
     ReadOnlyError,
-    RotationOutcomeUnknownError,
-    StaleRotationError,
     WrongKindError,
 )
 from ollie.sessions.location import user_teams
@@ -22,19 +20,13 @@ from ollie.sessions.session import new_session_id
 from ollie.sessions.store import Conn, DuplicateError, Row, StoreLike
 from ollie.sessions.types import (
     INTERNAL_KINDS,
-    PRIVATE_CHANNELS,
     Channel,
-    ChannelRequest,
     Info,
     Kind,
     ListOptions,
-    MainRequest,
-    MemoryScope,
     Request,
-    ReviewRequest,
     Scope,
     TurnResult,
-    is_canonical_uuid,
     to_micros,
     utcnow,
     validate_title,
@@ -52,10 +44,6 @@ def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10
 
         return PgStore(str(location), busy_timeout_s=busy_timeout_s)
     return store.Store(location, busy_timeout_s=busy_timeout_s)
-
-
-def _rotation_unknown(detail: str) -> Exception:
-    return RotationOutcomeUnknownError(f"the rotation's commit was not acknowledged ({detail}); verify before retrying")
 
 
 def _kind(value: Kind | str, *, what: str = "kind") -> Kind:
@@ -180,27 +168,21 @@ class Registry:
     def _load(self, conn: Conn, scope: Scope, session_id: str, *, write: bool = False) -> Info:
         return self._authorize(scope, _existing(conn, session_id), write=write)
 
-    def memory_scope(self, info: Info) -> MemoryScope:
-        """The memory scope of a validated Info (the only sanctioned conversion)."""
-        return info.memory_scope()
-
-    # --- create / resume --------------------------------------------------
-
-    def _create(self, conn: Conn, info: Info, *, binding: str = "") -> Info:
+    def _create(self, conn: Conn, info: Info) -> Info:
         try:
-            store.insert(conn, info.record(), binding=binding)
+            store.insert(conn, info.record())
         except DuplicateError as exc:
             if exc.what == "main":
-                raise InvalidSessionError("this user already has an active main session; use resolve_main") from None
+                raise InvalidSessionError("this user already has an active main session") from None
             if exc.what == "id":
                 raise InvalidSessionError(f"session {info.id!r} already exists") from None
             raise
         return info
 
     def _new_info(self, *, session_id: str = "", user_id: str, agent_id: str, kind: Kind, channel: str = "",
-                  project_id: str = "", title: str = "", group_id: str = "", guest_id: str = "") -> Info:
+                  project_id: str = "", title: str = "", group_id: str = "") -> Info:
         info = Info.new(session_id or self._new_id(), agent_id, user_id, channel, kind, project_id, now=self._clock())
-        info.title, info.group_id, info.guest_id = title, group_id, guest_id
+        info.title, info.group_id = title, group_id
         return info
 
     def ensure(self, req: Request) -> Info:
@@ -291,29 +273,6 @@ class Registry:
         with self._store.reading() as conn:
             return live_elsewhere(conn, session_ids)
 
-    def list_for_admin(self, user_id: str, agent_id: str, opts: ListOptions | None = None) -> list[Info]:
-        """An admin's own sessions plus the agent's guest sessions (the caller enforces admin authority)."""
-        opts = opts or ListOptions()
-        _require_user(user_id)
-        where = ["agent_id = ?", "(user_id = ? OR guest_id <> '')"]
-        more_where, more_params = self._filters(opts)
-        return self._select(where + more_where, [self._agent(agent_id), user_id, *more_params], opts)
-
-    def list_for_review(self, req: ReviewRequest) -> list[Info]:
-        """Active sessions of the agent that reflect review should consider (a zero policy = the default)."""
-        policy = req.policy if not req.policy.is_zero() else type(req.policy).default()
-        where = ["agent_id = ?", "archived = 0"]
-        params: list[object] = [self._agent(req.agent_id)]
-        excluded = [str(_kind(k)) for k in policy.exclude_kinds]
-        if excluded:
-            where.append(f"NOT {_in('kind', excluded)}")
-            params += excluded
-        if policy.require_private_main:
-            private = sorted(PRIVATE_CHANNELS)
-            where += ["group_id = ''", _in("channel", private)]
-            params += private
-        return self._select(where, params, ListOptions())
-
     # --- writes to one session --------------------------------------------
 
     def _writable(self, conn: Conn, scope: Scope, session_id: str) -> Info:
@@ -354,13 +313,6 @@ class Registry:
             store.update(conn, session_id, team=team)
         return info
 
-    def team_of(self, scope: Scope, session_id: str) -> str:
-        """The team channel the session is shared to ('' for none)."""
-        with self._store.reading() as conn:
-            row = _existing(conn, session_id)
-            self._authorize(scope, row)
-        return row.team
-
     def rename(self, scope: Scope, session_id: str, title: str) -> Info:
         """Set the session's title (TitleTooLongError over 1,000 UTF-8 bytes; ArchivedError)."""
         validate_title(title)
@@ -398,130 +350,3 @@ class Registry:
             record = store.fetch(conn, session_id)
         assert record is not None
         return Info.from_record(record.record)
-
-    def mark_viewed(self, scope: Scope, session_id: str) -> None:
-        """Record that the owner looked at the session (allowed on archived sessions: it is a read)."""
-        with self._store.transaction() as conn:
-            self._load(conn, scope, session_id)
-            store.update(conn, session_id, last_viewed_at=to_micros(self._clock()))
-
-    # --- main session -----------------------------------------------------
-
-    def _active_main(self, conn: Conn, user_id: str, agent: str) -> Info | None:
-        # Whoever resolves or rotates this user's main waits here for the one before: one main, one winner.
-        self._store.lock(conn, f"main\x1f{user_id}\x1f{agent}")
-        found = store.fetch_where(conn, "user_id = ? AND agent_id = ? AND kind = 'main' AND archived = 0",
-                                  (user_id, agent))
-        return Info.from_record(found.record) if found else None
-
-    def resolve_main(self, req: MainRequest) -> Info:
-        """The user's main session: the active one, else the most recent private chat promoted, else a new one."""
-        _require_user(req.user_id)
-        agent = self._agent(req.agent_id)
-        with self._store.transaction() as conn:
-            current = self._active_main(conn, req.user_id, agent)
-            if current is not None:
-                return current
-            private = sorted(PRIVATE_CHANNELS)
-            candidate = store.fetch_where(
-                conn,
-                "user_id = ? AND agent_id = ? AND kind = 'chat' AND archived = 0 AND group_id = '' "
-                f"AND binding = '' AND (channel = '' OR {_in('channel', private)})",
-                (req.user_id, agent, *private),
-            )
-            if candidate is not None:
-                store.update(conn, candidate.record.id, kind=str(Kind.MAIN))
-                return Info.from_record(candidate.record).with_changes(kind=Kind.MAIN)
-            if not req.create_if_missing:
-                raise NotFoundError(f"user {req.user_id!r} has no main session")
-            info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.MAIN, channel=_channel(req.channel))
-            return self._create(conn, info)
-
-    def rotate_main(self, req: MainRequest) -> Info:
-        """Archive the current main and create its successor in one transaction (compare-and-rotate)."""
-        _require_user(req.user_id)
-        agent = self._agent(req.agent_id)
-        with self._store.transaction(on_commit_failure=_rotation_unknown) as conn:
-            current = self._active_main(conn, req.user_id, agent)
-            self._check_expected(current, req.expected_session_id)
-            channel = current.channel if current is not None else _channel(req.channel)
-            if current is not None:
-                self._archive_current(conn, current.id)
-            info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.MAIN, channel=channel)
-            return self._create(conn, info)
-
-    @staticmethod
-    def _archive_current(conn: Conn, session_id: str) -> None:
-        """Compare-and-archive in SQL: only while the session is still active, else the rotation is stale."""
-        if not store.archive_if_active(conn, session_id):
-            raise StaleRotationError(f"session {session_id} was rotated away meanwhile")
-
-    @staticmethod
-    def _check_expected(current: Info | None, expected: str) -> None:
-        if expected and (current is None or current.id != expected):
-            now = current.id if current is not None else "none"
-            raise StaleRotationError(f"expected session {expected} is no longer current (now {now})")
-
-    # --- chat channels ----------------------------------------------------
-
-    def _binding(self, req: ChannelRequest) -> tuple[str, str, str]:
-        """(agent, binding key, channel) of a channel request, validated."""
-        _require_user(req.user_id)
-        agent = self._agent(req.agent_id)
-        channel = _channel(req.channel)
-        if req.guest_id and req.guest_id != req.user_id:
-            raise InvalidSessionError("guest_id must equal user_id")
-        if req.group_id:
-            if req.group_id != req.user_id:
-                raise InvalidSessionError("a group binding is owned by the group: group_id must equal user_id")
-            if not is_canonical_uuid(req.group_id):
-                raise InvalidSessionError(f"group_id {req.group_id!r} is not a canonical UUID")
-            # A group's channel string varies with the reply channel: it binds on the group alone.
-            return agent, f"group\x1f{agent}\x1f{req.group_id}", channel
-        if not channel:
-            raise InvalidSessionError("a private chat binding needs a channel")
-        return agent, f"chat\x1f{req.user_id}\x1f{agent}\x1f{channel}", channel
-
-    def _bound(self, conn: Conn, req: ChannelRequest, agent: str, key: str, channel: str) -> Info | None:
-        """The binding's active session, adopting the legacy key-as-id session on a miss when it qualifies."""
-        # Whoever resolves or rotates this binding waits here for the one before.
-        self._store.lock(conn, f"binding\x1f{key}")
-        found = store.fetch_where(conn, "binding = ? AND archived = 0", (key,))
-        if found is not None:
-            return Info.from_record(found.record)
-        legacy = store.fetch(conn, req.legacy_id) if req.legacy_id else None
-        if legacy is None:
-            return None
-        record, binding = legacy.record, legacy.binding
-        eligible = (
-            not record.archived and not binding and record.kind == Kind.CHAT and record.agent_id == agent
-            and record.user_id == req.user_id and record.group_id in ("", req.group_id)
-        )
-        if not eligible:
-            return None
-        changes = {"binding": key, "group_id": req.group_id, "guest_id": req.guest_id, "channel": channel or record.channel}
-        store.update(conn, record.id, **changes)
-        changes.pop("binding")
-        return Info.from_record(record).with_changes(**changes)
-
-    def _new_bound(self, conn: Conn, req: ChannelRequest, agent: str, key: str, channel: str) -> Info:
-        info = self._new_info(user_id=req.user_id, agent_id=agent, kind=Kind.CHAT, channel=channel,
-                              group_id=req.group_id, guest_id=req.guest_id)
-        return self._create(conn, info, binding=key)
-
-    def resolve_chat_channel(self, req: ChannelRequest) -> Info:
-        """The chat session a channel chat is bound to, created (or adopted from req.legacy_id) on a miss."""
-        agent, key, channel = self._binding(req)
-        with self._store.transaction() as conn:
-            current = self._bound(conn, req, agent, key, channel)
-            return current if current is not None else self._new_bound(conn, req, agent, key, channel)
-
-    def rotate_channel(self, req: ChannelRequest) -> Info:
-        """Archive the channel's current session and bind a fresh successor, in one transaction (compare-and-rotate)."""
-        agent, key, channel = self._binding(req)
-        with self._store.transaction(on_commit_failure=_rotation_unknown) as conn:
-            current = self._bound(conn, req, agent, key, channel)
-            self._check_expected(current, req.expected_session_id)
-            if current is not None:
-                self._archive_current(conn, current.id)
-            return self._new_bound(conn, req, agent, key, channel)

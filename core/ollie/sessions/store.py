@@ -22,7 +22,7 @@ DB_NAME = "sessions.db"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 COLUMNS = tuple(f.name for f in fields(SessionRecord))
-# Besides the record: the chat-channel binding a session serves ('' for none, Registry.resolve_chat_channel)
+# Besides the record: the chat-channel binding a session serves ('' for none; no binding is made now)
 # and the team channel it is shared to ('' for none, Registry.share).
 SELECT = f"SELECT {', '.join(COLUMNS)}, binding, team FROM sessions"
 
@@ -72,8 +72,7 @@ class StoreLike(Protocol):
 
     def close(self) -> None: ...
 
-    def transaction(self, *, on_commit_failure: Callable[[str], Exception] | None = None
-                    ) -> AbstractContextManager[Conn]: ...
+    def transaction(self) -> AbstractContextManager[Conn]: ...
 
     def reading(self) -> AbstractContextManager[Conn]: ...
 
@@ -189,19 +188,9 @@ class Store:
     def lock(self, conn: Conn, key: str) -> None:
         """Serialise the rest of the transaction on `key`: BEGIN IMMEDIATE already serialises every writer."""
 
-    def _commit(self, conn: sqlite3.Connection) -> None:
-        """COMMIT; a separate method so tests can simulate a lost acknowledgement."""
-        conn.execute("COMMIT")
-
     @contextmanager
-    def transaction(
-        self, *, on_commit_failure: Callable[[str], Exception] | None = None
-    ) -> Iterator[Conn]:
-        """A write transaction (BEGIN IMMEDIATE): all or nothing.
-
-        `on_commit_failure` builds the error raised when COMMIT itself fails, the
-        one moment at which the outcome is unknown.
-        """
+    def transaction(self) -> Iterator[Conn]:
+        """A write transaction (BEGIN IMMEDIATE): all or nothing."""
         with self._lock:
             conn = self._conn
             self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
@@ -212,12 +201,10 @@ class Store:
                     conn.execute("ROLLBACK")
                 raise
             try:
-                self._retry(lambda: self._commit(conn))
-            except (sqlite3.Error, StoreBusyError) as exc:
+                self._retry(lambda: conn.execute("COMMIT"))
+            except (sqlite3.Error, StoreBusyError):
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                if on_commit_failure is not None:
-                    raise on_commit_failure(str(exc)) from exc
                 raise
 
     @contextmanager
@@ -237,12 +224,6 @@ def row_to_record(row: Sequence[object]) -> Row:
 def fetch(conn: Conn, session_id: str) -> Row | None:
     """The row of one session, or None."""
     row = conn.execute(f"{SELECT} WHERE id = ?", (session_id,)).fetchone()
-    return row_to_record(row) if row else None
-
-
-def fetch_where(conn: Conn, where: str, params: Sequence[object]) -> Row | None:
-    """The most recently active row matching `where`, or None."""
-    row = conn.execute(f"{SELECT} WHERE {where} ORDER BY last_active DESC, id DESC LIMIT 1", params).fetchone()
     return row_to_record(row) if row else None
 
 
@@ -273,8 +254,3 @@ def update(conn: Conn, session_id: str, **changes: object) -> None:
     assignments = ", ".join(f"{name} = ?" for name in changes)
     values = [int(v) if isinstance(v, bool) else v for v in changes.values()]
     conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id])
-
-
-def archive_if_active(conn: Conn, session_id: str) -> bool:
-    """Compare-and-archive in one statement: True when this call archived the (still active) session."""
-    return conn.execute("UPDATE sessions SET archived = 1 WHERE id = ? AND archived = 0", (session_id,)).rowcount == 1

@@ -53,8 +53,6 @@ class TurnResult(StrEnum):
 
 # Worker sessions that human-facing lists leave out with exclude_internal.
 INTERNAL_KINDS = frozenset({Kind.TASK, Kind.DELEGATE})
-# Channels a person talks on directly (review's require_private_main).
-PRIVATE_CHANNELS = frozenset({Channel.WEB, Channel.CLI, Channel.TELEGRAM, Channel.LSP})
 
 
 def validate_title(title: str) -> None:
@@ -123,16 +121,6 @@ def from_micros(micros: int | None) -> datetime | None:
     if micros is None:
         return None
     return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
-
-
-@dataclass(frozen=True)
-class MemoryScope:
-    """The operation scope a validated session maps to: one memory partition."""
-
-    session_id: str
-    user_id: str
-    agent_id: str
-    group_id: str = ""
 
 
 @dataclass
@@ -236,11 +224,6 @@ class Info:
         info.validate()
         return info
 
-    def memory_scope(self) -> MemoryScope:
-        """The single canonical conversion to a memory scope; fails closed on an invalid Info."""
-        self.validate()
-        return MemoryScope(session_id=self.id, user_id=self.user_id, agent_id=self.agent_id, group_id=self.group_id)
-
     def with_changes(self, **changes: object) -> Info:
         """A copy with some fields replaced."""
         return replace(self, **changes)
@@ -288,30 +271,6 @@ class Request:
 
 
 @dataclass
-class MainRequest:
-    """A main-session resolution or rotation; expected_session_id makes rotation compare-and-rotate."""
-
-    user_id: str = ""
-    agent_id: str = ""
-    expected_session_id: str = ""
-    create_if_missing: bool = True
-    channel: Channel | str = ""
-
-
-@dataclass
-class ChannelRequest:
-    """A durable chat-channel binding: group (user == group) or private (user + agent + channel)."""
-
-    user_id: str = ""
-    agent_id: str = ""
-    guest_id: str = ""
-    group_id: str = ""
-    channel: Channel | str = ""
-    legacy_id: str = ""
-    expected_session_id: str = ""
-
-
-@dataclass
 class ListOptions:
     """Filters of a session listing; limit 0 = no limit."""
 
@@ -323,37 +282,3 @@ class ListOptions:
     project_id: str = ""
     limit: int = 0
     offset: int = 0
-
-
-@dataclass
-class ReviewPolicy:
-    """Which sessions reflect review considers."""
-
-    exclude_kinds: list[Kind | str] = field(default_factory=list)
-    require_private_main: bool = False
-
-    @classmethod
-    def default(cls) -> ReviewPolicy:
-        """The reflect system's policy: delegate, task and scheduler sessions are left out."""
-        return cls(exclude_kinds=[Kind.DELEGATE, Kind.TASK, Kind.SCHEDULER])
-
-    def includes(self, kind: Kind | str) -> bool:
-        """Whether a session of this kind passes the policy."""
-        return kind not in self.exclude_kinds
-
-    def is_zero(self) -> bool:
-        """Whether no policy was supplied."""
-        return not self.exclude_kinds and not self.require_private_main
-
-
-def default_review_policy() -> ReviewPolicy:
-    """The reflect system's default review policy."""
-    return ReviewPolicy.default()
-
-
-@dataclass
-class ReviewRequest:
-    """Which sessions are candidates for reflect review; a zero policy means the default one."""
-
-    agent_id: str = ""
-    policy: ReviewPolicy = field(default_factory=ReviewPolicy)

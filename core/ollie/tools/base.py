@@ -23,14 +23,10 @@ class ToolInfo:
 
 @dataclass
 class ToolResult:
-    """A tool's outcome, MCP-style: text content plus an error flag."""
+    """A tool's outcome: text content plus an error flag."""
 
     text: str
     is_error: bool = False
-
-    def to_mcp(self) -> dict[str, Any]:
-        """The MCP wire shape `{"content": [{"type": "text", "text": ...}], "isError": bool}`."""
-        return {"content": [{"type": "text", "text": self.text}], "isError": self.is_error}
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -189,13 +189,9 @@ class PgStore:
                 conn.execute("UPDATE ollie_schema SET version = ?", (after,))
         return before, after
 
-    def _commit(self, conn: PgConn) -> None:
-        """COMMIT; a separate method so tests can simulate a lost acknowledgement."""
-        conn.execute("COMMIT")
-
     @contextmanager
-    def transaction(self, *, on_commit_failure: Callable[[str], Exception] | None = None) -> Iterator[PgConn]:
-        """A write transaction: all or nothing. `on_commit_failure` builds the error of a failed COMMIT."""
+    def transaction(self) -> Iterator[PgConn]:
+        """A write transaction: all or nothing."""
         with self.connection() as conn:
             conn.execute("BEGIN")
             try:
@@ -205,12 +201,10 @@ class PgStore:
                     conn.raw.execute("ROLLBACK")
                 raise
             try:
-                self._commit(conn)
-            except Exception as exc:
+                conn.execute("COMMIT")
+            except Exception:
                 with suppress(psycopg.Error):
                     conn.raw.execute("ROLLBACK")
-                if on_commit_failure is not None:
-                    raise on_commit_failure(str(exc)) from exc
                 raise
 
     @contextmanager

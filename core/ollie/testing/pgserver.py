@@ -16,7 +16,8 @@ BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
 _schemas = itertools.count(1)
 
 
-def _bin(name: str) -> str:
+def pg_bin(name: str) -> str:
+    """The path of PostgreSQL program `name` (Debian's versioned bin dirs first, then PATH)."""
     for directory in BIN_DIRS:
         if (directory / name).exists():
             return str(directory / name)
@@ -43,11 +44,11 @@ class PgServer:
         if self._as_postgres:
             entry = pwd.getpwnam("postgres")
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
-        self._run(_bin("initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(self.data))
+        self._run(pg_bin("initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(self.data))
         # fsync off for tests (a lost machine loses a throwaway cluster); on for the bench, to compare durable writes.
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'} "
                    "-c max_connections=300 -c shared_buffers=32MB")
-        self._run(_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
+        self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *argv: str) -> None:
@@ -68,11 +69,11 @@ class PgServer:
 
     def restart(self) -> None:
         """Stop the server (dropping every connection, as a crash or a failover does) and start it again."""
-        self._run(_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-m", "fast", "-w", "restart")
+        self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-m", "fast", "-w", "restart")
 
     def stop(self) -> None:
         """Stop the server and remove its files."""
         try:
-            self._run(_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
