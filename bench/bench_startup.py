@@ -26,7 +26,7 @@ BASE_IMPORTS = "import lsprotocol.types, pygls.lsp.server"
 ENGINE_IMPORTS = "import ollie.agent.core, ollie.tools.execute, ollie.backend.registry, ollie.sessions.registry"
 # Everything the daemon imports to answer a first turn on the scripted (openai) backend, nothing run: the floor
 # of any design that loads the engine in the daemon's own process after the spawn.
-FLOOR_IMPORTS = (f"{BASE_IMPORTS}; import ollie_lsp.server, ollie_lsp.methods, ollie_lsp.sessions, "
+FLOOR_IMPORTS = (f"{BASE_IMPORTS}; import ollie_lsp.daemon, ollie_lsp.methods, ollie_lsp.sessions, "
                  "ollie.agent.core, ollie.backend.openai")
 
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
     args = parse_args(argv)
     setup_logs(args.log_file)
-    from ollie_lsp.server import build_server
+    from ollie_lsp.daemon import build_server
 
     server = build_server(coalesce_s=coalesce_window())
     if args.tcp:

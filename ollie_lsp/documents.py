@@ -5,17 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from ollie import beneath
 from ollie.tools.documents import STALE, ApplyResult, Version
-
-if TYPE_CHECKING:
-    from ollie_lsp.server import OllieServer
 
 
 def _real(path: str | Path) -> Path:
@@ -53,7 +50,7 @@ def replacement_edit(doc: TextDocument, new_text: str, version: int) -> types.Wo
 class LspDocuments:
     """The client's open file documents (pygls' workspace keeps them), as the engine's EditorDocuments."""
 
-    def __init__(self, server: OllieServer) -> None:
+    def __init__(self, server: LanguageServer) -> None:
         self._server = server
 
     def open_documents(self) -> dict[Path, TextDocument]:
@@ -110,13 +107,13 @@ class LspDocuments:
         return [path for (path, doc), disk in zip(docs.items(), on_disk, strict=True) if disk != doc.source]
 
 
-def register_documents(server: OllieServer) -> None:
+def register_documents(server: LanguageServer) -> None:
     """Declare didOpen/didChange/didClose so `textDocumentSync.openClose` is advertised (pygls' workspace keeps them)."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: OllieServer, params: types.DidOpenTextDocumentParams) -> None:
+    def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         """pygls' workspace has stored the document; nothing else to do."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: OllieServer, params: types.DidCloseTextDocumentParams) -> None:
+    def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         """pygls' workspace has dropped the document; the file tools see the disk again."""

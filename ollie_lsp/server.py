@@ -1,4 +1,7 @@
-"""The pygls server object: LSP lifecycle, capabilities, cancellation, and the session table it owns."""
+"""The pygls server object: its protocol, capabilities, cancellation, output flow, and the session table it owns.
+
+The features it serves are registered by ollie_lsp.daemon (lifecycle, documents, the ollie/* methods).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,19 +29,16 @@ from pygls.protocol import (
     default_converter,
     lsp_method,
 )
-from pygls.uris import to_fs_path
 
 from ollie import __version__
-from ollie_lsp.documents import LspDocuments, register_documents
+from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
-from ollie_lsp.errors import InvalidParams, SessionNotFound
-from ollie_lsp.names import METHOD_NAMES, command_name
-from ollie_lsp.options import InitOptions, parse_init_options
-from ollie_lsp.permission import announces_permission, ask_step
+from ollie_lsp.errors import SessionNotFound
+from ollie_lsp.names import METHOD_NAMES
+from ollie_lsp.options import InitOptions
 
 if TYPE_CHECKING:
-    from ollie.agent.core import Core
-    from ollie_lsp.sessions import SessionTable
+    from ollie_lsp.sessions import LiveSession, SessionTable
 
 logger = logging.getLogger("ollie.lsp.server")
 
@@ -153,7 +152,8 @@ class OllieProtocol(LanguageServerProtocol):
 class OllieServer(LanguageServer):
     """The ollie daemon: one pygls server; the session table holds the engines."""
 
-    def __init__(self, *, coalesce_s: float = 0.004) -> None:
+    def __init__(self, *, make_table: Callable[[OllieServer], SessionTable], load_engine: Callable[[], None],
+                 coalesce_s: float = 0.004) -> None:
         super().__init__(
             "ollie-lsp",
             __version__,
@@ -162,6 +162,9 @@ class OllieServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.coalesce_s = coalesce_s
+        # The session table and the engine's import, given by ollie_lsp.daemon: they load after `initialize`.
+        self._make_table = make_table
+        self._load_engine = load_engine
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}
         self.init_options = InitOptions()
         # The client answers `ollie/permission` (initializationOptions `permissionRequest`), not just showMessageRequest.
@@ -191,9 +194,13 @@ class OllieServer(LanguageServer):
         if self._table is None:
             if not self.initialized:
                 raise SessionNotFound("(the server is not initialized)")
-            self._table = build_table(self)
+            self._table = self._make_table(self)
             self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
         return self._table
+
+    def live_sessions(self) -> list[LiveSession]:
+        """The sessions running now; none before the table is built (asking never builds it)."""
+        return self._table.live() if self._table is not None else []
 
     async def engine_loaded(self) -> None:
         """Wait until the engine is imported: once, in a thread, whoever asks first.
@@ -202,7 +209,7 @@ class OllieServer(LanguageServer):
         the same modules at once can see one half-initialized (`cannot import name`).
         """
         if self._engine is None:
-            self._engine = asyncio.ensure_future(asyncio.to_thread(preload_engine))
+            self._engine = asyncio.ensure_future(asyncio.to_thread(self._load_engine))
         await asyncio.shield(self._engine)
 
     async def warm_up(self) -> None:
@@ -367,66 +374,12 @@ class OllieServer(LanguageServer):
         return bool(caps and caps.window and caps.window.work_done_progress)
 
 
-def workspace_cwd(params: types.InitializeParams) -> Path | None:
-    """The CWD the client gives: workspaceFolders[0], else rootUri, else rootPath."""
-    candidates = []
-    if params.workspace_folders:
-        candidates.append(to_fs_path(params.workspace_folders[0].uri))
-    if params.root_uri:
-        candidates.append(to_fs_path(params.root_uri))
-    if params.root_path:
-        candidates.append(params.root_path)
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
-
-
 def start_dir() -> Path:
     """The daemon's working directory; home when it was started in one removed since (it crashed there)."""
     try:
         return Path.cwd()
     except FileNotFoundError:
         return Path.home()
-
-
-def register_lifecycle(server: OllieServer) -> None:
-    """initialize/initialized/shutdown/exit and the workspace folder changes."""
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: OllieServer, params: types.InitializeParams) -> None:
-        options, problems = parse_init_options(params.initialization_options)
-        for problem in problems:
-            ls.show(f"ollie: {problem}")
-        ls.init_options = options
-        ls.rich_permission = announces_permission(params.initialization_options)
-        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
-        # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
-        ls.initialized = True
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: OllieServer, params: types.InitializedParams) -> None:
-        await ls.warm_up()
-
-    @server.feature(types.SHUTDOWN)
-    async def shutdown(ls: OllieServer, *args: Any) -> None:
-        ls.shutdown_asked = True  # an `exit` sent before this answer still ends with status 0
-        await ls.close_sessions()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        added = [to_fs_path(f.uri) for f in params.event.added or []]
-        for path in added:
-            if path and Path(path).is_dir():
-                ls.default_cwd = Path(path)
-                break
-
-    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-    def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
-        token = str(params.token)
-        for live in ls._table.live() if ls._table is not None else []:
-            if live.progress.token == token:
-                live.core.interrupt("cancelled from the progress bar")
 
 
 def exit_backstop(grace_s: float) -> None:
@@ -442,28 +395,6 @@ def exit_backstop(grace_s: float) -> None:
     os._exit(1)
 
 
-def preload_engine() -> None:
-    """Start the fork server, then import what the first ollie/* request needs (in a thread: it holds no lock
-    the loop needs)."""
-    start_fork_server()
-    import ollie.agent.core  # noqa: F401
-    import ollie_lsp.methods  # noqa: F401
-    import ollie_lsp.sessions  # noqa: F401
-
-
-def start_fork_server() -> None:
-    """Start the sandbox's fork server: another process, so another core, ready when the prompt commands run.
-
-    Started at the first spawn instead, it held the default session's first prompt command ~80 ms.
-    """
-    try:
-        from ollie.sandbox.spawn import fork_server
-
-        fork_server().start()
-    except Exception:  # the first spawn tries again, or runs through the per-spawn launcher
-        logger.warning("starting the sandbox's fork server failed", exc_info=True)
-
-
 def release_free_memory() -> None:
     """Give the C heap's free pages back to the OS (glibc's malloc_trim; elsewhere nothing).
 
@@ -476,99 +407,3 @@ def release_free_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # no malloc_trim (musl, macOS)
         pass
-
-
-def build_table(ls: OllieServer) -> SessionTable:
-    """The session table, wired to this server's notifications."""
-    from ollie_lsp.events import EventForwarder
-    from ollie_lsp.progress import TurnProgress
-    from ollie_lsp.records import Records
-    from ollie_lsp.sessions import SessionDefaults, SessionTable
-
-    options = ls.init_options
-    defaults = SessionDefaults(
-        agent=options.agent or "default", backend=options.backend, model=options.model,
-        env=dict(options.env), cwd=ls.default_cwd,
-    )
-    table: SessionTable
-
-    def make_progress(session_id: str) -> TurnProgress:
-        return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
-
-    def make_forwarder(session_id: str, core: Core) -> EventForwarder:
-        def send(params: dict[str, Any]) -> None:
-            ls.protocol.notify("ollie/event", params)
-
-        def on_state() -> None:
-            live = table.find(session_id)
-            if live is None:
-                return
-            changed = live.state_changed()
-            if changed is not None:
-                ls.protocol.notify("ollie/stateChanged", changed)
-            if live.core.is_running and live.core.state != "idle":
-                live.progress.report(live.core.state)
-
-        def on_turn(content: str) -> None:
-            live = table.find(session_id)
-            if live is None:
-                return
-            if content == "start":
-                live.progress.begin(live.next_prompt_title())
-            else:
-                live.progress.end(content)
-
-        return EventForwarder(
-            session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s,
-            paused=ls.output_paused, writable=ls.output_writable,
-        )
-
-    editor = None
-    if options.editor_tools:
-        from ollie_lsp.editortools import LspEditorKnowledge
-
-        editor = LspEditorKnowledge(ls)
-    table = SessionTable(
-        defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
-        ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls), notify_problem=ls.show, documents=ls.documents,
-        editor=editor,
-    )
-    return table
-
-
-def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
-    """The daemon, with every feature registered."""
-    server = OllieServer(coalesce_s=coalesce_s)
-    register_lifecycle(server)
-    register_documents(server)
-    register_methods(server)
-    return server
-
-
-def register_methods(server: OllieServer) -> None:
-    """Every ollie/* method and its `ollie.*` executeCommand mirror, as stubs that import the handlers on first use."""
-    for name in METHOD_NAMES:
-        server.feature(name)(_lazy_method(name))
-        server.command(command_name(name))(_lazy_command(name))
-
-
-def _lazy_method(name: str) -> Callable[..., Any]:
-    async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
-        await ls.engine_loaded()
-        from ollie_lsp import methods
-
-        return await methods.call(name, ls, raw)
-
-    return run
-
-
-def _lazy_command(name: str) -> Callable[..., Any]:
-    async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
-        if len(args) > 1:
-            raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
-        await ls.engine_loaded()
-        from ollie_lsp import methods
-
-        return await methods.call(name, ls, args[0] if args else None)
-
-    return run

@@ -1,0 +1,139 @@
+"""The daemon assembled: the server with its features, the session table wired to it, the engine loaded lazily."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ollie_lsp.documents import register_documents
+from ollie_lsp.errors import InvalidParams
+from ollie_lsp.lifecycle import register_lifecycle
+from ollie_lsp.names import METHOD_NAMES, command_name
+from ollie_lsp.permission import ask_step
+from ollie_lsp.server import OllieServer
+
+if TYPE_CHECKING:
+    from ollie.agent.core import Core
+    from ollie_lsp.sessions import SessionTable
+
+logger = logging.getLogger("ollie.lsp.daemon")
+
+
+def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
+    """The daemon, with every feature registered."""
+    server = OllieServer(make_table=build_table, load_engine=load_engine, coalesce_s=coalesce_s)
+    register_lifecycle(server)
+    register_documents(server)
+    register_methods(server)
+    return server
+
+
+def load_engine() -> None:
+    """Start the fork server, then import what the first ollie/* request needs (in a thread: it holds no lock
+    the loop needs)."""
+    start_fork_server()
+    import ollie.agent.core  # noqa: F401
+    import ollie_lsp.methods  # noqa: F401
+    import ollie_lsp.sessions  # noqa: F401
+
+
+def start_fork_server() -> None:
+    """Start the sandbox's fork server: another process, so another core, ready when the prompt commands run.
+
+    Started at the first spawn instead, it held the default session's first prompt command ~80 ms.
+    """
+    try:
+        from ollie.sandbox.spawn import fork_server
+
+        fork_server().start()
+    except Exception:  # the first spawn tries again, or runs through the per-spawn launcher
+        logger.warning("starting the sandbox's fork server failed", exc_info=True)
+
+
+def build_table(ls: OllieServer) -> SessionTable:
+    """The session table, wired to this server's notifications."""
+    from ollie_lsp.events import EventForwarder
+    from ollie_lsp.progress import TurnProgress
+    from ollie_lsp.records import Records
+    from ollie_lsp.sessions import SessionDefaults, SessionTable
+
+    options = ls.init_options
+    defaults = SessionDefaults(
+        agent=options.agent or "default", backend=options.backend, model=options.model,
+        env=dict(options.env), cwd=ls.default_cwd,
+    )
+    table: SessionTable
+
+    def make_progress(session_id: str) -> TurnProgress:
+        return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
+
+    def make_forwarder(session_id: str, core: Core) -> EventForwarder:
+        def send(params: dict[str, Any]) -> None:
+            ls.protocol.notify("ollie/event", params)
+
+        def on_state() -> None:
+            live = table.find(session_id)
+            if live is None:
+                return
+            changed = live.state_changed()
+            if changed is not None:
+                ls.protocol.notify("ollie/stateChanged", changed)
+            if live.core.is_running and live.core.state != "idle":
+                live.progress.report(live.core.state)
+
+        def on_turn(content: str) -> None:
+            live = table.find(session_id)
+            if live is None:
+                return
+            if content == "start":
+                live.progress.begin(live.next_prompt_title())
+            else:
+                live.progress.end(content)
+
+        return EventForwarder(
+            session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s,
+            paused=ls.output_paused, writable=ls.output_writable,
+        )
+
+    editor = None
+    if options.editor_tools:
+        from ollie_lsp.editortools import LspEditorKnowledge
+
+        editor = LspEditorKnowledge(ls)
+    table = SessionTable(
+        defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
+        ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls), notify_problem=ls.show, documents=ls.documents,
+        editor=editor,
+    )
+    return table
+
+
+def register_methods(server: OllieServer) -> None:
+    """Every ollie/* method and its `ollie.*` executeCommand mirror, as stubs that import the handlers on first use."""
+    for name in METHOD_NAMES:
+        server.feature(name)(_lazy_method(name))
+        server.command(command_name(name))(_lazy_command(name))
+
+
+def _lazy_method(name: str) -> Callable[..., Any]:
+    async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+        await ls.engine_loaded()
+        from ollie_lsp import methods
+
+        return await methods.call(name, ls, raw)
+
+    return run
+
+
+def _lazy_command(name: str) -> Callable[..., Any]:
+    async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
+        if len(args) > 1:
+            raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
+        await ls.engine_loaded()
+        from ollie_lsp import methods
+
+        return await methods.call(name, ls, args[0] if args else None)
+
+    return run

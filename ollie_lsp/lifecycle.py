@@ -1,0 +1,67 @@
+"""The LSP lifecycle: initialize, initialized, shutdown, workspace folders and the progress bar's cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from ollie_lsp.options import parse_init_options
+from ollie_lsp.permission import announces_permission
+from ollie_lsp.server import OllieServer, start_dir
+
+
+def workspace_cwd(params: types.InitializeParams) -> Path | None:
+    """The CWD the client gives: workspaceFolders[0], else rootUri, else rootPath."""
+    candidates = []
+    if params.workspace_folders:
+        candidates.append(to_fs_path(params.workspace_folders[0].uri))
+    if params.root_uri:
+        candidates.append(to_fs_path(params.root_uri))
+    if params.root_path:
+        candidates.append(params.root_path)
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def register_lifecycle(server: OllieServer) -> None:
+    """initialize/initialized/shutdown/exit and the workspace folder changes."""
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: OllieServer, params: types.InitializeParams) -> None:
+        options, problems = parse_init_options(params.initialization_options)
+        for problem in problems:
+            ls.show(f"ollie: {problem}")
+        ls.init_options = options
+        ls.rich_permission = announces_permission(params.initialization_options)
+        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
+        # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
+        ls.initialized = True
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: OllieServer, params: types.InitializedParams) -> None:
+        await ls.warm_up()
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: OllieServer, *args: Any) -> None:
+        ls.shutdown_asked = True  # an `exit` sent before this answer still ends with status 0
+        await ls.close_sessions()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        added = [to_fs_path(f.uri) for f in params.event.added or []]
+        for path in added:
+            if path and Path(path).is_dir():
+                ls.default_cwd = Path(path)
+                break
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
+        token = str(params.token)
+        for live in ls.live_sessions():
+            if live.progress.token == token:
+                live.core.interrupt("cancelled from the progress bar")
