@@ -4,21 +4,49 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ollie import paths
 from ollie.agent import tiers
 from ollie.agent.context import ContextBudget
+from ollie.agent.events import Bus
 from ollie.agent.history import cut_off, outcome_marks, truncated
-from ollie.agent.hooks import blocked_by, hook_note
+from ollie.agent.hooks import HookResult, blocked_by, hook_note
+from ollie.agent.limits import LoopLimits
+from ollie.agent.runtime import Runtime
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
-from ollie.agent.steps import script_kinds
+from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
-from ollie.agent.turnhost import TurnHost
-from ollie.backend.types import Message, ToolCall
+from ollie.backend.base import Backend
+from ollie.backend.types import GenerationParams, Message, ToolCall
 from ollie.sessions.session import Session, TaskState
+
+
+class LoopHost(Protocol):
+    """What a turn reads and drives of its session: everything the loop depends on (the Core's TurnHost)."""
+
+    session: Session
+    bus: Bus
+    limits: LoopLimits
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def max_steps(self) -> int: ...
+    def require_backend(self) -> Backend: ...
+    def generation_params(self) -> GenerationParams: ...
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None: ...
+    async def turn_error(self, exc: BaseException, error_type: str) -> bool: ...
+    def record_usage(self, completion: Completion) -> None: ...
+    def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound: ...
+    def take_notes(self) -> list[str]: ...
+    def plan_step(self) -> str: ...
+    def set_state(self, state: str) -> None: ...
+    def set_reply(self, text: str) -> None: ...
+    def save(self) -> None: ...
 
 
 @dataclass
@@ -52,7 +80,7 @@ def _append_note(session: Session, note: str) -> None:
 class AgentLoop:
     """One turn of one session. The host owns the state; the loop drives it, the budget keeps its context in size."""
 
-    def __init__(self, host: TurnHost, budget: ContextBudget) -> None:
+    def __init__(self, host: LoopHost, budget: ContextBudget) -> None:
         self.host = host
         self.budget = budget
         self.session = host.session
@@ -85,11 +113,8 @@ class AgentLoop:
         self.session.messages.append(Message("user", "\n\n".join([prompt, *notes])))
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
-        if host.backend is None:
-            why = host.backend_error or "no backend configured"
-            self.bus.emit("error", why)
-            return TurnResult("", "error", why)
         try:
+            host.require_backend()  # no request goes out without one: the turn ends with why
             return await self._iterate()
         except TurnFailed as failed:
             self.bus.emit("error", str(failed))
@@ -98,13 +123,10 @@ class AgentLoop:
     async def _request(self, *, with_tools: bool) -> Completion:
         host = self.host
         host.set_state("thinking")
-        backend = host.backend
-        if backend is None:  # run() ends the turn before the first request without one
-            raise TurnFailed(host.backend_error or "no backend configured", error_type="unknown")
         streamed = Streamed()
         try:
             completion = await stream_with_retry(
-                backend=backend,
+                backend=host.require_backend(),
                 build_messages=self.budget.request_messages,
                 tools=self.runtime.tools if with_tools else [],
                 params=host.generation_params(),
@@ -166,22 +188,7 @@ class AgentLoop:
             await self.budget.auto_compact()
 
     async def _tool_round(self, calls: list[ToolCall]) -> list[CallOutcome]:
-        host = self.host
-        round_ = ToolRound(
-            runtime=self.runtime,
-            bus=self.bus,
-            hook=host.run_hook,
-            pop_inject=host.pop_inject,
-            set_state=host.set_state,
-            count_call=host.count_tool_call,
-            cache=self.cache,
-            max_bytes=self.runtime.tool_result_max_bytes,
-            cwd=host.setup.cwd,
-            kind_of=self.kind_of,
-            changes=host.changes,
-            approve=host.approve_step,
-            post_edit=host.post_edit,
-        )
+        round_ = self.host.tool_round(cache=self.cache, kind_of=self.kind_of)
         try:
             outcomes = await round_.run(calls)
         except asyncio.CancelledError:

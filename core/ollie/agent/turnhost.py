@@ -16,8 +16,10 @@ from ollie.agent.limits import LoopLimits
 from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, ready_prompt
 from ollie.agent.setup import Setup
-from ollie.agent.streaming import Completion
+from ollie.agent.steps import KindLookup
+from ollie.agent.streaming import Completion, TurnFailed
 from ollie.agent.taskstate import plan_path, read_plan_step
+from ollie.agent.toolround import CallOutcome, ToolRound
 from ollie.agent.watch import ChangeWatch
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams
@@ -87,6 +89,12 @@ class TurnHost:
         """Why the backend could not be built ('' when it was)."""
         return self.setup.backend_error
 
+    def require_backend(self) -> Backend:
+        """The active backend; TurnFailed saying why there is none."""
+        if self.backend is None:
+            raise TurnFailed(self.backend_error or "no backend configured", error_type="unknown")
+        return self.backend
+
     @property
     def model_name(self) -> str:
         """The model requests go to."""
@@ -145,6 +153,15 @@ class TurnHost:
     def plan_step(self) -> str:
         """The next unchecked step of the session's plan file."""
         return read_plan_step(plan_path(self.session.id))
+
+    def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
+        """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
+        return ToolRound(
+            runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
+            set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
+            max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
+            changes=self.changes, approve=self.approve_step, post_edit=self.post_edit,
+        )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         """Run `work` as a task nobody's cancellation reaches; kept until it is done."""
