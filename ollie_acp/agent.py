@@ -374,7 +374,7 @@ async def _options(live: AcpSession) -> list[SessionConfigOptionSelect | Session
         models = []
     if core.model_name not in models:
         models = [core.model_name, *models]
-    agents = [a.name for a in await asyncio.to_thread(agent_infos, core) if not a.error]
+    agents = [a.name for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
     if core.agent_name not in agents:
         agents = [core.agent_name, *agents]
     return [

@@ -55,11 +55,6 @@ class ClientFiles:
             return ApplyResult("refused", f"the editor did not write the file: {exc}")
         return ApplyResult("applied")
 
-    async def open_unsaved_paths(self) -> list[Path]:
-        """ACP does not say which buffers are unsaved: none known."""
-        return []
-
-
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None) -> ClientFiles | None:
     """The session's ClientFiles when the client offers fs/read_text_file (None: the tools use the disk)."""
     if fs is None or not fs.read_text_file:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ollie.agent.approval import Answer, StepQuestion
-    from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
+    from ollie.agent.surface import AcpCore
 
 logger = logging.getLogger("ollie.acp.session")
 
@@ -53,7 +53,7 @@ class AcpSession:
     """A live session of this agent."""
 
     id: str
-    core: Core
+    core: AcpCore
     forwarder: UpdateForwarder
     client: Client
     title: str = ""
@@ -187,7 +187,7 @@ class AcpSession:
         await self.forwarder.stop()
 
 
-def _totals(core: Core) -> tuple[int, int, int, int]:
+def _totals(core: AcpCore) -> tuple[int, int, int, int]:
     """The session's token totals: input, output, cache reads, cache writes."""
     s = core.session
     return (s.total_input_tokens, s.total_output_tokens, s.total_cached_input_tokens, s.total_cache_creation_tokens)

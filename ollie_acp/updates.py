@@ -24,9 +24,9 @@ from acp.schema import (
 )
 
 from ollie import beneath
-from ollie.agent.core import Core
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, KindLookup, ToolState, ToolStep, inner_statuses
+from ollie.agent.surface import AcpCore
 
 logger = logging.getLogger("ollie.acp.updates")
 
@@ -91,7 +91,7 @@ def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
 class UpdateForwarder:
     """Drains one session's bus in order into `session/update`s; tracks the open tool steps."""
 
-    def __init__(self, core: Core, send: Send, *, kind_of: KindLookup | None, plan_file: Callable[[], Path]) -> None:
+    def __init__(self, core: AcpCore, send: Send, *, kind_of: KindLookup | None, plan_file: Callable[[], Path]) -> None:
         self._core = core
         self._send = send
         self._kind_of = kind_of  # the engine's events carry the kinds now; kept for callers

@@ -15,7 +15,7 @@ from ollie_lsp.permission import ask_step
 from ollie_lsp.server import OllieServer
 
 if TYPE_CHECKING:
-    from ollie.agent.core import Core
+    from ollie.agent.surface import DaemonCore
     from ollie_lsp.sessions import SessionTable
 
 logger = logging.getLogger("ollie.lsp.daemon")
@@ -69,7 +69,7 @@ def build_table(ls: OllieServer) -> SessionTable:
     def make_progress(session_id: str) -> TurnProgress:
         return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
 
-    def make_forwarder(session_id: str, core: Core) -> EventForwarder:
+    def make_forwarder(session_id: str, core: DaemonCore) -> EventForwarder:
         def send(params: dict[str, Any]) -> None:
             ls.protocol.notify("ollie/event", params)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -11,20 +10,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from ollie import beneath
 from ollie.tools.documents import STALE, ApplyResult, Version
 
 
 def _real(path: str | Path) -> Path:
     return Path(os.path.realpath(path))
-
-
-def _read_disk(path: Path) -> str | None:
-    """The file under an open document, through the chokepoint: a FIFO, device, link or giant file is no text."""
-    try:
-        return beneath.read_text_sync(path.parent, path.name, errors="replace")
-    except OSError:
-        return None
 
 
 def whole_range(doc: TextDocument) -> types.Range:
@@ -99,12 +89,6 @@ class LspDocuments:
             reason = answer.failure_reason or STALE
             return ApplyResult("refused", f"the editor did not apply the edit ({reason})")
         return ApplyResult("applied")
-
-    async def open_unsaved_paths(self) -> list[Path]:
-        """The open documents whose text is not what is on disk."""
-        docs = self.open_documents()
-        on_disk = await asyncio.gather(*(asyncio.to_thread(_read_disk, path) for path in docs))
-        return [path for (path, doc), disk in zip(docs.items(), on_disk, strict=True) if disk != doc.source]
 
 
 def register_documents(server: LanguageServer) -> None:

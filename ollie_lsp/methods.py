@@ -186,7 +186,7 @@ async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The agent configs the session can switch to, with their descriptions."""
     p = parse(SessionParams, raw)
     live = await ls.table.get(p.session)
-    infos = await asyncio.to_thread(agent_infos, live.core)  # reads every agent config file
+    infos = await asyncio.to_thread(agent_infos, live.core.agents_dirs)  # reads every agent config file
     agents = [{"name": a.name, "description": a.description, "error": a.error} for a in infos]
     return {"current": live.core.agent_name, "agents": agents}
 

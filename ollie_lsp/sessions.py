@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from ollie.agent.approval import Answer, StepQuestion
-    from ollie.agent.core import Core, TurnResult
+    from ollie.agent.core import TurnResult
     from ollie.agent.recorder import Recorder
+    from ollie.agent.surface import DaemonCore
     from ollie.tools.documents import EditorDocuments
     from ollie.tools.editor import EditorKnowledge
 
@@ -52,7 +53,7 @@ class LiveSession:
     """A session this daemon runs: its Core, its event forwarder and its progress."""
 
     id: str
-    core: Core
+    core: DaemonCore
     forwarder: EventForwarder
     progress: TurnProgress
     kind: str = "chat"
@@ -221,7 +222,7 @@ class SessionTable:
         *,
         defaults: SessionDefaults,
         records: Records,
-        make_forwarder: Callable[[str, Core], EventForwarder],
+        make_forwarder: Callable[[str, DaemonCore], EventForwarder],
         make_progress: Callable[[str], TurnProgress],
         ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None,
         ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None,
@@ -297,7 +298,7 @@ class SessionTable:
         live.recorder = await self.records.record(core, kind=kind, title=title)
         return live
 
-    def _register(self, core: Core, *, kind: str) -> LiveSession:
+    def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
         session_id = core.session_id
         forwarder = self._make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self._make_progress(session_id), kind=kind)

@@ -29,6 +29,7 @@ class FakeCore:
         self.cwd = tmp_path
         self.sessions_dir = tmp_path / "sessions"
         self.agents_dirs = [tmp_path / "agents"]
+        self.setup_warnings: list[str] = []
         self.max_steps = 30
         self.is_running = False
         self.injects: list[str] = []

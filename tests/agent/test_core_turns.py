@@ -222,7 +222,7 @@ async def test_state_events_and_wait_change(scripted_llm, make_core, tmp_path):
     srv.script(Reply.text("hi", usage=Usage(input_tokens=10, output_tokens=2)))
     core = await make_core(srv, toy=ToyServer())
     sub = core.bus.subscribe()
-    usage_before = core.usage()
+    usage_before = core.field_value("usage")
     waiter = asyncio.create_task(core.wait_change("usage", usage_before, timeout=5))
     await core.submit("hello")
     value, changed = await waiter

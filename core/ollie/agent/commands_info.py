@@ -75,11 +75,6 @@ async def cmd_models(core: CommandTarget, arg: str) -> str:
     return f"models of {core.backend_name}:\n" + "\n".join(lines)
 
 
-def _agent_dirs(core: CommandTarget) -> list[Path]:
-    dirs = getattr(core, "agents_dirs", None)
-    return list(dirs) if dirs else paths.agents_dirs()
-
-
 @dataclass(frozen=True)
 class AgentInfo:
     """One agent config found: its name, its description, and why it cannot load (when it cannot)."""
@@ -89,9 +84,8 @@ class AgentInfo:
     error: str = ""
 
 
-def agent_infos(core: CommandTarget) -> list[AgentInfo]:
-    """Every agent config in the session's agent dirs, by name."""
-    dirs = _agent_dirs(core)
+def agent_infos(dirs: list[Path]) -> list[AgentInfo]:
+    """Every agent config in `dirs` (a session's `agents_dirs`), by name."""
     infos = []
     for name in list_agents(dirs):
         try:
@@ -103,9 +97,9 @@ def agent_infos(core: CommandTarget) -> list[AgentInfo]:
 
 async def cmd_agents(core: CommandTarget, arg: str) -> str:
     """List the agent configs found, the current one marked, with their descriptions."""
-    infos = agent_infos(core)
+    infos = agent_infos(core.agents_dirs)
     if not infos:
-        return "no agent configs found in " + ", ".join(str(d) for d in _agent_dirs(core))
+        return "no agent configs found in " + ", ".join(str(d) for d in core.agents_dirs)
     lines = []
     for agent in infos:
         description = f"(cannot load: {agent.error})" if agent.error else agent.description
@@ -138,7 +132,7 @@ async def cmd_context(core: CommandTarget, arg: str) -> str:
     task_state = core.session.task_state
     if task_state is not None:
         lines.append(f"task state: goal {_one_line(task_state.goal, 80)!r}, step {_one_line(task_state.plan_step, 80)!r}")
-    lines += [f"warning: {w}" for w in getattr(core, "setup_warnings", [])]
+    lines += [f"warning: {w}" for w in core.setup_warnings]
     return "\n".join(lines)
 
 

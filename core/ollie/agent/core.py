@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ollie import paths
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
-from ollie.agent.changes import ChangeTracker
+from ollie.agent.attachments import Attachments, maybe_await
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
-from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
 from ollie.agent.hooks import hook_note
@@ -25,7 +23,7 @@ from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime, refresh_tools
+from ollie.agent.runtime import Runtime
 from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
@@ -36,17 +34,11 @@ from ollie.config import find_agent, load_agent_config
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session, session_log
 from ollie.sessions.session import Session, validate_session_id
-from ollie.tools.base import Approver, ElevationSetter, ToolInfo
-from ollie.tools.documents import DocumentsSetter, EditorDocuments, RootedDocuments
-from ollie.tools.editor import EditorKnowledge, EditorSetter
+from ollie.tools.base import Approver, ToolInfo
+from ollie.tools.documents import EditorDocuments
+from ollie.tools.editor import EditorKnowledge
 
 __all__ = ["Core", "TurnResult"]
-
-T = TypeVar("T")
-
-
-async def _maybe_await(value: T | Awaitable[T]) -> T:
-    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
 class Core:
@@ -59,13 +51,8 @@ class Core:
                               limits=limits)
         self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
         self.on_kill: Callable[[], Awaitable[None] | None] | None = None
-        # Who approves an elevated step under `"elevation": "ask"` (the daemon asks the editor,
-        # the terminal asks at its prompt); None: nobody can, so such steps are refused.
-        self.approver: Approver | None = None
-        # The front end's open documents (None: the file tools see the disk only); see `set_documents`.
-        self._documents: EditorDocuments | None = None
-        # The editor's knowledge (None: no editor tools, no post-edit diagnostics); see `set_editor`.
-        self._editor: EditorKnowledge | None = None
+        self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
+                                     cwd=lambda: self.cwd)
         self._setup = setup
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
@@ -76,7 +63,7 @@ class Core:
         self._live_lock: LiveLock | None = None
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
         self.step_kinds = script_kinds(paths.tools_path())
-        self._wire_elevation()
+        self._attached.wire()
         self._approval = ApprovalGate(mode=lambda: self.approval, always=lambda: self.session.approval_always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
                                       kind_of=self.step_kinds)
@@ -182,10 +169,6 @@ class Core:
         """Replace whatever injects are pending with `text`."""
         self._inbox.replace_injects(text, running=self._turns.running)
 
-    def pop_inject(self) -> str:
-        """Take every pending inject, joined (empty when none)."""
-        return self._inbox.pop_inject()
-
     def queue(self, text: str) -> int:
         """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
         depth = self._inbox.queue(text)
@@ -232,11 +215,6 @@ class Core:
         return self._host.bus
 
     @property
-    def changes(self) -> ChangeTracker:
-        """The session's change tracker: turn checkpoints and per-step diffs (ollie.agent.changes)."""
-        return self._host.changes
-
-    @property
     def session(self) -> Session:
         """The session (messages, task state, totals)."""
         return self._host.session
@@ -245,10 +223,10 @@ class Core:
         """The current value of a `wait_change` field, as a string."""
         values: dict[str, Callable[[], str]] = {
             "state": lambda: self._host.state,
-            "usage": self.usage,
-            "cost": self.cost,
+            "usage": lambda: format_usage(self.usage_info()),
+            "cost": lambda: format_cost(self.cost_info()),
             "cwd": lambda: str(self.cwd),
-            "context": self.ctx_size,
+            "context": lambda: format_context(self.context_info()),
             "running": lambda: str(self._turns.running),
         }
         if name not in values:
@@ -370,18 +348,6 @@ class Core:
         """Last turn's and the session's cost in USD."""
         return {"lastTurn": self.session.last_turn_cost_usd, "session": self.session.session_cost_usd}
 
-    def ctx_size(self) -> str:
-        """The context size as a human string (as /context prints it)."""
-        return format_context(self.context_info())
-
-    def usage(self) -> str:
-        """Token usage as a human string (as /usage prints it)."""
-        return format_usage(self.usage_info())
-
-    def cost(self) -> str:
-        """Cost as a human string (as /cost prints it)."""
-        return format_cost(self.cost_info())
-
     # --- commands' members -------------------------------------------------
 
     async def compact(self) -> str:
@@ -399,7 +365,7 @@ class Core:
         if self._turns.running:
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
-            rewound = await self._host.review.rewind(turn, documents=self._documents)
+            rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
         self._notify()
         return rewound
 
@@ -452,7 +418,7 @@ class Core:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
-            self._wire_elevation()
+            self._attached.wire()
             self.session.agent = name
             self._budget.forget_limit()
             self.session.clear()
@@ -463,45 +429,25 @@ class Core:
             self._notify()
             return warnings
 
-    def _wire_elevation(self, *, editor_was_set: bool = False) -> None:
-        runtime = self.runtime
-        for _, server in runtime.dispatcher.servers():
-            if isinstance(server, ElevationSetter):
-                server.set_elevation(runtime.config.elevation, self.approve_elevation)
-            if isinstance(server, DocumentsSetter):
-                server.set_documents(self._documents)
-            if isinstance(server, EditorSetter) and (self._editor is not None or editor_was_set):
-                server.set_editor(self._editor)
-                refresh_tools(runtime)
+    @property
+    def approver(self) -> Approver | None:
+        """Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused."""
+        return self._attached.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self._attached.approver = approver
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
-        # Edits that land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
-        self._documents = None if documents is None else RecordingDocuments(
-            RootedDocuments(documents, lambda: self.cwd),
-            lambda path, old, new: self._host.review.note_editor_edit(path, old, new))
-        self._wire_elevation()
+        self._attached.set_documents(documents)
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:
         """Offer the editor tools answered by `editor`, and show the model the new errors of each step's changes."""
         from ollie.tools.editor.postedit import PostEditDiagnostics
 
-        had, self._editor = self._editor, editor
         self._host.post_edit = PostEditDiagnostics(editor, cwd=lambda: self.cwd) if editor is not None else None
-        self._wire_elevation(editor_was_set=had is not None)
-
-    async def open_unsaved_paths(self) -> list[Path]:
-        """The documents open in the editor with unsaved changes (writers other than the file tools ask first)."""
-        return [] if self._documents is None else await self._documents.open_unsaved_paths()
-
-    async def approve_elevation(self, what: str) -> bool | None:
-        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
-        if self.approver is None:
-            return None
-        self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
-        approved = bool(await _maybe_await(self.approver(what)))
-        self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
-        return approved
+        self._attached.set_editor(editor)
 
     # --- approval (see ollie.agent.approval) -----------------------------------
 
@@ -589,7 +535,7 @@ class Core:
     async def rename(self, title: str) -> None:
         """Title the session: the daemon's `on_rename` when set, else stored in the session."""
         if self.on_rename is not None:
-            await _maybe_await(self.on_rename(title))
+            await maybe_await(self.on_rename(title))
             return
         self.session.title = title
         self._host.save()
@@ -598,7 +544,7 @@ class Core:
         """Interrupt, save, close; then tell the daemon through `on_kill`."""
         await self.close()
         if self.on_kill is not None:
-            await _maybe_await(self.on_kill())
+            await maybe_await(self.on_kill())
 
     async def close(self) -> None:
         """Interrupt a running turn, save the session, close backend and tool servers."""

@@ -130,7 +130,3 @@ class RecordingDocuments:
         if result.status == "applied" and before is not None:
             self._record(path, before[0], new_text)
         return result
-
-    async def open_unsaved_paths(self) -> list[Path]:
-        """The open documents whose text differs from the disk (see EditorDocuments)."""
-        return await self.inner.open_unsaved_paths()

@@ -20,10 +20,10 @@ from ollie.cli.sanitize import escaped, has_controls, printable
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion
-    from ollie.agent.core import Core
     from ollie.agent.events import Subscription
     from ollie.agent.recorder import Recorder
     from ollie.agent.steps import Diff
+    from ollie.agent.surface import TerminalCore
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}
@@ -50,7 +50,7 @@ class RunOptions:
     approval: str | None = None
 
 
-async def open_core(options: RunOptions) -> tuple[Core, Recorder | None]:
+async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]:
     """Build the Core (resuming `options.session` when given) and have the engine record it (channel cli).
 
     The record lets editors list and resume the session; a registry that refuses it never fails the run.
@@ -86,7 +86,7 @@ async def _render_events(renderer: Renderer, sub: Subscription) -> None:
 class _Events:
     """The renderer fed from the core's bus in the background."""
 
-    def __init__(self, core: Core, renderer: Renderer) -> None:
+    def __init__(self, core: TerminalCore, renderer: Renderer) -> None:
         self._sub = core.bus.subscribe()
         self._task = asyncio.create_task(_render_events(renderer, self._sub))
 
@@ -103,7 +103,7 @@ class _Events:
 
 
 @asynccontextmanager
-async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[Core, _Events]]:
+async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[TerminalCore, _Events]]:
     """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed."""
     core, recorder = await open_core(options)
     events = _Events(core, renderer)
@@ -271,6 +271,6 @@ def _diff_text(diff: Diff, *, color: bool) -> str:
     return "\n".join(lines)
 
 
-def _prompt(core: Core) -> None:
+def _prompt(core: TerminalCore) -> None:
     sys.stderr.write(printable(f"{core.agent_name}> "))
     sys.stderr.flush()

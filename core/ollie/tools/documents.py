@@ -34,10 +34,6 @@ class EditorDocuments(Protocol):
         """Replace the document's whole text, refused when its version is no longer `version`."""
         ...
 
-    async def open_unsaved_paths(self) -> list[Path]:
-        """The open documents whose text differs from the disk (other writers ask before touching them)."""
-        ...
-
 
 @runtime_checkable
 class DocumentsSetter(Protocol):
@@ -78,8 +74,3 @@ class RootedDocuments:
         if target is None:
             return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
         return await self.inner.apply(target, new_text, version)
-
-    async def open_unsaved_paths(self) -> list[Path]:
-        """The open unsaved documents beneath the root."""
-        root = self._root()
-        return [p for p in await self.inner.open_unsaved_paths() if beneath.inside(root, p)]

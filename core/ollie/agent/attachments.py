@@ -1,0 +1,74 @@
+"""What a front end attaches to a session's tool servers: its open documents, its editor, who approves elevation."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from ollie.agent.editoredits import RecordingDocuments
+from ollie.agent.events import Bus
+from ollie.agent.review import Review
+from ollie.agent.runtime import Runtime, refresh_tools
+from ollie.tools.base import Approver, ElevationSetter
+from ollie.tools.documents import DocumentsSetter, EditorDocuments, RootedDocuments
+from ollie.tools.editor import EditorKnowledge, EditorSetter
+
+T = TypeVar("T")
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """`value`, awaited when a callback returned an awaitable (front ends pass plain or async callbacks)."""
+    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
+
+
+class Attachments:
+    """The front end's parts a session's tools use; wired into every tool server again after an /agent switch."""
+
+    def __init__(self, *, runtime: Callable[[], Runtime], bus: Bus, review: Review, cwd: Callable[[], Path]) -> None:
+        self._runtime = runtime
+        self._cwd = cwd
+        self._bus = bus
+        self._review = review
+        # Who approves an elevated step under `"elevation": "ask"` (the daemon asks the editor,
+        # the terminal asks at its prompt); None: nobody can, so such steps are refused.
+        self.approver: Approver | None = None
+        # The front end's open documents (None: the file tools see the disk only).
+        self.documents: EditorDocuments | None = None
+        # The editor's knowledge (None: no editor tools, no post-edit diagnostics).
+        self.editor: EditorKnowledge | None = None
+
+    def wire(self, *, editor_was_set: bool = False) -> None:
+        """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
+        runtime = self._runtime()
+        for _, server in runtime.dispatcher.servers():
+            if isinstance(server, ElevationSetter):
+                server.set_elevation(runtime.config.elevation, self.approve_elevation)
+            if isinstance(server, DocumentsSetter):
+                server.set_documents(self.documents)
+            if isinstance(server, EditorSetter) and (self.editor is not None or editor_was_set):
+                server.set_editor(self.editor)
+                refresh_tools(runtime)
+
+    def set_documents(self, documents: EditorDocuments | None) -> None:
+        """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
+        # Asked only about files beneath the session's root (ollie.tools.documents.RootedDocuments). Edits that
+        # land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
+        self.documents = None if documents is None else RecordingDocuments(
+            RootedDocuments(documents, self._cwd), self._review.note_editor_edit)
+        self.wire()
+
+    def set_editor(self, editor: EditorKnowledge | None) -> None:
+        """Offer the editor tools answered by `editor` (None: take them away)."""
+        had, self.editor = self.editor, editor
+        self.wire(editor_was_set=had is not None)
+
+    async def approve_elevation(self, what: str) -> bool | None:
+        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
+        if self.approver is None:
+            return None
+        self._bus.emit("info", f"asking to run outside the sandbox:\n{what}")
+        approved = bool(await maybe_await(self.approver(what)))
+        self._bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
+        return approved
