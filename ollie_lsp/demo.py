@@ -112,6 +112,7 @@ async def _session(workspace: Path, env: dict[str, str], renderer: Renderer, out
     print(f"daemon: {sys.executable} -m ollie_lsp, workspace {workspace}", file=out)
     await client.start_io(sys.executable, "-m", "ollie_lsp", env=env, cwd=str(workspace))
     stderr: list[bytes] = []
+    # pygls' client keeps the process it started only as the private `_server`: its stderr must be drained.
     drain = asyncio.create_task(_drain(client._server.stderr if client._server else None, stderr))
     try:
         result = await client.initialize_async(

@@ -77,7 +77,12 @@ _ANSWERED = object()
 class OllieProtocol(LanguageServerProtocol):
     """LSP protocol plus `experimental.ollie` in the capabilities and cancel-as-interrupt for submits."""
 
-    _server: OllieServer
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        # A running submit's hook: a `$/cancelRequest` for it interrupts its turn instead (OllieServer.on_cancel).
+        self.cancel_hooks: dict[Any, Callable[[], None]] = {}
+        # What `exit` does; the server that owns this protocol sets it (OllieServer.end_serving).
+        self.on_exit: Callable[[], None] = lambda: None
 
     # pygls builds the capabilities itself: `experimental.ollie` can only be added to its answer.
     @lsp_method(types.INITIALIZE)
@@ -94,8 +99,9 @@ class OllieProtocol(LanguageServerProtocol):
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:
         """End serving the client: status 0 after `shutdown`, else 1 (as LSP says)."""
-        self._server.end_serving(0 if self._shutdown or self._server.shutdown_asked else 1)
+        self.on_exit()
 
+    # A private pygls method: no public hook chooses how a message is serialised.
     def _serialize_message(self, data: Any) -> Any:
         """ollie/* results and params are plain JSON already: skip cattrs' recursive copy of them.
 
@@ -135,12 +141,14 @@ class OllieProtocol(LanguageServerProtocol):
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
-        # pygls answers only messages it could parse; these errors go out raw, id null included.
+        # pygls answers only messages it could parse, and has no public send of a raw message: these errors go out
+        # through its private _send_data (framing, writer), id null included.
         self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}})
 
-    # pygls cancels the handler on $/cancelRequest; a submit must interrupt its turn and still answer.
+    # pygls cancels the handler on $/cancelRequest; a submit must interrupt its turn and still answer. A private
+    # method: pygls handles $/cancelRequest itself, before any feature could.
     def _handle_cancel_notification(self, msg_id: Any) -> None:
-        hook = self._server.cancel_hooks.pop(msg_id, None)
+        hook = self.cancel_hooks.pop(msg_id, None)
         if hook is not None:
             # A cancelled submit interrupts its turn and still answers, with stop "interrupted".
             logger.info("cancel of a pending submit: interrupting", extra={"msg_id": msg_id})
@@ -162,10 +170,13 @@ class OllieServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.coalesce_s = coalesce_s
+        protocol = self.protocol
+        assert isinstance(protocol, OllieProtocol)
+        protocol.on_exit = lambda: self.end_serving(0 if self.shutdown_asked else 1)
         # The session table and the engine's import, given by ollie_lsp.daemon: they load after `initialize`.
         self._make_table = make_table
         self._load_engine = load_engine
-        self.cancel_hooks: dict[Any, Callable[[], None]] = {}
+        self.cancel_hooks = protocol.cancel_hooks
         self.init_options = InitOptions()
         # The client answers `ollie/permission` (initializationOptions `permissionRequest`), not just showMessageRequest.
         self.rich_permission = False
