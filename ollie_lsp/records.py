@@ -26,7 +26,7 @@ from ollie_lsp.errors import (
 
 if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder
-    from ollie.agent.surface import FrontEndCore
+    from ollie.agent.surface import SessionView
 
 logger = logging.getLogger("ollie.lsp.records")
 T = TypeVar("T")
@@ -116,7 +116,7 @@ class Records:
             self._registry = Registry()
         return self._registry
 
-    async def record(self, core: FrontEndCore, *, kind: str, title: str = "") -> Recorder:
+    async def record(self, core: SessionView, *, kind: str, title: str = "") -> Recorder:
         """Have the engine record a live session on channel `lsp`, its stamps in order on the registry thread."""
         from ollie.agent.recorder import record  # the engine: kept off the start-up path
 

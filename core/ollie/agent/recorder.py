@@ -15,7 +15,7 @@ from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, Request, Scope, TurnResult, os_user, prompt_title
 
 if TYPE_CHECKING:
-    from ollie.agent.surface import FrontEndCore
+    from ollie.agent.surface import SessionView
 
 log = get_logger("ollie.agent.recorder")
 
@@ -35,7 +35,7 @@ class Recorder:
 
     def __init__(
         self,
-        core: FrontEndCore,
+        core: SessionView,
         *,
         channel: Channel,
         registry: Callable[[], Registry] | None = None,
@@ -145,7 +145,7 @@ class Recorder:
 
 
 async def record(
-    core: FrontEndCore,
+    core: SessionView,
     *,
     channel: Channel,
     kind: str = "chat",
