@@ -23,8 +23,6 @@ _MODULES = {"shutil", "tempfile", "io"}
 
 # Whole modules whose file access is all to ollie's own private files (0700 dirs no policy grants).
 MODULES_ALLOWED = {
-    "ollie_lsp/warm.py": "the warm start's runtime dir and its own code; /proc of peers",
-    "ollie_lsp/preloader.py": "the preloader's socket and lock in its 0700 runtime dir",
     "ollie_lsp/tcp.py": "the --tcp token file (0600, O_NOFOLLOW)",
     "ollie_lsp/demo.py": "the demo's own temp workspace",
     "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
@@ -39,8 +37,8 @@ MODULES_ALLOWED = {
 }
 # Single functions, each for a path that is not the workspace's content.
 ALLOWED = {
-    ("ollie_lsp/server.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
-    ("ollie_lsp/server.py", "register_lifecycle.folders_changed"): "the root itself",
+    ("ollie_lsp/lifecycle.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
+    ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
     ("ollie_acp/agent.py", "_directory"): "the root itself",
     ("core/ollie/agent/commands.py", "cmd_cwd"): "the root the user /cd's to",
