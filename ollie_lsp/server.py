@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -33,23 +32,23 @@ from ollie import __version__
 from ollie_lsp.documents import LspDocuments, register_documents
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import InvalidParams, SessionNotFound
+from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions, parse_init_options
 from ollie_lsp.permission import announces_permission, ask_step
 
 if TYPE_CHECKING:
     from ollie.agent.core import Core
+    from ollie_lsp.framing import FrameSource
     from ollie_lsp.sessions import SessionTable
 
 logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
-PARSE_ERROR = -32700
 SWITCH_INTERVAL_S = 0.001
 # How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
 EXIT_BACKSTOP_S = 5.0
-INVALID_REQUEST = -32600
 
 
 def raw_params_converter() -> Any:
@@ -138,6 +137,36 @@ class OllieProtocol(LanguageServerProtocol):
             why = f": {exc.__cause__}" if exc.__cause__ is not None else ""
             self.send_error(msg_id, exc.code, f"{exc.message}{why}"[:500])
             return _ANSWERED
+
+    def receive(self, items: list[Item]) -> None:
+        """Handle a batch of the client's frames in turn: each a message, or the error its framing earned."""
+        for item in items:
+            if not self._server.serving():
+                return  # `exit` came earlier in this batch
+            message = item if isinstance(item, Problem) else decode(item)
+            if isinstance(message, Problem):
+                logger.warning("bad message from the client: %s", message.message)
+                self.send_error(message.msg_id, message.code, message.message)
+            elif isinstance(message, list):
+                self._refuse_batch(message)
+            else:
+                self._handle(message)
+
+    def _handle(self, raw: Any) -> None:
+        try:
+            # Only the envelope is structured: pygls' object_hook also made messages of nested objects with "jsonrpc".
+            self.handle_message(self.structure_message(raw) if isinstance(raw, dict) else raw)
+        except Exception as exc:  # as pygls' own loop: logged, reported, and the next message is read
+            logger.exception("Unable to handle message")
+            self._server.report_server_error(exc, JsonRpcException)
+
+    def _refuse_batch(self, batch: list[Any]) -> None:
+        # LSP has no batches: each request in one is answered -32600 (by its id) so that no client waits for ever.
+        ids = [m.get("id") for m in batch if isinstance(m, dict) and "method" in m]
+        ids = [i for i in ids if isinstance(i, (int, str)) and not isinstance(i, bool)]
+        message = "Invalid Request: JSON-RPC batches are not supported; send each message in its own frame"
+        for msg_id in ids or [None]:
+            self.send_error(msg_id, INVALID_REQUEST, message)
 
     def handle_message(self, message: Any) -> None:
         """Answer what is not JSON-RPC 2.0 with -32600 (pygls would drop it silently), then handle the rest."""
@@ -273,20 +302,14 @@ class OllieServer(LanguageServer):
             if msg_id is not None:
                 self.cancel_hooks.pop(msg_id, None)
 
-    async def serve_client(self, reader: Any) -> None:
-        """Handle one client's messages from `reader` until it goes away or `exit` ends the loop."""
-        from pygls.io_ import run_async
-
+    async def serve_client(self, frames: FrameSource) -> None:
+        """Handle one client's messages from `frames` until it goes away or `exit` ends the loop."""
         # Heavy work (a long session's parse, a compaction's snapshot) runs in threads. Each time the loop
         # gives up the GIL for a syscall it waits up to the switch interval to get it back (5 ms by default,
         # several times per request): 1 ms keeps other sessions' requests prompt meanwhile.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        stop = threading.Event()
-        # pygls' shutdown() ends run_async through this private event (its start_* methods set it the same way).
-        self._stop_event = stop
-        self._serving = asyncio.ensure_future(run_async(
-            stop_event=stop, reader=reader, protocol=self.protocol,
-            logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error))
+        assert isinstance(self.protocol, OllieProtocol)
+        self._serving = asyncio.ensure_future(frames.run(self.protocol.receive))
         try:
             await self._serving
         except asyncio.CancelledError:
@@ -294,6 +317,10 @@ class OllieServer(LanguageServer):
             if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
                 raise
             # `exit` ended the reading (end_serving): the caller closes the sessions.
+
+    def serving(self) -> bool:
+        """Whether the client's messages are still being handled (not after `exit`)."""
+        return self._serving is not None and not self._serving.done()
 
     def end_serving(self, code: int) -> None:
         """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""
@@ -324,13 +351,6 @@ class OllieServer(LanguageServer):
             self._backstop = threading.Thread(target=exit_backstop, args=(EXIT_BACKSTOP_S,),
                                               name="ollie-lsp-exit-backstop", daemon=True)
             self._backstop.start()
-
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
-        if isinstance(error, json.JSONDecodeError) and isinstance(self.protocol, OllieProtocol):
-            self.protocol.send_error(None, PARSE_ERROR, f"Parse error: {error.msg} (at byte {error.pos})")
-            return
-        super().report_server_error(error, source)
 
     async def approve_elevation(self, session_id: str, what: str) -> bool:
         """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
