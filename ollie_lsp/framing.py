@@ -13,11 +13,12 @@ parser skips to the next `Content-Length` header, so the daemon keeps serving.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ollie.env import env_seconds
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -56,11 +57,7 @@ class FrameSource(Protocol):
 
 def stall_seconds() -> float:
     """`$OLLIE_LSP_STALL_S` (default 10): how long a half-received frame waits for the rest."""
-    try:
-        value = float(os.environ.get(STALL_ENV, ""))
-    except ValueError:
-        return DEFAULT_STALL_S
-    return value if value > 0 else DEFAULT_STALL_S
+    return env_seconds(STALL_ENV, DEFAULT_STALL_S)
 
 
 class FrameParser:

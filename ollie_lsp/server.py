@@ -29,6 +29,7 @@ from pygls.protocol import (
 from pygls.uris import to_fs_path
 
 from ollie import __version__
+from ollie_lsp.asking import ask_client
 from ollie_lsp.documents import LspDocuments, register_documents
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import InvalidParams, SessionNotFound
@@ -354,14 +355,15 @@ class OllieServer(LanguageServer):
 
     async def approve_elevation(self, session_id: str, what: str) -> bool:
         """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
-        allow = types.MessageActionItem(title=ALLOW_ELEVATION)
-        answer = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+        # Through ask_client: a question withdrawn unanswered ($OLLIE_QUESTION_TIMEOUT_S) is cancelled in the editor.
+        reply = await ask_client(self.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}",
-            actions=[allow, types.MessageActionItem(title="Deny")],
+            actions=[types.MessageActionItem(title=ALLOW_ELEVATION), types.MessageActionItem(title="Deny")],
         ))
         # Dismissed (null) is a no.
-        return answer is not None and answer.title == ALLOW_ELEVATION
+        title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
+        return title == ALLOW_ELEVATION
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Tell the user something (window/showMessage) and log it."""

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ollie import paths
-from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
+from ollie.agent.approval import (
+    APPROVAL_MODES,
+    Answer,
+    ApprovalGate,
+    StepApprover,
+    StepQuestion,
+    check_mode,
+    question_timeout_s,
+    within_question_timeout,
+)
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
@@ -495,13 +504,16 @@ class Core:
         return [] if self._documents is None else await self._documents.open_unsaved_paths()
 
     async def approve_elevation(self, what: str) -> bool | None:
-        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
+        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
         if self.approver is None:
             return None
         self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
-        approved = bool(await _maybe_await(self.approver(what)))
+        approved, answered = await within_question_timeout(self.approver(what), False)
+        if not answered:
+            self.bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
+            return None
         self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
-        return approved
+        return bool(approved)
 
     # --- approval (see ollie.agent.approval) -----------------------------------
 
