@@ -57,22 +57,32 @@ async def open_core(options: RunOptions) -> tuple[Core, Recorder | None]:
     """
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.sessions.errors import SessionError
+    from ollie.sessions.errors import ReadOnlyError, SessionError
     from ollie.sessions.types import Channel
 
     core = await Core.create(
         agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
-    if options.approval:
-        core.set_approval(options.approval)
     recorder = Recorder(core, channel=Channel.CLI)
     try:
         await recorder.open()
     except SessionError:
         await recorder.close()
-        return core, None
-    return core, recorder
+        return _with_approval(core, options), None
+    try:
+        return _with_approval(core, options), recorder
+    except ReadOnlyError:  # a team member's --approval on the owner's session: refused, nothing left open
+        await core.close()
+        await recorder.close()
+        raise
+
+
+def _with_approval(core: Core, options: RunOptions) -> Core:
+    # After the record is opened: it says whether the session is another user's (whose mode stays theirs).
+    if options.approval:
+        core.set_approval(options.approval)
+    return core
 
 
 async def _render_events(renderer: Renderer, sub: Subscription) -> None:
