@@ -155,7 +155,7 @@ def check_first(body: bytes, token: str) -> tuple[str | None, Any, dict[str, Any
     """(problem, id, message without the token): problem None when `body` is an initialize with the token."""
     try:
         message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return "the first message is not JSON", None, None
     if not isinstance(message, dict):
         return "the first message is not a JSON-RPC object", None, None
