@@ -320,8 +320,8 @@ class OllieServer(LanguageServer):
             # `exit` ended the reading (end_serving): the caller closes the sessions.
 
     def serving(self) -> bool:
-        """Whether the client's messages are still being handled (not after `exit`)."""
-        return self._serving is not None and not self._serving.done()
+        """Whether the client's messages are still being handled (not once `exit` came: `client_gone` was called)."""
+        return self._serving is not None and not self._serving.done() and self._backstop is None
 
     def end_serving(self, code: int) -> None:
         """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""

@@ -180,3 +180,9 @@ def read_answers(conn: socket.socket, *, until_id: int) -> list[dict]:
         assert chunk, "the daemon closed the connection"
         data += chunk
     return answers
+
+
+def test_nothing_after_exit_is_handled_even_in_the_same_write(daemon):
+    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "method": "exit"}') + frame(STATE % 7501))
+    assert daemon.proc.wait(30) == 1  # exit without shutdown: status 1, as LSP says
+    assert not any(m.get("id") == 7501 for m in daemon.unmatched), daemon.unmatched
