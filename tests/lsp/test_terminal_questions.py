@@ -6,17 +6,10 @@ import os
 
 from ollie.testing import Reply
 
+from .test_approval import edit, last_tool_result
 from .test_cli_pty import Terminal
 
 QUESTION = r"ollie asks to: Edit a\.txt\nAllow\? "
-
-
-def edit(path: str, old: str, new: str) -> Reply:
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
-def last_tool_result(llm) -> str:
-    return llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
 def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
