@@ -33,14 +33,14 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
     from acp.interfaces import Agent
 
     from ollie_acp.agent import OllieAgent
-    from ollie_acp.streams import streams
+    from ollie_acp.streams import LineTransport, streams
 
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await streams(rpc_in, rpc_out)
     try:
         # The unstable protocol only for session/close (advertised in initialize); ollie has no fork or
         # resume handler, so the SDK's router answers those method-not-found.
-        await run_agent(cast(Agent, agent), writer, reader, use_unstable_protocol=True)
+        await run_agent(cast(Agent, agent), LineTransport(reader, writer), use_unstable_protocol=True)
     finally:
         await agent.close_all()
 

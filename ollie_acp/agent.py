@@ -275,7 +275,8 @@ class OllieAgent:
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
         """Switch the session's approval mode."""
-        await self._get(session_id).set_mode(mode_id)
+        with store_errors(session_id):  # a team member's resume of another's session: -32008
+            await self._get(session_id).set_mode(mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
@@ -288,7 +289,8 @@ class OllieAgent:
             live.core.switch_model(value)
         elif config_id == "agent":
             try:
-                await live.core.switch_agent(value)
+                with store_errors(session_id):
+                    await live.core.switch_agent(value)
             except ConfigError as exc:
                 raise RequestError.invalid_params({"value": str(exc)}) from None
         else:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
 import stat
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-# The SDK's line limit: embedded files can be big.
+logger = logging.getLogger("ollie.acp.streams")
+
+# The longest line read (embedded files can be big); a longer one is answered -32600 and skipped.
 READ_LIMIT = 50 * 1024 * 1024
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 CHUNK = 64 * 1024
 
 
@@ -70,3 +76,72 @@ async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamRe
     else:
         transport, _ = await loop.connect_write_pipe(lambda: protocol, rpc_out)
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+class LineTransport:
+    """ACP's newline-delimited JSON-RPC over the streams: a line that is not a JSON-RPC object is answered.
+
+    The SDK's own transport logs such a line and drops it (a client waited for ever for its answer), and
+    a JSON array or number ended its receive loop. This one goes to the SDK through its message-level seam.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one message as one line (one write: lines from concurrent senders never interleave)."""
+        self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        await self._writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next JSON-RPC object from the client (None at the end of input); anything else is answered."""
+        while True:
+            line = await self._line()
+            if line is None:
+                await self._refuse(None, INVALID_REQUEST, f"Invalid Request: a line over {READ_LIMIT >> 20} MiB")
+                continue
+            if not line:
+                return None
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                await self._refuse(None, PARSE_ERROR, f"Parse error: {exc}"[:300])
+                continue
+            if isinstance(message, dict):
+                return message
+            # Not an object: a batch's requests are each answered (ACP has no batches), anything else once.
+            requests = message if isinstance(message, list) else []
+            ids = [m["id"] for m in requests if isinstance(m, dict) and isinstance(m.get("id"), (int, str))]
+            for msg_id in ids or [None]:
+                await self._refuse(msg_id, INVALID_REQUEST, "Invalid Request: one JSON-RPC object per line")
+
+    async def close(self) -> None:
+        """Let what is written reach the client (the streams themselves are the process's stdio)."""
+        with contextlib.suppress(ConnectionError):
+            await self._writer.drain()
+
+    async def _line(self) -> bytes | None:
+        """The next line (b"" at the end of input); None for one over READ_LIMIT, which is skipped."""
+        try:
+            return await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial  # the last line, without its newline
+        except asyncio.LimitOverrunError as exc:
+            skipped = exc.consumed
+        with contextlib.suppress(asyncio.IncompleteReadError):  # the input ended inside it
+            while True:
+                await self._reader.readexactly(skipped)
+                try:
+                    await self._reader.readuntil(b"\n")
+                    break
+                except asyncio.LimitOverrunError as exc:
+                    skipped = exc.consumed
+        return None
+
+    async def _refuse(self, msg_id: int | str | None, code: int, message: str) -> None:
+        logger.warning("bad message from the client: %s", message)
+        with contextlib.suppress(ConnectionError):
+            await self.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})

@@ -83,12 +83,12 @@ def coalesce_window() -> float:
 
 async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client on the private stdio copies; close every session when it goes away."""
-    from ollie_lsp.stdio import ThreadedReader, open_writer
+    from ollie_lsp.stdio import StdinFrames, open_writer
 
     # Never StdoutWriter: a client that stops reading would hold the whole loop in write(2).
     # pygls takes a sync `write` with an awaitable `close` (it awaits whatever close returns before exiting).
     server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]
-    serving = asyncio.ensure_future(server.serve_client(ThreadedReader(rpc_in)))
+    serving = asyncio.ensure_future(server.serve_client(StdinFrames(rpc_in)))
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         # As the client leaving: the turns interrupted, the sessions saved, every tool process ended.

@@ -6,7 +6,6 @@ The features it serves are registered by ollie_lsp.daemon (lifecycle, documents,
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -31,24 +30,25 @@ from pygls.protocol import (
 )
 
 from ollie import __version__
+from ollie_lsp.asking import ask_client
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
+from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
 from ollie_lsp.names import METHOD_NAMES
 from ollie_lsp.options import InitOptions
 
 if TYPE_CHECKING:
+    from ollie_lsp.framing import FrameSource
     from ollie_lsp.sessions import LiveSession, SessionTable
 
 logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
-PARSE_ERROR = -32700
 SWITCH_INTERVAL_S = 0.001
 # How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
 EXIT_BACKSTOP_S = 5.0
-INVALID_REQUEST = -32600
 
 
 def raw_params_converter() -> Any:
@@ -83,6 +83,10 @@ class OllieProtocol(LanguageServerProtocol):
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}
         # What `exit` does; the server that owns this protocol sets it (OllieServer.end_serving).
         self.on_exit: Callable[[], None] = lambda: None
+        # Whether the client's messages are still handled (False once `exit` came); the server sets it too.
+        self.serving: Callable[[], bool] = lambda: True
+        # Where an error while handling a message is reported (the server's report_server_error).
+        self.on_error: Callable[[Exception], None] = lambda exc: None
 
     # pygls builds the capabilities itself: `experimental.ollie` can only be added to its answer.
     @lsp_method(types.INITIALIZE)
@@ -124,6 +128,36 @@ class OllieProtocol(LanguageServerProtocol):
             why = f": {exc.__cause__}" if exc.__cause__ is not None else ""
             self.send_error(msg_id, exc.code, f"{exc.message}{why}"[:500])
             return _ANSWERED
+
+    def receive(self, items: list[Item]) -> None:
+        """Handle a batch of the client's frames in turn: each a message, or the error its framing earned."""
+        for item in items:
+            if not self.serving():
+                return  # `exit` came earlier in this batch
+            message = item if isinstance(item, Problem) else decode(item)
+            if isinstance(message, Problem):
+                logger.warning("bad message from the client: %s", message.message)
+                self.send_error(message.msg_id, message.code, message.message)
+            elif isinstance(message, list):
+                self._refuse_batch(message)
+            else:
+                self._handle(message)
+
+    def _handle(self, raw: Any) -> None:
+        try:
+            # Only the envelope is structured: pygls' object_hook also made messages of nested objects with "jsonrpc".
+            self.handle_message(self.structure_message(raw) if isinstance(raw, dict) else raw)
+        except Exception as exc:  # as pygls' own loop: logged, reported, and the next message is read
+            logger.exception("Unable to handle message")
+            self.on_error(exc)
+
+    def _refuse_batch(self, batch: list[Any]) -> None:
+        # LSP has no batches: each request in one is answered -32600 (by its id) so that no client waits for ever.
+        ids = [m.get("id") for m in batch if isinstance(m, dict) and "method" in m]
+        ids = [i for i in ids if isinstance(i, (int, str)) and not isinstance(i, bool)]
+        message = "Invalid Request: JSON-RPC batches are not supported; send each message in its own frame"
+        for msg_id in ids or [None]:
+            self.send_error(msg_id, INVALID_REQUEST, message)
 
     def handle_message(self, message: Any) -> None:
         """Answer what is not JSON-RPC 2.0 with -32600 (pygls would drop it silently), then handle the rest."""
@@ -173,6 +207,8 @@ class OllieServer(LanguageServer):
         protocol = self.protocol
         assert isinstance(protocol, OllieProtocol)
         protocol.on_exit = lambda: self.end_serving(0 if self.shutdown_asked else 1)
+        protocol.serving = self.serving
+        protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
         # The session table and the engine's import, given by ollie_lsp.daemon: they load after `initialize`.
         self._make_table = make_table
         self._load_engine = load_engine
@@ -272,20 +308,14 @@ class OllieServer(LanguageServer):
             if msg_id is not None:
                 self.cancel_hooks.pop(msg_id, None)
 
-    async def serve_client(self, reader: Any) -> None:
-        """Handle one client's messages from `reader` until it goes away or `exit` ends the loop."""
-        from pygls.io_ import run_async
-
+    async def serve_client(self, frames: FrameSource) -> None:
+        """Handle one client's messages from `frames` until it goes away or `exit` ends the loop."""
         # Heavy work (a long session's parse, a compaction's snapshot) runs in threads. Each time the loop
         # gives up the GIL for a syscall it waits up to the switch interval to get it back (5 ms by default,
         # several times per request): 1 ms keeps other sessions' requests prompt meanwhile.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        stop = threading.Event()
-        # pygls' shutdown() ends run_async through this private event (its start_* methods set it the same way).
-        self._stop_event = stop
-        self._serving = asyncio.ensure_future(run_async(
-            stop_event=stop, reader=reader, protocol=self.protocol,
-            logger=logging.getLogger("ollie.lsp.io"), error_handler=self.report_server_error))
+        assert isinstance(self.protocol, OllieProtocol)
+        self._serving = asyncio.ensure_future(frames.run(self.protocol.receive))
         try:
             await self._serving
         except asyncio.CancelledError:
@@ -293,6 +323,10 @@ class OllieServer(LanguageServer):
             if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
                 raise
             # `exit` ended the reading (end_serving): the caller closes the sessions.
+
+    def serving(self) -> bool:
+        """Whether the client's messages are still being handled (not once `exit` came: `client_gone` was called)."""
+        return self._serving is not None and not self._serving.done() and self._backstop is None
 
     def end_serving(self, code: int) -> None:
         """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""
@@ -324,23 +358,17 @@ class OllieServer(LanguageServer):
                                               name="ollie-lsp-exit-backstop", daemon=True)
             self._backstop.start()
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        """A message that is not JSON gets -32700 (id null); other errors are logged as pygls does."""
-        if isinstance(error, json.JSONDecodeError) and isinstance(self.protocol, OllieProtocol):
-            self.protocol.send_error(None, PARSE_ERROR, f"Parse error: {error.msg} (at byte {error.pos})")
-            return
-        super().report_server_error(error, source)
-
     async def approve_elevation(self, session_id: str, what: str) -> bool:
         """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
-        allow = types.MessageActionItem(title=ALLOW_ELEVATION)
-        answer = await self.window_show_message_request_async(types.ShowMessageRequestParams(
+        # Through ask_client: a question withdrawn unanswered ($OLLIE_QUESTION_TIMEOUT_S) is cancelled in the editor.
+        reply = await ask_client(self.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}",
-            actions=[allow, types.MessageActionItem(title="Deny")],
+            actions=[types.MessageActionItem(title=ALLOW_ELEVATION), types.MessageActionItem(title="Deny")],
         ))
         # Dismissed (null) is a no.
-        return answer is not None and answer.title == ALLOW_ELEVATION
+        title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
+        return title == ALLOW_ELEVATION
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Tell the user something (window/showMessage) and log it."""

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
+import os
+import select
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import Any, BinaryIO, Protocol
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
+
+from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
 logger = logging.getLogger("ollie.lsp.stdio")
 
@@ -20,65 +22,95 @@ logger = logging.getLogger("ollie.lsp.stdio")
 # and below which they resume.
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
+READ_CHUNK = 1 << 16
+# Frames read but not yet taken by the loop above which the reader waits for it.
+QUEUED_MAX = 8 * 1024 * 1024
 # How long closing waits for the client to take what is still unsent.
 FLUSH_ON_CLOSE_S = 5.0
 
 
-class ThreadedReader:
-    """pygls' async reader interface over a blocking stream, read in one daemon thread.
+class StdinFrames:
+    """The client's frames, read whole in one daemon thread and handed to the loop in batches.
 
-    pygls' own reader uses its thread pool, whose worker (blocked in `readline`)
-    is joined at exit: the daemon would hang after `exit` until the client closed
-    its pipe. A daemon thread does not hold up the process.
+    The loop gets one callback for all the frames that came together, however busy it is with
+    sending events: a request is never queued behind them once per header line (pygls' reader).
+    A daemon thread, not pygls' pool (joined at exit), so it never holds up the process once
+    `exit` came while the client keeps its pipe open.
     """
 
     def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., bytes], tuple[Any, ...], asyncio.Future[bytes]]] = (
-            queue.SimpleQueue()
-        )
-        self._thread = threading.Thread(target=self._work, name="ollie-lsp-stdin", daemon=True)
-        self._thread.start()
+        self._stream = stream  # kept open as long as the reader uses its fd
+        self._lock = threading.Lock()
+        self._batch: list[Item] = []
+        self._queued = 0
+        self._ended = False
+        self._scheduled = False
+        self._taken = threading.Event()
 
-    def _work(self) -> None:
+    async def run(self, deliver: Callable[[list[Item]], None]) -> None:
+        """Hand each batch to `deliver` on this loop; return when the client's input ends."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def hand_over() -> None:
+            with self._lock:
+                batch, self._batch, self._queued, self._scheduled = self._batch, [], 0, False
+                done = self._ended
+            self._taken.set()
+            if batch:
+                deliver(batch)
+            if done and not ended.done():
+                ended.set_result(None)
+
+        threading.Thread(target=self._read, args=(loop, hand_over), name="ollie-lsp-stdin", daemon=True).start()
+        await ended
+
+    def _read(self, loop: asyncio.AbstractEventLoop, hand_over: Callable[[], None]) -> None:
+        fd = self._stream.fileno()
+        parser = FrameParser()
+        stall = stall_seconds()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
         while True:
-            read, args, future = self._jobs.get()
-            loop = future.get_loop()
+            # A frame begun waits at most `stall` for its next byte: a too-long Content-Length is answered.
+            if parser.pending() and not poller.poll(stall * 1000):
+                problem = parser.stalled()
+                if problem is not None and not self._push(loop, hand_over, [problem]):
+                    return
+                continue
             try:
-                data = read(*args)
-            except BaseException as exc:  # handed to the awaiting coroutine
-                done: Callable[[], None] = partial(_fail, future, exc)
-            else:
-                done = partial(_succeed, future, data)
-            if loop.is_closed():  # `exit` ended the daemon while this read waited: nobody wants it
+                data = os.read(fd, READ_CHUNK)
+            except OSError as exc:
+                logger.warning("reading the client's input failed: %s", exc)
+                data = b""
+            if not data:
+                left = parser.end()
+                if left is not None:
+                    logger.warning(left)
+                self._push(loop, hand_over, [], end=True)
                 return
+            items = parser.feed(data)
+            if items and not self._push(loop, hand_over, items):
+                return
+
+    def _push(self, loop: asyncio.AbstractEventLoop, hand_over: Callable[[], None], items: list[Item], *,
+              end: bool = False) -> bool:
+        """Queue `items` for the loop (False: the loop is gone); past QUEUED_MAX bytes, wait until it takes them."""
+        with self._lock:
+            self._batch.extend(items)
+            self._queued += sum(len(item) for item in items if isinstance(item, bytes))
+            self._ended |= end
+            schedule, self._scheduled = not self._scheduled, True
+            full = self._queued > QUEUED_MAX
+            self._taken.clear()
+        if schedule:
             try:
-                loop.call_soon_threadsafe(done)
-            except RuntimeError:  # the loop closed meanwhile
-                return
-
-    def _submit(self, read: Callable[..., bytes], *args: Any) -> Awaitable[bytes]:
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._jobs.put((read, args, future))
-        return future
-
-    def readline(self) -> Awaitable[bytes]:
-        """The next line (b"" at end of input)."""
-        return self._submit(self._stream.readline)
-
-    def readexactly(self, n: int) -> Awaitable[bytes]:
-        """The next `n` bytes (fewer at end of input)."""
-        return self._submit(self._stream.read, n)
-
-
-def _succeed(future: asyncio.Future[bytes], data: bytes) -> None:
-    if not future.done():
-        future.set_result(data)
-
-
-def _fail(future: asyncio.Future[bytes], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
+                loop.call_soon_threadsafe(hand_over)
+            except RuntimeError:  # the loop closed: `exit` ended the daemon while this read waited
+                return False
+        if full:  # a client that writes faster than the loop handles waits in its pipe, not in our memory
+            self._taken.wait()
+        return True
 
 
 class OutputWriter(Protocol):

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ollie_lsp.framing import FrameParser, Item, stall_seconds
+
 if TYPE_CHECKING:
     from ollie_lsp.server import OllieServer
 
@@ -153,7 +155,7 @@ def check_first(body: bytes, token: str) -> tuple[str | None, Any, dict[str, Any
     """(problem, id, message without the token): problem None when `body` is an initialize with the token."""
     try:
         message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return "the first message is not JSON", None, None
     if not isinstance(message, dict):
         return "the first message is not a JSON-RPC object", None, None
@@ -193,35 +195,38 @@ async def refuse(writer: asyncio.StreamWriter, msg_id: int | str | None, code: i
         writer.close()
 
 
-class ReplayReader:
-    """pygls' async reader over a TCP stream, which first hands back the (cleaned) initialize it was given."""
+class StreamFrames:
+    """The client's frames off a TCP stream, the (cleaned) initialize first; each read's frames handed over at once."""
 
     def __init__(self, first: bytes, stream: asyncio.StreamReader) -> None:
-        self._buffer = first
+        self._first = first
         self._stream = stream
 
-    async def readline(self) -> bytes:
-        """The next line (b"" once the client is gone)."""
-        if self._buffer:
-            end = self._buffer.find(b"\n") + 1 or len(self._buffer)
-            line, self._buffer = self._buffer[:end], self._buffer[end:]
-            return line
-        try:
-            return await self._stream.readline()
-        except (OSError, ValueError):
-            return b""
-
-    async def readexactly(self, n: int) -> bytes:
-        """The next `n` bytes (fewer once the client is gone)."""
-        head, self._buffer = self._buffer[:n], self._buffer[n:]
-        if len(head) == n:
-            return head
-        try:
-            return head + await self._stream.readexactly(n - len(head))
-        except asyncio.IncompleteReadError as exc:
-            return head + exc.partial
-        except OSError:
-            return head
+    async def run(self, deliver: Callable[[list[Item]], None]) -> None:
+        """Hand each batch to `deliver`; return once the client is gone."""
+        parser = FrameParser()
+        stall = stall_seconds()
+        data = self._first
+        while True:
+            items = parser.feed(data)
+            if items:
+                deliver(items)
+            try:
+                # A frame begun waits at most `stall` for its next byte (a too-long Content-Length is answered).
+                data = await asyncio.wait_for(self._stream.read(1 << 16), stall if parser.pending() else None)
+            except TimeoutError:
+                problem = parser.stalled()
+                data = b""
+                if problem is not None:
+                    deliver([problem])
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                left = parser.end()
+                if left is not None:
+                    logger.warning(left)
+                return
 
 
 async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callable[[int], Token]) -> None:
@@ -252,7 +257,7 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         logger.info("tcp: client authenticated")
         server.protocol.set_writer(writer)
         try:
-            await server.serve_client(ReplayReader(frame(cleaned), reader))
+            await server.serve_client(StreamFrames(frame(cleaned), reader))
         finally:
             finished.set()
 

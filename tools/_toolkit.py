@@ -122,5 +122,5 @@ def required_env(name: str) -> str:
 
 
 def memory_file() -> Path:
-    """The store memory_remember appends to and memory_recall searches: one JSON object a line."""
-    return Path(required_env("OLLIE_DATA_PATH")) / "memory" / "memories.jsonl"
+    """This project's store, which memory_remember appends to and memory_recall searches: one JSON object a line."""
+    return Path(required_env("OLLIE_MEMORY_PATH")) / "memories.jsonl"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ollie import paths
@@ -43,3 +44,12 @@ def env_file() -> Path:
     """The env file's path."""
     return paths.config_dir() / "env"
 
+
+
+def env_seconds(name: str, default: float) -> float:
+    """Seconds from environment variable `name`: `default` when unset, not a number, or not above 0."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default

@@ -39,7 +39,7 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
-        self.permission_answers: list[str | None] = []  # option ids, None = cancelled
+        self.permission_answers: list[str | None] = []  # option ids, None = cancelled, "away" = never answered
         self.permission_requests: list[Any] = []
         self.files: dict[str, str] = {}
         self.writes: list[tuple[str, str]] = []
@@ -51,6 +51,8 @@ class RecordingClient:
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permission_requests.append((tool_call, options))
         answer = self.permission_answers.pop(0) if self.permission_answers else None
+        if answer == "away":
+            await asyncio.Event().wait()
         if answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))

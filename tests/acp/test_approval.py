@@ -68,3 +68,15 @@ async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) ->
     await agent.prompt(sid, "make x")
     assert not (agent.workspace / "x").exists() and agent.client.permission_requests == []
     assert "read-only" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_agent, llm) -> None:
+    llm.script(edit("a.txt", "one", "two"), Reply.text("gave up"))
+    agent = await start_agent(env={**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"})
+    (agent.workspace / "a.txt").write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["away"]
+    await agent.prompt(sid, "edit")
+    assert len(agent.client.permission_requests) == 1
+    assert (agent.workspace / "a.txt").read_text() == "one\n"
+    assert "nobody answered whether 'Edit a.txt'" in llm.chat_requests[-1].body["messages"][-1]["content"]

@@ -204,18 +204,6 @@ def test_ollie_p_cannot_ask_so_it_says_how_and_approval_auto_runs_it(llm, tmp_pa
     assert (tmp_path / "a.txt").read_text() == "two\n"
 
 
-def test_the_interactive_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
-    (tmp_path / "a.txt").write_text("one\n")
-    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"), Reply.text("2"))
-    proc = subprocess.run([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env(approval="")), capture_output=True,
-                          text=True, timeout=60, input="edit it\nyes\nagain\nf\nkeep it\n")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.count("ollie asks to: Edit a.txt") == 2 and "[y]es once, [a]lways (edit steps)" in proc.stderr
-    assert "-one\n+two" in proc.stderr  # the diff, before the question
-    assert (tmp_path / "a.txt").read_text() == "two\n"
-    assert "The user's feedback: keep it" in last_tool_result(llm)
-
-
 async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(start_daemon, llm):
     """The turn is interrupted while the question is open: the late answer runs nothing and reports no error."""
     import asyncio
@@ -262,3 +250,23 @@ async def test_the_text_that_leads_to_a_question_reaches_the_client_before_it(st
     assert await submit(daemon, "edit it") == "ok"
     assert seen_at_question == [said]
     assert (daemon.workspace / "a.txt").read_text() == "two\n"
+
+
+async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_daemon, llm):
+    import asyncio
+
+    llm.script(edit("a.txt", "one", "two"), Reply.text("gave up"))
+    env = {**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"}
+    daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = asyncio.Event()
+
+    @daemon.client.feature("ollie/permission")
+    async def on_permission(params: Any):
+        asked.set()
+        await asyncio.Event().wait()  # the user is away
+
+    assert await submit(daemon, "edit it") == "gave up"
+    assert asked.is_set()
+    assert (daemon.workspace / "a.txt").read_text() == "one\n"
+    assert "nobody answered whether 'Edit a.txt' may run within 1 s" in last_tool_result(llm)

@@ -306,25 +306,6 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
         proc.wait()
 
 
-def test_interactive_prompt_asks_before_an_elevated_step(llm, tmp_path):
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
-    yes, no = outside / "yes.txt", outside / "no.txt"
-    step = {"code": "", "elevated": True}
-    llm.script(
-        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {yes}"}]})), Reply.text("wrote it"),
-        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
-    )
-    proc = run_ollie(["--cwd", str(tmp_path)], env={**llm.env(), "TMPDIR": str(scratch)},
-                     input="first\ny\nsecond\nn\n")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.count("Allow once? [y/N]") == 2
-    assert f"echo x > {yes}" in proc.stderr
-    assert yes.read_text() == "x\n" and not no.exists()
-    assert "wrote it" in proc.stdout and "skipped it" in proc.stdout
-
-
 def test_one_shot_runs_no_elevated_step_without_someone_to_ask(llm, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()

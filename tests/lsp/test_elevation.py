@@ -35,3 +35,23 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     assert not declined.exists()
     assert len(asked) == 2 and f"echo x > {allowed}" in asked[0]
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_daemon, llm, tmp_path):
+    import asyncio
+
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    llm.script(elevated_write(outside / "x.txt"), Reply.text("not written"))
+    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch), "OLLIE_QUESTION_TIMEOUT_S": "1"})
+    asked = asyncio.Event()
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    async def on_request(params: types.ShowMessageRequestParams):
+        asked.set()
+        await asyncio.Event().wait()  # the user is away
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "not written"
+    assert asked.is_set() and not (outside / "x.txt").exists()
+    assert "nobody answered in time" in llm.chat_requests[-1].body["messages"][-1]["content"]

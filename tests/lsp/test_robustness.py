@@ -169,3 +169,16 @@ async def test_a_session_the_disk_cannot_take_when_it_closes_is_said_and_what_wa
     assert (sessions / f"{sid}.jsonl").read_bytes().startswith(saved)
     loaded = persist.load(sessions, sid)
     assert [m.content for m in loaded.messages][:2] == ["q1", "first answer"]
+
+
+async def test_after_hostile_bytes_a_real_client_is_still_answered(start_daemon, llm):
+    # pytest-lsp's client writes bytes no client library would: each earns an error, none ends the daemon.
+    llm.script(Reply.text("still here"))
+    daemon = await start_daemon(env=llm.env())
+    writer = daemon.client.protocol.writer
+    assert writer is not None
+    for junk in (b"Content-Length: -3\r\n\r\n", b"Content-Length: 9\r\n\r\n\xff\xfe{}garbage",
+                 b'Content-Length: 2\r\n\r\n[]', b"no headers at all\r\n\r\n"):
+        writer.write(junk)
+    result = await daemon.request("ollie/submit", {"text": "are you alive?"})
+    assert result["reply"] == "still here"

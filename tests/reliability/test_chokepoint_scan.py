@@ -68,6 +68,7 @@ ALLOWED = {
     ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
     ("core/ollie/tools/execute/runner.py", "Runner.drop_scratch"): "a call's scratch dir",
     ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",
+    ("core/ollie/tools/execute/runner.py", "Runner._own_notes"): "this project's notes dir, in ollie's data dir",
 }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import DAEMON, daemon_env
 
+from bench.lspwire import frame
 from ollie.testing import Reply
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
@@ -121,6 +122,8 @@ def test_tcp_without_the_right_token_runs_nothing_and_is_cut_off(tmp_path, workd
             "wrong token": initialize(workdir, {"token": "x" * 43}) + message("initialized", {}) + command,
             "token of the wrong type": initialize(workdir, {"token": 1234}) + command,
             "not LSP at all": b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "nested past the parser's limit": frame(b"[" * 200_000 + b"]" * 200_000),
+            "not UTF-8": frame(b'{"method": "initialize", "id": 1, "params": "\xff"}'),
         }
         for name, data in attempts.items():
             replies = attempt(daemon.port, data)

@@ -55,3 +55,27 @@ def test_twenty_sessions_at_once_complete_with_unmixed_events(start_daemon):
         assert len(tool) == 1 and f"tool-out-{job}" in tool[0]["content"]
         text = "".join(e["content"] for e in events if e["role"] == "assistant")
         assert text == f"final answer for {job} " * 5
+
+
+def test_a_cheap_request_is_answered_while_twenty_sessions_stream(start_daemon):
+    # Each stream is paced by the server (a chunk every 10 ms, 400 of them): the answer must come in the middle.
+    with RoutedServer("openai") as srv:
+        for n in range(SESSIONS):
+            srv.scripts[f"job-{n:02d}"] = collections.deque([Reply(text="tick " * 400, chunk_size=5, delay=0.01)])
+        daemon = start_daemon(env=srv.env())
+        sessions = [daemon.request("ollie/session/new", {}, timeout=60)["session"] for _ in range(SESSIONS)]
+        pending = [daemon.request_async("ollie/submit", {"session": s, "text": f"run job-{n:02d}"})
+                   for n, s in enumerate(sessions)]
+
+        def streaming(session: str) -> bool:
+            return any(e["role"] == "assistant" for e in daemon.events(session))
+
+        daemon.wait_for(lambda _: all(streaming(s) for s in sessions), timeout=120)
+        cheap = daemon.request_async("ollie/session/list", {})
+        assert isinstance(cheap.result(60)["sessions"], list)
+        # Ordered by arrival at the client: the answer came while every stream was still going.
+        before = [m["params"] for stamp, m in list(daemon.notifications) if stamp < cheap.answered_at]
+        ended = [e["session"] for e in before if e.get("role") == "turn" and e.get("content") == "end"]
+        assert ended == [], f"{len(ended)} turns ended before a cheap request was answered"
+        results = [p.result(180) for p in pending]
+    assert all(r["stop"] == "end" for r in results)

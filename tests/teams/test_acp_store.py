@@ -56,3 +56,29 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     assert titles[sid] == "migrate the schema (alice's, team backend)", titles
     own = await asyncio.wait_for(alice.conn.list_sessions(), 15)
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
+
+
+async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
+        start_agent, scripted_llm, store_url):
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = await alice.new()
+    await alice.prompt(sid, "alice's question")
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 15)
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert bob.client.text(sid) == "alice's answer"
+    for change in (bob.conn.set_session_mode(session_id=sid, mode_id="auto"),
+                   bob.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")):
+        with pytest.raises(acp.RequestError) as caught:
+            await asyncio.wait_for(change, 30)
+        assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value

@@ -60,3 +60,32 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert listed.returncode == 0, listed.stderr
     line = next(line for line in listed.stdout.splitlines() if line.endswith(sid.group(1)))
     assert "  migrate the schema  [team backend, alice's]  " in line, listed.stdout
+
+
+def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store_url, scripted_llm, tmp_path):
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("noted"), Reply.text("still noted"))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def ollie(user: str, args: list[str], stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+        env = home_env(tmp_path / user, **llm.env(), OLLIE_STORE=store_url, OLLIE_USER=user, **extra)
+        return subprocess.run([sys.executable, "-m", "ollie.cli", "--cwd", str(work), *args], env=env, input=stdin,
+                              capture_output=True, text=True, timeout=60)
+
+    first = ollie("alice", [], stdin="remember 9\n")
+    sid = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)  # type: ignore[union-attr]
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+    refused = ollie("bob", ["-p", "go", "--session", sid, "--approval", "auto"], OLLIE_TEAMS="backend")
+    assert refused.returncode == 2, refused.stderr
+    assert "only its owner may change its approval mode" in refused.stderr
+    cleared = ollie("bob", ["--session", sid], stdin="/clear\ngo on\n", OLLIE_TEAMS="backend")
+    assert cleared.returncode == 0 and "only its owner may clear its history" in cleared.stderr + cleared.stdout
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "go on"]

@@ -163,3 +163,36 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
     assert await laptop.request("ollie/session/close", {"session": sid}) == {}  # the lease goes with it
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["liveOn"] is None
+
+
+async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(
+        start_daemon, store_url, scripted_llm):
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
+    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
+    assert await laptop.request("ollie/session/close", {"session": sid}) == {}
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+
+    bob = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                     "OLLIE_TEAMS": "backend"})
+    await bob.request("ollie/session/load", {"session": sid})
+    # Resuming is allowed: bob carries the conversation on.
+    assert (await bob.request("ollie/submit", {"session": sid, "text": "bob's question"}))["reply"] == "bob's answer"
+    before = await bob.request("ollie/state", {"session": sid})
+    err = await _error(bob, "ollie/setApproval", {"session": sid, "approval": "read-only"})
+    assert err.code == -32008 and "only its owner may change its approval mode" in err.message, err.message
+    for command, what in (("/agent yolo", "change its agent"), ("/clear", "clear its history")):
+        said = await bob.request("ollie/submit", {"session": sid, "text": command})
+        assert f"only its owner may {what}" in str(said), said
+    state = await bob.request("ollie/state", {"session": sid})
+    assert (state["agent"], state["approval"]) == (before["agent"], before["approval"]), state
+    texts = _texts(await bob.request("ollie/context", {"session": sid}))
+    assert "alice's question" in texts and "bob's answer" in texts

@@ -9,9 +9,10 @@ import pytest
 
 from ollie import paths
 from ollie.tools.execute import ExecuteServer, plan_file
+from ollie.tools.execute.runner import memory_dir
 from ollie.tools.execute.tool import discover
 
-from .conftest import Workspace, stdout_of, tool
+from .conftest import Workspace, code, stdout_of, tool
 
 BUNDLED = ("file_read", "file_write", "file_edit", "file_glob", "file_grep", "reasoning_think",
            "memory_remember", "memory_recall", "task_add", "task_check", "task_clear")
@@ -237,8 +238,24 @@ async def test_memory_remember_and_recall(ws: Workspace, server: ExecuteServer) 
     assert latest[0].startswith("#2 ") and latest[1].startswith("#1 ")
     none = await tool(server, "memory_recall", "rust")
     assert not none.is_error and "no memories match 'rust'" in none.text
-    store = paths.data_dir() / "memory" / "memories.jsonl"
+    store = memory_dir(ws.work) / "memories.jsonl"
     assert len(store.read_text().splitlines()) == 2
+
+
+async def test_memory_notes_are_per_project_and_one_project_cannot_read_anothers(ws: Workspace) -> None:
+    here = ws.server()
+    await tool(here, "memory_remember", "The deploy key lives in vault path secret/alpha")
+    other_dir = ws.root / "other"
+    other_dir.mkdir()
+    other = ExecuteServer(cwd=other_dir, session_id="s2", lock_poll_interval=0.002)
+    assert "no memories yet" in (await tool(other, "memory_recall")).text
+    await tool(other, "memory_remember", "Project beta uses tabs")
+    assert "beta" not in (await tool(here, "memory_recall")).text
+    assert "alpha" in (await tool(here, "memory_recall")).text
+    # The sandbox grants each project's code its own notes only, not the dir of everyone's.
+    theirs = memory_dir(ws.work) / "memories.jsonl"
+    peek = await code(other, f"cat {theirs} || ls {paths.data_dir() / 'memory'}")
+    assert "vault" not in peek.text and peek.text.count("Permission denied") == 2, peek.text
 
 
 async def test_memory_remember_needs_text(server: ExecuteServer) -> None:

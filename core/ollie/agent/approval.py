@@ -11,19 +11,22 @@ a step that would ask is refused with a message naming `--approval`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
+from ollie.env import env_seconds
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
+T = TypeVar("T")
 ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
 Outcome = Literal["allow_once", "allow_always", "reject", "reject_with_feedback"]
@@ -52,6 +55,9 @@ SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "bun", "deno", "dotnet", "mvn", "gradle",
 })
 DIFF_PREVIEW_MAX_BYTES = 512 * 1024
+# A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.
+QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
+DEFAULT_QUESTION_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -181,9 +187,12 @@ class ApprovalGate:
                     "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd())
-        answer = await _maybe_await(self.approver(q))
+        answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if self.on_ask is not None:
             self.on_ask(q, answer)
+        if not answered:
+            return (f"rejected: nobody answered whether {q.title!r} may run within {question_timeout_s():g} s "
+                    f"(${QUESTION_TIMEOUT_ENV}); it was not run.")
         if answer.outcome == "allow_always":
             for rule in self._rules(plan):
                 self._remember(rule)
@@ -282,5 +291,21 @@ async def _read_small(root: Path, path: str) -> str | None:
         return None
 
 
-async def _maybe_await(value: Awaitable[Answer] | Answer) -> Answer:
-    return await value if inspect.isawaitable(value) else value
+async def _maybe_await(value: Awaitable[T] | T) -> T:
+    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
+
+
+def question_timeout_s() -> float:
+    """How long a question to the user waits for an answer (`$OLLIE_QUESTION_TIMEOUT_S`, default 600)."""
+    return env_seconds(QUESTION_TIMEOUT_ENV, DEFAULT_QUESTION_TIMEOUT_S)
+
+
+async def within_question_timeout(asking: Awaitable[T] | T, denied: T) -> tuple[T, bool]:
+    """(the user's answer, True), or (`denied`, False) once nobody answered within `question_timeout_s()`.
+
+    The question itself is cancelled then: the daemon withdraws it from the editor, the terminal stops waiting.
+    """
+    try:
+        return await asyncio.wait_for(_maybe_await(asking), question_timeout_s()), True
+    except TimeoutError:
+        return denied, False

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ollie.agent.approval import question_timeout_s, within_question_timeout
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
 from ollie.agent.review import Review
@@ -65,10 +66,13 @@ class Attachments:
         self.wire(editor_was_set=had is not None)
 
     async def approve_elevation(self, what: str) -> bool | None:
-        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask)."""
+        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
         if self.approver is None:
             return None
         self._bus.emit("info", f"asking to run outside the sandbox:\n{what}")
-        approved = bool(await maybe_await(self.approver(what)))
+        approved, answered = await within_question_timeout(self.approver(what), False)
+        if not answered:
+            self._bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
+            return None
         self._bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
-        return approved
+        return bool(approved)

@@ -31,6 +31,7 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
+from ollie.sessions.errors import ReadOnlyError
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session, session_log
 from ollie.sessions.session import Session, validate_session_id
@@ -54,6 +55,8 @@ class Core:
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd)
         self._setup = setup
+        # The owner when the session is another user's, shared to this one's team (see `shared_by`).
+        self._owner = ""
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._budget = ContextBudget(self._host)
@@ -378,8 +381,21 @@ class Core:
         self._notify()
         return rewound
 
+    def shared_by(self, owner: str) -> None:
+        """The session is `owner`'s, resumed by a member of the team it is shared with: read and resume only.
+
+        Its agent, approval mode and history stay the owner's (ReadOnlyError, -32008 in the daemon and ACP).
+        """
+        self._owner = owner
+
+    def _owners_only(self, what: str) -> None:
+        if self._owner:
+            raise ReadOnlyError(f"session {self.session_id} is {self._owner}'s, shared with your team to read and "
+                                f"resume: only its owner may {what}")
+
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""
+        self._owners_only("clear its history")
         if self._turns.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
@@ -416,6 +432,7 @@ class Core:
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
+        self._owners_only("change its agent")
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._attached.wire()
@@ -459,6 +476,7 @@ class Core:
 
     def set_approval(self, mode: str) -> None:
         """Switch the session's approval mode (saved with the session); ValueError for an unknown one."""
+        self._owners_only("change its approval mode")
         self.session.approval = check_mode(mode)
         self._host.save()
         self._notify()

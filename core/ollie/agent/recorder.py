@@ -81,6 +81,8 @@ class Recorder:
                 log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
 
         await self._run(ensure)
+        if info is not None and info.user_id != self.user:  # a team member resumed it: read and resume only
+            self._core.shared_by(info.user_id)
         self._titled = bool(info is not None and info.title)
         self._stamp()
         self._sub = self._core.bus.subscribe()

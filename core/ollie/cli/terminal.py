@@ -6,7 +6,6 @@ import asyncio
 import difflib
 import signal
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie.cli.lines import InputLines
 from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
 
@@ -57,22 +57,32 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.sessions.errors import SessionError
+    from ollie.sessions.errors import ReadOnlyError, SessionError
     from ollie.sessions.types import Channel
 
     core = await Core.create(
         agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
-    if options.approval:
-        core.set_approval(options.approval)
     recorder = Recorder(core, channel=Channel.CLI)
     try:
         await recorder.open()
     except SessionError:
         await recorder.close()
-        return core, None
-    return core, recorder
+        return _with_approval(core, options), None
+    try:
+        return _with_approval(core, options), recorder
+    except ReadOnlyError:  # a team member's --approval on the owner's session: refused, nothing left open
+        await core.close()
+        await recorder.close()
+        raise
+
+
+def _with_approval(core: TerminalCore, options: RunOptions) -> TerminalCore:
+    # After the record is opened: it says whether the session is another user's (whose mode stays theirs).
+    if options.approval:
+        core.set_approval(options.approval)
+    return core
 
 
 async def _render_events(renderer: Renderer, sub: Subscription) -> None:
@@ -155,25 +165,13 @@ def _say_stop(stop: str) -> None:
               "ask it to go on, or raise the limit", file=sys.stderr)
 
 
-def _stdin_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
-    """Read stdin in a daemon thread (input() cannot be interrupted from asyncio)."""
-    while True:
-        try:
-            line = sys.stdin.readline()
-        except (OSError, ValueError):
-            line = ""
-        loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n") if line else None)
-        if not line:
-            return
-
-
 async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
     """The interactive prompt: Ctrl-C interrupts a turn; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = renderer or Renderer()
     async with _running(options, renderer) as (core, events):
         loop = asyncio.get_running_loop()
-        lines: asyncio.Queue[str | None] = asyncio.Queue()
-        threading.Thread(target=_stdin_lines, args=(loop, lines), daemon=True).start()
+        lines = InputLines()
+        lines.start()
         core.approver = partial(_ask_at_the_prompt, renderer, lines)
         core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
@@ -185,7 +183,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
                 return
             now = time.monotonic()
             if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
-                lines.put_nowait(None)
+                lines.end()
             else:
                 last_idle_ctrl_c = now
                 print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
@@ -196,7 +194,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
                         f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
         while True:
             _prompt(core)
-            line = await lines.get()
+            line = await lines.next()
             if line is None:
                 break
             if not line.strip():
@@ -209,7 +207,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
     return 0
 
 
-async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None], what: str) -> bool:
+async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
     """Put an elevated step to the user: its code, then `Allow once? [y/N]` answered on the next line.
 
     The code is shown escaped (`\\r`, `\\x1b`, `\\u202e`), never interpreted by the terminal:
@@ -219,30 +217,27 @@ async def _ask_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None
     # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
     shown = "\n".join(f"    {line}" for line in escaped(what.rstrip("\n")).split("\n"))
     note = "  (control characters in it are shown escaped, as \\x1b, \\r, ...)\n" if has_controls(what) else ""
+    since = lines.before_question()
     print(f"ollie asks to run this outside the sandbox:\n{shown}\n{note}Allow once? [y/N] ", end="",
           file=sys.stderr, flush=True)
-    answer = await lines.get()
-    if answer is None:
-        lines.put_nowait(None)  # end of input: the prompt loop still has to see it
-        return False
-    return answer.strip().lower() in ("y", "yes")
+    answer = await lines.answer(since)
+    return answer is not None and answer.strip().lower() in ("y", "yes")
 
 
-async def _ask_step_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str | None],
-                                  question: StepQuestion) -> Answer:
+async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
     """Put a step to the user (its title escaped): once, always, reject, or reject with feedback."""
     from ollie.agent.approval import Answer
 
     renderer.end_line()
+    since = lines.before_question()
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
     while True:
         print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o, [f]eedback: ", end="",
               file=sys.stderr, flush=True)
-        answer = await lines.get()
+        answer = await lines.answer(since)
         if answer is None:
-            lines.put_nowait(None)  # end of input: the prompt loop still has to see it
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())
         if choice is not None:
@@ -250,10 +245,10 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: asyncio.Queue[str |
         print(f"(not an answer: {escaped(answer.strip())}; type y, a, n or f)", file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
+    since = lines.before_question()
     print("feedback for the model: ", end="", file=sys.stderr, flush=True)
-    feedback = await lines.get()
+    feedback = await lines.answer(since)
     if feedback is None:
-        lines.put_nowait(None)
         return Answer("reject")
     return Answer("reject_with_feedback", feedback)
 

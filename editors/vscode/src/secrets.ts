@@ -30,7 +30,8 @@ export async function setApiKey(secrets: vscode.SecretStorage, daemon: Daemon, t
   else await secrets.delete(secretKey(env));
   const config = vscode.workspace.getConfiguration("ollie");
   // The user just said which backend they use; a settings change restarts the daemon by itself.
-  if (key.trim() && config.get<string>("backend", "") !== backend) {
+  // The user's own setting: a workspace's "ollie.backend" is ignored (lib/settings.ts, USER_ONLY).
+  if (key.trim() && config.inspect<string>("backend")?.globalValue !== backend) {
     await config.update("backend", backend, vscode.ConfigurationTarget.Global);
     void vscode.window.showInformationMessage(`Ollie: ${backend} key stored; the daemon restarts with the ${backend} backend.`);
     return;

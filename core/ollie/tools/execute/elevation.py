@@ -24,7 +24,8 @@ class ElevationGate:
             return 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
         answer = await self.approver(what) if self.approver is not None else None
         if answer is None:
-            return "elevation refused: running outside the sandbox needs the user's approval and nobody can give it here"
+            return ("elevation refused: running outside the sandbox needs the user's approval, and none came (nobody "
+                    "can give it here, or nobody answered in time)")
         if not answer:
             return "elevation refused: the user declined to run this outside the sandbox"
         return None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping
@@ -42,9 +44,17 @@ def plan_file(session_id: str) -> Path:
     return paths.sessions_dir() / "s" / session_id / "plan"
 
 
-def memory_dir() -> Path:
-    """Where memory_remember / memory_recall keep their store."""
+def memory_root() -> Path:
+    """The dir of every project's notes (what sandbox policies grant as `{OLLIE_DATA_PATH}/memory`)."""
     return paths.data_dir() / "memory"
+
+
+def memory_dir(cwd: Path) -> Path:
+    """Where memory_remember / memory_recall keep the notes of the project at `cwd`: one dir per workspace root."""
+    root = str(cwd.resolve())
+    digest = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", cwd.resolve().name)[:40] or "root"
+    return memory_root() / f"{name}-{digest}"
 
 
 def child_env(
@@ -76,6 +86,7 @@ def child_env(
             "OLLIE_SESSION_ID": session_id,
             "OLLIE_CWD": str(cwd),
             "OLLIE_DATA_PATH": str(paths.data_dir()),
+            "OLLIE_MEMORY_PATH": str(memory_dir(cwd)),
             "OLLIE_PLAN_FILE": str(plan_file(session_id)),
         }
     )
@@ -168,6 +179,8 @@ class Runner:
 
     def _with_session_dirs(self, policy: Policy, envs: list[Path]) -> Policy:
         dirs = self.dirs
+        # A policy grants the notes of every project (`{OLLIE_DATA_PATH}/memory`): tool code gets this one's only.
+        policy = replace(policy, rw=self._own_notes(policy.rw), ro=self._own_notes(policy.ro))
         extra_rw = tuple(p for p in (plan_file(self.session_id).parent,) if p not in policy.writable())
         extra_rwx = tuple(p for p in (dirs.tmp,) if p not in policy.writable())
         extra_ro = tuple(p for p in (dirs.scratch,) if p.exists() and p not in policy.readable())
@@ -175,6 +188,13 @@ class Runner:
                           if d.is_dir() and d not in policy.rox)
         return replace(policy, rw=policy.rw + extra_rw, ro=policy.ro + extra_ro, rox=policy.rox + extra_rox,
                        rwx=policy.rwx + extra_rwx)
+
+    def _own_notes(self, grants: tuple[Path, ...]) -> tuple[Path, ...]:
+        everyone, own = memory_root(), memory_dir(self.cwd)
+        if everyone not in grants:
+            return grants
+        own.mkdir(parents=True, exist_ok=True)  # a grant must name a path that exists
+        return tuple(dict.fromkeys(own if path == everyone else path for path in grants))
 
     def scratch_dir(self) -> Path:
         """A fresh dir for one call's program files, readable (never writable) by the session's tool code."""
@@ -191,7 +211,7 @@ class Runner:
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
-        for directory in (memory_dir(), plan_file(self.session_id).parent):
+        for directory in (memory_dir(self.cwd), plan_file(self.session_id).parent):
             directory.mkdir(parents=True, exist_ok=True)
         self.dirs.create()
 

@@ -47,8 +47,9 @@ export function daemonSettings(get: (name: string) => unknown): { settings: Daem
 }
 
 /** What a workspace's own settings may not choose, only the user's: the command Ollie runs, its arguments and
- * environment, and the agent (a repository could pick `yolo`, whose tools run outside the sandbox). */
-export const USER_ONLY: ReadonlySet<string> = new Set(["serverCommand", "serverArgs", "serverEnv", "agent"]);
+ * environment (the backends' URLs among them), the agent (a repository could pick `yolo`, whose tools run outside
+ * the sandbox) and the backend (a repository could send the key stored for one backend to another's URL). */
+export const USER_ONLY: ReadonlySet<string> = new Set(["serverCommand", "serverArgs", "serverEnv", "agent", "backend"]);
 
 /** The layers of one setting (`WorkspaceConfiguration.inspect`), as far as they matter here. */
 export interface SettingLayers {

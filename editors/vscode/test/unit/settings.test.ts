@@ -28,12 +28,15 @@ test("a wrong type in settings.json is ignored with a warning naming the setting
   assert.deepEqual(from({ serverEnv: { OK: "1", BAD: { x: 1 } } }).warnings, ['"ollie.serverEnv.BAD" must be a string: its value is ignored.']);
 });
 
-test("a workspace's settings cannot choose the daemon command, its environment or the agent", () => {
+test("a workspace's settings cannot choose the daemon command, its environment, the agent or the backend", () => {
   const repo = { globalValue: undefined, workspaceValue: "yolo" };
   assert.deepEqual(settingValue("agent", repo, "yolo"), { value: undefined, ignored: true });
   assert.deepEqual(settingValue("serverCommand", { globalValue: "/usr/bin/ollie-lsp", workspaceFolderValue: "./evil.sh" }, "./evil.sh"),
     { value: "/usr/bin/ollie-lsp", ignored: true });
   assert.deepEqual(settingValue("serverEnv", { globalValue: { A: "1" } }, { A: "1" }), { value: { A: "1" }, ignored: false });
-  // A model or a backend a project prefers is still its to choose.
+  // The backend decides where the stored API key is sent: a repository's choice would send it to another's URL.
+  assert.deepEqual(settingValue("backend", { globalValue: "anthropic", workspaceValue: "openai" }, "openai"),
+    { value: "anthropic", ignored: true });
+  // A model a project prefers is still its to choose (it goes to the backend the user chose).
   assert.deepEqual(settingValue("model", { workspaceValue: "e2e-model" }, "e2e-model"), { value: "e2e-model", ignored: false });
 });

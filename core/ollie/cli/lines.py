@@ -1,0 +1,81 @@
+"""The terminal's input, line by line: a question is answered only by what was typed after it was shown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+import time
+
+# Each line with the time it was read; None at the end of input.
+Line = tuple[float, str | None]
+
+
+class InputLines:
+    """stdin read in a daemon thread (input() cannot be interrupted from asyncio), each line stamped when read."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Line] = asyncio.Queue()
+        self._ended = False
+
+    def start(self) -> None:
+        """Start reading stdin (on the running loop)."""
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._read, args=(loop,), name="ollie-stdin", daemon=True).start()
+
+    def end(self) -> None:
+        """End the input as Ctrl-D would (the prompt loop stops)."""
+        self._queue.put_nowait((time.monotonic(), None))
+
+    async def next(self) -> str | None:
+        """The next line typed (lines typed ahead included); None once the input ended."""
+        if self._ended:
+            return None
+        _, line = await self._queue.get()
+        self._ended = line is None
+        return line
+
+    def before_question(self) -> float:
+        """Call just before a question is printed: flushes the terminal's unread input; give the result to `answer`.
+
+        Flushing after the question was shown could drop an answer typed at once.
+        """
+        if sys.stdin.isatty():
+            with contextlib.suppress(OSError, ValueError):
+                import termios
+
+                termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+        return time.monotonic()
+
+    async def answer(self, since: float) -> str | None:
+        """The answer to a question shown at `since` (`before_question`): the first line read after it.
+
+        What was typed before (a `y` meant for something else, a paste still arriving, half a line on the
+        terminal) never answers it: those lines are dropped. None once the input ended.
+        """
+        told = False
+        while not self._ended:
+            read_at, line = await self._queue.get()
+            self._ended = line is None
+            if read_at >= since or line is None:
+                return line
+            if not told:
+                print("(what was typed before this question does not answer it) ", end="", file=sys.stderr,
+                      flush=True)
+                told = True
+        return None
+
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                line = ""
+            item = (time.monotonic(), line.rstrip("\n") if line else None)
+            try:
+                loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            except RuntimeError:  # the loop closed: nobody reads any more
+                return
+            if not line:
+                return

@@ -1,0 +1,76 @@
+"""The daemon's framing: whole frames off a real pipe, handed to the loop in batches; bad framing answered."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import struct
+import termios
+
+from ollie_lsp.framing import INVALID_REQUEST, PARSE_ERROR, FrameParser, Item, Problem, decode
+from ollie_lsp.stdio import StdinFrames
+from tests.procs import wait_until
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def unread(fd: int) -> int:
+    """Bytes written to the pipe but not yet read."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+async def test_frames_that_come_while_the_loop_is_busy_reach_it_in_one_batch():
+    read_end, write_end = os.pipe()
+    batches: list[list[Item]] = []
+    reader = StdinFrames(os.fdopen(read_end, "rb"))
+    serving = asyncio.ensure_future(reader.run(batches.append))
+    await asyncio.sleep(0)  # the reader thread starts
+    # The loop is held (as by 20 sessions' events) while 50 requests come, each in its own write.
+    for n in range(50):
+        os.write(write_end, frame(b'{"id": %d}' % n))
+        wait_until(lambda: unread(read_end) == 0, "the reader thread took the frame", timeout=30)
+    while sum(map(len, batches)) < 50:
+        await asyncio.sleep(0.01)
+    # One hand-over for all of them (a second at most, for a frame read just as the loop took the first);
+    # pygls' reader needed three loop turns per frame.
+    assert len(batches) <= 2, [len(b) for b in batches]
+    assert [decode(item)["id"] for batch in batches for item in batch] == list(range(50))  # type: ignore[arg-type]
+    os.close(write_end)
+    await asyncio.wait_for(serving, 10)  # end of input ends the reading
+
+
+def test_parser_splits_any_chunking_into_the_same_frames():
+    data = frame(b'{"a": 1}') + b"\r\n" + b"Content-Type: x\r\n" + frame(b"[2]")
+    for size in (1, 2, 7, len(data)):
+        parser = FrameParser()
+        items = [item for start in range(0, len(data), size) for item in parser.feed(data[start:start + size])]
+        assert items == [b'{"a": 1}', b"[2]"], size
+
+
+def test_parser_answers_bad_framing_and_finds_the_next_frame():
+    parser = FrameParser()
+    items = parser.feed(b"Content-Length: -1\r\n\r\n{garbage Content-Length in a string}" + frame(b"{}"))
+    assert isinstance(items[0], Problem) and items[0].code == PARSE_ERROR
+    assert items[-1] == b"{}"
+    # Resyncing on the phrase inside the junk costs a second error, never the next real frame.
+    assert all(isinstance(item, Problem) for item in items[:-1])
+
+
+def test_parser_reports_a_stall_and_the_end_of_input():
+    parser = FrameParser()
+    assert parser.feed(b"Content-Length: 10\r\n\r\n{}") == []
+    assert parser.end() is not None
+    problem = parser.stalled()
+    assert problem is not None and "said 10 bytes, only 2 came" in problem.message
+    assert parser.stalled() is None and parser.feed(frame(b"{}")) == [b"{}"]
+
+
+def test_decode_refuses_deep_nesting_with_the_id_and_keeps_shallow_json():
+    deep = b'{"id": 3, "params": ' + b"[" * 100 + b"]" * 100 + b"}"
+    problem = decode(deep)
+    assert isinstance(problem, Problem) and problem.code == INVALID_REQUEST and problem.msg_id == 3
+    assert decode(b'{"text": "' + b"[" * 1000 + b'"}') == {"text": "[" * 1000}
+    assert isinstance(decode(b'"\xff"'), Problem)

@@ -1,0 +1,104 @@
+"""Questions in the interactive terminal, on a real pty: answered only by what is typed after they are shown."""
+
+from __future__ import annotations
+
+import os
+
+from ollie.testing import Reply
+
+from .test_approval import edit, last_tool_result
+from .test_cli_pty import Terminal
+
+QUESTION = r"ollie asks to: Edit a\.txt\nAllow\? "
+
+
+def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("first done"), edit("a.txt", "two", "three"),
+               Reply.text("second done"))
+    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("edit it")
+        at = term.wait_for(QUESTION, after=at)
+        assert "[y]es once, [a]lways (edit steps)" in term.text and "-one\n+two" in term.text
+        term.type("yes")
+        at = term.wait_for(r"first done", after=at)
+        term.type("again")
+        at = term.wait_for(QUESTION, after=at)
+        term.type("f")
+        at = term.wait_for(r"feedback for the model: ", after=at)
+        term.type("keep it")
+        term.wait_for(r"second done", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+    assert (tmp_path / "a.txt").read_text() == "two\n"
+    assert "The user's feedback: keep it" in last_tool_result(llm)
+
+
+def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("left alone"))
+    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        # "y" (allow once) is typed with the prompt, long before the question exists; then half a line, "y" again.
+        os.write(term.master, b"edit it\ny\ny")
+        at = term.wait_for(QUESTION, after=at)
+        at = term.wait_for(r"does not answer it", after=at)  # said once the terminal's unread input was flushed
+        assert (tmp_path / "a.txt").read_text() == "one\n"
+        # Enter now ends an empty line (the half "y" was flushed): no answer, asked again.
+        term.type("")
+        at = term.wait_for(r"not an answer: ; type y, a, n or f\)\nAllow\? ", after=at)
+        term.type("n")
+        term.wait_for(r"left alone", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    assert "rejected: the user did not allow 'Edit a.txt'" in last_tool_result(llm)
+
+
+def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(llm, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("gave up"))
+    term = Terminal(["--cwd", str(tmp_path)], {**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"}, tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("edit it")
+        at = term.wait_for(QUESTION, after=at)
+        term.wait_for(r"gave up", after=at)  # nobody typed anything
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    assert "nobody answered whether 'Edit a.txt' may run within 1 s" in last_tool_result(llm)
+
+
+def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    yes, no = outside / "yes.txt", outside / "no.txt"
+    step = {"code": "", "elevated": True}
+    llm.script(
+        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {yes}"}]})), Reply.text("wrote it"),
+        Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
+    )
+    term = Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("first")
+        at = term.wait_for(r"Allow once\? \[y/N\]", after=at)
+        assert f"echo x > {yes}" in term.text
+        term.type("y")
+        at = term.wait_for(r"wrote it", after=at)
+        term.type("second")
+        at = term.wait_for(r"Allow once\? \[y/N\]", after=at)
+        term.type("n")
+        term.wait_for(r"skipped it", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+    assert yes.read_text() == "x\n" and not no.exists()

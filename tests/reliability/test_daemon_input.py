@@ -1,0 +1,188 @@
+"""Hostile bytes on the daemon's input (stdio and --tcp): each gets a JSON-RPC error, and the daemon serves on.
+
+Every test writes raw bytes to the real `python -m ollie_lsp` subprocess, then a normal request that must
+still be answered. Errors whose id cannot be read come back with id null (JSON-RPC 2.0, section 5).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from bench.lspwire import LSPProcess, frame
+from ollie_lsp.framing import MAX_DEPTH, MAX_FRAME_BYTES
+from tests.procs import wait_until
+
+from .conftest import DAEMON, daemon_env
+
+STATE = b'{"jsonrpc": "2.0", "id": %d, "method": "ollie/state", "params": {}}'
+NO_BACKEND = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1", "OLLIE_OPENAI_KEY": "sk-unused",
+              "OLLIE_LSP_STALL_S": "1"}
+
+
+@pytest.fixture
+def daemon(start_daemon):
+    """A daemon with its default session ready; frames stalled for a second are answered."""
+    started = start_daemon(env=NO_BACKEND)
+    started.request("ollie/state", {}, timeout=60)
+    return started
+
+
+def null_errors(daemon: LSPProcess) -> list[int]:
+    """The codes of the errors answered with id null so far."""
+    return [m["error"]["code"] for m in list(daemon.unmatched) if m.get("id") is None and "error" in m]
+
+
+def serves(daemon: LSPProcess) -> None:
+    """A normal request is still answered, and the daemon still runs."""
+    assert daemon.request("ollie/state", {}, timeout=30)["state"] == "idle"
+    assert daemon.alive(), daemon.stderr_text()[-2000:]
+
+
+def answer_to(daemon: LSPProcess, msg_id: int) -> dict:
+    """The (error) answer to a request this test sent raw with `msg_id`."""
+    wait_until(lambda: any(m.get("id") == msg_id for m in daemon.unmatched), f"an answer to {msg_id}")
+    return next(m for m in daemon.unmatched if m.get("id") == msg_id)
+
+
+def test_a_body_that_is_not_utf8_is_a_parse_error(daemon):
+    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 5, "method": "ollie/state", "params": {"x": "\xff\xfe"}}'))
+    # UTF-16 is JSON to Python's json.loads(bytes), but not to LSP.
+    daemon.send_raw(frame(json.dumps({"jsonrpc": "2.0", "method": "x"}).encode("utf-16")))
+    serves(daemon)
+    assert null_errors(daemon) == [-32700, -32700]
+
+
+def test_deep_nesting_is_refused_with_the_requests_id(daemon):
+    deep = "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5)
+    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 7001, "method": "ollie/state", "params": {"x": %s}}'
+                          % deep.encode()))
+    # Past the JSON parser's own recursion limit: a parse error, not a crash.
+    daemon.send_raw(frame(b"[" * 200_000 + b"]" * 200_000))
+    assert answer_to(daemon, 7001)["error"]["code"] == -32600
+    serves(daemon)
+    assert null_errors(daemon) == [-32700]
+
+
+def test_a_batch_answers_each_request_in_it(daemon):
+    batch = [{"jsonrpc": "2.0", "id": 7101, "method": "ollie/state", "params": {}},
+             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+             {"jsonrpc": "2.0", "id": "7102", "method": "ollie/state", "params": {}}]
+    daemon.send(batch)  # type: ignore[arg-type]  # a list, as a batching client sends it
+    assert answer_to(daemon, 7101)["error"]["code"] == -32600
+    assert "batch" in answer_to(daemon, "7102")["error"]["message"]  # type: ignore[arg-type]
+    daemon.send([])  # type: ignore[arg-type]
+    serves(daemon)
+    assert null_errors(daemon) == [-32600]
+
+
+@pytest.mark.parametrize("header", [
+    b"Content-Length: -5\r\n",
+    b"Content-Length: 5x\r\n",
+    b"Content-Length: 99999999999999999999999999\r\n",
+    b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n",  # no Content-Length at all
+    b"Content-Length 12\r\n",  # no colon
+    b"Content-Length: 12\r\nContent-Length: 13\r\n",
+    b"Content-Length: 0\r\n",
+])
+def test_a_broken_content_length_is_answered_and_the_next_message_is_read(daemon, header):
+    daemon.send_raw(header + b"\r\n" + STATE % 7201)
+    # What followed the broken headers is skipped up to the next message's Content-Length.
+    serves(daemon)
+    assert null_errors(daemon) == [-32700], daemon.unmatched
+    assert not any(m.get("id") == 7201 for m in daemon.unmatched)
+
+
+def test_a_content_length_over_the_limit_is_refused_at_once_and_not_read(daemon):
+    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (MAX_FRAME_BYTES + 1) + b"x" * 4096)
+    serves(daemon)
+    assert null_errors(daemon) == [-32600]
+
+
+def test_a_content_length_shorter_than_the_body_loses_only_that_message(daemon):
+    body = STATE % 7301
+    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) - 10) + body)
+    serves(daemon)
+    # The cut body, then its tail (not a header): both parse errors; the next message is read.
+    assert null_errors(daemon) == [-32700, -32700]
+
+
+def test_a_content_length_longer_than_what_comes_is_answered_after_the_stall(daemon):
+    body = STATE % 7401
+    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) + 100) + body)
+    # Nothing more comes: after OLLIE_LSP_STALL_S (1 s here) the half message is answered, not waited on for ever.
+    wait_until(lambda: null_errors(daemon) == [-32700], "the stalled message answered")
+    assert "Content-Length said" in str(daemon.unmatched)
+    serves(daemon)
+
+
+def test_input_that_ends_mid_message_is_a_logged_clean_exit(tmp_path, workdir):
+    log = tmp_path / "daemon.log"
+    daemon = LSPProcess([*DAEMON, "--log-file", str(log)], env=daemon_env(NO_BACKEND))
+    daemon.initialize(workdir)
+    daemon.send_raw(b"Content-Length: 500\r\n\r\n{\"jsonrpc\": ")
+    assert daemon.proc.stdin is not None
+    daemon.proc.stdin.close()
+    assert daemon.proc.wait(30) == 0
+    assert "ended in the middle of a message" in log.read_text()
+
+
+def test_tcp_gets_the_same_answers_after_initialize(tmp_path, workdir):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "a-token-of-the-tests-own-choosing"
+    proc = subprocess.Popen([*DAEMON, "--tcp", f"127.0.0.1:{port}"],
+                            env=daemon_env({**NO_BACKEND, "OLLIE_LSP_TOKEN": token}),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "the daemon never listened"
+                time.sleep(0.1)
+        with conn:
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "processId": None, "rootUri": workdir.as_uri(), "capabilities": {},
+                "initializationOptions": {"token": token}}}
+            conn.sendall(frame(json.dumps(init).encode()))
+            conn.sendall(b"Content-Length: -1\r\n\r\n" + frame(b'{"x": "\xff"}') + frame(b"[]") + frame(STATE % 2))
+            answers = read_answers(conn, until_id=2)
+        assert [a["error"]["code"] for a in answers if a.get("id") is None] == [-32700, -32700, -32600]
+        assert answers[-1]["result"]["state"] == "idle"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def read_answers(conn: socket.socket, *, until_id: int) -> list[dict]:
+    """The messages read off `conn` until the answer with `until_id` (requests to the client skipped)."""
+    conn.settimeout(60)
+    data, answers = b"", []
+    while not answers or answers[-1].get("id") != until_id:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1)) if sep else -1  # type: ignore[union-attr]
+        if sep and len(rest) >= length:
+            message = json.loads(rest[:length])
+            data = rest[length:]
+            if "method" not in message:
+                answers.append(message)
+            continue
+        chunk = conn.recv(65536)
+        assert chunk, "the daemon closed the connection"
+        data += chunk
+    return answers
+
+
+def test_nothing_after_exit_is_handled_even_in_the_same_write(daemon):
+    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "method": "exit"}') + frame(STATE % 7501))
+    assert daemon.proc.wait(30) == 1  # exit without shutdown: status 1, as LSP says
+    assert not any(m.get("id") == 7501 for m in daemon.unmatched), daemon.unmatched
