@@ -8,6 +8,7 @@ import { Daemon } from "./daemon";
 import { serveEditorTools } from "./editorToolsServe";
 import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
 import { ReviewController, registerReviewLenses } from "./review/review";
+import { serveSaveDocuments } from "./saveDocuments";
 import { storedKeyEnvironment } from "./secrets";
 import { createStatusBar } from "./statusBar";
 
@@ -38,6 +39,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     ...registerCommands({ daemon, conversation, chat, secrets: context.secrets, review, diffs }),
     ...serveEditorTools(daemon),
+    serveSaveDocuments(daemon),
     diffs,
     review,
     ...registerDiffDocuments(diffs),

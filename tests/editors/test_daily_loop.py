@@ -1,0 +1,43 @@
+"""The daily loop in the real editors: a turn edits calc.py, open and unsaved-capable (auto-save off), then runs
+`python3 test_calc.py`, which must pass: every step sees the agent's own earlier edits. A user's unsaved text in a
+file the agent did not touch stays unsaved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from .test_nvim import run_scenario, workspace  # noqa: F401 (the fixture)
+
+CALC = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
+NOTES = "my notes\n"
+
+
+def script(srv) -> None:
+    """The model fixes add in calc.py, then runs the tests."""
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
+        Reply.text("Fixed add; the tests pass."),
+    )
+
+
+def seed(ws: Path) -> None:
+    for name, text in (("calc.py", CALC), ("test_calc.py", TEST), ("notes.txt", NOTES)):
+        (ws / name).write_text(text)
+
+
+def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    script(srv)
+    seed(workspace)
+    result = run_scenario("edit_then_test", workspace, srv)
+    ran = srv.chat_requests[2].body["messages"][-1]["content"]
+    assert "tests passed" in ran and "AssertionError" not in ran, ran
+    assert (workspace / "calc.py").read_text() == FIXED
+    assert result["calc_buffer"] == FIXED.splitlines() and not result["calc_modified"], "the buffer was written"
+    assert result["notes_modified"] and (workspace / "notes.txt").read_text() == NOTES, "the user's notes were saved"
+    assert result["calc_after_undo"] == CALC.splitlines(), "the edit is undoable in the editor"
