@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
+from . import screens
 from .test_nvim import run_scenario, workspace  # noqa: F401 (the fixture)
+from .test_nvim_tui import Tmux, assert_clean, start_nvim
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -41,3 +43,35 @@ def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):
     assert result["calc_buffer"] == FIXED.splitlines() and not result["calc_modified"], "the buffer was written"
     assert result["notes_modified"] and (workspace / "notes.txt").read_text() == NOTES, "the user's notes were saved"
     assert result["calc_after_undo"] == CALC.splitlines(), "the edit is undoable in the editor"
+
+
+def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
+    """In the TUI as README sets it up: calc.py on screen, notes.txt in a split with a line the user has not saved;
+    the turn's tests pass, calc.py's buffer is written (no `[+]`), notes.txt's is not. The screen is kept as a PNG."""
+    srv = scripted_llm("openai")
+    script(srv)
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES})
+    ws = tmp_path / "ws"
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":split notes.txt", "Enter")
+        tmux.keys("Go", "the user's unsaved line", "Escape")
+        tmux.keys(":wincmd p", "Enter")
+        tmux.keys(":Ollie fix add and run the tests", "Enter")
+        done = tmux.keep("edit-then-test", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
+        assert captures_png(tmux, "edit-then-test").stat().st_size > 0
+        assert "tests passed" in srv.chat_requests[2].body["messages"][-1]["content"]
+        assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0" in done, done
+        assert "return a + b" in done and "calc.py [+]" not in done, done
+        assert "notes.txt [+]" in done, done
+        assert (ws / "calc.py").read_text() == FIXED and (ws / "notes.txt").read_text() == NOTES
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def captures_png(tmux: Tmux, name: str) -> Path:
+    """The kept screen `name` as a PNG next to its text (for a person to look at)."""
+    assert tmux.captures is not None
+    ansi = (tmux.captures / f"{name}.ansi").read_text()
+    return screens.png(ansi, tmux.captures / f"{name}.png", (1300, 720))
