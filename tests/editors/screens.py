@@ -15,15 +15,19 @@ _BASIC = ["#000000", "#cd3131", "#0dbc79", "#e5e510", "#2472c8", "#bc3fbc", "#11
 FG, BG = "#d4d4d4", "#1e1e1e"
 
 
+def _hex(r: int, g: int, b: int) -> str:
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
 def _xterm(n: int) -> str:
     if n < 16:
         return _BASIC[n]
     if n < 232:
         n -= 16
         steps = [0, 95, 135, 175, 215, 255]
-        return "#%02x%02x%02x" % (steps[n // 36], steps[n // 6 % 6], steps[n % 6])
+        return _hex(steps[n // 36], steps[n // 6 % 6], steps[n % 6])
     grey = 8 + (n - 232) * 10
-    return "#%02x%02x%02x" % (grey, grey, grey)
+    return _hex(grey, grey, grey)
 
 
 def _colour(codes: list[int], i: int) -> tuple[str | None, int]:
@@ -31,7 +35,7 @@ def _colour(codes: list[int], i: int) -> tuple[str | None, int]:
     if i + 1 < len(codes) and codes[i + 1] == 5 and i + 2 < len(codes):
         return _xterm(codes[i + 2]), i + 3
     if i + 1 < len(codes) and codes[i + 1] == 2 and i + 4 < len(codes):
-        return "#%02x%02x%02x" % tuple(codes[i + 2:i + 5]), i + 5
+        return _hex(*codes[i + 2:i + 5]), i + 5
     return None, i + 1
 
 

@@ -32,7 +32,7 @@ def seed(ws: Path) -> None:
         (ws / name).write_text(text)
 
 
-def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):
+def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):  # noqa: F811
     srv = scripted_llm("openai")
     script(srv)
     seed(workspace)
@@ -63,6 +63,8 @@ def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
         assert "tests passed" in srv.chat_requests[2].body["messages"][-1]["content"]
         assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0" in done, done
         assert "return a + b" in done and "calc.py [+]" not in done, done
+        # The run wrote __pycache__/calc.*.pyc: build output, not a change of the turn.
+        assert "✎ 1 file changed" in done, done
         assert "notes.txt [+]" in done, done
         assert (ws / "calc.py").read_text() == FIXED and (ws / "notes.txt").read_text() == NOTES
         assert_clean(tmux.screens)

@@ -25,6 +25,7 @@ from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, undo
+from ollie.workspace.ignored import listed
 
 log = get_logger(__name__)
 
@@ -213,15 +214,19 @@ class Review:
         after = ends.get(turn) or (before.get(turn + 1) if turn < len(self._host.session.turn_starts) else None)
         return before[turn], after
 
-    async def changes(self, turn: int | None = None) -> TurnChanges:
-        """The files turn `turn` (default: the last) changed, with their hunks, net of undos since."""
+    async def changes(self, turn: int | None = None, *, ignored: bool = False) -> TurnChanges:
+        """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
+        (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`."""
         number = self._turn_number(turn)
         before, after = await self._bounds(number)
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
+        cp = self.checkpoints()
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
-        on_disk = [c for c in await self.checkpoints().changes(before, after) if c.path not in in_editor]
-        listed = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
-        return TurnChanges(number, listed, frozenset(in_editor))
+        on_disk = [c for c in await cp.changes(before, after) if c.path not in in_editor]
+        if not ignored:
+            on_disk = await listed(cp.git, cp.root, on_disk)
+        shown = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
+        return TurnChanges(number, shown, frozenset(in_editor))
 
     # --- undo ------------------------------------------------------------------
 
@@ -236,7 +241,7 @@ class Review:
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
-        turn_changes = await self.changes(number)
+        turn_changes = await self.changes(number, ignored=True)  # build output is undone too, listed or not
         change = next((c for c in turn_changes.changes if c.path == path), None)
         if change is None:
             raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
