@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 
 from . import screens
@@ -77,3 +79,11 @@ def captures_png(tmux: Tmux, name: str) -> Path:
     assert tmux.captures is not None
     ansi = (tmux.captures / f"{name}.ansi").read_text()
     return screens.png(ansi, tmux.captures / f"{name}.png", (1300, 720))
+
+
+@pytest.mark.timeout(330)
+def test_vscode_edit_then_test(run_e2e):
+    """In real VS Code (code-server, auto-save off): the turn edits calc.py in its buffer, the daemon has it saved,
+    the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. Screenshot: daily-loop."""
+    output = run_e2e("dailyloop.mjs")
+    assert "edit then test: calc.py was edited in its buffer and saved" in output
