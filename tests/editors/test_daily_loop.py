@@ -87,3 +87,26 @@ def test_vscode_edit_then_test(run_e2e):
     the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. Screenshot: daily-loop."""
     output = run_e2e("dailyloop.mjs")
     assert "edit then test: calc.py was edited in its buffer and saved" in output
+
+
+def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811
+    """:OllieRestart after the user wrote ~/.config/ollie/env: a fresh daemon (the old one gone) reads it; the chat
+    keeps its session and the next prompt gets the model's answer."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hi from the configured model."))
+    configured = srv.env()
+    env_text = "\n".join(f"{k}={v}" for k, v in configured.items() if k != "OLLIE_APPROVAL")
+
+    class Unconfigured:
+        """No backend in the environment: Ollama's default, with nothing listening at this URL."""
+
+        @staticmethod
+        def env() -> dict[str, str]:
+            return {"OLLIE_OLLAMA_URL": "http://127.0.0.1:9", "OLLIE_TEST_ENV_TEXT": env_text}
+
+    result = run_scenario("restart", workspace, Unconfigured)
+    assert result["first_daemon"] != result["second_daemon"] and result["first_stopped"]
+    assert result["session_after"] == result["session_before"]
+    assert "ollama" in result["chat_before"].lower(), result["chat_before"]
+    assert "Hi from the configured model." in result["chat"]
+    assert len(srv.chat_requests) == 1
