@@ -20,7 +20,7 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
                  "definition and workspace symbols came from VS Code",
                  "Keep leaves the change", "goes to its buffer and is saved", "is undone in its buffer",
                  "renames and resumes",
-                 "rewind restored the files and the chat dropped the turns",
+                 "rewind restored the files and the chat dropped the turns; their review tabs closed",
                  "Undo Rewind put the files and the conversation back",
                  "a window reload shows the session it showed before, and the prompt being typed",
                  "a second window on the folder runs its own daemon and session, and works on once the first closed",

@@ -99,3 +99,20 @@ async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_dae
     assert calc.read_text() == "# the user's unsaved note\n" + FIXED and notes.read_text() == "on disk\n"
     assert "calc.py had unsaved changes in the editor: your edit was made on top of them and the file was saved" in edited
     assert "tests passed" in ran
+
+
+async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(start_daemon, llm):
+    """The edit was saved, so its undo (in the buffer, through applyEdit) is saved too: the file is back on disk and
+    the turn lists no change (before, the disk's change came back in the list after the buffer's was undone)."""
+    for saving in (True, False):
+        llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+        daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": saving})
+        calc = workspace(daemon)
+        editor = SavingEditor(daemon) if saving else Editor(daemon)
+        editor.open(calc, CALC)
+        assert await submit(daemon, "fix add") == "done"
+        assert calc.read_text() == FIXED
+        undone = await daemon.request("ollie/review/undo", {"path": "calc.py"})
+        assert undone["inEditor"] and editor.texts[calc.as_uri()] == CALC
+        assert calc.read_text() == CALC, f"saving={saving}"
+        assert (await daemon.request("ollie/changes", {}))["files"] == []

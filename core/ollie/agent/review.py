@@ -286,9 +286,24 @@ class Review:
             in_editor = await apply(change, text or "")
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
+            await self._undo_on_disk_too(turn, change, hunk, text)
         self.editor_edits.settle(turn, change.path, text)
         self._tell_model(turn, change, hunk)
         return Undone(change.path, hunk, text, in_editor)
+
+    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
+        """The turn's buffer edit reached the disk (the editor saved it): its undo in the buffer goes there too (the
+        editor saved it, or the disk still holds the edit and is written here), and into the turn's recorded end
+        state, or the disk's change would be listed again."""
+        if text is None:
+            return
+        path = self._cwd() / change.path
+        on_disk = await asyncio.to_thread(_read_text, path)
+        if on_disk == change.new_text and on_disk != text:
+            await undo(self._cwd(), change.path, hunk, change)
+            on_disk = text
+        if on_disk == text:
+            await self._record_undo(turn, change, text.encode())
 
     def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         # Kept with the session (saved), so the model hears of it even after a restart.

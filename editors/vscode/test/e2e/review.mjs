@@ -222,7 +222,10 @@ await withVSCode(
     if (firstPrompt !== "Edit app.py please") throw new Error(`the resumed chat starts with ${JSON.stringify(firstPrompt)}`);
     log("history shows titles and times, renames and resumes");
 
-    // 9. Rewind to before turn 1: the files go back to how they were, the chat drops the turns.
+    // 9. Rewind to before turn 1: the files go back to how they were, the chat drops the turns, and the review tabs
+    // of the turns it cut close (open.py's, of turn 3, is open: its undo would find no turn 3).
+    const reviewTabs = page.locator(".tabs-container .tab", { hasText: "(Ollie, turn" });
+    if ((await reviewTabs.count()) === 0) throw new Error("no review tab open before the rewind");
     await runCommand(page, "Ollie: Rewind");
     await row(page, "Turn 2").waitFor({ timeout: waitMs });
     await screenshot("rewind-pick");
@@ -234,8 +237,9 @@ await withVSCode(
     await until("app.py as before turn 1", () => fs.readFileSync(app, "utf8") === ORIGINAL);
     await notification(page, "rewound to before turn 1");
     await until("the chat without the rewound turns", async () => !(await chatText()).includes("Edit app.py please"));
+    await until("the cut turns' review tabs closed", async () => (await reviewTabs.count()) === 0);
     await screenshot("rewound");
-    log("rewind restored the files and the chat dropped the turns");
+    log("rewind restored the files and the chat dropped the turns; their review tabs closed");
 
     // 10. The notification's Undo Rewind puts the files and the conversation back as they were before the rewind.
     await page.locator(".notification-toast", { hasText: "rewound to before turn 1" }).locator(".monaco-button", { hasText: "Undo Rewind" }).click();
