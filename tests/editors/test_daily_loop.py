@@ -87,6 +87,7 @@ def test_vscode_edit_then_test(run_e2e):
     the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. Screenshot: daily-loop."""
     output = run_e2e("dailyloop.mjs")
     assert "edit then test: calc.py was edited in its buffer and saved" in output
+    assert "each allowed edit's diff is shown once" in output
 
 
 def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811

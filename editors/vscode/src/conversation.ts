@@ -107,6 +107,8 @@ export class Conversation implements vscode.Disposable {
       daemon.onEvent((event) => this.onEvent(event)),
       daemon.onStateChanged((state) => this.onState(state)),
       daemon.onRunning((running) => void this.onRunning(running)),
+      // Not installed, or failed at start: the chat says what to do (it was blank, and prompts went nowhere).
+      daemon.onStartFailed((message) => this.changed(this.model.addNotice("error", message))),
       // Approval questions come as `ollie/permission` and are answered in the chat.
       daemon.serve("ollie/permission", (params, token) => this.askPermission(params, token), { permissionRequest: true }),
     );

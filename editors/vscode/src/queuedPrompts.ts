@@ -97,7 +97,8 @@ export class QueuedPrompts {
     }
     const waiting = Array.isArray(state.queuedPrompts) ? state.queuedPrompts.filter((p): p is string => typeof p === "string") : [];
     const model = this.host.modelFor(session);
-    if (state.queueHeld === true && waiting.length > 0 && !this.held.has(session)) {
+    // After an interrupted turn the daemon holds what is queued (it may not have marked it yet when asked).
+    if ((state.queueHeld === true || stop === "interrupted") && waiting.length > 0 && !this.held.has(session)) {
       this.held.add(session);
       for (const item of model.renote(["queued"], "held")) this.host.changedIn(session, item);
       this.host.changedIn(session, model.addNotice("info", heldNotice(waiting.length, "Stop held the queue")));

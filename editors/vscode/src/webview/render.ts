@@ -134,7 +134,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
   node.replaceChildren(head);
   if (item.step.locations.length) node.append(locationLinks(item.step.locations));
-  if (item.step.diff) node.append(renderDiff(item.step.diff, item.id));
+  // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
+  // (twice, three times for a batch asked step by step).
+  if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
   if (item.outcome) {
     const answer = el("div", `permission-answer ${item.outcome}`, OUTCOME_LABELS[item.outcome] ?? item.outcome);
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));

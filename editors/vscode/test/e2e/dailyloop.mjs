@@ -17,6 +17,14 @@ const script = [
   { text: "Fixing add.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
   { text: "Running the tests.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "python3 test_calc.py", language: "bash" }] } }] },
   { text: "Fixed add; the tests pass." },
+  {
+    text: "Documenting it.",
+    tool_calls: [{ name: "call_tool", arguments: { calls: [
+      { tool: "file_edit", args: ["calc.py", "def add(a, b):\n", "def add(a, b):\n    \"\"\"The sum.\"\"\"\n"] },
+      { tool: "file_edit", args: ["test_calc.py", "print('tests passed')", "print('all tests passed')"] },
+    ] } }],
+  },
+  { text: "Documented." },
 ];
 
 async function open(page, name) {
@@ -65,5 +73,25 @@ await withVSCode(
     await chat.locator(".item", { hasText: "Fixed add; the tests pass." }).first().waitFor({ timeout: waitMs });
     await screenshot("daily-loop");
     log("edit then test: calc.py was edited in its buffer and saved, the tests ran the fix and passed; notes.txt stayed unsaved");
+
+    // Asked first (approval `ask`): each step's question shows its diff; once allowed, the diff shows once, in the
+    // step's result (before: in each question and again in the result).
+    await chat.locator("#approval").selectOption("ask");
+    await page.waitForTimeout(300);
+    await runCommand(page, "Ollie: Ask");
+    await page.locator(".quick-input-widget input").fill("document add");
+    await page.keyboard.press("Enter");
+    for (let n = 0; n < 2; n++) {
+      const question = chat.locator(".item.permission").nth(n);
+      await question.locator(".diff").waitFor({ timeout: waitMs });
+      await question.locator("button", { hasText: "Allow once" }).click();
+    }
+    await chat.locator(".item.assistant", { hasText: "Documented." }).waitFor({ timeout: waitMs });
+    for (const added of ["The sum.", "all tests passed"]) {
+      const shown = await chat.locator(".diff tr.added", { hasText: added }).count();
+      if (shown !== 1) throw new Error(`the diff adding ${JSON.stringify(added)} is shown ${shown} times`);
+    }
+    await screenshot("allowed-diff-once");
+    log("each allowed edit's diff is shown once");
   },
 );
