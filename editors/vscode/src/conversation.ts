@@ -501,7 +501,9 @@ export class Conversation implements vscode.Disposable {
   }
 
   private changedIn(session: string | undefined, item: ChatItem): void {
-    if (session === this.current) this.changed(item);
+    // Before the first session is known the chat in view is the one kept under "" (a prompt sent with no daemon:
+    // its error went nowhere).
+    if ((session ?? "") === (this.current ?? "")) this.changed(item);
   }
 
   private emitStatus(): void {

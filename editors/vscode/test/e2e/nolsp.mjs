@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { log, openChat, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, runCommand, waitMs, withVSCode } from "./harness.mjs";
 
 // No ollie-lsp on the PATH code-server (and so the extension) gets.
 process.env.PATH = (process.env.PATH ?? "").split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, "ollie-lsp"))).join(path.delimiter);
@@ -15,6 +15,9 @@ await withVSCode({ script: null, serverEnv: {}, settings: { "ollie.serverCommand
   const missing = chat.locator(".item.notice", { hasText: "Cannot find ollie-lsp on PATH" });
   await missing.waitFor({ timeout: waitMs });
   if (!((await missing.textContent()) ?? "").includes("pipx install ollie-agent")) throw new Error("the chat does not say how to install it");
+  await screenshot("no-ollie-lsp-start");
+  // The same error's toast covers the chat's input in a small window: the user closes it.
+  await runCommand(page, "Notifications: Clear All Notifications");
   const input = chat.locator("#input");
   await input.click();
   await input.fill("hello?");
