@@ -181,7 +181,7 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
     const stat = el("span", "stat");
     stat.append(el("span", "added", `+${file.added}`), el("span", "removed", `−${file.removed}`));
     row.append(icon(file.status === "added" ? "diff-added" : file.status === "deleted" ? "diff-removed" : "diff-modified"), link, stat);
-    // An edit of an open document went to its buffer: unsaved until the user (or auto save) saves it.
+    // An edit of an open document went to its buffer, which the daemon has the editor save (unsaved: it could not).
     if (file.inEditor && !file.undone) {
       const badge = el("span", `badge in-editor${file.unsaved ? " unsaved" : ""}`, file.unsaved ? "unsaved" : "in editor");
       badge.title = file.unsaved ? "Edited in the open editor, not saved yet" : "Edited in the open editor (saved since)";
