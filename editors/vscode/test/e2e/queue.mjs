@@ -34,6 +34,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files
   // 1. Stop holds the queued prompt; the next prompt goes behind it instead of running past it.
   await send(chat, "Tell a slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).waitFor({ timeout: waitMs });
+  // Enter queues once the composer knows the turn runs (its Stop button shows).
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Then summarise it.");
   await meta(chat, "Then summarise it.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await chat.locator("#stop").click();
@@ -55,6 +57,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files
   // 2. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
   await send(chat, "Another slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Queued before the reload.");
   await meta(chat, "Queued before the reload.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
