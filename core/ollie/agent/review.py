@@ -297,8 +297,7 @@ class Review:
         state, or the disk's change would be listed again."""
         if text is None:
             return
-        path = self._cwd() / change.path
-        on_disk = await asyncio.to_thread(_read_text, path)
+        on_disk = await _read_text(self._cwd(), change.path)
         if on_disk == change.new_text and on_disk != text:
             await undo(self._cwd(), change.path, hunk, change)
             on_disk = text
