@@ -449,7 +449,8 @@ export class Conversation implements vscode.Disposable {
       this.slashCommands = parseCommandList(await this.daemon.request<unknown>("ollie/listCommands", {}));
       if (typeof state?.session === "string") {
         if (this.current === undefined) this.adopt(state.session);
-        this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
+        // Not over what the session's events said meanwhile (a prompt sent while this started: its turn runs).
+        if (!this.statuses.has(state.session)) this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
         for (const listener of this.listeners) listener.reset();
         void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
