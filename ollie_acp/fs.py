@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.tools.documents import STALE, ApplyResult, Version
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_text
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -49,11 +50,14 @@ class ClientFiles:
         current = await self._read(path)
         if current is not None and text_version(current) != version:
             return ApplyResult("refused", STALE)
+        disk = await asyncio.to_thread(disk_text, path)
         try:
             await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
         except Exception as exc:  # the client refused the write: the model is told, nothing changed
             return ApplyResult("refused", f"the editor did not write the file: {exc}")
-        return ApplyResult("applied")
+        # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
+        saved = await asyncio.to_thread(disk_text, path) == new_text
+        return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current)
 
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None) -> ClientFiles | None:
     """The session's ClientFiles when the client offers fs/read_text_file (None: the tools use the disk)."""

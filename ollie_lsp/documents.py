@@ -1,8 +1,12 @@
-"""The daemon's open documents (didOpen/didChange/didClose): unsaved text for the file tools, edits via applyEdit."""
+"""The daemon's open documents (didOpen/didChange/didClose): unsaved text for the file tools, edits via applyEdit
+(then saved through `ollie/saveDocuments` when the client serves it)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
@@ -10,7 +14,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from ollie.tools.documents import STALE, ApplyResult, Version
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_text
+from ollie_lsp.asking import ask_client
+
+logger = logging.getLogger("ollie.lsp.documents")
+
+# The client saves documents on request (it announced `saveDocuments` in initializationOptions).
+SAVE_DOCUMENTS = "ollie/saveDocuments"
+# A save the editor has not finished by then is taken as not done (a format-on-save may take a while).
+SAVE_TIMEOUT_S = 10.0
 
 
 def _real(path: str | Path) -> Path:
@@ -40,8 +52,10 @@ def replacement_edit(doc: TextDocument, new_text: str, version: int) -> types.Wo
 class LspDocuments:
     """The client's open file documents (pygls' workspace keeps them), as the engine's EditorDocuments."""
 
-    def __init__(self, server: LanguageServer) -> None:
+    def __init__(self, server: LanguageServer, *, can_save: Callable[[], bool]) -> None:
         self._server = server
+        # Whether the client saves documents on request (it announced `saveDocuments`).
+        self._can_save = can_save
 
     def open_documents(self) -> dict[Path, TextDocument]:
         """Every open `file:` document by its real path (what other daemon code reverts or inspects)."""
@@ -70,7 +84,8 @@ class LspDocuments:
         return None if doc is None else (doc.source, doc.version or 0)
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
-        """Replace the document's text through `workspace/applyEdit` (the disk when the client cannot)."""
+        """Replace the document's text through `workspace/applyEdit` and save it (see `apply_edit`); the disk
+        when the client cannot take edits."""
         doc = self.find(path)
         if doc is None or not self.can_apply():
             return ApplyResult("disk")
@@ -79,7 +94,10 @@ class LspDocuments:
         return await self.apply_edit(doc, new_text, version, label="ollie: edit")
 
     async def apply_edit(self, doc: TextDocument, new_text: str, version: int, *, label: str) -> ApplyResult:
-        """Send one whole-document replacement of `doc` at `version`; refused with the client's reason."""
+        """Send one whole-document replacement of `doc` at `version` (refused with the client's reason), then ask
+        the client to save it: `saved` when it did, `unsaved` when the buffer held unsaved changes before."""
+        before = doc.source
+        disk = await asyncio.to_thread(disk_text, Path(doc.path))
         params = types.ApplyWorkspaceEditParams(edit=replacement_edit(doc, new_text, version), label=label)
         try:
             answer = await self._server.workspace_apply_edit_async(params)
@@ -88,7 +106,20 @@ class LspDocuments:
         if not answer.applied:
             reason = answer.failure_reason or STALE
             return ApplyResult("refused", f"the editor did not apply the edit ({reason})")
-        return ApplyResult("applied")
+        saved = bool(await self.save([doc.uri]))
+        return ApplyResult("applied", saved=saved, unsaved=disk != before)
+
+    async def save(self, uris: list[str]) -> list[str]:
+        """Ask the client to save these documents (`ollie/saveDocuments`); the URIs it saved ([]: it cannot)."""
+        if not self._can_save() or not uris:
+            return []
+        try:
+            answer = await ask_client(self._server.protocol, SAVE_DOCUMENTS, {"uris": uris}, SAVE_TIMEOUT_S)
+        except Exception as exc:  # no answer, or an error: the caller falls back as for a client without it
+            logger.info("%s failed: %s", SAVE_DOCUMENTS, exc)
+            return []
+        saved = answer.get("saved") if isinstance(answer, dict) else None
+        return [uri for uri in saved if uri in uris] if isinstance(saved, list) else []
 
 
 def register_documents(server: LanguageServer) -> None:

@@ -266,7 +266,7 @@ async def changes(ls: OllieServer, raw: Any) -> dict[str, Any]:
     if p.turn is None and not live.core.session.turn_starts:
         return {"turn": None, "files": []}
     with _review_errors():
-        turn = await live.core.review.changes(p.turn)
+        turn = await live.core.review.changes(p.turn, ignored=p.ignored)
     return {"turn": turn.turn, "files": [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]}
 
 

@@ -35,7 +35,7 @@ METHOD_NAMES = (
 )
 
 # Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
-# (`permissionRequest`, `editorTools`). PROTOCOL.md's "Requests, server to client" documents each.
+# (`permissionRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to client" documents each.
 SERVER_REQUEST_NAMES = (
     "ollie/permission",
     "ollie/editor/diagnostics",
@@ -43,6 +43,7 @@ SERVER_REQUEST_NAMES = (
     "ollie/editor/references",
     "ollie/editor/symbols",
     "ollie/editor/openFiles",
+    "ollie/saveDocuments",
 )
 
 

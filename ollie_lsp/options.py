@@ -40,6 +40,8 @@ class InitOptions:
               Annotated[str, Check(parse=_env_value)]] = attrs.Factory(dict)
     # The client answers the ollie/editor/* requests: the model gets the editor tools.
     editor_tools: bool = False
+    # The client saves documents on request (ollie/saveDocuments): the model's edits reach the disk at once.
+    save_documents: bool = False
 
 
 def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:

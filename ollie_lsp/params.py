@@ -148,14 +148,21 @@ class SetApprovalParams(SessionParams):
 
 
 @attrs.frozen(kw_only=True)
-class ChangesParams(SessionParams):
-    """ollie/changes: the changes of turn `turn` (default: the last)."""
+class TurnParams(SessionParams):
+    """A turn of the session (default: the last)."""
 
     turn: Annotated[int, Check(ge=1)] | None = None
 
 
 @attrs.frozen(kw_only=True)
-class ReviewUndoParams(ChangesParams):
+class ChangesParams(TurnParams):
+    """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too."""
+
+    ignored: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ReviewUndoParams(TurnParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
     path: NonEmpty
@@ -163,7 +170,7 @@ class ReviewUndoParams(ChangesParams):
 
 
 @attrs.frozen(kw_only=True)
-class RewindParams(ChangesParams):
+class RewindParams(TurnParams):
     """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
 
     undo: bool = False

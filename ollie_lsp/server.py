@@ -218,7 +218,7 @@ class OllieServer(LanguageServer):
         self.rich_permission = False
         self._table: SessionTable | None = None
         # The client's open documents: the file tools read their unsaved text and edit them through applyEdit.
-        self.documents = LspDocuments(self)
+        self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
         self.initialized = False
         # Set by shutdown/exit: a background warm-up that finishes afterwards starts no session.
         self.closing = False

@@ -57,3 +57,33 @@ async def test_without_fs_the_tools_use_the_disk(start_agent, llm) -> None:
     agent, sid, _ = await open_notes(start_agent, llm, "disk text\n", "client text\n", fs=False)
     await agent.prompt(sid, "read it")
     assert "     1\tdisk text" in tool_result(llm)
+
+
+def run(code: str) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+
+
+async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the_next_command(start_agent, llm) -> None:
+    """A client whose fs/write_text_file changes its buffer only (this one): its text was the disk's, so ollie writes
+    the edit to disk too, and the next command runs the edited code. (Zed saves what it writes: then nothing more.)"""
+    llm.script(edit("calc.py", "a - b", "a + b"), run("python3 -c 'import calc; print(calc.add(2, 3))'"),
+               Reply.text("done"))
+    agent = await start_agent(env=llm.env(), fs=True)
+    calc = agent.workspace / "calc.py"
+    calc.write_text("def add(a, b):\n    return a - b\n")
+    key = os.path.realpath(calc)
+    agent.client.files[key] = calc.read_text()
+    agent.client.permission_answers = ["allow_once"] * 3
+    sid = await agent.new()
+    await agent.prompt(sid, "fix add")
+    assert agent.client.writes == [(key, "def add(a, b):\n    return a + b\n")]
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n"
+    assert "5" in tool_result(llm).split("\n")
+
+
+async def test_unsaved_client_text_is_not_written_and_the_model_is_told(start_agent, llm) -> None:
+    llm.script(edit("notes.txt", "client text", "changed"), Reply.text("edited"))
+    agent, sid, key = await open_notes(start_agent, llm, "disk text\n", "client text\nmore\n")
+    await agent.prompt(sid, "edit it")
+    assert "notes.txt has unsaved changes in the editor: your edit is in its buffer only" in tool_result(llm)
+    assert (agent.workspace / "notes.txt").read_text() == "disk text\n"

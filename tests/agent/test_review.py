@@ -144,3 +144,25 @@ async def test_the_changes_and_rewind_commands(scripted_llm, make_core, workdir)
     assert core.session.messages == [] and (workdir / "b.txt").read_text() == ORIGINAL_B
     assert (await core.submit("/rewind undo")).reply.startswith("rewind undone: turn 1 back, 2 file(s) restored")
     assert (workdir / "b.txt").read_text() == "alpha\nBETA\ngamma\n" and len(core.session.messages) == 4
+
+
+async def test_build_output_is_left_out_of_the_list_but_stays_undoable(scripted_llm, make_core, workdir, monkeypatch):
+    """A run that imports a module writes __pycache__/*.pyc; another writes build/ (which only the project's
+    .git/info/exclude ignores: the shadow git reads no excludes but the tree's .gitignore). Neither is listed as a
+    change by default, both are with `ignored=True`, and undo and rewind still put them back."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
+    (workdir / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (workdir / ".git" / "info").mkdir(parents=True)
+    (workdir / ".git" / "info" / "exclude").write_text("# local\nbuild/\n")
+    srv = scripted_llm("openai")
+    code = "python3 -c 'import calc' && mkdir -p build && echo out > build/app.bin && echo x > notes.txt"
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("run it")
+    assert [c.path for c in (await core.review.changes()).changes] == ["notes.txt"]
+    everything = [c.path for c in (await core.review.changes(ignored=True)).changes]
+    assert "build/app.bin" in everything and any(p.startswith("__pycache__/calc.") for p in everything), everything
+    await core.review.undo("build/app.bin")
+    assert not (workdir / "build" / "app.bin").exists()
+    await core.rewind()
+    assert not (workdir / "__pycache__").exists() or not any((workdir / "__pycache__").iterdir())

@@ -27,3 +27,20 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
                  "a long word wraps; a markdown link to a file opens it",
                  "a daemon killed mid-turn: the chat said so, came back with the same conversation"):
         assert step in output
+
+
+@pytest.mark.timeout(330)
+def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
+    """A prompt queued during a slow reply is held by Stop (the chat says so) and runs before the next prompt, never
+    left marked queued; one queued when the window reloads mid-turn comes back held and runs before the next one."""
+    output = run_e2e("queue.mjs")
+    assert "after Stop the queued prompt showed held, then ran before the next prompt" in output
+    assert "a prompt queued when the window reloaded came back held and ran before the next prompt" in output
+
+
+@pytest.mark.timeout(200)
+def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
+    """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
+    sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed)."""
+    output = run_e2e("nolsp.mjs", total_ms=150000)
+    assert "with no ollie-lsp the chat says how to install it" in output

@@ -9,16 +9,18 @@ import pytest
 def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e):
     """A key from SecretStorage reaches the daemon; a hunk is undone from the diff editor, a stale undo refused;
     the model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols); an open document's
-    unsaved edit is listed and undone in its buffer; history renames and resumes; rewind restores the file and cuts
-    the chat, Undo Rewind brings both back; a batch step links each file location once. Then more windows: a second
-    one on the folder runs its own session (not the first's, still live), a multi-root workspace's session works in
-    the folder of the file asked about, a window with no folder works in home and asks about an untitled buffer."""
+    edit goes to its buffer and is saved (auto-save off), listed and undone in its buffer; history renames and
+    resumes; rewind restores the file and cuts the chat, Undo Rewind brings both back; a batch step links each file
+    location once. Then more windows: a second one on the folder runs its own session (not the first's, still live),
+    a multi-root workspace's session works in the folder of the file asked about, a window with no folder works in
+    home and asks about an untitled buffer."""
     output = run_e2e("review.mjs")
     for step in ("daemon restarted with it", "the batch step links each location once", "one hunk undone on disk",
                  "a stale undo is refused plainly", "received VS Code's TypeScript diagnostic",
                  "definition and workspace symbols came from VS Code",
-                 "Keep leaves the change", "is undone in its buffer", "renames and resumes",
-                 "rewind restored the files and the chat dropped the turns",
+                 "Keep leaves the change", "goes to its buffer and is saved", "is undone in its buffer",
+                 "renames and resumes",
+                 "rewind restored the files and the chat dropped the turns; their review tabs closed",
                  "Undo Rewind put the files and the conversation back",
                  "a window reload shows the session it showed before, and the prompt being typed",
                  "a second window on the folder runs its own daemon and session, and works on once the first closed",

@@ -40,6 +40,8 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     assert backend.startswith("FAIL backend:") and "ollama serve" in backend and "ollama pull qwen3" in backend
     assert policy.startswith("FAIL sandbox policy:") and str(config / "sandbox.yaml") in policy
     assert lsp.startswith("FAIL ollie-lsp:") and "pipx install ollie-agent" in lsp and "uv tool install" in lsp
+    # Neither editor runs a project's .venv/bin/ollie-lsp (a repository could carry one): doctor must not say so.
+    assert "never in a project's .venv/bin" in lsp and "then in the workspace" not in lsp
     assert "3 problems found" in proc.stdout
 
 

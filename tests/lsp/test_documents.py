@@ -33,6 +33,7 @@ class Editor:
         self.daemon = daemon
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.versions: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
 
         @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
         async def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -54,12 +55,14 @@ class Editor:
     def open(self, path: Path, text: str) -> None:
         uri = path.as_uri()
         self.versions[uri] = 1
+        self.texts[uri] = text
         self.daemon.client.text_document_did_open(types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=text)))
 
     def change(self, path: Path, text: str) -> None:
         uri = path.as_uri()
         self.versions[uri] += 1
+        self.texts[uri] = text
         self.daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
@@ -75,13 +78,14 @@ def _path(uri: str) -> Path:
     return Path(to_fs_path(uri) or uri)
 
 
-async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True) -> Daemon:
+async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True, init_options: Any = None) -> Daemon:
     """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
     daemon = await start_daemon(env=env, initialize=False)
     ws = daemon.workspace
     daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
         capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
         root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+        initialization_options=init_options,
     )), 30)
     return daemon
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from ollie.agent.editoredits import EditorEdit
 from ollie.log import get_logger
 from ollie.workspace import Checkpoints, CheckpointUnavailable, FileChange, WorkspaceError
+from ollie.workspace.ignored import listed
 
 log = get_logger("ollie.agent.changes")
 
@@ -109,7 +110,7 @@ class ChangeTracker:
         if after is None:
             return []
         try:
-            on_disk = await checkpoints.changes(token, after)
+            on_disk = await listed(checkpoints.git, checkpoints.root, await checkpoints.changes(token, after))
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
             return []

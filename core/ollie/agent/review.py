@@ -25,6 +25,7 @@ from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, undo
+from ollie.workspace.ignored import listed
 
 log = get_logger(__name__)
 
@@ -213,15 +214,19 @@ class Review:
         after = ends.get(turn) or (before.get(turn + 1) if turn < len(self._host.session.turn_starts) else None)
         return before[turn], after
 
-    async def changes(self, turn: int | None = None) -> TurnChanges:
-        """The files turn `turn` (default: the last) changed, with their hunks, net of undos since."""
+    async def changes(self, turn: int | None = None, *, ignored: bool = False) -> TurnChanges:
+        """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
+        (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`."""
         number = self._turn_number(turn)
         before, after = await self._bounds(number)
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
+        cp = self.checkpoints()
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
-        on_disk = [c for c in await self.checkpoints().changes(before, after) if c.path not in in_editor]
-        listed = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
-        return TurnChanges(number, listed, frozenset(in_editor))
+        on_disk = [c for c in await cp.changes(before, after) if c.path not in in_editor]
+        if not ignored:
+            on_disk = await listed(cp.git, cp.root, on_disk)
+        shown = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
+        return TurnChanges(number, shown, frozenset(in_editor))
 
     # --- undo ------------------------------------------------------------------
 
@@ -236,7 +241,7 @@ class Review:
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
-        turn_changes = await self.changes(number)
+        turn_changes = await self.changes(number, ignored=True)  # build output is undone too, listed or not
         change = next((c for c in turn_changes.changes if c.path == path), None)
         if change is None:
             raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
@@ -281,9 +286,23 @@ class Review:
             in_editor = await apply(change, text or "")
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
+            await self._undo_on_disk_too(turn, change, hunk, text)
         self.editor_edits.settle(turn, change.path, text)
         self._tell_model(turn, change, hunk)
         return Undone(change.path, hunk, text, in_editor)
+
+    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
+        """The turn's buffer edit reached the disk (the editor saved it): its undo in the buffer goes there too (the
+        editor saved it, or the disk still holds the edit and is written here), and into the turn's recorded end
+        state, or the disk's change would be listed again."""
+        if text is None:
+            return
+        on_disk = await _read_text(self._cwd(), change.path)
+        if on_disk == change.new_text and on_disk != text:
+            await undo(self._cwd(), change.path, hunk, change)
+            on_disk = text
+        if on_disk == text:
+            await self._record_undo(turn, change, text.encode())
 
     def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         # Kept with the session (saved), so the model hears of it even after a restart.

@@ -144,12 +144,12 @@ def check_store(env: Mapping[str, str]) -> Check:
 
 
 def check_lsp_on_path(path: str | None = None) -> Check:
-    """`ollie-lsp` on PATH, where both editors look for it first."""
+    """`ollie-lsp` on PATH, the only place both editors look for it (unless configured)."""
     found = shutil.which("ollie-lsp", path=path)
     if found:
         return Check("ollie-lsp", True, found)
     return Check("ollie-lsp", False,
-                 "not on PATH (the editors look on PATH, then in the workspace's .venv/bin)",
+                 "not on PATH (the editors look for it there only, never in a project's .venv/bin)",
                  f"install it with {INSTALL}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")
 
 

@@ -15,12 +15,25 @@ Version = int | str
 STALE = "the file changed in the editor since you read it; read it again"
 
 
+def disk_text(path: Path) -> str | None:
+    """`path`'s text on disk through the chokepoint (a FIFO, device, link or giant file is no text); None when
+    absent or unreadable. Blocking."""
+    try:
+        return beneath.read_text_sync(path.parent, path.name, errors="replace")
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class ApplyResult:
     """What became of an edit: applied in the editor, refused (why), or left to the disk (no editor support)."""
 
     status: Literal["applied", "refused", "disk"]
     reason: str = ""
+    # Applied: the editor also wrote the document to disk (so commands the model runs next see the edit).
+    saved: bool = False
+    # Applied: the document's text was not the disk's before the edit (the user's unsaved changes).
+    unsaved: bool = False
 
 
 class EditorDocuments(Protocol):
@@ -31,7 +44,7 @@ class EditorDocuments(Protocol):
         ...
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
-        """Replace the document's whole text, refused when its version is no longer `version`."""
+        """Replace the document's whole text, refused when its version is no longer `version`; save it if it can."""
         ...
 
 

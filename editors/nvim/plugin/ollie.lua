@@ -46,6 +46,10 @@ local commands = {
     opts = { nargs = "?", desc = "Show or switch the agent" },
   },
   OllieCompact = { fn = function() require("ollie").compact() end, opts = { desc = "Compact the session's context" } },
+  OllieRestart = {
+    fn = function() require("ollie").restart() end,
+    opts = { desc = "Restart the daemon (after configuring a model or a key); the chats come back" },
+  },
 }
 
 -- Review, approval and session management (lua/ollie/{review,permission,pickers}.lua).

@@ -247,8 +247,10 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.showHistory": () => showHistory(parts, "Ollie: Session History"),
     "ollie.rewindToTurn": () =>
       // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
-      rewind({ request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session }, (session) =>
-        session ? parts.conversation.resume(session, true) : parts.conversation.reload(),
+      rewind(
+        { request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session },
+        (session) => (session ? parts.conversation.resume(session, true) : parts.conversation.reload()),
+        (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn),
       ),
     "ollie.setApiKey": () => setApiKey(parts.secrets, parts.daemon, () => parts.conversation.status.running),
     "ollie.switchModel": () => switchNamed(parts, "model"),

@@ -11,6 +11,7 @@ import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
 import { ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
+import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
 import { SessionHistory } from "./sessionHistory";
 import { SessionHost } from "./sessionHost";
@@ -40,10 +41,11 @@ export interface ConversationListener {
 // Streaming deltas are coalesced for this long before the view is updated.
 const FLUSH_MS = 30;
 
-/** Where a window keeps the id of the session it shows, across reloads (VS Code's workspaceState). */
+/** Where a window keeps the id of the session it shows, and its queued prompts, across reloads (workspaceState). */
 export interface SessionMemory {
   get(): string | undefined;
   set(session: string): void;
+  queue?: QueueMemory;
 }
 
 /** Routes daemon events into per-session chat models and sends prompts for the current session. */
@@ -63,6 +65,7 @@ export class Conversation implements vscode.Disposable {
   private readonly questions: PermissionQuestions;
   private readonly changesLists: ChangesLists;
   private readonly history: SessionHistory;
+  private readonly queued: QueuedPrompts;
   // While a fresh daemon's session is being set up (and a mode picked meanwhile applied).
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
@@ -97,10 +100,15 @@ export class Conversation implements vscode.Disposable {
     this.history = new SessionHistory(host, (items, earlier) => {
       for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
     });
+    this.queued = new QueuedPrompts(host, memory?.queue, (session) => {
+      if (session === this.current) for (const listener of this.listeners) listener.reset();
+    });
     this.disposables.push(
       daemon.onEvent((event) => this.onEvent(event)),
       daemon.onStateChanged((state) => this.onState(state)),
       daemon.onRunning((running) => void this.onRunning(running)),
+      // Not installed, or failed at start: the chat says what to do (it was blank, and prompts went nowhere).
+      daemon.onStartFailed((message) => this.changed(this.model.addNotice("error", message))),
       // Approval questions come as `ollie/permission` and are answered in the chat.
       daemon.serve("ollie/permission", (params, token) => this.askPermission(params, token), { permissionRequest: true }),
     );
@@ -148,6 +156,11 @@ export class Conversation implements vscode.Disposable {
 
   /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
   async submit(text: string, contexts: readonly EditorContext[] = []): Promise<SubmitResult | undefined> {
+    // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them.
+    if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/")) {
+      await this.queued.sendBehind(this.current, text, contexts);
+      return undefined;
+    }
     const model = this.model;
     const fresh = model.items.length === 0;
     this.changed(model.addUser(text, { contextLabels: contexts.map(describeEditorContext) }));
@@ -185,6 +198,7 @@ export class Conversation implements vscode.Disposable {
     try {
       await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts) }));
       this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
+      if (note === "queued") this.queued.queued(session, text, contexts);
     } catch (err) {
       this.changedIn(session, model.addNotice("error", errorText(err)));
     }
@@ -375,7 +389,9 @@ export class Conversation implements vscode.Disposable {
     const changed = model.apply(event);
     if (event.role === "turn") this.updateStatus(event.session, { running: event.content === "start" });
     if (event.session === this.current) for (const item of changed) this.changed(item);
+    if (event.role === "user") this.queued.started(event.session, event.content);
     if (event.role === "turn" && event.content !== "start") {
+      void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
       if (event.content !== "command") void this.changesLists.show(event.session);
       void this.refreshTitle(event.session);
@@ -423,6 +439,7 @@ export class Conversation implements vscode.Disposable {
     this.cwds.clear();
     this.statuses.clear();
     this.history.clear();
+    this.queued.clear();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
     let settled = (): void => undefined;
@@ -432,10 +449,12 @@ export class Conversation implements vscode.Disposable {
       this.slashCommands = parseCommandList(await this.daemon.request<unknown>("ollie/listCommands", {}));
       if (typeof state?.session === "string") {
         if (this.current === undefined) this.adopt(state.session);
-        this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
+        // Not over what the session's events said meanwhile (a prompt sent while this started: its turn runs).
+        if (!this.statuses.has(state.session)) this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
         for (const listener of this.listeners) listener.reset();
         void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
+        if (this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
         this.crashNotice = false;
@@ -483,7 +502,9 @@ export class Conversation implements vscode.Disposable {
   }
 
   private changedIn(session: string | undefined, item: ChatItem): void {
-    if (session === this.current) this.changed(item);
+    // Before the first session is known the chat in view is the one kept under "" (a prompt sent with no daemon:
+    // its error went nowhere).
+    if ((session ?? "") === (this.current ?? "")) this.changed(item);
   }
 
   private emitStatus(): void {

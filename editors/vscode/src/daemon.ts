@@ -41,12 +41,15 @@ export class Daemon implements vscode.Disposable {
   private readonly eventEmitter = new vscode.EventEmitter<OllieEvent>();
   private readonly stateEmitter = new vscode.EventEmitter<StateChanged>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
+  private readonly failedEmitter = new vscode.EventEmitter<string>();
   /** Every `ollie/event`, in order. */
   readonly onEvent = this.eventEmitter.event;
   /** Every `ollie/stateChanged`. */
   readonly onStateChanged = this.stateEmitter.event;
   /** Fires true once the daemon answered `initialize`, false when it stopped. */
   readonly onRunning = this.runningEmitter.event;
+  /** Fires with what to do when the daemon could not be started (not installed, failed at start). */
+  readonly onStartFailed = this.failedEmitter.event;
 
   private readonly handlers = new Map<string, RequestHandler>();
   private readonly extraOptions: Record<string, unknown> = {};
@@ -99,6 +102,7 @@ export class Daemon implements vscode.Disposable {
     });
     if ("error" in resolved) {
       this.log.error(resolved.error);
+      this.failedEmitter.fire(resolved.error);
       void vscode.window.showErrorMessage(resolved.error, "Open Settings").then((choice) => {
         if (choice) void vscode.commands.executeCommand("workbench.action.openSettings", "ollie.serverCommand");
       });
@@ -164,6 +168,7 @@ export class Daemon implements vscode.Disposable {
       await this.starting;
     } catch (err) {
       this.log.error(`ollie-lsp failed to start: ${String(err)}`);
+      this.failedEmitter.fire(`The daemon failed to start (${String(err)}): see the "Ollie" output, then run "Ollie: Restart".`);
       void vscode.window.showErrorMessage(`Ollie: the daemon failed to start (${String(err)}). See the "Ollie" output.`);
       return false;
     }
@@ -204,5 +209,6 @@ export class Daemon implements vscode.Disposable {
     this.eventEmitter.dispose();
     this.stateEmitter.dispose();
     this.runningEmitter.dispose();
+    this.failedEmitter.dispose();
   }
 }

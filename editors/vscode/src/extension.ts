@@ -7,7 +7,9 @@ import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { serveEditorTools } from "./editorToolsServe";
 import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
+import { SavedPrompt } from "./queuedPrompts";
 import { ReviewController, registerReviewLenses } from "./review/review";
+import { serveSaveDocuments } from "./saveDocuments";
 import { storedKeyEnvironment } from "./secrets";
 import { createStatusBar } from "./statusBar";
 
@@ -23,6 +25,11 @@ export function activate(context: vscode.ExtensionContext): void {
   const conversation = new Conversation(daemon, log, {
     get: () => context.workspaceState.get<string>("ollie.session"),
     set: (session) => void context.workspaceState.update("ollie.session", session),
+    // A reload ends the daemon with its queue: the prompts queued in this window come back in the next one.
+    queue: {
+      get: () => context.workspaceState.get<{ session: string; prompts: SavedPrompt[] }>("ollie.queued"),
+      set: (saved) => void context.workspaceState.update("ollie.queued", saved),
+    },
   });
   const chat = new ChatViewProvider(context.extensionUri, conversation, log);
   // Before the daemon starts: its environment and initializationOptions come from these.
@@ -38,6 +45,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     ...registerCommands({ daemon, conversation, chat, secrets: context.secrets, review, diffs }),
     ...serveEditorTools(daemon),
+    serveSaveDocuments(daemon),
     diffs,
     review,
     ...registerDiffDocuments(diffs),

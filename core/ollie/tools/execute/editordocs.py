@@ -4,7 +4,11 @@ file_read, file_write and file_edit run as always (sandboxed, their own path
 checks and output), but with OLLIE_EDITOR_COPY naming a copy of the editor's
 text in the session's tmp dir: they read and write that copy. A write's result
 goes to the editor through `EditorDocuments.apply`, refused when the document
-changed since the model last saw it.
+changed since the model last saw it. Then the disk must hold it too, so that the
+next command the model runs sees its edit: the editor saves it, or, when it
+cannot and the buffer held what the disk holds, it is written here (sandboxed
+file_write); a buffer with the user's unsaved changes is never written behind
+their back, and the model is told.
 """
 
 from __future__ import annotations
@@ -95,35 +99,51 @@ class DocumentBridge:
                 new_text = await asyncio.to_thread(_read_copy, copy)
             except OSError as exc:  # tool code swapped the copy (a symlink, a FIFO): nothing is applied
                 return Section(label, RunOutcome(error=f"{script.name}: the edited copy could not be read back ({exc})"))
-            refusal = await self._apply(ctx, path, new_text, version, script)
+            refusal, note = await self._apply(ctx, path, new_text, version, script)
             if refusal is not None:
                 return Section(label, RunOutcome(error=f"{script.name}: {path}: {refusal}"))
             self._seen[path] = (None, new_text)
-            return Section(label, outcome)
+            return Section(label, replace(outcome, warnings=[*outcome.warnings, note]) if note else outcome)
         finally:
             await beneath.remove(copy.parent, copy.name)
 
-    async def _apply(self, ctx: CallContext, path: Path, new_text: str, version: Version, script: ToolScript) -> str | None:
-        """Put `new_text` into the editor (or on disk when it cannot take edits); the refusal's reason, else None."""
+    async def _apply(self, ctx: CallContext, path: Path, new_text: str, version: Version,
+                     script: ToolScript) -> tuple[str | None, str]:
+        """Put `new_text` into the editor and on disk: (the refusal's reason or None, a note for the model)."""
         assert self.documents is not None
         result = await self.documents.apply(path, new_text, version)
         if result.status == "refused":
-            return result.reason or STALE
-        if result.status == "applied":
-            return None
-        # The editor cannot apply edits: the bundled file_write writes the disk, under the same sandbox.
-        try:
-            writer = find_script("file_write", [script.path.parent])
-        except ToolNameError as exc:
-            return f"cannot write {path}: {exc}"
-        outcome = await ctx.run_locked(
-            "global",
-            ctx.script_invocation(ScriptCall("file_write", (str(path), "-")), writer, new_text.encode("utf-8")),
-            elevated=False, what=f"file_write {path} -",
-        )
-        if outcome.ok:
-            return None
-        return outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed"
+            return result.reason or STALE, ""
+        if result.status == "disk":  # the editor cannot take edits: the disk alone
+            return await _write_disk(ctx, path, new_text, script), ""
+        if result.saved:
+            return None, (f"{path.name} had unsaved changes in the editor: your edit was made on top of them and "
+                          "the file was saved with them") if result.unsaved else ""
+        if result.unsaved:
+            # The user's unsaved text is in the buffer: writing the file would save it behind their back.
+            return None, (f"{path.name} has unsaved changes in the editor: your edit is in its buffer only, not on "
+                          "disk, so commands you run see the file without it; ask the user to save it")
+        # The buffer was what the disk holds: the disk gets the edit too, so the next command sees it.
+        failed = await _write_disk(ctx, path, new_text, script)
+        return None, "" if failed is None else (
+            f"your edit is in the editor's buffer, but writing it to disk failed ({failed}): commands you run see "
+            "the file without it")
+
+
+async def _write_disk(ctx: CallContext, path: Path, new_text: str, script: ToolScript) -> str | None:
+    """Write `new_text` to `path` with the bundled file_write, under the sandbox; why it failed, else None."""
+    try:
+        writer = find_script("file_write", [script.path.parent])
+    except ToolNameError as exc:
+        return f"cannot write {path}: {exc}"
+    outcome = await ctx.run_locked(
+        "global",
+        ctx.script_invocation(ScriptCall("file_write", (str(path), "-")), writer, new_text.encode("utf-8")),
+        elevated=False, what=f"file_write {path} -",
+    )
+    if outcome.ok:
+        return None
+    return outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed"
 
 
 def _with_copy(build: Callable[[], Invocation], copy: Path) -> Callable[[], Invocation]:

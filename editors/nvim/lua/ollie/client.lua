@@ -7,6 +7,7 @@
 --   client.cancel(request_id)           $/cancelRequest
 --   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
+--   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
 -- its `handlers` table (method -> LSP handler) is merged into the client's handlers, and its
 -- `init_options(init) -> init` adds its flags (permissionRequest, ...) to initializationOptions.
@@ -18,6 +19,9 @@ local M = {}
 M.client_id = nil
 ---@type table<string, fun(params: table)>
 M.listeners = {}
+-- Callbacks waiting for a client's daemon to exit, by client id (restart).
+---@type table<integer, fun()>
+local on_exited = {}
 
 local function root_dir()
   local found = vim.fs.find(config.options.root_markers, { upward = true, path = vim.fn.getcwd() })[1]
@@ -100,11 +104,19 @@ function M.ensure()
     -- exit_timeout: when the editor quits, a daemon still busy (a turn running) gets a second to exit after
     -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.
     flags = { debounce_text_changes = 0, exit_timeout = 1000 },
+    on_exit = function(_, _, client_id)
+      local done = on_exited[client_id]
+      on_exited[client_id] = nil
+      if done then
+        vim.schedule(done)
+      end
+    end,
   }, {
     -- The chat's own buffers are no documents: attach file buffers only (below).
     attach = false,
     silent = true,
-    reuse_client = function(client, conf) return client.name == conf.name end,
+    -- Never one that is stopping (a restart starts the next before the old one has gone).
+    reuse_client = function(client, conf) return client.name == conf.name and not client:is_stopped() end,
   })
   if not id then
     return nil, "could not start " .. table.concat(cmd, " ")
@@ -117,6 +129,35 @@ function M.ensure()
     end
   end
   return vim.lsp.get_client_by_id(id)
+end
+
+---Stop the daemon and start a fresh one (it reads the configuration again: a model or key set since) once the old
+---one has exited and so let go of its sessions; `done(err)` then runs (err: why it could not start).
+---@param done fun(err: string|nil)
+function M.restart(done)
+  local old = M.get()
+  M.client_id = nil
+  local started = false
+  local function start()
+    if started then
+      return
+    end
+    started = true
+    local _, err = M.ensure()
+    done(err)
+  end
+  if not old then
+    return start()
+  end
+  on_exited[old.id] = start
+  old:stop()
+  -- A daemon that does not exit after `shutdown` is killed; then the next starts anyway.
+  vim.defer_fn(function()
+    if not started then
+      old:stop(true)
+      vim.defer_fn(start, 1000)
+    end
+  end, 5000)
 end
 
 ---Send a request; `cb(err, result)` runs on the main loop.

@@ -219,6 +219,38 @@ function M.compact()
   end
 end
 
+---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
+---session again, from the fresh daemon.
+function M.restart()
+  notify("restarting the daemon…")
+  client.restart(function(err)
+    if err then
+      return notify(err, vim.log.levels.ERROR)
+    end
+    local chats, seen = {}, {}
+    for _, group in ipairs({ chat.chats, chat.named }) do
+      for _, c in pairs(group) do
+        if c.session and not seen[c] then
+          seen[c] = true
+          chats[c.session] = chats[c.session] or {}
+          table.insert(chats[c.session], c)
+        end
+      end
+    end
+    for session, list in pairs(chats) do
+      client.request("ollie/session/load", { session = session }, function(load_err)
+        if load_err then
+          return notify(err_text(load_err), vim.log.levels.WARN)
+        end
+        for _, c in ipairs(list) do
+          c:switch(session)
+        end
+      end)
+    end
+    notify("the daemon restarted")
+  end)
+end
+
 ---A statusline component for the current tab's chat: "ollie: <state> $<cost>".
 ---@return string
 function M.statusline()

@@ -1,5 +1,5 @@
--- The daemon's server→client requests (ollie/permission, ollie/editor/*), the init flags that announce
--- them, and the small client→server helpers the review, permission and picker modules share.
+-- The daemon's server→client requests (ollie/permission, ollie/editor/*, ollie/saveDocuments), the init flags
+-- that announce them, and the small client→server helpers the review, permission and picker modules share.
 local M = {}
 
 ---@alias ollie.Answer fun(result: any, err: lsp.ResponseError|nil)
@@ -53,11 +53,42 @@ for method, route in pairs(ROUTES) do
   end)
 end
 
+---The loaded buffer of a file path (symlinks resolved), or nil; never creates one.
+---@param path string
+---@return integer|nil
+local function loaded_buffer(path)
+  local want = vim.uv.fs_realpath(path) or path
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if name ~= "" and vim.api.nvim_buf_is_loaded(buf) and (vim.uv.fs_realpath(name) or name) == want then
+      return buf
+    end
+  end
+  return nil
+end
+
+---ollie/saveDocuments: write the buffers the model just edited (only those: the user's other unsaved buffers stay
+---unsaved), so the commands it runs next see its edits. `write!`: a file touched on disk since it was read (by an
+---earlier step) must not stop the editor at a question; the buffer is what the model edited.
+M.handlers["ollie/saveDocuments"] = function(_, params)
+  local saved = {}
+  for _, uri in ipairs(type(params) == "table" and type(params.uris) == "table" and params.uris or {}) do
+    local buf = type(uri) == "string" and loaded_buffer(vim.uri_to_fname(uri)) or nil
+    if buf then
+      local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
+      if ok and not vim.bo[buf].modified then
+        table.insert(saved, uri)
+      end
+    end
+  end
+  return { saved = saved }
+end
+
 ---The initializationOptions with the flags of what this client answers merged in.
 ---@param opts table|nil the options built from the user's config
 ---@return table
 function M.init_options(opts)
-  return vim.tbl_extend("force", opts or {}, { permissionRequest = true, editorTools = true })
+  return vim.tbl_extend("force", opts or {}, { permissionRequest = true, editorTools = true, saveDocuments = true })
 end
 
 ---The session the current tabpage's chat shows (nil: the daemon's default session).

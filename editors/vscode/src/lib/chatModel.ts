@@ -29,8 +29,12 @@ export interface ChangedFile {
   undone?: boolean;
 }
 
+/** A prompt that is not (yet) a turn of its own: queued for after the running turn, injected into it, held by a
+ * Stop (or a window reload) until the next prompt, or dropped (`/queued clear`). */
+export type PromptNote = "queued" | "injected" | "held" | "dropped";
+
 export type ChatItem =
-  | { kind: "user"; id: number; text: string; note?: "queued" | "injected"; contextLabels?: string[] }
+  | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[] }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
   | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[] }
@@ -75,6 +79,9 @@ function isSideNote(item: ChatItem): boolean {
   return (item.kind === "user" && item.note !== undefined) || (item.kind === "permission" && item.outcome === undefined);
 }
 
+// The editor-context blocks the daemon puts before a prompt's text.
+const CONTEXT_BLOCKS = /^(\s*<editor-context>[\s\S]*?<\/editor-context>)+\s*/;
+
 /** The conversation of one session: a list of items and the reducer that folds events into it. */
 export class ChatModel {
   readonly items: ChatItem[] = [];
@@ -101,6 +108,8 @@ export class ChatModel {
         return [this.toolResult(event)];
       case "turn":
         return this.turnEdge(event.content);
+      case "user":
+        return this.promptStarted(event.content);
       default: {
         const level = NOTICE_ROLES[event.role];
         if (!level || event.content === "" || (level === "info" && this.answeredInChat(event.content))) return [];
@@ -121,8 +130,32 @@ export class ChatModel {
     return false;
   }
 
+  // A turn the client did not start just now began (the daemon's `user` event): a queued (or held) prompt's. It
+  // leaves its place among the side notes and becomes the prompt of the running turn, after everything before;
+  // a prompt this chat does not show (queued in another window) is added.
+  private promptStarted(content: string): ChatItem[] {
+    const index = this.items.findIndex((i) => i.kind === "user" && (i.note === "queued" || i.note === "held") && content.includes(i.text));
+    if (index < 0) return [this.addUser(content.replace(CONTEXT_BLOCKS, ""))];
+    const [item] = this.items.splice(index, 1);
+    if (item.kind === "user") delete item.note;
+    this.items.push(item);
+    return [item];
+  }
+
+  /** Give every prompt noted `from` the note `to` (a Stop held the queued ones, `/queued clear` dropped them). */
+  renote(from: readonly PromptNote[], to: PromptNote): ChatItem[] {
+    const changed: ChatItem[] = [];
+    for (const item of this.items) {
+      if (item.kind === "user" && item.note !== undefined && from.includes(item.note)) {
+        item.note = to;
+        changed.push(item);
+      }
+    }
+    return changed;
+  }
+
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
-  addUser(text: string, options: { note?: "queued" | "injected"; contextLabels?: string[] } = {}): ChatItem {
+  addUser(text: string, options: { note?: PromptNote; contextLabels?: string[] } = {}): ChatItem {
     // One label per context item (`a.py:3-7`); none is no key at all, as a prompt without context.
     const { contextLabels, ...rest } = options;
     return this.push({ kind: "user", id: 0, text, ...rest, ...(contextLabels && contextLabels.length > 0 ? { contextLabels: [...contextLabels] } : {}) });

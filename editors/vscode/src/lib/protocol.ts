@@ -180,6 +180,12 @@ export function parseAgentList(raw: unknown): Choices {
 // error, pending response rejected on dispose, connection inactive).
 const CONNECTION_LOST = new Set([-32099, -32098, -32097, -32096]);
 
+/** The `uris` of an `ollie/saveDocuments` request; undefined when they are not a list of strings. */
+export function parseSaveDocumentsParams(raw: unknown): string[] | undefined {
+  const uris = (raw as { uris?: unknown } | null)?.uris;
+  return Array.isArray(uris) && uris.every((u) => typeof u === "string") ? uris : undefined;
+}
+
 /** Whether a failed request failed because the daemon went away (it exited or was killed), not by its answer. */
 export function isDaemonGone(err: unknown): boolean {
   return typeof err === "object" && err !== null && CONNECTION_LOST.has((err as { code?: unknown }).code as number);

@@ -99,11 +99,28 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     try {
       await this.host.request("ollie/review/undo", undoParams({ session: review.session, turn: review.turn, path: review.path }, index));
     } catch (err) {
-      void vscode.window.showErrorMessage(undoFailureMessage(review.path, errorParts(err)));
+      const parts = errorParts(err);
+      if (/\bno turn \d+/.test(String(parts.message))) {
+        // The turn is gone (a `/rewind` typed in the chat cut it): its review goes too.
+        await this.rewound(review.session, review.turn);
+        void vscode.window.showInformationMessage(`Ollie: turn ${review.turn} was rewound; its review is closed.`);
+        return;
+      }
+      void vscode.window.showErrorMessage(undoFailureMessage(review.path, parts));
       return;
     }
     await this.refresh(review);
     if (!review.change) void vscode.window.showInformationMessage(`Ollie: every change of turn ${review.turn} to ${review.path} is undone.`);
+  }
+
+  /** A rewind cut turns `turn` and later of `session`: their review tabs close (their undo would find no such turn). */
+  async rewound(session: string | undefined, turn: number): Promise<void> {
+    for (const [key, review] of [...this.reviews]) {
+      if (review.session !== session || review.turn < turn) continue;
+      this.reviews.delete(key);
+      await this.closeDiff(review);
+    }
+    this.lensEmitter.fire();
   }
 
   /** Keep a hunk (by index or key; undefined: every hunk of the file, and close its diff). */

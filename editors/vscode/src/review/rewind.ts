@@ -15,8 +15,13 @@ interface Rewound {
   messages?: number;
 }
 
-/** Ask which turn to rewind to and do it; `reload` shows the session's conversation afterwards. */
-export async function rewind(host: ReviewHost, reload: (session: string | undefined) => Promise<void>): Promise<void> {
+/** Ask which turn to rewind to and do it; `reload` shows the session's conversation afterwards, `cut` is told which
+ * turns went (their review tabs close). */
+export async function rewind(
+  host: ReviewHost,
+  reload: (session: string | undefined) => Promise<void>,
+  cut: (session: string | undefined, turn: number) => Promise<void>,
+): Promise<void> {
   const session = host.currentSession();
   const withSession = (params: object): object => (session ? { ...params, session } : params);
   const last = parseChanges(await host.request("ollie/changes", withSession({})));
@@ -44,6 +49,7 @@ export async function rewind(host: ReviewHost, reload: (session: string | undefi
   );
   if (answer !== "Rewind") return;
   const done = await host.request<Rewound>("ollie/rewind", withSession({ turn: picked.turn }));
+  await cut(session, done.turn ?? picked.turn);
   await reload(session);
   const restored = done.files?.length ?? 0;
   const choice = await vscode.window.showInformationMessage(

@@ -134,7 +134,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
   node.replaceChildren(head);
   if (item.step.locations.length) node.append(locationLinks(item.step.locations));
-  if (item.step.diff) node.append(renderDiff(item.step.diff, item.id));
+  // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
+  // (twice, three times for a batch asked step by step).
+  if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
   if (item.outcome) {
     const answer = el("div", `permission-answer ${item.outcome}`, OUTCOME_LABELS[item.outcome] ?? item.outcome);
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));
@@ -179,7 +181,7 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
     const stat = el("span", "stat");
     stat.append(el("span", "added", `+${file.added}`), el("span", "removed", `−${file.removed}`));
     row.append(icon(file.status === "added" ? "diff-added" : file.status === "deleted" ? "diff-removed" : "diff-modified"), link, stat);
-    // An edit of an open document went to its buffer: unsaved until the user (or auto save) saves it.
+    // An edit of an open document went to its buffer, which the daemon has the editor save (unsaved: it could not).
     if (file.inEditor && !file.undone) {
       const badge = el("span", `badge in-editor${file.unsaved ? " unsaved" : ""}`, file.unsaved ? "unsaved" : "in editor");
       badge.title = file.unsaved ? "Edited in the open editor, not saved yet" : "Edited in the open editor (saved since)";

@@ -1,7 +1,7 @@
 // E2E in real VS Code (code-server): an API key set through SecretStorage reaches the daemon; a turn's
 // edit (two hunks) reviewed in the diff editor, one hunk undone, a stale undo refused; the model gets a
-// real TypeScript diagnostic from VS Code (editor tools); an edit of an open (unsaved) document listed and undone
-// in its buffer; session history (rename, resume); rewind (the chat drops the turns, Undo Rewind brings them back);
+// real TypeScript diagnostic from VS Code (editor tools); an edit of an open document (auto-save off) made in its
+// buffer and saved, listed and undone in its buffer; session history (rename, resume); rewind (the chat drops the turns, Undo Rewind brings them back);
 // a window reload shows the same session again; then a second window on the folder, a multi-root workspace and a
 // window with no folder open (windows.mjs).
 //
@@ -171,7 +171,8 @@ await withVSCode(
     await waitForSavedPrompt(dataDir, ["bad.ts (focused)", "bad.ts:1:14: export const count: number", "variable count"]);
     log("open files, definition and workspace symbols came from VS Code");
 
-    // 7. An edit of a document open in the editor goes to its buffer (unsaved): listed as such, reviewed, undone there.
+    // 7. An edit of a document open in the editor goes to its buffer, which is then saved (auto-save is off: the
+    // daemon asks, ollie/saveDocuments): listed as an editor change, reviewed, undone there (and saved again).
     const openPy = path.join(workspace, "open.py");
     await page.keyboard.press("Control+P");
     await page.locator(".quick-input-widget input").fill("open.py");
@@ -181,19 +182,20 @@ await withVSCode(
     await ask(page, "Change open.py");
     const chat = await chatFrame(page);
     const chatText = async () => (await chat.locator("body").textContent()) ?? "";
-    const unsavedRow = chat.locator(".item.changes li", { hasText: "open.py" }).last();
-    await unsavedRow.locator(".badge.unsaved").waitFor({ timeout: waitMs });
+    const editedRow = chat.locator(".item.changes li", { hasText: "open.py" }).last();
+    await editedRow.waitFor({ timeout: waitMs });
     await page.locator(".monaco-editor .view-line", { hasText: "value = 2" }).first().waitFor({ timeout: waitMs });
-    if (fs.readFileSync(openPy, "utf8") !== "value = 1\n") throw new Error("the edit of the open document went to the disk");
-    await unsavedRow.locator("a.file-link").click();
+    await until("the edit of the open document saved", () => fs.readFileSync(openPy, "utf8") === "value = 2\n");
+    if (await page.locator(".tabs-container .tab.dirty", { hasText: "open.py" }).count()) throw new Error("open.py was left unsaved");
+    await editedRow.locator("a.file-link").click();
     await page.locator(".tab", { hasText: "open.py (Ollie, turn" }).waitFor({ timeout: waitMs });
-    await screenshot("unsaved-change");
-    await unsavedRow.locator('button[data-action="undo"]').click();
-    await unsavedRow.locator(".badge", { hasText: "undone" }).waitFor({ timeout: waitMs });
+    await screenshot("editor-change");
+    await editedRow.locator('button[data-action="undo"]').click();
+    await editedRow.locator(".badge", { hasText: "undone" }).waitFor({ timeout: waitMs });
     await page.locator(".tabs-container .tab", { hasText: /^open\.py/ }).first().click();
     await page.locator(".monaco-editor .view-line", { hasText: "value = 1" }).first().waitFor({ timeout: waitMs });
-    if (fs.readFileSync(openPy, "utf8") !== "value = 1\n") throw new Error("the undo of a buffer edit wrote the disk");
-    log("an open document's unsaved edit is listed as unsaved, opens in the diff editor and is undone in its buffer");
+    await until("the undo saved", () => fs.readFileSync(openPy, "utf8") === "value = 1\n");
+    log("an open document's edit goes to its buffer and is saved, opens in the diff editor and is undone in its buffer");
 
     // 8. History: titles and relative times, rename with the item button, resume.
     await runCommand(page, "Ollie: New Session");
@@ -220,7 +222,10 @@ await withVSCode(
     if (firstPrompt !== "Edit app.py please") throw new Error(`the resumed chat starts with ${JSON.stringify(firstPrompt)}`);
     log("history shows titles and times, renames and resumes");
 
-    // 9. Rewind to before turn 1: the files go back to how they were, the chat drops the turns.
+    // 9. Rewind to before turn 1: the files go back to how they were, the chat drops the turns, and the review tabs
+    // of the turns it cut close (open.py's, of turn 3, is open: its undo would find no turn 3).
+    const reviewTabs = page.locator(".tabs-container .tab", { hasText: "(Ollie, turn" });
+    if ((await reviewTabs.count()) === 0) throw new Error("no review tab open before the rewind");
     await runCommand(page, "Ollie: Rewind");
     await row(page, "Turn 2").waitFor({ timeout: waitMs });
     await screenshot("rewind-pick");
@@ -232,8 +237,9 @@ await withVSCode(
     await until("app.py as before turn 1", () => fs.readFileSync(app, "utf8") === ORIGINAL);
     await notification(page, "rewound to before turn 1");
     await until("the chat without the rewound turns", async () => !(await chatText()).includes("Edit app.py please"));
+    await until("the cut turns' review tabs closed", async () => (await reviewTabs.count()) === 0);
     await screenshot("rewound");
-    log("rewind restored the files and the chat dropped the turns");
+    log("rewind restored the files and the chat dropped the turns; their review tabs closed");
 
     // 10. The notification's Undo Rewind puts the files and the conversation back as they were before the rewind.
     await page.locator(".notification-toast", { hasText: "rewound to before turn 1" }).locator(".monaco-button", { hasText: "Undo Rewind" }).click();

@@ -142,3 +142,34 @@ test("the daemon's allowed/rejected line after a question answered in the chat i
   assert.equal(feed("info", "model switched").length, 1);
   assert.deepEqual(model.items.filter((i) => i.kind === "notice").map((i) => (i as { text: string }).text), ["allowed: Edit other.py", "rejected: Edit app.py", "model switched"]);
 });
+
+test("a queued prompt's turn starts (its `user` event): it is no longer queued, and comes after the turn before", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  model.addUser("first");
+  feed("turn", "start");
+  feed("assistant", "Once upon");
+  const queued = model.addUser("then this", { note: "queued" });
+  feed("assistant", " a time");
+  feed("turn", "end");
+  feed("turn", "start");
+  const changed = feed("user", "<editor-context>\nFile: a.py\n</editor-context>\nthen this");
+  assert.deepEqual(changed, [queued]);
+  assert.equal((queued as { note?: string }).note, undefined, "no longer shown as queued");
+  assert.deepEqual(model.items.map((i) => i.kind), ["user", "assistant", "turnEnd", "user"]);
+  // A prompt this chat never showed (queued in another window) is added, without its context blocks.
+  feed("turn", "end");
+  feed("turn", "start");
+  const added = feed("user", "<editor-context>\nFile: b.py\n</editor-context>\nfrom elsewhere");
+  assert.deepEqual(added.map((i) => (i as { text: string }).text), ["from elsewhere"]);
+});
+
+test("a Stop holds the queued prompts and /queued clear drops them: their notes say so", () => {
+  const model = new ChatModel();
+  model.addUser("a", { note: "queued" });
+  model.addUser("b", { note: "injected" });
+  assert.equal(model.renote(["queued"], "held").length, 1);
+  assert.deepEqual(model.items.map((i) => (i as { note?: string }).note), ["held", "injected"]);
+  model.renote(["queued", "held"], "dropped");
+  assert.deepEqual(model.items.map((i) => (i as { note?: string }).note), ["dropped", "injected"]);
+});

@@ -1,0 +1,79 @@
+// E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt queued
+// while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
+// goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
+// held in the new window, and runs before the next prompt.
+//
+// Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { chatFrame, log, openChat, runCommand, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
+const script = [
+  { text: SLOW, chunk_size: 2, delay: 0.25 },
+  { text: "Summary: a slow story." },
+  { text: "Files: none to list." },
+  { text: SLOW, chunk_size: 2, delay: 0.25 },
+  { text: "Answered the queued one." },
+  { text: "Answered after the reload." },
+];
+
+async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
+const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
+
+await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  let chat = await openChat(page);
+
+  // 1. Stop holds the queued prompt; the next prompt goes behind it instead of running past it.
+  await send(chat, "Tell a slow story.");
+  await chat.locator(".item.assistant", { hasText: "This reply" }).waitFor({ timeout: waitMs });
+  // Enter queues once the composer knows the turn runs (its Stop button shows).
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  await send(chat, "Then summarise it.");
+  await meta(chat, "Then summarise it.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").click();
+  await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
+  await meta(chat, "Then summarise it.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "Stop held the queue: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
+  await screenshot("queue-held");
+  await send(chat, "And list the files.");
+  await chat.locator(".item.assistant", { hasText: "Files: none to list." }).waitFor({ timeout: waitMs });
+  const order = await userTexts(chat);
+  const held = order.indexOf("Then summarise it.");
+  if (held < 0 || held > order.indexOf("And list the files.")) throw new Error(`the held prompt did not run first: ${JSON.stringify(order)}`);
+  if (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) throw new Error("a prompt that ran still shows as queued");
+  const answers = await chat.locator(".item.assistant").allTextContents();
+  if (answers.indexOf("Summary: a slow story.") > answers.indexOf("Files: none to list.")) throw new Error(`answers out of order: ${JSON.stringify(answers)}`);
+  await screenshot("queue-ran-in-order");
+  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued");
+
+  // 2. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
+  await send(chat, "Another slow story.");
+  await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  await send(chat, "Queued before the reload.");
+  await meta(chat, "Queued before the reload.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  chat = await openChat(page);
+  await meta(chat, "Queued before the reload.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
+  await screenshot("queue-after-reload");
+  await send(chat, "Go on after the reload.");
+  await waitForSavedPrompt(dataDir, ["Answered after the reload."]);
+  await chat.locator(".item.assistant", { hasText: "Answered after the reload." }).waitFor({ timeout: waitMs });
+  const after = await userTexts(chat);
+  if (after.indexOf("Queued before the reload.") > after.indexOf("Go on after the reload.")) throw new Error(`after the reload: ${JSON.stringify(after)}`);
+  await until("nothing left marked queued", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
+  // The frame may have been replaced by the reload: look it up again for the last screenshot.
+  chat = await chatFrame(page);
+  await screenshot("queue-reload-ran");
+  log("a prompt queued when the window reloaded came back held and ran before the next prompt");
+});

@@ -1,0 +1,113 @@
+"""The daily loop in the real editors: a turn edits calc.py, open and unsaved-capable (auto-save off), then runs
+`python3 test_calc.py`, which must pass: every step sees the agent's own earlier edits. A user's unsaved text in a
+file the agent did not touch stays unsaved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ollie.testing import Reply
+
+from . import screens
+from .test_nvim import run_scenario, workspace  # noqa: F401 (the fixture)
+from .test_nvim_tui import Tmux, assert_clean, start_nvim
+
+CALC = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
+NOTES = "my notes\n"
+
+
+def script(srv) -> None:
+    """The model fixes add in calc.py, then runs the tests."""
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
+        Reply.text("Fixed add; the tests pass."),
+    )
+
+
+def seed(ws: Path) -> None:
+    for name, text in (("calc.py", CALC), ("test_calc.py", TEST), ("notes.txt", NOTES)):
+        (ws / name).write_text(text)
+
+
+def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):  # noqa: F811
+    srv = scripted_llm("openai")
+    script(srv)
+    seed(workspace)
+    result = run_scenario("edit_then_test", workspace, srv)
+    ran = srv.chat_requests[2].body["messages"][-1]["content"]
+    assert "tests passed" in ran and "AssertionError" not in ran, ran
+    assert (workspace / "calc.py").read_text() == FIXED
+    assert result["calc_buffer"] == FIXED.splitlines() and not result["calc_modified"], "the buffer was written"
+    assert result["notes_modified"] and (workspace / "notes.txt").read_text() == NOTES, "the user's notes were saved"
+    assert result["calc_after_undo"] == CALC.splitlines(), "the edit is undoable in the editor"
+
+
+def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
+    """In the TUI as README sets it up: calc.py on screen, notes.txt in a split with a line the user has not saved;
+    the turn's tests pass, calc.py's buffer is written (no `[+]`), notes.txt's is not. The screen is kept as a PNG."""
+    srv = scripted_llm("openai")
+    script(srv)
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES})
+    ws = tmp_path / "ws"
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":split notes.txt", "Enter")
+        tmux.keys("Go", "the user's unsaved line", "Escape")
+        tmux.keys(":wincmd p", "Enter")
+        tmux.keys(":Ollie fix add and run the tests", "Enter")
+        done = tmux.keep("edit-then-test", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
+        assert captures_png(tmux, "edit-then-test").stat().st_size > 0
+        assert "tests passed" in srv.chat_requests[2].body["messages"][-1]["content"]
+        assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0" in done, done
+        assert "return a + b" in done and "calc.py [+]" not in done, done
+        # The run wrote __pycache__/calc.*.pyc: build output, not a change of the turn.
+        assert "✎ 1 file changed" in done, done
+        assert "notes.txt [+]" in done, done
+        assert (ws / "calc.py").read_text() == FIXED and (ws / "notes.txt").read_text() == NOTES
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def captures_png(tmux: Tmux, name: str) -> Path:
+    """The kept screen `name` as a PNG next to its text (for a person to look at)."""
+    assert tmux.captures is not None
+    ansi = (tmux.captures / f"{name}.ansi").read_text()
+    return screens.png(ansi, tmux.captures / f"{name}.png", (1300, 720))
+
+
+@pytest.mark.timeout(330)
+def test_vscode_edit_then_test(run_e2e):
+    """In real VS Code (code-server, auto-save off): the turn edits calc.py in its buffer, the daemon has it saved,
+    the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. Screenshot: daily-loop."""
+    output = run_e2e("dailyloop.mjs")
+    assert "edit then test: calc.py was edited in its buffer and saved" in output
+    assert "each allowed edit's diff is shown once" in output
+
+
+def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811
+    """:OllieRestart after the user wrote ~/.config/ollie/env: a fresh daemon (the old one gone) reads it; the chat
+    keeps its session and the next prompt gets the model's answer."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hi from the configured model."))
+    configured = srv.env()
+    env_text = "\n".join(f"{k}={v}" for k, v in configured.items() if k != "OLLIE_APPROVAL")
+
+    class Unconfigured:
+        """No backend in the environment: Ollama's default, with nothing listening at this URL."""
+
+        @staticmethod
+        def env() -> dict[str, str]:
+            return {"OLLIE_OLLAMA_URL": "http://127.0.0.1:9", "OLLIE_TEST_ENV_TEXT": env_text}
+
+    result = run_scenario("restart", workspace, Unconfigured)
+    assert result["first_daemon"] != result["second_daemon"] and result["first_stopped"]
+    assert result["session_after"] == result["session_before"]
+    assert "ollama" in result["chat_before"].lower(), result["chat_before"]
+    assert "Hi from the configured model." in result["chat"]
+    assert len(srv.chat_requests) == 1

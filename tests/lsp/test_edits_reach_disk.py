@@ -1,0 +1,118 @@
+"""Every step sees the agent's own earlier edits: an edit of an open document goes to the editor's buffer and
+then to the disk (the client saves it on `ollie/saveDocuments`, or the daemon writes it when the buffer held what
+the disk holds), so the next command runs the edited code; the user's unsaved text is never saved behind their
+back, and the model is told about it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+from .test_documents import Editor, _path, edit, start, submit
+
+CALC = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
+
+
+def run(code: str) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+
+
+def edit_then_test(llm: Any) -> None:
+    llm.script(edit("calc.py", "a - b", "a + b"), run("python3 test_calc.py"), Reply.text("done"))
+
+
+def workspace(daemon: Daemon) -> Path:
+    (daemon.workspace / "calc.py").write_text(CALC)
+    (daemon.workspace / "test_calc.py").write_text(TEST)
+    return daemon.workspace / "calc.py"
+
+
+def results(llm: Any) -> tuple[str, str]:
+    """What the model was told by the edit and by the test run (the last two tool results)."""
+    edit_request, run_request = llm.chat_requests[-2:]
+    return edit_request.body["messages"][-1]["content"], run_request.body["messages"][-1]["content"]
+
+
+class SavingEditor(Editor):
+    """An editor that serves ollie/saveDocuments: it writes the named buffers to disk, as `:write` does."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        super().__init__(daemon)
+        self.saves: list[list[str]] = []
+
+        @daemon.client.feature("ollie/saveDocuments")
+        def on_save(params: Any) -> dict[str, list[str]]:
+            uris = list(params["uris"])
+            self.saves.append(uris)
+            for uri in uris:
+                _path(uri).write_text(self.texts[uri])
+            return {"saved": uris}
+
+
+async def test_a_plain_client_s_edit_is_written_to_disk_before_the_next_command(start_daemon, llm):
+    """No ollie client features: the buffer held what the disk holds, so the daemon writes the edit there too."""
+    edit_then_test(llm)
+    daemon = await start(start_daemon, llm.env())
+    calc = workspace(daemon)
+    editor = Editor(daemon)
+    editor.open(calc, CALC)
+    assert await submit(daemon, "fix add and run the tests") == "done"
+    edited, ran = results(llm)
+    assert len(editor.edits) == 1 and editor.texts[calc.as_uri()] == FIXED, "the edit went to the buffer"
+    assert calc.read_text() == FIXED and "unsaved" not in edited
+    assert "tests passed" in ran and "AssertionError" not in ran
+
+
+async def test_a_plain_client_s_unsaved_text_is_not_saved_and_the_model_is_told(start_daemon, llm):
+    edit_then_test(llm)
+    daemon = await start(start_daemon, llm.env())
+    calc = workspace(daemon)
+    editor = Editor(daemon)
+    editor.open(calc, CALC + "# the user's unsaved note\n")
+    assert await submit(daemon, "fix add and run the tests") == "done"
+    edited, ran = results(llm)
+    assert editor.texts[calc.as_uri()] == FIXED + "# the user's unsaved note\n"
+    assert calc.read_text() == CALC, "the user's unsaved text was written behind their back"
+    assert "calc.py has unsaved changes in the editor: your edit is in its buffer only, not on disk" in edited
+    assert "AssertionError" in ran
+
+
+async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_daemon, llm):
+    """`saveDocuments`: the client is asked to save calc.py (with the user's unsaved line in it, which the model is
+    told of); notes.txt, unsaved and untouched by the agent, is never named."""
+    edit_then_test(llm)
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    calc = workspace(daemon)
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("on disk\n")
+    editor = SavingEditor(daemon)
+    editor.open(calc, "# the user's unsaved note\n" + CALC)
+    editor.open(notes, "the user's unsaved notes\n")
+    assert await submit(daemon, "fix add and run the tests") == "done"
+    edited, ran = results(llm)
+    assert editor.saves == [[calc.as_uri()]]
+    assert calc.read_text() == "# the user's unsaved note\n" + FIXED and notes.read_text() == "on disk\n"
+    assert "calc.py had unsaved changes in the editor: your edit was made on top of them and the file was saved" in edited
+    assert "tests passed" in ran
+
+
+async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(start_daemon, llm):
+    """The edit was saved, so its undo (in the buffer, through applyEdit) is saved too: the file is back on disk and
+    the turn lists no change (before, the disk's change came back in the list after the buffer's was undone)."""
+    for saving in (True, False):
+        llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+        daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": saving})
+        calc = workspace(daemon)
+        editor = SavingEditor(daemon) if saving else Editor(daemon)
+        editor.open(calc, CALC)
+        assert await submit(daemon, "fix add") == "done"
+        assert calc.read_text() == FIXED
+        undone = await daemon.request("ollie/review/undo", {"path": "calc.py"})
+        assert undone["inEditor"] and editor.texts[calc.as_uri()] == CALC
+        assert calc.read_text() == CALC, f"saving={saving}"
+        assert (await daemon.request("ollie/changes", {}))["files"] == []
