@@ -14,7 +14,7 @@ from ollie.agent.hooks import HookResult
 from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
 from ollie.agent.review import Review
-from ollie.agent.runtime import Runtime, ready_prompt
+from ollie.agent.runtime import Runtime, ready_prompt, take_late_notes
 from ollie.agent.setup import Setup
 from ollie.agent.steps import KindLookup
 from ollie.agent.streaming import Completion, TurnFailed
@@ -112,6 +112,8 @@ class TurnHost:
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
         self._prompt_warnings += await ready_prompt(self.runtime)
+        for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
+            self.inbox.add_note(note)
 
     def take_prompt_warnings(self) -> list[str]:
         """What the prompt commands warned about and no turn has shown yet, handed over once."""
