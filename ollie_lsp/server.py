@@ -6,6 +6,7 @@ The features it serves are registered by ollie_lsp.daemon (lifecycle, documents,
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from pygls.protocol import (
 )
 
 from ollie import __version__
+from ollie.backend.encode import EncodedBody
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
@@ -112,6 +114,18 @@ class OllieProtocol(LanguageServerProtocol):
         if isinstance(data, JsonRPCNotification) and isinstance(data.params, dict):
             return {"method": data.method, "jsonrpc": data.jsonrpc, "params": data.params}
         return super()._serialize_message(data)
+
+    def _send_data(self, data: Any) -> None:
+        """A result encoded already (off the loop: `ollie.backend.encode`) goes out as its bytes; the rest as pygls sends."""
+        result = getattr(data, "result", None)
+        if not isinstance(result, EncodedBody) or self.writer is None:
+            super()._send_data(data)
+            return
+        body = b'{"id":%s,"jsonrpc":"2.0","result":%s}' % (json.dumps(data.id).encode(), result.encoded)
+        header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        written = self.writer.write(header.encode() + body)
+        if inspect.isawaitable(written):
+            asyncio.ensure_future(written)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls' structuring, except that a request it cannot structure is answered with the error, not dropped."""
