@@ -188,7 +188,8 @@ class TurnHost:
         if hooks is None or not hooks.has(name):
             return None
         if self._changes is not None:
-            self._changes.touched()  # a hook may write files: no snapshot taken before it is reused after it
+            # A hook may write files: the turn's checkpoint is taken first, no snapshot before it reused after it.
+            await self._changes.before_hook()
         setup = self.setup
         base = {
             "session_id": self.session.id,
