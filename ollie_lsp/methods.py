@@ -15,8 +15,8 @@ from ollie.agent.commands_info import agent_infos
 from ollie.agent.history import wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
-from ollie.backend.encode import INLINE_MESSAGES, encoded
 from ollie.errors import ConfigError, OllieError
+from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.types import first_words
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError

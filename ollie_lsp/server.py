@@ -32,7 +32,7 @@ from pygls.protocol import (
 )
 
 from ollie import __version__
-from ollie.backend.encode import EncodedBody
+from ollie.jsonpieces import EncodedBody
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
@@ -116,7 +116,7 @@ class OllieProtocol(LanguageServerProtocol):
         return super()._serialize_message(data)
 
     def _send_data(self, data: Any) -> None:
-        """A result encoded already (off the loop: `ollie.backend.encode`) goes out as its bytes; the rest as pygls sends."""
+        """A result encoded already (off the loop: `ollie.jsonpieces`) goes out as its bytes; the rest as pygls sends."""
         result = getattr(data, "result", None)
         if not isinstance(result, EncodedBody) or self.writer is None:
             super()._send_data(data)

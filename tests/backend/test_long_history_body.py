@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ollie.backend.encode import INLINE_MESSAGES, encode_json
 from ollie.backend.types import Message, ToolCall
+from ollie.jsonpieces import INLINE_MESSAGES, encode_json
 from ollie.testing import Reply
 
 from .conftest import FORMATS, READ_TOOL, collect

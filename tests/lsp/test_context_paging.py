@@ -63,7 +63,7 @@ def _saved_session(size: int) -> str:
 
 async def test_a_long_unpaged_context_is_whole_and_exact(start_daemon, llm):
     """Over INLINE_MESSAGES the answer is encoded off the loop and sent as bytes: the client reads the same JSON."""
-    from ollie.backend.encode import INLINE_MESSAGES
+    from ollie.jsonpieces import INLINE_MESSAGES
 
     size = INLINE_MESSAGES * 4
     sid = _saved_session(size)

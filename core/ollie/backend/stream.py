@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from ollie.backend.classify import classify_error, status_of_error_object
-from ollie.backend.encode import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.backend.errors import (
     BackendConfigError,
     BackendError,
@@ -37,6 +36,7 @@ from ollie.backend.reply import (
     size_text,
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 
 if TYPE_CHECKING:
     from ollie.backend.settings import BackendSpec
@@ -364,7 +364,7 @@ class HTTPBackend:
             raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
 
     async def _body(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
-        """The request body; a long history's is built and encoded in a worker thread (ollie.backend.encode).
+        """The request body; a long history's is built and encoded in a worker thread (ollie.jsonpieces).
 
         No work that grows with the history runs on the event loop: every other session keeps streaming.
         """

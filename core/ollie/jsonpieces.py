@@ -1,4 +1,4 @@
-"""Request bodies encoded to JSON off the event loop, in pieces short enough that the loop's thread gets the GIL.
+"""JSON encoded off the event loop in pieces short enough that the loop gets the GIL (request bodies, long answers).
 
 A request carries the whole history: at 100,000 messages, building the wire
 dicts and one `json.dumps` of them held the daemon's one event loop for most of
