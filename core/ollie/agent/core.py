@@ -127,6 +127,8 @@ class Core:
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())
         core._live_lock = lock
+        if session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop's first look
+            await asyncio.to_thread(core._budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
