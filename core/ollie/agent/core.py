@@ -23,7 +23,7 @@ from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, cancel_prompt
 from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
@@ -562,8 +562,7 @@ class Core:
         if self._live_lock is not None:  # saved: another process may resume it now
             self._live_lock.release()
             self._live_lock = None
-        if self.runtime.deferred_prompt is not None:
-            self.runtime.deferred_prompt.cancel()
+        cancel_prompt(self.runtime)
         for backend in (*self._turns.take_retired(), self.backend):
             if backend is not None:
                 await backend.aclose()

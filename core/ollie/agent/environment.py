@@ -18,6 +18,8 @@ from pathlib import Path
 from ollie import beneath
 
 ENTRY = "@environment"
+# How long after the prompt is made the git status starts (ollie.agent.prompt): out of the first turn's way.
+LATE_START_S = 0.5
 # The sandboxed command whose output is the late note; its git runs no hook, fsmonitor, pager or global config.
 GIT_STATUS = (
     "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat "

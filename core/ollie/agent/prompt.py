@@ -100,6 +100,9 @@ async def _entry_output(
 
 async def _git_status(*, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float) -> str | None:
     """The late note of `@environment`: the work tree's `git status --short` (None when it failed)."""
+    # A moment later: a sandboxed spawn would compete for the CPU with the first turn the prompt was made for
+    # (a daemon's default session makes it at start, while its editor sends the first prompt).
+    await asyncio.sleep(environment.LATE_START_S)
     out = await _command_output(environment.GIT_STATUS, box=box, cwd=cwd, env=env, timeout=timeout, warnings=None)
     return None if out is None else environment.status_note(out)
 

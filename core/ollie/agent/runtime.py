@@ -63,6 +63,14 @@ def take_late_notes(runtime: Runtime) -> list[str]:
     return [note for t in done if not t.cancelled() and t.exception() is None and (note := t.result())]
 
 
+def cancel_prompt(runtime: Runtime) -> None:
+    """Stop what the prompt still runs (its deferred commands, `@environment`'s git status): the session closes."""
+    if runtime.deferred_prompt is not None:
+        runtime.deferred_prompt.cancel()
+    for task in runtime.late_notes:
+        task.cancel()
+
+
 async def ready_prompt(runtime: Runtime) -> list[str]:
     """Run the runtime's deferred prompt commands (once) into its preamble; the warnings they added."""
     deferred = runtime.deferred_prompt
