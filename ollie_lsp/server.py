@@ -122,8 +122,10 @@ class OllieProtocol(LanguageServerProtocol):
             super()._send_data(data)
             return
         body = b'{"id":%s,"jsonrpc":"2.0","result":%s}' % (json.dumps(data.id).encode(), result.encoded)
-        header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        written = self.writer.write(header.encode() + body)
+        if self._include_headers:  # as pygls frames what it sends (a websocket carries the body alone)
+            header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            body = header.encode() + body
+        written = self.writer.write(body)
         if inspect.isawaitable(written):
             asyncio.ensure_future(written)
 
