@@ -94,7 +94,7 @@ class Core:
         The prompt commands wait for their first need, unless `prompt_now` (a daemon's default session, whose
         first prompt usually comes at once): then they start before the backend is built, overlapping it.
         """
-        # A config not seen before is validated with pydantic (its import ~80 ms): in a thread, not on the loop.
+        # A file read and its shape checked: in a thread, not on the loop other sessions share.
         cfg = await asyncio.to_thread(load_agent_config, find_agent(agent, agents_dirs))
         work = Path(cwd or os.getcwd()).resolve()
         if not work.is_dir():

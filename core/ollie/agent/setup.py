@@ -209,7 +209,7 @@ class Setup:
         Returns the runtime it replaced, the backend it retired (or None) and
         the build warnings. A bad name or config raises ConfigError and changes nothing.
         """
-        cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self._agents_dirs))  # pydantic: off the loop
+        cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self._agents_dirs))  # off the loop
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )
