@@ -1,10 +1,13 @@
 """Checkpoint cost of a whole turn that changes one file, on a 10,000-file repository, against `git status`.
 
 The tree is generated once (200 dirs x 50 files, a .gitignore, an ignored
-build dir). A turn goes through the path the Core takes: `Review.begin_turn`
-(the tracker's turn checkpoint), `ChangeTracker.before_step` / `after_step`
-around one write step (that edits one file, untimed) and the step's diffs,
-then `Review.end_turn`. The first turn (hashes everything) is reported apart.
+build dir; bench_scale runs it for other sizes too). A turn goes through the
+path the Core takes: `Review.begin_turn` (no scan: the turn's checkpoint waits
+for its first write step), `ChangeTracker.before_step` (the turn's checkpoint)
+/ `after_step` around one write step (that edits one file, untimed) and the
+step's diffs, then `Review.end_turn` (both refs logged in one `update-ref`).
+Both sides are wall time seen from this process, git's process spawns included.
+The first turn (hashes everything) is reported apart.
 The reference is a plain `git status --porcelain` of the same tree in its own
 repository; rounds are interleaved. CPU time (this process + its git
 children) is reported too, as wall time is noisy on a loaded machine.
@@ -34,9 +37,9 @@ if TYPE_CHECKING:
     from ollie.sessions.session import Session
 
 
-def generate(root: Path) -> None:
-    """FILES small source files in FILES / PER_DIR dirs, plus an ignored build dir."""
-    for d in range(FILES // PER_DIR):
+def generate(root: Path, files: int = FILES) -> None:
+    """`files` small source files in `files` / PER_DIR dirs, plus an ignored build dir."""
+    for d in range(max(1, files // PER_DIR)):
         folder = root / f"pkg{d:03d}"
         folder.mkdir(parents=True)
         for f in range(PER_DIR):
@@ -70,15 +73,16 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def run(rounds: int = 20) -> tuple[list[Row], list[str]]:
-    """The rows: checkpoint cost of a one-file turn vs `git status`, and the first turn."""
+def run(rounds: int = 20, files: int = FILES) -> tuple[list[Row], list[str]]:
+    """The rows: checkpoint cost of a one-file turn vs `git status`, and the first turn, on a `files`-file tree."""
     from ollie.agent.changes import ChangeTracker
     from ollie.agent.review import Review
     from ollie.sessions.session import Session
 
     with tempfile.TemporaryDirectory(prefix="ollie-bench-cp-") as tmp:
         root = Path(tmp) / "repo"
-        generate(root)
+        generate(root, files)
+        dirs = max(1, files // PER_DIR)
         plain_repo(root)
         session = Session()
         tracker = ChangeTracker(root, session.id)
@@ -94,7 +98,7 @@ def run(rounds: int = 20) -> tuple[list[Row], list[str]]:
             await review.begin_turn()
             token = await tracker.before_step()
             paused = time.perf_counter()
-            (root / f"pkg{n % 200:03d}" / "mod00.py").write_text(f"changed {n}\n")  # the step: not ours
+            (root / f"pkg{n % dirs:03d}" / "mod00.py").write_text(f"changed {n}\n")  # the step: not ours
             resumed = time.perf_counter()
             changed = await tracker.after_step(token)
             await review.end_turn()
@@ -123,10 +127,12 @@ def run(rounds: int = 20) -> tuple[list[Row], list[str]]:
             loop.close()
     value = median(per_turn)
     rows = [
-        Row(f"checkpoints of a turn changing one file, {FILES:,}-file repo (vs `git status`)", value,
-            median(ref), target=f"<= {TARGET_MS:g} ms", ok=value <= TARGET_MS,
-            note=f"CPU {median(cpu):.1f} ms"),
-        Row(f"first turn's checkpoints, {FILES:,}-file repo (hashes every file)", first_ms),
+        # The target is the 10,000-file tree's (a smaller one is dominated by git's process spawns).
+        Row(f"checkpoints of a turn changing one file, {files:,}-file repo (vs `git status`)", value,
+            median(ref), target="<= 1.3x" if files == FILES else "",
+            ok=value <= 1.3 * median(ref) if files == FILES else None,
+            note=f"CPU {median(cpu):.1f} ms; {TARGET_MS:g} ms absolute: {'met' if value <= TARGET_MS else 'missed'}"),
+        Row(f"first turn's checkpoints, {files:,}-file repo (hashes every file)", first_ms),
     ]
     return rows, []
 

@@ -4,7 +4,7 @@ Run by `LLMProcess` (below) as `python -m bench.llm_process FMT`; it prints its
 env as one JSON line, then takes one JSON command a line on stdin and answers
 each with one JSON line: `script` (replies: text, chunk_size, delay), `sent`
 (delta index -> when its frame was written, perf_counter: CLOCK_MONOTONIC,
-the same clock in every process) and `chat_requests`.
+the same clock in every process), `call` (a reply calling one tool) and `chat_requests`.
 """
 
 from __future__ import annotations
@@ -82,6 +82,10 @@ class LLMProcess:
         """Queue one text reply streamed in `chunk_size` pieces, `delay` s apart; forget earlier stamps."""
         self._ask(op="script", text=text, chunk_size=chunk_size, delay=delay)
 
+    def script_call(self, tool: str, args: dict[str, Any]) -> None:
+        """Queue one reply that calls `tool` with `args`."""
+        self._ask(op="call", tool=tool, args=args)
+
     def send_times(self) -> dict[int, float]:
         """Delta index -> when its frame was written."""
         return {int(k): v for k, v in self._ask(op="sent").items()}
@@ -118,6 +122,9 @@ def serve(fmt: str) -> None:
             if op == "script":
                 srv.sent.clear()
                 srv.script(Reply(text=command["text"], chunk_size=command["chunk_size"], delay=command["delay"]))
+                answer = True
+            elif op == "call":
+                srv.script(Reply.tool_calls((command["tool"], command["args"])))
                 answer = True
             elif op == "sent":
                 answer = {str(k): v for k, v in srv.send_times().items()}

@@ -1,6 +1,6 @@
 """Run every benchmark, print the table of ratios and write bench/RESULTS.md.
 
-Usage: python -m bench [--quick] [--no-write] [--only STEP,...]
+Usage: python -m bench [--quick] [--small] [--no-write] [--only STEP,...]
 Each ratio compares two things measured side by side in this run (rounds
 interleaved, medians), so the machine's noise largely cancels.
 """
@@ -21,7 +21,7 @@ from bench.common import REPO, Row, private_home
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 # The steps in the order they run (`--only` picks some of them).
-STEPS = ("startup", "relay", "tools", "sessions", "memory", "stalls", "checkpoints")
+STEPS = ("startup", "acp", "relay", "tools", "sessions", "memory", "stalls", "checkpoints", "scale")
 
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run all, print, write RESULTS.md (the analysis section after the marker is kept)."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
+    parser.add_argument("--small", action="store_true", help="the scale rows at small sizes (a smoke run); implies "
+                        "--no-write")
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--only", metavar="STEP,...", help=f"run only these steps ({', '.join(STEPS)}); implies "
                         "--no-write (a partial table must not replace RESULTS.md)")
@@ -96,18 +98,33 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--only: unknown step(s) {', '.join(unknown)} (known: {', '.join(STEPS)})")
     quick = args.quick
+    if args.small:
+        os.environ["OLLIE_BENCH_SMALL"] = "1"  # read when bench_scale is imported, below
+        args.no_write = True
     header = machine()
     started = time.perf_counter()
-    from bench import bench_checkpoints, bench_memory, bench_relay, bench_stalls, bench_startup, bench_tools
+    from bench import (
+        bench_acp,
+        bench_checkpoints,
+        bench_memory,
+        bench_relay,
+        bench_scale,
+        bench_stalls,
+        bench_startup,
+        bench_tools,
+    )
 
     every: dict[str, tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = {
         "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
+        "acp": ("ollie acp start-up", lambda: bench_acp.run(2 if quick else 5)),
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
         "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),
         "memory": ("memory and per-session cost", bench_memory.run),
         "stalls": ("event-loop stalls", bench_stalls.run),
         "checkpoints": ("checkpoints", lambda: bench_checkpoints.run(5 if quick else 20)),
+        "scale": ("scale: session length, live sessions, repository size, resume", lambda: bench_scale.run(
+            2 if quick else 5)),
     }
     steps = [every[name] for name in STEPS if name in only]
     rows: list[Row] = []

@@ -56,7 +56,6 @@ from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words,
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.history import replay
 from ollie_acp.prompt import PromptBlock, prompt_text
 from ollie_acp.session import MODES, AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
@@ -150,6 +149,8 @@ class OllieAgent:
         info = await self._registry_call(self._registry_get, session_id)
         live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "")
+        from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
+
         for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=_modes(live), config_options=await _options(live))

@@ -16,6 +16,7 @@ from ollie.agent.history import wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
 from ollie.errors import ConfigError, OllieError
+from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.types import first_words
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
@@ -139,17 +140,24 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(ContextParams, raw)
     live = await ls.table.get(p.session)
     core = live.core
+    # The prompt commands wait for the first need (session/new does not run them): this is one.
+    system_prompt = await core.ready_prompt()
     messages = core.context()
     end = len(messages) if p.limit is None else p.offset + p.limit
-    # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
-    page = await asyncio.to_thread(wire_messages, messages, p.offset, end, cwd=core.cwd, kind_of=core.step_kinds,
-                                   outcomes=core.session.step_outcomes)
-    for message in page:
-        if message.get("role") == "user" and isinstance(content := message.get("content"), str):
-            if labels := context_labels(content):
-                message["contextLabels"] = labels
-    # The prompt commands wait for the first need (session/new does not run them): this is one.
-    return {"systemPrompt": await core.ready_prompt(), "messages": page, "total": len(messages)}
+    cwd, outcomes = core.cwd, core.session.step_outcomes
+
+    def answer() -> dict[str, Any]:
+        # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
+        page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes)
+        for message in page:
+            if message.get("role") == "user" and isinstance(content := message.get("content"), str):
+                if labels := context_labels(content):
+                    message["contextLabels"] = labels
+        result = {"systemPrompt": system_prompt, "messages": page, "total": len(messages)}
+        # A long history's answer is tens of MB of JSON: encoded here, in pieces, not by one dumps on the loop.
+        return result if len(page) <= INLINE_MESSAGES else encoded(lambda: result)
+
+    return await asyncio.to_thread(answer)
 
 
 @method("ollie/command")

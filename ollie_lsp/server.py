@@ -6,6 +6,8 @@ The features it serves are registered by ollie_lsp.daemon (lifecycle, documents,
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 import os
 import sys
@@ -30,6 +32,7 @@ from pygls.protocol import (
 )
 
 from ollie import __version__
+from ollie.jsonpieces import EncodedBody
 from ollie_lsp.asking import ask_client
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
@@ -116,6 +119,20 @@ class OllieProtocol(LanguageServerProtocol):
         if isinstance(data, JsonRPCNotification) and isinstance(data.params, dict):
             return {"method": data.method, "jsonrpc": data.jsonrpc, "params": data.params}
         return super()._serialize_message(data)
+
+    def _send_data(self, data: Any) -> None:
+        """A result encoded already (off the loop: `ollie.jsonpieces`) goes out as its bytes; the rest as pygls sends."""
+        result = getattr(data, "result", None)
+        if not isinstance(result, EncodedBody) or self.writer is None:
+            super()._send_data(data)
+            return
+        body = b'{"id":%s,"jsonrpc":"2.0","result":%s}' % (json.dumps(data.id).encode(), result.encoded)
+        if self._include_headers:  # as pygls frames what it sends (a websocket carries the body alone)
+            header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            body = header.encode() + body
+        written = self.writer.write(body)
+        if inspect.isawaitable(written):
+            asyncio.ensure_future(written)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls' structuring, except that a request it cannot structure is answered with the error, not dropped."""

@@ -18,7 +18,7 @@ HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCo
 
 @attrs.frozen
 class Prompt:
-    """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of shell commands."""
+    """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of entries (ollie.agent.prompt)."""
 
     text: str = ""
     commands: list[str] = attrs.Factory(list)
@@ -30,7 +30,7 @@ class Prompt:
 
     @property
     def is_exec(self) -> bool:
-        """True for the array form: every element is a shell command."""
+        """True for the array form: each element a shell command, an `@<file>` or `@environment`."""
         return bool(self.commands)
 
 

@@ -200,3 +200,16 @@ async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> No
     assert (await second.prompt(sid, "second question")).stop_reason == "end_turn"
     users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["first question", "second question"], users
+
+
+def test_ollie_acp_execs_at_once_and_hands_its_options_to_ollie_acp() -> None:
+    """`ollie acp ...` becomes `python -m ollie_acp ...` before the terminal's imports (an editor waits on it)."""
+    import subprocess
+    import sys
+
+    ollie = shutil.which("ollie", path=str(Path(sys.executable).parent))
+    assert ollie, "the ollie console script is installed"
+    done = subprocess.run([ollie, "acp", "--version"], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.startswith("ollie-acp ")  # ollie_acp's own parser answered, not `ollie`'s
+    bad = subprocess.run([ollie, "acp", "--no-such-option"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "ollie acp" in bad.stderr

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from ollie import paths
+from ollie.agent import environment
+from ollie.agent.commandbox import CommandBox
 from ollie.agent.prompt import resolve_prompt
 from ollie.agent.runtime import build_runtime
 from ollie.config import list_agents, load_agent_config
@@ -43,13 +47,71 @@ async def test_agent_loads_and_resolves_its_prompt_without_warnings(name, tmp_pa
     assert "- Not a git repository" in prompt
 
 
-async def test_environment_fragment_reports_git_state(tmp_path):
+async def test_environment_reports_git_state_branch_in_process_status_late(tmp_path):
     subprocess.run(["git", "init", "-q", "-b", "trunk", str(tmp_path)], check=True)
     (tmp_path / "new.py").write_text("")
     config = load_agent_config(AGENTS_DIR / "default.json")
-    prompt = await resolve_prompt(config.prompt, cwd=tmp_path, env={})
+    late: list[asyncio.Task[str | None]] = []
+    prompt = await resolve_prompt(config.prompt, cwd=tmp_path, env={}, late=late)
     assert "- Git branch: trunk" in prompt
-    assert "    ?? new.py" in prompt
+    assert "?? new.py" not in prompt  # git status runs sandboxed, in the background: the turn never waits
+    assert len(late) == 1
+    note = await late[0]
+    assert note is not None and "    ?? new.py" in note
+
+
+async def test_the_shipped_agents_spawn_nothing_for_their_prompt_outside_a_repository(tmp_path, monkeypatch):
+    """Fragments and `@environment` are read in-process: a session's first turn waits for no process."""
+    async def no_spawn(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a prompt entry spawned a process: {args}")
+
+    monkeypatch.setattr(CommandBox, "run", no_spawn)
+    for name in SHIPPED:
+        late: list[asyncio.Task[str | None]] = []
+        prompt = await resolve_prompt(load_agent_config(AGENTS_DIR / f"{name}.json").prompt, cwd=tmp_path,
+                                      env={}, late=late)
+        assert _fragment_text("identity.md") in prompt and late == []
+
+
+async def test_environment_branch_of_a_detached_head_and_a_worktree_file(tmp_path):
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(repo)], check=True)
+    sub = repo / "deep" / "er"
+    sub.mkdir(parents=True)
+    text, in_repo = environment.facts(sub)  # a session in a subdirectory of the repository
+    assert in_repo and "- Git branch: trunk" in text and f"- Working directory: {sub}" in text
+    (repo / ".git" / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert "- Git branch: detached at 0123456" in environment.facts(repo)[0]
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    assert "- Git branch: detached at 0123456" in environment.facts(linked)[0]
+
+
+async def test_environment_reads_no_head_through_a_symlink_or_fifo(tmp_path):
+    """The repository may be hostile: a HEAD that is a FIFO must not block, a symlinked one is not followed."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    os.mkfifo(repo / ".git" / "HEAD")
+    text, in_repo = await asyncio.wait_for(asyncio.to_thread(environment.facts, repo), 10)
+    assert not in_repo and "- Not a git repository" in text
+    (repo / ".git" / "HEAD").unlink()
+    secret = tmp_path / "secret"
+    secret.write_text("ref: refs/heads/stolen-secret\n")
+    (repo / ".git" / "HEAD").symlink_to(secret)
+    assert "stolen-secret" not in environment.facts(repo)[0]
+
+
+async def test_a_prompt_file_entry_reads_the_agents_own_fragment(tmp_path):
+    agent_dir = tmp_path / "agents"
+    (agent_dir / "frag").mkdir(parents=True)
+    (agent_dir / "frag" / "me.md").write_text("I am a fragment.\n")
+    (agent_dir / "mine.json").write_text('{"prompt": ["@frag/me.md", "@frag/missing.md", "echo from-shell"]}')
+    config = load_agent_config(agent_dir / "mine.json")
+    warnings: list[str] = []
+    prompt = await resolve_prompt(config.prompt, cwd=tmp_path, env={}, warnings=warnings)
+    assert prompt == "I am a fragment.\nfrom-shell"  # the shell form still works beside it
+    assert len(warnings) == 1 and "missing.md" in warnings[0]
 
 
 @pytest.mark.parametrize(

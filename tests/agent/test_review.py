@@ -166,3 +166,26 @@ async def test_build_output_is_left_out_of_the_list_but_stays_undoable(scripted_
     assert not (workdir / "build" / "app.bin").exists()
     await core.rewind()
     assert not (workdir / "__pycache__").exists() or not any((workdir / "__pycache__").iterdir())
+
+
+async def test_a_read_only_turn_takes_no_checkpoint_and_a_rewound_numbers_refs_go(scripted_llm, make_core, workdir):
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"), *_edit_two_files(), Reply.text("just talk"))
+    core = await _auto(make_core, srv)
+    cp = core.review.checkpoints()
+    await core.submit("say hello")
+    # No step that may write: no snapshot, no git process, nothing logged; its changes are none.
+    assert not (cp.git.git_dir / "HEAD").exists()
+    assert (await core.review.changes(1)).changes == []
+    await core.submit("edit them")
+    sid = core.session_id
+    assert [t.turn for t in await cp.list_turns(sid)] == [2]
+    assert [t.turn for t in await cp.list_turns(f"{sid}-after")] == [2]
+    assert sorted(c.path for c in (await core.review.changes(2)).changes) == ["a.txt", "b.txt"]
+    await core.rewind(2)
+    assert (workdir / "a.txt").read_text() == ORIGINAL_A
+    # Turn 2 again, read-only this time: the cut turn's refs are not its own.
+    await core.submit("talk")
+    assert await cp.list_turns(sid) == [] and await cp.list_turns(f"{sid}-after") == []
+    assert (await core.review.changes(2)).changes == []

@@ -130,12 +130,10 @@ async def test_the_change_tracker_checkpoints_turns_and_finds_what_a_step_change
     project.mkdir()
     (project / "notes.txt").write_text("alpha\n")
     tracker = ChangeTracker(project, "1700000000000000000-abcdef")
-    before_turn = await tracker.begin_turn(1)
-    assert before_turn is not None and tracker.unavailable is None
-    assert tracker.checkpoints is not None
-    assert [(t.turn, t.checkpoint) for t in await tracker.checkpoints.list_turns(tracker.session_id)] == [
-        (1, before_turn)]
+    await tracker.begin_turn(1)
     token = await tracker.before_step()
+    assert token is not None and tracker.turn_begin == token and tracker.unavailable is None
+    assert tracker.checkpoints is not None
     # Any writer counts: here a real subprocess, as `sed -i` in execute_code would be.
     proc = await asyncio.create_subprocess_exec("sed", "-i", "s/alpha/beta/", "notes.txt", cwd=project)
     await proc.wait()
@@ -147,6 +145,7 @@ async def test_the_change_tracker_checkpoints_turns_and_finds_what_a_step_change
 async def test_no_checkpoints_for_the_root_says_why_once_and_tracks_nothing() -> None:
     told: list[str] = []
     tracker = ChangeTracker(Path("/"), "1700000000000000000-abcdef", on_unavailable=told.append)
-    assert await tracker.begin_turn(1) is None
+    await tracker.begin_turn(1)
     assert await tracker.after_step(await tracker.before_step()) == []
+    assert await tracker.end_turn() == (None, None)
     assert tracker.checkpoints is None and tracker.unavailable and len(told) == 1

@@ -35,3 +35,44 @@ async def test_context_pages_with_offset_limit_and_total(start_daemon, llm):
         with pytest.raises(JsonRpcException) as caught:
             await daemon.request("ollie/context", params)
         assert caught.value.code == -32602 and field in caught.value.message, (params, caught.value)
+
+
+def _saved_session(size: int) -> str:
+    """A saved session of `size` messages (user prompts with an editor context block, calls, results)."""
+    from ollie import paths
+    from ollie.backend.types import Message, ToolCall
+    from ollie.sessions import Channel, Kind, Registry, Request, os_user
+    from ollie.sessions.persist import SessionFile
+    from ollie.sessions.session import Session
+
+    session = Session(agent="default")
+    for n in range(size // 4):
+        session.messages += [
+            Message("user", f"prompt {n} ü"),
+            Message("assistant", "", tool_calls=[ToolCall(f"c{n}", "execute_code", '{"steps": []}')]),
+            Message("tool", f"result {n} 😀", tool_call_id=f"c{n}", name="execute_code"),
+            Message("assistant", f"answer {n}"),
+        ]
+    SessionFile(paths.sessions_dir(), session.id).save(session)
+    registry = Registry()
+    registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
+                            channel=Channel.LSP, title="long", allow_exact_id_create=True))
+    registry.close()
+    return session.id
+
+
+async def test_a_long_unpaged_context_is_whole_and_exact(start_daemon, llm):
+    """Over INLINE_MESSAGES the answer is encoded off the loop and sent as bytes: the client reads the same JSON."""
+    from ollie.jsonpieces import INLINE_MESSAGES
+
+    size = INLINE_MESSAGES * 4
+    sid = _saved_session(size)
+    daemon = await start_daemon(env=llm.env())
+    await daemon.request("ollie/session/load", {"session": sid})
+    whole = await daemon.request("ollie/context", {"session": sid})
+    assert whole["total"] == size == len(whole["messages"])
+    assert whole["messages"][0] == {"role": "user", "content": "prompt 0 ü"}
+    assert whole["messages"][-2]["content"] == f"result {size // 4 - 1} 😀"
+    assert whole["messages"][1]["tool_calls"][0]["tool"]["status"] == "completed"  # paired across the history
+    page = await daemon.request("ollie/context", {"session": sid, "offset": 4, "limit": 4})  # small: inline
+    assert page["messages"] == whole["messages"][4:8] and page["systemPrompt"] == whole["systemPrompt"]

@@ -127,22 +127,26 @@ async def test_fsmonitor_of_a_hostile_repo_steals_nothing(scripted_llm, tmp_path
         extra["commandSandbox"] = command_sandbox
     agents = bundled_agents(tmp_path, **extra)
     srv = scripted_llm("openai")
-    srv.script(Reply.text("hello"))
+    srv.script(Reply.text("hello"), Reply.text("again"))
     core = await new_core(srv, tmp_path, agents=agents, cwd=work)
     try:
         await core.submit("hi")
+        # `@environment`'s git status runs sandboxed in the background; it reaches the next turn as a note.
+        await asyncio.wait_for(asyncio.gather(*core.runtime.late_notes), 30)
+        await core.submit("again")
     finally:
         await core.close()
     untouched(home)
     stolen = loot(work)
     assert RSA not in stolen and ENV_FILE_KEY not in stolen and KEY not in stolen
-    sent = request_text(srv, 0)
+    sent = request_text(srv, 0) + request_text(srv, 1)
     assert KEY not in sent and RSA not in sent and ENV_FILE_KEY not in sent
-    # environment.sh still works sandboxed: the system prompt has the branch and the change.
+    # The branch is read in-process; the status still comes from a sandboxed git, with the second turn.
     system = srv.chat_requests[0].body["messages"][0]["content"]
     assert "- Git branch: master" in system or "- Git branch: main" in system
-    assert "M f.txt" in system
-    assert "hook-saw-status" in sent and "M f.txt" in sent.split("hook-saw-status")[0]
+    assert "hook-saw-status" in request_text(srv, 0)
+    late = request_text(srv, 1).split("uncommitted changes when the session started")
+    assert len(late) == 2 and "M f.txt" in late[1]
     if command_sandbox == "default":
         # Writable project: the hook's fsmonitor did run, so the test is not vacuous, and still got nothing.
         assert (work / "fsmonitor-ran").exists()

@@ -65,3 +65,26 @@ def test_records_are_read_exactly_as_json_loads_reads_them(tmp_path):
     with pytest.raises(SessionFileCorruptError, match="unreadable record on line 3"):
         SessionFile(tmp_path, session.id).load()
     assert json.loads(lines[1]) and gc.isenabled()
+
+
+def test_a_resume_decodes_every_line_with_one_json_loads(tmp_path, monkeypatch):
+    """The floor of a resume is one json.loads of all lines: the records are not parsed line by line."""
+    from ollie.sessions import persist
+
+    session = _saved_session(tmp_path)
+    per_line: list[bytes] = []
+    original = persist._record
+    monkeypatch.setattr(persist, "_record", lambda line: per_line.append(line) or original(line))
+    assert SessionFile(tmp_path, session.id).load().messages == session.messages
+    assert per_line == []
+
+
+@pytest.mark.parametrize("tail", [b'{"t":"m","m":{"role":"user","content":"torn', b'{"t": garbled}\n',
+                                  b'{"t":"m","m":{"role":"user","content":"a"}},{"t":"m"}\n'],
+                         ids=["torn last line", "garbled last line", "two values on one line"])
+def test_a_damaged_last_round_falls_back_to_lines_and_keeps_the_committed_state(tmp_path, tail):
+    session = _saved_session(tmp_path)
+    path = next(tmp_path.glob(f"{session.id}*"))
+    with path.open("ab") as file:
+        file.write(tail)
+    assert SessionFile(tmp_path, session.id).load().messages == session.messages

@@ -57,3 +57,25 @@ async def test_a_state_dir_inside_the_workspace_is_refused(tmp_path: Path, monke
     with pytest.raises(CheckpointUnavailable, match="inside the workspace"):
         await Checkpoints(root).snapshot()
     assert not (root / ".state").exists()
+
+
+async def test_a_walks_refusal_is_remembered_per_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every new session on a huge tree would walk it again (up to 2 s) before its first write step."""
+    from ollie.workspace import guard
+
+    root = tmp_path / "huge"
+    (root / "d").mkdir(parents=True)
+    for f in range(60):
+        (root / "d" / f"f{f}").write_text("")
+    walks: list[Path] = []
+    count = guard._count_files
+    monkeypatch.setattr(guard, "_count_files", lambda *args: walks.append(args[0]) or count(*args))
+    for _ in range(3):
+        with pytest.raises(CheckpointUnavailable, match="more than 50 files"):
+            await Checkpoints(root, max_files=50).snapshot()
+    assert len(walks) == 1
+    assert await Checkpoints(root, max_files=100).snapshot()  # another limit is another question
+    monkeypatch.setattr(guard, "REFUSAL_TTL_S", 0.0)  # once the memory is old, the tree is walked again
+    with pytest.raises(CheckpointUnavailable):
+        await Checkpoints(root, max_files=50).snapshot()
+    assert len(walks) == 3

@@ -17,8 +17,10 @@ def _paths(changes: list[FileChange]) -> list[str]:
 
 async def test_the_turn_begin_snapshot_is_the_first_steps_before_unless_something_ran(project: Path) -> None:
     tracker = ChangeTracker(project, SESSION)
-    begin = await tracker.begin_turn(1)
-    assert begin is not None and await tracker.before_step() == begin  # reused: no second scan
+    await tracker.begin_turn(1)
+    assert tracker.turn_begin is None  # lazy: taken at the first step that may write
+    begin = await tracker.before_step()
+    assert begin is not None and tracker.turn_begin == begin and await tracker.before_step() == begin  # one scan
     # Nothing the engine ran can explain an edit here (the user's, while the model streamed): the step gets it.
     (project / "README.md").write_text("# user\n")
     token = await tracker.before_step()
@@ -55,23 +57,23 @@ async def test_a_steps_after_is_the_next_steps_before_and_a_change_between_stays
 async def test_the_turn_end_is_the_last_steps_after_unless_something_ran(project: Path) -> None:
     tracker = ChangeTracker(project, SESSION)
     assert tracker.checkpoints is not None
-    begin = await tracker.begin_turn(1)
+    await tracker.begin_turn(1)
     token = await tracker.before_step()
     (project / "a.txt").write_text("one\n")
     await tracker.after_step(token)
     # The user edits while the model writes its last reply: not the turn's (the turn ended at its last step).
     (project / "README.md").write_text("# the user\n")
-    end = await tracker.end_turn()
-    assert begin is not None and end is not None
+    begin, end = await tracker.end_turn()
+    assert begin == token and end is not None
     assert _paths(await tracker.checkpoints.changes(begin, end)) == ["a.txt"]
 
-    begin = await tracker.begin_turn(2)
+    await tracker.begin_turn(2)
     token = await tracker.before_step()
     (project / "b.txt").write_text("two\n")
     await tracker.after_step(token)
     (project / "post.txt").write_text("a hook wrote this\n")
     tracker.touched()
-    end = await tracker.end_turn()
+    begin, end = await tracker.end_turn()
     assert begin is not None and end is not None
     assert _paths(await tracker.checkpoints.changes(begin, end)) == ["b.txt", "post.txt"]
 
@@ -100,3 +102,25 @@ async def test_the_tree_cache_follows_an_index_another_process_rewrote(project: 
     # Ours finds nothing to update (the index is stat-fresh) but must not answer its stale cached tree.
     assert await ours.snapshot() == second
     assert _paths(await ours.changes(first, second)) == ["README.md"]
+
+
+async def test_a_turn_that_runs_nothing_that_may_write_takes_no_snapshot(project: Path, monkeypatch) -> None:
+    tracker = ChangeTracker(project, SESSION)
+    assert tracker.checkpoints is not None
+    scans: list[int] = []
+    snapshot = tracker.checkpoints.snapshot
+
+    async def counted() -> str:
+        scans.append(1)
+        return await snapshot()
+
+    monkeypatch.setattr(tracker.checkpoints, "snapshot", counted)
+    await tracker.begin_turn(1)
+    assert await tracker.end_turn() == (None, None) and scans == []  # a read-only turn: no scan, nothing to log
+    # A hook may write: the turn's checkpoint is taken before it runs, so what it writes is the turn's.
+    await tracker.begin_turn(2)
+    await tracker.before_hook()
+    (project / "hooked.txt").write_text("by a preTurn hook\n")
+    begin, end = await tracker.end_turn()
+    assert begin is not None and end is not None and len(scans) == 2
+    assert _paths(await tracker.checkpoints.changes(begin, end)) == ["hooked.txt"]

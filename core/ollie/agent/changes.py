@@ -1,4 +1,4 @@
-"""Per-session change tracking: a checkpoint before each turn, and the files each write-capable step changed."""
+"""Per-session change tracking: a checkpoint before each turn that writes, and the files each write-capable step changed."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ class ChangeTracker:
     changes between the two snapshots are the step's. A read-only step takes
     none (the loop does not call them), so reads cost nothing here.
 
+    Lazy turns: `begin_turn` takes no snapshot. The turn's checkpoint is taken at its first write-capable
+    step, or before a hook (`before_hook`: it may write), whichever comes first; nothing the engine ran
+    can have changed the work tree before then, so it is the state before the turn as far as the agent
+    is concerned. A turn with neither (a question answered, files only read) takes none and logs none.
+    `end_turn` hands (begin, end) over, for the Review to log in one git call.
+
     Reuse: a snapshot stays `fresh` until something the engine runs may have written since it. The
     turn-begin snapshot is the first write step's "before", a step's "after" is the next step's "before"
     and the turn's end, unless `touched()` (a hook ran, a read-only step of unknown effect) came in
@@ -40,6 +46,10 @@ class ChangeTracker:
         self._fresh: str | None = None
         # Edits a step made to documents open in the editor (unsaved: no snapshot sees them), by path.
         self._in_editor: dict[str, FileChange] = {}
+        # The running turn (None between turns), and its checkpoint once something that may write came.
+        self._turn: int | None = None
+        self._begin: str | None = None
+        self._begun = False
 
     def note_editor_edit(self, change: FileChange) -> None:
         """A step's edit went to an open editor buffer: it is one of the step's changes (first old, last new text)."""
@@ -74,29 +84,41 @@ class ChangeTracker:
             log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(exc)})
         return None
 
-    async def begin_turn(self, turn_number: int | None = None) -> str | None:
-        """Checkpoint the workspace before turn `turn_number` (None: the one after the last logged) and log it."""
-        checkpoint = await self._snapshot()
-        checkpoints = self.checkpoints
-        if checkpoint is None or checkpoints is None:
-            return None
-        try:
-            if turn_number is None:
-                turns = await checkpoints.list_turns(self.session_id)
-                turn_number = turns[-1].turn + 1 if turns else 0
-            await checkpoints.record_turn(self.session_id, turn_number, checkpoint)
-        except (WorkspaceError, OSError) as exc:
-            log.warning("recording the turn failed", extra={"cwd": str(self.cwd), "error": str(exc)})
-        return checkpoint
+    async def begin_turn(self, turn_number: int) -> None:
+        """Turn `turn_number` starts: its checkpoint waits for its first step that may write (see the class)."""
+        self._turn, self._begin, self._begun = turn_number, None, False
+        self._fresh = None  # between turns the user owns the workspace: the turn's checkpoint is a new scan
 
-    async def end_turn(self) -> str | None:
-        """The checkpoint of the state the turn left: the last step's when nothing ran since, else a new one."""
-        checkpoint = self._fresh or await self._snapshot()
+    async def _ensure_begin(self) -> None:
+        """Take the running turn's checkpoint now, unless it was taken (or tried) already."""
+        if self._turn is not None and not self._begun:
+            self._begun = True
+            self._begin = await self._snapshot()
+
+    @property
+    def turn_begin(self) -> str | None:
+        """The running turn's checkpoint (None until something that may write came, or when unavailable)."""
+        return self._begin
+
+    async def before_hook(self) -> None:
+        """A hook is about to run: it may write, so the turn's checkpoint is taken first, and no snapshot reused."""
+        await self._ensure_begin()
+        self.touched()
+
+    async def end_turn(self) -> tuple[str | None, str | None]:
+        """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write.
+
+        The end is the last step's snapshot when nothing ran since, else a new one.
+        """
+        begin = self._begin if self._begun else None
+        end = (self._fresh or await self._snapshot()) if begin is not None else None
+        self._turn, self._begin, self._begun = None, None, False
         self._fresh = None  # between turns the user owns the workspace: the next turn begins with a scan
-        return checkpoint
+        return begin, end
 
     async def before_step(self) -> str | None:
         """The token of a write-capable step: the last checkpoint while still fresh, else one taken now."""
+        await self._ensure_begin()
         self._in_editor.clear()
         return self._fresh or await self._snapshot()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ollie.agent.compaction import CompactionResult, compact_session, render_memory
 from ollie.agent.tiers import context_gate, message_chars
 from ollie.agent.turnhost import TurnHost
@@ -119,10 +121,14 @@ class ContextBudget:
     def _budget(self) -> int:
         return int(self.known_limit * self._host.limits.compact_fraction)
 
-    def gate(self) -> None:
+    async def gate(self) -> None:
         """Before a request: strip cold (then warm) tool output when over budget."""
         host = self._host
-        stripped = context_gate(host.session, tokens=self.estimate(), budget=self._budget())
+        tokens, budget = self.estimate(), self._budget()
+        if budget <= 0 or tokens <= budget:
+            return  # the usual case, decided without a look at the history
+        # Over budget: the strip walks (and re-measures) the whole history: in a thread, not on the shared loop.
+        stripped = await asyncio.to_thread(context_gate, host.session, tokens=tokens, budget=budget)
         if stripped:
             host.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
             host.notify()
@@ -131,7 +137,7 @@ class ContextBudget:
         """After a tool round: gate first, then compact when still at the threshold."""
         if await self.limit() <= 0 or self.estimate() < self._budget():
             return
-        self.gate()
+        await self.gate()
         if self.estimate() >= self._budget():
             await self.compact(announce=True)
 

@@ -23,7 +23,7 @@ from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, cancel_prompt
 from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
@@ -97,7 +97,8 @@ class Core:
         The prompt commands wait for their first need, unless `prompt_now` (a daemon's default session, whose
         first prompt usually comes at once): then they start before the backend is built, overlapping it.
         """
-        cfg = load_agent_config(find_agent(agent, agents_dirs))
+        # A file read and its shape checked: in a thread, not on the loop other sessions share.
+        cfg = await asyncio.to_thread(load_agent_config, find_agent(agent, agents_dirs))
         work = Path(cwd or os.getcwd()).resolve()
         if not work.is_dir():
             raise ValueError(f"working directory {work} does not exist")
@@ -129,6 +130,8 @@ class Core:
         core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
                    limits=limits or LoopLimits())
         core._live_lock = lock
+        if session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop's first look
+            await asyncio.to_thread(core._budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
@@ -577,8 +580,7 @@ class Core:
         if self._live_lock is not None:  # saved: another process may resume it now
             self._live_lock.release()
             self._live_lock = None
-        if self.runtime.deferred_prompt is not None:
-            self.runtime.deferred_prompt.cancel()
+        cancel_prompt(self.runtime)
         for backend in (*self._turns.take_retired(), self.backend):
             if backend is not None:
                 await backend.aclose()

@@ -160,7 +160,7 @@ class AgentLoop:
         host = self.host
         tool_names = {t.name for t in self.runtime.tools}
         while True:
-            self.budget.gate()
+            await self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
             # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too), one cut at
             # the output token limit as "max_tokens"; the calls of either, if any, may be cut off and are not run.

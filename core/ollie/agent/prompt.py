@@ -1,6 +1,9 @@
-"""System prompt resolution: an array of shell commands, or a string (literal, `!cmd`, file, env-expanded).
+"""System prompt resolution: an array of entries, or a string (literal, `!cmd`, file, env-expanded).
 
-Commands run sandboxed (see commandbox.py): they read the workspace, which may be hostile.
+Array entries are shell commands, or in-process ones: `@<file>` (a fragment file of the agent's own
+config, read directly: it is the user's or ollie's config, not workspace data) and `@environment`
+(ollie.agent.environment). Commands run sandboxed (see commandbox.py): they read the workspace, which may
+be hostile.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ollie import beneath
+from ollie.agent import environment
 from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
 from ollie.config import Prompt
 
@@ -66,6 +70,43 @@ async def _command_output(
     return None
 
 
+def _fragment(name: str, base_dir: Path | None) -> Path:
+    """The file an `@<file>` entry names: absolute or `~`, else relative to the agent config's dir."""
+    path = Path(os.path.expanduser(name))
+    return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+async def _entry_output(
+    entry: str, *, prompt: Prompt, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float,
+    warnings: list[str] | None, late: list[asyncio.Task[str | None]] | None,
+) -> str | None:
+    """One array entry's text: an in-process `@` entry, else a shell command's stdout (None: skipped)."""
+    if not entry.startswith("@"):
+        return await _command_output(entry, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
+    if entry == environment.ENTRY:
+        text, in_repo = await asyncio.to_thread(environment.facts, cwd)
+        if in_repo and late is not None:
+            # git must run sandboxed (the repository may be hostile): in the background, not in the turn's way.
+            late.append(asyncio.ensure_future(_git_status(box=box, cwd=cwd, env=env, timeout=timeout)))
+        return text
+    file = _fragment(entry[1:], prompt.base_dir)
+    try:
+        return (await asyncio.to_thread(file.read_text, encoding="utf-8", errors="replace")).rstrip("\n")
+    except OSError as exc:
+        if warnings is not None:
+            warnings.append(f"prompt file {file} unreadable: {exc.strerror}; skipped")
+        return None
+
+
+async def _git_status(*, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float) -> str | None:
+    """The late note of `@environment`: the work tree's `git status --short` (None when it failed)."""
+    # A moment later: a sandboxed spawn would compete for the CPU with the first turn the prompt was made for
+    # (a daemon's default session makes it at start, while its editor sends the first prompt).
+    await asyncio.sleep(environment.LATE_START_S)
+    out = await _command_output(environment.GIT_STATUS, box=box, cwd=cwd, env=env, timeout=timeout, warnings=None)
+    return None if out is None else environment.status_note(out)
+
+
 async def resolve_prompt(
     prompt: Prompt,
     *,
@@ -74,12 +115,16 @@ async def resolve_prompt(
     timeout: float = DEFAULT_TIMEOUT_S,
     warnings: list[str] | None = None,
     box: CommandBox | None = None,
+    late: list[asyncio.Task[str | None]] | None = None,
 ) -> str:
     """The system prompt text `prompt` stands for; commands that fail are skipped (noted in `warnings`).
 
     Array form: every command runs (`sh -c`, in `cwd`, concurrently, each with
     `timeout`, sandboxed by `box`, by default the agent's commandSandbox with a
-    minimal env); the stdouts of those that exit 0 are joined, in order, by newlines.
+    minimal env); the stdouts of those that exit 0 are joined, in order, by newlines,
+    with the texts of `@<file>` and `@environment` entries (read in-process). What
+    `@environment` leaves to run in the background (git status) is added to `late`
+    (a task whose result is a note for the model), never waited for here.
     String form: env-expanded; multi-line → literal; `!cmd` → its stdout; an
     existing file (absolute, `~`, relative to `cwd` or else to the agent config's
     dir) → its contents; else literal.
@@ -90,7 +135,8 @@ async def resolve_prompt(
     if prompt.is_exec:
         outputs = await asyncio.gather(
             *(
-                _command_output(c, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
+                _entry_output(c, prompt=prompt, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings,
+                              late=late)
                 for c in prompt.commands
             )
         )
@@ -137,11 +183,13 @@ class DeferredPrompt:
         self.box = box
         self._timeout = timeout
         self._task: asyncio.Task[tuple[str, list[str]]] | None = None
+        # What the prompt left running in the background (`@environment`'s git status): notes for later turns.
+        self.late: list[asyncio.Task[str | None]] = []
 
     async def _resolve(self) -> tuple[str, list[str]]:
         warnings: list[str] = []
         text = await resolve_prompt(self._prompt, cwd=self.cwd, env=dict(self.env), timeout=self._timeout,
-                                    warnings=warnings, box=self.box)
+                                    warnings=warnings, box=self.box, late=self.late)
         return text, warnings
 
     def start(self) -> asyncio.Task[tuple[str, list[str]]]:
@@ -158,6 +206,8 @@ class DeferredPrompt:
         """Stop commands still running (the session closes)."""
         if self._task is not None:
             self._task.cancel()
+        for task in self.late:
+            task.cancel()
 
 
 def needs_commands(prompt: Prompt) -> bool:

@@ -3,7 +3,9 @@
 Turns are numbered from 1 per session. The session records where each turn's messages start
 (`Session.turn_starts`); the shadow git of `ollie.workspace` holds the checkpoint before each turn
 (`refs/ollie/sessions/<id>/<n>`) and the state the turn left (under the pseudo-session `<id>-after`),
-so everything here works from disk after a daemon restart.
+so everything here works from disk after a daemon restart. A turn that ran nothing that may write
+takes no checkpoint and logs none (ollie.agent.changes): it changed no file; both refs of a turn that
+did are logged when it ends, in one git call.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ollie.backend.types import Message
 from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
-from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, undo
+from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, turn_ref, undo
 from ollie.workspace.ignored import listed
 
 log = get_logger(__name__)
@@ -50,9 +52,12 @@ class Tracker(Protocol):
     checkpoints: Checkpoints | None
     unavailable: str | None
 
-    async def begin_turn(self, turn_number: int) -> str | None: ...
+    @property
+    def turn_begin(self) -> str | None: ...
 
-    async def end_turn(self) -> str | None: ...
+    async def begin_turn(self, turn_number: int) -> None: ...
+
+    async def end_turn(self) -> tuple[str | None, str | None]: ...
 
     def note_editor_edit(self, change: FileChange) -> None: ...
 
@@ -124,6 +129,8 @@ class Review:
         self._add_note = add_note
         self._own: Checkpoints | None = None
         self._current: int | None = None
+        # Without a tracker: the running turn's checkpoint, taken when it began.
+        self._begin: str | None = None
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
 
@@ -154,12 +161,11 @@ class Review:
         try:
             tracker = self._tracker()
             if tracker is not None:
-                await tracker.begin_turn(turn)
+                await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
             else:
-                await self.checkpoints().begin_turn(session.id, turn)
-            cp = self.checkpoints()
-            # A rewound timeline may have left the state a turn of this number once ended at.
-            await cp.delete_ref(f"refs/ollie/sessions/{_after_session(session.id)}/{turn:08d}")
+                self._begin = await self.checkpoints().snapshot()
+            # A rewound timeline may have left the refs of a turn of this number (no git call when it did not).
+            await self.checkpoints().delete_refs([turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
@@ -172,9 +178,16 @@ class Review:
         try:
             cp = self.checkpoints()
             tracker = self._tracker()
+            sid = self._host.session.id
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
-            after = await tracker.end_turn() if tracker is not None else None
-            await cp.record_turn(_after_session(self._host.session.id), turn, after or await cp.snapshot())
+            if tracker is not None:
+                begin, end = await tracker.end_turn()
+            else:
+                begin, end, self._begin = self._begin, await cp.snapshot(), None
+            if begin is None:
+                return  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
+            records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
+            await cp.record_turns(records)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
 
@@ -203,26 +216,49 @@ class Review:
             raise ReviewError(f"no turn {turn}: this session has turns 1 to {count}")
         return turn
 
-    async def _bounds(self, turn: int) -> tuple[str, str | None]:
-        """(checkpoint before `turn`, state it left: its end, else the next turn's start, else None = now)."""
+    async def _bounds(self, turn: int) -> tuple[str, str | None] | None:
+        """(checkpoint before `turn`, state it left: its end, else the next logged turn's start, else None = now).
+
+        None for a turn that logged no checkpoint: it ran nothing that may write (or ran before checkpoints
+        were kept), so it changed no file.
+        """
+        tracker = self._tracker()
+        if turn == self._current and tracker is not None:  # running: logged when it ends
+            return (tracker.turn_begin, None) if tracker.turn_begin is not None else None
         cp = self.checkpoints()
         sid = self._host.session.id
         before = {t.turn: t.checkpoint for t in await cp.list_turns(sid)}
         if turn not in before:
-            raise ReviewError(f"turn {turn} has no checkpoint (taken before checkpoints were kept)")
+            return None
         ends = {t.turn: t.checkpoint for t in await cp.list_turns(_after_session(sid))}
-        after = ends.get(turn) or (before.get(turn + 1) if turn < len(self._host.session.turn_starts) else None)
+        after = ends.get(turn) or (self._logged_after(before, turn) if turn < len(self._host.session.turn_starts)
+                                   else None)
         return before[turn], after
+
+    @staticmethod
+    def _logged_after(before: dict[int, str], turn: int) -> str | None:
+        """The checkpoint of the first turn after `turn` that logged one."""
+        later = [t for t in before if t > turn]
+        return before[min(later)] if later else None
+
+    async def _state_before(self, turn: int) -> str:
+        """The work tree as it was before `turn`: its checkpoint, else (it changed nothing) the next logged one's, else now."""
+        bounds = await self._bounds(turn)
+        if bounds is not None:
+            return bounds[0]
+        before = {t.turn: t.checkpoint for t in await self.checkpoints().list_turns(self._host.session.id)}
+        return self._logged_after(before, turn) or await self.checkpoints().snapshot()
 
     async def changes(self, turn: int | None = None, *, ignored: bool = False) -> TurnChanges:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`."""
         number = self._turn_number(turn)
-        before, after = await self._bounds(number)
+        bounds = await self._bounds(number)
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
-        cp = self.checkpoints()
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
-        on_disk = [c for c in await cp.changes(before, after) if c.path not in in_editor]
+        cp = self.checkpoints()
+        logged = await cp.changes(*bounds) if bounds is not None else []
+        on_disk = [c for c in logged if c.path not in in_editor]
         if not ignored:
             on_disk = await listed(cp.git, cp.root, on_disk)
         shown = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
@@ -313,7 +349,10 @@ class Review:
     async def _record_undo(self, turn: int, change: FileChange, data: bytes | None) -> None:
         """Make the turn's recorded end state hold the undone file, so later undos check against it."""
         cp = self.checkpoints()
-        _, after = await self._bounds(turn)
+        bounds = await self._bounds(turn)
+        if bounds is None:
+            raise ReviewError(f"turn {turn} logged no checkpoint: nothing of it to undo")
+        after = bounds[1]
         if after is None:
             after = await cp.snapshot()  # the last turn, still open: the work tree now (has the undo)
         index = cp.git.git_dir / f"review-{uuid.uuid4().hex}.index"
@@ -358,7 +397,7 @@ class Review:
         start = session.turn_starts[number - 1]
         if start < 0 or start > len(session.messages):
             raise ReviewError(f"the conversation of turn {number} was compacted or cleared since: cannot rewind it")
-        before, _ = await self._bounds(number)
+        before = await self._state_before(number)
         cp = self.checkpoints()
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
                   "turn_starts": list(session.turn_starts), "messages": [m.to_dict() for m in session.messages]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,23 @@ class Runtime:
     config: AgentConfig = field(default_factory=AgentConfig)
     # Prompt commands not run yet (see `ready_prompt`): `preamble` is "" until they have.
     deferred_prompt: DeferredPrompt | None = None
+    # What the prompt left running in the background (`@environment`'s git status): see `take_late_notes`.
+    late_notes: list[asyncio.Task[str | None]] = field(default_factory=list)
+
+
+def take_late_notes(runtime: Runtime) -> list[str]:
+    """The notes of the prompt's background work finished by now (each handed over once); the rest wait."""
+    done = [t for t in runtime.late_notes if t.done()]
+    runtime.late_notes = [t for t in runtime.late_notes if not t.done()]
+    return [note for t in done if not t.cancelled() and t.exception() is None and (note := t.result())]
+
+
+def cancel_prompt(runtime: Runtime) -> None:
+    """Stop what the prompt still runs (its deferred commands, `@environment`'s git status): the session closes."""
+    if runtime.deferred_prompt is not None:
+        runtime.deferred_prompt.cancel()
+    for task in runtime.late_notes:
+        task.cancel()
 
 
 async def ready_prompt(runtime: Runtime) -> list[str]:
@@ -61,6 +79,7 @@ async def ready_prompt(runtime: Runtime) -> list[str]:
     text, warnings = await deferred.result()
     if runtime.deferred_prompt is not deferred:  # another caller finished first
         return []
+    runtime.late_notes.extend(deferred.late)
     runtime.preamble, runtime.deferred_prompt = text, None
     added = [w for w in warnings if w not in runtime.warnings]
     runtime.warnings.extend(added)
@@ -150,10 +169,11 @@ async def build_runtime(
     infos = dispatcher.list_tools(warnings) if cfg.tools else []
     box = box_for(cfg.prompt, session_id)
     deferred, preamble = None, ""
+    late: list[asyncio.Task[str | None]] = []
     if defer_prompt and needs_commands(cfg.prompt):
         deferred = DeferredPrompt(cfg.prompt, cwd=cwd, env=env, box=box)
     else:
-        preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings, box=box)
+        preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings, box=box, late=late)
     return Runtime(
         backend=backend,
         dispatcher=dispatcher,
@@ -169,4 +189,5 @@ async def build_runtime(
         warnings=warnings,
         config=cfg,
         deferred_prompt=deferred,
+        late_notes=late,
     )

@@ -14,7 +14,7 @@ from ollie import paths
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
 from ollie.agent.hooks import Hooks
 from ollie.agent.prompt import box_for
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, cancel_prompt
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import BackendHealth, check_backend, unbuilt
@@ -100,8 +100,7 @@ class Setup:
             # Not fatal: the first turn says what to set.
             setup.backend_error = str(exc)
         except BaseException:
-            if runtime.deferred_prompt is not None:
-                runtime.deferred_prompt.cancel()
+            cancel_prompt(runtime)
             await runtime.dispatcher.aclose()
             raise
         return setup
@@ -210,7 +209,7 @@ class Setup:
         Returns the runtime it replaced, the backend it retired (or None) and
         the build warnings. A bad name or config raises ConfigError and changes nothing.
         """
-        cfg = load_agent_config(find_agent(name, self._agents_dirs))
+        cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self._agents_dirs))  # off the loop
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )

@@ -55,8 +55,27 @@ def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | N
 
 
 def collapse_consumed(session: Session) -> int:
-    """After a request: the cold results it carried have been seen once, so they collapse now."""
-    return collapse(session, ("cold",))
+    """After a request: the cold results it carried have been seen once, so they collapse now.
+
+    Runs on the event loop after every request: the cold results are the latest ones, so they are
+    looked for from the end of the history, not by a walk of all of it.
+    """
+    pending = {call_id for call_id, tier in session.result_tiers.items() if tier == "cold"}
+    changed = 0
+    messages = session.messages
+    index = len(messages)
+    while pending and index > 0:
+        index -= 1
+        message = messages[index]
+        if message.role == "tool" and message.tool_call_id in pending:
+            pending.discard(message.tool_call_id)
+            message.content = summarize_result("cold", message)
+            session.result_tiers[message.tool_call_id] = COLLAPSED
+            session.mark_edited(index)  # saved messages changed in place: persistence records just these
+            changed += 1
+    for call_id in pending:  # its result is no longer in the history (compacted, rewound): nothing to collapse
+        session.result_tiers[call_id] = COLLAPSED
+    return changed
 
 
 def context_gate(session: Session, *, tokens: int, budget: int) -> list[str]:

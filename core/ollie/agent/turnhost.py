@@ -14,7 +14,7 @@ from ollie.agent.hooks import HookResult
 from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
 from ollie.agent.review import Review
-from ollie.agent.runtime import Runtime, ready_prompt
+from ollie.agent.runtime import Runtime, ready_prompt, take_late_notes
 from ollie.agent.setup import Setup
 from ollie.agent.steps import KindLookup
 from ollie.agent.streaming import Completion, TurnFailed
@@ -112,6 +112,8 @@ class TurnHost:
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
         self._prompt_warnings += await ready_prompt(self.runtime)
+        for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
+            self.inbox.add_note(note)
 
     def take_prompt_warnings(self) -> list[str]:
         """What the prompt commands warned about and no turn has shown yet, handed over once."""
@@ -186,7 +188,8 @@ class TurnHost:
         if hooks is None or not hooks.has(name):
             return None
         if self._changes is not None:
-            self._changes.touched()  # a hook may write files: no snapshot taken before it is reused after it
+            # A hook may write files: the turn's checkpoint is taken first, no snapshot before it reused after it.
+            await self._changes.before_hook()
         setup = self.setup
         base = {
             "session_id": self.session.id,

@@ -36,6 +36,7 @@ from ollie.backend.reply import (
     size_text,
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 
 if TYPE_CHECKING:
     from ollie.backend.settings import BackendSpec
@@ -170,7 +171,10 @@ async def stream_frames(
     (breaks, or idles) before the frame for which `is_terminator` is true. That
     frame is yielded last.
     """
-    request = client.build_request("POST", url, json=body)
+    if isinstance(body, EncodedBody):  # a long history's, encoded off the event loop: httpx's bytes exactly
+        request = client.build_request("POST", url, content=body.encoded, headers={"Content-Type": "application/json"})
+    else:
+        request = client.build_request("POST", url, json=body)
     try:
         response = await _send(client, request, head_s=limits.head_s, backend=backend)
     except httpx.RequestError as exc:
@@ -343,8 +347,9 @@ class HTTPBackend:
         belongs) is a TransientError, not an AttributeError/TypeError/KeyError/IndexError.
         """
         try:
+            body = await self._body(messages, tools, params)
             # Read ahead: under a flood, the deltas that piled up reach the engine as one event (readahead.py).
-            async with aclosing(read_ahead(self._events(self.build_request(messages, tools, params)))) as events:
+            async with aclosing(read_ahead(self._events(body))) as events:
                 async for event in events:
                     yield event
         except BackendError as exc:
@@ -357,6 +362,15 @@ class HTTPBackend:
             raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
+
+    async def _body(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
+        """The request body; a long history's is built and encoded in a worker thread (ollie.jsonpieces).
+
+        No work that grows with the history runs on the event loop: every other session keeps streaming.
+        """
+        if len(messages) <= INLINE_MESSAGES and sum(len(m.content) for m in messages) <= INLINE_CHARS:
+            return self.build_request(messages, tools, params)
+        return await asyncio.to_thread(encoded, lambda: self.build_request(messages, tools, params))
 
     def unreachable_hint(self) -> str:
         """What to do when this backend's server cannot be reached."""

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -49,12 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie` console script."""
     rest = sys.argv[1:] if argv is None else argv
+    if rest[:1] == ["acp"]:
+        # An editor spawns `ollie acp` and waits for its first chunk: exec at once (ollie_acp parses its own
+        # options: --agent, --backend, --model, --log-file, --version), before this module imports anything more.
+        os.execv(sys.executable, [sys.executable, "-m", ACP_MODULE, *rest[1:]])
     if rest[:1] == ["store"]:
         from ollie.cli.store import main as store_main
 
         return store_main(rest[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
+        import subprocess
+
         return subprocess.call([sys.executable, "-m", DEMO_MODULE])
     if args.command == "acp":
         return _exec_acp(args)
@@ -80,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"ollie: {problem}", file=sys.stderr)
             return 2
+    import asyncio
+
     from ollie.cli.terminal import RunOptions, run_interactive, run_once
     from ollie.errors import OllieError
     from ollie.sessions.errors import LiveElsewhereError

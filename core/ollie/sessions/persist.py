@@ -412,6 +412,19 @@ def _record(line: bytes) -> Any:
     return record if stop == len(text) else json.loads(text)
 
 
+def _all_records(lines: list[bytes]) -> list[Any] | None:
+    """Every line's record from one json.loads of them all (a resume's floor); None when one is unreadable.
+
+    Then the lines are read one by one, which finds which (a garbled last round is dropped, else an error).
+    """
+    try:
+        records = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        return None
+    # A line holding two values ("{...},{...}") would shift every later one: each must be one record.
+    return records if len(records) == len(lines) else None
+
+
 def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
     """Apply the records up to the last complete commit: (messages, meta, commit offset, overhead)."""
     with _cyclic_gc_paused():
@@ -427,13 +440,14 @@ def _parse_records(data: bytes, path: Path) -> tuple[list[Message], dict[str, An
     pos = 0
     lines = data.split(b"\n")
     last_index = len(lines) - 1
+    decoded = _all_records(lines[:last_index])
     for index, line in enumerate(lines):
         end = pos + len(line) + 1
         if index == last_index:
             # No newline after it: a torn write (or nothing at all).
             break
         try:
-            record = _record(line)
+            record = decoded[index] if decoded is not None else _record(line)
             kind = record["t"]
         except (ValueError, TypeError, KeyError):
             if index == last_index - 1:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import re
 import uuid
 from dataclasses import dataclass, field, fields, replace
@@ -95,6 +94,8 @@ def os_user() -> str:
 
     if named := setting(USER_VAR):
         return named
+    import getpass  # (and termios) only when OLLIE_USER does not say
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -34,6 +34,13 @@ def _session_ref(session_id: str) -> str:
     return f"refs/ollie/sessions/{part}/"
 
 
+def turn_ref(session_id: str, turn: int) -> str:
+    """The ref that logs the state before `turn` of `session_id`."""
+    if turn < 0:
+        raise ValueError(f"turn must be >= 0, got {turn}")
+    return f"{_session_ref(session_id)}{turn:08d}"
+
+
 def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
     """(text, binary) of a blob: binary when it is a symlink, has a NUL near the start or is not UTF-8."""
     if data is None:
@@ -247,20 +254,31 @@ class Checkpoints:
 
     async def record_turn(self, session_id: str, turn: int, checkpoint: str) -> Turn:
         """Log `checkpoint` as the state before `turn` of `session_id` (a ref in the shadow repository)."""
-        if turn < 0:
-            raise ValueError(f"turn must be >= 0, got {turn}")
-        await self._ensure()
-        await self.git.run("update-ref", f"{_session_ref(session_id)}{turn:08d}", checkpoint)
+        await self.record_turns([(session_id, turn, checkpoint)])
         return Turn(session_id=session_id, turn=turn, checkpoint=checkpoint)
+
+    async def record_turns(self, records: list[tuple[str, int, str]]) -> None:
+        """Log each (session, turn, checkpoint) as `record_turn` does, all in one `update-ref --stdin` (one process)."""
+        lines = [f"update {turn_ref(session_id, turn)} {checkpoint}\n" for session_id, turn, checkpoint in records]
+        if not lines:
+            return
+        await self._ensure()
+        await self.git.run("update-ref", "--stdin", stdin="".join(lines).encode())
 
     async def delete_ref(self, ref: str) -> None:
         """Delete `ref` of the shadow repository; no git call when it cannot exist (no loose file, none packed)."""
-        await self._ensure()
+        await self.delete_refs([ref])
+
+    async def delete_refs(self, refs: list[str]) -> None:
+        """Delete those of `refs` that may exist, in one git call; none (and no scan) when none can."""
         git_dir = self.git.git_dir
         # Auto gc is off, so refs are only packed if someone ran pack-refs: then ask git.
-        if not (git_dir / ref).exists() and not (git_dir / "packed-refs").exists():
+        packed = (git_dir / "packed-refs").exists()
+        present = [ref for ref in refs if packed or (git_dir / ref).exists()]
+        if not present:
             return
-        await self.git.run("update-ref", "-d", ref)
+        await self._ensure()
+        await self.git.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in present).encode())
 
     async def begin_turn(self, session_id: str, turn: int) -> Turn:
         """Snapshot the work tree and log it as the state before `turn`."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
-
 from ollie.workspace.types import FileChange, Hunk
 
 
 def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
     """The changed regions between `old` and `new`, each its own hunk (no context, so each undoes alone)."""
+    import difflib  # at the first diff, not in the daemon's start-up path
+
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     out: list[Hunk] = []

@@ -48,10 +48,25 @@ def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
     return None
 
 
+# A tree the walk refused (too many files, too slow to count), by (root, limit): every new session there would
+# walk it again for up to WALK_BUDGET_S before its first write step. Remembered for a while, then walked again
+# (the user may have cleaned it up).
+REFUSAL_TTL_S = 600.0
+_refused: dict[tuple[Path, int], tuple[float, str]] = {}
+
+
 async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES, budget_s: float = WALK_BUDGET_S) -> None:
-    """Raise CheckpointUnavailable when `root` is not a project we may checkpoint."""
+    """Raise CheckpointUnavailable when `root` is not a project we may checkpoint (a walk's refusal is remembered)."""
     reason = _refused_location(root)
     if reason is None:
+        key = (root, max_files)
+        remembered = _refused.get(key)
+        if remembered is not None and time.monotonic() - remembered[0] < REFUSAL_TTL_S:
+            raise CheckpointUnavailable(remembered[1])
         reason = await asyncio.to_thread(_count_files, root, max_files, budget_s)
+        if reason is None:
+            _refused.pop(key, None)
+        else:
+            _refused[key] = (time.monotonic(), reason)
     if reason is not None:
         raise CheckpointUnavailable(reason)

@@ -11,9 +11,10 @@ normalised: every reader sees the same path.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 FILE_TOOLS = frozenset({"file_read", "file_write", "file_edit"})
 
@@ -22,17 +23,24 @@ class FileArgsError(ValueError):
     """The arguments do not fit the file tool's grammar."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]  # raise, never exit the daemon
-        raise FileArgsError(f"{self.prog}: {message}")
+@functools.cache
+def _parser_class() -> type[Any]:
+    """An ArgumentParser that raises instead of exiting (argparse is imported at the first file call, not at start)."""
+    import argparse
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]  # --help
-        raise FileArgsError(f"{self.prog}: {(message or 'no help here').strip()}")
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]  # raise, never exit the daemon
+            raise FileArgsError(f"{self.prog}: {message}")
+
+        def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]  # --help
+            raise FileArgsError(f"{self.prog}: {(message or 'no help here').strip()}")
+
+    return _Parser
 
 
-def _grammar(tool: str) -> _Parser:
+def _grammar(tool: str) -> Any:
     """The same arguments as tools/<tool> declares."""
-    p = _Parser(prog=tool, add_help=False)
+    p = _parser_class()(prog=tool, add_help=False)
     p.add_argument("path")
     if tool == "file_read":
         p.add_argument("--offset", type=int, default=1)

@@ -1,0 +1,84 @@
+"""JSON encoded off the event loop in pieces short enough that the loop gets the GIL (request bodies, long answers).
+
+A request carries the whole history: at 100,000 messages, building the wire
+dicts and one `json.dumps` of them held the daemon's one event loop for most of
+a second (every session froze). `encoded_body` runs in a worker thread and
+encodes the body a piece at a time (each list element, each long string in
+slices), so the thread gives the GIL up between pieces (the daemon's switch
+interval is 1 ms) instead of holding it through one C call over everything.
+The bytes are those of one `json.dumps` with the client's options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+# One C call over at most this many characters holds the GIL ~1 ms.
+_SLICE = 256 * 1024
+# Fewer messages than this, and less text: encoded on the loop (a thread hop would cost more than it saves).
+INLINE_MESSAGES = 256
+INLINE_CHARS = 256 * 1024
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+class EncodedBody(dict[str, Any]):
+    """A request body (still a dict, as the backends read it) with its JSON bytes made already."""
+
+    encoded: bytes = b""
+
+
+def _leaf(value: Any) -> bool:
+    """Whether `value` is no container and no long string."""
+    if isinstance(value, str):
+        return len(value) <= _SLICE
+    return not isinstance(value, (dict, list, tuple))
+
+
+def _small(value: Any) -> bool:
+    """Whether one C call encodes `value` quickly: a leaf, or a dict of leaves (a message without calls)."""
+    if isinstance(value, dict):
+        return all(type(k) is str for k in value) and all(_leaf(v) for v in value.values())
+    return _leaf(value)
+
+
+def _pieces(value: Any, out: list[bytes]) -> None:
+    """Append `value`'s JSON to `out`, a short C call at a time."""
+    if _small(value):
+        out.append(_dumps(value).encode())
+    elif isinstance(value, str):
+        out.append(b'"')
+        for start in range(0, len(value), _SLICE):  # escaping is per character: slices encode alike
+            out.append(_dumps(value[start:start + _SLICE])[1:-1].encode())
+        out.append(b'"')
+    elif isinstance(value, dict):
+        if not all(type(k) is str for k in value):
+            out.append(_dumps(value).encode())  # json's own key coercion; never in a request body
+            return
+        out.append(b"{")
+        for index, (key, item) in enumerate(value.items()):
+            out.append((b"," if index else b"") + _dumps(key).encode() + b":")
+            _pieces(item, out)
+        out.append(b"}")
+    else:
+        out.append(b"[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(b",")
+            _pieces(item, out)
+        out.append(b"]")
+
+
+def encode_json(value: Any) -> bytes:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()`, in pieces."""
+    out: list[bytes] = []
+    _pieces(value, out)
+    return b"".join(out)
+
+
+def encoded(build: Callable[[], dict[str, Any]]) -> EncodedBody:
+    """The body `build` makes, with its JSON bytes (run it in a worker thread)."""
+    body = EncodedBody(build())
+    body.encoded = encode_json(body)
+    return body

@@ -1,0 +1,67 @@
+"""A long history's request body is built and encoded off the event loop, byte for byte as one json.dumps."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from ollie.backend.types import Message, ToolCall
+from ollie.jsonpieces import INLINE_MESSAGES, encode_json
+from ollie.testing import Reply
+
+from .conftest import FORMATS, READ_TOOL, collect
+
+LONG = "é\"\\\n\u2028😀 a line of text " * 40_000  # over one encoding slice
+
+
+def _reference(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@pytest.mark.parametrize("value", [
+    {"model": "m", "messages": [{"role": "user", "content": "hi"}] * 500, "stream": True, "temperature": 0.5},
+    {"messages": [{"role": "tool", "content": LONG, "tool_calls": [{"id": "1", "arguments": LONG}]}], "n": None},
+    [LONG, [LONG, {"k": (1, 2.5, False)}]], LONG, {}, [], "", 0,
+], ids=["many messages", "long strings", "nested", "one long string", "empty dict", "empty list", "empty", "int"])
+def test_encoded_in_pieces_is_byte_for_byte_one_dumps(value):
+    assert encode_json(value) == _reference(value)
+
+
+def test_nan_is_refused_as_json_dumps_refuses_it():
+    with pytest.raises(ValueError):
+        encode_json({"messages": [{"x": float("nan")}] * 300})
+
+
+def _history(count: int) -> list[Message]:
+    out = [Message("system", "You are terse.")]
+    for i in range(count // 2):
+        out.append(Message("assistant", "", tool_calls=[ToolCall(f"c{i}", "file_read", '{"path": "a.txt"}')]))
+        out.append(Message("tool", f"result {i} ü", tool_call_id=f"c{i}", name="file_read"))
+    out.append(Message("user", "and now?"))
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_long_history_is_built_off_the_loop_and_sent_unchanged(connect, fmt, monkeypatch):
+    srv, backend = connect(fmt)
+    loop_thread = threading.current_thread()
+    built_in: list[threading.Thread] = []
+    build = type(backend).build_request
+
+    def spy(self: Any, *args: Any) -> dict[str, Any]:
+        built_in.append(threading.current_thread())
+        return build(self, *args)
+
+    monkeypatch.setattr(type(backend), "build_request", spy)
+    long, short = _history(INLINE_MESSAGES * 4), _history(4)
+    for history in (long, short):
+        srv.script(Reply.text("ok"))
+        await collect(backend, history, [READ_TOOL])
+    assert built_in[0] is not loop_thread  # the long one: in a worker thread
+    assert built_in[1] is loop_thread  # a short one stays inline (a thread hop would cost more)
+    for request, history in zip(srv.chat_requests, (long, short), strict=True):
+        assert request.raw == _reference(request.body)  # the bytes one json.dumps makes
+        assert json.dumps(request.body).count("result ") == (len(history) - 2) // 2
