@@ -37,6 +37,7 @@ MODULES_ALLOWED = {
 }
 # Single functions, each for a path that is not the workspace's content.
 ALLOWED = {
+    ("core/ollie/workspace/ignored.py", "_user_text"): "the user's own global git excludes file (their config dir, not the workspace)",
     ("ollie_lsp/lifecycle.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
