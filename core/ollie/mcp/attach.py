@@ -1,0 +1,45 @@
+"""Wiring MCP into a session: the user's servers at the start, a front end's (ACP session/new) later."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ollie.errors import ConfigError
+from ollie.mcp.config import ServerSpec, config_file, load_user_servers
+from ollie.tools.dispatcher import Dispatcher
+
+
+def host_of(dispatcher: Dispatcher):  # noqa: ANN201 - McpHost, imported only when a server is configured
+    """The session's MCP host, or None when it has no MCP server."""
+    from ollie.mcp.host import SERVER_NAME
+
+    return dispatcher.get_server(SERVER_NAME)
+
+
+async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
+                 wait: float | None = None):  # noqa: ANN201
+    """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
+    from ollie.mcp.host import FIRST_LIST_WAIT_S, SERVER_NAME, McpHost
+
+    host = dispatcher.get_server(SERVER_NAME)
+    if not isinstance(host, McpHost):
+        network_from = sandbox if sandbox and sandbox != "none" else "default"
+        host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
+        dispatcher.add_server(SERVER_NAME, host)
+    await host.add(specs, wait=FIRST_LIST_WAIT_S if wait is None else wait)
+    return host
+
+
+async def attach_user_servers(dispatcher: Dispatcher, *, cwd: Path, sandbox: str, warnings: list[str]) -> None:
+    """Start the servers of the user's mcp.json (nothing, and no MCP import, when it has none)."""
+    if not config_file().is_file():
+        return
+    try:
+        specs = load_user_servers()
+    except ConfigError as exc:
+        warnings.append(f"MCP servers not started: {exc}")
+        return
+    if specs:
+        await attach(dispatcher, specs, cwd=cwd, sandbox=sandbox)
