@@ -213,6 +213,8 @@ COMMANDS: dict[str, Command] = {
     "cwd": Command("/cwd [path]", "show or change the working directory", cmd_cwd),
     "skills": Command("/skills", "list available skills", info.cmd_skills),
     "tools": Command("/tools", "list the tools the model is offered", info.cmd_tools),
+    "mcp": Command("/mcp", "MCP servers: state, tools, prompts (/mcp:<server>:<prompt> runs a prompt)",
+                   info.cmd_mcp),
     "sp": Command("/sp", "show the rendered system prompt", info.cmd_sp),
     "i": Command("/i <prompt>", "inject text into the running turn", cmd_inject),
     "irw": Command("/irw <prompt>", "replace pending injects with this text", cmd_inject_rewrite),

@@ -5,21 +5,26 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie.errors import ConfigError
 from ollie.mcp.config import ServerSpec, config_file, load_user_servers
 from ollie.tools.dispatcher import Dispatcher
 
+if TYPE_CHECKING:
+    from ollie.mcp.host import McpHost
 
-def host_of(dispatcher: Dispatcher):  # noqa: ANN201 - McpHost, imported only when a server is configured
+
+def host_of(dispatcher: Dispatcher) -> McpHost | None:
     """The session's MCP host, or None when it has no MCP server."""
-    from ollie.mcp.host import SERVER_NAME
+    from ollie.mcp.host import SERVER_NAME, McpHost
 
-    return dispatcher.get_server(SERVER_NAME)
+    host = dispatcher.get_server(SERVER_NAME)
+    return host if isinstance(host, McpHost) else None
 
 
 async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
-                 wait: float | None = None):  # noqa: ANN201
+                 wait: float | None = None) -> McpHost:
     """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
     from ollie.mcp.host import FIRST_LIST_WAIT_S, SERVER_NAME, McpHost
 

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -191,7 +191,7 @@ class McpServer:
             self.error = exited + (f": {tail()}" if tail() else "")
 
     @contextlib.asynccontextmanager
-    async def _transport(self) -> Any:
+    async def _transport(self) -> AsyncIterator[Any]:
         if self.spec.url:
             from mcp.client.streamable_http import streamablehttp_client
 

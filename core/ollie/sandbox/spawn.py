@@ -309,7 +309,6 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         for fd in child_fds:
             os.close(fd)
     if stdin_pipe:
-        os.set_inheritable(stdin_w, False)
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w)
     writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None and stdin is not None else None
