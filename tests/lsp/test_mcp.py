@@ -12,6 +12,7 @@ import pytest
 from lsprotocol import types
 
 from ollie.testing import Reply
+
 from .conftest import Daemon
 
 SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
