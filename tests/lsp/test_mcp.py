@@ -14,6 +14,7 @@ from lsprotocol import types
 from ollie.testing import Reply
 
 from .conftest import Daemon
+from .test_cli import run_ollie
 
 SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
 pytestmark = pytest.mark.timeout(180)
@@ -153,3 +154,12 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     daemon = await start_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
     assert f"{file}: mcpServers.t.args: expected an array of strings" in shown
+
+
+def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
+    proc = run_ollie(["-p", "add them", "--cwd", str(tmp_path)], env=llm.env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("▸ t: add\n  42\n"), proc.stdout
+    assert proc.stdout.rstrip().endswith("it is 42")
