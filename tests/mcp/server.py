@@ -114,4 +114,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         while True:
             os.write(1, b"y" * 65536)
 
-app.run("stdio")
+if len(sys.argv) > 2 and sys.argv[1] == "http":  # streamable HTTP on 127.0.0.1:PORT/mcp
+    app.settings.port = int(sys.argv[2])
+    app.run("streamable-http")
+else:
+    app.run("stdio")

@@ -193,10 +193,13 @@ class McpServer:
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
         if self.spec.url:
-            from mcp.client.streamable_http import streamablehttp_client
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
 
             stop = asyncio.Event()  # an HTTP server has no process to wait for: it serves until closed
-            async with streamablehttp_client(self.spec.url, headers=dict(self.spec.headers)) as (read, write, _):
+            timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
+            async with (httpx.AsyncClient(headers=dict(self.spec.headers), timeout=timeout) as http,
+                        streamable_http_client(self.spec.url, http_client=http) as (read, write, _)):
                 yield read, write, stop.wait, lambda: ""
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
