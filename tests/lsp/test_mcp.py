@@ -153,7 +153,7 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     file = configure(_private_dirs, {"t": {"command": "x", "args": "not-a-list"}})
     daemon = await start_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
-    assert f"{file}: mcpServers.t.args: expected an array of strings" in shown
+    assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
 
 
 def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
@@ -163,3 +163,18 @@ def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("▸ t: add\n  42\n"), proc.stdout
     assert proc.stdout.rstrip().endswith("it is 42")
+
+
+async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server(), "kept": test_server()})
+    agents = _private_dirs / "config" / "ollie" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "narrow.json").write_text(json.dumps({"mcpServers": {"t": {"disabled": True}, "own": test_server()}}))
+    (agents / "broken.json").write_text(json.dumps({"mcpServers": {"x": {"command": ""}}}))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert "agent: narrow" in await submit(daemon, "/agent narrow")
+    servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert sorted(s["name"] for s in servers) == ["kept", "own"]
+    refused = await submit(daemon, "/agent broken")
+    assert "broken.json" in refused and "mcpServers.x.command" in refused

@@ -9,7 +9,7 @@ from ollie.agent.runtime import Runtime, build_runtime
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.config import AgentConfig
-from ollie.mcp.attach import attach_user_servers
+from ollie.mcp.attach import attach_configured
 from ollie.tools.dispatcher import Dispatcher
 
 BackendFactory = Callable[[str | None, str | None], Backend]
@@ -37,7 +37,7 @@ async def build_agent_runtime(
     dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
     try:
         warnings: list[str] = []
-        await attach_user_servers(dispatcher, cwd=cwd, sandbox=cfg.sandbox, warnings=warnings)
+        await attach_configured(dispatcher, cfg, cwd=cwd, warnings=warnings)
         runtime = await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id, defer_prompt=True)
         runtime.warnings.extend(warnings)
         return runtime

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie.config import AgentConfig
 from ollie.errors import ConfigError
-from ollie.mcp.config import ServerSpec, config_file, load_user_servers
+from ollie.mcp.config import ServerSpec, config_file, for_agent, load_user_servers
 from ollie.tools.dispatcher import Dispatcher
 
 if TYPE_CHECKING:
@@ -37,14 +38,15 @@ async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd
     return host
 
 
-async def attach_user_servers(dispatcher: Dispatcher, *, cwd: Path, sandbox: str, warnings: list[str]) -> None:
-    """Start the servers of the user's mcp.json (nothing, and no MCP import, when it has none)."""
-    if not config_file().is_file():
+async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path, warnings: list[str]) -> None:
+    """Start the servers of the user's mcp.json and the agent's `mcpServers` (none: no MCP import at all)."""
+    if not cfg.mcp_servers and not config_file().is_file():
         return
     try:
-        specs = load_user_servers()
+        user = load_user_servers()
     except ConfigError as exc:
-        warnings.append(f"MCP servers not started: {exc}")
-        return
+        warnings.append(f"MCP servers of mcp.json not started: {exc}")
+        user = {}
+    specs = for_agent(user, cfg.mcp_servers, "agent config")
     if specs:
-        await attach(dispatcher, specs, cwd=cwd, sandbox=sandbox)
+        await attach(dispatcher, specs, cwd=cwd, sandbox=cfg.sandbox)

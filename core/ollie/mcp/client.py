@@ -111,6 +111,8 @@ class McpServer:
         self._notify, self._changed = notify, changed
         self._sandboxed = sandboxed
         self._session: Any = None
+        # Set when the current connection ended (a call in flight then fails rather than wait).
+        self._gone = asyncio.Event()
         self._ready = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -171,6 +173,13 @@ class McpServer:
     async def _connect_and_serve(self) -> None:
         from mcp import ClientSession
 
+        self._gone = asyncio.Event()
+        try:
+            await self._serve(ClientSession)
+        finally:
+            self._gone.set()
+
+    async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
         async with self._transport() as (read, write, done, tail):
             status: Any = None
             try:
@@ -248,14 +257,31 @@ class McpServer:
         session = self._session
         if session is None or self.state != "ready":
             return f"MCP server {self.spec.name!r} is not ready ({self.state}{': ' + self.error if self.error else ''})", True
-        request_id = session._request_id  # the id call_tool's request takes (assigned before its first await)
+        ids: list[Any] = []
+
+        async def run() -> Any:
+            ids.append(session._request_id)  # the id call_tool's request takes (assigned before its first await)
+            return await session.call_tool(tool.remote, args)
+
+        # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
+        task, gone = asyncio.ensure_future(run()), asyncio.ensure_future(self._gone.wait())
         try:
-            result = await session.call_tool(tool.remote, args)
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(session.send_notification(types.ClientNotification(types.CancelledNotification(
-                    params=types.CancelledNotificationParams(requestId=request_id, reason="interrupted by the user")))))
+            task.cancel()
+            if ids and self._session is session:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(session.send_notification(types.ClientNotification(
+                        types.CancelledNotification(params=types.CancelledNotificationParams(
+                            requestId=ids[0], reason="interrupted by the user")))))
             raise
+        finally:
+            gone.cancel()
+        if not task.done():
+            task.cancel()
+            return f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})", True
+        try:
+            result = task.result()
         except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
             return f"MCP server {self.spec.name!r}: {_why(exc)}", True
         return result_text(result), bool(result.isError)

@@ -310,7 +310,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             os.close(fd)
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
-                                stdin_fd=stdin_w)
+                                stdin_fd=stdin_w, report=report)
     writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None and stdin is not None else None
     return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                             stdin_writer=writer, report=report)
