@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ollie import paths
+from ollie import beneath, paths
 from ollie.mcp.config import ServerSpec
 from ollie.sandbox import Policy, SandboxedProcess, load_policy, spawn_sandboxed
 from ollie.tools.execute.protect import protect
@@ -52,10 +52,12 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
         return []
     bin_dir = Path(os.path.abspath(found)).parent
     root = bin_dir.parent
-    if not (root / "pyvenv.cfg").is_file():
+    try:  # through the chokepoint: the program may live in a workspace (a FIFO there must not block a thread)
+        cfg = beneath.read_text_sync(root, "pyvenv.cfg", limit=64 * 1024, errors="replace")
+    except OSError:
         return [bin_dir]
     # A virtualenv runs its base interpreter (pyvenv.cfg's `home`, its bin dir): that installation too.
-    for line in (root / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in cfg.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "home" and os.path.isabs(value.strip()):
             return [root, Path(value.strip()).parent]
