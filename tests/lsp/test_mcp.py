@@ -178,3 +178,27 @@ async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _priv
     assert sorted(s["name"] for s in servers) == ["kept", "own"]
     refused = await submit(daemon, "/agent broken")
     assert "broken.json" in refused and "mcpServers.x.command" in refused
+
+
+async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(start_daemon, llm, _private_dirs,
+                                                                                 tmp_path):
+    ws = tmp_path / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": {"type": "stdio", **test_server()}}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    shown = await submit(daemon, "/mcp")
+    assert "planted" in shown and "/mcp allow planted" in shown
+    (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert entry["state"] == "needs approval"
+    assert not state_dir(_private_dirs, "planted").exists()  # never spawned
+    assert "allowed MCP server 'planted'" in await submit(daemon, "/mcp allow planted")
+    await wait_state(daemon, "planted", "ready")
+    # Remembered for this workspace: a new session starts it without asking.
+    new = await daemon.request("ollie/session/new", {})
+    listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
+    assert [s["name"] for s in listed] == ["planted"] and listed[0]["state"] != "needs approval"
+    # A changed entry is a new server: asked again.
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": test_server("hostile")}}))
+    other = await daemon.request("ollie/session/new", {})
+    (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
+    assert again["state"] == "needs approval"

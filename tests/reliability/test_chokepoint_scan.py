@@ -70,6 +70,8 @@ ALLOWED = {
     ("core/ollie/tools/execute/runner.py", "Runner.drop_scratch"): "a call's scratch dir",
     ("core/ollie/mcp/config.py", "load_user_servers"): "the user's mcp.json in ollie's config dir",
     ("core/ollie/mcp/attach.py", "attach_configured"): "the user's mcp.json in ollie's config dir",
+    ("core/ollie/mcp/workspace.py", "allowed_keys"): "the allowed workspace servers, in ollie's state dir",
+    ("core/ollie/mcp/workspace.py", "remember"): "the allowed workspace servers, in ollie's state dir",
     ("core/ollie/mcp/stdio.py", "_installation"): "the server's program on PATH, stat only (it runs sandboxed)",
     ("core/ollie/mcp/stdio.py", "server_policy"): "paths the user's server config names, existence only (granted read)",
     ("core/ollie/mcp/stdio.py", "spawn_server.prepare"): "the server's own dir in ollie's state dir",

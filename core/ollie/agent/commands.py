@@ -213,7 +213,7 @@ COMMANDS: dict[str, Command] = {
     "cwd": Command("/cwd [path]", "show or change the working directory", cmd_cwd),
     "skills": Command("/skills", "list available skills", info.cmd_skills),
     "tools": Command("/tools", "list the tools the model is offered", info.cmd_tools),
-    "mcp": Command("/mcp", "MCP servers: state, tools, prompts (/mcp:<server>:<prompt> runs a prompt)",
+    "mcp": Command("/mcp [allow <server>]", "MCP servers: state, tools, prompts; allow a workspace's server",
                    info.cmd_mcp),
     "sp": Command("/sp", "show the rendered system prompt", info.cmd_sp),
     "i": Command("/i <prompt>", "inject text into the running turn", cmd_inject),

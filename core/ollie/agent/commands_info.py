@@ -250,7 +250,12 @@ async def cmd_tools(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_mcp(core: CommandTarget, arg: str) -> str:
-    """The session's MCP servers: state (starting, ready, failed with why), tools and prompts."""
+    """The session's MCP servers: state (starting, ready, failed with why), tools and prompts; `allow NAME`."""
+    verb, _, name = arg.partition(" ")
+    if verb == "allow" and name.strip():
+        return await core.mcp_allow(name.strip())
+    if arg:
+        raise CommandUsageError(f"/mcp takes nothing or `allow <server>` (got {arg!r})")
     servers = core.mcp_status()
     problems = [f"warning: {w}" for w in core.setup_warnings if w.startswith("MCP")]
     if not servers:

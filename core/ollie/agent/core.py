@@ -31,7 +31,7 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
-from ollie.mcp.attach import attach, host_of
+from ollie.mcp.attach import allow, attach, host_of
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
@@ -460,6 +460,12 @@ class Core:
         await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
         self._wire_mcp()
         refresh_tools(self.runtime)
+
+    async def mcp_allow(self, name: str) -> str:
+        """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
+        text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
+        refresh_tools(self.runtime)
+        return text
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from ollie.config import AgentConfig
 from ollie.errors import ConfigError
 from ollie.mcp.config import ServerSpec, config_file, for_agent, load_user_servers
+from ollie.mcp.workspace import allowed_keys, approval_key, read_workspace_servers, remember
 from ollie.tools.dispatcher import Dispatcher
 
 if TYPE_CHECKING:
@@ -39,14 +41,43 @@ async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd
 
 
 async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path, warnings: list[str]) -> None:
-    """Start the servers of the user's mcp.json and the agent's `mcpServers` (none: no MCP import at all)."""
-    if not cfg.mcp_servers and not config_file().is_file():
-        return
-    try:
-        user = load_user_servers()
-    except ConfigError as exc:
-        warnings.append(f"MCP servers of mcp.json not started: {exc}")
-        user = {}
+    """Start the servers of mcp.json and the agent's `mcpServers`; the workspace's own only where the user allowed."""
+    user: dict[str, ServerSpec] = {}
+    if config_file().is_file():
+        try:
+            user = load_user_servers()
+        except ConfigError as exc:
+            warnings.append(f"MCP servers of mcp.json not started: {exc}")
     specs = for_agent(user, cfg.mcp_servers, "agent config")
-    if specs:
-        await attach(dispatcher, specs, cwd=cwd, sandbox=cfg.sandbox)
+    found, allowed = await asyncio.to_thread(_workspace, cwd, warnings)
+    theirs = {name: spec for name, spec in found.items() if name not in specs}
+    if not specs and not theirs:
+        return
+    start = {**specs, **{n: s for n, s in theirs.items() if approval_key(cwd, s) in allowed}}
+    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox)
+    for name, spec in theirs.items():
+        if name not in start:
+            host.pending[name] = spec
+            warnings.append(f"MCP server {name!r} of {spec.source} ({_command(spec)}) was not started: "
+                            f"it is the workspace's; `/mcp allow {name}` starts it (remembered for this workspace)")
+
+
+def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], set[str]]:
+    found = read_workspace_servers(cwd, warnings)
+    return found, allowed_keys() if found else set()
+
+
+def _command(spec: ServerSpec) -> str:
+    return spec.url or " ".join([spec.command, *spec.args])[:200]
+
+
+async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
+    """Start workspace server `name` (the user's explicit approval) and remember it; what happened."""
+    host = host_of(dispatcher)
+    spec = host.pending.get(name) if host is not None else None
+    if host is None or spec is None:
+        raise ValueError(f"no workspace MCP server {name!r} waits for approval (see /mcp)")
+    await asyncio.to_thread(remember, approval_key(cwd, spec))
+    del host.pending[name]
+    await host.add({name: spec})
+    return f"allowed MCP server {name!r} of {spec.source} ({_command(spec)}) for this workspace"

@@ -25,6 +25,8 @@ class McpHost:
     def __init__(self, *, cwd: Path, environ: Mapping[str, str], network_from: str, sandboxed: bool = True) -> None:
         self._cwd, self._environ, self._network, self._sandboxed = cwd, environ, network_from, sandboxed
         self.servers: dict[str, McpServer] = {}
+        # The workspace's own servers the user has not allowed yet (ollie.mcp.workspace): listed, never started.
+        self.pending: dict[str, ServerSpec] = {}
         # Set by the session: told of a server that failed or restarted; called when the tool list changed.
         self.notify: Callable[[str], None] = lambda text: None
         self.on_change: Callable[[], None] = lambda: None
@@ -82,7 +84,10 @@ class McpHost:
 
     def status(self) -> list[dict[str, Any]]:
         """`ollie/mcp/list`: each server, its state and tools."""
-        return [s.status() for s in self.servers.values()]
+        waiting = [{"name": name, "transport": spec.transport, "source": spec.source, "state": "needs approval",
+                    "error": f"the workspace's; /mcp allow {name} starts it", "restarts": 0, "tools": [],
+                    "prompts": []} for name, spec in self.pending.items()]
+        return [s.status() for s in self.servers.values()] + waiting
 
     def prompt_owner(self, server: str, prompt: str) -> McpServer | None:
         """The server offering prompt `prompt` as `server`."""
