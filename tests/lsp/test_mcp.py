@@ -138,15 +138,20 @@ async def test_interrupt_cancels_the_call_on_the_server(start_daemon, llm, _priv
 
 async def test_mcp_command_and_prompts_as_slash_commands(start_daemon, llm, _private_dirs):
     configure(_private_dirs, {"t": test_server()})
-    llm.script(Reply.text("reviewed"))
+    llm.script(Reply.text("reviewed"), Reply.text("read it"))
     daemon = await start_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     shown = await submit(daemon, "/mcp")
     assert "t (stdio): ready" in shown and "mcp__t__add [read]" in shown and "/mcp:t:review path=..." in shown
+    assert "/mcp add t note://readme" in shown
     assert await submit(daemon, "/mcp:t:review src/a.py") == "reviewed"
     assert llm.chat_requests[-1].body["messages"][-1]["content"].endswith("Please review src/a.py carefully.")
     missing = await submit(daemon, "/mcp:t:nope")
     assert "no MCP prompt 'nope' on server 't'" in missing
+    # A resource added as context reaches the model with the next prompt.
+    assert "added note://readme of t" in await submit(daemon, "/mcp add t note://readme")
+    assert await submit(daemon, "what does it say?") == "read it"
+    assert "the readme of the test server" in json.dumps(llm.chat_requests[-1].body["messages"])
 
 
 async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_dirs):

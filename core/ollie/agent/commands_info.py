@@ -251,11 +251,13 @@ async def cmd_tools(core: CommandTarget, arg: str) -> str:
 
 async def cmd_mcp(core: CommandTarget, arg: str) -> str:
     """The session's MCP servers: state (starting, ready, failed with why), tools and prompts; `allow NAME`."""
-    verb, _, name = arg.partition(" ")
-    if verb == "allow" and name.strip():
-        return await core.mcp_allow(name.strip())
+    words = arg.split()
+    if words[:1] == ["allow"] and len(words) == 2:
+        return await core.mcp_allow(words[1])
+    if words[:1] == ["add"] and len(words) == 3:
+        return await core.mcp_add_resource(words[1], words[2])
     if arg:
-        raise CommandUsageError(f"/mcp takes nothing or `allow <server>` (got {arg!r})")
+        raise CommandUsageError(f"/mcp takes nothing, `allow <server>` or `add <server> <uri>` (got {arg!r})")
     servers = core.mcp_status()
     problems = [f"warning: {w}" for w in core.setup_warnings if w.startswith("MCP")]
     if not servers:
@@ -271,6 +273,8 @@ async def cmd_mcp(core: CommandTarget, arg: str) -> str:
         for prompt in s["prompts"]:
             args = "".join(f" {a}=..." for a in prompt["arguments"])
             lines.append(f"    /mcp:{s['name']}:{prompt['name']}{args}")
+        for resource in s["resources"]:
+            lines.append(f"    /mcp add {s['name']} {resource['uri']}" + (f" — {resource['name']}" if resource["name"] else ""))
     return "\n".join([*problems, f"MCP servers ({len(servers)}):", *lines])
 
 

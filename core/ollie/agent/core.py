@@ -31,7 +31,7 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
-from ollie.mcp.attach import allow, attach, host_of
+from ollie.mcp.attach import allow, attach, host_of, resource_note
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
@@ -466,6 +466,12 @@ class Core:
         text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
         refresh_tools(self.runtime)
         return text
+
+    async def mcp_add_resource(self, server: str, uri: str) -> str:
+        """Add MCP resource `uri` of `server` as context for the next prompt; what was added."""
+        note = await resource_note(self.runtime.dispatcher, server, uri)
+        self._inbox.add_note(note)
+        return f"added {uri} of {server} ({len(note)} characters) as context for the next prompt"
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""

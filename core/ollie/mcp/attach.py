@@ -81,3 +81,13 @@ async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
     del host.pending[name]
     await host.add({name: spec})
     return f"allowed MCP server {name!r} of {spec.source} ({_command(spec)}) for this workspace"
+
+
+async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:
+    """Resource `uri` of `server` as a context note for the next prompt; ValueError when there is none."""
+    host = host_of(dispatcher)
+    found = host.servers.get(server) if host is not None else None
+    if found is None:
+        raise ValueError(f"no MCP server {server!r} (see /mcp)")
+    text = await found.read_resource(uri)
+    return f"[MCP resource {uri} of server {server}]\n{text}"

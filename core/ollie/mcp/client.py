@@ -56,6 +56,18 @@ class McpPrompt:
     arguments: list[str] = field(default_factory=list)
 
 
+@dataclass
+class McpResource:
+    """A resource a server offers, to add as context (`/mcp add <server> <uri>`)."""
+
+    uri: str
+    name: str
+    description: str = ""
+
+
+MAX_LISTED = 500
+
+
 def tool_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, in the characters backends accept."""
     return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:MAX_TOOL_NAME]
@@ -106,6 +118,7 @@ class McpServer:
         self.error = ""
         self.tools: list[McpTool] = []
         self.prompts: list[McpPrompt] = []
+        self.resources: list[McpResource] = []
         self.restarts = 0
         self._cwd, self._environ, self._network = cwd, environ, network_from
         self._notify, self._changed = notify, changed
@@ -133,7 +146,8 @@ class McpServer:
                 "tools": [{"name": t.name, "tool": t.remote, "kind": t.kind, "description": t.description}
                           for t in self.tools],
                 "prompts": [{"name": p.name, "description": p.description, "arguments": p.arguments}
-                            for p in self.prompts]}
+                            for p in self.prompts],
+                "resources": [{"uri": r.uri, "name": r.name, "description": r.description} for r in self.resources]}
 
     async def _run(self) -> None:
         attempt = 0
@@ -152,7 +166,7 @@ class McpServer:
                 self._session = None
             if self._closing:
                 return
-            self.tools, self.prompts = [], []
+            self.tools, self.prompts, self.resources = [], [], []
             self._changed()
             if was_ready:
                 attempt = 0
@@ -235,7 +249,12 @@ class McpServer:
             listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
             prompts = [McpPrompt(p.name, (p.description or "")[:MAX_DESCRIPTION],
                                  [a.name for a in p.arguments or []]) for p in listed_prompts.prompts]
-        self.tools, self.prompts = tools, prompts
+        resources: list[McpResource] = []
+        if caps is not None and caps.resources is not None:
+            listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
+            resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
+                         for r in listed_resources.resources[:MAX_LISTED]]
+        self.tools, self.prompts, self.resources = tools[:MAX_LISTED], prompts[:MAX_LISTED], resources
 
     async def _on_message(self, message: Any) -> None:
         from mcp import types
@@ -295,6 +314,18 @@ class McpServer:
         texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
                  for m in result.messages]
         return "\n\n".join(t for t in texts if t)
+
+    async def read_resource(self, uri: str) -> str:
+        """The text of resource `uri` (a binary one named, not included), cut like a tool's result."""
+        from pydantic import AnyUrl
+
+        session = self._session
+        if session is None:
+            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
+        result = await asyncio.wait_for(session.read_resource(AnyUrl(uri)), CALL_TIMEOUT_S)
+        parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
+        text = "\n".join(parts)
+        return text[:MAX_RESULT_BYTES]
 
     async def aclose(self) -> None:
         """Stop the server (its processes die) and stop restarting it."""

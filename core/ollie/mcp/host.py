@@ -86,7 +86,7 @@ class McpHost:
         """`ollie/mcp/list`: each server, its state and tools."""
         waiting = [{"name": name, "transport": spec.transport, "source": spec.source, "state": "needs approval",
                     "error": f"the workspace's; /mcp allow {name} starts it", "restarts": 0, "tools": [],
-                    "prompts": []} for name, spec in self.pending.items()]
+                    "prompts": [], "resources": []} for name, spec in self.pending.items()]
         return [s.status() for s in self.servers.values()] + waiting
 
     def prompt_owner(self, server: str, prompt: str) -> McpServer | None:
