@@ -46,12 +46,14 @@ def server_env(spec: ServerSpec, home: Path, environ: Mapping[str, str]) -> dict
 
 
 def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
-    """What running `program` needs to read: its directory, and the whole virtualenv it lives in."""
+    """What running `program` needs to read: its directory, the whole virtualenv or node_modules it lives in."""
     found = shutil.which(program, path=env.get("PATH")) if "/" not in program else program
     if not found:
         return []
     bin_dir = Path(os.path.abspath(found)).parent
     root = bin_dir.parent
+    if bin_dir.name == ".bin" and root.name == "node_modules":  # an npm install: its packages beside it
+        return [root]
     try:  # through the chokepoint: the program may live in a workspace (a FIFO there must not block a thread)
         cfg = beneath.read_text_sync(root, "pyvenv.cfg", limit=64 * 1024, errors="replace")
     except OSError:
@@ -76,7 +78,7 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     if spec.cwd:
         named.append(Path(spec.cwd))
     policy = replace(base, network=network).extended(
-        ro=named, rox=_installation(spec.command, env), rw=[home])
+        ro=named, rox=_installation(spec.command, env), rwx=[home])
     protected, _ = protect(policy, home=Path.home())
     return protected
 
