@@ -207,3 +207,14 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(st
     other = await daemon.request("ollie/session/new", {})
     (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
     assert again["state"] == "needs approval"
+
+
+async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__grow", {})), Reply.tool_calls(("mcp__t__grown", {})), Reply.text("grew"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert await submit(daemon, "grow") == "grew"
+    offered = [[t["function"]["name"] for t in r.body["tools"]] for r in llm.chat_requests]
+    assert "mcp__t__grown" not in offered[0] and "mcp__t__grown" in offered[1]
+    assert tool_results(llm) == ["added", "grown up"]

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
 app = FastMCP("testsrv", log_level="ERROR")
@@ -52,6 +52,19 @@ def crash() -> str:
 def fails() -> str:
     """Raise an error."""
     raise ValueError("this tool always fails")
+
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool `grown` and tell the client (tools/list_changed)."""
+
+    def grown() -> str:
+        """A tool that came later."""
+        return "grown up"
+
+    app.add_tool(grown)
+    await ctx.session.send_tool_list_changed()
+    return "added"
 
 
 @app.resource("note://readme")

@@ -126,6 +126,9 @@ class McpServer:
         self._session: Any = None
         # Set when the current connection ended (a call in flight then fails rather than wait).
         self._gone = asyncio.Event()
+        # A tools/list after `tools/list_changed`, in flight: a call that caused it waits for it (the next
+        # request to the model then offers the new tools).
+        self._refreshing: asyncio.Future[None] | None = None
         self._ready = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -259,15 +262,21 @@ class McpServer:
     async def _on_message(self, message: Any) -> None:
         from mcp import types
 
-        root = getattr(message, "root", None)
-        if isinstance(root, types.ToolListChangedNotification | types.PromptListChangedNotification):
-            session = self._session
-            if session is not None:
-                try:
-                    await self._list(session)
-                except Exception as exc:  # noqa: BLE001 - the old list stays
-                    log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
-                self._changed()
+        changed = (types.ToolListChangedNotification, types.PromptListChangedNotification,
+                   types.ResourceListChangedNotification)
+        if isinstance(getattr(message, "root", None), changed):
+            # Not here: this runs in the SDK's reader, which must stay free to read the list's answer.
+            self._refreshing = asyncio.ensure_future(self._refresh())
+
+    async def _refresh(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            await self._list(session)
+        except Exception as exc:  # noqa: BLE001 - the old list stays
+            log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
+        self._changed()
 
     async def call(self, tool: McpTool, args: dict[str, Any]) -> tuple[str, bool]:
         """Call `tool`: (text, is_error). On cancel the server is told (`notifications/cancelled`)."""
@@ -303,6 +312,8 @@ class McpServer:
             result = task.result()
         except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
             return f"MCP server {self.spec.name!r}: {_why(exc)}", True
+        if self._refreshing is not None and not self._refreshing.done():
+            await asyncio.wait({self._refreshing}, timeout=START_TIMEOUT_S)
         return result_text(result), bool(result.isError)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
