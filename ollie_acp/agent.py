@@ -24,6 +24,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -49,6 +50,7 @@ from ollie.agent.core import Core
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
+from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.registry import Registry
@@ -103,6 +105,7 @@ class OllieAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
                                                          close=SessionCloseCapabilities()),
@@ -123,8 +126,11 @@ class OllieAgent:
     # --- sessions -----------------------------------------------------------------
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        """A new ollie session in `cwd`."""
+        """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
+        specs = _mcp_specs(mcp_servers)
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
+        if specs:
+            await live.core.add_mcp_servers(specs)
         response = NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
         self._announce_after_answer(live)
         return response
@@ -137,6 +143,7 @@ class OllieAgent:
         session then keeps; the directory it was saved with is not restored.
         """
         directory = _directory(cwd)
+        specs = _mcp_specs(mcp_servers)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
         try:
@@ -149,6 +156,8 @@ class OllieAgent:
         info = await self._registry_call(self._registry_get, session_id)
         live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "")
+        if specs:
+            await live.core.add_mcp_servers(specs)
         from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
 
         for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
@@ -324,6 +333,14 @@ class OllieAgent:
         # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's ollie/session/list.
         options = ListOptions(limit=LIST_PAGE + 1, offset=offset, exclude_unused=True)
         return self._get_registry().list(Scope(user_id=self._user), options)
+
+
+def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
+    """The MCP servers a client sent (session/new, session/load); -32602 naming the one that is malformed."""
+    try:
+        return from_acp(list(servers or []))
+    except ConfigError as exc:
+        raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 
 
 def _directory(cwd: str) -> Path:

@@ -199,6 +199,14 @@ async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"current": live.core.agent_name, "agents": agents}
 
 
+@method("ollie/mcp/list")
+async def mcp_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
+    """The session's MCP servers: name, transport, state (starting, ready, failed with why), tools, prompts."""
+    p = parse(SessionParams, raw)
+    live = await ls.table.get(p.session)
+    return {"servers": live.core.mcp_status()}
+
+
 @method("ollie/listCommands")
 async def list_commands(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The slash commands: name, usage, description, and whether they lose what the session holds."""

@@ -18,6 +18,7 @@ METHOD_NAMES = (
     "ollie/listModels",
     "ollie/listAgents",
     "ollie/listCommands",
+    "ollie/mcp/list",
     "ollie/setCwd",
     "ollie/setEnv",
     "ollie/setGenerationParams",

@@ -4,6 +4,7 @@ file and key."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -11,7 +12,7 @@ import attrs
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.shapes import Check, Invalid, expected, parse
+from ollie.shapes import Check, FieldPath, Invalid, expected, parse
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
 
@@ -92,6 +93,53 @@ class GenerationParams:
         return GenerationParams(**{**self.set_values(), **override.set_values()})
 
 
+# An MCP server's name becomes part of tool names (`mcp__<server>__<tool>`) and a directory name.
+MCP_SERVER_NAME = r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"
+
+
+@attrs.frozen
+class McpStdio:
+    """An MCP server run as a program speaking JSON-RPC on stdio (mcp.json's `{"command", "args", "env", "cwd"}`)."""
+
+    command: Annotated[str, Check(min_length=1)]
+    args: list[str] = attrs.Factory(list)
+    env: dict[str, str] = attrs.Factory(dict)
+    cwd: str = ""
+    type: Literal["stdio", ""] = ""
+    disabled: bool = False
+
+
+@attrs.frozen
+class McpHttp:
+    """An MCP server over streamable HTTP (`{"url", "headers"}`)."""
+
+    url: Annotated[str, Check(pattern=r"https?://\S+")]
+    headers: dict[str, str] = attrs.Factory(dict)
+    type: Literal["http", "streamable-http", ""] = ""
+    disabled: bool = False
+
+
+def parse_mcp_servers(value: object) -> dict[str, McpStdio | McpHttp | None]:
+    """`mcpServers` by name: each a stdio or HTTP server; `{"disabled": true}` alone (None) turns one off."""
+    servers = parse(dict[str, dict[str, Any]], value)
+    out: dict[str, McpStdio | McpHttp | None] = {}
+    problems: list[tuple[FieldPath, str]] = []
+    for name, entry in servers.items():
+        if not re.match(MCP_SERVER_NAME, name):
+            problems.append(((name,), "a server name is letters, digits, '.', '-', '_' (no '__'), at most 48"))
+            continue
+        if entry == {"disabled": True}:
+            out[name] = None
+            continue
+        try:
+            out[name] = parse(McpHttp if "url" in entry else McpStdio, entry)
+        except Invalid as exc:
+            problems += [((name, *path), reason) for path, reason in exc.problems]
+    if problems:
+        raise Invalid(problems)
+    return out
+
+
 @attrs.define
 class AgentConfig(GenerationParams):
     """One agent: its sampling parameters (GenerationParams' keys), prompt, hooks, tool restrictions, backend."""
@@ -114,6 +162,8 @@ class AgentConfig(GenerationParams):
     # The model's context window in tokens, when the endpoint does not report it (else 128k is assumed).
     context_length: Annotated[int, Check(ge=1)] | None = None
     description: str = ""
+    # MCP servers this agent adds to (or, `{"disabled": true}`, turns off of) the user's mcp.json.
+    mcp_servers: Annotated[dict[str, McpStdio | McpHttp | None], Check(parse=parse_mcp_servers)] | None = None
 
     def __attrs_post_init__(self) -> None:
         # The prompt resolves on its own (it only sees `prompt`): it carries the policy its commands run under.

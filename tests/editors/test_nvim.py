@@ -393,3 +393,14 @@ def test_a_reply_cut_at_the_token_limit_says_so_in_the_chat(workspace, scripted_
     transcript = run_scenario("cut_off", workspace, srv)["transcript"]
     assert "Once upon a time" in transcript
     assert "_(max_tokens: cut off, the reply reached the model's output token limit)_" in transcript, transcript
+
+
+def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted_llm, _private_dirs):
+    config = _private_dirs / "config" / "ollie"
+    config.mkdir(parents=True, exist_ok=True)
+    server = Path(__file__).parents[1] / "mcp" / "server.py"
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(server)]}}}))
+    result = run_scenario("mcp", workspace, scripted_llm("openai"), timeout=120)
+    assert result["mcp_labels"] == ["t — ready, 6 tools"]
+    told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
+    assert "mcp__t__add [read]" in told and "/mcp:t:review" in told

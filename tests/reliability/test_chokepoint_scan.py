@@ -12,7 +12,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("ollie_lsp", "ollie_acp", "core/ollie/agent", "core/ollie/workspace", "core/ollie/tools", "core/ollie/cli")
+SCANNED = ("ollie_lsp", "ollie_acp", "core/ollie/agent", "core/ollie/workspace", "core/ollie/tools", "core/ollie/cli",
+           "core/ollie/mcp")
 _OS = {"open", "stat", "lstat", "scandir", "listdir", "walk", "fwalk", "replace", "rename", "unlink", "remove",
        "rmdir", "mkdir", "makedirs", "readlink", "chmod", "symlink", "link", "truncate", "mkfifo", "utime", "chown"}
 _OS_PATH = {"exists", "isfile", "isdir", "getsize", "islink", "lexists", "getmtime"}
@@ -37,7 +38,7 @@ MODULES_ALLOWED = {
 }
 # Single functions, each for a path that is not the workspace's content.
 ALLOWED = {
-    ("core/ollie/workspace/ignored.py", "_user_text"): "the user's own global git excludes file (their config dir, not the workspace)",
+    ("core/ollie/workspace/ignored.py", "_user_text"): "the user's global git excludes (not the workspace)",
     ("ollie_lsp/lifecycle.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
@@ -68,6 +69,13 @@ ALLOWED = {
     ("core/ollie/tools/execute/runner.py", "mtime_ns"): "cache keys: the policy file, the root itself",
     ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
     ("core/ollie/tools/execute/runner.py", "Runner.drop_scratch"): "a call's scratch dir",
+    ("core/ollie/mcp/config.py", "load_user_servers"): "the user's mcp.json in ollie's config dir",
+    ("core/ollie/mcp/attach.py", "attach_configured"): "the user's mcp.json in ollie's config dir",
+    ("core/ollie/mcp/workspace.py", "allowed_keys"): "the allowed workspace servers, in ollie's state dir",
+    ("core/ollie/mcp/workspace.py", "remember"): "the allowed workspace servers, in ollie's state dir",
+    ("core/ollie/mcp/stdio.py", "_installation"): "the server's program on PATH, stat only (it runs sandboxed)",
+    ("core/ollie/mcp/stdio.py", "server_policy"): "paths the user's server config names, existence only (granted read)",
+    ("core/ollie/mcp/stdio.py", "spawn_server.prepare"): "the server's own dir in ollie's state dir",
     ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",
     ("core/ollie/tools/execute/runner.py", "Runner._own_notes"): "this project's notes dir, in ollie's data dir",
 }

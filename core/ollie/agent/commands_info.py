@@ -249,6 +249,35 @@ async def cmd_tools(core: CommandTarget, arg: str) -> str:
     return f"tools ({len(tools)}):\n" + "\n".join(lines)
 
 
+async def cmd_mcp(core: CommandTarget, arg: str) -> str:
+    """The session's MCP servers: state (starting, ready, failed with why), tools and prompts; `allow NAME`."""
+    words = arg.split()
+    if words[:1] == ["allow"] and len(words) == 2:
+        return await core.mcp_allow(words[1])
+    if words[:1] == ["add"] and len(words) == 3:
+        return await core.mcp_add_resource(words[1], words[2])
+    if arg:
+        raise CommandUsageError(f"/mcp takes nothing, `allow <server>` or `add <server> <uri>` (got {arg!r})")
+    servers = core.mcp_status()
+    problems = [f"warning: {w}" for w in core.setup_warnings if w.startswith("MCP")]
+    if not servers:
+        return "\n".join([*problems, "no MCP servers: add them to mcp.json in ollie's config dir (see the README)"])
+    lines = []
+    for s in servers:
+        state = s["state"] + (f": {s['error']}" if s["error"] and s["state"] != "ready" else "")
+        restarts = f", restarted {s['restarts']}x" if s["restarts"] else ""
+        lines.append(f"  {s['name']} ({s['transport']}{restarts}): {state}")
+        for tool in s["tools"]:
+            lines.append(f"    {tool['name']} [{tool['kind']}]" + (f" — {tool['description'].splitlines()[0]}"
+                                                                  if tool["description"].strip() else ""))
+        for prompt in s["prompts"]:
+            args = "".join(f" {a}=..." for a in prompt["arguments"])
+            lines.append(f"    /mcp:{s['name']}:{prompt['name']}{args}")
+        for resource in s["resources"]:
+            lines.append(f"    /mcp add {s['name']} {resource['uri']}" + (f" — {resource['name']}" if resource["name"] else ""))
+    return "\n".join([*problems, f"MCP servers ({len(servers)}):", *lines])
+
+
 async def cmd_sp(core: CommandTarget, arg: str) -> str:
     """The rendered system prompt."""
     return core.system_prompt() or "(the system prompt is empty)"

@@ -23,7 +23,7 @@ from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime, cancel_prompt
+from ollie.agent.runtime import Runtime, cancel_prompt, refresh_tools, server_kinds
 from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
@@ -31,6 +31,9 @@ from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.config import find_agent, load_agent_config
+from ollie.mcp.attach import allow, attach, host_of, resource_note
+from ollie.mcp.config import ServerSpec
+from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import ReadOnlyError
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session, session_log
@@ -65,8 +68,9 @@ class Core:
         # This machine's lock on the session (ollie.sessions.livelock), dropped by `close`.
         self._live_lock: LiveLock | None = None
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
-        self.step_kinds = script_kinds(paths.tools_path())
+        self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
         self._attached.wire()
+        self._wire_mcp()
         self._approval = ApprovalGate(mode=lambda: self.approval, always=lambda: self.session.approval_always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
                                       kind_of=self.step_kinds)
@@ -139,6 +143,12 @@ class Core:
 
     async def submit(self, text: str) -> TurnResult:
         """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+        if is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
+            try:
+                text = await expand(host_of(self.runtime.dispatcher), text)
+            except Exception as exc:  # noqa: BLE001 - the server's error (McpError included) is the user's news
+                self.bus.emit("error", f"{text.split()[0]} failed: {exc}")
+                return TurnResult(str(exc), "command")
         if is_command(text):
             await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
         output = await run_command(self, text)
@@ -439,6 +449,7 @@ class Core:
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._attached.wire()
+            self._wire_mcp()
             self.session.agent = name
             self._budget.forget_limit()
             self.session.clear()
@@ -457,6 +468,35 @@ class Core:
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
         self._attached.approver = approver
+
+    def _wire_mcp(self) -> None:
+        host = host_of(self.runtime.dispatcher)
+        if host is not None:  # a server that fails or restarts is news; a changed tool list is offered at once
+            host.notify = lambda text: self.bus.emit("info", text)
+            host.on_change = lambda: refresh_tools(self.runtime)
+
+    async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
+        """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
+        await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
+        self._wire_mcp()
+        refresh_tools(self.runtime)
+
+    async def mcp_allow(self, name: str) -> str:
+        """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
+        text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
+        refresh_tools(self.runtime)
+        return text
+
+    async def mcp_add_resource(self, server: str, uri: str) -> str:
+        """Add MCP resource `uri` of `server` as context for the next prompt; what was added."""
+        note = await resource_note(self.runtime.dispatcher, server, uri)
+        self._inbox.add_note(note)
+        return f"added {uri} of {server} ({len(note)} characters) as context for the next prompt"
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""
+        host = host_of(self.runtime.dispatcher)
+        return host.status() if host is not None else []
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""

@@ -9,6 +9,7 @@ from ollie.agent.runtime import Runtime, build_runtime
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.config import AgentConfig
+from ollie.mcp.attach import attach_configured
 from ollie.tools.dispatcher import Dispatcher
 
 BackendFactory = Callable[[str | None, str | None], Backend]
@@ -35,7 +36,11 @@ async def build_agent_runtime(
     """
     dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
     try:
-        return await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id, defer_prompt=True)
+        warnings: list[str] = []
+        await attach_configured(dispatcher, cfg, cwd=cwd, warnings=warnings)
+        runtime = await build_runtime(cfg, dispatcher, cwd, env, session_id=session_id, defer_prompt=True)
+        runtime.warnings.extend(warnings)
+        return runtime
     except BaseException:
         await dispatcher.aclose()
         raise

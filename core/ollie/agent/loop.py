@@ -13,7 +13,7 @@ from ollie.agent.events import Bus
 from ollie.agent.history import cut_off, outcome_marks, truncated
 from ollie.agent.hooks import HookResult, blocked_by, hook_note
 from ollie.agent.limits import LoopLimits
-from ollie.agent.runtime import Runtime
+from ollie.agent.runtime import Runtime, server_kinds
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
@@ -90,7 +90,7 @@ class AgentLoop:
         self.monitor = SafetyMonitor(self.limits)
         self.cache: dict[tuple[str, str], CallOutcome] = {}
         # The `ollie:kind` of user tool scripts, read once per turn (for the steps' kinds).
-        self.kind_of = script_kinds(paths.tools_path())
+        self.kind_of = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
         # What this turn infers even when the session has no TaskState yet.
         self.tracked = TaskState()
         # The turn's latest assistant text (the host's `reply` outlives the turn).

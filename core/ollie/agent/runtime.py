@@ -14,6 +14,7 @@ from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Tool
 from ollie.config import AgentConfig
 from ollie.tools.base import (
+    KindClassifier,
     ParallelClass,
     ParallelClassifier,
     Server,
@@ -119,6 +120,20 @@ def make_parallel_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str,
 def make_tier_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], Tier]:
     """Ask the server offering a tool for the result's retention tier; unknown means hot (kept verbatim)."""
     return _ask_server(dispatcher, TierClassifier, "classify_tier", "hot")
+
+
+def server_kinds(dispatcher: Callable[[], Dispatcher], fallback: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A step-kind lookup asking the servers that declare kinds (MCP tools' hints) first, then `fallback`."""
+
+    def lookup(tool: str) -> Any:
+        for _, server in dispatcher().servers():
+            if isinstance(server, KindClassifier):
+                kind = server.kind_of(tool)
+                if kind is not None:
+                    return kind
+        return fallback(tool)
+
+    return lookup
 
 
 def make_executor(dispatcher: Dispatcher) -> ToolExecutor:

@@ -250,8 +250,18 @@ def _as_dict(args: dict[str, Any] | str) -> dict[str, Any] | None:
 
 def _direct(tool_name: str, args: dict[str, Any], cwd: Path, kind_of: KindLookup | None) -> ToolStep:
     """A tool the model called by name (a bare MCP-style tool, not an executor)."""
+    if tool_name.startswith("mcp__") and tool_name.count("__") >= 2:
+        return _mcp_step(tool_name, args, kind_of)
     argv = tuple(str(v) for v in args.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool))
     return _script_step(ScriptCall(tool_name, argv), cwd, kind_of)
+
+
+def _mcp_step(tool_name: str, args: dict[str, Any], kind_of: KindLookup | None) -> ToolStep:
+    """An MCP server's tool: `github: create_issue "title"` (its first text argument), kind from its hints."""
+    _, server, tool = tool_name.split("__", 2)
+    first = next((v for v in args.values() if isinstance(v, str) and v.strip()), "")
+    title = f"{server}: {tool}" + (f" {json.dumps(_first_line(first), ensure_ascii=False)}" if first else "")
+    return ToolStep((kind_of(tool_name) if kind_of else None) or "other", title)
 
 
 def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> ToolStep:

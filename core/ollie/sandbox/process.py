@@ -54,8 +54,10 @@ class SandboxedProcess:
 
     def __init__(self, *, pid: int, stdout_fd: int, stderr_fd: int, status: Awaitable[int],
                  warnings: list[str], stdin_writer: asyncio.Task[None] | None = None,
-                 report: dict | None = None) -> None:
+                 report: dict | None = None, stdin_fd: int | None = None) -> None:
         self.pid = pid
+        # The write end of the child's stdin when spawned with `stdin_pipe` (the caller writes and closes it).
+        self.stdin_fd = stdin_fd
         self.pgid = pid
         self.warnings = warnings
         # What its supervisor said besides the status, once known: {"oom": True} when its memory limit ended it.
@@ -133,6 +135,10 @@ class SandboxedProcess:
             self.kill_group()
             raise
         return out, err, out_cut or err_cut
+
+    def take_output_fds(self) -> tuple[int, int]:
+        """Stdout's and stderr's read ends, for a caller that reads them itself (instead of `communicate`)."""
+        return self._take_fds()
 
     def _take_fds(self) -> tuple[int, int]:
         if self._stdout_fd is None or self._stderr_fd is None:

@@ -250,11 +250,14 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
 
 async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
                           stdin: bytes | None = None, tmp_at_tmp: bool = False,
-                          python: tuple[str, Sequence[str]] | None = None) -> SandboxedProcess:
+                          python: tuple[str, Sequence[str]] | None = None,
+                          stdin_pipe: bool = False) -> SandboxedProcess:
     """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
 
     `tmp_at_tmp`: the child sees its TMPDIR (when the policy lets it write there) mounted
     at /tmp, for programs that ignore TMPDIR; absolute paths under the real /tmp are then hidden.
+    `stdin_pipe`: the child's stdin stays an open pipe, its write end the process's `stdin_fd`
+    (a long-lived server spoken to over stdio, e.g. an MCP server); `stdin` is then ignored.
     `python`: (script, args) when `argv` is `python3 -I script args` for a stdlib-only script:
     the fork server's pre-imported interpreter runs it after the same confinement (pyrun.py).
 
@@ -279,7 +282,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         if policy.log_level in ("info", "debug"):
             log.info("sandboxed spawn", extra={"argv0": argv[0], "policy": policy.name, "cwd": str(cwd),
                                                "ruleset": ruleset if policy.log_level == "debug" else None})
-    stdin_r, stdin_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None)
+    stdin_r, stdin_w = os.pipe() if stdin is not None or stdin_pipe else (os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), None)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     child_fds = (stdin_r, out_w, err_w)
@@ -305,6 +308,9 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     finally:
         for fd in child_fds:
             os.close(fd)
+    if stdin_pipe:
+        return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
+                                stdin_fd=stdin_w, report=report)
     writer = asyncio.ensure_future(write_stdin(stdin_w, stdin)) if stdin_w is not None and stdin is not None else None
     return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                             stdin_writer=writer, report=report)

@@ -90,6 +90,15 @@ class TierClassifier(Protocol):
         ...
 
 
+@runtime_checkable
+class KindClassifier(Protocol):
+    """A server that says what kind of step a call of its tool is (ollie.agent.steps' kinds)."""
+
+    def kind_of(self, tool: str) -> str | None:
+        """The step kind of `tool` (None: not this server's, or unknown)."""
+        ...
+
+
 # Asked before an elevated step runs: True allows it, False declines, None means nobody could be asked.
 Approver = Callable[[str], Awaitable[bool | None]]
 

@@ -70,6 +70,10 @@ commands.OllieRename = {
   fn = function(a) require("ollie.pickers").rename(a.args) end,
   opts = { nargs = "?", desc = "Rename a session (picked; with a title: the current one)" },
 }
+commands.OllieMcp = {
+  fn = function() require("ollie.pickers").mcp() end,
+  opts = { desc = "List the session's MCP servers, their state and tools" },
+}
 commands.OllieArchive = {
   fn = function() require("ollie.pickers").archive() end,
   opts = { desc = "Archive a session (picked)" },

@@ -6,7 +6,7 @@ import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, sessionRefusal, unarchiveRefusal } from "./lib/history";
-import { Choices, choicePlaceholder, parseAgentList, parseModelList } from "./lib/protocol";
+import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
 import { rewind } from "./review/rewind";
@@ -61,6 +61,22 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
   const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices);
   if (name) await runSlash(parts, `/${what} ${name}`);
+}
+
+/** `Ollie: MCP Servers`: each server, its state (why it failed) and its tools; picking one runs `/mcp` into the chat. */
+async function showMcpServers(parts: Parts): Promise<void> {
+  const servers = parseMcpList(await parts.conversation.request<unknown>("ollie/mcp/list"));
+  const items: vscode.QuickPickItem[] = servers.map((s) => ({
+    label: s.name,
+    description: s.state === "ready" ? `ready, ${s.tools.length} tools` : s.error ? `${s.state}: ${s.error}` : s.state,
+    detail: [...s.tools, ...s.prompts.map((p) => `/mcp:${s.name}:${p}`)].join("  ") || undefined,
+  }));
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage("No MCP servers: add them to mcp.json in ollie's config directory.");
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(items, { title: "Ollie: MCP Servers", matchOnDetail: true });
+  if (picked) await runSlash(parts, "/mcp");
 }
 
 const RENAME: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon("edit"), tooltip: "Rename" };
@@ -256,6 +272,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.switchModel": () => switchNamed(parts, "model"),
     "ollie.switchAgent": () => switchNamed(parts, "agent"),
     "ollie.compact": () => runSlash(parts, "/compact"),
+    "ollie.mcpServers": () => showMcpServers(parts),
     "ollie.showContext": async () => {
       const context = await parts.conversation.request<{ systemPrompt?: unknown; messages?: unknown }>("ollie/context");
       const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: contextToMarkdown(context) });

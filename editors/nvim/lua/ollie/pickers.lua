@@ -190,6 +190,36 @@ function M.agents(on_choice)
   end)
 end
 
+---The session's MCP servers (`ollie/mcp/list`): each with its state (why it failed); picking one lists its tools.
+function M.mcp()
+  requests.call("ollie/mcp/list", {}, function(res)
+    local servers = res.servers or {}
+    if #servers == 0 then
+      requests.notify("no MCP servers: add them to mcp.json in ollie's config directory")
+      return
+    end
+    vim.ui.select(servers, {
+      prompt = "ollie: MCP servers",
+      kind = "ollie_mcp",
+      format_item = function(s)
+        local state = s.state == "ready" and ("ready, " .. #(s.tools or {}) .. " tools")
+          or ((s.error or "") ~= "" and (s.state .. ": " .. s.error) or s.state)
+        return s.name .. " — " .. state
+      end,
+    }, function(s)
+      if not s then return end
+      local lines = {}
+      for _, t in ipairs(s.tools or {}) do
+        table.insert(lines, t.name .. " [" .. t.kind .. "]")
+      end
+      for _, p in ipairs(s.prompts or {}) do
+        table.insert(lines, "/mcp:" .. s.name .. ":" .. p.name)
+      end
+      requests.notify(s.name .. ": " .. (#lines > 0 and table.concat(lines, ", ") or "no tools"))
+    end)
+  end)
+end
+
 local function rename_to(id, title)
   requests.call("ollie/session/rename", { session = id, title = title }, function()
     requests.notify("renamed to " .. title)

@@ -18,6 +18,7 @@ export const PROTOCOL_METHODS = [
   "ollie/listModels",
   "ollie/listAgents",
   "ollie/listCommands",
+  "ollie/mcp/list",
   "ollie/setCwd",
   "ollie/setEnv",
   "ollie/setGenerationParams",
@@ -84,6 +85,28 @@ export interface SessionInfo {
   updated?: string | number;
   archived?: boolean;
   [key: string]: unknown;
+}
+
+/** One MCP server of `ollie/mcp/list`: its state (and why it failed) and the tools the model gets from it. */
+export interface McpServerInfo {
+  name: string;
+  state: string;
+  error: string;
+  tools: string[];
+  prompts: string[];
+}
+
+/** The servers of an `ollie/mcp/list` result; malformed entries are dropped. */
+export function parseMcpList(raw: unknown): McpServerInfo[] {
+  const servers = (raw as { servers?: unknown } | null)?.servers;
+  if (!Array.isArray(servers)) return [];
+  const names = (list: unknown): string[] =>
+    Array.isArray(list) ? list.map((t) => (t as { name?: unknown })?.name).filter((n): n is string => typeof n === "string") : [];
+  return servers.flatMap((s: { name?: unknown; state?: unknown; error?: unknown; tools?: unknown; prompts?: unknown }) =>
+    typeof s?.name === "string" && typeof s.state === "string"
+      ? [{ name: s.name, state: s.state, error: typeof s.error === "string" ? s.error : "", tools: names(s.tools), prompts: names(s.prompts) }]
+      : [],
+  );
 }
 
 /** One slash command of `ollie/listCommands`. */

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
-import { DAEMON_LOST, PROTOCOL_METHODS, choicePlaceholder, isDaemonGone, parseAgentList, parseModelList } from "../../src/lib/protocol";
+import { DAEMON_LOST, PROTOCOL_METHODS, choicePlaceholder, isDaemonGone, parseAgentList, parseMcpList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
 import { describeState, formatCost, statusBarText } from "../../src/lib/status";
 
@@ -81,6 +81,21 @@ test("the model and agent pickers' choices come from listModels and listAgents",
     choices: [{ name: "default", description: "general" }, { name: "broken", description: "cannot load: bad JSON" }],
   });
   assert.deepEqual(parseModelList(null), { current: undefined, choices: [] });
+});
+
+test("the MCP servers of ollie/mcp/list: state, why one failed, tool and prompt names; malformed ones dropped", () => {
+  const servers = parseMcpList({
+    servers: [
+      { name: "gh", state: "ready", error: "", tools: [{ name: "mcp__gh__create_issue" }, { bad: 1 }], prompts: [{ name: "review" }] },
+      { name: "db", state: "failed", error: "exited (status 1)", tools: [] },
+      { state: "ready" },
+    ],
+  });
+  assert.deepEqual(servers, [
+    { name: "gh", state: "ready", error: "", tools: ["mcp__gh__create_issue"], prompts: ["review"] },
+    { name: "db", state: "failed", error: "exited (status 1)", tools: [], prompts: [] },
+  ]);
+  assert.deepEqual(parseMcpList(null), []);
 });
 
 test("the extension's command ids do not collide with the daemon's ollie.<method> commands", () => {

@@ -1,0 +1,1 @@
+"""MCP: the Model Context Protocol host: configured servers, contained, their tools as steps."""

@@ -1,0 +1,93 @@
+"""Wiring MCP into a session: the user's servers at the start, a front end's (ACP session/new) later."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ollie.config import AgentConfig
+from ollie.errors import ConfigError
+from ollie.mcp.config import ServerSpec, config_file, for_agent, load_user_servers
+from ollie.mcp.workspace import allowed_keys, approval_key, read_workspace_servers, remember
+from ollie.tools.dispatcher import Dispatcher
+
+if TYPE_CHECKING:
+    from ollie.mcp.host import McpHost
+
+
+def host_of(dispatcher: Dispatcher) -> McpHost | None:
+    """The session's MCP host, or None when it has no MCP server."""
+    from ollie.mcp.host import SERVER_NAME, McpHost
+
+    host = dispatcher.get_server(SERVER_NAME)
+    return host if isinstance(host, McpHost) else None
+
+
+async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
+                 wait: float | None = None) -> McpHost:
+    """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
+    from ollie.mcp.host import FIRST_LIST_WAIT_S, SERVER_NAME, McpHost
+
+    host = dispatcher.get_server(SERVER_NAME)
+    if not isinstance(host, McpHost):
+        network_from = sandbox if sandbox and sandbox != "none" else "default"
+        host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
+        dispatcher.add_server(SERVER_NAME, host)
+    await host.add(specs, wait=FIRST_LIST_WAIT_S if wait is None else wait)
+    return host
+
+
+async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path, warnings: list[str]) -> None:
+    """Start the servers of mcp.json and the agent's `mcpServers`; the workspace's own only where the user allowed."""
+    user: dict[str, ServerSpec] = {}
+    if config_file().is_file():
+        try:
+            user = load_user_servers()
+        except ConfigError as exc:
+            warnings.append(f"MCP servers of mcp.json not started: {exc}")
+    specs = for_agent(user, cfg.mcp_servers, "agent config")
+    found, allowed = await asyncio.to_thread(_workspace, cwd, warnings)
+    theirs = {name: spec for name, spec in found.items() if name not in specs}
+    if not specs and not theirs:
+        return
+    start = {**specs, **{n: s for n, s in theirs.items() if approval_key(cwd, s) in allowed}}
+    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox)
+    for name, spec in theirs.items():
+        if name not in start:
+            host.pending[name] = spec
+            warnings.append(f"MCP server {name!r} of {spec.source} ({_command(spec)}) was not started: "
+                            f"it is the workspace's; `/mcp allow {name}` starts it (remembered for this workspace)")
+
+
+def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], set[str]]:
+    found = read_workspace_servers(cwd, warnings)
+    return found, allowed_keys() if found else set()
+
+
+def _command(spec: ServerSpec) -> str:
+    return spec.url or " ".join([spec.command, *spec.args])[:200]
+
+
+async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
+    """Start workspace server `name` (the user's explicit approval) and remember it; what happened."""
+    host = host_of(dispatcher)
+    spec = host.pending.get(name) if host is not None else None
+    if host is None or spec is None:
+        raise ValueError(f"no workspace MCP server {name!r} waits for approval (see /mcp)")
+    await asyncio.to_thread(remember, approval_key(cwd, spec))
+    del host.pending[name]
+    await host.add({name: spec})
+    return f"allowed MCP server {name!r} of {spec.source} ({_command(spec)}) for this workspace"
+
+
+async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:
+    """Resource `uri` of `server` as a context note for the next prompt; ValueError when there is none."""
+    host = host_of(dispatcher)
+    found = host.servers.get(server) if host is not None else None
+    if found is None:
+        raise ValueError(f"no MCP server {server!r} (see /mcp)")
+    text = await found.read_resource(uri)
+    return f"[MCP resource {uri} of server {server}]\n{text}"

@@ -1,0 +1,356 @@
+"""One MCP server connection: start it, list its tools and prompts, call them, restart it with backoff when it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ollie.mcp.config import ServerSpec
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 30.0
+CALL_TIMEOUT_S = 600.0
+# Restart delays after a crash; when they are used up the server stays failed until the session restarts.
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
+# What a server may put before the model: a schema or description larger than this is cut or refused.
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_DESCRIPTION = 2000
+MAX_RESULT_BYTES = 1024 * 1024
+# Backends accept tool names of this alphabet and length.
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+MAX_TOOL_NAME = 64
+
+
+@dataclass
+class McpTool:
+    """A tool of a server: the model's name for it, the server's name, schema and hints."""
+
+    name: str
+    remote: str
+    description: str
+    schema: dict[str, Any]
+    read_only: bool = False
+    destructive: bool = True
+
+    @property
+    def kind(self) -> str:
+        """The step kind: `read` for a read-only tool, else `other` (it may change things: asks)."""
+        return "read" if self.read_only else "other"
+
+
+@dataclass
+class McpPrompt:
+    """A prompt a server offers: `/mcp:<server>:<name>`."""
+
+    name: str
+    description: str
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class McpResource:
+    """A resource a server offers, to add as context (`/mcp add <server> <uri>`)."""
+
+    uri: str
+    name: str
+    description: str = ""
+
+
+MAX_LISTED = 500
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`mcp__<server>__<tool>`, in the characters backends accept."""
+    return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:MAX_TOOL_NAME]
+
+
+def _tool(server: str, raw: Any) -> McpTool | None:
+    schema = raw.inputSchema if isinstance(raw.inputSchema, dict) else {}
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        return None
+    schema = {**schema, "type": "object"}
+    hints = raw.annotations
+    return McpTool(
+        name=tool_name(server, raw.name), remote=raw.name,
+        description=(raw.description or raw.title or raw.name)[:MAX_DESCRIPTION], schema=schema,
+        read_only=bool(hints and hints.readOnlyHint),
+        destructive=not hints or hints.destructiveHint is not False)
+
+
+def result_text(result: Any) -> str:
+    """A CallToolResult as text: its text items; other content named, structured content as JSON when alone."""
+    parts: list[str] = []
+    for item in result.content or []:
+        kind = getattr(item, "type", "")
+        if kind == "text":
+            parts.append(item.text)
+        elif kind == "resource":
+            inner = item.resource
+            parts.append(getattr(inner, "text", None) or f"[resource {inner.uri}]")
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {item.mimeType}, {len(item.data) * 3 // 4} bytes]")
+        elif kind == "resource_link":
+            parts.append(f"[resource {item.uri}]")
+    if not parts and result.structuredContent is not None:
+        parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
+    text = "\n".join(parts)
+    if len(text) > MAX_RESULT_BYTES:
+        text = text[:MAX_RESULT_BYTES] + f"\n[ollie: the server's result was cut at {MAX_RESULT_BYTES} characters]"
+    return text
+
+
+class McpServer:
+    """A configured server's lifetime in a session: `state` starting / ready / failed (with `error`) / stopped."""
+
+    def __init__(self, spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str], network_from: str,
+                 notify: Callable[[str], None], changed: Callable[[], None], sandboxed: bool = True) -> None:
+        self.spec = spec
+        self.state = "starting"
+        self.error = ""
+        self.tools: list[McpTool] = []
+        self.prompts: list[McpPrompt] = []
+        self.resources: list[McpResource] = []
+        self.restarts = 0
+        self._cwd, self._environ, self._network = cwd, environ, network_from
+        self._notify, self._changed = notify, changed
+        self._sandboxed = sandboxed
+        self._session: Any = None
+        # Set when the current connection ended (a call in flight then fails rather than wait).
+        self._gone = asyncio.Event()
+        # A tools/list after `tools/list_changed`, in flight: a call that caused it waits for it (the next
+        # request to the model then offers the new tools).
+        self._refreshing: asyncio.Future[None] | None = None
+        self._ready = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start (and keep restarting) the server in the background."""
+        self._task = asyncio.ensure_future(self._run())
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Return once the first start succeeded or failed, or after `timeout` (it keeps starting)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout)
+
+    def status(self) -> dict[str, Any]:
+        """The `ollie/mcp/list` entry of this server."""
+        return {"name": self.spec.name, "transport": self.spec.transport, "source": self.spec.source,
+                "state": self.state, "error": self.error, "restarts": self.restarts,
+                "tools": [{"name": t.name, "tool": t.remote, "kind": t.kind, "description": t.description}
+                          for t in self.tools],
+                "prompts": [{"name": p.name, "description": p.description, "arguments": p.arguments}
+                            for p in self.prompts],
+                "resources": [{"uri": r.uri, "name": r.name, "description": r.description} for r in self.resources]}
+
+    async def _run(self) -> None:
+        attempt = 0
+        while not self._closing:
+            was_ready = False
+            try:
+                await self._connect_and_serve()
+                was_ready = True  # it served, then went away
+                why = self.error or "the server exited"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure is the server's state, shown to the user
+                why = _why(exc)
+                was_ready = self.state == "ready"
+            finally:
+                self._session = None
+            if self._closing:
+                return
+            self.tools, self.prompts, self.resources = [], [], []
+            self._changed()
+            if was_ready:
+                attempt = 0
+            if attempt >= len(BACKOFF_S):
+                self.state, self.error = "failed", why
+                self._ready.set()
+                self._notify(f"MCP server {self.spec.name!r} failed and was given up: {why}")
+                return
+            delay = BACKOFF_S[attempt]
+            attempt += 1
+            self.restarts += 1
+            self.state, self.error = "failed", why
+            self._ready.set()
+            self._notify(f"MCP server {self.spec.name!r} failed ({why}); restarting in {delay:g}s")
+            await asyncio.sleep(delay)
+            self.state = "starting"
+
+    async def _connect_and_serve(self) -> None:
+        from mcp import ClientSession
+
+        self._gone = asyncio.Event()
+        try:
+            await self._serve(ClientSession)
+        finally:
+            self._gone.set()
+
+    async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
+        async with self._transport() as (read, write, done, tail):
+            status: Any = None
+            try:
+                async with ClientSession(read, write, message_handler=self._on_message,
+                                         read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
+                    await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
+                    self._session = session
+                    await self._list(session)
+                    self.state, self.error = "ready", ""
+                    self._ready.set()
+                    self._changed()
+                    status = await done()
+            except BaseException:
+                if tail():
+                    self.error = tail()
+                raise
+            exited = f"the server exited (status {status})" if isinstance(status, int) else "the server went away"
+            self.error = exited + (f": {tail()}" if tail() else "")
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        if self.spec.url:
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
+
+            stop = asyncio.Event()  # an HTTP server has no process to wait for: it serves until closed
+            timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
+            async with (httpx.AsyncClient(headers=dict(self.spec.headers), timeout=timeout) as http,
+                        streamable_http_client(self.spec.url, http_client=http) as (read, write, _)):
+                yield read, write, stop.wait, lambda: ""
+            return
+        from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
+
+        proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network,
+                                  sandboxed=self._sandboxed)
+        tail = _StderrTail()
+        try:
+            async with message_streams(proc, tail) as (read, write):
+                yield read, write, proc.wait, lambda: "; ".join(list(tail.lines)[-3:])
+        finally:
+            proc.kill_group()  # its whole process group: nothing it started outlives it
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
+
+    async def _list(self, session: Any) -> None:
+        caps = session.get_server_capabilities()
+        tools: list[McpTool] = []
+        if caps is None or caps.tools is not None:
+            listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
+            tools = [t for t in (_tool(self.spec.name, raw) for raw in listed.tools) if t is not None]
+        prompts: list[McpPrompt] = []
+        if caps is not None and caps.prompts is not None:
+            listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
+            prompts = [McpPrompt(p.name, (p.description or "")[:MAX_DESCRIPTION],
+                                 [a.name for a in p.arguments or []]) for p in listed_prompts.prompts]
+        resources: list[McpResource] = []
+        if caps is not None and caps.resources is not None:
+            listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
+            resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
+                         for r in listed_resources.resources[:MAX_LISTED]]
+        self.tools, self.prompts, self.resources = tools[:MAX_LISTED], prompts[:MAX_LISTED], resources
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp import types
+
+        changed = (types.ToolListChangedNotification, types.PromptListChangedNotification,
+                   types.ResourceListChangedNotification)
+        if isinstance(getattr(message, "root", None), changed):
+            # Not here: this runs in the SDK's reader, which must stay free to read the list's answer.
+            self._refreshing = asyncio.ensure_future(self._refresh())
+
+    async def _refresh(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            await self._list(session)
+        except Exception as exc:  # noqa: BLE001 - the old list stays
+            log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
+        self._changed()
+
+    async def call(self, tool: McpTool, args: dict[str, Any]) -> tuple[str, bool]:
+        """Call `tool`: (text, is_error). On cancel the server is told (`notifications/cancelled`)."""
+        from mcp import types
+
+        session = self._session
+        if session is None or self.state != "ready":
+            return f"MCP server {self.spec.name!r} is not ready ({self.state}{': ' + self.error if self.error else ''})", True
+        ids: list[Any] = []
+
+        async def run() -> Any:
+            ids.append(session._request_id)  # the id call_tool's request takes (assigned before its first await)
+            return await session.call_tool(tool.remote, args)
+
+        # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
+        task, gone = asyncio.ensure_future(run()), asyncio.ensure_future(self._gone.wait())
+        try:
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            if ids and self._session is session:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(session.send_notification(types.ClientNotification(
+                        types.CancelledNotification(params=types.CancelledNotificationParams(
+                            requestId=ids[0], reason="interrupted by the user")))))
+            raise
+        finally:
+            gone.cancel()
+        if not task.done():
+            task.cancel()
+            return f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})", True
+        try:
+            result = task.result()
+        except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
+            return f"MCP server {self.spec.name!r}: {_why(exc)}", True
+        if self._refreshing is not None and not self._refreshing.done():
+            await asyncio.wait({self._refreshing}, timeout=START_TIMEOUT_S)
+        return result_text(result), bool(result.isError)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
+        """The text of prompt `name` with `arguments` (its messages' text, in order)."""
+        session = self._session
+        if session is None:
+            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
+        result = await session.get_prompt(name, arguments)
+        texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
+                 for m in result.messages]
+        return "\n\n".join(t for t in texts if t)
+
+    async def read_resource(self, uri: str) -> str:
+        """The text of resource `uri` (a binary one named, not included), cut like a tool's result."""
+        from pydantic import AnyUrl
+
+        session = self._session
+        if session is None:
+            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
+        result = await asyncio.wait_for(session.read_resource(AnyUrl(uri)), CALL_TIMEOUT_S)
+        parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
+        text = "\n".join(parts)
+        return text[:MAX_RESULT_BYTES]
+
+    async def aclose(self) -> None:
+        """Stop the server (its processes die) and stop restarting it."""
+        self._closing = True
+        self.state = "stopped"
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+
+
+def _why(exc: BaseException) -> str:
+    """A one-line reason, reaching into an exception group (anyio's task groups raise them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -1,0 +1,111 @@
+"""MCP server configuration: the de-facto `{"mcpServers": {NAME: {...}}}` shape, from ollie's config or ACP.
+
+A stdio server is `{"command", "args", "env", "cwd"}`, an HTTP one `{"url", "headers"}`
+(streamable HTTP). Errors name the file and the key. A workspace's own MCP files
+(`.mcp.json`, `.vscode/mcp.json`) are never read here: they are the workspace's, not the user's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ollie import paths
+from ollie.config import McpHttp, McpStdio, parse_mcp_servers
+from ollie.errors import ConfigError
+from ollie.shapes import Invalid, dotted
+
+CONFIG_NAME = "mcp.json"
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One configured MCP server: stdio (`command`) or streamable HTTP (`url`); `source` says where it came from."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = ""
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def transport(self) -> str:
+        """`stdio` or `http`."""
+        return "http" if self.url else "stdio"
+
+
+def config_file() -> Path:
+    """The user's MCP config: `<ollie config dir>/mcp.json`."""
+    return paths.config_dir() / CONFIG_NAME
+
+
+def spec_of(name: str, entry: McpStdio | McpHttp, source: str) -> ServerSpec:
+    """The server `entry` (a checked mcpServers entry) as a ServerSpec."""
+    if isinstance(entry, McpHttp):
+        return ServerSpec(name, url=entry.url, headers=dict(entry.headers), source=source)
+    return ServerSpec(name, command=entry.command, args=tuple(entry.args), env=dict(entry.env), cwd=entry.cwd,
+                      source=source)
+
+
+def checked(value: object, source: str) -> dict[str, McpStdio | McpHttp | None]:
+    """An `mcpServers` object checked (`ollie.config.mcp_servers`); ConfigError naming `source` and each bad key."""
+    try:
+        return parse_mcp_servers(value)
+    except Invalid as exc:
+        raise ConfigError(f"{source}: " + "; ".join(
+            "mcpServers" + (f".{dotted(path)}" if path else "") + f": {reason}" for path, reason in exc.problems)) from None
+
+
+def parse_servers(data: object, source: str) -> dict[str, ServerSpec]:
+    """The servers of a parsed `{"mcpServers": {...}}` document (disabled ones left out)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object with \"mcpServers\"")
+    return {name: spec_of(name, entry, source) for name, entry in checked(data.get("mcpServers", {}), source).items()
+            if entry is not None and not entry.disabled}
+
+
+def for_agent(user: Mapping[str, ServerSpec], agent: Mapping[str, McpStdio | McpHttp | None] | None,
+              source: str) -> dict[str, ServerSpec]:
+    """The user's servers with an agent's `mcpServers` on top: its own added, `{"disabled": true}` ones removed."""
+    merged = dict(user)
+    for name, entry in (agent or {}).items():
+        merged.pop(name, None)
+        if entry is not None and not entry.disabled:
+            merged[name] = spec_of(name, entry, source)
+    return merged
+
+
+def load_user_servers(path: Path | None = None) -> dict[str, ServerSpec]:
+    """The servers of the user's mcp.json ({} when there is none); ConfigError naming file and key."""
+    file = path or config_file()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}: line {exc.lineno}: {exc.msg}") from exc
+    return parse_servers(data, str(file))
+
+
+def from_acp(servers: list[Any]) -> dict[str, ServerSpec]:
+    """The servers an ACP client sent in session/new (SDK objects or dicts: stdio, or http with a url)."""
+    entries: dict[str, Any] = {}
+    for n, server in enumerate(servers or []):
+        data = server.model_dump(by_alias=True) if hasattr(server, "model_dump") else server
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise ConfigError(f"session/new: mcpServers[{n}]: expected a server with a name")
+        pairs = {p["name"]: p["value"] for p in data.get("headers" if data.get("url") else "env") or []
+                 if isinstance(p, dict) and "name" in p and "value" in p}
+        entries[data["name"]] = ({"url": data["url"], "headers": pairs} if data.get("url") else
+                                 {"command": data.get("command"), "args": data.get("args") or [], "env": pairs})
+    return parse_servers({"mcpServers": entries}, "session/new")

@@ -1,0 +1,101 @@
+"""The MCP host of one session: every configured server's tools as `mcp__<server>__<tool>`, one tool server.
+
+It is registered in the session's dispatcher as `mcp`; its tools are steps like any other
+(kind from the tool's hints, a readable title, approval per mode, the result tiers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ollie.mcp.client import McpServer, McpTool
+from ollie.mcp.config import ServerSpec
+from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
+
+SERVER_NAME = "mcp"
+# How long a session's start waits for its servers' first tool lists; a slower one joins when ready.
+FIRST_LIST_WAIT_S = 15.0
+
+
+class McpHost:
+    """A Server (ollie.tools.base) over a session's MCP servers."""
+
+    def __init__(self, *, cwd: Path, environ: Mapping[str, str], network_from: str, sandboxed: bool = True) -> None:
+        self._cwd, self._environ, self._network, self._sandboxed = cwd, environ, network_from, sandboxed
+        self.servers: dict[str, McpServer] = {}
+        # The workspace's own servers the user has not allowed yet (ollie.mcp.workspace): listed, never started.
+        self.pending: dict[str, ServerSpec] = {}
+        # Set by the session: told of a server that failed or restarted; called when the tool list changed.
+        self.notify: Callable[[str], None] = lambda text: None
+        self.on_change: Callable[[], None] = lambda: None
+
+    async def add(self, specs: Mapping[str, ServerSpec], *, wait: float = FIRST_LIST_WAIT_S) -> None:
+        """Start `specs` (a name already running is replaced) and wait up to `wait` for their tool lists."""
+        started: list[McpServer] = []
+        for name, spec in specs.items():
+            old = self.servers.pop(name, None)
+            if old is not None:
+                await old.aclose()
+            server = McpServer(spec, cwd=self._cwd, environ=self._environ, network_from=self._network,
+                               notify=lambda text: self.notify(text), changed=lambda: self.on_change(),
+                               sandboxed=self._sandboxed)
+            self.servers[name] = server
+            server.start()
+            started.append(server)
+        for server in started:
+            await server.wait_ready(wait)
+
+    def _tools(self) -> dict[str, tuple[McpServer, McpTool]]:
+        return {t.name: (s, t) for s in self.servers.values() for t in s.tools}
+
+    def tool(self, name: str) -> McpTool | None:
+        """The MCP tool the model calls `name`, if any."""
+        found = self._tools().get(name)
+        return found[1] if found else None
+
+    def list_tools(self) -> list[ToolInfo]:
+        """Every ready server's tools."""
+        return [ToolInfo(SERVER_NAME, t.name, t.description, t.schema) for _, t in self._tools().values()]
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Call the server that offers `tool`."""
+        found = self._tools().get(tool)
+        if found is None:
+            return ToolResult(f"unknown MCP tool {tool!r} (its server may have stopped)", is_error=True)
+        server, info = found
+        text, is_error = await server.call(info, args)
+        return ToolResult(text, is_error=is_error)
+
+    def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
+        """A read-only tool runs beside other reads; anything else alone."""
+        info = self.tool(tool)
+        return "read" if info is not None and info.read_only else "global"
+
+    def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
+        """A server's result is summarised at compaction."""
+        return "warm"
+
+    def kind_of(self, tool: str) -> str | None:
+        """The step kind of an MCP tool (None: not one)."""
+        info = self.tool(tool)
+        return info.kind if info is not None else None
+
+    def status(self) -> list[dict[str, Any]]:
+        """`ollie/mcp/list`: each server, its state and tools."""
+        waiting = [{"name": name, "transport": spec.transport, "source": spec.source, "state": "needs approval",
+                    "error": f"the workspace's; /mcp allow {name} starts it", "restarts": 0, "tools": [],
+                    "prompts": [], "resources": []} for name, spec in self.pending.items()]
+        return [s.status() for s in self.servers.values()] + waiting
+
+    def prompt_owner(self, server: str, prompt: str) -> McpServer | None:
+        """The server offering prompt `prompt` as `server`."""
+        found = self.servers.get(server)
+        return found if found is not None and any(p.name == prompt for p in found.prompts) else None
+
+    async def aclose(self) -> None:
+        """Stop every server."""
+        servers, self.servers = list(self.servers.values()), {}
+        for server in servers:
+            await server.aclose()

@@ -1,0 +1,177 @@
+"""A stdio MCP server, contained: spawned in ollie's sandbox under a policy of its own, spoken to line by line.
+
+The SDK's own stdio client spawns the program unconfined and buffers a line
+without bound; this one spawns through `spawn_sandboxed` and caps a message's
+size, so a server that floods its stdout is stopped, not held in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ollie import beneath, paths
+from ollie.mcp.config import ServerSpec
+from ollie.sandbox import Policy, SandboxedProcess, load_policy, spawn_sandboxed
+from ollie.tools.execute.protect import protect
+
+# One JSON-RPC message (a line) larger than this ends the server: results are cut far below it anyway.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# Lines that are not JSON-RPC are skipped; this many in a row mean the server is broken.
+MAX_BAD_LINES = 100
+STDERR_LINES = 20
+# The environment a server gets besides its configured `env`: no API keys, none of the daemon's secrets.
+_PASSED = ("PATH", "LANG", "LC_ALL", "TERM", "TZ")
+
+
+def state_dir(name: str) -> Path:
+    """A server's own writable directory (its HOME and TMPDIR): `<state dir>/mcp/<name>`."""
+    return paths.state_dir() / "mcp" / name
+
+
+def server_env(spec: ServerSpec, home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """PATH and locale from the daemon, HOME/TMPDIR in the server's own dir, then exactly the configured `env`."""
+    env = {k: environ[k] for k in _PASSED if k in environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME=str(home), TMPDIR=str(home / "tmp"), XDG_CACHE_HOME=str(home / "cache"))
+    env.update(spec.env)
+    return env
+
+
+def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
+    """What running `program` needs to read: its directory, the whole virtualenv or node_modules it lives in."""
+    found = shutil.which(program, path=env.get("PATH")) if "/" not in program else program
+    if not found:
+        return []
+    bin_dir = Path(os.path.abspath(found)).parent
+    root = bin_dir.parent
+    if bin_dir.name == ".bin" and root.name == "node_modules":  # an npm install: its packages beside it
+        return [root]
+    try:  # through the chokepoint: the program may live in a workspace (a FIFO there must not block a thread)
+        cfg = beneath.read_text_sync(root, "pyvenv.cfg", limit=64 * 1024, errors="replace")
+    except OSError:
+        return [bin_dir]
+    # A virtualenv runs its base interpreter (pyvenv.cfg's `home`, its bin dir): that installation too.
+    for line in cfg.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and os.path.isabs(value.strip()):
+            return [root, Path(value.strip()).parent]
+    return [root]
+
+
+def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
+    """The read-only policy: workspace readable, the server's dir writable, the agent policy's network."""
+    home = Path(env["HOME"])
+    # The policies' templates ({HOME}/.gitconfig, {HOME}/.pyenv) mean the user's home, not the server's.
+    templates = {**env, "HOME": str(Path.home())}
+    base = load_policy("readonly", cwd=cwd, env=templates)
+    network = load_policy(network_from, cwd=cwd, env=templates).network
+    # What the user named in the config (a script, a directory it serves) is readable, never writable.
+    named = [Path(a) for a in spec.args if os.path.isabs(a) and os.path.exists(a)]
+    if spec.cwd:
+        named.append(Path(spec.cwd))
+    policy = replace(base, network=network).extended(
+        ro=named, rox=_installation(spec.command, env), rwx=[home])
+    protected, _ = protect(policy, home=Path.home())
+    return protected
+
+
+async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str], network_from: str,
+                       sandboxed: bool = True) -> SandboxedProcess:
+    """Start `spec`'s program in its sandbox with an open stdin; OSError/SandboxError when it cannot start."""
+    home = state_dir(spec.name)
+    env = server_env(spec, home, environ)
+    workdir = Path(spec.cwd) if spec.cwd else cwd
+
+    def prepare() -> Policy | None:  # file reads and mkdirs: off the event loop
+        for sub in (home, home / "tmp", home / "cache"):
+            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return server_policy(spec, cwd=cwd, env=env, network_from=network_from) if sandboxed else None
+
+    policy = await asyncio.to_thread(prepare)
+    return await spawn_sandboxed([spec.command, *spec.args], policy=policy, cwd=workdir, env=env, stdin_pipe=True)
+
+
+class _StderrTail(asyncio.Protocol):
+    """Keeps a server's last stderr lines (to say why it failed); drains the rest."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=STDERR_LINES)
+        self._partial = b""
+
+    def data_received(self, data: bytes) -> None:
+        *whole, self._partial = (self._partial + data).split(b"\n")
+        self._partial = self._partial[-4096:]
+        self.lines.extend(line.decode("utf-8", "replace")[:500] for line in whole if line.strip())
+
+
+@contextlib.asynccontextmanager
+async def message_streams(proc: SandboxedProcess, stderr: _StderrTail) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read, write) memory streams over `proc`'s stdout/stdin; closing them closes the pipes."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCMessage
+
+    loop = asyncio.get_running_loop()
+    out_fd, err_fd = proc.take_output_fds()
+    assert proc.stdin_fd is not None  # spawned with stdin_pipe
+    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    out_t, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                            os.fdopen(out_fd, "rb", buffering=0))
+    err_t, _ = await loop.connect_read_pipe(lambda: stderr, os.fdopen(err_fd, "rb", buffering=0))
+    in_t, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(proc.stdin_fd, "wb", buffering=0))
+    proc.stdin_fd = None
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](32)
+
+    async def pump_in() -> None:
+        bad = 0
+        async with read_send:
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:  # asyncio's LimitOverrunError: one message over MAX_MESSAGE_BYTES
+                    stderr.lines.append(f"[ollie] the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+                    proc.kill_group()
+                    return
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message = JSONRPCMessage.model_validate_json(line)
+                except ValueError as exc:
+                    bad += 1
+                    if bad >= MAX_BAD_LINES:
+                        stderr.lines.append("[ollie] the server sent too many lines that are not JSON-RPC")
+                        proc.kill_group()
+                        return
+                    await read_send.send(exc)
+                    continue
+                bad = 0
+                await read_send.send(SessionMessage(message))
+
+    async def pump_out() -> None:
+        async with write_recv:
+            async for session_message in write_recv:
+                if in_t.is_closing():
+                    return
+                data = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                in_t.write(data.encode() + b"\n")
+
+    tasks = [asyncio.ensure_future(pump_in()), asyncio.ensure_future(pump_out())]
+    try:
+        yield read_recv, write_send
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for transport in (in_t, out_t, err_t):
+            transport.close()

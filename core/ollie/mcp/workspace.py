@@ -1,0 +1,80 @@
+"""A workspace's own MCP config (`.mcp.json`, `.vscode/mcp.json`): hostile content, started only once the user allows.
+
+Its servers are read through the chokepoint and listed as `needs approval`; `/mcp allow <name>`
+starts one and remembers the exact entry for this workspace (a changed entry must be allowed again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ollie import beneath, paths
+from ollie.errors import ConfigError
+from ollie.mcp.config import ServerSpec, parse_servers
+
+WORKSPACE_FILES = (".mcp.json", ".vscode/mcp.json")
+MAX_CONFIG_BYTES = 256 * 1024
+# What a workspace entry may say (VS Code's also carry `type`); anything else of it is ignored.
+_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+
+
+def approvals_file() -> Path:
+    """Where the allowed workspace servers are remembered (ollie's state dir, not the workspace)."""
+    return paths.state_dir() / "mcp-allowed.json"
+
+
+def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSpec]:
+    """The servers the workspace's MCP files name (first file wins a name); blocking: run it in a thread."""
+    found: dict[str, ServerSpec] = {}
+    for rel in WORKSPACE_FILES:
+        source = str(cwd / rel)
+        try:
+            data = json.loads(beneath.read_text_sync(cwd, rel, limit=MAX_CONFIG_BYTES))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            warnings.append(f"MCP servers of {source} not read: {exc}")
+            continue
+        servers = data.get("mcpServers", data.get("servers", {})) if isinstance(data, dict) else None
+        if not isinstance(servers, dict):
+            warnings.append(f"MCP servers of {source} not read: expected \"mcpServers\" (or \"servers\")")
+            continue
+        for name, entry in servers.items():
+            kept = {k: v for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
+            try:
+                specs = parse_servers({"mcpServers": {name: kept}}, source)
+            except ConfigError as exc:
+                warnings.append(f"MCP server not read: {exc}")
+                continue
+            for key, spec in specs.items():
+                found.setdefault(key, spec)
+    return found
+
+
+def approval_key(cwd: Path, spec: ServerSpec) -> str:
+    """What an approval covers: this workspace, this name, this exact entry."""
+    entry = [str(cwd), spec.name, spec.command, list(spec.args), dict(spec.env), spec.cwd, spec.url,
+             dict(spec.headers)]
+    return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+
+
+def allowed_keys() -> set[str]:
+    """The approvals remembered so far; blocking."""
+    try:
+        data = json.loads(approvals_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {k for k in data if isinstance(k, str)} if isinstance(data, list) else set()
+
+
+def remember(key: str) -> None:
+    """Remember one approval (written whole, then renamed into place); blocking."""
+    file = approvals_file()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    keys = sorted(allowed_keys() | {key})
+    tmp = file.with_name(f".{file.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(keys), encoding="utf-8")
+    os.replace(tmp, file)

@@ -1,0 +1,43 @@
+"""`ollie acp` starts the MCP servers a client sends in session/new; their calls are ACP tool calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from acp.exceptions import RequestError
+from acp.schema import EnvVariable, McpServerStdio
+
+from ollie.testing import Reply
+
+SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permission(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env(approval="ask"))
+    assert agent.init.agent_capabilities.mcp_capabilities.http is True
+    llm.script(Reply.tool_calls(("mcp__zed__add", {"a": 40, "b": 2})),
+               Reply.tool_calls(("mcp__zed__create_issue", {"title": "from zed"})), Reply.text("done"))
+    server = McpServerStdio(name="zed", command=sys.executable, args=[str(SERVER)],
+                            env=[EnvVariable(name="GREETING", value="hi")])
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[server])
+    sid = response.session_id
+    agent.client.permission_answers = ["allow_once"]
+    assert (await agent.prompt(sid, "go", timeout=90)).stop_reason == "end_turn"
+    starts = agent.client.of(sid, "tool_call")
+    assert [(s.title, s.kind) for s in starts] == [("zed: add", "read"), ('zed: create_issue "from zed"', "other")]
+    # Only the call that may change something was put to the user.
+    (asked,) = agent.client.permission_requests
+    assert asked[0].title == 'zed: create_issue "from zed"'
+    told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told[0] == "42" and "created issue 'from zed'" in told[1]
+
+
+async def test_a_malformed_server_is_invalid_params_naming_it(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    bad = McpServerStdio(name="bad__name", command="x", args=[], env=[])
+    with pytest.raises(RequestError) as raised:
+        await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[bad])
+    assert raised.value.code == -32602 and "mcpServers.bad__name" in str(raised.value.data)

@@ -1,0 +1,220 @@
+"""MCP servers through the daemon: the SDK test server's tools as steps, approval, crash and restart, cancel, status."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+from .test_cli import run_ollie
+
+SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
+pytestmark = pytest.mark.timeout(180)
+
+
+def configure(home: Path, servers: dict[str, Any]) -> Path:
+    """Write the user's mcp.json (in the tests' private XDG config dir)."""
+    config = home / "config" / "ollie"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return config / "mcp.json"
+
+
+def test_server(*args: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(SERVER), *args]}
+
+
+test_server.__test__ = False  # type: ignore[attr-defined]
+
+
+def state_dir(home: Path, name: str) -> Path:
+    return home / "state" / "ollie" / "mcp" / name
+
+
+async def submit(daemon: Daemon, text: str) -> str:
+    return (await daemon.request("ollie/submit", {"text": text}, timeout=90))["reply"]
+
+
+def tool_results(llm: Any) -> list[str]:
+    """What the model was told of its calls, in order."""
+    return [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+
+
+async def wait_state(daemon: Daemon, name: str, state: str, timeout: float = 60) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
+        found = next((s for s in servers if s["name"] == name), None)
+        if found is not None and found["state"] == state:
+            return found
+        if loop.time() > deadline:
+            raise AssertionError(f"server {name} not {state}: {servers}")
+        await asyncio.sleep(0.1)
+
+
+async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__add", {"a": 2, "b": 3})), Reply.text("added"),
+               Reply.tool_calls(("mcp__t__create_issue", {"title": "the bug"})), Reply.text("filed"),
+               Reply.tool_calls(("mcp__t__fails", {})), Reply.text("saw it fail"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    asked: list[str] = []
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        return types.MessageActionItem(title="Allow once")
+
+    listed = await wait_state(daemon, "t", "ready")
+    kinds = {t["name"]: t["kind"] for t in listed["tools"]}
+    assert kinds["mcp__t__add"] == "read" and kinds["mcp__t__create_issue"] == "other"
+    assert [p["name"] for p in listed["prompts"]] == ["review"]
+
+    assert await submit(daemon, "add") == "added"
+    offered = {t["function"]["name"]: t["function"] for t in llm.chat_requests[0].body["tools"]}
+    assert offered["mcp__t__add"]["parameters"]["properties"]["a"]["type"] == "integer"
+    assert tool_results(llm) == ["5"]
+    assert asked == []  # read-only hint: never asks
+
+    assert await submit(daemon, "file it") == "filed"
+    assert len(asked) == 1 and 't: create_issue "the bug"' in asked[0]
+    assert "created issue 'the bug'" in tool_results(llm)[-1]
+    # The server wrote into its own dir, the only one it may write.
+    assert (state_dir(_private_dirs, "t") / "issues.txt").read_text() == "the bug\n"
+
+    assert await submit(daemon, "fail") == "saw it fail"
+    assert "this tool always fails" in tool_results(llm)[-1]
+    steps = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
+    titles = {s["title"]: s for s in steps}
+    assert titles['t: create_issue "the bug"']["status"] == "completed"
+    assert titles["t: add"]["kind"] == "read"
+    assert titles["t: fails"]["status"] == "failed"
+
+
+async def test_a_crashing_server_restarts_and_the_user_is_told(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__crash", {})), Reply.text("it crashed"),
+               Reply.tool_calls(("mcp__t__add", {"a": 1, "b": 1})), Reply.text("back"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert await submit(daemon, "crash it") == "it crashed"
+    assert "MCP server 't'" in tool_results(llm)[-1]
+    await daemon.wait_events(lambda evs: any("MCP server 't' failed" in e.get("content", "") for e in evs),
+                             timeout=30)
+    again = await wait_state(daemon, "t", "ready")
+    assert again["restarts"] == 1
+    assert await submit(daemon, "add") == "back"
+    assert tool_results(llm)[-1] == "2"
+
+
+async def test_interrupt_cancels_the_call_on_the_server(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__slow", {"seconds": 120})))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "wait"}, timeout=90))
+    started = state_dir(_private_dirs, "t") / "slow-started"
+    while not started.exists():
+        await asyncio.sleep(0.05)
+    await daemon.request("ollie/interrupt", {})
+    await turn
+    marker = state_dir(_private_dirs, "t") / "cancelled"
+    for _ in range(600):
+        if marker.exists():
+            break
+        await asyncio.sleep(0.05)
+    assert marker.exists(), "the server was not told (notifications/cancelled)"
+    assert (await daemon.request("ollie/state", {}))["running"] is False
+
+
+async def test_mcp_command_and_prompts_as_slash_commands(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.text("reviewed"), Reply.text("read it"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    shown = await submit(daemon, "/mcp")
+    assert "t (stdio): ready" in shown and "mcp__t__add [read]" in shown and "/mcp:t:review path=..." in shown
+    assert "/mcp add t note://readme" in shown
+    assert await submit(daemon, "/mcp:t:review src/a.py") == "reviewed"
+    assert llm.chat_requests[-1].body["messages"][-1]["content"].endswith("Please review src/a.py carefully.")
+    missing = await submit(daemon, "/mcp:t:nope")
+    assert "no MCP prompt 'nope' on server 't'" in missing
+    # A resource added as context reaches the model with the next prompt.
+    assert "added note://readme of t" in await submit(daemon, "/mcp add t note://readme")
+    assert await submit(daemon, "what does it say?") == "read it"
+    assert "the readme of the test server" in json.dumps(llm.chat_requests[-1].body["messages"])
+
+
+async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_dirs):
+    file = configure(_private_dirs, {"t": {"command": "x", "args": "not-a-list"}})
+    daemon = await start_daemon(env=llm.env())
+    shown = await submit(daemon, "/mcp")
+    assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+
+
+def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
+    proc = run_ollie(["-p", "add them", "--cwd", str(tmp_path)], env=llm.env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("▸ t: add\n  42\n"), proc.stdout
+    assert proc.stdout.rstrip().endswith("it is 42")
+
+
+async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server(), "kept": test_server()})
+    agents = _private_dirs / "config" / "ollie" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "narrow.json").write_text(json.dumps({"mcpServers": {"t": {"disabled": True}, "own": test_server()}}))
+    (agents / "broken.json").write_text(json.dumps({"mcpServers": {"x": {"command": ""}}}))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert "agent: narrow" in await submit(daemon, "/agent narrow")
+    servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert sorted(s["name"] for s in servers) == ["kept", "own"]
+    refused = await submit(daemon, "/agent broken")
+    assert "broken.json" in refused and "mcpServers.x.command" in refused
+
+
+async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(start_daemon, llm, _private_dirs,
+                                                                                 tmp_path):
+    ws = tmp_path / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": {"type": "stdio", **test_server()}}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    shown = await submit(daemon, "/mcp")
+    assert "planted" in shown and "/mcp allow planted" in shown
+    (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert entry["state"] == "needs approval"
+    assert not state_dir(_private_dirs, "planted").exists()  # never spawned
+    assert "allowed MCP server 'planted'" in await submit(daemon, "/mcp allow planted")
+    await wait_state(daemon, "planted", "ready")
+    # Remembered for this workspace: a new session starts it without asking.
+    new = await daemon.request("ollie/session/new", {})
+    listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
+    assert [s["name"] for s in listed] == ["planted"] and listed[0]["state"] != "needs approval"
+    # A changed entry is a new server: asked again.
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": test_server("hostile")}}))
+    other = await daemon.request("ollie/session/new", {})
+    (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
+    assert again["state"] == "needs approval"
+
+
+async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__grow", {})), Reply.tool_calls(("mcp__t__grown", {})), Reply.text("grew"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert await submit(daemon, "grow") == "grew"
+    offered = [[t["function"]["name"] for t in r.body["tools"]] for r in llm.chat_requests]
+    assert "mcp__t__grown" not in offered[0] and "mcp__t__grown" in offered[1]
+    assert tool_results(llm) == ["added", "grown up"]

@@ -1,0 +1,129 @@
+"""A hostile MCP server is contained: its sandbox keeps secrets and the workspace out of reach, floods are cut."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from ollie.mcp.client import MAX_RESULT_BYTES
+from ollie.mcp.config import ServerSpec
+from ollie.mcp.host import McpHost
+
+SERVER = Path(__file__).with_name("server.py")
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user home with an ssh key in it (the daemon's HOME for this test)."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+async def start(tmp_path: Path, *, network_from: str = "default") -> tuple[McpHost, list[str]]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "main.py").write_text("print('hi')\n")
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-secret"},
+                   network_from=network_from)
+    told: list[str] = []
+    host.notify = told.append
+    await host.add({"h": ServerSpec("h", command=sys.executable, args=(str(SERVER), "hostile"),
+                                    env={"TOKEN": "given"})}, wait=60)
+    assert host.status()[0]["state"] == "ready", host.status()
+    return host, told
+
+
+async def call(host: McpHost, tool: str, **args: object) -> str:
+    result = await host.call(f"mcp__h__{tool}", args)
+    return result.text
+
+
+async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: Path) -> None:
+    host, _ = await start(tmp_path)
+    try:
+        assert (await call(host, "read_file", path=str(home / ".ssh" / "id_ed25519"))).startswith("denied")
+        # The workspace is readable, never writable, though the tool claims to only read.
+        assert await call(host, "read_file", path=str(tmp_path / "ws" / "main.py")) == "print('hi')\n"
+        assert (await call(host, "write_file", path=str(tmp_path / "ws" / "main.py"))).startswith("denied")
+        assert (await call(host, "write_file", path=str(tmp_path / "elsewhere"))).startswith("denied")
+        assert (tmp_path / "ws" / "main.py").read_text() == "print('hi')\n"
+        # The daemon's environment (API keys) is not the server's: only what its config gave it.
+        environ = await call(host, "read_file", path="/proc/self/environ")
+        assert "sk-secret" not in environ and "TOKEN=given" in environ
+    finally:
+        await host.aclose()
+
+
+def _servers_running() -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and f"{SERVER}\0hostile".encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+async def test_the_servers_processes_die_with_the_session(tmp_path: Path, home: Path) -> None:
+    host, _ = await start(tmp_path)
+    assert _servers_running()
+    await host.aclose()
+    assert _servers_running() == []
+
+
+async def test_no_network_under_a_policy_without_it(tmp_path: Path, home: Path) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    try:
+        host, _ = await start(tmp_path, network_from="nonet")
+        try:
+            assert (await call(host, "connect", port=port)).startswith("denied")
+        finally:
+            await host.aclose()
+    finally:
+        listener.close()
+
+
+async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: Path) -> None:
+    host, told = await start(tmp_path)
+    try:
+        huge = await call(host, "huge")
+        assert len(huge) < MAX_RESULT_BYTES + 200 and "result was cut" in huge
+        # Lines that are not JSON-RPC are skipped; the answer still comes.
+        assert await call(host, "garbage", lines=20) == "answered"
+        # An endless line without a newline: the server is stopped (not buffered), the call fails, the loop runs.
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.ensure_future(tick())
+        flooded = await host.call("mcp__h__flood", {})
+        ticker.cancel()
+        assert flooded.is_error and ticks > 0
+        for _ in range(600):
+            if told:
+                break
+            await asyncio.sleep(0.05)
+        assert "over 8388608 bytes" in told[0]
+        # Endless garbage lines: stopped too.
+        for _ in range(1200):
+            if host.status()[0]["state"] == "ready":
+                break
+            await asyncio.sleep(0.05)
+        spewed = await host.call("mcp__h__garbage", {"lines": 100000})
+        assert spewed.is_error
+    finally:
+        await host.aclose()
