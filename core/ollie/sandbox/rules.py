@@ -125,6 +125,8 @@ def readonly_git(policy: Policy) -> list[str]:
 def _network_mode(policy: Policy) -> str:
     if not policy.network.enabled:
         return "none"
+    if policy.network.proxied:
+        return "tcp"  # TCP on the namespace's loopback (the proxy); no UDP, no raw sockets
     return "all" if policy.network.unrestricted else "tcp"
 
 
@@ -165,7 +167,7 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]]
     fs.extend([path, access] for path, access in extra_fs)
     net: list[list[int]] = []
     handled_net = 0
-    if policy.network.restricted:
+    if policy.network.restricted and not policy.network.proxied:
         if abi < NETWORK_ABI:
             _shortfall(policy, f"Landlock ABI {abi} cannot restrict TCP (needs {NETWORK_ABI})",
                        "network unrestricted", warnings)
