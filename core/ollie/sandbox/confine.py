@@ -87,12 +87,10 @@ else:  # loaded by path (siblings.py)
     landlock = sys.modules["_ollie_siblings"].load("landlock")
 
 
-def _netns():  # noqa: ANN202 - the module, loaded on first use (it loads this one back)
-    if TYPE_CHECKING or __package__:
-        from ollie.sandbox import netns
-    else:
-        netns = sys.modules["_ollie_siblings"].load("netns")
-    return netns
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import netns
+else:  # loaded by path (siblings.py)
+    netns = sys.modules["_ollie_siblings"].load("netns")
 
 
 def _last_cap() -> int:
@@ -286,7 +284,7 @@ def apply(ruleset: dict) -> None:
     # Not /proc's: they must be opened on the fresh procfs, after its mount.
     opened = landlock.open_rules(ruleset, proc=False) if tmp else None
     if ruleset.get("netns"):
-        _netns().enter(ruleset["netns"])  # needs CAP_SYS_ADMIN (in its user namespace): before caps go
+        netns.enter(ruleset["netns"], unshare)  # needs CAP_SYS_ADMIN (in its user namespace): before caps go
     if binds or tmp or proc or writable is not None:
         try:
             private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")))

@@ -18,13 +18,7 @@ from __future__ import annotations
 import fcntl
 import socket
 import struct
-import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import confine
-else:  # loaded by path (siblings.py)
-    confine = sys.modules["_ollie_siblings"].load("confine")
+from collections.abc import Callable
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -40,12 +34,13 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def enter(spec: dict) -> None:
+def enter(spec: dict, unshare: Callable[[int, str], None]) -> None:
     """Move this process into a new network namespace and hand its proxy listener to the daemon; raises OSError.
 
-    `spec`: {"socket": the proxy's unix socket path, "token": this step's one-time token}.
+    `spec`: {"socket": the proxy's unix socket path, "token": this step's one-time token}; `unshare`:
+    confine.py's (it adds a user namespace where it must).
     """
-    confine.unshare(CLONE_NEWNET, "CLONE_NEWNET")
+    unshare(CLONE_NEWNET, "CLONE_NEWNET")
     loopback_up()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
