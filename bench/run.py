@@ -21,7 +21,7 @@ from bench.common import REPO, Row, private_home
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 # The steps in the order they run (`--only` picks some of them).
-STEPS = ("startup", "relay", "tools", "sessions", "memory", "stalls", "checkpoints")
+STEPS = ("startup", "relay", "tools", "network", "sessions", "memory", "stalls", "checkpoints")
 
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
@@ -98,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     header = machine()
     started = time.perf_counter()
-    from bench import bench_checkpoints, bench_memory, bench_relay, bench_stalls, bench_startup, bench_tools
+    from bench import (bench_checkpoints, bench_egress, bench_memory, bench_relay, bench_stalls, bench_startup,
+                       bench_tools)
 
     every: dict[str, tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = {
         "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
+        "network": ("egress proxy", lambda: bench_egress.run(10 if quick else 100, 2 if quick else 5)),
         "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),
         "memory": ("memory and per-session cost", bench_memory.run),
         "stalls": ("event-loop stalls", bench_stalls.run),
