@@ -98,8 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     header = machine()
     started = time.perf_counter()
-    from bench import (bench_checkpoints, bench_egress, bench_memory, bench_relay, bench_stalls, bench_startup,
-                       bench_tools)
+    from bench import (
+        bench_checkpoints,
+        bench_egress,
+        bench_memory,
+        bench_relay,
+        bench_stalls,
+        bench_startup,
+        bench_tools,
+    )
 
     every: dict[str, tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = {
         "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
