@@ -82,6 +82,7 @@ class Core:
                                       kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
         self._host.approve_step = self._approval.check
+        self._host.net_ask = self._approval.net_ask
         self._watch_saves(session_file)
 
     @classmethod

@@ -181,6 +181,7 @@ class AgentLoop:
             changes=host.changes,
             approve=host.approve_step,
             post_edit=host.post_edit,
+            net_ask=host.net_ask,
         )
         try:
             outcomes = await round_.run(calls)
