@@ -88,6 +88,10 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     assert question.prefix == f"other.test:{listener.port}" and question.kind == "fetch"
     assert "curl -s" in question.title and "step1.sh" in question.title  # the step, and the process asking
     assert "status 403" in tool_text(srv, 1)
+    assert f"[network] other.test:{listener.port} denied (deny), sent 0 B, received 0 B" in tool_text(srv, 1)
+    listing = (await core.submit("/network")).reply
+    assert listing.startswith("network (1 connection):")
+    assert f"other.test:{listener.port} denied (deny), sent 0 B, received 0 B — Run `curl -s" in listing
     assert not listener.received
 
 
@@ -101,6 +105,7 @@ async def test_allow_always_lets_it_through_for_the_rest_of_the_session(scripted
     assert len(approver.network) == 1  # the second call is not asked again
     assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
     assert f"net:other.test:{listener.port}" in core.session.approval_always
+    assert f"[network] other.test:{listener.port} allowed (session), sent " in tool_text(srv, 2)
 
 
 async def test_auto_still_asks_about_a_host_the_policy_does_not_list(scripted_llm, make_core, listener):

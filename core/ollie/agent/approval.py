@@ -159,6 +159,8 @@ class ApprovalGate:
         self._cwd = cwd
         self._kind_of = kind_of
         self.approver: StepApprover | None = None
+        # Every connection the session's steps made through the egress proxy (`/network`; this process only).
+        self.net_log: list[dict] = []
         self.on_ask: Callable[[StepQuestion, Answer], None] | None = None
 
     async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
@@ -205,11 +207,11 @@ class ApprovalGate:
         `read-only`, which denies, as does a session nobody can ask. "Allow always" allows that
         host:port for the rest of the session (kept with its other "always" rules).
         """
-        if self._mode() == "read-only" or self.approver is None:
-            return NetAsk(ask=None)
-        approver = self.approver
         steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
         title = " and ".join(step.title for step in steps)[:200] or tool
+        if self._mode() == "read-only" or self.approver is None:
+            return NetAsk(ask=None, step=title, log=self.net_log)
+        approver = self.approver
         allowed = {rule.removeprefix("net:") for rule in self._always() if rule.startswith("net:")}
 
         async def ask(host: str, port: int, step: str) -> str:
@@ -224,7 +226,7 @@ class ApprovalGate:
                 return "session"
             return "once" if answer.outcome == "allow_once" else "deny"
 
-        return NetAsk(ask=ask, session_allowed=allowed)
+        return NetAsk(ask=ask, session_allowed=allowed, step=title, log=self.net_log)
 
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
         kind = plan.question.kind

@@ -519,6 +519,11 @@ class Core:
         self._notify()
 
     @property
+    def network_log(self) -> list[dict]:
+        """Every connection this session's steps made through the egress proxy, in order (this process only)."""
+        return self._approval.net_log
+
+    @property
     def step_approver(self) -> StepApprover | None:
         """Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused."""
         return self._approval.approver

@@ -54,6 +54,8 @@ class NetAsk:
     session_allowed: set[str] = field(default_factory=set)  # "host:port" allowed for this session
     remember: Callable[[str], None] | None = None  # "always": add the rule to the user's config
     timeout: float = ASK_TIMEOUT_S
+    step: str = ""  # the step as the user saw it (its title), for the records
+    log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
 
 
 # The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
@@ -158,8 +160,11 @@ class StepNet:
 
     async def decide(self, host: str, port: int) -> dict:
         """The record of a new connection to `host:port`, with its `verdict` ("allowed"/"denied") and `how`."""
-        record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0}
+        record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
+                        "step": (self.ask.step if self.ask is not None else "") or self.label}
         self.connections.append(record)
+        if self.ask is not None and self.ask.log is not None:
+            self.ask.log.append(record)  # the same dict: its byte counts go on growing there
         key = f"{host}:{port}"
         if any_match(self.deny, host, port):
             record["how"] = "policy"
@@ -423,7 +428,7 @@ async def _relay(step: StepNet, record: dict, reader: asyncio.StreamReader, writ
     async def out() -> None:
         while chunk := await reader.read(CHUNK):
             if step.max_sent and step.sent + len(chunk) > step.max_sent:
-                record["error"] = f"the step's network send limit ({step.max_sent} bytes) was reached"
+                record["error"] = f"cut off: the step reached its network send limit (network.max_sent: {step.max_sent} bytes)"
                 return
             step.sent += len(chunk)
             record["sent"] += len(chunk)

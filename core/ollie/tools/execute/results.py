@@ -24,6 +24,17 @@ def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
     return f"exit {code}"
 
 
+def network_line(connection: dict) -> str:
+    """One connection through the egress proxy: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3 MB`."""
+    def size(n: int) -> str:
+        return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
+
+    how = f" ({connection['how']})" if connection.get("how") else ""
+    line = (f"{connection['host']}:{connection['port']} {connection['verdict']}{how}, sent {size(connection['sent'])}, "
+            f"received {size(connection['received'])}")
+    return line + (f"; {connection['error']}" if connection.get("error") else "")
+
+
 def decode(data: bytes) -> str:
     """Process output as text (invalid UTF-8 replaced, never an exception)."""
     return data.decode("utf-8", errors="replace")
@@ -53,6 +64,7 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
         lines.append(err.rstrip("\n"))
     for warning in outcome.warnings:
         lines.append(f"[warning] {warning}")
+    lines += [f"[network] {network_line(c)}" for c in outcome.network]
     if outcome.truncated:
         streams = [name for name, data in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(data) >= limit]
         which = " and ".join(streams) or "output"
