@@ -68,3 +68,22 @@ async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) ->
     await agent.prompt(sid, "make x")
     assert not (agent.workspace / "x").exists() and agent.client.permission_requests == []
     assert "read-only" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_network_question_goes_to_request_permission(start_agent, llm) -> None:
+    from tests.netserver import Listener
+
+    server = Listener()
+    server.start()
+    try:
+        llm.script(run(f"curl -s http://other.test:{server.port}/x"), Reply.text("1"))
+        agent = await start_agent(env={**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"})
+        sid = await agent.new()
+        agent.client.permission_answers = ["reject_once"]
+        await agent.prompt(sid, "fetch")
+        (tool_call, _), = agent.client.permission_requests
+        assert tool_call.kind == "fetch" and tool_call.title.startswith(f"connect to other.test:{server.port} ")
+        assert not server.received
+        assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    finally:
+        server.sock.close()

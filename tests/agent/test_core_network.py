@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -11,35 +9,9 @@ import pytest
 from ollie.agent.approval import Answer, StepQuestion
 from ollie.sandbox import egress, landlock_abi
 from ollie.testing import Reply
+from tests.netserver import Listener
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
-
-
-class Listener(threading.Thread):
-    """A TCP server on the host's loopback answering any request with `hello`; records what it receives."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.received = bytearray()
-
-    def run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    while chunk := conn.recv(65536):
-                        self.received += chunk
-                        if b"\r\n\r\n" in self.received:
-                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
-                            break
-                except OSError:
-                    pass
 
 
 @pytest.fixture

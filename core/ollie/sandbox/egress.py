@@ -34,6 +34,7 @@ from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
 log = get_logger("ollie.sandbox.egress")
 
 MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
+TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
 CHUNK = 1 << 18
@@ -474,8 +475,16 @@ def proxy() -> EgressProxy:
     loop = asyncio.get_running_loop()
     found = _proxies.get(loop)
     if found is None:
-        found = _proxies[loop] = EgressProxy(_resolver or system_resolve)
+        found = _proxies[loop] = EgressProxy(_resolver or _env_resolver() or system_resolve)
     return found
+
+
+def _env_resolver() -> Resolver | None:
+    """`OLLIE_TEST_NET_HOSTS=name=1.2.3.4,...`: tests of a daemon subprocess map names (the test machine has no
+    internet); the daemon's environment is the user's own, which tool code cannot set."""
+    text = os.environ.get(TEST_HOSTS_ENV, "")
+    pairs = [item.partition("=") for item in text.split(",") if "=" in item]
+    return hosts_resolver({normal_host(name): address.strip() for name, _, address in pairs}) if pairs else None
 
 
 def hosts_resolver(table: dict[str, str]) -> Resolver:
