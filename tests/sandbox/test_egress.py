@@ -215,8 +215,10 @@ async def test_unlisted_host_asks_and_deny_sends_nothing(ws, counting) -> None:
     assert asked.questions and asked.questions[0][:2] == ("other.test", counting.port)
     assert "urllib" in asked.questions[0][2] or "python3" in asked.questions[0][2]
     assert counting.accepted == 0 and not counting.received
-    assert connections[0] | {"sent": 0} == {"host": "other.test", "port": counting.port, "verdict": "denied",
-                                             "how": "deny", "asked": True, "sent": 0, "received": 0}
+    assert connections[0]["step"].startswith("python3 -I -S -c")
+    assert connections[0] | {"sent": 0, "step": ""} == {
+        "step": "", "host": "other.test", "port": counting.port, "verdict": "denied", "how": "deny", "asked": True,
+        "sent": 0, "received": 0}
 
 
 async def test_an_allowed_answer_lets_it_through_and_is_recorded(ws, counting) -> None:
@@ -283,3 +285,15 @@ async def test_the_send_cap_cuts_a_step_off(ws, counting) -> None:
     out, _, connections = await run_asked(ws, policy, "deny", "raw", request)
     assert "limit" in connections[0].get("error", "")
     assert len(counting.received) <= 1024
+
+
+async def test_without_a_network_namespace_proxy_means_no_network(ws, counting, monkeypatch) -> None:
+    monkeypatch.setenv("OLLIE_SANDBOX_NETNS", "0")
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    from ollie.sandbox import spawn_sandboxed
+
+    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PROBE, "direct", str(counting.port)], policy=policy,
+                                 cwd=ws.work, env=ws.env)
+    out, _, _ = await proc.communicate(limit_bytes=1 << 20)
+    assert "PermissionError" in out.decode() and counting.accepted == 0
+    assert any("no network namespace" in w for w in proc.warnings)

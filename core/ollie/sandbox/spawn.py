@@ -315,7 +315,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
     step_net = None
-    if ruleset is not None and policy is not None and policy.network.proxied:
+    if ruleset is not None and policy is not None and ruleset.get("proxy"):
         step_net = _open_step_net(policy, argv, ruleset, child_env)
         report["network"] = step_net.connections
     try:
