@@ -297,3 +297,23 @@ async def test_without_a_network_namespace_proxy_means_no_network(ws, counting, 
     out, _, _ = await proc.communicate(limit_bytes=1 << 20)
     assert "PermissionError" in out.decode() and counting.accepted == 0
     assert any("no network namespace" in w for w in proc.warnings)
+
+
+def test_host_patterns() -> None:
+    from ollie.sandbox.egress import matches, normal_host
+
+    assert matches("pypi.org", "pypi.org", 443) and matches("pypi.org", "pypi.org", 80)
+    assert not matches("pypi.org", "pypi.org", 8443) and matches("pypi.org:8443", "pypi.org", 8443)
+    assert not matches("pypi.org", "evil-pypi.org", 443) and not matches("pypi.org", "pypi.org.evil.com", 443)
+    assert matches("*.githubusercontent.com", "raw.githubusercontent.com", 443)
+    assert not matches("*.githubusercontent.com", "githubusercontent.com", 443)
+    assert not matches("*.githubusercontent.com", "evilgithubusercontent.com", 443)
+    assert normal_host("PyPI.org.") == "pypi.org" and normal_host("[::FFFF:7f00:1]") == "::ffff:7f00:1"
+    assert not matches("*.0.0.1", "127.0.0.1", 443)  # a wildcard never matches an IP literal
+
+
+async def test_a_deny_pattern_wins_over_allow_and_is_never_asked(ws, counting) -> None:
+    policy = proxy_policy(ws, [f"other.test:{counting.port}"], extra=f', deny: ["other.test:{counting.port}"]')
+    out, asked, connections = await run_asked(ws, policy, "once", "urllib", f"http://other.test:{counting.port}/")
+    assert "403" in out and not asked.questions and counting.accepted == 0
+    assert (connections[0]["verdict"], connections[0]["how"]) == ("denied", "policy")
