@@ -85,5 +85,9 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
         assert tool_call.kind == "fetch" and tool_call.title.startswith(f"connect to other.test:{server.port} ")
         assert not server.received
         assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
+        # The step's tool call content (its result's preview) names the connection too.
+        closing = [u for u in agent.client.of(sid, "tool_call_update") if u.content]
+        assert any(f"[network] other.test:{server.port} denied" in c.content.text for u in closing for c in u.content
+                   if getattr(c, "type", "") == "content"), closing
     finally:
         server.sock.close()

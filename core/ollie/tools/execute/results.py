@@ -56,6 +56,8 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
     if outcome is None:
         return f"[{section.label}] {section.note}"
     lines = [f"[{section.label}] {status_line(outcome, timeout=timeout)}"]
+    # Right under the status: a preview of the result (ACP's, an editor's step line) shows them before the output.
+    lines += [f"[network] {network_line(c)}" for c in outcome.network]
     out, err = decode(outcome.stdout), decode(outcome.stderr)
     if section.show_stdout and out:
         lines.append(out.rstrip("\n"))
@@ -64,7 +66,6 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
         lines.append(err.rstrip("\n"))
     for warning in outcome.warnings:
         lines.append(f"[warning] {warning}")
-    lines += [f"[network] {network_line(c)}" for c in outcome.network]
     if outcome.truncated:
         streams = [name for name, data in (("stdout", outcome.stdout), ("stderr", outcome.stderr)) if len(data) >= limit]
         which = " and ".join(streams) or "output"
