@@ -317,3 +317,19 @@ async def test_a_deny_pattern_wins_over_allow_and_is_never_asked(ws, counting) -
     out, asked, connections = await run_asked(ws, policy, "once", "urllib", f"http://other.test:{counting.port}/")
     assert "403" in out and not asked.questions and counting.accepted == 0
     assert (connections[0]["verdict"], connections[0]["how"]) == ("denied", "policy")
+
+
+async def test_an_unanswered_question_denies(ws, counting) -> None:
+    never = asyncio.Event()
+
+    async def ask(host: str, port: int, step: str) -> str:
+        await never.wait()  # the user never answers
+        return "once"
+
+    token = egress.asking.set(egress.NetAsk(ask=ask, timeout=0.2))
+    try:
+        status, out, _ = await ws.run(["python3", "-I", "-S", "-c", PROBE, "urllib",
+                                       f"http://other.test:{counting.port}/"], proxy_policy(ws, ["pypi.test"]))
+    finally:
+        egress.asking.reset(token)
+    assert status == 0 and "403" in out and counting.accepted == 0
