@@ -295,7 +295,6 @@ class EgressProxy:
             listener.setblocking(False)
             step._listener = listener
             loop.add_reader(listener.fileno(), self._accept_one, step)
-            await loop.sock_sendall(conn, b"ok\n")
 
     def _accept_one(self, step: StepNet) -> None:
         if step._listener is None:
