@@ -1,4 +1,4 @@
-"""Cost of a sandboxed spawn (fork server + Landlock, default policy) against a bare spawn.
+"""Cost of a sandboxed spawn (fork server + Landlock, default policy: its network namespace included) against a bare spawn.
 
 Both run `bash -c true` and collect its output the same way; rounds are
 interleaved so machine noise hits both alike. Prints the medians and the ratio,

@@ -80,3 +80,26 @@ async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_
     assert len(agent.client.permission_requests) == 1
     assert (agent.workspace / "a.txt").read_text() == "one\n"
     assert "nobody answered whether 'Edit a.txt'" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_network_question_goes_to_request_permission(start_agent, llm) -> None:
+    from tests.netserver import Listener
+
+    server = Listener()
+    server.start()
+    try:
+        llm.script(run(f"curl -s http://other.test:{server.port}/x"), Reply.text("1"))
+        agent = await start_agent(env={**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"})
+        sid = await agent.new()
+        agent.client.permission_answers = ["reject_once"]
+        await agent.prompt(sid, "fetch")
+        (tool_call, _), = agent.client.permission_requests
+        assert tool_call.kind == "fetch" and tool_call.title.startswith(f"connect to other.test:{server.port} ")
+        assert not server.received
+        assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
+        # The step's tool call content (its result's preview) names the connection too.
+        closing = [u for u in agent.client.of(sid, "tool_call_update") if u.content]
+        assert any(f"[network] other.test:{server.port} denied" in c.content.text for u in closing for c in u.content
+                   if getattr(c, "type", "") == "content"), closing
+    finally:
+        server.sock.close()

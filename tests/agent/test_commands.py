@@ -405,5 +405,6 @@ async def test_every_command_is_covered_by_these_tests():
         "changes", "rewind",  # through a real Core in tests/agent/test_review.py
         "approval",  # through the daemon in tests/lsp/test_approval.py
         "mcp",  # through the daemon in tests/lsp/test_mcp.py
+        "network",  # through a real Core and a real step in tests/agent/test_core_network.py
     }
     assert set(COMMANDS) == tested

@@ -183,7 +183,8 @@ async def test_mptcp_and_udp_denied_under_nonet(server, listeners):
 
 async def test_mptcp_and_udp_denied_under_port_rules(server, listeners):
     port, udp = listeners
-    set_default_policy(BUNDLED.replace("unrestricted: true", "unrestricted: false").replace(
+    set_default_policy(BUNDLED.replace("mode: proxy", "mode: open").replace(
+        "unrestricted: true", "unrestricted: false").replace(
         "connect_tcp: []", f"connect_tcp: [{port}]"))
     text = await run_code(server, SOCKETS.format(port=port, udp_port=udp.getsockname()[1]), "python3")
     for name in ("mptcp", "mptcp6", "udp", "udp6", "ping", "sctp"):
@@ -194,6 +195,7 @@ async def test_mptcp_and_udp_denied_under_port_rules(server, listeners):
 
 async def test_udp_works_when_the_network_is_unrestricted(server, listeners):
     port, udp = listeners
+    set_default_policy(BUNDLED.replace("mode: proxy", "mode: open"))
     text = await run_code(server, SOCKETS.format(port=port, udp_port=udp.getsockname()[1]), "python3")
     assert "OPEN udp" in text and "OPEN tcp" in text, text
     assert "denied mptcp EPERM" in text, text  # MPTCP is never needed: TCP is there

@@ -123,7 +123,8 @@ async def test_network_connect_is_refused_when_the_policy_restricts_it(server, l
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie"
     config.mkdir(parents=True, exist_ok=True)
     bundled = (Path(__file__).resolve().parents[2] / "sandbox.yaml").read_text()
-    restricted = bundled.replace("unrestricted: true", "unrestricted: false").replace(
+    restricted = bundled.replace("mode: proxy", "mode: open").replace(
+        "unrestricted: true", "unrestricted: false").replace(
         "connect_tcp: []", f"connect_tcp: [{allowed}]")
     assert restricted != bundled
     (config / "sandbox.yaml").write_text(restricted)

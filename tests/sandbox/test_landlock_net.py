@@ -62,14 +62,14 @@ async def probe(ws, policy, *words: str) -> list[str]:
 
 async def test_only_listed_connect_ports_work(ws, listeners):
     allowed, other = listeners
-    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, connect_tcp: [{allowed}]}}\n")
+    policy = ws.policy(FS + f"network: {{mode: open, unrestricted: false, connect_tcp: [{allowed}]}}\n")
     lines = await probe(ws, policy, f"connect:{allowed}", f"connect:{other}")
     assert lines == [f"connect {allowed} ok", f"connect {other} errno 13"]
 
 
 async def test_only_listed_bind_ports_work(ws):
     allowed, other = free_port(), free_port()
-    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, bind_tcp: [{allowed}]}}\n")
+    policy = ws.policy(FS + f"network: {{mode: open, unrestricted: false, bind_tcp: [{allowed}]}}\n")
     lines = await probe(ws, policy, f"bind:{allowed}", f"bind:{other}")
     assert lines == [f"bind {allowed} ok", f"bind {other} errno 13"]
 
@@ -84,7 +84,7 @@ async def test_network_disabled_blocks_all_tcp(ws, listeners):
 
 async def test_unrestricted_network_allows_any_port(ws, listeners):
     first, second = listeners
-    lines = await probe(ws, ws.default_policy(), f"connect:{first}", f"connect:{second}")
+    lines = await probe(ws, ws.policy(FS + "network: {mode: open}\n"), f"connect:{first}", f"connect:{second}")
     assert lines == [f"connect {first} ok", f"connect {second} ok"]
 
 
@@ -119,7 +119,7 @@ def fastopen_client_enabled() -> bool:
 @pytest.mark.skipif(not fastopen_client_enabled(), reason="TCP Fast Open is off for clients (net.ipv4.tcp_fastopen)")
 async def test_tcp_fast_open_cannot_reach_a_port_the_rules_deny(ws, listeners, monkeypatch):
     allowed, other = listeners
-    policy = ws.policy(FS + f"network: {{enabled: true, unrestricted: false, connect_tcp: [{allowed}]}}\n")
+    policy = ws.policy(FS + f"network: {{mode: open, unrestricted: false, connect_tcp: [{allowed}]}}\n")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)

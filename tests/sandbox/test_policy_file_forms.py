@@ -11,7 +11,7 @@ from .test_landlock_net import FS, listeners, probe  # noqa: F401  (the fixture)
 
 
 def test_ports_written_as_strings_are_ports(ws):
-    policy = ws.policy(FS + 'network: {enabled: true, unrestricted: false, connect_tcp: ["443", " 8080 "], '
+    policy = ws.policy(FS + 'network: {mode: open, unrestricted: false, connect_tcp: ["443", " 8080 "], '
                             'bind_tcp: ["3000"]}\n')
     assert policy.network.connect_tcp == (443, 8080) and policy.network.bind_tcp == (3000,)
     with pytest.raises(ConfigError, match="connect_tcp"):
@@ -23,7 +23,7 @@ def test_ports_written_as_strings_are_ports(ws):
 @pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock ABI >= 4 (TCP rules)")
 async def test_a_quoted_port_is_enforced_like_a_number(ws, listeners):  # noqa: F811
     allowed, denied = listeners
-    policy = ws.policy(FS + f'network: {{enabled: true, unrestricted: false, connect_tcp: ["{allowed}"]}}\n')
+    policy = ws.policy(FS + f'network: {{mode: open, unrestricted: false, connect_tcp: ["{allowed}"]}}\n')
     lines = await probe(ws, policy, f"connect:{allowed}", f"connect:{denied}")
     assert lines == [f"connect {allowed} ok", f"connect {denied} errno 13"]
 

@@ -116,7 +116,7 @@ async def test_exit_status_and_signal(ws):
 
 async def test_environment_is_exactly_what_was_given_plus_policy_env(ws):
     policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"]}\n'
-                       'env: ["GREETING=hi {CWD}", "PATH"]\n')
+                       'env: ["GREETING=hi {CWD}", "PATH"]\nnetwork: {mode: open}\n')  # proxy adds *_PROXY
     proc = await spawn_sandboxed(["env"], policy=policy, cwd=ws.work, env={"PATH": "/usr/bin", "ONLY": "1"})
     out, _, _ = await proc.communicate()
     assert sorted(out.decode().splitlines()) == ["GREETING=hi " + str(ws.work), "ONLY=1", f"PATH={os.environ['PATH']}"]

@@ -67,3 +67,21 @@ async def test_call_cannot_raise_the_process_limit(ws: Workspace, monkeypatch):
     _user_policy(ws, monkeypatch, "many", lambda text: text.replace("processes: 512", "processes: 100000"))
     result = await code(ws.server(), "true", sandbox="many")
     assert result.is_error and "100000 processes" in result.text
+
+
+async def test_call_cannot_trade_the_proxy_for_the_hosts_network(ws: Workspace, monkeypatch):
+    _user_policy(ws, monkeypatch, "open", lambda text: text.replace("mode: proxy", "mode: open"))
+    result = await code(ws.server(), "true", sandbox="open")
+    assert result.is_error and "the host's network" in result.text
+
+
+async def test_call_cannot_allow_more_hosts(ws: Workspace, monkeypatch):
+    _user_policy(ws, monkeypatch, "more", lambda text: text.replace('"pypi.org",', '"pypi.org", "evil.example",'))
+    result = await code(ws.server(), "true", sandbox="more")
+    assert result.is_error and "more hosts" in result.text
+
+
+async def test_call_cannot_lift_the_send_cap(ws: Workspace, monkeypatch):
+    _user_policy(ws, monkeypatch, "bigger", lambda text: text.replace("max_sent: 1G", "max_sent: 0"))
+    result = await code(ws.server(), "true", sandbox="bigger")
+    assert result.is_error and "send more" in result.text

@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
 from ollie.env import env_seconds
+from ollie.sandbox.egress import NetAsk
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
@@ -84,7 +85,10 @@ class StepQuestion:
         return out
 
     def always_label(self) -> str:
-        """What "Allow always" covers: the command prefix for a command, else the step kind."""
+        """What "Allow always" covers: the command prefix for a command (a network question's host:port), else
+        the step kind."""
+        if self.prefix and self.id.split("/")[-2:-1] == ["net"]:
+            return f"connections to {self.prefix} in this session"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
 
@@ -161,6 +165,8 @@ class ApprovalGate:
         self._cwd = cwd
         self._kind_of = kind_of
         self.approver: StepApprover | None = None
+        # Every connection the session's steps made through the egress proxy (`/network`; this process only).
+        self.net_log: list[dict] = []
         self.on_ask: Callable[[StepQuestion, Answer], None] | None = None
 
     async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
@@ -202,6 +208,34 @@ class ApprovalGate:
         if answer.outcome == "reject_with_feedback" and answer.feedback.strip():
             text += f"\nThe user's feedback: {answer.feedback.strip()}"
         return text
+
+    def net_ask(self, call_id: str, tool: str, args: dict[str, Any]) -> NetAsk:
+        """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).
+
+        Every mode asks (`auto` too: the policy, not the mode, says which hosts go unasked) but
+        `read-only`, which denies, as does a session nobody can ask. "Allow always" allows that
+        host:port for the rest of the session (kept with its other "always" rules).
+        """
+        steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
+        title = " and ".join(step.title for step in steps)[:200] or tool
+        if self._mode() == "read-only" or self.approver is None:
+            return NetAsk(ask=None, step=title, log=self.net_log)
+        approver = self.approver
+        allowed = {rule.removeprefix("net:") for rule in self._always() if rule.startswith("net:")}
+
+        async def ask(host: str, port: int, step: str) -> str:
+            question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
+                                    f"connect to {host}:{port} (network; step: {title}; process: {step})",
+                                    prefix=f"{host}:{port}")
+            answer = await _maybe_await(approver(question))
+            if self.on_ask is not None:
+                self.on_ask(question, answer)
+            if answer.outcome == "allow_always":
+                self._remember(f"net:{host}:{port}")
+                return "session"
+            return "once" if answer.outcome == "allow_once" else "deny"
+
+        return NetAsk(ask=ask, session_allowed=allowed, step=title, log=self.net_log)
 
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
         kind = plan.question.kind

@@ -18,6 +18,7 @@ from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.sessions import location, persist
 from ollie.sessions.types import Info
+from ollie.tools.execute.results import network_line
 from ollie.workspace import WorkspaceError
 
 HISTORY_DEFAULT = 40
@@ -116,6 +117,17 @@ async def cmd_changes(core: CommandTarget, arg: str) -> str:
         return review_summary(await core.review.changes(int(arg) if arg else None))
     except WorkspaceError as exc:
         raise CommandUsageError(f"/changes: {exc}") from None
+
+
+async def cmd_network(core: CommandTarget, arg: str) -> str:
+    """Every connection this session's steps made through the egress proxy: host, verdict, bytes, step."""
+    if arg:
+        raise CommandUsageError(f"/network takes nothing (got {arg!r})")
+    log = core.network_log
+    if not log:
+        return "no network use in this session (steps under network: proxy go out only through ollie's proxy)"
+    return f"network ({len(log)} connection{'s' if len(log) != 1 else ''}):\n" + "\n".join(
+        f"{network_line(c)} — {_one_line(c.get('step', ''), 80)}" for c in log)
 
 
 async def cmd_context(core: CommandTarget, arg: str) -> str:

@@ -76,6 +76,7 @@ class Core:
                                       kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
         self._host.approve_step = self._approval.check
+        self._host.net_ask = self._approval.net_ask
         self._watch_saves(session_file)
 
     @classmethod
@@ -523,6 +524,11 @@ class Core:
         self.session.approval = check_mode(mode)
         self._host.save()
         self._notify()
+
+    @property
+    def network_log(self) -> list[dict]:
+        """Every connection this session's steps made through the egress proxy, in order (this process only)."""
+        return self._approval.net_log
 
     @property
     def step_approver(self) -> StepApprover | None:

@@ -27,10 +27,12 @@ from ollie.agent.steps import (
     whole_state,
 )
 from ollie.backend.types import ToolCall
+from ollie.sandbox import egress
 from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import loads_arguments
 
 if TYPE_CHECKING:
+    from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
@@ -110,6 +112,7 @@ class ToolRound:
         changes: ChangeTracker | None = None,
         approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None,
         post_edit: PostEditDiagnostics | None = None,
+        net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None,
     ) -> None:
         self._rt = runtime
         self._bus = bus
@@ -126,6 +129,8 @@ class ToolRound:
         self._approve = approve
         # The editor's diagnostics of the files a step changed (None: no editor to ask).
         self._post_edit = post_edit
+        # Who a call's steps ask about a network host the policy does not list (None: denied).
+        self._net_ask = net_ask
         # The steps of every call announced and not finished yet, by call id.
         self._open: dict[str, list[ToolState]] = {}
         self._names: dict[str, str] = {}
@@ -313,7 +318,11 @@ class ToolRound:
         if pre is not None and pre.blocked:
             return CallOutcome(call, blocked_by("preTool", pre), True)
 
-        result = await self._execute(call.name, args)
+        asking = egress.asking.set(self._net_ask(call.id, call.name, args) if self._net_ask is not None else None)
+        try:
+            result = await self._execute(call.name, args)
+        finally:
+            egress.asking.reset(asking)
         text, is_error = result.text, result.is_error
 
         post = await self._hook(

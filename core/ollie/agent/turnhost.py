@@ -29,6 +29,7 @@ from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
+    from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
 log = get_logger("ollie.agent.core")
@@ -55,6 +56,8 @@ class TurnHost:
         self.inbox = Inbox(on_queued=self.notify)
         # Asked before each tool call runs (the Core's ApprovalGate): None = it may run, else its result text.
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
+        # How a running call asks about network hosts outside the policy's allow-list (call id, tool, args).
+        self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
         # The editor's check of what a step's changes broke (None: no editor provides diagnostics).
         self.post_edit: PostEditDiagnostics | None = None
         self._detached: set[asyncio.Future[Any]] = set()
@@ -162,7 +165,7 @@ class TurnHost:
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
             max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
-            changes=self.changes, approve=self.approve_step, post_edit=self.post_edit,
+            changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:

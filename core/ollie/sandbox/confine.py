@@ -6,6 +6,7 @@ filter arrives ready-made as libseccomp-exported BPF in the ruleset (built in
 the daemon by seccomp_filter.py), so nothing here needs libseccomp itself.
 
 The order matters, and `apply` keeps it:
+0. network namespace (`network: proxy`, netns.py): needs CAP_SYS_ADMIN;
 1. mount namespace: every mount read-only but the writable paths (Landlock does
    not mediate chmod, chown, utime or xattrs: a read-only mount makes them fail
    with EROFS, for root too), read-only `.git` binds inside those, and a fresh
@@ -84,6 +85,12 @@ if TYPE_CHECKING or __package__:  # a type checker reads the package import
     from ollie.sandbox import landlock
 else:  # loaded by path (siblings.py)
     landlock = sys.modules["_ollie_siblings"].load("landlock")
+
+
+if TYPE_CHECKING or __package__:  # a type checker reads the package import
+    from ollie.sandbox import netns
+else:  # loaded by path (siblings.py)
+    netns = sys.modules["_ollie_siblings"].load("netns")
 
 
 def _last_cap() -> int:
@@ -259,7 +266,9 @@ def apply(ruleset: dict) -> None:
 
     Keys besides Landlock's: `writable` (the only paths left on writable mounts; absent: no
     read-only view), `readonly_binds` (paths made read-only), `tmp_at_tmp` (a dir
-    mounted over /tmp, for programs that ignore TMPDIR), `pid_namespace` (this process is
+    mounted over /tmp, for programs that ignore TMPDIR), `netns` (a network namespace of its
+    own whose only way out is the egress proxy: netns.py; never best-effort, since the
+    alternative is the host's network), `pid_namespace` (this process is
     PID 1 of the step's own PID namespace: a fresh procfs on /proc), `best_effort` (a
     mount or namespace that cannot be made only warns, on stderr) and `seccomp` (base64
     BPF, or None when the daemon found no seccomp).
@@ -274,6 +283,8 @@ def apply(ruleset: dict) -> None:
     # Opened before the mounts: a private /tmp hides whatever the rules grant under the real one.
     # Not /proc's: they must be opened on the fresh procfs, after its mount.
     opened = landlock.open_rules(ruleset, proc=False) if tmp else None
+    if ruleset.get("netns"):
+        netns.enter(ruleset["netns"], unshare)  # needs CAP_SYS_ADMIN (in its user namespace): before caps go
     if binds or tmp or proc or writable is not None:
         try:
             private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")))

@@ -25,14 +25,26 @@ _PER_PROCESS = (Path("/proc"),)
 
 @dataclass(frozen=True)
 class NetworkPolicy:
-    """Network rules: `enabled` false blocks all inet sockets; `unrestricted` false allows only TCP to/on
-    the listed ports (no UDP); `unix` allows creating unix sockets (connecting to tmux, docker, ssh-agent...)."""
+    """Network rules. `mode` "proxy": the step's own network namespace, out only through the egress proxy
+    (`allow`/`deny` host patterns, asking about the rest; at most `max_sent` bytes sent, 0: no cap); "open":
+    the host's network, where `enabled` false blocks all inet sockets and `unrestricted` false allows only
+    TCP to/on the listed ports (no UDP); "nonet" is "open" with `enabled` false. `unix` allows creating unix
+    sockets (connecting to tmux, docker, ssh-agent...)."""
 
     enabled: bool = True
     unrestricted: bool = True
     bind_tcp: tuple[int, ...] = ()
     connect_tcp: tuple[int, ...] = ()
     unix: bool = False
+    mode: str = "open"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    max_sent: int = 0
+
+    @property
+    def proxied(self) -> bool:
+        """True when the step's only way out is the egress proxy."""
+        return self.mode == "proxy" and self.enabled
 
     @property
     def restricted(self) -> bool:
@@ -159,7 +171,9 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
         name=name,
         source=Path(source),
         **{k: tuple(v) for k, v in kinds.items()},
-        network=NetworkPolicy(net.enabled, net.unrestricted, net.bind_tcp, net.connect_tcp, unix=net.unix),
+        network=NetworkPolicy(net.enabled and net.mode != "nonet", net.unrestricted, net.bind_tcp, net.connect_tcp,
+                              unix=net.unix, mode=net.mode, allow=net.allow, deny=net.deny,
+                              max_sent=size_bytes(net.max_sent)),
         env=_expand_env(spec.env, values, environ, source),
         best_effort=spec.general.best_effort,
         log_level=spec.general.log_level,

@@ -52,10 +52,20 @@ class Filesystem(_Section):
     rwx: tuple[str, ...] = ()
 
 
+# `network.allow`'s default: the registries and source hosts a developer needs (pip, npm, cargo, go, git).
+DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "crates.io", "static.crates.io",
+                 "index.crates.io", "proxy.golang.org", "sum.golang.org", "github.com", "*.githubusercontent.com",
+                 "codeload.github.com")
+
+
 @attrs.frozen
 class Network(_Section):
     """`network:` of sandbox.yaml."""
 
+    mode: Literal["proxy", "open", "nonet"] = "proxy"  # proxy: out only through ollie's egress proxy (egress.py)
+    allow: tuple[str, ...] = DEFAULT_ALLOW
+    deny: tuple[str, ...] = ()
+    max_sent: Annotated[str, Check(parse=_file_size)] = "1G"  # bytes one step may send through the proxy; 0: none
     enabled: bool = True
     unrestricted: bool = True
     bind_tcp: tuple[Port, ...] = ()

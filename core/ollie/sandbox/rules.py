@@ -19,6 +19,7 @@ FORCE_ABI_ENV = "OLLIE_LANDLOCK_ABI"
 FORCE_MOUNTNS_ENV = "OLLIE_SANDBOX_MOUNTNS"
 FORCE_SECCOMP_ENV = "OLLIE_SANDBOX_SECCOMP"
 FORCE_PIDNS_ENV = "OLLIE_SANDBOX_PIDNS"
+FORCE_NETNS_ENV = "OLLIE_SANDBOX_NETNS"  # "0": as on a machine without namespaces (network: proxy means none)
 NETWORK_ABI = 4
 CAP_SYS_ADMIN = 21
 
@@ -122,18 +123,20 @@ def readonly_git(policy: Policy) -> list[str]:
     return found
 
 
-def _network_mode(policy: Policy) -> str:
-    if not policy.network.enabled:
-        return "none"
+def _network_mode(policy: Policy, proxy: bool) -> str:
+    if not policy.network.enabled or (policy.network.proxied and not proxy):
+        return "none"  # `network: proxy` without a namespace of its own: no network rather than the host's
+    if proxy:
+        return "tcp"  # TCP on the namespace's loopback (the proxy); no UDP, no raw sockets
     return "all" if policy.network.unrestricted else "tcp"
 
 
-def _seccomp(policy: Policy, warnings: list[str]) -> str | None:
+def _seccomp(policy: Policy, warnings: list[str], proxy: bool) -> str | None:
     if _forced_off(FORCE_SECCOMP_ENV) or not _seccomp_available():
         _shortfall(policy, "seccomp unavailable",
                    "sockets and kernel interfaces unfiltered, capabilities still dropped", warnings)
         return None
-    return _bpf_text(_network_mode(policy), policy.network.unix)
+    return _bpf_text(_network_mode(policy, proxy), policy.network.unix)
 
 
 @functools.cache
@@ -165,7 +168,7 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]]
     fs.extend([path, access] for path, access in extra_fs)
     net: list[list[int]] = []
     handled_net = 0
-    if policy.network.restricted:
+    if policy.network.restricted and not policy.network.proxied:
         if abi < NETWORK_ABI:
             _shortfall(policy, f"Landlock ABI {abi} cannot restrict TCP (needs {NETWORK_ABI})",
                        "network unrestricted", warnings)
@@ -189,7 +192,12 @@ def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]]
         _shortfall(policy, "no PID namespace", "/proc narrowed to /proc/self (the step's first process only)",
                    warnings)
         fs = landlock.per_process_proc(fs)
+    # `network: proxy`: the step's own network namespace (netns.py), which needs what the PID one needs.
+    proxy = policy.network.proxied and not _forced_off(FORCE_NETNS_ENV) and _mount_namespaces()
+    if policy.network.proxied and not proxy:
+        warnings.append("no network namespace for network: proxy: this step has no network at all")
     spec = {"abi": abi, "handled_fs": landlock.handled_fs(abi), "handled_net": handled_net,
             "scoped": landlock.scopes(abi), "fs": fs, "net": net, "readonly_binds": binds, "writable": writable,
-            "pid_namespace": pidns, "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings)}
+            "pid_namespace": pidns, "best_effort": policy.best_effort, "seccomp": _seccomp(policy, warnings, proxy),
+            "proxy": proxy}
     return spec, warnings

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ollie import paths
 from ollie.log import get_logger
+from ollie.sandbox import egress
 from ollie.sandbox.errors import SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
@@ -248,6 +249,28 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
     return pid, asyncio.ensure_future(reaped())
 
 
+def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env: dict[str, str]) -> egress.StepNet:
+    """Register the step with the egress proxy: its namespace's listener goes there, its env names it."""
+    net = policy.network
+    proxy = egress.proxy()
+    step = proxy.open_step(label=" ".join(argv)[:200], allow=net.allow, deny=net.deny, max_sent=net.max_sent,
+                           ask=egress.asking.get())
+    ruleset["netns"] = {"socket": proxy.path, "token": step.token}
+    child_env.update(step.env())
+    return step
+
+
+def _releasing(status: asyncio.Future[int], step: egress.StepNet) -> asyncio.Future[int]:
+    """`status`, releasing the step's proxy registration once the step is over (its connections end then)."""
+    async def wait() -> int:
+        try:
+            return await status
+        finally:
+            egress.proxy().release(step)
+
+    return asyncio.ensure_future(wait())
+
+
 async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
                           stdin: bytes | None = None, tmp_at_tmp: bool = False,
                           python: tuple[str, Sequence[str]] | None = None,
@@ -294,6 +317,10 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
+    step_net = None
+    if ruleset is not None and policy is not None and ruleset.get("proxy"):
+        step_net = _open_step_net(policy, argv, ruleset, child_env)
+        report["network"] = step_net.connections
     try:
         try:
             pid, status = await _server.spawn(request, child_fds, report)
@@ -304,10 +331,14 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
                 os.close(fd)
+        if step_net is not None:
+            egress.proxy().release(step_net)
         raise
     finally:
         for fd in child_fds:
             os.close(fd)
+    if step_net is not None:
+        status = _releasing(status, step_net)
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w, report=report)

@@ -38,6 +38,15 @@ def widening(narrow: Policy, wide: Policy) -> str | None:
     mine, theirs = narrow.network, wide.network
     if not theirs.enabled and mine.enabled:
         return "it allows network access"
+    if theirs.proxied and mine.enabled and not mine.proxied:
+        return "it allows the host's network (network.mode open)"
+    if theirs.proxied and mine.proxied:
+        if not set(mine.allow) <= set(theirs.allow):
+            return "it allows more hosts"
+        if not set(theirs.deny) <= set(mine.deny):
+            return "it denies fewer hosts"
+        if theirs.max_sent and not 0 < mine.max_sent <= theirs.max_sent:
+            return "it may send more"
     if theirs.enabled and not theirs.unrestricted and mine.enabled:
         if mine.unrestricted:
             return "it allows any TCP connection"

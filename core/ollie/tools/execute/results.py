@@ -24,6 +24,17 @@ def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
     return f"exit {code}"
 
 
+def network_line(connection: dict) -> str:
+    """One connection through the egress proxy: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3 MB`."""
+    def size(n: int) -> str:
+        return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
+
+    how = f" ({connection['how']})" if connection.get("how") else ""
+    line = (f"{connection['host']}:{connection['port']} {connection['verdict']}{how}, sent {size(connection['sent'])}, "
+            f"received {size(connection['received'])}")
+    return line + (f"; {connection['error']}" if connection.get("error") else "")
+
+
 def decode(data: bytes) -> str:
     """Process output as text (invalid UTF-8 replaced, never an exception)."""
     return data.decode("utf-8", errors="replace")
@@ -45,6 +56,8 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
     if outcome is None:
         return f"[{section.label}] {section.note}"
     lines = [f"[{section.label}] {status_line(outcome, timeout=timeout)}"]
+    # Right under the status: a preview of the result (ACP's, an editor's step line) shows them before the output.
+    lines += [f"[network] {network_line(c)}" for c in outcome.network]
     out, err = decode(outcome.stdout), decode(outcome.stderr)
     if section.show_stdout and out:
         lines.append(out.rstrip("\n"))

@@ -42,6 +42,8 @@ class RunOutcome:
     truncated: bool = False
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Each connection through the egress proxy (`network: proxy`): host, port, verdict, how, sent, received.
+    network: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -92,6 +94,7 @@ async def run_process(
             proc.stop_reading()
             outcome.stdout, outcome.stderr, outcome.truncated = await reader
         outcome.exit_code = await proc.wait()
+        outcome.network = list(proc.report.get("network") or ())
         if policy is not None:
             if mentions_denial(outcome.stderr):
                 # Resolving paths the step named (symlinks it planted, an automount) must not hold the event loop.

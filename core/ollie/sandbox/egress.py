@@ -1,0 +1,498 @@
+"""ollie's egress proxy: a step's one way out of its network namespace, by the policy's allow-list or the user's say.
+
+Each step with `network: proxy` hands a listening socket from its own namespace
+(netns.py) to this proxy's unix socket; the proxy accepts the step's
+connections on the daemon's event loop. It speaks HTTP `CONNECT host:port` and
+plain HTTP in absolute form (`GET http://host/path`), decides by the host *name*
+the step asked for (never a Host header, never what the name resolves to),
+resolves names itself (the step has no DNS), and records every connection with
+its verdict and bytes each way. A host outside the allow-list holds the
+connection while the step's `NetAsk` asks the user; no asker, or no answer in
+time, denies. Bytes only ever go to the one host:port decided for a connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import contextvars
+import ipaddress
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+from ollie import paths
+from ollie.log import get_logger
+from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
+
+log = get_logger("ollie.sandbox.egress")
+
+MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
+TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
+ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
+DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
+CHUNK = 1 << 18
+# The user's answers to a network question.
+ANSWERS = ("once", "session", "always", "deny")
+_HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
+               b"te", b"trailer", b"upgrade"}
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+Question = Callable[[str, int, str], Awaitable[str]]  # (host, port, step) -> one of ANSWERS
+
+
+@dataclass
+class NetAsk:
+    """How a session answers network questions: `ask` (None: deny, as read-only does) and what it allowed so far."""
+
+    ask: Question | None = None
+    session_allowed: set[str] = field(default_factory=set)  # "host:port" allowed for this session
+    remember: Callable[[str], None] | None = None  # "always": add the rule to the user's config
+    timeout: float = ASK_TIMEOUT_S
+    step: str = ""  # the step as the user saw it (its title), for the records
+    log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
+
+
+# The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
+asking: contextvars.ContextVar[NetAsk | None] = contextvars.ContextVar("ollie_net_asking", default=None)
+
+
+class RequestError(Exception):
+    """A request the proxy refuses to read (400)."""
+
+
+def normal_host(host: str) -> str:
+    """`host` lower-cased, without a trailing dot or IPv6 brackets, IP literals in their canonical form."""
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+def is_ip(host: str) -> bool:
+    """Whether `host` is an IP literal."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _split_pattern(pattern: str) -> tuple[str, tuple[int, ...]]:
+    text = pattern.strip().lower()
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and not host.endswith(":"):  # "host:443"; a bare IPv6 literal has no port
+        return normal_host(host), (int(port),)
+    return normal_host(text), DEFAULT_PORTS
+
+
+def matches(pattern: str, host: str, port: int) -> bool:
+    """Whether `host:port` (normalized) is `pattern`: `name`, `*.name` (subdomains only) or either with `:port`.
+
+    A name never matches an IP literal, however it resolves: an allowed name is no licence for its address.
+    """
+    name, ports = _split_pattern(pattern)
+    if port not in ports:
+        return False
+    if name.startswith("*."):
+        return not is_ip(host) and host.endswith(name[1:])
+    return host == name
+
+
+def any_match(patterns: Iterable[str], host: str, port: int) -> bool:
+    """Whether any of `patterns` matches `host:port`."""
+    return any(matches(p, host, port) for p in patterns)
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    """`host`'s addresses from the host's resolver, only public ones (a listed name pointed at a private
+    or loopback address, DNS rebinding, never reaches the daemon's machine or network through the proxy)."""
+    if is_ip(host):
+        return [host]
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found = [str(info[4][0]) for info in infos]
+    public = [a for a in found if ipaddress.ip_address(a.split("%")[0]).is_global]
+    if found and not public:
+        raise OSError(f"{host} resolves only to non-public addresses ({', '.join(found)})")
+    return public
+
+
+@dataclass
+class StepNet:
+    """One step's way out: its rules, its question path, and its connections as recorded."""
+
+    label: str
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    max_sent: int
+    ask: NetAsk | None
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    connections: list[dict] = field(default_factory=list)
+    sent: int = 0
+    _listener: socket.socket | None = None
+    _tasks: set[asyncio.Task] = field(default_factory=set)
+    _closed: bool = False
+
+    def env(self) -> dict[str, str]:
+        """The proxy variables a step sees (upper and lower case: tools read one or the other)."""
+        url = f"http://{PROXY_HOST}:{PROXY_PORT}"
+        names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+        return {**{n: url for n in names}, **{n.lower(): url for n in names}, "NO_PROXY": "", "no_proxy": ""}
+
+    def close(self) -> None:
+        """The step is over: stop accepting and end its connections."""
+        self._closed = True
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._listener.fileno())
+            self._listener.close()
+            self._listener = None
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def decide(self, host: str, port: int) -> dict:
+        """The record of a new connection to `host:port`, with its `verdict` ("allowed"/"denied") and `how`."""
+        record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
+                        "step": (self.ask.step if self.ask is not None else "") or self.label}
+        self.connections.append(record)
+        if self.ask is not None and self.ask.log is not None:
+            self.ask.log.append(record)  # the same dict: its byte counts go on growing there
+        key = f"{host}:{port}"
+        if any_match(self.deny, host, port):
+            record["how"] = "policy"
+        elif any_match(self.allow, host, port):
+            record.update(verdict="allowed", how="policy")
+        elif self.ask is not None and key in self.ask.session_allowed:
+            record.update(verdict="allowed", how="session")
+        elif self.ask is None or self.ask.ask is None:
+            record["how"] = "no one to ask"
+        else:
+            record["asked"] = True
+            answer = await self._question(host, port)
+            record["how"] = answer
+            if answer in ("once", "session", "always"):
+                record["verdict"] = "allowed"
+            if answer in ("session", "always"):
+                self.ask.session_allowed.add(key)
+            if answer == "always" and self.ask.remember is not None:
+                self.ask.remember(key)
+        return record
+
+    async def _question(self, host: str, port: int) -> str:
+        assert self.ask is not None and self.ask.ask is not None
+        try:
+            answer = await asyncio.wait_for(self.ask.ask(host, port, self.label), self.ask.timeout)
+        except TimeoutError:
+            return "timeout"
+        except Exception as exc:  # noqa: BLE001 - a failed question denies
+            log.warning("network question failed", extra={"reason": str(exc)})
+            return "deny"
+        return answer if answer in ANSWERS else "deny"
+
+
+class EgressProxy:
+    """The proxy of one event loop: a unix socket that takes steps' listeners, and the steps it serves."""
+
+    def __init__(self, resolve: Resolver = system_resolve) -> None:
+        self.resolve = resolve
+        self._steps: dict[str, StepNet] = {}
+        self._dir = ""
+        self._server: socket.socket | None = None
+        self._accepting: asyncio.Task | None = None
+        self._handshakes: set[asyncio.Task] = set()
+
+    @property
+    def path(self) -> str:
+        """The unix socket's path (after `start`)."""
+        return os.path.join(self._dir, "egress.sock")
+
+    def start(self) -> None:
+        """Listen on a fresh private unix socket (idempotent)."""
+        if self._server is not None:
+            return
+        base = paths.runtime_tmp_dir()
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._dir = tempfile.mkdtemp(prefix="egress-", dir=base)
+        if len(self.path) > 100:  # sun_path holds 108 bytes
+            shutil.rmtree(self._dir)
+            self._dir = tempfile.mkdtemp(prefix="ollie-egress-")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server.bind(self.path)
+        server.listen(64)
+        server.setblocking(False)
+        self._server = server
+        self._accepting = asyncio.ensure_future(self._accept_steps())
+        atexit.register(shutil.rmtree, self._dir, True)
+
+    def close(self) -> None:
+        """Stop: every step's connections end, and the socket goes."""
+        for step in list(self._steps.values()):
+            step.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def open_step(self, *, label: str, allow: Iterable[str], deny: Iterable[str], max_sent: int,
+                  ask: NetAsk | None) -> StepNet:
+        """Register a step about to start; `ruleset["netns"]` gets `{"socket": path, "token": step.token}`."""
+        self.start()
+        step = StepNet(label=label, allow=tuple(allow), deny=tuple(deny), max_sent=max_sent, ask=ask)
+        self._steps[step.token] = step
+        return step
+
+    def release(self, step: StepNet) -> None:
+        """The step ended."""
+        self._steps.pop(step.token, None)
+        step.close()
+
+    async def _accept_steps(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._server is not None
+        while True:
+            conn, _ = await loop.sock_accept(self._server)
+            task = asyncio.ensure_future(self._handshake(conn))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket) -> None:
+        """Take one step's listener: a single message, its token and the socket."""
+        loop = asyncio.get_running_loop()
+        with conn:
+            readable = loop.create_future()
+            loop.add_reader(conn.fileno(), lambda: readable.done() or readable.set_result(None))
+            try:
+                await asyncio.wait_for(readable, 10)
+            except TimeoutError:
+                return
+            finally:
+                loop.remove_reader(conn.fileno())
+            try:
+                message, fds, _, _ = socket.recv_fds(conn, 256, 1)
+            except OSError:
+                return
+            listeners = [socket.socket(fileno=fd) for fd in fds]
+            step = self._steps.get(message.strip().decode("ascii", "replace"))
+            if step is None or step._listener is not None or step._closed or len(listeners) != 1:
+                for sock in listeners:
+                    sock.close()
+                return  # the step's start fails: it gets no "ok"
+            listener = listeners[0]
+            if listener.type != socket.SOCK_STREAM or listener.family != socket.AF_INET:
+                listener.close()
+                return
+            listener.setblocking(False)
+            step._listener = listener
+            loop.add_reader(listener.fileno(), self._accept_one, step)
+
+    def _accept_one(self, step: StepNet) -> None:
+        if step._listener is None:
+            return
+        try:
+            client, _ = step._listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.warning("step's proxy listener failed", extra={"reason": str(exc)})
+            return
+        task = asyncio.ensure_future(self._serve(step, client))
+        step._tasks.add(task)
+        task.add_done_callback(step._tasks.discard)
+
+    async def _serve(self, step: StepNet, client: socket.socket) -> None:
+        client.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=client, limit=MAX_HEAD)
+        upstream: asyncio.StreamWriter | None = None
+        try:
+            try:
+                method, host, port, head = await _read_request(reader)
+            except (RequestError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+                await _reply(writer, 400, f"ollie egress proxy: bad request: {exc}")
+                return
+            record = await step.decide(host, port)
+            if record["verdict"] != "allowed":
+                await _reply(writer, 403, f"ollie: the network connection to {host}:{port} was denied "
+                                          f"({record['how']}); the sandbox policy's network.allow lists what may go out")
+                return
+            try:
+                addresses = await self.resolve(host, port)
+                up_reader, upstream = await _connect(addresses, port)
+            except OSError as exc:
+                record["error"] = str(exc)
+                await _reply(writer, 502, f"ollie egress proxy: cannot reach {host}:{port}: {exc}")
+                return
+            if method == b"CONNECT":
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                upstream.write(head)
+                record["sent"] += len(head)
+                step.sent += len(head)
+            await _relay(step, record, reader, writer, up_reader, upstream)
+        finally:
+            for w in (writer, upstream):
+                if w is not None:
+                    w.close()
+
+
+async def _connect(addresses: list[str], port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    error: OSError = OSError("no address")
+    for address in addresses:
+        try:
+            return await asyncio.open_connection(address, port, limit=CHUNK)
+        except OSError as exc:
+            error = exc
+    raise error
+
+
+async def _reply(writer: asyncio.StreamWriter, status: int, text: str) -> None:
+    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[status]
+    body = text.encode() + b"\n"
+    writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                 "Connection: close\r\n\r\n".encode() + body)
+    with contextlib.suppress(OSError):
+        await writer.drain()
+
+
+def _authority(text: str, default_port: int) -> tuple[str, int]:
+    """(host, port) of `host[:port]` / `[v6][:port]`; RequestError when it is not one."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
+    else:
+        host, _, port_text = text.partition(":")
+    if not port_text:
+        port = default_port
+    elif port_text.isdigit() and 0 < int(port_text) < 65536:
+        port = int(port_text)
+    else:
+        raise RequestError(f"bad port in {text!r}")
+    if not host or any(c in host for c in "/@?#\\ %") or not host.isascii():
+        raise RequestError(f"bad host in {text!r}")
+    return normal_host(host), port
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, str, int, bytes]:
+    """(method, host, port, the request head to send upstream: origin-form, hop-by-hop headers dropped)."""
+    raw = await reader.readuntil(b"\r\n\r\n")
+    lines = raw[:-4].split(b"\r\n")
+    if any(b"\n" in line or b"\r" in line or b"\0" in line for line in lines):
+        raise RequestError("bare CR, LF or NUL in the request head")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+        raise RequestError("not an HTTP/1.x request line")
+    method, target, version = parts
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
+            raise RequestError("malformed header line")
+        headers.append((name.lower(), value.strip()))
+    text = target.decode("ascii")
+    if method == b"CONNECT":
+        host, port = _authority(text, 443)
+        return method, host, port, b""
+    if not text.lower().startswith("http://"):
+        raise RequestError("plain HTTP needs an absolute http:// URL (https goes through CONNECT)")
+    rest = text[len("http://"):]
+    authority, slash, path = rest.partition("/")
+    authority = authority.split("?", 1)[0]
+    if "@" in authority:
+        raise RequestError("credentials in the URL")
+    host, port = _authority(authority, 80)
+    # The Host header must name the same host: a server picking its virtual host by the header
+    # must not be steered to another than the one the proxy decided on.
+    hosts = [value for name, value in headers if name == b"host"]
+    if len(hosts) > 1 or (hosts and _authority(hosts[0].decode("ascii", "replace"), port) != (host, port)):
+        raise RequestError("the Host header does not name the URL's host")
+    kept = [(n, v) for n, v in headers if n not in _HOP_BY_HOP and n != b"host"]
+    host_header = authority.encode()
+    head = b"%s /%s %s\r\nhost: %s\r\n" % (method, path.encode() if slash else b"", version, host_header)
+    head += b"".join(b"%s: %s\r\n" % (n, v) for n, v in kept) + b"connection: close\r\n\r\n"
+    return method, host, port, head
+
+
+async def _relay(step: StepNet, record: dict, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 up_reader: asyncio.StreamReader, upstream: asyncio.StreamWriter) -> None:
+    """Copy both ways until either side ends, counting bytes; the step's cap on bytes sent cuts it off."""
+    async def out() -> None:
+        while chunk := await reader.read(CHUNK):
+            if step.max_sent and step.sent + len(chunk) > step.max_sent:
+                record["error"] = f"cut off: the step reached its network send limit (network.max_sent: {step.max_sent} bytes)"
+                return
+            step.sent += len(chunk)
+            record["sent"] += len(chunk)
+            upstream.write(chunk)
+            await upstream.drain()
+        if upstream.can_write_eof():
+            upstream.write_eof()
+
+    async def back() -> None:
+        while chunk := await up_reader.read(CHUNK):
+            record["received"] += len(chunk)
+            writer.write(chunk)
+            await writer.drain()
+
+    tasks = [asyncio.ensure_future(out()), asyncio.ensure_future(back())]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if tasks[0] in done and "error" not in record and not tasks[0].exception():
+            await asyncio.wait([tasks[1]])  # the step half-closed: the reply still comes
+    except (OSError, asyncio.CancelledError):
+        raise
+    finally:
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+_proxies: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EgressProxy] = weakref.WeakKeyDictionary()
+_resolver: Resolver | None = None
+
+
+def set_resolver(resolve: Resolver | None) -> None:
+    """Resolve hosts with `resolve` from now on (tests map names to 127.0.0.1; None: the system's, public only)."""
+    global _resolver
+    _resolver = resolve
+    for proxy in _proxies.values():
+        proxy.resolve = resolve or system_resolve
+
+
+def proxy() -> EgressProxy:
+    """The running event loop's proxy (made on first use)."""
+    loop = asyncio.get_running_loop()
+    found = _proxies.get(loop)
+    if found is None:
+        found = _proxies[loop] = EgressProxy(_resolver or _env_resolver() or system_resolve)
+    return found
+
+
+def _env_resolver() -> Resolver | None:
+    """`OLLIE_TEST_NET_HOSTS=name=1.2.3.4,...`: tests of a daemon subprocess map names (the test machine has no
+    internet); the daemon's environment is the user's own, which tool code cannot set."""
+    text = os.environ.get(TEST_HOSTS_ENV, "")
+    pairs = [item.partition("=") for item in text.split(",") if "=" in item]
+    return hosts_resolver({normal_host(name): address.strip() for name, _, address in pairs}) if pairs else None
+
+
+def hosts_resolver(table: dict[str, str]) -> Resolver:
+    """A resolver by a fixed name → address table (tests: the host has no internet); other names fail."""
+    async def resolve(host: str, port: int) -> list[str]:
+        if is_ip(host):
+            return [host]
+        if host not in table:
+            raise OSError(f"unknown host {host}")
+        return [table[host]]
+
+    return resolve

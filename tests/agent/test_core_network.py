@@ -1,0 +1,92 @@
+"""A step's connection to a host outside the network allow-list is put to the user through the step approver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ollie.agent.approval import Answer, StepQuestion
+from ollie.sandbox import egress, landlock_abi
+from ollie.testing import Reply
+from tests.netserver import Listener
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    server.start()
+    egress.set_resolver(egress.hosts_resolver({"other.test": "127.0.0.1"}))
+    yield server
+    egress.set_resolver(None)
+    server.sock.close()
+
+
+def curl(port: int) -> Reply:
+    return Reply.tool_calls(("execute_code", {"steps": [
+        {"code": f"curl -s -o - -w ' status %{{http_code}}' http://other.test:{port}/x"}]}))
+
+
+def tool_text(srv, index: int) -> str:
+    return "\n".join(m["content"] for m in srv.chat_requests[index].body["messages"] if m["role"] == "tool")
+
+
+class Approver:
+    """Allows the step itself; answers network questions with `net`."""
+
+    def __init__(self, net: str) -> None:
+        self.net = net
+        self.network: list[StepQuestion] = []
+
+    def __call__(self, question: StepQuestion) -> Answer:
+        if "/net/" in question.id:
+            self.network.append(question)
+            return Answer(self.net)  # type: ignore[arg-type]
+        return Answer("allow_once")
+
+
+async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_step(scripted_llm, make_core,
+                                                                                    listener):
+    srv = scripted_llm("openai")
+    srv.script(curl(listener.port), Reply(text="done"))
+    core = await make_core(srv)
+    approver = Approver("reject")
+    core.step_approver = approver
+    await core.submit("fetch it")
+    assert len(approver.network) == 1
+    question = approver.network[0]
+    assert question.prefix == f"other.test:{listener.port}" and question.kind == "fetch"
+    assert "curl -s" in question.title and "step1.sh" in question.title  # the step, and the process asking
+    assert "status 403" in tool_text(srv, 1)
+    assert f"[network] other.test:{listener.port} denied (deny), sent 0 B, received 0 B" in tool_text(srv, 1)
+    listing = (await core.submit("/network")).reply
+    assert listing.startswith("network (1 connection):")
+    assert f"other.test:{listener.port} denied (deny), sent 0 B, received 0 B — Run `curl -s" in listing
+    assert not listener.received
+
+
+async def test_allow_always_lets_it_through_for_the_rest_of_the_session(scripted_llm, make_core, listener):
+    srv = scripted_llm("openai")
+    srv.script(curl(listener.port), curl(listener.port), Reply(text="done"))
+    core = await make_core(srv)
+    approver = Approver("allow_always")
+    core.step_approver = approver
+    await core.submit("fetch it twice")
+    assert len(approver.network) == 1  # the second call is not asked again
+    assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
+    assert f"net:other.test:{listener.port}" in core.session.approval_always
+    assert f"[network] other.test:{listener.port} allowed (session), sent " in tool_text(srv, 2)
+
+
+async def test_auto_still_asks_about_a_host_the_policy_does_not_list(scripted_llm, make_core, listener):
+    srv = scripted_llm("openai")
+    srv.script(curl(listener.port), Reply(text="done"))
+    core = await make_core(srv)
+    core.set_approval("auto")
+    approver = Approver("allow_once")
+    core.step_approver = approver
+    await core.submit("fetch it")
+    # `auto` runs the step unasked, but still asks about the host.
+    assert len(approver.network) == 1 and "hello status 200" in tool_text(srv, 1)

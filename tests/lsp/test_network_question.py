@@ -1,0 +1,45 @@
+"""A step's connection to a host outside the allow-list, put to the editor as an `ollie/permission` question."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ollie.sandbox import landlock_abi
+from ollie.testing import Reply
+from tests.netserver import Listener
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    server.start()
+    yield server
+    server.sock.close()
+
+
+async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_daemon, llm, listener):
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [
+        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{listener.port}/x"}]})), Reply.text("ok"))
+    # `auto`: the step runs unasked, but the host is not on the policy's allow-list, so that is still asked.
+    env = {**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
+    daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "reject"}
+
+    assert (await daemon.request("ollie/submit", {"text": "fetch"}))["reply"] == "ok"
+    (question,) = questions
+    step = question["step"]
+    assert step["kind"] == "fetch" and step["prefix"] == f"other.test:{listener.port}"
+    assert step["title"].startswith(f"connect to other.test:{listener.port} (network; step: Run `curl -s")
+    told = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "status 403" in told and f"[network] other.test:{listener.port} denied (deny)" in told
+    assert not listener.received

@@ -1,0 +1,33 @@
+"""A TCP server on the host's loopback standing in for a remote host in network tests (the machine has no internet)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class Listener(threading.Thread):
+    """Answers any HTTP request with `hello`; records every byte it receives."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received = bytearray()
+
+    def run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    while chunk := conn.recv(65536):
+                        self.received += chunk
+                        if b"\r\n\r\n" in self.received:
+                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                            break
+                except OSError:
+                    pass

@@ -1,0 +1,335 @@
+"""`network: proxy`: a real step in its own network namespace, out only through ollie's egress proxy.
+
+"Hosts" are names the proxy's resolver maps to 127.0.0.1 (this machine has no internet); the servers are
+real ones on the host's loopback, which the step's namespace cannot reach by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import http.server
+import io
+import socket
+import textwrap
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ollie.sandbox import egress, landlock_abi
+
+pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
+
+FS = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc", "/proc"], '
+      'rw: ["{CWD}", "{TMPDIR}", "/dev/null", "/dev/urandom"]}\n')
+
+
+class Counting(threading.Thread):
+    """A TCP server on the host's loopback that records every byte it receives."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received = bytearray()
+        self.accepted = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            with conn:
+                conn.settimeout(5)
+                try:
+                    while chunk := conn.recv(65536):
+                        self.received += chunk
+                        if b"\r\n\r\n" in self.received:
+                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                            break
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def counting() -> Iterator[Counting]:
+    server = Counting()
+    server.start()
+    yield server
+    server.sock.close()
+
+
+def tiny_wheel(directory: Path) -> Path:
+    """A real, installable wheel of a one-module package `ollietiny` 1.0."""
+    name = "ollietiny-1.0-py3-none-any.whl"
+    files = {
+        "ollietiny.py": b"VALUE = 42\n",
+        "ollietiny-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: ollietiny\nVersion: 1.0\n",
+        "ollietiny-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},,\n" for path in files) + "ollietiny-1.0.dist-info/RECORD,,\n"
+    files["ollietiny-1.0.dist-info/RECORD"] = record.encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    (directory / name).write_bytes(buffer.getvalue())
+    return directory / name
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
+    """A PEP 503 simple index on the host's loopback serving `tiny_wheel`; (port, paths requested)."""
+    root = tmp_path / "index"
+    (root / "simple" / "ollietiny").mkdir(parents=True)
+    wheel = tiny_wheel(root)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (root / "simple" / "index.html").write_text('<a href="ollietiny/">ollietiny</a>\n')
+    (root / "simple" / "ollietiny" / "index.html").write_text(
+        f'<a href="../../{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    seen: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def test_hosts() -> Iterator[None]:
+    egress.set_resolver(egress.hosts_resolver({"pypi.test": "127.0.0.1", "other.test": "127.0.0.1"}))
+    yield
+    egress.set_resolver(None)
+
+
+def proxy_policy(ws, allow: list[str], extra: str = ""):
+    allowed = ", ".join(f'"{a}"' for a in allow)
+    return ws.policy(FS + f"network: {{mode: proxy, allow: [{allowed}]{extra}}}\n")
+
+
+class Asked:
+    """A session's answers: records each question and answers `answer`."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.questions: list[tuple[str, int, str]] = []
+
+    async def __call__(self, host: str, port: int, step: str) -> str:
+        self.questions.append((host, port, step))
+        return self.answer
+
+
+PROBE = textwrap.dedent("""
+    import os, socket, sys
+    def raw(request):
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        return data.split(b"\\r\\n", 1)[0].decode()
+    what = sys.argv[1]
+    try:
+        if what == "raw":
+            print(raw(sys.argv[2].encode().decode("unicode_escape").encode()))
+        elif what == "direct":
+            socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=5)
+            print("connected")
+        elif what == "udp":
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            u.sendto(b"x", ("127.0.0.1", int(sys.argv[2])))
+            print("sent")
+        elif what == "raw-socket":
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+            print("made")
+        elif what == "dns":
+            print(socket.getaddrinfo(sys.argv[2], 80))
+        elif what == "v6":
+            socket.create_connection(("::1", int(sys.argv[2])), timeout=5)
+            print("connected")
+        elif what == "urllib":
+            import urllib.request
+            print(urllib.request.urlopen(sys.argv[2], timeout=20).read().decode())
+    except Exception as exc:
+        print("error", type(exc).__name__, getattr(exc, "errno", None), exc)
+""")
+
+
+async def probe(ws, policy, *args: object) -> str:
+    status, out, err = await ws.run(["python3", "-I", "-S", "-c", PROBE, *map(str, args)], policy, timeout=60)
+    assert status == 0, err
+    return out.strip()
+
+
+async def run_asked(ws, policy, answer: str, *args: str) -> tuple[str, Asked, list[dict]]:
+    """Probe with `answer` as the session's answer; (output, the questions, the step's connections)."""
+    asked = Asked(answer)
+    token = egress.asking.set(egress.NetAsk(ask=asked))
+    try:
+        from ollie.sandbox import spawn_sandboxed
+
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PROBE, *args], policy=policy, cwd=ws.work,
+                                     env=ws.env)
+        out, err, _ = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 60)
+        assert await proc.wait() == 0, err
+    finally:
+        egress.asking.reset(token)
+    return out.decode().strip(), asked, proc.report["network"]
+
+
+async def test_pip_download_from_an_allow_listed_index(ws, index) -> None:
+    port, seen = index
+    policy = proxy_policy(ws, [f"pypi.test:{port}"])
+    status, out, err = await ws.run(
+        ["python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",
+         "--index-url", f"http://pypi.test:{port}/simple/", "--trusted-host", f"pypi.test:{port}",
+         "-d", str(ws.work / "dl"), "ollietiny"],
+        policy, timeout=120)
+    assert status == 0, out + err
+    assert (ws.work / "dl" / "ollietiny-1.0-py3-none-any.whl").exists()
+    assert "/simple/ollietiny/" in seen
+
+
+async def test_unlisted_host_asks_and_deny_sends_nothing(ws, counting) -> None:
+    policy = proxy_policy(ws, ["pypi.test"])
+    out, asked, connections = await run_asked(ws, policy, "deny", "urllib", f"http://other.test:{counting.port}/x")
+    assert "403" in out
+    assert asked.questions and asked.questions[0][:2] == ("other.test", counting.port)
+    assert "urllib" in asked.questions[0][2] or "python3" in asked.questions[0][2]
+    assert counting.accepted == 0 and not counting.received
+    assert connections[0]["step"].startswith("python3 -I -S -c")
+    assert connections[0] | {"sent": 0, "step": ""} == {
+        "step": "", "host": "other.test", "port": counting.port, "verdict": "denied", "how": "deny", "asked": True,
+        "sent": 0, "received": 0}
+
+
+async def test_an_allowed_answer_lets_it_through_and_is_recorded(ws, counting) -> None:
+    policy = proxy_policy(ws, ["pypi.test"])
+    out, asked, connections = await run_asked(ws, policy, "once", "urllib", f"http://other.test:{counting.port}/x")
+    assert out == "hello"
+    assert counting.received.startswith(b"GET /x HTTP/1.1\r\n")
+    assert connections[0]["verdict"] == "allowed" and connections[0]["received"] > 0 and connections[0]["sent"] > 0
+
+
+async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:
+    out = await probe(ws, proxy_policy(ws, ["pypi.test"]), "urllib", f"http://other.test:{counting.port}/")
+    assert "403" in out and counting.accepted == 0
+
+
+async def test_no_way_out_but_the_proxy(ws, counting) -> None:
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    assert "ConnectionRefusedError" in await probe(ws, policy, "direct", counting.port)
+    assert "OSError" in await probe(ws, policy, "v6", counting.port) or "Refused" in await probe(
+        ws, policy, "v6", counting.port)
+    assert "PermissionError" in await probe(ws, policy, "udp", 53)
+    assert "PermissionError" in await probe(ws, policy, "raw-socket")
+    assert "gaierror" in await probe(ws, policy, "dns", "pypi.test")
+    assert counting.accepted == 0
+
+
+async def test_connect_to_a_listed_hosts_other_port_is_refused(ws, counting) -> None:
+    policy = proxy_policy(ws, ["pypi.test"])  # ports 80 and 443 only
+    out = await probe(ws, policy, "raw", f"CONNECT pypi.test:{counting.port} HTTP/1.1\\r\\n\\r\\n")
+    assert out.startswith("HTTP/1.1 403")
+    assert counting.accepted == 0
+
+
+async def test_a_listed_name_is_no_licence_for_an_ip_literal(ws, counting) -> None:
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    for target in (f"127.0.0.1:{counting.port}", f"[::ffff:127.0.0.1]:{counting.port}"):
+        out = await probe(ws, policy, "raw", f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n")
+        assert out.startswith("HTTP/1.1 403"), target
+    assert counting.accepted == 0
+
+
+async def test_host_header_and_smuggling_tricks_do_not_bypass(ws, counting) -> None:
+    policy = proxy_policy(ws, ["pypi.test:1"])  # the counting server is not listed
+    tricks = [
+        # The URL names a listed host, the Host header another: refused before anything is sent.
+        f"GET http://pypi.test:1/ HTTP/1.1\\r\\nHost: other.test:{counting.port}\\r\\n\\r\\n",
+        # A bare LF hiding a second request line in a header.
+        f"GET http://other.test:{counting.port}/ HTTP/1.1\\nHost: pypi.test:1\\r\\n\\r\\n",
+        # Credentials in the authority: "pypi.test:1@other.test".
+        f"GET http://pypi.test:1@other.test:{counting.port}/ HTTP/1.1\\r\\n\\r\\n",
+        f"CONNECT other.test:{counting.port}@pypi.test:1 HTTP/1.1\\r\\n\\r\\n",
+    ]
+    for trick in tricks:
+        out = await probe(ws, policy, "raw", trick)
+        assert out.startswith(("HTTP/1.1 400", "HTTP/1.1 403")), (trick, out)
+    assert counting.accepted == 0
+
+
+async def test_the_send_cap_cuts_a_step_off(ws, counting) -> None:
+    policy = proxy_policy(ws, [f"other.test:{counting.port}"], extra=", max_sent: 1K")
+    body = "x" * 4096
+    request = (f"POST http://other.test:{counting.port}/ HTTP/1.1\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n"
+               + body)
+    out, _, connections = await run_asked(ws, policy, "deny", "raw", request)
+    assert "limit" in connections[0].get("error", "")
+    assert len(counting.received) <= 1024
+
+
+async def test_without_a_network_namespace_proxy_means_no_network(ws, counting, monkeypatch) -> None:
+    monkeypatch.setenv("OLLIE_SANDBOX_NETNS", "0")
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    from ollie.sandbox import spawn_sandboxed
+
+    proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PROBE, "direct", str(counting.port)], policy=policy,
+                                 cwd=ws.work, env=ws.env)
+    out, _, _ = await proc.communicate(limit_bytes=1 << 20)
+    assert "PermissionError" in out.decode() and counting.accepted == 0
+    assert any("no network namespace" in w for w in proc.warnings)
+
+
+def test_host_patterns() -> None:
+    from ollie.sandbox.egress import matches, normal_host
+
+    assert matches("pypi.org", "pypi.org", 443) and matches("pypi.org", "pypi.org", 80)
+    assert not matches("pypi.org", "pypi.org", 8443) and matches("pypi.org:8443", "pypi.org", 8443)
+    assert not matches("pypi.org", "evil-pypi.org", 443) and not matches("pypi.org", "pypi.org.evil.com", 443)
+    assert matches("*.githubusercontent.com", "raw.githubusercontent.com", 443)
+    assert not matches("*.githubusercontent.com", "githubusercontent.com", 443)
+    assert not matches("*.githubusercontent.com", "evilgithubusercontent.com", 443)
+    assert normal_host("PyPI.org.") == "pypi.org" and normal_host("[::FFFF:7f00:1]") == "::ffff:7f00:1"
+    assert not matches("*.0.0.1", "127.0.0.1", 443)  # a wildcard never matches an IP literal
+
+
+async def test_a_deny_pattern_wins_over_allow_and_is_never_asked(ws, counting) -> None:
+    policy = proxy_policy(ws, [f"other.test:{counting.port}"], extra=f', deny: ["other.test:{counting.port}"]')
+    out, asked, connections = await run_asked(ws, policy, "once", "urllib", f"http://other.test:{counting.port}/")
+    assert "403" in out and not asked.questions and counting.accepted == 0
+    assert (connections[0]["verdict"], connections[0]["how"]) == ("denied", "policy")
+
+
+async def test_an_unanswered_question_denies(ws, counting) -> None:
+    never = asyncio.Event()
+
+    async def ask(host: str, port: int, step: str) -> str:
+        await never.wait()  # the user never answers
+        return "once"
+
+    token = egress.asking.set(egress.NetAsk(ask=ask, timeout=0.2))
+    try:
+        status, out, _ = await ws.run(["python3", "-I", "-S", "-c", PROBE, "urllib",
+                                       f"http://other.test:{counting.port}/"], proxy_policy(ws, ["pypi.test"]))
+    finally:
+        egress.asking.reset(token)
+    assert status == 0 and "403" in out and counting.accepted == 0
