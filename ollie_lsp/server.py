@@ -40,6 +40,7 @@ from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
 from ollie_lsp.names import METHOD_NAMES
 from ollie_lsp.options import InitOptions
+from ollie_lsp.standard import fit_capabilities
 
 if TYPE_CHECKING:
     from ollie_lsp.framing import FrameSource
@@ -97,6 +98,7 @@ class OllieProtocol(LanguageServerProtocol):
         """The standard initialize, then the ollie capabilities added to its result."""
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(METHOD_NAMES)}}
+        fit_capabilities(result.capabilities, params.capabilities)
         return result
 
     # pygls' exit raises SystemExit from a loop callback once the writer is closed: asyncio.run then failed in its
