@@ -21,7 +21,7 @@ from bench.common import REPO, Row, private_home
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 # The steps in the order they run (`--only` picks some of them).
-STEPS = ("startup", "acp", "relay", "tools", "sessions", "memory", "stalls", "checkpoints", "scale")
+STEPS = ("startup", "acp", "relay", "inline", "tools", "sessions", "memory", "stalls", "checkpoints", "scale")
 
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import (
         bench_acp,
         bench_checkpoints,
+        bench_inline,
         bench_memory,
         bench_relay,
         bench_scale,
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
         "acp": ("ollie acp start-up", lambda: bench_acp.run(2 if quick else 5)),
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
+        "inline": ("inline completions", lambda: bench_inline.run(20 if quick else 100)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
         "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),
         "memory": ("memory and per-session cost", bench_memory.run),
