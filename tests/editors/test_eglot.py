@@ -20,8 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
     emacs = shutil.which("emacs")
-    probe = emacs and subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"], capture_output=True)
-    if not emacs or probe is None or probe.returncode:
+    if not emacs or subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"], capture_output=True).returncode:
         pytest.skip("Emacs with eglot is not installed (Debian: emacs-nox elpa-eglot)")
     ws = tmp_path / "ws"
     ws.mkdir()
