@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
     emacs = shutil.which("emacs")
     if not emacs or subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"], capture_output=True).returncode:
-        pytest.skip("Emacs with eglot is not installed (Debian: emacs-nox elpa-eglot)")
+        pytest.fail("Emacs with eglot is not installed: scripts/setup.d/26-emacs.sh installs it")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "code.py").write_text("# ollie: make mul multiply\ndef mul(a, b):\n    return a + b\n")
