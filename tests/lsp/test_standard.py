@@ -83,7 +83,8 @@ async def test_code_actions_offered_for_a_diagnostic_and_a_selection(start_daemo
 
 async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, llm):
     llm.script(edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
-    daemon = await start(start_daemon, llm.env())
+    # Edits ask first: a client without ollie's UI gets the question as window/showMessageRequest.
+    daemon = await start(start_daemon, llm.env(approval="ask"))
     path = daemon.workspace / "area.py"
     path.write_text(SOURCE)
     editor = Editor(daemon)
@@ -100,6 +101,8 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     asked = llm.chat_requests[0].body["messages"][-1]["content"]
     assert "line 2: undefined name 'rr' (pyflakes)" in asked
     assert "File: area.py (plaintext)" in asked and "return 3.14 * r * rr" in asked
+    assert [q.message for q in editor.questions] == [
+        f'ollie (session {result["session"]}) asks to: Edit area.py ("Allow always" covers edit steps in this session)']
     # Its edit came as workspace/applyEdit to the open document, which the editor applied.
     assert len(editor.edits) == 1
     new_text = editor.edits[0].edit.document_changes[0].edits[0].new_text  # type: ignore[index, union-attr]
