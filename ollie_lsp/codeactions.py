@@ -36,6 +36,7 @@ PROMPTS: dict[str, str] = {
     "refactor": "Refactor this code: {question}",
     "ask": "{question}",
 }
+PROMPT_METHOD = "ollie/prompt"
 DEFAULT_REFACTOR = "make it clearer without changing what it does."
 _answers = itertools.count(1)
 
@@ -104,9 +105,9 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
                     _action("Ollie: Add tests for this", types.CodeActionKind.Refactor, {**base, "action": "tests"}),
                     _action("Ollie: Refactor...", types.CodeActionKind.Refactor,
                             {**base, "action": "refactor", **({"question": question} if question else {})})]
-    if question:
+    if question or (selected and ls.init_options.prompt_request):  # else the question could not be asked
         actions.append(_action("Ollie: Ask about this...", types.CodeActionKind.Refactor,
-                               {**base, "action": "ask", "question": question}))
+                               {**base, "action": "ask", **({"question": question} if question else {})}))
     return actions
 
 
@@ -154,7 +155,11 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     await ls.engine_loaded()
     args = parse(ActionArgs, raw_args[0])
     if args.action == "ask" and not args.question:
-        raise InvalidParams("question: `ask` needs the question (an `ollie: <question>` comment line)")
+        if not ls.init_options.prompt_request:
+            raise InvalidParams("question: `ask` needs the question (an `ollie: <question>` comment line)")
+        args = attrs.evolve(args, question=await ask_question(ls))
+        if not args.question:  # the user dismissed the prompt: nothing to run
+            return {"session": args.session, "reply": "", "stop": "dismissed"}
     context = parse(EditorContext, {"uri": args.uri, "range": args.range})
     live = await ls.table.writable(args.session)
     request = action_prompt(args)
@@ -164,6 +169,20 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
         result = await live.submit(prompt, title=first_words(request), handle=handle, is_command=False)
     await show_answer(ls, live.id, result)
     return result
+
+
+async def ask_question(ls: OllieServer) -> str:
+    """The user's question, through the client's own UI (`ollie/prompt`); "" when dismissed or failed."""
+    from ollie_lsp.asking import ask_client
+
+    try:
+        answer = await ask_client(ls.protocol, PROMPT_METHOD, {"title": "Ask ollie about this",
+                                                              "placeholder": "What do you want to know?"})
+    except Exception as exc:  # the client failed to answer: nothing runs on a broken question
+        ls.show(f"ollie: asking for the question failed: {exc}")
+        return ""
+    text = answer.get("text") if isinstance(answer, dict) else None
+    return text.strip() if isinstance(text, str) else ""
 
 
 def _answer_file(session: str, reply: str) -> Path:

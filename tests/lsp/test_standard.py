@@ -19,7 +19,7 @@ SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
 INLINE = types.InlineCompletionClientCapabilities()
 
 
-async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True) -> Daemon:
+async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None) -> Daemon:
     """A daemon whose client syncs documents, takes applyEdit, and (with `inline`) declares inline completions."""
     daemon = await start_daemon(env=env, initialize=False)
     ws = daemon.workspace
@@ -34,6 +34,7 @@ async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True) 
         obj, types.Command if isinstance(obj.get("command"), str) else types.CodeAction))
     daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
         capabilities=caps, root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+        initialization_options=options,
     )), 30)
     return daemon
 
@@ -110,6 +111,30 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     # The short answer came as a message.
     said = "ollie: Replaced rr with r."
     await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
+
+
+async def test_a_client_with_ollies_ui_is_asked_for_the_question(start_daemon, llm):
+    llm.script(Reply.text("It is pi, roughly."))
+    daemon = await start(start_daemon, llm.env(), options={"promptRequest": True})
+    asked: list[Any] = []
+
+    @daemon.client.feature("ollie/prompt")
+    def on_prompt(params: Any) -> dict[str, str]:
+        asked.append(params)
+        return {"text": "what is 3.14?"}
+
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, SOURCE)
+    selection = types.Range(start=types.Position(line=1, character=11), end=types.Position(line=1, character=15))
+    actions = await code_actions(daemon, path.as_uri(), selection, [])
+    ask = next(a for a in actions if a.title == "Ollie: Ask about this...")
+    assert ask.command is not None
+
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=ask.command.command, arguments=ask.command.arguments), timeout=60)
+
+    assert result["reply"] == "It is pi, roughly." and len(asked) == 1
+    assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("what is 3.14?")
 
 
 async def inline(daemon: Daemon, uri: str, line: int, character: int, *, msg_id: str | None = None) -> Any:
