@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +20,15 @@ SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
 INLINE = types.InlineCompletionClientCapabilities()
 
 
-async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None) -> Daemon:
+async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None,
+                show_document: bool = False) -> Daemon:
     """A daemon whose client syncs documents, takes applyEdit, and (with `inline`) declares inline completions."""
     daemon = await start_daemon(env=env, initialize=False)
     ws = daemon.workspace
     caps = types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(apply_edit=True),
         text_document=types.TextDocumentClientCapabilities(inline_completion=INLINE if inline else None),
+        window=types.WindowClientCapabilities(show_document=types.ShowDocumentClientCapabilities(support=show_document)),
     )
     # lsprotocol's hook takes any result with a `command` member for a Command, though a CodeAction's is an object
     # (VS Code's and Neovim's clients tell them apart by its type): the test client does the same.
@@ -135,6 +138,30 @@ async def test_a_client_with_ollies_ui_is_asked_for_the_question(start_daemon, l
 
     assert result["reply"] == "It is pi, roughly." and len(asked) == 1
     assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("what is 3.14?")
+
+
+async def test_a_long_answer_opens_as_a_read_only_markdown_document_outside_the_workspace(start_daemon, llm):
+    answer = "## What it does\n\nComputes the area of a circle of radius `r`.\n\nIt multiplies by `rr`, which is undefined."
+    llm.script(Reply.text(answer))
+    daemon = await start(start_daemon, llm.env(), show_document=True)
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, SOURCE)
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0))
+    explain = next(a for a in await code_actions(daemon, path.as_uri(), whole, []) if a.title == "Ollie: Explain")
+    assert explain.command is not None
+
+    await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=explain.command.command, arguments=explain.command.arguments), timeout=60)
+
+    await asyncio.wait_for(_until(lambda: daemon.client.shown_documents), 30)
+    [shown] = daemon.client.shown_documents
+    from pygls.uris import to_fs_path
+
+    shown_path = Path(to_fs_path(shown.uri) or "")
+    assert shown_path.suffix == ".md" and shown_path.read_text() == answer + "\n"
+    assert not shown_path.stat().st_mode & 0o222  # read-only
+    assert daemon.workspace not in shown_path.parents and shown.take_focus
+    assert "Explain what this code does" in llm.chat_requests[0].body["messages"][-1]["content"]
 
 
 async def inline(daemon: Daemon, uri: str, line: int, character: int, *, msg_id: str | None = None) -> Any:
