@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.uris import to_fs_path
 
 from ollie.testing import Reply
 
@@ -155,8 +156,6 @@ async def test_a_long_answer_opens_as_a_read_only_markdown_document_outside_the_
 
     await asyncio.wait_for(_until(lambda: daemon.client.shown_documents), 30)
     [shown] = daemon.client.shown_documents
-    from pygls.uris import to_fs_path
-
     shown_path = Path(to_fs_path(shown.uri) or "")
     assert shown_path.suffix == ".md" and shown_path.read_text() == answer + "\n"
     assert not shown_path.stat().st_mode & 0o222  # read-only
