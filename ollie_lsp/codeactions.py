@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 from lsprotocol import types
 
-from ollie_lsp.standard import ACTION_COMMAND
+from ollie_lsp.names import ACTION_COMMAND
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -52,3 +52,6 @@ SERVER_REQUEST_NAMES = (
 def command_name(method_name: str) -> str:
     """`ollie/session/new` -> `ollie.session.new`."""
     return method_name.replace("/", ".")
+
+# The command every `Ollie: ...` code action carries (ollie_lsp.codeactions runs it).
+ACTION_COMMAND = "ollie.codeAction"

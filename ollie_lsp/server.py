@@ -34,13 +34,13 @@ from pygls.protocol import (
 from ollie import __version__
 from ollie.jsonpieces import EncodedBody
 from ollie_lsp.asking import ask_client
+from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
 from ollie_lsp.names import METHOD_NAMES
 from ollie_lsp.options import InitOptions
-from ollie_lsp.standard import fit_capabilities
 
 if TYPE_CHECKING:
     from ollie_lsp.framing import FrameSource

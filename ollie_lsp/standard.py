@@ -7,29 +7,16 @@ first request, so the daemon's start stays as lean as before, and an editor that
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from ollie_lsp.server import OllieServer
+from ollie_lsp.names import ACTION_COMMAND
+from ollie_lsp.server import OllieServer
 
 logger = logging.getLogger("ollie.lsp.standard")
 
-ACTION_COMMAND = "ollie.codeAction"
 ACTION_KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.Refactor]
-
-
-def client_takes_inline_completion(capabilities: types.ClientCapabilities | None) -> bool:
-    """Whether the client declared `textDocument.inlineCompletion` (LSP 3.18)."""
-    text_document = capabilities.text_document if capabilities else None
-    return bool(text_document and text_document.inline_completion is not None)
-
-
-def fit_capabilities(result: types.ServerCapabilities, client: types.ClientCapabilities | None) -> None:
-    """Announce inline completions only to a client that declared them (others would never ask, or ask wrongly)."""
-    if not client_takes_inline_completion(client):
-        result.inline_completion_provider = None
 
 
 def register_standard(server: OllieServer) -> None:
@@ -46,10 +33,8 @@ def register_standard(server: OllieServer) -> None:
             logger.exception("offering code actions failed")
             return None
 
-    # pygls reads a command's annotations at run time: `ls` stays untyped here (OllieServer is only a type-checking
-    # import, as the server module imports this one).
     @server.command(ACTION_COMMAND)
-    async def run_action(ls: Any, *args: Any) -> dict[str, Any]:
+    async def run_action(ls: OllieServer, *args: Any) -> dict[str, Any]:
         from ollie_lsp.codeactions import run
 
         return await run(ls, args)
