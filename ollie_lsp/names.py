@@ -36,7 +36,8 @@ METHOD_NAMES = (
 )
 
 # Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
-# (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to client" documents each.
+# (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to
+# client" documents each.
 SERVER_REQUEST_NAMES = (
     "ollie/permission",
     "ollie/prompt",
