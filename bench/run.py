@@ -21,7 +21,8 @@ from bench.common import REPO, Row, private_home
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 # The steps in the order they run (`--only` picks some of them).
-STEPS = ("startup", "acp", "relay", "tools", "network", "sessions", "memory", "stalls", "checkpoints", "scale")
+STEPS = ("startup", "acp", "relay", "inline", "tools", "network", "sessions", "memory", "stalls", "checkpoints",
+         "scale")
 
 
 def session_rows(rounds: int) -> tuple[list[Row], list[str]]:
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_acp,
         bench_checkpoints,
         bench_egress,
+        bench_inline,
         bench_memory,
         bench_relay,
         bench_scale,
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
         "acp": ("ollie acp start-up", lambda: bench_acp.run(2 if quick else 5)),
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
+        "inline": ("inline completions", lambda: bench_inline.run(20 if quick else 100)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
         "network": ("egress proxy", lambda: bench_egress.run(10 if quick else 100, 2 if quick else 5)),
         "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),

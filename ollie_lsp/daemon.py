@@ -13,6 +13,7 @@ from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.permission import ask_step
 from ollie_lsp.server import OllieServer
+from ollie_lsp.standard import register_standard
 
 if TYPE_CHECKING:
     from ollie.agent.surface import DaemonCore
@@ -27,6 +28,7 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     register_lifecycle(server)
     register_documents(server)
     register_methods(server)
+    register_standard(server)
     return server
 
 

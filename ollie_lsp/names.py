@@ -36,9 +36,11 @@ METHOD_NAMES = (
 )
 
 # Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
-# (`permissionRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to client" documents each.
+# (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to
+# client" documents each.
 SERVER_REQUEST_NAMES = (
     "ollie/permission",
+    "ollie/prompt",
     "ollie/editor/diagnostics",
     "ollie/editor/definition",
     "ollie/editor/references",
@@ -51,3 +53,6 @@ SERVER_REQUEST_NAMES = (
 def command_name(method_name: str) -> str:
     """`ollie/session/new` -> `ollie.session.new`."""
     return method_name.replace("/", ".")
+
+# The command every `Ollie: ...` code action carries (ollie_lsp.codeactions runs it).
+ACTION_COMMAND = "ollie.codeAction"

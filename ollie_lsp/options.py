@@ -42,6 +42,8 @@ class InitOptions:
     editor_tools: bool = False
     # The client saves documents on request (ollie/saveDocuments): the model's edits reach the disk at once.
     save_documents: bool = False
+    # The client answers `ollie/prompt` (asks the user for a line of text): `Ollie: Ask about this...` on any selection.
+    prompt_request: bool = False
 
 
 def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:

@@ -34,6 +34,7 @@ from pygls.protocol import (
 from ollie import __version__
 from ollie.jsonpieces import EncodedBody
 from ollie_lsp.asking import ask_client
+from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
@@ -97,6 +98,7 @@ class OllieProtocol(LanguageServerProtocol):
         """The standard initialize, then the ollie capabilities added to its result."""
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"ollie": {"version": PROTOCOL_VERSION, "methods": list(METHOD_NAMES)}}
+        fit_capabilities(result.capabilities, params.capabilities)
         return result
 
     # pygls' exit raises SystemExit from a loop callback once the writer is closed: asyncio.run then failed in its

@@ -34,6 +34,7 @@ class Editor:
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
+        self.questions: list[types.ShowMessageRequestParams] = []
 
         @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
         async def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -49,6 +50,7 @@ class Editor:
 
         @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
         def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+            self.questions.append(params)
             # Edits may ask first (approval modes): the user allows them.
             return next((a for a in params.actions or [] if a.title.startswith("Allow")), None)
 

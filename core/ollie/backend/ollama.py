@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from ollie.backend.fim import FIM_TEMPERATURE
 from ollie.backend.openai import function_tools
 from ollie.backend.reply import ReplyLimits
 from ollie.backend.settings import SPECS, BackendSpec
@@ -91,6 +92,13 @@ class OllamaBackend(HTTPBackend):
                             output_tokens=int(obj.get("eval_count") or 0),
                         )
                         yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=_stop(obj.get("done_reason")))
+
+    async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
+        """Ollama's own fill-in-the-middle: `/api/generate` with `suffix` (the model's template places it)."""
+        body = {"model": self.model, "prompt": prefix, "suffix": suffix, "stream": False,
+                "options": {"num_predict": max_tokens, "temperature": FIM_TEMPERATURE}}
+        data = await self._request_json("POST", "/api/generate", body)
+        return str(data.get("response") or "") if isinstance(data, dict) else ""
 
     async def list_models(self) -> list[str]:
         """Installed models from `/api/tags`."""

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from ollie.backend.errors import BackendError
+from ollie.backend.fim import FIM_TEMPERATURE, chat_fill
 from ollie.backend.framing import SSEEvent
 from ollie.backend.reply import ReplyLimits
 from ollie.backend.settings import SPECS, BackendSpec
@@ -46,6 +48,7 @@ class OpenAIBackend(HTTPBackend):
         super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
                          limits=limits, default_context_length=default_context_length)
         self.openrouter = openrouter
+        self._no_fim = False  # the server answered /completions with an error: chat prompts from then on
         self._models: list[dict[str, Any]] | None = None
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
@@ -133,6 +136,24 @@ class OpenAIBackend(HTTPBackend):
             data = await self._request_json("GET", "/models")
             self._models = [m for m in (data.get("data") or []) if isinstance(m, dict)]
         return self._models
+
+    async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
+        """`/completions` with `suffix` (llama.cpp, vLLM, Mistral-style servers); a server without it (a 400 or
+        404) gets the chat prompt instead, from then on."""
+        if not self._no_fim:
+            body = {"model": self.model, "prompt": prefix, "suffix": suffix, "max_tokens": max_tokens,
+                    "temperature": FIM_TEMPERATURE, "stream": False}
+            try:
+                data = await self._request_json("POST", "/completions", body)
+            except BackendError as exc:
+                if exc.status not in (400, 404, 405, 501):
+                    raise
+                self._no_fim = True
+            else:
+                choices = data.get("choices") if isinstance(data, dict) else None
+                first = choices[0] if isinstance(choices, list) and choices else {}
+                return str(first.get("text") or "") if isinstance(first, dict) else ""
+        return await chat_fill(self.stream, prefix, suffix, max_tokens=max_tokens)
 
     async def list_models(self) -> list[str]:
         """Model ids from `/models`."""

@@ -372,6 +372,13 @@ class HTTPBackend:
             return self.build_request(messages, tools, params)
         return await asyncio.to_thread(encoded, lambda: self.build_request(messages, tools, params))
 
+    async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
+        """The text between `prefix` and `suffix` (ghost text); here through a chat prompt, for backends with no
+        fill-in-the-middle API (Ollama and OpenAI-compatible servers use theirs)."""
+        from ollie.backend.fim import chat_fill
+
+        return await chat_fill(self.stream, prefix, suffix, max_tokens=max_tokens)
+
     def unreachable_hint(self) -> str:
         """What to do when this backend's server cannot be reached."""
         from ollie.backend.settings import unreachable_hint

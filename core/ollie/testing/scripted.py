@@ -16,12 +16,15 @@ from ollie.testing.wire import (
     FORMATS,
     UNEXPECTED,
     error_body,
+    fim_body,
     render_stream,
     stream_error_frame,
     unexpected_body,
 )
 
 CHAT_PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}
+# Fill-in-the-middle (inline completions): a prompt and a suffix, one JSON answer. Anthropic has none.
+FIM_PATHS = {"openai": "/v1/completions", "ollama": "/api/generate"}
 DUMMY_KEYS = {"openai": "sk-scripted-0000", "anthropic": "sk-ant-scripted-0000"}
 
 
@@ -67,6 +70,8 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self.failures: list[str] = []
+        # Requests whose client closed the connection before the (delayed) answer: a cancelled completion.
+        self.aborted: list[RecordedRequest] = []
         self.finished_replies = 0
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -113,6 +118,12 @@ class ScriptedLLMServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """Only the chat requests (not model-list look-ups)."""
         return [r for r in list(self.requests) if r.path == CHAT_PATHS[self.fmt]]
+
+    @property
+    def fim_requests(self) -> list[RecordedRequest]:
+        """Only the fill-in-the-middle requests (`prompt` and `suffix` in their bodies)."""
+        path = FIM_PATHS.get(self.fmt)
+        return [r for r in list(self.requests) if r.path == path]
 
     def assert_done(self) -> None:
         """Raise AssertionError when replies are left over or a request came that the script did not expect."""
@@ -199,7 +210,7 @@ class ScriptedLLMServer:
                 if request is None:
                     break
                 self.requests.append(request)
-                if not await self._respond(request, writer):
+                if not await self._respond(request, writer, reader):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
@@ -211,11 +222,14 @@ class ScriptedLLMServer:
             self._writers.discard(writer)
             writer.close()
 
-    async def _respond(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+    async def _respond(self, request: RecordedRequest, writer: asyncio.StreamWriter,
+                       reader: asyncio.StreamReader) -> bool:
         """Answer one request; False when the connection must close afterwards."""
         route = (request.method, request.path)
         if route == ("POST", CHAT_PATHS[self.fmt]):
             return await self._chat(request, writer)
+        if route == ("POST", FIM_PATHS.get(self.fmt)):
+            return await self._fim(request, writer, reader)
         if self.fmt in ("openai", "anthropic") and route == ("GET", "/v1/models"):
             return await _send_json(writer, 200, self._model_list())
         if self.fmt == "ollama" and route == ("GET", "/api/tags"):
@@ -268,6 +282,30 @@ class ScriptedLLMServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+    async def _fim(self, request: RecordedRequest, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> bool:
+        """Answer a fill-in-the-middle request with the next reply's text, after its `delay` unless the client
+        leaves first (then recorded in `aborted`)."""
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else None
+        if reply is None:
+            self.failures.append(f"{UNEXPECTED}: completion request after the script ran out")
+            return await _send_json(writer, 500, unexpected_body(self.fmt))
+        model = (request.body or {}).get("model") or self.model
+        if reply.delay:
+            try:
+                # A client that gives up closes the connection: the read ends (EOF) before the delay.
+                await asyncio.wait_for(reader.read(1), reply.delay)
+            except TimeoutError:
+                pass
+            else:
+                self.aborted.append(request)
+                self.finished_replies += 1
+                return False
+        self.finished_replies += 1
+        if reply.is_error:
+            return await _send_json(writer, reply.status, error_body(self.fmt, reply, model=model), reply.headers)
+        return await _send_json(writer, 200, fim_body(self.fmt, reply.text, model=model))
 
     def _model_list(self) -> Any:
         if self.fmt == "openai":

@@ -238,3 +238,14 @@ def _ollama_error(kind: str, status: int, model: str) -> Any:
 
 
 _ERROR_BODIES = {"openai": _openai_error, "anthropic": _anthropic_error, "ollama": _ollama_error}
+
+
+def fim_body(fmt: str, text: str, *, model: str) -> Any:
+    """A fill-in-the-middle answer as the vendor sends it unstreamed: Ollama `/api/generate`, OpenAI `/v1/completions`."""
+    if fmt == "ollama":
+        return {"model": model, "created_at": "2025-01-01T00:00:00Z", "response": text, "done": True,
+                "done_reason": "stop", "context": [1, 2, 3], "total_duration": 1_000_000, "load_duration": 1000,
+                "prompt_eval_count": 10, "prompt_eval_duration": 1000, "eval_count": 5, "eval_duration": 1000}
+    return {"id": "cmpl-scripted", "object": "text_completion", "created": 1_700_000_000, "model": model,
+            "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}

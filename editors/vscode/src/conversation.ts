@@ -111,6 +111,8 @@ export class Conversation implements vscode.Disposable {
       daemon.onStartFailed((message) => this.changed(this.model.addNotice("error", message))),
       // Approval questions come as `ollie/permission` and are answered in the chat.
       daemon.serve("ollie/permission", (params, token) => this.askPermission(params, token), { permissionRequest: true }),
+      // `Ollie: Ask about this...` (a code action on a selection) asks for its question here.
+      daemon.serve("ollie/prompt", (params, token) => askLine(params, token), { promptRequest: true }),
     );
   }
 
@@ -529,4 +531,15 @@ export class Conversation implements vscode.Disposable {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** `ollie/prompt`: one line from the user (an input box); null when dismissed. */
+async function askLine(params: unknown, token: vscode.CancellationToken): Promise<{ text: string } | null> {
+  const p = (params ?? {}) as { title?: unknown; placeholder?: unknown };
+  const text = await vscode.window.showInputBox({
+    prompt: typeof p.title === "string" ? p.title : "Ask ollie",
+    placeHolder: typeof p.placeholder === "string" ? p.placeholder : undefined,
+    ignoreFocusOut: true,
+  }, token);
+  return text ? { text } : null;
 }

@@ -137,6 +137,9 @@ export class Daemon implements vscode.Disposable {
     this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")}`.trim());
     const client = new LanguageClient("ollie", "Ollie", serverOptions, clientOptions);
     client.registerFeature(noWindowProgress);
+    // LSP 3.18 inline completions are a proposed feature in vscode-languageclient 9: registered, the client declares
+    // them and provides the daemon's ghost text in every file editor (ollie's code actions need nothing: standard).
+    client.registerProposedFeatures();
     client.onNotification("ollie/event", (params: unknown) => {
       const event = parseEvent(params);
       if (event) this.eventEmitter.fire(event);

@@ -37,6 +37,7 @@ end
 -- What answers each request: module, function. The modules load on the first request, not at start-up.
 local ROUTES = {
   ["ollie/permission"] = { "ollie.permission", "ask" },
+  ["ollie/prompt"] = { "ollie.requests", "prompt" },
   ["ollie/editor/diagnostics"] = { "ollie.editor_tools", "diagnostics" },
   ["ollie/editor/definition"] = { "ollie.editor_tools", "definition" },
   ["ollie/editor/references"] = { "ollie.editor_tools", "references" },
@@ -84,11 +85,21 @@ M.handlers["ollie/saveDocuments"] = function(_, params)
   return { saved = saved }
 end
 
+---`ollie/prompt`: one line from the user (`Ollie: Ask about this...`); null when dismissed.
+---@param params table {title?, placeholder?}
+---@param answer ollie.Answer
+function M.prompt(params, answer)
+  vim.ui.input({ prompt = (params.title or "Ask ollie") .. ": " }, function(text)
+    answer(text and text ~= "" and { text = text } or vim.NIL)
+  end)
+end
+
 ---The initializationOptions with the flags of what this client answers merged in.
 ---@param opts table|nil the options built from the user's config
 ---@return table
 function M.init_options(opts)
-  return vim.tbl_extend("force", opts or {}, { permissionRequest = true, editorTools = true, saveDocuments = true })
+  return vim.tbl_extend("force", opts or {},
+    { permissionRequest = true, promptRequest = true, editorTools = true, saveDocuments = true })
 end
 
 ---The session the current tabpage's chat shows (nil: the daemon's default session).

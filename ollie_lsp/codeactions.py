@@ -1,0 +1,214 @@
+"""Code actions any LSP client shows: `Ollie: Fix ...`, Explain, Add tests, Refactor, Ask; each one runs a turn.
+
+A turn runs in the workspace's (default) session with the range, its diagnostics and the file as context. Its edits
+reach the editor as `workspace/applyEdit` (the file tools' path for open documents); its answer as a short
+`window/showMessage`, or a markdown file `window/showDocument` opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from lsprotocol import types
+
+from ollie_lsp.names import ACTION_COMMAND
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ollie_lsp.server import OllieServer
+
+Action = Literal["fix", "explain", "tests", "refactor", "ask"]
+TITLE_CHARS = 60
+# A reply this short and on one line is a message; anything longer opens as a document.
+SHORT_REPLY = 200
+# `# ollie: why is this slow?` (or //, --, ;, /*): the question of `Ollie: Ask about this...`.
+QUESTION = re.compile(r"^\s*(?:#|//|--|;+|/\*|\*|<!--)\s*ollie:\s*(?P<question>.+?)\s*(?:\*/|-->)?\s*$", re.IGNORECASE)
+PROMPTS: dict[str, str] = {
+    "fix": "Fix the problem the editor reports here:\n{problems}\nChange the file with your tools, then say in one "
+           "sentence what you changed.",
+    "explain": "Explain what this code does, and anything surprising in it. Do not change any file.",
+    "tests": "Add tests for this code, next to the project's existing tests and in their style (look at them first).",
+    "refactor": "Refactor this code: {question}",
+    "ask": "{question}",
+}
+PROMPT_METHOD = "ollie/prompt"
+DEFAULT_REFACTOR = "make it clearer without changing what it does."
+_answers = itertools.count(1)
+
+
+def shorten(text: str, limit: int = TITLE_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def question_in(lines: list[str]) -> str | None:
+    """The question of the first `ollie: <question>` comment line among `lines`."""
+    for line in lines:
+        if match := QUESTION.match(line):
+            return match.group("question")
+    return None
+
+
+def _range_lines(source_lines: list[str], rng: types.Range) -> list[str]:
+    last = rng.end.line - 1 if rng.end.line > rng.start.line and rng.end.character == 0 else rng.end.line
+    return source_lines[rng.start.line : max(rng.start.line, last) + 1]
+
+
+def _range_json(rng: types.Range) -> dict[str, Any]:
+    return {"start": {"line": rng.start.line, "character": rng.start.character},
+            "end": {"line": rng.end.line, "character": rng.end.character}}
+
+
+def _diagnostic_json(diagnostic: types.Diagnostic) -> dict[str, Any]:
+    """What the prompt needs of a diagnostic, as JSON (the command's argument travels through the client)."""
+    out: dict[str, Any] = {"range": _range_json(diagnostic.range), "message": diagnostic.message}
+    if diagnostic.source:
+        out["source"] = diagnostic.source
+    if diagnostic.code is not None:
+        out["code"] = diagnostic.code
+    return out
+
+
+def _action(title: str, kind: str, args: dict[str, Any],
+            diagnostics: list[types.Diagnostic] | None = None) -> types.CodeAction:
+    command = types.Command(title=title, command=ACTION_COMMAND, arguments=[args])
+    return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics, command=command)
+
+
+def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The actions for a range: Fix for its diagnostics, the others for a selection or an `ollie:` question."""
+    doc = ls.workspace.text_documents.get(params.text_document.uri)
+    if doc is None:  # ollie acts on what the editor shows: an open document
+        return []
+    rng = params.range
+    base = {"uri": doc.uri, "range": _range_json(rng)}
+    only = params.context.only
+    wanted = (lambda kind: any(kind == o or kind.startswith(f"{o}.") for o in only)) if only else (lambda kind: True)
+    actions = []
+    diagnostics = list(params.context.diagnostics)
+    if diagnostics and wanted(types.CodeActionKind.QuickFix):
+        args = {**base, "action": "fix", "diagnostics": [_diagnostic_json(d) for d in diagnostics]}
+        actions.append(_action(f"Ollie: Fix {shorten(diagnostics[0].message)}", types.CodeActionKind.QuickFix,
+                               args, diagnostics))
+    if not wanted(types.CodeActionKind.Refactor):
+        return actions
+    selected = rng.start != rng.end
+    question = question_in(_range_lines(list(doc.lines), rng))
+    if selected:
+        actions += [_action("Ollie: Explain", types.CodeActionKind.Refactor, {**base, "action": "explain"}),
+                    _action("Ollie: Add tests for this", types.CodeActionKind.Refactor, {**base, "action": "tests"}),
+                    _action("Ollie: Refactor...", types.CodeActionKind.Refactor,
+                            {**base, "action": "refactor", **({"question": question} if question else {})})]
+    if question or (selected and ls.init_options.prompt_request):  # else the question could not be asked
+        actions.append(_action("Ollie: Ask about this...", types.CodeActionKind.Refactor,
+                               {**base, "action": "ask", **({"question": question} if question else {})}))
+    return actions
+
+
+@attrs.frozen(kw_only=True)
+class ActionArgs:
+    """The argument of the `ollie.codeAction` command (what `offer` put in it)."""
+
+    action: Action
+    uri: str
+    range: Any
+    diagnostics: list[dict[str, Any]] = attrs.Factory(list)
+    question: str | None = None
+    session: str | None = None
+
+
+def problems_text(diagnostics: list[dict[str, Any]]) -> str:
+    """One line per diagnostic: where, what, and who says so."""
+    lines = []
+    for diagnostic in diagnostics:
+        line = ((diagnostic.get("range") or {}).get("start") or {}).get("line")
+        where = f"line {line + 1}: " if isinstance(line, int) else ""
+        source = diagnostic.get("source")
+        code = diagnostic.get("code")
+        who = " ".join(str(x) for x in (source, code) if x not in (None, ""))
+        lines.append(f"- {where}{diagnostic.get('message', '')}" + (f" ({who})" if who else ""))
+    return "\n".join(lines)
+
+
+def action_prompt(args: ActionArgs) -> str:
+    """What the model is asked (the editor context block goes before it)."""
+    question = args.question or (DEFAULT_REFACTOR if args.action == "refactor" else "")
+    return PROMPTS[args.action].format(problems=problems_text(args.diagnostics), question=question)
+
+
+async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
+    """Run one action's turn in the workspace's session; its answer is shown, its result returned."""
+    from ollie.sessions.types import first_words
+    from ollie_lsp.editor import with_context
+    from ollie_lsp.errors import InvalidParams
+    from ollie_lsp.params import EditorContext, parse
+    from ollie_lsp.sessions import SubmitHandle
+
+    if len(raw_args) != 1:
+        raise InvalidParams(f"arguments: expected one argument (the action object), got {len(raw_args)}")
+    await ls.engine_loaded()
+    args = parse(ActionArgs, raw_args[0])
+    if args.action == "ask" and not args.question:
+        if not ls.init_options.prompt_request:
+            raise InvalidParams("question: `ask` needs the question (an `ollie: <question>` comment line)")
+        args = attrs.evolve(args, question=await ask_question(ls))
+        if not args.question:  # the user dismissed the prompt: nothing to run
+            return {"session": args.session, "reply": "", "stop": "dismissed"}
+    context = parse(EditorContext, {"uri": args.uri, "range": args.range})
+    live = await ls.table.writable(args.session)
+    request = action_prompt(args)
+    prompt = with_context(request, [context], cwd=live.core.cwd, lookup=ls.document)
+    handle = SubmitHandle()
+    with ls.on_cancel(lambda: live.cancel(handle)):
+        result = await live.submit(prompt, title=first_words(request), handle=handle, is_command=False)
+    await show_answer(ls, live.id, result)
+    return result
+
+
+async def ask_question(ls: OllieServer) -> str:
+    """The user's question, through the client's own UI (`ollie/prompt`); "" when dismissed or failed."""
+    from ollie_lsp.asking import ask_client
+
+    try:
+        answer = await ask_client(ls.protocol, PROMPT_METHOD, {"title": "Ask ollie about this",
+                                                              "placeholder": "What do you want to know?"})
+    except Exception as exc:  # the client failed to answer: nothing runs on a broken question
+        ls.show(f"ollie: asking for the question failed: {exc}")
+        return ""
+    text = answer.get("text") if isinstance(answer, dict) else None
+    return text.strip() if isinstance(text, str) else ""
+
+
+def _answer_file(session: str, reply: str) -> Path:
+    """Write `reply` as a read-only markdown file under the state dir (never the workspace)."""
+    from ollie.paths import state_dir
+
+    folder = state_dir() / "answers" / session
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"answer-{next(_answers)}.md"
+    path.unlink(missing_ok=True)
+    path.write_text(reply + "\n", encoding="utf-8")
+    path.chmod(0o444)
+    return path
+
+
+async def show_answer(ls: OllieServer, session: str, result: dict[str, Any]) -> None:
+    """A short reply as a message, a longer one as a markdown document; a failed turn's error as a warning."""
+    if error := result.get("error"):
+        ls.show(f"ollie: {error}")
+    reply = str(result.get("reply") or "").strip()
+    if not reply:
+        return
+    caps = ls.client_capabilities
+    can_show = bool(caps and caps.window and caps.window.show_document and caps.window.show_document.support)
+    if (len(reply) <= SHORT_REPLY and "\n" not in reply) or not can_show:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"ollie: {reply}"))
+        return
+    path = await asyncio.to_thread(_answer_file, session, reply)
+    await ls.window_show_document_async(types.ShowDocumentParams(uri=path.as_uri(), take_focus=True))

@@ -1,0 +1,235 @@
+"""Standard LSP features for editors without an ollie plugin: code actions that run turns, inline completions."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.uris import to_fs_path
+
+from ollie.testing import Reply
+
+from .conftest import Daemon
+from .test_documents import Editor, edit
+
+SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
+INLINE = types.InlineCompletionClientCapabilities()
+
+
+async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None,
+                show_document: bool = False) -> Daemon:
+    """A daemon whose client syncs documents, takes applyEdit, and (with `inline`) declares inline completions."""
+    daemon = await start_daemon(env=env, initialize=False)
+    ws = daemon.workspace
+    caps = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(apply_edit=True),
+        text_document=types.TextDocumentClientCapabilities(inline_completion=INLINE if inline else None),
+        window=types.WindowClientCapabilities(show_document=types.ShowDocumentClientCapabilities(support=show_document)),
+    )
+    # lsprotocol's hook takes any result with a `command` member for a Command, though a CodeAction's is an object
+    # (VS Code's and Neovim's clients tell them apart by its type): the test client does the same.
+    converter = daemon.client.protocol._converter
+    converter.register_structure_hook(types.Command | types.CodeAction, lambda obj, _: converter.structure(
+        obj, types.Command if isinstance(obj.get("command"), str) else types.CodeAction))
+    daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
+        capabilities=caps, root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+        initialization_options=options,
+    )), 30)
+    return daemon
+
+
+def undefined_rr() -> types.Diagnostic:
+    return types.Diagnostic(range=types.Range(start=types.Position(line=1, character=22),
+                                              end=types.Position(line=1, character=24)),
+                            message="undefined name 'rr'", source="pyflakes")
+
+
+async def code_actions(daemon: Daemon, uri: str, rng: types.Range,
+                       diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    found = await asyncio.wait_for(daemon.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
+        context=types.CodeActionContext(diagnostics=diagnostics))), 30)
+    assert all(isinstance(action, types.CodeAction) for action in found or [])
+    return [action for action in found or [] if isinstance(action, types.CodeAction)]
+
+
+async def test_code_actions_offered_for_a_diagnostic_and_a_selection(start_daemon, llm):
+    daemon = await start(start_daemon, llm.env())
+    assert daemon.init_result is not None
+    caps = daemon.init_result.capabilities
+    assert caps.code_action_provider and caps.inline_completion_provider is not None
+    assert "ollie.codeAction" in (caps.execute_command_provider.commands if caps.execute_command_provider else [])
+    path = daemon.workspace / "area.py"
+    editor = Editor(daemon)
+    editor.open(path, SOURCE + "# ollie: why 3.14?\n")
+    uri = path.as_uri()
+
+    diagnostic = undefined_rr()
+    cursor = types.Range(start=diagnostic.range.start, end=diagnostic.range.start)
+    fixes = await code_actions(daemon, uri, cursor, [diagnostic])
+    assert [(a.title, a.kind) for a in fixes] == [("Ollie: Fix undefined name 'rr'", "quickfix")]
+    assert fixes[0].command is not None and fixes[0].command.command == "ollie.codeAction"
+
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=5, character=0))
+    titles = [(a.title, a.kind) for a in await code_actions(daemon, uri, whole, [])]
+    assert titles == [("Ollie: Explain", "refactor"), ("Ollie: Add tests for this", "refactor"),
+                      ("Ollie: Refactor...", "refactor"), ("Ollie: Ask about this...", "refactor")]
+    # A cursor on a plain line, no diagnostics: ollie offers nothing (it never crowds the menu).
+    nothing = types.Range(start=types.Position(line=0, character=1), end=types.Position(line=0, character=1))
+    assert not await code_actions(daemon, uri, nothing, [])
+    # And it publishes no diagnostics of its own.
+    assert not daemon.client.diagnostics
+
+
+async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, llm):
+    llm.script(edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
+    # Edits ask first: a client without ollie's UI gets the question as window/showMessageRequest.
+    daemon = await start(start_daemon, llm.env(approval="ask"))
+    path = daemon.workspace / "area.py"
+    path.write_text(SOURCE)
+    editor = Editor(daemon)
+    editor.open(path, SOURCE)
+    diagnostic = undefined_rr()
+    fix = (await code_actions(daemon, path.as_uri(), diagnostic.range, [diagnostic]))[0]
+    assert fix.kind == "quickfix" and fix.command is not None
+
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=fix.command.command, arguments=fix.command.arguments), timeout=60)
+
+    assert result["reply"] == "Replaced rr with r."
+    # The model was asked with the diagnostic, the range's line and the file.
+    asked = llm.chat_requests[0].body["messages"][-1]["content"]
+    assert "line 2: undefined name 'rr' (pyflakes)" in asked
+    assert "File: area.py (plaintext)" in asked and "return 3.14 * r * rr" in asked
+    assert [q.message for q in editor.questions] == [
+        f'ollie (session {result["session"]}) asks to: Edit area.py ("Allow always" covers edit steps in this session)']
+    # Its edit came as workspace/applyEdit to the open document, which the editor applied.
+    assert len(editor.edits) == 1
+    new_text = editor.edits[0].edit.document_changes[0].edits[0].new_text  # type: ignore[index, union-attr]
+    assert "3.14 * r * r\n" in new_text
+    # The short answer came as a message.
+    said = "ollie: Replaced rr with r."
+    await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
+
+
+async def test_a_client_with_ollies_ui_is_asked_for_the_question(start_daemon, llm):
+    llm.script(Reply.text("It is pi, roughly."))
+    daemon = await start(start_daemon, llm.env(), options={"promptRequest": True})
+    asked: list[Any] = []
+
+    @daemon.client.feature("ollie/prompt")
+    def on_prompt(params: Any) -> dict[str, str]:
+        asked.append(params)
+        return {"text": "what is 3.14?"}
+
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, SOURCE)
+    selection = types.Range(start=types.Position(line=1, character=11), end=types.Position(line=1, character=15))
+    actions = await code_actions(daemon, path.as_uri(), selection, [])
+    ask = next(a for a in actions if a.title == "Ollie: Ask about this...")
+    assert ask.command is not None
+
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=ask.command.command, arguments=ask.command.arguments), timeout=60)
+
+    assert result["reply"] == "It is pi, roughly." and len(asked) == 1
+    assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("what is 3.14?")
+
+
+async def test_a_long_answer_opens_as_a_read_only_markdown_document_outside_the_workspace(start_daemon, llm):
+    answer = "## What it does\n\nComputes the area of a circle of radius `r`.\n\nIt multiplies by `rr`, which is undefined."
+    llm.script(Reply.text(answer))
+    daemon = await start(start_daemon, llm.env(), show_document=True)
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, SOURCE)
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0))
+    explain = next(a for a in await code_actions(daemon, path.as_uri(), whole, []) if a.title == "Ollie: Explain")
+    assert explain.command is not None
+
+    await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=explain.command.command, arguments=explain.command.arguments), timeout=60)
+
+    await asyncio.wait_for(_until(lambda: daemon.client.shown_documents), 30)
+    [shown] = daemon.client.shown_documents
+    shown_path = Path(to_fs_path(shown.uri) or "")
+    assert shown_path.suffix == ".md" and shown_path.read_text() == answer + "\n"
+    assert not shown_path.stat().st_mode & 0o222  # read-only
+    assert daemon.workspace not in shown_path.parents and shown.take_focus
+    assert "Explain what this code does" in llm.chat_requests[0].body["messages"][-1]["content"]
+
+
+async def inline(daemon: Daemon, uri: str, line: int, character: int, *, msg_id: str | None = None) -> Any:
+    params = types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+    return await daemon.client.protocol.send_request_async(types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id)
+
+
+@pytest.mark.parametrize("fmt", ["ollama", "openai"])
+async def test_inline_completion_returns_the_models_fim_text(start_daemon, scripted_llm, fmt):
+    llm = scripted_llm(fmt)
+    llm.script(Reply.text("r * r"))
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    path = daemon.workspace / "area.py"
+    editor = Editor(daemon)
+    editor.open(path, "def area(r):\n    return 3.14 * \n\nprint(area(2))\n")
+    editor.open(daemon.workspace / "helpers.py", "def square(x):\n    return x * x\n")
+
+    result = await asyncio.wait_for(inline(daemon, path.as_uri(), 1, 18), 30)
+
+    assert [item.insert_text for item in result.items] == ["r * r"]
+    assert result.items[0].range.start == types.Position(line=1, character=18)
+    [request] = llm.fim_requests
+    body = request.body
+    assert body["model"] == "coder-fim" and body["stream"] is False
+    assert body["prompt"].endswith("def area(r):\n    return 3.14 * ")
+    # A nearby open file, as comments (plaintext's: //).
+    assert "// Path: helpers.py\n// def square(x):" in body["prompt"]
+    assert body["suffix"] == "\n\nprint(area(2))\n"
+
+
+async def test_inline_completion_is_cancelled_with_its_http_request(start_daemon, scripted_llm):
+    llm = scripted_llm("ollama")
+    llm.script(Reply.text("never shown", delay=60), Reply.text("x + 1", delay=60), Reply.text("x + 2"))
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "a.py"
+    Editor(daemon).open(path, "x = \n")
+
+    async def sent(count: int) -> None:
+        while len(llm.fim_requests) < count:
+            await asyncio.sleep(0.01)
+
+    # The client cancels: the daemon answers RequestCancelled and the model's request is closed.
+    msg_id = str(uuid.uuid4())
+    pending = asyncio.ensure_future(inline(daemon, path.as_uri(), 0, 4, msg_id=msg_id))
+    await asyncio.wait_for(sent(1), 30)
+    daemon.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException) as cancelled:
+        await asyncio.wait_for(pending, 30)
+    assert cancelled.value.code == types.LSPErrorCodes.RequestCancelled
+    await asyncio.wait_for(_until(lambda: len(llm.aborted) == 1), 30)
+
+    # A newer request for the same document supersedes the running one (whose HTTP request is closed too).
+    older = asyncio.ensure_future(inline(daemon, path.as_uri(), 0, 4))
+    await asyncio.wait_for(sent(2), 30)
+    newer = await asyncio.wait_for(inline(daemon, path.as_uri(), 0, 4), 30)
+    assert [item.insert_text for item in newer.items] == ["x + 2"]
+    with pytest.raises(JsonRpcException):
+        await asyncio.wait_for(older, 30)
+    await asyncio.wait_for(_until(lambda: len(llm.aborted) == 2), 30)
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_inline_completion_is_announced_only_to_clients_that_declare_it(start_daemon, llm):
+    daemon = await start(start_daemon, llm.env(), inline=False)
+    assert daemon.init_result is not None
+    assert daemon.init_result.capabilities.inline_completion_provider is None
