@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -29,13 +29,8 @@ from acp.schema import (
     PromptResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
-    SessionConfigOptionBoolean,
-    SessionConfigOptionSelect,
-    SessionConfigSelectOption,
     SessionInfo,
     SessionListCapabilities,
-    SessionMode,
-    SessionModeState,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     TextContentBlock,
@@ -44,7 +39,6 @@ from acp.schema import (
 
 from ollie import __version__
 from ollie.agent.commands import COMMANDS
-from ollie.agent.commands_info import agent_infos
 from ollie.agent.core import Core
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
@@ -57,8 +51,9 @@ from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.history import replay
+from ollie_acp.options import config_options, mode_state
 from ollie_acp.prompt import PromptBlock, prompt_text
-from ollie_acp.session import MODES, AcpSession
+from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
 logger = logging.getLogger("ollie.acp.agent")
@@ -126,7 +121,8 @@ class OllieAgent:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`."""
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
-        response = NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
+        response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
+                                      config_options=await config_options(live.core))
         self._announce_after_answer(live)
         return response
 
@@ -152,7 +148,7 @@ class OllieAgent:
                                 title=info.title if info else "")
         for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
             await self.client.session_update(session_id=live.id, update=update)
-        response = LoadSessionResponse(modes=_modes(live), config_options=await _options(live))
+        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
         self._announce_after_answer(live)
         return response
 
@@ -231,12 +227,16 @@ class OllieAgent:
         return live
 
     def _announce_after_answer(self, live: AcpSession) -> None:
-        """Advertise the slash commands once the client has the session's id.
+        """Advertise the slash commands once the client has the session's id."""
+        self._after_answer(self._announce(live))
+
+    def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
+        """Send updates right after the handler's answer.
 
         Called last in the handler: the SDK queues the answer before this task first runs
         (its sender's queue is unbounded and FIFO), so the update follows the answer.
         """
-        task = asyncio.ensure_future(self._announce(live))
+        task = asyncio.ensure_future(send)
         self._after.add(task)
         task.add_done_callback(self._after.discard)
 
@@ -274,26 +274,35 @@ class OllieAgent:
             await live.cancel()
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
-        """Switch the session's approval mode."""
-        await self._get(session_id).set_mode(mode_id)
+        """Switch the session's approval mode (the `mode` config option follows)."""
+        live = self._get(session_id)
+        await live.set_mode(mode_id)
+        self._after_answer(live.sync_options())
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
-        """`model` switches the backend's model; `agent` switches the agent config (a fresh conversation)."""
+        """`mode` switches the approval mode, `model` the backend's model, `agent` the agent config.
+
+        An agent switch clears the conversation; one to an unsandboxed agent asks the user
+        first (session/request_permission), and a refusal leaves the agent as it was.
+        """
         live = self._get(session_id)
         if not isinstance(value, str) or not value:
             raise RequestError.invalid_params({"value": "a non-empty string"})
-        if config_id == "model":
+        if config_id == "mode":
+            await live.set_mode(value, field_name="value")
+            self._after_answer(live.sync_options())  # the legacy mode state follows too
+        elif config_id == "model":
             live.core.switch_model(value)
         elif config_id == "agent":
             try:
-                await live.core.switch_agent(value)
+                await live.switch_agent(value)
             except ConfigError as exc:
                 raise RequestError.invalid_params({"value": str(exc)}) from None
         else:
-            raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (model, agent)"})
-        return SetSessionConfigOptionResponse(config_options=await _options(live))
+            raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
+        return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
     # --- registry -----------------------------------------------------------------
 
@@ -349,12 +358,6 @@ def _commands() -> list[AvailableCommand]:
     return out
 
 
-def _modes(live: AcpSession) -> SessionModeState:
-    return SessionModeState(current_mode_id=live.mode, available_modes=[
-        SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
-    ])
-
-
 def _listed_title(info: Info, user: str) -> str | None:
     """A listed session's title; a teammate's shared session also says whose and which team's (docs/TEAM.md)."""
     if info.team and info.user_id != user:
@@ -364,24 +367,3 @@ def _listed_title(info: Info, user: str) -> str | None:
 
 def _iso(stamp: datetime | None) -> str | None:
     return stamp.isoformat() if stamp else None
-
-
-async def _options(live: AcpSession) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
-    core = live.core
-    try:
-        models = await asyncio.wait_for(core.list_models(), 5)
-    except (TimeoutError, OllieError, OSError):
-        models = []
-    if core.model_name not in models:
-        models = [core.model_name, *models]
-    agents = [a.name for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
-    if core.agent_name not in agents:
-        agents = [core.agent_name, *agents]
-    return [
-        SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
-                                  current_value=core.model_name,
-                                  options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
-        SessionConfigOptionSelect(type="select", id="agent", name="Agent", category="mode",
-                                  current_value=core.agent_name,
-                                  options=[SessionConfigSelectOption(value=a, name=a) for a in agents]),
-    ]

@@ -32,6 +32,6 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
                 result = results.get(call.id)
                 statuses = step_statuses(result, len(ids)) if result is not None else ["failed"] * len(ids)
                 for step_id, step, status in zip(ids, steps, statuses, strict=True):
-                    updates.append(tool_start(step_id, step, status=status))
+                    updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
                     updates.append(tool_result(step_id, status, result if len(ids) == 1 and result else ""))
     return updates

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -64,10 +65,21 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     return entries
 
 
-def tool_start(step_id: str, step: ToolStep, *, status: str = "pending") -> ToolCallStart:
-    """The `tool_call` update opening one step."""
+def tool_start(step_id: str, step: ToolStep, *, cwd: Path, status: str = "pending",
+               arguments: str = "") -> ToolCallStart:
+    """The `tool_call` update opening one step: its locations absolute, the call's `arguments` as its raw input."""
     return start_tool_call(step_id, step.title, kind=step.kind, status=status,  # type: ignore[arg-type]
-                           locations=[ToolCallLocation(path=loc.path, line=loc.line) for loc in step.locations])
+                           locations=[ToolCallLocation(path=str(cwd / loc.path), line=loc.line)
+                                      for loc in step.locations],
+                           raw_input=raw_input(arguments))
+
+
+def raw_input(arguments: str) -> object:
+    """A call's JSON arguments as ACP's `rawInput` (None when there are none or they are not JSON)."""
+    try:
+        return json.loads(arguments) if arguments else None
+    except ValueError:
+        return None
 
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
@@ -160,7 +172,9 @@ class UpdateForwarder:
         steps = _steps_of(event.tool, event.steps)
         self._open[event.tool.id] = [s.id for s in steps]
         for step in steps:
-            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations)))
+            # The model's arguments of the whole call (a batch's inner steps share them).
+            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations),
+                                        cwd=self._core.cwd, arguments=event.content))
             await self._send(update_tool_call(step.id, status="in_progress"))
         self.last_step_id = steps[-1].id
 
