@@ -204,8 +204,6 @@ class OllieAgent:
                                          session_id=session_id)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
-        # Kept in the saved session for session/list (a loaded one takes the directory the client gives now).
-        core.session.cwd = str(cwd)
         live_id = core.session_id
         client = self.client
 

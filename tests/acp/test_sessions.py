@@ -200,3 +200,30 @@ async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> No
     assert (await second.prompt(sid, "second question")).stop_reason == "end_turn"
     users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["first question", "second question"], users
+
+
+async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_moved_cwd(start_agent, llm) -> None:
+    first = await start_agent(env=llm.env())
+    ws = first.workspace.resolve()
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("one\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.txt", "one", "two"]},
+        {"tool": "file_write", "args": ["b.txt", "new\n"]}]})), Reply.text("done"))
+    sid = await first.new()
+    await first.prompt(sid, "/cwd sub")  # the session moves: the saved one keeps where it works now
+    await first.prompt(sid, "edit a and write b")
+    assert (ws / "sub" / "a.txt").read_text() == "two\n"
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 15)
+
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    listed = await asyncio.wait_for(second.conn.list_sessions(), 15)
+    assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(ws / "sub")]
+    await asyncio.wait_for(second.conn.load_session(cwd=str(ws / "sub"), session_id=sid, mcp_servers=[]), 30)
+    diffs = [c for u in second.client.of(sid, "tool_call_update") for c in (u.content or []) if c.type == "diff"]
+    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [
+        (str(ws / "sub" / "a.txt"), "one", "two"), (str(ws / "sub" / "b.txt"), None, "new\n")]
+    starts = second.client.of(sid, "tool_call")
+    assert starts[0].raw_input["calls"][0]["tool"] == "file_edit"
+    assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]
