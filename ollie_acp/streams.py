@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import stat
 import threading
@@ -12,6 +13,8 @@ from typing import BinaryIO
 # The SDK's line limit: embedded files can be big.
 READ_LIMIT = 50 * 1024 * 1024
 CHUNK = 64 * 1024
+# JSON-RPC's answer to a message that is not JSON: the id is null, as none could be read.
+PARSE_ERROR = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
 
 
 def _polls(stream: BinaryIO) -> bool:
@@ -55,8 +58,33 @@ class _FileTransport(asyncio.WriteTransport):
         self._closing = True
 
 
+async def _screen(raw: asyncio.StreamReader, clean: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Pass each JSON line on to the SDK; answer any other line -32700 (the SDK would only log and drop it)."""
+    try:
+        while True:
+            try:
+                line = await raw.readline()
+            except ValueError:  # a line over READ_LIMIT: what was read of it is gone, so it cannot be answered
+                writer.write(PARSE_ERROR)
+                continue
+            if not line:
+                break
+            if line.strip():
+                try:
+                    json.loads(line)  # parsed again by the SDK: it has no hook for lines it cannot read
+                except ValueError:
+                    writer.write(PARSE_ERROR)
+                    continue
+            clean.feed_data(line)
+    finally:
+        clean.feed_eof()
+
+
 async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """asyncio streams over the private copies of stdin/stdout; EOF on stdin, of any kind, ends the reader."""
+    """asyncio streams over the private copies of stdin/stdout; EOF on stdin, of any kind, ends the reader.
+
+    The reader holds only the lines that are JSON: any other is answered -32700 as JSON-RPC says.
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     if _polls(rpc_in):
@@ -69,4 +97,12 @@ async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamRe
         transport: asyncio.WriteTransport = _FileTransport(rpc_out)
     else:
         transport, _ = await loop.connect_write_pipe(lambda: protocol, rpc_out)
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    clean = asyncio.StreamReader(limit=READ_LIMIT)
+    _SCREENS.add(task := asyncio.ensure_future(_screen(reader, clean, writer)))
+    task.add_done_callback(_SCREENS.discard)
+    return clean, writer
+
+
+# The running screens (held so they are not collected while they run).
+_SCREENS: set[asyncio.Task[None]] = set()
