@@ -1,4 +1,4 @@
-"""The ACP agent: initialize, sessions (new, load, list), prompt, cancel, modes and config options."""
+"""The ACP agent: initialize, sessions (new, load, resume, list, close), prompt, cancel, modes and config options."""
 
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     TextContentBlock,
@@ -101,7 +103,8 @@ class OllieAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
-                                                         close=SessionCloseCapabilities()),
+                                                         close=SessionCloseCapabilities(),
+                                                         resume=SessionResumeCapabilities()),
             ),
             agent_info=Implementation(name="ollie", title="ollie", version=__version__),
         )
@@ -128,11 +131,27 @@ class OllieAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """Resume a saved session and replay its history as updates.
+        """Reopen a saved session and replay its history as updates.
 
         It works in the `cwd` the client gives now (ACP makes it required), which the
         session then keeps; the directory it was saved with is not restored.
         """
+        live = await self._reopen(cwd, session_id)
+        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
+            await self.client.session_update(session_id=live.id, update=update)
+        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        self._announce_after_answer(live)
+        return response
+
+    async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        """session/resume (unstable): reopen a saved session as session/load does, without replaying its history."""
+        live = await self._reopen(cwd, session_id)
+        response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        self._announce_after_answer(live)
+        return response
+
+    async def _reopen(self, cwd: str, session_id: str) -> AcpSession:
         directory = _directory(cwd)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
@@ -144,13 +163,8 @@ class OllieAgent:
         if not known:
             raise RequestError.resource_not_found(session_id)
         info = await self._registry_call(self._registry_get, session_id)
-        live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
+        return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "")
-        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
-            await self.client.session_update(session_id=live.id, update=update)
-        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
-        self._announce_after_answer(live)
-        return response
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""

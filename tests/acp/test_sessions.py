@@ -227,3 +227,25 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     starts = second.client.of(sid, "tool_call")
     assert starts[0].raw_input["calls"][0]["tool"] == "file_edit"
     assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]
+
+
+async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, llm) -> None:
+    first = await start_agent(env=llm.env())
+    llm.script(Reply.text("It prints hi."))
+    sid = await first.new()
+    await first.prompt(sid, "what does hello.py print")
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 15)
+
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    assert second.init.agent_capabilities.session_capabilities.resume is not None
+    response = await asyncio.wait_for(
+        second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert response.modes.current_mode_id == "auto"
+    assert second.client.of(sid, "user_message_chunk") == [] and second.client.of(sid, "agent_message_chunk") == []
+    llm.script(Reply.text("Still hi."))
+    assert (await second.prompt(sid, "and now?")).stop_reason == "end_turn"
+    assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+    with pytest.raises(acp.RequestError) as caught:
+        await second.conn.resume_session(cwd=str(first.workspace), session_id="nosuchsession", mcp_servers=[])
+    assert caught.value.code == -32002
