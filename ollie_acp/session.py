@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.acp.session")
 
-# `/agent NAME` typed as a prompt: an unsandboxed agent asks first, as the config option does.
-_AGENT_COMMAND = re.compile(r"/agent\s+(\S+)\s*")
+# `/agent NAME` typed as a prompt: an unsandboxed agent asks first, as the config option does (matched on
+# the prompt's start, whatever context follows it).
+_AGENT_COMMAND = re.compile(r"\s*/agent\s+(\S+)")
 PERMISSION_OPTIONS = [
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
     PermissionOption(option_id="allow_always", name="Allow always (this session)", kind="allow_always"),
@@ -169,7 +170,7 @@ class AcpSession:
 
     async def _run(self, text: str) -> PromptResponse:
         settings = self._settings()
-        command = _AGENT_COMMAND.fullmatch(text.strip())
+        command = _AGENT_COMMAND.match(text)
         if command is not None and command.group(1) != self.core.agent_name:
             if not await self._allow_agent(command.group(1)):
                 return PromptResponse(stop_reason="end_turn")
