@@ -18,7 +18,7 @@ from ollie.agent.commands_info import AgentInfo, agent_infos
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:
-    from ollie.agent.core import Core
+    from ollie.agent.surface import AcpCore
 
 # Session modes are the engine's approval modes (ollie.agent.approval), 1:1: the legacy `modes` and the
 # `mode` config option both offer them, and only them (an agent switch is no mode: it may leave the sandbox).
@@ -31,14 +31,14 @@ MODES = {
 ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
 
 
-def mode_state(core: Core) -> SessionModeState:
+def mode_state(core: AcpCore) -> SessionModeState:
     """The legacy session modes: the approval modes, the current one marked."""
     return SessionModeState(current_mode_id=core.approval, available_modes=[
         SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
     ])
 
 
-async def agents(core: Core) -> list[AgentInfo]:
+async def agents(core: AcpCore) -> list[AgentInfo]:
     """The agent configs that load (the current one always among them)."""
     found = [a for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
     if core.agent_name not in {a.name for a in found}:
@@ -46,7 +46,7 @@ async def agents(core: Core) -> list[AgentInfo]:
     return found
 
 
-async def config_options(core: Core) -> list[ConfigOption]:
+async def config_options(core: AcpCore) -> list[ConfigOption]:
     """The config options: approval mode (category `mode`), model (`model`) and agent (no category).
 
     The agent selector has no category: only `mode`, `model`, `thought_level` and `_`-prefixed
@@ -76,7 +76,7 @@ async def config_options(core: Core) -> list[ConfigOption]:
     ]
 
 
-async def options_update(core: Core) -> ConfigOptionUpdate:
+async def options_update(core: AcpCore) -> ConfigOptionUpdate:
     """The `config_option_update` with every option's current value."""
     return ConfigOptionUpdate(session_update="config_option_update", config_options=await config_options(core))
 
