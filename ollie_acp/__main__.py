@@ -38,8 +38,8 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await streams(rpc_in, rpc_out)
     try:
-        # The unstable protocol only for session/close (advertised in initialize); ollie has no fork or
-        # resume handler, so the SDK's router answers those method-not-found.
+        # The unstable protocol for session/close and session/resume (advertised in initialize); ollie has
+        # no fork handler, so the SDK's router answers that method-not-found.
         await run_agent(cast(Agent, agent), LineTransport(reader, writer), use_unstable_protocol=True)
     finally:
         await agent.close_all()

@@ -1,10 +1,10 @@
-"""The ACP agent: initialize, sessions (new, load, list), prompt, cancel, modes and config options."""
+"""The ACP agent: initialize, sessions (new, load, resume, list, close), prompt, cancel, modes and config options."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -28,15 +28,12 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
-    SessionConfigOptionBoolean,
-    SessionConfigOptionSelect,
-    SessionConfigSelectOption,
     SessionInfo,
     SessionListCapabilities,
-    SessionMode,
-    SessionModeState,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     TextContentBlock,
@@ -45,7 +42,6 @@ from acp.schema import (
 
 from ollie import __version__
 from ollie.agent.commands import COMMANDS
-from ollie.agent.commands_info import agent_infos
 from ollie.agent.core import Core
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
@@ -58,8 +54,9 @@ from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words,
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
+from ollie_acp.options import config_options, mode_state
 from ollie_acp.prompt import PromptBlock, prompt_text
-from ollie_acp.session import MODES, AcpSession
+from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
 logger = logging.getLogger("ollie.acp.agent")
@@ -108,7 +105,8 @@ class OllieAgent:
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
-                                                         close=SessionCloseCapabilities()),
+                                                         close=SessionCloseCapabilities(),
+                                                         resume=SessionResumeCapabilities()),
             ),
             agent_info=Implementation(name="ollie", title="ollie", version=__version__),
         )
@@ -131,18 +129,38 @@ class OllieAgent:
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
         if specs:
             await live.core.add_mcp_servers(specs)
-        response = NewSessionResponse(session_id=live.id, modes=_modes(live), config_options=await _options(live))
+        response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
+                                      config_options=await config_options(live.core))
         self._announce_after_answer(live)
         return response
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """Resume a saved session and replay its history as updates.
+        """Reopen a saved session and replay its history as updates.
 
         It works in the `cwd` the client gives now (ACP makes it required), which the
         session then keeps; the directory it was saved with is not restored.
         """
+        live = await self._reopen(cwd, session_id, mcp_servers)
+        from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
+
+        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
+            await self.client.session_update(session_id=live.id, update=update)
+        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        self._announce_after_answer(live)
+        return response
+
+    async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        """session/resume (unstable): reopen a saved session as session/load does, without replaying its history."""
+        live = await self._reopen(cwd, session_id, mcp_servers)
+        response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        self._announce_after_answer(live)
+        return response
+
+    async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         directory = _directory(cwd)
+        specs = _mcp_specs(mcp_servers)
         specs = _mcp_specs(mcp_servers)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
@@ -158,13 +176,7 @@ class OllieAgent:
                                 title=info.title if info else "")
         if specs:
             await live.core.add_mcp_servers(specs)
-        from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
-
-        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
-            await self.client.session_update(session_id=live.id, update=update)
-        response = LoadSessionResponse(modes=_modes(live), config_options=await _options(live))
-        self._announce_after_answer(live)
-        return response
+        return live
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
@@ -218,8 +230,6 @@ class OllieAgent:
                                          session_id=session_id)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
-        # Kept in the saved session for session/list (a loaded one takes the directory the client gives now).
-        core.session.cwd = str(cwd)
         live_id = core.session_id
         client = self.client
 
@@ -241,12 +251,16 @@ class OllieAgent:
         return live
 
     def _announce_after_answer(self, live: AcpSession) -> None:
-        """Advertise the slash commands once the client has the session's id.
+        """Advertise the slash commands once the client has the session's id."""
+        self._after_answer(self._announce(live))
+
+    def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
+        """Send updates right after the handler's answer.
 
         Called last in the handler: the SDK queues the answer before this task first runs
         (its sender's queue is unbounded and FIFO), so the update follows the answer.
         """
-        task = asyncio.ensure_future(self._announce(live))
+        task = asyncio.ensure_future(send)
         self._after.add(task)
         task.add_done_callback(self._after.discard)
 
@@ -284,28 +298,37 @@ class OllieAgent:
             await live.cancel()
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
-        """Switch the session's approval mode."""
+        """Switch the session's approval mode (the `mode` config option follows)."""
+        live = self._get(session_id)
         with store_errors(session_id):  # a team member's resume of another's session: -32008
-            await self._get(session_id).set_mode(mode_id)
+            await live.set_mode(mode_id)
+        self._after_answer(live.sync_options())
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
-        """`model` switches the backend's model; `agent` switches the agent config (a fresh conversation)."""
+        """`mode` switches the approval mode, `model` the backend's model, `agent` the agent config.
+
+        An agent switch clears the conversation; one to an unsandboxed agent asks the user
+        first (session/request_permission), and a refusal leaves the agent as it was.
+        """
         live = self._get(session_id)
         if not isinstance(value, str) or not value:
             raise RequestError.invalid_params({"value": "a non-empty string"})
-        if config_id == "model":
+        if config_id == "mode":
+            await live.set_mode(value, field_name="value")
+            self._after_answer(live.sync_options())  # the legacy mode state follows too
+        elif config_id == "model":
             live.core.switch_model(value)
         elif config_id == "agent":
             try:
                 with store_errors(session_id):
-                    await live.core.switch_agent(value)
+                    await live.switch_agent(value)
             except ConfigError as exc:
                 raise RequestError.invalid_params({"value": str(exc)}) from None
         else:
-            raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (model, agent)"})
-        return SetSessionConfigOptionResponse(config_options=await _options(live))
+            raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
+        return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
     # --- registry -----------------------------------------------------------------
 
@@ -369,12 +392,6 @@ def _commands() -> list[AvailableCommand]:
     return out
 
 
-def _modes(live: AcpSession) -> SessionModeState:
-    return SessionModeState(current_mode_id=live.mode, available_modes=[
-        SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
-    ])
-
-
 def _listed_title(info: Info, user: str) -> str | None:
     """A listed session's title; a teammate's shared session also says whose and which team's (docs/TEAM.md)."""
     if info.team and info.user_id != user:
@@ -384,24 +401,3 @@ def _listed_title(info: Info, user: str) -> str | None:
 
 def _iso(stamp: datetime | None) -> str | None:
     return stamp.isoformat() if stamp else None
-
-
-async def _options(live: AcpSession) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
-    core = live.core
-    try:
-        models = await asyncio.wait_for(core.list_models(), 5)
-    except (TimeoutError, OllieError, OSError):
-        models = []
-    if core.model_name not in models:
-        models = [core.model_name, *models]
-    agents = [a.name for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
-    if core.agent_name not in agents:
-        agents = [core.agent_name, *agents]
-    return [
-        SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
-                                  current_value=core.model_name,
-                                  options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
-        SessionConfigOptionSelect(type="select", id="agent", name="Agent", category="mode",
-                                  current_value=core.agent_name,
-                                  options=[SessionConfigSelectOption(value=a, name=a) for a in agents]),
-    ]

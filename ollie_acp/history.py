@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
-from ollie.agent.steps import KindLookup, describe
+from ollie.agent.steps import Diff, KindLookup, describe
 from ollie.backend.types import Message
+from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
+from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 from ollie_acp.updates import Update, step_statuses, tool_result, tool_start
 
 
@@ -31,7 +34,36 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
                 ids = [call.id] if len(steps) == 1 else [f"{call.id}.{i + 1}" for i in range(len(steps))]
                 result = results.get(call.id)
                 statuses = step_statuses(result, len(ids)) if result is not None else ["failed"] * len(ids)
-                for step_id, step, status in zip(ids, steps, statuses, strict=True):
-                    updates.append(tool_start(step_id, step, status=status))
-                    updates.append(tool_result(step_id, status, result if len(ids) == 1 and result else ""))
+                diffs = _edit_diffs(call.name, call.arguments, len(ids))
+                for step_id, step, status, diff in zip(ids, steps, statuses, diffs, strict=True):
+                    updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
+                    made = (diff,) if diff is not None and status == "completed" else ()
+                    updates.append(tool_result(step_id, status, result if len(ids) == 1 and result else "", made,
+                                               cwd=cwd))
     return updates
+
+
+def _edit_diffs(tool_name: str, arguments: str, count: int) -> list[Diff | None]:
+    """The diff each of a call's `count` steps made, as its arguments say (file_edit, file_write; else None).
+
+    The session keeps no file snapshots: an edit shows the text it replaced and its replacement,
+    a write the whole new content (a command's changes are not known from its arguments).
+    """
+    diffs: list[Diff | None] = [None] * count
+    try:
+        parsed_args = json.loads(arguments)
+        request = parse_request(tool_name, parsed_args) if isinstance(parsed_args, dict) else None
+    except (ArgumentError, ValueError):
+        return diffs
+    if not isinstance(request, CallRequest) or len(request.calls) != count:
+        return diffs
+    for index, call in enumerate(request.calls):
+        try:
+            parsed = parse_file_call(call.tool, call.args)
+        except FileArgsError:
+            continue
+        if parsed.tool == "file_edit" and parsed.old is not None:
+            diffs[index] = Diff(parsed.path, parsed.old, parsed.new or "")
+        elif parsed.tool == "file_write" and parsed.content not in (None, "-"):
+            diffs[index] = Diff(parsed.path, None, parsed.content)
+    return diffs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,12 @@ from acp.schema import (
     PermissionOption,
     PromptResponse,
     TerminalToolCallContent,
+    ToolCallLocation,
     ToolCallUpdate,
     Usage,
 )
 
+from ollie_acp.options import MODES, agents, options_update
 from ollie_acp.updates import UpdateForwarder
 
 if TYPE_CHECKING:
@@ -30,18 +33,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.acp.session")
 
-# Session modes are the engine's approval modes (ollie.agent.approval), 1:1.
-MODES = {
-    "ask": ("Ask", "Edits and commands that are not read-only ask first"),
-    "auto-edit": ("Auto-edit", "Edits apply without asking; commands ask"),
-    "auto": ("Auto", "Nothing asks (the sandbox still applies)"),
-    "read-only": ("Read-only", "Steps that write are refused; the agent plans instead"),
-}
+# `/agent NAME` typed as a prompt: an unsandboxed agent asks first, as the config option does (matched on
+# the prompt's start, whatever context follows it).
+_AGENT_COMMAND = re.compile(r"\s*/agent\s+(\S+)")
 PERMISSION_OPTIONS = [
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
     PermissionOption(option_id="allow_always", name="Allow always (this session)", kind="allow_always"),
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     PermissionOption(option_id="reject_always", name="Reject always (this session)", kind="reject_always"),
+]
+# Leaving the sandbox is asked each time: no "always".
+UNSANDBOXED_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Switch (no sandbox)", kind="allow_once"),
+    PermissionOption(option_id="reject_once", name="Keep the current agent", kind="reject_once"),
 ]
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
@@ -97,33 +101,62 @@ class AcpSession:
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n(\"always\" covers {covers} in this session)"))]
         if question.diff is not None:
-            content.insert(0, tool_diff_content(question.diff.path, question.diff.new_text or "",
+            content.insert(0, tool_diff_content(str(self.core.cwd / question.diff.path), question.diff.new_text or "",
                                                 question.diff.old_text))
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
-                                   status="pending", content=content)
+                                   status="pending", content=content,
+                                   locations=[ToolCallLocation(path=str(self.core.cwd / loc.path), line=loc.line)
+                                              for loc in question.locations])
         choice = await self._ask(tool_call)
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer({"allow_once": "allow_once", "allow_always": "allow_always"}.get(choice or "", "reject"))  # type: ignore[arg-type]
 
-    async def _ask(self, tool_call: ToolCallUpdate) -> str | None:
+    async def _ask(self, tool_call: ToolCallUpdate, options: list[PermissionOption] = PERMISSION_OPTIONS) -> str | None:
         """The option the client chose (None: cancelled or the request failed)."""
         try:
-            answer = await self.client.request_permission(session_id=self.id, tool_call=tool_call,
-                                                          options=PERMISSION_OPTIONS)
+            answer = await self.client.request_permission(session_id=self.id, tool_call=tool_call, options=options)
         except RequestError as exc:
             logger.info("permission request failed: %s", exc)
             return None
         outcome = answer.outcome
         return outcome.option_id if outcome.outcome == "selected" else None
 
-    async def set_mode(self, mode: str, *, announce: bool = False) -> None:
-        """Switch the approval mode; `announce` tells the client (a choice it did not make by mode)."""
+    async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
+        """Switch the approval mode (`field_name` names the request's field in the error for an unknown one)."""
         if mode not in MODES:
-            raise RequestError.invalid_params({"modeId": f"unknown mode {mode!r} (one of {', '.join(MODES)})"})
+            raise RequestError.invalid_params({field_name: f"unknown mode {mode!r} (one of {', '.join(MODES)})"})
         self.core.set_approval(mode)
-        if announce:
-            await self.client.session_update(session_id=self.id, update=update_current_mode(mode))
+
+    async def switch_agent(self, name: str) -> bool:
+        """Switch to agent config `name`; an unsandboxed one only when the user allows it (False: not switched)."""
+        if name != self.core.agent_name and not await self._allow_agent(name):
+            return False
+        await self.core.switch_agent(name)
+        return True
+
+    async def _allow_agent(self, name: str) -> bool:
+        """True unless agent `name` is unsandboxed and the user does not allow it (asked every time; told when not)."""
+        info = next((a for a in await agents(self.core) if a.name == name), None)
+        if info is None or not info.unsandboxed:
+            return True
+        self._asks += 1
+        warning = (f"Agent {name} runs WITHOUT a sandbox: the model's programs and commands run with your "
+                   f"full rights (or its elevated steps run without asking). {info.description}").strip()
+        tool_call = ToolCallUpdate(tool_call_id=f"switch-agent-{self._asks}", title=f"Switch to unsandboxed agent {name}",
+                                   kind="other", status="pending", content=[tool_content(text_block(warning))])
+        if await self._ask(tool_call, UNSANDBOXED_OPTIONS) == "allow_once":
+            return True
+        await self._tell(f"Agent not switched: {name} runs without a sandbox and was not allowed.\n\n")
+        return False
+
+    async def sync_options(self) -> None:
+        """Tell the client the current mode and config options (after a change it did not make through them)."""
+        try:
+            await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
+            await self.client.session_update(session_id=self.id, update=await options_update(self.core))
+        except Exception as exc:  # the client went away: nothing to tell
+            logger.info("options not sent: %s", exc)
 
     async def run_prompt(self, text: str) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
@@ -136,19 +169,26 @@ class AcpSession:
                 self.prompt_task = None
 
     async def _run(self, text: str) -> PromptResponse:
-        mode = self.mode
+        settings = self._settings()
+        command = _AGENT_COMMAND.match(text)
+        if command is not None and command.group(1) != self.core.agent_name:
+            if not await self._allow_agent(command.group(1)):
+                return PromptResponse(stop_reason="end_turn")
         before = _totals(self.core)
         result = await self.core.submit(text)
         usage = _turn_usage(before, _totals(self.core))
-        if self.mode != mode:  # `/approval <mode>` switched it: the client shows the session mode
-            await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
         await self.forwarder.drained()
+        if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
+            await self.sync_options()
         if result.stop == "interrupted":
             await self.forwarder.fail_open_steps()
         if self.recorder is not None:
             await self.recorder.drained()
         stop = "cancelled" if self.cancelled else STOP_REASONS.get(result.stop, "end_turn")
         return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
+
+    def _settings(self) -> tuple[str, str, str]:
+        return (self.mode, self.core.agent_name, self.core.model_name)
 
     async def cancel(self) -> None:
         """session/cancel: interrupt the running turn until it stops (its tools' processes killed)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,9 @@ Send = Callable[[Update], Awaitable[None]]
 _PLAN_LINE = re.compile(r"^\s*- \[( |x|X)\] (.+)$")
 # What a step's update shows of its result: the editor has the full text in the session history.
 RESULT_PREVIEW_CHARS = 4000
+# A running command step's live output: its last LIVE_OUTPUT_CHARS, at most one update per LIVE_OUTPUT_S.
+LIVE_OUTPUT_CHARS = 4000
+LIVE_OUTPUT_S = 0.2
 # Roles whose content is shown to the user as agent text, with a marker.
 NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
 
@@ -64,10 +68,21 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     return entries
 
 
-def tool_start(step_id: str, step: ToolStep, *, status: str = "pending") -> ToolCallStart:
-    """The `tool_call` update opening one step."""
+def tool_start(step_id: str, step: ToolStep, *, cwd: Path, status: str = "pending",
+               arguments: str = "") -> ToolCallStart:
+    """The `tool_call` update opening one step: its locations absolute, the call's `arguments` as its raw input."""
     return start_tool_call(step_id, step.title, kind=step.kind, status=status,  # type: ignore[arg-type]
-                           locations=[ToolCallLocation(path=loc.path, line=loc.line) for loc in step.locations])
+                           locations=[ToolCallLocation(path=str(cwd / loc.path), line=loc.line)
+                                      for loc in step.locations],
+                           raw_input=raw_input(arguments))
+
+
+def raw_input(arguments: str) -> object:
+    """A call's JSON arguments as ACP's `rawInput` (None when there are none or they are not JSON)."""
+    try:
+        return json.loads(arguments) if arguments else None
+    except ValueError:
+        return None
 
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
@@ -102,6 +117,10 @@ class UpdateForwarder:
         self._busy = False
         self._task: asyncio.Task[None] | None = None
         self.last_step_id: str | None = None
+        # Live output by step id (its tail), the steps whose tail the client has not seen, when it last saw one.
+        self._live: dict[str, str] = {}
+        self._unsent: set[str] = set()
+        self._live_sent_at = 0.0
 
     def start(self) -> None:
         """Start draining."""
@@ -121,12 +140,28 @@ class UpdateForwarder:
     async def fail_open_steps(self) -> None:
         """End every step still open as failed (a turn cut short: no step stays pending)."""
         open_steps, self._open = self._open, {}
+        self._live.clear()
+        self._unsent.clear()
         for ids in open_steps.values():
             for step_id in ids:
                 await self._send(tool_result(step_id, "failed", "interrupted"))
 
     async def _run(self) -> None:
-        while (event := await self._sub.get()) is not None:
+        while True:
+            try:
+                # Output held back by the throttle goes out once no event has come for a while.
+                event = await asyncio.wait_for(self._sub.get(), LIVE_OUTPUT_S) if self._unsent else await self._sub.get()
+            except TimeoutError:
+                self._busy = True
+                try:
+                    await self._send_live()
+                except Exception:
+                    logger.exception("sending live output failed")
+                finally:
+                    self._busy = False
+                continue
+            if event is None:
+                break
             self._busy = True
             try:
                 await self._handle(event)
@@ -144,6 +179,8 @@ class UpdateForwarder:
             await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
         elif role == "user" and event.content:
             await self._send(UserMessageChunk(session_update="user_message_chunk", content=text_block(event.content)))
+        elif role == "output":
+            await self._output(event)
         elif role == "call":
             await self._open_call(event)
         elif role == "tool":
@@ -160,13 +197,36 @@ class UpdateForwarder:
         steps = _steps_of(event.tool, event.steps)
         self._open[event.tool.id] = [s.id for s in steps]
         for step in steps:
-            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations)))
+            # The model's arguments of the whole call (a batch's inner steps share them).
+            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations),
+                                        cwd=self._core.cwd, arguments=event.content))
             await self._send(update_tool_call(step.id, status="in_progress"))
         self.last_step_id = steps[-1].id
 
-    async def _close_call(self, event: Event) -> None:
-        if event.tool is None or self._open.pop(event.tool.id, None) is None:
+    async def _output(self, event: Event) -> None:
+        """A running step's new output: kept as its tail, sent at most every LIVE_OUTPUT_S."""
+        ids = self._open.get(event.tool.id) if event.tool is not None else None
+        if not ids:
             return
+        step_id = ids[-1]
+        self._live[step_id] = (self._live.get(step_id, "") + event.content)[-LIVE_OUTPUT_CHARS:]
+        self._unsent.add(step_id)
+        if asyncio.get_running_loop().time() - self._live_sent_at >= LIVE_OUTPUT_S:
+            await self._send_live()
+
+    async def _send_live(self) -> None:
+        unsent, self._unsent = self._unsent, set()
+        self._live_sent_at = asyncio.get_running_loop().time()
+        for step_id in unsent:
+            if step_id in self._live:
+                await self._send(update_tool_call(step_id, content=[tool_content(text_block(self._live[step_id]))]))
+
+    async def _close_call(self, event: Event) -> None:
+        if event.tool is None or self._open.get(event.tool.id) is None:
+            return
+        for step_id in self._open.pop(event.tool.id):
+            self._live.pop(step_id, None)
+            self._unsent.discard(step_id)
         steps = _steps_of(event.tool, event.steps)
         for step in steps:
             await self._send(tool_result(step.id, step.status, event.content if len(steps) == 1 else "",

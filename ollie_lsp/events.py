@@ -177,6 +177,8 @@ class EventForwarder:
         if event.role == "state":
             self._on_state()
             return
+        if event.role == "output":  # live step output: not on the daemon's wire (its result comes whole)
+            return
         self._send(event_params(self.session_id, next(self._seq), event))
         if event.role == "turn":
             self._on_turn(event.content)

@@ -51,7 +51,9 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     (tool_call, _), = agent.client.permission_requests
     assert tool_call.kind == "edit" and tool_call.title == "Edit a.txt"
     diff = tool_call.content[0]
-    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", "a.txt", "one\n", "two\n")
+    path = str(agent.workspace.resolve() / "a.txt")  # absolute, as the spec wants
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", path, "one\n", "two\n")
+    assert [loc.path for loc in tool_call.locations] == [path]
     assert (agent.workspace / "a.txt").read_text() == "one\n"
     assert "rejected" in llm.chat_requests[-1].body["messages"][-1]["content"]
     # "Reject always" holds for edits in this session: the next one is rejected without a question.

@@ -213,3 +213,52 @@ def test_ollie_acp_execs_at_once_and_hands_its_options_to_ollie_acp() -> None:
     assert done.stdout.startswith("ollie-acp ")  # ollie_acp's own parser answered, not `ollie`'s
     bad = subprocess.run([ollie, "acp", "--no-such-option"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "ollie acp" in bad.stderr
+
+
+async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_moved_cwd(start_agent, llm) -> None:
+    first = await start_agent(env=llm.env())
+    ws = first.workspace.resolve()
+    (ws / "sub").mkdir()
+    (ws / "sub" / "a.txt").write_text("one\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.txt", "one", "two"]},
+        {"tool": "file_write", "args": ["b.txt", "new\n"]}]})), Reply.text("done"))
+    sid = await first.new()
+    await first.prompt(sid, "/cwd sub")  # the session moves: the saved one keeps where it works now
+    await first.prompt(sid, "edit a and write b")
+    assert (ws / "sub" / "a.txt").read_text() == "two\n"
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 15)
+
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    listed = await asyncio.wait_for(second.conn.list_sessions(), 15)
+    assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(ws / "sub")]
+    await asyncio.wait_for(second.conn.load_session(cwd=str(ws / "sub"), session_id=sid, mcp_servers=[]), 30)
+    diffs = [c for u in second.client.of(sid, "tool_call_update") for c in (u.content or []) if c.type == "diff"]
+    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [
+        (str(ws / "sub" / "a.txt"), "one", "two"), (str(ws / "sub" / "b.txt"), None, "new\n")]
+    starts = second.client.of(sid, "tool_call")
+    assert starts[0].raw_input["calls"][0]["tool"] == "file_edit"
+    assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]
+
+
+async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, llm) -> None:
+    first = await start_agent(env=llm.env())
+    llm.script(Reply.text("It prints hi."))
+    sid = await first.new()
+    await first.prompt(sid, "what does hello.py print")
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 15)
+
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    assert second.init.agent_capabilities.session_capabilities.resume is not None
+    response = await asyncio.wait_for(
+        second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert response.modes.current_mode_id == "auto"
+    assert second.client.of(sid, "user_message_chunk") == [] and second.client.of(sid, "agent_message_chunk") == []
+    llm.script(Reply.text("Still hi."))
+    assert (await second.prompt(sid, "and now?")).stop_reason == "end_turn"
+    assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+    with pytest.raises(acp.RequestError) as caught:
+        await second.conn.resume_session(cwd=str(first.workspace), session_id="nosuchsession", mcp_servers=[])
+    assert caught.value.code == -32002

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from acp.schema import FileEditToolCallContent
 
 from ollie.testing import Reply
@@ -37,3 +39,28 @@ async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_path
     assert (edit.type, edit.path, edit.old_text, edit.new_text) == ("diff", str(ws / "app.py"), "x = 1\n", "x = 2\n")
     (sed,) = diffs(starts[2].tool_call_id)
     assert (sed.path, sed.old_text, sed.new_text) == (str(ws / "notes.txt"), "alpha\nbeta\n", "alpha\ngamma\n")
+
+
+async def test_a_running_command_streams_its_output_into_its_tool_call(start_agent, llm) -> None:
+    # The step prints, then waits for the test: its first line can only be seen while it runs.
+    code = "echo first-line; while [ ! -e go ]; do sleep 0.05; done; echo second-line"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("done"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    prompt = asyncio.ensure_future(agent.prompt(sid, "run it", timeout=60))
+
+    def live() -> list[str]:
+        return [c.content.text for u in agent.client.of(sid, "tool_call_update") if u.status is None
+                for c in (u.content or []) if c.type == "content"]
+
+    for _ in range(3000):
+        if any("first-line" in text for text in live()) or prompt.done():
+            break
+        await asyncio.sleep(0.01)
+    assert any("first-line" in text for text in live()), "no live output while the step ran"
+    assert not any("second-line" in text for text in live())
+    (agent.workspace / "go").touch()
+    assert (await prompt).stop_reason == "end_turn"
+    (start,) = agent.client.of(sid, "tool_call")
+    final = [u for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"]
+    assert final[-1].tool_call_id == start.tool_call_id and "second-line" in final[-1].content[0].content.text

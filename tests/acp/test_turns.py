@@ -54,7 +54,9 @@ async def test_tool_steps_have_kinds_titles_locations_and_statuses(start_agent, 
     starts = agent.client.of(sid, "tool_call")
     assert [(s.kind, s.title) for s in starts] == [
         ("read", "Read hello.py"), ("read", "Read missing.py"), ("execute", "Run `python3 hello.py`")]
-    assert [loc.path for loc in starts[0].locations] == ["hello.py"]
+    # Paths are absolute (the spec says so); rawInput is the model's arguments.
+    assert [loc.path for loc in starts[0].locations] == [str(agent.workspace.resolve() / "hello.py")]
+    assert starts[2].raw_input == {"steps": [{"code": "python3 hello.py"}]}
     assert all(s.status == "pending" for s in starts)
     final = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update") if u.status in
              ("completed", "failed")}

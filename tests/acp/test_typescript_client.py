@@ -1,4 +1,4 @@
-"""The official TypeScript SDK's client agrees with ollie acp on a prompt with a tool call."""
+"""The official TypeScript SDK's client agrees with ollie acp on a prompt with a tool call and the mode option."""
 
 from __future__ import annotations
 
@@ -35,7 +35,16 @@ async def test_the_typescript_client_sees_the_tool_step_and_the_reply(llm, tmp_p
     assert seen["init"]["protocolVersion"] == 1 and seen["init"]["agentCapabilities"]["loadSession"] is True
     assert seen["stopReason"] == "end_turn"
     starts = [u for u in seen["updates"] if u["sessionUpdate"] == "tool_call"]
-    assert [(s["kind"], s["title"], s["locations"][0]["path"]) for s in starts] == [("read", "Read hello.py", "hello.py")]
+    hello = str(workspace.resolve() / "hello.py")  # absolute, as the spec wants
+    assert [(s["kind"], s["title"], s["locations"][0]["path"]) for s in starts] == [("read", "Read hello.py", hello)]
+    # The `mode` slot offers the approval modes only; the agent selector is not in it.
+    in_mode = [o for o in seen["configOptions"] if o.get("category") == "mode"]
+    assert [(o["id"], [v["value"] for v in o["options"]]) for o in in_mode] == [
+        ("mode", ["ask", "auto-edit", "auto", "read-only"])]
+    assert [m["id"] for m in seen["modes"]["availableModes"]] == ["ask", "auto-edit", "auto", "read-only"]
+    assert {o["id"]: o["currentValue"] for o in seen["changedOptions"]}["mode"] == "read-only"
+    updates = [u for u in seen["updates"] if u["sessionUpdate"] in ("current_mode_update", "config_option_update")]
+    assert updates[0]["sessionUpdate"] == "current_mode_update" and updates[0]["currentModeId"] == "read-only"
     done = [u["status"] for u in seen["updates"] if u["sessionUpdate"] == "tool_call_update"]
     assert done[-1] == "completed"
     text = "".join(u["content"]["text"] for u in seen["updates"] if u["sessionUpdate"] == "agent_message_chunk")

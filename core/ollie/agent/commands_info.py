@@ -83,6 +83,8 @@ class AgentInfo:
     name: str
     description: str = ""
     error: str = ""
+    # Its tool code or commands run outside the sandbox, or its elevated steps run without asking.
+    unsandboxed: bool = False
 
 
 def agent_infos(dirs: list[Path]) -> list[AgentInfo]:
@@ -90,7 +92,9 @@ def agent_infos(dirs: list[Path]) -> list[AgentInfo]:
     infos = []
     for name in list_agents(dirs):
         try:
-            infos.append(AgentInfo(name, load_agent_config(find_agent(name, dirs)).description))
+            config = load_agent_config(find_agent(name, dirs))
+            unsandboxed = "none" in (config.sandbox, config.command_sandbox) or config.elevation == "allow"
+            infos.append(AgentInfo(name, config.description, unsandboxed=unsandboxed))
         except OllieError as exc:
             infos.append(AgentInfo(name, error=str(exc)))
     return infos

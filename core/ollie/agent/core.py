@@ -549,8 +549,9 @@ class Core:
         self.bus.emit("info", f"{verdict}: {question.title}")
 
     def set_cwd(self, path: Path | str) -> None:
-        """Move the working directory of tools, hooks and prompt commands."""
+        """Move the working directory of tools, hooks and prompt commands (the saved session keeps it)."""
         self._setup.set_cwd(path)
+        self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
         self._notify()
 
     def set_env(self, key: str, value: str) -> None:

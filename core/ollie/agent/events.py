@@ -13,11 +13,13 @@ from ollie.backend.types import Usage
 # "start" or the stop reason); `state` is internal: published whenever
 # state/usage/cwd/context size changes, with empty content.
 ROLES = frozenset(
-    {"assistant", "tool", "call", "step", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state"}
+    {"assistant", "tool", "call", "step", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state",
+     "output"}
 )
 # `call` (a tool call starts), `step` (a step's status moved, e.g. to in_progress; empty content) and
 # `tool` (its result) carry `tool`: the call as one step, same id on all three; a batch of several
-# calls also carries `steps`, one per inner call (ids `<call id>.<n>`).
+# calls also carries `steps`, one per inner call (ids `<call id>.<n>`). `output` (with `tool`): a running
+# command step's new output, as it comes (its result still comes whole in `tool`); ACP shows it live.
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +29,7 @@ from ollie.agent.steps import (
 )
 from ollie.backend.types import ToolCall
 from ollie.sandbox import egress
+from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import loads_arguments
 
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
 T = TypeVar("T")
+
+# The most of one step's output published live (what the step keeps is capped on its own).
+LIVE_OUTPUT_BYTES = 1 << 20
 
 
 @dataclass
@@ -319,9 +324,14 @@ class ToolRound:
             return CallOutcome(call, blocked_by("preTool", pre), True)
 
         asking = egress.asking.set(self._net_ask(call.id, call.name, args) if self._net_ask is not None else None)
+        inner = self._open.get(call.id, [])
+        # A command step's output goes out live as `output` events (front ends show it as it comes).
+        live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:
             result = await self._execute(call.name, args)
         finally:
+            if live is not None:
+                output_tap.reset(live)
             egress.asking.reset(asking)
         text, is_error = result.text, result.is_error
 
@@ -345,6 +355,21 @@ class ToolRound:
         if read_safe and not is_error and not injected:
             self._cache[(call.name, canonical_args(call.arguments))] = outcome
         return outcome
+
+    def _hear(self, call: ToolCall) -> Callable[[bytes], None]:
+        """The tap publishing `call`'s output as it comes, decoded (a character split across reads kept whole)."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        heard = 0
+
+        def hear(data: bytes) -> None:
+            nonlocal heard
+            room = LIVE_OUTPUT_BYTES - heard
+            if room <= 0:  # a flood: front ends have enough to show; the result comes whole
+                return
+            heard += len(data)
+            if text := decoder.decode(data[:room]):
+                self._publish("output", call.id, call.name, text)
+        return hear
 
     async def _execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
         if self._rt.executor is None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 
 
 class _DoneOnClose(asyncio.Protocol):
@@ -19,16 +20,24 @@ class _DoneOnClose(asyncio.Protocol):
             self._done.set_result(None)
 
 
+# Who hears a process's output as it comes (stdout and stderr alike), in the context that reads it: the
+# engine sets it around a command step so front ends can show the output live. It never changes what is kept.
+output_tap: ContextVar[Callable[[bytes], None] | None] = ContextVar("output_tap", default=None)
+
+
 class _CappedCollector(_DoneOnClose):
     """Keeps the first `limit` bytes of a pipe and drains the rest, so the writer never blocks."""
 
-    def __init__(self, limit: int, done: asyncio.Future[None]) -> None:
+    def __init__(self, limit: int, done: asyncio.Future[None], tap: Callable[[bytes], None] | None = None) -> None:
         super().__init__(done)
         self.data = bytearray()
         self.limit = limit
         self.truncated = False
+        self.tap = tap
 
     def data_received(self, data: bytes) -> None:
+        if self.tap is not None:
+            self.tap(data)
         room = self.limit - len(self.data)
         if len(data) > room:
             self.truncated = True
@@ -39,7 +48,8 @@ class _CappedCollector(_DoneOnClose):
 async def _collect(fd: int, limit: int, transports: list[asyncio.ReadTransport]) -> tuple[bytes, bool]:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    transport, collector = await loop.connect_read_pipe(lambda: _CappedCollector(limit, done),
+    tap = output_tap.get()
+    transport, collector = await loop.connect_read_pipe(lambda: _CappedCollector(limit, done, tap),
                                                         os.fdopen(fd, "rb", buffering=0))
     transports.append(transport)
     try:

@@ -19,7 +19,18 @@ const result = await app.connectWith(stream, async (ctx) => {
     sessionId: session.sessionId,
     prompt: [{ type: "text", text: "read hello.py" }],
   });
-  return { init, sessionId: session.sessionId, stopReason: response.stopReason };
+  // The mode slot: the approval mode, kept in sync when it is set as a config option.
+  const changed = await ctx.request("session/set_config_option", {
+    sessionId: session.sessionId, configId: "mode", value: "read-only",
+  });
+  // The legacy mode state follows right after the answer: wait for it (the test's timeout bounds this).
+  while (!updates.some((u) => u.sessionUpdate === "current_mode_update")) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return {
+    init, sessionId: session.sessionId, stopReason: response.stopReason,
+    modes: session.modes, configOptions: session.configOptions, changedOptions: changed.configOptions,
+  };
 });
 agent.stdin.end();
 process.stdout.write(JSON.stringify({ ...result, updates }) + "\n");

@@ -1,0 +1,85 @@
+"""A session's modes and config options: the approval mode, the model and the agent config."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from acp.schema import (
+    ConfigOptionUpdate,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+)
+
+from ollie.agent.commands_info import AgentInfo, agent_infos
+from ollie.errors import OllieError
+
+if TYPE_CHECKING:
+    from ollie.agent.surface import AcpCore
+
+# Session modes are the engine's approval modes (ollie.agent.approval), 1:1: the legacy `modes` and the
+# `mode` config option both offer them, and only them (an agent switch is no mode: it may leave the sandbox).
+MODES = {
+    "ask": ("Ask", "Edits and commands that are not read-only ask first"),
+    "auto-edit": ("Auto-edit", "Edits apply without asking; commands ask"),
+    "auto": ("Auto", "Nothing asks (the sandbox still applies)"),
+    "read-only": ("Read-only", "Steps that write are refused; the agent plans instead"),
+}
+ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
+
+
+def mode_state(core: AcpCore) -> SessionModeState:
+    """The legacy session modes: the approval modes, the current one marked."""
+    return SessionModeState(current_mode_id=core.approval, available_modes=[
+        SessionMode(id=mode_id, name=name, description=description) for mode_id, (name, description) in MODES.items()
+    ])
+
+
+async def agents(core: AcpCore) -> list[AgentInfo]:
+    """The agent configs that load (the current one always among them)."""
+    found = [a for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
+    if core.agent_name not in {a.name for a in found}:
+        found.insert(0, AgentInfo(core.agent_name))
+    return found
+
+
+async def config_options(core: AcpCore) -> list[ConfigOption]:
+    """The config options: approval mode (category `mode`), model (`model`) and agent (no category).
+
+    The agent selector has no category: only `mode`, `model`, `thought_level` and `_`-prefixed
+    names are allowed, and the Python SDK (0.12) cannot carry a `_` one.
+    """
+    try:
+        models = await asyncio.wait_for(core.list_models(), 5)
+    except (TimeoutError, OllieError, OSError):
+        models = []
+    if core.model_name not in models:
+        models = [core.model_name, *models]
+    return [
+        SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
+                                  description="Which steps ask you first (/approval)",
+                                  current_value=core.approval,
+                                  options=[SessionConfigSelectOption(value=m, name=name, description=description)
+                                           for m, (name, description) in MODES.items()]),
+        SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
+                                  current_value=core.model_name,
+                                  options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
+        SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
+                                  description="Switching clears the conversation; an unsandboxed one asks first",
+                                  current_value=core.agent_name,
+                                  options=[SessionConfigSelectOption(value=a.name, name=_agent_label(a),
+                                                                     description=a.description or None)
+                                           for a in await agents(core)]),
+    ]
+
+
+async def options_update(core: AcpCore) -> ConfigOptionUpdate:
+    """The `config_option_update` with every option's current value."""
+    return ConfigOptionUpdate(session_update="config_option_update", config_options=await config_options(core))
+
+
+def _agent_label(agent: AgentInfo) -> str:
+    return f"{agent.name} (NO sandbox)" if agent.unsandboxed else agent.name

@@ -1,0 +1,89 @@
+"""`ollie acp`: the `mode` slot is the approval mode; an agent switch is apart, and leaving the sandbox asks."""
+
+from __future__ import annotations
+
+import asyncio
+
+import acp
+
+APPROVAL_MODES = ["ask", "auto-edit", "auto", "read-only"]
+
+
+def by_id(options: list) -> dict:
+    return {o.id: o for o in options}
+
+
+async def settled(agent, sid: str, kind: str, count: int) -> list:
+    """The session's updates of `kind` once `count` of them have come."""
+    for _ in range(500):
+        if len(found := agent.client.of(sid, kind)) >= count:
+            return found
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{count} {kind} updates expected, got {agent.client.of(sid, kind)}")
+
+
+async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env(approval="ask"))
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    options = by_id(response.config_options)
+    mode = options["mode"]
+    assert (mode.category, mode.current_value) == ("mode", "ask")
+    assert [o.value for o in mode.options] == APPROVAL_MODES
+    # The only option in the `mode` slot is the approval mode; the agent selector is elsewhere.
+    assert [o.id for o in response.config_options if o.category == "mode"] == ["mode"]
+    assert options["agent"].category is None
+    assert {"default", "yolo"} <= {o.value for o in options["agent"].options}
+    assert "NO sandbox" in next(o.name for o in options["agent"].options if o.value == "yolo")
+    # Old clients: the legacy modes are the same approval modes.
+    assert [m.id for m in response.modes.available_modes] == APPROVAL_MODES
+
+
+async def test_mode_option_legacy_mode_and_slash_approval_stay_in_sync(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env(approval="ask"))
+    sid = await agent.new()
+    changed = await agent.conn.set_config_option(config_id="mode", session_id=sid, value="auto-edit")
+    assert by_id(changed.config_options)["mode"].current_value == "auto-edit"
+    assert (await settled(agent, sid, "current_mode_update", 1))[-1].current_mode_id == "auto-edit"
+
+    await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")  # the legacy way
+    update = (await settled(agent, sid, "config_option_update", 2))[-1]
+    assert by_id(update.config_options)["mode"].current_value == "read-only"
+
+    await agent.prompt(sid, "/approval auto")  # the slash command: both follow
+    update = (await settled(agent, sid, "config_option_update", 3))[-1]
+    assert by_id(update.config_options)["mode"].current_value == "auto"
+    assert (await settled(agent, sid, "current_mode_update", 3))[-1].current_mode_id == "auto"
+
+    try:
+        await agent.conn.set_config_option(config_id="mode", session_id=sid, value="yolo")
+    except acp.RequestError as exc:
+        assert exc.code == -32602 and "value" in str(exc.data)
+    else:
+        raise AssertionError("an unknown approval mode is refused")
+
+
+async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_agent(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_once"]
+    changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")
+    assert by_id(changed.config_options)["agent"].current_value == "default"
+    (tool_call, options), = agent.client.permission_requests
+    assert "unsandboxed" in tool_call.title and "WITHOUT a sandbox" in tool_call.content[0].content.text
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]  # never "always"
+
+    # Typed as a slash command: the same question; a cancelled one keeps the agent too.
+    await agent.prompt(sid, "/agent yolo")
+    assert len(agent.client.permission_requests) == 2
+    assert "not switched" in agent.client.text(sid)
+    await agent.prompt(sid, "/agent")
+    assert "agent: default" in agent.client.text(sid)
+
+    # A sandboxed agent switches without a question; allowing the unsandboxed one switches it.
+    changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding")
+    assert by_id(changed.config_options)["agent"].current_value == "coding"
+    assert len(agent.client.permission_requests) == 2
+    agent.client.permission_answers = ["allow_once"]
+    changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")
+    assert by_id(changed.config_options)["agent"].current_value == "yolo"
+    assert len(agent.client.permission_requests) == 3
