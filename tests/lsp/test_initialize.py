@@ -28,6 +28,7 @@ BAD_PARAMS = {
     "ollie/command": ({}, "line"),
     "ollie/listModels": ({"session": 12}, "session"),
     "ollie/listAgents": ({"session": False}, "session"),
+    "ollie/mcp/list": ({"session": 12}, "session"),
     "ollie/listCommands": ([1], "params"),
     "ollie/setCwd": ({"cwd": 3}, "cwd"),
     "ollie/setEnv": ({"key": "1BAD", "value": "v"}, "key"),
