@@ -333,3 +333,23 @@ async def test_an_unanswered_question_denies(ws, counting) -> None:
     finally:
         egress.asking.reset(token)
     assert status == 0 and "403" in out and counting.accepted == 0
+
+
+async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
+    # 0.0.0.0 and ::ffff:7f00:1 are this machine, in forms a question would not make plain: denied unasked,
+    # unless the user's own allow-list names them.
+    asked: list[str] = []
+
+    async def ask(host: str, port: int, step: str) -> str:
+        asked.append(host)
+        return "once"
+
+    for host in ("0.0.0.0", "::ffff:7f00:1", "127.0.0.1", "169.254.169.254", "10.1.2.3", "::1"):
+        step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
+        record = await step.decide(egress.normal_host(host), 443)
+        assert record["verdict"] == "denied" and not asked, host
+        listed = egress.StepNet(label="s", allow=(host if ":" not in host else f"[{host}]:443",), deny=(),
+                                max_sent=0, ask=None)
+        assert (await listed.decide(egress.normal_host(host), 443))["verdict"] == "allowed", host
+    step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
+    assert (await step.decide("93.184.215.14", 443))["verdict"] == "allowed" and asked == ["93.184.215.14"]

@@ -87,6 +87,16 @@ def is_ip(host: str) -> bool:
     return True
 
 
+def is_public(host: str) -> bool:
+    """Whether `host` is a name or a global IP literal (not loopback, private, link-local, unspecified, ...)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return True  # a name: system_resolve keeps only its public addresses
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_global
+
+
 def _split_pattern(pattern: str) -> tuple[str, tuple[int, ...]]:
     text = pattern.strip().lower()
     host, sep, port = text.rpartition(":")
@@ -171,6 +181,10 @@ class StepNet:
             record["how"] = "policy"
         elif any_match(self.allow, host, port):
             record.update(verdict="allowed", how="policy")
+        elif not is_public(host):
+            # 0.0.0.0, ::ffff:7f00:1, 169.254.169.254: the daemon's own machine or network, which a question
+            # naming it in such a form would not make plain; only the user's own allow-list reaches it.
+            record["how"] = "non-public address (only network.allow reaches it)"
         elif self.ask is not None and key in self.ask.session_allowed:
             record.update(verdict="allowed", how="session")
         elif self.ask is None or self.ask.ask is None:
