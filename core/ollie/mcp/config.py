@@ -33,6 +33,9 @@ class ServerSpec:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+    # Its own dir under `<state dir>/mcp` (its HOME): its name, or for a workspace's server one of that
+    # workspace's (a hostile `.mcp.json` naming a user's server must not get that server's HOME).
+    home: str = ""
 
     @property
     def transport(self) -> str:

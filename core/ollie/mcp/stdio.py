@@ -32,7 +32,7 @@ _PASSED = ("PATH", "LANG", "LC_ALL", "TERM", "TZ")
 
 
 def state_dir(name: str) -> Path:
-    """A server's own writable directory (its HOME and TMPDIR): `<state dir>/mcp/<name>`."""
+    """A server's own writable directory (its HOME and TMPDIR): `<state dir>/mcp/<name>` (`name`: its `home`)."""
     return paths.state_dir() / "mcp" / name
 
 
@@ -86,7 +86,7 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
 async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str], network_from: str,
                        sandboxed: bool = True) -> SandboxedProcess:
     """Start `spec`'s program in its sandbox with an open stdin; OSError/SandboxError when it cannot start."""
-    home = state_dir(spec.name)
+    home = state_dir(spec.home or spec.name)
     env = server_env(spec, home, environ)
     workdir = Path(spec.cwd) if spec.cwd else cwd
 

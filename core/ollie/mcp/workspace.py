@@ -6,6 +6,7 @@ starts one and remembers the exact entry for this workspace (a changed entry mus
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -49,8 +50,9 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
             except ConfigError as exc:
                 warnings.append(f"MCP server not read: {exc}")
                 continue
+            home = f"workspace/{hashlib.sha256(os.fsencode(cwd)).hexdigest()[:16]}/{name}"
             for key, spec in specs.items():
-                found.setdefault(key, spec)
+                found.setdefault(key, dataclasses.replace(spec, home=home))
     return found
 
 
