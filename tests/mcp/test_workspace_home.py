@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from ollie.mcp import stdio
@@ -20,3 +22,19 @@ def test_a_workspace_server_named_like_a_users_gets_its_own_home(tmp_path: Path)
         assert home != users_home and home.is_relative_to(stdio.state_dir("workspace"))
         homes.append(home)
     assert homes[0] != homes[1]  # nor one another workspace's same-named server wrote to
+
+
+def test_a_hostile_pyvenv_cfg_does_not_widen_the_servers_reads(tmp_path: Path) -> None:
+    # A workspace venv whose pyvenv.cfg says `home = /x`: its base installation would be "/" (all readable).
+    venv = tmp_path / "ws" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\n")
+    (venv / "bin" / "python").chmod(0o755)
+    for home in ("/x", "/bin", str(Path.home() / "bin"), "/usr/bin/../../x"):
+        (venv / "pyvenv.cfg").write_text(f"home = {home}\n")
+        found = stdio._installation(str(venv / "bin" / "python"), {})
+        assert found == [venv], (home, found)
+    real = Path(os.path.realpath(sys.executable)).parent  # a real interpreter's bin dir is still honoured
+    (venv / "pyvenv.cfg").write_text(f"home = {real}\n")
+    if not Path.home().is_relative_to(real.parent):
+        assert stdio._installation(str(venv / "bin" / "python"), {}) == [venv, real.parent]

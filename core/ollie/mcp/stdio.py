@@ -21,6 +21,7 @@ from ollie import beneath, paths
 from ollie.mcp.config import ServerSpec
 from ollie.sandbox import Policy, SandboxedProcess, load_policy, spawn_sandboxed
 from ollie.tools.execute.protect import protect
+from ollie.tools.execute.pythonenvs import venv_base
 
 # One JSON-RPC message (a line) larger than this ends the server: results are cut far below it anyway.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
@@ -54,16 +55,22 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
     root = bin_dir.parent
     if bin_dir.name == ".bin" and root.name == "node_modules":  # an npm install: its packages beside it
         return [root]
-    try:  # through the chokepoint: the program may live in a workspace (a FIFO there must not block a thread)
-        cfg = beneath.read_text_sync(root, "pyvenv.cfg", limit=64 * 1024, errors="replace")
+    try:  # through the chokepoint: the program may live in a workspace (no FIFO, no link followed)
+        if beneath.kind_sync(root, "pyvenv.cfg") != "file":
+            return [bin_dir]
     except OSError:
         return [bin_dir]
-    # A virtualenv runs its base interpreter (pyvenv.cfg's `home`, its bin dir): that installation too.
-    for line in cfg.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and os.path.isabs(value.strip()):
-            return [root, Path(value.strip()).parent]
-    return [root]
+    # A virtualenv runs its base interpreter (pyvenv.cfg's `home`, its bin dir): that installation too. The
+    # cfg may be a hostile workspace's (read through the chokepoint): only a real Python install, and never
+    # one so wide it is "/" or holds the user's home (`home = /x` made the whole filesystem readable).
+    base = venv_base(root / "pyvenv.cfg")
+    if base is None:
+        return [root]
+    base = Path(os.path.realpath(base))
+    user_home = Path(os.path.realpath(Path.home()))
+    if base == Path(base.anchor) or user_home.is_relative_to(base):
+        return [root]
+    return [root, base]
 
 
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
