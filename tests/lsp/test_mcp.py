@@ -195,9 +195,12 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(st
     assert "planted" in shown and "/mcp allow planted" in shown
     (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
     assert entry["state"] == "needs approval"
-    assert not state_dir(_private_dirs, "planted").exists()  # never spawned
+    # A workspace's server has a HOME of that workspace's (not the user's same-named server's).
+    workspace_homes = state_dir(_private_dirs, "workspace")
+    assert not workspace_homes.exists() and not state_dir(_private_dirs, "planted").exists()  # never spawned
     assert "allowed MCP server 'planted'" in await submit(daemon, "/mcp allow planted")
     await wait_state(daemon, "planted", "ready")
+    assert [p.name for p in workspace_homes.glob("*/*")] == ["planted"] and not state_dir(_private_dirs, "planted").exists()
     # Remembered for this workspace: a new session starts it without asking.
     new = await daemon.request("ollie/session/new", {})
     listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]

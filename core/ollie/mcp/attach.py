@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,7 +69,16 @@ def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], s
 
 
 def _command(spec: ServerSpec) -> str:
-    return spec.url or " ".join([spec.command, *spec.args])[:200]
+    """What the user approves: the whole command line, and the `cwd` and `env` that widen what the server reads
+    (a hostile entry's `cwd: /` or 200 characters of padding before an argument must not go unseen)."""
+    if spec.url:
+        return spec.url
+    text = " ".join(json.dumps(a) if not a or any(c.isspace() for c in a) else a for a in [spec.command, *spec.args])
+    if spec.cwd:
+        text += f", in {spec.cwd}"
+    if spec.env:
+        text += ", with " + " ".join(f"{k}={json.dumps(v)}" for k, v in spec.env.items())
+    return text if len(text) <= 2000 else text[:2000] + f"… ({len(text) - 2000} more characters: read {spec.source})"
 
 
 async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
