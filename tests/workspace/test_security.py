@@ -81,3 +81,20 @@ async def test_user_git_untouched_and_nothing_of_theirs_runs(project: Path, trap
     assert sorted(p.name for p in trapped.iterdir()) == []
     assert tree_bytes(project / ".git") == git_before
     assert hashlib.sha256((project / ".gitattributes").read_bytes()).hexdigest()  # still the user's file
+
+
+async def test_a_fifo_gitignore_cannot_hang_the_daemons_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # git opens every .gitignore it walks past with a blocking open(2): a FIFO one blocked the listing forever.
+    import asyncio
+
+    from ollie.workspace import shadowgit
+    from ollie.workspace.ignored import ignored
+
+    monkeypatch.setattr(shadowgit, "RUN_TIMEOUT_S", 2.0)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x\n")
+    os.mkfifo(ws / ".gitignore")
+    git = shadowgit.ShadowGit(tmp_path / "shadow", ws)
+    await git.init()
+    assert await asyncio.wait_for(ignored(git, ws, ["a.py"]), 20) == set()

@@ -10,6 +10,7 @@ that makes git transform content or call out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -40,6 +41,9 @@ _OPTIONS = (
 _LOCK_RETRIES = 40
 _LOCK_WAIT_S = 0.05
 _STALE_LOCK_S = 30.0
+# A git run longer than this is killed (GitError): a hostile workspace's FIFO `.gitignore` blocks git's read of
+# it forever, and this git runs in the daemon, unsandboxed.
+RUN_TIMEOUT_S = 300.0
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
 ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
 
@@ -90,7 +94,14 @@ class ShadowGit:
                 env=git_env(self.git_dir, self.work_tree, index_file),
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            out, err = await proc.communicate(stdin)
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(stdin), RUN_TIMEOUT_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+                raise GitError(f"git {args[0]} did not finish in {RUN_TIMEOUT_S:g}s (a FIFO .gitignore in the "
+                               "workspace blocks it) and was stopped") from None
             if proc.returncode in ok_codes:
                 return out
             # Another process (a second ollie on the same CWD) holds the shadow's lock: wait for it.
