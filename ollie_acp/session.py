@@ -130,6 +130,7 @@ class AcpSession:
 
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name`; an unsandboxed one only when the user allows it (False: not switched)."""
+        self.core.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
         if name != self.core.agent_name and not await self._allow_agent(name):
             return False
         await self.core.switch_agent(name)

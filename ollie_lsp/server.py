@@ -87,6 +87,8 @@ class OllieProtocol(LanguageServerProtocol):
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}
         # What `exit` does; the server that owns this protocol sets it (OllieServer.end_serving).
         self.on_exit: Callable[[], None] = lambda: None
+        # A `shutdown` request came: its handler runs as a task, after an `exit` read in the same batch of frames.
+        self.on_shutdown: Callable[[], None] = lambda: None
         # Whether the client's messages are still handled (False once `exit` came); the server sets it too.
         self.serving: Callable[[], bool] = lambda: True
         # Where an error while handling a message is reported (the server's report_server_error).
@@ -190,6 +192,8 @@ class OllieProtocol(LanguageServerProtocol):
             if msg_id is None or isinstance(msg_id, (int, str)):
                 self.send_error(msg_id, INVALID_REQUEST, 'Invalid Request: a JSON-RPC 2.0 object with "jsonrpc": "2.0"')
             return
+        if getattr(message, "method", None) == types.SHUTDOWN:
+            self.on_shutdown()  # an `exit` right behind it (before its answer) still ends with status 0
         super().handle_message(message)
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
@@ -226,6 +230,7 @@ class OllieServer(LanguageServer):
         protocol = self.protocol
         assert isinstance(protocol, OllieProtocol)
         protocol.on_exit = lambda: self.end_serving(0 if self.shutdown_asked else 1)
+        protocol.on_shutdown = self._shutdown_asked
         protocol.serving = self.serving
         protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
         # The session table and the engine's import, given by ollie_lsp.daemon: they load after `initialize`.
@@ -342,6 +347,9 @@ class OllieServer(LanguageServer):
             if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
                 raise
             # `exit` ended the reading (end_serving): the caller closes the sessions.
+
+    def _shutdown_asked(self) -> None:
+        self.shutdown_asked = True
 
     def serving(self) -> bool:
         """Whether the client's messages are still being handled (not once `exit` came: `client_gone` was called)."""

@@ -129,7 +129,7 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert result["rename_default"].startswith("explain the mul function")
     assert "Mul review · just now" in result["labels_after_rename"]
     assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
-    assert result["model_select"]["prompt"] == "ollie: model of openai"
+    assert result["model_select"]["prompt"] == "ollie: model of local"  # an OpenAI-compatible server on 127.0.0.1
     assert result["model"] == "other-model"
     agent_labels = result["agent_select"]["labels"]
     assert any(label.startswith("ask — read-only") for label in agent_labels)

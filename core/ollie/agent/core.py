@@ -402,14 +402,15 @@ class Core:
         """
         self._owner = owner
 
-    def _owners_only(self, what: str) -> None:
+    def owners_only(self, what: str) -> None:
+        """ReadOnlyError unless this user owns the session (a team member may read and resume it, not `what`)."""
         if self._owner:
             raise ReadOnlyError(f"session {self.session_id} is {self._owner}'s, shared with your team to read and "
                                 f"resume: only its owner may {what}")
 
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""
-        self._owners_only("clear its history")
+        self.owners_only("clear its history")
         if self._turns.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
@@ -446,7 +447,7 @@ class Core:
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
-        self._owners_only("change its agent")
+        self.owners_only("change its agent")
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._attached.wire()
@@ -520,7 +521,7 @@ class Core:
 
     def set_approval(self, mode: str) -> None:
         """Switch the session's approval mode (saved with the session); ValueError for an unknown one."""
-        self._owners_only("change its approval mode")
+        self.owners_only("change its approval mode")
         self.session.approval = check_mode(mode)
         self._host.save()
         self._notify()
