@@ -11,7 +11,19 @@ def client_takes_inline_completion(capabilities: types.ClientCapabilities | None
     return bool(text_document and text_document.inline_completion is not None)
 
 
+def ghost_text_configured() -> bool:
+    """Whether the user chose a model for ghost text (`OLLIE_COMPLETION_MODEL`, in the environment or the env file).
+
+    Every pause in typing is a model request: without a model of its own, the chat model (often a paid API) would
+    be asked on every keystroke pause, so inline completions are offered only once the user picked one.
+    """
+    from ollie.backend.registry import environment
+
+    return bool(environment().get("OLLIE_COMPLETION_MODEL"))
+
+
 def fit_capabilities(result: types.ServerCapabilities, client: types.ClientCapabilities | None) -> None:
-    """Announce inline completions only to a client that declared them (others would never ask, or ask wrongly)."""
-    if not client_takes_inline_completion(client):
+    """Announce inline completions only to a client that declared them (others would never ask, or ask wrongly)
+    and only when the user chose a completion model."""
+    if not client_takes_inline_completion(client) or not ghost_text_configured():
         result.inline_completion_provider = None

@@ -62,7 +62,7 @@ async def test_code_actions_offered_for_a_diagnostic_and_a_selection(start_daemo
     daemon = await start(start_daemon, llm.env())
     assert daemon.init_result is not None
     caps = daemon.init_result.capabilities
-    assert caps.code_action_provider and caps.inline_completion_provider is not None
+    assert caps.code_action_provider  # (no ghost text without OLLIE_COMPLETION_MODEL: see below)
     assert "ollie.codeAction" in (caps.execute_command_provider.commands if caps.execute_command_provider else [])
     path = daemon.workspace / "area.py"
     editor = Editor(daemon)
@@ -196,7 +196,7 @@ async def test_inline_completion_returns_the_models_fim_text(start_daemon, scrip
 async def test_inline_completion_is_cancelled_with_its_http_request(start_daemon, scripted_llm):
     llm = scripted_llm("ollama")
     llm.script(Reply.text("never shown", delay=60), Reply.text("x + 1", delay=60), Reply.text("x + 2"))
-    daemon = await start(start_daemon, llm.env())
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
     path = daemon.workspace / "a.py"
     Editor(daemon).open(path, "x = \n")
 
@@ -230,6 +230,13 @@ async def _until(condition: Any) -> None:
 
 
 async def test_inline_completion_is_announced_only_to_clients_that_declare_it(start_daemon, llm):
-    daemon = await start(start_daemon, llm.env(), inline=False)
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"}, inline=False)
+    assert daemon.init_result is not None
+    assert daemon.init_result.capabilities.inline_completion_provider is None
+
+
+async def test_no_ghost_text_until_the_user_picks_a_completion_model(start_daemon, llm):
+    # Each pause in typing would be a request to the chat model (a paid API, or the scripted model's next reply).
+    daemon = await start(start_daemon, llm.env())
     assert daemon.init_result is not None
     assert daemon.init_result.capabilities.inline_completion_provider is None
