@@ -13,13 +13,18 @@ def by_id(options: list) -> dict:
     return {o.id: o for o in options}
 
 
-async def settled(agent, sid: str, kind: str, count: int) -> list:
-    """The session's updates of `kind` once `count` of them have come."""
-    for _ in range(500):
-        if len(found := agent.client.of(sid, kind)) >= count:
-            return found
+async def latest(agent, sid: str, kind: str, holds) -> object:
+    """The session's last update of `kind` once it `holds` (updates may come twice: the count is not the point)."""
+    for _ in range(1000):
+        if (found := agent.client.of(sid, kind)) and holds(found[-1]):
+            return found[-1]
         await asyncio.sleep(0.01)
-    raise AssertionError(f"{count} {kind} updates expected, got {agent.client.of(sid, kind)}")
+    raise AssertionError(f"no {kind} update as expected, got {agent.client.of(sid, kind)}")
+
+
+def mode_option_is(value: str):
+    """Whether a config_option_update's `mode` option is `value`."""
+    return lambda update: by_id(update.config_options)["mode"].current_value == value
 
 
 async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(start_agent, llm) -> None:
@@ -43,16 +48,14 @@ async def test_mode_option_legacy_mode_and_slash_approval_stay_in_sync(start_age
     sid = await agent.new()
     changed = await agent.conn.set_config_option(config_id="mode", session_id=sid, value="auto-edit")
     assert by_id(changed.config_options)["mode"].current_value == "auto-edit"
-    assert (await settled(agent, sid, "current_mode_update", 1))[-1].current_mode_id == "auto-edit"
+    await latest(agent, sid, "current_mode_update", lambda u: u.current_mode_id == "auto-edit")
 
     await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")  # the legacy way
-    update = (await settled(agent, sid, "config_option_update", 2))[-1]
-    assert by_id(update.config_options)["mode"].current_value == "read-only"
+    await latest(agent, sid, "config_option_update", mode_option_is("read-only"))
 
     await agent.prompt(sid, "/approval auto")  # the slash command: both follow
-    update = (await settled(agent, sid, "config_option_update", 3))[-1]
-    assert by_id(update.config_options)["mode"].current_value == "auto"
-    assert (await settled(agent, sid, "current_mode_update", 3))[-1].current_mode_id == "auto"
+    await latest(agent, sid, "config_option_update", mode_option_is("auto"))
+    await latest(agent, sid, "current_mode_update", lambda u: u.current_mode_id == "auto")
 
     try:
         await agent.conn.set_config_option(config_id="mode", session_id=sid, value="yolo")
