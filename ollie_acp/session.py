@@ -63,6 +63,9 @@ class AcpSession:
     title: str = ""
     recorder: Recorder | None = None
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # One options sync at a time: a slow one (it lists agents and models) finished after a later one and left the
+    # client showing the older mode.
+    sync_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompt_task: asyncio.Task[PromptResponse] | None = None
     cancelled: bool = False
     _asks: int = 0
@@ -153,11 +156,13 @@ class AcpSession:
 
     async def sync_options(self) -> None:
         """Tell the client the current mode and config options (after a change it did not make through them)."""
-        try:
-            await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
-            await self.client.session_update(session_id=self.id, update=await options_update(self.core))
-        except Exception as exc:  # the client went away: nothing to tell
-            logger.info("options not sent: %s", exc)
+        async with self.sync_lock:
+            try:
+                options = await options_update(self.core)  # read now: what the client last hears is the latest
+                await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
+                await self.client.session_update(session_id=self.id, update=options)
+            except Exception as exc:  # the client went away: nothing to tell
+                logger.info("options not sent: %s", exc)
 
     async def run_prompt(self, text: str) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
