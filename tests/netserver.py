@@ -7,13 +7,14 @@ import threading
 
 
 class Listener(threading.Thread):
-    """Answers any HTTP request with `hello`; records every byte it receives."""
+    """Answers any HTTP request with `hello`; records every byte it receives and counts the connections."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.received = bytearray()
+        self.accepted = 0
 
     def run(self) -> None:
         while True:
@@ -21,6 +22,7 @@ class Listener(threading.Thread):
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            self.accepted += 1
             with conn:
                 conn.settimeout(5)
                 try:

@@ -10,7 +10,6 @@ import asyncio
 import hashlib
 import http.server
 import io
-import socket
 import textwrap
 import threading
 import zipfile
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ollie.sandbox import egress, landlock_abi
+from tests.netserver import Listener
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
 
@@ -27,33 +27,7 @@ FS = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc", "/proc
       'rw: ["{CWD}", "{TMPDIR}", "/dev/null", "/dev/urandom"]}\n')
 
 
-class Counting(threading.Thread):
-    """A TCP server on the host's loopback that records every byte it receives."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.received = bytearray()
-        self.accepted = 0
-
-    def run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn:
-                conn.settimeout(5)
-                try:
-                    while chunk := conn.recv(65536):
-                        self.received += chunk
-                        if b"\r\n\r\n" in self.received:
-                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
-                            break
-                except OSError:
-                    pass
+Counting = Listener  # the host-side server every network test uses
 
 
 @pytest.fixture
