@@ -12,7 +12,7 @@ import attrs
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.shapes import Check, FieldPath, Invalid, expected, parse
+from ollie.shapes import Check, FieldPath, Invalid, expected, parse, parse_config
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
 
@@ -183,10 +183,7 @@ def parse_agent_config(text: str, source: str) -> AgentConfig:
         raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: an agent config must be a JSON object")
-    try:
-        return parse(AgentConfig, data)
-    except Invalid as exc:
-        raise ConfigError(f"{source}: {exc.by_key()}") from None
+    return parse_config(AgentConfig, data, source)
 
 
 def load_agent_config(path: Path) -> AgentConfig:

@@ -241,6 +241,16 @@ def parse(shape: type[T], data: object) -> T:
         raise Invalid(problems_of(exc)) from None
 
 
+def parse_config(shape: type[T], data: object, source: str) -> T:
+    """`data` read from config file `source` checked into `shape`; ConfigError naming the file and each key."""
+    from ollie.errors import ConfigError
+
+    try:
+        return parse(shape, data)
+    except Invalid as exc:
+        raise ConfigError(f"{source}: {exc.by_key()}") from None
+
+
 def _check_schema(check: Check, schema: dict[str, Any]) -> dict[str, Any]:
     size = "minItems" if schema.get("type") == "array" else "minLength"
     for key, value in (("description", check.doc or None), (size, check.min_length or None),

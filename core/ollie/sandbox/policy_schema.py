@@ -8,7 +8,7 @@ import attrs
 
 from ollie.errors import ConfigError
 from ollie.sandbox.sizes import check_size
-from ollie.shapes import Check, Invalid, parse
+from ollie.shapes import Check, parse, parse_config
 
 
 def _port(value: object) -> int:
@@ -121,7 +121,4 @@ def load_spec(text: str, source: str) -> PolicySpec:
                           "(delete the file to use the bundled default, or write the policy out)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a sandbox policy must be a YAML mapping")
-    try:
-        return parse(PolicySpec, data)
-    except Invalid as exc:
-        raise ConfigError(f"{source}: {exc.by_key()}") from None
+    return parse_config(PolicySpec, data, source)
