@@ -93,6 +93,8 @@ class EventForwarder:
         self._busy = False
         self._last_delta_at = 0.0
         self._task: asyncio.Task[None] | None = None
+        # Whether the events sent so far leave a turn open (its `turn` start sent, not yet its end).
+        self.turn_open = False
 
     def start(self) -> None:
         """Start the draining task."""
@@ -181,6 +183,7 @@ class EventForwarder:
             return
         self._send(event_params(self.session_id, next(self._seq), event))
         if event.role == "turn":
+            self.turn_open = event.content == "start"
             self._on_turn(event.content)
 
     async def _coalesce(self, first: Event) -> Event:

@@ -79,6 +79,12 @@ class LiveSession:
     def state_changed(self) -> dict[str, Any] | None:
         """The `ollie/stateChanged` params when they differ from the last ones sent, else None."""
         snapshot = self.state_snapshot()
+        in_turn = self.forwarder.turn_open
+        if snapshot["running"] != in_turn:
+            # The engine runs ahead of the events still waiting to be sent: say what those sent so far say, or a
+            # client hears `running: false` before the turn's last deltas and its end. The engine publishes a
+            # state change after each turn edge, so the true state follows the edge.
+            snapshot.update(running=in_turn, state="thinking" if in_turn else "idle")
         if snapshot == self.last_state:
             return None
         self.last_state = snapshot

@@ -26,14 +26,17 @@ def make_client() -> LanguageClient:
     register_lsp_features(client)
     client.ollie_events = []  # type: ignore[attr-defined]
     client.ollie_states = []  # type: ignore[attr-defined]
+    client.ollie_wire = []  # type: ignore[attr-defined]  # both, in arrival order: ("event" | "state", params)
 
     @client.feature("ollie/event")
     def on_event(params: Any) -> None:
         client.ollie_events.append(params)  # type: ignore[attr-defined]
+        client.ollie_wire.append(("event", params))  # type: ignore[attr-defined]
 
     @client.feature("ollie/stateChanged")
     def on_state(params: Any) -> None:
         client.ollie_states.append(params)  # type: ignore[attr-defined]
+        client.ollie_wire.append(("state", params))  # type: ignore[attr-defined]
 
     return client
 

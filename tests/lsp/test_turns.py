@@ -100,6 +100,25 @@ async def test_progress_and_state_changed(daemon, llm):
     assert states[-1]["usage"]["requests"] == 2
 
 
+async def test_state_changed_keeps_step_with_the_turns_events(daemon, llm):
+    # Bug: stateChanged was made when sent, from the engine's state then, which runs ahead of the events still
+    # waiting to be sent: `running: false` came before the turn's last delta and its `turn` end, so a client
+    # thought the turn over (Neovim drew the answer under a stale "…").
+    llm.script(Reply.text("first answer"), Reply.text("queued answer"))
+    await daemon.request("ollie/queue", {"text": "and then this"})
+    result = await daemon.request("ollie/submit", {"text": "hello"})
+    await daemon.wait_events(lambda evs: [e["content"] for e in evs if e["role"] == "turn"] == ["start", "end"] * 2)
+    await daemon.request("ollie/state", {"session": result["session"]})  # after every stateChanged of the turns
+    seen, in_turn = [], False
+    for kind, params in daemon.client.ollie_wire:  # type: ignore[attr-defined]
+        if kind == "event" and params["role"] == "turn":
+            in_turn = params["content"] == "start"
+        elif kind == "state":
+            seen.append((params["running"], params["state"] != "idle"))
+            assert params["running"] is in_turn and (params["state"] != "idle") is in_turn, (params, seen)
+    assert (True, True) in seen and seen[-1] == (False, False)
+
+
 async def test_no_progress_without_client_support(start_daemon, llm):
     llm.script(Reply.text("hi"))
     daemon = await start_daemon(env=llm.env(), progress=False)
