@@ -22,6 +22,12 @@ class ToyServer:
         self.executions: list[tuple[str, dict[str, Any]]] = []
         self.pids: list[int] = []
         self.cwd: Path | None = None
+        # How many slow_read/slow_write calls run now, and the most that ran at once (reset it between turns).
+        self.running = 0
+        self.most_running = 0
+        self._changed: asyncio.Condition | None = None
+        # A call with `"gated": true` waits for this (the test sets it): it runs exactly as long as the test needs.
+        self.gate = asyncio.Event()
 
     def list_tools(self) -> list[ToolInfo]:
         obj = {"type": "object", "properties": {}}
@@ -47,7 +53,23 @@ class ToyServer:
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         self.executions.append((tool, args))
         if tool in ("slow_read", "slow_write"):
-            await asyncio.sleep(float(args.get("delay", 0)))
+            self._changed = self._changed or asyncio.Condition()
+            async with self._changed:
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
+                self._changed.notify_all()
+            try:
+                if together := int(args.get("together", 0)):
+                    # Wait until that many run at once (at most `delay` s): parallel or not, whatever the speed.
+                    async with self._changed:
+                        await asyncio.wait_for(self._changed.wait_for(lambda: self.most_running >= together),
+                                               float(args.get("delay", 10)))
+                elif args.get("gated"):
+                    await self.gate.wait()
+                else:
+                    await asyncio.sleep(float(args.get("delay", 0)))
+            finally:
+                self.running -= 1
             return ToolResult(f"{tool} {args.get('tag', '')} done")
         if tool == "fail":
             return ToolResult(f"error: it failed ({args.get('n', '')})", is_error=True)
