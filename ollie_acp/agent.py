@@ -239,6 +239,7 @@ class OllieAgent:
         forwarder = UpdateForwarder(core, send, kind_of=_kinds(), plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client, title=title)
         core.approver = live.approve
+        core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
         core.set_documents(client_files(client, live_id, self._fs))
         self._sessions[live_id] = live

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,8 @@ from acp.schema import (
     Usage,
 )
 
-from ollie_acp.options import MODES, agents, options_update
+from ollie.agent.agentswitch import AgentSwitchRefused
+from ollie_acp.options import MODES, options_update
 from ollie_acp.updates import UpdateForwarder
 
 if TYPE_CHECKING:
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.acp.session")
 
-# `/agent NAME` typed as a prompt: an unsandboxed agent asks first, as the config option does (matched on
-# the prompt's start, whatever context follows it).
-_AGENT_COMMAND = re.compile(r"\s*/agent\s+(\S+)")
 PERMISSION_OPTIONS = [
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
     PermissionOption(option_id="allow_always", name="Allow always (this session)", kind="allow_always"),
@@ -132,27 +129,20 @@ class AcpSession:
         self.core.set_approval(mode)
 
     async def switch_agent(self, name: str) -> bool:
-        """Switch to agent config `name`; an unsandboxed one only when the user allows it (False: not switched)."""
-        self.core.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
-        if name != self.core.agent_name and not await self._allow_agent(name):
+        """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
+        try:
+            await self.core.switch_agent(name)
+        except AgentSwitchRefused as exc:
+            await self._tell(f"{str(exc).capitalize()}.\n\n")
             return False
-        await self.core.switch_agent(name)
         return True
 
-    async def _allow_agent(self, name: str) -> bool:
-        """True unless agent `name` is unsandboxed and the user does not allow it (asked every time; told when not)."""
-        info = next((a for a in await agents(self.core) if a.name == name), None)
-        if info is None or not info.unsandboxed:
-            return True
+    async def ask_agent_switch(self, what: str) -> bool:
+        """The Core's question before a switch to an unsandboxed agent: asked every time, with no "always"."""
         self._asks += 1
-        warning = (f"Agent {name} runs WITHOUT a sandbox: the model's programs and commands run with your "
-                   f"full rights (or its elevated steps run without asking). {info.description}").strip()
-        tool_call = ToolCallUpdate(tool_call_id=f"switch-agent-{self._asks}", title=f"Switch to unsandboxed agent {name}",
-                                   kind="other", status="pending", content=[tool_content(text_block(warning))])
-        if await self._ask(tool_call, UNSANDBOXED_OPTIONS) == "allow_once":
-            return True
-        await self._tell(f"Agent not switched: {name} runs without a sandbox and was not allowed.\n\n")
-        return False
+        tool_call = ToolCallUpdate(tool_call_id=f"switch-agent-{self._asks}", title="Switch to an unsandboxed agent",
+                                   kind="other", status="pending", content=[tool_content(text_block(what))])
+        return await self._ask(tool_call, UNSANDBOXED_OPTIONS) == "allow_once"
 
     async def sync_options(self) -> None:
         """Tell the client the current mode and config options (after a change it did not make through them)."""
@@ -176,10 +166,6 @@ class AcpSession:
 
     async def _run(self, text: str) -> PromptResponse:
         settings = self._settings()
-        command = _AGENT_COMMAND.match(text)
-        if command is not None and command.group(1) != self.core.agent_name:
-            if not await self._allow_agent(command.group(1)):
-                return PromptResponse(stop_reason="end_turn")
         before = _totals(self.core)
         result = await self.core.submit(text)
         usage = _turn_usage(before, _totals(self.core))

@@ -55,3 +55,25 @@ async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_dae
     assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "not written"
     assert asked.is_set() and not (outside / "x.txt").exists()
     assert "nobody answered in time" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agent(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    asked: list[str] = []
+    answers = iter([None, "Allow once"])
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        title = next(answers)
+        return types.MessageActionItem(title=title) if title else None
+
+    async def submit(text: str) -> str:
+        return (await daemon.request("ollie/submit", {"text": text}))["reply"]
+
+    assert "not switched: yolo runs without a sandbox" in await submit("/agent yolo")
+    assert len(asked) == 1 and "agent yolo" in asked[0] and "WITHOUT a sandbox" in asked[0]
+    assert (await submit("/agent")) == "agent: default"
+    assert (await submit("/agent coding")).startswith("agent: coding")  # sandboxed: no question
+    assert (await submit("/agent yolo")).startswith("agent: yolo")
+    assert len(asked) == 2

@@ -102,3 +102,20 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
     finally:
         term.proc.kill()
     assert yes.read_text() == "x\n" and not no.exists()
+
+
+def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_path):
+    term = Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("/agent yolo")
+        at = term.wait_for(r"switch to agent yolo: it runs WITHOUT a sandbox[\s\S]*Allow once\? \[y/N\]", after=at)
+        term.type("n")
+        at = term.wait_for(r"agent: default \(agent not switched: yolo runs without a sandbox", after=at)
+        term.type("/agent yolo")
+        at = term.wait_for(r"Allow once\? \[y/N\]", after=at)
+        term.type("y")
+        term.wait_for(r"agent: yolo \(session cleared", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie.agent import commands_info as info
+from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
 from ollie.agent.shell import merged_env, run_shell
 from ollie.agent.surface import CommandTarget
@@ -64,7 +65,10 @@ async def cmd_agent(core: CommandTarget, arg: str) -> str:
     """Show the agent, or switch to `arg` (fresh runtime, cleared session)."""
     if not arg:
         return f"agent: {core.agent_name}"
-    warnings = await core.switch_agent(arg)
+    try:
+        warnings = await core.switch_agent(arg)
+    except AgentSwitchRefused as exc:
+        return f"agent: {core.agent_name} ({exc})"
     lines = [f"agent: {core.agent_name} (session cleared; backend {core.backend_name}, model {core.model_name})"]
     lines += [f"warning: {w}" for w in warnings]
     return "\n".join(lines)

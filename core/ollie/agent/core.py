@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie import paths
+from ollie.agent import agentswitch
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments, maybe_await
 from ollie.agent.commands import is_command, run_command
@@ -55,6 +56,8 @@ class Core:
                               limits=limits)
         self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
         self.on_kill: Callable[[], Awaitable[None] | None] | None = None
+        # Asked before a switch to an agent that runs without a sandbox (ACP asks its own way); None: `approver`.
+        self.agent_approver: Approver | None = None
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd)
         self._setup = setup
@@ -446,8 +449,14 @@ class Core:
         self._notify()
 
     async def switch_agent(self, name: str) -> list[str]:
-        """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session."""
-        self.owners_only("change its agent")
+        """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session.
+
+        An agent that runs without a sandbox asks the user first, every time (`agent_approver`, else
+        `approver`); AgentSwitchRefused when not allowed, the agent kept.
+        """
+        self.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
+        if name != self.agent_name:
+            await agentswitch.check(name, self.agents_dirs, self.agent_approver or self._attached.approve_elevation)
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._attached.wire()

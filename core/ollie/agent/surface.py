@@ -121,6 +121,7 @@ class TerminalCore(FrontEndCore, Protocol):
 class AcpCore(FrontEndCore, Protocol):
     """What the ACP agent (`ollie acp`) uses of a session."""
 
+    agent_approver: Approver | None
     def owners_only(self, what: str) -> None: ...
 
     @property

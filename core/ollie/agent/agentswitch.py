@@ -1,0 +1,38 @@
+"""Asking before a switch to an agent that runs without a sandbox: the one check every front end's switch passes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ollie.agent.commands_info import AgentInfo, agent_infos
+from ollie.errors import OllieError
+from ollie.tools.base import Approver
+
+
+class AgentSwitchRefused(OllieError):
+    """The user did not allow a switch to an unsandboxed agent (or nobody could be asked): the agent stays."""
+
+
+async def unsandboxed(name: str, dirs: list[Path]) -> AgentInfo | None:
+    """Agent `name`'s info when it runs without a sandbox (`sandbox`/`commandSandbox` none, `elevation: allow`)."""
+    info = next((a for a in await asyncio.to_thread(agent_infos, dirs) if a.name == name), None)
+    return info if info is not None and info.unsandboxed else None
+
+
+def warning(info: AgentInfo) -> str:
+    """What the question says about an unsandboxed agent."""
+    return (f"switch to agent {info.name}: it runs WITHOUT a sandbox: the model's programs and commands run with "
+            f"your full rights (or its elevated steps run without asking). {info.description}").strip()
+
+
+async def check(name: str, dirs: list[Path], ask: Approver | None) -> None:
+    """Return when agent `name` may be switched to: sandboxed, or the user allowed it now (asked every time).
+
+    AgentSwitchRefused when it was not allowed, nobody answered, or nobody can be asked (`ask` None).
+    """
+    info = await unsandboxed(name, dirs)
+    if info is None:
+        return
+    if ask is None or not await ask(warning(info)):
+        raise AgentSwitchRefused(f"agent not switched: {name} runs without a sandbox and was not allowed")
