@@ -1,4 +1,4 @@
-"""The ACP agent: initialize, sessions (new, load, resume, list, close), prompt, cancel, modes and config options."""
+"""The ACP agent: initialize, sessions (new, load, resume, fork, list, close), prompt, cancel, modes and options."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from acp.schema import (
     ClientCapabilities,
     CloseSessionResponse,
     FileSystemCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -31,6 +32,7 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -106,6 +108,7 @@ class OllieAgent:
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
                                                          close=SessionCloseCapabilities(),
+                                                         fork=SessionForkCapabilities(),
                                                          resume=SessionResumeCapabilities()),
             ),
             agent_info=Implementation(name="ollie", title="ollie", version=__version__),
@@ -155,6 +158,37 @@ class OllieAgent:
         """session/resume (unstable): reopen a saved session as session/load does, without replaying its history."""
         live = await self._reopen(cwd, session_id, mcp_servers)
         response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        self._announce_after_answer(live)
+        return response
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
+                           **kwargs: Any) -> ForkSessionResponse:
+        """session/fork (unstable): a new session in `cwd` that goes on from a copy of a saved or open one's conversation.
+
+        The copy is what the session has saved (every finished round); the source is left as it is.
+        Its "always" answers are not copied: the fork asks again.
+        """
+        directory = _directory(cwd)
+        specs = _mcp_specs(mcp_servers)
+        source = self._sessions.get(session_id)
+        info = await self._registry_call(self._registry_get, session_id)
+        if source is None and info is None:  # only the user's own sessions, or those shared with their team
+            raise RequestError.resource_not_found(session_id)
+        try:
+            with store_errors(session_id):
+                saved = await asyncio.to_thread(persist.load, sessions_dir(), session_id)
+        except persist.SessionFileNotFoundError:
+            raise RequestError.resource_not_found(session_id) from None
+        except (ValueError, persist.SessionFileError) as exc:
+            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        title = source.title if source is not None else info.title if info is not None else ""
+        agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
+        live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)")
+        live.core.fork_from(saved)
+        if specs:
+            await live.core.add_mcp_servers(specs)
+        response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
+                                       config_options=await config_options(live.core))
         self._announce_after_answer(live)
         return response
 

@@ -262,3 +262,31 @@ async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, 
     with pytest.raises(acp.RequestError) as caught:
         await second.conn.resume_session(cwd=str(first.workspace), session_id="nosuchsession", mcp_servers=[])
     assert caught.value.code == -32002
+
+
+async def test_fork_goes_on_from_a_copy_and_leaves_the_source_as_it_was(start_agent, llm, tmp_path) -> None:
+    agent = await start_agent(env=llm.env())
+    assert agent.init.agent_capabilities.session_capabilities.fork is not None
+    llm.script(Reply.text("It prints hi."))
+    sid = await agent.new()
+    await agent.prompt(sid, "what does hello.py print")
+    await agent.conn.set_session_mode(mode_id="auto-edit", session_id=sid)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    forked = await asyncio.wait_for(agent.conn.fork_session(session_id=sid, cwd=str(elsewhere), mcp_servers=[]), 30)
+    fid = forked.session_id
+    assert fid != sid and forked.modes.current_mode_id == "auto-edit"
+    llm.script(Reply.text("In the fork."), Reply.text("In the source."))
+    await agent.prompt(fid, "fork question")
+    told = [str(m.get("content")) for m in llm.requests[-1].body["messages"]]
+    assert any("It prints hi." in t for t in told) and any("fork question" in t for t in told)
+    await agent.prompt(sid, "source question")
+    told = [str(m.get("content")) for m in llm.requests[-1].body["messages"]]
+    assert any("It prints hi." in t for t in told) and not any("fork question" in t for t in told)
+
+    listed = {s.session_id: s for s in (await agent.conn.list_sessions()).sessions}
+    assert listed[fid].cwd == str(elsewhere.resolve()) and "(fork)" in (listed[fid].title or "")
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.conn.fork_session(session_id="nosuchsession", cwd=str(elsewhere), mcp_servers=[])
+    assert caught.value.code == -32002

@@ -122,6 +122,8 @@ class AcpCore(FrontEndCore, Protocol):
     """What the ACP agent (`ollie acp`) uses of a session."""
 
     agent_approver: Approver | None
+
+    def fork_from(self, source: Session) -> None: ...
     def owners_only(self, what: str) -> None: ...
 
     @property
