@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import TYPE_CHECKING
 
 from acp.schema import (
@@ -29,6 +30,12 @@ MODES = {
     "read-only": ("Read-only", "Steps that write are refused; the agent plans instead"),
 }
 ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
+# The agent selector's own category (ACP leaves `_`-prefixed names free for custom use): a client that picks
+# options by category never takes it for the mode or the model. The Python SDK (0.12) generated the schema's
+# free-string branch of `category` as a dict, so it drops the name on validation: it is set after validation,
+# and pydantic's warning about that one value (it still serializes as the string) is silenced.
+AGENT_CATEGORY = "_ollie_agent"
+warnings.filterwarnings("ignore", message=rf"(?s)Pydantic serializer warnings:.*input_value='{AGENT_CATEGORY}'")
 
 
 def mode_state(core: AcpCore) -> SessionModeState:
@@ -47,17 +54,20 @@ async def agents(core: AcpCore) -> list[AgentInfo]:
 
 
 async def config_options(core: AcpCore) -> list[ConfigOption]:
-    """The config options: approval mode (category `mode`), model (`model`) and agent (no category).
-
-    The agent selector has no category: only `mode`, `model`, `thought_level` and `_`-prefixed
-    names are allowed, and the Python SDK (0.12) cannot carry a `_` one.
-    """
+    """The config options: approval mode (category `mode`), model (`model`) and agent (`_ollie_agent`)."""
     try:
         models = await asyncio.wait_for(core.list_models(), 5)
     except (TimeoutError, OllieError, OSError):
         models = []
     if core.model_name not in models:
         models = [core.model_name, *models]
+    agent = SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
+                                      description="Switching clears the conversation; an unsandboxed one asks first",
+                                      current_value=core.agent_name,
+                                      options=[SessionConfigSelectOption(value=a.name, name=_agent_label(a),
+                                                                         description=a.description or None)
+                                               for a in await agents(core)])
+    agent.category = AGENT_CATEGORY  # type: ignore[assignment]  # see AGENT_CATEGORY
     return [
         SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
                                   description="Which steps ask you first (/approval)",
@@ -67,12 +77,7 @@ async def config_options(core: AcpCore) -> list[ConfigOption]:
         SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
                                   current_value=core.model_name,
                                   options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
-        SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
-                                  description="Switching clears the conversation; an unsandboxed one asks first",
-                                  current_value=core.agent_name,
-                                  options=[SessionConfigSelectOption(value=a.name, name=_agent_label(a),
-                                                                     description=a.description or None)
-                                           for a in await agents(core)]),
+        agent,
     ]
 
 

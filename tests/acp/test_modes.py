@@ -36,7 +36,11 @@ async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(
     assert [o.value for o in mode.options] == APPROVAL_MODES
     # The only option in the `mode` slot is the approval mode; the agent selector is elsewhere.
     assert [o.id for o in response.config_options if o.category == "mode"] == ["mode"]
-    assert options["agent"].category is None
+    # On the wire the agent selector has a category of its own (the Python SDK's client drops `_` names: see
+    # ollie_acp.options.AGENT_CATEGORY), so no client takes it for the mode.
+    answer = next(m["result"] for m in agent.wire if "configOptions" in m.get("result", {}))
+    assert {o["id"]: o.get("category") for o in answer["configOptions"]} == {
+        "mode": "mode", "model": "model", "agent": "_ollie_agent"}
     assert {"default", "yolo"} <= {o.value for o in options["agent"].options}
     assert "NO sandbox" in next(o.name for o in options["agent"].options if o.value == "yolo")
     # Old clients: the legacy modes are the same approval modes.

@@ -41,6 +41,7 @@ async def test_the_typescript_client_sees_the_tool_step_and_the_reply(llm, tmp_p
     in_mode = [o for o in seen["configOptions"] if o.get("category") == "mode"]
     assert [(o["id"], [v["value"] for v in o["options"]]) for o in in_mode] == [
         ("mode", ["ask", "auto-edit", "auto", "read-only"])]
+    assert {o["id"]: o.get("category") for o in seen["configOptions"]}["agent"] == "_ollie_agent"
     assert [m["id"] for m in seen["modes"]["availableModes"]] == ["ask", "auto-edit", "auto", "read-only"]
     assert {o["id"]: o["currentValue"] for o in seen["changedOptions"]}["mode"] == "read-only"
     updates = [u for u in seen["updates"] if u["sessionUpdate"] in ("current_mode_update", "config_option_update")]
