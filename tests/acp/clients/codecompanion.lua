@@ -1,0 +1,69 @@
+-- codecompanion.nvim against `ollie acp`, configured as README.md says; writes what its mode picker offers.
+local out_path = assert(os.getenv("OLLIE_TEST_OUT"))
+local result = {}
+
+local function finish(failure)
+  result.failure = failure
+  local f = assert(io.open(out_path, "w"))
+  f:write(vim.json.encode(result))
+  f:close()
+  vim.cmd("qa!")
+end
+
+local function wait(what, pred, ms)
+  if not vim.wait(ms or 30000, pred, 20) then
+    error("timed out waiting for " .. what)
+  end
+end
+
+local ok, err = xpcall(function()
+  for dir in vim.gsplit(assert(os.getenv("OLLIE_TEST_PLUGINS")), ":") do
+    vim.opt.rtp:prepend(dir)
+  end
+  local command = vim.json.decode(assert(os.getenv("OLLIE_ACP_COMMAND")))
+  require("codecompanion").setup({ adapters = { acp = {
+    ollie = function()
+      return require("codecompanion.adapters").extend("gemini_cli", {
+        name = "ollie", commands = { default = command }, defaults = { auth_method = "none" },
+      })
+    end,
+  } }, interactions = { chat = { adapter = "ollie" } } })
+
+  -- Every picker codecompanion opens goes through vim.ui.select: record it, and pick what the test asks.
+  local picks = {}
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(picks, { prompt = opts.prompt, items = items })
+    local want = #picks == 1 and "Approval mode" or "Read-only"
+    for i, item in ipairs(items) do
+      if item:find(want, 1, true) then
+        return on_choice(item, i)
+      end
+    end
+    on_choice(nil, nil)
+  end
+
+  vim.cmd("CodeCompanionChat adapter=ollie")
+  local chat = require("codecompanion").last_chat()
+  wait("the ACP session", function()
+    return chat.acp_connection ~= nil and chat.acp_connection.session_id ~= nil
+  end)
+  local options = chat.acp_connection:get_config_options()
+  result.options = vim.tbl_map(function(o)
+    return { id = o.id, category = o.category, current = o.currentValue,
+             values = vim.tbl_map(function(v) return v.value end, o.options or {}) }
+  end, options)
+
+  -- The mode picker: /acp_session_options, as a user runs it in the chat.
+  local SlashCommand = require("codecompanion.interactions.chat.slash_commands.builtin.acp_session_options")
+  SlashCommand.new({ Chat = chat, config = {}, context = {} }):execute()
+  result.picks = picks
+  wait("the mode change", function()
+    for _, o in ipairs(chat.acp_connection:get_config_options()) do
+      if o.category == "mode" and o.currentValue ~= "ask" then
+        result.mode_after_pick = o.currentValue
+        return true
+      end
+    end
+  end, 15000)
+end, debug.traceback)
+finish(not ok and err or nil)
