@@ -1,0 +1,68 @@
+-- avante.nvim against `ollie acp`, configured as README.md says; writes what its mode picker (:AvanteACPModes) offers.
+local out_path = assert(os.getenv("OLLIE_TEST_OUT"))
+local result = {}
+
+local function finish(failure)
+  result.failure = failure
+  local f = assert(io.open(out_path, "w"))
+  f:write(vim.json.encode(result))
+  f:close()
+  vim.cmd("qa!")
+end
+
+local function wait(what, pred, ms)
+  if not vim.wait(ms or 30000, pred, 20) then
+    error("timed out waiting for " .. what)
+  end
+end
+
+local ok, err = xpcall(function()
+  for dir in vim.gsplit(assert(os.getenv("OLLIE_TEST_PLUGINS")), ":") do
+    vim.opt.rtp:prepend(dir)
+  end
+  vim.cmd("runtime! plugin/avante.lua")
+  local command = vim.json.decode(assert(os.getenv("OLLIE_ACP_COMMAND")))
+  -- avante passes the agent PATH and `env` only: what ollie needs is listed there, as README says.
+  local env = vim.json.decode(assert(os.getenv("OLLIE_ACP_ENV")))
+  require("avante").setup({ provider = "ollie",
+    acp_providers = { ollie = { command = command[1], args = { unpack(command, 2) }, env = env } } })
+
+  result.notes = {} -- what avante tells the user, for a failure's message
+  vim.notify = function(msg) table.insert(result.notes, tostring(msg)) end
+  local picks = {}
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(picks, { prompt = opts.prompt, items = items })
+    for i, item in ipairs(items) do
+      if item:find("Read-only", 1, true) then
+        return on_choice(item, i)
+      end
+    end
+    on_choice(nil, nil)
+  end
+
+  vim.cmd("AvanteChat")
+  -- The sidebar connects to the agent as it opens; the user opens the picker once it is up (avante's picker
+  -- started in the same instant may look before its own session is in: "No mode options available").
+  wait("avante's ACP session", function()
+    local sidebar = require("avante").get(false)
+    return sidebar ~= nil and sidebar.acp_client ~= nil and sidebar.acp_client.config_options ~= nil
+  end)
+  local sidebar = require("avante").get(false)
+  result.options = vim.tbl_map(function(o)
+    return { id = o.id, category = o.category, current = o.currentValue,
+             values = vim.tbl_map(function(v) return v.value end, o.options or {}) }
+  end, sidebar.acp_client.config_options)
+  vim.cmd("AvanteACPModes")
+  wait("the mode picker", function() return #picks > 0 end)
+  result.picks = picks
+  wait("the mode change", function()
+    for _, o in ipairs(sidebar.acp_client.config_options) do
+      if o.category == "mode" and o.currentValue ~= "ask" then
+        result.mode_after_pick = o.currentValue
+        return true
+      end
+    end
+  end, 15000)
+  result.modules = vim.tbl_keys(package.loaded)
+end, debug.traceback)
+finish(not ok and err or nil)
