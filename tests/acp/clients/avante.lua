@@ -63,6 +63,5 @@ local ok, err = xpcall(function()
       end
     end
   end, 15000)
-  result.modules = vim.tbl_keys(package.loaded)
 end, debug.traceback)
 finish(not ok and err or nil)
