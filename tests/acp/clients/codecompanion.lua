@@ -27,7 +27,7 @@ local ok, err = xpcall(function()
         name = "ollie", commands = { default = command }, defaults = { auth_method = "none" },
       })
     end,
-  } }, interactions = { chat = { adapter = "ollie" } } })
+  } } })
 
   -- Every picker codecompanion opens goes through vim.ui.select: record it, and pick what the test asks.
   local picks = {}
