@@ -64,6 +64,16 @@ async def test_deny_and_allow_come_from_the_agent_config(scripted_llm, make_core
     await core.submit("try")
     assert not denied.exists()
     assert '"elevation": "deny"' in tool_messages(srv, 1)[0]["content"]
-    await core.switch_agent("trusting")
+    asked: list[str] = []
+
+    async def switch_only(what: str) -> bool:
+        assert what.startswith("switch to agent trusting"), what  # the step under "allow" is never asked
+        asked.append(what)
+        return True
+
+    core.approver = switch_only
+    await core.switch_agent("trusting")  # its elevated steps run unasked: the switch itself asks
+    assert len(asked) == 1 and "WITHOUT a sandbox" in asked[0]
     await core.submit("try again")
+    assert len(asked) == 1
     assert allowed.read_text() == "x\n"
