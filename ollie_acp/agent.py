@@ -195,7 +195,6 @@ class OllieAgent:
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         directory = _directory(cwd)
         specs = _mcp_specs(mcp_servers)
-        specs = _mcp_specs(mcp_servers)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
         try:
