@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -19,8 +18,6 @@ if TYPE_CHECKING:
     from ollie.agent.surface import DaemonCore
     from ollie_lsp.sessions import SessionTable
 
-logger = logging.getLogger("ollie.lsp.daemon")
-
 
 def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     """The daemon, with every feature registered."""
@@ -33,25 +30,14 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
 
 
 def load_engine() -> None:
-    """Start the fork server, then import what the first ollie/* request needs (in a thread: it holds no lock
-    the loop needs)."""
-    start_fork_server()
+    """Import what the first ollie/* request needs (in a thread: it holds no lock the loop needs).
+
+    The sandbox's fork server starts with the first turn's model request (ollie.agent.turns), not here: no
+    first token needs it, and its interpreter's start competed with this one for the CPU.
+    """
     import ollie.agent.core  # noqa: F401
     import ollie_lsp.methods  # noqa: F401
     import ollie_lsp.sessions  # noqa: F401
-
-
-def start_fork_server() -> None:
-    """Start the sandbox's fork server: another process, so another core, ready when the prompt commands run.
-
-    Started at the first spawn instead, it held the default session's first prompt command ~80 ms.
-    """
-    try:
-        from ollie.sandbox.spawn import fork_server
-
-        fork_server().start()
-    except Exception:  # the first spawn tries again, or runs through the per-spawn launcher
-        logger.warning("starting the sandbox's fork server failed", exc_info=True)
 
 
 def build_table(ls: OllieServer) -> SessionTable:

@@ -1,5 +1,5 @@
-"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI); the fork server starts at
-`initialized`."""
+"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI); the fork server starts with
+the first turn."""
 
 from __future__ import annotations
 
@@ -130,15 +130,19 @@ def _fork_servers(daemon_pid: int) -> list[int]:
     return found
 
 
-async def test_the_fork_server_starts_at_initialized_before_any_spawn(start_daemon, tmp_path):
+async def test_the_fork_server_starts_with_the_first_turn_not_at_start_up(start_daemon, llm, tmp_path):
     # An agent whose prompt is plain text: nothing would spawn a process before a tool call.
     agents = tmp_path / "agents"
     agents.mkdir()
     (agents / "plain.json").write_text(json.dumps({"prompt": "You are plain."}))
-    daemon = await start_daemon(env={"OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "plain"})
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "plain"})
     pid = daemon.client._server.pid  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 10
+    # Answered once the engine is loaded: the fork server's interpreter did not compete with that start.
+    assert (await daemon.request("ollie/state", {}))["agent"] == "plain"
+    assert _fork_servers(pid) == []
+    llm.script(Reply.text("hello"))
+    assert (await daemon.request("ollie/submit", {"text": "hi"}))["reply"] == "hello"
+    deadline = time.monotonic() + 10  # started in a worker thread as the model request went out
     while not _fork_servers(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert len(_fork_servers(pid)) == 1
-    assert (await daemon.request("ollie/state", {}))["agent"] == "plain"

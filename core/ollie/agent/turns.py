@@ -11,6 +11,7 @@ from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.base import Backend
 from ollie.log import get_logger
+from ollie.sandbox.spawn import start_fork_server_soon
 
 log = get_logger("ollie.agent.core")
 
@@ -81,8 +82,12 @@ class Turns:
             for warning in host.take_prompt_warnings():
                 bus.emit("info", f"warning: {warning}")
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
-            await limit
+            if host.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
+                await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
+            if host.runtime.config.sandbox != "none":
+                start_fork_server_soon()  # the model's time to answer hides its start
             result = await loop.run(text)
+            await limit  # known once the turn has ended, as before (the context meter shows it)
         except asyncio.CancelledError:
             # Interrupted: the task completes with a result instead of propagating.
             current = asyncio.current_task()
@@ -93,7 +98,7 @@ class Turns:
             log.exception("turn failed")
             bus.emit("error", f"internal error: {exc}")
             result = TurnResult(loop.reply, "error", f"internal error: {exc}")
-        limit.cancel()  # still asking only when the turn ended before it needed the answer
+        limit.cancel()  # an interrupted or failed turn stops asking
         self._finishing = True
         host.session.end_turn()
         await host.review.end_turn()  # the state the turn left: what its changes and undo measure against

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ollie.config import AgentConfig
 from ollie.errors import ConfigError
-from ollie.mcp.config import ServerSpec, config_file, for_agent, load_user_servers
+from ollie.mcp.config import SERVER_NAME, ServerSpec, config_file, for_agent, load_user_servers
 from ollie.mcp.workspace import allowed_keys, approval_key, read_workspace_servers, remember
 from ollie.tools.dispatcher import Dispatcher
 
@@ -21,16 +21,18 @@ if TYPE_CHECKING:
 
 def host_of(dispatcher: Dispatcher) -> McpHost | None:
     """The session's MCP host, or None when it has no MCP server."""
-    from ollie.mcp.host import SERVER_NAME, McpHost
+    host = dispatcher.get_server(SERVER_NAME)  # a session without MCP servers never imports the host
+    if host is None:
+        return None
+    from ollie.mcp.host import McpHost
 
-    host = dispatcher.get_server(SERVER_NAME)
     return host if isinstance(host, McpHost) else None
 
 
 async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
                  wait: float | None = None) -> McpHost:
     """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
-    from ollie.mcp.host import FIRST_LIST_WAIT_S, SERVER_NAME, McpHost
+    from ollie.mcp.host import FIRST_LIST_WAIT_S, McpHost
 
     host = dispatcher.get_server(SERVER_NAME)
     if not isinstance(host, McpHost):

@@ -19,6 +19,8 @@ from ollie.errors import ConfigError
 from ollie.shapes import Invalid, dotted
 
 CONFIG_NAME = "mcp.json"
+# The dispatcher name of a session's MCP host (ollie.mcp.host), here so finding it imports no host.
+SERVER_NAME = "mcp"
 
 
 @dataclass(frozen=True)

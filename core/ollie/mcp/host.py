@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ollie.mcp.client import McpServer, McpTool
-from ollie.mcp.config import ServerSpec
+from ollie.mcp.config import SERVER_NAME, ServerSpec
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 
-SERVER_NAME = "mcp"
 # How long a session's start waits for its servers' first tool lists; a slower one joins when ready.
 FIRST_LIST_WAIT_S = 15.0
 

@@ -109,7 +109,8 @@ def load_spec(text: str, source: str) -> PolicySpec:
     import yaml  # only where a policy is read
 
     try:
-        data: Any = yaml.safe_load(text)
+        # libyaml's loader where PyYAML has it: the same safe types, ~10x faster than the pure-Python one.
+        data: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""

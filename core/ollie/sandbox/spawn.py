@@ -214,6 +214,23 @@ def fork_server() -> ForkServer:
     return _server
 
 
+def start_fork_server_soon() -> None:
+    """Start the fork server in a worker thread unless it runs: a turn calls this as its model request goes out.
+
+    Not at start-up: no first token needs it, and its interpreter competed with the daemon's own start for
+    the CPU. The model's time to answer (and to stream a tool call's arguments) hides its start instead.
+    """
+    if _server.pid is None:
+        asyncio.get_running_loop().run_in_executor(None, _start_quietly)
+
+
+def _start_quietly() -> None:
+    try:
+        _server.start()
+    except Exception:  # noqa: BLE001 - the first spawn tries again, or runs through the per-spawn launcher
+        log.warning("starting the sandbox's fork server failed", exc_info=True)
+
+
 async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> tuple[int, asyncio.Future[int]]:
     """The launcher as this spawn's supervisor: the same protocol as the fork server, one process per spawn."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
