@@ -67,8 +67,8 @@ def test_records_are_read_exactly_as_json_loads_reads_them(tmp_path):
     assert json.loads(lines[1]) and gc.isenabled()
 
 
-def test_a_resume_decodes_every_line_with_one_json_loads(tmp_path, monkeypatch):
-    """The floor of a resume is one json.loads of all lines: the records are not parsed line by line."""
+def test_a_resume_does_not_parse_its_records_line_by_line(tmp_path, monkeypatch):
+    """The floor of a resume is json.loads of all lines at once (in parts of a few hundred KiB), not one per line."""
     from ollie.sessions import persist
 
     session = _saved_session(tmp_path)
@@ -88,3 +88,25 @@ def test_a_damaged_last_round_falls_back_to_lines_and_keeps_the_committed_state(
     with path.open("ab") as file:
         file.write(tail)
     assert SessionFile(tmp_path, session.id).load().messages == session.messages
+
+
+def test_a_long_file_is_parsed_in_parts_so_the_parsing_thread_lets_the_event_loop_run(tmp_path, monkeypatch):
+    """One json.loads holds the GIL until it returns: a resume (in a thread) parses a part of the file at a time."""
+    from ollie.sessions import persist
+
+    session = Session(agent="t")
+    session.messages += [Message("user", f"message {i} " + "x" * 200) for i in range(300)]
+    SessionFile(tmp_path, session.id).save(session)
+    monkeypatch.setattr(persist, "PARSE_PART_BYTES", 4096)
+    parts: list[int] = []
+    original = json.loads
+    monkeypatch.setattr(persist.json, "loads", lambda text: parts.append(len(text)) or original(text))
+    assert SessionFile(tmp_path, session.id).load().messages == session.messages
+    assert len(parts) > 10 and max(parts) < 2 * 4096  # each part at most one line over the size
+    # A damaged line in a later part is still found, by its line number.
+    path = next(tmp_path.glob(f"{session.id}*"))
+    lines = path.read_bytes().split(b"\n")
+    lines[200] = b'{"t": garbled}'
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(SessionFileCorruptError, match="unreadable record on line 201"):
+        SessionFile(tmp_path, session.id).load()
