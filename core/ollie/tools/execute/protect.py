@@ -9,6 +9,7 @@ holds a secret is replaced by its entries minus the way to the secret.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -23,8 +24,20 @@ STARTUP_FILES = (".bashrc", ".profile", ".bash_profile", ".bash_login", ".zshrc"
 ADVICE = "open a project folder instead of your home directory"
 
 
+# Within one `protect` call, each path's real path is resolved once (it asks for the same ~40 paths ~130 times).
+_resolved: contextvars.ContextVar[dict[str, Path] | None] = contextvars.ContextVar("ollie_protect_resolved",
+                                                                                   default=None)
+
+
 def _real(path: Path | str) -> Path:
-    return Path(os.path.realpath(path))
+    cache = _resolved.get()
+    if cache is None:
+        return Path(os.path.realpath(path))
+    key = os.fspath(path)
+    real = cache.get(key)
+    if real is None:
+        real = cache[key] = Path(os.path.realpath(key))
+    return real
 
 
 # Credentials other tools keep in $HOME (relative to it): a database password (the team store's,
@@ -81,7 +94,10 @@ def guarded_paths(home: Path) -> list[Path]:
 
 
 def _holds(root: Path, path: Path) -> bool:
-    return path == root or path.is_relative_to(root)
+    """Whether `path` is `root` or below it; both real paths (absolute, normalised): a string prefix says it
+    exactly, where pathlib's is_relative_to cost most of a session's start."""
+    inner, outer = str(path), str(root)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 def _write_problem(root: Path, guards: list[tuple[list[Path], list[Path]]]) -> Path | None:
@@ -93,7 +109,7 @@ def _write_problem(root: Path, guards: list[tuple[list[Path], list[Path]]]) -> P
                 return guarded
         # Inside ollie's config dir or a key dir: an agent config or a key planted there is as bad.
         for secret in secrets_of_home[:3]:
-            if real.is_relative_to(secret):
+            if _holds(secret, real):
                 return secret
     return None
 
@@ -105,7 +121,7 @@ def _readable_split(root: Path, secrets: list[Path], seen: set[Path],
     # A grant of the secret itself goes; one inside it (ollie's tools dir, this session's TMPDIR) was meant.
     if real in secrets:
         return []
-    if not any(s.is_relative_to(real) for s in secrets) and not any(h.is_relative_to(real) for h in hidden):
+    if not any(_holds(real, s) for s in secrets) and not any(_holds(real, h) for h in hidden):
         return [root]
     if real in seen:
         # A symlink back up the tree (~/link -> /): its entries are granted already.
@@ -130,7 +146,7 @@ def _split_all(roots: Iterable[Path], secrets: list[Path], homes: list[Path]) ->
     hidden: dict[Path, set[Path]] = {}  # per home, listed only once a root holds it
     for root in roots:
         real = _real(root)
-        held = [home for home in homes if _real(home).is_relative_to(real)]
+        held = [home for home in homes if _holds(real, _real(home))]
         for home in held:
             if home not in hidden:
                 hidden[home] = hidden_home_entries(home)
@@ -144,6 +160,14 @@ def _split_all(roots: Iterable[Path], secrets: list[Path], homes: list[Path]) ->
 
 def protect(policy: Policy, *, home: Path | str | None = None) -> tuple[Policy, list[str]]:
     """`policy` with no protected path writable and no secret readable, and a warning per downgraded root."""
+    token = _resolved.set({})  # the file system as it is now: nothing is kept past this call
+    try:
+        return _protect(policy, home)
+    finally:
+        _resolved.reset(token)
+
+
+def _protect(policy: Policy, home: Path | str | None) -> tuple[Policy, list[str]]:
     # The session's $HOME and the daemon's own, should a session env have moved HOME.
     homes = list(dict.fromkeys([Path(home) if home else Path.home(), Path.home()]))
     warnings: list[str] = []
