@@ -36,7 +36,9 @@ def mtime_ns(path: Path) -> int:
 
 
 def _path_list(roots: tuple[Path, ...]) -> str:
-    return ":".join(str(r) for r in roots if r != _PROC and _PROC not in r.parents)
+    # Strings, not Path.parents: this runs for every step, over every root of the policy.
+    proc = str(_PROC)
+    return ":".join(text for text in map(str, roots) if text != proc and not text.startswith(proc + "/"))
 
 
 def plan_file(session_id: str) -> Path:
