@@ -32,8 +32,8 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
 def load_engine() -> None:
     """Import what the first ollie/* request needs (in a thread: it holds no lock the loop needs).
 
-    The sandbox's fork server starts with the first turn's model request (ollie.agent.turns), not here: no
-    first token needs it, and its interpreter's start competed with this one for the CPU.
+    The sandbox's fork server starts when the first turn does (`build_table`), not here: no first token needs
+    it, and its interpreter's start competed with this one for the CPU.
     """
     import ollie.agent.core  # noqa: F401
     import ollie_lsp.methods  # noqa: F401
@@ -42,6 +42,7 @@ def load_engine() -> None:
 
 def build_table(ls: OllieServer) -> SessionTable:
     """The session table, wired to this server's notifications."""
+    from ollie.sandbox.spawn import start_fork_server_soon
     from ollie_lsp.events import EventForwarder
     from ollie_lsp.progress import TurnProgress
     from ollie_lsp.records import Records
@@ -76,6 +77,7 @@ def build_table(ls: OllieServer) -> SessionTable:
             if live is None:
                 return
             if content == "start":
+                start_fork_server_soon()  # for the turn's tool calls: the model's time to answer hides its start
                 live.progress.begin(live.next_prompt_title())
             else:
                 live.progress.end(content)

@@ -11,7 +11,6 @@ from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.base import Backend
 from ollie.log import get_logger
-from ollie.sandbox.spawn import start_fork_server_soon
 
 log = get_logger("ollie.agent.core")
 
@@ -84,8 +83,6 @@ class Turns:
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if host.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
-            if host.runtime.config.sandbox != "none":
-                start_fork_server_soon()  # the model's time to answer hides its start
             result = await loop.run(text)
             await limit  # known once the turn has ended, as before (the context meter shows it)
         except asyncio.CancelledError:

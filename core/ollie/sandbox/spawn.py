@@ -215,7 +215,7 @@ def fork_server() -> ForkServer:
 
 
 def start_fork_server_soon() -> None:
-    """Start the fork server in a worker thread unless it runs: a turn calls this as its model request goes out.
+    """Start the fork server in a worker thread unless it runs (the daemon's turns call this as they start).
 
     Not at start-up: no first token needs it, and its interpreter competed with the daemon's own start for
     the CPU. The model's time to answer (and to stream a tool call's arguments) hides its start instead.
