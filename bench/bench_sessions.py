@@ -72,6 +72,7 @@ def _time_saves(root: Path, rounds: int, *, sync: bool) -> dict[int, float]:
             _add_round(sessions[size], size + r)
             start = time.perf_counter()
             files[size].save(sessions[size])
+            files[size].flush()  # durable: the round's fdatasync runs on the sync thread (off the event loop)
             samples[size].append(time.perf_counter() - start)
     return {size: statistics.median(times) for size, times in samples.items()}
 

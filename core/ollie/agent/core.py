@@ -650,6 +650,8 @@ class Core:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
         self._host.save()
+        if self._host.session_file.storage is None:  # a file's rounds are synced in the background: wait for them
+            await asyncio.to_thread(self._host.session_file.flush)
         if self._live_lock is not None:  # saved: another process may resume it now
             self._live_lock.release()
             self._live_lock = None

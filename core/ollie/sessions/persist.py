@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie.backend.types import Message, ToolCall
+from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
 from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
@@ -143,14 +144,18 @@ class SessionFile:
             self._bound = False
 
     def flush(self) -> None:
-        """Wait until every save so far is stored (a file: at once; a database writes in the background)."""
+        """Wait until every save so far is stored (a file's rounds are synced in the background too)."""
         if self.storage is not None:
             self.storage.flush()
+        elif self._sync:
+            syncer.wait()
 
     def close(self) -> None:
         """Flush; a database log also gives up its lease, so another machine may resume the session."""
         if self.storage is not None:
             self.storage.close()
+        elif self._sync:
+            syncer.wait()
 
     def save(self, session: Session) -> None:
         """Persist what is new since the last save (a snapshot when the history was rewritten)."""
@@ -271,11 +276,16 @@ class SessionFile:
                 os.ftruncate(fd, self._offset)
             os.lseek(fd, self._offset, os.SEEK_SET)
             _write_all(fd, payload)
-            if self._sync:
-                _fdatasync(fd)
+            if self._sync:  # on the sync thread: a save runs on the event loop, the disk's wait must not
+                syncer.sync_later(os.dup(fd), self._on_sync_failure)
         finally:
             os.close(fd)
         return True
+
+    def _on_sync_failure(self, error: OSError) -> None:
+        """A round's background fdatasync failed: reported at close, and the next save writes the whole log."""
+        _unsaved[self.session_id] = error
+        self._on_write_failure(error)
 
     def _write_whole(self, payload: bytes) -> None:
         """Replace the log with `payload` atomically (a crash leaves the old log or the new)."""
