@@ -32,3 +32,24 @@ async def test_the_context_length_is_asked_while_the_prompt_commands_run(scripte
     system = srv.chat_requests[0].body["messages"][0]
     assert system["role"] == "system" and "the slow fragment" in system["content"]
     assert core.context_info()["limit"] > 0
+
+
+async def test_a_fresh_sessions_first_request_does_not_wait_for_the_context_length(scripted_llm, make_core):
+    """Nothing to strip yet: the model is asked at once; the turn still ends knowing the model's context length."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"))
+    core = await make_core(srv, toy=ToyServer())
+    srv.models_gate.clear()  # a slow GET /models
+    try:
+        turn = asyncio.ensure_future(core.submit("hi"))
+        for _ in range(500):  # the chat request comes while /models is unanswered
+            if srv.chat_requests or turn.done():
+                break
+            await asyncio.sleep(0.02)
+        assert srv.chat_requests, "the first request waited for GET /models"
+        assert not turn.done()  # the turn ends once the context length is known
+    finally:
+        srv.models_gate.set()
+    result = await turn
+    assert result.stop == "end" and result.reply == "hello"
+    assert core.context_info()["limit"] > 0

@@ -73,6 +73,9 @@ class ScriptedLLMServer:
         # Requests whose client closed the connection before the (delayed) answer: a cancelled completion.
         self.aborted: list[RecordedRequest] = []
         self.finished_replies = 0
+        # Cleared, the model list (GET /v1/models, /api/tags) is answered only once it is set again: a slow one.
+        self.models_gate = threading.Event()
+        self.models_gate.set()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -230,9 +233,9 @@ class ScriptedLLMServer:
             return await self._chat(request, writer)
         if route == ("POST", FIM_PATHS.get(self.fmt)):
             return await self._fim(request, writer, reader)
-        if self.fmt in ("openai", "anthropic") and route == ("GET", "/v1/models"):
-            return await _send_json(writer, 200, self._model_list())
-        if self.fmt == "ollama" and route == ("GET", "/api/tags"):
+        if (self.fmt in ("openai", "anthropic") and route == ("GET", "/v1/models")
+                or self.fmt == "ollama" and route == ("GET", "/api/tags")):
+            await asyncio.to_thread(self.models_gate.wait, 60)
             return await _send_json(writer, 200, self._model_list())
         if self.fmt == "ollama" and route == ("POST", "/api/show"):
             return await self._ollama_show(request, writer)
