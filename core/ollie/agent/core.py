@@ -601,7 +601,7 @@ class Core:
         self._live_lock = lock
 
     def _watch_saves(self, log: SessionFile) -> None:
-        """Tell the user at once when a background save fails (a database store): an `error` event on the bus."""
+        """Tell the user at once when a background save fails (a database write, a file's sync): an `error` event."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
