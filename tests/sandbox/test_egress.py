@@ -153,14 +153,14 @@ async def probe(ws, policy, *args: object) -> str:
     return out.strip()
 
 
-async def run_asked(ws, policy, answer: str, *args: str) -> tuple[str, Asked, list[dict]]:
+async def run_asked(ws, policy, answer: str, *args: str, script: str = PROBE) -> tuple[str, Asked, list[dict]]:
     """Probe with `answer` as the session's answer; (output, the questions, the step's connections)."""
     asked = Asked(answer)
     token = egress.asking.set(egress.NetAsk(ask=asked))
     try:
         from ollie.sandbox import spawn_sandboxed
 
-        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PROBE, *args], policy=policy, cwd=ws.work,
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", script, *args], policy=policy, cwd=ws.work,
                                      env=ws.env)
         out, err, _ = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 60)
         assert await proc.wait() == 0, err
@@ -201,6 +201,51 @@ async def test_an_allowed_answer_lets_it_through_and_is_recorded(ws, counting) -
     assert out == "hello"
     assert counting.received.startswith(b"GET /x HTTP/1.1\r\n")
     assert connections[0]["verdict"] == "allowed" and connections[0]["received"] > 0 and connections[0]["sent"] > 0
+
+
+TUNNEL = textwrap.dedent("""
+    import hashlib, socket, sys
+    up = bytes(range(256)) * (int(sys.argv[2]) // 256)
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    # The first bytes of the tunnel go with the CONNECT head, before the proxy's answer (some clients do).
+    s.sendall(b"CONNECT %s HTTP/1.1\\r\\n\\r\\n" % sys.argv[1].encode() + up[:1000])
+    s.sendall(up[1000:])
+    s.shutdown(socket.SHUT_WR)  # a half-close: the answer still comes
+    data = b""
+    while chunk := s.recv(1 << 20):
+        data += chunk
+    head, _, body = data.partition(b"\\r\\n\\r\\n")
+    print(head.split(b"\\r\\n")[0].decode(), body[:64].decode(), hashlib.sha256(body[64:]).hexdigest(), len(body))
+""")
+
+
+async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> None:
+    import hashlib
+    import socket
+
+    sent, back = 3_000_000 // 256 * 256, bytes(range(255, -1, -1)) * 20_000  # 3 MB up, 5 MB down
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            got = hashlib.sha256()
+            while chunk := conn.recv(1 << 20):  # up to the step's half-close
+                got.update(chunk)
+            conn.sendall(got.hexdigest().encode() + back)
+
+    threading.Thread(target=answer, daemon=True).start()
+    port = server.getsockname()[1]
+    try:
+        out, _, connections = await run_asked(ws, proxy_policy(ws, [f"pypi.test:{port}"]), "deny",
+                                              f"pypi.test:{port}", str(sent), script=TUNNEL)
+    finally:
+        server.close()
+    status, digest, body_hash, size = out.rsplit(" ", 3)
+    assert status == "HTTP/1.1 200 Connection established"
+    assert digest == hashlib.sha256(bytes(range(256)) * (sent // 256)).hexdigest()
+    assert (body_hash, int(size)) == (hashlib.sha256(back).hexdigest(), 64 + len(back))
+    assert (connections[0]["sent"], connections[0]["received"]) == (sent, 64 + len(back))
 
 
 async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:
