@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ollie import paths
 from ollie.agent.approval import Answer, StepQuestion
 from ollie.sandbox import egress, landlock_abi
 from ollie.testing import Reply
@@ -90,3 +91,23 @@ async def test_auto_still_asks_about_a_host_the_policy_does_not_list(scripted_ll
     await core.submit("fetch it")
     # `auto` runs the step unasked, but still asks about the host.
     assert len(approver.network) == 1 and "hello status 200" in tool_text(srv, 1)
+
+
+async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripted_llm, make_core, listener):
+    from ollie.sandbox import netsaved
+
+    srv = scripted_llm("openai")
+    srv.script(curl(listener.port), Reply(text="done"), curl(listener.port), Reply(text="done"))
+    first = await make_core(srv)
+    first.step_approver = Approver("allow_always")
+    await first.submit("fetch it")
+    assert netsaved.read_saved() == (f"other.test:{listener.port}",)
+    assert netsaved.saved_file().parent == paths.config_dir()  # the user's config, never the workspace
+    second = await make_core(srv)  # a new session: its own "always" rules are empty
+    assert second.session.id != first.session.id and not second.session.approval_always
+    approver = Approver("reject")
+    second.step_approver = approver
+    await second.submit("fetch it again")
+    assert not approver.network  # not asked again
+    assert "hello status 200" in tool_text(srv, 3)
+    assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)

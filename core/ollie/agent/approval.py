@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
 from ollie.env import env_seconds
+from ollie.sandbox import netsaved
 from ollie.sandbox.egress import NetAsk
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
@@ -214,14 +215,15 @@ class ApprovalGate:
 
         Every mode asks (`auto` too: the policy, not the mode, says which hosts go unasked) but
         `read-only`, which denies, as does a session nobody can ask. "Allow always" allows that
-        host:port for the rest of the session (kept with its other "always" rules).
+        host:port in this session (kept with its other "always" rules) and in every later one (the
+        user's `network-allowed`, netsaved.py), which no mode asks about again.
         """
         steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
         title = " and ".join(step.title for step in steps)[:200] or tool
-        if self._mode() == "read-only" or self.approver is None:
-            return NetAsk(ask=None, step=title, log=self.net_log)
-        approver = self.approver
         allowed = {rule.removeprefix("net:") for rule in self._always() if rule.startswith("net:")}
+        if self._mode() == "read-only" or self.approver is None:
+            return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
+        approver = self.approver
 
         async def ask(host: str, port: int, step: str) -> str:
             question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
@@ -232,10 +234,11 @@ class ApprovalGate:
                 self.on_ask(question, answer)
             if answer.outcome == "allow_always":
                 self._remember(f"net:{host}:{port}")
-                return "session"
+                return "always"
             return "once" if answer.outcome == "allow_once" else "deny"
 
-        return NetAsk(ask=ask, session_allowed=allowed, step=title, log=self.net_log)
+        return NetAsk(ask=ask, session_allowed=allowed, saved=netsaved.saved, remember=netsaved.remember, step=title,
+                      log=self.net_log)
 
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
         kind = plan.question.kind

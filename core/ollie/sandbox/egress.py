@@ -57,7 +57,8 @@ class NetAsk:
 
     ask: Question | None = None
     session_allowed: set[str] = field(default_factory=set)  # "host:port" allowed for this session
-    remember: Callable[[str], None] | None = None  # "always": add the rule to the user's config
+    saved: Callable[[], Awaitable[Iterable[str]]] | None = None  # the user's "always" patterns (netsaved.py)
+    remember: Callable[[str], Awaitable[None]] | None = None  # "always": add "host:port" to them
     timeout: float = ASK_TIMEOUT_S
     step: str = ""  # the step as the user saw it (its title), for the records
     log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
@@ -191,6 +192,8 @@ class StepNet:
             record["how"] = "non-public address (only network.allow reaches it)"
         elif self.ask is not None and key in self.ask.session_allowed:
             record.update(verdict="allowed", how="session")
+        elif self.ask is not None and self.ask.saved is not None and any_match(await self.ask.saved(), host, port):
+            record.update(verdict="allowed", how="always")
         elif self.ask is None or self.ask.ask is None:
             record["how"] = "no one to ask"
         else:
@@ -202,7 +205,7 @@ class StepNet:
             if answer in ("session", "always"):
                 self.ask.session_allowed.add(key)
             if answer == "always" and self.ask.remember is not None:
-                self.ask.remember(key)
+                await self.ask.remember(key)
         return record
 
     async def _question(self, host: str, port: int) -> str:
