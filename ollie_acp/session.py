@@ -39,6 +39,13 @@ PERMISSION_OPTIONS = [
     PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
     PermissionOption(option_id="reject_always", name="Reject always (this session)", kind="reject_always"),
 ]
+# A network question's: "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too.
+NETWORK_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="allow_always", name="Always allow (this and later sessions)", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Deny", kind="reject_once"),
+    PermissionOption(option_id="reject_always", name="Deny always (this session)", kind="reject_always"),
+]
 # Leaving the sandbox is asked each time: no "always".
 UNSANDBOXED_OPTIONS = [
     PermissionOption(option_id="allow_once", name="Switch (no sandbox)", kind="allow_once"),
@@ -99,15 +106,17 @@ class AcpSession:
             return Answer("reject")
         await self.forwarder.drained()
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
-            tool_content(text_block(f"{question.title}\n(\"always\" covers {covers} in this session)"))]
+            tool_content(text_block(f"{question.title}\n(\"always\" covers {question.always_text()})"))]
         if question.diff is not None:
             content.insert(0, tool_diff_content(str(self.core.cwd / question.diff.path), question.diff.new_text or "",
                                                 question.diff.old_text))
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
                                    status="pending", content=content,
                                    locations=[ToolCallLocation(path=str(self.core.cwd / loc.path), line=loc.line)
-                                              for loc in question.locations])
-        choice = await self._ask(tool_call)
+                                              for loc in question.locations],
+                                   # A network question's connection, for a client to say it its own way.
+                                   raw_input={"network": question.network} if question.network is not None else None)
+        choice = await self._ask(tool_call, NETWORK_OPTIONS if question.network is not None else PERMISSION_OPTIONS)
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer({"allow_once": "allow_once", "allow_always": "allow_always"}.get(choice or "", "reject"))  # type: ignore[arg-type]

@@ -50,7 +50,7 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             logger.warning("ollie/permission answered %r: taken as a rejection", answer)
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
-    covers = f' ("Allow always" covers {question.always_label()} in this session)'
+    covers = f' ("Allow always" covers {question.always_text()})'
     try:
         reply = await ask_client(ls.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
             type=types.MessageType.Warning,

