@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ollie.testing import Reply
 
 from .test_approval import edit, last_tool_result
@@ -119,3 +121,39 @@ def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_pat
         assert term.close() == 0
     finally:
         term.proc.kill()
+
+
+def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
+    from ollie.sandbox import landlock_abi
+    from tests.netserver import Listener
+
+    if landlock_abi() < 1:
+        pytest.skip("needs Landlock")
+    server = Listener()
+    server.start()
+    fetch = Reply.tool_calls(("execute_code", {"steps": [
+        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]}))
+    llm.script(fetch, Reply.text("refused one"), fetch, Reply.text("fetched one"))
+    # `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
+    env = {**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
+    term = Terminal(["--cwd", str(tmp_path)], env, tmp_path)
+    question = rf"ollie asks to: connect to other\.test:{server.port} \(network; step: Run `curl -s[^\n]*\nAllow\? "
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("fetch it")
+        at = term.wait_for(question, after=at)
+        assert f"[a]lways (connections to other.test:{server.port} in this and later sessions)" in term.text
+        term.type("n")
+        at = term.wait_for(r"refused one", after=at)
+        assert "status 403" in last_tool_result(llm) and not server.received
+        term.type("again")
+        at = term.wait_for(question, after=at)
+        term.type("y")
+        term.wait_for(r"fetched one", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+        server.sock.close()
+    told = last_tool_result(llm)
+    assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (once)" in told
+    assert server.received.startswith(b"GET /x HTTP/1.1\r\n")
