@@ -13,6 +13,20 @@ export interface PermissionStep {
   locations: StepLocation[];
   diff?: StepDiff;
   prefix?: string;
+  /** A network question's connection (PROTOCOL.md "Network questions"). */
+  network?: NetworkAsk;
+}
+
+/** The host a step's connection asks to reach: `scheme` "http" (a plain request) or "connect" (a tunnel). */
+export interface NetworkAsk {
+  host: string;
+  port: number;
+  scheme: string;
+}
+
+/** `host:port` as a user reads it (an IPv6 literal in brackets). */
+export function networkTarget(net: NetworkAsk): string {
+  return `${net.host.includes(":") ? `[${net.host}]` : net.host}:${net.port}`;
 }
 
 /** One file of a turn's changes (`ollie/changes`), as the "Changed files" list shows it. */

@@ -1,6 +1,6 @@
 // An `ollie/permission` question in the chat: which one takes the keyboard focus, and how screen readers hear it.
 
-import type { ChatItem } from "./chatModel";
+import { type ChatItem, networkTarget } from "./chatModel";
 
 type PermissionItem = Extract<ChatItem, { kind: "permission" }>;
 
@@ -12,6 +12,10 @@ export function questionToFocus(items: readonly ChatItem[], focused: ReadonlySet
 /** How a question is announced: an alert dialog while it waits (read out when its button takes the focus), then a plain group. */
 export function questionA11y(item: PermissionItem): { role: string; label: string } {
   if (item.outcome) return { role: "group", label: `Approval: ${item.step.title}` };
+  if (item.step.network) {
+    const covers = item.always ? ` "Always allow" covers ${item.always}.` : "";
+    return { role: "alertdialog", label: `Allow network access to ${networkTarget(item.step.network)}? Asked by: ${item.step.title}. Allow once, always allow, or deny.${covers}` };
+  }
   const covers = item.always ? ` "Allow always" covers ${item.always}.` : "";
   return { role: "alertdialog", label: `Ollie asks to ${item.step.title}: allow once, allow always, or reject.${covers}` };
 }

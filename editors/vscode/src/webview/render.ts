@@ -1,6 +1,6 @@
 // Chat items → DOM: messages, steps (title, status, file links, diffs, input/output), questions, changed files.
 
-import type { ChatItem, ToolItem } from "../lib/chatModel";
+import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { questionA11y } from "../lib/question";
@@ -131,24 +131,33 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   node.setAttribute("role", role);
   node.setAttribute("aria-label", label);
   const head = el("div", "permission-head");
-  head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
-  node.replaceChildren(head);
+  const net = item.step.network;
+  if (net) {
+    // A step's connection out (the egress proxy holds it meanwhile): the host first, the step that asked below.
+    head.append(icon("globe"), el("span", undefined, item.outcome ? "Network access to " : "Allow network access to "),
+      el("strong", "step-title", networkTarget(net)), el("span", undefined, item.outcome ? "" : "?"));
+    node.replaceChildren(head, el("div", "permission-note", `Asked by: ${item.step.title}`));
+  } else {
+    head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
+    node.replaceChildren(head);
+  }
   if (item.step.locations.length) node.append(locationLinks(item.step.locations));
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
   if (item.outcome) {
-    const answer = el("div", `permission-answer ${item.outcome}`, OUTCOME_LABELS[item.outcome] ?? item.outcome);
+    const label = net && item.outcome === "allow_always" ? "Allowed in this and later sessions" : OUTCOME_LABELS[item.outcome];
+    const answer = el("div", `permission-answer ${item.outcome}`, label ?? item.outcome);
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));
     node.append(answer);
     return;
   }
-  if (item.always) node.append(el("div", "permission-note", `"Allow always" covers ${item.always} in this session.`));
+  if (item.always) node.append(el("div", "permission-note", net ? `"Always allow" covers ${item.always}.` : `"Allow always" covers ${item.always} in this session.`));
   const buttons = el("div", "permission-buttons");
   buttons.append(
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
-    button("Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
-    button("Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
+    button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
+    button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
     button("Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"),
   );
   const feedback = el("div", "permission-feedback");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ChatItem } from "../../src/lib/chatModel";
+import { type ChatItem, networkTarget } from "../../src/lib/chatModel";
 import { changedFilesOf, mergeChanges, parsePermissionRequest } from "../../src/lib/permission";
 import { KEYBOARD_QUIET_MS, keyboardAnswerAllowed, questionA11y, questionToFocus } from "../../src/lib/question";
 
@@ -72,4 +72,21 @@ test("a key answers a question only after a pause in typing (keys meant for the 
   assert.equal(keyboardAnswerAllowed(focusedAt + 100, focusedAt), false, "an Enter still meant for the prompt");
   assert.equal(keyboardAnswerAllowed(focusedAt + KEYBOARD_QUIET_MS, focusedAt), true);
   assert.equal(keyboardAnswerAllowed(focusedAt + 5_000, focusedAt), true);
+});
+
+test("a network question: the connection parsed, and heard as the host first", () => {
+  const raw = {
+    session: "s",
+    step: { id: "c1/net/pypi.org:443", kind: "fetch", title: "connect to pypi.org:443 (network; step: Run `pip install x`; process: pip)", locations: [], prefix: "pypi.org:443", network: { host: "pypi.org", port: 443, scheme: "connect" } },
+    always: "connections to pypi.org:443 in this and later sessions",
+  };
+  const request = parsePermissionRequest(raw);
+  assert.deepEqual(request?.step.network, { host: "pypi.org", port: 443, scheme: "connect" });
+  const item: ChatItem = { kind: "permission", id: 1, step: request!.step, always: request!.always };
+  const { role, label } = questionA11y(item as Extract<ChatItem, { kind: "permission" }>);
+  assert.equal(role, "alertdialog");
+  assert.match(label, /^Allow network access to pypi\.org:443\? Asked by: connect to pypi\.org:443 .*"Always allow" covers connections to pypi\.org:443 in this and later sessions\.$/);
+  const v6 = parsePermissionRequest({ session: "s", step: { ...raw.step, network: { host: "2001:db8::1", port: 8443, scheme: "http" } } });
+  assert.equal(networkTarget(v6!.step.network!), "[2001:db8::1]:8443");
+  assert.equal(parsePermissionRequest({ session: "s", step: { ...raw.step, network: { host: "x", port: "443" } } })?.step.network, undefined, "a port is a number");
 });
