@@ -283,3 +283,38 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
+    from ollie.sandbox import landlock_abi
+    from tests.netserver import Listener
+
+    if landlock_abi() < 1:
+        pytest.skip("needs Landlock")
+    server = Listener()
+    server.start()
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [
+        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]})]),
+        Reply(text="The host said no."))
+    # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
+    env = {**srv.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
+    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
+    target = f"other.test:{server.port}"
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie fetch it", "Enter")
+        asked = tmux.keep("1-network-question", tmux.wait(
+            lambda s: f"Allow network access to {target}?" in s and "Always allow" in s, "the network question"))
+        assert "asked by: connect to " + target in asked and "Deny" in asked and "Allow once" in asked
+        assert "in this and later sessions" in asked
+        deny = next(line for line in asked.splitlines() if "Deny" in line).strip()[:1]
+        tmux.keys(deny, "Enter")
+        tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+        server.sock.close()
+    assert not server.received and server.accepted == 0
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "status 403" in told and f"[network] {target} denied (deny)" in told

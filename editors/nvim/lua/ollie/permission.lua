@@ -18,11 +18,32 @@ local function one_line(s)
   return (tostring(s or ""):gsub("[%c]+", " "))
 end
 
+---A network question's `host:port` (an IPv6 literal in brackets), or nil for any other step.
+---@param step table the ollie/permission step
+---@return string|nil
+function M.network_target(step)
+  local net = step.network
+  if type(net) ~= "table" or type(net.host) ~= "string" or type(net.port) ~= "number" then
+    return nil
+  end
+  local host = one_line(net.host)
+  return (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. net.port
+end
+
 ---The preview's lines: title, where, what "Allow always" covers, and the unified diff when there is one.
 ---@param params table the ollie/permission params
 ---@return string[] lines, boolean has_diff
 function M.preview_lines(params)
   local step = params.step or {}
+  local target = M.network_target(step)
+  if target then
+    -- A step's connection out, held by the egress proxy meanwhile: the host first, then who asked.
+    local lines = { "Allow network access to " .. target .. "?", "  asked by: " .. one_line(step.title) }
+    if params.always and params.always ~= "" then
+      table.insert(lines, "  \"Always allow\" covers " .. one_line(params.always))
+    end
+    return lines, false
+  end
   local lines = { "ollie asks to: " .. one_line(step.title) }
   for _, loc in ipairs(step.locations or {}) do
     table.insert(lines, "  at " .. one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))
@@ -199,6 +220,14 @@ function M.ask(params, answer)
     }
   end
   local title = q.title
+  local target = M.network_target(params.step or {})
+  if target then
+    -- The daemon's option ids, worded for a connection: "always" is kept for later sessions too.
+    local names = { allow_always = "Always allow", reject = "Deny" }
+    options = vim.tbl_map(function(o)
+      return { id = o.id, name = names[o.id] or o.name }
+    end, options)
+  end
   M.watch_keys()
   preview_title(not idle())
   when_idle(q, function()
@@ -206,7 +235,7 @@ function M.ask(params, answer)
     -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
     vim.cmd("redraw")
     vim.ui.select(options, {
-      prompt = "ollie asks to: " .. title,
+      prompt = target and ("Allow network access to " .. target .. "?") or ("ollie asks to: " .. title),
       kind = "ollie_permission",
       format_item = function(o)
         if o.id == "allow_always" and params.always then
