@@ -44,3 +44,16 @@ def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed)."""
     output = run_e2e("nolsp.mjs", total_ms=150000)
     assert "with no ollie-lsp the chat says how to install it" in output
+
+
+@pytest.mark.timeout(330)
+def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
+    """A step's connection to a host outside the allow-list is a card asking "Allow network access to host:port?";
+    Deny sends the host nothing, Allow once lets the request through."""
+    from ollie.sandbox import landlock_abi
+
+    if landlock_abi() < 1:
+        pytest.skip("needs Landlock")
+    output = run_e2e("network.mjs")
+    assert "a network question named the host; Deny sent it nothing" in output
+    assert "Allow once let the request through" in output

@@ -17,6 +17,12 @@ const OUTCOME_LABELS: Record<string, string> = {
   cancelled: "No longer asked (the turn ended)",
 };
 
+/** A network question's answers, where they differ. */
+const NETWORK_OUTCOME_LABELS: Record<string, string> = {
+  allow_always: "Allowed in this and later sessions",
+  reject: "Denied",
+};
+
 /** Paths seen in answers: true when the file exists in the workspace (asked of the extension host). */
 export const knownPaths = new Map<string, boolean>();
 /** Paths waiting to be asked about. */
@@ -135,7 +141,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   if (net) {
     // A step's connection out (the egress proxy holds it meanwhile): the host first, the step that asked below.
     head.append(icon("globe"), el("span", undefined, item.outcome ? "Network access to " : "Allow network access to "),
-      el("strong", "step-title", networkTarget(net)), el("span", undefined, item.outcome ? "" : "?"));
+      el("strong", "step-title", networkTarget(net) + (item.outcome ? "" : "?")));
     node.replaceChildren(head, el("div", "permission-note", `Asked by: ${item.step.title}`));
   } else {
     head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
@@ -146,7 +152,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
   if (item.outcome) {
-    const label = net && item.outcome === "allow_always" ? "Allowed in this and later sessions" : OUTCOME_LABELS[item.outcome];
+    const label = (net && NETWORK_OUTCOME_LABELS[item.outcome]) || OUTCOME_LABELS[item.outcome];
     const answer = el("div", `permission-answer ${item.outcome}`, label ?? item.outcome);
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));
     node.append(answer);

@@ -1,0 +1,62 @@
+// E2E in real VS Code (code-server): a step's connection to a host outside the sandbox's network allow-list is
+// asked in the chat as "Allow network access to other.test:PORT?" (the egress proxy holds it meanwhile). Deny: the
+// host receives nothing and the model is told 403; Allow once: the request goes through.
+//
+// Usage: node test/e2e/network.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import * as http from "node:http";
+import { log, openChat, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+// A real server on the host's loopback standing in for a remote host: the daemon's proxy maps the name to it.
+const seen = [];
+const host = http.createServer((req, res) => {
+  seen.push(req.url);
+  res.end("hello");
+});
+await new Promise((resolve) => host.listen(0, "127.0.0.1", resolve));
+const target = `other.test:${host.address().port}`;
+process.env.OLLIE_TEST_NET_HOSTS = "other.test=127.0.0.1";
+// `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
+process.env.OLLIE_APPROVAL = "auto";
+
+const fetch = (path) => ({
+  text: "",
+  tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: `curl -s -w ' status %{http_code}' http://${target}${path}` }] } }],
+});
+const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." }];
+
+async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  const chat = await openChat(page);
+
+  await send(chat, "Fetch it");
+  let question = chat.locator(".item.permission").last();
+  await question.locator(".permission-head", { hasText: `Allow network access to ${target}?` }).waitFor({ timeout: waitMs });
+  await question.locator(".permission-note", { hasText: `Asked by: connect to ${target}` }).waitFor({ timeout: waitMs });
+  await question.locator(".permission-note", { hasText: "in this and later sessions" }).waitFor({ timeout: waitMs });
+  await question.locator("button", { hasText: "Always allow" }).waitFor({ timeout: waitMs });
+  await screenshot("network-question");
+  await question.locator("button", { hasText: "Deny" }).click();
+  await question.locator(".permission-answer", { hasText: "Denied" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "The host said no." }).waitFor({ timeout: waitMs });
+  if (seen.length) throw new Error(`the denied host received ${JSON.stringify(seen)}`);
+  await screenshot("network-denied");
+  log("a network question named the host; Deny sent it nothing");
+
+  await send(chat, "Try again");
+  question = chat.locator(".item.permission").last();
+  await question.locator(".permission-head", { hasText: `Allow network access to ${target}?` }).waitFor({ timeout: waitMs });
+  await question.locator("button", { hasText: "Allow once" }).click();
+  await chat.locator(".item.assistant", { hasText: "Fetched it." }).waitFor({ timeout: waitMs });
+  if (JSON.stringify(seen) !== JSON.stringify(["/allowed"])) throw new Error(`the host received ${JSON.stringify(seen)}`);
+  await screenshot("network-allowed");
+  log("Allow once let the request through");
+});
+host.close();
