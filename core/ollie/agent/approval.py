@@ -222,7 +222,8 @@ class ApprovalGate:
         """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).
 
         Every mode asks (`auto` too: the policy, not the mode, says which hosts go unasked) but
-        `read-only`, which denies, as does a session nobody can ask. "Allow always" allows that
+        `read-only`, which asks nothing and denies, as does a session nobody can ask, what no earlier
+        answer allowed. "Allow always" allows that
         host:port in this session (kept with its other "always" rules) and in every later one (the
         user's `network-allowed`, netsaved.py), which no mode asks about again.
         """
