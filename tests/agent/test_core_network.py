@@ -30,6 +30,13 @@ def curl(port: int) -> Reply:
         {"code": f"curl -s -o - -w ' status %{{http_code}}' http://other.test:{port}/x"}]}))
 
 
+def _drain(subscription) -> list:
+    out = []
+    while subscription.pending():
+        out.append(subscription.get_nowait())
+    return out
+
+
 def tool_text(srv, index: int) -> str:
     return "\n".join(m["content"] for m in srv.chat_requests[index].body["messages"] if m["role"] == "tool")
 
@@ -55,8 +62,13 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     core = await make_core(srv)
     approver = Approver("reject")
     core.step_approver = approver
+    events = core.bus.subscribe()
     await core.submit("fetch it")
     assert len(approver.network) == 1
+    # The step's `tool` event carries its connections, structured.
+    tools = [e.tool.to_wire() for e in _drain(events) if e.role == "tool" and e.tool is not None]
+    assert tools[-1]["network"] == [{"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
+                                     "sent": 0, "received": 0}]
     question = approver.network[0]
     assert question.prefix == f"other.test:{listener.port}" and question.kind == "fetch"
     assert "curl -s" in question.title and "step1.sh" in question.title  # the step, and the process asking

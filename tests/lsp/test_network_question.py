@@ -46,3 +46,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     told = llm.chat_requests[-1].body["messages"][-1]["content"]
     assert "status 403" in told and f"[network] other.test:{listener.port} denied (deny)" in told
     assert not listener.received
+    # The step's `tool` event lists its connections, structured (PROTOCOL.md "Network questions").
+    (tool,) = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
+    assert tool["network"] == [{"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
+                                "sent": 0, "received": 0}]

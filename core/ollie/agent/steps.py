@@ -91,6 +91,10 @@ class Diff:
         return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
 
 
+# What a `tool` event says of each connection (`error` only when there was one).
+NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error")
+
+
 @dataclass(frozen=True)
 class ToolState:
     """A step as the events carry it: stable id, kind, title, status, locations, and the diffs it made."""
@@ -101,15 +105,20 @@ class ToolState:
     status: StepStatus
     locations: tuple[Location, ...] = ()
     diffs: tuple[Diff, ...] | None = None
+    # The connections the call's steps made through the egress proxy (sandbox/egress.py records), once it ended.
+    network: tuple[dict[str, Any], ...] = ()
 
     def to_wire(self) -> dict[str, object]:
-        """The protocol's `tool` object (`diffs` only when the step was tracked for changes)."""
+        """The protocol's `tool` object (`diffs` only when the step was tracked for changes, `network` when it
+        connected out)."""
         out: dict[str, object] = {
             "id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
             "locations": [{"path": loc.path, **({"line": loc.line} if loc.line else {})} for loc in self.locations],
         }
         if self.diffs is not None:
             out["diffs"] = [d.to_wire() for d in self.diffs]
+        if self.network:
+            out["network"] = [{k: c[k] for k in NETWORK_FIELDS if k in c} for c in self.network]
         return out
 
     def with_status(self, status: StepStatus, diffs: tuple[Diff, ...] | None = None) -> ToolState:

@@ -7,7 +7,7 @@ import codecs
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -141,6 +141,8 @@ class ToolRound:
         self._names: dict[str, str] = {}
         # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
         self._diffs: dict[str, tuple[Diff, ...] | None] = {}
+        # The connections each finished call made through the egress proxy, for its `tool` event.
+        self._network: dict[str, tuple[dict[str, Any], ...]] = {}
         # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
         self.ended: dict[str, list[ToolState]] = {}
 
@@ -168,6 +170,8 @@ class ToolRound:
             self._bus.emit(role, content, name=name)
             return
         whole = whole_state(call_id, inner)
+        if role == "tool" and (network := self._network.pop(call_id, ())):
+            whole = replace(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
         self._bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
 
     def _started(self, call: ToolCall) -> None:
@@ -323,7 +327,8 @@ class ToolRound:
         if pre is not None and pre.blocked:
             return CallOutcome(call, blocked_by("preTool", pre), True)
 
-        asking = egress.asking.set(self._net_ask(call.id, call.name, args) if self._net_ask is not None else None)
+        net = self._net_ask(call.id, call.name, args) if self._net_ask is not None else None
+        asking = egress.asking.set(net)
         inner = self._open.get(call.id, [])
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
@@ -333,6 +338,8 @@ class ToolRound:
             if live is not None:
                 output_tap.reset(live)
             egress.asking.reset(asking)
+            if net is not None and net.connections:
+                self._network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error
 
         post = await self._hook(

@@ -62,6 +62,7 @@ class NetAsk:
     timeout: float = ASK_TIMEOUT_S
     step: str = ""  # the step as the user saw it (its title), for the records
     log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
+    connections: list[dict] = field(default_factory=list)  # this tool call's (its `tool` event)
 
 
 # The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
@@ -182,8 +183,10 @@ class StepNet:
         record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
                         "step": (self.ask.step if self.ask is not None else "") or self.label}
         self.connections.append(record)
-        if self.ask is not None and self.ask.log is not None:
-            self.ask.log.append(record)  # the same dict: its byte counts go on growing there
+        if self.ask is not None:
+            self.ask.connections.append(record)  # the same dict: its byte counts go on growing there
+            if self.ask.log is not None:
+                self.ask.log.append(record)
         key = f"{host}:{port}"
         if any_match(self.deny, host, port):
             record["how"] = "policy"
