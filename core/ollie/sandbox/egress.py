@@ -38,8 +38,9 @@ MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
 TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
-# A relay's pipe: what one splice(2) moves at most. 64 KiB costs the daemon 1.5x the CPU per byte; 1 MiB saves
-# little and spends the user's pipe quota (fs/pipe-user-pages-soft) four times as fast.
+# A bulk transfer's pipe: what one splice(2) moves at most. 64 KiB (a pipe's default, which every connection
+# starts with) costs the daemon 1.5x the CPU per byte; 1 MiB saves little and spends the user's pipe quota
+# (fs/pipe-user-pages-soft, shared with all their programs' pipes) four times as fast.
 PIPE_SIZE = 1 << 18
 _SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 # The user's answers to a network question.
@@ -516,8 +517,8 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
     """
     loop = asyncio.get_running_loop()
     pipe_out, pipe_in = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    with contextlib.suppress(OSError):  # past the user's pipe quota the pipe stays small: slower, not broken
-        fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    # Grown to PIPE_SIZE only once a splice fills it: most connections (an API call, a TLS handshake) never do.
+    room, grown = fcntl.fcntl(pipe_in, fcntl.F_GETPIPE_SZ), False
     try:
         while True:
             try:
@@ -529,11 +530,15 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
                 break
             if not count(n):
                 return
+            grow, grown = not grown and n >= room, grown or n >= room
             while n:
                 try:
                     n -= os.splice(pipe_out, dst.fileno(), n, flags=_SPLICE_FLAGS)
                 except BlockingIOError:
                     await _ready(loop, dst, write=True)
+            if grow:  # empty now; past the user's pipe quota it stays small: slower, not broken
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
     finally:
