@@ -29,8 +29,10 @@ def announces_permission(raw_options: object) -> bool:
 
 def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
     """The `ollie/permission` params: the session, the step and the options."""
+    # A network question's answer reaches only the proxy: no feedback could reach the model.
+    buttons = {n: o for n, o in BUTTONS.items() if question.network is None or o != "reject_with_feedback"}
     return {"session": session_id, "step": question.to_wire(),
-            "options": [{"id": outcome, "name": name} for name, outcome in BUTTONS.items()],
+            "options": [{"id": outcome, "name": name} for name, outcome in buttons.items()],
             "always": question.always_label()}
 
 

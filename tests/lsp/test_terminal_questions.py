@@ -142,7 +142,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
         at = term.wait_for(r"default> ")
         term.type("fetch it")
         at = term.wait_for(question, after=at)
-        assert f"[a]lways (connections to other.test:{server.port} in this and later sessions)" in term.text
+        assert f"[a]lways (connections to other.test:{server.port} in this and later sessions), [n]o: " in term.text
         term.type("n")
         at = term.wait_for(r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received

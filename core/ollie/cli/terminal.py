@@ -233,16 +233,19 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, questio
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
+    # A network question's answer reaches only the proxy: there is no result to carry feedback to the model.
+    feedback = question.network is None
     while True:
-        print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o, [f]eedback: ", end="",
-              file=sys.stderr, flush=True)
+        print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o"
+              f"{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
         answer = await lines.answer(since)
         if answer is None:
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())
-        if choice is not None:
+        if choice is not None and (feedback or choice != "reject_with_feedback"):
             break
-        print(f"(not an answer: {escaped(answer.strip())}; type y, a, n or f)", file=sys.stderr)
+        print(f"(not an answer: {escaped(answer.strip())}; type y, a, n{' or f' if feedback else ''})",
+              file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()

@@ -164,8 +164,13 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
     button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
-    button("Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"),
   );
+  // A network question's answer reaches only the proxy: no feedback could reach the model.
+  if (net) {
+    node.append(buttons);
+    return;
+  }
+  buttons.append(button("Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"));
   const feedback = el("div", "permission-feedback");
   feedback.hidden = true;
   const text = el("textarea", "feedback-input");

@@ -42,6 +42,9 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
   await question.locator(".permission-note", { hasText: `Asked by: connect to ${target}` }).waitFor({ timeout: waitMs });
   await question.locator(".permission-note", { hasText: "in this and later sessions" }).waitFor({ timeout: waitMs });
   await question.locator("button", { hasText: "Always allow" }).waitFor({ timeout: waitMs });
+  // No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
+  if (await question.locator("button", { hasText: "feedback" }).count()) throw new Error("a network question offers feedback");
+  if (await question.locator("textarea").count()) throw new Error("a network question has a feedback field");
   await screenshot("network-question");
   await question.locator("button", { hasText: "Deny" }).click();
   await question.locator(".permission-answer", { hasText: "Denied" }).waitFor({ timeout: waitMs });
