@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
 from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
-from ollie.backend.types import GenerationParams, Message
+from ollie.backend.types import GenerationParams, Image, Message
 from ollie.config import find_agent, load_agent_config
 from ollie.mcp.attach import allow, attach, host_of, resource_note
 from ollie.mcp.config import ServerSpec
@@ -145,8 +145,9 @@ class Core:
 
     # --- turns -----------------------------------------------------------
 
-    async def submit(self, text: str) -> TurnResult:
-        """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+    async def submit(self, text: str, images: Sequence[Image] = ()) -> TurnResult:
+        """A command runs at once; anything else is a turn (one at a time, with `images` if any), then the queue
+        drains."""
         if is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
@@ -164,7 +165,7 @@ class Core:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
             self._inbox.user_prompt()
-            result = await self._turns.run(text)
+            result = await self._turns.run(text, images=images)
             await run_follow_ups(self._inbox, result, partial(self._turns.run, announce=True), lambda: self._closed)
         return result
 

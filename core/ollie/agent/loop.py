@@ -21,7 +21,8 @@ from ollie.agent.taskstate import describe_action, infer_update, render_task_sta
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
 from ollie.backend.base import Backend
-from ollie.backend.types import GenerationParams, Message, ToolCall
+from ollie.backend.images import placeholder
+from ollie.backend.types import GenerationParams, Image, Message, ToolCall
 from ollie.sessions.session import Session, TaskState
 
 
@@ -101,24 +102,56 @@ class AgentLoop:
             self.reply = text
             self.host.set_reply(text)
 
-    async def run(self, prompt: str) -> TurnResult:
-        """Run the turn for `prompt` to its end."""
+    async def run(self, prompt: str, images: list[Image] | None = None) -> TurnResult:
+        """Run the turn for `prompt` (and its `images`) to its end."""
         host = self.host
+        if images and (refused := await self._refuse_images()):
+            self.bus.emit("error", refused)
+            return TurnResult("", "error", refused)
         pre = await host.run_hook("preTurn", {"prompt": prompt})
         if pre is not None and pre.blocked:
             why = blocked_by("preTurn", pre)
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
         notes = [note for note in (*host.take_notes(), hook_note("preTurn", pre)) if note]
-        self.session.messages.append(Message("user", "\n\n".join([prompt, *notes])))
+        asked = Message("user", "\n\n".join([prompt, *notes]), images=list(images or []))
+        self.session.messages.append(asked)
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
         try:
             host.require_backend()  # no request goes out without one: the turn ends with why
             return await self._iterate()
         except TurnFailed as failed:
-            self.bus.emit("error", str(failed))
-            return TurnResult(self.reply, "error", str(failed))
+            message = str(failed)
+            if failed.error_type == "images_unsupported":
+                message = self._drop_images(asked, message)
+            self.bus.emit("error", message)
+            return TurnResult(self.reply, "error", message)
+
+    async def _refuse_images(self) -> str:
+        """Why a prompt's images cannot go to the model ('' when they can, or the server does not say)."""
+        try:
+            backend = self.host.require_backend()
+        except TurnFailed:
+            return ""  # the turn itself ends with why there is no backend
+        if await backend.takes_images() is False:
+            return (f"{backend.model} does not take images: pick a model that does (/model) or send the prompt "
+                    "without them")
+        return ""
+
+    def _drop_images(self, asked: Message, vendor: str) -> str:
+        """The vendor refused the prompt's images: they leave the history (or every later request fails too)."""
+        if asked.images:
+            count = len(asked.images)
+            asked.images = []
+            asked.content = f"{asked.content}\n\n{placeholder(count)}"
+            index = next((i for i, m in enumerate(self.session.messages) if m is asked), -1)
+            if index >= 0:
+                self.session.mark_edited(index)
+            self.host.save()
+        model = self.host.require_backend().model
+        return (f"{model} does not take images ({vendor}): pick a model that does (/model), then send the "
+                "prompt with them again")
 
     async def _request(self, *, with_tools: bool) -> Completion:
         host = self.host

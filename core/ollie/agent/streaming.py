@@ -13,6 +13,7 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import (
     BackendUnreachableError,
     ContextOverflowError,
+    ImagesUnsupportedError,
     RateLimitError,
     StreamDropError,
     ToolUnsupportedError,
@@ -58,6 +59,8 @@ def error_type(exc: BaseException) -> str:
         return "tool_unsupported"
     if isinstance(exc, ContextOverflowError):
         return "context_overflow"
+    if isinstance(exc, ImagesUnsupportedError):
+        return "images_unsupported"
     if isinstance(exc, TransientError | StreamDropError):
         return "transient"
     if isinstance(exc, BackendUnreachableError):

@@ -11,12 +11,16 @@ COLLAPSED = "collapsed"
 _SUMMARY_HEAD = 100
 
 
+IMAGE_CHARS = 1_600 * 4
+
+
 def message_chars(message: Message) -> int:
     """The characters of one message that the token estimate counts."""
     chars = len(message.content) + len(message.reasoning)
     for call in message.tool_calls:
         chars += len(call.name) + len(call.arguments)
-    return chars
+    # An image costs the model about 1,600 tokens whatever its base64 length (Anthropic: w*h/750, ~1.15 MP max).
+    return chars + IMAGE_CHARS * len(message.images)
 
 
 def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:

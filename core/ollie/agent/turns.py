@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from ollie.agent.context import ContextBudget
 from ollie.agent.events import Event
@@ -10,6 +11,7 @@ from ollie.agent.hooks import hook_note
 from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.base import Backend
+from ollie.backend.types import Image
 from ollie.log import get_logger
 
 log = get_logger("ollie.agent.core")
@@ -43,9 +45,10 @@ class Turns:
         retired, self._retired = self._retired, []
         return retired
 
-    async def run(self, text: str, *, announce: bool = False) -> TurnResult:
-        """Run one turn for `text` as a task `interrupt` can cancel; `announce` publishes the prompt first."""
-        self._task = asyncio.create_task(self._turn(text, announce=announce))
+    async def run(self, text: str, *, announce: bool = False, images: Sequence[Image] = ()) -> TurnResult:
+        """Run one turn for `text` (and `images`) as a task `interrupt` can cancel; `announce` publishes the
+        prompt first."""
+        self._task = asyncio.create_task(self._turn(text, announce=announce, images=list(images)))
         try:
             return await self._task
         finally:
@@ -60,7 +63,7 @@ class Turns:
         task.cancel(reason or None)
         return True
 
-    async def _turn(self, text: str, *, announce: bool = False) -> TurnResult:
+    async def _turn(self, text: str, *, announce: bool = False, images: list[Image] | None = None) -> TurnResult:
         host, bus = self._host, self._host.bus
         self.running, self._finishing = True, False
         host.session.begin_turn()
@@ -83,7 +86,7 @@ class Turns:
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if host.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
-            result = await loop.run(text)
+            result = await loop.run(text, images)
             await limit  # known once the turn has ended, as before (the context meter shows it)
         except asyncio.CancelledError:
             # Interrupted: the task completes with a result instead of propagating.

@@ -119,6 +119,9 @@ class AnthropicBackend(HTTPBackend):
         yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=stop_reason,
                           reasoning_signature=signature)
 
+    async def _lookup_vision(self) -> bool | None:
+        return True  # every current Claude model reads images
+
     async def list_models(self) -> list[str]:
         """Model ids from `/v1/models`."""
         data = await self._request_json("GET", "/v1/models?limit=1000")
@@ -161,6 +164,9 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if message.role == "assistant" and message.reasoning and message.reasoning_signature:
         blocks.append({"type": "thinking", "thinking": message.reasoning, "signature": message.reasoning_signature})
+    # Images before their text, as Anthropic advises.
+    blocks.extend({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}
+                  for i in message.images)
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls if message.role == "assistant" else []:

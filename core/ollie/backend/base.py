@@ -42,6 +42,10 @@ class Backend(Protocol):
         """The model's context window in tokens (cached after the first look-up)."""
         ...
 
+    async def takes_images(self) -> bool | None:
+        """Whether the model accepts images in prompts (None: the server does not say)."""
+        ...
+
     async def list_models(self) -> list[str]:
         """Model names the backend offers."""
         ...

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from ollie.backend.errors import (
     BackendError,
     ContextOverflowError,
+    ImagesUnsupportedError,
     RateLimitError,
     ToolUnsupportedError,
     TransientError,
@@ -36,6 +37,15 @@ _TOOL_UNSUPPORTED = (
     "does not support tool",
     "function calling is not supported",
     "enable-auto-tool-choice",  # vLLM: "auto" tool choice requires --enable-auto-tool-choice
+)
+
+# Lower-case fragments of "this model cannot read the images sent".
+_IMAGES_UNSUPPORTED = (
+    "image_url is only supported by certain models",  # OpenAI: "Invalid content type. image_url is only ..."
+    "support image input",  # OpenRouter 404: "No endpoints found that support image input"
+    "missing data required for image input",  # Ollama, a model without a vision projector
+    "does not support image",
+    "images are not supported",
 )
 
 # Anthropic error types (HTTP body and mid-stream `event: error`) mapped to the status they stand for.
@@ -134,6 +144,8 @@ def classify_error(
         return RateLimitError(text, status=status, body=raw, retry_after=parse_retry_after(headers or {}))
     if any(fragment in haystack for fragment in _CONTEXT_OVERFLOW):
         return ContextOverflowError(text, status=status, body=raw)
+    if status in (400, 404, 422, 500) and any(fragment in haystack for fragment in _IMAGES_UNSUPPORTED):
+        return ImagesUnsupportedError(text, status=status, body=raw)
     if status in (400, 404, 422) and any(fragment in haystack for fragment in _TOOL_UNSUPPORTED):
         return ToolUnsupportedError(text, status=status, body=raw)
     if status >= 500 or status in (408, 409):

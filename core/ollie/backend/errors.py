@@ -38,6 +38,10 @@ class ToolUnsupportedError(BackendError):
     """The model or route does not support tool calls: hand to the turnError hook."""
 
 
+class ImagesUnsupportedError(BackendError):
+    """The model does not take images: the prompt goes again without them only if the user says so."""
+
+
 class BackendConfigError(BackendError):
     """The backend cannot be built (missing API key, unknown backend); says what to set."""
 

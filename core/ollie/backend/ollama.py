@@ -105,6 +105,12 @@ class OllamaBackend(HTTPBackend):
         data = await self._request_json("GET", "/api/tags")
         return [str(m.get("name") or m.get("model")) for m in data.get("models") or [] if isinstance(m, dict)]
 
+    async def _lookup_vision(self) -> bool | None:
+        """`/api/show` lists the model's capabilities ("vision" for a multimodal one) since Ollama 0.6."""
+        data = await self._request_json("POST", "/api/show", {"model": self.model})
+        capabilities = data.get("capabilities") if isinstance(data, dict) else None
+        return "vision" in capabilities if isinstance(capabilities, list) else None
+
     async def _lookup_context_length(self) -> int | None:
         """The model's trained window from `/api/show` (`<arch>.context_length`)."""
         data = await self._request_json("POST", "/api/show", {"model": self.model})
@@ -121,6 +127,8 @@ def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "content": message.content, "tool_name": message.name}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.images:  # Ollama takes a message's images as bare base64 strings
+        out["images"] = [i.data for i in message.images]
     if message.role == "assistant" and message.tool_calls:
         out["tool_calls"] = [
             {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}} for c in message.tool_calls

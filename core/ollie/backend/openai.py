@@ -159,6 +159,12 @@ class OpenAIBackend(HTTPBackend):
         """Model ids from `/models`."""
         return [str(m.get("id")) for m in await self._model_list()]
 
+    async def _lookup_vision(self) -> bool | None:
+        """OpenRouter's `/models` lists each model's input modalities; plain OpenAI and local servers do not say."""
+        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
+        modalities = ((entry or {}).get("architecture") or {}).get("input_modalities")
+        return "image" in modalities if isinstance(modalities, list) else None
+
     async def _lookup_context_length(self) -> int | None:
         """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`)."""
         entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
@@ -220,6 +226,10 @@ def _wire_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.images:  # a vision model's parts: the text, then each image as a data: URL
+        out["content"] = [{"type": "text", "text": message.content}] + [
+            {"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}} for i in message.images
+        ]
     if message.role == "assistant" and message.tool_calls:
         out["content"] = message.content or None
         out["tool_calls"] = [

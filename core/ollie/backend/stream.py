@@ -405,6 +405,17 @@ class HTTPBackend:
         """The server's context window for the current model; None when it does not say (the default applies)."""
         return None
 
+    async def takes_images(self) -> bool | None:
+        """Whether the current model accepts images: what the server says of it, None when it does not say
+        (then the request goes and the vendor's answer decides)."""
+        try:
+            return await self._lookup_vision()
+        except BackendError:
+            return None
+
+    async def _lookup_vision(self) -> bool | None:
+        return None
+
     def _stream_json(
         self,
         path: str,

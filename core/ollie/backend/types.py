@@ -19,6 +19,18 @@ class ToolCall:
     arguments: str = "{}"
 
 
+@dataclass(frozen=True)
+class Image:
+    """An image in a user message: its media type and its bytes as base64 (checked by ollie.backend.images)."""
+
+    mime: str  # image/png, image/jpeg, image/gif or image/webp
+    data: str  # base64, no data: URL prefix
+
+    def to_dict(self) -> dict[str, str]:
+        """The JSON-ready form (also the session log's)."""
+        return {"mime": self.mime, "data": self.data}
+
+
 @dataclass
 class Message:
     """One conversation entry. Tool results have role `tool`, `tool_call_id` and `name`."""
@@ -30,6 +42,7 @@ class Message:
     name: str = ""
     reasoning: str = ""
     reasoning_signature: str = ""  # Anthropic: the thinking block's signature, sent back with it
+    images: list[Image] = field(default_factory=list)  # a user message's pictures, sent after its text
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict (empty fields left out)."""
@@ -41,6 +54,8 @@ class Message:
         for key in ("tool_call_id", "name", "reasoning", "reasoning_signature"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.images:
+            out["images"] = [image.to_dict() for image in self.images]
         return out
 
     @classmethod
@@ -54,6 +69,7 @@ class Message:
             name=data.get("name", ""),
             reasoning=data.get("reasoning", ""),
             reasoning_signature=data.get("reasoning_signature", ""),
+            images=[Image(i["mime"], i["data"]) for i in data.get("images") or []],
         )
 
 

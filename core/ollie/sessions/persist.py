@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ollie.backend.types import Message, ToolCall
+from ollie.backend.types import Image, Message, ToolCall
 from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
@@ -406,7 +406,8 @@ def _message(data: dict[str, Any]) -> Message:
     calls = data.get("tool_calls")
     return Message(data["role"], data.get("content") or "", [ToolCall(**c) for c in calls] if calls else [],
                    data.get("tool_call_id", ""), data.get("name", ""), data.get("reasoning", ""),
-                   data.get("reasoning_signature", ""))
+                   data.get("reasoning_signature", ""),
+                   [Image(i["mime"], i["data"]) for i in images] if (images := data.get("images")) else [])
 
 
 _decoder = json.JSONDecoder()

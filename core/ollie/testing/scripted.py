@@ -17,6 +17,8 @@ from ollie.testing.wire import (
     UNEXPECTED,
     error_body,
     fim_body,
+    images_in,
+    images_refused_body,
     render_stream,
     stream_error_frame,
     unexpected_body,
@@ -57,6 +59,8 @@ class ScriptedLLMServer:
         reasoning_field: str = "reasoning",
         host: str = "127.0.0.1",
         port: int = 0,
+        vision: bool = True,
+        says_vision: bool = True,
     ) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -64,6 +68,10 @@ class ScriptedLLMServer:
         self.model = model
         self.models = dict(models) if models else {model: context_length}
         self.reasoning_field = reasoning_field
+        # Whether the model takes images (without: the vendor's real refusal), and whether the model listing
+        # says so (OpenRouter's `architecture.input_modalities`, Ollama's `capabilities`).
+        self.vision = vision
+        self.says_vision = says_vision
         self.host = host
         self._port = port
         self._replies: collections.deque[Reply] = collections.deque()
@@ -121,6 +129,10 @@ class ScriptedLLMServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """Only the chat requests (not model-list look-ups)."""
         return [r for r in list(self.requests) if r.path == CHAT_PATHS[self.fmt]]
+
+    def images(self, request: RecordedRequest) -> list[tuple[str, bytes]]:
+        """The images a recorded chat request carried, as (media type, bytes); Ollama's have no media type."""
+        return images_in(self.fmt, request.body)
 
     @property
     def fim_requests(self) -> list[RecordedRequest]:
@@ -251,6 +263,16 @@ class ScriptedLLMServer:
             self.failures.append(f"{UNEXPECTED}: chat request #{len(self.chat_requests)} after the script ran out")
             return await _send_json(writer, 500, unexpected_body(self.fmt))
         model = (request.body or {}).get("model") or self.model
+        try:
+            carried = images_in(self.fmt, request.body)
+        except ValueError as exc:
+            self.failures.append(f"chat request #{len(self.chat_requests)}: malformed image: {exc}")
+            return await _send_json(writer, 400, unexpected_body(self.fmt))
+        if carried and not self.vision:  # the reply stays scripted for the next request
+            with self._lock:
+                self._replies.appendleft(reply)
+            status, body = images_refused_body(self.fmt, model)
+            return await _send_json(writer, status, body)
         if reply.is_error:
             self.finished_replies += 1
             return await _send_json(writer, reply.status, error_body(self.fmt, reply, model=model), reply.headers)
@@ -314,7 +336,7 @@ class ScriptedLLMServer:
         if self.fmt == "openai":
             return {"object": "list", "data": [
                 {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "scripted",
-                 "context_length": ctx} for name, ctx in self.models.items()]}
+                 "context_length": ctx, **self._modalities()} for name, ctx in self.models.items()]}
         if self.fmt == "anthropic":
             names = list(self.models)
             return {"data": [{"type": "model", "id": n, "display_name": n, "created_at": "2025-01-01T00:00:00Z"}
@@ -333,8 +355,15 @@ class ScriptedLLMServer:
             "details": {"format": "gguf", "family": "llama"},
             "model_info": {"general.architecture": "llama", "general.parameter_count": 1_000_000_000,
                            "llama.context_length": self.models[name], "llama.embedding_length": 2048},
-            "capabilities": ["completion", "tools"],
+            "capabilities": ["completion", "tools", *(["vision"] if self.vision else [])] if self.says_vision
+            else None,
         })
+
+    def _modalities(self) -> dict[str, Any]:
+        """OpenRouter's word on what a model reads."""
+        if not self.says_vision:
+            return {}
+        return {"architecture": {"input_modalities": ["text", "image"] if self.vision else ["text"]}}
 
 
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:

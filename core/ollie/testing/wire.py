@@ -249,3 +249,45 @@ def fim_body(fmt: str, text: str, *, model: str) -> Any:
     return {"id": "cmpl-scripted", "object": "text_completion", "created": 1_700_000_000, "model": model,
             "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def images_in(fmt: str, body: Any) -> list[tuple[str, bytes]]:
+    """Every image a chat request carries, in order, as (media type, bytes); ValueError when one is not in the
+    vendor's real shape (OpenAI `image_url` data URL, Anthropic base64 `image` block, Ollama `images`)."""
+    import base64
+
+    found: list[tuple[str, bytes]] = []
+    for message in (body or {}).get("messages") or []:
+        if fmt == "ollama":
+            for data in message.get("images") or []:
+                if not isinstance(data, str) or data.startswith("data:"):
+                    raise ValueError("ollama: an entry of `images` must be bare base64")
+                found.append(("", base64.b64decode(data, validate=True)))
+            continue
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            if fmt == "openai" and part.get("type") == "image_url":
+                url = (part.get("image_url") or {}).get("url") or ""
+                head, _, data = url.partition(",")
+                if not (head.startswith("data:image/") and head.endswith(";base64")):
+                    raise ValueError(f"openai: image_url.url must be a data:image/...;base64 URL, not {url[:40]!r}")
+                found.append((head[5:-7], base64.b64decode(data, validate=True)))
+            elif fmt == "anthropic" and part.get("type") == "image":
+                source = part.get("source") or {}
+                if source.get("type") != "base64" or not str(source.get("media_type", "")).startswith("image/"):
+                    raise ValueError(f"anthropic: an image block needs a base64 source with media_type, not {source}")
+                found.append((source["media_type"], base64.b64decode(source.get("data") or "", validate=True)))
+    return found
+
+
+def images_refused_body(fmt: str, model: str) -> tuple[int, Any]:
+    """The status and body a vendor answers when a model without vision is sent an image."""
+    if fmt == "openai":
+        return 400, {"error": {"message": "Invalid content type. image_url is only supported by certain models.",
+                               "type": "invalid_request_error", "param": "messages.[0].content.[1].type",
+                               "code": None}}
+    if fmt == "ollama":
+        return 500, {"error": "this model is missing data required for image input"}
+    return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                            "message": f"{model} does not support image input"},
+                 "request_id": f"req_{uuid.uuid4().hex[:24]}"}

@@ -1,0 +1,90 @@
+"""Images in a prompt reach the model in each vendor's real wire format, stay in the session, and a model
+without vision gets a clear refusal (before sending when the server says so, after its error when not)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from ollie.backend import images
+from ollie.testing import Reply
+from ollie.testing.pictures import png
+
+PICTURE = png(3, 2, (0, 128, 255))
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "ollama"])
+async def test_an_image_goes_to_the_model_in_the_vendors_format_and_is_saved(scripted_llm, make_core, tmp_path, fmt):
+    srv = scripted_llm(fmt)
+    srv.script(Reply.text("a blue square"), Reply.text("still blue"))
+    core = await make_core(srv)
+    result = await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    assert (result.stop, result.reply) == ("end", "a blue square")
+    mime = "" if fmt == "ollama" else "image/png"  # Ollama's `images` are bare base64
+    assert srv.images(srv.chat_requests[0]) == [(mime, PICTURE)]
+    # The next turn's request carries the history, the image included: the model still sees it.
+    await core.submit("and now?")
+    assert srv.images(srv.chat_requests[1]) == [(mime, PICTURE)]
+    # Saved once, in the message that carries it, and back after a reload.
+    saved = (tmp_path / "sessions" / f"{core.session_id}.jsonl").read_text()
+    assert saved.count(base64.b64encode(PICTURE).decode()) == 1
+    first = next(json.loads(line)["m"] for line in saved.splitlines() if json.loads(line).get("t") == "m")
+    assert first["images"] == [{"mime": "image/png", "data": base64.b64encode(PICTURE).decode()}]
+
+
+async def test_a_model_that_says_it_has_no_vision_is_not_sent_the_image(scripted_llm, make_core):
+    srv = scripted_llm("ollama", vision=False)
+    core = await make_core(srv)
+    result = await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    assert result.stop == "error" and "does not take images" in (result.error or "")
+    assert srv.chat_requests == [] and core.session.messages == []
+
+
+@pytest.mark.parametrize("fmt", ["openai", "ollama"])
+async def test_a_vendors_refusal_of_images_is_clear_and_the_session_goes_on(scripted_llm, make_core, fmt):
+    srv = scripted_llm(fmt, vision=False, says_vision=False)  # the listing does not say: the vendor's answer decides
+    srv.script(Reply.text("fine without"))
+    core = await make_core(srv)
+    result = await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    assert result.stop == "error" and "does not take images" in (result.error or "")
+    assert len(srv.chat_requests) == 1  # refused at once: a 400 (OpenAI) or 500 (Ollama) is not retried
+    # The image left the history (with a note in its place), so the next prompt is not refused too.
+    assert core.session.messages[0].images == [] and "left out" in core.session.messages[0].content
+    result = await core.submit("go on without it")
+    assert result.reply == "fine without" and srv.images(srv.chat_requests[-1]) == []
+
+
+def test_image_bytes_are_checked_by_content_and_size(monkeypatch):
+    with pytest.raises(images.ImageError, match="not a PNG, JPEG, GIF or WebP"):
+        images.from_bytes(b"#!/bin/sh\necho not a picture\n", name="evil.png")
+    monkeypatch.setenv(images.CAP_ENV, "100")
+    with pytest.raises(images.ImageError, match="limited to 100"):
+        images.from_bytes(PICTURE + b"\0" * 200)
+    with pytest.raises(images.ImageError, match="larger than 100"):  # refused before decoding
+        images.from_base64(base64.b64encode(b"\0" * 10_000).decode())
+    monkeypatch.delenv(images.CAP_ENV)
+    url = "data:image/jpeg;base64," + base64.b64encode(PICTURE).decode()
+    with pytest.raises(images.ImageError, match="says it is image/jpeg but its bytes are image/png"):
+        images.from_base64(url)
+    with pytest.raises(images.ImageError, match="limit is 8"):
+        images.checked([images.from_bytes(PICTURE)] * 9)
+
+
+async def test_reading_an_image_goes_through_the_chokepoint(tmp_path):
+    import os
+
+    (tmp_path / "ok.png").write_bytes(PICTURE)
+    assert (await images.read(tmp_path, "ok.png")).data == base64.b64encode(PICTURE).decode()
+    (tmp_path / "secret").write_bytes(PICTURE)
+    (tmp_path / "link.png").symlink_to(tmp_path / "secret")
+    os.mkfifo(tmp_path / "pipe.png")
+    with pytest.raises(images.ImageError, match="symlink"):
+        await images.read(tmp_path, "link.png")
+    with pytest.raises(images.ImageError, match="not a regular file"):
+        await images.read(tmp_path, "pipe.png")  # a FIFO would block a plain read for good
+    with pytest.raises(images.ImageError, match="not beneath"):
+        await images.read(tmp_path / "sub", "../ok.png")
+    with pytest.raises(images.ImageError, match="no such file"):
+        await images.read(tmp_path, "gone.png")
