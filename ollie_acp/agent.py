@@ -57,7 +57,7 @@ from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import config_options, mode_state
-from ollie_acp.prompt import PromptBlock, prompt_text
+from ollie_acp.prompt import PromptBlock, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
@@ -98,14 +98,14 @@ class OllieAgent:
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> InitializeResponse:
-        """Protocol version 1; load, list, embedded context and resource links."""
+        """Protocol version 1; load, list, embedded context, resource links and images."""
         self._fs = client_capabilities.fs if isinstance(client_capabilities, ClientCapabilities) else None
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
-                prompt_capabilities=PromptCapabilities(embedded_context=True, image=False, audio=False),
+                prompt_capabilities=PromptCapabilities(embedded_context=True, image=True, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
                                                          close=SessionCloseCapabilities(),
                                                          fork=SessionForkCapabilities(),
@@ -316,14 +316,15 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         text = prompt_text(prompt, cwd=live.core.cwd)
-        if not text:
+        pictures = prompt_images(prompt)
+        if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
         if not live.title and user_text and not user_text.startswith(("/", "!")):
             # An untitled session takes its first prompt as its title, as in the daemon.
             live.title = first_words(user_text)
             asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
-        return await live.run_prompt(text)
+        return await live.run_prompt(text, pictures)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel: the running prompt answers `cancelled`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from acp import text_block
+from acp import image_block, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
 from ollie.agent.steps import Diff, KindLookup, describe
@@ -22,6 +22,9 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
     for message in messages:
         if message.role == "user" and message.content:
             updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(message.content)))
+        if message.role == "user":  # the prompt's pictures come back as they were sent
+            updates.extend(UserMessageChunk(session_update="user_message_chunk", content=image_block(i.data, i.mime))
+                           for i in message.images)
         elif message.role == "assistant":
             if message.reasoning:
                 updates.append(AgentThoughtChunk(session_update="agent_thought_chunk",

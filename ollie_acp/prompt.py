@@ -1,4 +1,4 @@
-"""An ACP prompt (text, resource links, embedded resources) as the text the engine runs, editor context marked."""
+"""An ACP prompt (text, resource links, embedded resources, images) as what the engine runs, editor context marked."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from acp import RequestError
 from acp.schema import (
     AudioContentBlock,
     EmbeddedResourceContentBlock,
@@ -14,6 +15,9 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
 )
+
+from ollie.backend import images
+from ollie.backend.types import Image
 
 PromptBlock = (
     TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
@@ -72,9 +76,21 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
                 contexts.append(_context_block(header, resource.text, _language(resource.uri)))
             else:
                 contexts.append(_context_block(header + " (binary, not shown)", None))
-        else:
-            contexts.append(f"[a {block.type} attachment was left out: ollie takes text]")
+        elif not isinstance(block, ImageContentBlock):  # images travel beside the text: prompt_images
+            contexts.append(f"[a {block.type} attachment was left out: ollie takes text and images]")
     text = "\n".join(texts).strip()
     if not contexts or text.startswith(("/", "!")):
         return text
     return "\n\n".join([*contexts, text]) if text else "\n\n".join(contexts)
+
+
+def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
+    """The prompt's `image` blocks, checked (format by content, size, count); -32602 naming the block if not."""
+    found: list[Image] = []
+    try:
+        for index, block in enumerate(blocks):
+            if isinstance(block, ImageContentBlock):
+                found.append(images.from_base64(block.data, mime=block.mime_type, name=f"prompt[{index}]"))
+        return images.checked(found)
+    except images.ImageError as exc:
+        raise RequestError.invalid_params({"prompt": str(exc)}) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ollie.agent.approval import Answer, StepQuestion
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import AcpCore
+    from ollie.backend.types import Image
 
 logger = logging.getLogger("ollie.acp.session")
 
@@ -163,20 +165,20 @@ class AcpSession:
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("options not sent: %s", exc)
 
-    async def run_prompt(self, text: str) -> PromptResponse:
+    async def run_prompt(self, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
         async with self.turn_lock:
             self.cancelled = False
-            self.prompt_task = asyncio.ensure_future(self._run(text))
+            self.prompt_task = asyncio.ensure_future(self._run(text, images))
             try:
                 return await asyncio.shield(self.prompt_task)
             finally:
                 self.prompt_task = None
 
-    async def _run(self, text: str) -> PromptResponse:
+    async def _run(self, text: str, images: Sequence[Image]) -> PromptResponse:
         settings = self._settings()
         before = _totals(self.core)
-        result = await self.core.submit(text)
+        result = await self.core.submit(text, images)
         usage = _turn_usage(before, _totals(self.core))
         await self.forwarder.drained()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it

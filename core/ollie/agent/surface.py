@@ -7,7 +7,7 @@ and checked by pyright: the daemon (`DaemonCore`), the ACP agent (`AcpCore`), th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from ollie.agent.events import Bus
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
 from ollie.agent.steps import KindLookup
-from ollie.backend.types import GenerationParams, Message
+from ollie.backend.types import GenerationParams, Image, Message
 from ollie.mcp.config import ServerSpec
 from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
@@ -104,7 +104,7 @@ class FrontEndCore(SessionView, Protocol):
     def step_approver(self) -> StepApprover | None: ...
     @step_approver.setter
     def step_approver(self, approver: StepApprover | None) -> None: ...
-    async def submit(self, text: str) -> TurnResult: ...
+    async def submit(self, text: str, images: Sequence[Image] = ()) -> TurnResult: ...
     def interrupt(self, reason: str = "") -> bool: ...
     async def close(self) -> None: ...
 

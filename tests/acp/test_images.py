@@ -1,0 +1,68 @@
+"""`image` blocks in session/prompt through the official SDK client: announced, sent to the model in its wire
+format, replayed by session/load, refused clearly when bad (-32602) or when the model has no vision."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import acp
+import pytest
+
+from ollie.testing import Reply
+from ollie.testing.pictures import png
+
+PICTURE = png(4, 4, (10, 200, 30))
+DATA = base64.b64encode(PICTURE).decode()
+
+
+async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_agent, scripted_llm) -> None:
+    llm = scripted_llm("anthropic")
+    llm.script(Reply.text("a green square"))
+    agent = await start_agent(env=llm.env())
+    assert agent.init.agent_capabilities.prompt_capabilities.image is True
+    sid = await agent.new()
+    response = await agent.prompt(sid, "what is this?", acp.image_block(DATA, "image/png"))
+    assert response.stop_reason == "end_turn" and agent.client.text(sid) == "a green square"
+    assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)]
+    agent.proc.stdin.close()
+    await asyncio.wait_for(agent.proc.wait(), 15)  # stdin closed: the agent saves and exits
+
+    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    replayed = [u.content for u in second.client.of(sid, "user_message_chunk")]
+    assert [(c.type, getattr(c, "data", None)) for c in replayed] == [("text", None), ("image", DATA)]
+
+
+@pytest.mark.parametrize(("data", "mime", "why"), [
+    (base64.b64encode(b"#!/bin/sh\nrm -rf ~\n").decode(), "image/png", "not a PNG, JPEG, GIF or WebP"),
+    (DATA, "image/jpeg", "says it is image/jpeg but its bytes are image/png"),
+    ("not base64 at all!", "image/png", "not valid base64"),
+])
+async def test_a_bad_image_block_is_invalid_params_naming_it(start_agent, llm, data, mime, why) -> None:
+    llm.script(Reply.text("still here"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "look", acp.image_block(data, mime))
+    assert caught.value.code == -32602 and "prompt[1]" in str(caught.value.data) and why in str(caught.value.data)
+    assert llm.chat_requests == []  # nothing went to the model
+    assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
+
+
+async def test_a_huge_image_is_refused_before_it_is_decoded(start_agent, llm) -> None:
+    agent = await start_agent(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
+    sid = await agent.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, acp.image_block(base64.b64encode(b"\0" * 100_000).decode(), "image/png"))
+    assert caught.value.code == -32602 and "limit on images" in str(caught.value.data)
+
+
+async def test_a_model_without_vision_says_so(start_agent, scripted_llm) -> None:
+    llm = scripted_llm("ollama", vision=False)
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    response = await agent.prompt(sid, "what is this?", acp.image_block(DATA, "image/png"))
+    assert response.stop_reason == "end_turn"
+    assert "does not take images" in agent.client.text(sid)
+    assert llm.chat_requests == []
