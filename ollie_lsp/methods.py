@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
@@ -15,6 +16,8 @@ from ollie.agent.commands_info import agent_infos
 from ollie.agent.history import wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
+from ollie.backend import images
+from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.types import first_words
@@ -26,6 +29,7 @@ from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
     ContextParams,
+    ImageItem,
     InterruptParams,
     NoParams,
     ReviewUndoParams,
@@ -68,10 +72,32 @@ async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
     p = parse(SubmitParams, raw)
     live = await ls.table.writable(p.session)
     command = is_command(p.text)
+    pictures = await _images(p.images or [], cwd=live.core.cwd)
+    if command and pictures:
+        raise InvalidParams("images: a command or !shell line takes no images")
     text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
-        return await live.submit(text, title=first_words(p.text), handle=handle, is_command=command)
+        return await live.submit(text, pictures, title=first_words(p.text), handle=handle, is_command=command)
+
+
+async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
+    """The submit's images: files read beneath the session's directory through the chokepoint (no symlinks,
+    FIFOs or devices; capped), pasted bytes checked alike; -32602 naming the item that is not an image."""
+    pictures: list[Image] = []
+    for index, item in enumerate(items):
+        where = f"images[{index}]"
+        if (item.path is None) == (item.data is None):
+            raise InvalidParams(f"{where}: give either path or data")
+        try:
+            if item.path is not None:
+                pictures.append(await images.read(cwd, item.path))
+            else:
+                pictures.append(images.from_base64(item.data or "", mime=item.mime_type or "", name="the image"))
+        except images.ImageError as exc:
+            raise InvalidParams(f"{where}.{'path' if item.path is not None else 'data'}: {exc}") from None
+    with invalid_params("images", images.ImageError):
+        return images.checked(pictures)
 
 
 @method("ollie/interrupt")

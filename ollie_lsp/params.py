@@ -91,10 +91,20 @@ class _WithContext(SessionParams):
 
 
 @attrs.frozen(kw_only=True)
+class ImageItem(Params):
+    """An image for the prompt: `path`, a file beneath the session's directory, or `data`, pasted bytes as base64."""
+
+    path: NonEmpty | None = None
+    data: NonEmpty | None = None
+    mime_type: str | None = None  # what the client says `data` is; it must match the bytes
+
+
+@attrs.frozen(kw_only=True)
 class SubmitParams(_WithContext):
-    """ollie/submit."""
+    """ollie/submit (`images`: the prompt's pictures, in order)."""
 
     text: str
+    images: list[ImageItem] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ollie.agent.core import TurnResult
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import DaemonCore
+    from ollie.backend.types import Image
     from ollie.tools.documents import EditorDocuments
     from ollie.tools.editor import EditorKnowledge
 
@@ -109,7 +110,8 @@ class LiveSession:
         )
         return out
 
-    async def submit(self, text: str, *, title: str, handle: SubmitHandle, is_command: bool) -> dict[str, Any]:
+    async def submit(self, text: str, images: Sequence[Image] = (), *, title: str, handle: SubmitHandle,
+                     is_command: bool) -> dict[str, Any]:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
         if is_command:
             return await self._run(text)
@@ -133,13 +135,13 @@ class LiveSession:
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
             self.prompts.append(title)
-            return await self._run(text)
+            return await self._run(text, images)
         finally:
             handle.finished = True
             self.turn_lock.release()
 
-    async def _run(self, text: str) -> dict[str, Any]:
-        result = await self.core.submit(text)
+    async def _run(self, text: str, images: Sequence[Image] = ()) -> dict[str, Any]:
+        result = await self.core.submit(text, images)
         # The answer comes after every event (and progress step) of its turn: the client has seen it all,
         # and a listing asked for next shows the turn's stamps.
         await self.forwarder.drained()

@@ -96,7 +96,7 @@ def test_the_shapes_are_frozen():
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         params.text = "other"  # type: ignore[misc]
     assert params == parse(SubmitParams, {"text": "hi", "other": 1}) and params != parse(SubmitParams, {"text": "ho"})
-    assert repr(params) == "SubmitParams(session=None, context=None, text='hi')"
+    assert repr(params) == "SubmitParams(session=None, context=None, text='hi', images=None)"
 
 
 def test_generation_params_checks_each_field_by_its_type_and_bounds():

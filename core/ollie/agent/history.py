@@ -97,6 +97,9 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
     out: list[dict[str, object]] = []
     for message in page:
         data = message.to_dict()
+        if message.images:  # what they are, not megabytes of base64 on every page
+            data["images"] = [{"mime": i.mime, "bytes": len(i.data) * 3 // 4 - i.data[-2:].count("=")}
+                              for i in message.images]
         if message.tool_calls:
             data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments, **fields(c)}
                                   for c in message.tool_calls]

@@ -1,0 +1,56 @@
+"""ollie/submit's `images`: a file beneath the workspace (through the chokepoint) or pasted bytes reach the model;
+hostile items (not an image, too large, a symlink, a FIFO, outside the workspace) are -32602 naming the item."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+
+from ollie.testing import Reply
+from ollie.testing.pictures import png
+
+from .test_methods import rpc_error
+
+PICTURE = png(5, 3, (200, 10, 10))
+
+
+async def test_a_file_and_pasted_bytes_reach_the_model_and_the_history_says_what_they_are(start_daemon, scripted_llm):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("two red rectangles"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    pasted = "data:image/png;base64," + base64.b64encode(PICTURE).decode()
+    result = await daemon.request("ollie/submit", {"text": "compare", "images": [
+        {"path": "shot.png"}, {"data": pasted}]})
+    assert (result["stop"], result["reply"]) == ("end", "two red rectangles")
+    assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)] * 2
+    user = (await daemon.request("ollie/context", {}))["messages"][0]
+    assert user["images"] == [{"mime": "image/png", "bytes": len(PICTURE)}] * 2  # no base64 in the listing
+
+
+@pytest.mark.parametrize(("make", "item", "why"), [
+    (lambda ws: (ws / "evil.png").write_text("#!/bin/sh\n"), {"path": "evil.png"}, "images[0].path: evil.png is not a PNG"),
+    (lambda ws: (ws / "big.png").write_bytes(PICTURE + b"\0" * 2000), {"path": "big.png"}, "limit on images"),
+    (lambda ws: (ws / "link.png").symlink_to("/etc/passwd"), {"path": "link.png"}, "symlink"),
+    (lambda ws: os.mkfifo(ws / "pipe.png"), {"path": "pipe.png"}, "not a regular file"),
+    (lambda ws: None, {"path": "/etc/passwd"}, "not beneath the workspace"),
+    (lambda ws: None, {"data": base64.b64encode(b"GIF8 nope").decode()}, "images[0].data: the image is not a PNG"),
+    (lambda ws: None, {"path": "a.png", "data": "xx"}, "images[0]: give either path or data"),
+])
+async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(start_daemon, llm, make, item, why):
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
+    make(daemon.workspace)
+    error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
+    assert error.code == -32602 and why in str(error), str(error)
+    assert llm.chat_requests == []
+
+
+async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_llm):
+    llm = scripted_llm("ollama", vision=False)
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    result = await daemon.request("ollie/submit", {"text": "what is it", "images": [{"path": "shot.png"}]})
+    assert result["stop"] == "error" and "does not take images" in result["error"]
+    assert llm.chat_requests == []
