@@ -14,6 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie.backend.images import ImageError
+from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
 from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
@@ -147,7 +149,12 @@ async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | Non
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
-        result = await core.submit(prompt)
+        try:
+            pictures = await attached_images(prompt, core.cwd)
+        except ImageError as exc:
+            print(printable(f"ollie: {exc}"), file=sys.stderr)
+            return 1
+        result = await core.submit(prompt, pictures)
         await events.drained()
     renderer.end_line()
     if result.stop == "error" and result.error and result.error not in renderer.errors:
@@ -199,7 +206,12 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
                 break
             if not line.strip():
                 continue
-            result = await core.submit(line)
+            try:
+                pictures = await attached_images(line, core.cwd)
+            except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
+                print(printable(f"ollie: {exc}"), file=sys.stderr)
+                continue
+            result = await core.submit(line, pictures)
             await events.drained()
             renderer.end_line()
             _say_stop(result.stop)

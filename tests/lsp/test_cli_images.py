@@ -1,0 +1,43 @@
+"""The terminal's `@picture.png`: the file goes with the prompt; a bad one is said and nothing is sent."""
+
+from __future__ import annotations
+
+import os
+
+from ollie.testing import Reply
+from ollie.testing.pictures import png
+
+from .test_cli import run_ollie
+
+PICTURE = png(2, 5, (0, 0, 0))
+
+
+def test_at_a_picture_sends_it_with_the_prompt(scripted_llm, tmp_path):
+    llm = scripted_llm("anthropic")
+    (tmp_path / "my shot.png").write_bytes(PICTURE)
+    (tmp_path / "b.jpg").write_bytes(PICTURE)  # named .jpg, a PNG by content: sent as what it is
+    llm.script(Reply.text("two black bars"))
+    proc = run_ollie(["-p", 'compare @"my shot.png" and @b.jpg, mail me@example.com', "--cwd", str(tmp_path)],
+                     env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "two black bars"
+    assert llm.images(llm.chat_requests[0]) == [("image/png", PICTURE)] * 2
+
+
+def test_a_bad_picture_is_said_and_nothing_is_sent(llm, tmp_path):
+    (tmp_path / "fake.png").write_text("not an image\n")
+    os.mkfifo(tmp_path / "pipe.png")
+    (tmp_path / "link.png").symlink_to("/etc/passwd")
+    # Interactive: each bad line is said and skipped; the session reads on.
+    llm.script(Reply.text("plain answer"))
+    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(),
+                     input="see @fake.png\nsee @pipe.png\nsee @link.png\nsee @gone.png\nhello\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "fake.png is not a PNG, JPEG, GIF or WebP image" in proc.stderr
+    assert "pipe.png is not a regular file" in proc.stderr and "link.png" in proc.stderr
+    assert "gone.png: no such file" in proc.stderr
+    assert "plain answer" in proc.stdout and len(llm.chat_requests) == 1
+    # `-p`: exit 1 with the reason, no request.
+    proc = run_ollie(["-p", "see @fake.png", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1 and "fake.png is not a PNG" in proc.stderr
+    assert len(llm.chat_requests) == 1
