@@ -404,3 +404,23 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
     assert result["mcp_labels"] == ["t — ready, 6 tools"]
     told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
     assert "mcp__t__add [read]" in told and "/mcp:t:review" in told
+
+
+def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
+    from ollie.testing.pictures import png
+
+    red, green = png(2, 2, (255, 0, 0)), png(2, 2, (0, 255, 0))
+    (workspace / "shot.png").write_bytes(red)
+    (workspace / "pics").mkdir()
+    (workspace / "pics" / "b.png").write_bytes(green)
+    (workspace / "fake.png").write_text("not an image\n")
+    srv = scripted_llm("anthropic")
+    srv.script(Reply.text("a red square"), Reply.text("a green one"))
+    result = run_scenario("images", workspace, srv)
+    assert "📎 shot.png (image)" in result["first_chat"]
+    assert srv.images(srv.chat_requests[0]) == [("image/png", red)]
+    assert result["offered"] == ["fake.png", "pics/b.png", "shot.png"]  # offered by name: the daemon checks content
+    assert result["input"] == ["#file:pics/b.png "]
+    assert srv.images(srv.chat_requests[1])[-1:] == [("image/png", green)]
+    assert len(srv.chat_requests) == 2  # the fake one never reached the model
+    assert "fake.png is not a PNG, JPEG, GIF or WebP image" in result["final_chat"]

@@ -23,6 +23,10 @@ local commands = {
     opts = { nargs = "?", complete = function() return require("ollie.chat").names() end,
              desc = "Open this tab's chat, or the named chat (made when new) in this tab" },
   },
+  OllieImage = {
+    fn = function(a) require("ollie").image(a.args) end,
+    opts = { nargs = "?", complete = "file", desc = "Attach an image to the prompt (a path, or picked)" },
+  },
   OllieStop = { fn = function() require("ollie").stop() end, opts = { desc = "Interrupt the running turn" } },
   OllieInject = {
     fn = function(a) require("ollie").inject(a.args) end,

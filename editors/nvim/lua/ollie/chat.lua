@@ -302,6 +302,11 @@ function Chat:submit(text, contexts)
     return true
   end
   if self.running then
+    if context.images(contexts) then -- a queued prompt is text only (ollie/queue)
+      self.transcript:note("error: a prompt with images is sent when no turn runs: send it after this one",
+        "OllieError")
+      return false
+    end
     self:queue(clean, contexts)
     return true
   end
@@ -320,7 +325,9 @@ function Chat:submit(text, contexts)
         other.running = true
       end
     end
-    client.request("ollie/submit", { session = session, text = clean, context = context.wire(contexts) }, function(rerr)
+    local params = { session = session, text = clean, context = context.wire(contexts),
+                     images = context.images(contexts) }
+    client.request("ollie/submit", params, function(rerr)
       if rerr then
         self.transcript:note("error: " .. err_text(rerr), "OllieError")
         self.transcript:turn_end("error")

@@ -5,7 +5,8 @@ local client = require("ollie.client")
 local M = {}
 
 ---@class ollie.Context
----@field uri string
+---@field uri string|nil (nil for an image)
+---@field image string|nil an image file's full path: it goes in `images`, not as a block
 ---@field range {start: {line: integer, character: integer}, ["end"]: {line: integer, character: integer}}|nil
 ---@field languageId string|nil
 ---@field label string the compact line the transcript shows (without the 📎): `path:first-last`, as the saved
@@ -72,11 +73,28 @@ function M.buffer(buf)
   return ctx
 end
 
----Context for a file by path: its buffer when loaded (unsaved text), else its text on disk.
+-- Files sent as images rather than text (the daemon checks what they really are).
+local IMAGE_SUFFIXES = { png = true, jpg = true, jpeg = true, gif = true, webp = true }
+
+---Whether a path names an image by its suffix.
+---@param path string
+---@return boolean
+function M.is_image(path)
+  return IMAGE_SUFFIXES[(path:match("%.(%w+)$") or ""):lower()] == true
+end
+
+---Context for a file by path: its buffer when loaded (unsaved text), else its text on disk; an image file goes as
+---an image (the daemon reads it beneath the workspace).
 ---@param path string
 ---@return ollie.Context|nil ctx, string|nil err
 function M.file(path)
   local full = vim.fn.fnamemodify(path, ":p")
+  if M.is_image(full) then
+    if vim.fn.filereadable(full) ~= 1 then
+      return nil, "#file:" .. path .. ": no such file"
+    end
+    return { image = full, label = display(full) .. " (image)", mention = display(full) }
+  end
   local buf = vim.fn.bufnr(full)
   if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
     return M.buffer(buf)
@@ -155,16 +173,31 @@ function M.wire(contexts)
   if not contexts or #contexts == 0 then
     return nil
   end
+  local texts = vim.tbl_filter(function(c) return not c.image end, contexts)
+  if #texts == 0 then
+    return nil
+  end
   return vim.tbl_map(function(c)
     return { uri = c.uri, range = c.range, languageId = c.languageId, selection = c.selection }
-  end, contexts)
+  end, texts)
+end
+
+---The daemon's `images` param for contexts: one `{path}` per image, in order (nil for none).
+---@param contexts ollie.Context[]|nil
+---@return table[]|nil
+function M.images(contexts)
+  local paths = vim.tbl_filter(function(c) return c.image ~= nil end, contexts or {})
+  if #paths == 0 then
+    return nil
+  end
+  return vim.tbl_map(function(c) return { path = c.image } end, paths)
 end
 
 ---Attach the buffers of contexts to the daemon: it reads their unsaved text for the blocks.
 ---@param contexts ollie.Context[]
 function M.attach(contexts)
   for _, c in ipairs(contexts) do
-    if not c.selection then -- (its text goes along; an `untitled:` uri must not make a buffer)
+    if not c.selection and not c.image then -- (its text goes along; an `untitled:` uri must not make a buffer)
       client.attach(vim.uri_to_bufnr(c.uri))
     end
   end

@@ -90,6 +90,30 @@ function M.ask(text, range)
   end
 end
 
+---Attach an image to the prompt being typed: `path`, else one picked from the image files under the working
+---directory; it waits in the chat's input as `#file:path` (sent with the prompt, as an image).
+---@param path string|nil
+function M.image(path)
+  local function attach(picked)
+    local c = ensure(true)
+    if c and picked then
+      require("ollie.input").append(c.input_buf, "#file:" .. vim.fn.fnamemodify(picked, ":.") .. " ")
+      c:focus_input(true)
+    end
+  end
+  if path and path ~= "" then
+    return attach(path)
+  end
+  local found = vim.fs.find(function(name) return context.is_image(name) end,
+    { path = vim.fn.getcwd(), type = "file", limit = 200 })
+  if #found == 0 then
+    vim.notify("ollie: no image files (.png, .jpg, .gif, .webp) under " .. vim.fn.getcwd(), vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select(found, { prompt = "Image for the prompt",
+    format_item = function(item) return vim.fn.fnamemodify(item, ":.") end }, attach)
+end
+
 ---Open the chat and go to its input area; with a name, the named chat (made when new) in this tab.
 ---@param name string|nil
 function M.open_chat(name)
