@@ -93,7 +93,7 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
             if item.path is not None:
                 pictures.append(await images.read(cwd, item.path))
             else:
-                pictures.append(images.from_base64(item.data or "", mime=item.mime_type or "", name="the image"))
+                pictures.append(images.from_base64(item.data or "", mime=item.mime_type or "", name=item.name or "the image"))
         except images.ImageError as exc:
             raise InvalidParams(f"{where}.{'path' if item.path is not None else 'data'}: {exc}") from None
     with invalid_params("images", images.ImageError):

@@ -97,6 +97,7 @@ class ImageItem(Params):
     path: NonEmpty | None = None
     data: NonEmpty | None = None
     mime_type: str | None = None  # what the client says `data` is; it must match the bytes
+    name: str | None = None  # what the user calls pasted bytes (a file name), for messages only
 
 
 @attrs.frozen(kw_only=True)

@@ -108,7 +108,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.onboardingChanged(this.conversation.onboarding);
         return;
       case "submit":
-        await this.conversation.submit(message.text, this.takeChips(message.chips));
+        await this.conversation.submit(message.text, this.takeChips(message.chips), message.images);
         return;
       case "queue":
         return this.conversation.queue(message.text, this.takeChips(message.chips));

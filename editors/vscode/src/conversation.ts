@@ -9,7 +9,7 @@ import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
-import { ApprovalMode, Header, PermissionOutcome } from "./lib/webviewMessages";
+import { ApprovalMode, Header, PermissionOutcome, PromptImage } from "./lib/webviewMessages";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
 import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
@@ -157,22 +157,24 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
-  async submit(text: string, contexts: readonly EditorContext[] = []): Promise<SubmitResult | undefined> {
-    // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them.
-    if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/")) {
+  async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly PromptImage[] = []): Promise<SubmitResult | undefined> {
+    // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (a prompt with
+    // images goes now: the queue is text only).
+    if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/") && images.length === 0) {
       await this.queued.sendBehind(this.current, text, contexts);
       return undefined;
     }
     const model = this.model;
     const fresh = model.items.length === 0;
-    this.changed(model.addUser(text, { contextLabels: contexts.map(describeEditorContext) }));
+    this.changed(model.addUser(text, { contextLabels: [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)] }));
     const mark = model.items.length;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
       if (this.approvals.waiting) await this.settling;
       await this.approvals.applyPending();
       await this.place(model, contexts, fresh);
-      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts) }));
+      const pictures = images.length > 0 ? { images: images.map((i) => ({ data: i.data, name: i.name })) } : {};
+      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...pictures }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       return result;

@@ -26,6 +26,8 @@ interface MessageLike {
   interrupted?: boolean;
   /** A prompt's editor-context items, one compact label each (`a.py:3-7`; PROTOCOL.md "History"). */
   contextLabels?: unknown;
+  /** A prompt's images as the daemon lists them: `[{mime, bytes}]`, no data. */
+  images?: unknown;
 }
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
@@ -67,6 +69,16 @@ export function splitEditorContext(saved: string): { prompt: string; contextLabe
     content = content.slice(match[0].length);
   }
   return contextLabels.length > 0 ? { prompt: content, contextLabels } : { prompt: content };
+}
+
+/** `image: png, 12 KB` for each image the daemon lists on a saved prompt. */
+export function imageLabels(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.map((image: { mime?: unknown; bytes?: unknown }) => {
+    const kind = typeof image?.mime === "string" ? image.mime.replace(/^image\//, "") : "image";
+    const size = typeof image?.bytes === "number" ? `, ${Math.max(1, Math.round(image.bytes / 1024))} KB` : "";
+    return `image: ${kind}${size}`;
+  });
 }
 
 function stringList(value: unknown): string[] | undefined {
@@ -119,7 +131,8 @@ export function historyItems(messages: unknown): ChatItem[] {
       case "user": {
         const { prompt, contextLabels } = splitEditorContext(text(message.content));
         // The daemon's labels when it sends them (PROTOCOL.md "History"), else those read from the blocks.
-        model.addUser(prompt, { contextLabels: stringList(message.contextLabels) ?? contextLabels });
+        const labels = [...(stringList(message.contextLabels) ?? contextLabels ?? []), ...imageLabels(message.images)];
+        model.addUser(prompt, { contextLabels: labels });
         break;
       }
       case "assistant": {

@@ -22,9 +22,21 @@ export interface Chip {
   label: string;
 }
 
+/** An image pasted or dropped on the input: its name and its bytes as a `data:image/...;base64,` URL. */
+export interface PromptImage {
+  name: string;
+  data: string;
+}
+
+/** The most images one prompt carries (the daemon's own limit). */
+export const MAX_IMAGES = 8;
+/** The longest image data URL accepted from the webview: 5 MiB as base64 and its header (the daemon checks exactly). */
+export const MAX_IMAGE_DATA = Math.ceil((5 * 1024 * 1024) / 3) * 4 + 64;
+
 export type FromWebview =
   | { type: "ready" }
-  | { type: "submit" | "queue" | "inject"; text: string; chips?: string[] }
+  | { type: "submit"; text: string; chips?: string[]; images?: PromptImage[] }
+  | { type: "queue" | "inject"; text: string; chips?: string[] }
   | { type: "interrupt" }
   | { type: "newSession" }
   | { type: "checkBackend" }
@@ -104,6 +116,19 @@ const PARSERS: Record<string, (m: Record<string, unknown>) => FromWebview | unde
     Array.isArray(paths) && paths.length <= 200 && paths.every(isPath) ? { type: "checkPaths", paths: paths as string[] } : undefined,
 };
 
+function isImage(value: unknown): value is PromptImage {
+  if (typeof value !== "object" || value === null) return false;
+  const { name, data } = value as Record<string, unknown>;
+  return typeof name === "string" && name.length <= 256 && !/[\0-\x1f]/.test(name) &&
+    typeof data === "string" && data.length <= MAX_IMAGE_DATA && /^data:image\/[a-z+.-]+;base64,/.test(data);
+}
+
+/** The images of a submit, when every one is well formed (else undefined: the prompt is refused, not sent without). */
+function images(raw: unknown): PromptImage[] | undefined {
+  if (!Array.isArray(raw) || raw.length > MAX_IMAGES || !raw.every(isImage)) return undefined;
+  return raw.map(({ name, data }) => ({ name, data }));
+}
+
 /** The message if it is one the webview may send, else undefined; extra fields are dropped. */
 export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
@@ -115,5 +140,9 @@ export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   if (!TEXT_TYPES.has(type)) return undefined;
   if (typeof text !== "string" || text.trim() === "" || text.length > MAX_PROMPT_LENGTH) return undefined;
   const ids = Array.isArray(chips) && chips.length > 0 && chips.length <= MAX_CHIPS && chips.every((c) => typeof c === "string" && c.length <= 64);
-  return ids ? ({ type, text, chips: [...(chips as string[])] } as FromWebview) : ({ type, text } as FromWebview);
+  const parsed = (ids ? { type, text, chips: [...(chips as string[])] } : { type, text }) as FromWebview;
+  if (message.images === undefined) return parsed;
+  // Images go with a prompt sent now only (the daemon's queue and inject are text).
+  const pictures = type === "submit" ? images(message.images) : undefined;
+  return pictures ? ({ ...parsed, images: pictures } as FromWebview) : undefined;
 }

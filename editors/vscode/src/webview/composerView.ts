@@ -2,7 +2,7 @@
 
 import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
 import { SlashCommand, applySlashCompletion, slashCompletions } from "../lib/slash";
-import { type Chip, type FromWebview, MAX_CHIPS } from "../lib/webviewMessages";
+import { type Chip, type FromWebview, MAX_CHIPS, MAX_IMAGES, type PromptImage } from "../lib/webviewMessages";
 import { el, icon } from "./dom";
 
 interface Completion {
@@ -25,6 +25,9 @@ export class Composer {
   private selected = 0;
   // The prompt's context chips, in the order added; each is removable, all go with the next prompt sent.
   private chips: Chip[] = [];
+  // Images pasted or dropped on the input: they go with the next prompt sent now (not queued or injected).
+  private images: (PromptImage & { id: string })[] = [];
+  private readonly imageNote = document.getElementById("imageNote") as HTMLElement;
   /** The daemon's slash commands, sent with every reset. */
   commands: SlashCommand[] = [];
   running = false;
@@ -44,6 +47,9 @@ export class Composer {
       event.preventDefault();
       this.send(this.running ? "queue" : "submit");
     });
+    this.input.addEventListener("paste", (event) => this.takeImages(event, event.clipboardData));
+    this.input.addEventListener("dragover", (event) => event.preventDefault());
+    this.input.addEventListener("drop", (event) => this.takeImages(event, event.dataTransfer));
     this.injectButton.addEventListener("click", () => this.send("inject"));
     this.stopButton.addEventListener("click", () => this.post({ type: "interrupt" }));
     (document.getElementById("addFile") as HTMLButtonElement).addEventListener("click", () => this.post({ type: "pickFile" }));
@@ -72,31 +78,68 @@ export class Composer {
 
   private removeChip(id: string): void {
     this.chips = this.chips.filter((c) => c.id !== id);
+    this.images = this.images.filter((i) => i.id !== id);
     this.renderChips();
     this.input.focus();
   }
 
+  /** The image files of a paste or a drop become image chips (text pastes and other files are left alone). */
+  private takeImages(event: Event, transfer: DataTransfer | null): void {
+    const files = Array.from(transfer?.files ?? []).filter((file) => file.type.startsWith("image/"));
+    if (files.length === 0) return;
+    event.preventDefault();
+    for (const file of files) {
+      if (this.images.length >= MAX_IMAGES) return this.note(`At most ${MAX_IMAGES} images go with one prompt.`);
+      if (file.size > 5 * 1024 * 1024) {
+        this.note(`${file.name || "The image"} is ${(file.size / 1048576).toFixed(1)} MiB: images are limited to 5 MiB.`);
+        continue;
+      }
+      const reader = new FileReader();
+      reader.onload = () => {
+        const name = file.name && file.name !== "image.png" ? file.name : `pasted image ${this.images.length + 1}`;
+        this.images = [...this.images, { id: `image-${Date.now()}-${Math.random()}`, name, data: String(reader.result) }];
+        this.note("");
+        this.renderChips();
+      };
+      reader.readAsDataURL(file);
+    }
+  }
+
+  private note(text: string): void {
+    this.imageNote.textContent = text;
+    this.imageNote.hidden = text === "";
+  }
+
   private renderChips(): void {
+    const chip = (id: string, kind: string, iconName: string, label: string): HTMLElement => {
+      const node = el("span", `chip ${kind}`);
+      node.append(icon(iconName), el("span", "chip-label", label));
+      const remove = el("button", "chip-remove");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${label} from the prompt`);
+      remove.append(icon("close"));
+      remove.addEventListener("click", () => this.removeChip(id));
+      node.append(remove);
+      return node;
+    };
     this.chipBox.replaceChildren(
-      ...this.chips.map((chip) => {
-        const node = el("span", `chip ${chip.kind}`);
-        node.append(icon(chip.kind === "file" ? "file" : "selection"), el("span", "chip-label", chip.label));
-        const remove = el("button", "chip-remove");
-        remove.type = "button";
-        remove.setAttribute("aria-label", `Remove ${chip.label} from the prompt`);
-        remove.append(icon("close"));
-        remove.addEventListener("click", () => this.removeChip(chip.id));
-        node.append(remove);
-        return node;
-      }),
+      ...this.chips.map((c) => chip(c.id, c.kind, c.kind === "file" ? "file" : "selection", c.label)),
+      ...this.images.map((i) => chip(i.id, "image", "file-media", i.name)),
     );
   }
 
   private send(kind: "submit" | "queue" | "inject"): void {
     const text = this.input.value;
     if (!text.trim()) return;
+    if (this.images.length > 0 && kind !== "submit") {
+      return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
+    }
     // The chips go with the prompt however it is sent: a queued prompt runs with its context too.
-    this.post(this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text });
+    const message: FromWebview = this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text };
+    if (this.images.length > 0 && message.type === "submit") message.images = this.images.map(({ name, data }) => ({ name, data }));
+    this.post(message);
+    this.images = [];
+    this.note("");
     this.chips = [];
     this.renderChips();
     this.input.value = "";

@@ -100,3 +100,21 @@ test("a session entry's id is `session` or `id`", () => {
   assert.equal(sessionIdOf({ id: "2-b" }), "2-b");
   assert.equal(sessionIdOf({ title: "x" }), undefined);
 });
+
+test("a submit's pasted images are checked; queue and inject take none", async () => {
+  const { MAX_IMAGES, MAX_IMAGE_DATA } = await import("../../src/lib/webviewMessages");
+  const png = { name: "shot.png", data: "data:image/png;base64,iVBORw0KGgo=" };
+  assert.deepEqual(parseWebviewMessage({ type: "submit", text: "see", images: [png] }), { type: "submit", text: "see", images: [png] });
+  for (const images of [
+    [{ name: "x.png", data: "data:text/html;base64,PHNjcmlwdD4=" }],
+    [{ name: "x.png", data: "javascript:alert(1)" }],
+    [{ name: "a\u0000b", data: png.data }],
+    [{ name: "big.png", data: "data:image/png;base64," + "A".repeat(MAX_IMAGE_DATA) }],
+    Array(MAX_IMAGES + 1).fill(png),
+    "not a list",
+  ]) {
+    assert.equal(parseWebviewMessage({ type: "submit", text: "see", images }), undefined, "refused whole, not sent without");
+  }
+  assert.equal(parseWebviewMessage({ type: "queue", text: "later", images: [png] }), undefined);
+  assert.equal(parseWebviewMessage({ type: "inject", text: "also", images: [png] }), undefined);
+});

@@ -1,0 +1,63 @@
+// E2E in real VS Code (code-server): an image pasted into the chat input shows as a chip and goes with the prompt
+// (the daemon saves it with the prompt: it reached the engine); a dropped one too; a file that says it is a PNG but
+// is not is refused by the daemon, and the chat says why.
+//
+// Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { log, openChat, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+// A real 24x16 red PNG.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
+const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
+
+const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }];
+
+/** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
+async function give(chat, how, name, base64) {
+  await chat.locator("#input").evaluate((input, [kind, fileName, data]) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], fileName, { type: "image/png" }));
+    const event = kind === "paste"
+      ? new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true })
+      : new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true });
+    input.dispatchEvent(event);
+  }, [how, name, base64]);
+}
+
+async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  const chat = await openChat(page);
+
+  await give(chat, "paste", "image.png", PNG); // a screenshot from the clipboard comes named image.png
+  await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").fill("What is in this picture?");
+  await screenshot("image-chip");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.assistant", { hasText: "A red rectangle, 24 by 16." }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
+  if (await chat.locator(".chip.image").count()) throw new Error("the image chip stayed after the prompt was sent");
+  await waitForSavedPrompt(dataDir, ["What is in this picture?", `"images"`, PNG]);
+  await screenshot("image-answered");
+  log("a pasted image showed as a chip, went with the prompt and was saved with it");
+
+  await give(chat, "drop", "shot.png", PNG);
+  await chat.locator(".chip.image", { hasText: "shot.png" }).waitFor({ timeout: waitMs });
+  await send(chat, "And this dropped one?");
+  await chat.locator(".item.assistant", { hasText: "The same red one." }).waitFor({ timeout: waitMs });
+  log("a dropped image went with the prompt");
+
+  await give(chat, "paste", "evil.png", FAKE);
+  await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
+  await send(chat, "Look at this one");
+  await chat.locator(".item.notice", { hasText: "evil.png is not a PNG, JPEG, GIF or WebP image" }).waitFor({ timeout: waitMs });
+  await screenshot("image-refused");
+  log("a file that is not an image was refused by the daemon and the chat said why");
+});
