@@ -81,6 +81,13 @@ async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
         return await live.submit(text, pictures, title=first_words(p.text), handle=handle, is_command=command)
 
 
+def _text_only(p: TextParams) -> TextParams:
+    """Queued and injected prompts are text: images given with one are refused, not dropped."""
+    if p.images:
+        raise InvalidParams("images: only ollie/submit takes images (a queued or injected prompt is text)")
+    return p
+
+
 async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
     """The submit's images: files read beneath the session's directory through the chokepoint (no symlinks,
     FIFOs or devices; capped), pasted bytes checked alike; -32602 naming the item that is not an image."""
@@ -111,7 +118,7 @@ async def interrupt(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/inject")
 async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
-    p = parse(TextParams, raw)
+    p = _text_only(parse(TextParams, raw))
     live = await ls.table.writable(p.session)
     live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))
     return {}
@@ -120,7 +127,7 @@ async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/queue")
 async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Defer a prompt until the running turn ends."""
-    p = parse(TextParams, raw)
+    p = _text_only(parse(TextParams, raw))
     live = await ls.table.writable(p.session)
     return {"depth": live.core.queue(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))}
 

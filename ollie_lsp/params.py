@@ -117,9 +117,10 @@ class InterruptParams(SessionParams):
 
 @attrs.frozen(kw_only=True)
 class TextParams(_WithContext):
-    """ollie/inject and ollie/queue (`context` as submit's)."""
+    """ollie/inject and ollie/queue (`context` as submit's; `images` only to refuse them by name)."""
 
     text: NonEmpty
+    images: list[ImageItem] | None = None
 
 
 @attrs.frozen(kw_only=True)

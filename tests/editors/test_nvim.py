@@ -424,3 +424,5 @@ def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
     assert srv.images(srv.chat_requests[1])[-1:] == [("image/png", green)]
     assert len(srv.chat_requests) == 2  # the fake one never reached the model
     assert "fake.png is not a PNG, JPEG, GIF or WebP image" in result["final_chat"]
+    # Resumed, each prompt shows its image (type and size: the daemon lists no data).
+    assert result["resumed_chat"].count(f"📎 image (png, {max(1, round(len(red) / 1024))} KB)") == 2

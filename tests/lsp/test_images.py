@@ -54,3 +54,10 @@ async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_ll
     result = await daemon.request("ollie/submit", {"text": "what is it", "images": [{"path": "shot.png"}]})
     assert result["stop"] == "error" and "does not take images" in result["error"]
     assert llm.chat_requests == []
+
+
+async def test_queue_and_inject_refuse_images_rather_than_drop_them(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    for method in ("ollie/queue", "ollie/inject"):
+        error = await rpc_error(daemon, method, {"text": "later", "images": [{"path": "a.png"}]})
+        assert error.code == -32602 and "only ollie/submit takes images" in str(error)

@@ -27,4 +27,14 @@ H.wait_chat("_%(end%)_.*_%(end%)_")
 vim.cmd("Ollie look at #file:fake.png")
 H.wait_chat("not a PNG, JPEG, GIF or WebP")
 R.final_chat = H.chat.text()
+
+-- The session resumed in a new chat (:OllieNew, then :OllieSessions): the prompts show what images they had.
+local first = H.current().session
+vim.cmd("OllieNew")
+H.wait(function() return H.current().session ~= first end, "the new session")
+H.wait(function() return not H.chat.text():find("a green one") end, "an empty chat")
+H.pick_id(first)
+vim.cmd("OllieSessions")
+H.wait_chat("a green one")
+R.resumed_chat = H.chat.text()
 H.finish()

@@ -52,7 +52,13 @@ function M.render(t, messages, running)
       local labels, text = context.split_prompt(m.content or "")
       -- The daemon's labels when it sends them (the same code labels its blocks); else the plugin's own parse.
       if type(m.contextLabels) == "table" then
-        labels = m.contextLabels
+        labels = vim.list_extend({}, m.contextLabels)
+      end
+      -- A prompt's images: what each was (the daemon sends no data).
+      for _, image in ipairs(type(m.images) == "table" and m.images or {}) do
+        local kind = tostring(image.mime or "image"):gsub("^image/", "")
+        local kb = math.max(1, math.floor((tonumber(image.bytes) or 0) / 1024 + 0.5))
+        table.insert(labels, ("image (%s, %d KB)"):format(kind, kb))
       end
       t:prompt(text, labels)
       unanswered = true
