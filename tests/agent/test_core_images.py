@@ -7,6 +7,7 @@ import base64
 import json
 
 import pytest
+from agentkit import drain, roles
 
 from ollie.backend import images
 from ollie.testing import Reply
@@ -88,3 +89,18 @@ async def test_reading_an_image_goes_through_the_chokepoint(tmp_path):
         await images.read(tmp_path / "sub", "../ok.png")
     with pytest.raises(images.ImageError, match="no such file"):
         await images.read(tmp_path, "gone.png")
+
+
+async def test_after_a_switch_to_a_model_without_vision_the_earlier_images_leave_and_the_prompt_goes(
+        scripted_llm, make_core):
+    srv = scripted_llm("openai", says_vision=False)
+    srv.script(Reply.text("a blue square"), Reply.text("text only now"))
+    core = await make_core(srv)
+    await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    srv.vision = False  # as if the user picked a model without vision (/model)
+    sub = core.bus.subscribe()
+    result = await core.submit("and the weather?")
+    assert (result.stop, result.reply) == ("end", "text only now")
+    assert srv.images(srv.chat_requests[1]) != [] and srv.images(srv.chat_requests[2]) == []  # refused, then sent
+    assert not any(m.images for m in core.session.messages)
+    assert any("earlier ones left the conversation" in e.content for e in roles(drain(sub), "info"))

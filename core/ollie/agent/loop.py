@@ -118,15 +118,26 @@ class AgentLoop:
         self.session.messages.append(asked)
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
-        try:
-            host.require_backend()  # no request goes out without one: the turn ends with why
-            return await self._iterate()
-        except TurnFailed as failed:
-            message = str(failed)
-            if failed.error_type == "images_unsupported":
-                message = self._drop_images(asked, message)
-            self.bus.emit("error", message)
-            return TurnResult(self.reply, "error", message)
+        retried = False
+        while True:
+            try:
+                host.require_backend()  # no request goes out without one: the turn ends with why
+                return await self._iterate()
+            except TurnFailed as failed:
+                message = str(failed)
+                if failed.error_type == "images_unsupported":
+                    sent_now = bool(asked.images)
+                    if self._drop_images() and not sent_now and not retried:
+                        # Earlier prompts' images (sent to a model before a /model switch): this prompt has
+                        # none, so it goes again without them rather than fail for what it did not send.
+                        self.bus.emit("info", f"{self.host.require_backend().model} does not take images: the "
+                                              "earlier ones left the conversation")
+                        retried = True
+                        continue
+                    message = (f"{self.host.require_backend().model} does not take images ({message}): pick a "
+                               "model that does (/model), then send the prompt with them again")
+                self.bus.emit("error", message)
+                return TurnResult(self.reply, "error", message)
 
     async def _refuse_images(self) -> str:
         """Why a prompt's images cannot go to the model ('' when they can, or the server does not say)."""
@@ -139,19 +150,19 @@ class AgentLoop:
                     "without them")
         return ""
 
-    def _drop_images(self, asked: Message, vendor: str) -> str:
-        """The vendor refused the prompt's images: they leave the history (or every later request fails too)."""
-        if asked.images:
-            count = len(asked.images)
-            asked.images = []
-            asked.content = f"{asked.content}\n\n{placeholder(count)}"
-            index = next((i for i, m in enumerate(self.session.messages) if m is asked), -1)
-            if index >= 0:
+    def _drop_images(self) -> bool:
+        """The vendor refused images: every one leaves the history, a note in its place (or every later request
+        fails too); False when there were none."""
+        dropped = False
+        for index, message in enumerate(self.session.messages):
+            if message.images:
+                message.content = f"{message.content}\n\n{placeholder(len(message.images))}"
+                message.images = []
                 self.session.mark_edited(index)
+                dropped = True
+        if dropped:
             self.host.save()
-        model = self.host.require_backend().model
-        return (f"{model} does not take images ({vendor}): pick a model that does (/model), then send the "
-                "prompt with them again")
+        return dropped
 
     async def _request(self, *, with_tools: bool) -> Completion:
         host = self.host
