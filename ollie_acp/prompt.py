@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 from acp import RequestError
 from acp.schema import (
     AudioContentBlock,
+    BlobResourceContents,
     EmbeddedResourceContentBlock,
     ImageContentBlock,
     ResourceContentBlock,
@@ -74,6 +75,8 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
             header = f"File: {display_path(resource.uri, cwd)}"
             if isinstance(resource, TextResourceContents):
                 contexts.append(_context_block(header, resource.text, _language(resource.uri)))
+            elif _is_image(resource):
+                contexts.append(_context_block(header + " (an image: sent with the prompt)", None))
             else:
                 contexts.append(_context_block(header + " (binary, not shown)", None))
         elif not isinstance(block, ImageContentBlock):  # images travel beside the text: prompt_images
@@ -84,13 +87,22 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
     return "\n\n".join([*contexts, text]) if text else "\n\n".join(contexts)
 
 
+def _is_image(resource: object) -> bool:
+    return isinstance(resource, BlobResourceContents) and (resource.mime_type or "").startswith("image/")
+
+
 def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
-    """The prompt's `image` blocks, checked (format by content, size, count); -32602 naming the block if not."""
+    """The prompt's `image` blocks and embedded image files, checked (format by content, size, count); -32602
+    naming the block if not."""
     found: list[Image] = []
     try:
         for index, block in enumerate(blocks):
             if isinstance(block, ImageContentBlock):
                 found.append(images.from_base64(block.data, mime=block.mime_type, name=f"prompt[{index}]"))
+            elif isinstance(block, EmbeddedResourceContentBlock) and isinstance(block.resource, BlobResourceContents) \
+                    and _is_image(block.resource):
+                found.append(images.from_base64(block.resource.blob, mime=block.resource.mime_type or "",
+                                                name=f"prompt[{index}].resource"))
         return images.checked(found)
     except images.ImageError as exc:
         raise RequestError.invalid_params({"prompt": str(exc)}) from None

@@ -34,6 +34,21 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_age
     assert [(c.type, getattr(c, "data", None)) for c in replayed] == [("text", None), ("image", DATA)]
 
 
+async def test_an_embedded_image_file_goes_as_an_image(start_agent, scripted_llm) -> None:
+    from acp.schema import BlobResourceContents, EmbeddedResourceContentBlock
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("seen"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    embedded = EmbeddedResourceContentBlock(type="resource", resource=BlobResourceContents(
+        uri=(agent.workspace / "shot.png").as_uri(), blob=DATA, mime_type="image/png"))
+    await agent.prompt(sid, "and this file?", embedded)
+    assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)]
+    sent = llm.chat_requests[-1].body["messages"][-1]["content"][0]["text"]
+    assert "File: shot.png (an image: sent with the prompt)" in sent and "binary" not in sent
+
+
 @pytest.mark.parametrize(("data", "mime", "why"), [
     (base64.b64encode(b"#!/bin/sh\nrm -rf ~\n").decode(), "image/png", "not a PNG, JPEG, GIF or WebP"),
     (DATA, "image/jpeg", "says it is image/jpeg but its bytes are image/png"),
