@@ -62,9 +62,10 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
 @pytest.mark.timeout(200)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
-    one too; bytes that are not an image are refused by the daemon and the chat says why."""
+    one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why."""
     output = run_e2e("images.mjs", total_ms=150000)
     for step in ("a pasted image showed as a chip, went with the prompt and was saved with it",
                  "a dropped image went with the prompt",
+                 "an image file picked with @ went with the prompt as an image",
                  "a file that is not an image was refused by the daemon and the chat said why"):
         assert step in output

@@ -9,7 +9,7 @@ import { chatHtml } from "./lib/chatHtml";
 import { ChatItem } from "./lib/chatModel";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext } from "./lib/protocol";
-import { Chip, FromWebview, Header, ToWebview, parseWebviewMessage } from "./lib/webviewMessages";
+import { Chip, FromWebview, Header, ImageSource, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
 import { workspaceNote } from "./workFolder";
 
@@ -19,7 +19,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   private view: vscode.WebviewView | undefined;
   private readonly subscription: vscode.Disposable;
   // What each context chip on the input stands for (the webview only knows its id and label).
-  private readonly chips = new Map<string, EditorContext>();
+  // What each chip on the input stands for: editor context, or an image file the daemon reads.
+  private readonly chips = new Map<string, EditorContext | { imagePath: string; name: string }>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -107,9 +108,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.statusChanged(this.conversation.status);
         this.onboardingChanged(this.conversation.onboarding);
         return;
-      case "submit":
-        await this.conversation.submit(message.text, this.takeChips(message.chips), message.images);
+      case "submit": {
+        const files = this.takeImageChips(message.chips);
+        await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
         return;
+      }
       case "queue":
         return this.conversation.queue(message.text, this.takeChips(message.chips));
       case "inject":
@@ -173,13 +176,23 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     const contexts: EditorContext[] = [];
     for (const id of ids ?? []) {
       const context = this.chips.get(id);
-      if (context) contexts.push(context);
+      if (context && !("imagePath" in context)) contexts.push(context);
       this.chips.delete(id);
     }
     return contexts;
   }
 
-  private addChip(kind: Chip["kind"], context: EditorContext, label: string): void {
+  // The image files among a submit's chips (taken before takeChips forgets them all).
+  private takeImageChips(ids: string[] | undefined): ImageSource[] {
+    const found: ImageSource[] = [];
+    for (const id of ids ?? []) {
+      const chip = this.chips.get(id);
+      if (chip && "imagePath" in chip) found.push({ name: chip.name, path: chip.imagePath });
+    }
+    return found;
+  }
+
+  private addChip(kind: Chip["kind"], context: EditorContext | { imagePath: string; name: string }, label: string): void {
     const id = crypto.randomBytes(8).toString("hex");
     this.chips.set(id, context);
     this.post({ type: "chip", chip: { id, kind, label } });
@@ -191,7 +204,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       files.map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri })).sort((a, b) => a.label.localeCompare(b.label)),
       { title: "Ollie: Add a file to the prompt", placeHolder: "a file the prompt is about" },
     );
-    if (picked) this.addChip("file", { uri: picked.uri.toString() }, picked.label);
+    if (!picked) return;
+    // An image file goes as an image (the daemon reads it beneath the workspace), not as text.
+    if (isImageName(picked.label)) this.addChip("image", { imagePath: picked.uri.fsPath, name: picked.label }, picked.label);
+    else this.addChip("file", { uri: picked.uri.toString() }, picked.label);
   }
 
   private addSelection(): void {

@@ -9,7 +9,7 @@ import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
-import { ApprovalMode, Header, PermissionOutcome, PromptImage } from "./lib/webviewMessages";
+import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
 import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
@@ -157,7 +157,7 @@ export class Conversation implements vscode.Disposable {
   }
 
   /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
-  async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly PromptImage[] = []): Promise<SubmitResult | undefined> {
+  async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
     // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (a prompt with
     // images goes now: the queue is text only).
     if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/") && images.length === 0) {
@@ -173,7 +173,7 @@ export class Conversation implements vscode.Disposable {
       if (this.approvals.waiting) await this.settling;
       await this.approvals.applyPending();
       await this.place(model, contexts, fresh);
-      const pictures = images.length > 0 ? { images: images.map((i) => ({ data: i.data, name: i.name })) } : {};
+      const pictures = images.length > 0 ? { images: images.map((i) => ("path" in i ? { path: i.path } : { data: i.data, name: i.name })) } : {};
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...pictures }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));

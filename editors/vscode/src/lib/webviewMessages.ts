@@ -18,7 +18,7 @@ export type PermissionOutcome = (typeof PERMISSION_OUTCOMES)[number];
 /** A context chip on the input (`@file`, `#selection`): the host keeps what it stands for. */
 export interface Chip {
   id: string;
-  kind: "file" | "selection";
+  kind: "file" | "selection" | "image";
   label: string;
 }
 
@@ -26,6 +26,14 @@ export interface Chip {
 export interface PromptImage {
   name: string;
   data: string;
+}
+
+/** An image for the daemon: pasted bytes, or a workspace file it reads itself (`path`). */
+export type ImageSource = PromptImage | { name: string; path: string };
+
+/** Whether a file name is an image's (by its suffix: the daemon checks what the bytes are). */
+export function isImageName(name: string): boolean {
+  return /\.(png|jpe?g|gif|webp)$/i.test(name);
 }
 
 /** The most images one prompt carries (the daemon's own limit). */

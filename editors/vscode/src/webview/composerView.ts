@@ -123,7 +123,7 @@ export class Composer {
       return node;
     };
     this.chipBox.replaceChildren(
-      ...this.chips.map((c) => chip(c.id, c.kind, c.kind === "file" ? "file" : "selection", c.label)),
+      ...this.chips.map((c) => chip(c.id, c.kind, c.kind === "image" ? "file-media" : c.kind === "file" ? "file" : "selection", c.label)),
       ...this.images.map((i) => chip(i.id, "image", "file-media", i.name)),
     );
   }
@@ -131,7 +131,7 @@ export class Composer {
   private send(kind: "submit" | "queue" | "inject"): void {
     const text = this.input.value;
     if (!text.trim()) return;
-    if (this.images.length > 0 && kind !== "submit") {
+    if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind !== "submit") {
       return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
     }
     // The chips go with the prompt however it is sent: a queued prompt runs with its context too.

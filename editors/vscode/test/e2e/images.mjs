@@ -10,7 +10,7 @@ import { log, openChat, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } 
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
 const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
 
-const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }];
+const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." }];
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
 async function give(chat, how, name, base64) {
@@ -32,7 +32,7 @@ async function send(chat, text) {
   await input.press("Enter");
 }
 
-await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64") }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 
@@ -53,6 +53,20 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files
   await send(chat, "And this dropped one?");
   await chat.locator(".item.assistant", { hasText: "The same red one." }).waitFor({ timeout: waitMs });
   log("a dropped image went with the prompt");
+
+  // The @ file picker: an image file is an image chip, read by the daemon beneath the workspace.
+  await chat.locator("#input").click();
+  await chat.locator("#input").pressSequentially("@");
+  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Enter");
+  await page.locator(".quick-input-widget input").fill("diagram.png");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "diagram.png" }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await chat.locator(".chip.image", { hasText: "docs/diagram.png" }).waitFor({ timeout: waitMs });
+  await send(chat, "What does the diagram show?");
+  await chat.locator(".item.assistant", { hasText: "A diagram in red." }).waitFor({ timeout: waitMs });
+  await waitForSavedPrompt(dataDir, ["What does the diagram show?", `"images"`, PNG]);
+  log("an image file picked with @ went with the prompt as an image");
 
   await give(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
