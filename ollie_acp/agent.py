@@ -316,7 +316,7 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         text = prompt_text(prompt, cwd=live.core.cwd)
-        pictures = prompt_images(prompt)
+        pictures = await asyncio.to_thread(prompt_images, prompt)  # megabytes of base64: not on the event loop
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()

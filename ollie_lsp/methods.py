@@ -100,7 +100,9 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
             if item.path is not None:
                 pictures.append(await images.read(cwd, item.path))
             else:
-                pictures.append(images.from_base64(item.data or "", mime=item.mime_type or "", name=item.name or "the image"))
+                # Decoding megabytes of base64 is not for the event loop.
+                pictures.append(await asyncio.to_thread(images.from_base64, item.data or "", mime=item.mime_type or "",
+                                                        name=item.name or "the image"))
         except images.ImageError as exc:
             raise InvalidParams(f"{where}.{'path' if item.path is not None else 'data'}: {exc}") from None
     with invalid_params("images", images.ImageError):

@@ -9,6 +9,7 @@ session file from growing by more than a few megabytes a prompt.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import os
@@ -104,7 +105,7 @@ async def read(root: Path | str, path: Path | str) -> Image:
         raise ImageError(f"{name}: no such file") from None
     except OSError as exc:
         raise ImageError(f"{name}: {exc.strerror or exc}") from None
-    return from_bytes(raw, name=name)
+    return await asyncio.to_thread(from_bytes, raw, name=name)  # megabytes of base64: not on the event loop
 
 
 def placeholder(count: int) -> str:
