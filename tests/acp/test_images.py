@@ -49,18 +49,18 @@ async def test_an_embedded_image_file_goes_as_an_image(start_agent, scripted_llm
     assert "File: shot.png (an image: sent with the prompt)" in sent and "binary" not in sent
 
 
-@pytest.mark.parametrize(("data", "mime", "why"), [
-    (base64.b64encode(b"#!/bin/sh\nrm -rf ~\n").decode(), "image/png", "not a PNG, JPEG, GIF or WebP"),
-    (DATA, "image/jpeg", "says it is image/jpeg but its bytes are image/png"),
-    ("not base64 at all!", "image/png", "not valid base64"),
-])
-async def test_a_bad_image_block_is_invalid_params_naming_it(start_agent, llm, data, mime, why) -> None:
+async def test_a_bad_image_block_is_invalid_params_naming_it(start_agent, llm) -> None:
     llm.script(Reply.text("still here"))
     agent = await start_agent(env=llm.env())
     sid = await agent.new()
-    with pytest.raises(acp.RequestError) as caught:
-        await agent.prompt(sid, "look", acp.image_block(data, mime))
-    assert caught.value.code == -32602 and "prompt[1]" in str(caught.value.data) and why in str(caught.value.data)
+    for data, mime, why in [
+        (base64.b64encode(b"#!/bin/sh\nrm -rf ~\n").decode(), "image/png", "not a PNG, JPEG, GIF or WebP"),
+        (DATA, "image/jpeg", "says it is image/jpeg but its bytes are image/png"),
+        ("not base64 at all!", "image/png", "not valid base64"),
+    ]:
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.prompt(sid, "look", acp.image_block(data, mime))
+        assert caught.value.code == -32602 and "prompt[1]" in str(caught.value.data) and why in str(caught.value.data)
     assert llm.chat_requests == []  # nothing went to the model
     assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
 

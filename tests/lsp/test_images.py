@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import os
 
-import pytest
-
 from ollie.testing import Reply
 from ollie.testing.pictures import png
 
@@ -30,7 +28,7 @@ async def test_a_file_and_pasted_bytes_reach_the_model_and_the_history_says_what
     assert user["images"] == [{"mime": "image/png", "bytes": len(PICTURE)}] * 2  # no base64 in the listing
 
 
-@pytest.mark.parametrize(("make", "item", "why"), [
+HOSTILE = [  # (what the workspace holds, the item, what the error says)
     (lambda ws: (ws / "evil.png").write_text("#!/bin/sh\n"), {"path": "evil.png"}, "images[0].path: evil.png is not a PNG"),
     (lambda ws: (ws / "big.png").write_bytes(PICTURE + b"\0" * 2000), {"path": "big.png"}, "limit on images"),
     (lambda ws: (ws / "link.png").symlink_to("/etc/passwd"), {"path": "link.png"}, "symlink"),
@@ -38,12 +36,15 @@ async def test_a_file_and_pasted_bytes_reach_the_model_and_the_history_says_what
     (lambda ws: None, {"path": "/etc/passwd"}, "not beneath the workspace"),
     (lambda ws: None, {"data": base64.b64encode(b"GIF8 nope").decode()}, "images[0].data: the image is not a PNG"),
     (lambda ws: None, {"path": "a.png", "data": "xx"}, "images[0]: give either path or data"),
-])
-async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(start_daemon, llm, make, item, why):
+]
+
+
+async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(start_daemon, llm):
     daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
-    make(daemon.workspace)
-    error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
-    assert error.code == -32602 and why in str(error), str(error)
+    for make, item, why in HOSTILE:  # one daemon for all: each refusal leaves it serving the next
+        make(daemon.workspace)
+        error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
+        assert error.code == -32602 and why in str(error), str(error)
     assert llm.chat_requests == []
 
 
