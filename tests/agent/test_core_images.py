@@ -10,6 +10,7 @@ import pytest
 from agentkit import drain, roles
 
 from ollie.backend import images
+from ollie.backend.types import Image, Message
 from ollie.testing import Reply
 from ollie.testing.pictures import png
 
@@ -104,3 +105,10 @@ async def test_after_a_switch_to_a_model_without_vision_the_earlier_images_leave
     assert srv.images(srv.chat_requests[1]) != [] and srv.images(srv.chat_requests[2]) == []  # refused, then sent
     assert not any(m.images for m in core.session.messages)
     assert any("earlier ones left the conversation" in e.content for e in roles(drain(sub), "info"))
+
+
+def test_an_image_counts_as_its_tokens_not_its_base64():
+    from ollie.agent.tiers import IMAGE_CHARS, message_chars
+
+    big = Image("image/png", "A" * 4_000_000)  # ~3 MB of picture: still one image's worth of tokens
+    assert message_chars(Message("user", "look", images=[big])) == len("look") + IMAGE_CHARS
