@@ -20,7 +20,7 @@ M.ICON = "📎"
 M.TAGS = {
   { word = "#buffer", menu = "the file in the window you came from" },
   { word = "#selection", menu = "the last visual selection there" },
-  { word = "#file:", menu = "a file by path (#file:src/app.py)" },
+  { word = "#file:", menu = "a file by path (#file:src/app.py; an image goes as an image)" },
 }
 
 local function display(path)
