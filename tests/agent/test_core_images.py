@@ -34,6 +34,11 @@ async def test_an_image_goes_to_the_model_in_the_vendors_format_and_is_saved(scr
     assert saved.count(base64.b64encode(PICTURE).decode()) == 1
     first = next(json.loads(line)["m"] for line in saved.splitlines() if json.loads(line).get("t") == "m")
     assert first["images"] == [{"mime": "image/png", "data": base64.b64encode(PICTURE).decode()}]
+    await core.close()
+    from ollie.sessions import persist
+
+    resumed = persist.load(tmp_path / "sessions", core.session_id).messages
+    assert resumed[0].images == [images.from_bytes(PICTURE)] and not any(m.images for m in resumed[1:])
 
 
 async def test_a_model_that_says_it_has_no_vision_is_not_sent_the_image(scripted_llm, make_core):
