@@ -8,8 +8,9 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
+from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from ollie import __version__
 
@@ -147,11 +148,24 @@ def main(argv: list[str] | None = None) -> int:
 
     server = build_server(coalesce_s=coalesce_window())
     if args.tcp:
-        return run_tcp(server, args)
+        end_process(run_tcp(server, args))
     from ollie.stdio import protect_stdio
 
     rpc_in, rpc_out = protect_stdio()
-    return run_server(server, serve_stdio(server, rpc_in, rpc_out), quiet=(KeyboardInterrupt, BrokenPipeError))
+    end_process(run_server(server, serve_stdio(server, rpc_in, rpc_out), quiet=(KeyboardInterrupt, BrokenPipeError)))
+
+
+def end_process(code: int) -> NoReturn:
+    """End the process with `code` once the sessions are closed: the exit handlers run (the fork server stops,
+    the logs flush), the interpreter's teardown does not (a second or more of freeing the protocol's types on a
+    loaded machine, after everything is saved: an editor quitting, or a test's teardown, waited for it)."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

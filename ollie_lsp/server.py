@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -280,7 +280,7 @@ class OllieServer(LanguageServer):
         the same modules at once can see one half-initialized (`cannot import name`).
         """
         if self._engine is None:
-            self._engine = asyncio.ensure_future(asyncio.to_thread(self._load_engine))
+            self._engine = in_daemon_thread(self._load_engine)
         await asyncio.shield(self._engine)
 
     async def warm_up(self) -> None:
@@ -446,6 +446,36 @@ def start_dir() -> Path:
         return Path.cwd()
     except FileNotFoundError:
         return Path.home()
+
+
+def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:
+    """Run `fn` in a daemon thread of its own; the future has its outcome.
+
+    Not the loop's default executor: the loop's end joins that one's threads, so an `exit` that came during the
+    engine's import (seconds on a loaded machine) waited for it to finish before the process could end.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: Exception | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(None)
+
+    def run() -> None:
+        error: Exception | None = None
+        try:
+            fn()
+        except Exception as exc:  # handed to the awaiting side, which reports it
+            error = exc
+        with suppress(RuntimeError):  # the loop ended meanwhile: nobody waits any more
+            loop.call_soon_threadsafe(settle, error)
+
+    threading.Thread(target=run, name="ollie-lsp-load-engine", daemon=True).start()
+    return done
 
 
 def exit_backstop(grace_s: float) -> None:
