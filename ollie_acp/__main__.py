@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `ollie-acp` (and `ollie acp`)."""
     args = parse_args(argv)
     from ollie.log import setup_logging
-    from ollie.stdio import protect_stdio
+    from ollie.stdio import end_process, protect_stdio
 
     # Nothing but ACP on stdout: fd 1 becomes stderr for everything else (tools, hooks, stray prints).
     rpc_in, rpc_out = protect_stdio()
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(args, rpc_in, rpc_out))
     except (KeyboardInterrupt, BrokenPipeError):
         pass
-    return 0
+    end_process(0)
 
 
 if __name__ == "__main__":

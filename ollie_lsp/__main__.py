@@ -8,9 +8,8 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
-from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ollie import __version__
 
@@ -144,28 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
     args = parse_args(argv)
     setup_logs(args.log_file)
+    from ollie.stdio import end_process, protect_stdio
     from ollie_lsp.daemon import build_server
 
     server = build_server(coalesce_s=coalesce_window())
     if args.tcp:
         end_process(run_tcp(server, args))
-    from ollie.stdio import protect_stdio
-
     rpc_in, rpc_out = protect_stdio()
     end_process(run_server(server, serve_stdio(server, rpc_in, rpc_out), quiet=(KeyboardInterrupt, BrokenPipeError)))
-
-
-def end_process(code: int) -> NoReturn:
-    """End the process with `code` once the sessions are closed: the exit handlers run (the fork server stops,
-    the logs flush), the interpreter's teardown does not (a second or more of freeing the protocol's types on a
-    loaded machine, after everything is saved: an editor quitting, or a test's teardown, waited for it)."""
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
