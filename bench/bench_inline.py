@@ -30,11 +30,13 @@ POSITION = {"line": 1, "character": 18}
 
 def start_daemon(srv: LLMProcess, root: Path) -> tuple[LSPProcess, str]:
     """A daemon pointed at `srv`, declaring inline completions, with one document open; its URI."""
-    daemon = LSPProcess(DAEMON, env=child_env(srv.env))
-    daemon.request("initialize", {
+    # As a user sets it up: the daemon offers ghost text only once a completion model is chosen.
+    daemon = LSPProcess(DAEMON, env=child_env({**srv.env, "OLLIE_COMPLETION_MODEL": srv.model}))
+    init = daemon.request("initialize", {
         "processId": None, "rootUri": root.as_uri(), "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}],
         "capabilities": {"textDocument": {"inlineCompletion": {}}},
     }, timeout=60)
+    assert "inlineCompletionProvider" in init["capabilities"], init["capabilities"]
     daemon.notify("initialized", {})
     uri = (root / "area.py").as_uri()
     daemon.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
