@@ -69,3 +69,12 @@ def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e)
                  "an image file picked with @ went with the prompt as an image",
                  "a file that is not an image was refused by the daemon and the chat said why"):
         assert step in output
+
+
+@pytest.mark.timeout(330)
+def test_ghost_text_from_ollie_in_real_vscode(run_e2e):
+    """With OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost text
+    after the cursor (screenshot ghost-text.png); Tab accepts it into the file."""
+    output = run_e2e("ghost.mjs")
+    assert 'ghost text shown: "r * r"' in output
+    assert "ollie's ghost text showed after the cursor and Tab accepted it" in output
