@@ -92,10 +92,13 @@ def main(argv: list[str] | None = None) -> int:
 
     options = RunOptions(agent=args.agent, backend=args.backend, model=args.model, session=args.session, cwd=args.cwd,
                          approval=args.approval)
+    from ollie.stdio import end_process
+
     try:
+        # Everything is saved and closed once the run returns: no interpreter teardown to wait for after it.
         if args.prompt is not None:
-            return asyncio.run(run_once(options, args.prompt))
-        return asyncio.run(run_interactive(options))
+            end_process(asyncio.run(run_once(options, args.prompt)))
+        end_process(asyncio.run(run_interactive(options)))
     except LiveElsewhereError as exc:  # another window or terminal runs the session: resuming it here would lose turns
         print(f"ollie: {exc}", file=sys.stderr)
         return EXIT_LIVE_ELSEWHERE
