@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import io
 import os
+import ssl
 import textwrap
 import threading
 import zipfile
@@ -125,6 +126,8 @@ PROBE = textwrap.dedent("""
     try:
         if what == "raw":
             print(raw(sys.argv[2].encode().decode("unicode_escape").encode()))
+        elif what == "rawhex":
+            print(raw(bytes.fromhex(sys.argv[2])))
         elif what == "direct":
             socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=5)
             print("connected")
@@ -419,3 +422,52 @@ async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
         assert (await listed.decide(egress.normal_host(host), 443))["verdict"] == "allowed", host
     step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
     assert (await step.decide("93.184.215.14", 443))["verdict"] == "allowed" and asked == ["93.184.215.14"]
+
+
+def client_hello(server_name: str) -> bytes:
+    """The TLS ClientHello Python's ssl sends to `server_name` (its SNI)."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname=server_name)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def test_the_server_name_of_a_client_hello() -> None:
+    hello = client_hello("pypi.test")
+    assert egress.tls_server_name(hello) == "pypi.test"
+    assert egress.tls_server_name(hello[:40]) is None  # not all there yet
+    with pytest.raises(egress.RequestError):
+        egress.tls_server_name(b"GET / HTTP/1.1\r\n")
+
+
+async def test_a_connect_tunnel_carries_no_plain_http_and_no_tls_for_another_name(ws, counting) -> None:
+    # Port 80 of a listed host, CONNECTed: plain HTTP in the tunnel could name any virtual host there.
+    target = f"pypi.test:{counting.port}"
+    policy = proxy_policy(ws, [target])
+    connect = f"CONNECT {target} HTTP/1.1\r\n\r\n".encode()
+    for opening in (b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", client_hello("other.test"),
+                    b"\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00"):
+        out, _, connections = await run_asked(ws, policy, "deny", "rawhex", (connect + opening).hex())
+        assert out.startswith("HTTP/1.1 200"), out
+        assert connections[0]["verdict"] == "denied", connections
+    assert bytes(counting.received) == b""  # nothing of it reached the host
+    # TLS naming the host asked for, and SSH, go through.
+    # (Each ends with a blank line: the stand-in server answers at one, and the step reads to the end.)
+    for opening in (client_hello("pypi.test") + b"\r\n\r\n", b"SSH-2.0-OpenSSH_9.6\r\n\r\n"):
+        out, _, connections = await run_asked(ws, policy, "deny", "rawhex", (connect + opening).hex())
+        assert connections[0]["verdict"] == "allowed", connections
+        assert bytes(counting.received).startswith(opening[:10])
+        counting.received.clear()
+
+
+async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, counting) -> None:
+    target = f"pypi.test:{counting.port}"
+    policy = proxy_policy(ws, [target])
+    # A second request pipelined behind the first would reach the host with a Host header of its own choosing.
+    pipelined = f"GET http://{target}/ HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n"
+    out = await probe(ws, policy, "raw", pipelined)
+    assert out.startswith("HTTP/1.1 200"), out
+    assert bytes(counting.received).count(b"GET ") == 1 and b"other.test" not in counting.received
+    out = await probe(ws, policy, "raw", f"POST http://{target}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert out.startswith("HTTP/1.1 400"), out
