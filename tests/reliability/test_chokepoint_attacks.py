@@ -204,3 +204,19 @@ async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(start_dae
         except OSError:
             pass
     assert (await daemon.request("ollie/state", {}))
+
+
+async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(start_daemon, llm, tmp_path):  # noqa: F811
+    # git's open(2) of a FIFO `.gitignore` (or a nested repository's HEAD) waits for a writer: each snapshot
+    # after the plant held the turn for the 300 s git timeout. Now the turn goes on and the user is told.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    llm.script(run("mkfifo .gitignore && mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD"),
+               run("echo two > a.txt"), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
+    assert result["reply"] == "done" and (ws / "a.txt").read_text() == "two\n"
+    notes = [e["content"] for e in daemon.session_events(result["session"]) if e["role"] == "info"]
+    assert any("FIFO" in n and str(ws) in n for n in notes), notes
+    assert (await daemon.request("ollie/state", {}))

@@ -28,7 +28,7 @@ MODULES_ALLOWED = {
     "ollie_lsp/demo.py": "the demo's own temp workspace",
     "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
     "core/ollie/tools/execute/flock.py": "the parallel-step lock file in the session's lock dir",
-    "core/ollie/workspace/shadowgit.py": "the shadow repository in ollie's state dir",
+    "core/ollie/workspace/shadowgit.py": "the shadow repository in ollie's state dir; /proc of its own git child",
     "core/ollie/tools/execute/tool.py": "tool-script dirs (user config, bundled)",
     "core/ollie/tools/execute/parsed.py": "tool-script dirs' stamps",
     "core/ollie/tools/execute/server.py": "tool-script dirs' listing",

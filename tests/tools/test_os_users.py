@@ -152,3 +152,33 @@ def test_a_planted_runtime_dir_is_never_swept(shared):
                    env={"PATH": "/usr/bin:/bin", "TMPDIR": str(shared), "HOME": str(shared)}, cwd=shared)
     assert swept.strip() == "[]" and old.is_dir(), swept
     assert alice.pw_uid != bob.pw_uid
+
+
+# As a normal user: the FIFO git is stuck on is found through /proc (wchan, syscall, mem of one's own child).
+FIFO_SNAPSHOT = """
+import asyncio, os
+from pathlib import Path
+from ollie.workspace import Checkpoints, CheckpointUnavailable
+
+async def main():
+    ws = Path(os.environ["WORK"])
+    (ws / "a.py").write_text("x\\n")
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    os.mkfifo(ws / ".gitignore")
+    try:
+        await asyncio.wait_for(cps.snapshot(), 60)
+    except CheckpointUnavailable as exc:
+        print(exc.reason)
+
+asyncio.run(main())
+"""
+
+
+def test_a_normal_users_checkpoints_stop_at_a_planted_fifo_with_a_note(shared):
+    home = home_of(ALICE, shared)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "WORK": str(home / "work"),
+           "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
+    said = run_as(ALICE, FIFO_SNAPSHOT, env=env, cwd=home / "work")
+    assert "FIFO" in said and str(home / "work" / ".gitignore") in said, said

@@ -83,18 +83,63 @@ async def test_user_git_untouched_and_nothing_of_theirs_runs(project: Path, trap
     assert hashlib.sha256((project / ".gitattributes").read_bytes()).hexdigest()  # still the user's file
 
 
-async def test_a_fifo_gitignore_cannot_hang_the_daemons_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # git opens every .gitignore it walks past with a blocking open(2): a FIFO one blocked the listing forever.
+def _plant(ws: Path, where: str, outside: Path) -> None:
+    """A FIFO where git opens a file as it walks the work tree (its open(2) waits for a writer for ever)."""
+    if where == "gitignore":
+        os.mkfifo(ws / ".gitignore")
+    elif where == "nested gitignore":
+        (ws / "deep" / "er").mkdir(parents=True)
+        os.mkfifo(ws / "deep" / "er" / ".gitignore")
+    elif where == "gitattributes":  # read for each file hashed in its directory
+        (ws / "sub").mkdir()
+        (ws / "sub" / "f.txt").write_text("f\n")
+        os.mkfifo(ws / "sub" / ".gitattributes")
+    elif where == "nested repository":  # is `sub/` a repository? git reads its .git/HEAD
+        for name in ("objects", "refs"):
+            (ws / "sub" / ".git" / name).mkdir(parents=True)
+        os.mkfifo(ws / "sub" / ".git" / "HEAD")
+    elif where == "gitfile":  # a `.git` file sends git to a directory outside (a session's TMPDIR)
+        for name in ("objects", "refs"):
+            (outside / name).mkdir(parents=True)
+        os.mkfifo(outside / "HEAD")
+        (ws / "sub").mkdir()
+        (ws / "sub" / ".git").write_text(f"gitdir: {outside}\n")
+
+
+@pytest.mark.parametrize("where", ["gitignore", "nested gitignore", "gitattributes", "nested repository", "gitfile"])
+async def test_a_fifo_where_git_reads_stops_checkpoints_with_a_note_never_a_hang(tmp_path: Path, where: str) -> None:
+    # Planted by tool code between two snapshots: git blocked in open(2) until its 300 s timeout, per call.
     import asyncio
 
-    from ollie.workspace import shadowgit
+    from ollie.workspace import CheckpointUnavailable
     from ollie.workspace.ignored import ignored
 
-    monkeypatch.setattr(shadowgit, "RUN_TIMEOUT_S", 2.0)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.py").write_text("x\n")
-    os.mkfifo(ws / ".gitignore")
-    git = shadowgit.ShadowGit(tmp_path / "shadow", ws)
-    await git.init()
-    assert await asyncio.wait_for(ignored(git, ws, ["a.py"]), 20) == set()
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    _plant(ws, where, tmp_path / "elsewhere")
+    with pytest.raises(CheckpointUnavailable, match="FIFO") as caught:
+        await asyncio.wait_for(cps.snapshot(), 60)  # the bound only keeps a broken guard from hanging the suite
+    if where != "gitfile":
+        assert str(ws) in caught.value.reason  # names the file (the gitfile's FIFO is outside: named as it is)
+    # The ignored-files reader (a turn's listing) hides nothing, and goes on.
+    assert await asyncio.wait_for(ignored(cps.git, ws, ["a.py", "sub/f.txt"]), 60) == set()
+
+async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path: Path, monkeypatch) -> None:
+    # git 2.39 reads a `.gitignore` whole: a sparse one up to the step's file size limit (8G) became its memory.
+    import asyncio
+
+    from ollie.workspace import CheckpointUnavailable, shadowgit
+
+    monkeypatch.setattr(shadowgit, "MEMORY_CAP", 48 << 20)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x\n")
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    with open(ws / ".gitignore", "wb") as huge:
+        huge.truncate(1 << 30)
+    with pytest.raises(CheckpointUnavailable, match="MiB"):
+        await asyncio.wait_for(cps.snapshot(), 60)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.types import FileChange, GitError
+from ollie.workspace.types import FileChange, WorkspaceError
 
 BUILD_OUTPUT = ("__pycache__/", "*.py[cod]")
 # An excludes file larger than this is not read (a hostile workspace's could be huge).
@@ -59,7 +59,7 @@ async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     try:
         out = await git.run("-c", f"core.excludesFile={excludes}", "check-ignore", "--no-index", "-z", "--stdin",
                             stdin=b"".join(os.fsencode(p) + b"\0" for p in paths), ok_codes=(0, 1))
-    except GitError:
+    except WorkspaceError:
         return set()  # nothing is hidden when git cannot tell
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import platform
 import time
 from pathlib import Path
 
 from ollie import programs
-from ollie.workspace.types import CheckpointUnavailable, GitError
+from ollie.workspace.types import CheckpointUnavailable, GitError, WorkspaceError
 
 # Options on every call: no hooks, no fsmonitor, no untracked cache, no user excludes/attributes files,
 # no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content. A split
@@ -41,9 +43,16 @@ _OPTIONS = (
 _LOCK_RETRIES = 40
 _LOCK_WAIT_S = 0.05
 _STALE_LOCK_S = 30.0
-# A git run longer than this is killed (GitError): a hostile workspace's FIFO `.gitignore` blocks git's read of
-# it forever, and this git runs in the daemon, unsandboxed.
+# A git run longer than this is killed (GitError): the last bound, where /proc cannot show what git waits on.
 RUN_TIMEOUT_S = 300.0
+# git reads each `.gitignore` whole into memory (no cap in git 2.39): a run holding more than this is stopped.
+MEMORY_CAP = 2 << 30
+# How often a running git is looked at (first, and at most): /proc says whether it is stuck opening a FIFO.
+_WATCH_FIRST_S, _WATCH_MAX_S = 0.02, 0.25
+# The kernel functions a process waits in while open(2) of a FIFO waits for a writer (older kernels: pipe_wait).
+_FIFO_WAITS = frozenset({"wait_for_partner", "fifo_open", "pipe_wait"})
+# Syscall number -> index of its path argument, for the open calls (x86-64, arm64).
+_OPENS = {"x86_64": {2: 0, 257: 1, 437: 1}, "aarch64": {56: 1, 437: 1}}.get(platform.machine(), {})
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
 ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
 
@@ -72,6 +81,77 @@ def git_env(git_dir: Path, work_tree: Path, index_file: Path | None = None) -> d
     return env
 
 
+def _fifo_opening(pid: int) -> str | None:
+    """The path process `pid` is stuck opening as a FIFO (its open(2) waits for a writer that never comes), "a
+    FIFO" when /proc does not say which; None when it is not stuck so."""
+    try:
+        with open(f"/proc/{pid}/wchan") as wchan:
+            if wchan.read().strip() not in _FIFO_WAITS:
+                return None
+        with open(f"/proc/{pid}/syscall") as syscall:
+            fields = syscall.read().split()
+    except OSError:
+        return None
+    try:
+        arg = _OPENS[int(fields[0])]
+    except (KeyError, ValueError, IndexError):
+        return None  # not in an open call: a pipe read (its stdin, from us) is no FIFO open
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            mem.seek(int(fields[1 + arg], 16))
+            name = os.fsdecode(mem.read(4096).split(b"\0", 1)[0])
+        return os.path.join(os.readlink(f"/proc/{pid}/cwd"), name)
+    except (OSError, ValueError, IndexError, OverflowError):
+        return "a FIFO"
+
+
+def _resident(pid: int) -> int:
+    """Process `pid`'s resident memory in bytes (0 when /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+async def _watched(proc: asyncio.subprocess.Process, stdin: bytes | None, command: str) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of git `proc` once it exits. It runs unsandboxed over a hostile work tree, so it is watched:
+    stuck opening a FIFO (a planted `.gitignore`, `.gitattributes` or nested repository's `HEAD`: open(2) blocks
+    until a writer comes, which never does between steps) is CheckpointUnavailable naming it, and so is more than
+    MEMORY_CAP resident (a huge `.gitignore` git reads whole); past RUN_TIMEOUT_S is GitError. git is killed then."""
+    talk = asyncio.ensure_future(proc.communicate(stdin))
+    with contextlib.suppress(OSError):  # as for every step: the OOM killer takes git, never the daemon
+        with open(f"/proc/{proc.pid}/oom_score_adj", "w") as adj:
+            adj.write("1000")
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    wait = _WATCH_FIRST_S
+    problem: WorkspaceError | None = None
+    try:
+        while problem is None:
+            done, _ = await asyncio.wait([talk], timeout=wait)
+            if done:
+                return talk.result()
+            wait = min(wait * 2, _WATCH_MAX_S)
+            fifo = _fifo_opening(proc.pid)
+            if fifo is not None:
+                problem = CheckpointUnavailable(
+                    f"the workspace holds a FIFO where git reads a file ({fifo}): git would wait on it for ever; "
+                    "remove it for checkpoints and per-step diffs")
+            elif _resident(proc.pid) > MEMORY_CAP:
+                problem = CheckpointUnavailable(f"git {command} used more than {MEMORY_CAP >> 20} MiB over this "
+                                                "workspace (a huge .gitignore?) and was stopped")
+            elif time.monotonic() > deadline:
+                problem = GitError(f"git {command} did not finish in {RUN_TIMEOUT_S:g}s and was stopped")
+        raise problem
+    finally:
+        if not talk.done():
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await talk
+            await proc.wait()
+
+
 class ShadowGit:
     """Runs git for one shadow repository (`git_dir`) over one work tree."""
 
@@ -94,14 +174,7 @@ class ShadowGit:
                 env=git_env(self.git_dir, self.work_tree, index_file),
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            try:
-                out, err = await asyncio.wait_for(proc.communicate(stdin), RUN_TIMEOUT_S)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-                raise GitError(f"git {args[0]} did not finish in {RUN_TIMEOUT_S:g}s (a FIFO .gitignore in the "
-                               "workspace blocks it) and was stopped") from None
+            out, err = await _watched(proc, stdin, args[0])
             if proc.returncode in ok_codes:
                 return out
             # Another process (a second ollie on the same CWD) holds the shadow's lock: wait for it.
