@@ -3,9 +3,10 @@
 A `PATH` may name the project's `.venv/bin`, `node_modules/.bin`, `.`, or a
 temp dir: tool code can plant a `git` or `bash` there, and the daemon would run
 it with the user's full rights. So the daemon's own helpers are looked up on
-`trusted_path()` (PATH without such entries), resolved once to absolute paths,
-and checked against the session's workspace when used. Elevated steps run with
-that same PATH.
+`trusted_path()` (PATH without such entries, nor any a sandbox policy let a step
+write), and the path found is checked again at each use: still a file, outside
+the session's workspace and every path a step of this daemon may write. Elevated
+steps run with that same PATH.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ollie import paths
@@ -59,32 +61,73 @@ def _refused(entry: str, writable: list[Path], home: Path) -> str | None:
     return None
 
 
+# Every path a sandboxed step of this process was allowed to write (its policy's rw/rwx: workspaces, caches...).
+_written: set[Path] = set()
+# Helper name -> the path last found for it; re-checked at each use (the set above grows, files change).
+_found: dict[str, str] = {}
+
+
+def note_writable(paths: Iterable[Path | str]) -> None:
+    """Sandboxed code may write `paths` from now on: no helper is run from there, no elevated PATH names them."""
+    _written.update(Path(os.path.realpath(p)) for p in paths)
+
+
+def _writable_by_steps(path: str) -> Path | None:
+    """The noted writable root holding real path `path`, if any."""
+    real = Path(path)
+    return next((root for root in _written if real == root or root in real.parents), None)
+
+
 @functools.cache
-def trusted_path() -> str:
-    """PATH without relative, temp, project-environment, start-directory or world-writable entries (cached once)."""
+def _trusted_entries() -> tuple[str, ...]:
     home = Path(os.path.realpath(os.path.expanduser("~")))
     writable = _writable_roots()
     kept = [e for e in (os.environ.get("PATH") or FALLBACK_PATH).split(os.pathsep)
             if _refused(e, writable, home) is None]
-    return os.pathsep.join(dict.fromkeys(kept)) or FALLBACK_PATH
+    return tuple(dict.fromkeys(kept))
 
 
-@functools.cache
-def _find(name: str) -> str | None:
-    found = shutil.which(name, path=trusted_path())
-    return os.path.realpath(found) if found else None
+def trusted_path() -> str:
+    """PATH without relative, temp, project-environment, start-directory or world-writable entries (judged once),
+    nor any a sandboxed step may write (judged at each call)."""
+    kept = [e for e in _trusted_entries() if _writable_by_steps(os.path.realpath(e)) is None]
+    return os.pathsep.join(kept) or FALLBACK_PATH
+
+
+def _usable(path: str, workspace: str | None) -> bool:
+    """Whether real path `path` is still an executable regular file outside every area sandboxed code may write."""
+    if workspace is not None and (path == workspace or path.startswith(workspace.rstrip("/") + "/")):
+        return False
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and os.access(path, os.X_OK) and _writable_by_steps(path) is None
 
 
 def program(name: str, workspace: Path | str | None = None) -> str:
-    """The absolute path of helper `name` on `trusted_path()`, resolved once; never one inside `workspace`."""
-    found = _find(name)
-    if found is None:
-        raise ProgramNotFound(f"{name} is not installed (looked on {trusted_path()})")
-    if workspace is not None:
-        root = os.path.realpath(workspace)
-        if found == root or found.startswith(root.rstrip("/") + "/"):
-            raise ProgramNotFound(f"{name} resolves to {found}, inside the workspace {root}: not run")
-    return found
+    """The absolute real path of helper `name` on `trusted_path()`: never one inside `workspace` or any area a
+    sandboxed step may write. The path found is kept, and checked again at each call (found afresh when it is
+    gone, or now lies where a step may write)."""
+    root = os.path.realpath(workspace) if workspace is not None else None
+    found = _found.get(name)
+    if found is not None and _usable(found, root):
+        return found
+    refused = []
+    for entry in trusted_path().split(os.pathsep):
+        candidate = shutil.which(name, path=entry)
+        if candidate is None:
+            continue
+        real = os.path.realpath(candidate)
+        if _usable(real, root):
+            _found[name] = real
+            return real
+        refused.append(real)
+    if refused:
+        raise ProgramNotFound(f"{name} resolves to {refused[0]}, where sandboxed code may write "
+                              f"(the workspace {root}, or a path a sandbox policy grants): not run")
+    raise ProgramNotFound(f"{name} is not installed (looked on {trusted_path()})" +
+                          (f"; it was {found}, now gone" if found is not None else ""))
 
 
 def is_regular_file(path: str) -> bool:

@@ -107,16 +107,16 @@ def test_helpers_are_never_found_where_tool_code_or_the_workspace_writes(tmp_pat
     entries = [str(home / e) for e in ("proj/.venv/bin", "proj/node_modules/.bin", "env/bin", "wide")]
     monkeypatch.setenv("PATH", os.pathsep.join([*entries, ".", "", "bin", "/tmp", "/usr/bin", "/bin"]))
     monkeypatch.setenv("HOME", str(home))
-    programs.trusted_path.cache_clear()
-    programs._find.cache_clear()
+    programs._trusted_entries.cache_clear()
+    programs._found.clear()
     try:
         assert programs.trusted_path() == "/usr/bin:/bin"
         assert programs.program("git") == os.path.realpath(shutil.which("git", path="/usr/bin:/bin") or "")
-        with pytest.raises(programs.ProgramNotFound, match="inside the workspace"):
+        with pytest.raises(programs.ProgramNotFound, match="sandboxed code may write"):
             programs.program("git", workspace="/usr")
     finally:
-        programs.trusted_path.cache_clear()
-        programs._find.cache_clear()
+        programs._trusted_entries.cache_clear()
+        programs._found.clear()
 
 
 def test_a_fifo_interpreter_is_never_read(tmp_path: Path) -> None:

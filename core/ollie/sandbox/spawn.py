@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, programs
 from ollie.log import get_logger
 from ollie.sandbox import egress
 from ollie.sandbox.errors import SandboxError
@@ -312,6 +312,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     ruleset = None
     child_env = dict(env)
     if policy is not None:
+        programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
         extra = await library_rules(argv[0], env) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         child_env = policy.child_env(env)

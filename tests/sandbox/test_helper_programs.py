@@ -1,0 +1,59 @@
+"""The daemon's own helpers (git, ldd) are never run from where a sandboxed step may write, however late it got there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ollie import programs
+from ollie.sandbox import landlock_abi
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fresh lookup state; temp dirs count as trusted PATH entries here (the tests' dirs live in /tmp)."""
+    monkeypatch.setattr(programs, "_written", set())
+    monkeypatch.setattr(programs, "_found", {})
+    monkeypatch.setattr(programs, "_writable_roots", lambda: [])
+    programs._trusted_entries.cache_clear()
+    yield
+    programs._trusted_entries.cache_clear()
+
+
+def helper(directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text("#!/bin/sh\nexit 0\n")
+    (directory / name).chmod(0o755)
+    return directory / name
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
+async def test_a_helper_found_before_a_step_could_write_its_dir_is_not_run_after(ws, fresh, monkeypatch) -> None:
+    # The user's PATH names ~/src/scripts/bin, which holds a `git` wrapper of theirs; a session's policy then
+    # grants ~/src/scripts to its steps (its workspace). The daemon had cached that git for good, for every session.
+    scripts = ws.root / "scripts"
+    wrapper = helper(scripts / "bin", "git")
+    system_git = os.path.realpath(shutil.which("git", path="/usr/bin:/bin") or "")
+    monkeypatch.setenv("PATH", f"{scripts / 'bin'}:/usr/bin:/bin")
+    assert programs.program("git") == str(wrapper)
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc"], '
+                       f'rw: ["{{CWD}}", "{scripts}"]}}\n')
+    status, _, err = await ws.run(["/bin/sh", "-c", f"echo 'echo planted' >> {wrapper}"], policy)
+    assert status == 0, err
+    assert programs.program("git") == system_git
+    assert str(scripts) not in programs.trusted_path()  # an elevated step's PATH neither
+
+
+def test_a_helper_removed_is_found_again_or_named_as_gone(tmp_path: Path, fresh, monkeypatch) -> None:
+    first, second = helper(tmp_path / "a", "olliehelper"), helper(tmp_path / "b", "olliehelper")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert programs.program("olliehelper") == str(first)
+    first.unlink()
+    assert programs.program("olliehelper") == str(second)
+    second.unlink()
+    with pytest.raises(programs.ProgramNotFound, match=f"it was {second}, now gone"):
+        programs.program("olliehelper")
