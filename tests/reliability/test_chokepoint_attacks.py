@@ -220,3 +220,64 @@ async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(s
     notes = [e["content"] for e in daemon.session_events(result["session"]) if e["role"] == "info"]
     assert any("FIFO" in n and str(ws) in n for n in notes), notes
     assert (await daemon.request("ollie/state", {}))
+
+
+def nest(root: Path, depth: int) -> Path:
+    """`root`/a/a/.../a, `depth` directories deep (made one at a time: Python's os.makedirs recurses)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("a", dir_fd=fd)
+            inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("f.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return root
+
+
+def unnest(root: Path) -> None:
+    """Remove what `nest` made, a level at a time (pytest's clean-up, shutil.rmtree, recurses too)."""
+    top = root / "a"
+    while top.is_dir():
+        (top / "f.txt").unlink(missing_ok=True)
+        if not (top / "a").is_dir():
+            top.rmdir()
+            return
+        (top / "a").rename(root / "next")
+        top.rmdir()
+        (root / "next").rename(top)
+
+
+async def test_a_workspace_nested_deeper_than_python_recurses_is_no_crash(start_daemon, llm, tmp_path):  # noqa: F811
+    # A repository 1,200 directories deep: the project check's walk (os.fwalk recurses) raised RecursionError,
+    # which no one caught: the turn failed. Now such a tree is not checkpointed, with a note; the turn goes on.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    nest(ws, 1200)
+    llm.script(run("echo two > b.txt"), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    try:
+        result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
+        assert result["reply"] == "done" and (ws / "b.txt").read_text() == "two\n", told(llm)
+        notes = [e["content"] for e in daemon.session_events(result["session"]) if e["role"] == "info"]
+        assert any("deep" in n for n in notes), notes
+    finally:
+        unnest(ws)
+
+
+async def test_file_names_with_newlines_or_invalid_utf8_are_tracked_shown_and_undone(start_daemon, llm, tmp_path):  # noqa: F811
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    llm.script(run("printf 'x\\n' > \"$(printf 'new\\nline.txt')\"; printf 'y\\n' > \"$(printf 'bad\\377.txt')\"; "
+                   "echo two > a.txt"), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
+    assert result["reply"] == "done", told(llm)
+    files = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
+    assert len(files) == 3, files
+    for file in files:  # each by the name the client was given
+        await daemon.request("ollie/review/undo", {"turn": 1, "path": file["path"]})
+    assert sorted(os.listdir(ws)) == ["a.txt"] and (ws / "a.txt").read_text() == "one\n"

@@ -13,6 +13,9 @@ from ollie.workspace.types import CheckpointUnavailable
 DEFAULT_MAX_FILES = 50_000
 # A walk that takes longer than this is refused: the tree is too big to checkpoint per turn anyway.
 WALK_BUDGET_S = 2.0
+# A tree nested deeper than this is refused: no project is, and the walk (os.fwalk recurses) must stay well within
+# Python's recursion limit and the open-file limit (a dir fd per level).
+MAX_DEPTH = 256
 # Usually ignored and huge: pruned from the cheap count only (git's own listing, which honours the
 # .gitignore files, is counted again before anything is hashed).
 _PRUNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
@@ -36,8 +39,10 @@ def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
     deadline = time.monotonic() + budget_s
     count = 0
     try:
-        for _, dirs, files, _ in beneath.walk_sync(root):  # never into a symlinked directory
+        for top, dirs, files, _ in beneath.walk_sync(root):  # never into a symlinked directory
             dirs[:] = [d for d in dirs if d not in _PRUNED]
+            if dirs and top.count("/") >= MAX_DEPTH:
+                return f"{root} nests directories more than {MAX_DEPTH} deep: not a project to checkpoint"
             count += len(files)
             if count > limit:
                 return f"{root} has more than {limit:,} files: too many to checkpoint"
