@@ -79,6 +79,34 @@ for path, flags in ((r"{layout['outside']}/new", os.O_WRONLY | os.O_CREAT),
     untouched(layout)
 
 
+async def test_o_path_handles_and_proc_fd_links_reach_nothing_outside(server, layout):
+    # Landlock does not check an O_PATH open: the handle exists, but what is opened through it (relative to
+    # it, or through its /proc/self/fd magic link) is checked where the file really is.
+    code = f"""
+import os
+fd = os.open(r"{layout['outside']}", os.O_PATH | os.O_DIRECTORY)
+tries = {{
+    "openat read": lambda: os.close(os.open("secret", os.O_RDONLY, dir_fd=fd)),
+    "openat create": lambda: os.close(os.open("new", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)),
+    "proc fd read": lambda: os.close(os.open(f"/proc/self/fd/{{fd}}/secret", os.O_RDONLY)),
+    "proc fd create": lambda: os.close(os.open(f"/proc/self/fd/{{fd}}/new", os.O_WRONLY | os.O_CREAT, 0o600)),
+    "proc fd chmod": lambda: os.chmod(f"/proc/self/fd/{{fd}}", 0o777),
+    "link out of it": lambda: os.link("secret", "stolen", src_dir_fd=fd),
+    "rename into it": lambda: (open("mine", "w").close(), os.rename("mine", "new", dst_dir_fd=fd)),
+}}
+for name, attempt in tries.items():
+    try:
+        attempt()
+        print("DONE", name)
+    except OSError as exc:
+        print("refused", name, exc.errno)
+"""
+    text = await run_code(server, code, "python3")
+    assert "DONE" not in text and text.count("refused") == 7, text
+    assert not (layout["work"] / "stolen").exists()
+    untouched(layout)
+
+
 async def test_file_tools_refuse_paths_outside(server, layout):
     result = await server.call("call_tool", {"calls": [{"tool": "file_write", "args": ["../outside/new", "pwned"]}]})
     assert result.is_error, result.text

@@ -182,3 +182,42 @@ def test_a_normal_users_checkpoints_stop_at_a_planted_fifo_with_a_note(shared):
            "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
     said = run_as(ALICE, FIFO_SNAPSHOT, env=env, cwd=home / "work")
     assert "FIFO" in said and str(home / "work" / ".gitignore") in said, said
+
+
+# One step's raw exchanges with its proxy (127.0.0.1:3128 in its own network namespace): first lines of the answers.
+PROXY_PROBE = """python3 - <<'PY'
+import socket, sys
+for request in (REQUESTS):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(request)
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    print("answer", data.split(b"\\\\r\\\\n", 1)[0].decode())
+PY"""
+
+
+def test_a_normal_users_proxy_tunnel_carries_no_plain_http_to_a_listed_host(shared):
+    # As a normal user the step's network namespace comes from a user namespace, and the proxy runs in her process.
+    from tests.netserver import Listener
+
+    server = Listener()
+    server.start()
+    try:
+        user = os_user(ALICE)
+        config = home_of(ALICE, shared) / "config" / "ollie"
+        config.mkdir(exist_ok=True)
+        os.chown(config, user.pw_uid, user.pw_gid)
+        bundled = (Path(__file__).parents[2] / "sandbox.yaml").read_text()
+        start = bundled.index("  allow: [")
+        end = bundled.index("]", bundled.index('"codeload.github.com"')) + 1
+        (config / "sandbox.yaml").write_text(bundled[:start] + f'  allow: ["pypi.test:{server.port}"]' + bundled[end:])
+        connect = f"CONNECT pypi.test:{server.port} HTTP/1.1\r\n\r\n".encode()
+        requests = [connect + b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", connect + b"SSH-2.0-x\r\n\r\n"]
+        text = step_as(ALICE, shared, PROXY_PROBE.replace("REQUESTS", repr(requests)[1:-1] + ","),
+                       OLLIE_TEST_NET_HOSTS="pypi.test=127.0.0.1")
+        assert text.count("answer HTTP/1.1 200") == 2, text
+        # The plain HTTP never reached the host; the SSH session did (the way out works for her).
+        assert bytes(server.received) == b"SSH-2.0-x\r\n\r\n", (bytes(server.received), text)
+    finally:
+        server.sock.close()
