@@ -84,14 +84,15 @@ def _trusted_entries() -> tuple[str, ...]:
     writable = _writable_roots()
     kept = [e for e in (os.environ.get("PATH") or FALLBACK_PATH).split(os.pathsep)
             if _refused(e, writable, home) is None]
-    return tuple(dict.fromkeys(kept))
+    return tuple(dict.fromkeys(kept)) or tuple(FALLBACK_PATH.split(os.pathsep))
 
 
 def trusted_path() -> str:
     """PATH without relative, temp, project-environment, start-directory or world-writable entries (judged once),
     nor any a sandboxed step may write (judged at each call)."""
     kept = [e for e in _trusted_entries() if _writable_by_steps(os.path.realpath(e)) is None]
-    return os.pathsep.join(kept) or FALLBACK_PATH
+    # Never empty: an empty PATH (or entry) means the current directory to shells and execvp.
+    return os.pathsep.join(kept) or os.devnull
 
 
 def _usable(path: str, workspace: str | None) -> bool:
@@ -126,7 +127,8 @@ def program(name: str, workspace: Path | str | None = None) -> str:
     if refused:
         raise ProgramNotFound(f"{name} resolves to {refused[0]}, where sandboxed code may write "
                               f"(the workspace {root}, or a path a sandbox policy grants): not run")
-    raise ProgramNotFound(f"{name} is not installed (looked on {trusted_path()})" +
+    raise ProgramNotFound(f"{name} is not on a trusted PATH entry (looked on {trusted_path()}: PATH without the "
+                          "entries a project or sandboxed code may write)" +
                           (f"; it was {found}, now gone" if found is not None else ""))
 
 

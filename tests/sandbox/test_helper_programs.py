@@ -57,3 +57,13 @@ def test_a_helper_removed_is_found_again_or_named_as_gone(tmp_path: Path, fresh,
     second.unlink()
     with pytest.raises(programs.ProgramNotFound, match=f"it was {second}, now gone"):
         programs.program("olliehelper")
+
+
+def test_when_steps_may_write_every_path_entry_no_helper_and_no_path_is_left(tmp_path: Path, fresh, monkeypatch):
+    # A policy granting / (or /usr) writable: the fallback PATH must not bring those dirs back, nor an empty
+    # PATH mean the current directory.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    programs.note_writable(["/"])
+    assert programs.trusted_path() == os.devnull
+    with pytest.raises(programs.ProgramNotFound):
+        programs.program("git")
