@@ -281,3 +281,25 @@ async def test_file_names_with_newlines_or_invalid_utf8_are_tracked_shown_and_un
     for file in files:  # each by the name the client was given
         await daemon.request("ollie/review/undo", {"turn": 1, "path": file["path"]})
     assert sorted(os.listdir(ws)) == ["a.txt"] and (ws / "a.txt").read_text() == "one\n"
+
+
+async def test_very_long_paths_in_file_tools_are_clear_errors(start_daemon, llm, tmp_path):  # noqa: F811
+    # Past NAME_MAX (255) in one name, and past PATH_MAX (4096) in all: the preview's read, the editor-buffer
+    # lookup and the tool each meet ENAMETOOLONG; the model is told, the turn goes on.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    long_name, long_path = "n" * 300, "d/" * 2100 + "x.txt"
+    llm.script(tool("file_write", long_name, "x"), tool("file_edit", long_path, "a", "b"), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any) -> dict[str, Any]:
+        questions.append(params)
+        return {"outcome": "allow_once"}
+
+    result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
+    assert result["reply"] == "done", told(llm)
+    assert len(questions) == 2  # each asked, its preview with no old text
+    assert "too long" in told(llm, 1).lower() and "too long" in told(llm, 2).lower(), (told(llm, 1), told(llm, 2))
+    assert os.listdir(ws) == []
