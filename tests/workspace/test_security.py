@@ -143,3 +143,27 @@ async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path:
         huge.truncate(1 << 30)
     with pytest.raises(CheckpointUnavailable, match="MiB"):
         await asyncio.wait_for(cps.snapshot(), 60)
+
+
+async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo(tmp_path: Path, monkeypatch) -> None:
+    # ptrace restricted (Yama 2, a container): no path from /proc/<pid>/mem, but /proc/<pid>/wchan shows the wait.
+    import asyncio
+
+    from ollie.workspace import CheckpointUnavailable, shadowgit
+
+    real_readlink = os.readlink
+
+    def no_proc_cwd(path, *args, **kwargs):
+        if str(path).startswith("/proc/"):
+            raise PermissionError(1, "Operation not permitted")
+        return real_readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(shadowgit.os, "readlink", no_proc_cwd)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x\n")
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    os.mkfifo(ws / ".gitignore")
+    with pytest.raises(CheckpointUnavailable, match="holds a FIFO where git reads a file: "):
+        await asyncio.wait_for(cps.snapshot(), 60)

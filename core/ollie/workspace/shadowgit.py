@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import stat
 import time
 from pathlib import Path
 
@@ -49,7 +50,8 @@ RUN_TIMEOUT_S = 300.0
 MEMORY_CAP = 2 << 30
 # How often a running git is looked at (first, and at most): /proc says whether it is stuck opening a FIFO.
 _WATCH_FIRST_S, _WATCH_MAX_S = 0.02, 0.25
-# The kernel functions a process waits in while open(2) of a FIFO waits for a writer (older kernels: pipe_wait).
+# The kernel functions open(2) of a FIFO waits for a writer in (older kernels: pipe_wait): where git's memory cannot
+# be read for the path it opens, these say it is a FIFO.
 _FIFO_WAITS = frozenset({"wait_for_partner", "fifo_open", "pipe_wait"})
 # Syscall number -> index of its path argument, for the open calls (x86-64, arm64).
 _OPENS = {"x86_64": {2: 0, 257: 1, 437: 1}, "aarch64": {56: 1, 437: 1}}.get(platform.machine(), {})
@@ -82,27 +84,32 @@ def git_env(git_dir: Path, work_tree: Path, index_file: Path | None = None) -> d
 
 
 def _fifo_opening(pid: int) -> str | None:
-    """The path process `pid` is stuck opening as a FIFO (its open(2) waits for a writer that never comes), "a
-    FIFO" when /proc does not say which; None when it is not stuck so."""
+    """The path process `pid` is stuck opening as a FIFO (its open(2) waits for a writer that never comes), ""
+    when /proc shows the wait but not the path; None when it is not stuck so. May block on the disk (stat):
+    call it in a thread."""
     try:
-        with open(f"/proc/{pid}/wchan") as wchan:
-            if wchan.read().strip() not in _FIFO_WAITS:
-                return None
         with open(f"/proc/{pid}/syscall") as syscall:
             fields = syscall.read().split()
-    except OSError:
-        return None
-    try:
         arg = _OPENS[int(fields[0])]
-    except (KeyError, ValueError, IndexError):
-        return None  # not in an open call: a pipe read (its stdin, from us) is no FIFO open
+        address = int(fields[1 + arg], 16)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None  # running, or in another call (a pipe read of its stdin, from us, is no FIFO open)
     try:
         with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-            mem.seek(int(fields[1 + arg], 16))
+            mem.seek(address)
             name = os.fsdecode(mem.read(4096).split(b"\0", 1)[0])
-        return os.path.join(os.readlink(f"/proc/{pid}/cwd"), name)
-    except (OSError, ValueError, IndexError, OverflowError):
-        return "a FIFO"
+        path = os.path.join(os.readlink(f"/proc/{pid}/cwd"), name)
+    except (OSError, ValueError, OverflowError):
+        path = None  # git's memory is not readable here (ptrace restricted)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            if stat.S_ISFIFO(os.stat(path).st_mode):
+                return path
+    try:  # the path is not readable, or relative to another dir than git's cwd: the kernel's wait says it
+        with open(f"/proc/{pid}/wchan") as wchan:
+            return "" if wchan.read().strip() in _FIFO_WAITS else None
+    except OSError:
+        return None
 
 
 def _resident(pid: int) -> int:
@@ -132,11 +139,11 @@ async def _watched(proc: asyncio.subprocess.Process, stdin: bytes | None, comman
             if done:
                 return talk.result()
             wait = min(wait * 2, _WATCH_MAX_S)
-            fifo = _fifo_opening(proc.pid)
+            fifo = await asyncio.to_thread(_fifo_opening, proc.pid)
             if fifo is not None:
                 problem = CheckpointUnavailable(
-                    f"the workspace holds a FIFO where git reads a file ({fifo}): git would wait on it for ever; "
-                    "remove it for checkpoints and per-step diffs")
+                    f"the workspace holds a FIFO where git reads a file{f' ({fifo})' if fifo else ''}: git would "
+                    "wait on it for ever; remove it for checkpoints and per-step diffs")
             elif _resident(proc.pid) > MEMORY_CAP:
                 problem = CheckpointUnavailable(f"git {command} used more than {MEMORY_CAP >> 20} MiB over this "
                                                 "workspace (a huge .gitignore?) and was stopped")
