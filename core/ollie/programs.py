@@ -63,13 +63,17 @@ def _refused(entry: str, writable: list[Path], home: Path) -> str | None:
 
 # Every path a sandboxed step of this process was allowed to write (its policy's rw/rwx: workspaces, caches...).
 _written: set[Path] = set()
+_noted: set[tuple[Path | str, ...]] = set()
 # Helper name -> the path last found for it; re-checked at each use (the set above grows, files change).
 _found: dict[str, str] = {}
 
 
 def note_writable(paths: Iterable[Path | str]) -> None:
     """Sandboxed code may write `paths` from now on: no helper is run from there, no elevated PATH names them."""
-    _written.update(Path(os.path.realpath(p)) for p in paths)
+    given = tuple(paths)
+    if given not in _noted:  # every spawn notes its policy's paths: resolve each set once
+        _noted.add(given)
+        _written.update(Path(os.path.realpath(p)) for p in given)
 
 
 def _writable_by_steps(path: str) -> Path | None:

@@ -17,6 +17,7 @@ from ollie.sandbox import landlock_abi
 def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A fresh lookup state; temp dirs count as trusted PATH entries here (the tests' dirs live in /tmp)."""
     monkeypatch.setattr(programs, "_written", set())
+    monkeypatch.setattr(programs, "_noted", set())
     monkeypatch.setattr(programs, "_found", {})
     monkeypatch.setattr(programs, "_writable_roots", lambda: [])
     programs._trusted_entries.cache_clear()
