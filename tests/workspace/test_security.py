@@ -127,6 +127,30 @@ async def test_a_fifo_where_git_reads_stops_checkpoints_with_a_note_never_a_hang
     # The ignored-files reader (a turn's listing) hides nothing, and goes on.
     assert await asyncio.wait_for(ignored(cps.git, ws, ["a.py", "sub/f.txt"]), 60) == set()
 
+@pytest.mark.parametrize("device", ["/dev/ptmx", "/dev/zero", "/dev/tty"])
+async def test_a_nested_repository_linking_git_to_a_device_never_holds_it(tmp_path: Path, device: str) -> None:
+    # git follows a nested repository's `commondir` symlink and reads what it names to the end: /dev/ptmx never
+    # ends (a 300 s hang per git call), /dev/zero grows git's memory, /dev/tty read the user's terminal.
+    import asyncio
+
+    from ollie.workspace import WorkspaceError
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x\n")
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    meta = ws / "sub" / ".git"
+    for name in ("objects", "refs"):
+        (meta / name).mkdir(parents=True)
+    (meta / "HEAD").write_text("ref: refs/heads/main\n")
+    (meta / "commondir").symlink_to(device)
+    # git has no terminal (its own session): /dev/tty fails to open (else it is seen open and stopped too); the
+    # others are seen open and stopped.
+    with pytest.raises(WorkspaceError, match=f"led to read {device}|failed to read sub/.git/commondir"):
+        await asyncio.wait_for(cps.snapshot(), 60)
+
+
 async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path: Path, monkeypatch) -> None:
     # git 2.39 reads a `.gitignore` whole: a sparse one up to the step's file size limit (8G) became its memory.
     import asyncio

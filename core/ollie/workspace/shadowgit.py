@@ -53,6 +53,9 @@ _WATCH_FIRST_S, _WATCH_MAX_S = 0.02, 0.25
 # The kernel functions open(2) of a FIFO waits for a writer in (older kernels: pipe_wait): where git's memory cannot
 # be read for the path it opens, these say it is a FIFO.
 _FIFO_WAITS = frozenset({"wait_for_partner", "fifo_open", "pipe_wait"})
+# The devices git opens itself: /dev/null (its hooks and excludes settings here), /dev/random and /dev/urandom (temp
+# file names). Read through a planted link, the last two grow git's memory to MEMORY_CAP.
+_GITS_DEVICES = frozenset({os.makedev(1, 3), os.makedev(1, 8), os.makedev(1, 9)})
 # Syscall number -> index of its path argument, for the open calls (x86-64, arm64).
 _OPENS = {"x86_64": {2: 0, 257: 1, 437: 1}, "aarch64": {56: 1, 437: 1}}.get(platform.machine(), {})
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
@@ -112,6 +115,25 @@ def _fifo_opening(pid: int) -> str | None:
         return None
 
 
+def _device_opened(pid: int) -> str | None:
+    """What process `pid` (git) holds open past its stdio that is no file: a device other than its own, a pipe or a
+    socket. git opens none of those itself; one reached through a symlink in a nested repository's metadata (its
+    `commondir` naming /dev/ptmx, /dev/zero, another terminal) is read until it ends, which it never does."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        if fd in ("0", "1", "2"):
+            continue
+        with contextlib.suppress(OSError):
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            special = stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode) or stat.S_ISBLK(info.st_mode)
+            if special or stat.S_ISCHR(info.st_mode) and info.st_rdev not in _GITS_DEVICES:
+                return os.readlink(f"/proc/{pid}/fd/{fd}")
+    return None
+
+
 def _resident(pid: int) -> int:
     """Process `pid`'s resident memory in bytes (0 when /proc does not say)."""
     try:
@@ -140,10 +162,15 @@ async def _watched(proc: asyncio.subprocess.Process, stdin: bytes | None, comman
                 return talk.result()
             wait = min(wait * 2, _WATCH_MAX_S)
             fifo = await asyncio.to_thread(_fifo_opening, proc.pid)
+            device = await asyncio.to_thread(_device_opened, proc.pid) if fifo is None else None
             if fifo is not None:
                 problem = CheckpointUnavailable(
                     f"the workspace holds a FIFO where git reads a file{f' ({fifo})' if fifo else ''}: git would "
                     "wait on it for ever; remove it for checkpoints and per-step diffs")
+            elif device is not None:
+                problem = CheckpointUnavailable(
+                    f"git was led to read {device} (a symlink in the workspace, in a nested repository's .git?); "
+                    "remove it for checkpoints and per-step diffs")
             elif _resident(proc.pid) > MEMORY_CAP:
                 problem = CheckpointUnavailable(f"git {command} used more than {MEMORY_CAP >> 20} MiB over this "
                                                 "workspace (a huge .gitignore?) and was stopped")
@@ -180,7 +207,8 @@ class ShadowGit:
                 git, "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
                 env=git_env(self.git_dir, self.work_tree, index_file),
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True)  # no controlling terminal: a link to /dev/tty opens nothing
             out, err = await _watched(proc, stdin, args[0])
             if proc.returncode in ok_codes:
                 return out
