@@ -155,9 +155,9 @@ async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path:
     # git 2.39 reads a `.gitignore` whole: a sparse one up to the step's file size limit (8G) became its memory.
     import asyncio
 
-    from ollie.workspace import CheckpointUnavailable, shadowgit
+    from ollie.workspace import CheckpointUnavailable, gitwatch
 
-    monkeypatch.setattr(shadowgit, "MEMORY_CAP", 48 << 20)
+    monkeypatch.setattr(gitwatch, "MEMORY_CAP", 48 << 20)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.py").write_text("x\n")
@@ -173,7 +173,7 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
     # ptrace restricted (Yama 2, a container): no path from /proc/<pid>/mem, but /proc/<pid>/wchan shows the wait.
     import asyncio
 
-    from ollie.workspace import CheckpointUnavailable, shadowgit
+    from ollie.workspace import CheckpointUnavailable, gitwatch
 
     real_readlink = os.readlink
 
@@ -182,7 +182,7 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
             raise PermissionError(1, "Operation not permitted")
         return real_readlink(path, *args, **kwargs)
 
-    monkeypatch.setattr(shadowgit.os, "readlink", no_proc_cwd)
+    monkeypatch.setattr(gitwatch.os, "readlink", no_proc_cwd)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.py").write_text("x\n")
