@@ -152,4 +152,3 @@ def test_a_planted_runtime_dir_is_never_swept(shared):
                    env={"PATH": "/usr/bin:/bin", "TMPDIR": str(shared), "HOME": str(shared)}, cwd=shared)
     assert swept.strip() == "[]" and old.is_dir(), swept
     assert alice.pw_uid != bob.pw_uid
-
