@@ -434,11 +434,13 @@ def client_hello(server_name: str) -> bytes:
 
 
 def test_the_server_name_of_a_client_hello() -> None:
+    from ollie.sandbox.proxyrequest import RequestError, tls_server_name
+
     hello = client_hello("pypi.test")
-    assert egress.tls_server_name(hello) == "pypi.test"
-    assert egress.tls_server_name(hello[:40]) is None  # not all there yet
-    with pytest.raises(egress.RequestError):
-        egress.tls_server_name(b"GET / HTTP/1.1\r\n")
+    assert tls_server_name(hello) == "pypi.test"
+    assert tls_server_name(hello[:40]) is None  # not all there yet
+    with pytest.raises(RequestError):
+        tls_server_name(b"GET / HTTP/1.1\r\n")
 
 
 async def test_a_connect_tunnel_carries_no_plain_http_and_no_tls_for_another_name(ws, counting) -> None:
