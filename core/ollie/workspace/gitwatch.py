@@ -112,11 +112,11 @@ async def watched(proc: asyncio.subprocess.Process, stdin: bytes | None, command
             if fifo is not None:
                 problem = CheckpointUnavailable(
                     f"the workspace holds a FIFO where git reads a file{f' ({fifo})' if fifo else ''}: git would "
-                    "wait on it for ever; remove it for checkpoints and per-step diffs")
+                    "wait on it for ever; remove it, and a new session has them again")
             elif device is not None:
                 problem = CheckpointUnavailable(
                     f"git was led to read {device} (a symlink in the workspace, in a nested repository's .git?); "
-                    "remove it for checkpoints and per-step diffs")
+                    "remove it, and a new session has them again")
             elif _resident(proc.pid) > MEMORY_CAP:
                 problem = CheckpointUnavailable(f"git {command} used more than {MEMORY_CAP >> 20} MiB over this "
                                                 "workspace (a huge .gitignore?) and was stopped")
