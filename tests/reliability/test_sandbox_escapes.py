@@ -107,6 +107,33 @@ for name, attempt in tries.items():
     untouched(layout)
 
 
+async def test_no_set_user_or_group_id_file_is_left_in_the_workspace(server, layout):
+    # As root, tool code (no capabilities, but the owner) made a setuid-root shell in the workspace: anyone who
+    # can reach it is root, outside the sandbox. Every call that sets a mode refuses the bits; plain modes still go.
+    code = """
+cp /bin/sh sh; chmod 4755 sh; chmod g+s sh; install -m 2755 /bin/sh sh2; chmod 700 sh && echo plain-chmod-ok
+python3 -c "
+import os
+tries = {
+    'creat': lambda: os.open('x', os.O_CREAT | os.O_WRONLY, 0o4755),
+    'tmpfile': lambda: os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o2755),
+    'mknod': lambda: os.mknod('y', 0o104755),
+    'fchmod': lambda: os.fchmod(os.open('z', os.O_CREAT | os.O_WRONLY, 0o755), 0o4755),
+}
+for name, attempt in tries.items():
+    try:
+        attempt()
+        print('DONE', name)
+    except OSError as exc:
+        print('refused', name, exc.errno)
+"
+"""
+    text = await run_code(server, code)
+    assert "plain-chmod-ok" in text and "DONE" not in text and text.count("refused") == 4, text
+    for path in layout["work"].iterdir():
+        assert not path.stat().st_mode & 0o6000, (path, oct(path.stat().st_mode))
+
+
 async def test_file_tools_refuse_paths_outside(server, layout):
     result = await server.call("call_tool", {"calls": [{"tool": "file_write", "args": ["../outside/new", "pwned"]}]})
     assert result.is_error, result.text

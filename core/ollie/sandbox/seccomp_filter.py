@@ -23,6 +23,11 @@ Default action: allow. Denied (EPERM unless noted):
   userfaultfd, mount-API calls, setns, namespace flags in unshare/clone,
   TIOCSTI/TIOCLINUX ioctls (typing into a terminal); clone3 answers ENOSYS so
   libc falls back to clone, whose flags a filter can see.
+- Setting a set-user-ID or set-group-ID bit (chmod, fchmod, fchmodat, mknod,
+  mknodat; open, openat and creat when they create): a setuid binary left in the
+  workspace runs as its owner (root, when ollie runs as root) for anyone who can
+  reach it, outside the sandbox. fchmodat2 answers ENOSYS (its mode cannot be
+  told from a flag-less call's; libc falls back to fchmodat).
 - Any other architecture or ABI (i386 `int 0x80`, x32): the process is killed.
 """
 
@@ -51,6 +56,14 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 MSG_FASTOPEN = 0x20000000
 # The flags argument of each send call that can carry MSG_FASTOPEN (sendto(fd, buf, len, flags, ...), ...).
 SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
+
+S_ISUID, S_ISGID = 0o4000, 0o2000
+O_CREAT, O_TMPFILE = 0o100, 0o20000000  # the same on x86-64 and arm64 (O_TMPFILE: its own bit, without O_DIRECTORY)
+# The mode argument of each call that sets a file's mode bits: chmod(path, mode), fchmodat(fd, path, mode, flags)...
+MODE_ARG = {"chmod": 1, "fchmod": 1, "fchmodat": 2, "mknod": 1, "mknodat": 2}
+# Calls that set a mode only when they create: (flags argument, mode argument); creat always creates.
+CREATE_ARGS = {"open": (1, 2), "openat": (2, 3)}
+FCHMODAT2 = 452  # the same number on every architecture; newer than some libseccomp releases know
 
 DENIED_CALLS = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "kexec_load",
@@ -116,7 +129,21 @@ def _build(network: str, unix: bool) -> sc.SyscallFilter:
     for request in (TIOCSTI, TIOCLINUX):
         flt.add_rule(deny, "ioctl", _eq(1, request))
     _socket_rules(flt, network, unix)
+    _mode_rules(flt, deny)
     return flt
+
+
+def _mode_rules(flt: sc.SyscallFilter, deny: int) -> None:
+    """No set-user-ID or set-group-ID bit set by any call that sets a file's mode."""
+    for bit in (S_ISUID, S_ISGID):
+        for call, arg in MODE_ARG.items():
+            flt.add_rule(deny, call, sc.Arg(arg, sc.MASKED_EQ, bit, bit))
+        flt.add_rule(deny, "creat", sc.Arg(1, sc.MASKED_EQ, bit, bit))
+        for call, (flags, mode) in CREATE_ARGS.items():
+            for creating in (O_CREAT, O_TMPFILE):
+                flt.add_rule(deny, call, sc.Arg(flags, sc.MASKED_EQ, creating, creating),
+                             sc.Arg(mode, sc.MASKED_EQ, bit, bit))
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), FCHMODAT2)
 
 
 @functools.cache
