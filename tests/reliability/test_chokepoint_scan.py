@@ -56,6 +56,7 @@ MODULES_ALLOWED = {
     "core/ollie/sandbox/launcher.py": "/dev/null",
     "core/ollie/sandbox/spawn.py": "/dev/null for a step's stdin",
     "core/ollie/sandbox/egress.py": "the proxy's socket dir in ollie's runtime dir",
+    "core/ollie/sandbox/netsaved.py": "the user's always-allowed hosts, in ollie's config dir",
     "core/ollie/sandbox/ldd.py": "ldd, on the trusted PATH",
     "core/ollie/sandbox/policy.py": "policy files (user config, bundled); whether the paths a policy grants exist",
     "core/ollie/sandbox/landlock.py": "the paths a policy grants, opened O_PATH only (Landlock's rules are on inodes)",

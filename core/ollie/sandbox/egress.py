@@ -3,7 +3,8 @@
 Each step with `network: proxy` hands a listening socket from its own namespace
 (netns.py) to this proxy's unix socket; the proxy accepts the step's
 connections on the daemon's event loop. It speaks HTTP `CONNECT host:port` and
-plain HTTP in absolute form (`GET http://host/path`), decides by the host *name*
+plain HTTP in absolute form (`GET http://host/path`: that one request, its Host
+checked; a tunnel carries TLS naming the host asked for, or SSH: proxyrequest.py), decides by the host *name*
 the step asked for (never a Host header, never what the name resolves to),
 resolves names itself (the step has no DNS), and records every connection with
 its verdict and bytes each way. A host outside the allow-list holds the
@@ -31,10 +32,10 @@ from dataclasses import dataclass, field
 from ollie import paths
 from ollie.log import get_logger
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
+from ollie.sandbox.proxyrequest import RequestError, normal_host, read_request, tunnel_opening
 
 log = get_logger("ollie.sandbox.egress")
 
-MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
 TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
@@ -45,8 +46,7 @@ PIPE_SIZE = 1 << 18
 _SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 # The user's answers to a network question.
 ANSWERS = ("once", "session", "always", "deny")
-_HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
-               b"te", b"trailer", b"upgrade"}
+
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 Question = Callable[[str, int, str, str], Awaitable[str]]  # (host, port, step, scheme) -> one of ANSWERS
@@ -68,21 +68,6 @@ class NetAsk:
 
 # The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
 asking: contextvars.ContextVar[NetAsk | None] = contextvars.ContextVar("ollie_net_asking", default=None)
-
-
-class RequestError(Exception):
-    """A request the proxy refuses to read (400)."""
-
-
-def normal_host(host: str) -> str:
-    """`host` lower-cased, without a trailing dot or IPv6 brackets, IP literals in their canonical form."""
-    host = host.strip().lower().rstrip(".")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return host
 
 
 def is_ip(host: str) -> bool:
@@ -345,7 +330,7 @@ class EgressProxy:
         upstream: socket.socket | None = None
         try:
             try:
-                method, host, port, head, early = await _read_request(client)
+                method, host, port, head, early, body = await read_request(client)
             except (RequestError, ValueError) as exc:
                 await _reply(client, 400, f"ollie egress proxy: bad request: {exc}")
                 return
@@ -363,7 +348,16 @@ class EgressProxy:
                 return
             if method == b"CONNECT":
                 await loop.sock_sendall(client, b"HTTP/1.1 200 Connection established\r\n\r\n")
-            await _relay(step, record, client, upstream, head + early)
+                try:
+                    first = await tunnel_opening(client, host, early)
+                except RequestError as exc:
+                    record.update(verdict="denied", how=str(exc))
+                    return  # nothing was sent upstream
+                limit = None
+            else:
+                first = head + early[:body]
+                limit = (body or 0) - len(early[:body])
+            await _relay(step, record, client, upstream, first, limit)
         except OSError:
             pass  # either side went away
         finally:
@@ -402,83 +396,12 @@ async def _reply(client: socket.socket, status: int, text: str) -> None:
                     "Connection: close\r\n\r\n".encode() + body)
 
 
-def _authority(text: str, default_port: int) -> tuple[str, int]:
-    """(host, port) of `host[:port]` / `[v6][:port]`; RequestError when it is not one."""
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
-    else:
-        host, _, port_text = text.partition(":")
-    if not port_text:
-        port = default_port
-    elif port_text.isdigit() and 0 < int(port_text) < 65536:
-        port = int(port_text)
-    else:
-        raise RequestError(f"bad port in {text!r}")
-    if not host or any(c in host for c in "/@?#\\ %") or not host.isascii():
-        raise RequestError(f"bad host in {text!r}")
-    return normal_host(host), port
-
-
-async def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
-    """(the request head with its blank line, what the step sent after it)."""
-    loop = asyncio.get_running_loop()
-    data = b""
-    while (end := data.find(b"\r\n\r\n")) < 0:
-        if len(data) >= MAX_HEAD:
-            raise RequestError(f"a request head over {MAX_HEAD} bytes")
-        chunk = await loop.sock_recv(client, MAX_HEAD - len(data))
-        if not chunk:
-            raise RequestError("the connection ended inside the request head")
-        data += chunk
-    return data[:end + 4], data[end + 4:]
-
-
-async def _read_request(client: socket.socket) -> tuple[bytes, str, int, bytes, bytes]:
-    """(method, host, port, the request head to send upstream: origin-form, hop-by-hop headers dropped; empty for
-    CONNECT, and what the step sent after its head: it goes upstream once the host is decided)."""
-    raw, early = await _read_head(client)
-    lines = raw[:-4].split(b"\r\n")
-    if any(b"\n" in line or b"\r" in line or b"\0" in line for line in lines):
-        raise RequestError("bare CR, LF or NUL in the request head")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-        raise RequestError("not an HTTP/1.x request line")
-    method, target, version = parts
-    headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
-            raise RequestError("malformed header line")
-        headers.append((name.lower(), value.strip()))
-    text = target.decode("ascii")
-    if method == b"CONNECT":
-        host, port = _authority(text, 443)
-        return method, host, port, b"", early
-    if not text.lower().startswith("http://"):
-        raise RequestError("plain HTTP needs an absolute http:// URL (https goes through CONNECT)")
-    rest = text[len("http://"):]
-    authority, slash, path = rest.partition("/")
-    authority = authority.split("?", 1)[0]
-    if "@" in authority:
-        raise RequestError("credentials in the URL")
-    host, port = _authority(authority, 80)
-    # The Host header must name the same host: a server picking its virtual host by the header
-    # must not be steered to another than the one the proxy decided on.
-    hosts = [value for name, value in headers if name == b"host"]
-    if len(hosts) > 1 or (hosts and _authority(hosts[0].decode("ascii", "replace"), port) != (host, port)):
-        raise RequestError("the Host header does not name the URL's host")
-    kept = [(n, v) for n, v in headers if n not in _HOP_BY_HOP and n != b"host"]
-    host_header = authority.encode()
-    head = b"%s /%s %s\r\nhost: %s\r\n" % (method, path.encode() if slash else b"", version, host_header)
-    head += b"".join(b"%s: %s\r\n" % (n, v) for n, v in kept) + b"connection: close\r\n\r\n"
-    return method, host, port, head, early
-
-
-async def _relay(step: StepNet, record: dict, client: socket.socket, upstream: socket.socket, first: bytes) -> None:
+async def _relay(step: StepNet, record: dict, client: socket.socket, upstream: socket.socket, first: bytes,
+                 limit: int | None) -> None:
     """Copy both ways until either side ends, counting bytes; the step's cap on bytes sent cuts it off.
 
-    `first` (the request head, and whatever the step sent with it) goes upstream before the rest.
+    `first` (the request head, and what the step sent with it) goes upstream before the rest, of which at most
+    `limit` bytes follow (None: no limit; a plain request's body).
     """
     def sending(n: int) -> bool:
         if step.max_sent and step.sent + n > step.max_sent:
@@ -496,7 +419,7 @@ async def _relay(step: StepNet, record: dict, client: socket.socket, upstream: s
         if not sending(len(first)):
             return
         await asyncio.get_running_loop().sock_sendall(upstream, first)
-    tasks = [asyncio.ensure_future(_pump(client, upstream, sending)),
+    tasks = [asyncio.ensure_future(_pump(client, upstream, sending, limit)),
              asyncio.ensure_future(_pump(upstream, client, receiving))]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -509,8 +432,9 @@ async def _relay(step: StepNet, record: dict, client: socket.socket, upstream: s
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], bool]) -> None:
-    """Move bytes from `src` to `dst` until `src` ends (then half-close `dst`) or `count(n)` says stop.
+async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], bool], limit: int | None = None) -> None:
+    """Move bytes from `src` to `dst` until `src` ends (then half-close `dst`), `limit` bytes went (None: no limit)
+    or `count(n)` says stop.
 
     Through a pipe with splice(2): the kernel hands the pages on, so the bytes are never copied into
     Python and back (a 100 MB download costs a few hundred event-loop wakeups and no copies of ours).
@@ -519,10 +443,12 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
     pipe_out, pipe_in = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     # Grown to PIPE_SIZE only once a splice fills it: most connections (an API call, a TLS handshake) never do.
     room, grown = fcntl.fcntl(pipe_in, fcntl.F_GETPIPE_SZ), False
+    left = limit
     try:
-        while True:
+        while left is None or left > 0:
             try:
-                n = os.splice(src.fileno(), pipe_in, PIPE_SIZE, flags=_SPLICE_FLAGS)
+                n = os.splice(src.fileno(), pipe_in, PIPE_SIZE if left is None else min(PIPE_SIZE, left),
+                              flags=_SPLICE_FLAGS)
             except BlockingIOError:
                 await _ready(loop, src, write=False)
                 continue
@@ -530,6 +456,8 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
                 break
             if not count(n):
                 return
+            if left is not None:
+                left -= n
             grow, grown = not grown and n >= room, grown or n >= room
             while n:
                 try:
@@ -539,8 +467,9 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
             if grow:  # empty now; past the user's pipe quota it stays small: slower, not broken
                 with contextlib.suppress(OSError):
                     fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
+        if left is None or left > 0:  # `src` ended (a plain request: before its whole body)
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
     finally:
         os.close(pipe_out)
         os.close(pipe_in)
