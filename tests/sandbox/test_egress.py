@@ -474,3 +474,23 @@ async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, co
     assert bytes(counting.received).count(b"GET ") == 1 and b"other.test" not in counting.received
     out = await probe(ws, policy, "raw", f"POST http://{target}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
     assert out.startswith("HTTP/1.1 400"), out
+
+
+async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, counting, tmp_path, monkeypatch) -> None:
+    # A hostile step names a pattern ("*.test") or hides one behind a line break that the saved file's reader
+    # splits on (\x0b, \x1c): an "always" answer must never write a wider pattern into `network-allowed`.
+    from ollie.sandbox import netsaved
+
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path / "config"))
+    policy = proxy_policy(ws, ["pypi.test:1"])
+    for target in ("*.test:443", "x\\x0b*.test:443", "x\\x1cother.test:443", "other.test\\t:443", "a*b.test:443"):
+        asked = Asked("always")
+        token = egress.asking.set(egress.NetAsk(ask=asked, remember=netsaved.remember))
+        try:
+            out = await probe(ws, policy, "raw", f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n")
+        finally:
+            egress.asking.reset(token)
+        assert out.startswith("HTTP/1.1 400"), (target, out)
+        assert not asked.questions, target
+    assert netsaved.read_saved() == ()
+    assert counting.accepted == 0

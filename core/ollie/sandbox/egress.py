@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from ollie import paths
 from ollie.log import get_logger
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
-from ollie.sandbox.proxyrequest import RequestError, normal_host, read_request, tunnel_opening
+from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_request, tunnel_opening
 
 log = get_logger("ollie.sandbox.egress")
 
@@ -68,15 +68,6 @@ class NetAsk:
 
 # The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
 asking: contextvars.ContextVar[NetAsk | None] = contextvars.ContextVar("ollie_net_asking", default=None)
-
-
-def is_ip(host: str) -> bool:
-    """Whether `host` is an IP literal."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def is_public(host: str) -> bool:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 
 MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
+_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")  # a host name, normalized
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
                b"te", b"trailer", b"upgrade"}
 
@@ -31,6 +33,15 @@ def normal_host(host: str) -> str:
         return host
 
 
+def is_ip(host: str) -> bool:
+    """Whether `host` is an IP literal."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _authority(text: str, default_port: int) -> tuple[str, int]:
     """(host, port) of `host[:port]` / `[v6][:port]`; RequestError when it is not one."""
     if text.startswith("["):
@@ -44,7 +55,11 @@ def _authority(text: str, default_port: int) -> tuple[str, int]:
         port = int(port_text)
     else:
         raise RequestError(f"bad port in {text!r}")
-    if not host or any(c in host for c in "/@?#\\ %") or not host.isascii():
+    name = host.lower().rstrip(".")
+    # Only a DNS name or an IP literal: the host is asked about and an "always" answer saves it as a pattern,
+    # so "*.com" or a name with a line break in it (\x0b, \x1c split the saved file's lines) would save a
+    # wider pattern than the user saw.
+    if not (is_ip(name) if text.startswith("[") else (is_ip(name) or _NAME.fullmatch(name))):
         raise RequestError(f"bad host in {text!r}")
     return normal_host(host), port
 
