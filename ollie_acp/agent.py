@@ -166,7 +166,7 @@ class OllieAgent:
         """session/fork (unstable): a new session in `cwd` that goes on from a copy of a saved or open one's conversation.
 
         The copy is what the session has saved (every finished round); the source is left as it is.
-        Its "always" answers are not copied: the fork asks again.
+        Its "always" answers are not copied: the fork asks again; nor is a teammate's session's approval mode.
         """
         directory = _directory(cwd)
         specs = _mcp_specs(mcp_servers)
@@ -184,7 +184,7 @@ class OllieAgent:
         title = source.title if source is not None else info.title if info is not None else ""
         agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
         live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)")
-        live.core.fork_from(saved)
+        live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._user)
         if specs:
             await live.core.add_mcp_servers(specs)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),

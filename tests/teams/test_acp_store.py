@@ -82,3 +82,31 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         with pytest.raises(acp.RequestError) as caught:
             await asyncio.wait_for(change, 30)
         assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value
+
+
+async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode(
+        start_agent, scripted_llm, store_url, tmp_path):
+    # Alice may run her own session in `auto`; Bob forking it (a new session of his, in his directory) gets
+    # his own default mode, not hers: her choice is no licence for steps run with Bob's rights.
+    from ollie.sessions import Registry, Scope
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = await alice.new()
+    await alice.prompt(sid, "alice's question")
+    await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 15)
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 15)
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+
+    bob = await start_agent(env={**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                 "OLLIE_TEAMS": "backend", "XDG_DATA_HOME": str(tmp_path / "bob-data")})
+    own = await asyncio.wait_for(bob.conn.new_session(cwd=str(bob.workspace), mcp_servers=[]), 30)
+    forked = await asyncio.wait_for(bob.conn.fork_session(session_id=sid, cwd=str(bob.workspace), mcp_servers=[]), 30)
+    assert forked.modes.current_mode_id == own.modes.current_mode_id != "auto", forked.modes
+    await bob.prompt(forked.session_id, "bob's question")  # the conversation itself did come over
+    assert any("alice's answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])

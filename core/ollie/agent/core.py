@@ -421,17 +421,20 @@ class Core:
         self._host.save()
         self._notify()
 
-    def fork_from(self, source: Session) -> None:
+    def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new session as a copy of `source`'s conversation (history, task state, approval mode).
 
-        What the user allowed "always" there is not copied: the fork asks again. RuntimeError once this
-        session has a history of its own or runs a turn.
+        What the user allowed "always" there is not copied: the fork asks again; nor is the approval mode
+        with `keep_mode=False` (another user's session: their `auto` is no licence for this user's steps).
+        RuntimeError once this session has a history of its own or runs a turn.
         """
         if self.session.messages or self._turns.running:
             raise RuntimeError("only a new, idle session can take another's history")
         session = self.session
         session.replace_messages(source.messages)
-        session.task_state, session.approval = source.task_state, source.approval
+        session.task_state = source.task_state
+        if keep_mode:
+            session.approval = source.approval
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
         session.decision_index = list(source.decision_index)
         self._host.save()
