@@ -494,3 +494,24 @@ async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, cou
         assert not asked.questions, target
     assert netsaved.read_saved() == ()
     assert counting.accepted == 0
+
+
+FLOOD = textwrap.dedent("""
+    import select, socket, sys
+    idle = [socket.create_connection(("127.0.0.1", 3128), timeout=20) for _ in range(int(sys.argv[1]))]
+    last = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    last.sendall(b"CONNECT other.test:1 HTTP/1.1\\r\\n\\r\\n")
+    print(last.recv(4096).split(b"\\r\\n", 1)[0].decode())
+    readable, _, _ = select.select(idle, [], [], 0)
+    print(len(readable))
+""")
+
+
+async def test_a_step_opening_connections_by_the_hundred_is_held_to_a_few(ws) -> None:
+    # Idle connections that never send a request: the daemon must not hold one socket (and a relay's pipes)
+    # for each, for as long as the step likes: over the cap, a connection is answered 503 and closed at once.
+    count = egress.MAX_CONNECTIONS + 100
+    out, _, _ = await run_asked(ws, proxy_policy(ws, ["pypi.test:1"]), "deny", str(count), script=FLOOD)
+    status, closed = out.splitlines()
+    assert status.startswith("HTTP/1.1 503"), out
+    assert int(closed) >= count - egress.MAX_CONNECTIONS, out

@@ -36,6 +36,12 @@ from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_re
 
 log = get_logger("ollie.sandbox.egress")
 
+# A step's connections open at once (uv downloads 50 at a time); each holds six of the daemon's descriptors
+# (two sockets, two pipes), and more are answered 503 and closed: a step cannot run the daemon out of them.
+MAX_CONNECTIONS = 64
+_TOO_MANY_TEXT = f"ollie egress proxy: this step has {MAX_CONNECTIONS} connections open already\n".encode()
+_TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+             b"Connection: close\r\n\r\n%s" % (len(_TOO_MANY_TEXT), _TOO_MANY_TEXT))
 TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
@@ -309,6 +315,11 @@ class EgressProxy:
             return
         except OSError as exc:
             log.warning("step's proxy listener failed", extra={"reason": str(exc)})
+            return
+        if len(step._tasks) >= MAX_CONNECTIONS:
+            with client, contextlib.suppress(OSError):
+                client.setblocking(False)
+                client.send(_TOO_MANY)
             return
         task = asyncio.ensure_future(self._serve(step, client))
         step._tasks.add(task)
