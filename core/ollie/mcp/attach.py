@@ -74,13 +74,19 @@ def _command(spec: ServerSpec) -> str:
     """What the user approves: the whole command line, and the `cwd` and `env` that widen what the server reads
     (a hostile entry's `cwd: /` or 200 characters of padding before an argument must not go unseen)."""
     if spec.url:
-        return spec.url
-    text = " ".join(json.dumps(a) if not a or any(c.isspace() for c in a) else a for a in [spec.command, *spec.args])
+        return _shown(spec.url)
+    text = " ".join(_shown(a) for a in [spec.command, *spec.args])
     if spec.cwd:
-        text += f", in {spec.cwd}"
+        text += f", in {_shown(spec.cwd)}"
     if spec.env:
-        text += ", with " + " ".join(f"{k}={json.dumps(v)}" for k, v in spec.env.items())
+        text += ", with " + " ".join(f"{_shown(k)}={json.dumps(v)}" for k, v in spec.env.items())
     return text if len(text) <= 2000 else text[:2000] + f"… ({len(text) - 2000} more characters: read {spec.source})"
+
+
+def _shown(text: str) -> str:
+    """`text` as is, or quoted with its escapes when it is empty, has spaces or anything unprintable (an ESC
+    sequence, a bidi override: what the user approves must read as what runs)."""
+    return text if text and text.isprintable() and " " not in text else json.dumps(text)
 
 
 async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
