@@ -117,3 +117,25 @@ def test_an_image_counts_as_its_tokens_not_its_base64():
 
     big = Image("image/png", "A" * 4_000_000)  # ~3 MB of picture: still one image's worth of tokens
     assert message_chars(Message("user", "look", images=[big])) == len("look") + IMAGE_CHARS
+
+
+async def test_a_session_file_with_a_hostile_image_entry_is_refused_as_corrupt(scripted_llm, make_core, tmp_path):
+    # A session's records can come from elsewhere (a teammate's, in a shared store): an image that is not one of
+    # the four types, or whose fields are not strings, is a corrupt record, not an Image the daemon trips on later.
+    from ollie.sessions import persist
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("a blue square"))
+    core = await make_core(srv)
+    await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    await core.close()
+    file = tmp_path / "sessions" / f"{core.session_id}.jsonl"
+    good = file.read_text()
+    data = base64.b64encode(PICTURE).decode()
+    entry = json.dumps({"mime": "image/png", "data": data}, separators=(",", ":"))
+    for bad in ({"mime": "text/html", "data": data}, {"mime": "image/png", "data": 7},
+                {"mime": ["image/png"], "data": data}, "image/png"):
+        file.write_text(good.replace(entry, json.dumps(bad)))
+        assert file.read_text() != good
+        with pytest.raises(persist.SessionFileCorruptError):
+            persist.load(tmp_path / "sessions", core.session_id)

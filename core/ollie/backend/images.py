@@ -16,13 +16,13 @@ import os
 from pathlib import Path
 
 from ollie import beneath
-from ollie.backend.types import Image
+from ollie.backend.types import IMAGE_TYPES, Image
 from ollie.errors import OllieError
 
 CAP_ENV = "OLLIE_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_IMAGES = 8
-MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MIME_TYPES = IMAGE_TYPES
 # What a data: URL or base64 text may be at most before decoding (4 characters for 3 bytes, and some slack).
 _BASE64_SLACK = 16
 

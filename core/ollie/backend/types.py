@@ -19,6 +19,9 @@ class ToolCall:
     arguments: str = "{}"
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what an Image may be
+
+
 @dataclass(frozen=True)
 class Image:
     """An image in a user message: its media type and its bytes as base64 (checked by ollie.backend.images)."""
@@ -29,6 +32,13 @@ class Image:
     def to_dict(self) -> dict[str, str]:
         """The JSON-ready form (also the session log's)."""
         return {"mime": self.mime, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Image:
+        """The Image `to_dict` made; TypeError when `data` is not one (a session log's records may be hostile)."""
+        if not isinstance(data, dict) or data.get("mime") not in IMAGE_TYPES or not isinstance(data.get("data"), str):
+            raise TypeError(f"not an image: {str(data)[:80]}")
+        return cls(data["mime"], data["data"])
 
 
 @dataclass
@@ -69,7 +79,7 @@ class Message:
             name=data.get("name", ""),
             reasoning=data.get("reasoning", ""),
             reasoning_signature=data.get("reasoning_signature", ""),
-            images=[Image(i["mime"], i["data"]) for i in data.get("images") or []],
+            images=[Image.from_dict(i) for i in data.get("images") or []],
         )
 
 

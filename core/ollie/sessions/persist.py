@@ -407,7 +407,7 @@ def _message(data: dict[str, Any]) -> Message:
     return Message(data["role"], data.get("content") or "", [ToolCall(**c) for c in calls] if calls else [],
                    data.get("tool_call_id", ""), data.get("name", ""), data.get("reasoning", ""),
                    data.get("reasoning_signature", ""),
-                   [Image(i["mime"], i["data"]) for i in images] if (images := data.get("images")) else [])
+                   [Image.from_dict(i) for i in images] if (images := data.get("images")) else [])
 
 
 _decoder = json.JSONDecoder()
