@@ -96,6 +96,8 @@ def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
     naming the block if not."""
     found: list[Image] = []
     try:
+        images.checked([b for b in blocks if isinstance(b, ImageContentBlock | EmbeddedResourceContentBlock)
+                        and (isinstance(b, ImageContentBlock) or _is_image(b.resource))])
         for index, block in enumerate(blocks):
             if isinstance(block, ImageContentBlock):
                 found.append(images.from_base64(block.data, mime=block.mime_type, name=f"prompt[{index}]"))

@@ -92,6 +92,8 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
     """The submit's images: files read beneath the session's directory through the chokepoint (no symlinks,
     FIFOs or devices; capped), pasted bytes checked alike; -32602 naming the item that is not an image."""
     pictures: list[Image] = []
+    with invalid_params("images", images.ImageError):
+        images.checked(items)  # before reading or decoding any
     for index, item in enumerate(items):
         where = f"images[{index}]"
         if (item.path is None) == (item.data is None):

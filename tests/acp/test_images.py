@@ -81,3 +81,11 @@ async def test_a_model_without_vision_says_so(start_agent, scripted_llm) -> None
     assert response.stop_reason == "end_turn"
     assert "does not take images" in agent.client.text(sid)
     assert llm.chat_requests == []
+
+
+async def test_too_many_images_are_refused_before_any_is_decoded(start_agent, llm) -> None:
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "look", *[acp.image_block("not base64 at all!", "image/png")] * 9)
+    assert caught.value.code == -32602 and "9 images in one prompt" in str(caught.value.data), caught.value.data

@@ -45,6 +45,9 @@ async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(start_dae
         make(daemon.workspace)
         error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
         assert error.code == -32602 and why in str(error), str(error)
+    # Too many: refused before one is read or decoded (the count is checked first, not after megabytes each).
+    error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [{"data": "not base64!"}] * 9})
+    assert error.code == -32602 and "9 images in one prompt" in str(error), str(error)
     assert llm.chat_requests == []
 
 

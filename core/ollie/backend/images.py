@@ -14,6 +14,7 @@ import base64
 import binascii
 import os
 from pathlib import Path
+from typing import TypeVar
 
 from ollie import beneath
 from ollie.backend.types import IMAGE_TYPES, Image
@@ -25,6 +26,7 @@ MAX_IMAGES = 8
 MIME_TYPES = IMAGE_TYPES
 # What a data: URL or base64 text may be at most before decoding (4 characters for 3 bytes, and some slack).
 _BASE64_SLACK = 16
+T = TypeVar("T")
 
 
 class ImageError(OllieError):
@@ -83,8 +85,9 @@ def from_base64(data: str, *, mime: str = "", name: str = "the image") -> Image:
     return image
 
 
-def checked(images: list[Image]) -> list[Image]:
-    """`images` when there are at most MAX_IMAGES; else ImageError."""
+def checked(images: list[T]) -> list[T]:
+    """`images` (or what they are made from: count them before decoding any) when there are at most MAX_IMAGES;
+    else ImageError."""
     if len(images) > MAX_IMAGES:
         raise ImageError(f"{len(images)} images in one prompt; the limit is {MAX_IMAGES}")
     return images
