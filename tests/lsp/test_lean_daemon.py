@@ -1,5 +1,5 @@
-"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI); the fork server starts with
-the first turn."""
+"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI) and none of the tool-call
+machinery; the fork server starts with the first turn."""
 
 from __future__ import annotations
 
@@ -18,14 +18,16 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic, httpx and click module it loads, and the engine as a
-# witness.
+# process (not the tool processes it forks), every pydantic, httpx and click module it loads, the modules only a
+# tool call needs, and the engine as a witness.
 _WATCHED = """
 import os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
 def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
-        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] == "ollie.agent.core":
+        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
+                "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.call", "ollie.tools.execute.code",
+                "ollie.tools.execute.context", "ollie.tools.editor.answers"):
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
@@ -65,6 +67,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
+    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers).
+    assert [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"] == []
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
