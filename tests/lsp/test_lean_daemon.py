@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,3 +151,13 @@ async def test_the_fork_server_starts_with_the_first_turn_not_at_start_up(start_
     while not _fork_servers(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert len(_fork_servers(pid)) == 1
+
+
+def test_the_cycle_collector_is_paused_while_the_engine_loads_and_runs_again_after() -> None:
+    # As main() and load_engine() do it: paused before pygls loads; once the engine is in, what loaded is frozen
+    # (later collections skip it) and the collector runs again, so a long-lived daemon does not keep its cycles.
+    code = ("import gc, ollie_lsp.__main__ as m, ollie_lsp.daemon as d; from ollie.startup import pause_gc; "
+            "pause_gc(); paused = not gc.isenabled(); d.load_engine(); "
+            "print(paused, gc.isenabled(), gc.get_freeze_count() > 10000)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
