@@ -32,9 +32,11 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
     from acp import run_agent
     from acp.interfaces import Agent
 
+    from ollie.startup import resume_gc
     from ollie_acp.agent import OllieAgent
     from ollie_acp.streams import LineTransport, streams
 
+    resume_gc()  # paused by main() while the SDK's schema and the engine loaded
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await streams(rpc_in, rpc_out)
     try:
@@ -47,6 +49,9 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `ollie-acp` (and `ollie acp`)."""
+    from ollie.startup import pause_gc
+
+    pause_gc()  # until serve() has loaded the SDK and the engine
     args = parse_args(argv)
     from ollie.log import setup_logging
     from ollie.stdio import end_process, protect_stdio

@@ -132,9 +132,12 @@ class OllieAgent:
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
         if specs:
             await live.core.add_mcp_servers(specs)
+        # The model picker's list (GET /models) would hold the answer, and with it the first prompt, back: the
+        # answer offers the current model and the list follows as a `config_option_update`.
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
-                                      config_options=await config_options(live.core))
+                                      config_options=await config_options(live.core, ask_models=False))
         self._announce_after_answer(live)
+        self._after_answer(live.send_models())
         return response
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,

@@ -53,12 +53,12 @@ async def agents(core: AcpCore) -> list[AgentInfo]:
     return found
 
 
-async def config_options(core: AcpCore) -> list[ConfigOption]:
-    """The config options: approval mode (category `mode`), model (`model`) and agent (`_ollie_agent`)."""
-    try:
-        models = await asyncio.wait_for(core.list_models(), 5)
-    except (TimeoutError, OllieError, OSError):
-        models = []
+async def config_options(core: AcpCore, *, ask_models: bool = True) -> list[ConfigOption]:
+    """The config options: approval mode (category `mode`), model (`model`) and agent (`_ollie_agent`).
+
+    Without `ask_models` the model option offers the current model only (the backend is not asked).
+    """
+    models = await backend_models(core) if ask_models else []
     if core.model_name not in models:
         models = [core.model_name, *models]
     agent = SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
@@ -84,6 +84,14 @@ async def config_options(core: AcpCore) -> list[ConfigOption]:
 async def options_update(core: AcpCore) -> ConfigOptionUpdate:
     """The `config_option_update` with every option's current value."""
     return ConfigOptionUpdate(session_update="config_option_update", config_options=await config_options(core))
+
+
+async def backend_models(core: AcpCore) -> list[str]:
+    """The backend's models (it keeps the list once asked); none if it does not answer within 5 s."""
+    try:
+        return await asyncio.wait_for(core.list_models(), 5)
+    except (TimeoutError, OllieError, OSError):
+        return []
 
 
 def _agent_label(agent: AgentInfo) -> str:

@@ -22,7 +22,7 @@ from acp.schema import (
 )
 
 from ollie.agent.agentswitch import AgentSwitchRefused
-from ollie_acp.options import MODES, options_update
+from ollie_acp.options import MODES, backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
 
 if TYPE_CHECKING:
@@ -164,6 +164,16 @@ class AcpSession:
                 await self.client.session_update(session_id=self.id, update=options)
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("options not sent: %s", exc)
+
+    async def send_models(self) -> None:
+        """Offer the backend's models once it has listed them (`session/new` answers before it asks)."""
+        if not set(await backend_models(self.core)) - {self.core.model_name}:
+            return  # no other model: the answer's option is already complete
+        async with self.sync_lock:
+            try:
+                await self.client.session_update(session_id=self.id, update=await options_update(self.core))
+            except Exception as exc:  # the client went away: nothing to tell
+                logger.info("model list not sent: %s", exc)
 
     async def run_prompt(self, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""

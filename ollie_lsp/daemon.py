@@ -35,9 +35,14 @@ def load_engine() -> None:
     The sandbox's fork server starts when the first turn does (`build_table`), not here: no first token needs
     it, and its interpreter's start competed with this one for the CPU.
     """
-    import ollie.agent.core  # noqa: F401
-    import ollie_lsp.methods  # noqa: F401
-    import ollie_lsp.sessions  # noqa: F401
+    from ollie.startup import resume_gc
+
+    try:
+        import ollie.agent.core  # noqa: F401
+        import ollie_lsp.methods  # noqa: F401
+        import ollie_lsp.sessions  # noqa: F401
+    finally:
+        resume_gc()  # paused by main() while pygls, lsprotocol and the engine loaded
 
 
 def build_table(ls: OllieServer) -> SessionTable:

@@ -92,6 +92,26 @@ async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
         await agent.conn.set_config_option(config_id="agent", session_id=sid, value="no-such-agent")
 
 
+async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(start_agent, llm) -> None:
+    """GET /models is off the first prompt's path: the answer offers the current model, an update the list."""
+    llm.models["other-model"] = 8192
+    agent = await start_agent(env=llm.env())
+    llm.models_gate.clear()  # the backend lists its models only once released
+    try:
+        response = await asyncio.wait_for(
+            agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[]), 30)
+        sid = response.session_id
+        model = {o.id: o for o in response.config_options}["model"]
+        assert (model.current_value, [o.value for o in model.options]) == ("scripted-model", ["scripted-model"])
+        assert not agent.client.of(sid, "config_option_update")
+    finally:
+        llm.models_gate.set()
+    update = (await agent.updates(sid, "config_option_update", timeout=10))[0]
+    model = {o.id: o for o in update.config_options}["model"]
+    assert model.current_value == "scripted-model"
+    assert [o.value for o in model.options] == ["scripted-model", "other-model"]
+
+
 async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(start_agent, llm, sleeper,
                                                                            _private_dirs) -> None:
     ollie = shutil.which("ollie", path=str(Path(__import__("sys").executable).parent))

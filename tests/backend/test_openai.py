@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -98,6 +99,22 @@ async def test_reasoning_content_field_is_read_too(connect):
 async def test_context_length_falls_back_when_model_is_not_listed(connect):
     srv, backend = connect("openai", models={"someone-else": 4096})
     assert await backend.context_length() == 128_000
+
+
+async def test_callers_asking_the_models_at_once_share_one_request(connect):
+    srv, backend = connect("openai", models={"scripted-model": 4096, "other": 8192})
+    srv.models_gate.clear()  # both ask before the list comes
+    try:
+        names = asyncio.gather(backend.list_models(), backend.context_length())
+        for _ in range(500):
+            if any(r.path == "/v1/models" for r in list(srv.requests)):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        srv.models_gate.set()
+    assert await names == [["scripted-model", "other"], 4096]
+    assert await backend.list_models() == ["scripted-model", "other"]
+    assert [r.path for r in srv.requests if r.method == "GET"] == ["/v1/models"]
 
 
 async def test_claude_through_openrouter_marks_the_system_prompt_and_last_tool_for_caching(connect):

@@ -1,11 +1,12 @@
-"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI); the fork server starts with
-the first turn."""
+"""The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI) and none of the tool-call
+machinery; the fork server starts with the first turn."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,14 +19,16 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic, httpx and click module it loads, and the engine as a
-# witness.
+# process (not the tool processes it forks), every pydantic, httpx and click module it loads, the modules only a
+# tool call needs, and the engine as a witness.
 _WATCHED = """
 import os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
 def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
-        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] == "ollie.agent.core":
+        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
+                "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.call", "ollie.tools.execute.code",
+                "ollie.tools.execute.context", "ollie.tools.editor.answers"):
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
@@ -65,6 +68,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
+    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers).
+    assert [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"] == []
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
@@ -146,3 +151,13 @@ async def test_the_fork_server_starts_with_the_first_turn_not_at_start_up(start_
     while not _fork_servers(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert len(_fork_servers(pid)) == 1
+
+
+def test_the_cycle_collector_is_paused_while_the_engine_loads_and_runs_again_after() -> None:
+    # As main() and load_engine() do it: paused before pygls loads; once the engine is in, what loaded is frozen
+    # (later collections skip it) and the collector runs again, so a long-lived daemon does not keep its cycles.
+    code = ("import gc, ollie_lsp.__main__ as m, ollie_lsp.daemon as d; from ollie.startup import pause_gc; "
+            "pause_gc(); paused = not gc.isenabled(); d.load_engine(); "
+            "print(paused, gc.isenabled(), gc.get_freeze_count() > 10000)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]

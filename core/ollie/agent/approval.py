@@ -18,15 +18,17 @@ import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
-from ollie.sandbox.egress import NetAsk
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
+
+if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
+    from ollie.sandbox.egress import NetAsk
 
 T = TypeVar("T")
 ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
@@ -227,6 +229,8 @@ class ApprovalGate:
         host:port in this session (kept with its other "always" rules) and in every later one (the
         user's `network-allowed`, netsaved.py), which no mode asks about again.
         """
+        from ollie.sandbox.egress import NetAsk  # the proxy's module loads with the first tool call, not at start
+
         steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
         title = " and ".join(step.title for step in steps)[:200] or tool
         allowed = {rule.removeprefix("net:") for rule in self._always() if rule.startswith("net:")}

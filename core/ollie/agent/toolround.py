@@ -28,7 +28,6 @@ from ollie.agent.steps import (
     whole_state,
 )
 from ollie.backend.types import ToolCall
-from ollie.sandbox import egress
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import loads_arguments
@@ -326,6 +325,8 @@ class ToolRound:
         pre = await self._hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
         if pre is not None and pre.blocked:
             return CallOutcome(call, blocked_by("preTool", pre), True)
+
+        from ollie.sandbox import egress  # loaded with the first tool call: no first token needs the proxy
 
         net = self._net_ask(call.id, call.name, args) if self._net_ask is not None else None
         asking = egress.asking.set(net)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
@@ -50,6 +51,7 @@ class OpenAIBackend(HTTPBackend):
         self.openrouter = openrouter
         self._no_fim = False  # the server answered /completions with an error: chat prompts from then on
         self._models: list[dict[str, Any]] | None = None
+        self._listing: asyncio.Future[list[dict[str, Any]]] | None = None
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed completion."""
@@ -132,9 +134,18 @@ class OpenAIBackend(HTTPBackend):
         yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:
-        if self._models is None:
-            data = await self._request_json("GET", "/models")
-            self._models = [m for m in (data.get("data") or []) if isinstance(m, dict)]
+        if self._models is not None:
+            return self._models
+        # One GET /models for all who ask at once (a first turn's context length and ACP's model picker);
+        # shielded: a caller that gives up (a timeout) does not cancel it for the others. A failure is asked again.
+        if self._listing is None or self._listing.done():
+            self._listing = asyncio.ensure_future(self._fetch_models())
+            self._listing.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no warning
+        return await asyncio.shield(self._listing)
+
+    async def _fetch_models(self) -> list[dict[str, Any]]:
+        data = await self._request_json("GET", "/models")
+        self._models = [m for m in (data.get("data") or []) if isinstance(m, dict)]
         return self._models
 
     async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:

@@ -21,15 +21,18 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import paths, programs
 from ollie.log import get_logger
-from ollie.sandbox import egress
 from ollie.sandbox.errors import SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
 from ollie.sandbox.process import SandboxedProcess, write_stdin
 from ollie.sandbox.rules import landlock_abi, ruleset_for
+
+if TYPE_CHECKING:  # the egress proxy is imported by the first step whose policy uses it
+    from ollie.sandbox import egress
 
 HERE = Path(__file__).resolve().parent
 FORK_SERVER = HERE / "forkserver.py"
@@ -268,6 +271,8 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
 
 def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env: dict[str, str]) -> egress.StepNet:
     """Register the step with the egress proxy: its namespace's listener goes there, its env names it."""
+    from ollie.sandbox import egress  # only a policy with the proxy needs it: not imported at start
+
     net = policy.network
     proxy = egress.proxy()
     step = proxy.open_step(label=" ".join(argv)[:200], allow=net.allow, deny=net.deny, max_sent=net.max_sent,
@@ -280,6 +285,8 @@ def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env
 def _releasing(status: asyncio.Future[int], step: egress.StepNet) -> asyncio.Future[int]:
     """`status`, releasing the step's proxy registration once the step is over (its connections end then)."""
     async def wait() -> int:
+        from ollie.sandbox import egress
+
         try:
             return await status
         finally:
@@ -350,6 +357,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             if fd is not None:
                 os.close(fd)
         if step_net is not None:
+            from ollie.sandbox import egress
+
             egress.proxy().release(step_net)
         raise
     finally:

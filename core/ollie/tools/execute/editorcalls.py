@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ollie.tools.editor.answers import answer
 from ollie.tools.editor.knowledge import EditorKnowledge, EditorUnavailable
 from ollie.tools.editor.specs import TOOLS, EditorArgumentError, parse_query
 from ollie.tools.execute.args import ScriptCall
-from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.languages import language
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
+
+if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
+    from ollie.tools.execute.context import CallContext
 
 # No script lives here: the path only marks a script as answered by the editor.
 EDITOR_ROOT = Path("/nonexistent/ollie-editor-tools")
@@ -52,6 +54,8 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
         return Section(label, RunOutcome(error=f"{script.name} asks the editor and runs nothing: drop `elevated`"))
     try:
         query = parse_query(script.name, call.args)
+        from ollie.tools.editor.answers import answer  # loaded by the first editor call
+
         text = await asyncio.wait_for(answer(editor, query, ctx.runner.cwd), max(ctx.deadline.remaining(), 0.01))
     except (EditorArgumentError, EditorUnavailable) as exc:
         return Section(label, RunOutcome(error=str(exc)))

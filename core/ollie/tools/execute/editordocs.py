@@ -19,16 +19,19 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import beneath
 from ollie.tools.documents import STALE, EditorDocuments, Version
 from ollie.tools.execute.args import ScriptCall
-from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
+
+if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
+    from ollie.tools.execute.context import CallContext
 
 COPY_ENV = "OLLIE_EDITOR_COPY"
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import CodeStep, PipeRequest, ScriptCall
-from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.results import Section
+
+if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
+    from ollie.tools.execute.context import CallContext
 
 # Intermediate output is handed on whole up to this size (a model reads only the last stage).
 DEFAULT_PIPE_LIMIT = 16 * 1024 * 1024

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollie import paths
 from ollie.errors import OllieError
@@ -15,16 +15,13 @@ from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
 from ollie.tools.editor.knowledge import EditorKnowledge
 from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
-from ollie.tools.execute.call import call_tool
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
-from ollie.tools.execute.code import execute_code, refuse_dangerous
-from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
-from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT, pipe
+from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT
 from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
@@ -38,6 +35,9 @@ from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.tier import hottest, script_tier
 from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
 from ollie.tools.execute.validation import SessionBlocked, ValidationGate
+
+if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
+    from ollie.tools.execute.context import CallContext
 
 EXECUTORS = ("execute_code", "call_tool", "pipe")
 SERVER_NAME = "execute"
@@ -181,6 +181,10 @@ class ExecuteServer:
             return ToolResult(f"{tool} is not allowed for this agent", is_error=True)
         if not isinstance(args, dict):
             return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
+        from ollie.tools.execute.call import call_tool
+        from ollie.tools.execute.code import execute_code, refuse_dangerous
+        from ollie.tools.execute.pipe import pipe
+
         try:
             self._gate.ensure_open()
             parsed = self._parsed.parse(tool, args)
@@ -205,6 +209,8 @@ class ExecuteServer:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
     def _context(self, request: ExecuteRequest, parsed: ParsedCall) -> CallContext:
+        from ollie.tools.execute.context import CallContext
+
         timeout = request.timeout
         self._runner.tools_dirs = self.tools_dirs()
         self._runner.prepare_dirs()
