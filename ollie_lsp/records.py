@@ -87,7 +87,7 @@ class Records:
     """Session records of one user, across agents, in the registry's SQLite store.
 
     The methods are synchronous (sqlite3, with a busy-retry that may sleep); the
-    daemon calls them through `run` / `in_background`, on one worker thread that
+    daemon calls them through `run`, on one worker thread that
     keeps their order and keeps the event loop free.
     """
 
@@ -99,10 +99,6 @@ class Records:
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run one of these methods on the registry thread and wait for it."""
         return await asyncio.get_running_loop().run_in_executor(self._io, partial(fn, *args, **kwargs))
-
-    def in_background(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
-        """Queue one of these methods on the registry thread without waiting (activity stamps)."""
-        self._io.submit(fn, *args, **kwargs)
 
     @property
     def _scope(self) -> Scope:

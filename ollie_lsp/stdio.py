@@ -12,7 +12,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
@@ -111,18 +111,6 @@ class StdinFrames:
         if full:  # a client that writes faster than the loop handles waits in its pipe, not in our memory
             self._taken.wait()
         return True
-
-
-class OutputWriter(Protocol):
-    """What the daemon writes its messages through (pygls' writer, plus the backlog that paces events)."""
-
-    def write(self, data: bytes) -> None: ...
-
-    def backlog(self) -> int: ...
-
-    def paused(self) -> bool: ...
-
-    async def writable(self) -> None: ...
 
 
 class _Flow(asyncio.Protocol):

@@ -136,18 +136,6 @@ def program(name: str, workspace: Path | str | None = None) -> str:
                           (f"; it was {found}, now gone" if found is not None else ""))
 
 
-def is_regular_file(path: str) -> bool:
-    """Whether `path` (symlinks followed: interpreters are links) is a regular file; opened so a FIFO never blocks."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode)
-    finally:
-        os.close(fd)
-
-
 def starts_with(path: str, prefix: bytes) -> bool:
     """Whether regular file `path` begins with `prefix` (a FIFO or device is never read)."""
     try:

@@ -178,8 +178,7 @@ async def test_lock_files_live_under_the_session_tmp_dir(ws: Workspace) -> None:
     await tool(server, "quick")
     assert (ws.scratch / f"ollie-{os.geteuid()}" / "s1" / "tools.lock").exists()
     custom = ws.root / "locks"
-    server.set_lock_dir(custom)
-    await tool(server, "quick")
+    await tool(ws.server(lock_dir=custom), "quick")
     assert (custom / "tools.lock").exists()
 
 

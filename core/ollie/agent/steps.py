@@ -329,14 +329,6 @@ def _option(arg: str) -> tuple[str, str]:
     return key, value
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        number = int(value) if value else None
-    except ValueError:
-        return None
-    return number if number and number > 0 else None
-
-
 def _relative(path: str, cwd: Path) -> str:
     """`path` relative to `cwd` when it lies inside it, else as given (absolute stays absolute)."""
     if not os.path.isabs(path):

@@ -265,10 +265,6 @@ class Checkpoints:
         await self._ensure()
         await self.git.run("update-ref", "--stdin", stdin="".join(lines).encode())
 
-    async def delete_ref(self, ref: str) -> None:
-        """Delete `ref` of the shadow repository; no git call when it cannot exist (no loose file, none packed)."""
-        await self.delete_refs([ref])
-
     async def delete_refs(self, refs: list[str]) -> None:
         """Delete those of `refs` that may exist, in one git call; none (and no scan) when none can."""
         git_dir = self.git.git_dir

@@ -103,11 +103,6 @@ class ExecuteServer:
         """Add `key=value` to the env of every later child."""
         self._runner.session_env[key] = value
 
-    def set_lock_dir(self, path: Path) -> None:
-        """Keep lock files and scratch programs under `path` (the session's tmp dir)."""
-        self._runner.lock_dir = Path(path)
-        self._own_lock_dir = False
-
     def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
         """Offer only these executors and tool scripts (None: all)."""
         self._executors = list(executors) if executors is not None else None
