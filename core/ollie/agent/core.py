@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -18,11 +17,12 @@ from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
 from ollie.agent.events import Bus
-from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
+from ollie.agent.factories import BackendFactory, DispatcherFactory
 from ollie.agent.hooks import hook_note
 from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
+from ollie.agent.opening import open_parts, report_save_errors, take_new_id
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, refresh_tools, server_kinds
 from ollie.agent.setup import Setup
@@ -31,14 +31,13 @@ from ollie.agent.turnhost import TurnHost
 from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
-from ollie.config import find_agent, load_agent_config
 from ollie.mcp.attach import allow, attach, host_of, resource_note
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import ReadOnlyError
-from ollie.sessions.livelock import LiveLock, hold, lock_dir
-from ollie.sessions.persist import SessionFile, open_session, session_log
-from ollie.sessions.session import Session, validate_session_id
+from ollie.sessions.livelock import LiveLock
+from ollie.sessions.persist import SessionFile
+from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
 from ollie.tools.documents import EditorDocuments
 from ollie.tools.editor import EditorKnowledge
@@ -80,7 +79,7 @@ class Core:
         self._approval.on_ask = self._asked
         self._host.approve_step = self._approval.check
         self._host.net_ask = self._approval.net_ask
-        self._watch_saves(session_file)
+        report_save_errors(session_file, self._host.bus)
 
     @classmethod
     async def create(
@@ -100,45 +99,20 @@ class Core:
         limits: LoopLimits | None = None,
         prompt_now: bool = False,
     ) -> Core:
-        """Load the agent config, resume or start the session, build the runtime and the backend.
+        """Open the session (see `ollie.agent.opening.open_parts`) and build its Core.
 
         The prompt commands wait for their first need, unless `prompt_now` (a daemon's default session, whose
         first prompt usually comes at once): then they start before the backend is built, overlapping it.
         """
-        # A file read and its shape checked: in a thread, not on the loop other sessions share.
-        cfg = await asyncio.to_thread(load_agent_config, find_agent(agent, agents_dirs))
-        work = Path(cwd or os.getcwd()).resolve()
-        if not work.is_dir():
-            raise ValueError(f"working directory {work} does not exist")
-        extra = dict(env or {})
-        store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
-        # Temp dirs of sessions whose process is gone (a crash, kill -9) go first; live ones are kept (see sweep_stale).
-        from ollie.tools.execute.sessiondirs import sweep_stale
-
-        await asyncio.to_thread(sweep_stale)
-        # Taken before the log is read: a session another process of this machine runs (another editor window,
-        # `ollie acp`, a terminal) is refused (-32007), not run twice with one writer's turns lost.
-        lock = await asyncio.to_thread(hold, lock_dir(store), session_id) if session_id else None
-        try:
-            # Reading and parsing a long history takes a while: off the loop, which other sessions share.
-            session_file, session = await asyncio.to_thread(open_session, store, session_id)
-            if not session_id:
-                lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
-            session.agent = agent
-            session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
-            setup = await Setup.create(
-                cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
-                backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
-                agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
-            )
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
-        core = cls(setup=setup, sessions_dir=store, session=session, session_file=session_file,
-                   limits=limits or LoopLimits())
-        core._live_lock = lock
-        if session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop's first look
+        opened = await open_parts(
+            agent=agent, cwd=cwd, backend=backend, model=model, session_id=session_id, env=env,
+            sessions_dir=sessions_dir, max_steps=max_steps, backend_factory=backend_factory,
+            dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, prompt_now=prompt_now,
+        )
+        core = cls(setup=opened.setup, sessions_dir=opened.sessions_dir, session=opened.session,
+                   session_file=opened.session_file, limits=limits or LoopLimits())
+        core._live_lock = opened.lock
+        if opened.session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop
             await asyncio.to_thread(core._budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
@@ -592,31 +566,14 @@ class Core:
         """Save the session under `new_id` from now on: the old log goes; tools and the plan file follow."""
         host = self._host
         old, old_log = self.session.id, host.session_file
-        new_id = validate_session_id(new_id)
-        lock = hold(lock_dir(host.sessions_dir), new_id)  # refused when another process runs a session of that id
-        self.session.id = new_id
-        host.session_file = session_log(host.sessions_dir, new_id)  # the file, or OLLIE_STORE's rows
-        self._watch_saves(host.session_file)
+        host.session_file, lock = take_new_id(self.session, host.sessions_dir, new_id)
+        report_save_errors(host.session_file, host.bus)
         host.session_file.rewrite(self.session)
         old_log.discard()  # a database's rows (and lease) go on its writer thread: nothing waits here
-        self._setup.move_session(old, new_id, old_file=old_log.path)
+        self._setup.move_session(old, self.session.id, old_file=old_log.path)
         if self._live_lock is not None:
             self._live_lock.release()
         self._live_lock = lock
-
-    def _watch_saves(self, log: SessionFile) -> None:
-        """Tell the user at once when a background save fails (a database write, a file's sync): an `error` event."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # built outside a loop (a test): the failure is still logged and raised by the log's flush
-        bus = self._host.bus
-
-        def report(text: str) -> None:  # on the log's writer thread: the bus is the loop's
-            with contextlib.suppress(RuntimeError):  # the loop is gone (the process is exiting)
-                loop.call_soon_threadsafe(bus.emit, "error", text)
-
-        log.on_error = report
 
     def set_generation_params(self, params: GenerationParams) -> None:
         """Override sampling parameters (fields left None fall back to the agent config's)."""

@@ -1,0 +1,91 @@
+"""A session's life on disk: opened under this machine's lock, renamed with it, failed saves reported."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollie import paths
+from ollie.agent.events import Bus
+from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
+from ollie.agent.setup import Setup
+from ollie.config import find_agent, load_agent_config
+from ollie.sessions.livelock import LiveLock, hold, lock_dir
+from ollie.sessions.persist import SessionFile, open_session, session_log
+from ollie.sessions.session import Session, validate_session_id
+
+
+@dataclass
+class Opened:
+    """What `open_parts` hands the Core: its setup, the session and its log, and the lock that holds it."""
+
+    setup: Setup
+    sessions_dir: Path
+    session: Session
+    session_file: SessionFile
+    lock: LiveLock | None
+
+
+async def open_parts(
+    *, agent: str, cwd: Path | str | None, backend: str | None, model: str | None, session_id: str | None,
+    env: Mapping[str, str] | None, sessions_dir: Path | str | None, max_steps: int | None,
+    backend_factory: BackendFactory | None, dispatcher_factory: DispatcherFactory | None,
+    agents_dirs: list[Path] | None, prompt_now: bool,
+) -> Opened:
+    """Load the agent config, take the session's lock, resume or start it, build its runtime and backend."""
+    # A file read and its shape checked: in a thread, not on the loop other sessions share.
+    cfg = await asyncio.to_thread(load_agent_config, find_agent(agent, agents_dirs))
+    work = Path(cwd or Path.cwd()).resolve()
+    if not work.is_dir():
+        raise ValueError(f"working directory {work} does not exist")
+    extra = dict(env or {})
+    store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
+    # Temp dirs of sessions whose process is gone (a crash, kill -9) go first; live ones are kept (see sweep_stale).
+    from ollie.tools.execute.sessiondirs import sweep_stale
+
+    await asyncio.to_thread(sweep_stale)
+    # Taken before the log is read: a session another process of this machine runs (another editor window,
+    # `ollie acp`, a terminal) is refused (-32007), not run twice with one writer's turns lost.
+    lock = await asyncio.to_thread(hold, lock_dir(store), session_id) if session_id else None
+    try:
+        # Reading and parsing a long history takes a while: off the loop, which other sessions share.
+        session_file, session = await asyncio.to_thread(open_session, store, session_id)
+        if not session_id:
+            lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
+        session.agent = agent
+        session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
+        setup = await Setup.create(
+            cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
+            backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
+            agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
+        )
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return Opened(setup, store, session, session_file, lock)
+
+
+def take_new_id(session: Session, sessions_dir: Path, new_id: str) -> tuple[SessionFile, LiveLock | None]:
+    """Take `new_id`'s lock (refused when another process runs it), move `session` to it; its new log and lock."""
+    new_id = validate_session_id(new_id)
+    lock = hold(lock_dir(sessions_dir), new_id)
+    session.id = new_id
+    return session_log(sessions_dir, new_id), lock  # the file, or OLLIE_STORE's rows
+
+
+def report_save_errors(log: SessionFile, bus: Bus) -> None:
+    """Tell the user at once when a background save fails (a database write, a file's sync): an `error` event."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return  # built outside a loop (a test): the failure is still logged and raised by the log's flush
+
+    def report(text: str) -> None:  # on the log's writer thread: the bus is the loop's
+        with contextlib.suppress(RuntimeError):  # the loop is gone (the process is exiting)
+            loop.call_soon_threadsafe(bus.emit, "error", text)
+
+    log.on_error = report
