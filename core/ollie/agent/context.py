@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Protocol
 
 from ollie.agent.compaction import CompactionResult, compact_session, render_memory
+from ollie.agent.events import Bus
+from ollie.agent.hooks import HookResult
+from ollie.agent.limits import LoopLimits
+from ollie.agent.runtime import Runtime
+from ollie.agent.streaming import Completion
 from ollie.agent.tiers import context_gate, message_chars
-from ollie.agent.turnhost import TurnHost
-from ollie.backend.types import Message
+from ollie.backend.base import Backend
+from ollie.backend.types import GenerationParams, Message
 from ollie.log import get_logger
+from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
 log = get_logger("ollie.agent.context")
@@ -63,10 +70,31 @@ class HistorySize:
         session.resized_indices.clear()
 
 
+class BudgetHost(Protocol):
+    """What the context budget reads and drives of its session (the Core's TurnHost)."""
+
+    session: Session
+    session_file: SessionFile
+    bus: Bus
+    limits: LoopLimits
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def backend(self) -> Backend | None: ...
+    @property
+    def backend_error(self) -> str: ...
+    def system_prompt(self) -> str: ...
+    def generation_params(self) -> GenerationParams: ...
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None: ...
+    def record_usage(self, completion: Completion) -> None: ...
+    def notify(self) -> None: ...
+
+
 class ContextBudget:
     """Keeps one session's context under `compact_fraction` of the model's context length."""
 
-    def __init__(self, host: TurnHost) -> None:
+    def __init__(self, host: BudgetHost) -> None:
         self._host = host
         self._limit: int | None = None
         self._history = HistorySize()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
 from ollie.agent.context import ContextBudget
 from ollie.agent.events import Event
 from ollie.agent.hooks import hook_note
-from ollie.agent.loop import AgentLoop, TurnResult
-from ollie.agent.turnhost import TurnHost
+from ollie.agent.inbox import Inbox
+from ollie.agent.loop import AgentLoop, LoopHost, TurnResult
+from ollie.agent.review import Review
 from ollie.backend.base import Backend
 from ollie.backend.types import Image
 from ollie.log import get_logger
@@ -17,10 +19,20 @@ from ollie.log import get_logger
 log = get_logger("ollie.agent.core")
 
 
+class TurnsHost(LoopHost, Protocol):
+    """What a turn's edges read and drive of its session, on top of the loop's (the Core's TurnHost)."""
+
+    inbox: Inbox
+    review: Review
+
+    async def ready_prompt(self) -> None: ...
+    def take_prompt_warnings(self) -> list[str]: ...
+
+
 class Turns:
     """Runs the turns of one session, one task each; the Core serialises them and owns the queue."""
 
-    def __init__(self, host: TurnHost, budget: ContextBudget, *, warnings: list[str]) -> None:
+    def __init__(self, host: TurnsHost, budget: ContextBudget, *, warnings: list[str]) -> None:
         self._host = host
         self._budget = budget
         self.running = False
