@@ -250,7 +250,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       nonce: crypto.randomBytes(18).toString("base64"),
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "webview.js")).toString(),
       styleUri: media("chat.css"),
-      iconsUri: media("codicons/codicon.css"),
+      iconsUri: media("vendor/codicons/codicon.css"),
       note: workspaceNote(),
     });
   }

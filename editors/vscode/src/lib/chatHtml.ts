@@ -7,7 +7,7 @@ export interface ChatHtmlOptions {
   nonce: string;
   scriptUri: string;
   styleUri: string;
-  /** The codicon font's stylesheet (media/codicons). */
+  /** The codicon font's stylesheet (media/vendor/codicons). */
   iconsUri?: string;
   /** Where Ollie works, when the window does not make it plain (no folder open): shown in the empty chat. */
   note?: string;
