@@ -49,7 +49,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import SubmitHandle, resolve_cwd
+from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
 
 logger = logging.getLogger("ollie.lsp.methods")
 Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
@@ -64,6 +64,12 @@ def method(name: str) -> Callable[[Handler], Handler]:
         return handler
 
     return register
+
+
+async def _session(ls: OllieServer, raw: Any, *, write: bool = False) -> LiveSession:
+    """The live session a request of bare `SessionParams` names (`write`: -32002 when it is archived)."""
+    session = parse(SessionParams, raw).session
+    return await (ls.table.writable(session) if write else ls.table.get(session))
 
 
 @method("ollie/submit")
@@ -139,16 +145,14 @@ async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/popQueue")
 async def pop_queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Take back the oldest queued prompt."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.writable(p.session)
+    live = await _session(ls, raw, write=True)
     return {"text": live.core.pop_queue()}
 
 
 @method("ollie/queue/run")
 async def queue_run(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Run the queued prompts now, each a turn of its own (after an interrupt they wait for this)."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.writable(p.session)
+    live = await _session(ls, raw, write=True)
     async with live.turn_lock:
         await live.core.run_queue()
     await live.forwarder.drained()
@@ -158,16 +162,14 @@ async def queue_run(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/queue/clear")
 async def queue_clear(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Drop every queued prompt."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.writable(p.session)
+    live = await _session(ls, raw, write=True)
     return {"cleared": live.core.clear_queue()}
 
 
 @method("ollie/state")
 async def state(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The session's state, model, usage and cost, and whether its backend is usable."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.get(p.session)
+    live = await _session(ls, raw)
     return {**live.state_result(), "backendStatus": await live.core.backend_health()}
 
 
@@ -214,8 +216,7 @@ async def command(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/listModels")
 async def list_models(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The session's backend's models and the one in use."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.get(p.session)
+    live = await _session(ls, raw)
     core = live.core
     out: dict[str, Any] = {"backend": core.backend_name, "current": core.model_name, "models": [], "error": ""}
     try:
@@ -229,8 +230,7 @@ async def list_models(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/listAgents")
 async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The agent configs the session can switch to, with their descriptions."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.get(p.session)
+    live = await _session(ls, raw)
     infos = await asyncio.to_thread(agent_infos, live.core.agents_dirs)  # reads every agent config file
     agents = [{"name": a.name, "description": a.description, "error": a.error} for a in infos]
     return {"current": live.core.agent_name, "agents": agents}
@@ -239,8 +239,7 @@ async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
 @method("ollie/mcp/list")
 async def mcp_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The session's MCP servers: name, transport, state (starting, ready, failed with why), tools, prompts."""
-    p = parse(SessionParams, raw)
-    live = await ls.table.get(p.session)
+    live = await _session(ls, raw)
     return {"servers": live.core.mcp_status()}
 
 
