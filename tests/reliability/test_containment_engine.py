@@ -77,6 +77,26 @@ async def new_core(srv: Any, tmp_path: Path, *, agents: Path, cwd: Path, agent: 
                              agents_dirs=[agents])
 
 
+def plain_agents(tmp_path: Path, **config: Any) -> Path:
+    """An agents dir whose default agent has a short literal prompt and `config`."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent.", **config}))
+    return agents
+
+
+async def probe_result(scripted_llm: Any, tmp_path: Path, probe: str, *, cwd: Path) -> str:
+    """Run `probe` as one execute_code step of a plain agent's session in `cwd`; the tool result the model saw."""
+    srv = scripted_llm("openai")
+    srv.script(code_call({"code": probe}), Reply.text("done"))
+    core = await new_core(srv, tmp_path, agents=plain_agents(tmp_path), cwd=cwd)
+    try:
+        await core.submit("probe")
+    finally:
+        await core.close()
+    return tool_text(srv, 1)
+
+
 def hostile_repo(work: Path, home: Path) -> None:
     """A git repo whose .git/config runs a command on every `git status`: it steals the key and the env file."""
     work.mkdir(exist_ok=True)
@@ -210,9 +230,7 @@ async def test_an_approved_elevated_program_cannot_be_swapped(scripted_llm, tmp_
     elevated = f"echo approved > {outside}/approved-ran\nsleep 2\n"
     srv = scripted_llm("openai")
     srv.script(code_call({"parallel": [{"code": elevated, "elevated": True}, {"code": attacker}]}), Reply.text("done"))
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
+    agents = plain_agents(tmp_path)
     core = await new_core(srv, tmp_path, agents=agents, cwd=work)
     asked: list[str] = []
 
@@ -248,9 +266,7 @@ async def test_a_workspace_at_home_is_read_only_and_hides_secrets(scripted_llm, 
     )
     srv = scripted_llm("openai")
     srv.script(code_call({"code": probe}), Reply.text("done"))
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
+    agents = plain_agents(tmp_path)
     core = await new_core(srv, tmp_path, agents=agents, cwd=home)
     events = core.bus.subscribe()
     try:
@@ -277,9 +293,7 @@ async def test_a_workspace_at_home_is_read_only_and_hides_secrets(scripted_llm, 
 async def test_sessions_sharing_a_tmpdir_cannot_reach_each_other(scripted_llm, tmp_path, home):
     work = tmp_path / "work"
     work.mkdir()
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
+    agents = plain_agents(tmp_path)
     other_srv = scripted_llm("openai")
     other = await new_core(other_srv, tmp_path, agents=agents, cwd=work)
     root = paths.runtime_tmp_dir()
@@ -326,10 +340,7 @@ def agent_with_rwx(tmp_path: Path, home: Path, policy: str, rwx: str) -> tuple[P
     (policies / f"{policy}.yaml").write_text(text)
     work = tmp_path / "work"
     work.mkdir()
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent.", "sandbox": policy}))
-    return work, agents
+    return work, plain_agents(tmp_path, sandbox=policy)
 
 
 async def test_a_policy_granting_the_whole_shared_tmp_gets_it_read_only(scripted_llm, tmp_path, home):
@@ -376,17 +387,7 @@ async def test_a_workspace_at_home_hides_dotfiles_and_ollies_own_state(scripted_
     monkeypatch.setenv("OLLIE_DATA_DIR", str(home / "ollie-data"))
     monkeypatch.setenv("OLLIE_STATE_DIR", str(home / "ollie-state"))
     probe = "".join(f"cat ~/{relative} 2>/dev/null || echo 'DENIED {relative}'\n" for relative in {**visible, **hidden})
-    srv = scripted_llm("openai")
-    srv.script(code_call({"code": probe + "true\n"}), Reply.text("done"))
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
-    core = await new_core(srv, tmp_path, agents=agents, cwd=home)
-    try:
-        await core.submit("look around")
-    finally:
-        await core.close()
-    result = tool_text(srv, 1)
+    result = await probe_result(scripted_llm, tmp_path, probe + "true\n", cwd=home)
     for relative, marker in visible.items():
         assert marker in result, (relative, result)
     for relative, marker in hidden.items():
@@ -404,17 +405,7 @@ async def test_a_hostile_model_cannot_change_files_outside_the_workspace_even_th
              f"touch -d 2001-01-01 {rc} || echo UTIME-REFUSED\n"
              f"chown 0:0 {rc} || echo CHOWN-REFUSED\n"
              "echo inside > made.txt && chmod 600 made.txt && echo INSIDE-OK\n")
-    srv = scripted_llm("openai")
-    srv.script(code_call({"code": probe}), Reply.text("done"))
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent."}))
-    core = await new_core(srv, tmp_path, agents=agents, cwd=work)
-    try:
-        await core.submit("tidy up")
-    finally:
-        await core.close()
-    result = tool_text(srv, 1)
+    result = await probe_result(scripted_llm, tmp_path, probe, cwd=work)
     for marker in ("CHMOD-REFUSED", "UTIME-REFUSED", "CHOWN-REFUSED", "INSIDE-OK", "Read-only file system"):
         assert marker in result, (marker, result)
     after = rc.stat()

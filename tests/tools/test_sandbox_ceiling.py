@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import Workspace, code
 
 
@@ -57,31 +59,14 @@ def _user_policy(ws: Workspace, monkeypatch, name: str, edit) -> None:
     target.write_text(edit(paths.bundled("sandbox.yaml").read_text()))
 
 
-async def test_call_cannot_gain_unix_sockets(ws: Workspace, monkeypatch):
-    _user_policy(ws, monkeypatch, "sockets", lambda text: text.replace("unix: false", "unix: true"))
-    result = await code(ws.server(), "true", sandbox="sockets")
-    assert result.is_error and "unix sockets" in result.text
-
-
-async def test_call_cannot_raise_the_process_limit(ws: Workspace, monkeypatch):
-    _user_policy(ws, monkeypatch, "many", lambda text: text.replace("processes: 512", "processes: 100000"))
-    result = await code(ws.server(), "true", sandbox="many")
-    assert result.is_error and "100000 processes" in result.text
-
-
-async def test_call_cannot_trade_the_proxy_for_the_hosts_network(ws: Workspace, monkeypatch):
-    _user_policy(ws, monkeypatch, "open", lambda text: text.replace("mode: proxy", "mode: open"))
-    result = await code(ws.server(), "true", sandbox="open")
-    assert result.is_error and "the host's network" in result.text
-
-
-async def test_call_cannot_allow_more_hosts(ws: Workspace, monkeypatch):
-    _user_policy(ws, monkeypatch, "more", lambda text: text.replace('"pypi.org",', '"pypi.org", "evil.example",'))
-    result = await code(ws.server(), "true", sandbox="more")
-    assert result.is_error and "more hosts" in result.text
-
-
-async def test_call_cannot_lift_the_send_cap(ws: Workspace, monkeypatch):
-    _user_policy(ws, monkeypatch, "bigger", lambda text: text.replace("max_sent: 1G", "max_sent: 0"))
-    result = await code(ws.server(), "true", sandbox="bigger")
-    assert result.is_error and "send more" in result.text
+@pytest.mark.parametrize(("old", "new", "refusal"), [
+    ("unix: false", "unix: true", "unix sockets"),
+    ("processes: 512", "processes: 100000", "100000 processes"),
+    ("mode: proxy", "mode: open", "the host's network"),
+    ('"pypi.org",', '"pypi.org", "evil.example",', "more hosts"),
+    ("max_sent: 1G", "max_sent: 0", "send more"),
+], ids=["unix sockets", "process limit", "host network", "more hosts", "send cap"])
+async def test_call_cannot_widen_a_ceiling_of_the_policy(ws: Workspace, monkeypatch, old, new, refusal):
+    _user_policy(ws, monkeypatch, "wider", lambda text: text.replace(old, new))
+    result = await code(ws.server(), "true", sandbox="wider")
+    assert result.is_error and refusal in result.text
