@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+from tests.netserver import Listener
 
 # The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
 pytest_plugins = ["ollie.testing.pytest_plugin"]
@@ -27,3 +31,12 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     # In-process Cores run unattended: steps run without approval questions (tests of approval set their own).
     monkeypatch.setenv("OLLIE_APPROVAL", "auto")
     yield home
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    """A started stand-in for a remote host on the loopback (tests/netserver.py), closed after the test."""
+    server = Listener()
+    server.start()
+    yield server
+    server.sock.close()

@@ -82,7 +82,12 @@ def _path(uri: str) -> Path:
 
 async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True, init_options: Any = None) -> Daemon:
     """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
-    daemon = await start_daemon(env=env, initialize=False)
+    return await initialize(await start_daemon(env=env, initialize=False), apply_edit=apply_edit,
+                            init_options=init_options)
+
+
+async def initialize(daemon: Daemon, *, apply_edit: bool, init_options: Any) -> Daemon:
+    """Initialize `daemon` with its workspace as the one folder (with `apply_edit`: it takes workspace/applyEdit)."""
     ws = daemon.workspace
     daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
         capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from ollie.sandbox import landlock_abi
 from ollie.testing import Reply
-from tests.netserver import Listener
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    server = Listener()
-    server.start()
-    yield server
-    server.sock.close()
 
 
 async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_daemon, llm, listener):

@@ -13,6 +13,7 @@ from pygls.exceptions import JsonRpcException
 from ollie.testing import Reply
 
 from .conftest import Daemon
+from .test_documents import initialize
 
 ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
 ORIGINAL_B = "alpha\nbeta\ngamma\n"
@@ -41,7 +42,6 @@ async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, a
                 init_options: Any = None) -> Daemon:
     """A daemon whose client (with `apply_edit`) takes workspace/applyEdit and records what it got."""
     daemon = await start_daemon(env=env(llm), initialize=False, workspace=workspace)
-    ws = daemon.workspace
     daemon.edits = []  # type: ignore[attr-defined]
 
     @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
@@ -49,12 +49,7 @@ async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, a
         daemon.edits.append(params)  # type: ignore[attr-defined]
         return types.ApplyWorkspaceEditResult(applied=True)
 
-    daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
-        root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
-        initialization_options=init_options,
-    )), 30)
-    return daemon
+    return await initialize(daemon, apply_edit=apply_edit, init_options=init_options)
 
 
 def seed(ws: Path) -> None:

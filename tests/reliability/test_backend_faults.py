@@ -6,26 +6,11 @@ import httpx
 import pytest
 from faultproxy import ClosingProxy
 
-from ollie.agent.events import Event, Subscription
 from ollie.backend.openai import OpenAIBackend
 from ollie.testing import Reply
+from tests.agent.agentkit import drain, roles
 
 ROUND_ONE = ("execute_code", {"steps": [{"code": "echo round-one-output"}]})
-
-
-def drain(sub: Subscription) -> list[Event]:
-    """Every event queued on `sub` so far."""
-    out = []
-    while sub.pending():
-        event = sub.get_nowait()
-        if event is not None:
-            out.append(event)
-    return out
-
-
-def with_roles(events: list[Event], role: str) -> list[Event]:
-    """The events of one role."""
-    return [e for e in events if e.role == role]
 
 
 def assert_round_one_kept(core) -> None:
@@ -60,8 +45,8 @@ async def test_a_fault_mid_turn_is_retried_and_the_turn_recovers(scripted_llm, m
     result = await core.submit("do the thing")
     assert (result.stop, result.reply) == ("end", "recovered after the fault"), result
     events = drain(sub)
-    assert len(with_roles(events, "limitretry")) == 1
-    assert not with_roles(events, "error")
+    assert len(roles(events, "limitretry")) == 1
+    assert not roles(events, "error")
     assert_round_one_kept(core)
     assert [m.content for m in core.session.messages if m.role == "assistant" and m.content] == [
         "recovered after the fault"]
@@ -75,7 +60,7 @@ async def test_a_fault_that_persists_ends_the_turn_cleanly_and_the_session_goes_
     sub = core.bus.subscribe()
     result = await core.submit("do the thing")
     assert result.stop == "error" and "gave up after 2 retries" in result.error, result
-    errors = with_roles(drain(sub), "error")
+    errors = roles(drain(sub), "error")
     assert [e.content for e in errors] == [result.error]
     assert "Traceback" not in result.error
     assert_round_one_kept(core)
@@ -90,7 +75,7 @@ async def test_a_slow_stream_past_the_read_timeout_is_retried(scripted_llm, make
     sub = core.bus.subscribe()
     result = await core.submit("do the thing")
     assert (result.stop, result.reply) == ("end", "fast this time"), result
-    retries = with_roles(drain(sub), "limitretry")
+    retries = roles(drain(sub), "limitretry")
     assert len(retries) == 1 and "transient" in retries[0].content
     assert_round_one_kept(core)
 
@@ -118,7 +103,7 @@ async def test_a_server_that_closes_the_socket_mid_turn(scripted_llm, make_core)
         await proxy.stop()
     assert proxy.closed == 1
     assert (result.stop, result.reply) == ("end", "through after the hang-up"), result
-    assert len(with_roles(drain(sub), "limitretry")) == 1
+    assert len(roles(drain(sub), "limitretry")) == 1
     assert_round_one_kept(core)
 
 
