@@ -85,11 +85,11 @@ def plain_agents(tmp_path: Path, **config: Any) -> Path:
     return agents
 
 
-async def probe_result(scripted_llm: Any, tmp_path: Path, probe: str, *, cwd: Path) -> str:
-    """Run `probe` as one execute_code step of a plain agent's session in `cwd`; the tool result the model saw."""
+async def probe_result(scripted_llm: Any, tmp_path: Path, probe: str, *, cwd: Path, agents: Path | None = None) -> str:
+    """Run `probe` as one execute_code step of a session in `cwd` (a plain agent's unless `agents`); what the model saw."""
     srv = scripted_llm("openai")
     srv.script(code_call({"code": probe}), Reply.text("done"))
-    core = await new_core(srv, tmp_path, agents=plain_agents(tmp_path), cwd=cwd)
+    core = await new_core(srv, tmp_path, agents=agents or plain_agents(tmp_path), cwd=cwd)
     try:
         await core.submit("probe")
     finally:
@@ -356,15 +356,10 @@ async def test_a_policy_granting_the_whole_shared_tmp_gets_it_read_only(scripted
         "echo made > made && echo WRITE-PROJECT-OK\n"
         "true\n"
     )
-    srv = scripted_llm("openai")
-    srv.script(code_call({"code": probe}), Reply.text("done"))
-    core = await new_core(srv, tmp_path, agents=agents, cwd=work)
     try:
-        await core.submit("probe")
+        result = await probe_result(scripted_llm, tmp_path, probe, cwd=work, agents=agents)
     finally:
-        await core.close()
         await other.close()
-    result = tool_text(srv, 1)
     stdout = result.split("[stderr]")[0]
     assert "MKTEMP-OK" in stdout and "WRITE-PROJECT-OK" in stdout, result
     assert "LIST-ROOT-OK" not in stdout and "WRITE-SHARED-OK" not in stdout and other.session_id not in stdout

@@ -33,11 +33,8 @@ Counting = Listener  # the host-side server every network test uses
 
 
 @pytest.fixture
-def counting() -> Iterator[Counting]:
-    server = Counting()
-    server.start()
-    yield server
-    server.sock.close()
+def counting(listener: Counting) -> Counting:
+    return listener  # tests/conftest.py's
 
 
 def tiny_wheel(directory: Path) -> Path:

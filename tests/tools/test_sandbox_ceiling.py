@@ -59,13 +59,17 @@ def _user_policy(ws: Workspace, monkeypatch, name: str, edit) -> None:
     target.write_text(edit(paths.bundled("sandbox.yaml").read_text()))
 
 
-@pytest.mark.parametrize(("old", "new", "refusal"), [
-    ("unix: false", "unix: true", "unix sockets"),
-    ("processes: 512", "processes: 100000", "100000 processes"),
-    ("mode: proxy", "mode: open", "the host's network"),
-    ('"pypi.org",', '"pypi.org", "evil.example",', "more hosts"),
-    ("max_sent: 1G", "max_sent: 0", "send more"),
-], ids=["unix sockets", "process limit", "host network", "more hosts", "send cap"])
+# What a user's policy may not widen past the bundled default: (its text, the widened text, the refusal says).
+CEILINGS = {
+    "unix sockets": ("unix: false", "unix: true", "unix sockets"),
+    "process limit": ("processes: 512", "processes: 100000", "100000 processes"),
+    "host network": ("mode: proxy", "mode: open", "the host's network"),
+    "more hosts": ('"pypi.org",', '"pypi.org", "evil.example",', "more hosts"),
+    "send cap": ("max_sent: 1G", "max_sent: 0", "send more"),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "refusal"), CEILINGS.values(), ids=CEILINGS)
 async def test_call_cannot_widen_a_ceiling_of_the_policy(ws: Workspace, monkeypatch, old, new, refusal):
     _user_policy(ws, monkeypatch, "wider", lambda text: text.replace(old, new))
     result = await code(ws.server(), "true", sandbox="wider")
