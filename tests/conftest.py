@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,14 @@ def _private_dirs(tmp_path_factory, monkeypatch):
     # In-process Cores run unattended: steps run without approval questions (tests of approval set their own).
     monkeypatch.setenv("OLLIE_APPROVAL", "auto")
     yield home
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """The project dir sessions run in (`tmp_path/work`)."""
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
 
 
 @pytest.fixture

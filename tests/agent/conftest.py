@@ -29,13 +29,6 @@ def agents_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    directory = tmp_path / "work"
-    directory.mkdir()
-    return directory
-
-
-@pytest.fixture
 async def make_core(scripted_llm, tmp_path: Path, agents_dir: Path, workdir: Path):  # noqa: F811
     """`await make_core(srv, toy=ToyServer(), ...)`: a Core on the scripted server; closed at teardown.
 

@@ -41,14 +41,6 @@ def daemon_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    """The project dir sessions run in."""
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def agents_dir(tmp_path: Path) -> Path:
     """A dir with a `default` agent whose prompt needs no shell."""
     path = tmp_path / "agents"
