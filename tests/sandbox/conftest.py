@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ollie.sandbox import Policy, load_policy, parse_policy, spawn_sandboxed
+from tests.workdirs import Dirs, make_dirs
 
 CHILD_PATH = "/usr/bin:/bin"
 
 
-@dataclass
-class Workspace:
-    """Dirs of one test: `work` is {CWD}, `scratch` is {TMPDIR}, `outside` is granted by nothing."""
-
-    root: Path
-    work: Path
-    scratch: Path
-    outside: Path
+class Workspace(Dirs):
+    """Dirs of one test, and ways to run sandboxed commands in them."""
 
     @property
     def env(self) -> dict[str, str]:
@@ -52,8 +46,4 @@ class Workspace:
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     """A fresh workspace; `outside/secret` holds the text `secret`."""
-    dirs = {name: tmp_path / name for name in ("work", "scratch", "outside")}
-    for directory in dirs.values():
-        directory.mkdir()
-    (dirs["outside"] / "secret").write_text("secret\n")
-    return Workspace(root=tmp_path, **dirs)
+    return Workspace(root=tmp_path, **make_dirs(tmp_path, secret_file="secret"))

@@ -12,6 +12,7 @@ import pytest
 from ollie.tools.base import ToolResult
 from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute.languages import LanguageError, language, resolve_interpreter
+from tests.workdirs import Dirs, make_dirs
 
 
 def installed(name: str) -> bool:
@@ -33,13 +34,9 @@ def alive(pid: int) -> bool:
 
 
 @dataclass
-class Workspace:
-    """One test's dirs: `work` is the session cwd, `scratch` its TMPDIR, `outside` granted by nothing."""
+class Workspace(Dirs):
+    """One test's dirs, with `tools` its OLLIE_TOOLS_PATH dir, and its execute servers."""
 
-    root: Path
-    work: Path
-    scratch: Path
-    outside: Path
     tools: Path
 
     def server(self, **options: Any) -> ExecuteServer:
@@ -60,10 +57,7 @@ class Workspace:
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     """A fresh workspace; TMPDIR and OLLIE_TOOLS_PATH point into it."""
-    dirs = {name: tmp_path / name for name in ("work", "scratch", "outside", "tools")}
-    for directory in dirs.values():
-        directory.mkdir()
-    (dirs["outside"] / "secret.txt").write_text("secret\n")
+    dirs = make_dirs(tmp_path, "tools", secret_file="secret.txt")
     # The pytest tmp root sits under /tmp: a private TMPDIR keeps `outside` out of the policy.
     monkeypatch.setenv("TMPDIR", str(dirs["scratch"]))
     monkeypatch.setenv("OLLIE_TOOLS_PATH", str(dirs["tools"]))
