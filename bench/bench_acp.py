@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, cast
 
-from bench.common import PYTHON, Row, child_env, interleaved, median, private_home
+from bench.common import PYTHON, Row, child_env, interleaved, median, run_alone
 from bench.llm_process import LLMProcess
 
 MINIMAL = [PYTHON, "-m", "bench.acp_minimal"]
@@ -88,8 +87,4 @@ def run(rounds: int = 5) -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    with private_home():
-        rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
-    for r in rows:
-        print(f"{r.name}: {r.value:.0f} ms vs {r.reference:.0f} ms ({r.ratio:.2f}x) {r.verdict}")
-    print(*notes, sep="\n")
+    run_alone(run)

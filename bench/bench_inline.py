@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench.common import DAEMON, Row, child_env, percentile, private_home
+from bench.common import DAEMON, Row, child_env, percentile, run_alone
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 
@@ -100,6 +99,4 @@ def run(rounds: int = 50) -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    with private_home():
-        for row in run(int(sys.argv[1]) if len(sys.argv) > 1 else 50)[0]:
-            print(f"{row.name}: {row.value:.2f} ms ({row.note}) {row.verdict}")
+    run_alone(run)

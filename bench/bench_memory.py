@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.bench_sessions import _session_of
 from bench.bench_startup import fresh_bytecode
-from bench.common import BARE_SERVER, DAEMON, Row, child_env, median, private_home, rss_kb
+from bench.common import BARE_SERVER, DAEMON, Row, child_env, median, rss_kb, run_alone
 from bench.lspwire import LSPProcess
 from ollie import paths
 from ollie.sessions import Channel, Kind, Registry, Request, os_user
@@ -130,9 +130,4 @@ def run() -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    with private_home():
-        rows, notes = run()
-    for row in rows:
-        ratio = f" ({row.ratio:.2f}x)" if row.ratio else ""
-        print(f"{row.name}: {row.value:.1f}{ratio} {row.verdict}")
-    print(*notes, sep="\n")
+    run_alone(run)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.common import DAEMON, PYTHON, Row, child_env, median, percentile, private_home
+from bench.common import DAEMON, PYTHON, Row, child_env, median, percentile, run_alone
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 
@@ -177,9 +177,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--read"]:
         _read_main(sys.argv[2], sys.argv[3])
         sys.exit(0)
-    with private_home():
-        rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
-    for row in rows:
-        ratio = f" ({row.ratio:.2f}x)" if row.ratio else ""
-        print(f"{row.name}: {row.value:.2f} ms{ratio} {row.target} {row.verdict} {row.note}")
-    print(*notes, sep="\n")
+    run_alone(run)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.bench_memory import write_saved_sessions
 from bench.bench_relay import delta_text
-from bench.common import DAEMON, Row, child_env, percentile, private_home
+from bench.common import DAEMON, Row, child_env, percentile, run_alone
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 
@@ -117,8 +117,4 @@ def run() -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    with private_home():
-        got, extra = run()
-    for row in got:
-        print(f"{row.name}: {row.value:.1f} ms (idle {row.reference:.1f} ms) {row.verdict} {row.note}")
-    print(*extra, sep="\n")
+    run_alone(run)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import compileall
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import BARE_SERVER, DAEMON, PYTHON, REPO, Row, child_env, interleaved, median, private_home
+from bench.common import BARE_SERVER, DAEMON, PYTHON, REPO, Row, child_env, interleaved, median, run_alone
 from bench.lspwire import LSPProcess
 from ollie.testing import Reply, ScriptedLLMServer
 
@@ -141,9 +140,4 @@ def run(rounds: int = 7) -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    with private_home():
-        rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
-    for row in rows:
-        versus = f" vs {row.reference:.1f} ms ({row.ratio:.2f}x)" if row.ratio else ""
-        print(f"{row.name}: {row.value:.1f} ms{versus} {row.verdict}")
-    print(*notes, sep="\n")
+    run_alone(run)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench.bench_spawn import bare_spawn, sandboxed_spawn
-from bench.common import Row, median, private_home
+from bench.common import Row, median, run_alone
 from ollie.sandbox import landlock_abi, load_policy
 from ollie.testing import Reply, ScriptedLLMServer
 from ollie.tools.execute.server import ExecuteServer
@@ -141,7 +140,4 @@ def run(rounds: int = 30, fanout_rounds: int = 2) -> tuple[list[Row], list[str]]
 
 
 if __name__ == "__main__":
-    with private_home():
-        rows, notes = run(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
-    for row in rows:
-        print(f"{row.name}: {row.value:.3f} {row.unit} vs {row.reference:.3f} ({row.ratio:.2f}x) {row.verdict}")
+    run_alone(run)

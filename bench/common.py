@@ -98,3 +98,34 @@ def rss_kb(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A number with its unit, sized for the table."""
+    if value is None:
+        return ""
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "MiB":
+        return f"{value:.1f} MiB"
+    if unit == "KiB":
+        return f"{value:.0f} KiB"
+    return f"{value:.2f} ms" if abs(value) < 100 else f"{value:.0f} ms"
+
+
+def table(rows: list[Row]) -> list[str]:
+    """The markdown table."""
+    out = ["| benchmark | value | reference | ratio | target | result |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
+        value = fmt(row.value, row.unit) + (f" ({row.note})" if row.note else "")
+        out.append(f"| {row.name} | {value} | {fmt(row.reference, row.unit)} | {ratio} | {row.target} | "
+                   f"{row.verdict} |")
+    return out
+
+
+def run_alone(run: Callable[..., tuple[list[Row], list[str]]]) -> None:
+    """`python -m bench.bench_x [ROUNDS]`: one bench's `run` in private dirs, its rows printed as a table."""
+    with private_home():
+        rows, notes = run(int(sys.argv[1])) if len(sys.argv) > 1 else run()
+    print(*table(rows), *notes, sep="\n")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import REPO, Row, private_home
+from bench.common import REPO, Row, private_home, table
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 # The steps in the order they run (`--only` picks some of them).
@@ -58,30 +58,6 @@ def machine() -> list[str]:
         f"- CPUs: {os.cpu_count()} (load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the start)",
         f"- Python: {platform.python_version()} ({sys.executable})",
     ]
-
-
-def fmt(value: float | None, unit: str) -> str:
-    """A number with its unit, sized for the table."""
-    if value is None:
-        return ""
-    if unit == "s":
-        return f"{value:.3f} s"
-    if unit == "MiB":
-        return f"{value:.1f} MiB"
-    if unit == "KiB":
-        return f"{value:.0f} KiB"
-    return f"{value:.2f} ms" if abs(value) < 100 else f"{value:.0f} ms"
-
-
-def table(rows: list[Row]) -> list[str]:
-    """The markdown table."""
-    out = ["| benchmark | value | reference | ratio | target | result |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
-        value = fmt(row.value, row.unit) + (f" ({row.note})" if row.note else "")
-        out.append(f"| {row.name} | {value} | {fmt(row.reference, row.unit)} | {ratio} | {row.target} | "
-                   f"{row.verdict} |")
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
