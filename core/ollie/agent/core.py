@@ -22,10 +22,9 @@ from ollie.agent.hooks import hook_note
 from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
-from ollie.agent.opening import open_parts, report_save_errors, take_new_id
+from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, refresh_tools, server_kinds
-from ollie.agent.setup import Setup
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
 from ollie.agent.turns import Turns
@@ -35,8 +34,6 @@ from ollie.mcp.attach import allow, attach, host_of, resource_note
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import ReadOnlyError
-from ollie.sessions.livelock import LiveLock
-from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
 from ollie.tools.documents import EditorDocuments
@@ -48,11 +45,10 @@ __all__ = ["Core", "TurnResult"]
 class Core:
     """One agent session. Build it with `await Core.create(...)`; see docs/ENGINE-API.md."""
 
-    def __init__(
-        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
-    ) -> None:
-        self._host = TurnHost(setup=setup, sessions_dir=sessions_dir, session=session, session_file=session_file,
-                              limits=limits)
+    def __init__(self, opened: Opened, *, limits: LoopLimits) -> None:
+        setup, session_file = opened.setup, opened.session_file
+        self._host = TurnHost(setup=setup, sessions_dir=opened.sessions_dir, session=opened.session,
+                              session_file=session_file, limits=limits)
         self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
         self.on_kill: Callable[[], Awaitable[None] | None] | None = None
         # Asked before a switch to an agent that runs without a sandbox (ACP asks its own way); None: `approver`.
@@ -68,7 +64,7 @@ class Core:
         self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
         self._closed = False
         # This machine's lock on the session (ollie.sessions.livelock), dropped by `close`.
-        self._live_lock: LiveLock | None = None
+        self._live_lock = opened.lock
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
         self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
         self._attached.wire()
@@ -109,9 +105,7 @@ class Core:
             sessions_dir=sessions_dir, max_steps=max_steps, backend_factory=backend_factory,
             dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, prompt_now=prompt_now,
         )
-        core = cls(setup=opened.setup, sessions_dir=opened.sessions_dir, session=opened.session,
-                   session_file=opened.session_file, limits=limits or LoopLimits())
-        core._live_lock = opened.lock
+        core = cls(opened, limits=limits or LoopLimits())
         if opened.session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop
             await asyncio.to_thread(core._budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
