@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ollie.agent.textcalls import extract_text_tool_calls
 
 TOOLS = {"call_tool", "execute_code", "pipe"}
@@ -17,18 +19,26 @@ def _only_call(calls, name="call_tool", args=ARGS):
     assert calls[0].id
 
 
-def test_qwen_hermes_tagged_call_is_cut_from_the_text():
-    text = f'Let me read it.\n<tool_call>\n{{"name": "call_tool", "arguments": {json.dumps(ARGS)}}}\n</tool_call>'
-    rest, calls = extract_text_tool_calls(text, TOOLS)
-    assert rest == "Let me read it."
-    _only_call(calls)
+# One call written as text, each form a local model uses: (the text, what is left of it, the call's name and args).
+ONE_CALL = {
+    "qwen/hermes tag": (f'Let me read it.\n<tool_call>\n{{"name": "call_tool", "arguments": {json.dumps(ARGS)}}}\n</tool_call>',
+                        "Let me read it.", "call_tool", ARGS),
+    "tag left open at the end": ('<tool_call>{"name": "pipe", "arguments": {"stages": []}}', "", "pipe", {"stages": []}),
+    "fenced json, parameters key": (
+        f'I will run:\n```json\n{{"name": "call_tool", "parameters": {json.dumps(ARGS)}}}\n```\nThen report.',
+        "I will run:\n\nThen report.", "call_tool", ARGS),
+    "mistral array": (f'[TOOL_CALLS][{{"name": "call_tool", "arguments": {json.dumps(ARGS)}}}]', "", "call_tool", ARGS),
+    "mistral name/args": (f"Reading.[TOOL_CALLS]call_tool[ARGS]{json.dumps(ARGS)}", "Reading.", "call_tool", ARGS),
+    "llama function tag": (f"<function=call_tool>{json.dumps(ARGS)}</function>", "", "call_tool", ARGS),
+    "bare json reply": (json.dumps({"name": "call_tool", "parameters": ARGS}), "", "call_tool", ARGS),
+}
 
 
-def test_tagged_call_without_closing_tag_at_the_end():
-    text = '<tool_call>{"name": "pipe", "arguments": {"stages": []}}'
-    rest, calls = extract_text_tool_calls(text, TOOLS)
-    assert rest == ""
-    _only_call(calls, "pipe", {"stages": []})
+@pytest.mark.parametrize(("text", "rest", "name", "args"), ONE_CALL.values(), ids=ONE_CALL)
+def test_one_call_written_as_text_is_cut_out(text, rest, name, args):
+    left, calls = extract_text_tool_calls(text, TOOLS)
+    assert left == rest
+    _only_call(calls, name, args)
 
 
 def test_several_tagged_calls_keep_their_order_and_get_distinct_ids():
@@ -42,13 +52,6 @@ def test_several_tagged_calls_keep_their_order_and_get_distinct_ids():
     assert calls[0].id != calls[1].id
 
 
-def test_fenced_json_with_parameters_key():
-    text = f'I will run:\n```json\n{{"name": "call_tool", "parameters": {json.dumps(ARGS)}}}\n```\nThen report.'
-    rest, calls = extract_text_tool_calls(text, TOOLS)
-    assert rest == "I will run:\n\nThen report."
-    _only_call(calls)
-
-
 def test_fenced_json_array_of_calls():
     body = json.dumps([{"name": "pipe", "arguments": {"stages": [1]}}, {"name": "call_tool", "arguments": ARGS}])
     rest, calls = extract_text_tool_calls(f"```json\n{body}\n```", TOOLS)
@@ -58,32 +61,6 @@ def test_fenced_json_array_of_calls():
 def test_fenced_json_that_is_not_a_call_stays():
     text = 'Example config:\n```json\n{"name": "my-package", "version": "1.0"}\n```'
     assert extract_text_tool_calls(text, TOOLS) == (text, [])
-
-
-def test_mistral_tool_calls_array():
-    text = f'[TOOL_CALLS][{{"name": "call_tool", "arguments": {json.dumps(ARGS)}}}]'
-    rest, calls = extract_text_tool_calls(text, TOOLS)
-    assert rest == ""
-    _only_call(calls)
-
-
-def test_mistral_name_args_form():
-    rest, calls = extract_text_tool_calls(f"Reading.[TOOL_CALLS]call_tool[ARGS]{json.dumps(ARGS)}", TOOLS)
-    assert rest == "Reading."
-    _only_call(calls)
-
-
-def test_llama_function_tag():
-    text = f"<function=call_tool>{json.dumps(ARGS)}</function>"
-    rest, calls = extract_text_tool_calls(text, TOOLS)
-    assert rest == ""
-    _only_call(calls)
-
-
-def test_bare_json_reply_is_a_call():
-    rest, calls = extract_text_tool_calls(json.dumps({"name": "call_tool", "parameters": ARGS}), TOOLS)
-    assert rest == ""
-    _only_call(calls)
 
 
 def test_arguments_given_as_a_json_string():
