@@ -1,6 +1,6 @@
 """The ollie/* method names, kept apart from their handlers so start-up need not import them.
 
-The one list: tests/editors/test_method_names.py checks the VS Code copy, PROTOCOL.md and Lua against it."""
+The one list: tests/editors/test_method_names.py checks PROTOCOL.md and what VS Code and Lua send against it."""
 
 from __future__ import annotations
 

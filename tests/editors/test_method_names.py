@@ -1,20 +1,14 @@
-"""ollie_lsp/names.py is the one list of ollie/* methods: the VS Code copy and PROTOCOL.md's table must match it."""
+"""ollie_lsp/names.py is the one list of ollie/* methods: the editors name only these; PROTOCOL.md's table matches it."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from ollie_lsp.names import METHOD_NAMES, SERVER_REQUEST_NAMES
+from ollie_lsp.names import METHOD_NAMES, SERVER_REQUEST_NAMES, command_name
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _typescript_methods() -> list[str]:
-    source = (ROOT / "editors" / "vscode" / "src" / "lib" / "protocol.ts").read_text(encoding="utf-8")
-    block = re.search(r"export const PROTOCOL_METHODS = \[(.*?)\] as const;", source, re.S)
-    assert block, "PROTOCOL_METHODS not found in protocol.ts"
-    return re.findall(r'"(ollie/[^"]+)"', block.group(1))
 
 
 def _documented_methods() -> list[str]:
@@ -23,8 +17,16 @@ def _documented_methods() -> list[str]:
     return re.findall(r"^\| `(ollie/[^`]+)` \|", section, re.M)
 
 
-def test_the_vscode_method_list_is_the_daemons():
-    assert _typescript_methods() == list(METHOD_NAMES)
+def test_every_method_the_vscode_extension_names_is_served_and_no_command_id_collides():
+    # The extension keeps no list either: each method it sends must be the daemon's, and the daemon's
+    # `ollie.<method>` commands (workspace/executeCommand) must not shadow a command the extension contributes.
+    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "editors" / "vscode" / "src").rglob("*.ts"))
+    named = set(re.findall(r'"(ollie/[^"]+)"', source)) - {"ollie/event", "ollie/stateChanged", *SERVER_REQUEST_NAMES}
+    assert {"ollie/submit", "ollie/changes", "ollie/session/new"} <= named
+    assert named <= set(METHOD_NAMES)
+    manifest = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    contributed = {command["command"] for command in manifest["contributes"]["commands"]}
+    assert not contributed & {command_name(method) for method in METHOD_NAMES}
 
 
 def test_protocol_md_documents_every_method_and_no_other():

@@ -3,38 +3,6 @@
 import { ToolStep, parseToolStep, parseToolSteps } from "./steps";
 import { isObject } from "./json";
 
-/** Every custom request method the daemon serves: a copy of ollie_lsp/names.py (tests/editors checks they match). */
-export const PROTOCOL_METHODS = [
-  "ollie/submit",
-  "ollie/interrupt",
-  "ollie/inject",
-  "ollie/queue",
-  "ollie/popQueue",
-  "ollie/queue/run",
-  "ollie/queue/clear",
-  "ollie/state",
-  "ollie/context",
-  "ollie/command",
-  "ollie/listModels",
-  "ollie/listAgents",
-  "ollie/listCommands",
-  "ollie/mcp/list",
-  "ollie/setCwd",
-  "ollie/setEnv",
-  "ollie/setGenerationParams",
-  "ollie/setApproval",
-  "ollie/changes",
-  "ollie/review/undo",
-  "ollie/rewind",
-  "ollie/session/new",
-  "ollie/session/list",
-  "ollie/session/load",
-  "ollie/session/rename",
-  "ollie/session/archive",
-  "ollie/session/unarchive",
-  "ollie/session/close",
-] as const;
-
 export type StopReason = "end" | "interrupted" | "max_steps" | "max_tokens" | "refusal" | "error" | "command" | string;
 
 /** One `ollie/event` notification. */
