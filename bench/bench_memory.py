@@ -74,22 +74,15 @@ def run() -> tuple[list[Row], list[str]]:
     plain = write_plain_agent()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        bare = LSPProcess(BARE_SERVER, env=child_env())
-        try:
+        with LSPProcess(BARE_SERVER, env=child_env()) as bare:
             bare.initialize(root)
             bare_kb = _settled_rss(bare.pid)
-        finally:
-            bare.shutdown()
         # Warm, as every start after a user's first is: the page cache and the .pyc files exist. Run alone,
         # this bench would otherwise measure a first-ever start.
-        warm = LSPProcess(DAEMON, env=child_env())
-        try:
+        with LSPProcess(DAEMON, env=child_env()) as warm:
             warm.initialize(root)
             warm.request("ollie/state", {}, timeout=60)
-        finally:
-            warm.shutdown()
-        daemon = LSPProcess(DAEMON, env=child_env())
-        try:
+        with LSPProcess(DAEMON, env=child_env()) as daemon:
             daemon.initialize(root)
             # The first request: the engine and the default session are loaded (built in the background).
             daemon.request("ollie/state", {}, timeout=60)
@@ -105,8 +98,6 @@ def run() -> tuple[list[Row], list[str]]:
             if state["contextSize"]["tokens"] <= 0:
                 raise RuntimeError(f"a resumed session looks empty: {state}")
             loaded_kb = _settled_rss(daemon.pid)
-        finally:
-            daemon.shutdown()
     first = Row("RSS after the first request (engine + default session) vs bare pygls, MiB", ready_kb / 1024,
                 bare_kb / 1024, unit="MiB", target="<= 1.3x")
     first.ok = first.ratio is not None and first.ratio <= 1.3
