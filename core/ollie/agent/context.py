@@ -70,24 +70,30 @@ class HistorySize:
         session.resized_indices.clear()
 
 
-class BudgetHost(Protocol):
-    """What the context budget reads and drives of its session (the Core's TurnHost)."""
+class SessionHost(Protocol):
+    """What both the loop and the context budget use of their session (the Core's TurnHost)."""
 
     session: Session
-    session_file: SessionFile
     bus: Bus
     limits: LoopLimits
 
     @property
     def runtime(self) -> Runtime: ...
+    def generation_params(self) -> GenerationParams: ...
+    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None: ...
+    def record_usage(self, completion: Completion) -> None: ...
+
+
+class BudgetHost(SessionHost, Protocol):
+    """What the context budget reads and drives of its session, besides the loop's share."""
+
+    session_file: SessionFile
+
     @property
     def backend(self) -> Backend | None: ...
     @property
     def backend_error(self) -> str: ...
     def system_prompt(self) -> str: ...
-    def generation_params(self) -> GenerationParams: ...
-    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None: ...
-    def record_usage(self, completion: Completion) -> None: ...
     def notify(self) -> None: ...
 
 

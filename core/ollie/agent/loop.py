@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ollie import paths
 from ollie.agent import tiers
-from ollie.agent.context import ContextBudget
-from ollie.agent.events import Bus
+from ollie.agent.context import ContextBudget, SessionHost
 from ollie.agent.history import cut_off, outcome_marks, truncated
-from ollie.agent.hooks import HookResult, blocked_by, hook_note
-from ollie.agent.limits import LoopLimits
-from ollie.agent.runtime import Runtime, server_kinds
+from ollie.agent.hooks import blocked_by, hook_note
+from ollie.agent.runtime import server_kinds
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
@@ -22,26 +20,17 @@ from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
 from ollie.backend.base import Backend
 from ollie.backend.images import placeholder
-from ollie.backend.types import GenerationParams, Image, Message, ToolCall
+from ollie.backend.types import Image, Message, ToolCall
 from ollie.sessions.session import Session, TaskState
 
 
-class LoopHost(Protocol):
+class LoopHost(SessionHost, Protocol):
     """What a turn reads and drives of its session: everything the loop depends on (the Core's TurnHost)."""
 
-    session: Session
-    bus: Bus
-    limits: LoopLimits
-
-    @property
-    def runtime(self) -> Runtime: ...
     @property
     def max_steps(self) -> int: ...
     def require_backend(self) -> Backend: ...
-    def generation_params(self) -> GenerationParams: ...
-    async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None: ...
     async def turn_error(self, exc: BaseException, error_type: str) -> bool: ...
-    def record_usage(self, completion: Completion) -> None: ...
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound: ...
     def take_notes(self) -> list[str]: ...
     def plan_step(self) -> str: ...
