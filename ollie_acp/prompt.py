@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from acp import RequestError
 from acp.schema import (
@@ -17,40 +16,13 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from ollie.agent.editorcontext import context_block, display_path, is_command
 from ollie.backend import images
 from ollie.backend.types import Image
 
 PromptBlock = (
     TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
 )
-# The longest attached text copied into a prompt (as the daemon's editor context); beyond it the text is cut.
-MAX_CONTEXT_CHARS = 20_000
-
-
-def display_path(uri: str, cwd: Path) -> str:
-    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return uri
-    path = unquote(parsed.path)
-    rel = os.path.relpath(path, cwd)
-    return path if rel.startswith("..") else rel
-
-
-def _clip(text: str) -> str:
-    if len(text) <= MAX_CONTEXT_CHARS:
-        return text
-    return text[:MAX_CONTEXT_CHARS] + f"\n[... cut: {len(text) - MAX_CONTEXT_CHARS} more characters]"
-
-
-def _context_block(header: str, body: str | None, language: str = "") -> str:
-    # The same `<editor-context>` block the daemon puts before a prompt (ollie_lsp.editor), so the
-    # agent prompts that explain it apply to both.
-    lines = ["<editor-context>", header]
-    if body is not None:
-        lines += ["Attached text:", f"```{language}", _clip(body), "```"]
-    lines.append("</editor-context>")
-    return "\n".join(lines)
 
 
 def _language(uri: str) -> str:
@@ -69,20 +41,21 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
             header = f"File: {display_path(block.uri, cwd)}"
             if block.description:
                 header += f" ({block.description})"
-            contexts.append(_context_block(header + " (linked: read it if you need it)", None))
+            contexts.append(context_block(header + " (linked: read it if you need it)"))
         elif isinstance(block, EmbeddedResourceContentBlock):
             resource = block.resource
             header = f"File: {display_path(resource.uri, cwd)}"
             if isinstance(resource, TextResourceContents):
-                contexts.append(_context_block(header, resource.text, _language(resource.uri)))
+                contexts.append(context_block(header, caption="Attached text:", body=resource.text,
+                                              fence=_language(resource.uri)))
             elif _is_image(resource):
-                contexts.append(_context_block(header + " (an image: sent with the prompt)", None))
+                contexts.append(context_block(header + " (an image: sent with the prompt)"))
             else:
-                contexts.append(_context_block(header + " (binary, not shown)", None))
+                contexts.append(context_block(header + " (binary, not shown)"))
         elif not isinstance(block, ImageContentBlock):  # images travel beside the text: prompt_images
             contexts.append(f"[a {block.type} attachment was left out: ollie takes text and images]")
     text = "\n".join(texts).strip()
-    if not contexts or text.startswith(("/", "!")):
+    if not contexts or is_command(text):
         return text
     return "\n\n".join([*contexts, text]) if text else "\n\n".join(contexts)
 

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pygls.uris import to_fs_path
+from ollie.agent.editorcontext import context_block, display_path, is_command
 
 if TYPE_CHECKING:
     from ollie_lsp.params import EditorContext
-
-# The longest selection/range copied into a prompt; beyond it the text is cut and marked.
-MAX_CONTEXT_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -27,23 +23,6 @@ class OpenDocument:
 
 
 DocumentLookup = Callable[[str], OpenDocument | None]
-
-
-def is_command(text: str) -> bool:
-    """True for a slash command or `!shell` line: those get no editor context."""
-    return text.lstrip().startswith(("/", "!"))
-
-
-def display_path(uri: str, cwd: Path) -> str:
-    """The file path relative to `cwd` when inside it, else absolute; non-file URIs unchanged."""
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    if not path:
-        return uri
-    try:
-        rel = os.path.relpath(path, cwd)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _span(context: EditorContext) -> tuple[int, int] | None:
@@ -73,12 +52,6 @@ def range_text(text: str, context: EditorContext) -> tuple[str, str] | None:
     return _lines_label(first, last), "\n".join(lines[first : last + 1])
 
 
-def _clip(text: str) -> str:
-    if len(text) <= MAX_CONTEXT_CHARS:
-        return text
-    return text[:MAX_CONTEXT_CHARS] + f"\n[... cut: {len(text) - MAX_CONTEXT_CHARS} more characters]"
-
-
 def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup) -> str:
     """The editor-context block: file, language, and the selection or the range's lines."""
     doc = lookup(context.uri)
@@ -86,18 +59,15 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup)
     header = f"File: {display_path(context.uri, cwd)}"
     if language:
         header += f" ({language})"
-    lines = ["<editor-context>", header]
     fence = language if language.isidentifier() else ""
     if context.selection:
-        if (span := _span(context)) is not None:
-            # Where the selection is: the model can cite it, a client can label it.
-            lines.append(f"Location: {_lines_label(*span)}")
-        lines += ["Selected text:", f"```{fence}", _clip(context.selection), "```"]
-    elif doc is not None and (picked := range_text(doc.text, context)) is not None:
+        # Where the selection is: the model can cite it, a client can label it.
+        notes = [f"Location: {_lines_label(*span)}"] if (span := _span(context)) is not None else []
+        return context_block(header, notes=notes, caption="Selected text:", body=context.selection, fence=fence)
+    if doc is not None and (picked := range_text(doc.text, context)) is not None:
         label, body = picked
-        lines += [f"Showing {label}:", f"```{fence}", _clip(body), "```"]
-    lines.append("</editor-context>")
-    return "\n".join(lines)
+        return context_block(header, caption=f"Showing {label}:", body=body, fence=fence)
+    return context_block(header)
 
 
 def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, lookup: DocumentLookup) -> str:

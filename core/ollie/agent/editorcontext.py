@@ -1,0 +1,41 @@
+"""The `<editor-context>` block a front end puts before a prompt: the daemon's editor context, ACP's attached files.
+
+One shape for both, so the agent prompts that explain it apply to every front end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+# The longest text copied into a prompt; beyond it the text is cut and marked.
+MAX_CONTEXT_CHARS = 20_000
+
+
+def is_command(text: str) -> bool:
+    """True for a slash command or `!shell` line: those get no editor context."""
+    return text.lstrip().startswith(("/", "!"))
+
+
+def display_path(uri: str, cwd: Path) -> str:
+    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return uri
+    path = unquote(parsed.path)
+    rel = os.path.relpath(path, cwd)
+    return path if rel.startswith("..") else rel
+
+
+def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", body: str | None = None,
+                  fence: str = "") -> str:
+    """`<editor-context>`: the header, `notes`, then `body` (cut at MAX_CONTEXT_CHARS) fenced under `caption`."""
+    lines = ["<editor-context>", header, *notes]
+    if body is not None:
+        if len(body) > MAX_CONTEXT_CHARS:
+            body = body[:MAX_CONTEXT_CHARS] + f"\n[... cut: {len(body) - MAX_CONTEXT_CHARS} more characters]"
+        lines += [caption, f"```{fence}", body, "```"]
+    lines.append("</editor-context>")
+    return "\n".join(lines)
