@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +42,15 @@ def _round(session: Session, r: int) -> None:
     session.messages.append(Message("tool", f"result {r}", tool_call_id=f"c{r}", name="t"))
     session.result_tiers[f"c{r}"] = "cold"
     session.add_usage(Usage(input_tokens=10, output_tokens=2, cached_input_tokens=1), 0.5)
+
+
+def _one_round_saved(tmp_path: Path, log: Callable[[Path, str], SessionFile]) -> tuple[Session, SessionFile]:
+    """A new session with one round, saved through `log` (SessionFile, or session_log for the configured store)."""
+    session = Session()
+    file = log(tmp_path, session.id)
+    _round(session, 0)
+    file.save(session)
+    return session, file
 
 
 def _dicts(session: Session) -> list[dict]:
@@ -146,10 +157,7 @@ def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite, log_store):
 
 
 def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
-    session = Session()
-    file = SessionFile(tmp_path, session.id)
-    _round(session, 0)
-    file.save(session)
+    session, file = _one_round_saved(tmp_path, SessionFile)
     saved = _dicts(session)
 
     def killed(*args, **kwargs):
@@ -188,10 +196,7 @@ def test_a_tear_anywhere_loads_the_last_complete_round(tmp_path):
 
 
 def test_a_garbled_last_line_is_ignored_and_the_next_save_cuts_it(tmp_path):
-    session = Session()
-    file = SessionFile(tmp_path, session.id)
-    _round(session, 0)
-    file.save(session)
+    session, file = _one_round_saved(tmp_path, SessionFile)
     with open(file.path, "ab") as f:
         f.write(b'{"t":"m","m":{"role":"user","content":"half\x00\x00\n')
     resumed_file = SessionFile(tmp_path, session.id)
@@ -331,10 +336,7 @@ def test_two_writers_of_one_session_never_leave_a_broken_file(tmp_path):
 
 
 def test_open_session_resumes_with_a_file_that_appends_and_starts_unknown_ids_fresh(tmp_path, log_store):
-    session = Session()
-    file = session_log(tmp_path, session.id)
-    _round(session, 0)
-    file.save(session)
+    session, file = _one_round_saved(tmp_path, session_log)
     before = _saved(file)
     reopened_file, resumed = persist.open_session(tmp_path, session.id)
     assert _dicts(resumed) == _dicts(session)
