@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +40,15 @@ def workdir(tmp_path: Path) -> Path:
     """The project dir sessions run in (`tmp_path/work`)."""
     path = tmp_path / "work"
     path.mkdir()
+    return path
+
+
+@pytest.fixture
+def agents_dir(tmp_path: Path) -> Path:
+    """A dir with a `default` agent whose prompt is literal text (the bundled agents' prompts run commands)."""
+    path = tmp_path / "agents"
+    path.mkdir()
+    (path / "default.json").write_text(json.dumps({"prompt": "You are the default test agent.\nBe brief."}))
     return path
 
 

@@ -12,20 +12,12 @@ import pytest
 # The tests import their helpers (agentkit.py) by module name; importlib mode does not add this dir.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from agentkit import FAST_LIMITS, ToyServer, write_agent  # noqa: E402
+from agentkit import FAST_LIMITS, ToyServer  # noqa: E402
 
 from ollie.agent.core import Core  # noqa: E402
 from ollie.agent.limits import LoopLimits  # noqa: E402
 from ollie.testing.pytest_plugin import scripted_llm  # noqa: E402,F401  (the fixture)
 from ollie.tools.dispatcher import Dispatcher  # noqa: E402
-
-
-@pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "agents"
-    directory.mkdir()
-    write_agent(directory, "default")
-    return directory
 
 
 @pytest.fixture

@@ -41,15 +41,6 @@ def daemon_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    """A dir with a `default` agent whose prompt needs no shell."""
-    path = tmp_path / "agents"
-    path.mkdir()
-    write_agent(path, "default")
-    return path
-
-
-@pytest.fixture
 def start_daemon(workdir: Path) -> Iterator[Callable[..., LSPProcess]]:
     """`start_daemon(env=..., options=...)`: a daemon initialized on `workdir`; shut down (or killed) at teardown."""
     started: list[LSPProcess] = []
