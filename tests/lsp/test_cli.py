@@ -95,16 +95,19 @@ def test_preflight_messages():
         assert backend_problem(None, environ={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{port}"}) is None
 
 
+def _rendered(tmp_path, *events: tuple[str, ...], color: bool) -> str:
+    """What the terminal's renderer prints for these (role, content[, name]) events."""
+    with (tmp_path / "out.txt").open("w+") as out:
+        renderer = Renderer(out, out, color=color)
+        for event in events:
+            renderer.render(*event)
+        out.seek(0)
+        return out.read()
+
+
 def test_renderer_is_compact(tmp_path):
-    out = (tmp_path / "out.txt").open("w+")
-    renderer = Renderer(out, out, color=False)
-    renderer.render("assistant", "Hel")
-    renderer.render("assistant", "lo")
-    renderer.render("call", '{"path": "a.txt"}', "file_read")
-    renderer.render("tool", "\n".join(f"line {i}" for i in range(50)), "file_read")
-    renderer.render("turn", "end")
-    out.seek(0)
-    text = out.read()
+    text = _rendered(tmp_path, ("assistant", "Hel"), ("assistant", "lo"), ("call", '{"path": "a.txt"}', "file_read"),
+                     ("tool", "\n".join(f"line {i}" for i in range(50)), "file_read"), ("turn", "end"), color=False)
     assert text.startswith("Hello\n▸ file_read {\"path\": \"a.txt\"}\n  line 0\n  line 1")
     assert "(44 more lines)" in text and "line 49" not in text
     assert compact_result("a\nb") == "a\nb"
@@ -127,15 +130,9 @@ def test_sanitizing_removes_what_a_terminal_would_obey():
 
 
 def test_renderer_styles_only_after_sanitizing(tmp_path):
-    out = (tmp_path / "out.txt").open("w+")
-    renderer = Renderer(out, out, color=True)
-    renderer.render("assistant", "hi \x1b]0;")
-    renderer.render("assistant", "title\x07there\r")
-    renderer.render("tool", "\x1b[2J\x1b[HAll tests passed", "file_read\x1b[31m")
-    renderer.render("exec", "\x1b]52;c;ZXZpbA==\x07shell")
-    renderer.render("turn", "end")
-    out.seek(0)
-    text = out.read()
+    text = _rendered(tmp_path, ("assistant", "hi \x1b]0;"), ("assistant", "title\x07there\r"),
+                     ("tool", "\x1b[2J\x1b[HAll tests passed", "file_read\x1b[31m"),
+                     ("exec", "\x1b]52;c;ZXZpbA==\x07shell"), ("turn", "end"), color=True)
     foreign = text.replace("\x1b[2m", "").replace("\x1b[0m", "")
     assert "\x1b" not in foreign and "\r" not in foreign
     assert "hi there" in text and "  All tests passed" in text and "shell" in text
