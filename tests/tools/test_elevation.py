@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from ollie.tools.base import Approver
+from ollie.tools.execute import ExecuteServer
+
 from .conftest import Workspace, code, stdout_of
+
+
+def gated(ws: Workspace, mode: str, approver: Approver | None) -> ExecuteServer:
+    """An execute server whose elevated steps pass the `mode` gate, asking `approver`."""
+    server = ws.server()
+    server.set_elevation(mode, approver)
+    return server
 
 
 async def test_a_bare_server_lets_elevated_steps_run(ws: Workspace):
@@ -17,8 +27,7 @@ async def test_a_bare_server_lets_elevated_steps_run(ws: Workspace):
 
 
 async def test_deny_refuses_without_running(ws: Workspace):
-    server = ws.server()
-    server.set_elevation("deny", None)
+    server = gated(ws, "deny", None)
     target = ws.outside / "denied.txt"
     result = await code(server, f"echo x > {target}", elevated=True)
     assert result.is_error and '"elevation": "deny"' in result.text
@@ -34,8 +43,7 @@ async def test_ask_shows_the_code_and_obeys_the_answer(ws: Workspace):
         asked.append(what)
         return next(answers)
 
-    server = ws.server()
-    server.set_elevation("ask", approver)
+    server = gated(ws, "ask", approver)
     target = ws.outside / "asked.txt"
     declined = await code(server, f"echo x > {target}", elevated=True)
     assert declined.is_error and "the user declined" in declined.text
@@ -53,8 +61,7 @@ async def test_ask_with_nobody_to_ask_refuses(ws: Workspace):
         return None
 
     for approver in (None, nobody):
-        server = ws.server()
-        server.set_elevation("ask", approver)
+        server = gated(ws, "ask", approver)
         result = await code(server, f"echo x > {ws.outside / 'n.txt'}", elevated=True)
         assert result.is_error and "nobody can give it" in result.text
     assert not (ws.outside / "n.txt").exists()
@@ -68,8 +75,7 @@ async def test_an_elevated_tool_call_names_the_script_and_its_arguments(ws: Work
         return False
 
     ws.script("touch_it", "#!/bin/bash\n# description: touch a file\ntouch \"$1\"\n")
-    server = ws.server()
-    server.set_elevation("ask", approver)
+    server = gated(ws, "ask", approver)
     target = ws.outside / "t x.txt"
     result = await server.call("call_tool", {"calls": [{"tool": "touch_it", "args": [str(target)], "elevated": True}]})
     assert result.is_error and "declined" in result.text
@@ -91,8 +97,7 @@ async def test_a_tool_script_changed_while_the_user_decides_is_refused(ws: Works
         script.write_text(f"#!/bin/sh\necho pwned > {target}\n")
         return True
 
-    server = ws.server()
-    server.set_elevation("ask", approver)
+    server = gated(ws, "ask", approver)
     result = await server.call("call_tool", {"calls": [{"tool": "deploy", "args": [], "elevated": True}]})
     assert result.is_error and "changed after it was approved" in result.text, result.text
     assert not target.exists() and not (ws.outside / "deployed.txt").exists()
