@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 import pytest
 
 from ollie.backend.errors import (
@@ -80,12 +82,9 @@ async def test_a_refused_connection_is_a_configuration_error_not_transient():
     from ollie.backend.errors import BackendUnreachableError
     from ollie.backend.openai import OpenAIBackend
 
-    backend = OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=2.0)
-    try:
+    async with aclosing(OpenAIBackend(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=2.0)) as backend:
         with pytest.raises(BackendUnreachableError) as caught:
             await collect(backend)
-    finally:
-        await backend.aclose()
     assert not isinstance(caught.value, TransientError)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from contextlib import aclosing
 
 import pytest
 
@@ -43,13 +44,10 @@ def test_a_url_without_an_http_scheme_is_refused_naming_the_variable(variable, v
 
 
 async def test_connection_refused_is_an_unreachable_error_with_the_ollama_hint():
-    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(),
-                                    "OLLIE_MODEL": "llama3.2"})
-    try:
+    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(),
+                                              "OLLIE_MODEL": "llama3.2"})) as backend:
         with pytest.raises(BackendUnreachableError) as caught:
             await first_event(backend)
-    finally:
-        await backend.aclose()
     assert not isinstance(caught.value, TransientError)
     message = str(caught.value)
     assert "ollama serve" in message and "ollama pull llama3.2" in message
@@ -57,56 +55,41 @@ async def test_connection_refused_is_an_unreachable_error_with_the_ollama_hint()
 
 
 async def test_an_unknown_host_is_an_unreachable_error_naming_the_url_variable():
-    backend = make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k",
-                                    "OLLIE_OPENAI_URL": "http://ollie-test.invalid/v1"})
-    try:
+    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k",
+                                              "OLLIE_OPENAI_URL": "http://ollie-test.invalid/v1"})) as backend:
         with pytest.raises(BackendUnreachableError) as caught:
             await first_event(backend)
         with pytest.raises(BackendUnreachableError):
             await backend.list_models()
-    finally:
-        await backend.aclose()
     assert "OLLIE_OPENAI_URL" in caught.value.hint
 
 
 async def test_an_unreachable_backend_leaves_the_context_length_unknown_not_defaulted():
-    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})
-    try:
+    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})) as backend:
         with pytest.raises(BackendUnreachableError):
             await backend.context_length()
-    finally:
-        await backend.aclose()
 
 
 async def test_health_of_a_usable_backend(scripted_llm):
     srv = scripted_llm("ollama", model="qwen3:latest")
-    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
-    try:
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})) as backend:
         health = (await check_backend(backend)).to_wire()
-    finally:
-        await backend.aclose()
     assert health == {"ok": True, "backend": "ollama", "model": "qwen3", "reachable": True, "modelPresent": True,
                       "keySet": None, "error": "", "hint": ""}
 
 
 async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm):
     srv = scripted_llm("ollama", model="llama3.2")
-    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
-    try:
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})) as backend:
         health = (await check_backend(backend)).to_wire()
-    finally:
-        await backend.aclose()
     assert (health["ok"], health["reachable"], health["modelPresent"]) == (False, True, False)
     assert "ollama pull qwen3" in health["hint"]
 
 
 async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
-    backend = make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})
     started = time.monotonic()
-    try:
+    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})) as backend:
         health = (await check_backend(backend)).to_wire()
-    finally:
-        await backend.aclose()
     assert time.monotonic() - started < 2
     assert (health["ok"], health["reachable"]) == (False, False)
     assert "ollama serve" in health["hint"] and "cannot connect" in health["error"]
@@ -114,22 +97,17 @@ async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
 
 async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):
     srv = scripted_llm("ollama", check=False)  # speaks no OpenAI: GET /models is a 404
-    backend = make_backend(environ={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": srv.url})
-    try:
+    environ = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": srv.url}
+    async with aclosing(make_backend(environ=environ)) as backend:
         assert await backend.context_length() == 128_000
-    finally:
-        await backend.aclose()
 
 
 async def test_a_model_the_server_does_not_know_gets_128k(scripted_llm):
     srv = scripted_llm("ollama", model="llama3.2")
-    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "unknown-model"})
-    try:
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "unknown-model"})) as backend:
         assert await backend.context_length() == 128_000
         backend.set_model("llama3.2")
         assert await backend.context_length() == 32_768
-    finally:
-        await backend.aclose()
 
 
 def test_model_listed_matches_ollama_latest_tags():
@@ -144,11 +122,8 @@ async def test_a_model_that_is_not_pulled_says_how_to_pull_it(scripted_llm):
 
     srv = scripted_llm("ollama", model="llama3.2")
     srv.script(Reply.error(404, body={"error": "model 'qwen3' not found"}))
-    backend = make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})
-    try:
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})) as backend:
         with pytest.raises(BackendError) as caught:
             await first_event(backend)
-    finally:
-        await backend.aclose()
     assert caught.value.status == 404
     assert "model 'qwen3' not found" in str(caught.value) and "ollama pull qwen3" in str(caught.value)
