@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -45,27 +46,26 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     return pieces
 
 
+def decoded(decoder: SSEDecoder | NDJSONDecoder, raw: bytes, cuts: list[int]) -> list[Any]:
+    """Everything `decoder` yields for `raw` fed in pieces cut at `cuts`, then its end."""
+    out: list[Any] = []
+    for piece in split_at(raw, cuts):
+        out.extend(decoder.feed(piece))
+    out.extend(decoder.finish())
+    return out
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=40))
 def test_sse_decoder_is_boundary_independent(cuts):
-    decoder = SSEDecoder()
-    events = []
-    for piece in split_at(SSE_STREAM.encode(), cuts):
-        events.extend(decoder.feed(piece))
-    events.extend(decoder.finish())
-    assert events == SSE_EXPECTED
+    assert decoded(SSEDecoder(), SSE_STREAM.encode(), cuts) == SSE_EXPECTED
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=40), st.booleans())
 def test_ndjson_decoder_is_boundary_independent(cuts, trailing_newline):
     raw = "\n".join(json.dumps(o, ensure_ascii=False) for o in NDJSON_OBJECTS) + ("\n" if trailing_newline else "")
-    decoder = NDJSONDecoder()
-    objects = []
-    for piece in split_at(raw.encode(), cuts):
-        objects.extend(decoder.feed(piece))
-    objects.extend(decoder.finish())
-    assert objects == NDJSON_OBJECTS
+    assert decoded(NDJSONDecoder(), raw.encode(), cuts) == NDJSON_OBJECTS
 
 
 def test_events_are_released_as_soon_as_complete():
