@@ -8,6 +8,7 @@ import gzip
 import time
 import tracemalloc
 from collections.abc import Iterator
+from contextlib import aclosing
 
 import httpx
 import pytest
@@ -90,13 +91,10 @@ async def test_a_reply_without_end_stops_at_its_size_cap():
 @pytest.mark.parametrize("keepalive", [b": keep-alive\n\n", b": OPENROUTER PROCESSING\n\n", b"\n\n\n"])
 async def test_keep_alive_comments_do_not_hold_a_turn_past_its_idle_deadline(keepalive):
     async with wire_server(lambda request: forever(chunk(keepalive), 0.05)) as srv:
-        backend = backend_for(srv.url, limits=ReplyLimits(idle_s=1.0))
         started = time.monotonic()
-        try:
+        async with aclosing(backend_for(srv.url, limits=ReplyLimits(idle_s=1.0))) as backend:
             with pytest.raises(StreamDropError, match="no event for 1 s"):
                 await asyncio.wait_for(collect(backend), 30)
-        finally:
-            await backend.aclose()
         assert time.monotonic() - started < 20  # the server would go on for 100 s
         await asyncio.wait_for(srv.ended.wait(), 10)  # and its connection was dropped
 
@@ -119,11 +117,8 @@ async def test_a_slow_model_is_not_cut_while_its_deltas_keep_coming():
         steps += [chunk(b": keep-alive\n\n" + DELTA), 0.05]
     steps += [chunk(b"data: [DONE]\n\n"), b"0\r\n\r\n"]
     async with wire_server(lambda request: steps) as srv:
-        backend = backend_for(srv.url, limits=ReplyLimits(idle_s=2.5))
-        try:
+        async with aclosing(backend_for(srv.url, limits=ReplyLimits(idle_s=2.5))) as backend:
             assert joined(await collect(backend), "content") == "x" * 80
-        finally:
-            await backend.aclose()
 
 
 async def test_a_head_trickled_a_byte_at_a_time_meets_the_head_deadline():
@@ -175,12 +170,9 @@ async def test_an_endless_sse_event_is_a_malformed_stream_not_unbounded_memory()
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\ndata: " % (100 << 20)
     steps: list[Step] = [head, *[b"x" * (1 << 20)] * 40, 30.0]
     async with wire_server(lambda request: steps) as srv:
-        backend = backend_for(srv.url)
-        try:
+        async with aclosing(backend_for(srv.url)) as backend:
             with pytest.raises(TransientError, match="malformed stream: an SSE event over 16777216 bytes"):
                 await asyncio.wait_for(collect(backend), 30)
-        finally:
-            await backend.aclose()
 
 
 def test_a_decoded_piece_is_bounded():
