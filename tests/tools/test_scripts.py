@@ -165,13 +165,21 @@ async def test_file_glob_lists_matches(ws: Workspace, server: ExecuteServer) -> 
     assert not none.is_error and "no paths match '*.rs'" in none.text
 
 
-async def test_file_glob_errors(ws: Workspace, server: ExecuteServer) -> None:
-    absolute = await tool(server, "file_glob", "/etc/*")
-    assert absolute.is_error and "PATTERN must be relative" in absolute.text
-    not_dir = await tool(server, "file_glob", "*", "missing")
-    assert not_dir.is_error and "not a directory" in not_dir.text
-    outside = await tool(server, "file_glob", "*", str(ws.outside))
-    assert outside.is_error and "outside the sandbox's readable paths" in outside.text
+# The search tools' refusals: (the call, with OUTSIDE for the dir no policy grants; what the error says).
+SEARCH_ERRORS = {
+    "glob absolute": (("file_glob", "/etc/*"), "PATTERN must be relative"),
+    "glob not a dir": (("file_glob", "*", "missing"), "not a directory"),
+    "glob outside": (("file_glob", "*", "OUTSIDE"), "outside the sandbox's readable paths"),
+    "grep bad regex": (("file_grep", "(unclosed"), "bad regular expression"),
+    "grep missing": (("file_grep", "x", "nowhere"), "nowhere: no such file or directory"),
+    "grep outside": (("file_grep", "secret", "OUTSIDE"), "outside the sandbox's readable paths"),
+}
+
+
+@pytest.mark.parametrize(("call", "says"), SEARCH_ERRORS.values(), ids=SEARCH_ERRORS)
+async def test_search_errors(ws: Workspace, server: ExecuteServer, call: tuple[str, ...], says: str) -> None:
+    result = await tool(server, *(str(ws.outside) if arg == "OUTSIDE" else arg for arg in call))
+    assert result.is_error and says in result.text
 
 
 # -- file_grep --
@@ -203,15 +211,6 @@ async def test_file_grep_uses_ripgrep(ws: Workspace, server: ExecuteServer) -> N
     (ws.work / ".gitignore").write_text("ignored.txt\n")
     (ws.work / "ignored.txt").write_text("needle\n")
     assert stdout_of(await tool(server, "file_grep", "needle")).splitlines() == ["a.txt:1:needle"]
-
-
-async def test_file_grep_errors(ws: Workspace, server: ExecuteServer) -> None:
-    bad = await tool(server, "file_grep", "(unclosed")
-    assert bad.is_error and "bad regular expression" in bad.text
-    missing = await tool(server, "file_grep", "x", "nowhere")
-    assert missing.is_error and "nowhere: no such file or directory" in missing.text
-    outside = await tool(server, "file_grep", "secret", str(ws.outside))
-    assert outside.is_error and "outside the sandbox's readable paths" in outside.text
 
 
 # -- reasoning_think --
