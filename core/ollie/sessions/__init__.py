@@ -3,8 +3,6 @@ files, or PostgreSQL with OLLIE_STORE: `pg`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ollie.sessions.errors import (
     ArchivedError,
     ForbiddenError,
@@ -35,23 +33,12 @@ from ollie.sessions.types import (
     validate_title,
 )
 
-if TYPE_CHECKING:
-    from ollie.sessions.pg.lease import LeaseLostError, SessionLeasedError
-
 __all__ = [
     "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES",
-    "ArchivedError", "Channel", "LeaseLostError", "SessionLeasedError", "StoreVersionError",
+    "ArchivedError", "Channel", "StoreVersionError",
     "ForbiddenError", "Info", "InvalidSessionError", "Kind",
     "ListOptions", "NotFoundError", "OutputCollector", "ReadOnlyError", "Registry", "Request",
     "Scope", "SessionError", "SessionRecord", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
     "default_path", "os_user", "validate_title",
 ]
 
-
-def __getattr__(name: str) -> type[SessionError]:
-    """The lease errors, imported on first use: the lease module serves only a PostgreSQL store (OLLIE_STORE)."""
-    if name in ("LeaseLostError", "SessionLeasedError"):
-        from ollie.sessions.pg import lease
-
-        return getattr(lease, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
