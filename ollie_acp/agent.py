@@ -104,7 +104,7 @@ class OllieAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=True, audio=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(),
                                                          close=SessionCloseCapabilities(),

@@ -240,7 +240,7 @@ async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
 async def mcp_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """The session's MCP servers: name, transport, state (starting, ready, failed with why), tools, prompts."""
     live = await _session(ls, raw)
-    return {"servers": live.core.mcp_status()}
+    return {"servers": await live.core.mcp_check()}
 
 
 @method("ollie/listCommands")

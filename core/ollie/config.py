@@ -111,11 +111,11 @@ class McpStdio:
 
 @attrs.frozen
 class McpHttp:
-    """An MCP server over streamable HTTP (`{"url", "headers"}`)."""
+    """An MCP server over HTTP (`{"url", "headers"}`): streamable HTTP, or legacy SSE with `"type": "sse"`."""
 
     url: Annotated[str, Check(pattern=r"https?://\S+")]
     headers: dict[str, str] = attrs.Factory(dict)
-    type: Literal["http", "streamable-http", ""] = ""
+    type: Literal["http", "streamable-http", "sse", ""] = ""
     disabled: bool = False
 
 

@@ -127,8 +127,8 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         while True:
             os.write(1, b"y" * 65536)
 
-if len(sys.argv) > 2 and sys.argv[1] == "http":  # streamable HTTP on 127.0.0.1:PORT/mcp
+if len(sys.argv) > 2 and sys.argv[1] in ("http", "sse"):  # streamable HTTP on 127.0.0.1:PORT/mcp, or SSE on /sse
     app.settings.port = int(sys.argv[2])
-    app.run("streamable-http")
+    app.run("streamable-http" if sys.argv[1] == "http" else "sse")
 else:
     app.run("stdio")

@@ -1,4 +1,4 @@
-"""A streamable HTTP MCP server (the SDK's, over uvicorn) reached by the daemon's host: tools, prompts."""
+"""HTTP MCP servers (the SDK's, over uvicorn: streamable HTTP and legacy SSE) reached by the daemon's host."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ollie.mcp import client
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
 
@@ -18,36 +19,81 @@ SERVER = Path(__file__).with_name("server.py")
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    try:
-        for _ in range(600):  # until it listens (it exits on a start failure)
+class HttpServer:
+    """tests/mcp/server.py serving `transport` on a fixed port: started, killed, started again."""
+
+    def __init__(self, transport: str, home: Path) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.transport, self.home = transport, home
+        self.url = f"http://127.0.0.1:{self.port}/{'sse' if transport == 'sse' else 'mcp'}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(SERVER), self.transport, str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env={"HOME": str(self.home), "PATH": "/usr/bin:/bin"})
+        for _ in range(1200):  # until it listens (it exits on a start failure)
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
             except OSError:
-                assert proc.poll() is None, "the HTTP server did not start"
+                assert self.proc.poll() is None, "the HTTP server did not start"
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(params=["http", "sse"])
+def http_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HttpServer]:
+    server = HttpServer(request.param, tmp_path)
+    server.start()
+    try:
+        yield server
     finally:
-        proc.kill()
-        proc.wait()
+        server.kill()
 
 
-async def test_http_server_tools_and_prompts(http_server: str, tmp_path: Path) -> None:
+def spec(server: HttpServer) -> ServerSpec:
+    return ServerSpec("web", url=server.url, sse=server.transport == "sse")
+
+
+async def test_http_server_tools_and_prompts(http_server: HttpServer, tmp_path: Path) -> None:
     host = McpHost(cwd=tmp_path, environ={}, network_from="default")
     try:
-        await host.add({"web": ServerSpec("web", url=http_server)}, wait=60)
+        await host.add({"web": spec(http_server)}, wait=60)
         (status,) = host.status()
-        assert (status["state"], status["transport"]) == ("ready", "http"), status
+        assert (status["state"], status["transport"]) == ("ready", http_server.transport), status
         result = await host.call("mcp__web__add", {"a": 1, "b": 2})
         assert (result.text, result.is_error) == ("3", False)
         owner = host.prompt_owner("web", "review")
         assert owner is not None and "review x.py" in await owner.get_prompt("review", {"path": "x.py"})
+    finally:
+        await host.aclose()
+
+
+async def test_a_dead_server_is_shown_failed_and_reconnected(http_server: HttpServer, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client, "BACKOFF_S", ())  # given up at once: what a user sees after the backoff
+    host = McpHost(cwd=tmp_path, environ={}, network_from="default")
+    try:
+        await host.add({"web": spec(http_server)}, wait=60)
+        assert host.status()[0]["state"] == "ready"
+        http_server.kill()
+        await host.probe()  # what /mcp and ollie/mcp/list do before listing
+        (status,) = host.status()
+        assert status["state"] == "failed" and status["error"] and status["tools"] == [], status
+        # Back again: the next use reconnects.
+        http_server.start()
+        result = await host.call("mcp__web__add", {"a": 2, "b": 2})
+        assert (result.text, result.is_error, host.status()[0]["state"]) == ("4", False, "ready")
+        # /mcp restart reconnects at once too.
+        assert await host.restart("web") == ["web"]
+        assert host.status()[0]["state"] == "ready"
+        assert (await host.call("mcp__web__add", {"a": 3, "b": 2})).text == "5"
     finally:
         await host.aclose()

@@ -266,15 +266,18 @@ async def cmd_tools(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_mcp(core: CommandTarget, arg: str) -> str:
-    """The session's MCP servers: state (starting, ready, failed with why), tools and prompts; `allow NAME`."""
+    """The session's MCP servers: state (starting, ready, failed with why), tools and prompts; `allow`, `restart`."""
     words = arg.split()
+    if words[:1] == ["restart"] and len(words) <= 2:
+        return await core.mcp_restart(words[1] if len(words) == 2 else "")
     if words[:1] == ["allow"] and len(words) == 2:
         return await core.mcp_allow(words[1])
     if words[:1] == ["add"] and len(words) == 3:
         return await core.mcp_add_resource(words[1], words[2])
     if arg:
-        raise CommandUsageError(f"/mcp takes nothing, `allow <server>` or `add <server> <uri>` (got {arg!r})")
-    servers = core.mcp_status()
+        raise CommandUsageError(f"/mcp takes nothing, `allow <server>`, `restart [<server>]` or `add <server> <uri>` "
+                                f"(got {arg!r})")
+    servers = await core.mcp_check()
     problems = [f"warning: {w}" for w in core.setup_warnings if w.startswith("MCP")]
     if not servers:
         return "\n".join([*problems, "no MCP servers: add them to mcp.json in ollie's config dir (see the README)"])

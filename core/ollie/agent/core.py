@@ -480,6 +480,27 @@ class Core:
         self._wire_mcp()
         refresh_tools(self.runtime)
 
+    async def mcp_check(self) -> list[dict[str, Any]]:
+        """`mcp_status` after pinging the HTTP servers (a dead one is listed failed, with why)."""
+        host = host_of(self.runtime.dispatcher)
+        if host is not None:
+            await host.probe()
+        return self.mcp_status()
+
+    async def mcp_restart(self, name: str) -> str:
+        """Reconnect MCP server `name` (every one when empty); each one's state afterwards."""
+        host = host_of(self.runtime.dispatcher)
+        try:
+            names = await host.restart(name) if host is not None else []
+        except KeyError:
+            raise ValueError(f"no MCP server {name!r} (see /mcp)") from None
+        refresh_tools(self.runtime)
+        states = {s["name"]: s for s in self.mcp_status()}
+        if not names:
+            return "no MCP servers to restart"
+        return "\n".join(f"restarted {n}: {states[n]['state']}" + (f" ({states[n]['error']})" if states[n]["error"] else "")
+                         for n in names)
+
     async def mcp_allow(self, name: str) -> str:
         """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
         text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)

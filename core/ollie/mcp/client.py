@@ -1,4 +1,9 @@
-"""One MCP server connection: start it, list its tools and prompts, call them, restart it with backoff when it dies."""
+"""One MCP server connection: start it, list its tools and prompts, call them, restart it with backoff when it dies.
+
+A stdio server's death is its process's exit; an HTTP (streamable or SSE) server's is a request that cannot
+reach it (a call, or the ping `probe` sends when the user lists servers). Once the backoff is used up an HTTP
+server is reconnected on its next use; `restart` (`/mcp restart`) reconnects any server at once.
+"""
 
 from __future__ import annotations
 
@@ -132,10 +137,46 @@ class McpServer:
         self._ready = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        # The JSON-RPC id of each call in flight, by the progress token ollie gave it (what a cancel names).
+        self._outbox: _Outbox | None = None
+        self._calls = 0
 
     def start(self) -> None:
         """Start (and keep restarting) the server in the background."""
         self._task = asyncio.ensure_future(self._run())
+
+    async def restart(self, wait: float = START_TIMEOUT_S) -> None:
+        """Stop the connection (and any backoff) and connect anew; return once ready or failed, or after `wait`."""
+        if self._closing:
+            return
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        self._session = None
+        self.state, self.error, self._ready = "starting", "", asyncio.Event()
+        self.tools, self.prompts, self.resources = [], [], []
+        self._changed()
+        self.start()
+        await self.wait_ready(wait)
+
+    async def revive(self) -> bool:
+        """Reconnect an HTTP server given up after its backoff (its next use); whether it is ready."""
+        if self.spec.url and self.state == "failed" and self._task is not None and self._task.done():
+            await self.restart()
+        return self.state == "ready"
+
+    async def probe(self, timeout: float = 5.0) -> None:
+        """Ping a ready HTTP server: one that no longer answers is shown failed with why (and reconnected)."""
+        session = self._session
+        if not self.spec.url or session is None or self.state != "ready":
+            return
+        gone = self._gone
+        try:
+            await asyncio.wait_for(session.send_ping(), timeout)
+        except Exception:  # noqa: BLE001 - the transport ends with the reason; wait for it to be the state
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(gone.wait(), timeout)
 
     async def wait_ready(self, timeout: float) -> None:
         """Return once the first start succeeded or failed, or after `timeout` (it keeps starting)."""
@@ -166,7 +207,7 @@ class McpServer:
                 why = _why(exc)
                 was_ready = self.state == "ready"
             finally:
-                self._session = None
+                self._session = self._outbox = None
             if self._closing:
                 return
             self.tools, self.prompts, self.resources = [], [], []
@@ -199,8 +240,9 @@ class McpServer:
     async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
         async with self._transport() as (read, write, done, tail):
             status: Any = None
+            self._outbox = outbox = _Outbox(write)
             try:
-                async with ClientSession(read, write, message_handler=self._on_message,
+                async with ClientSession(read, outbox, message_handler=self._on_message,
                                          read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
                     await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
                     self._session = session
@@ -219,14 +261,11 @@ class McpServer:
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
         if self.spec.url:
-            import httpx
-            from mcp.client.streamable_http import streamable_http_client
-
-            stop = asyncio.Event()  # an HTTP server has no process to wait for: it serves until closed
-            timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
-            async with (httpx.AsyncClient(headers=dict(self.spec.headers), timeout=timeout) as http,
-                        streamable_http_client(self.spec.url, http_client=http) as (read, write, _)):
-                yield read, write, stop.wait, lambda: ""
+            # An HTTP server has no process to wait for: it serves until a request cannot reach it, which ends
+            # the SDK's transport (and so this block) with the reason.
+            async with _http_streams(self.spec) as (read, write):
+                inbox = _Inbox(read)
+                yield inbox, write, inbox.wait, lambda: inbox.why
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
 
@@ -282,29 +321,31 @@ class McpServer:
         """Call `tool`: (text, is_error). On cancel the server is told (`notifications/cancelled`)."""
         from mcp import types
 
-        session = self._session
-        if session is None or self.state != "ready":
+        session, outbox = self._session, self._outbox
+        if session is None or outbox is None or self.state != "ready":
             return f"MCP server {self.spec.name!r} is not ready ({self.state}{': ' + self.error if self.error else ''})", True
-        ids: list[Any] = []
-
-        async def run() -> Any:
-            ids.append(session._request_id)  # the id call_tool's request takes (assigned before its first await)
-            return await session.call_tool(tool.remote, args)
-
+        # The SDK gives no public handle on a request's id; the call carries a progress token of ours, and the
+        # outbox (the session's write stream, ours) notes which id the request with that token went out as.
+        self._calls += 1
+        token = f"ollie-{self._calls}"
+        meta = {"progressToken": token}
         # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
-        task, gone = asyncio.ensure_future(run()), asyncio.ensure_future(self._gone.wait())
+        task = asyncio.ensure_future(session.call_tool(tool.remote, args, meta=meta))
+        gone = asyncio.ensure_future(self._gone.wait())
         try:
             await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             task.cancel()
-            if ids and self._session is session:
+            request_id = outbox.ids.get(token)
+            if request_id is not None and self._session is session:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(session.send_notification(types.ClientNotification(
                         types.CancelledNotification(params=types.CancelledNotificationParams(
-                            requestId=ids[0], reason="interrupted by the user")))))
+                            requestId=request_id, reason="interrupted by the user")))))
             raise
         finally:
             gone.cancel()
+            outbox.ids.pop(token, None)
         if not task.done():
             task.cancel()
             return f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})", True
@@ -346,6 +387,91 @@ class McpServer:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+
+class _Outbox:
+    """The session's write stream, noting the JSON-RPC id each tools/call request went out with, by progress token."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.ids: dict[str, Any] = {}
+
+    async def send(self, message: Any) -> None:
+        """Note a call's id, then pass the message on."""
+        root = message.message.root
+        if getattr(root, "method", None) == "tools/call":
+            token = ((root.params or {}).get("_meta") or {}).get("progressToken")
+            if isinstance(token, str):
+                self.ids[token] = root.id
+        await self._stream.send(message)
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Outbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Inbox:
+    """A transport's read stream, telling (`ended`) when it ends: how an HTTP server's going away is seen."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.ended = asyncio.Event()
+        self.why = ""  # the transport's last error (the SDK passes them in the stream): why it ended
+
+    async def wait(self) -> None:
+        """Return once the stream ended."""
+        await self.ended.wait()
+        self.why = self.why or "the connection to the server ended"
+
+    def __aiter__(self) -> _Inbox:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._stream.__anext__()
+        except BaseException:
+            self.ended.set()
+            raise
+        if isinstance(item, Exception):
+            self.why = _why(item)
+        return item
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        self.ended.set()
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Inbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read, write) streams to an HTTP server: streamable HTTP, or legacy SSE."""
+    import httpx
+
+    if spec.sse:
+        from mcp.client.sse import sse_client
+
+        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
+                              sse_read_timeout=CALL_TIMEOUT_S) as (read, write):
+            yield read, write
+        return
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
+    async with (httpx.AsyncClient(headers=dict(spec.headers), timeout=timeout) as http,
+                streamable_http_client(spec.url, http_client=http) as (read, write, _)):
+        yield read, write
 
 
 def _why(exc: BaseException) -> str:

@@ -1,7 +1,7 @@
 """MCP server configuration: the de-facto `{"mcpServers": {NAME: {...}}}` shape, from ollie's config or ACP.
 
 A stdio server is `{"command", "args", "env", "cwd"}`, an HTTP one `{"url", "headers"}`
-(streamable HTTP). Errors name the file and the key. A workspace's own MCP files
+(streamable HTTP; `"type": "sse"` for a legacy SSE server). Errors name the file and the key. A workspace's own MCP files
 (`.mcp.json`, `.vscode/mcp.json`) are never read here: they are the workspace's, not the user's.
 """
 
@@ -25,7 +25,7 @@ SERVER_NAME = "mcp"
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """One configured MCP server: stdio (`command`) or streamable HTTP (`url`); `source` says where it came from."""
+    """One configured MCP server: stdio (`command`) or HTTP (`url`, SSE when `sse`); `source` says where it came from."""
 
     name: str
     command: str = ""
@@ -34,6 +34,7 @@ class ServerSpec:
     cwd: str = ""
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    sse: bool = False
     source: str = ""
     # Its own dir under `<state dir>/mcp` (its HOME): its name, or for a workspace's server one of that
     # workspace's (a hostile `.mcp.json` naming a user's server must not get that server's HOME).
@@ -41,8 +42,8 @@ class ServerSpec:
 
     @property
     def transport(self) -> str:
-        """`stdio` or `http`."""
-        return "http" if self.url else "stdio"
+        """`stdio`, `http` (streamable HTTP) or `sse`."""
+        return "sse" if self.sse else "http" if self.url else "stdio"
 
 
 def config_file() -> Path:
@@ -53,7 +54,7 @@ def config_file() -> Path:
 def spec_of(name: str, entry: McpStdio | McpHttp, source: str) -> ServerSpec:
     """The server `entry` (a checked mcpServers entry) as a ServerSpec."""
     if isinstance(entry, McpHttp):
-        return ServerSpec(name, url=entry.url, headers=dict(entry.headers), source=source)
+        return ServerSpec(name, url=entry.url, headers=dict(entry.headers), sse=entry.type == "sse", source=source)
     return ServerSpec(name, command=entry.command, args=tuple(entry.args), env=dict(entry.env), cwd=entry.cwd,
                       source=source)
 
@@ -103,7 +104,7 @@ def load_user_servers(path: Path | None = None) -> dict[str, ServerSpec]:
 
 
 def from_acp(servers: list[Any]) -> dict[str, ServerSpec]:
-    """The servers an ACP client sent in session/new (SDK objects or dicts: stdio, or http with a url)."""
+    """The servers an ACP client sent in session/new (SDK objects or dicts: stdio, or http / sse with a url)."""
     entries: dict[str, Any] = {}
     for n, server in enumerate(servers or []):
         data = server.model_dump(by_alias=True) if hasattr(server, "model_dump") else server
@@ -111,6 +112,7 @@ def from_acp(servers: list[Any]) -> dict[str, ServerSpec]:
             raise ConfigError(f"session/new: mcpServers[{n}]: expected a server with a name")
         pairs = {p["name"]: p["value"] for p in data.get("headers" if data.get("url") else "env") or []
                  if isinstance(p, dict) and "name" in p and "value" in p}
-        entries[data["name"]] = ({"url": data["url"], "headers": pairs} if data.get("url") else
+        entries[data["name"]] = ({"url": data["url"], "headers": pairs, "type": "sse" if data.get("type") == "sse" else ""}
+                                 if data.get("url") else
                                  {"command": data.get("command"), "args": data.get("args") or [], "env": pairs})
     return parse_servers({"mcpServers": entries}, "session/new")

@@ -6,11 +6,12 @@ It is registered in the session's dispatcher as `mcp`; its tools are steps like 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ollie.mcp.client import McpServer, McpTool
+from ollie.mcp.client import McpServer, McpTool, tool_name
 from ollie.mcp.config import SERVER_NAME, ServerSpec
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 
@@ -61,6 +62,9 @@ class McpHost:
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         """Call the server that offers `tool`."""
         found = self._tools().get(tool)
+        owner = next((s for s in self.servers.values() if tool.startswith(tool_name(s.spec.name, ""))), None)
+        if found is None and owner is not None and await owner.revive():  # its tools went with its connection
+            found = self._tools().get(tool)
         if found is None:
             return ToolResult(f"unknown MCP tool {tool!r} (its server may have stopped)", is_error=True)
         server, info = found
@@ -87,6 +91,18 @@ class McpHost:
                     "error": f"the workspace's; /mcp allow {name} starts it", "restarts": 0, "tools": [],
                     "prompts": [], "resources": []} for name, spec in self.pending.items()]
         return [s.status() for s in self.servers.values()] + waiting
+
+    async def probe(self) -> None:
+        """Ping the ready HTTP servers at once: a dead one becomes `failed` with why before it is listed."""
+        await asyncio.gather(*(s.probe() for s in self.servers.values()))
+
+    async def restart(self, name: str = "") -> list[str]:
+        """Reconnect server `name` (every server when empty); the names restarted. KeyError: no such server."""
+        if name and name not in self.servers:
+            raise KeyError(name)
+        chosen = [self.servers[name]] if name else list(self.servers.values())
+        await asyncio.gather(*(s.restart() for s in chosen))
+        return [s.spec.name for s in chosen]
 
     def prompt_owner(self, server: str, prompt: str) -> McpServer | None:
         """The server offering prompt `prompt` as `server`."""

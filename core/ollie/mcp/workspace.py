@@ -18,8 +18,8 @@ from ollie.mcp.config import ServerSpec, parse_servers
 
 WORKSPACE_FILES = (".mcp.json", ".vscode/mcp.json")
 MAX_CONFIG_BYTES = 256 * 1024
-# What a workspace entry may say (VS Code's also carry `type`); anything else of it is ignored.
-_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+# What a workspace entry may say; anything else of it is ignored.
+_KEYS = ("command", "args", "env", "cwd", "url", "headers", "type")
 
 
 def approvals_file() -> Path:
@@ -59,7 +59,7 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
 def approval_key(cwd: Path, spec: ServerSpec) -> str:
     """What an approval covers: this workspace, this name, this exact entry."""
     entry = [str(cwd), spec.name, spec.command, list(spec.args), dict(spec.env), spec.cwd, spec.url,
-             dict(spec.headers)]
+             dict(spec.headers), *(["sse"] if spec.sse else [])]
     return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
 
 
