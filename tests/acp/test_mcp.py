@@ -41,3 +41,20 @@ async def test_a_malformed_server_is_invalid_params_naming_it(start_agent, llm) 
     with pytest.raises(RequestError) as raised:
         await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[bad])
     assert raised.value.code == -32602 and "mcpServers.bad__name" in str(raised.value.data)
+
+
+async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> None:
+    fs_bin = Path(__file__).parents[1] / "mcp" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
+    if not fs_bin.exists():
+        pytest.fail("the filesystem server is missing: run scripts/setup.d/45-mcp.sh (scripts/test does)")
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / "hello.txt").write_text("hello from the workspace\n")
+    llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(agent.workspace / "hello.txt")})),
+               Reply.text("read it"))
+    server = McpServerStdio(name="fs", command=str(fs_bin), args=[str(agent.workspace)], env=[])
+    sid = (await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[server])).session_id
+    assert (await agent.prompt(sid, "read hello", timeout=120)).stop_reason == "end_turn"
+    (start,) = agent.client.of(sid, "tool_call")
+    assert start.title.startswith("fs: read_text_file") and start.kind == "read"
+    told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told == ["hello from the workspace\n"]

@@ -35,6 +35,23 @@ def test_server(*args: str) -> dict[str, Any]:
 test_server.__test__ = False  # type: ignore[attr-defined]
 
 
+FS_BIN = Path(__file__).parents[1] / "mcp" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
+
+
+def fs_server(ws: Path) -> dict[str, Any]:
+    """The npm reference filesystem server serving `ws`, as users configure it (scripts/setup.d/45-mcp.sh installs it)."""
+    if not FS_BIN.exists():
+        pytest.fail("the filesystem server is missing: run scripts/setup.d/45-mcp.sh (scripts/test does)")
+    return {"command": str(FS_BIN), "args": [str(ws)]}
+
+
+def workspace_with_hello(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws0"
+    ws.mkdir()
+    (ws / "hello.txt").write_text("hello from the workspace\n")
+    return ws
+
+
 def state_dir(home: Path, name: str) -> Path:
     return home / "state" / "ollie" / "mcp" / name
 
@@ -221,3 +238,31 @@ async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _privat
     offered = [[t["function"]["name"] for t in r.body["tools"]] for r in llm.chat_requests]
     assert "mcp__t__grown" not in offered[0] and "mcp__t__grown" in offered[1]
     assert tool_results(llm) == ["added", "grown up"]
+
+
+async def test_the_npm_filesystem_server_through_the_daemon(start_daemon, llm, _private_dirs, tmp_path):
+    ws = workspace_with_hello(tmp_path)
+    configure(_private_dirs, {"fs": fs_server(ws)})
+    llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"),
+               Reply.tool_calls(("mcp__fs__write_file", {"path": str(ws / "new.txt"), "content": "x"})),
+               Reply.text("tried"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    listed = await wait_state(daemon, "fs", "ready", timeout=120)
+    assert {t["tool"]: t["kind"] for t in listed["tools"]}["read_text_file"] == "read"
+    assert await submit(daemon, "read hello") == "read it"
+    assert tool_results(llm) == ["hello from the workspace\n"]
+    steps = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
+    assert any(s["title"].startswith("fs: read_text_file") and s["kind"] == "read" for s in steps), steps
+    # It offers writes; its sandbox does not allow them.
+    assert await submit(daemon, "write") == "tried"
+    assert not (ws / "new.txt").exists()
+
+
+def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_path):
+    ws = workspace_with_hello(tmp_path)
+    configure(_private_dirs, {"fs": fs_server(ws)})
+    llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"))
+    proc = run_ollie(["-p", "read hello", "--cwd", str(ws)], env=llm.env(), timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("▸ fs: read_text_file"), proc.stdout
+    assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")

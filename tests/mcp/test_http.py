@@ -97,3 +97,13 @@ async def test_a_dead_server_is_shown_failed_and_reconnected(http_server: HttpSe
         assert (await host.call("mcp__web__add", {"a": 3, "b": 2})).text == "5"
     finally:
         await host.aclose()
+
+
+def test_an_acp_clients_sse_server_is_reached_over_sse() -> None:
+    from acp.schema import HttpHeader, SseMcpServer
+
+    from ollie.mcp.config import from_acp
+
+    sent = SseMcpServer(type="sse", name="old", url="http://127.0.0.1:1/sse", headers=[HttpHeader(name="A", value="b")])
+    (spec,) = from_acp([sent]).values()
+    assert (spec.transport, spec.url, dict(spec.headers)) == ("sse", "http://127.0.0.1:1/sse", {"A": "b"})
