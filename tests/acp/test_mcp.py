@@ -58,3 +58,19 @@ async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> N
     assert start.title.startswith("fs: read_text_file") and start.kind == "read"
     told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
     assert told == ["hello from the workspace\n"]
+
+
+async def test_a_workspace_server_is_asked_about_through_request_permission(start_agent, llm) -> None:
+    import json
+
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {
+        "command": sys.executable, "args": [str(SERVER)]}}}))
+    llm.script(Reply.tool_calls(("mcp__planted__add", {"a": 1, "b": 2})), Reply.text("3"))
+    sid = (await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])).session_id
+    agent.client.permission_answers = ["allow_once"]
+    assert (await agent.prompt(sid, "add", timeout=90)).stop_reason == "end_turn"
+    (asked,) = agent.client.permission_requests
+    assert asked[0].title.startswith("start MCP server 'planted' of ") and str(SERVER) in asked[0].title
+    told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told == ["3"]

@@ -266,3 +266,53 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("▸ fs: read_text_file"), proc.stdout
     assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
+
+
+async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon, llm, _private_dirs, tmp_path):
+    ws = tmp_path / "ws0"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {**test_server(), "env": {"K": "v"}}}}))
+    llm.script(Reply.text("not started"), Reply.tool_calls(("mcp__planted__add", {"a": 1, "b": 2})), Reply.text("3"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)  # approval mode auto: the server is asked about still
+    asked: list[str] = []
+    answers = ["Reject", "Allow always"]
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        return types.MessageActionItem(title=answers.pop(0))
+
+    assert await submit(daemon, "hi") == "not started"
+    # The exact program, its args and env, before anything runs; a "no" leaves it waiting, asked only once.
+    assert len(asked) == 1 and f"start MCP server 'planted' of {ws / '.mcp.json'}" in asked[0]
+    assert str(SERVER) in asked[0] and 'K="v"' in asked[0], asked[0]
+    (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert entry["state"] == "needs approval" and not state_dir(_private_dirs, "workspace").exists()
+    # A new session asks again; "Allow always" starts it for this turn and remembers it for this workspace.
+    new = (await daemon.request("ollie/session/new", {}))["session"]
+    reply = await daemon.request("ollie/submit", {"session": new, "text": "add"}, timeout=90)
+    assert len(asked) == 2 and reply["reply"] == "3" and tool_results(llm) == ["3"]
+    third = (await daemon.request("ollie/session/new", {}))["session"]
+    listed = (await daemon.request("ollie/mcp/list", {"session": third}))["servers"]
+    assert [s["state"] for s in listed] != ["needs approval"] and len(asked) == 2
+
+
+def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path):
+    from .test_cli_pty import Terminal
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server()}}))
+    llm.script(Reply.tool_calls(("mcp__planted__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
+    term = Terminal(["--cwd", str(ws)], llm.env(), ws)
+    try:
+        at = term.wait_for(r"default> ")
+        term.type("add")
+        at = term.wait_for(r"ollie asks to: start MCP server 'planted' of .*\nAllow\? ", after=at)
+        assert str(SERVER) in term.text
+        term.type("y")
+        term.wait_for(r"it is 42", after=at)
+        assert term.close() == 0
+    finally:
+        term.proc.kill()
+    assert tool_results(llm) == ["42"]

@@ -41,12 +41,12 @@ def test_a_hostile_pyvenv_cfg_does_not_widen_the_servers_reads(tmp_path: Path) -
 
 
 def test_the_approval_shows_what_widens_the_servers_reads() -> None:
-    from ollie.mcp.attach import _command
+    from ollie.mcp.attach import command_line
     from ollie.mcp.config import ServerSpec
 
     spec = ServerSpec("fmt", command="npx", args=("-y", "x" * 300, "/home/someone/other-project"), cwd="/work",
                       env={"NODE_OPTIONS": "--require /tmp/evil.js"}, source="/ws/.mcp.json")
-    shown = _command(spec)
+    shown = command_line(spec)
     assert "/home/someone/other-project" in shown and "/work" in shown and "NODE_OPTIONS" in shown
 
 

@@ -96,11 +96,14 @@ class StepQuestion:
         the step kind."""
         if self.network is not None:
             return f"connections to {self.prefix} in this and later sessions"
+        if self.id.startswith("mcp/"):
+            return "this server entry of this workspace, from now on"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
     def always_text(self) -> str:
         """`always_label` with how long it lasts, for a question's text."""
-        return self.always_label() + ("" if self.network is not None else " in this session")
+        lasting = self.network is not None or self.id.startswith("mcp/")  # (their labels say how long)
+        return self.always_label() + ("" if lasting else " in this session")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ollie.agent.hooks import hook_note
 from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
+from ollie.agent.mcp_approval import ask_pending
 from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, refresh_tools, server_kinds
@@ -132,6 +133,12 @@ class Core:
         async with self._turn_lock:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
+            # A workspace's MCP servers are put to the user before the first turn (never started unasked).
+            started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
+            for news in started:
+                self.bus.emit("info", news)
+            if started:
+                refresh_tools(self.runtime)
             self._inbox.user_prompt()
             result = await self._turns.run(text, images=images)
             await run_follow_ups(self._inbox, result, partial(self._turns.run, announce=True), lambda: self._closed)

@@ -61,7 +61,7 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     for name, spec in theirs.items():
         if name not in start:
             host.pending[name] = spec
-            warnings.append(f"MCP server {name!r} of {spec.source} ({_command(spec)}) was not started: "
+            warnings.append(f"MCP server {name!r} of {spec.source} ({command_line(spec)}) was not started: "
                             f"it is the workspace's; `/mcp allow {name}` starts it (remembered for this workspace)")
 
 
@@ -70,7 +70,7 @@ def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], s
     return found, allowed_keys() if found else set()
 
 
-def _command(spec: ServerSpec) -> str:
+def command_line(spec: ServerSpec) -> str:
     """What the user approves: the whole command line, and the `cwd` and `env` that widen what the server reads
     (a hostile entry's `cwd: /` or 200 characters of padding before an argument must not go unseen)."""
     if spec.url:
@@ -89,16 +89,18 @@ def _shown(text: str) -> str:
     return text if text and text.isprintable() and " " not in text else json.dumps(text)
 
 
-async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path) -> str:
-    """Start workspace server `name` (the user's explicit approval) and remember it; what happened."""
+async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path, keep: bool = True) -> str:
+    """Start workspace server `name` (the user's explicit approval), remembered when `keep`; what happened."""
     host = host_of(dispatcher)
     spec = host.pending.get(name) if host is not None else None
     if host is None or spec is None:
         raise ValueError(f"no workspace MCP server {name!r} waits for approval (see /mcp)")
-    await asyncio.to_thread(remember, approval_key(cwd, spec))
+    if keep:
+        await asyncio.to_thread(remember, approval_key(cwd, spec))
     del host.pending[name]
     await host.add({name: spec})
-    return f"allowed MCP server {name!r} of {spec.source} ({_command(spec)}) for this workspace"
+    return (f"allowed MCP server {name!r} of {spec.source} ({command_line(spec)}) "
+            + ("for this workspace" if keep else "for this session"))
 
 
 async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:

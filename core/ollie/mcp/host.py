@@ -27,6 +27,8 @@ class McpHost:
         self.servers: dict[str, McpServer] = {}
         # The workspace's own servers the user has not allowed yet (ollie.mcp.workspace): listed, never started.
         self.pending: dict[str, ServerSpec] = {}
+        # The pending ones already put to the user this session (asked once; `/mcp allow` after a "no").
+        self.asked: set[str] = set()
         # Set by the session: told of a server that failed or restarted; called when the tool list changed.
         self.notify: Callable[[str], None] = lambda text: None
         self.on_change: Callable[[], None] = lambda: None
