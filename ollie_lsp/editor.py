@@ -52,8 +52,10 @@ def range_text(text: str, context: EditorContext) -> tuple[str, str] | None:
     return _lines_label(first, last), "\n".join(lines[first : last + 1])
 
 
-def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup) -> str:
-    """The editor-context block: file, language, and the selection or the range's lines."""
+def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup, resource: str | None = None) -> str:
+    """The editor-context block: file, language, and the selection or the range's lines; or an MCP resource's text."""
+    if context.mcp_server is not None:
+        return context_block(f"MCP resource: {context.uri} (server {context.mcp_server})", body=resource or "")
     doc = lookup(context.uri)
     language = context.language_id or (doc.language_id if doc else None) or ""
     header = f"File: {display_path(context.uri, cwd)}"
@@ -70,17 +72,21 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup)
     return context_block(header)
 
 
-def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, lookup: DocumentLookup) -> str:
-    """The prompt the model gets: one editor-context block per item, in order, then the user's text (commands unchanged)."""
+def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, lookup: DocumentLookup,
+                 resources: Sequence[str | None] = ()) -> str:
+    """The prompt the model gets: one editor-context block per item, in order, then the user's text (commands unchanged);
+    `resources[i]` is the text of `contexts[i]` when that is an MCP resource (read by the caller, through its server)."""
     if not contexts or is_command(text):
         return text
-    blocks = [format_context(c, cwd=cwd, lookup=lookup) for c in contexts]
+    texts = [*resources, *[None] * (len(contexts) - len(resources))]
+    blocks = [format_context(c, cwd=cwd, lookup=lookup, resource=r) for c, r in zip(contexts, texts, strict=True)]
     return "\n\n".join([*blocks, text])
 
 
 # One saved block's header lines: `File: <path> (<language>)`, then what it shows.
 _BLOCK = re.compile(r"\s*<editor-context>\n?(.*?)</editor-context>", re.DOTALL)
 _FILE = re.compile(r"^File: (.+?)(?: \([^)\n]*\))?$", re.MULTILINE)
+_RESOURCE = re.compile(r"^MCP resource: (\S+) \(server ([^)\n]+)\)$", re.MULTILINE)
 _LINES = re.compile(r"^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$", re.MULTILINE)
 
 
@@ -92,6 +98,10 @@ def context_labels(prompt: str) -> list[str]:
         body = match.group(1).split("```", 1)[0]  # the header lines only: the code may say anything
         file = _FILE.search(body)
         path = file.group(1) if file else "?"
+        if not file and (resource := _RESOURCE.search(body)):
+            labels.append(f"{resource.group(2)}: {resource.group(1)}")
+            pos = match.end()
+            continue
         if lines := _LINES.search(body):
             first, last = lines.group(1), lines.group(2) or lines.group(1)
             labels.append(f"{path}:{first}" if first == last else f"{path}:{first}-{last}")

@@ -29,6 +29,7 @@ from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
     ContextParams,
+    EditorContext,
     ImageItem,
     InterruptParams,
     NoParams,
@@ -72,6 +73,18 @@ async def _session(ls: OllieServer, raw: Any, *, write: bool = False) -> LiveSes
     return await (ls.table.writable(session) if write else ls.table.get(session))
 
 
+async def _resources(core: Any, contexts: list[EditorContext], text: str) -> list[str | None]:
+    """The text of each MCP resource among `contexts`, read through its server (None for the editor's own)."""
+    texts: list[str | None] = []
+    for n, context in enumerate(contexts if not is_command(text) else []):
+        if context.mcp_server is None:
+            texts.append(None)
+            continue
+        with invalid_params(f"context[{n}].mcpServer"):
+            texts.append(await core.mcp_read_resource(context.mcp_server, context.uri))
+    return texts
+
+
 @method("ollie/submit")
 async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Run a prompt (or a command) to its end."""
@@ -81,7 +94,8 @@ async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
     pictures = await _images(p.images or [], cwd=live.core.cwd)
     if command and pictures:
         raise InvalidParams("images: a command or !shell line takes no images")
-    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document)
+    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
+                        resources=await _resources(live.core, p.contexts, p.text))
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
         return await live.submit(text, pictures, title=first_words(p.text), handle=handle, is_command=command)
@@ -130,7 +144,8 @@ async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
     p = _text_only(parse(TextParams, raw))
     live = await ls.table.writable(p.session)
-    live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))
+    live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
+                                  resources=await _resources(live.core, p.contexts, p.text)))
     return {}
 
 
@@ -139,7 +154,9 @@ async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
     """Defer a prompt until the running turn ends."""
     p = _text_only(parse(TextParams, raw))
     live = await ls.table.writable(p.session)
-    return {"depth": live.core.queue(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document))}
+    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
+                        resources=await _resources(live.core, p.contexts, p.text))
+    return {"depth": live.core.queue(text)}
 
 
 @method("ollie/popQueue")

@@ -70,12 +70,14 @@ class Range(Params):
 
 @attrs.frozen(kw_only=True)
 class EditorContext(Params):
-    """What the editor shows: the file, and the selection or range the user points at."""
+    """What the editor shows: the file, and the selection or range the user points at; or (`mcpServer`) the
+    resource `uri` of an MCP server, read by the daemon."""
 
     uri: NonEmpty
     range: Range | None = None
     selection: str | None = None
     language_id: str | None = None
+    mcp_server: str | None = None
 
 
 @attrs.frozen(kw_only=True)

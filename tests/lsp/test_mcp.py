@@ -316,3 +316,22 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
     finally:
         term.proc.kill()
     assert tool_results(llm) == ["42"]
+
+
+async def test_a_resource_picked_as_context_is_read_through_the_daemon(start_daemon, llm, _private_dirs):
+    from pygls.exceptions import JsonRpcException
+
+    configure(_private_dirs, {"t": test_server()})
+    llm.script(Reply.text("read"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    picked = {"uri": "note://readme", "mcpServer": "t"}
+    reply = await daemon.request("ollie/submit", {"text": "what does it say?", "context": [picked]}, timeout=90)
+    assert reply["reply"] == "read"
+    prompt = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "MCP resource: note://readme (server t)" in prompt and "the readme of the test server" in prompt
+    page = await daemon.request("ollie/context", {})
+    assert page["messages"][-2]["contextLabels"] == ["t: note://readme"]
+    with pytest.raises(JsonRpcException) as refused:
+        await daemon.request("ollie/submit", {"text": "x", "context": [{"uri": "note://readme", "mcpServer": "nope"}]})
+    assert refused.value.code == -32602 and "context[0].mcpServer: no MCP server 'nope'" in refused.value.message

@@ -31,7 +31,7 @@ from ollie.agent.turnhost import TurnHost
 from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
-from ollie.mcp.attach import allow, attach, host_of, resource_note
+from ollie.mcp.attach import allow, attach, host_of, read_resource, resource_note
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import ReadOnlyError
@@ -519,6 +519,10 @@ class Core:
         note = await resource_note(self.runtime.dispatcher, server, uri)
         self._inbox.add_note(note)
         return f"added {uri} of {server} ({len(note)} characters) as context for the next prompt"
+
+    async def mcp_read_resource(self, server: str, uri: str) -> str:
+        """The text of MCP resource `uri` of `server` (an editor's context pick); ValueError saying why not."""
+        return await read_resource(self.runtime.dispatcher, server, uri)
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""

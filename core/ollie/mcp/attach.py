@@ -103,11 +103,19 @@ async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path, keep: bool = Tr
             + ("for this workspace" if keep else "for this session"))
 
 
-async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:
-    """Resource `uri` of `server` as a context note for the next prompt; ValueError when there is none."""
+async def read_resource(dispatcher: Dispatcher, server: str, uri: str) -> str:
+    """The text of resource `uri` of `server`; ValueError saying why when it cannot be read."""
     host = host_of(dispatcher)
     found = host.servers.get(server) if host is not None else None
     if found is None:
         raise ValueError(f"no MCP server {server!r} (see /mcp)")
-    text = await found.read_resource(uri)
+    try:
+        return await found.read_resource(uri)
+    except Exception as exc:  # noqa: BLE001 - the server's refusal (McpError), or it is not ready: the user's news
+        raise ValueError(f"MCP server {server!r} could not read {uri}: {exc}") from None
+
+
+async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:
+    """Resource `uri` of `server` as a context note for the next prompt; ValueError when there is none."""
+    text = await read_resource(dispatcher, server, uri)
     return f"[MCP resource {uri} of server {server}]\n{text}"
