@@ -400,10 +400,17 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
     config.mkdir(parents=True, exist_ok=True)
     server = Path(__file__).parents[1] / "mcp" / "server.py"
     (config / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(server)]}}}))
-    result = run_scenario("mcp", workspace, scripted_llm("openai"), timeout=120)
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="the readme says hello"))
+    result = run_scenario("mcp", workspace, srv, timeout=120)
     assert result["mcp_labels"] == ["t — ready, 6 tools"]
     told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
-    assert "mcp__t__add [read]" in told and "/mcp:t:review" in told
+    assert "mcp__t__add [read]" in told and "/mcp:t:review" in told and "#mcp:t:note://readme" in told
+    # A resource picked as context: completed, labelled, and read by the daemon through its server.
+    assert result["completions"] == ["#mcp:t:note://readme"]
+    assert "📎 t: note://readme" in result["transcript"], result["transcript"]
+    prompt = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "MCP resource: note://readme (server t)" in prompt and "the readme of the test server" in prompt
 
 
 def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):

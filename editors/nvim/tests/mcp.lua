@@ -1,4 +1,5 @@
 -- :OllieMcp lists what ollie/mcp/list answers: each server with its state; a picked one's tools are told.
+-- `#mcp:` completes the servers' resources in the input area; a picked one is read by the daemon into the prompt.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 local R = H.results
 
@@ -14,4 +15,14 @@ H.wait(function()
   end
   return false
 end, "the picked server's tools", 15000)
+
+-- Typing `#mcp:` in the input area offers each resource (the list comes from the daemon, asked as `#` is typed).
+local input = require("ollie.input")
+input.items("#")
+H.wait(function() return #input.items("#mcp:") > 0 end, "#mcp: completions", 15000)
+R.completions = vim.tbl_map(function(i) return i.word end, input.items("#mcp:t:"))
+vim.cmd("OllieChat")
+H.type_and_press("what does #mcp:t:note://readme say?")
+H.wait_chat("the readme says", 60000)
+R.transcript = H.chat.text()
 H.finish()

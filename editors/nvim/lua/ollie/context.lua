@@ -1,4 +1,4 @@
--- Editor context of a prompt: `#buffer`, `#selection`, `#file:path` and ranges, their compact labels
+-- Editor context of a prompt: `#buffer`, `#selection`, `#file:path`, `#mcp:server:uri` and ranges, their compact labels
 -- (`📎 calc.py:11-13`), and the `<editor-context>` blocks of saved prompts read back as labels.
 local client = require("ollie.client")
 
@@ -13,6 +13,7 @@ local M = {}
 ---prompt's block says it, so a resumed chat shows the same line
 ---@field mention string|nil what a whole-file tag becomes in the prompt's text (the path; default: the label)
 ---@field selection string|nil the lines themselves, for a buffer the daemon cannot read (the transcript, a scratch)
+---@field mcpServer string|nil the MCP server whose resource `uri` is (the daemon reads it through the server)
 
 M.ICON = "📎"
 
@@ -21,7 +22,37 @@ M.TAGS = {
   { word = "#buffer", menu = "the file in the window you came from" },
   { word = "#selection", menu = "the last visual selection there" },
   { word = "#file:", menu = "a file by path (#file:src/app.py; an image goes as an image)" },
+  { word = "#mcp:", menu = "an MCP server's resource (#mcp:server:uri)" },
 }
+
+---The resources of the session's MCP servers (`ollie/mcp/list`), for `#mcp:` completion: refreshed by
+---`load_resources`, which answers later (completion shows what the last answer said).
+---@type {server: string, uri: string, name: string}[]
+M.resources = {}
+
+---Ask the daemon for the MCP servers' resources (async; `M.resources` when it answers).
+function M.load_resources()
+  client.request("ollie/mcp/list", vim.empty_dict(), function(err, res)
+    if err or not res then
+      return
+    end
+    local found = {}
+    for _, s in ipairs(res.servers or {}) do
+      for _, r in ipairs(s.resources or {}) do
+        table.insert(found, { server = s.name, uri = r.uri, name = r.name or "" })
+      end
+    end
+    M.resources = found
+  end)
+end
+
+---Context for resource `uri` of MCP server `server` (read by the daemon, through the server).
+---@param server string
+---@param uri string
+---@return ollie.Context
+function M.resource(server, uri)
+  return { uri = uri, mcpServer = server, label = server .. ": " .. uri }
+end
 
 local function display(path)
   return vim.fn.fnamemodify(path, ":.")
@@ -151,6 +182,14 @@ function M.parse(text, origin)
       end
       return add(ctx) .. tail
     end
+    if name == "mcp" and colon == ":" then
+      local server, uri = rest:match("^([^:]+):(%S+)$")
+      if not server then
+        err = err or (tag .. ": expected #mcp:<server>:<uri>")
+        return tag
+      end
+      return add(M.resource(server, uri))
+    end
     local make = ({ buffer = M.buffer, selection = selection })[name]
     if not make or colon ~= "" then
       return nil -- not a tag of ours (#123, #region): left as typed
@@ -178,7 +217,7 @@ function M.wire(contexts)
     return nil
   end
   return vim.tbl_map(function(c)
-    return { uri = c.uri, range = c.range, languageId = c.languageId, selection = c.selection }
+    return { uri = c.uri, range = c.range, languageId = c.languageId, selection = c.selection, mcpServer = c.mcpServer }
   end, texts)
 end
 
@@ -197,7 +236,8 @@ end
 ---@param contexts ollie.Context[]
 function M.attach(contexts)
   for _, c in ipairs(contexts) do
-    if not c.selection and not c.image then -- (its text goes along; an `untitled:` uri must not make a buffer)
+    if not c.selection and not c.image and not c.mcpServer then -- (its text goes along, an image as an image, a
+      -- resource is the daemon's to read; an `untitled:` uri must not make a buffer)
       client.attach(vim.uri_to_bufnr(c.uri))
     end
   end
@@ -218,6 +258,10 @@ local UNDO_NOTE = "\n\nthe user undid these changes of yours (turn "
 local function block_label(body)
   -- The header lines only (as the daemon's own parser, ollie_lsp/editor.py): the code may say anything.
   local head = "\n" .. (body:match("^(.-)```") or body)
+  local uri, server = head:match("\nMCP resource: (%S+) %(server ([^\n)]+)%)")
+  if uri then
+    return server .. ": " .. uri
+  end
   local path = head:match("\nFile: ([^\n]-) %([^\n)]*%)\n") or head:match("\nFile: ([^\n]+)") or "?"
   local a, b = head:match("\n[%a:]+ lines (%d+)%-(%d+)")
   local one = head:match("\n[%a:]+ line (%d+)")

@@ -61,11 +61,20 @@ function M.items(base)
         table.insert(items, { word = c.name, abbr = abbr, menu = c.description, info = c.description })
       end
     end
+  elseif vim.startswith(base, "#mcp:") then
+    context.load_resources() -- (for the next keystroke: the list may have changed)
+    for _, r in ipairs(context.resources) do
+      local word = "#mcp:" .. r.server .. ":" .. r.uri
+      if vim.startswith(word, base) then
+        table.insert(items, { word = word, menu = r.name ~= "" and r.name or "MCP resource" })
+      end
+    end
   elseif vim.startswith(base, "#file:") then
     for _, path in ipairs(vim.fn.getcompletion(base:sub(7), "file")) do
       table.insert(items, { word = "#file:" .. path, menu = "file" })
     end
   else
+    context.load_resources() -- (so that `#mcp:` has them by the time it is typed)
     for _, tag in ipairs(context.TAGS) do
       if vim.startswith(tag.word, base) then
         table.insert(items, { word = tag.word, menu = tag.menu })

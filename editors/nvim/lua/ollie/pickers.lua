@@ -215,6 +215,9 @@ function M.mcp()
       for _, p in ipairs(s.prompts or {}) do
         table.insert(lines, "/mcp:" .. s.name .. ":" .. p.name)
       end
+      for _, r in ipairs(s.resources or {}) do
+        table.insert(lines, "#mcp:" .. s.name .. ":" .. r.uri)
+      end
       requests.notify(s.name .. ": " .. (#lines > 0 and table.concat(lines, ", ") or "no tools"))
     end)
   end)
