@@ -318,3 +318,29 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     assert not server.received and server.accepted == 0
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "status 403" in told and f"[network] {target} denied (deny)" in told
+
+
+def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("mcp__planted__add", {"a": 20, "b": 22})]), Reply(text="It is 42."))
+    server = Path(__file__).parents[1] / "mcp" / "server.py"
+    planted = json.dumps({"mcpServers": {"planted": {"command": sys.executable, "args": [str(server)]}}})
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "print(20 + 22)\n", ".mcp.json": planted}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "print(20 + 22)" in s, "nvim to start")
+        tmux.keys(":Ollie add them", "Enter")
+        # Under `auto` too: the workspace's server is the user's question, with the program it would run, whole.
+        asked = tmux.keep("mcp-question", tmux.wait(lambda s: "Allow once" in s, "the question", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "mcp-question.png", (1000, 560))
+        flat = "".join(line.strip("│ ") for line in asked.splitlines())
+        assert "start MCP server 'planted'" in asked and "server.py" in flat, asked
+        tmux.keys("1", "Enter")
+        done = tmux.keep("mcp-answer", tmux.wait(lambda s: "It is 42." in s, "the answer", timeout=60))
+        assert "planted: add" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"] == ["42"]
