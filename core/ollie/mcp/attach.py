@@ -61,8 +61,9 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     for name, spec in theirs.items():
         if name not in start:
             host.pending[name] = spec
-            warnings.append(f"MCP server {name!r} of {spec.source} ({command_line(spec)}) was not started: "
-                            f"it is the workspace's; `/mcp allow {name}` starts it (remembered for this workspace)")
+            warnings.append(f"MCP server {name!r} of {spec.source} ({command_line(spec)}) is the workspace's: it "
+                            f"starts only once you allow it, when asked or by `/mcp allow {name}` (remembered for "
+                            "this workspace)")
 
 
 def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], set[str]]:

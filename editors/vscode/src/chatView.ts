@@ -8,7 +8,7 @@ import { Onboarding } from "./lib/backend";
 import { chatHtml } from "./lib/chatHtml";
 import { ChatItem } from "./lib/chatModel";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
-import { EditorContext } from "./lib/protocol";
+import { EditorContext, parseMcpList } from "./lib/protocol";
 import { Chip, FromWebview, Header, ImageSource, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
 import { workspaceNote } from "./workFolder";
@@ -198,16 +198,26 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.post({ type: "chip", chip: { id, kind, label } });
   }
 
+  // `@`: a workspace file, or a resource of the session's MCP servers (the daemon reads it through its server).
   private async pickFile(): Promise<void> {
-    const files = await vscode.workspace.findFiles("**/*", "**/{node_modules,.git,.venv,__pycache__}/**", 5000);
-    const picked = await vscode.window.showQuickPick(
-      files.map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri })).sort((a, b) => a.label.localeCompare(b.label)),
-      { title: "Ollie: Add a file to the prompt", placeHolder: "a file the prompt is about" },
-    );
+    const [files, servers] = await Promise.all([
+      vscode.workspace.findFiles("**/*", "**/{node_modules,.git,.venv,__pycache__}/**", 5000),
+      this.conversation.request<unknown>("ollie/mcp/list").then(parseMcpList, () => []),
+    ]);
+    type Item = vscode.QuickPickItem & { uri?: vscode.Uri; context?: EditorContext };
+    const fileItems: Item[] = files
+      .map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri }))
+      .sort((a, b) => a.label.localeCompare(b.label));
+    const resources: Item[] = servers.flatMap((s) => s.resources.map((r) => ({
+      label: `${s.name}: ${r.uri}`, description: r.name, context: { uri: r.uri, mcpServer: s.name } })));
+    const separator: Item[] = resources.length > 0 ? [{ label: "MCP resources", kind: vscode.QuickPickItemKind.Separator }] : [];
+    const picked = await vscode.window.showQuickPick<Item>([...fileItems, ...separator, ...resources], {
+      title: "Ollie: Add a file or an MCP resource to the prompt", placeHolder: "a file (or a resource) the prompt is about" });
     if (!picked) return;
+    if (picked.context) this.addChip("resource", picked.context, picked.label);
     // An image file goes as an image (the daemon reads it beneath the workspace), not as text.
-    if (isImageName(picked.label)) this.addChip("image", { imagePath: picked.uri.fsPath, name: picked.label }, picked.label);
-    else this.addChip("file", { uri: picked.uri.toString() }, picked.label);
+    else if (picked.uri && isImageName(picked.label)) this.addChip("image", { imagePath: picked.uri.fsPath, name: picked.label }, picked.label);
+    else if (picked.uri) this.addChip("file", { uri: picked.uri.toString() }, picked.label);
   }
 
   private addSelection(): void {

@@ -69,7 +69,7 @@ async function showMcpServers(parts: Parts): Promise<void> {
   const items: vscode.QuickPickItem[] = servers.map((s) => ({
     label: s.name,
     description: s.state === "ready" ? `ready, ${s.tools.length} tools` : s.error ? `${s.state}: ${s.error}` : s.state,
-    detail: [...s.tools, ...s.prompts.map((p) => `/mcp:${s.name}:${p}`)].join("  ") || undefined,
+    detail: [...s.tools, ...s.prompts.map((p) => `/mcp:${s.name}:${p}`), ...s.resources.map((r) => r.uri)].join("  ") || undefined,
   }));
   if (items.length === 0) {
     void vscode.window.showInformationMessage("No MCP servers: add them to mcp.json in ollie's config directory.");

@@ -348,7 +348,7 @@ export class Conversation implements vscode.Disposable {
   private async place(model: ChatModel, contexts: readonly EditorContext[], fresh: boolean): Promise<void> {
     const session = this.current;
     const cwd = this.cwd;
-    const where = session && cwd ? placement(contexts.map((c) => c.uri), cwd, fresh) : undefined;
+    const where = session && cwd ? placement(contexts.filter((c) => !c.mcpServer).map((c) => c.uri), cwd, fresh) : undefined;
     if (!session || !where) return;
     if ("move" in where) {
       try {

@@ -49,7 +49,9 @@ function M.preview_lines(params)
     table.insert(lines, "  at " .. one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))
   end
   if params.always and params.always ~= "" then
-    table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. " in this session")
+    -- A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
+    local lasting = type(step.id) == "string" and step.id:match("^mcp/") ~= nil
+    table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. (lasting and "" or " in this session"))
   end
   local diff = step.diff
   if type(diff) ~= "table" then

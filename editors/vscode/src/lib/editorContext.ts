@@ -40,6 +40,7 @@ export function contextParam(contexts: readonly EditorContext[]): EditorContext 
 
 /** A short human label for a context, e.g. `main.py:3-7` (1-based lines). */
 export function describeEditorContext(context: EditorContext): string {
+  if (context.mcpServer) return `${context.mcpServer}: ${context.uri}`;
   const file = decodeURIComponent(context.uri.replace(/^.*\//, ""));
   if (!context.range) return file;
   const first = context.range.start.line + 1;

@@ -53,6 +53,8 @@ const UNDO_NOTE = /\n\nthe user undid these changes of yours \(turn \d+\): [^\n]
 // A block's label as the daemon words it (ollie_lsp/editor.py `context_labels`), for a daemon that sends none.
 function blockLabel(body: string): string {
   const header = body.split("```", 1)[0];
+  const resource = /^MCP resource: (\S+) \(server ([^)\n]+)\)$/m.exec(header);
+  if (resource) return `${resource[2]}: ${resource[1]}`;
   const path = /^File:\s*(.+?)(?:\s+\([^)\n]*\))?$/m.exec(header)?.[1] ?? "editor context";
   // `Showing lines 3-5:` (a range), `Location: lines 3-5` (where a selection is).
   const lines = /^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$/m.exec(header);

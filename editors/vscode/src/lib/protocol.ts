@@ -34,6 +34,8 @@ export interface EditorContext {
   range?: { start: { line: number; character: number }; end: { line: number; character: number } };
   selection?: string;
   languageId?: string;
+  /** The MCP server whose resource `uri` is: the daemon reads it through the server. */
+  mcpServer?: string;
 }
 
 export interface SubmitResult {
@@ -62,6 +64,8 @@ export interface McpServerInfo {
   error: string;
   tools: string[];
   prompts: string[];
+  /** The resources it offers, to add to a prompt as context. */
+  resources: { uri: string; name: string }[];
 }
 
 /** The servers of an `ollie/mcp/list` result; malformed entries are dropped. */
@@ -70,9 +74,13 @@ export function parseMcpList(raw: unknown): McpServerInfo[] {
   if (!Array.isArray(servers)) return [];
   const names = (list: unknown): string[] =>
     Array.isArray(list) ? list.map((t) => (t as { name?: unknown })?.name).filter((n): n is string => typeof n === "string") : [];
-  return servers.flatMap((s: { name?: unknown; state?: unknown; error?: unknown; tools?: unknown; prompts?: unknown }) =>
+  const resources = (list: unknown): { uri: string; name: string }[] =>
+    (Array.isArray(list) ? list : []).flatMap((r: { uri?: unknown; name?: unknown } | null) =>
+      typeof r?.uri === "string" ? [{ uri: r.uri, name: typeof r.name === "string" ? r.name : "" }] : []);
+  return servers.flatMap((s: { name?: unknown; state?: unknown; error?: unknown; tools?: unknown; prompts?: unknown; resources?: unknown }) =>
     typeof s?.name === "string" && typeof s.state === "string"
-      ? [{ name: s.name, state: s.state, error: typeof s.error === "string" ? s.error : "", tools: names(s.tools), prompts: names(s.prompts) }]
+      ? [{ name: s.name, state: s.state, error: typeof s.error === "string" ? s.error : "", tools: names(s.tools), prompts: names(s.prompts),
+           resources: resources(s.resources) }]
       : [],
   );
 }

@@ -18,7 +18,7 @@ export type PermissionOutcome = (typeof PERMISSION_OUTCOMES)[number];
 /** A context chip on the input (`@file`, `#selection`): the host keeps what it stands for. */
 export interface Chip {
   id: string;
-  kind: "file" | "selection" | "image";
+  kind: "file" | "selection" | "image" | "resource";
   label: string;
 }
 

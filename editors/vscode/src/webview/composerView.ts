@@ -123,7 +123,7 @@ export class Composer {
       return node;
     };
     this.chipBox.replaceChildren(
-      ...this.chips.map((c) => chip(c.id, c.kind, c.kind === "image" ? "file-media" : c.kind === "file" ? "file" : "selection", c.label)),
+      ...this.chips.map((c) => chip(c.id, c.kind, { image: "file-media", file: "file", selection: "selection", resource: "plug" }[c.kind], c.label)),
       ...this.images.map((i) => chip(i.id, "image", "file-media", i.name)),
     );
   }

@@ -158,7 +158,10 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     node.append(answer);
     return;
   }
-  if (item.always) node.append(el("div", "permission-note", net ? `"Always allow" covers ${item.always}.` : `"Allow always" covers ${item.always} in this session.`));
+  // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
+  const lasting = item.step.id.startsWith("mcp/");
+  if (item.always) node.append(el("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
+    : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
   const buttons = el("div", "permission-buttons");
   buttons.append(
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),

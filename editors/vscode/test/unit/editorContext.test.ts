@@ -27,6 +27,7 @@ test("an empty selection sends only the file", () => {
 
 test("the label uses 1-based lines and skips a last line selected only up to column 0", () => {
   assert.equal(describeEditorContext({ uri: "file:///w/a%20b.py" }), "a b.py");
+  assert.equal(describeEditorContext({ uri: "note://readme", mcpServer: "t" }), "t: note://readme");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 4), end: at(5, 0) } }), "a.py:3-5");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 0), end: at(2, 9) } }), "a.py:3");
 });

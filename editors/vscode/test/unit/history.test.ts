@@ -35,6 +35,8 @@ test("a saved prompt's editor context becomes its label", () => {
   const saved = "<editor-context>\nFile: marker.py (python)\nSelected text:\n```python\nX = 1\n```\n</editor-context>\n\nWhat does this do?";
   assert.deepEqual(splitEditorContext(saved), { prompt: "What does this do?", contextLabels: ["marker.py (selection)"] });
   assert.deepEqual(splitEditorContext("plain prompt"), { prompt: "plain prompt" });
+  const resource = "<editor-context>\nMCP resource: note://readme (server t)\n```\nthe readme\n```\n</editor-context>\n\nsummarise";
+  assert.deepEqual(splitEditorContext(resource), { prompt: "summarise", contextLabels: ["t: note://readme"] });
   const noted = "What now?\n\nthe user undid these changes of yours (turn 4): app.py (the whole file, back to before your change)";
   assert.deepEqual(splitEditorContext(noted), { prompt: "What now?" }, "the engine's undo note is for the model");
   const model = modelFromHistory([{ role: "user", content: saved }]);

@@ -83,17 +83,18 @@ test("the model and agent pickers' choices come from listModels and listAgents",
   assert.deepEqual(parseModelList(null), { current: undefined, choices: [] });
 });
 
-test("the MCP servers of ollie/mcp/list: state, why one failed, tool and prompt names; malformed ones dropped", () => {
+test("the MCP servers of ollie/mcp/list: state, why one failed, tool, prompt and resource names; malformed ones dropped", () => {
   const servers = parseMcpList({
     servers: [
-      { name: "gh", state: "ready", error: "", tools: [{ name: "mcp__gh__create_issue" }, { bad: 1 }], prompts: [{ name: "review" }] },
+      { name: "gh", state: "ready", error: "", tools: [{ name: "mcp__gh__create_issue" }, { bad: 1 }], prompts: [{ name: "review" }],
+        resources: [{ uri: "note://readme", name: "readme" }, { name: "no uri" }] },
       { name: "db", state: "failed", error: "exited (status 1)", tools: [] },
       { state: "ready" },
     ],
   });
   assert.deepEqual(servers, [
-    { name: "gh", state: "ready", error: "", tools: ["mcp__gh__create_issue"], prompts: ["review"] },
-    { name: "db", state: "failed", error: "exited (status 1)", tools: [], prompts: [] },
+    { name: "gh", state: "ready", error: "", tools: ["mcp__gh__create_issue"], prompts: ["review"], resources: [{ uri: "note://readme", name: "readme" }] },
+    { name: "db", state: "failed", error: "exited (status 1)", tools: [], prompts: [], resources: [] },
   ]);
   assert.deepEqual(parseMcpList(null), []);
 });
