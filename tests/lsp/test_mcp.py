@@ -335,3 +335,23 @@ async def test_a_resource_picked_as_context_is_read_through_the_daemon(start_dae
     with pytest.raises(JsonRpcException) as refused:
         await daemon.request("ollie/submit", {"text": "x", "context": [{"uri": "note://readme", "mcpServer": "nope"}]})
     assert refused.value.code == -32602 and "context[0].mcpServer: no MCP server 'nope'" in refused.value.message
+
+
+async def test_an_interrupt_withdraws_the_workspace_server_question(start_daemon, llm, _private_dirs, tmp_path):
+    ws = tmp_path / "ws0"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server()}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    asked = asyncio.Event()
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    async def on_request(params: types.ShowMessageRequestParams):
+        asked.set()
+        await asyncio.Event().wait()  # the user is away
+
+    turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "hi"}, timeout=90))
+    await asyncio.wait_for(asked.wait(), 60)
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    assert (await turn)["stop"] == "interrupted"
+    (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert entry["state"] == "needs approval"

@@ -75,6 +75,7 @@ class Core:
                                       kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
         self._host.approve_step = self._approval.check
+        self._host.before_turn = self._ask_workspace_servers
         self._host.net_ask = self._approval.net_ask
         report_save_errors(session_file, self._host.bus)
 
@@ -133,12 +134,6 @@ class Core:
         async with self._turn_lock:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
-            # A workspace's MCP servers are put to the user before the first turn (never started unasked).
-            started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
-            for news in started:
-                self.bus.emit("info", news)
-            if started:
-                refresh_tools(self.runtime)
             self._inbox.user_prompt()
             result = await self._turns.run(text, images=images)
             await run_follow_ups(self._inbox, result, partial(self._turns.run, announce=True), lambda: self._closed)
@@ -486,6 +481,14 @@ class Core:
         await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
         self._wire_mcp()
         refresh_tools(self.runtime)
+
+    async def _ask_workspace_servers(self) -> None:
+        """Put the workspace's MCP servers not allowed yet to the user (each once a session); start those allowed."""
+        started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
+        for news in started:
+            self.bus.emit("info", news)
+        if started:
+            refresh_tools(self.runtime)
 
     async def mcp_check(self) -> list[dict[str, Any]]:
         """`mcp_status` after pinging the HTTP servers (a dead one is listed failed, with why)."""

@@ -58,6 +58,8 @@ class TurnHost:
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
         # How a running call asks about network hosts outside the policy's allow-list (call id, tool, args).
         self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
+        # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
+        self.before_turn: Callable[[], Awaitable[None]] | None = None
         # The editor's check of what a step's changes broke (None: no editor provides diagnostics).
         self.post_edit: PostEditDiagnostics | None = None
         self._detached: set[asyncio.Future[Any]] = set()

@@ -95,6 +95,8 @@ class Turns:
             await host.ready_prompt()  # the prompt commands run for the first turn, not at session/new
             for warning in host.take_prompt_warnings():
                 bus.emit("info", f"warning: {warning}")
+            if host.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
+                await host.before_turn()
             await host.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if host.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
