@@ -169,6 +169,10 @@ async def test_mcp_command_and_prompts_as_slash_commands(start_daemon, llm, _pri
     assert "added note://readme of t" in await submit(daemon, "/mcp add t note://readme")
     assert await submit(daemon, "what does it say?") == "read it"
     assert "the readme of the test server" in json.dumps(llm.chat_requests[-1].body["messages"])
+    # /mcp restart reconnects a server, or says there is no such server.
+    assert await submit(daemon, "/mcp restart t") == "restarted t: ready"
+    assert "no MCP server 'nope'" in await submit(daemon, "/mcp restart nope")
+    assert (await wait_state(daemon, "t", "ready"))["restarts"] == 0
 
 
 async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_dirs):
