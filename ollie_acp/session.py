@@ -48,6 +48,14 @@ NETWORK_OPTIONS = [
     PermissionOption(option_id="reject_once", name="Deny", kind="reject_once"),
     PermissionOption(option_id="reject_always", name="Deny always (this session)", kind="reject_always"),
 ]
+
+# A workspace's MCP server (ollie.agent.mcp_approval): "always" is remembered for the workspace; no blanket rejection
+# (it would refuse every other server of the workspace unasked).
+MCP_SERVER_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(option_id="allow_always", name="Allow always (this workspace)", kind="allow_always"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+]
 # Leaving the sandbox is asked each time: no "always".
 UNSANDBOXED_OPTIONS = [
     PermissionOption(option_id="allow_once", name="Switch (no sandbox)", kind="allow_once"),
@@ -118,7 +126,9 @@ class AcpSession:
                                               for loc in question.locations],
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
-        choice = await self._ask(tool_call, NETWORK_OPTIONS if question.network is not None else PERMISSION_OPTIONS)
+        options = (NETWORK_OPTIONS if question.network is not None
+                   else MCP_SERVER_OPTIONS if question.id.startswith("mcp/") else PERMISSION_OPTIONS)
+        choice = await self._ask(tool_call, options)
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer({"allow_once": "allow_once", "allow_always": "allow_always"}.get(choice or "", "reject"))  # type: ignore[arg-type]

@@ -72,5 +72,6 @@ async def test_a_workspace_server_is_asked_about_through_request_permission(star
     assert (await agent.prompt(sid, "add", timeout=90)).stop_reason == "end_turn"
     (asked,) = agent.client.permission_requests
     assert asked[0].title.startswith("start MCP server 'planted' of ") and str(SERVER) in asked[0].title
+    assert [o.name for o in asked[1]] == ["Allow once", "Allow always (this workspace)", "Reject"]
     told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
     assert told == ["3"]
