@@ -51,7 +51,8 @@ function M.preview_lines(params)
   if params.always and params.always ~= "" then
     -- A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
     local lasting = type(step.id) == "string" and step.id:match("^mcp/") ~= nil
-    table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. (lasting and "" or " in this session"))
+    local span = lasting and "" or " in this session"
+    table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. span)
   end
   local diff = step.diff
   if type(diff) ~= "table" then
