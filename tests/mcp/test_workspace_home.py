@@ -53,11 +53,11 @@ def test_the_approval_shows_what_widens_the_servers_reads() -> None:
 def test_the_approval_shows_escapes_and_bidi_overrides_as_escapes() -> None:
     # A workspace entry's ESC sequence could blank part of the command line in a terminal, a right-to-left
     # override make `evil.js` read `sj.live` in an editor: what the user approves shows each as \uXXXX.
-    from ollie.mcp.attach import _command
+    from ollie.mcp.attach import command_line
     from ollie.mcp.config import ServerSpec
 
     spec = ServerSpec("fmt", command="node\x1b[8m", args=("ok", "\u202esj.live", "a\x1b[2Kb"), cwd="/w\x1b[1A",
                       env={"X\x1b[0m": "1"}, source="/ws/.mcp.json")
-    shown = _command(spec)
+    shown = command_line(spec)
     assert "\x1b" not in shown and "\u202e" not in shown, shown
     assert shown.count("\\u001b") == 4 and "\\u202e" in shown and " ok " in shown, shown
