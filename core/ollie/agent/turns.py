@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from ollie.agent.context import ContextBudget
@@ -24,6 +24,7 @@ class TurnsHost(LoopHost, Protocol):
 
     inbox: Inbox
     review: Review
+    before_turn: Callable[[], Awaitable[None]] | None
 
     async def ready_prompt(self) -> None: ...
     def take_prompt_warnings(self) -> list[str]: ...
