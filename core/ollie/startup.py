@@ -16,7 +16,9 @@ def pause_gc() -> None:
 
 
 def resume_gc() -> None:
-    """Once the modules are loaded: freeze what they made (later collections skip it) and collect again."""
-    if not gc.isenabled():  # only after pause_gc: a process that never paused it keeps its own heap as it is
-        gc.freeze()
+    """Once the modules are loaded: the collector runs again."""
+    if not gc.isenabled():  # only after pause_gc: a process that never paused it keeps its own settings
+        # Not frozen: loading makes some cyclic garbage (~10 MiB with the engine) that gc.freeze would keep for the
+        # process's life; and not collected here: one full pass (~50 ms) would sit before the first token. The
+        # collector's next full pass, during the session, takes it.
         gc.enable()
