@@ -27,8 +27,12 @@ end, "the restart")
 R.second_daemon = client.client_id
 R.first_stopped = vim.lsp.get_client_by_id(R.first_daemon) == nil
   or vim.lsp.get_client_by_id(R.first_daemon):is_stopped()
--- The chat shows its session again (its first prompt, read from the new daemon).
-H.wait_chat("hello", 15000)
+-- The chat shows its session again, read from the new daemon: its first prompt, the failed turn now saved as cut off.
+-- ("hello" alone was on screen before the restart: the prompt below went in while the switch was still on its way,
+-- and the switch's redraw, finding a turn running, drew the session again at its end, without its end line.)
+H.wait(function()
+  return c.redrawing == nil and H.chat.text():find("no answer saved", 1, true) ~= nil
+end, "the session drawn from the new daemon", 15000)
 R.session_after = c.session
 
 vim.cmd("Ollie hello again")
