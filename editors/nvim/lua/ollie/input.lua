@@ -76,7 +76,9 @@ function M.items(base)
   else
     context.load_resources() -- (so that `#mcp:` has them by the time it is typed)
     for _, tag in ipairs(context.TAGS) do
-      if vim.startswith(tag.word, base) then
+      -- `#mcp:` only once a server offers a resource: without MCP servers it would be noise in every completion.
+      local offered = tag.word ~= "#mcp:" or #context.resources > 0
+      if offered and vim.startswith(tag.word, base) then
         table.insert(items, { word = tag.word, menu = tag.menu })
       end
     end
