@@ -75,7 +75,7 @@ ALLOWED = {
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
     ("ollie_acp/agent.py", "_directory"): "the root itself",
     ("core/ollie/agent/commands.py", "cmd_cwd"): "the root the user /cd's to",
-    ("core/ollie/agent/core.py", "Core.create"): "the root itself",
+    ("core/ollie/agent/opening.py", "open_parts"): "the root itself",
     ("core/ollie/agent/setup.py", "Setup.set_cwd"): "the root itself",
     ("core/ollie/agent/setup.py", "Setup.move_session"): "session records in ollie's data dir",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
