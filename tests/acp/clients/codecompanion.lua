@@ -1,25 +1,8 @@
 -- codecompanion.nvim against `ollie acp`, configured as README.md says; writes what its mode picker offers.
-local out_path = assert(os.getenv("OLLIE_TEST_OUT"))
-local result = {}
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "harness.lua"))
+local result, wait = H.result, H.wait
 
-local function finish(failure)
-  result.failure = failure
-  local f = assert(io.open(out_path, "w"))
-  f:write(vim.json.encode(result))
-  f:close()
-  vim.cmd("qa!")
-end
-
-local function wait(what, pred, ms)
-  if not vim.wait(ms or 30000, pred, 20) then
-    error("timed out waiting for " .. what)
-  end
-end
-
-local ok, err = xpcall(function()
-  for dir in vim.gsplit(assert(os.getenv("OLLIE_TEST_PLUGINS")), ":") do
-    vim.opt.rtp:prepend(dir)
-  end
+H.run(function()
   local command = vim.json.decode(assert(os.getenv("OLLIE_ACP_COMMAND")))
   require("codecompanion").setup({ adapters = { acp = {
     ollie = function()
@@ -65,5 +48,4 @@ local ok, err = xpcall(function()
       end
     end
   end, 15000)
-end, debug.traceback)
-finish(not ok and err or nil)
+end)
