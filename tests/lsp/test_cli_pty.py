@@ -51,6 +51,12 @@ class Terminal:
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\n")
 
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.proc.kill()  # a test that failed midway leaves no ollie behind
+
     def close(self) -> int:
         os.write(self.master, b"\x04")  # Ctrl-D at the prompt
         try:
@@ -70,8 +76,7 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
                                                    "args": ["calc.py", "return a + b", "return b + a"]}]})),
         Reply.text("Left it as it was."),
     )
-    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
         at = term.wait_for(r"default> ")
         term.type("fix the add function")
         # The edit's diff comes before the question, and a person's "Y" says yes.
@@ -103,8 +108,6 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         line = term.text.split("sessions (1):\n", 1)[1].splitlines()[0]
         assert re.fullmatch(r"\* \d{4}-\d\d-\d\d \d\d:\d\d  fix the add function  \d+-[0-9a-f]{6}", line), line
         assert term.close() == 0
-    finally:
-        term.proc.kill()
 
 
 def test_a_session_runs_in_one_terminal_at_a_time(llm, tmp_path):

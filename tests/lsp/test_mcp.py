@@ -308,8 +308,7 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
     ws.mkdir()
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server()}}))
     llm.script(Reply.tool_calls(("mcp__planted__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
-    term = Terminal(["--cwd", str(ws)], llm.env(), ws)
-    try:
+    with Terminal(["--cwd", str(ws)], llm.env(), ws) as term:
         at = term.wait_for(r"default> ")
         term.type("add")
         at = term.wait_for(r"ollie asks to: start MCP server 'planted' of .*\nAllow\? ", after=at)
@@ -317,8 +316,6 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
         term.type("y")
         term.wait_for(r"it is 42", after=at)
         assert term.close() == 0
-    finally:
-        term.proc.kill()
     assert tool_results(llm) == ["42"]
 
 

@@ -18,8 +18,7 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     llm.script(edit("a.txt", "one", "two"), Reply.text("first done"), edit("a.txt", "two", "three"),
                Reply.text("second done"))
-    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
         at = term.wait_for(r"default> ")
         term.type("edit it")
         at = term.wait_for(QUESTION, after=at)
@@ -33,8 +32,6 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
         term.type("keep it")
         term.wait_for(r"second done", after=at)
         assert term.close() == 0
-    finally:
-        term.proc.kill()
     assert (tmp_path / "a.txt").read_text() == "two\n"
     assert "The user's feedback: keep it" in last_tool_result(llm)
 
@@ -42,8 +39,7 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     llm.script(edit("a.txt", "one", "two"), Reply.text("left alone"))
-    term = Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
         at = term.wait_for(r"default> ")
         # "y" (allow once) is typed with the prompt, long before the question exists; then half a line, "y" again.
         os.write(term.master, b"edit it\ny\ny")
@@ -56,8 +52,6 @@ def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
         term.type("n")
         term.wait_for(r"left alone", after=at)
         assert term.close() == 0
-    finally:
-        term.proc.kill()
     assert (tmp_path / "a.txt").read_text() == "one\n"
     assert "rejected: the user did not allow 'Edit a.txt'" in last_tool_result(llm)
 
@@ -65,15 +59,12 @@ def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
 def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(llm, tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     llm.script(edit("a.txt", "one", "two"), Reply.text("gave up"))
-    term = Terminal(["--cwd", str(tmp_path)], {**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"}, tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], {**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"}, tmp_path) as term:
         at = term.wait_for(r"default> ")
         term.type("edit it")
         at = term.wait_for(QUESTION, after=at)
         term.wait_for(r"gave up", after=at)  # nobody typed anything
         assert term.close() == 0
-    finally:
-        term.proc.kill()
     assert (tmp_path / "a.txt").read_text() == "one\n"
     assert "nobody answered whether 'Edit a.txt' may run within 1 s" in last_tool_result(llm)
 
@@ -88,8 +79,7 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
         Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {yes}"}]})), Reply.text("wrote it"),
         Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
     )
-    term = Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path) as term:
         at = term.wait_for(r"default> ")
         term.type("first")
         at = term.wait_for(r"Allow once\? \[y/N\]", after=at)
@@ -101,14 +91,11 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
         term.type("n")
         term.wait_for(r"skipped it", after=at)
         assert term.close() == 0
-    finally:
-        term.proc.kill()
     assert yes.read_text() == "x\n" and not no.exists()
 
 
 def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_path):
-    term = Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path)
-    try:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         term.type("/agent yolo")
         at = term.wait_for(r"switch to agent yolo: it runs WITHOUT a sandbox[\s\S]*Allow once\? \[y/N\]", after=at)
@@ -119,8 +106,6 @@ def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_pat
         term.type("y")
         term.wait_for(r"agent: yolo \(session cleared", after=at)
         assert term.close() == 0
-    finally:
-        term.proc.kill()
 
 
 def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
