@@ -29,11 +29,14 @@ def announces_permission(raw_options: object) -> bool:
 
 def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
     """The `ollie/permission` params: the session, the step and the options."""
-    # A network question's answer reaches only the proxy: no feedback could reach the model.
-    buttons = {n: o for n, o in BUTTONS.items() if question.network is None or o != "reject_with_feedback"}
     return {"session": session_id, "step": question.to_wire(),
-            "options": [{"id": outcome, "name": name} for name, outcome in buttons.items()],
+            "options": [{"id": outcome, "name": name} for name, outcome in _buttons(question).items()],
             "always": question.always_label()}
+
+
+def _buttons(question: StepQuestion) -> dict[str, str]:
+    """The question's buttons: "Reject with feedback" only where feedback can reach the model."""
+    return {n: o for n, o in BUTTONS.items() if question.takes_feedback() or o != "reject_with_feedback"}
 
 
 async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
@@ -57,7 +60,7 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
         reply = await ask_client(ls.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=f"ollie (session {session_id}) asks to: {question.title}{covers}",
-            actions=[types.MessageActionItem(title=title) for title in BUTTONS],
+            actions=[types.MessageActionItem(title=title) for title in _buttons(question)],
         ))
     except Exception as exc:  # as above: a broken question runs nothing
         logger.warning("window/showMessageRequest failed: %s", exc)

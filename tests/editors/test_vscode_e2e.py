@@ -83,7 +83,8 @@ def test_ghost_text_from_ollie_in_real_vscode(run_e2e):
 @pytest.mark.timeout(330)
 def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
     """A workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
-    allowed once its tool runs; `@` lists its resource (mcp-resource-pick), whose text the daemon puts in the prompt."""
+    allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
+    (mcp-resource-pick), whose text the daemon puts in the prompt."""
     output = run_e2e("mcp.mjs")
     assert "a workspace's MCP server was asked about in the chat with its command line" in output
     assert "@ offered the MCP server's resource" in output

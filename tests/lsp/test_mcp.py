@@ -284,9 +284,13 @@ async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon,
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
         asked.append(params.message)
+        offered.append([a.title for a in params.actions or []])
         return types.MessageActionItem(title=answers.pop(0))
 
+    offered: list[list[str]] = []
     assert await submit(daemon, "hi") == "not started"
+    # No "Reject with feedback": the answer reaches only the server's start, nothing would carry text to the model.
+    assert offered[0] == ["Allow once", "Allow always", "Reject"]
     # The exact program, its args and env, before anything runs; a "no" leaves it waiting, asked only once.
     assert len(asked) == 1 and f"start MCP server 'planted' of {ws / '.mcp.json'}" in asked[0]
     assert str(SERVER) in asked[0] and 'K="v"' in asked[0], asked[0]
@@ -311,8 +315,8 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
     with Terminal(["--cwd", str(ws)], llm.env(), ws) as term:
         at = term.wait_for(r"default> ")
         term.type("add")
-        at = term.wait_for(r"ollie asks to: start MCP server 'planted' of .*\nAllow\? ", after=at)
-        assert str(SERVER) in term.text
+        at = term.wait_for(r"ollie asks to: start MCP server 'planted' of .*\nAllow\? .*: ", after=at)
+        assert str(SERVER) in term.text and "[f]eedback" not in term.text
         term.type("y")
         term.wait_for(r"it is 42", after=at)
         assert term.close() == 0

@@ -100,6 +100,11 @@ class StepQuestion:
             return "this server entry of this workspace, from now on"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
+    def takes_feedback(self) -> bool:
+        """Whether a rejection's feedback can reach the model: a network question's answer reaches only the proxy,
+        an MCP server's only the server start, so neither offers it."""
+        return self.network is None and not self.id.startswith("mcp/")
+
     def always_text(self) -> str:
         """`always_label` with how long it lasts, for a question's text."""
         lasting = self.network is not None or self.id.startswith("mcp/")  # (their labels say how long)

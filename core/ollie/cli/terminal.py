@@ -245,8 +245,7 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, questio
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
-    # A network question's answer reaches only the proxy: there is no result to carry feedback to the model.
-    feedback = question.network is None
+    feedback = question.takes_feedback()
     while True:
         print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o"
               f"{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)

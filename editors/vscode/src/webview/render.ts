@@ -23,6 +23,11 @@ const NETWORK_OUTCOME_LABELS: Record<string, string> = {
   reject: "Denied",
 };
 
+/** A workspace MCP server's answers, where they differ: "always" is kept for the workspace. */
+const MCP_OUTCOME_LABELS: Record<string, string> = {
+  allow_always: "Allowed for this workspace from now on",
+};
+
 /** Paths seen in answers: true when the file exists in the workspace (asked of the extension host). */
 export const knownPaths = new Map<string, boolean>();
 /** Paths waiting to be asked about. */
@@ -151,15 +156,16 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
+  // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
+  const lasting = item.step.id.startsWith("mcp/");
   if (item.outcome) {
-    const label = (net && NETWORK_OUTCOME_LABELS[item.outcome]) || OUTCOME_LABELS[item.outcome];
+    const special = net ? NETWORK_OUTCOME_LABELS : lasting ? MCP_OUTCOME_LABELS : {};
+    const label = special[item.outcome] || OUTCOME_LABELS[item.outcome];
     const answer = el("div", `permission-answer ${item.outcome}`, label ?? item.outcome);
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));
     node.append(answer);
     return;
   }
-  // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
-  const lasting = item.step.id.startsWith("mcp/");
   if (item.always) node.append(el("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
   const buttons = el("div", "permission-buttons");
@@ -168,8 +174,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
   );
-  // A network question's answer reaches only the proxy: no feedback could reach the model.
-  if (net) {
+  // A network question's answer reaches only the proxy, an MCP server's only its start: no feedback could reach
+  // the model.
+  if (net || lasting) {
     node.append(buttons);
     return;
   }

@@ -1,5 +1,5 @@
 // E2E in real VS Code (code-server): MCP in the chat. A workspace's own MCP server (.mcp.json, hostile content) is
-// asked about in the chat with the program it would run before anything starts; allowed once, the turn uses its
+// asked about in the chat with the program it would run before anything starts; allowed always, the turn uses its
 // tool. Then `@` offers the server's resource beside the workspace's files; picked, it is a chip, and the daemon
 // reads it through the server into the prompt.
 //
@@ -37,10 +37,14 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", ".mcp.json": mcpJson
     const shown = (await title.textContent()) ?? "";
     if (!shown.includes(server) || !shown.includes(".mcp.json")) throw new Error(`the question does not show the program: ${shown}`);
     await screenshot("mcp-question");
-    await question.locator("button", { hasText: "Allow once" }).click();
+    // No "Reject with feedback": the answer reaches only the server's start, nothing would carry the text to the model.
+    if (await question.locator("button", { hasText: "feedback" }).count()) throw new Error("an MCP question offers feedback");
+    await question.locator("button", { hasText: "Allow always" }).click();
+    // Remembered for the workspace (ollie's state), not "for the rest of the session".
+    await question.locator(".permission-answer", { hasText: "Allowed for this workspace from now on" }).waitFor({ timeout: waitMs });
     await chat.locator(".item.assistant", { hasText: "It is 42." }).waitFor({ timeout: waitMs });
     await waitForSavedPrompt(dataDir, ["It is 42."]);
-    log("a workspace's MCP server was asked about in the chat with its command line; allowed once, its tool ran");
+    log("a workspace's MCP server was asked about in the chat with its command line, no feedback offered; allowed always (this workspace), its tool ran");
 
     // 2. `@` lists the server's resource under the files; the chip's text reaches the model, read by the daemon.
     await chat.locator("#input").fill("");
