@@ -6,6 +6,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +17,22 @@ from ollie.agent.attachments import Attachments, maybe_await
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.context import ContextBudget
+from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
 from ollie.agent.hooks import hook_note
 from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
-from ollie.agent.mcp_approval import ask_pending
 from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
 from ollie.agent.review import Review, Rewound
-from ollie.agent.runtime import Runtime, cancel_prompt, refresh_tools, server_kinds
+from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost
 from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
-from ollie.mcp.attach import allow, attach, host_of, read_resource, resource_note
-from ollie.mcp.config import ServerSpec
+from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import ReadOnlyError
 from ollie.sessions.session import Session
@@ -43,7 +43,12 @@ from ollie.tools.editor import EditorKnowledge
 __all__ = ["Core", "TurnResult"]
 
 
-class Core:
+def _forward(path: str) -> Any:
+    """A read-only member that is another part's (`path` dotted from the Core); typed where it is declared."""
+    return property(attrgetter(path))
+
+
+class Core(McpMembers):
     """One agent session. Build it with `await Core.create(...)`; see docs/ENGINE-API.md."""
 
     def __init__(self, opened: Opened, *, limits: LoopLimits) -> None:
@@ -52,19 +57,17 @@ class Core:
                               session_file=session_file, limits=limits)
         self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
         self.on_kill: Callable[[], Awaitable[None] | None] | None = None
-        # Asked before a switch to an agent that runs without a sandbox (ACP asks its own way); None: `approver`.
+        # Asked before a switch to an unsandboxed agent (ACP asks its own way); None: `approver`.
         self.agent_approver: Approver | None = None
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd)
         self._setup = setup
-        # The owner when the session is another user's, shared to this one's team (see `shared_by`).
         self._owner = ""
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._budget = ContextBudget(self._host)
         self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
         self._closed = False
-        # This machine's lock on the session (ollie.sessions.livelock), dropped by `close`.
         self._live_lock = opened.lock
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
         self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
@@ -97,11 +100,8 @@ class Core:
         limits: LoopLimits | None = None,
         prompt_now: bool = False,
     ) -> Core:
-        """Open the session (see `ollie.agent.opening.open_parts`) and build its Core.
-
-        The prompt commands wait for their first need, unless `prompt_now` (a daemon's default session, whose
-        first prompt usually comes at once): then they start before the backend is built, overlapping it.
-        """
+        """Open the session (`ollie.agent.opening.open_parts`) and build its Core; `prompt_now` runs the prompt
+        commands at once (a daemon's default session), not on their first need."""
         opened = await open_parts(
             agent=agent, cwd=cwd, backend=backend, model=model, session_id=session_id, env=env,
             sessions_dir=sessions_dir, max_steps=max_steps, backend_factory=backend_factory,
@@ -116,8 +116,7 @@ class Core:
     # --- turns -----------------------------------------------------------
 
     async def submit(self, text: str, images: Sequence[Image] = ()) -> TurnResult:
-        """A command runs at once; anything else is a turn (one at a time, with `images` if any), then the queue
-        drains."""
+        """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
         if is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
@@ -185,30 +184,24 @@ class Core:
 
     # --- observation -----------------------------------------------------
 
-    @property
-    def is_running(self) -> bool:
-        """True while a turn runs."""
-        return self._turns.running
-
-    @property
-    def state(self) -> str:
-        """`idle`, `thinking` or `calling: <tool>`."""
-        return self._host.state
-
-    @property
-    def reply(self) -> str:
-        """The last assistant text."""
-        return self._host.reply
-
-    @property
-    def bus(self) -> Bus:
-        """The event bus."""
-        return self._host.bus
-
-    @property
-    def session(self) -> Session:
-        """The session (messages, task state, totals)."""
-        return self._host.session
+    is_running: bool = _forward("_turns.running")  # True while a turn runs
+    state: str = _forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
+    reply: str = _forward("_host.reply")  # the last assistant text
+    bus: Bus = _forward("_host.bus")  # the event bus
+    session: Session = _forward("_host.session")  # the session (messages, task state, totals)
+    runtime: Runtime = _forward("_setup.runtime")  # the active agent's Runtime (an /agent switch replaces it)
+    backend_error: str = _forward("_setup.backend_error")  # why the backend could not be built ('' when it was)
+    agent_name: str = _forward("_setup.agent")  # the active agent config's name
+    backend: Backend | None = _forward("_setup.backend")  # the active backend (None when it could not be built)
+    model_name: str = _forward("_host.model_name")  # the model requests go to
+    session_id: str = _forward("_host.session.id")  # the session's id
+    cwd: Path = _forward("_setup.cwd")  # the working directory of tools, hooks and prompt commands
+    agents_dirs: list[Path] = _forward("_setup.agents_dirs")  # where agent configs are looked up
+    sessions_dir: Path = _forward("_host.sessions_dir")  # where this core saves sessions
+    tool_call_count: int = _forward("_host.tool_calls")  # tool calls executed over the core's life
+    review: Review = _forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
+    max_steps: int = _forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
+    network_log: list[dict] = _forward("_approval.net_log")  # the connections the steps made through the egress proxy
 
     def field_value(self, name: str) -> str:
         """The current value of a `wait_change` field, as a string."""
@@ -233,29 +226,9 @@ class Core:
         self._host.notify()
 
     @property
-    def runtime(self) -> Runtime:
-        """The active agent's Runtime (an /agent switch replaces it)."""
-        return self._setup.runtime
-
-    @property
     def setup_warnings(self) -> list[str]:
         """What building the agent warned about (sandbox protections, failed prompt commands)."""
         return list(self.runtime.warnings)
-
-    @property
-    def backend_error(self) -> str:
-        """Why the backend could not be built ('' when it was)."""
-        return self._setup.backend_error
-
-    @property
-    def agent_name(self) -> str:
-        """The active agent config's name."""
-        return self._setup.agent
-
-    @property
-    def backend(self) -> Backend | None:
-        """The active backend (None when it could not be built; see `backend_error`)."""
-        return self._setup.backend
 
     @property
     def backend_name(self) -> str:
@@ -263,39 +236,9 @@ class Core:
         return self.backend.name if self.backend is not None else "none"
 
     @property
-    def model_name(self) -> str:
-        """The model requests go to."""
-        return self._host.model_name
-
-    @property
-    def session_id(self) -> str:
-        """The session's id."""
-        return self.session.id
-
-    @property
-    def cwd(self) -> Path:
-        """The working directory of tools, hooks and prompt commands."""
-        return self._setup.cwd
-
-    @property
     def env(self) -> dict[str, str]:
         """The extra environment for tools, hooks and prompt commands."""
         return dict(self._setup.env)
-
-    @property
-    def agents_dirs(self) -> list[Path]:
-        """Where agent configs are looked up."""
-        return self._setup.agents_dirs
-
-    @property
-    def sessions_dir(self) -> Path:
-        """Where this core saves sessions."""
-        return self._host.sessions_dir
-
-    @property
-    def tool_call_count(self) -> int:
-        """Tool calls executed over the core's life."""
-        return self._host.tool_calls
 
     def tools(self) -> list[ToolInfo]:
         """The tools the model is offered."""
@@ -346,11 +289,6 @@ class Core:
         async with self._turn_lock:
             return (await self._budget.compact(announce=False)).message
 
-    @property
-    def review(self) -> Review:
-        """The session's review: a turn's changes, undo of a hunk or file (ollie.agent.review)."""
-        return self._host.review
-
     async def rewind(self, turn: int | None = None) -> Rewound:
         """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
         if self._turns.running:
@@ -370,10 +308,7 @@ class Core:
         return rewound
 
     def shared_by(self, owner: str) -> None:
-        """The session is `owner`'s, resumed by a member of the team it is shared with: read and resume only.
-
-        Its agent, approval mode and history stay the owner's (ReadOnlyError, -32008 in the daemon and ACP).
-        """
+        """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`)."""
         self._owner = owner
 
     def owners_only(self, what: str) -> None:
@@ -392,12 +327,8 @@ class Core:
         self._notify()
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
-        """Start this new session as a copy of `source`'s conversation (history, task state, approval mode).
-
-        What the user allowed "always" there is not copied: the fork asks again; nor is the approval mode
-        with `keep_mode=False` (another user's session: their `auto` is no licence for this user's steps).
-        RuntimeError once this session has a history of its own or runs a turn.
-        """
+        """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
+        with `keep_mode=False` (another user's session), the approval mode."""
         if self.session.messages or self._turns.running:
             raise RuntimeError("only a new, idle session can take another's history")
         session = self.session
@@ -411,11 +342,6 @@ class Core:
         self._notify()
 
     # --- configuration (see Setup) ---------------------------------------
-
-    @property
-    def max_steps(self) -> int:
-        """Tool rounds per turn (0 = unlimited): the override, else the agent config's."""
-        return self._host.max_steps
 
     def set_max_steps(self, steps: int) -> None:
         """Override the tool rounds per turn (0 = unlimited)."""
@@ -439,11 +365,8 @@ class Core:
         self._notify()
 
     async def switch_agent(self, name: str) -> list[str]:
-        """Swap in agent `name`'s runtime (fresh dispatcher) as one step and clear the session.
-
-        An agent that runs without a sandbox asks the user first, every time (`agent_approver`, else
-        `approver`); AgentSwitchRefused when not allowed, the agent kept.
-        """
+        """Swap in agent `name`'s runtime and clear the session; an unsandboxed agent is asked about first, every time
+        (AgentSwitchRefused when not allowed)."""
         self.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
         if name != self.agent_name:
             await agentswitch.check(name, self.agents_dirs, self.agent_approver or self._attached.approve_elevation)
@@ -470,68 +393,6 @@ class Core:
     def approver(self, approver: Approver | None) -> None:
         self._attached.approver = approver
 
-    def _wire_mcp(self) -> None:
-        host = host_of(self.runtime.dispatcher)
-        if host is not None:  # a server that fails or restarts is news; a changed tool list is offered at once
-            host.notify = lambda text: self.bus.emit("info", text)
-            host.on_change = lambda: refresh_tools(self.runtime)
-
-    async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
-        """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
-        await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
-        self._wire_mcp()
-        refresh_tools(self.runtime)
-
-    async def _ask_workspace_servers(self) -> None:
-        """Put the workspace's MCP servers not allowed yet to the user (each once a session); start those allowed."""
-        started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
-        for news in started:
-            self.bus.emit("info", news)
-        if started:
-            refresh_tools(self.runtime)
-
-    async def mcp_check(self) -> list[dict[str, Any]]:
-        """`mcp_status` after pinging the HTTP servers (a dead one is listed failed, with why)."""
-        host = host_of(self.runtime.dispatcher)
-        if host is not None:
-            await host.probe()
-        return self.mcp_status()
-
-    async def mcp_restart(self, name: str) -> str:
-        """Reconnect MCP server `name` (every one when empty); each one's state afterwards."""
-        host = host_of(self.runtime.dispatcher)
-        try:
-            names = await host.restart(name) if host is not None else []
-        except KeyError:
-            raise ValueError(f"no MCP server {name!r} (see /mcp)") from None
-        refresh_tools(self.runtime)
-        states = {s["name"]: s for s in self.mcp_status()}
-        if not names:
-            return "no MCP servers to restart"
-        return "\n".join(f"restarted {n}: {states[n]['state']}" + (f" ({states[n]['error']})" if states[n]["error"] else "")
-                         for n in names)
-
-    async def mcp_allow(self, name: str) -> str:
-        """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
-        text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
-        refresh_tools(self.runtime)
-        return text
-
-    async def mcp_add_resource(self, server: str, uri: str) -> str:
-        """Add MCP resource `uri` of `server` as context for the next prompt; what was added."""
-        note = await resource_note(self.runtime.dispatcher, server, uri)
-        self._inbox.add_note(note)
-        return f"added {uri} of {server} ({len(note)} characters) as context for the next prompt"
-
-    async def mcp_read_resource(self, server: str, uri: str) -> str:
-        """The text of MCP resource `uri` of `server` (an editor's context pick); ValueError saying why not."""
-        return await read_resource(self.runtime.dispatcher, server, uri)
-
-    def mcp_status(self) -> list[dict[str, Any]]:
-        """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""
-        host = host_of(self.runtime.dispatcher)
-        return host.status() if host is not None else []
-
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         self._attached.set_documents(documents)
@@ -557,11 +418,6 @@ class Core:
         self.session.approval = check_mode(mode)
         self._host.save()
         self._notify()
-
-    @property
-    def network_log(self) -> list[dict]:
-        """Every connection this session's steps made through the egress proxy, in order (this process only)."""
-        return self._approval.net_log
 
     @property
     def step_approver(self) -> StepApprover | None:
@@ -650,7 +506,6 @@ class Core:
             if backend is not None:
                 await backend.aclose()
         await self.runtime.dispatcher.aclose()
-        # The session's private temp dir and scratch files (see SessionDirs) go with it.
         from ollie.tools.execute.sessiondirs import SessionDirs
 
         await asyncio.to_thread(SessionDirs.for_session(self.session_id).remove)

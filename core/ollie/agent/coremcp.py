@@ -1,0 +1,92 @@
+"""The Core's MCP members: the session's MCP servers, their state, workspace approval and resources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ollie.agent.approval import ApprovalGate
+from ollie.agent.events import Bus
+from ollie.agent.inbox import Inbox
+from ollie.agent.mcp_approval import ask_pending
+from ollie.agent.runtime import Runtime, refresh_tools
+from ollie.mcp.attach import allow, attach, host_of, read_resource, resource_note
+from ollie.mcp.config import ServerSpec
+
+
+class McpMembers:
+    """Mixed into the Core: what a session does with its MCP servers."""
+
+    _inbox: Inbox
+    _approval: ApprovalGate
+
+    if TYPE_CHECKING:  # the Core's own members
+        @property
+        def runtime(self) -> Runtime: ...
+        @property
+        def bus(self) -> Bus: ...
+        @property
+        def cwd(self) -> Path: ...
+
+    def _wire_mcp(self) -> None:
+        host = host_of(self.runtime.dispatcher)
+        if host is not None:  # a server that fails or restarts is news; a changed tool list is offered at once
+            host.notify = lambda text: self.bus.emit("info", text)
+            host.on_change = lambda: refresh_tools(self.runtime)
+
+    async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
+        """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
+        await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
+        self._wire_mcp()
+        refresh_tools(self.runtime)
+
+    async def _ask_workspace_servers(self) -> None:
+        """Put the workspace's MCP servers not allowed yet to the user (each once a session); start those allowed."""
+        started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
+        for news in started:
+            self.bus.emit("info", news)
+        if started:
+            refresh_tools(self.runtime)
+
+    async def mcp_check(self) -> list[dict[str, Any]]:
+        """`mcp_status` after pinging the HTTP servers (a dead one is listed failed, with why)."""
+        host = host_of(self.runtime.dispatcher)
+        if host is not None:
+            await host.probe()
+        return self.mcp_status()
+
+    async def mcp_restart(self, name: str) -> str:
+        """Reconnect MCP server `name` (every one when empty); each one's state afterwards."""
+        host = host_of(self.runtime.dispatcher)
+        try:
+            names = await host.restart(name) if host is not None else []
+        except KeyError:
+            raise ValueError(f"no MCP server {name!r} (see /mcp)") from None
+        refresh_tools(self.runtime)
+        states = {s["name"]: s for s in self.mcp_status()}
+        if not names:
+            return "no MCP servers to restart"
+        return "\n".join(f"restarted {n}: {states[n]['state']}" + (f" ({states[n]['error']})" if states[n]["error"] else "")
+                         for n in names)
+
+    async def mcp_allow(self, name: str) -> str:
+        """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
+        text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
+        refresh_tools(self.runtime)
+        return text
+
+    async def mcp_add_resource(self, server: str, uri: str) -> str:
+        """Add MCP resource `uri` of `server` as context for the next prompt; what was added."""
+        note = await resource_note(self.runtime.dispatcher, server, uri)
+        self._inbox.add_note(note)
+        return f"added {uri} of {server} ({len(note)} characters) as context for the next prompt"
+
+    async def mcp_read_resource(self, server: str, uri: str) -> str:
+        """The text of MCP resource `uri` of `server` (an editor's context pick); ValueError saying why not."""
+        return await read_resource(self.runtime.dispatcher, server, uri)
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """The session's MCP servers: name, state (starting, ready, failed with why), tools, prompts."""
+        host = host_of(self.runtime.dispatcher)
+        return host.status() if host is not None else []
