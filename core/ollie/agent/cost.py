@@ -16,54 +16,47 @@ class Price:
     cached_ratio: float
 
 
-ANTHROPIC_CACHED = 0.10
-OTHER_CACHED = 0.50
 CACHE_CREATION = 1.25
 
-# (model-name prefix, input, output) in USD per million tokens.
-_ANTHROPIC = (
-    ("claude-opus-4-5", 5.0, 25.0),
-    ("claude-opus-4", 15.0, 75.0),
-    ("claude-sonnet-4", 3.0, 15.0),
-    ("claude-haiku-4", 1.0, 5.0),
-    ("claude-3-opus", 15.0, 75.0),
-    ("claude-3-7-sonnet", 3.0, 15.0),
-    ("claude-3-5-sonnet", 3.0, 15.0),
-    ("claude-3-5-haiku", 0.8, 4.0),
-    ("claude-3-haiku", 0.25, 1.25),
-)
-_OTHERS = (
-    ("gpt-5-nano", 0.05, 0.40),
-    ("gpt-5-mini", 0.25, 2.0),
-    ("gpt-5", 1.25, 10.0),
-    ("gpt-4.5", 75.0, 150.0),
-    ("gpt-4.1-nano", 0.10, 0.40),
-    ("gpt-4.1-mini", 0.40, 1.60),
-    ("gpt-4.1", 2.0, 8.0),
-    ("gpt-4o-mini", 0.15, 0.60),
-    ("gpt-4o", 2.50, 10.0),
-    ("gpt-4-turbo", 10.0, 30.0),
-    ("gpt-4", 30.0, 60.0),
-    ("gpt-3.5-turbo", 0.50, 1.50),
-    ("o1-pro", 150.0, 600.0),
-    ("o1-mini", 1.10, 4.40),
-    ("o1", 15.0, 60.0),
-    ("o3-pro", 20.0, 80.0),
-    ("o3-mini", 1.10, 4.40),
-    ("o3", 2.0, 8.0),
-    ("o4-mini", 1.10, 4.40),
-    ("gemini-2.5-pro", 1.25, 10.0),
-    ("gemini-2.5-flash-lite", 0.10, 0.40),
-    ("gemini-2.5-flash", 0.30, 2.50),
-    ("gemini-2.0-flash-lite", 0.075, 0.30),
-    ("gemini-2.0-flash", 0.10, 0.40),
-    ("gemini-1.5-pro", 1.25, 5.0),
-    ("gemini-1.5-flash", 0.075, 0.30),
-)
-
+# (model-name prefix, input, output) in USD per million tokens; Anthropic's cached input costs a tenth, others' half.
 PRICES: dict[str, Price] = {
-    **{prefix: Price(i, o, ANTHROPIC_CACHED) for prefix, i, o in _ANTHROPIC},
-    **{prefix: Price(i, o, OTHER_CACHED) for prefix, i, o in _OTHERS},
+    prefix: Price(i, o, 0.10 if prefix.startswith("claude") else 0.50) for prefix, i, o in (
+        ("claude-opus-4-5", 5.0, 25.0),
+        ("claude-opus-4", 15.0, 75.0),
+        ("claude-sonnet-4", 3.0, 15.0),
+        ("claude-haiku-4", 1.0, 5.0),
+        ("claude-3-opus", 15.0, 75.0),
+        ("claude-3-7-sonnet", 3.0, 15.0),
+        ("claude-3-5-sonnet", 3.0, 15.0),
+        ("claude-3-5-haiku", 0.8, 4.0),
+        ("claude-3-haiku", 0.25, 1.25),
+        ("gpt-5-nano", 0.05, 0.40),
+        ("gpt-5-mini", 0.25, 2.0),
+        ("gpt-5", 1.25, 10.0),
+        ("gpt-4.5", 75.0, 150.0),
+        ("gpt-4.1-nano", 0.10, 0.40),
+        ("gpt-4.1-mini", 0.40, 1.60),
+        ("gpt-4.1", 2.0, 8.0),
+        ("gpt-4o-mini", 0.15, 0.60),
+        ("gpt-4o", 2.50, 10.0),
+        ("gpt-4-turbo", 10.0, 30.0),
+        ("gpt-4", 30.0, 60.0),
+        ("gpt-3.5-turbo", 0.50, 1.50),
+        ("o1-pro", 150.0, 600.0),
+        ("o1-mini", 1.10, 4.40),
+        ("o1", 15.0, 60.0),
+        ("o3-pro", 20.0, 80.0),
+        ("o3-mini", 1.10, 4.40),
+        ("o3", 2.0, 8.0),
+        ("o4-mini", 1.10, 4.40),
+        ("gemini-2.5-pro", 1.25, 10.0),
+        ("gemini-2.5-flash-lite", 0.10, 0.40),
+        ("gemini-2.5-flash", 0.30, 2.50),
+        ("gemini-2.0-flash-lite", 0.075, 0.30),
+        ("gemini-2.0-flash", 0.10, 0.40),
+        ("gemini-1.5-pro", 1.25, 5.0),
+        ("gemini-1.5-flash", 0.075, 0.30),
+    )
 }
 
 
