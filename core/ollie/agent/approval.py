@@ -1,12 +1,7 @@
 """Approval modes: which tool steps run at once, which are put to the user first, which are refused.
 
-A session's mode (`ask`, `auto-edit`, `auto`, `read-only`) is kept in its meta,
-so it survives a resume. Before a tool call runs, `ApprovalGate.check` turns it
-into steps (`ollie.agent.steps.describe`) and decides each: read, search, think
-and fetch never ask; edit, delete and move ask under `ask`; a command asks under
-`ask` and `auto-edit` unless it is read-only (a conservative allow-list) or its
-prefix was allowed always. The front end's `StepApprover` answers; without one
-a step that would ask is refused with a message naming `--approval`.
+Edits ask under `ask`; commands under `ask` and `auto-edit` unless read-only (a conservative allow-list) or their
+prefix was allowed always; reads never. With no `StepApprover` a step that would ask is refused.
 """
 
 from __future__ import annotations
@@ -92,8 +87,7 @@ class StepQuestion:
         return out
 
     def always_label(self) -> str:
-        """What "Allow always" covers: the command prefix for a command (a network question's host:port), else
-        the step kind."""
+        """What "Allow always" covers: a command's prefix, a host:port, an MCP entry, else the step kind."""
         if self.network is not None:
             return f"connections to {self.prefix} in this and later sessions"
         if self.id.startswith("mcp/"):
@@ -231,11 +225,8 @@ class ApprovalGate:
     def net_ask(self, call_id: str, tool: str, args: dict[str, Any]) -> NetAsk:
         """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).
 
-        Every mode asks (`auto` too: the policy, not the mode, says which hosts go unasked) but
-        `read-only`, which asks nothing and denies, as does a session nobody can ask, what no earlier
-        answer allowed. "Allow always" allows that
-        host:port in this session (kept with its other "always" rules) and in every later one (the
-        user's `network-allowed`, netsaved.py), which no mode asks about again.
+        Every mode asks (the policy, not the mode, says which hosts go unasked) but `read-only`, which denies, as
+        does a session nobody can ask. "Allow always" is saved for later sessions too (netsaved.py).
         """
         from ollie.sandbox.egress import NetAsk  # the proxy's module loads with the first tool call, not at start
 

@@ -16,22 +16,10 @@ log = get_logger("ollie.agent.changes")
 class ChangeTracker:
     """The checkpoints of one session's CWD; `unavailable` says why there are none (then nothing is tracked).
 
-    `before_step()` / `after_step(token)` bracket a step that can write: the
-    changes between the two snapshots are the step's. A read-only step takes
-    none (the loop does not call them), so reads cost nothing here.
-
-    Lazy turns: `begin_turn` takes no snapshot. The turn's checkpoint is taken at its first write-capable
-    step, or before a hook (`before_hook`: it may write), whichever comes first; nothing the engine ran
-    can have changed the work tree before then, so it is the state before the turn as far as the agent
-    is concerned. A turn with neither (a question answered, files only read) takes none and logs none.
-    `end_turn` hands (begin, end) over, for the Review to log in one git call.
-
-    Reuse: a snapshot stays `fresh` until something the engine runs may have written since it. The
-    turn-begin snapshot is the first write step's "before", a step's "after" is the next step's "before"
-    and the turn's end, unless `touched()` (a hook ran, a read-only step of unknown effect) came in
-    between. Edits the user makes in an editor while a turn runs are not seen by the engine: they are
-    attributed to the next write step (or, after the last step, to no step and not to this turn; the next
-    turn's begin snapshot is always taken afresh, so they never count as the agent's).
+    `before_step()` / `after_step(token)` bracket a step that can write; reads take no snapshot. A turn's
+    checkpoint is taken lazily, at its first write-capable step or hook (nothing the engine ran can have
+    changed the tree before). A snapshot is reused as the next "before" until something may have written
+    (`touched()`); a turn's begin snapshot is always fresh, so the user's own edits never count as the agent's.
     """
 
     def __init__(self, cwd: Path | str, session_id: str, *,
@@ -106,10 +94,7 @@ class ChangeTracker:
         self.touched()
 
     async def end_turn(self) -> tuple[str | None, str | None]:
-        """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write.
-
-        The end is the last step's snapshot when nothing ran since, else a new one.
-        """
+        """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write."""
         begin = self._begin if self._begun else None
         end = (self._fresh or await self._snapshot()) if begin is not None else None
         self._turn, self._begin, self._begun = None, None, False

@@ -1,10 +1,7 @@
 """Where an agent's prompt commands and hooks run: sandboxed like tool code, with a minimal environment.
 
-They touch the workspace (environment.sh runs git, which reads `.git/config`),
-so they are as untrusted as tool code: by default the read-only policy, the
-project readable, only a private temp dir writable, and none of the daemon's
-environment (API keys). An agent config may grant more on purpose with
-`"commandSandbox": "<policy>"`, or `"none"` (the yolo agent).
+They touch the hostile workspace (git reads `.git/config`): by default the read-only policy, only a private temp dir
+writable, none of the daemon's environment (API keys); `"commandSandbox"` in an agent config may grant more.
 """
 
 from __future__ import annotations
@@ -42,11 +39,7 @@ class CommandBox:
 
     def env(self, *, cwd: Path, tmp_dir: Path, session_env: Mapping[str, str] | None = None,
             extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The minimal env: PATH, HOME, LANG, TMPDIR, TERM, OLLIE_CWD/AGENT_DIR/SESSION_ID, the session's env, `extra`.
-
-        The session's env (what the caller or `/env` set) wins over OLLIE_AGENT_DIR
-        and OLLIE_SESSION_ID, as for tool code; never over TMPDIR or OLLIE_CWD.
-        """
+        """The minimal env: PATH, HOME, LANG, TMPDIR, TERM, OLLIE_*, the session's env (never over TMPDIR, OLLIE_CWD)."""
         layered = {AGENT_DIR_VAR: str(self.agent_dir)} if self.agent_dir is not None else {}
         layered.update(session_env or {})
         session_id = layered.get("OLLIE_SESSION_ID") or self.session_id

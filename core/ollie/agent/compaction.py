@@ -140,11 +140,7 @@ async def compact_session(
     on_usage: Callable[[Completion], None],
     max_chars: int = 0,
 ) -> CompactionResult:
-    """Compact `session` in place; on any failure the history stays as it was.
-
-    `max_chars` (0 = no limit) caps the transcript sent, keeping its end, so the
-    compaction request itself fits the context window it is trying to relieve.
-    """
+    """Compact `session` in place (failure: unchanged); `max_chars` caps the transcript sent so the request fits."""
     count = len(session.messages)
     if count == 0 and session.task_state is None:
         return CompactionResult(False, "nothing to compact")

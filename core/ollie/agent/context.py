@@ -22,13 +22,7 @@ log = get_logger("ollie.agent.context")
 
 
 class HistorySize:
-    """The characters of a session's history, kept up to date in O(what changed), not O(history).
-
-    Appends are counted as they appear, in-place edits through `Session.mark_edited`;
-    a history rewritten (compaction, /clear, rewind, another list) is recounted once,
-    found as persistence finds it: the generation, the list's identity, its length
-    and the objects at its edges.
-    """
+    """The characters of a session's history, kept up to date in O(what changed): a rewritten history is recounted."""
 
     def __init__(self) -> None:
         self._list: list[Message] | None = None
@@ -117,10 +111,7 @@ class ContextBudget:
         return out
 
     def estimate(self) -> int:
-        """Tokens the next request would carry: the last measured input, or characters / 4 if larger.
-
-        Equal to `estimate_tokens(self.request_messages())`, at a cost that does not grow with the history.
-        """
+        """Tokens the next request would carry: the last measured input, or characters / 4 if larger."""
         host = self._host
         session = host.session
         chars = len(host.system_prompt()) + len(render_memory(session)) + self._history.chars(session)

@@ -1,10 +1,7 @@
 """Edits the file tools made to documents open in the editor: changes of a turn that the disk does not show.
 
-A `file_edit` / `file_write` of an open document goes to the editor's buffer (unsaved), so the
-checkpoints, which read the disk, never see it. The front end's documents are wrapped so that every
-edit the editor applied is noted here with the text before and after it, per turn and path; review
-lists them with the turn's changes and undoes them through the editor. Kept in memory: unsaved
-buffers do not outlive the editor session either.
+The checkpoints read the disk, so each edit to a buffer is noted here (per turn and path, in memory, as unsaved
+buffers are) for review to list and undo through the editor.
 """
 
 from __future__ import annotations
@@ -81,11 +78,7 @@ class EditorEdits:
 
 @dataclass(frozen=True)
 class BufferRevert:
-    """What a rewind did to one open buffer that the turns it cut had edited.
-
-    `reverted`: the buffer is back to its text before those turns; `stale`: the buffer changed since
-    their last edit, so it was left as it is; `refused`: the editor did not apply the revert (`reason`).
-    """
+    """What a rewind did to one open buffer the cut turns had edited: `reverted`, `stale` (left) or `refused`."""
 
     path: str
     status: Literal["reverted", "stale", "refused"]

@@ -1,11 +1,7 @@
 """The `@environment` prompt entry: working directory, date, system and git branch, computed in-process.
 
-What `fragments/environment.sh` printed, without a sandboxed shell per session start: nothing here runs a
-program. The branch is read from `HEAD` through `ollie.beneath` (the repository may be hostile: no symlink
-followed, no FIFO read, size capped). `git status` needs git, which must never run outside the sandbox on a
-hostile repository (its config and attributes can name programs): `GIT_STATUS` is run in the agent's
-command box, in the background, and its output reaches the model as a note with the first turn that
-starts after it finished (the first turn does not wait for it).
+The branch is read through `ollie.beneath` (hostile repository). git itself must run sandboxed (its config can name
+programs): `GIT_STATUS` runs in the command box in the background and reaches the model as a later note.
 """
 
 from __future__ import annotations

@@ -30,10 +30,7 @@ def new_dispatcher_for(
 async def build_agent_runtime(
     cfg: AgentConfig, *, dispatcher_factory: DispatcherFactory | None, cwd: Path, session_id: str, env: dict[str, str]
 ) -> Runtime:
-    """The runtime of `cfg` over a fresh dispatcher (without a backend); the dispatcher is closed if the build fails.
-
-    Its prompt commands wait for the first turn (`ready_prompt`): building a session spawns nothing.
-    """
+    """The runtime of `cfg` over a fresh dispatcher (no backend; prompt commands wait for the first turn)."""
     dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
     try:
         warnings: list[str] = []
@@ -49,12 +46,7 @@ async def build_agent_runtime(
 def backend_for_agent(
     cfg: AgentConfig, current: Backend | None, make: BackendFactory
 ) -> tuple[Backend | None, Backend | None, str]:
-    """The backend an agent switch lands on: (backend, the backend it retires or None, a warning or '').
-
-    A config naming another backend gets a new one (when it cannot be built the
-    current one stays, with a warning); a config naming only a model moves the
-    current backend to that model.
-    """
+    """The backend an agent switch lands on: (backend, the one it retires or None, a warning or '')."""
     current_name = current.name if current is not None else "none"
     if cfg.backend and cfg.backend != current_name:
         try:

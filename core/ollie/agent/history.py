@@ -1,9 +1,7 @@
 """The session history as a client draws it: tool calls and results as readable steps, cut-off replies marked.
 
-Built from the saved messages alone (no git, no file reads), with the same step code
-(ollie.agent.steps) as the live `call`/`step`/`tool` events, so a resumed session shows its
-steps as they were shown while they ran. Diffs are not saved with the history, so its steps
-have none.
+Built from the saved messages alone with the live events' step code, so a resumed session shows its steps as they
+were shown (without diffs, which are not saved).
 """
 
 from __future__ import annotations
@@ -57,11 +55,8 @@ def _with_marks(inner: list[ToolState], marks: Sequence[str]) -> list[ToolState]
 
 def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLookup | None,
                marks: Sequence[str] | None = None) -> list[ToolState]:
-    """A call's steps as its `tool` event carried them (without diffs); `pending` while it has no result.
-
-    `marks` (the session's `step_outcomes`) say how they ended; without them (older sessions) the result's
-    text does, which is less when that text has collapsed to a summary since.
-    """
+    """A call's steps as its `tool` event carried them (no diffs); `marks` (else the result's text) say how they
+    ended, `pending` while it has no result."""
     inner = step_states(call.id, describe(call.name, call.arguments, cwd, kind_of=kind_of))
     if marks is not None and len(marks) == len(inner):
         return _with_marks(inner, marks)
@@ -78,10 +73,7 @@ def _step_fields(inner: list[ToolState], call_id: str) -> dict[str, object]:
 def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,
                   kind_of: KindLookup | None = None,
                   outcomes: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
-    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`).
-
-    Calls pair with results across the whole list, so a page's steps have their status too.
-    """
+    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`)."""
     page = messages[start:end]
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
     wanted = {m.tool_call_id for m in page if m.role == "tool"}

@@ -24,13 +24,7 @@ HookCaller = Callable[[str, dict[str, Any]], Awaitable["HookResult | None"]]
 
 @dataclass
 class HookResult:
-    """The outcome of one hook's commands.
-
-    `output`: the stdout of the commands that exited 0 (joined by newlines), or,
-    when `blocked`, the blocking command's reason (its stderr, else its stdout).
-    `exit_codes`: one per command that ran, in order (negative: killed by that
-    signal, e.g. -9 after a timeout).
-    """
+    """The outcome of one hook's commands: their joined stdout (when `blocked`, the reason), each exit code in order."""
 
     blocked: bool = False
     output: str = ""
@@ -95,10 +89,7 @@ class Hooks:
         env: dict[str, str],
         timeout: float = DEFAULT_TIMEOUT_S,
     ) -> HookResult:
-        """Run hook `name`'s commands in order, stopping at the first that exits 2.
-
-        Each gets a minimal env: `env` (the session's), the payload as OLLIE_* vars, never the daemon's own.
-        """
+        """Run hook `name`'s commands in order, stopping at the first that exits 2 (minimal env, never the daemon's)."""
         _check_name(name)
         result = HookResult()
         commands = self._hooks.get(name)

@@ -25,12 +25,9 @@ class _Prompt:
 
 
 class Inbox:
-    """The waiting input of one core.
+    """The waiting input of one core: queued prompts (turns of their own), injects (the next tool result's), notes.
 
-    Queued prompts run as turns of their own, oldest first; injects ride on the
-    running turn's next tool result; notes (hook output) join the next prompt.
-    Injects sent while no turn runs wait together in one queued prompt, which
-    a later idle inject extends and `/irw` replaces.
+    Injects sent while idle wait together in one queued prompt, which a later one extends and `/irw` replaces.
     """
 
     def __init__(self, *, on_queued: Callable[[], None]) -> None:

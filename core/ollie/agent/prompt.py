@@ -1,9 +1,7 @@
 """System prompt resolution: an array of entries, or a string (literal, `!cmd`, file, env-expanded).
 
-Array entries are shell commands, or in-process ones: `@<file>` (a fragment file of the agent's own
-config, read directly: it is the user's or ollie's config, not workspace data) and `@environment`
-(ollie.agent.environment). Commands run sandboxed (see commandbox.py): they read the workspace, which may
-be hostile.
+Commands run sandboxed (commandbox.py): they read the workspace, which may be hostile. `@<file>` fragments are the
+agent config's own (read directly); `@environment` is ollie.agent.environment's.
 """
 
 from __future__ import annotations
@@ -42,11 +40,7 @@ def box_for(prompt: Prompt, session_id: str = "") -> CommandBox:
 
 
 def prompt_env(prompt: Prompt, *, cwd: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """What a string prompt expands: os.environ, `env`, OLLIE_CWD and OLLIE_AGENT_DIR.
-
-    Only the config's own text is expanded, nothing runs: commands get the
-    minimal env of their CommandBox instead, never this one.
-    """
+    """What a string prompt expands (os.environ, `env`, OLLIE_CWD, OLLIE_AGENT_DIR); commands never get this env."""
     # `env` wins: a caller may point OLLIE_AGENT_DIR elsewhere on purpose.
     minimal = box_for(prompt).env(cwd=cwd, tmp_dir=Path(os.environ.get("TMPDIR") or "/tmp"), session_env=env)
     return {**os.environ, **minimal}
@@ -117,17 +111,10 @@ async def resolve_prompt(
     box: CommandBox | None = None,
     late: list[asyncio.Task[str | None]] | None = None,
 ) -> str:
-    """The system prompt text `prompt` stands for; commands that fail are skipped (noted in `warnings`).
+    """The system prompt text `prompt` stands for (see README); failed commands are skipped, noted in `warnings`.
 
-    Array form: every command runs (`sh -c`, in `cwd`, concurrently, each with
-    `timeout`, sandboxed by `box`, by default the agent's commandSandbox with a
-    minimal env); the stdouts of those that exit 0 are joined, in order, by newlines,
-    with the texts of `@<file>` and `@environment` entries (read in-process). What
-    `@environment` leaves to run in the background (git status) is added to `late`
-    (a task whose result is a note for the model), never waited for here.
-    String form: env-expanded; multi-line → literal; `!cmd` → its stdout; an
-    existing file (absolute, `~`, relative to `cwd` or else to the agent config's
-    dir) → its contents; else literal.
+    Array entries run concurrently in `box`; their outputs are joined in order. Background work (`@environment`'s
+    git status) goes to `late`, never waited for here.
     """
     cwd = Path(cwd)
     box = box or box_for(prompt)
@@ -166,13 +153,9 @@ async def resolve_prompt(
 
 
 class DeferredPrompt:
-    """A prompt whose commands run on first need, not when the session is built (`session/new` stays fast).
+    """A prompt whose commands run once on first need, with the session's cwd, env and id as they are then.
 
-    They run with the session's cwd, env and id as they are when they run
-    (`env` is the session's own mapping; the Setup moves `cwd` and `box` with
-    the session), so a session moved before its first turn gets what a fresh
-    one there would. They run once, in a task of their own: a caller that is
-    cancelled (an interrupted turn) leaves them running for the next one.
+    They run in a task of their own: an interrupted caller leaves them running for the next one.
     """
 
     def __init__(self, prompt: Prompt, *, cwd: Path, env: Mapping[str, str], box: CommandBox,

@@ -28,9 +28,7 @@ RESULTS = frozenset(r.value for r in TurnResult if r is not TurnResult.NONE)
 class Recorder:
     """Records one session in the registry (created, opened, each turn's start, end and result).
 
-    Registry calls are synchronous (sqlite3, busy retries): they run on `io`, one
-    worker thread that keeps their order, never on the event loop. The daemon
-    shares its own worker so that a listing it answers sees every stamp before it.
+    Registry calls block (sqlite3): they run in order on `io`, the daemon's worker, so its listings see every stamp.
     """
 
     def __init__(
@@ -63,11 +61,7 @@ class Recorder:
         await asyncio.get_running_loop().run_in_executor(self._io, fn)
 
     async def open(self, *, kind: str = "chat", title: str = "") -> Info | None:
-        """Find or create the session's record, stamp it active, then follow its turns.
-
-        Returns the record; None when the registry is unusable. A request the registry
-        refuses (a title too long, another user's id) raises its SessionError.
-        """
+        """Find or create the session's record (None: registry unusable), stamp it active, follow its turns."""
         request = Request(id=self.session_id, user_id=self.user, agent_id=self._core.agent_name, kind=kind,
                           channel=self._channel, title=title, allow_exact_id_create=True)
         info: Info | None = None

@@ -1,11 +1,7 @@
-"""Review of a session's turns: the changes of a turn, undo of a hunk or file, rewind (and its undo).
+"""Review of a session's turns (numbered from 1): the changes of a turn, undo of a hunk or file, rewind (and its undo).
 
-Turns are numbered from 1 per session. The session records where each turn's messages start
-(`Session.turn_starts`); the shadow git of `ollie.workspace` holds the checkpoint before each turn
-(`refs/ollie/sessions/<id>/<n>`) and the state the turn left (under the pseudo-session `<id>-after`),
-so everything here works from disk after a daemon restart. A turn that ran nothing that may write
-takes no checkpoint and logs none (ollie.agent.changes): it changed no file; both refs of a turn that
-did are logged when it ends, in one git call.
+The shadow git (ollie.workspace) holds each turn's checkpoint and the state it left (pseudo-session `<id>-after`),
+so all of it works from disk after a restart; a turn that ran nothing that may write logs no checkpoint.
 """
 
 from __future__ import annotations
@@ -36,10 +32,7 @@ ApplyEdit = Callable[[FileChange, str], Awaitable[bool]]
 
 
 class ReviewError(ValueError):
-    """A review request that cannot be carried out (no such turn, no checkpoints, nothing to undo).
-
-    `field` names the request field at fault (`turn`, `path`, `hunk`, `undo`), for a front end's error.
-    """
+    """A review request that cannot be carried out; `field` names the request field at fault, for the error."""
 
     def __init__(self, message: str, field: str = "turn") -> None:
         super().__init__(message)
@@ -73,10 +66,7 @@ class ReviewHost(Protocol):
 
 @dataclass(frozen=True)
 class TurnChanges:
-    """The files a turn changed (checkpoint before it vs. the state it left), each with its hunks.
-
-    `in_editor`: the paths whose change went to a document open in the editor (unsaved, not on disk).
-    """
+    """The files a turn changed, with hunks; `in_editor`: those changed in an open document (unsaved)."""
 
     turn: int
     changes: list[FileChange]
@@ -95,10 +85,7 @@ class Undone:
 
 @dataclass(frozen=True)
 class Rewound:
-    """What a rewind (or its undo) did: the turn, the files it changed, the messages the session now has.
-
-    `buffers`: what became of the open editor buffers the cut turns had edited (not on disk, see editoredits).
-    """
+    """What a rewind (or its undo) did: the turn, the files, the messages left, the open buffers reverted."""
 
     turn: int
     files: list[str]
@@ -217,11 +204,7 @@ class Review:
         return turn
 
     async def _bounds(self, turn: int) -> tuple[str, str | None] | None:
-        """(checkpoint before `turn`, state it left: its end, else the next logged turn's start, else None = now).
-
-        None for a turn that logged no checkpoint: it ran nothing that may write (or ran before checkpoints
-        were kept), so it changed no file.
-        """
+        """(checkpoint before `turn`, the state it left or None = now); None when it logged no checkpoint."""
         tracker = self._tracker()
         if turn == self._current and tracker is not None:  # running: logged when it ends
             return (tracker.turn_begin, None) if tracker.turn_begin is not None else None
@@ -268,12 +251,8 @@ class Review:
 
     async def undo(self, path: str, hunk: int | None = None, *, turn: int | None = None,
                    editor_text: str | None = None, apply: ApplyEdit | None = None) -> Undone:
-        """Revert hunk `hunk` (None: the whole file) of the turn's change to `path`.
-
-        `editor_text` is the file's text in an open editor buffer (unsaved edits count): when given
-        with `apply`, the result goes through `apply` instead of the disk. StaleChange when the file
-        (or the buffer) is no longer what the turn left: the user's own edits are never clobbered.
-        """
+        """Revert hunk `hunk` (None: the whole file) of the turn's change to `path`, through `apply` when the file is
+        open (`editor_text`); StaleChange when it is no longer what the turn left (the user's edits are kept)."""
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
@@ -328,9 +307,7 @@ class Review:
         return Undone(change.path, hunk, text, in_editor)
 
     async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
-        """The turn's buffer edit reached the disk (the editor saved it): its undo in the buffer goes there too (the
-        editor saved it, or the disk still holds the edit and is written here), and into the turn's recorded end
-        state, or the disk's change would be listed again."""
+        """A buffer edit the editor saved: its undo goes to the disk and the turn's end state (else listed again)."""
         if text is None:
             return
         on_disk = await _read_text(self._cwd(), change.path)
@@ -376,8 +353,7 @@ class Review:
         return self._host.sessions_dir / f"{self._host.session.id}.rewind.json"
 
     def _drop_rewind(self) -> None:
-        # ENOTDIR: the sessions dir cannot exist (a file in its place), so no backup does either;
-        # that is the save's error to report, not a reason to fail the turn.
+        # ENOTDIR and the like: no sessions dir, so no backup; the save reports that, the turn goes on.
         with contextlib.suppress(OSError):
             beneath.remove_sync(self._host.sessions_dir, self._rewind_path().name)
 
@@ -387,11 +363,7 @@ class Review:
                                   0o600, sync=True)
 
     async def rewind(self, turn: int | None = None, *, documents: EditorDocuments | None = None) -> Rewound:
-        """Restore the files to the checkpoint before `turn` (default: the last) and cut the conversation there.
-
-        The edits those turns made to buffers open in the editor are reverted through `documents` too,
-        each only while its buffer still holds what they left (else it is reported `stale`, left alone).
-        """
+        """Files back to before `turn` (default: the last), conversation cut there; open buffers through `documents`."""
         session = self._host.session
         number = self._turn_number(turn)
         start = session.turn_starts[number - 1]

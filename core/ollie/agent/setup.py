@@ -22,17 +22,12 @@ from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig, find_agent, load_agent_config
 from ollie.tools.base import CWDSetter, EnvSetter
 
-# A failed health check answers `ollie/state` for this long, then the next ask checks again
-# (clients poll ollie/state: a backend that is down is not asked more often than this).
+# Clients poll ollie/state: a backend that is down is not checked more often than this.
 FAILED_HEALTH_REUSE_S = 2.0
 
 
 class Setup:
-    """One core's configuration. A switch builds the new part first: when that fails, the old one stays.
-
-    The caller closes what a switch replaces (it returns it), so closing never
-    leaves the setup half switched.
-    """
+    """One core's configuration. A switch builds the new part first (on failure the old stays) and returns the old."""
 
     def __init__(
         self,
@@ -48,9 +43,8 @@ class Setup:
     ) -> None:
         self.agent = agent
         self.runtime = runtime
-        # Why the backend could not be built ('' when it was, or was never tried).
         self.backend_error = ""
-        # The backend's last health check (None: check on the next ask; every switch resets it).
+        # None: check on the next ask (every switch resets it).
         self._health: BackendHealth | None = None
         self._health_at = 0.0
         self.cwd = cwd
@@ -78,11 +72,8 @@ class Setup:
         max_steps: int | None,
         prompt_now: bool = False,
     ) -> Setup:
-        """Agent `cfg`'s runtime over a fresh dispatcher, with its backend (the caller's names win over the config's).
-
-        A backend that cannot be built for a missing key is no error: `backend_error` says what to set.
-        `prompt_now` starts the prompt commands before the backend is built, so that the two overlap.
-        """
+        """Agent `cfg`'s runtime and backend; a missing key is no error (`backend_error`); `prompt_now` overlaps the
+        prompt commands with building the backend."""
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
         )
@@ -165,8 +156,7 @@ class Setup:
         self._health = None
 
     def move_session(self, old: str, new: str, *, old_file: Path) -> None:
-        """After a session id change: the old session file goes, the plan file moves, tool servers and hooks
-        see the new OLLIE_SESSION_ID."""
+        """After an id change: the old file goes; the plan, temp dirs and OLLIE_SESSION_ID follow."""
         from ollie.tools.execute import plan_file  # the execute server's layout; imported only when renaming
         from ollie.tools.execute.sessiondirs import SessionDirs
 
@@ -204,11 +194,8 @@ class Setup:
         return health.to_wire()
 
     async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
-        """Swap in agent `name`'s runtime (fresh dispatcher, its backend/model when it names them).
-
-        Returns the runtime it replaced, the backend it retired (or None) and
-        the build warnings. A bad name or config raises ConfigError and changes nothing.
-        """
+        """Swap in agent `name`'s runtime: (the old runtime, the retired backend or None, warnings); ConfigError changes
+        nothing."""
         cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self._agents_dirs))  # off the loop
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
