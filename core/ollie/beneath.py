@@ -1,23 +1,10 @@
 """The daemon's one way to files beneath a workspace or session root: no symlinks, only files and dirs, sizes capped.
 
-The workspace is written by tool code (and planted by whoever made the
-repository): anything in it may be a symlink to a secret, a FIFO that blocks
-a reader for good, a device that never ends, or a file of many gigabytes.
-Every read, stat, write, rename and unlink the daemon makes under a root goes
-through here (tests/reliability/test_chokepoint_scan.py keeps it so):
-
-- a path is resolved beneath the root without following any symlink, in the
-  kernel (`openat2` with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or by a walk
-  that opens each component O_NOFOLLOW from the one before where openat2 is
-  missing; writes happen relative to the held parent directory's fd, so a
-  directory swapped for a symlink half-way cannot redirect them;
-- what is opened is checked with fstat: only regular files and directories
-  (a FIFO or device is opened O_NONBLOCK, so the check itself never blocks);
-- reads stop at a cap (`TooLarge`, not a read), configurable with
-  OLLIE_MAX_FILE_BYTES;
-- the async functions run in a thread: the event loop never waits on a disk.
-
-The sync functions (`*_sync`) are for code already running in a worker thread.
+The workspace is hostile: anything in it may be a symlink to a secret, a FIFO that blocks for good, a device that
+never ends. Every file access the daemon makes under a root goes through here (test_chokepoint_scan.py keeps it so):
+paths resolve beneath the root with no symlink followed (`openat2`, else an O_NOFOLLOW walk), writes are relative to
+the held parent's fd, fstat admits only files and dirs (opened O_NONBLOCK), reads stop at a cap (OLLIE_MAX_FILE_BYTES).
+The async functions run in a thread; the `*_sync` ones are for code already in a worker thread.
 """
 
 from __future__ import annotations
@@ -71,11 +58,7 @@ def cap() -> int:
 
 
 def relative(root: Path | str, given: Path | str) -> str:
-    """`given` (absolute, or relative to `root`) as a normalised path beneath `root` ("." for the root itself).
-
-    Purely lexical: `..` that climbs out, an absolute path elsewhere and a NUL are OutsideRoot.
-    Symlinks are refused later, when the path is opened.
-    """
+    """`given` as a normalised path beneath `root` ("." for it); lexical only (symlinks are refused on open)."""
     text = os.fspath(given)
     if "\0" in text or not text:
         raise OutsideRoot(errno.EINVAL, f"{text!r}: not a path")
@@ -260,10 +243,7 @@ def _makedirs(root: Path | str, rel: str) -> None:
 
 
 def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
-    """Replace `path` beneath `root` atomically (a temp file beside it, renamed over it), never through a symlink.
-
-    A symlink at `path` itself is replaced, not followed; parents are created; `sync` fsyncs before the rename.
-    """
+    """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed)."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
         tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]

@@ -39,10 +39,7 @@ def comment_marker(language_id: str | None) -> str:
 
 def windows(text: str, offset: int, *, language_id: str | None = None,
             neighbours: Sequence[Neighbour] = ()) -> tuple[str, str]:
-    """(prefix, suffix) for the cursor at `offset` of `text`: a window on each side, the other open files first.
-
-    The prefix window starts at a line start, so the model never sees half a line as the file's beginning.
-    """
+    """(prefix, suffix) for the cursor at `offset` of `text`: a window each side, other files first."""
     start = max(0, offset - PREFIX_CHARS)
     if start:
         start = text.find("\n", start, offset) + 1 or start
@@ -56,11 +53,7 @@ def windows(text: str, offset: int, *, language_id: str | None = None,
 
 
 class Completer:
-    """The backend completions go to: the session's backend with `OLLIE_COMPLETION_MODEL` (else its model).
-
-    Built once, off the event loop (reading the env file is file I/O); its own HTTP client, so a completion
-    never waits behind a turn's stream.
-    """
+    """The session's backend with `OLLIE_COMPLETION_MODEL`, built once off the loop, with its own HTTP client."""
 
     def __init__(self, *, backend: str | None = None, model: str | None = None,
                  env: Mapping[str, str] | None = None) -> None:

@@ -61,10 +61,7 @@ def _policy_name(value: object) -> str:
 
 @attrs.define
 class GenerationParams:
-    """Unified sampling parameters; None means "the backend's default", left out of requests.
-
-    The one declaration of their bounds: an agent config and ollie/setGenerationParams are both checked by it.
-    """
+    """Unified sampling parameters (None: the backend's default); the one declaration of their bounds."""
 
     max_tokens: Annotated[int, Check(ge=1)] | None = None
     max_completion_tokens: Annotated[int, Check(ge=1)] | None = None

@@ -1,12 +1,7 @@
 """JSON encoded off the event loop in pieces short enough that the loop gets the GIL (request bodies, long answers).
 
-A request carries the whole history: at 100,000 messages, building the wire
-dicts and one `json.dumps` of them held the daemon's one event loop for most of
-a second (every session froze). `encoded_body` runs in a worker thread and
-encodes the body a piece at a time (each list element, each long string in
-slices), so the thread gives the GIL up between pieces (the daemon's switch
-interval is 1 ms) instead of holding it through one C call over everything.
-The bytes are those of one `json.dumps` with the client's options.
+One `json.dumps` of a 100,000-message history holds the GIL (every session freezes) for most of a second; encoded
+a piece at a time in a worker thread, the loop gets the GIL between pieces. The bytes are those of one `json.dumps`.
 """
 
 from __future__ import annotations

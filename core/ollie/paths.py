@@ -43,9 +43,7 @@ def sessions_dir() -> Path:
 def runtime_tmp_dir() -> Path:
     """The per-user root of session tmp dirs and lock files: `$XDG_RUNTIME_DIR/ollie`, else `$TMPDIR/ollie-<uid>`.
 
-    Per user, so that a second OS user on the machine never meets the first one's
-    private dir (a shared `/tmp/ollie` was made 0700 by whoever came first).
-    `$XDG_RUNTIME_DIR` counts only when it is ours (`su` keeps another user's).
+    Per user: another OS user never meets this one's private dir; `$XDG_RUNTIME_DIR` counts only when it is ours.
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime):
@@ -58,11 +56,7 @@ def runtime_tmp_dir() -> Path:
 
 
 def bundled(name: str) -> Path:
-    """Path of a bundled default (`agents`, `tools`, `sandbox.yaml`).
-
-    A wheel carries them under `ollie/_data/`; an editable install finds them at
-    the repository root, two levels above this package.
-    """
+    """Path of a bundled default (`agents`, `tools`, `sandbox.yaml`): `ollie/_data/`, else the repo root."""
     here = Path(__file__).resolve().parent
     packaged = here / "_data" / name
     if packaged.exists():

@@ -1,12 +1,7 @@
 """The programs the daemon runs outside any sandbox (git, bash, ldd), found only where sandboxed code cannot write.
 
-A `PATH` may name the project's `.venv/bin`, `node_modules/.bin`, `.`, or a
-temp dir: tool code can plant a `git` or `bash` there, and the daemon would run
-it with the user's full rights. So the daemon's own helpers are looked up on
-`trusted_path()` (PATH without such entries, nor any a sandbox policy let a step
-write), and the path found is checked again at each use: still a file, outside
-the session's workspace and every path a step of this daemon may write. Elevated
-steps run with that same PATH.
+Tool code can plant a `git` in `.venv/bin` or `node_modules/.bin` on PATH, which the daemon would run with the user's
+rights: helpers are found on `trusted_path()` (no entry a step may write) and checked again at each use.
 """
 
 from __future__ import annotations
@@ -111,9 +106,7 @@ def _usable(path: str, workspace: str | None) -> bool:
 
 
 def program(name: str, workspace: Path | str | None = None) -> str:
-    """The absolute real path of helper `name` on `trusted_path()`: never one inside `workspace` or any area a
-    sandboxed step may write. The path found is kept, and checked again at each call (found afresh when it is
-    gone, or now lies where a step may write)."""
+    """The real path of helper `name` on `trusted_path()`, never where a step may write (checked each call)."""
     root = os.path.realpath(workspace) if workspace is not None else None
     found = _found.get(name)
     if found is not None and _usable(found, root):

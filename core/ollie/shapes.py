@@ -27,11 +27,7 @@ FieldPath = tuple[str | int, ...]
 
 @attrs.frozen(eq=False)  # hashed by identity: cattrs keys its hooks by the annotated type
 class Check:
-    """What one field must be beyond its type (`Annotated[int, Check(ge=0)]`), and how the model sees it.
-
-    `parse` replaces the type's own structuring (a value to a Language, a string to one argument); `schema`
-    is then the field's JSON Schema.
-    """
+    """What one field must be beyond its type (`Annotated[int, Check(ge=0)]`); `parse`/`schema` replace the type's."""
 
     ge: float | None = None
     le: float | None = None

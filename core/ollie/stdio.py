@@ -11,12 +11,7 @@ from typing import BinaryIO, NoReturn
 
 
 def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """Keep private copies of stdin/stdout for JSON-RPC; fd 0 becomes /dev/null, fd 1 stderr.
-
-    Whatever else writes to stdout (a stray print, a child process that inherits
-    fd 1) then lands on stderr instead of corrupting the stream, and nothing else
-    can read the client's messages. The copies are not inherited by children.
-    """
+    """Keep private copies of stdin/stdout for JSON-RPC; fd 0 becomes /dev/null, fd 1 stderr (a stray print is safe)."""
     sys.stdout.flush()
     rpc_out = os.dup(1)
     rpc_in = os.dup(0)
@@ -30,9 +25,8 @@ def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
 
 
 def end_process(code: int) -> NoReturn:
-    """End the process with `code` once the server has closed its sessions: the exit handlers run (the fork server
-    stops, the logs flush), the interpreter's teardown does not: a second or more of freeing the protocol's types
-    on a loaded machine, after everything is saved, that an editor quitting (and each test) waited for."""
+    """End the process with `code` once the sessions are closed: exit handlers run, not the interpreter's teardown
+    (a second of freeing types, after everything is saved)."""
     atexit._run_exitfuncs()  # the public way to run them is the teardown this skips
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):

@@ -27,10 +27,7 @@ def warning(info: AgentInfo) -> str:
 
 
 async def check(name: str, dirs: list[Path], ask: Approver | None) -> None:
-    """Return when agent `name` may be switched to: sandboxed, or the user allowed it now (asked every time).
-
-    AgentSwitchRefused when it was not allowed, nobody answered, or nobody can be asked (`ask` None).
-    """
+    """Return when agent `name` is sandboxed or the user allows it now; AgentSwitchRefused otherwise."""
     info = await unsandboxed(name, dirs)
     if info is None:
         return

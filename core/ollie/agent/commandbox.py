@@ -39,7 +39,7 @@ class CommandBox:
 
     def env(self, *, cwd: Path, tmp_dir: Path, session_env: Mapping[str, str] | None = None,
             extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The minimal env: PATH, HOME, LANG, TMPDIR, TERM, OLLIE_*, the session's env (never over TMPDIR, OLLIE_CWD)."""
+        """The minimal env: PATH, HOME, LANG, TERM, OLLIE_*, the session's env (never over TMPDIR, OLLIE_CWD)."""
         layered = {AGENT_DIR_VAR: str(self.agent_dir)} if self.agent_dir is not None else {}
         layered.update(session_env or {})
         session_id = layered.get("OLLIE_SESSION_ID") or self.session_id

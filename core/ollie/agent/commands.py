@@ -1,8 +1,6 @@
 """Slash commands and `!shell` lines: parsed here, carried out through the Core's public members.
 
-`run_command` publishes its own events: `exec` for `!cmd` output (name = the
-command), `info` for other command output, `error` when a command fails or is
-unknown. It returns the same text.
+`run_command` publishes its output (`exec` for `!cmd`, `info`, or `error`) and returns the same text.
 """
 
 from __future__ import annotations

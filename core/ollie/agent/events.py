@@ -46,11 +46,7 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class Event:
-    """One engine event: `role` says what it is, `name` the tool for call/tool events, `usage` a usage event's payload.
-
-    `tool` / `steps`: the readable step(s) of a call/step/tool event (see ROLES).
-    `prompt`: on a turn's start event, the prompt the turn runs (not on the wire).
-    """
+    """One engine event: `role` says what it is (ROLES), `name` the tool, `tool`/`steps` its readable steps."""
 
     role: str
     name: str = ""

@@ -178,10 +178,7 @@ class AgentLoop:
         return completion
 
     def _keep_partial(self, streamed: Streamed) -> None:
-        """An interrupt cut the reply short: what the user saw streamed stays in the history, marked cut off.
-
-        No tool call is kept (calls are whole only at the end of a stream), so calls and results stay paired.
-        """
+        """An interrupt cut the reply short: what was streamed stays, marked cut off, with no tool call."""
         text, reasoning = "".join(streamed.text), "".join(streamed.reasoning)
         if not text.strip() and not reasoning.strip():
             return

@@ -1,9 +1,7 @@
 """A workspace's own MCP servers put to the user as a question, the way a tool step is: nothing starts unasked.
 
-`.mcp.json` / `.vscode/mcp.json` are the workspace's (hostile content). At the session's first turn each server
-waiting for approval is asked about once, with the exact command line, cwd and env it would run: "Allow once"
-starts it for this session, "Allow always" also remembers it for this workspace (in ollie's state dir, keyed by
-the exact entry), anything else leaves it waiting (`/mcp allow <name>` still starts it).
+`.mcp.json` / `.vscode/mcp.json` are hostile content: each waiting server is asked about once, with its exact
+command line, cwd and env; "Allow always" is kept in ollie's state, keyed by the exact entry.
 """
 
 from __future__ import annotations

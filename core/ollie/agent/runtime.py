@@ -166,11 +166,7 @@ async def build_runtime(
     session_id: str = "",
     defer_prompt: bool = False,
 ) -> Runtime:
-    """Wire an agent config to a dispatcher: tools, prompt, hooks, params, classifiers.
-
-    Prompt commands run as session `session_id` (its OLLIE_SESSION_ID and private TMPDIR);
-    with `defer_prompt` they run when `ready_prompt` first asks (the first turn), not now.
-    """
+    """Wire an agent config to a dispatcher; prompt commands run as `session_id`, with `defer_prompt` on first need."""
     warnings: list[str] = []
     restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
     if restricted:

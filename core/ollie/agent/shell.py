@@ -50,9 +50,7 @@ async def run_shell(
 ) -> ShellResult:
     """Run `sh -c command` in `cwd` with exactly `env` (policy None: unsandboxed); OSError when it cannot start.
 
-    On timeout or cancellation its whole process group is killed (`run_process`).
-    Nothing reaches this process's own stdout/stderr (the daemon's stdout is its
-    JSON-RPC channel). With `merge_stderr`, stderr is interleaved into stdout.
+    Its process group is killed on timeout or cancel; nothing reaches our stdout (the daemon's JSON-RPC channel).
     """
     script = _MERGE + command if merge_stderr else command
     outcome = await run_process(

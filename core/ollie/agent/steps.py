@@ -1,9 +1,6 @@
 """Readable tool steps: what a tool call does, as a kind, a human title and the files it touches.
 
-Pure: built from the call's arguments alone (plus, for a user tool script, the
-kind its header declares with `ollie:kind`). A `call_tool` batch is one step per
-inner call. The kinds are the Agent Client Protocol's, so `ollie acp` maps them
-1:1 and the daemon can reuse them for its `tool` object.
+Pure: built from the call's arguments (and a user script's `ollie:kind`). The kinds are ACP's, mapped 1:1.
 """
 
 from __future__ import annotations

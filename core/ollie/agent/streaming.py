@@ -123,11 +123,7 @@ async def stream_with_retry(
 ) -> Completion:
     """Stream, retrying rate limits, transient errors and drops with backoff; compact once on overflow.
 
-    An unreachable backend (connection refused, unknown host, bad URL) is a
-    configuration error: the turn fails at once with what to do, no retries.
-
-    `on_first_error` runs the turnError hook; True means the hook handled it and
-    the turn ends without a retry.
+    An unreachable backend fails at once (no retries); `on_first_error` (the turnError hook) True ends the turn.
     """
     retries = 0
     compacted = False

@@ -1,8 +1,6 @@
 """The Core as each of its audiences sees it, as Protocols: the slash commands and the three front ends.
 
-Each audience types against its own Protocol, not against core.py, so what it may touch is declared here
-and checked by pyright: the daemon (`DaemonCore`), the ACP agent (`AcpCore`), the terminal
-(`TerminalCore`), all three sharing `FrontEndCore`; the slash commands `CommandTarget`; every one `SessionView`.
+Each audience types against its own Protocol, so what it may touch is declared here and checked by pyright.
 """
 
 from __future__ import annotations

@@ -59,11 +59,7 @@ def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | N
 
 
 def collapse_consumed(session: Session) -> int:
-    """After a request: the cold results it carried have been seen once, so they collapse now.
-
-    Runs on the event loop after every request: the cold results are the latest ones, so they are
-    looked for from the end of the history, not by a walk of all of it.
-    """
+    """After a request: the cold results it carried have been seen once, so they collapse (looked for from the end)."""
     pending = {call_id for call_id, tier in session.result_tiers.items() if tier == "cold"}
     changed = 0
     messages = session.messages

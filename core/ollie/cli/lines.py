@@ -37,10 +37,7 @@ class InputLines:
         return line
 
     def before_question(self) -> float:
-        """Call just before a question is printed: flushes the terminal's unread input; give the result to `answer`.
-
-        Flushing after the question was shown could drop an answer typed at once.
-        """
+        """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
         if sys.stdin.isatty():
             with contextlib.suppress(OSError, ValueError):
                 import termios
@@ -49,11 +46,7 @@ class InputLines:
         return time.monotonic()
 
     async def answer(self, since: float) -> str | None:
-        """The answer to a question shown at `since` (`before_question`): the first line read after it.
-
-        What was typed before (a `y` meant for something else, a paste still arriving, half a line on the
-        terminal) never answers it: those lines are dropped. None once the input ended.
-        """
+        """The first line read after the question shown at `since` (nothing typed before it); None at EOF."""
         told = False
         while not self._ended:
             read_at, line = await self._queue.get()

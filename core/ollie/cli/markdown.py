@@ -1,11 +1,7 @@
 """Streamed markdown made readable in a terminal: headings and **bold** styled, `code` coloured, fences dropped.
 
-Minimal on purpose: the markers a model uses most, recognised as the text streams
-in (a line's start is held until it is known to be a heading, a list item or a
-fence; a lone `*` or a backtick until the next character), everything else
-passed through as it came. Without styling (NO_COLOR) the markers are still
-removed, so the text reads as prose. The input is already `printable`; the
-only escapes added are ollie's own.
+Minimal on purpose: the markers a model uses most, recognised as the text streams in (a line's start is held until
+its kind is known); with NO_COLOR the markers are still removed. The input is already `printable`.
 """
 
 from __future__ import annotations

@@ -83,10 +83,7 @@ class Renderer:
 
     def render(self, role: str, content: str, name: str = "", *, titles: Sequence[str] = (),
                failed: bool = False) -> None:
-        """Show one event; what the model or a tool wrote is stripped of control sequences before it is styled.
-
-        `titles`: a call's readable steps (`Edit calc.py`), one line each; `failed`: a result's step failed.
-        """
+        """Show one event, the model's or a tool's text stripped of control sequences before it is styled."""
         if role == "error":
             self.errors.append(content)  # as sent, to compare with the turn's result
         if role in self._cleaners:

@@ -1,11 +1,7 @@
 """Text from the model or a tool, made safe for a terminal: no escape sequences, no controls, no bidi overrides.
 
-A terminal obeys what it is sent: `ESC[2J` clears the screen, `ESC]52;...`
-writes the clipboard, `\\r` and `ESC[2K` overwrite what was printed, and bidi
-overrides reorder it. Everything the model or a tool produced goes through
-`printable` before it is printed; ollie's own styling is added afterwards.
-What the user approves (an elevated step's code) goes through `escaped`, so
-what is run is exactly what is shown.
+A terminal obeys what it is sent (`ESC]52;...` writes the clipboard, `\\r` overwrites what was shown): model and
+tool text goes through `printable`; what the user approves through `escaped`, so what runs is what is shown.
 """
 
 from __future__ import annotations
@@ -40,11 +36,7 @@ def printable(text: str) -> str:
 
 
 class StreamCleaner:
-    """`printable` for text that arrives in pieces: a sequence cut between two pieces is held until it is whole.
-
-    Cleaning each piece alone is already safe (no control survives), but the
-    halves of a cut sequence would show as litter such as `0;title` or `[31m`.
-    """
+    """`printable` for text that arrives in pieces: a cut sequence is held until whole (else litter like `[31m`)."""
 
     def __init__(self) -> None:
         self._held = ""

@@ -53,10 +53,7 @@ class RunOptions:
 
 
 async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]:
-    """Build the Core (resuming `options.session` when given) and have the engine record it (channel cli).
-
-    The record lets editors list and resume the session; a registry that refuses it never fails the run.
-    """
+    """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
     from ollie.sessions.errors import ReadOnlyError, SessionError
@@ -220,11 +217,7 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
 
 
 async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
-    """Put an elevated step to the user: its code, then `Allow once? [y/N]` answered on the next line.
-
-    The code is shown escaped (`\\r`, `\\x1b`, `\\u202e`), never interpreted by the terminal:
-    a carriage return or an erase sequence would otherwise hide what is really run.
-    """
+    """Put an elevated step to the user: its code escaped (a `\\r` could hide what runs), then `Allow once? [y/N]`."""
     renderer.end_line()
     # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
     shown = "\n".join(f"    {line}" for line in escaped(what.rstrip("\n")).split("\n"))
