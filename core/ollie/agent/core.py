@@ -43,9 +43,11 @@ from ollie.tools.editor import EditorKnowledge
 __all__ = ["Core", "TurnResult"]
 
 
-def _forward(path: str) -> Any:
-    """A read-only member that is another part's (`path` dotted from the Core); typed where it is declared."""
-    return property(attrgetter(path))
+def _forward(path: str, *, settable: bool = False) -> Any:
+    """A member that is another part's (`path` dotted from the Core), read-only unless `settable`."""
+    owner, _, name = path.rpartition(".")
+    setter = (lambda core, value: setattr(attrgetter(owner)(core), name, value)) if settable else None
+    return property(attrgetter(path), setter)
 
 
 class Core(McpMembers):
@@ -384,14 +386,8 @@ class Core(McpMembers):
             self._notify()
             return warnings
 
-    @property
-    def approver(self) -> Approver | None:
-        """Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused."""
-        return self._attached.approver
-
-    @approver.setter
-    def approver(self, approver: Approver | None) -> None:
-        self._attached.approver = approver
+    # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
+    approver: Approver | None = _forward("_attached.approver", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
@@ -419,14 +415,8 @@ class Core(McpMembers):
         self._host.save()
         self._notify()
 
-    @property
-    def step_approver(self) -> StepApprover | None:
-        """Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused."""
-        return self._approval.approver
-
-    @step_approver.setter
-    def step_approver(self, approver: StepApprover | None) -> None:
-        self._approval.approver = approver
+    # Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused.
+    step_approver: StepApprover | None = _forward("_approval.approver", settable=True)
 
     def _allow_always(self, rule: str) -> None:
         if rule not in self.session.approval_always:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ollie.agent.approval import ApprovalGate
 from ollie.agent.events import Bus
@@ -20,14 +20,9 @@ class McpMembers:
 
     _inbox: Inbox
     _approval: ApprovalGate
-
-    if TYPE_CHECKING:  # the Core's own members
-        @property
-        def runtime(self) -> Runtime: ...
-        @property
-        def bus(self) -> Bus: ...
-        @property
-        def cwd(self) -> Path: ...
+    runtime: Runtime
+    bus: Bus
+    cwd: Path
 
     def _wire_mcp(self) -> None:
         host = host_of(self.runtime.dispatcher)
