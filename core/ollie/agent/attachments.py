@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,25 +25,21 @@ async def maybe_await(value: T | Awaitable[T]) -> T:
     return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
+@dataclass(eq=False)
 class Attachments:
     """The front end's parts a session's tools use; wired into every tool server again after an /agent switch."""
 
-    def __init__(self, *, runtime: Callable[[], Runtime], bus: Bus, review: Review, cwd: Callable[[], Path]) -> None:
-        self._runtime = runtime
-        self._cwd = cwd
-        self._bus = bus
-        self._review = review
-        # Who approves an elevated step under `"elevation": "ask"` (the daemon asks the editor,
-        # the terminal asks at its prompt); None: nobody can, so such steps are refused.
-        self.approver: Approver | None = None
-        # The front end's open documents (None: the file tools see the disk only).
-        self.documents: EditorDocuments | None = None
-        # The editor's knowledge (None: no editor tools, no post-edit diagnostics).
-        self.editor: EditorKnowledge | None = None
+    runtime: Callable[[], Runtime]
+    bus: Bus
+    review: Review
+    cwd: Callable[[], Path]
+    approver: Approver | None = None  # None: nobody can approve an elevated step, so such steps are refused
+    documents: EditorDocuments | None = None  # None: the file tools see the disk only
+    editor: EditorKnowledge | None = None  # None: no editor tools, no post-edit diagnostics
 
     def wire(self, *, editor_was_set: bool = False) -> None:
         """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
-        runtime = self._runtime()
+        runtime = self.runtime()
         for _, server in runtime.dispatcher.servers():
             if isinstance(server, ElevationSetter):
                 server.set_elevation(runtime.config.elevation, self.approve_elevation)
@@ -57,7 +54,7 @@ class Attachments:
         # Asked only about files beneath the session's root (ollie.tools.documents.RootedDocuments). Edits that
         # land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
         self.documents = None if documents is None else RecordingDocuments(
-            RootedDocuments(documents, self._cwd), self._review.note_editor_edit)
+            RootedDocuments(documents, self.cwd), self.review.note_editor_edit)
         self.wire()
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:
@@ -69,10 +66,10 @@ class Attachments:
         """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
         if self.approver is None:
             return None
-        self._bus.emit("info", f"asking to run outside the sandbox:\n{what}")
+        self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
         approved, answered = await within_question_timeout(self.approver(what), False)
         if not answered:
-            self._bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
+            self.bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
             return None
-        self._bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
+        self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
         return bool(approved)
