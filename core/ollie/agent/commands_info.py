@@ -204,7 +204,7 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
         when = _local(moment) if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
         shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
-        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_cut(title or '(untitled)', 50)}{shared}  {sid}")
+        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_one_line(title or '(untitled)', 50)}{shared}  {sid}")
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
 
@@ -235,11 +235,6 @@ def _saved_title(directory: Path, session_id: str) -> str:
 
 def _local(moment: datetime) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def _cut(text: str, width: int) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:

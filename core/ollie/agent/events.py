@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from ollie.agent.steps import ToolState
 from ollie.backend.types import Usage
 
-# Roles the engine publishes. `turn` marks the edges of a turn (content
-# "start" or the stop reason); `state` is internal: published whenever
-# state/usage/cwd/context size changes, with empty content.
+# Roles the engine publishes. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal,
+# empty content) a change of state, usage, cwd or context size.
 ROLES = frozenset(
     {"assistant", "tool", "call", "step", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state",
      "output"}

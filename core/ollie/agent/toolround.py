@@ -129,12 +129,9 @@ class ToolRound:
         self._cwd = cwd or Path.cwd()
         self._kind_of = kind_of
         self._changes = changes
-        # The approval gate (ollie.agent.approval): asked in call order, before the call (or its batch) runs.
-        self._approve = approve
-        # The editor's diagnostics of the files a step changed (None: no editor to ask).
+        self._approve = approve  # asked in call order, before the call (or its batch) runs
         self._post_edit = post_edit
-        # Who a call's steps ask about a network host the policy does not list (None: denied).
-        self._net_ask = net_ask
+        self._net_ask = net_ask  # None: a host the policy does not list is denied
         # The steps of every call announced and not finished yet, by call id.
         self._open: dict[str, list[ToolState]] = {}
         self._names: dict[str, str] = {}
@@ -348,7 +345,6 @@ class ToolRound:
         )
         notes = [hook_note("preTool", pre)]
         if post is not None and post.blocked:
-            # A blocking postTool hook replaces the result with its reason.
             text = post.output
         else:
             notes.append(hook_note("postTool", post))

@@ -54,14 +54,12 @@ class TurnHost:
         self.tool_calls = 0
         self.watch = ChangeWatch()
         self.inbox = Inbox(on_queued=self.notify)
-        # Asked before each tool call runs (the Core's ApprovalGate): None = it may run, else its result text.
+        # The Core's ApprovalGate: None = the call may run, else its result text.
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
-        # How a running call asks about network hosts outside the policy's allow-list (call id, tool, args).
         self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
         self.before_turn: Callable[[], Awaitable[None]] | None = None
-        # The editor's check of what a step's changes broke (None: no editor provides diagnostics).
-        self.post_edit: PostEditDiagnostics | None = None
+        self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
         self._detached: set[asyncio.Future[Any]] = set()
         # What the deferred prompt commands warned about, until a turn shows it.
         self._prompt_warnings: list[str] = []
