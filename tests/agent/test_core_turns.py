@@ -80,7 +80,7 @@ async def test_identical_calls_in_a_batch_share_one_execution_and_reads_are_cach
 async def test_bad_json_arguments_give_an_error_result_not_a_crash():
     # The scripted server only sends well-formed JSON, so this drives one tool round directly.
     from ollie.agent.events import Bus
-    from ollie.agent.runtime import Runtime, make_executor, make_parallel_classifier, make_tier_classifier
+    from ollie.agent.runtime import Runtime
     from ollie.agent.toolround import ToolRound
     from ollie.backend.types import ToolCall
     from ollie.tools.dispatcher import Dispatcher
@@ -88,9 +88,7 @@ async def test_bad_json_arguments_give_an_error_result_not_a_crash():
     toy = ToyServer()
     dispatcher = Dispatcher()
     dispatcher.add_server("toy", toy)
-    runtime = Runtime(backend=None, dispatcher=dispatcher, hooks=None, executor=make_executor(dispatcher),
-                      classify_parallel=make_parallel_classifier(dispatcher),
-                      classify_tier=make_tier_classifier(dispatcher))
+    runtime = Runtime(backend=None, dispatcher=dispatcher, hooks=None)
     bus = Bus()
     sub = bus.subscribe()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +17,6 @@ from ollie.tools.base import (
     KindClassifier,
     ParallelClass,
     ParallelClassifier,
-    Server,
     Tier,
     TierClassifier,
     ToolInfo,
@@ -30,8 +29,6 @@ DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 
 T = TypeVar("T")
 
-ToolExecutor = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
-
 
 @dataclass
 class Runtime:
@@ -43,9 +40,6 @@ class Runtime:
     preamble: str = ""
     tools: list[Tool] = field(default_factory=list)
     tool_infos: list[ToolInfo] = field(default_factory=list)
-    executor: ToolExecutor | None = None
-    classify_parallel: Callable[[str, dict[str, Any]], ParallelClass] = lambda tool, args: "global"
-    classify_tier: Callable[[str, dict[str, Any]], Tier] = lambda tool, args: "hot"
     params: GenerationParams = field(default_factory=GenerationParams)
     max_steps: int = 0
     tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
@@ -55,6 +49,31 @@ class Runtime:
     deferred_prompt: DeferredPrompt | None = None
     # What the prompt left running in the background (`@environment`'s git status): see `take_late_notes`.
     late_notes: list[asyncio.Task[str | None]] = field(default_factory=list)
+
+    async def execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Route a call to whichever server offers the tool."""
+        return await self.dispatcher.dispatch(None, tool, args)
+
+    def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
+        """Whether a call is read-safe, as the server offering the tool says; unknown: global (run it alone)."""
+        return self._ask(ParallelClassifier, "classify_parallel", tool, args, "global")
+
+    def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
+        """The result's retention tier, as the server offering the tool says; unknown: hot (kept verbatim)."""
+        return self._ask(TierClassifier, "classify_tier", tool, args, "hot")
+
+    def _ask(self, capability: type, method: str, tool: str, args: dict[str, Any], fallback: T) -> T:
+        try:
+            server = self.dispatcher.server_for(tool)[1]
+        except UnknownToolError:
+            return fallback
+        if not isinstance(server, capability):
+            return fallback
+        try:
+            answer: T = getattr(server, method)(tool, args)  # the capability Protocol's method: it answers a T
+            return answer
+        except Exception:  # a classifier bug must not break the turn: the fallback is the safe answer
+            return fallback
 
 
 def take_late_notes(runtime: Runtime) -> list[str]:
@@ -87,41 +106,6 @@ async def ready_prompt(runtime: Runtime) -> list[str]:
     return added
 
 
-def _server_of(dispatcher: Dispatcher, tool: str) -> Server | None:
-    try:
-        return dispatcher.server_for(tool)[1]
-    except UnknownToolError:
-        return None
-
-
-def _ask_server(
-    dispatcher: Dispatcher, capability: type, method: str, fallback: T
-) -> Callable[[str, dict[str, Any]], T]:
-    """A classifier that asks the server offering a tool (when it has `capability`), else answers `fallback`."""
-
-    def classify(tool: str, args: dict[str, Any]) -> T:
-        server = _server_of(dispatcher, tool)
-        if not isinstance(server, capability):
-            return fallback
-        try:
-            answer: T = getattr(server, method)(tool, args)  # the capability Protocol's method: it answers a T
-            return answer
-        except Exception:  # a classifier bug must not break the turn: the fallback is the safe answer
-            return fallback
-
-    return classify
-
-
-def make_parallel_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], ParallelClass]:
-    """Ask the server offering a tool whether a call is read-safe; unknown means global (run it alone)."""
-    return _ask_server(dispatcher, ParallelClassifier, "classify_parallel", "global")
-
-
-def make_tier_classifier(dispatcher: Dispatcher) -> Callable[[str, dict[str, Any]], Tier]:
-    """Ask the server offering a tool for the result's retention tier; unknown means hot (kept verbatim)."""
-    return _ask_server(dispatcher, TierClassifier, "classify_tier", "hot")
-
-
 def server_kinds(dispatcher: Callable[[], Dispatcher], fallback: Callable[[str], Any]) -> Callable[[str], Any]:
     """A step-kind lookup asking the servers that declare kinds (MCP tools' hints) first, then `fallback`."""
 
@@ -134,15 +118,6 @@ def server_kinds(dispatcher: Callable[[], Dispatcher], fallback: Callable[[str],
         return fallback(tool)
 
     return lookup
-
-
-def make_executor(dispatcher: Dispatcher) -> ToolExecutor:
-    """A closure that routes a call to whichever server offers the tool."""
-
-    async def execute(tool: str, args: dict[str, Any]) -> ToolResult:
-        return await dispatcher.dispatch(None, tool, args)
-
-    return execute
 
 
 def refresh_tools(runtime: Runtime) -> None:
@@ -192,9 +167,6 @@ async def build_runtime(
         preamble=preamble,
         tools=[_as_backend_tool(i) for i in infos],
         tool_infos=infos,
-        executor=make_executor(dispatcher),
-        classify_parallel=make_parallel_classifier(dispatcher),
-        classify_tier=make_tier_classifier(dispatcher),
         params=cfg.generation_params,
         max_steps=cfg.max_steps or 0,
         warnings=warnings,

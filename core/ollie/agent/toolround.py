@@ -376,10 +376,8 @@ class ToolRound:
         return hear
 
     async def _execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        if self._rt.executor is None:
-            return ToolResult("error: no tools are available to this agent", True)
         try:
-            result = await self._rt.executor(tool, args)
+            result = await self._rt.execute(tool, args)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a failing tool is a result the model can act on, not a crash
