@@ -7,7 +7,7 @@ import codecs
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -97,50 +97,33 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
     return args, ""
 
 
+@dataclass(kw_only=True)
 class ToolRound:
     """Runs the tool calls of one model reply. The read cache lives as long as the turn."""
 
-    def __init__(
-        self,
-        *,
-        runtime: Runtime,
-        bus: Bus,
-        hook: HookCaller,
-        pop_inject: Callable[[], str],
-        set_state: Callable[[str], None],
-        count_call: Callable[[], None],
-        cache: dict[tuple[str, str], CallOutcome],
-        max_bytes: int,
-        cwd: Path | None = None,
-        kind_of: KindLookup | None = None,
-        changes: ChangeTracker | None = None,
-        approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None,
-        post_edit: PostEditDiagnostics | None = None,
-        net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None,
-    ) -> None:
-        self._rt = runtime
-        self._bus = bus
-        self._hook = hook
-        self._pop_inject = pop_inject
-        self._set_state = set_state
-        self._count_call = count_call
-        self._cache = cache
-        self._max_bytes = max_bytes
-        self._cwd = cwd or Path.cwd()
-        self._kind_of = kind_of
-        self._changes = changes
-        self._approve = approve  # asked in call order, before the call (or its batch) runs
-        self._post_edit = post_edit
-        self._net_ask = net_ask  # None: a host the policy does not list is denied
-        # The steps of every call announced and not finished yet, by call id.
-        self._open: dict[str, list[ToolState]] = {}
-        self._names: dict[str, str] = {}
-        # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
-        self._diffs: dict[str, tuple[Diff, ...] | None] = {}
-        # The connections each finished call made through the egress proxy, for its `tool` event.
-        self._network: dict[str, tuple[dict[str, Any], ...]] = {}
-        # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
-        self.ended: dict[str, list[ToolState]] = {}
+    runtime: Runtime
+    bus: Bus
+    hook: HookCaller
+    pop_inject: Callable[[], str]
+    set_state: Callable[[str], None]
+    count_call: Callable[[], None]
+    cache: dict[tuple[str, str], CallOutcome]
+    max_bytes: int
+    cwd: Path = field(default_factory=Path.cwd)
+    kind_of: KindLookup | None = None
+    changes: ChangeTracker | None = None
+    approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
+    post_edit: PostEditDiagnostics | None = None
+    net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None  # None: a host the policy omits is denied
+    # The steps of every call announced and not finished yet, by call id.
+    _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
+    _names: dict[str, str] = field(default_factory=dict, init=False)
+    # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
+    _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
+    # The connections each finished call made through the egress proxy, for its `tool` event.
+    _network: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict, init=False)
+    # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
+    ended: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
 
     async def run(self, calls: list[ToolCall]) -> list[CallOutcome]:
         """Run `calls` (see `_run`); an interrupt ends every announced step `failed` before it propagates."""
@@ -155,7 +138,7 @@ class ToolRound:
 
     def _announce(self, call: ToolCall, args: dict[str, Any] | None) -> None:
         """The `call` event: the call's steps, pending."""
-        steps = describe(call.name, args if args is not None else call.arguments, self._cwd, kind_of=self._kind_of)
+        steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
         self._open[call.id] = step_states(call.id, steps)
         self._names[call.id] = call.name
         self._publish("call", call.id, call.name, call.arguments)
@@ -163,12 +146,12 @@ class ToolRound:
     def _publish(self, role: str, call_id: str, name: str, content: str) -> None:
         inner = self._open.get(call_id, [])
         if not inner:
-            self._bus.emit(role, content, name=name)
+            self.bus.emit(role, content, name=name)
             return
         whole = whole_state(call_id, inner)
         if role == "tool" and (network := self._network.pop(call_id, ())):
             whole = replace(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
-        self._bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
+        self.bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
 
     def _started(self, call: ToolCall) -> None:
         """A `step` event: the call's steps are running."""
@@ -190,12 +173,12 @@ class ToolRound:
 
     def _writes(self, calls: Sequence[ToolCall]) -> bool:
         """Whether any step of `calls` can change files (then the workspace is snapshotted around them)."""
-        return self._changes is not None and any(
+        return self.changes is not None and any(
             s.kind in WRITE_KINDS for c in calls for s in self._open.get(c.id, []))
 
     async def _tracked(self, calls: Sequence[ToolCall], work: Callable[[], Awaitable[T]]) -> T:
         """Run `work`, snapshotting around it when `calls` can write; their diffs go to `_diffs`."""
-        tracker = self._changes
+        tracker = self.changes
         if tracker is None or not self._writes(calls):
             return await work()
         token = await tracker.before_step()
@@ -228,14 +211,14 @@ class ToolRound:
                 self._announce(call, None)
                 outcomes.append(self._finish(CallOutcome(call, problem, True)))
                 continue
-            refusal = await self._approve(call.id, call.name, args) if self._approve is not None else None
+            refusal = await self.approve(call.id, call.name, args) if self.approve is not None else None
             if refusal is not None:  # rejected or refused: the model gets why, nothing runs
                 outcomes.extend(await self._flush(batch))
                 batch = []
                 self._announce(call, args)
                 outcomes.append(self._finish(CallOutcome(call, refusal, True)))
                 continue
-            if self._rt.classify_parallel(call.name, args) == "read":
+            if self.runtime.classify_parallel(call.name, args) == "read":
                 batch.append((call, args))
                 continue
             outcomes.extend(await self._flush(batch))
@@ -246,7 +229,7 @@ class ToolRound:
             outcome = await self._tracked([call], partial(self._lifecycle, call, args, read_safe=False))
             outcome = await self._diagnose_after(outcome)
             # A write may change what earlier reads returned.
-            self._cache.clear()
+            self.cache.clear()
             outcomes.append(self._finish(outcome))
         outcomes.extend(await self._flush(batch))
         return outcomes
@@ -258,16 +241,16 @@ class ToolRound:
     async def _diagnose_before(self, call: ToolCall) -> None:
         """Note the editor's diagnostics of the files the call will edit (what its new errors are measured against)."""
         paths = self._edited(call.id)
-        if self._post_edit is not None and paths and self._post_edit.enabled:
-            await self._post_edit.before(paths)
+        if self.post_edit is not None and paths and self.post_edit.enabled:
+            await self.post_edit.before(paths)
 
     async def _diagnose_after(self, outcome: CallOutcome) -> CallOutcome:
         """Append the errors the editor reports anew in the files the step changed (its diffs, else its edits)."""
-        if self._post_edit is None or not self._post_edit.enabled:
+        if self.post_edit is None or not self.post_edit.enabled:
             return outcome
         changed = [d.path for d in self._diffs.get(outcome.call.id) or () if d.new_text is not None]
         paths = changed + ([] if outcome.is_error else self._edited(outcome.call.id))
-        note = await self._post_edit.after(paths) if paths else ""
+        note = await self.post_edit.after(paths) if paths else ""
         if note:
             outcome.text = f"{outcome.text}\n\n{note}"
         return outcome
@@ -287,7 +270,7 @@ class ToolRound:
         shared: dict[tuple[str, str], CallOutcome] = {}
 
         async def lead(key: tuple[str, str]) -> None:
-            cached = self._cache.get(key)
+            cached = self.cache.get(key)
             if cached is None:
                 call, args = groups[key][0]
                 for twin, _ in groups[key]:
@@ -318,14 +301,14 @@ class ToolRound:
 
     async def _lifecycle(self, call: ToolCall, args: dict[str, Any], *, read_safe: bool) -> CallOutcome:
         """preTool → execute → postTool → inject → truncate → cache."""
-        self._set_state(f"calling: {call.name}")
-        pre = await self._hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
+        self.set_state(f"calling: {call.name}")
+        pre = await self.hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
         if pre is not None and pre.blocked:
             return CallOutcome(call, blocked_by("preTool", pre), True)
 
         from ollie.sandbox import egress  # loaded with the first tool call: no first token needs the proxy
 
-        net = self._net_ask(call.id, call.name, args) if self._net_ask is not None else None
+        net = self.net_ask(call.id, call.name, args) if self.net_ask is not None else None
         asking = egress.asking.set(net)
         inner = self._open.get(call.id, [])
         # A command step's output goes out live as `output` events (front ends show it as it comes).
@@ -340,7 +323,7 @@ class ToolRound:
                 self._network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error
 
-        post = await self._hook(
+        post = await self.hook(
             "postTool", {"tool": call.name, "args": args, "tool_call_id": call.id, "result": text, "is_error": is_error}
         )
         notes = [hook_note("preTool", pre)]
@@ -350,14 +333,14 @@ class ToolRound:
             notes.append(hook_note("postTool", post))
         text = "\n\n".join([text, *filter(None, notes)])
 
-        injected = self._pop_inject()
+        injected = self.pop_inject()
         if injected:
             text = f"{text}\n\n[user, while this tool ran]\n{injected}"
 
-        text = truncate_utf8(text, self._max_bytes)
-        outcome = CallOutcome(call, text, is_error, self._rt.classify_tier(call.name, args))
+        text = truncate_utf8(text, self.max_bytes)
+        outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args))
         if read_safe and not is_error and not injected:
-            self._cache[(call.name, canonical_args(call.arguments))] = outcome
+            self.cache[(call.name, canonical_args(call.arguments))] = outcome
         return outcome
 
     def _hear(self, call: ToolCall) -> Callable[[bytes], None]:
@@ -377,10 +360,10 @@ class ToolRound:
 
     async def _execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
         try:
-            result = await self._rt.execute(tool, args)
+            result = await self.runtime.execute(tool, args)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a failing tool is a result the model can act on, not a crash
             result = ToolResult(f"error: {tool} failed: {exc}", True)
-        self._count_call()
+        self.count_call()
         return result
