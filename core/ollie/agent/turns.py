@@ -38,16 +38,11 @@ class Turns:
         self._budget = budget
         self.running = False
         self._finishing = False
-        self._task: asyncio.Task[TurnResult] | None = None
+        self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
         # Build warnings (a workspace at $HOME granted read-only...): shown when the first turn starts.
         self._pending_warnings = list(warnings)
-
-    @property
-    def task(self) -> asyncio.Task[TurnResult] | None:
-        """The running turn's task (None between turns)."""
-        return self._task
 
     def retire(self, backend: Backend) -> None:
         """Close `backend` when the running turn ends (its request streams from it)."""
@@ -61,15 +56,15 @@ class Turns:
     async def run(self, text: str, *, announce: bool = False, images: Sequence[Image] = ()) -> TurnResult:
         """Run one turn for `text` (and `images`) as a task `interrupt` can cancel; `announce` publishes the
         prompt first."""
-        self._task = asyncio.create_task(self._turn(text, announce=announce, images=list(images)))
+        self.task = asyncio.create_task(self._turn(text, announce=announce, images=list(images)))
         try:
-            return await self._task
+            return await self.task
         finally:
-            self._task = None
+            self.task = None
 
     def interrupt(self, reason: str = "") -> bool:
         """Cancel the running turn (model stream and tool process groups); False when idle."""
-        task = self._task
+        task = self.task
         if task is None or task.done() or not self.running or self._finishing:
             return False
         log.info("interrupt", extra={"reason": reason})
