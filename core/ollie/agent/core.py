@@ -6,7 +6,6 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.steps import script_kinds
-from ollie.agent.turnhost import TurnHost
+from ollie.agent.turnhost import TurnHost, forward
 from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
@@ -41,13 +40,6 @@ from ollie.tools.documents import EditorDocuments
 from ollie.tools.editor import EditorKnowledge
 
 __all__ = ["Core", "TurnResult"]
-
-
-def _forward(path: str, *, settable: bool = False) -> Any:
-    """A member that is another part's (`path` dotted from the Core), read-only unless `settable`."""
-    owner, _, name = path.rpartition(".")
-    setter = (lambda core, value: setattr(attrgetter(owner)(core), name, value)) if settable else None
-    return property(attrgetter(path), setter)
 
 
 class Core(McpMembers):
@@ -186,24 +178,24 @@ class Core(McpMembers):
 
     # --- observation -----------------------------------------------------
 
-    is_running: bool = _forward("_turns.running")  # True while a turn runs
-    state: str = _forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
-    reply: str = _forward("_host.reply")  # the last assistant text
-    bus: Bus = _forward("_host.bus")  # the event bus
-    session: Session = _forward("_host.session")  # the session (messages, task state, totals)
-    runtime: Runtime = _forward("_setup.runtime")  # the active agent's Runtime (an /agent switch replaces it)
-    backend_error: str = _forward("_setup.backend_error")  # why the backend could not be built ('' when it was)
-    agent_name: str = _forward("_setup.agent")  # the active agent config's name
-    backend: Backend | None = _forward("_setup.backend")  # the active backend (None when it could not be built)
-    model_name: str = _forward("_host.model_name")  # the model requests go to
-    session_id: str = _forward("_host.session.id")  # the session's id
-    cwd: Path = _forward("_setup.cwd")  # the working directory of tools, hooks and prompt commands
-    agents_dirs: list[Path] = _forward("_setup.agents_dirs")  # where agent configs are looked up
-    sessions_dir: Path = _forward("_host.sessions_dir")  # where this core saves sessions
-    tool_call_count: int = _forward("_host.tool_calls")  # tool calls executed over the core's life
-    review: Review = _forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
-    max_steps: int = _forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
-    network_log: list[dict] = _forward("_approval.net_log")  # the connections the steps made through the egress proxy
+    is_running: bool = forward("_turns.running")  # True while a turn runs
+    state: str = forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
+    reply: str = forward("_host.reply")  # the last assistant text
+    bus: Bus = forward("_host.bus")  # the event bus
+    session: Session = forward("_host.session")  # the session (messages, task state, totals)
+    runtime: Runtime = forward("_setup.runtime")  # the active agent's Runtime (an /agent switch replaces it)
+    backend_error: str = forward("_setup.backend_error")  # why the backend could not be built ('' when it was)
+    agent_name: str = forward("_setup.agent")  # the active agent config's name
+    backend: Backend | None = forward("_setup.backend")  # the active backend (None when it could not be built)
+    model_name: str = forward("_host.model_name")  # the model requests go to
+    session_id: str = forward("_host.session.id")  # the session's id
+    cwd: Path = forward("_setup.cwd")  # the working directory of tools, hooks and prompt commands
+    agents_dirs: list[Path] = forward("_setup.agents_dirs")  # where agent configs are looked up
+    sessions_dir: Path = forward("_host.sessions_dir")  # where this core saves sessions
+    tool_call_count: int = forward("_host.tool_calls")  # tool calls executed over the core's life
+    review: Review = forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
+    max_steps: int = forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
+    network_log: list[dict] = forward("_approval.net_log")  # the connections the steps made through the egress proxy
 
     def field_value(self, name: str) -> str:
         """The current value of a `wait_change` field, as a string."""
@@ -387,7 +379,7 @@ class Core(McpMembers):
             return warnings
 
     # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
-    approver: Approver | None = _forward("_attached.approver", settable=True)
+    approver: Approver | None = forward("_attached.approver", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
@@ -416,7 +408,7 @@ class Core(McpMembers):
         self._notify()
 
     # Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused.
-    step_approver: StepApprover | None = _forward("_approval.approver", settable=True)
+    step_approver: StepApprover | None = forward("_approval.approver", settable=True)
 
     def _allow_always(self, rule: str) -> None:
         if rule not in self.session.approval_always:

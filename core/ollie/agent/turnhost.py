@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,8 +38,20 @@ log = get_logger("ollie.agent.core")
 T = TypeVar("T")
 
 
+def forward(path: str, *, settable: bool = False) -> Any:
+    """A member that is another part's (`path` dotted from its object), read-only unless `settable`."""
+    owner, _, name = path.rpartition(".")
+    setter = (lambda obj, value: setattr(attrgetter(owner)(obj), name, value)) if settable else None
+    return property(attrgetter(path), setter)
+
+
 class TurnHost:
     """The plumbing of one session the loop and the context budget drive; the Core's public surface wraps it."""
+
+    runtime: Runtime = forward("setup.runtime")  # the active agent's
+    backend: Backend | None = forward("setup.backend")  # None when it could not be built
+    backend_error: str = forward("setup.backend_error")  # why it could not be built ('' when it was)
+    max_steps: int = forward("setup.max_steps")  # tool rounds per turn (0 = unlimited)
 
     def __init__(
         self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
@@ -68,11 +81,6 @@ class TurnHost:
                              add_note=self.inbox.add_note)
 
     @property
-    def runtime(self) -> Runtime:
-        """The active agent's Runtime."""
-        return self.setup.runtime
-
-    @property
     def changes(self) -> ChangeTracker:
         """The change tracker of the session's CWD (a new one when the CWD moved)."""
         tracker = self._changes
@@ -81,16 +89,6 @@ class TurnHost:
                 self.setup.cwd, self.session.id, on_unavailable=lambda why: self.bus.emit("info", f"warning: {why}"))
         tracker.session_id = self.session.id  # follows set_session_id
         return tracker
-
-    @property
-    def backend(self) -> Backend | None:
-        """The active backend (None when it could not be built)."""
-        return self.setup.backend
-
-    @property
-    def backend_error(self) -> str:
-        """Why the backend could not be built ('' when it was)."""
-        return self.setup.backend_error
 
     def require_backend(self) -> Backend:
         """The active backend; TurnFailed saying why there is none."""
@@ -102,11 +100,6 @@ class TurnHost:
     def model_name(self) -> str:
         """The model requests go to."""
         return self.backend.model if self.backend is not None else ""
-
-    @property
-    def max_steps(self) -> int:
-        """Tool rounds per turn (0 = unlimited)."""
-        return self.setup.max_steps
 
     def system_prompt(self) -> str:
         """The rendered system prompt."""
