@@ -13,6 +13,7 @@ from ollie import beneath, paths
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.shadowgit import ShadowGit
+from ollie.workspace.treewatch import watch
 from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
 
 MAX_FILE_BYTES = 1 << 20
@@ -118,6 +119,9 @@ class Checkpoints:
         # The tree the index held when it last had this stat key: a snapshot that finds nothing to update
         # reuses it instead of running write-tree (another process changing the index changes the key).
         self._tree: tuple[tuple[int, int, int], str] | None = None
+        # The tree's inotify watch, and this object's cursor in it as of its last snapshot (see `snapshot`).
+        self._watch = watch(self.root)
+        self._cursor: int | None = None
 
     async def _ensure(self) -> None:
         """Check the CWD is a project (once) and create the shadow repository."""
@@ -133,15 +137,27 @@ class Checkpoints:
         await self.git.init()
         self._ready = True
 
-    async def snapshot(self) -> str:
-        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read."""
-        async with self._lock:
-            return await self._snapshot()
+    async def snapshot(self, since_last: bool = False) -> str:
+        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read.
 
-    async def _snapshot(self) -> str:
+        `since_last`: only where the kernel saw changes since this object's last snapshot (treewatch), when it can
+        tell; for a turn's first snapshot, where a missed change is counted in the step's own (full) snapshot.
+        """
+        async with self._lock:
+            return await self._snapshot(since_last)
+
+    async def _snapshot(self, since_last: bool = False) -> str:
         await self._ensure()
+        cursor, paths = await asyncio.to_thread(self._watch.since, self._cursor)
+        cached = self._tree
+        if not since_last or cached is None or cached[0] != self._index_key():
+            paths = None  # a full scan asked for, or the shadow index changed by another object (or a rewind)
+        elif paths == set():
+            self._cursor = cursor
+            return cached[1]
         # Untracked (not ignored), modified and deleted paths, judged by the index's stat cache.
-        listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard")
+        listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard",
+                                     *(("--", *(":(literal)" + p for p in sorted(paths))) if paths else ()))
         update: set[str] = set()
         drop: set[str] = set()
         untracked = 0
@@ -168,12 +184,13 @@ class Checkpoints:
         if update:
             await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
-        cached = self._tree
         if not update and not drop and cached is not None and cached[0] == self._index_key():
+            self._cursor = cursor
             return cached[1]
         tree = (await self.git.run("write-tree")).decode().strip()
         key = self._index_key()  # after write-tree: it may store its cache-tree in the index
         self._tree = (key, tree) if key is not None else None
+        self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
         return tree
 
     def _index_key(self) -> tuple[int, int, int] | None:
@@ -205,6 +222,8 @@ class Checkpoints:
             after = await self.snapshot()
         else:
             await self._ensure()
+        if before == after:
+            return []  # one tree: nothing differs (a step that wrote nothing runs no diff)
         entries = await self._raw_diff(before, after)
         blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
         # Diffing is CPU work on content tool code chose (a 1 MiB file of short lines): off the event loop.

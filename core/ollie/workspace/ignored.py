@@ -9,6 +9,7 @@ project's `.git/info/exclude` or the user's global git excludes file ignores (th
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,16 +47,22 @@ def _global_excludes() -> Path:
     return Path(config) / "git" / "ignore"
 
 
-def _patterns(root: Path) -> str:
-    return "\n".join([*BUILD_OUTPUT, _project_text(root, ".git/info/exclude"), _user_text(_global_excludes())]) + "\n"
+def _build_output(path: str) -> bool:
+    """BUILD_OUTPUT's match, as git makes it: a `__pycache__` dir on the path, or any part named `*.py[cod]`."""
+    parts = path.split("/")
+    return "__pycache__" in parts[:-1] or any(fnmatch.fnmatchcase(part, "*.py[cod]") for part in parts)
 
 
 async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     """Those of `paths` (relative to `root`) that are build output or that the project's git ignores."""
     if not paths:
         return set()
+    extra = await asyncio.to_thread(lambda: _project_text(root, ".git/info/exclude") + "\n" +
+                                    _user_text(_global_excludes()))
+    if not any(line.strip() and not line.startswith("#") for line in extra.splitlines()):
+        return {p for p in paths if _build_output(p)}  # BUILD_OUTPUT alone (the usual case): no git process
     excludes = git.git_dir / "listing-excludes"
-    await asyncio.to_thread(excludes.write_text, await asyncio.to_thread(_patterns, root))
+    await asyncio.to_thread(excludes.write_text, "\n".join([*BUILD_OUTPUT, extra]) + "\n")
     try:
         out = await git.run("-c", f"core.excludesFile={excludes}", "check-ignore", "--no-index", "-z", "--stdin",
                             stdin=b"".join(os.fsencode(p) + b"\0" for p in paths), ok_codes=(0, 1))

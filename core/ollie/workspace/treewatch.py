@@ -1,0 +1,146 @@
+"""What changed in a work tree since a point, from inotify: the kernel's events, which tool code cannot fake.
+
+Only a turn's first snapshot uses it (`Checkpoints.snapshot(since_last=True)`): the tree as the last snapshot left
+it, re-read where events came. Events can be avoided (a write through a hard link named outside the watched dirs,
+through a mapping made earlier): what is missed there shows up in the step's own snapshot, which always scans the
+whole tree, as a change of that step, never hidden. A lost event (the queue overflowed), a watch that could not be
+added, or a `.gitignore` changed make the answer "unknown": the caller scans everything.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+import threading
+import weakref
+from pathlib import Path
+
+from ollie import beneath
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_MODIFY, _ATTRIB, _CLOSE_WRITE, _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x2, 0x4, 0x8, 0x40, 0x80, 0x100, 0x200
+_DELETE_SELF, _MOVE_SELF, _OVERFLOW, _IGNORED, _ISDIR = 0x400, 0x800, 0x4000, 0x8000, 0x40000000
+_MASK = (_MODIFY | _ATTRIB | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _DELETE_SELF | _MOVE_SELF
+         | 0x1000000 | 0x2000000 | 0x4000000)  # IN_ONLYDIR, IN_DONT_FOLLOW (never a symlink), IN_EXCL_UNLINK
+_EVENT = struct.Struct("iIII")
+# More dirs than this are not watched (a tree that large is scanned whole each time); more paths than this since a
+# point are answered "unknown" too (a pathspec each would cost git more than a scan).
+MAX_DIRS, MAX_PATHS = 20_000, 256
+
+
+class TreeWatch:
+    """inotify watches on every directory of one tree (`.git` dirs left out); one per tree, shared by its users."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._fd = {"fd": -1}  # held apart, so the finalizer closes what is open when the watch goes
+        weakref.finalize(self, _close, self._fd)
+        self._failed = False  # too many dirs, or the user's inotify limits reached: not tried again
+        self._dirs: dict[int, str] = {}  # watch descriptor -> dir, relative ("" is the root)
+        self._seq = 0
+        self._marks: dict[str, int] = {}  # path -> the sequence number of its last event
+        self._broken = 0  # the sequence number after which what happened is unknown
+
+    def since(self, cursor: int | None) -> tuple[int, set[str] | None]:
+        """(a new cursor, the paths with events since `cursor`: None when unknown). Blocks on the disk: in a thread."""
+        with self._lock:
+            if self._fd["fd"] < 0:
+                self._start()
+            else:
+                self._drain()
+            self._seq += 1
+            if cursor is None or self._fd["fd"] < 0 or self._broken > cursor:
+                return self._seq, None
+            paths = {path for path, seq in self._marks.items() if seq > cursor}
+            return self._seq, paths if len(paths) <= MAX_PATHS else None
+
+    def _start(self) -> None:
+        _close(self._fd)
+        self._dirs.clear()
+        self._marks.clear()
+        self._broken = self._seq + 1
+        if self._failed:
+            return
+        self._fd["fd"] = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self._fd["fd"] < 0 or not self._add(""):
+            self._failed = True
+            _close(self._fd)
+
+    def _add(self, rel: str) -> bool:
+        """Watch `rel` and every dir below it (each watched, then listed: none made meanwhile is missed); False
+        when the user's inotify limit or MAX_DIRS is reached."""
+        try:
+            for top, dirs, _, _ in beneath.walk_sync(self.root, rel or "."):
+                path = os.path.normpath(os.path.join(rel, top))
+                wd = _libc.inotify_add_watch(self._fd["fd"], os.fsencode(self.root / path), _MASK)
+                if wd < 0 and ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
+                    return False
+                # Gone, or swapped for a symlink meanwhile (never followed): its parent's events say so.
+                dirs[:] = [d for d in dirs if d != ".git"] if wd >= 0 else []
+                if wd >= 0:
+                    self._dirs[wd] = "" if path == "." else path
+                if len(self._dirs) > MAX_DIRS:
+                    return False
+        except OSError:
+            pass
+        return True
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._fd["fd"], 1 << 16)
+            except BlockingIOError:
+                return
+            pos = 0
+            while pos < len(data):
+                wd, mask, _, size = _EVENT.unpack_from(data, pos)
+                name = os.fsdecode(data[pos + 16:pos + 16 + size].rstrip(b"\0"))
+                pos += 16 + size
+                if not self._event(wd, mask, name):
+                    self._start()  # what happened is unknown: start again (a full scan follows)
+                    return
+
+    def _event(self, wd: int, mask: int, name: str) -> bool:
+        """Note one event; False when events were lost or the root itself went away."""
+        if mask & _OVERFLOW:
+            return False
+        if mask & _IGNORED:
+            self._dirs.pop(wd, None)
+            return True
+        top = self._dirs.get(wd)
+        if top is None or not name or name == ".git":
+            return top != "" or not mask & (_DELETE_SELF | _MOVE_SELF)  # the root itself went away
+        rel = f"{top}/{name}" if top else name
+        self._seq += 1
+        if name == ".gitignore" or len(self._marks) >= 64 * MAX_PATHS:
+            self._broken, self._marks = self._seq, {}  # what is ignored changed, or too much to remember
+        self._marks[rel] = self._seq
+        if mask & _ISDIR and mask & (_MOVED_FROM | _DELETE):
+            for gone in [w for w, d in self._dirs.items() if d == rel or d.startswith(rel + "/")]:
+                _libc.inotify_rm_watch(self._fd["fd"], gone)  # its path is no longer where its events happen
+                del self._dirs[gone]
+        if mask & _ISDIR and mask & (_MOVED_TO | _CREATE):
+            return self._add(rel)
+        return True
+
+
+def _close(fd: dict[str, int]) -> None:
+    if fd["fd"] >= 0:
+        os.close(fd["fd"])
+        fd["fd"] = -1
+
+
+_watches: weakref.WeakValueDictionary[Path, TreeWatch] = weakref.WeakValueDictionary()
+_watches_lock = threading.Lock()
+
+
+def watch(root: Path) -> TreeWatch:
+    """The one watch of `root` in this process (started at its first use)."""
+    with _watches_lock:
+        found = _watches.get(root)
+        if found is None:
+            found = _watches[root] = TreeWatch(root)
+        return found
