@@ -4,6 +4,8 @@ listed as a change of the turn unless asked for.
 Checkpoints already skip what the workspace's `.gitignore` files ignore. What they still see, and a user does not
 count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the code writes, and whatever the
 project's `.git/info/exclude` or the user's global git excludes file ignores (the shadow git reads neither).
+Without those two, the match is made here (no git process); with them, git's `check-ignore` also hides a tracked
+file that a `.gitignore` came to ignore later (without them it is listed, as it is checkpointed).
 """
 
 from __future__ import annotations

@@ -30,6 +30,10 @@ _EVENT = struct.Struct("iIII")
 MAX_DIRS, MAX_PATHS = 20_000, 256
 
 
+class _Full(Exception):
+    """The user's inotify watch limit, or MAX_DIRS, is reached."""
+
+
 class TreeWatch:
     """inotify watches on every directory of one tree (`.git` dirs left out); one per tree, shared by its users."""
 
@@ -70,22 +74,30 @@ class TreeWatch:
             _close(self._fd)
 
     def _add(self, rel: str) -> bool:
-        """Watch `rel` and every dir below it (each watched, then listed: none made meanwhile is missed); False
+        """Watch `rel` and every dir below it, each before it is listed (so none made meanwhile is missed); False
         when the user's inotify limit or MAX_DIRS is reached."""
         try:
-            for top, dirs, _, _ in beneath.walk_sync(self.root, rel or "."):
-                path = os.path.normpath(os.path.join(rel, top))
-                wd = _libc.inotify_add_watch(self._fd["fd"], os.fsencode(self.root / path), _MASK)
-                if wd < 0 and ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
-                    return False
-                # Gone, or swapped for a symlink meanwhile (never followed): its parent's events say so.
-                dirs[:] = [d for d in dirs if d != ".git"] if wd >= 0 else []
-                if wd >= 0:
-                    self._dirs[wd] = "" if path == "." else path
-                if len(self._dirs) > MAX_DIRS:
-                    return False
+            if self._watch_one(rel):
+                for top, dirs, _, _ in beneath.walk_sync(self.root, rel or "."):
+                    base = os.path.join(rel, top)
+                    dirs[:] = [d for d in dirs if d != ".git" and self._watch_one(os.path.join(base, d))]
+        except _Full:
+            return False
         except OSError:
-            pass
+            pass  # gone, or swapped for a symlink meanwhile (never followed): its parent's events say so
+        return True
+
+    def _watch_one(self, rel: str) -> bool:
+        """Watch the dir `rel`; False when it is gone or no longer a dir."""
+        rel = os.path.normpath(rel) if rel else "."
+        wd = _libc.inotify_add_watch(self._fd["fd"], os.fsencode(self.root / rel), _MASK)
+        if wd < 0:
+            if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
+                raise _Full
+            return False
+        self._dirs[wd] = "" if rel == "." else rel
+        if len(self._dirs) > MAX_DIRS:
+            raise _Full
         return True
 
     def _drain(self) -> None:
