@@ -25,13 +25,22 @@ _DELETE_SELF, _MOVE_SELF, _OVERFLOW, _IGNORED, _ISDIR = 0x400, 0x800, 0x4000, 0x
 _MASK = (_MODIFY | _ATTRIB | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _DELETE_SELF | _MOVE_SELF
          | 0x1000000 | 0x2000000 | 0x4000000)  # IN_ONLYDIR, IN_DONT_FOLLOW (never a symlink), IN_EXCL_UNLINK
 _EVENT = struct.Struct("iIII")
-# More dirs than this are not watched (a tree that large is scanned whole each time); more paths than this since a
-# point are answered "unknown" too (a pathspec each would cost git more than a scan).
+# More dirs than this, or than an eighth of the user's watch limit (editors watch the same tree), are not watched (a
+# tree that large is scanned whole each time); more paths than this since a point are answered "unknown" too (a
+# pathspec each would cost git more than a scan).
 MAX_DIRS, MAX_PATHS = 20_000, 256
 
 
+def _max_dirs() -> int:
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches") as limit:
+            return min(MAX_DIRS, int(limit.read()) // 8)
+    except (OSError, ValueError):
+        return 0
+
+
 class _Full(Exception):
-    """The user's inotify watch limit, or MAX_DIRS, is reached."""
+    """The user's inotify watch limit, or our share of it, is reached."""
 
 
 class TreeWatch:
@@ -43,6 +52,7 @@ class TreeWatch:
         self._fd = {"fd": -1}  # held apart, so the finalizer closes what is open when the watch goes
         weakref.finalize(self, _close, self._fd)
         self._failed = False  # too many dirs, or the user's inotify limits reached: not tried again
+        self._cap = MAX_DIRS
         self._dirs: dict[int, str] = {}  # watch descriptor -> dir, relative ("" is the root)
         self._seq = 0
         self._marks: dict[str, int] = {}  # path -> the sequence number of its last event
@@ -68,6 +78,7 @@ class TreeWatch:
         self._broken = self._seq + 1
         if self._failed:
             return
+        self._cap = _max_dirs()
         self._fd["fd"] = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self._fd["fd"] < 0 or not self._add(""):
             self._failed = True
@@ -96,7 +107,7 @@ class TreeWatch:
                 raise _Full
             return False
         self._dirs[wd] = "" if rel == "." else rel
-        if len(self._dirs) > MAX_DIRS:
+        if len(self._dirs) > self._cap:
             raise _Full
         return True
 
