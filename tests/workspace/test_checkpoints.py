@@ -165,3 +165,24 @@ async def test_rewind_refuses_a_write_through_a_directory_swapped_for_a_symlink_
     with pytest.raises(OSError):
         module._apply(Path(os.path.realpath(project)), src_change)  # the write alone, as in the race
     assert os.listdir(outside) == []
+
+
+async def test_build_output_is_told_apart_without_git_as_git_tells_it(tmp_path: Path, monkeypatch) -> None:
+    # No project or user excludes: the listing's filter matches BUILD_OUTPUT itself (no git process per step).
+    from ollie.workspace.ignored import BUILD_OUTPUT, ignored
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=ws, env=env, check=True)
+    paths = ["a.py", "a.pyc", "x/__pycache__/m.cpython-311.pyc", "x/__pycache__/notes.txt", "__pycache__",
+             "y.pyd/z.txt", "pkg/mod.pyo", "mypy.py", "__pycache__x/a.txt", "d/a.pyc~"]
+    excludes = tmp_path / "excludes"
+    excludes.write_text("\n".join(BUILD_OUTPUT) + "\n")
+    by_git = subprocess.run(["git", "-c", f"core.excludesFile={excludes}", "check-ignore", "--no-index", "--stdin"],
+                            cwd=ws, env=env, input="\n".join(paths) + "\n", capture_output=True,
+                            text=True).stdout.split()
+    cps = Checkpoints(ws)
+    assert await ignored(cps.git, ws, paths) == set(by_git) == {
+        "a.pyc", "x/__pycache__/m.cpython-311.pyc", "x/__pycache__/notes.txt", "y.pyd/z.txt", "pkg/mod.pyo"}
