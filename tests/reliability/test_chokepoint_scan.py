@@ -86,6 +86,7 @@ ALLOWED = {
     ("core/ollie/agent/review.py", "Review._record_undo"): "a temp index in the shadow repository",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
+    ("core/ollie/workspace/treewatch.py", "_max_dirs"): "the kernel's inotify watch limit in /proc/sys",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints.delete_refs"): "the shadow repository's refs",
     ("core/ollie/tools/execute/call.py", "_run_call"): "an elevated tool script's bytes, to pin them",
     ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",

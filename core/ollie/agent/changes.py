@@ -19,7 +19,8 @@ class ChangeTracker:
     `before_step()` / `after_step(token)` bracket a step that can write; reads take no snapshot. A turn's
     checkpoint is taken lazily, at its first write-capable step or hook (nothing the engine ran can have
     changed the tree before). A snapshot is reused as the next "before" until something may have written
-    (`touched()`); a turn's begin snapshot is always fresh, so the user's own edits never count as the agent's.
+    (`touched()`); a turn's begin snapshot is always new (re-read where the kernel saw changes), so the user's
+    own edits never count as the agent's.
     """
 
     def __init__(self, cwd: Path | str, session_id: str, *,
@@ -76,7 +77,7 @@ class ChangeTracker:
     async def begin_turn(self, turn_number: int) -> None:
         """Turn `turn_number` starts: its checkpoint waits for its first step that may write (see the class)."""
         self._turn, self._begin, self._begun = turn_number, None, False
-        self._fresh = None  # between turns the user owns the workspace: the turn's checkpoint is a new scan
+        self._fresh = None  # between turns the user owns the workspace: the turn's checkpoint is a new snapshot
 
     async def _ensure_begin(self) -> None:
         """Take the running turn's checkpoint now, unless it was taken (or tried) already."""
@@ -101,7 +102,7 @@ class ChangeTracker:
         begin = self._begin if self._begun else None
         end = (self._fresh or await self._snapshot()) if begin is not None else None
         self._turn, self._begin, self._begun = None, None, False
-        self._fresh = None  # between turns the user owns the workspace: the next turn begins with a scan
+        self._fresh = None  # between turns the user owns the workspace: the next turn begins with a new snapshot
         return begin, end
 
     async def before_step(self) -> str | None:
