@@ -64,7 +64,7 @@ async def test_the_turn_end_is_the_last_steps_after_unless_something_ran(project
     # The user edits while the model writes its last reply: not the turn's (the turn ended at its last step).
     (project / "README.md").write_text("# the user\n")
     begin, end = await tracker.end_turn()
-    assert begin == token and end is not None
+    assert begin is not None and begin == token and end is not None
     assert _paths(await tracker.checkpoints.changes(begin, end)) == ["a.txt"]
 
     await tracker.begin_turn(2)

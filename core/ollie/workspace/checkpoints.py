@@ -138,11 +138,8 @@ class Checkpoints:
         self._ready = True
 
     async def snapshot(self, since_last: bool = False) -> str:
-        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read.
-
-        `since_last`: only where the kernel saw changes since this object's last snapshot (treewatch), when it can
-        tell; for a turn's first snapshot, where a missed change is counted in the step's own (full) snapshot.
-        """
+        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read; `since_last`:
+        only the paths with kernel events since this object's last snapshot, when known (treewatch: a turn's first)."""
         async with self._lock:
             return await self._snapshot(since_last)
 
