@@ -255,6 +255,7 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert digest == hashlib.sha256(up).hexdigest()
     assert (body_hash, int(size)) == (hashlib.sha256(back).hexdigest(), 64 + len(back))
     assert (connections[0]["sent"], connections[0]["received"]) == (len(up), 64 + len(back))
+    assert egress._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
 
 
 async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:
@@ -512,3 +513,18 @@ async def test_a_step_opening_connections_by_the_hundred_is_held_to_a_few(ws) ->
     status, closed = out.splitlines()
     assert status.startswith("HTTP/1.1 503"), out
     assert int(closed) >= count - egress.MAX_CONNECTIONS, out
+
+
+async def test_a_request_head_or_tunnel_opening_that_never_comes_is_cut_off(ws, counting, monkeypatch) -> None:
+    # Slowloris: a connection that sends a part of its head, or opens a tunnel and sends nothing, is closed at the
+    # deadline (each holds the daemon's descriptors), and nothing reaches the server.
+    monkeypatch.setattr(egress, "HEAD_TIMEOUT_S", 0.3)
+    policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
+    out, _, connections = await run_asked(ws, policy, "deny", "raw", f"GET http://pypi.test:{counting.port}/ "
+                                                                     "HTTP/1.1\\r\\nHost: pyp")
+    assert out == "HTTP/1.1 408 Request Timeout" and connections == []
+    out, _, connections = await run_asked(ws, policy, "deny", "raw", f"CONNECT pypi.test:{counting.port} "
+                                                                     "HTTP/1.1\\r\\n\\r\\n")
+    assert out == "HTTP/1.1 200 Connection established"  # then closed: the probe read to the end
+    assert connections[0]["verdict"] == "denied" and connections[0]["how"] == "no TLS or SSH opening within 0.3 s"
+    assert not counting.received

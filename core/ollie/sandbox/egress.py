@@ -44,11 +44,18 @@ _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nC
              b"Connection: close\r\n\r\n%s" % (len(_TOO_MANY_TEXT), _TOO_MANY_TEXT))
 TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
+# A step's request head, and a tunnel's first bytes (its TLS hello), must come within this: a connection that
+# sends too little (slowloris) holds the daemon's descriptors only so long.
+HEAD_TIMEOUT_S = 30.0
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
-# A bulk transfer's pipe: what one splice(2) moves at most. 64 KiB (a pipe's default, which every connection
-# starts with) costs the daemon 1.5x the CPU per byte; 1 MiB saves little and spends the user's pipe quota
-# (fs/pipe-user-pages-soft, shared with all their programs' pipes) four times as fast.
-PIPE_SIZE = 1 << 18
+# A bulk transfer's pipe: what one splice(2) moves at most (pipe-max-size for a user). Per 100 MB relayed the
+# daemon spends ~50 ms of CPU with 256 KiB pipes, ~30 with 1 MiB: fewer, larger splices and wakeups.
+PIPE_SIZE = 1 << 20
+# Pipes grown to PIPE_SIZE at once, all steps together: they count against the user's pipe quota
+# (fs/pipe-user-pages-soft, 64 MiB by default, shared with all their programs'; past it their new pipes are
+# small), so no step spends it. A bulk transfer past these keeps a 64 KiB pipe: slower, not broken.
+MAX_GROWN_PIPES = 16
+_grown_pipes = 0
 _SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 # The user's answers to a network question.
 ANSWERS = ("once", "session", "always", "deny")
@@ -332,7 +339,10 @@ class EgressProxy:
         upstream: socket.socket | None = None
         try:
             try:
-                method, host, port, head, early, body = await read_request(client)
+                method, host, port, head, early, body = await asyncio.wait_for(read_request(client), HEAD_TIMEOUT_S)
+            except TimeoutError:
+                await _reply(client, 408, f"ollie egress proxy: no whole request head within {HEAD_TIMEOUT_S:g} s")
+                return
             except (RequestError, ValueError) as exc:
                 await _reply(client, 400, f"ollie egress proxy: bad request: {exc}")
                 return
@@ -351,7 +361,10 @@ class EgressProxy:
             if method == b"CONNECT":
                 await loop.sock_sendall(client, b"HTTP/1.1 200 Connection established\r\n\r\n")
                 try:
-                    first = await tunnel_opening(client, host, early)
+                    first = await asyncio.wait_for(tunnel_opening(client, host, early), HEAD_TIMEOUT_S)
+                except TimeoutError:
+                    record.update(verdict="denied", how=f"no TLS or SSH opening within {HEAD_TIMEOUT_S:g} s")
+                    return  # nothing was sent upstream
                 except RequestError as exc:
                     record.update(verdict="denied", how=str(exc))
                     return  # nothing was sent upstream
@@ -390,7 +403,7 @@ async def _connect(addresses: list[str], port: int) -> socket.socket:
 
 
 async def _reply(client: socket.socket, status: int, text: str) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[status]
+    reason = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 502: "Bad Gateway"}[status]
     body = text.encode() + b"\n"
     with contextlib.suppress(OSError):
         await asyncio.get_running_loop().sock_sendall(
@@ -439,8 +452,9 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
     or `count(n)` says stop.
 
     Through a pipe with splice(2): the kernel hands the pages on, so the bytes are never copied into
-    Python and back (a 100 MB download costs a few hundred event-loop wakeups and no copies of ours).
+    Python and back (a 100 MB download costs about a hundred splices each way and no copies of ours).
     """
+    global _grown_pipes
     loop = asyncio.get_running_loop()
     pipe_out, pipe_in = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     # Grown to PIPE_SIZE only once a splice fills it: most connections (an API call, a TLS handshake) never do.
@@ -460,19 +474,24 @@ async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], b
                 return
             if left is not None:
                 left -= n
-            grow, grown = not grown and n >= room, grown or n >= room
+            grow = not grown and n >= room
             while n:
                 try:
                     n -= os.splice(pipe_out, dst.fileno(), n, flags=_SPLICE_FLAGS)
                 except BlockingIOError:
                     await _ready(loop, dst, write=True)
-            if grow:  # empty now; past the user's pipe quota it stays small: slower, not broken
-                with contextlib.suppress(OSError):
+            if grow and _grown_pipes < MAX_GROWN_PIPES:  # empty now
+                try:
                     fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+                except OSError:  # past the user's pipe quota: it stays small (slower, not broken), not tried again
+                    room = PIPE_SIZE
+                else:
+                    grown, _grown_pipes = True, _grown_pipes + 1
         if left is None or left > 0:  # `src` ended (a plain request: before its whole body)
             with contextlib.suppress(OSError):
                 dst.shutdown(socket.SHUT_WR)
     finally:
+        _grown_pipes -= grown
         os.close(pipe_out)
         os.close(pipe_in)
 
