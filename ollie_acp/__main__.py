@@ -49,9 +49,10 @@ async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `ollie-acp` (and `ollie acp`)."""
-    from ollie.startup import pause_gc
+    from ollie.startup import pause_gc, raise_fd_limit
 
     pause_gc()  # until serve() has loaded the SDK and the engine
+    raise_fd_limit()
     args = parse_args(argv)
     from ollie.log import setup_logging
     from ollie.stdio import end_process, protect_stdio

@@ -161,3 +161,22 @@ def test_the_cycle_collector_is_paused_while_the_engine_loads_and_runs_again_aft
             "print(paused, gc.isenabled(), gc.get_freeze_count())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["True", "True", "0"]
+
+
+async def test_the_daemon_raises_its_descriptor_limit_to_the_hard_one(tmp_path) -> None:
+    # Started with a soft limit far under the hard one (each proxied connection of a step holds six descriptors).
+    code = ("import resource, runpy; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard)); "
+            "runpy.run_module('ollie_lsp', run_name='__main__', alter_sys=True)")
+    config = ClientServerConfig(server_command=[sys.executable, "-c", code], client_factory=make_client,
+                                server_env=child_env({}))
+    client = await config.start()
+    try:
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=capabilities(), root_uri=tmp_path.as_uri())), 30)
+        limits = Path(f"/proc/{client._server.pid}/limits").read_text()  # type: ignore[attr-defined]
+        await asyncio.wait_for(client.shutdown_session(), 20)
+    finally:
+        await client.stop()
+    soft, hard = next(line for line in limits.splitlines() if line.startswith("Max open files")).split()[3:5]
+    assert soft == hard, limits

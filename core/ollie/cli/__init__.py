@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
     from ollie.log import setup_logging
+    from ollie.startup import raise_fd_limit
 
     setup_logging()
+    raise_fd_limit()  # its steps' proxied connections are this process's descriptors
     if args.session:
         problem = _session_problem(args.session)
         if problem:
