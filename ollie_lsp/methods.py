@@ -200,11 +200,12 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     system_prompt = await core.ready_prompt()
     messages = core.context()
     end = len(messages) if p.limit is None else p.offset + p.limit
-    cwd, outcomes = core.cwd, core.session.step_outcomes
+    cwd, outcomes, network = core.cwd, core.session.step_outcomes, core.session.step_network
 
     def answer() -> dict[str, Any]:
         # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
-        page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes)
+        page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
+                             network=network)
         for message in page:
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):

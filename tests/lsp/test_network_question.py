@@ -40,5 +40,15 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     assert not listener.received
     # The step's `tool` event lists its connections, structured (PROTOCOL.md "Network questions").
     (tool,) = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
-    assert tool["network"] == [{"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
-                                "sent": 0, "received": 0}]
+    record = {"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny", "sent": 0, "received": 0}
+    assert tool["network"] == [record]
+
+    # Saved with the session: resumed in a new daemon (an editor's restart), its step and `/network` still show it.
+    session = (await daemon.request("ollie/state", {}))["session"]
+    await daemon.client.shutdown_session()
+    again = await start_daemon(env=llm.env(), workspace=daemon.workspace)
+    await again.request("ollie/session/load", {"session": session})
+    context = await again.request("ollie/context", {"session": session})
+    assert [m["tool"]["network"] for m in context["messages"] if m.get("role") == "tool"] == [[record]]
+    listing = (await again.request("ollie/command", {"session": session, "line": "/network"}))["output"]
+    assert listing.startswith("network (1 connection):") and f"other.test:{listener.port} denied (deny)" in listing

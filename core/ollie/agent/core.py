@@ -195,7 +195,6 @@ class Core(McpMembers):
     tool_call_count: int = forward("_host.tool_calls")  # tool calls executed over the core's life
     review: Review = forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
     max_steps: int = forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
-    network_log: list[dict] = forward("_approval.net_log")  # the connections the steps made through the egress proxy
 
     def field_value(self, name: str) -> str:
         """The current value of a `wait_change` field, as a string."""
@@ -331,6 +330,7 @@ class Core(McpMembers):
         if keep_mode:
             session.approval = source.approval
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
+        session.step_network = source.step_network
         session.decision_index = list(source.decision_index)
         self._host.save()
         self._notify()
@@ -409,6 +409,14 @@ class Core(McpMembers):
 
     # Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused.
     step_approver: StepApprover | None = forward("_approval.approver", settable=True)
+
+    @property
+    def network_log(self) -> list[dict]:
+        """Every connection this session's steps made through the egress proxy: its finished calls' (saved with it),
+        then those of calls still running."""
+        saved = [c for calls in self.session.step_network.values() for c in calls]
+        seen = {id(c) for c in saved}  # a finished call's records are the live ones, not copies
+        return saved + [c for c in self._approval.net_log if id(c) not in seen]
 
     def _allow_always(self, rule: str) -> None:
         if rule not in self.session.approval_always:

@@ -1,7 +1,7 @@
 """The session history as a client draws it: tool calls and results as readable steps, cut-off replies marked.
 
 Built from the saved messages alone with the live events' step code, so a resumed session shows its steps as they
-were shown (without diffs, which are not saved).
+were shown, with the connections they made (without diffs, which are not saved).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLooku
     return inner if result is None else finished(inner, result)
 
 
-def _step_fields(inner: list[ToolState], call_id: str) -> dict[str, object]:
-    out: dict[str, object] = {"tool": whole_state(call_id, inner).to_wire()}
+def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict]) -> dict[str, object]:
+    out: dict[str, object] = {"tool": replace(whole_state(call_id, inner), network=tuple(network)).to_wire()}
     if len(inner) > 1:
         out["steps"] = [s.to_wire() for s in inner]
     return out
@@ -72,8 +72,10 @@ def _step_fields(inner: list[ToolState], call_id: str) -> dict[str, object]:
 
 def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,
                   kind_of: KindLookup | None = None,
-                  outcomes: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
-    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`)."""
+                  outcomes: Mapping[str, Sequence[str]] | None = None,
+                  network: Mapping[str, Sequence[dict]] | None = None) -> list[dict[str, object]]:
+    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`);
+    `outcomes` and `network` are the session's `step_outcomes` and `step_network`."""
     page = messages[start:end]
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
     wanted = {m.tool_call_id for m in page if m.role == "tool"}
@@ -83,7 +85,8 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
     def fields(call: ToolCall) -> dict[str, object]:
         if call.id not in built:
             marks = (outcomes or {}).get(call.id)
-            built[call.id] = _step_fields(call_steps(call, results.get(call.id), cwd, kind_of, marks), call.id)
+            built[call.id] = _step_fields(call_steps(call, results.get(call.id), cwd, kind_of, marks), call.id,
+                                          (network or {}).get(call.id, ()))
         return built[call.id]
 
     out: list[dict[str, object]] = []

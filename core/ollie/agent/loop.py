@@ -235,9 +235,12 @@ class AgentLoop:
         return outcomes
 
     def _keep_outcomes(self, round_: ToolRound) -> None:
-        """How the round's steps ended, kept with the session: its history shows them after results collapse."""
+        """How the round's steps ended, and their connections, kept with the session: its history shows them after
+        results collapse, and after a resume."""
         for call_id, inner in round_.ended.items():
             self.session.step_outcomes[call_id] = outcome_marks(inner)
+        for call_id, connections in round_.network.items():
+            self.session.step_network[call_id] = list(connections)  # the proxy's own records: see Core.network_log
 
     def _after_round(self, text: str, outcomes: list[CallOutcome]) -> TurnResult | None:
         """State inference and safety checks; a TurnResult when the turn must stop."""

@@ -120,8 +120,8 @@ class ToolRound:
     _names: dict[str, str] = field(default_factory=dict, init=False)
     # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
     _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
-    # The connections each finished call made through the egress proxy, for its `tool` event.
-    _network: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict, init=False)
+    # The connections each finished call made through the egress proxy, for its `tool` event and the history.
+    network: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict, init=False)
     # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
     ended: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
 
@@ -149,7 +149,7 @@ class ToolRound:
             self.bus.emit(role, content, name=name)
             return
         whole = whole_state(call_id, inner)
-        if role == "tool" and (network := self._network.pop(call_id, ())):
+        if role == "tool" and (network := self.network.get(call_id, ())):
             whole = replace(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
         self.bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
 
@@ -320,7 +320,7 @@ class ToolRound:
                 output_tap.reset(live)
             egress.asking.reset(asking)
             if net is not None and net.connections:
-                self._network[call.id] = tuple(net.connections)
+                self.network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error
 
         post = await self.hook(

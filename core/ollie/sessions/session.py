@@ -122,7 +122,7 @@ class TrackedDict(dict[str, Any]):
 
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes")
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network")
 
 
 @dataclass
@@ -149,6 +149,9 @@ class Session:
     # How each tool call's steps ended, by tool_call_id (`completed`, `failed`, `completed:12` = an edit at
     # line 12): the history's steps keep them after the result text collapses (ollie.agent.history).
     step_outcomes: dict[str, list[str]] = field(default_factory=dict)
+    # The connections each tool call's steps made through the egress proxy (sandbox/egress.py's records), by
+    # tool_call_id: a resumed session's steps and `/network` still show them.
+    step_network: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
@@ -197,6 +200,7 @@ class Session:
         self.task_state = None
         self.result_tiers.clear()
         self.step_outcomes.clear()
+        self.step_network.clear()
         self.decision_index.clear()
         self.last_input_tokens = 0
         self.history_generation += 1
