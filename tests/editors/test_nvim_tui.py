@@ -289,6 +289,8 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     from ollie.sandbox import landlock_abi
     from tests.netserver import Listener
 
+    from . import screens
+
     if landlock_abi() < 1:
         pytest.skip("needs Landlock")
     server = Listener()
@@ -310,7 +312,16 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         assert "in this and later sessions" in asked and "feedback" not in asked
         deny = next(line for line in asked.splitlines() if "Deny" in line).strip()[:1]
         tmux.keys(deny, "Enter")
-        tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
+        denied = tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
+        # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
+        assert f"⇄ {target} denied (deny), sent 0 B," in denied and "received 0 B" in denied, denied  # wrapped
+        assert "[network]" not in denied and tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-denied.png", (1000, 560))
+        # Drawn again from the session's history (`ollie/context`, as a resume draws it): the connection still shows.
+        tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
+        tmux.keys(":OllieChat", "Enter")
+        redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "⇄" in s, "the redraw"))
+        assert f"⇄ {target} denied (deny), sent 0 B," in redrawn and "[network]" not in redrawn, redrawn
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -73,7 +73,8 @@ function M.render(t, messages, running)
         t:turn_end("interrupted")
       end
     elseif m.role == "tool" then
-      t:output(m.content or "", type(m.tool) == "table" and m.tool.status == "failed")
+      local tool = type(m.tool) == "table" and m.tool or {}
+      t:output(m.content or "", tool.status == "failed", tool.network)
     end
   end
   if running then

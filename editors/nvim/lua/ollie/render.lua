@@ -451,10 +451,29 @@ function M.rejection(text)
   return feedback and ("rejected: " .. vim.trim(feedback)) or "rejected"
 end
 
----A step's output, folded, then a separator so the answer that follows stands apart.
+---A byte count as the `[network]` lines of a result say it (core/ollie/tools/execute/results.py).
+local function size(n)
+  n = tonumber(n) or 0
+  return n < 1024 and (n .. " B") or n < 1048576 and ("%.1f KB"):format(n / 1024) or ("%.1f MB"):format(n / 1048576)
+end
+
+---One connection of a step's `tool.network`: `⇄ host:port denied (deny), sent 0 B, received 0 B`.
+---@param c table {host, port, verdict, how, sent, received, error?}
+---@return string
+function M.network_line(c)
+  local how = (c.how or "") ~= "" and (" (" .. tostring(c.how) .. ")") or ""
+  local line = ("    ⇄ %s:%s %s%s, sent %s, received %s"):format(
+    tostring(c.host), tostring(c.port), tostring(c.verdict), how, size(c.sent), size(c.received))
+  line = c.error and (line .. "; " .. tostring(c.error)) or line
+  return (line:gsub("%c", " ")) -- one buffer line whatever the daemon's strings hold
+end
+
+---A step's connections (its `tool.network`), then its output, folded, then a separator so the answer that follows
+---stands apart. The connections stay out of the fold: which hosts a step reached shows without opening it.
 ---@param content string
 ---@param failed boolean
-function T:output(content, failed)
+---@param network table[]|nil
+function T:output(content, failed, network)
   local text, is_error = result_text(content)
   text = context.compact_blocks(text) -- an inject's context: its 📎 line, as a prompt shows it
   local collapsed = text:match("^%[%w+ result of [^%]]- collapsed: (%d+ lines)")
@@ -475,6 +494,9 @@ function T:output(content, failed)
   -- A blank line first: the indented output is then a markdown code block, which markdown leaves as it is
   -- (in a paragraph, `[call 1 file_edit]` lost its brackets and underscores to the conceal).
   self:add({ "" })
+  for _, c in ipairs(type(network) == "table" and network or {}) do
+    self:add({ M.network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
+  end
   -- The fold is known before the lines land, so the windows fold them as they appear.
   local first = self:count() + 1
   if #lines > 1 then
@@ -522,7 +544,7 @@ function T:tool_event(ev)
         self:set_locations(s.id, s.locations)
       end
     end
-    self:output(ev.content, tool ~= nil and tool.status == "failed")
+    self:output(ev.content, tool ~= nil and tool.status == "failed", tool and tool.network)
   end
 end
 
