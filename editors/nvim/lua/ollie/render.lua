@@ -460,7 +460,7 @@ end
 ---One connection of a step's `tool.network`: `⇄ host:port denied (deny), sent 0 B, received 0 B`.
 ---@param c table {host, port, verdict, how, sent, received, error?}
 ---@return string
-function M.network_line(c)
+local function network_line(c)
   local how = (c.how or "") ~= "" and (" (" .. tostring(c.how) .. ")") or ""
   local line = ("    ⇄ %s:%s %s%s, sent %s, received %s"):format(
     tostring(c.host), tostring(c.port), tostring(c.verdict), how, size(c.sent), size(c.received))
@@ -495,7 +495,7 @@ function T:output(content, failed, network)
   -- (in a paragraph, `[call 1 file_edit]` lost its brackets and underscores to the conceal).
   self:add({ "" })
   for _, c in ipairs(type(network) == "table" and network or {}) do
-    self:add({ M.network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
+    self:add({ network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
   end
   -- The fold is known before the lines land, so the windows fold them as they appear.
   local first = self:count() + 1
