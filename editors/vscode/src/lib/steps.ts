@@ -25,6 +25,38 @@ export interface ToolStep {
   status: StepStatus;
   locations: StepLocation[];
   diffs?: StepDiff[];
+  /** The connections the call made through the egress proxy (on its `tool` event and in the history). */
+  network?: StepConnection[];
+}
+
+/** One connection of a step through the egress proxy (PROTOCOL.md `tool.network`). */
+export interface StepConnection {
+  host: string;
+  port: number;
+  verdict: string;
+  how: string;
+  sent: number;
+  received: number;
+  error?: string;
+}
+
+function parseConnection(raw: unknown): StepConnection | undefined {
+  if (!isObject(raw) || typeof raw.host !== "string" || typeof raw.port !== "number" || typeof raw.verdict !== "string") return undefined;
+  const count = (n: unknown) => (typeof n === "number" && n >= 0 ? n : 0);
+  const c: StepConnection = { host: raw.host, port: raw.port, verdict: raw.verdict, how: typeof raw.how === "string" ? raw.how : "",
+    sent: count(raw.sent), received: count(raw.received) };
+  if (typeof raw.error === "string" && raw.error) c.error = raw.error;
+  return c;
+}
+
+function size(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1 << 20)).toFixed(1)} MB`;
+}
+
+/** A connection as the `[network]` lines of a result say it: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB`. */
+export function connectionLine(c: StepConnection): string {
+  const line = `${c.host}:${c.port} ${c.verdict}${c.how ? ` (${c.how})` : ""}, sent ${size(c.sent)}, received ${size(c.received)}`;
+  return c.error ? `${line}; ${c.error}` : line;
 }
 
 const STATUSES = new Set<string>(["pending", "in_progress", "completed", "failed"]);
@@ -54,6 +86,7 @@ export function parseToolStep(raw: unknown): ToolStep | undefined {
     locations: parseLocations(raw.locations),
   };
   if (Array.isArray(raw.diffs)) step.diffs = raw.diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined);
+  if (Array.isArray(raw.network)) step.network = raw.network.map(parseConnection).filter((c): c is StepConnection => c !== undefined);
   return step;
 }
 

@@ -4,7 +4,7 @@ import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
+import { StepLocation, ToolStep, connectionLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
@@ -58,7 +58,7 @@ export function create(item: ChatItem): HTMLElement {
       const result = el("pre", "tool-result");
       result.append(el("code"));
       io.append(el("summary", undefined, "Input and output"), el("div", "io-label", "Input"), args, el("div", "io-label", "Output"), result);
-      node.append(el("div", "step-head"), el("div", "substeps"), el("div", "diffs"), io);
+      node.append(el("div", "step-head"), el("div", "step-network"), el("div", "substeps"), el("div", "diffs"), io);
       return node;
     }
     case "permission":
@@ -112,6 +112,12 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   node.dataset.kind = step.kind;
   node.setAttribute("aria-label", `${step.title}: ${statusIcon(step.status).label}`);
   (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row", headLocations(step, item.steps)));
+  // Which hosts the step reached (or was denied), under its title: not only inside "Input and output".
+  (node.querySelector(".step-network") as HTMLElement).replaceChildren(...(step.network ?? []).map((c) => {
+    const row = el("div", `connection ${c.verdict === "allowed" ? "allowed" : "denied"}`);
+    row.append(icon("globe"), el("span", undefined, connectionLine(c)));
+    return row;
+  }));
   const substeps = node.querySelector(".substeps") as HTMLElement;
   substeps.replaceChildren(...(item.steps ?? []).map((s) => stepRow(s, "step-row substep")));
   const diffs = node.querySelector(".diffs") as HTMLElement;

@@ -50,6 +50,9 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
   await question.locator(".permission-answer", { hasText: "Denied" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "The host said no." }).waitFor({ timeout: waitMs });
   if (seen.length) throw new Error(`the denied host received ${JSON.stringify(seen)}`);
+  // The step shows its connection under its title (tool.network), not only inside "Input and output".
+  await chat.locator(".item.tool").last().locator(".step-network .connection.denied",
+    { hasText: `${target} denied (deny), sent 0 B, received 0 B` }).waitFor({ timeout: waitMs });
   await screenshot("network-denied");
   log("a network question named the host; Deny sent it nothing");
 
@@ -59,6 +62,8 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
   await question.locator("button", { hasText: "Allow once" }).click();
   await chat.locator(".item.assistant", { hasText: "Fetched it." }).waitFor({ timeout: waitMs });
   if (JSON.stringify(seen) !== JSON.stringify(["/allowed"])) throw new Error(`the host received ${JSON.stringify(seen)}`);
+  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed (once)` })
+    .waitFor({ timeout: waitMs });
   await screenshot("network-allowed");
   log("Allow once let the request through");
 });

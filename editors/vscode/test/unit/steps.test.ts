@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
+import { connectionLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -34,6 +34,22 @@ test("a v2 tool object is parsed; bad parts are dropped, an unknown status reads
   });
   assert.equal(parseToolStep({ id: "c1" }), undefined, "no title");
   assert.equal(parseEvent({ session: "s", seq: 1, role: "call", content: "{}", tool: { id: 3 } })?.tool, undefined);
+});
+
+test("a tool object's connections are parsed (malformed ones dropped) and read as the result's [network] lines", () => {
+  const network = [
+    { host: "pypi.org", port: 443, verdict: "allowed", how: "policy", sent: 1234, received: 3 * (1 << 20) },
+    { host: "other.test", port: 8080, verdict: "denied", how: "deny", sent: 0, received: 0 },
+    { host: "x.test", port: 443, verdict: "allowed", how: "once", sent: 10, received: 0, error: "cut off" },
+    { host: 5 },
+  ];
+  const step = parseToolStep({ ...wire("c1", "completed"), network });
+  assert.deepEqual(step?.network?.map(connectionLine), [
+    "pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB",
+    "other.test:8080 denied (deny), sent 0 B, received 0 B",
+    "x.test:443 allowed (once), sent 10 B, received 0 B; cut off",
+  ]);
+  assert.equal(parseToolStep(wire("c2", "completed"))?.network, undefined);
 });
 
 test("call → step → tool move one item through pending, in progress and completed, matched by id", () => {
