@@ -84,6 +84,17 @@ test("resumed steps are the live chat's: title, status (failed too), locations w
   assert.deepEqual(second.steps?.map((s) => [s.title, s.status]), [["Read calc.py", "completed"], ["Read missing.py", "failed"]]);
 });
 
+test("a resumed step keeps its connections (tool.network, saved with the session)", () => {
+  const network = [{ host: "other.test", port: 8080, verdict: "denied", how: "deny", sent: 0, received: 0 }];
+  const fetch = { id: "c3", kind: "execute", title: "Run `curl`", status: "completed", locations: [], network };
+  const [item] = historyItems([
+    { role: "assistant", content: "", tool_calls: [{ id: "c3", name: "execute_code", arguments: "{}", tool: fetch }] },
+    { role: "tool", content: "[step 1 bash] exit 0", tool_call_id: "c3", tool: fetch },
+  ]);
+  assert.ok(item.kind === "tool");
+  assert.deepEqual(item.step?.network, network);
+});
+
 test("an interrupted reply shows its text without the engine's marker, then ends as interrupted", () => {
   const items = historyItems(saved);
   const reply = items.find((i) => i.kind === "assistant");
