@@ -107,7 +107,7 @@ async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
-        socket.send_fds(control, [b"spawn ns"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
+        socket.send_fds(control, [b"spawn ns net"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
     finally:
         theirs.close()
         for fd in stdio:
@@ -144,3 +144,61 @@ async def test_a_hostile_step_cannot_reach_the_idle_prepared_processes_waiting_f
     out2, err2, _ = await asyncio.wait_for(nxt.communicate(), 20)
     assert await nxt.wait() == 0, err2
     assert out2.decode().split()[0] == "2", out2
+
+
+OPEN = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc", "/proc"], rw: ["{CWD}", "/dev/null"]}\n'
+        "network: {mode: open}\n")
+
+
+async def _net_namespace(ws, policy) -> tuple[int, str]:
+    """(pid, the network namespace) of one step under `policy`."""
+    proc = await spawn_sandboxed(["readlink", "/proc/self/ns/net"], policy=policy, cwd=ws.work, env=ws.env)
+    out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert await proc.wait() == 0, err
+    return proc.pid, out.decode().strip()
+
+
+async def test_each_proxy_step_gets_a_fresh_network_namespace_its_prepared_process_made(ws, server):
+    await ws.bash("true", ws.default_policy())  # the default policy's steps go through the egress proxy
+    seen = []
+    for _ in range(3):
+        prepared = await idle_spares(server)
+        pid, namespace = await _net_namespace(ws, ws.default_policy())
+        assert pid in prepared.values(), "the step did not run in a prepared process"
+        seen.append(namespace)
+    host = os.readlink("/proc/self/ns/net")
+    assert len(set(seen)) == 3 and host not in seen, (host, seen)
+
+
+async def test_steps_switching_between_proxy_and_open_each_get_the_network_they_asked_for(ws, server):
+    # Spares are made for the last step's kind: after a switch, the ready ones made for the other kind go.
+    host, open_policy = os.readlink("/proc/self/ns/net"), ws.policy(OPEN)
+    await ws.bash("true", ws.default_policy())
+    for policy, in_host in [(open_policy, True), (open_policy, True), (ws.default_policy(), False),
+                            (open_policy, True)]:
+        _, namespace = await _net_namespace(ws, policy)
+        assert (namespace == host) == in_host, (namespace, host)
+    prepared = await idle_spares(server)  # made for `open` steps now
+    pid, namespace = await _net_namespace(ws, open_policy)
+    assert pid in prepared.values() and namespace == host
+
+
+async def test_a_step_without_the_proxy_sent_to_a_spare_that_made_a_network_namespace_is_refused(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    ruleset, _ = ruleset_for(ws.default_policy(), landlock_abi())
+    assert ruleset is not None and "netns" not in ruleset  # the daemon adds it with the step's proxy token
+    request = {"argv": ["true"], "cwd": str(ws.work), "env": ws.env, "ruleset": ruleset, "limits": {}}
+    control = server._ensure()
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
+    try:
+        socket.send_fds(control, [b"spawn ns net"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
+    finally:
+        theirs.close()
+        for fd in stdio:
+            os.close(fd)
+    with pytest.raises(SandboxError, match="network namespace does not fit"):
+        await spawn_module._converse(mine, request)
+    gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
+    assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"

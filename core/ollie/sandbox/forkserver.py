@@ -3,7 +3,9 @@
 Started once per daemon as `python -I -S forkserver.py CONTROL_FD [TOOLS_DIR]`, because
 forking a threaded daemon and running Python before exec is unsafe. Protocol:
 the daemon sends b"spawn" (b"spawn ns": the step asks for its own PID namespace, so a
-spare that forked its tool process ahead may take it) on the control socket (SOCK_SEQPACKET) with four fds:
+spare that forked its tool process ahead may take it; b"spawn ns net": and for the egress
+proxy's network namespace, which such a process makes ahead too) on the control socket
+(SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
 per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
 server forks a supervisor (supervise.py) that forks the tool process (`_child`:
@@ -122,11 +124,13 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
 
 # The running supervisors (spares included): pid -> pidfd (registered with the selector until reaped).
 _supervisors: dict[int, int] = {}
-# Spares: those that said they are ready (in order; True: its tool process is forked already, as PID 1 of
-# a new PID namespace, for a step that asks for one), and every spare's job socket until it is used or gone.
-_ready: list[tuple[int, bool]] = []
+# Spares: those that said they are ready (in order, with the kind of step their tool process, forked already,
+# was made for: b"ns" or b"ns net" as in the spawn message, b"" with none), and every spare's job socket until it
+# is used or gone.
+_ready: list[tuple[int, bytes]] = []
 _jobs: dict[int, socket.socket] = {}
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
+_wanted = b"ns net"  # the kind new spares are made for: the last step's (the default policy's at first)
 
 
 def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -160,7 +164,7 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
         pid = os.fork()
         if pid == 0:
             fdio.close_fds_except([theirs.fileno()])
-            spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES)
+            spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES, _wanted == b"ns net")
         theirs.close()
         _jobs[pid] = ours
         _watch(pid, selector, spare=True)
@@ -177,8 +181,11 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
         message = jobs.recv(16)
     except OSError:
         message = b""
-    if message in (b"ready", b"ready ns"):
-        _ready.append((pid, message == b"ready ns"))
+    if message in (b"ready", b"ready ns", b"ready ns net"):
+        kind = message[len(b"ready "):]
+        _ready.append((pid, kind))
+        if kind and kind != _wanted:
+            _retire(pid)  # made for the kind of step that came before the last one
         return
     if message == b"no cgroup":
         _spares_work = False  # none is writable: spares would gain nothing
@@ -186,10 +193,26 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
     del _jobs[pid]
 
 
-def _hand_to_spare(fds: list[int], namespace: bool) -> bool:
+def _retire(pid: int) -> None:
+    """Let a ready spare go (EOF on its job socket: it ends its prepared process and exits); a refill replaces it."""
+    _ready[:] = [spare for spare in _ready if spare[0] != pid]
+    _jobs.pop(pid).close()
+
+
+def _prepare_for(kind: bytes) -> None:
+    """Make the next spares for steps of `kind` (b"ns" or b"ns net"); let ready ones made for the other go."""
+    global _wanted
+    if kind in (b"ns", b"ns net") and kind != _wanted:
+        _wanted = kind
+        for pid, made in list(_ready):
+            if made and made != kind:
+                _retire(pid)
+
+
+def _hand_to_spare(fds: list[int], kind: bytes) -> bool:
     """Give a spawn (its socket and stdio) to a ready spare that fits it; False when none does."""
     while True:
-        fits = [spare for spare in _ready if namespace or not spare[1]]
+        fits = [spare for spare in _ready if spare[1] in (b"", kind)]
         if not fits:
             return False
         _ready.remove(fits[0])
@@ -250,8 +273,10 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
-    if not _hand_to_spare(fds, namespace=message == b"spawn ns"):
+    kind = message[len(b"spawn "):]
+    if not _hand_to_spare(fds, kind):
         _fork(fds, selector)
+    _prepare_for(kind)
     return True
 
 

@@ -12,11 +12,10 @@ or replace the proxy. No forwarder process runs in the step, so a step costs
 one unshare, one ioctl and a few socket calls more. Everything else in the
 namespace has no route: a program that ignores HTTP(S)_PROXY has no network.
 
-Made per step, not ahead in the spare supervisors (spare.py): the unshare and `lo` up cost about
-5 ms on a loaded 2-core machine (a user namespace alone 0.2 ms), but a spare's prepared process
-would then fit `network: proxy` steps only (an `open` step needs the host's namespace), and its
-namespace would have to be made inside the same user namespace as its PID namespace and the
-step's mounts; a second kind of spare was not worth that before a quiet bench says it matters.
+Made ahead where it can be: a spare supervisor's prepared process (spare.py) for a step with the
+proxy makes its namespace, `lo` and the listener while the daemon idles (`prepare`), so a step pays
+only the hand-over to the proxy; such a process takes `network: proxy` steps only, and each namespace
+serves one step (the process that made it becomes that step's PID 1). Elsewhere `enter` makes it.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # The proxy's address inside every step's namespace (its own loopback: no port there is anyone else's).
 PROXY_HOST, PROXY_PORT = "127.0.0.1", 3128
+_ahead: socket.socket | None = None  # the listener `prepare` made, in this process's namespace of its own
 
 
 def loopback_up() -> None:
@@ -40,18 +40,36 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def enter(spec: dict, unshare: Callable[[int, str], None]) -> None:
-    """Move this process into a new network namespace and hand its proxy listener to the daemon; raises OSError.
-
-    `spec`: {"socket": the proxy's unix socket path, "token": this step's one-time token}; `unshare`:
-    confine.py's (it adds a user namespace where it must).
-    """
+def _listen(unshare: Callable[[int, str], None]) -> socket.socket:
+    """Move this process into a new network namespace with `lo` up; its proxy listener there."""
     unshare(CLONE_NEWNET, "CLONE_NEWNET")
     loopback_up()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind((PROXY_HOST, PROXY_PORT))
         listener.listen(128)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def prepare(unshare: Callable[[int, str], None]) -> None:
+    """In a spare's prepared process, before its step comes: make the namespace and listener `enter` will use."""
+    global _ahead
+    _ahead = _listen(unshare)
+
+
+def enter(spec: dict, unshare: Callable[[int, str], None]) -> None:
+    """Move this process into a new network namespace (made ahead by `prepare`, or now) and hand its proxy
+    listener to the daemon; raises OSError.
+
+    `spec`: {"socket": the proxy's unix socket path, "token": this step's one-time token}; `unshare`:
+    confine.py's (it adds a user namespace where it must).
+    """
+    global _ahead
+    listener, _ahead = _ahead or _listen(unshare), None
+    try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as proxy:
             proxy.connect(spec["socket"])
             # No wait for the proxy's answer: the listener queues the step's first connections until the

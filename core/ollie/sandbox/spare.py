@@ -5,7 +5,9 @@ Moving a task into a cgroup waits for an RCU grace period when none happened
 lately (~15 ms here), so spares pay that while idle: the tool they fork is born
 in the cgroup, with nothing to move. Where it can make a PID namespace a spare
 forks the tool process ahead too (`Prepared`) and takes steps that ask for one
-only. Once handed a spawn, a spare is a supervisor like any other (supervise.py).
+only; made for steps with the egress proxy, that process makes the step's network
+namespace ahead as well, and takes such steps only. Once handed a spawn, a spare is
+a supervisor like any other (supervise.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import cgroup, fdio, stepinit, supervise
+    from ollie.sandbox import cgroup, fdio, netns, stepinit, supervise
 else:  # loaded by path (siblings.py)
-    cgroup, fdio, stepinit, supervise = map(sys.modules["_ollie_siblings"].load,
-                                            ("cgroup", "fdio", "stepinit", "supervise"))
+    cgroup, fdio, netns, stepinit, supervise = map(sys.modules["_ollie_siblings"].load,
+                                                   ("cgroup", "fdio", "netns", "stepinit", "supervise"))
 
 GO = b"!"  # a prepared tool process's signal to go on with its step (see `Prepared`)
 
@@ -34,18 +36,19 @@ class Prepared:
     """A spare's tool process, forked ahead as PID 1 of the step's new PID namespace, waiting for its step.
 
     Forked while the spare is idle, it takes the namespace's unshare and the fork
-    off the step's path. The spare has read nothing yet, so its memory holds
-    nothing of any step; once handed the request and the step's stdio (`start`)
+    off the step's path; with `net` it makes the step's network namespace too
+    (netns.prepare). The spare has read nothing yet, so its memory holds nothing
+    of any step; once handed the request and the step's stdio (`start`)
     it does what a tool process forked after the request does (`child`:
     new session, stdio, cwd, confinement, the tool) with the same pipes.
     """
 
-    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int) -> None:
-        self.pid, self.err_r, self.status_r = pid, err_r, status_r
+    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int, net: bool) -> None:
+        self.pid, self.err_r, self.status_r, self.net = pid, err_r, status_r, net
         self._channel: socket.socket | None = channel
 
     @classmethod
-    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup) -> Prepared | None:
+    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup, net: bool) -> Prepared | None:
         """Fork it, in the spare (a member of `group` already), as the spare's `_idle` one; None where no PID
         namespace can be made."""
         global _idle
@@ -58,11 +61,11 @@ class Prepared:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {stop})  # the spare's handler must not run there
         pid = os.fork()
         if pid == 0:
-            _await_step(theirs, err_w, status_w, blocked, child, group)
+            _await_step(theirs, err_w, status_w, blocked, child, group, net)
         theirs.close()
         os.close(err_w)
         os.close(status_w)
-        _idle = cls(pid, ours, err_r, status_r)  # before the spare's handler may run: it kills this one
+        _idle = cls(pid, ours, err_r, status_r, net)  # before the spare's handler may run: it kills this one
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return _idle
 
@@ -100,7 +103,7 @@ class Prepared:
 
 
 def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iterable[int],
-                child: supervise.ToolChild, group: cgroup.Cgroup) -> NoReturn:
+                child: supervise.ToolChild, group: cgroup.Cgroup, net: bool) -> NoReturn:
     """In the prepared process: wait for the step's request and stdio on `channel`, then run `child` on them."""
     global _spare_group, _idle
     try:
@@ -110,6 +113,11 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
         fdio.close_fds_except([channel.fileno(), err_w, status_w])
+        if net:
+            try:
+                netns.prepare(stepinit.confine.unshare)
+            except OSError:
+                pass  # netns.enter tries again for the step, which fails with the reason if it fails again
         data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
         line = bytearray(data)
         while data and not line.endswith(b"\n"):
@@ -135,10 +143,12 @@ def _exit_now(signum: int, frame: object) -> None:
     os._exit(0)
 
 
-def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_request: int) -> NoReturn:
+def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_request: int,
+              net: bool) -> NoReturn:
     """Move into a fresh cgroup (and fork the tool process ahead where it may), then wait for one spawn.
 
-    Sends b"ready ns" (or b"ready"), then receives the per-spawn socket and the
+    `net`: the tool process makes the step's network namespace ahead too, for a step with the egress proxy.
+    Sends b"ready ns" or b"ready ns net" (b"ready" without a prepared process), then receives the per-spawn socket and the
     stdio fds on `jobs` (EOF: the fork server is gone).
     """
     global _spare_group, _idle
@@ -155,8 +165,8 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
             os._exit(0)
         group.join()
         _spare_group = group
-        prepared = Prepared.fork(child, group)
-        jobs.sendall(b"ready ns" if prepared is not None else b"ready")
+        prepared = Prepared.fork(child, group, net)
+        jobs.sendall(b"ready" if prepared is None else b"ready ns net" if net else b"ready ns")
         message, fds = fdio.recv_fds(jobs, 4)
         if message != b"go" or len(fds) != 4:
             _exit_now(0, None)  # EOF: the fork server has gone

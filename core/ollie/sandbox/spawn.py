@@ -113,8 +113,10 @@ class ForkServer:
         `report` gets what the supervisor says with the status besides it (`oom`: the memory limit ended the step).
         """
         control = self._ensure()
-        # A step with its own PID namespace may go to a spare supervisor that forked its tool process already.
-        kind = b"spawn ns" if (request.get("ruleset") or {}).get("pid_namespace") else b"spawn"
+        # A step with its own PID namespace may go to a spare supervisor that forked its tool process already
+        # (which made the step's network namespace too, for a step with the egress proxy).
+        ruleset = request.get("ruleset") or {}
+        kind = b"spawn" + (b" ns" if ruleset.get("pid_namespace") else b"") + (b" net" if ruleset.get("netns") else b"")
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:

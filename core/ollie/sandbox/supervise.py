@@ -51,6 +51,7 @@ class Ahead(Protocol):
     pid: int
     err_r: int
     status_r: int
+    net: bool  # it made the step's network namespace (the egress proxy's) too
 
     def start(self, line: bytes, stdio: Sequence[int]) -> None:
         """Hand it the request line and stdio."""
@@ -269,16 +270,20 @@ def request_or_exit(conn: socket.socket, max_request: int, prepared: Ahead | Non
                     stdio: Sequence[int] = ()) -> dict:
     """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process.
 
-    `prepared` (a spare's tool process, for a step with a PID namespace: the request must ask for one)
-    gets the request's text and `stdio` first, so that it parses the request while this process does.
+    `prepared` (a spare's tool process, for a step with a PID namespace, and with a network namespace when
+    it made one: the request must ask for exactly that) gets the request's text and `stdio` first, so that it
+    parses the request while this process does.
     """
     try:
         line = fdio.read_line(conn, max_request)
         if line is not None and prepared is not None:
             prepared.start(line, stdio)
         request = None if line is None else json.loads(line)
-        if request is not None and prepared is not None and not wants_pid_namespace(request):
-            raise ValueError("a step without a PID namespace was sent to a spare that made one")
+        if request is not None and prepared is not None:
+            if not wants_pid_namespace(request):
+                raise ValueError("a step without a PID namespace was sent to a spare that made one")
+            if prepared.net != bool((request.get("ruleset") or {}).get("netns")):
+                raise ValueError("a step was sent to a spare whose network namespace does not fit it")
     except ValueError as exc:
         _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
         request = None
