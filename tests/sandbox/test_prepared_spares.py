@@ -7,6 +7,7 @@ its spare or the fork server, and a request that does not fit it is refused with
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -113,7 +114,7 @@ async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused
         for fd in stdio:
             os.close(fd)
     with pytest.raises(SandboxError, match="without a PID namespace"):
-        await spawn_module._converse(mine, request)
+        await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
     assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"
 
@@ -199,6 +200,6 @@ async def test_a_step_without_the_proxy_sent_to_a_spare_that_made_a_network_name
         for fd in stdio:
             os.close(fd)
     with pytest.raises(SandboxError, match="network namespace does not fit"):
-        await spawn_module._converse(mine, request)
+        await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
     assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"

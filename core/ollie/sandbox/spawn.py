@@ -117,8 +117,13 @@ class ForkServer:
         # (which made the step's network namespace too, for a step with the egress proxy).
         ruleset = request.get("ruleset") or {}
         kind = b"spawn" + (b" ns" if ruleset.get("pid_namespace") else b"") + (b" net" if ruleset.get("netns") else b"")
+        line = json.dumps(request).encode() + b"\n"
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            # The request goes ahead of the spawn, so its supervisor finds it at once (not after a turn of our
+            # loop); what does not fit the socket's buffer follows from the loop.
+            mine.setblocking(False)
+            sent = mine.send(line)
             with self._lock:
                 socket.send_fds(control, [kind], [theirs.fileno(), *stdio])
         except OSError as exc:
@@ -126,19 +131,20 @@ class ForkServer:
             raise _ServerLost(str(exc)) from exc
         finally:
             theirs.close()
-        return await _converse(mine, request, report)
+        return await _converse(mine, line[sent:], request["argv"][0], report)
 
 
-async def _converse(sock: socket.socket, request: dict, report: dict | None = None,
+async def _converse(sock: socket.socket, line: bytes, program: str, report: dict | None = None,
                     ) -> tuple[int, asyncio.Future[int]]:
-    """Send `request` on a per-spawn socket; the tool's pid and a future of its status (sent after the sweep)."""
+    """Send the request `line` (or what is left of it) on a per-spawn socket; the tool's pid and a future of its
+    status (sent after the sweep)."""
     try:
         reader, writer = await asyncio.open_unix_connection(sock=sock)
     except BaseException:
         sock.close()  # the other side sees EOF before any request and drops the spawn
         raise
     try:
-        writer.write(json.dumps(request).encode() + b"\n")
+        writer.write(line)
         line = await reader.readline()
     except asyncio.CancelledError:
         # The child may already run: kill it as soon as its pid is known, and raise only once the step is over.
@@ -155,7 +161,7 @@ async def _converse(sock: socket.socket, request: dict, report: dict | None = No
     reply = json.loads(line)
     if "error" in reply:
         writer.close()
-        raise _spawn_error(reply["error"], request["argv"][0])
+        raise _spawn_error(reply["error"], program)
     return reply["pid"], asyncio.ensure_future(_read_status(reader, writer, report))
 
 
@@ -250,7 +256,7 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
     finally:
         theirs.close()
     try:
-        pid, status = await _converse(mine, request, report)
+        pid, status = await _converse(mine, json.dumps(request).encode() + b"\n", request["argv"][0], report)
     except _ServerLost as exc:
         await proc.wait()
         raise SandboxError(f"the sandbox launcher failed (exit status {proc.returncode})") from exc
