@@ -152,11 +152,15 @@ OPEN = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc", "/pr
 
 
 async def _net_namespace(ws, policy) -> tuple[int, str]:
-    """(pid, the network namespace) of one step under `policy`."""
-    proc = await spawn_sandboxed(["readlink", "/proc/self/ns/net"], policy=policy, cwd=ws.work, env=ws.env)
+    """(pid, the network namespace) of one step under `policy`, which has no capability left to gain either."""
+    script = "readlink /proc/self/ns/net; grep -E '^Cap(Bnd|Prm|Eff)' /proc/self/status"
+    proc = await spawn_sandboxed(["bash", "-c", script], policy=policy, cwd=ws.work, env=ws.env)
     out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
     assert await proc.wait() == 0, err
-    return proc.pid, out.decode().strip()
+    namespace, *caps = out.decode().splitlines()
+    # Locked ahead in the prepared process (its bounding set), dropped at the step: none at exec, root or not.
+    assert len(caps) == 3 and all(line.endswith("\t0000000000000000") for line in caps), caps
+    return proc.pid, namespace
 
 
 async def test_each_proxy_step_gets_a_fresh_network_namespace_its_prepared_process_made(ws, server):

@@ -102,6 +102,7 @@ def _last_cap() -> int:
 
 
 _LAST_CAP = _last_cap()  # read at load: Landlock hides /proc/sys by the time the capabilities go
+_locked = False  # lock_capabilities ran in this process
 
 
 def _write(path: str, text: str) -> None:
@@ -121,8 +122,10 @@ def unshare(flags: int, what: str) -> None:
     """unshare(2) `flags`; as non-root (or root without CAP_SYS_ADMIN), inside a new user namespace too."""
     if _libc.unshare(flags) == 0:
         return
+    global _locked
     uid, gid = os.geteuid(), os.getegid()
     _check(_libc.unshare(CLONE_NEWUSER | flags), f"unshare(CLONE_NEWUSER|{what})")
+    _locked = False  # a new user namespace comes with a full bounding set and default securebits
     # Identity maps: files keep their owners, and the child is who it was.
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
@@ -220,14 +223,25 @@ def _capabilities() -> tuple[int, int]:
     return (data[0].effective | data[1].effective << 32, data[0].permitted | data[1].permitted << 32)
 
 
+def lock_capabilities() -> None:
+    """Lock the securebits and empty the bounding set: nothing gains a capability at exec (root included).
+
+    The capabilities this process holds stay usable until `drop_capabilities`, so a spare's prepared
+    process does this ahead, before its step's mounts (spare.py); raises OSError.
+    """
+    global _locked
+    if _locked or not _capabilities()[1]:
+        return  # a process without capabilities has nothing to lock
+    # Needs CAP_SETPCAP, so before capset.
+    _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "prctl(PR_SET_SECUREBITS)")
+    for cap in range(_LAST_CAP + 1):
+        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
+    _locked = True
+
+
 def drop_capabilities() -> None:
     """Empty every capability set (bounding, ambient, effective, permitted, inheritable); root regains none at exec."""
-    _, permitted = _capabilities()
-    if permitted:
-        # Needs CAP_SETPCAP, so before capset; a process without capabilities has nothing to lock.
-        _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "prctl(PR_SET_SECUREBITS)")
-        for cap in range(_LAST_CAP + 1):
-            _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
+    lock_capabilities()
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before 4.3: nothing to clear then
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")

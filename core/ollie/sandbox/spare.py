@@ -36,9 +36,9 @@ class Prepared:
     """A spare's tool process, forked ahead as PID 1 of the step's new PID namespace, waiting for its step.
 
     Forked while the spare is idle, it takes the namespace's unshare and the fork
-    off the step's path; with `net` it makes the step's network namespace too
-    (netns.prepare). The spare has read nothing yet, so its memory holds nothing
-    of any step; once handed the request and the step's stdio (`start`)
+    off the step's path; it locks its capabilities (confine.lock_capabilities) and,
+    with `net`, makes the step's network namespace (netns.prepare). The spare has
+    read nothing yet, so its memory holds nothing of any step; once handed the request and the step's stdio (`start`)
     it does what a tool process forked after the request does (`child`:
     new session, stdio, cwd, confinement, the tool) with the same pipes.
     """
@@ -113,11 +113,12 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
         fdio.close_fds_except([channel.fileno(), err_w, status_w])
-        if net:
-            try:
+        try:
+            stepinit.confine.lock_capabilities()
+            if net:
                 netns.prepare(stepinit.confine.unshare)
-            except OSError:
-                pass  # netns.enter tries again for the step, which fails with the reason if it fails again
+        except OSError:
+            pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
         data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
         line = bytearray(data)
         while data and not line.endswith(b"\n"):
