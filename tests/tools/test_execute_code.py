@@ -254,3 +254,17 @@ async def test_python_steps_run_wherever_python_is_installed(ws: Workspace, monk
     (ws.work / "a.txt").write_text("hello\n")
     read = await server.call("call_tool", {"calls": [{"tool": "file_read", "args": ["a.txt"]}]})
     assert not read.is_error and "hello" in read.text, read.text
+
+
+def test_the_search_path_is_the_one_in_the_childs_env(tmp_path, monkeypatch) -> None:
+    # Programs are looked up on this PATH before the step's env is built: the two must never differ.
+    from ollie.tools.execute.runner import Runner
+
+    monkeypatch.setenv("PATH", "/host/bin")
+    for session_env in ({}, {"PATH": "/session/bin"}, {"PATH": ""}):
+        runner = Runner(session_id="1700000000000000000-t", cwd=tmp_path, lock_dir=tmp_path / "locks",
+                        session_env=session_env)
+        assert runner.search_path() == runner.env()["PATH"]
+    monkeypatch.delenv("PATH")
+    runner = Runner(session_id="1700000000000000000-t", cwd=tmp_path, lock_dir=tmp_path / "locks")
+    assert runner.search_path() == runner.env()["PATH"]

@@ -114,7 +114,7 @@ class CallContext:
         def build() -> Invocation:
             program = scratch / f"{label}{step.language.extensions[0]}"
             program.write_text(step.code if step.code.endswith("\n") else step.code + "\n", encoding="utf-8")
-            return code_invocation(step.language, program, search_path=self.runner.env()["PATH"], piped_input=piped)
+            return code_invocation(step.language, program, search_path=self.runner.search_path(), piped_input=piped)
 
         return build
 
@@ -155,7 +155,7 @@ class CallContext:
                 script.shebang_flags,
                 script.path,
                 list(call.args),
-                search_path=programs.trusted_path() if approved is not None else self.runner.env()["PATH"],
+                search_path=programs.trusted_path() if approved is not None else self.runner.search_path(),
                 piped_input=piped,
             )
 

@@ -146,6 +146,10 @@ class Runner:
             env[WRITE_ENV] = _path_list(policy.writable())
         return env
 
+    def search_path(self) -> str:
+        """The PATH a child of this session gets (`env()["PATH"]`, without building the rest of the env)."""
+        return self.session_env["PATH"] if "PATH" in self.session_env else os.environ.get("PATH") or DEFAULT_PATH
+
     def policy(self, name: str) -> Policy:
         """Sandbox policy `name` for this session, protected (see `protect`), plus the session's own dirs.
 
