@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -15,19 +16,29 @@ def _env_dir(var: str) -> Path | None:
     return Path(os.path.expanduser(value)) if value else None
 
 
+def _xdg(kind: str) -> Path:
+    """platformdirs' user dir of `kind`, asked again only when what it reads changed (a step asks ~10 times)."""
+    return _platform_dir(kind, os.environ.get(f"XDG_{kind.upper()}_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _platform_dir(kind: str, xdg: str | None, home: str | None) -> Path:
+    return Path(getattr(platformdirs, f"user_{kind}_dir")(APP))
+
+
 def config_dir() -> Path:
     """The user's config dir (`$OLLIE_CONFIG_DIR`, else XDG config + /ollie)."""
-    return _env_dir("OLLIE_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP))
+    return _env_dir("OLLIE_CONFIG_DIR") or _xdg("config")
 
 
 def data_dir() -> Path:
     """The user's data dir (`$OLLIE_DATA_DIR`, else XDG data + /ollie)."""
-    return _env_dir("OLLIE_DATA_DIR") or Path(platformdirs.user_data_dir(APP))
+    return _env_dir("OLLIE_DATA_DIR") or _xdg("data")
 
 
 def state_dir() -> Path:
     """The user's state dir, for logs (`$OLLIE_STATE_DIR`, else XDG state + /ollie)."""
-    return _env_dir("OLLIE_STATE_DIR") or Path(platformdirs.user_state_dir(APP))
+    return _env_dir("OLLIE_STATE_DIR") or _xdg("state")
 
 
 def checkpoints_dir() -> Path:
