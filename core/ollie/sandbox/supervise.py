@@ -245,8 +245,8 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         if status_r >= 0:
             os.close(status_r)
         sweep(group)
-        _finish(group)
         _send(conn, {"error": json.loads(failure)})
+        _finish(group)
         return 0
     if not _send(conn, {"pid": pid}):
         stepinit.kill_tool(pid)  # nobody could ever stop it otherwise
@@ -256,13 +256,13 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     sweep(group)
     # Whether the step's memory limit was what ended it: the daemon says so instead of a bare "killed by signal 9".
     oom = group is not None and group.oom_killed()
-    _finish(group)  # a spare cannot remove the cgroup it is in: the fork server does, once it exits
-    _send(conn, {"status": status, **({"oom": True} if oom else {})})
+    _send(conn, {"status": status, **({"oom": True} if oom else {})})  # every process of the step is dead
+    _finish(group)
     return 0
 
 
 def _finish(group: cgroup.Cgroup | None) -> None:
-    if group is not None:
+    if group is not None and not group.joined:  # a spare is in its own: the fork server removes it once it exits
         group.remove()
 
 
