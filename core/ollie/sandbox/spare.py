@@ -38,9 +38,10 @@ class Prepared:
     Forked while the spare is idle, it takes the namespace's unshare and the fork
     off the step's path; it locks its capabilities (confine.lock_capabilities) and,
     with `net`, makes the step's network namespace (netns.prepare). The spare has
-    read nothing yet, so its memory holds nothing of any step; once handed the request and the step's stdio (`start`)
-    it does what a tool process forked after the request does (`child`:
-    new session, stdio, cwd, confinement, the tool) with the same pipes.
+    read nothing yet, so its memory holds nothing of any step; once handed the
+    request and the step's stdio (`start`) it does what a tool process forked after
+    the request does (`child`: new session, stdio, cwd, confinement, the tool) with
+    the same pipes.
     """
 
     def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int, net: bool) -> None:
@@ -149,8 +150,8 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
     """Move into a fresh cgroup (and fork the tool process ahead where it may), then wait for one spawn.
 
     `net`: the tool process makes the step's network namespace ahead too, for a step with the egress proxy.
-    Sends b"ready ns" or b"ready ns net" (b"ready" without a prepared process), then receives the per-spawn socket and the
-    stdio fds on `jobs` (EOF: the fork server is gone).
+    Sends b"ready ns" or b"ready ns net" (b"ready" without a prepared process), then receives the
+    per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone).
     """
     global _spare_group, _idle
     signal.signal(supervise.STOP_SIGNAL, _exit_now)  # idle: nothing to sweep yet
