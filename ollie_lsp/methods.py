@@ -200,13 +200,14 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     system_prompt = await core.ready_prompt()
-    messages = core.context()
-    # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
-    end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     cwd, outcomes, network = core.cwd, core.session.step_outcomes, core.session.step_network
 
     def answer() -> dict[str, Any]:
-        # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
+        # The history's copy, and a page's pairing of calls with results across all of it: O(history), so in a
+        # thread (it only reads), not on the shared loop.
+        messages = core.context()
+        # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
+        end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network)
         for message in page:
