@@ -86,7 +86,7 @@ def build_table(ls: OllieServer) -> SessionTable:
                 live.progress.begin(live.next_prompt_title())
             else:
                 live.progress.end(content)
-                collect_when_idle(lambda: any(s.core.is_running for s in table.live()))
+                collect_when_idle(table.live)
 
         return EventForwarder(
             session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s,

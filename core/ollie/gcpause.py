@@ -16,17 +16,16 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _pauses = 0
 _was_enabled = False
+_freeze = False  # a pause that wanted its objects frozen ended while another still ran
 
 
 @contextmanager
 def cyclic_gc_paused(*, freeze: bool = False) -> Iterator[None]:
-    """No cyclic collection meanwhile; threads may overlap: the last one out restores what the first found.
-
-    `freeze`: what was built lives on (a parsed session): frozen when the last pause ends, so no later
-    collection walks it again; refcounting still frees it. Without it, what was built is garbage soon (a
-    request body) and refcounting frees it: nothing made here forms a cycle.
-    """
-    global _pauses, _was_enabled
+    """No cyclic collection meanwhile (overlapping threads: the last one out restores what the first found)."""
+    # `freeze`: what was built lives on (a parsed session): frozen at the end, so no later collection walks it
+    # again; refcounting still frees it. Otherwise what was built is soon garbage (a request body), freed by
+    # refcounting: nothing made here forms a cycle.
+    global _pauses, _was_enabled, _freeze
     with _lock:
         if _pauses == 0:
             _was_enabled = gc.isenabled()
@@ -37,7 +36,9 @@ def cyclic_gc_paused(*, freeze: bool = False) -> Iterator[None]:
     finally:
         with _lock:
             _pauses -= 1
-            if _pauses == 0 and freeze:
+            _freeze |= freeze
+            if _pauses == 0 and _freeze:
                 gc.freeze()
+                _freeze = False
             if _pauses == 0 and _was_enabled:
                 gc.enable()

@@ -75,12 +75,10 @@ def encode_json(value: Any) -> bytes:
 
 
 def encoded(build: Callable[[], dict[str, Any]]) -> EncodedBody:
-    """The JSON bytes of the body `build` makes (run it in a worker thread).
-
-    A long history's wire dicts would set off cycle collections that stop the event loop too (~200 ms at
-    100k messages), and, kept while the request streams, be walked by the next young one (~100 ms): none
-    runs while they are made, and only the bytes are kept.
-    """
+    """The JSON bytes of the body `build` makes (run it in a worker thread)."""
+    # A long history's wire dicts set off cycle collections that stop the event loop too (~200 ms at 100k
+    # messages) and, kept while the request streams, were walked by the next young one (~100 ms): none runs
+    # while they are made, and only the bytes are kept.
     body = EncodedBody()
     with cyclic_gc_paused():
         body.encoded = encode_json(build())
