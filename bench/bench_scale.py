@@ -6,7 +6,7 @@ how long the daemon's one event loop was held (reference: its worst while the
 daemon idles). The scripted LLM server runs in its own process.
 
 - session length (1k/10k/100k messages): a tiny turn on a resumed session of
-  that length, and an unpaged `ollie/context` of it;
+  that length, and an unpaged `ollie/context` of it (its first page: at most 1,000);
 - live sessions (1/10/50): that many first turns at once, then that many
   sessions streaming a reply at once;
 - repository size (1k/10k/100k files): a one-file write turn through the

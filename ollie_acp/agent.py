@@ -150,7 +150,9 @@ class OllieAgent:
         live = await self._reopen(cwd, session_id, mcp_servers)
         from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
 
-        for update in replay(live.core.session.messages, cwd=live.core.cwd, kind_of=_kinds()):
+        # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
+        updates = await asyncio.to_thread(replay, list(live.core.session.messages), cwd=live.core.cwd, kind_of=_kinds())
+        for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
         self._announce_after_answer(live)

@@ -11,7 +11,7 @@ from ollie_lsp.errors import InvalidParams
 from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.permission import ask_step
-from ollie_lsp.server import OllieServer
+from ollie_lsp.server import OllieServer, collect_when_idle
 from ollie_lsp.standard import register_standard
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ def build_table(ls: OllieServer) -> SessionTable:
                 live.progress.begin(live.next_prompt_title())
             else:
                 live.progress.end(content)
+                collect_when_idle(table.live)
 
         return EventForwarder(
             session_id, core.bus.subscribe(), send=send, on_state=on_state, on_turn=on_turn, coalesce_s=ls.coalesce_s,

@@ -55,6 +55,8 @@ from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
 logger = logging.getLogger("ollie.lsp.methods")
 Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
 METHODS: dict[str, Handler] = {}
+# The most messages one ollie/context answers (PROTOCOL.md): a client pages through a longer history with `next`.
+CONTEXT_PAGE_MAX = 1000
 
 
 def method(name: str) -> Callable[[Handler], Handler]:
@@ -198,20 +200,24 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     system_prompt = await core.ready_prompt()
-    messages = core.context()
-    end = len(messages) if p.limit is None else p.offset + p.limit
     cwd, outcomes, network = core.cwd, core.session.step_outcomes, core.session.step_network
 
     def answer() -> dict[str, Any]:
-        # A page still pairs calls with results across the whole history: in a thread, not on the shared loop.
+        # The history's copy, and a page's pairing of calls with results across all of it: O(history), so in a
+        # thread (it only reads), not on the shared loop.
+        messages = core.context()
+        # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
+        end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network)
         for message in page:
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):
                     message["contextLabels"] = labels
-        result = {"systemPrompt": system_prompt, "messages": page, "total": len(messages)}
-        # A long history's answer is tens of MB of JSON: encoded here, in pieces, not by one dumps on the loop.
+        result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages)}
+        if end < len(messages):
+            result["next"] = end
+        # A page of many (long) messages can be MBs of JSON: encoded here, in pieces, not by one dumps on the loop.
         return result if len(page) <= INLINE_MESSAGES else encoded(lambda: result)
 
     return await asyncio.to_thread(answer)

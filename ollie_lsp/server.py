@@ -6,6 +6,7 @@ The features it serves are registered by ollie_lsp.daemon (lifecycle, documents,
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import logging
@@ -307,6 +308,7 @@ class OllieServer(LanguageServer):
                 # The first request meets the same failure and answers with it.
                 logger.debug("preparing the default session's prompt failed", exc_info=True)
             release_free_memory()
+            collect_when_idle(self.live_sessions)
 
     @property
     def default_cwd(self) -> Path:
@@ -489,6 +491,34 @@ def exit_backstop(grace_s: float) -> None:
         fork_server().close()
     logging.shutdown()
     os._exit(1)
+
+
+# How long every session must have been idle before the cycle collector's full pass runs (collect_when_idle).
+IDLE_COLLECT_S = 2.0
+_idle_collect: list[asyncio.TimerHandle] = []
+_frozen_sessions: set[str] = set()  # the sessions live at the last pass: their objects are frozen
+
+
+def collect_when_idle(live: Callable[[], list[LiveSession]]) -> None:
+    """After IDLE_COLLECT_S with no other call and no turn running: a collection, then freeze what is left."""
+    # A full pass walks every object, every thread stopped (80 ms with 50 sessions); left to the collector it
+    # came mid-work (50 first turns at once). Frozen after, the passes during turns walk only what is new.
+    for handle in _idle_collect:
+        handle.cancel()
+
+    def collect() -> None:
+        sessions = live()
+        if any(session.core.is_running for session in sessions):
+            return
+        ids = {session.id for session in sessions}
+        if _frozen_sessions - ids:  # one closed since: what it left in cycles is frozen, so unfrozen to be collected
+            gc.unfreeze()
+        _frozen_sessions.clear()
+        _frozen_sessions.update(ids)
+        gc.collect()
+        gc.freeze()
+
+    _idle_collect[:] = [asyncio.get_running_loop().call_later(IDLE_COLLECT_S, collect)]
 
 
 def release_free_memory() -> None:

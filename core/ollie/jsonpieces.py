@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ollie.gcpause import cyclic_gc_paused
+
 # One C call over at most this many characters holds the GIL ~1 ms.
 _SLICE = 256 * 1024
 # Fewer messages than this, and less text: encoded on the loop (a thread hop would cost more than it saves).
@@ -19,7 +21,7 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 
 
 class EncodedBody(dict[str, Any]):
-    """A request body (still a dict, as the backends read it) with its JSON bytes made already."""
+    """A body's JSON bytes, made already; the dict itself is left empty (see `encoded`)."""
 
     encoded: bytes = b""
 
@@ -73,7 +75,11 @@ def encode_json(value: Any) -> bytes:
 
 
 def encoded(build: Callable[[], dict[str, Any]]) -> EncodedBody:
-    """The body `build` makes, with its JSON bytes (run it in a worker thread)."""
-    body = EncodedBody(build())
-    body.encoded = encode_json(body)
+    """The JSON bytes of the body `build` makes (run it in a worker thread)."""
+    # A long history's wire dicts set off cycle collections that stop the event loop too (~200 ms at 100k
+    # messages) and, kept while the request streams, were walked by the next young one (~100 ms): none runs
+    # while they are made, and only the bytes are kept.
+    body = EncodedBody()
+    with cyclic_gc_paused():
+        body.encoded = encode_json(build())
     return body

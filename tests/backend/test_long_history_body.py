@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from ollie.backend.types import Message, ToolCall
-from ollie.jsonpieces import INLINE_MESSAGES, encode_json
+from ollie.jsonpieces import INLINE_MESSAGES, encode_json, encoded
 from ollie.testing import Reply
 
 from .conftest import FORMATS, READ_TOOL, collect
@@ -33,6 +34,27 @@ def test_encoded_in_pieces_is_byte_for_byte_one_dumps(value):
 def test_nan_is_refused_as_json_dumps_refuses_it():
     with pytest.raises(ValueError):
         encode_json({"messages": [{"x": float("nan")}] * 300})
+
+
+def test_no_cycle_collection_runs_while_a_long_body_is_built_and_only_its_bytes_are_kept():
+    """A collection there stops every thread (the daemon's loop: ~200 ms at 100k messages); kept, the wire dicts
+    would be walked by the next one while the reply streams."""
+    starts: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    value = {"messages": [{"role": "assistant", "tool_calls": [{"id": str(n)}]} for n in range(20_000)]}
+    gc.callbacks.append(watch)
+    try:
+        body = encoded(lambda: {"model": "m", "messages": [dict(m) for m in value["messages"]]})
+    finally:
+        gc.callbacks.remove(watch)
+    # At most the young collection due once the collector is on again, over what little is left (without the
+    # pause: ~80 of them while the dicts are made).
+    assert starts in ([], [0]) and gc.isenabled()
+    assert body.encoded == _reference({"model": "m", **value}) and body == {}
 
 
 def _history(count: int) -> list[Message]:

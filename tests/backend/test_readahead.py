@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator
 
 import pytest
 
 from ollie.backend.errors import StreamDropError
 from ollie.backend.readahead import read_ahead
-from ollie.backend.types import StreamEvent, ToolCall
+from ollie.backend.types import GenerationParams, Message, StreamEvent, ToolCall
 
 
 async def _burst(events: list[StreamEvent], *, error: BaseException | None = None,
@@ -101,3 +102,31 @@ async def test_cancelling_the_consumer_cancels_the_reading():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert closed == [True]
+
+
+async def test_streams_read_at_once_share_the_loop_slice_and_give_it_back_however_they_end(connect):
+    """Each stream being read gives way after its share of a pass (_FAIR_SLICE_S / how many are read): the count
+    must come back to zero whether a stream ends, or its reader stops part-way, or it is cancelled."""
+    from ollie.backend import stream as stream_module
+    from ollie.testing import Reply
+
+    from .conftest import collect
+
+    srv, backend = connect("openai")
+    for _ in range(3):
+        srv.script(Reply(text="word " * 400, chunk_size=5))
+    before = stream_module._reading[0]
+
+    async def stop_after_first() -> None:
+        async with contextlib.aclosing(backend.stream([Message("user", "hi")], [], GenerationParams())) as events:
+            async for _ in events:
+                return
+
+    whole = asyncio.ensure_future(collect(backend))
+    cut = asyncio.ensure_future(stop_after_first())
+    hung = asyncio.ensure_future(collect(backend))
+    await asyncio.wait({whole, cut})
+    hung.cancel()
+    await asyncio.gather(hung, return_exceptions=True)
+    assert "".join(e.content or "" for e in whole.result()) == "word " * 400
+    assert stream_module._reading[0] == before

@@ -204,6 +204,21 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
 
 
+def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monkeypatch):
+    """Longer than one `ollie/context` answer: the plugin follows `next` and draws every message."""
+    from ollie_lsp.methods import CONTEXT_PAGE_MAX
+    from tests.longsession import saved_session
+
+    size = CONTEXT_PAGE_MAX + 100
+    monkeypatch.setenv("OLLIE_TEST_SESSION", saved_session(size))
+    monkeypatch.setenv("OLLIE_TEST_LAST", str(size // 4 - 1))
+    result = run_scenario("long_history", workspace, scripted_llm("openai"))
+    assert result["context_offsets"] == [0, CONTEXT_PAGE_MAX]
+    chat = result["chat"]
+    assert chat.count("## You\nprompt ") == size // 4, chat[:2000]
+    assert chat.index("prompt 0 ü") < chat.index("answer 0") < chat.index(f"answer {size // 4 - 1}")
+
+
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(

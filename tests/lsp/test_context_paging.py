@@ -6,6 +6,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.longsession import saved_session
 
 
 async def test_context_pages_with_offset_limit_and_total(start_daemon, llm):
@@ -15,6 +16,7 @@ async def test_context_pages_with_offset_limit_and_total(start_daemon, llm):
         await daemon.request("ollie/submit", {"text": f"prompt {n}"})
 
     whole = await daemon.request("ollie/context", {})
+    assert "next" not in whole  # a short history comes whole
     contents = [m["content"] for m in whole["messages"]]
     assert contents[-6:] == ["prompt 0", "answer 0", "prompt 1", "answer 1", "prompt 2", "answer 2"]
     total = whole["total"]
@@ -37,42 +39,27 @@ async def test_context_pages_with_offset_limit_and_total(start_daemon, llm):
         assert caught.value.code == -32602 and field in caught.value.message, (params, caught.value)
 
 
-def _saved_session(size: int) -> str:
-    """A saved session of `size` messages (user prompts with an editor context block, calls, results)."""
-    from ollie import paths
-    from ollie.backend.types import Message, ToolCall
-    from ollie.sessions import Channel, Kind, Registry, Request, os_user
-    from ollie.sessions.persist import SessionFile
-    from ollie.sessions.session import Session
+async def test_a_long_context_comes_in_bounded_pages_that_are_whole_and_exact(start_daemon, llm):
+    """Unpaged, or asked for more, a long history comes at most CONTEXT_PAGE_MAX messages a page, with `next`.
 
-    session = Session(agent="default")
-    for n in range(size // 4):
-        session.messages += [
-            Message("user", f"prompt {n} ü"),
-            Message("assistant", "", tool_calls=[ToolCall(f"c{n}", "execute_code", '{"steps": []}')]),
-            Message("tool", f"result {n} 😀", tool_call_id=f"c{n}", name="execute_code"),
-            Message("assistant", f"answer {n}"),
-        ]
-    SessionFile(paths.sessions_dir(), session.id).save(session)
-    registry = Registry()
-    registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
-                            channel=Channel.LSP, title="long", allow_exact_id_create=True))
-    registry.close()
-    return session.id
+    A page over INLINE_MESSAGES is encoded off the loop and sent as bytes: the client reads the same JSON.
+    """
+    from ollie_lsp.methods import CONTEXT_PAGE_MAX
 
-
-async def test_a_long_unpaged_context_is_whole_and_exact(start_daemon, llm):
-    """Over INLINE_MESSAGES the answer is encoded off the loop and sent as bytes: the client reads the same JSON."""
-    from ollie.jsonpieces import INLINE_MESSAGES
-
-    size = INLINE_MESSAGES * 4
-    sid = _saved_session(size)
+    size = CONTEXT_PAGE_MAX + 24
+    sid = saved_session(size)
     daemon = await start_daemon(env=llm.env())
     await daemon.request("ollie/session/load", {"session": sid})
-    whole = await daemon.request("ollie/context", {"session": sid})
-    assert whole["total"] == size == len(whole["messages"])
-    assert whole["messages"][0] == {"role": "user", "content": "prompt 0 ü"}
-    assert whole["messages"][-2]["content"] == f"result {size // 4 - 1} 😀"
-    assert whole["messages"][1]["tool_calls"][0]["tool"]["status"] == "completed"  # paired across the history
+    first = await daemon.request("ollie/context", {"session": sid})
+    assert first["total"] == size and len(first["messages"]) == CONTEXT_PAGE_MAX == first["next"]
+    asked_for_all = await daemon.request("ollie/context", {"session": sid, "limit": size})
+    assert asked_for_all["messages"] == first["messages"] and asked_for_all["next"] == CONTEXT_PAGE_MAX
+    rest = await daemon.request("ollie/context", {"session": sid, "offset": first["next"]})
+    assert "next" not in rest and len(rest["messages"]) == size - CONTEXT_PAGE_MAX
+    whole = first["messages"] + rest["messages"]
+    assert whole[0] == {"role": "user", "content": "prompt 0 ü"}
+    assert whole[-2]["content"] == f"result {size // 4 - 1} 😀"
+    assert whole[1]["tool_calls"][0]["tool"]["status"] == "completed"  # paired across the history
+    assert rest["messages"][1]["tool_calls"][0]["tool"]["status"] == "completed"  # a later page too
     page = await daemon.request("ollie/context", {"session": sid, "offset": 4, "limit": 4})  # small: inline
-    assert page["messages"] == whole["messages"][4:8] and page["systemPrompt"] == whole["systemPrompt"]
+    assert page["messages"] == whole[4:8] and page["systemPrompt"] == first["systemPrompt"] and page["next"] == 8

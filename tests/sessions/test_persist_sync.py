@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from ollie.backend.types import Message
@@ -55,3 +56,26 @@ def test_a_failed_sync_is_reported_and_the_next_save_writes_the_whole_log(tmp_pa
     file.save(session)
     assert file.path.stat().st_ino != inode  # rewritten whole (a snapshot, synced before its rename)
     assert SessionFile(tmp_path, session.id).load().messages == session.messages
+
+
+def test_a_new_sessions_first_save_leaves_the_disk_wait_to_the_sync_thread(tmp_path, monkeypatch):
+    """No log to protect yet: the snapshot's syncs (file, directory) wait on the sync thread; a rewrite's do not."""
+    gate, synced_on, here = threading.Event(), [], []
+
+    def slow_sync(fd: int) -> None:
+        gate.wait(10)
+        synced_on.append(threading.get_ident())
+
+    monkeypatch.setattr(syncer, "_fdatasync", slow_sync)
+    monkeypatch.setattr(os, "fsync", here.append)
+    session = Session(agent="t")
+    session.messages.append(Message("user", "first"))
+    file = SessionFile(tmp_path, session.id)
+    file.save(session)  # returns while both syncs still wait
+    assert synced_on == [] and here == []
+    gate.set()
+    file.flush()
+    assert len(synced_on) == 2 and threading.get_ident() not in synced_on
+    assert SessionFile(tmp_path, session.id).load().messages == session.messages
+    file.rewrite(session)  # the log it replaces is kept safe: synced before the rename, where it is called
+    assert len(here) == 2

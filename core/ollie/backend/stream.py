@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import ssl
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,6 +44,12 @@ if TYPE_CHECKING:
     from ollie.backend.settings import BackendSpec
 
 Framing = Literal["sse", "ndjson"]
+
+# httpcore imports `sniffio` on every request to tell asyncio from trio: where it is not installed, each of those
+# failed imports searched sys.path again (~0.7 ms of the event loop per request, every session's). None in
+# sys.modules makes that import fail at once, as it would anyway.
+if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=15.0)
 DEFAULT_LIMITS = ReplyLimits()
@@ -137,8 +145,11 @@ async def _read_to_the_end(chunks: AsyncIterator[bytes]) -> None:
 
 # httpx hands on each chunk of a chunked body (each SSE event, as APIs send them) without returning to the event
 # loop until its read of up to 64 KiB is used up: hundreds of frames, parsed in Python. Under a flood the other
-# sessions' timers and requests would wait for all of them: after this many seconds they get their turn.
+# sessions' timers and requests would wait for all of them: after this many seconds they get their turn. The slice
+# is shared by the streams being read: asyncio runs every ready task once per pass, so 50 streams of 2 ms each made
+# every pass (and a request waits for several) last 100 ms; each now gives way after its share of it.
 _FAIR_SLICE_S = 0.002
+_reading = [0]  # streams being read now, in this process
 
 
 async def stream_frames(
@@ -193,26 +204,30 @@ async def stream_frames(
         # Checked as bytes arrive (cheap: one per network chunk); a server that sends nothing at all meets
         # httpx's read timeout instead.
         deadline = clock() + limits.idle_s
-        slice_end = clock() + _FAIR_SLICE_S
-        while True:
-            chunk = await anext(chunks, None)
-            now = clock()
-            if now > slice_end:
-                await asyncio.sleep(0)  # see _FAIR_SLICE_S
-                slice_end = clock() + _FAIR_SLICE_S
-            frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
-            if frames and not all(map(keepalive, frames)):
-                deadline = now + limits.idle_s
-            elif chunk is not None and now > deadline:
-                raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s")
-            if frames:
-                batch = FrameBatch(frames, transform, is_terminator)
-                yield batch
-                if batch.ended:
-                    await _read_to_the_end(chunks)
-                    return
-            if chunk is None:
-                raise StreamDropError(f"{backend}: stream ended without its terminator")
+        _reading[0] += 1
+        try:
+            slice_end = clock() + _FAIR_SLICE_S / _reading[0]
+            while True:
+                chunk = await anext(chunks, None)
+                now = clock()
+                if now > slice_end:
+                    await asyncio.sleep(0)  # see _FAIR_SLICE_S
+                    slice_end = clock() + _FAIR_SLICE_S / _reading[0]
+                frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
+                if frames and not all(map(keepalive, frames)):
+                    deadline = now + limits.idle_s
+                elif chunk is not None and now > deadline:
+                    raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s")
+                if frames:
+                    batch = FrameBatch(frames, transform, is_terminator)
+                    yield batch
+                    if batch.ended:
+                        await _read_to_the_end(chunks)
+                        return
+                if chunk is None:
+                    raise StreamDropError(f"{backend}: stream ended without its terminator")
+        finally:
+            _reading[0] -= 1
     except httpx.RequestError as exc:
         raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
     except ReplyTooLarge as exc:

@@ -23,17 +23,16 @@ and reading their tails, ollie.sessions.logindex's (both re-exported here).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ollie.backend.types import Image, Message, ToolCall
+from ollie.gcpause import cyclic_gc_paused
 from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
@@ -293,11 +292,16 @@ class SessionFile:
             self.storage.replace(payload)
             return
         self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A new session's first save (on the event loop) has no log to protect: the disk's wait goes to the sync
+        # thread, as an appended round's does (two fsyncs here were ~20 ms of a first turn on the loop).
+        later = self._sync and not self.path.exists()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             _write_all(fd, payload)
-            if self._sync:
+            if later:
+                syncer.sync_later(os.dup(fd), self._on_sync_failure)
+            elif self._sync:
                 os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -306,7 +310,9 @@ class SessionFile:
         inode = os.fstat(fd).st_ino
         os.close(fd)
         os.replace(tmp, self.path)
-        if self._sync:
+        if later:
+            syncer.sync_later(os.open(self.sessions_dir, os.O_RDONLY), self._on_sync_failure)
+        elif self._sync:
             _fsync_dir(self.sessions_dir)
         # A process killed between writing its temporary file and the rename leaves it behind.
         for stale in self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
@@ -368,39 +374,6 @@ def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -
                 tracked.setdefault(name, {})[key] = value
 
 
-_gc_pause_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """No cyclic collection meanwhile; threads may overlap: the last one out restores what the first found.
-
-    A resume allocates a few objects a message and keeps them all: collections
-    triggered as they pile up rescan the whole growing heap, half of a resume's
-    cost at 100k messages. Nothing parsed here forms a cycle.
-    """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_pause_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_pause_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0:
-                # What was parsed lives as long as its session: frozen, no collection (the next young one
-                # included, ~50 ms at 100k messages, every thread stopped) walks it again; refcounting
-                # still frees it when the session goes.
-                gc.freeze()
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 def _message(data: dict[str, Any]) -> Message:
     """`Message.from_dict`, positional (a resume builds 100k of them)."""
     calls = data.get("tool_calls")
@@ -453,7 +426,9 @@ def _all_records(lines: list[bytes]) -> list[Any] | None:
 
 def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
     """Apply the records up to the last complete commit: (messages, meta, commit offset, overhead)."""
-    with _cyclic_gc_paused():
+    # A resume keeps every object it makes: collections as they pile up rescanned the growing heap (half of a
+    # resume's cost at 100k messages); frozen after, so the next young collection does not walk it again.
+    with cyclic_gc_paused(freeze=True):
         return _parse_records(data, path)
 
 

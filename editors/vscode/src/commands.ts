@@ -5,7 +5,7 @@ import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
-import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, sessionRefusal, unarchiveRefusal } from "./lib/history";
+import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
@@ -274,7 +274,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.compact": () => runSlash(parts, "/compact"),
     "ollie.mcpServers": () => showMcpServers(parts),
     "ollie.showContext": async () => {
-      const context = await parts.conversation.request<{ systemPrompt?: unknown; messages?: unknown }>("ollie/context");
+      const context = await readContext((params) => parts.conversation.request("ollie/context", params));
       const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: contextToMarkdown(context) });
       await vscode.window.showTextDocument(doc, { preview: true });
     },

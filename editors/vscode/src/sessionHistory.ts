@@ -3,7 +3,7 @@
 import * as vscode from "vscode";
 import { ChatItem, ChatModel } from "./lib/chatModel";
 import { errorText } from "./lib/errors";
-import { historyItems, modelFromHistory, pageBefore, parseContextPage, startsWithResult } from "./lib/history";
+import { historyItems, modelFromHistory, pageBefore, parseContextPage, readContext, startsWithResult } from "./lib/history";
 import { SessionHost } from "./sessionHost";
 
 // A resumed session shows its last this many messages (`ollie.historyPageSize`); scrolling to the top loads the page before.
@@ -85,7 +85,7 @@ export class SessionHistory {
   // A page of the session's messages from `offset`; it starts earlier when it would start with a tool result, so that
   // each call and its result are on one page (split, they would show as two steps).
   private async fetchPage(session: string, { offset, limit }: { offset: number; limit: number }): Promise<{ messages: unknown[]; offset: number }> {
-    const { messages } = parseContextPage(await this.host.daemon.request<unknown>("ollie/context", { session, offset, limit }));
+    const { messages } = await readContext((params) => this.host.daemon.request<unknown>("ollie/context", { session, ...params }), offset, limit);
     while (offset > 0 && startsWithResult(messages)) {
       offset -= 1;
       messages.unshift(...parseContextPage(await this.host.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);

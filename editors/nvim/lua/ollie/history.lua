@@ -114,12 +114,34 @@ function H:redraw(after)
   end)
 end
 
+---A session's whole conversation (`ollie/context`), page by page: the daemon answers at most 1,000 messages at a
+---time and says where the next page starts (`next`); `cb(err, result)` gets them all in one result.
+---@param session string|nil nil: the daemon's default session
+---@param cb fun(err: table|nil, result: table|nil)
+function M.read_context(session, cb)
+  local messages = {}
+  local function from(offset)
+    client.request("ollie/context", { session = session, offset = offset }, function(err, res)
+      if err then
+        return cb(err, nil)
+      end
+      vim.list_extend(messages, res.messages or {})
+      if type(res.next) == "number" and res.next > offset then -- only forward: never the same page again
+        return from(res.next)
+      end
+      res.messages = messages
+      cb(nil, res)
+    end)
+  end
+  from(0)
+end
+
 ---Draw the session's conversation from `ollie/context` (the second half of redraw).
 ---@param session string
 ---@param running boolean it runs a turn now
 ---@param after fun()|nil
 function H:draw_context(session, running, after)
-  client.request("ollie/context", { session = session }, function(err, res)
+  M.read_context(session, function(err, res)
     if session ~= self.session then
       return -- another session was picked meanwhile: its own answer draws it
     end

@@ -450,10 +450,10 @@ function M.rewind(arg)
         one_done()
       end, one_done)
     end
-    requests.call("ollie/context", {}, function(res)
-      context_messages = res.messages
+    require("ollie.history").read_context(session, function(_, res)
+      context_messages = res and res.messages
       one_done()
-    end, one_done)
+    end)
   end)
 end
 

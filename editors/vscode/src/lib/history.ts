@@ -158,10 +158,12 @@ export function historyItems(messages: unknown): ChatItem[] {
   return model.items;
 }
 
-/** One page of `ollie/context`: its messages and how many the session has in all. */
+/** One page of `ollie/context`: its messages, how many the session has in all, where the next page starts. */
 export interface ContextPage {
   messages: unknown[];
   total: number;
+  next?: number;
+  systemPrompt?: unknown;
 }
 
 /** An `ollie/context` result as a page; a daemon that does not say `total` sent them all. */
@@ -169,7 +171,30 @@ export function parseContextPage(raw: unknown): ContextPage {
   const record = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
   const messages = Array.isArray(record.messages) ? record.messages : [];
   const total = typeof record.total === "number" && Number.isInteger(record.total) && record.total >= messages.length ? record.total : messages.length;
-  return { messages, total };
+  const page: ContextPage = { messages, total };
+  if (typeof record.next === "number" && Number.isInteger(record.next)) page.next = record.next;
+  if (record.systemPrompt !== undefined) page.systemPrompt = record.systemPrompt;
+  return page;
+}
+
+/** The messages from `offset` (`limit` of them, or all to the end), page after page: the daemon answers at most 1,000
+ * at a time and says where the next page starts (`next`). */
+export async function readContext(
+  request: (params: { offset: number; limit?: number }) => Promise<unknown>,
+  offset = 0,
+  limit?: number,
+): Promise<ContextPage> {
+  const stop = limit === undefined ? Infinity : offset + limit;
+  const whole: ContextPage = { messages: [], total: 0 };
+  for (let at = offset; ; ) {
+    const page = parseContextPage(await request(limit === undefined ? { offset: at } : { offset: at, limit: stop - at }));
+    whole.messages.push(...page.messages);
+    whole.total = page.total;
+    whole.systemPrompt ??= page.systemPrompt;
+    // Only forward: a `next` that does not move on would ask for the same page for ever.
+    if (page.next === undefined || page.next <= at || page.next >= stop) return whole;
+    at = page.next;
+  }
 }
 
 /** Whether a page starts with a tool result: its call is on the page before, and would show as a second step. */

@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
+import { readContext } from "../lib/history";
 import { turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
@@ -30,7 +31,7 @@ export async function rewind(
     return;
   }
   const count = last.turn;
-  const context = await host.request<{ messages?: unknown }>("ollie/context", withSession({})).catch(() => ({ messages: [] }));
+  const context = await readContext((params) => host.request("ollie/context", withSession(params))).catch(() => ({ messages: [] }));
   const turns = Array.from({ length: Math.min(count, MAX_TURNS) }, (_, i) => count - i);
   const files = new Map<number, number>();
   await Promise.all(

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, splitEditorContext, startsWithResult } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, splitEditorContext, startsWithResult } from "../../src/lib/history";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -118,6 +118,25 @@ test("context pages: the total (or the messages' count), and the page before a g
   assert.deepEqual(pageBefore(450, 200), { offset: 250, limit: 200 });
   assert.deepEqual(pageBefore(150, 200), { offset: 0, limit: 150 });
   assert.deepEqual(pageBefore(0, 200), { offset: 0, limit: 0 });
+});
+
+test("a long context is read page by page, following the daemon's `next`, and only forward", async () => {
+  const all = Array.from({ length: 2500 }, (_, n) => n);
+  const asked: object[] = [];
+  // As the daemon answers: at most 1,000 a page, `next` while more follow.
+  const daemon = async (params: { offset: number; limit?: number }) => {
+    asked.push(params);
+    const end = Math.min(all.length, params.offset + Math.min(1000, params.limit ?? all.length));
+    return { systemPrompt: "sp", messages: all.slice(params.offset, end), total: all.length, ...(end < all.length ? { next: end } : {}) };
+  };
+  const whole = await readContext(daemon);
+  assert.deepEqual(whole, { messages: all, total: 2500, systemPrompt: "sp" });
+  assert.deepEqual(asked, [{ offset: 0 }, { offset: 1000 }, { offset: 2000 }]);
+  asked.length = 0;
+  assert.deepEqual((await readContext(daemon, 900, 1200)).messages, all.slice(900, 2100));
+  assert.deepEqual(asked, [{ offset: 900, limit: 1200 }, { offset: 1900, limit: 200 }]);
+  // A `next` that does not move on ends the reading.
+  assert.deepEqual((await readContext(async () => ({ messages: [1], total: 9, next: 0 }))).messages, [1]);
 });
 
 test("an earlier page goes before the items shown, with ids below theirs", () => {
