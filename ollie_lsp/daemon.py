@@ -117,7 +117,10 @@ def _lazy_method(name: str) -> Callable[..., Any]:
         await ls.engine_loaded()
         from ollie_lsp import methods
 
-        return await methods.call(name, ls, raw)
+        try:
+            return await methods.call(name, ls, raw)
+        finally:
+            _collect_when_idle(ls)
 
     return run
 
@@ -129,6 +132,18 @@ def _lazy_command(name: str) -> Callable[..., Any]:
         await ls.engine_loaded()
         from ollie_lsp import methods
 
-        return await methods.call(name, ls, args[0] if args else None)
+        try:
+            return await methods.call(name, ls, args[0] if args else None)
+        finally:
+            _collect_when_idle(ls)
 
     return run
+
+
+def _collect_when_idle(ls: OllieServer) -> None:
+    """Once an answer is written and no turn runs: the cycles the engine's import made are freed (once)."""
+    if any(live.core.is_running for live in ls.live_sessions()):
+        return  # a turn streams: its own answer comes back here
+    from ollie.startup import collect_after_this_answer
+
+    collect_after_this_answer()
