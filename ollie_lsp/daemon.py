@@ -35,8 +35,9 @@ def load_engine() -> None:
     The sandbox's fork server starts when the first turn does (`build_table`), not here: no first token needs
     it, and its interpreter's start competed with this one for the CPU.
     """
-    from ollie.startup import resume_gc
+    from ollie.startup import free_load_garbage, resume_gc
 
+    free_load_garbage()  # lsprotocol's (after initialize was answered): its ~8 MiB would stay resident otherwise
     try:
         import ollie.agent.core  # noqa: F401
         import ollie_lsp.methods  # noqa: F401
