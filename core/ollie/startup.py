@@ -1,4 +1,4 @@
-"""Start-up of a long-lived front end: no cycle collections while its modules load; room for many descriptors."""
+"""Start-up of a long-lived front end: no cycle collection over its modules before a first answer; room for many fds."""
 
 from __future__ import annotations
 
