@@ -14,23 +14,12 @@ def pause_gc() -> None:
     gc.disable()
 
 
-def free_load_garbage() -> None:
-    """While paused: free the cycles loading made so far, then freeze what lives on.
-
-    For a big load whose garbage is big: lsprotocol's attrs classes leave ~550 discarded classes (~8 MiB).
-    Freed before the next modules load, their memory is reused by them; freed later, the heap kept the holes.
-    """
-    if not gc.isenabled():
-        gc.collect()
-        gc.freeze()
-
-
 def resume_gc() -> None:
     """Once the modules are loaded: the collector runs again, over what is made from now on.
 
     What loaded is frozen first: unfrozen, the collector's next young pass walked every object made while it
-    was paused (lsprotocol's, the SDK's schema, the engine's), and the pass after it again: ~130 ms of CPU
-    between the engine's import and a first token. `collect_load_garbage` frees the cycles loading made, later.
+    was paused (the SDK's schema, the engine's), and the pass after it again: ~55-130 ms of CPU before a
+    first token. `collect_load_garbage` frees the cycles loading made, later.
     """
     global _frozen_at_load
     if not gc.isenabled():  # only after pause_gc: a process that never paused it keeps its own settings
