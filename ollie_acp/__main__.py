@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
 import sys
+from dataclasses import dataclass
 from typing import BinaryIO, cast
 
 from ollie import __version__
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass
+class Args:
+    """The parsed command line."""
+
+    agent: str = "default"
+    backend: str | None = None
+    model: str | None = None
+    log_file: str | None = None
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
     """The command line: --agent, --backend, --model, --log-file, --version."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        return Args()  # what editors start (`ollie acp`): argparse would load before the first chunk for nothing
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="ollie acp",
         description="Run ollie as an ACP agent over stdin/stdout (Zed, JetBrains, codecompanion, avante, agent-shell).",
@@ -23,10 +38,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="model of new sessions (default: $OLLIE_MODEL or the backend's default)")
     parser.add_argument("--log-file", metavar="PATH", help="where to log (default: the state dir's ollie.log)")
     parser.add_argument("--version", action="version", version=f"ollie-acp {__version__}")
-    return parser.parse_args(argv)
+    parsed = parser.parse_args(argv)
+    return Args(agent=parsed.agent, backend=parsed.backend, model=parsed.model, log_file=parsed.log_file)
 
 
-async def serve(args: argparse.Namespace, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
+async def serve(args: Args, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client until its stdin ends (a closed pipe, the end of a file, /dev/null); then close every
     session (saved, tool processes ended)."""
     from acp import run_agent

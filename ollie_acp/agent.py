@@ -53,6 +53,7 @@ from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words, os_user
+from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
@@ -83,6 +84,7 @@ class OllieAgent:
         self._user = os_user()
         # Updates scheduled to go out right after an answer (held here so they are not collected early).
         self._after: set[asyncio.Task[None]] = set()
+        self._prompting = 0  # prompts running now, in every session
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -329,7 +331,13 @@ class OllieAgent:
             # An untitled session takes its first prompt as its title, as in the daemon.
             live.title = first_words(user_text)
             asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
-        return await live.run_prompt(text, pictures)
+        self._prompting += 1
+        try:
+            return await live.run_prompt(text, pictures)
+        finally:
+            self._prompting -= 1
+            if not self._prompting:
+                collect_after_this_answer()  # the cycles the SDK's and the engine's import made, once
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel: the running prompt answers `cancelled`."""

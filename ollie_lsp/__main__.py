@@ -141,9 +141,8 @@ def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
-    from ollie.startup import pause_gc, raise_fd_limit
+    from ollie.startup import raise_fd_limit
 
-    pause_gc()  # until the engine is loaded (daemon.load_engine)
     raise_fd_limit()
     args = parse_args(argv)
     setup_logs(args.log_file)

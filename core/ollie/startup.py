@@ -1,9 +1,12 @@
-"""Start-up of a long-lived front end: no cycle collections while its modules load; room for many descriptors."""
+"""Start-up of a long-lived front end: no cycle collection over its modules before a first answer; room for many fds."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import resource
+
+_frozen_at_load = 0  # objects frozen by resume_gc, until collect_load_garbage
 
 
 def pause_gc() -> None:
@@ -12,11 +15,16 @@ def pause_gc() -> None:
 
 
 def resume_gc() -> None:
-    """Once the modules are loaded: the collector runs again."""
+    """Once the modules are loaded: the collector runs again, over what is made from now on.
+
+    What loaded is frozen first: unfrozen, the collector's next young pass walked every object made while it
+    was paused (the SDK's schema, the engine's), and the pass after it again: ~55-130 ms of CPU before a
+    first token. `collect_load_garbage` frees the cycles loading made, later.
+    """
+    global _frozen_at_load
     if not gc.isenabled():  # only after pause_gc: a process that never paused it keeps its own settings
-        # Not frozen: loading makes some cyclic garbage (~10 MiB with the engine) that gc.freeze would keep for the
-        # process's life; and not collected here: one full pass (~50 ms) would sit before the first token. The
-        # collector's next full pass, during the session, takes it.
+        gc.freeze()
+        _frozen_at_load = gc.get_freeze_count()
         gc.enable()
 
 
@@ -29,3 +37,26 @@ def raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (OSError, ValueError):  # a hard limit the kernel caps lower (nr_open): keep what it is
             pass
+
+
+def collect_load_garbage() -> None:
+    """Once, when the first request is answered: free loading's cycles, then freeze what lives on.
+
+    One full pass where nobody waits for it. Frozen again afterwards: the modules' objects live as long as the
+    process, and no later pass need walk them.
+    """
+    global _frozen_at_load
+    # Skipped when more was frozen since (a resumed history, ollie.sessions.persist): unfreezing it would make
+    # every later pass walk it again. (The count only shrinks otherwise: frozen objects freed by refcounting.)
+    if _frozen_at_load and gc.get_freeze_count() <= _frozen_at_load and gc.isenabled():
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+    _frozen_at_load = 0
+
+
+def collect_after_this_answer() -> None:
+    """From a request's handler: `collect_load_garbage` two loop turns on, once the answer is written."""
+    if _frozen_at_load:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, collect_load_garbage)

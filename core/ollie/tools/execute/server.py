@@ -34,10 +34,10 @@ from ollie.tools.execute.schemas import (
 from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.tier import hottest, script_tier
 from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
-from ollie.tools.execute.validation import SessionBlocked, ValidationGate
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
     from ollie.tools.execute.context import CallContext
+    from ollie.tools.execute.validation import ValidationGate
 
 EXECUTORS = ("execute_code", "call_tool", "pipe")
 SERVER_NAME = "execute"
@@ -72,7 +72,8 @@ class ExecuteServer:
         self._sandbox = sandbox
         self._tools_dirs = tools_dirs
         self._pipe_limit = pipe_limit
-        self._gate = ValidationGate(clock=clock)
+        self._clock = clock
+        self._validation: ValidationGate | None = None  # built at the first call: its ~40 regexes cost a first turn
         # A bare server (a library user, the tests) lets elevated steps run; an agent's Core sets its mode.
         self._elevation = ElevationGate()
         self._lock_poll = lock_poll_interval
@@ -119,7 +120,11 @@ class ExecuteServer:
     @property
     def gate(self) -> ValidationGate:
         """The session's validation rate limiter."""
-        return self._gate
+        if self._validation is None:
+            from ollie.tools.execute.validation import ValidationGate
+
+            self._validation = ValidationGate(clock=self._clock)
+        return self._validation
 
     # -- tool scripts --
 
@@ -179,13 +184,14 @@ class ExecuteServer:
         from ollie.tools.execute.call import call_tool
         from ollie.tools.execute.code import execute_code, refuse_dangerous
         from ollie.tools.execute.pipe import pipe
+        from ollie.tools.execute.validation import SessionBlocked
 
         try:
-            self._gate.ensure_open()
+            self.gate.ensure_open()
             parsed = self._parsed.parse(tool, args)
             request = parsed.get()
             ctx = self._context(request, parsed)
-            refusal = refuse_dangerous(self._gate, request.code_steps())
+            refusal = refuse_dangerous(self.gate, request.code_steps())
             if refusal is not None:
                 return refusal
             if isinstance(request, CodeRequest):
@@ -212,7 +218,7 @@ class ExecuteServer:
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
-            gate=self._gate,
+            gate=self.gate,
             resolve=self._parsed.resolver(parsed),
             policy=self._policy(request.sandbox or self._sandbox),
             deadline=Deadline(timeout),
