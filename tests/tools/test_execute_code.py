@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -268,3 +269,14 @@ def test_the_search_path_is_the_one_in_the_childs_env(tmp_path, monkeypatch) -> 
     monkeypatch.delenv("PATH")
     runner = Runner(session_id="1700000000000000000-t", cwd=tmp_path, lock_dir=tmp_path / "locks")
     assert runner.search_path() == runner.env()["PATH"]
+
+
+async def test_a_calls_program_file_is_removed_after_it(ws: Workspace) -> None:
+    # Removed off the event loop, after the answer: waited for here, not assumed.
+    result = await code(ws.server(), 'echo "$0"')
+    program = stdout_of(result).strip()
+    assert program.endswith("step1.sh"), result.text
+    deadline = time.monotonic() + 30
+    while os.path.lexists(os.path.dirname(program)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not os.path.lexists(os.path.dirname(program))

@@ -10,6 +10,7 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ollie import paths, programs
@@ -212,8 +213,13 @@ class Runner:
 
     @staticmethod
     def drop_scratch(path: Path) -> None:
-        """Remove a call's scratch dir."""
-        shutil.rmtree(path, ignore_errors=True)
+        """Remove a call's scratch dir in a worker thread: an rmdir can take milliseconds (a filesystem mounted
+        with `discard` trims the freed blocks), which neither the call's answer nor the event loop need wait for."""
+        remove = partial(shutil.rmtree, path, ignore_errors=True)
+        try:
+            asyncio.get_running_loop().run_in_executor(None, remove)
+        except RuntimeError:  # no running loop
+            remove()
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
