@@ -1,7 +1,4 @@
-"""The pygls server object: its protocol, capabilities, cancellation, output flow, and the session table it owns.
-
-The features it serves are registered by ollie_lsp.daemon (lifecycle, documents, the ollie/* methods).
-"""
+"""The pygls server object: its protocol, capabilities, cancellation, output flow, and the session table it owns."""
 
 from __future__ import annotations
 
@@ -59,14 +56,12 @@ EXIT_BACKSTOP_S = 5.0
 def raw_params_converter() -> Any:
     """pygls' converter, except that custom messages keep their params/results as plain JSON (dicts).
 
-    The default turns them into namedtuples, whose own methods (`count`, `index`)
-    shadow fields of those names; params are checked by ollie_lsp.params instead.
+    The default's namedtuples have methods (`count`, `index`) that shadow fields of those names.
     """
     converter = default_converter()
 
     def keep_params(obj: dict[str, Any], cls: type) -> Any:
-        # JSON-RPC lets a request or notification leave `params` out (a TypeError here left it unanswered);
-        # members a message should not carry are ignored.
+        # JSON-RPC lets a message leave `params` out; members a message should not carry are ignored.
         return cls(**{field.name: obj.get(field.name) for field in attrs.fields(cls)})
 
     converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
@@ -84,15 +79,12 @@ class OllieProtocol(LanguageServerProtocol):
 
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
-        # A running submit's hook: a `$/cancelRequest` for it interrupts its turn instead (OllieServer.on_cancel).
-        self.cancel_hooks: dict[Any, Callable[[], None]] = {}
-        # What `exit` does; the server that owns this protocol sets it (OllieServer.end_serving).
+        # Set by the OllieServer that owns this protocol.
+        self.cancel_hooks: dict[Any, Callable[[], None]] = {}  # a submit's: its cancel interrupts its turn
         self.on_exit: Callable[[], None] = lambda: None
-        # A `shutdown` request came: its handler runs as a task, after an `exit` read in the same batch of frames.
+        # Called on reading `shutdown`: its handler runs as a task, after an `exit` read in the same batch.
         self.on_shutdown: Callable[[], None] = lambda: None
-        # Whether the client's messages are still handled (False once `exit` came); the server sets it too.
         self.serving: Callable[[], bool] = lambda: True
-        # Where an error while handling a message is reported (the server's report_server_error).
         self.on_error: Callable[[Exception], None] = lambda exc: None
 
     # pygls builds the capabilities itself: `experimental.ollie` can only be added to its answer.
@@ -104,10 +96,8 @@ class OllieProtocol(LanguageServerProtocol):
         fit_capabilities(result.capabilities, params.capabilities)
         return result
 
-    # pygls' exit raises SystemExit from a loop callback once the writer is closed: asyncio.run then failed in its
-    # own cleanup ("Event loop stopped before Future completed", status 1), and an exit that came while shutdown
-    # still ran was cancelled by it (the daemon hung until its backstop). Here exit only ends the reading; the
-    # caller (serve_stdio, serve_tcp) closes the sessions and the process ends normally.
+    # pygls' exit raises SystemExit from a loop callback, which breaks asyncio.run's cleanup and cancels a running
+    # shutdown: here exit only ends the reading, and the caller (serve_stdio, serve_tcp) closes the sessions.
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:
         """End serving the client: status 0 after `shutdown`, else 1 (as LSP says)."""
@@ -115,10 +105,7 @@ class OllieProtocol(LanguageServerProtocol):
 
     # A private pygls method: no public hook chooses how a message is serialised.
     def _serialize_message(self, data: Any) -> Any:
-        """ollie/* results and params are plain JSON already: skip cattrs' recursive copy of them.
-
-        json.dumps still calls back here for anything nested that is not plain JSON.
-        """
+        """ollie/* results and params are plain JSON already: skip cattrs' recursive copy of them."""
         if isinstance(data, JsonRPCResponseMessage) and isinstance(data.result, dict):
             return {"id": data.id, "jsonrpc": data.jsonrpc, "result": data.result}
         if isinstance(data, JsonRPCNotification) and isinstance(data.params, dict):
@@ -199,16 +186,14 @@ class OllieProtocol(LanguageServerProtocol):
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
-        # pygls answers only messages it could parse, and has no public send of a raw message: these errors go out
-        # through its private _send_data (framing, writer), id null included.
+        # pygls has no public send of a raw message (id null included): its private _send_data frames and writes.
         self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}})
 
-    # pygls cancels the handler on $/cancelRequest; a submit must interrupt its turn and still answer. A private
-    # method: pygls handles $/cancelRequest itself, before any feature could.
+    # A cancelled submit interrupts its turn and still answers (stop "interrupted"), where pygls would cancel the
+    # handler. A private method: pygls handles $/cancelRequest itself, before any feature could.
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         hook = self.cancel_hooks.pop(msg_id, None)
         if hook is not None:
-            # A cancelled submit interrupts its turn and still answers, with stop "interrupted".
             logger.info("cancel of a pending submit: interrupting", extra={"msg_id": msg_id})
             hook()
             return
@@ -234,30 +219,23 @@ class OllieServer(LanguageServer):
         protocol.on_shutdown = self._shutdown_asked
         protocol.serving = self.serving
         protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
-        # The session table and the engine's import, given by ollie_lsp.daemon: they load after `initialize`.
         self._make_table = make_table
         self._load_engine = load_engine
         self.cancel_hooks = protocol.cancel_hooks
         self.init_options = InitOptions()
-        # The client answers `ollie/permission` (initializationOptions `permissionRequest`), not just showMessageRequest.
-        self.rich_permission = False
+        self.rich_permission = False  # the client answers `ollie/permission` (initializationOptions)
         self._table: SessionTable | None = None
-        # The client's open documents: the file tools read their unsaved text and edit them through applyEdit.
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
         self.initialized = False
-        # Set by shutdown/exit: a background warm-up that finishes afterwards starts no session.
-        self.closing = False
+        self.closing = False  # set by shutdown/exit: a warm-up that finishes afterwards starts no session
         self._engine: asyncio.Future[None] | None = None
-        # The one close of every session: shutdown, exit and the client's EOF all wait for the same one.
-        self._closed: asyncio.Future[None] | None = None
+        self._closed: asyncio.Future[None] | None = None  # the one close that shutdown, exit and EOF all wait for
         self._backstop: threading.Thread | None = None
-        # The client's message loop while it runs (`exit` ends it), and the status the process ends with.
         self._serving: asyncio.Future[None] | None = None
         self.exit_code = 0
         self.shutdown_asked = False
-        # The workspace at initialize: the default session's CWD even if the folders change before it is built.
+        # The default session's CWD even if the folders change before it is built.
         self.root_cwd = start_dir()
-        # Where new sessions start, until the table is built; then its defaults hold it (see `default_cwd`).
         self._new_session_cwd = self.root_cwd
 
     @property
@@ -277,35 +255,28 @@ class OllieServer(LanguageServer):
     async def engine_loaded(self) -> None:
         """Wait until the engine is imported: once, in a thread, whoever asks first.
 
-        Every ollie/* request waits here rather than importing on its own: two threads importing
-        the same modules at once can see one half-initialized (`cannot import name`).
+        Two threads importing the same modules at once can see one half-initialized (`cannot import name`).
         """
         if self._engine is None:
             self._engine = in_daemon_thread(self._load_engine)
         await asyncio.shield(self._engine)
 
     async def warm_up(self) -> None:
-        """After `initialized`: load the engine in a thread, then start building the default session.
-
-        The first request then finds the session ready (or being built) instead of paying for it.
-        """
+        """After `initialized`: load the engine in a thread, then start building the default session."""
         if self._table is not None:
             return
         try:
             await self.engine_loaded()
         except Exception:
-            # Not fatal here: the first ollie/* request imports it again and answers with the error.
             logger.exception("loading the engine in the background failed")
             return
         if self._table is None and self.initialized and not self.closing:
             table = self.table
-            # Every session's prompt commands wait for its first need (session/new stays fast); the default
-            # session's run now, in the background: the editor's first prompt usually comes at once.
+            # The default session's prompt commands run now: the editor's first prompt usually comes at once.
             try:
                 live = await table.default()
                 await live.core.ready_prompt()
-            except Exception:
-                # The first request meets the same failure and answers with it.
+            except Exception:  # the first request meets the same failure and answers with it
                 logger.debug("preparing the default session's prompt failed", exc_info=True)
             release_free_memory()
             collect_when_idle(self.live_sessions)
@@ -336,9 +307,7 @@ class OllieServer(LanguageServer):
 
     async def serve_client(self, frames: FrameSource) -> None:
         """Handle one client's messages from `frames` until it goes away or `exit` ends the loop."""
-        # Heavy work (a long session's parse, a compaction's snapshot) runs in threads. Each time the loop
-        # gives up the GIL for a syscall it waits up to the switch interval to get it back (5 ms by default,
-        # several times per request): 1 ms keeps other sessions' requests prompt meanwhile.
+        # Heavy work runs in threads; the loop waits up to the switch interval for the GIL after each syscall.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         assert isinstance(self.protocol, OllieProtocol)
         self._serving = asyncio.ensure_future(frames.run(self.protocol.receive))
@@ -367,11 +336,10 @@ class OllieServer(LanguageServer):
     async def close_sessions(self) -> None:
         """Close every live session (shutdown, exit, or the client gone); nothing when none was started.
 
-        Every caller waits for the same close, shielded: a second caller (exit, then EOF) must not see it
-        done while the first is still ending the turns, or the loop would end and cancel it half-way.
+        Every caller waits for the same close, shielded: a second one (exit, then EOF) must not cancel it half-way.
         """
         self.closing = True
-        # A session a request started after the last close (shutdown, then a late session/new) is closed too.
+        # A session started after the last close (shutdown, then a late session/new) is closed too.
         if self._closed is None or (self._closed.done() and self._table is not None and self._table.live()):
             self._closed = asyncio.ensure_future(self._close_table())
         await asyncio.shield(self._closed)
@@ -389,13 +357,11 @@ class OllieServer(LanguageServer):
 
     async def approve_elevation(self, session_id: str, what: str) -> bool:
         """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
-        # Through ask_client: a question withdrawn unanswered ($OLLIE_QUESTION_TIMEOUT_S) is cancelled in the editor.
         reply = await ask_client(self.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}",
             actions=[types.MessageActionItem(title=ALLOW_ELEVATION), types.MessageActionItem(title="Deny")],
         ))
-        # Dismissed (null) is a no.
         title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
         return title == ALLOW_ELEVATION
 
@@ -409,8 +375,7 @@ class OllieServer(LanguageServer):
         try:
             doc = self.workspace.text_documents.get(uri) or self.workspace.get_text_document(uri)
             return OpenDocument(text=doc.source, language_id=doc.language_id)
-        except (OSError, ValueError, TypeError, RuntimeError):
-            # Not open and not a readable file (deleted, a directory, an `untitled:` buffer).
+        except (OSError, ValueError, TypeError, RuntimeError):  # not open and not a readable file
             return None
 
     def output_paused(self) -> bool:
@@ -453,8 +418,7 @@ def start_dir() -> Path:
 def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:
     """Run `fn` in a daemon thread of its own; the future has its outcome.
 
-    Not the loop's default executor: the loop's end joins that one's threads, so an `exit` that came during the
-    engine's import (seconds on a loaded machine) waited for it to finish before the process could end.
+    Not the loop's default executor: the loop's end joins its threads, so an `exit` waited for the engine's import.
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
@@ -487,7 +451,6 @@ def exit_backstop(grace_s: float) -> None:
     if "ollie.sandbox.spawn" in sys.modules:  # a fork server can only run once a step was spawned
         from ollie.sandbox.spawn import fork_server
 
-        # Bounded: the server stops every running step's processes and exits (else it is killed).
         fork_server().close()
     logging.shutdown()
     os._exit(1)
@@ -522,11 +485,7 @@ def collect_when_idle(live: Callable[[], list[LiveSession]]) -> None:
 
 
 def release_free_memory() -> None:
-    """Give the C heap's free pages back to the OS (glibc's malloc_trim; elsewhere nothing).
-
-    Importing the engine in a thread and building the first session free ~1 MiB that would otherwise stay
-    resident in the malloc arenas for the daemon's whole life. Once, after warm-up: it takes well under 1 ms.
-    """
+    """Give the C heap's free pages back to the OS (glibc's malloc_trim): ~1 MiB the warm-up freed."""
     try:
         import ctypes  # already loaded: the sandbox's Landlock calls use it
 
