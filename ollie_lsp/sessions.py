@@ -82,9 +82,7 @@ class LiveSession:
         snapshot = self.state_snapshot()
         in_turn = self.forwarder.turn_open
         if snapshot["running"] != in_turn:
-            # The engine runs ahead of the events still waiting to be sent: say what those sent so far say, or a
-            # client hears `running: false` before the turn's last deltas and its end. The engine publishes a
-            # state change after each turn edge, so the true state follows the edge.
+            # The engine runs ahead of the events still unsent: say what those sent say (the true state follows).
             snapshot.update(running=in_turn, state="thinking" if in_turn else "idle")
         if snapshot == self.last_state:
             return None
@@ -119,8 +117,7 @@ class LiveSession:
         cancel_wait = asyncio.ensure_future(handle.cancelled.wait())
         try:
             await asyncio.wait({acquire, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            # This request itself was cancelled while it waited: never take (or keep) the lock.
+        except asyncio.CancelledError:  # this request was cancelled while it waited: never keep the lock
             if acquire.done() and not acquire.cancelled():
                 self.turn_lock.release()
             acquire.cancel()
@@ -142,8 +139,7 @@ class LiveSession:
 
     async def _run(self, text: str, images: Sequence[Image] = ()) -> dict[str, Any]:
         result = await self.core.submit(text, images)
-        # The answer comes after every event (and progress step) of its turn: the client has seen it all,
-        # and a listing asked for next shows the turn's stamps.
+        # The answer comes after every event (and progress step) of its turn, and its record is written.
         await self.forwarder.drained()
         if self.recorder is not None:
             await self.recorder.drained()
@@ -194,8 +190,7 @@ def _session_store() -> ModuleType:
 
 
 async def _preload(session_id: str | None) -> None:
-    """Connect a database store (OLLIE_STORE), read and lease the session to resume, off the loop; -32007 when
-    it is live elsewhere. Nothing to do with files."""
+    """Connect a database store (OLLIE_STORE), read and lease the session to resume, off the loop (-32007)."""
     persist = await asyncio.to_thread(_session_store)
     with rpc_errors(session_id or ""):
         await asyncio.to_thread(persist.preload, Path(), session_id)
@@ -209,14 +204,13 @@ def load_core_module() -> ModuleType:
 
 
 def _after_events(forwarder: EventForwarder, ask: Callable[[Q], Awaitable[A]]) -> Callable[[Q], Awaitable[A]]:
-    """`ask`, once the session's events so far went out: the client sees the text that leads to a question
-    before the question (a request is written at once, while deltas wait a moment to be joined)."""
+    """`ask`, once the session's events so far went out: the text leading to a question comes before it."""
 
     async def asked(question: Q) -> A:
         try:
             await asyncio.wait_for(forwarder.drained(), QUESTION_DRAIN_S)
         except TimeoutError:
-            pass  # a client that reads nothing now gets the question queued behind them anyway
+            pass  # a client that reads nothing gets the question queued behind them
         return await ask(question)
 
     return asked
@@ -240,8 +234,7 @@ class SessionTable:
     ) -> None:
         self.defaults = defaults
         self._documents = documents
-        # The client answers ollie/editor/* (initializationOptions.editorTools): every session gets the editor tools.
-        self._editor = editor
+        self._editor = editor  # the client answers ollie/editor/*: every session gets the editor tools
         self.records = records
         self._make_forwarder = make_forwarder
         self._make_progress = make_progress
@@ -250,8 +243,6 @@ class SessionTable:
         self._notify_problem = notify_problem
         self._live: dict[str, LiveSession] = {}
         self._default: asyncio.Task[LiveSession] | None = None
-
-    # --- creation -----------------------------------------------------------------
 
     def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
         """Build the default session in the background (the engine import happens there)."""
@@ -276,16 +267,11 @@ class SessionTable:
         self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,
         resume_id: str | None = None, prompt_now: bool = False,
     ) -> LiveSession:
-        """Start a new Core (or resume a saved one), have the engine record it, and forward its events.
-
-        `prompt_now`: the agent's prompt commands start while the session is built (the default session).
-        """
+        """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
         await _preload(resume_id)
-        # The Core takes the session's live lock (ollie.sessions.livelock): one another process of this machine
-        # runs is refused (-32007), not run twice.
-        try:
+        try:  # the Core takes the session's live lock: one another local process runs is refused (-32007)
             core = await core_mod.Core.create(
                 agent=agent,
                 cwd=cwd or self.defaults.cwd,
@@ -299,8 +285,7 @@ class SessionTable:
             if resume_id:  # not started: the session read (and leased) ahead is given back
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
-        if resume_id:
-            # The first size estimate of a long history walks every message: in a thread, before the loop asks.
+        if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
         live.recorder = await self.records.record(core, kind=kind, title=title)
@@ -342,8 +327,6 @@ class SessionTable:
             raise SessionArchived(session_id)
         return await self.create(agent=info.agent_id, kind=str(info.kind), title=info.title, resume_id=session_id)
 
-    # --- lookup -------------------------------------------------------------------
-
     async def default(self) -> LiveSession:
         """The default session, waiting for it to be built."""
         if self._default is None:
@@ -358,7 +341,6 @@ class SessionTable:
         if session_id is None:
             return await self.default()
         if self._default is not None and not self._default.done():
-            # The default session may be the one asked for: let it finish first.
             await asyncio.gather(self._default, return_exceptions=True)
         live = self._live.get(session_id)
         if live is None:
@@ -379,8 +361,6 @@ class SessionTable:
     def live(self) -> list[LiveSession]:
         """The sessions running now."""
         return list(self._live.values())
-
-    # --- lifecycle ----------------------------------------------------------------
 
     async def archive(self, session_id: str) -> None:
         """Archive a session (live or saved); a live one stays readable but refuses writes."""
@@ -414,12 +394,10 @@ class SessionTable:
             await live.core.close()
         except Exception:
             logger.exception("closing a session failed", extra={"session": live.id})
-        try:
-            # Its last rounds stored and, with a database store, its lease given up: another machine may resume it.
+        try:  # its last rounds stored and its lease (a database store's) given up
             await asyncio.to_thread(_session_store().release, live.id)
         except Exception as exc:
             logger.exception("releasing a session failed", extra={"session": live.id})
-            # The session is gone from the client's view: only a message can still say what was not saved.
             self._notify_problem(f"ollie: {_message(exc)}")
         if live.recorder is not None:
             await live.recorder.close()
