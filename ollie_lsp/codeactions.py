@@ -1,8 +1,7 @@
 """Code actions any LSP client shows: `Ollie: Fix ...`, Explain, Add tests, Refactor, Ask; each one runs a turn.
 
-A turn runs in the workspace's (default) session with the range, its diagnostics and the file as context. Its edits
-reach the editor as `workspace/applyEdit` (the file tools' path for open documents); its answer as a short
-`window/showMessage`, or a markdown file `window/showDocument` opens.
+The turn runs in the default session with the range as context; its answer is a `window/showMessage`, or a
+markdown file `window/showDocument` opens.
 """
 
 from __future__ import annotations

@@ -54,8 +54,7 @@ class LspDocuments:
 
     def __init__(self, server: LanguageServer, *, can_save: Callable[[], bool]) -> None:
         self._server = server
-        # Whether the client saves documents on request (it announced `saveDocuments`).
-        self._can_save = can_save
+        self._can_save = can_save  # the client saves documents on request (it announced `saveDocuments`)
 
     def open_documents(self) -> dict[Path, TextDocument]:
         """Every open `file:` document by its real path (what other daemon code reverts or inspects)."""

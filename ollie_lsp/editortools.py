@@ -1,9 +1,7 @@
 """The editor's knowledge over the wire: ollie/editor/* requests to a client that announced `editorTools`.
 
-Paths travel absolute both ways (the engine makes them relative to the session
-CWD and drops the rest). A client that errors, answers nonsense or takes longer
-than the timeout gives the engine an EditorUnavailable, which the model reads
-as the tool's error: never a hung turn.
+Paths travel absolute both ways. A client that errors, answers nonsense or is too slow gives the engine an
+EditorUnavailable (the tool's error): never a hung turn.
 """
 
 from __future__ import annotations
@@ -147,24 +145,24 @@ class LspEditorKnowledge:
         current = [p for p in (wire_path(v) for v in listed) if p is not None] if isinstance(listed, list) else []
         return DiagnosticsAnswer(found, up_to_date=frozenset(current))
 
+    async def _ask_list(self, method: str, params: dict[str, Any], key: str,
+                        parse: Callable[[Mapping[str, Any]], T | None]) -> list[T]:
+        return parse_list(await self._ask(method, params), key, parse, method)
+
     async def definition(self, path: Path, line: int, column: int) -> list[Span]:
         """ollie/editor/definition `{path, line, column}` → `{locations}`."""
-        method = "ollie/editor/definition"
-        answer = await self._ask(method, {"path": str(path), "line": line, "column": column})
-        return parse_list(answer, "locations", parse_span, method)
+        params = {"path": str(path), "line": line, "column": column}
+        return await self._ask_list("ollie/editor/definition", params, "locations", parse_span)
 
     async def references(self, path: Path, line: int, column: int) -> list[Span]:
         """ollie/editor/references `{path, line, column}` → `{locations}`."""
-        method = "ollie/editor/references"
-        answer = await self._ask(method, {"path": str(path), "line": line, "column": column})
-        return parse_list(answer, "locations", parse_span, method)
+        params = {"path": str(path), "line": line, "column": column}
+        return await self._ask_list("ollie/editor/references", params, "locations", parse_span)
 
     async def symbols(self, query: str) -> list[Symbol]:
         """ollie/editor/symbols `{query}` → `{symbols}`."""
-        method = "ollie/editor/symbols"
-        return parse_list(await self._ask(method, {"query": query}), "symbols", parse_symbol, method)
+        return await self._ask_list("ollie/editor/symbols", {"query": query}, "symbols", parse_symbol)
 
     async def open_files(self) -> list[OpenFile]:
         """ollie/editor/openFiles `{}` → `{files}`."""
-        method = "ollie/editor/openFiles"
-        return parse_list(await self._ask(method, {}), "files", parse_open_file, method)
+        return await self._ask_list("ollie/editor/openFiles", {}, "files", parse_open_file)

@@ -1,12 +1,7 @@
 """`ollie-lsp --tcp`: a loopback-only listener that serves one client, once it proves the start-up token.
 
-Anything that can open a TCP connection to localhost (sandboxed tool code
-included) could otherwise drive the daemon, whose `!cmd` runs unsandboxed. So
-the first message on a connection must be `initialize` carrying
-`initializationOptions.token`; anything else is answered with an error and the
-connection is closed before pygls sees a byte of it. The first client to prove
-the token owns the daemon; later connections are refused, and the daemon exits
-when its client goes, as it does on stdio.
+Any local process (sandboxed tool code included) could otherwise drive the daemon, whose `!cmd` runs unsandboxed:
+the first message must be `initialize` carrying `initializationOptions.token`, checked before pygls sees a byte.
 """
 
 from __future__ import annotations
@@ -91,10 +86,9 @@ def write_token_file(path: Path, value: str) -> None:
 
 
 def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | None = None) -> Token:
-    """The token: from --token-file (written there when the file is absent), else $OLLIE_LSP_TOKEN, else new.
+    """The token: from --token-file (written there when absent), else $OLLIE_LSP_TOKEN, else new (in the state dir).
 
-    A new token goes to `<state dir>/lsp-<port>.token` (0600). The variable is
-    removed from the environment so that tools and hooks do not inherit it.
+    The variable is removed from the environment so that tools and hooks do not inherit it.
     """
     env = os.environ if environ is None else environ
     given = env.pop(TOKEN_ENV, None)
@@ -230,10 +224,7 @@ class StreamFrames:
 
 
 async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callable[[int], Token]) -> None:
-    """Listen on `host:port`; serve the first client that proves the token; return when it has gone.
-
-    `token_for(port)` gives the token once the port is bound (a new token's file is named after it).
-    """
+    """Listen on `host:port`; serve the first client that proves the token; return when it has gone."""
     finished = asyncio.Event()
     owner: list[asyncio.StreamWriter] = []
 
