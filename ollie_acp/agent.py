@@ -75,14 +75,12 @@ class OllieAgent:
         self._backend = backend
         self._model = model
         self._client: Client | None = None
-        # What the client offers of fs/* (set at initialize): the file tools read and write through it.
         self._fs: FileSystemCapabilities | None = None
         self._sessions: dict[str, AcpSession] = {}
         # Registry calls are synchronous sqlite: one worker thread keeps them in order and off the loop.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-acp-registry")
         self._registry: Registry | None = None
         self._user = os_user()
-        # Updates scheduled to go out right after an answer (held here so they are not collected early).
         self._after: set[asyncio.Task[None]] = set()
         self._prompting = 0  # prompts running now, in every session
 
@@ -95,8 +93,6 @@ class OllieAgent:
         """The connected client."""
         assert self._client is not None, "no client connected"
         return self._client
-
-    # --- lifecycle ----------------------------------------------------------------
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> InitializeResponse:
@@ -126,16 +122,10 @@ class OllieAgent:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         self._io.shutdown(wait=True)
 
-    # --- sessions -----------------------------------------------------------------
-
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
-        specs = _mcp_specs(mcp_servers)
-        live = await self._open(_directory(cwd), session_id=None, agent=self._agent)
-        if specs:
-            await live.core.add_mcp_servers(specs)
-        # The model picker's list (GET /models) would hold the answer, and with it the first prompt, back: the
-        # answer offers the current model and the list follows as a `config_option_update`.
+        live = await self._open(_directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
+        # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`.
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                       config_options=await config_options(live.core, ask_models=False))
         self._announce_after_answer(live)
@@ -144,11 +134,7 @@ class OllieAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """Reopen a saved session and replay its history as updates.
-
-        It works in the `cwd` the client gives now (ACP makes it required), which the
-        session then keeps; the directory it was saved with is not restored.
-        """
+        """Reopen a saved session in the `cwd` given now (ACP requires one) and replay its history as updates."""
         live = await self._reopen(cwd, session_id, mcp_servers)
         from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
 
@@ -172,8 +158,7 @@ class OllieAgent:
                            **kwargs: Any) -> ForkSessionResponse:
         """session/fork (unstable): a new session in `cwd` that goes on from a copy of a saved or open one's conversation.
 
-        The copy is what the session has saved (every finished round); the source is left as it is.
-        Its "always" answers are not copied: the fork asks again; nor is a teammate's session's approval mode.
+        The copy is what the session has saved; its "always" answers and a teammate's approval mode are not copied.
         """
         directory = _directory(cwd)
         specs = _mcp_specs(mcp_servers)
@@ -190,10 +175,8 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         title = source.title if source is not None else info.title if info is not None else ""
         agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
-        live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)")
+        live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)", mcp=specs)
         live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._user)
-        if specs:
-            await live.core.add_mcp_servers(specs)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                        config_options=await config_options(live.core))
         self._announce_after_answer(live)
@@ -212,11 +195,8 @@ class OllieAgent:
         if not known:
             raise RequestError.resource_not_found(session_id)
         info = await self._registry_call(self._registry_get, session_id)
-        live = await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
-                                title=info.title if info else "")
-        if specs:
-            await live.core.add_mcp_servers(specs)
-        return live
+        return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
+                                title=info.title if info else "", mcp=specs)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
@@ -229,11 +209,7 @@ class OllieAgent:
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
-        """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times.
-
-        A session saved before ollie kept its directory has no cwd: a `cwd` filter leaves it
-        out, an unfiltered listing reports this agent's own working directory for it.
-        """
+        """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times."""
         try:
             offset = int(cursor or 0)
         except ValueError:
@@ -263,7 +239,8 @@ class OllieAgent:
                 offset += len(page)
         return ListSessionsResponse(sessions=sessions, next_cursor=str(offset) if more else None)
 
-    async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "") -> AcpSession:
+    async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
+                    mcp: dict[str, ServerSpec] | None = None) -> AcpSession:
         try:
             with store_errors(session_id):  # OLLIE_STORE: down, or another machine runs the session now
                 core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
@@ -289,6 +266,8 @@ class OllieAgent:
                                          user=self._user, io=self._io)
         except OllieError as exc:
             logger.warning("session %s is not recorded: %s", live_id, exc)
+        if mcp:
+            await core.add_mcp_servers(mcp)
         return live
 
     def _announce_after_answer(self, live: AcpSession) -> None:
@@ -296,11 +275,7 @@ class OllieAgent:
         self._after_answer(self._announce(live))
 
     def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
-        """Send updates right after the handler's answer.
-
-        Called last in the handler: the SDK queues the answer before this task first runs
-        (its sender's queue is unbounded and FIFO), so the update follows the answer.
-        """
+        """Send updates right after the handler's answer (called last: the SDK's FIFO queue has the answer first)."""
         task = asyncio.ensure_future(send)
         self._after.add(task)
         task.add_done_callback(self._after.discard)
@@ -317,8 +292,6 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": f"no open session {session_id!r}"})
         return live
 
-    # --- turns --------------------------------------------------------------------
-
     async def prompt(self, prompt: list[PromptBlock], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
@@ -327,8 +300,7 @@ class OllieAgent:
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
-        if not live.title and user_text and not user_text.startswith(("/", "!")):
-            # An untitled session takes its first prompt as its title, as in the daemon.
+        if not live.title and user_text and not user_text.startswith(("/", "!")):  # the first prompt titles it
             live.title = first_words(user_text)
             asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
         self._prompting += 1
@@ -355,11 +327,8 @@ class OllieAgent:
 
     async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
                                 **kwargs: Any) -> SetSessionConfigOptionResponse:
-        """`mode` switches the approval mode, `model` the backend's model, `agent` the agent config.
-
-        An agent switch clears the conversation; one to an unsandboxed agent asks the user
-        first (session/request_permission), and a refusal leaves the agent as it was.
-        """
+        """`mode` switches the approval mode, `model` the backend's model, `agent` the agent config (asks first
+        when the new one is unsandboxed)."""
         live = self._get(session_id)
         if not isinstance(value, str) or not value:
             raise RequestError.invalid_params({"value": "a non-empty string"})
@@ -377,8 +346,6 @@ class OllieAgent:
         else:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
-
-    # --- registry -----------------------------------------------------------------
 
     def _get_registry(self) -> Registry:
         if self._registry is None:

@@ -35,32 +35,22 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.acp.session")
 
-PERMISSION_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Allow always (this session)", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Reject always (this session)", kind="reject_always"),
-]
-# A network question's: "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too.
-NETWORK_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Always allow (this and later sessions)", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Deny", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Deny always (this session)", kind="reject_always"),
-]
 
-# A workspace's MCP server (ollie.agent.mcp_approval): "always" is remembered for the workspace; no blanket rejection
-# (it would refuse every other server of the workspace unasked).
-MCP_SERVER_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Allow always (this workspace)", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-]
+
+def _options(**names: str) -> list[PermissionOption]:
+    """Permission options, each's id its kind (`allow_once=...`), in the order given."""
+    return [PermissionOption(option_id=kind, name=name, kind=kind) for kind, name in names.items()]  # type: ignore[arg-type]
+
+
+PERMISSION_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this session)",
+                              reject_once="Reject", reject_always="Reject always (this session)")
+# A network question's "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too.
+NETWORK_OPTIONS = _options(allow_once="Allow once", allow_always="Always allow (this and later sessions)",
+                           reject_once="Deny", reject_always="Deny always (this session)")
+# A workspace's MCP server: "always" is remembered for the workspace; no blanket rejection of its other servers.
+MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this workspace)", reject_once="Reject")
 # Leaving the sandbox is asked each time: no "always".
-UNSANDBOXED_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Switch (no sandbox)", kind="allow_once"),
-    PermissionOption(option_id="reject_once", name="Keep the current agent", kind="reject_once"),
-]
+UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
                 "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
@@ -219,7 +209,6 @@ class AcpSession:
         if task is None:
             return
         self.cancelled = True
-        # The turn's task may not exist yet (or be between rounds): keep asking until the prompt ends.
         while not task.done():
             self.core.interrupt("cancelled by the client")
             await asyncio.sleep(0.01)
@@ -240,7 +229,6 @@ class AcpSession:
         try:
             from ollie.sessions import persist
 
-            # Its last rounds stored and, with a shared store (OLLIE_STORE), its lease given up for other machines.
             await asyncio.to_thread(persist.release, self.core.session_id)
         except Exception as exc:
             logger.exception("releasing a session failed")
