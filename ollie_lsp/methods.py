@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
@@ -50,29 +50,27 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
+from ollie_lsp.sessions import SubmitHandle, resolve_cwd
 
 logger = logging.getLogger("ollie.lsp.methods")
+P = TypeVar("P")
 Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
 METHODS: dict[str, Handler] = {}
 # The most messages one ollie/context answers (PROTOCOL.md): a client pages through a longer history with `next`.
 CONTEXT_PAGE_MAX = 1000
 
 
-def method(name: str) -> Callable[[Handler], Handler]:
-    """Register a handler as the ollie/* method `name`."""
+def method(name: str, shape: type[P]) -> Callable[[Callable[[OllieServer, P], Awaitable[dict[str, Any]]]], Handler]:
+    """Register a handler as the ollie/* method `name`; it gets the params checked into `shape` (-32602)."""
 
-    def register(handler: Handler) -> Handler:
-        METHODS[name] = handler
-        return handler
+    def register(handler: Callable[[OllieServer, P], Awaitable[dict[str, Any]]]) -> Handler:
+        async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+            return await handler(ls, parse(shape, raw))
+
+        METHODS[name] = run
+        return run
 
     return register
-
-
-async def _session(ls: OllieServer, raw: Any, *, write: bool = False) -> LiveSession:
-    """The live session a request of bare `SessionParams` names (`write`: -32002 when it is archived)."""
-    session = parse(SessionParams, raw).session
-    return await (ls.table.writable(session) if write else ls.table.get(session))
 
 
 async def _resources(core: Any, contexts: list[EditorContext], text: str) -> list[str | None]:
@@ -87,10 +85,9 @@ async def _resources(core: Any, contexts: list[EditorContext], text: str) -> lis
     return texts
 
 
-@method("ollie/submit")
-async def submit(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/submit", SubmitParams)
+async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     """Run a prompt (or a command) to its end."""
-    p = parse(SubmitParams, raw)
     live = await ls.table.writable(p.session)
     command = is_command(p.text)
     pictures = await _images(p.images or [], cwd=live.core.cwd)
@@ -133,69 +130,67 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
         return images.checked(pictures)
 
 
-@method("ollie/interrupt")
-async def interrupt(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/interrupt", InterruptParams)
+async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
     """Interrupt the running turn."""
-    p = parse(InterruptParams, raw)
     live = await ls.table.get(p.session)
     return {"interrupted": bool(live.core.interrupt(p.reason))}
 
 
-@method("ollie/inject")
-async def inject(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/inject", TextParams)
+async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
-    p = _text_only(parse(TextParams, raw))
+    _text_only(p)
     live = await ls.table.writable(p.session)
     live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
                                   resources=await _resources(live.core, p.contexts, p.text)))
     return {}
 
 
-@method("ollie/queue")
-async def queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/queue", TextParams)
+async def queue(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends."""
-    p = _text_only(parse(TextParams, raw))
+    _text_only(p)
     live = await ls.table.writable(p.session)
     text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
                         resources=await _resources(live.core, p.contexts, p.text))
     return {"depth": live.core.queue(text)}
 
 
-@method("ollie/popQueue")
-async def pop_queue(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/popQueue", SessionParams)
+async def pop_queue(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """Take back the oldest queued prompt."""
-    live = await _session(ls, raw, write=True)
+    live = await ls.table.writable(p.session)
     return {"text": live.core.pop_queue()}
 
 
-@method("ollie/queue/run")
-async def queue_run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/queue/run", SessionParams)
+async def queue_run(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """Run the queued prompts now, each a turn of its own (after an interrupt they wait for this)."""
-    live = await _session(ls, raw, write=True)
+    live = await ls.table.writable(p.session)
     async with live.turn_lock:
         await live.core.run_queue()
     await live.forwarder.drained()
     return {"queued": live.core.queued()}
 
 
-@method("ollie/queue/clear")
-async def queue_clear(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/queue/clear", SessionParams)
+async def queue_clear(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """Drop every queued prompt."""
-    live = await _session(ls, raw, write=True)
+    live = await ls.table.writable(p.session)
     return {"cleared": live.core.clear_queue()}
 
 
-@method("ollie/state")
-async def state(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/state", SessionParams)
+async def state(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's state, model, usage and cost, and whether its backend is usable."""
-    live = await _session(ls, raw)
+    live = await ls.table.get(p.session)
     return {**live.state_result(), "backendStatus": await live.core.backend_health()}
 
 
-@method("ollie/context")
-async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/context", ContextParams)
+async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     """The system prompt and a page of the messages the next request would send, with their total."""
-    p = parse(ContextParams, raw)
     live = await ls.table.get(p.session)
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
@@ -223,10 +218,9 @@ async def context(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return await asyncio.to_thread(answer)
 
 
-@method("ollie/command")
-async def command(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/command", CommandParams)
+async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
     """Run one slash command or `!shell` line."""
-    p = parse(CommandParams, raw)
     if not is_command(p.line):
         raise InvalidParams("line: a command starts with / (slash command) or ! (shell)")
     live = await ls.table.writable(p.session)
@@ -237,10 +231,10 @@ async def command(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return out
 
 
-@method("ollie/listModels")
-async def list_models(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/listModels", SessionParams)
+async def list_models(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's backend's models and the one in use."""
-    live = await _session(ls, raw)
+    live = await ls.table.get(p.session)
     core = live.core
     out: dict[str, Any] = {"backend": core.backend_name, "current": core.model_name, "models": [], "error": ""}
     try:
@@ -251,26 +245,25 @@ async def list_models(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return out
 
 
-@method("ollie/listAgents")
-async def list_agents(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/listAgents", SessionParams)
+async def list_agents(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The agent configs the session can switch to, with their descriptions."""
-    live = await _session(ls, raw)
+    live = await ls.table.get(p.session)
     infos = await asyncio.to_thread(agent_infos, live.core.agents_dirs)  # reads every agent config file
     agents = [{"name": a.name, "description": a.description, "error": a.error} for a in infos]
     return {"current": live.core.agent_name, "agents": agents}
 
 
-@method("ollie/mcp/list")
-async def mcp_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/mcp/list", SessionParams)
+async def mcp_list(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's MCP servers: name, transport, state (starting, ready, failed with why), tools, prompts."""
-    live = await _session(ls, raw)
+    live = await ls.table.get(p.session)
     return {"servers": await live.core.mcp_check()}
 
 
-@method("ollie/listCommands")
-async def list_commands(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/listCommands", NoParams)
+async def list_commands(ls: OllieServer, _: NoParams) -> dict[str, Any]:
     """The slash commands: name, usage, description, and whether they lose what the session holds."""
-    parse(NoParams, raw)
     commands = [
         {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": c.summary, "destructive": c.destructive}
         for name, c in COMMANDS.items()
@@ -278,38 +271,34 @@ async def list_commands(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"commands": commands}
 
 
-@method("ollie/setCwd")
-async def set_cwd(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/setCwd", SetCwdParams)
+async def set_cwd(ls: OllieServer, p: SetCwdParams) -> dict[str, Any]:
     """Move the session to another directory."""
-    p = parse(SetCwdParams, raw)
     live = await ls.table.writable(p.session)
     with invalid_params("cwd"):
         live.core.set_cwd(resolve_cwd(p.cwd))
     return {}
 
 
-@method("ollie/setEnv")
-async def set_env(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/setEnv", SetEnvParams)
+async def set_env(ls: OllieServer, p: SetEnvParams) -> dict[str, Any]:
     """Set a variable for the session's tools, hooks and prompt commands."""
-    p = parse(SetEnvParams, raw)
     live = await ls.table.writable(p.session)
     live.core.set_env(p.key, p.value)
     return {}
 
 
-@method("ollie/setGenerationParams")
-async def set_generation_params(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/setGenerationParams", SetGenerationParamsParams)
+async def set_generation_params(ls: OllieServer, p: SetGenerationParamsParams) -> dict[str, Any]:
     """Override sampling parameters for later requests."""
-    p = parse(SetGenerationParamsParams, raw)
     live = await ls.table.writable(p.session)
     live.core.set_generation_params(p.params)
     return {}
 
 
-@method("ollie/setApproval")
-async def set_approval(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/setApproval", SetApprovalParams)
+async def set_approval(ls: OllieServer, p: SetApprovalParams) -> dict[str, Any]:
     """Switch the session's approval mode (saved with the session)."""
-    p = parse(SetApprovalParams, raw)
     live = await ls.table.writable(p.session)
     with invalid_params("approval"):
         live.core.set_approval(p.approval)
@@ -334,10 +323,9 @@ def _review_errors() -> Iterator[None]:
         raise InvalidParams(f"session: {exc}") from None
 
 
-@method("ollie/changes")
-async def changes(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/changes", ChangesParams)
+async def changes(ls: OllieServer, p: ChangesParams) -> dict[str, Any]:
     """The files a turn (default: the last) changed, each with its hunks."""
-    p = parse(ChangesParams, raw)
     live = await ls.table.get(p.session)
     if p.turn is None and not live.core.session.turn_starts:
         return {"turn": None, "files": []}
@@ -346,10 +334,9 @@ async def changes(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"turn": turn.turn, "files": [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]}
 
 
-@method("ollie/review/undo")
-async def review_undo(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/review/undo", ReviewUndoParams)
+async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
     """Revert one hunk (or the whole file) of a turn's change: in the editor's buffer when open there, else on disk."""
-    p = parse(ReviewUndoParams, raw)
     live = await ls.table.writable(p.session)
     core = live.core
     # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
@@ -367,10 +354,9 @@ async def review_undo(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"path": undone.path, "hunk": undone.hunk, "text": undone.text, "inEditor": undone.in_editor}
 
 
-@method("ollie/rewind")
-async def rewind(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/rewind", RewindParams)
+async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
     """Files and conversation back to before a turn (default: the last); `undo` undoes the last rewind."""
-    p = parse(RewindParams, raw)
     live = await ls.table.writable(p.session)
     with _review_errors(), invalid_params("session", RuntimeError):
         done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
@@ -378,10 +364,9 @@ async def rewind(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"turn": done.turn, "files": done.files, "messages": done.messages, "buffers": buffers}
 
 
-@method("ollie/session/new")
-async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/new", SessionNewParams)
+async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     """Start another session (its own Core)."""
-    p = parse(SessionNewParams, raw)
     kind = check_kind(p.kind or "chat")
     cwd = resolve_cwd(p.cwd) if p.cwd else None
     with invalid_params("agent", ConfigError):
@@ -389,10 +374,9 @@ async def session_new(ls: OllieServer, raw: Any) -> dict[str, Any]:
     return {"session": live.id}
 
 
-@method("ollie/session/list")
-async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/list", SessionListParams)
+async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first."""
-    p = parse(SessionListParams, raw)
     records = ls.table.records
     infos = await records.run(
         records.list, kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset
@@ -402,43 +386,38 @@ async def session_list(ls: OllieServer, raw: Any) -> dict[str, Any]:
                          for i in infos]}
 
 
-@method("ollie/session/load")
-async def session_load(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/load", SessionIdParams)
+async def session_load(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
-    p = parse(SessionIdParams, raw)
     live = await ls.table.load(p.session)
     info = await ls.table.records.run(ls.table.records.get, live.id)
     return {"session": live.id, "info": info_to_wire(info, live=True)}
 
 
-@method("ollie/session/rename")
-async def session_rename(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/rename", SessionRenameParams)
+async def session_rename(ls: OllieServer, p: SessionRenameParams) -> dict[str, Any]:
     """Give a session a title."""
-    p = parse(SessionRenameParams, raw)
     await ls.table.rename(p.session, p.title)
     return {}
 
 
-@method("ollie/session/archive")
-async def session_archive(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/archive", SessionIdParams)
+async def session_archive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Archive a session: kept, but read-only and out of the default list."""
-    p = parse(SessionIdParams, raw)
     await ls.table.archive(p.session)
     return {}
 
 
-@method("ollie/session/unarchive")
-async def session_unarchive(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/unarchive", SessionIdParams)
+async def session_unarchive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Bring an archived session back: listed by default and writable again."""
-    p = parse(SessionIdParams, raw)
     await ls.table.unarchive(p.session)
     return {}
 
 
-@method("ollie/session/close")
-async def session_close(ls: OllieServer, raw: Any) -> dict[str, Any]:
+@method("ollie/session/close", SessionIdParams)
+async def session_close(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Stop a live session; what is saved stays."""
-    p = parse(SessionIdParams, raw)
     await ls.table.close(p.session)
     return {}
 
