@@ -9,7 +9,6 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ollie_lsp.options import parse_init_options
-from ollie_lsp.permission import announces_permission
 from ollie_lsp.server import OllieServer, start_dir
 
 
@@ -37,7 +36,6 @@ def register_lifecycle(server: OllieServer) -> None:
         for problem in problems:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
-        ls.rich_permission = announces_permission(params.initialization_options)
         ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
         # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
         ls.initialized = True

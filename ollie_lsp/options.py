@@ -38,12 +38,12 @@ class InitOptions:
     session: Name | None = None
     env: dict[Annotated[str, Check(pattern=r"[A-Za-z_][A-Za-z0-9_]*")],
               Annotated[str, Check(parse=_env_value)]] = attrs.Factory(dict)
-    # The client answers the ollie/editor/* requests: the model gets the editor tools.
+    # The requests to the client it says it answers: ollie/editor/* (the model gets the editor tools),
+    # ollie/saveDocuments, ollie/prompt (`Ollie: Ask about this...` on any selection), ollie/permission.
     editor_tools: bool = False
-    # The client saves documents on request (ollie/saveDocuments): the model's edits reach the disk at once.
     save_documents: bool = False
-    # The client answers `ollie/prompt` (asks the user for a line of text): `Ollie: Ask about this...` on any selection.
     prompt_request: bool = False
+    permission_request: bool = False
 
 
 def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:

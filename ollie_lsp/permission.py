@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -22,11 +21,6 @@ BUTTONS = {"Allow once": "allow_once", "Allow always": "allow_always", "Reject":
            "Reject with feedback": "reject_with_feedback"}
 
 
-def announces_permission(raw_options: object) -> bool:
-    """Whether initializationOptions say the client answers `ollie/permission` (`"permissionRequest": true`)."""
-    return isinstance(raw_options, Mapping) and raw_options.get("permissionRequest") is True
-
-
 def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
     """The `ollie/permission` params: the session, the step and the options."""
     return {"session": session_id, "step": question.to_wire(),
@@ -43,7 +37,7 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     """Put one step to the user; a failed or dismissed question is a rejection."""
     from ollie.agent.approval import OUTCOMES, Answer
 
-    if ls.rich_permission:
+    if ls.init_options.permission_request:
         try:
             answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question))
         except Exception as exc:  # the client failed to answer: nothing runs on a broken question

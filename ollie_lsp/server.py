@@ -223,7 +223,6 @@ class OllieServer(LanguageServer):
         self._load_engine = load_engine
         self.cancel_hooks = protocol.cancel_hooks
         self.init_options = InitOptions()
-        self.rich_permission = False  # the client answers `ollie/permission` (initializationOptions)
         self._table: SessionTable | None = None
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
         self.initialized = False
