@@ -18,9 +18,8 @@ logger = logging.getLogger("ollie.lsp.asking")
 async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any, timeout_s: float | None = None) -> Any:
     """Send `method` to the client and await its answer as plain JSON.
 
-    When the wait ends early (TimeoutError after `timeout_s`, or the caller is cancelled: the turn was
-    interrupted), the request is forgotten and the client told `$/cancelRequest`, so a late answer is
-    ignored instead of failing on a cancelled future (pygls would report that error to the client).
+    A wait that ends early (timeout, interrupt) forgets the request and sends `$/cancelRequest`: a late answer
+    is then ignored, where pygls would fail on the cancelled future and report that to the client.
     """
     msg_id = str(uuid.uuid4())
     try:

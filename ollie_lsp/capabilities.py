@@ -14,8 +14,7 @@ def client_takes_inline_completion(capabilities: types.ClientCapabilities | None
 def ghost_text_configured() -> bool:
     """Whether the user chose a model for ghost text (`OLLIE_COMPLETION_MODEL`, in the environment or the env file).
 
-    Every pause in typing is a model request: without a model of its own, the chat model (often a paid API) would
-    be asked on every keystroke pause, so inline completions are offered only once the user picked one.
+    Every pause in typing is a model request: the chat model (often a paid API) is never asked for them.
     """
     from ollie.backend.registry import environment
 

@@ -1,7 +1,6 @@
 """`textDocument/inlineCompletion`: ghost text from the completion model, one request per document at a time.
 
-A newer request for a document cancels the one still running (its HTTP request too); `$/cancelRequest` cancels
-the handler's task (pygls), which closes the HTTP request the same way. All of it is async I/O on the loop.
+A newer request for a document, or `$/cancelRequest`, cancels the one still running (its HTTP request too).
 """
 
 from __future__ import annotations

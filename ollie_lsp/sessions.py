@@ -68,14 +68,8 @@ class LiveSession:
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""
         core = self.core
-        return {
-            "session": self.id,
-            "state": core.state,
-            "running": core.is_running,
-            "contextSize": core.context_info(),
-            "usage": core.usage_info(),
-            "cost": core.cost_info(),
-        }
+        return {"session": self.id, "state": core.state, "running": core.is_running,
+                "contextSize": core.context_info(), "usage": core.usage_info(), "cost": core.cost_info()}
 
     def state_changed(self) -> dict[str, Any] | None:
         """The `ollie/stateChanged` params when they differ from the last ones sent, else None."""

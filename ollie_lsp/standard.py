@@ -1,7 +1,6 @@
 """Standard LSP features for any editor's own client: code actions that run turns, inline completions (ghost text).
 
-Registered at start-up, handled lazily: their modules (ollie_lsp.codeactions, ollie_lsp.inline) are imported on the
-first request, so the daemon's start stays as lean as before, and an editor that never asks pays nothing.
+Registered at start-up, their modules imported on the first request: an editor that never asks pays nothing.
 """
 
 from __future__ import annotations
