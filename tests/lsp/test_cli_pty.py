@@ -51,6 +51,11 @@ class Terminal:
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\n")
 
+    def answer(self, line: str, pattern: str, *, after: int) -> int:
+        """Type `line`, then read until `pattern` shows past `after` (see wait_for)."""
+        self.type(line)
+        return self.wait_for(pattern, after=after)
+
     def __enter__(self) -> Terminal:
         return self
 
@@ -84,8 +89,7 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         asked = term.text
         assert "-    return a - b\n+    return a + b" in asked, asked
         assert asked.index("+    return a + b") < asked.index("ollie asks to: Edit calc.py")
-        term.type("Y")
-        at = term.wait_for(r"it adds now\n", after=at)
+        at = term.answer("Y", r"it adds now\n", after=at)
         assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
         turn = term.text
         # The step as a line, the answer's markdown shown, not its markers.
@@ -94,17 +98,13 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         assert "**" not in turn and "```" not in turn and "# Fixed" not in turn
         at = term.wait_for(r"default> ", after=at)
         # "no" (any case) rejects; a word that is no answer asks again instead of rejecting.
-        term.type("undo the swap")
-        at = term.wait_for(r"Allow\? ", after=at)
-        term.type("maybe")
-        at = term.wait_for(r"not an answer: maybe; type y, a, n or f\)\nAllow\? ", after=at)
-        term.type("No")
-        at = term.wait_for(r"Left it as it was\.", after=at)
+        at = term.answer("undo the swap", r"Allow\? ", after=at)
+        at = term.answer("maybe", r"not an answer: maybe; type y, a, n or f\)\nAllow\? ", after=at)
+        at = term.answer("No", r"Left it as it was\.", after=at)
         assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
         # /sessions: titles and times, not bare ids.
         at = term.wait_for(r"default> ", after=at)
-        term.type("/sessions")
-        at = term.wait_for(r"sessions \(1\):\n(.*)\n", after=at)
+        at = term.answer("/sessions", r"sessions \(1\):\n(.*)\n", after=at)
         line = term.text.split("sessions (1):\n", 1)[1].splitlines()[0]
         assert re.fullmatch(r"\* \d{4}-\d\d-\d\d \d\d:\d\d  fix the add function  \d+-[0-9a-f]{6}", line), line
         assert term.close() == 0
