@@ -7,10 +7,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from ollie.backend.framing import SSEEvent
-from ollie.backend.reply import ReplyLimits
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
@@ -24,25 +21,16 @@ _EPHEMERAL = {"type": "ephemeral"}
 class AnthropicBackend(HTTPBackend):
     """Streams from `/v1/messages`; `base_url` is the host root (a trailing `/v1` is accepted)."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str = "https://api.anthropic.com",
-        name: str = "",
-        spec: BackendSpec = SPECS["anthropic"],
-        default_max_tokens: int = 8192,
-        prompt_caching: bool = True,
-        timeout: float | httpx.Timeout | None = None,
-        limits: ReplyLimits | None = None,
-    ) -> None:
+    def __init__(self, *, model: str, api_key: str, base_url: str = "https://api.anthropic.com",
+                 spec: BackendSpec = SPECS["anthropic"], default_max_tokens: int = 8192, prompt_caching: bool = True,
+                 **options: Any) -> None:
+        """`options`: HTTPBackend's (name, timeout, limits)."""
         base = base_url.rstrip("/")
         base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
         # Every current Claude model has a 200k window, and the API does not say: the default is the answer.
-        super().__init__(spec=spec, name=name, model=model, base_url=base, headers=headers, timeout=timeout,
-                         limits=limits, default_context_length=CONTEXT_LENGTH)
+        super().__init__(spec=spec, model=model, base_url=base, headers=headers, default_context_length=CONTEXT_LENGTH,
+                         **options)
         self.default_max_tokens = default_max_tokens
         self.prompt_caching = prompt_caching
 

@@ -13,12 +13,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Backend(Protocol):
-    """An LLM provider.
-
-    `stream` yields StreamEvents as they arrive. It raises the typed errors of
-    `ollie.backend.errors`: status errors before the first event, and
-    StreamDropError when the stream ends without the vendor's terminator.
-    """
+    """An LLM provider; `stream` raises the typed errors of `ollie.backend.errors`."""
 
     name: str  # whoever serves it: the spec's name, or for an OpenAI-compatible URL its provider (groq, local...)
     spec: BackendSpec  # how it is configured (its variables, its wire format)

@@ -56,11 +56,8 @@ class _LineSplitter:
 class SSEDecoder:
     """Feeds bytes, returns complete events as soon as their blank line arrives.
 
-    The usual stream (lines ending in "\n", valid UTF-8) is cut at its last
-    "\n\n" per chunk, and each event of one `data:` line is one slice: no
-    line splitting, no regex, whatever the chunk boundaries. The first "\r"
-    or invalid UTF-8 sends the rest of the stream through the general line
-    splitter (CR and CRLF endings, replacement characters).
+    The usual stream ("\n" endings, valid UTF-8) is cut at its last "\n\n" per chunk, a one-line event one slice;
+    the first "\r" or invalid UTF-8 sends the rest through the general line splitter.
     """
 
     def __init__(self) -> None:
@@ -68,8 +65,7 @@ class SSEDecoder:
         self._event = ""
         self._data: list[str] = []
         self._fast = True
-        # On the fast path: the start of an event whose blank line has not arrived, in the pieces it came in
-        # (joined only once the blank line is there: a long event costs its length once, not once per read).
+        # The start of an event whose blank line has not arrived, joined only once it has (its length paid once).
         self._tail: list[bytes] = []
         self._tail_size = 0
 

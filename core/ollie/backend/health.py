@@ -29,10 +29,8 @@ class BackendHealth:
 
     def to_wire(self) -> dict[str, Any]:
         """The `backendStatus` object of `ollie/state` (camelCase keys)."""
-        raw = asdict(self)
-        return {"ok": raw["ok"], "backend": raw["backend"], "model": raw["model"], "reachable": raw["reachable"],
-                "modelPresent": raw["model_present"], "keySet": raw["key_set"], "error": raw["error"],
-                "hint": raw["hint"]}
+        renamed = {"model_present": "modelPresent", "key_set": "keySet"}
+        return {renamed.get(key, key): value for key, value in asdict(self).items()}
 
 
 def model_listed(model: str, names: list[str]) -> bool:

@@ -1,10 +1,7 @@
 """Images in prompts: what counts as one (its magic bytes, not its name), the caps, and where one is read from.
 
-Every front end (daemon context item, ACP `image` block, the terminal's `@pic.png`) turns what it got into an
-`Image` here, so one set of rules holds everywhere: PNG, JPEG, GIF or WebP by content; at most
-`max_image_bytes()` each (OLLIE_MAX_IMAGE_BYTES, 5 MiB by default: Anthropic's own limit) and MAX_IMAGES in one
-prompt. An image is kept in the session log once, base64, in the message that carries it: the caps keep a
-session file from growing by more than a few megabytes a prompt.
+Every front end makes its `Image`s here, so one set of rules holds everywhere; the caps (5 MiB by default:
+Anthropic's own limit) also keep a session file from growing by more than a few megabytes a prompt.
 """
 
 from __future__ import annotations
@@ -17,13 +14,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from ollie import beneath
-from ollie.backend.types import IMAGE_TYPES, Image
+from ollie.backend.types import Image
 from ollie.errors import OllieError
 
 CAP_ENV = "OLLIE_MAX_IMAGE_BYTES"
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_IMAGES = 8
-MIME_TYPES = IMAGE_TYPES
 # What a data: URL or base64 text may be at most before decoding (4 characters for 3 bytes, and some slack).
 _BASE64_SLACK = 16
 T = TypeVar("T")
@@ -86,8 +82,7 @@ def from_base64(data: str, *, mime: str = "", name: str = "the image") -> Image:
 
 
 def checked(images: list[T]) -> list[T]:
-    """`images` (or what they are made from: count them before decoding any) when there are at most MAX_IMAGES;
-    else ImageError."""
+    """`images` (or what they are made from, counted before decoding) when at most MAX_IMAGES; else ImageError."""
     if len(images) > MAX_IMAGES:
         raise ImageError(f"{len(images)} images in one prompt; the limit is {MAX_IMAGES}")
     return images

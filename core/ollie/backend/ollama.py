@@ -7,11 +7,8 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from ollie.backend.fim import FIM_TEMPERATURE
 from ollie.backend.openai import function_tools
-from ollie.backend.reply import ReplyLimits
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
@@ -32,19 +29,11 @@ _OPTIONS = {
 class OllamaBackend(HTTPBackend):
     """Streams from a local or remote Ollama server."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str = "http://localhost:11434",
-        name: str = "",
-        spec: BackendSpec = SPECS["ollama"],
-        default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | httpx.Timeout | None = None,
-        limits: ReplyLimits | None = None,
-    ) -> None:
-        super().__init__(spec=spec, name=name, model=model, base_url=base_url, timeout=timeout, limits=limits,
-                         default_context_length=default_context_length)
+    def __init__(self, *, model: str, base_url: str = "http://localhost:11434", spec: BackendSpec = SPECS["ollama"],
+                 default_context_length: int = DEFAULT_CONTEXT_LENGTH, **options: Any) -> None:
+        """`options`: HTTPBackend's (name, timeout, limits)."""
+        super().__init__(spec=spec, model=model, base_url=base_url, default_context_length=default_context_length,
+                         **options)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""

@@ -8,12 +8,9 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from ollie.backend.errors import BackendError
 from ollie.backend.fim import FIM_TEMPERATURE, chat_fill
 from ollie.backend.framing import SSEEvent
-from ollie.backend.reply import ReplyLimits
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
@@ -27,27 +24,18 @@ _OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/ollie-agent/ollie", "
 class OpenAIBackend(HTTPBackend):
     """Streams from any `/chat/completions` endpoint; `base_url` ends with `/v1` (or `/api/v1`)."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str = "https://api.openai.com/v1",
-        api_key: str = "",
-        name: str = "",
-        spec: BackendSpec = SPECS["openai"],
-        extra_headers: Mapping[str, str] | None = None,
-        openrouter: bool | None = None,
-        default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-        timeout: float | httpx.Timeout | None = None,
-        limits: ReplyLimits | None = None,
-    ) -> None:
+    def __init__(self, *, model: str, base_url: str = "https://api.openai.com/v1", api_key: str = "", name: str = "",
+                 spec: BackendSpec = SPECS["openai"], extra_headers: Mapping[str, str] | None = None,
+                 openrouter: bool | None = None, default_context_length: int = DEFAULT_CONTEXT_LENGTH,
+                 **options: Any) -> None:
+        """`options`: HTTPBackend's (timeout, limits)."""
         if openrouter is None:
             openrouter = "openrouter" in (name, spec.name) or "openrouter.ai" in base_url
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         headers.update(_OPENROUTER_HEADERS if openrouter else {})
         headers.update(extra_headers or {})
-        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, timeout=timeout,
-                         limits=limits, default_context_length=default_context_length)
+        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers,
+                         default_context_length=default_context_length, **options)
         self.openrouter = openrouter
         self._no_fim = False  # the server answered /completions with an error: chat prompts from then on
         self._models: list[dict[str, Any]] | None = None

@@ -1,14 +1,7 @@
 """Read a reply stream ahead of its consumer, joining the text deltas that piled up meanwhile.
 
-A server writes every delta as a frame of its own. When the model streams
-slower than the engine handles deltas, each frame reaches the engine as it
-arrives, alone. Under a flood (a fast local model, a reply the network had
-buffered), the bytes of hundreds of frames are read at once, and handing
-them on one by one costs an event, a bus publish and a queue put per
-delta. Here a task reads the stream into a buffer; the consumer takes what
-waits there when it asks, a run of text deltas of one kind joined into one
-event. Nothing waits for more to arrive: the first delta is handed on as
-soon as the reading task pauses for the network.
+Under a flood (a fast local model, a buffered reply) each delta would cost an event, a publish and a queue put;
+nothing waits for more to arrive: a delta is handed on as soon as the reading task pauses for the network.
 """
 
 from __future__ import annotations

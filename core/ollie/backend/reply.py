@@ -1,9 +1,7 @@
 """What the backends read of a reply: decoded piece by bounded piece, capped in size, within its deadlines.
 
-httpx undoes gzip in one call per network read: a 64 KiB read of a gzip bomb
-is ~64 MiB at once. Here the body is read raw (httpx's `aiter_raw`) and
-inflated at most `MAX_PIECE` bytes at a time, so a cap stops a bomb before
-it is in memory.
+httpx inflates a whole network read at once (64 KiB of a gzip bomb is ~64 MiB): here the raw body is inflated
+at most `MAX_PIECE` bytes at a time, so a cap stops a bomb before it is in memory.
 """
 
 from __future__ import annotations
@@ -28,11 +26,8 @@ MAX_JSON_BODY = 32 << 20
 class ReplyLimits:
     """The bounds on one streamed reply (besides httpx's per-read timeouts).
 
-    `head_s`: until the status line and headers are in, however slowly they trickle.
-    `idle_s`: between two events that carry data: SSE comments (`: keep-alive`) and
-    pings keep a connection open but do not reset it.
-    `reply_bytes`: the whole body after decompression (a model's longest reply is a
-    few MiB of SSE).
+    `head_s`: until the headers are in; `idle_s`: between two events that carry data (keep-alive comments and
+    pings do not count); `reply_bytes`: the whole body after decompression.
     """
 
     head_s: float = 300.0

@@ -96,8 +96,7 @@ class Tool:
 class Usage:
     """Token counts of one request; `cost` in USD when the vendor reports it.
 
-    `input_tokens` excludes `cached_input_tokens` and `cache_creation_tokens`
-    (Anthropic's convention; the OpenAI backend subtracts cached tokens).
+    `input_tokens` excludes the cached and cache-creation ones (Anthropic's convention; OpenAI's is converted).
     """
 
     input_tokens: int = 0
@@ -109,12 +108,7 @@ class Usage:
 
 @dataclass
 class StreamEvent:
-    """One incremental piece of a model reply.
-
-    `content` and `reasoning` are deltas. `tool_calls` carries fully assembled
-    calls (backends join the argument fragments first). The last event of a
-    clean stream has `done=True`; `usage` arrives whenever the vendor sends it.
-    """
+    """One incremental piece of a model reply: text deltas, or whole tool calls; a clean stream ends `done`."""
 
     content: str = ""
     reasoning: str = ""
