@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,6 +21,22 @@ async def collect(backend: Any, messages: list[Message] | None = None, tools: li
     """Every event of one streamed reply."""
     messages = messages or [Message("system", "You are terse."), Message("user", "hi")]
     return [e async for e in backend.stream(messages, tools or [], params or GenerationParams())]
+
+
+async def cancel_mid_reply(backend: Any, timeout: float = 30) -> None:
+    """Stream a reply, and cancel its consumer once its first text arrived (the cancel must reach it)."""
+    streaming = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in backend.stream([Message("user", "hi")], [], GenerationParams()):
+            if event.content:
+                streaming.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(streaming.wait(), timeout)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 def joined(events: list[StreamEvent], field: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -12,7 +11,7 @@ from ollie.backend.errors import StreamDropError
 from ollie.backend.types import GenerationParams, Message, Usage
 from ollie.testing import Reply
 
-from .conftest import FORMATS, READ_TOOL, collect, joined
+from .conftest import FORMATS, READ_TOOL, cancel_mid_reply, collect, joined
 
 pytestmark = pytest.mark.parametrize("fmt", FORMATS)
 
@@ -108,18 +107,7 @@ async def test_list_models_and_context_length(connect, fmt):
 async def test_cancelling_mid_stream_leaves_the_backend_usable(connect, fmt):
     srv, backend = connect(fmt)
     srv.script(Reply.text("x" * 40, chunk_size=1, delay=0.05), Reply.text("second"))
-    streaming = asyncio.Event()
-
-    async def consume() -> None:
-        async for event in backend.stream([Message("user", "hi")], [], GenerationParams()):
-            if event.content:
-                streaming.set()
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(streaming.wait(), 30)  # mid-reply: its first text arrived
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await cancel_mid_reply(backend)
     events = await collect(backend)
     assert joined(events, "content") == "second"
 

@@ -12,6 +12,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,11 +31,25 @@ from ollie.backend.types import GenerationParams, Message
 from ollie.testing import Reply
 from ollie.testing.wire import FORMATS, render_stream
 
-from .conftest import collect, joined
+from .conftest import cancel_mid_reply, collect, joined
 from .rawhttp import CHUNKED_HEAD, SSE, Step, backend_for, sized, wire_server
 
 HEADS = {"openai": CHUNKED_HEAD, "anthropic": CHUNKED_HEAD,
          "ollama": CHUNKED_HEAD.replace(b"text/event-stream", b"application/x-ndjson")}
+
+
+async def fails(backend: Any, *expected: tuple[type[Exception], str]) -> BaseException:
+    """Collect from `backend` once per `expected` (error, match), each raising it; the backend closed after."""
+    caught: BaseException | None = None
+    try:
+        for error, match in expected:
+            with pytest.raises(error, match=match) as raised:
+                await collect(backend)
+            caught = raised.value
+    finally:
+        await backend.aclose()
+    assert caught is not None
+    return caught
 
 
 def env_for(fmt: str, url: str) -> dict[str, str]:
@@ -100,13 +115,8 @@ async def test_a_body_that_does_not_decode_is_a_clear_error_mid_stream_and_befor
                     [sized(broken, b"Content-Encoding: gzip").replace(b"200 OK", b"500 Oops")]])
     async with wire_server(lambda request: next(answers)) as srv:
         backend = backend_for(srv.url)
-        try:
-            with pytest.raises(StreamDropError, match="DecodingError"):
-                await collect(backend)
-            with pytest.raises(TransientError, match="request failed: DecodingError"):  # the error answer's
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        # The second: the error answer's body does not decode either.
+        await fails(backend, (StreamDropError, "DecodingError"), (TransientError, "request failed: DecodingError"))
 
 
 async def test_a_server_that_breaks_off_mid_body_is_a_stream_drop_and_one_that_speaks_no_http_is_transient():
@@ -114,13 +124,7 @@ async def test_a_server_that_breaks_off_mid_body_is_a_stream_drop_and_one_that_s
                     [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", None]])
     async with wire_server(lambda request: next(answers)) as srv:
         backend = backend_for(srv.url)
-        try:
-            with pytest.raises(StreamDropError, match="stream broke"):
-                await collect(backend)
-            with pytest.raises(TransientError, match="request failed: RemoteProtocolError"):
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        await fails(backend, (StreamDropError, "stream broke"), (TransientError, "request failed: RemoteProtocolError"))
 
 
 @pytest.mark.parametrize(("url", "expected"), [
@@ -134,13 +138,9 @@ def test_a_url_that_cannot_be_sent_to_is_a_configuration_error_naming_the_variab
 
 async def test_an_unknown_host_is_unreachable_at_once_not_retried():
     backend = make_backend(environ=env_for("openai", "http://stra\u00dfe.invalid"))
-    try:
-        with pytest.raises(BackendUnreachableError, match="cannot connect") as caught:
-            await collect(backend)
-    finally:
-        await backend.aclose()
-    assert not isinstance(caught.value, TransientError)
-    assert "OLLIE_OPENAI_URL" in caught.value.hint
+    caught = await fails(backend, (BackendUnreachableError, "cannot connect"))
+    assert not isinstance(caught, TransientError)
+    assert isinstance(caught, BackendUnreachableError) and "OLLIE_OPENAI_URL" in caught.hint
 
 
 async def test_a_key_that_is_not_ascii_is_named_before_anything_is_sent():
@@ -151,11 +151,7 @@ async def test_a_key_that_is_not_ascii_is_named_before_anything_is_sent():
 async def test_a_key_that_would_split_the_request_is_refused_and_nothing_is_sent():
     async with wire_server(lambda request: [sized(b"{}")]) as srv:
         backend = OpenAIBackend(model="m", base_url=f"{srv.url}/v1", api_key="sk\r\nX-Injected: yes")
-        try:
-            with pytest.raises(TransientError, match="LocalProtocolError"):
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        await fails(backend, (TransientError, "LocalProtocolError"))
         assert srv.requests == []
 
 
@@ -163,11 +159,7 @@ async def test_a_silent_server_meets_the_read_timeout_and_the_turn_can_retry():
     async with wire_server(lambda request: [30.0]) as srv:
         backend = backend_for(srv.url, timeout=httpx.Timeout(connect=5.0, read=0.3, write=5.0, pool=5.0))
         started = time.monotonic()
-        try:
-            with pytest.raises(TransientError, match="ReadTimeout"):
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        await fails(backend, (TransientError, "ReadTimeout"))
         assert time.monotonic() - started < 10
 
 
@@ -178,18 +170,7 @@ async def test_an_interrupted_turn_ends_its_connection_and_leaves_no_task():
         steps += [b"%x\r\n%s\r\n" % (len(frame), frame), 0.05]
     async with wire_server(lambda request: steps) as srv:
         backend = backend_for(srv.url)
-        streaming = asyncio.Event()
-
-        async def turn() -> None:
-            async for event in backend.stream([Message("user", "go")], [], GenerationParams()):
-                if event.content:
-                    streaming.set()
-
-        task = asyncio.create_task(turn())
-        await asyncio.wait_for(streaming.wait(), 20)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await cancel_mid_reply(backend, 20)
         await asyncio.wait_for(srv.ended.wait(), 10)  # the server saw the connection end mid-reply
         assert [t for t in asyncio.all_tasks() if "pump" in repr(t.get_coro())] == []
         await backend.aclose()
@@ -201,13 +182,8 @@ async def test_json_nested_too_deep_is_a_malformed_stream_not_a_crash():
                     [sized(b'{"error": ' + deep + b"}").replace(b"200 OK", b"500 Oops")]])
     async with wire_server(lambda request: next(answers)) as srv:
         backend = backend_for(srv.url)
-        try:
-            with pytest.raises(TransientError, match="malformed stream"):
-                await collect(backend)
-            with pytest.raises(TransientError):  # a 500 whose body cannot be decoded
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        # The second: a 500 whose body cannot be decoded.
+        await fails(backend, (TransientError, "malformed stream"), (TransientError, ""))
 
 
 async def test_text_read_together_with_an_error_frame_still_arrives_before_the_error():
@@ -260,11 +236,7 @@ async def test_a_certificate_nobody_trusts_is_unreachable_and_gets_no_byte_of_th
                                                                                         fresh_tls_context):
     async with wire_server(lambda request: [sized(SSE)], tls=serving(certificate)) as srv:
         backend = backend_for(srv.url)
-        try:
-            with pytest.raises(BackendUnreachableError, match="CERTIFICATE_VERIFY_FAILED"):
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        await fails(backend, (BackendUnreachableError, "CERTIFICATE_VERIFY_FAILED"))
     assert srv.requests == []
 
 
@@ -323,20 +295,12 @@ async def test_a_proxy_that_refuses_is_unreachable_and_one_that_breaks_mid_strea
         refused = gone.url  # free again once the server is gone
     no_proxy_environment.setenv("ALL_PROXY", refused)
     backend = backend_for("http://llm.invalid")
-    try:
-        with pytest.raises(BackendUnreachableError, match="cannot connect"):
-            await collect(backend)
-    finally:
-        await backend.aclose()
+    await fails(backend, (BackendUnreachableError, "cannot connect"))
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5000\r\n\r\n"
     async with wire_server(lambda request: [head + SSE[:40], None]) as proxy:
         no_proxy_environment.setenv("ALL_PROXY", proxy.url)
         backend = backend_for("http://llm.invalid")
-        try:
-            with pytest.raises(StreamDropError, match="stream broke"):
-                await collect(backend)
-        finally:
-            await backend.aclose()
+        await fails(backend, (StreamDropError, "stream broke"))
 
 
 async def test_backends_after_the_first_share_its_tls_context(fresh_tls_context):
