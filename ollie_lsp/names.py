@@ -35,21 +35,6 @@ METHOD_NAMES = (
     "ollie/session/close",
 )
 
-# Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
-# (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to
-# client" documents each.
-SERVER_REQUEST_NAMES = (
-    "ollie/permission",
-    "ollie/prompt",
-    "ollie/editor/diagnostics",
-    "ollie/editor/definition",
-    "ollie/editor/references",
-    "ollie/editor/symbols",
-    "ollie/editor/openFiles",
-    "ollie/saveDocuments",
-)
-
-
 def command_name(method_name: str) -> str:
     """`ollie/session/new` -> `ollie.session.new`."""
     return method_name.replace("/", ".")

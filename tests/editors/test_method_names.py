@@ -6,7 +6,21 @@ import json
 import re
 from pathlib import Path
 
-from ollie_lsp.names import METHOD_NAMES, SERVER_REQUEST_NAMES, command_name
+from ollie_lsp.names import METHOD_NAMES, command_name
+
+# Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
+# (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to
+# client" documents each.
+SERVER_REQUEST_NAMES = (
+    "ollie/permission",
+    "ollie/prompt",
+    "ollie/editor/diagnostics",
+    "ollie/editor/definition",
+    "ollie/editor/references",
+    "ollie/editor/symbols",
+    "ollie/editor/openFiles",
+    "ollie/saveDocuments",
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
