@@ -39,11 +39,11 @@ HEADS = {"openai": CHUNKED_HEAD, "anthropic": CHUNKED_HEAD,
 
 
 async def fails(backend: Any, *expected: tuple[type[Exception], str]) -> BaseException:
-    """Collect from `backend` once per `expected` (error, match), each raising it; the backend closed after."""
+    """Collect from `backend` once per `expected` (error, match: "" any message), each raising it; closed after."""
     caught: BaseException | None = None
     try:
         for error, match in expected:
-            with pytest.raises(error, match=match) as raised:
+            with pytest.raises(error, match=match or None) as raised:
                 await collect(backend)
             caught = raised.value
     finally:
