@@ -56,8 +56,7 @@ async def serve(args: Args, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await streams(rpc_in, rpc_out)
     try:
-        # The unstable protocol for session/close and session/resume (advertised in initialize); ollie has
-        # no fork handler, so the SDK's router answers that method-not-found.
+        # The unstable protocol for session/close, /resume and /fork (advertised in initialize).
         await run_agent(cast(Agent, agent), LineTransport(reader, writer), use_unstable_protocol=True)
     finally:
         await agent.close_all()

@@ -253,7 +253,7 @@ class OllieAgent:
         async def send(update: Update) -> None:
             await client.session_update(session_id=live_id, update=update)
 
-        forwarder = UpdateForwarder(core, send, kind_of=_kinds(), plan_file=lambda: plan_file(core.session_id))
+        forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client, title=title)
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch

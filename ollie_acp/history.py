@@ -8,11 +8,11 @@ from pathlib import Path
 from acp import image_block, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
-from ollie.agent.steps import Diff, KindLookup, describe
+from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie_acp.updates import Update, step_statuses, tool_result, tool_start
+from ollie_acp.updates import Update, tool_result, tool_start
 
 
 def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) -> list[Update]:
@@ -36,7 +36,7 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
                 steps = describe(call.name, call.arguments, cwd, kind_of=kind_of)
                 ids = [call.id] if len(steps) == 1 else [f"{call.id}.{i + 1}" for i in range(len(steps))]
                 result = results.get(call.id)
-                statuses = step_statuses(result, len(ids)) if result is not None else ["failed"] * len(ids)
+                statuses = list(inner_statuses(result, len(ids))) if result is not None else ["failed"] * len(ids)
                 diffs = _edit_diffs(call.name, call.arguments, len(ids))
                 for step_id, step, status, diff in zip(ids, steps, statuses, diffs, strict=True):
                     updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))

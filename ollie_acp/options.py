@@ -30,10 +30,8 @@ MODES = {
     "read-only": ("Read-only", "Steps that write are refused; the agent plans instead"),
 }
 ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
-# The agent selector's own category (ACP leaves `_`-prefixed names free for custom use): a client that picks
-# options by category never takes it for the mode or the model. The Python SDK (0.12) generated the schema's
-# free-string branch of `category` as a dict, so it drops the name on validation: it is set after validation,
-# and pydantic's warning about that one value (it still serializes as the string) is silenced.
+# The agent selector's own category (ACP leaves `_` names free), never taken for the mode or the model. The SDK
+# (0.12) drops a custom category on validation: it is set afterwards, and pydantic's warning about it silenced.
 AGENT_CATEGORY = "_ollie_agent"
 warnings.filterwarnings("ignore", message=rf"(?s)Pydantic serializer warnings:.*input_value='{AGENT_CATEGORY}'")
 

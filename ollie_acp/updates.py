@@ -26,7 +26,7 @@ from acp.schema import (
 
 from ollie import beneath
 from ollie.agent.events import Event
-from ollie.agent.steps import Diff, KindLookup, ToolState, ToolStep, inner_statuses
+from ollie.agent.steps import Diff, ToolState, ToolStep
 from ollie.agent.surface import AcpCore
 
 logger = logging.getLogger("ollie.acp.updates")
@@ -43,11 +43,6 @@ LIVE_OUTPUT_CHARS = 4000
 LIVE_OUTPUT_S = 0.2
 # Roles whose content is shown to the user as agent text, with a marker.
 NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
-
-
-def step_statuses(result: str, count: int) -> list[str]:
-    """`completed` / `failed` for each of a call's `count` steps, read from its result's section headers."""
-    return list(inner_statuses(result, count))
 
 
 def plan_entries(text: str) -> list[tuple[str, str]]:
@@ -106,10 +101,9 @@ def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
 class UpdateForwarder:
     """Drains one session's bus in order into `session/update`s; tracks the open tool steps."""
 
-    def __init__(self, core: AcpCore, send: Send, *, kind_of: KindLookup | None, plan_file: Callable[[], Path]) -> None:
+    def __init__(self, core: AcpCore, send: Send, *, plan_file: Callable[[], Path]) -> None:
         self._core = core
         self._send = send
-        self._kind_of = kind_of  # the engine's events carry the kinds now; kept for callers
         self._plan_file = plan_file
         self._sub = core.bus.subscribe()
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
