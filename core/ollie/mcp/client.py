@@ -1,8 +1,7 @@
 """One MCP server connection: start it, list its tools and prompts, call them, restart it with backoff when it dies.
 
-A stdio server's death is its process's exit; an HTTP (streamable or SSE) server's is a request that cannot
-reach it (a call, or the ping `probe` sends when the user lists servers). Once the backoff is used up an HTTP
-server is reconnected on its next use; `restart` (`/mcp restart`) reconnects any server at once.
+An HTTP server's death is a request that cannot reach it (a call, or `probe`'s ping); once the backoff is used up
+it is reconnected on its next use.
 """
 
 from __future__ import annotations

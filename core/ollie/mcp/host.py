@@ -1,8 +1,4 @@
-"""The MCP host of one session: every configured server's tools as `mcp__<server>__<tool>`, one tool server.
-
-It is registered in the session's dispatcher as `mcp`; its tools are steps like any other
-(kind from the tool's hints, a readable title, approval per mode, the result tiers).
-"""
+"""The MCP host of one session: every configured server's tools as `mcp__<server>__<tool>`, one tool server."""
 
 from __future__ import annotations
 
@@ -25,10 +21,8 @@ class McpHost:
     def __init__(self, *, cwd: Path, environ: Mapping[str, str], network_from: str, sandboxed: bool = True) -> None:
         self._cwd, self._environ, self._network, self._sandboxed = cwd, environ, network_from, sandboxed
         self.servers: dict[str, McpServer] = {}
-        # The workspace's own servers the user has not allowed yet (ollie.mcp.workspace): listed, never started.
-        self.pending: dict[str, ServerSpec] = {}
-        # The pending ones already put to the user this session (asked once; `/mcp allow` after a "no").
-        self.asked: set[str] = set()
+        self.pending: dict[str, ServerSpec] = {}  # the workspace's servers not allowed yet: listed, never started
+        self.asked: set[str] = set()  # the pending ones already put to the user this session
         # Set by the session: told of a server that failed or restarted; called when the tool list changed.
         self.notify: Callable[[str], None] = lambda text: None
         self.on_change: Callable[[], None] = lambda: None

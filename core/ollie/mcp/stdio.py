@@ -1,8 +1,6 @@
 """A stdio MCP server, contained: spawned in ollie's sandbox under a policy of its own, spoken to line by line.
 
-The SDK's own stdio client spawns the program unconfined and buffers a line
-without bound; this one spawns through `spawn_sandboxed` and caps a message's
-size, so a server that floods its stdout is stopped, not held in memory.
+The SDK's own stdio client spawns the program unconfined and buffers a line without bound.
 """
 
 from __future__ import annotations
