@@ -38,12 +38,5 @@ H.run(function()
   vim.cmd("AvanteACPModes")
   wait("the mode picker", function() return #picks > 0 end)
   result.picks = picks
-  wait("the mode change", function()
-    for _, o in ipairs(sidebar.acp_client.config_options) do
-      if o.category == "mode" and o.currentValue ~= "ask" then
-        result.mode_after_pick = o.currentValue
-        return true
-      end
-    end
-  end, 15000)
+  H.wait_mode_change(function() return sidebar.acp_client.config_options end)
 end)

@@ -40,12 +40,5 @@ H.run(function()
   local SlashCommand = require("codecompanion.interactions.chat.slash_commands.builtin.acp_session_options")
   SlashCommand.new({ Chat = chat, config = {}, context = {} }):execute()
   result.picks = picks
-  wait("the mode change", function()
-    for _, o in ipairs(chat.acp_connection:get_config_options()) do
-      if o.category == "mode" and o.currentValue ~= "ask" then
-        result.mode_after_pick = o.currentValue
-        return true
-      end
-    end
-  end, 15000)
+  H.wait_mode_change(function() return chat.acp_connection:get_config_options() end)
 end)

@@ -9,6 +9,18 @@ function M.wait(what, pred, ms)
   end
 end
 
+---Wait until the `mode` option of `options()` (the client's config options) leaves "ask"; note it in the result.
+function M.wait_mode_change(options)
+  M.wait("the mode change", function()
+    for _, o in ipairs(options()) do
+      if o.category == "mode" and o.currentValue ~= "ask" then
+        M.result.mode_after_pick = o.currentValue
+        return true
+      end
+    end
+  end, 15000)
+end
+
 ---Run `scenario` with the plugins of OLLIE_TEST_PLUGINS loaded; write `M.result` (and any failure) to
 ---OLLIE_TEST_OUT, then quit.
 function M.run(scenario)
