@@ -7,6 +7,12 @@ import zipfile
 import pytest
 
 
+def shows(output: str, *steps: str) -> None:
+    """Every one of `steps` (what the e2e script prints once it has seen it happen) is in `output`."""
+    for step in steps:
+        assert step in output, f"{step!r} not seen; the script printed:\n{output[-4000:]}"
+
+
 def test_vsix_holds_the_manifest_and_the_bundles(vsix):
     """The package has what VS Code installs from: the manifest, package.json and both bundles, no source maps."""
     names = set(zipfile.ZipFile(vsix).namelist())
@@ -21,29 +27,28 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     """A prompt in the chat view streams a markdown answer with a tool block; Stop interrupts a slow reply; a resumed
     session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, an
     archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back."""
-    output = run_e2e("run.mjs")
-    for step in ("Stop interrupted the turn", "scrolling up loaded the earlier pages",
-                 "an archived session leaves the history, Show archived lists it marked",
-                 "a long word wraps; a markdown link to a file opens it",
-                 "a daemon killed mid-turn: the chat said so, came back with the same conversation"):
-        assert step in output
+    shows(run_e2e("run.mjs"),
+          "Stop interrupted the turn", "scrolling up loaded the earlier pages",
+          "an archived session leaves the history, Show archived lists it marked",
+          "a long word wraps; a markdown link to a file opens it",
+          "a daemon killed mid-turn: the chat said so, came back with the same conversation")
 
 
 @pytest.mark.timeout(330)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt queued during a slow reply is held by Stop (the chat says so) and runs before the next prompt, never
     left marked queued; one queued when the window reloads mid-turn comes back held and runs before the next one."""
-    output = run_e2e("queue.mjs")
-    assert "after Stop the queued prompt showed held, then ran before the next prompt" in output
-    assert "a prompt queued when the window reloaded came back held and ran before the next prompt" in output
+    shows(run_e2e("queue.mjs"),
+          "after Stop the queued prompt showed held, then ran before the next prompt",
+          "a prompt queued when the window reloaded came back held and ran before the next prompt")
 
 
 @pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
     sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed)."""
-    output = run_e2e("nolsp.mjs", total_ms=150000)
-    assert "with no ollie-lsp the chat says how to install it" in output
+    shows(run_e2e("nolsp.mjs", total_ms=150000),
+          "with no ollie-lsp the chat says how to install it")
 
 
 @pytest.mark.timeout(330)
@@ -54,30 +59,29 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
 
     if landlock_abi() < 1:
         pytest.skip("needs Landlock")
-    output = run_e2e("network.mjs")
-    assert "a network question named the host; Deny sent it nothing" in output
-    assert "Allow once let the request through" in output
+    shows(run_e2e("network.mjs"),
+          "a network question named the host; Deny sent it nothing",
+          "Allow once let the request through")
 
 
 @pytest.mark.timeout(200)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why."""
-    output = run_e2e("images.mjs", total_ms=150000)
-    for step in ("a pasted image showed as a chip, went with the prompt and was saved with it",
-                 "a dropped image went with the prompt",
-                 "an image file picked with @ went with the prompt as an image",
-                 "a file that is not an image was refused by the daemon and the chat said why"):
-        assert step in output
+    shows(run_e2e("images.mjs", total_ms=150000),
+          "a pasted image showed as a chip, went with the prompt and was saved with it",
+          "a dropped image went with the prompt",
+          "an image file picked with @ went with the prompt as an image",
+          "a file that is not an image was refused by the daemon and the chat said why")
 
 
 @pytest.mark.timeout(330)
 def test_ghost_text_from_ollie_in_real_vscode(run_e2e):
     """With OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost text
     after the cursor (screenshot ghost-text.png); Tab accepts it into the file."""
-    output = run_e2e("ghost.mjs")
-    assert 'ghost text shown: "r * r"' in output
-    assert "ollie's ghost text showed after the cursor and Tab accepted it" in output
+    shows(run_e2e("ghost.mjs"),
+          'ghost text shown: "r * r"',
+          "ollie's ghost text showed after the cursor and Tab accepted it")
 
 
 @pytest.mark.timeout(330)
@@ -85,6 +89,6 @@ def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
     """A workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
     allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
     (mcp-resource-pick), whose text the daemon puts in the prompt."""
-    output = run_e2e("mcp.mjs")
-    assert "a workspace's MCP server was asked about in the chat with its command line" in output
-    assert "@ offered the MCP server's resource" in output
+    shows(run_e2e("mcp.mjs"),
+          "a workspace's MCP server was asked about in the chat with its command line",
+          "@ offered the MCP server's resource")
