@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from lsprotocol import types
+from pygls.protocol import default_converter
 
 from ollie_lsp.names import ACTION_COMMAND
 
@@ -59,19 +60,8 @@ def _range_lines(source_lines: list[str], rng: types.Range) -> list[str]:
     return source_lines[rng.start.line : max(rng.start.line, last) + 1]
 
 
-def _range_json(rng: types.Range) -> dict[str, Any]:
-    return {"start": {"line": rng.start.line, "character": rng.start.character},
-            "end": {"line": rng.end.line, "character": rng.end.character}}
-
-
-def _diagnostic_json(diagnostic: types.Diagnostic) -> dict[str, Any]:
-    """What the prompt needs of a diagnostic, as JSON (the command's argument travels through the client)."""
-    out: dict[str, Any] = {"range": _range_json(diagnostic.range), "message": diagnostic.message}
-    if diagnostic.source:
-        out["source"] = diagnostic.source
-    if diagnostic.code is not None:
-        out["code"] = diagnostic.code
-    return out
+# The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic.
+_json = default_converter().unstructure
 
 
 def _action(title: str, kind: str, args: dict[str, Any],
@@ -86,13 +76,13 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     if doc is None:  # ollie acts on what the editor shows: an open document
         return []
     rng = params.range
-    base = {"uri": doc.uri, "range": _range_json(rng)}
+    base = {"uri": doc.uri, "range": _json(rng)}
     only = params.context.only
     wanted = (lambda kind: any(kind == o or kind.startswith(f"{o}.") for o in only)) if only else (lambda kind: True)
     actions = []
     diagnostics = list(params.context.diagnostics)
     if diagnostics and wanted(types.CodeActionKind.QuickFix):
-        args = {**base, "action": "fix", "diagnostics": [_diagnostic_json(d) for d in diagnostics]}
+        args = {**base, "action": "fix", "diagnostics": [_json(d) for d in diagnostics]}
         actions.append(_action(f"Ollie: Fix {shorten(diagnostics[0].message)}", types.CodeActionKind.QuickFix,
                                args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):
