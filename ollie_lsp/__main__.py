@@ -86,12 +86,10 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
     from ollie_lsp.stdio import StdinFrames, open_writer
 
     # Never StdoutWriter: a client that stops reading would hold the whole loop in write(2).
-    # pygls takes a sync `write` with an awaitable `close` (it awaits whatever close returns before exiting).
     server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]
     serving = asyncio.ensure_future(server.serve_client(StdinFrames(rpc_in)))
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        # As the client leaving: the turns interrupted, the sessions saved, every tool process ended.
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # as the client leaving: sessions saved, tools ended
         loop.add_signal_handler(signum, serving.cancel)
     try:
         await serving
@@ -99,11 +97,10 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
         task = asyncio.current_task()
         if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the serving
             raise
-    finally:
-        # The client is gone (EOF, or `exit` ended the loop): close what runs, and end even if that hangs.
+    finally:  # the client is gone (EOF, `exit`): close what runs, and end even if that hangs
         server.client_gone()
         await server.close_sessions()
-        # What the client has not read yet (the last answers) goes out before the loop ends (bounded).
+        # The last answers the client has not read yet go out before the loop ends (bounded).
         closing = server.protocol.writer.close() if server.protocol.writer is not None else None
         if closing is not None:
             await closing

@@ -32,8 +32,7 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
 def load_engine() -> None:
     """Import what the first ollie/* request needs (in a thread: it holds no lock the loop needs).
 
-    The sandbox's fork server starts when the first turn does (`build_table`), not here: no first token needs
-    it, and its interpreter's start competed with this one for the CPU.
+    Not the sandbox's fork server: it starts with the first turn (`build_table`), not competing for the CPU.
     """
     from ollie.startup import pause_gc, resume_gc
 
@@ -58,10 +57,8 @@ def build_table(ls: OllieServer) -> SessionTable:
     from ollie_lsp.sessions import SessionDefaults, SessionTable
 
     options = ls.init_options
-    defaults = SessionDefaults(
-        agent=options.agent or "default", backend=options.backend, model=options.model,
-        env=dict(options.env), cwd=ls.default_cwd,
-    )
+    defaults = SessionDefaults(agent=options.agent or "default", backend=options.backend, model=options.model,
+                               env=dict(options.env))
     table: SessionTable
 
     def make_progress(session_id: str) -> TurnProgress:
@@ -103,9 +100,9 @@ def build_table(ls: OllieServer) -> SessionTable:
 
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
-        defaults=defaults, records=Records(), make_forwarder=make_forwarder, make_progress=make_progress,
-        ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls), notify_problem=ls.show, documents=ls.documents,
-        editor=editor,
+        defaults=defaults, cwd=lambda: ls.default_cwd, records=Records(), make_forwarder=make_forwarder,
+        make_progress=make_progress, ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls),
+        notify_problem=ls.show, documents=ls.documents, editor=editor,
     )
     return table
 

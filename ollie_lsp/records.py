@@ -84,11 +84,9 @@ def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) 
 
 
 class Records:
-    """Session records of one user, across agents, in the registry's SQLite store.
+    """Session records of one user, across agents, in the registry's store.
 
-    The methods are synchronous (sqlite3, with a busy-retry that may sleep); the
-    daemon calls them through `run`, on one worker thread that
-    keeps their order and keeps the event loop free.
+    The methods block (sqlite3's busy-retry may sleep): `run` calls them in order on one worker thread.
     """
 
     def __init__(self, registry: Registry | None = None, *, user: str | None = None) -> None:
@@ -102,8 +100,7 @@ class Records:
 
     @property
     def _scope(self) -> Scope:
-        # No agent: on the daemon's cross-agent registry this covers every agent of the user.
-        return Scope(user_id=self.user)
+        return Scope(user_id=self.user)  # no agent: every agent of the user
 
     @property
     def registry(self) -> Registry:

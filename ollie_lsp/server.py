@@ -233,9 +233,9 @@ class OllieServer(LanguageServer):
         self._serving: asyncio.Future[None] | None = None
         self.exit_code = 0
         self.shutdown_asked = False
-        # The default session's CWD even if the folders change before it is built.
+        # The default session's CWD even if the folders change before it is built; where new sessions start.
         self.root_cwd = start_dir()
-        self._new_session_cwd = self.root_cwd
+        self.default_cwd = self.root_cwd
 
     @property
     def table(self) -> SessionTable:
@@ -279,18 +279,6 @@ class OllieServer(LanguageServer):
                 logger.debug("preparing the default session's prompt failed", exc_info=True)
             release_free_memory()
             collect_when_idle(self.live_sessions)
-
-    @property
-    def default_cwd(self) -> Path:
-        """Where new sessions start: one value, kept by the table once it exists."""
-        return self._table.defaults.cwd if self._table is not None else self._new_session_cwd
-
-    @default_cwd.setter
-    def default_cwd(self, cwd: Path) -> None:
-        if self._table is not None:
-            self._table.defaults.cwd = cwd
-        else:
-            self._new_session_cwd = cwd
 
     @contextmanager
     def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:

@@ -173,7 +173,6 @@ class SessionDefaults:
     backend: str | None = None
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    cwd: Path = field(default_factory=Path.cwd)
 
 
 def _session_store() -> ModuleType:
@@ -217,6 +216,7 @@ class SessionTable:
         self,
         *,
         defaults: SessionDefaults,
+        cwd: Callable[[], Path],
         records: Records,
         make_forwarder: Callable[[str, DaemonCore], EventForwarder],
         make_progress: Callable[[str], TurnProgress],
@@ -227,6 +227,7 @@ class SessionTable:
         editor: EditorKnowledge | None = None,
     ) -> None:
         self.defaults = defaults
+        self._cwd = cwd  # where a new session starts now (the workspace folder)
         self._documents = documents
         self._editor = editor  # the client answers ollie/editor/*: every session gets the editor tools
         self.records = records
@@ -240,7 +241,7 @@ class SessionTable:
 
     def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
         """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.defaults.cwd))
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self._cwd()))
 
     async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
         if resume:
@@ -268,7 +269,7 @@ class SessionTable:
         try:  # the Core takes the session's live lock: one another local process runs is refused (-32007)
             core = await core_mod.Core.create(
                 agent=agent,
-                cwd=cwd or self.defaults.cwd,
+                cwd=cwd or self._cwd(),
                 backend=self.defaults.backend,
                 model=self.defaults.model,
                 session_id=resume_id,
