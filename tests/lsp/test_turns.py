@@ -126,21 +126,25 @@ async def test_no_progress_without_client_support(start_daemon, llm):
     assert daemon.client.progress_reports == {}
 
 
+def open_and_change(client: LanguageClient, uri: str, language_id: str, text: str,
+                    change: types.TextDocumentContentChangeEvent) -> None:
+    """didOpen `uri` with `text` (version 1), then didChange it with `change` (version 2)."""
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text)))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2), content_changes=[change]))
+
+
 async def test_editor_context_from_an_unsaved_document_reaches_the_model(daemon, llm):
     llm.script(Reply.text("ok"))
     file = daemon.workspace / "pkg" / "mod.py"
     file.parent.mkdir()
     file.write_text("saved_line = 1\n")
     uri = file.as_uri()
-    client = daemon.client
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text="a = 1\nb = 2\nc = 3\n")))
     # An incremental edit: line 1 becomes `b = 20` (unsaved).
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=1, character=4), end=types.Position(line=1, character=5)),
-            text="20")]))
+    open_and_change(daemon.client, uri, "python", "a = 1\nb = 2\nc = 3\n", types.TextDocumentContentChangePartial(
+        range=types.Range(start=types.Position(line=1, character=4), end=types.Position(line=1, character=5)),
+        text="20"))
     context = {"uri": uri, "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 5}}}
     result = await daemon.request("ollie/submit", {"text": "explain this", "context": context})
     assert result["stop"] == "end"
@@ -156,11 +160,7 @@ async def test_full_sync_change_and_close_fall_back_to_disk(daemon, llm):
     file.write_text("disk text\n")
     uri = file.as_uri()
     client = daemon.client
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text="v1\n")))
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text="whole new text\n")]))
+    open_and_change(client, uri, "plaintext", "v1\n", types.TextDocumentContentChangeWholeDocument(text="whole new text\n"))
     rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}
     await daemon.request("ollie/submit", {"text": "q1", "context": {"uri": uri, "range": rng}})
     assert "whole new text" in user_text(llm.chat_requests[-1])
