@@ -81,8 +81,7 @@ async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamRe
 class LineTransport:
     """ACP's newline-delimited JSON-RPC over the streams: a line that is not a JSON-RPC object is answered.
 
-    The SDK's own transport logs such a line and drops it (a client waited for ever for its answer), and
-    a JSON array or number ended its receive loop. This one goes to the SDK through its message-level seam.
+    The SDK's own transport drops such a line unanswered, and a JSON array or number ends its receive loop.
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

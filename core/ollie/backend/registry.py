@@ -48,9 +48,7 @@ def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
 def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:
     """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
 
-    `environ=None` reads the process environment over the env file. A missing
-    key, a URL that is not http(s) or an unknown name raises BackendConfigError
-    saying what to set.
+    `environ=None`: the process environment over the env file. BackendConfigError says what to set.
     """
     env = environment() if environ is None else environ
     spec = chosen_spec(name, env)

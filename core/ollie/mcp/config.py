@@ -1,8 +1,6 @@
 """MCP server configuration: the de-facto `{"mcpServers": {NAME: {...}}}` shape, from ollie's config or ACP.
 
-A stdio server is `{"command", "args", "env", "cwd"}`, an HTTP one `{"url", "headers"}`
-(streamable HTTP; `"type": "sse"` for a legacy SSE server). Errors name the file and the key. A workspace's own MCP files
-(`.mcp.json`, `.vscode/mcp.json`) are never read here: they are the workspace's, not the user's.
+Errors name the file and the key. A workspace's own MCP files are never read here (ollie.mcp.workspace).
 """
 
 from __future__ import annotations
