@@ -100,7 +100,7 @@ def build_table(ls: OllieServer) -> SessionTable:
 
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
-        defaults=defaults, cwd=lambda: ls.default_cwd, records=Records(), make_forwarder=make_forwarder,
+        defaults=defaults, start_cwd=lambda: ls.default_cwd, records=Records(), make_forwarder=make_forwarder,
         make_progress=make_progress, ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls),
         notify_problem=ls.show, documents=ls.documents, editor=editor,
     )

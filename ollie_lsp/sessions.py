@@ -209,52 +209,39 @@ def _after_events(forwarder: EventForwarder, ask: Callable[[Q], Awaitable[A]]) -
     return asked
 
 
+@dataclass(kw_only=True, eq=False)
 class SessionTable:
     """Every live session of the daemon, keyed by id; one of them is the default."""
 
-    def __init__(
-        self,
-        *,
-        defaults: SessionDefaults,
-        cwd: Callable[[], Path],
-        records: Records,
-        make_forwarder: Callable[[str, DaemonCore], EventForwarder],
-        make_progress: Callable[[str], TurnProgress],
-        ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None,
-        ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None,
-        notify_problem: Callable[[str], None] = lambda message: None,
-        documents: EditorDocuments | None = None,
-        editor: EditorKnowledge | None = None,
-    ) -> None:
-        self.defaults = defaults
-        self._cwd = cwd  # where a new session starts now (the workspace folder)
-        self._documents = documents
-        self._editor = editor  # the client answers ollie/editor/*: every session gets the editor tools
-        self.records = records
-        self._make_forwarder = make_forwarder
-        self._make_progress = make_progress
-        self._ask_user = ask_user
-        self._ask_step = ask_step
-        self._notify_problem = notify_problem
-        self._live: dict[str, LiveSession] = {}
-        self._default: asyncio.Task[LiveSession] | None = None
+    defaults: SessionDefaults
+    start_cwd: Callable[[], Path]  # where a new session starts now (the workspace folder)
+    records: Records
+    make_forwarder: Callable[[str, DaemonCore], EventForwarder]
+    make_progress: Callable[[str], TurnProgress]
+    ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None
+    ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None
+    notify_problem: Callable[[str], None] = lambda message: None
+    documents: EditorDocuments | None = None
+    editor: EditorKnowledge | None = None  # the client answers ollie/editor/*: every session gets the editor tools
+    _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
+    _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
 
     def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
         """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self._cwd()))
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd()))
 
     async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
         if resume:
             try:
                 return await self.load(resume)
             except Exception as exc:
-                self._notify_problem(f"ollie: cannot resume session {resume}: {_message(exc)}; starting a new session")
+                self.notify_problem(f"ollie: cannot resume session {resume}: {_message(exc)}; starting a new session")
         try:
             return await self.create(cwd=cwd, prompt_now=True)
         except Exception as exc:
             if self.defaults.agent == "default":
                 raise
-            self._notify_problem(f"ollie: agent {self.defaults.agent!r} failed: {_message(exc)}; using 'default'")
+            self.notify_problem(f"ollie: agent {self.defaults.agent!r} failed: {_message(exc)}; using 'default'")
             self.defaults.agent = "default"
             return await self.create(cwd=cwd, prompt_now=True)
 
@@ -269,7 +256,7 @@ class SessionTable:
         try:  # the Core takes the session's live lock: one another local process runs is refused (-32007)
             core = await core_mod.Core.create(
                 agent=agent,
-                cwd=cwd or self._cwd(),
+                cwd=cwd or self.start_cwd(),
                 backend=self.defaults.backend,
                 model=self.defaults.model,
                 session_id=resume_id,
@@ -288,8 +275,8 @@ class SessionTable:
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
         session_id = core.session_id
-        forwarder = self._make_forwarder(session_id, core)
-        live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self._make_progress(session_id), kind=kind)
+        forwarder = self.make_forwarder(session_id, core)
+        live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
         self._live[session_id] = live
 
         async def rename(title: str) -> None:
@@ -300,13 +287,13 @@ class SessionTable:
 
         core.on_rename = rename
         core.on_kill = kill
-        if self._ask_user is not None:
-            core.approver = _after_events(forwarder, partial(self._ask_user, session_id))
-        if self._ask_step is not None:
-            core.step_approver = _after_events(forwarder, partial(self._ask_step, session_id))
-        core.set_documents(self._documents)
-        if self._editor is not None:
-            core.set_editor(self._editor)
+        if self.ask_user is not None:
+            core.approver = _after_events(forwarder, partial(self.ask_user, session_id))
+        if self.ask_step is not None:
+            core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
+        core.set_documents(self.documents)
+        if self.editor is not None:
+            core.set_editor(self.editor)
         forwarder.start()
         return live
 
@@ -393,7 +380,7 @@ class SessionTable:
             await asyncio.to_thread(_session_store().release, live.id)
         except Exception as exc:
             logger.exception("releasing a session failed", extra={"session": live.id})
-            self._notify_problem(f"ollie: {_message(exc)}")
+            self.notify_problem(f"ollie: {_message(exc)}")
         if live.recorder is not None:
             await live.recorder.close()
         try:
