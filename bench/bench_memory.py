@@ -33,7 +33,7 @@ def write_saved_sessions(count: int, size: int) -> list[str]:
         session.agent = "default"
         SessionFile(paths.sessions_dir(), session.id).save(session)
         registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
-                                channel=Channel.LSP, title="bench", allow_exact_id_create=True))
+                                channel=Channel.LSP, title="bench"))
         ids.append(session.id)
     registry.close()
     return ids

@@ -70,8 +70,7 @@ def append_and_touch(url: str, root: Path, rounds: int) -> dict[str, list[float]
     local, remote = Registry(root / "sessions.db", teams=()), Registry(url, teams=())
     ids = {}
     for name, registry in (("sqlite", local), ("pg", remote)):
-        ids[name] = registry.ensure(Request(user_id="bench", agent_id="bench", kind=Kind.CHAT, channel=Channel.CLI,
-                                            create_if_missing=True)).id
+        ids[name] = registry.ensure(Request(user_id="bench", agent_id="bench", kind=Kind.CHAT, channel=Channel.CLI)).id
     samples: dict[str, list[float]] = {"files": [], "pg": [], "sqlite touch": [], "pg touch": []}
 
     def pg_round(r: int) -> None:

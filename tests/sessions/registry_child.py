@@ -23,7 +23,7 @@ def main() -> None:
             ids = []
             for n in range(int(arg)):
                 ids.append(registry.ensure(Request(user_id="alice", agent_id="coding", channel="lsp",
-                                                   title=f"t{n}", create_if_missing=True)).id)
+                                                   title=f"t{n}")).id)
                 registry.touch(ids[-1], turn_started=True)
                 registry.rename(_scope(), ids[-1], f"renamed {n}")
             result["ids"] = ids

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ollie.backend.types import Message
-from ollie.sessions import OutputCollector
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
@@ -63,19 +62,3 @@ def test_any_history_of_changes_loads_as_last_saved(ops):
                 assert ([m.to_dict() for m in session.messages], dict(session.result_tiers)) == saved
         loaded = SessionFile(root, session.id).load()
         assert ([m.to_dict() for m in loaded.messages], dict(loaded.result_tiers)) == saved
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(max_size=30), max_size=12), st.integers(0, 80))
-def test_collector_keeps_the_longest_whole_character_prefix_within_the_limit(chunks, limit):
-    out = OutputCollector(limit=limit)
-    for chunk in chunks:
-        out.write(chunk)
-    whole = "".join(chunks)
-    kept = out.text()
-    assert whole.startswith(kept)
-    assert len(kept.encode()) <= limit
-    assert out.truncated == (len(whole.encode()) > limit)
-    if out.truncated:
-        # Not one more character would have fitted.
-        assert len(whole[: len(kept) + 1].encode()) > limit

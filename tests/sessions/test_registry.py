@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import uuid
 
 import pytest
 
@@ -22,7 +21,6 @@ from ollie.sessions import (
     StoreBusyError,
     TitleTooLongError,
     TurnResult,
-    WrongKindError,
 )
 from ollie.sessions.store import SCHEMA_VERSION
 
@@ -32,7 +30,7 @@ SQLITE_ONLY = pytest.mark.parametrize("db_path", ["sqlite"], indirect=True)
 
 
 def _new(registry: Registry, *, user="alice", agent="coding", kind=Kind.CHAT, channel=Channel.LSP, **extra) -> Info:
-    return registry.ensure(Request(user_id=user, agent_id=agent, kind=kind, channel=channel, create_if_missing=True,
+    return registry.ensure(Request(user_id=user, agent_id=agent, kind=kind, channel=channel,
                                    **extra))
 
 
@@ -45,59 +43,40 @@ def test_ensure_resumes_an_existing_session(registry):
     assert resumed == created
 
 
-def test_ensure_resume_checks_kind_and_owner(registry):
+def test_ensure_resume_checks_the_owner(registry):
     created = _new(registry, kind=Kind.TASK)
-    with pytest.raises(WrongKindError):
-        registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding", require_kind=Kind.CHAT))
-    assert registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding", require_kind=Kind.TASK)).id
+    assert registry.ensure(Request(id=created.id, user_id="alice", agent_id="coding")).kind == Kind.TASK
     with pytest.raises(ForbiddenError):
         registry.ensure(Request(id=created.id, user_id="bob", agent_id="coding"))
     with pytest.raises(ForbiddenError):
         registry.ensure(Request(id=created.id, user_id="alice", agent_id="other"))
 
 
-def test_ensure_creates_an_exact_id_only_when_allowed(registry):
-    with pytest.raises(NotFoundError):
-        registry.ensure(Request(id="delegate-1", user_id="alice", agent_id="coding", create_if_missing=True))
-    made = registry.ensure(Request(id="delegate-1", user_id="alice", agent_id="coding", kind=Kind.DELEGATE,
-                                   channel=Channel.DELEGATE, allow_exact_id_create=True))
-    assert (made.id, made.kind, made.channel) == ("delegate-1", "delegate", "delegate")
-    assert registry.get(ALICE, "delegate-1") == made
+def test_ensure_creates_the_exact_id_it_is_given(registry):
+    made = registry.ensure(Request(id="s-1", user_id="alice", agent_id="coding", kind=Kind.DELEGATE,
+                                   channel=Channel.ACP))
+    assert (made.id, made.kind, made.channel) == ("s-1", "delegate", "acp")
+    assert registry.get(ALICE, "s-1") == made
 
 
-def test_ensure_generates_an_id_when_asked_to_create(registry):
-    made = _new(registry, project_id="proj", title="hi")
-    assert made.id and made.created_at == made.last_active and made.project_id == "proj"
+def test_ensure_generates_an_id_when_given_none(registry):
+    made = _new(registry, title="hi")
+    assert made.id and made.created_at == made.last_active
     assert registry.get(ALICE, made.id).title == "hi"
-
-
-def test_ensure_otherwise_is_not_found(registry):
-    with pytest.raises(NotFoundError):
-        registry.ensure(Request(user_id="alice", agent_id="coding"))
 
 
 def test_ensure_rejects_bad_requests(registry):
     with pytest.raises(InvalidSessionError):
-        registry.ensure(Request(agent_id="coding", create_if_missing=True))
+        registry.ensure(Request(agent_id="coding"))
     with pytest.raises(InvalidSessionError):
-        registry.ensure(Request(user_id="alice", create_if_missing=True))
+        registry.ensure(Request(user_id="alice"))
     with pytest.raises(InvalidSessionError):
-        registry.ensure(Request(user_id="alice", agent_id="coding", kind="boss", create_if_missing=True))
+        registry.ensure(Request(user_id="alice", agent_id="coding", kind="boss"))
     with pytest.raises(InvalidSessionError):
-        registry.ensure(Request(user_id="alice", agent_id="coding", channel="fax", create_if_missing=True))
+        registry.ensure(Request(user_id="alice", agent_id="coding", channel="fax"))
     with pytest.raises(TitleTooLongError):
-        registry.ensure(Request(user_id="alice", agent_id="coding", title="t" * 1001, create_if_missing=True))
-    with pytest.raises(InvalidSessionError, match="group"):
-        registry.ensure(Request(user_id="alice", agent_id="coding", group_id=str(uuid.uuid4()),
-                                create_if_missing=True))
+        registry.ensure(Request(user_id="alice", agent_id="coding", title="t" * 1001))
     assert registry.list(ALICE) == [], "a rejected request must not leave a row"
-
-
-def test_a_group_session_round_trips_its_group(registry):
-    group = str(uuid.uuid4())
-    made = registry.ensure(Request(user_id=group, agent_id="coding", group_id=group, channel=Channel.TELEGRAM,
-                                   create_if_missing=True))
-    assert registry.get(Scope(user_id=group, agent_id="coding"), made.id).group_id == group
 
 
 def test_only_one_active_main_per_user(registry):
@@ -135,11 +114,11 @@ def test_system_scope_needs_only_the_agent(registry):
 def test_a_registry_bound_to_an_agent_refuses_others(db_path, clock):
     bound = Registry(db_path, agent_id="coding", clock=clock)
     try:
-        made = bound.ensure(Request(user_id="alice", create_if_missing=True))
+        made = bound.ensure(Request(user_id="alice"))
         assert made.agent_id == "coding"
         assert bound.get(Scope(user_id="alice"), made.id) == made
         with pytest.raises(ForbiddenError):
-            bound.ensure(Request(user_id="alice", agent_id="writer", create_if_missing=True))
+            bound.ensure(Request(user_id="alice", agent_id="writer"))
     finally:
         bound.close()
 
@@ -150,13 +129,13 @@ def test_a_registry_bound_to_an_agent_refuses_others(db_path, clock):
 @pytest.fixture
 def populated(registry):
     made = {
-        "chat": _new(registry, project_id="p1"),
-        "task": _new(registry, kind=Kind.TASK, channel=Channel.TASK),
-        "delegate": _new(registry, kind=Kind.DELEGATE, channel=Channel.DELEGATE),
-        "sched": _new(registry, kind=Kind.SCHEDULER, channel=Channel.SCHEDULER, project_id="p1"),
+        "chat": _new(registry),
+        "task": _new(registry, kind=Kind.TASK, channel=Channel.ACP),
+        "delegate": _new(registry, kind=Kind.DELEGATE, channel=Channel.ACP),
+        "sched": _new(registry, kind=Kind.SCHEDULER, channel=Channel.CLI),
         "old": _new(registry, channel=Channel.CLI),
         "bob": _new(registry, user="bob"),
-        "guest": _new(registry, user="guest-7", channel=Channel.TELEGRAM),
+        "guest": _new(registry, user="guest-7", channel=Channel.ACP),
         "other_agent": _new(registry, agent="writer"),
     }
     registry.archive(ALICE, made["old"].id)
@@ -176,8 +155,6 @@ def test_list_filters(registry, populated):
     p = populated
     assert _ids(registry.list(ALICE, ListOptions(include_archived=True)))[0] == p["old"].id
     assert _ids(registry.list(ALICE, ListOptions(kinds=[Kind.TASK, Kind.DELEGATE]))) == [p["delegate"].id, p["task"].id]
-    assert _ids(registry.list(ALICE, ListOptions(exclude_internal=True))) == [p["sched"].id, p["chat"].id]
-    assert _ids(registry.list(ALICE, ListOptions(project_id="p1"))) == [p["sched"].id, p["chat"].id]
     assert _ids(registry.list(ALICE, ListOptions(limit=2))) == [p["sched"].id, p["delegate"].id]
     assert _ids(registry.list(ALICE, ListOptions(limit=2, offset=1))) == [p["delegate"].id, p["task"].id]
     assert _ids(registry.list(ALICE, ListOptions(offset=3))) == [p["chat"].id]

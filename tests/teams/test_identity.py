@@ -28,8 +28,7 @@ def location(request, tmp_path):
 
 
 def _new(registry: Registry, user: str, title: str):
-    return registry.ensure(Request(user_id=user, agent_id="coding", kind=Kind.CHAT, channel=Channel.LSP, title=title,
-                                   create_if_missing=True))
+    return registry.ensure(Request(user_id=user, agent_id="coding", kind=Kind.CHAT, channel=Channel.LSP, title=title))
 
 
 def test_another_users_session_is_not_listed_and_forbidden(location):

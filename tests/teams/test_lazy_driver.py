@@ -12,7 +12,7 @@ import sys
 from ollie.sessions import Registry, Request, persist
 from ollie.sessions.session import Session
 registry = Registry()
-registry.ensure(Request(user_id="alice", agent_id="coding", create_if_missing=True))
+registry.ensure(Request(user_id="alice", agent_id="coding"))
 from ollie.backend.types import Message
 log, session = persist.open_session(sys.argv[1], None)
 session.messages.append(Message("user", "hi"))  # a session nobody typed in is not listed

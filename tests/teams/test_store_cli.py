@@ -79,7 +79,7 @@ def _local_sessions(root: Path) -> list[str]:
     try:
         for user, title in (("alice", "first"), ("alice", "second"), ("bob", "bob's")):
             info = registry.ensure(Request(user_id=user, agent_id="coding", kind=Kind.CHAT, channel=Channel.CLI,
-                                           title=title, create_if_missing=True))
+                                           title=title))
             if user == "alice":
                 ids.append(info.id)
                 session = Session(id=info.id)
@@ -150,7 +150,7 @@ def test_import_never_copies_another_users_session_and_gives_record_less_files_a
     registry = Registry(root / "sessions.db", teams=())
     try:
         bobs = registry.ensure(Request(user_id="bob", agent_id="coding", kind=Kind.CHAT, channel=Channel.CLI,
-                                       title="bob's secret", create_if_missing=True)).id
+                                       title="bob's secret")).id
     finally:
         registry.close()
     old = Session()  # a terminal session from before the registry: a file, no record

@@ -101,8 +101,7 @@ async def test_a_resume_that_fails_to_start_gives_the_lease_back(start_daemon, s
     registry = Registry(store_url, teams=())
     session = Session()
     try:  # a session of an agent this machine does not have
-        registry.ensure(Request(id=session.id, user_id="alice", agent_id="ghost", channel=Channel.LSP,
-                                allow_exact_id_create=True))
+        registry.ensure(Request(id=session.id, user_id="alice", agent_id="ghost", channel=Channel.LSP))
     finally:
         registry.close()
     monkeypatch.setenv("OLLIE_STORE", store_url)

@@ -63,7 +63,7 @@ class Recorder:
     async def open(self, *, kind: str = "chat", title: str = "") -> Info | None:
         """Find or create the session's record (None: registry unusable), stamp it active, follow its turns."""
         request = Request(id=self.session_id, user_id=self.user, agent_id=self._core.agent_name, kind=kind,
-                          channel=self._channel, title=title, allow_exact_id_create=True)
+                          channel=self._channel, title=title)
         info: Info | None = None
 
         def ensure() -> None:

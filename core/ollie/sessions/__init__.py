@@ -11,15 +11,11 @@ from ollie.sessions.errors import (
     ReadOnlyError,
     SessionError,
     TitleTooLongError,
-    WrongKindError,
 )
-from ollie.sessions.output import OutputCollector
 from ollie.sessions.registry import Registry
 from ollie.sessions.schema import StoreVersionError
 from ollie.sessions.store import StoreBusyError, default_path
 from ollie.sessions.types import (
-    INTERNAL_KINDS,
-    MAX_SYNCHRONOUS_OUTPUT_BYTES,
     MAX_TITLE_BYTES,
     Channel,
     Info,
@@ -34,11 +30,9 @@ from ollie.sessions.types import (
 )
 
 __all__ = [
-    "INTERNAL_KINDS", "MAX_SYNCHRONOUS_OUTPUT_BYTES", "MAX_TITLE_BYTES",
-    "ArchivedError", "Channel", "StoreVersionError",
+    "MAX_TITLE_BYTES", "ArchivedError", "Channel", "StoreVersionError",
     "ForbiddenError", "Info", "InvalidSessionError", "Kind",
-    "ListOptions", "NotFoundError", "OutputCollector", "ReadOnlyError", "Registry", "Request",
-    "Scope", "SessionError", "SessionRecord", "StoreBusyError", "TitleTooLongError", "TurnResult", "WrongKindError",
+    "ListOptions", "NotFoundError", "ReadOnlyError", "Registry", "Request",
+    "Scope", "SessionError", "SessionRecord", "StoreBusyError", "TitleTooLongError", "TurnResult",
     "default_path", "os_user", "validate_title",
 ]
-

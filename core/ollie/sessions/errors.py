@@ -41,12 +41,6 @@ class ArchivedError(SessionError):
     rpc_code = -32002
 
 
-class WrongKindError(SessionError):
-    """A resumed session has a different kind than the one required."""
-
-    rpc_code = -32004
-
-
 class TitleTooLongError(InvalidSessionError):
     """A title exceeds MAX_TITLE_BYTES of UTF-8."""
 

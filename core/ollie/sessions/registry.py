@@ -13,13 +13,11 @@ from ollie.sessions.errors import (
     InvalidSessionError,
     NotFoundError,
     ReadOnlyError,
-    WrongKindError,
 )
 from ollie.sessions.location import user_teams
 from ollie.sessions.session import new_session_id
 from ollie.sessions.store import Conn, DuplicateError, Row, StoreLike
 from ollie.sessions.types import (
-    INTERNAL_KINDS,
     Channel,
     Info,
     Kind,
@@ -46,11 +44,11 @@ def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10
     return store.Store(location, busy_timeout_s=busy_timeout_s)
 
 
-def _kind(value: Kind | str, *, what: str = "kind") -> Kind:
+def _kind(value: Kind | str) -> Kind:
     try:
         return Kind(value)
     except ValueError:
-        raise InvalidSessionError(f"unknown session {what} {value!r}") from None
+        raise InvalidSessionError(f"unknown session kind {value!r}") from None
 
 
 def _channel(value: Channel | str) -> str:
@@ -179,18 +177,11 @@ class Registry:
             raise
         return info
 
-    def _new_info(self, *, session_id: str = "", user_id: str, agent_id: str, kind: Kind, channel: str = "",
-                  project_id: str = "", title: str = "", group_id: str = "") -> Info:
-        info = Info.new(session_id or self._new_id(), agent_id, user_id, channel, kind, project_id, now=self._clock())
-        info.title, info.group_id = title, group_id
-        return info
-
     def ensure(self, req: Request) -> Info:
-        """Find or create a session: resume req.id, create it exactly, create a new one, or NotFoundError."""
+        """Resume session req.id, or create it (a new id when req.id is empty)."""
         _require_user(req.user_id)
         agent = self._agent(req.agent_id)
-        kind = _kind(req.kind or req.require_kind or Kind.CHAT)
-        required = _kind(req.require_kind, what="required kind") if req.require_kind else None
+        kind = _kind(req.kind or Kind.CHAT)
         validate_title(req.title)
         with self._store.transaction() as conn:
             if req.id:
@@ -198,17 +189,10 @@ class Registry:
                 self._store.lock(conn, f"id\x1f{req.id}")
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
-                info = self._authorize(Scope(user_id=req.user_id, agent_id=agent), found)
-                if required is not None and info.kind != required:
-                    raise WrongKindError(f"session {req.id} is a {info.kind} session, not {required}")
-                return info
-            if req.id and not req.allow_exact_id_create:
-                raise NotFoundError(f"session {req.id!r} not found")
-            if not req.id and not req.create_if_missing:
-                raise NotFoundError("no session id given and create_if_missing is off")
-            info = self._new_info(session_id=req.id, user_id=req.user_id, agent_id=agent, kind=kind,
-                                  channel=_channel(req.channel), project_id=req.project_id, title=req.title,
-                                  group_id=req.group_id)
+                return self._authorize(Scope(user_id=req.user_id, agent_id=agent), found)
+            info = Info.new(req.id or self._new_id(), agent, req.user_id, _channel(req.channel), kind,
+                            now=self._clock())
+            info.title = req.title
             return self._create(conn, info)
 
     def get(self, scope: Scope, session_id: str) -> Info:
@@ -232,15 +216,8 @@ class Registry:
             params += kinds
         if not opts.include_archived:
             where.append("archived = 0")
-        if opts.exclude_internal:
-            internal = sorted(INTERNAL_KINDS)
-            where.append(f"NOT {_in('kind', internal)}")
-            params += internal
         if opts.exclude_unused:
             where.append("(last_turn_started_at IS NOT NULL OR title <> '')")
-        if opts.project_id:
-            where.append("project_id = ?")
-            params.append(opts.project_id)
         return where, params
 
     def _select(self, where: list[str], params: list[object], opts: ListOptions) -> list[Info]:
@@ -291,18 +268,16 @@ class Registry:
     def unarchive(self, scope: Scope, session_id: str) -> Info:
         """Bring an archived session back to the active lists (idempotent).
 
-        InvalidSessionError when it would be a second active main session of its user and agent,
-        or a second active session of its channel binding (archive the current one first).
+        InvalidSessionError when it would be a second active main session of its user and agent.
         """
         with self._store.transaction() as conn:
             info = self._load(conn, scope, session_id, write=True)
             if info.archived:
                 try:
                     store.update(conn, session_id, archived=False)
-                except DuplicateError as exc:
-                    rule = "main session" if exc.what == "main" else "session of its channel"
+                except DuplicateError:
                     raise InvalidSessionError(f"session {session_id} cannot be unarchived: its user already has "
-                                              f"an active {rule}; archive that one first") from None
+                                              "an active main session; archive that one first") from None
         return info.with_changes(archived=False)
 
     def share(self, scope: Scope, session_id: str, team: str) -> Info:
@@ -328,9 +303,8 @@ class Registry:
         turn_started: bool = False,
         turn_completed: bool = False,
         result: TurnResult | str | None = None,
-        latest_seq: int | None = None,
     ) -> Info:
-        """Record activity: last_active now, and optionally a turn's start, its end and result, the event seq."""
+        """Record activity: last_active now, and optionally a turn's start, its end and result."""
         if result is not None and result not in TurnResult.__members__.values():
             raise InvalidSessionError(f"unknown turn result {result!r}")
         now = self._clock()
@@ -341,8 +315,6 @@ class Registry:
             changes["last_turn_completed_at"] = to_micros(now)
         if result is not None:
             changes["last_turn_result"] = str(result)
-        if latest_seq is not None:
-            changes["latest_seq"] = latest_seq
         with self._store.transaction() as conn:
             if _existing(conn, session_id).record.archived:
                 raise ArchivedError(f"session {session_id} is archived")

@@ -22,9 +22,9 @@ DB_NAME = "sessions.db"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 COLUMNS = tuple(f.name for f in fields(SessionRecord))
-# Besides the record: the chat-channel binding a session serves ('' for none; no binding is made now)
-# and the team channel it is shared to ('' for none, Registry.share).
-SELECT = f"SELECT {', '.join(COLUMNS)}, binding, team FROM sessions"
+# Besides the record: the team channel it is shared to ('' for none, Registry.share). Columns of schema 1
+# no field names (group_id, guest_id, project_id, last_viewed_at, latest_seq, binding) keep their defaults.
+SELECT = f"SELECT {', '.join(COLUMNS)}, team FROM sessions"
 
 
 class Cursor(Protocol):
@@ -49,7 +49,7 @@ class Conn(Protocol):
 
 
 class DuplicateError(SessionError):
-    """An insert the database refused as a duplicate: `what` is "id", "main" or "binding"."""
+    """An insert the database refused as a duplicate: `what` is "id" or "main"."""
 
     def __init__(self, what: str, detail: str) -> None:
         super().__init__(detail)
@@ -57,10 +57,9 @@ class DuplicateError(SessionError):
 
 
 class Row(NamedTuple):
-    """A sessions row: the record, its binding and its team channel."""
+    """A sessions row: the record and its team channel."""
 
     record: SessionRecord
-    binding: str
     team: str
 
 
@@ -86,8 +85,6 @@ def is_postgres_url(location: object) -> bool:
 
 def _duplicate(message: str) -> str:
     """Which uniqueness rule a SQLite IntegrityError message names."""
-    if "sessions.binding" in message:
-        return "binding"
     if "sessions.user_id" in message:
         return "main"
     return "id"
@@ -218,7 +215,7 @@ def row_to_record(row: Sequence[object]) -> Row:
     """A SELECT row as a Row."""
     values = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
     values["archived"] = bool(values["archived"])
-    return Row(SessionRecord(**values), str(row[len(COLUMNS)]), str(row[len(COLUMNS) + 1]))  # type: ignore[arg-type]
+    return Row(SessionRecord(**values), str(row[len(COLUMNS)]))  # type: ignore[arg-type]
 
 
 def fetch(conn: Conn, session_id: str) -> Row | None:
@@ -238,17 +235,17 @@ def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit:
     return [row_to_record(row) for row in conn.execute(sql, args)]
 
 
-def insert(conn: Conn, record: SessionRecord, *, binding: str = "") -> None:
+def insert(conn: Conn, record: SessionRecord) -> None:
     """Insert one session row (DuplicateError naming the rule a duplicate breaks)."""
     values = [getattr(record, c) for c in COLUMNS]
     values[COLUMNS.index("archived")] = int(record.archived)
-    placeholders = ", ".join("?" for _ in range(len(COLUMNS) + 1))
-    conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}, binding) VALUES ({placeholders})", [*values, binding])
+    placeholders = ", ".join("?" for _ in COLUMNS)
+    conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}) VALUES ({placeholders})", values)
 
 
 def update(conn: Conn, session_id: str, **changes: object) -> None:
     """Set some columns of one session."""
-    unknown = set(changes) - set(COLUMNS) - {"binding", "team"}
+    unknown = set(changes) - set(COLUMNS) - {"team"}
     if unknown:
         raise ValueError(f"unknown columns {sorted(unknown)}")
     assignments = ", ".join(f"{name} = ?" for name in changes)

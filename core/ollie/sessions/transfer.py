@@ -39,7 +39,7 @@ def _import_records(local: store.Store, target: PgStore, user: str, report: Impo
                 if store.fetch(conn, row.record.id) is not None:
                     report.present += 1
                     continue
-                store.insert(conn, row.record, binding=row.binding)
+                store.insert(conn, row.record)
                 if row.team:
                     store.update(conn, row.record.id, team=row.team)
             report.records += 1

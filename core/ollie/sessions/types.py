@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -11,7 +10,6 @@ from enum import StrEnum
 from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
 
 MAX_TITLE_BYTES = 1_000
-MAX_SYNCHRONOUS_OUTPUT_BYTES = 64_000
 
 
 class Kind(StrEnum):
@@ -25,15 +23,9 @@ class Kind(StrEnum):
 
 
 class Channel(StrEnum):
-    """The channel a session originates from; `lsp` is an editor session."""
+    """The front end a session was made by; `lsp` is an editor session."""
 
-    WEB = "web"
     CLI = "cli"
-    TELEGRAM = "telegram"
-    DELEGATE = "delegate"
-    TASK = "task"
-    SCHEDULER = "scheduler"
-    WEBHOOK = "webhook"
     LSP = "lsp"
     ACP = "acp"  # `ollie acp`: an Agent Client Protocol editor (Zed, JetBrains, ...)
 
@@ -48,10 +40,6 @@ class TurnResult(StrEnum):
     ERROR = "error"
     REFUSAL = "refusal"  # the model (or the vendor's content filter) declined to answer
     MAX_TOKENS = "max_tokens"  # the reply was cut at the model's output token limit
-
-
-# Worker sessions that human-facing lists leave out with exclude_internal.
-INTERNAL_KINDS = frozenset({Kind.TASK, Kind.DELEGATE})
 
 
 def validate_title(title: str) -> None:
@@ -78,14 +66,6 @@ def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
     elif len(text.split()) > words:
         picked += " …"
     return picked
-
-
-def is_canonical_uuid(value: str) -> bool:
-    """Whether `value` is a UUID in canonical lower-case hyphenated form."""
-    try:
-        return str(uuid.UUID(value)) == value
-    except (ValueError, AttributeError, TypeError):
-        return False
 
 
 def os_user() -> str:
@@ -131,20 +111,15 @@ class SessionRecord:
     id: str
     agent_id: str
     user_id: str
-    group_id: str = ""
-    guest_id: str = ""
     channel: str = ""
     kind: str = ""
-    project_id: str = ""
     title: str = ""
     created_at: int | None = None
     last_active: int | None = None
     last_turn_started_at: int | None = None
     last_turn_completed_at: int | None = None
     last_turn_result: str = ""
-    last_viewed_at: int | None = None
     archived: bool = False
-    latest_seq: int = 0
 
 
 @dataclass
@@ -154,33 +129,26 @@ class Info:
     id: str
     agent_id: str
     user_id: str
-    group_id: str = ""
-    guest_id: str = ""
     channel: str = ""
     kind: str = Kind.CHAT
-    project_id: str = ""
     title: str = ""
     created_at: datetime | None = None
     last_active: datetime | None = None
     last_turn_started_at: datetime | None = None
     last_turn_completed_at: datetime | None = None
     last_turn_result: str = TurnResult.NONE
-    last_viewed_at: datetime | None = None
     archived: bool = False
-    # Filled by review listings; not session metadata.
-    latest_seq: int = 0
     # The team channel the session is shared to ('' = none: Registry.share); a column beside the record.
     team: str = ""
 
     @classmethod
     def new(
-        cls, id: str, agent_id: str, user_id: str, channel: str, kind: Kind | str, project_id: str = "",
-        *, now: datetime | None = None,
+        cls, id: str, agent_id: str, user_id: str, channel: str, kind: Kind | str, *, now: datetime | None = None,
     ) -> Info:
         """A fresh Info with the required fields set and created_at = last_active = now."""
         moment = now or utcnow()
-        return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind,
-                   project_id=project_id, created_at=moment, last_active=moment)
+        return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind, created_at=moment,
+                   last_active=moment)
 
     def validate(self) -> None:
         """Enforce the session invariant; raise InvalidSessionError (fail closed)."""
@@ -193,13 +161,6 @@ class Info:
             raise InvalidSessionError(f"unknown session channel {self.channel!r}")
         if self.last_turn_result not in TurnResult.__members__.values():
             raise InvalidSessionError(f"unknown turn result {self.last_turn_result!r}")
-        if self.group_id:
-            if self.user_id != self.group_id:
-                raise InvalidSessionError("a group session is owned by its group: user_id must equal group_id")
-            if not is_canonical_uuid(self.group_id):
-                raise InvalidSessionError(f"group_id {self.group_id!r} is not a canonical UUID")
-        if self.guest_id and self.guest_id != self.user_id:
-            raise InvalidSessionError("a guest session is owned by its guest: user_id must equal guest_id")
         validate_title(self.title)
 
     def record(self) -> SessionRecord:
@@ -231,7 +192,7 @@ class Info:
 
 
 # Info and SessionRecord share their field names; these differ in type (datetime / enum in Info).
-_TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at", "last_viewed_at")
+_TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at")
 _ENUM_FIELDS: dict[str, type[StrEnum]] = {"channel": Channel, "kind": Kind, "last_turn_result": TurnResult}
 
 
@@ -261,14 +222,9 @@ class Request:
     id: str = ""
     user_id: str = ""
     agent_id: str = ""
-    group_id: str = ""
-    project_id: str = ""
     kind: Kind | str = ""
     channel: Channel | str = ""
     title: str = ""
-    create_if_missing: bool = False
-    allow_exact_id_create: bool = False
-    require_kind: Kind | str = ""
 
 
 @dataclass
@@ -277,9 +233,7 @@ class ListOptions:
 
     kinds: list[Kind | str] = field(default_factory=list)
     include_archived: bool = False
-    exclude_internal: bool = False
     # Leave out sessions never prompted and never named (a front end's start makes one each time).
     exclude_unused: bool = False
-    project_id: str = ""
     limit: int = 0
     offset: int = 0

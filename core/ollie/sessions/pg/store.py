@@ -35,7 +35,7 @@ class StoreUnavailableError(SessionError, ConnectionError):
     """The PostgreSQL server cannot be reached (or dropped the connection). An OSError, as a missing file is."""
 
 
-_DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main", "sessions_one_binding": "binding"}
+_DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main"}
 _placeholders: dict[str, str] = {}
 
 
