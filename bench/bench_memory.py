@@ -16,8 +16,9 @@ from bench.bench_startup import fresh_bytecode
 from bench.common import BARE_SERVER, DAEMON, Row, child_env, median, rss_kb, run_alone
 from bench.lspwire import LSPProcess
 from ollie import paths
-from ollie.sessions import Channel, Kind, Registry, Request, os_user
 from ollie.sessions.persist import SessionFile
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Channel, Kind, Request, os_user
 
 SESSIONS = 20
 MESSAGES = 1_000

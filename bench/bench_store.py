@@ -27,11 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ollie.backend.types import Message, ToolCall
-from ollie.sessions import Channel, Kind, Registry, Request
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.pg import log as pg_log
 from ollie.sessions.pg.log import PgRounds
+from ollie.sessions.registry import Registry
 from ollie.sessions.session import Session
+from ollie.sessions.types import Channel, Kind, Request
 
 try:
     from bench.common import Row, median, percentile

@@ -8,7 +8,9 @@ import pytest
 from agentkit import ToyServer
 
 from ollie.agent.recorder import Recorder, record
-from ollie.sessions import Channel, Registry, Scope, TitleTooLongError, TurnResult
+from ollie.sessions.errors import TitleTooLongError
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Channel, Scope, TurnResult
 from ollie.testing import Reply
 
 USER = "alice"

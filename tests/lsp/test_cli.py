@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ollie.cli.preflight import backend_problem
 from ollie.cli.render import Renderer, compact_result
-from ollie.sessions import Registry, Scope, os_user
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Scope, os_user
 from ollie.testing import Reply
 
 from .conftest import child_env

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ollie.sessions import Registry
+from ollie.sessions.registry import Registry
 from tests.teams.pgserver import shared_server
 
 STORES = ["sqlite", "postgresql"]

@@ -7,7 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from ollie.sessions import Registry, Request, SessionError
+from ollie.sessions.errors import SessionError
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Request
 
 
 def main() -> None:
@@ -35,7 +37,7 @@ def main() -> None:
 
 
 def _scope():
-    from ollie.sessions import Scope
+    from ollie.sessions.types import Scope
 
     return Scope(user_id="alice", agent_id="coding")
 

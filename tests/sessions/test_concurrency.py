@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ollie.sessions import Registry, Scope
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Scope
 
 CHILD = Path(__file__).with_name("registry_child.py")
 ALICE = Scope(user_id="alice", agent_id="coding")

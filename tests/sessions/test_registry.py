@@ -6,23 +6,10 @@ import sqlite3
 
 import pytest
 
-from ollie.sessions import (
-    ArchivedError,
-    Channel,
-    ForbiddenError,
-    Info,
-    InvalidSessionError,
-    Kind,
-    ListOptions,
-    NotFoundError,
-    Registry,
-    Request,
-    Scope,
-    StoreBusyError,
-    TitleTooLongError,
-    TurnResult,
-)
-from ollie.sessions.store import SCHEMA_VERSION
+from ollie.sessions.errors import ArchivedError, ForbiddenError, InvalidSessionError, NotFoundError, TitleTooLongError
+from ollie.sessions.registry import Registry
+from ollie.sessions.store import SCHEMA_VERSION, StoreBusyError
+from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scope, TurnResult
 
 ALICE = Scope(user_id="alice", agent_id="coding")
 # Tests of the SQLite file itself (their PostgreSQL counterparts are in tests/teams).

@@ -6,17 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ollie.sessions import (
-    MAX_TITLE_BYTES,
-    Channel,
-    Info,
-    InvalidSessionError,
-    Kind,
-    SessionRecord,
-    TitleTooLongError,
-    TurnResult,
-    validate_title,
-)
+from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
+from ollie.sessions.types import MAX_TITLE_BYTES, Channel, Info, Kind, SessionRecord, TurnResult, validate_title
 
 
 def test_kinds_are_the_protocols_and_channels_the_front_ends():

@@ -37,7 +37,8 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
 
 async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
         start_agent, scripted_llm, store_url, tmp_path):
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("on it"))
@@ -60,7 +61,8 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
 
 async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
         start_agent, scripted_llm, store_url):
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("alice's answer"))
@@ -88,7 +90,8 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode(
         start_agent, scripted_llm, store_url, tmp_path):
     # Alice may run her own session in `auto`; Bob forking it (a new session of his, in his directory) gets
     # his own default mode, not hers: her choice is no licence for steps run with Bob's rights.
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ollie.sessions import (
-    Channel,
-    ForbiddenError,
-    InvalidSessionError,
-    Kind,
-    ReadOnlyError,
-    Registry,
-    Request,
-    Scope,
-)
-from ollie.sessions.types import os_user
+from ollie.sessions.errors import ForbiddenError, InvalidSessionError, ReadOnlyError
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Channel, Kind, Request, Scope, os_user
 
 ALICE = Scope(user_id="alice")
 BOB = Scope(user_id="bob")

@@ -9,7 +9,9 @@ from tests.teams.conftest import home_env
 
 SCRIPT = """
 import sys
-from ollie.sessions import Registry, Request, persist
+from ollie.sessions import persist
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Request
 from ollie.sessions.session import Session
 registry = Registry()
 registry.ensure(Request(user_id="alice", agent_id="coding"))

@@ -11,12 +11,13 @@ import pytest
 
 from ollie.backend.types import Message
 from ollie.cli.doctor import check_store
-from ollie.sessions import Channel, Kind, Registry, Request, Scope
 from ollie.sessions import persist as persist_mod
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.pg.store import PgStore
+from ollie.sessions.registry import Registry
 from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError
 from ollie.sessions.session import Session
+from ollie.sessions.types import Channel, Kind, Request, Scope
 from tests.teams.conftest import home_env
 
 

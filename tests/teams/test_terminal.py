@@ -35,7 +35,8 @@ def test_ollie_resumes_on_the_build_box_a_session_the_laptop_saved_and_left(stor
 
 
 def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(store_url, scripted_llm, tmp_path):
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("on it"))
@@ -63,7 +64,8 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
 
 
 def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store_url, scripted_llm, tmp_path):
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("noted"), Reply.text("still noted"))

@@ -95,8 +95,10 @@ async def test_a_killed_daemons_session_is_taken_over_after_its_lease_lapses(sta
 
 async def test_a_resume_that_fails_to_start_gives_the_lease_back(start_daemon, store_url, scripted_llm, monkeypatch):
     from ollie.backend.types import Message
-    from ollie.sessions import Channel, Registry, Request, persist
+    from ollie.sessions import persist
+    from ollie.sessions.registry import Registry
     from ollie.sessions.session import Session
+    from ollie.sessions.types import Channel, Request
 
     registry = Registry(store_url, teams=())
     session = Session()
@@ -124,7 +126,8 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
         start_daemon, store_url, scripted_llm):
     import socket
 
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("an answer"))
@@ -166,7 +169,8 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
 
 async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(
         start_daemon, store_url, scripted_llm):
-    from ollie.sessions import Registry, Scope
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))

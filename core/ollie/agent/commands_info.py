@@ -211,7 +211,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
 
 def _records(session_ids: list[str]) -> dict[str, Info]:
     """The records (title, last activity, team) of these sessions that the registry has for this user."""
-    from ollie.sessions import Registry, Scope, os_user
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope, os_user
 
     try:
         registry = Registry()
