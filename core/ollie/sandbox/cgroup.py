@@ -1,11 +1,9 @@
 """A per-step cgroup: pids (process-count limit and a complete member list) and memory (the step's memory
 limit, and whether the OOM killer struck there); limits.py falls back to rlimits where none is writable.
 
-Stdlib only: the fork server and the launcher load this file by path in an
-interpreter started with `-I -S`. The supervisor creates `<our cgroup>/ollie/<its pid>`
-in each hierarchy it may write (cgroup v1 has one per controller, v2 one for all)
-with `pids.max` and the memory limit, the tool process joins it before exec (so
-everything it starts is counted and listed), and the supervisor removes it after the sweep.
+Stdlib only (loaded by path in the fork server's `-I -S` interpreter). The supervisor creates
+`<our cgroup>/ollie/<its pid>` in each hierarchy it may write, the tool process joins it before exec (so all
+it starts is counted), and the supervisor removes it after the sweep.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Per-spawn fallback when the fork server is unavailable: `python -I -S launcher.py SOCKET_FD DAEMON_PID`.
 
-It speaks the fork server's per-spawn protocol on SOCKET_FD (one JSON request
-line in; `{"pid"}`/`{"error"}`, then `{"status"}` out) and is itself the step's
-supervisor (supervise.py): subreaper, PDEATHSIG, the pids cgroup and the sweep,
-with the tool process's pre-exec work done by the fork server's own `_child`
-(stdio, cwd, process limit, Landlock, exec). Its stdio are the step's pipes.
-What it lacks next to the fork server: ~25 ms more per spawn, and its PDEATHSIG
-fires when the daemon *thread* that started it exits (the event loop's thread,
-whose steps are over by then anyway) rather than when a single-threaded parent
-does. Stdlib only.
+It speaks the fork server's per-spawn protocol on SOCKET_FD and is itself the step's supervisor
+(supervise.py), with the fork server's own `_child` doing the pre-exec work. It costs ~25 ms more per spawn,
+and its PDEATHSIG fires when the daemon thread that started it exits. Stdlib only.
 """
 
 from __future__ import annotations

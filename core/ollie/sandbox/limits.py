@@ -1,12 +1,8 @@
 """A step's limits, set in its tool process before exec (before Landlock closes /proc and /sys to it).
 
-Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpreter.
-The step's cgroup (cgroup.py) counts its processes and holds its memory; where
-none is writable the tool process falls back to rlimits: RLIMIT_NPROC (never
-enforced for root) and RLIMIT_AS (per process, and counting address space that
-runtimes reserve, not only what they use). RLIMIT_FSIZE caps each file it writes
-(SIGXFSZ, EFBIG past it), and `oom_score_adj` makes the kernel's OOM killer pick
-the step's processes before any other, the daemon's included.
+Stdlib only (loaded by path in the fork server's `-I -S` interpreter). Where no cgroup is writable the
+process count and memory fall back to RLIMIT_NPROC (never enforced for root) and RLIMIT_AS (counts reserved
+address space too); RLIMIT_FSIZE caps each file; `oom_score_adj` makes the OOM killer pick the step first.
 """
 
 from __future__ import annotations

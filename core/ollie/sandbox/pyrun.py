@@ -1,26 +1,11 @@
 """The pre-imported Python worker: a bundled Python tool script run in the confined tool process, without exec.
 
-Stdlib only: the fork server loads this file by path (`-I -S`). The fork server
-imports what ollie's bundled tool scripts import (`preload`) once; the tool
-process it forks for a step whose request carries `python` goes through the
-same pre-exec work as any other (new session, stdio, cwd, pids cgroup, a PID
-namespace with a fresh /proc, read-only `.git`, Landlock, no capabilities,
-seccomp) and then, where it would exec `python3 -I script args`, runs the
-script's code here instead (`run_script`), saving the interpreter's start and
-the imports (~40 ms of a ~45 ms call).
-
-What `python3 -I script args` sets up is set up again: `sys.argv`, the
-environment, fresh `sys.std*` on fds 0-2, a new `__main__`, the default
-signal dispositions, no inherited fds above 2, exit status and traceback
-as the interpreter reports them. What differs, and why that is safe: the
-process's memory is a copy of the fork server's, which never reads a request
-(supervisors do) and so holds nothing of other steps; it shares the fork
-server's address layout (ASLR) and string-hash secret, and runs with `-S`
-(no site-packages): only ollie's own stdlib-only scripts take this path.
-In a step with its own PID namespace the script runs as PID 1 itself rather
-than below an init (a second fork of this interpreter costs more than the
-rest of the step): it is ollie's code, not the model's; what it starts is
-killed with the namespace when it exits, and it dies with its supervisor.
+Stdlib only: the fork server loads this file by path (`-I -S`) and imports what the bundled scripts import
+(`preload`) once; a step whose request carries `python` is confined as any other, then runs the script
+here (`run_script`) instead of exec'ing `python3 -I script args`, saving ~40 ms of a ~45 ms call.
+`run_script` sets up again what the interpreter would (argv, environ, fresh std streams, `__main__`,
+signals, no fds above 2, exit status). Safe because the fork server never reads a request (its memory
+holds nothing of other steps) and only ollie's own stdlib-only scripts take this path.
 """
 
 from __future__ import annotations

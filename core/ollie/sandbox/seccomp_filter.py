@@ -1,34 +1,8 @@
 """The tool child's seccomp filter, built with libseccomp (pyseccomp) in the daemon and exported as BPF.
 
-The fork server runs `python -I -S` and must not import site-packages, and
-building a filter per spawn would cost more than the spawn itself. So the
-daemon builds one filter per policy shape (network mode, unix sockets), caches
-its exported BPF, and ships it in the ruleset; the child loads it with
-seccomp(2) (confine.py). libseccomp does the assembly and the arch checks;
-nothing here writes BPF by hand.
-
-Default action: allow. Denied (EPERM unless noted):
-- socket(): families other than unix/inet/inet6/netlink (EAFNOSUPPORT: AF_PACKET,
-  AF_VSOCK, AF_ALG, ...); inet SOCK_RAW and every inet type but stream and
-  datagram; inet stream with a protocol other than 0/TCP (MPTCP, SCTP: Landlock
-  sees only TCP); inet datagram (UDP, ICMP ping) unless the network is enabled
-  and unrestricted; all inet when the network is disabled; AF_UNIX unless the
-  policy allows unix sockets; netlink other than NETLINK_ROUTE (glibc's
-  getaddrinfo needs that one). socketpair() stays allowed: it reaches no one.
-- sendto/sendmsg/sendmmsg with MSG_FASTOPEN unless the network is unrestricted:
-  TCP Fast Open connects inside the send, past the connect hook Landlock's port
-  rules sit on (TCP_FASTOPEN_CONNECT is fine: its connect() is checked).
-- io_uring (it opens sockets and files behind seccomp's back), bpf,
-  perf_event_open, kexec, modules, keyrings, ptrace and process_vm_*,
-  userfaultfd, mount-API calls, setns, namespace flags in unshare/clone,
-  TIOCSTI/TIOCLINUX ioctls (typing into a terminal); clone3 answers ENOSYS so
-  libc falls back to clone, whose flags a filter can see.
-- Setting a set-user-ID or set-group-ID bit (chmod, fchmod, fchmodat, mknod,
-  mknodat; open, openat and creat when they create): a setuid binary left in the
-  workspace runs as its owner (root, when ollie runs as root) for anyone who can
-  reach it, outside the sandbox. fchmodat2 answers ENOSYS (its mode cannot be
-  told from a flag-less call's; libc falls back to fchmodat).
-- Any other architecture or ABI (i386 `int 0x80`, x32): the process is killed.
+The fork server (`-I -S`, no site-packages) cannot build one, and one per spawn would cost more than the
+spawn: so one filter per policy shape is built here, cached, and loaded by the child (confine.py). Default
+allow; what it denies, and why, is docs/SECURITY.md's seccomp row.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """A step's own PID namespace and its init, and the process controls every supervisor uses (prctl, kill, wait).
 
-Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpreter.
-
-A step whose ruleset asks for `pid_namespace` gets its own PID namespace: the
-supervisor unshares CLONE_NEWPID (in a new user namespace too when it lacks
-CAP_SYS_ADMIN, so that namespace can own the PID one) just before it forks, so
-the forked process is PID 1 there. That process mounts a fresh /proc and confines
-itself (confine.py), spawns the real tool process (PID 2), then stays as a tiny
-init (`become_init`): it reaps orphans, passes the tool's exit status up a pipe
-and exits with it; the kernel then SIGKILLs whatever is left in the namespace (a
-second guarantee next to the sweep and the cgroup). Why not the tool itself as
-PID 1: init gets no default signal actions from inside its namespace (`kill $$`
-would do nothing) and must reap orphans. The init leads the step's session and
-process group, so the pid reported to the daemon is still what a group kill must
-hit: SIGKILLing the init ends the namespace. When the namespace cannot be made,
-the step runs as before and confine.py falls back (best_effort) to granting
-/proc/self only.
+Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpreter. The step's first
+process is PID 1 of a new namespace: it mounts a fresh /proc, confines itself, spawns the tool (PID 2)
+and stays as its init (`become_init`), because a PID 1 ignores signals it has no handler for and must
+reap orphans. When it exits the kernel kills the rest of the namespace.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Which process on this machine runs a session: one lock file per live session, held while it runs.
 
-Two editor windows on one folder, two `ollie acp` agents (two Zed windows) or a terminal's `ollie --session`
-would otherwise each load the same session: two Cores appending to one log, each blind to the other's turns,
-and one writer's turn lost. A session's lock is an `flock` on `<data>/ollie/live/<id>.lock`, taken when a Core
-starts or resumes it and dropped when it closes; the kernel drops it too when the process dies, so a crash
-never leaves a session locked.
+Two Cores on one session would append to one log blind to each other's turns. The lock is an `flock` on
+`<data>/ollie/live/<id>.lock`, taken when a Core starts or resumes the session; the kernel drops it when
+the process dies, so a crash never leaves a session locked.
 """
 
 from __future__ import annotations

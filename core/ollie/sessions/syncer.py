@@ -1,10 +1,7 @@
 """Durability off the event loop: one thread that fdatasyncs session logs after their rounds were written.
 
-A round's bytes are written (to the page cache) where `save` is called, in
-order; only the wait for the disk moves here. A process that dies keeps what it
-wrote (the kernel has it); a power loss in the moment between the write and its
-sync loses that round, as one during the sync did. `wait` blocks until every sync
-so far is done (a session's close: what it saved is on the disk when it ends).
+The write (to the page cache) stays where `save` runs; only the wait for the disk moves here, so a crash
+loses nothing and a power loss at most the round being synced. `wait` blocks until every sync so far is done.
 """
 
 from __future__ import annotations

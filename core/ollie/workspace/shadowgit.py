@@ -1,9 +1,7 @@
 """Git run against a shadow repository whose work tree is the (hostile) workspace.
 
-The workspace's own `.git` is never used and no configuration, hook, fsmonitor,
-filter, textconv or attribute driver from it or from the user's git settings can
-run: the environment is built from scratch, system and global config are off,
-and the shadow's `info/attributes` (highest precedence) unsets every attribute
+Nothing of the workspace's `.git` or the user's git settings runs (config, hooks, fsmonitor, filters,
+textconv): the environment is built from scratch and the shadow's `info/attributes` unsets every attribute
 that makes git transform content or call out.
 """
 

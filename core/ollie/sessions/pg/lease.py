@@ -1,10 +1,8 @@
 """Leases: a live session is held by one process at a time, kept by a heartbeat, taken over once it lapses.
 
-A lease row names its holder (host, pid, user). The holder renews it every third
-of the TTL; a process that dies stops renewing, and once `ttl` seconds pass
-without a heartbeat (by the database's clock, so machines' clocks never matter)
-another process may take the session over. Every round a holder writes checks
-the lease in the same statement, so a holder that lost its lease writes nothing.
+The holder renews its row every third of the TTL; once `ttl` seconds pass without a heartbeat (by the
+database's clock) another process may take over. Each round checks the lease in the same statement, so a
+holder that lost it writes nothing.
 """
 
 from __future__ import annotations

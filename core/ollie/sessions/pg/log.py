@@ -1,16 +1,9 @@
 """Session logs in PostgreSQL: the records of the file format, one row per round, under a lease.
 
-A round is the bytes a SessionFile would append to its file (messages, edits and
-the closing `meta`), inserted as one row by one statement: it lands whole or not
-at all, so a crash loses at most the round being written. A snapshot (compaction,
-/clear) replaces the rows in one transaction. Resume reads the rows in order and
-SessionFile parses them as it parses a file: one format, one parser, two stores.
-
-Writes run on the log's own worker thread, in order, so the engine's `save`
-never waits on the network. A failed write is reported at once (`on_failure`,
-from the writer thread: the engine tells the user), the rounds queued after it
-are dropped (they cannot follow a missing one), and the SessionFile's next save
-writes the whole session again; `flush` raises a failure no snapshot has healed.
+A round (what SessionFile would append to its file) is one row inserted by one statement, so a crash
+loses at most that round; a snapshot replaces the rows in one transaction. Writes run in order on the
+log's own thread so `save` never waits on the network; after a failed write (`on_failure`) the queued
+rounds are dropped and the next save writes the whole session again.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The file tools on documents open in the editor: run on a copy of the unsaved text, edits applied to the buffer.
 
-file_read, file_write and file_edit run as always (sandboxed, their own path
-checks and output), but with OLLIE_EDITOR_COPY naming a copy of the editor's
-text in the session's tmp dir: they read and write that copy. A write's result
-goes to the editor through `EditorDocuments.apply`, refused when the document
-changed since the model last saw it. Then the disk must hold it too, so that the
-next command the model runs sees its edit: the editor saves it, or, when it
-cannot and the buffer held what the disk holds, it is written here (sandboxed
-file_write); a buffer with the user's unsaved changes is never written behind
-their back, and the model is told.
+The tools run as always but on a copy of the editor's text (OLLIE_EDITOR_COPY). A write goes to the editor
+(`EditorDocuments.apply`, refused when the document changed since the model saw it), then to the disk so the
+next command sees it: saved by the editor, or written here when the buffer held what the disk holds. A buffer
+with the user's unsaved changes is never written behind their back; the model is told.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Paths no sandbox policy may open to tool code: keys, shell start-up files, ollie's own config, data, state
 and runtime dirs, and (through a root holding $HOME) the hidden entries of $HOME beyond an allow-list.
 
-Landlock grants whole trees and cannot carve a hole into one. So a writable
-root that holds a protected path (a workspace at $HOME, a policy granting all
-of /tmp) is granted read-only instead, with a warning; and a readable root that
-holds a secret is replaced by its entries minus the way to the secret.
+Landlock cannot carve a hole into a granted tree: a writable root holding a protected path is granted
+read-only (with a warning), a readable one is replaced by its entries minus the way to the secret.
 """
 
 from __future__ import annotations

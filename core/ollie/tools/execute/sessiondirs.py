@@ -1,10 +1,7 @@
 """A session's private dirs: its TMPDIR, the scratch dir of sandboxed programs, and one no sandbox grants.
 
-A live process holds a shared flock on its sessions' `owner.lock` while they
-are open; the lock goes with the process however it ends. So `sweep_stale`
-(run when a session starts) can tell the dirs of sessions whose process is gone
-(their lock is free) from those of any live daemon or terminal, this one's or
-another's (their lock is held), without trusting pids that get reused.
+A live process holds a shared flock on its sessions' `owner.lock`, released however it ends, so
+`sweep_stale` tells a dead process's dirs (lock free) from a live one's without trusting reused pids.
 """
 
 from __future__ import annotations
