@@ -157,10 +157,8 @@ def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str
 def apply_ruleset(spec: dict, opened: list[tuple[int, int, str]] | None = None) -> None:
     """Restrict this process (and its future children) to `spec`; raises OSError on failure.
 
-    `spec`: `abi`, `handled_fs`, `handled_net`, `scoped`, `fs` ([path, access] pairs;
-    missing paths skipped, directory-only rights dropped for files) and `net`
-    ([port, access] pairs). `opened`: the fs rules from `open_rules`, taken over
-    (closed here). Must run single-threaded, just before exec.
+    `spec`: `abi`, `handled_fs`, `handled_net`, `scoped`, `fs` and `net` ([path or port, access] pairs);
+    `opened`: the fs rules from `open_rules`, closed here. Must run single-threaded, just before exec.
     """
     if opened is None:
         opened = open_rules(spec)

@@ -46,9 +46,8 @@ def _compile_file(path: str) -> None:
 def preload(tools_dir: str = "") -> None:
     """Import the tool scripts' modules into this (fork server) process and compile the bundled tools dir.
 
-    Compiling runs none of the scripts' code here, outside the sandbox: even their
-    helpers (`_toolkit.py`) execute only in each tool process (`_Helpers`). Then
-    everything is frozen out of the cyclic GC: never scanned, the pages stay shared after a fork.
+    Nothing of the scripts runs here, outside the sandbox. Then all is frozen out of the cyclic GC, so the
+    pages stay shared after a fork.
     """
     global _tools_dir
     for name in PRELOAD:

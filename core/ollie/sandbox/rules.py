@@ -93,9 +93,8 @@ def _git_dir_of(pointer: Path) -> Path | None:
 def readonly_git(policy: Policy) -> list[str]:
     """Every `.git` the sandboxed code could write: directly under a writable root, or the repository around one.
 
-    A worktree's `.git` file is included, and so is the repository it points at
-    when that lies under a writable root. A `.git` deeper in a writable tree
-    (e.g. a nested checkout in TMPDIR) is not looked for: see docs/ENGINE-API.md.
+    A worktree's `.git` file counts, and the repository it points at when under a writable root; a deeper
+    `.git` (a nested checkout in TMPDIR) is not looked for.
     """
     roots = [Path(os.path.realpath(root)) for root in policy.writable() if os.path.isdir(root)]
 
@@ -156,9 +155,7 @@ def _shortfall(policy: Policy, reason: str, consequence: str, warnings: list[str
 def ruleset_for(policy: Policy, abi: int, *, extra_fs: Sequence[tuple[str, int]] = ()) -> tuple[dict | None, list[str]]:
     """The spec for `confine.apply` (None: run unsandboxed) and the warnings to show.
 
-    Landlock's keys (see `landlock.apply_ruleset`), plus `writable` (the paths left on writable
-    mounts, all else read-only; None without a mount namespace), `readonly_binds` (each writable
-    `.git`), `pid_namespace`, `best_effort` and `seccomp` (base64 BPF for the policy's shape).
+    Landlock's keys plus `writable`, `readonly_binds`, `pid_namespace`, `best_effort` and `seccomp`.
     """
     warnings: list[str] = []
     if abi < 1:

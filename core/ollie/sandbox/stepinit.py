@@ -93,13 +93,9 @@ def die_with_supervisor() -> None:
 def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
     """In the step's PID 1, confined already: spawn the tool process (PID 2), then stay as the namespace's init.
 
-    posix_spawn (vfork, no page tables copied) rather than a second Python fork: that
-    keeps the namespace's cost off most of the spawn. The init reaps every orphan, writes
-    the tool's exit status to the supervisor's pipe and exits, which kills whatever is
-    left in the namespace. It has the tool's Landlock domain, seccomp filter and no
-    capabilities, and is not dumpable, so the tool can neither ptrace it nor read its
-    /proc/1/environ or memory; signals from inside its namespace never reach it (init).
-    Raises OSError when the program cannot be run (the caller reports it as the exec's).
+    posix_spawn (vfork) keeps a second fork's cost off the spawn. The init reaps orphans, reports the tool's
+    status on the supervisor's pipe and exits, which kills the rest of the namespace; it is confined like the
+    tool and not dumpable, so the tool can neither ptrace nor signal it. OSError when the program cannot run.
     """
     tool = _spawn(argv, env)
     code = 0

@@ -9,16 +9,9 @@ The file is a snapshot followed by appended rounds, one JSON record per line:
         (+ "tracked": {"result_tiers": {id: tier or null}}: the changes of the maps
         that grow with the history; "tracked_full" when a map was replaced)
 
-A save writes its records and the closing `meta` in one `write` and fdatasyncs,
-so the cost of a round is the size of the round, not of the history. Load
-applies records up to the last `meta` and drops whatever follows it (the round
-that was being written when the process died, possibly a torn line). When the
-history was rewritten (compaction, /clear) or the log has grown much larger
-than the history, the next save writes a fresh snapshot to a temporary file
-and renames it over the old one, so a crash leaves either the old file or the new.
-
-The records, constants and errors are ollie.sessions.logformat's; listing saved logs
-and reading their tails, ollie.sessions.logindex's (both re-exported here).
+A round is written in one `write`, so its cost is its size, not the history's. Load applies records up to
+the last `meta` (a torn last round is dropped). A rewritten history, or a log much larger than it, gets a
+fresh snapshot written to a temporary file and renamed over the old one.
 """
 
 from __future__ import annotations
@@ -544,9 +537,7 @@ def preload(sessions_dir: Path | str, session_id: str | None) -> None:
 def release(session_id: str) -> None:
     """After its Core closed (or failed to start): store what is queued and give up the lease (files: nothing).
 
-    NotSavedError when the store did not take the last rounds (down, the lease lost, the disk
-    full): the caller tells the user; what was stored before stays as it was (a database write is
-    one transaction; a file gets whole rounds appended, or is replaced by a rename).
+    NotSavedError when the store did not take the last rounds; what was stored before stays whole.
     """
     failed = _unsaved.pop(session_id, None)
     url = database()

@@ -90,10 +90,8 @@ def _in(column: str, values: Sequence[str]) -> str:
 class Registry:
     """Creates, resumes, lists and archives sessions in its store. Thread-safe; shareable across processes.
 
-    The store is `path`: a SQLite file, a postgresql:// URL, or (None) OLLIE_STORE, else
-    the default file. `agent_id` confines the registry to one agent; empty makes it
-    cross-agent. `teams` are the team channels its callers read (None: OLLIE_TEAMS):
-    a session shared to one of them is theirs to get, list and resume, not to change.
+    `path`: see open_store. `agent_id` confines it to one agent ('' = cross-agent). `teams` (None: OLLIE_TEAMS):
+    sessions shared to one of them are its callers' to get, list and resume, not to change.
     """
 
     def __init__(

@@ -54,9 +54,7 @@ def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes 
 async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange) -> str | None:
     """Revert hunk `hunk_index` (None: the whole file) of `change` on disk; the file's new text (None if gone).
 
-    Refused with StaleChange when the file on disk is no longer the change's result. `path` must be
-    the change's path (the caller's check that it undoes what it means to). A binary file returns None
-    whether restored or removed: read it from disk if needed.
+    StaleChange when the disk no longer holds the change's result. A binary file returns None.
     """
     if path != change.path:
         raise ValueError(f"undo of {path} given the change of {change.path}")

@@ -130,10 +130,8 @@ class PgStore:
     def connection(self) -> Iterator[PgConn]:
         """A connection of the pool, in autocommit mode (each statement its own transaction).
 
-        The pool alone would make every call wait out its timeout while the server is down, and again while
-        it reconnects with a back-off once the server is back. So after a wait that found the server down, each
-        call connects on its own: refused at once while the server is still down, served at once once it is
-        back, until the pool has a connection again.
+        After a wait that found the server down, each call connects on its own until the pool has a connection
+        again: refused at once while it is down, served at once when back (the pool alone would wait each time).
         """
         if self._down.is_set():
             with _connect(self.url, self.location, self._probe_timeout_s) as direct:
@@ -216,8 +214,6 @@ class PgStore:
     def lock(self, conn: Conn, key: str) -> None:
         """Serialise the rest of the transaction with every other one locking `key`, on any machine.
 
-        READ COMMITTED re-reads at each statement, so after this lock the transaction
-        sees what the previous holder committed: a read-then-write under the lock
-        cannot interleave with another's.
+        READ COMMITTED re-reads at each statement, so a read-then-write under the lock sees the last holder's commit.
         """
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))

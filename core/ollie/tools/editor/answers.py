@@ -86,9 +86,8 @@ def _cut(text: str) -> str:
 class _Lines:
     """Source lines of regular files in the workspace, read once per answer (off the event loop).
 
-    The daemon reads them unsandboxed, so through the chokepoint (`ollie.beneath`): a directory or
-    symlink swapped after the path was checked (by a parallel step) cannot send the read outside
-    the workspace, and a FIFO or device is never read.
+    Read unsandboxed, so through the chokepoint (`ollie.beneath`): a swapped dir or symlink cannot lead the
+    read outside the workspace, and a FIFO or device is never read.
     """
 
     def __init__(self, ws: Workspace) -> None:

@@ -1,12 +1,9 @@
 """The file tools' arguments, parsed once by the daemon and handed to the tool in one unambiguous form.
 
-The daemon looks up the editor's buffer, shows a diff preview and asks ACP
-`fs/*` for the file a file tool names; the tool process then parses its own
-argv. Two parsers can disagree (`--offset 5 secret`: is the path `5`?), and
-`a/../b` means `b` to a lexical reader but `<a's target>/../b` to the kernel.
-So the daemon parses the arguments with the tools' own grammar (argparse,
-same options) and rewrites them as `[options] [--] PATH [rest]` with PATH
-normalised: every reader sees the same path.
+The daemon (editor buffers, diff previews, ACP `fs/*`) and the tool process both read a file tool's
+arguments; two parsers can disagree (`--offset 5 secret`) and `a/../b` is `b` lexically but not to the
+kernel. So the daemon parses them with the tool's own grammar and rewrites them as
+`[options] [--] PATH [rest]` with PATH normalised: every reader sees the same path.
 """
 
 from __future__ import annotations

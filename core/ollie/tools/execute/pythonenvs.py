@@ -85,11 +85,8 @@ def _grantable(path: Path, home: Path, writable: Sequence[Path]) -> bool:
 def python_envs(path_value: str, home: Path, writable: Sequence[Path] = ()) -> list[Path]:
     """The Python installs behind PATH (venvs: pyvenv.cfg; conda: conda-meta; `python3` followed to its install).
 
-    A user who starts the editor from an activated venv, or whose Python lives in pyenv, conda,
-    asdf or nix, expects `python3` and `pytest` to work in tool steps: Python reads its install's
-    stdlib (and a venv's pyvenv.cfg) at start, so those need read+execute. They hold code, not
-    secrets; anything that would contain $HOME, or that tool code may write (`writable`), is
-    skipped; an unreadable PATH entry is skipped, as a shell skips it.
+    Python reads its install's stdlib at start, so an activated venv, pyenv, conda, asdf or nix Python needs
+    read+execute in tool steps. Anything holding $HOME, writable by tool code, or unreadable is skipped.
     """
     found: list[Path] = []
     real_home = home.resolve()

@@ -67,9 +67,7 @@ def runtime_root() -> Path:
 class SessionDirs:
     """The layout under one session's root (0700): only `tmp` is writable and `scratch` readable by tool code.
 
-    The root also holds the session's lock file, which no policy grants: tool
-    code can neither hold the session's locks nor list what else lives there.
-    `private` keeps the programs of approved elevated steps, where sandboxed
+    The root's lock file is granted to no policy; `private` keeps approved elevated programs where sandboxed
     code cannot swap them between approval and exec.
     """
 
@@ -161,10 +159,8 @@ class SessionDirs:
 def sweep_stale(root: Path | None = None, *, now: float | None = None) -> list[Path]:
     """Remove the session dirs under `root` (the runtime tmp root) no live process owns; returns them.
 
-    Owned dirs (their owner lock held by any process) stay; a dir without an
-    owner lock goes once it is older than UNOWNED_GRACE_S. The default root is
-    checked to be ours first (`runtime_root`): a symlink or a dir another user
-    planted at its name is never swept (it would delete whatever that leads to).
+    A dir without an owner lock goes once older than UNOWNED_GRACE_S. The default root is checked to be ours
+    first (`runtime_root`): a planted symlink or dir is never swept.
     """
     swept: list[Path] = []
     if root is None:

@@ -1,14 +1,7 @@
 """Refusing dangerous inline code before it runs, and blocking a session that keeps trying.
 
-This gate reads code, so it only catches what it recognises: it is a quick,
-readable refusal for the model, not a boundary. Fork bombs in particular have
-endless spellings (other names, `eval`, a script that runs itself, any
-language's `fork()`); the real defence is the per-step process limit (the
-cgroup `pids.max` every tool step runs under), which stops one that gets past
-this gate. The patterns here catch the common shapes: a shell function that
-runs itself in the background or piped into itself, a script re-running `$0`
-in the background, an endless loop that backgrounds without waiting, and
-`fork` in an endless Perl or Python loop (also inside `perl -e`/`python -c`).
+A quick, readable refusal for the model, not a boundary: it catches only the shapes it knows (fork bombs
+have endless spellings); the per-step process limit (cgroup `pids.max`) is what stops one that gets past.
 """
 
 from __future__ import annotations
