@@ -79,6 +79,17 @@ for path, flags in ((r"{layout['outside']}/new", os.O_WRONLY | os.O_CREAT),
     untouched(layout)
 
 
+# Runs each of a program's `tries` and prints DONE or refused for it.
+_TRY_EACH = """
+for name, attempt in tries.items():
+    try:
+        attempt()
+        print("DONE", name)
+    except OSError as exc:
+        print("refused", name, exc.errno)
+"""
+
+
 async def test_o_path_handles_and_proc_fd_links_reach_nothing_outside(server, layout):
     # Landlock does not check an O_PATH open: the handle exists, but what is opened through it (relative to
     # it, or through its /proc/self/fd magic link) is checked where the file really is.
@@ -94,14 +105,8 @@ tries = {{
     "link out of it": lambda: os.link("secret", "stolen", src_dir_fd=fd),
     "rename into it": lambda: (open("mine", "w").close(), os.rename("mine", "new", dst_dir_fd=fd)),
 }}
-for name, attempt in tries.items():
-    try:
-        attempt()
-        print("DONE", name)
-    except OSError as exc:
-        print("refused", name, exc.errno)
 """
-    text = await run_code(server, code, "python3")
+    text = await run_code(server, code + _TRY_EACH, "python3")
     assert "DONE" not in text and text.count("refused") == 7, text
     assert not (layout["work"] / "stolen").exists()
     untouched(layout)
@@ -110,25 +115,17 @@ for name, attempt in tries.items():
 async def test_no_set_user_or_group_id_file_is_left_in_the_workspace(server, layout):
     # As root, tool code (no capabilities, but the owner) made a setuid-root shell in the workspace: anyone who
     # can reach it is root, outside the sandbox. Every call that sets a mode refuses the bits; plain modes still go.
+    shell = "cp /bin/sh sh; chmod 4755 sh; chmod g+s sh; install -m 2755 /bin/sh sh2; chmod 700 sh && echo plain-chmod-ok"
     code = """
-cp /bin/sh sh; chmod 4755 sh; chmod g+s sh; install -m 2755 /bin/sh sh2; chmod 700 sh && echo plain-chmod-ok
-python3 -c "
 import os
 tries = {
-    'creat': lambda: os.open('x', os.O_CREAT | os.O_WRONLY, 0o4755),
-    'tmpfile': lambda: os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o2755),
-    'mknod': lambda: os.mknod('y', 0o104755),
-    'fchmod': lambda: os.fchmod(os.open('z', os.O_CREAT | os.O_WRONLY, 0o755), 0o4755),
+    "creat": lambda: os.open("x", os.O_CREAT | os.O_WRONLY, 0o4755),
+    "tmpfile": lambda: os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o2755),
+    "mknod": lambda: os.mknod("y", 0o104755),
+    "fchmod": lambda: os.fchmod(os.open("z", os.O_CREAT | os.O_WRONLY, 0o755), 0o4755),
 }
-for name, attempt in tries.items():
-    try:
-        attempt()
-        print('DONE', name)
-    except OSError as exc:
-        print('refused', name, exc.errno)
-"
 """
-    text = await run_code(server, code)
+    text = await run_code(server, shell) + await run_code(server, code + _TRY_EACH, "python3")
     assert "plain-chmod-ok" in text and "DONE" not in text and text.count("refused") == 4, text
     for path in layout["work"].iterdir():
         assert not path.stat().st_mode & 0o6000, (path, oct(path.stat().st_mode))

@@ -83,6 +83,16 @@ async def test_user_git_untouched_and_nothing_of_theirs_runs(project: Path, trap
     assert hashlib.sha256((project / ".gitattributes").read_bytes()).hexdigest()  # still the user's file
 
 
+async def _snapshotted(tmp_path: Path) -> tuple[Path, Checkpoints]:
+    """A workspace `ws` with one file, and its checkpoints after a first snapshot."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x\n")
+    cps = Checkpoints(ws)
+    await cps.snapshot()
+    return ws, cps
+
+
 def _plant(ws: Path, where: str, outside: Path) -> None:
     """A FIFO where git opens a file as it walks the work tree (its open(2) waits for a writer for ever)."""
     if where == "gitignore":
@@ -114,11 +124,7 @@ async def test_a_fifo_where_git_reads_stops_checkpoints_with_a_note_never_a_hang
     from ollie.workspace import CheckpointUnavailable
     from ollie.workspace.ignored import ignored
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.py").write_text("x\n")
-    cps = Checkpoints(ws)
-    await cps.snapshot()
+    ws, cps = await _snapshotted(tmp_path)
     _plant(ws, where, tmp_path / "elsewhere")
     with pytest.raises(CheckpointUnavailable, match="FIFO") as caught:
         await asyncio.wait_for(cps.snapshot(), 60)  # the bound only keeps a broken guard from hanging the suite
@@ -126,6 +132,7 @@ async def test_a_fifo_where_git_reads_stops_checkpoints_with_a_note_never_a_hang
         assert str(ws) in caught.value.reason  # names the file (the gitfile's FIFO is outside: named as it is)
     # The ignored-files reader (a turn's listing) hides nothing, and goes on.
     assert await asyncio.wait_for(ignored(cps.git, ws, ["a.py", "sub/f.txt"]), 60) == set()
+
 
 @pytest.mark.parametrize("device", ["/dev/ptmx", "/dev/zero", "/dev/tty"])
 async def test_a_nested_repository_linking_git_to_a_device_never_holds_it(tmp_path: Path, device: str) -> None:
@@ -135,11 +142,7 @@ async def test_a_nested_repository_linking_git_to_a_device_never_holds_it(tmp_pa
 
     from ollie.workspace import WorkspaceError
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.py").write_text("x\n")
-    cps = Checkpoints(ws)
-    await cps.snapshot()
+    ws, cps = await _snapshotted(tmp_path)
     meta = ws / "sub" / ".git"
     for name in ("objects", "refs"):
         (meta / name).mkdir(parents=True)
@@ -158,11 +161,7 @@ async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path:
     from ollie.workspace import CheckpointUnavailable, gitwatch
 
     monkeypatch.setattr(gitwatch, "MEMORY_CAP", 48 << 20)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.py").write_text("x\n")
-    cps = Checkpoints(ws)
-    await cps.snapshot()
+    ws, cps = await _snapshotted(tmp_path)
     with open(ws / ".gitignore", "wb") as huge:
         huge.truncate(1 << 30)
     with pytest.raises(CheckpointUnavailable, match="MiB"):
@@ -183,11 +182,7 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
         return real_readlink(path, *args, **kwargs)
 
     monkeypatch.setattr(gitwatch.os, "readlink", no_proc_cwd)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.py").write_text("x\n")
-    cps = Checkpoints(ws)
-    await cps.snapshot()
+    ws, cps = await _snapshotted(tmp_path)
     os.mkfifo(ws / ".gitignore")
     with pytest.raises(CheckpointUnavailable, match="holds a FIFO where git reads a file: "):
         await asyncio.wait_for(cps.snapshot(), 60)
