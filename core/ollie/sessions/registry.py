@@ -101,14 +101,12 @@ class Registry:
         agent_id: str = "",
         busy_timeout_s: float = 10.0,
         clock: Callable[[], datetime] = utcnow,
-        id_factory: Callable[[], str] = new_session_id,
         teams: Sequence[str] | None = None,
     ) -> None:
         self._store = open_store(path, busy_timeout_s=busy_timeout_s)
         self.agent_id = agent_id
         self.teams = tuple(user_teams() if teams is None else teams)
         self._clock = clock
-        self._new_id = id_factory
 
     @property
     def path(self) -> Path:
@@ -188,7 +186,7 @@ class Registry:
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
                 return self._authorize(Scope(user_id=req.user_id, agent_id=agent), found)
-            info = Info.new(req.id or self._new_id(), agent, req.user_id, _channel(req.channel), kind,
+            info = Info.new(req.id or new_session_id(), agent, req.user_id, _channel(req.channel), kind,
                             now=self._clock())
             info.title = req.title
             return self._create(conn, info)
