@@ -39,7 +39,7 @@ def main() -> None:
 def _scope():
     from ollie.sessions.types import Scope
 
-    return Scope(user_id="alice", agent_id="coding")
+    return Scope(user_id="alice")
 
 
 if __name__ == "__main__":

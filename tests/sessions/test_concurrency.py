@@ -11,7 +11,7 @@ from ollie.sessions.registry import Registry
 from ollie.sessions.types import Scope
 
 CHILD = Path(__file__).with_name("registry_child.py")
-ALICE = Scope(user_id="alice", agent_id="coding")
+ALICE = Scope(user_id="alice")
 
 
 def _processes(db_path: Path, tmp_path: Path, jobs: list[tuple[str, str]]) -> list[dict]:

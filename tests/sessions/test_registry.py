@@ -11,7 +11,7 @@ from ollie.sessions.registry import Registry
 from ollie.sessions.store import SCHEMA_VERSION, StoreBusyError
 from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scope, TurnResult
 
-ALICE = Scope(user_id="alice", agent_id="coding")
+ALICE = Scope(user_id="alice")
 # Tests of the SQLite file itself (their PostgreSQL counterparts are in tests/teams).
 SQLITE_ONLY = pytest.mark.parametrize("db_path", ["sqlite"], indirect=True)
 
@@ -76,38 +76,15 @@ def test_only_one_active_main_per_user(registry):
 # --- get ----------------------------------------------------------------
 
 
-def test_get_is_scoped_by_user_and_agent(registry):
+def test_get_is_scoped_by_user(registry):
     mine = _new(registry)
     with pytest.raises(NotFoundError):
         registry.get(ALICE, "missing")
     with pytest.raises(ForbiddenError):
-        registry.get(Scope(user_id="bob", agent_id="coding"), mine.id)
-    with pytest.raises(ForbiddenError):
-        registry.get(Scope(user_id="alice", agent_id="writer"), mine.id)
+        registry.get(Scope(user_id="bob"), mine.id)
     with pytest.raises(InvalidSessionError):
-        registry.get(Scope(agent_id="coding"), mine.id)
+        registry.get(Scope(), mine.id)
     assert registry.get(ALICE, mine.id) == mine
-
-
-def test_system_scope_needs_only_the_agent(registry):
-    mine = _new(registry)
-    assert registry.get(Scope(agent_id="coding", system=True), mine.id) == mine
-    with pytest.raises(ForbiddenError):
-        registry.get(Scope(agent_id="writer", system=True), mine.id)
-    with pytest.raises(InvalidSessionError):
-        registry.get(Scope(system=True), mine.id)
-
-
-def test_a_registry_bound_to_an_agent_refuses_others(db_path, clock):
-    bound = Registry(db_path, agent_id="coding", clock=clock)
-    try:
-        made = bound.ensure(Request(user_id="alice"))
-        assert made.agent_id == "coding"
-        assert bound.get(Scope(user_id="alice"), made.id) == made
-        with pytest.raises(ForbiddenError):
-            bound.ensure(Request(user_id="alice", agent_id="writer"))
-    finally:
-        bound.close()
 
 
 # --- list ---------------------------------------------------------------
@@ -122,8 +99,6 @@ def populated(registry):
         "sched": _new(registry, kind=Kind.SCHEDULER, channel=Channel.CLI),
         "old": _new(registry, channel=Channel.CLI),
         "bob": _new(registry, user="bob"),
-        "guest": _new(registry, user="guest-7", channel=Channel.ACP),
-        "other_agent": _new(registry, agent="writer"),
     }
     registry.archive(ALICE, made["old"].id)
     return made
@@ -151,19 +126,13 @@ def test_list_filters(registry, populated):
         registry.list(ALICE, ListOptions(kinds=["boss"]))
 
 
-def test_system_list_spans_users_of_the_agent(registry, populated):
-    listed = set(_ids(registry.list(Scope(agent_id="coding", system=True))))
-    assert populated["bob"].id in listed and populated["guest"].id in listed
-    assert populated["other_agent"].id not in listed
-
-
 # --- writes -------------------------------------------------------------
 
 
 def test_archive_is_scoped_and_idempotent(registry):
     made = _new(registry)
     with pytest.raises(ForbiddenError):
-        registry.archive(Scope(user_id="bob", agent_id="coding"), made.id)
+        registry.archive(Scope(user_id="bob"), made.id)
     with pytest.raises(NotFoundError):
         registry.archive(ALICE, "nope")
     registry.archive(ALICE, made.id)
@@ -177,7 +146,7 @@ def test_unarchive_brings_a_session_back_scoped_and_idempotent(registry):
     registry.touch(made.id, turn_started=True)
     registry.archive(ALICE, made.id)
     with pytest.raises(ForbiddenError):
-        registry.unarchive(Scope(user_id="bob", agent_id="coding"), made.id)
+        registry.unarchive(Scope(user_id="bob"), made.id)
     with pytest.raises(NotFoundError):
         registry.unarchive(ALICE, "nope")
     assert registry.get(ALICE, made.id).archived
@@ -221,7 +190,7 @@ def test_rename(registry):
     with pytest.raises(TitleTooLongError):
         registry.rename(ALICE, made.id, "é" * 501)
     with pytest.raises(ForbiddenError):
-        registry.rename(Scope(user_id="bob", agent_id="coding"), made.id, "mine now")
+        registry.rename(Scope(user_id="bob"), made.id, "mine now")
     assert registry.get(ALICE, made.id).title == "Fix the parser"
 
 
@@ -319,7 +288,7 @@ def test_a_user_scope_without_agent_spans_the_users_agents(registry):
     with pytest.raises(ForbiddenError):
         registry.get(Scope(user_id="bob"), coding.id)
     with pytest.raises(InvalidSessionError):
-        registry.list(Scope(system=True))
+        registry.list(Scope())
 
 
 @SQLITE_ONLY

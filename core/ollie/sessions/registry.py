@@ -90,21 +90,19 @@ def _in(column: str, values: Sequence[str]) -> str:
 class Registry:
     """Creates, resumes, lists and archives sessions in its store. Thread-safe; shareable across processes.
 
-    `path`: see open_store. `agent_id` confines it to one agent ('' = cross-agent). `teams` (None: OLLIE_TEAMS):
-    sessions shared to one of them are its callers' to get, list and resume, not to change.
+    `path`: see open_store. A scope is a user, across agents. `teams` (None: OLLIE_TEAMS): sessions shared to one
+    of them are its callers' to get, list and resume, not to change.
     """
 
     def __init__(
         self,
         path: Path | str | None = None,
         *,
-        agent_id: str = "",
         busy_timeout_s: float = 10.0,
         clock: Callable[[], datetime] = utcnow,
         teams: Sequence[str] | None = None,
     ) -> None:
         self._store = open_store(path, busy_timeout_s=busy_timeout_s)
-        self.agent_id = agent_id
         self.teams = tuple(user_teams() if teams is None else teams)
         self._clock = clock
 
@@ -127,36 +125,18 @@ class Registry:
 
     # --- scope ------------------------------------------------------------
 
-    def _agent(self, agent_id: str) -> str:
-        if self.agent_id and agent_id and agent_id != self.agent_id:
-            raise ForbiddenError(f"this registry serves agent {self.agent_id!r}, not {agent_id!r}")
-        agent = agent_id or self.agent_id
-        if not agent:
-            raise InvalidSessionError("agent_id is required")
-        return agent
-
-    def _scope_agent(self, scope: Scope) -> str:
-        """The agent a scope confines to; '' = any agent of the user (a user scope on a cross-agent registry)."""
-        if scope.system:
-            return self._agent(scope.agent_id)
-        if not scope.user_id:
-            raise InvalidSessionError("user_id is required outside a system scope")
-        return self._agent(scope.agent_id) if scope.agent_id or self.agent_id else ""
-
-    def _teams(self, scope: Scope) -> list[str]:
-        return sorted({*self.teams, *scope.teams})
-
-    def _authorize(self, scope: Scope, row: Row, *, write: bool = False) -> Info:
-        """The row's Info if the scope may see it (a team member's read of a shared session included)."""
+    def _authorize(self, scope: Scope, row: Row, *, write: bool = False, agent: str = "") -> Info:
+        """The row's Info if the scope's user owns it, or may read it (shared to one of `teams`); `agent`: its agent."""
         record = row.record
-        agent = self._scope_agent(scope)
-        owner = scope.system or record.user_id == scope.user_id
-        shared = not write and bool(row.team) and row.team in self._teams(scope)
-        if (agent and record.agent_id != agent) or not (owner or shared):
-            if write and not (agent and record.agent_id != agent) and row.team and row.team in self._teams(scope):
+        _require_user(scope.user_id)
+        if agent and record.agent_id != agent:
+            raise ForbiddenError(f"session {record.id} belongs to another agent")
+        if record.user_id != scope.user_id:
+            if not (row.team and row.team in self.teams):
+                raise ForbiddenError(f"session {record.id} belongs to another user")
+            if write:
                 raise ReadOnlyError(f"session {record.id} is shared with team {row.team!r} to read and resume: "
                                     f"only its owner ({record.user_id}) may rename, archive or share it")
-            raise ForbiddenError(f"session {record.id} belongs to another user or agent")
         return Info.from_record(record, team=row.team)
 
     def _load(self, conn: Conn, scope: Scope, session_id: str, *, write: bool = False) -> Info:
@@ -176,7 +156,9 @@ class Registry:
     def ensure(self, req: Request) -> Info:
         """Resume session req.id, or create it (a new id when req.id is empty)."""
         _require_user(req.user_id)
-        agent = self._agent(req.agent_id)
+        agent = req.agent_id
+        if not agent:
+            raise InvalidSessionError("agent_id is required")
         kind = _kind(req.kind or Kind.CHAT)
         validate_title(req.title)
         with self._store.transaction() as conn:
@@ -185,17 +167,14 @@ class Registry:
                 self._store.lock(conn, f"id\x1f{req.id}")
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
-                return self._authorize(Scope(user_id=req.user_id, agent_id=agent), found)
+                return self._authorize(Scope(user_id=req.user_id), found, agent=agent)
             info = Info.new(req.id or new_session_id(), agent, req.user_id, _channel(req.channel), kind,
                             now=self._clock())
             info.title = req.title
             return self._create(conn, info)
 
     def get(self, scope: Scope, session_id: str) -> Info:
-        """The session's Info; it must belong to the scope (NotFoundError, ForbiddenError).
-
-        A user scope with no agent, on a cross-agent registry, matches any agent of that user.
-        """
+        """The session's Info; it must belong to the scope (NotFoundError, ForbiddenError)."""
         with self._store.reading() as conn:
             return self._load(conn, scope, session_id)
 
@@ -224,18 +203,11 @@ class Registry:
     def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
         """The scope's sessions matching `opts`, most recently active first."""
         opts = opts or ListOptions()
-        agent = self._scope_agent(scope)
-        where: list[str] = []
-        params: list[object] = []
-        if agent:
-            where.append("agent_id = ?")
-            params.append(agent)
-        if not scope.system:
-            teams = self._teams(scope)
-            where.append(f"(user_id = ? OR {_in('team', teams)})" if teams else "user_id = ?")
-            params += [scope.user_id, *teams]
+        _require_user(scope.user_id)
+        teams = sorted(self.teams)
+        where = [f"(user_id = ? OR {_in('team', teams)})" if teams else "user_id = ?"]
         more_where, more_params = self._filters(opts)
-        return self._select(where + more_where, params + more_params, opts)
+        return self._select(where + more_where, [scope.user_id, *teams, *more_params], opts)
 
     def live_elsewhere(self, session_ids: Sequence[str]) -> dict[str, str]:
         """Of these sessions, those another process runs now (a PostgreSQL store's leases): id -> "<host> (pid N)"."""

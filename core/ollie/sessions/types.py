@@ -206,13 +206,9 @@ def _enum_or_raw(enum: type[StrEnum], value: str) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """Who asks: a user and an agent, or a system scope (background work) that needs only the agent."""
+    """Who asks: a user, across agents (the registry's team channels add what is shared with them)."""
 
     user_id: str = ""
-    agent_id: str = ""
-    system: bool = False
-    # Team channels the user reads: sessions shared to one of them are the user's to list and load too.
-    teams: tuple[str, ...] = ()
 
 
 @dataclass
