@@ -318,19 +318,13 @@ def _utc(ts: float) -> str:
 
 
 class ValidationGate:
-    """Counts validation failures; `max_failures` within `window` seconds block for `block_seconds`."""
+    """Counts validation failures; 5 within 60 seconds block the session for 300 seconds."""
 
-    def __init__(
-        self,
-        *,
-        max_failures: int = 5,
-        window: float = 60.0,
-        block_seconds: float = 300.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._max = max_failures
-        self._window = window
-        self._block = block_seconds
+    _max = 5
+    _window = 60.0
+    _block = 300.0
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._failures: deque[float] = deque()
         self._blocked_until = 0.0
@@ -347,7 +341,7 @@ class ValidationGate:
             )
 
     def record_failure(self) -> None:
-        """Count one rejected program; the `max_failures`-th within the window starts a block."""
+        """Count one rejected program; the fifth within the window starts a block."""
         now = self._clock()
         self._failures.append(now)
         while self._failures and now - self._failures[0] > self._window:
