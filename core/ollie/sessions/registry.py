@@ -107,14 +107,6 @@ class Registry:
         self._clock = clock
 
     @property
-    def path(self) -> Path:
-        """The database file of a SQLite store (a PostgreSQL store has none: see `location`)."""
-        path = getattr(self._store, "path", None)
-        if not isinstance(path, Path):
-            raise AttributeError(f"the store at {self.location} is not a file")
-        return path
-
-    @property
     def location(self) -> str:
         """Where the store is: a file, or a PostgreSQL URL without its password."""
         return self._store.location
