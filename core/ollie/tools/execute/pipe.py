@@ -12,10 +12,10 @@ if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
 
 # Intermediate output is handed on whole up to this size (a model reads only the last stage).
-DEFAULT_PIPE_LIMIT = 16 * 1024 * 1024
+PIPE_LIMIT = 16 * 1024 * 1024
 
 
-async def pipe(ctx: CallContext, request: PipeRequest, *, pipe_limit: int = DEFAULT_PIPE_LIMIT) -> ToolResult:
+async def pipe(ctx: CallContext, request: PipeRequest) -> ToolResult:
     """Run the stages under the session's global lock; the result is the last stdout plus every stderr."""
     stages = request.stages
     scripts = {i: ctx.resolve(s.tool) for i, s in enumerate(stages) if isinstance(s, ScriptCall)}
@@ -31,10 +31,10 @@ async def pipe(ctx: CallContext, request: PipeRequest, *, pipe_limit: int = DEFA
             else:
                 build = ctx.script_invocation(stage, scripts[i], piped)
                 name = stage.tool
-            outcome = await ctx.run(build, elevated=False, limit=None if last else pipe_limit)
+            outcome = await ctx.run(build, elevated=False, limit=None if last else PIPE_LIMIT)
             section = Section(f"stage {i + 1} {name}", outcome, show_stdout=last)
             if not last and outcome.truncated:
-                section.note = f"its output was cut at {pipe_limit} bytes before the next stage"
+                section.note = f"its output was cut at {PIPE_LIMIT} bytes before the next stage"
             sections.append(section)
             # Like `set -o pipefail`: a failing stage makes the pipe fail, but later stages
             # still see its output, as in a shell; a stage that did not run stops the pipe.

@@ -21,7 +21,6 @@ from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
-from ollie.tools.execute.pipe import DEFAULT_PIPE_LIMIT
 from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
@@ -54,9 +53,7 @@ class ExecuteServer:
         env: dict[str, str] | None = None,
         sandbox: str = "default",
         lock_dir: Path | None = None,
-        tools_dirs: list[Path] | None = None,
         output_limit: int = 64 * 1024,
-        pipe_limit: int = DEFAULT_PIPE_LIMIT,
         clock: Callable[[], float] = time.time,
         lock_poll_interval: float = 0.005,
     ) -> None:
@@ -70,8 +67,6 @@ class ExecuteServer:
         # The default lock dir is the session's own (SessionDirs): it follows a session id change.
         self._own_lock_dir = lock_dir is None
         self._sandbox = sandbox
-        self._tools_dirs = tools_dirs
-        self._pipe_limit = pipe_limit
         self._clock = clock
         self._validation: ValidationGate | None = None  # built at the first call: its ~40 regexes cost a first turn
         # A bare server (a library user, the tests) lets elevated steps run; an agent's Core sets its mode.
@@ -130,7 +125,7 @@ class ExecuteServer:
 
     def tools_dirs(self) -> list[Path]:
         """Where tool scripts are looked up, in order."""
-        return list(self._tools_dirs) if self._tools_dirs is not None else paths.tools_path()
+        return paths.tools_path()
 
     def scripts(self) -> list[ToolScript]:
         """The tool scripts this session may call, by name."""
@@ -201,7 +196,7 @@ class ExecuteServer:
             assert isinstance(request, PipeRequest)  # parse_request makes one of the three
             if any(s.tool in EDITOR_SCRIPTS for s in request.script_calls()):
                 return ToolResult("pipe: the editor tools are no pipe stages; call them with call_tool", is_error=True)
-            return await pipe(ctx, request, pipe_limit=self._pipe_limit)
+            return await pipe(ctx, request)
         except SessionBlocked as exc:
             return ToolResult(str(exc), is_error=True)
         except LockTimeout as exc:
