@@ -34,9 +34,9 @@ def _refused_location(root: Path) -> str | None:
     return None
 
 
-def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
-    """Walk `root` until more than `limit` files or `budget_s` seconds; why it is too big, else None."""
-    deadline = time.monotonic() + budget_s
+def _count_files(root: Path, limit: int) -> str | None:
+    """Walk `root` until more than `limit` files or WALK_BUDGET_S seconds; why it is too big, else None."""
+    deadline = time.monotonic() + WALK_BUDGET_S
     count = 0
     try:
         for top, dirs, files, _ in beneath.walk_sync(root):  # never into a symlinked directory
@@ -47,7 +47,7 @@ def _count_files(root: Path, limit: int, budget_s: float) -> str | None:
             if count > limit:
                 return f"{root} has more than {limit:,} files: too many to checkpoint"
             if time.monotonic() > deadline:
-                return f"{root} is too large to scan within {budget_s:g} s: too many files to checkpoint"
+                return f"{root} is too large to scan within {WALK_BUDGET_S:g} s: too many files to checkpoint"
     except OSError:
         pass
     return None
@@ -60,7 +60,7 @@ REFUSAL_TTL_S = 600.0
 _refused: dict[tuple[Path, int], tuple[float, str]] = {}
 
 
-async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES, budget_s: float = WALK_BUDGET_S) -> None:
+async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES) -> None:
     """Raise CheckpointUnavailable when `root` is not a project we may checkpoint (a walk's refusal is remembered)."""
     reason = _refused_location(root)
     if reason is None:
@@ -68,7 +68,7 @@ async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES, budget_s
         remembered = _refused.get(key)
         if remembered is not None and time.monotonic() - remembered[0] < REFUSAL_TTL_S:
             raise CheckpointUnavailable(remembered[1])
-        reason = await asyncio.to_thread(_count_files, root, max_files, budget_s)
+        reason = await asyncio.to_thread(_count_files, root, max_files)
         if reason is None:
             _refused.pop(key, None)
         else:

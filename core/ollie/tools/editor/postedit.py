@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -89,12 +89,10 @@ class PostEditDiagnostics:
     """One session's check of what its edits broke: diagnostics before a step, fresh ones after it."""
 
     def __init__(self, editor: EditorKnowledge, cwd: Callable[[], Path], *,
-                 environ: Mapping[str, str] | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 environ: Mapping[str, str] | None = None) -> None:
         self._editor = editor
         self._cwd = cwd
         self._environ = environ
-        self._sleep = sleep
         # The last diagnostics seen of each file (what "new" is measured against).
         self._known: dict[str, list[Diagnostic]] = {}
 
@@ -149,14 +147,14 @@ class PostEditDiagnostics:
         deadline = loop.time() + wait
         baseline = [self._known.get(str(f)) for f in files]
         known_before = None if any(b is None for b in baseline) else [d for b in baseline for d in (b or [])]
-        await self._sleep(min(settle, wait))
+        await asyncio.sleep(min(settle, wait))
         latest = await self._ask(files, deadline - loop.time())
         if latest is None:
             return ""
         # Ask again until two answers agree; an answer that is still the old one may just be stale, unless
         # the editor says it is of the files' content now (then an edit that changed nothing ends here).
         while not _up_to_date(latest, files) and loop.time() + settle < deadline:
-            await self._sleep(settle)
+            await asyncio.sleep(settle)
             again = await self._ask(files, deadline - loop.time())
             if again is None:
                 break

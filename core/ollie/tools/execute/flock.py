@@ -29,10 +29,9 @@ def combine_classes(annotations: Iterable[str | None]) -> ParallelClass:
 class LockManager:
     """Session-wide shared/exclusive locks on one lock file under the session's lock dir."""
 
-    def __init__(self, lock_dir: Path, *, poll_interval: float = 0.005, max_poll_interval: float = 0.05) -> None:
+    def __init__(self, lock_dir: Path, *, poll_interval: float = 0.005) -> None:
         self.lock_dir = lock_dir
         self._poll = poll_interval
-        self._max_poll = max_poll_interval
 
     @contextlib.asynccontextmanager
     async def hold(self, parallel: ParallelClass, *, timeout: float | None = None) -> AsyncIterator[None]:
@@ -61,4 +60,4 @@ class LockManager:
             if deadline is not None and loop.time() >= deadline:
                 raise LockTimeout(f"the session's tool lock stayed busy for {timeout:g} s")
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self._max_poll)
+            delay = min(delay * 2, 0.05)
