@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.gcpause import cyclic_gc_paused
@@ -44,8 +44,10 @@ from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
 from ollie.sessions.logindex import read_compaction_snapshots as read_compaction_snapshots
 from ollie.sessions.logindex import read_meta as read_meta
-from ollie.sessions.logstorage import LogStorage
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
+
+if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store
+    from ollie.sessions.pg.log import PgRounds
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
 
@@ -69,7 +71,7 @@ class SessionFile:
         *,
         sync: bool = True,
         compact_min_records: int = 1000,
-        storage: LogStorage | None = None,
+        storage: PgRounds | None = None,
     ) -> None:
         self.sessions_dir = Path(sessions_dir)
         self.session_id = validate_session_id(session_id)
