@@ -30,14 +30,11 @@ from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
 from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
-from ollie.sessions.logformat import META_TAIL_BYTES as META_TAIL_BYTES
 from ollie.sessions.logformat import SUFFIX as SUFFIX
 from ollie.sessions.logformat import SessionFileCorruptError as SessionFileCorruptError
 from ollie.sessions.logformat import SessionFileError as SessionFileError
 from ollie.sessions.logformat import SessionFileNotFoundError as SessionFileNotFoundError
 from ollie.sessions.logformat import dumps, forget_changes, session_path, snapshot_records
-from ollie.sessions.logformat import last_meta as last_meta
-from ollie.sessions.logformat import parse_compaction_snapshots as parse_compaction_snapshots
 from ollie.sessions.logindex import database
 from ollie.sessions.logindex import is_unused as is_unused
 from ollie.sessions.logindex import list_saved as list_saved
