@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from ollie.errors import OllieError
 from ollie.tools.execute.languages import Language, LanguageError, script_language
@@ -18,9 +18,9 @@ KindAnnotation = Literal["read", "edit", "delete", "move", "search", "execute", 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _COMMENT = re.compile(r"^\s*(#|--|//)\s?(.*)$")
 _KEY = re.compile(r"^(description|args)\s*:\s*(.*)$", re.IGNORECASE)
-_PARALLEL = re.compile(r"^ollie:parallel\s+(read|write)\b", re.IGNORECASE)
-_TIER = re.compile(r"^ollie:tier\s+(hot|warm|cold)\b", re.IGNORECASE)
-_KIND = re.compile(r"^ollie:kind\s+(read|edit|delete|move|search|execute|think|fetch|other)\b", re.IGNORECASE)
+_ANNOTATION = re.compile(r"^ollie:(parallel|tier|kind)\s+(\w+)\b", re.IGNORECASE)
+_ANNOTATIONS = {"parallel": get_args(ParallelAnnotation), "tier": get_args(TierAnnotation),
+                "kind": get_args(KindAnnotation)}
 _HEADER_BYTES = 8192
 
 
@@ -79,12 +79,10 @@ def parse_header(text: str) -> dict[str, str]:
     current: str | None = None
     for line in _header_lines(text):
         stripped = line.strip()
-        if (match := _PARALLEL.match(stripped)) is not None:
-            fields["parallel"], current = match.group(1).lower(), None
-        elif (match := _TIER.match(stripped)) is not None:
-            fields["tier"], current = match.group(1).lower(), None
-        elif (match := _KIND.match(stripped)) is not None:
-            fields["kind"], current = match.group(1).lower(), None
+        if (match := _ANNOTATION.match(stripped)) is not None:
+            key, value, current = match.group(1).lower(), match.group(2).lower(), None
+            if value in _ANNOTATIONS[key]:
+                fields[key] = value
         elif (match := _KEY.match(stripped)) is not None:
             key = match.group(1).lower()
             fields[key], current = match.group(2).strip(), key
