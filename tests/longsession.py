@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ollie import paths
 from ollie.backend.types import Message, ToolCall
-from ollie.sessions import Channel, Kind, Registry, Request, os_user
 from ollie.sessions.persist import SessionFile
+from ollie.sessions.registry import Registry
 from ollie.sessions.session import Session
+from ollie.sessions.types import Channel, Kind, Request, os_user
 
 
 def saved_session(size: int) -> str:
@@ -22,6 +23,6 @@ def saved_session(size: int) -> str:
     SessionFile(paths.sessions_dir(), session.id).save(session)
     registry = Registry()
     registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
-                            channel=Channel.LSP, title="long", allow_exact_id_create=True))
+                            channel=Channel.LSP, title="long"))
     registry.close()
     return session.id

@@ -90,7 +90,7 @@ atexit.register(close_all)
 
 
 class PgRounds:
-    """The rows of one session's log (a SessionFile's LogStorage); reading it to resume takes the lease."""
+    """The rows of one session's log (a SessionFile's `storage`); reading it to resume takes the lease."""
 
     def __init__(self, url: str, session_id: str) -> None:
         # This process's earlier logs of the session finish their queued writes first: two writers of one
