@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { artifacts, chatFocused, daemonPids, freePort, log, openChat, runCommand, serverEnvFor, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { artifacts, chatFocused, daemonPids, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
 // The scripted model, in the order the turns below ask it.
@@ -189,8 +189,8 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await send(chat, "Make greet say hello");
   const sent = chat.locator(".item.user", { hasText: "Make greet say hello" });
   await sent.waitFor({ timeout: waitMs });
-  await page.waitForTimeout(300);
-  if (!atBottom(await scrollOf(chat))) throw new Error(`the view did not scroll to the sent prompt: ${JSON.stringify(await scrollOf(chat))}`);
+  await until("the view to scroll to the sent prompt", async () => atBottom(await scrollOf(chat)))
+    .catch(async (err) => { throw new Error(`${err.message}: ${JSON.stringify(await scrollOf(chat))}`); });
   const question = chat.locator(".item.permission").last();
   await question.locator(".step-title", { hasText: "Edit app.py" }).waitFor({ timeout: waitMs });
   await question.locator(".diff tr.added", { hasText: "'hello'" }).waitFor({ timeout: waitMs });
@@ -206,8 +206,8 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await question.locator(".permission-answer", { hasText: "Rejected with feedback" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "OK, I will use a constant." }).waitFor({ timeout: waitMs });
   // The feedback field grew the chat while it was open: the answer after it must still come into view.
-  await page.waitForTimeout(300);
-  if (!atBottom(await scrollOf(chat)) || (await chat.locator("#jump").isVisible())) throw new Error("the answer to the feedback arrived off-screen");
+  await until("the answer to the feedback in view (it arrived off-screen)",
+    async () => atBottom(await scrollOf(chat)) && !(await chat.locator("#jump").isVisible()));
   await waitForSavedPrompt(dataDir, [FEEDBACK]);
   if (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) throw new Error("the rejected edit was made");
   // The card says "Rejected with feedback"; the daemon's "rejected: Edit app.py" line would say it twice.
