@@ -77,7 +77,8 @@ await withVSCode(
     // Asked first (approval `ask`): each step's question shows its diff; once allowed, the diff shows once, in the
     // step's result (before: in each question and again in the result).
     await chat.locator("#approval").selectOption("ask");
-    await page.waitForTimeout(300);
+    // The daemon took it: the header it sends back shows the mode.
+    await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
     await runCommand(page, "Ollie: Ask");
     await page.locator(".quick-input-widget input").fill("document add");
     await page.keyboard.press("Enter");

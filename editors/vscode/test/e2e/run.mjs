@@ -217,7 +217,8 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
 
   // 5. Approval mode auto-edit: the edit runs, its diff shows inline; the turn's changed files can be opened and undone.
   await chat.locator("#approval").selectOption("auto-edit");
-  await page.waitForTimeout(300);
+  // The daemon took it: the header it sends back shows the mode.
+  await chat.locator('#approval[data-mode="auto-edit"]').waitFor({ timeout: waitMs });
   await send(chat, "Do it anyway");
   const editStep = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit app.py" }) }).last();
   await editStep.locator(".diff tr.added", { hasText: "'hello'" }).waitFor({ timeout: waitMs });
