@@ -9,6 +9,7 @@ when capabilities and raw sockets matter most.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -237,8 +238,13 @@ def unix_server(layout):
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield path, got, thread
+    # close() does not wake an accept() blocked in another thread (it waited out its 10 s when nobody connected);
+    # shutdown() does (Linux: EINVAL), so the thread ends at once.
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
     listener.close()
     thread.join(timeout=10)
+    assert not thread.is_alive()
 
 
 async def test_unix_socket_servers_are_unreachable(server, unix_server):
