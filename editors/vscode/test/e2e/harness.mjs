@@ -376,5 +376,10 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
   clearTimeout(watchdog);
   await browser.close().catch(() => undefined);
   stopAll();
-  if (!args.includes("--keep")) fs.rmSync(work, { recursive: true, force: true });
+  if (!args.includes("--keep")) {
+    // A daemon ends by saving its session under `work`: removed before it is gone, rmSync failed (ENOTEMPTY) after
+    // "E2E PASSED", and the run with it.
+    await until("the daemons to exit", () => daemonPids().length === 0).catch(() => undefined);
+    fs.rmSync(work, { recursive: true, force: true });
+  }
 }
