@@ -147,8 +147,12 @@ async def _read_to_the_end(chunks: AsyncIterator[bytes]) -> None:
 # loop until its read of up to 64 KiB is used up: hundreds of frames, parsed in Python. Under a flood the other
 # sessions' timers and requests would wait for all of them: after this many seconds they get their turn. The slice
 # is shared by the streams being read: asyncio runs every ready task once per pass, so 50 streams of 2 ms each made
-# every pass (and a request waits for several) last 100 ms; each now gives way after its share of it.
+# every pass (and a request waits for several) last 100 ms; each now gives way after its share of it, but no
+# sooner than _MIN_SLICE_S: each give-way costs a pass through httpx's reader, and 50 streams of 40 us shares spent
+# most of the loop on those (50 x 2,000 deltas: 2.8 s at 2 ms each, 8.3 s at 40 us, 3.3 s at 0.5 ms, with the
+# longest wait of a request 156, 278 and 86-100 ms).
 _FAIR_SLICE_S = 0.002
+_MIN_SLICE_S = 0.0005
 _reading = [0]  # streams being read now, in this process
 
 
@@ -206,13 +210,13 @@ async def stream_frames(
         deadline = clock() + limits.idle_s
         _reading[0] += 1
         try:
-            slice_end = clock() + _FAIR_SLICE_S / _reading[0]
+            slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
             while True:
                 chunk = await anext(chunks, None)
                 now = clock()
                 if now > slice_end:
                     await asyncio.sleep(0)  # see _FAIR_SLICE_S
-                    slice_end = clock() + _FAIR_SLICE_S / _reading[0]
+                    slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
                 frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
                 if frames and not all(map(keepalive, frames)):
                     deadline = now + limits.idle_s
