@@ -10,7 +10,6 @@ import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 
 from ollie import paths, programs
@@ -215,7 +214,9 @@ class Runner:
     def drop_scratch(path: Path) -> None:
         """Remove a call's scratch dir in a worker thread: an rmdir can take milliseconds (a filesystem mounted
         with `discard` trims the freed blocks), which neither the call's answer nor the event loop need wait for."""
-        remove = partial(shutil.rmtree, path, ignore_errors=True)
+        def remove() -> None:
+            shutil.rmtree(path, ignore_errors=True)
+
         try:
             asyncio.get_running_loop().run_in_executor(None, remove)
         except RuntimeError:  # no running loop
