@@ -5,9 +5,7 @@
 // `node test/e2e/<scenario>.mjs --vsix ollie-0.1.0.vsix [--keep]`; it prints "E2E PASSED" on success.
 // Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
 // ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots and logs),
-// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000),
-// OLLIE_E2E_INSTALLED (a dir whose user-data/ and extensions/ `--install-extension` of this vsix made: copied, not
-// installed again; tests/editors/conftest.py makes it once per pytest session).
+// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000).
 
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -178,22 +176,6 @@ export function writeUserSettings(userData, settings) {
 export async function installVsix(vsix, dirs, env) {
   log(`installing ${path.basename(vsix)}`);
   await run(codeServer, [...dirs, "--install-extension", vsix], env);
-  log("installed");
-}
-
-/**
- * Copy a user-data and an extensions dir that `--install-extension` of this vsix made (under `installed`, by the
- * pytest session) to this run's: the same state an install leaves, without its seconds of CPU per scenario.
- */
-function copyInstalled(installed, userData, extensions) {
-  const from = { userData: path.join(installed, "user-data"), extensions: path.join(installed, "extensions") };
-  // Logs are the install's own; each run's start with none (copyOllieOutput reads them at a failure).
-  fs.cpSync(from.userData, userData, { recursive: true, filter: (file) => file !== path.join(from.userData, "logs") });
-  fs.cpSync(from.extensions, extensions, { recursive: true });
-  // The registry names each extension by its absolute location: point it at this run's copy.
-  const registry = path.join(extensions, "extensions.json");
-  fs.writeFileSync(registry, fs.readFileSync(registry, "utf8").split(from.extensions).join(extensions));
-  log(`copied the installed extension from ${installed}`);
 }
 
 /** Start code-server on `workspace` and open it in headless Chromium; resolves with { browser, page, address }. */
@@ -207,7 +189,6 @@ export async function startVSCode(workspace, dirs, env) {
   log(`code-server at ${address}`);
   const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
   const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
-  log("chromium launched");
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   // Copy buttons write to the clipboard; grant it so navigator.clipboard works in the webview.
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: address.replace(/\/$/, "") }).catch(() => undefined);
@@ -346,11 +327,10 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     const isolated = isolatedEnv();
     const llmUrl = script ? await startScriptedLLM(script, { env: isolated }) : undefined;
     const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
+    writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
     const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
     const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
-    if (process.env.OLLIE_E2E_INSTALLED) copyInstalled(process.env.OLLIE_E2E_INSTALLED, userData, extensions);
-    else await installVsix(vsix, dirs, env);
-    writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
+    await installVsix(vsix, dirs, env);
     ({ browser, page } = await startVSCode(workspace, dirs, env));
     const ctx = {
       page,
