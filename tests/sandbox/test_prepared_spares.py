@@ -97,6 +97,19 @@ async def test_closing_the_fork_server_ends_every_idle_spare_and_prepared_proces
     assert left == []
 
 
+
+def _spawn_as_net_kind(server) -> socket.socket:
+    """Send the fork server a `spawn ns net` whatever the request will be; our end of the step's socket."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
+    try:
+        socket.send_fds(server._ensure(), [b"spawn ns net"], [theirs.fileno(), *stdio])
+    finally:
+        theirs.close()
+        for fd in stdio:
+            os.close(fd)
+    return mine
+
 async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused_and_leaks_nothing(ws, server):
     await ws.bash("true", ws.default_policy())
     prepared = await idle_spares(server)
@@ -104,15 +117,7 @@ async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused
     assert ruleset is not None
     request = {"argv": ["true"], "cwd": str(ws.work), "env": ws.env, "ruleset": {**ruleset, "pid_namespace": False},
                "limits": {}}
-    control = server._ensure()
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
-    try:
-        socket.send_fds(control, [b"spawn ns net"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
-    finally:
-        theirs.close()
-        for fd in stdio:
-            os.close(fd)
+    mine = _spawn_as_net_kind(server)  # a daemon that got the kind wrong
     with pytest.raises(SandboxError, match="without a PID namespace"):
         await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
@@ -194,15 +199,7 @@ async def test_a_step_without_the_proxy_sent_to_a_spare_that_made_a_network_name
     ruleset, _ = ruleset_for(ws.default_policy(), landlock_abi())
     assert ruleset is not None and "netns" not in ruleset  # the daemon adds it with the step's proxy token
     request = {"argv": ["true"], "cwd": str(ws.work), "env": ws.env, "ruleset": ruleset, "limits": {}}
-    control = server._ensure()
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
-    try:
-        socket.send_fds(control, [b"spawn ns net"], [theirs.fileno(), *stdio])  # a daemon that got the kind wrong
-    finally:
-        theirs.close()
-        for fd in stdio:
-            os.close(fd)
+    mine = _spawn_as_net_kind(server)  # a daemon that got the kind wrong
     with pytest.raises(SandboxError, match="network namespace does not fit"):
         await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
