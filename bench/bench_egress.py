@@ -93,7 +93,7 @@ async def measure(size_mb: float, rounds: int) -> dict[str, list[tuple[float, fl
     return samples
 
 
-def run(size_mb: float = 100, rounds: int = 9) -> tuple[list[Row], list[str]]:
+def run(size_mb: float = 100, rounds: int = 15) -> tuple[list[Row], list[str]]:
     """bench/run.py's rows: the proxied download against the direct one, as steps and as curl's transfer alone."""
     samples = asyncio.run(measure(size_mb, rounds))
     step, transfer, cpu = ({kind: statistics.median(s[i] for s in got) for kind, got in samples.items()}
@@ -107,7 +107,7 @@ def run(size_mb: float = 100, rounds: int = 9) -> tuple[list[Row], list[str]]:
 
 
 if __name__ == "__main__":
-    size, count = float(sys.argv[1]) if len(sys.argv) > 1 else 100, int(sys.argv[2]) if len(sys.argv) > 2 else 9
+    size, count = float(sys.argv[1]) if len(sys.argv) > 1 else 100, int(sys.argv[2]) if len(sys.argv) > 2 else 15
     result = asyncio.run(measure(size, count))
     for i, what in enumerate(("step", "transfer (curl's time_total)", "daemon CPU")):
         d, p = (statistics.median(s[i] for s in result[kind]) for kind in ("direct", "proxied"))

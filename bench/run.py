@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
         "inline": ("inline completions", lambda: bench_inline.run(20 if quick else 100)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
-        "network": ("egress proxy", lambda: bench_egress.run(10 if quick else 100, 2 if quick else 9)),
+        "network": ("egress proxy", lambda: bench_egress.run(10 if quick else 100, 2 if quick else 15)),
         "sessions": ("sessions", lambda: session_rows(10 if quick else 40)),
         "memory": ("memory and per-session cost", bench_memory.run),
         "stalls": ("event-loop stalls", bench_stalls.run),
