@@ -20,7 +20,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.sessions.types import first_words
+from ollie.sessions.types import ListOptions, first_words
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
 from ollie_lsp.editor import context_labels, is_command, with_context
@@ -378,9 +378,9 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first."""
     records = ls.table.records
-    infos = await records.run(
-        records.list, kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset
-    )
+    options = ListOptions(kinds=[check_kind(k) for k in p.kinds or []], include_archived=p.include_archived,
+                          exclude_unused=True, limit=p.limit or 0, offset=p.offset)
+    infos = await records.run(records.list, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id))
                          for i in infos]}
