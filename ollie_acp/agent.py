@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.helpers import update_available_commands
@@ -51,8 +50,8 @@ from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
-from ollie.sessions.registry import Registry
-from ollie.sessions.types import Channel, Info, ListOptions, Scope, first_words, os_user
+from ollie.sessions.records import UserRecords
+from ollie.sessions.types import Channel, Info, ListOptions, first_words
 from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
@@ -64,7 +63,6 @@ from ollie_acp.updates import Update, UpdateForwarder
 
 logger = logging.getLogger("ollie.acp.agent")
 LIST_PAGE = 50
-T = TypeVar("T")
 
 
 class OllieAgent:
@@ -77,10 +75,7 @@ class OllieAgent:
         self._client: Client | None = None
         self._fs: FileSystemCapabilities | None = None
         self._sessions: dict[str, AcpSession] = {}
-        # Registry calls are synchronous sqlite: one worker thread keeps them in order and off the loop.
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-acp-registry")
-        self._registry: Registry | None = None
-        self._user = os_user()
+        self._records = UserRecords()
         self._after: set[asyncio.Task[None]] = set()
         self._prompting = 0  # prompts running now, in every session
 
@@ -120,7 +115,7 @@ class OllieAgent:
         """Close every session: interrupted, saved, tool processes ended."""
         sessions, self._sessions = list(self._sessions.values()), {}
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-        self._io.shutdown(wait=True)
+        self._records.io.shutdown(wait=True)
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
@@ -163,7 +158,7 @@ class OllieAgent:
         directory = _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)
-        info = await self._registry_call(self._registry_get, session_id)
+        info = await self._records.run(self._registry_get, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
         try:
@@ -176,7 +171,7 @@ class OllieAgent:
         title = source.title if source is not None else info.title if info is not None else ""
         agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
         live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)", mcp=specs)
-        live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._user)
+        live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._records.user)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                        config_options=await config_options(live.core))
         self._announce_after_answer(live)
@@ -194,7 +189,7 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         if not known:
             raise RequestError.resource_not_found(session_id)
-        info = await self._registry_call(self._registry_get, session_id)
+        info = await self._records.run(self._registry_get, session_id)
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs)
 
@@ -222,14 +217,16 @@ class OllieAgent:
         # The registry does not know directories: page through it until a page of matches is found.
         while more and len(sessions) < LIST_PAGE:
             with store_errors(None):
-                infos = await self._registry_call(self._registry_list, offset)
+                # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's session list.
+                options = ListOptions(limit=LIST_PAGE + 1, offset=offset, exclude_unused=True)
+                infos = await self._records.run(self._records.list, options)
                 page, more = infos[:LIST_PAGE], len(infos) > LIST_PAGE
                 cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
             for index, info in enumerate(page):
                 where = cwds.get(info.id, "")
                 if want is None or where == want:
                     sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
-                                                title=_listed_title(info, self._user),
+                                                title=_listed_title(info, self._records.user),
                                                 updated_at=_iso(info.last_active or info.created_at)))
                 if len(sessions) == LIST_PAGE:
                     more = more or index + 1 < len(page)
@@ -262,8 +259,9 @@ class OllieAgent:
         self._sessions[live_id] = live
         forwarder.start()
         try:
-            live.recorder = await record(core, channel=Channel.ACP, title=title, registry=self._get_registry,
-                                         user=self._user, io=self._io)
+            records = self._records
+            live.recorder = await record(core, channel=Channel.ACP, title=title, registry=lambda: records.registry,
+                                         user=records.user, io=records.io)
         except OllieError as exc:
             logger.warning("session %s is not recorded: %s", live_id, exc)
         if mcp:
@@ -302,7 +300,7 @@ class OllieAgent:
         user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
         if not live.title and user_text and not user_text.startswith(("/", "!")):  # the first prompt titles it
             live.title = first_words(user_text)
-            asyncio.ensure_future(self._registry_call(self._registry_rename, live.id, live.title))
+            asyncio.ensure_future(self._records.run(self._registry_rename, live.id, live.title))
         self._prompting += 1
         try:
             return await live.run_prompt(text, pictures)
@@ -347,30 +345,17 @@ class OllieAgent:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
-    def _get_registry(self) -> Registry:
-        if self._registry is None:
-            self._registry = Registry()
-        return self._registry
-
-    async def _registry_call(self, fn: Callable[..., T], *args: object) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
-
     def _registry_get(self, session_id: str) -> Info | None:
         try:
-            return self._get_registry().get(Scope(user_id=self._user), session_id)
+            return self._records.get(session_id)
         except OllieError:
             return None
 
     def _registry_rename(self, session_id: str, title: str) -> None:
         try:
-            self._get_registry().rename(Scope(user_id=self._user), session_id, title)
+            self._records.rename(session_id, title)
         except OllieError as exc:
             logger.info("automatic title skipped: %s", exc)
-
-    def _registry_list(self, offset: int) -> list[Info]:
-        # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's ollie/session/list.
-        options = ListOptions(limit=LIST_PAGE + 1, offset=offset, exclude_unused=True)
-        return self._get_registry().list(Scope(user_id=self._user), options)
 
 
 def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:

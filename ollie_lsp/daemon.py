@@ -53,7 +53,7 @@ def build_table(ls: OllieServer) -> SessionTable:
     from ollie.sandbox.spawn import start_fork_server_soon
     from ollie_lsp.events import EventForwarder
     from ollie_lsp.progress import TurnProgress
-    from ollie_lsp.records import Records
+    from ollie_lsp.records import records
     from ollie_lsp.sessions import SessionDefaults, SessionTable
 
     options = ls.init_options
@@ -100,7 +100,7 @@ def build_table(ls: OllieServer) -> SessionTable:
 
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
-        defaults=defaults, start_cwd=lambda: ls.default_cwd, records=Records(), make_forwarder=make_forwarder,
+        defaults=defaults, start_cwd=lambda: ls.default_cwd, records=records(), make_forwarder=make_forwarder,
         make_progress=make_progress, ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls),
         notify_problem=ls.show, documents=ls.documents, editor=editor,
     )

@@ -20,7 +20,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.sessions.types import first_words
+from ollie.sessions.types import ListOptions, first_words
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
 from ollie_lsp.editor import context_labels, is_command, with_context
@@ -29,7 +29,6 @@ from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
     ContextParams,
-    EditorContext,
     ImageItem,
     InterruptParams,
     NoParams,
@@ -50,7 +49,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import SubmitHandle, resolve_cwd
+from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
 
 logger = logging.getLogger("ollie.lsp.methods")
 P = TypeVar("P")
@@ -73,16 +72,16 @@ def method(name: str, shape: type[P]) -> Callable[[Callable[[OllieServer, P], Aw
     return register
 
 
-async def _resources(core: Any, contexts: list[EditorContext], text: str) -> list[str | None]:
-    """The text of each MCP resource among `contexts`, read through its server (None for the editor's own)."""
-    texts: list[str | None] = []
-    for n, context in enumerate(contexts if not is_command(text) else []):
+async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | TextParams) -> str:
+    """The prompt with its context items; an MCP resource among them is read through its server."""
+    resources: list[str | None] = []
+    for n, context in enumerate(p.contexts if not is_command(p.text) else []):
         if context.mcp_server is None:
-            texts.append(None)
+            resources.append(None)
             continue
         with invalid_params(f"context[{n}].mcpServer"):
-            texts.append(await core.mcp_read_resource(context.mcp_server, context.uri))
-    return texts
+            resources.append(await live.core.mcp_read_resource(context.mcp_server, context.uri))
+    return with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document, resources=resources)
 
 
 @method("ollie/submit", SubmitParams)
@@ -93,8 +92,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     pictures = await _images(p.images or [], cwd=live.core.cwd)
     if command and pictures:
         raise InvalidParams("images: a command or !shell line takes no images")
-    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
-                        resources=await _resources(live.core, p.contexts, p.text))
+    text = await _with_context(ls, live, p)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
         return await live.submit(text, pictures, title=first_words(p.text), handle=handle, is_command=command)
@@ -142,8 +140,7 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
     _text_only(p)
     live = await ls.table.writable(p.session)
-    live.core.inject(with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
-                                  resources=await _resources(live.core, p.contexts, p.text)))
+    live.core.inject(await _with_context(ls, live, p))
     return {}
 
 
@@ -152,9 +149,7 @@ async def queue(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends."""
     _text_only(p)
     live = await ls.table.writable(p.session)
-    text = with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document,
-                        resources=await _resources(live.core, p.contexts, p.text))
-    return {"depth": live.core.queue(text)}
+    return {"depth": live.core.queue(await _with_context(ls, live, p))}
 
 
 @method("ollie/popQueue", SessionParams)
@@ -378,9 +373,9 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first."""
     records = ls.table.records
-    infos = await records.run(
-        records.list, kinds=p.kinds, include_archived=p.include_archived, limit=p.limit, offset=p.offset
-    )
+    options = ListOptions(kinds=[check_kind(k) for k in p.kinds or []], include_archived=p.include_archived,
+                          exclude_unused=True, limit=p.limit or 0, offset=p.offset)
+    infos = await records.run(records.list, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id))
                          for i in infos]}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
-from ollie_lsp.records import Records, rpc_errors
+from ollie_lsp.records import record, rpc_errors
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import DaemonCore
     from ollie.backend.types import Image
+    from ollie.sessions.records import UserRecords
     from ollie.tools.documents import EditorDocuments
     from ollie.tools.editor import EditorKnowledge
 
@@ -215,7 +216,7 @@ class SessionTable:
 
     defaults: SessionDefaults
     start_cwd: Callable[[], Path]  # where a new session starts now (the workspace folder)
-    records: Records
+    records: UserRecords
     make_forwarder: Callable[[str, DaemonCore], EventForwarder]
     make_progress: Callable[[str], TurnProgress]
     ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None
@@ -270,7 +271,7 @@ class SessionTable:
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
-        live.recorder = await self.records.record(core, kind=kind, title=title)
+        live.recorder = await record(self.records, core, kind=kind, title=title)
         return live
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:

@@ -35,7 +35,6 @@ MIN_TOKEN_CHARS = 16
 AUTH_TIMEOUT_S = 10.0
 # The first message is an initialize: VS Code's is ~20 KB. More is not a client we want to wait for.
 MAX_FIRST_BYTES = 1 << 20
-MAX_HEADER_LINES = 8
 
 
 class TcpSetupError(Exception):
@@ -121,28 +120,20 @@ def _check_strength(value: str, source: str) -> None:
 
 
 class FramingError(Exception):
-    """The first message is not LSP-framed JSON of a sane size."""
+    """The first message did not come whole, within a sane size."""
 
 
-async def read_first_message(reader: asyncio.StreamReader) -> bytes:
-    """The body of the first LSP-framed message (`Content-Length` headers, a blank line, the body)."""
-    length: int | None = None
-    for _ in range(MAX_HEADER_LINES):
-        line = await reader.readline()
-        if not line.endswith(b"\n"):
+async def first_frames(reader: asyncio.StreamReader, parser: FrameParser) -> list[Item]:
+    """The frames of the client's first reads, up to its first whole one (at most MAX_FIRST_BYTES: unproven)."""
+    received = 0
+    while received < MAX_FIRST_BYTES:
+        data = await reader.read(min(1 << 16, MAX_FIRST_BYTES - received))
+        if not data:
             raise FramingError("connection closed before the first message")
-        if not line.strip():
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            if not value.strip().isdigit():
-                raise FramingError("bad Content-Length")
-            length = int(value.strip())
-    else:
-        raise FramingError("too many header lines")
-    if length is None or length > MAX_FIRST_BYTES:
-        raise FramingError("missing or too large Content-Length")
-    return await reader.readexactly(length)
+        received += len(data)
+        if items := parser.feed(data):
+            return items
+    raise FramingError("the first message is too large")
 
 
 def check_first(body: bytes, token: str) -> tuple[str | None, Any, dict[str, Any] | None]:
@@ -190,19 +181,19 @@ async def refuse(writer: asyncio.StreamWriter, msg_id: int | str | None, code: i
 
 
 class StreamFrames:
-    """The client's frames off a TCP stream, the (cleaned) initialize first; each read's frames handed over at once."""
+    """The client's frames off a TCP stream, from those read with the initialize (cleaned) on; each read's at once."""
 
-    def __init__(self, first: bytes, stream: asyncio.StreamReader) -> None:
+    def __init__(self, first: list[Item], parser: FrameParser, stream: asyncio.StreamReader) -> None:
         self._first = first
+        self._parser = parser
         self._stream = stream
 
     async def run(self, deliver: Callable[[list[Item]], None]) -> None:
         """Hand each batch to `deliver`; return once the client is gone."""
-        parser = FrameParser()
+        parser = self._parser
         stall = stall_seconds()
-        data = self._first
+        items: list[Item] = self._first
         while True:
-            items = parser.feed(data)
             if items:
                 deliver(items)
             try:
@@ -210,9 +201,7 @@ class StreamFrames:
                 data = await asyncio.wait_for(self._stream.read(1 << 16), stall if parser.pending() else None)
             except TimeoutError:
                 problem = parser.stalled()
-                data = b""
-                if problem is not None:
-                    deliver([problem])
+                items = [problem] if problem is not None else []
                 continue
             except OSError:
                 data = b""
@@ -221,6 +210,7 @@ class StreamFrames:
                 if left is not None:
                     logger.warning(left)
                 return
+            items = parser.feed(data)
 
 
 async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callable[[int], Token]) -> None:
@@ -229,13 +219,15 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
     owner: list[asyncio.StreamWriter] = []
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        parser = FrameParser()
         try:
-            body = await asyncio.wait_for(read_first_message(reader), AUTH_TIMEOUT_S)
-        except (TimeoutError, FramingError, asyncio.IncompleteReadError, OSError, ValueError) as exc:
+            first, *rest = await asyncio.wait_for(first_frames(reader, parser), AUTH_TIMEOUT_S)
+        except (TimeoutError, FramingError, OSError) as exc:
             logger.warning("tcp: connection dropped before initialize", extra={"why": str(exc) or type(exc).__name__})
             await refuse(writer, None, UNAUTHORIZED, "unauthorized: send initialize with initializationOptions.token")
             return
-        problem, msg_id, cleaned = check_first(body, token)
+        problem, msg_id, cleaned = (check_first(first, token) if isinstance(first, bytes)
+                                    else ("the first message is not LSP-framed", None, None))
         if problem is not None or cleaned is None:
             logger.warning("tcp: refused a client", extra={"why": problem})
             await refuse(writer, msg_id, UNAUTHORIZED, f"unauthorized: {problem}")
@@ -248,7 +240,7 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         logger.info("tcp: client authenticated")
         server.protocol.set_writer(writer)
         try:
-            await server.serve_client(StreamFrames(frame(cleaned), reader))
+            await server.serve_client(StreamFrames([json.dumps(cleaned).encode(), *rest], parser, reader))
         finally:
             finished.set()
 

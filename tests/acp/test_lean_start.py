@@ -14,7 +14,7 @@ from ollie.testing import Reply
 _WATCHED = """
 import gc, os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
-WATCHED = ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.call", "ollie.agent.core")
+WATCHED = ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors", "ollie.agent.core")
 def note(line):
     with open(log, "a") as f:
         f.write(line + "\\n")
@@ -44,7 +44,7 @@ async def test_a_first_prompt_loads_no_argparse_nor_the_executors_and_frees_the_
         await asyncio.sleep(0.05)
     lines = log.read_text().split("\n")
     assert "ollie.agent.core" in lines  # the hook sees the engine load
-    assert [m for m in lines if m in ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.call")] == []
+    assert [m for m in lines if m in ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors")] == []
     # One full pass, after the answer, freed what loading left (the SDK's schema and the engine make thousands).
     freed = [int(line.split()[1]) for line in lines if line.startswith("full ")]
     assert freed and freed[0] > 1_000

@@ -27,7 +27,7 @@ log, pid = sys.argv.pop(1), os.getpid()
 def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
         if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
-                "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.call", "ollie.tools.execute.code",
+                "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers"):
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")

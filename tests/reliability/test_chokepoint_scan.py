@@ -88,7 +88,7 @@ ALLOWED = {
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
     ("core/ollie/workspace/treewatch.py", "_max_dirs"): "the kernel's inotify watch limit in /proc/sys",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints.delete_refs"): "the shadow repository's refs",
-    ("core/ollie/tools/execute/call.py", "_run_call"): "an elevated tool script's bytes, to pin them",
+    ("core/ollie/tools/execute/executors.py", "_run_call"): "an elevated tool script's bytes, to pin them",
     ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",
     ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the scratch dir (read-only to tools)",
     ("core/ollie/tools/execute/context.py", "CallContext.script_invocation.build"): "an elevated tool script's bytes",

@@ -31,7 +31,6 @@ from ollie.tools.execute.schemas import (
     call_tool_schema,
 )
 from ollie.tools.execute.sessiondirs import SessionDirs
-from ollie.tools.execute.tier import hottest, script_tier
 from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
@@ -40,6 +39,9 @@ if TYPE_CHECKING:  # the executors load with the first call: a session's start a
 
 EXECUTORS = ("execute_code", "call_tool", "pipe")
 SERVER_NAME = "execute"
+# Results the model consumes at once: the loop may collapse them to a one-line summary.
+COLD_TOOLS = frozenset({"file_read", "memory_recall", "web_fetch", "web_search", "lsp_definition", "lsp_references",
+                        "lsp_hover"})
 
 
 class ExecuteServer:
@@ -176,9 +178,7 @@ class ExecuteServer:
             return ToolResult(f"{tool} is not allowed for this agent", is_error=True)
         if not isinstance(args, dict):
             return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
-        from ollie.tools.execute.call import call_tool
-        from ollie.tools.execute.code import execute_code, refuse_dangerous
-        from ollie.tools.execute.pipe import pipe
+        from ollie.tools.execute.executors import call_tool, execute_code, pipe, refuse_dangerous
         from ollie.tools.execute.validation import SessionBlocked
 
         try:
@@ -273,8 +273,10 @@ class ExecuteServer:
         return combine_classes(script.parallel for _, script in called)
 
     def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
-        """The hottest tier among the called scripts (built-in cold list, annotation, else hot)."""
-        return hottest(script_tier(script.name, script) for _, script in self._called(tool, args))
+        """The hottest tier among the called scripts: the built-in cold list, else the script's annotation, else hot."""
+        called = self._called(tool, args)
+        tiers: list[Tier] = ["cold" if script.name in COLD_TOOLS else script.tier or "hot" for _, script in called]
+        return max(tiers or ["hot"], key=("cold", "warm", "hot").index)
 
 def _listing(directory: Path) -> list[Path]:
     try:

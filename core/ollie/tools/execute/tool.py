@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from ollie.errors import OllieError
+from ollie.tools.base import Tier
 from ollie.tools.execute.languages import Language, LanguageError, script_language
 
 ParallelAnnotation = Literal["read", "write"]
-TierAnnotation = Literal["hot", "warm", "cold"]
 # What a step of the tool does, in the Agent Client Protocol's tool kinds (ollie.agent.steps).
 KindAnnotation = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
@@ -19,7 +19,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _COMMENT = re.compile(r"^\s*(#|--|//)\s?(.*)$")
 _KEY = re.compile(r"^(description|args)\s*:\s*(.*)$", re.IGNORECASE)
 _ANNOTATION = re.compile(r"^ollie:(parallel|tier|kind)\s+(\w+)\b", re.IGNORECASE)
-_ANNOTATIONS = {"parallel": get_args(ParallelAnnotation), "tier": get_args(TierAnnotation),
+_ANNOTATIONS = {"parallel": get_args(ParallelAnnotation), "tier": get_args(Tier),
                 "kind": get_args(KindAnnotation)}
 _HEADER_BYTES = 8192
 
@@ -39,7 +39,7 @@ class ToolScript:
     description: str = ""
     args: str = ""
     parallel: ParallelAnnotation | None = None
-    tier: TierAnnotation | None = None
+    tier: Tier | None = None
     kind: KindAnnotation | None = None
 
 

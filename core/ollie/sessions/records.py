@@ -1,0 +1,71 @@
+"""One user's session records, across agents: what the daemon and the ACP agent list, rename and archive."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
+from typing import Any, TypeVar
+
+from ollie.sessions.registry import Registry
+from ollie.sessions.types import Info, ListOptions, Scope, os_user
+
+T = TypeVar("T")
+# How a front end turns the registry's errors into its own: (session id, the request's field for a bad value).
+ErrorMap = Callable[[str, str], AbstractContextManager[object]]
+
+
+class UserRecords:
+    """The user's records in the registry's store; the calls block (sqlite3's busy-retry sleeps), so `run` keeps
+    them in order on one worker thread."""
+
+    def __init__(self, registry: Registry | None = None, *, user: str | None = None,
+                 errors: ErrorMap = lambda session_id, field: nullcontext()) -> None:
+        self._registry = registry
+        self.user = user or os_user()
+        self.scope = Scope(user_id=self.user)  # no agent: every agent of the user
+        self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-registry")
+        self._errors = errors
+
+    @property
+    def registry(self) -> Registry:
+        """The registry (opened on first use)."""
+        if self._registry is None:
+            self._registry = Registry()
+        return self._registry
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run one of these methods on the registry thread and wait for it."""
+        return await asyncio.get_running_loop().run_in_executor(self.io, partial(fn, *args, **kwargs))
+
+    def get(self, session_id: str) -> Info:
+        """The user's session by id, whatever its agent."""
+        with self._errors(session_id, "session"):
+            return self.registry.get(self.scope, session_id)
+
+    def rename(self, session_id: str, title: str) -> None:
+        """Set a session's title."""
+        with self._errors(session_id, ""):
+            self.registry.rename(self.scope, session_id, title)
+
+    def archive(self, session_id: str) -> None:
+        """Archive a session (idempotent)."""
+        with self._errors(session_id, ""):
+            self.registry.archive(self.scope, session_id)
+
+    def unarchive(self, session_id: str) -> None:
+        """Bring an archived session back (idempotent)."""
+        with self._errors(session_id, ""):
+            self.registry.unarchive(self.scope, session_id)
+
+    def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
+        """Of these sessions, those another daemon runs now (OLLIE_STORE's leases): id -> "<host> (pid N)"."""
+        with self._errors("", ""):
+            return self.registry.live_elsewhere(session_ids)
+
+    def list(self, options: ListOptions) -> list[Info]:
+        """The user's sessions of every agent matching `options`, most recently active first."""
+        with self._errors("", ""):
+            return self.registry.list(self.scope, options)
