@@ -34,6 +34,7 @@ from ollie.jsonpieces import EncodedBody
 from ollie_lsp.asking import ask_client
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
+from ollie_lsp.eager import start_eagerly
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
@@ -183,6 +184,18 @@ class OllieProtocol(LanguageServerProtocol):
         if getattr(message, "method", None) == types.SHUTDOWN:
             self.on_shutdown()  # an `exit` right behind it (before its answer) still ends with status 0
         super().handle_message(message)
+
+    # A private pygls method: it starts a coroutine handler as a task, a loop pass later (see ollie_lsp.eager).
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None) -> None:
+        if not asyncio.iscoroutinefunction(handler) or asyncio.current_task() is not None:  # TCP reads in a task
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
+            return
+        future = start_eagerly(handler(*(args or ()), **(kwargs or {})))
+        if future.done():
+            callback(future)
+        else:
+            self._request_futures[msg_id] = future  # type: ignore[assignment]  # pygls keeps its tasks here too
+            future.add_done_callback(callback)
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
