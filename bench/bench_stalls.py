@@ -1,8 +1,10 @@
 """Event-loop stalls: the slowest `ollie/state` of one session while another does something heavy.
 
 A probe thread sends `ollie/state` for the default session back to back; its
-worst round trip (p100) during each operation is how long the daemon's one
-event loop was held. Operations: resuming a 100,000-message session, its
+worst round trip (p100, stamped as the request is written and as the reader
+thread reads the answer; the daemon's `ollie/event`s are dropped unparsed) during
+each operation is how long the daemon's one event loop was held. The idle
+reference is taken after the daemon's one start-up collection (it logs it). Operations: resuming a 100,000-message session, its
 `ollie/context`, `/compact` on it, and a 20,000-delta reply in another session.
 The scripted server runs in its own process. Run alone: python -m bench.bench_stalls
 """
@@ -21,6 +23,7 @@ from bench.bench_relay import delta_text
 from bench.common import DAEMON, Row, child_env, percentile, run_alone
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
+from ollie.log import default_log_file
 
 BIG = 100_000
 FLOOD = 20_000
@@ -39,9 +42,10 @@ class Probe:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            start = time.perf_counter()
-            self._daemon.request("ollie/state", {"session": self._session}, timeout=60)
-            self.samples.append(time.perf_counter() - start)
+            pending = self._daemon.request_async("ollie/state", {"session": self._session})
+            pending.result(60)
+            # Stamped as written and as read (the reader thread): not when this thread next gets the GIL.
+            self.samples.append(pending.answered_at - pending.sent_at)
 
     def __enter__(self) -> Probe:
         self._thread.start()
@@ -65,6 +69,30 @@ class Probe:
                 f"p99 {percentile(self.samples, 99) * 1e3:.1f} ms")
 
 
+def started_daemon(env: dict[str, str], root: Path) -> tuple[LSPProcess, str]:
+    """A daemon on `root` (its `ollie/event`s dropped unread) and the probe's session, once its start-up
+    collection ran.
+
+    That one full cycle collection (~70 ms with the loop held) follows the first answer; the idle
+    reference is taken after it: the daemon logs it (the bench's private log file), and this waits for the line.
+    """
+    log = default_log_file()
+    since = log.stat().st_size if log.exists() else 0
+    daemon = LSPProcess(DAEMON, env=env, cwd=root, keep_events=False)
+    daemon.initialize(root)
+    probe = daemon.request("ollie/state", {}, timeout=60)["session"]
+    deadline = time.monotonic() + 60
+    while True:
+        with log.open("rb") as f:
+            f.seek(since)
+            if b"start-up collection done" in f.read():
+                return daemon, probe
+        if time.monotonic() > deadline or not daemon.alive():
+            daemon.shutdown()
+            raise RuntimeError(f"the daemon never logged its start-up collection in {log}")
+        time.sleep(0.01)
+
+
 def _worst_during(daemon: LSPProcess, probe_session: str,
                   operation: Callable[[], object]) -> tuple[float, float, str]:
     """(worst probe ms, seconds the operation took, the probes' summary)."""
@@ -80,10 +108,8 @@ def run() -> tuple[list[Row], list[str]]:
     big = write_saved_sessions(1, BIG)[0]
     task_state = json.dumps({"goal": "benchmark", "plan": ["compact"], "notes": "bench"})
     with LLMProcess("openai") as srv, tempfile.TemporaryDirectory() as tmp:
-        daemon = LSPProcess(DAEMON, env=child_env(srv.env))
+        daemon, probe_session = started_daemon(child_env(srv.env), Path(tmp))
         try:
-            daemon.initialize(Path(tmp))
-            probe_session = daemon.request("ollie/state", {}, timeout=60)["session"]
             flood_session = daemon.request("ollie/session/new", {}, timeout=60)["session"]
             idle, _, idle_probes = _worst_during(daemon, probe_session, lambda: time.sleep(1.0))
             load, load_s, load_probes = _worst_during(daemon, probe_session, lambda: daemon.request(

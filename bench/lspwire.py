@@ -65,6 +65,7 @@ class LSPProcess:
         cwd: Path | None = None,
         on_notification: Callable[[dict[str, Any], float], None] | None = None,
         preexec_fn: Callable[[], None] | None = None,
+        keep_events: bool = True,
     ) -> None:
         self.started_at = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -74,6 +75,9 @@ class LSPProcess:
         self.notifications: list[tuple[float, dict[str, Any]]] = []
         self.server_requests: list[dict[str, Any]] = []
         self._on_notification = on_notification
+        # False: `ollie/event` notifications are read and dropped unparsed (a probe's answer is not stamped late
+        # behind this process parsing a flood of them).
+        self._keep_events = keep_events
         self._pending: dict[Any, Pending] = {}
         self.unmatched: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
@@ -178,6 +182,8 @@ class LSPProcess:
                 continue
             body = stream.read(length)
             stamp = time.perf_counter()
+            if not self._keep_events and body.startswith(b'{"method": "ollie/event"'):
+                continue
             try:
                 message = json.loads(body)
             except ValueError:

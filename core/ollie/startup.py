@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import resource
 
 _frozen_at_load = 0  # objects frozen by resume_gc, until collect_load_garbage
@@ -46,13 +47,18 @@ def collect_load_garbage() -> None:
     process, and no later pass need walk them.
     """
     global _frozen_at_load
+    if not _frozen_at_load:
+        return
+    freed = 0
     # Skipped when more was frozen since (a resumed history, ollie.sessions.persist): unfreezing it would make
     # every later pass walk it again. (The count only shrinks otherwise: frozen objects freed by refcounting.)
-    if _frozen_at_load and gc.get_freeze_count() <= _frozen_at_load and gc.isenabled():
+    if gc.get_freeze_count() <= _frozen_at_load and gc.isenabled():
         gc.unfreeze()
-        gc.collect()
+        freed = gc.collect()
         gc.freeze()
     _frozen_at_load = 0
+    # The bench's idle reference waits for this line: the pass holds the loop ~70 ms once.
+    logging.getLogger("ollie.startup").info("start-up collection done: %d objects freed", freed)
 
 
 def collect_after_this_answer() -> None:
