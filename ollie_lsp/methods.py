@@ -48,7 +48,7 @@ from ollie_lsp.params import (
     parse,
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
-from ollie_lsp.server import OllieServer
+from ollie_lsp.server import OllieServer, collect_and_freeze
 from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
 
 logger = logging.getLogger("ollie.lsp.methods")
@@ -366,6 +366,8 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     cwd = resolve_cwd(p.cwd) if p.cwd else None
     with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
+    # Its objects frozen now, while new (~1 ms): else 50 new sessions were one full pass of 30 ms in their first turns.
+    collect_and_freeze(ls.live_sessions(), closed_too=False)
     return {"session": live.id}
 
 

@@ -459,7 +459,7 @@ def exit_backstop(grace_s: float) -> None:
 # How long every session must have been idle before the cycle collector's full pass runs (collect_when_idle).
 IDLE_COLLECT_S = 2.0
 _idle_collect: list[asyncio.TimerHandle] = []
-_frozen_sessions: set[str] = set()  # the sessions live at the last pass: their objects are frozen
+_frozen_sessions: set[str] = set()  # sessions whose objects are frozen (a closed one: until the idle pass)
 
 
 def collect_when_idle(live: Callable[[], list[LiveSession]]) -> None:
@@ -468,20 +468,24 @@ def collect_when_idle(live: Callable[[], list[LiveSession]]) -> None:
     # came mid-work (50 first turns at once). Frozen after, the passes during turns walk only what is new.
     for handle in _idle_collect:
         handle.cancel()
+    _idle_collect[:] = [asyncio.get_running_loop().call_later(IDLE_COLLECT_S, lambda: collect_and_freeze(live()))]
 
-    def collect() -> None:
-        sessions = live()
-        if any(session.core.is_running for session in sessions):
-            return
-        ids = {session.id for session in sessions}
-        if _frozen_sessions - ids:  # one closed since: what it left in cycles is frozen, so unfrozen to be collected
-            gc.unfreeze()
-        _frozen_sessions.clear()
-        _frozen_sessions.update(ids)
-        gc.collect()
-        gc.freeze()
 
-    _idle_collect[:] = [asyncio.get_running_loop().call_later(IDLE_COLLECT_S, collect)]
+def collect_and_freeze(sessions: list[LiveSession], *, closed_too: bool = True) -> None:
+    """Unless a turn runs: a full pass over what is not frozen, then freeze it (a new session's objects, say).
+
+    `closed_too`: everything is unfrozen first when a session frozen earlier has closed since, so its cycles go
+    (a pass over every object: the idle one only).
+    """
+    if any(session.core.is_running for session in sessions):
+        return
+    ids = {session.id for session in sessions}
+    if closed_too and _frozen_sessions - ids:
+        gc.unfreeze()
+        _frozen_sessions.intersection_update(ids)
+    _frozen_sessions.update(ids)
+    gc.collect()
+    gc.freeze()
 
 
 def release_free_memory() -> None:

@@ -54,3 +54,30 @@ async def test_an_idle_daemon_collects_then_freezes_and_a_closed_sessions_cycles
         assert ref() is None and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_new_sessions_pass_freezes_what_is_new_and_leaves_a_closed_sessions_cycles_to_the_idle_pass(monkeypatch):
+    # session/new freezes its objects at once (a pass over what is not frozen: the new session's, ~1 ms), so 50 new
+    # sessions are not one 30 ms full pass in their first turns; unfreezing everything is the idle pass's.
+    monkeypatch.setattr(server, "_frozen_sessions", set())
+    gc.unfreeze()
+    try:
+        closed_a, closed_b = _Node(), _Node()
+        closed_a.other, closed_b.other = closed_b, closed_a
+        closed = weakref.ref(closed_a)
+        server.collect_and_freeze([_session("s1")])  # s1's objects (this cycle, say) frozen
+        del closed_a, closed_b  # s1 closes: its cycle is garbage, frozen
+        garbage_a, garbage_b, kept = _Node(), _Node(), _Node()
+        garbage_a.other, garbage_b.other = garbage_b, garbage_a
+        garbage = weakref.ref(garbage_a)
+        del garbage_a, garbage_b
+        frozen = gc.get_freeze_count()
+        server.collect_and_freeze([_session("s2")], closed_too=False)  # s2 new: no pass over the frozen objects
+        assert garbage() is None and gc.get_freeze_count() > frozen and kept is not None
+        assert closed() is not None
+        server.collect_and_freeze([_session("s2", running=True)], closed_too=False)  # a turn runs: nothing
+        assert closed() is not None
+        server.collect_and_freeze([_session("s2")])  # the idle pass: s1's cycle goes
+        assert closed() is None
+    finally:
+        gc.unfreeze()

@@ -306,8 +306,9 @@ class SessionFile:
             syncer.sync_later(os.open(self.sessions_dir, os.O_RDONLY), self._on_sync_failure)
         elif self._sync:
             _fsync_dir(self.sessions_dir)
-        # A process killed between writing its temporary file and the rename leaves it behind.
-        for stale in self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
+        # A process killed between writing its temporary file and the rename leaves it behind (not for a new
+        # session: listing a directory of thousands of sessions was half of its first save).
+        for stale in () if later else self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
             stale.unlink(missing_ok=True)
         self._inode = inode
 
