@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ollie.agent.cost import compute_cost
+from ollie.backend.registry import make_backend
 from ollie.backend.types import GenerationParams, Message, ToolCall, Usage
 from ollie.testing import Reply
 
@@ -103,18 +104,25 @@ async def test_context_length_falls_back_when_model_is_not_listed(connect):
 
 async def test_callers_asking_the_models_at_once_share_one_request(connect):
     srv, backend = connect("openai", models={"scripted-model": 4096, "other": 8192})
-    srv.models_gate.clear()  # both ask before the list comes
+    other, later = make_backend(environ=srv.env()), make_backend(environ=srv.env())  # sessions on the same endpoint
+    srv.models_gate.clear()  # all ask before the list comes
     try:
-        names = asyncio.gather(backend.list_models(), backend.context_length())
+        names = asyncio.gather(backend.list_models(), backend.context_length(), other.list_models())
         for _ in range(500):
             if any(r.path == "/v1/models" for r in list(srv.requests)):
                 break
             await asyncio.sleep(0.01)
+        srv.models_gate.set()
+        listed = ["scripted-model", "other"]
+        assert await names == [listed, 4096, listed]
+        assert await backend.list_models() == listed
+        assert [r.path for r in srv.requests if r.method == "GET"] == ["/v1/models"]
+        assert await later.list_models() == listed  # once answered, nothing is kept across sessions: asked again
+        assert [r.path for r in srv.requests if r.method == "GET"] == ["/v1/models"] * 2
     finally:
         srv.models_gate.set()
-    assert await names == [["scripted-model", "other"], 4096]
-    assert await backend.list_models() == ["scripted-model", "other"]
-    assert [r.path for r in srv.requests if r.method == "GET"] == ["/v1/models"]
+        await other.aclose()
+        await later.aclose()
 
 
 async def test_claude_through_openrouter_marks_the_system_prompt_and_last_tool_for_caching(connect):

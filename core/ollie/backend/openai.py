@@ -39,7 +39,6 @@ class OpenAIBackend(HTTPBackend):
         self.openrouter = openrouter
         self._no_fim = False  # the server answered /completions with an error: chat prompts from then on
         self._models: list[dict[str, Any]] | None = None
-        self._listing: asyncio.Future[list[dict[str, Any]]] | None = None
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed completion."""
@@ -124,17 +123,24 @@ class OpenAIBackend(HTTPBackend):
     async def _model_list(self) -> list[dict[str, Any]]:
         if self._models is not None:
             return self._models
-        # One GET /models for all who ask at once (a first turn's context length and ACP's model picker);
-        # shielded: a caller that gives up (a timeout) does not cancel it for the others. A failure is asked again.
-        if self._listing is None or self._listing.done():
-            self._listing = asyncio.ensure_future(self._fetch_models())
-            self._listing.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no warning
-        return await asyncio.shield(self._listing)
+        # One GET /models for all who ask one endpoint at once: a first turn's context length and ACP's model
+        # picker, and every session started together (50 sessions' first turns sent 50: ~2 ms of the loop each).
+        # Shielded: a caller that gives up (a timeout) does not cancel it for the others. A failure is asked again.
+        key = (asyncio.get_running_loop(), self.base_url, *self._client.headers.items())
+        listing = _listings.get(key)
+        if listing is None:
+            listing = _listings[key] = asyncio.ensure_future(self._fetch_models())
+            listing.add_done_callback(lambda t: (_listings.pop(key, None), t.cancelled() or t.exception()))
+        try:
+            models = await asyncio.shield(listing)
+        except RuntimeError:  # the session that asked first closed its client meanwhile: ask with ours
+            models = await self._fetch_models()
+        self._models = models
+        return models
 
     async def _fetch_models(self) -> list[dict[str, Any]]:
         data = await self._request_json("GET", "/models")
-        self._models = [m for m in (data.get("data") or []) if isinstance(m, dict)]
-        return self._models
+        return [m for m in (data.get("data") or []) if isinstance(m, dict)]
 
     async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
         """`/completions` with `suffix` (llama.cpp, vLLM, Mistral-style servers); a server without it (a 400 or
@@ -168,6 +174,10 @@ class OpenAIBackend(HTTPBackend):
         """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`)."""
         entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
         return _context_of(entry) if entry is not None else None
+
+
+# The GET /models of each endpoint (loop, URL, headers) in flight now: see OpenAIBackend._model_list.
+_listings: dict[tuple[Any, ...], asyncio.Future[list[dict[str, Any]]]] = {}
 
 
 def function_tools(tools: list[Tool]) -> list[dict[str, Any]]:
