@@ -107,6 +107,9 @@ class AgentLoop:
         self.session.messages.append(asked)
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
+        # The request is built a loop pass later: 50 first turns at once made one pass of 50 saves and requests
+        # (~1 ms each), which every other request waited for.
+        await asyncio.sleep(0)
         retried = False
         while True:
             try:
