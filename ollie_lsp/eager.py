@@ -1,10 +1,8 @@
 """A request's handler run at once, up to its first wait (Python 3.12's eager tasks, on 3.11).
 
-pygls starts a coroutine handler as a task: its first step runs one loop pass
-later, and its answer goes out one more pass after it ends (a done callback).
-With 50 sessions streaming a pass lasts tens of ms, so a cheap request
-(`ollie/state`) waited ~3 of them. Started here, a handler that never waits is
-answered in the loop callback that read it; one that waits carries on in a task.
+pygls starts a coroutine handler as a task, a loop pass later, and sends its answer from a done callback, one
+more pass on: with 50 sessions streaming a pass is tens of ms, and `ollie/state` waited ~3 of them. Started
+here, a handler that never waits is answered in the callback that read it; one that waits goes on in a task.
 """
 
 from __future__ import annotations
@@ -21,21 +19,19 @@ class _Started(Coroutine[Any, Any, Any]):
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self._coro = coro
         self._waiting: Any = None
-        self._fresh = False
-        self._ended = False
+        self._fresh = self._ended = False
 
     def step(self, done: asyncio.Future[Any]) -> bool:
         """The coroutine's first step, now; whether it waits (else `done` has its outcome)."""
         try:
             self._waiting = self._coro.send(None)
+            self._fresh = True
         except StopIteration as stop:
             done.set_result(stop.value)
         except asyncio.CancelledError:
             done.cancel()
         except Exception as exc:  # handed to whoever answers, as a task's failure would be
             done.set_exception(exc)
-        else:
-            self._fresh = True
         self._ended = not self._fresh
         return self._fresh
 
@@ -64,8 +60,8 @@ class _Started(Coroutine[Any, Any, Any]):
 def start_eagerly(coro: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
     """Run `coro` up to its first wait: a done future when it ended there, else the task that carries it on.
 
-    From a loop callback that is no task's step. Meanwhile `asyncio.current_task()` is that task, as its
-    own steps see it (timeouts and cancel scopes need one).
+    From a loop callback that is no task's step; `asyncio.current_task()` is that task meanwhile (timeouts and
+    cancel scopes need one).
     """
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
