@@ -83,7 +83,7 @@ class OllieProtocol(LanguageServerProtocol):
         # Set by the OllieServer that owns this protocol.
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}  # a submit's: its cancel interrupts its turn
         self.on_exit: Callable[[], None] = lambda: None
-        # Called on reading `shutdown`: its handler runs as a task, after an `exit` read in the same batch.
+        # Called on reading `shutdown`: over TCP its handler runs as a task, after an `exit` read in the same batch.
         self.on_shutdown: Callable[[], None] = lambda: None
         self.serving: Callable[[], bool] = lambda: True
         self.on_error: Callable[[Exception], None] = lambda exc: None
