@@ -36,12 +36,22 @@ def server(monkeypatch) -> Iterator[ForkServer]:
     own.close()
 
 
+def _unconfined(pid: int) -> bool:
+    """Whether `pid` never confined itself: an idle prepared process, not a finished step's init still exiting
+    (its supervisor sends the status first, so it too is a supervisor with one child for a moment)."""
+    try:
+        return "NoNewPrivs:\t0" in Path(f"/proc/{pid}/status").read_text()  # Landlock set it in every step
+    except OSError:
+        return False
+
+
 async def idle_spares(server: ForkServer, want: int = 2, within: float = 15.0) -> dict[int, int]:
     """The fork server's idle spares that forked their tool process ahead: spare pid -> that process's pid."""
     deadline = time.monotonic() + within
     while True:
         assert server.pid is not None
-        spares = {spare: kids[0] for spare in children_of(server.pid) if len(kids := children_of(spare)) == 1}
+        spares = {spare: kids[0] for spare in children_of(server.pid)
+                  if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])}
         if len(spares) >= want:
             await asyncio.sleep(0.3)  # their b"ready" reaches the fork server
             return spares

@@ -106,17 +106,33 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
         die_with_supervisor()
         os.closerange(0, status_fd)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
         os.closerange(status_fd + 1, 1 << 20)
-        os.write(status_fd, str(wait_for(tool)).encode())
+        status = wait_for(tool)
+        os.write(status_fd, f"{status} clean".encode() if _none_left() else str(status).encode())
     except BaseException:  # noqa: BLE001 - init must always exit here
         code = 1
     finally:
         os._exit(code)
 
 
-def init_report(status_r: int, status: int) -> int:
-    """The tool's exit status as its init reported it; the init's own (SIGKILLed by a group kill) if none."""
+def _none_left() -> bool:
+    """In the init, once the tool exited: reap the dead; whether no process but the init is left in the namespace
+    (every one descends from the init, so "no child" means none)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+
+
+def init_report(status_r: int) -> tuple[int | None, bool]:
+    """The tool's exit status as its init reported it (None if the init died first), and whether the init said
+    nothing else is left in the namespace."""
     try:
-        text = os.read(status_r, 32)
+        words = os.read(status_r, 32).split()
     finally:
         os.close(status_r)
-    return int(text) if text.strip().lstrip(b"-").isdigit() else status
+    if not words or not words[0].lstrip(b"-").isdigit():
+        return None, False
+    return int(words[0]), words[1:] == [b"clean"]

@@ -250,13 +250,18 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         return 0
     if not _send(conn, {"pid": pid}):
         stepinit.kill_tool(pid)  # nobody could ever stop it otherwise
-    status = stepinit.wait_for(pid)
-    if status_r >= 0:
-        status = stepinit.init_report(status_r, status)
-    sweep(group)
+    status, clean = stepinit.init_report(status_r) if status_r >= 0 else (None, False)
+    if not clean:
+        own = stepinit.wait_for(pid)  # the init's own status: SIGKILLed before it could report (a group kill)
+        sweep(group)
+        status = own if status is None else status
     # Whether the step's memory limit was what ended it: the daemon says so instead of a bare "killed by signal 9".
     oom = group is not None and group.oom_killed()
-    _send(conn, {"status": status, **({"oom": True} if oom else {})})  # every process of the step is dead
+    # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
+    # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
+    _send(conn, {"status": status, **({"oom": True} if oom else {})})
+    if clean:
+        sweep(group)
     _finish(group)
     return 0
 
