@@ -1,4 +1,4 @@
-"""Cost of a sandboxed spawn (fork server + Landlock, default policy: its network namespace included) against a bare spawn.
+"""Cost of a sandboxed spawn (fork server + Landlock, default policy: its network namespace included) against a bare posix_spawn.
 
 Both run `bash -c true` and collect its output the same way; rounds are
 interleaved so machine noise hits both alike. Prints the medians and the ratio,
@@ -24,11 +24,33 @@ PACE_S = 0.05
 
 
 async def bare_spawn(cwd: Path, env: dict[str, str]) -> None:
-    """One plain asyncio subprocess in its own session, output collected."""
-    proc = await asyncio.create_subprocess_exec(*COMMAND, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                start_new_session=True)
-    await proc.communicate()
+    """The floor: one `posix_spawn` of the same program in its own session, its output read and its exit awaited
+    on the loop (a pidfd), as spawn_sandboxed's are (asyncio's subprocess adds a Popen and a waiter thread)."""
+    loop = asyncio.get_running_loop()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
+    try:
+        pid = os.posix_spawnp(COMMAND[0], COMMAND, env, file_actions=actions, setsid=True)
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    pidfd = os.pidfd_open(pid)
+    done, left = loop.create_future(), {out_r, err_r, pidfd}
+
+    def ready(fd: int) -> None:
+        if fd == pidfd or not os.read(fd, 1 << 16):
+            loop.remove_reader(fd)
+            os.close(fd)
+            left.discard(fd)
+            if not left:
+                done.set_result(None)
+
+    for fd in left:
+        loop.add_reader(fd, ready, fd)
+    await done
+    os.waitpid(pid, 0)
 
 
 async def sandboxed_spawn(policy, cwd: Path, env: dict[str, str]) -> None:

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_spawn import bare_spawn, sandboxed_spawn
+from bench.bench_spawn import PACE_S, bare_spawn, sandboxed_spawn
 from bench.common import Row, median, run_alone
 from ollie.sandbox import landlock_abi, load_policy
 from ollie.testing import Reply, ScriptedLLMServer
@@ -36,6 +36,8 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
     read_args = {"calls": [{"tool": "file_read", "args": ["ten.txt"]}]}
 
     async def timed(action) -> float:
+        # Paced, as steps come in a session (a model's turn between them): the fork server's spares are ready.
+        await asyncio.sleep(PACE_S)
         start = time.perf_counter()
         await action()
         return time.perf_counter() - start
@@ -68,14 +70,14 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
         bare.append(await timed(lambda: bare_spawn(work, env)))
         executed.append(await timed(execute_true))
         python_tool.append(await timed(read))
-    round_trip = Row("tool spawn: execute_code `true` round trip (vs bare bash -c true)", median(executed) * 1e3,
-                     median(bare) * 1e3, target="<= 5x")
-    round_trip.ok = round_trip.ratio is not None and round_trip.ratio <= 5
+    round_trip = Row("tool spawn: execute_code `true` round trip, paced (vs bare posix_spawn of bash -c true)",
+                     median(executed) * 1e3, median(bare) * 1e3, target="<= 4x")
+    round_trip.ok = round_trip.ratio is not None and round_trip.ratio <= 4
     # Every layer included: Landlock, mount and PID namespaces, seccomp, no capabilities, supervisor, pids cgroup.
-    own = Row(f"sandbox's own spawn cost: spawn_sandboxed (Landlock ABI {landlock_abi()}) vs bare",
+    own = Row(f"sandbox's own spawn cost, paced: spawn_sandboxed (Landlock ABI {landlock_abi()}) vs bare posix_spawn",
               median(sandboxed) * 1e3, median(bare_own) * 1e3, target="<= 3x")
     own.ok = own.ratio is not None and own.ratio <= 3
-    python_row = Row("Python tool: call_tool file_read of a 10-line file (vs bare bash -c true)",
+    python_row = Row("Python tool: call_tool file_read of a 10-line file, paced (vs bare posix_spawn of bash -c true)",
                      median(python_tool) * 1e3, median(bare) * 1e3, target="<= 5x")
     python_row.ok = python_row.ratio is not None and python_row.ratio <= 5
     return [round_trip, own, python_row]
