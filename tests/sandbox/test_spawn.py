@@ -12,7 +12,7 @@ import pytest
 from ollie.sandbox import SandboxUnavailableError, cgroup, landlock_abi, spawn_sandboxed
 from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.spawn import ForkServer
-from tests.procs import host_pid, process_gone, processes_with
+from tests.procs import children_of, host_pid, process_gone, processes_with
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 
@@ -300,6 +300,51 @@ async def test_each_step_gets_its_own_pids_cgroup_and_it_is_removed(ws):
     assert len(set(seen)) == 3
     await asyncio.to_thread(spawn_module.fork_server().close)  # reaps its supervisors and removes their cgroups
     assert [group for group in seen if group.exists()] == []
+
+
+def _cgroup_of(pid: int, controller: str) -> Path:
+    """The v1 `controller` cgroup directory of a running process."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            parent, _, step = path.rpartition("/")
+            assert parent.endswith("/ollie"), path
+            return Path(cgroup.bases()[controller]) / step
+    raise AssertionError(f"{pid} has no {controller} cgroup")
+
+
+def _spares_ready(within: float = 15.0) -> None:
+    """Wait until the fork server has two idle spares, each with its prepared process (never confined yet)."""
+    server = spawn_module.fork_server().pid
+    deadline = time.monotonic() + within
+    while True:
+        assert server is not None
+        ready = [spare for spare in children_of(server) if len(kids := children_of(spare)) == 1
+                 and "NoNewPrivs:\t0" in Path(f"/proc/{kids[0]}/status").read_text()]
+        if len(ready) >= 2:
+            return
+        assert time.monotonic() < deadline, "no two idle spares"
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(cgroup.base() is None or "memory" not in cgroup.bases() or cgroup._is_v2(cgroup.base() or ""),
+                    reason="needs writable v1 pids and memory cgroups")
+async def test_each_step_gets_its_own_limits_though_spares_set_the_last_steps_ahead(ws):
+    # Spares made after a step set its limits on their cgroups ahead; a step takes the oldest ready spare (made
+    # two steps before): the 4th step raises the limits set ahead (v1 refuses a memory limit above the
+    # memory+swap one unless that is lifted first), the 6th lowers them, the others keep them.
+    bundled = (Path(__file__).resolve().parents[2] / "sandbox.yaml").read_text()
+    for processes, memory in ((8, 64), (8, 64), (8, 64), (20, 256), (8, 64), (8, 64)):
+        text = bundled.replace("processes: 512", f"processes: {processes}").replace("memory: 50%", f"memory: {memory}M")
+        proc = await spawn_sandboxed(["sleep", "0.3"], policy=ws.policy(text, name="limits"), cwd=ws.work,
+                                     env=ws.env)
+        pids, mem = _cgroup_of(proc.pid, "pids"), _cgroup_of(proc.pid, "memory")
+        assert int((pids / "pids.max").read_text()) in (processes + 1, processes + 2)
+        for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            if (mem / name).exists():
+                assert int((mem / name).read_text()) == memory << 20, (name, processes, memory)
+        await asyncio.wait_for(proc.communicate(), 10)
+        await asyncio.to_thread(_spares_ready)  # made for this step's limits
 
 
 def test_the_process_limit_is_a_policy_key_with_a_default(ws):

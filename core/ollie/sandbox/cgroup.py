@@ -131,6 +131,7 @@ class Cgroup:
     def __init__(self, dirs: dict[str, str]) -> None:
         self.dirs = dirs  # controller -> its directory (one directory for both under v2)
         self.joined = False  # True in a spare supervisor: its children are born members
+        self._set: dict[str, int] = {}  # the limits written so far: the same value again is not written
 
     @classmethod
     def named(cls, name: str) -> Cgroup:
@@ -149,25 +150,32 @@ class Cgroup:
 
     def set_limit(self, max_processes: int) -> None:
         """Set pids.max (0: no limit)."""
-        if "pids" in self.dirs:
+        if "pids" in self.dirs and self._set.get("pids") != max_processes:
             _write(os.path.join(self.dirs["pids"], "pids.max"), str(max_processes) if max_processes > 0 else "max")
+            self._set["pids"] = max_processes
 
     def set_memory(self, max_bytes: int) -> None:
         """Set the memory limit of all its members together (0: none), swap included where the kernel counts it."""
-        if "memory" not in self.dirs:
+        if "memory" not in self.dirs or self._set.get("memory") == max_bytes:
             return
         path = self.dirs["memory"]
         v2 = _is_v2(path)
         value = str(max_bytes) if max_bytes > 0 else "max" if v2 else "-1"
-        _write(os.path.join(path, _MEMORY_LIMIT[v2]), value)
         # A step at its limit is killed, not swapped out (which would slow the whole machine, the daemon too):
         # v2 gets no swap, v1's memory+swap limit equals the memory one. Absent without swap accounting.
         swap, swap_value = ("memory.swap.max", "0" if max_bytes > 0 else "max") if v2 else (
             "memory.memsw.limit_in_bytes", value)
+        if not v2 and "memory" in self._set:  # v1 refuses a memory limit above the memory+swap one: lift that
+            try:
+                _write(os.path.join(path, swap), "-1")
+            except OSError:
+                pass
+        _write(os.path.join(path, _MEMORY_LIMIT[v2]), value)
         try:
             _write(os.path.join(path, swap), swap_value)
         except OSError:
             pass
+        self._set["memory"] = max_bytes
 
     @classmethod
     def create(cls, name: str, max_processes: int, max_memory: int = 0) -> Cgroup | None:

@@ -4,8 +4,9 @@ Started once per daemon as `python -I -S forkserver.py CONTROL_FD [TOOLS_DIR]`, 
 forking a threaded daemon and running Python before exec is unsafe. Protocol:
 the daemon sends b"spawn" (b"spawn ns": the step asks for its own PID namespace, so a
 spare that forked its tool process ahead may take it; b"spawn ns net": and for the egress
-proxy's network namespace, which such a process makes ahead too) on the control socket
-(SOCK_SEQPACKET) with four fds:
+proxy's network namespace, which such a process makes ahead too), then a line with the
+step's `limits.processes` and `limits.memory` (new spares set their cgroups to those ahead),
+on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
 per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
 server forks a supervisor (supervise.py) that forks the tool process (`_child`:
@@ -131,6 +132,7 @@ _ready: list[tuple[int, bytes]] = []
 _jobs: dict[int, socket.socket] = {}
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
 _wanted = b"ns net"  # the kind new spares are made for: the last step's (the default policy's at first)
+_limits = b""  # the last step's "processes memory": new spares set them on their cgroups ahead
 
 
 def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -164,7 +166,7 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
         pid = os.fork()
         if pid == 0:
             fdio.close_fds_except([theirs.fileno()])
-            spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES, _wanted == b"ns net")
+            spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES, _wanted == b"ns net", _limits)
         theirs.close()
         _jobs[pid] = ours
         _watch(pid, selector, spare=True)
@@ -199,9 +201,12 @@ def _retire(pid: int) -> None:
     _jobs.pop(pid).close()
 
 
-def _prepare_for(kind: bytes) -> None:
-    """Make the next spares for steps of `kind` (b"ns" or b"ns net"); let ready ones made for the other go."""
-    global _wanted
+def _prepare_for(kind: bytes, limits: bytes) -> None:
+    """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits`; let ready ones made for the
+    other kind go."""
+    global _wanted, _limits
+    if kind in (b"ns", b"ns net"):
+        _limits = limits
     if kind in (b"ns", b"ns net") and kind != _wanted:
         _wanted = kind
         for pid, made in list(_ready):
@@ -273,10 +278,11 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         for fd in fds:
             os.close(fd)
         return True
-    kind = message[len(b"spawn "):]
+    head, _, limits = message.partition(b"\n")
+    kind = head[len(b"spawn "):]
     if not _hand_to_spare(fds, kind):
         _fork(fds, selector)
-    _prepare_for(kind)
+    _prepare_for(kind, limits)
     return True
 
 

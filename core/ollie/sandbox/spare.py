@@ -145,11 +145,22 @@ def _exit_now(signum: int, frame: object) -> None:
     os._exit(0)
 
 
+def _limits_ahead(limits: bytes) -> tuple[int, int]:
+    """The cgroup limits a step with `limits` (b"processes memory") and its own PID namespace will need."""
+    try:
+        processes, memory = map(int, limits.split())
+    except ValueError:
+        return 0, 0
+    return supervise.spare_limits({"limits": {"processes": processes, "memory": memory},
+                                   "ruleset": {"pid_namespace": True}})
+
+
 def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_request: int,
-              net: bool) -> NoReturn:
+              net: bool, limits: bytes = b"") -> NoReturn:
     """Move into a fresh cgroup (and fork the tool process ahead where it may), then wait for one spawn.
 
     `net`: the tool process makes the step's network namespace ahead too, for a step with the egress proxy.
+    `limits`: b"processes memory" of the last step: the cgroup has them ahead, set again only if the step's differ.
     Sends b"ready ns" or b"ready ns net" (b"ready" without a prepared process), then receives the
     per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone).
     """
@@ -161,7 +172,8 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
         stepinit.prctl(stepinit.PR_SET_PDEATHSIG, supervise.STOP_SIGNAL)
         if os.getppid() != parent:
             os._exit(0)
-        group = cgroup.Cgroup.create(str(os.getpid()), 0)
+        name = str(os.getpid())
+        group = cgroup.Cgroup.create(name, *_limits_ahead(limits)) or cgroup.Cgroup.create(name, 0)
         if group is None:
             jobs.sendall(b"no cgroup")  # the fork server stops making spares
             os._exit(0)
@@ -178,10 +190,10 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
             supervise.on_stop(supervise.STOP_SIGNAL, None)
         conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
         request = supervise.request_or_exit(conn, max_request, prepared, stdio)
-        limit = supervise.process_limit(request)
-        group.set_limit(limit + 1 if limit > 0 else 0)  # + 1: this supervisor is a member too
+        processes, memory = supervise.spare_limits(request)
+        group.set_limit(processes)  # no write when the step's are those set ahead
         try:
-            group.set_memory(supervise.memory_limit(request))
+            group.set_memory(memory)
         except OSError:
             pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
         code = supervise.supervise(request, conn, stdio, child, parent, group, prepared)

@@ -117,6 +117,9 @@ class ForkServer:
         # (which made the step's network namespace too, for a step with the egress proxy).
         ruleset = request.get("ruleset") or {}
         kind = b"spawn" + (b" ns" if ruleset.get("pid_namespace") else b"") + (b" net" if ruleset.get("netns") else b"")
+        # And its limits, which the next spares set on their cgroups ahead (a spare sets them again if they differ).
+        limits = request["limits"]
+        kind += f"\n{int(limits.get('processes') or 0)} {int(limits.get('memory') or 0)}".encode()
         line = json.dumps(request).encode() + b"\n"
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

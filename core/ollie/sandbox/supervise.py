@@ -162,6 +162,12 @@ def process_limit(request: dict) -> int:
     return limit + 1 if limit > 0 and wants_pid_namespace(request) else limit
 
 
+def spare_limits(request: dict) -> tuple[int, int]:
+    """A spare's cgroup limits for `request`: (pids.max, plus one for the spare itself, a member too; memory)."""
+    limit = process_limit(request)
+    return limit + 1 if limit > 0 else 0, memory_limit(request)
+
+
 def memory_limit(request: dict) -> int:
     """The step's memory limit in bytes (0: none)."""
     return int((request.get("limits") or {}).get("memory") or 0)
