@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 
 import pytest
 
+from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute import spawn as execute_spawn
 from tests.procs import host_pid, new_mark, processes_with, wait_for_processes
 
 from .conftest import Workspace, alive, code, installed, stdout_of
@@ -280,3 +283,26 @@ async def test_a_calls_program_file_is_removed_after_it(ws: Workspace) -> None:
     while os.path.lexists(os.path.dirname(program)) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert not os.path.lexists(os.path.dirname(program))
+
+
+async def test_a_steps_end_is_its_status_even_while_its_init_still_exits():
+    # A step's init sends the status once nothing else is left in its namespace, then exits (~1 ms of namespace
+    # teardown): the call goes on with the status, not after that exit. A live process stands in for the init.
+    init = subprocess.Popen(["sleep", "30"])
+    status: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    os.close(out_w)
+    os.close(err_w)
+    proc = SandboxedProcess(pid=init.pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=[])
+    try:
+        ended = asyncio.ensure_future(execute_spawn._exited(proc))
+        await asyncio.sleep(0)
+        assert not ended.done()
+        status.set_result(0)
+        await asyncio.wait_for(ended, 10)
+        assert init.poll() is None
+    finally:
+        init.kill()
+        init.wait()
+        proc.close()

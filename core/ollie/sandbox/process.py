@@ -118,6 +118,10 @@ class SandboxedProcess:
         for transport in self._readers:
             transport.close()
 
+    def on_status(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once the exit status is known (or its wait failed)."""
+        self._status.add_done_callback(lambda _: callback())
+
     async def wait(self) -> int:
         """The exit status (negative: killed by that signal), known once every process of the step is dead.
 

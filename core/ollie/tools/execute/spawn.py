@@ -9,21 +9,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sandbox import Policy, spawn_sandboxed
+from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, mentions_denial, outside_note
 
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
 
 
-async def _exited(pid: int) -> None:
-    """Return once process `pid` has exited (without reaping it), through a pidfd."""
+async def _exited(proc: SandboxedProcess) -> None:
+    """Return once `proc` has exited (without reaping it: a pidfd) or its status came, whichever is first.
+
+    A step's init sends the status when nothing else is left in its namespace, ~1 ms before its own exit.
+    """
     try:
-        fd = os.pidfd_open(pid)
+        fd = os.pidfd_open(proc.pid)
     except ProcessLookupError:
         return
     loop = asyncio.get_running_loop()
     done = loop.create_future()
     loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    proc.on_status(lambda: done.done() or done.set_result(None))
     try:
         await done
     finally:
@@ -80,7 +85,7 @@ async def run_process(
     outcome = RunOutcome(warnings=list(proc.warnings))
     try:
         try:
-            await asyncio.wait_for(_exited(proc.pid), timeout)
+            await asyncio.wait_for(_exited(proc), timeout)
         except TimeoutError:
             outcome.timed_out = True
         # Background children still holding the pipes must not outlive the call.
