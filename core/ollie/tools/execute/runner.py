@@ -53,9 +53,9 @@ def memory_root() -> Path:
 
 def memory_dir(cwd: Path) -> Path:
     """Where memory_remember / memory_recall keep the notes of the project at `cwd`: one dir per workspace root."""
-    root = str(cwd.resolve())
-    digest = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", cwd.resolve().name)[:40] or "root"
+    resolved = cwd.resolve()
+    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", resolved.name)[:40] or "root"
     return memory_root() / f"{name}-{digest}"
 
 
