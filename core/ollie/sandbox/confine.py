@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import stat
 import sys
 from typing import TYPE_CHECKING
 
@@ -156,12 +157,21 @@ def _mount_points() -> list[str]:
     return [point.decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape") for point in points]
 
 
+def _dir_or_file(path: str) -> bool:
+    """Whether `path` (followed) is a directory or a regular file: one stat, where isdir and isfile took two."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
+
+
 def readonly_view(writable: list[str]) -> None:
     """Every mount read-only but the `writable` dirs and files (each becomes a mount of its own, writable).
 
     Devices and sockets are left out: writing one needs no writable mount.
     """
-    binds = [path for path in writable if os.path.isdir(path) or os.path.isfile(path)]
+    binds = [path for path in writable if _dir_or_file(path)]
     for path in binds:
         _mount(path, path, MS_BIND | MS_REC)
     # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative

@@ -30,8 +30,11 @@ def apply(limits: dict, group: Cgroup | None) -> None:
         _cap(resource.RLIMIT_FSIZE, file_size)
     if limits.get("oom_score_adj") is not None:
         try:
-            with open("/proc/self/oom_score_adj", "w", encoding="ascii") as adj:
-                adj.write(str(int(limits["oom_score_adj"])))
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)  # not open(): 4 syscalls less
+            try:
+                os.write(fd, str(int(limits["oom_score_adj"])).encode())
+            finally:
+                os.close(fd)
         except OSError:
             pass  # a /proc that refuses it (some containers): the step still runs, its limits still hold
 
