@@ -75,7 +75,8 @@ class Prepared:
         assert self._channel is not None  # started once, before `release`
         try:
             sent = socket.send_fds(self._channel, [line], list(stdio))
-            self._channel.sendall(line[sent:])
+            if sent < len(line):  # sendall of nothing is still a syscall, on the step's path
+                self._channel.sendall(line[sent:])
         except OSError:
             pass  # it is gone: its exit status (killed) becomes the step's
 
