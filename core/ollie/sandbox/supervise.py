@@ -267,6 +267,7 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
     _send(conn, {"status": status, **({"oom": True} if oom else {})})
     if clean:
+        stepinit.wait_for(pid)  # the init's exit is all that is left: blocked on it, not polling beside the daemon
         sweep(group)
     _finish(group)
     return 0
