@@ -151,7 +151,7 @@ def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
     pid = os.fork()
     if pid == 0:
         fdio.close_fds_except(fds)
-        supervise.run_unread(socket.socket(fileno=fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
+        supervise.run_unread(supervise.spawn_socket(fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
     for fd in fds:
         os.close(fd)
     _watch(pid, selector, spare=False)

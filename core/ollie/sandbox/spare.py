@@ -189,7 +189,7 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
         _spare_group = _idle = None
         if os.getppid() != parent:
             supervise.on_stop(supervise.STOP_SIGNAL, None)
-        conn, stdio = socket.socket(fileno=fds[0]), fds[1:]
+        conn, stdio = supervise.spawn_socket(fds[0]), fds[1:]
         request = supervise.request_or_exit(conn, max_request, prepared, stdio)
         processes, memory = supervise.spare_limits(request)
         group.set_limit(processes)  # no write when the step's are those set ahead
