@@ -88,14 +88,9 @@ def _find_base(controller: str) -> str | None:
     return None
 
 
+@functools.cache  # asked of the bases in the fork server: every supervisor inherits the answers
 def _is_v2(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, "cgroup.controllers"))
-
-
-@functools.cache
-def _hierarchy_is_v2(parent: str) -> bool:
-    """`_is_v2` of the per-step cgroups under `parent` (asked once: in the fork server, every spare inherits it)."""
-    return _is_v2(parent)
 
 
 def bases() -> dict[str, str]:
@@ -169,7 +164,7 @@ class Cgroup:
         if "memory" not in self.dirs or self._set.get("memory") == max_bytes:
             return
         path = self.dirs["memory"]
-        v2 = _hierarchy_is_v2(os.path.dirname(path))
+        v2 = _is_v2(os.path.dirname(path))  # a step's cgroup is of its base's kind
         value = str(max_bytes) if max_bytes > 0 else "max" if v2 else "-1"
         # A step at its limit is killed, not swapped out (which would slow the whole machine, the daemon too):
         # v2 gets no swap, v1's memory+swap limit equals the memory one. Absent without swap accounting.
@@ -235,8 +230,8 @@ class Cgroup:
         path = self.dirs.get("memory")
         if path is None:
             return False
-        try:  # read between the step's end and its status: a raw read, and v2 or not asked of the hierarchy once
-            fd = os.open(os.path.join(path, _MEMORY_EVENTS[_hierarchy_is_v2(os.path.dirname(path))]), os.O_RDONLY)
+        try:  # a raw read: it comes between the step's end and its status
+            fd = os.open(os.path.join(path, _MEMORY_EVENTS[_is_v2(os.path.dirname(path))]), os.O_RDONLY)
             try:
                 text = os.read(fd, 4096).decode("ascii", "replace")
             finally:

@@ -151,7 +151,8 @@ def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
     pid = os.fork()
     if pid == 0:
         fdio.close_fds_except(fds)
-        supervise.run_unread(supervise.spawn_socket(fds[0]), fds[1:], _child, server, MAX_REQUEST_BYTES)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # named: not asked of the kernel
+        supervise.run_unread(conn, fds[1:], _child, server, MAX_REQUEST_BYTES)
     for fd in fds:
         os.close(fd)
     _watch(pid, selector, spare=False)
@@ -205,9 +206,10 @@ def _prepare_for(kind: bytes, limits: bytes) -> None:
     """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits`; let ready ones made for the
     other kind go."""
     global _wanted, _limits
-    if kind in (b"ns", b"ns net"):
-        _limits = limits
-    if kind in (b"ns", b"ns net") and kind != _wanted:
+    if kind not in (b"ns", b"ns net"):
+        return
+    _limits = limits
+    if kind != _wanted:
         _wanted = kind
         for pid, made in list(_ready):
             if made and made != kind:

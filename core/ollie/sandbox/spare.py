@@ -189,7 +189,8 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
         _spare_group = _idle = None
         if os.getppid() != parent:
             supervise.on_stop(supervise.STOP_SIGNAL, None)
-        conn, stdio = supervise.spawn_socket(fds[0]), fds[1:]
+        # The daemon's socketpair end, named rather than asked of the kernel (two syscalls on the step's path).
+        conn, stdio = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0]), fds[1:]
         request = supervise.request_or_exit(conn, max_request, prepared, stdio)
         processes, memory = supervise.spare_limits(request)
         group.set_limit(processes)  # no write when the step's are those set ahead

@@ -134,12 +134,6 @@ def sweep(group: cgroup.Cgroup | None) -> None:
             delay = min(delay * 2, 0.02)
 
 
-def spawn_socket(fd: int) -> socket.socket:
-    """The per-spawn socket the daemon sent (its socketpair's AF_UNIX stream end): named, not asked of the kernel
-    (two syscalls on the step's path)."""
-    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=fd)
-
-
 def _send(conn: socket.socket, message: dict) -> bool:
     try:
         conn.sendall(json.dumps(message).encode() + b"\n")
