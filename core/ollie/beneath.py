@@ -288,6 +288,13 @@ def remove_sync(root: Path | str, path: Path | str) -> bool:
     return True
 
 
+@contextmanager
+def dir_sync(root: Path | str, path: Path | str) -> Iterator[int]:
+    """An O_PATH fd of the directory `path` beneath `root` (closed after), never reached through a symlink."""
+    with _fd(root, relative(root, path), _O_PATH | os.O_DIRECTORY) as fd:
+        yield fd
+
+
 def walk_sync(root: Path | str, path: Path | str = ".") -> Iterator[tuple[str, list[str], list[str], int]]:
     """os.fwalk beneath `root`, never into a symlinked directory: (dir, dirs, files, dir_fd), dir relative."""
     rel = relative(root, path)

@@ -131,6 +131,25 @@ tries = {
         assert not path.stat().st_mode & 0o6000, (path, oct(path.stat().st_mode))
 
 
+async def test_no_hard_link_is_made_in_a_step(server, layout):
+    # The checkpoints take a step's changes from inotify events, which a write through a second name in another
+    # dir (or outside the tree) does not make there: tool code makes no hard link at all (EXDEV, as across mounts).
+    (layout["work"] / "app.py").write_text("app\n")
+    code = f"""
+import os
+tries = {{
+    "beside": lambda: os.link("app.py", "twin"),
+    "in its temp dir": lambda: os.link("app.py", {str(layout["scratch"] / "twin")!r}),
+    "a temp file named": lambda: os.link(f"/proc/self/fd/{{os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o644)}}", "anon"),
+}}
+"""
+    text = await run_code(server, "ln app.py twin2 || echo ln-refused") + await run_code(server, code + _TRY_EACH,
+                                                                                        "python3")
+    assert "ln-refused" in text and "DONE" not in text and text.count(" 18\n") + text.endswith(" 18") == 3, text
+    assert sorted(p.name for p in layout["work"].iterdir()) == ["app.py"]
+    assert not (layout["scratch"] / "twin").exists()
+
+
 async def test_file_tools_refuse_paths_outside(server, layout):
     result = await server.call("call_tool", {"calls": [{"tool": "file_write", "args": ["../outside/new", "pwned"]}]})
     assert result.is_error, result.text

@@ -110,9 +110,9 @@ async def test_a_turn_that_runs_nothing_that_may_write_takes_no_snapshot(project
     scans: list[int] = []
     snapshot = tracker.checkpoints.snapshot
 
-    async def counted(since_last: bool = False) -> str:
+    async def counted() -> str:
         scans.append(1)
-        return await snapshot(since_last)
+        return await snapshot()
 
     monkeypatch.setattr(tracker.checkpoints, "snapshot", counted)
     await tracker.begin_turn(1)

@@ -1,13 +1,20 @@
-"""A turn's checkpoint from the kernel's events (treewatch): what happens between turns is in it, however it was
-made; what the events cannot show is counted as the first step's change, never hidden; lost events mean a scan."""
+"""Snapshots from the kernel's events (treewatch): what happens between turns is the turn's checkpoint, what a step
+does is its diff, however it was made (hard links named outside, moves in and out, mapped writes); a dir swapped for a
+symlink is never watched through; lost events, or a process that could make links, mean a full scan."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ollie.agent.changes import ChangeTracker
+from ollie.sandbox import unconfined
+from ollie.workspace import treewatch
 
 SESSION = "1700000000000000000-abcdef"
 
@@ -56,14 +63,98 @@ async def test_between_turns_new_dirs_moves_symlink_swaps_and_gitignore_are_the_
     assert "build/out.o" in await _files(tracker, token)
 
 
-async def test_a_change_the_events_cannot_show_is_the_first_steps_never_hidden(project: Path) -> None:
-    # A hard link named outside the watched tree: writes through it make no event in the work tree's dirs.
+async def test_writes_through_a_hard_link_named_outside_the_tree_are_seen(project: Path) -> None:
+    # Writes through a link named outside make no event in the work tree's dirs: a file with other names is
+    # re-lstat'ed at each snapshot, a new name of one (made outside a sandbox) makes the watch start over.
     outside = project.parent / "elsewhere.py"
     os.link(project / "src" / "app.py", outside)
     tracker = ChangeTracker(project, SESSION)
     assert await _turn(tracker, 1, lambda: (project / "a.txt").write_text("a\n")) == ["a.txt"]
-    outside.write_text("changed behind the watch\n")
-    assert await _turn(tracker, 2, lambda: (project / "b.txt").write_text("b\n")) == ["b.txt", "src/app.py"]
+    outside.write_text("the user's, between turns\n")
+    token = None
+
+    def step() -> None:
+        nonlocal token
+        token = tracker.turn_begin
+        with open(outside, "a") as through:
+            through.write("the step's\n")
+
+    assert await _turn(tracker, 2, step) == ["src/app.py"]
+    assert tracker.checkpoints is not None and token is not None
+    assert await tracker.checkpoints.git.run("cat-file", "-p", f"{token}:src/app.py") == b"the user's, between turns\n"
+    # A second name made inside the tree after the watch began (the user's `ln`): both names count.
+    os.link(project / "README.md", project / "src" / "readme-too.md")
+    assert await _turn(tracker, 3, lambda: (project / "src" / "readme-too.md").write_text("x\n")) == [
+        "README.md", "src/readme-too.md"]
+
+
+async def test_a_file_moved_in_a_dir_moved_out_and_a_mapped_write_are_the_steps(project: Path, tmp_path: Path) -> None:
+    tracker = ChangeTracker(project, SESSION)
+    assert await _turn(tracker, 1, lambda: (project / "a.txt").write_text("a\n")) == ["a.txt"]
+    (tmp_path / "in.txt").write_text("moved in\n")
+    (project / "pkg" / "deep").mkdir(parents=True)
+    (project / "pkg" / "deep" / "m.py").write_text("m\n")
+    assert await _turn(tracker, 2, lambda: (tmp_path / "in.txt").rename(project / "in.txt")) == ["in.txt"]
+    assert await _turn(tracker, 3, lambda: (project / "pkg").rename(tmp_path / "pkg")) == ["pkg/deep/m.py"]
+    # A write through a shared mapping makes no IN_MODIFY; the file's last close (at the latest when the step's
+    # processes are gone) makes IN_CLOSE_WRITE.
+    mapped = ("import mmap, os\nfd = os.open('src/app.py', os.O_RDWR)\nm = mmap.mmap(fd, 0)\nos.close(fd)\n"
+              "m[:4] = b'LINE'\n")
+    assert await _turn(tracker, 4, lambda: subprocess.run([sys.executable, "-c", mapped], cwd=project,
+                                                          check=True)) == ["src/app.py"]
+    assert (project / "src" / "app.py").read_text().startswith("LINE 1\n")
+
+
+def _watched_inodes() -> set[int]:
+    """The inodes this process's inotify watches are on (from /proc/self/fdinfo)."""
+    found = set()
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            text = (Path("/proc/self/fdinfo") / fd).read_text()
+        except OSError:
+            continue
+        found.update(int(m, 16) for m in re.findall(r"^inotify wd:\S+ ino:([0-9a-f]+)", text, re.M))
+    return found
+
+
+async def test_a_dir_swapped_for_a_symlink_before_its_watch_is_never_watched_outside(project: Path,
+                                                                                    tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "b").mkdir(parents=True)
+    tracker = ChangeTracker(project, SESSION)
+    assert await _turn(tracker, 1, lambda: (project / "a" / "b").mkdir(parents=True)) == []
+    (project / "a" / "b" / "c").mkdir()  # its event names a/b/c; before it is read, `a` becomes a link outside
+    (project / "a").rename(project / "a-old")
+    os.symlink(outside, project / "a")
+    assert await _turn(tracker, 2, lambda: (outside / "b" / "c").mkdir()) == []
+    inodes = _watched_inodes()
+    assert (project / "a-old" / "b" / "c").stat().st_ino in inodes
+    assert not {outside.stat().st_ino, (outside / "b").stat().st_ino, (outside / "b" / "c").stat().st_ino} & inodes
+    # What the swap's event would do, had it come in the middle: the watch is refused, not followed.
+    watch = treewatch.watch(Path(os.path.realpath(project)))
+    before = len(watch._dirs)
+    assert watch._add("a/b") and len(watch._dirs) == before  # noqa: SLF001 - the step the events drive
+    assert not {(outside / "b").stat().st_ino} & _watched_inodes()
+
+
+async def test_while_an_unconfined_process_runs_snapshots_scan_everything(project: Path, monkeypatch) -> None:
+    # A process outside the sandbox can make a hard link: no event-based answer while it runs, and after it
+    # the watch starts over (which files have other names is unknown).
+    tracker = ChangeTracker(project, SESSION)
+    assert await _turn(tracker, 1, lambda: (project / "a.txt").write_text("a\n")) == ["a.txt"]
+    watch = treewatch.watch(Path(os.path.realpath(project)))
+    cursor, _ = watch.since(None)
+    status: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    unconfined.track(status)
+    assert watch.since(cursor)[1] is None
+    outside = project.parent / "linked-by-it.py"
+    os.link(project / "src" / "app.py", outside)
+    status.set_result(0)
+    await asyncio.sleep(0)  # its done callback
+    cursor, paths = watch.since(watch.since(cursor)[0])
+    assert paths == set()
+    outside.write_text("through the link\n")
+    assert watch.since(cursor)[1] == {"src/app.py"}
 
 
 async def test_lost_events_mean_a_full_scan(project: Path) -> None:

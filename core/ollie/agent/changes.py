@@ -57,7 +57,7 @@ class ChangeTracker:
         if self._on_unavailable is not None:
             self._on_unavailable(reason)
 
-    async def _snapshot(self, since_last: bool = False) -> str | None:
+    async def _snapshot(self) -> str | None:
         """A checkpoint of the work tree now (`Checkpoints.snapshot`); None when unavailable (decided once) or a git
         command failed."""
         self._fresh = None
@@ -65,7 +65,7 @@ class ChangeTracker:
         if checkpoints is None:
             return None
         try:
-            self._fresh = await checkpoints.snapshot(since_last)
+            self._fresh = await checkpoints.snapshot()
             return self._fresh
         except CheckpointUnavailable as exc:
             self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
@@ -83,9 +83,7 @@ class ChangeTracker:
         """Take the running turn's checkpoint now, unless it was taken (or tried) already."""
         if self._turn is not None and not self._begun:
             self._begun = True
-            # Where the kernel saw no change since the last snapshot, the tree is as that one left it: a change it
-            # missed (made through a hard link from outside) is then counted as the first step's, never hidden.
-            self._begin = await self._snapshot(since_last=True)
+            self._begin = await self._snapshot()
 
     @property
     def turn_begin(self) -> str | None:

@@ -96,6 +96,10 @@ def _build(network: str, unix: bool) -> sc.SyscallFilter:
     for name in DENIED_CALLS:
         flt.add_rule(deny, name)
     flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    # No hard links: a write through one named outside the work tree makes no inotify event there, and the
+    # checkpoints trust those events (treewatch). EXDEV, as across mounts, where tools copy instead.
+    for name in ("link", "linkat"):
+        flt.add_rule(sc.ERRNO(errno.EXDEV), name)
     for flag in CLONE_NAMESPACES:
         flt.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     for flag in (*CLONE_NAMESPACES, CLONE_NEWTIME):

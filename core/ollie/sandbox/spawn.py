@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ollie import paths, programs
 from ollie.log import get_logger
+from ollie.sandbox import unconfined
 from ollie.sandbox.errors import SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
@@ -377,6 +378,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             os.close(fd)
     if step_net is not None:
         status = _releasing(status, step_net)
+    if ruleset is None or not ruleset.get("seccomp"):
+        unconfined.track(status)  # it can make hard links (the checkpoints' events must not be trusted meanwhile)
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w, report=report)

@@ -119,7 +119,7 @@ class Checkpoints:
         # The tree the index held when it last had this stat key: a snapshot that finds nothing to update
         # reuses it instead of running write-tree (another process changing the index changes the key).
         self._tree: tuple[tuple[int, int, int], str] | None = None
-        # The tree's inotify watch, and this object's cursor in it as of its last snapshot (see `snapshot`).
+        # The tree's inotify watch, and this object's cursor in it as of its last snapshot.
         self._watch = watch(self.root)
         self._cursor: int | None = None
 
@@ -137,18 +137,18 @@ class Checkpoints:
         await self.git.init()
         self._ready = True
 
-    async def snapshot(self, since_last: bool = False) -> str:
-        """Record the work tree now; its checkpoint id (a git tree id). Only changed files are re-read; `since_last`:
-        only the paths with kernel events since this object's last snapshot, when known (treewatch: a turn's first)."""
+    async def snapshot(self) -> str:
+        """Record the work tree now; its checkpoint id (a git tree id). Only the paths with kernel events since this
+        object's last snapshot are re-read when known (treewatch), else every file changed by the index's stat cache."""
         async with self._lock:
-            return await self._snapshot(since_last)
+            return await self._snapshot()
 
-    async def _snapshot(self, since_last: bool = False) -> str:
+    async def _snapshot(self) -> str:
         await self._ensure()
         cursor, paths = await asyncio.to_thread(self._watch.since, self._cursor)
         cached = self._tree
-        if not since_last or cached is None or cached[0] != self._index_key():
-            paths = None  # a full scan asked for, or the shadow index changed by another object (or a rewind)
+        if cached is None or cached[0] != self._index_key():
+            paths = None  # no tree yet, or the shadow index changed by another object (or a rewind)
         elif paths == set():
             self._cursor = cursor
             return cached[1]

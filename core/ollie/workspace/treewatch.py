@@ -1,10 +1,10 @@
 """What changed in a work tree since a point, from inotify: the kernel's events, which tool code cannot fake.
 
-Only a turn's first snapshot uses it (`Checkpoints.snapshot(since_last=True)`): the tree as the last snapshot left
-it, re-read where events came. Events can be avoided (a write through a hard link named outside the watched dirs,
-through a mapping made earlier): what is missed there shows up in the step's own snapshot, which always scans the
-whole tree, as a change of that step, never hidden. A lost event (the queue overflowed), a watch that could not be
-added, or a `.gitignore` changed make the answer "unknown": the caller scans everything.
+Every snapshot uses it (`Checkpoints.snapshot`): the tree as the last one left it, re-read where events came. A write
+makes an event in the dir of the name it went through; a file with another name (a hard link) is re-`lstat`ed at each
+answer instead, and sandboxed steps cannot make links (docs/SECURITY.md, "Snapshots from the kernel's events"). A
+lost event (the queue overflowed), a watch that could not be added, a `.gitignore` changed, a new file with another
+name, or a process that could make links (`sandbox.unconfined`) make the answer "unknown": the caller scans all.
 """
 
 from __future__ import annotations
@@ -12,23 +12,28 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import struct
 import threading
 import weakref
 from pathlib import Path
 
 from ollie import beneath
+from ollie.sandbox import unconfined
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _MODIFY, _ATTRIB, _CLOSE_WRITE, _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x2, 0x4, 0x8, 0x40, 0x80, 0x100, 0x200
 _DELETE_SELF, _MOVE_SELF, _OVERFLOW, _IGNORED, _ISDIR = 0x400, 0x800, 0x4000, 0x8000, 0x40000000
+# IN_ONLYDIR, IN_EXCL_UNLINK. A dir is watched through /proc/self/fd/N of an O_PATH fd opened beneath the root (the
+# kernel would follow a symlink anywhere in a path, IN_DONT_FOLLOW covers only its last part).
 _MASK = (_MODIFY | _ATTRIB | _CLOSE_WRITE | _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE | _DELETE_SELF | _MOVE_SELF
-         | 0x1000000 | 0x2000000 | 0x4000000)  # IN_ONLYDIR, IN_DONT_FOLLOW (never a symlink), IN_EXCL_UNLINK
+         | 0x1000000 | 0x4000000)
 _EVENT = struct.Struct("iIII")
 # More dirs than this, or than an eighth of the user's watch limit (editors watch the same tree), are not watched (a
 # tree that large is scanned whole each time); more paths than this since a point are answered "unknown" too (a
 # pathspec each would cost git more than a scan).
 MAX_DIRS, MAX_PATHS = 20_000, 256
+MAX_LINKED = 1024  # files with other names, each re-`lstat`ed at every answer (more: not watched)
 
 
 def _max_dirs() -> int:
@@ -57,16 +62,19 @@ class TreeWatch:
         self._seq = 0
         self._marks: dict[str, int] = {}  # path -> the sequence number of its last event
         self._broken = 0  # the sequence number after which what happened is unknown
+        self._linked: dict[str, tuple[int, int, int]] = {}  # files with another name -> (ctime, size, inode)
+        self._unconfined = unconfined.count
 
     def since(self, cursor: int | None) -> tuple[int, set[str] | None]:
         """(a new cursor, the paths with events since `cursor`: None when unknown). Blocks on the disk: in a thread."""
         with self._lock:
-            if self._fd["fd"] < 0:
-                self._start()
+            if self._fd["fd"] < 0 or self._unconfined != unconfined.count:
+                self._start()  # a process that could make hard links ran: where files have other names is unknown
             else:
                 self._drain()
             self._seq += 1
-            if cursor is None or self._fd["fd"] < 0 or self._broken > cursor:
+            self._relink()
+            if cursor is None or self._fd["fd"] < 0 or self._broken > cursor or unconfined.running:
                 return self._seq, None
             paths = {path for path, seq in self._marks.items() if seq > cursor}
             return self._seq, paths if len(paths) <= MAX_PATHS else None
@@ -75,41 +83,83 @@ class TreeWatch:
         _close(self._fd)
         self._dirs.clear()
         self._marks.clear()
+        self._linked.clear()
+        self._unconfined = unconfined.count
         self._broken = self._seq + 1
         if self._failed:
             return
         self._cap = _max_dirs()
         self._fd["fd"] = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self._fd["fd"] < 0 or not self._add(""):
+        if self._fd["fd"] < 0 or not self._add("", root=True):
             self._failed = True
             _close(self._fd)
 
-    def _add(self, rel: str) -> bool:
-        """Watch `rel` and every dir below it, each before it is listed (so none made meanwhile is missed); False
-        when the user's inotify limit or MAX_DIRS is reached."""
+    def _add(self, rel: str, root: bool = False) -> bool:
+        """Watch `rel` and every dir below it, each before it is listed (so none made meanwhile is missed), and note
+        its files with other names; False when the user's inotify limit or MAX_DIRS is reached, or (`root` False) a
+        file with another name came (where the others are is unknown)."""
+        linked = len(self._linked)
         try:
-            if self._watch_one(rel):
-                for top, dirs, _, _ in beneath.walk_sync(self.root, rel or "."):
-                    base = os.path.join(rel, top)
-                    dirs[:] = [d for d in dirs if d != ".git" and self._watch_one(os.path.join(base, d))]
+            with beneath.dir_sync(self.root, rel or ".") as fd:
+                if not self._watch(fd, rel):
+                    return not root
+            for top, dirs, files, top_fd in beneath.walk_sync(self.root, rel or "."):
+                base = os.path.normpath(os.path.join(rel, top))
+                dirs[:] = [d for d in dirs if d != ".git" and self._watch_in(top_fd, d, os.path.join(base, d))]
+                for name in files:
+                    self._note_linked(os.path.join(base, name), os.stat(name, dir_fd=top_fd, follow_symlinks=False))
         except _Full:
             return False
         except OSError:
-            pass  # gone, or swapped for a symlink meanwhile (never followed): its parent's events say so
-        return True
+            return not root  # gone, or swapped for a symlink meanwhile (never followed): its parent's events say so
+        return root or len(self._linked) == linked
 
-    def _watch_one(self, rel: str) -> bool:
-        """Watch the dir `rel`; False when it is gone or no longer a dir."""
-        rel = os.path.normpath(rel) if rel else "."
-        wd = _libc.inotify_add_watch(self._fd["fd"], os.fsencode(self.root / rel), _MASK)
+    def _watch_in(self, dir_fd: int, name: str, rel: str) -> bool:
+        """Watch the dir `name` of the dir `dir_fd` (never through a symlink); False when it is gone or not a dir."""
+        try:
+            fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return False
+        try:
+            return self._watch(fd, rel)
+        finally:
+            os.close(fd)
+
+    def _watch(self, fd: int, rel: str) -> bool:
+        """Watch the dir open as `fd` (as `rel`): the kernel resolves /proc/self/fd/N to it, no path again."""
+        wd = _libc.inotify_add_watch(self._fd["fd"], f"/proc/self/fd/{fd}".encode(), _MASK)
         if wd < 0:
             if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
                 raise _Full
             return False
-        self._dirs[wd] = "" if rel == "." else rel
+        self._dirs[wd] = "" if rel in ("", ".") else os.path.normpath(rel)
         if len(self._dirs) > self._cap:
             raise _Full
         return True
+
+    def _note_linked(self, rel: str, st: os.stat_result | None) -> bool:
+        """Remember `rel` when it is a file with other names (a write through one makes no event here); True then."""
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+            self._linked.pop(rel, None)
+            return False
+        if rel not in self._linked and len(self._linked) >= MAX_LINKED:
+            raise _Full
+        self._linked[rel] = (st.st_ctime_ns, st.st_size, st.st_ino)
+        return True
+
+    def _relink(self) -> None:
+        """Mark each file with other names whose ctime, size or inode changed (or that went) since last looked at."""
+        for rel, key in list(self._linked.items()):
+            try:
+                st = beneath.lstat_sync(self.root, rel)
+            except OSError:
+                st = None
+            if st is None or (st.st_ctime_ns, st.st_size, st.st_ino) != key:
+                self._marks[rel] = self._seq
+                if st is None:
+                    del self._linked[rel]
+                else:
+                    self._note_linked(rel, st)
 
     def _drain(self) -> None:
         while True:
@@ -145,8 +195,15 @@ class TreeWatch:
             for gone in [w for w, d in self._dirs.items() if d == rel or d.startswith(rel + "/")]:
                 _libc.inotify_rm_watch(self._fd["fd"], gone)  # its path is no longer where its events happen
                 del self._dirs[gone]
-        if mask & _ISDIR and mask & (_MOVED_TO | _CREATE):
-            return self._add(rel)
+        if mask & (_MOVED_TO | _CREATE):
+            if mask & _ISDIR:
+                return self._add(rel)
+            try:  # a new name of a file that has others (only a process outside the sandbox can make one)
+                return not self._note_linked(rel, beneath.lstat_sync(self.root, rel))
+            except OSError:
+                return True  # gone, or below a symlink: nothing to write through here
+            except _Full:
+                return False
         return True
 
 
