@@ -73,23 +73,24 @@ def note_writable(paths: Iterable[Path | str]) -> None:
 
 def _writable_by_steps(path: str) -> Path | None:
     """The noted writable root holding real path `path`, if any."""
-    real = Path(path)
-    return next((root for root in _written if real == root or root in real.parents), None)
+    return next((root for root in _written if path == str(root) or path.startswith(os.path.join(root, ""))), None)
 
 
 @functools.cache
-def _trusted_entries() -> tuple[str, ...]:
+def _trusted_entries() -> tuple[tuple[str, str], ...]:
+    """(entry, its real path) of each PATH entry kept; resolved once (a step cannot move a dir outside what it may
+    write; `program` checks each helper's own real path at every use)."""
     home = Path(os.path.realpath(os.path.expanduser("~")))
     writable = _writable_roots()
     kept = [e for e in (os.environ.get("PATH") or FALLBACK_PATH).split(os.pathsep)
             if _refused(e, writable, home) is None]
-    return tuple(dict.fromkeys(kept)) or tuple(FALLBACK_PATH.split(os.pathsep))
+    return tuple((e, os.path.realpath(e)) for e in dict.fromkeys(kept or FALLBACK_PATH.split(os.pathsep)))
 
 
 def trusted_path() -> str:
     """PATH without relative, temp, project-environment, start-directory or world-writable entries (judged once),
     nor any a sandboxed step may write (judged at each call)."""
-    kept = [e for e in _trusted_entries() if _writable_by_steps(os.path.realpath(e)) is None]
+    kept = [e for e, real in _trusted_entries() if _writable_by_steps(real) is None]
     # Never empty: an empty PATH (or entry) means the current directory to shells and execvp.
     return os.pathsep.join(kept) or os.devnull
 
