@@ -199,6 +199,14 @@ def lstat_sync(root: Path | str, path: Path | str) -> os.stat_result | None:
         return None
 
 
+def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    """The own stat of entry `name` of a dir held open (a `walk_sync` dir_fd); None when it is gone."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+
+
 def kind_sync(root: Path | str, path: Path | str) -> str | None:
     """'file', 'dir', 'symlink' or 'other' (FIFO, device, socket); None when absent."""
     info = lstat_sync(root, path)

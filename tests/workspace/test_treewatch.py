@@ -4,7 +4,6 @@ symlink is never watched through; lost events, or a process that could make link
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -13,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ollie.agent.changes import ChangeTracker
-from ollie.sandbox import unconfined
+from ollie.sandbox import spawn_sandboxed
 from ollie.workspace import treewatch
 
 SESSION = "1700000000000000000-abcdef"
@@ -137,20 +136,18 @@ async def test_a_dir_swapped_for_a_symlink_before_its_watch_is_never_watched_out
     assert not {(outside / "b").stat().st_ino} & _watched_inodes()
 
 
-async def test_while_an_unconfined_process_runs_snapshots_scan_everything(project: Path, monkeypatch) -> None:
+async def test_while_an_unconfined_process_runs_snapshots_scan_everything(project: Path) -> None:
     # A process outside the sandbox can make a hard link: no event-based answer while it runs, and after it
     # the watch starts over (which files have other names is unknown).
     tracker = ChangeTracker(project, SESSION)
     assert await _turn(tracker, 1, lambda: (project / "a.txt").write_text("a\n")) == ["a.txt"]
     watch = treewatch.watch(Path(os.path.realpath(project)))
     cursor, _ = watch.since(None)
-    status: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    unconfined.track(status)
-    assert watch.since(cursor)[1] is None
     outside = project.parent / "linked-by-it.py"
-    os.link(project / "src" / "app.py", outside)
-    status.set_result(0)
-    await asyncio.sleep(0)  # its done callback
+    proc = await spawn_sandboxed(["ln", str(project / "src" / "app.py"), str(outside)], policy=None, cwd=project,
+                                 env={"PATH": "/usr/bin:/bin"})
+    assert watch.since(cursor)[1] is None  # until it is gone (its status known)
+    assert await proc.wait() == 0 and outside.exists()
     cursor, paths = watch.since(watch.since(cursor)[0])
     assert paths == set()
     outside.write_text("through the link\n")

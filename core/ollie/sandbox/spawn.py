@@ -358,6 +358,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     if ruleset is not None and policy is not None and ruleset.get("proxy"):
         step_net = _open_step_net(policy, argv, ruleset, child_env)
         report["network"] = step_net.connections
+    # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
+    gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
     try:
         try:
             pid, status = await _server.spawn(request, child_fds, report)
@@ -365,6 +367,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             log.warning("fork server unavailable, using the launcher", extra={"reason": str(exc)})
             pid, status = await _spawn_fallback(request, child_fds, report)
     except BaseException:
+        if gone is not None:
+            gone()
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
                 os.close(fd)
@@ -378,8 +382,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
             os.close(fd)
     if step_net is not None:
         status = _releasing(status, step_net)
-    if ruleset is None or not ruleset.get("seccomp"):
-        unconfined.track(status)  # it can make hard links (the checkpoints' events must not be trusted meanwhile)
+    if gone is not None:
+        status.add_done_callback(gone)  # once every process of it is dead
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w, report=report)

@@ -6,19 +6,19 @@ inotify event in it, so `workspace.treewatch` trusts no events while one runs, a
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 
-count = 0  # bumped when one starts and when one ends
+count = 0  # bumped when one is about to start and when one is gone
 running = 0
 
 
-def track(status: asyncio.Future[int]) -> None:
-    """Count one more such process, until `status` (its exit, once all of its processes are gone) is done."""
+def starting() -> Callable[..., None]:
+    """Count one more such process from now, before it can run; the callback that counts it gone (call it once)."""
     global count, running
     count, running = count + 1, running + 1
 
-    def ended(_: asyncio.Future[int]) -> None:
+    def gone(_: object = None) -> None:
         global count, running
         count, running = count + 1, running - 1
 
-    status.add_done_callback(ended)
+    return gone

@@ -98,41 +98,35 @@ class TreeWatch:
         """Watch `rel` and every dir below it, each before it is listed (so none made meanwhile is missed), and note
         its files with other names; False when the user's inotify limit or MAX_DIRS is reached, or (`root` False) a
         file with another name came (where the others are is unknown)."""
-        linked = len(self._linked)
+        linked = False
         try:
-            with beneath.dir_sync(self.root, rel or ".") as fd:
-                if not self._watch(fd, rel):
-                    return not root
+            if not self._watch(rel):
+                return not root
             for top, dirs, files, top_fd in beneath.walk_sync(self.root, rel or "."):
                 base = os.path.normpath(os.path.join(rel, top))
-                dirs[:] = [d for d in dirs if d != ".git" and self._watch_in(top_fd, d, os.path.join(base, d))]
+                base = "" if base == "." else base
+                dirs[:] = [d for d in dirs if d != ".git" and self._watch(os.path.join(base, d))]
                 for name in files:
-                    self._note_linked(os.path.join(base, name), os.stat(name, dir_fd=top_fd, follow_symlinks=False))
+                    linked = self._note_linked(os.path.join(base, name), beneath.lstat_at(top_fd, name)) or linked
         except _Full:
             return False
         except OSError:
             return not root  # gone, or swapped for a symlink meanwhile (never followed): its parent's events say so
-        return root or len(self._linked) == linked
+        return root or not linked
 
-    def _watch_in(self, dir_fd: int, name: str, rel: str) -> bool:
-        """Watch the dir `name` of the dir `dir_fd` (never through a symlink); False when it is gone or not a dir."""
+    def _watch(self, rel: str) -> bool:
+        """Watch the dir `rel` through /proc/self/fd/N of an fd opened beneath the root (the kernel resolves no path
+        again); False when it is gone, not a dir, or reached through a symlink."""
         try:
-            fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            with beneath.dir_sync(self.root, rel or ".") as fd:
+                wd = _libc.inotify_add_watch(self._fd["fd"], f"/proc/self/fd/{fd}".encode(), _MASK)
         except OSError:
             return False
-        try:
-            return self._watch(fd, rel)
-        finally:
-            os.close(fd)
-
-    def _watch(self, fd: int, rel: str) -> bool:
-        """Watch the dir open as `fd` (as `rel`): the kernel resolves /proc/self/fd/N to it, no path again."""
-        wd = _libc.inotify_add_watch(self._fd["fd"], f"/proc/self/fd/{fd}".encode(), _MASK)
         if wd < 0:
             if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
                 raise _Full
             return False
-        self._dirs[wd] = "" if rel in ("", ".") else os.path.normpath(rel)
+        self._dirs[wd] = os.path.normpath(rel) if rel else ""
         if len(self._dirs) > self._cap:
             raise _Full
         return True
