@@ -150,10 +150,7 @@ class TreeWatch:
                 st = None
             if st is None or (st.st_ctime_ns, st.st_size, st.st_ino) != key:
                 self._marks[rel] = self._seq
-                if st is None:
-                    del self._linked[rel]
-                else:
-                    self._note_linked(rel, st)
+                self._note_linked(rel, st)
 
     def _drain(self) -> None:
         while True:
