@@ -181,6 +181,9 @@ class Checkpoints:
         if update:
             await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
+        if paths is None and self._watch.has_linked:  # files with other names matter unless ignored (never read)
+            out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
+            self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
         if not update and not drop and cached is not None and cached[0] == self._index_key():
             self._cursor = cursor
             return cached[1]

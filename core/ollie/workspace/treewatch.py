@@ -33,7 +33,7 @@ _EVENT = struct.Struct("iIII")
 # tree that large is scanned whole each time); more paths than this since a point are answered "unknown" too (a
 # pathspec each would cost git more than a scan).
 MAX_DIRS, MAX_PATHS = 20_000, 256
-MAX_LINKED = 1024  # files with other names, each re-`lstat`ed at every answer (more: not watched)
+MAX_LINKED = 100_000  # files with other names (more: not watched); those checkpointed are re-`lstat`ed each answer
 
 
 def _max_dirs() -> int:
@@ -63,6 +63,7 @@ class TreeWatch:
         self._marks: dict[str, int] = {}  # path -> the sequence number of its last event
         self._broken = 0  # the sequence number after which what happened is unknown
         self._linked: dict[str, tuple[int, int, int]] = {}  # files with another name -> (ctime, size, inode)
+        self._kept: set[str] | None = None  # those of them git does not ignore (None: not known yet)
         self._unconfined = unconfined.count
 
     def since(self, cursor: int | None) -> tuple[int, set[str] | None]:
@@ -73,8 +74,9 @@ class TreeWatch:
             else:
                 self._drain()
             self._seq += 1
-            self._relink()
-            if cursor is None or self._fd["fd"] < 0 or self._broken > cursor or unconfined.running:
+            self._relink()  # a write through another name makes no event here
+            if (cursor is None or self._fd["fd"] < 0 or self._broken > cursor or unconfined.running
+                    or (self._kept is None and self._linked)):  # which files with other names matter: a scan says
                 return self._seq, None
             paths = {path for path, seq in self._marks.items() if seq > cursor}
             return self._seq, paths if len(paths) <= MAX_PATHS else None
@@ -84,6 +86,7 @@ class TreeWatch:
         self._dirs.clear()
         self._marks.clear()
         self._linked.clear()
+        self._kept = None
         self._unconfined = unconfined.count
         self._broken = self._seq + 1
         if self._failed:
@@ -135,15 +138,31 @@ class TreeWatch:
         """Remember `rel` when it is a file with other names (a write through one makes no event here); True then."""
         if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
             self._linked.pop(rel, None)
+            if self._kept is not None:
+                self._kept.discard(rel)
             return False
         if rel not in self._linked and len(self._linked) >= MAX_LINKED:
             raise _Full
         self._linked[rel] = (st.st_ctime_ns, st.st_size, st.st_ino)
         return True
 
+    def keep_linked(self, ignored: set[str]) -> None:
+        """Re-`lstat` only those files with other names that are not in or below `ignored` (files and dirs git ignores,
+        told after each full scan; ignored files are never read): a `uv` venv or a pnpm tree of hard links costs
+        nothing."""
+        with self._lock:
+            self._kept = {rel for rel in self._linked if not any(
+                "/".join(rel.split("/")[:depth]) in ignored for depth in range(1, rel.count("/") + 2))}
+
+    @property
+    def has_linked(self) -> bool:
+        """Whether some file of the tree has other names."""
+        return bool(self._linked)
+
     def _relink(self) -> None:
         """Mark each file with other names whose ctime, size or inode changed (or that went) since last looked at."""
-        for rel, key in list(self._linked.items()):
+        for rel in list(self._kept or ()):
+            key = self._linked.get(rel)
             try:
                 st = beneath.lstat_sync(self.root, rel)
             except OSError:
