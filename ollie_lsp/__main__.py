@@ -138,12 +138,17 @@ def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
-    from ollie.startup import raise_fd_limit
+    from ollie.startup import pause_gc, raise_fd_limit
+    from ollie.stdio import end_process, protect_stdio
 
     raise_fd_limit()
     args = parse_args(argv)
     setup_logs(args.log_file)
-    from ollie.stdio import end_process, protect_stdio
+    import pygls.lsp.server  # noqa: F401 - pygls and lsprotocol load with the collector on, as in a bare server
+
+    # The daemon's own modules, then the engine (resumed by load_engine), load without it: with lsprotocol in, a
+    # full pass (~35 ms of CPU) fell in the daemon's import, before `initialize` was even answered.
+    pause_gc()
     from ollie_lsp.daemon import build_server
 
     server = build_server(coalesce_s=coalesce_window())

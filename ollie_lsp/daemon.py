@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from ollie_lsp.sessions import SessionTable
 
 
+# The events that begin a model's reply.
+_REPLY_ROLES = frozenset({"assistant", "reasoning", "call"})
+
+
 def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     """The daemon, with every feature registered."""
     server = OllieServer(make_table=build_table, load_engine=load_engine, coalesce_s=coalesce_s)
@@ -32,7 +36,7 @@ def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
 def load_engine() -> None:
     """Import what the first ollie/* request needs (in a thread: it holds no lock the loop needs).
 
-    Not the sandbox's fork server: it starts with the first turn (`build_table`), not competing for the CPU.
+    Not the sandbox's fork server: it starts with the first reply (`build_table`), not competing for the CPU.
     """
     from ollie.startup import pause_gc, resume_gc
 
@@ -60,13 +64,20 @@ def build_table(ls: OllieServer) -> SessionTable:
     defaults = SessionDefaults(agent=options.agent or "default", backend=options.backend, model=options.model,
                                env=dict(options.env))
     table: SessionTable
+    # Whether the turn's reply began: the fork server starts then, not with the turn (it competed with the first
+    # token for the CPU), and not at start-up.
+    replying = False
 
     def make_progress(session_id: str) -> TurnProgress:
         return TurnProgress(ls.work_done_progress, session_id, enabled=ls.supports_progress())
 
     def make_forwarder(session_id: str, core: DaemonCore) -> EventForwarder:
         def send(params: dict[str, Any]) -> None:
+            nonlocal replying
             ls.protocol.notify("ollie/event", params)
+            if not replying and params["role"] in _REPLY_ROLES:
+                replying = True
+                start_fork_server_soon()  # for the reply's tool calls, whose arguments are still streaming
 
         def on_state() -> None:
             live = table.find(session_id)
@@ -79,11 +90,12 @@ def build_table(ls: OllieServer) -> SessionTable:
                 live.progress.report(live.core.state)
 
         def on_turn(content: str) -> None:
+            nonlocal replying
             live = table.find(session_id)
             if live is None:
                 return
             if content == "start":
-                start_fork_server_soon()  # for the turn's tool calls: the model's time to answer hides its start
+                replying = False
                 live.progress.begin(live.next_prompt_title())
             else:
                 live.progress.end(content)

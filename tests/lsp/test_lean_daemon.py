@@ -1,5 +1,5 @@
 """The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI) and none of the tool-call
-machinery; the fork server starts with the first turn."""
+machinery; the fork server starts with the first reply."""
 
 from __future__ import annotations
 
@@ -20,10 +20,15 @@ from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
 # process (not the tool processes it forks), every pydantic, httpx and click module it loads, the modules only a
-# tool call needs, and the engine as a witness.
+# tool call needs, and the engine as a witness; and each full pass of the cycle collector.
 _WATCHED = """
-import os, runpy, sys
+import gc, os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
+def full_pass(phase, info):
+    if phase == "stop" and info["generation"] == 2 and os.getpid() == pid:
+        with open(log, "a") as f:
+            f.write("(full-collection)\\n")
+gc.callbacks.append(full_pass)
 def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
         if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
@@ -65,6 +70,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     first = await _first_turn(tmp_path / "first.log", llm.env(), workspace)
     later = await _first_turn(tmp_path / "later.log", llm.env(), workspace)
     assert "ollie.agent.core" in first and "ollie.agent.core" in later
+    # No full pass of the collector over pygls' and lsprotocol's objects while the daemon's own modules load.
+    assert "(full-collection)" not in first[:first.index("ollie.agent.core")] + later[:later.index("ollie.agent.core")]
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
@@ -135,7 +142,7 @@ def _fork_servers(daemon_pid: int) -> list[int]:
     return found
 
 
-async def test_the_fork_server_starts_with_the_first_turn_not_at_start_up(start_daemon, llm, tmp_path):
+async def test_the_fork_server_starts_with_the_first_reply_not_at_start_up(start_daemon, llm, tmp_path):
     # An agent whose prompt is plain text: nothing would spawn a process before a tool call.
     agents = tmp_path / "agents"
     agents.mkdir()
@@ -145,9 +152,14 @@ async def test_the_fork_server_starts_with_the_first_turn_not_at_start_up(start_
     # Answered once the engine is loaded: the fork server's interpreter did not compete with that start.
     assert (await daemon.request("ollie/state", {}))["agent"] == "plain"
     assert _fork_servers(pid) == []
+    # A turn whose request fails has no reply: no tool call could follow, and nothing starts the fork server (it
+    # would compete with the request for the CPU; it starts as a reply begins).
+    llm.script(Reply.error(400, {"error": {"message": "bad request"}}))
+    assert (await daemon.request("ollie/submit", {"text": "hi"}))["stop"] == "error"
+    assert _fork_servers(pid) == []
     llm.script(Reply.text("hello"))
     assert (await daemon.request("ollie/submit", {"text": "hi"}))["reply"] == "hello"
-    deadline = time.monotonic() + 10  # started in a worker thread as the model request went out
+    deadline = time.monotonic() + 10  # started in a worker thread as the reply began
     while not _fork_servers(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert len(_fork_servers(pid)) == 1
@@ -157,8 +169,10 @@ _GC_PROBE = """
 import gc
 import logging
 logging.basicConfig(level=logging.INFO, format="%(message)s")  # stderr
-import ollie_lsp.daemon as d  # as main() loads it: pygls and lsprotocol with the collector on
-from ollie.startup import collect_load_garbage
+import pygls.lsp.server  # as main() loads it: pygls and lsprotocol with the collector on, then the daemon paused
+from ollie.startup import collect_load_garbage, pause_gc
+pause_gc()
+import ollie_lsp.daemon as d
 walked, full = [], []
 def probe(phase, info):
     if phase == "start":

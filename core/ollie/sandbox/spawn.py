@@ -230,10 +230,10 @@ def fork_server() -> ForkServer:
 
 
 def start_fork_server_soon() -> None:
-    """Start the fork server in a worker thread unless it runs (the daemon's turns call this as they start).
+    """Start the fork server in a worker thread unless it runs (the daemon calls this as a turn's reply begins).
 
-    Not at start-up: no first token needs it, and its interpreter competed with the daemon's own start for
-    the CPU. The model's time to answer (and to stream a tool call's arguments) hides its start instead.
+    Not at start-up, nor when the turn starts: no first token needs it, and its interpreter competed with the
+    daemon's own start and first request for the CPU. The streaming of a tool call's arguments hides its start.
     """
     if _server.pid is None:
         asyncio.get_running_loop().run_in_executor(None, _start_quietly)
