@@ -7,7 +7,8 @@ then `initialize`, `session/new` and a prompt, until the first
 `agent_message_chunk` arrives; the scripted LLM server runs in its own process.
 The reference (`bench.acp_minimal`) answers the prompt with one chunk at once:
 what any agent on the SDK pays (python, `import acp` and its pydantic schema,
-the handshake). Rounds are interleaved. Run alone: python -m bench.bench_acp [ROUNDS]
+the handshake). Rounds are interleaved. A second row compares the two agents' CPU time (all threads) when
+their first chunk arrives. Run alone: python -m bench.bench_acp [ROUNDS]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from bench.common import PYTHON, Row, child_env, interleaved, median, run_alone
+from bench.common import PYTHON, Row, child_env, cpu_ms, interleaved, median, run_alone
 from bench.llm_process import LLMProcess
 
 MINIMAL = [PYTHON, "-m", "bench.acp_minimal"]
@@ -37,33 +38,40 @@ class _FirstChunk:
 
     def __init__(self) -> None:
         self.at: float | None = None
+        self.pid = 0
+        self.cpu = 0.0  # the agent's CPU time (ms) when its first chunk came
         self.came = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if getattr(update, "session_update", "") == "agent_message_chunk" and self.at is None:
             self.at = time.perf_counter()
+            self.cpu = cpu_ms(self.pid)
             self.came.set()
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("no permission question expected")
 
 
-async def _first_chunk(command: list[str], env: dict[str, str], cwd: Path) -> float:
+async def _first_chunk(command: list[str], env: dict[str, str], cwd: Path, cpu: list[float]) -> float:
     import acp
 
     client = _FirstChunk()
     started = time.perf_counter()
-    async with acp.spawn_agent_process(cast(Any, client), *command, env=env, cwd=cwd) as (conn, _proc):
+    async with acp.spawn_agent_process(cast(Any, client), *command, env=env, cwd=cwd) as (conn, proc):
+        client.pid = proc.pid
         await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
         session = await asyncio.wait_for(conn.new_session(cwd=str(cwd), mcp_servers=[]), 60)
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")]), 60)
         await asyncio.wait_for(client.came.wait(), 10)
     assert client.at is not None
+    cpu.append(client.cpu)
     return client.at - started
 
 
-def run(rounds: int = 5) -> tuple[list[Row], list[str]]:
-    """The row: `ollie acp` spawn -> first chunk vs the minimal SDK agent's."""
+def run(rounds: int = 11) -> tuple[list[Row], list[str]]:
+    """The rows: `ollie acp` spawn -> first chunk vs the minimal SDK agent's, in wall and in CPU time."""
+    got_cpu: list[float] = []
+    ref_cpu: list[float] = []
     with LLMProcess("openai") as srv, tempfile.TemporaryDirectory(prefix="ollie-bench-acp-") as tmp:
         cwd = Path(tmp)
         env = child_env(srv.env)
@@ -71,19 +79,23 @@ def run(rounds: int = 5) -> tuple[list[Row], list[str]]:
 
         def ollie() -> float:
             srv.script("hello from the model")
-            return asyncio.run(_first_chunk(ours, env, cwd))
+            return asyncio.run(_first_chunk(ours, env, cwd, got_cpu))
 
         def minimal() -> float:
-            return asyncio.run(_first_chunk(MINIMAL, env, cwd))
+            return asyncio.run(_first_chunk(MINIMAL, env, cwd, ref_cpu))
 
         ollie()  # warm the page cache and the .pyc files
         minimal()
+        del got_cpu[:], ref_cpu[:]
         got, ref = interleaved(rounds, ollie, minimal)
     row = Row("`ollie acp` spawn -> first chunk (vs a minimal agent on the same ACP SDK)", median(got) * 1e3,
               median(ref) * 1e3, target=f"<= {TARGET}x")
     row.ok = row.ratio is not None and row.ratio <= TARGET
-    return [row], [f"acp first-chunk rounds (ms): ollie {[round(t * 1e3) for t in got]}, "
-                   f"minimal {[round(t * 1e3) for t in ref]}"]
+    cpu_row = Row("`ollie acp` in CPU time by its first chunk (vs the minimal agent's by its chunk)", median(got_cpu),
+                  median(ref_cpu))
+    return [row, cpu_row], [f"acp first-chunk rounds (ms): ollie {[round(t * 1e3) for t in got]}, "
+                            f"minimal {[round(t * 1e3) for t in ref]}; CPU ollie {[round(t) for t in got_cpu]}, "
+                            f"minimal {[round(t) for t in ref_cpu]}"]
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from ollie.sessions.types import Channel, Kind, Request, os_user
 SESSIONS = 20
 MESSAGES = 1_000
 NEW_SESSIONS = 20
+RSS_ROUNDS = 3
 
 
 def write_saved_sessions(count: int, size: int) -> list[str]:
@@ -75,19 +76,25 @@ def run() -> tuple[list[Row], list[str]]:
     plain = write_plain_agent()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with LSPProcess(BARE_SERVER, env=child_env()) as bare:
-            bare.initialize(root)
-            bare_kb = _settled_rss(bare.pid)
         # Warm, as every start after a user's first is: the page cache and the .pyc files exist. Run alone,
         # this bench would otherwise measure a first-ever start.
         with LSPProcess(DAEMON, env=child_env()) as warm:
             warm.initialize(root)
             warm.request("ollie/state", {}, timeout=60)
+        bare_kbs, ready_kbs = [], []
+        for _ in range(RSS_ROUNDS):  # alternating, each a fresh process
+            with LSPProcess(BARE_SERVER, env=child_env()) as bare:
+                bare.initialize(root)
+                bare_kbs.append(_settled_rss(bare.pid))
+            with LSPProcess(DAEMON, env=child_env()) as daemon:
+                daemon.initialize(root)
+                # The first request: the engine and the default session are loaded (built in the background).
+                daemon.request("ollie/state", {}, timeout=60)
+                ready_kbs.append(_settled_rss(daemon.pid))
+        bare_kb, ready_kb = int(median(bare_kbs)), int(median(ready_kbs))
         with LSPProcess(DAEMON, env=child_env()) as daemon:
             daemon.initialize(root)
-            # The first request: the engine and the default session are loaded (built in the background).
             daemon.request("ollie/state", {}, timeout=60)
-            ready_kb = _settled_rss(daemon.pid)
             _new_sessions(daemon, 3)  # warm: the first sessions fill caches every later one shares
             new_s, new_kb = _new_sessions(daemon, NEW_SESSIONS)
             _new_sessions(daemon, 3, plain)
@@ -116,7 +123,7 @@ def run() -> tuple[list[Row], list[str]]:
     added = Row(f"RSS added by {SESSIONS} resumed sessions of {MESSAGES:,} messages, MiB",
                 (loaded_kb - base_kb) / 1024, None, unit="MiB", target="<= 50 MB")
     added.ok = (loaded_kb - base_kb) * 1024 <= 50e6
-    notes = [f"RSS KiB: bare pygls {bare_kb}, daemon after the first request {ready_kb}, "
+    notes = [f"RSS KiB: bare pygls {bare_kbs}, daemon after the first request {ready_kbs}, "
              f"+{NEW_SESSIONS} new sessions {new_kb}, with resumed sessions {loaded_kb}"]
     return [first, new, plain_new, per, plain_per, added], notes
 

@@ -91,6 +91,13 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def cpu_ms(pid: int) -> float:
+    """CPU time a running process has used so far: all its threads, user and system (ms, in clock ticks)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kb(pid: int) -> int:
     """Resident set size of a process, in KiB (VmRSS)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as status:

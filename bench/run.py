@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     every: dict[str, tuple[str, Callable[[], tuple[list[Row], list[str]]]]] = {
-        "startup": ("start-up", lambda: bench_startup.run(3 if quick else 7)),
-        "acp": ("ollie acp start-up", lambda: bench_acp.run(2 if quick else 5)),
+        "startup": ("start-up", lambda: bench_startup.run(3 if quick else 15)),
+        "acp": ("ollie acp start-up", lambda: bench_acp.run(2 if quick else 11)),
         "relay": ("streaming relay", lambda: bench_relay.run(1 if quick else 3)),
         "inline": ("inline completions", lambda: bench_inline.run(20 if quick else 100)),
         "tools": ("tool spawn and fan-out", lambda: bench_tools.run(10 if quick else 40, 1 if quick else 2)),
