@@ -290,6 +290,28 @@ async def test_a_workspace_at_home_is_read_only_and_hides_secrets(scripted_llm, 
     assert any("open a project folder" in w for w in core.setup_warnings)
 
 
+async def test_a_chat_only_first_turn_at_home_still_warns_after_its_reply(scripted_llm, tmp_path, home):
+    # The sandbox's policy is loaded once the turn has its reply (no first token waits for its YAML and checks),
+    # and the warning still reaches the user within that first turn, once.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"), Reply.text("again"))
+    core = await new_core(srv, tmp_path, agents=plain_agents(tmp_path), cwd=home)
+    events = core.bus.subscribe()
+    try:
+        await core.submit("hi")
+        await core.submit("hi again")
+    finally:
+        await core.close()
+    seen = []
+    while events.pending():
+        event = events.get_nowait()
+        if event is not None and event.role in ("assistant", "info", "turn"):
+            seen.append((event.role, event.content if event.role != "assistant" else ""))
+    warned = [i for i, (role, content) in enumerate(seen) if role == "info" and "open a project folder" in content]
+    assert len(warned) == 1, seen
+    assert seen.index(("assistant", "")) < warned[0] < seen.index(("turn", "end")), seen
+
+
 async def test_sessions_sharing_a_tmpdir_cannot_reach_each_other(scripted_llm, tmp_path, home):
     work = tmp_path / "work"
     work.mkdir()

@@ -26,6 +26,7 @@ from ollie.agent.loop import TurnResult
 from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
+from ollie.agent.setup import sandbox_warnings
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.agent.turns import Turns
@@ -60,7 +61,8 @@ class Core(McpMembers):
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._budget = ContextBudget(self._host)
-        self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings)
+        self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings,
+                            late_warnings=lambda: sandbox_warnings(self.runtime))
         self._closed = False
         self._live_lock = opened.lock
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
@@ -221,7 +223,7 @@ class Core(McpMembers):
     @property
     def setup_warnings(self) -> list[str]:
         """What building the agent warned about (sandbox protections, failed prompt commands)."""
-        return list(self.runtime.warnings)
+        return list(sandbox_warnings(self.runtime))
 
     @property
     def backend_name(self) -> str:

@@ -44,6 +44,7 @@ class Runtime:
     max_steps: int = 0
     tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
     warnings: list[str] = field(default_factory=list)
+    sandbox_warned: bool = False  # its tool servers' setup warnings are in `warnings` (ollie.agent.setup)
     config: AgentConfig = field(default_factory=AgentConfig)
     # Prompt commands not run yet (see `ready_prompt`): `preamble` is "" until they have.
     deferred_prompt: DeferredPrompt | None = None

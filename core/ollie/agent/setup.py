@@ -217,8 +217,19 @@ class _SetupWarner(Protocol):
 
 
 def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:
-    """Run the agent's hooks in the session's command sandbox; add the sandbox's setup warnings to the runtime's."""
+    """Run the agent's hooks in the session's command sandbox."""
     runtime.hooks = Hooks(cfg.hooks, box=box_for(cfg.prompt, session_id))
-    for _, server in runtime.dispatcher.servers():
-        if isinstance(server, _SetupWarner):
-            runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)
+
+
+def sandbox_warnings(runtime: Runtime) -> list[str]:
+    """The runtime's warnings with its sandbox's setup warnings added (a workspace at $HOME granted read-only...).
+
+    Asked for after a session is built, not while: the policy loads here (YAML, its checks, the protected paths:
+    ~20-30 ms of CPU once per process, ~5 ms per session), which no first token needs. Once per runtime.
+    """
+    if not runtime.sandbox_warned:
+        runtime.sandbox_warned = True
+        for _, server in runtime.dispatcher.servers():
+            if isinstance(server, _SetupWarner):
+                runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)
+    return runtime.warnings

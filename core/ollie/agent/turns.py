@@ -33,7 +33,8 @@ class TurnsHost(LoopHost, Protocol):
 class Turns:
     """Runs the turns of one session, one task each; the Core serialises them and owns the queue."""
 
-    def __init__(self, host: TurnsHost, budget: ContextBudget, *, warnings: list[str]) -> None:
+    def __init__(self, host: TurnsHost, budget: ContextBudget, *, warnings: list[str],
+                 late_warnings: Callable[[], list[str]] = list) -> None:
         self._host = host
         self._budget = budget
         self.running = False
@@ -41,8 +42,11 @@ class Turns:
         self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
-        # Build warnings (a workspace at $HOME granted read-only...): shown when the first turn starts.
+        # Build warnings (an MCP server that did not start...): shown when the first turn starts; `late_warnings`
+        # (the sandbox's: a workspace at $HOME granted read-only...) as a turn ends, each once.
         self._pending_warnings = list(warnings)
+        self._late_warnings = late_warnings
+        self._shown = set(warnings)
 
     def retire(self, backend: Backend) -> None:
         """Close `backend` when the running turn ends (its request streams from it)."""
@@ -116,6 +120,10 @@ class Turns:
         host.save()
         if result.stop != "interrupted":
             await self._post_turn(result)
+        for warning in await asyncio.to_thread(self._late_warnings):  # read off the loop (the policy's file)
+            if warning not in self._shown:
+                self._shown.add(warning)
+                bus.emit("info", f"warning: {warning}")
         bus.emit("turn", result.stop)
         self.running = False
         for backend in self.take_retired():  # backends a /backend replaced during this turn
