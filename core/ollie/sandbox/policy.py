@@ -8,12 +8,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import paths
 from ollie.errors import ConfigError
 from ollie.sandbox.errors import PolicyError
-from ollie.sandbox.policy_schema import PolicySpec, load_spec
 from ollie.sandbox.sizes import size_bytes
+
+if TYPE_CHECKING:
+    from ollie.sandbox.policy_schema import PolicySpec
 
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
 _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
@@ -187,6 +190,8 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
 @functools.lru_cache(maxsize=32)
 def _parsed(text: str, source: str) -> PolicySpec:
     """The checked file, kept by its text: every sandboxed command loads its policy."""
+    from ollie.sandbox.policy_schema import load_spec  # its shapes at the first policy read, not at start-up
+
     return load_spec(text, source)
 
 
