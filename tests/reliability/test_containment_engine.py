@@ -318,6 +318,8 @@ async def test_sessions_sharing_a_tmpdir_cannot_reach_each_other(scripted_llm, t
     agents = plain_agents(tmp_path)
     other_srv = scripted_llm("openai")
     other = await new_core(other_srv, tmp_path, agents=agents, cwd=work)
+    other_srv.script(Reply.text("hello"))
+    await other.submit("hi")  # a session in use: its sandbox (and so its private dirs) set up by its first turn
     root = paths.runtime_tmp_dir()
     theirs = root / other.session_id
     assert (theirs / "tmp").is_dir()
