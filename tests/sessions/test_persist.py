@@ -175,6 +175,23 @@ def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_stale_temporary_files_are_looked_for_once_not_at_every_snapshot(tmp_path, monkeypatch):
+    # Listing a directory of thousands of sessions was half a snapshot's CPU: a killed process's leftover is looked
+    # for at a log's first snapshot of an existing session (a new one has none), and after one of its writes failed.
+    session, file = _one_round_saved(tmp_path, SessionFile)
+    leftover = tmp_path / f".{file.path.name}.1.2.tmp"
+    leftover.write_bytes(b"killed")
+    listed: list[str] = []
+    glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: listed.append(pattern) or glob(self, pattern))
+    file.rewrite(session)
+    assert not listed  # this process made the file: no leftover of another
+    resumed = SessionFile(tmp_path, session.id)
+    for _ in range(3):
+        resumed.rewrite(session)
+    assert len(listed) == 1 and not leftover.exists()
+
+
 def test_a_tear_anywhere_loads_the_last_complete_round(tmp_path):
     session = Session()
     file = SessionFile(tmp_path, session.id)

@@ -89,6 +89,7 @@ class SessionFile:
         self._first_ref: Message | None = None
         self._last_ref: Message | None = None
         self._inode = -1  # the file the offsets refer to
+        self._swept = False  # stale temporary files of this session were looked for (once: see `_write_whole`)
         self._tracked_refs: dict[str, object] = {}
         # The records go to `storage` instead of the file when given (OLLIE_STORE: PostgreSQL rows).
         self.storage = storage
@@ -287,6 +288,7 @@ class SessionFile:
         # A new session's first save (on the event loop) has no log to protect: the disk's wait goes to the sync
         # thread, as an appended round's does (two fsyncs here were ~20 ms of a first turn on the loop).
         later = self._sync and not self.path.exists()
+        swept, self._swept = self._swept, False  # a write cut short here leaves its temporary file: the next sweeps
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
@@ -306,10 +308,11 @@ class SessionFile:
             syncer.sync_later(os.open(self.sessions_dir, os.O_RDONLY), self._on_sync_failure)
         elif self._sync:
             _fsync_dir(self.sessions_dir)
-        # A process killed between writing its temporary file and the rename leaves it behind (not for a new
-        # session: listing a directory of thousands of sessions was half of its first save).
-        for stale in () if later else self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
+        # A process killed between writing its temporary file and the rename leaves it behind: looked for once
+        # (not for a new session): listing a directory of thousands of sessions was half a save's CPU.
+        for stale in () if later or swept else self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
             stale.unlink(missing_ok=True)
+        self._swept = True
         self._inode = inode
 
     def _write_snapshot(self, session: Session) -> None:
