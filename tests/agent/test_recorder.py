@@ -45,6 +45,26 @@ async def test_a_recorded_session_is_created_then_stamped_by_each_turn(scripted_
     assert registry.get(Scope(user_id=USER), core.session_id).last_turn_completed_at == info.last_turn_completed_at
 
 
+async def test_the_recorder_is_handed_turn_events_only(scripted_llm, make_core, registry):
+    # It keeps only `turn` ones: handed every delta, 50 streaming sessions woke 50 recorders per delta.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("a streamed reply"))
+    core = await make_core(srv, toy=ToyServer())
+    recorder = await record(core, channel=Channel.CLI, registry=lambda: registry, user=USER)
+    everything = core.bus.subscribe()
+    sub = recorder._sub
+    assert sub is not None
+    handed: list[str] = []
+    put = sub._put
+    sub._put = lambda event: (handed.append(event.role if event else "end"), put(event))[-1]  # type: ignore[method-assign]
+    await core.submit("hi")
+    await recorder.drained()
+    assert handed == ["turn", "turn"] and everything.pending() > 2
+    assert registry.get(Scope(user_id=USER), core.session_id).last_turn_result == TurnResult.END
+    await core.close()
+    await recorder.close()
+
+
 async def test_a_resumed_session_keeps_its_record(scripted_llm, make_core, registry):
     srv = scripted_llm("openai", check=False)
     core = await make_core(srv, toy=ToyServer())

@@ -79,7 +79,7 @@ class Recorder:
             self._core.shared_by(info.user_id)
         self._titled = bool(info is not None and info.title)
         self._stamp()
-        self._sub = self._core.bus.subscribe()
+        self._sub = self._core.bus.subscribe(roles=frozenset({"turn"}))
         self._task = asyncio.create_task(self._follow(self._sub))
         return info
 
@@ -110,8 +110,6 @@ class Recorder:
 
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
-            if event.role != "turn":
-                continue
             if event.content == "start":
                 self._stamp(turn_started=True)
                 if not self._titled and (title := prompt_title(event.prompt)):
