@@ -114,6 +114,15 @@ async def test_a_prompt_file_entry_reads_the_agents_own_fragment(tmp_path):
     assert len(warnings) == 1 and "missing.md" in warnings[0]
 
 
+async def test_the_default_agents_fragments_are_read_in_one_worker_thread_hop(tmp_path, monkeypatch):
+    # Five hops were five tasks and ten loop callbacks per new session (50 first turns at once: 500).
+    hops: list[object] = []
+    to_thread = asyncio.to_thread
+    monkeypatch.setattr(asyncio, "to_thread", lambda fn, *args, **kw: hops.append(fn) or to_thread(fn, *args, **kw))
+    prompt = await resolve_prompt(load_agent_config(AGENTS_DIR / "default.json").prompt, cwd=tmp_path, env={})
+    assert len(hops) == 1 and _fragment_text("identity.md") in prompt and "# Environment" in prompt
+
+
 @pytest.mark.parametrize(
     ("name", "present", "absent"),
     [

@@ -70,26 +70,39 @@ def _fragment(name: str, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
+def _read_entries(entries: list[str], base_dir: Path | None, cwd: Path) -> dict[str, tuple[str, bool] | OSError]:
+    """Every `@` entry's text and whether it found a git repository (`@environment`), or the file's error (sync)."""
+    read: dict[str, tuple[str, bool] | OSError] = {}
+    for entry in entries:
+        if entry == environment.ENTRY:
+            read[entry] = environment.facts(cwd)
+            continue
+        try:
+            read[entry] = (_fragment(entry[1:], base_dir).read_text(encoding="utf-8", errors="replace").rstrip("\n"),
+                           False)
+        except OSError as exc:
+            read[entry] = exc
+    return read
+
+
 async def _entry_output(
     entry: str, *, prompt: Prompt, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float,
     warnings: list[str] | None, late: list[asyncio.Task[str | None]] | None,
+    local: asyncio.Future[dict[str, tuple[str, bool] | OSError]] | None,
 ) -> str | None:
-    """One array entry's text: an in-process `@` entry, else a shell command's stdout (None: skipped)."""
-    if not entry.startswith("@"):
+    """One array entry's text: an in-process `@` entry (from `local`), else a shell command's stdout (None: skipped)."""
+    if local is None or not entry.startswith("@"):
         return await _command_output(entry, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings)
-    if entry == environment.ENTRY:
-        text, in_repo = await asyncio.to_thread(environment.facts, cwd)
-        if in_repo and late is not None:
-            # git must run sandboxed (the repository may be hostile): in the background, not in the turn's way.
-            late.append(asyncio.ensure_future(_git_status(box=box, cwd=cwd, env=env, timeout=timeout)))
-        return text
-    file = _fragment(entry[1:], prompt.base_dir)
-    try:
-        return (await asyncio.to_thread(file.read_text, encoding="utf-8", errors="replace")).rstrip("\n")
-    except OSError as exc:
+    read = (await local)[entry]
+    if isinstance(read, OSError):
         if warnings is not None:
-            warnings.append(f"prompt file {file} unreadable: {exc.strerror}; skipped")
+            warnings.append(f"prompt file {_fragment(entry[1:], prompt.base_dir)} unreadable: {read.strerror}; skipped")
         return None
+    text, in_repo = read
+    if in_repo and late is not None:
+        # git must run sandboxed (the repository may be hostile): in the background, not in the turn's way.
+        late.append(asyncio.ensure_future(_git_status(box=box, cwd=cwd, env=env, timeout=timeout)))
+    return text
 
 
 async def _git_status(*, box: CommandBox, cwd: Path, env: Mapping[str, str], timeout: float) -> str | None:
@@ -120,10 +133,13 @@ async def resolve_prompt(
     box = box or box_for(prompt)
     proc_env = prompt_env(prompt, cwd=cwd, env=env)
     if prompt.is_exec:
+        # The `@` entries in one worker-thread hop (the default agent's five were five), beside the commands.
+        entries = [c for c in prompt.commands if c.startswith("@")]
+        local = asyncio.ensure_future(asyncio.to_thread(_read_entries, entries, prompt.base_dir, cwd)) if entries else None
         outputs = await asyncio.gather(
             *(
                 _entry_output(c, prompt=prompt, box=box, cwd=cwd, env=env, timeout=timeout, warnings=warnings,
-                              late=late)
+                              late=late, local=local)
                 for c in prompt.commands
             )
         )
