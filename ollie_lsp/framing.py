@@ -50,8 +50,9 @@ Item = bytes | Problem
 class FrameSource(Protocol):
     """Where a client's frames come from (stdin's reader thread, a TCP connection)."""
 
-    async def run(self, deliver: Callable[[list[Item]], None]) -> None:
-        """Hand each batch of frames to `deliver` (on the loop) until the client's input ends."""
+    async def run(self, deliver: Callable[[list[Item]], list[Item]]) -> None:
+        """Hand each batch of frames to `deliver` (on the loop) until the client's input ends; what it returns (left
+        unhandled) is handed to it again, first, a loop pass later."""
         ...
 
 

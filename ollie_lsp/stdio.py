@@ -47,18 +47,24 @@ class StdinFrames:
         self._scheduled = False
         self._taken = threading.Event()
 
-    async def run(self, deliver: Callable[[list[Item]], None]) -> None:
-        """Hand each batch to `deliver` on this loop; return when the client's input ends."""
+    async def run(self, deliver: Callable[[list[Item]], list[Item]]) -> None:
+        """Hand each batch to `deliver` on this loop (what it leaves, first, a pass later); return when input ends."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[None] = loop.create_future()
 
         def hand_over() -> None:
             with self._lock:
-                batch, self._batch, self._queued, self._scheduled = self._batch, [], 0, False
-                done = self._ended
-            self._taken.set()
-            if batch:
-                deliver(batch)
+                batch, self._batch, self._queued = self._batch, [], 0
+            left = deliver(batch) if batch else []
+            with self._lock:  # still scheduled meanwhile: what the reader queued is handed over from here
+                self._batch[:0] = left
+                self._queued += sum(len(item) for item in left if isinstance(item, bytes))
+                again = self._scheduled = bool(self._batch)
+                done = self._ended and not again
+            if not left:  # the frames left count towards QUEUED_MAX still
+                self._taken.set()
+            if again:
+                loop.call_soon(hand_over)
             if done and not ended.done():
                 ended.set_result(None)
 

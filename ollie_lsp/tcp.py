@@ -188,14 +188,14 @@ class StreamFrames:
         self._parser = parser
         self._stream = stream
 
-    async def run(self, deliver: Callable[[list[Item]], None]) -> None:
-        """Hand each batch to `deliver`; return once the client is gone."""
+    async def run(self, deliver: Callable[[list[Item]], list[Item]]) -> None:
+        """Hand each batch to `deliver` (what it leaves, again a loop pass later); return once the client is gone."""
         parser = self._parser
         stall = stall_seconds()
         items: list[Item] = self._first
         while True:
-            if items:
-                deliver(items)
+            while items := deliver(items) if items else []:
+                await asyncio.sleep(0)
             try:
                 # A frame begun waits at most `stall` for its next byte (a too-long Content-Length is answered).
                 data = await asyncio.wait_for(self._stream.read(1 << 16), stall if parser.pending() else None)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
+from ollie_lsp import server as server_module
 from ollie_lsp.server import OllieServer
 
 
@@ -93,3 +95,21 @@ async def test_a_request_that_waits_carries_on_in_its_task_with_timeouts_and_can
     answers = {m["id"]: m for m in writer.out}
     assert answers[1]["result"] == {"ok": True} and seen[-1] is True
     assert "cancel" in answers[2]["error"]["message"] and "cancelled" in seen
+
+
+async def test_a_batch_is_handled_until_the_passs_cpu_budget_is_spent_and_the_rest_is_returned():
+    # 50 submits sent together ran in one ~6 ms callback; now the reader hands what is left over a pass later.
+    server, writer = _server()
+
+    @server.feature("test/busy")
+    async def busy(ls: OllieServer, params: Any) -> dict[str, Any]:
+        started = time.thread_time()
+        while time.thread_time() - started <= server_module.PASS_CPU_S:  # CPU, as a submit's handler spends
+            pass
+        return {"ok": True}
+
+    frames = [_frame(n, "test/busy") for n in range(3)]
+    done = asyncio.get_running_loop().create_future()
+    # As the stdin reader hands frames over: from a plain loop callback, where handlers run at once.
+    asyncio.get_running_loop().call_soon(lambda: done.set_result(server.protocol.receive(frames)))  # type: ignore[attr-defined]
+    assert await done == frames[1:] and [m["id"] for m in writer.out] == [0]

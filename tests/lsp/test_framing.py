@@ -26,7 +26,7 @@ async def test_frames_that_come_while_the_loop_is_busy_reach_it_in_one_batch():
     read_end, write_end = os.pipe()
     batches: list[list[Item]] = []
     reader = StdinFrames(os.fdopen(read_end, "rb"))
-    serving = asyncio.ensure_future(reader.run(batches.append))
+    serving = asyncio.ensure_future(reader.run(lambda batch: batches.append(batch) or []))
     await asyncio.sleep(0)  # the reader thread starts
     # The loop is held (as by 20 sessions' events) while 50 requests come, each in its own write.
     for n in range(50):
@@ -40,6 +40,25 @@ async def test_frames_that_come_while_the_loop_is_busy_reach_it_in_one_batch():
     assert [decode(item)["id"] for batch in batches for item in batch] == list(range(50))  # type: ignore[arg-type]
     os.close(write_end)
     await asyncio.wait_for(serving, 10)  # end of input ends the reading
+
+
+async def test_frames_the_loop_leaves_are_handed_over_first_a_pass_later_and_before_the_end():
+    # The daemon handles a batch until a pass's CPU budget is spent (50 submits at once were one ~6 ms callback).
+    read_end, write_end = os.pipe()
+    loop = asyncio.get_running_loop()
+    seen: list[object] = []
+
+    def deliver(batch: list[Item]) -> list[Item]:
+        seen.append(decode(batch[0])["id"])  # type: ignore[index]
+        if len(seen) == 1:
+            loop.call_soon(seen.append, "another callback")
+        return batch[1:]  # one frame a pass
+
+    reader = StdinFrames(os.fdopen(read_end, "rb"))
+    os.write(write_end, b"".join(frame(b'{"id": %d}' % n) for n in range(3)))
+    os.close(write_end)  # the input ends with them: the reading ends once all three are handled
+    await asyncio.wait_for(reader.run(deliver), 10)
+    assert seen == [0, "another callback", 1, 2]
 
 
 def test_parser_splits_any_chunking_into_the_same_frames():
