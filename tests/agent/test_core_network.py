@@ -123,3 +123,29 @@ async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripte
     assert not approver.network  # not asked again
     assert "hello status 200" in tool_text(srv, 3)
     assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)
+
+
+async def test_a_step_making_connections_by_the_thousand_records_a_hundred_and_a_count(scripted_llm, make_core,
+                                                                                        listener, monkeypatch):
+    # A hostile step looping over connections: each added a `[network]` line to its result, an entry to its `tool`
+    # event and to the session's saved history, without bound. Past egress.MAX_RECORDED they add up in one record.
+    monkeypatch.setattr(egress, "MAX_RECORDED", 3)
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [
+        {"code": f"for i in $(seq 12); do curl -s -o /dev/null http://other.test:{listener.port}/$i; done"}]})),
+        Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = Approver("reject")
+    events = core.bus.subscribe()
+    await core.submit("fetch them")
+    tools = [e.tool.to_wire() for e in _drain(events) if e.role == "tool" and e.tool is not None]
+    network = tools[-1]["network"]
+    assert [c["host"] for c in network] == ["other.test"] * 3 + [""]
+    assert network[-1] == {"host": "", "port": 0, "verdict": "denied", "how": "9 denied", "sent": 0, "received": 0,
+                           "more": 9}
+    told = tool_text(srv, 1)
+    assert told.count("[network] ") == 4
+    assert "[network] ... 9 more connections (9 denied), sent 0 B, received 0 B" in told
+    assert [len(calls) for calls in core.session.step_network.values()] == [4]  # what the history saves
+    assert (await core.submit("/network")).reply.startswith("network (12 connections):")
+    assert not listener.received

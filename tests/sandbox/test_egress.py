@@ -528,3 +528,31 @@ async def test_a_request_head_or_tunnel_opening_that_never_comes_is_cut_off(ws, 
     assert out == "HTTP/1.1 200 Connection established"  # then closed: the probe read to the end
     assert connections[0]["verdict"] == "denied" and connections[0]["how"] == "no TLS or SSH opening within 0.3 s"
     assert not counting.received
+
+
+MANY = textwrap.dedent("""
+    import socket, sys
+    port, allowed, denied = map(int, sys.argv[1:])
+    for target in [f"http://pypi.test:{port}/"] * allowed + ["http://other.test:1/"] * denied:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+        s.sendall(f"GET {target} HTTP/1.1\\r\\nHost: {target.split('/')[2]}\\r\\n\\r\\n".encode())
+        while s.recv(65536):
+            pass
+""")
+
+
+async def test_connections_past_the_recorded_ones_add_up_in_one_record(ws, counting, monkeypatch) -> None:
+    # A step's connections past egress.MAX_RECORDED are not recorded one by one (the result, the `tool` event and
+    # the session's history would grow with each): one record counts them, their verdicts and their bytes.
+    monkeypatch.setattr(egress, "MAX_RECORDED", 4)
+    out, _, connections = await run_asked(ws, proxy_policy(ws, [f"pypi.test:{counting.port}"]), "deny",
+                                          str(counting.port), "6", "20", script=MANY)
+    assert [c["verdict"] for c in connections] == ["allowed"] * 5
+    one = connections[0]
+    more = connections[-1]
+    assert more | {"step": ""} == {"host": "", "port": 0, "verdict": "allowed", "how": "2 allowed, 20 denied",
+                                   "more": 22, "sent": 2 * one["sent"], "received": 2 * one["received"], "step": ""}
+    from ollie.tools.execute.results import network_line
+
+    assert network_line(more).startswith("... 22 more connections (2 allowed, 20 denied), sent ")
+    assert counting.accepted == 6

@@ -130,7 +130,8 @@ async def cmd_network(core: CommandTarget, arg: str) -> str:
     log = core.network_log
     if not log:
         return "no network use in this session (steps under network: proxy go out only through ollie's proxy)"
-    return f"network ({len(log)} connection{'s' if len(log) != 1 else ''}):\n" + "\n".join(
+    count = sum(c.get("more") or 1 for c in log)
+    return f"network ({count} connection{'s' if count != 1 else ''}):\n" + "\n".join(
         f"{network_line(c)} — {_one_line(c.get('step', ''), 80)}" for c in log)
 
 

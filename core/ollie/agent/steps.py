@@ -88,8 +88,9 @@ class Diff:
         return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
 
 
-# What a `tool` event says of each connection (`error` only when there was one).
-NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error")
+# What a `tool` event says of each connection (`error` only when there was one; `more` on the one record that adds
+# up a step's connections past the first egress.MAX_RECORDED).
+NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error", "more")
 
 
 @dataclass(frozen=True)

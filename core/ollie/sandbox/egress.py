@@ -47,6 +47,9 @@ ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 # A step's request head, and a tunnel's first bytes (its TLS hello), must come within this: a connection that
 # sends too little (slowloris) holds the daemon's descriptors only so long.
 HEAD_TIMEOUT_S = 30.0
+# A step's connections recorded one by one; each one past these only adds to one `{"more": n, ...}` record once it
+# ends: a step opening 100k connections must not grow its result, its events and the session's history without bound.
+MAX_RECORDED = 100
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
 # A bulk transfer's pipe: what one splice(2) moves at most (pipe-max-size for a user). Per 100 MB relayed the
 # daemon spends ~50 ms of CPU with 256 KiB pipes, ~30 with 1 MiB: fewer, larger splices and wakeups.
@@ -144,6 +147,8 @@ class StepNet:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     connections: list[dict] = field(default_factory=list)
     sent: int = 0
+    _more: dict | None = None  # the record the connections past MAX_RECORDED add up in
+    _verdicts: dict[str, int] = field(default_factory=dict)  # theirs, counted
     _listener: socket.socket | None = None
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
@@ -172,11 +177,10 @@ class StepNet:
         """
         record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
                         "step": (self.ask.step if self.ask is not None else "") or self.label}
-        self.connections.append(record)
-        if self.ask is not None:
-            self.ask.connections.append(record)  # the same dict: its byte counts go on growing there
-            if self.ask.log is not None:
-                self.ask.log.append(record)
+        if len(self.connections) < MAX_RECORDED:
+            self._keep(record)
+        else:
+            record["fold"] = True  # added up in `_more` when it ends (`fold`)
         key = f"{host}:{port}"
         if any_match(self.deny, host, port):
             record["how"] = "policy"
@@ -203,6 +207,29 @@ class StepNet:
             if answer == "always" and self.ask.remember is not None:
                 await self.ask.remember(key)
         return record
+
+    def _keep(self, record: dict) -> None:
+        self.connections.append(record)
+        if self.ask is not None:
+            self.ask.connections.append(record)  # the same dict: its byte counts go on growing there
+            if self.ask.log is not None:
+                self.ask.log.append(record)
+
+    def fold(self, record: dict) -> None:
+        """Add an ended connection past MAX_RECORDED to the step's one `more` record: `how` counts the verdicts."""
+        more = self._more
+        if more is None:
+            more = self._more = {"host": "", "port": 0, "verdict": "denied", "how": "", "sent": 0, "received": 0,
+                                 "more": 0, "step": record["step"]}
+            self._keep(more)
+        verdicts = self._verdicts
+        verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
+        more.update(more=more["more"] + 1, sent=more["sent"] + record["sent"],
+                    received=more["received"] + record["received"],
+                    verdict="allowed" if "allowed" in verdicts else "denied",
+                    how=", ".join(f"{n} {verdict}" for verdict, n in verdicts.items()))
+        if record.get("error"):
+            more["error"] = record["error"]  # the last one's (a send cap's cut-off: one for the whole step)
 
     async def _question(self, host: str, port: int, scheme: str) -> str:
         assert self.ask is not None and self.ask.ask is not None
@@ -337,6 +364,7 @@ class EgressProxy:
         client.setblocking(False)
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         upstream: socket.socket | None = None
+        record: dict = {}
         try:
             try:
                 method, host, port, head, early, body = await asyncio.wait_for(read_request(client), HEAD_TIMEOUT_S)
@@ -379,6 +407,8 @@ class EgressProxy:
             client.close()
             if upstream is not None:
                 upstream.close()
+            if record.get("fold"):
+                step.fold(record)
 
 
 async def _connect(addresses: list[str], port: int) -> socket.socket:

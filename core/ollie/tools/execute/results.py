@@ -25,13 +25,15 @@ def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
 
 
 def network_line(connection: dict) -> str:
-    """One connection through the egress proxy: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3 MB`."""
+    """One connection through the egress proxy: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3 MB`; a step's
+    connections past the recorded ones as one: `... 99900 more connections (99900 denied), sent 0 B, received 0 B`."""
     def size(n: int) -> str:
         return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
 
     how = f" ({connection['how']})" if connection.get("how") else ""
-    line = (f"{connection['host']}:{connection['port']} {connection['verdict']}{how}, sent {size(connection['sent'])}, "
-            f"received {size(connection['received'])}")
+    what = (f"... {connection['more']} more connections" if connection.get("more")
+            else f"{connection['host']}:{connection['port']} {connection['verdict']}")
+    line = f"{what}{how}, sent {size(connection['sent'])}, received {size(connection['received'])}"
     return line + (f"; {connection['error']}" if connection.get("error") else "")
 
 

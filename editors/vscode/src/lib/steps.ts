@@ -38,6 +38,8 @@ export interface StepConnection {
   sent: number;
   received: number;
   error?: string;
+  /** On the one record adding up a step's connections past the first hundred: how many. */
+  more?: number;
 }
 
 function parseConnection(raw: unknown): StepConnection | undefined {
@@ -46,6 +48,7 @@ function parseConnection(raw: unknown): StepConnection | undefined {
   const c: StepConnection = { host: raw.host, port: raw.port, verdict: raw.verdict, how: typeof raw.how === "string" ? raw.how : "",
     sent: count(raw.sent), received: count(raw.received) };
   if (typeof raw.error === "string" && raw.error) c.error = raw.error;
+  if (typeof raw.more === "number" && raw.more > 0) c.more = raw.more;
   return c;
 }
 
@@ -55,7 +58,8 @@ function size(n: number): string {
 
 /** A connection as the `[network]` lines of a result say it: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB`. */
 export function connectionLine(c: StepConnection): string {
-  const line = `${c.host}:${c.port} ${c.verdict}${c.how ? ` (${c.how})` : ""}, sent ${size(c.sent)}, received ${size(c.received)}`;
+  const what = c.more ? `... ${c.more} more connections` : `${c.host}:${c.port} ${c.verdict}`;
+  const line = `${what}${c.how ? ` (${c.how})` : ""}, sent ${size(c.sent)}, received ${size(c.received)}`;
   return c.error ? `${line}; ${c.error}` : line;
 }
 

@@ -41,6 +41,7 @@ test("a tool object's connections are parsed (malformed ones dropped) and read a
     { host: "pypi.org", port: 443, verdict: "allowed", how: "policy", sent: 1234, received: 3 * (1 << 20) },
     { host: "other.test", port: 8080, verdict: "denied", how: "deny", sent: 0, received: 0 },
     { host: "x.test", port: 443, verdict: "allowed", how: "once", sent: 10, received: 0, error: "cut off" },
+    { host: "", port: 0, verdict: "allowed", how: "3 allowed, 897 denied", sent: 2048, received: 0, more: 900 },
     { host: 5 },
   ];
   const step = parseToolStep({ ...wire("c1", "completed"), network });
@@ -48,6 +49,7 @@ test("a tool object's connections are parsed (malformed ones dropped) and read a
     "pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB",
     "other.test:8080 denied (deny), sent 0 B, received 0 B",
     "x.test:443 allowed (once), sent 10 B, received 0 B; cut off",
+    "... 900 more connections (3 allowed, 897 denied), sent 2.0 KB, received 0 B",
   ]);
   assert.equal(parseToolStep(wire("c2", "completed"))?.network, undefined);
 });
