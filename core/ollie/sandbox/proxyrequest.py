@@ -13,7 +13,7 @@ import re
 import socket
 
 MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
-_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")  # a host name, normalized
+_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*")  # a host name, normalized, as DNS allows
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
                b"te", b"trailer", b"upgrade"}
 
@@ -58,8 +58,8 @@ def _authority(text: str, default_port: int) -> tuple[str, int]:
     name = host.lower().rstrip(".")
     # Only a DNS name or an IP literal: the host is asked about and an "always" answer saves it as a pattern,
     # so "*.com" or a name with a line break in it (\x0b, \x1c split the saved file's lines) would save a
-    # wider pattern than the user saw.
-    if not (is_ip(name) if text.startswith("[") else (is_ip(name) or _NAME.fullmatch(name))):
+    # wider pattern than the user saw. An IPv6 zone (`fe80::1%eth0`) is any text to `ipaddress`: none is taken.
+    if "%" in name or not (is_ip(name) if text.startswith("[") else (is_ip(name) or _NAME.fullmatch(name))):
         raise RequestError(f"bad host in {text!r}")
     return normal_host(host), port
 
