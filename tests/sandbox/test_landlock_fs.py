@@ -4,6 +4,8 @@ writable paths meets the step's read-only view first: EROFS), escapes fail."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -201,6 +203,49 @@ async def test_ldd_grants_only_the_program_and_its_libraries(ws):
     assert status == 0, err
     status, _, err = await ws.run(["/usr/bin/cat", "/etc/hostname"], with_ldd)
     assert status != 0 and denied(err)
+
+
+HOSTILE_MAIN = textwrap.dedent("""
+    #include <stdio.h>
+    int main(int argc, char **argv) {
+        char buf[64] = {0};
+        FILE *f = fopen(argv[1], "r");
+        if (!f) { perror("open"); return 1; }
+        fread(buf, 1, sizeof buf - 1, f);
+        puts(buf);
+        return 0;
+    }
+""")
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+async def test_ldd_output_forged_by_a_library_name_grants_nothing_more(ws):
+    # A program the step built needs a library named "x\n\tz => <outside> (0x1)" (a relative path: the step
+    # provides it in the workspace, so the program runs). ldd, run by the daemon unsandboxed, prints that name as
+    # a line of its own; the daemon read "<outside>" as a library and granted the directory read+execute.
+    placeholder = "lib" + "a" * 200 + ".so"
+    build = ws.root / "build"
+    build.mkdir()
+    (build / "lib.c").write_text("int ollie_placeholder;\n")
+    (build / "main.c").write_text(HOSTILE_MAIN)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(build / placeholder), str(build / "lib.c")], check=True)
+    subprocess.run(["gcc", "-o", str(build / "main"), str(build / "main.c"), "-L", str(build), "-Wl,--no-as-needed",
+                    f"-l:{placeholder}"], check=True)
+    forged = f"x\n\tz => {ws.outside} (0x1)"
+    data = (build / "main").read_bytes()
+    assert data.count(placeholder.encode()) == 1 and len(forged) < len(placeholder)
+    program = ws.work / "main"
+    program.write_bytes(data.replace(placeholder.encode(), forged.encode().ljust(len(placeholder), b"\0")))
+    program.chmod(0o755)
+    library = ws.work / forged  # where the program's loader finds it, from the step's cwd
+    library.parent.mkdir(parents=True)
+    shutil.copy(build / placeholder, library)
+    policy = ws.policy("filesystem: {rw: ['{CWD}']}\nadvanced: {ldd: true}\n")
+    (ws.work / "hello").write_text("hello")
+    status, out, err = await ws.run([str(program), "hello"], policy)
+    assert (status, out) == (0, "hello\n"), err  # the program and its libraries are granted: it runs
+    status, out, err = await ws.run([str(program), str(ws.outside / "secret")], policy)
+    assert "secret" not in out and denied(err), (status, out, err)
 
 
 async def test_common_shell_idioms_work_under_the_default_policy(ws):

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from ollie import programs
 from ollie.sandbox import landlock
 
-_LIBRARY = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")
+# A library ld.so found: "\tname => /path (0x...)", or "\t/path (0x...)" for the loader. The names are the
+# program's (a step may have built it): one holding "\n\tz => /home/u/.ssh (0x1)" prints a line of that form.
+_LIBRARY = re.compile(r"\t(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 _cache: dict[str, list[str]] = {}
 
 
@@ -25,7 +27,9 @@ async def _ldd(program: str) -> list[str]:
             proc = await asyncio.create_subprocess_exec(ldd, program, stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
             out, _ = await proc.communicate()
-            libraries = _LIBRARY.findall(out.decode(errors="replace"))
+            found = (_LIBRARY.fullmatch(line) for line in out.decode(errors="replace").splitlines())
+            # So only a shared object counts, never a directory or any other file a forged line names.
+            libraries = [m[1] for m in found if m and programs.starts_with(m[1], b"\x7fELF")]
         _cache[program] = libraries
     return _cache[program]
 
