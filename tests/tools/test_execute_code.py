@@ -12,6 +12,7 @@ import pytest
 from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute import spawn as execute_spawn
+from ollie.tools.execute.runner import Runner
 from tests.procs import host_pid, new_mark, processes_with, wait_for_processes
 
 from .conftest import Workspace, alive, code, installed, stdout_of
@@ -306,3 +307,29 @@ async def test_a_steps_end_is_its_status_even_while_its_init_still_exits():
         init.kill()
         init.wait()
         proc.close()
+
+
+async def test_a_step_cannot_turn_its_scratch_dirs_removal_against_files_outside(ws: Workspace) -> None:
+    # The scratch dir is removed by the daemon (unsandboxed, in a worker thread) after the answer. A step swapping
+    # its program or the dir for a symlink to a dir outside would have that removal delete there: it cannot write
+    # the dir, and a link that is there anyway (a policy granting the runtime dir) is removed, never followed.
+    victim = ws.outside / "keep"
+    victim.mkdir()
+    (victim / "file").write_text("kept")
+    attack = (f'dir=$(dirname "$0"); echo "$dir"; rm -f "$0"; ln -s {victim} "$dir/link"; mv "$dir" "$dir.x"; '
+              f'ln -s {victim} "$dir.y"')
+    result = await code(ws.server(), attack)
+    scratch = stdout_of(result).strip().splitlines()[0]
+    assert result.text.count("Read-only file system") + result.text.count("Permission denied") >= 4, result.text
+    deadline = time.monotonic() + 30
+    while os.path.lexists(scratch) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not os.path.lexists(scratch) and not os.path.lexists(scratch + ".x")
+    # What a step granted more could leave: the dir's entries and the dir itself as links to the victim.
+    made = ws.root / "run-1"
+    made.mkdir()
+    (made / "link").symlink_to(victim)
+    (ws.root / "run-2").symlink_to(victim)
+    for path in (made, ws.root / "run-2"):
+        await asyncio.to_thread(Runner.drop_scratch, path)  # no loop in that thread: removed before it returns
+    assert (victim / "file").read_text() == "kept" and not made.exists()
