@@ -214,3 +214,37 @@ async def test_a_step_without_the_proxy_sent_to_a_spare_that_made_a_network_name
         await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
     gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
     assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"
+
+
+LEAVE_A_LISTENER = """
+import os, socket, sys
+server = socket.create_server(("127.0.0.1", 8123))
+if os.fork() == 0:  # a detached child keeps the listener for a later step to find
+    os.setsid()
+    os.closerange(0, 3)
+    while True:
+        server.accept()[0].sendall(b"left behind")
+socket.create_connection(("127.0.0.1", 8123)).close()
+print("listening")
+"""
+
+FIND_IT = """
+import socket
+try:
+    print(socket.create_connection(("127.0.0.1", 8123), timeout=5).recv(64))
+except OSError as exc:
+    print("refused", exc.errno)
+print(sum(":1FBB " in line for line in open("/proc/net/tcp")))
+"""
+
+
+async def test_a_listener_a_step_leaves_behind_is_not_there_for_the_next_step(ws, server):
+    # Each proxy step's namespace is made ahead by a prepared process: a step that leaves a detached server on
+    # its loopback must not be reachable from a later one (same namespace reused, or the process surviving).
+    await ws.bash("true", ws.default_policy())
+    for script, expected in ((LEAVE_A_LISTENER, "listening"), (FIND_IT, "refused 111\n0")):
+        await idle_spares(server)
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", script], policy=ws.default_policy(), cwd=ws.work,
+                                     env=ws.env)
+        out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+        assert out.decode().strip() == expected, (out, err)
