@@ -303,3 +303,27 @@ async def test_very_long_paths_in_file_tools_are_clear_errors(start_daemon, llm,
     assert len(questions) == 2  # each asked, its preview with no old text
     assert "too long" in told(llm, 1).lower() and "too long" in told(llm, 2).lower(), (told(llm, 1), told(llm, 2))
     assert os.listdir(ws) == []
+
+
+async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_are_never_read(
+        start_daemon, llm, tmp_path):  # noqa: F811
+    # A step leaves what a checkpoint, a step's diffs, the review and undo must not read through or block on:
+    # links to /dev/zero and to a secret outside, a FIFO, a 4 GiB sparse file; beside one ordinary edit. A rewind
+    # removes the links, and writes nothing through them.
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text(SECRET)
+    (ws / "a.txt").write_text("one\n")
+    llm.script(run(f"echo two > a.txt; ln -s /dev/zero zero; ln -s {outside}/secret key; mkfifo pipe; "
+                   "truncate -s 4G huge"), Reply.text("planted"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert (await daemon.request("ollie/submit", {"text": "plant"}, timeout=60))["reply"] == "planted"
+    files = {f["path"]: f for f in (await daemon.request("ollie/changes", {"turn": 1}))["files"]}
+    assert files["a.txt"]["newText"] == "two\n"
+    assert {files[link]["status"] for link in ("zero", "key")} == {"added"}  # links: listed, never read through
+    assert "huge" not in files and "pipe" not in files  # over the cap and no file: never read
+    assert SECRET not in str(files)
+    await daemon.request("ollie/rewind", {}, timeout=30)
+    assert not os.path.lexists(ws / "zero") and not os.path.lexists(ws / "key")
+    assert (ws / "a.txt").read_text() == "one\n" and (outside / "secret").read_text() == SECRET
