@@ -76,23 +76,35 @@ def _writable_by_steps(path: str) -> Path | None:
     return next((root for root in _written if path == str(root) or path.startswith(os.path.join(root, ""))), None)
 
 
+def _kept(path: str, writable: list[Path]) -> tuple[str, ...]:
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    return tuple(dict.fromkeys(e for e in path.split(os.pathsep) if _refused(e, writable, home) is None))
+
+
 @functools.cache
 def _trusted_entries() -> tuple[tuple[str, str], ...]:
     """(entry, its real path) of each PATH entry kept; resolved once (a step cannot move a dir outside what it may
     write; `program` checks each helper's own real path at every use)."""
-    home = Path(os.path.realpath(os.path.expanduser("~")))
-    writable = _writable_roots()
-    kept = [e for e in (os.environ.get("PATH") or FALLBACK_PATH).split(os.pathsep)
-            if _refused(e, writable, home) is None]
-    return tuple((e, os.path.realpath(e)) for e in dict.fromkeys(kept or FALLBACK_PATH.split(os.pathsep)))
+    kept = _kept(os.environ.get("PATH") or FALLBACK_PATH, _writable_roots()) or tuple(FALLBACK_PATH.split(os.pathsep))
+    return tuple((e, os.path.realpath(e)) for e in kept)
+
+
+def _unwritten(entries: Iterable[tuple[str, str]]) -> str:
+    kept = [e for e, real in entries if _writable_by_steps(real) is None]
+    # Never empty: an empty PATH (or entry) means the current directory to shells and execvp.
+    return os.pathsep.join(kept) or os.devnull
 
 
 def trusted_path() -> str:
     """PATH without relative, temp, project-environment, start-directory or world-writable entries (judged once),
     nor any a sandboxed step may write (judged at each call)."""
-    kept = [e for e, real in _trusted_entries() if _writable_by_steps(real) is None]
-    # Never empty: an empty PATH (or entry) means the current directory to shells and execvp.
-    return os.pathsep.join(kept) or os.devnull
+    return _unwritten(_trusted_entries())
+
+
+def trusted(path: str, workspace: Path | str) -> str:
+    """`path` (a PATH) without the entries `trusted_path()` leaves out, nor any inside `workspace`."""
+    kept = _kept(path, [*_writable_roots(), Path(os.path.realpath(workspace))])
+    return _unwritten((e, os.path.realpath(e)) for e in kept)
 
 
 def _usable(path: str, workspace: str | None) -> bool:

@@ -127,3 +127,23 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: P
         assert spewed.is_error
     finally:
         await host.aclose()
+
+
+async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_server(tmp_path: Path, home: Path) -> None:
+    # The user's servers are `python3` and `npx` with a token in their env; their PATH has the project's `.venv/bin`
+    # (an activated venv) and `./node_modules/.bin`, where tool code may write: the planted program started as the
+    # server, with the token and the server's grants. Servers get the trusted PATH (programs.py).
+    from ollie.mcp.stdio import state_dir
+
+    workspace = tmp_path / "ws"
+    for bin_dir, name in ((workspace / ".venv" / "bin", "python3"), (workspace / "node_modules" / ".bin", "npx")):
+        bin_dir.mkdir(parents=True)
+        (bin_dir / name).write_text('#!/bin/sh\necho "$TOKEN" > "$HOME/leak"\n')
+        (bin_dir / name).chmod(0o755)
+    host = McpHost(cwd=workspace, environ={"PATH": f"{workspace}/.venv/bin:./node_modules/.bin:/usr/bin:/bin"},
+                   network_from="default")
+    host.notify = lambda _: None
+    await host.add({name: ServerSpec(name, command=name, args=(str(SERVER),), cwd=str(workspace),
+                                     env={"TOKEN": "ghp_secret"}) for name in ("python3", "npx")}, wait=60)
+    await host.aclose()
+    assert not (state_dir("python3") / "leak").exists() and not (state_dir("npx") / "leak").exists()

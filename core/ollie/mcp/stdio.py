@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ollie import beneath, paths
+from ollie import beneath, paths, programs
 from ollie.mcp.config import ServerSpec
 from ollie.sandbox import Policy, SandboxedProcess, load_policy, spawn_sandboxed
 from ollie.tools.execute.protect import protect
@@ -35,10 +35,12 @@ def state_dir(name: str) -> Path:
     return paths.state_dir() / "mcp" / name
 
 
-def server_env(spec: ServerSpec, home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+def server_env(spec: ServerSpec, home: Path, environ: Mapping[str, str], workspace: Path) -> dict[str, str]:
     """PATH and locale from the daemon, HOME/TMPDIR in the server's own dir, then exactly the configured `env`."""
     env = {k: environ[k] for k in _PASSED if k in environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    # Its command, and what it runs, never from where tool code may write (`.venv/bin`, `./node_modules/.bin`, the
+    # workspace): a program planted there would start with the server's `env` (its tokens) and grants.
+    env["PATH"] = programs.trusted(environ.get("PATH") or programs.FALLBACK_PATH, workspace)
     env.update(HOME=str(home), TMPDIR=str(home / "tmp"), XDG_CACHE_HOME=str(home / "cache"))
     env.update(spec.env)
     return env
@@ -92,7 +94,7 @@ async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str
                        sandboxed: bool = True) -> SandboxedProcess:
     """Start `spec`'s program in its sandbox with an open stdin; OSError/SandboxError when it cannot start."""
     home = state_dir(spec.home or spec.name)
-    env = server_env(spec, home, environ)
+    env = server_env(spec, home, environ, cwd)
     workdir = Path(spec.cwd) if spec.cwd else cwd
 
     def prepare() -> Policy | None:  # file reads and mkdirs: off the event loop
