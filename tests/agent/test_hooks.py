@@ -137,3 +137,18 @@ async def test_cancelling_a_hook_kills_its_process_group(tmp_path):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await wait_no_processes(mark, timeout=3) == [], "the grandchild survived the cancellation"
+
+
+async def test_an_unsandboxed_command_never_runs_a_program_planted_on_a_project_path_entry(tmp_path):
+    # `"commandSandbox": "none"` trusts the agent's commands, not the workspace: its `git status` (or a hook's
+    # `ruff`) must not find a `git` tool code planted in the project's `.venv/bin` or `./node_modules/.bin`.
+    marker = tmp_path / "ran"
+    for bin_dir in (tmp_path / ".venv" / "bin", tmp_path / "node_modules" / ".bin"):
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "git").write_text(f"#!/bin/sh\necho planted >> {marker}\n")
+        (bin_dir / "git").chmod(0o755)
+    path = f"{tmp_path}/.venv/bin:./node_modules/.bin:/usr/bin:/bin"
+    box = CommandBox(policy="none")
+    result = await box.run("git --version; command -v git", cwd=tmp_path, timeout=30, session_env={"PATH": path})
+    assert result.code == 0 and "/usr/bin/git" in result.stdout, result
+    assert not marker.exists()

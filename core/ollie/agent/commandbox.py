@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ollie import programs
 from ollie.agent.shell import ShellResult
 from ollie.errors import OllieError
 from ollie.sandbox import Policy, load_policy
@@ -94,6 +95,8 @@ class CommandBox:
                 raise OSError(f"command sandbox {self.policy!r}: {exc}") from exc
             if warnings is not None:
                 warnings.extend(n for n in notes if n not in warnings)
+            if policy is None:  # the agent's commands are trusted, not a program tool code planted on PATH
+                env["PATH"] = programs.trusted(env.get("PATH") or programs.FALLBACK_PATH, cwd)
             outcome = await run_process(
                 [SHELL, "-c", command], policy=policy, cwd=Path(cwd), env=env, stdin=stdin,
                 timeout=timeout, limit_bytes=OUTPUT_LIMIT,
