@@ -322,6 +322,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keys(":OllieChat", "Enter")
         redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "⇄" in s, "the redraw"))
         assert f"⇄ {target} denied (deny), sent 0 B," in redrawn and "[network]" not in redrawn, redrawn
+        assert "(end)" in redrawn, redrawn  # the turn's end line, as the live turn drew it
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -71,6 +71,8 @@ function M.render(t, messages, running)
       end
       if m.interrupted then
         t:turn_end("interrupted")
+      elseif #(m.tool_calls or {}) == 0 then
+        t:turn_end("end") -- a reply with no call ends its turn: the line the live turn drew
       end
     elseif m.role == "tool" then
       local tool = type(m.tool) == "table" and m.tool or {}

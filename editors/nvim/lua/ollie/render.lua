@@ -103,7 +103,8 @@ end
 ---@param win integer
 function M.setup_window(win)
   local wo = vim.wo[win]
-  wo.wrap, wo.linebreak = true, true
+  -- A long step or connection line wraps under its own indent, not at the window's edge.
+  wo.wrap, wo.linebreak, wo.breakindent = true, true, true
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.foldmethod = "expr"
   wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
