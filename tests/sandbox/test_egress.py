@@ -560,3 +560,24 @@ async def test_connections_past_the_recorded_ones_add_up_in_one_record(ws, count
 
     assert network_line(more).startswith("... 22 more connections (2 allowed, 20 denied), sent ")
     assert counting.accepted == 6
+
+
+TUNNELS = textwrap.dedent("""
+    import socket, sys
+    for target in sys.argv[1:]:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+        s.sendall(f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n".encode())
+        print(s.recv(4096).split(b"\\r\\n", 1)[0].decode())
+""")
+
+
+async def test_a_step_asking_host_after_host_is_stopped_after_a_few_refusals(ws, counting) -> None:
+    # A host refused once is not asked about again in the step; after egress.MAX_REFUSED refusals the step's other
+    # unlisted hosts are denied unasked: a step cannot hold the user in questions until they stop the turn.
+    targets = ["other.test:1", "other.test:1", "a.test:1", "b.test:1", "c.test:1", "d.test:1"]
+    out, asked, connections = await run_asked(ws, proxy_policy(ws, ["pypi.test:1"]), "deny", *targets,
+                                              script=TUNNELS)
+    assert out.splitlines() == ["HTTP/1.1 403 Forbidden"] * 6
+    assert [q[0] for q in asked.questions] == ["other.test", "a.test", "b.test"]
+    assert [c["how"] for c in connections] == ["deny", "refused earlier in this step", "deny", "deny"] + [
+        f"no more questions: {egress.MAX_REFUSED} refused in this step"] * 2

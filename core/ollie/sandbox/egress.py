@@ -50,6 +50,9 @@ HEAD_TIMEOUT_S = 30.0
 # A step's connections recorded one by one; each one past these only adds to one `{"more": n, ...}` record once it
 # ends: a step opening 100k connections must not grow its result, its events and the session's history without bound.
 MAX_RECORDED = 100
+# Questions the user refused in one step, after which its other unlisted hosts are denied unasked: a step trying
+# host after host (or one host again and again) must not hold the user in questions until they stop the turn.
+MAX_REFUSED = 3
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
 # A bulk transfer's pipe: what one splice(2) moves at most (pipe-max-size for a user). Per 100 MB relayed the
 # daemon spends ~50 ms of CPU with 256 KiB pipes, ~30 with 1 MiB: fewer, larger splices and wakeups.
@@ -149,6 +152,7 @@ class StepNet:
     sent: int = 0
     _more: dict | None = None  # the record the connections past MAX_RECORDED add up in
     _verdicts: dict[str, int] = field(default_factory=dict)  # theirs, counted
+    _refused: set[str] = field(default_factory=set)  # "host:port" the user refused (or left unanswered) in this step
     _listener: socket.socket | None = None
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
@@ -196,12 +200,18 @@ class StepNet:
             record.update(verdict="allowed", how="always")
         elif self.ask is None or self.ask.ask is None:
             record["how"] = "no one to ask"
+        elif key in self._refused:
+            record["how"] = "refused earlier in this step"
+        elif len(self._refused) >= MAX_REFUSED:
+            record["how"] = f"no more questions: {MAX_REFUSED} refused in this step"
         else:
             record["asked"] = True
             answer = await self._question(host, port, scheme)
             record["how"] = answer
             if answer in ("once", "session", "always"):
                 record["verdict"] = "allowed"
+            else:
+                self._refused.add(key)
             if answer in ("session", "always"):
                 self.ask.session_allowed.add(key)
             if answer == "always" and self.ask.remember is not None:
