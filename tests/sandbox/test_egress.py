@@ -581,3 +581,22 @@ async def test_a_step_asking_host_after_host_is_stopped_after_a_few_refusals(ws,
     assert [q[0] for q in asked.questions] == ["other.test", "a.test", "b.test"]
     assert [c["how"] for c in connections] == ["deny", "refused earlier in this step", "deny", "deny"] + [
         f"no more questions: {egress.MAX_REFUSED} refused in this step"] * 2
+
+
+async def test_the_sweep_of_stale_session_dirs_leaves_a_live_proxys_socket(tmp_path, monkeypatch) -> None:
+    # The proxy's socket dir lies beside the sessions' dirs in ollie's runtime dir, which a session opening sweeps
+    # of the dirs no live process holds: ten minutes on, it took the live proxy's socket, and every later proxy
+    # step of the daemon failed to start. (A proxy of this test's own, in a runtime dir of its own.)
+    import time
+
+    from ollie.tools.execute.sessiondirs import UNOWNED_GRACE_S, runtime_root, sweep_stale
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    own = egress.EgressProxy()
+    own.start()
+    try:
+        sweep_stale(runtime_root(), now=time.time() + UNOWNED_GRACE_S + 60)
+        assert os.path.exists(own.path)
+    finally:
+        own.close()
+    assert not os.path.exists(own.path)

@@ -261,6 +261,7 @@ class EgressProxy:
         self._steps: dict[str, StepNet] = {}
         self._dir = ""
         self._server: socket.socket | None = None
+        self._lock: int | None = None
         self._accepting: asyncio.Task | None = None
         self._handshakes: set[asyncio.Task] = set()
 
@@ -276,6 +277,10 @@ class EgressProxy:
         base = paths.runtime_tmp_dir()
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._dir = tempfile.mkdtemp(prefix="egress-", dir=base)
+        # Beside the sessions' dirs, which a session opening sweeps of those whose owner lock no live process
+        # holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's dir goes.
+        self._lock = os.open(os.path.join(self._dir, "owner.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_SH)
         if len(self.path) > 100:  # sun_path holds 108 bytes
             shutil.rmtree(self._dir)
             self._dir = tempfile.mkdtemp(prefix="ollie-egress-")
@@ -297,6 +302,9 @@ class EgressProxy:
             self._server.close()
             self._server = None
         shutil.rmtree(self._dir, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def open_step(self, *, label: str, allow: Iterable[str], deny: Iterable[str], max_sent: int,
                   ask: NetAsk | None) -> StepNet:
