@@ -149,3 +149,28 @@ async def test_a_step_making_connections_by_the_thousand_records_a_hundred_and_a
     assert [len(calls) for calls in core.session.step_network.values()] == [4]  # what the history saves
     assert (await core.submit("/network")).reply.startswith("network (12 connections):")
     assert not listener.received
+
+
+async def test_a_session_log_with_hostile_network_records_resumes_with_its_good_ones(scripted_llm, make_core,
+                                                                                     listener, tmp_path):
+    # A session's log may be a teammate's (a shared store): records that are not connections made `/network`
+    # fail ("'str' object has no attribute 'get'", KeyError 'port') and reached the editors as they were.
+    import json
+
+    srv = scripted_llm("openai")
+    srv.script(curl(listener.port), Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = Approver("reject")
+    await core.submit("fetch it")
+    (call_id, (good,)), = core.session.step_network.items()
+    await core.close()
+    file = tmp_path / "sessions" / f"{core.session_id}.jsonl"
+    hostile = {call_id: [good, "junk", ["x"], {"host": 5}, {"host": "a", "port": 1}], "other": "junk"}
+    records = [json.loads(line) for line in file.read_text().splitlines()]
+    for record in records:  # the commit that saved the call's connections
+        if record.get("tracked", {}).get("step_network"):
+            record["tracked"]["step_network"] = hostile
+    file.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    resumed = await make_core(srv, session_id=core.session_id)
+    assert dict(resumed.session.step_network) == {call_id: [good]}
+    assert (await resumed.submit("/network")).reply.startswith("network (1 connection):")

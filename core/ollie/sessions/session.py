@@ -238,11 +238,26 @@ class Session:
         """Rebuild from `meta()` output and a message list."""
         known = {f.name for f in fields(cls)} - _NOT_META
         ts = meta.get("task_state")
+        if "step_network" in meta:
+            meta = {**meta, "step_network": _connections(meta["step_network"])}
         return cls(
             messages=messages,
             task_state=TaskState.from_dict(ts) if ts else None,
             **{k: v for k, v in meta.items() if k in known},
         )
+
+
+_CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}
+
+
+def _connections(saved: Any) -> dict[str, list[dict[str, Any]]]:
+    """A log's `step_network` without what is not a connection record: a log may be a teammate's (hostile), and
+    `/network` and the editors read each record's fields."""
+    if not isinstance(saved, dict):
+        return {}
+    return {call: [c for c in records if isinstance(c, dict) and all(isinstance(c.get(k), t) for k, t in
+                                                                        _CONNECTION.items())]
+            for call, records in saved.items() if isinstance(records, list)}
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.
