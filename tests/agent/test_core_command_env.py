@@ -109,3 +109,18 @@ async def test_prompt_commands_not_run_yet_run_as_the_session_is_when_its_first_
     assert facts["tmp"] == str(SessionDirs.for_session(NEW_ID).tmp)
     assert not old_dirs.root.exists(), "the deferred commands made the old session's dirs again"
     await core.close()
+
+
+async def test_a_step_nesting_dirs_deeper_than_python_recurses_in_its_tmpdir_breaks_no_session(scripted_llm,
+                                                                                              make_core):
+    # shutil.rmtree recurses, and RecursionError is no OSError: the session's close failed with it, and the dir
+    # stayed for every later session's start (which sweeps first) to fail on.
+    srv = scripted_llm("openai")
+    deep = "cd \"$TMPDIR\" && python3 -c \"import os\n[(os.mkdir('d'), os.chdir('d')) for _ in range(1500)]\""
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": deep}]})), Reply.text("nested"))
+    core = await make_core(srv)
+    assert (await core.submit("nest")).reply == "nested"
+    dirs = SessionDirs.for_session(core.session_id)
+    assert (dirs.tmp / "d" / "d" / "d").is_dir()
+    await core.close()
+    assert not dirs.root.exists()

@@ -136,3 +136,16 @@ def test_a_session_resumed_while_a_sweep_removes_its_stale_dirs_gets_whole_dirs(
     finally:
         stop.set()
         sweeper.join()
+
+
+DEEP = "import os\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\n"
+
+
+def test_a_tree_deeper_than_python_recurses_is_swept(root: Path) -> None:
+    # Tool code may make one in its TMPDIR: shutil.rmtree raised RecursionError (not an OSError, so not ignored),
+    # and every later session's start, which sweeps first, failed with it.
+    left = root / "crashed-session"
+    (left / "tmp").mkdir(parents=True)
+    subprocess.run([sys.executable, "-c", DEEP], cwd=left / "tmp", check=True)
+    assert sweep_stale(root, now=time.time() + UNOWNED_GRACE_S + 60) == [left]
+    assert not left.exists() and not list(root.glob("crashed-session*"))

@@ -7,7 +7,6 @@ writable, none of the daemon's environment (API keys); `"commandSandbox"` in an 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from ollie.errors import OllieError
 from ollie.sandbox import Policy, load_policy
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.runner import child_env
-from ollie.tools.execute.sessiondirs import SessionDirs, runtime_root
+from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree, runtime_root
 from ollie.tools.execute.spawn import run_process
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
@@ -73,7 +72,7 @@ class CommandBox:
         try:
             yield made
         finally:
-            shutil.rmtree(made, ignore_errors=True)
+            remove_tree(made)
 
     async def run(
         self,

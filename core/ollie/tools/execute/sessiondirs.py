@@ -6,17 +6,19 @@ A live process holds a shared flock on its sessions' `owner.lock`, released howe
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import stat
+import subprocess
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, programs
 from ollie.sandbox import SandboxError
 
 PRIVATE_MODE = 0o700
@@ -30,6 +32,17 @@ SWEPT_SUFFIX = ".swept-"
 # root -> the descriptor holding its owner lock, for the sessions this process has open.
 _held: dict[Path, int] = {}
 _held_guard = threading.Lock()
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path` and everything in it, following no link; also a tree nested deeper than Python recurses (tool
+    code may make one in its TMPDIR: shutil.rmtree raises RecursionError, no OSError), which `rm -rf` removes."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        with contextlib.suppress(OSError):
+            subprocess.run([programs.program("rm"), "-rf", "--", str(path)], stdin=subprocess.DEVNULL,
+                           capture_output=True, check=False)
 
 
 def make_private_dir(path: Path) -> Path:
@@ -153,7 +166,7 @@ class SessionDirs:
     def remove(self) -> None:
         """Remove the whole session root (when the session closes) and let go of its owner lock."""
         self.release()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
 
 
 def sweep_stale(root: Path | None = None, *, now: float | None = None) -> list[Path]:
@@ -217,5 +230,5 @@ def _discard(path: Path) -> bool:
         os.rename(path, trash)
     except OSError:
         return False
-    shutil.rmtree(trash, ignore_errors=True)
+    remove_tree(trash)
     return True
