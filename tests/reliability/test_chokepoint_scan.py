@@ -100,7 +100,6 @@ ALLOWED = {
     ("core/ollie/tools/execute/sandboxnotes.py", "disk_notes"): "free space of the step's cwd and TMPDIR (stat only)",
     ("core/ollie/tools/execute/runner.py", "mtime_ns"): "cache keys: the policy file, the root itself",
     ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
-    ("core/ollie/tools/execute/runner.py", "Runner.drop_scratch.remove"): "a call's scratch dir",
     ("core/ollie/mcp/config.py", "load_user_servers"): "the user's mcp.json in ollie's config dir",
     ("core/ollie/mcp/attach.py", "attach_configured"): "the user's mcp.json in ollie's config dir",
     ("core/ollie/mcp/workspace.py", "allowed_keys"): "the allowed workspace servers, in ollie's state dir",

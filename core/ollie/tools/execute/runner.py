@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import os
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,7 @@ from ollie.sandbox import Policy, load_policy, policy_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import python_envs
-from ollie.tools.execute.sessiondirs import SessionDirs
+from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree
 from ollie.tools.execute.spawn import RunOutcome, run_process
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -214,13 +213,10 @@ class Runner:
     def drop_scratch(path: Path) -> None:
         """Remove a call's scratch dir in a worker thread: an rmdir can take milliseconds (a filesystem mounted
         with `discard` trims the freed blocks), which neither the call's answer nor the event loop need wait for."""
-        def remove() -> None:
-            shutil.rmtree(path, ignore_errors=True)
-
         try:
-            asyncio.get_running_loop().run_in_executor(None, remove)
+            asyncio.get_running_loop().run_in_executor(None, remove_tree, path)
         except RuntimeError:  # no running loop
-            remove()
+            remove_tree(path)
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
