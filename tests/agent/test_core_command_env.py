@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -119,8 +120,11 @@ async def test_a_step_nesting_dirs_deeper_than_python_recurses_in_its_tmpdir_bre
     deep = "cd \"$TMPDIR\" && python3 -c \"import os\n[(os.mkdir('d'), os.chdir('d')) for _ in range(1500)]\""
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": deep}]})), Reply.text("nested"))
     core = await make_core(srv)
-    assert (await core.submit("nest")).reply == "nested"
     dirs = SessionDirs.for_session(core.session_id)
-    assert (dirs.tmp / "d" / "d" / "d").is_dir()
-    await core.close()
-    assert not dirs.root.exists()
+    try:
+        assert (await core.submit("nest")).reply == "nested"
+        assert (dirs.tmp / "d" / "d" / "d").is_dir()
+        await core.close()
+        assert not dirs.root.exists()
+    finally:  # never left for pytest's (or a session's) recursive cleanup, if this fails
+        subprocess.run(["rm", "-rf", str(dirs.root)], check=False)

@@ -147,5 +147,8 @@ def test_a_tree_deeper_than_python_recurses_is_swept(root: Path) -> None:
     left = root / "crashed-session"
     (left / "tmp").mkdir(parents=True)
     subprocess.run([sys.executable, "-c", DEEP], cwd=left / "tmp", check=True)
-    assert sweep_stale(root, now=time.time() + UNOWNED_GRACE_S + 60) == [left]
-    assert not left.exists() and not list(root.glob("crashed-session*"))
+    try:
+        assert sweep_stale(root, now=time.time() + UNOWNED_GRACE_S + 60) == [left]
+        assert not left.exists() and not list(root.glob("crashed-session*"))
+    finally:  # never left for pytest's recursive cleanup, if this fails
+        subprocess.run(["rm", "-rf", str(root)], check=False)
