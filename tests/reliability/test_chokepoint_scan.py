@@ -81,6 +81,7 @@ ALLOWED = {
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
+    ("core/ollie/agent/prompt.py", "_read_entries"): "an agent's `@` fragment files: absolute, `~` or beside its config",
     ("core/ollie/agent/skills.py", "read_skill"): "the user's and bundled skills",
     ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",
     ("core/ollie/agent/review.py", "Review._record_undo"): "a temp index in the shadow repository",
