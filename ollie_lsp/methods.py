@@ -220,6 +220,7 @@ async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
         raise InvalidParams("line: a command starts with / (slash command) or ! (shell)")
     live = await ls.table.writable(p.session)
     result = await live.core.submit(p.line.strip())
+    await live.forwarder.drained()  # the command's own events (its output as `info`) go out before its answer
     out: dict[str, Any] = {"output": result.reply}
     if result.error:
         out["error"] = result.error
