@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import re
@@ -53,10 +54,25 @@ def memory_root() -> Path:
 
 def memory_dir(cwd: Path) -> Path:
     """Where memory_remember / memory_recall keep the notes of the project at `cwd`: one dir per workspace root."""
+    try:
+        info = os.stat(cwd)
+    except OSError:  # no such dir (yet): nothing to key the cache by
+        return memory_root() / _notes_name(cwd)
+    return memory_root() / _notes_name_of(cwd, info.st_dev, info.st_ino)
+
+
+def _notes_name(cwd: Path) -> str:
     resolved = cwd.resolve()
     digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", resolved.name)[:40] or "root"
-    return memory_root() / f"{name}-{digest}"
+    return f"{name}-{digest}"
+
+
+@functools.lru_cache(maxsize=64)
+def _notes_name_of(cwd: Path, dev: int, ino: int) -> str:
+    # Keyed by the dir `cwd` names now, not resolved at each ask (~30 us, three per call): a symlink on the
+    # way re-pointed (or a relative `cwd` after a chdir) names another dir, so another key.
+    return _notes_name(cwd)
 
 
 def child_env(
@@ -224,9 +240,14 @@ class Runner:
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
-        for directory in (memory_dir(self.cwd), plan_file(self.session_id).parent):
+        wanted = (memory_dir(self.cwd), plan_file(self.session_id).parent)
+        dirs = self.dirs
+        # Made at the first call; a later one only checks them (a sweep, a tmp cleaner or the user may remove them).
+        if dirs.ready() and all(map(os.path.isdir, wanted)):
+            return
+        for directory in wanted:
             directory.mkdir(parents=True, exist_ok=True)
-        self.dirs.create()
+        dirs.create()
 
     async def run(
         self,
