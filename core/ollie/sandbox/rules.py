@@ -113,10 +113,12 @@ def readonly_git(policy: Policy) -> list[str]:
             if target is not None and os.path.isdir(target) and writable(target) and target not in found:
                 found.append(target)
 
+    walked: set[str] = set()  # roots share parents (the data dir's, /tmp): each is looked at once
     for root in roots:
         # `git rev-parse --git-dir` from the root: its own .git, else the nearest parent's.
         directory = root
-        while True:
+        while directory not in walked:
+            walked.add(directory)
             git = os.path.join(directory, ".git")
             if os.path.lexists(git):
                 add(os.path.realpath(git) if os.path.islink(git) else git)
