@@ -100,6 +100,7 @@ ALLOWED = {
     ("core/ollie/tools/execute/protect.py", "hidden_home_entries.walk"): "$HOME's entries, names only, to hide dotfiles",
     ("core/ollie/tools/execute/sandboxnotes.py", "disk_notes"): "free space of the step's cwd and TMPDIR (stat only)",
     ("core/ollie/tools/execute/runner.py", "mtime_ns"): "cache keys: the policy file, the root itself",
+    ("core/ollie/tools/execute/runner.py", "memory_dir"): "the root itself, stat only (the notes dir's cache key)",
     ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
     ("core/ollie/mcp/config.py", "load_user_servers"): "the user's mcp.json in ollie's config dir",
     ("core/ollie/mcp/attach.py", "attach_configured"): "the user's mcp.json in ollie's config dir",

@@ -173,6 +173,7 @@ async def test_elevation_is_bash_only(ws: Workspace) -> None:
 async def test_child_env_is_clean_and_carries_session_facts(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLIE_OPENAI_KEY", "sk-daemon-secret")
     server = ws.server(env={"PROJECT_FLAG": "on"})
+    await code(server, "true")  # each call builds its env: a later set_env is in the next one
     server.set_env("LATER", "yes")
     result = await code(server, "env | sort")
     lines = set(stdout_of(result).splitlines())
@@ -186,9 +187,10 @@ async def test_set_cwd_moves_later_calls(ws: Workspace) -> None:
     server = ws.server()
     sub = ws.work / "sub"
     sub.mkdir()
+    await code(server, "true")
     server.set_cwd(sub)
-    result = await code(server, "pwd")
-    assert stdout_of(result).strip() == str(sub)
+    result = await code(server, 'pwd; echo "$OLLIE_CWD"')
+    assert stdout_of(result).split() == [str(sub), str(sub)]
 
 
 @pytest.mark.parametrize(

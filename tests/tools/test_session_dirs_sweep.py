@@ -152,3 +152,47 @@ def test_a_tree_deeper_than_python_recurses_is_swept(root: Path) -> None:
         assert not left.exists() and not list(root.glob("crashed-session*"))
     finally:  # never left for pytest's recursive cleanup, if this fails
         subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def test_a_call_remakes_what_went_since_the_first_made_the_dirs(root: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Later calls only check the session's dirs: one removed, loosened or no longer locked is made again."""
+    from ollie.tools.execute.runner import Runner, memory_dir, plan_file
+
+    monkeypatch.setenv("OLLIE_DATA_DIR", str(tmp_path / "data"))
+    work = tmp_path / "work"
+    work.mkdir()
+    runner = Runner(session_id="checked", cwd=work, lock_dir=SessionDirs.for_session("checked").root)
+    dirs = runner.dirs
+    runner.prepare_dirs()
+    assert dirs.ready()
+    memory_dir(work).rmdir()
+    plan_file("checked").parent.rmdir()
+    runner.prepare_dirs()
+    assert memory_dir(work).is_dir() and plan_file("checked").parent.is_dir()
+    dirs.tmp.rmdir()
+    runner.prepare_dirs()
+    assert dirs.tmp.is_dir()
+    dirs.scratch.chmod(0o755)
+    runner.prepare_dirs()
+    assert dirs.scratch.stat().st_mode & 0o777 == 0o700
+    dirs.release()
+    assert not dirs.ready()
+    runner.prepare_dirs()
+    assert sweep_stale() == [] and dirs.ready(), "the owner lock is held again"
+    dirs.remove()
+
+
+def test_a_workspace_re_pointed_has_its_own_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ollie.tools.execute.runner import memory_dir
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    link = tmp_path / "current"
+    link.symlink_to("one")
+    assert memory_dir(link).name.startswith("one-") and memory_dir(link) == memory_dir(link)
+    link.unlink()
+    link.symlink_to("two")
+    assert memory_dir(link).name.startswith("two-")
+    monkeypatch.setenv("OLLIE_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert memory_dir(link).parent == tmp_path / "elsewhere" / "memory"

@@ -59,6 +59,7 @@ class CallContext:
     deadline: Deadline
     timeout: float
     elevation: ElevationGate = field(default_factory=ElevationGate)
+    env: dict[str, str] | None = None  # built once for the call: its policy's cache key and each step's env
 
     def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
         """The call's ToolResult from its sections."""
@@ -102,7 +103,7 @@ class CallContext:
                 return RunOutcome(error=str(exc))
             return await self.runner.run(
                 invocation, policy=None if elevated else self.policy, deadline=self.deadline, limit_bytes=limit,
-                trusted_path=elevated,
+                trusted_path=elevated, env=self.env,
             )
         finally:
             for made in getattr(invocation_of, "private_dirs", ()):

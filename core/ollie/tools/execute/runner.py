@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import re
@@ -34,6 +35,7 @@ def mtime_ns(path: Path) -> int:
         return 0
 
 
+@functools.lru_cache(maxsize=32)  # a policy's roots are the same Path objects at each step: the lookup is cheap
 def _path_list(roots: tuple[Path, ...]) -> str:
     # Strings, not Path.parents: this runs for every step, over every root of the policy.
     proc = str(_PROC)
@@ -52,10 +54,25 @@ def memory_root() -> Path:
 
 def memory_dir(cwd: Path) -> Path:
     """Where memory_remember / memory_recall keep the notes of the project at `cwd`: one dir per workspace root."""
+    try:
+        info = os.stat(cwd)
+    except OSError:  # no such dir (yet): nothing to key the cache by
+        return memory_root() / _notes_name(cwd)
+    return memory_root() / _notes_name_of(cwd, info.st_dev, info.st_ino)
+
+
+def _notes_name(cwd: Path) -> str:
     resolved = cwd.resolve()
     digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", resolved.name)[:40] or "root"
-    return memory_root() / f"{name}-{digest}"
+    return f"{name}-{digest}"
+
+
+@functools.lru_cache(maxsize=64)
+def _notes_name_of(cwd: Path, dev: int, ino: int) -> str:
+    # Keyed by the dir `cwd` names now, not resolved at each ask (~30 us, three per call): a symlink on the
+    # way re-pointed (or a relative `cwd` after a chdir) names another dir, so another key.
+    return _notes_name(cwd)
 
 
 def child_env(
@@ -135,9 +152,11 @@ class Runner:
         """The session's private dirs (its root is the lock dir)."""
         return SessionDirs(self.lock_dir)
 
-    def env(self, policy: Policy | None = None) -> dict[str, str]:
-        """The env a child of this session gets; sandboxed ones also learn the policy's paths."""
-        env = child_env(session_id=self.session_id, cwd=self.cwd, session_env=self.session_env, tmp_dir=self.dirs.tmp)
+    def env(self, policy: Policy | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The env a child of this session gets (`base`: the call's, already built); sandboxed ones also learn the
+        policy's paths."""
+        env = dict(base) if base is not None else child_env(
+            session_id=self.session_id, cwd=self.cwd, session_env=self.session_env, tmp_dir=self.dirs.tmp)
         if policy is not None:
             # The file tools refuse out-of-policy paths themselves, with a clear message,
             # before Landlock would answer with a bare EACCES.
@@ -149,7 +168,7 @@ class Runner:
         """The PATH a child of this session gets (`env()["PATH"]`, without building the rest of the env)."""
         return self.session_env["PATH"] if "PATH" in self.session_env else os.environ.get("PATH") or DEFAULT_PATH
 
-    def policy(self, name: str) -> Policy:
+    def policy(self, name: str, env: Mapping[str, str] | None = None) -> Policy:
         """Sandbox policy `name` for this session, protected (see `protect`), plus the session's own dirs.
 
         {TMPDIR} is the session's private tmp dir. The plan dir (task_* tools) is
@@ -158,9 +177,9 @@ class Runner:
         says about the rest of the data dir. So is the Python installation ollie
         runs on (`python_home`), which runs Python tools, and the Python installs
         the tools' PATH runs (`python_envs`: an activated venv or conda env, what
-        `python3` resolves to, and their base installs), once per policy build.
+        `python3` resolves to, and their base installs), once per policy build. `env`: the call's (`env()`).
         """
-        env = self.env()
+        env = self.env() if env is None else env
         source = policy_file(name)
         # The cwd's mtime: a workspace split around a secret (see `protect`) lists its entries.
         key = (name, str(source), mtime_ns(source), str(self.cwd), mtime_ns(self.cwd), str(self.lock_dir),
@@ -220,9 +239,14 @@ class Runner:
 
     def prepare_dirs(self) -> None:
         """Create the dirs tool code may write (memory store, plan dir) so the sandbox can grant them."""
-        for directory in (memory_dir(self.cwd), plan_file(self.session_id).parent):
+        wanted = (memory_dir(self.cwd), plan_file(self.session_id).parent)
+        dirs = self.dirs
+        # Made at the first call; a later one only checks them (a sweep, a tmp cleaner or the user may remove them).
+        if dirs.ready() and all(map(os.path.isdir, wanted)):
+            return
+        for directory in wanted:
             directory.mkdir(parents=True, exist_ok=True)
-        self.dirs.create()
+        dirs.create()
 
     async def run(
         self,
@@ -232,15 +256,16 @@ class Runner:
         deadline: Deadline,
         limit_bytes: int | None = None,
         trusted_path: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> RunOutcome:
-        """Run one invocation inside the call's deadline (policy None: outside the sandbox).
+        """Run one invocation inside the call's deadline (policy None: outside the sandbox), in the call's `env`.
 
         With `trusted_path` (an elevated step) PATH holds no workspace, venv, temp or `.` entry.
         """
         remaining = deadline.remaining()
         if remaining <= 0:
             return RunOutcome(timed_out=True)
-        env = {**self.env(policy), **dict(invocation.env)}
+        env = {**self.env(policy, env), **dict(invocation.env)}
         if trusted_path:
             env["PATH"] = programs.trusted_path()
         outcome = await run_process(

@@ -210,15 +210,17 @@ class ExecuteServer:
         timeout = request.timeout
         self._runner.tools_dirs = self.tools_dirs()
         self._runner.prepare_dirs()
+        env = self._runner.env()
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
             gate=self.gate,
             resolve=self._parsed.resolver(parsed),
-            policy=self._policy(request.sandbox or self._sandbox),
+            policy=self._policy(request.sandbox or self._sandbox, env),
             deadline=Deadline(timeout),
             timeout=timeout,
             elevation=self._elevation,
+            env=env,
         )
 
     def setup_warnings(self) -> list[str]:
@@ -237,7 +239,7 @@ class ExecuteServer:
             raise ValueError(f"elevation must be one of {', '.join(ELEVATION_MODES)} (got {mode!r})")
         self._elevation = ElevationGate(mode, approver)
 
-    def _policy(self, requested: str) -> Policy | None:
+    def _policy(self, requested: str, env: dict[str, str]) -> Policy | None:
         """The call's policy: the session's, or a narrower one the call names (None: unsandboxed agent)."""
         if requested == UNSANDBOXED and self._sandbox != UNSANDBOXED:
             raise SandboxCeilingError(
@@ -246,9 +248,9 @@ class ExecuteServer:
             )
         if requested == UNSANDBOXED:
             return None
-        policy = self._runner.policy(requested)
+        policy = self._runner.policy(requested, env)
         if self._sandbox != UNSANDBOXED and requested != self._sandbox:
-            check_within(policy, self._runner.policy(self._sandbox))
+            check_within(policy, self._runner.policy(self._sandbox, env))
         return policy
 
     # -- classifiers --

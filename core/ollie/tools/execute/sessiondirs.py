@@ -114,6 +114,20 @@ class SessionDirs:
         for directory in (self.tmp, self.scratch, self.private):
             make_private_dir(directory)
 
+    def ready(self) -> bool:
+        """Whether `create` has nothing to do: the owner lock held, the dirs and their parent ours, 0700, no symlink."""
+        if self.root not in _held:
+            return False
+        uid = os.geteuid()
+        for directory in (self.root.parent, self.root, self.tmp, self.scratch, self.private):
+            try:
+                info = os.lstat(directory)
+            except OSError:
+                return False
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or stat.S_IMODE(info.st_mode) != PRIVATE_MODE:
+                return False
+        return True
+
     def _claim(self) -> None:
         """Hold the root's owner lock (shared) for as long as this process has the session open."""
         with _held_guard:
