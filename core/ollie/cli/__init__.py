@@ -9,8 +9,6 @@ from pathlib import Path
 
 from ollie import __version__
 
-# The demo drives the daemon, which sits above the engine: run as its own process, never imported from here.
-DEMO_MODULE = "ollie_lsp.demo"
 # `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
 ACP_MODULE = "ollie_acp"
 # `ollie --session ID` of a session another process runs now.
@@ -22,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ollie",
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
-        "`ollie demo` shows the editor daemon working against a scripted model; "
+        "`ollie demo` runs one turn against a scripted model; "
         "`ollie doctor` checks the backend, the model, keys, the sandbox and the editors' ollie-lsp; "
         "`ollie acp` serves ACP editors (Zed, JetBrains, ...) over stdio; "
         "`ollie store status|migrate|import|share` manages the session store (docs/TEAM.md).",
@@ -57,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return store_main(rest[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        import subprocess
+        from ollie.cli.demo import run_demo
 
-        return subprocess.call([sys.executable, "-m", DEMO_MODULE])
+        return run_demo()
     if args.command == "acp":
         return _exec_acp(args)
     if args.command == "doctor":

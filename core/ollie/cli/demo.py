@@ -1,0 +1,64 @@
+"""`ollie demo`: one `ollie -p` turn in a scratch workspace against the scripted model (no real LLM)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SAMPLE_NAME = "hello.py"
+SAMPLE = '''"""A sample file for the ollie demo."""
+
+
+def greet(name: str) -> str:
+    """Say hello."""
+    return f"Hello, {name}!"
+
+
+if __name__ == "__main__":
+    print(greet("world"))
+'''
+PROMPT = f"What does {SAMPLE_NAME} do?"
+ANSWER = (
+    f"{SAMPLE_NAME} defines `greet(name)`, which returns a greeting, and when run as a script "
+    "it prints \"Hello, world!\"."
+)
+LABEL = "scripted model (no real LLM)"
+TIMEOUT_S = 60.0
+
+
+def run_demo() -> int:
+    """Run the demo; 0 when the whole round trip (model, sandboxed tool, answer) worked."""
+    from ollie.testing import Reply, ScriptedLLMServer
+
+    srv = ScriptedLLMServer("openai").start()
+    srv.script(Reply(text="Let me read the file.",
+                     tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": [SAMPLE_NAME]}]})]),
+               Reply.text(ANSWER))
+    try:
+        with tempfile.TemporaryDirectory(prefix="ollie-demo-") as tmp:
+            root = Path(tmp)
+            workspace = root / "workspace"
+            workspace.mkdir()
+            (workspace / SAMPLE_NAME).write_text(SAMPLE, encoding="utf-8")
+            # Private XDG dirs: the demo neither reads the user's config nor leaves a session behind.
+            env = {k: v for k, v in os.environ.items() if not k.startswith("OLLIE_")}
+            for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+                env[var] = str(root / var.lower())
+            env.update(srv.env())
+            print(f"== ollie demo: {LABEL} ==\nworkspace {workspace}\n\nyou> {PROMPT}\n", flush=True)
+            code = subprocess.call([sys.executable, "-m", "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)],
+                                   env=env, timeout=TIMEOUT_S)
+        srv.assert_done()
+    except (subprocess.TimeoutExpired, AssertionError) as exc:
+        print(f"demo: FAILED — {exc}")
+        return 1
+    finally:
+        srv.stop()
+    if code != 0:
+        print(f"demo: FAILED — `ollie -p` exited {code}")
+        return 1
+    print(f"demo: OK — terminal, engine, sandboxed tool and {LABEL} all worked")
+    return 0
