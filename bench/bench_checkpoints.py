@@ -88,7 +88,7 @@ def run(rounds: int = 20, files: int = FILES) -> tuple[list[Row], list[str]]:
         session = Session()
         tracker = ChangeTracker(root, session.id)
         host = _Host(Path(tmp) / "sessions", session)
-        review = Review(host, cwd=lambda: root, tracker=lambda: tracker, add_note=lambda _: None)
+        review = Review(host, tracker=lambda: tracker, add_note=lambda _: None)
         loop = asyncio.new_event_loop()
         counter = iter(range(1_000_000))
         cpu: list[float] = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ollie import beneath
+from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.backend.types import Message
 from ollie.log import get_logger
@@ -37,22 +37,6 @@ class ReviewError(ValueError):
     def __init__(self, message: str, field: str = "turn") -> None:
         super().__init__(message)
         self.field = field
-
-
-class Tracker(Protocol):
-    """The per-session change tracker (`ollie.agent.changes.ChangeTracker`) as far as review needs it."""
-
-    checkpoints: Checkpoints | None
-    unavailable: str | None
-
-    @property
-    def turn_begin(self) -> str | None: ...
-
-    async def begin_turn(self, turn_number: int) -> None: ...
-
-    async def end_turn(self) -> tuple[str | None, str | None]: ...
-
-    def note_editor_edit(self, change: FileChange) -> None: ...
 
 
 class ReviewHost(Protocol):
@@ -108,32 +92,26 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
 class Review:
     """The review surface of one session; the Core holds one as `core.review` (docs/ENGINE-API.md)."""
 
-    def __init__(self, host: ReviewHost, *, cwd: Callable[[], Path], tracker: Callable[[], Tracker | None],
+    def __init__(self, host: ReviewHost, *, tracker: Callable[[], ChangeTracker],
                  add_note: Callable[[str], None]) -> None:
         self._host = host
-        self._cwd = cwd
         self._tracker = tracker
         self._add_note = add_note
-        self._own: Checkpoints | None = None
         self._current: int | None = None
-        # Without a tracker: the running turn's checkpoint, taken when it began.
-        self._begin: str | None = None
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
 
     # --- turn edges (called by the turn) -------------------------------------
 
+    def _cwd(self) -> Path:
+        return self._tracker().cwd
+
     def checkpoints(self) -> Checkpoints:
-        """The session CWD's checkpoints (the tracker's when there is one); ReviewError when unavailable."""
+        """The session CWD's checkpoints; ReviewError when unavailable."""
         tracker = self._tracker()
-        if tracker is not None:
-            if tracker.checkpoints is None:
-                raise ReviewError(f"no checkpoints for this workspace: {tracker.unavailable or 'unavailable'}")
-            return tracker.checkpoints
-        cwd = self._cwd()
-        if self._own is None or self._own.root != Path(os.path.realpath(cwd)):
-            self._own = Checkpoints(cwd)
-        return self._own
+        if tracker.checkpoints is None:
+            raise ReviewError(f"no checkpoints for this workspace: {tracker.unavailable or 'unavailable'}")
+        return tracker.checkpoints
 
     async def begin_turn(self) -> int:
         """Number the turn, note where its messages start, checkpoint the workspace before it."""
@@ -146,11 +124,7 @@ class Review:
             self._add_note(note)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
         try:
-            tracker = self._tracker()
-            if tracker is not None:
-                await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
-            else:
-                self._begin = await self.checkpoints().snapshot()
+            await self._tracker().begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
             # A rewound timeline may have left the refs of a turn of this number (no git call when it did not).
             await self.checkpoints().delete_refs([turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
         except (ReviewError, WorkspaceError) as exc:
@@ -164,13 +138,9 @@ class Review:
             return
         try:
             cp = self.checkpoints()
-            tracker = self._tracker()
             sid = self._host.session.id
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
-            if tracker is not None:
-                begin, end = await tracker.end_turn()
-            else:
-                begin, end, self._begin = self._begin, await cp.snapshot(), None
+            begin, end = await self._tracker().end_turn()
             if begin is None:
                 return  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
             records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
@@ -187,9 +157,7 @@ class Review:
         if self._current is None:
             return  # no turn to own it
         self.editor_edits.note(self._current, rel, old_text, new_text)
-        tracker = self._tracker()
-        if tracker is not None:  # the step's diffs show it too
-            tracker.note_editor_edit(EditorEdit(old_text, new_text).change(rel))
+        self._tracker().note_editor_edit(EditorEdit(old_text, new_text).change(rel))  # the step's diffs show it too
 
     # --- the changes of a turn ----------------------------------------------
 
@@ -206,7 +174,7 @@ class Review:
     async def _bounds(self, turn: int) -> tuple[str, str | None] | None:
         """(checkpoint before `turn`, the state it left or None = now); None when it logged no checkpoint."""
         tracker = self._tracker()
-        if turn == self._current and tracker is not None:  # running: logged when it ends
+        if turn == self._current:  # running: logged when it ends
             return (tracker.turn_begin, None) if tracker.turn_begin is not None else None
         cp = self.checkpoints()
         sid = self._host.session.id

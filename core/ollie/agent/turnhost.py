@@ -77,8 +77,7 @@ class TurnHost:
         # What the deferred prompt commands warned about, until a turn shows it.
         self._prompt_warnings: list[str] = []
         self._changes: ChangeTracker | None = None
-        self.review = Review(self, cwd=lambda: self.setup.cwd, tracker=lambda: self.changes,
-                             add_note=self.inbox.add_note)
+        self.review = Review(self, tracker=lambda: self.changes, add_note=self.inbox.add_note)
 
     @property
     def changes(self) -> ChangeTracker:
