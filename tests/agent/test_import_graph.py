@@ -47,7 +47,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_is_read():
     graph = _imports()
-    assert {"context", "toolround"} <= graph["loop"] and "loop" in graph["turns"]
+    assert {"context", "toolround"} <= graph["loop"] and "loop" in graph["turnhost"]
 
 
 def test_no_module_of_the_engine_imports_its_way_back_to_itself():

@@ -15,7 +15,6 @@ from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepAppro
 from ollie.agent.attachments import Attachments, maybe_await
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import format_context, format_cost, format_usage
-from ollie.agent.context import ContextBudget
 from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
@@ -29,7 +28,6 @@ from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_warnings
 from ollie.agent.steps import script_kinds
 from ollie.agent.turnhost import TurnHost, forward
-from ollie.agent.turns import Turns
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.mcp.attach import host_of
@@ -60,9 +58,6 @@ class Core(McpMembers):
         self._owner = ""
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
-        self._budget = ContextBudget(self._host)
-        self._turns = Turns(self._host, self._budget, warnings=setup.runtime.warnings,
-                            late_warnings=lambda: sandbox_warnings(self.runtime))
         self._closed = False
         self._live_lock = opened.lock
         # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
@@ -105,7 +100,7 @@ class Core(McpMembers):
         )
         core = cls(opened, limits=limits or LoopLimits())
         if opened.session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop
-            await asyncio.to_thread(core._budget.estimate)
+            await asyncio.to_thread(core._host.budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
@@ -130,30 +125,30 @@ class Core(McpMembers):
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
             self._inbox.user_prompt()
-            result = await self._turns.run(text, images=images)
-            await run_follow_ups(self._inbox, result, partial(self._turns.run, announce=True), lambda: self._closed)
+            result = await self._host.run_turn(text, images=images)
+            await run_follow_ups(self._inbox, result, partial(self._host.run_turn, announce=True), lambda: self._closed)
         return result
 
     async def run_queue(self) -> None:
         """Run the queued prompts now, held ones included (the user's word)."""
         self._inbox.release()
         async with self._turn_lock:
-            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._turns.run, announce=True),
+            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._host.run_turn, announce=True),
                                  lambda: self._closed)
 
     def interrupt(self, reason: str = "") -> bool:
         """Cancel the running turn (model stream and tool process groups); False when idle."""
-        return self._turns.interrupt(reason)
+        return self._host.interrupt(reason)
 
     # --- waiting input (see Inbox) ---------------------------------------
 
     def inject(self, text: str) -> None:
         """Append `text` to the next tool result of the running turn (to the queue when idle)."""
-        self._inbox.inject(text, running=self._turns.running)
+        self._inbox.inject(text, running=self._host.running)
 
     def replace_injects(self, text: str) -> None:
         """Replace whatever injects are pending with `text`."""
-        self._inbox.replace_injects(text, running=self._turns.running)
+        self._inbox.replace_injects(text, running=self._host.running)
 
     def queue(self, text: str) -> int:
         """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
@@ -180,7 +175,7 @@ class Core(McpMembers):
 
     # --- observation -----------------------------------------------------
 
-    is_running: bool = forward("_turns.running")  # True while a turn runs
+    is_running: bool = forward("_host.running")  # True while a turn runs
     state: str = forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
     reply: str = forward("_host.reply")  # the last assistant text
     bus: Bus = forward("_host.bus")  # the event bus
@@ -206,7 +201,7 @@ class Core(McpMembers):
             "cost": lambda: format_cost(self.cost_info()),
             "cwd": lambda: str(self.cwd),
             "context": lambda: format_context(self.context_info()),
-            "running": lambda: str(self._turns.running),
+            "running": lambda: str(self._host.running),
         }
         if name not in values:
             raise ValueError(f"unknown field {name!r} (known: {', '.join(values)})")
@@ -254,13 +249,13 @@ class Core(McpMembers):
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""
-        return [m for m in self._budget.request_messages() if m.role != "system"]
+        return [m for m in self._host.budget.request_messages() if m.role != "system"]
 
     # --- context size, usage, cost ---------------------------------------
 
     def context_info(self) -> dict[str, int]:
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""
-        return self._budget.info()
+        return self._host.budget.info()
 
     def usage_info(self) -> dict[str, int]:
         """Token totals of the session."""
@@ -282,11 +277,11 @@ class Core(McpMembers):
     async def compact(self) -> str:
         """Compact now (after a running turn); what happened, as a line."""
         async with self._turn_lock:
-            return (await self._budget.compact(announce=False)).message
+            return (await self._host.budget.compact(announce=False)).message
 
     async def rewind(self, turn: int | None = None) -> Rewound:
         """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
-        if self._turns.running:
+        if self._host.running:
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
@@ -295,7 +290,7 @@ class Core(McpMembers):
 
     async def rewind_undo(self) -> Rewound:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
-        if self._turns.running:
+        if self._host.running:
             raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind_undo()
@@ -315,7 +310,7 @@ class Core(McpMembers):
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""
         self.owners_only("clear its history")
-        if self._turns.running:
+        if self._host.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
         self._host.save()
@@ -324,7 +319,7 @@ class Core(McpMembers):
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
         with `keep_mode=False` (another user's session), the approval mode."""
-        if self.session.messages or self._turns.running:
+        if self.session.messages or self._host.running:
             raise RuntimeError("only a new, idle session can take another's history")
         session = self.session
         session.replace_messages(source.messages)
@@ -346,10 +341,10 @@ class Core(McpMembers):
     async def switch_backend(self, name: str) -> None:
         """Use backend `name` from the next request on (a running one finishes on the old); on failure the old stays."""
         old = self._setup.replace_backend(name)
-        self._budget.forget_limit()
+        self._host.budget.forget_limit()
         if old is not None:
-            if self._turns.running:
-                self._turns.retire(old)
+            if self._host.running:
+                self._host.retire(old)
             else:
                 await old.aclose()
         self._notify()
@@ -357,7 +352,7 @@ class Core(McpMembers):
     def switch_model(self, name: str) -> None:
         """Send later requests to model `name`."""
         self._setup.switch_model(name)
-        self._budget.forget_limit()
+        self._host.budget.forget_limit()
         self._notify()
 
     async def switch_agent(self, name: str) -> list[str]:
@@ -371,7 +366,7 @@ class Core(McpMembers):
             self._attached.wire()
             self._wire_mcp()
             self.session.agent = name
-            self._budget.forget_limit()
+            self._host.budget.forget_limit()
             self.session.clear()
             self._host.save()
             await old.dispatcher.aclose()
@@ -483,7 +478,7 @@ class Core(McpMembers):
         if self._closed:
             return
         self._closed = True
-        task = self._turns.task
+        task = self._host.task
         if task is not None:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
@@ -494,7 +489,7 @@ class Core(McpMembers):
             self._live_lock.release()
             self._live_lock = None
         cancel_prompt(self.runtime)
-        for backend in (*self._turns.take_retired(), self.backend):
+        for backend in (*self._host.take_retired(), self.backend):
             if backend is not None:
                 await backend.aclose()
         await self.runtime.dispatcher.aclose()

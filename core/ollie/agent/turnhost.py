@@ -1,29 +1,31 @@
-"""What a turn and the context budget use of their session: its state, hooks, usage, saving. Core owns one."""
+"""One session's turns as tasks, and what a turn and the context budget use of it: state, hooks, usage, saving."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.agent.changes import ChangeTracker
+from ollie.agent.context import ContextBudget
 from ollie.agent.cost import compute_cost
 from ollie.agent.events import Bus, Event, UsageReport
-from ollie.agent.hooks import HookResult
+from ollie.agent.hooks import HookResult, hook_note
 from ollie.agent.inbox import Inbox
 from ollie.agent.limits import LoopLimits
+from ollie.agent.loop import AgentLoop, TurnResult
 from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, ready_prompt, take_late_notes
-from ollie.agent.setup import Setup
+from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
 from ollie.agent.streaming import Completion, TurnFailed
 from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.agent.toolround import CallOutcome, ToolRound
 from ollie.agent.watch import ChangeWatch
 from ollie.backend.base import Backend
-from ollie.backend.types import GenerationParams
+from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
 from ollie.log import get_logger
 from ollie.sessions.persist import SessionFile
@@ -46,7 +48,8 @@ def forward(path: str, *, settable: bool = False) -> Any:
 
 
 class TurnHost:
-    """The plumbing of one session the loop and the context budget drive; the Core's public surface wraps it."""
+    """Runs the turns of one session, one task each, with the plumbing the loop and the context budget drive; the
+    Core serialises the turns, owns the queue and wraps this in its public surface."""
 
     runtime: Runtime = forward("setup.runtime")  # the active agent's
     backend: Backend | None = forward("setup.backend")  # None when it could not be built
@@ -78,6 +81,16 @@ class TurnHost:
         self._prompt_warnings: list[str] = []
         self._changes: ChangeTracker | None = None
         self.review = Review(self, tracker=lambda: self.changes, add_note=self.inbox.add_note)
+        self.budget = ContextBudget(self)
+        self.running = False
+        self._finishing = False
+        self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
+        # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
+        self._retired: list[Backend] = []
+        # Build warnings (an MCP server that did not start...): shown when the first turn starts; the sandbox's
+        # (a workspace at $HOME granted read-only...) as a turn ends, each once.
+        self._pending_warnings = list(setup.runtime.warnings)
+        self._shown = set(setup.runtime.warnings)
 
     @property
     def changes(self) -> ChangeTracker:
@@ -218,3 +231,98 @@ class TurnHost:
         except (OSError, ValueError, OllieError) as exc:
             log.error("session save failed", extra={"error": str(exc)})
             self.bus.emit("error", f"could not save the session: {exc}")
+
+    def retire(self, backend: Backend) -> None:
+        """Close `backend` when the running turn ends (its request streams from it)."""
+        self._retired.append(backend)
+
+    def take_retired(self) -> list[Backend]:
+        """The retired backends not closed yet, handed over once."""
+        retired, self._retired = self._retired, []
+        return retired
+
+    async def run_turn(self, text: str, *, announce: bool = False, images: Sequence[Image] = ()) -> TurnResult:
+        """Run one turn for `text` (and `images`) as a task `interrupt` can cancel; `announce` publishes the
+        prompt first."""
+        self.task = asyncio.create_task(self._turn(text, announce=announce, images=list(images)))
+        try:
+            return await self.task
+        finally:
+            self.task = None
+
+    def interrupt(self, reason: str = "") -> bool:
+        """Cancel the running turn (model stream and tool process groups); False when idle."""
+        task = self.task
+        if task is None or task.done() or not self.running or self._finishing:
+            return False
+        log.info("interrupt", extra={"reason": reason})
+        task.cancel(reason or None)
+        return True
+
+    async def _turn(self, text: str, *, announce: bool = False, images: list[Image] | None = None) -> TurnResult:
+        bus = self.bus
+        self.running, self._finishing = True, False
+        self.session.begin_turn()
+        bus.publish(Event("turn", content="start", prompt=text))
+        if announce:  # a prompt the client did not send just now: tell it what runs
+            bus.emit("user", text)
+        pending, self._pending_warnings = self._pending_warnings, []
+        for warning in pending:
+            bus.emit("info", f"warning: {warning}")
+        self.set_state("thinking")
+        loop = AgentLoop(self, self.budget)
+        # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
+        # the prompt nor the workspace, and the first turn would otherwise wait for it after the prompt commands.
+        limit = asyncio.ensure_future(self.budget.limit())
+        try:
+            # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
+            await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
+            for warning in self.take_prompt_warnings():
+                bus.emit("info", f"warning: {warning}")
+            if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
+                await self.before_turn()
+            await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
+            if self.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
+                await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
+            result = await loop.run(text, images)
+            await limit  # known once the turn has ended, as before (the context meter shows it)
+        except asyncio.CancelledError:
+            # Interrupted: the task completes with a result instead of propagating.
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            result = TurnResult(loop.reply, "interrupted")
+        except Exception as exc:  # a bug must end the turn, not the daemon
+            log.exception("turn failed")
+            bus.emit("error", f"internal error: {exc}")
+            result = TurnResult(loop.reply, "error", f"internal error: {exc}")
+        limit.cancel()  # an interrupted or failed turn stops asking
+        self._finishing = True
+        self.session.end_turn()
+        await self.review.end_turn()  # the state the turn left: what its changes and undo measure against
+        self.inbox.requeue_injects()
+        self.save()
+        if result.stop != "interrupted":
+            await self._post_turn(result)
+        for warning in await asyncio.to_thread(sandbox_warnings, self.runtime):  # read off the loop (the policy's file)
+            if warning not in self._shown:
+                self._shown.add(warning)
+                bus.emit("info", f"warning: {warning}")
+        bus.emit("turn", result.stop)
+        self.running = False
+        for backend in self.take_retired():  # backends a /backend replaced during this turn
+            await backend.aclose()
+        self.set_state("idle")
+        return result
+
+    async def _post_turn(self, result: TurnResult) -> None:
+        try:
+            post = await self.run_hook("postTurn", {"reply": result.reply, "stop": result.stop})
+        except Exception as exc:  # the turn is over; a broken hook must not lose its result
+            log.exception("postTurn hook failed")
+            self.bus.emit("info", f"hook postTurn failed: {exc}")
+            post = None
+        if post is not None and post.blocked and post.output.strip():
+            self.inbox.continue_with(post.output.strip())  # exit 2: go on, with its output as the prompt
+        else:
+            self.inbox.add_note(hook_note("postTurn", post))
