@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO, cast
@@ -74,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Nothing but ACP on stdout: fd 1 becomes stderr for everything else (tools, hooks, stray prints).
     rpc_in, rpc_out = protect_stdio()
-    level = os.environ.get("OLLIE_LOG_LEVEL", "INFO").upper()
-    setup_logging(args.log_file, level=level if level in logging.getLevelNamesMapping() else "INFO")
+    setup_logging(args.log_file)
     try:
         asyncio.run(serve(args, rpc_in, rpc_out))
     except (KeyboardInterrupt, BrokenPipeError):

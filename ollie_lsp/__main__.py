@@ -67,8 +67,7 @@ def setup_logs(log_file: str | None) -> None:
     """Log to a file; pygls' per-message logging is kept to warnings (it would log every delta)."""
     from ollie.log import setup_logging
 
-    level = os.environ.get("OLLIE_LOG_LEVEL", "INFO").upper()
-    setup_logging(log_file, level=level if level in logging.getLevelNamesMapping() else "INFO")
+    setup_logging(log_file)
     for name in ("pygls", "pygls.protocol", "pygls.server", "pygls.feature_manager"):
         logging.getLogger(name).setLevel(logging.WARNING)
 

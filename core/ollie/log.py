@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,8 +38,10 @@ def default_log_file() -> Path:
     return paths.state_dir() / "ollie.log"
 
 
-def setup_logging(file: Path | str | None = None, level: int | str = logging.INFO) -> Path:
-    """Send the `ollie` loggers to a JSON-lines file; drop any handler that writes to stdout."""
+def setup_logging(file: Path | str | None = None) -> Path:
+    """Send the `ollie` loggers to a JSON-lines file at `$OLLIE_LOG_LEVEL` (default INFO); drop any handler that
+    writes to stdout."""
+    level = os.environ.get("OLLIE_LOG_LEVEL", "INFO").upper()
     path = Path(file) if file else default_log_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger()
@@ -48,7 +51,7 @@ def setup_logging(file: Path | str | None = None, level: int | str = logging.INF
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(level if level in logging.getLevelNamesMapping() else "INFO")
     return path
 
 
