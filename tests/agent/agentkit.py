@@ -21,7 +21,6 @@ class ToyServer:
     def __init__(self) -> None:
         self.executions: list[tuple[str, dict[str, Any]]] = []
         self.pids: list[int] = []
-        self.cwd: Path | None = None
         # How many slow_read/slow_write calls run now, and the most that ran at once (reset it between turns).
         self.running = 0
         self.most_running = 0
@@ -46,9 +45,6 @@ class ToyServer:
 
     def classify_tier(self, tool: str, args: dict[str, Any]) -> str:
         return {"cold_read": "cold", "warm_read": "warm"}.get(tool, "hot")
-
-    def set_cwd(self, cwd: Path) -> None:
-        self.cwd = cwd
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         self.executions.append((tool, args))

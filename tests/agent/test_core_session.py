@@ -143,12 +143,11 @@ async def test_set_session_id_saves_under_the_new_id(scripted_llm, make_core):
 
 async def test_set_cwd_rejects_a_missing_directory(scripted_llm, make_core, tmp_path):
     srv = scripted_llm("openai", check=False)
-    toy = ToyServer()
-    core = await make_core(srv, toy=toy)
+    core = await make_core(srv)
     with pytest.raises(ValueError):
         core.set_cwd(tmp_path / "nope")
-    core.set_cwd(tmp_path)
-    assert core.cwd == tmp_path.resolve() and toy.cwd == tmp_path.resolve()
+    core.set_cwd(tmp_path)  # the tools follow: test_commands_core.py::test_cwd_moves_shell_commands_and_tools
+    assert core.cwd == tmp_path.resolve()
     sub = core.bus.subscribe()
     core.set_cwd(tmp_path)
     assert roles(drain(sub), "state")

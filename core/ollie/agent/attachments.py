@@ -12,10 +12,10 @@ from ollie.agent.approval import question_timeout_s, within_question_timeout
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
 from ollie.agent.review import Review
-from ollie.agent.runtime import Runtime, refresh_tools
-from ollie.tools.base import Approver, ElevationSetter
-from ollie.tools.documents import DocumentsSetter, EditorDocuments, RootedDocuments
-from ollie.tools.editor import EditorKnowledge, EditorSetter
+from ollie.agent.runtime import Runtime, execute_servers, refresh_tools
+from ollie.tools.base import Approver
+from ollie.tools.documents import EditorDocuments, RootedDocuments
+from ollie.tools.editor import EditorKnowledge
 
 T = TypeVar("T")
 
@@ -40,12 +40,10 @@ class Attachments:
     def wire(self, *, editor_was_set: bool = False) -> None:
         """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
         runtime = self.runtime()
-        for _, server in runtime.dispatcher.servers():
-            if isinstance(server, ElevationSetter):
-                server.set_elevation(runtime.config.elevation, self.approve_elevation)
-            if isinstance(server, DocumentsSetter):
-                server.set_documents(self.documents)
-            if isinstance(server, EditorSetter) and (self.editor is not None or editor_was_set):
+        for server in execute_servers(runtime.dispatcher):
+            server.set_elevation(runtime.config.elevation, self.approve_elevation)
+            server.set_documents(self.documents)
+            if self.editor is not None or editor_was_set:
                 server.set_editor(self.editor)
                 refresh_tools(runtime)
 

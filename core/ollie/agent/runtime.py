@@ -20,10 +20,10 @@ from ollie.tools.base import (
     Tier,
     TierClassifier,
     ToolInfo,
-    ToolRestrictionSetter,
     ToolResult,
 )
 from ollie.tools.dispatcher import Dispatcher, UnknownToolError
+from ollie.tools.execute import ExecuteServer
 
 DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 
@@ -107,6 +107,11 @@ async def ready_prompt(runtime: Runtime) -> list[str]:
     return added
 
 
+def execute_servers(dispatcher: Dispatcher) -> list[ExecuteServer]:
+    """The dispatcher's execute servers: what the session's cwd, env, restrictions, elevation and editor reach."""
+    return [server for _, server in dispatcher.servers() if isinstance(server, ExecuteServer)]
+
+
 def server_kinds(dispatcher: Callable[[], Dispatcher], fallback: Callable[[str], Any]) -> Callable[[str], Any]:
     """A step-kind lookup asking the servers that declare kinds (MCP tools' hints) first, then `fallback`."""
 
@@ -146,12 +151,10 @@ async def build_runtime(
     warnings: list[str] = []
     restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
     if restricted:
-        applied = False
-        for _, server in dispatcher.servers():
-            if isinstance(server, ToolRestrictionSetter):
-                server.set_restrictions(cfg.allow_executors, cfg.allow_tools)
-                applied = True
-        if not applied:
+        servers = execute_servers(dispatcher)
+        for server in servers:
+            server.set_restrictions(cfg.allow_executors, cfg.allow_tools)
+        if not servers:
             warnings.append("allowExecutors/allowTools set but no tool server supports restrictions")
     infos = dispatcher.list_tools(warnings) if cfg.tools else []
     box = box_for(cfg.prompt, session_id)

@@ -8,19 +8,18 @@ import importlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ollie import paths
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
 from ollie.agent.hooks import Hooks
 from ollie.agent.prompt import box_for
-from ollie.agent.runtime import Runtime, cancel_prompt
+from ollie.agent.runtime import Runtime, cancel_prompt, execute_servers
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import BackendHealth, check_backend, unbuilt
 from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig, find_agent, load_agent_config
-from ollie.tools.base import CWDSetter, EnvSetter
 
 # Clients poll ollie/state: a backend that is down is not checked more often than this.
 FAILED_HEALTH_REUSE_S = 2.0
@@ -129,16 +128,14 @@ class Setup:
         self.cwd = target.resolve()
         if self.runtime.deferred_prompt is not None:  # prompt commands not run yet run where the session is
             self.runtime.deferred_prompt.cwd = self.cwd
-        for _, server in self.runtime.dispatcher.servers():
-            if isinstance(server, CWDSetter):
-                server.set_cwd(self.cwd)
+        for server in execute_servers(self.runtime.dispatcher):
+            server.set_cwd(self.cwd)
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
         self.env[key] = value
-        for _, server in self.runtime.dispatcher.servers():
-            if isinstance(server, EnvSetter):
-                server.set_env(key, value)
+        for server in execute_servers(self.runtime.dispatcher):
+            server.set_env(key, value)
 
     def replace_backend(self, name: str) -> Backend | None:
         """Build backend `name` (its default model) and put it in place; returns the backend it replaced."""
@@ -167,10 +164,8 @@ class Setup:
         if old_dir.is_dir() and not new_dir.exists():
             new_dir.parent.mkdir(parents=True, exist_ok=True)
             old_dir.rename(new_dir)
-        for _, server in self.runtime.dispatcher.servers():
-            setter = getattr(server, "set_session_id", None)
-            if callable(setter):
-                setter(new)
+        for server in execute_servers(self.runtime.dispatcher):
+            server.set_session_id(new)
         # The session's temp dirs (a tool server may have moved them already) and the hooks' box follow.
         SessionDirs.for_session(old).move_to(SessionDirs.for_session(new))
         hooks = self.runtime.hooks
@@ -209,13 +204,6 @@ class Setup:
         return old, retired, [*runtime.warnings, *([problem] if problem else [])]
 
 
-@runtime_checkable
-class _SetupWarner(Protocol):
-    """A tool server that reports what its sandbox could not set up."""
-
-    def setup_warnings(self) -> list[str]: ...
-
-
 def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:
     """Run the agent's hooks in the session's command sandbox."""
     runtime.hooks = Hooks(cfg.hooks, box=box_for(cfg.prompt, session_id))
@@ -229,7 +217,6 @@ def sandbox_warnings(runtime: Runtime) -> list[str]:
     """
     if not runtime.sandbox_warned:
         runtime.sandbox_warned = True
-        for _, server in runtime.dispatcher.servers():
-            if isinstance(server, _SetupWarner):
-                runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)
+        for server in execute_servers(runtime.dispatcher):
+            runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)
     return runtime.warnings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 ParallelClass = Literal["read", "write", "global"]
@@ -46,33 +45,6 @@ class Server(Protocol):
 
 
 @runtime_checkable
-class CWDSetter(Protocol):
-    """A server whose calls follow the session's working directory."""
-
-    def set_cwd(self, cwd: Path) -> None:
-        """Run later calls in `cwd`."""
-        ...
-
-
-@runtime_checkable
-class EnvSetter(Protocol):
-    """A server whose children get the session's extra environment."""
-
-    def set_env(self, key: str, value: str) -> None:
-        """Add `key=value` to the env of later calls."""
-        ...
-
-
-@runtime_checkable
-class ToolRestrictionSetter(Protocol):
-    """A server that can offer fewer executors and tools (an agent's allowExecutors/allowTools)."""
-
-    def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
-        """Offer only these executors and tools (None: all)."""
-        ...
-
-
-@runtime_checkable
 class ParallelClassifier(Protocol):
     """A server that says which calls may run side by side."""
 
@@ -101,13 +73,6 @@ class KindClassifier(Protocol):
 
 # Asked before an elevated step runs: True allows it, False declines, None means nobody could be asked.
 Approver = Callable[[str], Awaitable[bool | None]]
-
-
-@runtime_checkable
-class ElevationSetter(Protocol):
-    """Takes the agent's elevation mode ("ask", "allow", "deny") and who approves under "ask"."""
-
-    def set_elevation(self, mode: str, approver: Approver | None) -> None: ...
 
 
 @runtime_checkable

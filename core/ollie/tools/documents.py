@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 from ollie import beneath
 
@@ -46,13 +46,6 @@ class EditorDocuments(Protocol):
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Replace the document's whole text, refused when its version is no longer `version`; save it if it can."""
         ...
-
-
-@runtime_checkable
-class DocumentsSetter(Protocol):
-    """A tool server that consults the editor's documents (the execute server's file tools)."""
-
-    def set_documents(self, documents: EditorDocuments | None) -> None: ...
 
 
 async def plain_path_beneath(root: Path, path: Path | str) -> Path | None:

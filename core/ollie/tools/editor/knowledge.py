@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 from ollie.errors import OllieError
 
@@ -101,10 +101,3 @@ class EditorKnowledge(Protocol):
     async def open_files(self) -> list[OpenFile]:
         """The files open in the editor."""
         ...
-
-
-@runtime_checkable
-class EditorSetter(Protocol):
-    """A tool server that offers the editor tools once a front end provides the editor's knowledge."""
-
-    def set_editor(self, editor: EditorKnowledge | None) -> None: ...
