@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
 from ollie.agent.hooks import hook_note
-from ollie.agent.inbox import run_follow_ups
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
@@ -126,15 +124,24 @@ class Core(McpMembers):
                 return TurnResult("", "error", "this session is closed")
             self._inbox.user_prompt()
             result = await self._host.run_turn(text, images=images)
-            await run_follow_ups(self._inbox, result, partial(self._host.run_turn, announce=True), lambda: self._closed)
+            await self._run_follow_ups(result)
         return result
 
     async def run_queue(self) -> None:
         """Run the queued prompts now, held ones included (the user's word)."""
         self._inbox.release()
         async with self._turn_lock:
-            await run_follow_ups(self._inbox, TurnResult("", "end"), partial(self._host.run_turn, announce=True),
-                                 lambda: self._closed)
+            await self._run_follow_ups(TurnResult("", "end"))
+
+    async def _run_follow_ups(self, result: TurnResult) -> None:
+        """After `result`'s turn: a postTurn continuation, then queued prompts, each a turn of its own, until one is
+        interrupted (what is queued then is held for the user's word)."""
+        while result.stop != "interrupted" and not self._closed:
+            text = self._inbox.next_prompt()
+            if text is None:
+                break
+            result = await self._host.run_turn(text, announce=True)
+        self._inbox.turns_ended(interrupted=result.stop == "interrupted")
 
     def interrupt(self, reason: str = "") -> bool:
         """Cancel the running turn (model stream and tool process groups); False when idle."""

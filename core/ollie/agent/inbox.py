@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import Callable
 
 # A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
 MAX_CONTINUATIONS = 10
@@ -154,25 +153,3 @@ class Inbox:
         notes, self._notes = self._notes, []
         return notes
 
-
-class Ended(Protocol):
-    """A turn's result, as far as the follow-ups care: how it stopped."""
-
-    @property
-    def stop(self) -> str: ...
-
-
-R = TypeVar("R", bound=Ended)
-
-
-async def run_follow_ups(inbox: Inbox, result: R, run: Callable[[str], Awaitable[R]],
-                         closed: Callable[[], bool]) -> R:
-    """After `result`'s turn: a postTurn continuation, then queued prompts, each run by `run` as a turn of
-    its own, until one is interrupted (what is queued then is held for the user's word). The last result."""
-    while result.stop != "interrupted" and not closed():
-        text = inbox.next_prompt()
-        if text is None:
-            break
-        result = await run(text)
-    inbox.turns_ended(interrupted=result.stop == "interrupted")
-    return result
