@@ -126,11 +126,14 @@ def tool_messages(srv: Any, index: int = -1) -> list[dict[str, Any]]:
 
 
 async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: float = 5.0) -> None:
-    """Wait until `core`'s `field` reads `wanted` (fails the test after `timeout`)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    value = core.field_value(field)
-    while value != wanted:
-        remaining = deadline - loop.time()
-        assert remaining > 0, f"{field} never became {wanted!r} (last {value!r})"
-        value, _ = await core.wait_change(field, value, timeout=remaining)
+    """Wait until `core.state` (`field="running"`: `str(core.is_running)`) reads `wanted`, re-read at each event."""
+    read = (lambda: core.state) if field == "state" else (lambda: str(core.is_running))
+    sub = core.bus.subscribe()
+    try:
+        async with asyncio.timeout(timeout):
+            while read() != wanted:
+                await sub.get()
+    except TimeoutError:
+        raise AssertionError(f"{field} never became {wanted!r} (last {read()!r})") from None
+    finally:
+        sub.close()

@@ -13,7 +13,6 @@ from ollie.agent import agentswitch
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments, maybe_await
 from ollie.agent.commands import is_command, run_command
-from ollie.agent.commands_info import format_context, format_cost, format_usage
 from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
@@ -199,25 +198,6 @@ class Core(McpMembers):
     tool_call_count: int = forward("_host.tool_calls")  # tool calls executed over the core's life
     review: Review = forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
     max_steps: int = forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
-
-    def field_value(self, name: str) -> str:
-        """The current value of a `wait_change` field, as a string."""
-        values: dict[str, Callable[[], str]] = {
-            "state": lambda: self._host.state,
-            "usage": lambda: format_usage(self.usage_info()),
-            "cost": lambda: format_cost(self.cost_info()),
-            "cwd": lambda: str(self.cwd),
-            "context": lambda: format_context(self.context_info()),
-            "running": lambda: str(self._host.running),
-        }
-        if name not in values:
-            raise ValueError(f"unknown field {name!r} (known: {', '.join(values)})")
-        return values[name]()
-
-    async def wait_change(self, field: str, current: str, timeout: float | None = None) -> tuple[str, bool]:
-        """Wait until `field` differs from `current`: (value, True), or (value, False) on timeout."""
-        self.field_value(field)  # an unknown field fails now, not after the wait
-        return await self._host.watch.wait_change(lambda: self.field_value(field), current, timeout)
 
     def _notify(self) -> None:
         self._host.notify()

@@ -23,7 +23,6 @@ from ollie.agent.steps import KindLookup
 from ollie.agent.streaming import Completion, TurnFailed
 from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.agent.toolround import CallOutcome, ToolRound
-from ollie.agent.watch import ChangeWatch
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -68,7 +67,6 @@ class TurnHost:
         self.reply = ""  # the last assistant text: it outlives the turn
         self.state = "idle"
         self.tool_calls = 0
-        self.watch = ChangeWatch()
         self.inbox = Inbox(on_queued=self.notify)
         # The Core's ApprovalGate: None = the call may run, else its result text.
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
@@ -144,9 +142,8 @@ class TurnHost:
             self.notify()
 
     def notify(self) -> None:
-        """Publish a `state` event and wake `wait_change` callers."""
+        """Publish a `state` event (front ends re-read what they show)."""
         self.bus.emit("state")
-        self.watch.changed()
 
     def count_tool_call(self) -> None:
         """Account one executed tool call."""
