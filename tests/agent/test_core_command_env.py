@@ -1,4 +1,4 @@
-"""Prompt commands and hooks run as the session: its id, cwd, agent dir and private TMPDIR, which follow an id change.
+"""Prompt commands and hooks run as the session: its id, cwd, agent dir and private TMPDIR.
 
 A real Core, its real execute server and the commands under the default
 (read-only) command sandbox; the session's temp dirs go when it closes.
@@ -18,7 +18,6 @@ from ollie.agent.core import Core
 from ollie.testing import Reply
 from ollie.tools.execute.sessiondirs import SessionDirs
 
-NEW_ID = "1800000000000000000-00000b"
 SHOW = 'echo "sid=$OLLIE_SESSION_ID cwd=$OLLIE_CWD agent=$OLLIE_AGENT_DIR tmp=$TMPDIR plan=$OLLIE_PLAN_FILE"'
 TOOL_ENV = ("execute_code", {"steps": [{"language": "bash", "code": 'echo "tool sid=$OLLIE_SESSION_ID tmp=$TMPDIR"'}]})
 
@@ -43,7 +42,7 @@ def _requests(srv) -> str:
     return json.dumps([r.body["messages"] for r in srv.chat_requests])
 
 
-async def test_prompt_commands_and_hooks_get_the_session_and_follow_an_id_change(
+async def test_prompt_commands_hooks_and_tools_run_as_the_session(
     scripted_llm, make_core, agents_dir: Path, workdir: Path, tmp_root: Path
 ) -> None:
     # The default commandSandbox (read-only): what the user gets, not the test kit's unsandboxed hooks.
@@ -52,63 +51,55 @@ async def test_prompt_commands_and_hooks_get_the_session_and_follow_an_id_change
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(TOOL_ENV), Reply.text("shown"))
     core: Core = await make_core(srv, toy=None, agent="envy")
-    old_id = core.session_id
-    old_dirs = SessionDirs.for_session(old_id)
+    sid = core.session_id
+    dirs = SessionDirs.for_session(sid)
 
     assert core.system_prompt() == "", "building the session ran no prompt command"
     facts = _facts(await core.ready_prompt())
-    assert facts["sid"] == old_id
+    assert facts["sid"] == sid
     assert facts["cwd"] == str(workdir)
     assert facts["agent"] == str(agents_dir)
-    assert facts["tmp"] == str(old_dirs.tmp)
-    assert facts["plan"].endswith(f"/{old_id}/plan")
-    assert old_dirs.root.is_dir()
-
-    core.set_session_id(NEW_ID)
-    new_dirs = SessionDirs.for_session(NEW_ID)
-    assert not old_dirs.root.exists() and new_dirs.root.is_dir()
+    assert facts["tmp"] == str(dirs.tmp)
+    assert facts["plan"].endswith(f"/{sid}/plan")
+    assert dirs.root.is_dir()
 
     await core.submit("show me")
     sent = _requests(srv)
     hook = _facts(sent.replace("\\n", "\n"), "hook sid=")
-    assert (hook["sid"], hook["tmp"]) == (NEW_ID, str(new_dirs.tmp))
+    assert (hook["sid"], hook["tmp"]) == (sid, str(dirs.tmp))
     tool = _facts(sent.replace("\\n", "\n"), "tool sid=")
-    assert (tool["sid"], tool["tmp"]) == (NEW_ID, str(new_dirs.tmp))
-    assert (new_dirs.root / "tools.lock").exists(), "the lock dir followed the id"
-    assert not old_dirs.root.exists(), "nothing made the old session's dirs again"
-    # Prompt commands that run after the change (an agent switch rebuilds the prompt) get the new id.
+    assert (tool["sid"], tool["tmp"]) == (sid, str(dirs.tmp))
+    assert (dirs.root / "tools.lock").exists(), "the tools' lock dir is the session's"
+    # Prompt commands that run later (an agent switch rebuilds the prompt) run as the session too.
     await core.switch_agent("envy")
-    assert _facts(await core.ready_prompt())["sid"] == NEW_ID
+    assert _facts(await core.ready_prompt())["sid"] == sid
 
     await core.close()
-    assert not new_dirs.root.exists(), "closing the session removes its temp dirs"
+    assert not dirs.root.exists(), "closing the session removes its temp dirs"
 
-    resumed = await make_core(srv, toy=None, agent="envy", session_id=NEW_ID)
-    assert _facts(await resumed.ready_prompt())["sid"] == NEW_ID
-    assert _facts(resumed.system_prompt())["tmp"] == str(new_dirs.tmp)
+    resumed = await make_core(srv, toy=None, agent="envy", session_id=sid)
+    assert _facts(await resumed.ready_prompt())["sid"] == sid
+    assert _facts(resumed.system_prompt())["tmp"] == str(dirs.tmp)
 
 
-async def test_prompt_commands_not_run_yet_run_as_the_session_is_when_its_first_turn_comes(
+async def test_prompt_commands_not_run_yet_run_where_the_session_is_when_its_first_turn_comes(
     scripted_llm, make_core, agents_dir: Path, workdir: Path, tmp_root: Path
 ) -> None:
     write_agent(agents_dir, "envy", prompt=[SHOW], commandSandbox="readonly")
     srv = scripted_llm("openai")
     srv.script(Reply.text("ok"))
     core: Core = await make_core(srv, toy=None, agent="envy")
-    old_dirs = SessionDirs.for_session(core.session_id)
     moved = workdir / "sub"
     moved.mkdir()
-    # Moved before its first turn: the deferred commands run with the new id and cwd, not the old ones.
-    core.set_session_id(NEW_ID)
+    # Moved before its first turn: the deferred commands run in the new cwd, not the old one.
     core.set_cwd(moved)
     assert core.system_prompt() == ""
     await core.submit("hi")
     system = srv.chat_requests[-1].body["messages"][0]
     assert system["role"] == "system"
     facts = _facts(system["content"])
-    assert (facts["sid"], facts["cwd"]) == (NEW_ID, str(moved.resolve()))
-    assert facts["tmp"] == str(SessionDirs.for_session(NEW_ID).tmp)
-    assert not old_dirs.root.exists(), "the deferred commands made the old session's dirs again"
+    assert (facts["sid"], facts["cwd"]) == (core.session_id, str(moved.resolve()))
+    assert facts["tmp"] == str(SessionDirs.for_session(core.session_id).tmp)
     await core.close()
 
 

@@ -130,17 +130,6 @@ async def test_rename_and_kill_callbacks(scripted_llm, make_core):
     assert result.stop == "error" and "closed" in result.error
 
 
-async def test_set_session_id_saves_under_the_new_id(scripted_llm, make_core):
-    srv = scripted_llm("openai")
-    srv.script(Reply.text("one"), Reply.text("two"))
-    core = await make_core(srv, toy=ToyServer())
-    await core.submit("a")
-    core.set_session_id("1800000000000000000-000001")
-    await core.submit("b")
-    saved = persist.load(core.sessions_dir, "1800000000000000000-000001")
-    assert [m.content for m in saved.messages] == ["a", "one", "b", "two"]
-
-
 async def test_set_cwd_rejects_a_missing_directory(scripted_llm, make_core, tmp_path):
     srv = scripted_llm("openai", check=False)
     core = await make_core(srv)

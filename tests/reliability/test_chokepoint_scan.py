@@ -77,7 +77,6 @@ ALLOWED = {
     ("core/ollie/agent/commands.py", "cmd_cwd"): "the root the user /cd's to",
     ("core/ollie/agent/opening.py", "open_parts"): "the root itself",
     ("core/ollie/agent/setup.py", "Setup.set_cwd"): "the root itself",
-    ("core/ollie/agent/setup.py", "Setup.move_session"): "session records in ollie's data dir",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",

@@ -19,13 +19,10 @@ from ollie.agent.core import Core
 from ollie.agent.limits import LoopLimits
 from ollie.sessions import persist
 from ollie.sessions.location import store_url
-from ollie.sessions.pg.log import read_rounds
 from ollie.testing import Reply
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))  # the engine tests' helpers (not a package)
 from agentkit import FAST_LIMITS, ToyServer, drain, write_agent  # noqa: E402
-
-NEW_ID = "1800000000000000000-0000ab"
 
 
 @pytest_asyncio.fixture
@@ -66,29 +63,6 @@ def _user_texts(url: str, session_id: str) -> list[str]:
     """The conversation saved at the store `url` (OLLIE_STORE names it: persist.load reads from there)."""
     assert store_url() == url
     return [m.content for m in persist.load(Path(), session_id).messages if m.role in ("user", "assistant")]
-
-
-async def test_a_renamed_session_is_saved_in_the_store_not_in_a_file(make_core, scripted_llm, store_url, tmp_path):
-    llm = scripted_llm("openai")
-    llm.script(Reply.text("first answer"), Reply.text("second answer"))
-    core = await make_core(llm, store_url)
-    old_id = core.session_id
-    await core.submit("first question")
-    await asyncio.to_thread(core._host.session_file.flush)
-    assert read_rounds(store_url, old_id) is not None
-
-    core.set_session_id(NEW_ID)
-    await core.submit("second question")
-    await asyncio.to_thread(core._host.session_file.flush)
-    assert _user_texts(store_url, NEW_ID) == ["first question", "first answer", "second question", "second answer"]
-    sessions = tmp_path / "sessions"
-    assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
-    # The old id's rows go on its writer thread, in the background.
-    for _ in range(200):
-        if read_rounds(store_url, old_id) is None:
-            break
-        await asyncio.sleep(0.02)
-    assert read_rounds(store_url, old_id) is None
 
 
 async def test_sessions_lists_the_store_while_the_loop_keeps_running(make_core, scripted_llm, store_url):

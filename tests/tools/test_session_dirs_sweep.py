@@ -65,15 +65,6 @@ def test_this_process_sessions_are_kept_until_closed(root: Path) -> None:
     mine.remove()
 
 
-def test_a_moved_session_keeps_its_owner_lock(root: Path) -> None:
-    old = SessionDirs.for_session("before")
-    old.create()
-    new = old.move_to(SessionDirs.for_session("after"))
-    assert not old.root.exists() and new.tmp.is_dir()
-    assert sweep_stale() == [] and new.root.is_dir()
-    new.remove()
-
-
 def test_unowned_dirs_go_only_once_old(root: Path) -> None:
     root.mkdir(parents=True)
     fresh, old = root / "cmd-fresh", root / "from-an-older-ollie"

@@ -19,7 +19,7 @@ from ollie.agent.factories import BackendFactory, DispatcherFactory
 from ollie.agent.hooks import hook_note
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
-from ollie.agent.opening import Opened, open_parts, report_save_errors, take_new_id
+from ollie.agent.opening import Opened, open_parts, report_save_errors
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_warnings
@@ -420,19 +420,6 @@ class Core(McpMembers):
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
         self._setup.set_env(key, value)
-
-    def set_session_id(self, new_id: str) -> None:
-        """Save the session under `new_id` from now on: the old log goes; tools and the plan file follow."""
-        host = self._host
-        old, old_log = self.session.id, host.session_file
-        host.session_file, lock = take_new_id(self.session, host.sessions_dir, new_id)
-        report_save_errors(host.session_file, host.bus)
-        host.session_file.rewrite(self.session)
-        old_log.discard()  # a database's rows (and lease) go on its writer thread: nothing waits here
-        self._setup.move_session(old, self.session.id, old_file=old_log.path)
-        if self._live_lock is not None:
-            self._live_lock.release()
-        self._live_lock = lock
 
     def set_generation_params(self, params: GenerationParams) -> None:
         """Override sampling parameters (fields left None fall back to the agent config's)."""

@@ -14,8 +14,8 @@ from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend
 from ollie.agent.setup import Setup
 from ollie.config import find_agent, load_agent_config
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
-from ollie.sessions.persist import SessionFile, open_session, session_log
-from ollie.sessions.session import Session, validate_session_id
+from ollie.sessions.persist import SessionFile, open_session
+from ollie.sessions.session import Session
 
 
 @dataclass
@@ -67,14 +67,6 @@ async def open_parts(
             lock.release()
         raise
     return Opened(setup, store, session, session_file, lock)
-
-
-def take_new_id(session: Session, sessions_dir: Path, new_id: str) -> tuple[SessionFile, LiveLock | None]:
-    """Take `new_id`'s lock (refused when another process runs it), move `session` to it; its new log and lock."""
-    new_id = validate_session_id(new_id)
-    lock = hold(lock_dir(sessions_dir), new_id)
-    session.id = new_id
-    return session_log(sessions_dir, new_id), lock  # the file, or OLLIE_STORE's rows
 
 
 def report_save_errors(log: SessionFile, bus: Bus) -> None:

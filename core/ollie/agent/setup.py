@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import importlib
 import os
 import time
@@ -151,30 +150,6 @@ class Setup:
             raise RuntimeError(f"no backend: {self.backend_error}")
         self.backend.set_model(name)
         self._health = None
-
-    def move_session(self, old: str, new: str, *, old_file: Path) -> None:
-        """After an id change: the old file goes; the plan, temp dirs and OLLIE_SESSION_ID follow."""
-        from ollie.tools.execute import plan_file  # the execute server's layout; imported only when renaming
-        from ollie.tools.execute.sessiondirs import SessionDirs
-
-        if old == new:
-            return
-        old_file.unlink(missing_ok=True)
-        old_dir, new_dir = plan_file(old).parent, plan_file(new).parent
-        if old_dir.is_dir() and not new_dir.exists():
-            new_dir.parent.mkdir(parents=True, exist_ok=True)
-            old_dir.rename(new_dir)
-        for server in execute_servers(self.runtime.dispatcher):
-            server.set_session_id(new)
-        # The session's temp dirs (a tool server may have moved them already) and the hooks' box follow.
-        SessionDirs.for_session(old).move_to(SessionDirs.for_session(new))
-        hooks = self.runtime.hooks
-        if hooks is not None:
-            hooks.box = dataclasses.replace(hooks.box, session_id=new)
-        deferred = self.runtime.deferred_prompt
-        if deferred is not None:
-            deferred.box = dataclasses.replace(deferred.box, session_id=new)
-        self.set_env("OLLIE_SESSION_ID", new)
 
     async def backend_health(self) -> dict[str, Any]:
         """PROTOCOL.md's `backendStatus`: checked on the first ask; a good answer is reused until a switch,

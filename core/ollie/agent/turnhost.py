@@ -97,7 +97,6 @@ class TurnHost:
         if tracker is None or tracker.cwd != self.setup.cwd:
             tracker = self._changes = ChangeTracker(
                 self.setup.cwd, self.session.id, on_unavailable=lambda why: self.bus.emit("info", f"warning: {why}"))
-        tracker.session_id = self.session.id  # follows set_session_id
         return tracker
 
     def require_backend(self) -> Backend:

@@ -30,7 +30,6 @@ from ollie.tools.execute.schemas import (
     call_tool_description,
     call_tool_schema,
 )
-from ollie.tools.execute.sessiondirs import SessionDirs
 from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
@@ -66,8 +65,6 @@ class ExecuteServer:
             session_env=dict(env or {}),
             output_limit=output_limit,
         )
-        # The default lock dir is the session's own (SessionDirs): it follows a session id change.
-        self._own_lock_dir = lock_dir is None
         self._sandbox = sandbox
         self._clock = clock
         self._validation: ValidationGate | None = None  # built at the first call: its ~40 regexes cost a first turn
@@ -89,13 +86,6 @@ class ExecuteServer:
     def set_cwd(self, cwd: Path) -> None:
         """Run later calls in `cwd`."""
         self._runner.cwd = Path(cwd)
-
-    def set_session_id(self, session_id: str) -> None:
-        """Run later steps as session `session_id`: its OLLIE_SESSION_ID, plan file, and (by default) lock dir."""
-        self._runner.session_id = session_id
-        if self._own_lock_dir:
-            moved = self._runner.dirs.move_to(SessionDirs.for_session(session_id))
-            self._runner.lock_dir = moved.root
 
     def set_env(self, key: str, value: str) -> None:
         """Add `key=value` to the env of every later child."""

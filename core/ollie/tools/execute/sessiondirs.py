@@ -158,18 +158,6 @@ class SessionDirs:
         if fd is not None:
             os.close(fd)
 
-    def move_to(self, new: SessionDirs) -> SessionDirs:
-        """Rename the session's dirs to `new` (a session id change); the owner lock moves with them."""
-        if self.root == new.root:
-            return new
-        with _held_guard:
-            if self.root.is_dir() and not new.root.exists():
-                new.root.parent.mkdir(parents=True, exist_ok=True)
-                self.root.rename(new.root)
-                if self.root in _held:
-                    _held[new.root] = _held.pop(self.root)
-        return new
-
     def fresh(self, parent: Path) -> Path:
         """A new 0700 dir for one call under `parent` (scratch or private)."""
         make_private_dir(parent)
