@@ -67,7 +67,8 @@ async def test_stall_nudge_after_five_identical_rounds(scripted_llm, make_core):
 async def test_max_steps_ends_softly_with_a_summary_request_without_tools(scripted_llm, make_core):
     srv = scripted_llm("openai")
     srv.script(*[Reply.tool_calls(("slow_read", {"tag": i})) for i in range(3)], Reply.text("summary: did 3 reads"))
-    core = await make_core(srv, toy=ToyServer(), max_steps=3)
+    core = await make_core(srv, toy=ToyServer())
+    core.set_max_steps(3)
     assert core.max_steps == 3
     result = await core.submit("do lots")
     assert (result.stop, result.reply) == ("max_steps", "summary: did 3 reads")

@@ -81,7 +81,6 @@ class Core(McpMembers):
         session_id: str | None = None,
         env: Mapping[str, str] | None = None,
         sessions_dir: Path | str | None = None,
-        max_steps: int | None = None,
         backend_factory: BackendFactory | None = None,
         dispatcher_factory: DispatcherFactory | None = None,
         agents_dirs: list[Path] | None = None,
@@ -92,7 +91,7 @@ class Core(McpMembers):
         commands at once (a daemon's default session), not on their first need."""
         opened = await open_parts(
             agent=agent, cwd=cwd, backend=backend, model=model, session_id=session_id, env=env,
-            sessions_dir=sessions_dir, max_steps=max_steps, backend_factory=backend_factory,
+            sessions_dir=sessions_dir, backend_factory=backend_factory,
             dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, prompt_now=prompt_now,
         )
         core = cls(opened, limits=limits or LoopLimits())

@@ -31,7 +31,7 @@ class Opened:
 
 async def open_parts(
     *, agent: str, cwd: Path | str | None, backend: str | None, model: str | None, session_id: str | None,
-    env: Mapping[str, str] | None, sessions_dir: Path | str | None, max_steps: int | None,
+    env: Mapping[str, str] | None, sessions_dir: Path | str | None,
     backend_factory: BackendFactory | None, dispatcher_factory: DispatcherFactory | None,
     agents_dirs: list[Path] | None, prompt_now: bool,
 ) -> Opened:
@@ -60,7 +60,7 @@ async def open_parts(
         setup = await Setup.create(
             cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
-            agents_dirs=agents_dirs, max_steps=max_steps, prompt_now=prompt_now,
+            agents_dirs=agents_dirs, prompt_now=prompt_now,
         )
     except BaseException:
         if lock is not None:

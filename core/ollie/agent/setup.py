@@ -37,7 +37,6 @@ class Setup:
         backend_factory: BackendFactory,
         dispatcher_factory: DispatcherFactory | None,
         agents_dirs: list[Path] | None,
-        max_steps: int | None,
     ) -> None:
         self.agent = agent
         self.runtime = runtime
@@ -51,7 +50,7 @@ class Setup:
         self._backend_factory = backend_factory
         self._dispatcher_factory = dispatcher_factory
         self._agents_dirs = agents_dirs
-        self._max_steps = max_steps
+        self._max_steps: int | None = None  # the /maxsteps override of the agent config's
 
     @classmethod
     async def create(
@@ -67,7 +66,6 @@ class Setup:
         backend_factory: BackendFactory,
         dispatcher_factory: DispatcherFactory | None,
         agents_dirs: list[Path] | None,
-        max_steps: int | None,
         prompt_now: bool = False,
     ) -> Setup:
         """Agent `cfg`'s runtime and backend; a missing key is no error (`backend_error`); `prompt_now` overlaps the
@@ -77,7 +75,7 @@ class Setup:
         )
         _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
-                    dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, max_steps=max_steps)
+                    dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs)
         if prompt_now and runtime.deferred_prompt is not None:
             runtime.deferred_prompt.start()
         try:
