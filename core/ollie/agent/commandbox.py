@@ -13,17 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie import programs
-from ollie.agent.shell import ShellResult
+from ollie.agent.shell import ShellResult, run_shell
 from ollie.errors import OllieError
 from ollie.sandbox import Policy, load_policy
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.runner import child_env
 from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree, runtime_root
-from ollie.tools.execute.spawn import run_process
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
 UNSANDBOXED = "none"
-SHELL = "/bin/sh"
 # Prompt commands and hooks print context, not data: more than this is cut.
 OUTPUT_LIMIT = 1024 * 1024
 AGENT_DIR_VAR = "OLLIE_AGENT_DIR"
@@ -96,15 +94,5 @@ class CommandBox:
                 warnings.extend(n for n in notes if n not in warnings)
             if policy is None:  # the agent's commands are trusted, not a program tool code planted on PATH
                 env["PATH"] = programs.trusted(env.get("PATH") or programs.FALLBACK_PATH, cwd)
-            outcome = await run_process(
-                [SHELL, "-c", command], policy=policy, cwd=Path(cwd), env=env, stdin=stdin,
-                timeout=timeout, limit_bytes=OUTPUT_LIMIT,
-            )
-        if outcome.error is not None:
-            raise OSError(outcome.error)
-        return ShellResult(
-            code=outcome.exit_code if outcome.exit_code is not None and not outcome.timed_out else -9,
-            stdout=outcome.stdout.decode("utf-8", "replace"),
-            stderr=outcome.stderr.decode("utf-8", "replace"),
-            timed_out=outcome.timed_out,
-        )
+            return await run_shell(command, cwd=cwd, env=env, stdin=stdin, timeout=timeout, policy=policy,
+                                   limit_bytes=OUTPUT_LIMIT)
