@@ -116,12 +116,13 @@ async def test_rename_and_kill_callbacks(scripted_llm, make_core):
     srv = scripted_llm("openai", check=False)
     core = await make_core(srv, toy=ToyServer())
     titles, killed = [], []
-    core.on_rename = titles.append
+    async def on_rename(title):
+        titles.append(title)
 
     async def on_kill():
         killed.append(core.session_id)
 
-    core.on_kill = on_kill
+    core.on_rename, core.on_kill = on_rename, on_kill
     await core.rename("via daemon")
     assert titles == ["via daemon"] and core.session.title == ""
     await core.submit("/kill")

@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
     from ollie.sandbox.egress import NetAsk
 
 T = TypeVar("T")
-ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
 APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
 Outcome = Literal["allow_once", "allow_always", "reject", "reject_with_feedback"]
 OUTCOMES: tuple[str, ...] = ("allow_once", "allow_always", "reject", "reject_with_feedback")
@@ -241,7 +240,7 @@ class ApprovalGate:
             question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
                                     f"connect to {host}:{port} (network; step: {title}; process: {step})",
                                     prefix=f"{host}:{port}", network={"host": host, "port": port, "scheme": scheme})
-            answer = await _maybe_await(approver(question))
+            answer = await maybe_await(approver(question))
             if self.on_ask is not None:
                 self.on_ask(question, answer)
             if answer.outcome == "allow_always":
@@ -340,7 +339,8 @@ async def _read_small(root: Path, path: str) -> str | None:
         return None
 
 
-async def _maybe_await(value: Awaitable[T] | T) -> T:
+async def maybe_await(value: Awaitable[T] | T) -> T:
+    """`value`, awaited when a callback returned an awaitable (front ends pass plain or async callbacks)."""
     return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
@@ -355,6 +355,6 @@ async def within_question_timeout(asking: Awaitable[T] | T, denied: T) -> tuple[
     The question itself is cancelled then: the daemon withdraws it from the editor, the terminal stops waiting.
     """
     try:
-        return await asyncio.wait_for(_maybe_await(asking), question_timeout_s()), True
+        return await asyncio.wait_for(maybe_await(asking), question_timeout_s()), True
     except TimeoutError:
         return denied, False

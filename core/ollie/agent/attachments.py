@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from ollie.agent.approval import question_timeout_s, within_question_timeout
 from ollie.agent.editoredits import RecordingDocuments
@@ -16,13 +14,6 @@ from ollie.agent.runtime import Runtime, execute_servers, refresh_tools
 from ollie.tools.base import Approver
 from ollie.tools.documents import EditorDocuments, RootedDocuments
 from ollie.tools.editor import EditorKnowledge
-
-T = TypeVar("T")
-
-
-async def maybe_await(value: T | Awaitable[T]) -> T:
-    """`value`, awaited when a callback returned an awaitable (front ends pass plain or async callbacks)."""
-    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
 
 
 @dataclass(eq=False)

@@ -11,7 +11,7 @@ from typing import Any
 from ollie import paths
 from ollie.agent import agentswitch
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
-from ollie.agent.attachments import Attachments, maybe_await
+from ollie.agent.attachments import Attachments
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
@@ -45,8 +45,8 @@ class Core(McpMembers):
         setup, session_file = opened.setup, opened.session_file
         self._host = TurnHost(setup=setup, sessions_dir=opened.sessions_dir, session=opened.session,
                               session_file=session_file, limits=limits)
-        self.on_rename: Callable[[str], Awaitable[None] | None] | None = None
-        self.on_kill: Callable[[], Awaitable[None] | None] | None = None
+        self.on_rename: Callable[[str], Awaitable[None]] | None = None
+        self.on_kill: Callable[[], Awaitable[None]] | None = None
         # Asked before a switch to an unsandboxed agent (ACP asks its own way); None: `approver`.
         self.agent_approver: Approver | None = None
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
@@ -435,7 +435,7 @@ class Core(McpMembers):
     async def rename(self, title: str) -> None:
         """Title the session: the daemon's `on_rename` when set, else stored in the session."""
         if self.on_rename is not None:
-            await maybe_await(self.on_rename(title))
+            await self.on_rename(title)
             return
         self.session.title = title
         self._host.save()
@@ -444,7 +444,7 @@ class Core(McpMembers):
         """Interrupt, save, close; then tell the daemon through `on_kill`."""
         await self.close()
         if self.on_kill is not None:
-            await maybe_await(self.on_kill())
+            await self.on_kill()
 
     async def close(self) -> None:
         """Interrupt a running turn, save the session, close backend and tool servers."""

@@ -140,8 +140,8 @@ class AcpCore(FrontEndCore, Protocol):
 class DaemonCore(AcpCore, TerminalCore, Protocol):
     """What the daemon (`ollie-lsp`) uses of a session: the ACP agent's and the terminal's part, and more."""
 
-    on_rename: Callable[[str], Awaitable[None] | None] | None
-    on_kill: Callable[[], Awaitable[None] | None] | None
+    on_rename: Callable[[str], Awaitable[None]] | None
+    on_kill: Callable[[], Awaitable[None]] | None
 
     @property
     def state(self) -> str: ...
