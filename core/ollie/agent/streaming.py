@@ -51,21 +51,20 @@ class TurnFailed(Exception):
         self.error_type = error_type
 
 
+# The turnError hook's name for each backend error, first match wins.
+ERROR_TYPES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (RateLimitError, "rate_limit"),
+    (ToolUnsupportedError, "tool_unsupported"),
+    (ContextOverflowError, "context_overflow"),
+    (ImagesUnsupportedError, "images_unsupported"),
+    ((TransientError, StreamDropError), "transient"),
+    (BackendUnreachableError, "unreachable"),
+)
+
+
 def error_type(exc: BaseException) -> str:
     """The turnError hook's name for an error."""
-    if isinstance(exc, RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, ToolUnsupportedError):
-        return "tool_unsupported"
-    if isinstance(exc, ContextOverflowError):
-        return "context_overflow"
-    if isinstance(exc, ImagesUnsupportedError):
-        return "images_unsupported"
-    if isinstance(exc, TransientError | StreamDropError):
-        return "transient"
-    if isinstance(exc, BackendUnreachableError):
-        return "unreachable"
-    return "unknown"
+    return next((name for kinds, name in ERROR_TYPES if isinstance(exc, kinds)), "unknown")
 
 
 async def stream_once(
