@@ -76,10 +76,6 @@ class Hooks:
         """True when hook `name` has at least one command."""
         return bool(self._hooks.get(name))
 
-    def commands(self, name: str) -> list[str]:
-        """The commands configured for hook `name`, in run order."""
-        return list(self._hooks.get(name, ()))
-
     async def run(
         self,
         name: str,
