@@ -44,8 +44,7 @@ def compact_result(content: str) -> str:
 class Renderer:
     """Writes events to a terminal; remembers whether it is mid-line so blocks start on their own line."""
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None,
-                 markdown: bool | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
@@ -55,8 +54,7 @@ class Renderer:
         # Streamed text is cleaned as it comes, with a sequence cut between two deltas held until it is whole.
         self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
         # On a terminal the answer's markdown is shown, not its markers; piped (`ollie -p > file`) it stays as written.
-        self._markdown = MarkdownStream(styled=self.color) if (self.out.isatty() if markdown is None else markdown) \
-            else None
+        self._markdown = MarkdownStream(styled=self.color) if self.out.isatty() else None
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
