@@ -47,6 +47,13 @@ def _arguments_json(value: object) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _call(name: object, arguments: object, tool_names: set[str]) -> ToolCall | None:
+    """A call of a tool the model was offered whose arguments are a JSON object (or its text), else None."""
+    if not isinstance(name, str) or name not in tool_names or (args := _arguments_json(arguments)) is None:
+        return None
+    return ToolCall(id=new_call_id(), name=name, arguments=args)
+
+
 def _call_from_object(obj: object, tool_names: set[str]) -> ToolCall | None:
     """A ToolCall from `{"name", "arguments"|"parameters"}` (or OpenAI's `{"function": {...}}`)."""
     if not isinstance(obj, dict):
@@ -54,13 +61,7 @@ def _call_from_object(obj: object, tool_names: set[str]) -> ToolCall | None:
     inner = obj.get("function")
     if isinstance(inner, dict):
         obj = inner
-    name = obj.get("name")
-    if not isinstance(name, str) or name not in tool_names:
-        return None
-    args = _arguments_json(obj.get("arguments", obj.get("parameters")))
-    if args is None:
-        return None
-    return ToolCall(id=new_call_id(), name=name, arguments=args)
+    return _call(obj.get("name"), obj.get("arguments", obj.get("parameters")), tool_names)
 
 
 def _calls_from_json(text: str, tool_names: set[str]) -> list[ToolCall] | None:
@@ -123,16 +124,14 @@ def _mistral_payload(after: str, tool_names: set[str]) -> tuple[list[ToolCall], 
         found = _calls_from_value(value, tool_names)
         return (found, end) if found else ([], 0)
     named = _MISTRAL_ARGS.match(after)
-    if not named or named.group("name") not in tool_names:
+    if not named or named["name"] not in tool_names:
         return [], 0
     try:
         args, end = _DECODER.raw_decode(after, named.end())
     except json.JSONDecodeError:
         return [], 0
-    args_json = _arguments_json(args)
-    if args_json is None:
-        return [], 0
-    return [ToolCall(id=new_call_id(), name=named.group("name"), arguments=args_json)], end
+    call = _call(named["name"], args, tool_names)
+    return ([call], end) if call is not None else ([], 0)
 
 
 def extract_text_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[ToolCall]]:
@@ -144,10 +143,8 @@ def extract_text_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[
     rest = _mistral(rest, tool_names, calls)
 
     def llama(match: re.Match[str]) -> list[ToolCall] | None:
-        if match["name"] not in tool_names:
-            return None
-        args = _arguments_json(match["body"])
-        return [ToolCall(id=new_call_id(), name=match["name"], arguments=args)] if args is not None else None
+        call = _call(match["name"], match["body"], tool_names)
+        return [call] if call is not None else None
 
     rest = _replace_matches(rest, _LLAMA, calls, llama)
     rest = _replace_matches(rest, _FENCED, calls, lambda m: _calls_from_json(m["body"], tool_names))
