@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +25,22 @@ from ollie.config import AgentConfig, find_agent, load_agent_config
 FAILED_HEALTH_REUSE_S = 2.0
 
 
+@dataclass(eq=False, kw_only=True)
 class Setup:
     """One core's configuration. A switch builds the new part first (on failure the old stays) and returns the old."""
 
-    def __init__(
-        self,
-        *,
-        agent: str,
-        runtime: Runtime,
-        cwd: Path,
-        env: dict[str, str],
-        backend_factory: BackendFactory,
-        dispatcher_factory: DispatcherFactory | None,
-        agents_dirs: list[Path] | None,
-    ) -> None:
-        self.agent = agent
-        self.runtime = runtime
-        self.backend_error = ""
-        # None: check on the next ask (every switch resets it).
-        self._health: BackendHealth | None = None
-        self._health_at = 0.0
-        self.cwd = cwd
-        self.env = env
-        self.params = GenerationParams()
-        self._backend_factory = backend_factory
-        self._dispatcher_factory = dispatcher_factory
-        self._agents_dirs = agents_dirs
-        self._max_steps: int | None = None  # the /maxsteps override of the agent config's
+    agent: str
+    runtime: Runtime
+    cwd: Path
+    env: dict[str, str]
+    backend_factory: BackendFactory
+    dispatcher_factory: DispatcherFactory | None
+    agents_dirs_given: list[Path] | None  # None: ollie.paths.agents_dirs()
+    backend_error: str = ""
+    params: GenerationParams = field(default_factory=GenerationParams)  # the caller's overrides
+    _health: BackendHealth | None = field(default=None, init=False)  # None: check on the next ask (a switch resets it)
+    _health_at: float = field(default=0.0, init=False)
+    _max_steps: int | None = field(default=None, init=False)  # the /maxsteps override of the agent config's
 
     @classmethod
     async def create(
@@ -75,7 +65,7 @@ class Setup:
         )
         _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
-                    dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs)
+                    dispatcher_factory=dispatcher_factory, agents_dirs_given=agents_dirs)
         if prompt_now and runtime.deferred_prompt is not None:
             runtime.deferred_prompt.start()
         try:
@@ -100,7 +90,7 @@ class Setup:
     @property
     def agents_dirs(self) -> list[Path]:
         """Where agent configs are looked up."""
-        return list(self._agents_dirs) if self._agents_dirs else paths.agents_dirs()
+        return list(self.agents_dirs_given) if self.agents_dirs_given else paths.agents_dirs()
 
     @property
     def max_steps(self) -> int:
@@ -136,7 +126,7 @@ class Setup:
 
     def replace_backend(self, name: str) -> Backend | None:
         """Build backend `name` (its default model) and put it in place; returns the backend it replaced."""
-        new = self._backend_factory(name, None)
+        new = self.backend_factory(name, None)
         old, self.runtime.backend = self.runtime.backend, new
         self.backend_error = ""
         self._health = None
@@ -164,12 +154,12 @@ class Setup:
     async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
         """Swap in agent `name`'s runtime: (the old runtime, the retired backend or None, warnings); ConfigError changes
         nothing."""
-        cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self._agents_dirs))  # off the loop
+        cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self.agents_dirs_given))  # off the loop
         runtime = await build_agent_runtime(
-            cfg, dispatcher_factory=self._dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
+            cfg, dispatcher_factory=self.dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )
         _bind_session(runtime, cfg, session_id)
-        runtime.backend, retired, problem = backend_for_agent(cfg, self.runtime.backend, self._backend_factory)
+        runtime.backend, retired, problem = backend_for_agent(cfg, self.runtime.backend, self.backend_factory)
         old, self.runtime, self.agent = self.runtime, runtime, name
         self._health = None
         if retired is not None:
