@@ -126,15 +126,6 @@ class SessionFile:
             self._bind(session, written=len(messages), offset=offset, overhead=overhead)
             return session
 
-    def discard(self) -> None:
-        """`delete` without waiting on a database (its rows go in the background); nothing is saved here after."""
-        if self.storage is None:
-            self.delete()
-            return
-        with self._lock:
-            self.storage.discard()
-            self._bound = False
-
     def flush(self) -> None:
         """Wait until every save so far is stored (a file's rounds are synced in the background too)."""
         if self.storage is not None:

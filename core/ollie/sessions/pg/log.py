@@ -156,13 +156,6 @@ class PgRounds:
         self._wait()
         self._delete_rows()
 
-    def discard(self) -> None:
-        """`delete` without waiting: queued on the writer, which then ends (the log is not written again)."""
-        self._submit(self._logged, self._delete_rows)
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.shutdown(wait=False)  # the queued work still runs
-
     def flush(self) -> None:
         """Wait until every write so far is done; raise the first failure not yet raised."""
         self._wait()
