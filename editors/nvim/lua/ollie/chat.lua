@@ -386,7 +386,8 @@ end
 
 ---Render one `ollie/event` of this chat's session.
 ---@param ev table
-function Chat:on_event(ev)
+---@param drawn boolean|nil the history drawn just now shows it already (a turn's end held while the chat was redrawn)
+function Chat:on_event(ev, drawn)
   self:revive()
   if self.redrawing then
     table.insert(self.redrawing.events, ev)
@@ -434,7 +435,9 @@ function Chat:on_event(ev)
         t:note("question withdrawn (the turn ended): " .. title, "OllieTurnEnd")
       end
       self:changes_line()
-      t:turn_end(content)
+      if not drawn then
+        t:turn_end(content)
+      end
       if self.redraw_at_end then
         self.redraw_at_end = false
         self:redraw()

@@ -155,9 +155,9 @@ function H:draw_context(session, running, after)
       M.render(self.transcript, res.messages, running)
     end
     for _, ev in ipairs(held.events) do
-      -- What they said before the answer is in it; a turn's start or end still tells the state.
+      -- What they said before the answer is in it (a turn's end line too); a turn's start or end still tells the state.
       if ev.role == "turn" then
-        self:on_event(ev)
+        self:on_event(ev, not err)
       end
     end
     if not err and after then
