@@ -114,8 +114,9 @@ class EventForwarder:
                 await asyncio.gather(self._task, return_exceptions=True)
 
     async def drained(self) -> None:
-        """Wait until every event published so far has been handled."""
-        while self._busy or self._sub.pending() or self._held is not None or self._backlog:
+        """Wait until every event published so far has been handled (or the forwarder has ended: a killed session)."""
+        while (self._task is None or not self._task.done()) and (
+                self._busy or self._sub.pending() or self._held is not None or self._backlog):
             await asyncio.sleep(0.001)
 
     async def _next(self) -> Event | None:
