@@ -33,7 +33,6 @@ MODULES_ALLOWED = {
     "core/ollie/workspace/gitwatch.py": "/proc of the daemon's own git child (and a stat of the path it is opening)",
     "core/ollie/tools/execute/tool.py": "tool-script dirs (user config, bundled)",
     "core/ollie/tools/execute/parsed.py": "tool-script dirs' stamps",
-    "core/ollie/tools/execute/server.py": "tool-script dirs' listing",
     "core/ollie/tools/execute/pythonenvs.py": "PATH's Python installs, stat and symlinks only (pyvenv.cfg via beneath)",
     "core/ollie/cli/doctor.py": "the user's config and install",
     "core/ollie/cli/__init__.py": "the terminal's start-up",
