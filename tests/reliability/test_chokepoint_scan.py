@@ -33,7 +33,6 @@ MODULES_ALLOWED = {
     "core/ollie/workspace/gitwatch.py": "/proc of the daemon's own git child (and a stat of the path it is opening)",
     "core/ollie/tools/execute/tool.py": "tool-script dirs (user config, bundled)",
     "core/ollie/tools/execute/parsed.py": "tool-script dirs' stamps",
-    "core/ollie/tools/execute/server.py": "tool-script dirs' listing",
     "core/ollie/tools/execute/pythonenvs.py": "PATH's Python installs, stat and symlinks only (pyvenv.cfg via beneath)",
     "core/ollie/cli/doctor.py": "the user's config and install",
     "core/ollie/cli/__init__.py": "the terminal's start-up",
@@ -93,8 +92,8 @@ ALLOWED = {
     ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the scratch dir (read-only to tools)",
     ("core/ollie/tools/execute/context.py", "CallContext.script_invocation.build"): "an elevated tool script's bytes",
     ("core/ollie/tools/execute/languages.py", "resolve_interpreter"): "a sandboxed step's interpreter (it runs sandboxed)",
-    ("core/ollie/tools/execute/languages.py", "code_invocation"): "an ed program in the scratch dir",
-    ("core/ollie/tools/execute/languages.py", "script_invocation"): "an ed tool script",
+    ("core/ollie/tools/execute/languages.py", "script_invocation"): "an ed tool script, or an ed program in the "
+                                                                    "scratch dir",
     ("core/ollie/tools/execute/protect.py", "_readable_split"): "policy roots listed to carve secrets out",
     ("core/ollie/tools/execute/protect.py", "hidden_home_entries.walk"): "$HOME's entries, names only, to hide dotfiles",
     ("core/ollie/tools/execute/sandboxnotes.py", "disk_notes"): "free space of the step's cwd and TMPDIR (stat only)",

@@ -74,10 +74,10 @@ async def test_shadow_lives_in_state_dir_not_in_the_project(project: Path, tmp_p
 
 async def test_turn_log_survives_a_fresh_object_and_a_second_process(project: Path) -> None:
     cps = Checkpoints(project)
-    t1 = await cps.begin_turn("sess-1", 1)
+    t1 = await cps.record_turn("sess-1", 1, await cps.snapshot())
     (project / "README.md").write_text("# changed\n")
-    t2 = await cps.begin_turn("sess-1", 2)
-    await cps.begin_turn("other session/odd id", 1)
+    t2 = await cps.record_turn("sess-1", 2, await cps.snapshot())
+    await cps.record_turn("other session/odd id", 1, await cps.snapshot())
     assert t1.checkpoint != t2.checkpoint
     fresh = Checkpoints(project)
     assert [(t.turn, t.checkpoint) for t in await fresh.list_turns("sess-1")] == [(1, t1.checkpoint),

@@ -91,7 +91,7 @@ async def test_undo_never_writes_through_a_symlinked_directory(project: Path, tm
 
 async def test_rewind_restores_and_its_undo_restores_back(project: Path) -> None:
     cps = Checkpoints(project)
-    turn = await cps.begin_turn("s", 1)
+    turn = await cps.record_turn("s", 1, await cps.snapshot())
     (project / "src" / "app.py").write_text(edited())
     (project / "README.md").unlink()
     (project / "added" / "deep").mkdir(parents=True)

@@ -67,7 +67,7 @@ def trapped(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
 async def test_user_git_untouched_and_nothing_of_theirs_runs(project: Path, trapped: Path) -> None:
     git_before = tree_bytes(project / ".git")
     cps = Checkpoints(project)
-    start = await cps.begin_turn("s", 1)
+    start = await cps.record_turn("s", 1, await cps.snapshot())
     (project / "src" / "app.py").write_text("changed\n")
     (project / "new.txt").write_text("new\n")
     (project / "README.md").unlink()

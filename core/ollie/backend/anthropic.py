@@ -13,33 +13,31 @@ from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
-CONTEXT_LENGTH = 200_000
 MIN_THINKING_BUDGET = 1024
+DEFAULT_MAX_TOKENS = 8192  # a request's output cap when the agent sets none (the API requires one)
 _EPHEMERAL = {"type": "ephemeral"}
 
 
 class AnthropicBackend(HTTPBackend):
     """Streams from `/v1/messages`; `base_url` is the host root (a trailing `/v1` is accepted)."""
 
+    # Every current Claude model has a 200k window, and the API does not say: the default is the answer.
+    default_context_length = 200_000
+
     def __init__(self, *, model: str, api_key: str, base_url: str = "https://api.anthropic.com",
-                 spec: BackendSpec = SPECS["anthropic"], default_max_tokens: int = 8192, prompt_caching: bool = True,
-                 **options: Any) -> None:
+                 spec: BackendSpec = SPECS["anthropic"], **options: Any) -> None:
         """`options`: HTTPBackend's (name, timeout, limits)."""
         base = base_url.rstrip("/")
         base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
-        # Every current Claude model has a 200k window, and the API does not say: the default is the answer.
-        super().__init__(spec=spec, model=model, base_url=base, headers=headers, default_context_length=CONTEXT_LENGTH,
-                         **options)
-        self.default_max_tokens = default_max_tokens
-        self.prompt_caching = prompt_caching
+        super().__init__(spec=spec, model=model, base_url=base, headers=headers, **options)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed message."""
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": params.max_tokens or params.max_completion_tokens or self.default_max_tokens,
+            "max_tokens": params.max_tokens or params.max_completion_tokens or DEFAULT_MAX_TOKENS,
             "messages": _wire_messages([m for m in messages if m.role != "system"]),
             "stream": True,
         }
@@ -53,7 +51,7 @@ class AnthropicBackend(HTTPBackend):
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             # max_tokens must exceed the thinking budget.
             if body["max_tokens"] <= budget:
-                body["max_tokens"] = budget + self.default_max_tokens
+                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
         # Extended thinking rejects a custom temperature and top_k.
         if params.temperature is not None and not thinking:
             body["temperature"] = params.temperature
@@ -63,8 +61,7 @@ class AnthropicBackend(HTTPBackend):
             body["top_p"] = params.top_p
         if params.stop:
             body["stop_sequences"] = params.stop
-        if self.prompt_caching:
-            _mark_cache_points(body)
+        _mark_cache_points(body)
         return body
 
     async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:

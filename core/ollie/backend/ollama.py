@@ -10,7 +10,7 @@ from typing import Any
 from ollie.backend.fim import FIM_TEMPERATURE
 from ollie.backend.openai import function_tools
 from ollie.backend.settings import SPECS, BackendSpec
-from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
+from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 # GenerationParams field -> Ollama `options` key.
@@ -30,10 +30,9 @@ class OllamaBackend(HTTPBackend):
     """Streams from a local or remote Ollama server."""
 
     def __init__(self, *, model: str, base_url: str = "http://localhost:11434", spec: BackendSpec = SPECS["ollama"],
-                 default_context_length: int = DEFAULT_CONTEXT_LENGTH, **options: Any) -> None:
+                 **options: Any) -> None:
         """`options`: HTTPBackend's (name, timeout, limits)."""
-        super().__init__(spec=spec, model=model, base_url=base_url, default_context_length=default_context_length,
-                         **options)
+        super().__init__(spec=spec, model=model, base_url=base_url, **options)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""

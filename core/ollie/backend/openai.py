@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -12,9 +12,12 @@ from ollie.backend.errors import BackendError
 from ollie.backend.fim import FIM_TEMPERATURE, chat_fill
 from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
-from ollie.backend.stream import DEFAULT_CONTEXT_LENGTH, HTTPBackend
+from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
+# GenerationParams fields sent under their own names.
+_PARAMS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "frequency_penalty", "presence_penalty",
+           "stop", "reasoning_effort", "verbosity")
 # Parameters only OpenRouter understands; a strict OpenAI endpoint rejects them.
 _OPENROUTER_ONLY = ("top_k", "min_p", "top_a", "repetition_penalty")
 # OpenRouter shows these on its leaderboards and in its logs.
@@ -25,18 +28,12 @@ class OpenAIBackend(HTTPBackend):
     """Streams from any `/chat/completions` endpoint; `base_url` ends with `/v1` (or `/api/v1`)."""
 
     def __init__(self, *, model: str, base_url: str = "https://api.openai.com/v1", api_key: str = "", name: str = "",
-                 spec: BackendSpec = SPECS["openai"], extra_headers: Mapping[str, str] | None = None,
-                 openrouter: bool | None = None, default_context_length: int = DEFAULT_CONTEXT_LENGTH,
-                 **options: Any) -> None:
+                 spec: BackendSpec = SPECS["openai"], **options: Any) -> None:
         """`options`: HTTPBackend's (timeout, limits)."""
-        if openrouter is None:
-            openrouter = "openrouter" in (name, spec.name) or "openrouter.ai" in base_url
+        self.openrouter = "openrouter" in (name, spec.name) or "openrouter.ai" in base_url
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        headers.update(_OPENROUTER_HEADERS if openrouter else {})
-        headers.update(extra_headers or {})
-        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers,
-                         default_context_length=default_context_length, **options)
-        self.openrouter = openrouter
+        headers.update(_OPENROUTER_HEADERS if self.openrouter else {})
+        super().__init__(spec=spec, name=name, model=model, base_url=base_url, headers=headers, **options)
         self._no_fim = False  # the server answered /completions with an error: chat prompts from then on
         self._models: list[dict[str, Any]] | None = None
 
@@ -56,19 +53,11 @@ class OpenAIBackend(HTTPBackend):
         return body
 
     def _wire_params(self, params: GenerationParams) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in ("max_tokens", "max_completion_tokens", "temperature", "top_p", "frequency_penalty",
-                    "presence_penalty", "stop", "reasoning_effort", "verbosity"):
-            value = getattr(params, key)
-            if value is not None:
-                out[key] = value
+        keys = _PARAMS + _OPENROUTER_ONLY if self.openrouter else _PARAMS
+        out: dict[str, Any] = {key: value for key in keys if (value := getattr(params, key)) is not None}
         if params.response_format:
             out["response_format"] = {"type": params.response_format}
         if self.openrouter:
-            for key in _OPENROUTER_ONLY:
-                value = getattr(params, key)
-                if value is not None:
-                    out[key] = value
             if params.include_reasoning is not None:
                 out["include_reasoning"] = params.include_reasoning
             if params.reasoning is not None:

@@ -13,7 +13,7 @@ from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, provid
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
-__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "environment", "make_backend"]
+__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "configured", "environment", "make_backend"]
 
 # The class that speaks each wire format, imported only when a backend of that format is built.
 _CLASSES: dict[Wire, tuple[str, str]] = {
@@ -45,12 +45,8 @@ def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
     return spec_for(name or env.get("OLLIE_BACKEND") or "ollama")
 
 
-def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:
-    """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
-
-    `environ=None`: the process environment over the env file. BackendConfigError says what to set.
-    """
-    env = environment() if environ is None else environ
+def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, str, dict[str, str]]:
+    """Backend `name`'s spec, checked URL and key (`api_key`, when it takes one); BackendConfigError: what to set."""
     spec = chosen_spec(name, env)
     url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
     keyed: dict[str, str] = {}
@@ -58,6 +54,16 @@ def make_backend(name: str | None = None, model: str | None = None, environ: Map
         keyed["api_key"] = env.get(spec.key_var, "")
         if not keyed["api_key"]:
             raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
+    return spec, url, keyed
+
+
+def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:
+    """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
+
+    `environ=None`: the process environment over the env file. BackendConfigError says what to set.
+    """
+    env = environment() if environ is None else environ
+    spec, url, keyed = configured(name, env)
     # Only the chosen backend's module is imported: the others cost start-up for nothing.
     return backend_class(spec)(spec=spec, name=provider_name(spec, url), model=model or env.get("OLLIE_MODEL")
                                or spec.default_model, base_url=url, **keyed)

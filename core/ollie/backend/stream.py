@@ -304,6 +304,8 @@ class HTTPBackend:
     """
 
     name: str
+    # The window assumed when the endpoint does not report the model's.
+    default_context_length = DEFAULT_CONTEXT_LENGTH
 
     def __init__(
         self,
@@ -311,7 +313,6 @@ class HTTPBackend:
         spec: BackendSpec,
         model: str,
         base_url: str,
-        default_context_length: int,
         name: str = "",
         headers: Mapping[str, str] | None = None,
         timeout: float | httpx.Timeout | None = None,
@@ -321,7 +322,6 @@ class HTTPBackend:
         self.name = name or spec.name  # the provider state and usage show (settings.provider_name)
         self._model = model
         self.base_url = base_url.rstrip("/")
-        self.default_context_length = default_context_length
         self.limits = limits or DEFAULT_LIMITS
         from ollie.backend.settings import checked_url
 

@@ -41,6 +41,10 @@ class Image:
         return cls(data["mime"], data["data"])
 
 
+# A Message's text fields besides `content`, each left out of its dict when empty.
+_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
+
+
 @dataclass
 class Message:
     """One conversation entry. Tool results have role `tool`, `tool_call_id` and `name`."""
@@ -61,7 +65,7 @@ class Message:
             out["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ]
-        for key in ("tool_call_id", "name", "reasoning", "reasoning_signature"):
+        for key in _TEXT_FIELDS:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.images:
@@ -75,11 +79,8 @@ class Message:
             role=data["role"],
             content=data.get("content") or "",
             tool_calls=[ToolCall(**c) for c in data.get("tool_calls") or []],
-            tool_call_id=data.get("tool_call_id", ""),
-            name=data.get("name", ""),
-            reasoning=data.get("reasoning", ""),
-            reasoning_signature=data.get("reasoning_signature", ""),
             images=[Image.from_dict(i) for i in data.get("images") or []],
+            **{key: data.get(key, "") for key in _TEXT_FIELDS},
         )
 
 

@@ -40,19 +40,15 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
     checks = []
     try:
         spec = chosen_spec(backend, env)
-    except BackendConfigError as exc:
-        checks.append(Check("backend", False, f"cannot be set up: {exc}", "fix the variable it names"))
-        return checks
-    key_var = spec.key_var
-    if key_var:
-        have = bool(env.get(key_var))
-        checks.append(Check("key", have, f"{key_var} is {'set' if have else 'not set'}",
-                            "" if have else f"set {key_var} (in the environment or {paths.config_dir() / 'env'})"))
-    else:
-        checks.append(Check("key", True, f"the {spec.name} backend needs none"))
-    try:
+        key_var = spec.key_var
+        if key_var:
+            have = bool(env.get(key_var))
+            checks.append(Check("key", have, f"{key_var} is {'set' if have else 'not set'}",
+                                "" if have else f"set {key_var} (in the environment or {paths.config_dir() / 'env'})"))
+        else:
+            checks.append(Check("key", True, f"the {spec.name} backend needs none"))
         built = make_backend(backend, model, environ=env)
-    except BackendConfigError as exc:
+    except BackendConfigError as exc:  # an unknown backend, a missing key, a bad URL
         checks.append(Check("backend", False, f"cannot be set up: {exc}", "fix the variable it names"))
         return checks
     try:

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.registry import chosen_spec, environment
-from ollie.backend.settings import checked_url, unreachable_hint
+from ollie.backend.registry import configured, environment
+from ollie.backend.settings import unreachable_hint
 
 
 def reachable(url: str, *, timeout: float = 1.5) -> bool:
@@ -28,13 +28,7 @@ def backend_problem(backend: str | None = None, *, model: str | None = None,
     """What is wrong with reaching the backend, phrased as what to do; None when it looks fine."""
     env = environment() if environ is None else environ
     try:
-        spec = chosen_spec(backend, env)
-    except BackendConfigError as exc:
-        return str(exc)
-    if spec.key_var and not env.get(spec.key_var):
-        return f"the {spec.name} backend needs an API key: set {spec.key_var}"
-    try:
-        url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
+        spec, url, _ = configured(backend, env)
     except BackendConfigError as exc:
         return str(exc)
     if reachable(url, timeout=timeout):

@@ -116,7 +116,7 @@ class McpServer:
     """A configured server's lifetime in a session: `state` starting / ready / failed (with `error`) / stopped."""
 
     def __init__(self, spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str], network_from: str,
-                 notify: Callable[[str], None], changed: Callable[[], None], sandboxed: bool = True) -> None:
+                 notify: Callable[[str], None], changed: Callable[[], None]) -> None:
         self.spec = spec
         self.state = "starting"
         self.error = ""
@@ -126,7 +126,6 @@ class McpServer:
         self.restarts = 0
         self._cwd, self._environ, self._network = cwd, environ, network_from
         self._notify, self._changed = notify, changed
-        self._sandboxed = sandboxed
         self._session: Any = None
         # Set when the current connection ended (a call in flight then fails rather than wait).
         self._gone = asyncio.Event()
@@ -268,8 +267,7 @@ class McpServer:
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
 
-        proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network,
-                                  sandboxed=self._sandboxed)
+        proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
         tail = _StderrTail()
         try:
             async with message_streams(proc, tail) as (read, write):

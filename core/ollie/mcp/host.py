@@ -18,8 +18,8 @@ FIRST_LIST_WAIT_S = 15.0
 class McpHost:
     """A Server (ollie.tools.base) over a session's MCP servers."""
 
-    def __init__(self, *, cwd: Path, environ: Mapping[str, str], network_from: str, sandboxed: bool = True) -> None:
-        self._cwd, self._environ, self._network, self._sandboxed = cwd, environ, network_from, sandboxed
+    def __init__(self, *, cwd: Path, environ: Mapping[str, str], network_from: str) -> None:
+        self._cwd, self._environ, self._network = cwd, environ, network_from
         self.servers: dict[str, McpServer] = {}
         self.pending: dict[str, ServerSpec] = {}  # the workspace's servers not allowed yet: listed, never started
         self.asked: set[str] = set()  # the pending ones already put to the user this session
@@ -35,8 +35,7 @@ class McpHost:
             if old is not None:
                 await old.aclose()
             server = McpServer(spec, cwd=self._cwd, environ=self._environ, network_from=self._network,
-                               notify=lambda text: self.notify(text), changed=lambda: self.on_change(),
-                               sandboxed=self._sandboxed)
+                               notify=lambda text: self.notify(text), changed=lambda: self.on_change())
             self.servers[name] = server
             server.start()
             started.append(server)

@@ -90,17 +90,17 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     return protected
 
 
-async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str], network_from: str,
-                       sandboxed: bool = True) -> SandboxedProcess:
+async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str],
+                       network_from: str) -> SandboxedProcess:
     """Start `spec`'s program in its sandbox with an open stdin; OSError/SandboxError when it cannot start."""
     home = state_dir(spec.home or spec.name)
     env = server_env(spec, home, environ, cwd)
     workdir = Path(spec.cwd) if spec.cwd else cwd
 
-    def prepare() -> Policy | None:  # file reads and mkdirs: off the event loop
+    def prepare() -> Policy:  # file reads and mkdirs: off the event loop
         for sub in (home, home / "tmp", home / "cache"):
             sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return server_policy(spec, cwd=cwd, env=env, network_from=network_from) if sandboxed else None
+        return server_policy(spec, cwd=cwd, env=env, network_from=network_from)
 
     policy = await asyncio.to_thread(prepare)
     return await spawn_sandboxed([spec.command, *spec.args], policy=policy, cwd=workdir, env=env, stdin_pipe=True)

@@ -295,10 +295,6 @@ class Checkpoints:
         await self._ensure()
         await self.git.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in present).encode())
 
-    async def begin_turn(self, session_id: str, turn: int) -> Turn:
-        """Snapshot the work tree and log it as the state before `turn`."""
-        return await self.record_turn(session_id, turn, await self.snapshot())
-
     async def list_turns(self, session_id: str) -> list[Turn]:
         """The turns logged for `session_id`, oldest first."""
         await self._ensure()

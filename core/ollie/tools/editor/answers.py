@@ -46,13 +46,9 @@ class Workspace:
         """`path` relative to the CWD (symlinks resolved), or None when it lies outside it."""
         key = str(path)
         if key not in self._seen:
-            self._seen[key] = self.relative_real(os.path.realpath(path))
+            real = os.path.realpath(path)
+            self._seen[key] = os.path.relpath(real, self._real) if _within(real, self._real) else None
         return self._seen[key]
-
-    def relative_real(self, real: str) -> str | None:
-        """A real (symlink-free) path relative to the CWD, or None when it lies outside it."""
-        inside = real == self._real or real.startswith(self._real.rstrip(os.sep) + os.sep)
-        return os.path.relpath(real, self._real) if inside else None
 
     def resolve(self, given: str) -> Path:
         """The absolute path of a path the model gave; EditorArgumentError when it is outside the workspace."""
@@ -138,7 +134,7 @@ def render_diagnostics(found: list[Diagnostic], ws: Workspace, query: Diagnostic
         rel = ws.relative(d.path)
         if rel is None or (not query.all_severities and d.severity in ("information", "hint")):
             continue
-        if wanted is not None and not any(_under(d.path, w) for w in wanted):
+        if wanted is not None and not any(_within(os.path.realpath(d.path), str(w)) for w in wanted):
             continue
         keep.append((rel, d))
     where = ", ".join(query.paths) if query.paths else "the workspace"
@@ -153,9 +149,9 @@ def render_diagnostics(found: list[Diagnostic], ws: Workspace, query: Diagnostic
     return "\n".join([*lines, summary])
 
 
-def _under(path: Path, wanted: Path) -> bool:
-    real = os.path.realpath(path)
-    return real == str(wanted) or real.startswith(str(wanted).rstrip(os.sep) + os.sep)
+def _within(real: str, root: str) -> bool:
+    """Whether the real path `real` is the real path `root` or lies below it."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def render_symbols(found: list[Symbol], ws: Workspace, query: str) -> str:

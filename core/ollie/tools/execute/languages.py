@@ -106,14 +106,8 @@ class Invocation:
 def code_invocation(
     lang: Language, program_file: Path, *, search_path: str | None, piped_input: bytes | None
 ) -> Invocation:
-    """The argv running the inline program saved in `program_file`, reading `piped_input`."""
-    interpreter = resolve_interpreter(lang, search_path)
-    if lang.commands_on_stdin:
-        if piped_input:
-            raise LanguageError("ed reads its commands on stdin and cannot take piped input; use sed or awk")
-        return Invocation([interpreter, *lang.file_flags], program_file.read_bytes(), tmp_at_tmp=True)
-    extra = [lang.null_input_flag] if lang.null_input_flag and piped_input is None else []
-    return Invocation([interpreter, *extra, *lang.file_flags, str(program_file)], piped_input)
+    """The argv running the inline program saved in `program_file`, reading `piped_input` (a script of no arguments)."""
+    return script_invocation(lang, (), program_file, [], search_path=search_path, piped_input=piped_input)
 
 
 @dataclass(frozen=True)
@@ -172,7 +166,8 @@ def script_invocation(
     interpreter = resolve_interpreter(lang, search_path)
     if lang.commands_on_stdin:
         if piped_input:
-            raise LanguageError(f"{script.name} is an ed script and cannot take piped input")
+            raise LanguageError(f"{script.name}: ed reads its commands on stdin and cannot take piped input; "
+                                "use sed or awk")
         return Invocation([interpreter, *lang.file_flags, *flags, *args], script.read_bytes(), tmp_at_tmp=True)
     extra: list[str] = []
     if lang.null_input_flag and piped_input is None and not args:

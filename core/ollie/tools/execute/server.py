@@ -30,7 +30,7 @@ from ollie.tools.execute.schemas import (
     call_tool_description,
     call_tool_schema,
 )
-from ollie.tools.execute.tool import ToolNameError, ToolScript, discover, find_script
+from ollie.tools.execute.tool import ToolNameError, ToolScript, candidates, discover, find_script
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
     from ollie.tools.execute.context import CallContext
@@ -123,7 +123,7 @@ class ExecuteServer:
         """The tool scripts this session may call, by name."""
         dirs = self.tools_dirs()
         key = tuple((str(d), mtime_ns(d)) for d in dirs) + tuple(
-            (str(f), mtime_ns(f)) for d in dirs for f in _listing(d)
+            (str(f), mtime_ns(f)) for d in dirs for f in candidates(d).values()
         )
         if key != self._catalog_key:
             self._catalog, self._catalog_key = discover(dirs), key
@@ -269,12 +269,6 @@ class ExecuteServer:
         called = self._called(tool, args)
         tiers: list[Tier] = ["cold" if script.name in COLD_TOOLS else script.tier or "hot" for _, script in called]
         return max(tiers or ["hot"], key=("cold", "warm", "hot").index)
-
-def _listing(directory: Path) -> list[Path]:
-    try:
-        return sorted(directory.iterdir())
-    except OSError:
-        return []
 
 
 def new_dispatcher(

@@ -113,7 +113,7 @@ def load_script(name: str, path: Path) -> ToolScript:
     )
 
 
-def _candidates(directory: Path) -> dict[str, Path]:
+def candidates(directory: Path) -> dict[str, Path]:
     """Tool name → file for one dir: `name` or `name.ext`; `_x`, `.x` and README files are not tools."""
     found: dict[str, Path] = {}
     try:
@@ -134,7 +134,7 @@ def discover(dirs: list[Path]) -> dict[str, ToolScript]:
     """Every tool script on `dirs`; an earlier dir shadows a later one; unreadable ones are skipped."""
     scripts: dict[str, ToolScript] = {}
     for directory in dirs:
-        for name, path in _candidates(directory).items():
+        for name, path in candidates(directory).items():
             if name in scripts or not _NAME.match(name):
                 continue
             try:
@@ -148,7 +148,7 @@ def find_script(name: str, dirs: list[Path]) -> ToolScript:
     """The script called `name` on `dirs` (first dir wins); ToolNameError when none or the name is unsafe."""
     check_name(name)
     for directory in dirs:
-        path = _candidates(directory).get(name)
+        path = candidates(directory).get(name)
         if path is not None:
             try:
                 return load_script(name, path)
