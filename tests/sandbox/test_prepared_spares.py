@@ -7,6 +7,7 @@ its spare or the fork server, and a request that does not fit it is refused with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -22,6 +23,9 @@ from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.rules import ruleset_for
 from ollie.sandbox.spawn import ForkServer
 from tests.procs import children_of, process_gone
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+RECVMSG = {"x86_64": "47", "aarch64": "212"}[os.uname().machine]  # its syscall number
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1 or cgroup.base() is None,
                                 reason="needs Landlock and a writable pids cgroup (spares need both)")
@@ -45,13 +49,23 @@ def _unconfined(pid: int) -> bool:
         return False
 
 
+def _waiting(pid: int) -> bool:
+    """Whether `pid` is blocked in recvmsg (a spare waiting for a step, its prepared process for the request):
+    done getting ready, its pages copied."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == RECVMSG
+    except (OSError, IndexError):
+        return False
+
+
 async def idle_spares(server: ForkServer, want: int = 2, within: float = 15.0) -> dict[int, int]:
     """The fork server's idle spares that forked their tool process ahead: spare pid -> that process's pid."""
     deadline = time.monotonic() + within
     while True:
         assert server.pid is not None
         spares = {spare: kids[0] for spare in children_of(server.pid)
-                  if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])}
+                  if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])
+                  and _waiting(spare) and _waiting(kids[0])}
         if len(spares) >= want:
             await asyncio.sleep(0.3)  # their b"ready" reaches the fork server
             return spares
@@ -107,6 +121,51 @@ async def test_closing_the_fork_server_ends_every_idle_spare_and_prepared_proces
     assert left == []
 
 
+
+def _pages(pid: int) -> tuple[int, int]:
+    """(present, present and still shared: copy-on-write) pages of `pid`'s private writable mappings."""
+    present = shared = 0
+    with open(f"/proc/{pid}/maps", "rb") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+        for line in maps:
+            fields = line.split()
+            if fields[1][:2] != b"rw" or fields[1][3:4] != b"p":
+                continue
+            start, end = (int(edge, 16) for edge in fields[0].split(b"-"))
+            pagemap.seek(start // PAGE * 8)
+            for entry in memoryview(pagemap.read((end - start) // PAGE * 8)).cast("Q"):
+                if entry >> 63:
+                    present += 1
+                    shared += not entry >> 56 & 1  # not mapped by this process alone
+    return present, shared
+
+
+async def test_idle_spares_take_their_copy_on_write_faults_before_their_step(ws, server):
+    """A spare and its prepared process copy what they share with the fork server while idle, not on the step's
+    path (a few hundred faults between the hand-over and the tool's start)."""
+    await ws.bash("true", ws.default_policy())
+    spares = await idle_spares(server)
+    processes = [*spares, *spares.values()]
+    assert all(_pages(pid)[0] > 500 for pid in processes)  # an interpreter's heap: pagemap was read
+    deadline = time.monotonic() + 15
+    while left := {pid: shared for pid in processes if (shared := _pages(pid)[1]) > 16}:
+        assert time.monotonic() < deadline, f"pages still shared with the fork server: {left}"
+        await asyncio.sleep(0.02)
+    assert (await ws.bash("echo still works", ws.default_policy()))[1] == "still works\n"
+
+
+async def test_a_step_allowed_little_memory_never_goes_to_a_spare_that_copied_its_pages(ws, server):
+    """Copied pages are charged to the spare's cgroup: such a spare takes no step with a small memory limit, and
+    the spares made for such steps copy nothing."""
+    await ws.bash("true", ws.default_policy())
+    copied = await idle_spares(server)  # made for the default policy's limit (half the memory)
+    small = dataclasses.replace(ws.default_policy(), max_memory=64 << 20)
+    proc = await spawn_sandboxed(["true"], policy=small, cwd=ws.work, env=ws.env)
+    assert await asyncio.wait_for(proc.wait(), 20) == 0 and proc.pid not in copied.values()
+    prepared = await idle_spares(server)
+    assert not set(prepared) & set(copied), "the spares that copied their pages stayed ready"
+    assert all(_pages(pid)[1] > 500 for pid in [*prepared, *prepared.values()])  # still shared: nothing copied
+    proc = await spawn_sandboxed(["true"], policy=small, cwd=ws.work, env=ws.env)
+    assert await asyncio.wait_for(proc.wait(), 20) == 0 and proc.pid in prepared.values()
 
 def _spawn_as_net_kind(server) -> socket.socket:
     """Send the fork server a `spawn ns net` whatever the request will be; our end of the step's socket."""

@@ -133,6 +133,7 @@ _jobs: dict[int, socket.socket] = {}
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
 _wanted = b"ns net"  # the kind new spares are made for: the last step's (the default policy's at first)
 _limits = b""  # the last step's "processes memory": new spares set them on their cgroups ahead
+_copied: set[int] = set()  # spares that copy their pages ahead (spare.copies): steps allowed little memory go elsewhere
 
 
 def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -170,6 +171,8 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
             spare.run_spare(theirs, _child, server, MAX_REQUEST_BYTES, _wanted == b"ns net", _limits)
         theirs.close()
         _jobs[pid] = ours
+        if spare.copies(_limits):
+            _copied.add(pid)
         _watch(pid, selector, spare=True)
         selector.register(ours, selectors.EVENT_READ, lambda pid=pid: _on_spare_ready(pid, selector))
 
@@ -197,29 +200,35 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
 
 
 def _retire(pid: int) -> None:
-    """Let a ready spare go (EOF on its job socket: it ends its prepared process and exits); a refill replaces it."""
+    """Let a ready spare go (it ends its prepared process and exits); a refill replaces it."""
     _ready[:] = [spare for spare in _ready if spare[0] != pid]
-    _jobs.pop(pid).close()
+    _jobs.pop(pid).close()  # EOF, where it waits for a step
+    try:
+        os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py): it was handed none
+    except OSError:
+        pass  # not reaped yet (its pidfd is watched), so this cannot be another process
 
 
 def _prepare_for(kind: bytes, limits: bytes) -> None:
     """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits`; let ready ones made for the
-    other kind go."""
+    other kind, or too big for such steps' memory limit, go."""
     global _wanted, _limits
     if kind not in (b"ns", b"ns net"):
         return
     _limits = limits
-    if kind != _wanted:
+    small = not spare.copies(limits)
+    if kind != _wanted or small:
         _wanted = kind
         for pid, made in list(_ready):
-            if made and made != kind:
+            if made and made != kind or small and pid in _copied:
                 _retire(pid)
 
 
-def _hand_to_spare(fds: list[int], kind: bytes) -> bool:
+def _hand_to_spare(fds: list[int], kind: bytes, limits: bytes) -> bool:
     """Give a spawn (its socket and stdio) to a ready spare that fits it; False when none does."""
+    copied = _copied if not spare.copies(limits) else set()  # the spares this step's memory limit rules out
     while True:
-        fits = [spare for spare in _ready if spare[1] in (b"", kind)]
+        fits = [ready for ready in _ready if ready[1] in (b"", kind) and ready[0] not in copied]
         if not fits:
             return False
         _ready.remove(fits[0])
@@ -240,6 +249,7 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
     selector.unregister(pidfd)
     os.close(pidfd)
     del _supervisors[pid]
+    _copied.discard(pid)
     os.waitpid(pid, 0)
     if spare and pid in _jobs:  # died before it was used
         jobs = _jobs.pop(pid)
@@ -282,7 +292,7 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
-    if not _hand_to_spare(fds, kind):
+    if not _hand_to_spare(fds, kind, limits):
         _fork(fds, selector)
     _prepare_for(kind, limits)
     return True

@@ -21,12 +21,16 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import cgroup, fdio, netns, stepinit, supervise
+    from ollie.sandbox import cgroup, fdio, netns, prefault, stepinit, supervise
 else:  # loaded by path (siblings.py)
-    cgroup, fdio, netns, stepinit, supervise = map(sys.modules["_ollie_siblings"].load,
-                                                   ("cgroup", "fdio", "netns", "stepinit", "supervise"))
+    cgroup, fdio, netns, prefault, stepinit, supervise = map(
+        sys.modules["_ollie_siblings"].load, ("cgroup", "fdio", "netns", "prefault", "stepinit", "supervise"))
 
 GO = b"!"  # a prepared tool process's signal to go on with its step (see `Prepared`)
+# A spare copies its pages ahead (prefault.py: ~8 MB in each of its two processes, charged to its cgroup) only
+# when made for steps allowed this much memory or more (or no limit), and takes only such steps then: one
+# allowed less keeps that memory for itself.
+COPY_MIN_MEMORY = 256 << 20
 
 _spare_group: cgroup.Cgroup | None = None
 _idle: Prepared | None = None  # an idle spare's prepared tool process
@@ -44,14 +48,15 @@ class Prepared:
     the same pipes.
     """
 
-    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int, net: bool) -> None:
+    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int, net: bool, copy: bool) -> None:
         self.pid, self.err_r, self.status_r, self.net = pid, err_r, status_r, net
+        self.least_memory = COPY_MIN_MEMORY if copy else 0
         self._channel: socket.socket | None = channel
 
     @classmethod
-    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup, net: bool) -> Prepared | None:
+    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup, net: bool, copy: bool) -> Prepared | None:
         """Fork it, in the spare (a member of `group` already), as the spare's `_idle` one; None where no PID
-        namespace can be made."""
+        namespace can be made. `copy`: it copies its pages ahead (see `copies`)."""
         global _idle
         if not stepinit.new_pid_namespace():
             return None
@@ -62,11 +67,11 @@ class Prepared:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {stop})  # the spare's handler must not run there
         pid = os.fork()
         if pid == 0:
-            _await_step(theirs, err_w, status_w, blocked, child, group, net)
+            _await_step(theirs, err_w, status_w, blocked, child, group, net, copy)
         theirs.close()
         os.close(err_w)
         os.close(status_w)
-        _idle = cls(pid, ours, err_r, status_r, net)  # before the spare's handler may run: it kills this one
+        _idle = cls(pid, ours, err_r, status_r, net, copy)  # before the spare's handler may run: it kills this one
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return _idle
 
@@ -105,7 +110,7 @@ class Prepared:
 
 
 def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iterable[int],
-                child: supervise.ToolChild, group: cgroup.Cgroup, net: bool) -> NoReturn:
+                child: supervise.ToolChild, group: cgroup.Cgroup, net: bool, copy: bool) -> NoReturn:
     """In the prepared process: wait for the step's request and stdio on `channel`, then run `child` on them."""
     global _spare_group, _idle
     try:
@@ -121,6 +126,8 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
                 netns.prepare(stepinit.confine.unshare)
         except OSError:
             pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
+        if copy:
+            prefault.prefault()  # the step's copy-on-write faults, taken while idle
         data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
         line = bytearray(data)
         while data and not line.endswith(b"\n"):
@@ -144,6 +151,18 @@ def _exit_now(signum: int, frame: object) -> None:
     if _spare_group is not None:
         _spare_group.leave_and_remove()
     os._exit(0)
+
+
+def copies(limits: bytes) -> bool:
+    """Whether a spare made for steps with `limits` (b"processes memory"; b"": before the first step) copies its
+    pages ahead, and so whether a step with them may go to a spare that did."""
+    if not limits:
+        return True  # the daemon's first step comes: the default policy's limit is half the memory
+    try:
+        memory = int(limits.split()[1])
+    except (IndexError, ValueError):
+        return False
+    return memory == 0 or memory >= COPY_MIN_MEMORY
 
 
 def _limits_ahead(limits: bytes) -> tuple[int, int]:
@@ -180,8 +199,13 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
             os._exit(0)
         group.join()
         _spare_group = group
-        prepared = Prepared.fork(child, group, net)
+        copy = copies(limits)
+        prepared = Prepared.fork(child, group, net, copy)
         jobs.sendall(b"ready" if prepared is None else b"ready ns net" if net else b"ready ns")
+        if copy:
+            # After that fork (what this process shares with the prepared one is copied there) and once ready:
+            # a step that comes meanwhile waits for the rest of it (a few ms), not for a supervisor of its own.
+            prefault.prefault()
         message, fds = fdio.recv_fds(jobs, 4)
         if message != b"go" or len(fds) != 4:
             _exit_now(0, None)  # EOF: the fork server has gone

@@ -52,6 +52,7 @@ class Ahead(Protocol):
     err_r: int
     status_r: int
     net: bool  # it made the step's network namespace (the egress proxy's) too
+    least_memory: int  # the least memory limit of a step it takes (0: any): its pages were copied ahead
 
     def start(self, line: bytes, stdio: Sequence[int]) -> None:
         """Hand it the request line and stdio."""
@@ -296,6 +297,8 @@ def request_or_exit(conn: socket.socket, max_request: int, prepared: Ahead | Non
                 raise ValueError("a step without a PID namespace was sent to a spare that made one")
             if prepared.net != bool((request.get("ruleset") or {}).get("netns")):
                 raise ValueError("a step was sent to a spare whose network namespace does not fit it")
+            if 0 < memory_limit(request) < prepared.least_memory:
+                raise ValueError("a step allowed less memory than its spare copied ahead was sent to it")
     except ValueError as exc:
         _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
         request = None
