@@ -43,6 +43,11 @@ class _Waiting:
     first: Event | None
     parts: list[str] | None
 
+    @property
+    def count(self) -> int:
+        """How many of the subscription's events it holds."""
+        return len(self.parts) if self.parts is not None else 1
+
     def event(self) -> Event | None:
         """The event to send (a run of deltas joined into one)."""
         if self.first is None or self.parts is None or len(self.parts) == 1:
@@ -89,8 +94,8 @@ class EventForwarder:
         # What came while the output was paused, in order; a run of deltas is one entry (its parts joined later).
         self._backlog: deque[_Waiting] = deque()
         self._held: Event | None = None
+        self._held_count = 0  # how many of the subscription's events `_held` joins
         self._ended = False
-        self._busy = False
         self._last_delta_at = 0.0
         self._task: asyncio.Task[None] | None = None
         # Whether the events sent so far leave a turn open (its `turn` start sent, not yet its end).
@@ -99,6 +104,7 @@ class EventForwarder:
     def start(self) -> None:
         """Start the draining task."""
         self._task = asyncio.create_task(self._run(), name=f"ollie-events-{self.session_id}")
+        self._task.add_done_callback(lambda _: self._sub.finished())  # a killed session's waits end too
 
     async def stop(self, *, timeout: float = STOP_WAIT_S) -> None:
         """Close the subscription and wait until everything queued was sent (at most `timeout` s).
@@ -114,26 +120,29 @@ class EventForwarder:
                 await asyncio.gather(self._task, return_exceptions=True)
 
     async def drained(self) -> None:
-        """Wait until every event published so far has been handled (or the forwarder has ended: a killed session)."""
-        while (self._task is None or not self._task.done()) and (
-                self._busy or self._sub.pending() or self._held is not None or self._backlog):
-            await asyncio.sleep(0.001)
+        """Wait until every event published so far has been handled (not later ones), or the forwarder has ended
+        (a killed session); at once, without a loop pass, when they were."""
+        await self._sub.caught_up()
 
-    async def _next(self) -> Event | None:
+    async def _next(self) -> tuple[Event | None, int]:
+        """The next event to handle and how many of the subscription's events it joins."""
         if self._held is not None:
             event, self._held = self._held, None
-            return event
+            return event, self._held_count
         if self._backlog:
-            return self._backlog.popleft().event()
+            return self._take()
         if self._ended:
-            return None
-        return await self._sub.get()
+            return None, 0
+        return await self._sub.get(), 1
 
     def _pending(self) -> bool:
         return bool(self._backlog) or self._sub.pending() > 0
 
-    def _take(self) -> Event | None:
-        return self._backlog.popleft().event() if self._backlog else self._sub.get_nowait()
+    def _take(self) -> tuple[Event | None, int]:
+        if self._backlog:
+            waiting = self._backlog.popleft()
+            return waiting.event(), waiting.count
+        return self._sub.get_nowait(), 1
 
     async def _wait_writable(self) -> None:
         """While the output is paused, keep taking events (so deltas join as they come) until it is writable."""
@@ -163,18 +172,20 @@ class EventForwarder:
             self._backlog.append(_Waiting(event, None))
 
     async def _run(self) -> None:
-        while (event := await self._next()) is not None:
-            self._busy = True
+        while True:
+            event, count = await self._next()
+            if event is None:
+                return
             try:
                 await self._wait_writable()
                 if event.role in DELTA_ROLES:
-                    event = await self._coalesce(event)
+                    event, count = await self._coalesce(event, count)
                 self._handle(event)
             except Exception:
                 # One bad event or a failed write must not stop the session's stream.
                 logger.exception("forwarding an event failed", extra={"session": self.session_id})
             finally:
-                self._busy = False
+                self._sub.handled(count)
 
     def _handle(self, event: Event) -> None:
         if event.role == "state":
@@ -187,24 +198,25 @@ class EventForwarder:
             self.turn_open = event.content == "start"
             self._on_turn(event.content)
 
-    async def _coalesce(self, first: Event) -> Event:
+    async def _coalesce(self, first: Event, count: int) -> tuple[Event, int]:
         now = time.monotonic()
         hot = self._coalesce_s > 0 and now - self._last_delta_at < self._coalesce_s
         if hot:
             await asyncio.sleep(self._coalesce_s)
         parts = [first.content]
         while self._pending():
-            nxt = self._take()
+            nxt, more = self._take()
             if nxt is not None and nxt.role == first.role and nxt.name == first.name:
                 parts.append(nxt.content)
+                count += more
                 continue
             if nxt is None:
                 # The subscription closed: end after sending what was joined.
                 self._ended = True
             else:
-                self._held = nxt
+                self._held, self._held_count = nxt, more
             break
         self._last_delta_at = time.monotonic()
         if len(parts) == 1:
-            return first
-        return Event(first.role, first.name, "".join(parts))
+            return first, count
+        return Event(first.role, first.name, "".join(parts)), count

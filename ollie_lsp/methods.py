@@ -60,16 +60,35 @@ CONTEXT_PAGE_MAX = 1000
 
 
 def method(name: str, shape: type[P]) -> Callable[[Callable[[OllieServer, P], Awaitable[dict[str, Any]]]], Handler]:
-    """Register a handler as the ollie/* method `name`; it gets the params checked into `shape` (-32602)."""
+    """Register a handler as the ollie/* method `name`; it gets the params checked into `shape` (-32602).
+
+    A method aimed at one session is answered after the events that session published so far went out (PROTOCOL.md):
+    those it caused (a command's output, a state change) come before its answer, whichever handler it was.
+    """
 
     def register(handler: Callable[[OllieServer, P], Awaitable[dict[str, Any]]]) -> Handler:
         async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
-            return await handler(ls, parse(shape, raw))
+            p = parse(shape, raw)
+            if not isinstance(p, (SessionParams, SessionIdParams)):
+                return await handler(ls, p)
+            try:
+                result = await handler(ls, p)
+            except Exception:  # an error answer too (not a cancelled request: it goes at once)
+                await _events_sent(ls, p.session)
+                raise
+            await _events_sent(ls, p.session)
+            return result
 
         METHODS[name] = run
         return run
 
     return register
+
+
+async def _events_sent(ls: OllieServer, session: str | None) -> None:
+    # Not initialized: the handler failed for that, and there is no table to build.
+    if ls.initialized:
+        await ls.table.events_sent(session)
 
 
 async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | TextParams) -> str:
@@ -165,7 +184,6 @@ async def queue_run(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     live = await ls.table.writable(p.session)
     async with live.turn_lock:
         await live.core.run_queue()
-    await live.forwarder.drained()
     return {"queued": live.core.queued()}
 
 
@@ -220,7 +238,6 @@ async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
         raise InvalidParams("line: a command starts with / (slash command) or ! (shell)")
     live = await ls.table.writable(p.session)
     result = await live.core.submit(p.line.strip())
-    await live.forwarder.drained()  # the command's own events (its output as `info`) go out before its answer
     out: dict[str, Any] = {"output": result.reply}
     if result.error:
         out["error"] = result.error

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -467,31 +468,56 @@ def exit_backstop(grace_s: float) -> None:
 
 # How long every session must have been idle before the cycle collector's full pass runs (collect_when_idle).
 IDLE_COLLECT_S = 2.0
-# The pending idle pass, and where it finds the live sessions.
-_idle_collect: list[tuple[asyncio.TimerHandle, Callable[[], list[LiveSession]]]] = []
 _frozen_sessions: set[str] = set()  # sessions whose objects are frozen (a closed one: until a pass over everything)
 # A pass over everything frees closed sessions' cycles once they are this share of the live ones at least.
 CLOSED_SHARE = 0.25
+
+
+@dataclass
+class _IdlePass:
+    """The pending idle pass: one timer, whose deadline each message from the client moves later."""
+
+    loop: asyncio.AbstractEventLoop
+    timer: asyncio.TimerHandle
+    deadline: float  # the loop's time
+    live: Callable[[], list[LiveSession]]  # where it finds the live sessions
+
+
+_idle_pass: _IdlePass | None = None
 
 
 def collect_when_idle(live: Callable[[], list[LiveSession]]) -> None:
     """After IDLE_COLLECT_S with no other call and no turn running: a collection, then freeze what is left."""
     # A full pass walks every object, every thread stopped (80 ms with 50 sessions); left to the collector it
     # came mid-work (50 first turns at once). Frozen after, the passes during turns walk only what is new.
-    for handle, _ in _idle_collect:
-        handle.cancel()
+    global _idle_pass
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + IDLE_COLLECT_S
+    if _idle_pass is not None:
+        if _idle_pass.loop is loop:
+            _idle_pass.deadline, _idle_pass.live = deadline, live
+            return
+        _idle_pass.timer.cancel()  # another loop's (an earlier server in this process)
+    _idle_pass = _IdlePass(loop, loop.call_at(deadline, _idle_pass_due), deadline, live)
 
-    def collect() -> None:
-        _idle_collect.clear()
-        collect_and_freeze(live())
 
-    _idle_collect[:] = [(asyncio.get_running_loop().call_later(IDLE_COLLECT_S, collect), live)]
+def _idle_pass_due() -> None:
+    global _idle_pass
+    pending = _idle_pass
+    if pending is None:
+        return
+    if pending.loop.time() < pending.deadline:  # put off since it was armed: it waits for the new deadline
+        pending.timer = pending.loop.call_at(pending.deadline, _idle_pass_due)
+        return
+    _idle_pass = None
+    collect_and_freeze(pending.live())
 
 
 def postpone_idle_collect() -> None:
     """The client sent something: a pending idle pass waits IDLE_COLLECT_S from now (typing is not idle)."""
-    if _idle_collect:
-        collect_when_idle(_idle_collect[0][1])
+    # Only its deadline moves (the timer looks at it when it fires): no timer cancelled and made per batch.
+    if _idle_pass is not None:
+        _idle_pass.deadline = _idle_pass.loop.time() + IDLE_COLLECT_S
 
 
 def collect_and_freeze(sessions: list[LiveSession], *, closed_too: bool = True) -> None:

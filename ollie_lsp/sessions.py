@@ -337,6 +337,19 @@ class SessionTable:
             raise SessionArchived(live.id)
         return live
 
+    async def events_sent(self, session_id: str | None) -> None:
+        """Wait until the events a live session (None: the default) published so far went out; none when not live.
+
+        At once, without a loop pass, when they had: an answer that waits for nothing is not put off.
+        """
+        if session_id is None:
+            default = self._default
+            if default is None or not default.done() or default.cancelled() or default.exception() is not None:
+                return
+            session_id = default.result().id
+        if (live := self._live.get(session_id)) is not None:
+            await live.forwarder.drained()
+
     def find(self, session_id: str) -> LiveSession | None:
         """The live session with this id, if any (no waiting, no error)."""
         return self._live.get(session_id)

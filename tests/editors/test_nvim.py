@@ -414,6 +414,20 @@ def test_a_reply_cut_at_the_token_limit_says_so_in_the_chat(workspace, scripted_
     assert "_(max_tokens: cut off, the reply reached the model's output token limit)_" in transcript, transcript
 
 
+def test_a_turns_end_during_a_redraw_from_the_history_says_how_it_ended(workspace, scripted_llm):
+    # The history keeps no stop reason (but an interrupt): it draws a reply's end as `_(end)_`, and a prompt with no
+    # answer as an interrupted one.
+    srv = scripted_llm("openai")
+    srv.script(Reply.cut("Once upon a time"), Reply.error(400))
+    result = run_scenario("held_end", workspace, srv)
+    cut = "_(max_tokens: cut off, the reply reached the model's output token limit)_"
+    for transcript in (result["during"], result["after"]):
+        assert transcript.count(cut) == 1 and "_(end)_" not in transcript, transcript
+    # Only the last turn's end is known: the cut one before it is an `_(end)_` of the history's again.
+    error = result["error"]
+    assert error.rstrip().endswith("go on\n\n_(error)_"), error
+
+
 def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted_llm, _private_dirs):
     config = _private_dirs / "config" / "ollie"
     config.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,16 @@ def make_client() -> LanguageClient:
     register_lsp_features(client)
     client.ollie_events = []  # type: ignore[attr-defined]
     client.ollie_states = []  # type: ignore[attr-defined]
-    client.ollie_wire = []  # type: ignore[attr-defined]  # both, in arrival order: ("event" | "state", params)
+    # Both, and each answer, in arrival order: ("event" | "state", params) or ("answer", result or error).
+    client.ollie_wire = []  # type: ignore[attr-defined]
+    handle_response = client.protocol._handle_response
+
+    def on_response(msg_id: Any, result: Any = None, error: Any = None) -> None:
+        # Read off the wire here: the awaiting test runs later, after notifications that came behind the answer.
+        client.ollie_wire.append(("answer", error if error is not None else result))  # type: ignore[attr-defined]
+        handle_response(msg_id, result, error)
+
+    client.protocol._handle_response = on_response  # type: ignore[method-assign]
 
     @client.feature("ollie/event")
     def on_event(params: Any) -> None:
@@ -81,6 +90,14 @@ class Daemon:
             if loop.time() > deadline:
                 raise AssertionError(f"timed out waiting for events; got {self.events[-10:]}")
             await asyncio.sleep(0.01)
+
+    async def request_in_order(self, method: str, params: Any = None) -> tuple[Any, list[tuple[str, Any]]]:
+        """Send a request; its result and what came before its answer on the wire since it was sent (`ollie_wire`)."""
+        wire = self.client.ollie_wire  # type: ignore[attr-defined]
+        sent_at = len(wire)
+        result = await self.request(method, params)
+        answered_at = next(n for n in range(sent_at, len(wire)) if wire[n][0] == "answer" and wire[n][1] is result)
+        return result, wire[sent_at:answered_at]
 
     def session_events(self, session: str) -> list[dict[str, Any]]:
         """The events of one session, in arrival order."""

@@ -156,6 +156,45 @@ async def test_forwarder_coalesces_a_hot_delta_stream():
     assert order.index("reasoning") < len(order) - 1 and order[-1] == "assistant"
 
 
+async def test_forwarder_drained_waits_for_joined_and_paused_events_not_for_later_ones():
+    bus = Bus()
+    sent: list[dict] = []
+    paused = True
+    writable = asyncio.Event()
+    fwd = EventForwarder("s1", bus.subscribe(), send=sent.append, coalesce_s=0.02, paused=lambda: paused,
+                         writable=writable.wait)
+    fwd.start()
+    bus.emit("info", "first")
+    for ch in "abc":
+        bus.emit("assistant", ch)  # joined while the output is paused
+    bus.emit("info", "last")
+    waiter = asyncio.ensure_future(fwd.drained())
+    sent_when_woken: list[list[str]] = []
+    waiter.add_done_callback(lambda _: sent_when_woken.append([e["content"] for e in sent]))
+    await asyncio.sleep(0)  # the wait has begun: what comes now is not waited for
+    for ch in "xyz":
+        bus.emit("reasoning", ch)
+    assert not waiter.done()
+    paused = False
+    writable.set()
+    await asyncio.wait_for(waiter, 5)  # a hang fails here
+    assert sent_when_woken[0][:3] == ["first", "abc", "last"]  # nothing of it left when woken
+    await fwd.stop()
+    assert [e["content"] for e in sent] == ["first", "abc", "last", "xyz"]
+
+
+async def test_forwarder_drained_ends_when_the_forwarder_is_stopped_with_events_unsent():
+    # A killed session: /kill's answer waits for its events, and its forwarder is stopped meanwhile.
+    bus = Bus()
+    fwd = EventForwarder("s1", bus.subscribe(), send=lambda params: None, paused=lambda: True,
+                         writable=asyncio.Event().wait)  # the client never reads again
+    fwd.start()
+    bus.emit("info", "never sent")
+    waiter = asyncio.ensure_future(fwd.drained())
+    await fwd.stop(timeout=0.01)
+    await asyncio.wait_for(waiter, 5)
+
+
 async def test_forwarder_survives_a_failing_send():
     bus = Bus()
     sent: list[dict] = []

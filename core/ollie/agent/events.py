@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -63,8 +64,14 @@ class Subscription:
         self._bus = bus
         self.roles = roles  # None: every role
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._received = 0  # events put so far
+        self._handled = 0  # of those, how many the reader said it is done with (`handled`)
+        self._waits: deque[tuple[int, asyncio.Future[None]]] = deque()  # (received then, woken once handled)
+        self._finished = False
 
     def _put(self, event: Event | None) -> None:
+        if event is not None:
+            self._received += 1
         self._queue.put_nowait(event)
 
     async def get(self) -> Event | None:
@@ -84,12 +91,43 @@ class Subscription:
         self._bus._unsubscribe(self)
         self._put(None)
 
+    def handled(self, count: int = 1) -> None:
+        """The reader is done with `count` more events (sent, shown, recorded): who waits for them goes on."""
+        self._handled += count
+        self._wake(self._handled)
+
+    def finished(self) -> None:
+        """The reader stops (the end came, or it was cancelled): nobody waits for the rest."""
+        self._finished = True
+        self._wake(None)
+
+    def _wake(self, upto: int | None) -> None:
+        while self._waits and (upto is None or self._waits[0][0] <= upto):
+            _, done = self._waits.popleft()
+            if not done.done():  # else its waiter gave up (a timeout)
+                done.set_result(None)
+
+    async def caught_up(self) -> None:
+        """Wait until the reader has handled every event received so far, or stopped; at once (no pass) when it has.
+
+        Not later ones: a stream that goes on does not hold the wait.
+        """
+        if self._finished or self._handled >= self._received:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._waits.append((self._received, done))  # in order: `_received` only grows
+        await done
+
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Event]:
-        while (event := await self.get()) is not None:
-            yield event
+        try:
+            while (event := await self.get()) is not None:
+                yield event
+                self.handled()  # the loop's body is done with it: it asks for the next
+        finally:
+            self.finished()
 
 
 class Bus:

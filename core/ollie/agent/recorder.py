@@ -121,8 +121,8 @@ class Recorder:
 
     async def drained(self) -> None:
         """Wait until every turn event published so far has been queued for the registry (and written)."""
-        while self._sub is not None and self._sub.pending():
-            await asyncio.sleep(0.001)
+        if self._sub is not None:
+            await self._sub.caught_up()
         await self._run(lambda: None)
 
     async def close(self) -> None:

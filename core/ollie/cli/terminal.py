@@ -100,10 +100,8 @@ class _Events:
         self._task = asyncio.create_task(_render_events(renderer, self._sub))
 
     async def drained(self) -> None:
-        """Wait until every event published so far was rendered."""
-        while self._sub.pending():
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0)
+        """Wait until every event published so far was rendered (or the renderer has stopped)."""
+        await self._sub.caught_up()
 
     async def close(self) -> None:
         """Stop rendering once what is queued was shown."""

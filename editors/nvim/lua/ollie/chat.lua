@@ -440,7 +440,7 @@ function Chat:on_event(ev, drawn)
       end
       if self.redraw_at_end then
         self.redraw_at_end = false
-        self:redraw()
+        self:redraw(nil, content)
       end
       if #vim.tbl_filter(function(p) return p.kind == "queued" end, t.pending) > 0 then
         self:sync_queue() -- a stop holds them; else the next one starts now

@@ -43,7 +43,7 @@ function M.render(t, messages, running)
   -- A session saved before the daemon kept cut-off answers has nothing after an interrupted prompt: say so.
   local function no_answer()
     if unanswered then
-      t:note("_(no answer saved: the turn was interrupted)_", "OllieTurnEnd")
+      t:turn_end("interrupted", "no answer saved: the turn was interrupted")
     end
   end
   for _, m in ipairs(messages or {}) do
@@ -99,10 +99,12 @@ end
 
 ---Draw the session's saved conversation anew.
 ---@param after fun()|nil runs once it is drawn
-function H:redraw(after)
+---@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)
+function H:redraw(after, ended)
   local session = self.session
   -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
   self.redrawing = self.redrawing or { events = {}, then_run = {} }
+  self.redrawing.ended = ended or self.redrawing.ended
   -- First whether it runs a turn now (a session picked while it streams): Enter then queues, and the saved history
   -- (its running turn not in it yet) is drawn again, whole, when the turn ends. Before, a prompt sent there went
   -- in as if idle and the rest of the running answer streamed in under it.
@@ -154,11 +156,17 @@ function H:draw_context(session, running, after)
     else
       M.render(self.transcript, res.messages, running)
     end
+    local stop = held.ended -- how the last turn ended, unless another began since
     for _, ev in ipairs(held.events) do
       -- What they said before the answer is in it (a turn's end line too); a turn's start or end still tells the state.
       if ev.role == "turn" then
         self:on_event(ev, not err)
+        stop = ev.content ~= "start" and ev.content or nil
       end
+    end
+    if stop and not err then
+      -- The history keeps no stop reason but an interrupt: it drew this turn's end as `end`, or none (an error).
+      self.transcript:restate_end(stop)
     end
     if not err and after then
       after()

@@ -315,7 +315,7 @@ end
 ---@param text string
 ---@param labels string[]|nil
 function T:prompt(text, labels)
-  self.replied = false
+  self.replied, self.last_end = false, nil
   local row = self:count()
   self:add({ "", M.PROMPT_HEADER }, "OllieUser")
   self:add(split(text))
@@ -554,11 +554,34 @@ end
 -- Stop reasons a person needs spelled out; the others show as they are, `_(end)_`.
 local STOP_LABELS = { max_tokens = "max_tokens: cut off, the reply reached the model's output token limit" }
 
+local function end_text(stop)
+  return string.format("_(%s)_", STOP_LABELS[stop] or stop)
+end
+
 ---The end of a turn: its stop reason (and an error's message) as a line of its own.
 ---@param stop string
-function T:turn_end(stop)
-  self:note(string.format("_(%s)_", STOP_LABELS[stop] or stop), "OllieTurnEnd")
+---@param says string|nil what the line says instead of the stop reason
+function T:turn_end(stop, says)
+  self:note(says and string.format("_(%s)_", says) or end_text(stop), "OllieTurnEnd")
   self.replied = false
+  -- Where it is, so that a history drawn just now can be told the true stop reason (restate_end).
+  self.last_end = { stop = stop, mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {}) }
+end
+
+---The last turn's end line made to say `stop`: a history keeps no stop reason but an interrupt, so it draws a
+---reply's end as `end`, and nothing for a turn that ended before any reply (an error).
+---@param stop string
+function T:restate_end(stop)
+  local last = self.last_end
+  local row = last and vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, last.mark, {})[1]
+  if not last or not row then
+    return self:turn_end(stop)
+  end
+  if last.stop ~= stop then
+    last.stop = stop
+    local col = #vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+    self:edit(function() vim.api.nvim_buf_set_text(self.buf, row, 0, row, col, { end_text(stop) }) end)
+  end
 end
 
 local function changes_text(count)
@@ -609,7 +632,7 @@ function T:clear()
   self:edit(function() vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {}) end)
   vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
   self.steps, self.locations, self.folds, self.changes = {}, {}, {}, {}
-  self.stream_role, self.reasoning, self.replied = nil, nil, false
+  self.stream_role, self.reasoning, self.replied, self.last_end = nil, nil, false, nil
   self.pending = {}
   self:show_pending()
 end
