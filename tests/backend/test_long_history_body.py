@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio.selector_events
 import gc
 import json
 import threading
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ollie.backend.stream import BODY_SLICE
 from ollie.backend.types import Message, ToolCall
 from ollie.jsonpieces import INLINE_MESSAGES, encode_json, encoded
 from ollie.testing import Reply
@@ -87,3 +89,24 @@ async def test_a_long_history_is_built_off_the_loop_and_sent_unchanged(connect, 
     for request, history in zip(srv.chat_requests, (long, short), strict=True):
         assert request.raw == _reference(request.body)  # the bytes one json.dumps makes
         assert json.dumps(request.body).count("result ") == (len(history) - 2) // 2
+
+
+async def test_a_long_body_is_written_a_slice_at_a_time_with_its_length_ahead(connect, monkeypatch):
+    """Written whole, the transport copied what the socket did not take (MBs) into its buffer in one callback."""
+    srv, backend = connect("openai")
+    writes: list[int] = []
+    write = asyncio.selector_events._SelectorSocketTransport.write
+
+    def spy(self: Any, data: Any) -> None:
+        writes.append(len(data))
+        write(self, data)
+
+    monkeypatch.setattr(asyncio.selector_events._SelectorSocketTransport, "write", spy)
+    history = [Message("user", "x" * 1000 + str(n)) for n in range(INLINE_MESSAGES * 8)]  # ~2 MB
+    srv.script(Reply.text("ok"))
+    await collect(backend, history, [])
+    request = srv.chat_requests[0]
+    assert request.headers["content-length"] == str(len(request.raw)) and "transfer-encoding" not in request.headers
+    assert request.raw == _reference(request.body) and len(request.body["messages"]) == len(history)
+    assert sum(writes) > len(request.raw) > 4 * BODY_SLICE
+    assert max(writes) <= BODY_SLICE + 4096  # a slice (the head goes apart or with the first)
