@@ -59,6 +59,21 @@ def test_no_cycle_collection_runs_while_a_long_body_is_built_and_only_its_bytes_
     assert body.encoded == _reference({"model": "m", **value}) and body == {}
 
 
+def test_a_long_body_is_kept_as_chunks_and_what_it_was_built_from_is_freed_in_slices():
+    """One join of a whole body (~100 ms at 100k messages) or one free of all its dicts (~40 ms) held the GIL."""
+    built: list[dict[str, Any]] = []
+
+    def build() -> dict[str, Any]:
+        built.append({"model": "m", "messages": [{"role": "user", "content": f"line {n}"} for n in range(20_000)]})
+        return built[0]
+
+    body = encoded(build)
+    reference = _reference({"model": "m", "messages": [{"role": "user", "content": f"line {n}"}
+                                                       for n in range(20_000)]})
+    assert len(body.chunks) > 2 and body.encoded == reference and body.length == len(reference)
+    assert built[0]["messages"] == []  # released (a slice at a time), not left to be freed at once
+
+
 def _history(count: int) -> list[Message]:
     out = [Message("system", "You are terse.")]
     for i in range(count // 2):

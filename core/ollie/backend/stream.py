@@ -122,16 +122,17 @@ BODY_SLICE = 256 * 1024
 
 
 class _Slices:
-    """An encoded body as a stream of BODY_SLICE pieces (its length sent ahead: no chunked encoding); each send
-    iterates it afresh."""
+    """An encoded body's chunks as a stream of BODY_SLICE pieces at most (its length sent ahead: no chunked
+    encoding); each send iterates it afresh."""
 
-    def __init__(self, data: bytes) -> None:
-        self._data = data
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        view = memoryview(self._data)
-        for start in range(0, len(view), BODY_SLICE):
-            yield view[start:start + BODY_SLICE]  # type: ignore[misc]: bytes-like, as h11 and the socket take it
+        for chunk in self._chunks:
+            view = memoryview(chunk)
+            for start in range(0, len(view), BODY_SLICE):
+                yield view[start:start + BODY_SLICE]  # type: ignore[misc]: bytes-like, as h11 and the socket take it
 
 
 async def _send(client: httpx.AsyncClient, request: httpx.Request, *, head_s: float, backend: str) -> httpx.Response:
@@ -205,8 +206,8 @@ async def stream_frames(
     frame is yielded last.
     """
     if isinstance(body, EncodedBody):  # a long history's, encoded off the event loop: httpx's bytes exactly
-        request = client.build_request("POST", url, content=_Slices(body.encoded), headers={
-            "Content-Type": "application/json", "Content-Length": str(len(body.encoded))})
+        request = client.build_request("POST", url, content=_Slices(body.chunks), headers={
+            "Content-Type": "application/json", "Content-Length": str(body.length)})
     else:
         request = client.build_request("POST", url, json=body)
     try:
