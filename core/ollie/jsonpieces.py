@@ -20,10 +20,41 @@ INLINE_CHARS = 256 * 1024
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-class EncodedBody(dict[str, Any]):
-    """A body's JSON bytes, made already; the dict itself is left empty (see `encoded`)."""
+# Pieces are joined into a chunk once this many are made: one join of a whole body held the GIL ~100 ms at
+# 100,000 messages (~600,000 pieces, 12 MB), and freeing the pieces ~15 ms more.
+_CHUNK_PIECES = 4096
+# A built body's messages are freed this many at a time: freed at once, 100,000 messages' dicts held the GIL ~40 ms.
+_RELEASE_ITEMS = 2000
 
-    encoded: bytes = b""
+
+class EncodedBody(dict[str, Any]):
+    """A body's JSON, made already, as chunks of bytes; the dict itself is left empty (see `encoded`)."""
+
+    chunks: list[bytes] = []
+
+    @property
+    def encoded(self) -> bytes:
+        """The JSON bytes in one piece (a copy of them all when there are several chunks)."""
+        return b"".join(self.chunks)
+
+    @property
+    def length(self) -> int:
+        """How many bytes the JSON is."""
+        return sum(len(chunk) for chunk in self.chunks)
+
+
+class _Pieces(list[bytes]):
+    """The pieces made so far; `chunks` holds those joined already."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[bytes] = []
+
+    def flush(self) -> None:
+        """Join the pieces made so far into one more chunk."""
+        if self:
+            self.chunks.append(b"".join(self))
+            self.clear()
 
 
 def _leaf(value: Any) -> bool:
@@ -40,7 +71,7 @@ def _small(value: Any) -> bool:
     return _leaf(value)
 
 
-def _pieces(value: Any, out: list[bytes]) -> None:
+def _pieces(value: Any, out: _Pieces) -> None:
     """Append `value`'s JSON to `out`, a short C call at a time."""
     if _small(value):
         out.append(_dumps(value).encode())
@@ -64,22 +95,41 @@ def _pieces(value: Any, out: list[bytes]) -> None:
             if index:
                 out.append(b",")
             _pieces(item, out)
+            if len(out) >= _CHUNK_PIECES:
+                out.flush()
         out.append(b"]")
+
+
+def encode_chunks(value: Any) -> list[bytes]:
+    """The bytes of `encode_json(value)` as chunks: no join of them all, no mass of pieces freed at once."""
+    out = _Pieces()
+    _pieces(value, out)
+    out.flush()
+    return out.chunks
 
 
 def encode_json(value: Any) -> bytes:
     """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()`, in pieces."""
-    out: list[bytes] = []
-    _pieces(value, out)
-    return b"".join(out)
+    return b"".join(encode_chunks(value))
+
+
+def _release(value: dict[str, Any]) -> None:
+    """Free the body's `messages` a slice at a time (the GIL is free between slices)."""
+    messages = value.get("messages")
+    if isinstance(messages, list):
+        while messages:
+            del messages[-_RELEASE_ITEMS:]
 
 
 def encoded(build: Callable[[], dict[str, Any]]) -> EncodedBody:
-    """The JSON bytes of the body `build` makes (run it in a worker thread)."""
+    """The JSON of the body `build` makes, as chunks of bytes (run it in a worker thread); the body's own
+    `messages` list, made for this call, is emptied afterwards."""
     # A long history's wire dicts set off cycle collections that stop the event loop too (~200 ms at 100k
     # messages) and, kept while the request streams, were walked by the next young one (~100 ms): none runs
     # while they are made, and only the bytes are kept.
     body = EncodedBody()
     with cyclic_gc_paused():
-        body.encoded = encode_json(build())
+        value = build()
+        body.chunks = encode_chunks(value)
+        _release(value)
     return body

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ollie.agent.tiers import COLD_WINDOW, COLLAPSED, collapse_consumed
 from ollie.backend.types import Message, ToolCall
-from ollie.sessions.session import Session
+from ollie.sessions.session import Session, TierMap
 
 
 def test_cold_results_collapse_and_the_rest_stay_as_they_are() -> None:
@@ -38,3 +38,44 @@ def test_the_walk_stops_cold_window_messages_back() -> None:
     assert session.messages[1].content == "old output"  # beyond the window: not looked for
     assert session.messages[-1].content.startswith("[cold result of file_read collapsed")
     assert set(session.result_tiers.values()) == {COLLAPSED}
+
+
+class _NoWalk(TierMap):
+    """Tiers that refuse to be walked: collapse_consumed must find the cold ones without it."""
+
+    def items(self):  # type: ignore[override]
+        raise AssertionError("walked every tier")
+
+    def __iter__(self):  # type: ignore[override]
+        raise AssertionError("walked every tier")
+
+
+def test_the_cold_results_are_found_without_walking_every_tier() -> None:
+    """After each request, on the event loop: the tiers hold an entry per tool result of the whole history."""
+    session = Session()
+    session.result_tiers = _NoWalk({f"c{n}": COLLAPSED for n in range(1000)})
+    session.messages += [Message("assistant", "", tool_calls=[ToolCall("new", "file_read", "{}")]),
+                         Message("tool", "new output", tool_call_id="new", name="file_read")]
+    session.result_tiers["new"] = "cold"
+    session.result_tiers["gone"] = "cold"
+    assert collapse_consumed(session) == 1
+    assert session.messages[-1].content.startswith("[cold result of file_read collapsed")
+    assert session.cold_results() == set() and dict.get(session.result_tiers, "gone") == COLLAPSED
+
+
+def test_the_cold_set_follows_every_change_of_the_tiers() -> None:
+    session = Session(result_tiers={"a": "cold", "b": "warm"})  # a plain dict becomes a TierMap
+    tiers = session.result_tiers
+    assert isinstance(tiers, TierMap) and session.cold_results() == {"a"}
+    tiers["b"] = "cold"
+    tiers.update({"c": "cold"})
+    tiers.setdefault("d", "cold")
+    assert session.cold_results() == {"a", "b", "c", "d"}
+    tiers["a"] = COLLAPSED
+    del tiers["b"]
+    tiers.pop("c")
+    assert session.cold_results() == {"d"}
+    tiers.clear()
+    assert session.cold_results() == set()
+    session.result_tiers = {"e": "cold"}  # assigned anew (compaction keeps what it kept)
+    assert session.cold_results() == {"e"}

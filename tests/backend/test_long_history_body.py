@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio.selector_events
 import gc
 import json
 import threading
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ollie.backend.stream import BODY_SLICE
 from ollie.backend.types import Message, ToolCall
 from ollie.jsonpieces import INLINE_MESSAGES, encode_json, encoded
 from ollie.testing import Reply
@@ -57,6 +59,21 @@ def test_no_cycle_collection_runs_while_a_long_body_is_built_and_only_its_bytes_
     assert body.encoded == _reference({"model": "m", **value}) and body == {}
 
 
+def test_a_long_body_is_kept_as_chunks_and_what_it_was_built_from_is_freed_in_slices():
+    """One join of a whole body (~100 ms at 100k messages) or one free of all its dicts (~40 ms) held the GIL."""
+    built: list[dict[str, Any]] = []
+
+    def build() -> dict[str, Any]:
+        built.append({"model": "m", "messages": [{"role": "user", "content": f"line {n}"} for n in range(20_000)]})
+        return built[0]
+
+    body = encoded(build)
+    reference = _reference({"model": "m", "messages": [{"role": "user", "content": f"line {n}"}
+                                                       for n in range(20_000)]})
+    assert len(body.chunks) > 2 and body.encoded == reference and body.length == len(reference)
+    assert built[0]["messages"] == []  # released (a slice at a time), not left to be freed at once
+
+
 def _history(count: int) -> list[Message]:
     out = [Message("system", "You are terse.")]
     for i in range(count // 2):
@@ -87,3 +104,24 @@ async def test_a_long_history_is_built_off_the_loop_and_sent_unchanged(connect, 
     for request, history in zip(srv.chat_requests, (long, short), strict=True):
         assert request.raw == _reference(request.body)  # the bytes one json.dumps makes
         assert json.dumps(request.body).count("result ") == (len(history) - 2) // 2
+
+
+async def test_a_long_body_is_written_a_slice_at_a_time_with_its_length_ahead(connect, monkeypatch):
+    """Written whole, the transport copied what the socket did not take (MBs) into its buffer in one callback."""
+    srv, backend = connect("openai")
+    writes: list[int] = []
+    write = asyncio.selector_events._SelectorSocketTransport.write
+
+    def spy(self: Any, data: Any) -> None:
+        writes.append(len(data))
+        write(self, data)
+
+    monkeypatch.setattr(asyncio.selector_events._SelectorSocketTransport, "write", spy)
+    history = [Message("user", "x" * 1000 + str(n)) for n in range(INLINE_MESSAGES * 8)]  # ~2 MB
+    srv.script(Reply.text("ok"))
+    await collect(backend, history, [])
+    request = srv.chat_requests[0]
+    assert request.headers["content-length"] == str(len(request.raw)) and "transfer-encoding" not in request.headers
+    assert request.raw == _reference(request.body) and len(request.body["messages"]) == len(history)
+    assert sum(writes) > len(request.raw) > 4 * BODY_SLICE
+    assert max(writes) <= BODY_SLICE + 4096  # a slice (the head goes apart or with the first)

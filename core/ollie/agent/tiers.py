@@ -65,7 +65,7 @@ def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | N
 def collapse_consumed(session: Session) -> int:
     """After a request: the cold results it carried have been seen once, so they collapse (looked for from the end,
     at most COLD_WINDOW messages back)."""
-    pending = {call_id for call_id, tier in session.result_tiers.items() if tier == "cold"}
+    pending = set(session.cold_results())
     changed = 0
     messages = session.messages
     index = len(messages)

@@ -121,6 +121,47 @@ class TrackedDict(dict[str, Any]):
         return {key: self.get(key) for key in self.changed_keys}
 
 
+_COLD = "cold"  # the tier (ollie.agent.tiers) whose results collapse once a request carried them
+
+
+class TierMap(TrackedDict):
+    """`result_tiers`: a TrackedDict that also keeps the set of its cold keys (`cold`), as entries change.
+
+    After each request the cold results collapse; finding them among the tiers of every tool result of the
+    history took ~5 ms of the event loop at 100,000 messages.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cold: set[str] = {key for key, tier in dict.items(self) if tier == _COLD}
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        if value == _COLD:
+            self.cold.add(key)
+        else:
+            self.cold.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.cold.discard(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        """TrackedDict.pop, keeping `cold`."""
+        self.cold.discard(key)
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        """TrackedDict.popitem, keeping `cold`."""
+        key, value = super().popitem()
+        self.cold.discard(key)
+        return key, value
+
+    def clear(self) -> None:
+        """TrackedDict.clear, keeping `cold`."""
+        super().clear()
+        self.cold.clear()
+
 # Session fields kept as TrackedDict: persistence saves only their changes.
 TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network")
 
@@ -223,9 +264,16 @@ class Session:
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Keep the tracked maps tracked even when the engine assigns a plain dict.
-        if name in TRACKED_FIELDS and not isinstance(value, TrackedDict):
-            value = TrackedDict(value)
+        kind = TierMap if name == "result_tiers" else TrackedDict
+        if name in TRACKED_FIELDS and not isinstance(value, kind):
+            value = kind(value)
         object.__setattr__(self, name, value)
+
+    def cold_results(self) -> set[str]:
+        """The ids of the tool results whose tier is cold (kept up to date: no walk over every result's tier)."""
+        tiers = self.result_tiers
+        assert isinstance(tiers, TierMap)  # __setattr__ keeps it one
+        return tiers.cold
 
     def meta(self) -> dict[str, Any]:
         """Everything but the messages, JSON-ready."""
