@@ -27,7 +27,10 @@ def parse(model: type[S], raw: object) -> S:
         raise InvalidParams("; ".join(bad.messages(top="params"))) from None
 
 
-@attrs.frozen(kw_only=True)
+# Every shape is `@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)`: read once by its handler, never
+# compared, printed or hashed, so attrs generates only __init__ and the frozen __setattr__ (eq, repr and a slotted
+# copy of each class were over half of this module's import, paid by every cold start before its first token).
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class Params:
     """A method that takes nothing (ollie/listCommands); the base of the others: unknown keys are ignored."""
 
@@ -37,14 +40,14 @@ class Params:
 NoParams = Params
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionParams(Params):
     """Params of a method aimed at one session (the default one when `session` is left out)."""
 
     session: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class ContextParams(SessionParams):
     """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
 
@@ -52,7 +55,7 @@ class ContextParams(SessionParams):
     limit: Natural | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class Position(Params):
     """An LSP position: zero-based line and character."""
 
@@ -60,7 +63,7 @@ class Position(Params):
     character: Natural
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class Range(Params):
     """An LSP range: start inclusive, end exclusive."""
 
@@ -68,7 +71,7 @@ class Range(Params):
     end: Position
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class EditorContext(Params):
     """What the editor shows: the file, and the selection or range the user points at; or (`mcpServer`) the
     resource `uri` of an MCP server, read by the daemon."""
@@ -80,7 +83,7 @@ class EditorContext(Params):
     mcp_server: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class _WithContext(SessionParams):
     context: EditorContext | list[EditorContext] | None = None
 
@@ -92,7 +95,7 @@ class _WithContext(SessionParams):
         return list(self.context) if isinstance(self.context, list) else [self.context]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class ImageItem(Params):
     """An image for the prompt: `path`, a file beneath the session's directory, or `data`, pasted bytes as base64."""
 
@@ -102,7 +105,7 @@ class ImageItem(Params):
     name: str | None = None  # what the user calls pasted bytes (a file name), for messages only
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SubmitParams(_WithContext):
     """ollie/submit (`images`: the prompt's pictures, in order)."""
 
@@ -110,14 +113,14 @@ class SubmitParams(_WithContext):
     images: list[ImageItem] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class InterruptParams(SessionParams):
     """ollie/interrupt."""
 
     reason: str = ""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class TextParams(_WithContext):
     """ollie/inject and ollie/queue (`context` as submit's; `images` only to refuse them by name)."""
 
@@ -125,21 +128,21 @@ class TextParams(_WithContext):
     images: list[ImageItem] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class CommandParams(SessionParams):
     """ollie/command: one slash command or `!shell` line."""
 
     line: NonEmpty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SetCwdParams(SessionParams):
     """ollie/setCwd."""
 
     cwd: NonEmpty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SetEnvParams(SessionParams):
     """ollie/setEnv."""
 
@@ -147,35 +150,35 @@ class SetEnvParams(SessionParams):
     value: str
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SetGenerationParamsParams(SessionParams):
     """ollie/setGenerationParams: `params` are an agent config's sampling keys, with its bounds."""
 
     params: GenerationParams
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SetApprovalParams(SessionParams):
     """ollie/setApproval: `approval` is one of ask, auto-edit, auto, read-only."""
 
     approval: NonEmpty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class TurnParams(SessionParams):
     """A turn of the session (default: the last)."""
 
     turn: Annotated[int, Check(ge=1)] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class ChangesParams(TurnParams):
     """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too."""
 
     ignored: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class ReviewUndoParams(TurnParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
@@ -183,14 +186,14 @@ class ReviewUndoParams(TurnParams):
     hunk: Natural | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class RewindParams(TurnParams):
     """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
 
     undo: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionNewParams(Params):
     """ollie/session/new."""
 
@@ -200,7 +203,7 @@ class SessionNewParams(Params):
     cwd: NonEmpty | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionListParams(Params):
     """ollie/session/list."""
 
@@ -210,14 +213,14 @@ class SessionListParams(Params):
     offset: Natural = 0
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionIdParams(Params):
     """ollie/session/load, /archive, /close: the session is required."""
 
     session: NonEmpty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 

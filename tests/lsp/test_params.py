@@ -57,7 +57,7 @@ def test_bounds_lengths_and_patterns():
 def test_required_defaults_aliases_and_unknown_keys():
     assert "session: required" in error(SessionIdParams, {})
     listing = parse(SessionListParams, {"includeArchived": True, "kinds": ["chat"], "futureField": 1})
-    assert listing == SessionListParams(kinds=["chat"], include_archived=True, limit=None, offset=0)
+    assert attrs.asdict(listing) == {"kinds": ["chat"], "include_archived": True, "limit": None, "offset": 0}
     assert parse(SessionListParams, {"include_archived": True}).include_archived  # the attribute's name too
     assert "includeArchived: expected a boolean" in error(SessionListParams, {"includeArchived": "yes"})
     assert parse(EditorContext, {"uri": "file:///a", "languageId": "rust"}).language_id == "rust"
@@ -95,8 +95,8 @@ def test_the_shapes_are_frozen():
     params = parse(SubmitParams, {"text": "hi"})
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         params.text = "other"  # type: ignore[misc]
-    assert params == parse(SubmitParams, {"text": "hi", "other": 1}) and params != parse(SubmitParams, {"text": "ho"})
-    assert repr(params) == "SubmitParams(session=None, context=None, text='hi', images=None)"
+    assert attrs.asdict(params) == attrs.asdict(parse(SubmitParams, {"text": "hi", "other": 1}))
+    assert attrs.asdict(params) == {"session": None, "context": None, "text": "hi", "images": None}
 
 
 def test_generation_params_checks_each_field_by_its_type_and_bounds():
