@@ -6,7 +6,7 @@ of the client that came meanwhile waited for that pass and most of the next (35-
 goes on at once only while the share of its pass lasts (PASS_CPU_S of the loop thread's CPU) and nobody waits;
 else it waits, in order of asking, and each pass lets RELEASED_PER_PASS of the waiting go on: what a request
 waits for is bounded, whatever the number of sessions. Uncontended (a few sessions) nothing waits: asking costs
-one CPU clock read.
+a CPU clock read, and a pass where anyone asked one callback.
 """
 
 from __future__ import annotations
