@@ -21,6 +21,7 @@ from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
 from ollie.backend.base import Backend
 from ollie.backend.images import placeholder
 from ollie.backend.types import Image, Message, ToolCall
+from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
 
 
@@ -94,6 +95,7 @@ class AgentLoop:
     async def run(self, prompt: str, images: list[Image] | None = None) -> TurnResult:
         """Run the turn for `prompt` (and its `images`) to its end."""
         host = self.host
+        await loop_share().wait_turn()  # a turn's start and first save: one session's step in a pass, not 50
         if images and (refused := await self._refuse_images()):
             self.bus.emit("error", refused)
             return TurnResult("", "error", refused)
@@ -107,9 +109,9 @@ class AgentLoop:
         self.session.messages.append(asked)
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
-        # The request is built a loop pass later: 50 first turns at once made one pass of 50 saves and requests
-        # (~1 ms each), which every other request waited for.
-        await asyncio.sleep(0)
+        # The request is built a loop pass later (or later still, see ollie.loopshare): 50 first turns at once
+        # made one pass of 50 saves and requests (~1 ms each), which every other request waited for.
+        await loop_share().give_way()
         retried = False
         while True:
             try:
@@ -195,6 +197,7 @@ class AgentLoop:
         while True:
             await self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
+            await loop_share().wait_turn()  # what a reply leaves to do (its save, its calls, the turn's end)
             # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too), one cut at
             # the output token limit as "max_tokens"; the calls of either, if any, may be cut off and are not run.
             stop = completion.stop_reason if completion.stop_reason in ("refusal", "max_tokens") else "end"

@@ -16,6 +16,7 @@ from ollie import beneath
 from ollie.agent import environment
 from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
 from ollie.config import Prompt
+from ollie.loopshare import loop_share
 
 DEFAULT_TIMEOUT_S = 30.0
 __all__ = ["AGENT_DIR_VAR", "DEFAULT_TIMEOUT_S", "DeferredPrompt", "box_for", "expand_vars", "prompt_env",
@@ -186,6 +187,7 @@ class DeferredPrompt:
         self.late: list[asyncio.Task[str | None]] = []
 
     async def _resolve(self) -> tuple[str, list[str]]:
+        await loop_share().wait_turn()  # 50 first turns' prompt commands start over loop passes, not in one
         warnings: list[str] = []
         text = await resolve_prompt(self._prompt, cwd=self.cwd, env=dict(self.env), timeout=self._timeout,
                                     warnings=warnings, box=self.box, late=self.late)

@@ -27,6 +27,7 @@ from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
 from ollie.log import get_logger
+from ollie.loopshare import loop_share
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
@@ -271,6 +272,7 @@ class TurnHost:
         # the prompt nor the workspace, and the first turn would otherwise wait for it after the prompt commands.
         limit = asyncio.ensure_future(self.budget.limit())
         try:
+            await loop_share().wait_turn()  # 50 turns started by one batch of submits go on over loop passes
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
             for warning in self.take_prompt_warnings():

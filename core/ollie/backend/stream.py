@@ -39,6 +39,7 @@ from ollie.backend.reply import (
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
+from ollie.loopshare import loop_share
 
 if TYPE_CHECKING:
     from ollie.backend.settings import BackendSpec
@@ -169,7 +170,8 @@ async def _read_to_the_end(chunks: AsyncIterator[bytes]) -> None:
 # every pass (and a request waits for several) last 100 ms; each now gives way after its share of it, but no
 # sooner than _MIN_SLICE_S: each give-way costs a pass through httpx's reader, and 50 streams of 40 us shares spent
 # most of the loop on those (50 x 2,000 deltas: 2.8 s at 2 ms each, 8.3 s at 40 us, 3.3 s at 0.5 ms, with the
-# longest wait of a request 156, 278 and 86-100 ms).
+# longest wait of a request 156, 278 and 86-100 ms). Once a pass's share is spent (ollie.loopshare), a stream that
+# gives way, or is woken by the network, waits for a later pass: 50 streams no longer all step in every pass.
 _FAIR_SLICE_S = 0.002
 _MIN_SLICE_S = 0.0005
 _reading = [0]  # streams being read now, in this process
@@ -205,6 +207,8 @@ async def stream_frames(
     (breaks, or idles) before the frame for which `is_terminator` is true. That
     frame is yielded last.
     """
+    share = loop_share()
+    await share.wait_turn()  # 50 first turns' requests sent in one pass were one pass of 50 builds and writes
     if isinstance(body, EncodedBody):  # a long history's, encoded off the event loop: httpx's bytes exactly
         request = client.build_request("POST", url, content=_Slices(body.chunks), headers={
             "Content-Type": "application/json", "Content-Length": str(body.length)})
@@ -230,12 +234,19 @@ async def stream_frames(
         deadline = clock() + limits.idle_s
         _reading[0] += 1
         try:
+            await share.wait_turn()  # the reply's head came: its reading is a step of this pass
+            stepping = share.pass_no
             slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
             while True:
                 chunk = await anext(chunks, None)
                 now = clock()
                 if now > slice_end:
-                    await asyncio.sleep(0)  # see _FAIR_SLICE_S
+                    await share.give_way()  # see _FAIR_SLICE_S
+                    stepping = share.pass_no
+                    slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
+                elif share.pass_no != stepping:  # woken by the network in a later pass: a step of that one
+                    await share.wait_turn()
+                    stepping = share.pass_no
                     slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
                 frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
                 if frames and not all(map(keepalive, frames)):
