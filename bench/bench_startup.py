@@ -38,7 +38,7 @@ def fresh_bytecode() -> None:
     Under PYTHONDONTWRITEBYTECODE=1 (as in some shells) warm-up rounds write none: each start would compile
     every module edited since the last write again, and pay for it in every round.
     """
-    for package in (REPO / "core" / "ollie", REPO / "ollie_lsp"):
+    for package in (REPO / "core" / "ollie", REPO / "ollie_lsp", REPO / "ollie_acp"):
         compileall.compile_dir(str(package), quiet=1)
 
 

@@ -57,7 +57,7 @@ from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import config_options, mode_state
-from ollie_acp.prompt import PromptBlock, prompt_images, prompt_text
+from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
@@ -294,7 +294,8 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         text = prompt_text(prompt, cwd=live.core.cwd)
-        pictures = await asyncio.to_thread(prompt_images, prompt)  # megabytes of base64: not on the event loop
+        # Megabytes of base64 are decoded in a thread, not on the event loop; a prompt without images needs no hop.
+        pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()

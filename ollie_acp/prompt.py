@@ -64,13 +64,18 @@ def _is_image(resource: object) -> bool:
     return isinstance(resource, BlobResourceContents) and (resource.mime_type or "").startswith("image/")
 
 
+def image_blocks(blocks: list[PromptBlock]) -> list[ImageContentBlock | EmbeddedResourceContentBlock]:
+    """The prompt's `image` blocks and embedded image files, unchecked."""
+    return [b for b in blocks if isinstance(b, ImageContentBlock)
+            or isinstance(b, EmbeddedResourceContentBlock) and _is_image(b.resource)]
+
+
 def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
     """The prompt's `image` blocks and embedded image files, checked (format by content, size, count); -32602
     naming the block if not."""
     found: list[Image] = []
     try:
-        images.checked([b for b in blocks if isinstance(b, ImageContentBlock | EmbeddedResourceContentBlock)
-                        and (isinstance(b, ImageContentBlock) or _is_image(b.resource))])
+        images.checked(image_blocks(blocks))
         for index, block in enumerate(blocks):
             if isinstance(block, ImageContentBlock):
                 found.append(images.from_base64(block.data, mime=block.mime_type, name=f"prompt[{index}]"))

@@ -48,3 +48,30 @@ async def test_a_first_prompt_loads_no_argparse_nor_the_executors_and_frees_the_
     # One full pass, after the answer, freed what loading left (the SDK's schema and the engine make thousands).
     freed = [int(line.split()[1]) for line in lines if line.startswith("full ")]
     assert freed and freed[0] > 1_000
+
+
+# The `ollie` console script's own interpreter, with an audit hook: what it imported by the time it execs.
+_BEFORE_EXEC = """
+import sys
+seen = []
+def hook(event, args):
+    if event == "import":
+        seen.append(args[0])
+    elif event == "os.exec":
+        print("imported:", *seen, flush=True)
+sys.addaudithook(hook)
+from ollie.cli import main
+main(["acp", "--version"])
+"""
+
+
+def test_ollie_acp_execs_before_the_terminal_loads_argparse_or_pathlib(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _BEFORE_EXEC], capture_output=True, text=True, timeout=60,
+                          check=True, cwd=tmp_path)
+    before, after = done.stdout.splitlines()
+    imported = before.split()[1:]
+    assert "ollie.cli" in imported
+    assert not {"argparse", "pathlib", "re", "typing"} & set(imported)  # each paid again after the exec
+    assert after.startswith("ollie-acp ")  # the exec'd agent answered
