@@ -50,6 +50,7 @@ MODULES_ALLOWED = {
     "core/ollie/sandbox/cgroup.py": "/proc/self and the cgroup tree",
     "core/ollie/sandbox/limits.py": "/proc",
     "core/ollie/sandbox/process.py": "/proc",
+    "core/ollie/sandbox/prefault.py": "the spare's own /proc/self/maps and /proc/self/pagemap",
     "core/ollie/sandbox/supervise.py": "/proc",
     "core/ollie/sandbox/forkserver.py": "/dev/null",
     "core/ollie/sandbox/launcher.py": "/dev/null",
