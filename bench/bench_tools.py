@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench.bench_spawn import PACE_S, bare_spawn, sandboxed_spawn
-from bench.common import Row, median, run_alone
+from bench.common import Row, descendants_pss_kb, median, run_alone
 from ollie.sandbox import landlock_abi, load_policy
 from ollie.testing import Reply, ScriptedLLMServer
 from ollie.tools.execute.server import ExecuteServer
@@ -65,6 +65,10 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
     for _ in range(rounds):
         bare_own.append(await timed(lambda: bare_spawn(work, env)))
         sandboxed.append(await timed(lambda: sandboxed_spawn(policy, work, env)))
+    # What the fork server and its ready spares hold meanwhile (spares copy their shared pages ahead: see spare.py).
+    helpers, helpers_kb = descendants_pss_kb(os.getpid())
+    memory = Row(f"the sandbox's idle helpers after paced spawns (fork server, spares: {helpers} processes), PSS, MiB",
+                 helpers_kb / 1024, unit="MiB")
     bare, executed, python_tool = [], [], []
     for _ in range(rounds):
         bare.append(await timed(lambda: bare_spawn(work, env)))
@@ -80,7 +84,7 @@ async def _spawn_rows(rounds: int, work: Path) -> list[Row]:
     python_row = Row("Python tool: call_tool file_read of a 10-line file, paced (vs bare posix_spawn of bash -c true)",
                      median(python_tool) * 1e3, median(bare) * 1e3, target="<= 5x")
     python_row.ok = python_row.ratio is not None and python_row.ratio <= 5
-    return [round_trip, own, python_row]
+    return [round_trip, own, memory, python_row]
 
 
 async def _fanout_rows(rounds: int, work: Path) -> list[Row]:

@@ -98,6 +98,32 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def descendants_pss_kb(root: int) -> tuple[int, int]:
+    """(count, summed PSS in KiB) of every live descendant of process `root` (PSS: shared pages split fairly)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    total = 0
+    for pid in found:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+                total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return len(found), total
+
+
 def rss_kb(pid: int) -> int:
     """Resident set size of a process, in KiB (VmRSS)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as status:
