@@ -56,7 +56,7 @@ from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.options import config_options, mode_state
+from ollie_acp.options import agents, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
@@ -120,11 +120,14 @@ class OllieAgent:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
-        # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`.
+        # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`, with
+        # the agent configs read for this answer (not read again milliseconds later).
+        agent_list = await agents(live.core)
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
-                                      config_options=await config_options(live.core, ask_models=False))
+                                      config_options=await config_options(live.core, ask_models=False,
+                                                                          agent_list=agent_list))
         self._announce_after_answer(live)
-        self._after_answer(live.send_models())
+        self._after_answer(live.send_models(agent_list))
         return response
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,

@@ -44,27 +44,29 @@ def mode_state(core: AcpCore) -> SessionModeState:
 
 
 async def agents(core: AcpCore) -> list[AgentInfo]:
-    """The agent configs that load (the current one always among them)."""
-    found = [a for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
-    if core.agent_name not in {a.name for a in found}:
-        found.insert(0, AgentInfo(core.agent_name))
-    return found
+    """The agent configs that load (read from disk, in a thread)."""
+    return [a for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
 
 
-async def config_options(core: AcpCore, *, ask_models: bool = True) -> list[ConfigOption]:
+async def config_options(core: AcpCore, *, ask_models: bool = True,
+                         agent_list: list[AgentInfo] | None = None) -> list[ConfigOption]:
     """The config options: approval mode (category `mode`), model (`model`) and agent (`_ollie_agent`).
 
-    Without `ask_models` the model option offers the current model only (the backend is not asked).
+    Without `ask_models` the model option offers the current model only (the backend is not asked); `agent_list`:
+    the configs `agents` read just before (none: read them now).
     """
     models = await backend_models(core) if ask_models else []
     if core.model_name not in models:
         models = [core.model_name, *models]
+    found = await agents(core) if agent_list is None else agent_list
+    if core.agent_name not in {a.name for a in found}:  # the current one is always offered
+        found = [AgentInfo(core.agent_name), *found]
     agent = SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
                                       description="Switching clears the conversation; an unsandboxed one asks first",
                                       current_value=core.agent_name,
                                       options=[SessionConfigSelectOption(value=a.name, name=_agent_label(a),
                                                                          description=a.description or None)
-                                               for a in await agents(core)])
+                                               for a in found])
     agent.category = AGENT_CATEGORY  # type: ignore[assignment]  # see AGENT_CATEGORY
     return [
         SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
@@ -79,9 +81,10 @@ async def config_options(core: AcpCore, *, ask_models: bool = True) -> list[Conf
     ]
 
 
-async def options_update(core: AcpCore) -> ConfigOptionUpdate:
-    """The `config_option_update` with every option's current value."""
-    return ConfigOptionUpdate(session_update="config_option_update", config_options=await config_options(core))
+async def options_update(core: AcpCore, agent_list: list[AgentInfo] | None = None) -> ConfigOptionUpdate:
+    """The `config_option_update` with every option's current value (`agent_list`: as in `config_options`)."""
+    return ConfigOptionUpdate(session_update="config_option_update",
+                              config_options=await config_options(core, agent_list=agent_list))
 
 
 async def backend_models(core: AcpCore) -> list[str]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.commands_info import AgentInfo
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import AcpCore
     from ollie.backend.types import Image
@@ -165,13 +166,15 @@ class AcpSession:
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("options not sent: %s", exc)
 
-    async def send_models(self) -> None:
-        """Offer the backend's models once it has listed them (`session/new` answers before it asks)."""
+    async def send_models(self, agent_list: list[AgentInfo] | None = None) -> None:
+        """Offer the backend's models once it has listed them (`session/new` answers before it asks; `agent_list`:
+        the agent configs it read)."""
         if not set(await backend_models(self.core)) - {self.core.model_name}:
             return  # no other model: the answer's option is already complete
         async with self.sync_lock:
             try:
-                await self.client.session_update(session_id=self.id, update=await options_update(self.core))
+                await self.client.session_update(session_id=self.id,
+                                                 update=await options_update(self.core, agent_list))
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("model list not sent: %s", exc)
 

@@ -108,7 +108,6 @@ class UpdateForwarder:
         self._sub = core.bus.subscribe()
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
         self._open: dict[str, list[str]] = {}
-        self._busy = False
         self._task: asyncio.Task[None] | None = None
         self.last_step_id: str | None = None
         # Live output by step id (its tail), the steps whose tail the client has not seen, when it last saw one.
@@ -127,9 +126,8 @@ class UpdateForwarder:
             await self._task
 
     async def drained(self) -> None:
-        """Wait until every event published so far has been sent."""
-        while self._busy or self._sub.pending():
-            await asyncio.sleep(0.002)
+        """Wait until every event published so far has been sent (woken by the sender, not polled)."""
+        await self._sub.caught_up()
 
     async def fail_open_steps(self) -> None:
         """End every step still open as failed (a turn cut short: no step stays pending)."""
@@ -141,29 +139,28 @@ class UpdateForwarder:
                 await self._send(tool_result(step_id, "failed", "interrupted"))
 
     async def _run(self) -> None:
-        while True:
-            try:
-                # Output held back by the throttle goes out once no event has come for a while.
-                event = await asyncio.wait_for(self._sub.get(), LIVE_OUTPUT_S) if self._unsent else await self._sub.get()
-            except TimeoutError:
-                self._busy = True
+        try:
+            while True:
                 try:
-                    await self._send_live()
+                    # Output held back by the throttle goes out once no event has come for a while.
+                    event = (await asyncio.wait_for(self._sub.get(), LIVE_OUTPUT_S) if self._unsent
+                             else await self._sub.get())
+                except TimeoutError:
+                    try:
+                        await self._send_live()
+                    except Exception:
+                        logger.exception("sending live output failed")
+                    continue
+                if event is None:
+                    break
+                try:
+                    await self._handle(event)
                 except Exception:
-                    logger.exception("sending live output failed")
-                finally:
-                    self._busy = False
-                continue
-            if event is None:
-                break
-            self._busy = True
-            try:
-                await self._handle(event)
-            except Exception:
-                # One bad event or a failed write must not stop the session's stream.
-                logger.exception("sending a session update failed")
-            finally:
-                self._busy = False
+                    # One bad event or a failed write must not stop the session's stream.
+                    logger.exception("sending a session update failed")
+                self._sub.handled()  # sent (or given up on): who waits for it goes on
+        finally:
+            self._sub.finished()
 
     async def _handle(self, event: Event) -> None:
         role = event.role

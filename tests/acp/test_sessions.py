@@ -112,6 +112,27 @@ async def test_session_new_answers_before_the_model_list_which_follows_as_an_upd
     assert [o.value for o in model.options] == ["scripted-model", "other-model"]
 
 
+async def test_the_model_list_update_offers_the_agent_configs_session_new_read(start_agent, llm, tmp_path) -> None:
+    """The configs are read once for the answer and the update both: one added in between shows only later."""
+    llm.models["other-model"] = 8192
+    agents_dir = tmp_path / "agents"
+    agents_dir.mkdir()
+    agent = await start_agent(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents_dir)})
+    llm.models_gate.clear()
+    try:
+        response = await asyncio.wait_for(agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[]), 30)
+        sid = response.session_id
+        answered = [o.value for o in {o.id: o for o in response.config_options}["agent"].options]
+        assert "default" in answered and "late" not in answered
+        (agents_dir / "late.json").write_text((Path(__file__).parents[2] / "agents" / "default.json").read_text())
+    finally:
+        llm.models_gate.set()
+    update = (await agent.updates(sid, "config_option_update", timeout=10))[0]
+    assert [o.value for o in {o.id: o for o in update.config_options}["agent"].options] == answered
+    changed = await agent.conn.set_config_option(config_id="mode", session_id=sid, value="auto")
+    assert "late" in [o.value for o in {o.id: o for o in changed.config_options}["agent"].options]  # read afresh
+
+
 async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(start_agent, llm, sleeper,
                                                                            _private_dirs) -> None:
     ollie = shutil.which("ollie", path=str(Path(__import__("sys").executable).parent))

@@ -52,3 +52,24 @@ async def test_context_length_comes_from_api_show(connect):
     backend.set_model("scripted-model")
     await backend.context_length()
     assert len([r for r in srv.requests if r.path == "/api/show"]) == 1
+
+
+async def test_api_show_is_asked_once_per_model_for_both_vision_and_the_window(connect):
+    srv, backend = connect("ollama", models={"scripted-model": 131_072, "other": 8192})
+    assert await backend.takes_images() is True
+    assert await backend.context_length() == 131_072
+    assert await backend.takes_images() is True
+    assert len([r for r in srv.requests if r.path == "/api/show"]) == 1
+    backend.set_model("other")
+    assert await backend.context_length() == 8192
+    assert await backend.takes_images() is True
+    show = [r.body for r in srv.requests if r.path == "/api/show"]
+    assert show == [{"model": "scripted-model"}, {"model": "other"}]
+
+
+async def test_a_model_the_server_does_not_have_is_asked_again(connect):
+    srv, backend = connect("ollama", models={"scripted-model": 4096}, check=False)
+    backend.set_model("not-pulled")
+    assert await backend.takes_images() is None  # a 404: the server does not say
+    assert await backend.takes_images() is None
+    assert len([r for r in srv.requests if r.path == "/api/show"]) == 2  # not kept: it may be pulled meanwhile

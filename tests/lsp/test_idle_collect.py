@@ -19,14 +19,15 @@ class _Node:
     other: _Node | None = None
 
 
-def _session(sid: str, *, running: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(id=sid, core=SimpleNamespace(is_running=running))
+def _session(sid: str, *, running: bool = False, messages: int = 0) -> SimpleNamespace:
+    history = SimpleNamespace(messages=[None] * messages)
+    return SimpleNamespace(id=sid, core=SimpleNamespace(is_running=running, session=history))
 
 
 @pytest.fixture
 def fresh_gc(monkeypatch) -> Iterator[None]:
     """No session frozen yet and nothing frozen (what earlier tests froze: a resume's parse freezes); unfrozen after."""
-    monkeypatch.setattr(server, "_frozen_sessions", set())
+    monkeypatch.setattr(server, "_frozen_sessions", {})
     monkeypatch.setattr(server, "_idle_pass", None)
     gc.unfreeze()
     try:
@@ -100,6 +101,24 @@ def test_a_closed_sessions_cycles_wait_until_the_closed_are_a_share_of_the_live_
     assert closed() is not None
     server.collect_and_freeze(live[2:])  # s1 closed too: 2 of 6 live
     assert closed() is None
+
+
+def test_a_long_live_history_is_not_walked_again_for_a_short_closed_sessions_cycles(fresh_gc):
+    # One 100,000-message session live and one short session closed: the pass over everything walked 405,000
+    # objects to free 224. The walk waits until the closed sessions weigh a share of the live ones.
+    long = _session("long", messages=100_000)
+    short = [_session(f"s{n}") for n in range(3)]
+    nodes, refs = zip(*(_cycle() for _ in short), strict=True)
+    server.collect_and_freeze([long, *short])  # every session's objects (these cycles, say) frozen
+    del nodes
+    server.collect_and_freeze([long, *short[1:]])  # s0 closed: no pass over the frozen objects
+    assert all(ref() is not None for ref in refs)
+    server.collect_and_freeze([long])  # 2 short ones closed, still far from a quarter of the long one
+    assert all(ref() is not None for ref in refs)
+    grown = _session("grown", messages=40_000)  # a session with a history of its own closes: worth a pass now
+    server.collect_and_freeze([long, grown])
+    server.collect_and_freeze([long])
+    assert all(ref() is None for ref in refs)
 
 
 async def test_a_message_from_the_client_moves_the_pending_passs_deadline_and_the_timer_keeps_to_it(fresh_gc):

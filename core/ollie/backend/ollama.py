@@ -33,6 +33,9 @@ class OllamaBackend(HTTPBackend):
                  **options: Any) -> None:
         """`options`: HTTPBackend's (name, timeout, limits)."""
         super().__init__(spec=spec, model=model, base_url=base_url, **options)
+        # What `/api/show` said of each model: (takes images, trained window). Kept, not the answer: that holds the
+        # model's template, license and parameters (tens of KB).
+        self._shown: dict[str, tuple[bool | None, int | None]] = {}
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""
@@ -94,17 +97,28 @@ class OllamaBackend(HTTPBackend):
         return [str(m.get("name") or m.get("model")) for m in data.get("models") or [] if isinstance(m, dict)]
 
     async def _lookup_vision(self) -> bool | None:
-        """`/api/show` lists the model's capabilities ("vision" for a multimodal one) since Ollama 0.6."""
-        data = await self._request_json("POST", "/api/show", {"model": self.model})
-        capabilities = data.get("capabilities") if isinstance(data, dict) else None
-        return "vision" in capabilities if isinstance(capabilities, list) else None
+        """Whether `/api/show` lists "vision" in the model's capabilities (since Ollama 0.6)."""
+        return (await self._show())[0]
 
     async def _lookup_context_length(self) -> int | None:
         """The model's trained window from `/api/show` (`<arch>.context_length`)."""
-        data = await self._request_json("POST", "/api/show", {"model": self.model})
-        info = data.get("model_info") or {}
-        windows = (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0)
-        return next(windows, None)
+        return (await self._show())[1]
+
+    async def _show(self) -> tuple[bool | None, int | None]:
+        """What `/api/show` says of the current model, asked once per model (a failure is asked again)."""
+        model = self.model
+        if model not in self._shown:
+            data = await self._request_json("POST", "/api/show", {"model": model})
+            self._shown[model] = _shown(data if isinstance(data, dict) else {})
+        return self._shown[model]
+
+
+def _shown(data: dict[str, Any]) -> tuple[bool | None, int | None]:
+    """(takes images, trained window) of one `/api/show` answer; None where it does not say."""
+    capabilities = data.get("capabilities")
+    info = data.get("model_info") or {}
+    windows = (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0)
+    return ("vision" in capabilities if isinstance(capabilities, list) else None), next(windows, None)
 
 
 def _is_done(obj: object) -> bool:
