@@ -41,7 +41,8 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class SubmitHandle:
     """One pending ollie/submit: cancel() interrupts it, whether it waits or runs."""
 
@@ -50,7 +51,8 @@ class SubmitHandle:
     finished: bool = False
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class LiveSession:
     """A session this daemon runs: its Core, its event forwarder and its progress."""
 
@@ -166,7 +168,8 @@ def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
     return out
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class SessionDefaults:
     """What new sessions start with, from initializationOptions and the workspace."""
 

@@ -33,7 +33,7 @@ def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
         if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
-                "ollie.tools.execute.context", "ollie.tools.editor.answers"):
+                "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.knowledge"):
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
@@ -75,7 +75,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
-    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers).
+    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers and
+    # the editor's knowledge, whose types the session names).
     assert [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"] == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie.agent.approval import question_timeout_s, within_question_timeout
 from ollie.agent.editoredits import RecordingDocuments
@@ -13,7 +14,9 @@ from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, execute_servers, refresh_tools
 from ollie.tools.base import Approver
 from ollie.tools.documents import EditorDocuments, RootedDocuments
-from ollie.tools.editor import EditorKnowledge
+
+if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
+    from ollie.tools.editor.knowledge import EditorKnowledge
 
 
 @dataclass(eq=False)

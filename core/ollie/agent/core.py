@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollie import paths
 from ollie.agent import agentswitch
@@ -33,7 +33,9 @@ from ollie.sessions.errors import ReadOnlyError
 from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
 from ollie.tools.documents import EditorDocuments
-from ollie.tools.editor import EditorKnowledge
+
+if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
+    from ollie.tools.editor.knowledge import EditorKnowledge
 
 __all__ = ["Core", "TurnResult"]
 

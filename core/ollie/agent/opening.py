@@ -18,7 +18,8 @@ from ollie.sessions.persist import SessionFile, open_session
 from ollie.sessions.session import Session
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class Opened:
     """What `open_parts` hands the Core: its setup, the session and its log, and the lock that holds it."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ollie.agent.approval import StepApprover
 from ollie.agent.events import Bus
@@ -19,7 +19,9 @@ from ollie.mcp.config import ServerSpec
 from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
 from ollie.tools.documents import EditorDocuments
-from ollie.tools.editor import EditorKnowledge
+
+if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
+    from ollie.tools.editor.knowledge import EditorKnowledge
 
 
 class SessionView(Protocol):

@@ -97,7 +97,8 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
     return args, ""
 
 
-@dataclass(kw_only=True)
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(kw_only=True, eq=False, repr=False)
 class ToolRound:
     """Runs the tool calls of one model reply. The read cache lives as long as the turn."""
 

@@ -11,7 +11,6 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.tools.editor.knowledge import EditorKnowledge, EditorUnavailable
 from ollie.tools.editor.specs import TOOLS, EditorArgumentError, parse_query
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.languages import language
@@ -19,7 +18,8 @@ from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
 
-if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
+if TYPE_CHECKING:  # the call machinery and the editor's knowledge load with the first call (server.py)
+    from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
 
 # No script lives here: the path only marks a script as answered by the editor.
@@ -52,9 +52,11 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
         return Section(label, RunOutcome(error=f"{script.name}: no editor is connected to this session"))
     if call.elevated:
         return Section(label, RunOutcome(error=f"{script.name} asks the editor and runs nothing: drop `elevated`"))
+    from ollie.tools.editor.answers import answer  # loaded by the first editor call
+    from ollie.tools.editor.knowledge import EditorUnavailable
+
     try:
         query = parse_query(script.name, call.args)
-        from ollie.tools.editor.answers import answer  # loaded by the first editor call
 
         text = await asyncio.wait_for(answer(editor, query, ctx.runner.cwd), max(ctx.deadline.remaining(), 0.01))
     except (EditorArgumentError, EditorUnavailable) as exc:

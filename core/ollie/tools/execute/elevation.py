@@ -9,7 +9,8 @@ from ollie.tools.base import Approver
 ELEVATION_MODES = ("ask", "allow", "deny")
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class ElevationGate:
     """Decides whether one elevated step may run; `approver` answers under "ask" (None: nobody can)."""
 

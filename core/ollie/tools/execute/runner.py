@@ -111,7 +111,8 @@ def child_env(
     return env
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class Deadline:
     """A call's time budget shared by all of its processes."""
 
@@ -132,7 +133,8 @@ def python_home() -> Path:
     return Path(sys.base_prefix).resolve()
 
 
-@dataclass
+# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
+@dataclass(eq=False, repr=False)
 class Runner:
     """Runs invocations for one session: sandboxed by the named policy unless elevated."""
 

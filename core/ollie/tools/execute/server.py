@@ -13,7 +13,6 @@ from ollie.sandbox import Policy
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
-from ollie.tools.editor.knowledge import EditorKnowledge
 from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
@@ -33,6 +32,7 @@ from ollie.tools.execute.schemas import (
 from ollie.tools.execute.tool import ToolNameError, ToolScript, candidates, discover, find_script
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
+    from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
     from ollie.tools.execute.validation import ValidationGate
 
