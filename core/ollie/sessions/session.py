@@ -70,19 +70,23 @@ class TrackedDict(dict[str, Any]):
 
     Used for per-message maps that grow with the history (`result_tiers`): writing
     the whole map every round would make a save cost grow with the history.
+    Every change goes through `_changed(key)`, once the dict holds its new state.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.changed_keys: set[str] = set()
 
+    def _changed(self, key: str) -> None:
+        self.changed_keys.add(key)
+
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, value)
-        self.changed_keys.add(key)
+        self._changed(key)
 
     def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
-        self.changed_keys.add(key)
+        self._changed(key)
 
     def __ior__(self, other: Any) -> TrackedDict:
         self.update(other)
@@ -101,20 +105,24 @@ class TrackedDict(dict[str, Any]):
 
     def pop(self, key: str, *default: Any) -> Any:
         """dict.pop, recording the removal."""
-        if key in self:
-            self.changed_keys.add(key)
-        return super().pop(key, *default)
+        if key not in self:
+            return super().pop(key, *default)
+        value = super().pop(key)
+        self._changed(key)
+        return value
 
     def popitem(self) -> tuple[str, Any]:
         """dict.popitem, recording the removal."""
         key, value = super().popitem()
-        self.changed_keys.add(key)
+        self._changed(key)
         return key, value
 
     def clear(self) -> None:
         """dict.clear, recording every removal."""
-        self.changed_keys.update(self.keys())
+        keys = list(self)
         super().clear()
+        for key in keys:
+            self._changed(key)
 
     def changes(self) -> dict[str, Any]:
         """The changed keys with their values now; None marks a removed key."""
@@ -135,32 +143,13 @@ class TierMap(TrackedDict):
         super().__init__(*args, **kwargs)
         self.cold: set[str] = {key for key, tier in dict.items(self) if tier == _COLD}
 
-    def __setitem__(self, key: str, value: Any) -> None:
-        super().__setitem__(key, value)
-        if value == _COLD:
+    def _changed(self, key: str) -> None:
+        super()._changed(key)
+        if dict.get(self, key) == _COLD:
             self.cold.add(key)
         else:
             self.cold.discard(key)
 
-    def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
-        self.cold.discard(key)
-
-    def pop(self, key: str, *default: Any) -> Any:
-        """TrackedDict.pop, keeping `cold`."""
-        self.cold.discard(key)
-        return super().pop(key, *default)
-
-    def popitem(self) -> tuple[str, Any]:
-        """TrackedDict.popitem, keeping `cold`."""
-        key, value = super().popitem()
-        self.cold.discard(key)
-        return key, value
-
-    def clear(self) -> None:
-        """TrackedDict.clear, keeping `cold`."""
-        super().clear()
-        self.cold.clear()
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
 TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network")
