@@ -32,6 +32,7 @@ from pygls.protocol import (
 
 from ollie import __version__
 from ollie.jsonpieces import EncodedBody
+from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a batch of the client's messages
 from ollie_lsp.asking import ask_client
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
@@ -51,8 +52,6 @@ logger = logging.getLogger("ollie.lsp.server")
 PROTOCOL_VERSION = 2
 ALLOW_ELEVATION = "Allow once"
 SWITCH_INTERVAL_S = 0.001
-# The main thread's CPU one loop callback may spend on a batch of the client's messages before the rest waits a pass.
-PASS_CPU_S = 0.002
 # How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
 EXIT_BACKSTOP_S = 5.0
 
