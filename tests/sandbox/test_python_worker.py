@@ -18,7 +18,7 @@ import pytest
 
 from ollie.sandbox import landlock_abi, spawn_sandboxed
 from ollie.sandbox.spawn import fork_server
-from tests.procs import new_mark, process_gone, processes_with, wait_for_processes, wait_no_processes
+from tests.procs import new_mark, process_gone, processes_with, wait_for_processes, wait_no_processes, wait_until
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 
@@ -184,6 +184,47 @@ async def test_closing_the_fork_server_ends_a_running_worker_step(ws):
     await asyncio.to_thread(fork_server().close)  # what the daemon's shutdown does
     assert processes_with(f"1000.{mark}") == [] and process_gone(proc.pid)
     proc.close()
+
+
+async def test_a_worker_steps_mount_namespace_outlives_its_process_until_the_status(ws):
+    # The script is the step's last process: its exit would tear the namespace down (an RCU grace period)
+    # before its supervisor could send the status. The supervisor holds it meanwhile.
+    mark = new_mark()
+    proc = await _hanging_worker_step(ws, mark)
+    supervisor = int(Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    namespace = os.readlink(f"/proc/{proc.pid}/ns/mnt")
+    assert namespace != os.readlink("/proc/self/ns/mnt")
+
+    def held() -> bool:
+        fds = Path(f"/proc/{supervisor}/fd")
+        return any(os.readlink(fd) == namespace for fd in fds.iterdir())
+
+    wait_until(held, "the supervisor never held the step's mount namespace", timeout=5)
+    proc.kill_group()
+    assert await asyncio.wait_for(proc.wait(), 5) == -9
+    proc.close()
+
+
+# A catalog search in a dir the script names is never remembered; the default dir's answers are the interpreter's.
+CATALOGS = """
+import gettext, os
+own = os.path.join(os.getcwd(), "locale")
+before = gettext.find("demo", own, ["de"])
+os.makedirs(os.path.join(own, "de", "LC_MESSAGES"))
+open(os.path.join(own, "de", "LC_MESSAGES", "demo.mo"), "wb").close()
+print(before, gettext.find("demo", own, ["de"], all=True) == [os.path.join(own, "de", "LC_MESSAGES", "demo.mo")])
+print([gettext.find("argparse", all=True) for _ in range(3)], gettext.find("argparse", languages=["de", "fr"]))
+print(gettext.gettext("options"), gettext.translation("argparse", fallback=True).gettext("usage: "))
+"""
+
+
+async def test_catalog_lookups_answer_as_the_interpreters_do(ws):
+    env = {**ws.env, "LANG": "C.UTF-8", "LANGUAGE": "de:fr"}
+    by_exec = await run(ws, CATALOGS, [], worker=False, env=env, name="catalogs.py")
+    (ws.work / "locale").rename(ws.work / "locale-exec")
+    by_worker = await run(ws, CATALOGS, [], worker=True, env=env, name="catalogs.py")
+    assert by_worker == by_exec and by_exec[0] == 0, (by_exec, by_worker)
+    assert by_worker[1].splitlines()[0] == "None True"
 
 
 # Scans the process's own memory for other steps' markers; the pattern's own text does not match itself.

@@ -257,6 +257,7 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         return 0
     if not _send(conn, {"pid": pid}):
         stepinit.kill_tool(pid)  # nobody could ever stop it otherwise
+    mounts = _hold_mounts(pid) if status_r < 0 or request.get("python") else -1
     status, clean = stepinit.init_report(status_r) if status_r >= 0 else (None, False)
     if not clean:
         own = stepinit.wait_for(pid)  # the init's own status: SIGKILLed before it could report (a group kill)
@@ -267,11 +268,23 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
     # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
     _send(conn, {"status": status, **({"oom": True} if oom else {})})
+    if mounts >= 0:
+        os.close(mounts)  # the step's mount namespace is torn down now, after its status
     if clean:
         stepinit.wait_for(pid)  # the init's exit is all that is left: blocked on it, not polling beside the daemon
         sweep(group)
     _finish(group)
     return 0
+
+
+def _hold_mounts(pid: int) -> int:
+    """An fd on the step's mount namespace (-1 when there is none to hold), so that it outlives the step's
+    process: a process whose exit is the step's end (no init reports it earlier) would otherwise tear it down
+    in that exit, waiting for an RCU grace period (~1-2 ms) before the status can go."""
+    try:
+        return os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1  # it has exited already (or may not be looked at): nothing to win
 
 
 def _finish(group: cgroup.Cgroup | None) -> None:
