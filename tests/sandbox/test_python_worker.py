@@ -205,28 +205,6 @@ async def test_a_worker_steps_mount_namespace_outlives_its_process_until_the_sta
     proc.close()
 
 
-# A catalog search in a dir the script names is never remembered; the default dir's answers are the interpreter's.
-CATALOGS = """
-import gettext, os
-own = os.path.join(os.getcwd(), "locale")
-before = gettext.find("demo", own, ["de"])
-os.makedirs(os.path.join(own, "de", "LC_MESSAGES"))
-open(os.path.join(own, "de", "LC_MESSAGES", "demo.mo"), "wb").close()
-print(before, gettext.find("demo", own, ["de"], all=True) == [os.path.join(own, "de", "LC_MESSAGES", "demo.mo")])
-print([gettext.find("argparse", all=True) for _ in range(3)], gettext.find("argparse", languages=["de", "fr"]))
-print(gettext.gettext("options"), gettext.translation("argparse", fallback=True).gettext("usage: "))
-"""
-
-
-async def test_catalog_lookups_answer_as_the_interpreters_do(ws):
-    env = {**ws.env, "LANG": "C.UTF-8", "LANGUAGE": "de:fr"}
-    by_exec = await run(ws, CATALOGS, [], worker=False, env=env, name="catalogs.py")
-    (ws.work / "locale").rename(ws.work / "locale-exec")
-    by_worker = await run(ws, CATALOGS, [], worker=True, env=env, name="catalogs.py")
-    assert by_worker == by_exec and by_exec[0] == 0, (by_exec, by_worker)
-    assert by_worker[1].splitlines()[0] == "None True"
-
-
 # Scans the process's own memory for other steps' markers; the pattern's own text does not match itself.
 MEMORY_SCAN = r"""
 import re

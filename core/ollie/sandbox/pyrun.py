@@ -11,7 +11,6 @@ holds nothing of other steps) and only ollie's own stdlib-only scripts take this
 from __future__ import annotations
 
 import gc
-import gettext
 import importlib
 import io
 import locale
@@ -159,29 +158,6 @@ def _reset_signals() -> None:
         _signal.signal(sig, _signal.SIG_IGN)
 
 
-def _remember_catalog_lookups() -> None:
-    """gettext's search for a catalog in the default locale dir answered once per question in this process.
-
-    argparse asks gettext for each heading of every parser a script builds, and each ask searches anew
-    (`locale.normalize` of the languages, a stat per candidate file: ~50 us each, three per parser). The
-    default dir is the Python install's: a catalog installed there during a step's few milliseconds is not
-    looked for again by that step. A dir a script names itself (`localedir`) is searched every time.
-    """
-    search, found = gettext.find, {}
-
-    def find(domain, localedir=None, languages=None, all=False):  # noqa: A002 - gettext's own signature
-        if localedir is not None:
-            return search(domain, localedir, languages, all)
-        key = (domain, vars(gettext).get("_default_localedir"), None if languages is None else tuple(languages), bool(all),
-               *map(os.environ.get, ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")))
-        if key not in found:
-            found[key] = search(domain, None, languages, all)
-        answer = found[key]
-        return list(answer) if isinstance(answer, list) else answer
-
-    gettext.find = find  # type: ignore[assignment]  # the same signature, untyped
-
-
 def _stdio(errors: str) -> None:
     """Fresh text streams on fds 0-2, as `python3 -I` makes them in a UTF-8 locale (see `stdio_errors`)."""
     def stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
@@ -226,7 +202,6 @@ def run_script(code: types.CodeType, path: str, args: list[str], errors: str) ->
     sys.argv = [path, *args]
     sys.orig_argv = [sys.executable, "-I", path, *args]
     _stdio(errors)
-    _remember_catalog_lookups()
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = __builtins__  # type: ignore[attr-defined]
