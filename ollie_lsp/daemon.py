@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -52,9 +53,16 @@ def load_engine() -> None:
         resume_gc()
 
 
+def _start_fork_server() -> None:
+    # In a worker thread, the spawn machinery's import too (Landlock's rules, ctypes): not the first token's loop
+    # pass, and not before a first reply (a daemon that only answers requests never loads it).
+    from ollie.sandbox.spawn import start_fork_server
+
+    start_fork_server()
+
+
 def build_table(ls: OllieServer) -> SessionTable:
     """The session table, wired to this server's notifications."""
-    from ollie.sandbox.spawn import start_fork_server_soon
     from ollie_lsp.events import EventForwarder
     from ollie_lsp.progress import TurnProgress
     from ollie_lsp.records import records
@@ -77,7 +85,8 @@ def build_table(ls: OllieServer) -> SessionTable:
             ls.protocol.notify("ollie/event", params)
             if not replying and params["role"] in _REPLY_ROLES:
                 replying = True
-                start_fork_server_soon()  # for the reply's tool calls, whose arguments are still streaming
+                # For the reply's tool calls, whose arguments are still streaming.
+                asyncio.get_running_loop().run_in_executor(None, _start_fork_server)
 
         def on_state() -> None:
             live = table.find(session_id)

@@ -33,16 +33,22 @@ def hook(event, args):
     if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
         if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
-                "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.knowledge"):
+                "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.knowledge",
+                *DEFERRED):
             with open(log, "a") as f:
                 f.write(args[0] + "\\n")
 sys.addaudithook(hook)
 runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 """
+# What only a step that may write (the checkpoints, their git and the tree's inotify watch) or a spawn (the runner,
+# Landlock's rules, the fork server's client) needs: a session is built and answers without them.
+_DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.tools.execute.runner",
+             "ollie.sandbox.spawn", "ollie.sandbox.rules")
+_WATCHED = _WATCHED.replace("*DEFERRED", ", ".join(map(repr, _DEFERRED)))
 
 
-async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[str]:
-    """Start the watched daemon, answer a first turn, read the state; the modules it logged."""
+async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: bool = True) -> list[str]:
+    """Start the watched daemon, answer a first turn (unless not `turn`), read the state; the modules it logged."""
     # No proxy from this machine's environment unless `env` sets one.
     server_env = {k: v for k, v in child_env(env).items() if not k.lower().endswith("_proxy") or k in env}
     config = ClientServerConfig(server_command=[sys.executable, "-c", _WATCHED, str(log)],
@@ -52,8 +58,9 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path) -> list[s
         await asyncio.wait_for(client.initialize_session(types.InitializeParams(
             capabilities=capabilities(), root_uri=workspace.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 30)
-        result = await asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 30)
-        assert result["reply"] == "hello"
+        if turn:
+            result = await asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 30)
+            assert result["reply"] == "hello"
         await asyncio.wait_for(client.protocol.send_request_async("ollie/state", {}), 30)
         await asyncio.wait_for(client.shutdown_session(), 20)
     finally:
@@ -76,8 +83,22 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
     # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers and
-    # the editor's knowledge, whose types the session names).
-    assert [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"] == []
+    # the editor's knowledge, whose types the session names), nor the checkpoints: it wrote nothing. (The fork
+    # server starts as the reply begins, and the policy's setup warnings are read as the turn ends: the runner
+    # and the sandbox's spawn load then.)
+    loaded = [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"]
+    assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
+
+
+async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the_spawn_machinery(llm, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("a file the checkpoints would watch\n")
+    # The engine is loaded and the default session built (its first request waits for both): the session's
+    # review, change tracker and execute server exist, their machinery does not.
+    loaded = await _first_turn(tmp_path / "state.log", llm.env(), workspace, turn=False)
+    assert "ollie.agent.core" in loaded
+    assert [m for m in loaded if m in _DEFERRED] == []
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie.agent.editoredits import EditorEdit
 from ollie.log import get_logger
-from ollie.workspace import Checkpoints, CheckpointUnavailable, FileChange, WorkspaceError
-from ollie.workspace.ignored import listed
+from ollie.workspace.types import CheckpointUnavailable, FileChange, WorkspaceError
+
+if TYPE_CHECKING:  # the checkpoints (git, the tree's inotify watch) load with the first step that may write
+    from ollie.workspace.checkpoints import Checkpoints
 
 log = get_logger("ollie.agent.changes")
 
@@ -27,7 +30,7 @@ class ChangeTracker:
                  on_unavailable: Callable[[str], None] | None = None) -> None:
         self.cwd = Path(cwd)
         self.session_id = session_id
-        self.checkpoints: Checkpoints | None = Checkpoints(self.cwd)
+        self._checkpoints: Checkpoints | None = None  # made at first use (None after that: unavailable)
         self.unavailable: str | None = None
         # Told once, when checkpoints turn out to be impossible here (the setup warning).
         self._on_unavailable = on_unavailable
@@ -46,12 +49,21 @@ class ChangeTracker:
         self._in_editor[change.path] = change if first is None else EditorEdit(
             first.old_text or "", change.new_text or "").change(change.path)
 
+    @property
+    def checkpoints(self) -> Checkpoints | None:
+        """The CWD's checkpoints, made at the first use; None once they turned out to be unavailable."""
+        if self._checkpoints is None and self.unavailable is None:
+            from ollie.workspace.checkpoints import Checkpoints
+
+            self._checkpoints = Checkpoints(self.cwd)
+        return self._checkpoints
+
     def touched(self) -> None:
         """Something ran that may have written the workspace outside a tracked step: the next snapshot is new."""
         self._fresh = None
 
     def _give_up(self, reason: str) -> None:
-        self.checkpoints = None
+        self._checkpoints = None
         self.unavailable = reason
         log.info("checkpoints unavailable", extra={"cwd": str(self.cwd), "reason": reason})
         if self._on_unavailable is not None:
@@ -119,6 +131,8 @@ class ChangeTracker:
         if after is None:
             return []
         try:
+            from ollie.workspace.ignored import listed
+
             on_disk = await listed(checkpoints.git, checkpoints.root, await checkpoints.changes(token, after))
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})

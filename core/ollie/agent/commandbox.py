@@ -11,14 +11,14 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import programs
-from ollie.agent.shell import ShellResult, run_shell
 from ollie.errors import OllieError
-from ollie.sandbox import Policy, load_policy
-from ollie.tools.execute.protect import protect
-from ollie.tools.execute.runner import child_env
-from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree, runtime_root
+
+if TYPE_CHECKING:  # the spawn machinery loads with the first command or hook that runs: a plain first turn runs none
+    from ollie.agent.shell import ShellResult
+    from ollie.sandbox import Policy
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
 UNSANDBOXED = "none"
@@ -38,6 +38,8 @@ class CommandBox:
     def env(self, *, cwd: Path, tmp_dir: Path, session_env: Mapping[str, str] | None = None,
             extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The minimal env: PATH, HOME, LANG, TERM, OLLIE_*, the session's env (never over TMPDIR, OLLIE_CWD)."""
+        from ollie.tools.execute.childenv import child_env
+
         layered = {AGENT_DIR_VAR: str(self.agent_dir)} if self.agent_dir is not None else {}
         layered.update(session_env or {})
         session_id = layered.get("OLLIE_SESSION_ID") or self.session_id
@@ -52,6 +54,9 @@ class CommandBox:
         """The expanded, protected policy (None for "none") and what protecting it changed."""
         if self.policy == UNSANDBOXED:
             return None, []
+        from ollie.sandbox import load_policy
+        from ollie.tools.execute.protect import protect
+
         # The agent's own fragments, never the whole config dir (its env file holds keys): `protect` sees to that.
         grants = [Path(env[AGENT_DIR_VAR])] if env.get(AGENT_DIR_VAR) else []
         policy = load_policy(self.policy, cwd=cwd, env=env).extended(ro=grants, rw=[Path(env["TMPDIR"])])
@@ -60,6 +65,8 @@ class CommandBox:
     @contextlib.contextmanager
     def tmp_dir(self) -> Iterator[Path]:
         """The session's private TMPDIR; without a session, a private one removed afterwards."""
+        from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree, runtime_root
+
         if self.session_id:
             dirs = SessionDirs.for_session(self.session_id)
             dirs.create()
@@ -84,6 +91,8 @@ class CommandBox:
         warnings: list[str] | None = None,
     ) -> ShellResult:
         """Run `sh -c command` in `cwd` under this box; OSError when it cannot start (a bad policy included)."""
+        from ollie.agent.shell import run_shell
+
         with self.tmp_dir() as tmp:
             env = self.env(cwd=Path(cwd), tmp_dir=tmp, session_env=session_env, extra=extra_env)
             try:

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ollie import beneath
 from ollie.agent.changes import ChangeTracker
@@ -22,8 +22,12 @@ from ollie.backend.types import Message
 from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
-from ollie.workspace import Checkpoints, FileChange, StaleChange, WorkspaceError, text_after_undo, turn_ref, undo
-from ollie.workspace.ignored import listed
+from ollie.workspace.diff import text_after_undo
+from ollie.workspace.refs import present_refs, turn_ref
+from ollie.workspace.types import FileChange, StaleChange, WorkspaceError
+
+if TYPE_CHECKING:  # the checkpoints load with the first turn that may write, or the first review request
+    from ollie.workspace.checkpoints import Checkpoints
 
 log = get_logger(__name__)
 
@@ -81,6 +85,13 @@ def _after_session(session_id: str) -> str:
     return f"{session_id}-after"
 
 
+async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange) -> str | None:
+    """`ollie.workspace.review.undo`, loaded at the first undo."""
+    from ollie.workspace.review import undo
+
+    return await undo(cwd, path, hunk, change)
+
+
 def _describe_hunk(change: FileChange, index: int | None) -> str:
     if index is None:
         return f"{change.path} (the whole file, back to before your change)"
@@ -124,9 +135,13 @@ class Review:
             self._add_note(note)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
         try:
-            await self._tracker().begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
-            # A rewound timeline may have left the refs of a turn of this number (no git call when it did not).
-            await self.checkpoints().delete_refs([turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
+            tracker = self._tracker()
+            await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
+            # A rewound timeline may have left the refs of a turn of this number (no git call, and no checkpoints
+            # made, when it did not).
+            stale = present_refs(tracker.cwd, [turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
+            if stale:
+                await self.checkpoints().delete_refs(stale)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
@@ -137,12 +152,12 @@ class Review:
         if turn is None:
             return
         try:
-            cp = self.checkpoints()
             sid = self._host.session.id
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
             if begin is None:
                 return  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
+            cp = self.checkpoints()
             records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
             await cp.record_turns(records)
         except (ReviewError, WorkspaceError) as exc:
@@ -211,6 +226,8 @@ class Review:
         logged = await cp.changes(*bounds) if bounds is not None else []
         on_disk = [c for c in logged if c.path not in in_editor]
         if not ignored:
+            from ollie.workspace.ignored import listed
+
             on_disk = await listed(cp.git, cp.root, on_disk)
         shown = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
         return TurnChanges(number, shown, frozenset(in_editor))
@@ -245,7 +262,7 @@ class Review:
         if in_editor and text is not None:
             data: bytes | None = text.encode()
         else:
-            text = await undo(self._cwd(), path, hunk, change)
+            text = await _undo(self._cwd(), path, hunk, change)
             data = change.old_data if change.binary else (None if text is None else text.encode())
         await self._record_undo(number, change, data)
         self._tell_model(number, change, hunk)
@@ -261,7 +278,7 @@ class Review:
             if on_disk != change.new_text:
                 raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
                                                "saving, or edited since); undo refused")
-            text = await undo(self._cwd(), change.path, hunk, change)
+            text = await _undo(self._cwd(), change.path, hunk, change)
             in_editor = False
         else:
             if editor_text != change.new_text:
@@ -280,7 +297,7 @@ class Review:
             return
         on_disk = await _read_text(self._cwd(), change.path)
         if on_disk == change.new_text and on_disk != text:
-            await undo(self._cwd(), change.path, hunk, change)
+            await _undo(self._cwd(), change.path, hunk, change)
             on_disk = text
         if on_disk == text:
             await self._record_undo(turn, change, text.encode())

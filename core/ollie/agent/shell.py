@@ -6,9 +6,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ollie.sandbox import Policy
 from ollie.tools.execute.spawn import run_process
+
+if TYPE_CHECKING:
+    from ollie.sandbox import Policy
 
 SHELL = "/bin/sh"
 # What the user reads back; more than this per stream is cut.

@@ -1,14 +1,33 @@
-"""The Landlock sandbox: policies (sandbox.yaml), path checks, and sandboxed spawning."""
+"""The Landlock sandbox: policies (sandbox.yaml), path checks, and sandboxed spawning.
+
+Its names load with their module at first use (PEP 562): naming a `Policy` type needs neither Landlock's rules nor
+the spawn machinery, which the first tool call loads.
+"""
 
 from __future__ import annotations
 
-from ollie.sandbox.errors import PolicyError, SandboxError, SandboxUnavailableError
-from ollie.sandbox.policy import NetworkPolicy, Policy, check_path, load_policy, parse_policy, policy_file
-from ollie.sandbox.process import SandboxedProcess
-from ollie.sandbox.rules import landlock_abi
-from ollie.sandbox.spawn import spawn_sandboxed
+from typing import TYPE_CHECKING
+
+from ollie.lazyexports import lazy_exports
+
+if TYPE_CHECKING:
+    from ollie.sandbox.errors import PolicyError, SandboxError, SandboxUnavailableError
+    from ollie.sandbox.policy import NetworkPolicy, Policy, check_path, load_policy, parse_policy, policy_file
+    from ollie.sandbox.process import SandboxedProcess
+    from ollie.sandbox.rules import landlock_abi
+    from ollie.sandbox.spawn import spawn_sandboxed
+
+_HOMES = {
+    "PolicyError": "errors", "SandboxError": "errors", "SandboxUnavailableError": "errors",
+    "NetworkPolicy": "policy", "Policy": "policy", "check_path": "policy", "load_policy": "policy",
+    "parse_policy": "policy", "policy_file": "policy", "SandboxedProcess": "process", "landlock_abi": "rules",
+    "spawn_sandboxed": "spawn",
+}
 
 __all__ = [
     "NetworkPolicy", "Policy", "PolicyError", "SandboxError", "SandboxUnavailableError", "SandboxedProcess",
     "check_path", "landlock_abi", "load_policy", "parse_policy", "policy_file", "spawn_sandboxed",
 ]
+
+
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -229,20 +229,18 @@ def fork_server() -> ForkServer:
     return _server
 
 
-def start_fork_server_soon() -> None:
-    """Start the fork server in a worker thread unless it runs (the daemon calls this as a turn's reply begins).
+def start_fork_server() -> None:
+    """Start the fork server unless it runs; blocks, so a worker thread's call (the daemon's, as a turn's reply begins).
 
     Not at start-up, nor when the turn starts: no first token needs it, and its interpreter competed with the
     daemon's own start and first request for the CPU. The streaming of a tool call's arguments hides its start.
+    A failure is logged: the first spawn tries again, or runs through the per-spawn launcher.
     """
-    if _server.pid is None:
-        asyncio.get_running_loop().run_in_executor(None, _start_quietly)
-
-
-def _start_quietly() -> None:
+    if _server.pid is not None:
+        return
     try:
         _server.start()
-    except Exception:  # noqa: BLE001 - the first spawn tries again, or runs through the per-spawn launcher
+    except Exception:  # noqa: BLE001 - see above
         log.warning("starting the sandbox's fork server failed", exc_info=True)
 
 

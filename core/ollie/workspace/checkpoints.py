@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import re
 import stat
 from pathlib import Path
 
-from ollie import beneath, paths
+from ollie import beneath
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
+from ollie.workspace.refs import present_refs, session_ref, shadow_dir, turn_ref
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
 from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
@@ -19,27 +18,7 @@ from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, S
 MAX_FILE_BYTES = 1 << 20
 _ZERO = "0" * 40
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
-_SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BINARY_SNIFF = 8000
-
-
-def shadow_dir(cwd: Path) -> Path:
-    """The shadow repository of `cwd`: the checkpoints dir + a hash of its real path."""
-    key = hashlib.sha256(os.fsencode(os.path.realpath(cwd))).hexdigest()[:32]
-    return paths.checkpoints_dir() / key
-
-
-def _session_ref(session_id: str) -> str:
-    """The ref namespace of a session (ids that are not ref-safe are hex-encoded)."""
-    part = session_id if _SAFE_SESSION.fullmatch(session_id) else "x" + session_id.encode().hex()
-    return f"refs/ollie/sessions/{part}/"
-
-
-def turn_ref(session_id: str, turn: int) -> str:
-    """The ref that logs the state before `turn` of `session_id`."""
-    if turn < 0:
-        raise ValueError(f"turn must be >= 0, got {turn}")
-    return f"{_session_ref(session_id)}{turn:08d}"
 
 
 def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
@@ -286,10 +265,7 @@ class Checkpoints:
 
     async def delete_refs(self, refs: list[str]) -> None:
         """Delete those of `refs` that may exist, in one git call; none (and no scan) when none can."""
-        git_dir = self.git.git_dir
-        # Auto gc is off, so refs are only packed if someone ran pack-refs: then ask git.
-        packed = (git_dir / "packed-refs").exists()
-        present = [ref for ref in refs if packed or (git_dir / ref).exists()]
+        present = present_refs(self.root, refs)
         if not present:
             return
         await self._ensure()
@@ -298,7 +274,7 @@ class Checkpoints:
     async def list_turns(self, session_id: str) -> list[Turn]:
         """The turns logged for `session_id`, oldest first."""
         await self._ensure()
-        prefix = _session_ref(session_id)
+        prefix = session_ref(session_id)
         out = await self.git.run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         turns = []
         for line in out.decode().splitlines():

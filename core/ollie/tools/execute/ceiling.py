@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie.errors import OllieError
-from ollie.sandbox import Policy
+
+if TYPE_CHECKING:
+    from ollie.sandbox import Policy
 
 # An agent config's `"sandbox": "none"` (the yolo agent) runs tool code unsandboxed.
 UNSANDBOXED = "none"

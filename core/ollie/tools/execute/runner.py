@@ -4,35 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ollie import paths, programs
+from ollie import programs
 from ollie.sandbox import Policy, load_policy, policy_file
+from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, memory_root, plan_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import python_envs
 from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree
 from ollie.tools.execute.spawn import RunOutcome, run_process
+from ollie.tools.execute.tool import mtime_ns
 
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_ENV = "OLLIE_SANDBOX_READ"
 WRITE_ENV = "OLLIE_SANDBOX_WRITE"
 # /proc in a policy means the child's own procfs (or /proc/self); a path check cannot honour that.
 _PROC = Path("/proc")
-
-
-def mtime_ns(path: Path) -> int:
-    """`path`'s modification time in ns (0 when it cannot be read): part of the cache keys of what is read from it."""
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
 
 
 @functools.lru_cache(maxsize=32)  # a policy's roots are the same Path objects at each step: the lookup is cheap
@@ -40,75 +31,6 @@ def _path_list(roots: tuple[Path, ...]) -> str:
     # Strings, not Path.parents: this runs for every step, over every root of the policy.
     proc = str(_PROC)
     return ":".join(text for text in map(str, roots) if text != proc and not text.startswith(proc + "/"))
-
-
-def plan_file(session_id: str) -> Path:
-    """The session's plan file (a markdown checklist the task_* tools edit and the loop reads)."""
-    return paths.sessions_dir() / "s" / session_id / "plan"
-
-
-def memory_root() -> Path:
-    """The dir of every project's notes (what sandbox policies grant as `{OLLIE_DATA_PATH}/memory`)."""
-    return paths.data_dir() / "memory"
-
-
-def memory_dir(cwd: Path) -> Path:
-    """Where memory_remember / memory_recall keep the notes of the project at `cwd`: one dir per workspace root."""
-    try:
-        info = os.stat(cwd)
-    except OSError:  # no such dir (yet): nothing to key the cache by
-        return memory_root() / _notes_name(cwd)
-    return memory_root() / _notes_name_of(cwd, info.st_dev, info.st_ino)
-
-
-def _notes_name(cwd: Path) -> str:
-    resolved = cwd.resolve()
-    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", resolved.name)[:40] or "root"
-    return f"{name}-{digest}"
-
-
-@functools.lru_cache(maxsize=64)
-def _notes_name_of(cwd: Path, dev: int, ino: int) -> str:
-    # Keyed by the dir `cwd` names now, not resolved at each ask (~30 us, three per call): a symlink on the
-    # way re-pointed (or a relative `cwd` after a chdir) names another dir, so another key.
-    return _notes_name(cwd)
-
-
-def child_env(
-    *,
-    session_id: str,
-    cwd: Path,
-    session_env: Mapping[str, str],
-    base: Mapping[str, str] | None = None,
-    tmp_dir: Path | None = None,
-) -> dict[str, str]:
-    """A clean env for tool code: PATH, HOME, LANG, TMPDIR, TERM, the session's env and OLLIE_* facts.
-
-    TMPDIR is the session's private `tmp_dir` (it wins over the session env: a
-    shared /tmp would open other sessions' files to this one's code).
-    """
-    source = os.environ if base is None else base
-    env = {
-        "PATH": source.get("PATH") or DEFAULT_PATH,
-        "HOME": source.get("HOME") or str(Path.home()),
-        "LANG": source.get("LANG") or "C.UTF-8",
-        "TMPDIR": source.get("TMPDIR") or "/tmp",
-        "TERM": "dumb",
-    }
-    env.update(session_env)
-    if tmp_dir is not None:
-        env["TMPDIR"] = str(tmp_dir)
-    env.update(
-        {
-            "OLLIE_SESSION_ID": session_id,
-            "OLLIE_CWD": str(cwd),
-            "OLLIE_DATA_PATH": str(paths.data_dir()),
-            "OLLIE_MEMORY_PATH": str(memory_dir(cwd)),
-            "OLLIE_PLAN_FILE": str(plan_file(session_id)),
-        }
-    )
-    return env
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

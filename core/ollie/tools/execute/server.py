@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from ollie import paths
 from ollie.errors import OllieError
-from ollie.sandbox import Policy
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
@@ -20,7 +19,6 @@ from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
-from ollie.tools.execute.runner import Deadline, Runner, mtime_ns
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -29,11 +27,13 @@ from ollie.tools.execute.schemas import (
     call_tool_description,
     call_tool_schema,
 )
-from ollie.tools.execute.tool import ToolNameError, ToolScript, candidates, discover, find_script
+from ollie.tools.execute.tool import ToolNameError, ToolScript, candidates, discover, find_script, mtime_ns
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
+    from ollie.sandbox import Policy
     from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
+    from ollie.tools.execute.runner import Runner
     from ollie.tools.execute.validation import ValidationGate
 
 EXECUTORS = ("execute_code", "call_tool", "pipe")
@@ -58,13 +58,14 @@ class ExecuteServer:
         clock: Callable[[], float] = time.time,
         lock_poll_interval: float = 0.005,
     ) -> None:
-        self._runner = Runner(
-            session_id=session_id,
-            cwd=Path(cwd),
-            lock_dir=Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id,
-            session_env=dict(env or {}),
-            output_limit=output_limit,
-        )
+        self._session_id = session_id
+        self._cwd = Path(cwd)
+        self._lock_dir = Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id
+        self._env = dict(env or {})
+        self._output_limit = output_limit
+        # Built at the first call or policy read (its module loads the sandbox's spawn machinery): listing the
+        # tools, which a first request does, needs none of it.
+        self._built_runner: Runner | None = None
         self._sandbox = sandbox
         self._clock = clock
         self._validation: ValidationGate | None = None  # built at the first call: its ~40 regexes cost a first turn
@@ -83,13 +84,24 @@ class ExecuteServer:
 
     # -- configuration (the optional server capabilities) --
 
+    @property
+    def _runner(self) -> Runner:
+        if self._built_runner is None:
+            from ollie.tools.execute.runner import Runner
+
+            self._built_runner = Runner(session_id=self._session_id, cwd=self._cwd, lock_dir=self._lock_dir,
+                                        session_env=self._env, output_limit=self._output_limit)
+        return self._built_runner
+
     def set_cwd(self, cwd: Path) -> None:
         """Run later calls in `cwd`."""
-        self._runner.cwd = Path(cwd)
+        self._cwd = Path(cwd)
+        if self._built_runner is not None:
+            self._built_runner.cwd = self._cwd
 
     def set_env(self, key: str, value: str) -> None:
         """Add `key=value` to the env of every later child."""
-        self._runner.session_env[key] = value
+        self._env[key] = value  # the runner's own dict, once it is built
 
     def set_restrictions(self, executors: list[str] | None, tools: list[str] | None) -> None:
         """Offer only these executors and tool scripts (None: all)."""
@@ -196,6 +208,7 @@ class ExecuteServer:
 
     def _context(self, request: ExecuteRequest, parsed: ParsedCall) -> CallContext:
         from ollie.tools.execute.context import CallContext
+        from ollie.tools.execute.runner import Deadline
 
         timeout = request.timeout
         self._runner.tools_dirs = self.tools_dirs()

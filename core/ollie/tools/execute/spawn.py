@@ -7,10 +7,13 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ollie.sandbox import Policy, spawn_sandboxed
-from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, mentions_denial, outside_note
+
+if TYPE_CHECKING:  # the sandbox's spawn machinery loads with the first process (a first turn's answer needs none)
+    from ollie.sandbox import Policy
+    from ollie.sandbox.process import SandboxedProcess
 
 # How long the output may stay open after the call's process group was killed.
 PIPE_GRACE_S = 0.5
@@ -75,6 +78,8 @@ async def run_process(
     Killing the group ends the tool process; its supervisor then sweeps what left
     the group (setsid, double fork) before it reports the status awaited here.
     """
+    from ollie.sandbox import spawn_sandboxed
+
     try:
         proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
                                      python=python)

@@ -24,6 +24,14 @@ _ANNOTATIONS = {"parallel": get_args(ParallelAnnotation), "tier": get_args(Tier)
 _HEADER_BYTES = 8192
 
 
+def mtime_ns(path: Path) -> int:
+    """`path`'s modification time in ns (0 when it cannot be read): part of the cache keys of what is read from it."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
 class ToolNameError(OllieError):
     """A tool name that could reach outside the tools dirs, or names no script."""
 
