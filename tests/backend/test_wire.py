@@ -303,32 +303,6 @@ async def test_a_proxy_that_refuses_is_unreachable_and_one_that_breaks_mid_strea
         await fails(backend, (StreamDropError, "stream broke"))
 
 
-async def test_a_plain_http_backend_makes_no_tls_context_and_streams(no_proxy_environment, fresh_tls_context):
-    # httpx's own transport makes an SSLContext even for http:// (OpenSSL's first one: ~1.2 MiB resident); a
-    # plain-http backend with no proxy never speaks TLS (no redirect is followed), so its client makes none.
-    made: list[type] = []
-    real_new = ssl.SSLContext.__new__
-
-    def counting(cls: type, *args: Any, **kwargs: Any) -> Any:
-        made.append(cls)
-        return real_new(cls, *args, **kwargs)
-
-    fresh_tls_context.setattr(ssl.SSLContext, "__new__", counting)
-    async with wire_server(lambda request: [sized(SSE, b"Content-Type: text/event-stream")]) as srv:
-        backend = backend_for(srv.url)
-        try:
-            assert srv.url.startswith("http://")
-            assert joined(await collect(backend), "content") == "one two three"
-            assert joined(await collect(backend), "content") == "one two three"
-        finally:
-            await backend.aclose()
-    assert made == []
-    assert srv.connections == 1  # kept alive between the two requests, as httpx's own transport does
-    https = backend_for("https://api.example.test")  # one that may speak TLS still gets the verifying context
-    await https.aclose()
-    assert made == [ssl.SSLContext]
-
-
 async def test_backends_after_the_first_share_its_tls_context(fresh_tls_context):
     def rss_kib() -> int:
         with open("/proc/self/status", encoding="ascii") as status:

@@ -74,38 +74,22 @@ def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendEr
 
 
 @functools.cache
-def tls_context() -> ssl.SSLContext:
+def tls_context(verifying: bool = True) -> ssl.SSLContext:
     """The process's TLS context: the CA bundle parsed once (~20 ms, ~0.9 MiB), not once per backend.
 
-    httpx's own default (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi).
+    httpx's own default (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi). `verifying=False` is for a
+    plain-http backend with no proxy set, which never makes a TLS connection (no redirect is followed):
+    it skips loading the bundle, and would still verify (with nothing trusted) if ever used.
     """
-    return httpx.create_ssl_context()
-
-
-class PlainTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with no TLS context, for a plain-http backend with no proxy set.
-
-    Such a client never makes a TLS connection (no redirect is followed), yet httpx's own transport builds an
-    `ssl.SSLContext` anyway: OpenSSL's first context costs ~1.2 MiB resident and ~2 ms, on the default backend
-    (a local Ollama) for nothing. httpcore's pool takes none (it would make a verifying one if ever asked for TLS).
-    """
-
-    def __init__(self) -> None:  # noqa: D107 - httpx's pool with its default limits, less the ssl_context
-        import httpcore
-
-        self._pool = httpcore.AsyncConnectionPool(ssl_context=None, max_connections=100, max_keepalive_connections=20,
-                                                  keepalive_expiry=5.0)
+    return httpx.create_ssl_context() if verifying else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def http_client(base_url: str, headers: Mapping[str, str], timeout: httpx.Timeout | float) -> httpx.AsyncClient:
     """A backend's httpx client: its base URL and headers, redirects not followed, proxies from the environment."""
-    headers = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     proxied = any(value and name.lower() in _PROXY_VARIABLES for name, value in os.environ.items())
-    if not proxied and base_url.startswith("http://"):
-        return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout, follow_redirects=False,
-                                 transport=PlainTransport())
-    return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout, follow_redirects=False,
-                             verify=tls_context())
+    return httpx.AsyncClient(base_url=base_url, headers={"Accept-Encoding": ACCEPT_ENCODING, **headers},
+                             timeout=timeout, follow_redirects=False,
+                             verify=tls_context(proxied or not base_url.startswith("http://")))
 
 
 _SKIP = object()  # a frame `stream_frames`' transform drops
