@@ -52,22 +52,27 @@ REPO_FILES = (100, 300, 1_000) if SMALL else (1_000, 10_000, 100_000)
 DELTAS = 200 if SMALL else 2_000
 RESUME_TARGET = 1.3
 
-# A fresh process's load of a saved session (what the daemon's resume runs in its thread), timed inside it.
+# A fresh process's load of a saved session (what the daemon's resume runs in its thread), timed inside it:
+# wall and CPU seconds.
 _LOAD = """
 import sys, time
 from ollie.sessions.persist import SessionFile
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 session = SessionFile(sys.argv[1], sys.argv[2]).load()
-print(time.perf_counter() - start, len(session.messages))
+print(time.perf_counter() - start, time.process_time() - cpu, len(session.messages))
 """
-# The floor in another fresh process: read the file and one json.loads of all its lines.
+# The floor in another fresh process: read the file and one json.loads of all its lines. The load pauses the
+# cyclic GC while it parses (ollie.gcpause), so the floor does too ("gc" leaves it on: collections that piled up
+# over the parsed records were ~90 ms of the floor at 100k messages, work the load is spared).
 _FLOOR = """
-import json, sys, time
-start = time.perf_counter()
+import gc, json, sys, time
+if sys.argv[2] != "gc":
+    gc.disable()
+start, cpu = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as f:
     data = f.read()
 records = json.loads(b"[" + b",".join(data.split(b"\\n")[:-1]) + b"]")
-print(time.perf_counter() - start, len(records))
+print(time.perf_counter() - start, time.process_time() - cpu, len(records))
 """
 
 
@@ -181,10 +186,11 @@ def repo_rows(rounds: int) -> tuple[list[Row], list[str]]:
     return rows, notes
 
 
-def _timed(code: str, *args: str) -> tuple[float, int]:
+def _timed(code: str, *args: str) -> tuple[float, float]:
+    """Run `code` in a fresh python: the (wall, CPU) seconds it timed itself."""
     out = subprocess.run([PYTHON, "-c", code, *args], capture_output=True, text=True, check=True,
                          env=child_env()).stdout.split()
-    return float(out[0]), int(out[1])
+    return float(out[0]), float(out[1])
 
 
 def resume_rows(rounds: int) -> list[Row]:
@@ -194,10 +200,17 @@ def resume_rows(rounds: int) -> list[Row]:
         sid = write_saved_sessions(1, size)[0]
         directory = paths.sessions_dir()
         file = directory / f"{sid}.jsonl"
-        loads, floor = interleaved(rounds, lambda d=str(directory), s=sid: _timed(_LOAD, d, s)[0],
-                                   lambda f=str(file): _timed(_FLOOR, f)[0])
+        # Each round: the load, the floor and the floor with the collector on, one after another on the same
+        # file (in the page cache since it was written).
+        loads, floor, floor_gc = interleaved(rounds, lambda d=str(directory), s=sid: _timed(_LOAD, d, s),
+                                             lambda f=str(file): _timed(_FLOOR, f, "paused"),
+                                             lambda f=str(file): _timed(_FLOOR, f, "gc"))
+        wall = [[w for w, _ in samples] for samples in (loads, floor, floor_gc)]
+        cpu = [[c for _, c in samples] for samples in (loads, floor, floor_gc)]
         row = Row(f"resume of a {size:,}-message session (vs read + one json.loads of all its lines, each in a "
-                  "fresh process)", median(loads) * 1e3, median(floor) * 1e3)
+                  "fresh process)", median(wall[0]) * 1e3, median(wall[1]) * 1e3,
+                  note=f"CPU {median(cpu[0]) * 1e3:.1f} vs {median(cpu[1]) * 1e3:.1f} ms; the floor with the "
+                       f"cyclic GC on {median(wall[2]) * 1e3:.1f} ms ({median(wall[0]) / median(wall[2]):.2f}x)")
         if size == SESSION_SIZES[-1]:
             row.target = f"<= {RESUME_TARGET}x"
             row.ok = row.ratio is not None and row.ratio <= RESUME_TARGET
@@ -207,7 +220,8 @@ def resume_rows(rounds: int) -> list[Row]:
 
 def run(rounds: int = 5) -> tuple[list[Row], list[str]]:
     """Every scale row."""
-    steps: list[Callable[[], list[Row]]] = [session_rows, live_rows, lambda: resume_rows(rounds)]
+    # The resume rows are fresh processes of under a second: three times the rounds, for a steadier median.
+    steps: list[Callable[[], list[Row]]] = [session_rows, live_rows, lambda: resume_rows(3 * rounds)]
     rows: list[Row] = []
     for step in steps:
         rows += step()

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from ollie.backend.types import Message, ToolCall
+from ollie.sessions import logparse
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError
 from ollie.sessions.session import Session
 
@@ -69,12 +70,10 @@ def test_records_are_read_exactly_as_json_loads_reads_them(tmp_path):
 
 def test_a_resume_does_not_parse_its_records_line_by_line(tmp_path, monkeypatch):
     """The floor of a resume is json.loads of all lines at once (in parts of a few hundred KiB), not one per line."""
-    from ollie.sessions import persist
-
     session = _saved_session(tmp_path)
     per_line: list[bytes] = []
-    original = persist._record
-    monkeypatch.setattr(persist, "_record", lambda line: per_line.append(line) or original(line))
+    original = logparse._record
+    monkeypatch.setattr(logparse, "_record", lambda line: per_line.append(line) or original(line))
     assert SessionFile(tmp_path, session.id).load().messages == session.messages
     assert per_line == []
 
@@ -92,15 +91,13 @@ def test_a_damaged_last_round_falls_back_to_lines_and_keeps_the_committed_state(
 
 def test_a_long_file_is_parsed_in_parts_so_the_parsing_thread_lets_the_event_loop_run(tmp_path, monkeypatch):
     """One json.loads holds the GIL until it returns: a resume (in a thread) parses a part of the file at a time."""
-    from ollie.sessions import persist
-
     session = Session(agent="t")
     session.messages += [Message("user", f"message {i} " + "x" * 200) for i in range(300)]
     SessionFile(tmp_path, session.id).save(session)
-    monkeypatch.setattr(persist, "PARSE_PART_BYTES", 4096)
+    monkeypatch.setattr(logparse, "PARSE_PART_BYTES", 4096)
     parts: list[int] = []
     original = json.loads
-    monkeypatch.setattr(persist.json, "loads", lambda text: parts.append(len(text)) or original(text))
+    monkeypatch.setattr(logparse.json, "loads", lambda text: parts.append(len(text)) or original(text))
     assert SessionFile(tmp_path, session.id).load().messages == session.messages
     assert len(parts) > 10 and max(parts) < 2 * 4096  # each part at most one line over the size
     # A damaged line in a later part is still found, by its line number.
@@ -110,3 +107,29 @@ def test_a_long_file_is_parsed_in_parts_so_the_parsing_thread_lets_the_event_loo
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(SessionFileCorruptError, match="unreadable record on line 201"):
         SessionFile(tmp_path, session.id).load()
+
+
+def test_the_walk_over_all_records_and_the_walk_line_by_line_agree_on_a_log_of_rounds(tmp_path):
+    """A resume walks the other records one by one and takes the messages between them a run at a time."""
+    session = Session(agent="t")
+    file = SessionFile(tmp_path, session.id, sync=False)
+    for r in range(30):
+        call = ToolCall(f"c{r}", "f")
+        session.messages += [Message("user", f"step {r}"), Message("assistant", "", tool_calls=[call]),
+                             Message("tool", f"out {r}", tool_call_id=f"c{r}", name="f")]
+        session.result_tiers[f"c{r}"] = "cold"
+        if r >= 2:  # as the loop does: an older result collapses in place (an `e` record)
+            session.result_tiers[f"c{r - 2}"] = "collapsed"
+            session.messages[-7].content = f"[collapsed {r - 2}]"
+            session.mark_edited(len(session.messages) - 7)
+        file.save(session)
+    committed = file.path.stat().st_size
+    # An unfinished round (no commit after it) and a torn line after it.
+    data = file.path.read_bytes() + b'{"t":"m","m":{"role":"user","content":"unfinished"}}\n{"t":"m","m":{"ro'
+    lines = data.split(b"\n")
+    assert len(lines) > 3 * 30 + 30  # a snapshot, then rounds of messages, edits and commits
+    walked = logparse._parse_all(lines, file.path)
+    assert walked is not None and walked == logparse._parse_lines(lines, file.path)
+    messages, meta, offset, overhead = walked
+    assert messages == session.messages and offset == committed and overhead > 30
+    assert meta["result_tiers"] == session.result_tiers

@@ -10,7 +10,7 @@ from ollie.config import GenerationParams as GenerationParams  # declared with t
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCall:
     """A model's request to invoke a function; `arguments` is the raw JSON text."""
 
@@ -45,7 +45,7 @@ class Image:
 _TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """One conversation entry. Tool results have role `tool`, `tool_call_id` and `name`."""
 

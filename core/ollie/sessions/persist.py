@@ -10,13 +10,12 @@ The file is a snapshot followed by appended rounds, one JSON record per line:
         that grow with the history; "tracked_full" when a map was replaced)
 
 A round is written in one `write`, so its cost is its size, not the history's. Load applies records up to
-the last `meta` (a torn last round is dropped). A rewritten history, or a log much larger than it, gets a
-fresh snapshot written to a temporary file and renamed over the old one.
+the last `meta` (a torn last round is dropped; ollie.sessions.logparse reads a log). A rewritten history, or a
+log much larger than it, gets a fresh snapshot written to a temporary file and renamed over the old one.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -24,8 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie.backend.types import Image, Message, ToolCall
-from ollie.gcpause import cyclic_gc_paused
+from ollie.backend.types import Message
 from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
@@ -41,6 +39,7 @@ from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
 from ollie.sessions.logindex import read_compaction_snapshots as read_compaction_snapshots
 from ollie.sessions.logindex import read_meta as read_meta
+from ollie.sessions.logparse import parse
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
 if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store
@@ -118,7 +117,7 @@ class SessionFile:
         """Read the saved session; a torn or unfinished last round is dropped."""
         with self._lock:
             data = self._read_log()
-            messages, meta, offset, overhead = _parse(data, self.path)
+            messages, meta, offset, overhead = parse(data, self.path)
             if meta.get("id") not in (None, self.session_id):
                 raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
             meta["id"] = self.session_id
@@ -346,137 +345,6 @@ def _write_all(fd: int, payload: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
-    """Bring the tracked maps up to a commit record: whole maps first, then changes (None removes)."""
-    meta = record.get("meta") or {}
-    for name in TRACKED_FIELDS:
-        if name in meta:  # a snapshot's commit carries the whole map
-            tracked[name] = dict(meta[name])
-        if name in record.get("tracked_full", {}):
-            tracked[name] = dict(record["tracked_full"][name])
-        for key, value in record.get("tracked", {}).get(name, {}).items():
-            if value is None:
-                tracked.setdefault(name, {}).pop(key, None)
-            else:
-                tracked.setdefault(name, {})[key] = value
-
-
-def _message(data: dict[str, Any]) -> Message:
-    """`Message.from_dict`, positional (a resume builds 100k of them)."""
-    calls = data.get("tool_calls")
-    return Message(data["role"], data.get("content") or "", [ToolCall(**c) for c in calls] if calls else [],
-                   data.get("tool_call_id", ""), data.get("name", ""), data.get("reasoning", ""),
-                   data.get("reasoning_signature", ""),
-                   [Image.from_dict(i) for i in images] if (images := data.get("images")) else [])
-
-
-_decoder = json.JSONDecoder()
-
-
-def _record(line: bytes) -> Any:
-    """json.loads(line), minus its per-call encoding sniffing and whitespace scans (our lines have none)."""
-    text = line.decode()
-    try:
-        record, stop = _decoder.raw_decode(text)
-    except ValueError:
-        return json.loads(text)  # whatever it is, json.loads has the last word (and the error)
-    return record if stop == len(text) else json.loads(text)
-
-
-# One json.loads holds the GIL until it returns: a resume parses in a thread, and parts of this many bytes let
-# the event loop run between them (one call over a 100,000-message file froze the daemon ~150 ms).
-PARSE_PART_BYTES = 1 << 19
-
-
-def _all_records(lines: list[bytes]) -> list[Any] | None:
-    """Every line's record, parsed as JSON arrays of ~512 KiB of lines (a resume's floor); None when one is unreadable.
-
-    Then the lines are read one by one, which finds which (a garbled last round is dropped, else an error).
-    """
-    records: list[Any] = []
-    start = size = 0
-    for end, line in enumerate(lines, 1):
-        size += len(line)
-        if size < PARSE_PART_BYTES and end < len(lines):
-            continue
-        try:
-            part = json.loads(b"[" + b",".join(lines[start:end]) + b"]")
-        except ValueError:
-            return None
-        # A line holding two values ("{...},{...}") would shift every later one: each must be one record.
-        if len(part) != end - start:
-            return None
-        records += part
-        start, size = end, 0
-    return records
-
-
-def _parse(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
-    """Apply the records up to the last complete commit: (messages, meta, commit offset, overhead)."""
-    # A resume keeps every object it makes: collections as they pile up rescanned the growing heap (half of a
-    # resume's cost at 100k messages); frozen after, so the next young collection does not walk it again.
-    with cyclic_gc_paused(freeze=True):
-        return _parse_records(data, path)
-
-
-def _parse_records(data: bytes, path: Path) -> tuple[list[Message], dict[str, Any], int, int]:
-    messages: list[Message] = []
-    pending: list[dict[str, Any]] = []
-    committed: tuple[list[Message], dict[str, Any], int, int] | None = None
-    tracked: dict[str, dict[str, Any]] = {}
-    overhead = 0
-    pos = 0
-    lines = data.split(b"\n")
-    last_index = len(lines) - 1
-    decoded = _all_records(lines[:last_index])
-    for index, line in enumerate(lines):
-        end = pos + len(line) + 1
-        if index == last_index:
-            # No newline after it: a torn write (or nothing at all).
-            break
-        try:
-            record = decoded[index] if decoded is not None else _record(line)
-            kind = record["t"]
-        except (ValueError, TypeError, KeyError):
-            if index == last_index - 1:
-                break  # a garbled final line: the round being written died
-            raise SessionFileCorruptError(f"{path}: unreadable record on line {index + 1}") from None
-        if index == 0:
-            if kind != "head":
-                raise SessionFileCorruptError(f"{path}: not a session file (no header)")
-            if record.get("v", 0) > FORMAT_VERSION:
-                raise SessionFileError(f"{path}: format version {record['v']} is newer than this ollie")
-        elif kind == "meta":
-            try:
-                for rec in pending:
-                    message = _message(rec["m"])
-                    if rec["t"] == "m":
-                        messages.append(message)
-                    else:
-                        messages[rec["i"]] = message
-                        overhead += 1
-            except (KeyError, IndexError, TypeError) as exc:
-                raise SessionFileCorruptError(f"{path}: bad record before line {index + 1}: {exc}") from None
-            if record.get("n") != len(messages):
-                raise SessionFileCorruptError(
-                    f"{path}: commit on line {index + 1} counts {record.get('n')} messages, found {len(messages)}"
-                )
-            pending = []
-            overhead += 1
-            meta = record.get("meta") or {}
-            _apply_tracked(tracked, record)
-            # Pending records are applied only at a commit, so `messages` is always a committed state.
-            committed = (messages, dict(meta), end, overhead)
-        elif kind in ("m", "e"):
-            pending.append(record)
-        pos = end
-    if committed is None:
-        raise SessionFileCorruptError(f"{path}: no complete snapshot")
-    # Like `messages`, `tracked` changes only at a commit: it is the committed state.
-    committed[1].update(tracked)
-    return committed
-
-
 # Sessions whose last save to a file failed (id -> why): `release` reports them when they close.
 _unsaved: dict[str, OSError] = {}
 # Sessions loaded ahead of open_session (off the event loop, see `preload`): (store url, id) -> (log, session).
@@ -563,7 +431,7 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
     data = pg_log.read_rounds(url, validate_session_id(session_id))
     if data is None:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
-    messages, meta, _, _ = _parse(data, Path(session_id))
+    messages, meta, _, _ = parse(data, Path(session_id))
     meta["id"] = session_id
     return Session.from_meta(meta, messages)
 
