@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from ollie import beneath, paths
+from ollie.workspace import objects
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.shadowgit import ShadowGit
@@ -17,7 +18,7 @@ from ollie.workspace.treewatch import watch
 from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
 
 MAX_FILE_BYTES = 1 << 20
-_ZERO = "0" * 40
+_ZERO = objects.ZERO
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 _SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BINARY_SNIFF = 8000
@@ -54,7 +55,7 @@ def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
         return None, True
 
 
-def _file_changes(entries: list[tuple[str, str, str, str, str, str]], blobs: dict[str, bytes]) -> list[FileChange]:
+def _file_changes(entries: list[objects.Entry], blobs: dict[str, bytes]) -> list[FileChange]:
     """The FileChanges (texts, hunks) of diff-tree `entries` whose blobs are in `blobs`."""
     out: list[FileChange] = []
     for rel, code, old_mode, new_mode, old_id, new_id in entries:
@@ -224,16 +225,33 @@ class Checkpoints:
             await self._ensure()
         if before == after:
             return []  # one tree: nothing differs (a step that wrote nothing runs no diff)
-        entries = await self._raw_diff(before, after)
+        try:
+            # The diff, the blobs and the hunks (CPU work on content tool code chose: a 1 MiB file of short lines)
+            # in one hop off the event loop, from the shadow's loose objects: no git process.
+            return await asyncio.to_thread(self._loose_changes, before, after)
+        except objects.NotLoose:
+            pass  # packed (or damaged): git reads it
+        entries = await self._git_diff(before, after)
         blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
-        # Diffing is CPU work on content tool code chose (a 1 MiB file of short lines): off the event loop.
         return await asyncio.to_thread(_file_changes, entries, blobs)
 
-    async def _raw_diff(self, before: str, after: str) -> list[tuple[str, str, str, str, str, str]]:
+    def _loose_changes(self, before: str, after: str) -> list[FileChange]:
+        """`changes` from loose objects alone (objects.NotLoose when one is not); blocks: in a thread."""
+        entries = objects.tree_diff(self.git.git_dir, before, after)
+        return _file_changes(entries, objects.blobs(self.git.git_dir, [i for e in entries for i in e[4:] if i != _ZERO]))
+
+    async def _raw_diff(self, before: str, after: str) -> list[objects.Entry]:
         """(path, status letter, old mode, new mode, old id, new id) of each file differing between two trees."""
+        try:
+            return await asyncio.to_thread(objects.tree_diff, self.git.git_dir, before, after)
+        except objects.NotLoose:
+            return await self._git_diff(before, after)
+
+    async def _git_diff(self, before: str, after: str) -> list[objects.Entry]:
+        """`_raw_diff` by `git diff-tree` (the objects are packed)."""
         raw = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", before, after)
         fields = raw.split(b"\0")
-        entries: list[tuple[str, str, str, str, str, str]] = []
+        entries: list[objects.Entry] = []
         for meta, rel in zip(fields[0::2], fields[1::2], strict=False):
             if not meta.startswith(b":"):
                 continue
