@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ollie.workspace import Checkpoints, objects
-from ollie.workspace.shadowgit import ShadowGit, git_env
+from ollie.workspace.shadowgit import git_env
 
 
 def _every_kind_of_change(root: Path) -> None:
@@ -33,20 +33,7 @@ def _shadow_git(cps: Checkpoints, *args: str) -> None:
                    capture_output=True)
 
 
-async def _git_counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The git commands run from now on (each still runs)."""
-    ran: list[str] = []
-    original = ShadowGit.run
-
-    async def run(self: ShadowGit, *args: str, **kwargs: object) -> bytes:
-        ran.append(args[0])
-        return await original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ShadowGit, "run", run)
-    return ran
-
-
-async def test_tree_diff_is_diff_tree_and_a_step_diff_runs_no_git(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_tree_diff_is_diff_tree_and_a_step_diff_runs_no_git(project: Path, git_ran: list[str]) -> None:
     cps = Checkpoints(project)
     before = await cps.snapshot()
     (project / "src" / "gone.py").write_text("x\n")
@@ -62,15 +49,15 @@ async def test_tree_diff_is_diff_tree_and_a_step_diff_runs_no_git(project: Path,
         mine = objects.tree_diff(cps.git.git_dir, old, new)
         assert mine == await cps._git_diff(old, new)
         assert mine
-    ran = await _git_counted(monkeypatch)
+    git_ran.clear()
     changes = {c.path: c for c in await cps.changes(before, after)}
-    assert ran == []  # the diff and the blobs came from the loose objects
+    assert git_ran == []  # the diff and the blobs came from the loose objects
     assert changes["link"].binary and changes["link"].new_data == b"src/app.py" and changes["link"].new_mode == "120000"
     assert changes["run.sh"].new_mode == "100755" and changes["src/app.py"].new_text == "changed\n"
     assert changes["deep/er/file.bin"].binary and changes["README.md"].status == "deleted"
 
 
-async def test_a_packed_shadow_is_read_by_git(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_packed_shadow_is_read_by_git(project: Path, git_ran: list[str]) -> None:
     cps = Checkpoints(project)
     before = await cps.snapshot()
     _every_kind_of_change(project)
@@ -80,9 +67,9 @@ async def test_a_packed_shadow_is_read_by_git(project: Path, monkeypatch: pytest
     _shadow_git(cps, "prune-packed")
     with pytest.raises(objects.NotLoose):
         objects.tree_diff(cps.git.git_dir, before, after)
-    ran = await _git_counted(monkeypatch)
+    git_ran.clear()
     assert await cps.changes(before, after) == loose
-    assert ran == ["diff-tree", "cat-file"]
+    assert git_ran == ["diff-tree", "cat-file"]
     restored = await cps.restore(before)  # the rewind's own diff goes to git too
     assert {c.path for c in restored.changes} == {c.path for c in loose}
     assert (project / "README.md").read_text() == "# demo\n" and not (project / "link").exists()

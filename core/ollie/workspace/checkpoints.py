@@ -153,7 +153,29 @@ class Checkpoints:
         elif paths == set():
             self._cursor = cursor
             return cached[1]
-        # Untracked (not ignored), modified and deleted paths, judged by the index's stat cache.
+        known = await asyncio.to_thread(self._known, cached[1], paths) if cached is not None and paths else None
+        update, drop = known if known is not None else await self._listed(paths)
+        if drop:
+            await self.git.run("update-index", "--force-remove", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
+        if update:
+            await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
+        if paths is None and self._watch.has_linked:  # files with other names matter unless ignored (never read)
+            out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
+            self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
+        if not update and not drop and cached is not None and cached[0] == self._index_key():
+            self._cursor = cursor
+            return cached[1]
+        tree = (await self.git.run("write-tree")).decode().strip()
+        key = self._index_key()  # after write-tree: it may store its cache-tree in the index
+        self._tree = (key, tree) if key is not None else None
+        self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
+        return tree
+
+    async def _listed(self, paths: set[str] | None) -> tuple[set[str], set[str]]:
+        """(update, drop): the untracked (not ignored), modified and deleted paths among `paths` (None: the whole
+        tree), judged by git's `ls-files` with the index's stat cache."""
         listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard",
                                      *(("--", *(":(literal)" + p for p in sorted(paths))) if paths else ()))
         update: set[str] = set()
@@ -176,23 +198,42 @@ class Checkpoints:
         if untracked > self.max_files:
             raise CheckpointUnavailable(f"{self.root} has more than {self.max_files:,} files not ignored: "
                                         "too many to checkpoint")
-        if drop:
-            await self.git.run("update-index", "--force-remove", "-z", "--stdin",
-                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
-        if update:
-            await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
-        if paths is None and self._watch.has_linked:  # files with other names matter unless ignored (never read)
-            out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
-            self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
-        if not update and not drop and cached is not None and cached[0] == self._index_key():
-            self._cursor = cursor
-            return cached[1]
-        tree = (await self.git.run("write-tree")).decode().strip()
-        key = self._index_key()  # after write-tree: it may store its cache-tree in the index
-        self._tree = (key, tree) if key is not None else None
-        self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
-        return tree
+        return update, drop
+
+    def _known(self, tree: str, paths: set[str]) -> tuple[set[str], set[str]] | None:
+        """(update, drop) for `paths` without `ls-files`, when each is a file the index holds (as `tree`, its last
+        write-tree) or was made and is gone (an atomic write's temporary file): a tracked file is checkpointed whether
+        or not git ignores it now, so its `lstat` says all. None when one is not (new: git must judge the ignore
+        rules; a dir, whose files may have gone without an event each; no longer a file or a symlink). Blocks: in a
+        thread."""
+        try:
+            modes = objects.held(self.git.git_dir, tree, paths)
+        except objects.NotLoose:
+            return None
+        update: set[str] = set()
+        drop: set[str] = set()
+        for rel in paths:
+            mode = modes.get(rel)
+            if mode in (objects.DIR, objects.GITLINK):
+                return None
+            try:
+                st = beneath.lstat_sync(self.root, rel)
+            except beneath.OutsideRoot:
+                if mode is not None:
+                    drop.add(rel)  # now below a symlinked directory (git would look through it)
+                continue
+            except OSError:
+                return None  # unreadable here: git judges it
+            if mode is None:
+                if st is not None:
+                    return None  # new: is it ignored?
+            elif st is None or stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:
+                update.add(rel)  # `--remove` drops it when gone
+            elif stat.S_ISREG(st.st_mode):
+                drop.add(rel)  # grew past the cap: stop tracking it
+            else:
+                return None  # a dir, a FIFO, a device: as git lists it
+        return update, drop
 
     def _index_key(self) -> tuple[int, int, int] | None:
         """The shadow index's (mtime_ns, size, inode): changes whenever any git process rewrites it."""

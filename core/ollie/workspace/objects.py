@@ -16,7 +16,7 @@ from pathlib import Path
 ZERO = "0" * 40
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git knows it without storing it
 _OID = re.compile(r"[0-9a-f]{40}")
-_TREE, _GITLINK = "40000", "160000"
+DIR, GITLINK = "40000", "160000"
 # A raw diff entry, as `git diff-tree -r --raw` gives it: (path, status letter, old mode, new mode, old id, new id).
 Entry = tuple[str, str, str, str, str, str]
 
@@ -54,7 +54,7 @@ def _entries(git_dir: Path, oid: str | None) -> dict[str, tuple[str, str]]:
         space = data.index(b" ", pos)
         nul = data.index(b"\0", space)
         mode, name = data[pos:space].decode(), os.fsdecode(data[space + 1:nul])
-        out[name + "/" if mode == _TREE else name] = (mode, data[nul + 1:nul + 21].hex())
+        out[name + "/" if mode == DIR else name] = (mode, data[nul + 1:nul + 21].hex())
         pos = nul + 21
     return out
 
@@ -81,7 +81,7 @@ def tree_diff(git_dir: Path, before: str, after: str) -> list[Entry]:
             if key.endswith("/"):
                 walk(prefix + key, old_id, new_id)
                 continue
-            if _GITLINK in (old_mode, new_mode):
+            if GITLINK in (old_mode, new_mode):
                 continue  # nested repositories are never snapshotted
             path = prefix + key
             if old_id is None:
@@ -94,6 +94,32 @@ def tree_diff(git_dir: Path, before: str, after: str) -> list[Entry]:
 
     walk("", before, after)
     return out
+
+
+def held(git_dir: Path, tree: str, paths: set[str]) -> dict[str, str]:
+    """The mode of each of `paths` that tree `tree` holds (DIR for a subtree); NotLoose when a tree on the way is not
+    loose."""
+    seen: dict[str, dict[str, tuple[str, str]]] = {}  # each tree read once (the root's is every path's first)
+
+    def entries(oid: str) -> dict[str, tuple[str, str]]:
+        if oid not in seen:
+            seen[oid] = _entries(git_dir, oid)
+        return seen[oid]
+
+    found: dict[str, str] = {}
+    for path in paths:
+        *dirs, name = path.split("/")
+        oid: str | None = tree
+        for part in dirs:
+            oid = entries(oid).get(part + "/", ("", None))[1]
+            if oid is None:
+                break
+        else:
+            at = entries(oid)
+            mode = (at.get(name) or at.get(name + "/") or ("", ""))[0]
+            if mode:
+                found[path] = mode
+    return found
 
 
 def blobs(git_dir: Path, ids: list[str]) -> dict[str, bytes]:
