@@ -146,14 +146,11 @@ class Checkpoints:
 
     async def _snapshot(self) -> str:
         await self._ensure()
-        cursor, paths = await asyncio.to_thread(self._watch.since, self._cursor)
         cached = self._tree
-        if cached is None or cached[0] != self._index_key():
-            paths = None  # no tree yet, or the shadow index changed by another object (or a rewind)
-        elif paths == set():
+        cursor, paths, known = await asyncio.to_thread(self._events, cached)
+        if cached is not None and paths == set():
             self._cursor = cursor
             return cached[1]
-        known = await asyncio.to_thread(self._known, cached[1], paths) if cached is not None and paths else None
         update, drop = known if known is not None else await self._listed(paths)
         if drop:
             await self.git.run("update-index", "--force-remove", "-z", "--stdin",
@@ -172,6 +169,15 @@ class Checkpoints:
         self._tree = (key, tree) if key is not None else None
         self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
         return tree
+
+    def _events(self, cached: tuple[tuple[int, int, int], str] | None,
+                ) -> tuple[int, set[str] | None, tuple[set[str], set[str]] | None]:
+        """(a new cursor, the paths with events since this object's last snapshot, and `_known`'s answer for them);
+        no paths (None) when `cached` is not the tree the shadow index holds now. Blocks: in a thread."""
+        cursor, paths = self._watch.since(self._cursor)
+        if cached is None or cached[0] != self._index_key():
+            return cursor, None, None  # no tree yet, or the shadow index changed by another object (or a rewind)
+        return cursor, paths, self._known(cached[1], paths) if paths else None
 
     async def _listed(self, paths: set[str] | None) -> tuple[set[str], set[str]]:
         """(update, drop): the untracked (not ignored), modified and deleted paths among `paths` (None: the whole
