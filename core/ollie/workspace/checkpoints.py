@@ -13,6 +13,7 @@ from ollie import beneath, paths
 from ollie.workspace import objects
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
+from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
 from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
@@ -342,12 +343,14 @@ class Checkpoints:
         return Turn(session_id=session_id, turn=turn, checkpoint=checkpoint)
 
     async def record_turns(self, records: list[tuple[str, int, str]]) -> None:
-        """Log each (session, turn, checkpoint) as `record_turn` does, all in one `update-ref --stdin` (one process)."""
-        lines = [f"update {turn_ref(session_id, turn)} {checkpoint}\n" for session_id, turn, checkpoint in records]
-        if not lines:
+        """Log each (session, turn, checkpoint) as `record_turn` does: written as git writes refs (`ollie.workspace.refs`),
+        else all in one `update-ref --stdin` (one process)."""
+        updates = [(turn_ref(session_id, turn), checkpoint) for session_id, turn, checkpoint in records]
+        if not updates:
             return
         await self._ensure()
-        await self.git.run("update-ref", "--stdin", stdin="".join(lines).encode())
+        if not await asyncio.to_thread(write_refs, self.git.git_dir, updates):
+            await self.git.run("update-ref", "--stdin", stdin="".join(f"update {ref} {oid}\n" for ref, oid in updates).encode())
 
     async def delete_refs(self, refs: list[str]) -> None:
         """Delete those of `refs` that may exist, in one git call; none (and no scan) when none can."""
