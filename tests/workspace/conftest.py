@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,3 +28,19 @@ def project(tmp_path: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
     return root
+
+
+@pytest.fixture
+def git_ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The shadow git commands run (each still runs, for real), in order; clear it to count from a point."""
+    from ollie.workspace.shadowgit import ShadowGit
+
+    ran: list[str] = []
+    original = ShadowGit.run
+
+    async def run(self: ShadowGit, *args: str, **kwargs: Any) -> bytes:
+        ran.append(args[0])
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ShadowGit, "run", run)
+    return ran

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.sandbox import spawn_sandboxed
 from ollie.workspace import treewatch
@@ -186,3 +187,50 @@ async def test_lost_events_mean_a_full_scan(project: Path) -> None:
         os.close(two)
     (project / "late.txt").write_text("late\n")
     assert await _turn(tracker, 2, lambda: (project / "b.txt").write_text("b\n")) == ["b.txt"]
+
+
+async def test_events_on_tracked_files_need_no_listing_and_others_are_listed_by_git(project: Path,
+                                                                                  git_ran: list[str]) -> None:
+    tracker = ChangeTracker(project, SESSION)
+    cps = tracker.checkpoints
+    assert cps is not None
+    cps.max_file_bytes = 1024
+    (project / "kept.dat").write_text("tracked, then ignored\n")
+    await cps.snapshot()
+    with open(project / ".gitignore", "a") as rules:
+        rules.write("*.dat\n")  # a full scan follows (a .gitignore event): the tracked file stays checkpointed
+    await cps.snapshot()
+
+    async def step(act: Callable[[], object]) -> list[tuple[str, str]]:
+        before = await cps.snapshot()
+        git_ran.clear()
+        act()
+        return sorted((c.path, c.status) for c in await cps.changes(before))
+
+    # Tracked files written, deleted, made a symlink, grown past the cap: their lstat says all, no ls-files.
+    assert await step(lambda: (project / "src" / "app.py").write_text("new\n")) == [("src/app.py", "modified")]
+    assert git_ran == ["update-index", "write-tree"]
+    assert await step(lambda: (project / "kept.dat").write_text("ignored now, still ours\n")) == [
+        ("kept.dat", "modified")]  # as `ls-files -m` has it: a tracked file is listed whether or not ignored
+    assert await step(lambda: (project / "README.md").unlink()) == [("README.md", "deleted")]
+    assert git_ran == ["update-index", "write-tree"]
+    assert await step(lambda: ((project / "kept.dat").unlink(), (project / "kept.dat").symlink_to("src"))) == [
+        ("kept.dat", "modified")]
+    big = await step(lambda: (project / "src" / "app.py").write_bytes(b"y" * 4096))
+    assert big == [("src/app.py", "deleted")] and git_ran == ["update-index", "write-tree"]
+    # A new file (git judges the ignore rules) and a tracked file made a dir: git lists them.
+    assert await step(lambda: ((project / "n.log").write_text("ignored\n"), (project / "n.txt").write_text("n\n"))) == [
+        ("n.txt", "added")]
+    assert git_ran[0] == "ls-files"
+    assert await step(lambda: ((project / "n.txt").unlink(), (project / "n.txt").mkdir(),
+                               (project / "n.txt" / "in").write_text("in\n"))) == [
+        ("n.txt", "deleted"), ("n.txt/in", "added")]
+    assert git_ran[0] == "ls-files"
+    # ollie's own write (a temporary file renamed over the tracked one): the gone temporary file needs no listing.
+    assert await step(lambda: beneath.write_bytes_sync(project, "kept.dat", b"atomic\n")) == [("kept.dat", "modified")]
+    assert git_ran == ["update-index", "write-tree"]
+    # A tracked dir moved away (one event, for the dir): git lists what went with it.
+    (project / "pkg").mkdir()
+    (project / "pkg" / "m.py").write_text("m\n")
+    assert await step(lambda: (project / "pkg").rename(project.parent / "moved-out")) == [("pkg/m.py", "deleted")]
+    assert git_ran[0] == "ls-files"

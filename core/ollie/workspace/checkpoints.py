@@ -8,15 +8,17 @@ import stat
 from pathlib import Path
 
 from ollie import beneath
+from ollie.workspace import objects
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.refs import present_refs, session_ref, shadow_dir, turn_ref
+from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
 from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
 
 MAX_FILE_BYTES = 1 << 20
-_ZERO = "0" * 40
+_ZERO = objects.ZERO
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 _BINARY_SNIFF = 8000
 
@@ -33,7 +35,7 @@ def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
         return None, True
 
 
-def _file_changes(entries: list[tuple[str, str, str, str, str, str]], blobs: dict[str, bytes]) -> list[FileChange]:
+def _file_changes(entries: list[objects.Entry], blobs: dict[str, bytes]) -> list[FileChange]:
     """The FileChanges (texts, hunks) of diff-tree `entries` whose blobs are in `blobs`."""
     out: list[FileChange] = []
     for rel, code, old_mode, new_mode, old_id, new_id in entries:
@@ -124,14 +126,42 @@ class Checkpoints:
 
     async def _snapshot(self) -> str:
         await self._ensure()
-        cursor, paths = await asyncio.to_thread(self._watch.since, self._cursor)
         cached = self._tree
-        if cached is None or cached[0] != self._index_key():
-            paths = None  # no tree yet, or the shadow index changed by another object (or a rewind)
-        elif paths == set():
+        cursor, paths, known = await asyncio.to_thread(self._events, cached)
+        if cached is not None and paths == set():
             self._cursor = cursor
             return cached[1]
-        # Untracked (not ignored), modified and deleted paths, judged by the index's stat cache.
+        update, drop = known if known is not None else await self._listed(paths)
+        if drop:
+            await self.git.run("update-index", "--force-remove", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
+        if update:
+            await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
+        if paths is None and self._watch.has_linked:  # files with other names matter unless ignored (never read)
+            out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
+            self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
+        if not update and not drop and cached is not None and cached[0] == self._index_key():
+            self._cursor = cursor
+            return cached[1]
+        tree = (await self.git.run("write-tree")).decode().strip()
+        key = self._index_key()  # after write-tree: it may store its cache-tree in the index
+        self._tree = (key, tree) if key is not None else None
+        self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
+        return tree
+
+    def _events(self, cached: tuple[tuple[int, int, int], str] | None,
+                ) -> tuple[int, set[str] | None, tuple[set[str], set[str]] | None]:
+        """(a new cursor, the paths with events since this object's last snapshot, and `_known`'s answer for them);
+        no paths (None) when `cached` is not the tree the shadow index holds now. Blocks: in a thread."""
+        cursor, paths = self._watch.since(self._cursor)
+        if cached is None or cached[0] != self._index_key():
+            return cursor, None, None  # no tree yet, or the shadow index changed by another object (or a rewind)
+        return cursor, paths, self._known(cached[1], paths) if paths else None
+
+    async def _listed(self, paths: set[str] | None) -> tuple[set[str], set[str]]:
+        """(update, drop): the untracked (not ignored), modified and deleted paths among `paths` (None: the whole
+        tree), judged by git's `ls-files` with the index's stat cache."""
         listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard",
                                      *(("--", *(":(literal)" + p for p in sorted(paths))) if paths else ()))
         update: set[str] = set()
@@ -154,23 +184,42 @@ class Checkpoints:
         if untracked > self.max_files:
             raise CheckpointUnavailable(f"{self.root} has more than {self.max_files:,} files not ignored: "
                                         "too many to checkpoint")
-        if drop:
-            await self.git.run("update-index", "--force-remove", "-z", "--stdin",
-                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
-        if update:
-            await self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                               stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(update)))
-        if paths is None and self._watch.has_linked:  # files with other names matter unless ignored (never read)
-            out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
-            self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
-        if not update and not drop and cached is not None and cached[0] == self._index_key():
-            self._cursor = cursor
-            return cached[1]
-        tree = (await self.git.run("write-tree")).decode().strip()
-        key = self._index_key()  # after write-tree: it may store its cache-tree in the index
-        self._tree = (key, tree) if key is not None else None
-        self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
-        return tree
+        return update, drop
+
+    def _known(self, tree: str, paths: set[str]) -> tuple[set[str], set[str]] | None:
+        """(update, drop) for `paths` without `ls-files`, when each is a file the index holds (as `tree`, its last
+        write-tree) or was made and is gone (an atomic write's temporary file): a tracked file is checkpointed whether
+        or not git ignores it now, so its `lstat` says all. None when one is not (new: git must judge the ignore
+        rules; a dir, whose files may have gone without an event each; no longer a file or a symlink). Blocks: in a
+        thread."""
+        try:
+            modes = objects.held(self.git.git_dir, tree, paths)
+        except objects.NotLoose:
+            return None
+        update: set[str] = set()
+        drop: set[str] = set()
+        for rel in paths:
+            mode = modes.get(rel)
+            if mode in (objects.DIR, objects.GITLINK):
+                return None
+            try:
+                st = beneath.lstat_sync(self.root, rel)
+            except beneath.OutsideRoot:
+                if mode is not None:
+                    drop.add(rel)  # now below a symlinked directory (git would look through it)
+                continue
+            except OSError:
+                return None  # unreadable here: git judges it
+            if mode is None:
+                if st is not None:
+                    return None  # new: is it ignored?
+            elif st is None or stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:
+                update.add(rel)  # `--remove` drops it when gone
+            elif stat.S_ISREG(st.st_mode):
+                drop.add(rel)  # grew past the cap: stop tracking it
+            else:
+                return None  # a dir, a FIFO, a device: as git lists it
+        return update, drop
 
     def _index_key(self) -> tuple[int, int, int] | None:
         """The shadow index's (mtime_ns, size, inode): changes whenever any git process rewrites it."""
@@ -203,16 +252,33 @@ class Checkpoints:
             await self._ensure()
         if before == after:
             return []  # one tree: nothing differs (a step that wrote nothing runs no diff)
-        entries = await self._raw_diff(before, after)
+        try:
+            # The diff, the blobs and the hunks (CPU work on content tool code chose: a 1 MiB file of short lines)
+            # in one hop off the event loop, from the shadow's loose objects: no git process.
+            return await asyncio.to_thread(self._loose_changes, before, after)
+        except objects.NotLoose:
+            pass  # packed (or damaged): git reads it
+        entries = await self._git_diff(before, after)
         blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
-        # Diffing is CPU work on content tool code chose (a 1 MiB file of short lines): off the event loop.
         return await asyncio.to_thread(_file_changes, entries, blobs)
 
-    async def _raw_diff(self, before: str, after: str) -> list[tuple[str, str, str, str, str, str]]:
+    def _loose_changes(self, before: str, after: str) -> list[FileChange]:
+        """`changes` from loose objects alone (objects.NotLoose when one is not); blocks: in a thread."""
+        entries = objects.tree_diff(self.git.git_dir, before, after)
+        return _file_changes(entries, objects.blobs(self.git.git_dir, [i for e in entries for i in e[4:] if i != _ZERO]))
+
+    async def _raw_diff(self, before: str, after: str) -> list[objects.Entry]:
         """(path, status letter, old mode, new mode, old id, new id) of each file differing between two trees."""
+        try:
+            return await asyncio.to_thread(objects.tree_diff, self.git.git_dir, before, after)
+        except objects.NotLoose:
+            return await self._git_diff(before, after)
+
+    async def _git_diff(self, before: str, after: str) -> list[objects.Entry]:
+        """`_raw_diff` by `git diff-tree` (the objects are packed)."""
         raw = await self.git.run("diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", "--raw", before, after)
         fields = raw.split(b"\0")
-        entries: list[tuple[str, str, str, str, str, str]] = []
+        entries: list[objects.Entry] = []
         for meta, rel in zip(fields[0::2], fields[1::2], strict=False):
             if not meta.startswith(b":"):
                 continue
@@ -256,12 +322,14 @@ class Checkpoints:
         return Turn(session_id=session_id, turn=turn, checkpoint=checkpoint)
 
     async def record_turns(self, records: list[tuple[str, int, str]]) -> None:
-        """Log each (session, turn, checkpoint) as `record_turn` does, all in one `update-ref --stdin` (one process)."""
-        lines = [f"update {turn_ref(session_id, turn)} {checkpoint}\n" for session_id, turn, checkpoint in records]
-        if not lines:
+        """Log each (session, turn, checkpoint) as `record_turn` does: written as git writes refs (`ollie.workspace.refs`),
+        else all in one `update-ref --stdin` (one process)."""
+        updates = [(turn_ref(session_id, turn), checkpoint) for session_id, turn, checkpoint in records]
+        if not updates:
             return
         await self._ensure()
-        await self.git.run("update-ref", "--stdin", stdin="".join(lines).encode())
+        if not await asyncio.to_thread(write_refs, self.git.git_dir, updates):
+            await self.git.run("update-ref", "--stdin", stdin="".join(f"update {ref} {oid}\n" for ref, oid in updates).encode())
 
     async def delete_refs(self, refs: list[str]) -> None:
         """Delete those of `refs` that may exist, in one git call; none (and no scan) when none can."""

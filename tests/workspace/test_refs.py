@@ -1,0 +1,58 @@
+"""The turn log's refs written in-process are the refs git writes, and git writes them whenever that is not safe."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ollie.workspace import Checkpoints, turn_ref
+from ollie.workspace.refs import write
+from ollie.workspace.shadowgit import git_env
+
+SESSION = "1700000000000000000-abcdef"
+
+
+def _git(cps: Checkpoints, *args: str) -> str:
+    return subprocess.run(["git", *args], env=git_env(cps.git.git_dir, cps.root), cwd=cps.root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+async def test_a_turn_is_logged_without_git_and_git_reads_it(project: Path, git_ran: list[str]) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "new.txt").write_text("new\n")
+    after = await cps.snapshot()
+    git_ran.clear()
+    await cps.record_turns([(SESSION, 1, before), (SESSION + "-after", 1, after), ("odd id/é", 2, after)])
+    assert git_ran == []  # a session id that is not ref-safe too (hex-encoded)
+    await cps.record_turns([(SESSION, 1, after), (SESSION, 2, before)])  # an update, and a new ref
+    assert git_ran == []
+    refs = _git(cps, "for-each-ref", "--format=%(refname) %(objectname)", "refs/ollie/")
+    assert f"{turn_ref(SESSION, 1)} {after}" in refs and f"{turn_ref(SESSION, 2)} {before}" in refs
+    assert f"{turn_ref(SESSION + '-after', 1)} {after}" in refs
+    assert [t.checkpoint for t in await cps.list_turns(SESSION)] == [after, before]
+    assert [t.checkpoint for t in await cps.list_turns("odd id/é")] == [after]
+    assert not list(cps.git.git_dir.rglob("*.lock"))
+    _git(cps, "fsck", "--no-dangling")  # the refs are well-formed where git checks them
+
+
+async def test_a_held_lock_packed_refs_or_an_unknown_object_go_to_git(project: Path, git_ran: list[str]) -> None:
+    cps = Checkpoints(project)
+    tree = await cps.snapshot()
+    await cps.record_turns([(SESSION, 1, tree)])
+    ref = cps.git.git_dir / turn_ref(SESSION, 2)
+    held = ref.with_name(ref.name + ".lock")
+    held.write_text("another process's\n")
+    # A lock another git holds: nothing written here, nothing of its lock touched (git then waits for it).
+    assert not write(cps.git.git_dir, [(turn_ref(SESSION, 3), tree), (turn_ref(SESSION, 2), tree)])
+    assert held.read_text() == "another process's\n" and not ref.exists()
+    assert not (cps.git.git_dir / turn_ref(SESSION, 3)).exists()
+    assert not list(cps.git.git_dir.rglob("00000003*"))
+    held.unlink()
+    assert not write(cps.git.git_dir, [(turn_ref(SESSION, 2), "f" * 40)])  # no such object: git refuses it
+    assert not write(cps.git.git_dir, [("refs/heads/main", tree)])  # only the turn log's own refs
+    _git(cps, "pack-refs", "--all")
+    git_ran.clear()
+    await cps.record_turns([(SESSION, 2, tree)])
+    assert git_ran == ["update-ref"]
+    assert [t.turn for t in await cps.list_turns(SESSION)] == [1, 2]
