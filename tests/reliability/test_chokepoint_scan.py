@@ -71,6 +71,7 @@ ALLOWED = {
     ("core/ollie/workspace/ignored.py", "_user_text"): "the user's global git excludes (not the workspace)",
     ("core/ollie/workspace/objects.py", "read"): "the shadow repository's loose objects, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "write"): "the shadow repository's turn refs, in ollie's state dir",
+    ("core/ollie/workspace/refs.py", "_clear_stale"): "a turn ref's stale lock, in ollie's state dir",
     ("ollie_lsp/codeactions.py", "_answer_file"): "a code action's answer, written under ollie's state dir",
     ("ollie_lsp/lifecycle.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",

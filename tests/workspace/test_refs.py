@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -56,3 +57,18 @@ async def test_a_held_lock_packed_refs_or_an_unknown_object_go_to_git(project: P
     await cps.record_turns([(SESSION, 2, tree)])
     assert git_ran == ["update-ref"]
     assert [t.turn for t in await cps.list_turns(SESSION)] == [1, 2]
+
+
+async def test_a_lock_left_by_a_kill_between_lock_and_rename_does_not_block_that_turn_for_good(project: Path) -> None:
+    # git's own update-ref outlives a kill -9 of ollie and renames its lock; the in-process write does not.
+    cps = Checkpoints(project)
+    tree = await cps.snapshot()
+    ref = cps.git.git_dir / turn_ref(SESSION, 4)
+    ref.parent.mkdir(parents=True)
+    lock = ref.with_name(ref.name + ".lock")
+    lock.write_text("")
+    os.utime(lock, (1, 1))  # long ago
+    await cps.record_turns([(SESSION, 4, tree)])
+    assert [(t.turn, t.checkpoint) for t in await cps.list_turns(SESSION)] == [(4, tree)] and not lock.exists()
+    lock.write_text("")  # a fresh one: another process writing it now, which git waits for and reports
+    assert not write(cps.git.git_dir, [(turn_ref(SESSION, 4), tree)]) and lock.exists()

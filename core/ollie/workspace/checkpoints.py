@@ -178,7 +178,7 @@ class Checkpoints:
             untracked += tag == b"?"
             if rel in over:
                 if tag != b"?":
-                    drop.add(rel)  # tracked, and grew past the cap: stop tracking it
+                    drop.add(rel)  # tracked, and grew past the cap or is no file now: stop tracking it
                 continue
             update.add(rel)
         if untracked > self.max_files:
@@ -230,7 +230,8 @@ class Checkpoints:
         return st.st_mtime_ns, st.st_size, st.st_ino
 
     def _inspect(self, rels: list[str]) -> tuple[set[str], set[str]]:
-        """Those of `rels` that are regular files over the size cap (left as they are), and those below a symlink."""
+        """Those of `rels` git must not store (regular files over the size cap; FIFOs, sockets and devices, which
+        `update-index` refuses), left as they are, and those below a symlink."""
         over, beyond = set(), set()
         for rel in rels:
             try:
@@ -240,7 +241,10 @@ class Checkpoints:
                 continue
             except OSError:
                 continue
-            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+            if st is None or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                continue
+            # A FIFO where a tracked file was failed every snapshot after it: the writes it hid were never undoable.
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_file_bytes:
                 over.add(rel)
         return over, beyond
 

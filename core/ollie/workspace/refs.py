@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import re
+import time
 from pathlib import Path
 
 from ollie import paths
@@ -63,6 +64,7 @@ def write(git_dir: Path, updates: list[tuple[str, str]]) -> bool:
             path = git_dir / ref
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = path.with_name(path.name + ".lock")
+            _clear_stale(lock)
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
             locks.append((lock, path))
             with os.fdopen(fd, "w") as out:
@@ -75,3 +77,13 @@ def write(git_dir: Path, updates: list[tuple[str, str]]) -> bool:
                 lock.unlink()  # those not renamed yet: git then writes them all again (the same values)
         return False
     return True
+
+
+def _clear_stale(lock: Path) -> None:
+    """Remove a ref's lock left by a process killed between its lock and its rename (ours hold it for microseconds;
+    a git process outlives ollie's kill, but this write does not): else that turn's ref could never be written."""
+    from ollie.workspace.shadowgit import STALE_LOCK_S  # only with a write: the turn's start loads none of git
+
+    with contextlib.suppress(FileNotFoundError):
+        if time.time() - lock.lstat().st_mtime > STALE_LOCK_S:
+            lock.unlink()

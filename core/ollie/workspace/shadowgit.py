@@ -38,7 +38,7 @@ _OPTIONS = (
 )
 _LOCK_RETRIES = 40
 _LOCK_WAIT_S = 0.05
-_STALE_LOCK_S = 30.0
+STALE_LOCK_S = 30.0
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
 ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
 
@@ -105,7 +105,7 @@ class ShadowGit:
         """Remove an index lock left by a process that died mid-command (ours hold it for milliseconds)."""
         lock = self.git_dir / "index.lock"
         try:
-            if time.time() - lock.stat().st_mtime > _STALE_LOCK_S:
+            if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
                 lock.unlink()
         except FileNotFoundError:
             pass
