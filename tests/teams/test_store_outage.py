@@ -205,7 +205,9 @@ async def test_a_session_closed_while_the_store_is_down_tells_the_user_and_keeps
 async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(database, scripted_llm, tmp_path):
     url, admin = database
     llm = scripted_llm("openai", check=False)
-    llm.script(Reply(text="a slow answer", delay=1.5))
+    # Slow enough for the store to go down mid-turn. The delay comes before each streamed frame: the text in one chunk
+    # keeps it to a few (in 4-character chunks, 1.5 s each, the answer took 9 s).
+    llm.script(Reply(text="a slow answer", chunk_size=len("a slow answer"), delay=0.5))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ollie.cli", "-p", "hello", "--no-preflight", stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=home_env(tmp_path, **llm.env(), OLLIE_STORE=url))

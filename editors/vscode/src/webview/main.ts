@@ -193,8 +193,12 @@ document.addEventListener("click", (event) => {
   if (!target) {
     const link = (event.target as HTMLElement).closest("a");
     const href = link?.getAttribute("href") ?? "";
-    // Links the model wrote to something that is not a web page would navigate the view away.
-    if (link && !/^https?:/.test(href)) event.preventDefault();
+    // Links the model wrote to something that is not a web page would navigate the view away; VS Code's webview host
+    // (listening on the window, after us) would open them too: in VS Code for the Web, a browser tab on a dead URL.
+    if (link && !/^https?:/.test(href)) {
+      event.preventDefault();
+      event.stopPropagation();
+    }
     // A markdown link to a file (`[app.py](src/app.py#L3)`) opens it in the editor, as an inline path does.
     const file = link ? linkedFile(href) : undefined;
     if (file) post(file.line ? { type: "openFile", path: file.path, line: file.line } : { type: "openFile", path: file.path });

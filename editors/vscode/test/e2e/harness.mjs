@@ -42,6 +42,8 @@ export const work = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
 export const artifacts = process.env.OLLIE_E2E_ARTIFACTS || path.join(work, "artifacts");
 fs.mkdirSync(artifacts, { recursive: true });
 const children = [];
+/** Pages the browser opened as popups: none is expected (see startVSCode). */
+const strayPages = [];
 
 /** Log a progress line to stderr. */
 export function log(message) {
@@ -192,6 +194,10 @@ export async function startVSCode(workspace, dirs, env) {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   // Copy buttons write to the clipboard; grant it so navigator.clipboard works in the webview.
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: address.replace(/\/$/, "") }).catch(() => undefined);
+  // A page the workbench opens by itself (a popup: a link VS Code took from a webview) is a stray browser tab to the user.
+  context.on("page", async (opened) => {
+    if (await opened.opener()) strayPages.push(opened);
+  });
   const page = await context.newPage();
   page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
   await page.goto(`${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
@@ -345,6 +351,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
       screenshot: (name) => page.screenshot({ path: path.join(artifacts, `${name}.png`) }),
     };
     await scenario(ctx);
+    if (strayPages.length) throw new Error(`the browser opened a tab by itself: ${strayPages.map((p) => p.url()).join(", ")}`);
     console.log("E2E PASSED");
   } catch (err) {
     if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);

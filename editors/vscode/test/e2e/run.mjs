@@ -363,6 +363,11 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await stop.click();
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
   await stop.waitFor({ state: "hidden", timeout: waitMs });
+  // What the user sees of the queue once Stop is done; Restart (step 10) before it raced the chat's bookkeeping of the
+  // stopped turn, which could hold the queue of the session again after the restart and run it before the next prompt.
+  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
+  // (The injected prompt too, when Stop came before the turn took it.)
+  await chat.locator(".item.notice", { hasText: "Stop held the queue" }).waitFor({ timeout: waitMs });
   const partial = (await slow.textContent()) ?? "";
   if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
   log(`jump to latest shown while scrolled up; queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
