@@ -11,7 +11,9 @@ import hashlib
 import http.server
 import io
 import os
+import socket
 import ssl
+import tempfile
 import textwrap
 import threading
 import zipfile
@@ -421,6 +423,24 @@ async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
         assert (await listed.decide(egress.normal_host(host), 443))["verdict"] == "allowed", host
     step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
     assert (await step.decide("93.184.215.14", 443))["verdict"] == "allowed" and asked == ["93.184.215.14"]
+
+
+async def test_a_long_tmpdir_still_gets_a_socket_steps_can_reach(tmp_path, monkeypatch) -> None:
+    # sun_path holds 108 bytes: under a deep TMPDIR (and no XDG_RUNTIME_DIR) the proxy's socket must still bind,
+    # or every proxied step fails to start ("AF_UNIX path too long", seen under pytest-xdist's deeper tmp dirs).
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR again
+    proxy = egress.EgressProxy()
+    proxy.start()
+    try:
+        assert len(os.fsencode(proxy.path)) < 108, proxy.path
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as client:
+            client.connect(proxy.path)
+    finally:
+        proxy.close()
 
 
 def client_hello(server_name: str) -> bytes:

@@ -281,9 +281,9 @@ class EgressProxy:
         # holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's dir goes.
         self._lock = os.open(os.path.join(self._dir, "owner.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_SH)
-        if len(self.path) > 100:  # sun_path holds 108 bytes
+        if len(self.path) > 100:  # sun_path holds 108 bytes; a long TMPDIR would overflow it again
             shutil.rmtree(self._dir)
-            self._dir = tempfile.mkdtemp(prefix="ollie-egress-")
+            self._dir = tempfile.mkdtemp(prefix="ollie-egress-", dir="/tmp")
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server.bind(self.path)
         server.listen(64)
