@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ollie.sessions.logformat import SessionFileNotFoundError
 from ollie.sessions.persist import load
 from ollie.sessions.session import Session, new_session_id
 
@@ -61,7 +62,12 @@ def test_kill_minus_9_at_random_instants_loses_at_most_the_round_in_progress(tmp
         start, last_saved = _run_and_kill(tmp_path, session_id, rng.uniform(0.0, 0.12))
         # Each run resumes exactly where the committed state of the last one ended.
         assert start == previous, f"iteration {iteration}: resumed at {start}, expected {previous}"
-        session = load(tmp_path, session_id)
+        try:
+            session = load(tmp_path, session_id)
+        except SessionFileNotFoundError:
+            # Killed before its first save (a slow start on a loaded machine): none reported saved, none there.
+            assert last_saved == previous == 0, (iteration, last_saved, previous)
+            continue
         rounds = session.total_requests
         # Every round reported saved is there; at most the one in progress beyond it.
         assert last_saved <= rounds <= last_saved + 1, (iteration, last_saved, rounds)
