@@ -157,11 +157,26 @@ function H:draw_context(session, running, after)
       M.render(self.transcript, res.messages, running)
     end
     local stop = held.ended -- how the last turn ended, unless another began since
+    local last = nil -- the last prompt drawn
+    for _, m in ipairs(not err and res.messages or {}) do
+      if m.role == "user" and type(m.content) == "string" then
+        last = m.content
+      end
+    end
+    local replay = false
     for _, ev in ipairs(held.events) do
       -- What they said before the answer is in it (a turn's end line too); a turn's start or end still tells the state.
+      -- But a turn (a queued prompt's) that began after the history was read: its prompt and what follows are not
+      -- in it, and are drawn from the held events. Before, its `## You` heading was lost.
+      if ev.role == "user" and not replay and not err then
+        local text = ev.content or ""
+        replay = last == nil or last:sub(1, #text) ~= text
+      end
       if ev.role == "turn" then
         self:on_event(ev, not err)
         stop = ev.content ~= "start" and ev.content or nil
+      elseif replay then
+        self:on_event(ev)
       end
     end
     if stop and not err then
