@@ -57,7 +57,7 @@ def _apply(root: Path, changes: list[FileChange]) -> None:
     """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
 
     Refused before anything is touched when a path to be written holds a file the checkpoints do not track
-    (ignored, or over the size cap): the rewind would destroy it.
+    (ignored, over the size cap, or a FIFO, socket or device): the rewind would destroy it.
     """
     for change in changes:
         try:
@@ -65,7 +65,7 @@ def _apply(root: Path, changes: list[FileChange]) -> None:
         except beneath.OutsideRoot:
             continue  # below a symlink the rewind itself removes (else the write is refused)
         if found not in (None, "dir"):
-            raise WorkspaceError(f"{change.path} exists but is not checkpointed (ignored or too large); "
+            raise WorkspaceError(f"{change.path} exists but is not checkpointed (ignored, too large or not a file); "
                                  "move it away first")
     gone = sorted((c.path for c in changes if c.new_data is None), key=lambda p: p.count("/"), reverse=True)
     for rel in gone:
