@@ -196,8 +196,13 @@ async def test_a_worker_steps_mount_namespace_outlives_its_process_until_the_sta
     assert namespace != os.readlink("/proc/self/ns/mnt")
 
     def held() -> bool:
-        fds = Path(f"/proc/{supervisor}/fd")
-        return any(os.readlink(fd) == namespace for fd in fds.iterdir())
+        for fd in Path(f"/proc/{supervisor}/fd").iterdir():
+            try:  # the supervisor opens and closes its own fds meanwhile
+                if os.readlink(fd) == namespace:
+                    return True
+            except FileNotFoundError:
+                continue
+        return False
 
     wait_until(held, "the supervisor never held the step's mount namespace", timeout=5)
     proc.kill_group()
