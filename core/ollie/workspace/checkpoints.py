@@ -202,20 +202,18 @@ class Checkpoints:
             mode = modes.get(rel)
             if mode in (objects.DIR, objects.GITLINK):
                 return None
-            try:
-                st = beneath.lstat_sync(self.root, rel)
-            except beneath.OutsideRoot:
+            found = self._lstat_kind(rel)
+            if found == "beyond":
                 if mode is not None:
                     drop.add(rel)  # now below a symlinked directory (git would look through it)
-                continue
-            except OSError:
+            elif found == "unreadable":
                 return None  # unreadable here: git judges it
-            if mode is None:
-                if st is not None:
+            elif mode is None:
+                if found != "gone":
                     return None  # new: is it ignored?
-            elif st is None or stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:
+            elif found in ("gone", "kept"):
                 update.add(rel)  # `--remove` drops it when gone
-            elif stat.S_ISREG(st.st_mode):
+            elif found == "over":
                 drop.add(rel)  # grew past the cap: stop tracking it
             else:
                 return None  # a dir, a FIFO, a device: as git lists it
@@ -234,19 +232,31 @@ class Checkpoints:
         `update-index` refuses), left as they are, and those below a symlink."""
         over, beyond = set(), set()
         for rel in rels:
-            try:
-                st = beneath.lstat_sync(self.root, rel.rstrip("/"))
-            except beneath.OutsideRoot:
+            found = self._lstat_kind(rel.rstrip("/"))
+            if found == "beyond":
                 beyond.add(rel)
-                continue
-            except OSError:
-                continue
-            if st is None or stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-                continue
-            # A FIFO where a tracked file was failed every snapshot after it: the writes it hid were never undoable.
-            if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_file_bytes:
+            elif found in ("over", "special"):
+                # A FIFO where a tracked file was failed every snapshot after it: the writes it hid were never undoable.
                 over.add(rel)
         return over, beyond
+
+    def _lstat_kind(self, rel: str) -> str:
+        """What a snapshot makes of `rel` by its lstat: "kept" (a symlink, or a file within the size cap), "over" (a
+        file past it), "gone", "dir", "special" (a FIFO, socket or device), "beyond" (below a symlink) or
+        "unreadable"."""
+        try:
+            st = beneath.lstat_sync(self.root, rel)
+        except beneath.OutsideRoot:
+            return "beyond"
+        except OSError:
+            return "unreadable"
+        if st is None:
+            return "gone"
+        if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:
+            return "kept"
+        if stat.S_ISREG(st.st_mode):
+            return "over"
+        return "dir" if stat.S_ISDIR(st.st_mode) else "special"
 
     async def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """The files that differ from checkpoint `before` to `after` (None: the work tree now), with hunks."""
