@@ -273,12 +273,6 @@ async def stream_frames(
         await response.aclose()
 
 
-# The JSON scanner itself: one C call per frame, where json.loads adds three Python frames and two regex
-# matches (a stream of 20,000 deltas decodes 20,000 of these). Whitespace around the value or garbage
-# falls back to json.loads, for its answer or its error.
-_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # pyright: ignore[reportAttributeAccessIssue]
-
-
 class FrameBatch:
     """The frames of one network read, each transformed as the consumer iterates to it.
 
@@ -309,12 +303,6 @@ class FrameBatch:
 
 def parse_json_data(data: str, *, backend: str) -> Any:
     """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
-    try:
-        obj, end = _scan(data, 0)
-        if end == len(data):
-            return obj
-    except (StopIteration, ValueError, RecursionError):
-        pass
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
