@@ -75,38 +75,24 @@ class OpenAIBackend(HTTPBackend):
             "/chat/completions", body, framing="sse", is_terminator=_is_done, skip=_is_done,
         )) as chunks:
             async for batch in chunks:
-                texts: list[str] = []  # the text deltas of one network read, handed on as one event
-                try:
-                    for chunk in batch:
-                        if chunk.get("usage"):
-                            usage = _usage(chunk["usage"])
-                        for choice in chunk.get("choices") or []:
-                            delta = choice.get("delta") or {}
-                            if len(delta) == 1 and (text := delta.get("content")) and not choice.get("finish_reason"):
-                                texts.append(text)  # the usual frame, a text delta alone: the checks below skipped
-                                continue
-                            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-                            content = delta.get("content") or ""
-                            if reasoning or content:
-                                if texts:  # in order: the text before this delta first
-                                    yield StreamEvent("".join(texts))
-                                    texts = []
-                                yield StreamEvent(content=content, reasoning=reasoning)
-                            for part in delta.get("tool_calls") or []:
-                                calls.add(part)
-                            if delta.get("function_call"):
-                                calls.add_legacy(delta["function_call"])
-                            if choice.get("finish_reason"):
-                                # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
-                                # "max_tokens" (length: cut at the output token limit).
-                                finish = choice["finish_reason"]
-                                stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
-                except Exception:
-                    if texts:  # an error frame (or a malformed one) after text in the same read: the text first
-                        yield StreamEvent("".join(texts))
-                    raise
-                if texts:
-                    yield StreamEvent("".join(texts))
+                for chunk in batch:
+                    if chunk.get("usage"):
+                        usage = _usage(chunk["usage"])
+                    for choice in chunk.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+                        content = delta.get("content") or ""
+                        if reasoning or content:
+                            yield StreamEvent(content=content, reasoning=reasoning)
+                        for part in delta.get("tool_calls") or []:
+                            calls.add(part)
+                        if delta.get("function_call"):
+                            calls.add_legacy(delta["function_call"])
+                        if choice.get("finish_reason"):
+                            # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
+                            # "max_tokens" (length: cut at the output token limit).
+                            finish = choice["finish_reason"]
+                            stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
         yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:
