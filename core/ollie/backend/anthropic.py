@@ -135,14 +135,6 @@ def _update_usage(usage: Usage, raw: dict[str, Any]) -> None:
             setattr(usage, field, raw[key])
 
 
-def _tool_input(arguments: str) -> Any:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}  # keep malformed arguments rather than drop them
-    return value if isinstance(value, dict) else {"_value": value}
-
-
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
@@ -155,7 +147,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls if message.role == "assistant" else []:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)})
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object()})
     return blocks
 
 

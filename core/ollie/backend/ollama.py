@@ -132,18 +132,10 @@ def _wire_message(message: Message) -> dict[str, Any]:
     if message.images:  # Ollama takes a message's images as bare base64 strings
         out["images"] = [i.data for i in message.images]
     if message.role == "assistant" and message.tool_calls:
-        out["tool_calls"] = [
-            {"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}} for c in message.tool_calls
+        out["tool_calls"] = [  # Ollama wants the arguments as an object, not a JSON string
+            {"function": {"name": c.name, "arguments": c.arguments_object()}} for c in message.tool_calls
         ]
     return out
-
-
-def _arguments_object(arguments: str) -> Any:
-    """Ollama wants arguments as an object, not a JSON string."""
-    try:
-        return json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}
 
 
 def _stop(done_reason: object) -> str:

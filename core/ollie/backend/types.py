@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +18,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str = "{}"
+
+    def arguments_object(self) -> dict[str, Any]:
+        """The arguments as the JSON object a vendor wants sent back (Anthropic's `input`, Ollama's `arguments`)."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except ValueError:
+            return {"_raw_arguments": self.arguments}  # keep malformed arguments rather than drop them
+        return value if isinstance(value, dict) else {"_value": value}
 
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what an Image may be
