@@ -74,28 +74,27 @@ class AnthropicBackend(HTTPBackend):
             "/v1/messages", body, framing="sse", is_terminator=_is_message_stop,
             skip=lambda frame: not frame.data or frame.event == "ping",
         )) as events:
-            async for batch in events:
-                for data in batch:
-                    kind = data.get("type")
-                    if kind == "message_start":
-                        _update_usage(usage, (data.get("message") or {}).get("usage") or {})
-                    elif kind == "content_block_start":
-                        blocks[data.get("index", len(blocks))] = dict(data.get("content_block") or {}, partial_json="")
-                    elif kind == "content_block_delta":
-                        delta = data.get("delta") or {}
-                        block = blocks.setdefault(data.get("index", 0), {"type": "text", "partial_json": ""})
-                        dtype = delta.get("type")
-                        if dtype == "text_delta" and delta.get("text"):
-                            yield StreamEvent(content=delta["text"])
-                        elif dtype == "thinking_delta" and delta.get("thinking"):
-                            yield StreamEvent(reasoning=delta["thinking"])
-                        elif dtype == "signature_delta":
-                            signature += delta.get("signature") or ""
-                        elif dtype == "input_json_delta":
-                            block["partial_json"] += delta.get("partial_json") or ""
-                    elif kind == "message_delta":
-                        stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
-                        _update_usage(usage, data.get("usage") or {})
+            async for data in events:
+                kind = data.get("type")
+                if kind == "message_start":
+                    _update_usage(usage, (data.get("message") or {}).get("usage") or {})
+                elif kind == "content_block_start":
+                    blocks[data.get("index", len(blocks))] = dict(data.get("content_block") or {}, partial_json="")
+                elif kind == "content_block_delta":
+                    delta = data.get("delta") or {}
+                    block = blocks.setdefault(data.get("index", 0), {"type": "text", "partial_json": ""})
+                    dtype = delta.get("type")
+                    if dtype == "text_delta" and delta.get("text"):
+                        yield StreamEvent(content=delta["text"])
+                    elif dtype == "thinking_delta" and delta.get("thinking"):
+                        yield StreamEvent(reasoning=delta["thinking"])
+                    elif dtype == "signature_delta":
+                        signature += delta.get("signature") or ""
+                    elif dtype == "input_json_delta":
+                        block["partial_json"] += delta.get("partial_json") or ""
+                elif kind == "message_delta":
+                    stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
+                    _update_usage(usage, data.get("usage") or {})
         calls = [
             ToolCall(id=b.get("id", ""), name=b.get("name", ""), arguments=_arguments(b))
             for _, b in sorted(blocks.items())

@@ -64,25 +64,24 @@ class OllamaBackend(HTTPBackend):
         async with aclosing(self._stream_json(
             "/api/chat", body, framing="ndjson", is_terminator=_is_done,
         )) as objects:
-            async for batch in objects:
-                for obj in batch:
-                    message = obj.get("message") or {}
-                    if message.get("content") or message.get("thinking"):
-                        yield StreamEvent(content=message.get("content") or "", reasoning=message.get("thinking") or "")
-                    for raw in message.get("tool_calls") or []:
-                        function = raw.get("function") or {}
-                        args = function.get("arguments", {})
-                        calls.append(ToolCall(
-                            id=raw.get("id") or f"call_{len(calls)}",
-                            name=function.get("name", ""),
-                            arguments=args if isinstance(args, str) else json.dumps(args),
-                        ))
-                    if obj.get("done") is True:
-                        usage = Usage(
-                            input_tokens=int(obj.get("prompt_eval_count") or 0),
-                            output_tokens=int(obj.get("eval_count") or 0),
-                        )
-                        yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=_stop(obj.get("done_reason")))
+            async for obj in objects:
+                message = obj.get("message") or {}
+                if message.get("content") or message.get("thinking"):
+                    yield StreamEvent(content=message.get("content") or "", reasoning=message.get("thinking") or "")
+                for raw in message.get("tool_calls") or []:
+                    function = raw.get("function") or {}
+                    args = function.get("arguments", {})
+                    calls.append(ToolCall(
+                        id=raw.get("id") or f"call_{len(calls)}",
+                        name=function.get("name", ""),
+                        arguments=args if isinstance(args, str) else json.dumps(args),
+                    ))
+                if obj.get("done") is True:
+                    usage = Usage(
+                        input_tokens=int(obj.get("prompt_eval_count") or 0),
+                        output_tokens=int(obj.get("eval_count") or 0),
+                    )
+                    yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=_stop(obj.get("done_reason")))
 
     async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
         """Ollama's own fill-in-the-middle: `/api/generate` with `suffix` (the model's template places it)."""

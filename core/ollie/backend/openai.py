@@ -74,25 +74,24 @@ class OpenAIBackend(HTTPBackend):
         async with aclosing(self._stream_json(
             "/chat/completions", body, framing="sse", is_terminator=_is_done, skip=_is_done,
         )) as chunks:
-            async for batch in chunks:
-                for chunk in batch:
-                    if chunk.get("usage"):
-                        usage = _usage(chunk["usage"])
-                    for choice in chunk.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-                        content = delta.get("content") or ""
-                        if reasoning or content:
-                            yield StreamEvent(content=content, reasoning=reasoning)
-                        for part in delta.get("tool_calls") or []:
-                            calls.add(part)
-                        if delta.get("function_call"):
-                            calls.add_legacy(delta["function_call"])
-                        if choice.get("finish_reason"):
-                            # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
-                            # "max_tokens" (length: cut at the output token limit).
-                            finish = choice["finish_reason"]
-                            stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
+            async for chunk in chunks:
+                if chunk.get("usage"):
+                    usage = _usage(chunk["usage"])
+                for choice in chunk.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+                    content = delta.get("content") or ""
+                    if reasoning or content:
+                        yield StreamEvent(content=content, reasoning=reasoning)
+                    for part in delta.get("tool_calls") or []:
+                        calls.add(part)
+                    if delta.get("function_call"):
+                        calls.add_legacy(delta["function_call"])
+                    if choice.get("finish_reason"):
+                        # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
+                        # "max_tokens" (length: cut at the output token limit).
+                        finish = choice["finish_reason"]
+                        stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
         yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:

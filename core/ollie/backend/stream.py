@@ -10,7 +10,7 @@ import json
 import os
 import ssl
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -189,16 +189,11 @@ async def stream_frames(
     hint: str = "",
     keepalive: Callable[[Any], bool] = _never,
     transform: Callable[[Any], Any] = _same,
-) -> AsyncGenerator[FrameBatch, None]:
-    """POST `body` and yield, the moment their bytes arrive, the SSE events / NDJSON objects of each body piece.
+) -> AsyncGenerator[Any, None]:
+    """POST `body` and yield, the moment their bytes arrive, its SSE events / NDJSON objects run through `transform`.
 
-    One `FrameBatch` per piece httpx hands on (a chunk of a chunked body, or
-    what one read brought), not one step per frame: a piece holding several
-    frames is one batch; a frame that arrives alone is a batch of its own,
-    handed on at once. Iterating a batch runs each frame through
-    `transform` (`_SKIP` drops it; what it raises, the consumer's loop raises,
-    after the frames before it). The consumer iterates each batch before
-    asking for the next.
+    `transform` decodes a frame (`_SKIP` drops it; what it raises ends the
+    stream, after the frames before it).
     `limits` bound the reply: its head's deadline, the time between two frames
     that are not `keepalive` (SSE comments are no frames at all), its size.
     Raises the typed error for a failed status, BackendUnreachableError (with
@@ -253,10 +248,11 @@ async def stream_frames(
                     deadline = now + limits.idle_s
                 elif chunk is not None and now > deadline:
                     raise StreamDropError(f"{backend}: no event for {limits.idle_s:g} s")
-                if frames:
-                    batch = FrameBatch(frames, transform, is_terminator)
-                    yield batch
-                    if batch.ended:
+                for frame in frames:
+                    out = transform(frame)
+                    if out is not _SKIP:
+                        yield out
+                    if is_terminator(frame):
                         await _read_to_the_end(chunks)
                         return
                 if chunk is None:
@@ -271,34 +267,6 @@ async def stream_frames(
         raise TransientError(f"{backend}: malformed stream: {exc}") from exc
     finally:
         await response.aclose()
-
-
-class FrameBatch:
-    """The frames of one network read, each transformed as the consumer iterates to it.
-
-    Lazily: a read under a flood holds hundreds of frames, and decoding them
-    all up front would keep hundreds of JSON objects alive at once, which the
-    cyclic GC then promotes and walks; one at a time, each dies before the next is made.
-    """
-
-    __slots__ = ("_frames", "_transform", "_is_terminator", "ended")
-
-    def __init__(self, frames: list[Any], transform: Callable[[Any], Any],
-                 is_terminator: Callable[[Any], bool]) -> None:
-        self._frames = frames
-        self._transform = transform
-        self._is_terminator = is_terminator
-        self.ended = False  # the terminator was among the frames iterated
-
-    def __iter__(self) -> Iterator[Any]:
-        transform, is_terminator = self._transform, self._is_terminator
-        for frame in self._frames:
-            out = transform(frame)
-            if out is not _SKIP:
-                yield out
-            if is_terminator(frame):
-                self.ended = True
-                return
 
 
 def parse_json_data(data: str, *, backend: str) -> Any:
@@ -462,9 +430,8 @@ class HTTPBackend:
         framing: Framing,
         is_terminator: Callable[[Any], bool],
         skip: Callable[[Any], bool] = _never,
-    ) -> AsyncGenerator[FrameBatch, None]:
-        """`stream_frames` decoded: per network read, its frames' JSON objects (`skip`ped frames aside); error
-        objects raised typed."""
+    ) -> AsyncGenerator[Any, None]:
+        """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside); error objects raised typed."""
         name = self.name
         sse = framing == "sse"
 
