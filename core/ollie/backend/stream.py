@@ -109,10 +109,6 @@ async def failed_status(response: httpx.Response, *, backend: str) -> BackendErr
     return None
 
 
-def _same(frame: Any) -> Any:
-    return frame
-
-
 def _never(frame: object) -> bool:
     return False
 
@@ -185,10 +181,10 @@ async def stream_frames(
     framing: Framing,
     is_terminator: Callable[[Any], bool],
     backend: str,
-    limits: ReplyLimits = DEFAULT_LIMITS,
-    hint: str = "",
-    keepalive: Callable[[Any], bool] = _never,
-    transform: Callable[[Any], Any] = _same,
+    limits: ReplyLimits,
+    hint: str,
+    keepalive: Callable[[Any], bool],
+    transform: Callable[[Any], Any],
 ) -> AsyncGenerator[Any, None]:
     """POST `body` and yield, the moment their bytes arrive, its SSE events / NDJSON objects run through `transform`.
 
@@ -235,12 +231,9 @@ async def stream_frames(
             while True:
                 chunk = await anext(chunks, None)
                 now = clock()
-                if now > slice_end:
-                    await share.give_way()  # see _FAIR_SLICE_S
-                    stepping = share.pass_no
-                    slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
-                elif share.pass_no != stepping:  # woken by the network in a later pass: a step of that one
-                    await share.wait_turn()
+                if now > slice_end or share.pass_no != stepping:
+                    # Its slice spent (see _FAIR_SLICE_S), or woken by the network in a later pass: a step of that one.
+                    await (share.give_way() if now > slice_end else share.wait_turn())
                     stepping = share.pass_no
                     slice_end = clock() + max(_FAIR_SLICE_S / _reading[0], _MIN_SLICE_S)
                 frames = decoder.feed(chunk) if chunk is not None else decoder.finish()
