@@ -101,16 +101,12 @@ def _pieces(value: Any, out: _Pieces) -> None:
 
 
 def encode_chunks(value: Any) -> list[bytes]:
-    """The bytes of `encode_json(value)` as chunks: no join of them all, no mass of pieces freed at once."""
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()` as chunks: no join of
+    them all, no mass of pieces freed at once."""
     out = _Pieces()
     _pieces(value, out)
     out.flush()
     return out.chunks
-
-
-def encode_json(value: Any) -> bytes:
-    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()`, in pieces."""
-    return b"".join(encode_chunks(value))
 
 
 def _release(value: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from ollie.backend.stream import BODY_SLICE
 from ollie.backend.types import Message, ToolCall
-from ollie.jsonpieces import INLINE_MESSAGES, encode_json, encoded
+from ollie.jsonpieces import INLINE_MESSAGES, encode_chunks, encoded
 from ollie.testing import Reply
 
 from .conftest import FORMATS, READ_TOOL, collect
@@ -30,12 +30,12 @@ def _reference(value: Any) -> bytes:
     [LONG, [LONG, {"k": (1, 2.5, False)}]], LONG, {}, [], "", 0,
 ], ids=["many messages", "long strings", "nested", "one long string", "empty dict", "empty list", "empty", "int"])
 def test_encoded_in_pieces_is_byte_for_byte_one_dumps(value):
-    assert encode_json(value) == _reference(value)
+    assert b"".join(encode_chunks(value)) == _reference(value)
 
 
 def test_nan_is_refused_as_json_dumps_refuses_it():
     with pytest.raises(ValueError):
-        encode_json({"messages": [{"x": float("nan")}] * 300})
+        encode_chunks({"messages": [{"x": float("nan")}] * 300})
 
 
 def test_no_cycle_collection_runs_while_a_long_body_is_built_and_only_its_bytes_are_kept():
