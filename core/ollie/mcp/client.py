@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ollie.mcp.config import ServerSpec
 
@@ -212,16 +212,14 @@ class McpServer:
             self._changed()
             if was_ready:
                 attempt = 0
+            self.state, self.error = "failed", why
+            self._ready.set()
             if attempt >= len(BACKOFF_S):
-                self.state, self.error = "failed", why
-                self._ready.set()
                 self._notify(f"MCP server {self.spec.name!r} failed and was given up: {why}")
                 return
             delay = BACKOFF_S[attempt]
             attempt += 1
             self.restarts += 1
-            self.state, self.error = "failed", why
-            self._ready.set()
             self._notify(f"MCP server {self.spec.name!r} failed ({why}); restarting in {delay:g}s")
             await asyncio.sleep(delay)
             self.state = "starting"
@@ -386,11 +384,28 @@ class McpServer:
                 await self._task
 
 
-class _Outbox:
-    """The session's write stream, noting the JSON-RPC id each tools/call request went out with, by progress token."""
+class _Wrapped:
+    """A transport stream of the SDK's, wrapped; the SDK closes it through `async with`."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+
+    async def aclose(self) -> None:
+        """Close the transport's stream."""
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Outbox(_Wrapped):
+    """The session's write stream, noting the JSON-RPC id each tools/call request went out with, by progress token."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
         self.ids: dict[str, Any] = {}
 
     async def send(self, message: Any) -> None:
@@ -402,22 +417,12 @@ class _Outbox:
                 self.ids[token] = root.id
         await self._stream.send(message)
 
-    async def aclose(self) -> None:
-        """Close the transport's stream."""
-        await self._stream.aclose()
 
-    async def __aenter__(self) -> _Outbox:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _Inbox:
+class _Inbox(_Wrapped):
     """A transport's read stream, telling (`ended`) when it ends: how an HTTP server's going away is seen."""
 
     def __init__(self, stream: Any) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self.ended = asyncio.Event()
         self.why = ""  # the transport's last error (the SDK passes them in the stream): why it ended
 
@@ -442,13 +447,7 @@ class _Inbox:
     async def aclose(self) -> None:
         """Close the transport's stream."""
         self.ended.set()
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> _Inbox:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        await super().aclose()
 
 
 @contextlib.asynccontextmanager
