@@ -12,7 +12,7 @@ import ssl
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import httpx
 
@@ -37,12 +37,10 @@ from ollie.backend.reply import (
     read_capped,
     size_text,
 )
+from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, unreachable_hint
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.loopshare import loop_share
-
-if TYPE_CHECKING:
-    from ollie.backend.settings import BackendSpec
 
 Framing = Literal["sse", "ndjson"]
 
@@ -303,8 +301,6 @@ class HTTPBackend:
         self._model = model
         self.base_url = base_url.rstrip("/")
         self.limits = limits or DEFAULT_LIMITS
-        from ollie.backend.settings import checked_url
-
         checked_url(self.base_url, spec.url_var)  # the scheme, a host, a port httpx could not refuse before connecting
         try:
             self._client = http_client(self.base_url, dict(headers or {}),
@@ -354,8 +350,6 @@ class HTTPBackend:
         except BackendError as exc:
             if type(exc) is BackendError and exc.status == 404 and "not found" in str(exc).lower():
                 # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have.
-                from ollie.backend.settings import missing_model_hint
-
                 raise BackendError(f"{exc}: {missing_model_hint(self.spec, self.model)}", status=exc.status,
                                    body=exc.body) from exc
             raise
@@ -380,8 +374,6 @@ class HTTPBackend:
 
     def unreachable_hint(self) -> str:
         """What to do when this backend's server cannot be reached."""
-        from ollie.backend.settings import unreachable_hint
-
         return unreachable_hint(self.spec, self.base_url, self.model)
 
     async def context_length(self) -> int:
