@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ollie import paths
@@ -34,16 +35,13 @@ def _value(text: str) -> str:
             return text[1:end]
     if text.startswith("#"):
         return ""
-    cut = text.find(" #")
-    tab = text.find("\t#")
-    cuts = [c for c in (cut, tab) if c >= 0]
-    return (text[: min(cuts)] if cuts else text).rstrip()
+    comment = re.search(r"[ \t]#", text)
+    return (text[:comment.start()] if comment else text).rstrip()
 
 
 def env_file() -> Path:
     """The env file's path."""
     return paths.config_dir() / "env"
-
 
 
 def env_seconds(name: str, default: float) -> float:
