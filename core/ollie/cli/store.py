@@ -38,12 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _url(args: argparse.Namespace) -> str:
-    from ollie.sessions.location import store_url
-
-    return args.url or store_url()
-
-
 @contextmanager
 def _opened(url: str) -> Iterator[tuple[SqliteStore | PgStore, str]]:
     """The store (PostgreSQL not yet migrated; SQLite migrates when opened) and what it is, closed after."""
@@ -111,8 +105,10 @@ def _share(url: str, session_id: str, team: str) -> int:
 def main(argv: list[str]) -> int:
     """Entry point of `ollie store ...`; 0 when it did what was asked."""
     args = build_parser().parse_args(argv)
+    from ollie.sessions.location import store_url
+
     try:
-        url = _url(args)
+        url = args.url or store_url()
         if args.action == "status":
             return _status(url)
         if args.action == "migrate":
