@@ -1,7 +1,7 @@
 // Prompts queued for after the running turn, kept as the daemon keeps them. A Stop holds them in the daemon
 // (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
 // running past them. A window reload ends the daemon and its queue with it: the prompts are remembered in the
-// window's state and queued again in the next daemon, held the same way.
+// window's state and queued again in the next daemon, held the same way. A Restart starts fresh: it forgets them.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -120,10 +120,17 @@ export class QueuedPrompts {
     }
   }
 
-  /** A fresh daemon shows `session`: the prompts it had queued before a reload are queued again, held. */
+  /** A fresh daemon shows `session`: the prompts it had queued before a reload are queued again, held; those of
+   * another session are forgotten. */
   async restore(session: string): Promise<void> {
     const saved = this.memory?.get();
-    if (!saved || saved.session !== session || saved.prompts.length === 0) return;
+    if (saved && saved.session !== session) {
+      // Their session is not shown again (a reload whose session could not be loaded): kept, they came back held
+      // whenever it was resumed and a later daemon crashed, and ran before the user's next prompt.
+      this.forget();
+      return;
+    }
+    if (!saved || saved.prompts.length === 0) return;
     const model = this.host.modelFor(session);
     const prompts: SavedPrompt[] = [];
     for (const prompt of saved.prompts) {
@@ -141,6 +148,11 @@ export class QueuedPrompts {
     if (prompts.length === 0) return;
     this.held.add(session);
     this.host.changedIn(session, model.addNotice("info", heldNotice(prompts.length, "The window reloaded during a turn")));
+  }
+
+  /** Forget the prompts saved for a reload (a daemon that starts fresh: they ended with the one that held them). */
+  forget(): void {
+    this.memory?.set(undefined);
   }
 
   /** Forget every session's state (a fresh daemon; `restore` brings back what was saved). */

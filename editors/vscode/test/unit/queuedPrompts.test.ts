@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Daemon } from "../../src/daemon";
 import { ChatModel } from "../../src/lib/chatModel";
-import { QueuedPrompts } from "../../src/queuedPrompts";
+import { QueueMemory, QueuedPrompts, SavedPrompt } from "../../src/queuedPrompts";
 import type { SessionHost } from "../../src/sessionHost";
 
 // The daemon's answers come when the test says: each request waits until `answer(method, result)`.
@@ -26,7 +26,7 @@ class Answers {
   }
 }
 
-function queue(): { prompts: QueuedPrompts; answers: Answers; model: ChatModel } {
+function queue(memory?: QueueMemory): { prompts: QueuedPrompts; answers: Answers; model: ChatModel } {
   const answers = new Answers();
   const model = new ChatModel();
   const quiet = { info: () => undefined, warn: () => undefined };
@@ -36,7 +36,7 @@ function queue(): { prompts: QueuedPrompts; answers: Answers; model: ChatModel }
     modelFor: () => model,
     changedIn: () => undefined,
   } as unknown as SessionHost;
-  return { prompts: new QueuedPrompts(host, undefined, () => undefined), answers, model };
+  return { prompts: new QueuedPrompts(host, memory, () => undefined), answers, model };
 }
 
 const HELD = { running: false, queuedPrompts: ["Then summarise it."], queueHeld: true };
@@ -89,3 +89,14 @@ test("a queue state asked before the user's next prompt does not hold again the 
   assert.equal(heldNotices(model), 1);
 });
 
+test("a fresh daemon showing another session forgets the prompts saved for the one before (a Restart starts fresh)", async () => {
+  let saved: { session: string; prompts: SavedPrompt[] } | undefined = { session: "s", prompts: [{ text: "Then summarise it.", contexts: [] }] };
+  const memory: QueueMemory = { get: () => saved, set: (value) => void (saved = value) };
+  const { prompts, model } = queue(memory);
+  await prompts.restore("fresh");
+  assert.equal(saved, undefined);
+  // That session resumed later, and its daemon restarted after a crash: nothing comes back held.
+  await prompts.restore("s");
+  assert.equal(prompts.holds("s"), false);
+  assert.deepEqual(model.items, []);
+});
