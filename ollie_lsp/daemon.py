@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ollie.agent.surface import DaemonCore
     from ollie_lsp.sessions import SessionTable
 
+logger = logging.getLogger("ollie.lsp.daemon")
 
 # The events that begin a model's reply.
 _REPLY_ROLES = frozenset({"assistant", "reasoning", "call"})
@@ -56,9 +58,12 @@ def load_engine() -> None:
 def _start_fork_server() -> None:
     # In a worker thread, the spawn machinery's import too (Landlock's rules, ctypes): not the first token's loop
     # pass, and not before a first reply (a daemon that only answers requests never loads it).
-    from ollie.sandbox.spawn import start_fork_server
+    try:
+        from ollie.sandbox.spawn import start_fork_server
 
-    start_fork_server()
+        start_fork_server()
+    except Exception:  # noqa: BLE001 - its future is never awaited: raised, it read "Future exception was never retrieved"
+        logger.exception("the sandbox's fork server could not be started as the reply began; a step tries again")
 
 
 def build_table(ls: OllieServer) -> SessionTable:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
@@ -244,3 +245,64 @@ async def test_the_daemon_raises_its_descriptor_limit_to_the_hard_one(tmp_path) 
         await client.stop()
     soft, hard = next(line for line in limits.splitlines() if line.startswith("Max open files")).split()[3:5]
     assert soft == hard, limits
+
+
+# The daemon as `python -m ollie_lsp` runs it, where the fork server's start fails the first time, as a broken install
+# would: its import of the spawn machinery raises (in the worker thread that starts it as the reply begins).
+_SPAWN_BREAKS_ONCE = """
+import runpy, sys
+failed = []
+def hook(event, args):
+    if event == "import" and args[0] == "ollie.sandbox.spawn" and not failed:
+        frame = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "_start_fork_server":
+            frame = frame.f_back
+        if frame is not None:
+            failed.append(True)
+            raise ImportError("ollie.sandbox.spawn broke for this test")
+sys.addaudithook(hook)
+runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
+"""
+
+
+async def test_a_fork_server_that_cannot_start_is_logged_and_the_next_reply_starts_it(llm, tmp_path):
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "plain.json").write_text(json.dumps({"prompt": "You are plain."}))
+    state = tmp_path / "state"
+    env = child_env({**llm.env(), "OLLIE_AGENTS_DIR": str(agents), "OLLIE_STATE_DIR": str(state)})
+    config = ClientServerConfig(server_command=[sys.executable, "-c", _SPAWN_BREAKS_ONCE], client_factory=make_client,
+                                server_env=env)
+    client = await config.start()
+    pid = client._server.pid  # type: ignore[attr-defined]
+    log = state / "ollie.log"
+
+    def submit() -> Any:
+        return asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 30)
+
+    def logged() -> list[dict]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [entry for entry in map(json.loads, lines) if "fork server" in entry["msg"]]
+
+    try:
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=capabilities(), root_uri=tmp_path.as_uri(), initialization_options={"agent": "plain"})), 30)
+        llm.script(Reply.text("hello"), Reply.text("again"))
+        assert (await submit())["reply"] == "hello"
+        deadline = time.monotonic() + 10  # the worker thread logs it as it fails
+        while not logged() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        # Said plainly, with the cause, where it read "Future exception was never retrieved".
+        [entry] = logged()
+        assert entry["level"] == "error" and "could not be started" in entry["msg"]
+        assert "ollie.sandbox.spawn broke for this test" in entry["exc"]
+        assert "never retrieved" not in log.read_text() and _fork_servers(pid) == []
+        # The next reply tries again, and it starts.
+        assert (await submit())["reply"] == "again"
+        deadline = time.monotonic() + 10
+        while not _fork_servers(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert len(_fork_servers(pid)) == 1
+        await asyncio.wait_for(client.shutdown_session(), 20)
+    finally:
+        await client.stop()

@@ -90,7 +90,6 @@ ALLOWED = {
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
     ("core/ollie/workspace/treewatch.py", "_max_dirs"): "the kernel's inotify watch limit in /proc/sys",
-    ("core/ollie/workspace/refs.py", "present_refs"): "the shadow repository's refs",
     ("core/ollie/tools/execute/executors.py", "_run_call"): "an elevated tool script's bytes, to pin them",
     ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",
     ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the scratch dir (read-only to tools)",

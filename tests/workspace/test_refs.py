@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from ollie.workspace import Checkpoints, turn_ref
-from ollie.workspace.refs import write
+from ollie.workspace.refs import present_refs, write
 from ollie.workspace.shadowgit import git_env
 
 SESSION = "1700000000000000000-abcdef"
@@ -72,3 +72,20 @@ async def test_a_lock_left_by_a_kill_between_lock_and_rename_does_not_block_that
     assert [(t.turn, t.checkpoint) for t in await cps.list_turns(SESSION)] == [(4, tree)] and not lock.exists()
     lock.write_text("")  # a fresh one: another process writing it now, which git waits for and reports
     assert not write(cps.git.git_dir, [(turn_ref(SESSION, 4), tree)]) and lock.exists()
+
+
+async def test_present_refs_sees_a_planted_symlink_without_following_it(project: Path, tmp_path: Path) -> None:
+    # The state dir may lie inside a workspace (one opened at $HOME): what is there is read through ollie.beneath.
+    cps = Checkpoints(project)
+    tree = await cps.snapshot()
+    await cps.record_turns([(SESSION, 1, tree)])
+    assert present_refs(project, [turn_ref(SESSION, 1), turn_ref(SESSION, 2)]) == [turn_ref(SESSION, 1)]
+    # A dangling symlink where a ref goes: Path.exists followed it and found nothing; it is there, for git to judge.
+    (cps.git.git_dir / turn_ref(SESSION, 2)).symlink_to(tmp_path / "nowhere")
+    # A symlinked dir on the way: not walked through, left to git too.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (cps.git.git_dir / "refs" / "ollie" / "sessions" / "elsewhere").symlink_to(outside)
+    refs = [turn_ref(SESSION, 2), turn_ref(SESSION, 3), turn_ref("elsewhere", 1)]
+    assert present_refs(project, refs) == [turn_ref(SESSION, 2), turn_ref("elsewhere", 1)]
+    assert present_refs(tmp_path / "never-snapshotted", refs) == []

@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from ollie import paths
+from ollie import beneath, paths
 
 _SAFE_SESSION = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _TURN_REF = re.compile(r"refs/ollie/sessions/[A-Za-z0-9_-]{1,300}/[0-9]{8}")
@@ -46,8 +46,18 @@ def present_refs(cwd: Path, refs: list[str]) -> list[str]:
     """Those of `refs` that may exist in `cwd`'s shadow repository (all of them once refs were packed)."""
     git_dir = shadow_dir(cwd)
     # Auto gc is off, so refs are only packed if someone ran pack-refs: then ask git.
-    packed = (git_dir / "packed-refs").exists()
-    return [ref for ref in refs if packed or (git_dir / ref).exists()]
+    if _may_exist(git_dir, "packed-refs"):
+        return list(refs)
+    return [ref for ref in refs if _may_exist(git_dir, ref)]
+
+
+def _may_exist(git_dir: Path, name: str) -> bool:
+    # Through the guarded path: the state dir may lie inside a workspace (one opened at $HOME holds
+    # ~/.local/state), whose entries are hostile; a symlink there is not followed, only seen.
+    try:
+        return beneath.lstat_sync(git_dir, name) is not None
+    except OSError:  # a symlinked dir on the way, a dir that cannot be read: git judges it
+        return True
 
 
 def write(git_dir: Path, updates: list[tuple[str, str]]) -> bool:

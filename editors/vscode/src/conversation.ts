@@ -444,6 +444,11 @@ export class Conversation implements vscode.Disposable {
     this.statuses.clear();
     this.history.clear();
     this.queued.clear();
+    // Only a start that shows the last daemon's session again (a reload, a crash, Check again) brings back the
+    // prompts queued in it; Restart and a settings change start fresh, and those prompts ended with that daemon.
+    // Decided now: a session switched to while this one starts came back with them held.
+    const continuing = this.restore !== undefined;
+    if (!continuing) this.queued.forget();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
     let settled = (): void => undefined;
@@ -458,7 +463,7 @@ export class Conversation implements vscode.Disposable {
         for (const listener of this.listeners) listener.reset();
         void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
-        if (this.current !== undefined) await this.queued.restore(this.current);
+        if (continuing && this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
         this.crashNotice = false;

@@ -140,12 +140,18 @@ export class Daemon implements vscode.Disposable {
     // LSP 3.18 inline completions are a proposed feature in vscode-languageclient 9: registered, the client declares
     // them and provides the daemon's ghost text in every file editor (ollie's code actions need nothing: standard).
     client.registerProposedFeatures();
+    // A client replaced by a restart may still speak: its stop timed out (client.stop(2000) then leaves its
+    // connection open). What it says once another one runs is about a daemon gone: only its last words while
+    // stopping (a turn it interrupted) still count.
+    const replaced = (): boolean => this.client !== undefined && this.client !== client;
     client.onNotification("ollie/event", (params: unknown) => {
+      if (replaced()) return;
       const event = parseEvent(params);
       if (event) this.eventEmitter.fire(event);
       else this.log.warn(`ignored malformed ollie/event: ${JSON.stringify(params)}`);
     });
     client.onNotification("ollie/stateChanged", (params: unknown) => {
+      if (replaced()) return;
       const state = parseStateChanged(params);
       if (state) this.stateEmitter.fire(state);
     });

@@ -1,7 +1,7 @@
 // Prompts queued for after the running turn, kept as the daemon keeps them. A Stop holds them in the daemon
 // (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
 // running past them. A window reload ends the daemon and its queue with it: the prompts are remembered in the
-// window's state and queued again in the next daemon, held the same way.
+// window's state and queued again in the next daemon, held the same way. A Restart starts fresh: it forgets them.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -37,6 +37,11 @@ export class QueuedPrompts {
   private readonly held = new Set<string>();
   // The prompts this window queued and that have not run yet, per session (what a reload would lose).
   private readonly pending = new Map<string, SavedPrompt[]>();
+  // Each ask of a session's queue state is numbered; its answer counts only while it is the session's latest. The
+  // user's word (`sendBehind`) and a fresh daemon (`clear`) end the asks before them: an answer that comes after
+  // either describes a queue already released or a daemon gone, and marked it held again.
+  private asks = 0;
+  private readonly latestAsk = new Map<string, number>();
 
   constructor(
     private readonly host: SessionHost,
@@ -66,6 +71,7 @@ export class QueuedPrompts {
       return;
     }
     this.held.delete(session);
+    this.latestAsk.set(session, ++this.asks);
     this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
     this.queued(session, text, contexts);
     for (const item of model.renote(["held"], "queued")) this.host.changedIn(session, item);
@@ -88,6 +94,8 @@ export class QueuedPrompts {
   /** A turn ended (`stop`): what the daemon holds now is shown as such; after `/queued clear` what it dropped. */
   async turnEnded(session: string, stop: string): Promise<void> {
     if (stop !== "interrupted" && stop !== "command" && !this.held.has(session)) return;
+    const ask = ++this.asks;
+    this.latestAsk.set(session, ask);
     let state: QueueState;
     try {
       state = await this.host.daemon.request<QueueState>("ollie/state", { session });
@@ -95,6 +103,7 @@ export class QueuedPrompts {
       this.host.log.info(`ollie/state: ${errorText(err)}`);
       return;
     }
+    if (this.latestAsk.get(session) !== ask) return;
     const waiting = Array.isArray(state.queuedPrompts) ? state.queuedPrompts.filter((p): p is string => typeof p === "string") : [];
     const model = this.host.modelFor(session);
     // After an interrupted turn the daemon holds what is queued (it may not have marked it yet when asked).
@@ -111,10 +120,17 @@ export class QueuedPrompts {
     }
   }
 
-  /** A fresh daemon shows `session`: the prompts it had queued before a reload are queued again, held. */
+  /** A fresh daemon shows `session`: the prompts it had queued before a reload are queued again, held; those of
+   * another session are forgotten. */
   async restore(session: string): Promise<void> {
     const saved = this.memory?.get();
-    if (!saved || saved.session !== session || saved.prompts.length === 0) return;
+    if (saved && saved.session !== session) {
+      // Their session is not shown again (a reload whose session could not be loaded): kept, they came back held
+      // whenever it was resumed and a later daemon crashed, and ran before the user's next prompt.
+      this.forget();
+      return;
+    }
+    if (!saved || saved.prompts.length === 0) return;
     const model = this.host.modelFor(session);
     const prompts: SavedPrompt[] = [];
     for (const prompt of saved.prompts) {
@@ -134,10 +150,16 @@ export class QueuedPrompts {
     this.host.changedIn(session, model.addNotice("info", heldNotice(prompts.length, "The window reloaded during a turn")));
   }
 
+  /** Forget the prompts saved for a reload (a daemon that starts fresh: they ended with the one that held them). */
+  forget(): void {
+    this.memory?.set(undefined);
+  }
+
   /** Forget every session's state (a fresh daemon; `restore` brings back what was saved). */
   clear(): void {
     this.held.clear();
     this.pending.clear();
+    this.latestAsk.clear();
   }
 
   private save(session: string): void {

@@ -466,6 +466,9 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator(".item.user", { hasText: "Tell me a long story." }).waitFor({ timeout: waitMs });
   // The chat brought back from disk may lack the lost prompt: it still says what happened.
   await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
+  // Said once the restored session's queue was restored: the prompt queued before Restart (step 10) ended with that
+  // daemon, and does not come back held to run before the next prompt.
+  if (await chat.locator(".item.user .meta", { hasText: "held" }).count()) throw new Error("a prompt queued before Restart came back held");
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
   if ((await chat.locator("#send").textContent()) !== "Send") throw new Error("the composer still queues: it thinks the dead turn runs");
   await screenshot("daemon-restarted");
