@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import threading
+from dataclasses import fields
 
 import pytest
 
@@ -128,8 +129,37 @@ def test_the_walk_over_all_records_and_the_walk_line_by_line_agree_on_a_log_of_r
     data = file.path.read_bytes() + b'{"t":"m","m":{"role":"user","content":"unfinished"}}\n{"t":"m","m":{"ro'
     lines = data.split(b"\n")
     assert len(lines) > 3 * 30 + 30  # a snapshot, then rounds of messages, edits and commits
-    walked = logparse._parse_all(lines, file.path)
+    walked = logparse._parse_all(data, file.path)
     assert walked is not None and walked == logparse._parse_lines(lines, file.path)
     messages, meta, offset, overhead = walked
     assert messages == session.messages and offset == committed and overhead > 30
     assert meta["result_tiers"] == session.result_tiers
+
+
+def test_a_resumed_message_has_every_field_a_constructed_one_has():
+    """A resume builds messages without `Message.__init__`: a field added to Message must be set there too."""
+    full = Message("assistant", "text", tool_calls=[ToolCall("c1", "f", '{"a": 1}')], tool_call_id="c0", name="n",
+                   reasoning="why", reasoning_signature="sig")
+    for message in (Message("user", "hi"), Message("tool", "", tool_call_id="c1", name="f"), full):
+        built = logparse._built([message.to_dict()])[0]
+        assert [getattr(built, f.name) for f in fields(Message)] == [getattr(message, f.name) for f in fields(Message)]
+    assert {f.name for f in fields(ToolCall)} == {"id", "name", "arguments"}  # what `_tool_call` sets
+
+
+@pytest.mark.parametrize("line", [b'{"t":"x","m":{"role":"user"}}', b'{"t": "m", "m": {"role": "user"}}',
+                                  b'{"t":"m","m":{"role":"user"}} ', b'{"t":"m","m":{"role":"user"},"x":1}'],
+                         ids=["another kind", "spaced", "trailing space", "another key"])
+def test_a_line_not_written_as_a_message_record_among_messages_is_read_as_json_reads_it(tmp_path, line):
+    """The bulk parse takes only lines exactly as `dumps` writes a message; any other line goes line by line."""
+    session = _saved_session(tmp_path)
+    path = next(tmp_path.glob(f"{session.id}*"))
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(2, line)
+    meta = json.loads(lines[-2])
+    meta["n"] += json.loads(line).get("t") == "m"
+    lines[-2] = json.dumps(meta, separators=(",", ":")).encode()
+    path.write_bytes(b"\n".join(lines))
+    loaded = SessionFile(tmp_path, session.id).load().messages
+    expected = session.messages[:1] + [Message("user")] * (meta["n"] - 3) + session.messages[1:]
+    assert loaded == expected
+    assert logparse._parse_all(path.read_bytes(), path) is None  # not the bulk path: a line it does not take

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from itertools import accumulate, compress, repeat
-from operator import itemgetter
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,15 @@ Parsed = tuple[list[Message], dict[str, Any], int, int]
 # the event loop run between them (one call over a 100,000-message file froze the daemon ~150 ms).
 PARSE_PART_BYTES = 1 << 19
 
-_MESSAGE = itemgetter("m")
+_new = object.__new__
+
+# A message line as `logformat.dumps` writes it (compact, "t" first): its start, and a line's end and the next's
+# start. Any other line (or one written differently) is read as a record of its own.
+_MESSAGE_LINE = b'{"t":"m","m":'
+_BETWEEN_MESSAGES = b"}\n" + _MESSAGE_LINE
+_CLOSE = ord("}")
+# How the other lines written after the header start: an edit's and a commit's record.
+_OTHER_LINES = (b'\n{"t":"e",', b'\n{"t":"meta",')
 
 
 def parse(data: bytes, path: Path) -> Parsed:
@@ -33,17 +40,43 @@ def parse(data: bytes, path: Path) -> Parsed:
     # A resume keeps every object it makes: collections as they pile up rescanned the growing heap (half of a
     # resume's cost at 100k messages); frozen after, so the next young collection does not walk it again.
     with cyclic_gc_paused(freeze=True):
-        lines = data.split(b"\n")
-        return _parse_all(lines, path) or _parse_lines(lines, path)
+        return _parse_all(data, path) or _parse_lines(data.split(b"\n"), path)
 
 
-def _message(data: dict[str, Any]) -> Message:
-    """`Message.from_dict`, positional (a resume builds 100k of them)."""
-    calls = data.get("tool_calls")
-    return Message(data["role"], data.get("content") or "", [ToolCall(**c) for c in calls] if calls else [],
-                   data.get("tool_call_id", ""), data.get("name", ""), data.get("reasoning", ""),
-                   data.get("reasoning_signature", ""),
-                   [Image.from_dict(i) for i in images] if (images := data.get("images")) else [])
+def _built(messages: list[dict[str, Any]]) -> list[Message]:
+    """`Message.from_dict` of each (a resume builds 100k): every field set here, no class call, no frame each."""
+    # Calling the dataclass per message was two Python frames and a type call each, ~20% of a 100k resume beyond
+    # its floor. tests/sessions/test_persist_resume_parse.py checks that this sets every field `Message` has.
+    built = []
+    append = built.append
+    for data in messages:
+        message = _new(Message)
+        message.role = data["role"]
+        message.content = data.get("content") or ""
+        if len(data) == 2 and "content" in data:  # role and content only: most messages
+            message.tool_calls = []
+            message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = ""
+            message.images = []
+        else:
+            calls = data.get("tool_calls")
+            message.tool_calls = list(map(_tool_call, calls)) if calls else []
+            message.tool_call_id = data.get("tool_call_id", "")
+            message.name = data.get("name", "")
+            message.reasoning = data.get("reasoning", "")
+            message.reasoning_signature = data.get("reasoning_signature", "")
+            images = data.get("images")
+            message.images = [Image.from_dict(i) for i in images] if images else []
+        append(message)
+    return built
+
+
+def _tool_call(data: dict[str, Any]) -> ToolCall:
+    """`ToolCall(**data)`, built as `_built` builds a message."""
+    call = _new(ToolCall)
+    call.id = data["id"]
+    call.name = data["name"]
+    call.arguments = data.get("arguments", "{}")
+    return call
 
 
 def _records(lines: list[bytes]) -> list[Any] | None:
@@ -65,30 +98,83 @@ def _records(lines: list[bytes]) -> list[Any] | None:
     return records
 
 
-def _parse_all(lines: list[bytes], path: Path) -> Parsed | None:
-    """`_parse_lines` when every line reads: all parsed at once, messages taken a run at a time; else None."""
-    body = lines[:-1]  # the last piece has no newline after it: a torn write (or nothing at all)
-    records = _records(body)
-    if records is None:
+def _messages(data: bytes, start: int, stop: int) -> tuple[list[list[dict[str, Any]]], int] | None:
+    """The messages of the message lines in data[start:stop] (whole lines, no newline at the end), in parts, and
+    how many lines they were; None unless every line is one message record as `logformat.dumps` writes it.
+
+    A part is parsed as one JSON array of the messages alone, made by one C call over its bytes: each line is
+    `{"t":"m","m":` + the message + `}`, and a JSON string holds no raw newline, so each newline left after the
+    line ends and next starts are replaced is a line of another kind (read by `_parse_lines`). The records'
+    own objects are never built, and no pass counts the lines.
+    """
+    parts = []
+    lines = 0
+    while start < stop:
+        cut = data.find(b"\n", start + PARSE_PART_BYTES, stop)
+        if cut < 0:
+            cut = stop
+        if not data.startswith(_MESSAGE_LINE, start) or data[cut - 1] != _CLOSE:
+            return None
+        text = data[start + len(_MESSAGE_LINE):cut - 1]
+        joined = text.replace(_BETWEEN_MESSAGES, b",")
+        if b"\n" in joined:
+            return None
+        try:
+            part = json.loads(b"[" + joined + b"]")
+        except ValueError:
+            return None
+        count = (len(text) - len(joined)) // (len(_BETWEEN_MESSAGES) - 1) + 1
+        # One value per line: a line holding two ("{...},{...}") would shift every later one.
+        if len(part) != count:
+            return None
+        parts.append(part)
+        lines += count
+        start = cut + 1
+    return parts, lines
+
+
+def _other_lines(data: bytes, body: int) -> list[int]:
+    """Where each header, edit and commit line starts, in order (a JSON string holds no raw newline)."""
+    starts = [0]
+    for marker in _OTHER_LINES:
+        at = data.find(marker, 0, body)
+        while at >= 0:
+            starts.append(at + 1)
+            at = data.find(marker, at + 1, body)
+    starts.sort()
+    return starts
+
+
+def _parse_all(data: bytes, path: Path) -> Parsed | None:
+    """`_parse_lines` when every line reads: message lines parsed a run at a time, the others apart; else None."""
+    body = data.rfind(b"\n") + 1  # what follows the last newline is a torn write (or nothing at all)
+    if not body:
         return None
-    try:
-        kinds = list(map(dict.get, records, repeat("t")))
-    except TypeError:
-        return None  # a record that is not an object: `_parse_lines` says where
-    # The lines other than messages (the header, each round's edits and commit) are few: one at a time. Walking
-    # every line in Python (its offset, its pending entry) was ~8% of a resume's instructions at 10k messages.
-    others = list(compress(range(len(body)), map("m".__ne__, kinds)))
-    if not others or others[0] != 0:
-        return None  # no header: `_parse_lines` says so
+    # The lines other than messages (the header, each round's edits and commit) are few: one at a time. Looking
+    # at every line in Python (its offset, its kind) was ~8% of a resume's instructions at 10k messages.
+    starts = _other_lines(data, body)
+    ends = [data.find(b"\n", start) for start in starts]
+    others = _records([data[start:end] for start, end in zip(starts, ends, strict=True)])
+    if others is None:
+        return None
     walk = _Walk(path)
-    prev = -1
-    for index in others:
-        if index - prev > 1:  # the message records since the previous other line
-            walk.pending.append(records[prev + 1:index])
-            walk.pos += sum(map(len, body[prev + 1:index])) + index - prev - 1
-        if not walk.step(index, body[index], records[index], garbled_ends=index == len(body) - 1):
-            break
-        prev = index
+    index = -1
+    pos = 0  # where the line after the previous other line starts
+    for start, end, record in zip(starts, ends, others, strict=True):
+        if start > pos:  # message lines since the previous other line
+            run = _messages(data, pos, start - 1)
+            if run is None:
+                return None
+            walk.pending += run[0]
+            index += run[1]
+        index += 1
+        walk.pos = start
+        if not walk.step(index, data[start:end], record, garbled_ends=end + 1 == body):
+            return walk.result()
+        pos = end + 1
+    # Messages after the last commit are not applied, but a damaged one must still be found (`_parse_lines`).
+    if pos < body and _messages(data, pos, body - 1) is None:
+        return None
     return walk.result()
 
 
@@ -114,7 +200,7 @@ class _Walk:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.messages: list[Message] = []
-        # Since the last commit: `m`/`e` records, and lists of `m` records.
+        # Since the last commit: `m`/`e` records, and lists of messages (of `m` records' lines, parsed in bulk).
         self.pending: list[list[Any] | dict[str, Any]] = []
         self.committed: Parsed | None = None
         self.tracked: dict[str, dict[str, Any]] = {}
@@ -146,12 +232,12 @@ class _Walk:
         messages = self.messages
         try:
             for rec in self.pending:
-                if isinstance(rec, list):
-                    messages += map(_message, map(_MESSAGE, rec))
+                if isinstance(rec, list):  # a part of a run of message lines: the messages themselves
+                    messages += _built(rec)
                 elif rec["t"] == "m":
-                    messages.append(_message(rec["m"]))
+                    messages += _built([rec["m"]])
                 else:
-                    messages[rec["i"]] = _message(rec["m"])
+                    messages[rec["i"]] = _built([rec["m"]])[0]
                     self.overhead += 1
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SessionFileCorruptError(f"{self.path}: bad record before line {index + 1}: {exc}") from None
