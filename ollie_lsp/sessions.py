@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ollie.backend.types import Image
     from ollie.sessions.records import UserRecords
     from ollie.tools.documents import EditorDocuments
-    from ollie.tools.editor import EditorKnowledge
+    from ollie.tools.editor.knowledge import EditorKnowledge
 
 logger = logging.getLogger("ollie.lsp.sessions")
 

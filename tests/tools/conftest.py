@@ -42,7 +42,6 @@ class Workspace(Dirs):
     def server(self, **options: Any) -> ExecuteServer:
         """An execute server for this workspace (session `s1` unless given)."""
         options.setdefault("session_id", "s1")
-        options.setdefault("lock_poll_interval", 0.002)
         return ExecuteServer(cwd=self.work, **options)
 
     def script(self, name: str, text: str, *, executable: bool = True) -> Path:

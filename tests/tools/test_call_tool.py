@@ -244,6 +244,6 @@ async def test_new_dispatcher_routes_to_the_execute_server(ws: Workspace) -> Non
     dispatcher = new_dispatcher(cwd=ws.work, session_id="d1", env={"GREETING": "hello"})
     names = [t.name for t in dispatcher.list_tools()]
     assert names == ["execute_code", "call_tool", "pipe"]
-    result = await dispatcher.dispatch(None, "execute_code", {"steps": [{"code": "echo $GREETING"}]})
+    result = await dispatcher.dispatch("execute_code", {"steps": [{"code": "echo $GREETING"}]})
     assert (result.text, result.is_error) == ("[step 1 bash] exit 0\nhello", False)
     await dispatcher.aclose()

@@ -246,7 +246,7 @@ async def test_memory_notes_are_per_project_and_one_project_cannot_read_anothers
     await tool(here, "memory_remember", "The deploy key lives in vault path secret/alpha")
     other_dir = ws.root / "other"
     other_dir.mkdir()
-    other = ExecuteServer(cwd=other_dir, session_id="s2", lock_poll_interval=0.002)
+    other = ExecuteServer(cwd=other_dir, session_id="s2")
     assert "no memories yet" in (await tool(other, "memory_recall")).text
     await tool(other, "memory_remember", "Project beta uses tabs")
     assert "beta" not in (await tool(here, "memory_recall")).text

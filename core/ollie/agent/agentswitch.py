@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ollie.agent.commands_info import AgentInfo, agent_infos
+from ollie.agent.commands_info import agent_infos
 from ollie.errors import OllieError
 from ollie.tools.base import Approver
 
@@ -14,22 +14,13 @@ class AgentSwitchRefused(OllieError):
     """The user did not allow a switch to an unsandboxed agent (or nobody could be asked): the agent stays."""
 
 
-async def unsandboxed(name: str, dirs: list[Path]) -> AgentInfo | None:
-    """Agent `name`'s info when it runs without a sandbox (`sandbox`/`commandSandbox` none, `elevation: allow`)."""
-    info = next((a for a in await asyncio.to_thread(agent_infos, dirs) if a.name == name), None)
-    return info if info is not None and info.unsandboxed else None
-
-
-def warning(info: AgentInfo) -> str:
-    """What the question says about an unsandboxed agent."""
-    return (f"switch to agent {info.name}: it runs WITHOUT a sandbox: the model's programs and commands run with "
-            f"your full rights (or its elevated steps run without asking). {info.description}").strip()
-
-
 async def check(name: str, dirs: list[Path], ask: Approver | None) -> None:
     """Return when agent `name` is sandboxed or the user allows it now; AgentSwitchRefused otherwise."""
-    info = await unsandboxed(name, dirs)
-    if info is None:
+    # Unsandboxed: `sandbox`/`commandSandbox` none, or `elevation: allow` (see AgentInfo).
+    info = next((a for a in await asyncio.to_thread(agent_infos, dirs) if a.name == name), None)
+    if info is None or not info.unsandboxed:
         return
-    if ask is None or not await ask(warning(info)):
+    question = (f"switch to agent {info.name}: it runs WITHOUT a sandbox: the model's programs and commands run with "
+                f"your full rights (or its elevated steps run without asking). {info.description}").strip()
+    if ask is None or not await ask(question):
         raise AgentSwitchRefused(f"agent not switched: {name} runs without a sandbox and was not allowed")

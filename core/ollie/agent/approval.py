@@ -11,7 +11,7 @@ import inspect
 import re
 import shlex
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -300,13 +300,9 @@ class ApprovalGate:
                 plan.commands = [shlex.join([script.tool, *script.args])]
             if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
                 pending = [c for c in plan.commands if not is_read_only_command(c)]
-                plan.question = _with_prefix(plan.question, command_prefix(pending[0]) if pending else "")
+                plan.question = replace(plan.question, prefix=command_prefix(pending[0]) if pending else "")
             plans.append(plan)
         return plans
-
-
-def _with_prefix(q: StepQuestion, prefix: str) -> StepQuestion:
-    return StepQuestion(q.id, q.kind, q.title, q.locations, q.diff, prefix)
 
 
 async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> StepQuestion:
@@ -328,8 +324,7 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> S
         if old is None or not call.old or call.old not in old:
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
-    diff = Diff(q.locations[0].path if q.locations else call.path, old, new)
-    return StepQuestion(q.id, q.kind, q.title, q.locations, diff, q.prefix)
+    return replace(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
 
 
 async def _read_small(root: Path, path: str) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
-from ollie.agent.shell import merged_env, run_shell
+from ollie.agent.shell import run_shell
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
 from ollie.log import get_logger
@@ -246,7 +246,7 @@ async def run_shell_line(core: CommandTarget, command: str, *, timeout: float = 
     """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
     if not command:
         raise CommandUsageError("! needs a shell command: !<cmd>")
-    env = merged_env(getattr(core, "env", None), {"OLLIE_SESSION_ID": core.session_id, "OLLIE_CWD": str(core.cwd)})
+    env = {**os.environ, **core.env, "OLLIE_SESSION_ID": core.session_id, "OLLIE_CWD": str(core.cwd)}
     run = await run_shell(command, cwd=core.cwd, env=env, timeout=timeout, merge_stderr=True)
     output = run.stdout.rstrip("\n")
     if run.timed_out:

@@ -38,20 +38,6 @@ def format_context(info: dict[str, int]) -> str:
     return f"{tokens} tokens (context length unknown)"
 
 
-def format_usage(info: dict[str, int]) -> str:
-    """Session token totals in one line."""
-    return (
-        f"input {info.get('input', 0)}, output {info.get('output', 0)}, "
-        f"cached input {info.get('cachedInput', 0)}, cache writes {info.get('cacheCreation', 0)}, "
-        f"requests {info.get('requests', 0)}"
-    )
-
-
-def format_cost(info: dict[str, float]) -> str:
-    """Last turn's and the session's cost in USD."""
-    return f"last turn ${info.get('lastTurn', 0.0):.4f}, session ${info.get('session', 0.0):.4f}"
-
-
 def _one_line(text: str, limit: int = HISTORY_LINE_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -155,12 +141,16 @@ async def cmd_context(core: CommandTarget, arg: str) -> str:
 
 async def cmd_usage(core: CommandTarget, arg: str) -> str:
     """Token totals and how full the context is."""
-    return f"tokens: {format_usage(core.usage_info())}\ncontext: {format_context(core.context_info())}"
+    info = core.usage_info()
+    return (f"tokens: input {info['input']}, output {info['output']}, cached input {info['cachedInput']}, "
+            f"cache writes {info['cacheCreation']}, requests {info['requests']}\n"
+            f"context: {format_context(core.context_info())}")
 
 
 async def cmd_cost(core: CommandTarget, arg: str) -> str:
     """The last turn's and the session's cost."""
-    return f"cost: {format_cost(core.cost_info())}"
+    info = core.cost_info()
+    return f"cost: last turn ${info['lastTurn']:.4f}, session ${info['session']:.4f}"
 
 
 async def cmd_history(core: CommandTarget, arg: str) -> str:

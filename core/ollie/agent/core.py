@@ -200,9 +200,6 @@ class Core(McpMembers):
     review: Review = forward("_host.review")  # a turn's changes, undo, rewind (ollie.agent.review)
     max_steps: int = forward("_host.max_steps")  # tool rounds per turn (0 = unlimited)
 
-    def _notify(self) -> None:
-        self._host.notify()
-
     @property
     def setup_warnings(self) -> list[str]:
         """What building the agent warned about (sandbox protections, failed prompt commands)."""
@@ -273,7 +270,7 @@ class Core(McpMembers):
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
-        self._notify()
+        self._host.notify()
         return rewound
 
     async def rewind_undo(self) -> Rewound:
@@ -282,7 +279,7 @@ class Core(McpMembers):
             raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind_undo()
-        self._notify()
+        self._host.notify()
         return rewound
 
     def shared_by(self, owner: str) -> None:
@@ -302,7 +299,7 @@ class Core(McpMembers):
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
         self._host.save()
-        self._notify()
+        self._host.notify()
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
@@ -318,7 +315,7 @@ class Core(McpMembers):
         session.step_network = source.step_network
         session.decision_index = list(source.decision_index)
         self._host.save()
-        self._notify()
+        self._host.notify()
 
     # --- configuration (see Setup) ---------------------------------------
 
@@ -335,13 +332,13 @@ class Core(McpMembers):
                 self._host.retire(old)
             else:
                 await old.aclose()
-        self._notify()
+        self._host.notify()
 
     def switch_model(self, name: str) -> None:
         """Send later requests to model `name`."""
         self._setup.switch_model(name)
         self._host.budget.forget_limit()
-        self._notify()
+        self._host.notify()
 
     async def switch_agent(self, name: str) -> list[str]:
         """Swap in agent `name`'s runtime and clear the session; an unsandboxed agent is asked about first, every time
@@ -360,7 +357,7 @@ class Core(McpMembers):
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
-            self._notify()
+            self._host.notify()
             return warnings
 
     # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
@@ -390,7 +387,7 @@ class Core(McpMembers):
         self.owners_only("change its approval mode")
         self.session.approval = check_mode(mode)
         self._host.save()
-        self._notify()
+        self._host.notify()
 
     # Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused.
     step_approver: StepApprover | None = forward("_approval.approver", settable=True)
@@ -416,7 +413,7 @@ class Core(McpMembers):
         """Move the working directory of tools, hooks and prompt commands (the saved session keeps it)."""
         self._setup.set_cwd(path)
         self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
-        self._notify()
+        self._host.notify()
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""

@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ollie.agent.approval import ApprovalGate
+from ollie.agent.approval import Answer, ApprovalGate, StepQuestion, within_question_timeout
 from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
-from ollie.agent.mcp_approval import ask_pending
 from ollie.agent.runtime import Runtime, refresh_tools
-from ollie.mcp.attach import allow, attach, host_of, read_resource, resource_note
+from ollie.mcp.attach import allow, attach, command_line, host_of, read_resource, resource_note
 from ollie.mcp.config import ServerSpec
 
 
@@ -37,10 +36,24 @@ class McpMembers:
         refresh_tools(self.runtime)
 
     async def _ask_workspace_servers(self) -> None:
-        """Put the workspace's MCP servers not allowed yet to the user (each once a session); start those allowed."""
-        started = await ask_pending(self.runtime.dispatcher, self._approval.approver, cwd=self.cwd)
-        for news in started:
-            self.bus.emit("info", news)
+        """Put the workspace's MCP servers not asked about yet to the user (each once a session); start those allowed."""
+        # `.mcp.json` / `.vscode/mcp.json` are hostile content: nothing starts unasked, and the question shows the
+        # exact command line; "Allow always" is kept in ollie's state, keyed by the exact entry.
+        host, approver = host_of(self.runtime.dispatcher), self._approval.approver
+        if host is None or approver is None:
+            return
+        started = False
+        for name, spec in list(host.pending.items()):
+            if name in host.asked:
+                continue
+            host.asked.add(name)
+            question = StepQuestion(f"mcp/{name}", "execute",
+                                    f"start MCP server {name!r} of {spec.source}: {command_line(spec)}")
+            answer, _ = await within_question_timeout(approver(question), Answer("reject"))
+            if answer.outcome in ("allow_once", "allow_always") and name in host.pending:
+                keep = answer.outcome == "allow_always"
+                self.bus.emit("info", await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=keep))
+                started = True
         if started:
             refresh_tools(self.runtime)
 

@@ -41,8 +41,9 @@ class Inbox:
 
     def turns_ended(self, *, interrupted: bool) -> None:
         """A run of turns ended: an interrupt holds what is queued; else a prompt queued now still runs."""
-        if interrupted:
-            self.hold()
+        if interrupted:  # what is queued waits for the user's word (`release`) instead of running next
+            for prompt in self._prompts:
+                prompt.held = True
         self._ended_at = float("-inf") if interrupted else time.monotonic()
         self._on_queued()  # the queue may now be held: observers re-read it
 
@@ -71,11 +72,6 @@ class Inbox:
             return None
         self._prompts.remove(waiting)
         return waiting.text
-
-    def hold(self) -> None:
-        """After an interrupt: what is queued now waits for the user's word instead of running next."""
-        for prompt in self._prompts:
-            prompt.held = True
 
     def release(self) -> None:
         """The user's word: held prompts may run again."""

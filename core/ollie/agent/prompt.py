@@ -14,13 +14,11 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.agent import environment
-from ollie.agent.commandbox import AGENT_DIR_VAR, CommandBox
+from ollie.agent.commandbox import CommandBox
 from ollie.config import Prompt
 from ollie.loopshare import loop_share
 
 DEFAULT_TIMEOUT_S = 30.0
-__all__ = ["AGENT_DIR_VAR", "DEFAULT_TIMEOUT_S", "DeferredPrompt", "box_for", "expand_vars", "prompt_env",
-           "resolve_prompt"]
 
 _VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 

@@ -54,7 +54,7 @@ class Runtime:
 
     async def execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
         """Route a call to whichever server offers the tool."""
-        return await self.dispatcher.dispatch(None, tool, args)
+        return await self.dispatcher.dispatch(tool, args)
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
         """Whether a call is read-safe, as the server offering the tool says; unknown: global (run it alone)."""

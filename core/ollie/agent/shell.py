@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,15 +28,6 @@ class ShellResult:
     stdout: str
     stderr: str
     timed_out: bool = False
-
-
-def merged_env(*layers: Mapping[str, str] | None) -> dict[str, str]:
-    """`os.environ` overlaid with each layer in turn (later wins)."""
-    env = dict(os.environ)
-    for layer in layers:
-        if layer:
-            env.update(layer)
-    return env
 
 
 async def run_shell(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ollie.tools.editor import EDITOR_KINDS, describe_call
+from ollie.tools.editor.specs import EDITOR_KINDS, describe_call
 from ollie.tools.execute.args import (
     ArgumentError,
     CallRequest,

@@ -187,15 +187,10 @@ class ToolRound:
         changed = await tracker.after_step(token)
         if token is None:
             return result
-        diffs = tuple(Diff.of(c) for c in changed)
         writers = [c for c in calls if any(s.kind in WRITE_KINDS for s in self._open.get(c.id, []))]
         # One call: its diffs. A parallel batch: each writer gets the files it names, the last one the rest.
-        for call in writers:
-            self._diffs[call.id] = ()
-        for diff in diffs:
-            owner = next((c for c in writers if any(loc.path == diff.path for s in self._open[c.id]
-                                                    for loc in s.locations)), writers[-1])
-            self._diffs[owner.id] = (*(self._diffs[owner.id] or ()), diff)
+        shares = attribute([Diff.of(c) for c in changed], [whole_state(c.id, self._open[c.id]) for c in writers])
+        self._diffs.update((call.id, share) for call, share in zip(writers, shares, strict=True))
         return result
 
     # --- the round -------------------------------------------------------------

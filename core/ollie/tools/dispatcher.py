@@ -57,16 +57,9 @@ class Dispatcher:
                 return name, server
         raise UnknownToolError(f"unknown tool {tool!r}")
 
-    async def dispatch(self, server: str | None, tool: str, args: dict[str, Any]) -> ToolResult:
-        """Run `tool` on `server` (or on whichever server offers it when `server` is None)."""
-        if server is None:
-            _, target = self.server_for(tool)
-        else:
-            found = self._servers.get(server)
-            if found is None:
-                raise UnknownToolError(f"unknown tool server {server!r}")
-            target = found
-        return await target.call(tool, args)
+    async def dispatch(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Run `tool` on whichever server offers it."""
+        return await self.server_for(tool)[1].call(tool, args)
 
     async def aclose(self) -> None:
         """Close every server that holds resources."""

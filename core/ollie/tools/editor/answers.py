@@ -99,10 +99,7 @@ class _Lines:
 
     def line(self, path: Path, number: int) -> str | None:
         if path not in self._files:
-            try:
-                self._files[path] = self._read(path)
-            except OSError:
-                self._files[path] = None
+            self._files[path] = self._read(path)
         lines = self._files[path]
         return lines[number - 1] if lines is not None and 0 < number <= len(lines) else None
 

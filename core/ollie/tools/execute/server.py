@@ -56,7 +56,6 @@ class ExecuteServer:
         lock_dir: Path | None = None,
         output_limit: int = 64 * 1024,
         clock: Callable[[], float] = time.time,
-        lock_poll_interval: float = 0.005,
     ) -> None:
         self._session_id = session_id
         self._cwd = Path(cwd)
@@ -71,7 +70,6 @@ class ExecuteServer:
         self._validation: ValidationGate | None = None  # built at the first call: its ~40 regexes cost a first turn
         # A bare server (a library user, the tests) lets elevated steps run; an agent's Core sets its mode.
         self._elevation = ElevationGate()
-        self._lock_poll = lock_poll_interval
         self._executors: list[str] | None = None
         self._allowed_tools: set[str] | None = None
         self._catalog_key: tuple[Any, ...] | None = None
@@ -216,7 +214,7 @@ class ExecuteServer:
         env = self._runner.env()
         return CallContext(
             runner=self._runner,
-            locks=LockManager(self._runner.lock_dir, poll_interval=self._lock_poll),
+            locks=LockManager(self._runner.lock_dir),
             gate=self.gate,
             resolve=self._parsed.resolver(parsed),
             policy=self._policy(request.sandbox or self._sandbox, env),
