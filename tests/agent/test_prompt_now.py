@@ -1,9 +1,12 @@
 """`Core.create(prompt_now=True)` (a daemon's default session): the agent's prompt commands start before the
-backend is built, so the two overlap, and run once; without it they wait for their first need."""
+backend is built, so the two overlap, and run once; without it they wait for their first need. The HTTP client's
+modules, imported in a thread meanwhile, are all of them."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 from agentkit import ToyServer, write_agent
 
@@ -58,3 +61,11 @@ async def test_without_prompt_now_the_commands_wait_for_their_first_need(scripte
     await make_core(srv, toy=ToyServer(), agent="marked", backend_factory=_recording_factory(srv, seen))
     assert seen == []
     assert _prompt_tasks() == [] and not marker.exists()  # not started at all (not merely unfinished yet)
+
+
+def test_the_http_client_modules_load_with_the_backend_module():
+    """httpx imports httpcore and h11 at its first client, which a backend makes on the event loop (~40-50 ms of
+    CPU): they load with `ollie.backend.stream`, the module a daemon's default session imports in a thread."""
+    code = "import sys, ollie.backend.stream; print(sorted({'httpcore', 'h11'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['h11', 'httpcore']"

@@ -70,7 +70,8 @@ class Setup:
             runtime.deferred_prompt.start()
         try:
             if prompt_now:
-                # The HTTP client's import (httpx, ssl) in a thread: the loop sends the commands' spawns meanwhile.
+                # The HTTP client's import (httpx, httpcore, h11, ssl) in a thread: the loop sends the commands'
+                # spawns and reads the client's requests meanwhile.
                 await asyncio.to_thread(importlib.import_module, "ollie.backend.stream")
             runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:

@@ -14,6 +14,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
+# httpx imports httpcore and h11 only as it makes its first client, which a backend does on the event loop (~40-50
+# ms of CPU): they load with this module instead, where it loads (a thread for a daemon's first session).
+import httpcore  # noqa: F401
 import httpx
 
 from ollie.backend.classify import classify_error, status_of_error_object
