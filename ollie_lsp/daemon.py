@@ -149,16 +149,12 @@ def _lazy_method(name: str) -> Callable[..., Any]:
 
 
 def _lazy_command(name: str) -> Callable[..., Any]:
+    method = _lazy_method(name)
+
     async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1:
             raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
-        await ls.engine_loaded()
-        from ollie_lsp import methods
-
-        try:
-            return await methods.call(name, ls, args[0] if args else None)
-        finally:
-            _collect_when_idle(ls)
+        return await method(ls, args[0] if args else None)
 
     return run
 
