@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ollie.sessions.location import store_url
 from ollie.sessions.logformat import (
     COMPACTION_SUFFIX,
     META_TAIL_BYTES,
@@ -20,18 +21,11 @@ from ollie.sessions.logformat import (
 from ollie.sessions.session import is_valid_session_id
 
 
-def database() -> str:
-    """The PostgreSQL store sessions are kept in ("" = files in the sessions dir)."""
-    from ollie.sessions.location import store_url
-
-    return store_url()
-
-
 def _tail(sessions_dir: Path | str, session_id: str) -> bytes:
     """The end of a saved log, where its latest `meta` record is (b"" when the session is not saved)."""
     if not is_valid_session_id(session_id):
         return b""
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
@@ -67,7 +61,7 @@ def list_saved(sessions_dir: Path | str) -> list[str]:
     A session with no message and no title is left out (`is_unused`): each start of a front end
     saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
     """
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 

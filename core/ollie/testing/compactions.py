@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from ollie.backend.types import Message
+from ollie.sessions.location import store_url
 from ollie.sessions.logformat import COMPACTION_SUFFIX, session_path
-from ollie.sessions.logindex import database
 
 
 def read_compaction_snapshots(sessions_dir: Path | str, session_id: str) -> list[tuple[dict[str, Any], list[Message]]]:
     """The pre-compaction histories saved for a session, oldest first: (header, messages) pairs."""
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
