@@ -16,6 +16,7 @@ from ollie_lsp.server import OllieServer, collect_when_idle
 from ollie_lsp.standard import register_standard
 
 if TYPE_CHECKING:
+    from ollie.agent.events import Event
     from ollie.agent.surface import DaemonCore
     from ollie_lsp.sessions import SessionTable
 
@@ -98,16 +99,16 @@ def build_table(ls: OllieServer) -> SessionTable:
             if live.core.is_running and live.core.state != "idle":
                 live.progress.report(live.core.state)
 
-        def on_turn(content: str) -> None:
+        def on_turn(event: Event) -> None:
             nonlocal replying
             live = table.find(session_id)
             if live is None:
                 return
-            if content == "start":
+            if event.content == "start":
                 replying = False
-                live.progress.begin(live.next_prompt_title())
+                live.progress.begin(event.prompt)
             else:
-                live.progress.end(content)
+                live.progress.end(event.content)
                 collect_when_idle(table.live)
 
         return EventForwarder(
