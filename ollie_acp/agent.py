@@ -37,7 +37,6 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
-    TextContentBlock,
     UnstructuredCommandInput,
 )
 
@@ -51,7 +50,7 @@ from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.records import UserRecords
-from ollie.sessions.types import Channel, Info, ListOptions, first_words
+from ollie.sessions.types import Channel, Info, ListOptions
 from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
@@ -171,7 +170,8 @@ class OllieAgent:
             raise RequestError.resource_not_found(session_id) from None
         except (ValueError, persist.SessionFileError) as exc:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
-        title = source.title if source is not None else info.title if info is not None else ""
+        # The registry has the title the first prompt gave (the engine's recorder); a live one's own when unrecorded.
+        title = info.title if info is not None else source.title if source is not None else ""
         agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
         live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)", mcp=specs)
         live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._records.user)
@@ -301,10 +301,6 @@ class OllieAgent:
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
-        user_text = " ".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
-        if not live.title and user_text and not user_text.startswith(("/", "!")):  # the first prompt titles it
-            live.title = first_words(user_text)
-            asyncio.ensure_future(self._records.run(self._registry_rename, live.id, live.title))
         self._prompting += 1
         try:
             return await live.run_prompt(text, pictures)
@@ -354,12 +350,6 @@ class OllieAgent:
             return self._records.get(session_id)
         except OllieError:
             return None
-
-    def _registry_rename(self, session_id: str, title: str) -> None:
-        try:
-            self._records.rename(session_id, title)
-        except OllieError as exc:
-            logger.info("automatic title skipped: %s", exc)
 
 
 def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:

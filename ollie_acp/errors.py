@@ -31,9 +31,9 @@ def store_errors(session_id: str | None) -> Iterator[None]:
         raise RequestError.resource_not_found(session_id) from None
     except session_errors.NotFoundError:
         raise RequestError.resource_not_found(session_id) from None
+    except session_errors.LiveElsewhereError as exc:  # another process, or (OLLIE_STORE) machine, runs it now
+        raise RequestError(LIVE_ELSEWHERE, f"session is live elsewhere: {exc}", data) from None
     except session_errors.SessionError as exc:
-        if exc.rpc_code == LIVE_ELSEWHERE:  # OLLIE_STORE: another machine runs it now
-            raise RequestError(LIVE_ELSEWHERE, f"session is live elsewhere: {exc}", data) from None
         raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None
     except StoreConfigError as exc:
         raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None

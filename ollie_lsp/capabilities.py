@@ -5,24 +5,14 @@ from __future__ import annotations
 from lsprotocol import types
 
 
-def client_takes_inline_completion(capabilities: types.ClientCapabilities | None) -> bool:
-    """Whether the client declared `textDocument.inlineCompletion` (LSP 3.18)."""
-    text_document = capabilities.text_document if capabilities else None
-    return bool(text_document and text_document.inline_completion is not None)
-
-
-def ghost_text_configured() -> bool:
-    """Whether the user chose a model for ghost text (`OLLIE_COMPLETION_MODEL`, in the environment or the env file).
-
-    Every pause in typing is a model request: the chat model (often a paid API) is never asked for them.
-    """
+def fit_capabilities(result: types.ServerCapabilities, client: types.ClientCapabilities | None) -> None:
+    """Announce inline completions only to a client that declared `textDocument.inlineCompletion` (others would
+    never ask, or ask wrongly) and only when the user chose a model for ghost text (`OLLIE_COMPLETION_MODEL`, in
+    the environment or the env file)."""
     from ollie.backend.registry import environment
 
-    return bool(environment().get("OLLIE_COMPLETION_MODEL"))
-
-
-def fit_capabilities(result: types.ServerCapabilities, client: types.ClientCapabilities | None) -> None:
-    """Announce inline completions only to a client that declared them (others would never ask, or ask wrongly)
-    and only when the user chose a completion model."""
-    if not client_takes_inline_completion(client) or not ghost_text_configured():
+    text_document = client.text_document if client else None
+    declared = bool(text_document and text_document.inline_completion is not None)
+    # Every pause in typing is a model request: the chat model (often a paid API) is never asked for them.
+    if not declared or not environment().get("OLLIE_COMPLETION_MODEL"):
         result.inline_completion_provider = None

@@ -133,7 +133,6 @@ def action_prompt(args: ActionArgs) -> str:
 
 async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     """Run one action's turn in the workspace's session; its answer is shown, its result returned."""
-    from ollie.sessions.types import first_words
     from ollie_lsp.editor import with_context
     from ollie_lsp.errors import InvalidParams
     from ollie_lsp.params import EditorContext, parse
@@ -155,7 +154,7 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     prompt = with_context(request, [context], cwd=live.core.cwd, lookup=ls.document)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
-        result = await live.submit(prompt, title=first_words(request), handle=handle, is_command=False)
+        result = await live.submit(prompt, handle=handle, is_command=False)
     await show_answer(ls, live.id, result)
     return result
 

@@ -12,11 +12,12 @@ from ollie_lsp.documents import register_documents
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
-from ollie_lsp.permission import ask_step
+from ollie_lsp.permission import ask_elevation, ask_step
 from ollie_lsp.server import OllieServer, collect_when_idle
 from ollie_lsp.standard import register_standard
 
 if TYPE_CHECKING:
+    from ollie.agent.events import Event
     from ollie.agent.surface import DaemonCore
     from ollie_lsp.sessions import SessionTable
 
@@ -103,16 +104,16 @@ def build_table(ls: OllieServer) -> SessionTable:
             if live.core.is_running and live.core.state != "idle":
                 live.progress.report(live.core.state)
 
-        def on_turn(content: str) -> None:
+        def on_turn(event: Event) -> None:
             nonlocal replying
             live = table.find(session_id)
             if live is None:
                 return
-            if content == "start":
+            if event.content == "start":
                 replying = False
-                live.progress.begin(live.next_prompt_title())
+                live.progress.begin(event.prompt)
             else:
-                live.progress.end(content)
+                live.progress.end(event.content)
                 collect_when_idle(table.live)
 
         return EventForwarder(
@@ -127,7 +128,7 @@ def build_table(ls: OllieServer) -> SessionTable:
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
         defaults=defaults, start_cwd=lambda: ls.default_cwd, records=records(), make_forwarder=make_forwarder,
-        make_progress=make_progress, ask_user=ls.approve_elevation, ask_step=partial(ask_step, ls),
+        make_progress=make_progress, ask_user=partial(ask_elevation, ls), ask_step=partial(ask_step, ls),
         notify_problem=ls.show, documents=ls.documents, editor=editor,
     )
     return table
@@ -154,16 +155,12 @@ def _lazy_method(name: str) -> Callable[..., Any]:
 
 
 def _lazy_command(name: str) -> Callable[..., Any]:
+    method = _lazy_method(name)
+
     async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1:
             raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
-        await ls.engine_loaded()
-        from ollie_lsp import methods
-
-        try:
-            return await methods.call(name, ls, args[0] if args else None)
-        finally:
-            _collect_when_idle(ls)
+        return await method(ls, args[0] if args else None)
 
     return run
 

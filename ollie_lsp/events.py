@@ -60,7 +60,7 @@ class EventForwarder:
     """Drains one session's subscription in order, numbering what it sends.
 
     `state` events are not forwarded: they call `on_state`. `turn` events are
-    forwarded and also call `on_turn(content)`. Consecutive text deltas of one
+    forwarded and also call `on_turn(event)`. Consecutive text deltas of one
     role are joined when the stream is hot: after a delta sent less than
     `coalesce_s` ago, it waits that long and sends everything that piled up as
     one notification, so a slow client is not flooded with tiny messages.
@@ -78,7 +78,7 @@ class EventForwarder:
         *,
         send: Callable[[dict[str, Any]], None],
         on_state: Callable[[], None] = lambda: None,
-        on_turn: Callable[[str], None] = lambda content: None,
+        on_turn: Callable[[Event], None] = lambda event: None,
         coalesce_s: float = 0.004,
         paused: Callable[[], bool] | None = None,
         writable: Callable[[], Awaitable[None]] | None = None,
@@ -197,7 +197,7 @@ class EventForwarder:
         self._send(event_params(self.session_id, next(self._seq), event))
         if event.role == "turn":
             self.turn_open = event.content == "start"
-            self._on_turn(event.content)
+            self._on_turn(event)
 
     async def _coalesce(self, first: Event, count: int) -> tuple[Event, int]:
         now = time.monotonic()

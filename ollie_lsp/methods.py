@@ -20,7 +20,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.sessions.types import ListOptions, first_words
+from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import FileChange, StaleChange, WorkspaceError
 from ollie_lsp.editor import context_labels, is_command, with_context
@@ -114,7 +114,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     text = await _with_context(ls, live, p)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
-        return await live.submit(text, pictures, title=first_words(p.text), handle=handle, is_command=command)
+        return await live.submit(text, pictures, handle=handle, is_command=command)
 
 
 def _text_only(p: TextParams) -> TextParams:

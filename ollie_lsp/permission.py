@@ -1,8 +1,10 @@
-"""Approval questions to the editor: `ollie/permission` for clients that announce it, else window/showMessageRequest."""
+"""Questions to the editor: a step's approval (`ollie/permission` for clients that announce it, else
+window/showMessageRequest) and an elevation out of the sandbox (window/showMessageRequest)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -19,6 +21,7 @@ PERMISSION_METHOD = "ollie/permission"
 # The buttons of the plain question, in order, and the answer each one is.
 BUTTONS = {"Allow once": "allow_once", "Allow always": "allow_always", "Reject": "reject",
            "Reject with feedback": "reject_with_feedback"}
+ALLOW_ELEVATION = "Allow once"
 
 
 def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
@@ -50,17 +53,27 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_text()})'
-    try:
-        reply = await ask_client(ls.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
-            type=types.MessageType.Warning,
-            message=f"ollie (session {session_id}) asks to: {question.title}{covers}",
-            actions=[types.MessageActionItem(title=title) for title in _buttons(question)],
-        ))
-    except Exception as exc:  # as above: a broken question runs nothing
-        logger.warning("window/showMessageRequest failed: %s", exc)
-        return Answer("reject")
+    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}", _buttons(question))
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
-    title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
-    outcome = BUTTONS.get(title, "reject") if isinstance(title, str) else "reject"
+    outcome = BUTTONS.get(title or "", "reject")
     return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]
 
+
+async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
+    """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it."""
+    message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
+    return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
+
+
+async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:
+    """The button the user picked in a window/showMessageRequest (None: dismissed, or the question failed)."""
+    try:
+        reply = await ask_client(ls.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
+            type=types.MessageType.Warning, message=message,
+            actions=[types.MessageActionItem(title=title) for title in buttons],
+        ))
+    except Exception as exc:  # as for ollie/permission: a broken question lets nothing run
+        logger.warning("window/showMessageRequest failed: %s", exc)
+        return None
+    title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
+    return title if isinstance(title, str) else None

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from lsprotocol import types
 from pygls.progress import Progress
 
-from ollie.sessions.types import first_words
+from ollie.sessions.types import prompt_title
 
 logger = logging.getLogger("ollie.lsp.progress")
 
@@ -48,7 +48,7 @@ class TurnProgress:
         self._chain = asyncio.ensure_future(run())
 
     def begin(self, prompt: str) -> None:
-        """Start a progress for a new turn."""
+        """Start a progress for a new turn, titled by its prompt's first words (editor context left out)."""
         if not self._enabled:
             return
         token = f"ollie-{self._session_id}-{next(_tokens)}"
@@ -58,7 +58,7 @@ class TurnProgress:
         async def step() -> None:
             await self._progress.create_async(token)
             self._progress.begin(
-                token, types.WorkDoneProgressBegin(title="ollie", message=first_words(prompt) or "…", cancellable=True)
+                token, types.WorkDoneProgressBegin(title="ollie", message=prompt_title(prompt) or "…", cancellable=True)
             )
 
         self._then(step)

@@ -11,7 +11,6 @@ from ollie.sessions.location import StoreConfigError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, Kind
 from ollie_lsp.errors import (
-    LIVE_ELSEWHERE,
     Forbidden,
     InvalidParams,
     LiveElsewhere,
@@ -49,9 +48,9 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
         raise SessionArchived(session_id) from None
     except reg_errors.InvalidSessionError as exc:
         raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
+    except reg_errors.LiveElsewhereError as exc:  # another process's live lock, or a database store's lease
+        raise LiveElsewhere(session_id, str(exc)) from None
     except reg_errors.SessionError as exc:
-        if exc.rpc_code == LIVE_ELSEWHERE:  # the lease errors (ollie.sessions.pg.lease: not imported for this)
-            raise LiveElsewhere(session_id, str(exc)) from None
         raise StoreUnavailable(session_id, str(exc)) from None
     except StoreConfigError as exc:  # OLLIE_STORE is not a store URL: the message says what to set
         raise StoreUnavailable(session_id, str(exc)) from None

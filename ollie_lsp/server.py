@@ -33,7 +33,6 @@ from pygls.protocol import (
 from ollie import __version__
 from ollie.jsonpieces import EncodedBody
 from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a batch of the client's messages
-from ollie_lsp.asking import ask_client
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.eager import start_eagerly
@@ -50,7 +49,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 2
-ALLOW_ELEVATION = "Allow once"
 SWITCH_INTERVAL_S = 0.001
 # How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
 EXIT_BACKSTOP_S = 5.0
@@ -363,16 +361,6 @@ class OllieServer(LanguageServer):
             self._backstop = threading.Thread(target=exit_backstop, args=(EXIT_BACKSTOP_S,),
                                               name="ollie-lsp-exit-backstop", daemon=True)
             self._backstop.start()
-
-    async def approve_elevation(self, session_id: str, what: str) -> bool:
-        """Ask the user (window/showMessageRequest) whether a step may run outside the sandbox."""
-        reply = await ask_client(self.protocol, types.WINDOW_SHOW_MESSAGE_REQUEST, types.ShowMessageRequestParams(
-            type=types.MessageType.Warning,
-            message=f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}",
-            actions=[types.MessageActionItem(title=ALLOW_ELEVATION), types.MessageActionItem(title="Deny")],
-        ))
-        title = reply.get("title") if isinstance(reply, dict) else getattr(reply, "title", None)
-        return title == ALLOW_ELEVATION
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Tell the user something (window/showMessage) and log it."""

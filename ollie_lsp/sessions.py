@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ollie.lsp.sessions")
 
 INTERRUPTED = {"reply": "", "stop": "interrupted"}
-QUEUED_TITLE = "queued prompt"
 # How long a submit's answer waits for the client to acknowledge the turn's progress.
 PROGRESS_SETTLE_S = 2.0
 Q = TypeVar("Q")
@@ -63,7 +61,6 @@ class LiveSession:
     kind: str = "chat"
     archived: bool = False
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    prompts: deque[str] = field(default_factory=deque)
     last_state: dict[str, Any] | None = None
     # The engine's recorder keeps this session's registry record current (None until recorded).
     recorder: Recorder | None = None
@@ -105,7 +102,7 @@ class LiveSession:
         )
         return out
 
-    async def submit(self, text: str, images: Sequence[Image] = (), *, title: str, handle: SubmitHandle,
+    async def submit(self, text: str, images: Sequence[Image] = (), *, handle: SubmitHandle,
                      is_command: bool) -> dict[str, Any]:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
         if is_command:
@@ -128,7 +125,6 @@ class LiveSession:
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
-            self.prompts.append(title)
             return await self._run(text, images)
         finally:
             handle.finished = True
@@ -155,10 +151,6 @@ class LiveSession:
             if self.core.interrupt("cancelled by the client"):
                 return
             await asyncio.sleep(every_s)
-
-    def next_prompt_title(self) -> str:
-        """The title of the turn that just started (a queued prompt has none recorded)."""
-        return self.prompts.popleft() if self.prompts else QUEUED_TITLE
 
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, writ
 from ollie.agent.compaction import COMPACTION_PROMPT
 from ollie.sessions import persist
 from ollie.testing import Reply
+from ollie.testing.compactions import read_compaction_snapshots
 
 STATE = {"goal": "fix the parser", "plan": ["read", "fix", "test"], "plan_step": "fix",
          "decisions": ["keep the old API"], "files": ["parser.py"]}
@@ -53,7 +54,7 @@ async def test_compact_end_to_end(scripted_llm, make_core):
     index = core.session.decision_index
     assert len(index) == 1 and index[0].startswith("slow_read(") and "; warm_read(" in index[0]
     # The snapshot keeps the whole pre-compaction history; the session file holds the compacted one.
-    snapshots = persist.read_compaction_snapshots(core.sessions_dir, core.session_id)
+    snapshots = read_compaction_snapshots(core.sessions_dir, core.session_id)
     assert [m.to_dict() for m in snapshots[-1][1]] == before
     saved = persist.load(core.sessions_dir, core.session_id)
     assert len(saved.messages) == 9 and saved.task_state.plan_step == "fix"
@@ -89,7 +90,7 @@ async def test_an_answer_that_is_not_json_leaves_the_history_untouched(scripted_
     result = await core.submit("/compact")
     assert "not valid JSON" in result.reply and "history unchanged" in result.reply
     assert [m.to_dict() for m in core.session.messages] == before and core.session.task_state is None
-    assert persist.read_compaction_snapshots(core.sessions_dir, core.session_id) == []
+    assert read_compaction_snapshots(core.sessions_dir, core.session_id) == []
     assert any("not valid JSON" in e.content for e in drain(sub))
 
 

@@ -6,8 +6,8 @@ import json
 
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
-from ollie.sessions import persist
 from ollie.testing import Reply
+from ollie.testing.compactions import read_compaction_snapshots
 
 
 async def test_rate_limits_back_off_exponentially_then_succeed(scripted_llm, make_core):
@@ -70,7 +70,7 @@ async def test_context_overflow_compacts_and_retries_once(scripted_llm, make_cor
     assert retried[1]["role"] == "user" and retried[1]["content"].startswith("[task state]")
     assert '"goal": "ship it"' in retried[1]["content"]
     # The pre-compaction history was snapshotted.
-    snapshots = persist.read_compaction_snapshots(core.sessions_dir, core.session_id)
+    snapshots = read_compaction_snapshots(core.sessions_dir, core.session_id)
     assert [m.content for m in snapshots[-1][1]][:2] == ["turn one", "first answer"]
 
 

@@ -113,7 +113,7 @@ async def test_forwarder_numbers_without_gaps_and_keeps_order():
     states: list[int] = []
     turns: list[str] = []
     fwd = EventForwarder("s1", bus.subscribe(), send=sent.append, on_state=lambda: states.append(1),
-                         on_turn=turns.append, coalesce_s=0)
+                         on_turn=lambda event: turns.append(event.content), coalesce_s=0)
     fwd.start()
     bus.emit("turn", "start")
     for i in range(50):
@@ -219,7 +219,7 @@ async def test_a_submit_cancelled_while_it_waits_for_the_turn_lock_never_takes_i
 
     live = LiveSession(id="s", core=None, forwarder=None, progress=None)
     await live.turn_lock.acquire()  # a turn is running
-    waiting = asyncio.create_task(live.submit("hi", title="hi", handle=SubmitHandle(), is_command=False))
+    waiting = asyncio.create_task(live.submit("hi", handle=SubmitHandle(), is_command=False))
     await asyncio.sleep(0.01)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -14,6 +14,7 @@ from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import persist
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError, session_log
 from ollie.sessions.session import Session, TaskState, new_session_id
+from ollie.testing.compactions import read_compaction_snapshots
 
 
 def _saved(file: SessionFile) -> bytes:
@@ -273,7 +274,7 @@ def test_compaction_snapshot_is_appended_and_readable(tmp_path, log_store):
     session.replace_messages([Message("user", "summary")])
     _round(session, 1)
     file.write_compaction_snapshot(session)
-    snapshots = persist.read_compaction_snapshots(tmp_path, session.id)
+    snapshots = read_compaction_snapshots(tmp_path, session.id)
     assert [[m.to_dict() for m in msgs] for _, msgs in snapshots] == [first, _dicts(session)]
     assert snapshots[0][0]["n"] == 3
 

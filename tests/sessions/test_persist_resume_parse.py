@@ -72,11 +72,11 @@ def test_records_are_read_exactly_as_json_loads_reads_them(tmp_path):
 def test_a_resume_does_not_parse_its_records_line_by_line(tmp_path, monkeypatch):
     """The floor of a resume is json.loads of all lines at once (in parts of a few hundred KiB), not one per line."""
     session = _saved_session(tmp_path)
-    per_line: list[bytes] = []
-    original = logparse._record
-    monkeypatch.setattr(logparse, "_record", lambda line: per_line.append(line) or original(line))
+    by_lines: list[int] = []
+    original = logparse._parse_lines
+    monkeypatch.setattr(logparse, "_parse_lines", lambda lines, path: by_lines.append(len(lines)) or original(lines, path))
     assert SessionFile(tmp_path, session.id).load().messages == session.messages
-    assert per_line == []
+    assert by_lines == []
 
 
 @pytest.mark.parametrize("tail", [b'{"t":"m","m":{"role":"user","content":"torn', b'{"t": garbled}\n',

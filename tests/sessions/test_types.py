@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
-from ollie.sessions.types import MAX_TITLE_BYTES, Channel, Info, Kind, SessionRecord, TurnResult, validate_title
+from ollie.sessions.types import MAX_TITLE_BYTES, Channel, Info, Kind, TurnResult, validate_title
 
 
 def test_kinds_are_the_protocols_and_channels_the_front_ends():
@@ -38,22 +38,23 @@ def test_record_round_trip_keeps_every_field():
         created_at=moment, last_active=moment, last_turn_started_at=moment, last_turn_completed_at=moment,
         last_turn_result=TurnResult.END, archived=True,
     )
-    record = info.record()
-    assert isinstance(record.created_at, int)
-    assert Info.from_record(record) == info
+    row = info.row()
+    assert isinstance(row["created_at"], int) and "team" not in row
+    assert Info.from_row(row) == info
 
 
 def test_boundaries_fail_closed():
     with pytest.raises(InvalidSessionError):
-        Info(id="", agent_id="a", user_id="u").record()
+        Info(id="", agent_id="a", user_id="u").row()
+    row = Info(id="s", agent_id="a", user_id="u").row()
     with pytest.raises(InvalidSessionError):
-        Info.from_record(SessionRecord(id="s", agent_id="a", user_id="", kind="chat"))
+        Info.from_row({**row, "user_id": ""}).validate()
     with pytest.raises(InvalidSessionError):
-        Info.from_record(SessionRecord(id="s", agent_id="a", user_id="u", kind="nonsense"))
+        Info.from_row({**row, "kind": "nonsense"}).validate()
     with pytest.raises(InvalidSessionError):
         Info(id="s", agent_id="", user_id="u").validate()
     with pytest.raises(InvalidSessionError, match="timezone"):
-        Info(id="s", agent_id="a", user_id="u", created_at=datetime(2026, 1, 1)).record()
+        Info(id="s", agent_id="a", user_id="u", created_at=datetime(2026, 1, 1)).row()
 
 
 def test_new_info_sets_the_required_fields():

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import sys
 from pathlib import Path
 
 from ollie.log import get_logger
 from ollie.sessions.errors import LiveElsewhereError
+from ollie.sessions.session import is_valid_session_id
 
 log = get_logger("ollie.sessions.livelock")
-# A session id fit for a file name; any other (a client's typo, `../x`) gets no lock and fails its load as before.
-_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
 class LiveLock:
@@ -58,7 +56,7 @@ def hold(lock_dir: Path, session_id: str) -> LiveLock | None:
 
     None when no lock file can be made (a read-only data dir): the session runs unguarded rather than not at all.
     """
-    if not _SAFE_ID.fullmatch(session_id):
+    if not is_valid_session_id(session_id):  # a client's typo, `../x`: no lock, and its load fails as before
         return None
     while True:
         try:

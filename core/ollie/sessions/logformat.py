@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ollie.backend.types import Message
 from ollie.errors import OllieError
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, validate_session_id
 
@@ -77,19 +76,3 @@ def last_meta(tail: bytes) -> dict[str, Any]:
     """The last whole `meta` record's meta in the end of a log ({} when none is there)."""
     meta = last_commit(tail).get("meta")
     return dict(meta) if isinstance(meta, dict) else {}
-
-
-def parse_compaction_snapshots(data: bytes) -> list[tuple[dict[str, Any], list[Message]]]:
-    """The whole snapshots in a compaction log's bytes, oldest first."""
-    snapshots: list[tuple[dict[str, Any], list[Message]]] = []
-    for line in data.split(b"\n"):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # an empty or torn line
-        if record.get("t") == "compaction":
-            snapshots.append((record, []))
-        elif record.get("t") == "m" and snapshots:
-            snapshots[-1][1].append(Message.from_dict(record["m"]))
-    # A snapshot whose append was cut short is incomplete: keep only whole ones.
-    return [(head, msgs) for head, msgs in snapshots if len(msgs) == head.get("n")]

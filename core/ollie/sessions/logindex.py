@@ -1,4 +1,4 @@
-"""Saved session logs without loading them: which are saved, their latest meta, their compaction snapshots.
+"""Saved session logs without loading them: which are saved, and their latest meta.
 
 Files in the sessions dir, or a PostgreSQL store's rows when OLLIE_STORE names one.
 """
@@ -9,31 +9,23 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ollie.backend.types import Message
+from ollie.sessions.location import store_url
 from ollie.sessions.logformat import (
     COMPACTION_SUFFIX,
     META_TAIL_BYTES,
     SUFFIX,
     last_commit,
     last_meta,
-    parse_compaction_snapshots,
     session_path,
 )
-from ollie.sessions.session import is_valid_session_id, validate_session_id
-
-
-def database() -> str:
-    """The PostgreSQL store sessions are kept in ("" = files in the sessions dir)."""
-    from ollie.sessions.location import store_url
-
-    return store_url()
+from ollie.sessions.session import is_valid_session_id
 
 
 def _tail(sessions_dir: Path | str, session_id: str) -> bytes:
     """The end of a saved log, where its latest `meta` record is (b"" when the session is not saved)."""
     if not is_valid_session_id(session_id):
         return b""
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
@@ -69,7 +61,7 @@ def list_saved(sessions_dir: Path | str) -> list[str]:
     A session with no message and no title is left out (`is_unused`): each start of a front end
     saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
     """
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
@@ -92,18 +84,3 @@ def list_saved_files(sessions_dir: Path | str) -> list[str]:
             if is_valid_session_id(session_id):
                 ids.append(session_id)
     return sorted(ids, key=lambda s: (len(s), s))
-
-
-def read_compaction_snapshots(sessions_dir: Path | str, session_id: str) -> list[tuple[dict[str, Any], list[Message]]]:
-    """The pre-compaction histories saved for a session, oldest first: (header, messages) pairs."""
-    url = database()
-    if url:
-        from ollie.sessions.pg import log as pg_log
-
-        return parse_compaction_snapshots(pg_log.compactions(url, validate_session_id(session_id)))
-    path = session_path(Path(sessions_dir), session_id, COMPACTION_SUFFIX)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    return parse_compaction_snapshots(data)

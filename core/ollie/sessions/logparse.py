@@ -184,7 +184,7 @@ def _parse_lines(lines: list[bytes], path: Path) -> Parsed:
     last_index = len(lines) - 1
     for index, line in enumerate(lines[:last_index]):
         try:
-            record = _record(line)
+            record = json.loads(line.decode())  # strict UTF-8, as written
         except ValueError:
             if index == last_index - 1:
                 break  # a garbled final line: the round being written died
@@ -272,16 +272,3 @@ def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -
                 tracked.setdefault(name, {}).pop(key, None)
             else:
                 tracked.setdefault(name, {})[key] = value
-
-
-_decoder = json.JSONDecoder()
-
-
-def _record(line: bytes) -> Any:
-    """json.loads(line), minus its per-call encoding sniffing and whitespace scans (our lines have none)."""
-    text = line.decode()
-    try:
-        record, stop = _decoder.raw_decode(text)
-    except ValueError:
-        return json.loads(text)  # whatever it is, json.loads has the last word (and the error)
-    return record if stop == len(text) else json.loads(text)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ollie.backend.types import Message
 from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
+from ollie.sessions.location import store_url
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
 from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
 from ollie.sessions.logformat import SUFFIX as SUFFIX
@@ -33,11 +34,9 @@ from ollie.sessions.logformat import SessionFileCorruptError as SessionFileCorru
 from ollie.sessions.logformat import SessionFileError as SessionFileError
 from ollie.sessions.logformat import SessionFileNotFoundError as SessionFileNotFoundError
 from ollie.sessions.logformat import dumps, forget_changes, session_path, snapshot_records
-from ollie.sessions.logindex import database
 from ollie.sessions.logindex import is_unused as is_unused
 from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
-from ollie.sessions.logindex import read_compaction_snapshots as read_compaction_snapshots
 from ollie.sessions.logindex import read_meta as read_meta
 from ollie.sessions.logparse import parse
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
@@ -353,7 +352,7 @@ _preloaded: dict[tuple[str, str], tuple[SessionFile, Session]] = {}
 
 def session_log(sessions_dir: Path | str, session_id: str, *, compact_min_records: int = 1000) -> SessionFile:
     """The log of a session: its file in `sessions_dir`, or its rows when OLLIE_STORE names PostgreSQL."""
-    url = database()
+    url = store_url()
     storage = None
     if url:
         from ollie.sessions.pg.log import PgRounds
@@ -370,7 +369,7 @@ def open_session(sessions_dir: Path | str, session_id: str | None) -> tuple[Sess
     if not session_id:
         session = Session()
         return session_log(sessions_dir, session.id), session
-    ahead = _preloaded.pop((database(), session_id), None)
+    ahead = _preloaded.pop((store_url(), session_id), None)
     if ahead is not None:
         return ahead
     file = session_log(sessions_dir, session_id)  # ValueError for an id unfit for a file name
@@ -387,7 +386,7 @@ def preload(sessions_dir: Path | str, session_id: str | None) -> None:
     The store is connected (and migrated) and the session, when given, read and
     leased; the event loop's open_session then finds it done.
     """
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
@@ -402,7 +401,7 @@ def release(session_id: str) -> None:
     NotSavedError when the store did not take the last rounds; what was stored before stays whole.
     """
     failed = _unsaved.pop(session_id, None)
-    url = database()
+    url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
@@ -423,7 +422,7 @@ def not_saved(session_id: str, why: BaseException | str) -> str:
 
 def load(sessions_dir: Path | str, session_id: str) -> Session:
     """Load a saved session (see `SessionFile.load`); from PostgreSQL without taking its lease."""
-    url = database()
+    url = store_url()
     if not url:
         return SessionFile(sessions_dir, session_id).load()
     from ollie.sessions.pg import log as pg_log

@@ -16,7 +16,7 @@ from ollie.sessions.errors import (
 )
 from ollie.sessions.location import user_teams
 from ollie.sessions.session import new_session_id
-from ollie.sessions.store import Conn, DuplicateError, Row, StoreLike
+from ollie.sessions.store import Conn, DuplicateError, StoreLike
 from ollie.sessions.types import (
     Channel,
     Info,
@@ -60,7 +60,7 @@ def _channel(value: Channel | str) -> str:
         raise InvalidSessionError(f"unknown session channel {value!r}") from None
 
 
-def _existing(conn: Conn, session_id: str) -> Row:
+def _existing(conn: Conn, session_id: str) -> Info:
     """The session's row; NotFoundError when there is none."""
     found = store.fetch(conn, session_id) if session_id else None
     if found is None:
@@ -117,26 +117,25 @@ class Registry:
 
     # --- scope ------------------------------------------------------------
 
-    def _authorize(self, scope: Scope, row: Row, *, write: bool = False, agent: str = "") -> Info:
-        """The row's Info if the scope's user owns it, or may read it (shared to one of `teams`); `agent`: its agent."""
-        record = row.record
+    def _authorize(self, scope: Scope, row: Info, *, write: bool = False, agent: str = "") -> Info:
+        """The row if the scope's user owns it, or may read it (shared to one of `teams`); `agent`: its agent."""
         _require_user(scope.user_id)
-        if agent and record.agent_id != agent:
-            raise ForbiddenError(f"session {record.id} belongs to another agent")
-        if record.user_id != scope.user_id:
+        if agent and row.agent_id != agent:
+            raise ForbiddenError(f"session {row.id} belongs to another agent")
+        if row.user_id != scope.user_id:
             if not (row.team and row.team in self.teams):
-                raise ForbiddenError(f"session {record.id} belongs to another user")
+                raise ForbiddenError(f"session {row.id} belongs to another user")
             if write:
-                raise ReadOnlyError(f"session {record.id} is shared with team {row.team!r} to read and resume: "
-                                    f"only its owner ({record.user_id}) may rename, archive or share it")
-        return Info.from_record(record, team=row.team)
+                raise ReadOnlyError(f"session {row.id} is shared with team {row.team!r} to read and resume: "
+                                    f"only its owner ({row.user_id}) may rename, archive or share it")
+        return row.validate()  # fail closed on a row that breaks the invariant
 
     def _load(self, conn: Conn, scope: Scope, session_id: str, *, write: bool = False) -> Info:
         return self._authorize(scope, _existing(conn, session_id), write=write)
 
     def _create(self, conn: Conn, info: Info) -> Info:
         try:
-            store.insert(conn, info.record())
+            store.insert(conn, info)
         except DuplicateError as exc:
             if exc.what == "main":
                 raise InvalidSessionError("this user already has an active main session") from None
@@ -190,7 +189,7 @@ class Registry:
     def _select(self, where: list[str], params: list[object], opts: ListOptions) -> list[Info]:
         with self._store.reading() as conn:
             rows = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
-        return [Info.from_record(r.record, team=r.team) for r in rows]
+        return [row.validate() for row in rows]
 
     def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
         """The scope's sessions matching `opts`, most recently active first."""
@@ -276,9 +275,9 @@ class Registry:
         if result is not None:
             changes["last_turn_result"] = str(result)
         with self._store.transaction() as conn:
-            if _existing(conn, session_id).record.archived:
+            if _existing(conn, session_id).archived:
                 raise ArchivedError(f"session {session_id} is archived")
             store.update(conn, session_id, **changes)
-            record = store.fetch(conn, session_id)
-        assert record is not None
-        return Info.from_record(record.record)
+            row = store.fetch(conn, session_id)
+        assert row is not None
+        return row.validate()

@@ -8,21 +8,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import fields
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from ollie import paths
 from ollie.sessions.errors import SessionError
 from ollie.sessions.schema import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
 from ollie.sessions.schema import pending
-from ollie.sessions.types import SessionRecord
+from ollie.sessions.types import COLUMNS, Info
 
 DB_NAME = "sessions.db"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-COLUMNS = tuple(f.name for f in fields(SessionRecord))
-# Besides the record: the team channel it is shared to ('' for none, Registry.share). Columns of schema 1
+# Besides an Info's columns: the team channel it is shared to ('' for none, Registry.share). Columns of schema 1
 # no field names (group_id, guest_id, project_id, last_viewed_at, latest_seq, binding) keep their defaults.
 SELECT = f"SELECT {', '.join(COLUMNS)}, team FROM sessions"
 
@@ -54,13 +52,6 @@ class DuplicateError(SessionError):
     def __init__(self, what: str, detail: str) -> None:
         super().__init__(detail)
         self.what = what
-
-
-class Row(NamedTuple):
-    """A sessions row: the record and its team channel."""
-
-    record: SessionRecord
-    team: str
 
 
 class StoreLike(Protocol):
@@ -211,36 +202,34 @@ class Store:
             yield _SqliteConn(self._conn)
 
 
-def row_to_record(row: Sequence[object]) -> Row:
-    """A SELECT row as a Row."""
-    values = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
-    values["archived"] = bool(values["archived"])
-    return Row(SessionRecord(**values), str(row[len(COLUMNS)]))  # type: ignore[arg-type]
+def row_info(row: Sequence[object]) -> Info:
+    """A SELECT row as an Info, unvalidated (the registry validates what it hands on)."""
+    return Info.from_row(dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True)), team=str(row[len(COLUMNS)]))
 
 
-def fetch(conn: Conn, session_id: str) -> Row | None:
+def fetch(conn: Conn, session_id: str) -> Info | None:
     """The row of one session, or None."""
     row = conn.execute(f"{SELECT} WHERE id = ?", (session_id,)).fetchone()
-    return row_to_record(row) if row else None
+    return row_info(row) if row else None
 
 
 def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
-           ) -> list[Row]:
+           ) -> list[Info]:
     """Rows matching all `where` clauses, most recently active first."""
     sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC, id DESC"
     args = list(params)
     if limit or offset:
         sql += f" LIMIT {'?' if limit > 0 else conn.no_limit} OFFSET ?"
         args += [limit, offset] if limit > 0 else [offset]
-    return [row_to_record(row) for row in conn.execute(sql, args)]
+    return [row_info(row) for row in conn.execute(sql, args)]
 
 
-def insert(conn: Conn, record: SessionRecord) -> None:
-    """Insert one session row (DuplicateError naming the rule a duplicate breaks)."""
-    values = [getattr(record, c) for c in COLUMNS]
-    values[COLUMNS.index("archived")] = int(record.archived)
+def insert(conn: Conn, info: Info) -> None:
+    """Insert one session row, its team aside (DuplicateError naming the rule a duplicate breaks)."""
+    values = info.row()
+    values["archived"] = int(info.archived)
     placeholders = ", ".join("?" for _ in COLUMNS)
-    conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}) VALUES ({placeholders})", values)
+    conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}) VALUES ({placeholders})", [values[c] for c in COLUMNS])
 
 
 def update(conn: Conn, session_id: str, **changes: object) -> None:

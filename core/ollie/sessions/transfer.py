@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie.sessions import persist, store
-from ollie.sessions.errors import SessionError
+from ollie.sessions.errors import InvalidSessionError, SessionError
 from ollie.sessions.persist import SessionFileError
 from ollie.sessions.pg.log import PgRounds
 from ollie.sessions.pg.store import PgStore
 from ollie.sessions.session import Session
-from ollie.sessions.types import Channel, Kind, validate_title
+from ollie.sessions.types import Channel, Info, Kind, from_micros, validate_title
 
 
 @dataclass
@@ -32,23 +32,25 @@ class ImportReport:
 
 def _import_records(local: store.Store, target: PgStore, user: str, report: ImportReport) -> None:
     with local.reading() as conn:
-        rows = [store.row_to_record(r) for r in conn.execute(f"{store.SELECT} WHERE user_id = ?", (user,))]
+        rows = [store.row_info(r) for r in conn.execute(f"{store.SELECT} WHERE user_id = ?", (user,))]
     for row in rows:
         try:
             with target.transaction() as conn:
-                if store.fetch(conn, row.record.id) is not None:
+                if store.fetch(conn, row.id) is not None:
                     report.present += 1
                     continue
-                store.insert(conn, row.record)
+                store.insert(conn, row)
                 if row.team:
-                    store.update(conn, row.record.id, team=row.team)
+                    store.update(conn, row.id, team=row.team)
             report.records += 1
         except store.DuplicateError as exc:
-            report.failed.append(f"record {row.record.id}: the store already has an active {exc.what} session "
+            report.failed.append(f"record {row.id}: the store already has an active {exc.what} session "
                                  "for it (archive one of them, then import again)")
+        except InvalidSessionError as exc:  # a row that breaks the invariant is not copied
+            report.failed.append(f"record {row.id}: {exc}")
 
 
-def _owner_record(session: Session, user: str, mtime_s: float) -> store.SessionRecord:
+def _owner_record(session: Session, user: str, mtime_s: float) -> Info:
     """The record that makes `user` the owner of a session file no registry knows (a terminal session from before
     the registry): without one, the log in the store would be no one's, and so everyone's to list and read."""
     title = session.title
@@ -57,9 +59,9 @@ def _owner_record(session: Session, user: str, mtime_s: float) -> store.SessionR
     except SessionError:
         title = ""
     created = int(session.id.split("-", 1)[0]) // 1000  # the id's nanoseconds, as the store's microseconds
-    return store.SessionRecord(id=session.id, agent_id=session.agent or "default", user_id=user,
-                               channel=Channel.CLI.value, kind=Kind.CHAT.value, title=title, created_at=created,
-                               last_active=max(created, int(mtime_s * 1_000_000)))
+    return Info(id=session.id, agent_id=session.agent or "default", user_id=user, channel=Channel.CLI,
+                kind=Kind.CHAT, title=title, created_at=from_micros(created),
+                last_active=from_micros(max(created, int(mtime_s * 1_000_000))))
 
 
 def _claim(target: PgStore, local: store.Store | None, session: Session, user: str, mtime_s: float) -> str:
@@ -68,11 +70,11 @@ def _claim(target: PgStore, local: store.Store | None, session: Session, user: s
     with target.transaction() as conn:
         row = store.fetch(conn, session.id)
         if row is not None:
-            return "" if row.record.user_id == user else "the store has it as another user's session"
+            return "" if row.user_id == user else "the store has it as another user's session"
         if local is not None:
             with local.reading() as local_conn:
                 mine = store.fetch(local_conn, session.id)
-            if mine is not None and mine.record.user_id != user:
+            if mine is not None and mine.user_id != user:
                 return "another user's session (its record is not imported)"
         store.insert(conn, _owner_record(session, user, mtime_s))
     return ""

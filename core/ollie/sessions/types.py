@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
 
@@ -105,26 +106,8 @@ def from_micros(micros: int | None) -> datetime | None:
 
 
 @dataclass
-class SessionRecord:
-    """The store's row: plain values, times as unix microseconds (None = unset)."""
-
-    id: str
-    agent_id: str
-    user_id: str
-    channel: str = ""
-    kind: str = ""
-    title: str = ""
-    created_at: int | None = None
-    last_active: int | None = None
-    last_turn_started_at: int | None = None
-    last_turn_completed_at: int | None = None
-    last_turn_result: str = ""
-    archived: bool = False
-
-
-@dataclass
 class Info:
-    """Validated metadata of one agent session; crosses the store boundary via record()/from_record()."""
+    """Metadata of one agent session; crosses the store boundary via row()/from_row()."""
 
     id: str
     agent_id: str
@@ -150,8 +133,8 @@ class Info:
         return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind, created_at=moment,
                    last_active=moment)
 
-    def validate(self) -> None:
-        """Enforce the session invariant; raise InvalidSessionError (fail closed)."""
+    def validate(self) -> Info:
+        """This Info, once it holds the session invariant; InvalidSessionError (fail closed) when it does not."""
         for name in ("id", "agent_id", "user_id"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise InvalidSessionError(f"session {name} is required")
@@ -162,36 +145,37 @@ class Info:
         if self.last_turn_result not in TurnResult.__members__.values():
             raise InvalidSessionError(f"unknown turn result {self.last_turn_result!r}")
         validate_title(self.title)
+        return self
 
-    def record(self) -> SessionRecord:
-        """The store row of this Info; fails closed on an invalid Info."""
+    def row(self) -> dict[str, object]:
+        """The store's columns of this Info (times as unix microseconds, the team aside); fails closed on an invalid Info."""
         self.validate()
-        values = {f.name: getattr(self, f.name) for f in fields(SessionRecord)}
+        values = {name: getattr(self, name) for name in COLUMNS}
         for name in _TIME_FIELDS:
             values[name] = to_micros(values[name])
         for name in _ENUM_FIELDS:
             values[name] = str(values[name])
-        return SessionRecord(**values)
+        return values
 
     @classmethod
-    def from_record(cls, record: SessionRecord, *, team: str = "") -> Info:
-        """The Info of a store row (`team`: its team column); fails closed on a row that breaks the invariant."""
-        values = {f.name: getattr(record, f.name) for f in fields(SessionRecord)}
+    def from_row(cls, values: dict[str, Any], *, team: str = "") -> Info:
+        """The Info of a store row's columns (`team`: its team column), unvalidated: `validate` fails closed on it."""
+        values = dict(values)
         for name in _TIME_FIELDS:
             values[name] = from_micros(values[name])
         for name, enum in _ENUM_FIELDS.items():
             values[name] = _enum_or_raw(enum, values[name])
         values["archived"] = bool(values["archived"])
-        info = cls(**values, team=team)
-        info.validate()
-        return info
+        return cls(**values, team=team)
 
     def with_changes(self, **changes: object) -> Info:
         """A copy with some fields replaced."""
         return replace(self, **changes)
 
 
-# Info and SessionRecord share their field names; these differ in type (datetime / enum in Info).
+# The store's columns of an Info (the team is a column beside them: Registry.share); these differ in type there (unix
+# microseconds, plain strings).
+COLUMNS = tuple(f.name for f in fields(Info) if f.name != "team")
 _TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at")
 _ENUM_FIELDS: dict[str, type[StrEnum]] = {"channel": Channel, "kind": Kind, "last_turn_result": TurnResult}
 

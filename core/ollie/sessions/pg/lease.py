@@ -44,10 +44,9 @@ class SessionLeasedError(LiveElsewhereError):
     """The session is live in another process (the message names where); it can be taken over once that lapses."""
 
 
-class LeaseLostError(SessionError):
+class LeaseLostError(LiveElsewhereError):
     """This process's lease on a session lapsed and another took the session over: its rounds are refused."""
 
-    rpc_code = -32007
     final = True  # no later save retries: the log writes nothing until the session is opened again
 
 

@@ -95,7 +95,7 @@ class PgRounds:
     def __init__(self, url: str, session_id: str) -> None:
         # This process's earlier logs of the session finish their queued writes first: two writers of one
         # session (a close and a reopen) each on its own thread would otherwise land in either order.
-        _drain(url, session_id)
+        drain(url, session_id)
         self.url = url
         self.session_id = session_id
         self.store, self.leases = shared(url)
@@ -114,7 +114,7 @@ class PgRounds:
 
     def read(self) -> bytes | None:
         """Take the lease (SessionLeasedError when the session is live elsewhere), then every round in order."""
-        _drain(self.url, self.session_id)
+        drain(self.url, self.session_id)
         with self.store.transaction() as conn:
             user, teams, _ = _reader()
             sid = self.session_id
@@ -196,12 +196,6 @@ class PgRounds:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ollie-log-{self.session_id}")
         self._writer.submit(fn, *args)
 
-    def _logged(self, fn: Callable[..., None], *args: object) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:  # noqa: BLE001 - nobody waits for it: logged
-            log.warning("session log cleanup failed: %s", exc, extra={"session": self.session_id})
-
     def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
         """Run one write of `epoch` (None: outside the rounds); a failure is reported now and raised by `flush`."""
         if self._lost is not None:
@@ -275,7 +269,7 @@ class PgRounds:
             conn.execute("INSERT INTO session_compactions (session_id, data) VALUES (?, ?)", (self.session_id, payload))
 
 
-def _drain(url: str, session_id: str | None = None) -> None:
+def drain(url: str, session_id: str | None = None) -> None:
     """Wait for this process's queued writes (of one session, or all) to the store at `url`."""
     for rounds in list(_open):
         if rounds.url == url and session_id in (None, rounds.session_id):
@@ -294,7 +288,7 @@ def close_logs(url: str, session_id: str) -> None:
 
 def read_rounds(url: str, session_id: str) -> bytes | None:
     """Every round of the session in order (None when it is not saved)."""
-    _drain(url, session_id)
+    drain(url, session_id)
     store, _ = shared(url)
     with store.reading() as conn:
         rows = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq",
@@ -304,7 +298,7 @@ def read_rounds(url: str, session_id: str) -> bytes | None:
 
 def last_round(url: str, session_id: str) -> bytes:
     """The session's last round (b"" when it is not saved): it ends with the latest meta."""
-    _drain(url, session_id)
+    drain(url, session_id)
     store, _ = shared(url)
     with store.reading() as conn:
         row = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
@@ -314,17 +308,8 @@ def last_round(url: str, session_id: str) -> bytes:
 
 def saved_ids(url: str) -> list[str]:
     """The ids of the sessions with saved rounds (this user's and its teams')."""
-    _drain(url)
+    drain(url)
     store, _ = shared(url)
     with store.reading() as conn:
         return [r[0] for r in conn.execute(f"SELECT DISTINCT session_id FROM session_rounds WHERE "
                                            f"{_VISIBLE.format(id='session_rounds.session_id')}", _reader())]
-
-
-def compactions(url: str, session_id: str) -> bytes:
-    """The session's pre-compaction histories, joined in order."""
-    _drain(url, session_id)
-    store, _ = shared(url)
-    with store.reading() as conn:
-        rows = conn.execute("SELECT data FROM session_compactions WHERE session_id = ? ORDER BY seq", (session_id,))
-        return b"".join(bytes(r[0]) for r in rows)

@@ -107,7 +107,6 @@ class PgStore:
         except PoolTimeout as exc:
             self._pool.close()
             raise StoreUnavailableError(f"{self.location}: cannot connect within {busy_timeout_s} s") from exc
-        self._closed = threading.Event()
         if migrate:
             self.migrate()
 
@@ -116,14 +115,8 @@ class PgStore:
         """Where the store is, for messages: the URL without its password."""
         return redact(self.url)
 
-    @property
-    def path(self) -> str:
-        """The same as `location` (the SQLite store's `path` is its file)."""
-        return self.location
-
     def close(self) -> None:
         """Close every connection of the pool."""
-        self._closed.set()
         self._pool.close()
 
     @contextmanager
