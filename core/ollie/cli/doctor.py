@@ -109,10 +109,10 @@ def check_store(env: Mapping[str, str]) -> Check:
     url = (env.get("OLLIE_STORE") or "").strip()
     if not url:
         return Check("store", True, "sessions in files and SQLite on this machine (OLLIE_STORE is not set)")
-    from ollie.sessions.location import redact
+    from ollie.sessions.location import is_postgres_url, redact
 
     where = redact(url)
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_url(url):
         return Check("store", False, f"OLLIE_STORE={where} is not a postgresql:// URL",
                      "set OLLIE_STORE=postgresql://USER@HOST/DB, or unset it to keep sessions in files")
     try:

@@ -10,6 +10,7 @@ from ollie.errors import OllieError
 STORE_VAR = "OLLIE_STORE"
 USER_VAR = "OLLIE_USER"
 TEAMS_VAR = "OLLIE_TEAMS"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 class StoreConfigError(OllieError):
@@ -31,9 +32,14 @@ def setting(name: str) -> str:
 def store_url() -> str:
     """The PostgreSQL URL sessions are kept at, or "" for the embedded default (SQLite and files)."""
     url = setting(STORE_VAR)
-    if url and not url.startswith(("postgresql://", "postgres://")):
+    if url and not is_postgres_url(url):
         raise StoreConfigError(f"{STORE_VAR}={url!r}: expected a postgresql:// URL (unset it to keep sessions in files)")
     return url
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether a store location is a PostgreSQL URL rather than a file."""
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
 def redact(url: str) -> str:

@@ -14,7 +14,7 @@ from ollie.sessions.errors import (
     NotFoundError,
     ReadOnlyError,
 )
-from ollie.sessions.location import user_teams
+from ollie.sessions.location import is_postgres_url, user_teams
 from ollie.sessions.session import new_session_id
 from ollie.sessions.store import Conn, DuplicateError, StoreLike
 from ollie.sessions.types import (
@@ -37,7 +37,7 @@ def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10
         from ollie.sessions.location import store_url
 
         location = store_url() or None
-    if store.is_postgres_url(location):
+    if is_postgres_url(location):
         from ollie.sessions.pg.store import PgStore  # psycopg is imported only for a PostgreSQL store
 
         return PgStore(str(location), busy_timeout_s=busy_timeout_s)
@@ -202,7 +202,7 @@ class Registry:
 
     def live_elsewhere(self, session_ids: Sequence[str]) -> dict[str, str]:
         """Of these sessions, those another process runs now (a PostgreSQL store's leases): id -> "<host> (pid N)"."""
-        if not session_ids or not store.is_postgres_url(self._store.location):
+        if not session_ids or not is_postgres_url(self._store.location):
             return {}  # SQLite and files: one machine, whose live sessions its daemon knows
         from ollie.sessions.pg.lease import live_elsewhere
 

@@ -18,7 +18,6 @@ from ollie.sessions.schema import pending
 from ollie.sessions.types import COLUMNS, Info
 
 DB_NAME = "sessions.db"
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 # Besides an Info's columns: the team channel it is shared to ('' for none, Registry.share). Columns of schema 1
 # no field names (group_id, guest_id, project_id, last_viewed_at, latest_seq, binding) keep their defaults.
@@ -67,11 +66,6 @@ class StoreLike(Protocol):
     def reading(self) -> AbstractContextManager[Conn]: ...
 
     def lock(self, conn: Conn, key: str) -> None: ...
-
-
-def is_postgres_url(location: object) -> bool:
-    """Whether a store location is a PostgreSQL URL rather than a file."""
-    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
 def _duplicate(message: str) -> str:
