@@ -14,6 +14,19 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
+# A surrogate left unpaired by a `\uXXXX` escape: no UTF-8 encoder takes it, so in a message it would break every
+# later request body and every save of the session.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(text: str) -> Any:
+    """json.loads of a frame from the model's server, an unpaired surrogate escape decoded as U+FFFD."""
+    obj = json.loads(text)
+    if "\\ud" in text or "\\uD" in text:  # rare (a pair is one character once decoded): checked only then
+        obj = json.loads(_LONE_SURROGATE.sub("\ufffd", json.dumps(obj, ensure_ascii=False)))
+    return obj
+
+
 @dataclass
 class SSEEvent:
     """One server-sent event: the `event:` name (empty when absent) and the joined `data:` lines."""
@@ -112,8 +125,8 @@ class NDJSONDecoder:
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Decode one network chunk; return the objects it completed."""
-        return [json.loads(line) for line in self._lines.feed(chunk) if line.strip()]
+        return [loads(line) for line in self._lines.feed(chunk) if line.strip()]
 
     def finish(self) -> list[Any]:
         """Flush a last line that had no trailing newline."""
-        return [json.loads(line) for line in self._lines.finish() if line.strip()]
+        return [loads(line) for line in self._lines.finish() if line.strip()]
