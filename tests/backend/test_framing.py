@@ -104,3 +104,32 @@ def test_a_line_or_event_without_end_is_malformed_not_unbounded():
             for _ in range(MAX_EVENT_BYTES // len(piece) + 2):
                 decoder.feed(stream)
                 stream = piece
+
+
+def test_an_event_of_empty_data_lines_is_malformed_not_unbounded():
+    """Each data line counts at least its own bytes: `data:` lines of no value each kept a list entry, uncounted."""
+    from ollie.backend.framing import MAX_EVENT_BYTES
+
+    decoder = SSEDecoder()
+    chunk = b"data:\n" * 10_000
+    with pytest.raises(ValueError, match="an SSE event over"):
+        for _ in range(MAX_EVENT_BYTES // len(chunk) + 2):
+            decoder.feed(chunk)
+
+
+def test_a_line_sent_a_few_bytes_at_a_time_holds_about_its_own_size():
+    """A server that trickles a never-ending line in tiny chunks: each chunk kept as its own str object cost ~25x
+    the line's bytes (the cap, 16 MiB, would have held ~400 MB)."""
+    import tracemalloc
+
+    decoder = NDJSONDecoder()
+    decoder.feed(b'"')
+    tracemalloc.start()
+    try:
+        for _ in range(200_000):
+            decoder.feed(b"ab")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * 400_000, held
+    assert decoder.feed(b'"\n') == ["ab" * 200_000]  # the line, whole, once it ends

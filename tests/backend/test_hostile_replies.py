@@ -184,3 +184,28 @@ def _turn():
     from ollie.backend.types import GenerationParams, Message
 
     return [Message("user", "hi")], [], GenerationParams()
+
+
+async def test_a_lone_surrogate_a_server_escapes_is_replaced_where_the_stream_is_decoded():
+    """JSON's `"\\ud800"` decodes to a str no UTF-8 encoder takes: kept, every later request body (httpx encodes it)
+    and every save of the session raised UnicodeEncodeError: one delta made the session unusable."""
+    from ollie.backend.types import GenerationParams, Message
+    from ollie.sessions.logformat import dumps
+
+    body = (b'data: {"choices":[{"delta":{"content":"a\\ud800b \\uD83D\\uDE00 \\udc00"}}]}\n\n'
+            b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    async with wire_server(lambda request: [sized(body, b"Content-Type: text/event-stream")]) as srv:
+        async with aclosing(backend_for(srv.url)) as backend:
+            text = joined(await collect(backend), "content")
+    assert text == "a\ufffdb \U0001f600 \ufffd"  # a pair stays the character it escapes
+    history = [Message("user", "hi"), Message("assistant", text)]
+    assert dumps({"t": "m", "m": history[1].to_dict()})
+    assert httpx.Request("POST", "http://m/v1", json=OpenAIBackend(model="m").build_request(
+        history, [], GenerationParams()))
+
+
+def test_an_ndjson_object_with_a_lone_surrogate_gets_the_replacement_character():
+    from ollie.backend.framing import NDJSONDecoder
+
+    assert NDJSONDecoder().feed(b'{"message":{"content":"x\\udfff","k":["\\ud800"]}}\n') == [
+        {"message": {"content": "x\ufffd", "k": ["\ufffd"]}}]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import threading
 from dataclasses import fields
+from typing import Any
 
 import pytest
 
 from ollie.backend.types import Message, ToolCall
 from ollie.sessions import logparse
-from ollie.sessions.persist import SessionFile, SessionFileCorruptError
+from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileError
 from ollie.sessions.session import Session
 
 
@@ -163,3 +165,77 @@ def test_a_line_not_written_as_a_message_record_among_messages_is_read_as_json_r
     expected = session.messages[:1] + [Message("user")] * (meta["n"] - 3) + session.messages[1:]
     assert loaded == expected
     assert logparse._parse_all(path.read_bytes(), path) is None  # not the bulk path: a line it does not take
+
+
+def _log_of_rounds(tmp_path) -> tuple[SessionFile, bytes]:
+    session = Session(agent="t")
+    file = SessionFile(tmp_path, session.id, sync=False)
+    for r in range(6):
+        session.messages += [Message("user", f"step {r} \"q\" \u2028 é"),
+                             Message("assistant", "", tool_calls=[ToolCall(f"c{r}", "f")]),
+                             Message("tool", f"out {r}", tool_call_id=f"c{r}", name="f")]
+        if r >= 2:
+            session.messages[-7].content = f"[collapsed {r - 2}]"
+            session.mark_edited(len(session.messages) - 7)
+        file.save(session)
+    return file, file.path.read_bytes()
+
+
+def _outcome(parse, *args) -> tuple[Any, ...]:
+    try:
+        messages, meta, offset, overhead = parse(*args)
+    except SessionFileError as exc:
+        return ("error", str(exc))
+    return ("ok", messages, meta, offset, overhead)
+
+
+# Lines a damaged or crafted log may hold (each found the walks disagreeing, or is near one that could).
+_ODD_LINES = [b"", b"{}", b"[]", b"1", b'{"t":"m","m":5}', b'{"t":"m","m":[1]}', b'{"t":"m","m":{"role":"user"}}\r',
+              b'{"t":"m","m":{"role":"user"}\r}', b'{"t":"m","m":{"role":"user"},"t":"e"}',
+              b'{"t":"m","m":{"role":"user"}},{"role":"user"}', b'{"t":"m","m":{"role":"user","content":"\xed\xa0\x80"}}',
+              b'{"t":"m","m":{"role":"user","content":"\\u000a\\u0022"}}', b'{"t":"m","m":{"role":"user","content":"\xff"}}',
+              b'{"t":"e","i":99,"m":{"role":"user"}}', b'{"t":"e","i":0,"m":{"role":"user"}},1', b'{"t":"meta","n":0}',
+              b'{"t":"head","v":1}', b'{"t":"m","m":{"role":"user","tool_calls":{"a":1}}}', b'{"t":"m"}']
+
+
+def test_the_bulk_walk_and_the_walk_line_by_line_agree_on_damaged_logs(tmp_path, monkeypatch):
+    """Differential: odd lines inserted, lines dropped, doubled or given a CR, the end torn, in parts of any size."""
+    file, base = _log_of_rounds(tmp_path)
+    rng = random.Random(20261202)
+    for _ in range(400):
+        lines = base.split(b"\n")
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(lines))
+            kind = rng.randrange(4)
+            if kind == 0:
+                lines.insert(at, rng.choice(_ODD_LINES))
+            elif kind == 1:
+                del lines[at]
+            elif kind == 2:
+                lines.insert(at, lines[rng.randrange(len(lines))])
+            else:
+                lines[at] += b"\r"
+        data = b"\n".join(lines)
+        if rng.random() < 0.3:
+            data = data[:rng.randrange(len(data))]
+        for part in (logparse.PARSE_PART_BYTES, rng.randrange(1, 300)):
+            monkeypatch.setattr(logparse, "PARSE_PART_BYTES", part)
+            lines_walked = _outcome(logparse._parse_lines, data.split(b"\n"), file.path)
+            assert _outcome(logparse.parse, data, file.path) == lines_walked, (part, data)
+
+
+@pytest.mark.parametrize("part", [1 << 19, 40])
+@pytest.mark.parametrize("line", [b"", b'{"t":"m","m":{"role":"user","content":"\xed\xa0\x80"}}'],
+                         ids=["empty line", "a lone surrogate's bytes"])
+def test_a_line_the_walk_line_by_line_refuses_is_refused_by_the_bulk_walk_too(tmp_path, monkeypatch, part, line):
+    """An empty line among records, or a record whose bytes are not UTF-8 (json.loads of bytes lets a surrogate's
+    through): the bulk walk took both, where the line-by-line walk calls the file corrupt."""
+    monkeypatch.setattr(logparse, "PARSE_PART_BYTES", part)
+    file, data = _log_of_rounds(tmp_path)
+    lines = data.split(b"\n")
+    edit = next(at for at, line in enumerate(lines) if line.startswith(b'{"t":"e"'))  # a commit's next line
+    for at in (1, 4, 5, edit, len(lines) - 3):  # after the header, before and after a commit, between two records
+        damaged = b"\n".join([*lines[:at], line, *lines[at:]])
+        assert logparse._parse_all(damaged, file.path) is None
+        with pytest.raises(SessionFileCorruptError, match=f"unreadable record on line {at + 1}"):
+            logparse.parse(damaged, file.path)

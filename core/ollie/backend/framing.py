@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from dataclasses import dataclass
@@ -13,6 +12,19 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 # Only these end a line (str.splitlines would also split on U+2028 inside JSON strings).
 _EOL = re.compile(r"\r\n|\r|\n")
+
+
+# A surrogate left unpaired by a `\uXXXX` escape: no UTF-8 encoder takes it, so in a message it would break every
+# later request body and every save of the session.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(text: str) -> Any:
+    """json.loads of a frame from the model's server, an unpaired surrogate escape decoded as U+FFFD."""
+    obj = json.loads(text)
+    if "\\ud" in text or "\\uD" in text:  # rare (a pair is one character once decoded): checked only then
+        obj = json.loads(_LONE_SURROGATE.sub("\ufffd", json.dumps(obj, ensure_ascii=False)))
+    return obj
 
 
 @dataclass
@@ -28,35 +40,35 @@ class _LineSplitter:
 
     def __init__(self, unit: str = "a line") -> None:
         self._unit = unit  # what a line over the cap is called in the error (for SSE: an event)
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        # The unfinished line's pieces, joined once it ends: a long line's length is paid once, not per chunk.
-        self._pending: list[str] = []
-        self._size = 0
+        # The unfinished line's bytes, grown in place and decoded once it ends: a long line's length is paid once,
+        # not per chunk, and a line sent a few bytes at a time holds its bytes, not a str object per chunk.
+        self._pending = bytearray()
 
     def feed(self, chunk: bytes) -> list[str]:
         """The lines `chunk` completed."""
-        text = self._decoder.decode(chunk)
-        if "\n" not in text and "\r" not in text and not (self._pending and self._pending[-1].endswith("\r")):
-            self._pending.append(text)
-            self._size += len(text)
-            lines = []
-        else:
-            text = "".join(self._pending) + text
-            hold = ""
-            if text.endswith("\r"):
-                # May be the first half of "\r\n": keep it until the next byte arrives.
-                text, hold = text[:-1], "\r"
-            lines = _EOL.split(text)
-            self._pending = [lines.pop() + hold]
-            self._size = len(self._pending[0])
-        if self._size > MAX_EVENT_BYTES:
+        pending = self._pending
+        if not pending and chunk.endswith(b"\n"):  # whole lines, as servers mostly send them: nothing to join
+            lines = _EOL.split(chunk.decode("utf-8", "replace"))
+            lines.pop()
+            return lines
+        start = len(pending)  # what it holds has no line end, but for a "\r" last
+        pending += chunk
+        # Where the complete lines end. A "\r" last may be the first half of "\r\n": kept until the next byte.
+        end = max(pending.rfind(b"\n", start), pending.rfind(b"\r", max(start - 1, 0), len(pending) - 1)) + 1
+        lines = []
+        if end:
+            # "\r" and "\n" are never part of a multibyte UTF-8 sequence: the lines decode apart from what follows.
+            lines = _EOL.split(pending[:end].decode("utf-8", "replace"))
+            lines.pop()  # the empty piece after the last line's end
+            del pending[:end]
+        if len(pending) > MAX_EVENT_BYTES:
             raise ValueError(f"{self._unit} over {MAX_EVENT_BYTES} bytes")
         return lines
 
     def finish(self) -> list[str]:
         """The last lines, at the end of the stream."""
-        lines = _EOL.split("".join(self._pending) + self._decoder.decode(b"", final=True))
-        self._pending, self._size = [], 0
+        lines = _EOL.split(self._pending.decode("utf-8", "replace"))
+        self._pending = bytearray()
         if lines and not lines[-1]:
             lines.pop()
         return lines
@@ -97,7 +109,7 @@ class SSEDecoder:
                 value = value[1:] if value.startswith(" ") else value
                 if field == "data":
                     self._data.append(value)
-                    self._size += len(value)
+                    self._size += len(line) + 1  # a line of no value still holds a list entry
                     if self._size > MAX_EVENT_BYTES:
                         raise ValueError(f"an SSE event over {MAX_EVENT_BYTES} bytes")
                 elif field == "event":
@@ -113,8 +125,8 @@ class NDJSONDecoder:
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Decode one network chunk; return the objects it completed."""
-        return [json.loads(line) for line in self._lines.feed(chunk) if line.strip()]
+        return [loads(line) for line in self._lines.feed(chunk) if line.strip()]
 
     def finish(self) -> list[Any]:
         """Flush a last line that had no trailing newline."""
-        return [json.loads(line) for line in self._lines.finish() if line.strip()]
+        return [loads(line) for line in self._lines.finish() if line.strip()]

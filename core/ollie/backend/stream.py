@@ -28,7 +28,7 @@ from ollie.backend.errors import (
     StreamDropError,
     TransientError,
 )
-from ollie.backend.framing import NDJSONDecoder, SSEDecoder
+from ollie.backend.framing import NDJSONDecoder, SSEDecoder, loads
 from ollie.backend.readahead import read_ahead
 from ollie.backend.reply import (
     ACCEPT_ENCODING,
@@ -266,7 +266,7 @@ async def stream_frames(
 def parse_json_data(data: str, *, backend: str) -> Any:
     """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
     try:
-        return json.loads(data)
+        return loads(data)
     except (ValueError, RecursionError) as exc:
         raise TransientError(f"{backend}: malformed stream event: {data[:200]!r}") from exc
 

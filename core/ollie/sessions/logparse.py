@@ -87,7 +87,7 @@ def _records(lines: list[bytes]) -> list[Any] | None:
     while first < len(lines):
         last = bisect_left(ends, (ends[first - 1] if first else 0) + PARSE_PART_BYTES, first) + 1
         try:
-            part = json.loads(b"[" + b",".join(lines[first:last]) + b"]")
+            part = _loads(b"[" + b",".join(lines[first:last]) + b"]")
         except ValueError:
             return None
         # A line holding two values ("{...},{...}") would shift every later one: each must be one record.
@@ -109,18 +109,18 @@ def _messages(data: bytes, start: int, stop: int) -> tuple[list[list[dict[str, A
     """
     parts = []
     lines = 0
-    while start < stop:
+    while True:  # at least once: an empty range is an empty line, which is no message
         cut = data.find(b"\n", start + PARSE_PART_BYTES, stop)
         if cut < 0:
             cut = stop
-        if not data.startswith(_MESSAGE_LINE, start) or data[cut - 1] != _CLOSE:
+        if not data.startswith(_MESSAGE_LINE, start, cut) or data[cut - 1] != _CLOSE:
             return None
         text = data[start + len(_MESSAGE_LINE):cut - 1]
         joined = text.replace(_BETWEEN_MESSAGES, b",")
         if b"\n" in joined:
             return None
         try:
-            part = json.loads(b"[" + joined + b"]")
+            part = _loads(b"[" + joined + b"]")
         except ValueError:
             return None
         count = (len(text) - len(joined)) // (len(_BETWEEN_MESSAGES) - 1) + 1
@@ -129,8 +129,9 @@ def _messages(data: bytes, start: int, stop: int) -> tuple[list[list[dict[str, A
             return None
         parts.append(part)
         lines += count
+        if cut == stop:
+            return parts, lines
         start = cut + 1
-    return parts, lines
 
 
 def _other_lines(data: bytes, body: int) -> list[int]:
@@ -272,3 +273,9 @@ def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -
                 tracked.setdefault(name, {}).pop(key, None)
             else:
                 tracked.setdefault(name, {})[key] = value
+
+
+def _loads(joined: bytes) -> Any:
+    """json.loads of lines joined, decoded as `_parse_lines` decodes a line: strict UTF-8 (json.loads of bytes lets
+    the bytes of a lone surrogate through, which a line read alone refuses and `logformat.dumps` could not write)."""
+    return json.loads(joined.decode())
