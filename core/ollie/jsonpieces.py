@@ -73,20 +73,22 @@ def _small(value: Any) -> bool:
 
 def _pieces(value: Any, out: _Pieces) -> None:
     """Append `value`'s JSON to `out`, a short C call at a time."""
+    # errors="replace": a lone surrogate (a client's or a tool's "\ud800") has no UTF-8; as "?" the request still
+    # goes (strict, every later request of the session failed on it).
     if _small(value):
-        out.append(_dumps(value).encode())
+        out.append(_dumps(value).encode(errors="replace"))
     elif isinstance(value, str):
         out.append(b'"')
         for start in range(0, len(value), _SLICE):  # escaping is per character: slices encode alike
-            out.append(_dumps(value[start:start + _SLICE])[1:-1].encode())
+            out.append(_dumps(value[start:start + _SLICE])[1:-1].encode(errors="replace"))
         out.append(b'"')
     elif isinstance(value, dict):
         if not all(type(k) is str for k in value):
-            out.append(_dumps(value).encode())  # json's own key coercion; never in a request body
+            out.append(_dumps(value).encode(errors="replace"))  # json's own key coercion; never in a request body
             return
         out.append(b"{")
         for index, (key, item) in enumerate(value.items()):
-            out.append((b"," if index else b"") + _dumps(key).encode() + b":")
+            out.append((b"," if index else b"") + _dumps(key).encode(errors="replace") + b":")
             _pieces(item, out)
         out.append(b"}")
     else:

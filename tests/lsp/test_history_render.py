@@ -115,3 +115,21 @@ async def check_history(client: Daemon, session: str, live: list[dict[str, Any]]
     total = (await client.request("ollie/context", {"session": session}))["total"]
     page = await client.request("ollie/context", {"session": session, "offset": total - 2, "limit": 1})
     assert page["messages"][0]["role"] == "tool" and page["messages"][0]["tool"] == step_of(live[-1])
+
+
+async def test_a_prompt_with_a_lone_surrogate_is_answered_saved_and_resumed(start_daemon, llm):
+    # JSON's "\ud800" (a client's broken UTF-16) decodes to a str with no UTF-8: strict encoders made the request
+    # body and every save of the session fail, so it could take no other turn and lost what followed.
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    daemon = await start_daemon(env=llm.env())
+    first = await daemon.request("ollie/submit", {"text": "a \ud800 b"})
+    assert (first["stop"], first["reply"]) == ("end", "first answer"), first
+    session = first["session"]
+    second = await daemon.request("ollie/submit", {"session": session, "text": "and then"})
+    assert (second["stop"], second["reply"]) == ("end", "second answer"), second
+    sent = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert sent[-2].endswith("a ? b") and sent[-1].endswith("and then"), sent
+
+    resumed_daemon = await resumed(start_daemon, llm, daemon, session)
+    context = await resumed_daemon.request("ollie/context", {"session": session})
+    assert [m["content"] for m in context["messages"]][-4:] == [sent[-2], "first answer", sent[-1], "second answer"]

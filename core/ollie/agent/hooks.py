@@ -92,7 +92,7 @@ class Hooks:
         if not commands:
             return result
         full_payload = {"hook": name, **payload}
-        stdin = json.dumps(full_payload, ensure_ascii=False, default=str).encode()
+        stdin = json.dumps(full_payload, ensure_ascii=False, default=str).encode(errors="replace")  # a lone surrogate: "?"
         payload_vars = payload_env(full_payload)
         outputs = []
         for command in commands:

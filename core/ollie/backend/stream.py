@@ -204,8 +204,10 @@ async def stream_frames(
     if isinstance(body, EncodedBody):  # a long history's, encoded off the event loop: httpx's bytes exactly
         request = client.build_request("POST", url, content=_Slices(body.chunks), headers={
             "Content-Type": "application/json", "Content-Length": str(body.length)})
-    else:
-        request = client.build_request("POST", url, json=body)
+    else:  # as httpx's `json=` encodes it, but a lone surrogate ("\ud800", no UTF-8) goes as "?": strict, it failed
+        # this request and every later one of the session
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(errors="replace")
+        request = client.build_request("POST", url, content=content, headers={"Content-Type": "application/json"})
     try:
         response = await _send(client, request, head_s=limits.head_s, backend=backend)
     except httpx.RequestError as exc:

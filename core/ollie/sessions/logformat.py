@@ -34,7 +34,8 @@ class SessionFileCorruptError(SessionFileError):
 
 def dumps(record: dict[str, Any]) -> bytes:
     """One record as a line: compact JSON, "t" first (last_meta relies on it)."""
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    # A lone surrogate (a client's or a tool's "\ud800") has no UTF-8: written as "?", not a save that fails for good.
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(errors="replace")
 
 
 def session_path(sessions_dir: Path, session_id: str, suffix: str = SUFFIX) -> Path:
