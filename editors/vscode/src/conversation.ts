@@ -334,6 +334,8 @@ export class Conversation implements vscode.Disposable {
     this.memory?.set(session);
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
+    // Shown again after a reload or a crash: the prompts it had queued then are queued again, held.
+    void this.queued.restore(session);
     this.emitStatus();
     void this.refreshTitle(session);
     void this.refreshState().then(() => this.emitHeader());
@@ -427,6 +429,8 @@ export class Conversation implements vscode.Disposable {
   private async onRunning(running: boolean): Promise<void> {
     if (!running) {
       this.questions.cancelAll();
+      // Its queues ended with it; what was saved of them comes back once the next daemon is up (or is forgotten).
+      this.queued.clear();
       if (this.daemon.crashed) {
         // Its turns died with it: no session runs now, and the daemon the client restarts shows this chat again.
         this.restore ??= this.current;
@@ -446,9 +450,11 @@ export class Conversation implements vscode.Disposable {
     this.queued.clear();
     // Only a start that shows the last daemon's session again (a reload, a crash, Check again) brings back the
     // prompts queued in it; Restart and a settings change start fresh, and those prompts ended with that daemon.
-    // Decided now: a session switched to while this one starts came back with them held.
+    // Decided now: a session switched to while this one starts came back with them held. Each session's come back
+    // when it is shown (`switchTo`), the one shown first below.
     const continuing = this.restore !== undefined;
-    if (!continuing) this.queued.forget();
+    if (continuing) this.queued.carry();
+    else this.queued.forget();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
     let settled = (): void => undefined;

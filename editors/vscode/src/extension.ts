@@ -7,7 +7,7 @@ import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { serveEditorTools } from "./editorToolsServe";
 import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
-import { SavedPrompt } from "./queuedPrompts";
+import { savedQueues } from "./queuedPrompts";
 import { ReviewController, registerReviewLenses } from "./review/review";
 import { serveSaveDocuments } from "./saveDocuments";
 import { storedKeyEnvironment } from "./secrets";
@@ -27,7 +27,7 @@ export function activate(context: vscode.ExtensionContext): void {
     set: (session) => void context.workspaceState.update("ollie.session", session),
     // A reload ends the daemon with its queue: the prompts queued in this window come back in the next one.
     queue: {
-      get: () => context.workspaceState.get<{ session: string; prompts: SavedPrompt[] }>("ollie.queued"),
+      get: () => savedQueues(context.workspaceState.get<unknown>("ollie.queued")),
       set: (saved) => void context.workspaceState.update("ollie.queued", saved),
     },
   });

@@ -1,7 +1,8 @@
 // Prompts queued for after the running turn, kept as the daemon keeps them. A Stop holds them in the daemon
 // (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
-// running past them. A window reload ends the daemon and its queue with it: the prompts are remembered in the
-// window's state and queued again in the next daemon, held the same way. A Restart starts fresh: it forgets them.
+// running past them. A window reload (or a crash) ends the daemon and its queue with it: each session's prompts are
+// remembered in the window's state and queued again in the next daemon, held the same way, once that session is
+// shown again (at once, or when switched to later). A Restart starts fresh: it forgets them all.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -14,10 +15,33 @@ export interface SavedPrompt {
   contexts: EditorContext[];
 }
 
-/** Where a window keeps its session's queued prompts across a reload (VS Code's workspaceState). */
+/** A session's queued prompts as remembered across a reload. */
+export interface SavedQueue {
+  session: string;
+  prompts: SavedPrompt[];
+}
+
+/** Where a window keeps its sessions' queued prompts across a reload (VS Code's workspaceState), oldest first. */
 export interface QueueMemory {
-  get(): { session: string; prompts: SavedPrompt[] } | undefined;
-  set(saved: { session: string; prompts: SavedPrompt[] } | undefined): void;
+  get(): readonly SavedQueue[] | undefined;
+  set(saved: readonly SavedQueue[] | undefined): void;
+}
+
+// The sessions whose queued prompts a window remembers: the oldest go first (a user rarely leaves prompts waiting
+// in more than one or two, and the state is written on every queued prompt).
+const SAVED_SESSIONS = 8;
+
+/** The saved queues read back from the window's state (an earlier build saved a single `{session, prompts}`). */
+export function savedQueues(value: unknown): SavedQueue[] {
+  const entries = Array.isArray(value) ? value : value !== undefined ? [value] : [];
+  return entries.flatMap((entry: unknown) => {
+    const { session, prompts } = (entry ?? {}) as { session?: unknown; prompts?: unknown };
+    if (typeof session !== "string" || !Array.isArray(prompts)) return [];
+    const valid = prompts.filter(
+      (p: unknown): p is SavedPrompt => typeof (p as SavedPrompt | null)?.text === "string" && Array.isArray((p as SavedPrompt).contexts),
+    );
+    return valid.length ? [{ session, prompts: valid }] : [];
+  });
 }
 
 interface QueueState {
@@ -42,6 +66,10 @@ export class QueuedPrompts {
   // either describes a queue already released or a daemon gone, and marked it held again.
   private asks = 0;
   private readonly latestAsk = new Map<string, number>();
+  // The sessions whose saved prompts the daemon that ended held and this one has not queued again yet (they are
+  // when the session is shown), and each re-queueing under way (the first show starts it; a later one waits on it).
+  private readonly carried = new Set<string>();
+  private readonly restoring = new Map<string, Promise<void>>();
 
   constructor(
     private readonly host: SessionHost,
@@ -120,20 +148,27 @@ export class QueuedPrompts {
     }
   }
 
-  /** A fresh daemon shows `session`: the prompts it had queued before a reload are queued again, held; those of
-   * another session are forgotten. */
-  async restore(session: string): Promise<void> {
-    const saved = this.memory?.get();
-    if (saved && saved.session !== session) {
-      // Their session is not shown again (a reload whose session could not be loaded): kept, they came back held
-      // whenever it was resumed and a later daemon crashed, and ran before the user's next prompt.
-      this.forget();
-      return;
+  /** A daemon that shows the last one's sessions again (a reload, a crash) started: their saved prompts come back
+   * as each is shown (`restore`). */
+  carry(): void {
+    for (const saved of this.memory?.get() ?? []) this.carried.add(saved.session);
+  }
+
+  /** `session` is shown: the prompts it had queued in the daemon before a reload or a crash are queued again, held. */
+  restore(session: string): Promise<void> {
+    let restoring = this.restoring.get(session);
+    if (!restoring) {
+      restoring = this.carried.delete(session) ? this.requeue(session) : Promise.resolve();
+      this.restoring.set(session, restoring);
     }
-    if (!saved || saved.prompts.length === 0) return;
+    return restoring;
+  }
+
+  private async requeue(session: string): Promise<void> {
+    const saved = this.memory?.get()?.find((s) => s.session === session)?.prompts ?? [];
     const model = this.host.modelFor(session);
     const prompts: SavedPrompt[] = [];
-    for (const prompt of saved.prompts) {
+    for (const prompt of saved) {
       try {
         await this.host.daemon.request("ollie/queue", { session, text: prompt.text, context: contextParam(prompt.contexts) });
       } catch (err) {
@@ -143,28 +178,36 @@ export class QueuedPrompts {
       prompts.push(prompt);
       this.host.changedIn(session, model.addUser(prompt.text, { note: "held", contextLabels: prompt.contexts.map(describeEditorContext) }));
     }
-    this.pending.set(session, prompts);
+    // Those queued meanwhile (a prompt sent while these were re-queued) go behind them, as in the daemon.
+    this.pending.set(session, [...prompts, ...(this.pending.get(session) ?? [])]);
     this.save(session);
     if (prompts.length === 0) return;
     this.held.add(session);
     this.host.changedIn(session, model.addNotice("info", heldNotice(prompts.length, "The window reloaded during a turn")));
   }
 
-  /** Forget the prompts saved for a reload (a daemon that starts fresh: they ended with the one that held them). */
+  /** Forget every saved prompt (a daemon that starts fresh: they ended with the one that held them). */
   forget(): void {
+    this.carried.clear();
     this.memory?.set(undefined);
   }
 
-  /** Forget every session's state (a fresh daemon; `restore` brings back what was saved). */
+  /** Forget every session's state (a daemon ended or a fresh one started; `carry` brings back what was saved). */
   clear(): void {
     this.held.clear();
     this.pending.clear();
     this.latestAsk.clear();
+    this.carried.clear();
+    this.restoring.clear();
   }
 
+  // The window's state keeps each session's prompts that have not run yet; those of the sessions still carried
+  // from the daemon before (not shown since) stay as they are.
   private save(session: string): void {
+    if (!this.memory || this.carried.has(session)) return;
     const prompts = this.pending.get(session) ?? [];
-    if (prompts.length) this.memory?.set({ session, prompts });
-    else if (this.memory?.get()?.session === session) this.memory.set(undefined);
+    const others = (this.memory.get() ?? []).filter((s) => s.session !== session);
+    const saved = prompts.length ? [...others, { session, prompts: [...prompts] }] : others;
+    this.memory.set(saved.length ? saved.slice(-SAVED_SESSIONS) : undefined);
   }
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Daemon } from "../../src/daemon";
 import { ChatModel } from "../../src/lib/chatModel";
-import { QueueMemory, QueuedPrompts, SavedPrompt } from "../../src/queuedPrompts";
+import { QueueMemory, QueuedPrompts, SavedQueue, savedQueues } from "../../src/queuedPrompts";
 import type { SessionHost } from "../../src/sessionHost";
 
 // The daemon's answers come when the test says: each request waits until `answer(method, result)`.
@@ -20,9 +20,12 @@ class Answers {
     this.waiting.splice(index, 1)[0].resolve(result);
   }
 
-  /** Wait until a request of `method` was sent. */
+  /** Wait until a request of `method` was sent (fails when none is, all else done: the code never sends it). */
   async sent(method: string): Promise<void> {
-    while (!this.waiting.some((w) => w.method === method)) await new Promise((resolve) => setImmediate(resolve));
+    for (let turn = 0; !this.waiting.some((w) => w.method === method); turn++) {
+      assert.ok(turn < 1000, `no ${method} request was sent`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 }
 
@@ -89,14 +92,111 @@ test("a queue state asked before the user's next prompt does not hold again the 
   assert.equal(heldNotices(model), 1);
 });
 
-test("a fresh daemon showing another session forgets the prompts saved for the one before (a Restart starts fresh)", async () => {
-  let saved: { session: string; prompts: SavedPrompt[] } | undefined = { session: "s", prompts: [{ text: "Then summarise it.", contexts: [] }] };
-  const memory: QueueMemory = { get: () => saved, set: (value) => void (saved = value) };
-  const { prompts, model } = queue(memory);
+// The window's state, kept across the reloads and crashes of a test.
+function windowState(): QueueMemory & { saved: readonly SavedQueue[] | undefined } {
+  const state = {
+    saved: undefined as readonly SavedQueue[] | undefined,
+    get: () => state.saved,
+    set: (value: readonly SavedQueue[] | undefined) => void (state.saved = value),
+  };
+  return state;
+}
+
+const prompt = (text: string) => ({ text, contexts: [] });
+
+// A daemon that showed the last one's sessions again started: re-queueing `session`'s prompts, each accepted.
+async function restored(prompts: QueuedPrompts, answers: Answers, session: string, count: number): Promise<void> {
+  const restoring = prompts.restore(session);
+  for (let i = 0; i < count; i++) {
+    await answers.sent("ollie/queue");
+    answers.answer("ollie/queue", { depth: i + 1 });
+  }
+  await restoring;
+}
+
+test("prompts queued in two sessions both come back after a reload, each when its session is shown", async () => {
+  const memory = windowState();
+  const before = queue(memory).prompts;
+  before.queued("a", "Then summarise it.", []);
+  before.queued("b", "And list the files.", []);
+  // The window reloads: the next extension host starts a daemon that shows b again; a is switched to later.
+  const { prompts, answers, model } = queue(memory);
+  prompts.clear();
+  prompts.carry();
+  await restored(prompts, answers, "b", 1);
+  assert.ok(prompts.holds("b"));
+  await restored(prompts, answers, "a", 1);
+  assert.ok(prompts.holds("a"));
+  assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : [])), [
+    ["And list the files.", "held"],
+    ["Then summarise it.", "held"],
+  ]);
+  // Shown again, a's prompts are not queued twice.
+  await prompts.restore("a");
+  assert.deepEqual(memory.saved?.map((s) => s.session), ["b", "a"]);
+});
+
+test("a crash while another session is shown keeps the queue of the session whose turn ran", async () => {
+  const memory = windowState();
+  const { prompts, answers, model } = queue(memory);
+  // a's turn runs with a prompt queued behind it; the user looks at b (or types into the fresh chat) when the
+  // daemon crashes, and the restarted one shows b first.
+  prompts.queued("a", "Then summarise it.", []);
+  prompts.clear();
+  prompts.carry();
+  await prompts.restore("b");
+  assert.equal(prompts.holds("b"), false);
+  // Another crash before a was shown: still saved.
+  prompts.clear();
+  prompts.carry();
   await prompts.restore("fresh");
-  assert.equal(saved, undefined);
+  await restored(prompts, answers, "a", 1);
+  assert.ok(prompts.holds("a"));
+  assert.deepEqual(notes(model), ["held"]);
+  // Once it ran, the window forgets it.
+  prompts.started("a", "Then summarise it.");
+  assert.equal(memory.saved, undefined);
+});
+
+test("/queued clear forgets that session's saved prompts only", async () => {
+  const memory = windowState();
+  const { prompts, answers } = queue(memory);
+  prompts.queued("a", "Then summarise it.", []);
+  prompts.queued("b", "And list the files.", []);
+  const ended = prompts.turnEnded("a", "command");
+  answers.answer("ollie/state", { running: false, queuedPrompts: [], queueHeld: false });
+  await ended;
+  assert.deepEqual(memory.saved?.map((s) => s.session), ["b"]);
+});
+
+test("a window remembers the queues of a handful of sessions, the latest", () => {
+  const memory = windowState();
+  const { prompts } = queue(memory);
+  for (let i = 0; i < 20; i++) prompts.queued(`s${i}`, "Then summarise it.", []);
+  assert.deepEqual(memory.saved?.map((s) => s.session), ["s12", "s13", "s14", "s15", "s16", "s17", "s18", "s19"]);
+});
+
+test("the saved queues read back from the window's state take the single queue an older version saved", () => {
+  assert.deepEqual(savedQueues({ session: "s", prompts: [prompt("Then summarise it.")] }), [{ session: "s", prompts: [prompt("Then summarise it.")] }]);
+  assert.deepEqual(savedQueues([{ session: "s", prompts: [{ text: 1 }] }, { prompts: [] }, null]), []);
+  assert.deepEqual(savedQueues(undefined), []);
+});
+
+test("Restart forgets every session's saved prompts (it starts fresh)", async () => {
+  const memory = windowState();
+  const before = queue(memory).prompts;
+  before.queued("a", "Then summarise it.", []);
+  before.queued("b", "And list the files.", []);
+  const { prompts, model } = queue(memory);
+  prompts.clear();
+  prompts.forget();
+  assert.equal(memory.saved, undefined);
+  await prompts.restore("a");
   // That session resumed later, and its daemon restarted after a crash: nothing comes back held.
-  await prompts.restore("s");
-  assert.equal(prompts.holds("s"), false);
+  prompts.clear();
+  prompts.carry();
+  await prompts.restore("a");
+  await prompts.restore("b");
+  assert.equal(prompts.holds("a"), false);
   assert.deepEqual(model.items, []);
 });
