@@ -166,6 +166,17 @@ async def test_a_store_down_reaches_daemon_and_acp_clients_as_store_unavailable(
 NOT_SAVED = "was closed without saving its latest messages"
 
 
+async def _saved_with(url: str, session_id: str, text: bytes) -> bytes:
+    """The session's stored rounds once they hold `text` (fails after 60 s)."""
+    deadline = time.monotonic() + 60
+    while True:
+        saved = await asyncio.to_thread(read_rounds, url, session_id)
+        if saved and text in saved:
+            return saved
+        assert time.monotonic() < deadline, (session_id, saved)
+        await asyncio.sleep(0.05)
+
+
 async def test_a_session_closed_while_the_store_is_down_tells_the_user_and_keeps_what_was_saved(
         database, start_daemon, start_agent, scripted_llm, tmp_path):
     url, admin = database
@@ -179,9 +190,9 @@ async def test_a_session_closed_while_the_store_is_down_tells_the_user_and_keeps
     agent = await start_agent(env=team)
     acp_sid = await agent.new()
     assert (await agent.prompt(acp_sid, "acp q1")).stop_reason == "end_turn"
-    saved = read_rounds(url, sid)
-    acp_saved = read_rounds(url, acp_sid)
-    assert saved and b"first answer" in saved and acp_saved and b"acp first" in acp_saved
+    # Each daemon writes its rounds on the log's own thread (a save never waits on the network): wait for them.
+    saved = await _saved_with(url, sid, b"first answer")
+    acp_saved = await _saved_with(url, acp_sid, b"acp first")
 
     _allow(admin, url, False)
     try:
