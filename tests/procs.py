@@ -35,7 +35,7 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-async def wait_for_processes(marker: str, count: int = 1, *, timeout: float = 15.0) -> list[int]:
+async def wait_for_processes(marker: str, count: int = 1, *, timeout: float = 30.0) -> list[int]:
     """The host pids of the `count` (or more) processes marked `marker`, once they all run."""
     deadline = time.monotonic() + timeout
     while len(found := processes_with(marker)) < count:
@@ -44,7 +44,7 @@ async def wait_for_processes(marker: str, count: int = 1, *, timeout: float = 15
     return found
 
 
-async def wait_no_processes(marker: str, *, timeout: float = 5.0) -> list[int]:
+async def wait_no_processes(marker: str, *, timeout: float = 15.0) -> list[int]:
     """The processes marked `marker` still running after `timeout` ([] as soon as none is)."""
     deadline = time.monotonic() + timeout
     while (found := processes_with(marker)) and time.monotonic() < deadline:
@@ -63,7 +63,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def process_gone(pid: int, within: float = 5.0) -> bool:
+def process_gone(pid: int, within: float = 15.0) -> bool:
     """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -97,3 +97,11 @@ def wait_until(predicate: Callable[[], object], what: str, timeout: float = 30.0
     while not predicate():
         assert time.monotonic() < deadline, what
         time.sleep(0.02)
+
+
+async def eventually(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """Poll `predicate` (on the loop) until it is true; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)

@@ -67,7 +67,7 @@ async def test_interrupt_a_long_tool_kills_its_process_group(scripted_llm, make_
     result = await turn
     assert time.monotonic() - started < 1.0
     assert result.stop == "interrupted" and core.state == "idle"
-    assert await wait_no_processes(mark, timeout=2.0) == []
+    assert await wait_no_processes(mark) == []
     # The history stays well-formed: the next request answers the interrupted call.
     assert (await core.submit("go on")).reply == "after the interrupt"
     assert "interrupted" in tool_messages(srv, 1)[0]["content"]
@@ -132,4 +132,4 @@ async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir,
     assert time.monotonic() - started < 1.0
     assert toy.executions == []
     # The hook's whole group is gone, its `sleep` child included.
-    assert await wait_no_processes(mark, timeout=2.0) == []
+    assert await wait_no_processes(mark) == []

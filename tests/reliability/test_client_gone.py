@@ -74,9 +74,9 @@ def assert_all_gone(daemon: LSPProcess, fork_server: int | None, mark: str | Non
                              + daemon.stderr_text()[-3000:]) from None
     took = time.monotonic() - started
     if fork_server is not None:
-        assert process_gone(fork_server, within=2.0), "the fork server outlived the daemon"
+        assert process_gone(fork_server), "the fork server outlived the daemon"
     if mark is not None:
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 15.0
         while processes_with(mark) and time.monotonic() < deadline:
             time.sleep(0.02)
         left = processes_with(mark)
@@ -210,8 +210,8 @@ def test_the_backstop_ends_a_process_that_hangs_and_its_fork_server_with_it(tmp_
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     fork_server = int(proc.stdout.readline())
-    assert proc.wait(5) == 1
-    assert process_gone(fork_server, within=2.0), "the backstop left the fork server behind"
+    assert proc.wait(30) == 1
+    assert process_gone(fork_server), "the backstop left the fork server behind"
 
 
 def test_the_daemon_ends_when_the_client_goes_while_compacting(start, scripted_llm, workdir):

@@ -114,7 +114,7 @@ async def test_an_escapee_is_dead_after_an_interrupt(server, work):
     call.cancel()  # what an interrupt does to the running call
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(call, 10)
-    assert await wait_no_processes(mark, timeout=3) == [], "the escapee or the tool outlived the interrupt"
+    assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the interrupt"
 
 
 async def test_closing_the_fork_server_ends_running_steps_and_their_escapees(server, work):

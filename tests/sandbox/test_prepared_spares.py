@@ -26,6 +26,7 @@ from tests.procs import children_of, process_gone
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RECVMSG = {"x86_64": "47", "aarch64": "212"}[os.uname().machine]  # its syscall number
+EPOLL_WAIT = {"x86_64": "232", "aarch64": "22"}[os.uname().machine]  # (aarch64 has only epoll_pwait)
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1 or cgroup.base() is None,
                                 reason="needs Landlock and a writable pids cgroup (spares need both)")
@@ -49,16 +50,21 @@ def _unconfined(pid: int) -> bool:
         return False
 
 
-def _waiting(pid: int) -> bool:
-    """Whether `pid` is blocked in recvmsg (a spare waiting for a step, its prepared process for the request):
-    done getting ready, its pages copied."""
+def _blocked_in(pid: int, syscall: str) -> bool:
+    """Whether `pid` sleeps in `syscall` (a process woken meanwhile reads "running")."""
     try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == RECVMSG
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == syscall
     except (OSError, IndexError):
         return False
 
 
-async def idle_spares(server: ForkServer, want: int = 2, within: float = 15.0) -> dict[int, int]:
+def _waiting(pid: int) -> bool:
+    """Whether `pid` is blocked in recvmsg (a spare waiting for a step, its prepared process for the request):
+    done getting ready, its pages copied."""
+    return _blocked_in(pid, RECVMSG)
+
+
+async def idle_spares(server: ForkServer, want: int = 2, within: float = 60.0) -> dict[int, int]:
     """The fork server's idle spares that forked their tool process ahead: spare pid -> that process's pid."""
     deadline = time.monotonic() + within
     while True:
@@ -66,8 +72,9 @@ async def idle_spares(server: ForkServer, want: int = 2, within: float = 15.0) -
         spares = {spare: kids[0] for spare in children_of(server.pid)
                   if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])
                   and _waiting(spare) and _waiting(kids[0])}
-        if len(spares) >= want:
-            await asyncio.sleep(0.3)  # their b"ready" reaches the fork server
+        # A spare sends b"ready" before it waits: the fork server asleep in its select after that has read it (the
+        # message would have woken it), so the next spawn goes to these spares.
+        if len(spares) >= want and _blocked_in(server.pid, EPOLL_WAIT):
             return spares
         assert time.monotonic() < deadline, f"no {want} idle spares with a prepared process: {spares}"
         await asyncio.sleep(0.02)
