@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -90,15 +91,15 @@ class Agent:
         response = await asyncio.wait_for(self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[]), 30)
         return response.session_id
 
-    async def updates(self, session_id: str, kind: str, timeout: float = 5) -> list[Any]:
+    async def updates(self, session_id: str, kind: str, timeout: float = 30) -> list[Any]:
         """A session's updates of one kind, once at least one has come (some follow the answer that made it)."""
-        for _ in range(int(timeout / 0.01)):
-            if found := self.client.of(session_id, kind):
-                return found
+        deadline = time.monotonic() + timeout
+        while not (found := self.client.of(session_id, kind)):
+            assert time.monotonic() < deadline, f"no {kind} update for {session_id} within {timeout} s"
             await asyncio.sleep(0.01)
-        raise AssertionError(f"no {kind} update for {session_id} within {timeout} s")
+        return found
 
-    async def prompt(self, session_id: str, *blocks: Any, timeout: float = 30) -> Any:
+    async def prompt(self, session_id: str, *blocks: Any, timeout: float = 60) -> Any:
         """Send a prompt (text strings become text blocks); the response."""
         prompt = [acp.text_block(b) if isinstance(b, str) else b for b in blocks]
         return await asyncio.wait_for(self.conn.prompt(session_id=session_id, prompt=prompt), timeout)
@@ -155,11 +156,11 @@ async def _start_sleeper(agent: Agent, llm: Any, marker: str) -> tuple[str, asyn
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"exec sleep {marker}"}], "timeout": 120})))
     sid = await agent.new()
     prompt = asyncio.ensure_future(agent.prompt(sid, "sleep a minute"))
-    for _ in range(500):
-        if _sleepers(marker):
-            return sid, prompt
+    deadline = time.monotonic() + 60
+    while not _sleepers(marker):
+        assert time.monotonic() < deadline, "the tool never started"
         await asyncio.sleep(0.02)
-    raise AssertionError("the tool never started")
+    return sid, prompt
 
 
 class Sleeper:

@@ -27,7 +27,7 @@ async def test_nothing_listening_ends_the_first_turn_at_once_with_what_to_do(scr
     sub = core.bus.subscribe()
     started = time.monotonic()
     result = await core.submit("hello")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # no connect timeout; a retry (REAL_BACKOFF) is checked below, by its event
     assert result.stop == "error"
     assert "ollama serve" in result.error and "ollama pull qwen3" in result.error
     assert "OLLIE_BACKEND" in result.error
@@ -43,7 +43,7 @@ async def test_an_unknown_host_is_not_retried(scripted_llm, make_core):
     sub = core.bus.subscribe()
     started = time.monotonic()
     result = await core.submit("hello")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # no connect timeout; a retry (REAL_BACKOFF) is checked below, by its event
     assert result.stop == "error" and "OLLIE_OPENAI_URL" in result.error
     assert roles(drain(sub), "limitretry") == []
 

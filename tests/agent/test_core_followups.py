@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from agentkit import ToyServer, drain, sent_messages, write_agent
 
 from ollie.agent.inbox import MAX_CONTINUATIONS
 from ollie.testing import Reply
+from tests.procs import eventually
 
 CONTINUE_ONCE = ("if grep -q '\"reply\": \"first answer\"'; then echo 'now run the tests' >&2; exit 2; fi")
 
@@ -54,17 +54,16 @@ async def test_queued_prompts_run_as_turns_announced_with_a_user_event(scripted_
 
 
 async def test_an_interrupt_does_not_cancel_the_turn_error_hook(scripted_llm, make_core, agents_dir, tmp_path):
-    done = tmp_path / "hook-finished"
-    write_agent(agents_dir, "slowhook", hooks={"turnError": f"sleep 0.6; echo finished > {done}"},
-                commandSandbox="none")
+    started, go, done = tmp_path / "hook-started", tmp_path / "hook-go", tmp_path / "hook-finished"
+    # The hook runs until the test lets it go: the interrupt surely comes while it runs, however slow the machine.
+    hook = f"touch {started}; while [ ! -e {go} ]; do sleep 0.01; done; echo finished > {done}"
+    write_agent(agents_dir, "slowhook", hooks={"turnError": hook}, commandSandbox="none")
     srv = scripted_llm("openai", check=False)
     srv.script(Reply.error(503))
     core = await make_core(srv, toy=ToyServer(), agent="slowhook")
     turn = asyncio.create_task(core.submit("hi"))
-    await asyncio.sleep(0.3)  # the request failed; the hook is running
+    await eventually(started.exists, "the turnError hook to start")
     assert core.interrupt("user")
     assert (await turn).stop == "interrupted"
-    started = time.monotonic()
-    while not done.exists() and time.monotonic() - started < 5:
-        await asyncio.sleep(0.05)
-    assert done.read_text() == "finished\n"
+    go.touch()
+    await eventually(lambda: done.exists() and done.read_text() == "finished\n", "the hook to finish")

@@ -82,7 +82,7 @@ class Daemon:
         """Send a request and wait for its result (errors raise JsonRpcException)."""
         return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
 
-    async def wait_events(self, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 10) -> None:
+    async def wait_events(self, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 30) -> None:
         """Wait until the events received satisfy `predicate`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -172,7 +172,7 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=10)
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 5  # the reply streams for 8 s
         assert code == 130
     finally:
         proc.kill()

@@ -8,16 +8,20 @@ import time
 from lsprotocol import types
 
 from ollie.testing import Reply
+from tests.procs import new_mark, wait_for_processes, wait_no_processes
 
 # A reply that streams for ~8 s (80 frames, 0.1 s apart) unless interrupted.
 SLOW_TEXT = "word " * 80
+# An interrupt ends a turn in milliseconds; the bound leaves a loaded machine room and still fails a turn that
+# runs on (the slow reply's 8 s, a tool's 30 s).
+PROMPTLY_S = 4.0
 
 
 def slow_reply() -> Reply:
     return Reply(text=SLOW_TEXT, chunk_size=5, delay=0.1)
 
 
-async def wait_running(daemon, session: str | None = None, *, timeout: float = 10) -> None:
+async def wait_running(daemon, session: str | None = None, *, timeout: float = 30) -> None:
     """Wait until the session's turn has begun streaming assistant text."""
     await daemon.wait_events(
         lambda evs: any(e["role"] == "assistant" and (session is None or e["session"] == session) for e in evs),
@@ -32,8 +36,8 @@ async def test_interrupt_ends_the_turn_within_a_second(start_daemon, llm):
     await wait_running(daemon)
     started = time.monotonic()
     assert await daemon.request("ollie/interrupt", {"reason": "enough"}) == {"interrupted": True}
-    result = await asyncio.wait_for(submit, 5)
-    assert time.monotonic() - started < 1.0
+    result = await asyncio.wait_for(submit, 30)
+    assert time.monotonic() - started < PROMPTLY_S
     assert result["stop"] == "interrupted"
     assert daemon.events[-1]["role"] == "turn" and daemon.events[-1]["content"] == "interrupted"
     state = await daemon.request("ollie/state", {})
@@ -41,16 +45,17 @@ async def test_interrupt_ends_the_turn_within_a_second(start_daemon, llm):
 
 
 async def test_interrupt_kills_a_running_tool_within_a_second(start_daemon, llm):
-    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sleep 30", "language": "bash"}]})]))
+    mark = new_mark()
+    llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f"sleep 30.{mark}", "language": "bash"}]})]))
     daemon = await start_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep"}))
-    await daemon.wait_events(lambda evs: any(e["role"] == "call" for e in evs))
-    await asyncio.sleep(0.3)
+    await wait_for_processes(mark)  # the tool runs
     started = time.monotonic()
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
-    result = await asyncio.wait_for(submit, 5)
-    assert time.monotonic() - started < 1.0
+    result = await asyncio.wait_for(submit, 30)
+    assert time.monotonic() - started < PROMPTLY_S
     assert result["stop"] == "interrupted"
+    assert await wait_no_processes(mark) == []
 
 
 async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon, llm):
@@ -61,14 +66,15 @@ async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon
     await wait_running(daemon)
     started = time.monotonic()
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
-    result = await asyncio.wait_for(asyncio.wrap_future(future), 5)
-    assert time.monotonic() - started < 1.0
+    result = await asyncio.wait_for(asyncio.wrap_future(future), 30)
+    assert time.monotonic() - started < PROMPTLY_S
     assert result["stop"] == "interrupted"
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
 async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while_waiting(start_daemon, llm):
-    llm.script(Reply(text="first " * 10, chunk_size=6, delay=0.05), Reply.text("second answer"))
+    # The first reply streams for 2 s: the third's cancel is answered while it runs, however loaded the machine.
+    llm.script(Reply(text="first " * 40, chunk_size=6, delay=0.05), Reply.text("second answer"))
     daemon = await start_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await wait_running(daemon)
@@ -76,9 +82,8 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
     # A third one, cancelled while it waits: it never runs and answers "interrupted".
     third = daemon.client.protocol.send_request("ollie/submit", {"text": "third"})
     (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
-    await asyncio.sleep(0.1)
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))
-    third_result = await asyncio.wait_for(asyncio.wrap_future(third), 5)
+    third_result = await asyncio.wait_for(asyncio.wrap_future(third), 30)
     assert third_result["stop"] == "interrupted" and not first.done()
     r1 = await asyncio.wait_for(first, 20)
     r2 = await asyncio.wait_for(second, 20)
@@ -91,20 +96,18 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
 
 
 async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
-    # Each reply streams ~1.5 s; run in series the two would take twice as long.
+    # Each reply streams ~1.5 s: run at once, their events interleave (checked below; how long the two took says
+    # nothing on a loaded machine).
     llm.script(Reply(text="a" * 60, chunk_size=2, delay=0.05), Reply(text="b" * 60, chunk_size=2, delay=0.05))
     daemon = await start_daemon(env=llm.env())
     default = (await daemon.request("ollie/state", {}))["session"]
     other = (await daemon.request("ollie/session/new", {}))["session"]
-    started = time.monotonic()
     r1, r2 = await asyncio.gather(
         daemon.request("ollie/submit", {"text": "one"}),
         daemon.request("ollie/submit", {"session": other, "text": "two"}),
     )
-    elapsed = time.monotonic() - started
     assert {r1["session"], r2["session"]} == {default, other}
     assert {r1["reply"], r2["reply"]} == {"a" * 60, "b" * 60}
-    assert elapsed < 2.8, elapsed  # in series: at least 3 s
     for sid in (default, other):
         events = daemon.session_events(sid)
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -119,12 +122,12 @@ async def test_cancelling_the_progress_interrupts_the_turn(start_daemon, llm):
     daemon = await start_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await wait_running(daemon)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while not daemon.client.progress_reports:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
     (token,) = daemon.client.progress_reports
     assert daemon.client.progress_reports[token][0].cancellable is True
     daemon.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    result = await asyncio.wait_for(submit, 3)
+    result = await asyncio.wait_for(submit, 30)
     assert result["stop"] == "interrupted"

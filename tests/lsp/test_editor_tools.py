@@ -53,12 +53,16 @@ async def test_every_editor_tool_answers_in_one_parallel_batch_with_workspace_pa
     outside = tmp_path / "elsewhere" / "lib.d.ts"
     seen: dict[str, list[Any]] = {}
     running = {"now": 0, "most": 0}
+    three_asked = asyncio.Event()
 
     async def answer(method: str, params: Any, result: dict[str, Any]) -> dict[str, Any]:
         seen.setdefault(method, []).append(params)
         running["now"] += 1
         running["most"] = max(running["most"], running["now"])
-        await asyncio.sleep(0.3)  # long enough for the batch's other calls to be asked meanwhile
+        if running["now"] >= 3:
+            three_asked.set()
+        # Held until three calls are asked at once (a daemon asking one at a time never gets there: most stays 1).
+        await asyncio.wait_for(three_asked.wait(), 30)
         running["now"] -= 1
         return result
 

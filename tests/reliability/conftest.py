@@ -86,7 +86,7 @@ def pid_gone(pid: int) -> bool:
         return True
 
 
-async def wait_gone(pid: int, *, timeout: float = 5.0) -> bool:
+async def wait_gone(pid: int, *, timeout: float = 15.0) -> bool:
     """Wait until `pid` is gone; False when it still runs after `timeout`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

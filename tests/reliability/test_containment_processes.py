@@ -247,7 +247,7 @@ async def test_a_sigkilled_daemon_takes_its_steps_processes_with_it(scripted_llm
         assert len(servers) == 1, [(_cmdline(pid), pid) for pid in children_of(daemon)]
         os.kill(daemon, signal.SIGKILL)
         assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the SIGKILLed daemon"
-        assert await wait_gone(servers[0], timeout=5), "the fork server outlived the SIGKILLed daemon"
+        assert await wait_gone(servers[0]), "the fork server outlived the SIGKILLed daemon"
         submit.cancel()
     finally:
         with contextlib.suppress(BaseException):

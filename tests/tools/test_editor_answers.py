@@ -166,7 +166,7 @@ async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(tmp_p
     # A later change that breaks nothing more says nothing, and gives up at the wait's end.
     started = asyncio.get_running_loop().time()
     assert await check.after(["a.ts"]) == ""
-    assert asyncio.get_running_loop().time() - started < 1.3
+    assert asyncio.get_running_loop().time() - started < 3  # the 0.8 s wait and an answer in flight, loaded
 
 
 async def test_a_wait_of_zero_asks_nothing(tmp_path: Path) -> None:
