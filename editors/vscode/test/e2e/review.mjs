@@ -137,14 +137,14 @@ await withVSCode(
 
     // 4. Undo the first hunk: on disk it is reverted, the second one is kept; the diff refreshes.
     const afterUndo = ORIGINAL.replace("line 12\n", "LINE TWELVE\n");
-    await clickLens(undoLens.first(), () => until("the first hunk undone on disk", () => fs.readFileSync(app, "utf8") === afterUndo, 5000));
+    await clickLens(undoLens.first(), () => until("the first hunk undone on disk", () => fs.readFileSync(app, "utf8") === afterUndo, 15000));
     await until("one lens left", async () => (await undoLens.count()) === 1);
     await screenshot("review-after-undo");
     log("one hunk undone on disk, the other kept, the diff refreshed");
 
     // 5. The file moves on: the next undo is refused and the message names the file.
     fs.writeFileSync(app, afterUndo + "user's own line\n");
-    await clickLens(undoLens.first(), () => notification(page, "cannot undo the change to app.py", 5000));
+    await clickLens(undoLens.first(), () => notification(page, "cannot undo the change to app.py", 15000));
     await screenshot("review-stale");
     if (!fs.readFileSync(app, "utf8").endsWith("user's own line\n")) throw new Error("a stale undo wrote the file");
     fs.writeFileSync(app, afterUndo);
@@ -152,7 +152,7 @@ await withVSCode(
     log("a stale undo is refused plainly");
     // Keep: the hunk's actions go away and the file stays as it is.
     const keepLens = page.locator(".monaco-diff-editor .codelens-decoration a", { hasText: "Keep" });
-    await clickLens(keepLens.first(), () => until("no lens left after Keep", async () => (await undoLens.count()) === 0, 5000));
+    await clickLens(keepLens.first(), () => until("no lens left after Keep", async () => (await undoLens.count()) === 0, 15000));
     if (fs.readFileSync(app, "utf8") !== afterUndo) throw new Error("Keep changed the file");
     log("Keep leaves the change and clears its actions");
 

@@ -20,7 +20,8 @@ const DOOMED = "This reply is cut short: the daemon is killed while it streams. 
 const FEEDBACK = "Use a GREETING constant instead";
 const script = [
   { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
-  { text: ANSWER, chunk_size: 3, delay: 0.05 },
+  // ~6 s of stream: a loaded machine's slow page reads still see it part-way at least three times.
+  { text: ANSWER, chunk_size: 3, delay: 0.15 },
   { text: `${LONG}\n\nIts hash is ${HASH}, as [the file](hello.txt#L1) says.\n\nHere is the function:\n\n\`\`\`python greet.py\n${CODE}\`\`\`\n` },
   { text: "I will change it.", tool_calls: [edit("app.py", "'hi'", "'hello'")] },
   { text: "OK, I will use a constant." },
