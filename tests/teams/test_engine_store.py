@@ -95,7 +95,8 @@ async def test_sessions_lists_the_store_while_the_loop_keeps_running(make_core, 
     result = await listing
     await asyncio.to_thread(holder.join)
     assert time.monotonic() - started >= hold_s * 0.8  # it did wait for the database...
-    assert max(gaps) < 0.5, f"the event loop stalled for {max(gaps):.2f} s"  # ...off the loop
+    # ...off the loop: held on it, one gap would be the whole 1.5 s hold (1 s leaves a loaded machine room)
+    assert max(gaps) < 1.0, f"the event loop stalled for {max(gaps):.2f} s"
     assert core.session_id in result.reply and result.reply.startswith("sessions (1):")
 
 

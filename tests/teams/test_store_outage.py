@@ -53,7 +53,7 @@ def test_a_bad_store_url_fails_at_once_naming_the_key_and_the_servers_reason(pg_
     started = time.monotonic()
     with pytest.raises(StoreUnavailableError) as caught:
         PgStore(url, busy_timeout_s=10.0)
-    assert time.monotonic() - started < 3  # not the pool's 10 s of retries
+    assert time.monotonic() - started < 5  # not the pool's 10 s of retries
     message = str(caught.value)
     assert message.startswith("session store OLLIE_STORE=postgresql://postgres@")
     assert 'database "no_such_db" does not exist' in message and "hunter2" not in message and "password=***" in message
