@@ -13,7 +13,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -174,6 +174,15 @@ async def test_a_step_allowed_little_memory_never_goes_to_a_spare_that_copied_it
     proc = await spawn_sandboxed(["true"], policy=small, cwd=ws.work, env=ws.env)
     assert await asyncio.wait_for(proc.wait(), 20) == 0 and proc.pid in prepared.values()
 
+def _ended(pids: Iterable[int]) -> list[int]:
+    """Those of `pids` that have ended, looked at once one has (within 30 s) and for a second more."""
+    pids = list(pids)
+    deadline = time.monotonic() + 30
+    while not any(process_gone(pid, within=0.02) for pid in pids):
+        assert time.monotonic() < deadline, f"none of {pids} ended"
+    return [pid for pid in pids if process_gone(pid, within=1)]
+
+
 def _spawn_as_net_kind(server) -> socket.socket:
     """Send the fork server a `spawn ns net` whatever the request will be; our end of the step's socket."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -196,8 +205,8 @@ async def test_a_request_without_a_namespace_sent_to_a_prepared_spare_is_refused
     mine = _spawn_as_net_kind(server)  # a daemon that got the kind wrong
     with pytest.raises(SandboxError, match="without a PID namespace"):
         await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
-    gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
-    assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"
+    ended = _ended(prepared.values())
+    assert len(ended) == 1, "the spare that took the request must discard its prepared process, and only it"
 
 
 async def test_a_hostile_step_cannot_reach_the_idle_prepared_processes_waiting_for_the_next_steps(ws, server):
@@ -278,8 +287,8 @@ async def test_a_step_without_the_proxy_sent_to_a_spare_that_made_a_network_name
     mine = _spawn_as_net_kind(server)  # a daemon that got the kind wrong
     with pytest.raises(SandboxError, match="network namespace does not fit"):
         await spawn_module._converse(mine, json.dumps(request).encode() + b"\n", "true")
-    gone = [pid for pid in prepared.values() if process_gone(pid, within=2)]
-    assert len(gone) == 1, "the spare that took the request must discard its prepared process, and only it"
+    ended = _ended(prepared.values())
+    assert len(ended) == 1, "the spare that took the request must discard its prepared process, and only it"
 
 
 LEAVE_A_LISTENER = """

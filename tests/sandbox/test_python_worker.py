@@ -204,7 +204,7 @@ async def test_a_worker_steps_mount_namespace_outlives_its_process_until_the_sta
                 continue
         return False
 
-    wait_until(held, "the supervisor never held the step's mount namespace", timeout=5)
+    wait_until(held, "the supervisor never held the step's mount namespace")
     proc.kill_group()
     assert await asyncio.wait_for(proc.wait(), 30) == -9
     proc.close()
