@@ -16,12 +16,15 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie has exited: only its entry is left.
-    stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
-    return bool(stat) and stat.rsplit(")", 1)[1].split()[0] != "Z"
+    # A zombie has exited: only its entry is left (and a process reaped meanwhile has none).
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-async def _gone(pid: int, within: float = 5.0) -> bool:
+async def _gone(pid: int, within: float = 15.0) -> bool:
     for _ in range(int(within / 0.05)):
         if not _alive(pid):
             return True

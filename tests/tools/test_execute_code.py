@@ -13,7 +13,7 @@ from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
-from tests.procs import host_pid, new_mark, processes_with, wait_for_processes
+from tests.procs import eventually, host_pid, new_mark, processes_with, wait_for_processes
 
 from .conftest import Workspace, alive, code, installed, stdout_of
 
@@ -129,11 +129,7 @@ async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):
-        if not any(alive(p) for p in pids):
-            break
-        await asyncio.sleep(0.02)
-    assert not any(alive(p) for p in pids)
+    await eventually(lambda: not any(alive(p) for p in pids), "the step's processes to end", timeout=15)
 
 
 async def test_large_output_is_capped_with_a_note(ws: Workspace) -> None:
