@@ -82,6 +82,8 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
     # A third one, cancelled while it waits: it never runs and answers "interrupted".
     third = daemon.client.protocol.send_request("ollie/submit", {"text": "third"})
     (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
+    # No wait: the daemon runs a handler at once up to its first wait (ollie_lsp.eager), so the cancel, read after
+    # the submit, finds the submit's cancel hook in place.
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))
     third_result = await asyncio.wait_for(asyncio.wrap_future(third), 30)
     assert third_result["stop"] == "interrupted" and not first.done()
