@@ -10,6 +10,7 @@ import pytest
 from ollie.backend.anthropic import AnthropicBackend
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
+from ollie.backend.types import StreamEvent
 
 from .conftest import collect, joined
 from .rawhttp import fixed_reply
@@ -56,19 +57,48 @@ def _ollama() -> bytes:
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
-@pytest.mark.parametrize("wire", ["openai", "anthropic", "ollama"])
-async def test_a_pair_cut_between_two_deltas_is_one_character_and_a_lone_half_is_the_replacement(wire):
-    """Each frame decoded alone made each half U+FFFD: an emoji a server escaped and cut showed as two."""
-    body = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}[wire]()
-    assert b"\\ud83d" in body and b"\\ude00" in body  # the halves as the server escapes them
+async def _reply(wire: str, body: bytes) -> list[StreamEvent]:
+    """The events of a reply whose body a server of `wire`'s format sends."""
     async with fixed_reply(body, "application/x-ndjson" if wire == "ollama" else "text/event-stream") as (url, _):
         backend = {"openai": lambda: OpenAIBackend(model="m", api_key="k", base_url=url),
                    "anthropic": lambda: AnthropicBackend(model="m", api_key="k", base_url=url),
                    "ollama": lambda: OllamaBackend(model="m", base_url=url)}[wire]()
         async with aclosing(backend):
-            events = await collect(backend)
+            return await collect(backend)
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic", "ollama"])
+async def test_a_pair_cut_between_two_deltas_is_one_character_and_a_lone_half_is_the_replacement(wire):
+    """Each frame decoded alone made each half U+FFFD: an emoji a server escaped and cut showed as two."""
+    body = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}[wire]()
+    assert b"\\ud83d" in body and b"\\ude00" in body  # the halves as the server escapes them
+    events = await _reply(wire, body)
     assert joined(events, "reasoning") == "\U0001f914!"
     assert joined(events, "content") == EXPECTED
     assert events[-1].done
     if wire == "openai":
         assert [c.arguments for c in events[-1].tool_calls] == ['{"s": "\U0001f600"}']
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic", "ollama"])
+async def test_a_lone_half_in_arguments_sent_as_an_object_is_the_replacement(wire):
+    """A half ending a string is kept where frames are decoded (it may pair with the next delta's): arguments that
+    come as an object were written back as JSON escapes, and the tool got the lone surrogate."""
+    args = {"s": "x\ud83d", "t": "\ude00y"}
+    if wire == "openai":  # a server that sends the arguments as an object, not their JSON text
+        body = _sse({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {
+            "name": "f", "arguments": args}}]}, "finish_reason": "tool_calls"}]}) + b"data: [DONE]\n\n"
+    elif wire == "anthropic":
+        body = b"".join([
+            _sse({"type": "message_start", "message": {"id": "m", "role": "assistant", "usage": {}}}),
+            _sse({"type": "content_block_start", "index": 0,
+                  "content_block": {"type": "tool_use", "id": "c1", "name": "f", "input": args}}),
+            _sse({"type": "content_block_stop", "index": 0}),
+            _sse({"type": "message_stop"}),
+        ])
+    else:
+        body = json.dumps({"message": {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "f", "arguments": args}}]}, "done": True}).encode() + b"\n"
+    events = await _reply(wire, body)
+    [call] = events[-1].tool_calls
+    assert call.arguments_object() == {"s": "x\ufffd", "t": "\ufffdy"}
