@@ -195,7 +195,17 @@ _ODD_LINES = [b"", b"{}", b"[]", b"1", b'{"t":"m","m":5}', b'{"t":"m","m":[1]}',
               b'{"t":"m","m":{"role":"user"}},{"role":"user"}', b'{"t":"m","m":{"role":"user","content":"\xed\xa0\x80"}}',
               b'{"t":"m","m":{"role":"user","content":"\\u000a\\u0022"}}', b'{"t":"m","m":{"role":"user","content":"\xff"}}',
               b'{"t":"e","i":99,"m":{"role":"user"}}', b'{"t":"e","i":0,"m":{"role":"user"}},1', b'{"t":"meta","n":0}',
-              b'{"t":"head","v":1}', b'{"t":"m","m":{"role":"user","tool_calls":{"a":1}}}', b'{"t":"m"}']
+              b'{"t":"head","v":1}', b'{"t":"m","m":{"role":"user","tool_calls":{"a":1}}}', b'{"t":"m"}',
+              # Wrong-typed fields: each a corrupt record, refused alike by both walks.
+              b'{"t":"m","m":{"role":"user","content":5}}', b'{"t":"m","m":{"role":"user","content":[]}}',
+              b'{"t":"m","m":{"role":7,"content":""}}', b'{"t":"m","m":{"role":"robot"}}',
+              b'{"t":"m","m":{"role":["user"]}}', b'{"t":"m","m":{"role":"tool","tool_call_id":5}}',
+              b'{"t":"m","m":{"role":"tool","name":null}}', b'{"t":"m","m":{"role":"assistant","reasoning":true}}',
+              b'{"t":"m","m":{"role":"assistant","tool_calls":[{"id":1,"name":"f"}]}}',
+              b'{"t":"m","m":{"role":"assistant","tool_calls":[5]}}', b'{"t":"m","m":{"role":"user","images":{}}}',
+              b'{"t":"e","i":-1,"m":{"role":"user"}}', b'{"t":"e","i":true,"m":{"role":"user"}}',
+              b'{"t":"e","i":0,"m":{"role":"user","content":5}}', b'{"t":"meta","n":true}',
+              b'{"t":"meta","n":0,"meta":5}', b'{"t":"meta","n":0,"tracked":[1]}', b'{"t":"head","v":"1"}']
 
 
 def test_the_bulk_walk_and_the_walk_line_by_line_agree_on_damaged_logs(tmp_path, monkeypatch):
@@ -239,3 +249,66 @@ def test_a_line_the_walk_line_by_line_refuses_is_refused_by_the_bulk_walk_too(tm
         assert logparse._parse_all(damaged, file.path) is None
         with pytest.raises(SessionFileCorruptError, match=f"unreadable record on line {at + 1}"):
             logparse.parse(damaged, file.path)
+
+
+def _with_line(data: bytes, at: int, record: dict[str, Any]) -> bytes:
+    lines = data.split(b"\n")
+    lines[at] = json.dumps(record, separators=(",", ":")).encode()
+    return b"\n".join(lines)
+
+
+def _refused_alike(data: bytes, path, match: str) -> None:
+    """Both walks (and a resume) call the file corrupt, with the same words: its path and the line."""
+    lines_walked = _outcome(logparse._parse_lines, data.split(b"\n"), path)
+    assert lines_walked[0] == "error" and lines_walked[1].startswith(f"{path}: ")
+    assert match in lines_walked[1]
+    assert _outcome(logparse.parse, data, path) == lines_walked
+
+
+@pytest.mark.parametrize("part", [1 << 19, 40])
+@pytest.mark.parametrize("field", [("content", 5), ("content", ["a"]), ("content", False), ("role", "robot"),
+                                   ("role", ["user"]), ("tool_call_id", 5), ("name", None), ("reasoning", True),
+                                   ("reasoning_signature", {}), ("tool_calls", {"id": "c"}), ("tool_calls", [5]),
+                                   ("tool_calls", [{"id": 1, "name": "f"}]), ("tool_calls", [{"name": "f"}]),
+                                   ("tool_calls", [{"id": "c", "name": "f", "arguments": {}}]), ("images", 5)],
+                         ids=lambda v: str(v))
+def test_a_message_field_of_the_wrong_type_is_refused_with_the_file_and_its_line(tmp_path, monkeypatch, part,
+                                                                                     field):
+    """A crafted `"content": 5` resumed, and the session then failed every turn (a retried "malformed stream
+    event"): a message that `Message` cannot hold is a corrupt record, named by its line, in a run or alone."""
+    monkeypatch.setattr(logparse, "PARSE_PART_BYTES", part)
+    file, data = _log_of_rounds(tmp_path)
+    lines = data.split(b"\n")
+    for at in (2, 6, len(lines) - 4):  # in the snapshot's run of messages, a round's first, a round's last
+        record = json.loads(lines[at])
+        assert record["t"] == "m"
+        record["m"][field[0]] = field[1]
+        _refused_alike(_with_line(data, at, record), file.path, f"bad record on line {at + 1}: ")
+    record = json.loads(lines[2])
+    del record["m"]["role"]
+    _refused_alike(_with_line(data, 2, record), file.path, "bad record on line 3: no 'role'")
+
+
+@pytest.mark.parametrize("index", [-1, True, "0", 1.0, None, 10**6])
+def test_an_edit_of_no_message_is_refused(tmp_path, index):
+    """A negative index edited a message from the end, and `true` (a bool is an int) edited message 1."""
+    file, data = _log_of_rounds(tmp_path)
+    at = next(at for at, line in enumerate(data.split(b"\n")) if line.startswith(b'{"t":"e"'))
+    record = json.loads(data.split(b"\n")[at])
+    record["i"] = index
+    _refused_alike(_with_line(data, at, record), file.path, f"bad record on line {at + 1}: no message")
+
+
+def test_a_commit_or_header_of_the_wrong_type_is_refused(tmp_path):
+    """`"n": true` counted one message, a meta that is no map or a version that is no number raised a TypeError."""
+    session = Session(agent="t")
+    session.messages.append(Message("user", "a"))
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    commit = json.loads(data.split(b"\n")[2])
+    for key, value in (("n", True), ("n", 1.0), ("meta", 5), ("meta", [["title", "x"]]), ("tracked", [1]),
+                       ("tracked_full", {"result_tiers": 5})):
+        _refused_alike(_with_line(data, 2, {**commit, key: value}), file.path, "bad record on line 3: ")
+    header = json.loads(data.split(b"\n")[0])
+    _refused_alike(_with_line(data, 0, {**header, "v": "1"}), file.path, "format version '1' on line 1")

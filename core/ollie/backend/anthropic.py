@@ -119,7 +119,8 @@ def _is_message_stop(frame: SSEEvent) -> bool:
 def _arguments(block: dict[str, Any]) -> str:
     if block.get("partial_json"):
         return block["partial_json"]
-    return json.dumps(block.get("input") or {})
+    # Unescaped: a lone surrogate in the input stays one that ollie.backend.surrogates sees (an escape reached the tool).
+    return json.dumps(block.get("input") or {}, ensure_ascii=False)
 
 
 def _update_usage(usage: Usage, raw: dict[str, Any]) -> None:

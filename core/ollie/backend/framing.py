@@ -15,12 +15,15 @@ _EOL = re.compile(r"\r\n|\r|\n")
 
 
 # A surrogate left unpaired by a `\uXXXX` escape: no UTF-8 encoder takes it, so in a message it would break every
-# later request body and every save of the session.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# later request body and every save of the session. In `json.dumps` text: a high one that ends a string and a low one
+# that starts it are left, halves of a pair a server split between two deltas (ollie.backend.surrogates joins them).
+# Inside a string a quote is `\"`: a bare one after a half closes its string, before one opens it.
+_LONE_SURROGATE = re.compile('[\ud800-\udbff](?!")|(?<!(?<!\\\\)")[\udc00-\udfff]')
 
 
 def loads(text: str) -> Any:
-    """json.loads of a frame from the model's server, an unpaired surrogate escape decoded as U+FFFD."""
+    """json.loads of a frame from the model's server, an unpaired surrogate escape decoded as U+FFFD (but a half at
+    either end of a string)."""
     obj = json.loads(text)
     if "\\ud" in text or "\\uD" in text:  # rare (a pair is one character once decoded): checked only then
         obj = json.loads(_LONE_SURROGATE.sub("\ufffd", json.dumps(obj, ensure_ascii=False)))

@@ -68,13 +68,15 @@ class OllamaBackend(HTTPBackend):
                 message = obj.get("message") or {}
                 if message.get("content") or message.get("thinking"):
                     yield StreamEvent(content=message.get("content") or "", reasoning=message.get("thinking") or "")
+                # Arguments as an object: written back unescaped, so a lone surrogate in them is one that
+                # ollie.backend.surrogates sees (an escape of it got to the tool).
                 for raw in message.get("tool_calls") or []:
                     function = raw.get("function") or {}
                     args = function.get("arguments", {})
                     calls.append(ToolCall(
                         id=raw.get("id") or f"call_{len(calls)}",
                         name=function.get("name", ""),
-                        arguments=args if isinstance(args, str) else json.dumps(args),
+                        arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
                     ))
                 if obj.get("done") is True:
                     usage = Usage(

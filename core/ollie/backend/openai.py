@@ -239,7 +239,8 @@ class _ToolCallAssembler:
             call["name"] += function["name"]
         if function.get("arguments"):
             args = function["arguments"]
-            call["arguments"] += args if isinstance(args, str) else json.dumps(args)
+            # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
+            call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
 
     def add_legacy(self, function_call: dict[str, Any]) -> None:
         """The deprecated single `function_call` delta is one call at index 0."""

@@ -10,6 +10,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncGenerator
 
+from ollie.backend.surrogates import SplitPairs
 from ollie.backend.types import StreamEvent
 
 
@@ -41,16 +42,20 @@ def _take(buffer: deque[StreamEvent]) -> StreamEvent:
 async def read_ahead(events: AsyncGenerator[StreamEvent, None]) -> AsyncGenerator[StreamEvent, None]:
     """`events` in order, runs of text deltas that were waiting joined; its error is raised after what came before.
 
+    A surrogate pair split between two deltas is joined first (each delta as it came: ollie.backend.surrogates).
+
     Closing (or cancelling) the consumer cancels the reading task and closes `events`: the HTTP stream ends at once.
     """
     buffer: deque[StreamEvent] = deque()
     ready = asyncio.Event()
     outcome: list[BaseException | None] = []  # set once the stream ended: None, or what it raised
 
+    pairs = SplitPairs()
+
     async def pump() -> None:
         try:
             async for event in events:
-                buffer.append(event)
+                buffer.append(pairs.join(event))
                 ready.set()
         except BaseException as exc:  # handed to the consumer, cancellation included
             outcome.append(exc)

@@ -10,9 +10,9 @@ import json
 from bisect import bisect_left
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from ollie.backend.types import Image, Message, ToolCall
+from ollie.backend.types import Image, Message, Role, ToolCall
 from ollie.gcpause import cyclic_gc_paused
 from ollie.sessions.logformat import FORMAT_VERSION, SessionFileCorruptError, SessionFileError
 from ollie.sessions.session import TRACKED_FIELDS
@@ -25,6 +25,9 @@ Parsed = tuple[list[Message], dict[str, Any], int, int]
 PARSE_PART_BYTES = 1 << 19
 
 _new = object.__new__
+_ROLES = frozenset(get_args(Role))
+_NO_LIST: list[Any] = []  # never changed: an absent (or null) list field's, tested as a list is
+_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
 
 # A message line as `logformat.dumps` writes it (compact, "t" first): its start, and a line's end and the next's
 # start. Any other line (or one written differently) is read as a record of its own.
@@ -44,30 +47,56 @@ def parse(data: bytes, path: Path) -> Parsed:
 
 
 def _built(messages: list[dict[str, Any]]) -> list[Message]:
-    """`Message.from_dict` of each (a resume builds 100k): every field set here, no class call, no frame each."""
+    """`Message.from_dict` of each (a resume builds 100k): every field set here, no class call, no frame each.
+
+    A field of the wrong type is a TypeError: a crafted log's `"content": 5` resumed, then failed every turn.
+    """
     # Calling the dataclass per message was two Python frames and a type call each, ~20% of a 100k resume beyond
     # its floor. tests/sessions/test_persist_resume_parse.py checks that this sets every field `Message` has.
     built = []
     append = built.append
     for data in messages:
         message = _new(Message)
-        message.role = data["role"]
-        message.content = data.get("content") or ""
+        message.role = role = data["role"]
+        message.content = content = data.get("content", "")
+        if content.__class__ is not str or role not in _ROLES:  # (a list is not hashable: a TypeError too)
+            message.content = _null_content(role, content)
         if len(data) == 2 and "content" in data:  # role and content only: most messages
             message.tool_calls = []
             message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = ""
             message.images = []
         else:
-            calls = data.get("tool_calls")
+            get = data.get
+            calls = get("tool_calls") or _NO_LIST
+            images = get("images") or _NO_LIST
+            call_id = message.tool_call_id = get("tool_call_id", "")
+            name = message.name = get("name", "")
+            reasoning = message.reasoning = get("reasoning", "")
+            signature = message.reasoning_signature = get("reasoning_signature", "")
+            # One test of them all (most of a session's messages are tool calls and results): which is wrong, after.
+            if not (calls.__class__ is images.__class__ is list
+                    and call_id.__class__ is name.__class__ is reasoning.__class__ is signature.__class__ is str):
+                raise TypeError(_wrong_field(data))
             message.tool_calls = list(map(_tool_call, calls)) if calls else []
-            message.tool_call_id = data.get("tool_call_id", "")
-            message.name = data.get("name", "")
-            message.reasoning = data.get("reasoning", "")
-            message.reasoning_signature = data.get("reasoning_signature", "")
-            images = data.get("images")
             message.images = [Image.from_dict(i) for i in images] if images else []
         append(message)
     return built
+
+
+def _null_content(role: Any, content: Any) -> str:
+    """The content of a message whose role or content `_built` does not take at once: a null is none."""
+    if role not in _ROLES or content is not None:
+        raise TypeError(f"not a message's role and content: {role!r:.40}, {type(content).__name__}")
+    return ""
+
+
+def _wrong_field(data: dict[str, Any]) -> str:
+    """What is wrong with a message's optional fields."""
+    for key in ("tool_calls", "images"):
+        if (data.get(key) or _NO_LIST).__class__ is not list:
+            return f"{key} is a {type(data[key]).__name__}, not a list"
+    key = next(key for key in _TEXT_FIELDS if data.get(key, "").__class__ is not str)
+    return f"{key} is a {type(data[key]).__name__}, not a string"
 
 
 def _tool_call(data: dict[str, Any]) -> ToolCall:
@@ -76,6 +105,9 @@ def _tool_call(data: dict[str, Any]) -> ToolCall:
     call.id = data["id"]
     call.name = data["name"]
     call.arguments = data.get("arguments", "{}")
+    if not call.id.__class__ is call.name.__class__ is call.arguments.__class__ is str:
+        raise TypeError(f"not a tool call's id, name and arguments: {call.id!r:.40}, {call.name!r:.40}, "
+                        f"{type(call.arguments).__name__}")
     return call
 
 
@@ -166,8 +198,9 @@ def _parse_all(data: bytes, path: Path) -> Parsed | None:
             run = _messages(data, pos, start - 1)
             if run is None:
                 return None
-            walk.pending += run[0]
-            index += run[1]
+            for part in run[0]:
+                walk.pending.append((index + 1, part))
+                index += len(part)
         index += 1
         walk.pos = start
         if not walk.step(index, data[start:end], record, garbled_ends=end + 1 == body):
@@ -201,8 +234,9 @@ class _Walk:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.messages: list[Message] = []
-        # Since the last commit: `m`/`e` records, and lists of messages (of `m` records' lines, parsed in bulk).
-        self.pending: list[list[Any] | dict[str, Any]] = []
+        # Since the last commit, each with its line's index: `m`/`e` records, and lists of messages (of `m`
+        # records' lines, parsed in bulk, the index the first's).
+        self.pending: list[tuple[int, list[Any] | dict[str, Any]]] = []
         self.committed: Parsed | None = None
         self.tracked: dict[str, dict[str, Any]] = {}
         self.overhead = 0
@@ -220,36 +254,51 @@ class _Walk:
         if index == 0:
             if kind != "head":
                 raise SessionFileCorruptError(f"{self.path}: not a session file (no header)")
-            if record.get("v", 0) > FORMAT_VERSION:
+            version = record.get("v", 0)
+            if type(version) is not int:
+                raise SessionFileCorruptError(f"{self.path}: format version {version!r:.40} on line 1")
+            if version > FORMAT_VERSION:
                 raise SessionFileError(f"{self.path}: format version {record['v']} is newer than this ollie")
         elif kind == "meta":
             self._commit(index, end, record)
         elif kind in ("m", "e"):
-            self.pending.append(record)
+            self.pending.append((index, record))
         self.pos = end
         return True
 
     def _commit(self, index: int, end: int, record: dict[str, Any]) -> None:
         messages = self.messages
+        line, rec = index, record
         try:
-            for rec in self.pending:
+            for entry in self.pending:
+                line, rec = entry  # named by the error below
                 if isinstance(rec, list):  # a part of a run of message lines: the messages themselves
                     messages += _built(rec)
                 elif rec["t"] == "m":
                     messages += _built([rec["m"]])
                 else:
-                    messages[rec["i"]] = _built([rec["m"]])[0]
+                    at = rec["i"]
+                    # A bool is an int, and a negative index would edit from the end: neither is a message's index.
+                    if type(at) is not int or not 0 <= at < len(messages):
+                        raise IndexError(f"no message {at!r:.40} to edit")
+                    messages[at] = _built([rec["m"]])[0]
                     self.overhead += 1
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise SessionFileCorruptError(f"{self.path}: bad record before line {index + 1}: {exc}") from None
-        if record.get("n") != len(messages):
-            raise SessionFileCorruptError(
-                f"{self.path}: commit on line {index + 1} counts {record.get('n')} messages, found {len(messages)}"
-            )
+            line, rec = index, record
+            count = record.get("n")
+            if type(count) is not int or count != len(messages):
+                raise ValueError(f"the commit counts {count!r:.40} messages, found {len(messages)}")
+            meta = record.get("meta") or {}
+            if type(meta) is not dict:
+                raise TypeError(f"the commit's meta is a {type(meta).__name__}")
+            _apply_tracked(self.tracked, record)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(rec, list):  # the line of the first message that does not build
+                line += next(i for i, message in enumerate(rec) if not _builds(message))
+            why = f"no {exc}" if isinstance(exc, KeyError) else exc
+            raise SessionFileCorruptError(f"{self.path}: bad record on line {line + 1}: {why}") from None
         self.pending = []
         self.overhead += 1
-        _apply_tracked(self.tracked, record)
-        self.committed = (messages, dict(record.get("meta") or {}), end, self.overhead)
+        self.committed = (messages, dict(meta), end, self.overhead)
 
     def result(self) -> Parsed:
         """The last committed state."""
@@ -258,6 +307,15 @@ class _Walk:
         # Like `messages`, `tracked` changes only at a commit: it is the committed state.
         self.committed[1].update(self.tracked)
         return self.committed
+
+
+def _builds(message: Any) -> bool:
+    """Whether `_built` takes this message."""
+    try:
+        _built([message])
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
