@@ -189,6 +189,8 @@ class AcpSession:
                 self.prompt_task = None
 
     async def _run(self, text: str, images: Sequence[Image]) -> PromptResponse:
+        if self.cancelled:  # before it began (the engine had nothing to stop yet)
+            return PromptResponse(stop_reason="cancelled")
         settings = self._settings()
         before = _totals(self.core)
         result = await self.core.submit(text, images)
@@ -207,14 +209,14 @@ class AcpSession:
         return (self.mode, self.core.agent_name, self.core.model_name)
 
     async def cancel(self) -> None:
-        """session/cancel: interrupt the running turn until it stops (its tools' processes killed)."""
+        """session/cancel: stop the running turn and any its prompt would start next (their tools' processes
+        killed); return once the prompt has answered."""
         task = self.prompt_task
         if task is None:
             return
         self.cancelled = True
-        while not task.done():
-            self.core.interrupt("cancelled by the client")
-            await asyncio.sleep(0.01)
+        await self.core.stop("cancelled by the client")
+        await asyncio.wait({task})
 
     async def _tell(self, text: str) -> None:
         """Show the user a line of agent text in this session (nothing when the client is gone)."""

@@ -140,17 +140,10 @@ class LiveSession:
         return _turn_result(self.id, result)
 
     def cancel(self, handle: SubmitHandle) -> None:
-        """Cancel a pending submit: interrupt its turn if it runs, else drop it."""
+        """Cancel a pending submit: stop its turn (and what it would start next) if it runs, else drop it."""
         handle.cancelled.set()
-        if handle.started:
-            asyncio.ensure_future(self._interrupt_until_done(handle))
-
-    async def _interrupt_until_done(self, handle: SubmitHandle, *, every_s: float = 0.01) -> None:
-        # The turn's task may not exist yet (or be between rounds): keep asking until it stops.
-        while not handle.finished:
-            if self.core.interrupt("cancelled by the client"):
-                return
-            await asyncio.sleep(every_s)
+        if handle.started and not handle.finished:
+            self.core.stop("cancelled by the client")  # the submit's answer says when it stopped: not waited for
 
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:

@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import select
 import threading
-import time
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -173,9 +173,12 @@ class PipeWriter:
 
     async def close(self) -> None:
         """Give the client what is still unsent (at most FLUSH_ON_CLOSE_S), then close the pipe."""
-        deadline = time.monotonic() + FLUSH_ON_CLOSE_S
-        while self.backlog() and not self._flow.lost and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        if self.backlog() and not self._flow.lost:
+            # Writing pauses until nothing is left unsent (low water 0): `ready` is set again then (or the client
+            # left).
+            self._transport.set_write_buffer_limits(high=0, low=0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._flow.ready.wait(), FLUSH_ON_CLOSE_S)
         self._transport.close()
 
 

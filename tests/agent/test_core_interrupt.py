@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from pathlib import Path
 
-from agentkit import ToyServer, drain, roles, tool_messages, wait_state
+import pytest
+from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
 
 from ollie.testing import Reply
 from tests.procs import new_mark, wait_for_processes, wait_no_processes
@@ -133,3 +135,85 @@ async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir,
     assert toy.executions == []
     # The hook's whole group is gone, its `sleep` child included.
     assert await wait_no_processes(mark) == []
+
+
+async def _streaming(sub) -> None:
+    """Return once the running turn has streamed its first text."""
+    async for event in sub:
+        if event.role == "assistant":
+            return
+
+
+async def test_stop_interrupts_the_turn_and_the_submit_waiting_for_it_never_begins(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="word " * 200, chunk_size=5, delay=0.05), Reply.text("never asked for"))
+    core = await make_core(srv, toy=ToyServer())
+    assert await core.stop() is False  # nothing runs: done at once
+    sub = core.bus.subscribe()
+    first = asyncio.create_task(core.submit("talk a lot"))
+    await _streaming(sub)
+    second = asyncio.create_task(core.submit("and then this"))
+    await asyncio.sleep(0)  # one loop pass: the second submit waits for the first's turn
+    core.queue("queued")
+    assert await core.stop("user pressed stop") is True
+    assert first.done() and second.done()  # done only once both submits returned
+    assert (first.result().stop, second.result().stop) == ("interrupted", "interrupted")
+    assert len(srv.chat_requests) == 1
+    assert core.queued() == ["queued"] and core.queue_held()  # what is queued waits for the user's word
+    assert [e.content for e in roles(drain(sub), "turn")] == ["interrupted"]  # the second turn never started
+    assert (await core.submit("again")).reply == "never asked for"  # the next submit runs as usual
+
+
+@pytest.mark.parametrize("hook_exit", [0, 2])
+async def test_stop_while_post_turn_runs_starts_nothing_after_it(scripted_llm, make_core, agents_dir, tmp_path,
+                                                                 hook_exit):
+    """The stop comes while the postTurn hook runs (the turn can no longer be interrupted): neither the
+    continuation it asks for (exit 2) nor a queued prompt runs; the queued prompt is kept, held."""
+    from agentkit import write_agent
+
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    # After the first turn the hook blocks until the test writes a line.
+    hook = (f'if grep -q \'"reply": "first answer"\'; then read line < "{go}"; echo "go on" >&2; '
+            f'exit {hook_exit}; fi')
+    write_agent(agents_dir, "cont", hooks={"postTurn": hook}, commandSandbox="none")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"), Reply.text("answered next"))
+    core = await make_core(srv, toy=ToyServer(), agent="cont")
+    turn = asyncio.create_task(core.submit("hi"))
+    writer = await asyncio.to_thread(os.open, go, os.O_WRONLY)  # returns once the hook opened it
+    core.queue("queued")
+    stopped = core.stop("user pressed stop")
+    os.write(writer, b"\n")
+    os.close(writer)
+    assert await stopped is True
+    assert (await turn).reply == "first answer"
+    assert len(srv.chat_requests) == 1
+    assert core.queued() == ["queued"] and core.queue_held()
+    assert (await core.submit("next")).reply == "answered next"  # the continuation was dropped, not kept for later
+    assert sent_messages(srv)[-1] == {"role": "user", "content": "next"} and len(srv.chat_requests) == 2
+
+
+async def test_a_submit_sent_after_a_stop_runs_while_a_command_from_before_still_does(scripted_llm, make_core,
+                                                                                       tmp_path):
+    """A stop holds for what was under way when it was asked, not for what comes later: a prompt sent after it
+    runs, though a `!command` (which runs beside the turns) from before is still running."""
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="word " * 200, chunk_size=5, delay=0.05), Reply.text("fresh"))
+    core = await make_core(srv, toy=ToyServer())
+    sub = core.bus.subscribe()
+    command = asyncio.create_task(core.submit(f'!read line < "{go}"; echo done'))
+    writer = asyncio.ensure_future(asyncio.to_thread(os.open, go, os.O_WRONLY))  # opens once the command reads
+    first = asyncio.create_task(core.submit("talk a lot"))
+    await _streaming(sub)
+    stopped = core.stop("user pressed stop")
+    assert (await first).stop == "interrupted"
+    assert (await core.submit("again")).reply == "fresh"
+    assert not stopped.done()  # the command it was asked of still runs
+    fd = await writer
+    os.write(fd, b"\n")
+    os.close(fd)
+    assert (await command).reply.strip() == "done"
+    assert await stopped is True

@@ -1,6 +1,6 @@
 """`Core.create(prompt_now=True)` (a daemon's default session): the agent's prompt commands start before the
 backend is built, so the two overlap, and run once; without it they wait for their first need. The HTTP client's
-modules, imported in a thread meanwhile, are all of them."""
+modules, imported in a thread meanwhile (by every front end), are all of them."""
 
 from __future__ import annotations
 
@@ -65,7 +65,45 @@ async def test_without_prompt_now_the_commands_wait_for_their_first_need(scripte
 
 def test_the_http_client_modules_load_with_the_backend_module():
     """httpx imports httpcore and h11 at its first client, which a backend makes on the event loop (~40-50 ms of
-    CPU): they load with `ollie.backend.stream`, the module a daemon's default session imports in a thread."""
+    CPU): they load with `ollie.backend.stream`, the module every Core's set-up imports in a thread."""
     code = "import sys, ollie.backend.stream; print(sorted({'httpcore', 'h11'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['h11', 'httpcore']"
+
+
+# A fresh interpreter builds a Core as `ollie acp` and the terminal do (no prompt_now) and says on which thread
+# httpx was imported.
+_WHERE_HTTPX_LOADS = """
+import asyncio, sys, threading
+
+from ollie.agent.core import Core
+from ollie.tools.dispatcher import Dispatcher
+
+main_thread = []
+
+
+class Spy:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "httpx":
+            main_thread.append(threading.current_thread() is threading.main_thread())
+
+
+async def build() -> None:
+    assert "httpx" not in sys.modules
+    sys.meta_path.insert(0, Spy)
+    core = await Core.create(cwd=sys.argv[1], dispatcher_factory=lambda cwd, session_id, env: Dispatcher())
+    await core.close()
+
+asyncio.run(build())
+print(main_thread)
+"""
+
+
+def test_every_front_end_imports_the_http_client_off_the_event_loop(tmp_path):
+    """`ollie acp` and the terminal build their Core without prompt_now: the loop (which serves the ACP client)
+    is not held by the HTTP client's first import either."""
+    out = subprocess.run([sys.executable, "-c", _WHERE_HTTPX_LOADS, str(tmp_path)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[False]"

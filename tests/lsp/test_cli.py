@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ollie.cli.preflight import backend_problem
 from ollie.cli.render import Renderer, compact_result
 from ollie.sessions.registry import Registry
@@ -256,6 +258,25 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     info = registry.get(Scope(user_id=os_user()), session)
     registry.close()
     assert (info.channel, info.kind, info.last_turn_result) == ("cli", "chat", "end")
+
+
+async def test_a_failed_open_closes_the_core_when_the_record_failed_before_it(tmp_path):
+    """The record cannot be opened (the registry says the session is another agent's) and then the approval mode
+    is refused: the Core is closed all the same (its live lock free, its tool processes ended)."""
+    from ollie.agent.core import Core
+    from ollie.cli.terminal import RunOptions, open_core
+    from ollie.sessions.types import Request
+
+    saved = await Core.create(cwd=tmp_path)
+    session = saved.session_id
+    await saved.close()
+    registry = Registry()
+    registry.ensure(Request(id=session, user_id=os_user(), agent_id="another", kind="chat", channel="cli"))
+    registry.close()
+    with pytest.raises(ValueError, match="unknown approval mode"):
+        await open_core(RunOptions(session=session, cwd=tmp_path, approval="sometimes"))
+    again = await Core.create(cwd=tmp_path, session_id=session)  # the live lock was given back
+    await again.close()
 
 
 def test_session_flag_with_an_unknown_id_fails_fast_and_creates_nothing(scripted_llm, tmp_path):

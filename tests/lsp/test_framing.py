@@ -9,7 +9,7 @@ import struct
 import termios
 
 from ollie_lsp.framing import INVALID_REQUEST, PARSE_ERROR, FrameParser, Item, Problem, decode
-from ollie_lsp.stdio import StdinFrames
+from ollie_lsp.stdio import StdinFrames, open_writer
 from tests.procs import wait_until
 
 
@@ -93,3 +93,27 @@ def test_decode_refuses_deep_nesting_with_the_id_and_keeps_shallow_json():
     assert isinstance(problem, Problem) and problem.code == INVALID_REQUEST and problem.msg_id == 3
     assert decode(b'{"text": "' + b"[" * 1000 + b'"}') == {"text": "[" * 1000}
     assert isinstance(decode(b'"\xff"'), Problem)
+
+
+async def test_closing_the_writer_gives_the_client_everything_unsent_first():
+    """What the client has not read yet when the daemon ends goes out before the pipe closes: close returns once
+    the client has taken it all (the reader here starts only after close began)."""
+    read_fd, write_fd = os.pipe()
+    writer = await open_writer(os.fdopen(write_fd, "wb", buffering=0))
+    payload = os.urandom(1 << 20)  # far more than the pipe holds: most of it waits in the transport
+    writer.write(payload)
+    assert writer.backlog() > 0
+    closing = asyncio.ensure_future(writer.close())
+    await asyncio.sleep(0)  # one loop pass: close has begun, and waits for the reader
+    assert not closing.done()
+    received = await asyncio.to_thread(_read_to_end, read_fd)
+    await closing
+    assert received == payload and writer.backlog() == 0
+
+
+def _read_to_end(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)

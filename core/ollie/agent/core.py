@@ -106,6 +106,10 @@ class Core(McpMembers):
 
     async def submit(self, text: str, images: Sequence[Image] = ()) -> TurnResult:
         """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+        with self._host.stopping.working():  # `stop` waits for this submit
+            return await self._submit(text, images)
+
+    async def _submit(self, text: str, images: Sequence[Image]) -> TurnResult:
         if is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
@@ -130,22 +134,32 @@ class Core(McpMembers):
     async def run_queue(self) -> None:
         """Run the queued prompts now, held ones included (the user's word)."""
         self._inbox.release()
-        async with self._turn_lock:
-            await self._run_follow_ups(TurnResult("", "end"))
+        with self._host.stopping.working():
+            async with self._turn_lock:
+                await self._run_follow_ups(TurnResult("", "end"))
 
     async def _run_follow_ups(self, result: TurnResult) -> None:
         """After `result`'s turn: a postTurn continuation, then queued prompts, each a turn of its own, until one is
         interrupted (what is queued then is held for the user's word)."""
-        while result.stop != "interrupted" and not self._closed:
+        stopping = self._host.stopping
+        while result.stop != "interrupted" and not stopping.asked and not self._closed:
             text = self._inbox.next_prompt()
             if text is None:
                 break
             result = await self._host.run_turn(text, announce=True)
-        self._inbox.turns_ended(interrupted=result.stop == "interrupted")
+        self._inbox.turns_ended(interrupted=result.stop == "interrupted" or stopping.asked)
 
     def interrupt(self, reason: str = "") -> bool:
         """Cancel the running turn (model stream and tool process groups); False when idle."""
         return self._host.interrupt(reason)
+
+    def stop(self, reason: str = "") -> asyncio.Future[bool]:
+        """Interrupt the running turn and every turn the submits under way would start next (one about to begin,
+        a postTurn continuation, queued prompts: held); done once they have all returned (False at once when
+        nothing runs). Asked when called; a submit that begins later runs as usual."""
+        done = self._host.stopping.ask()
+        self._host.interrupt(reason)
+        return done
 
     # --- waiting input (see Inbox) ---------------------------------------
 

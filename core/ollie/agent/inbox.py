@@ -42,6 +42,7 @@ class Inbox:
     def turns_ended(self, *, interrupted: bool) -> None:
         """A run of turns ended: an interrupt holds what is queued; else a prompt queued now still runs."""
         if interrupted:  # what is queued waits for the user's word (`release`) instead of running next
+            self._continuation = ""  # a stop after postTurn asked for one: it never runs
             for prompt in self._prompts:
                 prompt.held = True
         self._ended_at = float("-inf") if interrupted else time.monotonic()

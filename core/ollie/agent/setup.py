@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,9 +70,10 @@ class Setup:
         if prompt_now and runtime.deferred_prompt is not None:
             runtime.deferred_prompt.start()
         try:
-            if prompt_now:
-                # The HTTP client's import (httpx, httpcore, h11, ssl) in a thread: the loop sends the commands'
-                # spawns and reads the client's requests meanwhile.
+            if "ollie.backend.stream" not in sys.modules:
+                # The HTTP client's import (httpx, httpcore, h11, ssl: 50-100 ms) in a thread, for every front end
+                # (daemon, `ollie acp`, terminal): the loop reads the client's requests and sends the prompt
+                # commands' spawns meanwhile.
                 await asyncio.to_thread(importlib.import_module, "ollie.backend.stream")
             runtime.backend = backend_factory(backend or cfg.backend or None, model or cfg.model or None)
         except BackendConfigError as exc:

@@ -5,6 +5,7 @@ Each audience types against its own Protocol, so what it may touch is declared h
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -135,6 +136,7 @@ class AcpCore(FrontEndCore, Protocol):
     async def switch_agent(self, name: str) -> list[str]: ...
     def switch_model(self, name: str) -> None: ...
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None: ...
+    def stop(self, reason: str = "") -> asyncio.Future[bool]: ...
 
 
 class DaemonCore(AcpCore, TerminalCore, Protocol):

@@ -20,6 +20,7 @@ from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, ready_prompt, take_late_notes
 from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
+from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
 from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.agent.toolround import CallOutcome, ToolRound
@@ -84,6 +85,7 @@ class TurnHost:
         self.running = False
         self._finishing = False
         self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
+        self.stopping = Stopping()  # the Core's `stop`: a turn that begins while it is asked never runs
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
         # Build warnings (an MCP server that did not start...): shown when the first turn starts; the sandbox's
@@ -257,6 +259,8 @@ class TurnHost:
         return True
 
     async def _turn(self, text: str, *, announce: bool = False, images: list[Image] | None = None) -> TurnResult:
+        if self.stopping.asked:  # a stop came before this turn could be interrupted: it does not begin
+            return TurnResult("", "interrupted")
         bus = self.bus
         self.running, self._finishing = True, False
         self.session.begin_turn()

@@ -15,7 +15,7 @@ from contextlib import aclosing
 from typing import Any, Literal
 
 # httpx imports httpcore and h11 only as it makes its first client, which a backend does on the event loop (~40-50
-# ms of CPU): they load with this module instead, where it loads (a thread for a daemon's first session).
+# ms of CPU): they load with this module instead, where it loads (a thread: ollie.agent.setup, for every front end).
 import httpcore  # noqa: F401
 import httpx
 

@@ -56,24 +56,26 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.sessions.errors import ReadOnlyError, SessionError
+    from ollie.sessions.errors import SessionError
     from ollie.sessions.types import Channel
 
     core = await Core.create(
         agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
-    recorder = Recorder(core, channel=Channel.CLI)
+    recorder: Recorder | None = None
     try:
-        await recorder.open()
-    except SessionError:
-        await recorder.close()
-        return _with_approval(core, options), None
-    try:
+        recorder = Recorder(core, channel=Channel.CLI)
+        try:
+            await recorder.open()
+        except SessionError:  # not listed for editors: the session runs all the same
+            await recorder.close()
+            recorder = None
         return _with_approval(core, options), recorder
-    except ReadOnlyError:  # a team member's --approval on the owner's session: refused, nothing left open
+    except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
-        await recorder.close()
+        if recorder is not None:
+            await recorder.close()
         raise
 
 
