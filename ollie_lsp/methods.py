@@ -209,12 +209,14 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     system_prompt = await core.ready_prompt()
     cwd, outcomes, network = core.cwd, core.session.step_outcomes, core.session.step_network
+    # The history and the turn's state read together, here on the loop: a turn may begin or end at any await, and
+    # a client draws from the two as one (a prompt held as never answered, once). The copy is of references.
+    messages, running, answering = core.context(), core.is_running, core.is_answering
 
     def answer() -> dict[str, Any]:
-        # The history's copy, and a page's pairing of calls with results across all of it: O(history), so in a
-        # thread (it only reads), not on the shared loop.
-        messages = core.context()
-        # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
+        # A page's pairing of calls with results across the whole history is O(history): in a thread (it only
+        # reads), not on the shared loop. Bounded, asked or not: a whole long history was tens of MB to build and
+        # send (the client follows `next`).
         end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network)
@@ -222,7 +224,8 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):
                     message["contextLabels"] = labels
-        result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages)}
+        result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages),
+                                  "running": running, "answering": answering}
         if end < len(messages):
             result["next"] = end
         # A page of many (long) messages can be MBs of JSON: encoded here, in pieces, not by one dumps on the loop.

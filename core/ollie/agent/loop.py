@@ -86,6 +86,8 @@ class AgentLoop:
         self.tracked = TaskState()
         # The turn's latest assistant text (the host's `reply` outlives the turn).
         self.reply = ""
+        # Whether the turn's prompt is in the history (read with it: ollie/context says the reply is on its way).
+        self.asked = False
 
     def _set_reply(self, text: str) -> None:
         if text:
@@ -107,6 +109,7 @@ class AgentLoop:
         notes = [note for note in (*host.take_notes(), hook_note("preTurn", pre)) if note]
         asked = Message("user", "\n\n".join([prompt, *notes]), images=list(images or []))
         self.session.messages.append(asked)
+        self.asked = True
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.
         host.save()
         # The request is built a loop pass later (or later still, see ollie.loopshare): 50 first turns at once

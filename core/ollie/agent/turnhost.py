@@ -86,12 +86,18 @@ class TurnHost:
         self._finishing = False
         self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
         self.stopping = Stopping()  # the Core's `stop`: a turn that begins while it is asked never runs
+        self._loop: AgentLoop | None = None  # the running turn's, until its reply is whole in the history
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
         # Build warnings (an MCP server that did not start...): shown when the first turn starts; the sandbox's
         # (a workspace at $HOME granted read-only...) as a turn ends, each once.
         self._pending_warnings = list(setup.runtime.warnings)
         self._shown = set(setup.runtime.warnings)
+
+    @property
+    def answering(self) -> bool:
+        """Whether a running turn's prompt is in the history and its reply is not whole there yet."""
+        return self._loop is not None and self._loop.asked
 
     @property
     def changes(self) -> ChangeTracker:
@@ -271,7 +277,7 @@ class TurnHost:
         for warning in pending:
             bus.emit("info", f"warning: {warning}")
         self.set_state("thinking")
-        loop = AgentLoop(self, self.budget)
+        loop = self._loop = AgentLoop(self, self.budget)
         # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
         # the prompt nor the workspace, and the first turn would otherwise wait for it after the prompt commands.
         limit = asyncio.ensure_future(self.budget.limit())
@@ -298,6 +304,7 @@ class TurnHost:
             log.exception("turn failed")
             bus.emit("error", f"internal error: {exc}")
             result = TurnResult(loop.reply, "error", f"internal error: {exc}")
+        self._loop = None
         limit.cancel()  # an interrupted or failed turn stops asking
         self._finishing = True
         self.session.end_turn()

@@ -28,7 +28,7 @@ local M = {}
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
 ---@field queue_held boolean|nil   a stop holds the queued prompts (sent on by the send key on an empty prompt)
 ---@field id string                the suffix of its buffers' names
----@field redrawing {events: table[], then_run: fun()[]}|nil while the conversation is asked for again (redraw)
+---@field redrawing ollie.Redrawing|nil while the conversation is asked for again (redraw, history.lua)
 ---@field redraw_at_end boolean|nil the transcript was made anew during a turn: draw it all again when it ends
 local Chat = {}
 Chat.__index = Chat
@@ -201,8 +201,6 @@ function Chat:revive()
     pcall(vim.api.nvim_buf_delete, self.transcript.buf, { force = true })
     self:make_transcript()
     if self.session then
-      -- A turn streaming now has its reply drawn in part: the whole of it is drawn again when it ends.
-      self.redraw_at_end = self.running
       self:redraw()
     end
   end

@@ -7,6 +7,14 @@ local err_text = require("ollie.requests").err_text
 
 local M = {}
 
+---What waits while a chat's conversation is asked for again (redraw).
+---@class ollie.Redrawing
+---@field events table[]      the session's events meanwhile
+---@field then_run fun()[]    prompts typed meanwhile (sent once it is drawn)
+---@field drawn fun()[]       what runs once it is drawn
+---@field asked integer       how many times it was asked for (the last answer draws it)
+---@field ended string|nil    the stop reason of the turn whose end asked for it
+
 ---Methods of ollie.Chat, installed by chat.lua: a session's conversation drawn anew in the chat.
 ---@class ollie.ChatHistory
 local H = {}
@@ -95,26 +103,13 @@ function H:switch(session, after)
   self:set_session(session)
   self.running = false
   self:redraw(after)
-end
-
----Draw the session's saved conversation anew.
----@param after fun()|nil runs once it is drawn
----@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)
-function H:redraw(after, ended)
-  local session = self.session
-  -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
-  self.redrawing = self.redrawing or { events = {}, then_run = {} }
-  self.redrawing.ended = ended or self.redrawing.ended
-  -- First whether it runs a turn now (a session picked while it streams): Enter then queues, and the saved history
-  -- (its running turn not in it yet) is drawn again, whole, when the turn ends. Before, a prompt sent there went
-  -- in as if idle and the rest of the running answer streamed in under it.
+  -- The statusline's state and cost are the session's (whether it runs a turn comes with its conversation: redraw).
   client.request("ollie/state", { session = session }, function(_, state)
-    local running = type(state) == "table" and state.running == true and session == self.session
-    if running then
-      require("ollie.chat").on_state(state)
-      self.redraw_at_end = true
+    if type(state) == "table" and session == self.session then
+      self.state = state.state or self.state
+      self.cost = type(state.cost) == "table" and state.cost.session or self.cost
+      vim.cmd("redrawstatus")
     end
-    self:draw_context(session, running, after)
   end)
 end
 
@@ -140,21 +135,35 @@ function M.read_context(session, cb)
   from(0)
 end
 
----Draw the session's conversation from `ollie/context` (the second half of redraw).
----@param session string
----@param running boolean it runs a turn now
----@param after fun()|nil
-function H:draw_context(session, running, after)
+---Draw the session's saved conversation anew, and the events held meanwhile that it does not show.
+---@param after fun()|nil runs once it is drawn
+---@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)
+function H:redraw(after, ended)
+  local session = self.session
+  -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
+  local held = self.redrawing or { events = {}, then_run = {}, drawn = {}, asked = 0 }
+  self.redrawing = held
+  held.ended = ended or held.ended
+  if after then
+    table.insert(held.drawn, after)
+  end
+  held.asked = held.asked + 1
+  local asked = held.asked
   M.read_context(session, function(err, res)
-    if session ~= self.session then
-      return -- another session was picked meanwhile: its own answer draws it
+    if session ~= self.session or self.redrawing ~= held or held.asked ~= asked then
+      return -- another session was picked meanwhile, or asked for again: the last answer draws it
     end
-    local held = self.redrawing
     self.redrawing = nil
     if err then
       self.transcript:note("error: " .. err_text(err), "OllieError")
     else
-      M.render(self.transcript, res.messages, running)
+      -- Whether a turn runs, and whether its prompt is in the history, as they were when the history was read: Enter
+      -- then queues, and the history is drawn again, whole, when the turn ends. Before, an `ollie/state` asked first
+      -- could say idle while the history read next held the prompt of a turn begun between the two: drawn as never
+      -- answered, its reply dropped.
+      M.render(self.transcript, res.messages, res.answering == true)
+      self.running = res.running == true
+      self.redraw_at_end = self.running
     end
     local stop = held.ended -- how the last turn ended, unless another began since
     local last = nil -- the last prompt drawn
@@ -183,8 +192,8 @@ function H:draw_context(session, running, after)
       -- The history keeps no stop reason but an interrupt: it drew this turn's end as `end`, or none (an error).
       self.transcript:restate_end(stop)
     end
-    if not err and after then
-      after()
+    for _, fn in ipairs(not err and held.drawn or {}) do
+      fn()
     end
     for _, fn in ipairs(held.then_run) do
       fn()

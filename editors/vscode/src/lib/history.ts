@@ -164,6 +164,9 @@ export interface ContextPage {
   total: number;
   next?: number;
   systemPrompt?: unknown;
+  /** Whether a turn ran when the daemon read these messages (said with them: asked apart, it may have begun or ended
+   * in between); absent from a daemon that does not say. */
+  running?: boolean;
 }
 
 /** An `ollie/context` result as a page; a daemon that does not say `total` sent them all. */
@@ -174,6 +177,7 @@ export function parseContextPage(raw: unknown): ContextPage {
   const page: ContextPage = { messages, total };
   if (typeof record.next === "number" && Number.isInteger(record.next)) page.next = record.next;
   if (record.systemPrompt !== undefined) page.systemPrompt = record.systemPrompt;
+  if (typeof record.running === "boolean") page.running = record.running;
   return page;
 }
 
@@ -191,6 +195,8 @@ export async function readContext(
     whole.messages.push(...page.messages);
     whole.total = page.total;
     whole.systemPrompt ??= page.systemPrompt;
+    // The last page's: it holds the end of the history, where a running turn's prompt is.
+    if (page.running !== undefined) whole.running = page.running;
     // Only forward: a `next` that does not move on would ask for the same page for ever.
     if (page.next === undefined || page.next <= at || page.next >= stop) return whole;
     at = page.next;

@@ -115,6 +115,9 @@ test("context pages: the total (or the messages' count), and the page before a g
   assert.deepEqual(parseContextPage({ messages: [1, 2] }), { messages: [1, 2], total: 2 });
   assert.deepEqual(parseContextPage({ messages: [1, 2], total: 1 }), { messages: [1, 2], total: 2 });
   assert.deepEqual(parseContextPage(null), { messages: [], total: 0 });
+  // Whether a turn ran when the messages were read: said with them (a separate ollie/state may straddle its start).
+  assert.deepEqual(parseContextPage({ messages: [1], total: 1, running: true }), { messages: [1], total: 1, running: true });
+  assert.deepEqual(parseContextPage({ messages: [1], total: 1, running: "yes" }), { messages: [1], total: 1 });
   assert.deepEqual(pageBefore(450, 200), { offset: 250, limit: 200 });
   assert.deepEqual(pageBefore(150, 200), { offset: 0, limit: 150 });
   assert.deepEqual(pageBefore(0, 200), { offset: 0, limit: 0 });
@@ -137,6 +140,10 @@ test("a long context is read page by page, following the daemon's `next`, and on
   assert.deepEqual(asked, [{ offset: 900, limit: 1200 }, { offset: 1900, limit: 200 }]);
   // A `next` that does not move on ends the reading.
   assert.deepEqual((await readContext(async () => ({ messages: [1], total: 9, next: 0 }))).messages, [1]);
+  // A turn that began while the pages were read: the last page's word holds (its prompt is on that page).
+  const begun = async (params: { offset: number }) => ({ ...(await daemon(params)), running: params.offset >= 2000 });
+  assert.equal((await readContext(begun)).running, true);
+  assert.equal((await readContext(begun, 0, 1000)).running, false);
 });
 
 test("an earlier page goes before the items shown, with ids below theirs", () => {

@@ -1,0 +1,44 @@
+"""`ollie/context` says how the session's turn stood when its messages were read: a client draws from one answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ollie.testing import Reply
+from tests.longsession import saved_session
+
+
+async def test_context_says_whether_the_running_turn_is_in_its_messages(start_daemon, llm):
+    # A client that asked `ollie/state` and then `ollie/context` could see "idle" and a queued turn's prompt
+    # already in the history (the turn began between the two): it drew that prompt as never answered.
+    sid = saved_session(4)
+    # A resumed session's first turn waits for the model's context length before its prompt is saved: held here.
+    llm.models_gate.clear()
+    # The reply's first word comes only after 30 s: the test interrupts it before.
+    llm.script(Reply(text="ab", chunk_size=1, delay=30))
+    daemon = await start_daemon(env=llm.env())
+    await daemon.request("ollie/session/load", {"session": sid})
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "new prompt"}, timeout=60))
+    try:
+        await daemon.wait_events(lambda events: any(e["role"] == "turn" and e["content"] == "start" for e in events))
+        starting = await daemon.request("ollie/context", {"session": sid})
+    finally:
+        llm.models_gate.set()
+    assert starting["running"] is True and starting["answering"] is False
+    assert starting["messages"][-1] == {"role": "assistant", "content": "answer 0"}
+
+    while not llm.chat_requests:  # the model asked (with the prompt): the reply on its way
+        await asyncio.sleep(0.01)
+    answering = await daemon.request("ollie/context", {"session": sid})
+    assert answering["running"] is True and answering["answering"] is True
+    assert answering["messages"][-1] == {"role": "user", "content": "new prompt"}
+    # The page asked need not hold the prompt: the fields are the session's, not the page's.
+    first = await daemon.request("ollie/context", {"session": sid, "limit": 1})
+    assert first["running"] is True and first["answering"] is True
+
+    await daemon.request("ollie/interrupt", {"session": sid})
+    assert (await submit)["stop"] == "interrupted"
+    ended = await daemon.request("ollie/context", {"session": sid})
+    assert ended["running"] is False and ended["answering"] is False
+    # Cut off before its first word: the prompt stays unanswered, and no turn runs (a client says so).
+    assert ended["messages"][-1] == {"role": "user", "content": "new prompt"}
