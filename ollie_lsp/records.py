@@ -80,10 +80,11 @@ def records() -> UserRecords:
     return UserRecords(errors=rpc_errors)
 
 
-async def record(records: UserRecords, core: SessionView, *, kind: str, title: str = "") -> Recorder:
+async def record(records: UserRecords, core: SessionView, *, kind: str, title: str = "",
+                 fresh: bool = False) -> Recorder:
     """Have the engine record a live session on channel `lsp`, its stamps in order on the registry thread."""
     from ollie.agent.recorder import record as engine_record  # the engine: kept off the start-up path
 
     with rpc_errors(core.session_id):
-        return await engine_record(core, channel=Channel.LSP, kind=kind, title=title,
+        return await engine_record(core, channel=Channel.LSP, kind=kind, title=title, fresh=fresh,
                                    registry=lambda: records.registry, user=records.user, io=records.io)

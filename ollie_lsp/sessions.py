@@ -259,7 +259,7 @@ class SessionTable:
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
-        live.recorder = await record(self.records, core, kind=kind, title=title)
+        live.recorder = await record(self.records, core, kind=kind, title=title, fresh=resume_id is None)
         return live
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
@@ -269,6 +269,7 @@ class SessionTable:
         self._live[session_id] = live
 
         async def rename(title: str) -> None:
+            await self._recorded(session_id)
             await self.records.run(self.records.rename, session_id, title)
 
         async def kill() -> None:
@@ -292,6 +293,7 @@ class SessionTable:
         if live is not None:
             if live.archived:
                 raise SessionArchived(session_id)
+            await self._recorded(session_id)  # its caller reads its record
             return live
         info = await self.records.run(self.records.get, session_id)
         if info.archived:
@@ -338,6 +340,11 @@ class SessionTable:
         if (live := self._live.get(session_id)) is not None:
             await live.forwarder.drained()
 
+    async def _recorded(self, session_id: str) -> None:
+        """A live session's record is written (a fresh untitled one's is put off until needed), so it can change."""
+        if (live := self._live.get(session_id)) is not None and live.recorder is not None:
+            await live.recorder.recorded()
+
     def find(self, session_id: str) -> LiveSession | None:
         """The live session with this id, if any (no waiting, no error)."""
         return self._live.get(session_id)
@@ -349,12 +356,14 @@ class SessionTable:
     async def archive(self, session_id: str) -> None:
         """Archive a session (live or saved); a live one stays readable but refuses writes."""
         live = self._live.get(session_id)
+        await self._recorded(session_id)
         await self.records.run(self.records.archive, session_id)
         if live is not None:
             live.archived = True
 
     async def unarchive(self, session_id: str) -> None:
         """Bring an archived session (live or saved) back: listed and writable again."""
+        await self._recorded(session_id)
         await self.records.run(self.records.unarchive, session_id)
         if (live := self._live.get(session_id)) is not None:
             live.archived = False
@@ -364,6 +373,7 @@ class SessionTable:
         live = self._live.get(session_id)
         if live is not None and live.archived:
             raise SessionArchived(session_id)
+        await self._recorded(session_id)
         await self.records.run(self.records.rename, session_id, title)
 
     async def close(self, session_id: str) -> None:

@@ -20,8 +20,8 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic, httpx and click module it loads, the modules only a
-# tool call needs, and the engine as a witness; and each full pass of the cycle collector.
+# process (not the tool processes it forks), every pydantic, httpx, click and sqlite3 module it loads, the modules
+# only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
 _WATCHED = """
 import gc, os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
@@ -31,8 +31,9 @@ def full_pass(phase, info):
             f.write("(full-collection)\\n")
 gc.callbacks.append(full_pass)
 def hook(event, args):
-    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in ("pydantic", "httpx", "click", "ollie"):
-        if args[0].partition(".")[0] in ("pydantic", "httpx", "click") or args[0] in (
+    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in (
+            "pydantic", "httpx", "click", "sqlite3", "ollie"):
+        if args[0].partition(".")[0] in ("pydantic", "httpx", "click", "sqlite3") or args[0] in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.knowledge",
                 *DEFERRED):
@@ -49,7 +50,10 @@ _WATCHED = _WATCHED.replace("*DEFERRED", ", ".join(map(repr, _DEFERRED)))
 
 
 async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: bool = True) -> list[str]:
-    """Start the watched daemon, answer a first turn (unless not `turn`), read the state; the modules it logged."""
+    """Start the watched daemon, answer a first turn (unless not `turn`), read the state; the modules it logged.
+
+    Without a turn, those it logged by the state's answer (its shutdown records the session).
+    """
     # No proxy from this machine's environment unless `env` sets one.
     server_env = {k: v for k, v in child_env(env).items() if not k.lower().endswith("_proxy") or k in env}
     config = ClientServerConfig(server_command=[sys.executable, "-c", _WATCHED, str(log)],
@@ -63,10 +67,11 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: 
             result = await asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 30)
             assert result["reply"] == "hello"
         await asyncio.wait_for(client.protocol.send_request_async("ollie/state", {}), 30)
+        answered = log.read_text().split() if log.exists() else []
         await asyncio.wait_for(client.shutdown_session(), 20)
     finally:
         await client.stop()
-    return log.read_text().split() if log.exists() else []
+    return (log.read_text().split() if log.exists() else []) if turn else answered
 
 
 async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, tmp_path):
@@ -100,6 +105,9 @@ async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the
     loaded = await _first_turn(tmp_path / "state.log", llm.env(), workspace, turn=False)
     assert "ollie.agent.core" in loaded
     assert [m for m in loaded if m in _DEFERRED] == []
+    # Nor the registry: the default session is recorded at its first prompt (or a rename, its close), as
+    # `session/list` leaves it out until then anyway.
+    assert [m for m in loaded if m.startswith("sqlite3")] == []
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:

@@ -42,7 +42,7 @@ async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, s
 async def test_a_failing_handler_answers_with_an_error_and_the_daemon_keeps_serving(start_daemon, llm, _private_dirs):
     llm.script(Reply.text("still here"))
     daemon = await start_daemon(env=llm.env())
-    await daemon.request("ollie/state", {})
+    await daemon.request("ollie/session/list", {})  # the registry opened (its file made)
     # Corrupt the session registry under the running daemon: listing now fails inside the handler.
     db = _private_dirs / "data" / "ollie" / "sessions.db"
     assert db.exists()

@@ -1,4 +1,5 @@
-"""ollie/session/unarchive, and sessions never prompted left out of ollie/session/list across daemon starts."""
+"""ollie/session/unarchive, sessions never prompted left out of ollie/session/list across daemon starts, and the
+default session named before its first prompt."""
 
 from __future__ import annotations
 
@@ -98,3 +99,13 @@ async def test_a_session_runs_in_one_daemon_at_a_time(start_daemon, llm, tmp_pat
     assert await first.request("ollie/session/close", {"session": sid}) == {}
     assert (await second.request("ollie/session/load", {"session": sid}))["session"] == sid
     assert len((await second.request("ollie/context", {"session": sid}))["messages"]) == 2
+
+
+async def test_the_default_session_named_before_any_prompt_is_listed_by_its_name(start_daemon, llm):
+    daemon = await start_daemon(env=llm.env())
+    default = (await daemon.request("ollie/state", {}))["session"]  # its record is put off until it is needed
+    assert await daemon.request("ollie/session/rename", {"session": default, "title": "Later"}) == {}
+    listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+    assert [(s["id"], s["title"]) for s in listed] == [(default, "Later")]
+    loaded = await daemon.request("ollie/session/load", {"session": default})
+    assert loaded["info"]["title"] == "Later"

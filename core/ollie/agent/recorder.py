@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -11,16 +10,22 @@ from typing import TYPE_CHECKING
 from ollie.agent.events import Subscription
 from ollie.log import get_logger
 from ollie.sessions.errors import SessionError
-from ollie.sessions.registry import Registry
-from ollie.sessions.types import Channel, Info, Request, Scope, TurnResult, os_user, prompt_title
+from ollie.sessions.types import Channel, Info, Kind, Request, Scope, TurnResult, os_user, prompt_title
 
 if TYPE_CHECKING:
     from ollie.agent.surface import SessionView
+    from ollie.sessions.registry import Registry
 
 log = get_logger("ollie.agent.recorder")
 
-# What makes the registry unusable (no data dir, a locked or broken store): the session runs without its record.
-UNAVAILABLE = (OSError, sqlite3.Error)
+
+def unavailable() -> tuple[type[Exception], ...]:
+    """What makes the registry unusable (no data dir, a locked or broken store): the session runs without its record."""
+    import sqlite3  # loaded already when the registry raised: this module loads before any registry is opened
+
+    return (OSError, sqlite3.Error)
+
+
 # The `turn` event contents that are a turn's stop reason.
 RESULTS = frozenset(r.value for r in TurnResult if r is not TurnResult.NONE)
 
@@ -51,37 +56,60 @@ class Recorder:
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._titled = False  # the record has a title: the first prompt gives none
+        self._unrecorded = False  # its record was put off (`open`'s `fresh`) and is not queued yet
+        self._request: Request  # set by `open`
 
     def _open_registry(self) -> Registry:
         if self._own_registry is None:
+            from ollie.sessions.registry import Registry  # sqlite3 with it: loaded when a record is first written
+
             self._own_registry = Registry()
         return self._own_registry
 
     async def _run(self, fn: Callable[[], object]) -> None:
         await asyncio.get_running_loop().run_in_executor(self._io, fn)
 
-    async def open(self, *, kind: str = "chat", title: str = "") -> Info | None:
-        """Find or create the session's record (None: registry unusable), stamp it active, follow its turns."""
-        request = Request(id=self.session_id, user_id=self.user, agent_id=self._core.agent_name, kind=kind,
-                          channel=self._channel, title=title)
+    async def open(self, *, kind: str = "chat", title: str = "", fresh: bool = False) -> Info | None:
+        """Find or create the session's record (None: registry unusable, or put off), stamp it active, follow its turns.
+
+        `fresh`: a session just made, not resumed. An untitled fresh chat is recorded at its first turn, or at the
+        first `recorded` (a rename, an archive, its close): until then it is nothing to list (`session/list` leaves
+        out a session never prompted nor named) and nothing can be refused, so a daemon's default session neither
+        opens the registry (sqlite3: ~1.8 MiB of RSS) nor waits for its write before a first turn.
+        """
+        self._request = Request(id=self.session_id, user_id=self.user, agent_id=self._core.agent_name, kind=kind,
+                                channel=self._channel, title=title)
         info: Info | None = None
-
-        def ensure() -> None:
-            nonlocal info
-            try:
-                info = self._registry().ensure(request)
-            except UNAVAILABLE as exc:
-                # An unwritable data dir must not stop the session: it runs, unlisted.
-                log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
-
-        await self._run(ensure)
-        if info is not None and info.user_id != self.user:  # a team member resumed it: read and resume only
-            self._core.shared_by(info.user_id)
-        self._titled = bool(info is not None and info.title)
-        self._stamp()
+        self._unrecorded = fresh and not title and kind == Kind.CHAT
+        if not self._unrecorded:
+            info = await asyncio.get_running_loop().run_in_executor(self._io, self._ensure)
+            if info is not None and info.user_id != self.user:  # a team member resumed it: read and resume only
+                self._core.shared_by(info.user_id)
+            self._titled = bool(info is not None and info.title)
+            self._stamp()
         self._sub = self._core.bus.subscribe(roles=frozenset({"turn"}))
         self._task = asyncio.create_task(self._follow(self._sub))
         return info
+
+    def _ensure(self) -> Info | None:
+        """Find or create the record (on `io`); None when the registry is unusable."""
+        try:
+            return self._registry().ensure(self._request)
+        except unavailable() as exc:
+            # An unwritable data dir must not stop the session: it runs, unlisted.
+            log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
+            return None
+
+    def _record_put_off(self) -> None:
+        """Queue the record of a session whose record was put off (in order before what comes after it on `io`)."""
+        if self._unrecorded:
+            self._unrecorded = False
+            self._io.submit(self._ensure)
+
+    async def recorded(self) -> None:
+        """Wait until the session's record is written (first written now when it was put off)."""
+        self._record_put_off()
+        await self._run(lambda: None)
 
     def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
         """Queue an activity stamp (in order, not waited for); it never fails the session."""
@@ -90,7 +118,7 @@ class Recorder:
             try:
                 self._registry().touch(self.session_id, turn_started=turn_started, turn_completed=turn_completed,
                                        result=result)
-            except (SessionError, *UNAVAILABLE) as exc:
+            except (SessionError, *unavailable()) as exc:
                 log.info("registry touch skipped: %s", exc, extra={"session": self.session_id})
 
         self._io.submit(touch)
@@ -103,7 +131,7 @@ class Recorder:
             try:
                 if not self._registry().get(scope, self.session_id).title:
                     self._registry().rename(scope, self.session_id, title)
-            except (SessionError, *UNAVAILABLE) as exc:
+            except (SessionError, *unavailable()) as exc:
                 log.info("automatic title skipped: %s", exc, extra={"session": self.session_id})
 
         self._io.submit(retitle)
@@ -111,6 +139,7 @@ class Recorder:
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
             if event.content == "start":
+                self._record_put_off()
                 self._stamp(turn_started=True)
                 if not self._titled and (title := prompt_title(event.prompt)):
                     self._titled = True
@@ -127,6 +156,7 @@ class Recorder:
 
     async def close(self) -> None:
         """Stop following (after the Core closed its bus, nothing is lost) and write what is queued."""
+        self._record_put_off()  # saved, so `session/load` by its id works later
         if self._sub is not None and self._task is not None and not self._task.done():
             await self.drained()
             self._sub.close()
@@ -147,8 +177,9 @@ async def record(
     registry: Callable[[], Registry] | None = None,
     user: str | None = None,
     io: Executor | None = None,
+    fresh: bool = False,
 ) -> Recorder:
-    """Record `core`'s session in the registry and keep it current until `Recorder.close`."""
+    """Record `core`'s session in the registry and keep it current until `Recorder.close` (`fresh`: see `open`)."""
     recorder = Recorder(core, channel=channel, registry=registry, user=user, io=io)
-    await recorder.open(kind=kind, title=title)
+    await recorder.open(kind=kind, title=title, fresh=fresh)
     return recorder

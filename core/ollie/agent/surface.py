@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
 
 
 class SessionView(Protocol):
-    """What every audience reads of a session: its agent, model, id, place, events, messages and approval mode."""
+    """What every audience reads of a session: its agent, model, id, place, events, messages and approval mode (and
+    whose it is, which its record says: `shared_by`)."""
 
     @property
     def agent_name(self) -> str: ...
@@ -43,6 +44,7 @@ class SessionView(Protocol):
     @property
     def approval(self) -> str: ...
     def set_approval(self, mode: str) -> None: ...
+    def shared_by(self, owner: str) -> None: ...
 
 
 class CommandTarget(SessionView, Protocol):

@@ -7,10 +7,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ollie.sessions.registry import Registry
 from ollie.sessions.types import Info, ListOptions, Scope, os_user
+
+if TYPE_CHECKING:
+    from ollie.sessions.registry import Registry
 
 T = TypeVar("T")
 # How a front end turns the registry's errors into its own: (session id, the request's field for a bad value).
@@ -33,6 +35,9 @@ class UserRecords:
     def registry(self) -> Registry:
         """The registry (opened on first use)."""
         if self._registry is None:
+            # Imported here: sqlite3 and the store load with the first registry call, not with the daemon.
+            from ollie.sessions.registry import Registry
+
             self._registry = Registry()
         return self._registry
 
