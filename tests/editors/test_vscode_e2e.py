@@ -43,6 +43,17 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt queued when the window reloaded came back held and ran before the next prompt")
 
 
+@pytest.mark.timeout(330)
+def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
+    """Prompts queued in two sessions (each mid-turn) when the window reloads come back held, with the notice, each
+    when its session is shown; neither runs on its own, each runs before the next prompt sent in its session; after
+    Restart neither comes back."""
+    shows(run_e2e("queuesessions.mjs"),
+          "after the reload each session's queued prompt came back held, with the notice, when that session was shown",
+          "neither held prompt ran on its own; each ran before the next prompt sent in its session",
+          "after Restart neither session's queued prompt came back, and the next prompt in each ran alone")
+
+
 @pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt

@@ -1,0 +1,132 @@
+// E2E in real VS Code (code-server): two sessions' queued prompts across a window reload, as a user meets them.
+// Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
+// is queued there; the window reloads mid-turn. Beta (shown before the reload) comes back with its prompt held and
+// the notice, Alpha's when Alpha is switched to; neither runs on its own, each runs when the user sends the next
+// prompt in its session. Then both queue again and Restart forgets them: neither comes back.
+//
+// Usage: node test/e2e/queuesessions.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { chatFocused, log, openChat, runCommand, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const slow = (name) => ({ text: `${name} streams very slowly so that the user has time to act. `.repeat(10), chunk_size: 2, delay: 0.25 });
+// The scripted model answers in the order it is asked: a prompt that ran out of turn takes another's answer.
+const script = [
+  slow("Alpha's story"),
+  slow("Beta's story"),
+  { text: "Answered Beta's queued prompt." },
+  { text: "Answered Beta next." },
+  { text: "Answered Alpha's queued prompt." },
+  { text: "Answered Alpha next." },
+  slow("Alpha's second story"),
+  slow("Beta's second story"),
+  { text: "Answered Alpha after Restart." },
+  { text: "Answered Beta after Restart." },
+];
+const RELOADED = "The window reloaded during a turn: 1 queued prompt waits";
+
+async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+const user = (chat, text) => chat.locator(".item.user", { hasText: text });
+const meta = (chat, text) => user(chat, text).locator(".meta");
+const answer = (chat, text) => chat.locator(".item.assistant", { hasText: text });
+const texts = async (items) => (await items.allTextContents()).map((t) => t.trim());
+const waitingMarks = (chat) => chat.locator(".item.user .meta", { hasText: /queued|held/ }).count();
+
+// Start a slow turn in the session shown and queue `queued` behind it (Enter queues once the Stop button shows).
+async function streamAndQueue(chat, prompt, story, queued) {
+  await send(chat, prompt);
+  await answer(chat, story).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  await send(chat, queued);
+  await meta(chat, queued).filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+}
+
+// Switch Session to the session whose title has `title`; resolves once `shown` (a prompt of it) is in the chat and
+// the chat has the focus (a resume reveals it when done: a pick opened before would close).
+async function switchTo(page, chat, title, shown) {
+  await runCommand(page, "Ollie: Switch Session");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().click();
+  await user(chat, shown).first().waitFor({ timeout: waitMs });
+  await chatFocused(page, chat);
+}
+
+// The held prompt is still held (it did not run on its own); the next prompt runs it first, then itself.
+async function sendBehindHeld(chat, held, next, heldAnswer, nextAnswer) {
+  await meta(chat, held).filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  if (await answer(chat, heldAnswer).count()) throw new Error(`"${held}" ran on its own`);
+  await send(chat, next);
+  await answer(chat, nextAnswer).waitFor({ timeout: waitMs });
+  const prompts = await texts(chat.locator(".item.user .text"));
+  const answers = await texts(chat.locator(".item.assistant"));
+  if (!(prompts.indexOf(held) >= 0 && prompts.indexOf(held) < prompts.indexOf(next))) throw new Error(`prompts out of order: ${JSON.stringify(prompts)}`);
+  if (!(answers.indexOf(heldAnswer) >= 0 && answers.indexOf(heldAnswer) < answers.indexOf(nextAnswer))) throw new Error(`answers out of order: ${JSON.stringify(answers)}`);
+  await until("nothing left marked queued or held", async () => (await waitingMarks(chat)) === 0);
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+}
+
+await withVSCode({ script }, async ({ page, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  let chat = await openChat(page);
+
+  // 1. Alpha streams and a prompt is queued in it; New Session starts Beta, which streams too, with its own queued.
+  await streamAndQueue(chat, "Alpha: tell a slow story.", "Alpha's story", "Alpha queued.");
+  await screenshot("sessions-alpha-queued");
+  await runCommand(page, "Ollie: New Session");
+  await user(chat, "Alpha").first().waitFor({ state: "detached", timeout: waitMs });
+  await streamAndQueue(chat, "Beta: tell a slow story.", "Beta's story", "Beta queued.");
+  await screenshot("sessions-beta-queued");
+
+  // 2. The window reloads while both turns run: Beta, shown before, comes back with its prompt held and the notice.
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  chat = await openChat(page);
+  await chatFocused(page, chat);
+  await meta(chat, "Beta queued.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: RELOADED }).waitFor({ timeout: waitMs });
+  if (await user(chat, "Alpha").count()) throw new Error("Alpha's prompts show in Beta's chat");
+  await screenshot("sessions-beta-after-reload");
+
+  // 3. Alpha, switched to, comes back with its own prompt held and the notice.
+  await switchTo(page, chat, "Alpha: tell a slow story.", "Alpha: tell a slow story.");
+  await meta(chat, "Alpha queued.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: RELOADED }).waitFor({ timeout: waitMs });
+  if (await user(chat, "Beta").count()) throw new Error("Beta's prompts show in Alpha's chat");
+  await screenshot("sessions-alpha-after-reload");
+  log("after the reload each session's queued prompt came back held, with the notice, when that session was shown");
+
+  // 4. Neither ran on its own (a prompt run out of turn takes the next answer); each runs before the next prompt sent
+  // in its session.
+  await switchTo(page, chat, "Beta: tell a slow story.", "Beta queued.");
+  await sendBehindHeld(chat, "Beta queued.", "Beta next.", "Answered Beta's queued prompt.", "Answered Beta next.");
+  await screenshot("sessions-beta-ran");
+  await switchTo(page, chat, "Alpha: tell a slow story.", "Alpha queued.");
+  await sendBehindHeld(chat, "Alpha queued.", "Alpha next.", "Answered Alpha's queued prompt.", "Answered Alpha next.");
+  await screenshot("sessions-alpha-ran");
+  log("neither held prompt ran on its own; each ran before the next prompt sent in its session");
+
+  // 5. Both sessions queue again mid-turn, then Restart: neither prompt comes back, and the next prompt runs alone.
+  await streamAndQueue(chat, "Alpha: one more slow story.", "Alpha's second story", "Alpha queued before Restart.");
+  await switchTo(page, chat, "Beta: tell a slow story.", "Beta next.");
+  await streamAndQueue(chat, "Beta: one more slow story.", "Beta's second story", "Beta queued before Restart.");
+  await screenshot("sessions-before-restart");
+  await runCommand(page, "Ollie: Restart");
+  await user(chat, "Beta").first().waitFor({ state: "detached", timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  for (const [name, title] of [["Alpha", "Alpha: tell a slow story."], ["Beta", "Beta: tell a slow story."]]) {
+    await switchTo(page, chat, title, `${name} next.`);
+    await send(chat, `${name} after Restart.`);
+    await answer(chat, `Answered ${name} after Restart.`).waitFor({ timeout: waitMs });
+    await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+    if (await user(chat, `${name} queued before Restart.`).count()) throw new Error(`${name}'s prompt queued before Restart came back`);
+    if (await chat.locator(".item.notice", { hasText: "queued prompt" }).count()) throw new Error(`${name}'s chat says a queued prompt waits`);
+    if (await waitingMarks(chat)) throw new Error(`a prompt in ${name} shows as queued or held after Restart`);
+    await screenshot(`sessions-${name.toLowerCase()}-after-restart`);
+  }
+  log("after Restart neither session's queued prompt came back, and the next prompt in each ran alone");
+});
