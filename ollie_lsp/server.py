@@ -73,6 +73,8 @@ def raw_params_converter() -> Any:
 
 # What structure_message hands on for a request it answered with an error already.
 _ANSWERED = object()
+# The one request whose $/cancelRequest is an interrupt it answers (stop "interrupted"), not pygls' -32800.
+SUBMIT = "ollie/submit"
 
 
 class OllieProtocol(LanguageServerProtocol):
@@ -82,6 +84,8 @@ class OllieProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         # Set by the OllieServer that owns this protocol.
         self.cancel_hooks: dict[Any, Callable[[], None]] = {}  # a submit's: its cancel interrupts its turn
+        # The submits not yet at their hook (the engine loading, their session being built): whether a cancel came.
+        self.unhooked_submits: dict[Any, bool] = {}
         self.on_exit: Callable[[], None] = lambda: None
         # Called on reading `shutdown`: over TCP its handler runs as a task, after an `exit` read in the same batch.
         self.on_shutdown: Callable[[], None] = lambda: None
@@ -190,10 +194,14 @@ class OllieProtocol(LanguageServerProtocol):
             return
         if getattr(message, "method", None) == types.SHUTDOWN:
             self.on_shutdown()  # an `exit` right behind it (before its answer) still ends with status 0
+        if getattr(message, "method", None) == SUBMIT and isinstance(msg_id := getattr(message, "id", None), (int, str)):
+            self.unhooked_submits[msg_id] = False
         super().handle_message(message)
 
     # A private pygls method: it starts a coroutine handler as a task, a loop pass later (see ollie_lsp.eager).
     def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None) -> None:
+        if msg_id in self.unhooked_submits:  # a submit that ends before its hook (an error) is forgotten too
+            callback = self._forgetting(msg_id, callback)
         if not asyncio.iscoroutinefunction(handler) or asyncio.current_task() is not None:  # TCP reads in a task
             super()._execute_handler(msg_id, handler, callback, args, kwargs)
             return
@@ -203,6 +211,15 @@ class OllieProtocol(LanguageServerProtocol):
         else:
             self._request_futures[msg_id] = future  # type: ignore[assignment]  # pygls keeps its tasks here too
             future.add_done_callback(callback)
+
+    def _forgetting(self, msg_id: Any, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+        """`callback`, forgetting the submit `msg_id` first."""
+
+        def forget(future: Any) -> None:
+            self.unhooked_submits.pop(msg_id, None)
+            callback(future)
+
+        return forget
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """Send a JSON-RPC error response (`msg_id` None when the request's id could not be read)."""
@@ -216,6 +233,9 @@ class OllieProtocol(LanguageServerProtocol):
         if hook is not None:
             logger.info("cancel of a pending submit: interrupting", extra={"msg_id": msg_id})
             hook()
+            return
+        if msg_id in self.unhooked_submits:  # its hook, once in place, is called at once: it answers "interrupted"
+            self.unhooked_submits[msg_id] = True
             return
         super()._handle_cancel_notification(msg_id)
 
@@ -242,6 +262,7 @@ class OllieServer(LanguageServer):
         self._make_table = make_table
         self._load_engine = load_engine
         self.cancel_hooks = protocol.cancel_hooks
+        self.unhooked_submits = protocol.unhooked_submits
         self.init_options = InitOptions()
         self._table: SessionTable | None = None
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
@@ -306,6 +327,9 @@ class OllieServer(LanguageServer):
         msg_id = self.protocol.msg_id
         if msg_id is not None:
             self.cancel_hooks[msg_id] = hook
+            if self.unhooked_submits.pop(msg_id, False):  # cancelled before it got here
+                self.cancel_hooks.pop(msg_id)
+                hook()
         try:
             yield
         finally:

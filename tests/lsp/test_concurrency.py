@@ -72,6 +72,20 @@ async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
+async def test_a_submit_cancelled_while_its_session_is_built_answers_interrupted(start_daemon, llm):
+    """The cancel comes while the daemon still builds the default session the submit waits for: the answer is
+    stop "interrupted", as for any cancelled submit (PROTOCOL.md), not pygls' -32800, and no turn runs."""
+    llm.script(Reply.text("never asked for"))
+    daemon = await start_daemon(env=llm.env())
+    future = daemon.client.protocol.send_request("ollie/submit", {"text": "hello"})
+    (msg_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is future]
+    daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    result = await asyncio.wait_for(asyncio.wrap_future(future), 30)
+    assert result["stop"] == "interrupted"
+    assert llm.chat_requests == []
+    assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "never asked for"
+
+
 async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while_waiting(start_daemon, llm):
     # The first reply streams for 2 s: the third's cancel is answered while it runs, however loaded the machine.
     llm.script(Reply(text="first " * 40, chunk_size=6, delay=0.05), Reply.text("second answer"))
@@ -82,8 +96,7 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
     # A third one, cancelled while it waits: it never runs and answers "interrupted".
     third = daemon.client.protocol.send_request("ollie/submit", {"text": "third"})
     (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
-    # No wait: the daemon runs a handler at once up to its first wait (ollie_lsp.eager), so the cancel, read after
-    # the submit, finds the submit's cancel hook in place.
+    # No wait: a cancel read before the submit's hook is in place is kept for it (ollie_lsp.server).
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))
     third_result = await asyncio.wait_for(asyncio.wrap_future(third), 30)
     assert third_result["stop"] == "interrupted" and not first.done()
