@@ -62,4 +62,4 @@ def register_lifecycle(server: OllieServer) -> None:
         token = str(params.token)
         for live in ls.live_sessions():
             if live.progress.token == token:
-                live.core.interrupt("cancelled from the progress bar")
+                live.core.stop("cancelled from the progress bar")  # what it would start next too
