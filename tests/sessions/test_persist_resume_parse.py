@@ -312,3 +312,26 @@ def test_a_commit_or_header_of_the_wrong_type_is_refused(tmp_path):
         _refused_alike(_with_line(data, 2, {**commit, key: value}), file.path, "bad record on line 3: ")
     header = json.loads(data.split(b"\n")[0])
     _refused_alike(_with_line(data, 0, {**header, "v": "1"}), file.path, "format version '1' on line 1")
+
+
+@pytest.mark.parametrize("key, value", [("total_input_tokens", "x"), ("session_cost_usd", "x"), ("total_requests", True),
+                                        ("last_input_tokens", None), ("title", 5), ("turn_starts", ["x"]),
+                                        ("turn_starts", 5), ("approval_always", [1]), ("task_state", 5),
+                                        ("task_state", [1]), ("result_tiers", {"c": 5}), ("step_outcomes", {"c": 5}),
+                                        ("step_outcomes", {"c": [5]})], ids=str)
+def test_a_session_field_of_the_wrong_type_is_refused_with_the_file(tmp_path, key, value):
+    """A crafted `"total_input_tokens": "x"` resumed and then failed every turn (the usage is added to it), and a
+    `task_state` that is no map raised an AttributeError: each is a corrupt file, named."""
+    session = Session(agent="t", turn_starts=[0])
+    session.messages.append(Message("user", "a"))
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    commit = json.loads(data.split(b"\n")[2])
+    commit["meta"][key] = value
+    file.path.write_bytes(_with_line(data, 2, commit))
+    with pytest.raises(SessionFileCorruptError, match=f"^{file.path}: the session's {key} is "):
+        SessionFile(tmp_path, session.id, sync=False).load()
+    commit["meta"][key] = Session().meta()[key] if key != "total_input_tokens" else 3  # a well-typed one loads
+    file.path.write_bytes(_with_line(data, 2, commit))
+    assert SessionFile(tmp_path, session.id, sync=False).load().messages == session.messages
