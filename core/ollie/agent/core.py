@@ -146,7 +146,10 @@ class Core(McpMembers):
             text = self._inbox.next_prompt()
             if text is None:
                 break
+            begun = self._host.turns_begun
             result = await self._host.run_turn(text, announce=True)
+            if self._host.turns_begun == begun:  # a stop came as it was handed over: it waits, held, not dropped
+                self._inbox.put_back()
         self._inbox.turns_ended(interrupted=result.stop == "interrupted" or stopping.asked)
 
     def interrupt(self, reason: str = "") -> bool:
