@@ -252,7 +252,12 @@ class Core(McpMembers):
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""
-        return [m for m in self._host.budget.request_messages() if m.role != "system"]
+        messages = self._host.budget.request_messages()
+        # Only the first is a system one (a history holds none): ollie/context takes this on the loop, where a
+        # walk testing each of 100k messages cost ~5 ms, 2.5x the list's copy.
+        if messages and messages[0].role == "system":
+            del messages[0]
+        return messages
 
     # --- context size, usage, cost ---------------------------------------
 
