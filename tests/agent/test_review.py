@@ -95,14 +95,20 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
         await core.review.changes(5)
 
 
-async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(scripted_llm, make_core, workdir,
-                                                                               tmp_path):
+async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, object]:
+    """A core that said hello, then edited both files (turns 1 and 2); and its scripted server."""
     _seed(workdir)
     srv = scripted_llm("openai")
     srv.script(Reply.text("hello"), *_edit_two_files())
     core = await _auto(make_core, srv)
     await core.submit("say hello")
     await core.submit("edit them")
+    return core, srv
+
+
+async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(scripted_llm, make_core, workdir,
+                                                                               tmp_path):
+    core, srv = await _two_turns(scripted_llm, make_core, workdir)
     assert len(core.session.messages) == 2 + 4
     edited = (workdir / "a.txt").read_text()
 
@@ -138,12 +144,7 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
 async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
     """A backup whose messages do not build is refused with the files and the conversation left as they are: it
     restored the checkpoint first, then failed on the messages (or built a session that failed every turn)."""
-    _seed(workdir)
-    srv = scripted_llm("openai")
-    srv.script(Reply.text("hello"), *_edit_two_files())
-    core = await _auto(make_core, srv)
-    await core.submit("say hello")
-    await core.submit("edit them")
+    core, _ = await _two_turns(scripted_llm, make_core, workdir)
     await core.rewind()
     [path] = core.sessions_dir.glob("*.rewind.json")
     backup = json.loads(path.read_text())
