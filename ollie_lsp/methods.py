@@ -183,6 +183,7 @@ async def queue_run(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """Run the queued prompts now, each a turn of its own (after an interrupt they wait for this)."""
     live = await ls.table.writable(p.session)
     async with live.turn_lock:
+        await live.recorded_before_a_turn()
         await live.core.run_queue()
     return {"queued": live.core.queued()}
 

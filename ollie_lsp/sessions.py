@@ -122,6 +122,7 @@ class LiveSession:
             acquire.cancel()
             return {"session": self.id, **INTERRUPTED}
         try:
+            await self.recorded_before_a_turn()
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
@@ -129,6 +130,12 @@ class LiveSession:
         finally:
             handle.finished = True
             self.turn_lock.release()
+
+    async def recorded_before_a_turn(self) -> None:
+        """A fresh session's put-off record written before its first prompt is saved: a daemon killed from then on
+        leaves it listed and loadable (written beside the turn, a kill before the write left its log unlisted)."""
+        if self.recorder is not None and self.recorder.put_off:
+            await self.recorder.recorded()
 
     async def _run(self, text: str, images: Sequence[Image] = ()) -> dict[str, Any]:
         result = await self.core.submit(text, images)

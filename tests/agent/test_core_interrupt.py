@@ -217,3 +217,33 @@ async def test_a_submit_sent_after_a_stop_runs_while_a_command_from_before_still
     os.close(fd)
     assert (await command).reply.strip() == "done"
     assert await stopped is True
+
+
+async def test_a_stop_just_as_a_queued_prompt_was_taken_to_run_keeps_it_held(scripted_llm, make_core, monkeypatch):
+    """The stop comes in the loop pass between the queue handing its prompt over and that turn's start (nothing
+    to interrupt yet): the turn does not begin, and the prompt was dropped; it is held with the others."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"), Reply.text("one answered"), Reply.text("two answered"))
+    core = await make_core(srv, toy=ToyServer())
+    inbox = core._inbox
+    taken = inbox.next_prompt
+    stopped: list[asyncio.Future[bool]] = []
+
+    def take_then_stop() -> str | None:
+        text = taken()
+        if text == "queued one" and not stopped:  # handed over: its turn's task starts a loop pass later
+            stopped.append(core.stop("user pressed stop"))
+        return text
+
+    monkeypatch.setattr(inbox, "next_prompt", take_then_stop)
+    sub = core.bus.subscribe()
+    first = asyncio.create_task(core.submit("hi"))
+    await _streaming(sub)
+    core.queue("queued one")
+    core.queue("queued two")
+    assert (await first).reply == "first answer"
+    assert await stopped[0] is True
+    assert core.queued() == ["queued one", "queued two"] and core.queue_held()
+    assert len(srv.chat_requests) == 1
+    await core.run_queue()  # the user's word: both run, in their order
+    assert [m["content"] for m in sent_messages(srv) if m["role"] == "user"] == ["hi", "queued one", "queued two"]

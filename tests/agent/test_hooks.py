@@ -63,6 +63,16 @@ def test_payload_env_names_and_values():
     }
 
 
+@pytest.mark.parametrize("value, seen", [("c\x00d", "c\ufffdd"), ("e \ud83d", "e ?"), ("x" * 200_000, "x" * 30_000)],
+                         ids=["NUL", "lone surrogate", "over 128 KiB"])
+async def test_a_payload_no_environment_can_hold_still_runs_the_blocking_hook(tmp_path, value, seen):
+    """A model's tool call id with a NUL, a client's lone surrogate, or arguments over Linux's 128 KiB a string:
+    the exec refused the environment, the hook "could not start" and the tool ran, never checked. Stdin has it all."""
+    hooks = Hooks({"preTool": ['printf %s "$OLLIE_TOOL_CALL_ID"; exit 2']})
+    result = await hooks.run("preTool", {"tool": "t", "tool_call_id": value}, cwd=tmp_path, env={})
+    assert result.blocked and result.output == seen and result.warnings == []
+
+
 async def test_exit_two_blocks_and_stops_the_chain(tmp_path):
     hooks = Hooks({"preTool": ["echo ran-before", "echo 'not allowed here' >&2; exit 2", "touch after"]})
     result = await hooks.run("preTool", {"tool": "pipe"}, cwd=tmp_path, env={})

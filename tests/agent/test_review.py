@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -94,14 +95,20 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
         await core.review.changes(5)
 
 
-async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(scripted_llm, make_core, workdir,
-                                                                               tmp_path):
+async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, object]:
+    """A core that said hello, then edited both files (turns 1 and 2); and its scripted server."""
     _seed(workdir)
     srv = scripted_llm("openai")
     srv.script(Reply.text("hello"), *_edit_two_files())
     core = await _auto(make_core, srv)
     await core.submit("say hello")
     await core.submit("edit them")
+    return core, srv
+
+
+async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(scripted_llm, make_core, workdir,
+                                                                               tmp_path):
+    core, srv = await _two_turns(scripted_llm, make_core, workdir)
     assert len(core.session.messages) == 2 + 4
     edited = (workdir / "a.txt").read_text()
 
@@ -123,6 +130,34 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
     # And rewind to before turn 1 across the restart, by number.
     await again.rewind(1)
     assert again.session.messages == [] and (workdir / "a.txt").read_text() == ORIGINAL_A
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b["messages"][0].update(content=5),
+    lambda b: b["messages"][1].update(role="wizard"),
+    lambda b: b["messages"][2].update(tool_calls=[{"id": 7, "name": "x"}]),
+    lambda b: b["messages"].append("not a message"),
+    lambda b: b.update(turn_starts=["x"]),
+    lambda b: b.update(turn="two"),
+    lambda b: b.pop("messages"),
+])
+async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
+    """A backup whose messages do not build is refused with the files and the conversation left as they are: it
+    restored the checkpoint first, then failed on the messages (or built a session that failed every turn)."""
+    core, _ = await _two_turns(scripted_llm, make_core, workdir)
+    await core.rewind()
+    [path] = core.sessions_dir.glob("*.rewind.json")
+    backup = json.loads(path.read_text())
+    damage(backup)
+    path.write_text(json.dumps(backup))
+
+    with pytest.raises(ReviewError, match="damaged"):
+        await core.rewind_undo()
+    assert (workdir / "a.txt").read_text() == ORIGINAL_A and (workdir / "b.txt").read_text() == ORIGINAL_B
+    assert [m.content for m in core.session.messages] == ["say hello", "hello"]
+    path.write_text("{not json")
+    with pytest.raises(ReviewError, match="damaged"):
+        await core.rewind_undo()
 
 
 async def test_the_changes_and_rewind_commands(scripted_llm, make_core, workdir):

@@ -3,6 +3,11 @@ default session named before its first prompt."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
+import time
+
 from ollie.testing import Reply
 
 from .test_methods import rpc_error
@@ -109,3 +114,32 @@ async def test_the_default_session_named_before_any_prompt_is_listed_by_its_name
     assert [(s["id"], s["title"]) for s in listed] == [(default, "Later")]
     loaded = await daemon.request("ollie/session/load", {"session": default})
     assert loaded["info"]["title"] == "Later"
+
+
+async def test_a_daemon_killed_once_the_first_prompt_is_saved_leaves_the_session_listed(start_daemon, llm, _private_dirs):
+    """The registry is held locked (another process's write) for a second as the first prompt comes: the turn waits
+    for the session's record, so once the prompt is in the log the record is too. Written beside the turn, a
+    kill -9 then left a saved conversation that session/list and session/load did not know."""
+    llm.script(Reply.text("kept"), Reply.text("still here"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/state", {}))["session"]
+    db = _private_dirs / "data" / "ollie" / "sessions.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    asyncio.get_running_loop().call_later(1.0, holder.close)  # the other writer's transaction ends
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "remember this"}))
+    log = _private_dirs / "data" / "ollie" / "sessions" / f"{sid}.jsonl"
+    deadline = time.monotonic() + 30  # a bound: it returns once the prompt is saved
+    while not (log.exists() and b"remember this" in log.read_bytes()):
+        assert time.monotonic() < deadline, "the prompt was never saved"
+        await asyncio.sleep(0.01)
+    daemon.client._server.kill()  # SIGKILL: no shutdown, no last save
+    with contextlib.suppress(Exception):
+        await submit
+    holder.close()
+
+    again = await start_daemon(env=llm.env())
+    assert sid in await listed_ids(again)
+    assert (await again.request("ollie/session/load", {"session": sid}))["session"] == sid
+    assert (await again.request("ollie/submit", {"session": sid, "text": "and?"}))["reply"] == "still here"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import random
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ollie.backend.types import Message, ToolCall
+from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import logparse
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileError
 from ollie.sessions.session import Session
@@ -312,3 +313,83 @@ def test_a_commit_or_header_of_the_wrong_type_is_refused(tmp_path):
         _refused_alike(_with_line(data, 2, {**commit, key: value}), file.path, "bad record on line 3: ")
     header = json.loads(data.split(b"\n")[0])
     _refused_alike(_with_line(data, 0, {**header, "v": "1"}), file.path, "format version '1' on line 1")
+
+
+@pytest.mark.parametrize("key, value", [("total_input_tokens", "x"), ("session_cost_usd", "x"), ("total_requests", True),
+                                        ("last_input_tokens", None), ("title", 5), ("turn_starts", ["x"]),
+                                        ("turn_starts", 5), ("approval_always", [1]), ("task_state", 5),
+                                        ("task_state", [1]), ("result_tiers", {"c": 5}), ("step_outcomes", {"c": 5}),
+                                        ("step_outcomes", {"c": [5]})], ids=str)
+def test_a_session_field_of_the_wrong_type_is_refused_with_the_file(tmp_path, key, value):
+    """A crafted `"total_input_tokens": "x"` resumed and then failed every turn (the usage is added to it), and a
+    `task_state` that is no map raised an AttributeError: each is a corrupt file, named."""
+    session = Session(agent="t", turn_starts=[0])
+    session.messages.append(Message("user", "a"))
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    commit = json.loads(data.split(b"\n")[2])
+    commit["meta"][key] = value
+    file.path.write_bytes(_with_line(data, 2, commit))
+    with pytest.raises(SessionFileCorruptError, match=f"^{file.path}: the session's {key} is "):
+        SessionFile(tmp_path, session.id, sync=False).load()
+    commit["meta"][key] = Session().meta()[key] if key != "total_input_tokens" else 3  # a well-typed one loads
+    file.path.write_bytes(_with_line(data, 2, commit))
+    assert SessionFile(tmp_path, session.id, sync=False).load().messages == session.messages
+
+
+_VALUES = [5, -1, True, None, "x", "", [], {}, 1.5, [1], {"a": 1}, "user", "tool"]
+
+
+def _mutated(record: Any, rng: random.Random) -> Any:
+    """The record with one value somewhere in it replaced by one of another type, or its key dropped."""
+    places = []  # (container, key) of every value
+    todo = [record]
+    while todo:
+        item = todo.pop()
+        keys = item.keys() if isinstance(item, dict) else range(len(item)) if isinstance(item, list) else ()
+        for key in keys:
+            places.append((item, key))
+            todo.append(item[key])
+    if places:
+        item, key = rng.choice(places)
+        if isinstance(item, dict) and rng.random() < 0.2:
+            del item[key]
+        else:
+            item[key] = rng.choice(_VALUES)
+    return record
+
+
+def test_the_walks_agree_on_records_with_a_field_of_another_type_and_a_resume_builds_or_refuses(tmp_path,
+                                                                                                 monkeypatch):
+    """Differential: fields anywhere in any record (header, message, edit, commit, tracked maps) given another type
+    or dropped, lines swapped or cut short; what both walks take builds a session whose usage adds up."""
+    file, base = _log_of_rounds(tmp_path)
+    rng = random.Random(20261203)
+    for _ in range(300):
+        lines = base.split(b"\n")
+        for _ in range(rng.randint(1, 3)):
+            # The last commit's meta is what a resume keeps: changed there a third of the time.
+            at = len(lines) - 2 if rng.random() < 0.3 else rng.randrange(len(lines) - 1)
+            kind = rng.randrange(5)
+            if kind < 3:
+                with contextlib.suppress(ValueError):  # (not a line cut short before)
+                    lines[at] = json.dumps(_mutated(json.loads(lines[at]), rng), separators=(",", ":")).encode()
+            elif kind == 3:
+                other = rng.randrange(len(lines) - 1)
+                lines[at], lines[other] = lines[other], lines[at]
+            else:
+                lines[at] = lines[at][:rng.randrange(len(lines[at]) + 1)]
+        data = b"\n".join(lines)
+        for part in (logparse.PARSE_PART_BYTES, rng.randrange(1, 300)):
+            monkeypatch.setattr(logparse, "PARSE_PART_BYTES", part)
+            lines_walked = _outcome(logparse._parse_lines, data.split(b"\n"), file.path)
+            assert _outcome(logparse.parse, data, file.path) == lines_walked, (part, data)
+        file.path.write_bytes(data)
+        try:
+            session = SessionFile(tmp_path, file.session_id, sync=False).load()
+        except SessionFileError:
+            continue
+        session.add_usage(Usage(1, 1), 0.5)
+        assert all(type(m.content) is str for m in session.messages) and json.dumps(session.meta())
+        assert type(session.title) is str and all(type(start) is int for start in session.turn_starts)

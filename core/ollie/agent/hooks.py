@@ -48,17 +48,20 @@ def _check_name(name: str) -> None:
         raise ValueError(f"unknown hook {name!r} (known: {', '.join(HOOK_NAMES)})")
 
 
+# Linux refuses an exec whose environment holds a string over 128 KiB (MAX_ARG_STRLEN): a value is cut to this many
+# characters (4 bytes each at most), the whole payload being on stdin.
+_ENV_VALUE_CHARS = 30_000
+
+
 def payload_env(payload: Mapping[str, Any]) -> dict[str, str]:
-    """`OLLIE_<KEY>` for every payload key: strings as-is, other values as JSON."""
+    """`OLLIE_<KEY>` for every payload key: strings as-is, other values as JSON, each as an exec takes it."""
     env = {}
     for key, value in payload.items():
         name = "OLLIE_" + re.sub(r"[^A-Za-z0-9]", "_", str(key)).upper()
-        if value is None:
-            env[name] = ""
-        elif isinstance(value, str):
-            env[name] = value
-        else:
-            env[name] = json.dumps(value, ensure_ascii=False)
+        text = "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        # A NUL (no C string holds one) and a lone surrogate (no UTF-8 has one) failed the exec: the hook "could not
+        # start", and a preTool hook's tool ran unchecked (a model picks its call's id and arguments).
+        env[name] = text[:_ENV_VALUE_CHARS].replace("\0", "\ufffd").encode(errors="replace").decode()
     return env
 
 

@@ -36,6 +36,7 @@ class Inbox:
         self._inject_entry: _Prompt | None = None
         self._continuation = ""
         self._continued = 0
+        self._taken: _Prompt | None = None  # the queued prompt `next_prompt` last gave (None: a continuation)
         self._ended_at = float("-inf")  # when the last run of turns ended (not by an interrupt)
         self._on_queued = on_queued
 
@@ -64,6 +65,7 @@ class Inbox:
         """What runs after a turn: a postTurn continuation (at most MAX_CONTINUATIONS in a row), else the
         oldest queued prompt, else None."""
         text, self._continuation = self._continuation, ""
+        self._taken = None
         if text and self._continued < MAX_CONTINUATIONS:
             self._continued += 1
             return text
@@ -72,7 +74,14 @@ class Inbox:
         if waiting is None:
             return None
         self._prompts.remove(waiting)
+        self._taken = waiting
         return waiting.text
+
+    def put_back(self) -> None:
+        """The queued prompt `next_prompt` last gave is first in the queue again: its turn never began."""
+        if self._taken is not None:
+            self._prompts.appendleft(self._taken)
+            self._taken = None
 
     def release(self) -> None:
         """The user's word: held prompts may run again."""

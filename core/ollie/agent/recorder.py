@@ -106,6 +106,11 @@ class Recorder:
             self._unrecorded = False
             self._io.submit(self._ensure)
 
+    @property
+    def put_off(self) -> bool:
+        """Whether the session's record is put off and not yet queued (see `open`'s `fresh`)."""
+        return self._unrecorded
+
     async def recorded(self) -> None:
         """Wait until the session's record is written (first written now when it was put off)."""
         self._record_put_off()

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
-from ollie.backend.types import Message
 from ollie.log import get_logger
+from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.diff import text_after_undo
@@ -380,13 +380,25 @@ class Review:
             backup = json.loads(await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name))
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
-        restored = await self.checkpoints().restore(str(backup["undo_checkpoint"]))
+        except ValueError as exc:  # not JSON, not UTF-8
+            raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
+        # All of it checked before the files go back: a backup that fails after the restore leaves them half done.
+        try:
+            turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
+            messages = checked_messages(backup["messages"])
+            starts = backup["turn_starts"]
+            if not (type(turn) is int and type(checkpoint) is str and type(starts) is list
+                    and all(type(s) is int for s in starts)):
+                raise ValueError("a turn, checkpoint or turn start of the wrong type")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
+        restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
-        session.replace_messages([Message.from_dict(m) for m in backup["messages"]])
-        session.turn_starts = [int(s) for s in backup["turn_starts"]]
+        session.replace_messages(messages)
+        session.turn_starts = starts
         self._host.save()
         await asyncio.to_thread(self._drop_rewind)
-        return Rewound(int(backup["turn"]), [c.path for c in restored.changes], len(session.messages))
+        return Rewound(turn, [c.path for c in restored.changes], len(session.messages))
 
 
 async def _read_text(root: Path, rel: str) -> str | None:

@@ -86,6 +86,7 @@ class TurnHost:
         self._finishing = False
         self.task: asyncio.Task[TurnResult] | None = None  # the running turn's (None between turns)
         self.stopping = Stopping()  # the Core's `stop`: a turn that begins while it is asked never runs
+        self.turns_begun = 0  # (a follow-up turn that did not begin gives its queued prompt back)
         self._loop: AgentLoop | None = None  # the running turn's, until its reply is whole in the history
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
@@ -267,6 +268,7 @@ class TurnHost:
     async def _turn(self, text: str, *, announce: bool = False, images: list[Image] | None = None) -> TurnResult:
         if self.stopping.asked:  # a stop came before this turn could be interrupted: it does not begin
             return TurnResult("", "interrupted")
+        self.turns_begun += 1
         bus = self.bus
         self.running, self._finishing = True, False
         self.session.begin_turn()

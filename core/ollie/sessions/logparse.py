@@ -83,6 +83,16 @@ def _built(messages: list[dict[str, Any]]) -> list[Message]:
     return built
 
 
+def checked_messages(data: Any) -> list[Message]:
+    """Messages from the dicts a session log holds, checked as a resume checks them; ValueError says what is wrong."""
+    if type(data) is not list:
+        raise ValueError(f"messages are a {type(data).__name__}, not a list")
+    try:
+        return _built(data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a message: {f'no {exc}' if isinstance(exc, KeyError) else exc}") from None
+
+
 def _null_content(role: Any, content: Any) -> str:
     """The content of a message whose role or content `_built` does not take at once: a null is none."""
     if role not in _ROLES or content is not None:

@@ -120,7 +120,7 @@ class SessionFile:
             if meta.get("id") not in (None, self.session_id):
                 raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
             meta["id"] = self.session_id
-            session = Session.from_meta(meta, messages)
+            session = _session(meta, messages, self.path)
             self._bind(session, written=len(messages), offset=offset, overhead=overhead)
             return session
 
@@ -432,7 +432,15 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
     messages, meta, _, _ = parse(data, Path(session_id))
     meta["id"] = session_id
-    return Session.from_meta(meta, messages)
+    return _session(meta, messages, Path(session_id))
+
+
+def _session(meta: dict[str, Any], messages: list[Message], path: Path) -> Session:
+    """`Session.from_meta`, a field of the wrong type a corrupt file (named) as the parse's other faults are."""
+    try:
+        return Session.from_meta(meta, messages)
+    except ValueError as exc:
+        raise SessionFileCorruptError(f"{path}: {exc}") from None
 
 
 def exists(sessions_dir: Path | str, session_id: str) -> bool:

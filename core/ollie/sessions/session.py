@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from ollie.backend.types import Message, Usage
@@ -273,8 +273,9 @@ class Session:
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any], messages: list[Message]) -> Session:
-        """Rebuild from `meta()` output and a message list."""
+        """Rebuild from `meta()` output and a message list; ValueError names a field of the wrong type."""
         known = {f.name for f in fields(cls)} - _NOT_META
+        _check_meta(meta)
         ts = meta.get("task_state")
         if "step_network" in meta:
             meta = {**meta, "step_network": _connections(meta["step_network"])}
@@ -283,6 +284,32 @@ class Session:
             task_state=TaskState.from_dict(ts) if ts else None,
             **{k: v for k, v in meta.items() if k in known},
         )
+
+
+def _check_meta(meta: dict[str, Any]) -> None:
+    """Each field a log gives of the type `Session` holds: a crafted `"total_input_tokens": "x"` resumed, then
+    failed every turn (its usage is added to it), and a `task_state` that is no map raised an AttributeError."""
+    for f in fields(Session):
+        if f.name not in meta or f.name in _NOT_META or f.name == "step_network":  # (`_connections` sifts that)
+            continue
+        value = meta[f.name]
+        default = f.default if f.default_factory is MISSING else f.default_factory()
+        kind = type(default)
+        if kind is list:
+            item = int if f.name == "turn_starts" else str
+            ok = type(value) is list and all(type(v) is item for v in value)
+        elif kind is dict:
+            ok = type(value) is dict and all(
+                type(k) is str and (type(v) is str if f.name == "result_tiers" else
+                                    type(v) is list and all(type(o) is str for o in v))
+                for k, v in value.items())
+        else:  # a float field takes an int (a hand-made log's 1 for 1.0); a bool is no number
+            ok = type(value) is kind or (kind is float and type(value) is int)
+        if not ok:
+            raise ValueError(f"the session's {f.name} is {value!r:.40}, not of type {f.type}")
+    ts = meta.get("task_state")
+    if ts is not None and type(ts) is not dict:
+        raise ValueError(f"the session's task_state is a {type(ts).__name__}, not a map")
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}
