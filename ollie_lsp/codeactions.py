@@ -26,8 +26,10 @@ Action = Literal["fix", "explain", "tests", "refactor", "ask"]
 TITLE_CHARS = 60
 # A reply this short and on one line is a message; anything longer opens as a document.
 SHORT_REPLY = 200
-# `# ollie: why is this slow?` (or //, --, ;, /*): the question of `Ollie: Ask about this...`.
-QUESTION = re.compile(r"^\s*(?:#|//|--|;+|/\*|\*|<!--)\s*ollie:\s*(?P<question>.+?)\s*(?:\*/|-->)?\s*$", re.IGNORECASE)
+# `# ollie: why is this slow?` (or //, --, ;, /*): the question of `Ollie: Ask about this...`. Only its start is
+# a pattern: a lazy question before optional spaces and a closer backtracked cubically over a workspace file's
+# line of spaces, on the event loop.
+QUESTION_START = re.compile(r"\s*(?:#|//|--|;+|/\*|\*|<!--)\s*ollie:", re.IGNORECASE)
 PROMPTS: dict[str, str] = {
     "fix": "Fix the problem the editor reports here:\n{problems}\nChange the file with your tools, then say in one "
            "sentence what you changed.",
@@ -50,8 +52,11 @@ def shorten(text: str, limit: int = TITLE_CHARS) -> str:
 def question_in(lines: list[str]) -> str | None:
     """The question of the first `ollie: <question>` comment line among `lines`."""
     for line in lines:
-        if match := QUESTION.match(line):
-            return match.group("question")
+        if match := QUESTION_START.match(line):
+            question = line[match.end():].strip()
+            question = question.removesuffix("*/").removesuffix("-->").rstrip()
+            if question:
+                return question
     return None
 
 

@@ -86,6 +86,18 @@ async def test_code_actions_offered_for_a_diagnostic_and_a_selection(start_daemo
     assert not daemon.client.diagnostics
 
 
+async def test_a_hostile_question_line_is_read_in_linear_time(start_daemon, llm):
+    # A workspace file's line an `ollie:` comment, then spaces, then more: the question's pattern backtracked
+    # cubically over the spaces (2,000 took 33 s), on the event loop, at every cursor move onto the line.
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "hostile.py"
+    Editor(daemon).open(path, "# ollie: why" + " " * 50_000 + "this? */\n")
+    line = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    (ask,) = await code_actions(daemon, path.as_uri(), line, [])
+    assert ask.command is not None and ask.command.arguments is not None
+    assert ask.command.arguments[0]["question"] == "why" + " " * 50_000 + "this?"
+
+
 async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, llm):
     llm.script(edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
     # Edits ask first: a client without ollie's UI gets the question as window/showMessageRequest.
