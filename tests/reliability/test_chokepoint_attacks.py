@@ -128,6 +128,16 @@ async def test_a_plan_file_swapped_for_a_fifo_or_a_device_does_not_hang_the_daem
     assert (await daemon.request("ollie/state", {}))  # still answering
 
 
+async def test_a_plan_file_of_one_long_spaced_line_is_read_in_linear_time(start_daemon, llm, tmp_path):  # noqa: F811
+    # Tool code writes the plan file: an item, then 200,000 spaces before its last word. The checklist's pattern
+    # (a lazy item before optional spaces) backtracked over them quadratically on the event loop (2.4 s at 8,000).
+    llm.script(run('{ printf -- "- [ ] first"; head -c 200000 /dev/zero | tr "\\0" " "; echo last; } '
+                   '> "$OLLIE_PLAN_FILE"'), Reply.text("planned"))
+    daemon = await start_daemon(env=llm.env())
+    assert (await daemon.request("ollie/submit", {"text": "plan"}, timeout=30))["reply"] == "planned", told(llm)
+    assert (await daemon.request("ollie/state", {}))  # still answering
+
+
 async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(start_daemon, llm, tmp_path):  # noqa: F811
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     (ws / "src").mkdir(parents=True)

@@ -10,7 +10,9 @@ from ollie import beneath
 from ollie.agent.toolround import canonical_args
 from ollie.sessions.session import TaskState
 
-_UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+?)\s*$", re.MULTILINE)
+# Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
+# quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
+_UNCHECKED = re.compile(r"\s*[-*]\s*\[ \]")
 _PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
 
@@ -28,8 +30,10 @@ PLAN_CAP = 256 * 1024
 
 def next_unchecked(text: str) -> str:
     """The first `- [ ]` item of a markdown checklist, or ''."""
-    match = _UNCHECKED.search(text)
-    return match.group(1) if match else ""
+    for line in text.splitlines():
+        if (match := _UNCHECKED.match(line)) and (item := line[match.end():].strip()):
+            return item
+    return ""
 
 
 def read_plan_step(path: Path) -> str:
