@@ -40,3 +40,27 @@ async def test_text_tool_call_is_executed(written, scripted_llm, tmp_path):
     assert any(e.role == "tool" and "from-the-text-call" in e.content for e in seen)
     second_request = json.dumps(srv.chat_requests[1].body["messages"])
     assert "from-the-text-call" in second_request
+
+
+HOSTILE_REPLIES = {
+    # Each backtracked (or re-scanned the reply) quadratically on the event loop: 16,000 spaces held it a minute.
+    "spaces in a tag": "<tool_call>a" + " " * 200_000 + "b",
+    "spaces in a fence's head": "```" + " " * 200_000 + "y",
+    "openings never closed": "</function>" + "<function=execute_code>" * 20_000,
+    "markers without calls": "[TOOL_CALLS]" * 100_000,
+    # json raised RecursionError (not a decode error): the turn failed.
+    "nesting too deep": "<tool_call>" + "[" * 100_000,
+}
+
+
+@pytest.mark.timeout(120)
+async def test_a_hostile_reply_is_read_in_linear_time_and_kept_as_text(scripted_llm, tmp_path):
+    srv = scripted_llm("openai")
+    srv.script(*(Reply(text=text, chunk_size=65536) for text in HOSTILE_REPLIES.values()))
+    core = await Core.create(cwd=tmp_path, env=srv.env(), sessions_dir=tmp_path / "sessions")
+    try:
+        for name, text in HOSTILE_REPLIES.items():
+            result = await core.submit(name)
+            assert (result.stop, result.reply) == ("end", text.strip()), name
+    finally:
+        await core.close()

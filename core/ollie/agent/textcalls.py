@@ -19,11 +19,18 @@ from ollie.backend.types import ToolCall
 
 _DECODER = json.JSONDecoder()
 
-_TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCED = re.compile(r"```[ \t]*(?:json|tool_call|tool_code)?[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.DOTALL)
-_LLAMA = re.compile(r"<function=(?P<name>[\w.-]+)>\s*(?P<body>.*?)\s*</function>", re.DOTALL)
+# No optional spaces beside a lazy body (JSON takes them; bodies are stripped): a reply of `<tool_call>` then
+# thousands of spaces backtracked quadratically on the event loop (16,000 held the daemon a minute).
+_TAGGED = re.compile(r"<tool_call>(?P<body>.*?)(?:</tool_call>|\Z)", re.DOTALL)
+_FENCED = re.compile(r"```[ \t]*(?:(?:json|tool_call|tool_code)[ \t]*)?\n(?P<body>.*?)```", re.DOTALL)
+_LLAMA_END = "</function>"
+_LLAMA = re.compile(r"<function=(?P<name>[\w.-]+)>(?P<body>.*?)" + _LLAMA_END, re.DOTALL)
 _MISTRAL = "[TOOL_CALLS]"
 _MISTRAL_ARGS = re.compile(r"\s*(?P<name>[\w.-]+)\s*\[ARGS\]\s*")
+_SPACES = re.compile(r"\s*")
+# Markers looked at in one reply: each payload that fails to decode costs a pass over the text before it (the
+# JSON error's line count), so a reply of 80,000 markers took 90 s on the event loop. A model writes one.
+MAX_MISTRAL_MARKERS = 16
 
 _MatchParser = Callable[[re.Match[str]], "list[ToolCall] | None"]
 
@@ -40,7 +47,7 @@ def _arguments_json(value: object) -> str | None:
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
             return None
     if not isinstance(value, dict):
         return None
@@ -68,7 +75,7 @@ def _calls_from_json(text: str, tool_names: set[str]) -> list[ToolCall] | None:
     """Calls from JSON text holding an object or an array of objects (see `_calls_from_value`)."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
         return None
     return _calls_from_value(value, tool_names)
 
@@ -98,37 +105,37 @@ def _replace_matches(text: str, pattern: re.Pattern[str], calls: list[ToolCall],
 def _mistral(text: str, tool_names: set[str], calls: list[ToolCall]) -> str:
     """Cut `[TOOL_CALLS][...]` and `[TOOL_CALLS]name[ARGS]{...}` runs."""
     out = []
-    rest = text
-    while (start := rest.find(_MISTRAL)) >= 0:
-        out.append(rest[:start])
-        after = rest[start + len(_MISTRAL) :]
-        found, consumed = _mistral_payload(after, tool_names)
+    pos = 0  # by index, never copying the rest
+    for _ in range(MAX_MISTRAL_MARKERS):
+        if (start := text.find(_MISTRAL, pos)) < 0:
+            break
+        out.append(text[pos:start])
+        after = start + len(_MISTRAL)
+        found, pos = _mistral_payload(text, after, tool_names)
         if not found:
             out.append(_MISTRAL)
-            rest = after
+            pos = after
             continue
         calls.extend(found)
-        rest = after[consumed:]
-    out.append(rest)
+    out.append(text[pos:])
     return "".join(out)
 
 
-def _mistral_payload(after: str, tool_names: set[str]) -> tuple[list[ToolCall], int]:
-    """The calls right after a `[TOOL_CALLS]` marker and how many characters they took."""
-    stripped = len(after) - len(after.lstrip())
+def _mistral_payload(text: str, after: int, tool_names: set[str]) -> tuple[list[ToolCall], int]:
+    """The calls at `after` in `text` (right after a `[TOOL_CALLS]` marker) and where they end."""
     try:
-        value, end = _DECODER.raw_decode(after, stripped)
-    except json.JSONDecodeError:
+        value, end = _DECODER.raw_decode(text, _SPACES.match(text, after).end())  # type: ignore[union-attr]
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
         value, end = None, 0
     if value is not None:
         found = _calls_from_value(value, tool_names)
         return (found, end) if found else ([], 0)
-    named = _MISTRAL_ARGS.match(after)
+    named = _MISTRAL_ARGS.match(text, after)
     if not named or named["name"] not in tool_names:
         return [], 0
     try:
-        args, end = _DECODER.raw_decode(after, named.end())
-    except json.JSONDecodeError:
+        args, end = _DECODER.raw_decode(text, named.end())
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
         return [], 0
     call = _call(named["name"], args, tool_names)
     return ([call], end) if call is not None else ([], 0)
@@ -139,15 +146,18 @@ def extract_text_tool_calls(text: str, tool_names: set[str]) -> tuple[str, list[
     if not text or not tool_names:
         return text, []
     calls: list[ToolCall] = []
-    rest = _replace_matches(text, _TAGGED, calls, lambda m: _calls_from_json(m["body"], tool_names))
+    rest = _replace_matches(text, _TAGGED, calls, lambda m: _calls_from_json(m["body"].strip(), tool_names))
     rest = _mistral(rest, tool_names, calls)
 
     def llama(match: re.Match[str]) -> list[ToolCall] | None:
-        call = _call(match["name"], match["body"], tool_names)
+        call = _call(match["name"], match["body"].strip(), tool_names)
         return [call] if call is not None else None
 
-    rest = _replace_matches(rest, _LLAMA, calls, llama)
-    rest = _replace_matches(rest, _FENCED, calls, lambda m: _calls_from_json(m["body"], tool_names))
+    # Searched only up to the last closing tag: each opening after it would scan to the end in vain (quadratic).
+    cut = rest.rfind(_LLAMA_END)
+    cut = cut + len(_LLAMA_END) if cut >= 0 else 0
+    rest = _replace_matches(rest[:cut], _LLAMA, calls, llama) + rest[cut:]
+    rest = _replace_matches(rest, _FENCED, calls, lambda m: _calls_from_json(m["body"].strip(), tool_names))
     if not calls:
         whole = _calls_from_json(text.strip(), tool_names) if text.strip()[:1] in "{[" else None
         if whole:
