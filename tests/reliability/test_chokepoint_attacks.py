@@ -138,6 +138,17 @@ async def test_a_plan_file_of_one_long_spaced_line_is_read_in_linear_time(start_
     assert (await daemon.request("ollie/state", {}))  # still answering
 
 
+async def test_code_the_danger_patterns_backtrack_on_is_checked_without_holding_the_daemon(start_daemon,  # noqa: F811
+                                                                                           scripted_llm):
+    # The model writes the code the patterns run on, on the event loop: each of 40,000 line breaks' `^\s*` ran
+    # over all the rest (16,000 took 41 s).
+    model = scripted_llm("openai", context_length=1_000_000)  # the code is no reason to compact
+    model.script(run("\n" * 40_000 + "echo bash ran"), Reply.text("checked"))
+    daemon = await start_daemon(env=model.env())
+    assert (await daemon.request("ollie/submit", {"text": "run"}, timeout=60))["reply"] == "checked"
+    assert "bash ran" in told(model)
+
+
 async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(start_daemon, llm, tmp_path):  # noqa: F811
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     (ws / "src").mkdir(parents=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -186,7 +187,8 @@ class ExecuteServer:
             parsed = self._parsed.parse(tool, args)
             request = parsed.get()
             ctx = self._context(request, parsed)
-            refusal = refuse_dangerous(self.gate, request.code_steps())
+            # Off the event loop: the patterns' cost grows with what the model wrote (megabytes of code).
+            refusal = await asyncio.to_thread(refuse_dangerous, self.gate, request.code_steps())
             if refusal is not None:
                 return refusal
             if isinstance(request, CodeRequest):
