@@ -147,3 +147,23 @@ async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_serve
                                      env={"TOKEN": "ghp_secret"}) for name in ("python3", "npx")}, wait=60)
     await host.aclose()
     assert not (state_dir("python3") / "leak").exists() and not (state_dir("npx") / "leak").exists()
+
+
+async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_path: Path, home: Path) -> None:
+    # `a.b` and `a_b` both make `mcp__a_b__<tool>`: the later server (a workspace's, allowed after the user's)
+    # answered the model's calls meant for the first, and could claim them read-only so they were never asked.
+    from ollie.mcp.stdio import state_dir
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        for name in ("a_b", "a.b"):
+            await host.add({name: ServerSpec(name, command=sys.executable, args=(str(SERVER),))}, wait=60)
+        assert [s["state"] for s in host.status()] == ["ready", "ready"], host.status()
+        assert [t.name for t in host.list_tools()].count("mcp__a_b__create_issue") == 1
+        assert (await host.call("mcp__a_b__create_issue", {"title": "mine"})).text == "created issue 'mine'"
+        assert (state_dir("a_b") / "issues.txt").read_text() == "mine\n"
+        assert not (state_dir("a.b") / "issues.txt").exists()
+    finally:
+        await host.aclose()

@@ -43,7 +43,13 @@ class McpHost:
             await server.wait_ready(wait)
 
     def _tools(self) -> dict[str, tuple[McpServer, McpTool]]:
-        return {t.name: (s, t) for s in self.servers.values() for t in s.tools}
+        found: dict[str, tuple[McpServer, McpTool]] = {}
+        for server in self.servers.values():
+            for tool in server.tools:
+                # The first server keeps a name: `a.b` and `a_b` both make `mcp__a_b__...`, and a later one (a
+                # workspace's, allowed after the user's) must not take over calls meant for it.
+                found.setdefault(tool.name, (server, tool))
+        return found
 
     def tool(self, name: str) -> McpTool | None:
         """The MCP tool the model calls `name`, if any."""
