@@ -94,6 +94,19 @@ async def test_an_answer_that_is_not_json_leaves_the_history_untouched(scripted_
     assert any("not valid JSON" in e.content for e in drain(sub))
 
 
+async def test_a_hostile_answer_is_read_in_linear_time(scripted_llm, make_core):
+    srv = scripted_llm("openai")
+    core = await make_core(srv, toy=ToyServer())
+    await _two_tool_turns(srv, core)
+    # JSON nested too deep raised RecursionError out of /compact; 200,000 spaces inside a fenced object
+    # backtracked the fence's pattern quadratically on the event loop (minutes).
+    srv.script(Reply(text="```json\n" + "[" * 100_000 + "\n```", chunk_size=65536),
+               Reply(text="```json\n{" + " " * 200_000 + json.dumps(STATE)[1:] + "\n ```", chunk_size=65536))
+    assert "not valid JSON" in (await core.submit("/compact")).reply
+    assert "not valid JSON" not in (await core.submit("/compact")).reply
+    assert core.session.task_state is not None and core.session.task_state.goal == STATE["goal"]
+
+
 async def test_pre_compact_exit_2_blocks_and_post_compact_runs_after(scripted_llm, make_core, agents_dir, tmp_path):
     flag = tmp_path / "allow"
     post = tmp_path / "post.json"
