@@ -165,5 +165,15 @@ async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_
         assert (await host.call("mcp__a_b__create_issue", {"title": "mine"})).text == "created issue 'mine'"
         assert (state_dir("a_b") / "issues.txt").read_text() == "mine\n"
         assert not (state_dir("a.b") / "issues.txt").exists()
+        # Nor while the first lists no tools: it crashed, and restarts after its backoff.
+        told: list[str] = []
+        host.notify = told.append
+        assert (await host.call("mcp__a_b__crash", {})).is_error
+        for _ in range(600):
+            if told:
+                break
+            await asyncio.sleep(0.05)
+        assert "restarting in 1s" in told[0] and [s["state"] for s in host.status()] == ["failed", "ready"]
+        assert "mcp__a_b__create_issue" not in [t.name for t in host.list_tools()]
     finally:
         await host.aclose()

@@ -44,11 +44,12 @@ class McpHost:
 
     def _tools(self) -> dict[str, tuple[McpServer, McpTool]]:
         found: dict[str, tuple[McpServer, McpTool]] = {}
+        taken: list[str] = []
         for server in self.servers.values():
-            for tool in server.tools:
-                # The first server keeps a name: `a.b` and `a_b` both make `mcp__a_b__...`, and a later one (a
-                # workspace's, allowed after the user's) must not take over calls meant for it.
-                found.setdefault(tool.name, (server, tool))
+            # An earlier server keeps its names, listed or not (restarting): `a.b` and `a_b` both make
+            # `mcp__a_b__...`, and a later one (a workspace's, allowed after the user's) must not take its calls.
+            found.update((t.name, (server, t)) for t in server.tools if not t.name.startswith(tuple(taken)))
+            taken.append(tool_name(server.spec.name, ""))
         return found
 
     def tool(self, name: str) -> McpTool | None:
