@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
 from pathlib import Path
@@ -175,5 +176,28 @@ async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_
             await asyncio.sleep(0.05)
         assert "restarting in 1s" in told[0] and [s["state"] for s in host.status()] == ["failed", "ready"]
         assert "mcp__a_b__create_issue" not in [t.name for t in host.list_tools()]
+    finally:
+        await host.aclose()
+
+
+async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_reads(tmp_path: Path, home: Path) -> None:
+    # A workspace's .mcp.json names a path in the workspace (what the user approves reads as such) that is a
+    # symlink to a private dir: the server was granted the link's target.
+    from ollie.mcp.workspace import read_workspace_servers
+
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "notes.txt").write_text("PRIVATE")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "data").symlink_to(private)
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"h": {
+        "command": sys.executable, "args": [str(SERVER), "hostile", str(workspace / "data")]}}}))
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        await host.add(read_workspace_servers(workspace, []), wait=60)
+        assert host.status()[0]["state"] == "ready", host.status()
+        assert (await call(host, "read_file", path=str(private / "notes.txt"))).startswith("denied")
+        assert (await call(host, "read_file", path=str(workspace / "data" / "notes.txt"))).startswith("denied")
     finally:
         await host.aclose()

@@ -39,6 +39,11 @@ class ServerSpec:
     home: str = ""
 
     @property
+    def from_workspace(self) -> bool:
+        """Whether a workspace's own MCP file named it (its home is one of that workspace's: ollie.mcp.workspace)."""
+        return self.home.startswith("workspace/")
+
+    @property
     def transport(self) -> str:
         """`stdio`, `http` (streamable HTTP) or `sse`."""
         return "sse" if self.sse else "http" if self.url else "stdio"

@@ -73,6 +73,11 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
     return [root, base]
 
 
+def _unlinked(paths: list[Path]) -> list[Path]:
+    """`paths` less those with a symlink on them (a grant takes effect where the link leads)."""
+    return [p for p in paths if os.path.realpath(p) == os.path.normpath(p)]
+
+
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
     """The read-only policy: workspace readable, the server's dir writable, the agent policy's network."""
     home = Path(env["HOME"])
@@ -84,8 +89,10 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     named = [Path(a) for a in spec.args if os.path.isabs(a) and os.path.exists(a)]
     if spec.cwd:
         named.append(Path(spec.cwd))
-    policy = replace(base, network=network).extended(
-        ro=named, rox=_installation(spec.command, env), rwx=[home])
+    installed = _installation(spec.command, env)
+    if spec.from_workspace:  # the user approved paths as written, not where a symlink on them leads
+        named, installed = _unlinked(named), _unlinked(installed)
+    policy = replace(base, network=network).extended(ro=named, rox=installed, rwx=[home])
     protected, _ = protect(policy, home=Path.home())
     return protected
 
