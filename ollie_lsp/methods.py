@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
@@ -22,7 +22,7 @@ from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
-from ollie.workspace import FileChange, StaleChange, WorkspaceError
+from ollie.workspace import StaleChange, WorkspaceError
 from ollie_lsp.editor import context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
@@ -50,6 +50,9 @@ from ollie_lsp.params import (
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer, collect_and_freeze
 from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
+
+if TYPE_CHECKING:
+    from ollie.workspace import FileChange
 
 logger = logging.getLogger("ollie.lsp.methods")
 P = TypeVar("P")

@@ -19,7 +19,7 @@ from ollie.testing import Reply
 
 from .conftest import capabilities, child_env, make_client
 
-# The daemon exactly as `python -m ollie_lsp` runs it, with an audit hook that logs, in the daemon's own
+# The daemon exactly as `python -m ollie_lsp` runs it, with an import finder that logs, in the daemon's own
 # process (not the tool processes it forks), every pydantic, httpx, click and sqlite3 module it loads, the modules
 # only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
 _WATCHED = """
@@ -30,22 +30,22 @@ def full_pass(phase, info):
         with open(log, "a") as f:
             f.write("(full-collection)\\n")
 gc.callbacks.append(full_pass)
-def hook(event, args):
-    if event == "import" and os.getpid() == pid and args[0].partition(".")[0] in (
-            "pydantic", "httpx", "click", "sqlite3", "ollie"):
-        if args[0].partition(".")[0] in ("pydantic", "httpx", "click", "sqlite3") or args[0] in (
+class Watch:  # a finder, not an audit hook: importlib.import_module (a lazy export's load) raises no audit event
+    def find_spec(self, name, path=None, target=None):
+        if os.getpid() == pid and (name.partition(".")[0] in ("pydantic", "httpx", "click", "sqlite3") or name in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
-                "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.knowledge",
-                *DEFERRED):
+                "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.queries",
+                "ollie.tools.editor.knowledge", *DEFERRED)):
             with open(log, "a") as f:
-                f.write(args[0] + "\\n")
-sys.addaudithook(hook)
+                f.write(name + "\\n")
+sys.meta_path.insert(0, Watch())
 runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 """
-# What only a step that may write (the checkpoints, their git and the tree's inotify watch) or a spawn (the runner,
-# Landlock's rules, the fork server's client) needs: a session is built and answers without them.
-_DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.tools.execute.runner",
-             "ollie.sandbox.spawn", "ollie.sandbox.rules")
+# What only a step that may write (the checkpoints, their git and the tree's inotify watch, the changes' types and
+# diff) or a spawn (the runner, Landlock's rules, the fork server's client) needs: a session is built and answers
+# without them.
+_DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.workspace.types",
+             "ollie.workspace.diff", "ollie.tools.execute.runner", "ollie.sandbox.spawn", "ollie.sandbox.rules")
 _WATCHED = _WATCHED.replace("*DEFERRED", ", ".join(map(repr, _DEFERRED)))
 
 
@@ -88,8 +88,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in first + later if m.startswith("pydantic")] == []
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
-    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor answers and
-    # the editor's knowledge, whose types the session names), nor the checkpoints: it wrote nothing. (The fork
+    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor queries and
+    # answers and the editor's knowledge, whose types the session names), nor the checkpoints: it wrote nothing. (The fork
     # server starts as the reply begins, and the policy's setup warnings are read as the turn ends: the runner
     # and the sandbox's spawn load then.)
     loaded = [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"]

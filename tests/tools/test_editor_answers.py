@@ -10,15 +10,15 @@ import pytest
 from ollie.tools.editor.answers import MAX_DIAGNOSTICS, Workspace, name_column, render_diagnostics, render_open_files
 from ollie.tools.editor.knowledge import Diagnostic, OpenFile, Span, Symbol
 from ollie.tools.editor.postedit import PostEditDiagnostics, new_errors, wait_settings
-from ollie.tools.editor.specs import (
+from ollie.tools.editor.queries import (
     DiagnosticsQuery,
-    EditorArgumentError,
     OpenFilesQuery,
     PositionQuery,
     SymbolsQuery,
     describe_call,
     parse_query,
 )
+from ollie.tools.editor.specs import EditorArgumentError
 
 
 def test_arguments_take_every_documented_form() -> None:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 from ollie.agent.editoredits import EditorEdit
 from ollie.log import get_logger
-from ollie.workspace.types import CheckpointUnavailable, FileChange, WorkspaceError
+from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 
 if TYPE_CHECKING:  # the checkpoints (git, the tree's inotify watch) load with the first step that may write
     from ollie.workspace.checkpoints import Checkpoints
+    from ollie.workspace.types import FileChange
 
 log = get_logger("ollie.agent.changes")
 

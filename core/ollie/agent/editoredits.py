@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from ollie import workspace
 from ollie.tools.documents import ApplyResult, EditorDocuments, Version
-from ollie.workspace import FileChange, compute_hunks
+
+if TYPE_CHECKING:
+    from ollie.workspace import FileChange
 
 
 @dataclass
@@ -24,8 +27,10 @@ class EditorEdit:
 
     def change(self, path: str) -> FileChange:
         """As a workspace change (`modified`, with its hunks)."""
-        return FileChange(path, "modified", self.old_text, self.new_text, hunks=compute_hunks(self.old_text, self.new_text),
-                          old_data=self.old_text.encode(), new_data=self.new_text.encode())
+        # Through the package: its types and the diff load with the first buffer edit, not with the session.
+        return workspace.FileChange(path, "modified", self.old_text, self.new_text,
+                                    hunks=workspace.compute_hunks(self.old_text, self.new_text),
+                                    old_data=self.old_text.encode(), new_data=self.new_text.encode())
 
 
 class EditorEdits:

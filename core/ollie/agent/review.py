@@ -22,17 +22,17 @@ from ollie.log import get_logger
 from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
-from ollie.workspace.diff import text_after_undo
+from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.refs import present_refs, turn_ref
-from ollie.workspace.types import FileChange, StaleChange, WorkspaceError
 
-if TYPE_CHECKING:  # the checkpoints load with the first turn that may write, or the first review request
+if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
+    from ollie.workspace.types import FileChange
+
+    # What a front end calls to put an undo's result into an open editor buffer: True when applied.
+    ApplyEdit = Callable[[FileChange, str], Awaitable[bool]]
 
 log = get_logger(__name__)
-
-# What a front end calls to put an undo's result into an open editor buffer: True when applied.
-ApplyEdit = Callable[[FileChange, str], Awaitable[bool]]
 
 
 class ReviewError(ValueError):
@@ -90,6 +90,16 @@ async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange) -> s
     from ollie.workspace.review import undo
 
     return await undo(cwd, path, hunk, change)
+
+
+def _undone_text(change: FileChange, hunk: int | None) -> str | None:
+    """The change's text before the turn, or after it less hunk `hunk` (`ollie.workspace.diff`, loaded at the first
+    undo)."""
+    if hunk is None:
+        return change.old_text
+    from ollie.workspace.diff import text_after_undo
+
+    return text_after_undo(change, hunk)
 
 
 def _describe_hunk(change: FileChange, index: int | None) -> str:
@@ -254,7 +264,7 @@ class Review:
         if apply is not None and editor_text is not None and not change.binary:
             if editor_text != change.new_text:
                 raise StaleChange(path, "the editor's text changed since this change; undo refused")
-            text = change.old_text if hunk is None else text_after_undo(change, hunk)
+            text = _undone_text(change, hunk)
             if text is not None:
                 in_editor = await apply(change, text)
                 if not in_editor:
@@ -271,7 +281,7 @@ class Review:
     async def _undo_in_editor(self, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
                               apply: ApplyEdit | None) -> Undone:
         """Undo a change the turn made in an open document: through the editor, checked against its text."""
-        text = change.old_text if hunk is None else text_after_undo(change, hunk)
+        text = _undone_text(change, hunk)
         if editor_text is None or apply is None:
             # Closed since: saved (the disk has the change) or thrown away.
             on_disk = await _read_text(self._cwd(), change.path)

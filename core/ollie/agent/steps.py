@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ollie.tools.editor.specs import EDITOR_KINDS, describe_call
+from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
     ArgumentError,
     CallRequest,
@@ -25,7 +25,9 @@ from ollie.tools.execute.args import (
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.tool import ToolNameError, find_script
-from ollie.workspace import FileChange
+
+if TYPE_CHECKING:
+    from ollie.workspace import FileChange
 
 StepKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]
@@ -300,6 +302,8 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
     if call.tool == "reasoning_think":
         return ToolStep(kind, "Think")
     if call.tool in EDITOR_KINDS:
+        from ollie.tools.editor.queries import describe_call  # loaded by the first editor call
+
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool.startswith("task_"):

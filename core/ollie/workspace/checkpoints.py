@@ -10,12 +10,13 @@ from pathlib import Path
 from ollie import beneath
 from ollie.workspace import objects
 from ollie.workspace.diff import compute_hunks
+from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
 from ollie.workspace.refs import present_refs, session_ref, shadow_dir, turn_ref
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
-from ollie.workspace.types import CheckpointUnavailable, FileChange, Restored, Status, Turn, WorkspaceError
+from ollie.workspace.types import FileChange, Restored, Status, Turn
 
 MAX_FILE_BYTES = 1 << 20
 _ZERO = objects.ZERO

@@ -16,7 +16,7 @@ import platform
 import stat
 import time
 
-from ollie.workspace.types import CheckpointUnavailable, GitError, WorkspaceError
+from ollie.workspace.errors import CheckpointUnavailable, GitError, WorkspaceError
 
 # A git run longer than this is killed (GitError): the last bound, where /proc cannot show what git waits on.
 RUN_TIMEOUT_S = 300.0

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ollie import beneath
-from ollie.workspace.types import CheckpointUnavailable
+from ollie.workspace.errors import CheckpointUnavailable
 
 DEFAULT_MAX_FILES = 50_000
 # A walk that takes longer than this is refused: the tree is too big to checkpoint per turn anyway.

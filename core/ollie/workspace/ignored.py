@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ollie import beneath
+from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.types import FileChange, WorkspaceError
+from ollie.workspace.types import FileChange
 
 BUILD_OUTPUT = ("__pycache__/", "*.py[cod]")
 # An excludes file larger than this is not read (a hostile workspace's could be huge).

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.workspace.diff import text_after_undo
-from ollie.workspace.types import FileChange, StaleChange, WorkspaceError
+from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie.workspace.types import FileChange
 
 
 def _read_current(root: Path, rel: str) -> bytes | None:

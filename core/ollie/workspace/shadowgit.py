@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ollie import programs
 from ollie.workspace import gitwatch
-from ollie.workspace.types import CheckpointUnavailable, GitError
+from ollie.workspace.errors import CheckpointUnavailable, GitError
 
 # Options on every call: no hooks, no fsmonitor, no untracked cache, no user excludes/attributes files,
 # no auto gc (checkpoint trees are only reachable from refs for turns), byte-exact content. A split

@@ -10,14 +10,8 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.tools.editor.knowledge import SEVERITIES, Diagnostic, EditorKnowledge, OpenFile, Span, Symbol
-from ollie.tools.editor.specs import (
-    DiagnosticsQuery,
-    EditorArgumentError,
-    EditorQuery,
-    OpenFilesQuery,
-    PositionQuery,
-    SymbolsQuery,
-)
+from ollie.tools.editor.queries import DiagnosticsQuery, EditorQuery, OpenFilesQuery, PositionQuery, SymbolsQuery
+from ollie.tools.editor.specs import EditorArgumentError
 
 MAX_DIAGNOSTICS = 200
 MAX_SPANS = 100

@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.tools.editor.specs import TOOLS, EditorArgumentError, parse_query
+from ollie.tools.editor.specs import TOOLS, EditorArgumentError
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.languages import language
 from ollie.tools.execute.results import Section
@@ -54,6 +54,7 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
         return Section(label, RunOutcome(error=f"{script.name} asks the editor and runs nothing: drop `elevated`"))
     from ollie.tools.editor.answers import answer  # loaded by the first editor call
     from ollie.tools.editor.knowledge import EditorUnavailable
+    from ollie.tools.editor.queries import parse_query
 
     try:
         query = parse_query(script.name, call.args)
