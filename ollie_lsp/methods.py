@@ -149,9 +149,9 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
 
 @method("ollie/interrupt", InterruptParams)
 async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
-    """Interrupt the running turn."""
+    """Stop the session (PROTOCOL.md): once what ran has returned, whether anything did."""
     live = await ls.table.get(p.session)
-    return {"interrupted": bool(live.core.interrupt(p.reason))}
+    return {"interrupted": await live.stop(p.reason)}
 
 
 @method("ollie/inject", TextParams)
