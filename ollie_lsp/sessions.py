@@ -108,7 +108,13 @@ class LiveSession:
                      is_command: bool) -> dict[str, Any]:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
         if is_command:
-            return await self._run(text)
+            if handle.cancelled.is_set():
+                return {"session": self.id, **INTERRUPTED}
+            handle.started = True  # a cancel stops it now (a `!cmd`, a /compact)
+            try:
+                return await self._run(text)
+            finally:
+                handle.finished = True
         self.waiting.add(handle)
         try:
             return await self._wait_then_run(text, images, handle)

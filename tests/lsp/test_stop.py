@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 
+import pytest
 from lsprotocol import types
 
 from ollie.testing import Reply
@@ -47,15 +48,20 @@ async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_c
     assert (await daemon.request("ollie/submit", {"text": "next"}))["reply"] == "answered next"
 
 
-async def test_the_stop_button_kills_a_running_shell_command(start_daemon, llm):
-    """A `!command` submit is stopped now, its process group killed; its answer is stop "interrupted". The
-    interrupt answered false and the command ran on."""
+@pytest.mark.parametrize("how", ["ollie/interrupt", "$/cancelRequest"])
+async def test_a_stop_kills_a_running_shell_command(start_daemon, llm, how):
+    """A `!command` submit is stopped now, by the Stop button or its own cancel, its process group killed; its
+    answer is stop "interrupted". The interrupt answered false, the cancel did nothing, and the command ran on."""
     mark = new_mark()
     daemon = await start_daemon(env=llm.env())
-    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": f"!sleep 60.{mark}; echo never"}))
+    future = daemon.client.protocol.send_request("ollie/submit", {"text": f"!sleep 60.{mark}; echo never"})
     await wait_for_processes(mark)
-    assert await daemon.request("ollie/interrupt", {}, timeout=PROMPTLY_S) == {"interrupted": True}
-    result = await asyncio.wait_for(submit, PROMPTLY_S)
+    if how == "ollie/interrupt":
+        assert await daemon.request("ollie/interrupt", {}, timeout=PROMPTLY_S) == {"interrupted": True}
+    else:
+        (msg_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is future]
+        daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+    result = await asyncio.wait_for(asyncio.wrap_future(future), PROMPTLY_S)
     assert (result["reply"], result["stop"]) == ("[stopped; killed]", "interrupted")
     assert await wait_no_processes(mark) == []
     assert await daemon.request("ollie/interrupt", {}) == {"interrupted": False}  # nothing runs now
