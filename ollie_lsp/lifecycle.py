@@ -58,8 +58,8 @@ def register_lifecycle(server: OllieServer) -> None:
                 break
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-    def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
+    async def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:
         token = str(params.token)
         for live in ls.live_sessions():
             if live.progress.token == token:
-                live.core.stop("cancelled from the progress bar")  # what it would start next too
+                await live.stop("cancelled from the progress bar")  # as ollie/interrupt: what it would start next too

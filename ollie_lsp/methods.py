@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcException
 
 from ollie.agent.commands import COMMANDS
 from ollie.agent.commands_info import agent_infos
-from ollie.agent.history import wire_messages
+from ollie.agent.history import page_records, wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
 from ollie.backend import images
@@ -152,9 +152,9 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
 
 @method("ollie/interrupt", InterruptParams)
 async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
-    """Interrupt the running turn."""
+    """Stop the session (PROTOCOL.md): once what ran has returned, whether anything did."""
     live = await ls.table.get(p.session)
-    return {"interrupted": bool(live.core.interrupt(p.reason))}
+    return {"interrupted": await live.stop(p.reason)}
 
 
 @method("ollie/inject", TextParams)
@@ -212,16 +212,19 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     system_prompt = await core.ready_prompt()
-    cwd, outcomes, network = core.cwd, core.session.step_outcomes, core.session.step_network
     # The history and the turn's state read together, here on the loop: a turn may begin or end at any await, and
     # a client draws from the two as one (a prompt held as never answered, once). The copy is of references.
     messages, running, answering = core.context(), core.is_running, core.is_answering
+    # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
+    end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
+    # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
+    # while the thread reads. O(page), not O(history).
+    outcomes, network = page_records(messages[p.offset:end], core.session.step_outcomes, core.session.step_network)
+    cwd = core.cwd
 
     def answer() -> dict[str, Any]:
         # A page's pairing of calls with results across the whole history is O(history): in a thread (it only
-        # reads), not on the shared loop. Bounded, asked or not: a whole long history was tens of MB to build and
-        # send (the client follows `next`).
-        end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
+        # reads), not on the shared loop.
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network)
         for message in page:

@@ -39,7 +39,7 @@ from ollie_lsp.eager import start_eagerly
 from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
-from ollie_lsp.names import METHOD_NAMES
+from ollie_lsp.names import ACTION_COMMAND, METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions
 
 if TYPE_CHECKING:
@@ -73,8 +73,18 @@ def raw_params_converter() -> Any:
 
 # What structure_message hands on for a request it answered with an error already.
 _ANSWERED = object()
-# The one request whose $/cancelRequest is an interrupt it answers (stop "interrupted"), not pygls' -32800.
+# The one request whose $/cancelRequest is an interrupt it answers (stop "interrupted"), not pygls' -32800...
 SUBMIT = "ollie/submit"
+# ... and the commands that submit: its executeCommand mirror, and the turn of an `Ollie: ...` code action.
+SUBMIT_COMMANDS = frozenset({command_name(SUBMIT), ACTION_COMMAND})
+
+
+def _is_submit(message: Any) -> bool:
+    """Whether `message` is a request that runs a submit (ollie/submit, or a submitting command)."""
+    method = getattr(message, "method", None)
+    if method == types.WORKSPACE_EXECUTE_COMMAND:
+        return getattr(getattr(message, "params", None), "command", None) in SUBMIT_COMMANDS
+    return method == SUBMIT
 
 
 class OllieProtocol(LanguageServerProtocol):
@@ -194,7 +204,7 @@ class OllieProtocol(LanguageServerProtocol):
             return
         if getattr(message, "method", None) == types.SHUTDOWN:
             self.on_shutdown()  # an `exit` right behind it (before its answer) still ends with status 0
-        if getattr(message, "method", None) == SUBMIT and isinstance(msg_id := getattr(message, "id", None), (int, str)):
+        if _is_submit(message) and isinstance(msg_id := getattr(message, "id", None), (int, str)):
             self.unhooked_submits[msg_id] = False
         super().handle_message(message)
 

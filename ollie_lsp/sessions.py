@@ -64,6 +64,8 @@ class LiveSession:
     last_state: dict[str, Any] | None = None
     # The engine's recorder keeps this session's registry record current (None until recorded).
     recorder: Recorder | None = None
+    # The submits waiting for their turn (behind another, or for the session's record): a stop drops them.
+    waiting: set[SubmitHandle] = field(default_factory=set)
 
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""
@@ -106,7 +108,20 @@ class LiveSession:
                      is_command: bool) -> dict[str, Any]:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
         if is_command:
-            return await self._run(text)
+            if handle.cancelled.is_set():
+                return {"session": self.id, **INTERRUPTED}
+            handle.started = True  # a cancel stops it now (a `!cmd`, a /compact)
+            try:
+                return await self._run(text)
+            finally:
+                handle.finished = True
+        self.waiting.add(handle)
+        try:
+            return await self._wait_then_run(text, images, handle)
+        finally:
+            self.waiting.discard(handle)
+
+    async def _wait_then_run(self, text: str, images: Sequence[Image], handle: SubmitHandle) -> dict[str, Any]:
         acquire = asyncio.ensure_future(self.turn_lock.acquire())
         cancel_wait = asyncio.ensure_future(handle.cancelled.wait())
         try:
@@ -123,6 +138,7 @@ class LiveSession:
             return {"session": self.id, **INTERRUPTED}
         try:
             await self.recorded_before_a_turn()
+            self.waiting.discard(handle)  # from here a stop reaches it in the engine
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
@@ -151,6 +167,14 @@ class LiveSession:
         handle.cancelled.set()
         if handle.started and not handle.finished:
             self.core.stop("cancelled by the client")  # the submit's answer says when it stopped: not waited for
+
+    async def stop(self, reason: str) -> bool:
+        """Stop everything under way in the session: the running turn or commands, what they would start next, the
+        submits waiting for their turn (they answer "interrupted"); once it all returned, whether anything was."""
+        waiting, self.waiting = self.waiting, set()
+        for handle in waiting:
+            handle.cancelled.set()
+        return await self.core.stop(reason) or bool(waiting)
 
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:

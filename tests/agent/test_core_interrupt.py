@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
@@ -22,6 +23,11 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
+
+
+# A stop ends what it stops in milliseconds; the bound leaves a loaded machine room and still fails one that waits
+# for a 30 s summary or a 60 s command.
+PROMPTLY_S = 10.0
 
 
 async def _wait_for(predicate, timeout: float = 5.0) -> None:
@@ -194,29 +200,65 @@ async def test_stop_while_post_turn_runs_starts_nothing_after_it(scripted_llm, m
     assert sent_messages(srv)[-1] == {"role": "user", "content": "next"} and len(srv.chat_requests) == 2
 
 
-async def test_a_submit_sent_after_a_stop_runs_while_a_command_from_before_still_does(scripted_llm, make_core,
-                                                                                       tmp_path):
-    """A stop holds for what was under way when it was asked, not for what comes later: a prompt sent after it
-    runs, though a `!command` (which runs beside the turns) from before is still running."""
-    go = tmp_path / "go"
-    os.mkfifo(go)
+async def test_a_stop_kills_a_running_shell_command_and_a_prompt_sent_after_it_runs(scripted_llm, make_core):
+    """A `!command` (which runs beside the turns) is stopped with the turn, its process group killed, and the
+    stop is done at once; a prompt sent after the stop runs as usual. The stop waited out the command."""
+    mark = new_mark()
     srv = scripted_llm("openai")
     srv.script(Reply(text="word " * 200, chunk_size=5, delay=0.05), Reply.text("fresh"))
     core = await make_core(srv, toy=ToyServer())
     sub = core.bus.subscribe()
-    command = asyncio.create_task(core.submit(f'!read line < "{go}"; echo done'))
-    writer = asyncio.ensure_future(asyncio.to_thread(os.open, go, os.O_WRONLY))  # opens once the command reads
+    command = asyncio.create_task(core.submit(f"!sleep 60.{mark}; echo never"))
+    await wait_for_processes(mark)
     first = asyncio.create_task(core.submit("talk a lot"))
     await _streaming(sub)
-    stopped = core.stop("user pressed stop")
-    assert (await first).stop == "interrupted"
+    assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
+    assert first.result().stop == "interrupted"
+    assert (command.result().reply, command.result().stop) == ("[stopped; killed]", "interrupted")
+    assert await wait_no_processes(mark) == []
+    assert [e.content for e in roles(drain(sub), "exec")] == ["[stopped; killed]"]
     assert (await core.submit("again")).reply == "fresh"
-    assert not stopped.done()  # the command it was asked of still runs
-    fd = await writer
-    os.write(fd, b"\n")
-    os.close(fd)
-    assert (await command).reply.strip() == "done"
-    assert await stopped is True
+
+
+async def test_a_stop_leaves_a_compaction_under_way_undone_in_memory_and_on_disk(scripted_llm, make_core):
+    """/compact waits for the model's summary (slow here): a stop ends it now, the history as it was, in the
+    session and its saved log; the next /compact works. The stop waited for the summary and compacted."""
+    from ollie.sessions import persist
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"), Reply.text("second answer"))
+    core = await make_core(srv, toy=ToyServer())
+    await core.submit("one")
+    await core.submit("two")
+    before = [m.to_dict() for m in core.session.messages]
+    summary = "```json\n" + json.dumps({"goal": "g", "plan": [], "plan_step": "", "decisions": [], "files": []})
+    srv.script(Reply(text=summary + "\n```" + " " * 600, chunk_size=2, delay=0.1),  # ~30 s unless stopped
+               Reply.text(summary + "\n```"))
+    sub = core.bus.subscribe()
+    compact = asyncio.create_task(core.submit("/compact"))
+    await _wait_for(lambda: len(srv.chat_requests) == 3, timeout=30)  # the summary is being streamed
+    assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
+    assert (compact.result().reply, compact.result().stop) == ("compaction stopped: history unchanged", "interrupted")
+    assert [e.content for e in roles(drain(sub), "info")] == ["compaction stopped: history unchanged"]
+    assert [m.to_dict() for m in core.session.messages] == before and core.session.task_state is None
+    saved = persist.load(core.sessions_dir, core.session_id)
+    assert [m.to_dict() for m in saved.messages] == before and saved.task_state is None
+    assert (await core.submit("/compact")).reply.startswith("compacted: 4 messages")
+
+
+async def test_a_stop_just_after_a_prompt_queued_as_turns_ended_holds_it(scripted_llm, make_core):
+    """A prompt queued just as the turns ended runs at once, in a task of its own: a stop in the same loop pass
+    (before that task's first) holds it, as for any queued prompt. That stop found nothing and the prompt ran."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"), Reply.text("queued answer"))
+    core = await make_core(srv, toy=ToyServer())
+    assert (await core.submit("hi")).reply == "first answer"
+    core.queue("queued")  # within the grace after the turns ended: it runs without waiting for another turn
+    assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
+    assert core.queued() == ["queued"] and core.queue_held()
+    assert len(srv.chat_requests) == 1
+    await core.run_queue()  # the user's word
+    assert core.reply == "queued answer"
 
 
 async def test_a_stop_just_as_a_queued_prompt_was_taken_to_run_keeps_it_held(scripted_llm, make_core, monkeypatch):

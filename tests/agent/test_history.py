@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from ollie.agent.history import INTERRUPTED_REPLY, cut_off, is_cut_off, outcome_marks, wire_messages
+from ollie.agent.history import (
+    INTERRUPTED_REPLY,
+    cut_off,
+    is_cut_off,
+    outcome_marks,
+    page_records,
+    wire_messages,
+)
 from ollie.agent.steps import Location, ToolState
 from ollie.backend.types import Message, ToolCall
 
@@ -52,6 +59,20 @@ def test_kept_outcomes_win_over_a_collapsed_result_and_pages_pair_across_the_his
     # A call whose result is not in yet (its turn runs) is pending.
     running = wire(HISTORY[:4], 3, 4)[0]
     assert running["tool_calls"][0]["tool"]["status"] == "pending"
+
+
+def test_a_pages_records_are_taken_once_and_a_running_turn_changes_them_no_more():
+    """ollie/context takes the page's step records on the loop and builds the page in a thread: what a turn (or a
+    /clear) then does to the session's maps does not reach the page. The thread read the live maps."""
+    outcomes = {"c1": ["completed:7", "failed"], "c2": ["failed:3"], "elsewhere": ["completed"]}
+    network = {"c2": [{"host": "example.com", "port": 443, "allowed": True}]}
+    taken_outcomes, taken_network = page_records(HISTORY[3:5], outcomes, network)
+    assert taken_outcomes == {"c2": ("failed:3",)} and taken_network == {"c2": (network["c2"][0],)}  # the page's
+    expected = wire(HISTORY, 3, 5, outcomes=outcomes, network=network)
+    outcomes["c2"] = ["completed"]  # the loop goes on: a new outcome, then a /clear
+    outcomes.clear()
+    network.clear()
+    assert wire(HISTORY, 3, 5, outcomes=taken_outcomes, network=taken_network) == expected
 
 
 def test_marks_and_cut_off_round_trip():

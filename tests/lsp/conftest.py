@@ -82,6 +82,14 @@ class Daemon:
         """Send a request and wait for its result (errors raise JsonRpcException)."""
         return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
 
+    async def cancelled_at_once(self, method: str, params: Any) -> Any:
+        """Send a request and its `$/cancelRequest` right behind it, unawaited (the daemon runs a handler at once up
+        to its first wait, the engine loading or its session being built, before it reads the cancel); its result."""
+        future = self.client.protocol.send_request(method, params)
+        (msg_id,) = [k for k, f in self.client.protocol._request_futures.items() if f is future]
+        self.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+        return await asyncio.wait_for(asyncio.wrap_future(future), 30)
+
     async def wait_events(self, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 30) -> None:
         """Wait until the events received satisfy `predicate`."""
         loop = asyncio.get_running_loop()

@@ -77,10 +77,7 @@ async def test_a_submit_cancelled_while_its_session_is_built_answers_interrupted
     stop "interrupted", as for any cancelled submit (PROTOCOL.md), not pygls' -32800, and no turn runs."""
     llm.script(Reply.text("never asked for"))
     daemon = await start_daemon(env=llm.env())
-    future = daemon.client.protocol.send_request("ollie/submit", {"text": "hello"})
-    (msg_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is future]
-    daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
-    result = await asyncio.wait_for(asyncio.wrap_future(future), 30)
+    result = await daemon.cancelled_at_once("ollie/submit", {"text": "hello"})
     assert result["stop"] == "interrupted"
     assert llm.chat_requests == []
     assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "never asked for"

@@ -1,6 +1,7 @@
 """Slash commands and `!shell` lines: parsed here, carried out through the Core's public members.
 
-`run_command` publishes its output (`exec` for `!cmd`, `info`, or `error`) and returns the same text.
+`run_command` publishes its output (`exec` for `!cmd`, `info`, or `error`) and returns the same text; a stop
+that cuts a `!cmd` or `/compact` short raises Stopped with the text it published.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
 from ollie.agent.shell import run_shell
+from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
 from ollie.log import get_logger
@@ -263,9 +265,11 @@ async def run_command(core: CommandTarget, line: str, *, shell_timeout: float = 
     text = line.strip()
     if text.startswith("!"):
         try:
-            output = await run_shell_line(core, text[1:].strip(), timeout=shell_timeout)
+            output = await stoppable(run_shell_line(core, text[1:].strip(), timeout=shell_timeout))
         except (CommandUsageError, OSError) as exc:
             return _publish(core, "error", f"error: {exc}")
+        except Stopped:  # its process group is dead
+            raise Stopped(_publish(core, "exec", "[stopped; killed]", name=text[1:].strip())) from None
         return _publish(core, "exec", output, name=text[1:].strip())
     match = _SLASH.fullmatch(text)
     assert match is not None  # is_command said so
@@ -277,6 +281,9 @@ async def run_command(core: CommandTarget, line: str, *, shell_timeout: float = 
         output = await command.handler(core, arg)
     except CommandUsageError as exc:
         return _publish(core, "error", f"{exc}\nusage: {command.usage}")
+    except Stopped as exc:  # `/compact`: what it says it left as it was
+        _publish(core, "info", str(exc))
+        raise
     except (OllieError, ValueError, RuntimeError, OSError) as exc:
         return _publish(core, "error", f"/{name} failed: {exc}")
     except Exception as exc:  # a bug in one command must not take the session down

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ollie.agent.hooks import HookCaller, blocked_by
 from ollie.agent.limits import LoopLimits
+from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.streaming import Completion, stream_once
 from ollie.agent.taskstate import describe_action, render_task_state
 from ollie.agent.tiers import collapse
@@ -130,22 +131,10 @@ def _release_later(messages: list[Message]) -> None:
     task.add_done_callback(_releasing.discard)
 
 
-async def compact_session(
-    *,
-    session: Session,
-    backend: Backend,
-    params: GenerationParams,
-    limits: LoopLimits,
-    hook: HookCaller,
-    snapshot: Callable[[Session], object],
-    rewrite: Callable[[Session], None],
-    on_usage: Callable[[Completion], None],
-    max_chars: int = 0,
-) -> CompactionResult:
-    """Compact `session` in place (failure: unchanged); `max_chars` caps the transcript sent so the request fits."""
+async def _summarize(session: Session, *, backend: Backend, params: GenerationParams, hook: HookCaller,
+                     on_usage: Callable[[Completion], None], max_chars: int) -> TaskState | CompactionResult:
+    """The preCompact hook, then the model's TaskState of the history (a failure: why, as the result)."""
     count = len(session.messages)
-    if count == 0 and session.task_state is None:
-        return CompactionResult(False, "nothing to compact")
     pre = await hook("preCompact", {"messages": count})
     if pre is not None and pre.blocked:
         return CompactionResult(False, f"compaction {blocked_by('preCompact', pre)}")
@@ -166,6 +155,33 @@ async def compact_session(
     state = parse_task_state(answer.text)
     if state is None:
         return CompactionResult(False, "compaction failed: the model's answer was not valid JSON; history unchanged")
+    return state
+
+
+async def compact_session(
+    *,
+    session: Session,
+    backend: Backend,
+    params: GenerationParams,
+    limits: LoopLimits,
+    hook: HookCaller,
+    snapshot: Callable[[Session], object],
+    rewrite: Callable[[Session], None],
+    on_usage: Callable[[Completion], None],
+    max_chars: int = 0,
+) -> CompactionResult:
+    """Compact `session` in place (failure: unchanged); `max_chars` caps the transcript sent so the request fits."""
+    count = len(session.messages)
+    if count == 0 and session.task_state is None:
+        return CompactionResult(False, "nothing to compact")
+    try:
+        # Nothing of the session changes before the model's answer is in: a stop until then leaves it as it was.
+        state = await stoppable(_summarize(session, backend=backend, params=params, hook=hook, on_usage=on_usage,
+                                           max_chars=max_chars))
+    except Stopped:
+        raise Stopped("compaction stopped: history unchanged") from None
+    if isinstance(state, CompactionResult):
+        return state
 
     await asyncio.to_thread(snapshot, session)
     start = hot_start(session.messages, limits.hot_messages)

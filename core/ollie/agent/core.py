@@ -24,6 +24,7 @@ from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_warnings
 from ollie.agent.steps import script_kinds
+from ollie.agent.stopping import Stopped, Work
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
@@ -118,7 +119,10 @@ class Core(McpMembers):
                 return TurnResult(str(exc), "command")
         if is_command(text):
             await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
-        output = await run_command(self, text)
+        try:
+            output = await run_command(self, text)
+        except Stopped as exc:  # a stop cut a `!cmd` or `/compact` short
+            return TurnResult(str(exc), "interrupted")
         if output is not None:
             return TurnResult(output, "command")
         if self._closed:
@@ -134,7 +138,10 @@ class Core(McpMembers):
     async def run_queue(self) -> None:
         """Run the queued prompts now, held ones included (the user's word)."""
         self._inbox.release()
-        with self._host.stopping.working():
+        await self._run_queue(self._host.stopping.enlist())
+
+    async def _run_queue(self, work: Work) -> None:
+        with self._host.stopping.working(work):
             async with self._turn_lock:
                 await self._run_follow_ups(TurnResult("", "end"))
 
@@ -178,7 +185,9 @@ class Core(McpMembers):
         """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
         depth = self._inbox.queue(text)
         if not self._turn_lock.locked() and self._inbox.just_ended() and not self._closed:
-            self._host.detach(self.run_queue())  # the sender saw a turn running; it must not wait for the next one
+            # The sender saw a turn running; it must not wait for the next one. Under way from now, not from the
+            # task's first pass: a stop in between holds the prompt.
+            self._host.detach(self._run_queue(self._host.stopping.enlist()))
         return depth
 
     def queue_held(self) -> bool:

@@ -70,6 +70,15 @@ def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict]) 
     return out
 
 
+def page_records(page: Sequence[Message], outcomes: Mapping[str, Sequence[str]],
+                 network: Mapping[str, Sequence[dict]]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[dict, ...]]]:
+    """What `wire_messages` reads of the session's `step_outcomes` and `step_network` for `page`'s calls, copied
+    where the session changes (the loop) so that a thread may read them as a turn goes on."""
+    ids = {c.id for m in page for c in m.tool_calls}
+    ids.update(m.tool_call_id for m in page if m.tool_call_id)
+    return ({i: tuple(outcomes[i]) for i in ids if i in outcomes}, {i: tuple(network[i]) for i in ids if i in network})
+
+
 def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,
                   kind_of: KindLookup | None = None,
                   outcomes: Mapping[str, Sequence[str]] | None = None,

@@ -4,29 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextvars import ContextVar
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
-class _Work:
+class Stopped(Exception):
+    """A stop cut short what `stoppable` ran (its own cleanup done: a killed process, an unchanged history)."""
+
+
+class Work:
     """One submit or queue run under way."""
 
-    __slots__ = ("stopped",)
+    __slots__ = ("stopped", "tasks")
 
     def __init__(self) -> None:
         self.stopped = False
+        self.tasks: set[asyncio.Task[Any]] = set()  # its `stoppable` work: a stop cancels it
 
 
 # The submit or queue run the running code belongs to (its turn's task inherits it).
-_CURRENT: ContextVar[_Work | None] = ContextVar("ollie_stopping_work", default=None)
+_CURRENT: ContextVar[Work | None] = ContextVar("ollie_stopping_work", default=None)
 
 
 class Stopping:
     """The submits and queue runs under way; `ask` stops them, not those that begin later (see `Core.stop`)."""
 
     def __init__(self) -> None:
-        self._under_way: set[_Work] = set()
-        self._waits: list[tuple[asyncio.Future[bool], set[_Work]]] = []
+        self._under_way: set[Work] = set()
+        self._waits: list[tuple[asyncio.Future[bool], set[Work]]] = []
 
     @property
     def asked(self) -> bool:
@@ -34,11 +42,17 @@ class Stopping:
         work = _CURRENT.get()
         return work is not None and work.stopped
 
-    @contextlib.contextmanager
-    def working(self) -> Iterator[None]:
-        """One submit or queue run while it lasts; the last of those a stop was asked of ends that stop."""
-        work = _Work()
+    def enlist(self) -> Work:
+        """A submit or queue run under way from now, before its task starts: pass it to `working`."""
+        work = Work()
         self._under_way.add(work)
+        return work
+
+    @contextlib.contextmanager
+    def working(self, work: Work | None = None) -> Iterator[None]:
+        """One submit or queue run while it lasts (`work`: enlisted already); the last of those a stop was asked
+        of ends that stop."""
+        work = work or self.enlist()
         token = _CURRENT.set(work)
         try:
             yield
@@ -61,5 +75,29 @@ class Stopping:
             return done
         for work in self._under_way:
             work.stopped = True
+            for task in work.tasks:
+                task.cancel()
         self._waits.append((done, set(self._under_way)))
         return done
+
+
+async def stoppable(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` as a task that a stop of the submit this code runs in cancels: Stopped then (at once when one
+    was asked already). Outside a submit nothing stops it."""
+    current = _CURRENT.get()
+    if current is None:
+        return await work
+    if current.stopped:
+        work.close()
+        raise Stopped
+    task = asyncio.ensure_future(work)
+    current.tasks.add(task)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        caller = asyncio.current_task()
+        if not task.cancelled() or (caller is not None and caller.cancelling()):
+            raise  # the caller's own cancellation (passed on to `work`), not a stop
+        raise Stopped from None
+    finally:
+        current.tasks.discard(task)
