@@ -199,7 +199,8 @@ async def queue_clear(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 async def state(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's state, model, usage and cost, and whether its backend is usable."""
     live = await ls.table.get(p.session)
-    return {**live.state_result(), "backendStatus": await live.core.backend_health()}
+    health = await live.core.backend_health()  # first: the state is as late as the answer (a turn may start meanwhile)
+    return {**live.state_result(), "backendStatus": health}
 
 
 @method("ollie/context", ContextParams)
