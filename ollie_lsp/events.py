@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections import deque
@@ -84,7 +83,8 @@ class EventForwarder:
         writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.session_id = session_id
-        self._seq = itertools.count(1)  # the per-session `seq`: from 1, with no gaps
+        self.sent = 0  # the `seq` of the last notification sent: per session, from 1, with no gaps
+        self._reads: list[Callable[[int], None]] = []  # `after_sent`'s, waiting for the sends to catch up
         self._sub = subscription
         self._send = send
         self._on_state = on_state
@@ -101,11 +101,16 @@ class EventForwarder:
         self._task: asyncio.Task[None] | None = None
         # Whether the events sent so far leave a turn open (its `turn` start sent, not yet its end).
         self.turn_open = False
+        self.turn_started = 0  # the `seq` of the last `turn` start sent
 
     def start(self) -> None:
         """Start the draining task."""
         self._task = asyncio.create_task(self._run(), name=f"ollie-events-{self.session_id}")
-        self._task.add_done_callback(lambda _: self._sub.finished())  # a killed session's waits end too
+        self._task.add_done_callback(self._done)
+
+    def _done(self, _task: asyncio.Task[None]) -> None:
+        self._sub.finished()  # a killed session's waits end too
+        self._read_settled()
 
     async def stop(self, *, timeout: float = STOP_WAIT_S) -> None:
         """Close the subscription and wait until everything queued was sent (at most `timeout` s).
@@ -124,6 +129,24 @@ class EventForwarder:
         """Wait until every event published so far has been handled (not later ones), or the forwarder has ended
         (a killed session); at once, without a loop pass, when they were."""
         await self._sub.caught_up()
+
+    def after_sent(self, read: Callable[[int], None]) -> None:
+        """Call `read(seq)` once every event published so far has been sent, `seq` the last one's (0: none yet).
+
+        At once when they have been; else right after the send that catches up, before any later event is handled:
+        what `read` reads of the session then is what the events up to `seq` told, and no later one.
+        """
+        self._reads.append(read)
+        self._read_settled()
+
+    def _read_settled(self) -> None:
+        if self._reads and self._sub.settled:
+            reads, self._reads = self._reads, []
+            for read in reads:
+                try:
+                    read(self.sent)
+                except Exception:  # a reader's bug must not stop the session's stream
+                    logger.exception("reading after the sent events failed", extra={"session": self.session_id})
 
     async def _next(self) -> tuple[Event | None, int]:
         """The next event to handle and how many of the subscription's events it joins."""
@@ -187,6 +210,7 @@ class EventForwarder:
                 logger.exception("forwarding an event failed", extra={"session": self.session_id})
             finally:
                 self._sub.handled(count)
+                self._read_settled()
 
     def _handle(self, event: Event) -> None:
         if event.role == "state":
@@ -194,9 +218,12 @@ class EventForwarder:
             return
         if event.role == "output":  # live step output: not on the daemon's wire (its result comes whole)
             return
-        self._send(event_params(self.session_id, next(self._seq), event))
+        self.sent += 1
+        self._send(event_params(self.session_id, self.sent, event))
         if event.role == "turn":
             self.turn_open = event.content == "start"
+            if self.turn_open:
+                self.turn_started = self.sent
             self._on_turn(event)
 
     async def _coalesce(self, first: Event, count: int) -> tuple[Event, int]:

@@ -202,7 +202,8 @@ async def queue_clear(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 async def state(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's state, model, usage and cost, and whether its backend is usable."""
     live = await ls.table.get(p.session)
-    return {**live.state_result(), "backendStatus": await live.core.backend_health()}
+    health = await live.core.backend_health()  # first: the state is as late as the answer (a turn may start meanwhile)
+    return {**live.state_result(), "backendStatus": health}
 
 
 @method("ollie/context", ContextParams)
@@ -212,9 +213,19 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
     system_prompt = await core.ready_prompt()
-    # The history and the turn's state read together, here on the loop: a turn may begin or end at any await, and
-    # a client draws from the two as one (a prompt held as never answered, once). The copy is of references.
-    messages, running, answering = core.context(), core.is_running, core.is_answering
+    # The history, the turn's state and the `seq` of the last event sent, read together on the loop once every
+    # event published has been sent: a turn may begin or end at any await, and a client draws from them as one
+    # (the events after `seq` are what the history does not hold yet). The copy is of references.
+    read: asyncio.Future[tuple[list[Any], bool, bool, int]] = asyncio.get_running_loop().create_future()
+
+    def read_history(seq: int) -> None:
+        if not read.done():  # else this request was cancelled meanwhile
+            # A turn whose prompt is not saved yet: the history holds nothing of it, from its `turn` start on.
+            held = live.forwarder.turn_started - 1 if core.is_prompting else seq
+            read.set_result((core.context(), core.is_running, core.is_answering, held))
+
+    live.forwarder.after_sent(read_history)
+    messages, running, answering, seq = await read
     # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
@@ -232,7 +243,7 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
                 if labels := context_labels(content):
                     message["contextLabels"] = labels
         result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages),
-                                  "running": running, "answering": answering}
+                                  "running": running, "answering": answering, "seq": seq}
         if end < len(messages):
             result["next"] = end
         # A page of many (long) messages can be MBs of JSON: encoded here, in pieces, not by one dumps on the loop.

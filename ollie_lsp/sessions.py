@@ -71,7 +71,8 @@ class LiveSession:
         """The `ollie/stateChanged` params of this session now."""
         core = self.core
         return {"session": self.id, "state": core.state, "running": core.is_running,
-                "contextSize": core.context_info(), "usage": core.usage_info(), "cost": core.cost_info()}
+                "contextSize": core.context_info(), "usage": core.usage_info(), "cost": core.cost_info(),
+                "title": self.recorder.title if self.recorder is not None else ""}
 
     def state_changed(self) -> dict[str, Any] | None:
         """The `ollie/stateChanged` params when they differ from the last ones sent, else None."""
@@ -300,8 +301,7 @@ class SessionTable:
         self._live[session_id] = live
 
         async def rename(title: str) -> None:
-            await self._recorded(session_id)
-            await self.records.run(self.records.rename, session_id, title)
+            await self.rename(session_id, title)
 
         async def kill() -> None:
             await self.close(session_id)
@@ -406,6 +406,8 @@ class SessionTable:
             raise SessionArchived(session_id)
         await self._recorded(session_id)
         await self.records.run(self.records.rename, session_id, title)
+        if live is not None and live.recorder is not None:
+            live.recorder.renamed(title)
 
     async def close(self, session_id: str) -> None:
         """Stop a live session: interrupt, save, end its tools; its record and file stay."""

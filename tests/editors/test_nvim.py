@@ -442,6 +442,29 @@ def test_a_turn_begun_while_the_history_is_asked_for_shows_its_answer(workspace,
                                    "## You\nand a follow-up\n\n## ollie\nfollow-up answer\n\n_(end)_"), result["chat"]
 
 
+def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_say(workspace, scripted_llm):
+    # Bug: the held events were matched to the history by the queued prompt's text: a second "continue" (or a prompt
+    # the last one starts with) was taken as drawn (its heading lost, its answer's first words dropped), and turns the
+    # history held were drawn twice when the first of them was not its last prompt.
+    srv = scripted_llm("openai")
+    slow = "goes on " * 300
+    srv.script(Reply(text="The first answer " + slow, delay=0.1, chunk_size=8), Reply(text="The second answer."),
+               Reply(text="The third answer " + slow, delay=0.1, chunk_size=8), Reply(text="The fourth answer."),
+               Reply(text="The fifth answer " + slow, delay=0.1, chunk_size=8), Reply(text="The sixth answer."),
+               Reply(text="The seventh answer."))
+    result = run_scenario("queued_replay", workspace, srv, timeout=150)
+    assert result["errors"] == ""
+    same = result["same"]
+    assert same.count("## You\ncontinue\n") == 2, same
+    assert same.endswith("## You\ncontinue\n\n## ollie\nThe second answer.\n\n_(end)_"), same
+    prefix = result["prefix"]
+    assert prefix.endswith("## You\nfix the tests\n\n## ollie\nThe fourth answer.\n\n_(end)_"), prefix
+    held = result["held"]
+    for prompt, answer in (("first queued", "The sixth answer."), ("second queued", "The seventh answer.")):
+        assert held.count(f"## You\n{prompt}\n") == 1 and held.count(answer) == 1, held
+    assert held.endswith("## You\nsecond queued\n\n## ollie\nThe seventh answer.\n\n_(end)_"), held
+
+
 def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted_llm, _private_dirs):
     config = _private_dirs / "config" / "ollie"
     config.mkdir(parents=True, exist_ok=True)

@@ -356,3 +356,39 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
     finally:
         tmux.close()
     assert [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"] == ["42"]
+
+
+def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
+    # Bug: the chat drawn again from the history while a queued prompt's turn began matched the held events to the
+    # history by the prompt's text: a second "continue" was taken as the first, its `## You` and first words lost.
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The first answer " + "goes on " * 300, delay=0.1, chunk_size=8),
+               Reply(text="The second answer, under its own heading."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie continue", "Enter")
+        tmux.wait(lambda s: "The first answer" in s, "the answer to stream")
+        tmux.keys(":OllieChat", "Enter", "i")
+        tmux.keys("continue", literal=True)
+        tmux.keys("Escape", "Enter")  # queued behind the running turn
+        tmux.wait(lambda s: "⏳ queued: continue" in s, "the queued prompt")
+        tmux.keys("C-c")  # Stop: the queued prompt is held
+        tmux.keep("1-held", tmux.wait(lambda s: "(interrupted)" in s and "the stop holds" in s, "the held prompt"))
+        # Drawn again from the history as the held prompt is sent on: its turn begins before the answer is drawn.
+        crossing = PLUGIN / "tests" / "crossing.lua"
+        tmux.keys(f':lua dofile("{crossing}").turn_begins_before_the_answer()', "Enter")
+        done = tmux.keep("2-second-continue", tmux.wait(
+            lambda s: "The second answer, under its own heading." in s and s.count("(end)") == 1, "the second answer",
+            timeout=30))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "second-continue.png", (1000, 560))
+        chat = [line.split("│")[-1].rstrip() for line in done.splitlines()]
+        at = chat.index("The second answer, under its own heading.")
+        assert chat[at - 4:at] == ["## You", "continue", "", "## ollie"], "\n".join(chat)
+        assert chat.count("continue") == 2 and chat.count("## You") == 2, "\n".join(chat)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

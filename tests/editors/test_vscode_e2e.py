@@ -55,6 +55,15 @@ def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(200)
+def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2e):
+    """The first prompt titles the chat's header while its turn still streams (it said "New chat" until the turn
+    ended); `/rn` renames it at once; a new session says "New chat", the renamed one its name when shown again."""
+    shows(run_e2e("title.mjs", total_ms=150000),
+          "the header showed the first prompt's title while its turn streamed",
+          "/rn renamed the header at once; a new session said New chat, and the renamed one its name when shown again")
+
+
+@pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
     sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed)."""

@@ -42,3 +42,26 @@ async def test_context_says_whether_the_running_turn_is_in_its_messages(start_da
     assert ended["running"] is False and ended["answering"] is False
     # Cut off before its first word: the prompt stays unanswered, and no turn runs (a client says so).
     assert ended["messages"][-1] == {"role": "user", "content": "new prompt"}
+
+
+async def test_context_seq_parts_the_events_the_history_holds_from_those_it_does_not(start_daemon, llm):
+    # A client redrawing from the history holds the events that come meanwhile: it must know which of them the
+    # history holds. Before, it guessed by the prompt's text (two queued "continue" looked like one).
+    llm.script(*[Reply(text=f"answer {n} " * 8, chunk_size=3, delay=0.005) for n in range(4)])
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/state", {}))["session"]
+    for _ in range(3):
+        await daemon.request("ollie/queue", {"text": "continue"})
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "continue"}, timeout=60))
+    answers = []
+    while not submit.done():
+        answers.append(await daemon.request("ollie/context", {}))
+    answers.append(await daemon.request("ollie/context", {}))
+    events = daemon.session_events(sid)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    for answer in answers:
+        # The history holds the prompt of each turn whose `turn` start is at or before `seq`, and no other.
+        starts = sum(e["role"] == "turn" and e["content"] == "start" and e["seq"] <= answer["seq"] for e in events)
+        assert sum(m["role"] == "user" for m in answer["messages"]) == starts, (answer, events)
+    assert answers[-1]["seq"] == events[-1]["seq"] and not answers[-1]["running"]
+    assert any(a["running"] for a in answers), "no history was read during the turns"

@@ -135,6 +135,31 @@ async def test_forwarder_numbers_without_gaps_and_keeps_order():
     assert states == [1] and turns == ["start", "end"]
 
 
+async def test_forwarder_reads_after_the_events_published_were_sent_and_before_any_later_one():
+    # `ollie/context` reads the history then: its `seq` parts the events it holds from those it does not.
+    bus = Bus()
+    sent: list[dict] = []
+    fwd = EventForwarder("s1", bus.subscribe(), send=sent.append, coalesce_s=0.2)
+    fwd.start()
+    reads: list[tuple[int, int]] = []
+    fwd.after_sent(lambda seq: reads.append((seq, len(sent))))
+    assert reads == [(0, 0)]  # nothing published: at once
+    bus.emit("turn", "start")
+    bus.emit("assistant", "a")
+    bus.emit("assistant", "b")  # waiting with "a" when it is taken: joined, one notification
+
+    def read_then_publish(seq: int) -> None:
+        reads.append((seq, len(sent)))
+        bus.emit("assistant", "later")
+
+    fwd.after_sent(read_then_publish)
+    assert reads == [(0, 0)]  # not sent yet
+    await fwd.drained()
+    await fwd.drained()  # and the one published by the read
+    await fwd.stop()
+    assert reads[1] == (2, 2) and [e["content"] for e in sent] == ["start", "ab", "later"], (reads, sent)
+
+
 async def test_forwarder_coalesces_a_hot_delta_stream():
     bus = Bus()
     sent: list[dict] = []

@@ -96,7 +96,8 @@ async def test_progress_and_state_changed(daemon, llm):
     assert any(s["running"] and s["state"] == "thinking" for s in states)
     assert any(s["state"].startswith("calling: ") for s in states)
     assert states[-1]["state"] == "idle" and states[-1]["running"] is False
-    assert set(states[-1]) == {"session", "state", "running", "contextSize", "usage", "cost"}
+    assert set(states[-1]) == {"session", "state", "running", "contextSize", "usage", "cost", "title"}
+    assert states[-1]["title"] == "please read the sample file now"
     assert states[-1]["usage"]["requests"] == 2
 
 

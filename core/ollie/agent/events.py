@@ -107,12 +107,17 @@ class Subscription:
             if not done.done():  # else its waiter gave up (a timeout)
                 done.set_result(None)
 
+    @property
+    def settled(self) -> bool:
+        """Whether the reader has handled every event received so far, or stopped."""
+        return self._finished or self._handled >= self._received
+
     async def caught_up(self) -> None:
         """Wait until the reader has handled every event received so far, or stopped; at once (no pass) when it has.
 
         Not later ones: a stream that goes on does not hold the wait.
         """
-        if self._finished or self._handled >= self._received:
+        if self.settled:
             return
         done = asyncio.get_running_loop().create_future()
         self._waits.append((self._received, done))  # in order: `_received` only grows

@@ -56,6 +56,7 @@ class Recorder:
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._titled = False  # the record has a title: the first prompt gives none
+        self.title = ""  # the session's title as this process knows it (`ollie/state`'s): a `state` event on change
         self._unrecorded = False  # its record was put off (`open`'s `fresh`) and is not queued yet
         self._request: Request  # set by `open`
 
@@ -81,11 +82,14 @@ class Recorder:
                                 channel=self._channel, title=title)
         info: Info | None = None
         self._unrecorded = fresh and not title and kind == Kind.CHAT
+        self.title = title
         if not self._unrecorded:
             info = await asyncio.get_running_loop().run_in_executor(self._io, self._ensure)
             if info is not None and info.user_id != self.user:  # a team member resumed it: read and resume only
                 self._core.shared_by(info.user_id)
             self._titled = bool(info is not None and info.title)
+            if info is not None:
+                self.title = info.title
             self._stamp()
         self._sub = self._core.bus.subscribe(roles=frozenset({"turn"}))
         self._task = asyncio.create_task(self._follow(self._sub))
@@ -141,14 +145,21 @@ class Recorder:
 
         self._io.submit(retitle)
 
+    def renamed(self, title: str) -> None:
+        """The session was given `title` (written to the record already or queued): front ends are told now."""
+        self._titled = self._titled or bool(title)
+        if title != self.title:
+            self.title = title
+            self._core.bus.emit("state")
+
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
             if event.content == "start":
                 self._record_put_off()
                 self._stamp(turn_started=True)
                 if not self._titled and (title := prompt_title(event.prompt)):
-                    self._titled = True
                     self._title_untitled(title)
+                    self.renamed(title)
             else:
                 result = event.content if event.content in RESULTS else None
                 self._stamp(turn_completed=True, result=result)

@@ -101,6 +101,11 @@ class TurnHost:
         return self._loop is not None and self._loop.asked
 
     @property
+    def prompting(self) -> bool:
+        """Whether a running turn's prompt is not in the history yet (its prompt commands or hooks run)."""
+        return self._loop is not None and not self._loop.asked
+
+    @property
     def changes(self) -> ChangeTracker:
         """The change tracker of the session's CWD (a new one when the CWD moved)."""
         tracker = self._changes

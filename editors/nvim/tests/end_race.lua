@@ -1,6 +1,8 @@
 -- A turn that begins while the chat is drawn again from the history (its conversation asked for at a turn's end):
 -- its prompt in the history drawn is shown answered in the end, not as a turn that was interrupted.
-local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local here = vim.fs.dirname(debug.getinfo(1, "S").source:sub(2))
+local H = dofile(vim.fs.joinpath(here, "helpers.lua"))
+local crossing = dofile(vim.fs.joinpath(here, "crossing.lua"))
 local client = require("ollie.client")
 
 vim.cmd("Ollie tell a story")
@@ -12,23 +14,13 @@ H.wait(function() return chat.redrawing == nil and chat.running end, "the stream
 
 -- At the story's end the chat asks for its conversation again. Before that question goes out, a prompt sent to the
 -- session (by another tab, or a queued one) has its turn begin and its reply start: the history answered holds it.
-local request = client.request
-client.request = function(method, params, cb)
-  if method ~= "ollie/context" then
-    return request(method, params, cb)
-  end
-  client.request = request
-  request("ollie/submit", { session = chat.session, text = "and a follow-up" }, function() end)
-  local function answering()
-    for _, ev in ipairs(chat.redrawing and chat.redrawing.events or {}) do
-      if ev.role == "assistant" then
-        return request(method, params, cb)
-      end
-    end
-    vim.defer_fn(answering, 10) -- the follow-up's first words (its prompt is in the history then)
-  end
-  answering()
-end
+crossing.intercept(function(send)
+  client.request("ollie/submit", { session = chat.session, text = "and a follow-up" }, function() end)
+  -- The follow-up's first words (its prompt is in the history then).
+  crossing.once(function() return crossing.held("assistant") > 0 end, function()
+    send(function(deliver) deliver() end)
+  end)
+end)
 H.wait_chat("follow%-up answer", 30000)
 H.wait(function() return not chat.running and chat.redrawing == nil and not chat.redraw_at_end end,
   "the follow-up's end drawn")

@@ -60,6 +60,10 @@ export class Conversation implements vscode.Disposable {
   /** The daemon's slash commands (`ollie/listCommands`), fetched each time it starts. */
   slashCommands: SlashCommand[] = [];
   private readonly titles = new Map<string, string>();
+  // How many `ollie/stateChanged` had come when each session's last one came: an `ollie/state` asked before it
+  // (answered after it) may hold an older title.
+  private stateChanges = 0;
+  private readonly titleToldAt = new Map<string, number>();
   private backend: BackendStatus | undefined;
   private readonly approvals: ApprovalModes;
   private readonly questions: PermissionQuestions;
@@ -278,29 +282,25 @@ export class Conversation implements vscode.Disposable {
     return this.questions.ask(request, token);
   }
 
-  private async refreshTitle(session: string): Promise<void> {
-    try {
-      // The current session is among the most recently active ones.
-      const listed = await this.daemon.request<{ sessions?: { id?: string; title?: string }[] }>("ollie/session/list", { limit: 20 });
-      const info = listed?.sessions?.find((s) => s.id === session);
-      const title = typeof info?.title === "string" ? info.title : "";
-      if (title === (this.titles.get(session) ?? "")) return;
-      this.titles.set(session, title);
-      if (session === this.current) this.emitHeader();
-    } catch (err) {
-      this.log.info(`ollie/session/list: ${errorText(err)}`);
-    }
+  // The daemon says a session's title in `ollie/state` and, as it gives one (the first prompt, a rename), in
+  // `ollie/stateChanged`: the header follows with no request of its own.
+  private setTitle(session: string, title: unknown): void {
+    if (typeof title !== "string" || title === (this.titles.get(session) ?? "")) return;
+    this.titles.set(session, title);
+    if (session === this.current) this.emitHeader();
   }
 
-  // `ollie/state` of the current session: approval mode and backend health.
+  // `ollie/state` of the current session: title, approval mode and backend health.
   private async refreshState(): Promise<{ session?: string; state?: string; running?: boolean; cost?: unknown } | undefined> {
     try {
-      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown }>(
+      const asked = this.stateChanges;
+      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown; title?: unknown }>(
         "ollie/state",
         this.withSession({}),
       );
       const session = typeof state?.session === "string" ? state.session : this.current ?? "";
       if (typeof state?.cwd === "string") this.cwds.set(session, state.cwd);
+      if ((this.titleToldAt.get(session) ?? 0) <= asked) this.setTitle(session, state?.title);
       this.approvals.reported(session, state?.approval);
       this.backend = parseBackendStatus(state);
       this.emitOnboarding();
@@ -337,7 +337,6 @@ export class Conversation implements vscode.Disposable {
     // Shown again after a reload or a crash: the prompts it had queued then are queued again, held.
     void this.queued.restore(session);
     this.emitStatus();
-    void this.refreshTitle(session);
     void this.refreshState().then(() => this.emitHeader());
   }
 
@@ -400,13 +399,14 @@ export class Conversation implements vscode.Disposable {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
       if (event.content !== "command") void this.changesLists.show(event.session);
-      void this.refreshTitle(event.session);
     }
   }
 
   private onState(state: StateChanged): void {
     if (this.current === undefined) this.adopt(state.session);
     this.updateStatus(state.session, { state: state.state, running: state.running, cost: state.cost });
+    this.titleToldAt.set(state.session, ++this.stateChanges);
+    this.setTitle(state.session, state.title);
   }
 
   private updateStatus(session: string, patch: Partial<SessionStatus>): void {
@@ -467,7 +467,6 @@ export class Conversation implements vscode.Disposable {
         // Not over what the session's events said meanwhile (a prompt sent while this started: its turn runs).
         if (!this.statuses.has(state.session)) this.updateStatus(state.session, { state: state.state ?? "idle", running: state.running === true, cost: state.cost });
         for (const listener of this.listeners) listener.reset();
-        void this.refreshTitle(state.session);
         await this.restoreSession(state.session);
         if (continuing && this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.

@@ -166,25 +166,18 @@ function H:redraw(after, ended)
       self.redraw_at_end = self.running
     end
     local stop = held.ended -- how the last turn ended, unless another began since
-    local last = nil -- the last prompt drawn
-    for _, m in ipairs(not err and res.messages or {}) do
-      if m.role == "user" and type(m.content) == "string" then
-        last = m.content
-      end
-    end
-    local replay = false
+    -- The daemon says which events the history holds: those up to its `seq`. The later ones (a queued prompt's
+    -- turn begun meanwhile: its `## You` heading and what follows) are drawn from the held events, as they would
+    -- have been had they come after the answer. Before, a held prompt was looked for by its text in the history: a
+    -- second "continue" (or a prompt the last one starts with) was taken as drawn and lost its heading, and a turn
+    -- already in the history could be drawn twice.
+    local upto = not err and tonumber(res.seq) or math.huge
     for _, ev in ipairs(held.events) do
-      -- What they said before the answer is in it (a turn's end line too); a turn's start or end still tells the state.
-      -- But a turn (a queued prompt's) that began after the history was read: its prompt and what follows are not
-      -- in it, and are drawn from the held events. Before, its `## You` heading was lost.
-      if ev.role == "user" and not replay and not err then
-        local text = ev.content or ""
-        replay = last == nil or last:sub(1, #text) ~= text
-      end
+      local told = (tonumber(ev.seq) or 0) <= upto -- the history holds it (its turn's end line too)
       if ev.role == "turn" then
-        self:on_event(ev, not err)
+        self:on_event(ev, told and not err)
         stop = ev.content ~= "start" and ev.content or nil
-      elseif replay then
+      elseif not told then
         self:on_event(ev)
       end
     end

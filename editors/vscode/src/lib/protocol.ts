@@ -26,6 +26,8 @@ export interface StateChanged {
   contextSize?: unknown;
   usage?: unknown;
   cost?: unknown;
+  /** The session's title ("" while it has none); absent from a daemon before it was sent. */
+  title?: string;
 }
 
 /** Editor context bound to a prompt (`ollie/submit` `context`). */
@@ -130,7 +132,9 @@ export function parseStateChanged(raw: unknown): StateChanged | undefined {
   if (!isObject(raw)) return undefined;
   const { session, state, running } = raw;
   if (typeof session !== "string" || typeof state !== "string") return undefined;
-  return { session, state, running: running === true, contextSize: raw.contextSize, usage: raw.usage, cost: raw.cost };
+  const parsed: StateChanged = { session, state, running: running === true, contextSize: raw.contextSize, usage: raw.usage, cost: raw.cost };
+  if (typeof raw.title === "string") parsed.title = raw.title;
+  return parsed;
 }
 
 /** The id of a session-list entry (the daemon may call it `session` or `id`). */

@@ -92,6 +92,8 @@ test("ollie/stateChanged params are checked", () => {
     usage: undefined,
     cost: 0.5,
   });
+  assert.equal(parseStateChanged({ session: "s", state: "idle", title: "Sea haiku" })?.title, "Sea haiku");
+  assert.equal(parseStateChanged({ session: "s", state: "idle", title: 3 })?.title, undefined);
   assert.equal(parseStateChanged({ session: "s" }), undefined);
 });
 

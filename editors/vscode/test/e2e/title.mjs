@@ -1,0 +1,52 @@
+// E2E in real VS Code (code-server): the chat header shows the session's title as soon as the daemon gives it. The
+// first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
+// `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name.
+//
+// Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { chatFocused, log, openChat, runCommand, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
+const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }];
+const PROMPT = "Write a haiku about the sea";
+
+async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+const header = (chat, text) => chat.locator("#title", { hasText: text });
+
+await withVSCode({ script }, async ({ page, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  const chat = await openChat(page);
+  await header(chat, "New chat").waitFor({ timeout: waitMs });
+
+  // 1. The first prompt's words are the title while its answer still streams.
+  await send(chat, PROMPT);
+  await chat.locator(".item.assistant", { hasText: "The sea rolls in" }).waitFor({ timeout: waitMs });
+  await header(chat, PROMPT).waitFor({ timeout: waitMs });
+  if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before the title was checked");
+  await screenshot("title-during-first-turn");
+  log("the header showed the first prompt's title while its turn streamed");
+  await chat.locator("#stop").click();
+  await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
+
+  // 2. /rn renames it in the header at once.
+  await send(chat, "/rn Sea haiku");
+  await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
+  await screenshot("title-renamed");
+
+  // 3. A new session is a new chat; switching back shows the name.
+  await runCommand(page, "Ollie: New Session");
+  await header(chat, "New chat").waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Switch Session");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Sea haiku" }).first().click();
+  await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
+  await chatFocused(page, chat);
+  await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
+  log("/rn renamed the header at once; a new session said New chat, and the renamed one its name when shown again");
+});
