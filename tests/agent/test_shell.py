@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ollie.agent.shell import run_shell
-from tests.procs import eventually
+from tests.procs import eventually, timed_out_once_begun
 
 
 def _alive(pid: int) -> bool:
@@ -57,13 +57,11 @@ async def test_a_first_line_syntax_error_is_in_the_merged_output_with_its_line_n
 
 
 async def test_timeout_kills_the_whole_group_and_what_left_it(tmp_path: Path) -> None:
-    # One child stays in the group, one leaves it (setsid): neither outlives the command. A timeout that came before
-    # both began proves nothing (a loaded machine is slow to start them): then the run is tried with twice the time.
+    # One child stays in the group, one leaves it (setsid): neither outlives the command.
     command = f"sleep 60 & echo $! > {tmp_path}/a; setsid sleep 60 & echo $! > {tmp_path}/b; echo begun; wait"
-    for timeout in (1, 2, 4, 8, 16):
-        run = await run_shell(command, cwd=tmp_path, env=os.environ, timeout=timeout, merge_stderr=True)
-        if run.stdout:
-            break
+    run = await timed_out_once_begun(
+        lambda timeout: run_shell(command, cwd=tmp_path, env=os.environ, timeout=timeout, merge_stderr=True),
+        lambda run: run.stdout)
     assert run.timed_out and run.code == -9 and run.stdout == "begun\n"
     for name in ("a", "b"):
         assert await _gone(int((tmp_path / name).read_text())), f"the {name} child survived the timeout"
