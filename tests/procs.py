@@ -110,6 +110,18 @@ async def eventually(predicate: Callable[[], object], what: str, timeout: float 
         await asyncio.sleep(0.01)
 
 
+async def run_watching(run: Awaitable[T], marker: str, *, ceiling: float = 60.0) -> tuple[T, list[int]]:
+    """`run`'s result, and the most processes marked `marker` seen at once while it ran (at most `ceiling` s)."""
+    task = asyncio.ensure_future(run)
+    seen: list[int] = []
+    async with asyncio.timeout(ceiling):
+        while not task.done():
+            if len(found := processes_with(marker)) > len(seen):
+                seen = found
+            await asyncio.sleep(0.01)
+    return task.result(), seen
+
+
 async def timed_out_once_begun(run: Callable[[float], Awaitable[T]], begun: Callable[[T], object], *,
                                first_s: float = 1.0, tries: int = 5) -> T:
     """`run(timeout)`'s result once what it starts `begun` before the timeout; tried again with twice the time when

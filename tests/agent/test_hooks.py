@@ -9,7 +9,7 @@ import pytest
 
 from ollie.agent.commandbox import CommandBox
 from ollie.agent.hooks import HookResult, Hooks, payload_env
-from tests.procs import new_mark, processes_with, timed_out_once_begun, wait_for_processes, wait_no_processes
+from tests.procs import new_mark, run_watching, timed_out_once_begun, wait_for_processes, wait_no_processes
 
 # Hooks that leave files in their cwd need a writable command sandbox (the default one is read-only).
 WRITABLE = CommandBox(policy="default")
@@ -100,18 +100,10 @@ async def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path):
     # its own PID namespace (its `$!` is no host pid): the sleep's argument marks it for the host to find.
     mark = new_mark()
     hooks = Hooks({"agentSpawn": [f"sleep 600.{mark} & wait", "echo next"]}, box=WRITABLE)
-
-    async def run(timeout: float) -> tuple[HookResult, list[int]]:
-        """The hook's result, and the grandchild's pids if it was seen running."""
-        hook = asyncio.ensure_future(hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=timeout))
-        seen: list[int] = []
-        async with asyncio.timeout(60):  # the sleep's 10 minutes: the hook waited for it instead of timing out
-            while not hook.done():
-                seen = seen or processes_with(mark)
-                await asyncio.sleep(0.01)
-        return hook.result(), seen
-
-    result, seen = await timed_out_once_begun(run, lambda ran: ran[1], first_s=2)
+    # The sleep's 10 minutes: a hook that waited for it instead of timing out runs past run_watching's ceiling.
+    result, seen = await timed_out_once_begun(
+        lambda timeout: run_watching(hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=timeout), mark),
+        lambda ran: ran[1], first_s=2)
     assert seen, "the grandchild never ran before the timeout"
     assert result.exit_codes[0] < 0
     assert "timed out" in result.warnings[0]
