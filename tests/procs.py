@@ -123,11 +123,11 @@ async def run_watching(run: Awaitable[T], marker: str, *, ceiling: float = 60.0)
 
 
 async def timed_out_once_begun(run: Callable[[float], Awaitable[T]], begun: Callable[[T], object], *,
-                               first_s: float = 1.0, tries: int = 5) -> T:
-    """`run(timeout)`'s result once what it starts `begun` before the timeout; tried again with twice the time when
-    not (a loaded machine can be slow to start it: a timeout that came first proves nothing)."""
+                               first_s: float = 1.0, last_s: float = 16.0) -> T:
+    """`run(timeout)`'s result once what it starts `begun` before the timeout; tried again with twice the time (up
+    to `last_s`) when not: a loaded machine can be slow to start it, and a timeout that came first proves nothing."""
     timeout = first_s
-    for _ in range(tries - 1):
+    while timeout * 2 <= last_s:
         result = await run(timeout)
         if begun(result):
             return result
