@@ -46,6 +46,14 @@ function H.wait(cond, what, timeout_ms)
   return ok
 end
 
+---Let the callbacks scheduled so far run, and those they schedule in turn (the plugin moves windows from
+---vim.schedule): a wait for them, not for a guessed time.
+function H.settle()
+  local settled = false
+  vim.schedule(function() vim.schedule(function() settled = true end) end)
+  H.wait(function() return settled end, "the scheduled callbacks")
+end
+
 ---`value`, or a recorded failure naming `what` (with the transcript) when it is nil or false.
 function H.expect(value, what)
   if not value then
