@@ -40,18 +40,18 @@ async def _pid_in(path: Path) -> int:
 
 async def test_merged_output_interleaves_in_order(tmp_path: Path) -> None:
     run = await run_shell("echo one; echo two >&2; echo three; exit 4", cwd=tmp_path, env=os.environ,
-                          timeout=10, merge_stderr=True)
+                          timeout=30, merge_stderr=True)
     assert (run.stdout, run.stderr, run.code, run.timed_out) == ("one\ntwo\nthree\n", "", 4, False)
 
 
 async def test_separate_streams_cwd_env_and_stdin(tmp_path: Path) -> None:
     run = await run_shell('pwd; echo "$X $0"; cat; echo err >&2', cwd=tmp_path, env={**os.environ, "X": "x"},
-                          stdin=b"piped\n", timeout=10)
+                          stdin=b"piped\n", timeout=30)
     assert run.stdout == f"{tmp_path}\nx sh\npiped\n" and run.stderr == "err\n" and run.code == 0
 
 
 async def test_a_first_line_syntax_error_is_in_the_merged_output_with_its_line_number(tmp_path: Path) -> None:
-    run = await run_shell("echo never; foo(", cwd=tmp_path, env=os.environ, timeout=10, merge_stderr=True)
+    run = await run_shell("echo never; foo(", cwd=tmp_path, env=os.environ, timeout=30, merge_stderr=True)
     assert "never" not in run.stdout and " 1: " in run.stdout and "Syntax error" in run.stdout
     assert run.code == 2 and run.stderr == ""
 
@@ -79,4 +79,4 @@ async def test_cancelling_kills_the_group(tmp_path: Path) -> None:
 
 async def test_a_missing_directory_is_an_oserror(tmp_path: Path) -> None:
     with pytest.raises(OSError):
-        await run_shell("true", cwd=tmp_path / "missing", env=os.environ, timeout=10)
+        await run_shell("true", cwd=tmp_path / "missing", env=os.environ, timeout=30)

@@ -133,7 +133,7 @@ def test_exit_ends_the_daemon_at_once_with_status_0_while_the_client_keeps_its_p
     daemon, fork_server, mark = start_tool_turn(start, scripted_llm, workdir)
     shutdown = daemon.request_async("shutdown", None)
     if wait_for_shutdown:
-        shutdown.result(15)
+        shutdown.result(30)
     daemon.notify("exit", None)
     assert_all_gone(daemon, fork_server, mark)
     stderr = daemon.stderr_text()

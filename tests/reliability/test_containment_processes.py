@@ -132,7 +132,7 @@ async def test_an_escapee_is_dead_after_an_interrupt(server, work):
     await wait_for_processes(mark, 2)  # the escapee and the tool, running
     call.cancel()  # what an interrupt does to the running call
     with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
     assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the interrupt"
 
 
@@ -146,7 +146,7 @@ async def test_closing_the_fork_server_ends_running_steps_and_their_escapees(ser
     await asyncio.to_thread(fork_server().close)  # what daemon shutdown (atexit) does
     assert processes_with(mark) == [], "a step outlived its fork server"
     assert pid_gone(forkserver)
-    result = await asyncio.wait_for(call, 10)  # the step ends (killed), it does not hang
+    result = await asyncio.wait_for(call, 30)  # the step ends (killed), it does not hang
     assert result.is_error or "exit" in result.text.lower(), result.text
 
 
