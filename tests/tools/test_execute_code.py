@@ -124,7 +124,7 @@ async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
     mark = new_mark()
     program = f"sleep 30.{mark} & echo $! > g.tmp; mv g.tmp grandchild; echo $$ > c.tmp; mv c.tmp child; sleep 30"
     task = asyncio.ensure_future(code(ws.server(), program))
-    for _ in range(500):
+    for _ in range(1500):
         if (ws.work / "child").exists() and (ws.work / "grandchild").exists():
             break
         await asyncio.sleep(0.02)
