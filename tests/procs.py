@@ -114,11 +114,14 @@ async def run_watching(run: Awaitable[T], marker: str, *, ceiling: float = 60.0)
     """`run`'s result, and the most processes marked `marker` seen at once while it ran (at most `ceiling` s)."""
     task = asyncio.ensure_future(run)
     seen: list[int] = []
-    async with asyncio.timeout(ceiling):
-        while not task.done():
-            if len(found := processes_with(marker)) > len(seen):
-                seen = found
-            await asyncio.sleep(0.01)
+    try:
+        async with asyncio.timeout(ceiling):
+            while not task.done():
+                if len(found := processes_with(marker)) > len(seen):
+                    seen = found
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()  # a run past the ceiling ends with the test (once done, this does nothing)
     return task.result(), seen
 
 

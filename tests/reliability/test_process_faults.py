@@ -12,7 +12,7 @@ from ollie.testing import Reply
 from tests.procs import new_mark, run_watching, timed_out_once_begun, wait_for_processes, wait_no_processes
 
 # Steps and hooks run in PID namespaces of their own (their `$$` is not a host pid): the processes
-# that must die carry a mark in their command line (`sleep 60.<mark>`), looked up on the host.
+# that must die carry a mark in their command line (`sleep 600.<mark>`), looked up on the host.
 
 
 def stubborn(mark: str) -> str:

@@ -37,7 +37,7 @@ end
 
 ---Wait until `cond()`; record a failure naming `what` (with the transcript) and finish otherwise.
 function H.wait(cond, what, timeout_ms)
-  local ok = vim.wait(timeout_ms or 15000, cond, 20)
+  local ok = vim.wait(timeout_ms or 30000, cond, 20)
   if not ok then
     H.results.failure = string.format("timed out waiting for %s; chat:\n%s\nnotifications: %s", what, H.chat.text(),
       vim.inspect(H.results.notifications))
