@@ -29,7 +29,7 @@ async def wait_running(daemon, session: str | None = None, *, timeout: float = 3
     )
 
 
-async def test_interrupt_ends_the_turn_within_a_second(start_daemon, llm):
+async def test_interrupt_ends_a_streaming_turn(start_daemon, llm):
     llm.script(slow_reply())
     daemon = await start_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
@@ -42,7 +42,7 @@ async def test_interrupt_ends_the_turn_within_a_second(start_daemon, llm):
     assert state["running"] is False and state["state"] == "idle"
 
 
-async def test_interrupt_kills_a_running_tool_within_a_second(start_daemon, llm):
+async def test_interrupt_kills_a_running_tool(start_daemon, llm):
     mark = new_mark()
     llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f"sleep 600.{mark}", "language": "bash"}],
                                                     "timeout": 600})]))
