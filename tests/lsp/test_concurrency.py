@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 
 from lsprotocol import types
 
@@ -115,25 +116,25 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
 
 
 async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
-    # Each reply streams ~1.5 s: run at once, their events interleave (checked below; how long the two took says
-    # nothing on a loaded machine).
-    llm.script(Reply(text="a" * 60, chunk_size=2, delay=0.05), Reply(text="b" * 60, chunk_size=2, delay=0.05))
+    # Each reply streams and holds before its end: both sessions' text comes while neither turn has ended.
+    hold = threading.Event()
+    llm.script(Reply(text="a" * 60, chunk_size=2, hold=hold), Reply(text="b" * 60, chunk_size=2, hold=hold))
     daemon = await start_daemon(env=llm.env())
     default = (await daemon.request("ollie/state", {}))["session"]
     other = (await daemon.request("ollie/session/new", {}))["session"]
-    r1, r2 = await asyncio.gather(
+    submits = asyncio.gather(
         daemon.request("ollie/submit", {"text": "one"}),
         daemon.request("ollie/submit", {"session": other, "text": "two"}),
     )
+    await daemon.wait_events(lambda evs: {e["session"] for e in evs if e["role"] == "assistant"} == {default, other})
+    assert not submits.done()
+    hold.set()
+    r1, r2 = await submits
     assert {r1["session"], r2["session"]} == {default, other}
     assert {r1["reply"], r2["reply"]} == {"a" * 60, "b" * 60}
     for sid in (default, other):
         events = daemon.session_events(sid)
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    # The streams interleaved: the other session's events arrived while the first one's turn ran.
-    order = [e["session"] for e in daemon.events if e["role"] == "assistant"]
-    first_end = max(i for i, s in enumerate(order) if s == order[0])
-    assert any(s != order[0] for s in order[:first_end])
 
 
 async def test_cancelling_the_progress_interrupts_the_turn(start_daemon, llm):
