@@ -13,8 +13,11 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def new_mark() -> str:
@@ -105,3 +108,31 @@ async def eventually(predicate: Callable[[], object], what: str, timeout: float 
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.01)
+
+
+async def run_watching(run: Awaitable[T], marker: str, *, ceiling: float = 60.0) -> tuple[T, list[int]]:
+    """`run`'s result, and the most processes marked `marker` seen at once while it ran (at most `ceiling` s)."""
+    task = asyncio.ensure_future(run)
+    seen: list[int] = []
+    try:
+        async with asyncio.timeout(ceiling):
+            while not task.done():
+                if len(found := processes_with(marker)) > len(seen):
+                    seen = found
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()  # a run past the ceiling ends with the test (once done, this does nothing)
+    return task.result(), seen
+
+
+async def timed_out_once_begun(run: Callable[[float], Awaitable[T]], begun: Callable[[T], object], *,
+                               first_s: float = 1.0, last_s: float = 16.0) -> T:
+    """`run(timeout)`'s result once what it starts `begun` before the timeout; tried again with twice the time (up
+    to `last_s`) when not: a loaded machine can be slow to start it, and a timeout that came first proves nothing."""
+    timeout = first_s
+    while timeout * 2 <= last_s:
+        result = await run(timeout)
+        if begun(result):
+            return result
+        timeout *= 2
+    return await run(timeout)

@@ -26,7 +26,7 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_age
     assert response.stop_reason == "end_turn" and agent.client.text(sid) == "a green square"
     assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)]
     agent.proc.stdin.close()
-    await asyncio.wait_for(agent.proc.wait(), 15)  # stdin closed: the agent saves and exits
+    await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
     second = await start_agent(env=llm.env(), workspace=agent.workspace)
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)

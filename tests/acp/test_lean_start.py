@@ -38,7 +38,7 @@ async def test_a_first_prompt_loads_no_argparse_nor_the_executors_and_frees_the_
     sid = await agent.new()
     assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
     assert agent.client.text(sid) == "hello"
-    for _ in range(200):  # the full pass runs once the answer is written: wait for its line
+    for _ in range(600):  # the full pass runs once the answer is written: wait for its line
         if "full" in log.read_text():
             break
         await asyncio.sleep(0.05)

@@ -15,7 +15,7 @@ def by_id(options: list) -> dict:
 
 async def latest(agent, sid: str, kind: str, holds) -> object:
     """The session's last update of `kind` once it `holds` (updates may come twice: the count is not the point)."""
-    for _ in range(1000):
+    for _ in range(3000):
         if (found := agent.client.of(sid, kind)) and holds(found[-1]):
             return found[-1]
         await asyncio.sleep(0.01)

@@ -20,10 +20,10 @@ async def test_load_replays_the_history_and_list_shows_titles_and_times(start_ag
     sid = await first.new()
     await first.prompt(sid, "what does hello.py print")
     first.proc.stdin.close()
-    await asyncio.wait_for(first.proc.wait(), 15)  # stdin closed: the agent saves and exits
+    await asyncio.wait_for(first.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
     second = await start_agent(env=llm.env(), workspace=first.workspace)
-    listed = await asyncio.wait_for(second.conn.list_sessions(cwd=str(first.workspace)), 15)
+    listed = await asyncio.wait_for(second.conn.list_sessions(cwd=str(first.workspace)), 30)
     (info,) = [s for s in listed.sessions if s.session_id == sid]
     assert info.title == "what does hello.py print"
     assert info.updated_at and info.updated_at.startswith("20")
@@ -140,7 +140,7 @@ async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(star
     agent = await start_agent(env=llm.env(), command=[ollie, "acp"])
     sid, prompt = await sleeper.start(agent, llm, "62.5")
     agent.proc.stdin.close()
-    assert await asyncio.wait_for(agent.proc.wait(), 15) == 0
+    assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
     prompt.cancel()
     assert sleeper.pids("62.5") == []
     saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*"))
@@ -157,11 +157,11 @@ async def test_list_reports_each_sessions_cwd_and_filters_by_it(start_agent, llm
     there = await agent.new(cwd=other)
     await agent.prompt(there, "second project")
     untouched = await agent.new()  # nobody typed in it: not worth listing
-    listed = await asyncio.wait_for(agent.conn.list_sessions(), 15)
+    listed = await asyncio.wait_for(agent.conn.list_sessions(), 30)
     cwds = {s.session_id: s.cwd for s in listed.sessions}
     assert (cwds[here], cwds[there]) == (str(agent.workspace.resolve()), str(other.resolve()))
     assert untouched not in cwds
-    only = await asyncio.wait_for(agent.conn.list_sessions(cwd=str(other)), 15)
+    only = await asyncio.wait_for(agent.conn.list_sessions(cwd=str(other)), 30)
     assert [s.session_id for s in only.sessions] == [there]
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.list_sessions(cwd="relative/dir")
@@ -182,8 +182,8 @@ async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, ll
     agent = await start_agent(env=llm.env())
     assert agent.init.agent_capabilities.session_capabilities.close is not None
     sid, prompt = await sleeper.start(agent, llm, "63.5")
-    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 15)
-    assert (await asyncio.wait_for(prompt, 5)).stop_reason == "cancelled"
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    assert (await asyncio.wait_for(prompt, 30)).stop_reason == "cancelled"
     assert sleeper.pids("63.5") == []
     assert list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*")), "the session was not saved"
     with pytest.raises(acp.RequestError) as caught:
@@ -234,7 +234,7 @@ async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> No
     assert caught.value.code == -32007, caught.value
     message = str(caught.value)
     assert "session is live elsewhere" in message and f"(ollie acp pid {first.proc.pid})" in message, message
-    await asyncio.wait_for(first.conn.close_session(session_id=sid), 15)
+    await asyncio.wait_for(first.conn.close_session(session_id=sid), 30)
     await asyncio.wait_for(second.conn.load_session(cwd=str(second.workspace), session_id=sid, mcp_servers=[]), 30)
     assert (await second.prompt(sid, "second question")).stop_reason == "end_turn"
     users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
@@ -267,10 +267,10 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     await first.prompt(sid, "edit a and write b")
     assert (ws / "sub" / "a.txt").read_text() == "two\n"
     first.proc.stdin.close()
-    await asyncio.wait_for(first.proc.wait(), 15)
+    await asyncio.wait_for(first.proc.wait(), 30)
 
     second = await start_agent(env=llm.env(), workspace=first.workspace)
-    listed = await asyncio.wait_for(second.conn.list_sessions(), 15)
+    listed = await asyncio.wait_for(second.conn.list_sessions(), 30)
     assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(ws / "sub")]
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws / "sub"), session_id=sid, mcp_servers=[]), 30)
     diffs = [c for u in second.client.of(sid, "tool_call_update") for c in (u.content or []) if c.type == "diff"]
@@ -287,7 +287,7 @@ async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, 
     sid = await first.new()
     await first.prompt(sid, "what does hello.py print")
     first.proc.stdin.close()
-    await asyncio.wait_for(first.proc.wait(), 15)
+    await asyncio.wait_for(first.proc.wait(), 30)
 
     second = await start_agent(env=llm.env(), workspace=first.workspace)
     assert second.init.agent_capabilities.session_capabilities.resume is not None

@@ -109,14 +109,11 @@ async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(sta
     assert response.stop_reason == "max_turn_requests"
 
 
-async def test_cancel_answers_cancelled_within_a_second_and_kills_the_tool(start_agent, llm, sleeper) -> None:
+async def test_cancel_answers_cancelled_and_kills_the_tool(start_agent, llm, sleeper) -> None:
     agent = await start_agent(env=llm.env())
     sid, prompt = await sleeper.start(agent, llm, "61.25")
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     await agent.conn.cancel(session_id=sid)
-    response = await asyncio.wait_for(prompt, 30)
-    assert loop.time() - started < 4.0  # milliseconds when idle; room for a loaded machine, not for the 61 s tool
+    response = await asyncio.wait_for(prompt, 30)  # long before the tool's 61 s
     assert response.stop_reason == "cancelled"
     assert sleeper.pids("61.25") == []
     # The cut-short step ends failed, never left in progress.

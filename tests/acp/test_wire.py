@@ -9,7 +9,7 @@ async def test_a_malformed_line_answers_parse_error_and_the_session_goes_on(star
     agent = await start_agent(env=llm.env())
     agent.proc.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": \n')
     await agent.proc.stdin.drain()
-    for _ in range(1000):  # the answer comes without any other request to wait on
+    for _ in range(3000):  # the answer comes without any other request to wait on
         if any("error" in m for m in agent.wire):
             break
         await asyncio.sleep(0.01)

@@ -75,7 +75,7 @@ class ToyServer:
             return ToolResult("é" * (int(args["size"]) // 2))
         if tool == "spawn_sleep":
             proc = await asyncio.create_subprocess_exec(
-                "sh", "-c", "sleep 30 & sleep 30; wait", start_new_session=True
+                "sh", "-c", "sleep 600 & sleep 600; wait", start_new_session=True
             )
             self.pids.append(proc.pid)
             try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 from agentkit import ToyServer, drain, roles, wait_state, write_agent
 
@@ -25,9 +24,7 @@ async def test_nothing_listening_ends_the_first_turn_at_once_with_what_to_do(scr
     core = await make_core(srv, toy=ToyServer(), limits=REAL_BACKOFF,
                            env={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(), "OLLIE_MODEL": "qwen3"})
     sub = core.bus.subscribe()
-    started = time.monotonic()
-    result = await core.submit("hello")
-    assert time.monotonic() - started < 5  # no connect timeout; a retry (REAL_BACKOFF) is checked below, by its event
+    result = await core.submit("hello")  # no retry (REAL_BACKOFF would wait): checked below, by its event
     assert result.stop == "error"
     assert "ollama serve" in result.error and "ollama pull qwen3" in result.error
     assert "OLLIE_BACKEND" in result.error
@@ -41,9 +38,7 @@ async def test_an_unknown_host_is_not_retried(scripted_llm, make_core):
     core = await make_core(srv, toy=ToyServer(), limits=REAL_BACKOFF,
                            env={"OLLIE_OPENAI_URL": "http://ollie-test.invalid/v1"})
     sub = core.bus.subscribe()
-    started = time.monotonic()
-    result = await core.submit("hello")
-    assert time.monotonic() - started < 5  # no connect timeout; a retry (REAL_BACKOFF) is checked below, by its event
+    result = await core.submit("hello")  # no retry (REAL_BACKOFF would wait): checked below, by its event
     assert result.stop == "error" and "OLLIE_OPENAI_URL" in result.error
     assert roles(drain(sub), "limitretry") == []
 

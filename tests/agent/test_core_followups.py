@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from agentkit import ToyServer, drain, sent_messages, write_agent
 
@@ -40,13 +41,14 @@ async def test_continuations_stop_after_the_cap(scripted_llm, make_core, agents_
 
 async def test_queued_prompts_run_as_turns_announced_with_a_user_event(scripted_llm, make_core):
     srv = scripted_llm("openai")
-    srv.script(Reply.text("one", delay=0.05, chunk_size=1), Reply.text("two"))
+    hold = threading.Event()  # the first answer ends once the prompt is queued
+    srv.script(Reply(text="one", chunk_size=1, hold=hold), Reply.text("two"))
     core = await make_core(srv, toy=ToyServer())
     sub = core.bus.subscribe()
     turn = asyncio.create_task(core.submit("first"))
-    while not core.is_running:
-        await asyncio.sleep(0.005)
+    await eventually(lambda: core.is_running, "the first turn running")
     core.queue("second prompt")
+    hold.set()
     assert (await turn).reply == "one"
     events = [(e.role, e.content) for e in drain(sub) if e.role in ("turn", "user")]
     assert events == [("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "second prompt"),

@@ -6,14 +6,17 @@ import asyncio
 import contextlib
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
 
 from ollie.testing import Reply
-from tests.procs import new_mark, wait_for_processes, wait_no_processes
+from tests.procs import eventually, new_mark, wait_for_processes, wait_no_processes
+
+# What a test interrupts runs for 10 minutes (or until a gate it never opens): ending within this ceiling, the turn
+# was interrupted; the ceiling bounds a hang, not the machine's speed.
+HANG_S = 60.0
 
 
 def _alive(pid: int) -> bool:
@@ -30,13 +33,6 @@ def _alive(pid: int) -> bool:
 PROMPTLY_S = 10.0
 
 
-async def _wait_for(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition never came true"
-        await asyncio.sleep(0.02)
-
-
 async def test_interrupt_during_a_stream(scripted_llm, make_core):
     srv = scripted_llm("openai")
     srv.script(Reply(text="word " * 200, chunk_size=5, delay=0.05), Reply.text("next turn works"))
@@ -44,11 +40,9 @@ async def test_interrupt_during_a_stream(scripted_llm, make_core):
     sub = core.bus.subscribe()
     assert core.interrupt() is False
     turn = asyncio.create_task(core.submit("talk a lot"))
-    await _wait_for(lambda: any(e.role == "assistant" for e in list(sub._queue._queue)))
-    started = time.monotonic()
+    await eventually(lambda: any(e.role == "assistant" for e in list(sub._queue._queue)), "the first delta")
     assert core.interrupt("user pressed stop") is True
     result = await turn
-    assert time.monotonic() - started < 1.0
     assert result.stop == "interrupted" and core.state == "idle" and not core.is_running
     events = drain(sub)
     assert [e.content for e in roles(events, "turn")] == ["start", "interrupted"]
@@ -61,19 +55,17 @@ async def test_interrupt_a_long_tool_kills_its_process_group(scripted_llm, make_
     srv = scripted_llm("openai")
     # The step has its own PID namespace (its `$!` is no host pid): the sleeps' argument marks them for the host.
     mark = new_mark()
-    code = f"sleep 30.{mark} & sleep 30.{mark} & wait"
+    code = f"sleep 600.{mark} & sleep 600.{mark} & wait"
     srv.script(
-        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 60})),
+        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
         Reply.text("after the interrupt"),
     )
     core = await make_core(srv)  # the real execute server
     turn = asyncio.create_task(core.submit("sleep"))
     await wait_for_processes(mark, 2)  # both sleeps, running
     assert core.state == "calling: execute_code"
-    started = time.monotonic()
     assert core.interrupt()
-    result = await turn
-    assert time.monotonic() - started < 1.0
+    result = await asyncio.wait_for(turn, HANG_S)
     assert result.stop == "interrupted" and core.state == "idle"
     assert await wait_no_processes(mark) == []
     # The history stays well-formed: the next request answers the interrupted call.
@@ -83,12 +75,12 @@ async def test_interrupt_a_long_tool_kills_its_process_group(scripted_llm, make_
 
 async def test_interrupt_a_parallel_batch(scripted_llm, make_core):
     srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(("slow_read", {"delay": 30, "tag": "a"}), ("slow_read", {"delay": 30, "tag": "b"})))
+    srv.script(Reply.tool_calls(("slow_read", {"gated": True, "tag": "a"}), ("slow_read", {"gated": True, "tag": "b"})))
     core = await make_core(srv, toy=ToyServer())
     turn = asyncio.create_task(core.submit("read"))
     await wait_state(core, "calling: slow_read")
     core.interrupt()
-    result = await asyncio.wait_for(turn, 1.0)
+    result = await asyncio.wait_for(turn, HANG_S)
     assert result.stop == "interrupted"
     assert [m.role for m in core.session.messages] == ["user", "assistant", "tool", "tool"]
 
@@ -99,24 +91,24 @@ async def test_cancelling_submit_interrupts_the_turn(scripted_llm, make_core):
     srv.script(Reply.tool_calls(("spawn_sleep", {})))
     core = await make_core(srv, toy=toy)
     turn = asyncio.create_task(core.submit("sleep"))
-    await _wait_for(lambda: toy.pids)
+    await eventually(lambda: toy.pids, "the tool's process")
     turn.cancel()
     # The daemon cancels the submit of a $/cancelRequest: the turn stops and submit resolves "interrupted".
-    assert (await asyncio.wait_for(turn, 1.0)).stop == "interrupted"
+    assert (await asyncio.wait_for(turn, HANG_S)).stop == "interrupted"
     assert core.state == "idle"
     assert not core.is_running
-    await _wait_for(lambda: not _alive(toy.pids[0]), timeout=2.0)
+    await eventually(lambda: not _alive(toy.pids[0]), "the tool's process gone")
 
 
 async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):
     from ollie.sessions import persist
 
     srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(("slow_write", {"delay": 30})))
+    srv.script(Reply.tool_calls(("slow_write", {"gated": True})))
     core = await make_core(srv, toy=ToyServer())
     turn = asyncio.create_task(core.submit("wait"))
     await wait_state(core, "calling: slow_write")
-    await asyncio.wait_for(core.close(), 2.0)
+    await asyncio.wait_for(core.close(), HANG_S)
     with contextlib.suppress(asyncio.CancelledError):
         assert (await turn).stop == "interrupted"
     saved = persist.load(core.sessions_dir, core.session_id)
@@ -127,17 +119,15 @@ async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir,
     from agentkit import write_agent
 
     mark = new_mark()  # the hook's `$$` would be its PID namespace's: its sleep child is found by this mark
-    write_agent(agents_dir, "h", hooks={"preTool": f"sleep 30.{mark}"})
+    write_agent(agents_dir, "h", hooks={"preTool": f"sleep 600.{mark}"})
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("slow_read", {"tag": "x"})))
     toy = ToyServer()
-    core = await make_core(srv, toy=toy, agent="h")
+    core = await make_core(srv, toy=toy, agent="h", limits={"hook_timeout_s": 600.0})
     turn = asyncio.create_task(core.submit("go"))
     await wait_for_processes(mark)
-    started = time.monotonic()
     core.interrupt()
-    assert (await turn).stop == "interrupted"
-    assert time.monotonic() - started < 1.0
+    assert (await asyncio.wait_for(turn, HANG_S)).stop == "interrupted"
     assert toy.executions == []
     # The hook's whole group is gone, its `sleep` child included.
     assert await wait_no_processes(mark) == []
@@ -236,7 +226,7 @@ async def test_a_stop_leaves_a_compaction_under_way_undone_in_memory_and_on_disk
                Reply.text(summary + "\n```"))
     sub = core.bus.subscribe()
     compact = asyncio.create_task(core.submit("/compact"))
-    await _wait_for(lambda: len(srv.chat_requests) == 3, timeout=30)  # the summary is being streamed
+    await eventually(lambda: len(srv.chat_requests) == 3, "the summary's request")  # the summary is being streamed
     assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
     assert (compact.result().reply, compact.result().stop) == ("compaction stopped: history unchanged", "interrupted")
     assert [e.content for e in roles(drain(sub), "info")] == ["compaction stopped: history unchanged"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
@@ -167,12 +168,15 @@ async def test_inject_reaches_the_next_tool_result(scripted_llm, make_core):
 
 async def test_inject_too_late_for_a_tool_result_becomes_a_queued_prompt(scripted_llm, make_core):
     srv = scripted_llm("openai")
-    srv.script(Reply(text="slow answer", delay=0.05, chunk_size=2), Reply.text("second turn"))
+    # The answer streams until the note is in: no tool result comes after it, however slow the machine.
+    hold = threading.Event()
+    srv.script(Reply(text="slow answer", chunk_size=2, hold=hold), Reply.text("second turn"))
     core = await make_core(srv, toy=ToyServer())
     sub = core.bus.subscribe()
     turn = asyncio.create_task(core.submit("first"))
     await wait_state(core, "True", field="running")
     core.inject("late note")
+    hold.set()
     assert (await turn).reply == "slow answer"
     assert sent_messages(srv, 1)[-1] == {"role": "user", "content": "late note"}
     assert [e.content for e in roles(drain(sub), "turn")] == ["start", "end", "start", "end"]
@@ -180,13 +184,15 @@ async def test_inject_too_late_for_a_tool_result_becomes_a_queued_prompt(scripte
 
 async def test_queued_prompts_drain_after_the_turn_as_turns_of_their_own(scripted_llm, make_core):
     srv = scripted_llm("openai")
-    srv.script(Reply(text="one", delay=0.05), Reply.text("two"), Reply.text("three"))
+    hold = threading.Event()  # the first answer ends once both prompts are queued
+    srv.script(Reply(text="one", hold=hold), Reply.text("two"), Reply.text("three"))
     core = await make_core(srv, toy=ToyServer())
     sub = core.bus.subscribe()
     turn = asyncio.create_task(core.submit("first"))
     await wait_state(core, "True", field="running")
     assert core.queue("second") == 1 and core.queue("third") == 2
     assert core.queued() == ["second", "third"]
+    hold.set()
     result = await turn
     assert result.reply == "one" and core.queued() == [] and core.reply == "three"
     assert [m["content"] for m in sent_messages(srv, 2) if m["role"] == "user"] == ["first", "second", "third"]

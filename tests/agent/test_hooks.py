@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
 from ollie.agent.commandbox import CommandBox
 from ollie.agent.hooks import HookResult, Hooks, payload_env
-from tests.procs import new_mark, wait_for_processes, wait_no_processes
+from tests.procs import new_mark, run_watching, timed_out_once_begun, wait_for_processes, wait_no_processes
 
 # Hooks that leave files in their cwd need a writable command sandbox (the default one is read-only).
 WRITABLE = CommandBox(policy="default")
@@ -100,13 +99,12 @@ async def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path):
     # sh starts `sleep` in the background (a grandchild of ours) and waits on it. A sandboxed hook has
     # its own PID namespace (its `$!` is no host pid): the sleep's argument marks it for the host to find.
     mark = new_mark()
-    hooks = Hooks({"agentSpawn": [f"sleep 30.{mark} & wait", "echo next"]}, box=WRITABLE)
-    started = time.monotonic()
-    run = asyncio.ensure_future(hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=2))
-    await wait_for_processes(mark)  # the grandchild, running
-    result = await run
-    elapsed = time.monotonic() - started
-    assert elapsed < 10, "the hook waited for the sleep instead of timing out"
+    hooks = Hooks({"agentSpawn": [f"sleep 600.{mark} & wait", "echo next"]}, box=WRITABLE)
+    # The sleep's 10 minutes: a hook that waited for it instead of timing out runs past run_watching's ceiling.
+    result, seen = await timed_out_once_begun(
+        lambda timeout: run_watching(hooks.run("agentSpawn", {}, cwd=tmp_path, env={}, timeout=timeout), mark),
+        lambda ran: ran[1], first_s=2)
+    assert seen, "the grandchild never ran before the timeout"
     assert result.exit_codes[0] < 0
     assert "timed out" in result.warnings[0]
     assert result.output == "next", "a timeout is a warning: the next command still runs"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from contextlib import aclosing
 
 import pytest
@@ -87,11 +86,9 @@ async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm)
 
 
 async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
-    started = time.monotonic()
     async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})) as backend:
         health = (await check_backend(backend)).to_wire()
-    # "cannot connect", not the check's 3 s timeout; the bound leaves room for a loaded machine.
-    assert time.monotonic() - started < 10
+    # "cannot connect" (refused at once), not the check's 3 s timeout.
     assert (health["ok"], health["reachable"]) == (False, False)
     assert "ollama serve" in health["hint"] and "cannot connect" in health["error"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import aclosing
@@ -46,7 +45,6 @@ async def test_a_gzip_bomb_never_inflates_whole_and_the_caps_stop_it():
         backend = backend_for(srv.url)
         peaks: list[int] = []
         tracemalloc.start()
-        started = time.monotonic()
         try:
             for expected, match in ((TransientError, "malformed stream: an SSE event over"),  # one endless event
                                     (TransientError, "HTTP 500")):  # the error answer read for its first MiB only
@@ -68,7 +66,6 @@ async def test_a_gzip_bomb_never_inflates_whole_and_the_caps_stop_it():
         sse, error, json_answer = peaks
         # (The error answer peaked at 9.3 MiB on some runs: decoded pieces and httpx's buffers, not the body.)
         assert sse < 24 << 20 and error < 16 << 20 and json_answer < 72 << 20, peaks
-        assert time.monotonic() - started < 60
 
 
 async def test_a_reply_without_end_stops_at_its_size_cap():
@@ -91,11 +88,9 @@ async def test_a_reply_without_end_stops_at_its_size_cap():
 @pytest.mark.parametrize("keepalive", [b": keep-alive\n\n", b": OPENROUTER PROCESSING\n\n", b"\n\n\n"])
 async def test_keep_alive_comments_do_not_hold_a_turn_past_its_idle_deadline(keepalive):
     async with wire_server(lambda request: forever(chunk(keepalive), 0.05)) as srv:
-        started = time.monotonic()
         async with aclosing(backend_for(srv.url, limits=ReplyLimits(idle_s=1.0))) as backend:
-            with pytest.raises(StreamDropError, match="no event for 1 s"):
+            with pytest.raises(StreamDropError, match="no event for 1 s"):  # the idle deadline: not the server's end
                 await asyncio.wait_for(collect(backend), 30)
-        assert time.monotonic() - started < 20  # the server would go on for 100 s
         await asyncio.wait_for(srv.ended.wait(), 10)  # and its connection was dropped
 
 
@@ -129,13 +124,11 @@ async def test_a_head_trickled_a_byte_at_a_time_meets_the_head_deadline():
     async with wire_server(lambda request: steps) as srv:
         backend = backend_for(srv.url, limits=ReplyLimits(head_s=1.0),
                               timeout=httpx.Timeout(connect=5.0, read=20.0, write=5.0, pool=5.0))
-        started = time.monotonic()
         try:
-            with pytest.raises(TransientError, match="no response head within 1 s"):
+            with pytest.raises(TransientError, match="no response head within 1 s"):  # the head deadline's, no read timeout's
                 await asyncio.wait_for(collect(backend), 30)
         finally:
             await backend.aclose()
-        assert time.monotonic() - started < 15  # the head deadline, not a read timeout
         await asyncio.wait_for(srv.ended.wait(), 10)
 
 
@@ -153,16 +146,14 @@ async def test_oversized_framing_is_refused_without_being_held(where, expected):
     }[where]
     async with wire_server(lambda request: steps) as srv:
         backend = backend_for(srv.url)
-        started = time.monotonic()
         tracemalloc.start()
         try:
-            with pytest.raises(expected, match="RemoteProtocolError"):
+            with pytest.raises(expected, match="RemoteProtocolError"):  # from parsing, not from a timeout
                 await asyncio.wait_for(collect(backend), 30)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
             await backend.aclose()
-        assert time.monotonic() - started < 20  # from parsing, not from a timeout
         assert peak < 8 << 20, peak  # httpx's parser (h11) holds at most ~100 KiB of an unfinished line
 
 

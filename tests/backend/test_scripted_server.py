@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import httpx
 import pytest
@@ -51,6 +52,23 @@ def test_ollama_bytes_are_ndjson_ending_in_done():
         lines = [json.loads(line) for line in response.text.splitlines()]
         assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
         assert lines[-1]["done_reason"] == "stop" and lines[-1]["eval_count"] > 0
+
+
+def test_a_held_reply_sends_its_deltas_and_ends_once_its_event_is_set():
+    hold = threading.Event()
+    with ScriptedLLMServer("openai") as srv:
+        srv.script(Reply(text="held on", chunk_size=2, hold=hold))
+        body = {"model": "m", "messages": [], "stream": True}
+        with httpx.stream("POST", f"{srv.url}/chat/completions", json=body, timeout=30) as response:
+            lines, text = response.iter_lines(), ""
+            while text != "held on":  # every delta comes before the hold
+                line = next(lines)
+                if line.startswith("data: {"):
+                    text += "".join(c["delta"].get("content") or "" for c in json.loads(line[6:])["choices"])
+            assert srv.finished_replies == 0  # the end waits for the test
+            hold.set()
+            assert [line for line in lines if line][-1] == "data: [DONE]"
+        assert srv.finished_replies == 1
 
 
 async def test_leftover_replies_fail_assert_done():

@@ -8,7 +8,6 @@ import gzip
 import json
 import ssl
 import subprocess
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,9 +157,7 @@ async def test_a_key_that_would_split_the_request_is_refused_and_nothing_is_sent
 async def test_a_silent_server_meets_the_read_timeout_and_the_turn_can_retry():
     async with wire_server(lambda request: [30.0]) as srv:
         backend = backend_for(srv.url, timeout=httpx.Timeout(connect=5.0, read=0.3, write=5.0, pool=5.0))
-        started = time.monotonic()
-        await fails(backend, (TransientError, "ReadTimeout"))
-        assert time.monotonic() - started < 10
+        await fails(backend, (TransientError, "ReadTimeout"))  # the read timeout's, not the server's 30 s end
 
 
 async def test_an_interrupted_turn_ends_its_connection_and_leaves_no_task():

@@ -47,7 +47,7 @@ class Tmux:
         return subprocess.run([*self.base, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t"],
                               capture_output=True, text=True, check=True).stdout
 
-    def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 20) -> str:
+    def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 30) -> str:
         """Poll the screen until `cond(screen)`; fail with the screen otherwise."""
         deadline = time.monotonic() + timeout
         while True:
@@ -70,7 +70,7 @@ class Tmux:
         """Whether the command still runs (its tmux session ends with it)."""
         return subprocess.run([*self.base, "has-session", "-t", "t"], capture_output=True).returncode == 0
 
-    def wait_exit(self, command: str, timeout: float = 10) -> None:
+    def wait_exit(self, command: str, timeout: float = 30) -> None:
         """Wait until the command (Neovim) has quit; fail with the screen otherwise."""
         deadline = time.monotonic() + timeout
         while self.alive() and time.monotonic() < deadline:
@@ -166,7 +166,7 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         small = keep("6-80x24", tmux.wait(lambda s: len(s.splitlines()) == 24
                                           and 38 <= s.splitlines()[1].find("│") <= 41
                                           and " prompt " in s.splitlines()[22],
-                                          "the chat to take half of the smaller terminal", timeout=10))
+                                          "the chat to take half of the smaller terminal"))
         assert len(small.splitlines()) == 24
         bars = [i for i, line in enumerate(small.splitlines()) if " ollie: " in line or " prompt " in line]
         assert len(bars) == 2 and bars[1] - bars[0] - 1 == 5, small
@@ -206,7 +206,7 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         # `:q!` quits the editor at once: no second `:q` for the chat left alone on the screen.
         tmux.keys(":q!", "Enter")
         tmux.wait_exit(":q!")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         while (daemons := daemons_of(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not daemons, daemons

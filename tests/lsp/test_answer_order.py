@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from lsprotocol import types
 
@@ -32,13 +33,14 @@ async def test_a_commands_output_comes_before_its_answer_by_either_method(start_
 
 async def test_the_turns_a_queue_run_started_are_sent_before_its_answer(start_daemon, llm):
     # Their deltas come hot: the events' task joins them for 300 ms, after the turn ended and the handler returned.
-    llm.script(Reply.text("a slow answer " * 20, chunk_size=4, delay=0.05),
-               Reply.text("the queued answer", chunk_size=2))
+    hold = threading.Event()  # the first answer streams until the interrupt
+    llm.script(Reply.text("a slow answer", hold=hold), Reply.text("the queued answer", chunk_size=2))
     daemon = await start_daemon(env={**llm.env(), "OLLIE_LSP_COALESCE_MS": "300"})
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     assert await daemon.request("ollie/queue", {"text": "queued"}) == {"depth": 1}
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
     session = (await first)["session"]
     result, before = await daemon.request_in_order("ollie/queue/run", {"session": session})
     assert result == {"queued": []}

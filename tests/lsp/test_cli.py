@@ -20,6 +20,8 @@ from ollie.testing import Reply
 from .conftest import child_env
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
+# A reply that streams for ~5 minutes (3,000 frames, 0.1 s apart): only an interrupt ends it in a test's time.
+LONG_TALK = "word " * 3000
 
 
 def run_ollie(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -164,18 +166,14 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
 
 def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
     import signal
-    import time
 
-    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))
+    llm.script(Reply(text=LONG_TALK, chunk_size=5, delay=0.1))
     proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env=child_env(llm.env()),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout.read(4) == "word"  # streaming has begun
-        started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=10)
-        assert time.monotonic() - started < 5  # the reply streams for 8 s
-        assert code == 130
+        assert proc.wait(timeout=60) == 130  # long before the reply's 5 minutes
     finally:
         proc.kill()
         proc.wait()
@@ -183,7 +181,6 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
 
 def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
     import signal
-    import time
 
     proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
@@ -191,11 +188,12 @@ def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
         banner = proc.stderr.readline()
         assert "ollie" in banner and "session" in banner
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        assert proc.poll() is None  # one Ctrl-C at the idle prompt only warns
+        # One Ctrl-C at the idle prompt only warns; the second is sent once the first was taken (two signals
+        # pending at once are one).
+        assert "Ctrl-C again" in proc.stderr.readline() + proc.stderr.readline()
+        assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
-        assert "Ctrl-C again" in proc.stderr.read()
+        assert proc.wait(timeout=30) == 0
     finally:
         proc.kill()
         proc.wait()
@@ -219,7 +217,7 @@ def test_daemon_version_and_tcp_mode(tmp_path):
 
     async def talk() -> dict:
         client = LanguageClient("t", "1", converter_factory=raw_params_converter)
-        for _ in range(100):
+        for _ in range(300):  # the daemon starts listening (30 s: a loaded machine is slow to start it)
             try:
                 await client.start_tcp("127.0.0.1", port)
                 break
@@ -306,7 +304,7 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
     import signal
     import time
 
-    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply.text("after the interrupt"))
+    llm.script(Reply(text=LONG_TALK, chunk_size=5, delay=0.1), Reply.text("after the interrupt"))
     proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
@@ -319,7 +317,7 @@ def test_ctrl_c_in_the_interactive_prompt_interrupts_the_turn_and_keeps_going(ll
         out, err = proc.communicate("next\n", timeout=30)
         assert proc.returncode == 0, err
         assert "after the interrupt" in out
-        assert out.count("word") < 80
+        assert out.count("word") < LONG_TALK.count("word")
     finally:
         proc.kill()
         proc.wait()

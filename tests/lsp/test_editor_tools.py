@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -218,23 +217,21 @@ async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_mad
 
 async def test_an_edit_that_changes_no_diagnostic_ends_the_wait_once_the_editor_says_they_are_current(
         start_daemon, llm):
-    # A long wait: without the editor's word the check would ask on for the whole 5 s (the answer never changes).
-    daemon, target = await _editing_daemon(start_daemon, llm, "= 2", settle_ms=100, wait_ms=5000)
-    asked: list[float] = []
+    # A long wait: without the editor's word the check would ask on for the whole minute (the answer never changes).
+    daemon, target = await _editing_daemon(start_daemon, llm, "= 2", settle_ms=100, wait_ms=60_000)
+    asked: list[Any] = []
 
     @daemon.client.feature("ollie/editor/diagnostics")
     def diagnostics(params: Any) -> dict[str, Any]:
-        asked.append(time.monotonic())  # answered at once, for the file as it is now
+        asked.append(params)  # answered at once, for the file as it is now
         return {"diagnostics": [{"path": str(target), "line": 1, "column": 5, "severity": "error",
                                  "message": "old problem"}], "upToDate": params["paths"]}
 
-    result = await daemon.request("ollie/submit", {"text": "edit"})
-    done = time.monotonic()
+    result = await asyncio.wait_for(daemon.request("ollie/submit", {"text": "edit"}), 30)
     assert result["reply"] == "edited" and "= 2" in target.read_text()
     assert "[editor]" not in told(llm)  # nothing new to say
-    # Asked before the step and once after it (the settle time), then done: not the 5 s maximum.
+    # Asked before the step and once after it (the settle time), then done: not asked on for the minute.
     assert len(asked) == 2, asked
-    assert done - asked[0] < 3, done - asked[0]
 
 
 async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_and_the_turn_goes_on(start_daemon, llm):
@@ -244,7 +241,8 @@ async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_an
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.ts", "one", "two"]}]})),
         Reply.text("still here"),
     )
-    env = {**llm.env(), "OLLIE_EDITOR_TIMEOUT_MS": "500", "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "50"}
+    # Time enough for the answers that come (a loaded machine is slow to give them), not for the one that never does.
+    env = {**llm.env(), "OLLIE_EDITOR_TIMEOUT_MS": "2000", "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "50"}
     daemon = await start_daemon(env=env, init_options={"editorTools": True})
     (daemon.workspace / "a.ts").write_text("one\n")
 
@@ -263,12 +261,11 @@ async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_an
     def symbols(params: Any) -> dict[str, Any]:
         return {"symbols": "not a list"}
 
-    started = time.monotonic()
-    result = await daemon.request("ollie/submit", {"text": "try"})
-    elapsed = time.monotonic() - started
+    # Bounded by the timeouts (three asks never answered), not by the client's never.
+    result = await asyncio.wait_for(daemon.request("ollie/submit", {"text": "try"}), 60)
     assert result == {"session": result["session"], "reply": "still here", "stop": "end"}
     assert told(llm, 1) == ("[call 1 editor_diagnostics] error: the editor did not answer ollie/editor/diagnostics "
-                            "within 0.5 s")
+                            "within 2 s")
     second = told(llm, 2)
     assert "[call 1 editor_definition] error: the editor could not answer ollie/editor/definition:" in second
     assert "no language server for this file" in second
@@ -279,8 +276,6 @@ async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_an
     assert "[editor]" not in told(llm, 3)
     tools = [e for e in daemon.events if e["role"] == "tool"]
     assert [e["tool"]["status"] for e in tools] == ["failed", "failed", "completed"]
-    # Bounded by the timeouts: three slow asks of 0.5 s and the post-edit wait (1.5 s), not the client's never.
-    assert elapsed < 10, elapsed
     release.set()  # the late answers arrive, and the daemon only logs them
     assert (await daemon.request("ollie/state", {}))["state"] == "idle"
 

@@ -234,7 +234,7 @@ async def test_a_session_is_titled_by_its_first_prompt_until_renamed(start_daemo
         listed = (await daemon.request("ollie/session/list", {}))["sessions"]
         return {s["id"]: s["title"] for s in listed}
 
-    for _ in range(100):  # the title is written on the registry thread
+    for _ in range(1500):  # the title is written on the registry thread
         if (await titles()).get(first["session"]):
             break
         await asyncio.sleep(0.02)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from ollie.testing import Reply
 
@@ -12,7 +13,8 @@ def turn_log(events: list[dict], session: str) -> list[tuple[str, str]]:
 
 
 async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_daemon, llm):
-    llm.script(Reply.text("a slow answer " * 20, chunk_size=4, delay=0.05), Reply.text("fresh answer"),
+    hold = threading.Event()  # the first answer streams until the interrupt (set after it, for the server's end)
+    llm.script(Reply.text("a slow answer", hold=hold), Reply.text("fresh answer"),
                Reply.text("second answer"), Reply.text("third answer"))
     daemon = await start_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
@@ -20,6 +22,7 @@ async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_d
     assert await daemon.request("ollie/queue", {"text": "second"}) == {"depth": 1}
     assert await daemon.request("ollie/queue", {"text": "third"}) == {"depth": 2}
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
     session = (await first)["session"]
     await asyncio.sleep(0.8)  # past the grace after a turn: nothing runs on its own
     state = await daemon.request("ollie/state", {})
@@ -41,12 +44,14 @@ async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_d
 
 
 async def test_queue_clear_drops_held_prompts(start_daemon, llm):
-    llm.script(Reply.text("slow " * 40, chunk_size=2, delay=0.05))
+    hold = threading.Event()
+    llm.script(Reply.text("slow", hold=hold))
     daemon = await start_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     await daemon.request("ollie/queue", {"text": "later"})
-    await daemon.request("ollie/interrupt", {})
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
     await first
     assert await daemon.request("ollie/queue/clear", {}) == {"cleared": 1}
     state = await daemon.request("ollie/state", {})

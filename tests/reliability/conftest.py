@@ -55,7 +55,7 @@ def start_daemon(workdir: Path) -> Iterator[Callable[..., LSPProcess]]:
     yield start
     for daemon in started:
         if daemon.alive():
-            daemon.shutdown(timeout=10)
+            daemon.shutdown(timeout=30)
 
 
 @pytest.fixture

@@ -218,7 +218,7 @@ async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(start_dae
     assert (await daemon.request("ollie/submit", {"text": "swap"}, timeout=30))["reply"] == "fifo"
     try:
         with pytest.raises(JsonRpcException, match="not a regular file"):
-            await daemon.request("ollie/review/undo", {"turn": 1, "path": "a.txt"}, timeout=10)
+            await daemon.request("ollie/review/undo", {"turn": 1, "path": "a.txt"}, timeout=30)
     finally:
         try:
             os.close(os.open(ws / "a.txt", os.O_WRONLY | os.O_NONBLOCK))

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 from bench.lspwire import LSPProcess
+from ollie.log import default_log_file
 from ollie.testing import Reply
-from ollie_lsp.server import EXIT_BACKSTOP_S
 from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
 
-# How long a daemon may take to end once its client is gone (the standard: a few seconds).
-GONE_WITHIN_S = 6.0
+# A ceiling on a hang only: how fast the daemon closed itself is its backstop's business, checked by its log line.
+GONE_WITHIN_S = 30.0
+# What exit_backstop logs before it ends a daemon that did not close by itself (`ollie_lsp.server.exit_backstop`).
+BACKSTOP_LINE = "did not end"
 
 
 class SilentClient(LSPProcess):
@@ -65,14 +67,12 @@ def start(workdir: Path, tmp_path: Path):
 
 
 def assert_all_gone(daemon: LSPProcess, fork_server: int | None, mark: str | None) -> None:
-    """The daemon ended within GONE_WITHIN_S, its fork server and the step's processes with it."""
-    started = time.monotonic()
+    """The daemon ended by closing itself, before its backstop, its fork server and the step's processes with it."""
     try:
         daemon.proc.wait(GONE_WITHIN_S)
     except Exception:
         raise AssertionError(f"the daemon still runs {GONE_WITHIN_S} s after its client went:\n"
                              + daemon.stderr_text()[-3000:]) from None
-    took = time.monotonic() - started
     if fork_server is not None:
         assert process_gone(fork_server), "the fork server outlived the daemon"
     if mark is not None:
@@ -84,8 +84,9 @@ def assert_all_gone(daemon: LSPProcess, fork_server: int | None, mark: str | Non
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         assert not left, "a step's process outlived the daemon"
-    # The backstop is the last resort: closing itself must not hang.
-    assert took < EXIT_BACKSTOP_S, f"the daemon ended only through its backstop ({took:.1f} s)"
+    # The backstop is the last resort: closing itself must not hang (the backstop ends it EXIT_BACKSTOP_S after).
+    log = default_log_file()
+    assert BACKSTOP_LINE not in (log.read_text() if log.exists() else ""), "the daemon ended only through its backstop"
 
 
 def close_stdin(daemon: LSPProcess) -> None:
@@ -132,7 +133,7 @@ def test_exit_ends_the_daemon_at_once_with_status_0_while_the_client_keeps_its_p
     daemon, fork_server, mark = start_tool_turn(start, scripted_llm, workdir)
     shutdown = daemon.request_async("shutdown", None)
     if wait_for_shutdown:
-        shutdown.result(15)
+        shutdown.result(30)
     daemon.notify("exit", None)
     assert_all_gone(daemon, fork_server, mark)
     stderr = daemon.stderr_text()

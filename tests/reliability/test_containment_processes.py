@@ -13,8 +13,8 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -23,7 +23,15 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from ollie.sandbox.spawn import fork_server
 from ollie.testing import Reply
 from ollie.tools.execute.server import ExecuteServer
-from tests.procs import children_of, new_mark, processes_with, wait_for_processes, wait_no_processes
+from tests.procs import (
+    children_of,
+    new_mark,
+    processes_with,
+    run_watching,
+    timed_out_once_begun,
+    wait_for_processes,
+    wait_no_processes,
+)
 
 from .conftest import pid_gone, wait_gone
 
@@ -77,8 +85,21 @@ def escape_step(language: str, mark: str, then: str = "") -> dict:
 
 
 def sleep_marked(mark: str) -> str:
-    """The rest of a bash step: the tool process itself becomes a marked minute-long sleep."""
-    return f"exec sleep 60.{mark}"
+    """The rest of a bash step: the tool process itself becomes a marked ten-minute sleep."""
+    return f"exec sleep 600.{mark}"
+
+
+async def call_watching(server: ExecuteServer, step: dict, mark: str, work: Path, *left: str,
+                        first_s: float) -> tuple[Any, list[int]]:
+    """The result of `step` timed out once its marked processes (two or more) were seen running, and those seen;
+    the files in `left` that a try leaves in `work` are removed before each."""
+
+    async def call(timeout: float) -> tuple[Any, list[int]]:
+        for name in left:
+            (work / name).unlink(missing_ok=True)
+        return await run_watching(server.call("execute_code", {"steps": [step], "timeout": timeout}), mark)
+
+    return await timed_out_once_begun(call, lambda ran: len(ran[1]) >= 2, first_s=first_s)
 
 
 @pytest.mark.parametrize("language", ["bash", "python3"])
@@ -96,12 +117,10 @@ async def test_an_escapee_is_dead_when_the_step_returns(server, work, language):
 
 async def test_an_escapee_is_dead_after_the_step_times_out(server, work):
     mark = new_mark()
-    started = time.monotonic()
-    call = asyncio.ensure_future(server.call("execute_code", {"steps": [escape_step("bash", mark, sleep_marked(mark))],
-                                                             "timeout": 3}))
-    running = await wait_for_processes(mark, 2)  # the escapee and the tool
-    result = await asyncio.wait_for(call, 30)
-    assert time.monotonic() - started < 20
+    # Ten minutes' sleeps: a call that waited for them runs past run_watching's ceiling.
+    result, running = await call_watching(server, escape_step("bash", mark, sleep_marked(mark)), mark, work,
+                                          "escapee.pid", first_s=3)
+    assert len(running) >= 2, "the escapee and the tool never ran together before the timeout"
     assert "timed out" in result.text.lower() or "timeout" in result.text.lower(), result.text
     assert processes_with(mark) == [], f"{running} outlived the timeout"
 
@@ -113,7 +132,7 @@ async def test_an_escapee_is_dead_after_an_interrupt(server, work):
     await wait_for_processes(mark, 2)  # the escapee and the tool, running
     call.cancel()  # what an interrupt does to the running call
     with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
     assert await wait_no_processes(mark) == [], "the escapee or the tool outlived the interrupt"
 
 
@@ -127,7 +146,7 @@ async def test_closing_the_fork_server_ends_running_steps_and_their_escapees(ser
     await asyncio.to_thread(fork_server().close)  # what daemon shutdown (atexit) does
     assert processes_with(mark) == [], "a step outlived its fork server"
     assert pid_gone(forkserver)
-    result = await asyncio.wait_for(call, 10)  # the step ends (killed), it does not hang
+    result = await asyncio.wait_for(call, 30)  # the step ends (killed), it does not hang
     assert result.is_error or "exit" in result.text.lower(), result.text
 
 
@@ -157,17 +176,16 @@ with open("pids", "a") as f:
 if limited:
     with open("limited", "a") as f:
         f.write("x")
-os.execvp("sleep", ["sleep", "60.MARK"])
+os.execvp("sleep", ["sleep", "600.MARK"])
 """
 
 
 async def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(server, work):
     low_limit_policy(16)
     mark = new_mark()
-    call = asyncio.ensure_future(server.call("execute_code", {
-        "steps": [{"code": FORK_BOMB.replace("MARK", mark), "language": "python3"}], "timeout": 3}))
-    await wait_for_processes(mark, 2)  # the bomb's processes, running (each ends as a marked sleep)
-    result = await asyncio.wait_for(call, 30)
+    result, running = await call_watching(server, {"code": FORK_BOMB.replace("MARK", mark), "language": "python3"},
+                                          mark, work, "pids", "limited", first_s=3)
+    assert len(running) >= 2, "the bomb's processes never ran before the timeout"  # each ends as a marked sleep
     assert "timed out" in result.text.lower() or "timeout" in result.text.lower(), result.text
     assert (work / "limited").exists(), "no fork ever failed: the process limit was not applied"
     pids = [int(line) for line in (work / "pids").read_text().split()]  # the step's namespace pids: a count
@@ -186,19 +204,18 @@ cat > b.MARK.sh <<'END'
 echo $$ >> pids
 d=${D:-0}
 if [ "$d" -lt 9 ]; then D=$((d + 1)) sh b.MARK.sh & D=$((d + 1)) sh b.MARK.sh & fi
-sleep 60.MARK
+sleep 600.MARK
 END
-sh b.MARK.sh & exec sleep 60.MARK
+sh b.MARK.sh & exec sleep 600.MARK
 """
 
 
 async def test_a_shell_fork_bomb_is_stopped_and_swept(server, work):
     low_limit_policy(16)
     mark = new_mark()
-    call = asyncio.ensure_future(server.call("execute_code", {
-        "steps": [{"code": SHELL_BOMB.replace("MARK", mark), "language": "bash"}], "timeout": 2}))
-    await wait_for_processes(mark, 2)  # the bomb's shells and sleeps, running
-    result = await asyncio.wait_for(call, 30)
+    result, running = await call_watching(server, {"code": SHELL_BOMB.replace("MARK", mark), "language": "bash"},
+                                          mark, work, "bomb.pid", "pids", first_s=2)
+    assert len(running) >= 2, "the bomb's shells and sleeps never ran before the timeout"
     assert (work / "bomb.pid").exists(), result.text
     assert "fork" in result.text.lower(), result.text  # sh: "Cannot fork" / "Resource temporarily unavailable"
     pids = (work / "pids").read_text().split()  # the step's namespace pids: a count

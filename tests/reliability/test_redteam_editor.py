@@ -9,7 +9,6 @@ Neither may make the daemon read outside the workspace, nor hang it on a FIFO.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from ollie.testing import Reply
@@ -73,16 +72,16 @@ async def test_the_lines_beside_locations_come_only_from_regular_files_really_in
         (ws / "lib").symlink_to(outside)
         return {"locations": [{"path": str(ws / "lib" / "helper.ts"), "line": 1, "column": 1}]}
 
-    started = time.monotonic()
     try:
         result = await daemon.request("ollie/submit", {"text": "look"}, timeout=60)
     finally:
         _release(ws / "src" / "pipe.ts")
     assert result["stop"] == "end", result
-    # The FIFO is listed, not read: the answer comes at once, with the regular file's line beside its location.
+    # The FIFO is listed, not read: the answer comes (a read would block until the call's 5 s timeout, "the editor
+    # did not answer"), with the regular file's line beside its location.
     fifo = told(llm, 1)
     assert "src/pipe.ts:1:1" in fifo and "src/util.ts:2:17: export function add(a: number, b: number) {" in fifo
-    assert "did not answer" not in fifo and time.monotonic() - started < 4, fifo
+    assert "did not answer" not in fifo, fifo
     # The swapped directory's file is not read through the symlink.
     swapped = told(llm, 2)
     assert SECRET not in swapped and "hunter2" not in swapped, swapped

@@ -85,7 +85,7 @@ async def test_a_group_kill_of_the_reported_pid_ends_the_whole_namespace(ws):
 async def test_output_is_capped_and_drained(ws):
     proc = await spawn_sandboxed(["bash", "-c", "head -c 300000 /dev/zero; echo done >&2"],
                                  policy=ws.default_policy(), cwd=ws.work, env=ws.env)
-    out, err, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1000), 10)
+    out, err, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1000), 30)
     assert (len(out), err, truncated) == (1000, b"done\n", True)
     assert await proc.wait() == 0
 
@@ -98,14 +98,14 @@ async def test_small_output_is_not_truncated(ws):
 async def test_stdin_is_fed_and_large_input_does_not_deadlock(ws):
     data = os.urandom(300_000)
     proc = await spawn_sandboxed(["cat"], policy=ws.default_policy(), cwd=ws.work, env=ws.env, stdin=data)
-    out, _, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 10)
+    out, _, truncated = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 30)
     assert out == data and not truncated
 
 
 async def test_stdin_ignored_by_the_child_is_fine(ws):
     proc = await spawn_sandboxed(["true"], policy=ws.default_policy(), cwd=ws.work, env=ws.env,
                                  stdin=b"x" * 500_000)
-    await asyncio.wait_for(proc.communicate(), 10)
+    await asyncio.wait_for(proc.communicate(), 30)
     assert await proc.wait() == 0
 
 

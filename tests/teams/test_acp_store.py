@@ -27,7 +27,7 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
     assert caught.value.code == -32007, caught.value
     assert "session is live elsewhere" in str(caught.value) and "user alice" in str(caught.value), caught.value
 
-    await asyncio.wait_for(laptop.conn.close_session(session_id=sid), 15)  # stores its rounds, gives the lease up
+    await asyncio.wait_for(laptop.conn.close_session(session_id=sid), 30)  # stores its rounds, gives the lease up
     await asyncio.wait_for(buildbox.conn.load_session(cwd=str(buildbox.workspace), session_id=sid, mcp_servers=[]), 30)
     assert buildbox.client.text(sid, "user_message_chunk") == "first question"
     assert buildbox.client.text(sid) == "first answer"
@@ -52,10 +52,10 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
         registry.close()
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
                                  "XDG_DATA_HOME": str(tmp_path / "bob-data")})
-    listed = await asyncio.wait_for(bob.conn.list_sessions(), 15)
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
     titles = {s.session_id: s.title for s in listed.sessions}
     assert titles[sid] == "migrate the schema (alice's, team backend)", titles
-    own = await asyncio.wait_for(alice.conn.list_sessions(), 15)
+    own = await asyncio.wait_for(alice.conn.list_sessions(), 30)
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
 
 
@@ -69,7 +69,7 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "alice's question")
-    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 15)
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     registry = Registry(store_url, teams=())
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
@@ -98,8 +98,8 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode(
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "alice's question")
-    await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 15)
-    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 15)
+    await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 30)
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     registry = Registry(store_url, teams=())
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")

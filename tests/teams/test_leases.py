@@ -119,7 +119,7 @@ def test_a_holder_frozen_past_its_lease_never_writes_again_even_once_the_session
             assert answer.startswith("refused: ") and "lease lapsed" in answer, (command, answer)
         assert "open the session again" in answer
         assert _tell(laptop, "close") == "ok"  # it was told already: closing writes nothing either
-        assert laptop.wait(timeout=10) == 0
+        assert laptop.wait(timeout=30) == 0
     finally:
         laptop.kill()
         laptop.wait()

@@ -13,7 +13,15 @@ from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
-from tests.procs import eventually, host_pid, new_mark, processes_with, wait_for_processes
+from tests.procs import (
+    eventually,
+    host_pid,
+    new_mark,
+    processes_with,
+    run_watching,
+    timed_out_once_begun,
+    wait_for_processes,
+)
 
 from .conftest import Workspace, alive, code, installed, stdout_of
 
@@ -91,26 +99,24 @@ async def test_parallel_group_runs_concurrently(ws: Workspace) -> None:
 async def test_timeout_kills_grandchildren(ws: Workspace) -> None:
     # The step has its own PID namespace: its `$$`/`$!` are not host pids, so the sleeps carry a mark.
     mark = new_mark()
-    program = f"sleep 30.{mark} & exec sleep 31.{mark}"  # the grandchild, then the child
-    started = time.monotonic()
-    call = asyncio.ensure_future(code(ws.server(), program, timeout=2))
-    assert len(await wait_for_processes(mark, 2)) == 2  # the lookup finds both while they run
-    result = await call
-    assert time.monotonic() - started < 10
-    assert result.is_error and "timed out after 2 s; its process group was killed" in result.text
+    program = f"sleep 600.{mark} & exec sleep 601.{mark}"  # the grandchild, then the child
+    # Ten minutes' sleeps: a call that waited for them runs past run_watching's ceiling.
+    result, seen = await timed_out_once_begun(
+        lambda timeout: run_watching(code(ws.server(), program, timeout=timeout), mark),
+        lambda ran: len(ran[1]) == 2, first_s=2)
+    assert len(seen) == 2  # the lookup finds both while they run
+    assert result.is_error and " s; its process group was killed" in result.text
     assert processes_with(mark) == []
 
 
 async def test_background_children_do_not_outlive_the_call(ws: Workspace) -> None:
     mark = new_mark()
-    started = time.monotonic()
-    call = asyncio.ensure_future(code(ws.server(), f"sleep 30.{mark} & while [ ! -e go ]; do sleep 0.01; done; "
+    call = asyncio.ensure_future(code(ws.server(), f"sleep 600.{mark} & while [ ! -e go ]; do sleep 0.01; done; "
                                                    "echo done"))
     await wait_for_processes(mark)
     (ws.work / "go").touch()
-    result = await call
+    result = await asyncio.wait_for(call, 60)  # not the sleep's 10 minutes
     assert not result.is_error and "done" in result.text
-    assert time.monotonic() - started < 10
     assert processes_with(mark) == []  # the call returns only once the step's processes are gone
 
 
@@ -118,7 +124,7 @@ async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
     mark = new_mark()
     program = f"sleep 30.{mark} & echo $! > g.tmp; mv g.tmp grandchild; echo $$ > c.tmp; mv c.tmp child; sleep 30"
     task = asyncio.ensure_future(code(ws.server(), program))
-    for _ in range(500):
+    for _ in range(1500):
         if (ws.work / "child").exists() and (ws.work / "grandchild").exists():
             break
         await asyncio.sleep(0.02)

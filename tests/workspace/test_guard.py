@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,9 @@ async def test_home_and_root_are_refused_fast(tmp_path: Path, monkeypatch: pytes
     (home / "notes.txt").write_text("hi\n")
     monkeypatch.setenv("HOME", str(home))
     for cwd, words in ((home, "home directory"), (tmp_path / "home", "contains the home"), (Path("/"), "root")):
-        start = time.perf_counter()
+        # Refused by where it is (the reason says so), before any walk: a walk of / would take minutes.
         with pytest.raises(CheckpointUnavailable, match=words) as info:
             await Checkpoints(cwd).snapshot()
-        assert time.perf_counter() - start < 0.5
         assert info.value.reason
         assert not shadow_dir(cwd).exists()
     await Checkpoints(home / "projects" / "p").snapshot()  # a project under $HOME is fine
@@ -31,10 +29,9 @@ async def test_a_tree_over_the_file_limit_is_refused_fast(tmp_path: Path) -> Non
         (root / f"d{d}").mkdir(parents=True)
         for f in range(30):
             (root / f"d{d}" / f"f{f}").write_text("")
-    start = time.perf_counter()
+    # Refused by the count (not by the walk's time budget, whose reason differs), before anything is hashed.
     with pytest.raises(CheckpointUnavailable, match="more than 500 files"):
         await Checkpoints(root, max_files=500).snapshot()
-    assert time.perf_counter() - start < 1.0
     assert not shadow_dir(root).exists()
     assert await Checkpoints(root, max_files=700).snapshot()
 

@@ -10,7 +10,8 @@
 
 Other replies: `Reply.error(429)`, `Reply.context_overflow()`, `Reply.tool_unsupported()`,
 `Reply.no_tool_endpoints()` (OpenRouter 404), `Reply.drop(after=3)`, `Reply.stream_error(after=2, status=529)`,
-and `Reply(text=..., reasoning=..., tool_calls=[...], usage=Usage(...), cost=..., chunk_size=..., delay=...)`.
+and `Reply(text=..., reasoning=..., tool_calls=[...], usage=Usage(...), cost=..., chunk_size=..., delay=...,
+hold=threading.Event())` (held before its end until the event is set).
 From another process: `python -m ollie.testing.server --fmt openai --script script.json` prints `URL <url>`.
 In pytest: the `scripted_llm` fixture of `ollie.testing.pytest_plugin`.
 """

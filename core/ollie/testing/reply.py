@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import MethodType
 from typing import Any, Generic, TypeVar, overload
@@ -89,6 +90,7 @@ class Reply:
         stream_error: int | None = None,
         refused: bool = False,
         truncated: bool = False,
+        hold: threading.Event | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError("Reply: chunk_size must be at least 1")
@@ -112,6 +114,8 @@ class Reply:
         self.refused = refused
         # Cut at the output token limit: OpenAI and Ollama `length`, Anthropic `max_tokens`.
         self.truncated = truncated
+        # The stream waits before its end until the test sets this: the turn streams exactly as long as it needs.
+        self.hold = hold
 
     def __repr__(self) -> str:
         if self.status != 200:

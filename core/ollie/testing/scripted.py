@@ -295,6 +295,8 @@ class ScriptedLLMServer:
             if number and reply.delay:
                 await asyncio.sleep(reply.delay)
             if number == len(frames) - 1:
+                while reply.hold is not None and not reply.hold.is_set():
+                    await asyncio.sleep(0.01)
                 # Counted before the last write, so a client that has seen the end always sees the count.
                 self.finished_replies += 1
             writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))

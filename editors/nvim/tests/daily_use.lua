@@ -48,12 +48,12 @@ end
 local tw, iw = c:windows()
 vim.api.nvim_set_current_win(tw --[[@as integer]])
 vim.cmd("edit +1 notes.txt")
-vim.wait(100)
+H.settle()
 R.after_edit = layout()
 -- `:enew` in the input area: the empty buffer goes to the code window too.
 vim.api.nvim_set_current_win(iw --[[@as integer]])
 vim.cmd("enew")
-vim.wait(100)
+H.settle()
 R.after_enew = layout()
 R.input_bar = vim.wo[iw].statusline
 vim.cmd("buffer notes.txt")
@@ -171,7 +171,7 @@ R.session_lines = vim.tbl_filter(function(l) return l:find("ollie://", 1, true) 
 R.layout_saved = layout()
 local sourced, source_err = pcall(vim.cmd.source, session_file)
 R.source_error = not sourced and tostring(source_err) or vim.v.errmsg
-vim.wait(100)
+H.settle()
 R.layout_sourced = layout()
 tw, iw = c:windows()
 R.roles_sourced = { tw and vim.w[tw].ollie_role, iw and vim.w[iw].ollie_role,

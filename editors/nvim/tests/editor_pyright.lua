@@ -12,7 +12,7 @@ local buf = vim.api.nvim_get_current_buf()
 local function ask(fn, params)
   local got
   fn(params, function(result, err) got = { result = result, err = err } end)
-  U.wait(function() return got end, "an editor tool's answer", 10000)
+  U.wait(function() return got end, "an editor tool's answer")
   return got
 end
 -- Before any language server runs, nothing can change a file's diagnostics: every path is up to date.

@@ -37,13 +37,21 @@ end
 
 ---Wait until `cond()`; record a failure naming `what` (with the transcript) and finish otherwise.
 function H.wait(cond, what, timeout_ms)
-  local ok = vim.wait(timeout_ms or 15000, cond, 20)
+  local ok = vim.wait(timeout_ms or 30000, cond, 20)
   if not ok then
     H.results.failure = string.format("timed out waiting for %s; chat:\n%s\nnotifications: %s", what, H.chat.text(),
       vim.inspect(H.results.notifications))
     H.finish()
   end
   return ok
+end
+
+---Let the callbacks scheduled so far run, and those they schedule in turn (the plugin moves windows from
+---vim.schedule): a wait for them, not for a guessed time.
+function H.settle()
+  local settled = false
+  vim.schedule(function() vim.schedule(function() settled = true end) end)
+  H.wait(function() return settled end, "the scheduled callbacks")
 end
 
 ---`value`, or a recorded failure naming `what` (with the transcript) when it is nil or false.

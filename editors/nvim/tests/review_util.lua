@@ -27,7 +27,7 @@ local U = { H = H }
 ---@param what string
 ---@param timeout_ms integer|nil
 function U.wait(cond, what, timeout_ms)
-  if not vim.wait(timeout_ms or 20000, cond, 20) then
+  if not vim.wait(timeout_ms or 30000, cond, 20) then
     H.results.failure = "timed out waiting for " .. what .. "\nnotifications: " .. vim.inspect(H.results.notifications)
     H.finish()
   end

@@ -14,7 +14,7 @@ R.after_wipe = H.chat.text()
 R.transcript_windows = #vim.fn.win_findbuf(H.current().transcript.buf)
 -- :bd of the input area, then the user types a prompt there (it is back, with its keys).
 vim.cmd("bdelete! " .. H.current().input_buf)
-vim.wait(100)
+H.settle()
 vim.cmd("OllieChat")
 H.type_and_press("third question")
 H.wait_chat("third answer.*_%(end%)_")
