@@ -9,6 +9,7 @@ import sqlite3
 import time
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 from .test_methods import rpc_error
 
@@ -134,6 +135,8 @@ async def test_a_daemon_killed_once_the_first_prompt_is_saved_leaves_the_session
     while not (log.exists() and b"remember this" in log.read_bytes()):
         assert time.monotonic() < deadline, "the prompt was never saved"
         await asyncio.sleep(0.01)
+    # Its model request out too (so the next daemon's turn is the second reply), the prompt saved long before.
+    await eventually(lambda: len(llm.chat_requests) == 1, "the first turn's request")
     daemon.client._server.kill()  # SIGKILL: no shutdown, no last save
     with contextlib.suppress(Exception):
         await submit
