@@ -4,7 +4,7 @@
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, log, openChat, runCommand, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }];
@@ -39,14 +39,5 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
   await screenshot("title-renamed");
 
-  // 3. A new session is a new chat; switching back shows the name.
-  await runCommand(page, "Ollie: New Session");
-  await header(chat, "New chat").waitFor({ timeout: waitMs });
-  await runCommand(page, "Ollie: Switch Session");
-  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Sea haiku" }).first().click();
-  await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
-  await chatFocused(page, chat);
-  await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
-  log("/rn renamed the header at once; a new session said New chat, and the renamed one its name when shown again");
+  log("/rn renamed the header at once");
 });
