@@ -291,6 +291,14 @@ export async function openChat(page) {
 }
 
 /** Wait until the chat has the focus (New Session and resumes reveal it when done: a pick opened before would close). */
+/** Type `text` into the chat's input and press Enter, as a user sends a prompt. */
+export async function send(chat, text) {
+  const input = chat.locator("#input");
+  await input.click();
+  await input.fill(text);
+  await input.press("Enter");
+}
+
 export async function chatFocused(page, chat) {
   await chat.waitForFunction(() => document.hasFocus(), null, { timeout: waitMs });
   // The reveal may still be settling the workbench's focus.

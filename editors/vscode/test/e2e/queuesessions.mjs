@@ -6,7 +6,7 @@
 //
 // Usage: node test/e2e/queuesessions.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, log, openChat, runCommand, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, log, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const slow = (name) => ({ text: `${name} streams very slowly so that the user has time to act. `.repeat(10), chunk_size: 2, delay: 0.25 });
 // The scripted model answers in the order it is asked: a prompt that ran out of turn takes another's answer.
@@ -23,13 +23,6 @@ const script = [
   { text: "Answered Beta after Restart." },
 ];
 const RELOADED = "The window reloaded during a turn: 1 queued prompt waits";
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
-}
 
 const user = (chat, text) => chat.locator(".item.user", { hasText: text });
 const meta = (chat, text) => user(chat, text).locator(".meta");

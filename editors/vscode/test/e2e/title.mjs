@@ -4,18 +4,11 @@
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }];
 const PROMPT = "Write a haiku about the sea";
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
-}
 
 const header = (chat, text) => chat.locator("#title", { hasText: text });
 
