@@ -156,7 +156,8 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     context = parse(EditorContext, {"uri": args.uri, "range": args.range})
     live = await ls.table.writable(args.session)
     request = action_prompt(args)
-    prompt = with_context(request, [context], cwd=live.core.cwd, lookup=ls.document)
+    # The question may be a workspace file's `ollie:` line: a prompt about that code, never a `!cmd` or `/command`.
+    prompt = with_context(request, [context], cwd=live.core.cwd, lookup=ls.document, commands=False)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
         result = await live.submit(prompt, handle=handle, is_command=False)

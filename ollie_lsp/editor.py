@@ -73,10 +73,11 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup,
 
 
 def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, lookup: DocumentLookup,
-                 resources: Sequence[str | None] = ()) -> str:
-    """The prompt the model gets: one editor-context block per item, in order, then the user's text (commands unchanged);
-    `resources[i]` is the text of `contexts[i]` when that is an MCP resource (read by the caller, through its server)."""
-    if not contexts or is_command(text):
+                 resources: Sequence[str | None] = (), commands: bool = True) -> str:
+    """The prompt the model gets: one editor-context block per item, in order, then the user's text (commands unchanged,
+    unless not `commands`); `resources[i]` is the text of `contexts[i]` when that is an MCP resource (read by the
+    caller, through its server)."""
+    if not contexts or commands and is_command(text):
         return text
     texts = [*resources, *[None] * (len(contexts) - len(resources))]
     blocks = [format_context(c, cwd=cwd, lookup=lookup, resource=r) for c, r in zip(contexts, texts, strict=True)]

@@ -143,7 +143,7 @@ class LiveSession:
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
-            return await self._run(text, images)
+            return await self._run(text, images, as_prompt=True)  # never a command: `text` may not be the user's
         finally:
             handle.finished = True
             self.turn_lock.release()
@@ -154,8 +154,8 @@ class LiveSession:
         if self.recorder is not None and self.recorder.put_off:
             await self.recorder.recorded()
 
-    async def _run(self, text: str, images: Sequence[Image] = ()) -> dict[str, Any]:
-        result = await self.core.submit(text, images)
+    async def _run(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False) -> dict[str, Any]:
+        result = await self.core.submit(text, images, as_prompt=as_prompt)
         # The answer comes after every event (and progress step) of its turn, and its record is written.
         await self.forwarder.drained()
         if self.recorder is not None:

@@ -98,6 +98,26 @@ async def test_a_hostile_question_line_is_read_in_linear_time(start_daemon, llm)
     assert ask.command.arguments[0]["question"] == "why" + " " * 50_000 + "this?"
 
 
+async def test_a_question_line_naming_a_command_is_asked_never_run(start_daemon, llm, tmp_path):
+    # A workspace file's `# ollie: !touch ...` line: its "Ask about this..." action (the title does not show the
+    # question) ran the line as the user's `!cmd`, unsandboxed, with the daemon's environment (its API keys).
+    marker = tmp_path / "escaped-by-question"
+    llm.script(Reply.text("That line runs a command."))
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "hostile.py"
+    Editor(daemon).open(path, f"# ollie: !touch {marker}\nx = 1\n")
+    line = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    (ask,) = await code_actions(daemon, path.as_uri(), line, [])
+    assert ask.command is not None
+
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=ask.command.command, arguments=ask.command.arguments), timeout=60)
+
+    assert result["reply"] == "That line runs a command." and not marker.exists()
+    asked = llm.chat_requests[0].body["messages"][-1]["content"]
+    assert "File: hostile.py" in asked and asked.endswith(f"!touch {marker}")
+
+
 async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, llm):
     llm.script(edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
     # Edits ask first: a client without ollie's UI gets the question as window/showMessageRequest.

@@ -105,22 +105,24 @@ class Core(McpMembers):
 
     # --- turns -----------------------------------------------------------
 
-    async def submit(self, text: str, images: Sequence[Image] = ()) -> TurnResult:
-        """A command runs at once; anything else is a turn (one at a time), then the queue drains."""
+    async def submit(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False) -> TurnResult:
+        """A command runs at once; anything else is a turn (one at a time), then the queue drains. With `as_prompt`
+        the text is a turn's prompt whatever it starts with (text the user did not type: a `!` in it runs nothing)."""
         with self._host.stopping.working():  # `stop` waits for this submit
-            return await self._submit(text, images)
+            return await self._submit(text, images, as_prompt)
 
-    async def _submit(self, text: str, images: Sequence[Image]) -> TurnResult:
-        if is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
+    async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool) -> TurnResult:
+        if not as_prompt and is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
             except Exception as exc:  # noqa: BLE001 - the server's error (McpError included) is the user's news
                 self.bus.emit("error", f"{text.split()[0]} failed: {exc}")
                 return TurnResult(str(exc), "command")
-        if is_command(text):
+            as_prompt = True  # the server's words: a `!cmd` in them would run unsandboxed, with the daemon's keys
+        if not as_prompt and is_command(text):
             await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
         try:
-            output = await run_command(self, text)
+            output = None if as_prompt else await run_command(self, text)
         except Stopped as exc:  # a stop cut a `!cmd` or `/compact` short
             return TurnResult(str(exc), "interrupted")
         if output is not None:
