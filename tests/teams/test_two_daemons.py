@@ -193,10 +193,28 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agen
     before = await bob.request("ollie/state", {"session": sid})
     err = await _error(bob, "ollie/setApproval", {"session": sid, "approval": "read-only"})
     assert err.code == -32008 and "only its owner may change its approval mode" in err.message, err.message
-    for command, what in (("/agent yolo", "change its agent"), ("/clear", "clear its history")):
+    err = await _error(bob, "ollie/rewind", {"session": sid, "turn": 1})
+    assert err.code == -32008 and "only its owner may rewind it" in err.message, err.message
+    for command, what in (("/agent yolo", "change its agent"), ("/clear", "clear its history"),
+                          ("/rewind 1", "rewind it"), ("/rewind undo", "rewind it")):
         said = await bob.request("ollie/submit", {"session": sid, "text": command})
         assert f"only its owner may {what}" in str(said), said
     state = await bob.request("ollie/state", {"session": sid})
     assert (state["agent"], state["approval"]) == (before["agent"], before["approval"]), state
     texts = _texts(await bob.request("ollie/context", {"session": sid}))
     assert "alice's question" in texts and "bob's answer" in texts
+
+
+async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store_url, scripted_llm):
+    # The rewind's way back is kept beside the session logs, a dir a store's sessions never made: each rewind failed.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("an answer"))
+    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = (await laptop.request("ollie/session/new", {}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
+    rewound = await laptop.request("ollie/submit", {"session": sid, "text": "/rewind"})
+    assert rewound["reply"].startswith("rewound to before turn 1:"), rewound
+    assert _texts(await laptop.request("ollie/context", {"session": sid})) == []
+    undone = await laptop.request("ollie/submit", {"session": sid, "text": "/rewind undo"})
+    assert undone["reply"].startswith("rewind undone: turn 1 back"), undone
+    assert _texts(await laptop.request("ollie/context", {"session": sid}))[:2] == ["a question", "an answer"]

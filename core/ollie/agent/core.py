@@ -301,6 +301,7 @@ class Core(McpMembers):
 
     async def rewind(self, turn: int | None = None) -> Rewound:
         """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
+        self.owners_only("rewind it")  # the cut history is the owner's too
         if self._host.running:
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
@@ -310,6 +311,7 @@ class Core(McpMembers):
 
     async def rewind_undo(self) -> Rewound:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
+        self.owners_only("rewind it")
         if self._host.running:
             raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
         async with self._turn_lock:

@@ -354,6 +354,8 @@ class Review:
 
     async def _write_rewind(self, backup: dict[str, Any]) -> None:
         """The rewind's way back, synced to disk before anything changes."""
+        # Beside the session logs, which a session in a store (OLLIE_STORE) never made: its rewind failed (ENOENT).
+        await asyncio.to_thread(lambda: self._host.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True))
         await beneath.write_bytes(self._host.sessions_dir, self._rewind_path().name, json.dumps(backup).encode(),
                                   0o600, sync=True)
 
