@@ -162,3 +162,31 @@ async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_co
     assert saved.messages[2].content == "slow_read first done"
     core.interrupt()
     await turn
+
+
+async def test_a_teammates_always_answers_do_not_hold_for_another_user(scripted_llm, make_core, monkeypatch):
+    # A shared session's "always" answers are its owner's: a team member resuming it was not asked about the steps they
+    # cover (a fork drops them; a resume kept them). His own answers hold for him and are not saved over hers.
+    from ollie.agent.approval import Answer, StepQuestion
+
+    srv = scripted_llm("openai")
+    step = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch made"}]}))
+    srv.script(step, Reply(text="one"), step, Reply(text="two"), step, Reply(text="three"))
+    core = await make_core(srv)
+    asked: list[StepQuestion] = []
+
+    def approve(question: StepQuestion) -> Answer:
+        asked.append(question)
+        return Answer("allow_always")
+
+    monkeypatch.setenv("OLLIE_APPROVAL", "ask")  # both users' mode
+    core.step_approver = approve
+    await core.submit("first")  # the owner allows such steps always
+    owners = list(core.session.approval_always)
+    assert len(asked) == 1 and owners
+    core.shared_by("alice")  # as the recorder marks a team member's resume
+    await core.submit("second")
+    assert len(asked) == 2  # asked: her answer is not his
+    await core.submit("third")
+    assert len(asked) == 2  # his own answer holds for him...
+    assert core.session.approval_always == owners  # ...and is not saved into her session

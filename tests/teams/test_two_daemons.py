@@ -170,23 +170,10 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
 
 async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(
         start_daemon, store_url, scripted_llm):
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
-
     llm = scripted_llm("openai")
     llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
-    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
-    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
-    await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
-    assert await laptop.request("ollie/session/close", {"session": sid}) == {}
-    registry = Registry(store_url, teams=())
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
-
-    bob = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
-                                     "OLLIE_TEAMS": "backend"})
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    bob = await _bob(start_daemon, store_url, llm)
     await bob.request("ollie/session/load", {"session": sid})
     # Resuming is allowed: bob carries the conversation on.
     assert (await bob.request("ollie/submit", {"session": sid, "text": "bob's question"}))["reply"] == "bob's answer"
@@ -218,3 +205,57 @@ async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store
     undone = await laptop.request("ollie/submit", {"session": sid, "text": "/rewind undo"})
     assert undone["reply"].startswith("rewind undone: turn 1 back"), undone
     assert _texts(await laptop.request("ollie/context", {"session": sid}))[:2] == ["a question", "an answer"]
+
+
+
+async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "default", approval: str = "") -> str:
+    """A session of alice's in `agent` (and `approval`), one turn run, closed and shared to team backend."""
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
+
+    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    sid = (await laptop.request("ollie/session/new", {"agent": agent, "title": "the migration"}))["session"]
+    if approval:
+        await laptop.request("ollie/setApproval", {"session": sid, "approval": approval})
+    await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
+    assert await laptop.request("ollie/session/close", {"session": sid}) == {}
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+    return sid
+
+
+async def _bob(start_daemon, store_url, llm):
+    return await start_daemon("bob", {**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                      "OLLIE_TEAMS": "backend"})
+
+
+async def test_a_teammates_session_resumed_runs_in_the_resumers_own_approval_mode(start_daemon, store_url,
+                                                                                   scripted_llm):
+    # Alice may run her session in `auto`; Bob resuming it took her mode: a step ran unasked with Bob's rights (as a
+    # fork did, fixed before). Her choice is no licence for his steps.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, approval="auto")
+    bob = await _bob(start_daemon, store_url, llm)
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
+               Reply.text("done"))
+    await bob.request("ollie/session/load", {"session": sid})
+    assert (await bob.request("ollie/state", {"session": sid}))["approval"] == "ask"  # his own mode, not hers
+    assert (await bob.request("ollie/submit", {"session": sid, "text": "go on"}, timeout=60))["reply"] == "done"
+    assert not (bob.home / "ws" / "planted").exists()  # asked (nobody answers here), so not run
+
+
+async def test_a_teammates_unsandboxed_session_runs_no_turn_for_another_user(start_daemon, store_url, scripted_llm):
+    # Alice may run her own session unsandboxed (`yolo`); Bob resuming it got that agent unasked: the model's next step
+    # (steered by her history) ran with Bob's full rights. A switch to such an agent is asked; this is refused.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
+    bob = await _bob(start_daemon, store_url, llm)
+    await bob.request("ollie/session/load", {"session": sid})
+    said = await bob.request("ollie/submit", {"session": sid, "text": "go on"}, timeout=60)
+    assert said["stop"] == "error" and "runs agent 'yolo' without a sandbox" in said.get("error", ""), said
+    assert len(llm.chat_requests) == 1  # alice's turn only: the model was never asked for Bob's

@@ -13,6 +13,7 @@ from ollie.agent import agentswitch
 from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments
 from ollie.agent.commands import is_command, run_command
+from ollie.agent.commands_info import runs_unsandboxed
 from ollie.agent.coremcp import McpMembers
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
@@ -56,6 +57,8 @@ class Core(McpMembers):
                                      cwd=lambda: self.cwd)
         self._setup = setup
         self._owner = ""
+        # A teammate's session: this user's "always" answers, kept apart from (and never saved over) the owner's.
+        self._guest_always: list[str] = []
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._closed = False
@@ -64,7 +67,7 @@ class Core(McpMembers):
         self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
         self._attached.wire()
         self._wire_mcp()
-        self._approval = ApprovalGate(mode=lambda: self.approval, always=lambda: self.session.approval_always,
+        self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
                                       kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
@@ -132,6 +135,9 @@ class Core(McpMembers):
         async with self._turn_lock:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
+            if refused := self._teammates_unsandboxed():
+                self.bus.emit("error", refused)
+                return TurnResult("", "error", refused)
             self._inbox.user_prompt()
             result = await self._host.run_turn(text, images=images)
             await self._run_follow_ups(result)
@@ -143,6 +149,8 @@ class Core(McpMembers):
         await self._run_queue(self._host.stopping.enlist())
 
     async def _run_queue(self, work: Work) -> None:
+        if self._teammates_unsandboxed():
+            return  # held, as `_submit` says why
         with self._host.stopping.working(work):
             async with self._turn_lock:
                 await self._run_follow_ups(TurnResult("", "end"))
@@ -320,8 +328,17 @@ class Core(McpMembers):
         return rewound
 
     def shared_by(self, owner: str) -> None:
-        """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`)."""
+        """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`), in this
+        user's own approval mode and "always" answers."""
         self._owner = owner
+
+    def _teammates_unsandboxed(self) -> str | None:
+        """Why no turn runs here (None: they may): a teammate's session whose agent runs without a sandbox. The owner's
+        choice of agent is no licence for steps with this user's rights (a switch to one is asked; this was not)."""
+        if not (self._owner and runs_unsandboxed(self.runtime.config)):
+            return None
+        return (f"session {self.session_id} is {self._owner}'s and runs agent {self.agent_name!r} without a sandbox: "
+                "its steps would run with your full rights, so only its owner may run its turns")
 
     def owners_only(self, what: str) -> None:
         """ReadOnlyError unless this user owns the session (a team member may read and resume it, not `what`)."""
@@ -415,9 +432,11 @@ class Core(McpMembers):
 
     @property
     def approval(self) -> str:
-        """The approval mode: the session's own, else `$OLLIE_APPROVAL`, else the agent config's."""
+        """The approval mode: the session's own (a teammate's session: never its owner's), else `$OLLIE_APPROVAL`, else
+        the agent config's."""
         env = os.environ.get("OLLIE_APPROVAL", "")
-        return self.session.approval or (env if env in APPROVAL_MODES else self.runtime.config.approval)
+        own = "" if self._owner else self.session.approval
+        return own or (env if env in APPROVAL_MODES else self.runtime.config.approval)
 
     def set_approval(self, mode: str) -> None:
         """Switch the session's approval mode (saved with the session); ValueError for an unknown one."""
@@ -437,10 +456,16 @@ class Core(McpMembers):
         seen = {id(c) for c in saved}  # a finished call's records are the live ones, not copies
         return saved + [c for c in self._approval.net_log if id(c) not in seen]
 
+    def _always(self) -> list[str]:
+        """The "always" answers that hold: the owner's own, a teammate's never (they were no answer of this user)."""
+        return self._guest_always if self._owner else self.session.approval_always
+
     def _allow_always(self, rule: str) -> None:
-        if rule not in self.session.approval_always:
-            self.session.approval_always.append(rule)
-            self._host.save()
+        rules = self._always()
+        if rule not in rules:
+            rules.append(rule)
+            if not self._owner:
+                self._host.save()
 
     def _asked(self, question: StepQuestion, answer: Answer) -> None:
         verdict = "allowed" if answer.outcome.startswith("allow") else "rejected"
