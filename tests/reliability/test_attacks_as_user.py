@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import cast
@@ -48,12 +49,18 @@ async def daemon_as_alice(home: Path, env: Mapping[str, str]) -> AsyncIterator[D
             await client.stop()
 
 
-async def test_as_a_normal_user_a_fifo_where_git_reads_is_named_and_the_turn_goes_on(llm, shared):  # noqa: F811
+def _work_holding_a_file(tmp: Path) -> tuple[Path, Path]:
+    """ALICE's home (under the shared dir `tmp`) and her `work` dir, which holds her `a.txt` ("one")."""
     user = os_user(ALICE)
-    home = home_of(ALICE, shared)
+    home = home_of(ALICE, tmp)
     ws = home / "work"
     (ws / "a.txt").write_text("one\n")
     os.chown(ws / "a.txt", user.pw_uid, user.pw_gid)
+    return home, ws
+
+
+async def test_as_a_normal_user_a_fifo_where_git_reads_is_named_and_the_turn_goes_on(llm, shared):  # noqa: F811
+    home, ws = _work_holding_a_file(shared)
     llm.script(run("mkfifo .gitignore"), run("echo two > a.txt"), Reply.text("done"))
     try:
         async with daemon_as_alice(home, llm.env()) as daemon:
@@ -63,6 +70,26 @@ async def test_as_a_normal_user_a_fifo_where_git_reads_is_named_and_the_turn_goe
             assert any("FIFO" in n and str(ws / ".gitignore") in n for n in notes), notes
     finally:
         (ws / ".gitignore").unlink(missing_ok=True)
+
+
+async def test_as_a_normal_user_a_file_made_unreadable_hides_no_change_from_review(llm, shared):  # noqa: F811
+    # `chmod 000` on a file of the step's own (Landlock does not mediate chmod): git could not read it, so every snapshot
+    # after it failed, silently (a logged warning): the turn's changes, undo and /rewind were gone for the session.
+    home, ws = _work_holding_a_file(shared)
+    llm.script(run("echo secret > locked.txt && chmod 000 locked.txt && mkdir shut && echo x > shut/f && chmod 000 shut"),
+               run("echo two > a.txt"), Reply.text("done"))
+    try:
+        async with daemon_as_alice(home, llm.env()) as daemon:
+            result = await daemon.request("ollie/submit", {"text": "go"}, timeout=90)
+            assert result["reply"] == "done" and (ws / "a.txt").read_text() == "two\n"
+            files = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
+            assert [f["path"] for f in files] == ["a.txt"], files
+            rewound = await daemon.request("ollie/rewind", {"turn": 1})
+            assert rewound["files"] == ["a.txt"] and (ws / "a.txt").read_text() == "one\n"
+            assert (ws / "locked.txt").exists() and (ws / "shut").exists()  # not checkpointed: left as they are
+    finally:
+        (ws / "locked.txt").unlink(missing_ok=True)
+        shutil.rmtree(ws / "shut", ignore_errors=True)
 
 
 PROBE = """python3 - <<'PY'

@@ -36,6 +36,18 @@ def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
         return None, True
 
 
+def _readable(st: os.stat_result) -> bool:
+    """Whether this process may read a file of this owner and mode, by its permission bits (root: any)."""
+    uid = os.geteuid()
+    if uid == 0:
+        return True
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IRUSR)
+    if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        return bool(st.st_mode & stat.S_IRGRP)
+    return bool(st.st_mode & stat.S_IROTH)
+
+
 def _file_changes(entries: list[objects.Entry], blobs: dict[str, bytes]) -> list[FileChange]:
     """The FileChanges (texts, hunks) of diff-tree `entries` whose blobs are in `blobs`."""
     out: list[FileChange] = []
@@ -243,8 +255,8 @@ class Checkpoints:
 
     def _lstat_kind(self, rel: str) -> str:
         """What a snapshot makes of `rel` by its lstat: "kept" (a symlink, or a file within the size cap), "over" (a
-        file past it), "gone", "dir", "special" (a FIFO, socket or device), "beyond" (below a symlink) or
-        "unreadable"."""
+        file past it), "gone", "dir", "special" (a FIFO, socket or device, or a file this process may not read),
+        "beyond" (below a symlink) or "unreadable" (no lstat)."""
         try:
             st = beneath.lstat_sync(self.root, rel)
         except beneath.OutsideRoot:
@@ -253,10 +265,12 @@ class Checkpoints:
             return "unreadable"
         if st is None:
             return "gone"
-        if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:
+        if stat.S_ISLNK(st.st_mode):
             return "kept"
         if stat.S_ISREG(st.st_mode):
-            return "over"
+            if not _readable(st):
+                return "special"  # a step's `chmod 000`: git, failing to read it, failed every snapshot after it
+            return "kept" if st.st_size <= self.max_file_bytes else "over"
         return "dir" if stat.S_ISDIR(st.st_mode) else "special"
 
     async def changes(self, before: str, after: str | None = None) -> list[FileChange]:
