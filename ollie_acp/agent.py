@@ -41,13 +41,14 @@ from acp.schema import (
 )
 
 from ollie import __version__
+from ollie.agent import agentswitch
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import sessions_dir, tools_path
+from ollie.paths import agents_dirs, sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions
@@ -173,8 +174,11 @@ class OllieAgent:
         # The registry has the title the first prompt gave (the engine's recorder); a live one's own when unrecorded.
         title = info.title if info is not None else source.title if source is not None else ""
         agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
+        teammates = info is not None and info.user_id != self._records.user
+        if teammates and await asyncio.to_thread(agentswitch.unsandboxed, agent, agents_dirs()):
+            agent = self._agent  # the owner's choice to run unsandboxed is no licence for this user's steps
         live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)", mcp=specs)
-        live.core.fork_from(saved, keep_mode=info is None or info.user_id == self._records.user)
+        live.core.fork_from(saved, keep_mode=not teammates)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                        config_options=await config_options(live.core))
         self._announce_after_answer(live)

@@ -86,16 +86,21 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value
 
 
-async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode(
+async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_or_unsandboxed_agent(
         start_agent, scripted_llm, store_url, tmp_path):
-    # Alice may run her own session in `auto`; Bob forking it (a new session of his, in his directory) gets
-    # his own default mode, not hers: her choice is no licence for steps run with Bob's rights.
+    # Alice may run her own session in `auto`, and unsandboxed (`yolo`); Bob forking it (a new session of his, in his
+    # directory) gets his own default mode and agent, not hers: her choice is no licence for steps run with Bob's
+    # rights (the fork took her `yolo` unasked, where a switch to it is asked).
+    from acp.schema import SessionConfigOptionSelect
+
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
+    from tests.acp.conftest import AGENT_COMMAND
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
-    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
+                              command=[*AGENT_COMMAND, "--agent", "yolo"])
     sid = await alice.new()
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 30)
@@ -111,5 +116,7 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode(
     own = await asyncio.wait_for(bob.conn.new_session(cwd=str(bob.workspace), mcp_servers=[]), 30)
     forked = await asyncio.wait_for(bob.conn.fork_session(session_id=sid, cwd=str(bob.workspace), mcp_servers=[]), 30)
     assert forked.modes.current_mode_id == own.modes.current_mode_id != "auto", forked.modes
+    agents = [o for o in forked.config_options or [] if isinstance(o, SessionConfigOptionSelect) and o.id == "agent"]
+    assert [a.current_value for a in agents] == ["default"], agents
     await bob.prompt(forked.session_id, "bob's question")  # the conversation itself did come over
     assert any("alice's answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])
