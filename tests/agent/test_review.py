@@ -140,6 +140,7 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
     lambda b: b.update(turn_starts=["x"]),
     lambda b: b.update(turn="two"),
     lambda b: b.pop("messages"),
+    lambda b: b.update(undo_checkpoint="--output=injected"),  # an option git would take: it wrote the file
 ])
 async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
     """A backup whose messages do not build is refused with the files and the conversation left as they are: it
@@ -155,6 +156,7 @@ async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(script
         await core.rewind_undo()
     assert (workdir / "a.txt").read_text() == ORIGINAL_A and (workdir / "b.txt").read_text() == ORIGINAL_B
     assert [m.content for m in core.session.messages] == ["say hello", "hello"]
+    assert not (workdir / "injected").exists()
     path.write_text("{not json")
     with pytest.raises(ReviewError, match="damaged"):
         await core.rewind_undo()

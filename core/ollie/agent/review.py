@@ -23,7 +23,7 @@ from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.errors import StaleChange, WorkspaceError
-from ollie.workspace.refs import present_refs, turn_ref
+from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
@@ -399,7 +399,7 @@ class Review:
             turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
             messages = checked_messages(backup["messages"])
             starts = backup["turn_starts"]
-            if not (type(turn) is int and type(checkpoint) is str and type(starts) is list
+            if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
                     and all(type(s) is int for s in starts)):
                 raise ValueError("a turn, checkpoint or turn start of the wrong type")
         except (KeyError, TypeError, ValueError) as exc:

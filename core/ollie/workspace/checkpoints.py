@@ -12,7 +12,7 @@ from ollie.workspace import objects
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
-from ollie.workspace.refs import present_refs, session_ref, shadow_dir, turn_ref
+from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shadow_dir, turn_ref
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
@@ -325,6 +325,8 @@ class Checkpoints:
         fds, never through a symlink, so a directory swapped for one (before or during) cannot send a
         write outside the root; git only updates the shadow index.
         """
+        if not is_checkpoint(checkpoint):  # handed to git: `--output=<path>` would write any file
+            raise WorkspaceError(f"cannot rewind {self.root}: {checkpoint[:80]!r} is no checkpoint id")
         async with self._lock:
             current = await self._snapshot()
             changed = await self.changes(current, checkpoint)

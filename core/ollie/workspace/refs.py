@@ -23,6 +23,11 @@ _TURN_REF = re.compile(r"refs/ollie/sessions/[A-Za-z0-9_-]{1,300}/[0-9]{8}")
 _OID = re.compile(r"[0-9a-f]{40}")
 
 
+def is_checkpoint(text: str) -> bool:
+    """Whether `text` is a checkpoint id (a tree's object id), never an option (`--output=...`) git would take."""
+    return _OID.fullmatch(text) is not None
+
+
 def shadow_dir(cwd: Path) -> Path:
     """The shadow repository of `cwd`: the checkpoints dir + a hash of its real path."""
     key = hashlib.sha256(os.fsencode(os.path.realpath(cwd))).hexdigest()[:32]
