@@ -73,10 +73,12 @@ async def test_as_a_normal_user_a_fifo_where_git_reads_is_named_and_the_turn_goe
 
 
 async def test_as_a_normal_user_a_file_made_unreadable_hides_no_change_from_review(llm, shared):  # noqa: F811
-    # `chmod 000` on a file of the step's own (Landlock does not mediate chmod): git could not read it, so every snapshot
-    # after it failed, silently (a logged warning): the turn's changes, undo and /rewind were gone for the session.
+    # `chmod 000` on a file of the step's own (Landlock does not mediate chmod), or `chmod 600` on a dir: git could not
+    # read or lstat it, so every snapshot after it failed, silently (a logged warning): the turn's changes, undo and
+    # /rewind were gone for the session.
     home, ws = _work_holding_a_file(shared)
-    llm.script(run("echo secret > locked.txt && chmod 000 locked.txt && mkdir shut && echo x > shut/f && chmod 000 shut"),
+    llm.script(run("echo secret > locked.txt && chmod 000 locked.txt && mkdir shut && echo x > shut/f && chmod 000 shut"
+                   " && mkdir half && echo y > half/g && chmod 600 half"),  # listed, but no lstat of half/g
                run("echo two > a.txt"), Reply.text("done"))
     try:
         async with daemon_as_alice(home, llm.env()) as daemon:
@@ -86,10 +88,11 @@ async def test_as_a_normal_user_a_file_made_unreadable_hides_no_change_from_revi
             assert [f["path"] for f in files] == ["a.txt"], files
             rewound = await daemon.request("ollie/rewind", {"turn": 1})
             assert rewound["files"] == ["a.txt"] and (ws / "a.txt").read_text() == "one\n"
-            assert (ws / "locked.txt").exists() and (ws / "shut").exists()  # not checkpointed: left as they are
+            assert all((ws / name).exists() for name in ("locked.txt", "shut", "half"))  # not checkpointed: left
     finally:
         (ws / "locked.txt").unlink(missing_ok=True)
-        shutil.rmtree(ws / "shut", ignore_errors=True)
+        for name in ("shut", "half"):
+            shutil.rmtree(ws / name, ignore_errors=True)
 
 
 PROBE = """python3 - <<'PY'

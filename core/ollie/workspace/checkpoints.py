@@ -241,15 +241,16 @@ class Checkpoints:
         return st.st_mtime_ns, st.st_size, st.st_ino
 
     def _inspect(self, rels: list[str]) -> tuple[set[str], set[str]]:
-        """Those of `rels` git must not store (regular files over the size cap; FIFOs, sockets and devices, which
-        `update-index` refuses), left as they are, and those below a symlink."""
+        """Those of `rels` git must not store (regular files over the size cap; FIFOs, sockets, devices and files the
+        daemon may not read or lstat, which `update-index` refuses), left as they are, and those below a symlink."""
         over, beyond = set(), set()
         for rel in rels:
             found = self._lstat_kind(rel.rstrip("/"))
             if found == "beyond":
                 beyond.add(rel)
-            elif found in ("over", "special"):
+            elif found in ("over", "special", "unreadable"):
                 # A FIFO where a tracked file was failed every snapshot after it: the writes it hid were never undoable.
+                # So did a file git may not lstat (a step's `chmod 600` of its dir, as a normal user).
                 over.add(rel)
         return over, beyond
 
