@@ -226,3 +226,25 @@ async def test_a_read_only_turn_takes_no_checkpoint_and_a_rewound_numbers_refs_g
     await core.submit("talk")
     assert await cp.list_turns(sid) == [] and await cp.list_turns(f"{sid}-after") == []
     assert (await core.review.changes(2)).changes == []
+
+
+async def test_a_failed_checkpoint_is_said_to_the_user(scripted_llm, make_core, workdir):
+    """A snapshot that fails costs its steps their diffs and undo: that was only logged, so a step able to make every
+    snapshot fail (a normal user's `chmod 000`, fixed by itself) hid its changes from review unsaid."""
+    from ollie.workspace.refs import shadow_dir
+
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(*_edit_two_files(), *_edit_two_files())
+    core = await _auto(make_core, srv)
+    events = core.bus.subscribe()
+    await core.submit("edit them")
+    objects = shadow_dir(workdir) / "objects"
+    objects.rename(objects.with_name("objects.away"))  # git can store nothing now
+    objects.write_text("not a dir")
+    await core.submit("edit them again")
+    said = []
+    while events.pending():
+        said.append(events.get_nowait())
+    warnings = [e.content for e in said if e.role == "info" and "checkpoint of" in e.content]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: a checkpoint of {workdir} failed"), warnings

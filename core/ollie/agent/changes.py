@@ -35,6 +35,7 @@ class ChangeTracker:
         self.unavailable: str | None = None
         # Told once, when checkpoints turn out to be impossible here (the setup warning).
         self._on_unavailable = on_unavailable
+        self._failure_told = False  # a failed snapshot is said once: the steps after it have no diffs
         # The last snapshot, while nothing the engine ran can have written since (None: take a new one).
         self._fresh: str | None = None
         # Edits a step made to documents open in the editor (unsaved: no snapshot sees them), by path.
@@ -83,8 +84,13 @@ class ChangeTracker:
         except CheckpointUnavailable as exc:
             self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
         except (WorkspaceError, OSError) as exc:
-            # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking.
+            # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking. Said, once:
+            # a step that could make them all fail (as a chmod did) would otherwise hide its changes from review.
             log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(exc)})
+            if not self._failure_told and self._on_unavailable is not None:
+                self._failure_told = True
+                self._on_unavailable(f"a checkpoint of {self.cwd} failed, so the steps since show no changes and "
+                                     f"cannot be undone until one succeeds: {exc}")
         return None
 
     async def begin_turn(self, turn_number: int) -> None:
