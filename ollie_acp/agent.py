@@ -263,7 +263,6 @@ class OllieAgent:
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
         core.set_documents(client_files(client, live_id, self._fs))
-        self._sessions[live_id] = live
         forwarder.start()
         try:
             records = self._records
@@ -271,6 +270,11 @@ class OllieAgent:
                                          user=records.user, io=records.io)
         except OllieError as exc:
             logger.warning("session %s is not recorded: %s", live_id, exc)
+        except BaseException:
+            await live.close()  # never listed: nothing ran in it
+            raise
+        # Listed only now: until its record says whose it is, a teammate's session would run a prompt as the owner's.
+        self._sessions[live_id] = live
         if mcp:
             await core.add_mcp_servers(mcp)
         return live

@@ -291,14 +291,20 @@ class SessionTable:
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
-        live.recorder = await record(self.records, core, kind=kind, title=title, fresh=resume_id is None)
+        try:
+            live.recorder = await record(self.records, core, kind=kind, title=title, fresh=resume_id is None)
+        except BaseException:
+            await self._shut(live)  # never listed: nothing ran in it
+            raise
+        # Listed only now: until its record says whose it is, a teammate's session would run a prompt as the owner's.
+        self._live[live.id] = live
         return live
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
+        """The live session of `core`, wired to the editor (listed by `create` once recorded)."""
         session_id = core.session_id
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
-        self._live[session_id] = live
 
         async def rename(title: str) -> None:
             await self.rename(session_id, title)

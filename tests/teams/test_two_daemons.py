@@ -259,3 +259,25 @@ async def test_a_teammates_unsandboxed_session_runs_no_turn_for_another_user(sta
     said = await bob.request("ollie/submit", {"session": sid, "text": "go on"}, timeout=60)
     assert said["stop"] == "error" and "runs agent 'yolo' without a sandbox" in said.get("error", ""), said
     assert len(llm.chat_requests) == 1  # alice's turn only: the model was never asked for Bob's
+
+
+async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_it_is(start_daemon, store_url,
+                                                                                      scripted_llm):
+    # Bob's load listed the session as soon as it was built, before its record (read from the store) said it is
+    # Alice's: a prompt sent meanwhile ran as hers would, in her `yolo` agent and `auto` mode, with Bob's rights.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
+    bob = await _bob(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as held:  # the record's lock held: Bob's load waits for its record there
+        held.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"id\x1f{sid}",))
+        load = asyncio.ensure_future(bob.request("ollie/session/load", {"session": sid}, timeout=60))
+        with psycopg.connect(store_url, autocommit=True) as watch:
+            while not watch.execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone():
+                await asyncio.sleep(0.05)
+        err = await _error(bob, "ollie/submit", {"session": sid, "text": "go on"})
+        assert err.code == -32001, err  # not there yet
+    await load
+    assert len(llm.chat_requests) == 1  # alice's turn only
