@@ -14,7 +14,7 @@ from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import persist
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError, session_log
 from ollie.sessions.session import Session, TaskState, new_session_id
-from ollie.testing.compactions import read_compaction_snapshots
+from tests.compactions import read_compaction_snapshots
 
 
 def _saved(file: SessionFile) -> bytes:
