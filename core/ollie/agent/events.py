@@ -43,7 +43,7 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class Event:
-    """One engine event: `role` says what it is (the roles above), `name` the tool, `tool`/`steps` its readable steps."""
+    """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps."""
 
     role: str
     name: str = ""
