@@ -72,16 +72,15 @@ def parse_diagnostic(item: Mapping[str, Any]) -> Diagnostic | None:
     if path is None or line is None or column is None or not isinstance(message, str):
         return None
     known: Severity = severity if severity in SEVERITIES else "information"  # type: ignore[assignment]
-    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"),
-                      _position(item, "endLine"), _position(item, "endColumn"))
+    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"))
 
 
 def parse_span(item: Mapping[str, Any]) -> Span | None:
-    """One `{path, line, column, endLine?, endColumn?}`."""
+    """One `{path, line, column}` (an end, when given, is not used)."""
     path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
     if path is None or line is None or column is None:
         return None
-    return Span(path, line, column, _position(item, "endLine"), _position(item, "endColumn"))
+    return Span(path, line, column)
 
 
 def parse_symbol(item: Mapping[str, Any]) -> Symbol | None:
