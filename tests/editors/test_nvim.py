@@ -500,7 +500,7 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
 
 
 def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
-    from ollie.testing.pictures import png
+    from tests.pictures import png
 
     red, green = png(2, 2, (255, 0, 0)), png(2, 2, (0, 255, 0))
     (workspace / "shot.png").write_bytes(red)
