@@ -1,4 +1,4 @@
-"""The engine in a terminal: one turn (`-p`) or an interactive prompt, Ctrl-C to interrupt."""
+"""The engine in a terminal: one turn (`-p`) or an interactive prompt, Ctrl-C to stop."""
 
 from __future__ import annotations
 
