@@ -210,6 +210,7 @@ HOSTILE = [
     ("bash", "eval dd curl {$0 " * 1500),
     ("python3", "".join(" " * (i % 300) + "while True:\n" for i in range(3000))),
     ("python3", "os.system(" * 2000 + "[fork() " * 2000),
+    ("python3", 'os.system("' + '\\"' * 3000 + ")"),
     ("perl", "unlink" + " " * 20000 + "x"),
 ]
 ORDINARY = {"bash": "echo hello world; ls -la\n", "python3": "x = compute(1)\n", "perl": "print 1;\n"}

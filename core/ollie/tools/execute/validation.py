@@ -108,7 +108,9 @@ _SHELL_STRINGS = {
     "awk": re.compile(r"\bsystem\s*\((.*)|print(?:(?!print)[^|\n])*\|\s*(\"[^\"]*\")"),
     "expect": re.compile(r"\b(?:spawn|exec|system)\b(.*)"),
 }
-_LITERAL = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
+# A quoted string; an escaped character outside one is passed over, so that no escaped quote starts a string (from
+# each `\"` of a run of them the scan ran to the end: quadratic).
+_LITERAL = re.compile(r"\\.|\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
 _RM = re.compile(r"(?:^|[\s;&|(`{]|\$\()rm\s+([^;&|\n)`]*)")
 _CALL_ARGUMENTS = frozenset({"python3", "awk"})  # their first group is cut at its last `)`
 _BY_LANGUAGE = {"bash": BASH, "python3": PYTHON + ARGV, "perl": PERL + ARGV, "lua": LUA + ARGV}
@@ -188,7 +190,7 @@ def _shell_snippets(code: str, language: str) -> list[tuple[int, str]]:
                 continue
             groups[0] = arguments
         body = " ".join(g for g in groups if g)
-        literals = [a or b for a, b in _LITERAL.findall(body)] or [body]
+        literals = [m.group(m.lastindex) for m in _LITERAL.finditer(body) if m.lastindex] or [body]
         snippets.append((match.start(), " ".join(literals)))
     return snippets
 
