@@ -174,7 +174,7 @@ def store_rows(rounds: int, url: str = "", *, daemons: int = 20, sessions: int =
     """The bench as result rows (a local cluster with fsync on is started when `url` is empty)."""
     server = None
     if not url:
-        from ollie.testing.pgserver import PgServer
+        from tests.teams.pgserver import PgServer
 
         server = PgServer(fsync=True)
         url = server.schema_url()

@@ -37,9 +37,9 @@ DEFAULT_TIMEOUT_S = 5.0
 T = TypeVar("T")
 
 
-def request_timeout(environ: Mapping[str, str] | None = None) -> float:
+def request_timeout() -> float:
     """Seconds the daemon waits for an ollie/editor/* answer ($OLLIE_EDITOR_TIMEOUT_MS, default 5 s)."""
-    raw = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "").strip()
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
     try:
         return max(int(raw), 1) / 1000 if raw else DEFAULT_TIMEOUT_S
     except ValueError:
@@ -72,16 +72,15 @@ def parse_diagnostic(item: Mapping[str, Any]) -> Diagnostic | None:
     if path is None or line is None or column is None or not isinstance(message, str):
         return None
     known: Severity = severity if severity in SEVERITIES else "information"  # type: ignore[assignment]
-    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"),
-                      _position(item, "endLine"), _position(item, "endColumn"))
+    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"))
 
 
 def parse_span(item: Mapping[str, Any]) -> Span | None:
-    """One `{path, line, column, endLine?, endColumn?}`."""
+    """One `{path, line, column}` (an end, when given, is not used)."""
     path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
     if path is None or line is None or column is None:
         return None
-    return Span(path, line, column, _position(item, "endLine"), _position(item, "endColumn"))
+    return Span(path, line, column)
 
 
 def parse_symbol(item: Mapping[str, Any]) -> Symbol | None:
@@ -118,9 +117,9 @@ def parse_list(answer: Mapping[str, Any], key: str, parse: Callable[[Mapping[str
 class LspEditorKnowledge:
     """The engine's EditorKnowledge, answered by the LSP client through ollie/editor/* requests."""
 
-    def __init__(self, server: OllieServer, *, timeout_s: float | None = None) -> None:
+    def __init__(self, server: OllieServer) -> None:
         self._server = server
-        self.timeout_s = timeout_s if timeout_s is not None else request_timeout()
+        self.timeout_s = request_timeout()
 
     async def _ask(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
         try:

@@ -10,7 +10,7 @@ import acp
 import pytest
 
 from ollie.testing import Reply
-from ollie.testing.pictures import png
+from tests.pictures import png
 
 PICTURE = png(4, 4, (10, 200, 30))
 DATA = base64.b64encode(PICTURE).decode()

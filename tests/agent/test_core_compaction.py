@@ -9,7 +9,7 @@ from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, writ
 from ollie.agent.compaction import COMPACTION_PROMPT
 from ollie.sessions import persist
 from ollie.testing import Reply
-from ollie.testing.compactions import read_compaction_snapshots
+from tests.compactions import read_compaction_snapshots
 
 STATE = {"goal": "fix the parser", "plan": ["read", "fix", "test"], "plan_step": "fix",
          "decisions": ["keep the old API"], "files": ["parser.py"]}

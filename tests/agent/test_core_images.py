@@ -12,7 +12,7 @@ from agentkit import drain, roles
 from ollie.backend import images
 from ollie.backend.types import Image, Message
 from ollie.testing import Reply
-from ollie.testing.pictures import png
+from tests.pictures import png
 
 PICTURE = png(3, 2, (0, 128, 255))
 

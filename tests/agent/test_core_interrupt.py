@@ -279,3 +279,23 @@ async def test_a_stop_just_as_a_queued_prompt_was_taken_to_run_keeps_it_held(scr
     assert len(srv.chat_requests) == 1
     await core.run_queue()  # the user's word: both run, in their order
     assert [m["content"] for m in sent_messages(srv) if m["role"] == "user"] == ["hi", "queued one", "queued two"]
+
+
+async def test_a_stop_ends_the_question_an_agent_switch_waits_on(scripted_llm, make_core, agents_dir):
+    """`/agent bare` asks first (that agent runs unsandboxed): a stop before the user answers ends the question and
+    the switch at once. The stop waited for the answer (up to the question timeout)."""
+    (agents_dir / "bare.json").write_text(json.dumps({"prompt": "Unsandboxed.", "sandbox": "none"}))
+    core = await make_core(scripted_llm("openai"))
+    agent = core.agent_name
+    asked = asyncio.Event()
+
+    async def unanswered(question: str) -> bool:
+        asked.set()
+        await asyncio.get_running_loop().create_future()  # the user has not answered
+        return True
+
+    core.approver = unanswered
+    switch = asyncio.create_task(core.submit("/agent bare"))
+    await asyncio.wait_for(asked.wait(), HANG_S)
+    assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
+    assert (await switch).stop == "interrupted" and core.agent_name == agent

@@ -7,7 +7,7 @@ import json
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
 from ollie.testing import Reply
-from ollie.testing.compactions import read_compaction_snapshots
+from tests.compactions import read_compaction_snapshots
 
 
 async def test_rate_limits_back_off_exponentially_then_succeed(scripted_llm, make_core):

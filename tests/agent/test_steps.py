@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 from ollie.agent.changes import ChangeTracker
@@ -16,6 +17,7 @@ from ollie.agent.steps import (
     describe,
     inner_statuses,
     script_kinds,
+    section_texts,
     step_states,
 )
 from ollie.workspace import FileChange
@@ -116,6 +118,29 @@ def test_inner_statuses_read_the_execute_servers_sections() -> None:
     assert inner_statuses("plain output", 1) == ["completed"]
     assert inner_statuses("plain output", 1, is_error=True) == ["failed"]
     assert inner_statuses("[interrupted by the user before this call finished]", 2) == ["failed", "failed"]
+
+
+def test_a_section_header_is_one_line() -> None:
+    result = "[call 1 file_read\n] exit 0\n[call 2 file_read] exit 0\nok"
+    assert inner_statuses(result, 2) == ["failed", "completed"]
+    assert section_texts(result, 2) == ["", "\nok"]
+
+
+def _parse_seconds(result: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        inner_statuses(result, 2)
+        section_texts(result, 2)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_a_step_output_of_unclosed_section_headers_parses_in_linear_time() -> None:
+    # A step prints these; each line's header scan ran to the end of the output (quadratic: 128 KiB held the loop
+    # 2.5 s). Measured against output of the same size whose headers close, so load slows both alike.
+    crafted, closed = "[call 1 \n" * 7000, "[call 1 ] \n" * 6300
+    assert _parse_seconds(crafted) < 10 * _parse_seconds(closed) + 0.01
 
 
 def test_diffs_go_to_the_inner_step_naming_the_file_else_the_last_writer() -> None:

@@ -407,6 +407,23 @@ vim.cmd("qa!")
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
 
 
+def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scripted_llm):
+    """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
+    showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 6, chunk_size=4, delay=0.1))
+    result = run_scenario("title", workspace, srv)
+    mid = result["mid_turn"]
+    assert mid["running"] and not mid["ended"], f"the title came only after the turn: {mid}"
+    assert mid["bar"].startswith(" ollie: ") and mid["bar"].endswith(" · Write a haiku about the sea"), mid
+    assert result["renamed"].endswith(" · Sea haiku"), result["renamed"]
+    long = result["long"]
+    assert long["bar"].startswith(" ollie: idle ") and long["bar"].endswith("…"), long
+    assert long["shown"] <= long["width"], long
+    assert "·" not in result["new_session"] and result["new_session"].startswith(" ollie: "), result["new_session"]
+    assert " · A title long enough" in result["back"], result["back"]
+
+
 def test_a_reply_cut_at_the_token_limit_says_so_in_the_chat(workspace, scripted_llm):
     srv = scripted_llm("openai")
     srv.script(Reply.cut("Once upon a time"))  # finish_reason "length"
@@ -483,7 +500,7 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
 
 
 def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
-    from ollie.testing.pictures import png
+    from tests.pictures import png
 
     red, green = png(2, 2, (255, 0, 0)), png(2, 2, (0, 255, 0))
     (workspace / "shot.png").write_bytes(red)

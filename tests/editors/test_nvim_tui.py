@@ -392,3 +392,31 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):
+    """The transcript's statusline shows the session's title: the first prompt's words while its answer streams,
+    the new name at once after `/rn`."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 8, chunk_size=4, delay=0.1))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
+    keep = tmux.keep
+
+    def bar(screen: str) -> str:
+        return next((line for line in screen.splitlines() if " ollie: " in line), "")
+
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie Write a haiku about the sea", "Enter")
+        streaming = keep("1-title-while-streaming", tmux.wait(
+            lambda s: "The sea rolls in" in s and bar(s).rstrip().endswith(" · Write a haiku about the sea"),
+            "the title on the chat's statusline while the answer streams"))
+        assert "(end)" not in streaming, "the turn still streams"
+        tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
+        tmux.keys(":OllieChat", "Enter", "i")
+        tmux.keys("/rn Sea haiku", literal=True)
+        tmux.keys("Escape", "Enter")
+        keep("2-renamed", tmux.wait(lambda s: bar(s).rstrip().endswith(" · Sea haiku"), "the new name"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ollie.testing import Reply
-from ollie.testing.pictures import png
+from tests.pictures import png
 
 from .test_cli import run_ollie
 

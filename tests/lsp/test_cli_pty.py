@@ -7,12 +7,14 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from ollie.testing import Reply
+from tests.procs import new_mark, processes_with, wait_until
 
 from .conftest import child_env
 from .test_cli import run_ollie
@@ -132,3 +134,19 @@ def test_a_session_runs_in_one_terminal_at_a_time(llm, tmp_path):
     assert third.returncode == 0 and "resumed" in third.stdout, third.stderr
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "and now?", "what was it?"]
+
+
+def test_ctrl_c_ends_a_running_shell_command_and_the_prompt_comes_back(llm, tmp_path):
+    # Ctrl-C only interrupted a model turn: during `!cmd` it said "Ctrl-C again to exit" and the command ran on.
+    llm.script(Reply.text("still here"))
+    mark = new_mark()
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type(f"!sleep 100.{mark}; echo never")
+        wait_until(lambda: processes_with(mark), "the command never ran")
+        term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
+        at = term.wait_for(r"\[stopped; killed\][\s\S]*default> ", after=at, timeout=30)  # not the 100 s
+        assert not processes_with(mark) and "Ctrl-C again" not in term.text and "never" not in term.text[at:]
+        term.type("and now?")
+        term.wait_for(r"still here", after=at)
+        assert term.close() == 0

@@ -7,7 +7,7 @@ import base64
 import os
 
 from ollie.testing import Reply
-from ollie.testing.pictures import png
+from tests.pictures import png
 
 from .test_methods import rpc_error
 

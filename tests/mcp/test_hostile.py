@@ -180,6 +180,25 @@ async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_
         await host.aclose()
 
 
+async def test_a_restarted_server_keeps_the_names_it_had(tmp_path: Path, home: Path) -> None:
+    # Adding a running server again (its config changed) moved it last, so a later server's clashing names won.
+    from ollie.mcp.stdio import state_dir
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        for name in ("a_b", "a.b", "a_b"):
+            await host.add({name: ServerSpec(name, command=sys.executable, args=(str(SERVER),))}, wait=60)
+        assert list(host.servers) == ["a_b", "a.b"]
+        assert [s["state"] for s in host.status()] == ["ready", "ready"], host.status()
+        assert (await host.call("mcp__a_b__create_issue", {"title": "mine"})).text == "created issue 'mine'"
+        assert (state_dir("a_b") / "issues.txt").read_text() == "mine\n"
+        assert not (state_dir("a.b") / "issues.txt").exists()
+    finally:
+        await host.aclose()
+
+
 async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_reads(tmp_path: Path, home: Path) -> None:
     # A workspace's .mcp.json names a path in the workspace (what the user approves reads as such) that is a
     # symlink to a private dir: the server was granted the link's target.

@@ -330,6 +330,20 @@ async def test_a_listed_name_is_no_licence_for_an_ip_literal(ws, counting) -> No
     assert counting.accepted == 0
 
 
+async def test_this_machines_address_in_an_ipv6_form_is_refused_unasked(ws, counting) -> None:
+    # 127.0.0.1 IPv4-compatible, IPv4-translated, through NAT64 and 6to4, and a local-use NAT64 address: a kernel
+    # tunnel or a gateway may take each to an IPv4 address; they were put to the user as public hosts.
+    policy = proxy_policy(ws, [])
+    for host in ("::127.0.0.1", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "2002:7f00:1::1", "64:ff9b:1::808:808"):
+        request = f"CONNECT [{host}]:{counting.port} HTTP/1.1\\r\\n\\r\\n"
+        out, asked, connections = await run_asked(ws, policy, "once", "raw", request)
+        assert out.startswith("HTTP/1.1 403") and not asked.questions, (host, out)
+        assert connections[0]["how"].startswith("non-public address"), connections
+    assert counting.accepted == 0
+    # A public IPv4 address in those forms is still a host to ask about.
+    assert all(egress.is_public(h) for h in ("::ffff:0:808:808", "64:ff9b::808:808", "2002:808:808::1", "2606:4700::1"))
+
+
 async def test_host_header_and_smuggling_tricks_do_not_bypass(ws, counting) -> None:
     policy = proxy_policy(ws, ["pypi.test:1"])  # the counting server is not listed
     tricks = [

@@ -162,7 +162,7 @@ def test_a_server_restart_between_rounds_costs_no_write(monkeypatch):
     from ollie.backend.types import Message
     from ollie.sessions.pg import log as pg_log
     from ollie.sessions.session import Session
-    from ollie.testing.pgserver import PgServer
+    from tests.teams.pgserver import PgServer
 
     server = PgServer()  # its own: the test restarts it
     try:

@@ -22,8 +22,8 @@ from ollie.sessions import persist
 from ollie.sessions.pg.log import read_rounds
 from ollie.sessions.pg.store import PgStore, StoreUnavailableError
 from ollie.testing import Reply
-from ollie.testing.pgserver import pg_bin
 from tests.teams.conftest import home_env
+from tests.teams.pgserver import pg_bin
 
 _databases = iter(range(1, 1000))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ollie.tools.execute.validation import SessionBlocked, ValidationGate, find_dangerous
@@ -86,6 +88,7 @@ FORK_BOMBS = [
     ("bash", "function f { f | f & }; f"),
     ("bash", "f() {\n  f\n  f &\n}\nf"),
     ("bash", "x(){ x & }; x"),
+    ("bash", "f(){ g(){ f & }; g; }; f"),  # in a function it defines
     ("bash", "while true; do $0 & done"),
     ("bash", 'while :; do bash "$0" & done'),
     ("bash", "$0 & $0 &"),
@@ -193,3 +196,36 @@ def test_searches_for_dangerous_words_never_block_the_session() -> None:
     for _ in range(10):
         assert gate.check('grep -rn "sudo" .', "bash") == []
     gate.ensure_open()
+
+
+# Shapes on which a check's scan ran over the rest of the code from each of its starts (nested unclosed function
+# bodies took 10 s of CPU): each is checked in time in proportion to its size, measured against ordinary code of
+# the same size and language, so that a loaded machine slows both alike.
+HOSTILE = [
+    ("bash", "f() { " * 2000),
+    ("bash", "".join(f"f{i}() {{\n" for i in range(1000)) + "}\n" * 1000),
+    ("bash", "function f { " * 1500 + "f &"),
+    ("bash", "while true; do " * 2000),
+    ("bash", "{xargs " + "-{xargs " * 3000),
+    ("bash", "eval dd curl {$0 " * 1500),
+    ("python3", "".join(" " * (i % 300) + "while True:\n" for i in range(3000))),
+    ("python3", "os.system(" * 2000 + "[fork() " * 2000),
+    ("python3", 'os.system("' + '\\"' * 3000 + ")"),
+    ("perl", "unlink" + " " * 20000 + "x"),
+]
+ORDINARY = {"bash": "echo hello world; ls -la\n", "python3": "x = compute(1)\n", "perl": "print 1;\n"}
+
+
+def _check_seconds(code: str, language: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        find_dangerous(code, language)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize(("language", "code"), HOSTILE, ids=[f"{c[0]}:{c[1][:20]}" for c in HOSTILE])
+def test_code_crafted_to_make_the_checks_backtrack_is_checked_in_linear_time(language: str, code: str) -> None:
+    ordinary = (ORDINARY[language] * (len(code) // len(ORDINARY[language]) + 1))[:len(code)]
+    assert _check_seconds(code, language) < 10 * _check_seconds(ordinary, language) + 0.02

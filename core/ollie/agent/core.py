@@ -25,7 +25,7 @@ from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_warnings
 from ollie.agent.steps import script_kinds
-from ollie.agent.stopping import Stopped, Work
+from ollie.agent.stopping import Stopped, Work, stoppable
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
@@ -399,7 +399,11 @@ class Core(McpMembers):
         (AgentSwitchRefused when not allowed)."""
         self.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
         if name != self.agent_name:
-            await agentswitch.check(name, self.agents_dirs, self.agent_approver or self._attached.approve_elevation)
+            try:  # a stop ends the question: it is no turn, and the stop would wait for the user's answer
+                await stoppable(agentswitch.check(name, self.agents_dirs,
+                                                  self.agent_approver or self._attached.approve_elevation))
+            except Stopped:
+                raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
             self._attached.wire()

@@ -10,12 +10,9 @@ from dataclasses import dataclass
 from ollie.agent.steps import ToolState
 from ollie.backend.types import Usage
 
-# Roles the engine publishes. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal,
-# empty content) a change of state, usage, cwd or context size.
-ROLES = frozenset(
-    {"assistant", "tool", "call", "step", "info", "exec", "error", "usage", "reasoning", "limitretry", "turn", "state",
-     "output"}
-)
+# Roles the engine publishes: assistant, tool, call, step, info, exec, error, usage, reasoning, limitretry, turn,
+# state, output. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal, empty content)
+# a change of state, usage, cwd or context size.
 # `call` (a tool call starts), `step` (a step's status moved, e.g. to in_progress; empty content) and
 # `tool` (its result) carry `tool`: the call as one step, same id on all three; a batch of several
 # calls also carries `steps`, one per inner call (ids `<call id>.<n>`). `output` (with `tool`): a running
@@ -46,7 +43,7 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class Event:
-    """One engine event: `role` says what it is (ROLES), `name` the tool, `tool`/`steps` its readable steps."""
+    """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps."""
 
     role: str
     name: str = ""

@@ -173,13 +173,11 @@ class DeferredPrompt:
     They run in a task of their own: an interrupted caller leaves them running for the next one.
     """
 
-    def __init__(self, prompt: Prompt, *, cwd: Path, env: Mapping[str, str], box: CommandBox,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, prompt: Prompt, *, cwd: Path, env: Mapping[str, str], box: CommandBox) -> None:
         self._prompt = prompt
         self.cwd = Path(cwd)
         self.env = env
         self.box = box
-        self._timeout = timeout
         self._task: asyncio.Task[tuple[str, list[str]]] | None = None
         # What the prompt left running in the background (`@environment`'s git status): notes for later turns.
         self.late: list[asyncio.Task[str | None]] = []
@@ -187,8 +185,8 @@ class DeferredPrompt:
     async def _resolve(self) -> tuple[str, list[str]]:
         await loop_share().wait_turn()  # 50 first turns' prompt commands start over loop passes, not in one
         warnings: list[str] = []
-        text = await resolve_prompt(self._prompt, cwd=self.cwd, env=dict(self.env), timeout=self._timeout,
-                                    warnings=warnings, box=self.box, late=self.late)
+        text = await resolve_prompt(self._prompt, cwd=self.cwd, env=dict(self.env), warnings=warnings, box=self.box,
+                                    late=self.late)
         return text, warnings
 
     def start(self) -> asyncio.Task[tuple[str, list[str]]]:

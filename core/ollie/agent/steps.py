@@ -47,8 +47,9 @@ BUILTIN_KINDS: dict[str, StepKind] = {
 EXECUTORS = frozenset({"execute_code", "call_tool", "pipe"})
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
-# A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`.
-_SECTION = re.compile(r"^\[(?:call|step|stage) (\d+) [^\]]*\] (.*)$", re.MULTILINE)
+# A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`. One line: a
+# bracket that ran on to later lines made a step's output of many unclosed `[call 1 ` lines quadratic to parse.
+_SECTION = re.compile(r"^\[(?:call|step|stage) (\d+) [^\]\n]*\] (.*)$", re.MULTILINE)
 # file_edit's report of where it replaced: `replaced 1 occurrence in a.py at line 12:`, `... (original lines 3, 9)`.
 _EDIT_LINE = re.compile(r"^replaced \d+ occurrences? in .*?(?: at line |\(original lines )(\d+)", re.MULTILINE)
 # Commands in titles are cut here: a title is a line, not the program.

@@ -1,4 +1,4 @@
-"""The engine in a terminal: one turn (`-p`) or an interactive prompt, Ctrl-C to interrupt."""
+"""The engine in a terminal: one turn (`-p`) or an interactive prompt, Ctrl-C to stop."""
 
 from __future__ import annotations
 
@@ -145,7 +145,8 @@ async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | Non
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.interrupt("Ctrl-C"))
+        # As the editors' Stop: a `!cmd` ends too, and no postTurn continuation or queued prompt starts after it.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.stop("Ctrl-C"))
         try:
             pictures = await attached_images(prompt, core.cwd)
         except ImageError as exc:
@@ -170,7 +171,7 @@ def _say_stop(stop: str) -> None:
 
 
 async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
-    """The interactive prompt: Ctrl-C interrupts a turn; twice at the idle prompt (or Ctrl-D) exits."""
+    """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = renderer or Renderer()
     async with _running(options, renderer) as (core, events):
         loop = asyncio.get_running_loop()
@@ -179,11 +180,12 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
         core.approver = partial(_ask_at_the_prompt, renderer, lines)
         core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
+        busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
 
         def on_sigint() -> None:
             nonlocal last_idle_ctrl_c
-            if core.is_running:
-                core.interrupt("Ctrl-C")
+            if busy or core.is_running:
+                core.stop("Ctrl-C")  # as in run_once
                 return
             now = time.monotonic()
             if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
@@ -208,7 +210,11 @@ async def run_interactive(options: RunOptions, *, renderer: Renderer | None = No
             except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
                 print(printable(f"ollie: {exc}"), file=sys.stderr)
                 continue
-            result = await core.submit(line, pictures)
+            busy = True
+            try:
+                result = await core.submit(line, pictures)
+            finally:
+                busy = False
             await events.drained()
             renderer.end_line()
             _say_stop(result.stop)

@@ -43,7 +43,6 @@ class McpTool:
     description: str
     schema: dict[str, Any]
     read_only: bool = False
-    destructive: bool = True
 
     @property
     def kind(self) -> str:
@@ -86,8 +85,7 @@ def _tool(server: str, raw: Any) -> McpTool | None:
     return McpTool(
         name=tool_name(server, raw.name), remote=raw.name,
         description=(raw.description or raw.title or raw.name)[:MAX_DESCRIPTION], schema=schema,
-        read_only=bool(hints and hints.readOnlyHint),
-        destructive=not hints or hints.destructiveHint is not False)
+        read_only=bool(hints and hints.readOnlyHint))
 
 
 def result_text(result: Any) -> str:

@@ -28,15 +28,17 @@ class McpHost:
         self.on_change: Callable[[], None] = lambda: None
 
     async def add(self, specs: Mapping[str, ServerSpec], *, wait: float = FIRST_LIST_WAIT_S) -> None:
-        """Start `specs` (a name already running is replaced) and wait up to `wait` for their tool lists."""
+        """Start `specs` (a name already running is replaced in its place) and wait up to `wait` for their tool
+        lists."""
         started: list[McpServer] = []
         for name, spec in specs.items():
-            old = self.servers.pop(name, None)
-            if old is not None:
-                await old.aclose()
+            old = self.servers.get(name)
             server = McpServer(spec, cwd=self._cwd, environ=self._environ, network_from=self._network,
                                notify=lambda text: self.notify(text), changed=lambda: self.on_change())
+            # Replaced where it was: the order decides which server keeps a name two of them make (`_tools`).
             self.servers[name] = server
+            if old is not None:
+                await old.aclose()
             server.start()
             started.append(server)
         for server in started:

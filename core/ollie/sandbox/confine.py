@@ -75,13 +75,6 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _check(result: int, what: str) -> int:
-    if result < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-    return result
-
-
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
     from ollie.sandbox import landlock
 else:  # loaded by path (siblings.py)
@@ -115,8 +108,8 @@ def _write(path: str, text: str) -> None:
 
 
 def _mount(source: str | None, target: str, flags: int) -> None:
-    _check(_libc.mount(source.encode() if source else None, target.encode(), None, flags, None),
-           f"mount({target})")
+    landlock.check(_libc.mount(source.encode() if source else None, target.encode(), None, flags, None),
+                   f"mount({target})")
 
 
 def unshare(flags: int, what: str) -> None:
@@ -125,7 +118,7 @@ def unshare(flags: int, what: str) -> None:
         return
     global _locked
     uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER | flags), f"unshare(CLONE_NEWUSER|{what})")
+    landlock.check(_libc.unshare(CLONE_NEWUSER | flags), f"unshare(CLONE_NEWUSER|{what})")
     _locked = False  # a new user namespace comes with a full bounding set and default securebits
     # Identity maps: files keep their owners, and the child is who it was.
     _write("/proc/self/setgroups", "deny")
@@ -146,7 +139,7 @@ def _set_readonly(path: str, readonly: bool) -> bool:
         return True
     if ctypes.get_errno() == 38:  # ENOSYS: before Linux 5.12
         return False
-    _check(-1, f"mount_setattr({path})")
+    landlock.check(-1, f"mount_setattr({path})")
     return True
 
 
@@ -223,13 +216,14 @@ def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
         _mount(tmp, "/tmp", MS_BIND)
     if proc:
         # A procfs belongs to the PID namespace of whoever mounts it: ours lists the step's processes only.
-        _check(_libc.mount(b"proc", PROC.encode(), b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount(/proc)")
+        landlock.check(_libc.mount(b"proc", PROC.encode(), b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+                       "mount(/proc)")
 
 
 def _capabilities() -> tuple[int, int]:
     """(effective, permitted) capability masks of this process."""
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-    _check(_libc.capget(ctypes.byref(header), data), "capget")
+    landlock.check(_libc.capget(ctypes.byref(header), data), "capget")
     return (data[0].effective | data[1].effective << 32, data[0].permitted | data[1].permitted << 32)
 
 
@@ -243,9 +237,9 @@ def lock_capabilities() -> None:
     if _locked or not _capabilities()[1]:
         return  # a process without capabilities has nothing to lock
     # Needs CAP_SETPCAP, so before capset.
-    _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "prctl(PR_SET_SECUREBITS)")
+    landlock.check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "prctl(PR_SET_SECUREBITS)")
     for cap in range(_LAST_CAP + 1):
-        _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
+        landlock.check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
     _locked = True
 
 
@@ -254,7 +248,7 @@ def drop_capabilities() -> None:
     lock_capabilities()
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before 4.3: nothing to clear then
     header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    landlock.check(_libc.capset(ctypes.byref(header), data), "capset")
 
 
 def load_seccomp(bpf: bytes) -> None:
@@ -262,7 +256,8 @@ def load_seccomp(bpf: bytes) -> None:
     count = len(bpf) // 8  # struct sock_filter is 8 bytes
     program = ctypes.create_string_buffer(bpf, len(bpf))
     fprog = _SockFprog(count, ctypes.cast(program, ctypes.c_void_p))
-    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
+    landlock.check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+                   "prctl(PR_SET_SECCOMP)")
 
 
 def own_pid_namespace() -> bool:

@@ -89,14 +89,33 @@ class NetAsk:
 asking: contextvars.ContextVar[NetAsk | None] = contextvars.ContextVar("ollie_net_asking", default=None)
 
 
+# IPv6 forms whose last 32 bits are an IPv4 address the kernel or a NAT64 gateway may deliver to: IPv4-compatible
+# (::a.b.c.d, through a sit tunnel), IPv4-mapped, IPv4-translated (::ffff:0:a.b.c.d) and NAT64's well-known prefix.
+_IPV4_IN_LOW_BITS = tuple(ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96"))
+# Local-use NAT64 (RFC 8215): where its IPv4 address sits depends on the site's prefix; never global either way.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def is_global_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether `address` is global, an IPv6 one that carries an IPv4 address judged by the IPv4 rules."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_NAT64:
+            return False
+        if any(address in network for network in _IPV4_IN_LOW_BITS):
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF).is_global
+        if address.sixtofour is not None:  # 2002::/16: a 6to4 (sit) tunnel, where one is set up, carries it there
+            return address.sixtofour.is_global
+        # Teredo (2001::/32, needs a client like miredo) lies in 2001::/23, which ipaddress counts as not global.
+    return address.is_global
+
+
 def is_public(host: str) -> bool:
     """Whether `host` is a name or a global IP literal (not loopback, private, link-local, unspecified, ...)."""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return True  # a name: system_resolve keeps only its public addresses
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_global
+    return is_global_address(address)
 
 
 def _split_pattern(pattern: str) -> tuple[str, tuple[int, ...]]:
@@ -132,7 +151,7 @@ async def system_resolve(host: str, port: int) -> list[str]:
         return [host]
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     found = [str(info[4][0]) for info in infos]
-    public = [a for a in found if ipaddress.ip_address(a.split("%")[0]).is_global]
+    public = [a for a in found if is_global_address(ipaddress.ip_address(a.split("%")[0]))]
     if found and not public:
         raise OSError(f"{host} resolves only to non-public addresses ({', '.join(found)})")
     return public

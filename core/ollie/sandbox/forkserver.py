@@ -62,18 +62,6 @@ SPARES = 2
 REFILL_IDLE_S = 0.02
 
 
-def _send(conn: socket.socket, message: dict) -> bool:
-    try:
-        conn.sendall(json.dumps(message).encode() + b"\n")
-    except OSError:
-        return False  # the daemon gave up on this spawn; the child is still reaped
-    return True
-
-
-def _refuse(conn: socket.socket, message: str) -> None:
-    _send(conn, {"error": {"stage": "request", "errno": 0, "message": message}})
-
-
 def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
     """The tool process, forked by its supervisor: new session, stdio, cwd, process limit, Landlock, exec.
 

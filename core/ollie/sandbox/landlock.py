@@ -65,7 +65,8 @@ _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
 
 
-def _check(result: int, what: str) -> int:
+def check(result: int, what: str) -> int:
+    """`result` of a libc call or syscall, or OSError naming `what` when it failed (negative)."""
     if result < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
@@ -110,8 +111,8 @@ def _attr_size(abi: int) -> int:
 
 
 def _add_rule(ruleset: int, rule_type: int, rule: ctypes.Structure, what: str) -> None:
-    _check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(rule_type), ctypes.byref(rule),
-                    ctypes.c_uint32(0)), f"landlock_add_rule({what})")
+    check(_syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(rule_type), ctypes.byref(rule),
+                   ctypes.c_uint32(0)), f"landlock_add_rule({what})")
 
 
 PROC = "/proc"
@@ -163,17 +164,17 @@ def apply_ruleset(spec: dict, opened: list[tuple[int, int, str]] | None = None) 
     if opened is None:
         opened = open_rules(spec)
     abi = spec["abi"]
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     attr = _RulesetAttr(spec["handled_fs"], spec["handled_net"], spec["scoped"])
-    ruleset = _check(_syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
-                              ctypes.c_size_t(_attr_size(abi)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    ruleset = check(_syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr),
+                             ctypes.c_size_t(_attr_size(abi)), ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for fd, access, path in opened:
             _add_rule(ruleset, RULE_PATH_BENEATH, _PathBeneathAttr(access & spec["handled_fs"], fd), path)
         for port, access in spec["net"]:
             _add_rule(ruleset, RULE_NET_PORT, _NetPortAttr(access, port), f"port {port}")
-        _check(_syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
-               "landlock_restrict_self")
+        check(_syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
+              "landlock_restrict_self")
     finally:
         os.close(ruleset)
         for fd, _, _ in opened:

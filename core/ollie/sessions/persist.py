@@ -103,15 +103,6 @@ class SessionFile:
         """Whether this session is saved."""
         return self.storage.exists() if self.storage is not None else self.path.exists()
 
-    def delete(self) -> None:
-        """Remove the saved session and its compaction snapshots (missing files are fine)."""
-        with self._lock:
-            if self.storage is not None:
-                self.storage.delete()
-            for path in (self.path, self.compaction_path):
-                path.unlink(missing_ok=True)
-            self._bound = False
-
     def load(self) -> Session:
         """Read the saved session; a torn or unfinished last round is dropped."""
         with self._lock:
@@ -448,8 +439,3 @@ def exists(sessions_dir: Path | str, session_id: str) -> bool:
     if not is_valid_session_id(session_id):
         return False
     return session_log(sessions_dir, session_id).exists()
-
-
-def delete(sessions_dir: Path | str, session_id: str) -> None:
-    """Remove a saved session and its compaction snapshots."""
-    session_log(sessions_dir, session_id).delete()

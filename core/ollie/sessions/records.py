@@ -23,10 +23,9 @@ class UserRecords:
     """The user's records in the registry's store; the calls block (sqlite3's busy-retry sleeps), so `run` keeps
     them in order on one worker thread."""
 
-    def __init__(self, registry: Registry | None = None, *, user: str | None = None,
-                 errors: ErrorMap = lambda session_id, field: nullcontext()) -> None:
-        self._registry = registry
-        self.user = user or os_user()
+    def __init__(self, *, errors: ErrorMap = lambda session_id, field: nullcontext()) -> None:
+        self._registry: Registry | None = None
+        self.user = os_user()
         self.scope = Scope(user_id=self.user)  # no agent: every agent of the user
         self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-registry")
         self._errors = errors

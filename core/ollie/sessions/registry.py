@@ -106,11 +106,6 @@ class Registry:
         self.teams = tuple(user_teams() if teams is None else teams)
         self._clock = clock
 
-    @property
-    def location(self) -> str:
-        """Where the store is: a file, or a PostgreSQL URL without its password."""
-        return self._store.location
-
     def close(self) -> None:
         """Close the store connection."""
         self._store.close()

@@ -75,10 +75,10 @@ def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
 class Leases:
     """The leases one process holds in one store, and the thread that keeps them alive."""
 
-    def __init__(self, store: PgStore, *, user: str, ttl: float | None = None) -> None:
+    def __init__(self, store: PgStore, *, user: str) -> None:
         self.store = store
         self.user = user
-        self.ttl = ttl or ttl_s()
+        self.ttl = ttl_s()
         self.host = socket.gethostname()
         self.holder = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._held: set[str] = set()

@@ -151,11 +151,6 @@ class PgRounds:
         """Whether the session has saved rounds."""
         return last_round(self.url, self.session_id) != b""
 
-    def delete(self) -> None:
-        """Remove the rounds, the compaction snapshots and the lease."""
-        self._wait()
-        self._delete_rows()
-
     def flush(self) -> None:
         """Wait until every write so far is done; raise the first failure not yet raised."""
         self._wait()
@@ -244,14 +239,6 @@ class PgRounds:
                             "RETURNING 1", (self.session_id, self.leases.holder)).fetchone()
         if kept is None:
             raise self._lose()
-
-    def _delete_rows(self) -> None:
-        if self._lost is not None:
-            return  # the rows are another process's now
-        with self.store.transaction() as conn:
-            conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
-            conn.execute("DELETE FROM session_compactions WHERE session_id = ?", (self.session_id,))
-        self.leases.release(self.session_id)
 
     def _replace_rounds(self, epoch: int, payload: bytes) -> None:
         with self.store.transaction() as conn:

@@ -31,8 +31,6 @@ class Diagnostic:
     message: str
     source: str = ""
     code: str = ""
-    end_line: int | None = None
-    end_column: int | None = None
 
 
 class DiagnosticsAnswer(list[Diagnostic]):
@@ -49,13 +47,11 @@ class DiagnosticsAnswer(list[Diagnostic]):
 
 @dataclass(frozen=True)
 class Span:
-    """A place in a file (a definition, a reference): 1-based line and column, optional end."""
+    """A place in a file (a definition, a reference): 1-based line and column."""
 
     path: Path
     line: int
     column: int
-    end_line: int | None = None
-    end_column: int | None = None
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,15 @@ have endless spellings); the per-step process limit (cgroup `pids.max`) is what 
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import time
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 # Top-level system dirs whose recursive deletion is never a normal step of a coding task.
 _SYSTEM_PATHS = frozenset(
@@ -37,14 +40,20 @@ def _rule(name: str, pattern: str, flags: int = 0) -> Rule:
 
 
 # Blanks, not \s: a command after a line break is found at that line's ^ anyway, and \s* there ran over every
-# later empty line from each one (quadratic: 16,000 line breaks held the event loop 41 s).
-_CMD = r"(?:^|[;&|(`{]|\$\(|\bthen\b|\bdo\b|\belse\b)[ \t]*"
+# later empty line from each one (quadratic: 16,000 line breaks held the event loop 41 s). A keyword is a word
+# of its own (not the `do` of `-do`).
+_CMD = r"(?:^|[;&|(`{]|\$\(|(?<![^\s;&|(`{])(?:then|do|else)\b)[ \t]*"
+# An option or argument word that holds no command start: a chain of them never runs over the next command's start
+# (from each `{` of `xargs -{xargs -{xargs ...` the chain ran to the end: quadratic).
+_ARG = r"(?!(?:then|do|else)\b)[^\s;&|(`{$]+"
 # Commands that run the next word as a command: `xargs sudo rm`, `nohup su -c ...`.
-_WRAPPERS = r"(?:(?:xargs|exec|nohup|env|time|nice|command|watch|timeout[ \t]+\S+)[ \t]+(?:-\S+[ \t]+)*)*"
+_WRAPPERS = rf"(?:(?:xargs|exec|nohup|env|time|nice|command|watch|timeout[ \t]+{_ARG})[ \t]+(?:-{_ARG}[ \t]+)*)*"
 
+# A scan from a word to the end of its line stops at the next such word (`(?:(?!WORD)...)*`): from each of a line of
+# `dd dd dd ...` it ran to the line's end (quadratic); the last one before the target still finds it.
 UNIVERSAL = (
     _rule("filesystem creation (mkfs)", r"\bmkfs(?:\.\w+)?\b"),
-    _rule("raw disk read/write with dd", rf"\bdd\b[^\n;|&]*\b(?:if|of)=(?!{_HARMLESS_DEV})/dev/"),
+    _rule("raw disk read/write with dd", rf"\bdd\b(?:(?!\bdd\b)[^\n;|&])*\b(?:if|of)=(?!{_HARMLESS_DEV})/dev/"),
     _rule("reading the password database (/etc/shadow)", r"/etc/g?shadow\b"),
 )
 
@@ -59,11 +68,12 @@ ARGV = (
 BASH = (
     # Quoting the command word does not change what runs (`"sudo" rm`); a quoted argument is data.
     _rule("privilege escalation (sudo/su)", rf"{_CMD}{_WRAPPERS}([\"']?)(?:sudo|doas|su)\1(?=\s|$)"),
-    _rule("fork bomb", r"(\b\w+|:)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&"),
+    _rule("fork bomb", r"(\b\w+|:)\s*\(\s*\)\s*\{[^{}]*\1\s*\|\s*\1\s*&"),
     _rule("writing to a raw disk device", rf">\s*{_DISK}"),
-    _rule("eval of downloaded code", r"\beval\b[^\n]*\$\(\s*(?:curl|wget)\b"),
+    _rule("eval of downloaded code", r"\beval\b(?:(?!\beval\b).)*\$\(\s*(?:curl|wget)\b"),
     _rule("eval of unchecked arguments", r"\beval\s+[\"']?\$(?:[@*]|\{?[1-9])"),
-    _rule("piping a download into a shell", r"\b(?:curl|wget)\b[^\n|;]*\|\s*(?:sudo\s+)?(?:ba|da|z|k)?sh\b"),
+    _rule("piping a download into a shell",
+          r"\b(?:curl|wget)\b(?:(?!\b(?:curl|wget)\b)[^\n|;])*\|\s*(?:sudo\s+)?(?:ba|da|z|k)?sh\b"),
 )
 
 PYTHON = (
@@ -71,37 +81,42 @@ PYTHON = (
     _rule("shutil.rmtree of the home dir", r"\brmtree\(\s*(?:Path\.home\(\)|os\.path\.expanduser\(\s*[\"']~[\"']\s*\))\s*\)"),
     _rule("deleting a system file",
           rf"\b(?:os\.(?:remove|unlink|rmdir)|Path)\(\s*[rbuf]?[\"']{_SYSTEM_PREFIX}[^\"']*[\"']\s*\)(?:\.unlink|\.rmdir)?"),
-    _rule("fork bomb", r"while\s+(?:True|1)\s*:\s*(?:\n\s*)?os\.fork\(\)"),
-    # No '[' before the fork: from each of a line of '[' the scan ran to the line's end (quadratic).
-    _rule("fork bomb", r"\[[^\[\]\n]*\bfork\s*\(\s*\)[^\]\n]*\bfor\b[^\]\n]*\b(?:iter\s*\(\s*int\b|count\s*\()"),
+    _rule("fork bomb", r"while\s+(?:True|1)\s*:\s*os\.fork\(\)"),
+    # No other '[' in the list: from each of a line of '[' (or '[fork() ') the scan ran to the line's end.
+    _rule("fork bomb", r"\[[^\[\]\n]*\bfork\s*\(\s*\)[^\[\]\n]*\bfor\b[^\[\]\n]*\b(?:iter\s*\(\s*int\b|count\s*\()"),
 )
 
 PERL = (
-    _rule("unlink of a system file", rf"\bunlink\s*\(?\s*[\"']{_SYSTEM_PREFIX}"),
-    _rule("rmtree of a system path", rf"\b(?:rmtree|remove_tree)\s*\(?\s*[\"'](?:/|{_SYSTEM_PREFIX})/?[\"']"),
-    _rule("fork bomb", r"\bfork\b\s*(?:\(\s*\))?\s*(?:while|until)\b|\b(?:while|until)\s*\(?\s*fork\b"
-          r"|(?:while\s*\(\s*(?:1|!\s*0)?\s*\)|for\s*\(\s*;\s*;\s*\))\s*\{[^{}]*\bfork\b"
+    # `\s*(?:X\s*)?`, never `\s*X?\s*`: that one backtracked over a run of blanks quadratically.
+    _rule("unlink of a system file", rf"\bunlink\s*(?:\(\s*)?[\"']{_SYSTEM_PREFIX}"),
+    _rule("rmtree of a system path", rf"\b(?:rmtree|remove_tree)\s*(?:\(\s*)?[\"'](?:/|{_SYSTEM_PREFIX})/?[\"']"),
+    _rule("fork bomb", r"\bfork\b\s*(?:\(\s*\)\s*)?(?:while|until)\b|\b(?:while|until)\s*(?:\(\s*)?fork\b"
+          r"|(?:while\s*\(\s*(?:(?:1|!\s*0)\s*)?\)|for\s*\(\s*;\s*;\s*\))\s*\{[^{}]*\bfork\b"
           r"|\bdo\s*\{[^{}]*\bfork\b[^{}]*\}\s*(?:while|until)\b"),
 )
 
 LUA = (
-    _rule("os.remove of a system file", rf"\bos\.remove\s*\(?\s*[\"']{_SYSTEM_PREFIX}"),
+    _rule("os.remove of a system file", rf"\bos\.remove\s*(?:\(\s*)?[\"']{_SYSTEM_PREFIX}"),
 )
 
-# Where a language hands a string to a shell: those strings get the bash checks too.
+# Where a language hands a string to a shell: those strings get the bash checks too. A `(` call's arguments run
+# to the line's end and are cut at its last `)` after (`\((.*)\)` backtracked from each of a line of calls).
 _SHELL_STRINGS = {
-    "python3": re.compile(r"\b(?:os\.system|os\.popen|subprocess\.\w+|os\.exec\w*)\s*\((.*)\)"),
+    "python3": re.compile(r"\b(?:os\.system|os\.popen|subprocess\.\w+|os\.exec\w*)\s*\((.*)"),
     "perl": re.compile(r"\b(?:system|exec|qx)\s*[\(\{]?(.*)|`([^`]*)`"),
     "lua": re.compile(r"\b(?:os\.execute|io\.popen)\s*\(?(.*)"),
-    "awk": re.compile(r"\bsystem\s*\((.*)\)|print[^|\n]*\|\s*(\"[^\"]*\")"),
+    "awk": re.compile(r"\bsystem\s*\((.*)|print(?:(?!print)[^|\n])*\|\s*(\"[^\"]*\")"),
     "expect": re.compile(r"\b(?:spawn|exec|system)\b(.*)"),
 }
-_LITERAL = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
+# A quoted string; an escaped character outside one is passed over, so that no escaped quote starts a string (from
+# each `\"` of a run of them the scan ran to the end: quadratic).
+_LITERAL = re.compile(r"\\.|\"((?:[^\"\\]|\\.)*)\"|'((?:[^'\\]|\\.)*)'")
 _RM = re.compile(r"(?:^|[\s;&|(`{]|\$\()rm\s+([^;&|\n)`]*)")
+_CALL_ARGUMENTS = frozenset({"python3", "awk"})  # their first group is cut at its last `)`
 _BY_LANGUAGE = {"bash": BASH, "python3": PYTHON + ARGV, "perl": PERL + ARGV, "lua": LUA + ARGV}
 # A search names what it looks for: `grep -rn "sudo" .` runs grep, not sudo. Its words up to the end of the
 # command (never into `$(...)` or backticks, which do run) are data for the pattern rules.
-_SEARCH = re.compile(rf"{_CMD}(?:git\s+(?:-\S+\s+)*)?(?:grep|egrep|fgrep|zgrep|rg|ag|ack)\b[^\n;&|`()<>$]*",
+_SEARCH = re.compile(rf"{_CMD}(?:git\s+(?:-{_ARG}\s+)*)?(?:grep|egrep|fgrep|zgrep|rg|ag|ack)\b[^\n;&|`()<>$]*",
                      re.MULTILINE)
 
 
@@ -118,8 +133,20 @@ class Finding:
         return f"line {self.line}: {self.rule}: {self.excerpt!r}"
 
 
+@functools.lru_cache(maxsize=8)
+def _line_breaks(code: str) -> list[int]:
+    return [m.start() for m in re.finditer("\n", code)]
+
+
 def _line_of(code: str, offset: int) -> int:
-    return code.count("\n", 0, offset) + 1
+    # Counted once per code: a count per finding was quadratic on code with a finding on every line.
+    return bisect_left(_line_breaks(code), offset) + 1
+
+
+def _excerpt(text: str) -> str:
+    """`text` stripped and cut short: hostile code makes a finding per line, each quoting all the rest."""
+    text = text.strip()
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _normalise_target(word: str) -> str:
@@ -156,29 +183,40 @@ def _shell_snippets(code: str, language: str) -> list[tuple[int, str]]:
         return []
     snippets = []
     for match in pattern.finditer(code):
-        body = " ".join(g for g in match.groups() if g)
-        literals = [a or b for a, b in _LITERAL.findall(body)] or [body]
+        groups = list(match.groups())
+        if language in _CALL_ARGUMENTS and groups[0] is not None:
+            arguments, closed, _ = groups[0].rpartition(")")
+            if not closed:
+                continue
+            groups[0] = arguments
+        body = " ".join(g for g in groups if g)
+        literals = [m.group(m.lastindex) for m in _LITERAL.finditer(body) if m.lastindex] or [body]
         snippets.append((match.start(), " ".join(literals)))
     return snippets
 
 
 # A shell function definition: `name() {`, `name () (`, `function name {`, `function name() {`.
 _SH_FUNCTION = re.compile(
-    r"(?:\bfunction\s+([^\s(){}|&;<>]+)\s*(?:\(\s*\))?"
-    r"|(?:^|(?<=[\s;&|{}]))([^\s(){}|&;<>$\"'`]+)\s*\(\s*\))\s*[{(]",
+    r"(?:\bfunction\s+([^\s(){}|&;<>]+)\s*(?:\(\s*\)\s*)?"
+    r"|(?:^|(?<=[\s;&|{}]))([^\s(){}|&;<>$\"'`]+)\s*\(\s*\)\s*)[{(]",
     re.MULTILINE,
 )
+# The words of shell code (a call is a word that is a function's name), and what splits it into commands: the
+# separators (group 1 unset) and the `&` and `|` inside a command (group 1).
+_WORD = re.compile(r"[^\s(){}|&;<>\"'`]+")
+_COMMAND_BREAK = re.compile(r"[;\n]|&&|\|\||([&|])")
 # `&` that sends a command to the background, once `&&`, `>&2`, `&>` and `|&` are taken out.
 _REDIRECT_AMP = re.compile(r"&&|[0-9]*>&[0-9-]*|&>>?|\|&|<&[0-9-]*")
 _SH_ENDLESS = re.compile(
     r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))"
-    r"\s*;?\s*do\b(.*?)\bdone\b",
+    r"\s*(?:;\s*)?do\b(.*?)\bdone\b",
     re.DOTALL,
 )
+_DONE = re.compile(r"\bdone\b")
 # The script running itself again in the background: `$0 & $0 &`, `while :; do bash "$0" & done`.
-_SELF_SPAWN = re.compile(
-    rf"{_CMD}(?:(?:ba|da|z|k)?sh\s+|exec\s+|\.\s+|source\s+)?[\"']?\$(?:0\b|\{{0\}}|\{{?BASH_SOURCE\b)"
-    r"[^\n;&|]*&(?!&)",
+_SELF = r"\$(?:0\b|\{0\}|\{?BASH_SOURCE\b)"
+_SELF_SPAWN = re.compile(  # the scan to the `&` stops at the next `$0` (from each of a line of them it ran on)
+    rf"{_CMD}(?:(?:ba|da|z|k)?sh\s+|exec\s+|\.\s+|source\s+)?[\"']?{_SELF}(?:(?!{_SELF})[^\n;&|])*&(?!&)",
     re.MULTILINE,
 )
 # A foreground command that paces or ends an endless loop.
@@ -192,18 +230,76 @@ _PY_FORK = re.compile(r"\b(?:os\.)?fork(?:pty)?\s*\(")
 _PY_PACES = re.compile(r"\b(?:sleep|wait\w*|accept|join|recv\w*|input|select|read\w*|get)\s*\(")
 
 
-def _body_after(code: str, start: int) -> str:
-    """The text from `start` (just past an opening brace/paren) to its matching close, or to the end."""
-    depth = 1
-    for index in range(start, len(code)):
-        char = code[index]
-        if char in "{(":
-            depth += 1
-        elif char in "})":
-            depth -= 1
-            if depth == 0:
-                return code[start:index]
-    return code[start:]
+def _closing_brackets(code: str) -> dict[int, int]:
+    """Each `{` or `(`'s offset -> its matching `}` or `)`'s (either kind closes either, as the old count did)."""
+    closes: dict[int, int] = {}
+    opened: list[int] = []
+    for bracket in re.finditer(r"[{}()]", code):
+        if bracket.group() in "{(":
+            opened.append(bracket.start())
+        elif opened:
+            closes[opened.pop()] = bracket.start()
+    return closes
+
+
+def _count(offsets: list[int], start: int, end: int) -> int:
+    return bisect_left(offsets, end) - bisect_left(offsets, start)
+
+
+class _Commands:
+    """Shell code (its redirections' `&` blanked) indexed once: where each function's name is called, where
+    commands split, where a command has `&` or `|`, so that each function's body is judged without reading it
+    again (nested bodies, closed or not, read each other's text over and over: quadratic)."""
+
+    def __init__(self, clean: str, names: set[str]) -> None:
+        self.size = len(clean)
+        self.calls: dict[str, list[int]] = {}
+        for word in _WORD.finditer(clean):
+            if word.group() in names:
+                self.calls.setdefault(word.group(), []).append(word.start())
+        self.break_starts: list[int] = []
+        self.break_ends: list[int] = []
+        self.amps: list[int] = []
+        self.pipes: list[int] = []
+        for mark in _COMMAND_BREAK.finditer(clean):
+            if mark.group(1) is None:
+                self.break_starts.append(mark.start())
+                self.break_ends.append(mark.end())
+            else:
+                (self.amps if mark.group(1) == "&" else self.pipes).append(mark.start())
+        # Per name, the commands (start, end) that call it so that it spawns itself, ordered.
+        self.spawning: dict[str, tuple[list[int], list[int]]] = {}
+        for name, offsets in self.calls.items():
+            starts: list[int] = []
+            ends: list[int] = []
+            for offset in offsets:
+                start, end = self.command_around(offset)
+                if (not starts or starts[-1] != start) and self.spawns(name, start, end):
+                    starts.append(start)
+                    ends.append(end)
+            self.spawning[name] = (starts, ends)
+
+    def command_around(self, offset: int) -> tuple[int, int]:
+        """The (start, end) of the command `offset` is in."""
+        index = bisect_right(self.break_starts, offset)
+        start = self.break_ends[index - 1] if index else 0
+        return start, self.break_starts[index] if index < len(self.break_starts) else self.size
+
+    def spawns(self, name: str, start: int, end: int) -> bool:
+        """Whether the text [start, end) of one command calls `name` in the background, or twice into a pipe."""
+        calls = _count(self.calls.get(name, []), start, end)
+        return calls > 0 and (_count(self.amps, start, end) > 0 or (calls >= 2 and _count(self.pipes, start, end) > 0))
+
+    def body_spawns(self, name: str, start: int, end: int) -> bool:
+        """Whether a command of the body [start, end) spawns `name`: its first and last commands cut at the body's
+        brackets, the whole ones between."""
+        first_end = min(end, self.command_around(start)[1])
+        last_start = max(start, self.command_around(end)[0])
+        if self.spawns(name, start, first_end) or self.spawns(name, last_start, end):
+            return True
+        starts, ends = self.spawning.get(name, ([], []))
+        index = bisect_left(starts, start)
+        return index < len(starts) and ends[index] <= end
 
 
 def _without_redirects(text: str) -> str:
@@ -225,44 +321,72 @@ def _spawns_unpaced(body: str) -> bool:
 
 def _shell_fork_bombs(code: str) -> list[Finding]:
     """Functions that run themselves in the background or into a pipe to themselves; endless loops that spawn."""
+    clean = _without_redirects(code)
     found = [Finding("fork bomb (the script re-runs itself in the background)", _line_of(code, m.start()),
-                     m.group(0).strip()) for m in _SELF_SPAWN.finditer(_without_redirects(code))]
-    for match in _SH_FUNCTION.finditer(code):
-        name = match.group(1) or match.group(2)
-        body = _body_after(code, match.end())
-        call = rf"(?<![\w$.:-]){re.escape(name)}(?![\w.:-])"
-        # Each call starting 2 more (`f|f`, `f & f`) or a call that outlives its caller (`f &`): unbounded spawning.
-        segments = re.split(r"[;\n]|&&|\|\|", _without_redirects(body))
-        for segment in segments:
-            calls = len(re.findall(call, segment))
-            if calls and ("&" in segment or (calls >= 2 and "|" in segment)):
+                     _excerpt(m.group(0))) for m in _SELF_SPAWN.finditer(clean)]
+    functions = [(match, match.group(1) or match.group(2)) for match in _SH_FUNCTION.finditer(code)]
+    if functions:
+        commands, closes = _Commands(clean, {name for _, name in functions}), _closing_brackets(code)
+        for match, name in functions:
+            end = closes.get(match.end() - 1, len(code))
+            # Each call starting 2 more (`f|f`, `f & f`) or a call that outlives its caller (`f &`): unbounded spawning.
+            if commands.body_spawns(name, match.end(), end):
                 found.append(Finding("fork bomb (a function that spawns itself)", _line_of(code, match.start()),
-                                     code[match.start(): match.end() + len(body) + 1].strip()))
-                break
-    for match in _SH_ENDLESS.finditer(code):
+                                     _excerpt(code[match.start(): end + 1])))
+    # Up to the last `done`: a loop with none after it never matches, and each of many such ran to the end.
+    last_done = max((m.end() for m in _DONE.finditer(code)), default=0)
+    for match in _SH_ENDLESS.finditer(code, 0, last_done):
         body = match.group(1)
         if _spawns_unpaced(body):
             found.append(Finding("fork bomb (an endless loop that backgrounds without waiting)",
-                                 _line_of(code, match.start()), match.group(0).strip()))
+                                 _line_of(code, match.start()), _excerpt(match.group(0))))
     return found
 
 
 def _python_fork_loops(code: str) -> list[Finding]:
     """`while True:` blocks that call fork() and never wait for anything."""
-    found = []
+    headers = [(match, _line_of(code, match.start())) for match in _PY_ENDLESS.finditer(code)]
+    if not headers:
+        return []
     lines = code.split("\n")
-    for match in _PY_ENDLESS.finditer(code):
-        indent, inline = len(match.group(1).expandtabs()), match.group(2)
-        first = _line_of(code, match.start())
-        block = [inline]
-        for line in lines[first:]:
-            if line.strip() and len(line) - len(line.lstrip()) <= indent:
-                break
-            block.append(line)
-        text = "\n".join(block)
-        if _PY_FORK.search(text) and not _PY_PACES.search(text):
-            found.append(Finding("fork bomb (fork in an endless loop)", first, match.group(0).strip()))
+    # Lines read once: how many before each line fork or wait (a block's lines were read again for each loop
+    # nested around them: quadratic).
+    forks = list(accumulate((_PY_FORK.search(line) is not None for line in lines), initial=0))
+    paces = list(accumulate((_PY_PACES.search(line) is not None for line in lines), initial=0))
+    found = []
+    for (match, first), end in zip(headers, _block_ends(lines, [(first, len(m.group(1).expandtabs()))
+                                                                for m, first in headers]), strict=True):
+        inline = match.group(2)
+        forked = _PY_FORK.search(inline) is not None or forks[end] > forks[first]
+        paced = _PY_PACES.search(inline) is not None or paces[end] > paces[first]
+        if forked and not paced:
+            found.append(Finding("fork bomb (fork in an endless loop)", first, _excerpt(match.group(0))))
     return found
+
+
+def _block_ends(lines: list[str], blocks: list[tuple[int, int]]) -> list[int]:
+    """For each block (its first line's index, its header's indent): the index of the first line from there on that
+    is not blank and indented no deeper (len(lines) when none), all found in one pass from the bottom."""
+    asked: dict[int, list[int]] = {}
+    for number, (first, _) in enumerate(blocks):
+        asked.setdefault(first, []).append(number)
+    ends = [len(lines)] * len(blocks)
+    # The lines below the current one that end some block: indents rising towards the nearest.
+    indents: list[int] = []
+    indices: list[int] = []
+    for index in range(len(lines), -1, -1):
+        if index < len(lines) and (line := lines[index]).strip():
+            indent = len(line) - len(line.lstrip())
+            while indents and indents[-1] >= indent:
+                indents.pop()
+                indices.pop()
+            indents.append(indent)
+            indices.append(index)
+        for number in asked.get(index, ()):
+            nearest = bisect_right(indents, blocks[number][1]) - 1
+            if nearest >= 0:
+                ends[number] = indices[nearest]
+    return ends
 
 
 def _one_liners(code: str) -> list[Finding]:
@@ -287,12 +411,14 @@ def find_dangerous(code: str, language: str) -> list[Finding]:
     findings: list[Finding] = []
     rules = UNIVERSAL + _BY_LANGUAGE.get(language, ARGV if language != "bash" else ())
     searched = _search_spans(code) if language == "bash" else []
+    searched_starts = [start for start, _ in searched]
     for rule in rules:
         for match in rule.pattern.finditer(code):
-            if any(start <= match.start(0) + len(match.group(0)) - len(match.group(0).lstrip()) < end
-                   for start, end in searched):
+            at = match.start(0) + len(match.group(0)) - len(match.group(0).lstrip())
+            inside = bisect_right(searched_starts, at) - 1  # the one search that may hold it (they never overlap)
+            if inside >= 0 and at < searched[inside][1]:
                 continue
-            findings.append(Finding(rule.name, _line_of(code, match.start()), match.group(0).strip()))
+            findings.append(Finding(rule.name, _line_of(code, match.start()), _excerpt(match.group(0))))
     if language in ("bash", "expect"):
         findings += _recursive_system_deletes(code)
     if language == "bash":

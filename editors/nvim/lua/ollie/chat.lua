@@ -19,6 +19,7 @@ local M = {}
 ---@field running boolean
 ---@field state string
 ---@field cost number
+---@field title string                 its session's title as the daemon says it ("" while it has none)
 ---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
 ---@field commands_running integer|nil slash commands sent and not answered yet
 ---@field command_info table<string, boolean> `info` texts seen while a command ran
@@ -134,8 +135,8 @@ end
 ---@param name string|nil
 ---@return ollie.Chat
 function M.new(tab, name)
-  local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, command_info = {},
-    turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) }, Chat)
+  local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, title = "",
+    command_info = {}, turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) }, Chat)
   self:make_transcript()
   self:make_input()
   local cur = vim.api.nvim_get_current_win()
@@ -244,6 +245,9 @@ end
 ---Bind the chat to a session.
 ---@param session string
 function Chat:set_session(session)
+  if session ~= self.session then
+    self.title = "" -- until the daemon says the new session's
+  end
   self.session = session
 end
 
@@ -510,8 +514,11 @@ function M.on_state(p)
     if type(p.cost) == "table" then
       chat.cost = p.cost.session or chat.cost
     end
+    if type(p.title) == "string" then
+      chat.title = p.title
+    end
   end
-  vim.cmd("redrawstatus")
+  vim.cmd("redrawstatus!") -- every window's: the transcript's too while the cursor is in the code
 end
 
 -- Remember each tab's last file window: #buffer, #selection and step locations go there.

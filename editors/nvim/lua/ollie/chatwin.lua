@@ -66,6 +66,13 @@ local function key_hints()
   return parts
 end
 
+---Text for a statusline: its `%` doubled.
+---@param text string
+---@return string
+local function esc(text)
+  return (text:gsub("%%", "%%%%"))
+end
+
 ---@class ollie.Bar
 ---@field label string what always shows (a file's name, "prompt")
 ---@field label_hl string|nil
@@ -89,15 +96,33 @@ function M.bar()
   while #hints > 0 and vim.fn.strdisplaywidth(table.concat(hints, sep)) > room do
     table.remove(hints)
   end
-  local function esc(text)
-    return (text:gsub("%%", "%%%%"))
-  end
   local label = bar.label_hl and ("%#" .. bar.label_hl .. "# " .. esc(bar.label) .. " %*") or esc(bar.label)
   local text = table.concat(hints, sep)
   if bar.paren then
     text = " (" .. text .. ")"
   end
   return "%<" .. label .. (#hints > 0 and ("%#" .. (bar.hint_hl or "Comment") .. "# " .. esc(text) .. "%*") or "")
+end
+
+---The transcript's statusline (`%!`): the chat's state and cost, then its session's title as the daemon gives it
+---(the first prompt's words once that turn starts, a rename), cut at its end to fit the window.
+---@return string
+function M.transcript_bar()
+  local win = vim.g.statusline_winid or vim.api.nvim_get_current_win()
+  local status = " " .. require("ollie").statusline()
+  local chat = require("ollie.chat").chats[vim.api.nvim_win_get_tabpage(win)]
+  local title = chat and chat.title:gsub("%c", " ") or ""
+  local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(status) - 4
+  if title == "" or room < 2 then
+    return esc(status)
+  end
+  if vim.fn.strdisplaywidth(title) > room then
+    repeat
+      title = vim.fn.strcharpart(title, 0, vim.fn.strchars(title) - 1)
+    until vim.fn.strdisplaywidth(title) < room
+    title = title .. "…"
+  end
+  return esc(status) .. " · %#OllieTitle#" .. esc(title) .. "%*"
 end
 
 ---Give a window a statusline (or winbar) drawn by M.bar.
@@ -143,7 +168,7 @@ local function setup_win(win, role)
   vim.w[win].ollie_role = role
   if role == "transcript" then
     render.setup_window(win)
-    vim.wo[win].statusline = " %{v:lua.require'ollie'.statusline()}"
+    vim.wo[win].statusline = "%!v:lua.require'ollie.chatwin'.transcript_bar()"
   else
     vim.wo[win].winfixheight = true
     vim.wo[win].number, vim.wo[win].relativenumber, vim.wo[win].signcolumn = false, false, "no"
@@ -451,9 +476,10 @@ function W:open_location(fallback_cr)
   end
 end
 
----The input's statusline groups: its own colours, bold or italic. (Title and Comment, made for the editor's
+---The chat's statusline groups: its own colours, bold or italic. (Title and Comment, made for the editor's
 ---background, were unreadable on a statusline: near-black on dark grey in a light colorscheme.)
 function M.highlights()
+  vim.api.nvim_set_hl(0, "OllieTitle", { bold = true, default = true })
   vim.api.nvim_set_hl(0, "OllieInputLabel", { bold = true, default = true })
   vim.api.nvim_set_hl(0, "OllieInputHint", { italic = true, default = true })
 end

@@ -103,12 +103,14 @@ function H:switch(session, after)
   self:set_session(session)
   self.running = false
   self:redraw(after)
-  -- The statusline's state and cost are the session's (whether it runs a turn comes with its conversation: redraw).
+  -- The statusline's state, cost and title are the session's (whether it runs a turn comes with its conversation:
+  -- redraw).
   client.request("ollie/state", { session = session }, function(_, state)
     if type(state) == "table" and session == self.session then
       self.state = state.state or self.state
       self.cost = type(state.cost) == "table" and state.cost.session or self.cost
-      vim.cmd("redrawstatus")
+      self.title = type(state.title) == "string" and state.title or self.title
+      vim.cmd("redrawstatus!")
     end
   end)
 end

@@ -257,8 +257,7 @@ export async function runCommand(page, title) {
 
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 export async function chatFrame(page) {
-  const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
+  return until("the chat webview", async () => {
     for (const frame of page.frames()) {
       try {
         if (await frame.$("#input")) return frame;
@@ -266,9 +265,8 @@ export async function chatFrame(page) {
         // frame went away while looking
       }
     }
-    await page.waitForTimeout(250);
-  }
-  throw new Error("the chat webview never appeared");
+    return null;
+  });
 }
 
 // The chat's text at a failure, collapsed parts too (a step's output says why it failed; the screenshot does not).
@@ -290,19 +288,26 @@ export async function openChat(page) {
   return chatFrame(page);
 }
 
-/** Wait until the chat has the focus (New Session and resumes reveal it when done: a pick opened before would close). */
-/** Type `text` into the chat's input and press Enter, as a user sends a prompt. */
-export async function send(chat, text) {
+/** Put `text` in the chat's input, clicked first: while an editor has the focus, the keys of a bare fill went to it. */
+export async function fillInput(chat, text) {
   const input = chat.locator("#input");
   await input.click();
   await input.fill(text);
-  await input.press("Enter");
+  if ((await input.inputValue()) !== text) throw new Error(`the chat input holds ${JSON.stringify(await input.inputValue())}, not ${JSON.stringify(text)}`);
 }
 
+/** Type `text` into the chat's input and send it with `key` (Enter by default), as a user sends a prompt. */
+export async function send(chat, text, key = "Enter") {
+  await fillInput(chat, text);
+  await chat.locator("#input").press(key);
+}
+
+/** Wait until the chat has the focus (New Session and resumes reveal it when done: a pick opened before would close). */
 export async function chatFocused(page, chat) {
   await chat.waitForFunction(() => document.hasFocus(), null, { timeout: waitMs });
-  // The reveal may still be settling the workbench's focus.
-  await page.waitForTimeout(500);
+  // And the workbench's: the page's focus is the webview's frame (the reveal takes it there from the editor or a pick
+  // by way of the body).
+  await page.waitForFunction(() => document.activeElement?.tagName === "IFRAME", null, { timeout: waitMs });
 }
 
 /** Wait until the status bar shows an item matching `pattern`. */

@@ -4,7 +4,7 @@
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -23,13 +23,6 @@ async function give(chat, how, name, base64) {
       : new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true });
     input.dispatchEvent(event);
   }, [how, name, base64]);
-}
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
 }
 
 await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64") }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {

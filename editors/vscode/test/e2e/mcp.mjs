@@ -7,7 +7,7 @@
 
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { log, openChat, python, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, python, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const server = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "tests", "mcp", "server.py");
 const mcpJson = JSON.stringify({ mcpServers: { planted: { command: python, args: [server] } } });
@@ -16,13 +16,6 @@ const script = [
   { text: "It is 42." },
   { text: "The readme greets you." },
 ];
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
-}
 
 await withVSCode({ script, files: { "notes.txt": "notes\n", ".mcp.json": mcpJson }, settings: { "files.autoSave": "off" } },
   async ({ page, dataDir, screenshot }) => {
@@ -36,6 +29,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", ".mcp.json": mcpJson
     await title.waitFor({ timeout: waitMs });
     const shown = (await title.textContent()) ?? "";
     if (!shown.includes(server) || !shown.includes(".mcp.json")) throw new Error(`the question does not show the program: ${shown}`);
+    // Its long paths wrap inside the card (they ran past its right edge, cut off by the view).
+    const past = await title.evaluate((node) => node.getBoundingClientRect().right - node.closest(".item.permission").getBoundingClientRect().right);
+    if (past > 0) throw new Error(`the question's command line runs ${past}px past its card`);
     await screenshot("mcp-question");
     // No "Reject with feedback": the answer reaches only the server's start, nothing would carry the text to the model.
     if (await question.locator("button", { hasText: "feedback" }).count()) throw new Error("an MCP question offers feedback");

@@ -5,7 +5,7 @@
 // Usage: node test/e2e/network.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as http from "node:http";
-import { log, openChat, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real server on the host's loopback standing in for a remote host: the daemon's proxy maps the name to it.
 const seen = [];
@@ -24,13 +24,6 @@ const fetch = (path) => ({
   tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: `curl -s -w ' status %{http_code}' http://${target}${path}` }] } }],
 });
 const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." }];
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
-}
 
 await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);

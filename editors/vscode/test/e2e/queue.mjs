@@ -5,7 +5,7 @@
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFrame, log, openChat, runCommand, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFrame, log, openChat, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
@@ -16,13 +16,6 @@ const script = [
   { text: "Answered the queued one." },
   { text: "Answered after the reload." },
 ];
-
-async function send(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  await input.press("Enter");
-}
 
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
 const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");

@@ -9,7 +9,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 import { WINDOW_REPLIES, otherWindows } from "./windows.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
@@ -254,9 +254,10 @@ await withVSCode(
     // 11. Reloading the window restarts the extension host and the daemon: the chat comes back, not an empty view,
     // and so does a prompt the user was still typing.
     const draft = "A half-written question\nwith a second line";
-    await chat.locator("#input").click();
-    await chat.locator("#input").fill(draft);
-    await page.waitForTimeout(500);
+    await fillInput(chat, draft);
+    // Typed, the draft went to the view's state (the webview's channel to the workbench); the command palette's F1,
+    // pressed while the chat's input has the focus, goes to the workbench by that same channel, after it.
+    await chat.waitForFunction(() => document.hasFocus() && document.activeElement?.id === "input", null, { timeout: waitMs });
     // Reload Window, as a user does (the workbench saves its state first).
     await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });

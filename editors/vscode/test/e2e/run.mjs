@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { artifacts, chatFocused, daemonPids, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { artifacts, chatFocused, daemonPids, fillInput, freePort, log, openChat, runCommand, send, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
 // The scripted model, in the order the turns below ask it.
@@ -38,20 +38,6 @@ const files = { "hello.txt": "hello\n", "marker.py": "SELECTION_MARKER = 42\n", 
 
 // The daemon starts pointed at a port nothing listens on: onboarding first, then the model comes up there.
 const port = await freePort();
-
-/** Put `text` in the chat's input, clicked first: while an editor has the focus, the keys of a bare fill went to it. */
-async function fillInput(chat, text) {
-  const input = chat.locator("#input");
-  await input.click();
-  await input.fill(text);
-  if ((await input.inputValue()) !== text) throw new Error(`the chat input holds ${JSON.stringify(await input.inputValue())}, not ${JSON.stringify(text)}`);
-}
-
-/** Type `text` into the chat's input and send it with `key`. */
-async function send(chat, text, key = "Enter") {
-  await fillInput(chat, text);
-  await chat.locator("#input").press(key);
-}
 
 /** The chat's whole text. */
 const chatText = async (chat) => (await chat.locator("#log").textContent()) ?? "";
@@ -124,17 +110,26 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   const step = chat.locator(".item.tool").last();
   await step.locator(".step-title", { hasText: "Read hello.txt" }).waitFor({ timeout: waitMs });
   const answer = chat.locator(".item.assistant").last();
-  const seen = new Set();
-  const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
-    const text = (await answer.textContent()) ?? "";
-    if (text.startsWith("The file")) seen.add(text.length);
-    if (text.includes("not nowhere.py.")) break;
-    await page.waitForTimeout(40);
-  }
+  // Each change of the answer as the page draws it (no sampling that a loaded machine could space out).
+  const streamed = await chat.locator("#log").evaluate((log, timeout) => new Promise((resolve) => {
+    const seen = new Set();
+    const observer = new MutationObserver(() => look());
+    const done = () => {
+      observer.disconnect();
+      resolve(seen.size);
+    };
+    const look = () => {
+      const text = [...log.querySelectorAll(".item.assistant")].at(-1)?.textContent ?? "";
+      if (text.startsWith("The file")) seen.add(text.length);
+      if (text.includes("not nowhere.py.")) done();
+    };
+    observer.observe(log, { childList: true, subtree: true, characterData: true });
+    look();
+    setTimeout(done, timeout);
+  }), waitMs);
   if (!((await answer.textContent()) ?? "").includes("says hello to the world, and that is all it says.")) throw new Error("the answer was not shown");
   if ((await answer.locator("strong", { hasText: "hello.txt" }).count()) !== 1) throw new Error("the answer was not rendered as markdown");
-  if (seen.size < 3) throw new Error(`the answer did not stream (saw ${seen.size} partial lengths)`);
+  if (streamed < 3) throw new Error(`the answer did not stream (saw ${streamed} partial lengths)`);
   await step.locator('[data-status="completed"] .status-icon.codicon-pass').waitFor({ timeout: waitMs });
   if ((await step.getAttribute("data-tool-name")) !== "call_tool") throw new Error("the step lost its tool name");
   // Bare file names are not web links; a path that exists links to the file, one that does not stays text.
@@ -149,7 +144,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await screenshot("step-and-answer");
   await step.locator('.step-head a.file-link[data-path="hello.txt"]').click();
   await activeTab(page, "hello.txt");
-  log(`step "Read hello.txt" completed, its link opened the file; the answer streamed (${seen.size} partial renders)`);
+  log(`step "Read hello.txt" completed, its link opened the file; the answer streamed (${streamed} partial renders)`);
 
   // 3. A code block: Copy puts it on the clipboard, Insert puts it at the cursor of the editor.
   await openEditor(page, "scratch.py");
@@ -163,11 +158,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   const codeBackground = await block.locator("pre code").evaluate((code) => getComputedStyle(code).backgroundColor);
   if (!/^(transparent|rgba\(0, 0, 0, 0\))$/.test(codeBackground)) throw new Error(`the code in a block has its own background ${codeBackground}`);
   await block.locator('button[data-action="copy"]').click();
-  let clipboard = "";
-  for (const end = Date.now() + 10000; clipboard !== CODE && Date.now() < end; await page.waitForTimeout(200)) {
-    clipboard = await page.evaluate(() => navigator.clipboard.readText());
-  }
-  if (clipboard !== CODE) throw new Error(`Copy put ${JSON.stringify(clipboard)} on the clipboard`);
+  await until("Copy to put the code on the clipboard", async () => (await page.evaluate(() => navigator.clipboard.readText())) === CODE, 10000);
   await block.locator('button[data-action="insert"]').click();
   await page.locator(".monaco-editor .view-line", { hasText: 'return "hi"' }).first().waitFor({ timeout: waitMs });
   await activeTab(page, "scratch.py");
@@ -246,11 +237,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await changes.locator('button[data-action="undo"][data-path="app.py"]').click();
   await changes.locator("li.undone", { hasText: "app.py" }).waitFor({ timeout: waitMs });
   if (await changes.locator(".changes-message").count()) throw new Error("the refusal stayed after a successful undo");
-  const undoDeadline = Date.now() + waitMs;
-  while (fs.readFileSync(path.join(workspace, "app.py"), "utf8") !== APP) {
-    if (Date.now() > undoDeadline) throw new Error(`undo left app.py as ${JSON.stringify(fs.readFileSync(path.join(workspace, "app.py"), "utf8"))}`);
-    await page.waitForTimeout(200);
-  }
+  await until("Undo to put app.py back as it was", () => fs.readFileSync(path.join(workspace, "app.py"), "utf8") === APP);
   log("auto-edit ran the edit with its inline diff; Open diff and the Changed files link opened diff editors; a stale Undo was refused, then Undo reverted app.py");
 
   // 6. Slash commands complete with descriptions; safe ones first, destructive ones marked.
@@ -392,10 +379,10 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).count()) throw new Error("the whole session was loaded at once");
   await screenshot("resumed-last-page");
   const shownBefore = await chat.locator(".item").count();
-  for (const end = Date.now() + waitMs; await earlierButton.isVisible(); await page.waitForTimeout(300)) {
-    if (Date.now() > end) throw new Error(`scrolling up did not load the earlier messages (${await earlierButton.textContent()})`);
+  await until("scrolling up to load the earlier messages", async () => {
     await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
-  }
+    return !(await earlierButton.isVisible());
+  });
   await chat.locator(".item.user", { hasText: "What does hello.txt say?" }).waitFor({ timeout: waitMs });
   // A call and its result on two pages were drawn as two steps: each step shows once.
   const stepIds = await chat.locator(".item.tool .step-head .step-row").evaluateAll((rows) => rows.map((row) => row.dataset.stepId));
@@ -486,16 +473,15 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
     "ollie.model": "e2e-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
   await page.locator(".notifications-toasts .notification-toast", { hasText: "ollie.agent" }).first().waitFor({ timeout: waitMs });
   await runCommand(page, "Notifications: Clear All Notifications"); // the toast sits over the chat's input
-  const modelDeadline = Date.now() + waitMs;
-  for (;;) {
+  const notices = chat.locator(".item.notice");
+  await until("the model setting to reach the daemon (/model names e2e-model)", async () => {
+    const before = await notices.count();
     await fillInput(chat, "/model");
     await chat.locator("#input").press("Escape");
     await chat.locator("#input").press("Enter");
-    await page.waitForTimeout(500);
-    const notices = await chat.locator(".item.notice").allTextContents();
-    if (notices.some((text) => text.includes("e2e-model"))) break;
-    if (Date.now() > modelDeadline) throw new Error(`the model setting never reached the daemon: ${JSON.stringify(notices)}`);
-  }
+    await until("an answer to /model", async () => (await notices.count()) > before);
+    return (await notices.allTextContents()).some((text) => text.includes("e2e-model"));
+  });
   log("a settings change restarted the daemon with the new model");
   await fillInput(chat, "/agent");
   await chat.locator("#input").press("Escape");

@@ -5,7 +5,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { artifacts, chatFrame, daemonPids, log, runCommand, until, waitForSavedPrompt, waitForStatus, waitMs, work } from "./harness.mjs";
+import { artifacts, chatFrame, daemonPids, log, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, work } from "./harness.mjs";
 
 const second = path.join(work, "second");
 
@@ -33,10 +33,9 @@ async function chatText(page) {
   return (await (await chatFrame(page)).locator("#log").textContent()) ?? "";
 }
 
-async function send(page, text, answer) {
-  const chat = await chatFrame(page);
-  await chat.locator("#input").fill(text);
-  await chat.locator("#input").press("Enter");
+/** Send a prompt in the window's chat and wait for `answer`. */
+async function ask(page, text, answer) {
+  await send(await chatFrame(page), text);
   await until(`"${answer}" in the chat`, async () => (await chatText(page)).includes(answer));
 }
 
@@ -82,13 +81,13 @@ async function steps({ browser, first, workspace, dataDir, firstSays }) {
   await until("a daemon for the second window", () => daemonPids().length === before + 1);
   await (await chatFrame(b)).locator("#empty").waitFor({ timeout: waitMs });
   if ((await chatText(b)).includes(firstSays)) throw new Error("the second window resumed the first window's live session");
-  await send(b, "hello from window B", "Answer in window B.");
+  await ask(b, "hello from window B", "Answer in window B.");
   await shot(b, "second-window");
   const [own] = logsHolding(dataDir, "Answer in window B.");
   if (logsHolding(dataDir, firstSays).includes(own)) throw new Error("both windows wrote one session log");
   await first.close();
   await until("the first window's daemon gone", () => daemonPids().length === before);
-  await send(b, "still there?", "Window B still answers.");
+  await ask(b, "still there?", "Window B still answers.");
   log("a second window on the folder runs its own daemon and session, and works on once the first closed");
 
   // 2. A multi-root workspace: the session works in the folder of the file its first prompt is about (its edit there
@@ -151,7 +150,7 @@ async function steps({ browser, first, workspace, dataDir, firstSays }) {
   const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
   if (cwd !== os.homedir()) throw new Error(`with no folder the daemon works in ${cwd}, not ${os.homedir()}`);
   await shot(n, "no-folder");
-  await send(n, "hello with no folder", "Answer with no folder.");
+  await ask(n, "hello with no folder", "Answer with no folder.");
   // Picked by its row: the palette's first match can be "Compare New Untitled Text Files".
   await n.keyboard.press("F1");
   await n.locator(".quick-input-widget input").fill(">New Untitled Text File");

@@ -1,4 +1,4 @@
-"""A session's compaction snapshots read back (ollie writes them for recovery by hand; tests check them)."""
+"""A session's compaction snapshots read back (ollie writes them for recovery by hand; the tests check them)."""
 
 from __future__ import annotations
 
