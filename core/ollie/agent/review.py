@@ -234,7 +234,8 @@ class Review:
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
         cp = self.checkpoints()
         logged = await cp.changes(*bounds) if bounds is not None else []
-        on_disk = [c for c in logged if c.path not in in_editor]
+        edited = self.editor_edits.paths(number)
+        on_disk = [c for c in logged if c.path not in edited]
         if not ignored:
             from ollie.workspace.ignored import listed
 
