@@ -138,3 +138,20 @@ async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of
     with pytest.raises(JsonRpcException, match="did not change it"):
         await daemon.request("ollie/review/undo", {"path": "calc.py"})
     assert calc.read_text() == mine
+
+
+async def test_after_a_daemon_restart_the_user_s_saved_text_is_still_not_the_turn_s(start_daemon, llm):
+    """The buffer edits are forgotten with the daemon, and the disk's change is then listed: it is the agent's edit
+    alone (before, it held the user's line, saved with the edit, and undoing it deleted that line)."""
+    llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    first = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    calc = workspace(first)
+    mine = "# the user's unsaved note\n" + CALC
+    SavingEditor(first).open(calc, mine)
+    session = (await first.request("ollie/submit", {"text": "fix add"}))["session"]
+    await first.client.shutdown_session()
+    second = await start_daemon(env=llm.env(), workspace=first.workspace, init_options={"session": session})
+    [listed] = (await second.request("ollie/changes", {}))["files"]
+    assert (listed["oldText"], listed["newText"]) == (mine, "# the user's unsaved note\n" + FIXED)
+    await second.request("ollie/review/undo", {"path": "calc.py"})
+    assert calc.read_text() == mine

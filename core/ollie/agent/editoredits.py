@@ -50,22 +50,16 @@ class EditorEdits:
         self.settle(turn, path, new_text)
 
     def changes(self, turn: int) -> dict[str, FileChange]:
-        """The turn's buffer changes, by path (none for a buffer edited back to its text before the turn)."""
-        return {path: edit.change(path) for path, edit in self._turns.get(turn, {}).items()
-                if edit.old_text != edit.new_text}
-
-    def paths(self, turn: int) -> frozenset[str]:
-        """The paths whose buffers the turn edited, also those undone since: the disk's change of one is not the
-        turn's (saving the buffer wrote the user's unsaved text with it)."""
-        return frozenset(self._turns.get(turn, {}))
+        """The turn's buffer changes, by path."""
+        return {path: edit.change(path) for path, edit in self._turns.get(turn, {}).items()}
 
     def settle(self, turn: int, path: str, text: str | None) -> None:
-        """The buffer of `path` now holds `text` (an undo): what is left of the change, empty when nothing is."""
+        """The buffer of `path` now holds `text` (an undo): what is left of the change, gone when nothing is."""
         edits = self._turns.get(turn, {})
         edit = edits.get(path)
         if edit is None:
             return
-        if text is None:
+        if text is None or text == edit.old_text:
             del edits[path]
         else:
             edit.new_text = text
