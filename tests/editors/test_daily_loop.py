@@ -111,3 +111,26 @@ def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_ll
     assert "ollama" in result["chat_before"].lower(), result["chat_before"]
     assert "Hi from the configured model." in result["chat"]
     assert len(srv.chat_requests) == 1
+
+
+def test_neovim_tui_a_command_changes_a_file_the_user_has_not_saved(tmp_path: Path, scripted_llm):
+    """The agent's command appends to notes.txt while its buffer holds the user's unsaved line: the turn shows to its
+    end and the buffer keeps the line (before, reloading it put Vim's W12 question up mid-turn, holding the editor,
+    its Load dropping the line)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo agent line >> notes.txt",
+                                                             "language": "bash"}]})),
+               Reply.text("Appended."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": NOTES})
+    try:
+        tmux.wait(lambda s: "my notes" in s, "nvim to start")
+        tmux.keys("o", "the user's unsaved line", "Escape")
+        tmux.wait(lambda s: "notes.txt [+]" in s, "the unsaved line")
+        tmux.keys(":Ollie add a line to notes.txt", "Enter")
+        done = tmux.keep("command-changed-unsaved", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
+        assert "Appended." in done and "W12" not in done, done
+        assert "the user's unsaved line" in done and "notes.txt [+]" in done, done
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES + "agent line\n"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pygls.exceptions import JsonRpcException
+
 from ollie.testing import Reply
 
 from .conftest import Daemon
@@ -116,3 +119,39 @@ async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_li
         assert undone["inEditor"] and editor.texts[calc.as_uri()] == CALC
         assert calc.read_text() == CALC, f"saving={saving}"
         assert (await daemon.request("ollie/changes", {}))["files"] == []
+
+
+async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of_the_turn(start_daemon, llm):
+    """The user's unsaved line was saved with the agent's edit; once the edit is undone the turn lists no change
+    (before, the user's own line showed as the turn's change, and undoing that deleted it from the file)."""
+    llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    calc = workspace(daemon)
+    mine = "# the user's unsaved note\n" + CALC
+    editor = SavingEditor(daemon)
+    editor.open(calc, mine)
+    assert await submit(daemon, "fix add") == "done"
+    assert calc.read_text() == "# the user's unsaved note\n" + FIXED
+    await daemon.request("ollie/review/undo", {"path": "calc.py"})
+    assert editor.texts[calc.as_uri()] == mine and calc.read_text() == mine
+    assert (await daemon.request("ollie/changes", {}))["files"] == []
+    with pytest.raises(JsonRpcException, match="did not change it"):
+        await daemon.request("ollie/review/undo", {"path": "calc.py"})
+    assert calc.read_text() == mine
+
+
+async def test_after_a_daemon_restart_the_user_s_saved_text_is_still_not_the_turn_s(start_daemon, llm):
+    """The buffer edits are forgotten with the daemon, and the disk's change is then listed: it is the agent's edit
+    alone (before, it held the user's line, saved with the edit, and undoing it deleted that line)."""
+    llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    first = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    calc = workspace(first)
+    mine = "# the user's unsaved note\n" + CALC
+    SavingEditor(first).open(calc, mine)
+    session = (await first.request("ollie/submit", {"text": "fix add"}))["session"]
+    await first.client.shutdown_session()
+    second = await start_daemon(env=llm.env(), workspace=first.workspace, init_options={"session": session})
+    [listed] = (await second.request("ollie/changes", {}))["files"]
+    assert (listed["oldText"], listed["newText"]) == (mine, "# the user's unsaved note\n" + FIXED)
+    await second.request("ollie/review/undo", {"path": "calc.py"})
+    assert calc.read_text() == mine

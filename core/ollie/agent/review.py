@@ -168,10 +168,25 @@ class Review:
             if begin is None:
                 return  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
             cp = self.checkpoints()
+            if end is not None:
+                begin = await self._saved_buffers_before(turn, begin, end)
             records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
             await cp.record_turns(records)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
+
+    async def _saved_buffers_before(self, turn: int, begin: str, end: str) -> str:
+        """The turn's checkpoint with each buffer it edited and saved as that buffer was before the turn: the save
+        wrote the user's unsaved text too, which is not the turn's change (to list, undo or rewind, also once the
+        daemon restarted and the buffer edits are forgotten)."""
+        edits = self.editor_edits.since(turn)  # the running turn is the last
+        if not edits:
+            return begin
+        for change in await self.checkpoints().changes(begin, end):
+            edit = edits.get(change.path)
+            if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
+                begin = await self._tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
+        return begin
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
         """The editor applied an edit of the running turn to the open document `path` (absolute)."""
@@ -327,20 +342,25 @@ class Review:
         after = bounds[1]
         if after is None:
             after = await cp.snapshot()  # the last turn, still open: the work tree now (has the undo)
+        mode = change.new_mode if change.new_mode not in ("", "000000") else change.old_mode
+        tree = await self._tree_with(after, change.path, data, mode)
+        await cp.record_turn(_after_session(self._host.session.id), turn, tree)
+
+    async def _tree_with(self, tree: str, path: str, data: bytes | None, mode: str) -> str:
+        """Checkpoint `tree` with `path` holding `data` (None: without it)."""
+        cp = self.checkpoints()
         index = cp.git.git_dir / f"review-{uuid.uuid4().hex}.index"
         try:
-            await cp.git.run("read-tree", after, index_file=index)
+            await cp.git.run("read-tree", tree, index_file=index)
             if data is None:
-                await cp.git.run("update-index", "--force-remove", "--", change.path, index_file=index)
+                await cp.git.run("update-index", "--force-remove", "--", path, index_file=index)
             else:
                 blob = (await cp.git.run("hash-object", "-w", "--stdin", stdin=data)).decode().strip()
-                mode = change.new_mode if change.new_mode not in ("", "000000") else change.old_mode or "100644"
-                await cp.git.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{change.path}",
+                await cp.git.run("update-index", "--add", "--cacheinfo", f"{mode or '100644'},{blob},{path}",
                                  index_file=index)
-            tree = (await cp.git.run("write-tree", index_file=index)).decode().strip()
+            return (await cp.git.run("write-tree", index_file=index)).decode().strip()
         finally:
             index.unlink(missing_ok=True)
-        await cp.record_turn(_after_session(self._host.session.id), turn, tree)
 
     # --- rewind ----------------------------------------------------------------
 

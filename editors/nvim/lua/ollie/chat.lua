@@ -6,6 +6,7 @@ local config = require("ollie.config")
 local context = require("ollie.context")
 local input = require("ollie.input")
 local render = require("ollie.render")
+local requests = require("ollie.requests")
 local turns = require("ollie.turns")
 
 local M = {}
@@ -404,7 +405,7 @@ function Chat:on_event(ev, drawn)
       self:note_changed(ev)
       self:injected_taken()
       if config.options.reload_changed then
-        vim.cmd("silent! checktime")
+        requests.checktime()
       end
     end
   elseif role == "user" then

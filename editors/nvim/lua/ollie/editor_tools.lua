@@ -2,6 +2,8 @@
 -- vim.diagnostic, definitions, references and symbols from the attached language servers, the open files.
 -- Paths are absolute, lines and columns 1-based (columns in characters). Each answer comes fast: what the
 -- editor has, never a long wait for a language server.
+local requests = require("ollie.requests")
+
 local M = {}
 
 -- How long to wait for a language server to attach to a buffer loaded for a request, and to answer.
@@ -176,10 +178,7 @@ local function reload(paths)
       end
       if wanted then
         local tick = vim.api.nvim_buf_get_changedtick(b)
-        -- Not a modified buffer: its reload would ask the user (W12) in the middle of the request.
-        if not vim.bo[b].modified then
-          vim.cmd("silent! checktime " .. b)
-        end
+        requests.checktime(b)
         if vim.api.nvim_buf_get_changedtick(b) ~= tick and #servers(b, nil) > 0 then
           stale[b] = true
         end

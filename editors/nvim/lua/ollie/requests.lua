@@ -68,6 +68,18 @@ local function loaded_buffer(path)
   return nil
 end
 
+---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
+---stays as it is: `checktime` would stop the whole editor on Vim's W12 question (its Load drops them), and the
+---user's `:w` still warns that the file changed.
+---@param buf integer|nil
+function M.checktime(buf)
+  for _, b in ipairs(buf and { buf } or vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified then
+      vim.cmd("silent! checktime " .. b)
+    end
+  end
+end
+
 ---ollie/saveDocuments: write the buffers the model just edited (only those: the user's other unsaved buffers stay
 ---unsaved), so the commands it runs next see its edits. `write!`: a file touched on disk since it was read (by an
 ---earlier step) must not stop the editor at a question; the buffer is what the model edited.

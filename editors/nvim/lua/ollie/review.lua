@@ -301,7 +301,7 @@ local function sync_buffer(path, in_editor, was_modified)
       vim.api.nvim_buf_call(buf, function() vim.cmd("silent noautocmd write") end)
     end
   else
-    vim.cmd("silent! checktime " .. buf)
+    requests.checktime(buf)
   end
 end
 
@@ -372,7 +372,7 @@ end
 
 local function do_rewind(params)
   requests.call("ollie/rewind", params, function(res)
-    vim.cmd("silent! checktime")
+    requests.checktime()
     close_list()
     local n = #(res.files or {})
     local kept = kept_buffers(res.buffers)
