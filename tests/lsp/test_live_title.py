@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 
 def _titles(wire: list[tuple[str, object]]) -> list[str]:
@@ -23,6 +24,7 @@ async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_
     await daemon.wait_events(lambda _: any(s.get("title") == "Write a haiku about the sea" for s in daemon.states))
     assert not [e for e in daemon.events if e["role"] == "turn" and e["content"] != "start"], "the turn is still on"
     assert (await daemon.request("ollie/state", {}))["title"] == "Write a haiku about the sea"
+    await eventually(lambda: len(llm.chat_requests) == 1, "the turn's model request")  # its reply is then taken
     await daemon.request("ollie/interrupt", {})
     assert (await submit)["stop"] == "interrupted"
 
