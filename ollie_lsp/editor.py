@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ollie_lsp.params import EditorContext
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class OpenDocument:
     """What the daemon knows of a document: its (possibly unsaved) text and language."""
 

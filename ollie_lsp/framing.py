@@ -35,7 +35,7 @@ _NEXT_HEADER = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Problem:
     """A message that cannot be handled: the error to answer it with (`msg_id` None when it cannot be read)."""
 

@@ -230,7 +230,7 @@ def _after_events(forwarder: EventForwarder, ask: Callable[[Q], Awaitable[A]]) -
     return asked
 
 
-@dataclass(kw_only=True, eq=False)
+@dataclass(kw_only=True, eq=False, repr=False)
 class SessionTable:
     """Every live session of the daemon, keyed by id; one of them is the default."""
 

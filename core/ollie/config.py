@@ -17,7 +17,7 @@ from ollie.shapes import Check, FieldPath, Invalid, expected, parse, parse_confi
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Prompt:
     """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of entries (ollie.agent.prompt)."""
 
@@ -59,7 +59,7 @@ def _policy_name(value: object) -> str:
     return name
 
 
-@attrs.define
+@attrs.define(repr=False)
 class GenerationParams:
     """Unified sampling parameters (None: the backend's default); the one declaration of their bounds."""
 
@@ -94,7 +94,7 @@ class GenerationParams:
 MCP_SERVER_NAME = r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class McpStdio:
     """An MCP server run as a program speaking JSON-RPC on stdio (mcp.json's `{"command", "args", "env", "cwd"}`)."""
 
@@ -106,7 +106,7 @@ class McpStdio:
     disabled: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class McpHttp:
     """An MCP server over HTTP (`{"url", "headers"}`): streamable HTTP, or legacy SSE with `"type": "sse"`."""
 
@@ -137,7 +137,7 @@ def parse_mcp_servers(value: object) -> dict[str, McpStdio | McpHttp | None]:
     return out
 
 
-@attrs.define
+@attrs.define(repr=False)
 class AgentConfig(GenerationParams):
     """One agent: its sampling parameters (GenerationParams' keys), prompt, hooks, tool restrictions, backend."""
 

@@ -25,7 +25,7 @@ T = TypeVar("T")
 FieldPath = tuple[str | int, ...]
 
 
-@attrs.frozen(eq=False)  # hashed by identity: cattrs keys its hooks by the annotated type
+@attrs.frozen(eq=False, repr=False)  # hashed by identity: cattrs keys its hooks by the annotated type
 class Check:
     """What one field must be beyond its type (`Annotated[int, Check(ge=0)]`); `parse`/`schema` replace the type's."""
 

@@ -1,5 +1,5 @@
 """The daemon's start-up path: a first turn imports no pydantic (httpx without its CLI) and none of the tool-call
-machinery; the fork server starts with the first reply."""
+machinery, and its classes generate no method nobody calls; the fork server starts with the first reply."""
 
 from __future__ import annotations
 
@@ -234,6 +234,37 @@ def test_the_engines_load_is_frozen_off_the_first_tokens_collections_and_its_cyc
     assert int(freed) > 500 and full_passes == "1"  # the engine's load cycles (~1,600 objects), collected once
     # Logged once: the bench's idle reference waits for it.
     assert out.stderr.count("start-up collection done") == 1 and f"done: {freed} objects freed" in out.stderr
+
+
+# The dataclasses a first turn imports whose equality the code or the tests compare; the others generate no __eq__,
+# and no dataclass or attrs class a __repr__ (each generated method is source compiled at import, before the first
+# token; no log line or message shows one).
+_COMPARED = {"ollie.agent.hooks.HookResult", "ollie.agent.steps.Location", "ollie.agent.steps.ToolStep",
+             "ollie.backend.framing.SSEEvent", "ollie.backend.reply.ReplyLimits", "ollie.backend.types.ToolCall",
+             "ollie.backend.types.Image", "ollie.backend.types.Message", "ollie.backend.types.StreamEvent",
+             "ollie.sessions.session.TaskState", "ollie.sessions.types.Info"}
+_GENERATED_PROBE = """
+import attrs, dataclasses, sys
+import ollie_lsp.daemon, ollie_lsp.methods, ollie_lsp.sessions, ollie.agent.core, ollie.backend.openai
+for name, module in list(sys.modules.items()):
+    for value in vars(module).values() if name.startswith("ollie") else ():
+        if not isinstance(value, type) or value.__module__ != name:
+            continue
+        if dataclasses.is_dataclass(value):
+            made = value.__dataclass_params__
+            print(f"{name}.{value.__qualname__}", "eq" if made.eq else "-", "repr" if made.repr else "-")
+        elif attrs.has(value):
+            print(f"{name}.{value.__qualname__}", "attrs", "repr" if "__repr__" in vars(value) else "-")
+"""
+
+
+def test_the_first_turns_classes_generate_no_repr_and_equality_only_where_compared() -> None:
+    out = subprocess.run([sys.executable, "-c", _GENERATED_PROBE], capture_output=True, text=True, timeout=60,
+                         check=True)
+    made = [line.split() for line in out.stdout.splitlines()]
+    assert len(made) > 90  # the probe saw the engine's classes (~75 dataclasses, ~40 attrs classes)
+    assert [name for name, _, shown in made if shown == "repr"] == []
+    assert {name for name, eq, _ in made if eq == "eq"} == _COMPARED
 
 
 async def test_the_daemon_raises_its_descriptor_limit_to_the_hard_one(tmp_path) -> None:

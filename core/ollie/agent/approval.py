@@ -58,7 +58,7 @@ QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
 DEFAULT_QUESTION_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class StepQuestion:
     """One step put to the user: its id, kind, title, files, diff preview and (for a command) its prefix."""
 
@@ -104,7 +104,7 @@ class StepQuestion:
         return self.always_label() + ("" if lasting else " in this session")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Answer:
     """The user's answer to one question; `feedback` goes to the model with a rejection."""
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
     from ollie.tools.editor.knowledge import EditorKnowledge
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Attachments:
     """The front end's parts a session's tools use; wired into every tool server again after an /agent switch."""
 

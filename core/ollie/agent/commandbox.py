@@ -27,7 +27,7 @@ OUTPUT_LIMIT = 1024 * 1024
 AGENT_DIR_VAR = "OLLIE_AGENT_DIR"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CommandBox:
     """How one agent's prompt commands and hooks run: the policy name, the agent's fragment dir, the session."""
 

@@ -31,7 +31,7 @@ Handler = Callable[[CommandTarget, str], Awaitable[str]]
 _SLASH = re.compile(r"/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Command:
     """One slash command: how it is written and what it does."""
 

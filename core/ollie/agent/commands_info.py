@@ -62,7 +62,7 @@ async def cmd_models(core: CommandTarget, arg: str) -> str:
     return f"models of {core.backend_name}:\n" + "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class AgentInfo:
     """One agent config found: its name, its description, and why it cannot load (when it cannot)."""
 

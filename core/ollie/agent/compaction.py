@@ -37,7 +37,7 @@ _RESULT_CLIP = 2000
 _FENCE_INFO = re.compile(r"```[a-zA-Z0-9_-]*")
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class CompactionResult:
     """What a compaction did: `ok`, and a line saying what happened (or why not)."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ollie.backend.types import Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Price:
     """USD per million tokens; `cached_ratio` is the cached-input price as a share of `input`."""
 

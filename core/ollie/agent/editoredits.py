@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ollie.workspace import FileChange
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class EditorEdit:
     """One document's change in one turn: its text before the turn's first edit and after the last."""
 
@@ -81,7 +81,7 @@ class EditorEdits:
             del self._turns[number]
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class BufferRevert:
     """What a rewind did to one open buffer the cut turns had edited: `reverted`, `stale` (left) or `refused`."""
 

@@ -19,7 +19,7 @@ from ollie.backend.types import Usage
 # command step's new output, as it comes (its result still comes whole in `tool`); ACP shows it live.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class UsageReport:
     """One request's token counts and cost (USD): the payload of a `usage` event."""
 
@@ -41,7 +41,7 @@ class UsageReport:
                 f"{self.cache_creation_tokens} {self.cost_usd:.6f}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Event:
     """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps."""
 

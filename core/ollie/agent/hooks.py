@@ -22,7 +22,7 @@ DEFAULT_TIMEOUT_S = 60.0
 HookCaller = Callable[[str, dict[str, Any]], Awaitable["HookResult | None"]]
 
 
-@dataclass
+@dataclass(repr=False)
 class HookResult:
     """The outcome of one hook's commands: their joined stdout (when `blocked`, the reason), each exit code in order."""
 

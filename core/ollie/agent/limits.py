@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class LoopLimits:
     """Every number the agent loop acts on; the defaults are the seed's."""
 

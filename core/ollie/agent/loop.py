@@ -40,7 +40,7 @@ class LoopHost(SessionHost, Protocol):
     def save(self) -> None: ...
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class TurnResult:
     """How a submit ended: the reply text, the stop reason, and an error message when it failed."""
 

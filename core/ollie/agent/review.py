@@ -52,7 +52,7 @@ class ReviewHost(Protocol):
     def save(self) -> None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class TurnChanges:
     """The files a turn changed, with hunks; `in_editor`: those changed in an open document (unsaved)."""
 
@@ -61,7 +61,7 @@ class TurnChanges:
     in_editor: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Undone:
     """What an undo did: the file's text now (None: removed or binary) and whether the editor applied it."""
 
@@ -71,7 +71,7 @@ class Undone:
     in_editor: bool
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Rewound:
     """What a rewind (or its undo) did: the turn, the files, the messages left, the open buffers reverted."""
 

@@ -25,7 +25,7 @@ MAX_STEPS_NUDGE = (
 )
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Verdict:
     """What the loop must do after a round: nudges to append, an abort reason, a task-state re-inject."""
 

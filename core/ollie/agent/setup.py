@@ -26,7 +26,7 @@ from ollie.config import AgentConfig, find_agent, load_agent_config
 FAILED_HEALTH_REUSE_S = 2.0
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, repr=False, kw_only=True)
 class Setup:
     """One core's configuration. A switch builds the new part first (on failure the old stays) and returns the old."""
 

@@ -20,7 +20,7 @@ OUTPUT_LIMIT = 16 * 1024 * 1024
 _MERGE = "exec 2>&1; "
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ShellResult:
     """What a shell command did: exit code (negative = killed by that signal), output, timeout flag."""
 

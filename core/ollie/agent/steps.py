@@ -56,7 +56,7 @@ _EDIT_LINE = re.compile(r"^replaced \d+ occurrences? in .*?(?: at line |\(origin
 TITLE_COMMAND_CHARS = 60
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Location:
     """A file a step touches: path relative to the session CWD (absolute when outside it), optional 1-based line."""
 
@@ -64,7 +64,7 @@ class Location:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ToolStep:
     """One readable step: ACP tool kind, a title a person would write, the files it touches."""
 
@@ -73,7 +73,7 @@ class ToolStep:
     locations: tuple[Location, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Diff:
     """One file a step changed, in ACP's diff shape; `path` relative to the session CWD, a text None when absent/binary."""
 
@@ -96,7 +96,7 @@ class Diff:
 NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error", "more")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolState:
     """A step as the events carry it: stable id, kind, title, status, locations, and the diffs it made."""
 

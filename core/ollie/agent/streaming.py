@@ -22,7 +22,7 @@ from ollie.backend.errors import (
 from ollie.backend.types import GenerationParams, Message, Tool, ToolCall, Usage
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Completion:
     """A model reply assembled from its stream."""
 
@@ -35,7 +35,7 @@ class Completion:
     stop_reason: str = ""
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Streamed:
     """What the request in progress has streamed so far: the partial reply an interrupt keeps."""
 

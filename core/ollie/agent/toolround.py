@@ -44,7 +44,7 @@ T = TypeVar("T")
 LIVE_OUTPUT_BYTES = 1 << 20
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class CallOutcome:
     """What one tool call produced, as recorded in the history."""
 

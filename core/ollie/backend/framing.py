@@ -30,7 +30,7 @@ def loads(text: str) -> Any:
     return obj
 
 
-@dataclass
+@dataclass(repr=False)
 class SSEEvent:
     """One server-sent event: the `event:` name (empty when absent) and the joined `data:` lines."""
 

@@ -14,7 +14,7 @@ from ollie.backend.settings import missing_model_hint
 CHECK_TIMEOUT_S = 3.0
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class BackendHealth:
     """The outcome of one check. `None` fields were not (or cannot be) checked."""
 

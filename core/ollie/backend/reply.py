@@ -22,7 +22,7 @@ MAX_ERROR_BODY = 1 << 20
 MAX_JSON_BODY = 32 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReplyLimits:
     """The bounds on one streamed reply (besides httpx's per-read timeouts).
 

@@ -11,7 +11,7 @@ from ollie.backend.errors import BackendConfigError
 Wire = Literal["openai", "anthropic", "ollama"]  # the class that speaks each: registry.backend_class
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class BackendSpec:
     """One backend `OLLIE_BACKEND` can name: how it is reached and configured."""
 

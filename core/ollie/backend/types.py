@@ -11,7 +11,7 @@ from ollie.config import GenerationParams as GenerationParams  # declared with t
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class ToolCall:
     """A model's request to invoke a function; `arguments` is the raw JSON text."""
 
@@ -31,7 +31,7 @@ class ToolCall:
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what an Image may be
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Image:
     """An image in a user message: its media type and its bytes as base64 (checked by ollie.backend.images)."""
 
@@ -54,7 +54,7 @@ class Image:
 _TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Message:
     """One conversation entry. Tool results have role `tool`, `tool_call_id` and `name`."""
 
@@ -93,7 +93,7 @@ class Message:
         )
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Tool:
     """A function declaration offered to the model; `parameters` is a JSON Schema object."""
 
@@ -102,7 +102,7 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Usage:
     """Token counts of one request; `cost` in USD when the vendor reports it.
 
@@ -116,7 +116,7 @@ class Usage:
     cost: float | None = None
 
 
-@dataclass
+@dataclass(repr=False)
 class StreamEvent:
     """One incremental piece of a model reply: text deltas, or whole tool calls; a clean stream ends `done`."""
 

@@ -21,7 +21,7 @@ CONFIG_NAME = "mcp.json"
 SERVER_NAME = "mcp"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ServerSpec:
     """One configured MCP server: stdio (`command`) or HTTP (`url`, SSE when `sse`); `source` says where it came from."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ollie.sessions.errors import SessionError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Migration:
     """One schema step: the statements of both stores and those of PostgreSQL alone."""
 

@@ -32,7 +32,7 @@ def validate_session_id(session_id: object) -> str:
     return session_id  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(repr=False)
 class TaskState:
     """The structured overlay compaction produces: what the agent is doing and has decided."""
 

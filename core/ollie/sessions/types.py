@@ -105,7 +105,7 @@ def from_micros(micros: int | None) -> datetime | None:
     return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
 
 
-@dataclass
+@dataclass(repr=False)
 class Info:
     """Metadata of one agent session; crosses the store boundary via row()/from_row()."""
 
@@ -188,14 +188,14 @@ def _enum_or_raw(enum: type[StrEnum], value: str) -> str:
         return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Scope:
     """Who asks: a user, across agents (the registry's team channels add what is shared with them)."""
 
     user_id: str = ""
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Request:
     """What session ensure() finds or creates."""
 
@@ -207,7 +207,7 @@ class Request:
     title: str = ""
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ListOptions:
     """Filters of a session listing; limit 0 = no limit."""
 

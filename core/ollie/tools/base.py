@@ -10,7 +10,7 @@ ParallelClass = Literal["read", "write", "global"]
 Tier = Literal["hot", "warm", "cold"]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ToolInfo:
     """A tool a server offers: `name` as the model sees it, JSON Schema `parameters`."""
 
@@ -20,7 +20,7 @@ class ToolInfo:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ToolResult:
     """A tool's outcome: text content plus an error flag."""
 

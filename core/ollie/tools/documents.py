@@ -24,7 +24,7 @@ def disk_text(path: Path) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class ApplyResult:
     """What became of an edit: applied in the editor, refused (why), or left to the disk (no editor support)."""
 

@@ -20,7 +20,7 @@ class EditorArgumentError(OllieError):
     """An editor tool's arguments are wrong; the message says how to call it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class EditorTool:
     """One editor tool as listed in call_tool's description."""
 

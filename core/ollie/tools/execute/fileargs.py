@@ -60,7 +60,7 @@ def normal_path(raw: str) -> str:
     return "/" + folded.lstrip("/") if folded.startswith("//") else folded
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class FileCall:
     """A file tool's call as the daemon understood it."""
 

@@ -18,7 +18,7 @@ class LanguageError(OllieError):
     """Unknown language, missing interpreter, or a script whose language cannot be told."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Language:
     """One interpreter: its program, the flags that make it read a program file, how it takes input."""
 
@@ -89,7 +89,7 @@ def resolve_interpreter(lang: Language, search_path: str | None) -> str:
     return found
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Invocation:
     """A ready-to-spawn command: argv, what to feed it on stdin, and whether it needs its TMPDIR at /tmp."""
 
@@ -110,7 +110,7 @@ def code_invocation(
     return script_invocation(lang, (), program_file, [], search_path=search_path, piped_input=piped_input)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class Shebang:
     """A script's `#!` line: the interpreter's base name and the flags after it."""
 

@@ -30,7 +30,7 @@ def _found_under(dirs: list[Path], script: ToolScript) -> tuple[object, ...]:
     return (*((str(d), _stamp(d)) for d in dirs), _stamp(script.path))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ParsedCall:
     """One call's arguments as parsed (or why they are wrong), and the tool scripts found for it."""
 

@@ -42,7 +42,7 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Section:
     """One labelled run inside a result: its header label and what it did (None when it did not run)."""
 

@@ -76,7 +76,7 @@ def runtime_root() -> Path:
     return root
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False, repr=False)
 class SessionDirs:
     """The layout under one session's root (0700): only `tmp` is writable and `scratch` readable by tool code.
 

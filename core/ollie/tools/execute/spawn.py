@@ -39,7 +39,7 @@ async def _exited(proc: SandboxedProcess) -> None:
         os.close(fd)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class RunOutcome:
     """What one process did: its output, exit status, and why it stopped if not by itself."""
 

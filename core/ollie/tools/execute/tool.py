@@ -36,7 +36,7 @@ class ToolNameError(OllieError):
     """A tool name that could reach outside the tools dirs, or names no script."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolScript:
     """One tool script: where it is, how to run it, and what its header says."""
 
