@@ -304,6 +304,7 @@ class Core(McpMembers):
 
     async def compact(self) -> str:
         """Compact now (after a running turn); what happened, as a line."""
+        self.owners_only("compact its history")  # the rewritten history is the owner's too
         async with self._turn_lock:
             return (await self._host.budget.compact(announce=False)).message
 
@@ -477,6 +478,7 @@ class Core(McpMembers):
 
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands (the saved session keeps it)."""
+        self.owners_only("change its directory")  # saved with it: the owner's listing by directory would lose it
         self._setup.set_cwd(path)
         self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
         self._host.notify()
