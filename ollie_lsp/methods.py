@@ -373,6 +373,7 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
     """Revert one hunk (or the whole file) of a turn's change: in the editor's buffer when open there, else on disk."""
     live = await ls.table.writable(p.session)
     core = live.core
+    core.owners_only("undo its changes")  # the undo's note to the model is saved in the owner's history
     # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
     target = await plain_path_beneath(core.cwd, p.path) if ls.documents.can_apply() else None
     doc = ls.documents.find(target) if target is not None else None

@@ -59,13 +59,11 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
 
 
-async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
-        start_agent, scripted_llm, store_url):
+async def _shared_by_alice(start_agent, llm, store_url):
+    """Alice's agent and her session: one turn run, closed, shared to team backend."""
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
 
-    llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "alice's question")
@@ -75,7 +73,14 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
         registry.close()
+    return alice, sid
 
+
+async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
+        start_agent, scripted_llm, store_url):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     assert bob.client.text(sid) == "alice's answer"
@@ -84,6 +89,24 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         with pytest.raises(acp.RequestError) as caught:
             await asyncio.wait_for(change, 30)
         assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value
+
+
+async def test_a_team_members_resume_leaves_the_sessions_directory_and_title_the_owners(
+        start_agent, scripted_llm, store_url):
+    # Bob's resume saved his checkout's directory as the session's: Alice's list of her directory's sessions lost it.
+    # His `/rn` retitled her saved session.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    assert bob.workspace != alice.workspace
+    await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    await bob.prompt(sid, "bob's question")
+    await bob.prompt(sid, "/rn bob's title")
+    assert "only its owner may rename it" in bob.client.text(sid), bob.client.text(sid)
+    await asyncio.wait_for(bob.conn.close_session(session_id=sid), 30)
+    listed = await asyncio.wait_for(alice.conn.list_sessions(cwd=str(alice.workspace)), 30)
+    assert [s.session_id for s in listed.sessions] == [sid], listed
 
 
 async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_or_unsandboxed_agent(

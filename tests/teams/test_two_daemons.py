@@ -192,6 +192,37 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agen
     assert "alice's question" in texts and "bob's answer" in texts
 
 
+async def test_a_team_member_cannot_undo_compact_or_move_a_teammates_session(start_daemon, store_url, scripted_llm):
+    # Bob could still change Alice's session: his undo saved a note to her model in her history, /compact rewrote
+    # her history, /cwd and ollie/setCwd saved his directory as the session's.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    bob = await start_daemon("bob", {**llm.env(approval="auto"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                     "OLLIE_TEAMS": "backend"})  # his own mode: his step runs unasked
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo bob > notes.txt", "language": "bash"}]})),
+               Reply.text("done"))
+    await bob.request("ollie/session/load", {"session": sid})
+    assert (await bob.request("ollie/submit", {"session": sid, "text": "write notes"}, timeout=60))["reply"] == "done"
+    assert (bob.home / "ws" / "notes.txt").read_text() == "bob\n"
+    err = await _error(bob, "ollie/review/undo", {"session": sid, "path": "notes.txt"})
+    assert err.code == -32008 and "only its owner may undo its changes" in err.message, err.message
+    assert (bob.home / "ws" / "notes.txt").read_text() == "bob\n"
+    elsewhere = bob.home / "elsewhere"
+    elsewhere.mkdir()
+    err = await _error(bob, "ollie/setCwd", {"session": sid, "cwd": str(elsewhere)})
+    assert err.code == -32008 and "only its owner may change its directory" in err.message, err.message
+    asked = len(llm.chat_requests)
+    for command, what in (("/compact", "compact its history"), (f"/cwd {elsewhere}", "change its directory")):
+        said = await bob.request("ollie/submit", {"session": sid, "text": command})
+        assert f"only its owner may {what}" in str(said), said
+    assert len(llm.chat_requests) == asked  # no summary asked for
+    shown = await bob.request("ollie/submit", {"session": sid, "text": "/cwd"})  # showing it is no change
+    assert f"cwd: {bob.home / 'ws'}" in str(shown), shown
+    texts = _texts(await bob.request("ollie/context", {"session": sid}))
+    assert "alice's question" in texts and "done" in texts and not any("undid" in t for t in texts), texts
+
+
 async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store_url, scripted_llm):
     # The rewind's way back is kept beside the session logs, a dir a store's sessions never made: each rewind failed.
     llm = scripted_llm("openai")

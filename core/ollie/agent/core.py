@@ -57,6 +57,7 @@ class Core(McpMembers):
                                      cwd=lambda: self.cwd)
         self._setup = setup
         self._owner = ""
+        self._saved_cwd = opened.saved_cwd
         # A teammate's session: this user's "always" answers, kept apart from (and never saved over) the owner's.
         self._guest_always: list[str] = []
         self._turn_lock = asyncio.Lock()
@@ -304,6 +305,7 @@ class Core(McpMembers):
 
     async def compact(self) -> str:
         """Compact now (after a running turn); what happened, as a line."""
+        self.owners_only("compact its history")  # the rewritten history is the owner's too
         async with self._turn_lock:
             return (await self._host.budget.compact(announce=False)).message
 
@@ -331,6 +333,8 @@ class Core(McpMembers):
         """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`), in this
         user's own approval mode and "always" answers."""
         self._owner = owner
+        # Its saved directory stays the owner's (ACP lists sessions by it), not where this user's checkout is.
+        self.session.cwd = self._saved_cwd or self.session.cwd
 
     def _teammates_unsandboxed(self) -> str | None:
         """Why no turn runs here (None: they may): a teammate's session whose agent runs without a sandbox. The owner's
@@ -477,6 +481,7 @@ class Core(McpMembers):
 
     def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands (the saved session keeps it)."""
+        self.owners_only("change its directory")  # saved with it: the owner's listing by directory would lose it
         self._setup.set_cwd(path)
         self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
         self._host.notify()
@@ -499,6 +504,7 @@ class Core(McpMembers):
 
     async def rename(self, title: str) -> None:
         """Title the session: the daemon's `on_rename` when set, else stored in the session."""
+        self.owners_only("rename it")  # `ollie acp` keeps it in the owner's saved session (the registry refuses too)
         if self.on_rename is not None:
             await self.on_rename(title)
             return

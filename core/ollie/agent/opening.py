@@ -28,6 +28,7 @@ class Opened:
     session: Session
     session_file: SessionFile
     lock: LiveLock | None
+    saved_cwd: str = ""  # the directory the session was saved with ("": new), before this open moved it here
 
 
 async def open_parts(
@@ -57,7 +58,8 @@ async def open_parts(
         if not session_id:
             lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
         session.agent = agent
-        session.cwd = str(work)  # listed and filtered by (ACP session/list); loads keep working without it
+        # Listed and filtered by (ACP session/list); loads keep working without it.
+        saved_cwd, session.cwd = session.cwd, str(work)
         setup = await Setup.create(
             cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
@@ -67,7 +69,7 @@ async def open_parts(
         if lock is not None:
             lock.release()
         raise
-    return Opened(setup, store, session, session_file, lock)
+    return Opened(setup, store, session, session_file, lock, saved_cwd)
 
 
 def report_save_errors(log: SessionFile, bus: Bus) -> None:
