@@ -164,6 +164,21 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
     assert "demo: OK" in out
 
 
+def test_the_demo_in_a_repository_carrying_an_ollie_package_runs_ollies_own(tmp_path):
+    """`ollie demo` ran `python -m ollie.cli` from where it was typed: a cloned repository's `ollie/` came first."""
+    import shutil
+
+    repo, marker = tmp_path / "cloned", tmp_path / "ran"
+    (repo / "ollie").mkdir(parents=True)
+    (repo / "ollie" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    ollie = shutil.which("ollie", path=str(Path(sys.executable).parent))
+    assert ollie, "the ollie console script is installed"
+    proc = subprocess.run([ollie, "demo"], env=child_env(), cwd=repo, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0 and "demo: OK" in proc.stdout, proc.stdout + proc.stderr
+    assert not marker.exists(), "the repository's ollie package ran"
+
+
 def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
     import signal
 

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 # `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
 ACP_MODULE = "ollie_acp"
+# `-m` alone puts the working directory first on the import path: `ollie acp` starts in the project an editor opened,
+# whose `ollie_acp/` (or `acp.py`, `yaml/`...) would run as the user, with the API keys. `-P` leaves it off.
+PYTHON_M = (sys.executable, "-P", "-m")
 # `ollie --session ID` of a session another process runs now.
 EXIT_LIVE_ELSEWHERE = 5
 
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if rest[:1] == ["acp"]:
         # An editor spawns `ollie acp` and waits for its first chunk: exec at once (ollie_acp parses its own
         # options: --agent, --backend, --model, --log-file, --version), before this module imports anything more.
-        os.execv(sys.executable, [sys.executable, "-m", ACP_MODULE, *rest[1:]])
+        os.execv(sys.executable, [*PYTHON_M, ACP_MODULE, *rest[1:]])
     if rest[:1] == ["store"]:
         from ollie.cli.store import main as store_main
 
@@ -137,7 +140,7 @@ def _session_problem(session_id: str) -> str | None:
 
 def _exec_acp(args: argparse.Namespace) -> int:
     """Become `python -m ollie_acp` (the same stdin/stdout, pid and signals) with the session options."""
-    argv = [sys.executable, "-m", ACP_MODULE, "--agent", args.agent]
+    argv = [*PYTHON_M, ACP_MODULE, "--agent", args.agent]
     if args.backend:
         argv += ["--backend", args.backend]
     if args.model:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from ollie.cli import PYTHON_M
 
 SAMPLE_NAME = "hello.py"
 SAMPLE = '''"""A sample file for the ollie demo."""
@@ -49,7 +50,7 @@ def run_demo() -> int:
                 env[var] = str(root / var.lower())
             env.update(srv.env())
             print(f"== ollie demo: {LABEL} ==\nworkspace {workspace}\n\nyou> {PROMPT}\n", flush=True)
-            code = subprocess.call([sys.executable, "-m", "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)],
+            code = subprocess.call([*PYTHON_M, "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)],
                                    env=env, timeout=TIMEOUT_S)
         srv.assert_done()
     except (subprocess.TimeoutExpired, AssertionError) as exc:
