@@ -407,6 +407,41 @@ vim.cmd("qa!")
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
 
 
+@pytest.mark.parametrize("setup", ["{}", '{ cmd = { "ollie-lsp" } }'], ids=["default", "cmd-by-name"])
+def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, setup):
+    """With `node_modules/.bin` (or `bin`, `.`) on PATH, as many set it up, and ollie-lsp installed: `executable()`
+    said yes and the daemon, started in the project, was looked up there first: the repository's ran as the user."""
+    repo = tmp_path / "repo"
+    planted = repo / "node_modules" / ".bin"
+    planted.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    ran = tmp_path / "ran"
+    (planted / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (planted / "ollie-lsp").chmod(0o755)
+    installed = Path(sys.executable).parent / "ollie-lsp"
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+vim.cmd.runtime("plugin/ollie.lua")
+require("ollie").setup({setup})
+local cmd = require("ollie.config").server_cmd()
+local client = require("ollie.client")
+client.ensure()
+local ran = function() return vim.uv.fs_stat({json.dumps(str(ran))}) ~= nil end
+-- Either the planted program ran, or the daemon answered `initialize`.
+vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and c.initialized == true) end, 20)
+local c = client.get()
+io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
+vim.cmd("qa!")
+""")
+    env = {**os.environ, "PATH": f"node_modules/.bin:{installed.parent}:/usr/bin:/bin"}
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=90)
+    assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"cmd": [str(installed)], "initialized": True}, result
+
+
 def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scripted_llm):
     """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
     showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""

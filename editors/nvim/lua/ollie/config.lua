@@ -194,15 +194,37 @@ function M.set(opts)
   return merged, problems
 end
 
----The command that starts the daemon.
+---The program `name` in PATH's absolute directories. A relative entry (`.`, `bin`, `node_modules/.bin`) names a
+---directory of the project the daemon starts in: a repository's `bin/ollie-lsp` would run as the user there.
+---@param name string
+---@return string|nil
+function M.on_path(name)
+  for dir in vim.gsplit(vim.env.PATH or "", ":", { plain = true }) do
+    local file = dir:sub(1, 1) == "/" and vim.fs.joinpath(dir, name) or nil
+    if file and vim.fn.executable(file) == 1 then
+      return file
+    end
+  end
+  return nil
+end
+
+---The command that starts the daemon, its program as an absolute path.
 ---@return string[]|nil cmd, string|nil err
 function M.server_cmd()
   local o = M.options
   if o.cmd then
-    return o.cmd
+    if o.cmd[1]:find("/", 1, true) then
+      return o.cmd
+    end
+    local found = M.on_path(o.cmd[1])
+    if not found then
+      return nil, "`" .. o.cmd[1] .. "` (the `cmd` option) not found in PATH's absolute directories"
+    end
+    return vim.list_extend({ found }, o.cmd, 2)
   end
-  if vim.fn.executable("ollie-lsp") == 1 then
-    return { "ollie-lsp" }
+  local found = M.on_path("ollie-lsp")
+  if found then
+    return { found }
   end
   -- Never a `.venv/bin/ollie-lsp` of the current directory: a repository may carry one, and it would run as the
   -- user, outside any sandbox, on the first :Ollie.

@@ -18,16 +18,30 @@ export interface ResolveOptions {
 
 const DAEMON = "ollie-lsp";
 
-/** The daemon command: the (user's) setting, else `ollie-lsp` on PATH.
+/** `name` in PATH's absolute directories. A relative entry (`.`, `bin`, `node_modules/.bin`) names a directory of the
+ * workspace folder the daemon starts in: a repository's `bin/ollie-lsp` would run there as the user, unsandboxed. */
+function onPath(name: string, options: ResolveOptions): string | undefined {
+  for (const dir of options.pathEnv.split(path.delimiter)) {
+    if (path.isAbsolute(dir) && options.isExecutable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return undefined;
+}
+
+/** The daemon command: the (user's) setting, else `ollie-lsp` on PATH; a program named without a directory is found
+ * here, never left to the spawn's own PATH lookup (which takes relative entries from the workspace folder).
  *
  * Never a workspace folder's `.venv/bin/ollie-lsp`: a repository may carry one, and it would run as the user,
  * outside any sandbox, as soon as the chat opens. */
 export function resolveServerCommand(options: ResolveOptions): ServerCommand | { error: string } {
   const configured = options.configured.trim();
-  if (configured) return { command: configured, args: options.args };
-  for (const dir of options.pathEnv.split(path.delimiter)) {
-    if (dir && options.isExecutable(path.join(dir, DAEMON))) return { command: path.join(dir, DAEMON), args: options.args };
+  if (path.basename(configured) !== configured) return { command: configured, args: options.args };
+  if (configured) {
+    const found = onPath(configured, options);
+    if (found) return { command: found, args: options.args };
+    return { error: `Cannot find "${configured}" ("ollie.serverCommand") in PATH's absolute directories: set its full path.` };
   }
+  const found = onPath(DAEMON, options);
+  if (found) return { command: found, args: options.args };
   return {
     error:
       `Cannot find ${DAEMON} on PATH: install it with ` +

@@ -38,6 +38,19 @@ test("server command: the setting, then PATH; never a workspace's .venv", () => 
   assert.ok("error" in missing && /not find ollie-lsp on PATH/.test(missing.error) && /ollie\.serverCommand/.test(missing.error));
 });
 
+test("server command: a relative PATH entry is never searched, for ollie-lsp or a command named by the setting", () => {
+  // `bin`, `.` or `node_modules/.bin` on PATH, and the workspace folder (where the daemon starts) carrying one:
+  // the check ran against the extension host's own directory, the spawn searched PATH again from the folder.
+  const isExecutable = () => true;
+  const base = { args: [], pathEnv: ["node_modules/.bin", ".", "", "/usr/local/bin"].join(path.delimiter), isExecutable };
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "" }), { command: "/usr/local/bin/ollie-lsp", args: [] });
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "python3" }), { command: "/usr/local/bin/python3", args: [] });
+  const relativeOnly = { ...base, pathEnv: "bin" };
+  assert.ok("error" in resolveServerCommand({ ...relativeOnly, configured: "" }));
+  const named = resolveServerCommand({ ...relativeOnly, configured: "ollie-lsp" });
+  assert.ok("error" in named && /full path/.test(named.error), JSON.stringify(named));
+});
+
 test("the chat page's CSP runs only the nonce'd script and never inline code", () => {
   const csp = chatCsp("https://ext.example", "abc123");
   assert.match(csp, /default-src 'none'/);
