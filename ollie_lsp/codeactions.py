@@ -138,7 +138,7 @@ def action_prompt(args: ActionArgs) -> str:
 
 async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     """Run one action's turn in the workspace's session; its answer is shown, its result returned."""
-    from ollie_lsp.editor import with_context
+    from ollie_lsp.editor import context_documents, with_context
     from ollie_lsp.errors import InvalidParams
     from ollie_lsp.params import EditorContext, parse
     from ollie_lsp.sessions import SubmitHandle
@@ -157,7 +157,8 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     live = await ls.table.writable(args.session)
     request = action_prompt(args)
     # The question may be a workspace file's `ollie:` line: a prompt about that code, never a `!cmd` or `/command`.
-    prompt = with_context(request, [context], cwd=live.core.cwd, lookup=ls.document, commands=False)
+    lookup = await context_documents(ls.workspace.text_documents, [context])
+    prompt = with_context(request, [context], cwd=live.core.cwd, lookup=lookup, commands=False)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
         result = await live.submit(prompt, handle=handle, is_command=False)

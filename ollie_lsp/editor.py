@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pygls.uris import to_fs_path
+
 from ollie.agent.editorcontext import context_block, display_path, is_command
+from ollie.tools.documents import disk_text
 
 if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
     from ollie_lsp.params import EditorContext
 
 
@@ -23,6 +29,25 @@ class OpenDocument:
 
 
 DocumentLookup = Callable[[str], OpenDocument | None]
+
+
+async def context_documents(open_documents: Mapping[str, TextDocument],
+                            contexts: Sequence[EditorContext]) -> DocumentLookup:
+    """The documents `contexts` name: the editor's text when open, else the file on disk, read off the loop through
+    the chokepoint (a regular file within the cap; never through a link, nor a FIFO or a device: a step may plant
+    them where a context item names a file no editor has open)."""
+    found: dict[str, OpenDocument | None] = {}
+    for context in contexts:
+        if context.mcp_server is not None or context.uri in found:
+            continue
+        doc = open_documents.get(context.uri)
+        if doc is not None:
+            found[context.uri] = OpenDocument(text=doc.source, language_id=doc.language_id)
+            continue
+        path = to_fs_path(context.uri) if context.uri.startswith("file:") else None
+        text = await asyncio.to_thread(disk_text, Path(path)) if path else None
+        found[context.uri] = None if text is None else OpenDocument(text=text)
+    return found.get
 
 
 def _span(context: EditorContext) -> tuple[int, int] | None:

@@ -23,7 +23,7 @@ from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import StaleChange, WorkspaceError
-from ollie_lsp.editor import context_labels, is_command, with_context
+from ollie_lsp.editor import context_documents, context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
     ChangesParams,
@@ -97,13 +97,15 @@ async def _events_sent(ls: OllieServer, session: str | None) -> None:
 async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | TextParams) -> str:
     """The prompt with its context items; an MCP resource among them is read through its server."""
     resources: list[str | None] = []
-    for n, context in enumerate(p.contexts if not is_command(p.text) else []):
+    contexts = p.contexts if not is_command(p.text) else []
+    for n, context in enumerate(contexts):
         if context.mcp_server is None:
             resources.append(None)
             continue
         with invalid_params(f"context[{n}].mcpServer"):
             resources.append(await live.core.mcp_read_resource(context.mcp_server, context.uri))
-    return with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=ls.document, resources=resources)
+    lookup = await context_documents(ls.workspace.text_documents, contexts)
+    return with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=lookup, resources=resources)
 
 
 @method("ollie/submit", SubmitParams)

@@ -36,7 +36,6 @@ from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a 
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.eager import start_eagerly
-from ollie_lsp.editor import OpenDocument
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
 from ollie_lsp.names import ACTION_COMMAND, METHOD_NAMES, command_name
@@ -400,14 +399,6 @@ class OllieServer(LanguageServer):
         """Tell the user something (window/showMessage) and log it."""
         logger.warning(message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-
-    def document(self, uri: str) -> OpenDocument | None:
-        """The editor's view of a document: its unsaved text when open, else the file on disk."""
-        try:
-            doc = self.workspace.text_documents.get(uri) or self.workspace.get_text_document(uri)
-            return OpenDocument(text=doc.source, language_id=doc.language_id)
-        except (OSError, ValueError, TypeError, RuntimeError):  # not open and not a readable file
-            return None
 
     def output_paused(self) -> bool:
         """Whether the client has left too much of the daemon's output unread (events then wait)."""

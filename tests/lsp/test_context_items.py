@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 from lsprotocol import types
 
 from ollie.testing import Reply
@@ -92,3 +95,23 @@ async def test_a_queued_prompt_keeps_its_context(start_daemon, llm):
     # The session's title is the user's words, not the block.
     listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["title"] == "hello"
+
+
+async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_chokepoint(start_daemon, llm, tmp_path):
+    """A context item naming a file that is not open was read with pygls' `Path.read_text`, on the event loop: a
+    FIFO there (a step's `mkfifo`) froze the daemon for good, a link (a cloned repository's) was read through to its
+    target, `/dev/zero` until memory ran out. Now: the lines of a regular file only, off the loop, as any read."""
+    llm.script(Reply.text("answered"))
+    daemon = await start_daemon(env=llm.env())
+    ws = daemon.workspace
+    os.mkfifo(ws / "pipe.py")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=hunter2\n")
+    (ws / "link.py").symlink_to(secret)
+    (ws / "plain.py").write_text("x = 1\n")
+    context = [{"uri": (ws / name).as_uri(), "range": lines(0, 0)} for name in ("pipe.py", "link.py", "plain.py")]
+    result = await asyncio.wait_for(daemon.request("ollie/submit", {"text": "look", "context": context}), 30)
+    assert result["reply"] == "answered"
+    prompt = user_prompt(llm)
+    assert "hunter2" not in prompt and "File: pipe.py\n" in prompt and "File: link.py\n" in prompt, prompt
+    assert "File: plain.py\nShowing line 1:" in prompt and "x = 1" in prompt, prompt

@@ -20,7 +20,9 @@ _OS = {"open", "stat", "lstat", "scandir", "listdir", "walk", "fwalk", "replace"
 _OS_PATH = {"exists", "isfile", "isdir", "getsize", "islink", "lexists", "getmtime"}
 _METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "stat", "lstat", "exists", "is_file", "is_dir",
             "is_symlink", "iterdir", "glob", "rglob", "unlink", "mkdir", "rmdir", "touch", "symlink_to",
-            "hardlink_to", "chmod", "samefile"}
+            "hardlink_to", "chmod", "samefile",
+            # pygls' document of a file that is not open: its `.source` is `Path.read_text` of the file.
+            "get_text_document"}
 _MODULES = {"shutil", "tempfile", "io"}
 
 # Whole modules whose file access is all to ollie's own private files (0700 dirs no policy grants).
