@@ -31,8 +31,12 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     config = tmp_path / "config"
     config.mkdir()
     (config / "sandbox.yaml").write_text("filesystem: [not, a, mapping\n")
-    env = {"OLLIE_OLLAMA_URL": closed_url(), "OLLIE_CONFIG_DIR": str(config), "PATH": "/usr/bin:/bin"}
-    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    # A relative PATH entry names the project's dir, where the editors start the daemon: they never look there.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ollie-lsp").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "ollie-lsp").chmod(0o755)
+    env = {"OLLIE_OLLAMA_URL": closed_url(), "OLLIE_CONFIG_DIR": str(config), "PATH": "bin:/usr/bin:/bin"}
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = lines(proc.stdout, "FAIL")
     assert len(failed) == 3, proc.stdout

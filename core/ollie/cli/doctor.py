@@ -140,8 +140,9 @@ def check_store(env: Mapping[str, str]) -> Check:
 
 
 def check_lsp_on_path(path: str | None = None) -> Check:
-    """`ollie-lsp` on PATH, the only place both editors look for it (unless configured)."""
-    found = shutil.which("ollie-lsp", path=path)
+    """`ollie-lsp` in PATH's absolute directories, the only place both editors look for it (unless configured)."""
+    value = os.environ.get("PATH", "") if path is None else path
+    found = shutil.which("ollie-lsp", path=os.pathsep.join(d for d in value.split(os.pathsep) if os.path.isabs(d)))
     if found:
         return Check("ollie-lsp", True, found)
     return Check("ollie-lsp", False,
