@@ -442,6 +442,44 @@ vim.cmd("qa!")
     assert result == {"cmd": [str(installed)], "initialized": True}, result
 
 
+def test_a_file_context_never_reads_a_fifo_a_device_or_a_link_out_of_the_project(tmp_path):
+    """`#file:NAME` of a file not loaded: Neovim read it with readfile, as the user. A FIFO a step made (Neovim waited
+    on it for good), a cloned repository's link to /dev/zero (memory) or out of the project (a secret's text went
+    to the model as the file's) are refused, saying why; a plain file, or a link within the project, is read."""
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    secret = tmp_path / "outside" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("aws_secret_access_key = hunter2\n")
+    os.mkfifo(repo / "pipe.md")
+    (repo / "zero.md").symlink_to("/dev/zero")
+    (repo / "creds.md").symlink_to(secret)
+    (repo / "linked").symlink_to(secret.parent)
+    (repo / "plain.md").write_text("plain text\n")
+    (repo / "sub" / "inner.md").symlink_to(repo / "plain.md")
+    names = ["creds.md", "linked/credentials", "zero.md", "pipe.md", "plain.md", "sub/inner.md"]
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local out = {{}}
+for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
+  local ctx, err = require("ollie.context").file(name)
+  out[name] = ctx and ctx.label or ("refused: " .. err)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["creds.md"] == "refused: #file:creds.md: a link leading out of " + str(repo), result
+    assert result["linked/credentials"].startswith("refused: #file:linked/credentials: a link leading out"), result
+    assert result["zero.md"] == "refused: #file:zero.md: not a regular file", result
+    assert result["pipe.md"] == "refused: #file:pipe.md: not a regular file", result
+    assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
+
+
 def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scripted_llm):
     """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
     showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""

@@ -114,6 +114,35 @@ function M.is_image(path)
   return IMAGE_SUFFIXES[(path:match("%.(%w+)$") or ""):lower()] == true
 end
 
+-- The daemon's own cap on a file it reads (OLLIE_MAX_FILE_BYTES' default).
+local MAX_FILE_BYTES = 16 * 1024 * 1024
+
+---Why Neovim must not read `full` for a context (nil: it may). The workspace may be a cloned repository, or what
+---a step made: a FIFO (readfile would wait on it for good), a link to /dev/zero, or a link leading out of the
+---working directory (`notes.md` -> ~/.aws/credentials, whose text would go to the model).
+---@param path string as the user named it
+---@param full string its absolute path
+---@return string|nil
+function M.unreadable(path, full)
+  local stat = vim.uv.fs_stat(full)
+  if not stat or stat.type ~= "file" then
+    return "not a regular file"
+  end
+  if stat.size > MAX_FILE_BYTES then
+    return "larger than " .. MAX_FILE_BYTES .. " bytes"
+  end
+  -- A file named inside the working directory stays there once links are followed (one named outside is the
+  -- user's own choice).
+  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  local named = vim.fs.normalize(path)
+  named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
+  local real, real_cwd = vim.uv.fs_realpath(full), vim.uv.fs_realpath(cwd)
+  if vim.startswith(named, cwd .. "/") and not (real and real_cwd and vim.startswith(real, real_cwd .. "/")) then
+    return "a link leading out of " .. cwd
+  end
+  return nil
+end
+
 ---Context for a file by path: its buffer when loaded (unsaved text), else its text on disk; an image file goes as
 ---an image (the daemon reads it beneath the workspace).
 ---@param path string
@@ -132,6 +161,10 @@ function M.file(path)
   end
   if vim.fn.filereadable(full) ~= 1 then
     return nil, "#file:" .. path .. ": no such file"
+  end
+  local problem = M.unreadable(path, full)
+  if problem then
+    return nil, "#file:" .. path .. ": " .. problem
   end
   local lines = vim.fn.readfile(full)
   return {
