@@ -480,6 +480,34 @@ vim.cmd("qa!")
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
 
 
+def test_reloading_after_a_tool_round_skips_a_file_a_step_replaced_by_a_fifo(tmp_path):
+    """After each tool round the plugin reloads the buffers whose file changed (`checktime`): one a step replaced by
+    a FIFO was read, and Neovim waited on the FIFO's writer for good (SIGTERM too). A plain change still reloads."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "notes.txt").write_text("notes\n")
+    (repo / "plain.txt").write_text("old\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+vim.cmd("edit notes.txt")
+vim.cmd("edit plain.txt")
+local plain = vim.api.nvim_get_current_buf()
+-- What a step may do meanwhile (its own timestamps: a second later than the buffers' reads).
+os.remove("notes.txt")
+vim.fn.system({{ "mkfifo", "notes.txt" }})
+vim.fn.writefile({{ "new" }}, "plain.txt")
+vim.uv.fs_utime("plain.txt", os.time() + 5, os.time() + 5)
+require("ollie.requests").checktime()
+io.stdout:write(vim.json.encode({{ plain = vim.api.nvim_buf_get_lines(plain, 0, -1, false) }}))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
+                          capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"plain": ["new"]}, done.stdout + done.stderr
+
+
 def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scripted_llm):
     """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
     showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""
