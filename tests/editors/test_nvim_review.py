@@ -265,3 +265,16 @@ def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, 
     assert named["back"] and "still here" in named["back_chat"] and "notes answer" not in named["back_chat"]
     assert named["complete"] == ["notes", "tab1"] and named["windows_same"]
     assert result["errors"] == [], result["errors"]
+
+
+def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(workspace, scripted_llm):  # noqa: F811
+    """A step replaces the file it wrote by a FIFO and adds a link to it: opening the step's location (<CR> in the
+    transcript) or the link's diff from the changes list read the FIFO, and Neovim waited for its writer for good."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": ["pipe.md", "x\n"]}]})),
+               Reply.tool_calls(("execute_code", {"steps": [
+                   {"code": "rm pipe.md && mkfifo pipe.md && ln -s pipe.md link.md", "language": "bash"}]})),
+               Reply.text("made a pipe"))
+    result = run_scenario("fifo_open", workspace, srv)
+    assert result["location_found"] and any("link.md" in line for line in result["list"]), result
+    assert result["refused"] and result["tabs"] == 1, result

@@ -460,6 +460,11 @@ function W:open_location(fallback_cr)
   if not loc then
     return
   end
+  if not require("ollie.requests").readable_file(vim.fn.fnamemodify(loc.path, ":p")) then
+    -- The model names the location: a FIFO there would hold the editor for good.
+    vim.api.nvim_echo({ { loc.path .. " is not a regular file: not opened", "ErrorMsg" } }, true, {})
+    return
+  end
   if self:file_win() then
     vim.api.nvim_set_current_win(self:file_win() --[[@as integer]])
   else

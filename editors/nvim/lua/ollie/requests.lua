@@ -68,13 +68,14 @@ local function loaded_buffer(path)
   return nil
 end
 
----Whether buffer `b`'s file is still a regular file: a step may have replaced it by a FIFO (reloading it waits on
----the FIFO's writer for good, SIGTERM included) or by a link to a device (/dev/zero: read until memory runs out).
----@param b integer
+---Whether Neovim may read `path` into a buffer: a regular file, or nothing there yet. A step may have put a FIFO
+---there (reading it waits on the FIFO's writer for good, SIGTERM included) or a link to a device (/dev/zero: read
+---until memory runs out).
+---@param path string
 ---@return boolean
-local function regular_file(b)
-  local stat = vim.uv.fs_stat(vim.api.nvim_buf_get_name(b))
-  return stat == nil or stat.type == "file" -- gone: checktime only notes it
+function M.readable_file(path)
+  local stat = vim.uv.fs_stat(path)
+  return stat == nil or stat.type == "file"
 end
 
 ---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
@@ -83,7 +84,8 @@ end
 ---@param buf integer|nil
 function M.checktime(buf)
   for _, b in ipairs(buf and { buf } or vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified and regular_file(b) then
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified
+      and M.readable_file(vim.api.nvim_buf_get_name(b)) then
       vim.cmd("silent! checktime " .. b)
     end
   end

@@ -246,6 +246,11 @@ function M.open_diff(path)
   if not f then
     return
   end
+  if f.status ~= "deleted" and not requests.readable_file(abs(path)) then
+    -- An added link (listed, its target never read) to a FIFO or a device would hold the editor for good.
+    requests.notify(path .. " is not a regular file: no diff", vim.log.levels.WARN)
+    return
+  end
   if f.binary then
     requests.notify(path .. " is binary: no diff" .. (keys().undo_file and (" (" .. keys().undo_file
       .. " undoes it)") or ""))

@@ -1,0 +1,34 @@
+-- A step makes a FIFO and an added link to it: the changes list shows the link, and opening its diff (or the
+-- step's location, from the transcript) must not read the FIFO (Neovim then waited for its writer for good).
+local U = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "review_util.lua"))
+local H = U.H
+local notified = U.notified
+
+require("ollie").ask("make a pipe")
+local chat = require("ollie").current()
+U.wait(function() return chat.transcript:text():find("_(end)_", 1, true) ~= nil end, "the turn to end")
+
+-- The first step's location in the transcript (pipe.md, written), opened as <CR> does.
+local row
+for r = 0, vim.api.nvim_buf_line_count(chat.transcript.buf) - 1 do
+  local loc = chat.transcript:target_at(r)
+  if loc and loc.path == "pipe.md" then
+    row = r
+  end
+end
+H.results.location_found = row ~= nil
+if row then
+  local transcript_win = chat:windows()
+  vim.api.nvim_set_current_win(transcript_win)
+  vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
+  chat:open_location()
+end
+chat:close()
+
+vim.cmd("OllieChanges")
+U.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+H.results.list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+require("ollie.review").open_diff("link.md")
+H.results.refused = notified("link.md is not a regular file: no diff") ~= nil
+H.results.tabs = vim.fn.tabpagenr("$")
+H.finish()
