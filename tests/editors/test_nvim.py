@@ -508,6 +508,33 @@ vim.cmd("qa!")
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"plain": ["new"]}, done.stdout + done.stderr
 
 
+def test_a_root_marker_in_a_dir_others_may_write_never_makes_it_the_project(tmp_path):
+    """The daemon's root is the nearest dir above Neovim's holding a marker (`.git`, `Makefile`...): anyone may plant
+    one in /tmp, and a session started in /tmp/scratch then worked on all of /tmp (its steps may write their root).
+    Such a dir (others may write it, or another user owns it) is passed over; the user's own project still counts."""
+    shared = tmp_path / "shared"
+    (shared / "scratch").mkdir(parents=True)
+    (shared / ".git").mkdir()
+    shared.chmod(0o1777)
+    own = tmp_path / "own"
+    (own / "sub").mkdir(parents=True)
+    (own / "Makefile").write_text("all:\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{ cmd = {{ {json.dumps(str(Path(sys.executable).parent / "ollie-lsp"))} }} }})
+local client = assert(require("ollie.client").ensure())
+io.stdout:write(vim.json.encode({{ root = client.root_dir }}))
+vim.cmd("qa!")
+""")
+    roots = []
+    for cwd in (shared / "scratch", own / "sub"):
+        done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+        roots.append(json.loads(done.stdout.strip().splitlines()[-1])["root"])
+    assert roots == [str(shared / "scratch"), str(own)], roots
+
+
 def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scripted_llm):
     """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
     showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""

@@ -23,9 +23,24 @@ M.listeners = {}
 ---@type table<integer, fun()>
 local on_exited = {}
 
-local function root_dir()
-  local found = vim.fs.find(config.options.root_markers, { upward = true, path = vim.fn.getcwd() })[1]
-  return found and vim.fs.dirname(found) or vim.fn.getcwd()
+---Whether `dir` may be the project a marker found above the working directory names: the user's own, and not
+---writable by others. Anyone may put a `.git` or a `Makefile` in /tmp: the session (its steps may write all of its
+---root) would then work on every user's temp files, and read that user's `.mcp.json`, README and branch.
+---@param dir string
+---@return boolean
+local function own_dir(dir)
+  local stat = vim.uv.fs_stat(dir)
+  return stat ~= nil and stat.uid == vim.uv.getuid() and stat.mode % 4 < 2 -- (2: others may write)
+end
+
+---The session's root: the nearest dir above the working directory holding a root marker, when it is the user's
+---own; else the working directory itself.
+---@return string
+function M.root_dir()
+  local cwd = vim.fn.getcwd()
+  local found = vim.fs.find(config.options.root_markers, { upward = true, path = cwd })[1]
+  local dir = found and vim.fs.dirname(found)
+  return dir and own_dir(dir) and dir or cwd
 end
 
 local function dispatch(method)
@@ -97,7 +112,7 @@ function M.ensure()
   local id = vim.lsp.start({
     name = "ollie",
     cmd = cmd,
-    root_dir = root_dir(),
+    root_dir = M.root_dir(),
     init_options = init_options(),
     handlers = handlers(),
     -- Edits reach the daemon at once, so a prompt sent right after typing has them as its context.
