@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -395,28 +396,51 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
 
 
 def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):
-    """The transcript's statusline shows the session's title: the first prompt's words while its answer streams,
-    the new name at once after `/rn`."""
+    """The transcript's statusline and the public component in the user's own statusline show the session's title:
+    the first prompt's words while its answer streams, the new name at once after `/rn` or `:OllieRename` (which asks
+    for a new title, the old one named in its prompt), a long one cut to fit."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 8, chunk_size=4, delay=0.1))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
     keep = tmux.keep
 
     def bar(screen: str) -> str:
-        return next((line for line in screen.splitlines() if " ollie: " in line), "")
+        return next((line.split("│")[-1] for line in screen.splitlines() if "│ ollie: " in line), "")
+
+    def user_bar(screen: str) -> str:
+        # The code window's statusline, on the last row before the command line; the input's follows it on that row.
+        line = next((line for line in screen.splitlines() if line.startswith("ollie: ")), "")
+        return re.split(r"\s{2,}prompt ", line)[0]
+
+    def both(screen: str, title: str) -> bool:
+        return bar(screen).rstrip().endswith(f" · {title}") and user_bar(screen).rstrip().endswith(f" · {title}")
 
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":lua vim.o.statusline = \"%{v:lua.require'ollie'.statusline()}\"", "Enter")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         streaming = keep("1-title-while-streaming", tmux.wait(
-            lambda s: "The sea rolls in" in s and bar(s).rstrip().endswith(" · Write a haiku about the sea"),
-            "the title on the chat's statusline while the answer streams"))
+            lambda s: "The sea rolls in" in s and both(s, "Write a haiku about the sea"),
+            "the title on the chat's statusline and the user's while the answer streams"))
         assert "(end)" not in streaming, "the turn still streams"
         tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
         tmux.keys(":OllieChat", "Enter", "i")
         tmux.keys("/rn Sea haiku", literal=True)
         tmux.keys("Escape", "Enter")
-        keep("2-renamed", tmux.wait(lambda s: bar(s).rstrip().endswith(" · Sea haiku"), "the new name"))
+        keep("2-renamed", tmux.wait(lambda s: both(s, "Sea haiku"), "the new name"))
+        # Bug: the old title was the input's text, and what the user typed was added to it ("Sea haikuSea poem").
+        tmux.keys(":OllieRename", "Enter")
+        tmux.wait(lambda s: "Type number" in s, "the sessions to pick from")
+        tmux.keys("1", "Enter")
+        asked = keep("3-rename-asks", tmux.wait(lambda s: "Rename “Sea haiku” to:" in s, "the new title's prompt"))
+        assert asked.splitlines()[-1].rstrip() == "Rename “Sea haiku” to:", asked
+        tmux.keys("Sea poem", literal=True)
+        tmux.keys("Enter")
+        keep("4-renamed-again", tmux.wait(lambda s: both(s, "Sea poem"), "the title typed at :OllieRename"))
+        tmux.keys(":OllieRename " + "A title far too long for the statusline of either window " * 3, "Enter")
+        cut = keep("5-long-title", tmux.wait(lambda s: user_bar(s).rstrip().endswith("…") and bar(s).rstrip().endswith("…"),
+                                             "the long title cut to fit"))
+        assert " · A title far too long" in user_bar(cut), user_bar(cut)
         assert_clean(tmux.screens)
     finally:
         tmux.close()
