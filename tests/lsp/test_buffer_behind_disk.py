@@ -17,6 +17,7 @@ from .test_edits_reach_disk import SavingEditor, run
 ON_DISK = "x = 1\n"
 STEPPED = "x = 2\n"  # what the step's sed writes
 MINE = "x = 1\n# the user's unsaved note\n"
+SED = "sed -i 's/x = 1/x = 2/' a.py"
 
 
 def tool_results(llm: Any) -> list[str]:
@@ -30,9 +31,8 @@ def infos(daemon: Daemon) -> list[str]:
 
 
 async def open_a_py(start_daemon: Any, llm: Any, buffer: str, *replies: Reply) -> tuple[Daemon, Path, SavingEditor]:
-    """A daemon whose model says `replies`, and an editor (that saves on request) with a.py open holding `buffer`;
-    the step bumps x on disk."""
-    llm.script(run("sed -i 's/x = 1/x = 2/' a.py"), *replies)
+    """A daemon whose model says `replies`, and an editor (that saves on request) with a.py open holding `buffer`."""
+    llm.script(*replies)
     daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     path = daemon.workspace / "a.py"
     path.write_text(ON_DISK)
@@ -42,7 +42,7 @@ async def open_a_py(start_daemon: Any, llm: Any, buffer: str, *replies: Reply) -
 
 
 async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not_edited_over_it(start_daemon, llm):
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x, then set it to 3") == "done"
     assert path.read_text() == STEPPED, "the step's change on disk was overwritten"
     assert editor.texts[path.as_uri()] == MINE and editor.edits == [] and editor.saves == []
@@ -55,7 +55,7 @@ async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not
 
 
 async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(start_daemon, llm):
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, Reply.text("bumped"),
+    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.text("bumped"),
                                            edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x") == "bumped"
     merged = STEPPED + "# the user's unsaved note\n"
@@ -68,7 +68,24 @@ async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(s
 
 async def test_a_clean_buffer_under_a_step_s_change_is_not_reported(start_daemon, llm):
     """The editor reloads a buffer without unsaved edits: nothing to tell."""
-    daemon, path, _ = await open_a_py(start_daemon, llm, ON_DISK, Reply.text("done"))
+    daemon, path, _ = await open_a_py(start_daemon, llm, ON_DISK, run(SED), Reply.text("done"))
     assert await submit(daemon, "bump x") == "done"
     assert path.read_text() == STEPPED
     assert not [i for i in infos(daemon) if "a.py" in i] and "[editor]" not in tool_results(llm)[-1]
+
+
+async def test_a_clean_buffer_the_editor_has_not_reloaded_yet_is_not_edited_on_its_old_text(start_daemon, llm):
+    """The step and the edit in one reply: the editor has not reloaded a.py when the edit comes, so the edit is refused
+    (before, it was made on the old text and saved over the step's change); once reloaded, the next edit goes, on
+    top of what the user typed since."""
+    both = Reply.tool_calls(*run(SED).tool_calls, *edit("a.py", "x = 1", "x = 3").tool_calls)
+    daemon, path, editor = await open_a_py(start_daemon, llm, ON_DISK, both, Reply.text("refused"),
+                                           edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
+    assert await submit(daemon, "bump x, then set it to 3") == "refused"
+    assert path.read_text() == STEPPED and editor.saves == []
+    assert "not edited: a step changed a.py on disk and the editor has not reloaded its buffer yet" in tool_results(llm)[-1]
+    assert not [i for i in infos(daemon) if "a.py" in i], "a clean buffer is the editor's to reload, not the user's"
+    editor.change(path, STEPPED)  # the editor reloads it
+    editor.change(path, STEPPED + "# typed since\n")
+    assert await submit(daemon, "set it to 3") == "done"
+    assert editor.texts[path.as_uri()] == "x = 3\n# typed since\n" == path.read_text()

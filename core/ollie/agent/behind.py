@@ -1,9 +1,9 @@
-"""Open buffers behind their file: a step changed the file on disk while the buffer held the user's unsaved edits.
+"""Open buffers behind their file: a step changed the file on disk, and the buffer does not show it.
 
-Neither side may be lost silently: the editor keeps such a buffer as it is (reloading it would drop the user's
-text), and an agent edit through it would be saved over the step's change. So the user and the model are told
-when the step ends, and the agent's edits of that buffer are refused until the buffer and the file agree again
-(the user merged and saved, or reloaded it).
+A buffer with the user's unsaved edits stays so (the editor does not reload it: that would drop the user's text);
+a clean one is behind until the editor reloads it. Either way an agent edit through it would be made on the old
+text and saved over the step's change. So the agent's edits of such a buffer are refused until the buffer and the
+file agree again (reloaded; or merged and saved), and the user and the model are told at once of an unsaved one.
 """
 
 from __future__ import annotations
@@ -19,8 +19,12 @@ if TYPE_CHECKING:
     from ollie.agent.steps import Diff
 
 
-def behind_reason(rel: str) -> str:
+def behind_reason(rel: str, *, unsaved: bool) -> str:
     """Why an edit of `rel`'s buffer is refused (the model's tool error)."""
+    if not unsaved:
+        return (f"not edited: a step changed {rel} on disk and the editor has not reloaded its buffer yet, so the edit "
+                "would be made on the old text; read it again (if it still shows the old text, ask the user to reload "
+                f"{rel})")
     return (f"not edited: the buffer of {rel} has the user's unsaved changes and a step changed the file on disk "
             "since, so the buffer does not show the file and saving it would overwrite the step's change. Ask the user "
             f"to merge the two and save {rel} (or reload it from disk), then read it again")
@@ -47,7 +51,8 @@ class BehindBuffers:
     def __init__(self, inner: EditorDocuments, cwd: Callable[[], Path]) -> None:
         self.inner = inner
         self._cwd = cwd
-        self._behind: set[str] = set()  # paths relative to the CWD
+        # Path relative to the CWD -> whether the buffer had unsaved edits, and its version then.
+        self._behind: dict[str, tuple[bool, Version]] = {}
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
         """The editor's text of `path` and its version (see EditorDocuments)."""
@@ -56,25 +61,27 @@ class BehindBuffers:
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Apply through the editor, unless `path`'s buffer is still behind its file (refused, saying why)."""
         rel = self._relative(path)
-        if rel in self._behind:
-            if await self._still_behind(rel):
-                return ApplyResult("refused", behind_reason(rel))
-            self._behind.discard(rel)
+        if rel is not None and (mark := self._behind.get(rel)) is not None:
+            if await self._still_behind(rel, *mark):
+                return ApplyResult("refused", behind_reason(rel, unsaved=mark[0]))
+            del self._behind[rel]
         return await self.inner.apply(path, new_text, version)
 
     async def after_step(self, diffs: Sequence[Diff]) -> list[str]:
-        """Note the open buffers whose file a step changed (`diffs`) under their unsaved edits; their paths."""
-        found = []
+        """Note the open buffers whose file a step changed (`diffs`); the paths of those with unsaved edits."""
+        unsaved = []
         for diff in diffs:
             if diff.new_text is None:
                 continue  # removed or binary: no text to compare
             got = await self.inner.text(self._cwd() / diff.path)
-            # A buffer holding the old disk text is clean (the editor reloads it); one holding the new text is the
-            # step's own edit of the buffer, or already reloaded.
-            if got is not None and got[0] not in (diff.old_text or "", diff.new_text):
-                self._behind.add(diff.path)
-                found.append(diff.path)
-        return found
+            # A buffer that holds the new text already is the step's own edit of it, or reloaded.
+            if got is None or got[0] == diff.new_text:
+                continue
+            # One that holds the old text is clean: behind until the editor reloads it.
+            self._behind[diff.path] = (got[0] != (diff.old_text or ""), got[1])
+            if self._behind[diff.path][0]:
+                unsaved.append(diff.path)
+        return unsaved
 
     def _relative(self, path: Path) -> str | None:
         try:
@@ -82,11 +89,13 @@ class BehindBuffers:
         except beneath.OutsideRoot:
             return None
 
-    async def _still_behind(self, rel: str) -> bool:
+    async def _still_behind(self, rel: str, unsaved: bool, version: Version) -> bool:
         """Whether the open buffer of `rel` still differs from the disk (read through the chokepoint)."""
         got = await self.inner.text(self._cwd() / rel)
         if got is None:
             return False  # closed: the tools see the disk
+        if not unsaved and got[1] != version:
+            return False  # the editor changed the clean buffer since: its reload (the user's typing comes after)
         try:
             disk = await beneath.read_text(self._cwd(), rel, errors="replace")
         except OSError:
