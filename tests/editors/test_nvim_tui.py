@@ -444,3 +444,33 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_path: Path, scripted_llm):
+    """The user types in a.py without saving; a step rewrites a.py on disk: the chat says so at once, naming the file,
+    and the agent's edit of the buffer after it is refused (before: it went into the buffer and `write!` saved the
+    stale buffer over the step's change, with no word to the user)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+               Reply(text="I left a.py to you."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 1\n"}, size=(120, 40))
+    a_py = tmp_path / "ws" / "a.py"
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys("o")
+        tmux.keys("# my unsaved note", literal=True)
+        tmux.keys("Escape")
+        tmux.keys(":Ollie bump x, then set it to 3", "Enter")
+        done = tmux.keep("1-behind", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
+        # The chat's text without its wrapping (a long path wraps mid-word).
+        chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
+        for said in ("warning: a.py has unsaved changes in the editor, and this step changed the file on disk",
+                     "not edited: the buffer of a.py has the user's unsaved changes and a step changed the file"):
+            assert "".join(said.split()) in chat, done
+        code = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert "x = 1" in code and "# my unsaved note" in code, "the user's buffer is as they left it"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert a_py.read_text() == "x = 2\n", "the step's change on disk was overwritten"

@@ -428,6 +428,7 @@ class Core(McpMembers):
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         self._attached.set_documents(documents)
+        self._host.behind = self._attached.documents
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:
         """Offer the editor tools answered by `editor`, and show the model the new errors of each step's changes."""
