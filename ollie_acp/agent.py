@@ -197,8 +197,9 @@ class OllieAgent:
         if not known:
             raise RequestError.resource_not_found(session_id)
         info = await self._records.run(self._registry_get, session_id)
+        owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
-                                title=info.title if info else "", mcp=specs)
+                                title=info.title if info else "", mcp=specs, owner=owner)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
@@ -244,11 +245,11 @@ class OllieAgent:
         return ListSessionsResponse(sessions=sessions, next_cursor=str(offset) if more else None)
 
     async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
-                    mcp: dict[str, ServerSpec] | None = None) -> AcpSession:
+                    mcp: dict[str, ServerSpec] | None = None, owner: str = "") -> AcpSession:
         try:
             with store_errors(session_id):  # OLLIE_STORE: down, or another machine runs the session now
                 core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
-                                         session_id=session_id)
+                                         session_id=session_id, owner=owner)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
         live_id = core.session_id

@@ -143,3 +143,43 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     assert [a.current_value for a in agents] == ["default"], agents
     await bob.prompt(forked.session_id, "bob's question")  # the conversation itself did come over
     assert any("alice's answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+
+
+async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_sandboxed_on_load_resume_and_fork(
+        start_agent, scripted_llm, store_url, tmp_path):
+    # Alice may let her agent's prompt commands and hooks run unsandboxed; Bob's session/load (and resume) of her
+    # session ran its agentSpawn hook, and his `/context` its prompt commands, outside the sandbox with his rights.
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
+    from tests.acp.conftest import AGENT_COMMAND
+    from tests.teams.conftest import home_env
+    from tests.teams.test_two_daemons import DEPLOY_AGENT, install_agent
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    homes = {user: tmp_path / user for user in ("alice", "bob")}
+    for home in homes.values():
+        install_agent(home, "deploy", DEPLOY_AGENT)
+    alice = await start_agent(env=home_env(homes["alice"], **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="alice"),
+                              command=[*AGENT_COMMAND, "--agent", "deploy"])
+    sid = await alice.new()
+    await alice.prompt(sid, "alice's question")
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
+    assert {p.name for p in homes["alice"].glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+
+    bob = await start_agent(env=home_env(homes["bob"], **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="bob",
+                                         OLLIE_TEAMS="backend"))
+    for reopen in (bob.conn.load_session, bob.conn.resume_session):
+        await asyncio.wait_for(reopen(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+        await bob.prompt(sid, "/context")
+        assert "run sandboxed (readonly) for you" in bob.client.text(sid), bob.client.text(sid)
+        assert not list(homes["bob"].glob("*-ran"))
+        await asyncio.wait_for(bob.conn.close_session(session_id=sid), 30)
+    forked = await asyncio.wait_for(bob.conn.fork_session(session_id=sid, cwd=str(bob.workspace), mcp_servers=[]), 30)
+    await bob.prompt(forked.session_id, "/sp")  # the fork is Bob's, in his own agent: nothing of `deploy` runs
+    assert not list(homes["bob"].glob("*-ran"))

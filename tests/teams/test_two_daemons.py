@@ -312,3 +312,42 @@ async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_
         assert err.code == -32001, err  # not there yet
     await load
     assert len(llm.chat_requests) == 1  # alice's turn only
+
+
+# An agent whose prompt commands and hooks run outside the sandbox (as `yolo`'s do): each leaves a mark in $HOME,
+# which a sandboxed command may not write.
+DEPLOY_AGENT = {
+    "description": "deploys: its commands run unsandboxed",
+    "prompt": ["echo the deploy agent", 'echo ran > "$HOME/prompt-ran"'],
+    "sandbox": "none",
+    "commandSandbox": "none",
+    "hooks": {"agentSpawn": 'echo ran > "$HOME/hook-ran"'},
+}
+
+
+def install_agent(home, name: str, config: dict) -> None:
+    """Put agent config `name` in the user config dir of the machine whose HOME is `home`."""
+    import json
+
+    agents = home / "config" / "ollie" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.json").write_text(json.dumps(config))
+
+
+async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_sandboxed_for_another_user(
+        start_daemon, store_url, scripted_llm, tmp_path):
+    # Alice may let her agent's prompt commands and hooks run unsandboxed; Bob's load of her session ran its
+    # agentSpawn hook, and his `ollie/context` its prompt commands, outside the sandbox with his rights.
+    for home in ("laptop", "bob"):
+        install_agent(tmp_path / home, "deploy", DEPLOY_AGENT)
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="deploy")
+    assert {p.name for p in (tmp_path / "laptop").glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
+    bob = await _bob(start_daemon, store_url, llm)
+    await bob.request("ollie/session/load", {"session": sid})
+    context = await bob.request("ollie/context", {"session": sid})
+    assert "the deploy agent" in context["systemPrompt"], context["systemPrompt"]  # they ran, sandboxed
+    assert not list(bob.home.glob("*-ran"))
+    said = await bob.request("ollie/submit", {"session": sid, "text": "/context"})
+    assert "run sandboxed (readonly) for you" in said["reply"], said
