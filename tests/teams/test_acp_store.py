@@ -59,13 +59,17 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
 
 
-async def _shared_by_alice(start_agent, llm, store_url):
-    """Alice's agent and her session: one turn run, closed, shared to team backend."""
+async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):
+    """Alice's agent and her session in `agent` (and `mode`): one turn run, closed, shared to team backend."""
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
+    from tests.acp.conftest import AGENT_COMMAND
 
-    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
+                              command=[*AGENT_COMMAND, "--agent", agent])
     sid = await alice.new()
+    if mode:
+        await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id=mode), 30)
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     registry = Registry(store_url, teams=())
@@ -183,3 +187,32 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     forked = await asyncio.wait_for(bob.conn.fork_session(session_id=sid, cwd=str(bob.workspace), mcp_servers=[]), 30)
     await bob.prompt(forked.session_id, "/sp")  # the fork is Bob's, in his own agent: nothing of `deploy` runs
     assert not list(homes["bob"].glob("*-ran"))
+
+
+async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_it_is(
+        start_agent, scripted_llm, store_url, tmp_path):
+    # A prompt Bob's client sends while his session/load of Alice's session still waits for its record must not run
+    # as hers would (in her `yolo` agent and `auto` mode, with Bob's rights): the session is not open yet.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url, agent="yolo", mode="auto")
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
+                                 "XDG_DATA_HOME": str(tmp_path / "bob-data")})
+    with psycopg.connect(store_url) as held:  # the record's lock held: Bob's load waits for its record there
+        held.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"id\x1f{sid}",))
+        load = asyncio.ensure_future(asyncio.wait_for(
+            bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 60))
+        with psycopg.connect(store_url, autocommit=True) as watch:
+            while not watch.execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone():
+                assert not load.done(), load.result()
+                await asyncio.sleep(0.05)
+        with pytest.raises(acp.RequestError) as caught:
+            await bob.prompt(sid, "go on")
+        assert caught.value.code == -32602 and "no open session" in str(caught.value.data), caught.value  # not yet
+    await load
+    assert len(llm.chat_requests) == 1  # alice's turn only
+    said = await bob.prompt(sid, "go on")  # once open, it is known as hers: her unsandboxed agent runs no turn for Bob
+    assert said.stop_reason == "end_turn" and "without a sandbox" in bob.client.text(sid), bob.client.text(sid)
+    assert len(llm.chat_requests) == 1
