@@ -351,3 +351,21 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     assert not list(bob.home.glob("*-ran"))
     said = await bob.request("ollie/submit", {"session": sid, "text": "/context"})
     assert "run sandboxed (readonly) for you" in said["reply"], said
+
+
+async def test_a_teammates_malformed_session_record_leaves_the_others_listed(start_daemon, store_url, scripted_llm):
+    # A team member who can write the store shared rows no ollie writes (a 5000-byte title, a time past year 9999,
+    # an unknown kind): every listing that met one failed whole, so nobody on the team could list (or pick) any.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
+                     "('1-long', 'default', 'alice', 'chat', repeat('x', 5000), 'backend', 1, 1), "
+                     "('1-late', 'default', 'alice', 'chat', 'late', 'backend', 9e18, 9e18), "
+                     "('1-boss', 'default', 'alice', 'boss', 'bossy', 'backend', 1, 1)")
+    bob = await _bob(start_daemon, store_url, llm)
+    listed = [s["id"] for s in (await bob.request("ollie/session/list", {}))["sessions"]]
+    assert listed == [sid], listed
