@@ -369,3 +369,19 @@ async def test_a_teammates_malformed_session_record_leaves_the_others_listed(sta
     bob = await _bob(start_daemon, store_url, llm)
     listed = [s["id"] for s in (await bob.request("ollie/session/list", {}))["sessions"]]
     assert listed == [sid], listed
+
+
+async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by_name(start_daemon, store_url,
+                                                                                      scripted_llm):
+    # A record's agent name is looked up as `<name>.json`: one longer than a file name may be failed the load
+    # with the system's "[Errno 36] File name too long", an internal error, not what was wrong.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
+    bob = await _bob(start_daemon, store_url, llm)
+    err = await _error(bob, "ollie/session/load", {"session": sid})
+    assert "invalid agent name" in err.message and "Errno" not in err.message, (err.code, err.message)
