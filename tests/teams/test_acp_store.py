@@ -216,3 +216,29 @@ async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_
     said = await bob.prompt(sid, "go on")  # once open, it is known as hers: her unsandboxed agent runs no turn for Bob
     assert said.stop_reason == "end_turn" and "without a sandbox" in bob.client.text(sid), bob.client.text(sid)
     assert len(llm.chat_requests) == 1
+
+
+async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start_agent, scripted_llm, store_url):
+    # A listing reads each session's latest meta from its last round: a file's last 256 KiB, but a store's whole last
+    # round, so a teammate's hand-written 64 MiB round cost every team member's session/list (and /sessions) 64 MiB
+    # of transfer and twice that of memory, on each call.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+
+    def peak_kib() -> int:
+        status = open(f"/proc/{bob.proc.pid}/status").read()
+        return int(status.split("VmHWM:")[1].split()[0])
+
+    await asyncio.wait_for(bob.conn.list_sessions(), 30)  # the store connected and its modules loaded
+    before = peak_kib()
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
+                     "epoch, convert_to(repeat('x', 64 * 1024 * 1024), 'UTF8'), 'alice' FROM session_rounds "
+                     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
+    assert [s.session_id for s in listed.sessions] == [sid]
+    assert peak_kib() - before < 16 * 1024, (before, peak_kib())
