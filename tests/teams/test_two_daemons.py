@@ -385,3 +385,23 @@ async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by
     bob = await _bob(start_daemon, store_url, llm)
     err = await _error(bob, "ollie/session/load", {"session": sid})
     assert "invalid agent name" in err.message and "Errno" not in err.message, (err.code, err.message)
+
+
+async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_daemon, store_url, scripted_llm):
+    # A team member who can write the store stamped a lease on Bob's own session with a heartbeat a century ahead:
+    # only the store's clock stamps heartbeats, yet it never lapsed, so no machine could resume the session again.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("bob's answer"))
+    bob = await _bob(start_daemon, store_url, llm)
+    sid = (await bob.request("ollie/session/new", {"title": "mine"}))["session"]
+    await bob.request("ollie/submit", {"session": sid, "text": "bob's question"})
+    assert await bob.request("ollie/session/close", {"session": sid}) == {}
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at) "
+                     "VALUES (%s, 'forged', 'nowhere', 1, 'alice', now(), now() + interval '100 years')", (sid,))
+    listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["liveOn"] is None, listed[sid]
+    await bob.request("ollie/session/load", {"session": sid})
+    assert "bob's answer" in _texts(await bob.request("ollie/context", {"session": sid}))
