@@ -50,6 +50,7 @@ from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import agents_dirs, sessions_dir, tools_path
 from ollie.sessions import persist
+from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions
 from ollie.startup import collect_after_this_answer
@@ -196,7 +197,8 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         if not known:
             raise RequestError.resource_not_found(session_id)
-        info = await self._records.run(self._registry_get, session_id)
+        with store_errors(session_id):  # a record that cannot be read is no licence to open the session as one's own
+            info = await self._records.run(self._record, session_id)
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)
@@ -353,6 +355,13 @@ class OllieAgent:
         else:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
+
+    def _record(self, session_id: str) -> Info | None:
+        """The session's record; None when it has none (its log is then its writer's alone: the store checks that)."""
+        try:
+            return self._records.get(session_id)
+        except NotFoundError:
+            return None
 
     def _registry_get(self, session_id: str) -> Info | None:
         try:

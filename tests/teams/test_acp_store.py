@@ -242,3 +242,21 @@ async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start
     listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
     assert [s.session_id for s in listed.sessions] == [sid]
     assert peak_kib() - before < 16 * 1024, (before, peak_kib())
+
+
+async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_ones_own(
+        start_agent, scripted_llm, store_url):
+    # Alice may run her session in `auto`; a record of it no ollie writes (a 5,000-byte title) made Bob's
+    # session/load read it as no record at all, so the session opened as his own: in her `auto` mode, its steps unasked.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url, mode="auto")
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET title = repeat('x', 5000) WHERE id = %s", (sid,))
+    bob = await start_agent(env={**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                 "OLLIE_TEAMS": "backend"})
+    with pytest.raises(acp.RequestError) as caught:
+        await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert caught.value.code == -32602 and "session title is 5000 bytes" in str(caught.value.data), caught.value
