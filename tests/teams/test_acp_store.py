@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import acp
 import pytest
@@ -229,8 +230,8 @@ async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start
     alice, sid = await _shared_by_alice(start_agent, llm, store_url)
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
 
-    def peak_kib() -> int:
-        status = open(f"/proc/{bob.proc.pid}/status").read()
+    def peak_kib() -> int:  # the agent's peak resident memory so far
+        status = Path(f"/proc/{bob.proc.pid}/status").read_text()
         return int(status.split("VmHWM:")[1].split()[0])
 
     await asyncio.wait_for(bob.conn.list_sessions(), 30)  # the store connected and its modules loaded

@@ -373,8 +373,8 @@ async def test_a_teammates_malformed_session_record_leaves_the_others_listed(sta
 
 async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by_name(start_daemon, store_url,
                                                                                       scripted_llm):
-    # A record's agent name is looked up as `<name>.json`: one longer than a file name may be failed the load
-    # with the system's "[Errno 36] File name too long", an internal error, not what was wrong.
+    # A record's agent name is looked up as `<name>.json`: one longer than a file name can be failed the load with
+    # the system's "[Errno 36] File name too long", an internal error, not what was wrong.
     import psycopg
 
     llm = scripted_llm("openai")
