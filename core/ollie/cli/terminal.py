@@ -68,9 +68,11 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
         recorder = Recorder(core, channel=Channel.CLI)
         try:
             await recorder.open()
-        except SessionError:  # not listed for editors: the session runs all the same
+        except SessionError:  # not listed for editors: a new session runs all the same
             await recorder.close()
             recorder = None
+            if options.session:  # a resumed one's record says whose it is: unread, it is no licence to run it as ours
+                raise
         return _with_approval(core, options), recorder
     except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
