@@ -52,7 +52,7 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert first.returncode == 0, first.stderr
     sid = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
     assert sid, first.stderr
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid.group(1), "backend")  # what `ollie store share` does
     finally:
@@ -79,7 +79,7 @@ def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store
 
     first = ollie("alice", [], stdin="remember 9\n")
     sid = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)  # type: ignore[union-attr]
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
