@@ -622,13 +622,13 @@ async def test_the_sweep_of_stale_session_dirs_leaves_a_live_proxys_socket(tmp_p
     # step of the daemon failed to start. (A proxy of this test's own, in a runtime dir of its own.)
     import time
 
-    from ollie.tools.execute.sessiondirs import UNOWNED_GRACE_S, runtime_root, sweep_stale
+    from ollie.tools.execute.sessiondirs import UNOWNED_GRACE_S, sweep_stale
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     own = egress.EgressProxy()
     own.start()
     try:
-        sweep_stale(runtime_root(), now=time.time() + UNOWNED_GRACE_S + 60)
+        sweep_stale(now=time.time() + UNOWNED_GRACE_S + 60)
         assert os.path.exists(own.path)
     finally:
         own.close()
