@@ -301,8 +301,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]})]),
         Reply(text="The host said no."))
     # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
-    env = {**srv.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
-    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")

@@ -46,7 +46,7 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "migrate the schema")
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
     finally:
@@ -73,7 +73,7 @@ async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default
         await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id=mode), 30)
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
@@ -133,7 +133,7 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 30)
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:

@@ -52,7 +52,7 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert first.returncode == 0, first.stderr
     sid = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
     assert sid, first.stderr
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid.group(1), "backend")  # what `ollie store share` does
     finally:
@@ -83,7 +83,7 @@ def _shared_by_alice(ollie, store_url, args: list[str]) -> str:
 
     first = ollie("alice", args, stdin="remember 9\n")
     sid = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)  # type: ignore[union-attr]
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:

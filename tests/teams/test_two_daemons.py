@@ -101,7 +101,7 @@ async def test_a_resume_that_fails_to_start_gives_the_lease_back(start_daemon, s
     from ollie.sessions.session import Session
     from ollie.sessions.types import Channel, Request
 
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     session = Session()
     try:  # a session of an agent this machine does not have
         registry.ensure(Request(id=session.id, user_id="alice", agent_id="ghost", channel=Channel.LSP))
@@ -135,7 +135,7 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
     laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
     finally:
@@ -250,7 +250,7 @@ async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "defaul
         await laptop.request("ollie/setApproval", {"session": sid, "approval": approval})
     await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
     assert await laptop.request("ollie/session/close", {"session": sid}) == {}
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:

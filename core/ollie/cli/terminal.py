@@ -141,9 +141,9 @@ async def _release(session_id: str, renderer: Renderer) -> None:
         print(printable(f"ollie: {exc}"), file=sys.stderr)
 
 
-async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:
+async def run_once(options: RunOptions, prompt: str) -> int:
     """`ollie -p`: one turn, streamed; the exit code says how it ended."""
-    renderer = renderer or Renderer()
+    renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
@@ -172,9 +172,9 @@ def _say_stop(stop: str) -> None:
               "ask it to go on, or raise the limit", file=sys.stderr)
 
 
-async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
+async def run_interactive(options: RunOptions) -> int:
     """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
-    renderer = renderer or Renderer()
+    renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         loop = asyncio.get_running_loop()
         lines = InputLines()

@@ -103,10 +103,9 @@ class Registry:
         *,
         busy_timeout_s: float = 10.0,
         clock: Callable[[], datetime] = utcnow,
-        teams: Sequence[str] | None = None,
     ) -> None:
         self._store = open_store(path, busy_timeout_s=busy_timeout_s)
-        self.teams = tuple(user_teams() if teams is None else teams)
+        self.teams = user_teams()
         self._clock = clock
 
     def close(self) -> None:
