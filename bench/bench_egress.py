@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench.common import PYTHON, Row
 from ollie.sandbox import egress, parse_policy, spawn_sandboxed
+from ollie.testing.nethosts import hosts_resolver
 
 FS = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc"], '
       'rw: ["{CWD}", "/dev/null", "/dev/urandom"]}\n')
@@ -66,7 +67,8 @@ async def measure(size_mb: float, rounds: int) -> dict[str, list[tuple[float, fl
     server = subprocess.Popen([PYTHON, "-c", SERVER, str(int(size_mb * 1e6))], stdout=subprocess.PIPE)
     assert server.stdout is not None
     port = int(server.stdout.readline())
-    egress.set_resolver(egress.hosts_resolver({"bench.local": "127.0.0.1"}))
+    real_resolve = egress.system_resolve
+    egress.system_resolve = hosts_resolver({"bench.local": "127.0.0.1"})  # the server is on this machine's loopback
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     samples: dict[str, list[tuple[float, float, float]]] = {"direct": [], "proxied": []}
     try:
@@ -89,7 +91,7 @@ async def measure(size_mb: float, rounds: int) -> dict[str, list[tuple[float, fl
     finally:
         server.kill()
         server.wait()
-        egress.set_resolver(None)
+        egress.system_resolve = real_resolve
     return samples
 
 

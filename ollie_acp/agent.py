@@ -50,6 +50,7 @@ from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import agents_dirs, sessions_dir, tools_path
 from ollie.sessions import persist
+from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions
 from ollie.startup import collect_after_this_answer
@@ -196,9 +197,11 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         if not known:
             raise RequestError.resource_not_found(session_id)
-        info = await self._records.run(self._registry_get, session_id)
+        with store_errors(session_id):  # a record that cannot be read is no licence to open the session as one's own
+            info = await self._records.run(self._record, session_id)
+        owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
-                                title=info.title if info else "", mcp=specs)
+                                title=info.title if info else "", mcp=specs, owner=owner)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
@@ -244,11 +247,11 @@ class OllieAgent:
         return ListSessionsResponse(sessions=sessions, next_cursor=str(offset) if more else None)
 
     async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
-                    mcp: dict[str, ServerSpec] | None = None) -> AcpSession:
+                    mcp: dict[str, ServerSpec] | None = None, owner: str = "") -> AcpSession:
         try:
             with store_errors(session_id):  # OLLIE_STORE: down, or another machine runs the session now
                 core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
-                                         session_id=session_id)
+                                         session_id=session_id, owner=owner)
         except ConfigError as exc:
             raise RequestError.invalid_params({"agent": str(exc)}) from None
         live_id = core.session_id
@@ -352,6 +355,13 @@ class OllieAgent:
         else:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
+
+    def _record(self, session_id: str) -> Info | None:
+        """The session's record; None when it has none (its log is then its writer's alone: the store checks that)."""
+        try:
+            return self._records.get(session_id)
+        except NotFoundError:
+            return None
 
     def _registry_get(self, session_id: str) -> Info | None:
         try:

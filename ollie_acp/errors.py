@@ -17,7 +17,8 @@ STORE_UNAVAILABLE = -32009
 
 @contextmanager
 def store_errors(session_id: str | None) -> Iterator[None]:
-    """A store failure inside as its error: -32007 live elsewhere, -32008 forbidden, -32009 store unavailable.
+    """A store failure inside as its error: -32007 live elsewhere, -32008 forbidden, -32009 store unavailable, -32602 a
+    record that fails its checks.
 
     The SDK would answer any other exception with -32603 "Internal error": nothing a user can act on.
     """
@@ -31,6 +32,8 @@ def store_errors(session_id: str | None) -> Iterator[None]:
         raise RequestError.resource_not_found(session_id) from None
     except session_errors.NotFoundError:
         raise RequestError.resource_not_found(session_id) from None
+    except session_errors.InvalidSessionError as exc:  # a record no ollie wrote (fails closed)
+        raise RequestError.invalid_params({"sessionId": str(exc)}) from None
     except session_errors.LiveElsewhereError as exc:  # another process, or (OLLIE_STORE) machine, runs it now
         raise RequestError(LIVE_ELSEWHERE, f"session is live elsewhere: {exc}", data) from None
     except session_errors.SessionError as exc:

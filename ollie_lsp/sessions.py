@@ -268,7 +268,7 @@ class SessionTable:
 
     async def create(
         self, *, agent: str | None = None, kind: str = "chat", title: str = "", cwd: Path | None = None,
-        resume_id: str | None = None, prompt_now: bool = False,
+        resume_id: str | None = None, prompt_now: bool = False, owner: str = "",
     ) -> LiveSession:
         """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
@@ -283,6 +283,7 @@ class SessionTable:
                 session_id=resume_id,
                 env=dict(self.defaults.env) or None,
                 prompt_now=prompt_now,
+                owner=owner,
             )
         except Exception:
             if resume_id:  # not started: the session read (and leased) ahead is given back
@@ -335,7 +336,9 @@ class SessionTable:
         info = await self.records.run(self.records.get, session_id)
         if info.archived:
             raise SessionArchived(session_id)
-        return await self.create(agent=info.agent_id, kind=str(info.kind), title=info.title, resume_id=session_id)
+        owner = info.user_id if info.user_id != self.records.user else ""  # a teammate's: see Core.shared_by
+        return await self.create(agent=info.agent_id, kind=str(info.kind), title=info.title, resume_id=session_id,
+                                 owner=owner)
 
     async def default(self) -> LiveSession:
         """The default session, waiting for it to be built."""

@@ -47,8 +47,6 @@ class TooLarge(BeneathError):
 
     def __init__(self, path: str, size: int, cap: int) -> None:
         super().__init__(errno.EFBIG, f"{path} is larger than {cap:,} bytes ({size:,}); not read")
-        self.size = size
-        self.cap = cap
 
 
 def cap() -> int:

@@ -15,6 +15,8 @@ from ollie.errors import ConfigError
 from ollie.shapes import Check, FieldPath, Invalid, expected, parse, parse_config
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
+# The longest file name (Linux NAME_MAX, in bytes): an agent is `<name>.json`.
+NAME_MAX = 255
 
 
 @attrs.frozen(repr=False)
@@ -196,8 +198,9 @@ def load_agent_config(path: Path) -> AgentConfig:
 
 def find_agent(name: str, dirs: list[Path] | None = None) -> Path:
     """The config file of agent `name` (`<dir>/<name>.json`), first match in lookup order."""
-    if not name or "/" in name or name.startswith("."):
-        raise ConfigError(f"invalid agent name {name!r}")
+    # A name no file can have (a session record names the agent, and a teammate may write records): said as such.
+    if not name or "/" in name or name.startswith(".") or len(f"{name}.json".encode(errors="replace")) > NAME_MAX:
+        raise ConfigError(f"invalid agent name {name[:80]!r}")
     for directory in dirs or paths.agents_dirs():
         candidate = directory / f"{name}.json"
         if candidate.is_file():

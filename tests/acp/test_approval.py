@@ -91,7 +91,7 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
     server.start()
     try:
         llm.script(run(f"curl -s http://other.test:{server.port}/x"), Reply.text("1"))
-        agent = await start_agent(env={**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"})
+        agent = await start_agent(env=llm.env(approval="auto"))
         sid = await agent.new()
         agent.client.permission_answers = ["reject_once"]
         await agent.prompt(sid, "fetch")

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
 
+from ollie.agent import commands
 from ollie.agent.commands import COMMANDS, help_text, is_command, run_command
 from ollie.agent.events import Bus
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
 from ollie.sessions import persist
-from ollie.sessions.session import Session, TaskState, new_session_id
+from ollie.sessions.session import Session, TaskState
 from ollie.tools.base import ToolInfo
 from tests.procs import timed_out_once_begun
 
@@ -186,12 +188,14 @@ async def test_shell_nonzero_exit_is_reported(core):
     assert await run_command(core, "!echo partial; exit 3") == "partial\n[exit 3]"
 
 
-async def test_shell_timeout_kills_the_command(core):
-    # The sleep's 10 minutes: a command not killed at its timeout runs past the ceiling.
-    out = await timed_out_once_begun(
-        lambda timeout: asyncio.wait_for(run_command(core, "!echo begun; sleep 600", shell_timeout=timeout), 60),
-        lambda out: out.startswith("begun"), first_s=0.5)
-    assert out.startswith("begun") and "[timed out after " in out
+async def test_shell_timeout_kills_the_command(core, monkeypatch: pytest.MonkeyPatch):
+    def run(timeout: float) -> Awaitable[str | None]:
+        monkeypatch.setattr(commands, "SHELL_TIMEOUT_S", timeout)  # 120 s: a test would wait that long
+        # The sleep's 10 minutes: a command not killed at its timeout runs past the ceiling.
+        return asyncio.wait_for(run_command(core, "!echo begun; sleep 600"), 60)
+
+    out = await timed_out_once_begun(run, lambda out: out is not None and out.startswith("begun"), first_s=0.5)
+    assert out is not None and out.startswith("begun") and "[timed out after " in out
 
 
 async def test_empty_shell_command_is_an_error(core, events):
@@ -361,7 +365,7 @@ async def test_history_is_bounded_and_one_line_per_message(core):
 
 async def test_sessions_lists_saved_newest_first(core):
     assert await run_command(core, "/sessions") == f"no saved sessions in {core.sessions_dir}"
-    older = Session(id=new_session_id(1_700_000_000_000_000_000))
+    older = Session(id="1700000000000000000-0a0b0c")  # new_session_id's form, made in 2023
     older.messages.append(Message("user", "old"))
     persist.SessionFile(core.sessions_dir, older.id).save(older)
     core.session.messages.append(Message("user", "now"))

@@ -10,18 +10,18 @@ from ollie import paths
 from ollie.agent.approval import Answer, StepQuestion
 from ollie.sandbox import egress, landlock_abi
 from ollie.testing import Reply
+from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
 
 
 @pytest.fixture
-def listener() -> Iterator[Listener]:
+def listener(monkeypatch: pytest.MonkeyPatch) -> Iterator[Listener]:
     server = Listener()
     server.start()
-    egress.set_resolver(egress.hosts_resolver({"other.test": "127.0.0.1"}))
+    monkeypatch.setattr(egress, "system_resolve", hosts_resolver({"other.test": "127.0.0.1"}))
     yield server
-    egress.set_resolver(None)
     server.sock.close()
 
 

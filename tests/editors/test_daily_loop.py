@@ -90,6 +90,14 @@ def test_vscode_edit_then_test(run_e2e):
     assert "each allowed edit's diff is shown once" in output
 
 
+@pytest.mark.timeout(330)
+def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(run_e2e):
+    """In real VS Code (auto-save off): the user typed into a.py without saving, a step rewrote a.py on disk, then the
+    agent edited a.py: the chat says so when the step ends, the edit is refused, the buffer keeps the user's text
+    (unsaved) and the disk the step's change. Screenshot: behind."""
+    assert "the agent's edit refused, the buffer and the disk both kept" in run_e2e("behind.mjs")
+
+
 def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811
     """:OllieRestart after the user wrote ~/.config/ollie/env: a fresh daemon (the old one gone) reads it; the chat
     keeps its session and the next prompt gets the model's answer."""

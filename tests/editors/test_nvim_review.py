@@ -126,7 +126,9 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     for label in labels:
         assert not any(ch.isdigit() for ch in label.split(" · ")[0][:19]), f"a raw id or timestamp: {label}"
     assert not result["untouched_listed"] and not any("(no prompt yet)" in label for label in labels), labels
-    assert result["rename_default"].startswith("explain the mul function")
+    # The old title is named in the prompt, not put in the input (what the user typed was added to it).
+    rename = result["rename_input"]
+    assert rename["prompt"].startswith("Rename “explain the mul function") and "default" not in rename, rename
     assert "Mul review · just now" in result["labels_after_rename"]
     assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
     assert result["model_select"]["prompt"] == "ollie: model of local"  # an OpenAI-compatible server on 127.0.0.1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -300,8 +301,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]})]),
         Reply(text="The host said no."))
     # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
-    env = {**srv.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
-    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
@@ -395,28 +395,81 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
 
 
 def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):
-    """The transcript's statusline shows the session's title: the first prompt's words while its answer streams,
-    the new name at once after `/rn`."""
+    """The transcript's statusline and the public component in the user's own statusline show the session's title:
+    the first prompt's words while its answer streams, the new name at once after `/rn` or `:OllieRename` (which asks
+    for a new title, the old one named in its prompt), a long one cut to fit."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 8, chunk_size=4, delay=0.1))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
     keep = tmux.keep
 
     def bar(screen: str) -> str:
-        return next((line for line in screen.splitlines() if " ollie: " in line), "")
+        return next((line.split("│")[-1] for line in screen.splitlines() if "│ ollie: " in line), "")
+
+    def user_bar(screen: str) -> str:
+        # The code window's statusline, on the last row before the command line; the input's follows it on that row.
+        line = next((line for line in screen.splitlines() if line.startswith("ollie: ")), "")
+        return re.split(r"\s{2,}prompt ", line)[0]
+
+    def both(screen: str, title: str) -> bool:
+        return bar(screen).rstrip().endswith(f" · {title}") and user_bar(screen).rstrip().endswith(f" · {title}")
 
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":lua vim.o.statusline = \"%{v:lua.require'ollie'.statusline()}\"", "Enter")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         streaming = keep("1-title-while-streaming", tmux.wait(
-            lambda s: "The sea rolls in" in s and bar(s).rstrip().endswith(" · Write a haiku about the sea"),
-            "the title on the chat's statusline while the answer streams"))
+            lambda s: "The sea rolls in" in s and both(s, "Write a haiku about the sea"),
+            "the title on the chat's statusline and the user's while the answer streams"))
         assert "(end)" not in streaming, "the turn still streams"
         tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
         tmux.keys(":OllieChat", "Enter", "i")
         tmux.keys("/rn Sea haiku", literal=True)
         tmux.keys("Escape", "Enter")
-        keep("2-renamed", tmux.wait(lambda s: bar(s).rstrip().endswith(" · Sea haiku"), "the new name"))
+        keep("2-renamed", tmux.wait(lambda s: both(s, "Sea haiku"), "the new name"))
+        # Bug: the old title was the input's text, and what the user typed was added to it ("Sea haikuSea poem").
+        tmux.keys(":OllieRename", "Enter")
+        tmux.wait(lambda s: "Type number" in s, "the sessions to pick from")
+        tmux.keys("1", "Enter")
+        asked = keep("3-rename-asks", tmux.wait(lambda s: "Rename “Sea haiku” to:" in s, "the new title's prompt"))
+        assert asked.splitlines()[-1].rstrip() == "Rename “Sea haiku” to:", asked
+        tmux.keys("Sea poem", literal=True)
+        tmux.keys("Enter")
+        keep("4-renamed-again", tmux.wait(lambda s: both(s, "Sea poem"), "the title typed at :OllieRename"))
+        tmux.keys(":OllieRename " + "A title far too long for the statusline of either window " * 3, "Enter")
+        cut = keep("5-long-title", tmux.wait(lambda s: user_bar(s).rstrip().endswith("…") and bar(s).rstrip().endswith("…"),
+                                             "the long title cut to fit"))
+        assert " · A title far too long" in user_bar(cut), user_bar(cut)
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_path: Path, scripted_llm):
+    """The user types in a.py without saving; a step rewrites a.py on disk: the chat says so at once, naming the file,
+    and the agent's edit of the buffer after it is refused (before: it went into the buffer and `write!` saved the
+    stale buffer over the step's change, with no word to the user)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+               Reply(text="I left a.py to you."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 1\n"}, size=(120, 40))
+    a_py = tmp_path / "ws" / "a.py"
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys("o")
+        tmux.keys("# my unsaved note", literal=True)
+        tmux.keys("Escape")
+        tmux.keys(":Ollie bump x, then set it to 3", "Enter")
+        done = tmux.keep("1-behind", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
+        # The chat's text without its wrapping (a long path wraps mid-word).
+        chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
+        for said in ("warning: a.py has unsaved changes in the editor, and this step changed the file on disk",
+                     "not edited: the buffer of a.py has the user's unsaved changes and a step changed the file"):
+            assert "".join(said.split()) in chat, done
+        code = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert "x = 1" in code and "# my unsaved note" in code, "the user's buffer is as they left it"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert a_py.read_text() == "x = 2\n", "the step's change on disk was overwritten"

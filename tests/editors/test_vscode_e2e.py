@@ -64,6 +64,16 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2
 
 
 @pytest.mark.timeout(200)
+def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run_e2e):
+    """A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to the chat's session
+    resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a start that fails
+    gets the start's error, and is back in the input."""
+    shows(run_e2e("restart.mjs", total_ms=150000),
+          "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
+          "a prompt typed during a start that failed got the start's error and is back in the input")
+
+
+@pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
     sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed)."""

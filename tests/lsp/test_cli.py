@@ -90,14 +90,15 @@ def test_unreachable_ollama_says_what_to_set(tmp_path):
     assert "OLLIE_BACKEND=openai" in proc.stderr and "OLLIE_OPENAI_KEY" in proc.stderr
 
 
-def test_preflight_messages():
-    assert "OLLIE_ANTHROPIC_KEY" in backend_problem("anthropic", environ={})
-    assert "unknown backend" in backend_problem("nope", environ={})
+def test_preflight_messages(monkeypatch):
+    assert "OLLIE_ANTHROPIC_KEY" in (backend_problem("anthropic") or "")
+    assert "unknown backend" in (backend_problem("nope") or "")
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
         sock.listen()
-        assert backend_problem(None, environ={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{port}"}) is None
+        monkeypatch.setenv("OLLIE_OLLAMA_URL", f"http://127.0.0.1:{port}")
+        assert backend_problem(None) is None
 
 
 def _rendered(tmp_path, *events: tuple[str, ...], color: bool) -> str:

@@ -16,8 +16,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     llm.script(Reply.tool_calls(("execute_code", {"steps": [
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{listener.port}/x"}]})), Reply.text("ok"))
     # `auto`: the step runs unasked, but the host is not on the policy's allow-list, so that is still asked.
-    env = {**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
-    daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
+    daemon = await start_daemon(env=llm.env(approval="auto"), init_options={"permissionRequest": True})
     questions: list[dict[str, Any]] = []
 
     @daemon.client.feature("ollie/permission")

@@ -95,6 +95,7 @@ def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_pat
 
 def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     from ollie.sandbox import landlock_abi
+    from ollie.testing import nethosts
     from tests.netserver import Listener
 
     if landlock_abi() < 1:
@@ -105,7 +106,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]}))
     llm.script(fetch, Reply.text("refused one"), fetch, Reply.text("fetched one"))
     # `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
-    env = {**llm.env(approval="auto"), "OLLIE_TEST_NET_HOSTS": "other.test=127.0.0.1"}
+    env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
     term = Terminal(["--cwd", str(tmp_path)], env, tmp_path)
     question = rf"ollie asks to: connect to other\.test:{server.port} \(network; step: Run `curl -s[^\n]*\nAllow\? "
     try:

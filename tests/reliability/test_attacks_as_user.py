@@ -17,14 +17,16 @@ from typing import cast
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ollie.testing import Reply
+from ollie.testing import Reply, nethosts
 from tests.asuser import PRELUDE, _as, os_user, python_for
 from tests.lsp.conftest import Daemon, capabilities, llm, make_client  # noqa: F401  (fixtures)
 from tests.netserver import Listener
 from tests.reliability.test_chokepoint_attacks import run
 from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (fixtures)
 
-DAEMON = PRELUDE + "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
+# `-I` leaves PYTHONPATH's sitecustomize out: a test's host names (nethosts.env) are taken up here.
+DAEMON = PRELUDE + "from ollie.testing import nethosts; nethosts.from_env()\n" \
+                   "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
 
 
 @contextlib.asynccontextmanager
@@ -123,7 +125,7 @@ async def test_as_a_normal_user_a_proxy_tunnel_carries_no_plain_http_to_a_listed
         connect = f"CONNECT pypi.test:{server.port} HTTP/1.1\r\n\r\n".encode()
         requests = [connect + b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", connect + b"SSH-2.0-x\r\n\r\n"]
         llm.script(run(PROBE.replace("REQUESTS", repr(requests)[1:-1] + ",")), Reply.text("done"))
-        async with daemon_as_alice(home, {**llm.env(), "OLLIE_TEST_NET_HOSTS": "pypi.test=127.0.0.1"}) as daemon:
+        async with daemon_as_alice(home, {**llm.env(), **nethosts.env({"pypi.test": "127.0.0.1"})}) as daemon:
             result = await daemon.request("ollie/submit", {"text": "go"}, timeout=90)
         told = llm.chat_requests[-1].body["messages"][-1]["content"]
         assert result["reply"] == "done" and told.count("answer HTTP/1.1 200") == 2, told

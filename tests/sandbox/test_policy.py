@@ -151,6 +151,15 @@ def test_add_exec_and_env_entries(tmp_path, monkeypatch):
 
 # --- confinement beyond Landlock: which .git goes read-only, network.unix, and best_effort warnings ---
 
+def test_extended_policy_grants_extra_existing_paths(tmp_path):
+    policy = load_policy("default", cwd=tmp_path)
+    plan_dir = tmp_path.parent / f"{tmp_path.name}-plan"
+    plan_dir.mkdir()
+    wider = policy.extended(rw=[plan_dir, tmp_path.parent / "missing"])
+    assert plan_dir in wider.writable() and plan_dir not in policy.writable()
+    assert tmp_path.parent / "missing" not in wider.rw
+
+
 from ollie.sandbox import SandboxUnavailableError, seccomp_filter  # noqa: E402
 from ollie.sandbox.rules import readonly_git, ruleset_for  # noqa: E402
 from ollie.sandbox.seccomp_filter import filter_bpf  # noqa: E402

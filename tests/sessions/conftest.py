@@ -44,7 +44,7 @@ def db_path(request, tmp_path):
 
 @pytest.fixture
 def registry(db_path, clock):
-    reg = Registry(db_path, clock=clock, busy_timeout_s=5.0, teams=())
+    reg = Registry(db_path, clock=clock, busy_timeout_s=5.0)
     yield reg
     reg.close()
 

@@ -293,8 +293,13 @@ def test_a_session_cannot_be_saved_into_another_sessions_file(tmp_path, log_stor
         file.save(Session())
 
 
+def _made_at(ns: int) -> str:
+    """A session id of one made at `ns` (new_session_id's form: nanoseconds, then 6 hex)."""
+    return f"{ns:019d}-{os.urandom(3).hex()}"
+
+
 def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
-    unused, prompted, named, cleared = (new_session_id(now_ns=n) for n in (1_000, 2_000, 3_000, 4_000))
+    unused, prompted, named, cleared = (_made_at(n) for n in (1_000, 2_000, 3_000, 4_000))
     session_log(tmp_path, unused).save(Session(id=unused))
     session_log(tmp_path, prompted).save(Session(id=prompted, messages=[Message("user", "fix it")]))
     session_log(tmp_path, named).save(Session(id=named, title="planned"))
@@ -310,7 +315,7 @@ def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
 
 def test_list_and_exists(tmp_path, log_store):
     assert persist.list_saved(tmp_path / "missing") == []
-    ids = [new_session_id(now_ns=n) for n in (3_000, 1_000, 2_000)]
+    ids = [_made_at(n) for n in (3_000, 1_000, 2_000)]
     for session_id in ids:
         file = session_log(tmp_path, session_id)
         file.save(Session(id=session_id, messages=[Message("user", "hi")]))
@@ -318,7 +323,7 @@ def test_list_and_exists(tmp_path, log_store):
     (tmp_path / "notes.jsonl").write_text("{}\n")
     assert persist.list_saved(tmp_path) == sorted(ids)
     assert persist.exists(tmp_path, ids[0])
-    unsaved = new_session_id(now_ns=4_000)
+    unsaved = _made_at(4_000)
     assert not persist.exists(tmp_path, unsaved)
     with pytest.raises(SessionFileNotFoundError):
         persist.load(tmp_path, unsaved)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import acp
 import pytest
@@ -45,7 +46,7 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "migrate the schema")
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
     finally:
@@ -59,16 +60,20 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
 
 
-async def _shared_by_alice(start_agent, llm, store_url):
-    """Alice's agent and her session: one turn run, closed, shared to team backend."""
+async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):
+    """Alice's agent and her session in `agent` (and `mode`): one turn run, closed, shared to team backend."""
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
+    from tests.acp.conftest import AGENT_COMMAND
 
-    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
+                              command=[*AGENT_COMMAND, "--agent", agent])
     sid = await alice.new()
+    if mode:
+        await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id=mode), 30)
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
@@ -128,7 +133,7 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 30)
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
@@ -143,3 +148,116 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     assert [a.current_value for a in agents] == ["default"], agents
     await bob.prompt(forked.session_id, "bob's question")  # the conversation itself did come over
     assert any("alice's answer" in str(m.get("content")) for m in llm.requests[-1].body["messages"])
+
+
+async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_sandboxed_on_load_resume_and_fork(
+        start_agent, scripted_llm, store_url, tmp_path):
+    # Alice may let her agent's prompt commands and hooks run unsandboxed; Bob's session/load (and resume) of her
+    # session ran its agentSpawn hook, and his `/context` its prompt commands, outside the sandbox with his rights.
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
+    from tests.acp.conftest import AGENT_COMMAND
+    from tests.teams.conftest import home_env
+    from tests.teams.test_two_daemons import DEPLOY_AGENT, install_agent
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    homes = {user: tmp_path / user for user in ("alice", "bob")}
+    for home in homes.values():
+        install_agent(home, "deploy", DEPLOY_AGENT)
+    alice = await start_agent(env=home_env(homes["alice"], **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="alice"),
+                              command=[*AGENT_COMMAND, "--agent", "deploy"])
+    sid = await alice.new()
+    await alice.prompt(sid, "alice's question")
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
+    assert {p.name for p in homes["alice"].glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
+    registry = Registry(store_url, teams=())
+    try:
+        registry.share(Scope(user_id="alice"), sid, "backend")
+    finally:
+        registry.close()
+
+    bob = await start_agent(env=home_env(homes["bob"], **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="bob",
+                                         OLLIE_TEAMS="backend"))
+    for reopen in (bob.conn.load_session, bob.conn.resume_session):
+        await asyncio.wait_for(reopen(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+        await bob.prompt(sid, "/context")
+        assert "run sandboxed (readonly) for you" in bob.client.text(sid), bob.client.text(sid)
+        assert not list(homes["bob"].glob("*-ran"))
+        await asyncio.wait_for(bob.conn.close_session(session_id=sid), 30)
+    forked = await asyncio.wait_for(bob.conn.fork_session(session_id=sid, cwd=str(bob.workspace), mcp_servers=[]), 30)
+    await bob.prompt(forked.session_id, "/sp")  # the fork is Bob's, in his own agent: nothing of `deploy` runs
+    assert not list(homes["bob"].glob("*-ran"))
+
+
+async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_it_is(
+        start_agent, scripted_llm, store_url, tmp_path):
+    # A prompt Bob's client sends while his session/load of Alice's session still waits for its record must not run
+    # as hers would (in her `yolo` agent and `auto` mode, with Bob's rights): the session is not open yet.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url, agent="yolo", mode="auto")
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
+                                 "XDG_DATA_HOME": str(tmp_path / "bob-data")})
+    with psycopg.connect(store_url) as held:  # the record's lock held: Bob's load waits for its record there
+        held.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"id\x1f{sid}",))
+        load = asyncio.ensure_future(asyncio.wait_for(
+            bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 60))
+        with psycopg.connect(store_url, autocommit=True) as watch:
+            while not watch.execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone():
+                assert not load.done(), load.result()
+                await asyncio.sleep(0.05)
+        with pytest.raises(acp.RequestError) as caught:
+            await bob.prompt(sid, "go on")
+        assert caught.value.code == -32602 and "no open session" in str(caught.value.data), caught.value  # not yet
+    await load
+    assert len(llm.chat_requests) == 1  # alice's turn only
+    said = await bob.prompt(sid, "go on")  # once open, it is known as hers: her unsandboxed agent runs no turn for Bob
+    assert said.stop_reason == "end_turn" and "without a sandbox" in bob.client.text(sid), bob.client.text(sid)
+    assert len(llm.chat_requests) == 1
+
+
+async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start_agent, scripted_llm, store_url):
+    # A listing reads each session's latest meta from its last round: a file's last 256 KiB, but a store's whole last
+    # round, so a teammate's hand-written 64 MiB round cost every team member's session/list (and /sessions) 64 MiB
+    # of transfer and twice that of memory, on each call.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+
+    def peak_kib() -> int:  # the agent's peak resident memory so far
+        status = Path(f"/proc/{bob.proc.pid}/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0])
+
+    await asyncio.wait_for(bob.conn.list_sessions(), 30)  # the store connected and its modules loaded
+    before = peak_kib()
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
+                     "epoch, convert_to(repeat('x', 64 * 1024 * 1024), 'UTF8'), 'alice' FROM session_rounds "
+                     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
+    assert [s.session_id for s in listed.sessions] == [sid]
+    assert peak_kib() - before < 16 * 1024, (before, peak_kib())
+
+
+async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_ones_own(
+        start_agent, scripted_llm, store_url):
+    # Alice may run her session in `auto`; a record of it no ollie writes (a 5,000-byte title) made Bob's
+    # session/load read it as no record at all, so the session opened as his own: in her `auto` mode, its steps unasked.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url, mode="auto")
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET title = repeat('x', 5000) WHERE id = %s", (sid,))
+    bob = await start_agent(env={**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
+                                 "OLLIE_TEAMS": "backend"})
+    with pytest.raises(acp.RequestError) as caught:
+        await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert caught.value.code == -32602 and "session title is 5000 bytes" in str(caught.value.data), caught.value

@@ -24,7 +24,7 @@ def _new(registry: Registry, user: str, title: str):
 
 
 def test_another_users_session_is_not_listed_and_forbidden(location):
-    registry = Registry(location, teams=())
+    registry = Registry(location)
     try:
         mine = _new(registry, "alice", "alice's")
         _new(registry, "bob", "bob's")
@@ -37,9 +37,10 @@ def test_another_users_session_is_not_listed_and_forbidden(location):
         registry.close()
 
 
-def test_a_session_shared_to_a_team_channel_is_its_members_to_read_not_to_change(location):
-    owner = Registry(location, teams=())
-    member = Registry(location, teams=("backend",))
+def test_a_session_shared_to_a_team_channel_is_its_members_to_read_not_to_change(location, monkeypatch):
+    owner = Registry(location)
+    monkeypatch.setenv("OLLIE_TEAMS", "backend")  # the member's: read as his registry opens
+    member = Registry(location)
     try:
         shared = _new(owner, "alice", "the migration")
         private = _new(owner, "alice", "private notes")

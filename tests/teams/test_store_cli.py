@@ -64,7 +64,7 @@ def test_a_sqlite_store_of_version_1_is_migrated_on_open_keeping_its_rows(tmp_pa
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-    registry = Registry(path, teams=())
+    registry = Registry(path)
     try:
         assert [i.id for i in registry.list(Scope(user_id="alice"))] == ["1700000000000000000-abcdef"]
         registry.share(Scope(user_id="alice"), "1700000000000000000-abcdef", "backend")  # the v2 column is there
@@ -75,7 +75,7 @@ def test_a_sqlite_store_of_version_1_is_migrated_on_open_keeping_its_rows(tmp_pa
 
 def _local_sessions(root: Path) -> list[str]:
     """Two sessions of alice (and one of bob) in a local registry and session files, as a laptop has them."""
-    registry = Registry(root / "sessions.db", teams=())
+    registry = Registry(root / "sessions.db")
     ids = []
     try:
         for user, title in (("alice", "first"), ("alice", "second"), ("bob", "bob's")):
@@ -101,7 +101,7 @@ def test_import_copies_a_users_local_sessions_once_and_share_opens_one_to_a_team
     again = ollie(tmp_path, *args, OLLIE_STORE=store_url)
     assert "imported 0 session record(s) and 0 session log(s); 4 already in the store" in again.stdout, again
 
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         assert sorted(i.title for i in registry.list(Scope(user_id="alice"))) == ["first", "second"]
         assert registry.list(Scope(user_id="bob")) == []  # only alice's were imported
@@ -114,7 +114,8 @@ def test_import_copies_a_users_local_sessions_once_and_share_opens_one_to_a_team
     assert shared.returncode == 0 and "shared to team backend" in shared.stdout, shared
     refused = ollie(tmp_path, "store", "share", ids[0], "backend", OLLIE_STORE=store_url, OLLIE_USER="bob")
     assert refused.returncode == 2 and "belongs to another user" in refused.stderr, refused
-    member = Registry(store_url, teams=("backend",))
+    monkeypatch.setenv("OLLIE_TEAMS", "backend")  # bob's: read as his registry opens
+    member = Registry(store_url)
     try:
         assert [i.title for i in member.list(Scope(user_id="bob"))] == ["second"]
     finally:
@@ -148,7 +149,7 @@ def test_an_unreachable_store_is_an_os_error_so_sessions_run_unlisted():
 
 def test_import_never_copies_another_users_session_and_gives_record_less_files_an_owner(store_url, tmp_path):
     root = tmp_path / "local"
-    registry = Registry(root / "sessions.db", teams=())
+    registry = Registry(root / "sessions.db")
     try:
         bobs = registry.ensure(Request(user_id="bob", agent_id="coding", kind=Kind.CHAT, channel=Channel.CLI,
                                        title="bob's secret")).id
@@ -167,7 +168,7 @@ def test_import_never_copies_another_users_session_and_gives_record_less_files_a
     assert f"not imported: log {bobs}: another user's session" in done.stdout, done.stdout
 
     for user in ("alice", "bob"):
-        member = Registry(store_url, teams=())
+        member = Registry(store_url)
         try:
             listed = [i.id for i in member.list(Scope(user_id=user))]
         finally:

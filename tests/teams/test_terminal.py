@@ -52,7 +52,7 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert first.returncode == 0, first.stderr
     sid = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
     assert sid, first.stderr
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid.group(1), "backend")  # what `ollie store share` does
     finally:
@@ -63,27 +63,39 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert "  migrate the schema  [team backend, alice's]  " in line, listed.stdout
 
 
-def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store_url, scripted_llm, tmp_path):
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
-
-    llm = scripted_llm("openai")
-    llm.script(Reply.text("noted"), Reply.text("still noted"))
+def _terminals(tmp_path, llm, store_url):
+    """`ollie(user, args, stdin, **env)`: the terminal client as `user` on a machine of their own, in one work dir."""
     work = tmp_path / "work"
     work.mkdir()
 
     def ollie(user: str, args: list[str], stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
-        env = home_env(tmp_path / user, **llm.env(), OLLIE_STORE=store_url, OLLIE_USER=user, **extra)
+        env = home_env(tmp_path / user, **{**llm.env(), **extra}, OLLIE_STORE=store_url, OLLIE_USER=user)
         return subprocess.run([sys.executable, "-m", "ollie.cli", "--cwd", str(work), *args], env=env, input=stdin,
                               capture_output=True, text=True, timeout=60)
 
-    first = ollie("alice", [], stdin="remember 9\n")
+    return ollie
+
+
+def _shared_by_alice(ollie, store_url, args: list[str]) -> str:
+    """Alice's terminal session (run with `args`, one prompt), shared to team backend; its id."""
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
+
+    first = ollie("alice", args, stdin="remember 9\n")
     sid = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)  # type: ignore[union-attr]
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
         registry.close()
+    return sid
+
+
+def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store_url, scripted_llm, tmp_path):
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("noted"), Reply.text("still noted"))
+    ollie = _terminals(tmp_path, llm, store_url)
+    sid = _shared_by_alice(ollie, store_url, [])
     refused = ollie("bob", ["-p", "go", "--session", sid, "--approval", "auto"], OLLIE_TEAMS="backend")
     assert refused.returncode == 2, refused.stderr
     assert "only its owner may change its approval mode" in refused.stderr
@@ -91,3 +103,21 @@ def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store
     assert cleared.returncode == 0 and "only its owner may clear its history" in cleared.stderr + cleared.stdout
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "go on"]
+
+
+def test_a_teammates_session_whose_record_is_malformed_is_not_resumed_as_ones_own(store_url, scripted_llm, tmp_path):
+    # Alice may run her session in `auto`; a record of it no ollie writes (a 5,000-byte title) failed the terminal's
+    # recording, which it shrugged off: Bob's `--session` ran it as his own, in her mode, and her step ran unasked.
+    import psycopg
+
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("noted"))
+    ollie = _terminals(tmp_path, llm, store_url)
+    sid = _shared_by_alice(ollie, store_url, ["--approval", "auto"])
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET title = repeat('x', 5000) WHERE id = %s", (sid,))
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
+               Reply.text("done"))
+    refused = ollie("bob", ["-p", "go on", "--session", sid], OLLIE_TEAMS="backend", OLLIE_APPROVAL="ask")
+    assert refused.returncode == 2 and "session title is 5000 bytes" in refused.stderr, refused.stderr
+    assert not (tmp_path / "work" / "planted").exists()

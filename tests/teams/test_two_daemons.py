@@ -101,7 +101,7 @@ async def test_a_resume_that_fails_to_start_gives_the_lease_back(start_daemon, s
     from ollie.sessions.session import Session
     from ollie.sessions.types import Channel, Request
 
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     session = Session()
     try:  # a session of an agent this machine does not have
         registry.ensure(Request(id=session.id, user_id="alice", agent_id="ghost", channel=Channel.LSP))
@@ -135,7 +135,7 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
     laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
     finally:
@@ -250,7 +250,7 @@ async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "defaul
         await laptop.request("ollie/setApproval", {"session": sid, "approval": approval})
     await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
     assert await laptop.request("ollie/session/close", {"session": sid}) == {}
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
@@ -312,3 +312,96 @@ async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_
         assert err.code == -32001, err  # not there yet
     await load
     assert len(llm.chat_requests) == 1  # alice's turn only
+
+
+# An agent whose prompt commands and hooks run outside the sandbox (as `yolo`'s do): each leaves a mark in $HOME,
+# which a sandboxed command may not write.
+DEPLOY_AGENT = {
+    "description": "deploys: its commands run unsandboxed",
+    "prompt": ["echo the deploy agent", 'echo ran > "$HOME/prompt-ran"'],
+    "sandbox": "none",
+    "commandSandbox": "none",
+    "hooks": {"agentSpawn": 'echo ran > "$HOME/hook-ran"'},
+}
+
+
+def install_agent(home, name: str, config: dict) -> None:
+    """Put agent config `name` in the user config dir of the machine whose HOME is `home`."""
+    import json
+
+    agents = home / "config" / "ollie" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.json").write_text(json.dumps(config))
+
+
+async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_sandboxed_for_another_user(
+        start_daemon, store_url, scripted_llm, tmp_path):
+    # Alice may let her agent's prompt commands and hooks run unsandboxed; Bob's load of her session ran its
+    # agentSpawn hook, and his `ollie/context` its prompt commands, outside the sandbox with his rights.
+    for home in ("laptop", "bob"):
+        install_agent(tmp_path / home, "deploy", DEPLOY_AGENT)
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="deploy")
+    assert {p.name for p in (tmp_path / "laptop").glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
+    bob = await _bob(start_daemon, store_url, llm)
+    await bob.request("ollie/session/load", {"session": sid})
+    context = await bob.request("ollie/context", {"session": sid})
+    assert "the deploy agent" in context["systemPrompt"], context["systemPrompt"]  # they ran, sandboxed
+    assert not list(bob.home.glob("*-ran"))
+    said = await bob.request("ollie/submit", {"session": sid, "text": "/context"})
+    assert "run sandboxed (readonly) for you" in said["reply"], said
+
+
+async def test_a_teammates_malformed_session_record_leaves_the_others_listed(start_daemon, store_url, scripted_llm):
+    # A team member who can write the store shared rows no ollie writes (a 5000-byte title, a time past year 9999,
+    # an unknown kind): every listing that met one failed whole, so nobody on the team could list (or pick) any.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
+                     "('1-long', 'default', 'alice', 'chat', repeat('x', 5000), 'backend', 1, 1), "
+                     "('1-late', 'default', 'alice', 'chat', 'late', 'backend', 9e18, 9e18), "
+                     "('1-boss', 'default', 'alice', 'boss', 'bossy', 'backend', 1, 1)")
+    bob = await _bob(start_daemon, store_url, llm)
+    listed = [s["id"] for s in (await bob.request("ollie/session/list", {}))["sessions"]]
+    assert listed == [sid], listed
+
+
+async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by_name(start_daemon, store_url,
+                                                                                      scripted_llm):
+    # A record's agent name is looked up as `<name>.json`: one longer than a file name can be failed the load with
+    # the system's "[Errno 36] File name too long", an internal error, not what was wrong.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
+    bob = await _bob(start_daemon, store_url, llm)
+    err = await _error(bob, "ollie/session/load", {"session": sid})
+    assert "invalid agent name" in err.message and "Errno" not in err.message, (err.code, err.message)
+
+
+async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_daemon, store_url, scripted_llm):
+    # A team member who can write the store stamped a lease on Bob's own session with a heartbeat a century ahead:
+    # only the store's clock stamps heartbeats, yet it never lapsed, so no machine could resume the session again.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("bob's answer"))
+    bob = await _bob(start_daemon, store_url, llm)
+    sid = (await bob.request("ollie/session/new", {"title": "mine"}))["session"]
+    await bob.request("ollie/submit", {"session": sid, "text": "bob's question"})
+    assert await bob.request("ollie/session/close", {"session": sid}) == {}
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at) "
+                     "VALUES (%s, 'forged', 'nowhere', 1, 'alice', now(), now() + interval '100 years')", (sid,))
+    listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["liveOn"] is None, listed[sid]
+    await bob.request("ollie/session/load", {"session": sid})
+    assert "bob's answer" in _texts(await bob.request("ollie/context", {"session": sid}))

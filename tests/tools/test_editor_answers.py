@@ -115,11 +115,15 @@ def test_new_errors_are_counted_by_message_so_moved_lines_are_not_new(tmp_path: 
     assert len(new_errors(None, after)) == 4  # nothing known before: every error is news
 
 
-def test_wait_settings_come_from_the_environment_with_defaults() -> None:
-    assert wait_settings({}) == (1.5, 0.3)
-    assert wait_settings({"OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": "0"})[0] == 0
-    assert wait_settings({"OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": "soon", "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "20"}) == (
-        1.5, 0.02)
+def test_wait_settings_come_from_the_environment_with_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", raising=False)
+    monkeypatch.delenv("OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS", raising=False)
+    assert wait_settings() == (1.5, 0.3)
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", "0")
+    assert wait_settings()[0] == 0
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", "soon")
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS", "20")
+    assert wait_settings() == (1.5, 0.02)
 
 
 class SlowServer:
@@ -151,12 +155,14 @@ class SlowServer:
         return []
 
 
-async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(tmp_path: Path) -> None:
+async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "a.ts"
     target.write_text("x\n")
     editor = SlowServer(target, lag=0.25)
-    check = PostEditDiagnostics(editor, lambda: tmp_path, environ={
-        "OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": "800", "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "50"})
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", "800")
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS", "50")
+    check = PostEditDiagnostics(editor, lambda: tmp_path)
     await check.before(["a.ts"])
     editor.changed_at = asyncio.get_running_loop().time()
     note = await check.after(["a.ts", "gone.ts", "../outside.ts"])
@@ -170,19 +176,22 @@ async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(tmp_p
     assert editor.asked - asked_before <= 800 // 50 + 1, editor.asked - asked_before
 
 
-async def test_a_wait_of_zero_asks_nothing(tmp_path: Path) -> None:
+async def test_a_wait_of_zero_asks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.ts").write_text("x\n")
     editor = SlowServer(tmp_path / "a.ts", lag=0)
-    check = PostEditDiagnostics(editor, lambda: tmp_path, environ={"OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS": "0"})
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", "0")
+    check = PostEditDiagnostics(editor, lambda: tmp_path)
     await check.before(["a.ts"])
     assert not check.enabled and await check.after(["a.ts"]) == "" and editor.asked == 0
 
 
-async def test_files_nobody_asked_about_before_the_step_get_every_error_said_plainly(tmp_path: Path) -> None:
+async def test_files_nobody_asked_about_before_the_step_get_every_error_said_plainly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.ts").write_text("x\n")
     editor = SlowServer(tmp_path / "a.ts", lag=0)
     editor.changed_at = 0.0
-    check = PostEditDiagnostics(editor, lambda: tmp_path, environ={"OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "20"})
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS", "20")
+    check = PostEditDiagnostics(editor, lambda: tmp_path)
     # A script changed the file (no edit step named it): what was there before is not known.
     assert await check.after(["a.ts"]) == ("[editor] 2 errors in the files this step changed:\n"
                                            "a.ts:1:1: error: old problem\na.ts:2:1: error: what the edit broke")

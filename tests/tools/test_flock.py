@@ -27,18 +27,18 @@ def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 async def test_reads_share_the_lock(tmp_path: Path) -> None:
-    a, b = await _held_intervals(LockManager(tmp_path, poll_interval=0.001), ["read", "read"])
+    a, b = await _held_intervals(LockManager(tmp_path), ["read", "read"])
     assert _overlaps(a, b)
 
 
 @pytest.mark.parametrize("classes", [["write", "write"], ["read", "write"], ["global", "read"], ["global", "write"]])
 async def test_writes_and_global_are_exclusive(tmp_path: Path, classes: list[str]) -> None:
-    a, b = await _held_intervals(LockManager(tmp_path, poll_interval=0.001), classes)
+    a, b = await _held_intervals(LockManager(tmp_path), classes)
     assert not _overlaps(a, b)
 
 
 async def test_timeout_when_the_lock_stays_busy(tmp_path: Path) -> None:
-    manager = LockManager(tmp_path, poll_interval=0.001)
+    manager = LockManager(tmp_path)
     async with manager.hold("write"):
         with pytest.raises(LockTimeout):
             async with manager.hold("read", timeout=0.05):
@@ -46,7 +46,7 @@ async def test_timeout_when_the_lock_stays_busy(tmp_path: Path) -> None:
 
 
 async def test_cancelled_waiter_never_takes_the_lock(tmp_path: Path) -> None:
-    manager = LockManager(tmp_path, poll_interval=0.001)
+    manager = LockManager(tmp_path)
     entered = asyncio.Event()
 
     async def waiter() -> None:

@@ -107,7 +107,7 @@ def test_a_session_resumed_while_a_sweep_removes_its_stale_dirs_gets_whole_dirs(
 
     def sweeping() -> None:
         while not stop.is_set():
-            sweep_stale(root)
+            sweep_stale()
 
     sweeper = threading.Thread(target=sweeping)
     sweeper.start()
@@ -139,7 +139,7 @@ def test_a_tree_deeper_than_python_recurses_is_swept(root: Path) -> None:
     (left / "tmp").mkdir(parents=True)
     subprocess.run([sys.executable, "-c", DEEP], cwd=left / "tmp", check=True)
     try:
-        assert sweep_stale(root, now=time.time() + UNOWNED_GRACE_S + 60) == [left]
+        assert sweep_stale(now=time.time() + UNOWNED_GRACE_S + 60) == [left]
         assert not left.exists() and not list(root.glob("crashed-session*"))
     finally:  # never left for pytest's recursive cleanup, if this fails
         subprocess.run(["rm", "-rf", str(root)], check=False)

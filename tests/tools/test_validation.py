@@ -171,8 +171,7 @@ def test_gate_blocks_after_five_failures_in_a_minute() -> None:
     assert gate.check("sudo ls", "bash")
     with pytest.raises(SessionBlocked) as blocked:
         gate.ensure_open()
-    assert blocked.value.until == now[0] + 300
-    assert "until 1970-01-01 00:22:20 UTC" in str(blocked.value)
+    assert "until 1970-01-01 00:22:20 UTC" in str(blocked.value) and "(300 s left)" in str(blocked.value)
     now[0] += 299
     with pytest.raises(SessionBlocked):
         gate.ensure_open()

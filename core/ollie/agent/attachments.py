@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie.agent.approval import question_timeout_s, within_question_timeout
+from ollie.agent.behind import BehindBuffers
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
 from ollie.agent.review import Review
@@ -28,7 +29,7 @@ class Attachments:
     review: Review
     cwd: Callable[[], Path]
     approver: Approver | None = None  # None: nobody can approve an elevated step, so such steps are refused
-    documents: EditorDocuments | None = None  # None: the file tools see the disk only
+    documents: BehindBuffers | None = None  # None: the file tools see the disk only
     editor: EditorKnowledge | None = None  # None: no editor tools, no post-edit diagnostics
 
     def wire(self, *, editor_was_set: bool = False) -> None:
@@ -44,9 +45,10 @@ class Attachments:
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         # Asked only about files beneath the session's root (ollie.tools.documents.RootedDocuments). Edits that
-        # land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits).
-        self.documents = None if documents is None else RecordingDocuments(
-            RootedDocuments(documents, self.cwd), self.review.note_editor_edit)
+        # land in a buffer are changes of the turn too: review lists them (ollie.agent.editoredits). A buffer a step
+        # changed the file under is not edited until it agrees with the disk again (ollie.agent.behind).
+        self.documents = None if documents is None else BehindBuffers(RecordingDocuments(
+            RootedDocuments(documents, self.cwd), self.review.note_editor_edit), self.cwd)
         self.wire()
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:

@@ -244,28 +244,28 @@ def is_command(line: str) -> bool:
     return text.startswith("!") or _SLASH.fullmatch(text) is not None
 
 
-async def run_shell_line(core: CommandTarget, command: str, *, timeout: float = SHELL_TIMEOUT_S) -> str:
+async def run_shell_line(core: CommandTarget, command: str) -> str:
     """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
     if not command:
         raise CommandUsageError("! needs a shell command: !<cmd>")
     env = {**os.environ, **core.env, "OLLIE_SESSION_ID": core.session_id, "OLLIE_CWD": str(core.cwd)}
-    run = await run_shell(command, cwd=core.cwd, env=env, timeout=timeout, merge_stderr=True)
+    run = await run_shell(command, cwd=core.cwd, env=env, timeout=SHELL_TIMEOUT_S, merge_stderr=True)
     output = run.stdout.rstrip("\n")
     if run.timed_out:
-        output += f"\n[timed out after {timeout:g}s; killed]"
+        output += f"\n[timed out after {SHELL_TIMEOUT_S:g}s; killed]"
     elif run.code != 0:
         output += f"\n[exit {run.code}]"
     return output.lstrip("\n")
 
 
-async def run_command(core: CommandTarget, line: str, *, shell_timeout: float = SHELL_TIMEOUT_S) -> str | None:
+async def run_command(core: CommandTarget, line: str) -> str | None:
     """Carry out a slash command or `!cmd`; None when `line` is not a command, else its output."""
     if not is_command(line):
         return None
     text = line.strip()
     if text.startswith("!"):
         try:
-            output = await stoppable(run_shell_line(core, text[1:].strip(), timeout=shell_timeout))
+            output = await stoppable(run_shell_line(core, text[1:].strip()))
         except (CommandUsageError, OSError) as exc:
             return _publish(core, "error", f"error: {exc}")
         except Stopped:  # its process group is dead

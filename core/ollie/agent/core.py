@@ -93,15 +93,18 @@ class Core(McpMembers):
         agents_dirs: list[Path] | None = None,
         limits: LoopLimits | None = None,
         prompt_now: bool = False,
+        owner: str = "",
     ) -> Core:
         """Open the session (`ollie.agent.opening.open_parts`) and build its Core; `prompt_now` runs the prompt
-        commands at once (a daemon's default session), not on their first need."""
+        commands at once (a daemon's default session), not on their first need; `owner`: see `shared_by`."""
         opened = await open_parts(
             agent=agent, cwd=cwd, backend=backend, model=model, session_id=session_id, env=env,
             sessions_dir=sessions_dir, backend_factory=backend_factory,
-            dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, prompt_now=prompt_now,
+            dispatcher_factory=dispatcher_factory, agents_dirs=agents_dirs, prompt_now=prompt_now and not owner,
         )
         core = cls(opened, limits=limits or LoopLimits())
+        if owner:  # before its agentSpawn hook: a teammate's agent runs no command unsandboxed for this user
+            core.shared_by(owner)
         if opened.session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop
             await asyncio.to_thread(core._host.budget.estimate)
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
@@ -331,8 +334,9 @@ class Core(McpMembers):
 
     def shared_by(self, owner: str) -> None:
         """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`), in this
-        user's own approval mode and "always" answers."""
+        user's own approval mode and "always" answers, its agent's prompt commands and hooks sandboxed."""
         self._owner = owner
+        self._setup.confine_commands(owner)
         # Its saved directory stays the owner's (ACP lists sessions by it), not where this user's checkout is.
         self.session.cwd = self._saved_cwd or self.session.cwd
 
@@ -428,6 +432,7 @@ class Core(McpMembers):
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         self._attached.set_documents(documents)
+        self._host.behind = self._attached.documents
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:
         """Offer the editor tools answered by `editor`, and show the model the new errors of each step's changes."""

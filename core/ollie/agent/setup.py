@@ -7,11 +7,12 @@ import importlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ollie import paths
+from ollie.agent.commandbox import DEFAULT_COMMAND_SANDBOX, UNSANDBOXED
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
 from ollie.agent.hooks import Hooks
 from ollie.agent.prompt import box_for
@@ -153,6 +154,18 @@ class Setup:
         if backend is self.backend:  # a switch during the check: the next ask checks the new one
             self._health, self._health_at = health, time.monotonic()
         return health.to_wire()
+
+    def confine_commands(self, owner: str) -> None:
+        """Run the agent's prompt commands and hooks sandboxed (the default command sandbox) where its config says
+        "none": the session is `owner`'s, and the owner's choice is no licence for commands with this user's rights."""
+        hooks, deferred = self.runtime.hooks, self.runtime.deferred_prompt
+        if hooks is None or hooks.box.policy != UNSANDBOXED:
+            return
+        hooks.box = replace(hooks.box, policy=DEFAULT_COMMAND_SANDBOX)
+        if deferred is not None:  # not run yet: `owner` is known before anything of the session runs
+            deferred.box = hooks.box
+        self.runtime.warnings.append(f"agent {self.agent!r} runs its prompt commands and hooks without a sandbox: in "
+                                     f"{owner}'s session they run sandboxed ({DEFAULT_COMMAND_SANDBOX}) for you")
 
     async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
         """Swap in agent `name`'s runtime: (the old runtime, the retired backend or None, warnings); ConfigError changes

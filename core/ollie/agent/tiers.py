@@ -27,9 +27,9 @@ def message_chars(message: Message) -> int:
     return chars + IMAGE_CHARS * len(message.images)
 
 
-def estimate_tokens(messages: Iterable[Message], system: str = "") -> int:
-    """A rough token count (characters / 4) of a request's text."""
-    return (len(system) + sum(message_chars(m) for m in messages)) // 4
+def estimate_tokens(messages: Iterable[Message]) -> int:
+    """A rough token count (characters / 4) of messages' text."""
+    return sum(message_chars(m) for m in messages) // 4
 
 
 def summarize_result(tier: str, message: Message) -> str:

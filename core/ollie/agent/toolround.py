@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ollie.agent.behind import BehindBuffers, model_note, user_notice
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.events import Bus, Event
 from ollie.agent.hooks import HookCaller, blocked_by, hook_note
@@ -116,11 +117,14 @@ class ToolRound:
     approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
     post_edit: PostEditDiagnostics | None = None
     net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None  # None: a host the policy omits is denied
+    behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
     # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
     _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
+    # The files a finished write changed under a buffer's unsaved edits, by call id, until its `tool` event is out.
+    _behind: dict[str, list[str]] = field(default_factory=dict, init=False)
     # The connections each finished call made through the egress proxy, for its `tool` event and the history.
     network: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict, init=False)
     # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
@@ -189,9 +193,18 @@ class ToolRound:
             return result
         writers = [c for c in calls if any(s.kind in WRITE_KINDS for s in self._open.get(c.id, []))]
         # One call: its diffs. A parallel batch: each writer gets the files it names, the last one the rest.
-        shares = attribute([Diff.of(c) for c in changed], [whole_state(c.id, self._open[c.id]) for c in writers])
+        diffs = [Diff.of(c) for c in changed]
+        shares = attribute(diffs, [whole_state(c.id, self._open[c.id]) for c in writers])
         self._diffs.update((call.id, share) for call, share in zip(writers, shares, strict=True))
+        await self._behind_buffers(diffs, dict(zip((c.id for c in writers), shares, strict=True)))
         return result
+
+    async def _behind_buffers(self, diffs: list[Diff], shares: dict[str, tuple[Diff, ...]]) -> None:
+        """Note, by writer, the files the step changed under a buffer's unsaved edits (`_finish` tells of them)."""
+        found = await self.behind.after_step(diffs) if self.behind is not None and diffs else []
+        for call_id, share in shares.items():
+            if mine := [d.path for d in share if d.path in found]:
+                self._behind[call_id] = mine
 
     # --- the round -------------------------------------------------------------
 
@@ -252,7 +265,12 @@ class ToolRound:
         return outcome
 
     def _finish(self, outcome: CallOutcome) -> CallOutcome:
+        behind = self._behind.pop(outcome.call.id, [])
+        if behind:
+            outcome.text = f"{outcome.text}\n\n{model_note(behind)}"
         self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error)
+        for rel in behind:  # the user reads it under the step, right when it ended
+            self.bus.emit("info", user_notice(rel))
         return outcome
 
     async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any]]]) -> list[CallOutcome]:
@@ -285,14 +303,11 @@ class ToolRound:
 
         tracked = self._writes([call for call, _ in batch])
         await self._tracked([call for call, _ in batch], fan_out)
-        if tracked:
-            for call, _ in batch:
-                done = shared[(call.name, canonical_args(call.arguments))]
-                self._close(call.id, call.name, done.text, done.is_error)
         out = []
         for call, _ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]
-            out.append(CallOutcome(call, done.text, done.is_error, done.tier))
+            outcome = CallOutcome(call, done.text, done.is_error, done.tier)
+            out.append(self._finish(outcome) if tracked else outcome)
         return out
 
     async def _lifecycle(self, call: ToolCall, args: dict[str, Any], *, read_safe: bool) -> CallOutcome:

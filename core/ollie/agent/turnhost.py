@@ -33,6 +33,7 @@ from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
+    from ollie.agent.behind import BehindBuffers
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
@@ -76,6 +77,7 @@ class TurnHost:
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
         self.before_turn: Callable[[], Awaitable[None]] | None = None
         self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
+        self.behind: BehindBuffers | None = None  # the editor's documents (None: the file tools see the disk only)
         self._detached: set[asyncio.Future[Any]] = set()
         # What the deferred prompt commands warned about, until a turn shows it.
         self._prompt_warnings: list[str] = []
@@ -182,6 +184,7 @@ class TurnHost:
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
             max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
             changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
+            behind=self.behind,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:

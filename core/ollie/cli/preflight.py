@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ollie.backend.errors import BackendConfigError
@@ -23,10 +22,9 @@ def reachable(url: str, *, timeout: float = 1.5) -> bool:
         return False
 
 
-def backend_problem(backend: str | None = None, *, model: str | None = None,
-                    environ: Mapping[str, str] | None = None, timeout: float = 1.5) -> str | None:
+def backend_problem(backend: str | None = None, *, model: str | None = None, timeout: float = 1.5) -> str | None:
     """What is wrong with reaching the backend, phrased as what to do; None when it looks fine."""
-    env = environment() if environ is None else environ
+    env = environment()
     try:
         spec, url, _ = configured(backend, env)
     except BackendConfigError as exc:

@@ -68,9 +68,11 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
         recorder = Recorder(core, channel=Channel.CLI)
         try:
             await recorder.open()
-        except SessionError:  # not listed for editors: the session runs all the same
+        except SessionError:  # not listed for editors: a new session runs all the same
             await recorder.close()
             recorder = None
+            if options.session:  # a resumed one's record says whose it is: unread, it is no licence to run it as ours
+                raise
         return _with_approval(core, options), recorder
     except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
@@ -139,9 +141,9 @@ async def _release(session_id: str, renderer: Renderer) -> None:
         print(printable(f"ollie: {exc}"), file=sys.stderr)
 
 
-async def run_once(options: RunOptions, prompt: str, *, renderer: Renderer | None = None) -> int:
+async def run_once(options: RunOptions, prompt: str) -> int:
     """`ollie -p`: one turn, streamed; the exit code says how it ended."""
-    renderer = renderer or Renderer()
+    renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
@@ -170,9 +172,9 @@ def _say_stop(stop: str) -> None:
               "ask it to go on, or raise the limit", file=sys.stderr)
 
 
-async def run_interactive(options: RunOptions, *, renderer: Renderer | None = None) -> int:
+async def run_interactive(options: RunOptions) -> int:
     """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
-    renderer = renderer or Renderer()
+    renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         loop = asyncio.get_running_loop()
         lines = InputLines()

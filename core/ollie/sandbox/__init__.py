@@ -11,22 +11,22 @@ from typing import TYPE_CHECKING
 from ollie.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
-    from ollie.sandbox.errors import PolicyError, SandboxError, SandboxUnavailableError
-    from ollie.sandbox.policy import NetworkPolicy, Policy, check_path, load_policy, parse_policy, policy_file
+    from ollie.sandbox.errors import SandboxError, SandboxUnavailableError
+    from ollie.sandbox.policy import NetworkPolicy, Policy, load_policy, parse_policy, policy_file
     from ollie.sandbox.process import SandboxedProcess
     from ollie.sandbox.rules import landlock_abi
     from ollie.sandbox.spawn import spawn_sandboxed
 
 _HOMES = {
-    "PolicyError": "errors", "SandboxError": "errors", "SandboxUnavailableError": "errors",
-    "NetworkPolicy": "policy", "Policy": "policy", "check_path": "policy", "load_policy": "policy",
+    "SandboxError": "errors", "SandboxUnavailableError": "errors",
+    "NetworkPolicy": "policy", "Policy": "policy", "load_policy": "policy",
     "parse_policy": "policy", "policy_file": "policy", "SandboxedProcess": "process", "landlock_abi": "rules",
     "spawn_sandboxed": "spawn",
 }
 
 __all__ = [
-    "NetworkPolicy", "Policy", "PolicyError", "SandboxError", "SandboxUnavailableError", "SandboxedProcess",
-    "check_path", "landlock_abi", "load_policy", "parse_policy", "policy_file", "spawn_sandboxed",
+    "NetworkPolicy", "Policy", "SandboxError", "SandboxUnavailableError", "SandboxedProcess",
+    "landlock_abi", "load_policy", "parse_policy", "policy_file", "spawn_sandboxed",
 ]
 
 

@@ -42,7 +42,6 @@ MAX_CONNECTIONS = 64
 _TOO_MANY_TEXT = f"ollie egress proxy: this step has {MAX_CONNECTIONS} connections open already\n".encode()
 _TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
              b"Connection: close\r\n\r\n%s" % (len(_TOO_MANY_TEXT), _TOO_MANY_TEXT))
-TEST_HOSTS_ENV = "OLLIE_TEST_NET_HOSTS"
 ASK_TIMEOUT_S = 300.0  # an unanswered question denies after this long
 # A step's request head, and a tunnel's first bytes (its TLS hello), must come within this: a connection that
 # sends too little (slowloris) holds the daemon's descriptors only so long.
@@ -67,7 +66,6 @@ _SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 ANSWERS = ("once", "session", "always", "deny")
 
 
-Resolver = Callable[[str, int], Awaitable[list[str]]]
 Question = Callable[[str, int, str, str], Awaitable[str]]  # (host, port, step, scheme) -> one of ANSWERS
 
 
@@ -275,8 +273,7 @@ class StepNet:
 class EgressProxy:
     """The proxy of one event loop: a unix socket that takes steps' listeners, and the steps it serves."""
 
-    def __init__(self, resolve: Resolver = system_resolve) -> None:
-        self.resolve = resolve
+    def __init__(self) -> None:
         self._steps: dict[str, StepNet] = {}
         self._dir = ""
         self._server: socket.socket | None = None
@@ -417,7 +414,7 @@ class EgressProxy:
                                           f"({record['how']}); the sandbox policy's network.allow lists what may go out")
                 return
             try:
-                addresses = await self.resolve(host, port)
+                addresses = await system_resolve(host, port)
                 upstream = await _connect(addresses, port)
             except OSError as exc:
                 record["error"] = str(exc)
@@ -575,15 +572,6 @@ async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write:
 
 
 _proxies: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EgressProxy] = weakref.WeakKeyDictionary()
-_resolver: Resolver | None = None
-
-
-def set_resolver(resolve: Resolver | None) -> None:
-    """Resolve hosts with `resolve` from now on (tests map names to 127.0.0.1; None: the system's, public only)."""
-    global _resolver
-    _resolver = resolve
-    for proxy in _proxies.values():
-        proxy.resolve = resolve or system_resolve
 
 
 def proxy() -> EgressProxy:
@@ -591,25 +579,6 @@ def proxy() -> EgressProxy:
     loop = asyncio.get_running_loop()
     found = _proxies.get(loop)
     if found is None:
-        found = _proxies[loop] = EgressProxy(_resolver or _env_resolver() or system_resolve)
+        found = _proxies[loop] = EgressProxy()
     return found
 
-
-def _env_resolver() -> Resolver | None:
-    """`OLLIE_TEST_NET_HOSTS=name=1.2.3.4,...`: tests of a daemon subprocess map names (the test machine has no
-    internet); the daemon's environment is the user's own, which tool code cannot set."""
-    text = os.environ.get(TEST_HOSTS_ENV, "")
-    pairs = [item.partition("=") for item in text.split(",") if "=" in item]
-    return hosts_resolver({normal_host(name): address.strip() for name, _, address in pairs}) if pairs else None
-
-
-def hosts_resolver(table: dict[str, str]) -> Resolver:
-    """A resolver by a fixed name → address table (tests: the host has no internet); other names fail."""
-    async def resolve(host: str, port: int) -> list[str]:
-        if is_ip(host):
-            return [host]
-        if host not in table:
-            raise OSError(f"unknown host {host}")
-        return [table[host]]
-
-    return resolve

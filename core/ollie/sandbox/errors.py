@@ -5,10 +5,6 @@ from __future__ import annotations
 from ollie.errors import OllieError
 
 
-class PolicyError(OllieError):
-    """A path is outside the sandbox policy: refuse the operation and tell the model which path and policy."""
-
-
 class SandboxUnavailableError(OllieError):
     """The policy needs Landlock (best_effort false) and the kernel lacks it: refuse to run."""
 

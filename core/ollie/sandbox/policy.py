@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.sandbox.errors import PolicyError
 from ollie.sandbox.sizes import size_bytes
 
 if TYPE_CHECKING:
@@ -20,10 +19,6 @@ if TYPE_CHECKING:
 
 TOOLS_DIRS = "OLLIE_TOOLS_DIRS"
 _TEMPLATE = re.compile(r"\{([A-Za-z_]+)\}")
-# A policy's /proc is the step's own procfs (its PID namespace; or its /proc/self), not the daemon's:
-# an entry there must never let check_path approve a file the daemon itself would read (its environ holds API keys).
-_PER_PROCESS = (Path("/proc"),)
-
 
 
 @dataclass(frozen=True)
@@ -218,25 +213,3 @@ def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | No
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: the sandbox policy is not UTF-8 text (byte {exc.start})") from exc
     return parse_policy(text, source=str(file), name=name, cwd=Path(cwd), env=env)
-
-
-def _within(path: Path, roots: tuple[Path, ...]) -> bool:
-    for root in roots:
-        if any(root == p or p in root.parents for p in _PER_PROCESS):
-            continue
-        if path.is_relative_to(os.path.realpath(root)):
-            return True
-    return False
-
-
-def check_path(policy: Policy, path: str | os.PathLike[str], *, write: bool, cwd: Path) -> Path:
-    """The resolved path (relative to `cwd`, symlinks followed) if `policy` allows it; else PolicyError."""
-    resolved = Path(os.path.realpath(Path(cwd) / path))
-    roots = policy.writable() if write else policy.readable()
-    if _within(resolved, roots):
-        return resolved
-    shown = str(path) if str(path) == str(resolved) else f"{path} (resolves to {resolved})"
-    verb = "write" if write else "read"
-    allowed = ", ".join(str(r) for r in roots) or "nothing"
-    raise PolicyError(f"{shown} is outside the sandbox policy {policy.name!r} ({policy.source}): "
-                      f"may {verb} only under {allowed}")

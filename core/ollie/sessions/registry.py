@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from ollie.log import get_logger
 from ollie.sessions import store
 from ollie.sessions.errors import (
     ArchivedError,
@@ -29,6 +30,8 @@ from ollie.sessions.types import (
     utcnow,
     validate_title,
 )
+
+log = get_logger("ollie.sessions.registry")
 
 
 def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10.0) -> StoreLike:
@@ -100,10 +103,9 @@ class Registry:
         *,
         busy_timeout_s: float = 10.0,
         clock: Callable[[], datetime] = utcnow,
-        teams: Sequence[str] | None = None,
     ) -> None:
         self._store = open_store(path, busy_timeout_s=busy_timeout_s)
-        self.teams = tuple(user_teams() if teams is None else teams)
+        self.teams = user_teams()
         self._clock = clock
 
     def close(self) -> None:
@@ -184,7 +186,13 @@ class Registry:
     def _select(self, where: list[str], params: list[object], opts: ListOptions) -> list[Info]:
         with self._store.reading() as conn:
             rows = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
-        return [row.validate() for row in rows]
+        infos = []
+        for row in rows:
+            try:
+                infos.append(row.validate())
+            except InvalidSessionError as exc:  # written by no ollie (a teammate's hand): the others still list
+                log.warning("session %s left out of the listing: %s", row.id, exc)
+        return infos
 
     def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
         """The scope's sessions matching `opts`, most recently active first."""

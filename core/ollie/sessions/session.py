@@ -11,10 +11,9 @@ from typing import Any
 from ollie.backend.types import Message, Usage
 
 
-def new_session_id(now_ns: int | None = None) -> str:
+def new_session_id() -> str:
     """A session id `<unix-nanoseconds>-<6 hex>`: sortable by creation time, unique in one nanosecond."""
-    ns = time.time_ns() if now_ns is None else now_ns
-    return f"{ns:019d}-{os.urandom(3).hex()}"
+    return f"{time.time_ns():019d}-{os.urandom(3).hex()}"
 
 
 _SESSION_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{6}")

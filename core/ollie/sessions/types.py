@@ -144,6 +144,9 @@ class Info:
             raise InvalidSessionError(f"unknown session channel {self.channel!r}")
         if self.last_turn_result not in TurnResult.__members__.values():
             raise InvalidSessionError(f"unknown turn result {self.last_turn_result!r}")
+        for name in _TIME_FIELDS:
+            if not isinstance(getattr(self, name), datetime | None):
+                raise InvalidSessionError(f"session {name} {getattr(self, name)!r} is no time")
         validate_title(self.title)
         return self
 
@@ -162,7 +165,7 @@ class Info:
         """The Info of a store row's columns (`team`: its team column), unvalidated: `validate` fails closed on it."""
         values = dict(values)
         for name in _TIME_FIELDS:
-            values[name] = from_micros(values[name])
+            values[name] = _time_or_raw(values[name])
         for name, enum in _ENUM_FIELDS.items():
             values[name] = _enum_or_raw(enum, values[name])
         values["archived"] = bool(values["archived"])
@@ -178,6 +181,14 @@ class Info:
 COLUMNS = tuple(f.name for f in fields(Info) if f.name != "team")
 _TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at")
 _ENUM_FIELDS: dict[str, type[StrEnum]] = {"channel": Channel, "kind": Kind, "last_turn_result": TurnResult}
+
+
+def _time_or_raw(micros: int | None) -> datetime | int | None:
+    """The time of `micros`, or `micros` itself (past year 9999, another process's row) so validate() rejects it."""
+    try:
+        return from_micros(micros)
+    except (ValueError, OverflowError, OSError):
+        return micros
 
 
 def _enum_or_raw(enum: type[StrEnum], value: str) -> str:

@@ -14,6 +14,7 @@ and `Reply(text=..., reasoning=..., tool_calls=[...], usage=Usage(...), cost=...
 hold=threading.Event())` (held before its end until the event is set).
 From another process: `python -m ollie.testing.server --fmt openai --script script.json` prints `URL <url>`.
 In pytest: the `scripted_llm` fixture of `ollie.testing.pytest_plugin`.
+Host names a step's connections reach through the egress proxy (no internet here): `ollie.testing.nethosts`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ H.results.session_prompt = H.results.selects[1].prompt
 -- :OllieRename: pick the session, type its new title.
 U.answer_select(function(_, label) return label:find("explain the mul", 1, true) ~= nil end)
 vim.ui.input = function(opts, on_confirm)
-  H.results.rename_default = opts.default
+  H.results.rename_input = { prompt = opts.prompt, default = opts.default }
   on_confirm("Mul review")
 end
 vim.cmd("OllieRename")

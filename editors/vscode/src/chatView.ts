@@ -3,6 +3,7 @@
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import { Conversation, ConversationListener } from "./conversation";
+import { DaemonNotStarted } from "./daemon";
 import { isInsideWorkspaceUri, runCodeAction, workspaceUri } from "./editorActions";
 import { Onboarding } from "./lib/backend";
 import { chatHtml } from "./lib/chatHtml";
@@ -110,7 +111,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         return;
       case "submit": {
         const files = this.takeImageChips(message.chips);
-        await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
+        try {
+          await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
+        } catch (err) {
+          // It waited for a start that failed: the chat says so, and the text goes back to be sent again.
+          if (!(err instanceof DaemonNotStarted)) throw err;
+          this.post({ type: "unsent", text: message.text });
+        }
         return;
       }
       case "queue":

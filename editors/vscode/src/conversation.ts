@@ -2,7 +2,7 @@
 
 import * as vscode from "vscode";
 import { ApprovalModes } from "./approvalModes";
-import { Daemon } from "./daemon";
+import { Daemon, DaemonNotStarted } from "./daemon";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
 import { ChatItem, ChatModel } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
@@ -74,6 +74,9 @@ export class Conversation implements vscode.Disposable {
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
   private restore: string | undefined;
+  // The session a prompt was typed in while the daemon restarted: the next daemon resumes it (else a Restart starts
+  // a fresh one), and the prompt goes there.
+  private typedIn: string | undefined;
   // Each session's working directory (`ollie/state`'s cwd): relative file links resolve against it.
   private readonly cwds = new Map<string, string>();
   // The daemon crashed: the chat its restart brings back says so.
@@ -160,8 +163,13 @@ export class Conversation implements vscode.Disposable {
     return new vscode.Disposable(() => this.listeners.delete(listener));
   }
 
-  /** Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. */
+  /**
+   * Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. Rejects with
+   * `DaemonNotStarted` when it waited for a start that failed: it was not sent.
+   */
   async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
+    const contextLabels = [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
+    if (this.daemon.startUnderWay) await this.afterStart(text, contextLabels);
     // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (a prompt with
     // images goes now: the queue is text only).
     if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/") && images.length === 0) {
@@ -170,7 +178,7 @@ export class Conversation implements vscode.Disposable {
     }
     const model = this.model;
     const fresh = model.items.length === 0;
-    this.changed(model.addUser(text, { contextLabels: [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)] }));
+    this.changed(model.addUser(text, { contextLabels }));
     const mark = model.items.length;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
@@ -187,6 +195,26 @@ export class Conversation implements vscode.Disposable {
       this.changedIn(this.sessionOf(model), model.addNotice("error", isDaemonGone(err) ? DAEMON_LOST : errorText(err)));
       return undefined;
     }
+  }
+
+  // Typed while the daemon (re)starts (a settings change, Ollie: Restart): the prompt waits for it and for its session
+  // to be resumed there, then goes as any other (it was answered "not running", and lost). Meanwhile it shows noted
+  // `waiting` in the chat it was typed in (the new daemon's chat of that session shows it again as it goes).
+  private async afterStart(text: string, contextLabels: string[]): Promise<void> {
+    this.typedIn ??= this.current;
+    const model = this.model;
+    this.changed(model.addUser(text, { note: "waiting", contextLabels }));
+    try {
+      await this.daemon.started();
+    } catch (err) {
+      if (err instanceof DaemonNotStarted) {
+        for (const item of model.renote(["waiting"], "unsent")) this.changedIn(this.sessionOf(model), item);
+        const why = err.announced ? "" : `${err.message} `;
+        this.changedIn(this.sessionOf(model), model.addNotice("error", `${why}Your prompt was not sent: it is back in the input.`));
+      }
+      throw err;
+    }
+    await this.settling;
   }
 
   /** Queue a prompt (with its context items) to run after the current turn. */
@@ -485,10 +513,11 @@ export class Conversation implements vscode.Disposable {
   }
 
   // After a window reload (or Check again's restart) the chat shows the session it showed before; Restart and
-  // settings changes start fresh.
+  // settings changes start fresh, unless a prompt typed in the chat meanwhile waits for them.
   private async restoreSession(fresh: string): Promise<void> {
-    const session = this.restore;
+    const session = this.restore ?? this.typedIn;
     this.restore = undefined;
+    this.typedIn = undefined;
     // Not when the user already typed into the new session, or moved to another one: checked again after every
     // await, since a prompt sent while the old chat loads runs in the fresh session and must stay in view.
     const untouched = (): boolean => this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0;

@@ -17,6 +17,17 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/** A request made while the daemon (re)started, answered when that start failed or took too long: it was not sent. */
+export class DaemonNotStarted extends Error {
+  /** `announced`: the start failed and said so itself (`onStartFailed`, a message); else it took too long or was stopped. */
+  constructor(message: string, readonly announced: boolean) {
+    super(message);
+  }
+}
+
+// How long a request made while the daemon (re)starts waits for it (a start takes a second or two; a loaded machine more).
+const START_WAIT_MS = 30_000;
+
 /** Answers one server→client request; throw a `ResponseError` to answer an error. */
 export type RequestHandler = (params: unknown, token: vscode.CancellationToken) => Promise<unknown>;
 
@@ -38,6 +49,9 @@ export class Daemon implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   // Bumped by every start and stop: a start still reading the stored keys when another began gives up.
   private generation = 0;
+  // The start under way (a restart's stop included): a request made meanwhile waits for it, and why it failed.
+  private startup: Promise<boolean> | undefined;
+  private startError: string | undefined;
   private readonly eventEmitter = new vscode.EventEmitter<OllieEvent>();
   private readonly stateEmitter = new vscode.EventEmitter<StateChanged>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
@@ -76,7 +90,26 @@ export class Daemon implements vscode.Disposable {
   }
 
   /** Start the daemon from the current settings; shows an error and stays stopped when it cannot. */
-  async start(): Promise<boolean> {
+  start(): Promise<boolean> {
+    return this.underWay(this.launch());
+  }
+
+  /** Whether a start (or restart) is under way: a request made now waits for it. */
+  get startUnderWay(): boolean {
+    return this.startup !== undefined;
+  }
+
+  private underWay(startup: Promise<boolean>): Promise<boolean> {
+    this.startup = startup;
+    const done = (): void => {
+      if (this.startup === startup) this.startup = undefined;
+    };
+    startup.then(done, done);
+    return startup;
+  }
+
+  private async launch(): Promise<boolean> {
+    this.startError = undefined;
     const config = vscode.workspace.getConfiguration("ollie");
     const ignored: string[] = [];
     const { settings, warnings } = daemonSettings((name) => {
@@ -101,6 +134,7 @@ export class Daemon implements vscode.Disposable {
       isExecutable,
     });
     if ("error" in resolved) {
+      this.startError = resolved.error;
       this.log.error(resolved.error);
       this.failedEmitter.fire(resolved.error);
       void vscode.window.showErrorMessage(resolved.error, "Open Settings").then((choice) => {
@@ -177,7 +211,8 @@ export class Daemon implements vscode.Disposable {
       await this.starting;
     } catch (err) {
       this.log.error(`ollie-lsp failed to start: ${String(err)}`);
-      this.failedEmitter.fire(`The daemon failed to start (${String(err)}): see the "Ollie" output, then run "Ollie: Restart".`);
+      this.startError = `The daemon failed to start (${String(err)}): see the "Ollie" output, then run "Ollie: Restart".`;
+      this.failedEmitter.fire(this.startError);
       void vscode.window.showErrorMessage(`Ollie: the daemon failed to start (${String(err)}). See the "Ollie" output.`);
       return false;
     }
@@ -202,13 +237,32 @@ export class Daemon implements vscode.Disposable {
   }
 
   /** Stop, then start again with the current settings. */
-  async restart(): Promise<boolean> {
-    await this.stop();
-    return this.start();
+  restart(): Promise<boolean> {
+    return this.underWay(this.stop().then(() => this.launch()));
   }
 
-  /** Send an `ollie/*` request; rejects when the daemon is not running or answers an error. */
+  /** Wait for the start under way, if any (at most START_WAIT_MS); rejects with `DaemonNotStarted` when it failed. */
+  async started(): Promise<void> {
+    if (!this.startup) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), START_WAIT_MS)));
+    try {
+      // A start that gave way to a later one (a second settings change) ends false: that later one is waited for.
+      for (let startup = this.startup; startup; startup = this.startup) {
+        const outcome = await Promise.race([startup, late]);
+        if (outcome === "late") throw new DaemonNotStarted(`The daemon did not start in ${START_WAIT_MS / 1000} s: see the "Ollie" output.`, false);
+        if (outcome) return;
+        if (this.startup === startup || !this.startup) throw new DaemonNotStarted(this.startError ?? "The daemon was stopped before it started.", this.startError !== undefined);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Send an `ollie/*` request (made while the daemon restarts, once it is up); rejects when it is not running or answers an error. */
   async request<T>(method: string, params: object, token?: vscode.CancellationToken): Promise<T> {
+    // A settings change or Ollie: Restart restarts it: what the user does meanwhile waits instead of failing.
+    if (!this.running) await this.started();
     if (!this.client || !this.running) throw new Error("the ollie daemon is not running (Ollie: Restart)");
     return token ? this.client.sendRequest<T>(method, params, token) : this.client.sendRequest<T>(method, params);
   }

@@ -28,6 +28,8 @@ log = get_logger("ollie.sessions.lease")
 TTL_VAR = "OLLIE_LEASE_TTL"
 DEFAULT_TTL_S = 30.0
 
+# A lease is taken over once its heartbeat (the store's now() when written) is a TTL old, or more than a TTL ahead:
+# no process wrote that (a statement begun after this one may be a little ahead), and it would never lapse.
 _ACQUIRE = """
 INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at)
 VALUES (?, ?, ?, ?, ?, now(), now())
@@ -35,7 +37,8 @@ ON CONFLICT (session_id) DO UPDATE SET
     holder = EXCLUDED.holder, host = EXCLUDED.host, pid = EXCLUDED.pid, user_id = EXCLUDED.user_id,
     acquired_at = CASE WHEN session_leases.holder = EXCLUDED.holder THEN session_leases.acquired_at ELSE now() END,
     heartbeat_at = now()
-WHERE session_leases.holder = EXCLUDED.holder OR session_leases.heartbeat_at < now() - make_interval(secs => ?)
+WHERE session_leases.holder = EXCLUDED.holder
+   OR session_leases.heartbeat_at NOT BETWEEN now() - make_interval(secs => ?) AND now() + make_interval(secs => ?)
 RETURNING holder
 """
 
@@ -67,8 +70,9 @@ def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
     """Of these sessions, those another process holds live (its lease not lapsed): id -> "<host> (pid <pid>)"."""
     rows = conn.execute(
         "SELECT session_id, host, pid FROM session_leases WHERE session_id = ANY(?) "
-        "AND heartbeat_at >= now() - make_interval(secs => ?) AND NOT (host = ? AND pid = ?)",
-        (list(session_ids), ttl_s(), socket.gethostname(), os.getpid())).fetchall()
+        "AND heartbeat_at BETWEEN now() - make_interval(secs => ?) AND now() + make_interval(secs => ?) "
+        "AND NOT (host = ? AND pid = ?)",
+        (list(session_ids), ttl_s(), ttl_s(), socket.gethostname(), os.getpid())).fetchall()
     return {str(sid): f"{host} (pid {pid})" for sid, host, pid in rows}
 
 
@@ -88,7 +92,8 @@ class Leases:
 
     def acquire(self, conn: PgConn, session_id: str) -> None:
         """Hold `session_id` (again), or SessionLeasedError naming where it is live."""
-        row = conn.execute(_ACQUIRE, (session_id, self.holder, self.host, os.getpid(), self.user, self.ttl)).fetchone()
+        row = conn.execute(_ACQUIRE, (session_id, self.holder, self.host, os.getpid(), self.user, self.ttl,
+                                      self.ttl)).fetchone()
         if row is None:
             other = conn.execute(
                 "SELECT host, pid, user_id, acquired_at, heartbeat_at, now() FROM session_leases WHERE session_id = ?",

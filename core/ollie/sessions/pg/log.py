@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError
 from ollie.sessions.location import user_teams
+from ollie.sessions.logformat import META_TAIL_BYTES
 from ollie.sessions.pg.lease import LeaseLostError, Leases
 from ollie.sessions.pg.store import PgConn, PgStore
 from ollie.sessions.types import os_user
@@ -284,12 +285,13 @@ def read_rounds(url: str, session_id: str) -> bytes | None:
 
 
 def last_round(url: str, session_id: str) -> bytes:
-    """The session's last round (b"" when it is not saved): it ends with the latest meta."""
+    """The end of the session's last round (b"" when it is not saved), where its latest meta is: at most what
+    read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads it)."""
     drain(url, session_id)
     store, _ = shared(url)
     with store.reading() as conn:
-        row = conn.execute("SELECT data FROM session_rounds WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-                           (session_id,)).fetchone()
+        row = conn.execute("SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds "
+                           "WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (META_TAIL_BYTES, session_id)).fetchone()
     return bytes(row[0]) if row else b""
 
 

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -26,12 +26,10 @@ MAX_SHOWN = 30
 Key = tuple[str, str, str, str]
 
 
-def wait_settings(environ: Mapping[str, str] | None = None) -> tuple[float, float]:
+def wait_settings() -> tuple[float, float]:
     """(most seconds to wait, seconds between asks) from the environment; 0 wait turns the check off."""
-    env = os.environ if environ is None else environ
-
     def millis(name: str, default: int) -> float:
-        raw = env.get(name, "").strip()
+        raw = os.environ.get(name, "").strip()
         try:
             value = int(raw) if raw else default
         except ValueError:
@@ -88,18 +86,16 @@ def _up_to_date(answer: list[Diagnostic], files: list[Path]) -> bool:
 class PostEditDiagnostics:
     """One session's check of what its edits broke: diagnostics before a step, fresh ones after it."""
 
-    def __init__(self, editor: EditorKnowledge, cwd: Callable[[], Path], *,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, editor: EditorKnowledge, cwd: Callable[[], Path]) -> None:
         self._editor = editor
         self._cwd = cwd
-        self._environ = environ
         # The last diagnostics seen of each file (what "new" is measured against).
         self._known: dict[str, list[Diagnostic]] = {}
 
     @property
     def enabled(self) -> bool:
         """Whether the check runs (OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS is not 0)."""
-        return wait_settings(self._environ)[0] > 0
+        return wait_settings()[0] > 0
 
     async def _files(self, paths: list[str]) -> list[Path]:
         def existing() -> list[Path]:
@@ -125,7 +121,7 @@ class PostEditDiagnostics:
 
     async def before(self, paths: list[str]) -> None:
         """Remember the diagnostics of `paths` (relative to the CWD) before a step changes them."""
-        wait, _ = wait_settings(self._environ)
+        wait, _ = wait_settings()
         files = await self._files(paths) if wait > 0 else []
         if not files:
             return
@@ -139,7 +135,7 @@ class PostEditDiagnostics:
 
     async def after(self, paths: list[str]) -> str:
         """The note on the new errors in `paths` once the editor's diagnostics settle ('' when none or off)."""
-        wait, settle = wait_settings(self._environ)
+        wait, settle = wait_settings()
         files = await self._files(paths) if wait > 0 else []
         if not files:
             return ""

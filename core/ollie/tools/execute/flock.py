@@ -29,9 +29,8 @@ def combine_classes(annotations: Iterable[str | None]) -> ParallelClass:
 class LockManager:
     """Session-wide shared/exclusive locks on one lock file under the session's lock dir."""
 
-    def __init__(self, lock_dir: Path, *, poll_interval: float = 0.005) -> None:
+    def __init__(self, lock_dir: Path) -> None:
         self.lock_dir = lock_dir
-        self._poll = poll_interval
 
     @contextlib.asynccontextmanager
     async def hold(self, parallel: ParallelClass, *, timeout: float | None = None) -> AsyncIterator[None]:
@@ -50,7 +49,7 @@ class LockManager:
         # a thread blocked in flock() could not be cancelled and would take the lock later.
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        delay = self._poll
+        delay = 0.005
         while True:
             try:
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)

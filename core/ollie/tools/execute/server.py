@@ -55,14 +55,12 @@ class ExecuteServer:
         env: dict[str, str] | None = None,
         sandbox: str = "default",
         lock_dir: Path | None = None,
-        output_limit: int = 64 * 1024,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._session_id = session_id
         self._cwd = Path(cwd)
         self._lock_dir = Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id
         self._env = dict(env or {})
-        self._output_limit = output_limit
         # Built at the first call or policy read (its module loads the sandbox's spawn machinery): listing the
         # tools, which a first request does, needs none of it.
         self._built_runner: Runner | None = None
@@ -89,7 +87,7 @@ class ExecuteServer:
             from ollie.tools.execute.runner import Runner
 
             self._built_runner = Runner(session_id=self._session_id, cwd=self._cwd, lock_dir=self._lock_dir,
-                                        session_env=self._env, output_limit=self._output_limit)
+                                        session_env=self._env)
         return self._built_runner
 
     def set_cwd(self, cwd: Path) -> None:

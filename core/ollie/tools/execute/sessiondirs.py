@@ -171,18 +171,17 @@ class SessionDirs:
         remove_tree(self.root)
 
 
-def sweep_stale(root: Path | None = None, *, now: float | None = None) -> list[Path]:
-    """Remove the session dirs under `root` (the runtime tmp root) no live process owns; returns them.
+def sweep_stale(*, now: float | None = None) -> list[Path]:
+    """Remove the session dirs under the runtime tmp root no live process owns; returns them.
 
-    A dir without an owner lock goes once older than UNOWNED_GRACE_S. The default root is checked to be ours
-    first (`runtime_root`): a planted symlink or dir is never swept.
+    A dir without an owner lock goes once older than UNOWNED_GRACE_S. The root is checked to be ours first
+    (`runtime_root`): a planted symlink or dir is never swept.
     """
     swept: list[Path] = []
-    if root is None:
-        try:
-            root = runtime_root()
-        except (SandboxError, OSError):
-            return swept  # the session's first step says what is wrong, naming the dir
+    try:
+        root = runtime_root()
+    except (SandboxError, OSError):
+        return swept  # the session's first step says what is wrong, naming the dir
     now = time.time() if now is None else now
     try:
         entries = list(os.scandir(root))

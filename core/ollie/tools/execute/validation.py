@@ -6,7 +6,6 @@ have endless spellings); the per-step process limit (cgroup `pids.max`) is what 
 
 from __future__ import annotations
 
-import functools
 import re
 import shlex
 import time
@@ -133,14 +132,13 @@ class Finding:
         return f"line {self.line}: {self.rule}: {self.excerpt!r}"
 
 
-@functools.lru_cache(maxsize=8)
 def _line_breaks(code: str) -> list[int]:
+    # Found once per code and passed down: a count per finding was quadratic on code with a finding on every line.
     return [m.start() for m in re.finditer("\n", code)]
 
 
-def _line_of(code: str, offset: int) -> int:
-    # Counted once per code: a count per finding was quadratic on code with a finding on every line.
-    return bisect_left(_line_breaks(code), offset) + 1
+def _line_of(breaks: list[int], offset: int) -> int:
+    return bisect_left(breaks, offset) + 1
 
 
 def _excerpt(text: str) -> str:
@@ -157,7 +155,7 @@ def _normalise_target(word: str) -> str:
     return target or word
 
 
-def _recursive_system_deletes(code: str) -> list[Finding]:
+def _recursive_system_deletes(code: str, breaks: list[int]) -> list[Finding]:
     """`rm -r`/`rm -rf` (any flag spelling) whose target is a system dir, `/`, or the home dir."""
     found: list[Finding] = []
     for match in _RM.finditer(code):
@@ -172,7 +170,7 @@ def _recursive_system_deletes(code: str) -> list[Finding]:
         targets = {_normalise_target(w) for w in words if not w.startswith("-")}
         if recursive and targets & _SYSTEM_PATHS:
             start = match.start(1)
-            found.append(Finding("recursive delete of a system path", _line_of(code, start), match.group(0).strip()))
+            found.append(Finding("recursive delete of a system path", _line_of(breaks, start), match.group(0).strip()))
     return found
 
 
@@ -319,10 +317,10 @@ def _spawns_unpaced(body: str) -> bool:
     return background and not paced
 
 
-def _shell_fork_bombs(code: str) -> list[Finding]:
+def _shell_fork_bombs(code: str, breaks: list[int]) -> list[Finding]:
     """Functions that run themselves in the background or into a pipe to themselves; endless loops that spawn."""
     clean = _without_redirects(code)
-    found = [Finding("fork bomb (the script re-runs itself in the background)", _line_of(code, m.start()),
+    found = [Finding("fork bomb (the script re-runs itself in the background)", _line_of(breaks, m.start()),
                      _excerpt(m.group(0))) for m in _SELF_SPAWN.finditer(clean)]
     functions = [(match, match.group(1) or match.group(2)) for match in _SH_FUNCTION.finditer(code)]
     if functions:
@@ -331,7 +329,7 @@ def _shell_fork_bombs(code: str) -> list[Finding]:
             end = closes.get(match.end() - 1, len(code))
             # Each call starting 2 more (`f|f`, `f & f`) or a call that outlives its caller (`f &`): unbounded spawning.
             if commands.body_spawns(name, match.end(), end):
-                found.append(Finding("fork bomb (a function that spawns itself)", _line_of(code, match.start()),
+                found.append(Finding("fork bomb (a function that spawns itself)", _line_of(breaks, match.start()),
                                      _excerpt(code[match.start(): end + 1])))
     # Up to the last `done`: a loop with none after it never matches, and each of many such ran to the end.
     last_done = max((m.end() for m in _DONE.finditer(code)), default=0)
@@ -339,13 +337,13 @@ def _shell_fork_bombs(code: str) -> list[Finding]:
         body = match.group(1)
         if _spawns_unpaced(body):
             found.append(Finding("fork bomb (an endless loop that backgrounds without waiting)",
-                                 _line_of(code, match.start()), _excerpt(match.group(0))))
+                                 _line_of(breaks, match.start()), _excerpt(match.group(0))))
     return found
 
 
-def _python_fork_loops(code: str) -> list[Finding]:
+def _python_fork_loops(code: str, breaks: list[int]) -> list[Finding]:
     """`while True:` blocks that call fork() and never wait for anything."""
-    headers = [(match, _line_of(code, match.start())) for match in _PY_ENDLESS.finditer(code)]
+    headers = [(match, _line_of(breaks, match.start())) for match in _PY_ENDLESS.finditer(code)]
     if not headers:
         return []
     lines = code.split("\n")
@@ -389,14 +387,14 @@ def _block_ends(lines: list[str], blocks: list[tuple[int, int]]) -> list[int]:
     return ends
 
 
-def _one_liners(code: str) -> list[Finding]:
+def _one_liners(code: str, breaks: list[int]) -> list[Finding]:
     """Findings in `perl -e '...'` and `python -c '...'` programs inside shell code."""
     found = []
     for match in _ONE_LINER.finditer(code):
         language = "perl" if match.group(1) == "perl" else "python3"
         program = match.group(2) if match.group(2) is not None else match.group(3).replace('\\"', '"')
         for finding in find_dangerous(program, language):
-            found.append(Finding(f"{finding.rule} (in a {match.group(1)} one-liner)", _line_of(code, match.start()),
+            found.append(Finding(f"{finding.rule} (in a {match.group(1)} one-liner)", _line_of(breaks, match.start()),
                                  finding.excerpt))
     return found
 
@@ -409,6 +407,7 @@ def _search_spans(code: str) -> list[tuple[int, int]]:
 def find_dangerous(code: str, language: str) -> list[Finding]:
     """Every dangerous pattern in `code` for `language` (universal, language rules, shell strings)."""
     findings: list[Finding] = []
+    breaks = _line_breaks(code)
     rules = UNIVERSAL + _BY_LANGUAGE.get(language, ARGV if language != "bash" else ())
     searched = _search_spans(code) if language == "bash" else []
     searched_starts = [start for start, _ in searched]
@@ -418,16 +417,16 @@ def find_dangerous(code: str, language: str) -> list[Finding]:
             inside = bisect_right(searched_starts, at) - 1  # the one search that may hold it (they never overlap)
             if inside >= 0 and at < searched[inside][1]:
                 continue
-            findings.append(Finding(rule.name, _line_of(code, match.start()), _excerpt(match.group(0))))
+            findings.append(Finding(rule.name, _line_of(breaks, match.start()), _excerpt(match.group(0))))
     if language in ("bash", "expect"):
-        findings += _recursive_system_deletes(code)
+        findings += _recursive_system_deletes(code, breaks)
     if language == "bash":
-        findings += _shell_fork_bombs(code) + _one_liners(code)
+        findings += _shell_fork_bombs(code, breaks) + _one_liners(code, breaks)
     if language == "python3":
-        findings += _python_fork_loops(code)
+        findings += _python_fork_loops(code, breaks)
     for offset, snippet in _shell_snippets(code, language):
-        line = _line_of(code, offset)
-        for finding in _recursive_system_deletes(snippet) + [
+        line = _line_of(breaks, offset)
+        for finding in _recursive_system_deletes(snippet, _line_breaks(snippet)) + [
             Finding(r.name, 1, m.group(0)) for r in BASH if (m := r.pattern.search(snippet))
         ]:
             findings.append(Finding(f"{finding.rule} (via a shell command)", line, finding.excerpt))
@@ -435,11 +434,7 @@ def find_dangerous(code: str, language: str) -> list[Finding]:
 
 
 class SessionBlocked(Exception):
-    """The session failed validation too often and is blocked until `until` (epoch seconds)."""
-
-    def __init__(self, until: float, message: str) -> None:
-        super().__init__(message)
-        self.until = until
+    """The session failed validation too often and is blocked for a while (the message says until when)."""
 
 
 def _utc(ts: float) -> str:
@@ -463,7 +458,6 @@ class ValidationGate:
         now = self._clock()
         if now < self._blocked_until:
             raise SessionBlocked(
-                self._blocked_until,
                 f"execution is blocked for this session until {_utc(self._blocked_until)} "
                 f"after {self._max} rejected programs within {self._window:g} s "
                 f"({self._blocked_until - now:.0f} s left)",

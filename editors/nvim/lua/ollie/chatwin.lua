@@ -104,17 +104,23 @@ function M.bar()
   return "%<" .. label .. (#hints > 0 and ("%#" .. (bar.hint_hl or "Comment") .. "# " .. esc(text) .. "%*") or "")
 end
 
----The transcript's statusline (`%!`): the chat's state and cost, then its session's title as the daemon gives it
----(the first prompt's words once that turn starts, a rename), cut at its end to fit the window.
----@return string
-function M.transcript_bar()
-  local win = vim.g.statusline_winid or vim.api.nvim_get_current_win()
-  local status = " " .. require("ollie").statusline()
-  local chat = require("ollie.chat").chats[vim.api.nvim_win_get_tabpage(win)]
-  local title = chat and chat.title:gsub("%c", " ") or ""
-  local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(status) - 4
+---What a statusline in `win` shows of the current tab's chat: "ollie: <state> $<cost>", and its session's title as
+---the daemon gives it (the first prompt's words once that turn starts, a rename), cut at its end to fit the window
+---("" when there is none or no room). The chat's own statusline and the public component both draw this.
+---@param win integer
+---@return string status, string title
+function M.status(win)
+  local c = require("ollie.chat").get(false)
+  if not (c and require("ollie.client").get()) then
+    return "", ""
+  end
+  local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", c.state, c.cost or 0)
+  local title = c.title:gsub("%c", " ")
+  -- A global statusline (laststatus=3) spans the editor, not the window it names.
+  local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)
+  local room = width - vim.fn.strdisplaywidth(status) - 5
   if title == "" or room < 2 then
-    return esc(status)
+    return status, ""
   end
   if vim.fn.strdisplaywidth(title) > room then
     repeat
@@ -122,7 +128,14 @@ function M.transcript_bar()
     until vim.fn.strdisplaywidth(title) < room
     title = title .. "…"
   end
-  return esc(status) .. " · %#OllieTitle#" .. esc(title) .. "%*"
+  return status, title
+end
+
+---The transcript's statusline (`%!`): M.status, the title in its own colour.
+---@return string
+function M.transcript_bar()
+  local status, title = M.status(vim.g.statusline_winid or vim.api.nvim_get_current_win())
+  return esc(" " .. status) .. (title ~= "" and (" · %#OllieTitle#" .. esc(title) .. "%*") or "")
 end
 
 ---Give a window a statusline (or winbar) drawn by M.bar.

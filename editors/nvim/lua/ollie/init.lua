@@ -275,14 +275,11 @@ function M.restart()
   end)
 end
 
----A statusline component for the current tab's chat: "ollie: <state> $<cost>".
+---A statusline component for the current tab's chat: "ollie: <state> $<cost> · <title>", the title cut to fit.
 ---@return string
 function M.statusline()
-  local c = chat.get(false)
-  if not (c and client.get()) then
-    return ""
-  end
-  return string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", c.state, c.cost or 0)
+  local status, title = require("ollie.chatwin").status(vim.g.statusline_winid or vim.api.nvim_get_current_win())
+  return title == "" and status or (status .. " · " .. title)
 end
 
 return M

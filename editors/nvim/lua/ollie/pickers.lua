@@ -240,7 +240,9 @@ function M.rename(title)
     if not s then
       return
     end
-    vim.ui.input({ prompt = "New title: ", default = s.title or "" }, function(text)
+    -- The old title is said, not typed in: as `default` it sat in the input, and what the user typed joined it.
+    local old = (type(s.title) == "string" and s.title ~= "") and (" “" .. s.title .. "”") or ""
+    vim.ui.input({ prompt = "Rename" .. old .. " to: " }, function(text)
       if text and vim.trim(text) ~= "" then
         rename_to(s.id, vim.trim(text))
       end

@@ -93,7 +93,8 @@ end
 
 ---ollie/saveDocuments: write the buffers the model just edited (only those: the user's other unsaved buffers stay
 ---unsaved), so the commands it runs next see its edits. `write!`: a file touched on disk since it was read (by an
----earlier step) must not stop the editor at a question; the buffer is what the model edited.
+---earlier step) must not stop the editor at a question; the buffer is what the model edited. (The daemon never edits,
+---so never has saved, a buffer that does not show what a step changed on disk: see docs/PROTOCOL.md.)
 M.handlers["ollie/saveDocuments"] = function(_, params)
   local saved = {}
   for _, uri in ipairs(type(params) == "table" and type(params.uris) == "table" and params.uris or {}) do

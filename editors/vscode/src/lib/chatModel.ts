@@ -44,8 +44,9 @@ export interface ChangedFile {
 }
 
 /** A prompt that is not (yet) a turn of its own: queued for after the running turn, injected into it, held by a
- * Stop (or a window reload) until the next prompt, or dropped (`/queued clear`). */
-export type PromptNote = "queued" | "injected" | "held" | "dropped";
+ * Stop (or a window reload) until the next prompt, dropped (`/queued clear`), waiting for the daemon that restarts,
+ * or unsent (that start failed: the prompt is back in the input). */
+export type PromptNote = "queued" | "injected" | "held" | "dropped" | "waiting" | "unsent";
 
 export type ChatItem =
   | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[] }

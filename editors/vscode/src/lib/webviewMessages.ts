@@ -75,6 +75,7 @@ export type ToWebview =
   | { type: "header"; header: Header }
   | { type: "onboarding"; onboarding: Onboarding | null }
   | { type: "chip"; chip: Chip }
+  | { type: "unsent"; text: string }
   | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);

@@ -76,6 +76,13 @@ export class Composer {
     this.input.focus();
   }
 
+  /** Put a prompt that was not sent back in the input, before what was typed since. */
+  putBack(text: string): void {
+    this.input.value = this.input.value.trim() ? `${text}\n${this.input.value}` : text;
+    this.refresh();
+    this.input.focus();
+  }
+
   private removeChip(id: string): void {
     this.chips = this.chips.filter((c) => c.id !== id);
     this.images = this.images.filter((i) => i.id !== id);

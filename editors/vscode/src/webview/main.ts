@@ -332,6 +332,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "chip":
       composer.addChip(message.chip);
       break;
+    case "unsent":
+      composer.putBack(message.text);
+      break;
     case "paths":
       for (const path of message.existing) knownPaths.set(path, true);
       for (const node of rendered.values()) if (node.dataset.kind === "assistant") decoratePaths(node);

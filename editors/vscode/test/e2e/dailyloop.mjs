@@ -6,7 +6,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, freePort, log, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFrame, freePort, log, openFile, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const CALC = "def add(a, b):\n    return a - b\n";
 const FIXED = "def add(a, b):\n    return a + b\n";
@@ -27,14 +27,6 @@ const script = [
   { text: "Documented." },
 ];
 
-async function open(page, name) {
-  await page.keyboard.press("Control+P");
-  await page.locator(".quick-input-widget input").fill(name);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
-  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor({ timeout: waitMs });
-}
-
 const dirty = (page, name) => page.locator(".tabs-container .tab.dirty", { hasText: name }).count();
 
 // Steps run without approval questions here (those are tested in run.mjs and review.mjs).
@@ -51,12 +43,12 @@ await withVSCode(
     await startLLM(script, { port });
     await waitForStatus(page, /Ollie: idle/);
     // The user has typed a line into notes.txt and not saved it.
-    await open(page, "notes.txt");
+    await openFile(page, "notes.txt");
     await page.locator(".monaco-editor .view-lines").first().click();
     await page.keyboard.press("Control+End");
     await page.keyboard.type("the user's unsaved line");
     await until("notes.txt dirty", async () => (await dirty(page, "notes.txt")) === 1);
-    await open(page, "calc.py");
+    await openFile(page, "calc.py");
 
     await runCommand(page, "Ollie: Ask");
     await page.locator(".quick-input-widget input").fill("fix add and run the tests");

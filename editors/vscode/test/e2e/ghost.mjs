@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { freePort, log, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { freePort, log, openFile, serverEnvFor, until, waitForStatus, withVSCode } from "./harness.mjs";
 
 const AREA = "def area(r):\n    return 3.14 * \n\nprint(area(2))\n";
 // Each typing pause may ask once: every one gets the same answer.
@@ -22,11 +22,7 @@ await withVSCode(
   async ({ page, workspace, startLLM, screenshot }) => {
     await startLLM(script, { port });
     await waitForStatus(page, /Ollie: idle/);
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("area.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "area.py" }).first().waitFor({ timeout: waitMs });
-    await page.keyboard.press("Enter");
-    await page.locator(".tabs-container .tab.active", { hasText: "area.py" }).waitFor({ timeout: waitMs });
+    await openFile(page, "area.py");
     // The cursor at the end of `    return 3.14 * `, as a user typing the expression.
     await page.locator(".monaco-editor .view-lines").first().click();
     await page.keyboard.press("Control+Home");

@@ -255,6 +255,15 @@ export async function runCommand(page, title) {
   await page.keyboard.press("Enter");
 }
 
+/** Open `name` from Quick Open (Ctrl+P) and wait until its tab is the active one. */
+export async function openFile(page, name) {
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor({ timeout: waitMs });
+}
+
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 export async function chatFrame(page) {
   return until("the chat webview", async () => {

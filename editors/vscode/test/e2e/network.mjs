@@ -5,6 +5,7 @@
 // Usage: node test/e2e/network.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as http from "node:http";
+import { fileURLToPath } from "node:url";
 import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real server on the host's loopback standing in for a remote host: the daemon's proxy maps the name to it.
@@ -15,7 +16,9 @@ const host = http.createServer((req, res) => {
 });
 await new Promise((resolve) => host.listen(0, "127.0.0.1", resolve));
 const target = `other.test:${host.address().port}`;
+// The daemon resolves the name by OLLIE_TEST_NET_HOSTS through the sitecustomize of ollie.testing.nethosts.env.
 process.env.OLLIE_TEST_NET_HOSTS = "other.test=127.0.0.1";
+process.env.PYTHONPATH = fileURLToPath(new URL("../../../../core/ollie/testing/site", import.meta.url));
 // `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
 process.env.OLLIE_APPROVAL = "auto";
 

@@ -1,0 +1,74 @@
+// E2E in real VS Code (code-server): a prompt typed while the daemon restarts (Ollie: Restart, a settings change)
+// waits for the new daemon and goes to the chat's session, resumed there (it was answered "the ollie daemon is not
+// running", and lost). A start that fails answers it with the start's error, and the prompt is back in the input.
+//
+// Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
+// is typed while the restart is surely under way.
+//
+// Usage: node test/e2e/restart.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { daemon, log, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+
+const gate = path.join(work, "gate");
+fs.mkdirSync(gate);
+const STARTS = 3;
+for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
+const gateScript = path.join(gate, "ollie-lsp-gate");
+fs.writeFileSync(gateScript, `#!/bin/sh
+n=$(($(cat '${gate}/count' 2>/dev/null || echo 0) + 1))
+echo $n > '${gate}/count'
+touch '${gate}/started-'$n
+read verdict < '${gate}/verdict-'$n
+[ "$verdict" = go ] && exec '${daemon}' "$@"
+echo "start $n failed: the test said so" >&2
+exit 3
+`, { mode: 0o755 });
+
+/** Wait until the daemon's `n`th start is under way (at the gate), then let it run ("go") or fail. */
+async function release(n, verdict) {
+  await until(`start ${n} of the daemon`, () => fs.existsSync(path.join(gate, `started-${n}`)));
+  await fs.promises.writeFile(path.join(gate, `verdict-${n}`), `${verdict}\n`);
+}
+
+const script = [{ text: "The first answer." }, { text: "The answer after the restart." }];
+
+await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
+  const chat = await openChat(page);
+  await release(1, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  await send(chat, "Say something.");
+  await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
+
+  // 1. Typed while Restart's new daemon starts: sent once it is up, to this chat's session (resumed there).
+  await runCommand(page, "Ollie: Restart");
+  await until("the restart's start", () => fs.existsSync(path.join(gate, "started-2")));
+  await send(chat, "And after the restart?");
+  // Shown at once, noted as waiting for the daemon (it vanished until the daemon was up).
+  await chat.locator(".item.user", { hasText: "And after the restart?" }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+  await screenshot("typed-during-restart");
+  await release(2, "go");
+  await chat.locator(".item.assistant", { hasText: "The answer after the restart." }).waitFor({ timeout: waitMs });
+  const users = await chat.locator(".item.user").allTextContents();
+  if (users.join("|") !== "Say something.|And after the restart?") {
+    throw new Error(`the chat's prompts are ${JSON.stringify(users)}: not the resumed session with the new prompt once`);
+  }
+  const notices = await chat.locator(".item.notice").allTextContents();
+  if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
+  await screenshot("answered-after-restart");
+  log("a prompt typed during Restart was sent once the daemon was up, in the chat's session");
+
+  // 2. A start that fails: the prompt typed meanwhile is answered with the start's error and is back in the input.
+  await runCommand(page, "Ollie: Restart");
+  await until("the second restart's start", () => fs.existsSync(path.join(gate, "started-3")));
+  await send(chat, "Will this be lost?");
+  await release(3, "fail");
+  await chat.locator(".item.notice.error", { hasText: "The daemon failed to start" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice.error", { hasText: "Your prompt was not sent: it is back in the input." }).waitFor({ timeout: waitMs });
+  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Will this be lost?", { timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Will this be lost?" }).locator(".meta", { hasText: "unsent" }).waitFor({ timeout: waitMs });
+  await screenshot("start-failed");
+  log("a prompt typed during a start that failed got the start's error and is back in the input");
+});
