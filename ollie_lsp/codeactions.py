@@ -121,8 +121,11 @@ def problems_text(diagnostics: list[dict[str, Any]]) -> str:
     """One line per diagnostic: where, what, and who says so."""
     lines = []
     for diagnostic in diagnostics:
-        line = ((diagnostic.get("range") or {}).get("start") or {}).get("line")
-        where = f"line {line + 1}: " if isinstance(line, int) else ""
+        # The client's JSON, any shape: a range that is no object leaves the line out (it failed as an internal error).
+        rng = diagnostic.get("range")
+        start = rng.get("start") if isinstance(rng, dict) else None
+        line = start.get("line") if isinstance(start, dict) else None
+        where = f"line {line + 1}: " if isinstance(line, int) and not isinstance(line, bool) else ""
         source = diagnostic.get("source")
         code = diagnostic.get("code")
         who = " ".join(str(x) for x in (source, code) if x not in (None, ""))

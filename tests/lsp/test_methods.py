@@ -175,6 +175,28 @@ async def test_execute_command_mirrors_the_methods(start_daemon, llm):
     assert caught.value.code == -32001
 
 
+async def test_a_code_action_argument_of_any_shape_is_answered(start_daemon, llm):
+    """`ollie.codeAction`'s argument comes back from the client: a diagnostic whose range is no object failed as an
+    internal error (AttributeError); it is a diagnostic without a line now, and a non-object one is -32602."""
+    llm.script(Reply.text("fixed"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "a.py").write_text("x = 1\n")
+    args = {"action": "fix", "uri": (daemon.workspace / "a.py").as_uri(),
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
+
+    async def execute(diagnostics):
+        return await asyncio.wait_for(daemon.client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="ollie.codeAction", arguments=[{**args, "diagnostics": diagnostics}])), 30)
+
+    result = await execute([{"range": "x", "message": "bad range"}, {"range": {"start": True}, "message": "odd"}])
+    assert result["stop"] == "end" and result["reply"] == "fixed"
+    prompt = [m for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"][-1]["content"]
+    assert "- bad range\n- odd" in prompt, prompt
+    with pytest.raises(JsonRpcException) as caught:
+        await execute(["junk"])
+    assert caught.value.code == -32602 and "diagnostics[0]" in caught.value.message
+
+
 async def test_initialization_options_are_honoured(start_daemon, llm, tmp_path):
     llm.script(Reply.text("ok"))
     env = llm.env()
