@@ -37,6 +37,18 @@ async function release(n, verdict) {
   await fs.promises.writeFile(path.join(gate, `verdict-${n}`), `${verdict}\n`);
 }
 
+/** Type `text` while a start is under way (at the gate): it shows at once, noted as waiting for the daemon. */
+async function sendWhileStarting(chat, text) {
+  await send(chat, text);
+  await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+}
+
+/** Fail when the chat says the daemon was not running (or the session not found): the prompt was not held. */
+async function noNotRunning(chat) {
+  const notices = await chat.locator(".item.notice").allTextContents();
+  if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
+}
+
 const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." }];
 
 await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
@@ -50,9 +62,7 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await runCommand(page, "Ollie: Restart");
   await until("the restart's start", () => fs.existsSync(path.join(gate, "started-2")));
   await waitForStatus(page, /Ollie: starting/);
-  await send(chat, "And after the restart?");
-  // Shown at once, noted as waiting for the daemon (it vanished until the daemon was up).
-  await chat.locator(".item.user", { hasText: "And after the restart?" }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+  await sendWhileStarting(chat, "And after the restart?");  // (it vanished until the daemon was up)
   await screenshot("typed-during-restart");
   await release(2, "go");
   await chat.locator(".item.assistant", { hasText: "The answer after the restart." }).waitFor({ timeout: waitMs });
@@ -60,16 +70,14 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   if (users.join("|") !== "Say something.|And after the restart?") {
     throw new Error(`the chat's prompts are ${JSON.stringify(users)}: not the resumed session with the new prompt once`);
   }
-  const notices = await chat.locator(".item.notice").allTextContents();
-  if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
+  await noNotRunning(chat);
   await screenshot("answered-after-restart");
   log("a prompt typed during Restart was sent once the daemon was up, in the chat's session");
 
   // 2. A start that fails: the prompt typed meanwhile is answered with the start's error and is back in the input.
   await runCommand(page, "Ollie: Restart");
   await until("the second restart's start", () => fs.existsSync(path.join(gate, "started-3")));
-  await send(chat, "Will this be lost?");
-  await chat.locator(".item.user", { hasText: "Will this be lost?" }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+  await sendWhileStarting(chat, "Will this be lost?");
   await release(3, "fail");
   // What ran, how it ended and what it said, and what to do.
   const failed = chat.locator(".item.notice.error", { hasText: "Ollie's daemon did not start" });
@@ -93,13 +101,11 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   process.kill(Number(fs.readFileSync(path.join(gate, "pid-4"), "utf8")), "SIGKILL");
   await until("the client's own restart", () => fs.existsSync(path.join(gate, "started-5")));
   await waitForStatus(page, /Ollie: starting/);
-  await send(chat, "And after the crash?");
-  await chat.locator(".item.user", { hasText: "And after the crash?" }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+  await sendWhileStarting(chat, "And after the crash?");
   await screenshot("typed-during-crash-restart");
   await release(5, "go");
   await chat.locator(".item.assistant", { hasText: "The answer after the crash." }).waitFor({ timeout: waitMs });
-  const afterCrash = await chat.locator(".item.notice").allTextContents();
-  if (afterCrash.some((text) => /not running/.test(text))) throw new Error(`the chat says ${JSON.stringify(afterCrash)}`);
+  await noNotRunning(chat);
   await screenshot("answered-after-crash");
   log("a prompt typed while the client restarted the crashed daemon was sent once it was up");
 });
