@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -52,7 +53,7 @@ from ollie.paths import agents_dirs, sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
-from ollie.sessions.types import Channel, Info, ListOptions
+from ollie.sessions.types import Channel, Info, ListOptions, SortKey, sort_key
 from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
@@ -215,22 +216,18 @@ class OllieAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
         """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times."""
-        try:
-            offset = int(cursor or 0)
-        except ValueError:
-            raise RequestError.invalid_params({"cursor": f"not a cursor of this agent: {cursor!r}"}) from None
+        after = _cursor_key(cursor)
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
         want = str(Path(cwd).expanduser().resolve()) if cwd else None
         sessions: list[SessionInfo] = []
-        more = True
-        # The registry does not know directories: page through it until a page of matches is found.
-        while more and len(sessions) < LIST_PAGE:
+        # The registry does not know directories: page through it until a page of matches is found. Pages go by sort
+        # key, not count: a row the registry leaves out (written by no ollie) neither ends the listing nor shifts it.
+        while True:
             with store_errors(None):
                 # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's session list.
-                options = ListOptions(limit=LIST_PAGE + 1, offset=offset, exclude_unused=True)
-                infos = await self._records.run(self._records.list, options)
-                page, more = infos[:LIST_PAGE], len(infos) > LIST_PAGE
+                options = ListOptions(limit=LIST_PAGE, after=after, exclude_unused=True)
+                page, after = await self._records.run(self._records.page, options)
                 cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
             for index, info in enumerate(page):
                 where = cwds.get(info.id, "")
@@ -239,12 +236,10 @@ class OllieAgent:
                                                 title=_listed_title(info, self._records.user),
                                                 updated_at=_iso(info.last_active or info.created_at)))
                 if len(sessions) == LIST_PAGE:
-                    more = more or index + 1 < len(page)
-                    offset += index + 1
-                    break
-            else:
-                offset += len(page)
-        return ListSessionsResponse(sessions=sessions, next_cursor=str(offset) if more else None)
+                    more = after is not None or index + 1 < len(page)
+                    return ListSessionsResponse(sessions=sessions, next_cursor=_cursor(info) if more else None)
+            if after is None:
+                return ListSessionsResponse(sessions=sessions)
 
     async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
                     mcp: dict[str, ServerSpec] | None = None, owner: str = "") -> AcpSession:
@@ -383,6 +378,23 @@ def _directory(cwd: str) -> Path:
     if not path.is_absolute() or not path.is_dir():
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
     return path.resolve()
+
+
+def _cursor(info: Info) -> str:
+    """session/list's cursor for the sessions after `info`: its sort key, "<last active, unix micros>:<id>"."""
+    active, session_id = sort_key(info)
+    return f"{'' if active is None else active}:{session_id}"
+
+
+def _cursor_key(cursor: str | None) -> SortKey | None:
+    """The sort key a session/list cursor names (None: the first page); invalid params when it is none of ours."""
+    if not cursor:
+        return None
+    found = re.fullmatch(r"(-?\d{1,19})?:(.+)", cursor, re.ASCII | re.DOTALL)
+    active = int(found[1]) if found and found[1] else None
+    if found is None or (active is not None and not -(2**63) <= active < 2**63):  # the stores' BIGINT
+        raise RequestError.invalid_params({"cursor": f"not a cursor of this agent: {cursor!r}"})
+    return active, found[2]
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

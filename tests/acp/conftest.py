@@ -104,6 +104,16 @@ class Agent:
         prompt = [acp.text_block(b) if isinstance(b, str) else b for b in blocks]
         return await asyncio.wait_for(self.conn.prompt(session_id=session_id, prompt=prompt), timeout)
 
+    async def list_pages(self) -> list[list[str]]:
+        """The session ids of each session/list page, following the cursors to the end."""
+        pages: list[list[str]] = []
+        cursor = None
+        while cursor is not None or not pages:
+            listed = await asyncio.wait_for(self.conn.list_sessions(cursor=cursor), 30)
+            pages.append([s.session_id for s in listed.sessions])
+            cursor = listed.next_cursor
+        return pages
+
 
 @pytest_asyncio.fixture
 async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
@@ -137,6 +147,27 @@ async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Call
             return agent
 
         yield start
+
+
+HAND_COLUMNS = "(id, agent_id, user_id, kind, title, created_at, last_active)"
+
+
+def hand_written_sessions(user: str) -> tuple[list[tuple[object, ...]], list[str]]:
+    """Rows of the sessions table (HAND_COLUMNS) as written by hand: 101 sessions of `user` to list, over three pages of
+    session/list, the last three never active, and among them four no ollie writes (a time past year 9999, an unknown
+    kind, a 5,000-byte title); and the ids a listing gives, in order."""
+    base = 1_700_000_000_000_000
+    rows: list[tuple[str, str, object]] = [("chat", "late", 9 * 10**18)]  # (kind, title, last active)
+    for n in range(101):
+        rows.append(("chat", f"hand {n}", base - n * 1000 if n < 98 else None))
+        if n in (9, 48, 98):
+            malformed = {9: ("boss", "bossy", base - n * 1000 - 500), 48: ("chat", "x" * 5000, base - n * 1000 - 500),
+                         98: ("boss", "never active", None)}
+            rows.append(malformed[n])
+    # Ids falling with the order: the sessions never active list by id, descending.
+    table = [(f"1-hand{500 - i}", "default", user, kind, title, 1, active) for i, (kind, title, active) in enumerate(rows)]
+    listed = [row[0] for row in table if row[3] == "chat" and row[4].startswith("hand")]
+    return table, listed
 
 
 def _sleepers(marker: str) -> list[int]:

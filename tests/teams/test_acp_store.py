@@ -261,3 +261,20 @@ async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_on
     with pytest.raises(acp.RequestError) as caught:
         await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     assert caught.value.code == -32602 and "session title is 5000 bytes" in str(caught.value.data), caught.value
+
+
+async def test_session_list_pages_past_a_teammates_hand_written_records(start_agent, scripted_llm, store_url):
+    # Pages went by row count: a shared row no ollie writes, which the registry leaves out, ended every team member's
+    # listing after its first page, or shifted the next page's start by one, and a session was never listed.
+    import psycopg
+
+    from tests.acp.conftest import HAND_COLUMNS, hand_written_sessions
+
+    llm = scripted_llm("openai")
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    assert await bob.list_pages() == [[]]  # the store's schema made
+    rows, listed = hand_written_sessions("alice")
+    with psycopg.connect(store_url) as conn, conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO sessions {HAND_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
+        conn.execute("UPDATE sessions SET team = 'backend'")
+    assert await bob.list_pages() == [listed[:50], listed[50:100], listed[100:]]

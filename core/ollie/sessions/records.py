@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ollie.sessions.types import Info, ListOptions, Scope, os_user
+from ollie.sessions.types import Info, ListOptions, Scope, SortKey, os_user
 
 if TYPE_CHECKING:
     from ollie.sessions.registry import Registry
@@ -73,3 +73,8 @@ class UserRecords:
         """The user's sessions of every agent matching `options`, most recently active first."""
         with self._errors("", ""):
             return self.registry.list(self.scope, options)
+
+    def page(self, options: ListOptions) -> tuple[list[Info], SortKey | None]:
+        """list(), and the key its next page starts after (None: no more); see Registry.page."""
+        with self._errors("", ""):
+            return self.registry.page(self.scope, options)

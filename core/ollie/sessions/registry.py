@@ -25,7 +25,9 @@ from ollie.sessions.types import (
     ListOptions,
     Request,
     Scope,
+    SortKey,
     TurnResult,
+    sort_key,
     to_micros,
     utcnow,
     validate_title,
@@ -181,21 +183,31 @@ class Registry:
             where.append("archived = 0")
         if opts.exclude_unused:
             where.append("(last_turn_started_at IS NOT NULL OR title <> '')")
+        if opts.after is not None:
+            clause, after = store.after(opts.after)
+            where.append(clause)
+            params += after
         return where, params
 
-    def _select(self, where: list[str], params: list[object], opts: ListOptions) -> list[Info]:
+    def _select(self, where: list[str], params: list[object], opts: ListOptions) -> tuple[list[Info], SortKey | None]:
         with self._store.reading() as conn:
             rows = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
+        # The last row read, listed or left out: where the next page starts while a full page came back.
+        last = sort_key(rows[-1]) if rows and len(rows) == opts.limit else None
         infos = []
         for row in rows:
             try:
                 infos.append(row.validate())
             except InvalidSessionError as exc:  # written by no ollie (a teammate's hand): the others still list
                 log.warning("session %s left out of the listing: %s", row.id, exc)
-        return infos
+        return infos, last
 
     def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
         """The scope's sessions matching `opts`, most recently active first."""
+        return self.page(scope, opts)[0]
+
+    def page(self, scope: Scope, opts: ListOptions | None = None) -> tuple[list[Info], SortKey | None]:
+        """list(), and the key the next page starts after (ListOptions.after); None when no more rows follow."""
         opts = opts or ListOptions()
         _require_user(scope.user_id)
         teams = sorted(self.teams)

@@ -15,7 +15,7 @@ from ollie import paths
 from ollie.sessions.errors import SessionError
 from ollie.sessions.schema import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
 from ollie.sessions.schema import pending
-from ollie.sessions.types import COLUMNS, Info
+from ollie.sessions.types import COLUMNS, Info, SortKey
 
 DB_NAME = "sessions.db"
 
@@ -207,10 +207,19 @@ def fetch(conn: Conn, session_id: str) -> Info | None:
     return row_info(row) if row else None
 
 
+def after(key: SortKey) -> tuple[str, list[object]]:
+    """The clause for the rows listed after `key`: a page's start that rows left out of a listing cannot shift."""
+    active, session_id = key
+    if active is None:
+        return "(last_active IS NULL AND id < ?)", [session_id]
+    return "(last_active < ? OR last_active IS NULL OR (last_active = ? AND id < ?))", [active, active, session_id]
+
+
 def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
            ) -> list[Info]:
     """Rows matching all `where` clauses, most recently active first."""
-    sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC, id DESC"
+    # NULLS LAST: PostgreSQL sorts NULL first in DESC, SQLite last; `after` needs one order in both.
+    sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC NULLS LAST, id DESC"
     args = list(params)
     if limit or offset:
         sql += f" LIMIT {'?' if limit > 0 else conn.no_limit} OFFSET ?"

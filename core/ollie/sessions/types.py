@@ -105,6 +105,10 @@ def from_micros(micros: int | None) -> datetime | None:
     return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
 
 
+# Where a row sorts in a listing: its last_active as stored (unix micros) and its id.
+SortKey = tuple[int | None, str]
+
+
 @dataclass(repr=False)
 class Info:
     """Metadata of one agent session; crosses the store boundary via row()/from_row()."""
@@ -179,6 +183,14 @@ class Info:
 # The store's columns of an Info (the team is a column beside them: Registry.share); these differ in type there (unix
 # microseconds, plain strings).
 COLUMNS = tuple(f.name for f in fields(Info) if f.name != "team")
+
+
+def sort_key(info: Info) -> SortKey:
+    """Where a row sorts in a listing: its last_active as stored (micros, None, or what a hand wrote) and its id."""
+    active = info.last_active
+    return (to_micros(active) if isinstance(active, datetime) else active, info.id)
+
+
 _TIME_FIELDS = ("created_at", "last_active", "last_turn_started_at", "last_turn_completed_at")
 _ENUM_FIELDS: dict[str, type[StrEnum]] = {"channel": Channel, "kind": Kind, "last_turn_result": TurnResult}
 
@@ -228,3 +240,5 @@ class ListOptions:
     exclude_unused: bool = False
     limit: int = 0
     offset: int = 0
+    # Only the sessions listed after this sort key (store.sort_key): the next page of a listing.
+    after: SortKey | None = None

@@ -1,8 +1,9 @@
 // The ollie-lsp daemon as a language client: start, stop, restart, requests and notifications.
 
+import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature, TransportKind } from "vscode-languageclient/node";
+import { CloseAction, LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature } from "vscode-languageclient/node";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
 import { daemonSettings, settingValue } from "./lib/settings";
@@ -14,6 +15,42 @@ function isExecutable(file: string): boolean {
     return fs.statSync(file).isFile();
   } catch {
     return false;
+  }
+}
+
+// How much of a daemon's last stderr a failed start quotes (its traceback's last lines; the output has it whole).
+const STDERR_TAIL = 600;
+
+/** One spawned daemon process: how it ended, and the end of what it wrote to stderr. */
+class DaemonProcess {
+  private tail = "";
+  private readonly ended: Promise<string>;
+
+  constructor(readonly commandLine: string, readonly process: cp.ChildProcess) {
+    process.stderr?.on("data", (data: Buffer) => (this.tail = (this.tail + data.toString()).slice(-STDERR_TAIL)));
+    this.ended = new Promise((resolve) => {
+      process.on("error", (err) => resolve(`could not be run (${err.message})`));
+      process.on("exit", (code, signal) => resolve(signal ? `was killed by ${signal}` : `exited with code ${code}`));
+    });
+  }
+
+  /** End it if it still runs in 2 s (the client does so only for processes it spawned itself). */
+  endSoon(): void {
+    setTimeout(() => {
+      if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill();
+    }, 2000).unref();
+  }
+
+  /** Why a start failed, in the user's words: the command, how it ended, its last stderr, and what to do. */
+  async failure(err: unknown): Promise<string> {
+    // The client gives up when the daemon's output closes: its exit follows at once (the timer: one that lingers).
+    let timer: NodeJS.Timeout | undefined;
+    const lingering = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`did not answer (${String(err)})`), 2000)));
+    const how = await Promise.race([this.ended, lingering]);
+    clearTimeout(timer);
+    const said = this.tail.trim() ? `: "…${this.tail.trim().split("\n").slice(-3).join(" ")}"` : "";
+    return `Ollie's daemon did not start: \`${this.commandLine}\` ${how}${said}. Check the "ollie.serverCommand" ` +
+      `setting (and that the ollie it runs works), see the "Ollie" output for all it said, then run "Ollie: Restart".`;
   }
 }
 
@@ -45,6 +82,8 @@ const noWindowProgress: StaticFeature = {
 /** Owns the LanguageClient that runs `ollie-lsp`; fires typed events for its notifications. */
 export class Daemon implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  // The process the client runs now (each start, and the client's own restart after a crash, spawns another).
+  private process: DaemonProcess | undefined;
   // A client cannot be stopped while it starts: stop() waits for this first.
   private starting: Promise<void> | undefined;
   // Bumped by every start and stop: a start still reading the stored keys when another began gives up.
@@ -56,6 +95,7 @@ export class Daemon implements vscode.Disposable {
   private readonly stateEmitter = new vscode.EventEmitter<StateChanged>();
   private readonly runningEmitter = new vscode.EventEmitter<boolean>();
   private readonly failedEmitter = new vscode.EventEmitter<string>();
+  private readonly startingEmitter = new vscode.EventEmitter<boolean>();
   /** Every `ollie/event`, in order. */
   readonly onEvent = this.eventEmitter.event;
   /** Every `ollie/stateChanged`. */
@@ -64,6 +104,8 @@ export class Daemon implements vscode.Disposable {
   readonly onRunning = this.runningEmitter.event;
   /** Fires with what to do when the daemon could not be started (not installed, failed at start). */
   readonly onStartFailed = this.failedEmitter.event;
+  /** Fires true when a start (a restart's, the client's own after a crash) begins, false when it is over. */
+  readonly onStartUnderWay = this.startingEmitter.event;
 
   private readonly handlers = new Map<string, RequestHandler>();
   private readonly extraOptions: Record<string, unknown> = {};
@@ -101,8 +143,11 @@ export class Daemon implements vscode.Disposable {
 
   private underWay(startup: Promise<boolean>): Promise<boolean> {
     this.startup = startup;
+    this.startingEmitter.fire(true);
     const done = (): void => {
-      if (this.startup === startup) this.startup = undefined;
+      if (this.startup !== startup) return;
+      this.startup = undefined;
+      this.startingEmitter.fire(false);
     };
     startup.then(done, done);
     return startup;
@@ -150,17 +195,24 @@ export class Daemon implements vscode.Disposable {
     if (generation !== this.generation) return false;
     // With no folder open, the editor's own working directory (`/`, the app's dir) would be the sessions': home is.
     const cwd = startFolder();
-    const serverOptions: ServerOptions = {
-      command: resolved.command,
-      args: resolved.args,
-      transport: TransportKind.stdio,
-      options: { cwd, env: { ...process.env, ...settings.serverEnv, ...secretEnv } },
+    const env = { ...process.env, ...settings.serverEnv, ...secretEnv };
+    const commandLine = [resolved.command, ...resolved.args].join(" ");
+    // Spawned here, not by the client: a failed start can then say how the process ended and what it said.
+    const serverOptions: ServerOptions = async () => {
+      this.process = new DaemonProcess(commandLine, cp.spawn(resolved.command, resolved.args, { cwd, env }));
+      return this.process.process;
     };
     const clientOptions: LanguageClientOptions = {
       // Every file document is synced: the model's file tools read unsaved buffers and edit them
       // through workspace/applyEdit (ollie serves no language features for them).
       documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
+      // A daemon that ends while it starts is not started again (it would fail the same way, four more times, each
+      // time as a crash); one that crashed once running is, as by the client's default.
+      errorHandler: {
+        error: (error, message, count) => restarts.error(error, message, count),
+        closed: () => (client.state === State.Starting ? { action: CloseAction.DoNotRestart, handled: true } : restarts.closed()),
+      },
       initializationOptions: {
         ...this.extraOptions,
         agent: settings.agent,
@@ -170,6 +222,7 @@ export class Daemon implements vscode.Disposable {
     };
     this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")}`.trim());
     const client = new LanguageClient("ollie", "Ollie", serverOptions, clientOptions);
+    const restarts = client.createDefaultErrorHandler();
     client.registerFeature(noWindowProgress);
     // LSP 3.18 inline completions are a proposed feature in vscode-languageclient 9: registered, the client declares
     // them and provides the daemon's ghost text in every file editor (ollie's code actions need nothing: standard).
@@ -193,7 +246,10 @@ export class Daemon implements vscode.Disposable {
     client.onDidChangeState((change) => {
       // A client replaced by a restart reports its stop late: only the current one's stop is news.
       if (this.client !== client) return;
-      if (change.newState === State.Stopped) {
+      if (change.newState === State.Starting && this.crashed) {
+        // The client restarts the crashed daemon by itself: a request made meanwhile waits for it, as for ours.
+        void this.underWay(this.clientRestart(client));
+      } else if (change.newState === State.Stopped) {
         // Not stop(): it forgets the client first. The daemon exited by itself; the client may start it again.
         this.crashed = true;
         this.log.error("ollie-lsp stopped unexpectedly");
@@ -209,15 +265,39 @@ export class Daemon implements vscode.Disposable {
     try {
       this.starting = client.start();
       await this.starting;
+      // A daemon that ends while it starts (not to be restarted) resolves the client's start as if it had started.
+      if (client.state !== State.Running) throw new Error("its connection closed");
     } catch (err) {
-      this.log.error(`ollie-lsp failed to start: ${String(err)}`);
-      this.startError = `The daemon failed to start (${String(err)}): see the "Ollie" output, then run "Ollie: Restart".`;
-      this.failedEmitter.fire(this.startError);
-      void vscode.window.showErrorMessage(`Ollie: the daemon failed to start (${String(err)}). See the "Ollie" output.`);
+      await this.failed(err);
       return false;
     }
     this.runningEmitter.fire(true);
     return true;
+  }
+
+  /** The client's own restart of a crashed daemon, to its end: whether the daemon runs again. */
+  private async clientRestart(client: LanguageClient): Promise<boolean> {
+    const state = await new Promise<State>((resolve) => {
+      const watch = client.onDidChangeState((change) => {
+        if (change.newState === State.Starting) return;
+        watch.dispose();
+        resolve(change.newState);
+      });
+    });
+    if (state === State.Running) return true;
+    if (this.client === client) await this.failed(new Error("the restart after a crash failed"));
+    return false;
+  }
+
+  /** Say why the start failed: in the chat (a prompt waiting for it gets this too), a message and the output. */
+  private async failed(err: unknown): Promise<void> {
+    this.startError = (await this.process?.failure(err)) ?? `Ollie's daemon did not start (${String(err)}).`;
+    this.log.error(`ollie-lsp failed to start: ${String(err)}`);
+    this.failedEmitter.fire(this.startError);
+    void vscode.window.showErrorMessage(this.startError, "Open Settings", "Show Output").then((choice) => {
+      if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "ollie.serverCommand");
+      if (choice === "Show Output") this.log.show();
+    });
   }
 
   /** Stop the daemon (its sessions are saved by the daemon itself). */
@@ -233,6 +313,7 @@ export class Daemon implements vscode.Disposable {
         this.log.warn(`stopping ollie-lsp: ${String(err)}`);
       }
     }
+    this.process?.endSoon();
     this.runningEmitter.fire(false);
   }
 
@@ -273,5 +354,6 @@ export class Daemon implements vscode.Disposable {
     this.stateEmitter.dispose();
     this.runningEmitter.dispose();
     this.failedEmitter.dispose();
+    this.startingEmitter.dispose();
   }
 }

@@ -12,7 +12,7 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
   item.name = "Ollie";
   item.command = "ollie.chat.focus";
   const show = (status: SessionStatus) => {
-    item.text = statusBarText(status.state, status.cost, daemon.running);
+    item.text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay);
     item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
   };
   show(conversation.status);
@@ -22,5 +22,5 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
     reset: () => show(conversation.status),
     statusChanged: show,
   });
-  return [item, subscription];
+  return [item, subscription, daemon.onStartUnderWay(() => show(conversation.status))];
 }

@@ -20,8 +20,8 @@ export function formatCost(cost: unknown): string {
 }
 
 /** The status bar text: codicon, state, and the cost when there is one. */
-export function statusBarText(state: string, cost: unknown, connected: boolean): string {
-  if (!connected) return "$(circle-slash) Ollie: stopped";
+export function statusBarText(state: string, cost: unknown, connected: boolean, starting = false): string {
+  if (!connected) return starting ? "$(sync~spin) Ollie: starting" : "$(circle-slash) Ollie: stopped";
   const icon = state === "idle" || state === "" ? "$(comment-discussion)" : "$(sync~spin)";
   const price = formatCost(cost);
   return `${icon} Ollie: ${describeState(state)}${price ? ` · ${price}` : ""}`;

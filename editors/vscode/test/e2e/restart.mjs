@@ -1,6 +1,9 @@
 // E2E in real VS Code (code-server): a prompt typed while the daemon restarts (Ollie: Restart, a settings change)
 // waits for the new daemon and goes to the chat's session, resumed there (it was answered "the ollie daemon is not
 // running", and lost). A start that fails answers it with the start's error, and the prompt is back in the input.
+// The status bar says "starting" meanwhile (it said "stopped"); a failed start says how the daemon's command ended and
+// what it printed (it said the language client's "Pending response rejected since connection got disposed"); a
+// prompt typed while the language client restarts a crashed daemon by itself waits for it too.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -14,12 +17,13 @@ import { daemon, log, openChat, runCommand, send, until, waitForStatus, waitMs, 
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 3;
+const STARTS = 5;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
 const gateScript = path.join(gate, "ollie-lsp-gate");
 fs.writeFileSync(gateScript, `#!/bin/sh
 n=$(($(cat '${gate}/count' 2>/dev/null || echo 0) + 1))
 echo $n > '${gate}/count'
+echo $$ > '${gate}/pid-'$n
 touch '${gate}/started-'$n
 read verdict < '${gate}/verdict-'$n
 [ "$verdict" = go ] && exec '${daemon}' "$@"
@@ -33,7 +37,19 @@ async function release(n, verdict) {
   await fs.promises.writeFile(path.join(gate, `verdict-${n}`), `${verdict}\n`);
 }
 
-const script = [{ text: "The first answer." }, { text: "The answer after the restart." }];
+/** Type `text` while a start is under way (at the gate): it shows at once, noted as waiting for the daemon. */
+async function sendWhileStarting(chat, text) {
+  await send(chat, text);
+  await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+}
+
+/** Fail when the chat says the daemon was not running (or the session not found): the prompt was not held. */
+async function noNotRunning(chat) {
+  const notices = await chat.locator(".item.notice").allTextContents();
+  if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
+}
+
+const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." }];
 
 await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
   const chat = await openChat(page);
@@ -45,9 +61,8 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   // 1. Typed while Restart's new daemon starts: sent once it is up, to this chat's session (resumed there).
   await runCommand(page, "Ollie: Restart");
   await until("the restart's start", () => fs.existsSync(path.join(gate, "started-2")));
-  await send(chat, "And after the restart?");
-  // Shown at once, noted as waiting for the daemon (it vanished until the daemon was up).
-  await chat.locator(".item.user", { hasText: "And after the restart?" }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: starting/);
+  await sendWhileStarting(chat, "And after the restart?");  // (it vanished until the daemon was up)
   await screenshot("typed-during-restart");
   await release(2, "go");
   await chat.locator(".item.assistant", { hasText: "The answer after the restart." }).waitFor({ timeout: waitMs });
@@ -55,20 +70,42 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   if (users.join("|") !== "Say something.|And after the restart?") {
     throw new Error(`the chat's prompts are ${JSON.stringify(users)}: not the resumed session with the new prompt once`);
   }
-  const notices = await chat.locator(".item.notice").allTextContents();
-  if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
+  await noNotRunning(chat);
   await screenshot("answered-after-restart");
   log("a prompt typed during Restart was sent once the daemon was up, in the chat's session");
 
   // 2. A start that fails: the prompt typed meanwhile is answered with the start's error and is back in the input.
   await runCommand(page, "Ollie: Restart");
   await until("the second restart's start", () => fs.existsSync(path.join(gate, "started-3")));
-  await send(chat, "Will this be lost?");
+  await sendWhileStarting(chat, "Will this be lost?");
   await release(3, "fail");
-  await chat.locator(".item.notice.error", { hasText: "The daemon failed to start" }).waitFor({ timeout: waitMs });
+  // What ran, how it ended and what it said, and what to do.
+  const failed = chat.locator(".item.notice.error", { hasText: "Ollie's daemon did not start" });
+  await failed.waitFor({ timeout: waitMs });
+  const said = await failed.textContent();
+  for (const part of [gateScript, "exited with code 3", "start 3 failed: the test said so", "ollie.serverCommand", "Ollie: Restart"]) {
+    if (!said?.includes(part)) throw new Error(`the failed start says ${JSON.stringify(said)}: not ${JSON.stringify(part)}`);
+  }
   await chat.locator(".item.notice.error", { hasText: "Your prompt was not sent: it is back in the input." }).waitFor({ timeout: waitMs });
   await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Will this be lost?", { timeout: waitMs });
   await chat.locator(".item.user", { hasText: "Will this be lost?" }).locator(".meta", { hasText: "unsent" }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: stopped/);
   await screenshot("start-failed");
   log("a prompt typed during a start that failed got the start's error and is back in the input");
+
+  // 3. The daemon crashes and the language client starts it again by itself: a prompt typed meanwhile waits for it.
+  await runCommand(page, "Notifications: Clear All Notifications");  // the failed start's, over the chat's input
+  await runCommand(page, "Ollie: Restart");
+  await release(4, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  process.kill(Number(fs.readFileSync(path.join(gate, "pid-4"), "utf8")), "SIGKILL");
+  await until("the client's own restart", () => fs.existsSync(path.join(gate, "started-5")));
+  await waitForStatus(page, /Ollie: starting/);
+  await sendWhileStarting(chat, "And after the crash?");
+  await screenshot("typed-during-crash-restart");
+  await release(5, "go");
+  await chat.locator(".item.assistant", { hasText: "The answer after the crash." }).waitFor({ timeout: waitMs });
+  await noNotRunning(chat);
+  await screenshot("answered-after-crash");
+  log("a prompt typed while the client restarted the crashed daemon was sent once it was up");
 });

@@ -21,6 +21,7 @@ test("state and cost text", () => {
   assert.equal(statusBarText("calling: shell", 0.25, true), "$(sync~spin) Ollie: calling tool: shell · $0.25");
   assert.equal(statusBarText("idle", undefined, true), "$(comment-discussion) Ollie: idle");
   assert.equal(statusBarText("idle", 1, false), "$(circle-slash) Ollie: stopped");
+  assert.equal(statusBarText("idle", 1, false, true), "$(sync~spin) Ollie: starting");
 });
 
 test("server command: the setting, then PATH; never a workspace's .venv", () => {
