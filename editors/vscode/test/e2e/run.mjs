@@ -62,7 +62,7 @@ async function openEditor(page, name) {
 const PAGE = 6;
 const settings = { "ollie.historyPageSize": PAGE };
 
-await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
+await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, userData, dataDir, startLLM, screenshot }) => {
   const chat = await openChat(page);
   log("chat view open");
   // An approval mode picked while the daemon still starts is applied once it is up (it was lost).
@@ -466,13 +466,15 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   log("a daemon killed mid-turn: the chat said so, came back with the same conversation, and the next prompt was answered");
 
   // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
-  // The same workspace settings also try what a repository must not choose: the daemon command and the `yolo` agent
-  // (its tools run outside the sandbox). Both are ignored, and the user is told.
+  // A workspace's settings first try what a repository must not choose: a dearer model, the daemon command and the
+  // `yolo` agent (its tools run outside the sandbox). VS Code ignores them (their scope is `machine`).
   fs.mkdirSync(path.join(workspace, ".vscode"));
   fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({
-    "ollie.model": "e2e-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
-  await page.locator(".notifications-toasts .notification-toast", { hasText: "ollie.agent" }).first().waitFor({ timeout: waitMs });
-  await runCommand(page, "Notifications: Clear All Notifications"); // the toast sits over the chat's input
+    "ollie.model": "repo-dear-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
+  const userSettings = path.join(userData, "User", "settings.json");
+  const daemons = daemonPids();
+  fs.writeFileSync(userSettings, JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, "utf8")), "ollie.model": "e2e-model" }));
+  await until("the daemon's restart", () => daemonPids().some((pid) => !daemons.includes(pid)));
   // Sent once, while the daemon restarts or after: a command typed during the restart waits for the new daemon.
   await fillInput(chat, "/model");
   await chat.locator("#input").press("Escape");
@@ -483,9 +485,11 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator("#input").press("Escape");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "agent: default" }).last().waitFor({ timeout: waitMs });
-  const agentNotices = await chat.locator(".item.notice").allTextContents();
-  if (agentNotices.some((text) => text.includes("agent: yolo"))) throw new Error(`the workspace chose the agent: ${JSON.stringify(agentNotices)}`);
-  log("a workspace's ollie.agent and ollie.serverCommand were ignored, and the user was told");
+  const notices = await chat.locator(".item.notice").allTextContents();
+  if (notices.some((text) => text.includes("agent: yolo") || text.includes("repo-dear-model"))) {
+    throw new Error(`the workspace chose the agent or the model: ${JSON.stringify(notices)}`);
+  }
+  log("a workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored");
   await screenshot("final");
   log(`screenshots in ${artifacts}`);
 });
