@@ -66,7 +66,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2
 @pytest.mark.timeout(200)
 def test_a_repositorys_workspace_settings_choose_no_model_agent_or_command_in_real_vscode(run_e2e):
     """A cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon command: the chat's
-    model and agent stay the user's (VS Code ignores a workspace's values of `machine`-scoped settings)."""
+    model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped settings)."""
     shows(run_e2e("settingsscope.mjs", total_ms=150000),
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored")
 

@@ -62,7 +62,7 @@ async function openEditor(page, name) {
 const PAGE = 6;
 const settings = { "ollie.historyPageSize": PAGE };
 
-await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, userData, dataDir, startLLM, screenshot }) => {
+await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
   const chat = await openChat(page);
   log("chat view open");
   // An approval mode picked while the daemon still starts is applied once it is up (it was lost).
@@ -465,31 +465,6 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if ((await chatText(chat)).includes("session not found")) throw new Error("the prompt went to a session the new daemon does not know");
   log("a daemon killed mid-turn: the chat said so, came back with the same conversation, and the next prompt was answered");
 
-  // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
-  // A workspace's settings first try what a repository must not choose: a dearer model, the daemon command and the
-  // `yolo` agent (its tools run outside the sandbox). VS Code ignores them (their scope is `machine`).
-  fs.mkdirSync(path.join(workspace, ".vscode"));
-  fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({
-    "ollie.model": "repo-dear-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
-  const userSettings = path.join(userData, "User", "settings.json");
-  const daemons = daemonPids();
-  fs.writeFileSync(userSettings, JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, "utf8")), "ollie.model": "e2e-model" }));
-  await until("the daemon's restart", () => daemonPids().some((pid) => !daemons.includes(pid)));
-  // Sent once, while the daemon restarts or after: a command typed during the restart waits for the new daemon.
-  await fillInput(chat, "/model");
-  await chat.locator("#input").press("Escape");
-  await chat.locator("#input").press("Enter");
-  await chat.locator(".item.notice", { hasText: "e2e-model" }).first().waitFor({ timeout: waitMs });
-  log("a settings change restarted the daemon with the new model");
-  await fillInput(chat, "/agent");
-  await chat.locator("#input").press("Escape");
-  await chat.locator("#input").press("Enter");
-  await chat.locator(".item.notice", { hasText: "agent: default" }).last().waitFor({ timeout: waitMs });
-  const notices = await chat.locator(".item.notice").allTextContents();
-  if (notices.some((text) => text.includes("agent: yolo") || text.includes("repo-dear-model"))) {
-    throw new Error(`the workspace chose the agent or the model: ${JSON.stringify(notices)}`);
-  }
-  log("a workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored");
   await screenshot("final");
   log(`screenshots in ${artifacts}`);
 });

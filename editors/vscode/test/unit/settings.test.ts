@@ -44,13 +44,14 @@ test("a workspace's settings cannot choose the daemon command, its environment, 
   assert.deepEqual(settingValue("historyPageSize", { workspaceValue: 50 }, 50), { value: 50, ignored: false });
 });
 
-test("package.json scopes every setting a repository must not choose to the machine, so VS Code ignores a workspace's", () => {
-  // VS Code reads a `machine` setting from the user's (or the remote machine's) settings only; `window` (the
-  // default) and `resource` ones from a workspace's too. Only the chat's page size is harmless per folder.
+test("package.json scopes every setting a repository must not choose to the application, so VS Code ignores a workspace's", () => {
+  // VS Code reads an `application` setting from the user's settings only; `window` (the default) and `resource` ones
+  // from a workspace's too (`machine` ones, in a remote window, from the remote's only: code-server's user settings
+  // were dropped). Only the chat's page size is harmless per folder.
   const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8"));
   const properties = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
   const scopes = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name.replace(/^ollie\./, ""), schema.scope]));
-  for (const name of USER_ONLY) assert.equal(scopes[name], "machine", `ollie.${name}`);
+  for (const name of USER_ONLY) assert.equal(scopes[name], "application", `ollie.${name}`);
   assert.deepEqual(Object.keys(scopes).filter((name) => !USER_ONLY.has(name)), ["historyPageSize"]);
   assert.equal(scopes.historyPageSize, "window");
 });
