@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ollie.completion import Completer, Neighbour, windows
+from ollie.completion import NEIGHBOUR_FILES, Completer, Neighbour, windows
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:
@@ -34,18 +34,31 @@ def completer(ls: OllieServer) -> Completer:
     return found
 
 
-def neighbours(ls: OllieServer, uri: str) -> list[Neighbour]:
-    """The other open file documents, as paths relative to the workspace."""
-    found = []
-    for other_uri, doc in list(ls.workspace.text_documents.items()):
-        if other_uri == uri or not other_uri.startswith("file:"):
-            continue
-        path = to_fs_path(other_uri) or other_uri
-        try:
-            path = os.path.relpath(path, ls.default_cwd)
-        except ValueError:
-            pass
-        found.append(Neighbour(path, doc.source))
+def sendable(path: str, root: str) -> str | None:
+    """`path` relative to `root` if another open document may go to the completion model, else None."""
+    # The editor's buffer of a file inside the workspace, links followed (a `notes.md` linking to
+    # `~/.aws/credentials` holds the secret's text), with no hidden part (`.env`, `.aws/credentials`, `.git/config`
+    # when the workspace is $HOME): the completion backend is a third party, and nothing asked for these.
+    shown = None
+    for inner, outer in ((os.path.abspath(path), os.path.abspath(root)),
+                         (os.path.realpath(path), os.path.realpath(root))):
+        rel = os.path.relpath(inner, outer)
+        if any(part.startswith(".") for part in rel.split(os.sep)):  # `..` too: outside the root
+            return None
+        shown = shown or rel
+    return shown
+
+
+def neighbours(uri: str, documents: list[tuple[str, str]], root: str) -> list[Neighbour]:
+    """Up to NEIGHBOUR_FILES other open documents that may go to the completion model (blocks: run off the loop)."""
+    found: list[Neighbour] = []
+    for other_uri, source in documents:
+        if len(found) == NEIGHBOUR_FILES:
+            break
+        path = to_fs_path(other_uri) if other_uri != uri and other_uri.startswith("file:") else None
+        shown = sendable(path, root) if path else None
+        if shown is not None:
+            found.append(Neighbour(shown, source))
     return found
 
 
@@ -63,7 +76,9 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         _running[uri] = task
     try:
         offset = doc.offset_at_position(params.position)
-        prefix, suffix = windows(doc.source, offset, language_id=doc.language_id, neighbours=neighbours(ls, uri))
+        documents = [(other_uri, other.source) for other_uri, other in ls.workspace.text_documents.items()]
+        others = await asyncio.to_thread(neighbours, uri, documents, os.fspath(ls.default_cwd))
+        prefix, suffix = windows(doc.source, offset, language_id=doc.language_id, neighbours=others)
         text = await completer(ls).complete(prefix, suffix)
     except OllieError as exc:  # no backend, unreachable: no ghost text, and no error popup per keystroke
         logger.warning("inline completion failed: %s", exc)

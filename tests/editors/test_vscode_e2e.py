@@ -64,6 +64,14 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2
 
 
 @pytest.mark.timeout(200)
+def test_a_repositorys_workspace_settings_choose_no_model_agent_or_command_in_real_vscode(run_e2e):
+    """A cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon command: the chat's
+    model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped settings)."""
+    shows(run_e2e("settingsscope.mjs", total_ms=150000),
+          "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored")
+
+
+@pytest.mark.timeout(200)
 def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run_e2e):
     """A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to the chat's session
     resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a start that fails

@@ -225,6 +225,37 @@ async def test_inline_completion_returns_the_models_fim_text(start_daemon, scrip
     assert body["suffix"] == "\n\nprint(area(2))\n"
 
 
+async def test_inline_completion_sends_only_other_documents_of_the_workspace_that_are_not_hidden(
+        start_daemon, scripted_llm, tmp_path):
+    llm = scripted_llm("ollama")
+    llm.script(Reply.text("r * r"))
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    ws = daemon.workspace
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = OUTSIDE\n")
+    outside = tmp_path / "home" / "notes.txt"
+    outside.write_text("OUTSIDE-NOTES\n")
+    (ws / "linked.md").symlink_to(secret)
+    editor = Editor(daemon)
+    # The user's other tabs, opened before the project's own file: the backend used to get the first three.
+    editor.open(secret, "aws_secret_access_key = OUTSIDE\n")
+    editor.open(outside, "OUTSIDE-NOTES\n")
+    editor.open(ws / ".env", "API_KEY=HIDDEN\n")
+    editor.open(ws / "config" / ".npmrc", "//registry/:_authToken=HIDDEN-TOKEN\n")
+    editor.open(ws / "linked.md", "aws_secret_access_key = OUTSIDE\n")
+    editor.open(ws / "helpers.py", "def square(x):\n    return x * x\n")
+    path = ws / "area.py"
+    editor.open(path, "def area(r):\n    return 3.14 * \n")
+
+    result = await asyncio.wait_for(inline(daemon, path.as_uri(), 1, 18), 30)
+
+    assert [item.insert_text for item in result.items] == ["r * r"]
+    prompt = llm.fim_requests[0].body["prompt"]
+    assert "// Path: helpers.py\n// def square(x):" in prompt
+    assert "OUTSIDE" not in prompt and "HIDDEN" not in prompt and prompt.count("// Path:") == 1
+
+
 async def test_inline_completion_is_cancelled_with_its_http_request(start_daemon, scripted_llm):
     llm = scripted_llm("ollama")
     llm.script(Reply.text("never shown", delay=60), Reply.text("x + 1", delay=60), Reply.text("x + 2"))

@@ -164,7 +164,7 @@ export class Daemon implements vscode.Disposable {
     });
     if (ignored.length) {
       warnings.push(`this workspace's settings set ${ignored.join(", ")}: ignored. A repository must not choose the ` +
-        "command Ollie runs, its agent or where your API key is sent; set them in your user settings.");
+        "command Ollie runs, its agent, its model or where your API key is sent; set them in your user settings.");
     }
     for (const warning of warnings) {
       this.log.warn(warning);

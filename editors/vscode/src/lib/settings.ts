@@ -48,8 +48,10 @@ export function daemonSettings(get: (name: string) => unknown): { settings: Daem
 
 /** What a workspace's own settings may not choose, only the user's: the command Ollie runs, its arguments and
  * environment (the backends' URLs among them), the agent (a repository could pick `yolo`, whose tools run outside
- * the sandbox) and the backend (a repository could send the key stored for one backend to another's URL). */
-export const USER_ONLY: ReadonlySet<string> = new Set(["serverCommand", "serverArgs", "serverEnv", "agent", "backend"]);
+ * the sandbox), the backend (a repository could send the key stored for one backend to another's URL) and the
+ * model (a repository could pick a dearer one, billed to the user's key). package.json scopes them `application`, so
+ * VS Code drops a workspace's values itself; this check holds where it does not. */
+export const USER_ONLY: ReadonlySet<string> = new Set(["serverCommand", "serverArgs", "serverEnv", "agent", "backend", "model"]);
 
 /** The layers of one setting (`WorkspaceConfiguration.inspect`), as far as they matter here. */
 export interface SettingLayers {

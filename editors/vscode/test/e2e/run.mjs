@@ -465,27 +465,6 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if ((await chatText(chat)).includes("session not found")) throw new Error("the prompt went to a session the new daemon does not know");
   log("a daemon killed mid-turn: the chat said so, came back with the same conversation, and the next prompt was answered");
 
-  // 12. Changing a setting restarts the daemon with it (initializationOptions.model); /model in the chat shows it.
-  // The same workspace settings also try what a repository must not choose: the daemon command and the `yolo` agent
-  // (its tools run outside the sandbox). Both are ignored, and the user is told.
-  fs.mkdirSync(path.join(workspace, ".vscode"));
-  fs.writeFileSync(path.join(workspace, ".vscode", "settings.json"), JSON.stringify({
-    "ollie.model": "e2e-model", "ollie.agent": "yolo", "ollie.serverCommand": "/bin/false" }));
-  await page.locator(".notifications-toasts .notification-toast", { hasText: "ollie.agent" }).first().waitFor({ timeout: waitMs });
-  await runCommand(page, "Notifications: Clear All Notifications"); // the toast sits over the chat's input
-  // Sent once, while the daemon restarts or after: a command typed during the restart waits for the new daemon.
-  await fillInput(chat, "/model");
-  await chat.locator("#input").press("Escape");
-  await chat.locator("#input").press("Enter");
-  await chat.locator(".item.notice", { hasText: "e2e-model" }).first().waitFor({ timeout: waitMs });
-  log("a settings change restarted the daemon with the new model");
-  await fillInput(chat, "/agent");
-  await chat.locator("#input").press("Escape");
-  await chat.locator("#input").press("Enter");
-  await chat.locator(".item.notice", { hasText: "agent: default" }).last().waitFor({ timeout: waitMs });
-  const agentNotices = await chat.locator(".item.notice").allTextContents();
-  if (agentNotices.some((text) => text.includes("agent: yolo"))) throw new Error(`the workspace chose the agent: ${JSON.stringify(agentNotices)}`);
-  log("a workspace's ollie.agent and ollie.serverCommand were ignored, and the user was told");
   await screenshot("final");
   log(`screenshots in ${artifacts}`);
 });

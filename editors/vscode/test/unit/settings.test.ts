@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
-import { daemonSettings, settingValue } from "../../src/lib/settings";
+import { daemonSettings, settingValue, USER_ONLY } from "../../src/lib/settings";
 
 const from = (values: Record<string, unknown>) => daemonSettings((name) => values[name]);
 
@@ -37,6 +39,19 @@ test("a workspace's settings cannot choose the daemon command, its environment, 
   // The backend decides where the stored API key is sent: a repository's choice would send it to another's URL.
   assert.deepEqual(settingValue("backend", { globalValue: "anthropic", workspaceValue: "openai" }, "openai"),
     { value: "anthropic", ignored: true });
-  // A model a project prefers is still its to choose (it goes to the backend the user chose).
-  assert.deepEqual(settingValue("model", { workspaceValue: "e2e-model" }, "e2e-model"), { value: "e2e-model", ignored: false });
+  // The model is billed to the user's key: a repository's choice could be a dearer one.
+  assert.deepEqual(settingValue("model", { globalValue: "small", workspaceValue: "dear" }, "dear"), { value: "small", ignored: true });
+  assert.deepEqual(settingValue("historyPageSize", { workspaceValue: 50 }, 50), { value: 50, ignored: false });
+});
+
+test("package.json scopes every setting a repository must not choose to the application, so VS Code ignores a workspace's", () => {
+  // VS Code reads an `application` setting from the user's settings only; `window` (the default) and `resource` ones
+  // from a workspace's too (`machine` ones, in a remote window, from the remote's only: code-server's user settings
+  // were dropped). Only the chat's page size is harmless per folder.
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8"));
+  const properties = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
+  const scopes = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name.replace(/^ollie\./, ""), schema.scope]));
+  for (const name of USER_ONLY) assert.equal(scopes[name], "application", `ollie.${name}`);
+  assert.deepEqual(Object.keys(scopes).filter((name) => !USER_ONLY.has(name)), ["historyPageSize"]);
+  assert.equal(scopes.historyPageSize, "window");
 });
