@@ -237,9 +237,10 @@ class ApprovalGate:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
         approver = self.approver
 
-        async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        async def ask(host: str, port: int, process: str, scheme: str) -> str:
+            # The step as the user saw it, not its process (`bash <scratch dir>/step1.sh`: a path nobody knows).
             question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
-                                    f"connect to {host}:{port} (network; step: {title}; process: {step})",
+                                    f"connect to {host}:{port} (network; step: {title})",
                                     prefix=f"{host}:{port}", network={"host": host, "port": port, "scheme": scheme})
             answer = await maybe_await(approver(question))
             if self.on_ask is not None:
