@@ -104,6 +104,8 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm,
 
     assert await submit(daemon, "file it") == "filed"
     assert len(asked) == 1 and 't: create_issue "the bug"' in asked[0]
+    # "Allow always" names the tool as the step does (Bug: "`mcp__t__create_issue` commands", the model's name for it).
+    assert '("Allow always" covers `t: create_issue` calls in this session)' in asked[0], asked[0]
     assert "created issue 'the bug'" in tool_results(llm)[-1]
     # The server wrote into its own dir, the only one it may write.
     assert (state_dir(_private_dirs, "t") / "issues.txt").read_text() == "the bug\n"

@@ -91,6 +91,9 @@ class StepQuestion:
             return f"connections to {self.prefix} in this and later sessions"
         if self.id.startswith("mcp/"):
             return "this server entry of this workspace, from now on"
+        if self.prefix.startswith("mcp__") and self.prefix.count("__") >= 2:  # an MCP tool, named as its step is
+            _, server, tool = self.prefix.split("__", 2)
+            return f"`{server}: {tool}` calls"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
     def takes_feedback(self) -> bool:
