@@ -184,6 +184,25 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
 
 
+async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private_dirs):
+    # The user removes a server from mcp.json, and adds another: `/mcp restart` stops the one and starts the other
+    # (Bug: it restarted the removed server, and only a new session left it out).
+    configure(_private_dirs, {"t": test_server()})
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    configure(_private_dirs, {"u": test_server()})
+
+    shown = await submit(daemon, "/mcp restart")
+
+    assert shown == "stopped t: mcp.json no longer lists it\nstarted u: ready", shown
+    servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert [(s["name"], s["state"]) for s in servers] == [("u", "ready")]
+    # A server named alone is restarted as mcp.json says it now; one it no longer lists is stopped.
+    configure(_private_dirs, {})
+    assert await submit(daemon, "/mcp restart u") == "stopped u: mcp.json no longer lists it"
+    assert (await daemon.request("ollie/mcp/list", {}))["servers"] == []
+
+
 def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
     configure(_private_dirs, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
