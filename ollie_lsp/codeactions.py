@@ -164,7 +164,8 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     prompt = with_context(request, [context], cwd=live.core.cwd, lookup=lookup, commands=False)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):
-        result = await live.submit(prompt, handle=handle, is_command=False)
+        # The turn runs in the chat's session, whose chat did not send its prompt: shown there as a queued one is.
+        result = await live.submit(prompt, handle=handle, is_command=False, announce=True)
     await show_answer(ls, live.id, result)
     return result
 

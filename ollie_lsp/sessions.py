@@ -106,8 +106,9 @@ class LiveSession:
         return out
 
     async def submit(self, text: str, images: Sequence[Image] = (), *, handle: SubmitHandle,
-                     is_command: bool) -> dict[str, Any]:
-        """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn."""
+                     is_command: bool, announce: bool = False) -> dict[str, Any]:
+        """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn. `announce`:
+        the session's chat did not send it (a code action's), so its prompt is published."""
         if is_command:
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
@@ -118,11 +119,12 @@ class LiveSession:
                 handle.finished = True
         self.waiting.add(handle)
         try:
-            return await self._wait_then_run(text, images, handle)
+            return await self._wait_then_run(text, images, handle, announce)
         finally:
             self.waiting.discard(handle)
 
-    async def _wait_then_run(self, text: str, images: Sequence[Image], handle: SubmitHandle) -> dict[str, Any]:
+    async def _wait_then_run(self, text: str, images: Sequence[Image], handle: SubmitHandle,
+                             announce: bool) -> dict[str, Any]:
         acquire = asyncio.ensure_future(self.turn_lock.acquire())
         cancel_wait = asyncio.ensure_future(handle.cancelled.wait())
         try:
@@ -143,7 +145,8 @@ class LiveSession:
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True
-            return await self._run(text, images, as_prompt=True)  # never a command: `text` may not be the user's
+            # Never a command: `text` may not be the user's.
+            return await self._run(text, images, as_prompt=True, announce=announce)
         finally:
             handle.finished = True
             self.turn_lock.release()
@@ -154,8 +157,9 @@ class LiveSession:
         if self.recorder is not None and self.recorder.put_off:
             await self.recorder.recorded()
 
-    async def _run(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False) -> dict[str, Any]:
-        result = await self.core.submit(text, images, as_prompt=as_prompt)
+    async def _run(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False,
+                   announce: bool = False) -> dict[str, Any]:
+        result = await self.core.submit(text, images, as_prompt=as_prompt, announce=announce)
         # The answer comes after every event (and progress step) of its turn, and its record is written.
         await self.forwarder.drained()
         if self.recorder is not None:

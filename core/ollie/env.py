@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ollie import paths
@@ -12,8 +13,12 @@ from ollie import paths
 def parse_env_file(text: str) -> dict[str, str]:
     """Parse `KEY=VALUE` lines; `#` comments (whole lines, or after a value: `KEY=value # note`), blank lines,
     `export ` and quotes (a quoted value keeps its `#`) are allowed."""
-    values: dict[str, str] = {}
-    for raw in text.splitlines():
+    return {key: value for _, key, value in _entries(text)}
+
+
+def _entries(text: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, key, value) of each setting, in order (a later one of a key wins)."""
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -21,10 +26,19 @@ def parse_env_file(text: str) -> dict[str, str]:
             line = line[len("export ") :].lstrip()
         key, sep, value = line.partition("=")
         key = key.strip()
-        if not sep or not key.isidentifier():
-            continue
-        values[key] = _value(value.strip())
-    return values
+        if sep and key.isidentifier():
+            yield number, key, _value(value.strip())
+
+
+def where_set(name: str, value: str | None) -> str:
+    """`NAME is set on line N of <env file>` when the env file gives `name` this `value`; "" when it does not."""
+    path = env_file()
+    try:
+        lines = {key: (number, found) for number, key, found in _entries(path.read_text(encoding="utf-8"))}
+    except (OSError, UnicodeDecodeError):
+        return ""
+    number, found = lines.get(name, (0, None))
+    return f"{name} is set on line {number} of {path}" if value is not None and found == value else ""
 
 
 def _value(text: str) -> str:

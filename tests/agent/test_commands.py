@@ -216,6 +216,11 @@ async def test_model_show_and_switch(core):
     assert await run_command(core, "/model") == "model: gpt-test (backend: openai)"
     assert await run_command(core, "/model gpt-small") == "model: gpt-small (backend: openai)"
     assert core.model_name == "gpt-small"
+    # A name the backend does not list (a typo) is taken, and said at once (Bug: said nothing until the next prompt
+    # failed; a backend may serve a model it does not list).
+    assert await run_command(core, "/model gpt-smal") == (
+        "model: gpt-smal (backend: openai)\nwarning: openai does not list gpt-smal (/models lists those it does)")
+    assert core.model_name == "gpt-smal"
 
 
 async def test_models_marks_the_current_one(core):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ollie.backend.errors import BackendConfigError
 from ollie.backend.registry import make_backend
 from ollie.env import parse_env_file
 
@@ -33,3 +36,25 @@ def test_the_backend_built_from_the_file_gets_clean_values(tmp_path, monkeypatch
     backend = make_backend()  # the process environment over the env file, which never overrides it
     assert (backend.spec.name, backend.name, backend.model) == ("openai", "local", "from-environment")
     assert backend._client.headers["Authorization"] == "Bearer sk-abc#def"
+
+
+def test_a_bad_value_from_the_file_names_the_file(tmp_path, monkeypatch):
+    # Bug: "unknown backend 'opnai': set OLLIE_BACKEND to ...": the user, whose environment sets no OLLIE_BACKEND,
+    # was not told the value came from ~/.config/ollie/env.
+    env_file = tmp_path / "env"
+    env_file.write_text("OLLIE_BACKEND=opnai\n")
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("OLLIE_BACKEND", raising=False)
+    with pytest.raises(BackendConfigError) as raised:
+        make_backend()
+    assert str(raised.value) == (f"unknown backend 'opnai': set OLLIE_BACKEND to one of ollama, openai, openrouter, "
+                                 f"anthropic (OLLIE_BACKEND is set on line 1 of {env_file})")
+
+    env_file.write_text("# my settings\nOLLIE_BACKEND=openai\nOLLIE_OPENAI_KEY=sk-x\nOLLIE_OPENAI_URL=127.0.0.1:9/v1\n")
+    with pytest.raises(BackendConfigError, match=f"OLLIE_OPENAI_URL is set on line 4 of {env_file}"):
+        make_backend()
+    # The environment's own value is the environment's: the file is not named.
+    monkeypatch.setenv("OLLIE_OPENAI_URL", "localhost:9")
+    with pytest.raises(BackendConfigError) as raised:
+        make_backend()
+    assert "localhost:9" in str(raised.value) and str(env_file) not in str(raised.value)

@@ -117,6 +117,10 @@ def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_ll
     assert result["first_daemon"] != result["second_daemon"] and result["first_stopped"]
     assert result["session_after"] == result["session_before"]
     assert "ollama" in result["chat_before"].lower(), result["chat_before"]
+    # Drawn from the new daemon, the failed turn says it failed (Bug: "the turn was interrupted": the user had
+    # stopped nothing; VS Code said it failed).
+    assert "this prompt failed before the model replied" in result["chat_after"], result["chat_after"]
+    assert "interrupted" not in result["chat_after"], result["chat_after"]
     assert "Hi from the configured model." in result["chat"]
     assert len(srv.chat_requests) == 1
 

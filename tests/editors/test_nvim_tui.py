@@ -473,3 +473,30 @@ def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_p
     finally:
         tmux.close()
     assert a_py.read_text() == "x = 2\n", "the step's change on disk was overwritten"
+
+
+def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted_llm):
+    """The chat open, no prompt sent yet: ollie's Explain from the code action menu shows in it as a turn of its own,
+    its prompt with the lines it is about, then the answer (Bug: it showed nothing; once the chat had a session, the
+    answer came under no prompt)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds two numbers."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"})
+    try:
+        tmux.wait(lambda s: "calc.py" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: "ollie: idle" in s, "the chat")
+        tmux.keys("Escape", "C-w", "h")
+        for _ in range(10):  # until the daemon has the document open (its didOpen is read after the start-up)
+            tmux.keys(':lua vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 12 } } })', "Enter")
+            try:
+                tmux.wait(lambda s: "Ollie: Explain" in s, "the code actions", timeout=5)
+                break
+            except pytest.fail.Exception:
+                tmux.keys("Escape")
+        tmux.keys("1", "Enter")
+        done = tmux.keep("code-action", tmux.wait(lambda s: "It adds two numbers." in s and "(end)" in s, "the answer"))
+        chat = "\n".join(line.split("│")[-1].rstrip() for line in done.splitlines())
+        assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, chat
+    finally:
+        tmux.close()

@@ -130,3 +130,13 @@ def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
     shows(run_e2e("mcp.mjs"),
           "a workspace's MCP server was asked about in the chat with its command line",
           "@ offered the MCP server's resource")
+
+
+@pytest.mark.timeout(330)
+def test_code_actions_with_the_backend_down_then_up_in_real_vscode(run_e2e):
+    """Explain from the light bulb with nothing listening says what to do in the chat and as a warning
+    (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is about,
+    its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained)."""
+    shows(run_e2e("codeaction.mjs"),
+          "with the backend down, Explain said what to do in the chat and as a warning",
+          "Explain's prompt showed in the chat with the code it was about")

@@ -104,6 +104,8 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm,
 
     assert await submit(daemon, "file it") == "filed"
     assert len(asked) == 1 and 't: create_issue "the bug"' in asked[0]
+    # "Allow always" names the tool as the step does (Bug: "`mcp__t__create_issue` commands", the model's name for it).
+    assert '("Allow always" covers `t: create_issue` calls in this session)' in asked[0], asked[0]
     assert "created issue 'the bug'" in tool_results(llm)[-1]
     # The server wrote into its own dir, the only one it may write.
     assert (state_dir(_private_dirs, "t") / "issues.txt").read_text() == "the bug\n"
@@ -180,6 +182,25 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     daemon = await start_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
     assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+
+
+async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private_dirs):
+    # The user removes a server from mcp.json, and adds another: `/mcp restart` stops the one and starts the other
+    # (Bug: it restarted the removed server, and only a new session left it out).
+    configure(_private_dirs, {"t": test_server()})
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    configure(_private_dirs, {"u": test_server()})
+
+    shown = await submit(daemon, "/mcp restart")
+
+    assert shown == "stopped t: mcp.json no longer lists it\nstarted u: ready", shown
+    servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
+    assert [(s["name"], s["state"]) for s in servers] == [("u", "ready")]
+    # A server named alone is restarted as mcp.json says it now; one it no longer lists is stopped.
+    configure(_private_dirs, {})
+    assert await submit(daemon, "/mcp restart u") == "stopped u: mcp.json no longer lists it"
+    assert (await daemon.request("ollie/mcp/list", {}))["servers"] == []
 
 
 def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):

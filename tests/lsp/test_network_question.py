@@ -29,6 +29,8 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     step = question["step"]
     assert step["kind"] == "fetch" and step["prefix"] == f"other.test:{listener.port}"
     assert step["title"].startswith(f"connect to other.test:{listener.port} (network; step: Run `curl -s")
+    # The step as the user saw it, not its process: `bash /tmp/ollie-0/<session>/scratch/run-<id>/step1.sh`.
+    assert "step1.sh" not in step["title"] and "/scratch/" not in step["title"], step["title"]
     # The connection itself, for an editor to ask "Allow network access to other.test:PORT?" its own way.
     assert step["network"] == {"host": "other.test", "port": listener.port, "scheme": "http"}
     assert question["always"] == f"connections to other.test:{listener.port} in this and later sessions"

@@ -195,6 +195,28 @@ async def test_a_long_answer_opens_as_a_read_only_markdown_document_outside_the_
     assert "Explain what this code does" in llm.chat_requests[0].body["messages"][-1]["content"]
 
 
+async def test_an_actions_turn_shows_its_prompt_in_the_chat(start_daemon, llm):
+    """The action's turn runs in the chat's session: the chat is told its prompt (a `user` event) as for a queued one.
+    Bug: ollie's chats (VS Code, Neovim) showed the action's answer, or its error, under no prompt at all."""
+    llm.script(Reply.text("It computes a circle's area."))
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, SOURCE)
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0))
+    explain = next(a for a in await code_actions(daemon, path.as_uri(), whole, []) if a.title == "Ollie: Explain")
+    assert explain.command is not None
+
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=explain.command.command, arguments=explain.command.arguments), timeout=60)
+
+    roles = [(e["role"], e["content"]) for e in daemon.session_events(result["session"])
+             if e["role"] in ("turn", "user", "assistant")]
+    assert roles[0] == ("turn", "start") and roles[1][0] == "user", roles
+    prompt = roles[1][1]
+    assert prompt == llm.chat_requests[0].body["messages"][-1]["content"], "the prompt the model got, context and all"
+    assert "Explain what this code does" in prompt and "return 3.14 * r * rr" in prompt
+
+
 async def inline(daemon: Daemon, uri: str, line: int, character: int, *, msg_id: str | None = None) -> Any:
     params = types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character),

@@ -92,7 +92,7 @@ async def test_a_dead_server_is_shown_failed_and_reconnected(http_server: HttpSe
         result = await host.call("mcp__web__add", {"a": 2, "b": 2})
         assert (result.text, result.is_error, host.status()[0]["state"]) == ("4", False, "ready")
         # /mcp restart reconnects at once too.
-        assert await host.restart("web") == ["web"]
+        await host.restart(["web"])
         assert host.status()[0]["state"] == "ready"
         assert (await host.call("mcp__web__add", {"a": 3, "b": 2})).text == "5"
     finally:

@@ -633,3 +633,59 @@ async def test_the_sweep_of_stale_session_dirs_leaves_a_live_proxys_socket(tmp_p
     finally:
         own.close()
     assert not os.path.exists(own.path)
+
+
+async def test_allow_once_covers_the_steps_connections_to_that_host(ws, counting) -> None:
+    # `curl a; curl b` (pip's index page, then its file) to a host the user allowed once: one question for the step,
+    # as a refusal is (Bug: each connection asked again: three questions, three answers, for one command).
+    target = f"other.test:{counting.port}"
+    out, asked, connections = await run_asked(ws, proxy_policy(ws, ["pypi.test:1"]), "once", target, target, target,
+                                              script=TUNNELS)
+    assert out.splitlines() == ["HTTP/1.1 200 Connection established"] * 3
+    assert len(asked.questions) == 1 and counting.accepted == 3
+    # (Each tunnel closed before it carried anything, which its record says: what counts is who was asked.)
+    assert [c.get("asked", False) for c in connections] == [True, False, False]
+
+
+PARALLEL = textwrap.dedent("""
+    import socket, sys, threading
+    lines = []
+    def connect(target):
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+        s.sendall(f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n".encode())
+        lines.append(s.recv(4096).split(b"\\r\\n", 1)[0].decode())
+    threads = [threading.Thread(target=connect, args=(t,)) for t in sys.argv[1:]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("\\n".join(sorted(lines)))
+""")
+
+
+async def test_a_steps_connections_at_once_to_one_host_wait_for_one_question(ws, counting) -> None:
+    # uv fetches many files at a time: the question about their host is asked once, its answer is every one's.
+    target, waiting = f"other.test:{counting.port}", 3
+    questions: list[str] = []
+    netask = egress.NetAsk()
+
+    async def answer(host: str, port: int, step: str, scheme: str) -> str:
+        questions.append(f"{host}:{port}")
+        while len(netask.connections) < waiting:  # the others came while the user read the question
+            await asyncio.sleep(0.01)
+        return "deny"
+
+    netask.ask = answer
+    token = egress.asking.set(netask)
+    try:
+        from ollie.sandbox import spawn_sandboxed
+
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PARALLEL, *[target] * waiting],
+                                     policy=proxy_policy(ws, ["pypi.test:1"]), cwd=ws.work, env=ws.env)
+        out, err, _ = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 60)
+        assert await proc.wait() == 0, err
+    finally:
+        egress.asking.reset(token)
+    assert out.decode().split().count("403") == waiting and questions == [target]
+    assert counting.accepted == 0
+    assert sorted(c["how"] for c in proc.report["network"]) == ["deny"] * waiting

@@ -91,6 +91,9 @@ class StepQuestion:
             return f"connections to {self.prefix} in this and later sessions"
         if self.id.startswith("mcp/"):
             return "this server entry of this workspace, from now on"
+        if self.prefix.startswith("mcp__") and self.prefix.count("__") >= 2:  # an MCP tool, named as its step is
+            _, server, tool = self.prefix.split("__", 2)
+            return f"`{server}: {tool}` calls"
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
     def takes_feedback(self) -> bool:
@@ -237,9 +240,10 @@ class ApprovalGate:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
         approver = self.approver
 
-        async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        async def ask(host: str, port: int, process: str, scheme: str) -> str:
+            # The step as the user saw it, not its process (`bash <scratch dir>/step1.sh`: a path nobody knows).
             question = StepQuestion(f"{call_id}/net/{host}:{port}", "fetch",
-                                    f"connect to {host}:{port} (network; step: {title}; process: {step})",
+                                    f"connect to {host}:{port} (network; step: {title})",
                                     prefix=f"{host}:{port}", network={"host": host, "port": port, "scheme": scheme})
             answer = await maybe_await(approver(question))
             if self.on_ask is not None:

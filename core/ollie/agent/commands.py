@@ -58,7 +58,14 @@ async def cmd_model(core: CommandTarget, arg: str) -> str:
     """Show the model, or switch to `arg`."""
     if arg:
         core.switch_model(arg)
-    return f"model: {core.model_name} (backend: {core.backend_name})"
+    said = f"model: {core.model_name} (backend: {core.backend_name})"
+    try:
+        listed = await core.list_models() if arg else []
+    except OllieError:  # unreachable: the turn will say so
+        listed = []
+    if listed and core.model_name not in listed:  # taken all the same: a backend may serve a model it does not list
+        said += f"\nwarning: {core.backend_name} does not list {core.model_name} (/models lists those it does)"
+    return said
 
 
 async def cmd_agent(core: CommandTarget, arg: str) -> str:

@@ -112,13 +112,15 @@ class Core(McpMembers):
 
     # --- turns -----------------------------------------------------------
 
-    async def submit(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False) -> TurnResult:
+    async def submit(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False,
+                     announce: bool = False) -> TurnResult:
         """A command runs at once; anything else is a turn (one at a time), then the queue drains. With `as_prompt`
-        the text is a turn's prompt whatever it starts with (text the user did not type: a `!` in it runs nothing)."""
+        the text is a turn's prompt whatever it starts with (text the user did not type: a `!` in it runs nothing);
+        `announce` publishes the turn's prompt (a `user` event) for a chat that did not send it."""
         with self._host.stopping.working():  # `stop` waits for this submit
-            return await self._submit(text, images, as_prompt)
+            return await self._submit(text, images, as_prompt, announce)
 
-    async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool) -> TurnResult:
+    async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool, announce: bool) -> TurnResult:
         if not as_prompt and is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
@@ -143,7 +145,7 @@ class Core(McpMembers):
                 self.bus.emit("error", refused)
                 return TurnResult("", "error", refused)
             self._inbox.user_prompt()
-            result = await self._host.run_turn(text, images=images)
+            result = await self._host.run_turn(text, images=images, announce=announce)
             await self._run_follow_ups(result)
         return result
 

@@ -10,7 +10,8 @@ from ollie.agent.approval import Answer, ApprovalGate, StepQuestion, within_ques
 from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
 from ollie.agent.runtime import Runtime, refresh_tools
-from ollie.mcp.attach import allow, attach, command_line, host_of, read_resource, resource_note
+from ollie.errors import ConfigError
+from ollie.mcp.attach import allow, attach, command_line, follow_config, host_of, read_resource, resource_note
 from ollie.mcp.config import ServerSpec
 
 
@@ -65,18 +66,24 @@ class McpMembers:
         return self.mcp_status()
 
     async def mcp_restart(self, name: str) -> str:
-        """Reconnect MCP server `name` (every one when empty); each one's state afterwards."""
-        host = host_of(self.runtime.dispatcher)
+        """Reconnect MCP server `name` (every one when empty), those of mcp.json as it says now (one it no longer lists
+        stops, one it adds starts); what happened to each."""
         try:
-            names = await host.restart(name) if host is not None else []
-        except KeyError:
-            raise ValueError(f"no MCP server {name!r} (see /mcp)") from None
+            followed, lines = await follow_config(self.runtime.dispatcher, self.runtime.config, cwd=self.cwd, name=name)
+        except ConfigError as exc:
+            followed, lines = set(), [f"mcp.json not followed: {exc}"]
+        self._wire_mcp()
+        host = host_of(self.runtime.dispatcher)
+        names = [n for n in (host.servers if host is not None else {}) if name in ("", n) and n not in followed]
+        if name and not names and name not in followed:
+            raise ValueError(f"no MCP server {name!r} (see /mcp)")
+        if host is not None:
+            await host.restart(names)
         refresh_tools(self.runtime)
         states = {s["name"]: s for s in self.mcp_status()}
-        if not names:
-            return "no MCP servers to restart"
-        return "\n".join(f"restarted {n}: {states[n]['state']}" + (f" ({states[n]['error']})" if states[n]["error"] else "")
-                         for n in names)
+        lines += [f"restarted {n}: {states[n]['state']}" + (f" ({states[n]['error']})" if states[n]["error"] else "")
+                  for n in names]
+        return "\n".join(lines) or "no MCP servers to restart"
 
     async def mcp_allow(self, name: str) -> str:
         """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""

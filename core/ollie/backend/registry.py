@@ -42,19 +42,33 @@ def environment() -> dict[str, str]:
 
 def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
     """The spec of backend `name`, else OLLIE_BACKEND's, else ollama's (BackendConfigError for an unknown one)."""
-    return spec_for(name or env.get("OLLIE_BACKEND") or "ollama")
+    try:
+        return spec_for(name or env.get("OLLIE_BACKEND") or "ollama")
+    except BackendConfigError as exc:
+        raise _said_where(exc, "" if name else "OLLIE_BACKEND", env) from None
 
 
 def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, str, dict[str, str]]:
     """Backend `name`'s spec, checked URL and key (`api_key`, when it takes one); BackendConfigError: what to set."""
     spec = chosen_spec(name, env)
-    url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
+    try:
+        url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
+    except BackendConfigError as exc:
+        raise _said_where(exc, spec.url_var, env) from None
     keyed: dict[str, str] = {}
     if spec.key_var:
         keyed["api_key"] = env.get(spec.key_var, "")
         if not keyed["api_key"]:
             raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
     return spec, url, keyed
+
+
+def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) -> BackendConfigError:
+    """`exc`, naming the env file's line when `variable`'s bad value came from there (the environment sets none)."""
+    from ollie.env import where_set
+
+    where = "" if not variable or variable in os.environ else where_set(variable, env.get(variable))
+    return BackendConfigError(f"{exc} ({where})") if where else exc
 
 
 def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:

@@ -66,6 +66,30 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
                             "this workspace)")
 
 
+async def follow_config(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path,
+                        name: str = "") -> tuple[set[str], list[str]]:
+    """The session's servers of mcp.json (`name`'s, or all) as the file says now, for `/mcp restart`: one it no longer
+    lists stops, one it adds or changes starts; (their names, a line for each). ConfigError: the file is bad."""
+    source = str(config_file())
+    wanted = {n: spec for n, spec in for_agent(await asyncio.to_thread(load_user_servers), cfg.mcp_servers,
+                                                "agent config").items() if spec.source == source}
+    host = host_of(dispatcher)
+    running = {n: server.spec for n, server in (host.servers if host is not None else {}).items()
+               if server.spec.source == source}
+    gone = [n for n in running if n not in wanted and name in ("", n)]
+    lines = [f"stopped {n}: mcp.json no longer lists it" for n in gone]
+    for n in gone:
+        assert host is not None
+        await host.remove(n)
+    new = {n: spec for n, spec in wanted.items() if name in ("", n)
+           and (n not in running or approval_key(cwd, spec) != approval_key(cwd, running[n]))}
+    if new:
+        host = await attach(dispatcher, new, cwd=cwd, sandbox=cfg.sandbox)
+        lines.extend(f"started {n}: {host.servers[n].state}" + (f" ({host.servers[n].error})" if host.servers[n].error
+                                                                 else "") for n in new)
+    return {*gone, *new}, lines
+
+
 def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], set[str]]:
     found = read_workspace_servers(cwd, warnings)
     return found, allowed_keys() if found else set()

@@ -100,13 +100,16 @@ class McpHost:
         """Ping the ready HTTP servers at once: a dead one becomes `failed` with why before it is listed."""
         await asyncio.gather(*(s.probe() for s in self.servers.values()))
 
-    async def restart(self, name: str = "") -> list[str]:
-        """Reconnect server `name` (every server when empty); the names restarted. KeyError: no such server."""
-        if name and name not in self.servers:
-            raise KeyError(name)
-        chosen = [self.servers[name]] if name else list(self.servers.values())
-        await asyncio.gather(*(s.restart() for s in chosen))
-        return [s.spec.name for s in chosen]
+    async def restart(self, names: list[str]) -> None:
+        """Reconnect these servers (each a name in `servers`)."""
+        await asyncio.gather(*(self.servers[name].restart() for name in names))
+
+    async def remove(self, name: str) -> None:
+        """Stop server `name` and leave it out (its tools go with it)."""
+        server = self.servers.pop(name, None)
+        if server is not None:
+            await server.aclose()
+            self.on_change()
 
     def prompt_owner(self, server: str, prompt: str) -> McpServer | None:
         """The server offering prompt `prompt` as `server`."""

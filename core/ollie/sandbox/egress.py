@@ -170,6 +170,8 @@ class StepNet:
     _more: dict | None = None  # the record the connections past MAX_RECORDED add up in
     _verdicts: dict[str, int] = field(default_factory=dict)  # theirs, counted
     _refused: set[str] = field(default_factory=set)  # "host:port" the user refused (or left unanswered) in this step
+    _allowed: set[str] = field(default_factory=set)  # "host:port" the user allowed once: for the rest of this step
+    _asking: dict[str, asyncio.Future[str]] = field(default_factory=dict)  # the questions on screen, by "host:port"
     _listener: socket.socket | None = None
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
@@ -217,16 +219,26 @@ class StepNet:
             record.update(verdict="allowed", how="always")
         elif self.ask is None or self.ask.ask is None:
             record["how"] = "no one to ask"
+        elif key in self._allowed:  # "allow once" is the step's answer, as a refusal is: one command, one question
+            record.update(verdict="allowed", how="once")
         elif key in self._refused:
             record["how"] = "refused earlier in this step"
         elif len(self._refused) >= MAX_REFUSED:
             record["how"] = f"no more questions: {MAX_REFUSED} refused in this step"
+        elif key in self._asking:  # the step's connections at once (uv's downloads) wait for the one question
+            answer = await _shared(self._asking[key])
+            record.update(how=answer, verdict="allowed" if answer in ("once", "session", "always") else "denied")
         else:
             record["asked"] = True
-            answer = await self._question(host, port, scheme)
+            asking = self._asking[key] = asyncio.ensure_future(self._question(host, port, scheme))
+            try:
+                answer = await asking
+            finally:
+                del self._asking[key]
             record["how"] = answer
             if answer in ("once", "session", "always"):
                 record["verdict"] = "allowed"
+                self._allowed.add(key)
             else:
                 self._refused.add(key)
             if answer in ("session", "always"):
@@ -268,6 +280,16 @@ class StepNet:
             log.warning("network question failed", extra={"reason": str(exc)})
             return "deny"
         return answer if answer in ANSWERS else "deny"
+
+
+async def _shared(question: asyncio.Future[str]) -> str:
+    """The answer to a question another connection asked; a question withdrawn (its connection ended) denies."""
+    try:
+        return await asyncio.shield(question)
+    except asyncio.CancelledError:
+        if question.cancelled():
+            return "deny"
+        raise
 
 
 class EgressProxy:

@@ -66,8 +66,22 @@ local mul = vim.tbl_filter(function(s) return s.title == "Mul review" end,
 U.answer_select(function(item, label)
   return label == "Show archived…" or label:find("Mul review", 1, true) ~= nil or item == "Unarchive and resume"
 end)
+-- (The chat, made by :OllieSessions, shows the daemon's default session at once: Mul review's. Its load, which comes
+-- after the unarchive, says it was resumed.)
+local client = require("ollie.client")
+local real_request, loaded = client.request, false
+client.request = function(method, params, cb)
+  if method == "ollie/session/load" and params.session == mul.id then
+    return real_request(method, params, function(...)
+      loaded = true
+      return cb(...)
+    end)
+  end
+  return real_request(method, params, cb)
+end
 vim.cmd("OllieSessions")
-U.wait(function() return ollie.current_session() == mul.id end, "the unarchived session resumed")
+U.wait(function() return loaded and ollie.current_session() == mul.id end, "the unarchived session resumed")
+client.request = real_request
 H.results.unarchive_selects = H.results.selects
 H.results.archived_before = mul.archived
 listed = U.call("ollie/session/list", {})
@@ -76,7 +90,6 @@ H.results.titles_after_unarchive = vim.tbl_map(function(s) return s.title end, l
 -- Teams (docs/TEAM.md): the daemon's answers stand in for a second daemon on a shared store, as the
 -- protocol's error table words them. A session live elsewhere is labelled; loading it is refused (-32007),
 -- said on one line, and the chat stays where it was; a rename/archive refused (-32008) is said the same way.
-local client = require("ollie.client")
 local requests = require("ollie.requests")
 ollie.new_session()
 U.wait(function() return ollie.current_session() end, "the chat's session")
@@ -85,7 +98,6 @@ local LIVE = "session is live elsewhere: session s-team1 is live on buildbox (pi
   .. "2026-11-30T22:00:00+00:00: it can be loaded once that daemon closes it, or its lease lapses"
 local FORBIDDEN = "forbidden: session s-team1 is shared with team 'core' to read and resume: only its owner (ana) "
   .. "may rename, archive or share it"
-local real_request = client.request
 local sent = {}
 client.request = function(method, params, cb)
   table.insert(sent, method)

@@ -27,13 +27,14 @@ end, "the restart")
 R.second_daemon = client.client_id
 R.first_stopped = vim.lsp.get_client_by_id(R.first_daemon) == nil
   or vim.lsp.get_client_by_id(R.first_daemon):is_stopped()
--- The chat shows its session again, read from the new daemon: its first prompt, the failed turn now saved as cut off.
--- ("hello" alone was on screen before the restart: the prompt below went in while the switch was still on its way,
--- and the switch's redraw, finding a turn running, drew the session again at its end, without its end line.)
+-- The chat shows its session again, read from the new daemon: its first prompt, and that it failed (the error is
+-- not saved). ("hello" alone was on screen before the restart: the prompt below went in while the switch was still on
+-- its way, and the switch's redraw, finding a turn running, drew the session again at its end, without its end line.)
 H.wait(function()
-  return c.redrawing == nil and H.chat.text():find("no answer saved", 1, true) ~= nil
+  return c.redrawing == nil and H.chat.text():find("no answer", 1, true) ~= nil
 end, "the session drawn from the new daemon", 15000)
 R.session_after = c.session
+R.chat_after = H.chat.text()
 
 vim.cmd("Ollie hello again")
 H.wait_chat("Hi from the configured model.*_%(end%)_", 30000)

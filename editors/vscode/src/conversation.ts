@@ -427,6 +427,8 @@ export class Conversation implements vscode.Disposable {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
       if (event.content !== "command") void this.changesLists.show(event.session);
+      // The model answered: the onboarding's "cannot be reached" (from a check before it came up) is asked again.
+      if (event.content === "end" && this.backend && !this.backend.ok) void this.refreshState();
     }
   }
 

@@ -150,6 +150,11 @@ function M.new(tab, name)
   input.load_commands()
   -- An approval question waits while the user types (permission.lua): note their keys from now on.
   require("ollie.permission").watch_keys()
+  if not name and not default_claimed then
+    -- The daemon's default session is this chat's from the start, not from its first prompt: a turn there that the
+    -- chat did not send (a code action's) shows in it too.
+    self:with_session(function() end)
+  end
   return self
 end
 
@@ -233,12 +238,15 @@ function Chat:with_session(fn)
       self.transcript:note("error: " .. err_text(err), "OllieError")
       return
     end
-    self:set_session(res.session)
-    if method == "ollie/state" then
-      M.on_state(res)
+    -- A session picked meanwhile (:OllieSessions as the chat opens) stays the chat's.
+    if not self.session then
+      self:set_session(res.session)
+      if method == "ollie/state" then
+        M.on_state(res)
+      end
     end
     for _, cb in ipairs(waiting) do
-      cb(res.session)
+      cb(self.session)
     end
   end)
 end

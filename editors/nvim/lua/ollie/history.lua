@@ -45,13 +45,18 @@ end
 ---@param t ollie.Transcript
 ---@param messages table[]
 ---@param running boolean|nil the session runs a turn now: its last prompt is being answered
-function M.render(t, messages, running)
+---@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
+function M.render(t, messages, running, last_result)
   t:clear()
   local unanswered = false
-  -- A session saved before the daemon kept cut-off answers has nothing after an interrupted prompt: say so.
-  local function no_answer()
-    if unanswered then
-      t:turn_end("interrupted", "no answer saved: the turn was interrupted")
+  -- A prompt with nothing after it: its turn failed (the error is not saved), or a daemon before cut-off answers
+  -- were kept saved nothing of an interrupted one. How the last turn ended is known: a failure never reads
+  -- "interrupted".
+  local function no_answer(failed)
+    if failed then
+      t:turn_end("error", "no answer: this prompt failed before the model replied, its error not saved; send it again")
+    elseif unanswered then
+      t:turn_end("interrupted", "no answer saved: the turn failed or was interrupted")
     end
   end
   for _, m in ipairs(messages or {}) do
@@ -92,17 +97,18 @@ function M.render(t, messages, running)
     t:reply_header()
     t:add({ "…" }, "OllieTurnEnd")
   else
-    no_answer()
+    no_answer(unanswered and last_result == "error")
   end
 end
 
 ---Show another session in this chat (its saved conversation).
 ---@param session string
 ---@param after fun()|nil runs once the conversation is drawn
-function H:switch(session, after)
+---@param last_result string|nil how its last turn ended (ollie/session/load's `info.lastTurnResult`)
+function H:switch(session, after, last_result)
   self:set_session(session)
   self.running = false
-  self:redraw(after)
+  self:redraw(after, nil, last_result)
   -- The statusline's state, cost and title are the session's (whether it runs a turn comes with its conversation:
   -- redraw).
   client.request("ollie/state", { session = session }, function(_, state)
@@ -140,7 +146,8 @@ end
 ---Draw the session's saved conversation anew, and the events held meanwhile that it does not show.
 ---@param after fun()|nil runs once it is drawn
 ---@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)
-function H:redraw(after, ended)
+---@param last_result string|nil how the session's last turn ended, when a resume says so
+function H:redraw(after, ended, last_result)
   local session = self.session
   -- Until the answer comes, events wait and prompts typed meanwhile are held: the drawing clears the transcript.
   local held = self.redrawing or { events = {}, then_run = {}, drawn = {}, asked = 0 }
@@ -163,7 +170,7 @@ function H:redraw(after, ended)
       -- then queues, and the history is drawn again, whole, when the turn ends. Before, an `ollie/state` asked first
       -- could say idle while the history read next held the prompt of a turn begun between the two: drawn as never
       -- answered, its reply dropped.
-      M.render(self.transcript, res.messages, res.answering == true)
+      M.render(self.transcript, res.messages, res.answering == true, last_result)
       self.running = res.running == true
       self.redraw_at_end = self.running
     end

@@ -176,6 +176,14 @@ function M.new_session()
   end)
 end
 
+---How a loaded session's last turn ended (ollie/session/load's `info.lastTurnResult`), for its redraw.
+---@param res table|nil
+---@return string|nil
+local function last_result(res)
+  local info = type(res) == "table" and res.info or nil
+  return type(info) == "table" and type(info.lastTurnResult) == "string" and info.lastTurnResult or nil
+end
+
 ---Switch this tab's chat to a saved session (resumed in the daemon first).
 ---@param id string
 function M.load_session(id)
@@ -183,12 +191,12 @@ function M.load_session(id)
   if not c then
     return
   end
-  client.request("ollie/session/load", { session = id }, function(err)
+  client.request("ollie/session/load", { session = id }, function(err, res)
     if err then
       notify(err_text(err), vim.log.levels.WARN)
       return
     end
-    c:switch(id)
+    c:switch(id, nil, last_result(res))
   end)
 end
 
@@ -262,12 +270,12 @@ function M.restart()
       end
     end
     for session, list in pairs(chats) do
-      client.request("ollie/session/load", { session = session }, function(load_err)
+      client.request("ollie/session/load", { session = session }, function(load_err, res)
         if load_err then
           return notify(err_text(load_err), vim.log.levels.WARN)
         end
         for _, c in ipairs(list) do
-          c:switch(session)
+          c:switch(session, nil, last_result(res))
         end
       end)
     end

@@ -1,5 +1,6 @@
 // The conversation as the chat view shows it, built from `ollie/event` notifications.
 
+import { splitEditorContext } from "./promptContext";
 import type { OllieEvent } from "./protocol";
 import type { StepDiff, StepLocation, ToolStep } from "./steps";
 
@@ -94,9 +95,6 @@ function isSideNote(item: ChatItem): boolean {
   return (item.kind === "user" && item.note !== undefined) || (item.kind === "permission" && item.outcome === undefined);
 }
 
-// The editor-context blocks the daemon puts before a prompt's text.
-const CONTEXT_BLOCKS = /^(\s*<editor-context>[\s\S]*?<\/editor-context>)+\s*/;
-
 /** The conversation of one session: a list of items and the reducer that folds events into it. */
 export class ChatModel {
   readonly items: ChatItem[] = [];
@@ -150,7 +148,11 @@ export class ChatModel {
   // a prompt this chat does not show (queued in another window) is added.
   private promptStarted(content: string): ChatItem[] {
     const index = this.items.findIndex((i) => i.kind === "user" && (i.note === "queued" || i.note === "held") && content.includes(i.text));
-    if (index < 0) return [this.addUser(content.replace(CONTEXT_BLOCKS, ""))];
+    if (index < 0) {
+      // A code action's, or one queued in another window: shown as sent, with a label per context block.
+      const { prompt, contextLabels } = splitEditorContext(content);
+      return [this.addUser(prompt, { contextLabels })];
+    }
     const [item] = this.items.splice(index, 1);
     if (item.kind === "user") delete item.note;
     this.items.push(item);

@@ -2,6 +2,7 @@
 
 import { ChatItem, ChatModel } from "./chatModel";
 import type { OllieEvent } from "./protocol";
+import { splitEditorContext } from "./promptContext";
 import { parseToolStep, parseToolSteps } from "./steps";
 
 interface ToolCallLike {
@@ -41,36 +42,6 @@ function text(value: unknown): string {
 
 function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
-}
-
-// The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`, one
-// block per context item.
-const EDITOR_CONTEXT = /^\s*<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
-
-// The engine tells the model of the user's undos after the next prompt (ollie.agent.review); not the user's words.
-const UNDO_NOTE = /\n\nthe user undid these changes of yours \(turn \d+\): [^\n]*/g;
-
-// A block's label as the daemon words it (ollie_lsp/editor.py `context_labels`), for a daemon that sends none.
-function blockLabel(body: string): string {
-  const header = body.split("```", 1)[0];
-  const resource = /^MCP resource: (\S+) \(server ([^)\n]+)\)$/m.exec(header);
-  if (resource) return `${resource[2]}: ${resource[1]}`;
-  const path = /^File:\s*(.+?)(?:\s+\([^)\n]*\))?$/m.exec(header)?.[1] ?? "editor context";
-  // `Showing lines 3-5:` (a range), `Location: lines 3-5` (where a selection is).
-  const lines = /^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$/m.exec(header);
-  if (lines) return !lines[2] || lines[1] === lines[2] ? `${path}:${lines[1]}` : `${path}:${lines[1]}-${lines[2]}`;
-  return /^Selected text:$/m.test(header) ? `${path} (selection)` : path;
-}
-
-/** A saved user message split into the prompt the user typed and one label per editor-context block before it. */
-export function splitEditorContext(saved: string): { prompt: string; contextLabels?: string[] } {
-  let content = saved.replace(UNDO_NOTE, "");
-  const contextLabels: string[] = [];
-  for (let match = EDITOR_CONTEXT.exec(content); match; match = EDITOR_CONTEXT.exec(content)) {
-    contextLabels.push(blockLabel(match[1]));
-    content = content.slice(match[0].length);
-  }
-  return contextLabels.length > 0 ? { prompt: content, contextLabels } : { prompt: content };
 }
 
 /** `image: png, 12 KB` for each image the daemon lists on a saved prompt. */

@@ -1,6 +1,6 @@
 // The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
 
-import { splitEditorContext } from "../lib/history";
+import { splitEditorContext } from "../lib/promptContext";
 
 /** One turn to offer: its number, the prompt that started it (when known) and what it changed. */
 export interface TurnItem {

@@ -157,11 +157,12 @@ test("a queued prompt's turn starts (its `user` event): it is no longer queued, 
   assert.deepEqual(changed, [queued]);
   assert.equal((queued as { note?: string }).note, undefined, "no longer shown as queued");
   assert.deepEqual(model.items.map((i) => i.kind), ["user", "assistant", "turnEnd", "user"]);
-  // A prompt this chat never showed (queued in another window) is added, without its context blocks.
+  // A prompt this chat never showed (a code action's, one queued in another window) is added, its context blocks as
+  // their labels (Bug: dropped: the action's prompt did not say which code it was about).
   feed("turn", "end");
   feed("turn", "start");
-  const added = feed("user", "<editor-context>\nFile: b.py\n</editor-context>\nfrom elsewhere");
-  assert.deepEqual(added.map((i) => (i as { text: string }).text), ["from elsewhere"]);
+  const added = feed("user", "<editor-context>\nFile: b.py (python)\nShowing lines 1-2:\n```\nx\n```\n</editor-context>\n\nfrom elsewhere");
+  assert.deepEqual(added, [{ kind: "user", id: added[0].id, text: "from elsewhere", contextLabels: ["b.py:1-2"] }]);
 });
 
 test("a Stop holds the queued prompts and /queued clear drops them: their notes say so", () => {

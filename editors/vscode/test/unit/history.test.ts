@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, splitEditorContext, startsWithResult } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
+import { splitEditorContext } from "../../src/lib/promptContext";
 
 const messages = [
   { role: "system", content: "sys" },
