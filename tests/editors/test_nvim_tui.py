@@ -98,7 +98,8 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
     bin_dir.mkdir()
     (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
-    tmux = Tmux(f"ollie-tui-{os.getpid()}-{size[0]}", ws, env,
+    # A socket per test: one test's server ending must not race the next one's start on the same socket.
+    tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}", ws, env,
                 [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
     tmux.captures = tmp_path / "captures"
     tmux.captures.mkdir()
