@@ -105,20 +105,35 @@ class LspDocuments:
         if not answer.applied:
             reason = answer.failure_reason or STALE
             return ApplyResult("refused", f"the editor did not apply the edit ({reason})")
-        saved = bool(await self.save([doc.uri]))
-        return ApplyResult("applied", saved=saved, unsaved=disk != before)
+        saved, changed = await self.save([doc.uri])
+        if changed:
+            self._server.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning, message=changed_on_disk_notice(Path(doc.path).name)))
+        return ApplyResult("applied", saved=bool(saved), unsaved=disk != before, changed_on_disk=bool(changed))
 
-    async def save(self, uris: list[str]) -> list[str]:
-        """Ask the client to save these documents (`ollie/saveDocuments`); the URIs it saved ([]: it cannot)."""
+    async def save(self, uris: list[str]) -> tuple[list[str], list[str]]:
+        """Ask the client to save these documents (`ollie/saveDocuments`): the URIs it saved ([]: it cannot), and
+        those it would not save because their file changed on disk since the editor last read or wrote it."""
         if not self._can_save() or not uris:
-            return []
+            return [], []
         try:
             answer = await ask_client(self._server.protocol, SAVE_DOCUMENTS, {"uris": uris}, SAVE_TIMEOUT_S)
         except Exception as exc:  # no answer, or an error: the caller falls back as for a client without it
             logger.info("%s failed: %s", SAVE_DOCUMENTS, exc)
-            return []
-        saved = answer.get("saved") if isinstance(answer, dict) else None
-        return [uri for uri in saved if uri in uris] if isinstance(saved, list) else []
+            return [], []
+        return _uris(answer, "saved", uris), _uris(answer, "changedOnDisk", uris)
+
+
+def _uris(answer: object, key: str, asked: list[str]) -> list[str]:
+    """The asked-about URIs listed under `key` in the client's answer (anything else is ignored)."""
+    listed = answer.get(key) if isinstance(answer, dict) else None
+    return [uri for uri in listed if uri in asked] if isinstance(listed, list) else []
+
+
+def changed_on_disk_notice(name: str) -> str:
+    """What the user is told when the editor would not save the agent's edit of `name` over a change on disk."""
+    return (f"ollie: {name} changed on disk since the editor read it, so the agent's edit of it was not saved (it is "
+            f"in the buffer only). Merge the two and save {name}, or reload it from disk.")
 
 
 def register_documents(server: LanguageServer) -> None:

@@ -98,7 +98,8 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
     bin_dir.mkdir()
     (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
-    tmux = Tmux(f"ollie-tui-{os.getpid()}-{size[0]}", ws, env,
+    # A socket per test: one test's server ending must not race the next one's start on the same socket.
+    tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}", ws, env,
                 [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
     tmux.captures = tmp_path / "captures"
     tmux.captures.mkdir()
@@ -445,6 +446,20 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
         tmux.close()
 
 
+def nvim_with_unsaved_note(tmp_path: Path, srv) -> Tmux:
+    """Neovim editing a.py (`x = 1` on disk) with a line the user typed and did not save."""
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 1\n"}, size=(120, 40))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys("o")
+        tmux.keys("# my unsaved note", literal=True)
+        tmux.keys("Escape")
+    except BaseException:
+        tmux.close()
+        raise
+    return tmux
+
+
 def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_path: Path, scripted_llm):
     """The user types in a.py without saving; a step rewrites a.py on disk: the chat says so at once, naming the file,
     and the agent's edit of the buffer after it is refused (before: it went into the buffer and `write!` saved the
@@ -453,13 +468,9 @@ def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_p
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
                Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
                Reply(text="I left a.py to you."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 1\n"}, size=(120, 40))
+    tmux = nvim_with_unsaved_note(tmp_path, srv)
     a_py = tmp_path / "ws" / "a.py"
     try:
-        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
-        tmux.keys("o")
-        tmux.keys("# my unsaved note", literal=True)
-        tmux.keys("Escape")
         tmux.keys(":Ollie bump x, then set it to 3", "Enter")
         done = tmux.keep("1-behind", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
         # The chat's text without its wrapping (a long path wraps mid-word).
@@ -473,6 +484,56 @@ def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_p
     finally:
         tmux.close()
     assert a_py.read_text() == "x = 2\n", "the step's change on disk was overwritten"
+
+
+def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_steps(tmp_path: Path, scripted_llm):
+    """The user types in a.py without saving, then a `git checkout` in a terminal changes a.py on disk; the agent's edit
+    goes into the buffer, but the save refuses (the file changed since Neovim read it): the disk keeps the checkout,
+    the model is told, and the user is too (before: `write!` saved the buffer over the checkout, silently)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+               Reply(text="I set x."))
+    tmux = nvim_with_unsaved_note(tmp_path, srv)
+    a_py = tmp_path / "ws" / "a.py"
+    try:
+        a_py.write_text("x = 5  # checked out\n")
+        tmux.keys(":Ollie set x to 3", "Enter")
+        notice = "ollie: a.py changed on disk since the editor read it, so the agent's edit of it was not saved"
+        done = tmux.keep("1-edited", tmux.wait(lambda s: "I set x." in s and notice in s, "the turn to end, told",
+                                               timeout=60))
+        code = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert "x = 3" in code and "# my unsaved note" in code, "the edit is in the buffer, on the user's text"
+        chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
+        assert "".join("a.py: your edit is in the editor's buffer only, not saved: a.py changed on disk".split()) in chat
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert a_py.read_text() == "x = 5  # checked out\n", "the agent's save wrote over the change made on disk"
+
+
+def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed(tmp_path: Path, scripted_llm):
+    """The chat is closed while a turn runs a step that changes a.py under the user's unsaved edits: the notice shows
+    in the command line (before: only in the closed chat)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Hello."),
+               Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
+               Reply(text="I left a.py to you."))
+    tmux = nvim_with_unsaved_note(tmp_path, srv)
+    try:
+        tmux.keys(":Ollie hi", "Enter")
+        tmux.wait(lambda s: "Hello." in s, "the first turn to end", timeout=60)
+        tmux.keys("Escape")  # out of the chat's input
+        tmux.keys(":lua require('ollie').current():close()", "Enter")
+        tmux.wait(lambda s: "Hello." not in s, "the chat to close")
+        tmux.keys(":lua require('ollie').current():submit('bump x', {})", "Enter")
+        told = tmux.keep("1-notified", tmux.wait(lambda s: "ollie: a.py has unsaved changes in the editor" in s,
+                                                "the notice in the command line", timeout=60))
+        assert "# my unsaved note" in told and "Hello." not in told, "the chat is closed, the buffer as the user left it"
+        tmux.keys(":Ollie", "Enter")
+        tmux.keep("2-chat", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
 
 
 def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted_llm):

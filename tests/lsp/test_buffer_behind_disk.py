@@ -11,7 +11,7 @@ from typing import Any
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import edit, start, submit
+from .test_documents import Editor, edit, start, submit
 from .test_edits_reach_disk import SavingEditor, run
 
 ON_DISK = "x = 1\n"
@@ -89,3 +89,57 @@ async def test_a_clean_buffer_the_editor_has_not_reloaded_yet_is_not_edited_on_i
     editor.change(path, STEPPED + "# typed since\n")
     assert await submit(daemon, "set it to 3") == "done"
     assert editor.texts[path.as_uri()] == "x = 3\n# typed since\n" == path.read_text()
+
+
+class CheckingEditor(Editor):
+    """An editor that, as Neovim's and VS Code's clients do, will not save a buffer whose file changed on disk since
+    it last read or wrote it (its mtime and size then): it answers `changedOnDisk` instead."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        super().__init__(daemon)
+        self.stats: dict[str, tuple[int, int]] = {}
+        self.saves: list[list[str]] = []
+
+        @daemon.client.feature("ollie/saveDocuments")
+        def on_save(params: Any) -> dict[str, list[str]]:
+            saved, changed = [], []
+            for uri in params["uris"]:
+                path = Path(uri.removeprefix("file://"))
+                if self._stat(path) != self.stats[uri]:
+                    changed.append(uri)
+                    continue
+                path.write_text(self.texts[uri])
+                self.stats[uri] = self._stat(path)
+                saved.append(uri)
+            self.saves.append(saved)
+            return {"saved": saved, "changedOnDisk": changed}
+
+    @staticmethod
+    def _stat(path: Path) -> tuple[int, int]:
+        st = path.stat()
+        return st.st_mtime_ns, st.st_size
+
+    def open(self, path: Path, text: str) -> None:
+        super().open(path, text)
+        self.stats[path.as_uri()] = self._stat(path)
+
+
+async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails_and_says_so(start_daemon, llm):
+    """a.py changed on disk outside the agent's steps (the user's `git checkout`); the agent's edit goes to the buffer
+    but the editor will not save it over that change: the disk keeps it, the tool call fails saying why, and the user
+    is shown a warning (before, the daemon told the model the buffer had the user's unsaved changes)."""
+    llm.script(edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    path = daemon.workspace / "a.py"
+    path.write_text(ON_DISK)
+    editor = CheckingEditor(daemon)
+    editor.open(path, ON_DISK)
+    path.write_text("x = 5  # checked out\n")
+    assert await submit(daemon, "set x to 3") == "done"
+    assert path.read_text() == "x = 5  # checked out\n", "the change made outside was overwritten"
+    assert editor.texts[path.as_uri()] == "x = 3\n" and editor.saves == [[]]
+    [result] = tool_results(llm)
+    assert "a.py: your edit is in the editor's buffer only, not saved: a.py changed on disk since the editor" in result
+    assert "unsaved changes" not in result
+    [shown] = [m.message for m in daemon.client.messages if "a.py" in m.message]
+    assert shown.startswith("ollie: a.py changed on disk since the editor read it, so the agent's edit of it was not")

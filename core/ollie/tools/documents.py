@@ -34,6 +34,8 @@ class ApplyResult:
     saved: bool = False
     # Applied: the document's text was not the disk's before the edit (the user's unsaved changes).
     unsaved: bool = False
+    # Applied but not saved: the file changed on disk since the editor last read or wrote it (not overwritten).
+    changed_on_disk: bool = False
 
 
 class EditorDocuments(Protocol):

@@ -1,27 +1,65 @@
 // ollie/saveDocuments: the daemon asks to save the documents the model just edited (through
 // workspace/applyEdit), so that the commands the model runs next see its edits on disk. Only those
-// documents are saved; the user's other unsaved files are left alone.
+// documents are saved; the user's other unsaved files are left alone. One whose file changed on disk
+// since the document last agreed with it (the user's `git checkout`, a formatter, another editor) is
+// not saved (`changedOnDisk`): that change is not in the buffer, and the save would write over it.
 
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { Daemon } from "./daemon";
 import { parseSaveDocumentsParams } from "./lib/protocol";
 
-async function save(raw: unknown): Promise<{ saved: string[] }> {
+// Document URI -> its file's mtime when the document last agreed with the disk (opened, saved, reloaded).
+const agreed = new Map<string, number>();
+
+async function mtime(uri: vscode.Uri): Promise<number | undefined> {
+  try {
+    return (await vscode.workspace.fs.stat(uri)).mtime;
+  } catch {
+    return undefined; // gone (or unreadable): no file to agree with
+  }
+}
+
+async function note(doc: vscode.TextDocument): Promise<void> {
+  if (doc.uri.scheme !== "file" || doc.isDirty) return;
+  const time = await mtime(doc.uri);
+  if (time === undefined) agreed.delete(doc.uri.toString());
+  else agreed.set(doc.uri.toString(), time);
+}
+
+async function changedOnDisk(doc: vscode.TextDocument): Promise<boolean> {
+  const time = agreed.get(doc.uri.toString());
+  return time !== undefined && (await mtime(doc.uri)) !== time;
+}
+
+async function save(raw: unknown): Promise<{ saved: string[]; changedOnDisk: string[] }> {
   const uris = parseSaveDocumentsParams(raw);
   if (!uris) throw new ResponseError(-32602, "Invalid params: uris: must be an array of document URIs");
   const saved: string[] = [];
+  const changed: string[] = [];
   for (const uri of uris) {
     const path = vscode.Uri.parse(uri).fsPath;
     const doc = vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === path);
     if (!doc) continue;
+    if (await changedOnDisk(doc)) {
+      changed.push(uri);
+      continue;
+    }
     // save() answers false for a document that was not dirty: then the disk holds its text already.
     if ((await doc.save()) || !doc.isDirty) saved.push(uri);
   }
-  return { saved };
+  return { saved, changedOnDisk: changed };
 }
 
 /** Answer `ollie/saveDocuments` and announce it (`initializationOptions.saveDocuments`). */
 export function serveSaveDocuments(daemon: Daemon): vscode.Disposable {
-  return daemon.serve("ollie/saveDocuments", save, { saveDocuments: true });
+  void Promise.all(vscode.workspace.textDocuments.map(note));
+  return vscode.Disposable.from(
+    daemon.serve("ollie/saveDocuments", save, { saveDocuments: true }),
+    vscode.workspace.onDidOpenTextDocument(note),
+    vscode.workspace.onDidSaveTextDocument(note),
+    // A clean document after a change: VS Code reloaded it from the disk (or the user undid back to it).
+    vscode.workspace.onDidChangeTextDocument((e) => void note(e.document)),
+    vscode.workspace.onDidCloseTextDocument((doc) => agreed.delete(doc.uri.toString())),
+  );
 }

@@ -115,6 +115,11 @@ class DocumentBridge:
             return result.reason or STALE, ""
         if result.status == "disk":  # the editor cannot take edits: the disk alone
             return await _write_disk(ctx, path, new_text, script), ""
+        if result.changed_on_disk:
+            return (f"your edit is in the editor's buffer only, not saved: {path.name} changed on disk since the "
+                    "editor last read or wrote it (not by your steps: the user, a formatter or another program), and "
+                    "the editor does not save over that. Commands you run see the file without your edit. Ask the "
+                    f"user to merge the two and save {path.name} (or reload it), then read it again"), ""
         if result.saved:
             return None, (f"{path.name} had unsaved changes in the editor: your edit was made on top of them and "
                           "the file was saved with them") if result.unsaved else ""

@@ -24,6 +24,7 @@ local M = {}
 ---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
 ---@field commands_running integer|nil slash commands sent and not answered yet
 ---@field command_info table<string, boolean> `info` texts seen while a command ran
+---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
 ---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
@@ -137,7 +138,8 @@ end
 ---@return ollie.Chat
 function M.new(tab, name)
   local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, title = "",
-    command_info = {}, turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) }, Chat)
+    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) },
+    Chat)
   self:make_transcript()
   self:make_input()
   local cur = vim.api.nvim_get_current_win()
@@ -395,6 +397,18 @@ function Chat:stop()
   end
 end
 
+---A step changed a file under the user's unsaved buffer (behind.py's notice): said in the chat, and by vim.notify too
+---(once per file) when the chat is not in sight, so a user with it closed learns it before saving over the change.
+---@param content string
+function Chat:tell_behind(content)
+  local path = content:match("^warning: (.-) has unsaved changes in the editor, and this step changed the file on disk")
+  if not path or self.behind_told[path] or (self:windows() and self.tab == vim.api.nvim_get_current_tabpage()) then
+    return
+  end
+  self.behind_told[path] = true
+  requests.notify((content:gsub("^warning: ", "")), vim.log.levels.WARN)
+end
+
 ---Render one `ollie/event` of this chat's session.
 ---@param ev table
 ---@param drawn boolean|nil the history drawn just now shows it already (a turn's end held while the chat was redrawn)
@@ -430,6 +444,9 @@ function Chat:on_event(ev, drawn)
       return -- an approval answer: the rejected step says so itself, with the feedback (render.lua)
     end
     t:note(content)
+    if role == "info" then
+      self:tell_behind(content)
+    end
   elseif role == "limitretry" then
     t:note("rate limited, retrying: " .. content, "OllieTurnEnd")
   elseif role == "turn" then

@@ -1,5 +1,6 @@
 -- The daemon's server→client requests (ollie/permission, ollie/editor/*, ollie/saveDocuments), the init flags
 -- that announce them, and the small client→server helpers the review, permission and picker modules share.
+local ondisk = require("ollie.ondisk") -- from setup on, it notes when each buffer's file was read or written
 local M = {}
 
 ---@alias ollie.Answer fun(result: any, err: lsp.ResponseError|nil)
@@ -92,21 +93,32 @@ function M.checktime(buf)
 end
 
 ---ollie/saveDocuments: write the buffers the model just edited (only those: the user's other unsaved buffers stay
----unsaved), so the commands it runs next see its edits. `write!`: a file touched on disk since it was read (by an
----earlier step) must not stop the editor at a question; the buffer is what the model edited. (The daemon never edits,
----so never has saved, a buffer that does not show what a step changed on disk: see docs/PROTOCOL.md.)
+---unsaved), so the commands it runs next see its edits. One whose file changed on disk since the editor last read or
+---wrote it is not written (`changedOnDisk`): that change is not in the buffer. `write!` then: the check is done, and
+---no question may stop the editor. (A step's change under a buffer never gets here: see docs/PROTOCOL.md.)
 M.handlers["ollie/saveDocuments"] = function(_, params)
-  local saved = {}
+  local saved, changed = {}, {}
   for _, uri in ipairs(type(params) == "table" and type(params.uris) == "table" and params.uris or {}) do
     local buf = type(uri) == "string" and loaded_buffer(vim.uri_to_fname(uri)) or nil
-    if buf then
+    if buf and ondisk.changed(buf) then
+      table.insert(changed, uri)
+    elseif buf then
       local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
       if ok and not vim.bo[buf].modified then
         table.insert(saved, uri)
       end
     end
   end
-  return { saved = saved }
+  return { saved = saved, changedOnDisk = changed }
+end
+
+---window/showMessage: the daemon's notices (a save it was refused, a bad option) through M.notify, so a long one
+---never stops the editor at a "Press ENTER" prompt.
+M.handlers["window/showMessage"] = function(_, params)
+  local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+  if type(params) == "table" and type(params.message) == "string" then
+    M.notify((params.message:gsub("^ollie: ", "")), levels[params.type] or vim.log.levels.INFO)
+  end
 end
 
 ---`ollie/prompt`: one line from the user (`Ollie: Ask about this...`); null when dismissed.

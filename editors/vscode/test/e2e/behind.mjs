@@ -7,7 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, freePort, log, openFile, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFrame, dirtyTabs, log, runCommand, waitForSavedPrompt, waitMs, withUnsavedNote } from "./harness.mjs";
 
 const script = [
   { text: "Bumping x.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i 's/x = 1/x = 2/' a.py", language: "bash" }] } }] },
@@ -15,46 +15,28 @@ const script = [
   { text: "I left a.py to you." },
 ];
 
-const dirty = (page) => page.locator(".tabs-container .tab.dirty", { hasText: "a.py" }).count();
-const port = await freePort();
-
-await withVSCode(
-  {
-    script: null,
-    files: { "a.py": "x = 1\n" },
-    serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto" },
-    settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
-  },
-  async ({ page, workspace, dataDir, startLLM, screenshot }) => {
-    await startLLM(script, { port });
-    await waitForStatus(page, /Ollie: idle/);
-    await openFile(page, "a.py");
-    await page.locator(".monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+End");
-    await page.keyboard.type("# my unsaved note");
-    await until("a.py dirty", async () => (await dirty(page)) === 1);
-
-    await runCommand(page, "Ollie: Ask");
-    await page.locator(".quick-input-widget input").fill("bump x, then set it to 3");
-    await page.keyboard.press("Enter");
-    await waitForSavedPrompt(dataDir, ["I left a.py to you."]);
-    const chat = await chatFrame(page);
-    await chat.locator(".item", { hasText: "I left a.py to you." }).first().waitFor({ timeout: waitMs });
-    await screenshot("behind");
-    const onDisk = fs.readFileSync(path.join(workspace, "a.py"), "utf8");
-    // Monaco draws a space as U+00A0.
-    const shown = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
-    const conflict = await page.locator(".notifications-toasts .notification-toast").allInnerTexts();
-    log(`disk: ${JSON.stringify(onDisk)}; buffer: ${JSON.stringify(shown)}; dirty: ${await dirty(page)}; toasts: ${JSON.stringify(conflict)}`);
-    const told = await chat.locator(".item.notice", { hasText: "a.py has unsaved changes in the editor, and this step changed the file on disk" }).count();
-    const text = await chat.locator("#log").innerText();
-    log(`chat: ${JSON.stringify(text)}`);
-    if (onDisk !== "x = 2\n") throw new Error(`the step's change on disk was overwritten: ${JSON.stringify(onDisk)}`);
-    if ((await dirty(page)) !== 1) throw new Error("a.py's buffer was saved");
-    if (!shown.includes("# my unsaved note") || !shown.includes("x = 1")) throw new Error(`the buffer lost the user's text: ${shown}`);
-    if (told !== 1) throw new Error("the chat did not say a.py changed on disk under the unsaved buffer");
-    await chat.locator(".item", { hasText: "not edited: the buffer of a.py has the user's unsaved changes and a step changed the file on disk" }).first()
-      .waitFor({ timeout: waitMs, state: "attached" });
-    log("a step's change under unsaved edits: said in the chat, the agent's edit refused, the buffer and the disk both kept");
-  },
-);
+const dirty = (page) => dirtyTabs(page, "a.py");
+await withUnsavedNote(script, async ({ page, workspace, dataDir, screenshot }) => {
+  await runCommand(page, "Ollie: Ask");
+  await page.locator(".quick-input-widget input").fill("bump x, then set it to 3");
+  await page.keyboard.press("Enter");
+  await waitForSavedPrompt(dataDir, ["I left a.py to you."]);
+  const chat = await chatFrame(page);
+  await chat.locator(".item", { hasText: "I left a.py to you." }).first().waitFor({ timeout: waitMs });
+  await screenshot("behind");
+  const onDisk = fs.readFileSync(path.join(workspace, "a.py"), "utf8");
+  // Monaco draws a space as U+00A0.
+  const shown = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+  const conflict = await page.locator(".notifications-toasts .notification-toast").allInnerTexts();
+  log(`disk: ${JSON.stringify(onDisk)}; buffer: ${JSON.stringify(shown)}; dirty: ${await dirty(page)}; toasts: ${JSON.stringify(conflict)}`);
+  const told = await chat.locator(".item.notice", { hasText: "a.py has unsaved changes in the editor, and this step changed the file on disk" }).count();
+  const text = await chat.locator("#log").innerText();
+  log(`chat: ${JSON.stringify(text)}`);
+  if (onDisk !== "x = 2\n") throw new Error(`the step's change on disk was overwritten: ${JSON.stringify(onDisk)}`);
+  if ((await dirty(page)) !== 1) throw new Error("a.py's buffer was saved");
+  if (!shown.includes("# my unsaved note") || !shown.includes("x = 1")) throw new Error(`the buffer lost the user's text: ${shown}`);
+  if (told !== 1) throw new Error("the chat did not say a.py changed on disk under the unsaved buffer");
+  await chat.locator(".item", { hasText: "not edited: the buffer of a.py has the user's unsaved changes and a step changed the file on disk" }).first()
+    .waitFor({ timeout: waitMs, state: "attached" });
+  log("a step's change under unsaved edits: said in the chat, the agent's edit refused, the buffer and the disk both kept");
+});

@@ -264,6 +264,33 @@ export async function openFile(page, name) {
   await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor({ timeout: waitMs });
 }
 
+/** How many tabs of `name` show unsaved changes. */
+export const dirtyTabs = (page, name) => page.locator(".tabs-container .tab.dirty", { hasText: name }).count();
+
+/** Real VS Code (auto-save off, as on the desktop; auto approval) with a.py (`x = 1` on disk) open holding a line
+ * the user typed and did not save, the scripted LLM saying `script`; then `body(ctx)`. */
+export async function withUnsavedNote(script, body) {
+  const port = await freePort();
+  await withVSCode(
+    {
+      script: null,
+      files: { "a.py": "x = 1\n" },
+      serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto" },
+      settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
+    },
+    async (ctx) => {
+      await ctx.startLLM(script, { port });
+      await waitForStatus(ctx.page, /Ollie: idle/);
+      await openFile(ctx.page, "a.py");
+      await ctx.page.locator(".monaco-editor .view-lines").first().click();
+      await ctx.page.keyboard.press("Control+End");
+      await ctx.page.keyboard.type("# my unsaved note");
+      await until("a.py dirty", async () => (await dirtyTabs(ctx.page, "a.py")) === 1);
+      await body(ctx);
+    },
+  );
+}
+
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 export async function chatFrame(page) {
   return until("the chat webview", async () => {
