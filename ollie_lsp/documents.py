@@ -68,7 +68,10 @@ class LspDocuments:
     def find(self, path: Path) -> TextDocument | None:
         """The open document of `path` (symlinks resolved), or None."""
         real = _real(path)
-        doc = self._server.workspace.text_documents.get(from_fs_path(str(real)) or "")
+        try:
+            doc = self._server.workspace.text_documents.get(from_fs_path(str(real)) or "")
+        except UnicodeEncodeError:  # a name that is not UTF-8 (a step's `bad\377.txt`) has no URI of that form
+            doc = None
         return doc if doc is not None else self.open_documents().get(real)
 
     def can_apply(self) -> bool:
