@@ -71,7 +71,8 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
                                      "sent": 0, "received": 0}]
     question = approver.network[0]
     assert question.prefix == f"other.test:{listener.port}" and question.kind == "fetch"
-    assert "curl -s" in question.title and "step1.sh" in question.title  # the step, and the process asking
+    # The step as the user saw it, not its process (a scratch `step1.sh` path nobody knows).
+    assert "curl -s" in question.title and "step1.sh" not in question.title
     assert "status 403" in tool_text(srv, 1)
     assert f"[network] other.test:{listener.port} denied (deny), sent 0 B, received 0 B" in tool_text(srv, 1)
     listing = (await core.submit("/network")).reply

@@ -171,7 +171,7 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     assert {p.name for p in homes["alice"].glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
-    registry = Registry(store_url, teams=())
+    registry = Registry(store_url)
     try:
         registry.share(Scope(user_id="alice"), sid, "backend")
     finally:
