@@ -4,6 +4,10 @@
 (require 'json)
 (setq eglot-confirm-server-initiated-edits nil
       jsonrpc-default-request-timeout 60
+      ;; Wait for the daemon's initialize answer (eglot's default gives up after 3 s and goes on in the background,
+      ;; so a loaded machine's slower start failed the test).
+      eglot-sync-connect t
+      eglot-connect-timeout 120
       eglot-server-programs
       `((python-mode . ,(append (json-read-from-string (getenv "OLLIE_TEST_SERVER_CMD")) nil))))
 (defun ollie-test-finish (result)
