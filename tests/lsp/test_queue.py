@@ -24,7 +24,7 @@ async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_d
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
     hold.set()
     session = (await first)["session"]
-    await asyncio.sleep(0.8)  # past the grace after a turn: nothing runs on its own
+    await asyncio.sleep(0.8)  # a while after the interrupt: nothing runs on its own (held)
     state = await daemon.request("ollie/state", {})
     assert (state["queued"], state["queuedPrompts"], state["queueHeld"]) == (2, ["second", "third"], True)
     assert len(llm.chat_requests) == 1
