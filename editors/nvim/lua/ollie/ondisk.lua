@@ -31,6 +31,30 @@ function M.changed(buf)
   return seen[buf] ~= nil and seen[buf] ~= stamp(buf)
 end
 
+---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
+---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. Reads
+---only a regular file, opened without blocking (a FIFO swapped in never holds the editor), of the text's size.
+---@param buf integer
+---@return boolean
+function M.holds(buf)
+  local bo = vim.bo[buf]
+  if bo.binary or bo.bomb or bo.fileformat ~= "unix" or not (bo.fileencoding == "" or bo.fileencoding == "utf-8") then
+    return false -- what a write puts there is not simply the lines: say changed, as before
+  end
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local empty = #lines == 1 and lines[1] == ""
+  local text = empty and "" or (table.concat(lines, "\n") .. ((bo.eol or bo.fixeol) and "\n" or ""))
+  local c = vim.uv.constants
+  local fd = vim.uv.fs_open(vim.api.nvim_buf_get_name(buf), c.O_RDONLY + c.O_NONBLOCK, 0)
+  if not fd then
+    return false
+  end
+  local st = vim.uv.fs_fstat(fd)
+  local same = st ~= nil and st.type == "file" and st.size == #text and (#text == 0 or vim.uv.fs_read(fd, #text, 0) == text)
+  vim.uv.fs_close(fd)
+  return same
+end
+
 local group = vim.api.nvim_create_augroup("ollie_ondisk", { clear = true })
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "FileChangedShellPost", "BufFilePost" }, {
   group = group,

@@ -94,13 +94,14 @@ end
 
 ---ollie/saveDocuments: write the buffers the model just edited (only those: the user's other unsaved buffers stay
 ---unsaved), so the commands it runs next see its edits. One whose file changed on disk since the editor last read or
----wrote it is not written (`changedOnDisk`): that change is not in the buffer. `write!` then: the check is done, and
+---wrote it is not written (`changedOnDisk`): that change is not in the buffer (unless the file holds the buffer's very
+---text: ollie's undo or rewind put both back). `write!` then: the check is done, and
 ---no question may stop the editor. (A step's change under a buffer never gets here: see docs/PROTOCOL.md.)
 M.handlers["ollie/saveDocuments"] = function(_, params)
   local saved, changed = {}, {}
   for _, uri in ipairs(type(params) == "table" and type(params.uris) == "table" and params.uris or {}) do
     local buf = type(uri) == "string" and loaded_buffer(vim.uri_to_fname(uri)) or nil
-    if buf and ondisk.changed(buf) then
+    if buf and ondisk.changed(buf) and not ondisk.holds(buf) then
       table.insert(changed, uri)
     elseif buf then
       local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
