@@ -50,7 +50,8 @@ function M.holds(buf)
     return false
   end
   local st = vim.uv.fs_fstat(fd)
-  local same = st ~= nil and st.type == "file" and st.size == #text and (#text == 0 or vim.uv.fs_read(fd, #text, 0) == text)
+  local same = st ~= nil and st.type == "file" and st.size == #text
+    and (#text == 0 or vim.uv.fs_read(fd, #text, 0) == text)
   vim.uv.fs_close(fd)
   return same
 end
