@@ -47,6 +47,18 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def share_with_backend(store_url: str, session_id: str) -> None:
+    """Share alice's session `session_id` with team backend, as `ollie store share` does."""
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope
+
+    registry = Registry(store_url)
+    try:
+        registry.share(Scope(user_id="alice"), session_id, "backend")
+    finally:
+        registry.close()
+
+
 class Daemon:
     """A daemon subprocess and its pytest-lsp client."""
 

@@ -9,6 +9,7 @@ import acp
 import pytest
 
 from ollie.testing import Reply
+from tests.teams.conftest import share_with_backend
 
 
 async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_another(
@@ -38,19 +39,13 @@ async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_an
 
 async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
         start_agent, scripted_llm, store_url, tmp_path):
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("on it"))
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = await alice.new()
     await alice.prompt(sid, "migrate the schema")
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)  # what `ollie store share` does
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
                                  "XDG_DATA_HOME": str(tmp_path / "bob-data")})
     listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
@@ -62,8 +57,6 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
 
 async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):
     """Alice's agent and her session in `agent` (and `mode`): one turn run, closed, shared to team backend."""
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
     from tests.acp.conftest import AGENT_COMMAND
 
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
@@ -73,11 +66,7 @@ async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default
         await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id=mode), 30)
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)
     return alice, sid
 
 
@@ -121,8 +110,6 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     # rights (the fork took her `yolo` unasked, where a switch to it is asked).
     from acp.schema import SessionConfigOptionSelect
 
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
     from tests.acp.conftest import AGENT_COMMAND
 
     llm = scripted_llm("openai")
@@ -133,11 +120,7 @@ async def test_a_fork_of_a_teammates_session_does_not_take_their_approval_mode_o
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id="auto"), 30)
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)
 
     bob = await start_agent(env={**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
                                  "OLLIE_TEAMS": "backend", "XDG_DATA_HOME": str(tmp_path / "bob-data")})
@@ -154,8 +137,6 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
         start_agent, scripted_llm, store_url, tmp_path):
     # Alice may let her agent's prompt commands and hooks run unsandboxed; Bob's session/load (and resume) of her
     # session ran its agentSpawn hook, and his `/context` its prompt commands, outside the sandbox with his rights.
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
     from tests.acp.conftest import AGENT_COMMAND
     from tests.teams.conftest import home_env
     from tests.teams.test_two_daemons import DEPLOY_AGENT, install_agent
@@ -171,11 +152,7 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     assert {p.name for p in homes["alice"].glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)
 
     bob = await start_agent(env=home_env(homes["bob"], **llm.env(), OLLIE_STORE=store_url, OLLIE_USER="bob",
                                          OLLIE_TEAMS="backend"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from ollie.testing import Reply
-from tests.teams.conftest import home_env
+from tests.teams.conftest import home_env, share_with_backend
 
 
 def test_ollie_resumes_on_the_build_box_a_session_the_laptop_saved_and_left(store_url, scripted_llm, tmp_path):
@@ -35,8 +35,6 @@ def test_ollie_resumes_on_the_build_box_a_session_the_laptop_saved_and_left(stor
 
 
 def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(store_url, scripted_llm, tmp_path):
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("on it"))
@@ -52,11 +50,7 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     assert first.returncode == 0, first.stderr
     sid = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
     assert sid, first.stderr
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid.group(1), "backend")  # what `ollie store share` does
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid.group(1))  # what `ollie store share` does
     listed = ollie("desk", "bob", ["-p", "/sessions"], OLLIE_TEAMS="backend")
     assert listed.returncode == 0, listed.stderr
     line = next(line for line in listed.stdout.splitlines() if line.endswith(sid.group(1)))
@@ -78,16 +72,10 @@ def _terminals(tmp_path, llm, store_url):
 
 def _shared_by_alice(ollie, store_url, args: list[str]) -> str:
     """Alice's terminal session (run with `args`, one prompt), shared to team backend; its id."""
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
 
     first = ollie("alice", args, stdin="remember 9\n")
     sid = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)  # type: ignore[union-attr]
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)
     return sid
 
 

@@ -9,6 +9,7 @@ from pygls.exceptions import JsonRpcException
 
 from ollie.sessions.pg.log import read_rounds
 from ollie.testing import Reply
+from tests.teams.conftest import share_with_backend
 
 
 async def _error(daemon, method: str, params: dict) -> JsonRpcException:
@@ -127,19 +128,13 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
         start_daemon, store_url, scripted_llm):
     import socket
 
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("an answer"))
     laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")  # what `ollie store share` does
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)  # what `ollie store share` does
 
     bob = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
                                      "OLLIE_TEAMS": "backend"})
@@ -241,8 +236,6 @@ async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store
 
 async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "default", approval: str = "") -> str:
     """A session of alice's in `agent` (and `approval`), one turn run, closed and shared to team backend."""
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.types import Scope
 
     laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"agent": agent, "title": "the migration"}))["session"]
@@ -250,11 +243,7 @@ async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "defaul
         await laptop.request("ollie/setApproval", {"session": sid, "approval": approval})
     await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
     assert await laptop.request("ollie/session/close", {"session": sid}) == {}
-    registry = Registry(store_url)
-    try:
-        registry.share(Scope(user_id="alice"), sid, "backend")
-    finally:
-        registry.close()
+    share_with_backend(store_url, sid)
     return sid
 
 
