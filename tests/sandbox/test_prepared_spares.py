@@ -241,26 +241,42 @@ OPEN = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc", "/pr
         "network: {mode: open}\n")
 
 
-async def _net_namespace(ws, policy) -> tuple[int, str]:
-    """(pid, the network namespace) of one step under `policy`, which has no capability left to gain either."""
-    script = "readlink /proc/self/ns/net; grep -E '^Cap(Bnd|Prm|Eff)' /proc/self/status"
+async def _net_namespace(ws, policy, hold: list[int] | None = None) -> tuple[int, str]:
+    """(pid, the network namespace) of one step under `policy`, which has no capability left to gain either.
+
+    `hold`: an fd on the step's namespace is kept there, so that the kernel cannot free it and give its inode
+    number to a later namespace (which would look like one namespace shared by two steps)."""
+    go = ws.work / "go"
+    go.unlink(missing_ok=True)
+    script = ("readlink /proc/self/ns/net; grep -E '^Cap(Bnd|Prm|Eff)' /proc/self/status;"
+              " while [ ! -e go ]; do sleep 0.01; done")
     proc = await spawn_sandboxed(["bash", "-c", script], policy=policy, cwd=ws.work, env=ws.env)
+    if hold is not None:
+        hold.append(os.open(f"/proc/{proc.pid}/ns/net", os.O_RDONLY))
+    go.touch()
     out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
     assert await proc.wait() == 0, err
     namespace, *caps = out.decode().splitlines()
     # Locked ahead in the prepared process (its bounding set), dropped at the step: none at exec, root or not.
     assert len(caps) == 3 and all(line.endswith("\t0000000000000000") for line in caps), caps
+    if hold is not None:
+        assert os.readlink(f"/proc/self/fd/{hold[-1]}") == namespace, "the fd held is not the step's namespace"
     return proc.pid, namespace
 
 
 async def test_each_proxy_step_gets_a_fresh_network_namespace_its_prepared_process_made(ws, server):
     await ws.bash("true", ws.default_policy())  # the default policy's steps go through the egress proxy
-    seen = []
-    for _ in range(3):
-        prepared = await idle_spares(server)
-        pid, namespace = await _net_namespace(ws, ws.default_policy())
-        assert pid in prepared.values(), "the step did not run in a prepared process"
-        seen.append(namespace)
+    seen: list[str] = []
+    held: list[int] = []
+    try:
+        for _ in range(3):
+            prepared = await idle_spares(server)
+            pid, namespace = await _net_namespace(ws, ws.default_policy(), held)
+            assert pid in prepared.values(), "the step did not run in a prepared process"
+            seen.append(namespace)
+    finally:
+        for fd in held:
+            os.close(fd)
     host = os.readlink("/proc/self/ns/net")
     assert len(set(seen)) == 3 and host not in seen, (host, seen)
 
