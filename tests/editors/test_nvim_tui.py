@@ -289,6 +289,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
 
 def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
     from ollie.sandbox import landlock_abi
+    from ollie.testing import nethosts
     from tests.netserver import Listener
 
     from . import screens
@@ -298,11 +299,16 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     server = Listener()
     server.start()
     srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [
-        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]})]),
-        Reply(text="The host said no."))
+
+    def fetch(path: str) -> Reply:
+        return Reply(tool_calls=[("execute_code", {"steps": [
+            {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/{path}"}]})])
+
+    srv.script(fetch("x"), Reply(text="The host said no."), fetch("s"), Reply(text="Fetched for the session."),
+               fetch("u"), Reply(text="Fetched unasked."))
     # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(100, 30))
+    env = {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
@@ -324,13 +330,25 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "⇄" in s, "the redraw"))
         assert f"⇄ {target} denied (deny), sent 0 B," in redrawn and "[network]" not in redrawn, redrawn
         assert "(end)" in redrawn, redrawn  # the turn's end line, as the live turn drew it
+        assert not server.received and server.accepted == 0
+        told = srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert "status 403" in told and f"[network] {target} denied (deny)" in told
+
+        # "Allow for this session": this step's request goes through, and the session's later steps' unasked.
+        tmux.keys(":Ollie fetch it again", "Enter")
+        asked = tmux.keep("4-asked-again", tmux.wait(
+            lambda s: f"Allow network access to {target}?" in s and "Allow for this session" in s, "the question again"))
+        session = next(line for line in asked.splitlines() if "Allow for this session" in line).strip()[:1]
+        tmux.keys(session, "Enter")
+        tmux.keep("5-allowed", tmux.wait(lambda s: "Fetched for the session." in s, "the allowed turn to end"))
+        tmux.keys(":Ollie and once more", "Enter")
+        unasked = tmux.keep("6-unasked", tmux.wait(lambda s: "Fetched unasked." in s, "the unasked turn to end"))
+        assert f"⇄ {target} allowed (session)" in unasked, unasked
         assert_clean(tmux.screens)
     finally:
         tmux.close()
         server.sock.close()
-    assert not server.received and server.accepted == 0
-    told = srv.chat_requests[-1].body["messages"][-1]["content"]
-    assert "status 403" in told and f"[network] {target} denied (deny)" in told
+    assert server.received.count(b"GET /") == 2 and b"GET /u " in server.received
 
 
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):

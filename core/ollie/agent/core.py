@@ -471,6 +471,10 @@ class Core(McpMembers):
         seen = {id(c) for c in saved}  # a finished call's records are the live ones, not copies
         return saved + [c for c in self._approval.net_log if id(c) not in seen]
 
+    def network_allowed(self) -> dict[str, str]:
+        """The "host:port"s this session's answers let its steps reach unasked, each with why (`/network`)."""
+        return self._approval.net_allowed()
+
     def _always(self) -> list[str]:
         """The "always" answers that hold: the owner's own, a teammate's never (they were no answer of this user)."""
         return self._guest_always if self._owner else self.session.approval_always
