@@ -82,6 +82,28 @@ async def test_a_prompt_queued_before_the_client_saw_the_turns_end_runs_however_
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
 
 
+async def test_a_prompt_queued_before_the_client_saw_a_stop_end_the_turn_waits_for_the_next_turn(start_daemon, llm):
+    """Its `seen` is before the `turn` end, but a Stop ended that turn: it does not run on its own (a Stop starts
+    nothing after it), and runs after the next prompt's turn."""
+    hold = threading.Event()  # the first answer streams until the interrupt (set after it, for the server's end)
+    llm.script(Reply.text("a slow answer", hold=hold), Reply.text("next answer"), Reply.text("queued answer"))
+    daemon = await start_daemon(env=llm.env())
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
+    session = (await first)["session"]
+    seen = last_end(daemon.events, session) - 1
+    assert await daemon.request("ollie/queue", {"text": "late", "seen": seen}) == {"depth": 1}
+    state = await daemon.request("ollie/state", {})
+    assert (state["running"], state["queuedPrompts"], state["queueHeld"]) == (False, ["late"], False)
+    daemon.events.clear()
+    assert (await daemon.request("ollie/submit", {"text": "next"}))["reply"] == "next answer"
+    assert turn_log(daemon.events, session) == [
+        ("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "late"), ("turn", "end"),
+    ]
+
+
 @pytest.mark.parametrize("saw", ["the end", "nothing said"])
 async def test_a_prompt_queued_once_the_client_saw_the_turns_end_waits_for_the_next_turn(start_daemon, llm, saw):
     """Its `seen` is the `turn` end (or, from a client that does not send `seen`, taken as such): queued while idle,
