@@ -170,6 +170,9 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # back from the daemon's queue), and the model gets the file with it.
     assert queued["method"] == "ollie/queue" and queued["text"] == "and then a held one on notes.txt"
     assert [c["uri"].rsplit("/", 1)[1] for c in queued["context"]] == ["notes.txt"]
+    # It says what the chat had seen (the story streaming): the daemon tells a prompt for the running turn from one
+    # queued once its end was shown.
+    assert isinstance(queued["seen"], int) and queued["seen"] > 0, queued
     assert result["queued_line"] == "⏳ queued: and then a held one on notes.txt  📎 notes.txt:1"
     assert result["held_line"] == "⏸ held: and then a held one on notes.txt  📎 notes.txt:1"
     held = json.dumps(srv.chat_requests[3].body["messages"][-1])

@@ -197,12 +197,12 @@ class Core(McpMembers):
         """Replace whatever injects are pending with `text`."""
         self._inbox.replace_injects(text, running=self._host.running)
 
-    def queue(self, text: str) -> int:
-        """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
+    def queue(self, text: str, *, saw_end: bool = True) -> int:
+        """Add a prompt to the FIFO; returns its depth. Without `saw_end` the sender had not seen the last turns
+        end: it queued the prompt for them, and once they have ended it runs now rather than after the next turn."""
         depth = self._inbox.queue(text)
-        if not self._turn_lock.locked() and self._inbox.just_ended() and not self._closed:
-            # The sender saw a turn running; it must not wait for the next one. Under way from now, not from the
-            # task's first pass: a stop in between holds the prompt.
+        if not saw_end and not self._turn_lock.locked() and self._inbox.follows_on() and not self._closed:
+            # Under way from now, not from the task's first pass: a stop in between holds the prompt.
             self._host.detach(self._run_queue(self._host.stopping.enlist()))
         return depth
 
