@@ -91,6 +91,30 @@ function M.new(name)
   return self
 end
 
+-- The transcript's inline markdown without the conceal of `[x]` as a shortcut link (a chat has none): the answer's
+-- `items[0]` showed as `items0`, `list[str]` as `liststr`, "[Errno 111]" as "Errno 111". True links (`[text](url)`)
+-- still show their text alone.
+---@return string|nil
+local function inline_query()
+  local texts = {}
+  for _, file in ipairs(vim.treesitter.query.get_files("markdown_inline", "highlights")) do
+    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
+  end
+  if #texts == 0 then
+    return nil
+  end
+  local brackets = '%(shortcut_link%s*%[%s*"%["%s*"%]"%s*%]%s*@[%w%.]+%s*%(#set! conceal ""%)%)'
+  local query = table.concat(texts, "\n"):gsub(brackets, "")
+  return query
+end
+
+---Highlight a transcript buffer as markdown with treesitter (an error where Neovim has no markdown parser).
+---@param buf integer
+function M.highlight(buf)
+  local parser = assert(vim.treesitter.get_parser(buf, "markdown", { error = false }))
+  vim.treesitter.highlighter.new(parser, { queries = { markdown_inline = inline_query() } })
+end
+
 ---The foldexpr of transcript windows: each step's output is one fold.
 ---@param lnum integer
 ---@return string
@@ -146,6 +170,23 @@ function T:edit(fn)
   end
   self:show_pending()
   self:follow(before)
+end
+
+---Run `fn`, which writes many lines, with the buffer's treesitter highlighter off: while it is on, each change costs
+---time in proportion to the buffer's length, so a saved session of 800 messages took 25 s to draw, the editor frozen.
+---@param fn fun()
+function T:bulk(fn)
+  local highlighted = vim.treesitter.highlighter.active[self.buf] ~= nil
+  if highlighted then
+    vim.treesitter.stop(self.buf)
+  end
+  local ok, err = pcall(fn)
+  if highlighted then
+    M.highlight(self.buf)
+  end
+  if not ok then
+    error(err, 0)
+  end
 end
 
 ---Keep the waiting prompts under the last line.
