@@ -589,3 +589,16 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
+    """ollie's notice with a line break shows on one line (Bug: an `echomsg` of it ended at the break, E115, and the
+    request that sent it failed with an error on screen)."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(""":lua require("ollie.requests").notify("it's the first line\\nand the second", 3)""", "Enter")
+        tmux.keep("1-notice", tmux.wait(lambda s: "ollie: it's the first line and the second" in s, "the notice"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -160,7 +160,7 @@ end
 
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
 ---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
----prompt, so it shows cut to fit (`:messages` keeps it whole).
+---prompt, so it shows on one line cut to fit.
 ---@param msg string
 ---@param level integer|nil
 function M.notify(msg, level)
@@ -170,7 +170,6 @@ function M.notify(msg, level)
   if not (long and stock_notify() and #vim.api.nvim_list_uis() > 0) then
     return vim.notify(text, level)
   end
-  vim.cmd("silent echomsg " .. vim.fn.string(text))
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
   vim.api.nvim_echo({ { M.one_line(text), hl } }, false, {})
 end
