@@ -104,9 +104,14 @@ M.handlers["ollie/saveDocuments"] = function(_, params)
     if buf and ondisk.changed(buf) and not ondisk.holds(buf) then
       table.insert(changed, uri)
     elseif buf then
-      local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
+      local ok, err = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
       if ok and not vim.bo[buf].modified then
         table.insert(saved, uri)
+      elseif not ok then
+        -- (A file the user may not write.) The model is told; the user saw the edit land and nothing else.
+        local why = tostring(err):match("E%d+: [^\n]*") or tostring(err):match("[^\n]*")
+        M.notify(("%s: the agent's edit is in the buffer only, not saved: %s"):format(
+          vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:."), why), vim.log.levels.WARN)
       end
     end
   end
