@@ -579,3 +579,44 @@ def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted
         assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, chat
     finally:
         tmux.close()
+
+
+def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scripted_llm):
+    """The user's prompt is plain text, live and drawn again from the history (Bug: read as markdown, `__init__.py`
+    showed as a bold "init.py" and `a*b*c` as "abc"); the model's answer stays markdown."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Use **bold** and `__init__.py` here."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    typed = "rename __init__.py and compute a*b*c with [x]"
+
+    def chat(screen: str) -> list[str]:
+        return [line.split("│")[-1].rstrip() for line in screen.splitlines()]
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(f":Ollie {typed}", "Enter")
+        live = tmux.keep("1-typed", tmux.wait(lambda s: "(end)" in s, "the answer"))
+        assert chat(live)[chat(live).index("## You") + 1] == typed, live
+        assert "Use bold and __init__.py here." in chat(live), live
+        # Drawn again from the session's history (`ollie/context`, as a resume draws it).
+        tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
+        tmux.keys(":OllieChat", "Enter")
+        redrawn = tmux.keep("2-redrawn", tmux.wait(lambda s: "(end)" in s and "## You" in s, "the redraw"))
+        assert chat(redrawn)[chat(redrawn).index("## You") + 1] == typed, redrawn
+        assert "Use bold and __init__.py here." in chat(redrawn), redrawn
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
+    """ollie's notice with a line break shows on one line (Bug: an `echomsg` of it ended at the break, E115, and the
+    request that sent it failed with an error on screen)."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(""":lua require("ollie.requests").notify("it's the first line\\nand the second", 3)""", "Enter")
+        tmux.keep("1-notice", tmux.wait(lambda s: "ollie: it's the first line and the second" in s, "the notice"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -51,7 +51,7 @@ class Image:
 
 
 # A Message's text fields besides `content`, each left out of its dict when empty.
-_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
+_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature", "notes")
 
 
 @dataclass(slots=True, repr=False)
@@ -66,6 +66,8 @@ class Message:
     reasoning: str = ""
     reasoning_signature: str = ""  # Anthropic: the thinking block's signature, sent back with it
     images: list[Image] = field(default_factory=list)  # a user message's pictures, sent after its text
+    # A user message: what ollie added after the user's text (a hook's output, the git status), also in `content`.
+    notes: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict (empty fields left out)."""

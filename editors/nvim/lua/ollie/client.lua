@@ -74,6 +74,18 @@ local function apply_edit(_, params, ctx)
   if not (params and params.edit and c) then
     return { applied = false, failureReason = "no edit" }
   end
+  -- A read-only buffer (a file the user may not write) took the edit with Vim's W10 warning and a one-second pause
+  -- of the whole editor; the agent's save writes it regardless (`write!`).
+  local uris = vim.tbl_keys(params.edit.changes or {})
+  for _, change in ipairs(params.edit.documentChanges or {}) do
+    table.insert(uris, change.textDocument and change.textDocument.uri)
+  end
+  for _, uri in ipairs(uris) do
+    local buf = vim.uri_to_bufnr(uri)
+    if vim.api.nvim_buf_is_loaded(buf) then
+      vim.bo[buf].readonly = false
+    end
+  end
   local ok, result = pcall(vim.lsp.util.apply_workspace_edit, params.edit, c.offset_encoding)
   return { applied = ok, failureReason = not ok and tostring(result) or nil }
 end
