@@ -10,14 +10,7 @@ from ollie.sessions import errors as reg_errors
 from ollie.sessions.location import StoreConfigError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, Kind
-from ollie_lsp.errors import (
-    Forbidden,
-    InvalidParams,
-    LiveElsewhere,
-    SessionArchived,
-    SessionNotFound,
-    StoreUnavailable,
-)
+from ollie_lsp.errors import Forbidden, InvalidParams, LiveElsewhere, SessionArchived, SessionNotFound, StoreUnavailable
 
 if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder

@@ -51,7 +51,7 @@ class Image:
 
 
 # A Message's text fields besides `content`, each left out of its dict when empty.
-_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature", "notes")
+TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature", "notes")
 
 
 @dataclass(slots=True, repr=False)
@@ -76,7 +76,7 @@ class Message:
             out["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ]
-        for key in _TEXT_FIELDS:
+        for key in TEXT_FIELDS:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.images:
@@ -91,7 +91,7 @@ class Message:
             content=data.get("content") or "",
             tool_calls=[ToolCall(**c) for c in data.get("tool_calls") or []],
             images=[Image.from_dict(i) for i in data.get("images") or []],
-            **{key: data.get(key, "") for key in _TEXT_FIELDS},
+            **{key: data.get(key, "") for key in TEXT_FIELDS},
         )
 
 
