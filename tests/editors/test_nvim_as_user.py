@@ -48,10 +48,10 @@ def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
     return tmux
 
 
-def test_the_agent_s_edit_of_a_file_she_may_not_write_is_said_to_be_unsaved(shared, scripted_llm):  # noqa: F811
-    """The agent edits an open file in a folder only root may write: the edit is in the buffer, and the command line
-    says it could not be saved, and why (before: its ✓ and "1 file changed" alone, the file unchanged, and Vim's W10
-    read-only warning with a one-second pause of the editor)."""
+def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(shared, scripted_llm):  # noqa: F811
+    """The agent edits an open file only root may write: the edit is refused (nothing in the buffer, nothing on disk,
+    no W10 read-only warning pausing the editor) and the model is told why (before: the edit sat in the buffer,
+    the save failed, and the chat showed a ✓ and "1 file changed" with the file unchanged)."""
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_edit", "args": ["vendor/lib.py", "VERSION = 1", "VERSION = 2"]}]})), Reply.text("Bumped."))
@@ -63,16 +63,13 @@ def test_the_agent_s_edit_of_a_file_she_may_not_write_is_said_to_be_unsaved(shar
     try:
         tmux.wait(lambda s: "VERSION = 1" in s, "nvim to start")
         tmux.keys(":Ollie bump the vendored version", "Enter")
-        told = "ollie: vendor/lib.py: the agent's edit is in the buffer only, not saved: E212: Can't open file for"
-        done = tmux.keep("1-unsaved", tmux.wait(lambda s: "Bumped." in s and told in s, "the turn, and the notice", 60))
+        done = tmux.keep("1-refused", tmux.wait(lambda s: "Bumped." in s, "the turn", 60))
         code = [line.split("│")[0].rstrip() for line in done.splitlines()]
-        assert "VERSION = 2" in code and "vendor/lib.py [+]" in done, done
-        tmux.keys(":messages", "Enter")
-        said = tmux.keep("2-messages", tmux.wait(lambda s: told in s.splitlines()[-1], ":messages"))
-        assert "W10" not in said, said
+        assert "VERSION = 1" in code and "VERSION = 2" not in code and "vendor/lib.py [+]" not in done, done
+        assert "✗ Edit vendor/lib.py" in done and "W10" not in done, done
         assert_clean(tmux.screens)
     finally:
         tmux.close()
     assert (vendor / "lib.py").read_text() == "VERSION = 1\n"
     model_saw = srv.chat_requests[-1].body["messages"][-1]["content"]
-    assert "writing it to disk failed" in model_saw and "permission denied" in model_saw, model_saw
+    assert "read-only (no write permission), not changed" in model_saw, model_saw
