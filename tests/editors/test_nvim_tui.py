@@ -511,6 +511,25 @@ def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_st
     assert a_py.read_text() == "x = 5  # checked out\n", "the agent's save wrote over the change made on disk"
 
 
+def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(tmp_path: Path, scripted_llm):
+    """The user types in a.py without saving; a step's `sed -i` matches nothing but still writes a.py anew (new inode
+    and mtime, same bytes): the agent's edit after it is saved, with the user's note (before: refused as changed on
+    disk since Neovim read it, though nothing on disk would be lost)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/no such text/y/' a.py"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+               Reply(text="I set x."))
+    tmux = nvim_with_unsaved_note(tmp_path, srv)
+    a_py = tmp_path / "ws" / "a.py"
+    try:
+        tmux.keys(":Ollie set x to 3", "Enter")
+        done = tmux.keep("1-saved", tmux.wait(lambda s: "I set x." in s, "the turn to end", timeout=60))
+        assert "changed on disk" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert a_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
+
 def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed(tmp_path: Path, scripted_llm):
     """The chat is closed while a turn runs a step that changes a.py under the user's unsaved edits: the notice shows
     in the command line (before: only in the closed chat)."""
