@@ -530,6 +530,29 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
         tmux.close()
     assert a_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
 
+def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usable(tmp_path: Path, scripted_llm):
+    """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after
+    the tool round skips it and says so, and Neovim's own reload (`:checktime`, autoread when it regains focus) is
+    held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "rm notes.txt && mkfifo notes.txt"}]})]),
+               Reply(text="Made a pipe."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(120, 40))
+    try:
+        tmux.wait(lambda s: "my notes" in s, "nvim to start")
+        tmux.keys(":Ollie make notes.txt a pipe", "Enter")
+        notice = "ollie: notes.txt is a FIFO now, not a file: its buffer is not reloaded"
+        told = tmux.keep("1-told", tmux.wait(lambda s: "Made a pipe." in s and notice in s, "the turn's end, told",
+                                             timeout=60))
+        assert "my notes" in told, "the buffer keeps its text"
+        tmux.keys("Escape")
+        # What regaining focus does, with 'autoread' on; the answer is one the typed command does not show.
+        tmux.keys(":checktime | echo 'still' .. ' here'", "Enter")
+        tmux.keep("2-checktime", tmux.wait(lambda s: "still here" in s, "Neovim to answer after :checktime"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
 def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed(tmp_path: Path, scripted_llm):
     """The chat is closed while a turn runs a step that changes a.py under the user's unsaved edits: the notice shows
     in the command line (before: only in the closed chat)."""

@@ -94,12 +94,62 @@ function M.holds(buf)
   return read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 
+-- What a path that is not a regular file is, as the user is told it.
+local KINDS = { fifo = "a FIFO", char = "a device", block = "a device", socket = "a socket", directory = "a directory" }
+
+---What is at `path` when it is neither a regular file (through links) nor nothing ("a FIFO", "a device", ...), else
+---nil. Reading it into a buffer would hold the editor: a FIFO waits on its writer for good (SIGTERM included), a link
+---to /dev/zero reads until memory runs out.
+---@param path string
+---@return string|nil
+function M.not_regular(path)
+  local st = vim.uv.fs_stat(path)
+  return st and st.type ~= "file" and (KINDS[st.type] or "not a regular file") or nil
+end
+
+---Buffer -> its FileChangedShell autocmd, while its file is not a regular one and Neovim must not read it.
+---@type table<integer, integer>
+local held = {}
+
 local group = vim.api.nvim_create_augroup("ollie_ondisk", { clear = true })
+
+---Hold off Neovim's own reload of `buf`, whose file is not a regular one now (`:checktime`, autoread when the editor
+---regains focus): true the first time (tell the user then), false when already held.
+---@param buf integer
+---@return boolean
+function M.hold(buf)
+  if held[buf] then
+    return false
+  end
+  -- 'autoread' reloads an unchanged buffer without asking FileChangedShell: off here, until the file is one again.
+  vim.bo[buf].autoread = false
+  held[buf] = vim.api.nvim_create_autocmd("FileChangedShell", {
+    group = group,
+    buffer = buf,
+    -- "": neither read nor asked (the W11 question's "Load" would read it, and hang).
+    callback = function() vim.v.fcs_choice = "" end,
+  })
+  return true
+end
+
+---Let Neovim reload `buf` again as the user set it up (its file is a regular one again, or gone).
+---@param buf integer
+function M.release(buf)
+  if held[buf] then
+    pcall(vim.api.nvim_del_autocmd, held[buf])
+    held[buf] = nil
+    vim.api.nvim_buf_call(buf, function() vim.cmd("setlocal autoread<") end)
+  end
+end
+
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "FileChangedShellPost", "BufFilePost" }, {
   group = group,
   callback = function(a) M.remember(a.buf) end,
 })
-vim.api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(a) seen[a.buf] = nil end })
+vim.api.nvim_create_autocmd("BufWipeout", {
+  group = group,
+  callback = function(a) seen[a.buf], held[a.buf] = nil, nil end,
+})
 -- Buffers read before the plugin loaded: as they are now (a change before this is not seen).
 for _, buf in ipairs(vim.api.nvim_list_bufs()) do
   if vim.api.nvim_buf_is_loaded(buf) then
