@@ -578,6 +578,18 @@ def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed
         tmux.close()
 
 
+def show_code_actions(tmux: Tmux, *keys: str) -> None:
+    """Type `keys` (which ask for the code actions) until ollie's show: the daemon reads the document's didOpen only
+    after its start-up."""
+    for _ in range(10):
+        tmux.keys(*keys)
+        try:
+            tmux.wait(lambda s: "Ollie: Explain" in s, "the code actions", timeout=5)
+            return
+        except pytest.fail.Exception:
+            tmux.keys("Escape")
+    pytest.fail("ollie's code actions never showed")
+
 def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted_llm):
     """The chat open, no prompt sent yet: ollie's Explain from the code action menu shows in it as a turn of its own,
     its prompt with the lines it is about, then the answer (Bug: it showed nothing; once the chat had a session, the
@@ -590,16 +602,35 @@ def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: "ollie: idle" in s, "the chat")
         tmux.keys("Escape", "C-w", "h")
-        for _ in range(10):  # until the daemon has the document open (its didOpen is read after the start-up)
-            tmux.keys(':lua vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 12 } } })', "Enter")
-            try:
-                tmux.wait(lambda s: "Ollie: Explain" in s, "the code actions", timeout=5)
-                break
-            except pytest.fail.Exception:
-                tmux.keys("Escape")
+        show_code_actions(tmux, ':lua vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 12 } } })',
+                          "Enter")
         tmux.keys("1", "Enter")
         done = tmux.keep("code-action", tmux.wait(lambda s: "It adds two numbers." in s and "(end)" in s, "the answer"))
         chat = "\n".join(line.split("│")[-1].rstrip() for line in done.splitlines())
         assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, chat
+    finally:
+        tmux.close()
+
+
+def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_path: Path, scripted_llm):
+    """Lines selected, `gra`, ollie's Explain picked in the stock vim.ui.select (inputlist): the answer shows in the
+    command line and Neovim takes the next key (before: the list stayed on the screen, Neovim at a "Press ENTER"
+    prompt that took the next key, and "-- VISUAL LINE --" hid the answer)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds two numbers."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "calc.py" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")  # the daemon started; the chat closed again: the answer is a message
+        tmux.wait(lambda s: "ollie: idle" in s, "the chat")
+        tmux.keys("Escape", "C-w", "l")
+        tmux.keys(":close", "Enter")
+        show_code_actions(tmux, "g", "g", "V", "j", "g", "r", "a")
+        tmux.keys("1", "Enter")
+        tmux.keep("answered", tmux.wait(lambda s: "ollie: It adds two numbers." in s and "Code actions:" not in s,
+                                        "the answer, the list gone", timeout=60))
+        tmux.keys(":echo 'taken' .. ' at once'", "Enter")
+        tmux.keep("next-key", tmux.wait(lambda s: "taken at once" in s, "the next command"))
+        assert_clean(tmux.screens)
     finally:
         tmux.close()
