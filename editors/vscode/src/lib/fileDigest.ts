@@ -20,15 +20,16 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
   }
   try {
     if (!(await handle.stat()).isFile()) return undefined;
-    const buffer = Buffer.alloc(max + 1); // its size is not trusted: read to the bound and one byte more
-    let length = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
+    // Its size is not trusted: read to the end, or past the bound.
+    const hash = createHash("sha256");
+    const chunk = Buffer.alloc(64 * 1024);
+    for (let length = 0; ; ) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, length);
+      if (bytesRead === 0) return hash.digest("hex");
       length += bytesRead;
       if (length > max) return undefined;
+      hash.update(chunk.subarray(0, bytesRead));
     }
-    return createHash("sha256").update(buffer.subarray(0, length)).digest("hex");
   } catch {
     return undefined;
   } finally {
