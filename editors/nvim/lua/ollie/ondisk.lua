@@ -34,10 +34,17 @@ local function read_plain(path, max)
     return nil
   end
   local st = vim.uv.fs_fstat(fd)
-  -- The file opened is the one looked at (not a link swapped in between).
-  local data = st and st.type == "file" and st.ino == lst.ino and st.dev == lst.dev and vim.uv.fs_read(fd, max + 1, 0)
+  local pieces, length, piece = {}, 0, nil
+  -- The file opened is the one looked at (not a link swapped in between); read in pieces, to the end or past `max`.
+  if st and st.type == "file" and st.ino == lst.ino and st.dev == lst.dev then
+    repeat
+      piece = vim.uv.fs_read(fd, math.min(65536, max + 1 - length), length)
+      table.insert(pieces, piece)
+      length = length + (piece and #piece or 0)
+    until not piece or piece == "" or length > max
+  end
   vim.uv.fs_close(fd)
-  return data or nil
+  return piece and table.concat(pieces) or nil
 end
 
 ---The sha256 of the file at `path`, or nil (see `seen`).
