@@ -178,7 +178,7 @@ async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) 
     assert await agent.list_pages() == [listed[:50], listed[50:100], listed[100:]]
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.list_sessions(cursor="50")  # an old count, or none of ours
-    assert caught.value.code == -32602 and "not a cursor of this agent" in str(caught.value.data), caught.value.data
+    assert caught.value.code == -32602 and "not a cursor of ollie's session list" in str(caught.value.data), caught.value.data
 
 
 async def test_the_slash_commands_follow_the_session_new_answer(start_agent, llm) -> None:

@@ -166,4 +166,4 @@ async def test_session_list_pages_by_cursor_past_hand_written_records_and_new_se
     assert [sid for page in pages for sid in page] == listed and len(pages) == 3
     assert (await listed_ids(daemon, limit=2)) == [added]  # after the hand-written one dated past year 9999
     bad = await rpc_error(daemon, "ollie/session/list", {"cursor": "50"})  # an old offset, or none of ours
-    assert bad.code == -32602 and "cursor" in bad.message, bad.message
+    assert bad.code == -32602 and "cursor: not a cursor of ollie's session list: '50'" in bad.message, bad.message

@@ -21,5 +21,5 @@ def from_cursor(text: str | None) -> SortKey | None:
     found = re.fullmatch(r"(-?\d{1,19})?:(.+)", text, re.ASCII | re.DOTALL)
     active = int(found[1]) if found and found[1] else None
     if found is None or (active is not None and not -(2**63) <= active < 2**63):  # the stores' BIGINT
-        raise ValueError(f"not a cursor of this agent: {text!r}")
+        raise ValueError(f"not a cursor of ollie's session list: {text!r}")
     return active, found[2]
