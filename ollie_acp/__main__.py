@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import BinaryIO, cast
 
@@ -73,10 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     # Nothing but ACP on stdout: fd 1 becomes stderr for everything else (tools, hooks, stray prints).
     rpc_in, rpc_out = protect_stdio()
     setup_logging(args.log_file)
-    try:
+    with suppress(KeyboardInterrupt, BrokenPipeError):
         asyncio.run(serve(args, rpc_in, rpc_out))
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
     end_process(0)
 
 

@@ -27,16 +27,12 @@ def store_errors(session_id: str | None) -> Iterator[None]:
         yield
     except session_errors.ReadOnlyError as exc:
         raise RequestError(FORBIDDEN, f"forbidden: {exc}", data) from None
-    except session_errors.ForbiddenError:
-        # Another user's session is, to this user, one that does not exist (as in the daemon).
-        raise RequestError.resource_not_found(session_id) from None
-    except session_errors.NotFoundError:
+    # Another user's session (ForbiddenError) is, to this user, one that does not exist (as in the daemon).
+    except (session_errors.ForbiddenError, session_errors.NotFoundError):
         raise RequestError.resource_not_found(session_id) from None
     except session_errors.InvalidSessionError as exc:  # a record no ollie wrote (fails closed)
         raise RequestError.invalid_params({"sessionId": str(exc)}) from None
     except session_errors.LiveElsewhereError as exc:  # another process, or (OLLIE_STORE) machine, runs it now
         raise RequestError(LIVE_ELSEWHERE, f"session is live elsewhere: {exc}", data) from None
-    except session_errors.SessionError as exc:
-        raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None
-    except StoreConfigError as exc:
+    except (session_errors.SessionError, StoreConfigError) as exc:
         raise RequestError(STORE_UNAVAILABLE, f"store unavailable: {exc}", data) from None

@@ -8,6 +8,7 @@ from pathlib import Path
 from acp import image_block, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
+from ollie.agent.history import typed_text
 from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
@@ -20,8 +21,8 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
     results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool" and m.tool_call_id}
     updates: list[Update] = []
     for message in messages:
-        if message.role == "user" and message.content:
-            updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(message.content)))
+        if message.role == "user" and (typed := typed_text(message)):
+            updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(typed)))
         if message.role == "user":  # the prompt's pictures come back as they were sent
             updates.extend(UserMessageChunk(session_update="user_message_chunk", content=image_block(i.data, i.mime))
                            for i in message.images)

@@ -45,9 +45,12 @@ def _options(**names: str) -> list[PermissionOption]:
 
 PERMISSION_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this session)",
                               reject_once="Reject", reject_always="Reject always (this session)")
-# A network question's "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too.
-NETWORK_OPTIONS = _options(allow_once="Allow once", allow_always="Always allow (this and later sessions)",
-                           reject_once="Deny", reject_always="Deny always (this session)")
+# A network question's "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too; "for this
+# session" is remembered too (ACP's `allow_always` kind), not kept: its own id.
+NETWORK_OPTIONS = [*_options(allow_once="Allow once"),
+                   PermissionOption(option_id="allow_session", name="Allow for this session", kind="allow_always"),
+                   *_options(allow_always="Always allow (this and later sessions)", reject_once="Deny",
+                             reject_always="Deny always (this session)")]
 # A workspace's MCP server: "always" is remembered for the workspace; no blanket rejection of its other servers.
 MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this workspace)", reject_once="Reject")
 # Leaving the sandbox is asked each time: no "always".
@@ -122,7 +125,7 @@ class AcpSession:
         choice = await self._ask(tool_call, options)
         if choice == "reject_always":
             self.rejected_always.add(covers)
-        return Answer({"allow_once": "allow_once", "allow_always": "allow_always"}.get(choice or "", "reject"))  # type: ignore[arg-type]
+        return Answer(choice if choice in ("allow_once", "allow_session", "allow_always") else "reject")  # type: ignore[arg-type]
 
     async def _ask(self, tool_call: ToolCallUpdate, options: list[PermissionOption] = PERMISSION_OPTIONS) -> str | None:
         """The option the client chose (None: cancelled or the request failed)."""
@@ -132,7 +135,9 @@ class AcpSession:
             logger.info("permission request failed: %s", exc)
             return None
         outcome = answer.outcome
-        return outcome.option_id if outcome.outcome == "selected" else None
+        if outcome.outcome != "selected" or outcome.option_id not in {o.option_id for o in options}:
+            return None  # cancelled, or an option it was not offered (a network question's to a command)
+        return outcome.option_id
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
         """Switch the approval mode (`field_name` names the request's field in the error for an unknown one)."""

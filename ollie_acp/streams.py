@@ -29,11 +29,9 @@ def _polls(stream: BinaryIO) -> bool:
 
 def _pump(stream: BinaryIO, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
     """Feed `reader` from a blocking stream until its end (in a daemon thread: it never holds up the exit)."""
-    try:
+    with contextlib.suppress(OSError):  # a read error ends the input like EOF does
         while chunk := os.read(stream.fileno(), CHUNK):
             loop.call_soon_threadsafe(reader.feed_data, chunk)
-    except OSError:
-        pass  # a read error ends the input like EOF does
     with contextlib.suppress(RuntimeError):  # the loop already closed: nobody waits for the end
         loop.call_soon_threadsafe(reader.feed_eof)
 

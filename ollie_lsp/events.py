@@ -102,6 +102,7 @@ class EventForwarder:
         # Whether the events sent so far leave a turn open (its `turn` start sent, not yet its end).
         self.turn_open = False
         self.turn_started = 0  # the `seq` of the last `turn` start sent
+        self.turn_ended = 0  # the `seq` of the last `turn` end sent (0: none yet)
 
     def start(self) -> None:
         """Start the draining task."""
@@ -224,6 +225,8 @@ class EventForwarder:
             self.turn_open = event.content == "start"
             if self.turn_open:
                 self.turn_started = self.sent
+            else:
+                self.turn_ended = self.sent
             self._on_turn(event)
 
     async def _coalesce(self, first: Event, count: int) -> tuple[Event, int]:

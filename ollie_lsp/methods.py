@@ -33,6 +33,7 @@ from ollie_lsp.params import (
     ImageItem,
     InterruptParams,
     NoParams,
+    QueueParams,
     ReviewUndoParams,
     RewindParams,
     SessionIdParams,
@@ -169,12 +170,12 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     return {}
 
 
-@method("ollie/queue", TextParams)
-async def queue(ls: OllieServer, p: TextParams) -> dict[str, Any]:
-    """Defer a prompt until the running turn ends."""
+@method("ollie/queue", QueueParams)
+async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
+    """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
     _text_only(p)
     live = await ls.table.writable(p.session)
-    return {"depth": live.core.queue(await _with_context(ls, live, p))}
+    return {"depth": await live.queue(await _with_context(ls, live, p), seen=p.seen)}
 
 
 @method("ollie/popQueue", SessionParams)

@@ -122,10 +122,17 @@ class InterruptParams(SessionParams):
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class TextParams(_WithContext):
-    """ollie/inject and ollie/queue (`context` as submit's; `images` only to refuse them by name)."""
+    """ollie/inject, and ollie/queue's base (`context` as submit's; `images` only to refuse them by name)."""
 
     text: NonEmpty
     images: list[ImageItem] | None = None
+
+
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+class QueueParams(TextParams):
+    """ollie/queue (`seen`: the `seq` of the last `ollie/event` of the session the client had received)."""
+
+    seen: Natural | None = None
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)

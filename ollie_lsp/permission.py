@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ollie.lsp.permission")
 
 PERMISSION_METHOD = "ollie/permission"
-# The buttons of the plain question, in order, and the answer each one is.
-BUTTONS = {"Allow once": "allow_once", "Allow always": "allow_always", "Reject": "reject",
-           "Reject with feedback": "reject_with_feedback"}
+# The buttons of the plain question, and the answer each one is (in the order of approval.OUTCOMES).
+BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session", "Allow always": "allow_always",
+           "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
 ALLOW_ELEVATION = "Allow once"
 
 
@@ -32,13 +32,14 @@ def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]
 
 
 def _buttons(question: StepQuestion) -> dict[str, str]:
-    """The question's buttons: "Reject with feedback" only where feedback can reach the model."""
-    return {n: o for n, o in BUTTONS.items() if question.takes_feedback() or o != "reject_with_feedback"}
+    """The question's buttons: its own answers (`StepQuestion.outcomes`)."""
+    offered = question.outcomes()
+    return {n: o for n, o in BUTTONS.items() if o in offered}
 
 
 async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
     """Put one step to the user; a failed or dismissed question is a rejection."""
-    from ollie.agent.approval import OUTCOMES, Answer
+    from ollie.agent.approval import Answer
 
     if ls.init_options.permission_request:
         try:
@@ -48,8 +49,8 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             return Answer("reject")
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
         feedback = answer.get("feedback") if isinstance(answer, dict) else None
-        if outcome not in OUTCOMES:
-            logger.warning("ollie/permission answered %r: taken as a rejection", answer)
+        if outcome not in question.outcomes():  # an unknown one, or one it did not offer ("allow_session" to a command)
+            logger.warning("ollie/permission answered %r, not one of its options: taken as a rejection", answer)
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_text()})'

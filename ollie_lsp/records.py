@@ -10,14 +10,7 @@ from ollie.sessions import errors as reg_errors
 from ollie.sessions.location import StoreConfigError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, Kind
-from ollie_lsp.errors import (
-    Forbidden,
-    InvalidParams,
-    LiveElsewhere,
-    SessionArchived,
-    SessionNotFound,
-    StoreUnavailable,
-)
+from ollie_lsp.errors import Forbidden, InvalidParams, LiveElsewhere, SessionArchived, SessionNotFound, StoreUnavailable
 
 if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder
@@ -37,12 +30,10 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
     """Registry and store errors as the daemon's JSON-RPC errors (an invalid value named as `field` when given)."""
     try:
         yield
-    except reg_errors.NotFoundError:
-        raise SessionNotFound(session_id) from None
     except reg_errors.ReadOnlyError as exc:  # shared to this user's team: they know it exists, say why not
         raise Forbidden(session_id, str(exc)) from None
-    except reg_errors.ForbiddenError:
-        # Another user's session is, to this user, a session that does not exist.
+    # Another user's session (ForbiddenError) is, to this user, a session that does not exist.
+    except (reg_errors.NotFoundError, reg_errors.ForbiddenError):
         raise SessionNotFound(session_id) from None
     except reg_errors.ArchivedError:
         raise SessionArchived(session_id) from None
@@ -50,9 +41,8 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
         raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
     except reg_errors.LiveElsewhereError as exc:  # another process's live lock, or a database store's lease
         raise LiveElsewhere(session_id, str(exc)) from None
-    except reg_errors.SessionError as exc:
-        raise StoreUnavailable(session_id, str(exc)) from None
-    except StoreConfigError as exc:  # OLLIE_STORE is not a store URL: the message says what to set
+    # StoreConfigError: OLLIE_STORE is not a store URL, and the message says what to set.
+    except (reg_errors.SessionError, StoreConfigError) as exc:
         raise StoreUnavailable(session_id, str(exc)) from None
 
 

@@ -418,10 +418,8 @@ class OllieServer(LanguageServer):
         if writable is not None:
             await writable()
         elif isinstance(writer, asyncio.StreamWriter):  # TCP: the stream's own flow control
-            try:
+            with suppress(ConnectionError):
                 await writer.drain()
-            except ConnectionError:
-                pass
 
     def supports_progress(self) -> bool:
         """Whether the client takes server-initiated work-done progress."""
@@ -559,9 +557,7 @@ def collect_and_freeze(sessions: list[LiveSession], *, closed_too: bool = True) 
 
 def release_free_memory() -> None:
     """Give the C heap's free pages back to the OS (glibc's malloc_trim): ~1 MiB the warm-up freed."""
-    try:
+    with suppress(OSError, AttributeError):  # no malloc_trim (musl, macOS)
         import ctypes  # already loaded: the sandbox's Landlock calls use it
 
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # no malloc_trim (musl, macOS)
-        pass

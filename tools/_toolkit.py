@@ -86,7 +86,19 @@ def read_text(path: Path) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one rename, keeping an existing file's permissions."""
+    """Replace `path` with `text` in one rename, keeping an existing file's permissions.
+
+    A read-only file is refused, as any editor or program opening it to write would be: the rename would replace it
+    (and make it the user's, when another user owns it) although its mode says it is not to be changed.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+            raise ToolError(f"{path}: read-only (no write permission), not changed; the user can make it writable "
+                            "if they want it changed")
     path = content_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 CAP_ENV = "OLLIE_MAX_FILE_BYTES"
@@ -232,10 +232,8 @@ def _makedirs(root: Path | str, rel: str) -> None:
         current = os.dup(start)
     try:
         for part in rel.split("/"):
-            try:
+            with suppress(FileExistsError):
                 os.mkdir(part, 0o755, dir_fd=current)
-            except FileExistsError:
-                pass
             try:
                 nxt = os.open(part, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=current)
             except OSError as exc:
@@ -263,10 +261,8 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
                     os.fsync(out.fileno())
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
-            try:
+            with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
             raise
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from contextlib import suppress
 from pathlib import Path
 
 import platformdirs
@@ -58,11 +59,9 @@ def runtime_tmp_dir() -> Path:
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime):
-        try:
+        with suppress(OSError):
             if os.stat(runtime).st_uid == os.geteuid():
                 return Path(runtime) / APP
-        except OSError:
-            pass
     return Path(os.environ.get("TMPDIR") or "/tmp") / f"{APP}-{os.geteuid()}"
 
 

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import resource
+from contextlib import suppress
 
 # Made just after resume_gc froze what loaded, until collect_load_garbage: any later freeze freezes it too.
 _load_mark: list[object] | None = None
@@ -36,10 +37,8 @@ def raise_fd_limit() -> None:
     holds six of them, and a soft limit of 1024 (common) would run out at a few busy steps."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
-        try:
+        with suppress(OSError, ValueError):  # a hard limit the kernel caps lower (nr_open): keep what it is
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (OSError, ValueError):  # a hard limit the kernel caps lower (nr_open): keep what it is
-            pass
 
 
 def collect_load_garbage() -> None:

@@ -98,12 +98,41 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
         (tool_call, options), = agent.client.permission_requests
         assert tool_call.kind == "fetch" and tool_call.title.startswith(f"connect to other.test:{server.port} ")
         assert tool_call.raw_input == {"network": {"host": "other.test", "port": server.port, "scheme": "http"}}
-        assert [o.name for o in options][:2] == ["Allow once", "Always allow (this and later sessions)"]
+        assert [(o.option_id, o.name) for o in options][:3] == [
+            ("allow_once", "Allow once"), ("allow_session", "Allow for this session"),
+            ("allow_always", "Always allow (this and later sessions)")]
         assert not server.received
         assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
         # The step's tool call content (its result's preview) names the connection too.
         closing = [u for u in agent.client.of(sid, "tool_call_update") if u.content]
         assert any(f"[network] other.test:{server.port} denied" in c.content.text for u in closing for c in u.content
                    if getattr(c, "type", "") == "content"), closing
+    finally:
+        server.sock.close()
+
+
+async def test_allow_for_this_session_through_request_permission_lets_the_later_steps_through(start_agent, llm) -> None:
+    from ollie.sandbox import netsaved
+    from ollie.testing import nethosts
+    from tests.netserver import Listener
+
+    server = Listener()
+    server.start()
+    try:
+        fetch = run(f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x")
+        llm.script(fetch, Reply.text("1"), fetch, Reply.text("2"), fetch, Reply.text("3"))
+        agent = await start_agent(env={**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})})
+        sid = await agent.new()
+        agent.client.permission_answers = ["allow_session", "reject_once"]
+        await agent.prompt(sid, "fetch")
+        (_, options), = agent.client.permission_requests
+        assert next(o for o in options if o.option_id == "allow_session").kind == "allow_always"
+        await agent.prompt(sid, "again")  # not asked: the session's answer holds
+        told = llm.chat_requests[-1].body["messages"][-1]["content"]
+        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
+        assert len(agent.client.permission_requests) == 1 and server.received.count(b"GET /x ") == 2
+        await agent.prompt(await agent.new(), "fetch")  # another session asks again
+        assert len(agent.client.permission_requests) == 2 and server.received.count(b"GET /x ") == 2
+        assert not netsaved.saved_file().exists()
     finally:
         server.sock.close()

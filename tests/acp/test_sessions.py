@@ -9,7 +9,9 @@ from pathlib import Path
 import acp
 import pytest
 
+from ollie.backend.types import Message
 from ollie.testing import Reply
+from ollie_acp.history import replay
 
 
 async def test_load_replays_the_history_and_list_shows_titles_and_times(start_agent, llm) -> None:
@@ -342,3 +344,9 @@ async def test_fork_goes_on_from_a_copy_and_leaves_the_source_as_it_was(start_ag
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.fork_session(session_id="nosuchsession", cwd=str(elsewhere), mcp_servers=[])
     assert caught.value.code == -32002
+
+
+def test_a_replayed_prompt_is_the_user_s_text_without_ollie_s_notes(tmp_path) -> None:
+    noted = Message("user", "fix it\n\n[preTurn hook]\nrun the tests first", notes="[preTurn hook]\nrun the tests first")
+    [chunk] = replay([noted], cwd=tmp_path, kind_of=None)
+    assert chunk.model_dump()["content"]["text"] == "fix it"

@@ -237,13 +237,14 @@ async def test_a_stop_leaves_a_compaction_under_way_undone_in_memory_and_on_disk
 
 
 async def test_a_stop_just_after_a_prompt_queued_as_turns_ended_holds_it(scripted_llm, make_core):
-    """A prompt queued just as the turns ended runs at once, in a task of its own: a stop in the same loop pass
-    (before that task's first) holds it, as for any queued prompt. That stop found nothing and the prompt ran."""
+    """A prompt queued for turns that have just ended (its sender had not seen their end) runs at once, in a task of
+    its own: a stop in the same loop pass (before that task's first) holds it, as for any queued prompt. That stop
+    found nothing and the prompt ran."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("first answer"), Reply.text("queued answer"))
     core = await make_core(srv, toy=ToyServer())
     assert (await core.submit("hi")).reply == "first answer"
-    core.queue("queued")  # within the grace after the turns ended: it runs without waiting for another turn
+    core.queue("queued", saw_end=False)  # for the turns that ended: it runs without waiting for another turn
     assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True
     assert core.queued() == ["queued"] and core.queue_held()
     assert len(srv.chat_requests) == 1

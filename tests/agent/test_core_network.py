@@ -81,17 +81,47 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     assert not listener.received
 
 
-async def test_allow_always_lets_it_through_for_the_rest_of_the_session(scripted_llm, make_core, listener):
-    srv = scripted_llm("openai")
-    srv.script(curl(listener.port), curl(listener.port), Reply(text="done"))
+async def answered_then_unasked(srv, make_core, port: int, answer: str, *then: Reply):
+    """A session whose model fetches other.test twice in a turn (then replies `then`), its question answered `answer`:
+    asked once, both fetches got through."""
+    srv.script(curl(port), curl(port), Reply(text="done"), *then)
     core = await make_core(srv)
-    approver = Approver("allow_always")
+    approver = Approver(answer)
     core.step_approver = approver
     await core.submit("fetch it twice")
     assert len(approver.network) == 1  # the second call is not asked again
     assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
+    assert f"[network] other.test:{port} allowed (session), sent " in tool_text(srv, 2)
+    return core
+
+
+async def test_allow_always_lets_it_through_for_the_rest_of_the_session(scripted_llm, make_core, listener):
+    core = await answered_then_unasked(scripted_llm("openai"), make_core, listener.port, "allow_always")
     assert f"net:other.test:{listener.port}" in core.session.approval_always
-    assert f"[network] other.test:{listener.port} allowed (session), sent " in tool_text(srv, 2)
+
+
+async def test_allow_for_this_session_holds_for_its_later_steps_only_and_is_saved_nowhere(scripted_llm, make_core,
+                                                                                          listener):
+    from ollie.sandbox import netsaved
+
+    srv = scripted_llm("openai")
+    core = await answered_then_unasked(srv, make_core, listener.port, "allow_session", curl(listener.port),
+                                       Reply(text="done"), curl(listener.port), Reply(text="done"))
+    # Nothing kept: neither with the session (a resumed one asks again) nor in the user's config (later sessions).
+    assert not core.session.approval_always and netsaved.read_saved() == ()
+    listing = (await core.submit("/network")).reply
+    assert (f"allowed for the rest of this session, unasked:\nother.test:{listener.port} — \"Allow for this session\""
+            f" (asked by: Run `curl -s") in listing, listing
+    second = await make_core(srv)  # a new session asks again
+    second.step_approver = again = Approver("reject")
+    await second.submit("fetch it")
+    assert len(again.network) == 1 and "status 403" in tool_text(srv, 4)
+    await core.close()
+    resumed = await make_core(srv, session_id=core.session_id)  # so does this session, resumed
+    resumed.step_approver = asked = Approver("reject")
+    await resumed.submit("fetch it")
+    assert len(asked.network) == 1 and "status 403" in tool_text(srv, 6)
+    assert "allowed for the rest of this session" not in (await resumed.submit("/network")).reply
 
 
 async def test_auto_still_asks_about_a_host_the_policy_does_not_list(scripted_llm, make_core, listener):

@@ -170,6 +170,9 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # back from the daemon's queue), and the model gets the file with it.
     assert queued["method"] == "ollie/queue" and queued["text"] == "and then a held one on notes.txt"
     assert [c["uri"].rsplit("/", 1)[1] for c in queued["context"]] == ["notes.txt"]
+    # It says what the chat had seen (the story streaming): the daemon tells a prompt for the running turn from one
+    # queued once its end was shown.
+    assert isinstance(queued["seen"], int) and queued["seen"] > 0, queued
     assert result["queued_line"] == "⏳ queued: and then a held one on notes.txt  📎 notes.txt:1"
     assert result["held_line"] == "⏸ held: and then a held one on notes.txt  📎 notes.txt:1"
     held = json.dumps(srv.chat_requests[3].body["messages"][-1])
@@ -216,6 +219,10 @@ def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monk
     chat = result["chat"]
     assert chat.count("## You\nprompt ") == size // 4, chat[:2000]
     assert chat.index("prompt 0 ü") < chat.index("answer 0") < chat.index(f"answer {size // 4 - 1}")
+    # Drawn with the highlighter off, then on again: with it on all along, each line cost time in proportion to the
+    # lines above it (45 s of the editor's CPU, frozen, for these 1,100 messages).
+    assert result["highlighted"], "the transcript is highlighted again once drawn"
+    assert result["draw_cpu_s"] < 10, result["draw_cpu_s"]
 
 
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):

@@ -289,6 +289,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
 
 def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
     from ollie.sandbox import landlock_abi
+    from ollie.testing import nethosts
     from tests.netserver import Listener
 
     from . import screens
@@ -298,11 +299,16 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     server = Listener()
     server.start()
     srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [
-        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]})]),
-        Reply(text="The host said no."))
+
+    def fetch(path: str) -> Reply:
+        return Reply(tool_calls=[("execute_code", {"steps": [
+            {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/{path}"}]})])
+
+    srv.script(fetch("x"), Reply(text="The host said no."), fetch("s"), Reply(text="Fetched for the session."),
+               fetch("u"), Reply(text="Fetched unasked."))
     # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(100, 30))
+    env = {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
@@ -329,13 +335,25 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "⇄" in s, "the redraw"))
         assert f"⇄ {target} denied (deny), sent 0 B," in redrawn and "[network]" not in redrawn, redrawn
         assert "(end)" in redrawn, redrawn  # the turn's end line, as the live turn drew it
+        assert not server.received and server.accepted == 0
+        told = srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert "status 403" in told and f"[network] {target} denied (deny)" in told
+
+        # "Allow for this session": this step's request goes through, and the session's later steps' unasked.
+        tmux.keys(":Ollie fetch it again", "Enter")
+        asked = tmux.keep("4-asked-again", tmux.wait(
+            lambda s: f"Allow network access to {target}?" in s and "Allow for this session" in s, "the question again"))
+        session = next(line for line in asked.splitlines() if "Allow for this session" in line).strip()[:1]
+        tmux.keys(session, "Enter")
+        tmux.keep("5-allowed", tmux.wait(lambda s: "Fetched for the session." in s, "the allowed turn to end"))
+        tmux.keys(":Ollie and once more", "Enter")
+        unasked = tmux.keep("6-unasked", tmux.wait(lambda s: "Fetched unasked." in s, "the unasked turn to end"))
+        assert f"⇄ {target} allowed (session)" in unasked, unasked
         assert_clean(tmux.screens)
     finally:
         tmux.close()
         server.sock.close()
-    assert not server.received and server.accepted == 0
-    told = srv.chat_requests[-1].body["messages"][-1]["content"]
-    assert "status 403" in told and f"[network] {target} denied (deny)" in told
+    assert server.received.count(b"GET /") == 2 and b"GET /u " in server.received
 
 
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):
@@ -595,6 +613,7 @@ def show_code_actions(tmux: Tmux, *keys: str) -> None:
             tmux.keys("Escape")
     pytest.fail("ollie's code actions never showed")
 
+
 def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted_llm):
     """The chat open, no prompt sent yet: ollie's Explain from the code action menu shows in it as a turn of its own,
     its prompt with the lines it is about, then the answer (Bug: it showed nothing; once the chat had a session, the
@@ -636,6 +655,47 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
                                         "the answer, the list gone", timeout=60))
         tmux.keys(":echo 'taken' .. ' at once'", "Enter")
         tmux.keep("next-key", tmux.wait(lambda s: "taken at once" in s, "the next command"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scripted_llm):
+    """The user's prompt is plain text, live and drawn again from the history (Bug: read as markdown, `__init__.py`
+    showed as a bold "init.py" and `a*b*c` as "abc"); the model's answer stays markdown."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Use **bold** and `__init__.py` here."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    typed = "rename __init__.py and compute a*b*c with [x]"
+
+    def chat(screen: str) -> list[str]:
+        return [line.split("│")[-1].rstrip() for line in screen.splitlines()]
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(f":Ollie {typed}", "Enter")
+        live = tmux.keep("1-typed", tmux.wait(lambda s: "(end)" in s, "the answer"))
+        assert chat(live)[chat(live).index("## You") + 1] == typed, live
+        assert "Use bold and __init__.py here." in chat(live), live
+        # Drawn again from the session's history (`ollie/context`, as a resume draws it).
+        tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
+        tmux.keys(":OllieChat", "Enter")
+        redrawn = tmux.keep("2-redrawn", tmux.wait(lambda s: "(end)" in s and "## You" in s, "the redraw"))
+        assert chat(redrawn)[chat(redrawn).index("## You") + 1] == typed, redrawn
+        assert "Use bold and __init__.py here." in chat(redrawn), redrawn
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
+    """ollie's notice with a line break shows on one line (Bug: an `echomsg` of it ended at the break, E115, and the
+    request that sent it failed with an error on screen)."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(""":lua require("ollie.requests").notify("it's the first line\\nand the second", 3)""", "Enter")
+        tmux.keep("1-notice", tmux.wait(lambda s: "ollie: it's the first line and the second" in s, "the notice"))
         assert_clean(tmux.screens)
     finally:
         tmux.close()

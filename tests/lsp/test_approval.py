@@ -109,6 +109,21 @@ async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(s
     assert "rejected" in told and "use tabs, not spaces" in told
 
 
+async def test_an_answer_the_question_did_not_offer_is_a_rejection(start_daemon, llm):
+    # "Allow for this session" is a network question's answer alone; a command's "always" is already for the session.
+    llm.script(run("touch made"), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        assert "allow_session" not in [o["id"] for o in params["options"]]
+        return {"outcome": "allow_session"}
+
+    assert await submit(daemon, "go") == "ok"
+    assert not (daemon.workspace / "made").exists()
+    assert last_tool_result(llm) == "rejected: the user did not allow 'Run `touch made`'; it was not run."
+
+
 async def test_a_plain_client_cannot_give_feedback_so_it_is_a_plain_reject(start_daemon, llm):
     llm.script(run("touch made"), Reply.text("ok"))
     daemon = await start_daemon(env=llm.env(approval=""))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from ollie.agent.history import INTERRUPTED_REPLY
@@ -133,3 +134,26 @@ async def test_a_prompt_with_a_lone_surrogate_is_answered_saved_and_resumed(star
     resumed_daemon = await resumed(start_daemon, llm, daemon, session)
     context = await resumed_daemon.request("ollie/context", {"session": session})
     assert [m["content"] for m in context["messages"]][-4:] == [sent[-2], "first answer", sent[-1], "second answer"]
+
+
+async def test_a_resumed_prompt_shows_as_typed_with_ollie_s_notes_apart(start_daemon, llm, tmp_path):
+    """A preTurn hook's output joins the prompt the model reads; the history, resumed in a new daemon too, gives the
+    prompt as the user typed it and the note apart (Bug: the chat drew the hook's output, and `@environment`'s git
+    status, as if the user had typed it)."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
+                                                   "hooks": {"preTurn": "echo run the tests first"}}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    llm.script(Reply.text("done"))
+    daemon = await start_daemon(env=env, init_options={"agent": "noted"})
+    session = (await daemon.request("ollie/state", {}))["session"]
+    assert (await daemon.request("ollie/submit", {"text": "fix __init__.py"}))["reply"] == "done"
+    note = "[preTurn hook]\nrun the tests first"
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == f"fix __init__.py\n\n{note}", "the model reads it"
+    await daemon.client.shutdown_session()
+    second = await start_daemon(env=env, workspace=daemon.workspace, init_options={"agent": "noted"})
+    await second.request("ollie/session/load", {"session": session})
+    prompt = next(m for m in (await second.request("ollie/context", {"session": session}))["messages"]
+                  if m["role"] == "user")
+    assert prompt["content"] == "fix __init__.py" and prompt["notes"] == note, prompt

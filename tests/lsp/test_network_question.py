@@ -35,7 +35,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     assert step["network"] == {"host": "other.test", "port": listener.port, "scheme": "http"}
     assert question["always"] == f"connections to other.test:{listener.port} in this and later sessions"
     # No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
-    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_always", "reject"]
+    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_session", "allow_always", "reject"]
     told = llm.chat_requests[-1].body["messages"][-1]["content"]
     assert "status 403" in told and f"[network] other.test:{listener.port} denied (deny)" in told
     assert not listener.received
@@ -53,3 +53,43 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     assert [m["tool"]["network"] for m in context["messages"] if m.get("role") == "tool"] == [[record]]
     listing = (await again.request("ollie/command", {"session": session, "line": "/network"}))["output"]
     assert listing.startswith("network (1 connection):") and f"other.test:{listener.port} denied (deny)" in listing
+
+
+async def test_allow_for_this_session_lets_its_later_steps_through_and_no_other_session(start_daemon, llm, listener):
+    from ollie.sandbox import netsaved
+    from ollie.testing import nethosts
+
+    fetch = Reply.tool_calls(("execute_code", {"steps": [
+        {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{listener.port}/x"}]}))
+    llm.script(fetch, Reply.text("one"), fetch, Reply.text("two"), fetch, Reply.text("three"), fetch, Reply.text("four"))
+    env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
+    questions: list[dict[str, Any]] = []
+    answers = iter(["allow_session", "reject", "reject"])
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": next(answers)}
+
+    async def fetched(text: str, session: str) -> str:
+        assert (await daemon.request("ollie/submit", {"session": session, "text": text}))["reply"] == text
+        return llm.chat_requests[-1].body["messages"][-1]["content"]
+
+    first = (await daemon.request("ollie/state", {}))["session"]
+    assert "hello status 200" in await fetched("one", first)
+    (question,) = questions
+    assert {"id": "allow_session", "name": "Allow for this session"} in question["options"]
+    told = await fetched("two", first)  # a later step of the session: not asked, let through
+    assert len(questions) == 1 and "hello status 200" in told
+    assert f"[network] other.test:{listener.port} allowed (session)" in told
+    listing = (await daemon.request("ollie/command", {"session": first, "line": "/network"}))["output"]
+    assert f"other.test:{listener.port} — \"Allow for this session\" (asked by: Run `curl -s" in listing, listing
+    # Another session asks again; so does this one, closed and resumed. Nothing was written for later sessions.
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    assert "status 403" in await fetched("three", other) and len(questions) == 2
+    await daemon.request("ollie/session/close", {"session": first})
+    await daemon.request("ollie/session/load", {"session": first})
+    assert "status 403" in await fetched("four", first) and len(questions) == 3
+    assert listener.received.count(b"GET /x ") == 2
+    assert not netsaved.saved_file().exists()

@@ -240,6 +240,46 @@ async def test_forwarder_survives_a_failing_send():
     assert Event("info", "", "x").role == "info"
 
 
+async def test_a_queued_prompt_is_weighed_against_the_turns_end_once_that_end_was_sent():
+    """`ollie/queue`'s `seen` is compared with the turns' `turn` end once every event published so far was sent: an
+    end still unsent (the client reads nothing for now) is one the client has not seen, whatever it had before."""
+    from ollie_lsp.sessions import LiveSession
+
+    class Core:  # the engine's side is tested with a real Core (tests/agent): here, what the daemon tells it
+        def __init__(self) -> None:
+            self.queued: list[tuple[str, bool]] = []
+
+        def queue(self, text: str, *, saw_end: bool = True) -> int:
+            self.queued.append((text, saw_end))
+            return len(self.queued)
+
+    bus = Bus()
+    paused = False
+    writable = asyncio.Event()
+    fwd = EventForwarder("s", bus.subscribe(), send=lambda params: None, paused=lambda: paused,
+                         writable=writable.wait, coalesce_s=0)
+    fwd.start()
+    core = Core()
+    live = LiveSession(id="s", core=core, forwarder=fwd, progress=None)
+    bus.emit("turn", "start")
+    bus.emit("assistant", "done")
+    await fwd.drained()
+    seen = fwd.sent  # the client has the turn's start and its reply
+    paused = True
+    bus.emit("turn", "end")  # the turns ended; their end waits for the client to read
+    late = asyncio.ensure_future(live.queue("late", seen=seen))
+    await asyncio.sleep(0)  # the request's first pass
+    assert core.queued == [] and not late.done()
+    paused = False
+    writable.set()
+    assert await asyncio.wait_for(late, 5) == 1 and core.queued == [("late", False)]
+    assert fwd.turn_ended == seen + 1
+    assert await live.queue("after the end", seen=fwd.turn_ended) == 2
+    assert await live.queue("from an older client", seen=None) == 3
+    assert core.queued[1:] == [("after the end", True), ("from an older client", True)]
+    await fwd.stop()
+
+
 async def test_a_submit_cancelled_while_it_waits_for_the_turn_lock_never_takes_it():
     from ollie_lsp.sessions import LiveSession, SubmitHandle
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+from pygls.exceptions import JsonRpcException
+
 from ollie.testing import Reply
 
 
@@ -58,12 +61,73 @@ async def test_queue_clear_drops_held_prompts(start_daemon, llm):
     assert (state["queuedPrompts"], state["queueHeld"]) == ([], False)
 
 
-async def test_a_prompt_queued_just_as_the_turn_ended_runs(start_daemon, llm):
+def last_end(events: list[dict], session: str) -> int:
+    """The `seq` of the session's last `turn` end event received."""
+    return [e["seq"] for e in events if e["session"] == session and e["role"] == "turn" and e["content"] != "start"][-1]
+
+
+async def test_a_prompt_queued_before_the_client_saw_the_turns_end_runs_however_late_it_comes(start_daemon, llm):
+    """Its `seen` is before the `turn` end: the client queued it for the turn it saw running. It reaches the daemon
+    after the client has the end and the session is idle (as late as a loaded machine makes it), and runs at once."""
     llm.script(Reply.text("done"), Reply.text("late answer"))
     daemon = await start_daemon(env=llm.env())
-    result = await daemon.request("ollie/submit", {"text": "quick"})
-    assert await daemon.request("ollie/queue", {"text": "late"}) == {"depth": 1}
-    await daemon.wait_events(lambda evs: ("user", "late") in turn_log(evs, result["session"]))
-    await daemon.wait_events(lambda evs: turn_log(evs, result["session"])[-1] == ("turn", "end"))
+    session = (await daemon.request("ollie/submit", {"text": "quick"}))["session"]
+    state = await daemon.request("ollie/state", {})
+    assert (state["running"], state["queuedPrompts"]) == (False, [])
+    assert await daemon.request("ollie/queue", {"text": "late", "seen": last_end(daemon.events, session) - 1}) == {
+        "depth": 1}
+    await daemon.wait_events(lambda evs: turn_log(evs, session)[-3:] == [("turn", "start"), ("user", "late"),
+                                                                         ("turn", "end")])
     assert len(llm.chat_requests) == 2
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
+
+
+async def test_a_prompt_queued_before_the_client_saw_a_stop_end_the_turn_waits_for_the_next_turn(start_daemon, llm):
+    """Its `seen` is before the `turn` end, but a Stop ended that turn: it does not run on its own (a Stop starts
+    nothing after it), and runs after the next prompt's turn."""
+    hold = threading.Event()  # the first answer streams until the interrupt (set after it, for the server's end)
+    llm.script(Reply.text("a slow answer", hold=hold), Reply.text("next answer"), Reply.text("queued answer"))
+    daemon = await start_daemon(env=llm.env())
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
+    session = (await first)["session"]
+    seen = last_end(daemon.events, session) - 1
+    assert await daemon.request("ollie/queue", {"text": "late", "seen": seen}) == {"depth": 1}
+    state = await daemon.request("ollie/state", {})
+    assert (state["running"], state["queuedPrompts"], state["queueHeld"]) == (False, ["late"], False)
+    daemon.events.clear()
+    assert (await daemon.request("ollie/submit", {"text": "next"}))["reply"] == "next answer"
+    assert turn_log(daemon.events, session) == [
+        ("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "late"), ("turn", "end"),
+    ]
+
+
+@pytest.mark.parametrize("saw", ["the end", "nothing said"])
+async def test_a_prompt_queued_once_the_client_saw_the_turns_end_waits_for_the_next_turn(start_daemon, llm, saw):
+    """Its `seen` is the `turn` end (or, from a client that does not send `seen`, taken as such): queued while idle,
+    it waits for the next turn's end, however soon after the end it comes."""
+    llm.script(Reply.text("done"), Reply.text("next answer"), Reply.text("queued answer"))
+    daemon = await start_daemon(env=llm.env())
+    session = (await daemon.request("ollie/submit", {"text": "quick"}))["session"]
+    seen = {"seen": last_end(daemon.events, session)} if saw == "the end" else {}
+    assert await daemon.request("ollie/queue", {"text": "for later", **seen}) == {"depth": 1}
+    state = await daemon.request("ollie/state", {})
+    assert (state["running"], state["queuedPrompts"]) == (False, ["for later"])
+    assert len(llm.chat_requests) == 1
+    daemon.events.clear()
+    assert (await daemon.request("ollie/submit", {"text": "next"}))["reply"] == "next answer"
+    assert turn_log(daemon.events, session) == [
+        ("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "for later"), ("turn", "end"),
+    ]
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
+
+
+async def test_a_bad_seen_is_refused_naming_it(start_daemon):
+    daemon = await start_daemon()
+    for seen in (-1, 1.5, "3", True):
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request("ollie/queue", {"text": "x", "seen": seen})
+        assert caught.value.code == -32602 and "seen" in caught.value.message, (seen, caught.value)
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []

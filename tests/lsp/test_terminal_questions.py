@@ -104,7 +104,8 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     server.start()
     fetch = Reply.tool_calls(("execute_code", {"steps": [
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{server.port}/x"}]}))
-    llm.script(fetch, Reply.text("refused one"), fetch, Reply.text("fetched one"))
+    llm.script(fetch, Reply.text("refused one"), fetch, Reply.text("fetched one"), fetch, Reply.text("fetched two"),
+               fetch, Reply.text("fetched three"))
     # `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
     env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
     term = Terminal(["--cwd", str(tmp_path)], env, tmp_path)
@@ -112,15 +113,24 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     try:
         at = term.wait_for(r"default> ")
         at = term.answer("fetch it", question, after=at)
-        assert f"[a]lways (connections to other.test:{server.port} in this and later sessions), [n]o: " in term.text
+        assert (f"Allow? [y]es once, for this [s]ession, [a]lways (connections to other.test:{server.port} in this "
+                "and later sessions), [n]o: ") in term.text
         at = term.answer("n", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
         at = term.answer("again", question, after=at)
-        term.answer("y", r"fetched one", after=at)
+        at = term.answer("y", r"fetched one", after=at)
+        told = last_tool_result(llm)
+        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (once)" in told
+        assert server.received.startswith(b"GET /x HTTP/1.1\r\n")
+        at = term.answer("again", question, after=at)
+        at = term.answer("s", r"fetched two", after=at)
+        # "For this session": the session's later steps go unasked.
+        term.answer("once more", r"fetched three", after=at)
+        assert term.text.count("Allow? ") == 3
         assert term.close() == 0
     finally:
         term.proc.kill()
         server.sock.close()
     told = last_tool_result(llm)
-    assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (once)" in told
-    assert server.received.startswith(b"GET /x HTTP/1.1\r\n")
+    assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
+    assert server.received.count(b"GET /x ") == 3

@@ -165,7 +165,7 @@ async def test_fsmonitor_of_a_hostile_repo_steals_nothing(scripted_llm, tmp_path
     system = srv.chat_requests[0].body["messages"][0]["content"]
     assert "- Git branch: master" in system or "- Git branch: main" in system
     assert "hook-saw-status" in request_text(srv, 0)
-    late = request_text(srv, 1).split("uncommitted changes when the session started")
+    late = request_text(srv, 1).split("uncommitted changes when this session was started or last resumed")
     assert len(late) == 2 and "M f.txt" in late[1]
     if command_sandbox == "default":
         # Writable project: the hook's fsmonitor did run, so the test is not vacuous, and still got nothing.

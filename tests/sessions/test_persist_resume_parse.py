@@ -143,7 +143,8 @@ def test_a_resumed_message_has_every_field_a_constructed_one_has():
     """A resume builds messages without `Message.__init__`: a field added to Message must be set there too."""
     full = Message("assistant", "text", tool_calls=[ToolCall("c1", "f", '{"a": 1}')], tool_call_id="c0", name="n",
                    reasoning="why", reasoning_signature="sig")
-    for message in (Message("user", "hi"), Message("tool", "", tool_call_id="c1", name="f"), full):
+    noted = Message("user", "hi\n\n[preTurn hook]\nnote", notes="[preTurn hook]\nnote")
+    for message in (Message("user", "hi"), Message("tool", "", tool_call_id="c1", name="f"), full, noted):
         built = logparse._built([message.to_dict()])[0]
         assert [getattr(built, f.name) for f in fields(Message)] == [getattr(message, f.name) for f in fields(Message)]
     assert {f.name for f in fields(ToolCall)} == {"id", "name", "arguments"}  # what `_tool_call` sets

@@ -37,7 +37,9 @@ async def test_a_python_child_reads_its_own_proc_self(ws: Workspace) -> None:
 
 
 async def test_proc_lists_only_the_steps_processes_and_pid_1_is_its_init(ws: Workspace) -> None:
-    result = await code(ws.server(), f"sleep 5 & {LIST_PROCESSES}; echo \"me $$ parent $PPID\"; kill $!")
+    # The listing waits until the background child has exec'd `sleep` (forked, it is named bash a moment).
+    exec_d = 'until read -r _ name < /proc/$!/status && [ "$name" = sleep ]; do :; done'
+    result = await code(ws.server(), f"sleep 5 & {exec_d}; {LIST_PROCESSES}; echo \"me $$ parent $PPID\"; kill $!")
     assert not result.is_error, result.text
     lines = result.text.strip().splitlines()
     listed = dict(line.split(" ", 1) for line in lines if line[:1].isdigit())

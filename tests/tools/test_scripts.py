@@ -106,6 +106,20 @@ async def test_file_write_errors(ws: Workspace, server: ExecuteServer) -> None:
     assert usage.is_error and "required: content" in usage.text
 
 
+async def test_a_read_only_file_is_neither_edited_nor_overwritten(ws: Workspace, server: ExecuteServer) -> None:
+    # The rename an atomic write makes would replace it (and take it over from another owner) despite its mode.
+    locked = ws.work / "locked.py"
+    locked.write_text("x = 1\n")
+    locked.chmod(0o444)
+    before = locked.stat()
+    edit = await tool(server, "file_edit", "locked.py", "x = 1", "x = 2")
+    write = await tool(server, "file_write", "locked.py", "x = 3\n")
+    for result in (edit, write):
+        assert result.is_error and "read-only (no write permission), not changed" in result.text, result.text
+    after = locked.stat()
+    assert locked.read_text() == "x = 1\n" and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
 # -- file_edit --
 
 async def test_file_edit_replaces_a_unique_match(ws: Workspace, server: ExecuteServer) -> None:

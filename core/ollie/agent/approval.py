@@ -27,8 +27,9 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
 
 T = TypeVar("T")
 APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
-Outcome = Literal["allow_once", "allow_always", "reject", "reject_with_feedback"]
-OUTCOMES: tuple[str, ...] = ("allow_once", "allow_always", "reject", "reject_with_feedback")
+# "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
+Outcome = Literal["allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback"]
+OUTCOMES: tuple[str, ...] = ("allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback")
 
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
@@ -100,6 +101,11 @@ class StepQuestion:
         """Whether a rejection's feedback can reach the model: a network question's answer reaches only the proxy,
         an MCP server's only the server start, so neither offers it."""
         return self.network is None and not self.id.startswith("mcp/")
+
+    def outcomes(self) -> tuple[str, ...]:
+        """The answers this question offers, in order: "allow for this session" a network question's alone."""
+        return tuple(o for o in OUTCOMES if (o != "allow_session" or self.network is not None)
+                     and (o != "reject_with_feedback" or self.takes_feedback()))
 
     def always_text(self) -> str:
         """`always_label` with how long it lasts, for a question's text."""
@@ -183,6 +189,9 @@ class ApprovalGate:
         self.approver: StepApprover | None = None
         # Every connection the session's steps made through the egress proxy (`/network`; this process only).
         self.net_log: list[dict] = []
+        # "Allow for this session" answers: "host:port" -> the step that asked. Never saved: a resumed session (a new
+        # gate, after a daemon restart too) asks again, as a user who allowed it "for this session" expects.
+        self.net_session: dict[str, str] = {}
         self.on_ask: Callable[[StepQuestion, Answer], None] | None = None
 
     async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
@@ -229,13 +238,14 @@ class ApprovalGate:
         """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).
 
         Every mode asks (the policy, not the mode, says which hosts go unasked) but `read-only`, which denies, as
-        does a session nobody can ask. "Allow always" is saved for later sessions too (netsaved.py).
+        does a session nobody can ask. "Allow for this session" holds for the session's later steps (`net_session`),
+        "allow always" is saved for later sessions too (netsaved.py).
         """
         from ollie.sandbox.egress import NetAsk  # the proxy's module loads with the first tool call, not at start
 
         steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
         title = " and ".join(step.title for step in steps)[:200] or tool
-        allowed = {rule.removeprefix("net:") for rule in self._always() if rule.startswith("net:")}
+        allowed = set(self.net_allowed())
         if self._mode() == "read-only" or self.approver is None:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
         approver = self.approver
@@ -251,10 +261,21 @@ class ApprovalGate:
             if answer.outcome == "allow_always":
                 self._remember(f"net:{host}:{port}")
                 return "always"
+            if answer.outcome == "allow_session":
+                self.net_session.setdefault(f"{host}:{port}", title)
+                return "session"
             return "once" if answer.outcome == "allow_once" else "deny"
 
         return NetAsk(ask=ask, session_allowed=allowed, saved=netsaved.saved, remember=netsaved.remember, step=title,
                       log=self.net_log)
+
+    def net_allowed(self) -> dict[str, str]:
+        """The "host:port"s this session's answers let its steps reach unasked (besides the policy's), and why."""
+        why = {key: f'"Allow for this session" (asked by: {step})' for key, step in self.net_session.items()}
+        for rule in self._always():
+            if rule.startswith("net:"):
+                why[rule.removeprefix("net:")] = '"Always allow" (also in later sessions)'
+        return why
 
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
         kind = plan.question.kind

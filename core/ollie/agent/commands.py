@@ -219,8 +219,8 @@ COMMANDS: dict[str, Command] = {
                       cmd_rewind, destructive=True),
     "changes": Command("/changes [n]", "the files turn n (default: the last) changed, with their hunks",
                        info.cmd_changes),
-    "network": Command("/network", "every connection this session's steps made, allowed or denied, with bytes",
-                       info.cmd_network),
+    "network": Command("/network", "every connection this session's steps made, allowed or denied, with bytes, and "
+                       "the hosts allowed for the session", info.cmd_network),
     "kill": Command("/kill", "stop this session", cmd_kill, destructive=True),
     "rn": Command("/rn <name>", "rename the session", cmd_rename),
     "cwd": Command("/cwd [path]", "show or change the working directory", cmd_cwd),

@@ -119,10 +119,16 @@ async def cmd_network(core: CommandTarget, arg: str) -> str:
         raise CommandUsageError(f"/network takes nothing (got {arg!r})")
     log = core.network_log
     if not log:
-        return "no network use in this session (steps under network: proxy go out only through ollie's proxy)"
-    count = sum(c.get("more") or 1 for c in log)
-    return f"network ({count} connection{'s' if count != 1 else ''}):\n" + "\n".join(
-        f"{network_line(c)} — {_one_line(c.get('step', ''), 80)}" for c in log)
+        text = "no network use in this session (steps under network: proxy go out only through ollie's proxy)"
+    else:
+        count = sum(c.get("more") or 1 for c in log)
+        text = f"network ({count} connection{'s' if count != 1 else ''}):\n" + "\n".join(
+            f"{network_line(c)} — {_one_line(c.get('step', ''), 80)}" for c in log)
+    allowed = core.network_allowed()
+    if allowed:
+        text += "\nallowed for the rest of this session, unasked:\n" + "\n".join(
+            f"{key} — {_one_line(why, 120)}" for key, why in allowed.items())
+    return text
 
 
 async def cmd_context(core: CommandTarget, arg: str) -> str:

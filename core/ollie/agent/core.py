@@ -197,12 +197,12 @@ class Core(McpMembers):
         """Replace whatever injects are pending with `text`."""
         self._inbox.replace_injects(text, running=self._host.running)
 
-    def queue(self, text: str) -> int:
-        """Add a prompt to the FIFO; returns its depth. One that comes just as a turn ended runs."""
+    def queue(self, text: str, *, saw_end: bool = True) -> int:
+        """Add a prompt to the FIFO; returns its depth. Without `saw_end` the sender had not seen the last turns
+        end: it queued the prompt for them, and once they have ended it runs now rather than after the next turn."""
         depth = self._inbox.queue(text)
-        if not self._turn_lock.locked() and self._inbox.just_ended() and not self._closed:
-            # The sender saw a turn running; it must not wait for the next one. Under way from now, not from the
-            # task's first pass: a stop in between holds the prompt.
+        if not saw_end and not self._turn_lock.locked() and self._inbox.follows_on() and not self._closed:
+            # Under way from now, not from the task's first pass: a stop in between holds the prompt.
             self._host.detach(self._run_queue(self._host.stopping.enlist()))
         return depth
 
@@ -470,6 +470,10 @@ class Core(McpMembers):
         saved = [c for calls in self.session.step_network.values() for c in calls]
         seen = {id(c) for c in saved}  # a finished call's records are the live ones, not copies
         return saved + [c for c in self._approval.net_log if id(c) not in seen]
+
+    def network_allowed(self) -> dict[str, str]:
+        """The "host:port"s this session's answers let its steps reach unasked, each with why (`/network`)."""
+        return self._approval.net_allowed()
 
     def _always(self) -> list[str]:
         """The "always" answers that hold: the owner's own, a teammate's never (they were no answer of this user)."""

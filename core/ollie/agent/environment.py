@@ -75,5 +75,6 @@ def status_note(output: str) -> str:
     """The late note of GIT_STATUS's output."""
     body = "\n".join(f"    {line}" for line in output.splitlines() if line.strip())
     if not body:
-        return "Environment: the git working tree was clean when the session started."
-    return f"Environment: uncommitted changes when the session started (git status --short, first 20):\n{body}"
+        return "Environment: the git working tree was clean when this session was started or last resumed."
+    return ("Environment: uncommitted changes when this session was started or last resumed"
+            f" (git status --short, first 20):\n{body}")

@@ -36,6 +36,12 @@ def is_cut_off(message: Message) -> bool:
     return message.role == "assistant" and not message.tool_calls and message.content.endswith(INTERRUPTED_REPLY)
 
 
+def typed_text(message: Message) -> str:
+    """A user message's own text: its content without the notes ollie added after it (the model reads them)."""
+    added = f"\n\n{message.notes}"
+    return message.content[:-len(added)] if message.notes and message.content.endswith(added) else message.content
+
+
 def outcome_marks(inner: Sequence[ToolState]) -> list[str]:
     """How a call's steps ended, as the session keeps it: `completed`, `failed`, `completed:12` (a step's line)."""
     return [s.status + (f":{s.locations[0].line}" if len(s.locations) == 1 and s.locations[0].line else "")
@@ -101,6 +107,8 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
     out: list[dict[str, object]] = []
     for message in page:
         data = message.to_dict()
+        if message.notes:  # shown as the user typed it, as the live chat showed it; the notes apart
+            data["content"] = typed_text(message)
         if message.images:  # what they are, not megabytes of base64 on every page
             data["images"] = [{"mime": i.mime, "bytes": len(i.data) * 3 // 4 - i.data[-2:].count("=")}
                               for i in message.images]

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable
 
 # A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
 MAX_CONTINUATIONS = 10
-# A prompt queued this soon after the turns ended was meant for the turn that just finished: it runs. The client
-# sent it before it saw the end; on a loaded machine that takes well over half a second (it did in CI).
-QUEUE_GRACE_S = 2.0
 
 
 class _Prompt:
@@ -38,21 +34,22 @@ class Inbox:
         self._continuation = ""
         self._continued = 0
         self._taken: _Prompt | None = None  # the queued prompt `next_prompt` last gave (None: a continuation)
-        self._ended_at = float("-inf")  # when the last run of turns ended (not by an interrupt)
+        self._ran_through = False  # the last run of turns ended, and not by an interrupt
         self._on_queued = on_queued
 
     def turns_ended(self, *, interrupted: bool) -> None:
-        """A run of turns ended: an interrupt holds what is queued; else a prompt queued now still runs."""
+        """A run of turns ended: an interrupt holds what is queued; else a prompt meant for them may still run."""
         if interrupted:  # what is queued waits for the user's word (`release`) instead of running next
             self._continuation = ""  # a stop after postTurn asked for one: it never runs
             for prompt in self._prompts:
                 prompt.held = True
-        self._ended_at = float("-inf") if interrupted else time.monotonic()
+        self._ran_through = not interrupted
         self._on_queued()  # the queue may now be held: observers re-read it
 
-    def just_ended(self) -> bool:
-        """Whether turns ended (not interrupted) within QUEUE_GRACE_S and nothing queued is held."""
-        return time.monotonic() - self._ended_at < QUEUE_GRACE_S and not self.held
+    def follows_on(self) -> bool:
+        """Whether a prompt queued for the last run of turns runs now: they ended, not interrupted, and nothing
+        queued is held."""
+        return self._ran_through and not self.held
 
     def continue_with(self, text: str) -> None:
         """A postTurn hook exited 2: its output is the prompt of another turn, before any queued one."""

@@ -107,7 +107,7 @@ class AgentLoop:
             self.bus.emit("error", why)
             return TurnResult("", "error", why)
         notes = [note for note in (*host.take_notes(), hook_note("preTurn", pre)) if note]
-        asked = Message("user", "\n\n".join([prompt, *notes]), images=list(images or []))
+        asked = Message("user", "\n\n".join([prompt, *notes]), images=list(images or []), notes="\n\n".join(notes))
         self.session.messages.append(asked)
         self.asked = True
         # Saved now, not with the first round: a daemon killed while the reply streams keeps what the user typed.

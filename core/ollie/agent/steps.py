@@ -24,12 +24,12 @@ from ollie.tools.execute.args import (
     parse_request,
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
-from ollie.tools.execute.tool import ToolNameError, find_script
+from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
 
 if TYPE_CHECKING:
     from ollie.workspace import FileChange
 
-StepKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+StepKind = KindAnnotation  # the Agent Client Protocol's tool kinds, as tool scripts declare them
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]
 KindLookup = Callable[[str], "StepKind | None"]
 

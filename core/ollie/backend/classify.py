@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 
 from ollie.backend.errors import (
     BackendError,
@@ -105,17 +106,13 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     """Seconds to wait from `retry-after-ms` / `retry-after` (delta-seconds or an HTTP date)."""
     millis = headers.get("retry-after-ms")
     if millis:
-        try:
+        with suppress(ValueError):
             return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
+    with suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     # Lazily: `email` costs the daemon ~1 MiB and ~7 ms of import, for the rare Retry-After that is a date.
     from email.utils import parsedate_to_datetime
 

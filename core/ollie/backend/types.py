@@ -51,7 +51,7 @@ class Image:
 
 
 # A Message's text fields besides `content`, each left out of its dict when empty.
-_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
+TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature", "notes")
 
 
 @dataclass(slots=True, repr=False)
@@ -66,6 +66,8 @@ class Message:
     reasoning: str = ""
     reasoning_signature: str = ""  # Anthropic: the thinking block's signature, sent back with it
     images: list[Image] = field(default_factory=list)  # a user message's pictures, sent after its text
+    # A user message: what ollie added after the user's text (a hook's output, the git status), also in `content`.
+    notes: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict (empty fields left out)."""
@@ -74,7 +76,7 @@ class Message:
             out["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ]
-        for key in _TEXT_FIELDS:
+        for key in TEXT_FIELDS:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.images:
@@ -89,7 +91,7 @@ class Message:
             content=data.get("content") or "",
             tool_calls=[ToolCall(**c) for c in data.get("tool_calls") or []],
             images=[Image.from_dict(i) for i in data.get("images") or []],
-            **{key: data.get(key, "") for key in _TEXT_FIELDS},
+            **{key: data.get(key, "") for key in TEXT_FIELDS},
         )
 
 

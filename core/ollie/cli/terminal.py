@@ -33,6 +33,7 @@ DOUBLE_CTRL_C_S = 2.0
 # What a person types at a step's question, in any case: the answer it means.
 STEP_ANSWERS: dict[str, Outcome] = {
     **dict.fromkeys(("y", "yes", "o", "once"), "allow_once"),
+    **dict.fromkeys(("s", "session"), "allow_session"),
     **dict.fromkeys(("a", "always"), "allow_always"),
     **dict.fromkeys(("n", "no", "r", "reject"), "reject"),
     **dict.fromkeys(("f", "feedback"), "reject_with_feedback"),
@@ -238,7 +239,8 @@ async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -
 
 
 async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
-    """Put a step to the user (its title escaped): once, always, reject, or reject with feedback."""
+    """Put a step to the user (its title escaped): once, for this session (a connection), always, reject, or reject
+    with feedback."""
     from ollie.agent.approval import Answer
 
     renderer.end_line()
@@ -246,18 +248,20 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, questio
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
-    feedback = question.takes_feedback()
+    offered = question.outcomes()
+    feedback, session = "reject_with_feedback" in offered, "allow_session" in offered
     while True:
-        print(f"Allow? [y]es once, [a]lways ({escaped(question.always_label())}), [n]o"
-              f"{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
+        print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
+              f"[a]lways ({escaped(question.always_label())}), [n]o{', [f]eedback' if feedback else ''}: ",
+              end="", file=sys.stderr, flush=True)
         answer = await lines.answer(since)
         if answer is None:
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())
-        if choice is not None and (feedback or choice != "reject_with_feedback"):
+        if choice is not None and choice in offered:
             break
-        print(f"(not an answer: {escaped(answer.strip())}; type y, a, n{' or f' if feedback else ''})",
-              file=sys.stderr)
+        keys = f"y, {'s, ' if session else ''}a, n{' or f' if feedback else ''}"
+        print(f"(not an answer: {escaped(answer.strip())}; type {keys})", file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()

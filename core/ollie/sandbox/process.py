@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from contextvars import ContextVar
 
 
@@ -88,10 +89,8 @@ class SandboxedProcess:
 
     def kill_group(self) -> None:
         """SIGKILL every process of the child's group (idempotent; a group already gone is fine)."""
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def kill_pipe_holders(self) -> int:
         """SIGKILL every process still holding this child's output pipes (one that left its group); how many."""
@@ -106,11 +105,9 @@ class SandboxedProcess:
             except OSError:
                 continue  # gone meanwhile, or not ours to look at
             if holds:
-                try:
+                with suppress(ProcessLookupError, PermissionError):
                     os.kill(int(entry.name), signal.SIGKILL)
                     killed += 1
-                except (ProcessLookupError, PermissionError):
-                    pass
         return killed
 
     def stop_reading(self) -> None:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -178,10 +179,8 @@ def _keep(task: asyncio.Future[None] | asyncio.Future[int]) -> None:
 async def _settle(cleanup: asyncio.Future[None] | asyncio.Future[int]) -> None:
     """Wait for a cancelled spawn's `cleanup`, CANCEL_WAIT_S at most (less if cancelled again); it goes on after."""
     _keep(cleanup)
-    try:
+    with suppress(asyncio.CancelledError):  # the caller raises its own exception now
         await asyncio.wait([cleanup], timeout=CANCEL_WAIT_S)  # unlike wait_for, it never cancels `cleanup`
-    except asyncio.CancelledError:
-        pass  # the caller raises its own exception now
 
 
 async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -191,10 +190,8 @@ async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.Strea
         writer.write_eof()
         reply = json.loads(await reader.readline() or b"{}")
         if "pid" in reply:
-            try:
+            with suppress(ProcessLookupError):  # its group is gone already; what left the group is the sweep's
                 os.killpg(reply["pid"], signal.SIGKILL)
-            except ProcessLookupError:
-                pass  # its group is gone already; what left the group is the sweep's
             await reader.readline()  # the status (or EOF): sent after the sweep
     except (OSError, ValueError):
         pass

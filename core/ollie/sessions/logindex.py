@@ -10,14 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie.sessions.location import store_url
-from ollie.sessions.logformat import (
-    COMPACTION_SUFFIX,
-    META_TAIL_BYTES,
-    SUFFIX,
-    last_commit,
-    last_meta,
-    session_path,
-)
+from ollie.sessions.logformat import COMPACTION_SUFFIX, META_TAIL_BYTES, SUFFIX, last_commit, last_meta, session_path
 from ollie.sessions.session import is_valid_session_id
 
 

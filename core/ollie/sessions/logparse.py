@@ -12,7 +12,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, get_args
 
-from ollie.backend.types import Image, Message, Role, ToolCall
+from ollie.backend.types import TEXT_FIELDS, Image, Message, Role, ToolCall
 from ollie.gcpause import cyclic_gc_paused
 from ollie.sessions.logformat import FORMAT_VERSION, SessionFileCorruptError, SessionFileError
 from ollie.sessions.session import TRACKED_FIELDS
@@ -27,7 +27,6 @@ PARSE_PART_BYTES = 1 << 19
 _new = object.__new__
 _ROLES = frozenset(get_args(Role))
 _NO_LIST: list[Any] = []  # never changed: an absent (or null) list field's, tested as a list is
-_TEXT_FIELDS = ("tool_call_id", "name", "reasoning", "reasoning_signature")
 
 # A message line as `logformat.dumps` writes it (compact, "t" first): its start, and a line's end and the next's
 # start. Any other line (or one written differently) is read as a record of its own.
@@ -63,7 +62,7 @@ def _built(messages: list[dict[str, Any]]) -> list[Message]:
             message.content = _null_content(role, content)
         if len(data) == 2 and "content" in data:  # role and content only: most messages
             message.tool_calls = []
-            message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = ""
+            message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = message.notes = ""
             message.images = []
         else:
             get = data.get
@@ -73,9 +72,11 @@ def _built(messages: list[dict[str, Any]]) -> list[Message]:
             name = message.name = get("name", "")
             reasoning = message.reasoning = get("reasoning", "")
             signature = message.reasoning_signature = get("reasoning_signature", "")
+            notes = message.notes = get("notes", "")
             # One test of them all (most of a session's messages are tool calls and results): which is wrong, after.
             if not (calls.__class__ is images.__class__ is list
-                    and call_id.__class__ is name.__class__ is reasoning.__class__ is signature.__class__ is str):
+                    and call_id.__class__ is name.__class__ is reasoning.__class__ is signature.__class__
+                    is notes.__class__ is str):
                 raise TypeError(_wrong_field(data))
             message.tool_calls = list(map(_tool_call, calls)) if calls else []
             message.images = [Image.from_dict(i) for i in images] if images else []
@@ -105,7 +106,7 @@ def _wrong_field(data: dict[str, Any]) -> str:
     for key in ("tool_calls", "images"):
         if (data.get(key) or _NO_LIST).__class__ is not list:
             return f"{key} is a {type(data[key]).__name__}, not a list"
-    key = next(key for key in _TEXT_FIELDS if data.get(key, "").__class__ is not str)
+    key = next(key for key in TEXT_FIELDS if data.get(key, "").__class__ is not str)
     return f"{key} is a {type(data[key]).__name__}, not a string"
 
 

@@ -436,6 +436,4 @@ def _session(meta: dict[str, Any], messages: list[Message], path: Path) -> Sessi
 
 def exists(sessions_dir: Path | str, session_id: str) -> bool:
     """Whether a session with this (valid) id is saved."""
-    if not is_valid_session_id(session_id):
-        return False
-    return session_log(sessions_dir, session_id).exists()
+    return is_valid_session_id(session_id) and session_log(sessions_dir, session_id).exists()

@@ -8,13 +8,7 @@ from pathlib import Path
 
 from ollie.log import get_logger
 from ollie.sessions import store
-from ollie.sessions.errors import (
-    ArchivedError,
-    ForbiddenError,
-    InvalidSessionError,
-    NotFoundError,
-    ReadOnlyError,
-)
+from ollie.sessions.errors import ArchivedError, ForbiddenError, InvalidSessionError, NotFoundError, ReadOnlyError
 from ollie.sessions.location import is_postgres_url, user_teams
 from ollie.sessions.session import new_session_id
 from ollie.sessions.store import Conn, DuplicateError, StoreLike

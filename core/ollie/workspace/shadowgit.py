@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from ollie import programs
@@ -104,11 +105,9 @@ class ShadowGit:
     def _clear_stale_lock(self) -> None:
         """Remove an index lock left by a process that died mid-command (ours hold it for milliseconds)."""
         lock = self.git_dir / "index.lock"
-        try:
+        with suppress(FileNotFoundError):
             if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
                 lock.unlink()
-        except FileNotFoundError:
-            pass
 
     async def init(self) -> None:
         """Create the shadow repository once (idempotent), with its attribute lockdown in place."""

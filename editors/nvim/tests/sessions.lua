@@ -10,7 +10,8 @@ local real_request = client.request
 R.wire = {}
 client.request = function(method, params, cb)
   if method == "ollie/submit" or method == "ollie/queue" then
-    table.insert(R.wire, { method = method, text = params.text, context = params.context or vim.NIL })
+    table.insert(R.wire, { method = method, text = params.text, context = params.context or vim.NIL,
+      seen = params.seen or vim.NIL })
   end
   return real_request(method, params, cb)
 end

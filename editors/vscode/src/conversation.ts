@@ -219,7 +219,8 @@ export class Conversation implements vscode.Disposable {
 
   /** Queue a prompt (with its context items) to run after the current turn. */
   queue(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
-    return this.sendAside("ollie/queue", text, "queued", contexts);
+    // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.
+    return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.lastSeq });
   }
 
   /** Inject text (with its context items) into the running turn (the model sees it at its next step). */
@@ -228,11 +229,11 @@ export class Conversation implements vscode.Disposable {
   }
 
   // Queued and injected text is shown once the daemon has accepted it.
-  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[]): Promise<void> {
+  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<void> {
     const session = this.current ?? "";
     const model = this.model;
     try {
-      await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts) }));
+      await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts), ...extra }));
       this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
       if (note === "queued") this.queued.queued(session, text, contexts);
     } catch (err) {

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ollie.errors import OllieError
+from ollie.tools.base import Tier
 
 EditorKind = Literal["read", "search"]
-EditorTier = Literal["hot", "warm", "cold"]
 
 
 class EditorArgumentError(OllieError):
@@ -28,7 +28,7 @@ class EditorTool:
     description: str
     args: str
     kind: EditorKind
-    tier: EditorTier
+    tier: Tier
 
 
 _POSITION_ARGS = (

@@ -60,10 +60,8 @@ def runtime_root() -> Path:
     """
     root = paths.runtime_tmp_dir()
     root.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(root, PRIVATE_MODE)
-    except FileExistsError:
-        pass
     info = os.lstat(root)
     if not stat.S_ISDIR(info.st_mode):
         raise SandboxError(f"{root} is not a directory (a symlink or a file is there): ollie keeps its session "

@@ -6,6 +6,7 @@
 --   client.request(method, params, cb)  cb(err, result) on the main loop; returns the request id
 --   client.cancel(request_id)           $/cancelRequest
 --   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
+--   client.seen(session)                the `seq` of the last ollie/event of `session` received (0: none yet)
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
@@ -22,6 +23,17 @@ M.listeners = {}
 -- Callbacks waiting for a client's daemon to exit, by client id (restart).
 ---@type table<integer, fun()>
 local on_exited = {}
+-- The `seq` of the last `ollie/event` received per session from the running daemon (a fresh one counts from 1).
+---@type table<string, integer>
+local seen = {}
+
+---The `seq` of the last `ollie/event` of `session` received from the running daemon (0: none yet): an
+---ollie/queue says it, so the daemon knows whether the user saw the turn running or already ended.
+---@param session string
+---@return integer
+function M.seen(session)
+  return seen[session] or 0
+end
 
 ---Whether `dir` may be the project a marker found above the working directory names: the user's own, and not
 ---writable by others. Anyone may put a `.git` or a `Makefile` in /tmp: the session (its steps may write all of its
@@ -62,6 +74,18 @@ local function apply_edit(_, params, ctx)
   if not (params and params.edit and c) then
     return { applied = false, failureReason = "no edit" }
   end
+  -- A read-only buffer (a file the user may not write) took the edit with Vim's W10 warning and a one-second pause
+  -- of the whole editor; the agent's save writes it regardless (`write!`).
+  local uris = vim.tbl_keys(params.edit.changes or {})
+  for _, change in ipairs(params.edit.documentChanges or {}) do
+    table.insert(uris, change.textDocument and change.textDocument.uri)
+  end
+  for _, uri in ipairs(uris) do
+    local buf = vim.uri_to_bufnr(uri)
+    if vim.api.nvim_buf_is_loaded(buf) then
+      vim.bo[buf].readonly = false
+    end
+  end
   local ok, result = pcall(vim.lsp.util.apply_workspace_edit, params.edit, c.offset_encoding)
   return { applied = ok, failureReason = not ok and tostring(result) or nil }
 end
@@ -88,7 +112,13 @@ end
 local function handlers()
   local ok, requests = pcall(require, "ollie.requests")
   local hs = ok and type(requests.handlers) == "table" and vim.deepcopy(requests.handlers) or {}
-  hs["ollie/event"] = dispatch("ollie/event")
+  local event = dispatch("ollie/event")
+  hs["ollie/event"] = function(err, params)
+    if not err and type(params) == "table" and type(params.session) == "string" and type(params.seq) == "number" then
+      seen[params.session] = params.seq
+    end
+    event(err, params)
+  end
   hs["ollie/stateChanged"] = dispatch("ollie/stateChanged")
   hs["workspace/applyEdit"] = hs["workspace/applyEdit"] or apply_edit
   return hs
@@ -127,6 +157,7 @@ function M.ensure()
   if not cmd then
     return nil, err
   end
+  seen = {}
   local id = vim.lsp.start({
     name = "ollie",
     cmd = cmd,

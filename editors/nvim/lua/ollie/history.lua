@@ -41,12 +41,7 @@ local function step_of(call)
   return { id = call.id, title = call.name or "tool", status = "completed", locations = {} }
 end
 
----Render `messages` into a cleared transcript.
----@param t ollie.Transcript
----@param messages table[]
----@param running boolean|nil the session runs a turn now: its last prompt is being answered
----@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
-function M.render(t, messages, running, last_result)
+local function draw(t, messages, running, last_result)
   t:clear()
   local unanswered = false
   -- A prompt with nothing after it: its turn failed (the error is not saved), or a daemon before cut-off answers
@@ -99,6 +94,15 @@ function M.render(t, messages, running, last_result)
   else
     no_answer(unanswered and last_result == "error")
   end
+end
+
+---Render `messages` into a cleared transcript.
+---@param t ollie.Transcript
+---@param messages table[]
+---@param running boolean|nil the session runs a turn now: its last prompt is being answered
+---@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
+function M.render(t, messages, running, last_result)
+  t:bulk(function() draw(t, messages, running, last_result) end)
 end
 
 ---Show another session in this chat (its saved conversation).

@@ -21,7 +21,11 @@ function P:pend(kind, text, contexts)
   local method = kind == "queued" and "ollie/queue" or "ollie/inject"
   context.attach(contexts)
   self:with_session(function(session)
-    client.request(method, { session = session, text = text, context = context.wire(contexts) }, function(err)
+    local params = { session = session, text = text, context = context.wire(contexts) }
+    if kind == "queued" then
+      params.seen = client.seen(session) -- what the user saw: a turn still running, or its end too
+    end
+    client.request(method, params, function(err)
       if err then
         self.transcript:note("error: " .. err_text(err), "OllieError")
       else

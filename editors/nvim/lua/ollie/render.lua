@@ -58,6 +58,7 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending {kind: string, prompt: string, text: string, hl: string}[] queued and injected prompts not yet taken
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer|nil, count: integer, mark: integer}> "✎ N files changed" lines by mark
+---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
 local T = {}
 T.__index = T
 
@@ -85,10 +86,56 @@ function M.new(name)
   local buf = M.scratch(name, "ollie")
   vim.bo[buf].modifiable = false
   local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
-    changes = {} }, T)
+    changes = {}, typed = {} }, T)
   by_buf[buf] = self
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
   return self
+end
+
+-- The transcript's inline markdown without the conceal of `[x]` as a shortcut link (a chat has none): the answer's
+-- `items[0]` showed as `items0`, `list[str]` as `liststr`, "[Errno 111]" as "Errno 111". True links (`[text](url)`)
+-- still show their text alone.
+---@return string|nil
+local function inline_query()
+  local texts = {}
+  for _, file in ipairs(vim.treesitter.query.get_files("markdown_inline", "highlights")) do
+    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
+  end
+  if #texts == 0 then
+    return nil
+  end
+  local brackets = '%(shortcut_link%s*%[%s*"%["%s*"%]"%s*%]%s*@[%w%.]+%s*%(#set! conceal ""%)%)'
+  local query = table.concat(texts, "\n"):gsub(brackets, "")
+  return query
+end
+
+-- Whether a node starts on a row of a user's prompt (`#ollie-typed? @capture`). Neovim 0.10 hands the predicate a
+-- node per capture, 0.11 a list of them.
+vim.treesitter.query.add_predicate("ollie-typed?", function(match, _, source, predicate)
+  local node = match[predicate[2]]
+  node = type(node) == "table" and node[#node] or node
+  local t = type(source) == "number" and by_buf[source]
+  return node ~= nil and t ~= nil and t.typed[(node:start())] == true
+end, { force = true })
+
+-- Markdown's injections, its inline markdown left out of the user's prompts: what the user typed shows as typed
+-- (`__init__.py` showed as a bold "init.py", `a*b*c` as "abc").
+---@return table<string, string>|nil
+local function injections()
+  local texts = {}
+  for _, file in ipairs(vim.treesitter.query.get_files("markdown", "injections")) do
+    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
+  end
+  local query, found = table.concat(texts, "\n"):gsub('%(#set! injection%.language "markdown_inline"%)',
+    '(#not-ollie-typed? @injection.content) %0')
+  return found > 0 and { markdown = query } or nil
+end
+
+---Highlight a transcript buffer as markdown with treesitter (an error where Neovim has no markdown parser).
+---@param buf integer
+function M.highlight(buf)
+  local parser = assert(vim.treesitter.get_parser(buf, "markdown", { error = false, injections = injections() }))
+  vim.treesitter.highlighter.new(parser, { queries = { markdown_inline = inline_query() } })
 end
 
 ---The foldexpr of transcript windows: each step's output is one fold.
@@ -146,6 +193,23 @@ function T:edit(fn)
   end
   self:show_pending()
   self:follow(before)
+end
+
+---Run `fn`, which writes many lines, with the buffer's treesitter highlighter off: while it is on, each change costs
+---time in proportion to the buffer's length, so a saved session of 800 messages took 25 s to draw, the editor frozen.
+---@param fn fun()
+function T:bulk(fn)
+  local highlighted = vim.treesitter.highlighter.active[self.buf] ~= nil
+  if highlighted then
+    vim.treesitter.stop(self.buf)
+  end
+  local ok, err = pcall(fn)
+  if highlighted then
+    M.highlight(self.buf)
+  end
+  if not ok then
+    error(err, 0)
+  end
 end
 
 ---Keep the waiting prompts under the last line.
@@ -318,7 +382,11 @@ function T:prompt(text, labels)
   self.replied, self.last_end = false, nil
   local row = self:count()
   self:add({ "", M.PROMPT_HEADER }, "OllieUser")
-  self:add(split(text))
+  local typed = split(text)
+  local first = self:add(typed)
+  for r = first, first + #typed - 1 do
+    self.typed[r] = true
+  end
   if labels and #labels > 0 then
     local lines = {}
     for _, l in ipairs(labels) do
@@ -631,7 +699,7 @@ end
 function T:clear()
   self:edit(function() vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {}) end)
   vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
-  self.steps, self.locations, self.folds, self.changes = {}, {}, {}, {}
+  self.steps, self.locations, self.folds, self.changes, self.typed = {}, {}, {}, {}, {}
   self.stream_role, self.reasoning, self.replied, self.last_end = nil, nil, false, nil
   self.pending = {}
   self:show_pending()

@@ -111,9 +111,14 @@ M.handlers["ollie/saveDocuments"] = function(_, params)
     if buf and ondisk.changed(buf) and not ondisk.holds(buf) then
       table.insert(changed, uri)
     elseif buf then
-      local ok = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
+      local ok, err = pcall(vim.api.nvim_buf_call, buf, function() vim.cmd("silent lockmarks keepalt write!") end)
       if ok and not vim.bo[buf].modified then
         table.insert(saved, uri)
+      elseif not ok then
+        -- (A file the user may not write.) The model is told; the user saw the edit land and nothing else.
+        local why = tostring(err):match("E%d+: [^\n]*") or tostring(err):match("[^\n]*")
+        M.notify(("%s: the agent's edit is in the buffer only, not saved: %s"):format(
+          vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:."), why), vim.log.levels.WARN)
       end
     end
   end
@@ -167,7 +172,7 @@ end
 
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
 ---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
----prompt, so it shows cut to fit (`:messages` keeps it whole).
+---prompt, so it shows on one line cut to fit.
 ---@param msg string
 ---@param level integer|nil
 function M.notify(msg, level)
@@ -177,7 +182,6 @@ function M.notify(msg, level)
   if not (long and stock_notify() and #vim.api.nvim_list_uis() > 0) then
     return vim.notify(text, level)
   end
-  vim.cmd("silent echomsg " .. vim.fn.string(text))
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
   vim.api.nvim_echo({ { M.one_line(text), hl } }, false, {})
 end

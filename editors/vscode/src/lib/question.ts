@@ -14,7 +14,7 @@ export function questionA11y(item: PermissionItem): { role: string; label: strin
   if (item.outcome) return { role: "group", label: `Approval: ${item.step.title}` };
   if (item.step.network) {
     const covers = item.always ? ` "Always allow" covers ${item.always}.` : "";
-    return { role: "alertdialog", label: `Allow network access to ${networkTarget(item.step.network)}? Asked by: ${item.step.title}. Allow once, always allow, or deny.${covers}` };
+    return { role: "alertdialog", label: `Allow network access to ${networkTarget(item.step.network)}? Asked by: ${item.step.title}. Allow once, allow for this session, always allow, or deny.${covers}` };
   }
   const covers = item.always ? ` "Allow always" covers ${item.always}.` : "";
   return { role: "alertdialog", label: `Ollie asks to ${item.step.title}: allow once, allow always, or reject.${covers}` };

@@ -12,7 +12,8 @@ export const MAX_CODE_LENGTH = 5_000_000;
 export const APPROVAL_MODES = ["ask", "auto-edit", "auto", "read-only"] as const;
 export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 
-export const PERMISSION_OUTCOMES = ["allow_once", "allow_always", "reject", "reject_with_feedback"] as const;
+/** The answers to a question (`allow_session`: a network question's alone; the daemon takes any other as a rejection). */
+export const PERMISSION_OUTCOMES = ["allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback"] as const;
 export type PermissionOutcome = (typeof PERMISSION_OUTCOMES)[number];
 
 /** A context chip on the input (`@file`, `#selection`): the host keeps what it stands for. */

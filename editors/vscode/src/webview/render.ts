@@ -19,6 +19,7 @@ const OUTCOME_LABELS: Record<string, string> = {
 
 /** A network question's answers, where they differ. */
 const NETWORK_OUTCOME_LABELS: Record<string, string> = {
+  allow_session: "Allowed for this session",
   allow_always: "Allowed in this and later sessions",
   reject: "Denied",
 };
@@ -177,6 +178,8 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   const buttons = el("div", "permission-buttons");
   buttons.append(
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
+    // A connection's host:port for the rest of this session: saved nowhere, a resumed session asks again.
+    ...(net ? [button("Allow for this session", "permission", { item: item.id, outcome: "allow_session" }, "history", "secondary")] : []),
     button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
   );

@@ -57,8 +57,9 @@ export function fail(message) {
   process.exit(1);
 }
 
-// The extension's "Ollie" output channel (its log and the daemon's stderr) next to the other logs, for a failure.
-function copyOllieOutput(userData) {
+// The files of the extension's "Ollie" output channel (its log, the daemon's stderr, and with the user setting
+// `ollie.trace.server: "verbose"` every message to and from the daemon), one per window.
+function ollieOutputFiles(userData) {
   const found = [];
   const walk = (dir) => {
     for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
@@ -68,7 +69,17 @@ function copyOllieOutput(userData) {
     }
   };
   walk(path.join(userData, "logs"));
-  found.forEach((file, i) => fs.copyFileSync(file, path.join(artifacts, `ollie-output-${i}.log`)));
+  return found;
+}
+
+/** What the "Ollie" output channel has written so far, every window's. */
+export function ollieOutput(userData) {
+  return ollieOutputFiles(userData).map((file) => fs.readFileSync(file, "utf8")).join("\n");
+}
+
+// The extension's "Ollie" output channel next to the other logs, for a failure.
+function copyOllieOutput(userData) {
+  ollieOutputFiles(userData).forEach((file, i) => fs.copyFileSync(file, path.join(artifacts, `ollie-output-${i}.log`)));
 }
 
 /** Start a process in its own group, its output logged to a file; resolves with the first stdout match of `ready`. */

@@ -1,6 +1,7 @@
 // E2E in real VS Code (code-server): a step's connection to a host outside the sandbox's network allow-list is
 // asked in the chat as "Allow network access to other.test:PORT?" (the egress proxy holds it meanwhile). Deny: the
-// host receives nothing and the model is told 403; Allow once: the request goes through.
+// host receives nothing and the model is told 403; Allow once: the request goes through; Allow for this session: it
+// does, and so do the session's later steps' requests there, unasked.
 //
 // Usage: node test/e2e/network.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -26,7 +27,8 @@ const fetch = (path) => ({
   text: "",
   tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: `curl -s -w ' status %{http_code}' http://${target}${path}` }] } }],
 });
-const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." }];
+const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." },
+  fetch("/session"), { text: "Fetched for the session." }, fetch("/unasked"), { text: "Fetched unasked." }];
 
 await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
@@ -38,6 +40,7 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
   await question.locator(".permission-note", { hasText: `Asked by: connect to ${target}` }).waitFor({ timeout: waitMs });
   await question.locator(".permission-note", { hasText: "in this and later sessions" }).waitFor({ timeout: waitMs });
   await question.locator("button", { hasText: "Always allow" }).waitFor({ timeout: waitMs });
+  await question.locator("button", { hasText: "Allow for this session" }).waitFor({ timeout: waitMs });
   // No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
   if (await question.locator("button", { hasText: "feedback" }).count()) throw new Error("a network question offers feedback");
   if (await question.locator("textarea").count()) throw new Error("a network question has a feedback field");
@@ -62,5 +65,21 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
     .waitFor({ timeout: waitMs });
   await screenshot("network-allowed");
   log("Allow once let the request through");
+
+  await send(chat, "Once more");
+  question = chat.locator(".item.permission").last();
+  await question.locator(".permission-head", { hasText: `Allow network access to ${target}?` }).waitFor({ timeout: waitMs });
+  await question.locator("button", { hasText: "Allow for this session" }).click();
+  await question.locator(".permission-answer", { hasText: "Allowed for this session" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "Fetched for the session." }).waitFor({ timeout: waitMs });
+  await send(chat, "And again");
+  await chat.locator(".item.assistant", { hasText: "Fetched unasked." }).waitFor({ timeout: waitMs });
+  const asked = await chat.locator(".item.permission").count();
+  if (asked !== 3) throw new Error(`${asked} network questions: the session's answer did not hold`);
+  if (JSON.stringify(seen) !== JSON.stringify(["/allowed", "/session", "/unasked"])) throw new Error(`the host received ${JSON.stringify(seen)}`);
+  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed (session)` })
+    .waitFor({ timeout: waitMs });
+  await screenshot("network-session");
+  log("Allow for this session let the session's later requests through unasked");
 });
 host.close();

@@ -5,7 +5,7 @@
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFrame, log, openChat, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFrame, log, ollieOutput, openChat, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
@@ -20,7 +20,12 @@ const script = [
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
 const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
 
-await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+// The client's trace of its messages (in the Ollie output) shows what the queued prompt's request carried.
+const settings = { "files.autoSave": "off", "ollie.trace.server": "verbose" };
+// The ollie/queue request's `seen` (the last event the chat had), as the trace shows its params; null before it is sent.
+const queuedSeen = (userData) => /Sending request 'ollie\/queue - \(\d+\)'\.[^{]*Params: \{[^}]*"seen": (\d+)/.exec(ollieOutput(userData))?.[1] ?? null;
+
+await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async ({ page, dataDir, userData, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
 
@@ -31,6 +36,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings: { "files
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Then summarise it.");
   await meta(chat, "Then summarise it.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  // It said what the chat had seen of the running turn: the daemon tells it from a prompt queued once the end showed.
+  await until("the ollie/queue request carrying `seen`", () => Number(queuedSeen(userData)) > 0);
   await chat.locator("#stop").click();
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
   await meta(chat, "Then summarise it.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });

@@ -28,6 +28,7 @@ test("the chat's actions are validated field by field", () => {
     outcome: "reject_with_feedback",
     feedback: "no",
   });
+  assert.deepEqual(parseWebviewMessage({ type: "permission", item: 3, outcome: "allow_session" }), { type: "permission", item: 3, outcome: "allow_session" });
   assert.deepEqual(parseWebviewMessage({ type: "setApproval", mode: "auto-edit" }), { type: "setApproval", mode: "auto-edit" });
   assert.deepEqual(parseWebviewMessage({ type: "checkBackend" }), { type: "checkBackend" });
   assert.deepEqual(parseWebviewMessage({ type: "checkPaths", paths: ["a.py"] }), { type: "checkPaths", paths: ["a.py"] });

