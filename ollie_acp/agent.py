@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -51,9 +50,10 @@ from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import agents_dirs, sessions_dir, tools_path
 from ollie.sessions import persist
+from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
-from ollie.sessions.types import Channel, Info, ListOptions, SortKey, sort_key
+from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.startup import collect_after_this_answer
 from ollie.tools.execute import plan_file
 from ollie_acp.errors import store_errors
@@ -216,7 +216,10 @@ class OllieAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
         """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times."""
-        after = _cursor_key(cursor)
+        try:
+            after = from_cursor(cursor)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
         want = str(Path(cwd).expanduser().resolve()) if cwd else None
@@ -237,7 +240,7 @@ class OllieAgent:
                                                 updated_at=_iso(info.last_active or info.created_at)))
                 if len(sessions) == LIST_PAGE:
                     more = after is not None or index + 1 < len(page)
-                    return ListSessionsResponse(sessions=sessions, next_cursor=_cursor(info) if more else None)
+                    return ListSessionsResponse(sessions=sessions, next_cursor=to_cursor(sort_key(info)) if more else None)
             if after is None:
                 return ListSessionsResponse(sessions=sessions)
 
@@ -378,23 +381,6 @@ def _directory(cwd: str) -> Path:
     if not path.is_absolute() or not path.is_dir():
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
     return path.resolve()
-
-
-def _cursor(info: Info) -> str:
-    """session/list's cursor for the sessions after `info`: its sort key, "<last active, unix micros>:<id>"."""
-    active, session_id = sort_key(info)
-    return f"{'' if active is None else active}:{session_id}"
-
-
-def _cursor_key(cursor: str | None) -> SortKey | None:
-    """The sort key a session/list cursor names (None: the first page); invalid params when it is none of ours."""
-    if not cursor:
-        return None
-    found = re.fullmatch(r"(-?\d{1,19})?:(.+)", cursor, re.ASCII | re.DOTALL)
-    active = int(found[1]) if found and found[1] else None
-    if found is None or (active is not None and not -(2**63) <= active < 2**63):  # the stores' BIGINT
-        raise RequestError.invalid_params({"cursor": f"not a cursor of this agent: {cursor!r}"})
-    return active, found[2]
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
+from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace import StaleChange, WorkspaceError
@@ -416,14 +417,17 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 
 @method("ollie/session/list", SessionListParams)
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
-    """The user's saved sessions, most recent first."""
+    """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     records = ls.table.records
+    with invalid_params("cursor"):
+        after = from_cursor(p.cursor)
     options = ListOptions(kinds=[check_kind(k) for k in p.kinds or []], include_archived=p.include_archived,
-                          exclude_unused=True, limit=p.limit or 0, offset=p.offset)
-    infos = await records.run(records.list, options)
+                          exclude_unused=True, limit=p.limit or 0, after=after)
+    infos, last = await records.run(records.page, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id))
-                         for i in infos]}
+                         for i in infos],
+            "nextCursor": to_cursor(last) if last is not None else None}
 
 
 @method("ollie/session/load", SessionIdParams)

@@ -217,7 +217,7 @@ class SessionListParams(Params):
     kinds: list[str] | None = None
     include_archived: bool = False
     limit: Natural | None = None
-    offset: Natural = 0
+    cursor: str | None = None
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)

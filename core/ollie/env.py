@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ollie import paths
@@ -30,15 +30,19 @@ def _entries(text: str) -> Iterator[tuple[int, str, str]]:
             yield number, key, _value(value.strip())
 
 
-def where_set(name: str, value: str | None) -> str:
-    """`NAME is set on line N of <env file>` when the env file gives `name` this `value`; "" when it does not."""
+def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) -> str:
+    """`NAME is set on line N of <env file>` when the env file gives `name` this `value` (the same once both go
+    through `key`); "" when it does not, or when the environment sets `name` (the file never overrides it)."""
+    if name in os.environ:
+        return ""
     path = env_file()
     try:
-        lines = {key: (number, found) for number, key, found in _entries(path.read_text(encoding="utf-8"))}
+        lines = {entry: (number, found) for number, entry, found in _entries(path.read_text(encoding="utf-8"))}
     except (OSError, UnicodeDecodeError):
         return ""
     number, found = lines.get(name, (0, None))
-    return f"{name} is set on line {number} of {path}" if value is not None and found == value else ""
+    same = value is not None and found is not None and key(found) == key(value)
+    return f"{name} is set on line {number} of {path}" if same else ""
 
 
 def _value(text: str) -> str:

@@ -170,6 +170,21 @@ def hand_written_sessions(user: str) -> tuple[list[tuple[object, ...]], list[str
     return table, listed
 
 
+
+def store_hand_written_sessions(user: str) -> list[str]:
+    """hand_written_sessions(user) inserted into the local store a front end finds; the ids a listing gives."""
+    import sqlite3
+    from contextlib import closing
+
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.store import default_path
+
+    Registry().close()  # the store made, as a front end makes it
+    rows, listed = hand_written_sessions(user)
+    with closing(sqlite3.connect(default_path())) as conn, conn:
+        conn.executemany(f"INSERT INTO sessions {HAND_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    return listed
+
 def _sleepers(marker: str) -> list[int]:
     """Pids of the processes running `sleep <marker>` (the tool's pid may be in its own pid namespace)."""
     found = []

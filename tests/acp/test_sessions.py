@@ -173,22 +173,14 @@ async def test_list_reports_each_sessions_cwd_and_filters_by_it(start_agent, llm
 async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) -> None:
     # Pages went by row count: a row the registry leaves out (written by hand) ended the listing after the first
     # page, or shifted the next page's start by one, and a session was never listed.
-    import sqlite3
-    from contextlib import closing
+    from tests.acp.conftest import store_hand_written_sessions
 
-    from ollie.sessions.registry import Registry
-    from ollie.sessions.store import default_path
-    from tests.acp.conftest import HAND_COLUMNS, hand_written_sessions
-
-    Registry().close()  # the store, as the agent finds it
-    rows, listed = hand_written_sessions("alice")
-    with closing(sqlite3.connect(default_path())) as conn, conn:
-        conn.executemany(f"INSERT INTO sessions {HAND_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    listed = store_hand_written_sessions("alice")
     agent = await start_agent(env={**llm.env(), "OLLIE_USER": "alice"})
     assert await agent.list_pages() == [listed[:50], listed[50:100], listed[100:]]
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.list_sessions(cursor="50")  # an old count, or none of ours
-    assert caught.value.code == -32602 and "not a cursor of this agent" in str(caught.value.data), caught.value.data
+    assert caught.value.code == -32602 and "not a cursor of ollie's session list" in str(caught.value.data), caught.value.data
 
 
 async def test_the_slash_commands_follow_the_session_new_answer(start_agent, llm) -> None:

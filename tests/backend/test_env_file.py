@@ -58,3 +58,37 @@ def test_a_bad_value_from_the_file_names_the_file(tmp_path, monkeypatch):
     with pytest.raises(BackendConfigError) as raised:
         make_backend()
     assert "localhost:9" in str(raised.value) and str(env_file) not in str(raised.value)
+
+
+async def test_an_unreachable_url_from_the_file_names_its_line(tmp_path, monkeypatch):
+    # Bug: "cannot connect ...: check the network, or set OLLIE_OPENAI_URL to the API's URL": the user, whose
+    # environment sets no OLLIE_OPENAI_URL, was not told it came from line 3 of ~/.config/ollie/env.
+    from contextlib import aclosing
+
+    from ollie.backend.errors import BackendUnreachableError
+    from ollie.backend.health import check_backend
+    from tests.backend.test_first_run import closed_url, first_event
+
+    env_file = tmp_path / "env"
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
+    for name in ("OLLIE_BACKEND", "OLLIE_OPENAI_KEY", "OLLIE_OPENAI_URL", "OLLIE_OLLAMA_URL", "OLLIE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    url = f"{closed_url()}/v1/"  # its trailing slash is not the backend's: still the same URL
+    env_file.write_text(f"OLLIE_BACKEND=openai\nOLLIE_OPENAI_KEY=sk-x\nOLLIE_OPENAI_URL={url}  # my proxy\n")
+    async with aclosing(make_backend()) as backend:
+        with pytest.raises(BackendUnreachableError) as caught:
+            await first_event(backend)
+        health = await check_backend(backend)
+    where = f"OLLIE_OPENAI_URL is set on line 3 of {env_file}"
+    assert caught.value.hint == f"check the network, or set OLLIE_OPENAI_URL to the API's URL (now {url[:-1]}; {where})"
+    assert health.hint == caught.value.hint
+
+    env_file.write_text(f"# local\nOLLIE_OLLAMA_URL={closed_url()}\n")
+    async with aclosing(make_backend()) as backend:
+        health = await check_backend(backend)
+    assert f"or set OLLIE_OLLAMA_URL to where Ollama runs (OLLIE_OLLAMA_URL is set on line 2 of {env_file});" in health.hint
+    # The environment's own URL is the environment's: the file is not named.
+    monkeypatch.setenv("OLLIE_OLLAMA_URL", closed_url())
+    async with aclosing(make_backend()) as backend:
+        health = await check_backend(backend)
+    assert "OLLIE_OLLAMA_URL to where Ollama runs;" in health.hint and str(env_file) not in health.hint

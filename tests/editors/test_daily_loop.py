@@ -98,6 +98,14 @@ def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_sid
     assert "the agent's edit refused, the buffer and the disk both kept" in run_e2e("behind.mjs")
 
 
+
+@pytest.mark.timeout(330)
+def test_vscode_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(run_e2e):
+    """In real VS Code (auto-save off): the user typed into a.py without saving, a step's `sed -i` matched nothing but
+    wrote a.py anew (a new mtime, the same bytes), then the agent edited a.py: the edit is saved with the user's text
+    (before: refused as changed on disk). Screenshot: samebytes."""
+    assert "the agent's edit saved with the user's text" in run_e2e("samebytes.mjs")
+
 def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811
     """:OllieRestart after the user wrote ~/.config/ollie/env: a fresh daemon (the old one gone) reads it; the chat
     keeps its session and the next prompt gets the model's answer."""

@@ -167,6 +167,17 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert result["team_sent"].count("ollie/session/list") == 3
 
 
+
+def test_the_sessions_picker_pages_through_every_saved_session(workspace, scripted_llm):  # noqa: F811
+    """It asked for the first 100 only: the 101st saved session could never be resumed from the picker."""
+    from ollie.sessions.types import os_user
+    from tests.acp.conftest import store_hand_written_sessions
+
+    store_hand_written_sessions(os_user())  # 101 to list, past records no ollie writes
+    result = run_scenario("pickers_pages", workspace, scripted_llm("openai"))
+    titles = [label.split(" · ")[0] for label in result["labels"]]
+    assert titles == [f"hand {n}" for n in range(101)], titles
+
 TYPED = 'def double(x: int) -> int:\n    return x * 2\n\n\nresult: str = double(3)\n'
 
 

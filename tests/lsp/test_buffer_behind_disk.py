@@ -54,6 +54,19 @@ async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not
     assert notice.startswith("warning: a.py has unsaved changes in the editor, and this step changed the file on disk")
 
 
+async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_under_the_buffer(start_daemon, llm):
+    """`sed -i` that matches nothing writes a.py anew (a new inode and mtime) with the same bytes: no change on disk
+    is told, and the agent's edit goes on top of the user's unsaved text (the step's changes are compared by content,
+    not by inode or mtime)."""
+    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run("sed -i 's/no such text/y/' a.py"),
+                                           edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    inode = path.stat().st_ino
+    assert await submit(daemon, "tidy, then set x to 3") == "done"
+    stepped, edited = tool_results(llm)
+    assert "[editor]" not in stepped and "not edited" not in edited, (stepped, edited)
+    assert not [i for i in infos(daemon) if "a.py" in i]
+    assert path.stat().st_ino != inode and path.read_text() == "x = 3\n# the user's unsaved note\n"
+
 async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(start_daemon, llm):
     daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.text("bumped"),
                                            edit("a.py", "x = 2", "x = 3"), Reply.text("done"))

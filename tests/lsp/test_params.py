@@ -57,7 +57,7 @@ def test_bounds_lengths_and_patterns():
 def test_required_defaults_aliases_and_unknown_keys():
     assert "session: required" in error(SessionIdParams, {})
     listing = parse(SessionListParams, {"includeArchived": True, "kinds": ["chat"], "futureField": 1})
-    assert attrs.asdict(listing) == {"kinds": ["chat"], "include_archived": True, "limit": None, "offset": 0}
+    assert attrs.asdict(listing) == {"kinds": ["chat"], "include_archived": True, "limit": None, "cursor": None}
     assert parse(SessionListParams, {"include_archived": True}).include_archived  # the attribute's name too
     assert "includeArchived: expected a boolean" in error(SessionListParams, {"includeArchived": "yes"})
     assert parse(EditorContext, {"uri": "file:///a", "languageId": "rust"}).language_id == "rust"

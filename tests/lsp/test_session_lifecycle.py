@@ -146,3 +146,24 @@ async def test_a_daemon_killed_once_the_first_prompt_is_saved_leaves_the_session
     assert sid in await listed_ids(again)
     assert (await again.request("ollie/session/load", {"session": sid}))["session"] == sid
     assert (await again.request("ollie/submit", {"session": sid, "text": "and?"}))["reply"] == "still here"
+
+
+async def test_session_list_pages_by_cursor_past_hand_written_records_and_new_sessions(start_daemon, llm):
+    """Pages went by offset: a session added between two pages pushed the last one listed onto the next page too
+    (shown twice); the cursor names the last row read, so neither that nor a record left out shifts a page."""
+    from tests.acp.conftest import store_hand_written_sessions
+
+    listed = store_hand_written_sessions("alice")
+    llm.script(Reply.text("new"))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_USER": "alice"})
+    pages, cursor = [], None
+    while cursor is not None or not pages:
+        page = await daemon.request("ollie/session/list", {"limit": 50, **({"cursor": cursor} if cursor else {})})
+        pages.append([s["id"] for s in page["sessions"]])
+        cursor = page["nextCursor"]
+        if len(pages) == 1:  # a session added between pages lists first, above where the next page starts
+            added = (await daemon.request("ollie/submit", {"text": "a new one"}))["session"]
+    assert [sid for page in pages for sid in page] == listed and len(pages) == 3
+    assert (await listed_ids(daemon, limit=2)) == [added]  # after the hand-written one dated past year 9999
+    bad = await rpc_error(daemon, "ollie/session/list", {"cursor": "50"})  # an old offset, or none of ours
+    assert bad.code == -32602 and "cursor: not a cursor of ollie's session list: '50'" in bad.message, bad.message

@@ -67,7 +67,7 @@ def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) 
     """`exc`, naming the env file's line when `variable`'s bad value came from there (the environment sets none)."""
     from ollie.env import where_set
 
-    where = "" if not variable or variable in os.environ else where_set(variable, env.get(variable))
+    where = where_set(variable, env.get(variable)) if variable else ""
     return BackendConfigError(f"{exc} ({where})") if where else exc
 
 

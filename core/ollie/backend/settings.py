@@ -93,12 +93,18 @@ def provider_name(spec: BackendSpec, url: str) -> str:
 
 
 def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
-    """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL)."""
+    """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL);
+    it names the env file's line when the URL came from there (the environment sets none)."""
+    from ollie.env import where_set
+
+    # The URL as checked_url and the backend keep it: stripped, without its trailing slash.
+    where = where_set(spec.url_var, url, key=lambda value: value.strip().rstrip("/"))
     if spec.wire == "ollama":
         return (f"start Ollama (`ollama serve`) and pull the model (`ollama pull {model}`); "
-                f"or set {spec.url_var} to where Ollama runs; or use a hosted API: "
+                f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
-    return f"check the network, or set {spec.url_var} to the API's URL (now {url})"
+    return f"check the network, or set {spec.url_var} to the API's URL (now {url}{f'; {where}' if where else ''})"
+
 
 
 def missing_model_hint(spec: BackendSpec, model: str) -> str:

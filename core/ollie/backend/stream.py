@@ -67,10 +67,12 @@ _UNREACHABLE = (httpx.ConnectError, httpx.UnsupportedProtocol)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def request_failed(exc: Exception, *, backend: str, hint: str = "") -> BackendError:
-    """The typed error for a request that could not be sent: unreachable (configuration) or transient."""
+def request_failed(exc: Exception, *, backend: str, hint: Callable[[], str] | None = None) -> BackendError:
+    """The typed error for a request that could not be sent: unreachable (configuration, what to do says `hint`,
+    asked only then: it reads the env file) or transient."""
     if isinstance(exc, _UNREACHABLE):
-        return BackendUnreachableError(f"{backend}: cannot connect ({exc or type(exc).__name__})", hint=hint)
+        return BackendUnreachableError(f"{backend}: cannot connect ({exc or type(exc).__name__})",
+                                       hint=hint() if hint is not None else "")
     return TransientError(f"{backend}: request failed: {exc!r}")
 
 
@@ -183,7 +185,7 @@ async def stream_frames(
     is_terminator: Callable[[Any], bool],
     backend: str,
     limits: ReplyLimits,
-    hint: str,
+    hint: Callable[[], str],
     keepalive: Callable[[Any], bool],
     transform: Callable[[Any], Any],
 ) -> AsyncGenerator[Any, None]:
@@ -437,7 +439,7 @@ class HTTPBackend:
             return obj
 
         return stream_frames(self._client, path, body=body, framing=framing, is_terminator=is_terminator,
-                             backend=name, limits=self.limits, hint=self.unreachable_hint(), keepalive=skip,
+                             backend=name, limits=self.limits, hint=self.unreachable_hint, keepalive=skip,
                              transform=decode)
 
     async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -452,7 +454,7 @@ class HTTPBackend:
             finally:
                 await response.aclose()
         except httpx.RequestError as exc:
-            raise request_failed(exc, backend=self.name, hint=self.unreachable_hint()) from exc
+            raise request_failed(exc, backend=self.name, hint=self.unreachable_hint) from exc
         if cut:
             raise BackendError(f"{self.name}: {path} answered over {size_text(MAX_JSON_BODY)}",
                                status=response.status_code)

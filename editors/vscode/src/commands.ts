@@ -5,7 +5,7 @@ import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
-import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
+import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, listSessions, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
@@ -144,7 +144,7 @@ async function resumeSession(parts: Parts, id: string): Promise<void> {
 async function showHistory(parts: Parts, title: string): Promise<void> {
   let archived = false;
   for (;;) {
-    const { sessions } = await parts.daemon.request<{ sessions?: unknown }>("ollie/session/list", { limit: 100, includeArchived: archived });
+    const sessions = await listSessions((page) => parts.daemon.request("ollie/session/list", { ...page, includeArchived: archived }));
     const items = historyEntries(sessions, parts.conversation.session, Date.now()).map((entry) => ({
       label: entry.label,
       description: entry.description,

@@ -7,10 +7,12 @@
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { Daemon } from "./daemon";
+import { fileDigest } from "./lib/fileDigest";
 import { parseSaveDocumentsParams } from "./lib/protocol";
 
-// Document URI -> its file's mtime when the document last agreed with the disk (opened, saved, reloaded).
-const agreed = new Map<string, number>();
+// Document URI -> its file's mtime and content digest when the document last agreed with the disk (opened, saved,
+// reloaded).
+const agreed = new Map<string, { time: number; digest?: string }>();
 
 async function mtime(uri: vscode.Uri): Promise<number | undefined> {
   try {
@@ -24,12 +26,18 @@ async function note(doc: vscode.TextDocument): Promise<void> {
   if (doc.uri.scheme !== "file" || doc.isDirty) return;
   const time = await mtime(doc.uri);
   if (time === undefined) agreed.delete(doc.uri.toString());
-  else agreed.set(doc.uri.toString(), time);
+  else agreed.set(doc.uri.toString(), { time, digest: await fileDigest(doc.uri.fsPath) });
 }
 
+/** Whether the file changed since the document last agreed with it: a new mtime with the very same bytes (`sed -i`
+ * that matched nothing, a formatter with nothing to do) is no change, nothing on disk would be lost. */
 async function changedOnDisk(doc: vscode.TextDocument): Promise<boolean> {
-  const time = agreed.get(doc.uri.toString());
-  return time !== undefined && (await mtime(doc.uri)) !== time;
+  const known = agreed.get(doc.uri.toString());
+  const time = await mtime(doc.uri);
+  if (known === undefined || time === known.time) return false;
+  if (known.digest === undefined || (await fileDigest(doc.uri.fsPath)) !== known.digest) return true;
+  known.time = time ?? known.time;
+  return false;
 }
 
 async function save(raw: unknown): Promise<{ saved: string[]; changedOnDisk: string[] }> {

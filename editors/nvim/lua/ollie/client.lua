@@ -90,6 +90,24 @@ local function apply_edit(_, params, ctx)
   return { applied = ok, failureReason = not ok and tostring(result) or nil }
 end
 
+---`ollie.codeAction`, the command of a code action the user picked: run by the daemon as Neovim would ask it, once
+---the selection it took is left and the screen redrawn. The stock vim.ui.select (inputlist), called from the code
+---action's answer, left its list on the screen and Neovim at a "Press ENTER" prompt that took the next key, and
+---Visual mode's "-- VISUAL --" hid the action's answer in the command line.
+---@param command lsp.Command
+local function run_code_action(command)
+  if vim.fn.mode():find("^[vV\22]") then
+    vim.cmd("normal! " .. vim.keycode("<Esc>"))
+  end
+  vim.cmd("redraw")
+  M.request("workspace/executeCommand", { command = command.command, arguments = command.arguments }, function(err)
+    if err then
+      local requests = require("ollie.requests")
+      requests.notify(requests.err_text(err), vim.log.levels.WARN)
+    end
+  end)
+end
+
 ---The handlers of the notifications and the server->client requests (ollie.requests, when present).
 local function handlers()
   local ok, requests = pcall(require, "ollie.requests")
@@ -146,6 +164,7 @@ function M.ensure()
     root_dir = M.root_dir(),
     init_options = init_options(),
     handlers = handlers(),
+    commands = { ["ollie.codeAction"] = run_code_action },
     -- Edits reach the daemon at once, so a prompt sent right after typing has them as its context.
     -- exit_timeout: when the editor quits, a daemon still busy (a turn running) gets a second to exit after
     -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.

@@ -1,12 +1,17 @@
--- What each file buffer's file was on disk (mtime, size, inode) when the editor last read or wrote it, so that the
--- agent's save (ollie/saveDocuments) never writes over a change made on disk since by something else (the user's
--- `git checkout` in a terminal, a formatter, another editor). Vim's own `:w` asks then (W13); the agent's save must
--- not stop the editor at a question, so it refuses instead. A stat reads no content (the workspace is hostile data).
+-- What each file buffer's file was on disk (mtime, size, inode, and its content's digest) when the editor last read
+-- or wrote it, so that the agent's save (ollie/saveDocuments) never writes over a change made on disk since by
+-- something else (the user's `git checkout` in a terminal, a formatter, another editor). Vim's own `:w` asks then
+-- (W13); the agent's save must not stop the editor at a question, so it refuses instead. The workspace is hostile
+-- data: a file is read only when it is a regular one (never through a link, never blocking), to a bound.
 
 local M = {}
 
----Buffer -> its file's stamp when last read or written ("absent": no file then).
----@type table<integer, string>
+-- A file past this many bytes is not read for its digest: its stamp alone says whether it changed.
+local MAX_DIGEST = 2 * 1024 * 1024
+
+---Buffer -> its file's stamp when last read or written ("absent": no file then) and its content's digest (nil:
+---not a regular file within MAX_DIGEST, or binary).
+---@type table<integer, {stamp: string, digest: string|nil}>
 local seen = {}
 
 ---@param buf integer
@@ -16,24 +21,73 @@ local function stamp(buf)
   return st and table.concat({ st.mtime.sec, st.mtime.nsec, st.size, st.ino }, ":") or "absent"
 end
 
+---The first `max` + 1 bytes of the regular file at `path` (nil: not one, or a link). Opened without blocking, so a
+---FIFO swapped in never holds the editor; the size it claims is not trusted.
+---@param path string
+---@param max integer
+---@return string|nil
+local function read_plain(path, max)
+  local lst = vim.uv.fs_lstat(path)
+  local c = vim.uv.constants
+  local fd = lst and lst.type == "file" and vim.uv.fs_open(path, c.O_RDONLY + c.O_NONBLOCK, 0)
+  if not fd then
+    return nil
+  end
+  local st = vim.uv.fs_fstat(fd)
+  local pieces, length, piece = {}, 0, nil
+  -- The file opened is the one looked at (not a link swapped in between); read in pieces, to the end or past `max`.
+  if st and st.type == "file" and st.ino == lst.ino and st.dev == lst.dev then
+    repeat
+      piece = vim.uv.fs_read(fd, math.min(65536, max + 1 - length), length)
+      table.insert(pieces, piece)
+      length = length + (piece and #piece or 0)
+    until not piece or piece == "" or length > max
+  end
+  vim.uv.fs_close(fd)
+  return piece and table.concat(pieces) or nil
+end
+
+---The sha256 of the file at `path`, or nil (see `seen`).
+---@param path string
+---@return string|nil
+local function digest(path)
+  local data = read_plain(path, MAX_DIGEST)
+  if not data or #data > MAX_DIGEST then
+    return nil
+  end
+  local ok, sum = pcall(vim.fn.sha256, data) -- a NUL byte makes it a Blob, which sha256 refuses: binary, no digest
+  return ok and sum or nil
+end
+
 ---Note buffer `buf`'s file as the editor now knows it (a file buffer only).
 ---@param buf integer
 function M.remember(buf)
   if vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
-    seen[buf] = stamp(buf)
+    seen[buf] = { stamp = stamp(buf), digest = digest(vim.api.nvim_buf_get_name(buf)) }
   end
 end
 
----Whether `buf`'s file changed on disk since the editor last read or wrote it (false when it never noted it).
+---Whether `buf`'s file changed on disk since the editor last read or wrote it (false when it never noted it). A file
+---rewritten with the very same bytes (`sed -i` that matched nothing, a formatter with nothing to do: a new inode and
+---mtime) did not change: nothing on disk would be lost.
 ---@param buf integer
 ---@return boolean
 function M.changed(buf)
-  return seen[buf] ~= nil and seen[buf] ~= stamp(buf)
+  local known = seen[buf]
+  local now = stamp(buf)
+  if known == nil or known.stamp == now then
+    return false
+  end
+  if known.digest ~= nil and known.digest == digest(vim.api.nvim_buf_get_name(buf)) then
+    known.stamp = now
+    return false
+  end
+  return true
 end
 
 ---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
 ---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. Reads
----only a regular file, opened without blocking (a FIFO swapped in never holds the editor), of the text's size.
+---only a regular file, to the text's size and one byte more.
 ---@param buf integer
 ---@return boolean
 function M.holds(buf)
@@ -44,24 +98,65 @@ function M.holds(buf)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local empty = #lines == 1 and lines[1] == ""
   local text = empty and "" or (table.concat(lines, "\n") .. ((bo.eol or bo.fixeol) and "\n" or ""))
-  local c = vim.uv.constants
-  local fd = vim.uv.fs_open(vim.api.nvim_buf_get_name(buf), c.O_RDONLY + c.O_NONBLOCK, 0)
-  if not fd then
-    return false
-  end
-  local st = vim.uv.fs_fstat(fd)
-  local same = st ~= nil and st.type == "file" and st.size == #text
-    and (#text == 0 or vim.uv.fs_read(fd, #text, 0) == text)
-  vim.uv.fs_close(fd)
-  return same
+  return read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 
+-- What a path that is not a regular file is, as the user is told it.
+local KINDS = { fifo = "a FIFO", char = "a device", block = "a device", socket = "a socket", directory = "a directory" }
+
+---What is at `path` when it is neither a regular file (through links) nor nothing ("a FIFO", "a device", ...), else
+---nil. Reading it into a buffer would hold the editor: a FIFO waits on its writer for good (SIGTERM included), a link
+---to /dev/zero reads until memory runs out.
+---@param path string
+---@return string|nil
+function M.not_regular(path)
+  local st = vim.uv.fs_stat(path)
+  return st and st.type ~= "file" and (KINDS[st.type] or "not a regular file") or nil
+end
+
+---Buffer -> its FileChangedShell autocmd, while its file is not a regular one and Neovim must not read it.
+---@type table<integer, integer>
+local held = {}
+
 local group = vim.api.nvim_create_augroup("ollie_ondisk", { clear = true })
+
+---Hold off Neovim's own reload of `buf`, whose file is not a regular one now (`:checktime`, autoread when the editor
+---regains focus): true the first time (tell the user then), false when already held.
+---@param buf integer
+---@return boolean
+function M.hold(buf)
+  if held[buf] then
+    return false
+  end
+  -- 'autoread' reloads an unchanged buffer without asking FileChangedShell: off here, until the file is one again.
+  vim.bo[buf].autoread = false
+  held[buf] = vim.api.nvim_create_autocmd("FileChangedShell", {
+    group = group,
+    buffer = buf,
+    -- "": neither read nor asked (the W11 question's "Load" would read it, and hang).
+    callback = function() vim.v.fcs_choice = "" end,
+  })
+  return true
+end
+
+---Let Neovim reload `buf` again as the user set it up (its file is a regular one again, or gone).
+---@param buf integer
+function M.release(buf)
+  if held[buf] then
+    pcall(vim.api.nvim_del_autocmd, held[buf])
+    held[buf] = nil
+    vim.api.nvim_buf_call(buf, function() vim.cmd("setlocal autoread<") end)
+  end
+end
+
 vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "FileChangedShellPost", "BufFilePost" }, {
   group = group,
   callback = function(a) M.remember(a.buf) end,
 })
-vim.api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(a) seen[a.buf] = nil end })
+vim.api.nvim_create_autocmd("BufWipeout", {
+  group = group,
+  callback = function(a) seen[a.buf], held[a.buf] = nil, nil end,
+})
 -- Buffers read before the plugin loaded: as they are now (a change before this is not seen).
 for _, buf in ipairs(vim.api.nvim_list_bufs()) do
   if vim.api.nvim_buf_is_loaded(buf) then

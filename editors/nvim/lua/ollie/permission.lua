@@ -37,10 +37,14 @@ function M.preview_lines(params)
   local step = params.step or {}
   local target = M.network_target(step)
   if target then
-    -- A step's connection out, held by the egress proxy meanwhile: the host first, then who asked.
-    local lines = { "Allow network access to " .. target .. "?", "  asked by: " .. one_line(step.title) }
+    -- A step's connection out, held by the egress proxy meanwhile: the host once, then the step that asked (the
+    -- title, `connect to <host>:<port> (network; step: <step>)`, and `always` name the host again).
+    local title = one_line(step.title)
+    local lines = { "Allow network access to " .. target .. "?",
+      "  step: " .. (title:match("^connect to .- %(network; step: (.*)%)$") or title) }
     if params.always and params.always ~= "" then
-      table.insert(lines, "  \"Always allow\" covers " .. one_line(params.always))
+      local always = one_line(params.always):gsub("^connections to " .. vim.pesc(target), "connections there")
+      table.insert(lines, "  \"Always allow\" covers " .. always)
     end
     return lines, false
   end
@@ -88,11 +92,16 @@ local function show_preview(lines, has_diff)
     width = math.max(width, vim.fn.strdisplaywidth(l))
   end
   width = math.min(width + 2, math.max(20, vim.o.columns - 4))
-  local height = math.min(#lines, math.max(3, math.floor(vim.o.lines / 2)))
+  local most = math.max(3, math.floor(vim.o.lines / 2))
   local win = vim.api.nvim_open_win(buf, false, {
-    relative = "editor", row = 1, col = math.floor((vim.o.columns - width) / 2), width = width, height = height,
+    relative = "editor", row = 1, col = math.floor((vim.o.columns - width) / 2), width = width,
+    height = math.min(#lines, most),
     style = "minimal", border = "rounded", title = " ollie: approve? ", title_pos = "center", focusable = true,
   })
+  -- A long line (a step's command) wraps at a word, indented: the float as tall as the wrapped text, so the lines
+  -- after it still show.
+  vim.wo[win].linebreak, vim.wo[win].breakindent = true, true
+  vim.api.nvim_win_set_height(win, math.min(vim.api.nvim_win_text_height(win, {}).all, most))
   M.last_preview = { buf = buf, lines = lines, win = win }
   return function()
     if vim.api.nvim_win_is_valid(win) then

@@ -87,14 +87,34 @@ function M.session_label(s, current)
   return label
 end
 
+---The saved sessions' infos, page after page by the daemon's `nextCursor` until none follows or 1,000 are listed
+---(a cursor, unlike an offset, shows no session twice when one is added between pages).
+---@param params table ollie/session/list's filters
+---@param on_sessions fun(sessions: table[])
+local function list_sessions(params, on_sessions)
+  local sessions, seen = {}, {}
+  local function page(cursor)
+    requests.call("ollie/session/list", vim.tbl_extend("force", params, { limit = 100, cursor = cursor }), function(res)
+      vim.list_extend(sessions, type(res.sessions) == "table" and res.sessions or {})
+      local next_cursor = res.nextCursor
+      if type(next_cursor) == "string" and not seen[next_cursor] and #sessions < 1000 then -- never the same page again
+        seen[next_cursor] = true
+        return page(next_cursor)
+      end
+      on_sessions(vim.list_slice(sessions, 1, 1000))
+    end)
+  end
+  page(nil)
+end
+
 -- The picker's last entry: the archived sessions (the daemon lists them only when asked).
 local SHOW_ARCHIVED = { show_archived = true }
 
 ---Pick an archived session; once the user confirms, unarchive it and `on_choice(info)` (nil: dismissed).
 ---@param on_choice fun(info: table|nil)
 function M.archived(on_choice)
-  requests.call("ollie/session/list", { limit = 100, includeArchived = true }, function(res)
-    local sessions = vim.tbl_filter(function(s) return s.archived == true end, res.sessions or {})
+  list_sessions({ includeArchived = true }, function(listed)
+    local sessions = vim.tbl_filter(function(s) return s.archived == true end, listed)
     if #sessions == 0 then
       requests.notify("no archived sessions")
       return on_choice(nil)
@@ -128,9 +148,8 @@ end
 ---`offer_archived`: a last entry "Show archived…" lists the archived sessions, to unarchive and resume one
 function M.sessions(on_choice, opts)
   opts = opts or {}
-  requests.call("ollie/session/list", { limit = 100, includeArchived = opts.include_archived or nil }, function(res)
+  list_sessions({ includeArchived = opts.include_archived or nil }, function(sessions)
     local current = requests.session()
-    local sessions = vim.list_slice(res.sessions or {})
     if opts.offer_archived then
       table.insert(sessions, SHOW_ARCHIVED)
     elseif #sessions == 0 then

@@ -69,25 +69,32 @@ local function loaded_buffer(path)
   return nil
 end
 
----Whether Neovim may read `path` into a buffer: a regular file, or nothing there yet. A step may have put a FIFO
----there (reading it waits on the FIFO's writer for good, SIGTERM included) or a link to a device (/dev/zero: read
----until memory runs out).
+---Whether Neovim may read `path` into a buffer: a regular file, or nothing there yet (see ondisk.not_regular).
 ---@param path string
 ---@return boolean
 function M.readable_file(path)
-  local stat = vim.uv.fs_stat(path)
-  return stat == nil or stat.type == "file"
+  return ondisk.not_regular(path) == nil
 end
 
 ---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
 ---stays as it is: `checktime` would stop the whole editor on Vim's W12 question (its Load drops them), and the
----user's `:w` still warns that the file changed.
+---user's `:w` still warns that the file changed. One whose file a step replaced by a FIFO or a device is not read
+---(Neovim would hang): the user is told once, and Neovim's own reload of it is held off until it is a file again.
 ---@param buf integer|nil
 function M.checktime(buf)
   for _, b in ipairs(buf and { buf } or vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified
-      and M.readable_file(vim.api.nvim_buf_get_name(b)) then
-      vim.cmd("silent! checktime " .. b)
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" then
+      local name = vim.api.nvim_buf_get_name(b)
+      local kind = ondisk.not_regular(name)
+      if kind and ondisk.hold(b) then
+        M.notify(string.format("%s is %s now, not a file: its buffer is not reloaded", vim.fn.fnamemodify(name, ":~:."),
+          kind), vim.log.levels.WARN)
+      elseif not kind then
+        ondisk.release(b)
+        if not vim.bo[b].modified then
+          vim.cmd("silent! checktime " .. b)
+        end
+      end
     end
   end
 end

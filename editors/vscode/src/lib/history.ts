@@ -230,6 +230,23 @@ export interface HistoryEntry {
   liveOn?: string;
 }
 
+/**
+ * Saved sessions' infos (`ollie/session/list`), page after page by the daemon's `nextCursor` until none follows or
+ * `max` are listed: a cursor, unlike an offset, shows no session twice when one is added between pages.
+ */
+export async function listSessions(request: (params: { limit: number; cursor?: string }) => Promise<unknown>, max = 1000, size = 100): Promise<unknown[]> {
+  const sessions: unknown[] = [];
+  let cursor: string | undefined;
+  const seen = new Set<string>();
+  do {
+    const page = (await request(cursor === undefined ? { limit: size } : { limit: size, cursor })) as { sessions?: unknown; nextCursor?: unknown } | null;
+    if (Array.isArray(page?.sessions)) sessions.push(...page.sessions);
+    cursor = typeof page?.nextCursor === "string" && !seen.has(page.nextCursor) ? page.nextCursor : undefined; // never the same page again
+    if (cursor !== undefined) seen.add(cursor);
+  } while (cursor !== undefined && sessions.length < max);
+  return sessions.slice(0, max);
+}
+
 /** Saved sessions (`ollie/session/list` infos) as history entries, most recent first as listed. */
 export function historyEntries(sessions: unknown, current: string | undefined, now: number): HistoryEntry[] {
   const infos = Array.isArray(sessions) ? sessions.filter((s): s is Record<string, unknown> => typeof s === "object" && s !== null) : [];

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { keyEnvironment, KEY_BACKENDS, keyVariables, secretKey } from "../../src/lib/apiKeys";
-import { UNARCHIVE_AND_RESUME, historyEntries, relativeTime, sessionRefusal, unarchiveRefusal } from "../../src/lib/history";
+import { UNARCHIVE_AND_RESUME, historyEntries, listSessions, relativeTime, sessionRefusal, unarchiveRefusal } from "../../src/lib/history";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 
@@ -86,4 +86,21 @@ test("stored API keys become the daemon's environment; openai and openrouter sha
   assert.equal(secretKey("OLLIE_ANTHROPIC_KEY"), "ollie.env.OLLIE_ANTHROPIC_KEY");
   const env = keyEnvironment(new Map([["OLLIE_OPENAI_KEY", " sk-1 "], ["OLLIE_ANTHROPIC_KEY", ""], ["OTHER", "x"]]));
   assert.deepEqual(env, { OLLIE_OPENAI_KEY: "sk-1" });
+});
+
+test("the session list follows the daemon's cursors to the end, at most `max` sessions, never the same page twice", async () => {
+  const all = Array.from({ length: 250 }, (_, n) => ({ id: `s${n}` }));
+  const asked: unknown[] = [];
+  const daemon = async (params: { limit: number; cursor?: string }) => {
+    asked.push(params);
+    const from = params.cursor ? Number(params.cursor) : 0;
+    const end = Math.min(all.length, from + params.limit);
+    return { sessions: all.slice(from, end), nextCursor: end < all.length ? String(end) : null };
+  };
+  assert.deepEqual(await listSessions(daemon), all);
+  assert.deepEqual(asked, [{ limit: 100 }, { limit: 100, cursor: "100" }, { limit: 100, cursor: "200" }]);
+  assert.deepEqual(await listSessions(daemon, 150), all.slice(0, 150));
+  // A page of only records left out (empty) with a cursor goes on; a cursor given twice ends the listing.
+  const pages: Record<string, unknown> = { "": { sessions: [], nextCursor: "a" }, a: { sessions: [{ id: "x" }], nextCursor: "a" } };
+  assert.deepEqual(await listSessions(async (p) => pages[p.cursor ?? ""]), [{ id: "x" }]);
 });

@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+import { fileDigest } from "../../src/lib/fileDigest";
+
+test("a file rewritten with its own bytes keeps its digest; a changed one, a link, a FIFO and a big one have none alike", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
+  const file = path.join(dir, "a.py");
+  fs.writeFileSync(file, "x = 1\n");
+  const before = await fileDigest(file);
+  assert.match(before ?? "", /^[0-9a-f]{64}$/);
+  execFileSync("sed", ["-i", "s/no such text/y/", file]); // a new inode and mtime, the same bytes
+  assert.equal(await fileDigest(file), before);
+  fs.writeFileSync(file, "x = 2\n");
+  assert.notEqual(await fileDigest(file), before);
+  fs.symlinkSync(file, path.join(dir, "link.py"));
+  assert.equal(await fileDigest(path.join(dir, "link.py")), undefined, "never read through a link");
+  execFileSync("mkfifo", [path.join(dir, "fifo")]);
+  assert.equal(await fileDigest(path.join(dir, "fifo")), undefined, "a FIFO answers at once, unread");
+  assert.equal(await fileDigest(file, 5), undefined, "past the bound");
+  assert.equal(await fileDigest(path.join(dir, "gone")), undefined);
+  fs.rmSync(dir, { recursive: true });
+});
