@@ -487,6 +487,45 @@ vim.cmd("qa!")
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
 
 
+def test_the_saved_queued_prompts_file_a_broken_one_ignored_with_a_notice_and_at_most_8_sessions(tmp_path):
+    """The queued prompts kept across a quit (savedqueue.lua): a broken file is none, said once, never an error; a
+    written one keeps the newest 8 sessions, is replaced whole (no temp file left), a prompt whose turn started goes,
+    and a session whose queue emptied, or all of them (a Restart), are forgotten."""
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+    saved.parent.mkdir(parents=True)
+    saved.write_text('[{"session": "s1", "prompts": [{"text": "cut off')
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local notes = {{}}
+vim.notify = function(msg) table.insert(notes, msg) end
+local saved = require("ollie.savedqueue")
+local out = {{ broken = saved.read(), again = saved.read() }}
+for i = 1, 9 do
+  saved.add("s" .. i, {{ text = "first of " .. i, labels = {{}} }})
+end
+saved.add("s9", {{ text = "second of 9", labels = {{ "notes.txt:1" }} }})
+saved.take("s9", "first of 9")
+out.kept = saved.read()
+saved.forget("s9")
+out.without_s9 = #saved.read()
+saved.forget() -- a Restart
+out.forgotten = saved.read()
+out.notes = notes
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["broken"] == [] and result["again"] == [], result
+    assert len(result["notes"]) == 1 and "could not be read, so they are ignored" in result["notes"][0], result
+    assert [q["session"] for q in result["kept"]] == [f"s{i}" for i in range(2, 10)], result
+    assert result["kept"][-1]["prompts"] == [{"text": "second of 9", "labels": ["notes.txt:1"]}], result
+    assert result["without_s9"] == 7 and result["forgotten"] == [], result
+    assert [p.name for p in saved.parent.iterdir()] == ["queued.json"]
+
+
 def test_reloading_after_a_tool_round_skips_a_file_a_step_replaced_by_a_fifo(tmp_path):
     """After each tool round the plugin reloads the buffers whose file changed (`checktime`): one a step replaced by
     a FIFO was read, and Neovim waited on the FIFO's writer for good (SIGTERM too). A plain change still reloads."""

@@ -88,21 +88,22 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
     its own: with the venv's bin first on PATH, the tools' python3 would be the venv's, which the sandbox cannot
     read)."""
     ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / ".git").mkdir()
+    again = ws.exists()  # Neovim started again (after a quit) in the same workspace
+    (ws / ".git").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (ws / name).write_text(text)
     init = tmp_path / "init.lua"
     init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
+    if not again:
+        bin_dir.mkdir()
+        (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
     # A socket per test: one test's server ending must not race the next one's start on the same socket.
     tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}", ws, env,
                 [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
     tmux.captures = tmp_path / "captures"
-    tmux.captures.mkdir()
+    tmux.captures.mkdir(exist_ok=True)
     return tmux
 
 
@@ -382,6 +383,18 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
     assert [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"] == ["42"]
 
 
+def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> str:
+    """In Neovim editing notes.txt: `prompt` sent, and `queued` typed in the chat's input and queued (Enter) while
+    its answer (starting with `answer`) streams; the screen showing it queued."""
+    tmux.wait(lambda s: "notes" in s, "nvim to start")
+    tmux.keys(f":Ollie {prompt}", "Enter")
+    tmux.wait(lambda s: answer in s, "the answer to stream")
+    tmux.keys(":OllieChat", "Enter", "i")
+    tmux.keys(queued, literal=True)
+    tmux.keys("Escape", "Enter")  # queued behind the running turn
+    return tmux.wait(lambda s: f"⏳ queued: {queued}" in s, "the queued prompt")
+
+
 def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
     # Bug: the chat drawn again from the history while a queued prompt's turn began matched the held events to the
     # history by the prompt's text: a second "continue" was taken as the first, its `## You` and first words lost.
@@ -392,13 +405,7 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
                Reply(text="The second answer, under its own heading."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":Ollie continue", "Enter")
-        tmux.wait(lambda s: "The first answer" in s, "the answer to stream")
-        tmux.keys(":OllieChat", "Enter", "i")
-        tmux.keys("continue", literal=True)
-        tmux.keys("Escape", "Enter")  # queued behind the running turn
-        tmux.wait(lambda s: "⏳ queued: continue" in s, "the queued prompt")
+        queue_while_streaming(tmux, "continue", "The first answer", "continue")
         tmux.keys("C-c")  # Stop: the queued prompt is held
         tmux.keep("1-held", tmux.wait(lambda s: "(interrupted)" in s and "the stop holds" in s, "the held prompt"))
         # Drawn again from the history as the held prompt is sent on: its turn begins before the answer is drawn.
@@ -413,6 +420,49 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
         at = chat.index("The second answer, under its own heading.")
         assert chat[at - 4:at] == ["## You", "continue", "", "## ollie"], "\n".join(chat)
         assert chat.count("continue") == 2 and chat.count("## You") == 2, "\n".join(chat)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
+        tmp_path: Path, scripted_llm):
+    # Bug: the daemon Neovim starts ends with it, and its queue with it: a prompt queued as a turn streamed, then
+    # `:qa!`, was gone when the session was resumed in the next Neovim.
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
+               Reply(text="The answer to the queued prompt."),
+               Reply(text="The answer to the next prompt."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.keep("1-queued", queue_while_streaming(tmux, "tell me a long story", "Once upon a time",
+                                                    "and the queued one"))
+        tmux.keys(":qa!", "Enter")  # mid-turn: the daemon, and the queue it held, end with the editor
+        tmux.wait_exit(":qa!")
+    finally:
+        tmux.close()
+    deadline = time.monotonic() + 30
+    while daemons_of(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not daemons_of(tmp_path)
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
+        number = next(line.split(".")[0].strip() for line in picker.splitlines() if "tell me a long story" in line)
+        tmux.keys(number, "Enter")
+        held = tmux.keep("2-resumed", tmux.wait(lambda s: "⏸ held: and the queued one" in s
+                                                and "from before the editor quit" in s, "the prompt waiting"))
+        assert "The answer to the queued prompt." not in held, "it waits for the next prompt"
+        assert len(srv.chat_requests) == 1
+        tmux.keys(":OllieChat", "Enter", "i")
+        tmux.keys("the next prompt", literal=True)
+        tmux.keys("Escape", "Enter")
+        tmux.keep("3-both-ran", tmux.wait(lambda s: "The answer to the next prompt." in s, "the next prompt's answer"))
+        asked = [[m["content"] for m in r.body["messages"] if m["role"] == "user"][-1] for r in srv.chat_requests[1:]]
+        assert asked == ["and the queued one", "the next prompt"], asked
         assert_clean(tmux.screens)
     finally:
         tmux.close()

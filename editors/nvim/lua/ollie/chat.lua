@@ -7,6 +7,7 @@ local context = require("ollie.context")
 local input = require("ollie.input")
 local render = require("ollie.render")
 local requests = require("ollie.requests")
+local savedqueue = require("ollie.savedqueue")
 local turns = require("ollie.turns")
 
 local M = {}
@@ -29,7 +30,8 @@ local M = {}
 ---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
----@field queue_held boolean|nil   a stop holds the queued prompts (sent on by the send key on an empty prompt)
+---@field queue_held boolean|nil   a stop (or a quit: restore_queue) holds the queued prompts: the next prompt goes
+---                                 behind them, the send key on an empty prompt sends them on
 ---@field id string                the suffix of its buffers' names
 ---@field redrawing ollie.Redrawing|nil while the conversation is asked for again (redraw, history.lua)
 ---@field redraw_at_end boolean|nil the transcript was made anew during a turn: draw it all again when it ends
@@ -314,13 +316,17 @@ function Chat:submit(text, contexts)
     table.insert(self.redrawing.then_run, function() self:submit(clean, contexts) end)
     return true
   end
-  if self.running then
+  if self.running or self.queue_held then
     if context.images(contexts) then -- a queued prompt is text only (ollie/queue)
       self.transcript:note("error: a prompt with images is sent when no turn runs: send it after this one",
         "OllieError")
       return false
     end
-    self:queue(clean, contexts)
+    if self.running then
+      self:queue(clean, contexts)
+    else -- behind the held ones, which run first (not past them)
+      self:send_behind(clean, contexts)
+    end
     return true
   end
   local labels = context.labels(contexts)
@@ -526,6 +532,9 @@ end
 ---Route an `ollie/event` to the chat of its session.
 ---@param ev table
 function M.on_event(ev)
+  if ev.role == "user" then -- a queued prompt's turn started: it is saved for a next editor no more
+    savedqueue.take(ev.session, select(2, context.split_prompt(ev.content or "")))
+  end
   for _, chat in ipairs(M.all_by_session(ev.session)) do
     chat:on_event(ev)
   end

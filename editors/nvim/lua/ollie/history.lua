@@ -112,7 +112,12 @@ end
 function H:switch(session, after, last_result)
   self:set_session(session)
   self.running = false
-  self:redraw(after, nil, last_result)
+  self:redraw(function()
+    if after then
+      after()
+    end
+    self:restore_queue() -- what it had queued when an editor before quit during a turn
+  end, nil, last_result)
   -- The statusline's state, cost and title are the session's (whether it runs a turn comes with its conversation:
   -- redraw).
   client.request("ollie/state", { session = session }, function(_, state)

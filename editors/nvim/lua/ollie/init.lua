@@ -255,6 +255,7 @@ end
 ---session again, from the fresh daemon.
 function M.restart()
   notify("restarting the daemon…")
+  require("ollie.pending").forget() -- a fresh daemon starts with no queue: its prompts are not queued again
   client.restart(function(err)
     if err then
       return notify(err, vim.log.levels.ERROR)

@@ -4,8 +4,22 @@ local client = require("ollie.client")
 local config = require("ollie.config")
 local context = require("ollie.context")
 local err_text = require("ollie.requests").err_text
+local savedqueue = require("ollie.savedqueue")
 
 local M = {}
+
+-- The sessions whose queued prompts an editor before this one saved (it quit or crashed during a turn) and this
+-- one has not queued again yet: they are when the session is shown (restore_queue).
+---@type table<string, boolean>
+local carried = {}
+for _, q in ipairs(savedqueue.read()) do
+  carried[q.session] = true
+end
+
+---The send key's name, for the notes that say what it does.
+local function send_key()
+  return (config.options.keymaps.send or {}).n or "send"
+end
 
 ---Methods of ollie.Chat, installed by chat.lua.
 ---@class ollie.ChatPending
@@ -17,7 +31,8 @@ M.methods = P
 ---@param kind "queued"|"injected"
 ---@param text string
 ---@param contexts ollie.Context[]
-function P:pend(kind, text, contexts)
+---@param done fun()|nil runs once the daemon has it
+function P:pend(kind, text, contexts, done)
   local method = kind == "queued" and "ollie/queue" or "ollie/inject"
   context.attach(contexts)
   self:with_session(function(session)
@@ -30,6 +45,12 @@ function P:pend(kind, text, contexts)
         self.transcript:note("error: " .. err_text(err), "OllieError")
       else
         self.transcript:pend(kind, text, context.labels(contexts))
+        if kind == "queued" then -- kept until its turn starts: the daemon's queue ends with the editor
+          savedqueue.add(session, { text = text, context = params.context, labels = context.labels(contexts) })
+        end
+        if done then
+          done()
+        end
       end
     end)
   end)
@@ -38,8 +59,16 @@ end
 ---Queue a prompt for after the running turn, shown as queued.
 ---@param text string
 ---@param contexts ollie.Context[]|nil
-function P:queue(text, contexts)
-  self:pend("queued", text, contexts or {})
+---@param done fun()|nil runs once the daemon has it
+function P:queue(text, contexts, done)
+  self:pend("queued", text, contexts or {}, done)
+end
+
+---Send a prompt behind the held queued prompts: queued, then the queue runs (the held ones first, in order).
+---@param text string
+---@param contexts ollie.Context[]
+function P:send_behind(text, contexts)
+  self:queue(text, contexts, function() self:run_queue() end)
 end
 
 ---The queued prompts as the daemon has them: a stop holds them (shown as held), `/queued` pops or drops them.
@@ -57,12 +86,15 @@ function P:sync_queue()
       table.insert(texts, { text = text, labels = labels })
     end
     local was_held = self.queue_held
-    self.queue_held = res.queueHeld == true and #texts > 0
+    -- Those queued again after a quit wait too (restore_queue), though the daemon does not mark them held.
+    self.queue_held = (res.queueHeld == true or was_held == true) and #texts > 0
     self.transcript:set_queued(texts, self.queue_held)
     if self.queue_held and not was_held then
-      local key = (config.options.keymaps.send or {}).n or "send"
       self.transcript:note(string.format("the stop holds the queued prompts: %s on an empty prompt sends them, "
-        .. "/queued clear drops them", key), "OllieQueued")
+        .. "your next prompt runs after them, /queued clear drops them", send_key()), "OllieQueued")
+    end
+    if #texts == 0 and not res.running and not carried[self.session] then
+      savedqueue.forget(self.session) -- run, popped or dropped (`/queued clear`)
     end
   end)
 end
@@ -79,6 +111,49 @@ function P:run_queue()
     -- Shown as queued again until each one's turn starts (its `user` event).
     self:sync_queue()
   end)
+end
+
+---The session is shown: the prompts it had queued in the daemon of an editor that quit or crashed during a turn
+---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
+function P:restore_queue()
+  local session = self.session
+  if not session or not carried[session] then
+    return
+  end
+  carried[session] = nil
+  local saved = {}
+  for _, q in ipairs(savedqueue.read()) do
+    saved = q.session == session and q.prompts or saved
+  end
+  local shown = {}
+  local function requeue(i)
+    local p = saved[i]
+    if p then
+      client.request("ollie/queue", { session = session, text = p.text, context = p.context }, function(err)
+        if err then
+          savedqueue.take(session, p.text)
+          self.transcript:note("error: a prompt queued before the editor quit could not be queued again: "
+            .. err_text(err), "OllieError")
+        else
+          table.insert(shown, { text = p.text, labels = p.labels })
+        end
+        requeue(i + 1)
+      end)
+    elseif #shown > 0 and session == self.session then
+      self.queue_held = true
+      self.transcript:set_queued(shown, true)
+      self.transcript:note(string.format("%d queued prompt%s from before the editor quit wait%s: your next prompt "
+        .. "runs after them, %s on an empty prompt sends them, /queued clear drops them", #shown,
+        #shown == 1 and "" or "s", #shown == 1 and "s" or "", send_key()), "OllieQueued")
+    end
+  end
+  requeue(1)
+end
+
+---Forget every saved queued prompt (a Restart: they ended with the daemon that held them).
+function M.forget()
+  carried = {}
+  savedqueue.forget()
 end
 
 ---Add text (and the contexts of its `#` tags) to the running turn's next tool result, shown as injected.

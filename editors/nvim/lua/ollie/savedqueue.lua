@@ -1,0 +1,144 @@
+-- Queued prompts kept across a quit or a crash: the daemon Neovim started ends with the editor, and its queue with
+-- it. Each session's prompts not run yet are written to one JSON file under stdpath("state"), and queued again in
+-- the next editor's daemon when that session is shown (pending.lua's restore_queue), held until the next prompt.
+-- A Restart starts fresh: it forgets them all, as VS Code's queuedPrompts.ts does.
+local M = {}
+
+-- The sessions whose prompts are kept: the oldest go first (as VS Code's SAVED_SESSIONS).
+local SAVED_SESSIONS = 8
+
+---@class ollie.SavedPrompt
+---@field text string
+---@field context table[]|nil the prompt's contexts as `ollie/queue` takes them
+---@field labels string[]
+
+---@class ollie.SavedQueue
+---@field session string
+---@field prompts ollie.SavedPrompt[]
+
+---The file the queues are kept in.
+---@return string
+function M.path()
+  return vim.fn.stdpath("state") .. "/ollie/queued.json"
+end
+
+local told_broken = false
+
+---The prompts in a saved entry that have the shape written (a hand-edited or older file may hold anything).
+---@param prompts any
+---@return ollie.SavedPrompt[]
+local function valid_prompts(prompts)
+  local valid = {}
+  for _, p in ipairs(type(prompts) == "table" and prompts or {}) do
+    if type(p) == "table" and type(p.text) == "string" then
+      local labels = vim.tbl_filter(function(l) return type(l) == "string" end,
+        type(p.labels) == "table" and p.labels or {})
+      table.insert(valid, { text = p.text, context = type(p.context) == "table" and p.context or nil, labels = labels })
+    end
+  end
+  return valid
+end
+
+---The saved queues, oldest first; a file that is missing is none, a broken one is none too (said once).
+---@return ollie.SavedQueue[]
+function M.read()
+  local path = M.path()
+  if not vim.uv.fs_stat(path) then
+    return {}
+  end
+  local ok, decoded = pcall(function() return vim.json.decode(table.concat(vim.fn.readfile(path), "\n")) end)
+  if not ok or type(decoded) ~= "table" then
+    if not told_broken then
+      told_broken = true
+      vim.notify(("ollie: the saved queued prompts in %s could not be read, so they are ignored"):format(path),
+        vim.log.levels.WARN)
+    end
+    return {}
+  end
+  local queues = {}
+  for _, entry in ipairs(decoded) do
+    if type(entry) == "table" and type(entry.session) == "string" then
+      local prompts = valid_prompts(entry.prompts)
+      if #prompts > 0 then
+        table.insert(queues, { session = entry.session, prompts = prompts })
+      end
+    end
+  end
+  return queues
+end
+
+---Write the queues (the newest SAVED_SESSIONS) whole: to a temp file first, renamed over the old one, so a crash
+---mid-write leaves the old file or the new, never half of one.
+---@param queues ollie.SavedQueue[]
+local function write(queues)
+  local path = M.path()
+  while #queues > SAVED_SESSIONS do
+    table.remove(queues, 1)
+  end
+  vim.fn.mkdir(vim.fs.dirname(path), "p")
+  local tmp = ("%s.%d.tmp"):format(path, vim.uv.os_getpid())
+  local ok = pcall(vim.fn.writefile, { vim.json.encode(queues) }, tmp)
+  if not ok or not vim.uv.fs_rename(tmp, path) then
+    pcall(vim.uv.fs_unlink, tmp)
+    vim.notify("ollie: could not save the queued prompts to " .. path, vim.log.levels.WARN)
+  end
+end
+
+---Change one session's saved prompts with `fn(prompts) -> prompts` (nil: no change, nothing written); a session
+---left with none is dropped, one changed is the newest.
+---@param session string
+---@param fn fun(prompts: ollie.SavedPrompt[]): ollie.SavedPrompt[]|nil
+local function update(session, fn)
+  local queues, prompts = {}, {}
+  for _, q in ipairs(M.read()) do
+    if q.session == session then
+      prompts = q.prompts
+    else
+      table.insert(queues, q)
+    end
+  end
+  prompts = fn(prompts)
+  if not prompts then
+    return
+  end
+  if #prompts > 0 then
+    table.insert(queues, { session = session, prompts = prompts })
+  end
+  write(queues)
+end
+
+---Keep a prompt the daemon queued (until its turn starts).
+---@param session string
+---@param prompt ollie.SavedPrompt
+function M.add(session, prompt)
+  update(session, function(prompts)
+    table.insert(prompts, prompt)
+    return prompts
+  end)
+end
+
+---A queued prompt's turn started (its text as the `user` event says it): it is kept no more.
+---@param session string
+---@param text string
+function M.take(session, text)
+  update(session, function(prompts)
+    for i, p in ipairs(prompts) do
+      if p.text == text then
+        table.remove(prompts, i)
+        return prompts
+      end
+    end
+  end)
+end
+
+---Forget a session's prompts (its queue is empty in the daemon), or every session's (nil: a Restart).
+---@param session string|nil
+function M.forget(session)
+  if session then
+    update(session, function(prompts) return #prompts > 0 and {} or nil end)
+  else
+    write({})
+  end
+end
+
+return M
