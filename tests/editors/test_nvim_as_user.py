@@ -67,6 +67,8 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
         code = [line.split("│")[0].rstrip() for line in done.splitlines()]
         assert "VERSION = 1" in code and "VERSION = 2" not in code and "vendor/lib.py [+]" not in done, done
         assert "✗ Edit vendor/lib.py" in done and "W10" not in done, done
+        # The why shows under the failed step, not folded away behind its "exit 1" line.
+        assert "read-only" in "".join(line.split("│", 1)[-1].strip() for line in done.splitlines()), done
         assert_clean(tmux.screens)
     finally:
         tmux.close()

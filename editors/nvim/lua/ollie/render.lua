@@ -539,8 +539,12 @@ local function network_line(c)
   return (line:gsub("%c", " ")) -- one buffer line whatever the daemon's strings hold
 end
 
----A step's connections (its `tool.network`), then its output, folded, then a separator so the answer that follows
----stands apart. The connections stay out of the fold: which hosts a step reached shows without opening it.
+-- A failed step's output of at most this many lines is not folded: the error shows without opening it.
+local FAILED_OPEN_LINES = 8
+
+---A step's connections (its `tool.network`), then its output, folded (a failed step's short one open), then a
+---separator so the answer that follows stands apart. The connections stay out of the fold: which hosts a step
+---reached shows without opening it.
 ---@param content string
 ---@param failed boolean
 ---@param network table[]|nil
@@ -570,7 +574,9 @@ function T:output(content, failed, network)
   end
   -- The fold is known before the lines land, so the windows fold them as they appear.
   local first = self:count() + 1
-  if #lines > 1 then
+  -- A failed step's short output stays open: its first line is only "[call 1 file_edit] exit 1", the why below it.
+  local open = (failed or is_error) and #lines <= FAILED_OPEN_LINES
+  if #lines > 1 and not open then
     self.folds[first] = ">1"
     for l = first + 1, first + #lines - 1 do
       self.folds[l] = "1"
