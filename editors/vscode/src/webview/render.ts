@@ -3,7 +3,7 @@
 import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
-import { questionA11y } from "../lib/question";
+import { askingStep, questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, connectionLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, fileLink, icon } from "./dom";
@@ -154,7 +154,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     // A step's connection out (the egress proxy holds it meanwhile): the host first, the step that asked below.
     head.append(icon("globe"), el("span", undefined, item.outcome ? "Network access to " : "Allow network access to "),
       el("strong", "step-title", networkTarget(net) + (item.outcome ? "" : "?")));
-    node.replaceChildren(head, el("div", "permission-note", `Asked by: ${item.step.title}`));
+    node.replaceChildren(head, el("div", "permission-note", `Asked by the step: ${askingStep(item.step.title)}`));
   } else {
     head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
     node.replaceChildren(head);

@@ -37,7 +37,10 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
   await send(chat, "Fetch it");
   let question = chat.locator(".item.permission").last();
   await question.locator(".permission-head", { hasText: `Allow network access to ${target}?` }).waitFor({ timeout: waitMs });
-  await question.locator(".permission-note", { hasText: `Asked by: connect to ${target}` }).waitFor({ timeout: waitMs });
+  // The step that asked, by its title alone: the head names the host already.
+  const note = question.locator(".permission-note", { hasText: "Asked by the step: Run `curl" });
+  await note.waitFor({ timeout: waitMs });
+  if ((await note.textContent()).includes("connect to")) throw new Error(`the step line repeats the question: ${await note.textContent()}`);
   await question.locator(".permission-note", { hasText: "in this and later sessions" }).waitFor({ timeout: waitMs });
   await question.locator("button", { hasText: "Always allow" }).waitFor({ timeout: waitMs });
   await question.locator("button", { hasText: "Allow for this session" }).waitFor({ timeout: waitMs });

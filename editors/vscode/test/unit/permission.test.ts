@@ -85,7 +85,7 @@ test("a network question: the connection parsed, and heard as the host first", (
   const item: ChatItem = { kind: "permission", id: 1, step: request!.step, always: request!.always };
   const { role, label } = questionA11y(item as Extract<ChatItem, { kind: "permission" }>);
   assert.equal(role, "alertdialog");
-  assert.match(label, /^Allow network access to pypi\.org:443\? Asked by: connect to pypi\.org:443 .*Allow once, allow for this session, always allow, or deny\. "Always allow" covers connections to pypi\.org:443 in this and later sessions\.$/);
+  assert.match(label, /^Allow network access to pypi\.org:443\? Asked by the step: Run `pip install x`; process: pip\. Allow once, allow for this session, always allow, or deny\. "Always allow" covers connections to pypi\.org:443 in this and later sessions\.$/);
   const v6 = parsePermissionRequest({ session: "s", step: { ...raw.step, network: { host: "2001:db8::1", port: 8443, scheme: "http" } } });
   assert.equal(networkTarget(v6!.step.network!), "[2001:db8::1]:8443");
   assert.equal(parsePermissionRequest({ session: "s", step: { ...raw.step, network: { host: "x", port: "443" } } })?.step.network, undefined, "a port is a number");
