@@ -106,7 +106,6 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     return f"check the network, or set {spec.url_var} to the API's URL (now {url}{f'; {where}' if where else ''})"
 
 
-
 def missing_model_hint(spec: BackendSpec, model: str) -> str:
     """What to do when a backend of `spec` does not have `model`."""
     if spec.wire == "ollama":
