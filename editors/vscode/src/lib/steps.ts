@@ -140,6 +140,13 @@ export function headLocations(step: ToolStep, steps: readonly ToolStep[] | undef
   return step.locations.filter((l) => !shown.has(l.path));
 }
 
+/** The first line of a failed step's output that says something: not a `[call 1 x] exit 1` header, nor the
+ * `[stderr]` line that opens its error output (the refusal of a read-only file showed as "[stderr]"). */
+export function failureLine(result: string): string {
+  const line = result.split("\n").map((l) => l.trim()).find((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)) ?? "";
+  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
+}
+
 /** The status a step item has without a `tool` object (v1 events): from the result text. */
 export function legacyStatus(result: string | undefined, isError: boolean): StepStatus {
   if (result === undefined) return "in_progress";

@@ -8,6 +8,16 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: st
   return node;
 }
 
+/** A new element showing `text` with its backtick-quoted spans as code (a step's title quotes its command so). */
+export function elWithCode<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text: string): HTMLElementTagNameMap[K] {
+  const node = el(tag, className);
+  const parts = text.split("`");
+  // An unmatched last backtick is text.
+  if (parts.length % 2 === 0) parts.splice(-2, 2, `${parts[parts.length - 2]}\`${parts[parts.length - 1]}`);
+  parts.forEach((part, i) => part && node.append(i % 2 ? el("code", undefined, part) : document.createTextNode(part)));
+  return node;
+}
+
 /** A codicon; decorative unless `label` is given (then it is announced). */
 export function icon(name: string, label?: string): HTMLElement {
   const node = el("span", `codicon codicon-${name}`);

@@ -4,9 +4,9 @@ import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, connectionLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
+import { StepLocation, ToolStep, connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
 import { renderDiff } from "./diffView";
-import { button, el, fileLink, icon } from "./dom";
+import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
 
 const OUTCOME_LABELS: Record<string, string> = {
@@ -88,15 +88,9 @@ function stepRow(step: ToolStep, className: string, locations = step.locations):
   const statusNode = icon(status.icon, status.label);
   statusNode.classList.add("status-icon");
   if (step.status === "in_progress") statusNode.classList.add("codicon-modifier-spin");
-  row.append(statusNode, icon(kindIcon(step.kind)), el("span", "step-title", step.title));
+  row.append(statusNode, icon(kindIcon(step.kind)), elWithCode("span", "step-title", step.title));
   if (locations.length) row.append(locationLinks(locations));
   return row;
-}
-
-// The first line of a failed step's output that says something (not a `[call 1 x] exit 1` header).
-function failureLine(result: string): string {
-  const line = result.split("\n").map((l) => l.trim()).find((l) => l && !/^\[[^\]]*\]\s*exit \d+$/.test(l)) ?? "";
-  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
 }
 
 function updateTool(node: HTMLElement, item: ToolItem): void {
@@ -156,7 +150,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
       el("strong", "step-title", networkTarget(net) + (item.outcome ? "" : "?")));
     node.replaceChildren(head, el("div", "permission-note", `Asked by the step: ${askingStep(item.step.title)}`));
   } else {
-    head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), el("strong", "step-title", item.step.title));
+    head.append(icon("shield"), el("span", undefined, item.outcome ? "Ollie asked to " : "Ollie asks to "), elWithCode("strong", "step-title", item.step.title));
     node.replaceChildren(head);
   }
   if (item.step.locations.length) node.append(locationLinks(item.step.locations));
@@ -173,7 +167,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     node.append(answer);
     return;
   }
-  if (item.always) node.append(el("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
+  if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
   const buttons = el("div", "permission-buttons");
   buttons.append(

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -116,4 +116,12 @@ test("a batch's links show once: on its inner steps, the row of the whole keeps 
   assert.ok(single);
   assert.deepEqual(headLocations(single, undefined), [{ path: "app.py", line: 3 }], "a single call keeps its links");
   assert.deepEqual(headLocations(single, []), [{ path: "app.py", line: 3 }]);
+});
+
+test("a failed step's line says why it failed: past its exit header and the [stderr] line", () => {
+  const refused = "[call 1 file_edit] exit 1\n[stderr]\n/w/vendor/lib.py: read-only (no write permission), not changed\n";
+  assert.equal(failureLine(refused), "/w/vendor/lib.py: read-only (no write permission), not changed");
+  assert.equal(failureLine("[step 1 bash] exit 2\nmake: *** No rule to make target\n"), "make: *** No rule to make target");
+  assert.equal(failureLine(`[step 1 bash] exit 1\n${"x".repeat(300)}`), `${"x".repeat(197)}…`);
+  assert.equal(failureLine("[call 1 file_read] exit 1\n"), "");
 });
