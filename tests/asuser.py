@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 # This checkout's site-packages (its editable ollie and every dependency), added to the other user's interpreter.
 SITE = sysconfig.get_paths()["purelib"]
 PRELUDE = f"import site; site.addsitedir({SITE!r})\n"
+DAEMON = PRELUDE + "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
 
 
 def _can_run(python: str, user: pwd.struct_passwd) -> bool:
@@ -65,3 +67,16 @@ def run_as(name: str, code: str, *, env: Mapping[str, str], cwd: Path, timeout: 
                           text=True, env=dict(env), cwd=cwd, timeout=timeout)
     assert done.returncode == 0, f"as {name}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
+
+
+def ollie_lsp_for(name: str, home: Path) -> Path:
+    """`home`/bin/ollie-lsp: this checkout's daemon, as user `name` may run it (made on first use, hers)."""
+    user = os_user(name)
+    launcher = home / "bin" / "ollie-lsp"
+    if not launcher.exists():
+        launcher.parent.mkdir(exist_ok=True)
+        launcher.write_text(f"#!/bin/sh\nexec {python_for(name)} -I -c {shlex.quote(DAEMON)} \"$@\"\n")
+        launcher.chmod(0o755)
+        for path in (launcher.parent, launcher):
+            os.chown(path, user.pw_uid, user.pw_gid)
+    return launcher

@@ -4,16 +4,13 @@ may not write."""
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from ollie.testing import Reply
-from tests.asuser import PRELUDE, _as, os_user, python_for
+from tests.asuser import _as, ollie_lsp_for, os_user
 from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (the fixture)
 
 from .test_nvim_tui import PLUGIN, Tmux, assert_clean
-
-DAEMON = PRELUDE + "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
 
 
 def _nvim_binary() -> Path:
@@ -27,14 +24,10 @@ def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
     """Neovim in tmux as ALICE, README's `setup({})`, in her `work` dir editing `edit`; ollie-lsp on her PATH."""
     user = os_user(ALICE)
     (home / "work" / ".git").mkdir()
-    bin_dir = home / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "ollie-lsp"
-    launcher.write_text(f"#!/bin/sh\nexec {python_for(ALICE)} -I -c {shlex.quote(DAEMON)} \"$@\"\n")
-    launcher.chmod(0o755)
+    bin_dir = ollie_lsp_for(ALICE, home).parent
     init = home / "init.lua"
     init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
-    for path in (home / "work" / ".git", bin_dir, launcher, init):
+    for path in (home / "work" / ".git", init):
         os.chown(path, user.pw_uid, user.pw_gid)
     # Her own environment only: none of root's (its PATH, its XDG dirs).
     mine = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",

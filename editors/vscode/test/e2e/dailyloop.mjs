@@ -6,7 +6,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, freePort, log, openFile, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFrame, freePort, log, openFile, runCommand, serverEnvFor, typeUnsaved, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const CALC = "def add(a, b):\n    return a - b\n";
 const FIXED = "def add(a, b):\n    return a + b\n";
@@ -43,11 +43,7 @@ await withVSCode(
     await startLLM(script, { port });
     await waitForStatus(page, /Ollie: idle/);
     // The user has typed a line into notes.txt and not saved it.
-    await openFile(page, "notes.txt");
-    await page.locator(".monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+End");
-    await page.keyboard.type("the user's unsaved line");
-    await until("notes.txt dirty", async () => (await dirty(page, "notes.txt")) === 1);
+    await typeUnsaved(page, "notes.txt", "the user's unsaved line");
     await openFile(page, "calc.py");
 
     await runCommand(page, "Ollie: Ask");

@@ -5,7 +5,8 @@
 // `node test/e2e/<scenario>.mjs --vsix ollie-0.1.0.vsix [--keep]`; it prints "E2E PASSED" on success.
 // Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
 // ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots and logs),
-// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000).
+// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000), OLLIE_E2E_WORK
+// (the scratch dir, made beforehand; default a new one under the temp dir).
 
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -36,8 +37,8 @@ const CHROMIUM_FLAGS = [
 ];
 
 const args = process.argv.slice(2);
-/** The scratch dir of this run: workspace, user data, XDG dirs, scripts. */
-export const work = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
+/** The scratch dir of this run: workspace, user data, XDG dirs, scripts (OLLIE_E2E_WORK: one made for it). */
+export const work = process.env.OLLIE_E2E_WORK || fs.mkdtempSync(path.join(os.tmpdir(), "ollie-vscode-e2e-"));
 /** Where screenshots and logs go (kept after the run). */
 export const artifacts = process.env.OLLIE_E2E_ARTIFACTS || path.join(work, "artifacts");
 fs.mkdirSync(artifacts, { recursive: true });
@@ -278,6 +279,15 @@ export async function openFile(page, name) {
 /** How many tabs of `name` show unsaved changes. */
 export const dirtyTabs = (page, name) => page.locator(".tabs-container .tab.dirty", { hasText: name }).count();
 
+/** Open `name` and type `text` at its end, as a user does, leaving it unsaved. */
+export async function typeUnsaved(page, name, text) {
+  await openFile(page, name);
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type(text);
+  await until(`${name} dirty`, async () => (await dirtyTabs(page, name)) === 1);
+}
+
 /** Real VS Code (auto-save off, as on the desktop; auto approval) with a.py (`x = 1` on disk) open holding a line
  * the user typed and did not save, the scripted LLM saying `script`; then `body(ctx)`. */
 export async function withUnsavedNote(script, body) {
@@ -292,11 +302,7 @@ export async function withUnsavedNote(script, body) {
     async (ctx) => {
       await ctx.startLLM(script, { port });
       await waitForStatus(ctx.page, /Ollie: idle/);
-      await openFile(ctx.page, "a.py");
-      await ctx.page.locator(".monaco-editor .view-lines").first().click();
-      await ctx.page.keyboard.press("Control+End");
-      await ctx.page.keyboard.type("# my unsaved note");
-      await until("a.py dirty", async () => (await dirtyTabs(ctx.page, "a.py")) === 1);
+      await typeUnsaved(ctx.page, "a.py", "# my unsaved note");
       await body(ctx);
     },
   );

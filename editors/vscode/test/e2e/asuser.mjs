@@ -1,0 +1,111 @@
+// E2E in real VS Code (code-server, auto-save off as on the desktop) run by a normal user (tests/editors/
+// test_vscode_as_user.py starts it as one, with a scripted LLM of its own and a workspace holding root's
+// vendor/lib.py): the daily loop. The user has an unsaved line in notes.txt and calc.py open; a prompt's edit of
+// calc.py is approved and shows in its buffer, saved, and the approved test command runs the fix; the agent's edit of
+// lib.py, which she may not write, is refused; a prompt queued while a turn streams runs after it; the window
+// reloads and the chat goes on in its session. A screenshot at each stage (user-*.png).
+//
+// Usage: node test/e2e/asuser.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs; OLLIE_E2E_SERVER_ENV:
+// the daemon's environment as JSON, for the test's scripted server, which holds the reply of stage 4 until this
+// logs "waits queued")
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { dirtyTabs, log, ollieOutput, openChat, openFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const CALC = "def add(a, b):\n    return a - b\n";
+const FIXED = "def add(a, b):\n    return a + b\n";
+const TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n";
+const NOTES = "my notes\n";
+
+const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
+
+/** Answer the approval question whose step's title holds `title` with Allow once, after a screenshot `shot` of it. */
+async function allow(chat, title, screenshot, shot) {
+  const question = chat.locator(".item.permission", { has: chat.locator(".step-title", { hasText: title }) }).last();
+  await question.waitFor({ timeout: waitMs });
+  await screenshot(shot);
+  await question.locator("button", { hasText: "Allow once" }).click();
+  await question.locator(".permission-answer").waitFor({ timeout: waitMs });
+}
+
+await withVSCode(
+  {
+    script: null,
+    files: { "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES },
+    serverEnv: JSON.parse(process.env.OLLIE_E2E_SERVER_ENV ?? "{}"),
+    settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
+  },
+  async ({ page, workspace, userData, screenshot }) => {
+    await waitForStatus(page, /Ollie: idle/);
+    // 1. The user's unsaved line in notes.txt; calc.py open beside it.
+    await typeUnsaved(page, "notes.txt", "the user's unsaved line");
+    await openFile(page, "calc.py");
+    let chat = await openChat(page);
+    await screenshot("user-start");
+
+    // 2. The edit and the test command, each approved; the command sees the edit.
+    await send(chat, "fix add and run the tests");
+    await allow(chat, "Edit calc.py", screenshot, "user-asked-edit");
+    await allow(chat, "python3 test_calc.py", screenshot, "user-asked-run");
+    // The title quotes the command as code (it showed the backticks).
+    await chat.locator(".item.permission .step-title code", { hasText: "python3 test_calc.py" }).first().waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "Fixed add; the tests pass." }).waitFor({ timeout: waitMs });
+    await page.locator(".monaco-editor .view-line", { hasText: "return a + b" }).first().waitFor({ timeout: waitMs });
+    if (fs.readFileSync(path.join(workspace, "calc.py"), "utf8") !== FIXED) throw new Error("calc.py on disk is not the edit");
+    if (await dirtyTabs(page, "calc.py")) throw new Error("calc.py's buffer was left unsaved");
+    if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("notes.txt (the user's unsaved line) was saved");
+    if (fs.readFileSync(path.join(workspace, "notes.txt"), "utf8") !== NOTES) throw new Error("notes.txt was written");
+    await screenshot("user-edited-and-tested");
+    log("the approved edit showed in calc.py's buffer, saved, and the approved tests ran it; notes.txt stayed unsaved");
+
+    // 3. A file she may not write (root's, open): the agent's edit of it is refused and says why; the buffer is as it was.
+    await openFile(page, "lib.py");
+    await send(chat, "bump the vendored version");
+    await allow(chat, "Edit vendor/lib.py", screenshot, "user-asked-read-only");
+    await chat.locator(".item.assistant", { hasText: "It is read-only: left as it is." }).waitFor({ timeout: waitMs });
+    const refused = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit vendor/lib.py" }) }).last();
+    await refused.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
+    // Why shows under its title, not only in its folded output (it said "[stderr]").
+    const why = await refused.locator(".step-error").textContent();
+    if (!why.includes("read-only (no write permission), not changed")) throw new Error(`the refused step says ${JSON.stringify(why)}`);
+    await page.locator(".monaco-editor .view-line", { hasText: "VERSION = 1" }).first().waitFor({ timeout: waitMs });
+    if (await dirtyTabs(page, "lib.py")) throw new Error("the refused edit sits unsaved in lib.py's buffer");
+    if (fs.readFileSync(path.join(workspace, "vendor", "lib.py"), "utf8") !== "VERSION = 1\n") throw new Error("vendor/lib.py was changed");
+    await screenshot("user-read-only-refused");
+    log("the agent's edit of a file she may not write was refused, saying why; its buffer unchanged");
+
+    // 4. A prompt queued while a turn streams runs once it ends.
+    await send(chat, "explain the fix");
+    await chat.locator(".item.assistant", { hasText: "The fix:" }).waitFor({ timeout: waitMs });
+    await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+    await send(chat, "and the tests too");
+    await meta(chat, "and the tests too").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+    await screenshot("user-queued");
+    log("a prompt sent while the turn streams waits queued");
+    await chat.locator(".item.assistant", { hasText: "The tests check add(2, 3)." }).waitFor({ timeout: waitMs });
+    await until("nothing left marked queued", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
+    await screenshot("user-queue-ran");
+    log("the queued prompt ran after the turn");
+
+    // 5. The window reloads: the chat shows its session again and goes on in it.
+    await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+    await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+    chat = await openChat(page);
+    await chat.locator(".item.assistant", { hasText: "The tests check add(2, 3)." }).waitFor({ timeout: waitMs });
+    await screenshot("user-reloaded");
+    await send(chat, "anything else?");
+    await chat.locator(".item.assistant", { hasText: "Nothing else: add is fixed." }).waitFor({ timeout: waitMs });
+    if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("the reload lost the user's unsaved line in notes.txt");
+    await screenshot("user-resumed");
+    log("after a window reload the chat showed its session and went on in it");
+
+    // Nothing on the way said a permission failed (in the chat, a notification or the Ollie output).
+    const said = [
+      await chat.locator("#log").textContent(),
+      ...(await page.locator(".notification-toast").allTextContents()),
+      ollieOutput(userData),
+    ].join("\n");
+    const denied = /permission denied|EACCES|EPERM|operation not permitted|Traceback/i.exec(said);
+    if (denied) throw new Error(`something failed for the user: ${said.slice(Math.max(0, denied.index - 500), denied.index + 500)}`);
+  },
+);
