@@ -86,7 +86,8 @@ def read_text(path: Path) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one rename, keeping an existing file's permissions.
+    """Replace `path` with `text` in one rename (in place in a directory the user may not write), keeping an existing
+    file's permissions.
 
     A read-only file is refused, as any editor or program opening it to write would be: the rename would replace it
     (and make it the user's, when another user owns it) although its mode says it is not to be changed.
@@ -107,7 +108,17 @@ def write_atomic(path: Path, text: str) -> None:
         mode = None
     import tempfile  # here, not at the top: only the writers need it, and its imports cost ~5 ms a start
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except PermissionError:
+        if mode is None or not path.is_file():
+            raise
+        # The user's file in a directory they may not write: no file can be made beside it to rename over it, so it
+        # is written in place, as editors do (it was refused as "permission denied"). Only a regular file: a FIFO's
+        # open would wait for a reader.
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        return
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

@@ -15,7 +15,7 @@ from tests.asuser import os_user, run_as
 
 ALICE, BOB = "ollie-test-alice", "ollie-test-bob"
 
-# One execute_code step as the calling user; prints the result's text as JSON.
+# One execute_code step (or a call_tool batch) as the calling user; prints the result's text as JSON.
 STEP = """
 import asyncio, json, os
 from pathlib import Path
@@ -23,7 +23,9 @@ from ollie.tools.execute.server import ExecuteServer
 
 async def main():
     server = ExecuteServer(cwd=Path(os.environ["WORK"]), session_id="1700000000000000000-users1")
-    result = await server.call("execute_code", {"steps": [{"code": os.environ["CODE"]}]})
+    calls = os.environ.get("CALLS")  # a call_tool batch (JSON), else CODE as one bash step
+    result = await (server.call("call_tool", {"calls": json.loads(calls)}) if calls
+                    else server.call("execute_code", {"steps": [{"code": os.environ["CODE"]}]}))
     print(json.dumps(result.text))
 
 asyncio.run(main())
@@ -86,6 +88,23 @@ def test_a_runtime_dir_planted_by_another_user_is_refused(shared, planted):
     assert str(target) in text and ("belongs to uid" in text or "not a directory" in text), text
     assert os.listdir(decoy) == [], "Bob's session files went into Alice's dir"
     assert alice.pw_uid != bob.pw_uid
+
+
+def test_her_file_in_a_dir_she_may_not_write_is_edited_in_place(shared):
+    # Root's dir holding her file: no temporary file can be made beside it to rename over it (the edit was refused as
+    # "permission denied"); it is written in place, as her editor would. A new file there is refused.
+    user = os_user(ALICE)
+    vendor = home_of(ALICE, shared) / "work" / "vendor"
+    vendor.mkdir()
+    (vendor / "mine.py").write_text("x = 1\n")
+    os.chown(vendor / "mine.py", user.pw_uid, user.pw_gid)
+    edit = [{"tool": "file_edit", "args": ["vendor/mine.py", "x = 1", "x = 2"]}]
+    text = step_as(ALICE, shared, "", CALLS=json.dumps(edit))
+    assert "[call 1 file_edit] exit 0" in text, text
+    assert (vendor / "mine.py").read_text() == "x = 2\n" and (vendor / "mine.py").stat().st_uid == user.pw_uid
+    write = [{"tool": "file_write", "args": ["vendor/new.py", "y = 1\n"]}]
+    text = step_as(ALICE, shared, "", CALLS=json.dumps(write))
+    assert "file_write: vendor/new.py: permission denied" in text and not (vendor / "new.py").exists(), text
 
 
 def test_an_unreadable_path_entry_is_skipped(shared):
