@@ -247,11 +247,19 @@ def _makedirs(root: Path | str, rel: str) -> None:
 
 
 def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
-    """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed)."""
+    """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed); the user's file in a
+    directory they may not write is overwritten in place."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
         tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        except PermissionError:
+            # No file can be made beside it to rename over it (a normal user's undo of an edit the tools made in
+            # place there failed): written in place, as an editor does.
+            if not _overwrite(dir_fd, name, data, mode, sync=sync):
+                raise
+            return
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
@@ -264,6 +272,28 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
             with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
+
+
+def _overwrite(dir_fd: int, name: str, data: bytes, mode: int, *, sync: bool) -> bool:
+    """Write `data` over the regular file `name` in `dir_fd` (never through a symlink); False when none is there."""
+    try:
+        # O_NONBLOCK: a FIFO there fails at once (ENXIO) instead of waiting for a reader.
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except PermissionError:
+        raise
+    except OSError:  # absent, a symlink (ELOOP), a FIFO (ENXIO)
+        return False
+    with os.fdopen(fd, "wb") as out:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        os.ftruncate(fd, 0)
+        out.write(data)
+        with suppress(PermissionError):  # another user's file (group-writable) keeps its mode
+            os.fchmod(fd, mode)
+        if sync:
+            out.flush()
+            os.fsync(fd)
+    return True
 
 
 def symlink_sync(root: Path | str, path: Path | str, target: str) -> None:

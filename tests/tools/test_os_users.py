@@ -31,6 +31,31 @@ async def main():
 asyncio.run(main())
 """
 
+# As the calling user: a checkpoint of WORK, a step's change of vendor/mine.py (in place, as file_edit writes there),
+# its undo, the change again and a rewind to the checkpoint; prints the file after each.
+REVIEW = """
+import asyncio, os
+from pathlib import Path
+from ollie.workspace import review
+from ollie.workspace.checkpoints import Checkpoints
+
+async def main():
+    work = Path(os.environ["WORK"])
+    mine = work / "vendor" / "mine.py"
+    points = Checkpoints(work)
+    before = await points.snapshot()
+    mine.write_text("x = 2\\n")
+    change, = await points.changes(before, await points.snapshot())
+    await review.undo(work, "vendor/mine.py", None, change)
+    print("undone:", mine.read_text().strip())
+    mine.write_text("x = 2\\n")
+    await points.snapshot()
+    await points.restore(before)
+    print("rewound:", mine.read_text().strip())
+
+asyncio.run(main())
+"""
+
 
 @pytest.fixture
 def shared() -> Iterator[Path]:
@@ -51,13 +76,18 @@ def home_of(name: str, shared: Path) -> Path:
     return home
 
 
-def step_as(name: str, shared: Path, code: str, **env: str) -> str:
-    """Run `code` as one execute_code step of `name`'s, with TMPDIR=`shared`; the result's text."""
+def env_of(name: str, shared: Path) -> dict[str, str]:
+    """`name`'s environment: her home's XDG dirs, TMPDIR=`shared`, WORK her workspace."""
     home = home_of(name, shared)
-    base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(shared), "CODE": code,
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(shared),
             "WORK": str(home / "work"), "XDG_CONFIG_HOME": str(home / "config"),
             "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"), "LANG": "C.UTF-8"}
-    return json.loads(run_as(name, STEP, env={**base, **env}, cwd=home / "work").strip().splitlines()[-1])
+
+
+def step_as(name: str, shared: Path, code: str, **env: str) -> str:
+    """Run `code` as one execute_code step of `name`'s, with TMPDIR=`shared`; the result's text."""
+    base = {**env_of(name, shared), "CODE": code}
+    return json.loads(run_as(name, STEP, env={**base, **env}, cwd=Path(base["WORK"])).strip().splitlines()[-1])
 
 
 def test_a_second_os_user_runs_tool_steps_beside_the_first(shared):
@@ -90,14 +120,20 @@ def test_a_runtime_dir_planted_by_another_user_is_refused(shared, planted):
     assert alice.pw_uid != bob.pw_uid
 
 
-def test_her_file_in_a_dir_she_may_not_write_is_edited_in_place(shared):
-    # Root's dir holding her file: no temporary file can be made beside it to rename over it (the edit was refused as
-    # "permission denied"); it is written in place, as her editor would. A new file there is refused.
+def her_file_in_roots_dir(shared: Path) -> Path:
+    """Her workspace's `vendor` dir, root's (0755), holding her own `mine.py` (`x = 1`)."""
     user = os_user(ALICE)
     vendor = home_of(ALICE, shared) / "work" / "vendor"
     vendor.mkdir()
     (vendor / "mine.py").write_text("x = 1\n")
     os.chown(vendor / "mine.py", user.pw_uid, user.pw_gid)
+    return vendor
+
+
+def test_her_file_in_a_dir_she_may_not_write_is_edited_in_place(shared):
+    # Root's dir holding her file: no temporary file can be made beside it to rename over it (the edit was refused as
+    # "permission denied"); it is written in place, as her editor would. A new file there is refused.
+    user, vendor = os_user(ALICE), her_file_in_roots_dir(shared)
     edit = [{"tool": "file_edit", "args": ["vendor/mine.py", "x = 1", "x = 2"]}]
     text = step_as(ALICE, shared, "", CALLS=json.dumps(edit))
     assert "[call 1 file_edit] exit 0" in text, text
@@ -105,6 +141,14 @@ def test_her_file_in_a_dir_she_may_not_write_is_edited_in_place(shared):
     write = [{"tool": "file_write", "args": ["vendor/new.py", "y = 1\n"]}]
     text = step_as(ALICE, shared, "", CALLS=json.dumps(write))
     assert "file_write: vendor/new.py: permission denied" in text and not (vendor / "new.py").exists(), text
+
+
+def test_her_file_in_a_dir_she_may_not_write_is_undone_and_rewound(shared):
+    # The daemon's undo and rewind write beneath the workspace by a rename too: they failed there.
+    user, vendor = os_user(ALICE), her_file_in_roots_dir(shared)
+    said = run_as(ALICE, REVIEW, env=env_of(ALICE, shared), cwd=vendor.parent)
+    assert "undone: x = 1" in said and "rewound: x = 1" in said, said
+    assert (vendor / "mine.py").stat().st_uid == user.pw_uid
 
 
 def test_an_unreadable_path_entry_is_skipped(shared):
