@@ -343,8 +343,16 @@ export class Conversation implements vscode.Disposable {
   /** Show saved session `session` (its last page of messages); `fresh`: read again even when this window has its chat. */
   async resume(session: string, fresh = false): Promise<void> {
     // Read again after a rewind: the saved last turn's result may be that of a turn the rewind cut.
-    if (fresh || !this.models.has(session)) await this.history.load(session, !fresh);
+    if (fresh) await this.history.load(session, false);
+    else if (!this.models.has(session)) await this.loadHistory(session);
     this.switchTo(session);
+  }
+
+  // A session's chat read from its history (a window reload, a resume): with its last turn's "Changed files", as the
+  // live chat showed them when that turn ended (a reload lost them, and their Undo).
+  private async loadHistory(session: string): Promise<void> {
+    await this.history.load(session);
+    if (!this.statuses.get(session)?.running) await this.changesLists.show(session);
   }
 
   /** Read the current session's conversation again (after a rewind cut it, or its undo put it back). */
@@ -533,7 +541,7 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     if (!untouched()) return;
-    if (!this.models.has(session)) await this.history.load(session);
+    if (!this.models.has(session)) await this.loadHistory(session);
     if (untouched()) this.switchTo(session);
   }
 
