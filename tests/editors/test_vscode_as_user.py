@@ -57,8 +57,9 @@ def run_e2e_as(name: str, scenario: str, vsix: Path, home: Path, server_env: dic
 def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_llm, tmp_path):  # noqa: F811
     """As a normal user, auto-save off: an approved edit shows in the open buffer and is saved, the approved test
     command runs it, an unsaved buffer the agent did not touch stays unsaved; the edit of an open file only root may
-    write is refused, saying why; a prompt queued while a turn streams runs after it; after a window reload the chat
-    goes on in its session. Screenshots: user-*.png."""
+    write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
+    directory; after a window reload the chat shows that turn's changed files (one undone from there) and goes on in
+    its session. Screenshots: user-*.png."""
     srv = scripted_llm("openai")
     queued = threading.Event()
     srv.script(
@@ -69,7 +70,8 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
             {"tool": "file_edit", "args": ["vendor/lib.py", "VERSION = 1", "VERSION = 2"]}]})),
         Reply.text("It is read-only: left as it is."),
         Reply.text("The fix: add returned a - b; it returns a + b now.", hold=queued),
-        Reply.text("The tests check add(2, 3)."),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["lib/util.py", "1", "2"]}]})),
+        Reply.text("Raised the limit."),
         Reply.text("Nothing else: add is fixed."),
     )
     user = os_user(ALICE)
@@ -78,9 +80,13 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
     workspace.mkdir(parents=True)
     for path in (workspace.parent, workspace):
         os.chown(path, user.pw_uid, user.pw_gid)
-    # Root's, in her workspace: a vendored file she may read, not write, and a key she may not read.
+    # Root's, in her workspace: a vendored file she may read, not write, a key she may not read, and a directory
+    # holding a file of hers.
     (workspace / "vendor").mkdir()
     (workspace / "vendor" / "lib.py").write_text("VERSION = 1\n")
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "util.py").write_text("LIMIT = 1\n")
+    os.chown(workspace / "lib" / "util.py", user.pw_uid, user.pw_gid)
     (workspace / "private.key").write_text("secret\n")
     (workspace / "private.key").chmod(0o600)
     server_env = {k: v for k, v in srv.env().items() if k != "OLLIE_APPROVAL"}  # the user's default: ask
@@ -91,7 +97,7 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
         shutil.copytree(home / "e2e" / "artifacts", tmp_path / "artifacts", dirs_exist_ok=True)
     for said in ("the approved edit showed in calc.py's buffer", "the agent's edit of a file she may not write was refused",
                  "the queued prompt ran after the turn",
-                 "after a window reload the chat showed its session and went on in it"):
+                 "after a window reload the chat showed its session, the last turn's change undone from it"):
         assert said in output, output[-4000:]
     ran = srv.chat_requests[2].body["messages"][-1]["content"]
     assert "tests passed" in ran and "AssertionError" not in ran, ran
@@ -99,4 +105,4 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
     assert "read-only (no write permission), not changed" in refused, refused
     # Resumed, not a new session: the last prompt went with the whole conversation before it.
     last = [m.get("content") for m in srv.chat_requests[-1].body["messages"]]
-    assert "fix add and run the tests" in str(last) and "The tests check add(2, 3)." in str(last), last
+    assert "fix add and run the tests" in str(last) and "Raised the limit." in str(last), last

@@ -1,13 +1,15 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop) run by a normal user (tests/editors/
 // test_vscode_as_user.py starts it as one, with a scripted LLM of its own and a workspace holding root's
-// vendor/lib.py): the daily loop. The user has an unsaved line in notes.txt and calc.py open; a prompt's edit of
-// calc.py is approved and shows in its buffer, saved, and the approved test command runs the fix; the agent's edit of
-// lib.py, which she may not write, is refused; a prompt queued while a turn streams runs after it; the window
-// reloads and the chat goes on in its session. A screenshot at each stage (user-*.png).
+// vendor/lib.py and root's lib/ dir with her lib/util.py in it): the daily loop. The user has an unsaved line in
+// notes.txt and calc.py open; a prompt's edit of calc.py is approved and shows in its buffer, saved, and the approved
+// test command runs the fix; the agent's edit of lib.py, which she may not write, is refused; a prompt queued while a
+// turn streams runs after it (editing lib/util.py); the window reloads, the chat shows its session with that turn's
+// changed files, one is undone, and the chat goes on in the session. A screenshot at each stage (user-*.png).
 //
 // Usage: node test/e2e/asuser.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs; OLLIE_E2E_SERVER_ENV:
 // the daemon's environment as JSON, for the test's scripted server, which holds the reply of stage 4 until this
 // logs "waits queued")
+
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { dirtyTabs, log, ollieOutput, openChat, openFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
@@ -74,30 +76,39 @@ await withVSCode(
     await screenshot("user-read-only-refused");
     log("the agent's edit of a file she may not write was refused, saying why; its buffer unchanged");
 
-    // 4. A prompt queued while a turn streams runs once it ends.
+    // 4. A prompt queued while a turn streams runs once it ends: it edits lib/util.py, hers in root's lib/.
     await send(chat, "explain the fix");
     await chat.locator(".item.assistant", { hasText: "The fix:" }).waitFor({ timeout: waitMs });
     await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
-    await send(chat, "and the tests too");
-    await meta(chat, "and the tests too").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+    await send(chat, "and raise the limit");
+    await meta(chat, "and raise the limit").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
     await screenshot("user-queued");
     log("a prompt sent while the turn streams waits queued");
-    await chat.locator(".item.assistant", { hasText: "The tests check add(2, 3)." }).waitFor({ timeout: waitMs });
+    await allow(chat, "Edit lib/util.py", screenshot, "user-asked-queued-edit");
+    await chat.locator(".item.assistant", { hasText: "Raised the limit." }).waitFor({ timeout: waitMs });
     await until("nothing left marked queued", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
+    if (fs.readFileSync(path.join(workspace, "lib", "util.py"), "utf8") !== "LIMIT = 2\n") throw new Error("lib/util.py was not edited");
     await screenshot("user-queue-ran");
-    log("the queued prompt ran after the turn");
+    log("the queued prompt ran after the turn and edited her file in a directory she may not write");
 
-    // 5. The window reloads: the chat shows its session again and goes on in it.
+    // 5. The window reloads: the chat shows its session again, with the last turn's changed files to undo, and goes on.
     await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
     chat = await openChat(page);
-    await chat.locator(".item.assistant", { hasText: "The tests check add(2, 3)." }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "Raised the limit." }).waitFor({ timeout: waitMs });
+    const changes = chat.locator(".item.changes", { has: chat.locator('a.file-link[data-path="lib/util.py"]') });
+    await changes.waitFor({ timeout: waitMs });
     await screenshot("user-reloaded");
+    await changes.locator('button[data-action="undo"][data-path="lib/util.py"]').click();
+    await changes.locator("li.undone", { hasText: "lib/util.py" }).waitFor({ timeout: waitMs });
+    await until("lib/util.py undone", () => fs.readFileSync(path.join(workspace, "lib", "util.py"), "utf8") === "LIMIT = 1\n");
+    await screenshot("user-undone-after-reload");
     await send(chat, "anything else?");
     await chat.locator(".item.assistant", { hasText: "Nothing else: add is fixed." }).waitFor({ timeout: waitMs });
     if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("the reload lost the user's unsaved line in notes.txt");
+    await waitForStatus(page, /Ollie: idle/);
     await screenshot("user-resumed");
-    log("after a window reload the chat showed its session and went on in it");
+    log("after a window reload the chat showed its session, the last turn's change undone from it, and went on in it");
 
     // Nothing on the way said a permission failed (in the chat, a notification or the Ollie output).
     const said = [
