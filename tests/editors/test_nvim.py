@@ -449,6 +449,40 @@ vim.cmd("qa!")
     assert result == {"cmd": [str(installed)], "initialized": True}, result
 
 
+@pytest.mark.parametrize("program", ["by-path", "by-name"])
+def test_python_m_ollie_lsp_never_runs_the_repositorys_package(tmp_path, program):
+    """`cmd = { "python3", "-m", "ollie_lsp" }`, started in a repository carrying `ollie_lsp/`: `-m` put the project
+    first on the import path, and the repository's package ran as the user. Now `-P` goes after the program."""
+    repo = tmp_path / "repo"
+    planted = repo / "ollie_lsp"
+    planted.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    python = Path(sys.executable)
+    first = str(python) if program == "by-path" else python.name
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+vim.cmd.runtime("plugin/ollie.lua")
+require("ollie").setup({{ cmd = {{ {json.dumps(first)}, "-m", "ollie_lsp" }} }})
+local cmd = require("ollie.config").server_cmd()
+local client = require("ollie.client")
+client.ensure()
+local ran = function() return vim.uv.fs_stat({json.dumps(str(ran))}) ~= nil end
+vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and c.initialized == true) end, 20)
+local c = client.get()
+io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
+vim.cmd("qa!")
+""")
+    env = {**os.environ, "PATH": f"{python.parent}:/usr/bin:/bin"}
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=90)
+    assert not ran.exists(), "the repository's ollie_lsp package was run"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"cmd": [str(python), "-P", "-m", "ollie_lsp"], "initialized": True}, result
+
+
 def test_a_file_context_never_reads_a_fifo_a_device_or_a_link_out_of_the_project(tmp_path):
     """`#file:NAME` of a file not loaded: Neovim read it with readfile, as the user. A FIFO a step made (Neovim waited
     on it for good), a cloned repository's link to /dev/zero (memory) or out of the project (a secret's text went
