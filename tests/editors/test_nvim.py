@@ -426,7 +426,15 @@ def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, se
     (planted / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
     (planted / "ollie-lsp").chmod(0o755)
     installed = Path(sys.executable).parent / "ollie-lsp"
-    script = tmp_path / "try.lua"
+    result = _start_daemon_in(repo, setup, ran, path=f"node_modules/.bin:{installed.parent}:/usr/bin:/bin")
+    assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
+    assert result == {"cmd": [str(installed)], "initialized": True}, result
+
+
+def _start_daemon_in(repo: Path, setup: str, ran: Path, *, path: str) -> dict:
+    """A headless Neovim in `repo` set up with `setup` starts the daemon: the command it chose and whether a daemon
+    answered `initialize` (it waits for that, or for the planted program's `ran` file)."""
+    script = repo.parent / "try.lua"
     script.write_text(f"""
 vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
 vim.cmd.runtime("plugin/ollie.lua")
@@ -435,18 +443,14 @@ local cmd = require("ollie.config").server_cmd()
 local client = require("ollie.client")
 client.ensure()
 local ran = function() return vim.uv.fs_stat({json.dumps(str(ran))}) ~= nil end
--- Either the planted program ran, or the daemon answered `initialize`.
 vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and c.initialized == true) end, 20)
 local c = client.get()
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
 vim.cmd("qa!")
 """)
-    env = {**os.environ, "PATH": f"node_modules/.bin:{installed.parent}:/usr/bin:/bin"}
     done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=90)
-    assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"cmd": [str(installed)], "initialized": True}, result
+                          env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=90)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("program", ["by-path", "by-name"])
@@ -461,25 +465,9 @@ def test_python_m_ollie_lsp_never_runs_the_repositorys_package(tmp_path, program
     (planted / "__main__.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
     python = Path(sys.executable)
     first = str(python) if program == "by-path" else python.name
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-vim.cmd.runtime("plugin/ollie.lua")
-require("ollie").setup({{ cmd = {{ {json.dumps(first)}, "-m", "ollie_lsp" }} }})
-local cmd = require("ollie.config").server_cmd()
-local client = require("ollie.client")
-client.ensure()
-local ran = function() return vim.uv.fs_stat({json.dumps(str(ran))}) ~= nil end
-vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and c.initialized == true) end, 20)
-local c = client.get()
-io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
-vim.cmd("qa!")
-""")
-    env = {**os.environ, "PATH": f"{python.parent}:/usr/bin:/bin"}
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=90)
+    result = _start_daemon_in(repo, f'{{ cmd = {{ {json.dumps(first)}, "-m", "ollie_lsp" }} }}', ran,
+                              path=f"{python.parent}:/usr/bin:/bin")
     assert not ran.exists(), "the repository's ollie_lsp package was run"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"cmd": [str(python), "-P", "-m", "ollie_lsp"], "initialized": True}, result
 
 
