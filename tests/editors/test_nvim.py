@@ -632,6 +632,18 @@ def test_a_turn_begun_while_the_history_is_asked_for_shows_its_answer(workspace,
                                    "## You\nand a follow-up\n\n## ollie\nfollow-up answer\n\n_(end)_"), result["chat"]
 
 
+def test_a_prompt_queued_in_a_session_drawn_from_its_history_waits_for_the_next_turn(workspace, scripted_llm):
+    """The chat shows a session whose turn ran while the editor had none of its events (a client that joined it
+    mid-session): the user sees that turn ended, so a prompt queued now waits for the next turn (`seen` is the
+    history's `seq`; it was 0, and the prompt ran at once)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"))
+    result = run_scenario("joined_midway", workspace, srv)
+    assert result["seen_before"] == 0 and result["seen_drawn"] > 0, result
+    assert (result["queued"], result["running"]) == (["for later"], False), result
+    assert len(srv.chat_requests) == 1
+
+
 def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_say(workspace, scripted_llm):
     # Bug: the held events were matched to the history by the queued prompt's text: a second "continue" (or a prompt
     # the last one starts with) was taken as drawn (its heading lost, its answer's first words dropped), and turns the
