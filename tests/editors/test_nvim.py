@@ -164,7 +164,9 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # :OllieStop ends the 45 s story at once (the scenario waits for "interrupted") and keeps the partial answer.
     # Bug: a prompt queued before the stop showed "⏳ queued" for good, held by the daemon with no way on. Now it
     # shows as held, the chat says how to go on, and the send key on an empty prompt sends it.
-    assert "the stop holds the queued prompts: <CR> on an empty prompt sends them" in result["held_chat"]
+    # One held prompt is "it" (it said "the queued prompts ... sends them").
+    assert ("the stop holds the queued prompt: <CR> on an empty prompt sends it, your next prompt runs after it, "
+            "/queued clear drops it") in result["held_chat"]
     assert "## You\nand then a held one on notes.txt\n📎 notes.txt:1\n\n## ollie\nheld answer" in result["first_tab_chat"]
     # A queued prompt carries its context: sent as `context`, shown with its 📎 line while it waits and held (read
     # back from the daemon's queue), and the model gets the file with it.
@@ -548,6 +550,27 @@ vim.cmd("qa!")
     assert [p.name for p in saved.parent.iterdir()] == ["queued.json"]
 
 
+def test_a_prompt_queued_when_nvim_quit_comes_back_in_the_default_session_resumed_at_start(workspace, scripted_llm):
+    """A prompt queued as a turn streamed, then a quit: the next Neovim's daemon resumes that session as its default
+    one, and a fresh chat there queues the prompt again, held, saying so of one prompt as "it". Before, only a
+    session switched to (:OllieSessions) got its prompts back."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8))
+    session = run_scenario("saved_default", workspace, srv)["session"]
+
+    class Resumed:
+        @staticmethod
+        def env() -> dict[str, str]:
+            return {**srv.env(), "OLLIE_TEST_RESUME": session}
+
+    result = run_scenario("saved_default", workspace, Resumed)
+    assert result["session"] == session and result["held"] is True, result
+    assert ("1 queued prompt from before the editor quit waits: <CR> on an empty prompt sends it, your next prompt "
+            "runs after it, /queued clear drops it") in result["chat"], result["chat"]
+    assert (result["queued"], result["running"]) == (["and the queued one"], False), result
+    assert len(srv.chat_requests) == 1
+
+
 def test_reloading_after_a_tool_round_skips_a_file_a_step_replaced_by_a_fifo(tmp_path):
     """After each tool round the plugin reloads the buffers whose file changed (`checktime`): one a step replaced by
     a FIFO was read, and Neovim waited on the FIFO's writer for good (SIGTERM too). A plain change still reloads."""
@@ -652,6 +675,18 @@ def test_a_turn_begun_while_the_history_is_asked_for_shows_its_answer(workspace,
     assert result["errors"] == ""
     assert result["chat"].endswith("## You\ntell a story\n\n## ollie\nOnce upon a time, the end.\n\n_(end)_\n\n"
                                    "## You\nand a follow-up\n\n## ollie\nfollow-up answer\n\n_(end)_"), result["chat"]
+
+
+def test_a_prompt_queued_in_a_session_drawn_from_its_history_waits_for_the_next_turn(workspace, scripted_llm):
+    """The chat shows a session whose turn ran while the editor had none of its events (a client that joined it
+    mid-session): the user sees that turn ended, so a prompt queued now waits for the next turn (`seen` is the
+    history's `seq`; it was 0, and the prompt ran at once)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"))
+    result = run_scenario("joined_midway", workspace, srv)
+    assert result["seen_before"] == 0 and result["seen_drawn"] > 0, result
+    assert (result["queued"], result["running"]) == (["for later"], False), result
+    assert len(srv.chat_requests) == 1
 
 
 def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_say(workspace, scripted_llm):
