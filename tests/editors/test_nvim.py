@@ -511,6 +511,41 @@ vim.cmd("qa!")
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
 
 
+def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
+    """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
+    renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
+    with the same bytes" and the agent's save wrote over it. A rewrite with the very same bytes still is no change."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local ondisk = require("ollie.ondisk")
+local function replace(text) -- as a step writes: a new file renamed over the old
+  local f = assert(io.open(".a.py.new", "w")); f:write(text); f:close()
+  assert(os.rename(".a.py.new", "a.py"))
+end
+vim.cmd("edit a.py")
+local buf = vim.api.nvim_get_current_buf()
+local out = {{}}
+replace("x = 1\\n")
+out.same_bytes_changed = ondisk.changed(buf)
+local lstat = vim.uv.fs_lstat
+vim.uv.fs_lstat = function(path, ...) -- the step's write lands after the stamp, before the file is read
+  vim.uv.fs_lstat = lstat
+  replace("x = 2\\n")
+  return lstat(path, ...)
+end
+ondisk.remember(buf)
+out.raced_changed, out.raced_holds = ondisk.changed(buf), ondisk.holds(buf)
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, done.stderr)
+
+
 def test_the_saved_queued_prompts_file_a_broken_one_ignored_with_a_notice_and_at_most_8_sessions(tmp_path):
     """The queued prompts kept across a quit (savedqueue.lua): a broken file is none, said once, never an error; a
     written one keeps the newest 8 sessions, is replaced whole (no temp file left), a prompt whose turn started goes,
