@@ -59,11 +59,11 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
     return fds
 
 
-def _shared(writable: Iterable[Path]) -> list[int]:
+def _places(writable: Iterable[Path]) -> list[str]:
     runtime = os.path.realpath(paths.runtime_tmp_dir())
     places = {os.path.realpath(p) for p in writable}  # the policy's paths are the user's: their links count
     # The sessions' own temp dirs hold no workspace file: no lock file for each of them.
-    return _locked(sorted(p for p in places if not Path(p).is_relative_to(runtime)), fcntl.LOCK_SH) or []
+    return sorted(p for p in places if not Path(p).is_relative_to(runtime))
 
 
 def _exclusive(path: Path) -> list[int] | None:
@@ -74,7 +74,12 @@ def _exclusive(path: Path) -> list[int] | None:
 async def hold(writable: Iterable[Path]) -> Callable[..., None]:
     """Shared locks on the paths a step starting may write (waiting out a `quiet` holder); the callback (call it
     once, when every process of the step is gone) releases them."""
-    taking = asyncio.get_running_loop().run_in_executor(_waiting, _shared, list(writable))
+    places = _places(writable)
+    # Almost always no editor holds one: taken here, without the thread hop every step would pay.
+    fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    if fds is not None:
+        return lambda *_: _close(fds)
+    taking = asyncio.get_running_loop().run_in_executor(_waiting, lambda: _locked(places, fcntl.LOCK_SH) or [])
     try:
         fds = await asyncio.shield(taking)
     except asyncio.CancelledError:
