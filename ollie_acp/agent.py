@@ -263,7 +263,7 @@ class OllieAgent:
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
-        core.set_documents(client_files(client, live_id, self._fs))
+        core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
         forwarder.start()
         try:
             records = self._records

@@ -5,16 +5,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.tools.documents import STALE, ApplyResult, Version, disk_text
+from ollie.sandbox import writers
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
     from acp.schema import FileSystemCapabilities
 
 logger = logging.getLogger("ollie.acp.fs")
+
+BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
+        "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
 
 
 def text_version(text: str) -> str:
@@ -23,12 +29,23 @@ def text_version(text: str) -> str:
 
 
 class ClientFiles:
-    """One session's view of the client's files: reads include unsaved buffers; writes go through the client."""
+    """One session's view of the client's files: reads include unsaved buffers; writes go through the client.
 
-    def __init__(self, client: Client, session_id: str, *, write: bool) -> None:
+    The client opens the path by name with the user's rights, following links: it is asked only while no step of any
+    session may write there (`writers.quiet`), the path checked again inside (still a plain file beneath the root).
+    """
+
+    def __init__(self, client: Client, session_id: str, *, write: bool, root: Callable[[], Path]) -> None:
         self._client = client
         self._session_id = session_id
         self._write = write
+        self._root = root
+
+    @asynccontextmanager
+    async def _alone(self, path: Path) -> AsyncIterator[bool]:
+        """True inside while nothing but the user's own programs can swap `path` for a link, and it is none now."""
+        async with writers.quiet(path) as quiet:
+            yield quiet and await plain_path_beneath(self._root(), path) == path
 
     async def _read(self, path: Path) -> str | None:
         try:
@@ -39,28 +56,34 @@ class ClientFiles:
         return response.content
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
-        """The client's text of `path` (its unsaved buffer when open); None when the client has none."""
-        content = await self._read(path)
+        """The client's text of `path` (its unsaved buffer when open); None when the client has none, or while a
+        step may write there (the tool then reads the disk, sandboxed)."""
+        async with self._alone(path) as alone:
+            content = await self._read(path) if alone else None
         return None if content is None else (content, text_version(content))
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Write through `fs/write_text_file`, refused when the client's text is no longer the one read."""
         if not self._write:
             return ApplyResult("disk")
-        current = await self._read(path)
-        if current is not None and text_version(current) != version:
-            return ApplyResult("refused", STALE)
-        disk = await asyncio.to_thread(disk_text, path)
-        try:
-            await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
-        except Exception as exc:  # the client refused the write: the model is told, nothing changed
-            return ApplyResult("refused", f"the editor did not write the file: {exc}")
-        # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
-        saved = await asyncio.to_thread(disk_text, path) == new_text
+        async with self._alone(path) as alone:
+            if not alone:
+                return ApplyResult("refused", BUSY)
+            current = await self._read(path)
+            if current is not None and text_version(current) != version:
+                return ApplyResult("refused", STALE)
+            disk = await asyncio.to_thread(disk_text, path)
+            try:
+                await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
+            except Exception as exc:  # the client refused the write: the model is told, nothing changed
+                return ApplyResult("refused", f"the editor did not write the file: {exc}")
+            # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
+            saved = await asyncio.to_thread(disk_text, path) == new_text
         return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current)
 
-def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None) -> ClientFiles | None:
+def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None,
+                 root: Callable[[], Path]) -> ClientFiles | None:
     """The session's ClientFiles when the client offers fs/read_text_file (None: the tools use the disk)."""
     if fs is None or not fs.read_text_file:
         return None
-    return ClientFiles(client, session_id, write=bool(fs.write_text_file))
+    return ClientFiles(client, session_id, write=bool(fs.write_text_file), root=root)

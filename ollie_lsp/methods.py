@@ -400,7 +400,8 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
     with _review_errors(), invalid_params("session", RuntimeError):
         done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
     buffers = [{"path": b.path, "status": b.status, **({"reason": b.reason} if b.reason else {})} for b in done.buffers]
-    return {"turn": done.turn, "files": done.files, "messages": done.messages, "buffers": buffers}
+    return {"turn": done.turn, "files": done.files, "buildOutput": list(done.build_output), "messages": done.messages,
+            "buffers": buffers}
 
 
 @method("ollie/session/new", SessionNewParams)

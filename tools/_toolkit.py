@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -72,17 +73,32 @@ def content_path(path: Path) -> Path:
     return Path(copy) if copy else path
 
 
-def read_text(path: Path) -> str:
-    """A file's text (invalid UTF-8 replaced); ToolError for missing files and dirs."""
-    path = content_path(path)
+def read_bytes(path: Path, shown: object) -> bytes:
+    """The bytes of regular file `path` (`shown`: its name in errors); ToolError for anything else.
+
+    Opened without blocking and checked on the open file: a FIFO planted in the workspace held the step until its
+    timeout, a device (a link to /dev/zero) read until the step's memory limit.
+    """
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise ToolError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ToolError(f"{path}: is a directory") from None
+        raise ToolError(f"{shown}: no such file") from None
     except PermissionError:
-        raise ToolError(f"{path}: permission denied") from None
+        raise ToolError(f"{shown}: permission denied") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{shown}: is a directory (use file_glob to list it)")
+        raise ToolError(f"{shown}: not a regular file (a FIFO, device or socket); not read")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def read_text(path: Path) -> str:
+    """A file's text (invalid UTF-8 replaced); ToolError for missing files, dirs and what is no regular file."""
+    path = content_path(path)
+    return read_bytes(path, path).decode("utf-8", errors="replace")
 
 
 def write_atomic(path: Path, text: str) -> None:

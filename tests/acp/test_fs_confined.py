@@ -7,10 +7,12 @@ not make the daemon ask it for that file. The tool then reads the disk itself, s
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 SECRET = "SECRET_KEY=hunter2"
 
@@ -56,3 +58,65 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(start
     assert asked == [os.path.join(root, "ok.txt")], asked
     assert not any(path.startswith(str(outside)) or "outside" in path for path, _ in client.writes), client.writes
     assert not (outside / "new").exists() or (outside / "new").read_text() != "pwned"
+
+
+async def test_the_client_is_never_asked_about_a_path_while_a_step_may_swap_it(start_agent, llm, tmp_path: Path,
+                                                                              monkeypatch) -> None:
+    """The path was checked (beneath the root, no link), then the client opened it by name, following links: a step of
+    another session in the workspace swapping it for a link in between had the client read a secret to the model, or
+    write the model's text over a file outside. The client is now asked only while no step that may write there runs
+    (each step holds its writable paths' shared locks, `ollie.sandbox.writers`), the path checked again inside."""
+    from tests.acp.conftest import RecordingClient
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text(f"{SECRET}\n")
+    (outside / "bashrc").write_text("# mine\n")
+    asked: list[str] = []
+    racing = True  # while the other session's step runs, it swaps the file for a link the instant the client opens it
+
+    def opened(path: str, to: Path) -> Path:
+        if racing:
+            os.replace(path, f"{path}.bak")
+            os.symlink(to, path)
+        return Path(path)  # the client opens it by name, following links
+
+    class Racing(dict):  # type: ignore[type-arg]
+        def __getitem__(self, path: str) -> str:
+            asked.append(path)
+            return (opened(path, outside / "secret") if path.endswith("notes.py") else Path(path)).read_text()
+
+    editor_write = RecordingClient.write_text_file
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: object) -> object:
+        opened(path, outside / "bashrc").write_text(content)
+        return await editor_write(self, session_id, path, content)
+
+    monkeypatch.setattr(RecordingClient, "write_text_file", write_text_file)
+    blocker = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch started; cat go.fifo", "language": "bash"}]}))
+    llm.script(blocker, call("file_read", "notes.py"), Reply.text("read while it ran"),
+               call("file_write", "w.py", "pwned = 1"), Reply.text("wrote while it ran"),
+               Reply.text("step done"), call("file_read", "notes.py"), Reply.text("read after"))
+    agent = await start_agent(env=llm.env(), fs=True)
+    ws = agent.workspace
+    os.mkfifo(ws / "go.fifo")
+    (ws / "notes.py").write_text("notes = 1\n")
+    (ws / "w.py").write_text("w = 1\n")
+    agent.client.files = Racing()
+    agent.client.permission_answers = ["allow_once"] * 10
+    other, mine = await agent.new(), await agent.new()
+    running = asyncio.ensure_future(agent.prompt(other, "wait"))
+    await eventually(lambda: (ws / "started").exists(), "the other session's step started")
+    await agent.prompt(mine, "read it")
+    await agent.prompt(mine, "write it")
+    racing = False
+    tools = "\n".join(m["content"] for r in llm.chat_requests[1:] for m in r.body["messages"] if m["role"] == "tool")
+    assert SECRET not in tools and "notes = 1" in tools, tools
+    assert (outside / "bashrc").read_text() == "# mine\n"
+    assert asked == [] and agent.client.writes == [], (asked, agent.client.writes)
+    assert (ws / "w.py").read_text() == "pwned = 1" and not (ws / "w.py").is_symlink()  # written on disk, sandboxed
+    with open(ws / "go.fifo", "w") as fifo:  # the other session's step ends
+        fifo.write("go\n")
+    await running
+    await agent.prompt(mine, "read it again")
+    assert str(Path(os.path.realpath(ws)) / "notes.py") in asked, asked  # asked again once no step runs

@@ -181,6 +181,13 @@ async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) 
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.list_sessions(cursor="50")  # an old count, or none of ours
     assert caught.value.code == -32602 and "not a cursor of ollie's session list" in str(caught.value.data), caught.value.data
+    # Forged ones: a lone surrogate (no UTF-8 for the store) and a NUL (PostgreSQL's text holds none) failed the
+    # listing as an internal error; a megabyte of junk was echoed whole.
+    for forged in ("1:\ud800", ":a\x00b", "x" * 1_000_000):
+        with pytest.raises(acp.RequestError) as caught:
+            await agent.conn.list_sessions(cursor=forged)
+        data = str(caught.value.data)
+        assert caught.value.code == -32602 and "not a cursor of ollie's session list" in data and len(data) < 300, data
 
 
 async def test_the_slash_commands_follow_the_session_new_answer(start_agent, llm) -> None:

@@ -69,3 +69,31 @@ async def test_an_interrupt_does_not_cancel_the_turn_error_hook(scripted_llm, ma
     assert (await turn).stop == "interrupted"
     go.touch()
     await eventually(lambda: done.exists() and done.read_text() == "finished\n", "the hook to finish")
+
+
+async def test_a_prompt_queued_once_its_sender_saw_the_turn_end_waits_for_the_next_turn_however_soon(
+        scripted_llm, make_core):
+    """The user saw the turn end and queued a prompt at once: it comes while the ended turn's submit still drains
+    the queue (it has not returned), and waits for the next turn's end all the same, not run as a follow-up."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("done"), Reply.text("next answer"), Reply.text("queued answer"))
+    core = await make_core(srv, toy=ToyServer())
+    ends = core.bus.subscribe(frozenset({"turn"}))
+    turn = asyncio.create_task(core.submit("quick"))
+
+    async def queue_on_the_end() -> bool:
+        async for event in ends:
+            if event.content != "start":  # the end reached this subscriber: the user saw it
+                core.queue("for later")
+                return turn.done()
+        return True
+
+    assert await queue_on_the_end() is False  # queued before the ended turn's submit returned
+    assert (await turn).reply == "done"
+    assert core.queued() == ["for later"] and not core.queue_held() and len(srv.chat_requests) == 1
+    sub = core.bus.subscribe()
+    assert (await core.submit("next")).reply == "next answer"
+    events = [(e.role, e.content) for e in drain(sub) if e.role in ("turn", "user")]
+    assert events == [("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "for later"),
+                      ("turn", "end")]
+    assert core.queued() == [] and core.reply == "queued answer"

@@ -201,8 +201,12 @@ async def test_build_output_is_left_out_of_the_list_but_stays_undoable(scripted_
     assert "build/app.bin" in everything and any(p.startswith("__pycache__/calc.") for p in everything), everything
     await core.review.undo("build/app.bin")
     assert not (workdir / "build" / "app.bin").exists()
-    await core.rewind()
+    # The rewind's files are those listed; the bytecode it removed too is said apart (it said "2 file(s) restored").
+    done = await core.rewind()
+    assert done.files == ["notes.txt"] and [p.split(".")[0] for p in done.build_output] == ["__pycache__/calc"]
     assert not (workdir / "__pycache__").exists() or not any((workdir / "__pycache__").iterdir())
+    assert (await core.submit("/rewind undo")).reply.startswith(
+        "rewind undone: turn 1 back, 1 file(s) restored and 1 build output file(s), 4 messages")
 
 
 async def test_a_read_only_turn_takes_no_checkpoint_and_a_rewound_numbers_refs_go(scripted_llm, make_core, workdir):

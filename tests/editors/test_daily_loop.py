@@ -41,10 +41,14 @@ def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):  # noqa:
     result = run_scenario("edit_then_test", workspace, srv)
     ran = srv.chat_requests[2].body["messages"][-1]["content"]
     assert "tests passed" in ran and "AssertionError" not in ran, ran
-    assert (workspace / "calc.py").read_text() == FIXED
+    assert result["calc_disk"] == FIXED.splitlines()
     assert result["calc_buffer"] == FIXED.splitlines() and not result["calc_modified"], "the buffer was written"
     assert result["notes_modified"] and (workspace / "notes.txt").read_text() == NOTES, "the user's notes were saved"
     assert result["calc_after_undo"] == CALC.splitlines(), "the edit is undoable in the editor"
+    # The rewind restored calc.py and removed the test run's __pycache__/calc.*.pyc: the notice counts the file the
+    # turn changed (as the chat's "1 file changed" did) and the build output apart.
+    assert result["rewound"].endswith("rewound to before turn 1 (1 file restored, +1 build output, 0 messages left)")
+    assert result["calc_after_rewind"] == CALC.splitlines() and not (workspace / "__pycache__").exists()
 
 
 def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):

@@ -164,7 +164,9 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # :OllieStop ends the 45 s story at once (the scenario waits for "interrupted") and keeps the partial answer.
     # Bug: a prompt queued before the stop showed "⏳ queued" for good, held by the daemon with no way on. Now it
     # shows as held, the chat says how to go on, and the send key on an empty prompt sends it.
-    assert "the stop holds the queued prompts: <CR> on an empty prompt sends them" in result["held_chat"]
+    # One held prompt is "it" (it said "the queued prompts ... sends them").
+    assert ("the stop holds the queued prompt: <CR> on an empty prompt sends it, your next prompt runs after it, "
+            "/queued clear drops it") in result["held_chat"]
     assert "## You\nand then a held one on notes.txt\n📎 notes.txt:1\n\n## ollie\nheld answer" in result["first_tab_chat"]
     # A queued prompt carries its context: sent as `context`, shown with its 📎 line while it waits and held (read
     # back from the daemon's queue), and the model gets the file with it.
@@ -426,7 +428,15 @@ def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, se
     (planted / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
     (planted / "ollie-lsp").chmod(0o755)
     installed = Path(sys.executable).parent / "ollie-lsp"
-    script = tmp_path / "try.lua"
+    result = _start_daemon_in(repo, setup, ran, path=f"node_modules/.bin:{installed.parent}:/usr/bin:/bin")
+    assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
+    assert result == {"cmd": [str(installed)], "initialized": True}, result
+
+
+def _start_daemon_in(repo: Path, setup: str, ran: Path, *, path: str) -> dict:
+    """A headless Neovim in `repo` set up with `setup` starts the daemon: the command it chose and whether a daemon
+    answered `initialize` (it waits for that, or for the planted program's `ran` file)."""
+    script = repo.parent / "try.lua"
     script.write_text(f"""
 vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
 vim.cmd.runtime("plugin/ollie.lua")
@@ -435,18 +445,32 @@ local cmd = require("ollie.config").server_cmd()
 local client = require("ollie.client")
 client.ensure()
 local ran = function() return vim.uv.fs_stat({json.dumps(str(ran))}) ~= nil end
--- Either the planted program ran, or the daemon answered `initialize`.
 vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and c.initialized == true) end, 20)
 local c = client.get()
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
 vim.cmd("qa!")
 """)
-    env = {**os.environ, "PATH": f"node_modules/.bin:{installed.parent}:/usr/bin:/bin"}
     done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=90)
-    assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"cmd": [str(installed)], "initialized": True}, result
+                          env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=90)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("program", ["by-path", "by-name"])
+def test_python_m_ollie_lsp_never_runs_the_repositorys_package(tmp_path, program):
+    """`cmd = { "python3", "-m", "ollie_lsp" }`, started in a repository carrying `ollie_lsp/`: `-m` put the project
+    first on the import path, and the repository's package ran as the user. Now `-P` goes after the program."""
+    repo = tmp_path / "repo"
+    planted = repo / "ollie_lsp"
+    planted.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    python = Path(sys.executable)
+    first = str(python) if program == "by-path" else python.name
+    result = _start_daemon_in(repo, f'{{ cmd = {{ {json.dumps(first)}, "-m", "ollie_lsp" }} }}', ran,
+                              path=f"{python.parent}:/usr/bin:/bin")
+    assert not ran.exists(), "the repository's ollie_lsp package was run"
+    assert result == {"cmd": [str(python), "-P", "-m", "ollie_lsp"], "initialized": True}, result
 
 
 def test_a_file_context_never_reads_a_fifo_a_device_or_a_link_out_of_the_project(tmp_path):
@@ -487,6 +511,41 @@ vim.cmd("qa!")
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
 
 
+def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
+    """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
+    renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
+    with the same bytes" and the agent's save wrote over it. A rewrite with the very same bytes still is no change."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local ondisk = require("ollie.ondisk")
+local function replace(text) -- as a step writes: a new file renamed over the old
+  local f = assert(io.open(".a.py.new", "w")); f:write(text); f:close()
+  assert(os.rename(".a.py.new", "a.py"))
+end
+vim.cmd("edit a.py")
+local buf = vim.api.nvim_get_current_buf()
+local out = {{}}
+replace("x = 1\\n")
+out.same_bytes_changed = ondisk.changed(buf)
+local lstat = vim.uv.fs_lstat
+vim.uv.fs_lstat = function(path, ...) -- the step's write lands after the stamp, before the file is read
+  vim.uv.fs_lstat = lstat
+  replace("x = 2\\n")
+  return lstat(path, ...)
+end
+ondisk.remember(buf)
+out.raced_changed, out.raced_holds = ondisk.changed(buf), ondisk.holds(buf)
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, done.stderr)
+
+
 def test_the_saved_queued_prompts_file_a_broken_one_ignored_with_a_notice_and_at_most_8_sessions(tmp_path):
     """The queued prompts kept across a quit (savedqueue.lua): a broken file is none, said once, never an error; a
     written one keeps the newest 8 sessions, is replaced whole (no temp file left), a prompt whose turn started goes,
@@ -524,6 +583,27 @@ vim.cmd("qa!")
     assert result["kept"][-1]["prompts"] == [{"text": "second of 9", "labels": ["notes.txt:1"]}], result
     assert result["without_s9"] == 7 and result["forgotten"] == [], result
     assert [p.name for p in saved.parent.iterdir()] == ["queued.json"]
+
+
+def test_a_prompt_queued_when_nvim_quit_comes_back_in_the_default_session_resumed_at_start(workspace, scripted_llm):
+    """A prompt queued as a turn streamed, then a quit: the next Neovim's daemon resumes that session as its default
+    one, and a fresh chat there queues the prompt again, held, saying so of one prompt as "it". Before, only a
+    session switched to (:OllieSessions) got its prompts back."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8))
+    session = run_scenario("saved_default", workspace, srv)["session"]
+
+    class Resumed:
+        @staticmethod
+        def env() -> dict[str, str]:
+            return {**srv.env(), "OLLIE_TEST_RESUME": session}
+
+    result = run_scenario("saved_default", workspace, Resumed)
+    assert result["session"] == session and result["held"] is True, result
+    assert ("1 queued prompt from before the editor quit waits: <CR> on an empty prompt sends it, your next prompt "
+            "runs after it, /queued clear drops it") in result["chat"], result["chat"]
+    assert (result["queued"], result["running"]) == (["and the queued one"], False), result
+    assert len(srv.chat_requests) == 1
 
 
 def test_reloading_after_a_tool_round_skips_a_file_a_step_replaced_by_a_fifo(tmp_path):
@@ -630,6 +710,18 @@ def test_a_turn_begun_while_the_history_is_asked_for_shows_its_answer(workspace,
     assert result["errors"] == ""
     assert result["chat"].endswith("## You\ntell a story\n\n## ollie\nOnce upon a time, the end.\n\n_(end)_\n\n"
                                    "## You\nand a follow-up\n\n## ollie\nfollow-up answer\n\n_(end)_"), result["chat"]
+
+
+def test_a_prompt_queued_in_a_session_drawn_from_its_history_waits_for_the_next_turn(workspace, scripted_llm):
+    """The chat shows a session whose turn ran while the editor had none of its events (a client that joined it
+    mid-session): the user sees that turn ended, so a prompt queued now waits for the next turn (`seen` is the
+    history's `seq`; it was 0, and the prompt ran at once)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("first answer"))
+    result = run_scenario("joined_midway", workspace, srv)
+    assert result["seen_before"] == 0 and result["seen_drawn"] > 0, result
+    assert (result["queued"], result["running"]) == (["for later"], False), result
+    assert len(srv.chat_requests) == 1
 
 
 def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_say(workspace, scripted_llm):

@@ -167,3 +167,14 @@ async def test_session_list_pages_by_cursor_past_hand_written_records_and_new_se
     assert (await listed_ids(daemon, limit=2)) == [added]  # after the hand-written one dated past year 9999
     bad = await rpc_error(daemon, "ollie/session/list", {"cursor": "50"})  # an old offset, or none of ours
     assert bad.code == -32602 and "cursor: not a cursor of ollie's session list: '50'" in bad.message, bad.message
+
+
+async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_error(start_daemon, llm):
+    """A cursor id with a lone surrogate failed the listing as an internal error (-32603: no UTF-8 for the store),
+    one with a NUL in PostgreSQL the same; a megabyte of junk was echoed whole in the error."""
+    daemon = await start_daemon(env=llm.env())
+    for cursor in ("1:\ud800", ":a\x00b", "x" * 1_000_000):
+        bad = await rpc_error(daemon, "ollie/session/list", {"cursor": cursor})
+        assert bad.code == -32602 and "cursor: not a cursor of ollie's session list" in bad.message, bad.message
+        assert len(bad.message) < 300, len(bad.message)
+    assert (await daemon.request("ollie/session/list", {"cursor": "1:" + "z" * 100_000}))["sessions"] == []

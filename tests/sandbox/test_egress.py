@@ -689,3 +689,41 @@ async def test_a_steps_connections_at_once_to_one_host_wait_for_one_question(ws,
     assert out.decode().split().count("403") == waiting and questions == [target]
     assert counting.accepted == 0
     assert sorted(c["how"] for c in proc.report["network"]) == ["deny"] * waiting
+
+
+async def test_allow_for_this_session_covers_the_host_port_asked_in_every_spelling_and_no_other() -> None:
+    """A step's request spelled to stretch an answer: case, a trailing dot, a zero-padded port are that host:port
+    (not asked again); another port, a subdomain, its IP literal, a punycode look-alike are asked anew; port 0, a sign,
+    non-ASCII digits or a second port are no request at all (400, nothing asked)."""
+    from ollie.sandbox.proxyrequest import RequestError, read_request
+
+    asked: list[str] = []
+
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        asked.append(f"{host}:{port}")
+        return "session"
+
+    session = egress.NetAsk(ask=ask)  # one session's answers, across its steps
+
+    async def decide(target: str) -> str:
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.sendall(f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+            ours.setblocking(False)
+            try:
+                _, host, port, *_ = await read_request(ours)
+            except (RequestError, ValueError):
+                return "400"
+        step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=session)  # a later step
+        return (await step.decide(host, port))["how"]
+
+    assert await decide("other.test:443") == "session" and asked == ["other.test:443"]
+    for same in ("OTHER.test:443", "other.test.:443", "other.test:0443", "Other.Test.:00443"):
+        assert await decide(same) == "session" and len(asked) == 1, (same, asked)
+    for other in ("other.test:8443", "sub.other.test:443", "93.184.215.14:443", "xn--thr-test-9za.test:443",
+                  "[2606:4700::1]:443"):
+        assert await decide(other) == "session" and asked[-1] != "other.test:443", (other, asked)
+    assert len(asked) == 6
+    for bad in ("other.test:0", "other.test:+443", "other.test:٤٤٣", "other.test:443:443", "other.test:-1",
+                "other.test:65536", "*.test:443", "other.test%00:443", "[other.test]:443"):
+        assert await decide(bad) == "400" and len(asked) == 6, (bad, asked)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,27 @@ async def test_a_read_only_file_is_neither_edited_nor_overwritten(ws: Workspace,
         assert result.is_error and "read-only (no write permission), not changed" in result.text, result.text
     after = locked.stat()
     assert locked.read_text() == "x = 1\n" and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
+async def test_a_fifo_or_a_device_is_refused_at_once_by_the_file_tools(ws: Workspace, server: ExecuteServer) -> None:
+    # A FIFO planted in the workspace held file_read and file_edit until the step's timeout; a link to /dev/zero read
+    # until its memory limit. A directory, and a hard link to another user's file, say what they are.
+    os.mkfifo(ws.work / "pipe.py")
+    (ws.work / "zero.py").symlink_to("/dev/zero")
+    (ws.work / "d").mkdir()
+    theirs = ws.work / "theirs.py"
+    theirs.write_text("o = 1\n")
+    os.chown(theirs, 65534, 65534)
+    os.link(theirs, ws.work / "hard.py")
+    for name in ("pipe.py", "zero.py"):
+        read = await tool(server, "file_read", name)
+        edit = await tool(server, "file_edit", name, "a", "b")
+        for result in (read, edit):
+            assert result.is_error and "not a regular file (a FIFO, device or socket); not read" in result.text, result.text
+    assert "d: is a directory" in (await tool(server, "file_write", "d", "x\n")).text
+    for result in (await tool(server, "file_write", "hard.py", "x\n"), await tool(server, "file_edit", "hard.py", "o", "p")):
+        assert result.is_error and "read-only (no write permission), not changed" in result.text, result.text
+    assert theirs.read_text() == "o = 1\n" and theirs.stat().st_uid == 65534 and theirs.stat().st_nlink == 2
 
 
 # -- file_edit --

@@ -219,6 +219,8 @@ class ApprovalGate:
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd())
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
+        if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
+            answer = Answer("reject")
         if self.on_ask is not None:
             self.on_ask(q, answer)
         if not answered:

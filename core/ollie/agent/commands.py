@@ -15,6 +15,7 @@ from pathlib import Path
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
+from ollie.agent.review import Rewound
 from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
@@ -109,14 +110,22 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     try:
         if arg == "undo":
             done = await core.rewind_undo()
-            return f"rewind undone: turn {done.turn} back, {len(done.files)} file(s) restored, {done.messages} messages"
+            return (f"rewind undone: turn {done.turn} back, {len(done.files)} file(s) restored{_build_output(done)}, "
+                    f"{done.messages} messages")
         if arg and not re.fullmatch(r"\d+", arg):
             raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
         done = await core.rewind(int(arg) if arg else None)
     except WorkspaceError as exc:
         raise CommandUsageError(f"/rewind: {exc}") from None
     files = ", ".join(done.files) or "none"
-    return f"rewound to before turn {done.turn}: files restored ({files}); {done.messages} messages kept. /rewind undo to undo"
+    return (f"rewound to before turn {done.turn}: files restored ({files}){_build_output(done)}; {done.messages} "
+            "messages kept. /rewind undo to undo")
+
+
+def _build_output(done: Rewound) -> str:
+    """The build output a rewind put back too, said apart from the files (the change list leaves it out)."""
+    count = len(done.build_output)
+    return f" and {count} build output file(s)" if count else ""
 
 
 async def cmd_kill(core: CommandTarget, arg: str) -> str:

@@ -12,12 +12,15 @@ MAX_CONTINUATIONS = 10
 class _Prompt:
     """One queued prompt; an object, so the one holding idle injects is found by identity, not by text."""
 
-    __slots__ = ("held", "text")
+    __slots__ = ("after", "held", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, after: int = -1) -> None:
         self.text = text
         # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
         self.held = False
+        # It runs once more than this many turns have ended: one its sender queued after seeing the last turn end
+        # waits for the next turn's end, even when a loop still draining the queue for that ended turn comes to it.
+        self.after = after
 
 
 class Inbox:
@@ -35,6 +38,7 @@ class Inbox:
         self._continued = 0
         self._taken: _Prompt | None = None  # the queued prompt `next_prompt` last gave (None: a continuation)
         self._ran_through = False  # the last run of turns ended, and not by an interrupt
+        self._ends = 0  # turns ended so far (their `turn` end published)
         self._on_queued = on_queued
 
     def turns_ended(self, *, interrupted: bool) -> None:
@@ -45,6 +49,10 @@ class Inbox:
                 prompt.held = True
         self._ran_through = not interrupted
         self._on_queued()  # the queue may now be held: observers re-read it
+
+    def turn_over(self) -> None:
+        """A turn's end was published: what was queued for the turn after it may run."""
+        self._ends += 1
 
     def follows_on(self) -> bool:
         """Whether a prompt queued for the last run of turns runs now: they ended, not interrupted, and nothing
@@ -68,7 +76,7 @@ class Inbox:
             self._continued += 1
             return text
         self._continued = 0
-        waiting = next((p for p in self._prompts if not p.held), None)
+        waiting = next((p for p in self._prompts if not p.held and p.after < self._ends), None)
         if waiting is None:
             return None
         self._prompts.remove(waiting)
@@ -82,9 +90,9 @@ class Inbox:
             self._taken = None
 
     def release(self) -> None:
-        """The user's word: held prompts may run again."""
+        """The user's word: held prompts, and those waiting for a turn's end, may run now."""
         for prompt in self._prompts:
-            prompt.held = False
+            prompt.held, prompt.after = False, -1
 
     @property
     def held(self) -> bool:
@@ -127,9 +135,9 @@ class Inbox:
         if self._injects:
             self._queue_inject(self.pop_inject(), replace=False)
 
-    def queue(self, text: str) -> int:
-        """Add a prompt to the FIFO; returns its depth."""
-        self._prompts.append(_Prompt(text))
+    def queue(self, text: str, *, for_next_end: bool = False) -> int:
+        """Add a prompt to the FIFO; returns its depth. With `for_next_end` it waits for a turn to end after now."""
+        self._prompts.append(_Prompt(text, after=self._ends if for_next_end else -1))
         self._on_queued()
         return len(self._prompts)
 

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -73,12 +73,14 @@ class Undone:
 
 @dataclass(eq=False, repr=False)
 class Rewound:
-    """What a rewind (or its undo) did: the turn, the files, the messages left, the open buffers reverted."""
+    """What a rewind (or its undo) did: the turn, the files (as the change list shows them), the messages left, the
+    open buffers reverted, and the build output it put back too (listed apart: a user never made it)."""
 
     turn: int
     files: list[str]
     messages: int
     buffers: tuple[BufferRevert, ...] = ()
+    build_output: tuple[str, ...] = ()
 
 
 def _after_session(session_id: str) -> str:
@@ -404,7 +406,7 @@ class Review:
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
         self._host.save()
-        return Rewound(number, [c.path for c in restored.changes], len(session.messages), tuple(buffers))
+        return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
 
     async def rewind_undo(self) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind."""
@@ -430,7 +432,18 @@ class Review:
         session.turn_starts = starts
         self._host.save()
         await asyncio.to_thread(self._drop_rewind)
-        return Rewound(turn, [c.path for c in restored.changes], len(session.messages))
+        return await self._rewound(turn, restored.changes, len(session.messages))
+
+    async def _rewound(self, turn: int, changes: Sequence[FileChange], messages: int,
+                       buffers: tuple[BufferRevert, ...] = ()) -> Rewound:
+        """What a rewind restored, the build output apart (the change list leaves it out: ollie.workspace.ignored)."""
+        from ollie.workspace.ignored import ignored
+
+        cp = self.checkpoints()
+        paths = [c.path for c in changes]
+        hidden = await ignored(cp.git, cp.root, paths)
+        return Rewound(turn, [p for p in paths if p not in hidden], messages, buffers,
+                       tuple(p for p in paths if p in hidden))
 
 
 async def _read_text(root: Path, rel: str) -> str | None:

@@ -328,6 +328,7 @@ class TurnHost:
                 self._shown.add(warning)
                 bus.emit("info", f"warning: {warning}")
         bus.emit("turn", result.stop)
+        self.inbox.turn_over()
         self.running = False
         for backend in self.take_retired():  # backends a /backend replaced during this turn
             await backend.aclose()

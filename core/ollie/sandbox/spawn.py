@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ollie import paths, programs
 from ollie.log import get_logger
-from ollie.sandbox import unconfined
+from ollie.sandbox import unconfined, writers
 from ollie.sandbox.errors import SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
@@ -325,6 +325,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     warnings: list[str] = []
     ruleset = None
     child_env = dict(env)
+    release = None
     if policy is not None:
         programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
         extra = await library_rules(argv[0], env) if policy.ldd else []
@@ -356,6 +357,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
     gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
     try:
+        if policy is not None:  # no editor is handed a path there by name while the step may swap it (writers.py)
+            release = await writers.hold(policy.writable())
         try:
             pid, status = await _server.spawn(request, child_fds, report)
         except _ServerLost as exc:
@@ -364,6 +367,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     except BaseException:
         if gone is not None:
             gone()
+        if release is not None:
+            release()
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
                 os.close(fd)
@@ -379,6 +384,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         status = _releasing(status, step_net)
     if gone is not None:
         status.add_done_callback(gone)  # once every process of it is dead
+    if release is not None:
+        status.add_done_callback(release)
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w, report=report)

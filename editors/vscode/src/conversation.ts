@@ -220,7 +220,7 @@ export class Conversation implements vscode.Disposable {
   /** Queue a prompt (with its context items) to run after the current turn. */
   queue(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
     // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.
-    return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.lastSeq });
+    return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.seen });
   }
 
   /** Inject text (with its context items) into the running turn (the model sees it at its next step). */

@@ -51,8 +51,8 @@ interface QueueState {
 }
 
 function heldNotice(count: number, why: string): string {
-  const prompts = count === 1 ? "1 queued prompt waits" : `${count} queued prompts wait`;
-  return `${why}: ${prompts}. They run before your next prompt; /queued clear drops them.`;
+  if (count === 1) return `${why}: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it.`;
+  return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
 }
 
 /** The queued prompts of the conversation's sessions. */

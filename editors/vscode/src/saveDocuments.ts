@@ -7,7 +7,7 @@
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { Daemon } from "./daemon";
-import { fileDigest } from "./lib/fileDigest";
+import { fileDigest, stampedDigest } from "./lib/fileDigest";
 import { parseSaveDocumentsParams } from "./lib/protocol";
 
 // Document URI -> its file's mtime and content digest when the document last agreed with the disk (opened, saved,
@@ -24,9 +24,9 @@ async function mtime(uri: vscode.Uri): Promise<number | undefined> {
 
 async function note(doc: vscode.TextDocument): Promise<void> {
   if (doc.uri.scheme !== "file" || doc.isDirty) return;
-  const time = await mtime(doc.uri);
+  const { stamp: time, digest } = await stampedDigest(() => mtime(doc.uri), doc.uri.fsPath);
   if (time === undefined) agreed.delete(doc.uri.toString());
-  else agreed.set(doc.uri.toString(), { time, digest: await fileDigest(doc.uri.fsPath) });
+  else agreed.set(doc.uri.toString(), { time, digest });
 }
 
 /** Whether the file changed since the document last agreed with it: a new mtime with the very same bytes (`sed -i`

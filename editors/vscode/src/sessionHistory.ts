@@ -74,7 +74,7 @@ export class SessionHistory {
       // A turn running when the page was read has not ended: the last one's result is not this one's. Said with the
       // page: the chat's own status may be from before or after it.
       const ended = (page.running ?? this.host.running(session)) ? undefined : lastTurnResult;
-      this.host.setModel(session, modelFromHistory(page.messages, ended));
+      this.host.setModel(session, modelFromHistory(page.messages, ended, page.seq));
       this.earlierCounts.set(session, page.offset);
     } catch (err) {
       this.host.log.warn(`ollie/context: ${errorText(err)}`);
@@ -85,13 +85,13 @@ export class SessionHistory {
 
   // A page of the session's messages from `offset`; it starts earlier when it would start with a tool result, so that
   // each call and its result are on one page (split, they would show as two steps).
-  private async fetchPage(session: string, { offset, limit }: { offset: number; limit: number }): Promise<{ messages: unknown[]; offset: number; running?: boolean }> {
-    const { messages, running } = await readContext((params) => this.host.daemon.request<unknown>("ollie/context", { session, ...params }), offset, limit);
+  private async fetchPage(session: string, { offset, limit }: { offset: number; limit: number }): Promise<{ messages: unknown[]; offset: number; running?: boolean; seq?: number }> {
+    const { messages, running, seq } = await readContext((params) => this.host.daemon.request<unknown>("ollie/context", { session, ...params }), offset, limit);
     while (offset > 0 && startsWithResult(messages)) {
       offset -= 1;
       messages.unshift(...parseContextPage(await this.host.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);
     }
-    return { messages, offset, running };
+    return { messages, offset, running, seq };
   }
 
   // How the session's last turn ended (`info.lastTurnResult`): `session/load` of a session this daemon runs answers its info.

@@ -247,6 +247,9 @@ function Chat:with_session(fn)
       self:set_session(res.session)
       if method == "ollie/state" then
         M.on_state(res)
+        -- The daemon's default session may be one it resumed at start: what it had queued when an editor before
+        -- quit during a turn is queued again, as for a session switched to.
+        self:restore_queue()
       end
     end
     for _, cb in ipairs(waiting) do

@@ -6,7 +6,8 @@
 --   client.request(method, params, cb)  cb(err, result) on the main loop; returns the request id
 --   client.cancel(request_id)           $/cancelRequest
 --   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
---   client.seen(session)                the `seq` of the last ollie/event of `session` received (0: none yet)
+--   client.seen(session)                the `seq` of the last ollie/event of `session` the user has (0: none yet)
+--   client.saw(session, seq)            an ollie/context answer drew the session's events up to `seq`
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
@@ -23,16 +24,25 @@ M.listeners = {}
 -- Callbacks waiting for a client's daemon to exit, by client id (restart).
 ---@type table<integer, fun()>
 local on_exited = {}
--- The `seq` of the last `ollie/event` received per session from the running daemon (a fresh one counts from 1).
+-- The `seq` of the last `ollie/event` per session the user has from the running daemon (a fresh one counts from 1):
+-- received, or told by an `ollie/context` answer drawn.
 ---@type table<string, integer>
 local seen = {}
 
----The `seq` of the last `ollie/event` of `session` received from the running daemon (0: none yet): an
+---The `seq` of the last `ollie/event` of `session` the user has from the running daemon (0: none yet): an
 ---ollie/queue says it, so the daemon knows whether the user saw the turn running or already ended.
 ---@param session string
 ---@return integer
 function M.seen(session)
   return seen[session] or 0
+end
+
+---The user has the session's events up to `seq`: received, or drawn from an `ollie/context` answer, which tells
+---them all up to its `seq` (a chat that shows a session whose turns ran before it had any of their events).
+---@param session string
+---@param seq integer
+function M.saw(session, seq)
+  seen[session] = math.max(seen[session] or 0, seq)
 end
 
 ---Whether `dir` may be the project a marker found above the working directory names: the user's own, and not
@@ -115,7 +125,7 @@ local function handlers()
   local event = dispatch("ollie/event")
   hs["ollie/event"] = function(err, params)
     if not err and type(params) == "table" and type(params.session) == "string" and type(params.seq) == "number" then
-      seen[params.session] = params.seq
+      M.saw(params.session, params.seq)
     end
     event(err, params)
   end

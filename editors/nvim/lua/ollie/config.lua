@@ -208,19 +208,38 @@ function M.on_path(name)
   return nil
 end
 
+---`cmd` with `-P` after the program when it is a Python running a module (`python3 -m ollie_lsp`): `-m` puts the
+---current directory, the project, first on the import path, so a repository carrying `ollie_lsp/` would run as the
+---user instead of ollie. `-P` (Python 3.11, as ollie needs) leaves it off; `-I` already does.
+---@param cmd string[]
+---@return string[]
+function M.with_safe_path(cmd)
+  if not vim.fs.basename(cmd[1]):match("^python[%d.]*$") then
+    return cmd
+  end
+  for i = 2, #cmd do
+    if cmd[i] == "-P" or cmd[i] == "-I" then
+      return cmd
+    elseif cmd[i] == "-m" then
+      return vim.list_extend({ cmd[1], "-P" }, cmd, 2)
+    end
+  end
+  return cmd
+end
+
 ---The command that starts the daemon, its program as an absolute path.
 ---@return string[]|nil cmd, string|nil err
 function M.server_cmd()
   local o = M.options
   if o.cmd then
     if o.cmd[1]:find("/", 1, true) then
-      return o.cmd
+      return M.with_safe_path(o.cmd)
     end
     local found = M.on_path(o.cmd[1])
     if not found then
       return nil, "`" .. o.cmd[1] .. "` (the `cmd` option) not found in PATH's absolute directories"
     end
-    return vim.list_extend({ found }, o.cmd, 2)
+    return M.with_safe_path(vim.list_extend({ found }, o.cmd, 2))
   end
   local found = M.on_path("ollie-lsp")
   if found then

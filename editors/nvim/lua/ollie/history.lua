@@ -180,6 +180,9 @@ function H:redraw(after, ended, last_result)
       -- could say idle while the history read next held the prompt of a turn begun between the two: drawn as never
       -- answered, its reply dropped.
       M.render(self.transcript, res.messages, res.answering == true, last_result)
+      if session and type(res.seq) == "number" then
+        client.saw(session, res.seq) -- the user sees the history: the events it holds, its turns' ends too
+      end
       self.running = res.running == true
       self.redraw_at_end = self.running
     end

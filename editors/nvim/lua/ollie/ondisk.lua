@@ -63,7 +63,11 @@ end
 ---@param buf integer
 function M.remember(buf)
   if vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
-    seen[buf] = { stamp = stamp(buf), digest = digest(vim.api.nvim_buf_get_name(buf)) }
+    local before = stamp(buf)
+    local sum = digest(vim.api.nvim_buf_get_name(buf))
+    -- A write landing between the stamp and the read paired this stamp with the new content's digest: that change
+    -- then passed as "the same bytes" and the agent's save wrote over it. No digest then: the stamp alone decides.
+    seen[buf] = { stamp = before, digest = stamp(buf) == before and sum or nil }
   end
 end
 

@@ -21,6 +21,15 @@ local function send_key()
   return (config.options.keymaps.send or {}).n or "send"
 end
 
+---What the user may do with `n` held prompts (one is "it", not "them"): send them on, or drop them.
+---@param n integer
+---@return string
+local function held_choices(n)
+  local it = n == 1 and "it" or "them"
+  return string.format("%s on an empty prompt sends %s, your next prompt runs after %s, /queued clear drops %s",
+    send_key(), it, it, it)
+end
+
 ---Methods of ollie.Chat, installed by chat.lua.
 ---@class ollie.ChatPending
 local P = {}
@@ -90,8 +99,8 @@ function P:sync_queue()
     self.queue_held = (res.queueHeld == true or was_held == true) and #texts > 0
     self.transcript:set_queued(texts, self.queue_held)
     if self.queue_held and not was_held then
-      self.transcript:note(string.format("the stop holds the queued prompts: %s on an empty prompt sends them, "
-        .. "your next prompt runs after them, /queued clear drops them", send_key()), "OllieQueued")
+      self.transcript:note(string.format("the stop holds the queued prompt%s: %s", #texts == 1 and "" or "s",
+        held_choices(#texts)), "OllieQueued")
     end
     if #texts == 0 and not res.running and not carried[self.session] then
       savedqueue.forget(self.session) -- run, popped or dropped (`/queued clear`)
@@ -142,9 +151,9 @@ function P:restore_queue()
     elseif #shown > 0 and session == self.session then
       self.queue_held = true
       self.transcript:set_queued(shown, true)
-      self.transcript:note(string.format("%d queued prompt%s from before the editor quit wait%s: your next prompt "
-        .. "runs after them, %s on an empty prompt sends them, /queued clear drops them", #shown,
-        #shown == 1 and "" or "s", #shown == 1 and "s" or "", send_key()), "OllieQueued")
+      local one = #shown == 1
+      self.transcript:note(string.format("%d queued prompt%s from before the editor quit wait%s: %s", #shown,
+        one and "" or "s", one and "s" or "", held_choices(#shown)), "OllieQueued")
     end
   end
   requeue(1)

@@ -100,9 +100,16 @@ export class ChatModel {
   readonly items: ChatItem[] = [];
   running = false;
   lastSeq = 0;
+  /** The `seq` of the `ollie/context` answer this chat was drawn from: the user saw the events it tells of. */
+  historySeq = 0;
   /** How many events were skipped in `seq` (a client that missed notifications can say so). */
   missed = 0;
   private nextId = 1;
+
+  /** The last event the user has seen the news of, live or in the history drawn (`ollie/queue`'s `seen`). */
+  get seen(): number {
+    return Math.max(this.lastSeq, this.historySeq);
+  }
 
   /** Fold one event into the conversation; returns the items it added or changed. */
   apply(event: OllieEvent): ChatItem[] {

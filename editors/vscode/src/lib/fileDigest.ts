@@ -36,3 +36,12 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
     await handle.close();
   }
 }
+
+/** `file`'s stamp (`stamp()`: its mtime as the caller reads it) with its digest, the digest undefined when the stamp
+ * moved while the file was read: a write landing between the two would pair the old stamp with the new content's
+ * digest, and that change would later pass as "a rewrite with the same bytes". */
+export async function stampedDigest<T>(stamp: () => Promise<T>, file: string): Promise<{ stamp: T; digest?: string }> {
+  const before = await stamp();
+  const digest = await fileDigest(file);
+  return { stamp: before, digest: (await stamp()) === before ? digest : undefined };
+}

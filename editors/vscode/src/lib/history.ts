@@ -59,8 +59,9 @@ function stringList(value: unknown): string[] | undefined {
 }
 
 /** A chat model holding a resumed session's conversation; `lastTurnResult` (its `info`) marks how the last turn ended. */
-export function modelFromHistory(messages: unknown, lastTurnResult?: unknown): ChatModel {
+export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, seq = 0): ChatModel {
   const model = new ChatModel();
+  model.historySeq = seq;
   for (const item of historyItems(messages)) model.add(item);
   for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
   return model;
@@ -138,6 +139,8 @@ export interface ContextPage {
   /** Whether a turn ran when the daemon read these messages (said with them: asked apart, it may have begun or ended
    * in between); absent from a daemon that does not say. */
   running?: boolean;
+  /** The last `ollie/event` whose news the history holds (PROTOCOL.md "ollie/context"); absent from an older daemon. */
+  seq?: number;
 }
 
 /** An `ollie/context` result as a page; a daemon that does not say `total` sent them all. */
@@ -149,6 +152,7 @@ export function parseContextPage(raw: unknown): ContextPage {
   if (typeof record.next === "number" && Number.isInteger(record.next)) page.next = record.next;
   if (record.systemPrompt !== undefined) page.systemPrompt = record.systemPrompt;
   if (typeof record.running === "boolean") page.running = record.running;
+  if (typeof record.seq === "number" && Number.isInteger(record.seq) && record.seq >= 0) page.seq = record.seq;
   return page;
 }
 
@@ -168,6 +172,7 @@ export async function readContext(
     whole.systemPrompt ??= page.systemPrompt;
     // The last page's: it holds the end of the history, where a running turn's prompt is.
     if (page.running !== undefined) whole.running = page.running;
+    if (page.seq !== undefined) whole.seq = page.seq;
     // Only forward: a `next` that does not move on would ask for the same page for ever.
     if (page.next === undefined || page.next <= at || page.next >= stop) return whole;
     at = page.next;

@@ -27,6 +27,16 @@ function onPath(name: string, options: ResolveOptions): string | undefined {
   return undefined;
 }
 
+/** `args` for `command`, with `-P` first when it is a Python running a module (`python3 -m ollie_lsp`): `-m` puts the
+ * working directory, the workspace folder, first on the import path, so a repository carrying `ollie_lsp/` would run
+ * as the user instead of ollie. `-P` (Python 3.11, as ollie needs) leaves it off; `-I` already does. */
+export function withSafePath(command: string, args: string[]): string[] {
+  const module = args.indexOf("-m");
+  const python = /^python[0-9.]*$/.test(path.basename(command));
+  if (!python || module < 0 || args.slice(0, module).some((arg) => arg === "-P" || arg === "-I")) return args;
+  return ["-P", ...args];
+}
+
 /** The daemon command: the (user's) setting, else `ollie-lsp` on PATH; a program named without a directory is found
  * here, never left to the spawn's own PATH lookup (which takes relative entries from the workspace folder).
  *
@@ -34,10 +44,10 @@ function onPath(name: string, options: ResolveOptions): string | undefined {
  * outside any sandbox, as soon as the chat opens. */
 export function resolveServerCommand(options: ResolveOptions): ServerCommand | { error: string } {
   const configured = options.configured.trim();
-  if (path.basename(configured) !== configured) return { command: configured, args: options.args };
+  if (path.basename(configured) !== configured) return { command: configured, args: withSafePath(configured, options.args) };
   if (configured) {
     const found = onPath(configured, options);
-    if (found) return { command: found, args: options.args };
+    if (found) return { command: found, args: withSafePath(found, options.args) };
     return { error: `Cannot find "${configured}" ("ollie.serverCommand") in PATH's absolute directories: set its full path.` };
   }
   const found = onPath(DAEMON, options);

@@ -13,6 +13,7 @@ const MAX_TURNS = 30;
 interface Rewound {
   turn?: number;
   files?: string[];
+  buildOutput?: string[];
   messages?: number;
 }
 
@@ -53,8 +54,11 @@ export async function rewind(
   await cut(session, done.turn ?? picked.turn);
   await reload(session);
   const restored = done.files?.length ?? 0;
+  // Build output (a test run's __pycache__) is put back too, but counted apart: the change list never showed it.
+  const built = done.buildOutput?.length ?? 0;
+  const alsoBuilt = built ? `, and ${built} build output file${built === 1 ? "" : "s"}` : "";
   const choice = await vscode.window.showInformationMessage(
-    `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored).`,
+    `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).`,
     "Undo Rewind",
   );
   if (choice === "Undo Rewind") {

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { fileDigest } from "../../src/lib/fileDigest";
+import { fileDigest, stampedDigest } from "../../src/lib/fileDigest";
 
 test("a file rewritten with its own bytes keeps its digest; a changed one, a link, a FIFO and a big one have none alike", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
@@ -22,5 +22,28 @@ test("a file rewritten with its own bytes keeps its digest; a changed one, a lin
   assert.equal(await fileDigest(path.join(dir, "fifo")), undefined, "a FIFO answers at once, unread");
   assert.equal(await fileDigest(file, 5), undefined, "past the bound");
   assert.equal(await fileDigest(path.join(dir, "gone")), undefined);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test("a write landing between the stamp and the read leaves no digest: the stamp alone then says it changed", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
+  const file = path.join(dir, "a.py");
+  fs.writeFileSync(file, "x = 1\n");
+  const mtime = async () => fs.statSync(file).mtimeMs;
+  const quiet = await stampedDigest(mtime, file);
+  assert.equal(quiet.digest, await fileDigest(file));
+  let stamps = 0;
+  const raced = await stampedDigest(async () => {
+    const time = await mtime();
+    if (stamps++ === 0) {
+      // A step's write (a new file renamed over it) just after the stamp was taken, an mtime later.
+      fs.writeFileSync(path.join(dir, "new"), "x = 2\n");
+      fs.utimesSync(path.join(dir, "new"), new Date(), new Date(time + 5000));
+      fs.renameSync(path.join(dir, "new"), file);
+    }
+    return time;
+  }, file);
+  assert.equal(raced.stamp, quiet.stamp);
+  assert.equal(raced.digest, undefined, "the new content's digest beside the old stamp");
   fs.rmSync(dir, { recursive: true });
 });

@@ -189,3 +189,16 @@ test("a saved prompt's images show as labels (type and size, the daemon sends no
   const user = model.items.find((i) => i.kind === "user");
   assert.deepEqual(user && user.kind === "user" ? user.contextLabels : undefined, ["image: png, 2 KB"]);
 });
+
+test("a chat drawn from history has seen the events its page tells of (ollie/queue's `seen`)", async () => {
+  // A session that ran before this window had its events: the first prompt queued must say the user saw the turn end
+  // (the history's `seq`), or the daemon runs it as a follow-up of a turn the user saw end.
+  const pages = [{ messages: [{ role: "user", content: "hi" }], total: 2, next: 1, seq: 3 }, { messages: [{ role: "assistant", content: "hello" }], total: 2, seq: 7 }];
+  const read = await readContext(async ({ offset }) => pages[offset]);
+  assert.equal(read.seq, 7, "the last page's seq");
+  const model = modelFromHistory(read.messages, undefined, read.seq);
+  assert.equal(model.seen, 7);
+  model.apply({ seq: 9, role: "assistant", content: "more" } as never);
+  assert.equal(model.seen, 9, "a later live event moves it on");
+  for (const bad of [-1, 1.5, "4"]) assert.equal(parseContextPage({ messages: [], seq: bad }).seq, undefined);
+});

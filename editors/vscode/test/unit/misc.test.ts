@@ -52,6 +52,21 @@ test("server command: a relative PATH entry is never searched, for ollie-lsp or 
   assert.ok("error" in named && /full path/.test(named.error), JSON.stringify(named));
 });
 
+test("server command: a Python running ollie_lsp as a module never takes the workspace folder's package", () => {
+  // `python3 -m ollie_lsp` started in a repository carrying `ollie_lsp/`: -m put the folder first on the import path.
+  const base = { pathEnv: "/usr/bin", isExecutable: (f: string) => f === "/usr/bin/python3" };
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "python3", args: ["-m", "ollie_lsp"] }),
+    { command: "/usr/bin/python3", args: ["-P", "-m", "ollie_lsp"] });
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "/opt/venv/bin/python3.12", args: ["-X", "utf8", "-m", "ollie_lsp"] }),
+    { command: "/opt/venv/bin/python3.12", args: ["-P", "-X", "utf8", "-m", "ollie_lsp"] });
+  // Already safe, or not a module run, or not Python: as written.
+  for (const args of [["-P", "-m", "ollie_lsp"], ["-I", "-m", "ollie_lsp"], ["/opt/ollie/main.py"]]) {
+    assert.deepEqual(resolveServerCommand({ ...base, configured: "python3", args }), { command: "/usr/bin/python3", args });
+  }
+  assert.deepEqual(resolveServerCommand({ ...base, configured: "/opt/bin/ollie-lsp", args: ["-m", "x"] }),
+    { command: "/opt/bin/ollie-lsp", args: ["-m", "x"] });
+});
+
 test("the chat page's CSP runs only the nonce'd script and never inline code", () => {
   const csp = chatCsp("https://ext.example", "abc123");
   assert.match(csp, /default-src 'none'/);

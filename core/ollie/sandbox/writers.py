@@ -1,0 +1,99 @@
+"""Where running steps may write, as shared flocks in ollie's state dir (one lock file per path, named by its hash).
+
+A program outside the sandbox that opens a workspace path by name (an ACP client answering `fs/read_text_file` or
+`fs/write_text_file`) follows a link a step swapped in after ollie checked the path. `quiet` tells when no running
+step of any session, in any ollie process of the user, may write that path or a directory above it, and keeps it
+so while held: steps starting meanwhile wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from ollie import paths
+from ollie.log import get_logger
+
+log = get_logger("ollie.sandbox.writers")
+
+# Steps wait here for a `quiet` holder (one answer of the editor), not in the loop's default executor, which the
+# holder may need meanwhile.
+_waiting = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ollie-writers")
+
+
+def _lock(path: str) -> int:
+    """A descriptor of `path`'s lock file (made when missing; never through a link)."""
+    folder = paths.state_dir() / "writers"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
+    return os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def _close(fds: Iterable[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
+def _locked(places: Iterable[str], how: int) -> list[int] | None:
+    """Descriptors holding `how` locks on every place's lock file; None when a LOCK_NB one is taken, or the lock
+    files cannot be made (a read-only state dir: then no `quiet` either). Blocking."""
+    fds: list[int] = []
+    try:
+        for place in places:
+            fds.append(_lock(place))
+            fcntl.flock(fds[-1], how)
+    except OSError as exc:
+        _close(fds)
+        if not isinstance(exc, BlockingIOError):
+            log.warning("no lock file for a path steps may write", extra={"reason": str(exc)})
+        return None
+    except BaseException:
+        _close(fds)
+        raise
+    return fds
+
+
+def _places(writable: Iterable[Path]) -> list[str]:
+    runtime = os.path.realpath(paths.runtime_tmp_dir())
+    places = {os.path.realpath(p) for p in writable}  # the policy's paths are the user's: their links count
+    # The sessions' own temp dirs hold no workspace file: no lock file for each of them.
+    return sorted(p for p in places if not Path(p).is_relative_to(runtime))
+
+
+def _exclusive(path: Path) -> list[int] | None:
+    real = Path(os.path.realpath(path))
+    return _locked([str(p) for p in (real, *real.parents)], fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+async def hold(writable: Iterable[Path]) -> Callable[..., None]:
+    """Shared locks on the paths a step starting may write (waiting out a `quiet` holder); the callback (call it
+    once, when every process of the step is gone) releases them."""
+    places = _places(writable)
+    # Almost always no editor holds one: taken here, without the thread hop every step would pay.
+    fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    if fds is not None:
+        return lambda *_: _close(fds)
+    taking = asyncio.get_running_loop().run_in_executor(_waiting, lambda: _locked(places, fcntl.LOCK_SH) or [])
+    try:
+        fds = await asyncio.shield(taking)
+    except asyncio.CancelledError:
+        taking.add_done_callback(lambda done: done.exception() or _close(done.result()))
+        raise
+    return lambda *_: _close(fds)
+
+
+@asynccontextmanager
+async def quiet(path: Path) -> AsyncIterator[bool]:
+    """True inside when no running step may write `path` or a directory above it (their locks held exclusively
+    until the end), False when one may."""
+    fds = await asyncio.to_thread(_exclusive, path)
+    try:
+        yield fds is not None
+    finally:
+        _close(fds or [])
