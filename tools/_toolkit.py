@@ -101,9 +101,9 @@ def read_text(path: Path) -> str:
     return read_bytes(path, path).decode("utf-8", errors="replace")
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, shown: object = None) -> None:
     """Replace `path` with `text` in one rename (in place in a directory the user may not write), keeping an existing
-    file's permissions.
+    file's permissions; `shown`: its name in errors (default `path`).
 
     A read-only file is refused, as any editor or program opening it to write would be: the rename would replace it
     (and make it the user's, when another user owns it) although its mode says it is not to be changed.
@@ -114,8 +114,8 @@ def write_atomic(path: Path, text: str) -> None:
         pass
     else:
         if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
-            raise ToolError(f"{path}: read-only (no write permission), not changed; the user can make it writable "
-                            "if they want it changed")
+            raise ToolError(f"{shown or path}: read-only (no write permission), not changed; the user can make it "
+                            "writable if they want it changed")
     path = content_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

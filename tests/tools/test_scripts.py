@@ -116,7 +116,9 @@ async def test_a_read_only_file_is_neither_edited_nor_overwritten(ws: Workspace,
     edit = await tool(server, "file_edit", "locked.py", "x = 1", "x = 2")
     write = await tool(server, "file_write", "locked.py", "x = 3\n")
     for result in (edit, write):
-        assert result.is_error and "read-only (no write permission), not changed" in result.text, result.text
+        # Named as the model gave it (it named the resolved absolute path).
+        assert result.is_error and "locked.py: read-only (no write permission), not changed" in result.text, result.text
+        assert str(ws.work) not in result.text, result.text
     after = locked.stat()
     assert locked.read_text() == "x = 1\n" and (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
 
