@@ -21,6 +21,8 @@ export interface SessionStatus {
   state: string;
   running: boolean;
   cost: unknown;
+  /** An approval question of the session waits for the user's answer. */
+  asking?: boolean;
 }
 
 /** What the chat view needs to know: items changed, everything changed, or the status changed. */
@@ -102,6 +104,8 @@ export class Conversation implements vscode.Disposable {
     this.approvals = new ApprovalModes(host, () => this.emitHeader());
     this.questions = new PermissionQuestions(host, () => {
       for (const listener of this.listeners) listener.permissionAsked?.();
+    }, (session) => {
+      if (session === (this.current ?? "")) this.emitStatus();
     });
     this.changesLists = new ChangesLists(host);
     this.history = new SessionHistory(host, (items, earlier) => {
@@ -154,7 +158,9 @@ export class Conversation implements vscode.Disposable {
   }
 
   get status(): SessionStatus {
-    return this.statuses.get(this.current ?? "") ?? { state: this.daemon.running ? "idle" : "stopped", running: false, cost: undefined };
+    const session = this.current ?? "";
+    const status = this.statuses.get(session) ?? { state: this.daemon.running ? "idle" : "stopped", running: false, cost: undefined };
+    return { ...status, asking: this.questions.asks(session) };
   }
 
   /** Subscribe a view; returns its disposable. */

@@ -28,7 +28,15 @@ export class PermissionQuestions {
     private readonly host: SessionHost,
     /** A question was asked in the session in view. */
     private readonly askedInView: () => void,
+    /** A question of `session` was asked, or waits no more. */
+    private readonly waitingChanged: (session: string) => void,
   ) {}
+
+  /** Whether a question of `session` waits for the user's answer. */
+  asks(session: string): boolean {
+    for (const question of this.pending.values()) if (question.session === session) return true;
+    return false;
+  }
 
   /** Show `request` in its session's chat; resolves with the user's answer (a reject when it is cancelled). */
   ask(request: PermissionRequest, token: vscode.CancellationToken): Promise<PermissionAnswer> {
@@ -39,10 +47,12 @@ export class PermissionQuestions {
     else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);
     return new Promise((resolve) => {
       this.pending.set(item.id, { item, session: request.session, resolve });
+      this.waitingChanged(request.session);
       token.onCancellationRequested(() => {
         if (!this.pending.delete(item.id)) return;
         item.outcome = "cancelled";
         this.host.changedIn(request.session, item);
+        this.waitingChanged(request.session);
         resolve({ outcome: "reject" });
       });
     });
@@ -56,12 +66,14 @@ export class PermissionQuestions {
     question.item.outcome = outcome;
     if (feedback) question.item.feedback = feedback;
     this.host.changedIn(question.session, question.item);
+    this.waitingChanged(question.session);
     question.resolve(feedback ? { outcome, feedback } : { outcome });
   }
 
   /** A turn of `session` ended: the questions it withdrew are answered no more. */
   turnEnded(session: string): void {
     for (const [id, question] of this.pending) if (question.session === session && question.item.outcome === undefined) this.pending.delete(id);
+    this.waitingChanged(session);
   }
 
   /** The daemon stopped: every open question is cancelled (answered with a reject). */
@@ -70,6 +82,7 @@ export class PermissionQuestions {
       question.item.outcome = "cancelled";
       question.resolve({ outcome: "reject" });
       this.pending.delete(id);
+      this.waitingChanged(question.session);
     }
   }
 }

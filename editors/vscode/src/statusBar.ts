@@ -12,7 +12,7 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
   item.name = "Ollie";
   item.command = "ollie.chat.focus";
   const show = (status: SessionStatus) => {
-    item.text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay);
+    item.text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay, status.asking);
     item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
   };
   show(conversation.status);

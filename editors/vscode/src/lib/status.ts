@@ -19,10 +19,12 @@ export function formatCost(cost: unknown): string {
   return `$${value < 0.01 && value > 0 ? value.toFixed(4) : value.toFixed(2)}`;
 }
 
-/** The status bar text: codicon, state, and the cost when there is one. */
-export function statusBarText(state: string, cost: unknown, connected: boolean, starting = false): string {
+/** The status bar text: codicon, state, and the cost when there is one; `asking`: an approval question waits for the
+ * user (the turn's state said "thinking" meanwhile, its spinner turning). */
+export function statusBarText(state: string, cost: unknown, connected: boolean, starting = false, asking = false): string {
   if (!connected) return starting ? "$(sync~spin) Ollie: starting" : "$(circle-slash) Ollie: stopped";
-  const icon = state === "idle" || state === "" ? "$(comment-discussion)" : "$(sync~spin)";
   const price = formatCost(cost);
+  if (asking) return `$(question) Ollie: waiting for your answer${price ? ` · ${price}` : ""}`;
+  const icon = state === "idle" || state === "" ? "$(comment-discussion)" : "$(sync~spin)";
   return `${icon} Ollie: ${describeState(state)}${price ? ` · ${price}` : ""}`;
 }

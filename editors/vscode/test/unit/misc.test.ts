@@ -22,6 +22,8 @@ test("state and cost text", () => {
   assert.equal(statusBarText("idle", undefined, true), "$(comment-discussion) Ollie: idle");
   assert.equal(statusBarText("idle", 1, false), "$(circle-slash) Ollie: stopped");
   assert.equal(statusBarText("idle", 1, false, true), "$(sync~spin) Ollie: starting");
+  // A question waits for the user: the turn's "thinking" would say Ollie is busy.
+  assert.equal(statusBarText("thinking", 0.25, true, false, true), "$(question) Ollie: waiting for your answer · $0.25");
 });
 
 test("server command: the setting, then PATH; never a workspace's .venv", () => {
