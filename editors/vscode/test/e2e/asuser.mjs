@@ -22,9 +22,11 @@ const NOTES = "my notes\n";
 const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
 
 /** Answer the approval question whose step's title holds `title` with Allow once, after a screenshot `shot` of it. */
-async function allow(chat, title, screenshot, shot) {
+async function allow(page, chat, title, screenshot, shot) {
   const question = chat.locator(".item.permission", { has: chat.locator(".step-title", { hasText: title }) }).last();
   await question.waitFor({ timeout: waitMs });
+  // The status bar says Ollie waits for the user (it said "thinking", its spinner turning).
+  await waitForStatus(page, /Ollie: waiting for your answer/);
   await screenshot(shot);
   await question.locator("button", { hasText: "Allow once" }).click();
   await question.locator(".permission-answer").waitFor({ timeout: waitMs });
@@ -47,8 +49,8 @@ await withVSCode(
 
     // 2. The edit and the test command, each approved; the command sees the edit.
     await send(chat, "fix add and run the tests");
-    await allow(chat, "Edit calc.py", screenshot, "user-asked-edit");
-    await allow(chat, "python3 test_calc.py", screenshot, "user-asked-run");
+    await allow(page, chat, "Edit calc.py", screenshot, "user-asked-edit");
+    await allow(page, chat, "python3 test_calc.py", screenshot, "user-asked-run");
     // The title quotes the command as code (it showed the backticks).
     await chat.locator(".item.permission .step-title code", { hasText: "python3 test_calc.py" }).first().waitFor({ timeout: waitMs });
     await chat.locator(".item.assistant", { hasText: "Fixed add; the tests pass." }).waitFor({ timeout: waitMs });
@@ -63,7 +65,7 @@ await withVSCode(
     // 3. A file she may not write (root's, open): the agent's edit of it is refused and says why; the buffer is as it was.
     await openFile(page, "lib.py");
     await send(chat, "bump the vendored version");
-    await allow(chat, "Edit vendor/lib.py", screenshot, "user-asked-read-only");
+    await allow(page, chat, "Edit vendor/lib.py", screenshot, "user-asked-read-only");
     await chat.locator(".item.assistant", { hasText: "It is read-only: left as it is." }).waitFor({ timeout: waitMs });
     const refused = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit vendor/lib.py" }) }).last();
     await refused.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
@@ -84,7 +86,7 @@ await withVSCode(
     await meta(chat, "and raise the limit").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
     await screenshot("user-queued");
     log("a prompt sent while the turn streams waits queued");
-    await allow(chat, "Edit lib/util.py", screenshot, "user-asked-queued-edit");
+    await allow(page, chat, "Edit lib/util.py", screenshot, "user-asked-queued-edit");
     await chat.locator(".item.assistant", { hasText: "Raised the limit." }).waitFor({ timeout: waitMs });
     await until("nothing left marked queued", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
     if (fs.readFileSync(path.join(workspace, "lib", "util.py"), "utf8") !== "LIMIT = 2\n") throw new Error("lib/util.py was not edited");
