@@ -14,6 +14,20 @@ from tests.netserver import Listener
 pytest_plugins = ["ollie.testing.pytest_plugin"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a `slow` test first, then the others by their number of tests, most first (see scripts/test)."""
+    # xdist hands whole files to its two workers in this order: a slow file last (a real editor: minutes) kept one
+    # worker busy long after the other had run out of files. Python's sort is stable: ties keep collection order.
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def rank(tests: list[pytest.Item]) -> tuple[bool, int]:
+        return not any(test.get_closest_marker("slow") for test in tests), -len(tests)
+
+    items[:] = [item for tests in sorted(files.values(), key=rank) for item in tests]
+
+
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -24,12 +25,23 @@ def _require_harness() -> None:
 
 @pytest.fixture(scope="session")
 def vsix(tmp_path_factory) -> Path:
-    """The extension built for production and packaged as a .vsix (once per test session)."""
+    """The extension built for production and packaged as a .vsix (once per test run, for all its workers)."""
     _require_harness()
-    node = shutil.which("node")
-    subprocess.run([node, "esbuild.mjs", "--production"], cwd=EXTENSION, check=True, timeout=120)
-    out = tmp_path_factory.mktemp("vsix") / "ollie.vsix"
-    subprocess.run([sys.executable, "scripts/make_vsix.py", "--out", str(out)], cwd=EXTENSION, check=True, timeout=60)
+    # xdist's workers share their run's base dir: the first builds, under a lock, and the others take its .vsix (two
+    # builds at once into the one editors/vscode/dist could package a half-written file).
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent
+    out = run_dir / "ollie.vsix"
+    with open(run_dir / "vsix.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            subprocess.run([shutil.which("node"), "esbuild.mjs", "--production"], cwd=EXTENSION, check=True,
+                           timeout=120)
+            made = out.with_suffix(".part")
+            subprocess.run([sys.executable, "scripts/make_vsix.py", "--out", str(made)], cwd=EXTENSION, check=True,
+                           timeout=60)
+            made.rename(out)
     return out
 
 

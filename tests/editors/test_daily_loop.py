@@ -85,6 +85,7 @@ def captures_png(tmux: Tmux, name: str) -> Path:
     return screens.png(ansi, tmux.captures / f"{name}.png", (1300, 720))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_edit_then_test(run_e2e):
     """In real VS Code (code-server, auto-save off): the turn edits calc.py in its buffer, the daemon has it saved,
@@ -94,6 +95,7 @@ def test_vscode_edit_then_test(run_e2e):
     assert "each allowed edit's diff is shown once" in output
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(run_e2e):
     """In real VS Code (auto-save off): the user typed into a.py without saving, a step rewrote a.py on disk, then the
@@ -103,6 +105,7 @@ def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_sid
 
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(run_e2e):
     """In real VS Code (auto-save off): the user typed into a.py without saving, a step's `sed -i` matched nothing but

@@ -1,10 +1,14 @@
-"""The VS Code extension in real VS Code (code-server + headless Chromium), against the real daemon and scripted LLM."""
+"""The VS Code extension in real VS Code (code-server + headless Chromium), against the real daemon and scripted LLM:
+its package, the daemon's start, settings, questions, images, ghost text, MCP and code actions. The chat's turns,
+queue and title: test_vscode_chat_e2e.py (two files, so the two workers of scripts/test share them)."""
 
 from __future__ import annotations
 
 import zipfile
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 
 def shows(output: str, *steps: str) -> None:
@@ -20,47 +24,6 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
                  "extension/dist/extension.js", "extension/dist/webview.js", "extension/media/chat.css"):
         assert name in names
     assert not [n for n in names if n.endswith(".map")]
-
-
-@pytest.mark.timeout(330)
-def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
-    """A prompt in the chat view streams a markdown answer with a tool block; Stop interrupts a slow reply; a resumed
-    session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, an
-    archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back."""
-    shows(run_e2e("run.mjs"),
-          "Stop interrupted the turn", "scrolling up loaded the earlier pages",
-          "an archived session leaves the history, Show archived lists it marked",
-          "a long word wraps; a markdown link to a file opens it",
-          "a daemon killed mid-turn: the chat said so, came back with the same conversation")
-
-
-@pytest.mark.timeout(330)
-def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
-    """A prompt queued during a slow reply is held by Stop (the chat says so) and runs before the next prompt, never
-    left marked queued; one queued when the window reloads mid-turn comes back held and runs before the next one."""
-    shows(run_e2e("queue.mjs"),
-          "after Stop the queued prompt showed held, then ran before the next prompt",
-          "a prompt queued when the window reloaded came back held and ran before the next prompt")
-
-
-@pytest.mark.timeout(330)
-def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
-    """Prompts queued in two sessions (each mid-turn) when the window reloads come back held, with the notice, each
-    when its session is shown; neither runs on its own, each runs before the next prompt sent in its session; after
-    Restart neither comes back."""
-    shows(run_e2e("queuesessions.mjs"),
-          "after the reload each session's queued prompt came back held, with the notice, when that session was shown",
-          "neither held prompt ran on its own; each ran before the next prompt sent in its session",
-          "after Restart neither session's queued prompt came back, and the next prompt in each ran alone")
-
-
-@pytest.mark.timeout(200)
-def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2e):
-    """The first prompt titles the chat's header while its turn still streams (it said "New chat" until the turn
-    ended); `/rn` renames it at once; a new session says "New chat", the renamed one its name when shown again."""
-    shows(run_e2e("title.mjs", total_ms=150000),
-          "the header showed the first prompt's title while its turn streamed",
-          "/rn renamed the header at once")
 
 
 @pytest.mark.timeout(200)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(330)
 def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e):
