@@ -53,6 +53,7 @@ def run_e2e_as(name: str, scenario: str, vsix: Path, home: Path, server_env: dic
     return output
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_llm, tmp_path):  # noqa: F811
     """As a normal user, auto-save off: an approved edit shows in the open buffer and is saved, the approved test
