@@ -4,6 +4,8 @@ history), and resuming the collector counts no frozen objects."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 
 from ollie import startup
@@ -60,3 +62,33 @@ def test_resuming_the_collector_does_not_walk_the_frozen_objects(monkeypatch) ->
         gc.enable()
         gc.unfreeze()
         startup.collect_load_garbage()
+
+
+# A fresh process: 4 KiB buffers come from the C heap (over pymalloc's 512 bytes, under mmap's threshold), and the one
+# made after them keeps the heap's top in use, so freeing them trims nothing by itself.
+_FREED_HEAP = """
+import sys
+from ollie import startup
+
+def rss_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+startup.pause_gc()
+startup.resume_gc()
+cycles = []
+for _ in range(8000):
+    cycle = [bytes(4096)]
+    cycle.append(cycle)
+    cycles.append(cycle)
+pin = bytes(4096)
+del cycles, cycle
+before = rss_kib()
+startup.collect_load_garbage()
+print(before - rss_kib())
+"""
+
+
+def test_what_the_load_collection_frees_goes_back_to_the_os() -> None:
+    out = subprocess.run([sys.executable, "-c", _FREED_HEAP], capture_output=True, text=True, check=True, timeout=60)
+    assert int(out.stdout) > 16 * 1024, out  # of the ~32 MiB the cycles held
