@@ -1,12 +1,19 @@
 """A front end's start-up: what loading left in cycles is freed once, unless more was frozen since (a resumed
-history), and resuming the collector counts no frozen objects."""
+history), and its free heap handed back; resuming the collector counts no frozen objects; the generated methods'
+source text is dropped."""
 
 from __future__ import annotations
 
 import gc
+import linecache
 import subprocess
 import sys
+import traceback
 import weakref
+
+import attrs
+import pytest
+from lsprotocol import types
 
 from ollie import startup
 
@@ -92,3 +99,17 @@ print(before - rss_kib())
 def test_what_the_load_collection_frees_goes_back_to_the_os() -> None:
     out = subprocess.run([sys.executable, "-c", _FREED_HEAP], capture_output=True, text=True, check=True, timeout=60)
     assert int(out.stdout) > 16 * 1024, out  # of the ~32 MiB the cycles held
+
+
+def _generated_sources() -> list[str]:
+    return [name for name in linecache.cache if name.startswith("<") and "generated" in name]
+
+
+def test_the_generated_methods_source_text_is_dropped_and_tracebacks_still_name_them() -> None:
+    attrs.make_class("Made", ["x"])  # the source of its methods is in linecache (this one, or an earlier same one)
+    assert _generated_sources()
+    startup.drop_generated_sources()
+    assert _generated_sources() == []
+    with pytest.raises(ValueError) as raised:
+        types.Position(line=-1, character=0)  # its generated __init__ runs the validators
+    assert "<attrs generated" in "".join(traceback.format_tb(raised.tb))
