@@ -74,7 +74,6 @@ def test_resuming_the_collector_does_not_walk_the_frozen_objects(monkeypatch) ->
 # A fresh process: 4 KiB buffers come from the C heap (over pymalloc's 512 bytes, under mmap's threshold), and the one
 # made after them keeps the heap's top in use, so freeing them trims nothing by itself.
 _FREED_HEAP = """
-import sys
 from ollie import startup
 
 def rss_kib():
