@@ -137,7 +137,7 @@ def run_server(server: OllieServer, serving: Coroutine[Any, Any, None],
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie-lsp` console script."""
-    from ollie.startup import pause_gc, raise_fd_limit
+    from ollie.startup import drop_generated_sources, pause_gc, raise_fd_limit
     from ollie.stdio import end_process, protect_stdio
 
     raise_fd_limit()
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logs(args.log_file)
     import pygls.lsp.server  # noqa: F401 - pygls and lsprotocol load with the collector on, as in a bare server
 
+    drop_generated_sources()  # before the daemon's and the engine's modules load, so that they fill the room
     # The daemon's own modules, then the engine (resumed by load_engine), load without it: with lsprotocol in, a
     # full pass (~35 ms of CPU) fell in the daemon's import, before `initialize` was even answered.
     pause_gc()

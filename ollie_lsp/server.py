@@ -33,6 +33,7 @@ from pygls.protocol import (
 from ollie import __version__
 from ollie.jsonpieces import EncodedBody
 from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a batch of the client's messages
+from ollie.startup import release_free_memory
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.eager import start_eagerly
@@ -553,11 +554,3 @@ def collect_and_freeze(sessions: list[LiveSession], *, closed_too: bool = True) 
     _frozen_sessions.update(weights)
     gc.collect()
     gc.freeze()
-
-
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the OS (glibc's malloc_trim): ~1 MiB the warm-up freed."""
-    with suppress(OSError, AttributeError):  # no malloc_trim (musl, macOS)
-        import ctypes  # already loaded: the sandbox's Landlock calls use it
-
-        ctypes.CDLL(None).malloc_trim(0)
