@@ -606,7 +606,8 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
 def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usable(tmp_path: Path, scripted_llm):
     """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after
     the tool round skips it and says so, and Neovim's own reload (`:checktime`, autoread when it regains focus) is
-    held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim)."""
+    held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim), as is the
+    user's `:edit` or `:edit!` of it (it froze Neovim for good), until it is a file again."""
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "rm notes.txt && mkfifo notes.txt"}]})]),
                Reply(text="Made a pipe."))
@@ -623,8 +624,28 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
         tmux.keys(":checktime | echo 'still' .. ' here'", "Enter")
         tmux.keep("2-checktime", tmux.wait(lambda s: "still here" in s, "Neovim to answer after :checktime"))
         assert_clean(tmux.screens)
+        # The user's own `:edit` and `:edit!` (Neovim opens the file before any BufReadPre: it hung there for good).
+        refused = "ollie: notes.txt is a FIFO now, not a file: not read (Neovim would wait on it)"
+        for n, edit in enumerate(("edit", "edit!")):
+            tmux.keys(f":{edit} | echo 'answer' .. ' {n}'", "Enter")
+            shown = tmux.keep(f"3-{edit}", tmux.wait(lambda s, n=n: f"answer {n}" in s,
+                                                     f"Neovim to answer after :{edit}"))
+            tmux.keys(":messages", "Enter")
+            tmux.wait(lambda s: refused in s, f"the refusal of :{edit}")
+            assert "my notes" in shown and "[+]" not in shown, "the buffer keeps its text, unchanged"
+            tmux.keys("Enter")
+            tmux.keys(":messages clear", "Enter")
+        # A file again: `:edit` reads it as Neovim always does.
+        notes = tmp_path / "ws" / "notes.txt"
+        notes.unlink()
+        notes.write_text("new notes\n")
+        tmux.keys(":edit", "Enter")
+        tmux.keep("4-file-again", tmux.wait(lambda s: "new notes" in s and "my notes" not in s, "the file read again"))
+        tmux.keys(":echo &filetype .. '/' .. &autoread", "Enter")
+        tmux.wait(lambda s: "text/1" in s, "the buffer a text file again, autoread as the user set it")
     finally:
         tmux.close()
+
 
 def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed(tmp_path: Path, scripted_llm):
     """The chat is closed while a turn runs a step that changes a.py under the user's unsaved edits: the notice shows
