@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -644,6 +645,39 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
         tmux.keys(":echo &filetype .. '/' .. &autoread", "Enter")
         tmux.wait(lambda s: "text/1" in s, "the buffer a text file again, autoread as the user set it")
     finally:
+        tmux.close()
+
+
+def test_a_paragraph_taller_than_the_chat_shows_its_end_as_it_streams_and_at_the_end(tmp_path: Path, scripted_llm):
+    """One paragraph of thousands of characters, wrapped in a 40-column chat: its last words show as they stream and
+    once the turn has ended (before: the cursor at the line's start kept its first words in view, and the turn's end
+    line, coming after it, showed alone: "(end)" and nothing else)."""
+    words = " ".join(f"w{i}" for i in range(1, 700)) + " LASTWORD."
+    held = threading.Event()
+    srv = scripted_llm("openai")
+    srv.script(Reply(text=words, chunk_size=60, hold=held))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+
+    def chat(screen: str) -> str:
+        return "\n".join(line.split("│")[-1].rstrip() for line in screen.splitlines())
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie write a long paragraph", "Enter")
+        streaming = chat(tmux.keep("1-streaming", tmux.wait(lambda s: "LASTWORD." in s, "the last words, streamed")))
+        assert "(end)" not in streaming and "w698 w699" in streaming, streaming
+        held.set()
+        ended = chat(tmux.keep("2-ended", tmux.wait(lambda s: "(end)" in s, "the turn's end")))
+        assert "w698 w699" in ended and "LASTWORD." in ended, ended
+        # The chat closed and opened again shows the same end.
+        tmux.keys(":lua require('ollie').current():close()", "Enter")
+        tmux.wait(lambda s: "(end)" not in s, "the chat to close")
+        tmux.keys(":OllieChat", "Enter")
+        again = chat(tmux.keep("3-reopened", tmux.wait(lambda s: "(end)" in s, "the chat again")))
+        assert "w698 w699" in again and "LASTWORD." in again, again
+        assert_clean(tmux.screens)
+    finally:
+        held.set()
         tmux.close()
 
 

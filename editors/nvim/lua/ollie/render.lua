@@ -152,6 +152,7 @@ function M.setup_window(win)
   local wo = vim.wo[win]
   -- A long step or connection line wraps under its own indent, not at the window's edge.
   wo.wrap, wo.linebreak, wo.breakindent = true, true, true
+  wo.smoothscroll = true -- the top line may show in part: the end of a paragraph taller than the window, say
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.foldmethod = "expr"
   wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
@@ -171,13 +172,33 @@ function T:count()
   return vim.api.nvim_buf_line_count(self.buf)
 end
 
+---Show the transcript's end in `win`: the cursor at the end of the last line, so a paragraph streamed as one line
+---taller than the window shows its last words; a last line that fits at the window's foot, the screen lines above
+---it filled, part of a line too ('smoothscroll'). Before, the cursor at the line's start kept its first words in
+---view, and the turn's end line after it showed alone.
+---@param win integer
+function T:show_end(win)
+  local last = self:count()
+  vim.api.nvim_win_set_cursor(win, { last, #vim.api.nvim_buf_get_lines(self.buf, last - 1, last, false)[1] })
+  local height, top = vim.api.nvim_win_get_height(win), last
+  if vim.api.nvim_win_text_height(win, { start_row = last - 1 }).all < height then
+    -- At the top, the row from which the rest fills the window: Neovim scrolls down to the cursor by screen lines.
+    -- (`zb` leaves out the part line above; `:normal` keys would read as the user typing, to on_key watchers.)
+    while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 1 }).all < height do
+      top = top - 1
+    end
+    vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top, skipcol = 0 }) end)
+    vim.fn.line("w0", win) -- worked out now, as for the current window: another's redraw does without smoothscroll
+  end
+  self:reveal(win)
+end
+
 ---Keep windows at the end as text arrives, except the focused one when the user moved up to read.
 function T:follow(before)
   local current = vim.api.nvim_get_current_win()
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
     if win ~= current or vim.api.nvim_win_get_cursor(win)[1] >= before then
-      vim.api.nvim_win_set_cursor(win, { self:count(), 0 })
-      self:reveal(win)
+      self:show_end(win)
     end
   end
 end
