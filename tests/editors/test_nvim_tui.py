@@ -793,6 +793,32 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
         tmux.close()
 
 
+def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highlighted_once_in(tmp_path: Path,
+                                                                                             scripted_llm):
+    """The markdown parser is told of a streamed answer once it is in, not at each delta: while it streams the
+    answers above it keep their markdown (bold, code, their marks hidden), and once in it has its own."""
+    held = threading.Event()
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("First with **bold** and `code.py` here."),
+               Reply(text="Second with **strong** and `other.py` there.", chunk_size=6, hold=held))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie first", "Enter")
+        tmux.wait(lambda s: "(end)" in s, "the first answer")
+        tmux.keys(":Ollie second", "Enter")
+        streaming = tmux.keep("1-streaming", tmux.wait(lambda s: "there." in s, "the second answer, streamed"))
+        assert "First with bold and code.py here." in streaming, streaming
+        held.set()
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Second with strong and other.py there." in s,
+                                             "the second answer highlighted"))
+        assert "First with bold and code.py here." in done, done
+        assert_clean(tmux.screens)
+    finally:
+        held.set()
+        tmux.close()
+
+
 def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
     """ollie's notice with a line break shows on one line (Bug: an `echomsg` of it ended at the break, E115, and the
     request that sent it failed with an error on screen)."""

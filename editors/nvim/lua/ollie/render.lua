@@ -1,6 +1,7 @@
 -- The transcript: a read-only buffer the plugin alone writes, its structure kept in extmarks
 -- (reasoning and answer blocks, tool steps by id, step locations, folded output), never parsed back from text.
 local context = require("ollie.context")
+local LanguageTree = require("vim.treesitter.languagetree")
 
 local M = {}
 
@@ -59,6 +60,9 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer|nil, count: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
+---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
+---  the markdown parser has not been told of yet starts (T:hold_parser)
+---@field streaming boolean|nil T:stream is writing
 local T = {}
 T.__index = T
 
@@ -131,10 +135,24 @@ local function injections()
   return found > 0 and { markdown = query } or nil
 end
 
+-- Parsers whose edits a streamed reply holds back (T:hold_parser): their `_on_bytes` is wrapped.
+---@type table<vim.treesitter.LanguageTree, true>
+local holdable = setmetatable({}, { __mode = "k" })
+
 ---Highlight a transcript buffer as markdown with treesitter (an error where Neovim has no markdown parser).
 ---@param buf integer
 function M.highlight(buf)
+  buf = buf == 0 and vim.api.nvim_get_current_buf() or buf
   local parser = assert(vim.treesitter.get_parser(buf, "markdown", { error = false, injections = injections() }))
+  if not holdable[parser] then
+    holdable[parser] = true
+    parser._on_bytes = function(tree, ...)
+      local t = by_buf[buf]
+      if not (t and t.held) then
+        return LanguageTree._on_bytes(tree, ...)
+      end
+    end
+  end
   vim.treesitter.highlighter.new(parser, { queries = { markdown_inline = inline_query() } })
 end
 
@@ -203,8 +221,43 @@ function T:follow(before)
   end
 end
 
----Write to the buffer, which stays read-only to the user.
+---The end of the buffer: its last row, that row's length and the byte after it.
+---@return integer row, integer col, integer byte
+function T:tail()
+  local row = self:count() - 1
+  local col = #vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+  return row, col, vim.api.nvim_buf_get_offset(self.buf, row) + col
+end
+
+---While a reply streams, its markdown parser is not told of each delta: an edit walks every tree the parser holds
+---(one per paragraph of the whole chat), so a delta cost in proportion to the session's length. The rows above keep
+---their highlights (a delta only appends, it moves none of them); the streamed text shows plain until release_parser.
+function T:hold_parser()
+  local hl = vim.treesitter.highlighter.active[self.buf]
+  if not self.held and hl and holdable[hl.tree] then
+    local row, col, byte = self:tail()
+    self.held = { tree = hl.tree, row = row, col = col, byte = byte }
+  end
+end
+
+---Tell the parser at once of what was streamed since hold_parser: one edit, the text appended at the end.
+function T:release_parser()
+  local held = self.held
+  if not held then
+    return
+  end
+  self.held = nil
+  local row, col, byte = self:tail()
+  LanguageTree._on_bytes(held.tree, self.buf, vim.b[self.buf].changedtick, held.row, held.col, held.byte, 0, 0, 0,
+    row - held.row, row == held.row and col - held.col or col, byte - held.byte)
+end
+
+---Write to the buffer, which stays read-only to the user. Any change but a stream's releases the parser first.
+---@param fn fun()
 function T:edit(fn)
+  if not self.streaming then
+    self:release_parser()
+  end
   local before = self:count()
   vim.bo[self.buf].modifiable = true
   local ok, err = pcall(fn)
@@ -225,6 +278,7 @@ function T:bulk(fn)
     vim.treesitter.stop(self.buf)
   end
   local ok, err = pcall(fn)
+  self:release_parser()
   if highlighted then
     M.highlight(self.buf)
   end
@@ -364,6 +418,19 @@ function T:stream(role, text)
   if text == "" then
     return
   end
+  self:hold_parser()
+  self.streaming = true
+  local ok, err = pcall(self.append_delta, self, role, text)
+  self.streaming = false
+  if not ok then
+    error(err, 0)
+  end
+end
+
+---T:stream's writes: the header and the blank line a new block needs, then the text.
+---@param role "assistant"|"reasoning"
+---@param text string
+function T:append_delta(role, text)
   self:reply_header()
   if self.stream_role ~= role then
     -- After reasoning (or an answer), a blank line keeps the two apart: markdown must not run on.
@@ -373,11 +440,8 @@ function T:stream(role, text)
       self.reasoning = { row = self:count() - 1 }
     end
   end
-  local row = self:count() - 1
-  local cur = vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
-  self:edit(function()
-    vim.api.nvim_buf_set_text(self.buf, row, #cur, row, #cur, split(text))
-  end)
+  local row, col = self:tail()
+  self:edit(function() vim.api.nvim_buf_set_text(self.buf, row, col, row, col, split(text)) end)
   if self.reasoning then
     local last = self:count() - 1
     local last_text = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
