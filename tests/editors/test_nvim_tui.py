@@ -608,7 +608,7 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
     """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after
     the tool round skips it and says so, and Neovim's own reload (`:checktime`, autoread when it regains focus) is
     held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim), as is the
-    user's `:edit` or `:edit!` of it (it froze Neovim for good), until it is a file again."""
+    user's `:edit`, `:edit!` or `:write` of it (each froze Neovim for good), until it is a file again."""
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "rm notes.txt && mkfifo notes.txt"}]})]),
                Reply(text="Made a pipe."))
@@ -636,12 +636,23 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
             assert "my notes" in shown and "[+]" not in shown, "the buffer keeps its text, unchanged"
             tmux.keys("Enter")
             tmux.keys(":messages clear", "Enter")
-        # A file again: `:edit` reads it as Neovim always does.
+        # Writing it opens it too (Neovim waited on a reader for good).
+        tmux.keys("A", " and more", "Escape")
+        tmux.keys(":write | echo 'answer' .. ' w'", "Enter")
+        tmux.keep("4-write", tmux.wait(lambda s: "answer w" in s, "Neovim to answer after :write"))
+        tmux.keys(":messages", "Enter")
+        tmux.wait(lambda s: "ollie: notes.txt is a FIFO now, not a file: not written" in s, "the refusal of :write")
+        tmux.keys("Enter")
+        # A file again: `:write` and `:edit` as Neovim always does them.
         notes = tmp_path / "ws" / "notes.txt"
         notes.unlink()
         notes.write_text("new notes\n")
+        tmux.keys(":write!", "Enter")
+        tmux.wait(lambda s: "[+]" not in s, "the buffer written")
+        assert notes.read_text() == "my notes and more\n"
+        notes.write_text("new notes\n")
         tmux.keys(":edit", "Enter")
-        tmux.keep("4-file-again", tmux.wait(lambda s: "new notes" in s and "my notes" not in s, "the file read again"))
+        tmux.keep("5-file-again", tmux.wait(lambda s: "new notes" in s and "my notes" not in s, "the file read again"))
         tmux.keys(":echo &filetype .. '/' .. &autoread", "Enter")
         tmux.wait(lambda s: "text/1" in s, "the buffer a text file again, autoread as the user set it")
     finally:

@@ -133,9 +133,9 @@ local function put_back(buf, kept)
   end
 end
 
----Hold off Neovim's reads of `buf`, whose file is not a regular one now: its own reload (`:checktime`, autoread when
----the editor regains focus) and the user's `:edit`, `:edit!`: true the first time (tell the user then), false when
----already held.
+---Hold off Neovim's reads and writes of `buf`, whose file is not a regular one now: its own reload (`:checktime`,
+---autoread when the editor regains focus), the user's `:edit`, `:edit!` and `:write`: true the first time (tell the
+---user then), false when already held.
 ---@param buf integer
 ---@return boolean
 function M.hold(buf)
@@ -175,6 +175,26 @@ function M.hold(buf)
       else
         M.release(buf) -- a file again (or gone): Neovim reads it as it always does
         vim.cmd.edit()
+      end
+    end,
+  })
+  -- A write opens the file too, and a FIFO's waits on a reader for good (`:w` of the buffer, kept as it was).
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    group = held[buf],
+    buffer = buf,
+    nested = true,
+    callback = function(a)
+      local kind = M.not_regular(a.match)
+      if kind then
+        vim.api.nvim_echo({ { string.format("ollie: %s is %s now, not a file: not written (Neovim would wait on it)",
+          vim.fn.fnamemodify(a.match, ":~:."), kind), "ErrorMsg" } }, true, {})
+        return
+      end
+      -- A file there (or nothing): Neovim writes it as it always does, the buffer held again if its own is not one.
+      M.release(buf)
+      vim.cmd.write({ vim.fn.fnameescape(a.match), bang = vim.v.cmdbang == 1 })
+      if M.not_regular(vim.api.nvim_buf_get_name(buf)) then
+        M.hold(buf)
       end
     end,
   })
