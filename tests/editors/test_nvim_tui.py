@@ -806,8 +806,9 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
 
 def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highlighted_once_in(tmp_path: Path,
                                                                                              scripted_llm):
-    """The markdown parser is told of a streamed answer once it is in, not at each delta: while it streams the
-    answers above it keep their markdown (bold, code, their marks hidden), and once in it has its own."""
+    """The chat's markdown parser is told of a streamed answer once it is in, not at each delta: while it streams,
+    the answers above it keep their markdown (bold, code, their marks hidden) and it has its own, parsed apart; once
+    in, the chat's highlighter has it."""
     held = threading.Event()
     srv = scripted_llm("openai")
     srv.script(Reply.text("First with **bold** and `code.py` here."),
@@ -820,6 +821,7 @@ def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highligh
         tmux.keys(":Ollie second", "Enter")
         streaming = tmux.keep("1-streaming", tmux.wait(lambda s: "there." in s, "the second answer, streamed"))
         assert "First with bold and code.py here." in streaming, streaming
+        assert "Second with strong and other.py there." in streaming, "highlighted on its own as it streams"
         held.set()
         done = tmux.keep("2-done", tmux.wait(lambda s: "Second with strong and other.py there." in s,
                                              "the second answer highlighted"))

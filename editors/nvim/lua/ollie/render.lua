@@ -118,7 +118,7 @@ end
 vim.treesitter.query.add_predicate("ollie-typed?", function(match, _, source, predicate)
   local node = match[predicate[2]]
   node = type(node) == "table" and node[#node] or node
-  local t = type(source) == "number" and by_buf[source]
+  local t = type(source) == "number" and by_buf[source] or nil -- (a string: the held text, parsed apart)
   return node ~= nil and t ~= nil and t.typed[(node:start())] == true
 end, { force = true })
 
@@ -231,13 +231,67 @@ end
 
 ---While a reply streams, its markdown parser is not told of each delta: an edit walks every tree the parser holds
 ---(one per paragraph of the whole chat), so a delta cost in proportion to the session's length. The rows above keep
----their highlights (a delta only appends, it moves none of them); the streamed text shows plain until release_parser.
+---their highlights (a delta only appends, it moves none of them); the streamed text has its own (highlight_held).
 function T:hold_parser()
   local hl = vim.treesitter.highlighter.active[self.buf]
   if not self.held and hl and holdable[hl.tree] then
     local row, col, byte = self:tail()
     self.held = { tree = hl.tree, row = row, col = col, byte = byte }
   end
+end
+
+-- The streamed text's own highlights while the parser is held (T:highlight_held).
+local ns_held = vim.api.nvim_create_namespace("ollie_held_markdown")
+
+---The highlight queries of the held text's languages and its injections, as the chat's highlighter has them (built
+---once: they are read from files).
+---@type table<string, any>|nil
+local held_queries
+
+---Highlight the text streamed since hold_parser as markdown on its own, parsed apart: a delta costs the parse of
+---that text's last block, not the chat's. Cleared once the chat's highlighter has it (release_parser).
+function T:highlight_held()
+  local held = self.held
+  if not held then
+    return
+  end
+  if not held_queries then
+    local inline = inline_query()
+    held_queries = { injections = injections(), markdown = vim.treesitter.query.get("markdown", "highlights"),
+      markdown_inline = inline and vim.treesitter.query.parse("markdown_inline", inline)
+        or vim.treesitter.query.get("markdown_inline", "highlights") }
+  end
+  local lines = vim.api.nvim_buf_get_lines(self.buf, held.row, -1, false)
+  lines[1] = lines[1]:sub(held.col + 1)
+  -- Only its last block (after a blank line out of a code fence) is parsed again: the blocks above it are done.
+  local first, fenced = 1, false
+  for i, line in ipairs(lines) do
+    if line:match("^%s*```") or line:match("^%s*~~~") then
+      fenced = not fenced
+    elseif line == "" and not fenced and i < #lines then
+      first = i + 1
+    end
+  end
+  local row, col = held.row + first - 1, first == 1 and held.col or 0
+  local text = table.concat(lines, "\n", first)
+  local parser = vim.treesitter.get_string_parser(text, "markdown", { injections = held_queries.injections })
+  parser:parse(true)
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_held, row, -1)
+  parser:for_each_tree(function(tree, ltree)
+    local query = held_queries[ltree:lang()]
+    for id, node, meta in query and query:iter_captures(tree:root(), text) or function() end do
+      local name, data = query.captures[id], meta[id] or {}
+      if name:sub(1, 1) ~= "_" and name ~= "spell" and name ~= "nospell" then
+        local sr, sc, er, ec = node:range()
+        vim.api.nvim_buf_set_extmark(self.buf, ns_held, row + sr, sc + (sr == 0 and col or 0), {
+          end_row = row + er, end_col = ec + (er == 0 and col or 0),
+          hl_group = "@" .. name .. "." .. ltree:lang(),
+          conceal = meta.conceal or data.conceal, conceal_lines = meta.conceal_lines or data.conceal_lines,
+          priority = tonumber(meta.priority or data.priority) or 100,
+        })
+      end
+    end
+  end)
 end
 
 ---Tell the parser at once of what was streamed since hold_parser: one edit, the text appended at the end.
@@ -247,6 +301,7 @@ function T:release_parser()
     return
   end
   self.held = nil
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_held, held.row, -1)
   local row, col, byte = self:tail()
   LanguageTree._on_bytes(held.tree, self.buf, vim.b[self.buf].changedtick, held.row, held.col, held.byte, 0, 0, 0,
     row - held.row, row == held.row and col - held.col or col, byte - held.byte)
@@ -425,6 +480,7 @@ function T:stream(role, text)
   if not ok then
     error(err, 0)
   end
+  self:highlight_held()
 end
 
 ---T:stream's writes: the header and the blank line a new block needs, then the text.
