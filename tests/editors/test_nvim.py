@@ -227,6 +227,23 @@ def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monk
     assert result["draw_cpu_s"] < 10, result["draw_cpu_s"]
 
 
+def test_a_streamed_delta_costs_the_markdown_parser_nothing_whatever_the_session_s_length(workspace, scripted_llm):
+    """The same answer streamed into a short chat and into one of 300 turns: none of its deltas reaches the markdown
+    parser (before: each was an edit that walked every tree the parser held, one per paragraph of the whole chat, so
+    streaming into a long session cost ~2.5x the editor's CPU); once the answer is in, the parser is told of it as
+    one edit, and it is highlighted as markdown, the parse the same as one from scratch."""
+    answer = ("Here is **bold** and `code` in a sentence that goes on. " * 6 + "\n\n") * 3
+    answer += "The last paragraph has **bold** words."
+    srv = scripted_llm("openai")
+    srv.script(*[Reply(text=answer, chunk_size=16, delay=0.02)] * 2)
+    result = run_scenario("stream_cost", workspace, srv)
+    short, long = result["short"], result["long"]
+    assert short["deltas"] > 20 and long["deltas"] > 20, (short, long)
+    assert short["parsed"] == long["parsed"] == 0, (short, long)
+    assert result["same_parse"], "the parser told of the streamed text at once parses it as it does from scratch"
+    assert "markup.strong" in result["bold_captures"], result["bold_captures"]
+
+
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(

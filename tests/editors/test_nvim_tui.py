@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -606,7 +607,8 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
 def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usable(tmp_path: Path, scripted_llm):
     """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after
     the tool round skips it and says so, and Neovim's own reload (`:checktime`, autoread when it regains focus) is
-    held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim)."""
+    held off too (before: the reload was skipped without a word, and the user's `:checktime` froze Neovim), as is the
+    user's `:edit`, `:edit!` or `:write` of it (each froze Neovim for good), until it is a file again."""
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "rm notes.txt && mkfifo notes.txt"}]})]),
                Reply(text="Made a pipe."))
@@ -623,8 +625,72 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
         tmux.keys(":checktime | echo 'still' .. ' here'", "Enter")
         tmux.keep("2-checktime", tmux.wait(lambda s: "still here" in s, "Neovim to answer after :checktime"))
         assert_clean(tmux.screens)
+        # The user's own `:edit` and `:edit!` (Neovim opens the file before any BufReadPre: it hung there for good).
+        refused = "ollie: notes.txt is a FIFO now, not a file: not read (Neovim would wait on it)"
+        for n, edit in enumerate(("edit", "edit!")):
+            tmux.keys(f":{edit} | echo 'answer' .. ' {n}'", "Enter")
+            shown = tmux.keep(f"3-{edit}", tmux.wait(lambda s, n=n: f"answer {n}" in s,
+                                                     f"Neovim to answer after :{edit}"))
+            tmux.keys(":messages", "Enter")
+            tmux.wait(lambda s: refused in s, f"the refusal of :{edit}")
+            assert "my notes" in shown and "[+]" not in shown, "the buffer keeps its text, unchanged"
+            tmux.keys("Enter")
+            tmux.keys(":messages clear", "Enter")
+        # Writing it opens it too (Neovim waited on a reader for good).
+        tmux.keys("A", " and more", "Escape")
+        tmux.keys(":write | echo 'answer' .. ' w'", "Enter")
+        tmux.keep("4-write", tmux.wait(lambda s: "answer w" in s, "Neovim to answer after :write"))
+        tmux.keys(":messages", "Enter")
+        tmux.wait(lambda s: "ollie: notes.txt is a FIFO now, not a file: not written" in s, "the refusal of :write")
+        tmux.keys("Enter")
+        # A file again: `:write` and `:edit` as Neovim always does them.
+        notes = tmp_path / "ws" / "notes.txt"
+        notes.unlink()
+        notes.write_text("new notes\n")
+        tmux.keys(":write!", "Enter")
+        tmux.wait(lambda s: "[+]" not in s, "the buffer written")
+        assert notes.read_text() == "my notes and more\n"
+        notes.write_text("new notes\n")
+        tmux.keys(":edit", "Enter")
+        tmux.keep("5-file-again", tmux.wait(lambda s: "new notes" in s and "my notes" not in s, "the file read again"))
+        tmux.keys(":echo &filetype .. '/' .. &autoread", "Enter")
+        tmux.wait(lambda s: "text/1" in s, "the buffer a text file again, autoread as the user set it")
     finally:
         tmux.close()
+
+
+def test_a_paragraph_taller_than_the_chat_shows_its_end_as_it_streams_and_at_the_end(tmp_path: Path, scripted_llm):
+    """One paragraph of thousands of characters, wrapped in a 40-column chat: its last words show as they stream and
+    once the turn has ended (before: the cursor at the line's start kept its first words in view, and the turn's end
+    line, coming after it, showed alone: "(end)" and nothing else)."""
+    words = " ".join(f"w{i}" for i in range(1, 700)) + " LASTWORD."
+    held = threading.Event()
+    srv = scripted_llm("openai")
+    srv.script(Reply(text=words, chunk_size=60, hold=held))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+
+    def chat(screen: str) -> str:
+        return "\n".join(line.split("│")[-1].rstrip() for line in screen.splitlines())
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie write a long paragraph", "Enter")
+        streaming = chat(tmux.keep("1-streaming", tmux.wait(lambda s: "LASTWORD." in s, "the last words, streamed")))
+        assert "(end)" not in streaming and "w698 w699" in streaming, streaming
+        held.set()
+        ended = chat(tmux.keep("2-ended", tmux.wait(lambda s: "(end)" in s, "the turn's end")))
+        assert "w698 w699" in ended and "LASTWORD." in ended, ended
+        # The chat closed and opened again shows the same end.
+        tmux.keys(":lua require('ollie').current():close()", "Enter")
+        tmux.wait(lambda s: "(end)" not in s, "the chat to close")
+        tmux.keys(":OllieChat", "Enter")
+        again = chat(tmux.keep("3-reopened", tmux.wait(lambda s: "(end)" in s, "the chat again")))
+        assert "w698 w699" in again and "LASTWORD." in again, again
+        assert_clean(tmux.screens)
+    finally:
+        held.set()
+        tmux.close()
+
 
 def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed(tmp_path: Path, scripted_llm):
     """The chat is closed while a turn runs a step that changes a.py under the user's unsaved edits: the notice shows
@@ -735,6 +801,34 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
         assert "Use bold and __init__.py here." in chat(redrawn), redrawn
         assert_clean(tmux.screens)
     finally:
+        tmux.close()
+
+
+def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highlighted_once_in(tmp_path: Path,
+                                                                                             scripted_llm):
+    """The chat's markdown parser is told of a streamed answer once it is in, not at each delta: while it streams,
+    the answers above it keep their markdown (bold, code, their marks hidden) and it has its own, parsed apart; once
+    in, the chat's highlighter has it."""
+    held = threading.Event()
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("First with **bold** and `code.py` here."),
+               Reply(text="Second with **strong** and `other.py` there.", chunk_size=6, hold=held))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie first", "Enter")
+        tmux.wait(lambda s: "(end)" in s, "the first answer")
+        tmux.keys(":Ollie second", "Enter")
+        streaming = tmux.keep("1-streaming", tmux.wait(lambda s: "there." in s, "the second answer, streamed"))
+        assert "First with bold and code.py here." in streaming, streaming
+        assert "Second with strong and other.py there." in streaming, "highlighted on its own as it streams"
+        held.set()
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Second with strong and other.py there." in s,
+                                             "the second answer highlighted"))
+        assert "First with bold and code.py here." in done, done
+        assert_clean(tmux.screens)
+    finally:
+        held.set()
         tmux.close()
 
 

@@ -228,7 +228,7 @@ function W:open(focus)
     vim.api.nvim_win_set_buf(iw, self.input_buf)
     setup_win(iw, "input")
   end
-  vim.api.nvim_win_set_cursor(tw, { vim.api.nvim_buf_line_count(self.transcript.buf), 0 })
+  self.transcript:show_end(tw)
   if focus then
     vim.api.nvim_set_current_win(iw)
   elseif vim.api.nvim_win_is_valid(from) then

@@ -118,36 +118,98 @@ function M.not_regular(path)
   return st and st.type ~= "file" and (KINDS[st.type] or "not a regular file") or nil
 end
 
----Buffer -> its FileChangedShell autocmd, while its file is not a regular one and Neovim must not read it.
+---Buffer -> its augroup of guards, while its file is not a regular one and Neovim must not read it.
 ---@type table<integer, integer>
 local held = {}
 
 local group = vim.api.nvim_create_augroup("ollie_ondisk", { clear = true })
 
----Hold off Neovim's own reload of `buf`, whose file is not a regular one now (`:checktime`, autoread when the editor
----regains focus): true the first time (tell the user then), false when already held.
+---Put back the lines `buf` had before the `:edit` that unloaded it (its read is refused), as they were.
+---@param buf integer
+---@param kept {lines: string[], modified: boolean}|nil
+local function put_back(buf, kept)
+  if kept then
+    local levels = vim.bo[buf].undolevels
+    vim.bo[buf].undolevels = -1 -- no undo step: the buffer is as it was, not changed
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, kept.lines)
+    vim.bo[buf].undolevels = levels
+    vim.bo[buf].modified = kept.modified
+  end
+end
+
+---Hold off Neovim's reads and writes of `buf`, whose file is not a regular one now: its own reload (`:checktime`,
+---autoread when the editor regains focus), the user's `:edit`, `:edit!` and `:write`: true the first time (tell the
+---user then), false when already held.
 ---@param buf integer
 ---@return boolean
 function M.hold(buf)
   if held[buf] then
     return false
   end
+  held[buf] = vim.api.nvim_create_augroup("ollie_ondisk_held_" .. buf, { clear = true })
   -- 'autoread' reloads an unchanged buffer without asking FileChangedShell: off here, until the file is one again.
   vim.bo[buf].autoread = false
-  held[buf] = vim.api.nvim_create_autocmd("FileChangedShell", {
-    group = group,
+  vim.api.nvim_create_autocmd("FileChangedShell", {
+    group = held[buf],
     buffer = buf,
     -- "": neither read nor asked (the W11 question's "Load" would read it, and hang).
     callback = function() vim.v.fcs_choice = "" end,
   })
+  -- Neovim opens the file before BufReadPre, and a FIFO's open waits on its writer for good (SIGTERM included):
+  -- only BufReadCmd comes before. `:edit` has unloaded the buffer by then: its lines are kept to put back.
+  local kept
+  vim.api.nvim_create_autocmd("BufUnload", {
+    group = held[buf],
+    buffer = buf,
+    callback = function()
+      kept = { lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false), modified = vim.bo[buf].modified }
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = held[buf],
+    buffer = buf,
+    nested = true,
+    callback = function()
+      local name = vim.api.nvim_buf_get_name(buf)
+      local kind = M.not_regular(name)
+      if kind then
+        put_back(buf, kept)
+        vim.api.nvim_echo({ { string.format("ollie: %s is %s now, not a file: not read (Neovim would wait on it)",
+          vim.fn.fnamemodify(name, ":~:."), kind), "ErrorMsg" } }, true, {})
+      else
+        M.release(buf) -- a file again (or gone): Neovim reads it as it always does
+        vim.cmd.edit()
+      end
+    end,
+  })
+  -- A write opens the file too, and a FIFO's waits on a reader for good (`:w` of the buffer, kept as it was).
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    group = held[buf],
+    buffer = buf,
+    nested = true,
+    callback = function(a)
+      local kind = M.not_regular(a.match)
+      if kind then
+        vim.api.nvim_echo({ { string.format("ollie: %s is %s now, not a file: not written (Neovim would wait on it)",
+          vim.fn.fnamemodify(a.match, ":~:."), kind), "ErrorMsg" } }, true, {})
+        return
+      end
+      -- A file there (or nothing): Neovim writes it as it always does, the buffer held again if its own is not one.
+      M.release(buf)
+      vim.cmd.write({ vim.fn.fnameescape(a.match), bang = vim.v.cmdbang == 1 })
+      if M.not_regular(vim.api.nvim_buf_get_name(buf)) then
+        M.hold(buf)
+      end
+    end,
+  })
   return true
 end
 
----Let Neovim reload `buf` again as the user set it up (its file is a regular one again, or gone).
+---Let Neovim read `buf` again as the user set it up (its file is a regular one again, or gone).
 ---@param buf integer
 function M.release(buf)
   if held[buf] then
-    pcall(vim.api.nvim_del_autocmd, held[buf])
+    pcall(vim.api.nvim_del_augroup_by_id, held[buf])
     held[buf] = nil
     vim.api.nvim_buf_call(buf, function() vim.cmd("setlocal autoread<") end)
   end
@@ -159,7 +221,12 @@ vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "File
 })
 vim.api.nvim_create_autocmd("BufWipeout", {
   group = group,
-  callback = function(a) seen[a.buf], held[a.buf] = nil, nil end,
+  callback = function(a)
+    if held[a.buf] then
+      pcall(vim.api.nvim_del_augroup_by_id, held[a.buf])
+    end
+    seen[a.buf], held[a.buf] = nil, nil
+  end,
 })
 -- Buffers read before the plugin loaded: as they are now (a change before this is not seen).
 for _, buf in ipairs(vim.api.nvim_list_bufs()) do

@@ -1,6 +1,7 @@
 -- The transcript: a read-only buffer the plugin alone writes, its structure kept in extmarks
 -- (reasoning and answer blocks, tool steps by id, step locations, folded output), never parsed back from text.
 local context = require("ollie.context")
+local LanguageTree = require("vim.treesitter.languagetree")
 
 local M = {}
 
@@ -59,6 +60,9 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer|nil, count: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
+---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
+---  the markdown parser has not been told of yet starts (T:hold_parser)
+---@field streaming boolean|nil T:stream is writing
 local T = {}
 T.__index = T
 
@@ -114,7 +118,7 @@ end
 vim.treesitter.query.add_predicate("ollie-typed?", function(match, _, source, predicate)
   local node = match[predicate[2]]
   node = type(node) == "table" and node[#node] or node
-  local t = type(source) == "number" and by_buf[source]
+  local t = type(source) == "number" and by_buf[source] or nil -- (a string: the held text, parsed apart)
   return node ~= nil and t ~= nil and t.typed[(node:start())] == true
 end, { force = true })
 
@@ -131,10 +135,24 @@ local function injections()
   return found > 0 and { markdown = query } or nil
 end
 
+-- Parsers whose edits a streamed reply holds back (T:hold_parser): their `_on_bytes` is wrapped.
+---@type table<vim.treesitter.LanguageTree, true>
+local holdable = setmetatable({}, { __mode = "k" })
+
 ---Highlight a transcript buffer as markdown with treesitter (an error where Neovim has no markdown parser).
 ---@param buf integer
 function M.highlight(buf)
+  buf = buf == 0 and vim.api.nvim_get_current_buf() or buf
   local parser = assert(vim.treesitter.get_parser(buf, "markdown", { error = false, injections = injections() }))
+  if not holdable[parser] then
+    holdable[parser] = true
+    parser._on_bytes = function(tree, ...)
+      local t = by_buf[buf]
+      if not (t and t.held) then
+        return LanguageTree._on_bytes(tree, ...)
+      end
+    end
+  end
   vim.treesitter.highlighter.new(parser, { queries = { markdown_inline = inline_query() } })
 end
 
@@ -152,6 +170,7 @@ function M.setup_window(win)
   local wo = vim.wo[win]
   -- A long step or connection line wraps under its own indent, not at the window's edge.
   wo.wrap, wo.linebreak, wo.breakindent = true, true, true
+  wo.smoothscroll = true -- the top line may show in part: the end of a paragraph taller than the window, say
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.foldmethod = "expr"
   wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
@@ -171,19 +190,129 @@ function T:count()
   return vim.api.nvim_buf_line_count(self.buf)
 end
 
+---Show the transcript's end in `win`: the cursor at the end of the last line, so a paragraph streamed as one line
+---taller than the window shows its last words; a last line that fits at the window's foot, the screen lines above
+---it filled, part of a line too ('smoothscroll'). Before, the cursor at the line's start kept its first words in
+---view, and the turn's end line after it showed alone.
+---@param win integer
+function T:show_end(win)
+  local last = self:count()
+  vim.api.nvim_win_set_cursor(win, { last, #vim.api.nvim_buf_get_lines(self.buf, last - 1, last, false)[1] })
+  local height, top = vim.api.nvim_win_get_height(win), last
+  if vim.api.nvim_win_text_height(win, { start_row = last - 1 }).all < height then
+    -- At the top, the row from which the rest fills the window: Neovim scrolls down to the cursor by screen lines.
+    -- (`zb` leaves out the part line above; `:normal` keys would read as the user typing, to on_key watchers.)
+    while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 1 }).all < height do
+      top = top - 1
+    end
+    vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top, skipcol = 0 }) end)
+    vim.fn.line("w0", win) -- worked out now, as for the current window: another's redraw does without smoothscroll
+  end
+  self:reveal(win)
+end
+
 ---Keep windows at the end as text arrives, except the focused one when the user moved up to read.
 function T:follow(before)
   local current = vim.api.nvim_get_current_win()
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
     if win ~= current or vim.api.nvim_win_get_cursor(win)[1] >= before then
-      vim.api.nvim_win_set_cursor(win, { self:count(), 0 })
-      self:reveal(win)
+      self:show_end(win)
     end
   end
 end
 
----Write to the buffer, which stays read-only to the user.
+---The end of the buffer: its last row, that row's length and the byte after it.
+---@return integer row, integer col, integer byte
+function T:tail()
+  local row = self:count() - 1
+  local col = #vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+  return row, col, vim.api.nvim_buf_get_offset(self.buf, row) + col
+end
+
+---While a reply streams, its markdown parser is not told of each delta: an edit walks every tree the parser holds
+---(one per paragraph of the whole chat), so a delta cost in proportion to the session's length. The rows above keep
+---their highlights (a delta only appends, it moves none of them); the streamed text has its own (highlight_held).
+function T:hold_parser()
+  local hl = vim.treesitter.highlighter.active[self.buf]
+  if not self.held and hl and holdable[hl.tree] then
+    local row, col, byte = self:tail()
+    self.held = { tree = hl.tree, row = row, col = col, byte = byte }
+  end
+end
+
+-- The streamed text's own highlights while the parser is held (T:highlight_held).
+local ns_held = vim.api.nvim_create_namespace("ollie_held_markdown")
+
+---The highlight queries of the held text's languages and its injections, as the chat's highlighter has them (built
+---once: they are read from files).
+---@type table<string, any>|nil
+local held_queries
+
+---Highlight the text streamed since hold_parser as markdown on its own, parsed apart: a delta costs the parse of
+---that text's last block, not the chat's. Cleared once the chat's highlighter has it (release_parser).
+function T:highlight_held()
+  local held = self.held
+  if not held then
+    return
+  end
+  if not held_queries then
+    local inline = inline_query()
+    held_queries = { injections = injections(), markdown = vim.treesitter.query.get("markdown", "highlights"),
+      markdown_inline = inline and vim.treesitter.query.parse("markdown_inline", inline)
+        or vim.treesitter.query.get("markdown_inline", "highlights") }
+  end
+  local lines = vim.api.nvim_buf_get_lines(self.buf, held.row, -1, false)
+  lines[1] = lines[1]:sub(held.col + 1)
+  -- Only its last block (after a blank line out of a code fence) is parsed again: the blocks above it are done.
+  local first, fenced = 1, false
+  for i, line in ipairs(lines) do
+    if line:match("^%s*```") or line:match("^%s*~~~") then
+      fenced = not fenced
+    elseif line == "" and not fenced and i < #lines then
+      first = i + 1
+    end
+  end
+  local row, col = held.row + first - 1, first == 1 and held.col or 0
+  local text = table.concat(lines, "\n", first)
+  local parser = vim.treesitter.get_string_parser(text, "markdown", { injections = held_queries.injections })
+  parser:parse(true)
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_held, row, -1)
+  parser:for_each_tree(function(tree, ltree)
+    local query = held_queries[ltree:lang()]
+    for id, node, meta in query and query:iter_captures(tree:root(), text) or function() end do
+      local name, data = query.captures[id], meta[id] or {}
+      if name:sub(1, 1) ~= "_" and name ~= "spell" and name ~= "nospell" then
+        local sr, sc, er, ec = node:range()
+        vim.api.nvim_buf_set_extmark(self.buf, ns_held, row + sr, sc + (sr == 0 and col or 0), {
+          end_row = row + er, end_col = ec + (er == 0 and col or 0),
+          hl_group = "@" .. name .. "." .. ltree:lang(),
+          conceal = meta.conceal or data.conceal, conceal_lines = meta.conceal_lines or data.conceal_lines,
+          priority = tonumber(meta.priority or data.priority) or 100,
+        })
+      end
+    end
+  end)
+end
+
+---Tell the parser at once of what was streamed since hold_parser: one edit, the text appended at the end.
+function T:release_parser()
+  local held = self.held
+  if not held then
+    return
+  end
+  self.held = nil
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_held, held.row, -1)
+  local row, col, byte = self:tail()
+  LanguageTree._on_bytes(held.tree, self.buf, vim.b[self.buf].changedtick, held.row, held.col, held.byte, 0, 0, 0,
+    row - held.row, row == held.row and col - held.col or col, byte - held.byte)
+end
+
+---Write to the buffer, which stays read-only to the user. Any change but a stream's releases the parser first.
+---@param fn fun()
 function T:edit(fn)
+  if not self.streaming then
+    self:release_parser()
+  end
   local before = self:count()
   vim.bo[self.buf].modifiable = true
   local ok, err = pcall(fn)
@@ -204,6 +333,7 @@ function T:bulk(fn)
     vim.treesitter.stop(self.buf)
   end
   local ok, err = pcall(fn)
+  self:release_parser()
   if highlighted then
     M.highlight(self.buf)
   end
@@ -343,6 +473,20 @@ function T:stream(role, text)
   if text == "" then
     return
   end
+  self:hold_parser()
+  self.streaming = true
+  local ok, err = pcall(self.append_delta, self, role, text)
+  self.streaming = false
+  if not ok then
+    error(err, 0)
+  end
+  self:highlight_held()
+end
+
+---T:stream's writes: the header and the blank line a new block needs, then the text.
+---@param role "assistant"|"reasoning"
+---@param text string
+function T:append_delta(role, text)
   self:reply_header()
   if self.stream_role ~= role then
     -- After reasoning (or an answer), a blank line keeps the two apart: markdown must not run on.
@@ -352,11 +496,8 @@ function T:stream(role, text)
       self.reasoning = { row = self:count() - 1 }
     end
   end
-  local row = self:count() - 1
-  local cur = vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
-  self:edit(function()
-    vim.api.nvim_buf_set_text(self.buf, row, #cur, row, #cur, split(text))
-  end)
+  local row, col = self:tail()
+  self:edit(function() vim.api.nvim_buf_set_text(self.buf, row, col, row, col, split(text)) end)
   if self.reasoning then
     local last = self:count() - 1
     local last_text = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
