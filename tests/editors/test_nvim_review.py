@@ -27,6 +27,9 @@ def test_permission_shows_the_diff_and_a_rejection_with_feedback_reaches_the_mod
     assert preview[0] == "ollie asks to: Edit code.py"
     assert "-    return a + b" in preview and "+    return a * b" in preview
     assert result["floats_left"] == 0, "the preview float closes once answered"
+    # The statusline says the turn waits on the user while asked (it said "thinking"), and no more once answered.
+    assert result["status_asked"].startswith("ollie: waiting for your answer $"), result["status_asked"]
+    assert "waiting" not in result["status_after"], result["status_after"]
     assert result["code_after"][1] == "    return a + b", "a rejected edit is not made"
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "rejected" in told and "keep it as addition, fix the name instead" in told

@@ -6,6 +6,7 @@ local H = U.H
 U.answer_select(function(item)
   if type(item) == "table" and item.id == "reject_with_feedback" then
     H.results.preview = vim.deepcopy(require("ollie.permission").last_preview.lines)
+    H.results.status_asked = require("ollie.chatwin").status(vim.api.nvim_get_current_win())
     return true
   end
   return false
@@ -27,6 +28,7 @@ require("ollie").ask("make mul multiply")
 local chat = require("ollie").current()
 U.wait(function() return chat.transcript:text():find("left it alone", 1, true) ~= nil end, "the answer")
 H.results.live_chat = chat.transcript:text()
+H.results.status_after = require("ollie.chatwin").status(vim.api.nvim_get_current_win())
 local switched = false
 chat:switch(chat.session, function() switched = true end)
 U.wait(function() return switched end, "the resumed conversation")

@@ -114,7 +114,9 @@ function M.status(win)
   if not (c and require("ollie.client").get()) then
     return "", ""
   end
-  local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", c.state, c.cost or 0)
+  -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy).
+  local state = require("ollie.permission").asks(c.session) and "waiting for your answer" or c.state
+  local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", state, c.cost or 0)
   local title = c.title:gsub("%c", " ")
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
   local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)

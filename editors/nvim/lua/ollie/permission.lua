@@ -172,6 +172,19 @@ M.waiting = {}
 local function forget(q)
   q.done = true
   M.waiting = vim.tbl_filter(function(w) return w ~= q end, M.waiting)
+  pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
+end
+
+---Whether a question of `session` waits for the user's answer.
+---@param session string|nil
+---@return boolean
+function M.asks(session)
+  for _, q in ipairs(M.waiting) do
+    if q.session == session then
+      return true
+    end
+  end
+  return false
 end
 
 ---The daemon waits no more for the questions of `session` (their turn was interrupted or ended): close their
@@ -216,6 +229,7 @@ function M.ask(params, answer)
   local q = { session = params.session, title = one_line((params.step or {}).title), done = false, wins = wins,
     close = close }
   table.insert(M.waiting, q)
+  pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
   local function reply(result)
     if q.done then
       return -- withdrawn: the daemon no longer waits for this answer

@@ -144,7 +144,8 @@ local holdable = setmetatable({}, { __mode = "k" })
 function M.highlight(buf)
   buf = buf == 0 and vim.api.nvim_get_current_buf() or buf
   local parser = assert(vim.treesitter.get_parser(buf, "markdown", { error = false, injections = injections() }))
-  if not holdable[parser] then
+  -- A private method (no public way to defer a parser's edits): a Neovim without it streams as before, told of each.
+  if not holdable[parser] and type(LanguageTree._on_bytes) == "function" then
     holdable[parser] = true
     parser._on_bytes = function(tree, ...)
       local t = by_buf[buf]
