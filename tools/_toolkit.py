@@ -7,6 +7,7 @@ started with -S: they may import the standard library and this dir's helpers, no
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 import sys
@@ -73,25 +74,38 @@ def content_path(path: Path) -> Path:
     return Path(copy) if copy else path
 
 
-def read_bytes(path: Path, shown: object) -> bytes:
-    """The bytes of regular file `path` (`shown`: its name in errors); ToolError for anything else.
+def open_regular(path: Path, flags: int, shown: object) -> int:
+    """A descriptor of regular file `path` opened with `flags` (`shown`: its name in errors); ToolError for anything
+    else.
 
     Opened without blocking and checked on the open file: a FIFO planted in the workspace held the step until its
     timeout, a device (a link to /dev/zero) read until the step's memory limit.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         raise ToolError(f"{shown}: no such file") from None
     except PermissionError:
         raise ToolError(f"{shown}: permission denied") from None
+    except IsADirectoryError:  # opened to write
+        raise ToolError(f"{shown}: is a directory") from None
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            raise
+        raise ToolError(f"{shown}: not a regular file (a FIFO with no reader); not written") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise ToolError(f"{shown}: is a directory (use file_glob to list it)")
-        raise ToolError(f"{shown}: not a regular file (a FIFO, device or socket); not read")
-    with os.fdopen(fd, "rb") as handle:
+        done = "not read" if flags & os.O_ACCMODE == os.O_RDONLY else "not written"
+        raise ToolError(f"{shown}: not a regular file (a FIFO, device or socket); {done}")
+    return fd
+
+
+def read_bytes(path: Path, shown: object) -> bytes:
+    """The bytes of regular file `path` (`shown`: its name in errors); ToolError for anything else."""
+    with os.fdopen(open_regular(path, os.O_RDONLY, shown), "rb") as handle:
         return handle.read()
 
 
@@ -130,9 +144,11 @@ def write_atomic(path: Path, text: str, shown: object = None) -> None:
         if mode is None or not path.is_file():
             raise
         # The user's file in a directory they may not write: no file can be made beside it to rename over it, so it
-        # is written in place, as editors do (it was refused as "permission denied"). Only a regular file: a FIFO's
-        # open would wait for a reader.
-        with open(path, "w", encoding="utf-8", newline="") as handle:
+        # is written in place, as editors do (it was refused as "permission denied"). Only a regular file, checked on
+        # the open file and truncated only then: one swapped for a FIFO since would wait for a reader.
+        fd = open_regular(path, os.O_WRONLY, shown or path)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            os.ftruncate(fd, 0)
             handle.write(text)
         return
     try:
