@@ -338,7 +338,11 @@ export async function openChat(page) {
   const status = page.locator(".statusbar-item", { hasText: "Ollie:" }).first();
   await status.waitFor({ timeout: waitMs });
   await status.click();
-  return chatFrame(page);
+  const chat = await chatFrame(page);
+  // The view takes the focus once its script runs, after #input is there: a Quick Open opened before then closed
+  // under the test's keys ("element is not visible").
+  await chatFocused(page, chat);
+  return chat;
 }
 
 /** Put `text` in the chat's input, clicked first: while an editor has the focus, the keys of a bare fill went to it. */
