@@ -19,6 +19,9 @@ WRITE_ENV = "OLLIE_SANDBOX_WRITE"
 # Set by ollie when PATH is open in the editor: the file tools read and write this copy of its
 # unsaved text instead (ollie applies the result to the editor's buffer); PATH is still checked.
 EDITOR_COPY_ENV = "OLLIE_EDITOR_COPY"
+# Set by ollie before it asks the user to approve an edit: the writer checks PATH as its write would (`writable_path`)
+# and stops there, writing nothing, so an edit no answer could let through is refused without a question.
+WRITE_CHECK_ENV = "OLLIE_WRITE_CHECK"
 
 
 class ToolError(Exception):
@@ -64,8 +67,51 @@ def checked_path(raw: str, *, write: bool) -> Path:
     if roots is not None and not _allowed(resolved, roots):
         kind = "writable" if write else "readable"
         shown = ", ".join(filter(None, roots.split(":")))
-        raise ToolError(f"{raw}: outside the sandbox's {kind} paths ({shown})")
+        readable = write and _allowed(resolved, os.environ.get(READ_ENV, ""))
+        # Readable but not writable: one of the policy's read-only paths (/etc, a workspace at $HOME...).
+        raise ToolError(f"{raw}: {'read-only in the sandbox: ' if readable else ''}outside the sandbox's {kind} "
+                        f"paths ({shown})")
     return resolved
+
+
+def refuse_read_only(path: Path, shown: object) -> None:
+    """ToolError when resolved `path` may not be written: a read-only file or, for a new one, a read-only directory
+    it would be made in (`shown`: its name in errors).
+
+    A read-only file is refused, as any editor or program opening it to write would be: the rename `write_atomic`
+    makes would replace it (and make it the user's, when another user owns it) although its mode says it is not to
+    be changed.
+    """
+    target = path
+    while not os.path.lexists(target) and target != target.parent:
+        target = target.parent  # a new file (and the dirs above it) is made in the nearest directory there is
+    try:
+        st = target.stat()
+    except OSError:
+        return  # the write itself says what is wrong
+    new = target != path
+    if new and os.access(target, os.W_OK) or not new and st.st_mode & 0o222 and os.access(target, os.W_OK):
+        return
+    try:
+        mounted = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        mounted = False
+    what = "its directory is read-only" if new else "read-only"
+    if mounted:  # the user's chmod cannot help: say whose rule it is
+        raise ToolError(f"{shown}: {what} (a read-only mount: ollie's sandbox shows .git directories and everything "
+                        f"outside its writable paths read-only), not {'created' if new else 'changed'}")
+    raise ToolError(f"{shown}: {what} (no write permission), not {'created' if new else 'changed'}; the user can "
+                    "make it writable if they want it changed")
+
+
+def writable_path(raw: str) -> Path:
+    """`raw` resolved for a write, as `checked_path` and `refuse_read_only` allow it; under OLLIE_WRITE_CHECK the
+    tool ends here (exit 0), writing nothing."""
+    path = checked_path(raw, write=True)
+    refuse_read_only(path, raw)
+    if os.environ.get(WRITE_CHECK_ENV):
+        sys.exit(0)
+    return path
 
 
 def content_path(path: Path) -> Path:
@@ -117,19 +163,9 @@ def read_text(path: Path) -> str:
 
 def write_atomic(path: Path, text: str, shown: object = None) -> None:
     """Replace `path` with `text` in one rename (in place in a directory the user may not write), keeping an existing
-    file's permissions; `shown`: its name in errors (default `path`).
-
-    A read-only file is refused, as any editor or program opening it to write would be: the rename would replace it
-    (and make it the user's, when another user owns it) although its mode says it is not to be changed.
+    file's permissions; `shown`: its name in errors (default `path`). A read-only one is refused (`refuse_read_only`).
     """
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        pass
-    else:
-        if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
-            raise ToolError(f"{shown or path}: read-only (no write permission), not changed; the user can make it "
-                            "writable if they want it changed")
+    refuse_read_only(path, shown or path)
     path = content_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -53,3 +53,12 @@ async def make_core(scripted_llm, tmp_path: Path, agents_dir: Path, workdir: Pat
         await core.close()
 
 
+@pytest.fixture
+def outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dir no sandbox policy grants (TMPDIR moves away from the pytest tmp root)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    path = tmp_path / "outside"
+    path.mkdir()
+    return path

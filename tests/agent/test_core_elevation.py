@@ -8,17 +8,6 @@ from agentkit import drain, roles, tool_messages, write_agent
 from ollie.testing import Reply
 
 
-@pytest.fixture
-def outside(tmp_path, monkeypatch):
-    """A dir no sandbox policy grants (TMPDIR moves away from the pytest tmp root)."""
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))
-    path = tmp_path / "outside"
-    path.mkdir()
-    return path
-
-
 def elevated_write(target):
     return Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]}))
 

@@ -285,3 +285,33 @@ async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_
     assert asked.is_set()
     assert (daemon.workspace / "a.txt").read_text() == "one\n"
     assert "nobody answered whether 'Edit a.txt' may run within 1 s" in last_tool_result(llm)
+
+
+async def test_an_edit_the_sandbox_would_refuse_is_refused_without_a_question(start_daemon, llm):
+    # It was put to the user, and refused only after "Allow": a question for nothing, that read as if it happened.
+    llm.script(edit("locked.py", "x = 1", "x = 2"), Reply.text("1"), edit(".git/config", "[core]", "[hooks]"),
+               Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True})
+    locked, config = daemon.workspace / "locked.py", daemon.workspace / ".git" / "config"
+    locked.write_text("x = 1\n")
+    locked.chmod(0o444)
+    config.parent.mkdir()
+    config.write_text("[core]\n")
+    questions: list[Any] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "allow_once"}
+
+    assert await submit(daemon, "edit the locked file") == "1"
+    told = [last_tool_result(llm)]
+    assert await submit(daemon, "edit the git config") == "2"
+    told.append(last_tool_result(llm))
+    assert questions == []
+    assert locked.read_text() == "x = 1\n" and config.read_text() == "[core]\n"
+    assert told[0].startswith("refused, without asking the user") and (
+        "file_edit: locked.py: read-only (no write permission), not changed" in told[0]), told[0]
+    assert "file_edit: .git/config: read-only (a read-only mount: ollie's sandbox shows .git directories" in told[1]
+    steps = [e["tool"] for e in daemon.events if e.get("role") == "tool"]
+    assert [(s["title"], s["status"]) for s in steps] == [("Edit locked.py", "failed"), ("Edit .git/config", "failed")]

@@ -140,7 +140,8 @@ def test_her_file_in_a_dir_she_may_not_write_is_edited_in_place(shared):
     assert (vendor / "mine.py").read_text() == "x = 2\n" and (vendor / "mine.py").stat().st_uid == user.pw_uid
     write = [{"tool": "file_write", "args": ["vendor/new.py", "y = 1\n"]}]
     text = step_as(ALICE, shared, "", CALLS=json.dumps(write))
-    assert "file_write: vendor/new.py: permission denied" in text and not (vendor / "new.py").exists(), text
+    said = "file_write: vendor/new.py: its directory is read-only (no write permission), not created"
+    assert said in text and not (vendor / "new.py").exists(), text
 
 
 def test_her_file_in_a_dir_she_may_not_write_is_undone_and_rewound(shared):

@@ -187,6 +187,9 @@ class ApprovalGate:
         self._cwd = cwd
         self._kind_of = kind_of
         self.approver: StepApprover | None = None
+        # Why a call's file writes would be refused whatever the user answers (the sandbox, the file's mode): then
+        # it is refused without a question. None: every question is asked.
+        self.write_refusal: Callable[[str, dict[str, Any]], Awaitable[str | None]] | None = None
         # Every connection the session's steps made through the egress proxy (`/network`; this process only).
         self.net_log: list[dict] = []
         # "Allow for this session" answers: "host:port" -> the step that asked. Never saved: a resumed session (a new
@@ -199,7 +202,12 @@ class ApprovalGate:
         mode = self._mode()
         if mode == "auto":
             return None
-        for plan in self._plans(call_id, tool, args):
+        plans = self._plans(call_id, tool, args)
+        asks = mode != "read-only" and self.approver is not None and any(self._needs_asking(mode, p) for p in plans)
+        if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
+            # No answer could let it write: the user is not bothered, nor led to think it happened.
+            return f"refused, without asking the user (no answer could allow it); nothing was written: {why}"
+        for plan in plans:
             refusal = await self._decide(mode, plan)
             if refusal is not None:
                 return refusal

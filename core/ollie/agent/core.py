@@ -72,6 +72,7 @@ class Core(McpMembers):
                                       remember=self._allow_always, cwd=lambda: self.cwd,
                                       kind_of=self.step_kinds)
         self._approval.on_ask = self._asked
+        self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host.approve_step = self._approval.check
         self._host.before_turn = self._ask_workspace_servers
         self._host.net_ask = self._approval.net_ask

@@ -56,6 +56,15 @@ class Runtime:
         """Route a call to whichever server offers the tool."""
         return await self.dispatcher.dispatch(tool, args)
 
+    async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
+        """Why the call's file writes would be refused whatever the user answers (the execute server's writers
+        say); None when they would not, or the tool is another server's."""
+        try:
+            server = self.dispatcher.server_for(tool)[1]
+        except UnknownToolError:
+            return None
+        return await server.write_refusal(tool, args) if isinstance(server, ExecuteServer) else None
+
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
         """Whether a call is read-safe, as the server offering the tool says; unknown: global (run it alone)."""
         return self._ask(ParallelClassifier, "classify_parallel", tool, args, "global")

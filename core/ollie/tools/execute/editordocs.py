@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from ollie import beneath
 from ollie.tools.documents import STALE, EditorDocuments, Version
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
-from ollie.tools.execute.languages import Invocation
+from ollie.tools.execute.languages import with_env
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
@@ -86,7 +85,7 @@ class DocumentBridge:
         copy = await asyncio.to_thread(_write_copy, ctx.runner.dirs.tmp, path.name, text)
         try:
             outcome = await ctx.run_locked(
-                script.parallel or "global", _with_copy(ctx.script_invocation(call, script, None), copy),
+                script.parallel or "global", with_env(ctx.script_invocation(call, script, None), COPY_ENV, str(copy)),
                 elevated=False, what=shlex.join([script.name, *call.args]),
             )
             if not outcome.ok:
@@ -148,13 +147,3 @@ async def _write_disk(ctx: CallContext, path: Path, new_text: str, script: ToolS
     if outcome.ok:
         return None
     return outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed"
-
-
-def _with_copy(build: Callable[[], Invocation], copy: Path) -> Callable[[], Invocation]:
-    """`build` (a deferred Invocation) with OLLIE_EDITOR_COPY set to `copy` for that one child."""
-
-    def built() -> Invocation:
-        invocation = build()
-        return replace(invocation, env=(*invocation.env, (COPY_ENV, str(copy))))
-
-    return built

@@ -7,7 +7,8 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ollie import paths, programs
@@ -97,10 +98,20 @@ class Invocation:
     stdin: bytes | None
     # ed keeps its buffer in a tmpfile(), which ignores TMPDIR and uses /tmp, which no sandbox grants.
     tmp_at_tmp: bool = False
-    # Extra env for this one child (the file tools' OLLIE_EDITOR_COPY: see ollie.tools.execute.editordocs).
+    # Extra env for this one child (the file tools' OLLIE_EDITOR_COPY and OLLIE_WRITE_CHECK: editordocs, writecheck).
     env: tuple[tuple[str, str], ...] = ()
     # (script, args) of a bundled Python tool script that the fork server's pre-imported worker may run.
     python: tuple[str, tuple[str, ...]] | None = None
+
+
+def with_env(build: Callable[[], Invocation], key: str, value: str) -> Callable[[], Invocation]:
+    """`build` (a deferred Invocation) with `key=value` in that one child's env."""
+
+    def built() -> Invocation:
+        invocation = build()
+        return replace(invocation, env=(*invocation.env, (key, value)))
+
+    return built
 
 
 def code_invocation(

@@ -204,6 +204,21 @@ class ExecuteServer:
         except OllieError as exc:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
+    async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
+        """Why the call's file writes would be refused whatever the user answers (see writecheck); None: not so."""
+        if tool not in EXECUTORS or not self._executor_allowed(tool) or not isinstance(args, dict):
+            return None
+        from ollie.tools.execute.writecheck import write_refusal, writes
+
+        try:
+            parsed = self._parsed.parse(tool, args)
+            request = parsed.get()
+            if not writes(request.script_calls()):
+                return None
+            return await write_refusal(self._context(request, parsed), request.script_calls())
+        except OllieError:
+            return None  # the call itself reports it
+
     def _context(self, request: ExecuteRequest, parsed: ParsedCall) -> CallContext:
         from ollie.tools.execute.context import CallContext
         from ollie.tools.execute.runner import Deadline

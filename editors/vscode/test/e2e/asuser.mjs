@@ -2,9 +2,9 @@
 // test_vscode_as_user.py starts it as one, with a scripted LLM of its own and a workspace holding root's
 // vendor/lib.py and root's lib/ dir with her lib/util.py in it): the daily loop. The user has an unsaved line in
 // notes.txt and calc.py open; a prompt's edit of calc.py is approved and shows in its buffer, saved, and the approved
-// test command runs the fix; the agent's edit of lib.py, which she may not write, is refused; a prompt queued while a
-// turn streams runs after it (editing lib/util.py); the window reloads, the chat shows its session with that turn's
-// changed files, one is undone, and the chat goes on in the session. A screenshot at each stage (user-*.png).
+// test command runs the fix; the agent's edit of lib.py, which she may not write, is refused unasked; a prompt queued
+// while a turn streams runs after it (editing lib/util.py); the window reloads, the chat shows its session with that
+// turn's changed files, one is undone, and the chat goes on in the session. A screenshot at each stage (user-*.png).
 //
 // Usage: node test/e2e/asuser.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs; OLLIE_E2E_SERVER_ENV:
 // the daemon's environment as JSON, for the test's scripted server, which holds the reply of stage 4 until this
@@ -62,11 +62,14 @@ await withVSCode(
     await screenshot("user-edited-and-tested");
     log("the approved edit showed in calc.py's buffer, saved, and the approved tests ran it; notes.txt stayed unsaved");
 
-    // 3. A file she may not write (root's, open): the agent's edit of it is refused and says why; the buffer is as it was.
+    // 3. A file she may not write (root's, open): the agent's edit of it is refused, without a question no answer could
+    // make good (it was asked, and refused after "Allow once"), and says why; the buffer is as it was.
     await openFile(page, "lib.py");
     await send(chat, "bump the vendored version");
-    await allow(page, chat, "Edit vendor/lib.py", screenshot, "user-asked-read-only");
     await chat.locator(".item.assistant", { hasText: "It is read-only: left as it is." }).waitFor({ timeout: waitMs });
+    if (await chat.locator(".item.permission", { has: chat.locator(".step-title", { hasText: "Edit vendor/lib.py" }) }).count()) {
+      throw new Error("the edit of the file she may not write was put to her first");
+    }
     const refused = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit vendor/lib.py" }) }).last();
     await refused.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
     // Why shows under its title, not only in its folded output (it said "[stderr]").

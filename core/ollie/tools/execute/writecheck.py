@@ -1,0 +1,51 @@
+"""Whether a call's file writes would be refused whatever the user answers, asked of the writers themselves.
+
+The bundled file_write and file_edit run as for the write, in the call's sandbox, with OLLIE_WRITE_CHECK set: they
+check the path with the very code the write uses (`writable_path` in tools/_toolkit.py) and stop there, writing
+nothing. The daemon itself resolves and opens nothing of the path: the workspace is hostile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ollie import paths
+from ollie.errors import OllieError
+from ollie.tools.execute.args import ScriptCall
+from ollie.tools.execute.languages import with_env
+
+if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
+    from ollie.tools.execute.context import CallContext
+
+WRITERS = frozenset({"file_write", "file_edit"})
+CHECK_ENV = "OLLIE_WRITE_CHECK"
+
+
+def writes(calls: list[ScriptCall]) -> list[ScriptCall]:
+    """The sandboxed file writes among `calls` (an elevated one runs outside the sandbox, after a question of its own)."""
+    return [call for call in calls if call.tool in WRITERS and not call.elevated]
+
+
+async def write_refusal(ctx: CallContext, calls: list[ScriptCall]) -> str | None:
+    """The first refusal the writers among `calls` give under the call's policy (`tool: why`); None when none would.
+
+    Only ollie's own writers are asked (another script of that name may not know the check, and would write), and
+    only in a sandbox (an unsandboxed agent's writes are as before). A check that fails otherwise (a timeout, a
+    crash) refuses nothing: the user is asked, and the write itself says what is wrong.
+    """
+    if ctx.policy is None:
+        return None
+    bundled = paths.bundled("tools")
+    for call in writes(calls):
+        try:
+            script = ctx.resolve(call.tool)
+        except OllieError:
+            return None  # the call itself reports it
+        if script.path.parent != bundled:
+            continue
+        outcome = await ctx.run(with_env(ctx.script_invocation(call, script, None), CHECK_ENV, "1"), elevated=False)
+        said = outcome.stderr.decode("utf-8", errors="replace").strip()
+        # A refusal is the one `name: why` line a ToolError prints, with exit status 1 (a traceback is no refusal).
+        if outcome.error is None and outcome.exit_code == 1 and said.startswith(f"{call.tool}: ") and "\n" not in said:
+            return said
+    return None
