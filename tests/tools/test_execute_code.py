@@ -185,6 +185,15 @@ async def test_child_env_is_clean_and_carries_session_facts(ws: Workspace, monke
     assert any(line.startswith("OLLIE_DATA_PATH=") for line in lines)
 
 
+async def test_the_file_tools_switches_in_the_sessions_env_reach_no_step(ws: Workspace) -> None:
+    # A session env naming them would send every write to nowhere (a check that writes nothing, or an editor copy).
+    server = ws.server(env={"OLLIE_WRITE_CHECK": "1", "OLLIE_EDITOR_COPY": "/tmp/x", "PROJECT_FLAG": "on"})
+    result = await code(server, "env | sort")
+    lines = set(stdout_of(result).splitlines())
+    assert "PROJECT_FLAG=on" in lines
+    assert not any(line.startswith(("OLLIE_WRITE_CHECK=", "OLLIE_EDITOR_COPY=")) for line in lines)
+
+
 async def test_set_cwd_moves_later_calls(ws: Workspace) -> None:
     server = ws.server()
     sub = ws.work / "sub"

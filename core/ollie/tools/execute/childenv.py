@@ -11,6 +11,11 @@ from pathlib import Path
 
 from ollie import paths
 
+# The bundled file tools' per-call switches (tools/_toolkit.py reads them): work on a copy of an editor's text
+# (editordocs); check the write and do not make it (writecheck).
+EDITOR_COPY_ENV = "OLLIE_EDITOR_COPY"
+WRITE_CHECK_ENV = "OLLIE_WRITE_CHECK"
+
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -69,6 +74,10 @@ def child_env(
         "TERM": "dumb",
     }
     env.update(session_env)
+    # The file tools' per-call switches (a copy of an editor's text; check, do not write) are set by ollie for one
+    # child only: from the session's env they would send every write to nowhere.
+    for switch in (EDITOR_COPY_ENV, WRITE_CHECK_ENV):
+        env.pop(switch, None)
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)
     env.update(

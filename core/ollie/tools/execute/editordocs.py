@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ollie import beneath
 from ollie.tools.documents import STALE, EditorDocuments, Version
 from ollie.tools.execute.args import ScriptCall
+from ollie.tools.execute.childenv import EDITOR_COPY_ENV
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import with_env
 from ollie.tools.execute.results import Section
@@ -26,8 +27,6 @@ from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
-
-COPY_ENV = "OLLIE_EDITOR_COPY"
 
 
 def _write_copy(directory: Path, name: str, text: str) -> Path:
@@ -85,7 +84,7 @@ class DocumentBridge:
         copy = await asyncio.to_thread(_write_copy, ctx.runner.dirs.tmp, path.name, text)
         try:
             outcome = await ctx.run_locked(
-                script.parallel or "global", with_env(ctx.script_invocation(call, script, None), COPY_ENV, str(copy)),
+                script.parallel or "global", with_env(ctx.script_invocation(call, script, None), EDITOR_COPY_ENV, str(copy)),
                 elevated=False, what=shlex.join([script.name, *call.args]),
             )
             if not outcome.ok:

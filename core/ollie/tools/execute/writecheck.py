@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from ollie import paths
 from ollie.errors import OllieError
 from ollie.tools.execute.args import ScriptCall
+from ollie.tools.execute.childenv import WRITE_CHECK_ENV
 from ollie.tools.execute.languages import with_env
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
 
 WRITERS = frozenset({"file_write", "file_edit"})
-CHECK_ENV = "OLLIE_WRITE_CHECK"
 
 
 def writes(calls: list[ScriptCall]) -> list[ScriptCall]:
@@ -43,7 +43,9 @@ async def write_refusal(ctx: CallContext, calls: list[ScriptCall]) -> str | None
             return None  # the call itself reports it
         if script.path.parent != bundled:
             continue
-        outcome = await ctx.run(with_env(ctx.script_invocation(call, script, None), CHECK_ENV, "1"), elevated=False)
+        outcome = await ctx.run(
+            with_env(ctx.script_invocation(call, script, None), WRITE_CHECK_ENV, "1"), elevated=False
+        )
         said = outcome.stderr.decode("utf-8", errors="replace").strip()
         # A refusal is the one `name: why` line a ToolError prints, with exit status 1 (a traceback is no refusal).
         if outcome.error is None and outcome.exit_code == 1 and said.startswith(f"{call.tool}: ") and "\n" not in said:
