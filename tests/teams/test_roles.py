@@ -115,6 +115,7 @@ def test_a_teammates_rows_in_a_shared_session_name_no_mode_or_always_answer_for_
 
 
 def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security(store_url, monkeypatch):
+    from ollie.cli.doctor import check_store
     from ollie.sessions import types
     from ollie.sessions.pg.store import PgStore
     from ollie.sessions.registry import Registry
@@ -138,6 +139,8 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
         PgStore(role_url(store_url, "bob"))
     assert SCHEMA_VERSION == 4 and PgStore(store_url).migrate() == (4, 4)  # the owner's open migrated it
     grant_team(store_url)
+    doctor = check_store({"OLLIE_STORE": role_url(store_url, "bob")})
+    assert doctor.ok and "sessions are bob's, the role the server lets write only rows naming it" in doctor.detail
     bob = Registry(role_url(store_url, "bob"))
     try:
         assert types.os_user() == "bob"
@@ -156,6 +159,7 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
 async def test_daemons_connected_as_their_peoples_roles_act_as_them_and_carry_a_shared_session_on(
         start_daemon, team_store, scripted_llm, monkeypatch):
     from ollie.sessions import types
+    from ollie.sessions.pg.log import PgRounds
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
 
@@ -184,7 +188,19 @@ async def test_daemons_connected_as_their_peoples_roles_act_as_them_and_carry_a_
     texts = [m.get("content") or "" for m in (await bob.request("ollie/context", {"session": sid}))["messages"]]
     assert [t for t in texts if "question" in t or "answer" in t] == [
         "first question", "first answer", "her question", "alice's answer", "third question", "third answer"]
-    with psycopg.connect(team_store("postgres")) as conn:
-        writers = [r[0] for r in conn.execute("SELECT user_id FROM session_rounds WHERE session_id = %s ORDER BY seq",
-                                              (sid,))]
-    assert "alice" in writers and writers[-1] == "bob" and set(writers) == {"alice", "bob"}, writers
+
+    def writers() -> list[str]:
+        with psycopg.connect(team_store("postgres")) as conn:
+            return [r[0] for r in conn.execute("SELECT user_id FROM session_rounds WHERE session_id = %s ORDER BY seq",
+                                               (sid,))]
+
+    assert "alice" in writers() and writers()[-1] == "bob" and set(writers()) == {"alice", "bob"}, writers()
+    # The compaction a teammate's full context needs replaces the whole log, his rounds too, as hers.
+    assert await bob.request("ollie/session/close", {"session": sid}) == {}
+    monkeypatch.setenv("OLLIE_TEAMS", "backend")
+    rounds = PgRounds(team_store("alice"), sid)
+    whole = rounds.read()
+    assert whole is not None and types.os_user() == "alice"
+    rounds.replace(whole)
+    rounds.close()
+    assert writers() == ["alice"]
