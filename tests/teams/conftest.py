@@ -35,6 +35,45 @@ def store_url(pg_server) -> Any:
     pg_log.close_all()
 
 
+# docs/TEAM.md's set-up of a role per person, run by the tables' owner (here the superuser) once they exist.
+TEAM_GRANTS = """
+GRANT USAGE ON SCHEMA {schema} TO ollie_team;
+GRANT SELECT ON ollie_schema TO ollie_team;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_rounds, session_compactions, session_leases TO ollie_team;
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO ollie_team
+"""
+PEOPLE = ("alice", "bob", "mallory")
+
+
+def grant_team(store_url: str) -> None:
+    """Make the roles of a team of three (once per server) and grant them the store's tables, as TEAM.md says."""
+    import psycopg
+
+    schema = store_url.rpartition("%3D")[2]
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'ollie_team'").fetchone() is None:
+            conn.execute("CREATE ROLE ollie_team NOLOGIN")
+            for person in PEOPLE:
+                conn.execute(f"CREATE ROLE {person} LOGIN IN ROLE ollie_team")
+        for statement in TEAM_GRANTS.format(schema=schema).split(";"):
+            conn.execute(statement)  # type: ignore[arg-type]  # built, not literal, SQL
+
+
+def role_url(store_url: str, role: str) -> str:
+    """The store's URL for another role of the server (trust auth: no password)."""
+    return store_url.replace("postgresql://postgres@", f"postgresql://{role}@", 1)
+
+
+@pytest.fixture
+def team_store(store_url) -> Callable[[str], str]:
+    """A store migrated by its owner (the superuser) with roles alice, bob and mallory: `url(role)` is theirs."""
+    from ollie.sessions.pg.store import PgStore
+
+    PgStore(store_url).close()
+    grant_team(store_url)
+    return lambda role: role_url(store_url, role)
+
+
 def home_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a process on 'another machine': its own HOME and XDG dirs, no OLLIE_* but `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLIE_", "XDG_"))}

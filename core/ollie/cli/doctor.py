@@ -125,7 +125,7 @@ def check_store(env: Mapping[str, str]) -> Check:
     try:
         store = PgStore(url, busy_timeout_s=5.0, migrate=False)
         try:
-            version = store.version()
+            version, role = store.version(), store.role
         finally:
             store.close()
     except (OllieError, OSError) as exc:
@@ -136,6 +136,8 @@ def check_store(env: Mapping[str, str]) -> Check:
         return Check("store", False, f"{where}: schema version {version} is newer than this ollie's ({SCHEMA_VERSION})",
                      "upgrade ollie on this machine")
     note = "" if version == SCHEMA_VERSION else f" (schema version {version}: migrated to {SCHEMA_VERSION} on start)"
+    if role:  # docs/TEAM.md: a role per person
+        note += f"; sessions are {role}'s, the role the server lets write only rows naming it"
     return Check("store", True, f"PostgreSQL at {where} answers{note}")
 
 

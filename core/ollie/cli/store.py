@@ -80,9 +80,8 @@ def _import(url: str, args: argparse.Namespace) -> int:
         return 2
     from ollie.sessions.store import default_path
     from ollie.sessions.transfer import import_local
-    from ollie.sessions.types import os_user
 
-    report = import_local(url, user=args.user or os_user(), registry_path=args.registry or default_path(),
+    report = import_local(url, user=args.user, registry_path=args.registry or default_path(),
                           sessions_dir=args.sessions_dir or paths.sessions_dir())
     for line in report.lines():
         print(line)

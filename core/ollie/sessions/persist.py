@@ -112,6 +112,8 @@ class SessionFile:
                 raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
             meta["id"] = self.session_id
             session = _session(meta, messages, self.path)
+            if self.storage is not None:
+                self.storage.keep_own_settings(session)
             self._bind(session, written=len(messages), offset=offset, overhead=overhead)
             return session
 

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ollie.sessions.types import Info, ListOptions, Scope, SortKey, os_user
+from ollie.sessions.types import Info, ListOptions, Scope, SortKey, os_user, store_role
 
 if TYPE_CHECKING:
     from ollie.sessions.registry import Registry
@@ -25,10 +25,19 @@ class UserRecords:
 
     def __init__(self, *, errors: ErrorMap = lambda session_id, field: nullcontext()) -> None:
         self._registry: Registry | None = None
-        self.user = os_user()
-        self.scope = Scope(user_id=self.user)  # no agent: every agent of the user
+        self._user = os_user()
         self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ollie-registry")
         self._errors = errors
+
+    @property
+    def user(self) -> str:
+        """Whose records these are: OLLIE_USER or the login, unless a PostgreSQL store named the user since."""
+        return store_role() or self._user
+
+    @property
+    def scope(self) -> Scope:
+        """The user's scope: no agent, so every agent of the user."""
+        return Scope(user_id=self.user)
 
     @property
     def registry(self) -> Registry:

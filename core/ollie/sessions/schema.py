@@ -32,6 +32,15 @@ class StoreVersionError(SessionError):
     """The store's schema is newer than this ollie: refused, so an older ollie never damages it."""
 
 
+# Schema 4's policies (PostgreSQL). A session's log, compactions and lease are written only by its owner, or by anyone
+# once it is shared (the server does not know OLLIE_TEAMS), or by anyone while it has no record (a log with another's
+# rows is then nobody's: no record can be made over it, and ollie lists it for no one). Rounds are deleted by their
+# writer, or by whoever may replace the whole log: the owner (compaction, /clear, rewind) and, once shared, anyone
+# (the compaction a teammate's full context needs). A lease row is taken over by anyone (after it lapses, by the
+# TTL of the taker's ollie: the server cannot tell), as its taker's. No record is deleted, no round updated.
+_MAY_WRITE = ("NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = {table}.session_id AND s.user_id <> current_user "
+              "AND s.team = '')")
+
 # Timestamps are microseconds since the epoch (BIGINT: SQLite's INTEGER is 64-bit anyway).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, one active main per user and agent, one active session per binding", """
@@ -92,6 +101,31 @@ CREATE TABLE session_leases (
     # failed), which would otherwise be no one's, and so every user's to list and read.
     Migration(3, "on PostgreSQL, the writer of each session round", "", """
 ALTER TABLE session_rounds ADD COLUMN user_id TEXT NOT NULL DEFAULT ''
+"""),
+    # Who wrote a row, by the server (docs/TEAM.md): a role that does not own the tables (a role per person) writes
+    # only rows naming itself. The owner (a one-role team's) bypasses these policies, as before: unauthenticated.
+    Migration(4, "on PostgreSQL, row-level security: a role writes only rows naming itself", "", f"""
+ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ollie_read ON sessions FOR SELECT USING (true);
+CREATE POLICY ollie_insert ON sessions FOR INSERT WITH CHECK (user_id = current_user AND NOT EXISTS (
+    SELECT 1 FROM session_rounds r WHERE r.session_id = sessions.id AND r.user_id <> current_user));
+CREATE POLICY ollie_update ON sessions FOR UPDATE USING (user_id = current_user) WITH CHECK (user_id = current_user);
+ALTER TABLE session_rounds ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ollie_read ON session_rounds FOR SELECT USING (true);
+CREATE POLICY ollie_insert ON session_rounds FOR INSERT
+    WITH CHECK (user_id = current_user AND {_MAY_WRITE.format(table="session_rounds")});
+CREATE POLICY ollie_delete ON session_rounds FOR DELETE USING (user_id = current_user OR EXISTS (
+    SELECT 1 FROM sessions s WHERE s.id = session_rounds.session_id AND (s.user_id = current_user OR s.team <> '')));
+ALTER TABLE session_compactions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ollie_read ON session_compactions FOR SELECT USING (true);
+CREATE POLICY ollie_insert ON session_compactions FOR INSERT WITH CHECK ({_MAY_WRITE.format(table="session_compactions")});
+ALTER TABLE session_leases ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ollie_read ON session_leases FOR SELECT USING (true);
+CREATE POLICY ollie_insert ON session_leases FOR INSERT
+    WITH CHECK (user_id = current_user AND {_MAY_WRITE.format(table="session_leases")});
+CREATE POLICY ollie_update ON session_leases FOR UPDATE USING (true)
+    WITH CHECK (user_id = current_user AND {_MAY_WRITE.format(table="session_leases")});
+CREATE POLICY ollie_delete ON session_leases FOR DELETE USING (user_id = current_user)
 """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -11,7 +11,7 @@ from ollie.sessions.persist import SessionFileError
 from ollie.sessions.pg.log import PgRounds
 from ollie.sessions.pg.store import PgStore
 from ollie.sessions.session import Session
-from ollie.sessions.types import Channel, Info, Kind, from_micros, validate_title
+from ollie.sessions.types import Channel, Info, Kind, from_micros, os_user, validate_title
 
 
 @dataclass
@@ -101,11 +101,12 @@ def _import_logs(sessions_dir: Path, url: str, target: PgStore, local: store.Sto
             report.failed.append(f"log {session_id}: {exc}")
 
 
-def import_local(url: str, *, user: str, registry_path: Path, sessions_dir: Path) -> ImportReport:
-    """Copy `user`'s records from the SQLite registry, and the session files that are theirs (or no one's: they
-    become theirs), into the store at `url` (idempotent); another user's sessions stay behind, reported."""
+def import_local(url: str, *, user: str | None, registry_path: Path, sessions_dir: Path) -> ImportReport:
+    """Copy `user`'s (None: this process's) records from the SQLite registry, and the session files that are theirs
+    (or no one's: they become theirs), into the store at `url` (idempotent); another user's stay behind, reported."""
     report = ImportReport()
     target = PgStore(url)
+    user = user or os_user()  # once the store is open: it may name the user (a role per person)
     local = store.Store(registry_path) if registry_path.exists() else None
     try:
         if local is not None:

@@ -69,10 +69,28 @@ def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
     return picked
 
 
+# The database role a PostgreSQL store authenticates this process as (ollie.sessions.pg.store): "" until one does.
+_role = ""
+
+
+def act_as(role: str) -> None:
+    """Sessions are `role`'s from now on: the store writes rows for that role only (OLLIE_USER unset, or the same)."""
+    global _role
+    _role = role
+
+
+def store_role() -> str:
+    """The role a PostgreSQL store authenticates this process as ("" when none does, or none is open yet)."""
+    return _role
+
+
 def os_user() -> str:
-    """The user sessions belong to: OLLIE_USER (environment or env file), else the OS login name ("user" if none)."""
+    """The user sessions belong to: the role the store authenticates (a role per person, docs/TEAM.md), else
+    OLLIE_USER (environment or env file), else the OS login name ("user" if none)."""
     from ollie.sessions.location import USER_VAR, setting
 
+    if _role:
+        return _role  # OLLIE_USER is unset or names it (ollie.sessions.pg.store refuses any other)
     if named := setting(USER_VAR):
         return named
     import getpass  # (and termios) only when OLLIE_USER does not say

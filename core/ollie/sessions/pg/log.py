@@ -18,9 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError
 from ollie.sessions.location import user_teams
-from ollie.sessions.logformat import META_TAIL_BYTES
+from ollie.sessions.logformat import META_TAIL_BYTES, last_meta
 from ollie.sessions.pg.lease import LeaseLostError, Leases
 from ollie.sessions.pg.store import PgConn, PgStore
+from ollie.sessions.session import Session
 from ollie.sessions.types import os_user
 
 log = get_logger("ollie.sessions.pg")
@@ -111,6 +112,8 @@ class PgRounds:
         self._lost: LeaseLostError | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._failure: BaseException | None = None
+        # The last meta the reader wrote itself (`read`), when others wrote rows too: see keep_own_settings.
+        self._own_meta: dict[str, object] | None = None
         _open.add(self)
 
     def read(self) -> bytes | None:
@@ -123,15 +126,28 @@ class PgRounds:
             if visible.fetchone() is None:
                 raise ForbiddenError(f"session {self.session_id} belongs to another user")
             self.leases.acquire(conn, self.session_id)
-            rows = conn.execute("SELECT seq, epoch, data FROM session_rounds WHERE session_id = ? ORDER BY seq",
-                                (self.session_id,)).fetchall()
+            rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? "
+                                "ORDER BY seq", (self.session_id,)).fetchall()
         self._lost = None
         self._holding = bool(rows)
         if not rows:
             self.leases.release(self.session_id)
             return None
         self._seq, self._epoch = int(rows[-1][0]), int(rows[-1][1])
+        self._own_meta = None
+        if any(r[3] != user for r in rows):
+            self._own_meta = next((meta for r in reversed(rows) if r[3] == user and (meta := last_meta(bytes(r[2])))),
+                                  {})
         return b"".join(bytes(r[2]) for r in rows)
+
+    def keep_own_settings(self, session: Session) -> None:
+        """After `read`: the approval mode and "always" answers the reader itself last saved; rows another user
+        wrote into the session (a teammate's, in a shared one) name none of them for the reader."""
+        if self._own_meta is None:
+            return
+        approval, always = self._own_meta.get("approval"), self._own_meta.get("approval_always")
+        session.approval = approval if isinstance(approval, str) else ""
+        session.approval_always = always if isinstance(always, list) and all(isinstance(a, str) for a in always) else []
 
     def append(self, payload: bytes) -> None:
         """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed)."""

@@ -19,9 +19,10 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ollie.sessions.errors import SessionError
-from ollie.sessions.location import STORE_VAR, redact
-from ollie.sessions.schema import pending
+from ollie.sessions.location import STORE_VAR, USER_VAR, redact, setting
+from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError, pending
 from ollie.sessions.store import Conn, Cursor, DuplicateError, StoreBusyError
+from ollie.sessions.types import act_as
 
 # The pool reports each failed reconnect as a warning; with no handler Python would print it on the terminal's
 # screen. Where ollie configures logging they still reach its log; the user hears of a failure from ollie itself.
@@ -33,6 +34,14 @@ MIGRATION_LOCK = 0x011E5C4E
 
 class StoreUnavailableError(SessionError, ConnectionError):
     """The PostgreSQL server cannot be reached (or dropped the connection). An OSError, as a missing file is."""
+
+
+class StoreRefusedError(SessionError):
+    """The server refused a statement to this role: a row naming another user (row-level security), a missing grant."""
+
+
+class StoreIdentityError(SessionError):
+    """OLLIE_USER names another user than the role the store authenticates this process as."""
 
 
 _DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main"}
@@ -62,6 +71,8 @@ class PgConn:
         except pg_errors.UniqueViolation as exc:
             constraint = exc.diag.constraint_name or ""
             raise DuplicateError(_DUPLICATES.get(constraint, constraint), str(exc)) from None
+        except pg_errors.InsufficientPrivilege as exc:
+            raise StoreRefusedError(f"{self._where}: the server refused it: {exc.diag.message_primary}") from None
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"{self._where}: {exc}") from exc
 
@@ -107,8 +118,28 @@ class PgStore:
         except PoolTimeout as exc:
             self._pool.close()
             raise StoreUnavailableError(f"{self.location}: cannot connect within {busy_timeout_s} s") from exc
-        if migrate:
-            self.migrate()
+        try:
+            if migrate:
+                self.migrate()
+            self.role = self._authenticated_role()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def _authenticated_role(self) -> str:
+        """The role this store authenticates this process as ("" when it does not: the tables' owner, a one-role
+        team's, or no tables yet); sessions are then that role's (OLLIE_USER unset), and only its (StoreIdentityError)."""
+        with self.connection() as conn:
+            role, checked = conn.execute("SELECT current_user, row_security_active(to_regclass('sessions'))").fetchone()
+        if not checked:
+            return ""
+        named = setting(USER_VAR)
+        if named and named != role:
+            raise StoreIdentityError(
+                f"session store {STORE_VAR}={self.location}: connected as role {role!r}, so sessions are {role}'s, "
+                f"but {USER_VAR}={named!r} names another user: unset {USER_VAR} or set it to {role!r}")
+        act_as(role)
+        return str(role)
 
     @property
     def location(self) -> str:
@@ -164,6 +195,17 @@ class PgStore:
 
     def migrate(self) -> tuple[int, int]:
         """Bring the schema up to this ollie's version, in one transaction; (version before, version after)."""
+        current = self.version()
+        if not pending(current, self.location):
+            return current, current  # no DDL: a role per person may not run any (docs/TEAM.md)
+        try:
+            return self._migrate()
+        except StoreRefusedError as exc:
+            raise StoreVersionError(
+                f"{self.location}: the store's schema is version {current}, this ollie's {SCHEMA_VERSION}, and this "
+                "role may not migrate it: run `ollie store migrate` as the role that owns the tables") from exc
+
+    def _migrate(self) -> tuple[int, int]:
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS ollie_schema (version INTEGER NOT NULL)")
