@@ -46,6 +46,8 @@ M.named = {}
 local every = {}
 -- The daemon's default session goes to the first chat; each later one gets a session of its own.
 local default_claimed = false
+---@type ollie.Chat|nil the chat that took the daemon's default session
+local first_chat
 
 local function err_text(err)
   return type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)
@@ -119,6 +121,15 @@ function M.show_named(name)
   M.chats[tab] = chat
   return chat
 end
+
+---The session a code action runs in: this tab's chat's, else the first chat's (nil before any has one: the daemon's
+---default), so that its turn shows in a chat.
+---@return string|nil
+function M.action_session()
+  local chat = M.get(false)
+  return chat and chat.session or first_chat and first_chat.session
+end
+client.action_session = M.action_session
 
 ---Every chat made, those whose tab closed among them (a session file may show them again: sessionfile.lua).
 ---@return ollie.Chat[]
@@ -246,6 +257,7 @@ function Chat:with_session(fn)
     if not self.session then
       self:set_session(res.session)
       if method == "ollie/state" then
+        first_chat = self
         M.on_state(res)
         -- The daemon's default session may be one it resumed at start: what it had queued when an editor before
         -- quit during a turn is queued again, as for a session switched to.
