@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -58,6 +59,32 @@ def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scrip
         narrow = tmux.keep("2-narrow", tmux.wait(
             lambda s: len(s.splitlines()) == 24 and 38 <= s.splitlines()[1].find("│") <= 41, "the narrow layout"))
         tmux.keep("3-end", tmux.wait(lambda s: "THE LAST LINE." in s and "(end)" in s, f"the end:\n{narrow}"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, scripted_llm):
+    """The agent changes one line near the top of a long file the user reads at its end; `u` there undoes that one
+    line and shows it, as Vim's undo of any change does (Bug: the edit replaced every line of the buffer: `u` said
+    "451 changes" and left the cursor at the end, the undone line out of sight)."""
+    long = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(150))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["long.py", "return x + 3\n", "return x + 3 + 0\n"]}]})), Reply.text("Edited."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"long.py": long})
+    try:
+        tmux.wait(lambda s: "def f0(x):" in s, "nvim to start")
+        tmux.keys("G")
+        tmux.wait(lambda s: "def f149(x):" in s, "the file's end")
+        tmux.keys(":Ollie edit f3", "Enter")
+        tmux.keep("1-edited", tmux.wait(lambda s: "Edited." in s and "(end)" in s, "the turn", timeout=60))
+        assert "return x + 3 + 0" in (tmp_path / "ws" / "long.py").read_text()
+        tmux.keys("u")
+        undone = tmux.keep("2-undone", tmux.wait(lambda s: "before #1" in s, "the undo"))
+        assert re.search(r"^[12] changes?; before #1", undone, re.M), undone
+        assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
+        assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
         assert_clean(tmux.screens)
     finally:
         tmux.close()
