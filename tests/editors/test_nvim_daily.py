@@ -88,3 +88,21 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
+    """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
+    limited, retrying", so a crashed local server sent the user looking at quotas)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.error(503), Reply.text("Recovered."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60))
+        chat = chat_of(done)
+        assert "retrying after an error: transient:" in chat and "503" in chat, done
+        assert "rate limited" not in chat, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

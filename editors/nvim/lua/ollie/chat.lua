@@ -469,7 +469,8 @@ function Chat:on_event(ev, drawn)
       self:tell_behind(content)
     end
   elseif role == "limitretry" then
-    t:note("rate limited, retrying: " .. content, "OllieTurnEnd")
+    -- Its content names the error (`rate_limit: …`, `transient: … HTTP 503 …`): a server error is no rate limit.
+    t:note("retrying after an error: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
     if content == "start" then
       self.running = true
