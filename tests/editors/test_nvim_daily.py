@@ -106,3 +106,27 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Path, scripted_llm):
+    """The user typed a function into calc.py without saving and asks for an edit of it: the approval question shows
+    the edit's diff of that text (Bug: the preview was made from the disk, where the text the edit replaces is not:
+    the question came with no diff at all, to be approved blind)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "return x * x", "return x ** 2"]}]})), Reply.text("Squared."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "def add(a, b):\n    return a + b\n"})
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys("G", "o", "def square(x):", "Enter", "return x * x", "Escape")
+        tmux.wait(lambda s: "calc.py [+]" in s, "the unsaved function")
+        tmux.keys(":Ollie use ** in square", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s, "the question", timeout=60))
+        assert "ollie asks to: Edit calc.py" in asked, asked
+        assert "-    return x * x" in asked and "+    return x ** 2" in asked, asked
+        tmux.keys("1", "Enter")
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Squared." in s and "(end)" in s, "the turn"))
+        assert "return x ** 2" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
