@@ -130,3 +130,25 @@ def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Pat
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_the_statusline_names_the_step_that_runs(tmp_path: Path, scripted_llm):
+    """While a command runs, the chat's statusline says which (`Run sh wait.sh`), as its step line does (Bug: it said
+    "calling: execute_code", the name of the tool the model called)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "sh wait.sh", "language": "bash"}]})),
+               Reply.text("Waited."))
+    # The step runs until the test has seen the statusline (its file `go` appears).
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n", "wait.sh": "while [ ! -e go ]; do sleep 0.1; done\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie wait", "Enter")
+        running = tmux.keep("1-running", tmux.wait(lambda s: "◐ Run sh wait.sh" in s, "the running step", timeout=60))
+        tmux.keep("2-status", tmux.wait(lambda s: " ollie: Run sh wait.sh $" in s, f"the statusline:\n{running}"))
+        (tmp_path / "ws" / "go").write_text("")
+        done = tmux.keep("3-done", tmux.wait(lambda s: "Waited." in s and "(end)" in s, "the turn's end"))
+        assert " ollie: idle $" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        (tmp_path / "ws" / "go").write_text("")
+        tmux.close()

@@ -28,6 +28,7 @@ local M = {}
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
 ---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
+---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
 ---@field queue_held boolean|nil   a stop (or a quit: restore_queue) holds the queued prompts: the next prompt goes
@@ -151,7 +152,8 @@ end
 ---@return ollie.Chat
 function M.new(tab, name)
   local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, title = "",
-    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) },
+    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, steps_running = {}, name = name,
+    id = name or tostring(tab) },
     Chat)
   self:make_transcript()
   self:make_input()
@@ -274,7 +276,7 @@ end
 ---@param session string
 function Chat:set_session(session)
   if session ~= self.session then
-    self.title = "" -- until the daemon says the new session's
+    self.title, self.steps_running = "", {} -- until the daemon says the new session's
   end
   self.session = session
 end
@@ -444,6 +446,7 @@ function Chat:on_event(ev, drawn)
     t:stream(role, content)
   elseif role == "call" or role == "step" or role == "tool" then
     t:tool_event(ev)
+    self:note_running(ev)
     if role == "tool" then
       self:note_changed(ev)
       self:injected_taken()
@@ -477,7 +480,7 @@ function Chat:on_event(ev, drawn)
       self.turn_files, self.turn_starts = {}, self.turn_starts + 1
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
-      self.running, self.state = false, "idle"
+      self.running, self.state, self.steps_running = false, "idle", {}
       self:injected_taken()
       -- A question the daemon asked during the turn waits no more: its float and picker go.
       local permission = package.loaded["ollie.permission"]
@@ -497,6 +500,21 @@ function Chat:on_event(ev, drawn)
       end
     end
   end
+end
+
+---Note the steps that run, by their titles: the statusline names the last begun (`Run pytest`), not the tool the
+---model called (`calling: execute_code`).
+---@param ev table a `call`, `step` or `tool` event
+function Chat:note_running(ev)
+  local tool = ev.tool
+  if type(tool) ~= "table" or tool.id == nil then
+    return
+  end
+  self.steps_running = vim.tbl_filter(function(s) return s.id ~= tool.id end, self.steps_running)
+  if ev.role ~= "tool" and type(tool.title) == "string" then
+    table.insert(self.steps_running, { id = tool.id, title = tool.title })
+  end
+  pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
 end
 
 -- Step kinds that change files even when the disk does not show it (an edit of an open buffer).

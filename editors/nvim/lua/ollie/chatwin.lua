@@ -114,8 +114,11 @@ function M.status(win)
   if not (c and require("ollie.client").get()) then
     return "", ""
   end
-  -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy).
-  local state = require("ollie.permission").asks(c.session) and "waiting for your answer" or c.state
+  -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy). While a step
+  -- runs, its title says what runs ("calling: call_tool" named the model's tool).
+  local running = c.state:find("^calling:") and c.steps_running[#c.steps_running]
+  local state = require("ollie.permission").asks(c.session) and "waiting for your answer"
+    or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
   local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", state, c.cost or 0)
   local title = c.title:gsub("%c", " ")
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
