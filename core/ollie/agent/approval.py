@@ -24,6 +24,7 @@ from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
+    from ollie.tools.documents import EditorDocuments
 
 T = TypeVar("T")
 APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
@@ -180,11 +181,13 @@ class ApprovalGate:
     """Decides each step of a tool call under the session's approval mode; asks `approver` when it must."""
 
     def __init__(self, *, mode: Callable[[], str], always: Callable[[], list[str]], remember: Callable[[str], None],
-                 cwd: Callable[[], Path], kind_of: KindLookup | None = None) -> None:
+                 cwd: Callable[[], Path], kind_of: KindLookup | None = None,
+                 documents: Callable[[], EditorDocuments | None] = lambda: None) -> None:
         self._mode = mode
         self._always = always
         self._remember = remember
         self._cwd = cwd
+        self._documents = documents  # the editor's open documents: an edit's preview is of the text it edits
         self._kind_of = kind_of
         self.approver: StepApprover | None = None
         # Why a call's file writes would be refused whatever the user answers (the sandbox, the file's mode): then
@@ -225,7 +228,7 @@ class ApprovalGate:
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
                     "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
-            q = await _with_diff(q, plan.script, self._cwd())
+            q = await _with_diff(q, plan.script, self._cwd(), self._documents())
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
             answer = Answer("reject")
@@ -340,7 +343,8 @@ class ApprovalGate:
         return plans
 
 
-async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> StepQuestion:
+async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
+                     documents: EditorDocuments | None) -> StepQuestion:
     """The question with a diff preview when the new text can be known before running (file_write, file_edit)."""
     if script is None or script.tool not in ("file_write", "file_edit"):
         return q
@@ -350,7 +354,9 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> S
         return q
     if not beneath.inside(cwd, call.path):
         return q  # the daemon reads nothing outside the workspace, not even for a preview
-    old = await _read_small(cwd, call.path)
+    old = await _editor_text(documents, cwd / call.path)
+    if old is None:
+        old = await _read_small(cwd, call.path)
     if call.tool == "file_write":
         if call.content == "-":
             return q  # the text comes on stdin: not known here
@@ -360,6 +366,16 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path) -> S
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
     return replace(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
+
+
+async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:
+    """The editor's text of an open file (the user's unsaved text, which the edit changes: the disk's lacked what they
+    typed, and an edit of it was asked about with no diff), when not too big for a preview."""
+    try:
+        held = None if documents is None else await documents.text(path)
+    except Exception:  # a preview is no reason to fail the step: the disk's text is shown instead
+        return None
+    return held[0] if held is not None and len(held[0].encode()) <= DIFF_PREVIEW_MAX_BYTES else None
 
 
 async def _read_small(root: Path, path: str) -> str | None:

@@ -70,7 +70,7 @@ class Core(McpMembers):
         self._wire_mcp()
         self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
-                                      kind_of=self.step_kinds)
+                                      kind_of=self.step_kinds, documents=lambda: self._attached.documents)
         self._approval.on_ask = self._asked
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host.approve_step = self._approval.check

@@ -28,6 +28,7 @@ local M = {}
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
 ---@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
+---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
 ---@field queue_held boolean|nil   a stop (or a quit: restore_queue) holds the queued prompts: the next prompt goes
@@ -46,6 +47,8 @@ M.named = {}
 local every = {}
 -- The daemon's default session goes to the first chat; each later one gets a session of its own.
 local default_claimed = false
+---@type ollie.Chat|nil the chat that took the daemon's default session
+local first_chat
 
 local function err_text(err)
   return type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)
@@ -120,6 +123,15 @@ function M.show_named(name)
   return chat
 end
 
+---The session a code action runs in: this tab's chat's, else the first chat's (nil before any has one: the daemon's
+---default), so that its turn shows in a chat.
+---@return string|nil
+function M.action_session()
+  local chat = M.get(false)
+  return chat and chat.session or first_chat and first_chat.session
+end
+client.action_session = M.action_session
+
 ---Every chat made, those whose tab closed among them (a session file may show them again: sessionfile.lua).
 ---@return ollie.Chat[]
 function M.every()
@@ -140,7 +152,8 @@ end
 ---@return ollie.Chat
 function M.new(tab, name)
   local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, title = "",
-    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, name = name, id = name or tostring(tab) },
+    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, steps_running = {}, name = name,
+    id = name or tostring(tab) },
     Chat)
   self:make_transcript()
   self:make_input()
@@ -246,6 +259,7 @@ function Chat:with_session(fn)
     if not self.session then
       self:set_session(res.session)
       if method == "ollie/state" then
+        first_chat = self
         M.on_state(res)
         -- The daemon's default session may be one it resumed at start: what it had queued when an editor before
         -- quit during a turn is queued again, as for a session switched to.
@@ -262,7 +276,7 @@ end
 ---@param session string
 function Chat:set_session(session)
   if session ~= self.session then
-    self.title = "" -- until the daemon says the new session's
+    self.title, self.steps_running = "", {} -- until the daemon says the new session's
   end
   self.session = session
 end
@@ -432,6 +446,7 @@ function Chat:on_event(ev, drawn)
     t:stream(role, content)
   elseif role == "call" or role == "step" or role == "tool" then
     t:tool_event(ev)
+    self:note_running(ev)
     if role == "tool" then
       self:note_changed(ev)
       self:injected_taken()
@@ -457,14 +472,15 @@ function Chat:on_event(ev, drawn)
       self:tell_behind(content)
     end
   elseif role == "limitretry" then
-    t:note("rate limited, retrying: " .. content, "OllieTurnEnd")
+    -- Its content names the error (`rate_limit: …`, `transient: … HTTP 503 …`): a server error is no rate limit.
+    t:note("retrying after an error: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
     if content == "start" then
       self.running = true
       self.turn_files, self.turn_starts = {}, self.turn_starts + 1
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
-      self.running, self.state = false, "idle"
+      self.running, self.state, self.steps_running = false, "idle", {}
       self:injected_taken()
       -- A question the daemon asked during the turn waits no more: its float and picker go.
       local permission = package.loaded["ollie.permission"]
@@ -484,6 +500,21 @@ function Chat:on_event(ev, drawn)
       end
     end
   end
+end
+
+---Note the steps that run, by their titles: the statusline names the last begun (`Run pytest`), not the tool the
+---model called (`calling: execute_code`).
+---@param ev table a `call`, `step` or `tool` event
+function Chat:note_running(ev)
+  local tool = ev.tool
+  if type(tool) ~= "table" or tool.id == nil then
+    return
+  end
+  self.steps_running = vim.tbl_filter(function(s) return s.id ~= tool.id end, self.steps_running)
+  if ev.role ~= "tool" and type(tool.title) == "string" then
+    table.insert(self.steps_running, { id = tool.id, title = tool.title })
+  end
+  pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
 end
 
 -- Step kinds that change files even when the disk does not show it (an edit of an open buffer).

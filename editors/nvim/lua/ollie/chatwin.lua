@@ -114,8 +114,11 @@ function M.status(win)
   if not (c and require("ollie.client").get()) then
     return "", ""
   end
-  -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy).
-  local state = require("ollie.permission").asks(c.session) and "waiting for your answer" or c.state
+  -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy). While a step
+  -- runs, its title says what runs ("calling: call_tool" named the model's tool).
+  local running = c.state:find("^calling:") and c.steps_running[#c.steps_running]
+  local state = require("ollie.permission").asks(c.session) and "waiting for your answer"
+    or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
   local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", state, c.cost or 0)
   local title = c.title:gsub("%c", " ")
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
@@ -164,14 +167,19 @@ function W:fit()
     local height = math.min(config.options.chat.input_height, math.max(1, math.floor(vim.o.lines / 4)))
     vim.api.nvim_win_set_height(iw, height)
   end
-  local position = config.options.chat.position
-  if not tw or position == "tab" or #vim.api.nvim_tabpage_list_wins(self.tab) < 2 then
+  if not tw then
     return
   end
-  if position == "bottom" then
+  local position, beside = config.options.chat.position, #vim.api.nvim_tabpage_list_wins(self.tab) > 1
+  if beside and position == "bottom" then
     vim.api.nvim_win_set_height(tw, math.min(config.options.chat.height, math.floor(vim.o.lines / 2)))
-  else
+  elseif beside and position ~= "tab" then
     vim.api.nvim_win_set_width(tw, side_width())
+  end
+  -- Narrower, its lines wrap onto more rows: a transcript at its end shows its end again (Neovim kept its top line,
+  -- and the last answer below the window's foot, until the next event scrolled it).
+  if vim.api.nvim_win_get_cursor(tw)[1] == self.transcript:count() then
+    self.transcript:show_end(tw)
   end
 end
 

@@ -10,6 +10,7 @@
 --   client.saw(session, seq)            an ollie/context answer drew the session's events up to `seq`
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
+--   client.action_session = fn          fn() -> the session a picked code action runs in (nil: the daemon's default)
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
 -- its `handlers` table (method -> LSP handler) is merged into the client's handlers, and its
 -- `init_options(init) -> init` adds its flags (permissionRequest, ...) to initializationOptions.
@@ -21,6 +22,8 @@ local M = {}
 M.client_id = nil
 ---@type table<string, fun(params: table)>
 M.listeners = {}
+---@type (fun(): string|nil)|nil
+M.action_session = nil
 -- Callbacks waiting for a client's daemon to exit, by client id (restart).
 ---@type table<integer, fun()>
 local on_exited = {}
@@ -77,6 +80,34 @@ local function dispatch(method)
   end
 end
 
+---The daemon's replacement of a buffer's every line, as small as the change: the lines the buffer and the new text
+---start and end with are left alone. Applied whole, `u` undid "451 changes" and left the cursor away from the one
+---line the agent changed.
+---@param buf integer
+---@param edit lsp.TextEdit
+---@return lsp.TextEdit
+local function narrowed(buf, edit)
+  local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local from, to = edit.range.start, edit.range["end"]
+  if from.line ~= 0 or from.character ~= 0 or to.line ~= #old or to.character ~= 0 or edit.newText:sub(-1) ~= "\n" then
+    return edit -- not a replacement of all the lines
+  end
+  local new = vim.split(edit.newText:sub(1, -2), "\n", { plain = true })
+  local first = 1
+  while first <= #old and old[first] == new[first] do
+    first = first + 1
+  end
+  -- At least the last old line is replaced: an edit starting below it would add an empty line at the end.
+  first = math.min(first, #old)
+  local same_end = 0
+  while first + same_end <= math.min(#old, #new) and old[#old - same_end] == new[#new - same_end] do
+    same_end = same_end + 1
+  end
+  local lines = vim.list_slice(new, first, #new - same_end)
+  return { range = { start = { line = first - 1, character = 0 }, ["end"] = { line = #old - same_end, character = 0 } },
+    newText = #lines > 0 and table.concat(lines, "\n") .. "\n" or "" }
+end
+
 ---workspace/applyEdit as Neovim's own handler does it, without its `print` of the label: a message per
 ---edit during a streamed turn is what piled up into a "Press ENTER" prompt.
 local function apply_edit(_, params, ctx)
@@ -88,7 +119,12 @@ local function apply_edit(_, params, ctx)
   -- of the whole editor; the agent's save writes it regardless (`write!`).
   local uris = vim.tbl_keys(params.edit.changes or {})
   for _, change in ipairs(params.edit.documentChanges or {}) do
-    table.insert(uris, change.textDocument and change.textDocument.uri)
+    local uri = change.textDocument and change.textDocument.uri
+    table.insert(uris, uri)
+    local buf = uri and vim.uri_to_bufnr(uri)
+    if buf and vim.api.nvim_buf_is_loaded(buf) and type(change.edits) == "table" and #change.edits == 1 then
+      change.edits[1] = narrowed(buf, change.edits[1])
+    end
   end
   for _, uri in ipairs(uris) do
     local buf = vim.uri_to_bufnr(uri)
@@ -110,7 +146,13 @@ local function run_code_action(command)
     vim.cmd("normal! " .. vim.keycode("<Esc>"))
   end
   vim.cmd("redraw")
-  M.request("workspace/executeCommand", { command = command.command, arguments = command.arguments }, function(err)
+  -- The turn runs in the session of the chat the user has, not the daemon's default: after :OllieNew or
+  -- :OllieSessions that one is in no chat, and its answer showed only as a line cut short in the command line.
+  local args, session = command.arguments, M.action_session and M.action_session()
+  if session and type(args) == "table" and type(args[1]) == "table" and args[1].session == nil then
+    args = { vim.tbl_extend("force", args[1], { session = session }) }
+  end
+  M.request("workspace/executeCommand", { command = command.command, arguments = args }, function(err)
     if err then
       local requests = require("ollie.requests")
       requests.notify(requests.err_text(err), vim.log.levels.WARN)

@@ -1,0 +1,154 @@
+"""A day's work in the real Neovim TUI (nvim in tmux, README's `setup({})`): what a user meets after the first turn."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from .test_nvim_tui import assert_clean, show_code_actions, start_nvim
+
+
+def chat_of(screen: str) -> str:
+    """The chat column of a screen: what is right of the last window border of each line."""
+    return "\n".join(line.split("│")[-1].rstrip() for line in screen.splitlines())
+
+
+def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripted_llm):
+    """`:OllieNew`, then ollie's Explain on lines of the code: the turn runs in the chat's new session and shows there
+    (Bug: it ran in the daemon's default session, which no chat showed any more: the chat stayed empty, and the answer
+    came only as one line of the command line, cut short)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello."), Reply.text("It adds two numbers."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"})
+    try:
+        tmux.wait(lambda s: "calc.py" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        tmux.wait(lambda s: "Hello." in s and "(end)" in s, "the first answer", timeout=60)
+        tmux.keys(":OllieNew", "Enter")
+        tmux.keep("1-new", tmux.wait(lambda s: "Hello." not in s, "the new session's empty chat"))
+        tmux.keys("Escape", "C-w", "h")
+        show_code_actions(tmux, ':lua vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 12 } } })',
+                          "Enter")
+        tmux.keys("1", "Enter")
+        done = tmux.keep("2-explained", tmux.wait(lambda s: "It adds two numbers." in s, "the answer", timeout=60))
+        chat = chat_of(done)
+        assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, done
+        assert "It adds two numbers.\n\n(end)" in chat and "Hello." not in chat, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scripted_llm):
+    """A long answer, its end on screen in a 160-column terminal; the terminal narrows to 80×24 while the user is in
+    the code: the chat, narrower, wraps it onto more rows and still shows its end (Bug: it kept its top line, and the
+    answer's last lines and its end were below the window's foot, until the next event)."""
+    paragraphs = [f"Paragraph {n} says a little more about the code than fits one narrow line." for n in range(1, 25)]
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("\n\n".join(paragraphs) + "\n\nTHE LAST LINE."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell me about the code", "Enter")
+        wide = tmux.keep("1-wide", tmux.wait(lambda s: "(end)" in s, "the answer"))
+        assert "THE LAST LINE." in wide, wide
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        narrow = tmux.keep("2-narrow", tmux.wait(
+            lambda s: len(s.splitlines()) == 24 and 38 <= s.splitlines()[1].find("│") <= 41, "the narrow layout"))
+        tmux.keep("3-end", tmux.wait(lambda s: "THE LAST LINE." in s and "(end)" in s, f"the end:\n{narrow}"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, scripted_llm):
+    """The agent changes one line near the top of a long file the user reads at its end; `u` there undoes that one
+    line and shows it, as Vim's undo of any change does (Bug: the edit replaced every line of the buffer: `u` said
+    "451 changes" and left the cursor at the end, the undone line out of sight)."""
+    long = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(150))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["long.py", "return x + 3\n", "return x + 3 + 0\n"]}]})), Reply.text("Edited."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"long.py": long})
+    try:
+        tmux.wait(lambda s: "def f0(x):" in s, "nvim to start")
+        tmux.keys("G")
+        tmux.wait(lambda s: "def f149(x):" in s, "the file's end")
+        tmux.keys(":Ollie edit f3", "Enter")
+        tmux.keep("1-edited", tmux.wait(lambda s: "Edited." in s and "(end)" in s, "the turn", timeout=60))
+        assert "return x + 3 + 0" in (tmp_path / "ws" / "long.py").read_text()
+        tmux.keys("u")
+        undone = tmux.keep("2-undone", tmux.wait(lambda s: "before #1" in s, "the undo"))
+        assert re.search(r"^[12] changes?; before #1", undone, re.M), undone
+        assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
+        assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
+    """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
+    limited, retrying", so a crashed local server sent the user looking at quotas)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.error(503), Reply.text("Recovered."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60))
+        chat = chat_of(done)
+        assert "retrying after an error: transient:" in chat and "503" in chat, done
+        assert "rate limited" not in chat, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Path, scripted_llm):
+    """The user typed a function into calc.py without saving and asks for an edit of it: the approval question shows
+    the edit's diff of that text (Bug: the preview was made from the disk, where the text the edit replaces is not:
+    the question came with no diff at all, to be approved blind)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "return x * x", "return x ** 2"]}]})), Reply.text("Squared."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "def add(a, b):\n    return a + b\n"})
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys("G", "o", "def square(x):", "Enter", "return x * x", "Escape")
+        tmux.wait(lambda s: "calc.py [+]" in s, "the unsaved function")
+        tmux.keys(":Ollie use ** in square", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s, "the question", timeout=60))
+        assert "ollie asks to: Edit calc.py" in asked, asked
+        assert "-    return x * x" in asked and "+    return x ** 2" in asked, asked
+        tmux.keys("1", "Enter")
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Squared." in s and "(end)" in s, "the turn"))
+        assert "return x ** 2" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_statusline_names_the_step_that_runs(tmp_path: Path, scripted_llm):
+    """While a command runs, the chat's statusline says which (`Run sh wait.sh`), as its step line does (Bug: it said
+    "calling: execute_code", the name of the tool the model called)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "sh wait.sh", "language": "bash"}]})),
+               Reply.text("Waited."))
+    # The step runs until the test has seen the statusline (its file `go` appears).
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n", "wait.sh": "while [ ! -e go ]; do sleep 0.1; done\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie wait", "Enter")
+        running = tmux.keep("1-running", tmux.wait(lambda s: "◐ Run sh wait.sh" in s, "the running step", timeout=60))
+        tmux.keep("2-status", tmux.wait(lambda s: " ollie: Run sh wait.sh $" in s, f"the statusline:\n{running}"))
+        (tmp_path / "ws" / "go").write_text("")
+        done = tmux.keep("3-done", tmux.wait(lambda s: "Waited." in s and "(end)" in s, "the turn's end"))
+        assert " ollie: idle $" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        (tmp_path / "ws" / "go").write_text("")
+        tmux.close()
