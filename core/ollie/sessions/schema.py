@@ -127,6 +127,12 @@ CREATE POLICY ollie_update ON session_leases FOR UPDATE USING (true)
     WITH CHECK (user_id = current_user AND {_MAY_WRITE.format(table="session_leases")});
 CREATE POLICY ollie_delete ON session_leases FOR DELETE USING (user_id = current_user)
 """),
+    # A record keeps its id: moved onto a log with no record (another role's rows), it made that log its mover's, to
+    # resume or wipe (schema 4's insert check, dodged). The subquery reads the rows as they were before the UPDATE.
+    Migration(5, "on PostgreSQL, a session record's id never changes", "", """
+ALTER POLICY ollie_update ON sessions WITH CHECK (user_id = current_user AND EXISTS (
+    SELECT 1 FROM sessions s WHERE s.id = sessions.id AND s.user_id = current_user))
+"""),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
