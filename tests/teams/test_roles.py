@@ -79,22 +79,35 @@ def test_a_row_naming_another_user_is_refused_by_the_server(team_store, scripted
     assert refused.returncode == 2 and "belongs to another user" in refused.stderr, refused.stderr
 
 
-def test_a_record_is_never_moved_onto_another_roles_log(team_store):
+def test_a_log_with_no_record_stays_its_writers(team_store):
     # Red team round 6: a log whose record could not be made (the server down at that moment) is its writer's, and no
     # record may be made over it; but Mallory made one of her own and moved it there (`UPDATE sessions SET id`): the
-    # log was hers to resume, list and wipe. A record keeps its id; its other columns stay its owner's to change.
+    # log was hers to resume, list and wipe. And one round of hers there made it no one's: Bob's resume refused it as
+    # another user's. A record keeps its id (its other columns stay its owner's to change); only the writer of a log
+    # with no record adds to it.
     with psycopg.connect(team_store("bob"), autocommit=True) as conn:
         conn.execute("INSERT INTO session_rounds VALUES ('5-aaaaaa', 1, 0, 'his work', 'bob')")
+        conn.execute("INSERT INTO session_leases VALUES ('5-aaaaaa', 'h', 'h', 1, 'bob', now(), now())")
     with psycopg.connect(team_store("mallory"), autocommit=True) as conn:
         conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind) VALUES ('7-cccccc', 'coding', 'mallory', 'chat')")
-        for target in ("5-aaaaaa", "8-dddddd"):
+        conn.execute("INSERT INTO session_rounds VALUES ('9-eeeeee', 1, 0, 'hers', 'mallory')")  # her own, no record
+        forged = [("UPDATE sessions SET id = '5-aaaaaa' WHERE id = '7-cccccc'"),
+                  ("UPDATE sessions SET id = '8-dddddd' WHERE id = '7-cccccc'"),
+                  ("INSERT INTO session_rounds VALUES ('5-aaaaaa', 2, 0, 'planted', 'mallory')"),
+                  ("INSERT INTO session_compactions (session_id, data) VALUES ('5-aaaaaa', 'planted')"),
+                  ("UPDATE session_leases SET holder = 'm', user_id = 'mallory' WHERE session_id = '5-aaaaaa'")]
+        for statement in forged:
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-                conn.execute("UPDATE sessions SET id = %s WHERE id = '7-cccccc'", (target,))
+                conn.execute(statement)  # type: ignore[arg-type]  # literal SQL
         assert conn.execute("DELETE FROM session_rounds WHERE session_id = '5-aaaaaa'").rowcount == 0
         assert conn.execute("UPDATE sessions SET title = 'mine', team = 'core' WHERE id = '7-cccccc'").rowcount == 1
+        conn.execute("INSERT INTO session_rounds VALUES ('9-eeeeee', 2, 0, 'hers too', 'mallory')")
     with psycopg.connect(team_store("postgres")) as conn:
         assert conn.execute("SELECT id, user_id FROM sessions").fetchall() == [("7-cccccc", "mallory")]
-        assert conn.execute("SELECT data FROM session_rounds").fetchall() == [(b"his work",)]
+        assert conn.execute("SELECT session_id, data FROM session_rounds ORDER BY session_id, seq").fetchall() == [
+            ("5-aaaaaa", b"his work"), ("9-eeeeee", b"hers"), ("9-eeeeee", b"hers too")]
+        assert conn.execute("SELECT user_id FROM session_leases").fetchall() == [("bob",)]
+        assert conn.execute("SELECT count(*) FROM session_compactions").fetchone() == (0,)
 
 
 def test_functions_a_teammate_plants_in_the_schema_never_run_for_ollie(store_url, monkeypatch):
