@@ -79,6 +79,71 @@ def test_a_row_naming_another_user_is_refused_by_the_server(team_store, scripted
     assert refused.returncode == 2 and "belongs to another user" in refused.stderr, refused.stderr
 
 
+def test_a_log_with_no_record_stays_its_writers(team_store):
+    # Red team round 6: a log whose record could not be made (the server down at that moment) is its writer's, and no
+    # record may be made over it; but Mallory made one of her own and moved it there (`UPDATE sessions SET id`): the
+    # log was hers to resume, list and wipe. And one round of hers there made it no one's: Bob's resume refused it as
+    # another user's. A record keeps its id (its other columns stay its owner's to change); only the writer of a log
+    # with no record adds to it.
+    with psycopg.connect(team_store("bob"), autocommit=True) as conn:
+        conn.execute("INSERT INTO session_rounds VALUES ('5-aaaaaa', 1, 0, 'his work', 'bob')")
+        conn.execute("INSERT INTO session_leases VALUES ('5-aaaaaa', 'h', 'h', 1, 'bob', now(), now())")
+    with psycopg.connect(team_store("mallory"), autocommit=True) as conn:
+        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind) VALUES ('7-cccccc', 'coding', 'mallory', 'chat')")
+        conn.execute("INSERT INTO session_rounds VALUES ('9-eeeeee', 1, 0, 'hers', 'mallory')")  # her own, no record
+        forged = [("UPDATE sessions SET id = '5-aaaaaa' WHERE id = '7-cccccc'"),
+                  ("UPDATE sessions SET id = '8-dddddd' WHERE id = '7-cccccc'"),
+                  ("INSERT INTO session_rounds VALUES ('5-aaaaaa', 2, 0, 'planted', 'mallory')"),
+                  ("INSERT INTO session_compactions (session_id, data) VALUES ('5-aaaaaa', 'planted')"),
+                  ("UPDATE session_leases SET holder = 'm', user_id = 'mallory' WHERE session_id = '5-aaaaaa'")]
+        for statement in forged:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+                conn.execute(statement)  # type: ignore[arg-type]  # literal SQL
+        assert conn.execute("DELETE FROM session_rounds WHERE session_id = '5-aaaaaa'").rowcount == 0
+        assert conn.execute("UPDATE sessions SET title = 'mine', team = 'core' WHERE id = '7-cccccc'").rowcount == 1
+        conn.execute("INSERT INTO session_rounds VALUES ('9-eeeeee', 2, 0, 'hers too', 'mallory')")
+    with psycopg.connect(team_store("postgres")) as conn:
+        assert conn.execute("SELECT id, user_id FROM sessions").fetchall() == [("7-cccccc", "mallory")]
+        assert conn.execute("SELECT session_id, data FROM session_rounds ORDER BY session_id, seq").fetchall() == [
+            ("5-aaaaaa", b"his work"), ("9-eeeeee", b"hers"), ("9-eeeeee", b"hers too")]
+        assert conn.execute("SELECT user_id FROM session_leases").fetchall() == [("bob",)]
+        assert conn.execute("SELECT count(*) FROM session_compactions").fetchone() == (0,)
+
+
+def test_functions_a_teammate_plants_in_the_schema_never_run_for_ollie(store_url, monkeypatch):
+    # Red team round 6: a role that may create in a schema of the search path (public, before PostgreSQL 15) added
+    # closer matches by argument type for functions ollie calls: the owner's next migration ran hers as the owner,
+    # and a teammate's registry lock ran hers as him (a row naming him, written by her function). Ollie calls
+    # pg_catalog's by name.
+    from ollie.sessions import types
+    from ollie.sessions.pg.store import PgStore
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Channel, Request
+
+    monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
+    monkeypatch.delenv("OLLIE_USER", raising=False)
+    PgStore(store_url).close()
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE ollie_schema SET version = 4")  # a migration is due: the owner will run it
+        grant_team(store_url)
+        conn.execute(f"GRANT CREATE ON SCHEMA {store_url.rpartition('%3D')[2]} TO ollie_team")
+    with psycopg.connect(role_url(store_url, "mallory"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE planted (who TEXT)")
+        conn.execute("GRANT INSERT ON planted TO PUBLIC")
+        for function in ("pg_advisory_xact_lock(integer)", "hashtextextended(text, integer)"):
+            conn.execute(f"CREATE FUNCTION {function} RETURNS bigint LANGUAGE plpgsql AS "  # type: ignore[arg-type]
+                         "$$BEGIN INSERT INTO planted VALUES (current_user); RETURN 0; END$$")
+    PgStore(store_url).close()  # the owner migrates
+    bob = Registry(role_url(store_url, "bob"))
+    try:
+        bob.ensure(Request(id="1-abcdef", user_id="bob", agent_id="coding", kind="chat", channel=Channel.CLI))
+    finally:
+        bob.close()
+    with psycopg.connect(store_url) as conn:
+        assert conn.execute("SELECT who FROM planted").fetchall() == []
+        assert conn.execute("SELECT version FROM ollie_schema").fetchall() == [(5,)]
+
+
 def test_ollie_user_naming_another_user_than_the_role_is_refused_at_start(team_store, scripted_llm, tmp_path):
     llm = scripted_llm("openai", check=False)
     ollie = _terminals(tmp_path, llm, team_store)
@@ -137,7 +202,7 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
     # A role per person may not run DDL: it is told who may migrate the store.
     with pytest.raises(StoreVersionError, match="run `ollie store migrate` as the role that owns the tables"):
         PgStore(role_url(store_url, "bob"))
-    assert SCHEMA_VERSION == 4 and PgStore(store_url).migrate() == (4, 4)  # the owner's open migrated it
+    assert PgStore(store_url).migrate() == (SCHEMA_VERSION, SCHEMA_VERSION)  # the owner's open migrated it
     grant_team(store_url)
     doctor = check_store({"OLLIE_STORE": role_url(store_url, "bob")})
     assert doctor.ok and "sessions are bob's, the role the server lets write only rows naming it" in doctor.detail

@@ -34,12 +34,24 @@ class StoreVersionError(SessionError):
 
 # Schema 4's policies (PostgreSQL). A session's log, compactions and lease are written only by its owner, or by anyone
 # once it is shared (the server does not know OLLIE_TEAMS), or by anyone while it has no record (a log with another's
-# rows is then nobody's: no record can be made over it, and ollie lists it for no one). Rounds are deleted by their
-# writer, or by whoever may replace the whole log: the owner (compaction, /clear, rewind) and, once shared, anyone
-# (the compaction a teammate's full context needs). A lease row is taken over by anyone (after it lapses, by the
-# TTL of the taker's ollie: the server cannot tell), as its taker's. No record is deleted, no round updated.
+# rows is then nobody's: no record can be made over it, and ollie lists it for no one; from schema 5, by its first
+# writer only). Rounds are deleted by their writer, or by whoever may replace the whole log: the owner (compaction,
+# /clear, rewind) and, once shared, anyone (the compaction a teammate's full context needs). A lease row is taken over
+# by anyone who may write there (after it lapses, by the TTL of the taker's ollie: the server cannot tell), as its
+# taker's. No record is deleted, no round updated.
 _MAY_WRITE = ("NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = {table}.session_id AND s.user_id <> current_user "
               "AND s.team = '')")
+
+
+# Schema 5's: a log with no record only while no other role wrote a round of it (then it is its writer's alone).
+_UNRECORDED_OWN = ("(EXISTS (SELECT 1 FROM sessions s WHERE s.id = {table}.session_id) OR NOT EXISTS ("
+                   "SELECT 1 FROM session_rounds r WHERE r.session_id = {table}.session_id AND r.user_id <> current_user))")
+
+
+def _may_write(table: str) -> str:
+    """Schema 5's check that a row of `table` goes into a session its writer may write."""
+    return f"{_MAY_WRITE.format(table=table)} AND {_UNRECORDED_OWN.format(table=table)}"
+
 
 # Timestamps are microseconds since the epoch (BIGINT: SQLite's INTEGER is 64-bit anyway).
 MIGRATIONS: tuple[Migration, ...] = (
@@ -126,6 +138,17 @@ CREATE POLICY ollie_insert ON session_leases FOR INSERT
 CREATE POLICY ollie_update ON session_leases FOR UPDATE USING (true)
     WITH CHECK (user_id = current_user AND {_MAY_WRITE.format(table="session_leases")});
 CREATE POLICY ollie_delete ON session_leases FOR DELETE USING (user_id = current_user)
+"""),
+    # A record keeps its id: moved onto a log with no record (another role's rows), it made that log its mover's, to
+    # resume or wipe (schema 4's insert check, dodged). The subquery reads the rows as they were before the UPDATE.
+    # A log with no record is its writer's alone: another role's round, compaction or lease there made it no one's.
+    Migration(5, "on PostgreSQL, a record keeps its id, a log with no record stays its writer's", "", f"""
+ALTER POLICY ollie_update ON sessions WITH CHECK (user_id = current_user AND EXISTS (
+    SELECT 1 FROM sessions s WHERE s.id = sessions.id AND s.user_id = current_user));
+ALTER POLICY ollie_insert ON session_rounds WITH CHECK (user_id = current_user AND {_may_write("session_rounds")});
+ALTER POLICY ollie_insert ON session_compactions WITH CHECK ({_may_write("session_compactions")});
+ALTER POLICY ollie_insert ON session_leases WITH CHECK (user_id = current_user AND {_may_write("session_leases")});
+ALTER POLICY ollie_update ON session_leases WITH CHECK (user_id = current_user AND {_may_write("session_leases")})
 """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -38,7 +38,8 @@ ON CONFLICT (session_id) DO UPDATE SET
     acquired_at = CASE WHEN session_leases.holder = EXCLUDED.holder THEN session_leases.acquired_at ELSE now() END,
     heartbeat_at = now()
 WHERE session_leases.holder = EXCLUDED.holder
-   OR session_leases.heartbeat_at NOT BETWEEN now() - make_interval(secs => ?) AND now() + make_interval(secs => ?)
+   OR session_leases.heartbeat_at NOT BETWEEN now() - pg_catalog.make_interval(secs => ?)
+                                          AND now() + pg_catalog.make_interval(secs => ?)
 RETURNING holder
 """
 
@@ -70,7 +71,8 @@ def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
     """Of these sessions, those another process holds live (its lease not lapsed): id -> "<host> (pid <pid>)"."""
     rows = conn.execute(
         "SELECT session_id, host, pid FROM session_leases WHERE session_id = ANY(?) "
-        "AND heartbeat_at BETWEEN now() - make_interval(secs => ?) AND now() + make_interval(secs => ?) "
+        "AND heartbeat_at BETWEEN now() - pg_catalog.make_interval(secs => ?) "
+        "AND now() + pg_catalog.make_interval(secs => ?) "
         "AND NOT (host = ? AND pid = ?)",
         (list(session_ids), ttl_s(), ttl_s(), socket.gethostname(), os.getpid())).fetchall()
     return {str(sid): f"{host} (pid {pid})" for sid, host, pid in rows}

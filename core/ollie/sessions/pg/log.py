@@ -41,7 +41,7 @@ WHERE EXISTS (SELECT 1 FROM session_leases WHERE session_id = ? AND holder = ? F
 # shared to one of this process's team channels (TEAM.md): the terminal's `--session` and `/sessions` reach
 # the log without asking the registry. A log with no record (a registry call failed) is its writer's alone.
 _VISIBLE = ("NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = {id} AND s.user_id <> ? "
-            "AND NOT (s.team <> '' AND s.team = ANY(string_to_array(?, ',')))) "
+            "AND NOT (s.team <> '' AND s.team = ANY(pg_catalog.string_to_array(?, ',')))) "
             "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = {id}) "
             "OR NOT EXISTS (SELECT 1 FROM session_rounds r WHERE r.session_id = {id} AND r.user_id <> ?))")
 

@@ -28,6 +28,10 @@ from ollie.sessions.types import act_as
 # screen. Where ollie configures logging they still reach its log; the user hears of a failure from ollie itself.
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
+# Functions are called by their pg_catalog names: a role that may create in a schema of the search path (public,
+# before PostgreSQL 15) could add a closer match by argument type (`pg_advisory_xact_lock(integer)`), which then ran
+# as whoever called it: the owner migrating, a teammate taking a lock.
+
 # The key of the advisory lock that serialises migrations of one database (two daemons starting at once).
 MIGRATION_LOCK = 0x011E5C4E
 
@@ -130,7 +134,8 @@ class PgStore:
         """The role this store authenticates this process as ("" when it does not: the tables' owner, a one-role
         team's, or no tables yet); sessions are then that role's (OLLIE_USER unset), and only its (StoreIdentityError)."""
         with self.connection() as conn:
-            role, checked = conn.execute("SELECT current_user, row_security_active(to_regclass('sessions'))").fetchone()
+            role, checked = conn.execute("SELECT current_user, pg_catalog.row_security_active("
+                                         "pg_catalog.to_regclass('sessions'))").fetchone()
         if not checked:
             return ""
         named = setting(USER_VAR)
@@ -187,7 +192,7 @@ class PgStore:
     def version(self) -> int:
         """The schema version of the database (0 before the first migration)."""
         with self.connection() as conn:
-            exists = conn.execute("SELECT to_regclass('ollie_schema') IS NOT NULL").fetchone()[0]
+            exists = conn.execute("SELECT pg_catalog.to_regclass('ollie_schema') IS NOT NULL").fetchone()[0]
             if not exists:
                 return 0
             row = conn.execute("SELECT version FROM ollie_schema").fetchone()
@@ -207,7 +212,7 @@ class PgStore:
 
     def _migrate(self) -> tuple[int, int]:
         with self.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            conn.execute("SELECT pg_catalog.pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS ollie_schema (version INTEGER NOT NULL)")
             row = conn.execute("SELECT version FROM ollie_schema").fetchone()
             before = int(row[0]) if row else 0
@@ -251,4 +256,4 @@ class PgStore:
 
         READ COMMITTED re-reads at each statement, so a read-then-write under the lock sees the last holder's commit.
         """
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
+        conn.execute("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(?, 0))", (key,))
