@@ -55,7 +55,7 @@ from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.startup import collect_after_this_answer
-from ollie.tools.execute import plan_file
+from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import agents, config_options, mode_state
