@@ -27,7 +27,9 @@ import time
 from pathlib import Path
 
 from bench.common import PYTHON, Row
-from ollie.sandbox import egress, parse_policy, spawn_sandboxed
+from ollie.sandbox import egress
+from ollie.sandbox.policy import parse_policy
+from ollie.sandbox.spawn import spawn_sandboxed
 from ollie.testing.nethosts import hosts_resolver
 
 FS = ('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["/etc"], '

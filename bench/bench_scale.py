@@ -3,7 +3,7 @@
 The freeze is bench_stalls' probe: a thread of this process sends `ollie/state`
 for an idle session back to back; its worst round trip (stamped as written and
 as read) during an operation is how long the daemon's one event loop was held
-(reference: its worst while the daemon idles, after its start-up collection).
+(reference: its worst while the daemon idles).
 The scripted LLM server runs in its own process.
 
 - session length (1k/10k/100k messages): a tiny turn on a resumed session of
@@ -93,7 +93,7 @@ def _freeze_row(label: str, measured: tuple[float, float, str], idle: float, *, 
 
 
 def _started(srv: LLMProcess, root: Path) -> tuple[LSPProcess, str, float]:
-    """A daemon on `root`, the probe's session and its idle worst (after its start-up collection)."""
+    """A daemon on `root`, the probe's session and its idle worst."""
     daemon, probe = started_daemon(child_env(srv.env), root)
     idle, _, _ = _worst_during(daemon, probe, lambda: time.sleep(0.5))
     return daemon, probe, idle

@@ -17,7 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ollie.sandbox import landlock_abi, load_policy, spawn_sandboxed
+from ollie.sandbox.policy import load_policy
+from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import spawn_sandboxed
 
 COMMAND = ["bash", "-c", "true"]
 PACE_S = 0.05

@@ -3,8 +3,8 @@
 A probe thread sends `ollie/state` for the default session back to back; its
 worst round trip (p100, stamped as the request is written and as the reader
 thread reads the answer; the daemon's `ollie/event`s are dropped unparsed) during
-each operation is how long the daemon's one event loop was held. The idle
-reference is taken after the daemon's one start-up collection (it logs it). Operations: resuming a 100,000-message session, its
+each operation is how long the daemon's one event loop was held, against its worst
+while the daemon idles. Operations: resuming a 100,000-message session, its
 `ollie/context`, `/compact` on it, and a 20,000-delta reply in another session.
 The scripted server runs in its own process. Run alone: python -m bench.bench_stalls
 """
@@ -23,7 +23,6 @@ from bench.bench_relay import delta_text
 from bench.common import DAEMON, Row, child_env, percentile, run_alone
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
-from ollie.log import default_log_file
 
 BIG = 100_000
 FLOOD = 20_000
@@ -70,27 +69,10 @@ class Probe:
 
 
 def started_daemon(env: dict[str, str], root: Path) -> tuple[LSPProcess, str]:
-    """A daemon on `root` (its `ollie/event`s dropped unread) and the probe's session, once its start-up
-    collection ran.
-
-    That one full cycle collection (~70 ms with the loop held) follows the first answer; the idle
-    reference is taken after it: the daemon logs it (the bench's private log file), and this waits for the line.
-    """
-    log = default_log_file()
-    since = log.stat().st_size if log.exists() else 0
+    """A daemon on `root` (its `ollie/event`s dropped unread) and the probe's session."""
     daemon = LSPProcess(DAEMON, env=env, cwd=root, keep_events=False)
     daemon.initialize(root)
-    probe = daemon.request("ollie/state", {}, timeout=60)["session"]
-    deadline = time.monotonic() + 60
-    while True:
-        with log.open("rb") as f:
-            f.seek(since)
-            if b"start-up collection done" in f.read():
-                return daemon, probe
-        if time.monotonic() > deadline or not daemon.alive():
-            daemon.shutdown()
-            raise RuntimeError(f"the daemon never logged its start-up collection in {log}")
-        time.sleep(0.01)
+    return daemon, daemon.request("ollie/state", {}, timeout=60)["session"]
 
 
 def _worst_during(daemon: LSPProcess, probe_session: str,

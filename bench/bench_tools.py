@@ -13,7 +13,8 @@ from pathlib import Path
 
 from bench.bench_spawn import PACE_S, bare_spawn, sandboxed_spawn
 from bench.common import Row, descendants_pss_kb, median, run_alone
-from ollie.sandbox import landlock_abi, load_policy
+from ollie.sandbox.policy import load_policy
+from ollie.sandbox.rules import landlock_abi
 from ollie.testing import Reply, ScriptedLLMServer
 from ollie.tools.execute.server import ExecuteServer
 

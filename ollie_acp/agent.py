@@ -54,8 +54,7 @@ from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions, sort_key
-from ollie.startup import collect_after_this_answer
-from ollie.tools.execute import plan_file
+from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import agents, config_options, mode_state
@@ -79,7 +78,6 @@ class OllieAgent:
         self._sessions: dict[str, AcpSession] = {}
         self._records = UserRecords()
         self._after: set[asyncio.Task[None]] = set()
-        self._prompting = 0  # prompts running now, in every session
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -310,13 +308,7 @@ class OllieAgent:
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
-        self._prompting += 1
-        try:
-            return await live.run_prompt(text, pictures)
-        finally:
-            self._prompting -= 1
-            if not self._prompting:
-                collect_after_this_answer()  # the cycles the SDK's and the engine's import made, once
+        return await live.run_prompt(text, pictures)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel: the running prompt answers `cancelled`."""

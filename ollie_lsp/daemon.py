@@ -149,7 +149,9 @@ def _lazy_method(name: str) -> Callable[..., Any]:
         try:
             return await methods.call(name, ls, raw)
         finally:
-            _collect_when_idle(ls)
+            # Each answer puts the idle full pass off: idle is no request for a while too (it came amid 50
+            # session/new).
+            collect_when_idle(ls.live_sessions)
 
     return run
 
@@ -163,16 +165,3 @@ def _lazy_command(name: str) -> Callable[..., Any]:
         return await method(ls, args[0] if args else None)
 
     return run
-
-
-def _collect_when_idle(ls: OllieServer) -> None:
-    """Once an answer is written and no turn runs: the cycles the engine's import made are freed (once).
-
-    Each answer also puts the idle full pass off: idle is no request for a while too (it came amid 50 session/new).
-    """
-    collect_when_idle(ls.live_sessions)
-    if any(live.core.is_running for live in ls.live_sessions()):
-        return  # a turn streams: its own answer comes back here
-    from ollie.startup import collect_after_this_answer
-
-    collect_after_this_answer()

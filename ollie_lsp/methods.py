@@ -23,7 +23,7 @@ from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
-from ollie.workspace import StaleChange, WorkspaceError
+from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp.editor import context_documents, context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
@@ -54,7 +54,7 @@ from ollie_lsp.server import OllieServer, collect_and_freeze
 from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
 
 if TYPE_CHECKING:
-    from ollie.workspace import FileChange
+    from ollie.workspace.types import FileChange
 
 logger = logging.getLogger("ollie.lsp.methods")
 P = TypeVar("P")

@@ -15,7 +15,7 @@ from ollie.agent.commandbox import CommandBox
 from ollie.agent.prompt import resolve_prompt
 from ollie.agent.runtime import build_runtime
 from ollie.config import list_agents, load_agent_config
-from ollie.sandbox import load_policy
+from ollie.sandbox.policy import load_policy
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.server import new_dispatcher
 

@@ -8,7 +8,8 @@ import pytest
 
 from ollie import paths
 from ollie.agent.approval import Answer, StepQuestion
-from ollie.sandbox import egress, landlock_abi
+from ollie.sandbox import egress
+from ollie.sandbox.rules import landlock_abi
 from ollie.testing import Reply
 from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener

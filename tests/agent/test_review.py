@@ -12,7 +12,7 @@ from agentkit import sent_messages
 from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
 from ollie.testing import Reply
-from ollie.workspace import StaleChange
+from ollie.workspace.errors import StaleChange
 
 ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
 ORIGINAL_B = "alpha\nbeta\ngamma\n"

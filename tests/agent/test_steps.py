@@ -20,7 +20,7 @@ from ollie.agent.steps import (
     section_texts,
     step_states,
 )
-from ollie.workspace import FileChange
+from ollie.workspace.types import FileChange
 
 CWD = Path("/work/project")
 

@@ -290,7 +290,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
 
 
 def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
-    from ollie.sandbox import landlock_abi
+    from ollie.sandbox.rules import landlock_abi
     from ollie.testing import nethosts
     from tests.netserver import Listener
 

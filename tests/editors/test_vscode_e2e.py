@@ -56,7 +56,7 @@ def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
 def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
     """A step's connection to a host outside the allow-list is a card asking "Allow network access to host:port?";
     Deny sends the host nothing, Allow once lets the request through, Allow for this session the session's later ones."""
-    from ollie.sandbox import landlock_abi
+    from ollie.sandbox.rules import landlock_abi
 
     if landlock_abi() < 1:
         pytest.skip("needs Landlock")

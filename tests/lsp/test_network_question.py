@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 from ollie.testing import Reply
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")

@@ -94,7 +94,7 @@ def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_pat
 
 
 def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
-    from ollie.sandbox import landlock_abi
+    from ollie.sandbox.rules import landlock_abi
     from ollie.testing import nethosts
     from tests.netserver import Listener
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import asyncio, json, pathlib, sys
 import ollie, ollie.paths as paths
-from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.server import ExecuteServer
 
 async def main():
     work = pathlib.Path(sys.argv[1])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 from ollie.tools.execute.server import ExecuteServer
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock ABI >= 4")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import landlock_abi, spawn_sandboxed
-from ollie.sandbox.spawn import fork_server
+from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import fork_server, spawn_sandboxed
 from ollie.tools.execute.server import ExecuteServer
 from tests.procs import new_mark
 
@@ -75,7 +75,7 @@ async def test_the_worker_holds_no_key_of_the_daemons_environment(tmp_path: Path
         "        except OSError:\n"
         "            pass\n"
         "print(sorted(found))\n")
-    from ollie.sandbox import load_policy
+    from ollie.sandbox.policy import load_policy
 
     policy = load_policy("default", cwd=work, env={"TMPDIR": str(tmp_path)})
     python = os.path.realpath(sys.executable)

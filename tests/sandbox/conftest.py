@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import Policy, load_policy, parse_policy, spawn_sandboxed
+from ollie.sandbox.policy import Policy, load_policy, parse_policy
+from ollie.sandbox.spawn import spawn_sandboxed
 from tests.workdirs import Dirs, make_dirs
 
 CHILD_PATH = "/usr/bin:/bin"

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import egress, landlock_abi
+from ollie.sandbox import egress
+from ollie.sandbox.rules import landlock_abi
 from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener
 
@@ -166,7 +167,7 @@ async def run_asked(ws, policy, answer: str, *args: str, script: str = PROBE) ->
     asked = Asked(answer)
     token = egress.asking.set(egress.NetAsk(ask=asked))
     try:
-        from ollie.sandbox import spawn_sandboxed
+        from ollie.sandbox.spawn import spawn_sandboxed
 
         proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", script, *args], policy=policy, cwd=ws.work,
                                      env=ws.env)
@@ -373,7 +374,7 @@ async def test_the_send_cap_cuts_a_step_off(ws, counting) -> None:
 async def test_without_a_network_namespace_proxy_means_no_network(ws, counting, monkeypatch) -> None:
     monkeypatch.setenv("OLLIE_SANDBOX_NETNS", "0")
     policy = proxy_policy(ws, [f"pypi.test:{counting.port}"])
-    from ollie.sandbox import spawn_sandboxed
+    from ollie.sandbox.spawn import spawn_sandboxed
 
     proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PROBE, "direct", str(counting.port)], policy=policy,
                                  cwd=ws.work, env=ws.env)
@@ -678,7 +679,7 @@ async def test_a_steps_connections_at_once_to_one_host_wait_for_one_question(ws,
     netask.ask = answer
     token = egress.asking.set(netask)
     try:
-        from ollie.sandbox import spawn_sandboxed
+        from ollie.sandbox.spawn import spawn_sandboxed
 
         proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PARALLEL, *[target] * waiting],
                                      policy=proxy_policy(ws, ["pypi.test:1"]), cwd=ws.work, env=ws.env)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ollie import programs
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 
 
 @pytest.fixture

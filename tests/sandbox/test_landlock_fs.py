@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 
@@ -161,7 +161,7 @@ async def test_no_policy_runs_unsandboxed(ws):
 
 
 async def test_readonly_policy_protects_the_project(ws):
-    from ollie.sandbox import load_policy
+    from ollie.sandbox.policy import load_policy
 
     (ws.work / "file").write_text("keep\n")
     policy = load_policy("readonly", cwd=ws.work, env={"TMPDIR": str(ws.scratch)})

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock ABI >= 4 (TCP rules)")
 
@@ -89,7 +89,7 @@ async def test_unrestricted_network_allows_any_port(ws, listeners):
 
 
 async def test_nonet_policy_blocks_connect(ws, listeners):
-    from ollie.sandbox import load_policy
+    from ollie.sandbox.policy import load_policy
 
     policy = load_policy("nonet", cwd=ws.work, env={"TMPDIR": str(ws.scratch)})
     assert await probe(ws, policy, f"connect:{listeners[0]}") == [f"connect {listeners[0]} errno 1"]

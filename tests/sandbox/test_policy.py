@@ -10,7 +10,7 @@ import pytest
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.sandbox import load_policy, parse_policy, policy_file
+from ollie.sandbox.policy import load_policy, parse_policy, policy_file
 
 ALL_TEMPLATES = """
 filesystem:
@@ -160,7 +160,8 @@ def test_extended_policy_grants_extra_existing_paths(tmp_path):
     assert tmp_path.parent / "missing" not in wider.rw
 
 
-from ollie.sandbox import SandboxUnavailableError, seccomp_filter  # noqa: E402
+from ollie.sandbox import seccomp_filter  # noqa: E402
+from ollie.sandbox.errors import SandboxUnavailableError  # noqa: E402
 from ollie.sandbox.rules import readonly_git, ruleset_for  # noqa: E402
 from ollie.sandbox.seccomp_filter import filter_bpf  # noqa: E402
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ollie.errors import ConfigError
-from ollie.sandbox import landlock_abi, load_policy
+from ollie.sandbox.policy import load_policy
+from ollie.sandbox.rules import landlock_abi
 
 from .test_landlock_net import FS, listeners, probe  # noqa: F401  (the fixture)
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import SandboxError, cgroup, landlock_abi, spawn_sandboxed
+from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.rules import ruleset_for
-from ollie.sandbox.spawn import ForkServer
+from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.rules import landlock_abi, ruleset_for
+from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, process_gone
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

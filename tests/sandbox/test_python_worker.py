@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import landlock_abi, spawn_sandboxed
-from ollie.sandbox.spawn import fork_server
+from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import fork_server, spawn_sandboxed
 from tests.procs import new_mark, process_gone, processes_with, wait_for_processes, wait_no_processes, wait_until
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")

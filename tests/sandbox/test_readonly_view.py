@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import landlock_abi
+from ollie.sandbox.rules import landlock_abi
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 

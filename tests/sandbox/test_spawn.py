@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import SandboxUnavailableError, cgroup, landlock_abi, spawn_sandboxed
+from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.spawn import ForkServer
+from ollie.sandbox.errors import SandboxUnavailableError
+from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, host_pid, process_gone, processes_with
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")

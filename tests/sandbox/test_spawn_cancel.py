@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import landlock_abi, spawn_sandboxed
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.spawn import ForkServer
+from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import processes_with
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ollie.tools.base import ToolResult
-from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute.languages import LanguageError, language, resolve_interpreter
+from ollie.tools.execute.server import ExecuteServer
 from tests.workdirs import Dirs, make_dirs
 
 

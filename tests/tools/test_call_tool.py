@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ollie import paths
-from ollie.tools.execute import new_dispatcher
+from ollie.tools.execute.server import new_dispatcher
 from ollie.tools.execute.tool import parse_header
 
 from .conftest import Workspace, installed, stdout_of, tool

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ollie.agent.core import Core
 from ollie.tools.editor.knowledge import Diagnostic, EditorUnavailable, OpenFile, Span, Symbol
-from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.server import ExecuteServer
 
 from .conftest import Workspace, tool
 

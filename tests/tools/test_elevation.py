@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ollie.tools.base import Approver
-from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.server import ExecuteServer
 
 from .conftest import Workspace, code, stdout_of
 

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from ollie.sandbox.process import SandboxedProcess
-from ollie.tools.execute import ExecuteServer
 from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
+from ollie.tools.execute.server import ExecuteServer
 from tests.procs import (
     eventually,
     host_pid,

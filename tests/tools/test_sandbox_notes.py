@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ollie.sandbox import parse_policy
+from ollie.sandbox.policy import parse_policy
 from ollie.tools.execute.sandboxnotes import denied_notes
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ollie import paths
-from ollie.tools.execute import ExecuteServer, plan_file
+from ollie.tools.execute.childenv import plan_file
 from ollie.tools.execute.runner import memory_dir
+from ollie.tools.execute.server import ExecuteServer
 from ollie.tools.execute.tool import discover
 
 from .conftest import Workspace, code, stdout_of, tool

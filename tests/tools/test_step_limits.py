@@ -12,7 +12,9 @@ import pytest
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.sandbox import cgroup, landlock_abi, load_policy
+from ollie.sandbox import cgroup
+from ollie.sandbox.policy import load_policy
+from ollie.sandbox.rules import landlock_abi
 from ollie.sandbox.sizes import ram_bytes, size_bytes
 
 from .conftest import Workspace, code

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.server import ExecuteServer
 
 from .conftest import Workspace, stdout_of, tool
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ollie.workspace import Checkpoints, WorkspaceError, shadow_dir
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.errors import WorkspaceError
+from ollie.workspace.refs import shadow_dir
 
 
 async def test_changes_see_every_kind_of_writer(project: Path) -> None:
@@ -84,7 +86,7 @@ async def test_turn_log_survives_a_fresh_object_and_a_second_process(project: Pa
                                                                                  (2, t2.checkpoint)]
     assert [t.turn for t in await fresh.list_turns("other session/odd id")] == [1]
     # Another process rewinds to before turn 2... of turn 1, finding the log on disk.
-    script = ("import asyncio, sys\nfrom ollie.workspace import Checkpoints\n"
+    script = ("import asyncio, sys\nfrom ollie.workspace.checkpoints import Checkpoints\n"
               "async def main():\n    c = Checkpoints(sys.argv[1])\n    turns = await c.list_turns('sess-1')\n"
               "    r = await c.restore(turns[0].checkpoint)\n    print(r.undo_checkpoint)\n"
               "asyncio.run(main())\n")
@@ -97,7 +99,7 @@ async def test_turn_log_survives_a_fresh_object_and_a_second_process(project: Pa
 async def test_concurrent_processes_share_the_shadow_and_a_stale_lock_is_cleared(project: Path) -> None:
     cps = Checkpoints(project)
     await cps.snapshot()
-    script = ("import asyncio, sys, pathlib\nfrom ollie.workspace import Checkpoints\n"
+    script = ("import asyncio, sys, pathlib\nfrom ollie.workspace.checkpoints import Checkpoints\n"
               "async def main():\n    c = Checkpoints(sys.argv[1])\n    for i in range(15):\n"
               "        pathlib.Path(sys.argv[1], sys.argv[2]).write_text(str(i))\n        await c.snapshot()\n"
               "asyncio.run(main())\n")

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ollie.workspace import Checkpoints, CheckpointUnavailable, shadow_dir
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.errors import CheckpointUnavailable
+from ollie.workspace.refs import shadow_dir
 
 
 async def test_home_and_root_are_refused_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ import os
 import socket
 from pathlib import Path
 
-from ollie.workspace import Checkpoints
+from ollie.workspace.checkpoints import Checkpoints
 
 CAP = 4096
 # Names git and the lstat path could read apart: escapes, a newline, non-UTF-8 bytes, pathspec magic, names that

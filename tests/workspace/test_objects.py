@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.workspace import Checkpoints, objects
+from ollie.workspace import objects
+from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.shadowgit import git_env
 
 

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from ollie.workspace import Checkpoints, turn_ref
-from ollie.workspace.refs import present_refs, write
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.refs import present_refs, turn_ref, write
 from ollie.workspace.shadowgit import git_env
 
 SESSION = "1700000000000000000-abcdef"

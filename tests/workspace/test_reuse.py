@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ollie.agent.changes import ChangeTracker
-from ollie.workspace import Checkpoints, FileChange
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.types import FileChange
 
 SESSION = "1700000000000000000-abcdef"
 

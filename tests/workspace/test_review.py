@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ollie.workspace import Checkpoints, StaleChange, WorkspaceError, text_after_undo, undo
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.diff import text_after_undo
+from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie.workspace.review import undo
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 31))
 

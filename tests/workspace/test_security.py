@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.workspace import Checkpoints, undo
+from ollie.workspace.checkpoints import Checkpoints
+from ollie.workspace.review import undo
 
 HOOKS = ("pre-commit", "post-commit", "post-checkout", "post-index-change", "reference-transaction",
          "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
@@ -121,7 +122,7 @@ async def test_a_fifo_where_git_reads_stops_checkpoints_with_a_note_never_a_hang
     # Planted by tool code between two snapshots: git blocked in open(2) until its 300 s timeout, per call.
     import asyncio
 
-    from ollie.workspace import CheckpointUnavailable
+    from ollie.workspace.errors import CheckpointUnavailable
     from ollie.workspace.ignored import ignored
 
     ws, cps = await _snapshotted(tmp_path)
@@ -140,7 +141,7 @@ async def test_a_nested_repository_linking_git_to_a_device_never_holds_it(tmp_pa
     # ends (a 300 s hang per git call), /dev/zero grows git's memory, /dev/tty read the user's terminal.
     import asyncio
 
-    from ollie.workspace import WorkspaceError
+    from ollie.workspace.errors import WorkspaceError
 
     ws, cps = await _snapshotted(tmp_path)
     meta = ws / "sub" / ".git"
@@ -158,7 +159,8 @@ async def test_a_huge_gitignore_stops_the_shadow_git_at_its_memory_cap(tmp_path:
     # git 2.39 reads a `.gitignore` whole: a sparse one up to the step's file size limit (8G) became its memory.
     import asyncio
 
-    from ollie.workspace import CheckpointUnavailable, gitwatch
+    from ollie.workspace import gitwatch
+    from ollie.workspace.errors import CheckpointUnavailable
 
     monkeypatch.setattr(gitwatch, "MEMORY_CAP", 48 << 20)
     ws, cps = await _snapshotted(tmp_path)
@@ -172,7 +174,8 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
     # ptrace restricted (Yama 2, a container): no path from /proc/<pid>/mem, but /proc/<pid>/wchan shows the wait.
     import asyncio
 
-    from ollie.workspace import CheckpointUnavailable, gitwatch
+    from ollie.workspace import gitwatch
+    from ollie.workspace.errors import CheckpointUnavailable
 
     real_readlink = os.readlink
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.agent.changes import ChangeTracker
-from ollie.sandbox import spawn_sandboxed
+from ollie.sandbox.spawn import spawn_sandboxed
 from ollie.workspace import treewatch
 
 SESSION = "1700000000000000000-abcdef"

@@ -18,7 +18,7 @@ from ollie.errors import OllieError
 
 if TYPE_CHECKING:  # the spawn machinery loads with the first command or hook that runs: a plain first turn runs none
     from ollie.agent.shell import ShellResult
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
 UNSANDBOXED = "none"
@@ -54,7 +54,7 @@ class CommandBox:
         """The expanded, protected policy (None for "none") and what protecting it changed."""
         if self.policy == UNSANDBOXED:
             return None, []
-        from ollie.sandbox import load_policy
+        from ollie.sandbox.policy import load_policy
         from ollie.tools.execute.protect import protect
 
         # The agent's own fragments, never the whole config dir (its env file holds keys): `protect` sees to that.

@@ -21,7 +21,7 @@ from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
 from ollie.log import get_logger
-from ollie.workspace import WorkspaceError
+from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ollie import workspace
 from ollie.tools.documents import ApplyResult, EditorDocuments, Version
 
 if TYPE_CHECKING:
-    from ollie.workspace import FileChange
+    from ollie.workspace.types import FileChange
 
 
 @dataclass(eq=False, repr=False)
@@ -27,10 +26,13 @@ class EditorEdit:
 
     def change(self, path: str) -> FileChange:
         """As a workspace change (`modified`, with its hunks)."""
-        # Through the package: its types and the diff load with the first buffer edit, not with the session.
-        return workspace.FileChange(path, "modified", self.old_text, self.new_text,
-                                    hunks=workspace.compute_hunks(self.old_text, self.new_text),
-                                    old_data=self.old_text.encode(), new_data=self.new_text.encode())
+        # Imported here: the types and the diff load with the first buffer edit, not with the session.
+        from ollie.workspace.diff import compute_hunks
+        from ollie.workspace.types import FileChange
+
+        return FileChange(path, "modified", self.old_text, self.new_text,
+                          hunks=compute_hunks(self.old_text, self.new_text),
+                          old_data=self.old_text.encode(), new_data=self.new_text.encode())
 
 
 class EditorEdits:

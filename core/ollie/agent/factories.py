@@ -22,7 +22,7 @@ def new_dispatcher_for(
     """A fresh dispatcher: the caller's factory, else the execute server under the agent's sandbox."""
     if factory is not None:
         return factory(cwd, session_id, env)
-    from ollie.tools.execute import new_dispatcher
+    from ollie.tools.execute.server import new_dispatcher
 
     return new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
 

@@ -23,7 +23,7 @@ from ollie.tools.base import (
     ToolResult,
 )
 from ollie.tools.dispatcher import Dispatcher, UnknownToolError
-from ollie.tools.execute import ExecuteServer
+from ollie.tools.execute.server import ExecuteServer
 
 DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ollie.tools.execute.spawn import run_process
 
 if TYPE_CHECKING:
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
 
 SHELL = "/bin/sh"
 # What the user reads back; more than this per stream is cut.

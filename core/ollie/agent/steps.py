@@ -27,7 +27,7 @@ from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_c
 from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
 
 if TYPE_CHECKING:
-    from ollie.workspace import FileChange
+    from ollie.workspace.types import FileChange
 
 StepKind = KindAnnotation  # the Agent Client Protocol's tool kinds, as tool scripts declare them
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]

@@ -20,7 +20,7 @@ _ACTION_PART = 80
 def plan_path(session_id: str) -> Path:
     """The session's plan file, where the execute server's task_* tools keep it."""
     # Imported here: loading the execute server (and the sandbox) is needed only once a turn reads the plan.
-    from ollie.tools.execute import plan_file
+    from ollie.tools.execute.childenv import plan_file
 
     return plan_file(session_id)
 

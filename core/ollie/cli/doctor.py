@@ -70,7 +70,7 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
 
 def check_landlock() -> Check:
     """Landlock and its ABI (0: the kernel cannot confine tools)."""
-    from ollie.sandbox import landlock_abi
+    from ollie.sandbox.rules import landlock_abi
 
     abi = landlock_abi()
     if abi < 1:
@@ -82,7 +82,7 @@ def check_landlock() -> Check:
 
 def check_sandbox_policy(cwd: Path) -> Check:
     """The default sandbox policy parses."""
-    from ollie.sandbox import load_policy, policy_file
+    from ollie.sandbox.policy import load_policy, policy_file
 
     try:
         load_policy("default", cwd=cwd)

@@ -17,7 +17,9 @@ from typing import Any
 
 from ollie import beneath, paths, programs
 from ollie.mcp.config import ServerSpec
-from ollie.sandbox import Policy, SandboxedProcess, load_policy, spawn_sandboxed
+from ollie.sandbox.policy import Policy, load_policy
+from ollie.sandbox.process import SandboxedProcess
+from ollie.sandbox.spawn import spawn_sandboxed
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import venv_base
 

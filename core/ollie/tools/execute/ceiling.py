@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
 
 # An agent config's `"sandbox": "none"` (the yolo agent) runs tool code unsandboxed.
 UNSANDBOXED = "none"

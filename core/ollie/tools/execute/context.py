@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie import programs
-from ollie.sandbox import Policy
+from ollie.sandbox.policy import Policy
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
 from ollie.tools.execute.elevation import ElevationGate

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ollie import paths
-from ollie.sandbox import Policy
+from ollie.sandbox.policy import Policy
 
 # Shell start-up files (relative to $HOME): code written there runs as the user, unsandboxed, at the next login.
 STARTUP_FILES = (".bashrc", ".profile", ".bash_profile", ".bash_login", ".zshrc", ".zprofile", ".config/fish")

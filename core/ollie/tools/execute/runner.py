@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ollie import programs
-from ollie.sandbox import Policy, load_policy, policy_file
+from ollie.sandbox.policy import Policy, load_policy, policy_file
 from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, memory_root, plan_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect

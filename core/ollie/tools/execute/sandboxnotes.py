@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ollie.sandbox.sizes import shown
 
 if TYPE_CHECKING:
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
 
 # How shells, Python and most programs report EACCES (or EROFS: a write outside the writable paths) on a path:
 # `bash: /x/python3: Permission denied`, `line 1: out.txt: Read-only file system`, `[Errno 13] Permission

@@ -31,7 +31,7 @@ from ollie.tools.execute.schemas import (
 from ollie.tools.execute.tool import ToolNameError, ToolScript, candidates, discover, find_script, mtime_ns
 
 if TYPE_CHECKING:  # the executors load with the first call: a session's start and first request need none
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
     from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
     from ollie.tools.execute.runner import Runner

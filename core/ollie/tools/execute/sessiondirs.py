@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie import paths, programs
-from ollie.sandbox import SandboxError
+from ollie.sandbox.errors import SandboxError
 
 PRIVATE_MODE = 0o700
 OWNER_LOCK = "owner.lock"

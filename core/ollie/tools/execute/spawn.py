@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, mentions_denial, outside_note
 
 if TYPE_CHECKING:  # the sandbox's spawn machinery loads with the first process (a first turn's answer needs none)
-    from ollie.sandbox import Policy
+    from ollie.sandbox.policy import Policy
     from ollie.sandbox.process import SandboxedProcess
 
 # How long the output may stay open after the call's process group was killed.
@@ -78,7 +78,7 @@ async def run_process(
     Killing the group ends the tool process; its supervisor then sweeps what left
     the group (setsid, double fork) before it reports the status awaited here.
     """
-    from ollie.sandbox import spawn_sandboxed
+    from ollie.sandbox.spawn import spawn_sandboxed
 
     try:
         proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
