@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,9 +30,18 @@ def _real(path: str | Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+# A line and its end as LSP counts lines (str.splitlines, pygls' `lines`, also breaks at \x0c, \x85, \u2028 ...).
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.DOTALL)
+
+
+def lsp_lines(text: str) -> list[str]:
+    """`text`'s lines with their ends, split only where LSP positions start a line."""
+    return _LINE.findall(text)
+
+
 def whole_range(doc: TextDocument) -> types.Range:
     """The range covering all of `doc`'s text, in the client's position units."""
-    lines = doc.lines
+    lines = lsp_lines(doc.source)
     if not lines:
         return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
     last = lines[-1]
@@ -42,10 +52,34 @@ def whole_range(doc: TextDocument) -> types.Range:
     return types.Range(start=types.Position(line=0, character=0), end=end)
 
 
+def changed_lines_edit(doc: TextDocument, new_text: str) -> types.TextEdit:
+    """The edit turning `doc` into `new_text` that replaces only the lines between those both start and end with.
+
+    An editor applies it as the change it is: its undo takes back those lines and shows them (a replacement of
+    the whole document undid "451 changes" and left the cursor far from the one line). Positions are line starts,
+    the same in every position encoding.
+    """
+    old, new = lsp_lines(doc.source), lsp_lines(new_text)
+    if doc.source == new_text:
+        return types.TextEdit(range=whole_range(doc), new_text=new_text)
+    same_start = 0
+    while same_start < min(len(old), len(new)) and old[same_start] == new[same_start]:
+        same_start += 1
+    same_end = 0
+    while (same_end < min(len(old), len(new)) - same_start
+           and old[len(old) - 1 - same_end] == new[len(new) - 1 - same_end]):
+        same_end += 1
+    start = types.Position(line=same_start, character=0)
+    # A last line without its newline ends where the document does, not at the start of a line after it.
+    end = types.Position(line=len(old) - same_end, character=0) if same_end else whole_range(doc).end
+    return types.TextEdit(range=types.Range(start=start, end=end), new_text="".join(new[same_start:len(new) - same_end]))
+
+
 def replacement_edit(doc: TextDocument, new_text: str, version: int) -> types.WorkspaceEdit:
-    """A workspace edit replacing all of `doc` with `new_text`, valid only at document version `version`."""
+    """A workspace edit turning `doc` into `new_text` (its changed lines only), valid only at document version
+    `version`."""
     identifier = types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=version)
-    edit = types.TextEdit(range=whole_range(doc), new_text=new_text)
+    edit = changed_lines_edit(doc, new_text)
     return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])])
 
 
@@ -96,7 +130,7 @@ class LspDocuments:
         return await self.apply_edit(doc, new_text, version, label="ollie: edit")
 
     async def apply_edit(self, doc: TextDocument, new_text: str, version: int, *, label: str) -> ApplyResult:
-        """Send one whole-document replacement of `doc` at `version` (refused with the client's reason), then ask
+        """Send the edit turning `doc` at `version` into `new_text` (refused with the client's reason), then ask
         the client to save it: `saved` when it did, `unsaved` when the buffer held unsaved changes before."""
         before = doc.source
         disk = await asyncio.to_thread(disk_text, Path(doc.path))

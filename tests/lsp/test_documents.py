@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.workspace import TextDocument
 
 from ollie.testing import Reply
+from ollie_lsp.documents import changed_lines_edit, lsp_lines
 
 from .conftest import Daemon
+
+
+def applied(text: str, edit: types.TextEdit) -> str:
+    """`text` after `edit`, as an editor applies it (characters in UTF-16 units, LSP's default)."""
+    lines = lsp_lines(text)
+
+    def offset(position: types.Position) -> int:
+        line = lines[position.line] if position.line < len(lines) else ""
+        units = index = 0
+        while units < position.character:
+            units += 2 if ord(line[index]) > 0xFFFF else 1
+            index += 1
+        return sum(map(len, lines[: position.line])) + index
+
+    return text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
 
 
 def read(path: str) -> Reply:
@@ -45,7 +63,7 @@ class Editor:
             if not applies or version != self.versions.get(uri):
                 return types.ApplyWorkspaceEditResult(applied=False, failure_reason="version mismatch")
             # A real editor applies the edit to its buffer and tells the server, as any change.
-            self.change(_path(uri), change.edits[0].new_text)  # type: ignore[union-attr]
+            self.change(_path(uri), applied(self.texts[uri], change.edits[0]))  # type: ignore[arg-type]
             return types.ApplyWorkspaceEditResult(applied=True)
 
         @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -124,13 +142,15 @@ async def test_open_documents_are_advertised_and_read_edited_and_released(start_
     seen = tool_result(llm)
     assert "     1\teditor line" in seen and "disk line" not in seen
 
-    # file_edit goes to the buffer as a versioned whole-document replacement; the disk is untouched.
+    # file_edit goes to the buffer as a versioned edit of the lines it changed; the disk is untouched.
     assert await submit(daemon, "edit it") == "edited"
     assert len(editor.edits) == 1
     change = editor.edits[0].edit.document_changes[0]  # type: ignore[index]
     assert isinstance(change, types.TextDocumentEdit)
     assert change.text_document.uri == notes.as_uri() and change.text_document.version == 1
-    assert change.edits[0].new_text == "edited line\nsecond\n"  # type: ignore[union-attr]
+    only_line = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=1, character=0))
+    assert (change.edits[0].range, change.edits[0].new_text) == (only_line, "edited line\n")  # type: ignore[union-attr]
+    assert editor.texts[notes.as_uri()] == "edited line\nsecond\n"
     assert "replaced 1 occurrence" in tool_result(llm)
     assert notes.read_text() == "disk line\n"
 
@@ -175,3 +195,18 @@ async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
     editor.open(notes, "unsaved\n")
     assert await submit(daemon, "edit it") == "edited"
     assert editor.edits == [] and notes.read_text() == "saved\n"
+
+
+def test_the_edit_of_changed_lines_turns_any_text_into_any_other() -> None:
+    # Pieces that trip line counting: CRLF and lone CR ends, a U+2028 that splitlines() breaks at and LSP does
+    # not, a last line without its end, an astral character (two UTF-16 units).
+    pieces = ["a\n", "b\n", "a", "\r\n", "x\r", "\n", "y\u2028z", "\U0001f600\n", ""]
+    rng = random.Random(7)
+    for _ in range(3000):
+        old = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        new = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        edit = changed_lines_edit(TextDocument("file:///t.txt", old), new)
+        assert applied(old, edit) == new, (old, new, edit)
+    # Only the changed line is replaced, from its start to the next line's.
+    edit = changed_lines_edit(TextDocument("file:///t.txt", "one\ntwo\nthree\n"), "one\n2\nthree\n")
+    assert (edit.range.start.line, edit.range.end.line, edit.new_text) == (1, 2, "2\n")

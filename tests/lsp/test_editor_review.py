@@ -28,7 +28,7 @@ def buffer_text(editor: Editor) -> str:
     """The buffer as the last applyEdit left it."""
     change = editor.edits[-1].edit.document_changes[0]  # type: ignore[index]
     assert isinstance(change, types.TextDocumentEdit)
-    return change.edits[0].new_text  # type: ignore[union-attr]
+    return editor.texts[change.text_document.uri]
 
 
 async def test_buffer_edits_are_listed_and_undone_through_the_editor(start_daemon, llm):

@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcException
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import initialize
+from .test_documents import applied, initialize
 
 ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
 ORIGINAL_B = "alpha\nbeta\ngamma\n"
@@ -130,7 +130,8 @@ async def test_undo_of_an_open_document_goes_through_workspace_apply_edit(start_
     change = params.edit.document_changes[0]
     assert isinstance(change, types.TextDocumentEdit)
     assert change.text_document.uri == uri and change.text_document.version == 3
-    assert change.edits[0].new_text == ORIGINAL_A.replace("line 18\n", "LINE EIGHTEEN\n")  # type: ignore[union-attr]
+    assert applied(EDITED_A, change.edits[0]) == ORIGINAL_A.replace("line 18\n", "LINE EIGHTEEN\n")  # type: ignore[arg-type]
+    assert change.edits[0].new_text == "line 2\n"  # type: ignore[union-attr]  # the hunk's line alone
     assert (ws / "a.txt").read_text() == EDITED_A  # the disk is untouched: the buffer has the revert
 
     # A buffer with unsaved edits of the user's is stale too.

@@ -143,7 +143,7 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     # Its edit came as workspace/applyEdit to the open document, which the editor applied.
     assert len(editor.edits) == 1
     new_text = editor.edits[0].edit.document_changes[0].edits[0].new_text  # type: ignore[index, union-attr]
-    assert "3.14 * r * r\n" in new_text
+    assert new_text == "    return 3.14 * r * r\n"  # that line alone
     # The short answer came as a message.
     said = "ollie: Replaced rr with r."
     await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)

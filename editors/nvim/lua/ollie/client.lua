@@ -80,34 +80,6 @@ local function dispatch(method)
   end
 end
 
----The daemon's replacement of a buffer's every line, as small as the change: the lines the buffer and the new text
----start and end with are left alone. Applied whole, `u` undid "451 changes" and left the cursor away from the one
----line the agent changed.
----@param buf integer
----@param edit lsp.TextEdit
----@return lsp.TextEdit
-local function narrowed(buf, edit)
-  local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local from, to = edit.range.start, edit.range["end"]
-  if from.line ~= 0 or from.character ~= 0 or to.line ~= #old or to.character ~= 0 or edit.newText:sub(-1) ~= "\n" then
-    return edit -- not a replacement of all the lines
-  end
-  local new = vim.split(edit.newText:sub(1, -2), "\n", { plain = true })
-  local first = 1
-  while first <= #old and old[first] == new[first] do
-    first = first + 1
-  end
-  -- At least the last old line is replaced: an edit starting below it would add an empty line at the end.
-  first = math.min(first, #old)
-  local same_end = 0
-  while first + same_end <= math.min(#old, #new) and old[#old - same_end] == new[#new - same_end] do
-    same_end = same_end + 1
-  end
-  local lines = vim.list_slice(new, first, #new - same_end)
-  return { range = { start = { line = first - 1, character = 0 }, ["end"] = { line = #old - same_end, character = 0 } },
-    newText = #lines > 0 and table.concat(lines, "\n") .. "\n" or "" }
-end
-
 ---workspace/applyEdit as Neovim's own handler does it, without its `print` of the label: a message per
 ---edit during a streamed turn is what piled up into a "Press ENTER" prompt.
 local function apply_edit(_, params, ctx)
@@ -119,12 +91,7 @@ local function apply_edit(_, params, ctx)
   -- of the whole editor; the agent's save writes it regardless (`write!`).
   local uris = vim.tbl_keys(params.edit.changes or {})
   for _, change in ipairs(params.edit.documentChanges or {}) do
-    local uri = change.textDocument and change.textDocument.uri
-    table.insert(uris, uri)
-    local buf = uri and vim.uri_to_bufnr(uri)
-    if buf and vim.api.nvim_buf_is_loaded(buf) and type(change.edits) == "table" and #change.edits == 1 then
-      change.edits[1] = narrowed(buf, change.edits[1])
-    end
+    table.insert(uris, change.textDocument and change.textDocument.uri)
   end
   for _, uri in ipairs(uris) do
     local buf = vim.uri_to_bufnr(uri)
