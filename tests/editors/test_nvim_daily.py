@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -151,4 +152,29 @@ def test_the_statusline_names_the_step_that_runs(tmp_path: Path, scripted_llm):
         assert_clean(tmux.screens)
     finally:
         (tmp_path / "ws" / "go").write_text("")
+        tmux.close()
+
+
+def test_the_statusline_says_starting_until_the_daemon_answers(tmp_path: Path, scripted_llm):
+    """The chat opened while the daemon starts says so in its statusline, then idle once it answered (Bug: it said
+    "idle" over an empty chat and session list for the ~20 s a cold daemon took on a loaded machine)."""
+    srv = scripted_llm("openai")
+    # ollie-lsp on PATH waits for the file `go` (the test's say-so) before it becomes the daemon.
+    go = tmp_path / "go"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "ws").mkdir()
+    real = Path(sys.executable).parent / "ollie-lsp"
+    (bin_dir / "ollie-lsp").write_text(f'#!/bin/sh\nwhile [ ! -e "{go}" ]; do sleep 0.05; done\nexec "{real}" "$@"\n')
+    (bin_dir / "ollie-lsp").chmod(0o755)
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keep("1-starting", tmux.wait(lambda s: " ollie: starting $" in s, "the statusline while the daemon starts"))
+        go.write_text("")
+        tmux.keep("2-idle", tmux.wait(lambda s: " ollie: idle $" in s, "the statusline once it answered", timeout=60))
+        assert_clean(tmux.screens)
+    finally:
+        go.write_text("")
         tmux.close()

@@ -188,6 +188,10 @@ function M.ensure()
     -- exit_timeout: when the editor quits, a daemon still busy (a turn running) gets a second to exit after
     -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.
     flags = { debounce_text_changes = 0, exit_timeout = 1000 },
+    -- The statuslines said "starting" until now (a cold daemon under load takes seconds).
+    on_init = function()
+      pcall(vim.cmd.redrawstatus, { bang = true })
+    end,
     on_exit = function(_, _, client_id)
       local done = on_exited[client_id]
       on_exited[client_id] = nil
