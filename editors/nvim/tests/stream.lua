@@ -34,6 +34,7 @@ R.pending_shown = vim.api.nvim_win_text_height(tw, { start_row = vim.fn.line("w0
   <= vim.api.nvim_win_get_height(tw)
 vim.api.nvim_win_set_height(tw, tall)
 vim.cmd.wincmd("p")
+H.release("first") -- the first answer ends only now: the prompts above waited for it
 
 H.wait_chat("follow%-up answer", 30000)
 H.wait_chat("_%(end%)_.*follow%-up answer.*_%(end%)_", 30000)
