@@ -125,7 +125,7 @@ def tool_messages(srv: Any, index: int = -1) -> list[dict[str, Any]]:
     return [m for m in sent_messages(srv, index) if m.get("role") == "tool"]
 
 
-async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: float = 5.0) -> None:
+async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: float = 30.0) -> None:
     """Wait until `core.state` (`field="running"`: `str(core.is_running)`) reads `wanted`, re-read at each event."""
     read = (lambda: core.state) if field == "state" else (lambda: str(core.is_running))
     sub = core.bus.subscribe()
