@@ -12,7 +12,7 @@ from typing import Any
 from ollie.agent.events import Event, Subscription
 from ollie.tools.base import ToolInfo, ToolResult
 
-FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, hook_timeout_s=10.0)
+FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, hook_timeout_s=30.0)  # a hook's: a hang's bound
 
 
 class ToyServer:
