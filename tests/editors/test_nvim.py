@@ -227,6 +227,7 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
 
 
+@pytest.mark.timeout(300)  # a loaded machine draws 1,100 messages slowly: its waits bound a hang only
 def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monkeypatch):
     """Longer than one `ollie/context` answer: the plugin follows `next` and draws every message."""
     from ollie_lsp.methods import CONTEXT_PAGE_MAX
@@ -235,7 +236,7 @@ def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monk
     size = CONTEXT_PAGE_MAX + 100
     monkeypatch.setenv("OLLIE_TEST_SESSION", saved_session(size))
     monkeypatch.setenv("OLLIE_TEST_LAST", str(size // 4 - 1))
-    result = run_scenario("long_history", workspace, scripted_llm("openai"))
+    result = run_scenario("long_history", workspace, scripted_llm("openai"), timeout=280)
     assert result["context_offsets"] == [0, CONTEXT_PAGE_MAX]
     chat = result["chat"]
     assert chat.count("## You\nprompt ") == size // 4, chat[:2000]
@@ -790,6 +791,7 @@ def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_sa
     assert held.endswith("## You\nsecond queued\n\n## ollie\nThe seventh answer.\n\n_(end)_"), held
 
 
+@pytest.mark.timeout(300)  # a loaded machine starts the MCP server slowly: its waits bound a hang only
 def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted_llm, _private_dirs):
     config = _private_dirs / "config" / "ollie"
     config.mkdir(parents=True, exist_ok=True)
@@ -797,7 +799,7 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
     (config / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(server)]}}}))
     srv = scripted_llm("openai")
     srv.script(Reply(text="the readme says hello"))
-    result = run_scenario("mcp", workspace, srv, timeout=120)
+    result = run_scenario("mcp", workspace, srv, timeout=280)
     assert result["mcp_labels"] == ["t — ready, 6 tools"]
     told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
     assert "mcp__t__add [read]" in told and "/mcp:t:review" in told and "#mcp:t:note://readme" in told
