@@ -142,8 +142,9 @@ async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Call
             agent.wire = wire
             if initialize:
                 caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
+                # A bound on a hang: a loaded machine took over 30 s to start the agent (7 tests of a file at once).
                 agent.init = await asyncio.wait_for(  # type: ignore[attr-defined]
-                    conn.initialize(protocol_version=1, client_capabilities=caps), 30)
+                    conn.initialize(protocol_version=1, client_capabilities=caps), 60)
             return agent
 
         yield start

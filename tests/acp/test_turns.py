@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import acp
 from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
 from ollie.testing import Reply, Usage
+from tests.procs import eventually
 
 
 async def test_initialize_announces_load_list_and_embedded_context(start_agent, llm) -> None:
@@ -22,19 +24,26 @@ async def test_initialize_announces_load_list_and_embedded_context(start_agent, 
 
 
 async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start_agent, llm) -> None:
-    # Paced like a model (a burst the network buffered would come joined: ollie.backend.readahead).
+    # The reply ends once the test has seen its text: streamed, not one blob at the turn's end (how its deltas were
+    # joined on the way is the machine's speed: a burst the network buffered comes joined, ollie.backend.readahead).
+    held = threading.Event()
     llm.script(Reply(text="Hello from ollie", reasoning="thinking it over", chunk_size=4, delay=0.01,
-                     usage=Usage(input_tokens=120, output_tokens=7)))
+                     usage=Usage(input_tokens=120, output_tokens=7), hold=held))
     agent = await start_agent(env=llm.env())
     sid = await agent.new()
     # The slash commands are advertised as the session opens.
     commands = await agent.updates(sid, "available_commands_update")
     assert {"help", "model", "agent"} <= {c.name for c in commands[-1].available_commands}
-    response = await agent.prompt(sid, "say hello")
+    prompt = asyncio.ensure_future(agent.prompt(sid, "say hello"))
+    try:
+        await eventually(lambda: agent.client.text(sid) == "Hello from ollie", "the text while the turn runs")
+        assert agent.client.text(sid, "agent_thought_chunk") == "thinking it over"
+        assert not prompt.done()
+    finally:
+        held.set()
+    response = await prompt
     assert response.stop_reason == "end_turn"
     assert agent.client.text(sid) == "Hello from ollie"
-    assert len(agent.client.of(sid, "agent_message_chunk")) > 1  # streamed, not one blob
-    assert agent.client.text(sid, "agent_thought_chunk") == "thinking it over"
     usage = agent.client.of(sid, "usage_update")
     assert usage and usage[-1].used > 0
 

@@ -12,7 +12,7 @@ from typing import Any
 from ollie.agent.events import Event, Subscription
 from ollie.tools.base import ToolInfo, ToolResult
 
-FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, hook_timeout_s=10.0)
+FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, hook_timeout_s=30.0)  # a hook's: a hang's bound
 
 
 class ToyServer:
@@ -125,7 +125,7 @@ def tool_messages(srv: Any, index: int = -1) -> list[dict[str, Any]]:
     return [m for m in sent_messages(srv, index) if m.get("role") == "tool"]
 
 
-async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: float = 5.0) -> None:
+async def wait_state(core: Any, wanted: str, *, field: str = "state", timeout: float = 30.0) -> None:
     """Wait until `core.state` (`field="running"`: `str(core.is_running)`) reads `wanted`, re-read at each event."""
     read = (lambda: core.state) if field == "state" else (lambda: str(core.is_running))
     sub = core.bus.subscribe()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 
 from agentkit import ToyServer, drain, roles, wait_state, write_agent
 
@@ -78,7 +79,8 @@ async def test_a_config_context_length_is_the_limit(scripted_llm, make_core, age
 async def test_switching_backend_during_a_turn_leaves_the_turn_intact(scripted_llm, make_core):
     srv = scripted_llm("openai")
     other = scripted_llm("openai")
-    srv.script(Reply.text("one two three four five six seven eight", chunk_size=4, delay=0.05))
+    held = threading.Event()  # the turn runs on until the switch is made, however slow the machine
+    srv.script(Reply.text("one two three four five six seven eight", chunk_size=4, delay=0.05, hold=held))
     other.script(Reply.text("from the new backend"))
     core = await make_core(srv, toy=ToyServer(), env={"OLLIE_OPENAI_URL": srv.url})
     sub = core.bus.subscribe()
@@ -89,6 +91,8 @@ async def test_switching_backend_during_a_turn_leaves_the_turn_intact(scripted_l
     core.set_env("OLLIE_OPENAI_URL", other.url)
     await core.submit("/backend openai")
     await core.submit("/model scripted-model")
+    assert not turn.done()
+    held.set()
     result = await turn
     assert (result.stop, result.reply) == ("end", "one two three four five six seven eight")
     assert (await core.submit("second")).reply == "from the new backend"

@@ -21,7 +21,7 @@ async def test_a_turn_waits_for_its_share_of_the_loop(scripted_llm, make_core, m
     monkeypatch.setattr(loopshare, "RELEASED_PER_PASS", 0)  # and no waiting step let on
     turn = asyncio.ensure_future(core.submit("hi"))
     share = loop_share()
-    for _ in range(1000):  # the turn reaches its first ask
+    for _ in range(6000):  # the turn reaches its first ask (30 s at least: a bound for a loaded machine)
         if share.waiting() or turn.done():
             break
         await asyncio.sleep(0.005)

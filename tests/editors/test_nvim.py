@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,23 @@ def run_scenario(name: str, workspace: Path, srv, timeout: float = 90) -> dict:
     return result
 
 
+class _Flagged(threading.Event):
+    """An event that is also set once its flag file exists: set from another process (the scenario)."""
+
+    def __init__(self, flag: Path) -> None:
+        super().__init__()
+        self.flag = flag
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.flag.exists()
+
+
+def released(workspace: Path, name: str) -> threading.Event:
+    """Set once the scenario calls `H.release(name)`: a reply held by it (`Reply(hold=...)`) streams until the scenario
+    has done what it does mid-turn, on a machine of any speed."""
+    return _Flagged(workspace.parent / f"{name}.released")
+
+
 def file_edit(path: str, old: str, new: str) -> tuple[str, dict[str, object]]:
     return ("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]})
 
@@ -68,10 +86,11 @@ def file_edit(path: str, old: str, new: str) -> tuple[str, dict[str, object]]:
 def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scripted_llm):
     srv = scripted_llm("openai")
     srv.script(
+        # Streams until the scenario has queued and injected (its 1.5 s were too short for a loaded machine).
         Reply(reasoning="Let me think about the notes.", text="Working on it, one moment. " * 3, delay=0.15,
               chunk_size=8, tool_calls=[("call_tool", {"calls": [
                   {"tool": "file_edit", "args": ["notes.txt", "original notes", "updated by ollie"]},
-                  {"tool": "file_read", "args": ["missing.txt"]}]})]),
+                  {"tool": "file_read", "args": ["missing.txt"]}]})], hold=released(workspace, "first")),
         Reply(text="Done: the notes now say they were updated."),
         Reply(text="follow-up answer"),
     )
@@ -208,6 +227,7 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     assert not [n for n in result["notifications"] if n["level"] and n["level"] >= 3], result["notifications"]
 
 
+@pytest.mark.timeout(300)  # a loaded machine draws 1,100 messages slowly: its waits bound a hang only
 def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monkeypatch):
     """Longer than one `ollie/context` answer: the plugin follows `next` and draws every message."""
     from ollie_lsp.methods import CONTEXT_PAGE_MAX
@@ -216,7 +236,7 @@ def test_a_long_session_resumes_whole_page_by_page(workspace, scripted_llm, monk
     size = CONTEXT_PAGE_MAX + 100
     monkeypatch.setenv("OLLIE_TEST_SESSION", saved_session(size))
     monkeypatch.setenv("OLLIE_TEST_LAST", str(size // 4 - 1))
-    result = run_scenario("long_history", workspace, scripted_llm("openai"))
+    result = run_scenario("long_history", workspace, scripted_llm("openai"), timeout=280)
     assert result["context_offsets"] == [0, CONTEXT_PAGE_MAX]
     chat = result["chat"]
     assert chat.count("## You\nprompt ") == size // 4, chat[:2000]
@@ -238,7 +258,9 @@ def test_a_streamed_delta_costs_the_markdown_parser_nothing_whatever_the_session
     srv.script(*[Reply(text=answer, chunk_size=16, delay=0.02)] * 2)
     result = run_scenario("stream_cost", workspace, srv)
     short, long = result["short"], result["long"]
-    assert short["deltas"] > 20 and long["deltas"] > 20, (short, long)
+    # How many deltas the ~70 chunks make is the machine's speed (a loaded one joins what waited); none may reach the
+    # parser, however many they are.
+    assert short["deltas"] >= 1 and long["deltas"] >= 1, (short, long)
     assert short["parsed"] == long["parsed"] == 0, (short, long)
     assert result["same_parse"], "the parser told of the streamed text at once parses it as it does from scratch"
     assert "markup.strong" in result["bold_captures"], result["bold_captures"]
@@ -247,7 +269,7 @@ def test_a_streamed_delta_costs_the_markdown_parser_nothing_whatever_the_session
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(
-        Reply(text="Slowly " * 30, delay=0.05,
+        Reply(text="Slowly " * 30, delay=0.05, hold=released(workspace, "slow"),  # until queued and injected
               tool_calls=[("execute_code", {"steps": [{"code": "sleep 0.5; echo ran", "language": "bash"}]})]),
         Reply(text="first turn done"),
         Reply(text="queued answer"),
@@ -360,7 +382,9 @@ def test_wiped_or_deleted_chat_buffers_come_back_with_the_conversation(workspace
 def test_a_days_habits_in_and_around_the_chat(workspace, scripted_llm):
     srv = scripted_llm("openai")
     srv.script(Reply(text="Line one.\nLine two."), Reply(text="More."),
-               Reply(text="Once upon a time " + "the story went on. " * 30 + "The end.", delay=0.05, chunk_size=10),
+               # Streams until a prompt is queued after two switches of session (3 s were short on a loaded machine).
+               Reply(text="Once upon a time " + "the story went on. " * 30 + "The end.", delay=0.05, chunk_size=10,
+                     hold=released(workspace, "story")),
                Reply(text="follow-up answer"))
     result = run_scenario("daily_use", workspace, srv)
     # Bug: a session restored with the chat open left its stand-ins as a dead second chat, and took their names.
@@ -682,7 +706,8 @@ def test_the_chat_shows_the_sessions_title_as_the_daemon_gives_it(workspace, scr
     """The transcript's statusline shows the session's title: the first prompt's words while its turn streams (it
     showed none before), a rename at once, a long one cut to fit, none for a new session, the renamed one's again."""
     srv = scripted_llm("openai")
-    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 6, chunk_size=4, delay=0.1))
+    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 6, chunk_size=4, delay=0.01,
+                     hold=released(workspace, "haiku")))  # until the title mid-turn is seen, however slow
     result = run_scenario("title", workspace, srv)
     mid = result["mid_turn"]
     assert mid["running"] and not mid["ended"], f"the title came only after the turn: {mid}"
@@ -721,8 +746,10 @@ def test_a_turn_begun_while_the_history_is_asked_for_shows_its_answer(workspace,
     # Bug (CI, once): the chat asked `ollie/state` (idle), then `ollie/context`, which held the prompt of a turn begun
     # between the two: drawn as "no answer saved", its reply's first words dropped.
     srv = scripted_llm("openai")
-    srv.script(Reply(text="Once upon a time, the end.", delay=0.05, chunk_size=5),
-               Reply(text="follow-up answer", delay=0.3, chunk_size=4))
+    # Each held until the scenario has done what it does while it streams (the story took 0.3 s: a loaded machine
+    # drew the chat again only after its end).
+    srv.script(Reply(text="Once upon a time, the end.", delay=0.05, chunk_size=5, hold=released(workspace, "story")),
+               Reply(text="follow-up answer", delay=0.05, chunk_size=4, hold=released(workspace, "follow-up")))
     result = run_scenario("end_race", workspace, srv)
     assert result["errors"] == ""
     assert result["chat"].endswith("## You\ntell a story\n\n## ollie\nOnce upon a time, the end.\n\n_(end)_\n\n"
@@ -764,6 +791,7 @@ def test_queued_turns_crossing_a_redraw_are_drawn_once_whatever_their_prompts_sa
     assert held.endswith("## You\nsecond queued\n\n## ollie\nThe seventh answer.\n\n_(end)_"), held
 
 
+@pytest.mark.timeout(300)  # a loaded machine starts the MCP server slowly: its waits bound a hang only
 def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted_llm, _private_dirs):
     config = _private_dirs / "config" / "ollie"
     config.mkdir(parents=True, exist_ok=True)
@@ -771,7 +799,7 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
     (config / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(server)]}}}))
     srv = scripted_llm("openai")
     srv.script(Reply(text="the readme says hello"))
-    result = run_scenario("mcp", workspace, srv, timeout=120)
+    result = run_scenario("mcp", workspace, srv, timeout=280)
     assert result["mcp_labels"] == ["t — ready, 6 tools"]
     told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
     assert "mcp__t__add [read]" in told and "/mcp:t:review" in told and "#mcp:t:note://readme" in told

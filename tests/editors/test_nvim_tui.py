@@ -124,8 +124,9 @@ def assert_clean(screens: dict[str, str]) -> None:
 
 def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm):
     srv = scripted_llm("openai")
+    story = threading.Event()  # the story ends once the follow-up is queued behind it, however slow the machine
     srv.script(
-        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.12, chunk_size=12),
+        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.12, chunk_size=12, hold=story),
         Reply(text="The follow-up answer."),
         Reply(text="A last story " + "that goes on " * 200, delay=0.2, chunk_size=8),
     )
@@ -151,6 +152,7 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
                                             "the queued prompt"))
         assert not any(line.rstrip().endswith("#file:calc.py") and "queued" not in line
                        for line in queued.splitlines()), "the typed text left the input once queued"
+        story.set()
         # Slash-command completion pops up with descriptions while typing.
         tmux.keys("i")
         tmux.keys("/mo", literal=True)
@@ -216,6 +218,7 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         assert not daemons, daemons
         assert_clean(tmux.screens)
     finally:
+        story.set()
         tmux.close()
 
 
@@ -474,7 +477,8 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
     the first prompt's words while its answer streams, the new name at once after `/rn` or `:OllieRename` (which asks
     for a new title, the old one named in its prompt), a long one cut to fit."""
     srv = scripted_llm("openai")
-    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 8, chunk_size=4, delay=0.1))
+    haiku = threading.Event()  # the answer ends once the title was seen while it streams, however slow the machine
+    srv.script(Reply(text="The sea rolls in slowly, wave after wave. " * 8, chunk_size=4, delay=0.01, hold=haiku))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
     keep = tmux.keep
 
@@ -497,6 +501,7 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
             lambda s: "The sea rolls in" in s and both(s, "Write a haiku about the sea"),
             "the title on the chat's statusline and the user's while the answer streams"))
         assert "(end)" not in streaming, "the turn still streams"
+        haiku.set()
         tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
         tmux.keys(":OllieChat", "Enter", "i")
         tmux.keys("/rn Sea haiku", literal=True)
@@ -517,6 +522,7 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
         assert " · A title far too long" in user_bar(cut), user_bar(cut)
         assert_clean(tmux.screens)
     finally:
+        haiku.set()
         tmux.close()
 
 

@@ -142,7 +142,7 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
                         initialization_options=init_options,
                     )
                 ),
-                30,
+                60,  # a bound on a hang: a loaded machine is slow to start the daemon
             )
         return daemon
 

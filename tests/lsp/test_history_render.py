@@ -12,7 +12,8 @@ from ollie.testing import Reply
 
 from .conftest import Daemon
 
-SLOW_TEXT = "The answer begins here and goes on for quite a while before it is done. " * 4
+# ~30 s unless interrupted (3 s could end before a loaded machine's interrupt came).
+SLOW_TEXT = "The answer begins here and goes on for quite a while before it is done. " * 40
 
 
 async def resumed(start_daemon: Any, llm: Any, first: Daemon, session: str) -> Daemon:

@@ -132,7 +132,7 @@ async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemo
     server = daemon.client._server
     server.stdin.close()  # the editor went away without shutdown/exit
     await asyncio.wait_for(server.wait(), 30)
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30  # a bound: it returns once the process is gone (it sleeps for minutes)
     while _alive(pid):
         assert time.monotonic() < deadline, "the tool process outlived the daemon"
         await asyncio.sleep(0.05)
@@ -156,7 +156,7 @@ async def test_a_session_the_disk_cannot_take_when_it_closes_is_said_and_what_wa
     try:
         await daemon.request("ollie/submit", {"text": "q2"})
         assert await daemon.request("ollie/session/close", {"session": sid}) == {}
-        for _ in range(100):
+        for _ in range(600):  # 30 s at least, for a loaded machine: it returns once said
             shown = [m.message for m in daemon.client.messages]
             if any("was closed without saving its latest messages" in m for m in shown):
                 break

@@ -23,7 +23,8 @@ from ollie.agent.core import Core  # noqa: E402
 from ollie.agent.limits import LoopLimits  # noqa: E402
 
 DAEMON = [sys.executable, "-m", "ollie_lsp"]
-FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, max_retry_after_s=0.05, hook_timeout_s=5.0)
+# Retries at once; a hook's timeout only bounds a hang (a sandboxed hook starts slowly on a loaded machine).
+FAST_LIMITS = dict(backoff_base_s=0.01, drop_backoff_base_s=0.01, max_retry_after_s=0.05, hook_timeout_s=30.0)
 
 
 def write_agent(directory: Path, name: str, **config: Any) -> None:

@@ -69,9 +69,10 @@ async def test_a_fault_that_persists_ends_the_turn_cleanly_and_the_session_goes_
 
 async def test_a_slow_stream_past_the_read_timeout_is_retried(scripted_llm, make_core):
     srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(ROUND_ONE), Reply(text="s l o w " * 4, chunk_size=2, delay=0.6),
+    # 3 s between frames, past a 1 s read timeout that a loaded machine's fast replies still meet (0.2 s was tight).
+    srv.script(Reply.tool_calls(ROUND_ONE), Reply(text="s l o w " * 4, chunk_size=2, delay=3.0),
                Reply.text("fast this time"))
-    core = await make_core(srv, backend_factory=short_timeout_backend(srv, 0.2))
+    core = await make_core(srv, backend_factory=short_timeout_backend(srv, 1.0))
     sub = core.bus.subscribe()
     result = await core.submit("do the thing")
     assert (result.stop, result.reply) == ("end", "fast this time"), result
@@ -82,8 +83,8 @@ async def test_a_slow_stream_past_the_read_timeout_is_retried(scripted_llm, make
 
 async def test_a_slow_stream_every_time_ends_with_a_clear_error(scripted_llm, make_core):
     srv = scripted_llm("openai", check=False)  # the slow replies are still being written when the test ends
-    srv.script(Reply.tool_calls(ROUND_ONE), *[Reply(text="slow " * 4, chunk_size=2, delay=0.6) for _ in range(2)])
-    core = await make_core(srv, backend_factory=short_timeout_backend(srv, 0.2), limits={"max_retries": 1})
+    srv.script(Reply.tool_calls(ROUND_ONE), *[Reply(text="slow " * 4, chunk_size=2, delay=3.0) for _ in range(2)])
+    core = await make_core(srv, backend_factory=short_timeout_backend(srv, 1.0), limits={"max_retries": 1})
     result = await core.submit("do the thing")
     assert result.stop == "error" and "gave up after 1 retries" in result.error
     assert "timeout" in result.error.lower() or "stream broke" in result.error

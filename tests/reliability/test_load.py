@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import re
 from typing import Any
@@ -13,13 +14,23 @@ TAG = re.compile(r"job-(\d\d)")
 
 
 class RoutedServer(ScriptedLLMServer):
-    """The scripted server with one script per job: a request takes the next reply of the job its prompt names."""
+    """The scripted server with one script per job: a request takes the next reply of the job its prompt names.
+    With `together`, the first `together` requests are answered once all of them have come."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, together: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.scripts: dict[str, collections.deque[Reply]] = {}
+        self._together = together
+        self._came = 0
+        self._all_came: asyncio.Event | None = None  # made on the server's loop, where the requests are handled
 
     async def _chat(self, request: Any, writer: Any) -> bool:
+        if self._came < self._together:
+            self._came += 1
+            self._all_came = self._all_came or asyncio.Event()
+            if self._came == self._together:
+                self._all_came.set()
+            await self._all_came.wait()
         first_user = next(m for m in request.body["messages"] if m["role"] == "user")
         job = TAG.search(str(first_user["content"])).group(0)
         # super()._chat pops its reply before its first await, so swapping the queue in is safe.
@@ -59,7 +70,9 @@ def test_twenty_sessions_at_once_complete_with_unmixed_events(start_daemon):
 
 def test_a_cheap_request_is_answered_while_twenty_sessions_stream(start_daemon):
     # Each stream is paced by the server (a chunk every 10 ms, 400 of them): the answer must come in the middle.
-    with RoutedServer("openai") as srv:
+    # They start together, once every turn has asked (a loaded machine starts twenty turns over seconds: the first
+    # ones' streams had ended before the last ones' began).
+    with RoutedServer("openai", together=SESSIONS) as srv:
         for n in range(SESSIONS):
             srv.scripts[f"job-{n:02d}"] = collections.deque([Reply(text="tick " * 400, chunk_size=5, delay=0.01)])
         daemon = start_daemon(env=srv.env())

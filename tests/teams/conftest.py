@@ -133,7 +133,7 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         await asyncio.wait_for(client.initialize_session(types.InitializeParams(
             capabilities=types.ClientCapabilities(),
             root_uri=workspace.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 30)
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 60)  # a hang's bound
         return daemon
 
     yield start

@@ -95,6 +95,7 @@ H.type_and_press("and a follow-up")
 R.sent_as_prompt = H.chat.text():find("## You\nand a follow-up", 1, true) ~= nil
 H.wait(function() return #c.transcript.pending > 0 or not c.running end, "the prompt queued")
 R.pending_after_switch = vim.tbl_map(function(p) return p.text end, c.transcript.pending)
+H.release("story")
 H.wait_chat("follow%-up answer")
 -- The end's redraw done (it is asked at the turn's end event: `running` alone turned false a moment before it).
 H.wait(function() return not c.running and c.redrawing == nil and not c.redraw_at_end end, "the queued turn's end",

@@ -18,9 +18,13 @@ crossing.intercept(function(send)
   client.request("ollie/submit", { session = chat.session, text = "and a follow-up" }, function() end)
   -- The follow-up's first words (its prompt is in the history then).
   crossing.once(function() return crossing.held("assistant") > 0 end, function()
-    send(function(deliver) deliver() end)
+    send(function(deliver)
+      deliver()
+      H.release("follow-up") -- drawn while the follow-up still streams: its prompt in the history, unanswered
+    end)
   end)
 end)
+H.release("story")
 H.wait_chat("follow%-up answer", 30000)
 H.wait(function() return not chat.running and chat.redrawing == nil and not chat.redraw_at_end end,
   "the follow-up's end drawn")

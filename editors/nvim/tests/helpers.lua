@@ -117,6 +117,13 @@ function H.pick_id(id, seen)
   end
 end
 
+---End the scripted reply the test holds by `name` (test_nvim.py's `released`): what the scenario does while it
+---streams is done, however long that took.
+---@param name string
+function H.release(name)
+  vim.fn.writefile({}, vim.fs.joinpath(vim.fs.dirname(os.getenv("OLLIE_TEST_OUT")), name .. ".released"))
+end
+
 ---Write the results as JSON for the pytest side, then quit.
 function H.finish()
   H.results.chat = H.chat.text()

@@ -14,12 +14,12 @@ H.wait(function()
     if n.msg:find("mcp__t__add", 1, true) then return true end
   end
   return false
-end, "the picked server's tools", 15000)
+end, "the picked server's tools", 60000) -- bounds a hang: a loaded machine starts the server slowly
 
 -- Typing `#mcp:` in the input area offers each resource (the list comes from the daemon, asked as `#` is typed).
 local input = require("ollie.input")
 input.items("#")
-H.wait(function() return #input.items("#mcp:") > 0 end, "#mcp: completions", 15000)
+H.wait(function() return #input.items("#mcp:") > 0 end, "#mcp: completions", 60000)
 R.completions = vim.tbl_map(function(i) return i.word end, input.items("#mcp:t:"))
 vim.cmd("OllieChat")
 H.type_and_press("what does #mcp:t:note://readme say?")

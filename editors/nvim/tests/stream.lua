@@ -28,12 +28,16 @@ R.pending_mid_turn = pending()
 -- Bug: the waiting prompts are virtual lines under the last line; a full window, scrolled to the cursor, hid them.
 local tw = vim.fn.win_findbuf(chat.transcript.buf)[1]
 local tall = vim.api.nvim_win_get_height(tw)
-vim.api.nvim_win_set_height(tw, 4)
+-- Just tall enough for the last line (wrapped over as many rows as the answer streamed so far makes it) and the
+-- prompts under it: a fixed 4 rows could not show them once a loaded machine had streamed the whole answer.
+local last = vim.api.nvim_buf_line_count(chat.transcript.buf)
+vim.api.nvim_win_set_height(tw, vim.api.nvim_win_text_height(tw, { start_row = last - 1 }).all)
 chat.transcript:show_pending()
 R.pending_shown = vim.api.nvim_win_text_height(tw, { start_row = vim.fn.line("w0", tw) - 1 }).all
   <= vim.api.nvim_win_get_height(tw)
 vim.api.nvim_win_set_height(tw, tall)
 vim.cmd.wincmd("p")
+H.release("first") -- the first answer ends only now: the prompts above waited for it
 
 H.wait_chat("follow%-up answer", 30000)
 H.wait_chat("_%(end%)_.*follow%-up answer.*_%(end%)_", 30000)

@@ -21,6 +21,7 @@ H.wait_chat("The sea rolls in")
 local c = H.current()
 wait_bar("Write a haiku about the sea", "the first prompt's title during its turn")
 R.mid_turn = { bar = bar(), running = c.running, ended = H.chat.text():find("(end)", 1, true) ~= nil }
+H.release("haiku")
 H.wait_chat("_%(end%)_")
 
 H.type_and_press("/rn Sea haiku")
