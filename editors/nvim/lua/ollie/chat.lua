@@ -123,14 +123,19 @@ function M.show_named(name)
   return chat
 end
 
----The session a code action runs in: this tab's chat's, else the first chat's (nil before any has one: the daemon's
----default), so that its turn shows in a chat.
----@return string|nil
-function M.action_session()
-  local chat = M.get(false)
-  return chat and chat.session or first_chat and first_chat.session
+---Run `fn(session)` with the session a code action runs in: this tab's chat's, else the first chat's (nil when no
+---chat is open: the daemon's default), so that its turn shows in a chat.
+---@param fn fun(session: string|nil)
+function M.with_action_session(fn)
+  -- A chat still asking for its session (just opened) is waited for: the turn's first events, its prompt among
+  -- them, went to a session no chat had yet, and the answer showed under no prompt.
+  local chat = M.get(false) or first_chat
+  if chat then
+    return chat:with_session(fn)
+  end
+  fn(nil)
 end
-client.action_session = M.action_session
+client.with_action_session = M.with_action_session
 
 ---Every chat made, those whose tab closed among them (a session file may show them again: sessionfile.lua).
 ---@return ollie.Chat[]

@@ -10,7 +10,8 @@
 --   client.saw(session, seq)            an ollie/context answer drew the session's events up to `seq`
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
---   client.action_session = fn          fn() -> the session a picked code action runs in (nil: the daemon's default)
+--   client.with_action_session = fn     fn(run): run(session) in the session a picked code action runs in (nil: the
+--                                       daemon's default), once the chat has it
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
 -- its `handlers` table (method -> LSP handler) is merged into the client's handlers, and its
 -- `init_options(init) -> init` adds its flags (permissionRequest, ...) to initializationOptions.
@@ -22,8 +23,8 @@ local M = {}
 M.client_id = nil
 ---@type table<string, fun(params: table)>
 M.listeners = {}
----@type (fun(): string|nil)|nil
-M.action_session = nil
+---@type (fun(run: fun(session: string|nil)))|nil
+M.with_action_session = nil
 -- Callbacks waiting for a client's daemon to exit, by client id (restart).
 ---@type table<integer, fun()>
 local on_exited = {}
@@ -115,16 +116,23 @@ local function run_code_action(command)
   vim.cmd("redraw")
   -- The turn runs in the session of the chat the user has, not the daemon's default: after :OllieNew or
   -- :OllieSessions that one is in no chat, and its answer showed only as a line cut short in the command line.
-  local args, session = command.arguments, M.action_session and M.action_session()
-  if session and type(args) == "table" and type(args[1]) == "table" and args[1].session == nil then
-    args = { vim.tbl_extend("force", args[1], { session = session }) }
-  end
-  M.request("workspace/executeCommand", { command = command.command, arguments = args }, function(err)
-    if err then
-      local requests = require("ollie.requests")
-      requests.notify(requests.err_text(err), vim.log.levels.WARN)
+  local function run(session)
+    local args = command.arguments
+    if session and type(args) == "table" and type(args[1]) == "table" and args[1].session == nil then
+      args = { vim.tbl_extend("force", args[1], { session = session }) }
     end
-  end)
+    M.request("workspace/executeCommand", { command = command.command, arguments = args }, function(err)
+      if err then
+        local requests = require("ollie.requests")
+        requests.notify(requests.err_text(err), vim.log.levels.WARN)
+      end
+    end)
+  end
+  if M.with_action_session then
+    M.with_action_session(run)
+  else
+    run(nil)
+  end
 end
 
 ---The handlers of the notifications and the server->client requests (ollie.requests, when present).
