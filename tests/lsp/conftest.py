@@ -147,12 +147,19 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
         return daemon
 
     yield start
+    lingered = []
     for daemon in started:
         try:
             await asyncio.wait_for(daemon.client.shutdown_session(), 20)
         except Exception:
             pass
-        await daemon.client.stop()
+        try:
+            # pygls' stop waits for the process with no bound: a daemon that never exits hung the run for good.
+            await asyncio.wait_for(daemon.client.stop(), 60)
+        except TimeoutError:
+            daemon.client._server.kill()  # type: ignore[union-attr]
+            lingered.append(daemon.client._server.pid)  # type: ignore[union-attr]
+    assert not lingered, f"daemons {lingered} had not exited 60 s after shutdown and exit (killed)"
 
 
 @pytest.fixture
