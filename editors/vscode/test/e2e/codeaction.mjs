@@ -5,7 +5,7 @@
 //
 // Usage: node test/e2e/codeaction.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { freePort, log, openChat, serverEnvFor, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { freePort, log, openChat, openFile, serverEnvFor, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const port = await freePort();
 const settings = { "workbench.editor.enablePreview": false, "files.autoSave": "off" };
@@ -26,11 +26,7 @@ async function explain(page) {
 await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return a + b\n" }, serverEnv, settings },
   async ({ page, startLLM, screenshot }) => {
     const chat = await openChat(page);
-    await page.keyboard.press("Control+P");
-    await page.locator(".quick-input-widget input").fill("calc.py");
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: "calc.py" }).first().waitFor({ timeout: waitMs });
-    await page.keyboard.press("Enter");
-    await page.locator(".tabs-container .tab.active", { hasText: "calc.py" }).waitFor({ timeout: waitMs });
+    await openFile(page, "calc.py");
 
     // 1. Nothing listens at the backend's URL.
     await explain(page);

@@ -6,7 +6,8 @@
 // Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
 // ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots and logs),
 // OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000), OLLIE_E2E_WORK
-// (the scratch dir, made beforehand; default a new one under the temp dir).
+// (the scratch dir, made beforehand; default a new one under the temp dir), OLLIE_E2E_EXTENSIONS (an extensions dir
+// with the vsix installed, copied for the window; default: installed by code-server's CLI).
 
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -186,8 +187,15 @@ export function writeUserSettings(userData, settings) {
   fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({ ...base, ...settings }, null, 2));
 }
 
-/** Install the .vsix into code-server's extensions dir. */
+/** Put the .vsix's extension in code-server's extensions dir: a copy of OLLIE_E2E_EXTENSIONS (the dir the test run
+ * installed it in once) when set, else installed by code-server's CLI, as a user does. */
 export async function installVsix(vsix, dirs, env) {
+  const installed = process.env.OLLIE_E2E_EXTENSIONS;
+  if (installed) {
+    // The CLI's install took ~1 s of CPU and 1-4 s of each window's wall time; a copy, milliseconds.
+    fs.cpSync(installed, dirs[dirs.indexOf("--extensions-dir") + 1], { recursive: true });
+    return;
+  }
   log(`installing ${path.basename(vsix)}`);
   await run(codeServer, [...dirs, "--install-extension", vsix], env);
 }
@@ -203,7 +211,9 @@ export async function startVSCode(workspace, dirs, env) {
   log(`code-server at ${address}`);
   const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
   const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  // Uncompressed, as desktop VS Code reads its files: code-server's brotli of the 19 MB workbench.js alone took ~0.8 s
+  // of its CPU at each window's load (~0.1 s sent as it is, over loopback).
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { "Accept-Encoding": "identity" } });
   // Copy buttons write to the clipboard; grant it so navigator.clipboard works in the webview.
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: address.replace(/\/$/, "") }).catch(() => undefined);
   // A page the workbench opens by itself (a popup: a link VS Code took from a webview) is a stray browser tab to the user.
@@ -212,10 +222,16 @@ export async function startVSCode(workspace, dirs, env) {
   });
   const page = await context.newPage();
   page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
-  await page.goto(`${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  await loadWorkbench(page, `${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);
   log("workbench loaded");
   return { browser, page, address };
+}
+
+/** Open the workbench at `url` in `page` and wait until it is there. */
+export async function loadWorkbench(page, url) {
+  // Waiting for the page's load event as well (goto's default) timed out at goto's own 30 s on a loaded machine.
+  await page.goto(url, { waitUntil: "commit", timeout: waitMs });
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 }
 
 /** Poll `check` until it returns something truthy (returned); throws naming `what` after `timeout` ms. */

@@ -79,7 +79,6 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
-  await chatFocused(page, chat);
   await meta(chat, "Beta queued.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: RELOADED }).waitFor({ timeout: waitMs });
   if (await user(chat, "Alpha").count()) throw new Error("Alpha's prompts show in Beta's chat");

@@ -5,7 +5,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { artifacts, chatFrame, daemonPids, log, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, work } from "./harness.mjs";
+import { artifacts, chatFrame, daemonPids, loadWorkbench, log, openChat, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, work } from "./harness.mjs";
 
 const second = path.join(work, "second");
 
@@ -22,10 +22,10 @@ export const WINDOW_REPLIES = [
 
 async function openWindow(browser, address, query) {
   const page = await browser.contexts()[0].newPage();
-  await page.goto(`${address}/${query}`);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  await loadWorkbench(page, `${address}/${query}`);
   await waitForStatus(page, /Ollie: idle/);
-  await page.locator(".statusbar-item", { hasText: "Ollie:" }).first().click();
+  // Until the chat has taken the focus (once its script runs), keys meant for the explorer could go to its input.
+  await openChat(page);
   return page;
 }
 
@@ -105,7 +105,7 @@ async function steps({ browser, first, workspace, dataDir, firstSays }) {
   await explorer.filter({ hasText: "second" }).or(m.getByText("You have not yet added a folder")).first().waitFor({ timeout: waitMs });
   if (!(await explorer.filter({ hasText: "second" }).count())) {
     log("the workspace opened with no folders: reloading it");
-    await m.reload();
+    await m.reload({ waitUntil: "commit", timeout: waitMs });
     await waitForStatus(m, /Ollie: idle/);
   }
   await explorer.filter({ hasText: "second" }).first().click();
