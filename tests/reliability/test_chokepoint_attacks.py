@@ -90,9 +90,14 @@ async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_
     (ws / "link.txt").symlink_to(secret)
     os.mkfifo(ws / "pipe.txt")
     (ws / "zero.txt").symlink_to("/dev/zero")
+    # A link the write may follow (its target is in the workspace): asked about, its preview still reads no link.
+    (ws / "sub").mkdir()
+    (ws / "sub" / "real.txt").write_text(f"{SECRET}\n")
+    (ws / "inside.txt").symlink_to(ws / "sub" / "real.txt")
     llm.script(tool("file_edit", "link.txt", "SECRET", "x"), Reply.text("1"),
                tool("file_write", "pipe.txt", "new"), Reply.text("2"),
-               tool("file_edit", "zero.txt", "\0", "x"), Reply.text("3"))
+               tool("file_edit", "zero.txt", "\0", "x"), Reply.text("3"),
+               tool("file_edit", "inside.txt", "SECRET", "x"), Reply.text("4"))
     daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
     questions: list[dict[str, Any]] = []
 
@@ -102,17 +107,20 @@ async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_
         return {"outcome": "reject"}
 
     try:
-        for text in ("1", "2", "3"):
+        for text in ("1", "2", "3", "4"):
             assert (await daemon.request("ollie/submit", {"text": text}, timeout=30))["stop"] == "end"
     finally:
         try:
             os.close(os.open(ws / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))  # free a reader a broken daemon has
         except OSError:
             pass
-    assert len(questions) == 3
-    shown = repr(questions)
+    # The link out of the workspace is refused unasked (the sandbox would refuse its write whatever the answer);
+    # the FIFO, the device and the link within are asked about.
+    assert [q["step"]["title"] for q in questions] == ["Write pipe.txt", "Edit zero.txt", "Edit inside.txt"]
+    told = repr([m for m in llm.chat_requests[1].body["messages"] if m.get("role") == "tool"])
+    assert "refused, without asking the user" in told and "link.txt: outside the sandbox" in told, told
+    shown = repr(questions) + told
     assert "hunter2" not in shown
-    # The FIFO's and the device's questions came, with no old text read from them.
     assert all(not (q["step"].get("diff") or {}).get("oldText") for q in questions)
 
 
