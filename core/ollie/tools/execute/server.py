@@ -213,9 +213,10 @@ class ExecuteServer:
         try:
             parsed = self._parsed.parse(tool, args)
             request = parsed.get()
-            if not writes(request.script_calls()):
+            calls = request.script_calls()
+            if not writes(calls):  # no context is made for a call that writes nothing
                 return None
-            return await write_refusal(self._context(request, parsed), request.script_calls())
+            return await write_refusal(self._context(request, parsed), calls)
         except OllieError:
             return None  # the call itself reports it
 
