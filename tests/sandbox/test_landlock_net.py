@@ -142,9 +142,11 @@ async def test_tcp_fast_open_cannot_reach_a_port_the_rules_deny(ws, listeners, m
     try:
         assert await fast_open() == "errno 1"  # seccomp: EPERM, nothing sent
         assert not accepted(0)
-        # The hole it closes: under Landlock alone (no filter) the same send reaches the denied port.
+        # The hole it closes: under Landlock alone (no filter) the same send reaches the denied port, on kernels
+        # whose Landlock does not check a Fast Open send (newer ones refuse it too: EACCES, nothing sent).
         monkeypatch.setenv("OLLIE_SANDBOX_SECCOMP", "0")
-        assert await fast_open() == "sent"
-        assert accepted(10)
+        unfiltered = await fast_open()
+        assert unfiltered in ("sent", "errno 13")
+        assert accepted(10 if unfiltered == "sent" else 0) == (unfiltered == "sent")
     finally:
         listener.close()
