@@ -57,6 +57,8 @@ def grant_team(store_url: str) -> None:
                 conn.execute(f"CREATE ROLE {person} LOGIN IN ROLE ollie_team")
         for statement in TEAM_GRANTS.format(schema=schema).split(";"):
             conn.execute(statement)  # type: ignore[arg-type]  # built, not literal, SQL
+        if conn.execute("SELECT pg_catalog.to_regprocedure('ollie_touch_shared(text)')").fetchone()[0]:  # schema 6
+            conn.execute("GRANT EXECUTE ON FUNCTION ollie_touch_shared(TEXT) TO ollie_team")
 
 
 def role_url(store_url: str, role: str) -> str:

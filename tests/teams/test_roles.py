@@ -118,6 +118,7 @@ def test_functions_a_teammate_plants_in_the_schema_never_run_for_ollie(store_url
     from ollie.sessions import types
     from ollie.sessions.pg.store import PgStore
     from ollie.sessions.registry import Registry
+    from ollie.sessions.schema import SCHEMA_VERSION
     from ollie.sessions.types import Channel, Request
 
     monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
@@ -141,7 +142,7 @@ def test_functions_a_teammate_plants_in_the_schema_never_run_for_ollie(store_url
         bob.close()
     with psycopg.connect(store_url) as conn:
         assert conn.execute("SELECT who FROM planted").fetchall() == []
-        assert conn.execute("SELECT version FROM ollie_schema").fetchall() == [(5,)]
+        assert conn.execute("SELECT version FROM ollie_schema").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_ollie_user_naming_another_user_than_the_role_is_refused_at_start(team_store, scripted_llm, tmp_path):
@@ -224,6 +225,7 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
 async def test_daemons_connected_as_their_peoples_roles_act_as_them_and_carry_a_shared_session_on(
         start_daemon, team_store, scripted_llm, monkeypatch):
     from ollie.sessions import types
+    from ollie.sessions.errors import ReadOnlyError
     from ollie.sessions.pg.log import PgRounds
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope
@@ -260,12 +262,13 @@ async def test_daemons_connected_as_their_peoples_roles_act_as_them_and_carry_a_
                                                (sid,))]
 
     assert "alice" in writers() and writers()[-1] == "bob" and set(writers()) == {"alice", "bob"}, writers()
-    # The compaction a teammate's full context needs replaces the whole log, his rounds too, as hers.
+    # His log is his to replace: her ollie refuses to (schema 6's server too: test_a_teammate_cannot_...).
     assert await bob.request("ollie/session/close", {"session": sid}) == {}
     monkeypatch.setenv("OLLIE_TEAMS", "backend")
     rounds = PgRounds(team_store("alice"), sid)
     whole = rounds.read()
-    assert whole is not None and types.os_user() == "alice"
-    rounds.replace(whole)
+    assert whole is not None and types.os_user() == "alice" and rounds.owner == "bob"
+    with pytest.raises(ReadOnlyError, match="is bob's, shared with your team .* only its owner may rewrite its history"):
+        rounds.replace(whole)
     rounds.close()
-    assert writers() == ["alice"]
+    assert "alice" in writers() and writers()[0] == "bob"

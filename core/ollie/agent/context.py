@@ -15,6 +15,7 @@ from ollie.agent.tiers import context_gate, message_chars
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
 from ollie.log import get_logger
+from ollie.sessions.errors import owners_only
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
@@ -175,9 +176,21 @@ class ContextBudget:
         host = self._host
         if host.backend is None:
             return CompactionResult(False, f"cannot compact: {host.backend_error or 'no backend'}")
-        result = await compact_session(
+        if owner := host.session_file.owner:  # its log is the owner's to rewrite: the history is left whole
+            refusal = owners_only(host.session.id, owner, "compact its history")
+            result = CompactionResult(False, f"cannot compact: {refusal}: ask them to /compact it")
+        else:
+            result = await self._compact_session(host.backend)
+        if announce:
+            host.bus.emit("info" if result.ok else "error", result.message)
+        host.notify()
+        return result
+
+    async def _compact_session(self, backend: Backend) -> CompactionResult:
+        host = self._host
+        return await compact_session(
             session=host.session,
-            backend=host.backend,
+            backend=backend,
             params=host.generation_params(),
             limits=host.limits,
             hook=host.run_hook,
@@ -187,7 +200,3 @@ class ContextBudget:
             # About 3 characters a token, leaving room for the answer.
             max_chars=int(self.known_limit * 3 * 0.75),
         )
-        if announce:
-            host.bus.emit("info" if result.ok else "error", result.message)
-        host.notify()
-        return result

@@ -31,7 +31,7 @@ from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
-from ollie.sessions.errors import ReadOnlyError
+from ollie.sessions.errors import owners_only
 from ollie.sessions.session import Session
 from ollie.tools.base import Approver, ToolInfo
 from ollie.tools.documents import EditorDocuments
@@ -355,8 +355,7 @@ class Core(McpMembers):
     def owners_only(self, what: str) -> None:
         """ReadOnlyError unless this user owns the session (a team member may read and resume it, not `what`)."""
         if self._owner:
-            raise ReadOnlyError(f"session {self.session_id} is {self._owner}'s, shared with your team to read and "
-                                f"resume: only its owner may {what}")
+            raise owners_only(self.session_id, self._owner, what)
 
     def clear(self) -> None:
         """Drop history and task state; refused while a turn runs."""

@@ -25,6 +25,12 @@ class ReadOnlyError(ForbiddenError):
     """A change to a session the caller may read (shared to its team channel) but not change: it is not its owner."""
 
 
+def owners_only(session_id: str, owner: str, what: str) -> ReadOnlyError:
+    """The refusal of `what` to a teammate in `owner`'s session, shared with their team to read and resume."""
+    return ReadOnlyError(f"session {session_id} is {owner}'s, shared with your team to read and resume: only its "
+                         f"owner may {what}")
+
+
 class ArchivedError(SessionError):
     """A write to an archived session."""
 

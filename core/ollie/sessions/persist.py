@@ -99,6 +99,12 @@ class SessionFile:
 
     # --- public API -------------------------------------------------------
 
+    @property
+    def owner(self) -> str:
+        """The session's owner when it is another user's, shared with this one's team ("" when it is this user's):
+        this process only appends rounds to its log, the owner alone rewrites it."""
+        return self.storage.owner if self.storage is not None else ""
+
     def exists(self) -> bool:
         """Whether this session is saved."""
         return self.storage.exists() if self.storage is not None else self.path.exists()
@@ -182,7 +188,9 @@ class SessionFile:
         msgs = session.messages
         if self._write_failed:
             self._write_failed = False
-            return True
+            return not self.owner  # a teammate's log writes nothing more (PgRounds): no snapshot of theirs heals it
+        if self.owner:
+            return False  # a teammate's rounds are appended, never folded (the log is its owner's to rewrite)
         if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:
             return True
         if len(msgs) < self._written:

@@ -286,7 +286,8 @@ class Registry:
         with self._store.transaction() as conn:
             if _existing(conn, session_id).archived:
                 raise ArchivedError(f"session {session_id} is archived")
-            store.update(conn, session_id, **changes)
+            if not store.update(conn, session_id, **changes):  # a teammate's turn: the record is its owner's
+                self._store.touch_shared(conn, session_id)
             row = store.fetch(conn, session_id)
         assert row is not None
         return row.validate()

@@ -53,6 +53,13 @@ def _may_write(table: str) -> str:
     return f"{_MAY_WRITE.format(table=table)} AND {_UNRECORDED_OWN.format(table=table)}"
 
 
+# Schema 6's: a round goes right after the log's last one, in its epoch (a snapshot's, seq 1, starts an epoch): one far
+# ahead or of another epoch stopped its owner's next save, and stayed the log's last round.
+_NEXT_ROUND = ("seq = 1 + COALESCE((SELECT max(r.seq) FROM session_rounds r WHERE r.session_id = "
+               "session_rounds.session_id), 0) AND (seq = 1 OR epoch = (SELECT r.epoch FROM session_rounds r WHERE "
+               "r.session_id = session_rounds.session_id ORDER BY r.seq DESC LIMIT 1))")
+
+
 # Timestamps are microseconds since the epoch (BIGINT: SQLite's INTEGER is 64-bit anyway).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, one active main per user and agent, one active session per binding", """
@@ -149,6 +156,26 @@ ALTER POLICY ollie_insert ON session_rounds WITH CHECK (user_id = current_user A
 ALTER POLICY ollie_insert ON session_compactions WITH CHECK ({_may_write("session_compactions")});
 ALTER POLICY ollie_insert ON session_leases WITH CHECK (user_id = current_user AND {_may_write("session_leases")});
 ALTER POLICY ollie_update ON session_leases WITH CHECK (user_id = current_user AND {_may_write("session_leases")})
+"""),
+    # A session's log is its owner's to replace (compaction, /clear, /rewind): a teammate carrying a shared session on
+    # appends rounds of its own, each right after the last (its epoch, the next seq), and deletes none, not even its
+    # own (a gap would cut the owner's later rounds off the log). With no record, the log's writer deletes its own.
+    # Its turns bump the record's last activity through one function that changes nothing else: SECURITY DEFINER
+    # (the owner's rights), so its search path is pinned to the tables' schema, pg_temp last (never shadowing them).
+    Migration(6, "on PostgreSQL, only a session's owner replaces its log; a teammate's turn bumps its last activity",
+              "", f"""
+SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_temp', true);
+ALTER POLICY ollie_delete ON session_rounds USING (EXISTS (
+    SELECT 1 FROM sessions s WHERE s.id = session_rounds.session_id AND s.user_id = current_user)
+    OR (user_id = current_user AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = session_rounds.session_id)));
+ALTER POLICY ollie_insert ON session_rounds WITH CHECK (user_id = current_user AND {_may_write("session_rounds")}
+    AND {_NEXT_ROUND});
+CREATE OR REPLACE FUNCTION ollie_touch_shared(sid TEXT) RETURNS BIGINT LANGUAGE sql SECURITY DEFINER
+    SET search_path FROM CURRENT AS $$
+    UPDATE sessions SET last_active = GREATEST(last_active,
+        (EXTRACT(EPOCH FROM pg_catalog.statement_timestamp()) * 1000000)::BIGINT)
+    WHERE id = sid AND team <> '' AND archived = 0 RETURNING last_active $$;
+REVOKE ALL ON FUNCTION ollie_touch_shared(TEXT) FROM PUBLIC
 """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -67,6 +67,8 @@ class StoreLike(Protocol):
 
     def lock(self, conn: Conn, key: str) -> None: ...
 
+    def touch_shared(self, conn: Conn, session_id: str) -> None: ...
+
 
 def _duplicate(message: str) -> str:
     """Which uniqueness rule a SQLite IntegrityError message names."""
@@ -170,6 +172,9 @@ class Store:
     def lock(self, conn: Conn, key: str) -> None:
         """Serialise the rest of the transaction on `key`: BEGIN IMMEDIATE already serialises every writer."""
 
+    def touch_shared(self, conn: Conn, session_id: str) -> None:
+        """Bump the last activity of a record this role may not write: none here (one user's file, every row its)."""
+
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
         """A write transaction (BEGIN IMMEDIATE): all or nothing."""
@@ -235,11 +240,11 @@ def insert(conn: Conn, info: Info) -> None:
     conn.execute(f"INSERT INTO sessions ({', '.join(COLUMNS)}) VALUES ({placeholders})", [values[c] for c in COLUMNS])
 
 
-def update(conn: Conn, session_id: str, **changes: object) -> None:
-    """Set some columns of one session."""
+def update(conn: Conn, session_id: str, **changes: object) -> int:
+    """Set some columns of one session; how many rows changed (0: none, or one the server keeps from this role)."""
     unknown = set(changes) - set(COLUMNS) - {"team"}
     if unknown:
         raise ValueError(f"unknown columns {sorted(unknown)}")
     assignments = ", ".join(f"{name} = ?" for name in changes)
     values = [int(v) if isinstance(v, bool) else v for v in changes.values()]
-    conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id])
+    return conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id]).rowcount

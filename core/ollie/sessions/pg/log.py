@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from ollie.log import get_logger
-from ollie.sessions.errors import ForbiddenError, SessionError
+from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
 from ollie.sessions.location import user_teams
 from ollie.sessions.logformat import META_TAIL_BYTES, last_meta
 from ollie.sessions.pg.lease import LeaseLostError, Leases
@@ -58,6 +58,12 @@ class LogReplacedError(SessionError):
 
 class LogWriteError(SessionError):
     """A write of the session's log failed (the database said why)."""
+
+
+class GuestWriteError(LogWriteError):
+    """A round of a teammate's shared session was not saved: only its owner may rewrite the log to heal the gap."""
+
+    final = True  # no later save retries: the log writes nothing until the session is opened again
 
 
 _stores: dict[str, tuple[PgStore, Leases]] = {}
@@ -109,7 +115,10 @@ class PgRounds:
         # again, for another process may have resumed the session and written meanwhile (a laptop suspended past
         # the TTL). Once lost, nothing is written until the log is read again.
         self._holding = False
-        self._lost: LeaseLostError | None = None
+        self._lost: LeaseLostError | GuestWriteError | None = None
+        # Set by `read`: the session's owner when it is another user (a teammate's shared session, TEAM.md): its log is
+        # theirs to replace, this process only appends to it (the server refuses the rest from schema 6).
+        self.owner = ""
         self._writer: ThreadPoolExecutor | None = None
         self._failure: BaseException | None = None
         # The last meta the reader wrote itself (`read`), when others wrote rows too: see keep_own_settings.
@@ -126,9 +135,11 @@ class PgRounds:
             if visible.fetchone() is None:
                 raise ForbiddenError(f"session {self.session_id} belongs to another user")
             self.leases.acquire(conn, self.session_id)
+            recorded = conn.execute("SELECT user_id FROM sessions WHERE id = ?", (sid,)).fetchone()
             rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? "
                                 "ORDER BY seq", (self.session_id,)).fetchall()
         self._lost = None
+        self.owner = str(recorded[0]) if recorded is not None and recorded[0] != user else ""
         self._holding = bool(rows)
         if not rows:
             self.leases.release(self.session_id)
@@ -155,7 +166,10 @@ class PgRounds:
         self._submit(self._guarded, self._epoch, self._insert_round, self._seq, self._epoch, payload)
 
     def replace(self, payload: bytes) -> None:
-        """Queue a snapshot replacing every round (a new epoch): it heals an earlier failure, so that is forgotten."""
+        """Queue a snapshot replacing every round (a new epoch): it heals an earlier failure, so that is forgotten.
+        ReadOnlyError in a teammate's session: its log is its owner's to replace."""
+        if self.owner:
+            raise owners_only(self.session_id, self.owner, "rewrite its history")
         self._failure = None
         self._seq, self._epoch = 1, secrets.randbits(62)
         self._submit(self._guarded, self._epoch, self._replace_rounds, self._epoch, payload)
@@ -219,6 +233,12 @@ class PgRounds:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - reported through on_failure, raised by flush, and logged
             log.error("session save failed: %s", exc, extra={"session": self.session_id})
+            if epoch is not None and self.owner and self._lost is None:
+                # No snapshot may heal the gap (the log is the owner's to replace): nothing more lands from here.
+                exc = self._lost = GuestWriteError(
+                    f"session {self.session_id}: a round of yours was not saved ({exc}); the session is "
+                    f"{self.owner}'s, so only they may rewrite its log, and nothing more of yours is saved to it: "
+                    "open it again to carry on from what is stored")
             if epoch is not None:
                 self._broken_epoch = epoch
                 if epoch != self._epoch and self._lost is None:
@@ -301,13 +321,19 @@ def read_rounds(url: str, session_id: str) -> bytes | None:
 
 
 def last_round(url: str, session_id: str) -> bytes:
-    """The end of the session's last round (b"" when it is not saved), where its latest meta is: at most what
-    read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads it)."""
+    """The end of the last round the session's owner wrote (b"" when it is not saved), where its latest meta is: at
+    most what read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads
+    it). A teammate's later rounds are left out: the directory and title listings show are the owner's, not theirs
+    (the last round of all only when the owner wrote none: a log `ollie store import` copied names its importer)."""
     drain(url, session_id)
     store, _ = shared(url)
+    tail = "SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds r WHERE session_id = ?"
     with store.reading() as conn:
-        row = conn.execute("SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds "
-                           "WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (META_TAIL_BYTES, session_id)).fetchone()
+        row = conn.execute(f"{tail} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id "
+                           "AND s.user_id <> r.user_id) ORDER BY seq DESC LIMIT 1",
+                           (META_TAIL_BYTES, session_id)).fetchone()
+        if row is None:
+            row = conn.execute(f"{tail} ORDER BY seq DESC LIMIT 1", (META_TAIL_BYTES, session_id)).fetchone()
     return bytes(row[0]) if row else b""
 
 

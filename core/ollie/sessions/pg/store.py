@@ -251,6 +251,11 @@ class PgStore:
         with self.connection() as conn:
             yield conn
 
+    def touch_shared(self, conn: Conn, session_id: str) -> None:
+        """Bump the last activity of a teammate's shared session (its record is its owner's to write: the server's
+        function sets only that, to now)."""
+        conn.execute("SELECT ollie_touch_shared(?::text)", (session_id,))  # text: the one match by type
+
     def lock(self, conn: Conn, key: str) -> None:
         """Serialise the rest of the transaction with every other one locking `key`, on any machine.
 
