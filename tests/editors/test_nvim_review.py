@@ -317,3 +317,5 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
     assert result["first_list"][0].startswith("ollie: turn 1 changed 2 files"), result["first_list"]
     assert sorted(result["first_list"][1:3]) == ["M  a.txt  (+1 -1, 1 hunk)", "M  notes.txt  (+1 -1, 1 hunk)"]
     assert result["second_list"][0].startswith("ollie: turn 2 changed 1 file"), result["second_list"]
+    # A turn's end held during a redraw from the history: its line once, as the history has it.
+    assert result["held_end_chat"].count("✎ ") == 2, result["held_end_chat"]

@@ -35,4 +35,13 @@ local function open(line)
 end
 R.first_list = open("✎ 2 files changed — :OllieChanges")
 R.second_list = open("✎ 1 file changed — :OllieChanges")
+
+-- A turn's end held while the chat is drawn again: the history holds that turn, its changes line too; the files its
+-- live steps noted draw no second one.
+local c = H.current()
+c.turn_files = { ["c.txt"] = true }
+c:redraw()
+c:on_event({ session = c.session, role = "turn", content = "end" })
+H.wait(function() return c.redrawing == nil end, "the chat drawn again")
+R.held_end_chat = H.chat.text()
 H.finish()
