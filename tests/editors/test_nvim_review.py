@@ -308,7 +308,8 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
         Reply.text("multiplied"),
     )
     result = run_scenario("changes_history", workspace, srv)
-    lines = ("shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_", "multiplied\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_")
+    lines = ("shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_",
+             "multiplied\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_")
     for line in lines:
         assert line in result["live_chat"], result["live_chat"]
         # Drawn again from the saved history, each where the live turn drew it.
