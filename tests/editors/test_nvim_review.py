@@ -294,3 +294,29 @@ def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(w
     result = run_scenario("fifo_open", workspace, srv)
     assert result["location_found"] and any("link.md" in line for line in result["list"]), result
     assert result["refused"] and result["tabs"] == 1, result
+
+
+def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(workspace, scripted_llm):  # noqa: F811
+    (workspace / "a.txt").write_text("quiet\n")
+    srv = scripted_llm("openai")
+    srv.script(
+        Reply.tool_calls(("call_tool", {"calls": [
+            {"tool": "file_edit", "args": ["notes.txt", "original notes", "ORIGINAL NOTES"]},
+            {"tool": "file_edit", "args": ["a.txt", "quiet", "QUIET"]}]})),
+        Reply.text("shouted"),
+        Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
+        Reply.text("multiplied"),
+    )
+    result = run_scenario("changes_history", workspace, srv)
+    lines = ("shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_",
+             "multiplied\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_")
+    for line in lines:
+        assert line in result["live_chat"], result["live_chat"]
+        # Drawn again from the saved history, each where the live turn drew it.
+        assert line in result["resumed_chat"], result["resumed_chat"]
+    # <CR> on a redrawn line opens its own turn's changes (the first turn's too, not the last one's).
+    assert result["first_list"][0].startswith("ollie: turn 1 changed 2 files"), result["first_list"]
+    assert sorted(result["first_list"][1:3]) == ["M  a.txt  (+1 -1, 1 hunk)", "M  notes.txt  (+1 -1, 1 hunk)"]
+    assert result["second_list"][0].startswith("ollie: turn 2 changed 1 file"), result["second_list"]
+    # A turn's end held during a redraw from the history: its line once, as the history has it.
+    assert result["held_end_chat"].count("✎ ") == 2, result["held_end_chat"]

@@ -177,3 +177,32 @@ async def test_rewind_and_its_undo_work_across_a_daemon_restart(start_daemon, ll
     assert summary.splitlines()[:2] == ["turn 2: 2 file(s) changed", "modified a.txt (+2 -2)"]
     err = await rpc_error(third, "ollie/rewind", {"undo": True})
     assert err.code == -32602 and "no rewind to undo" in err.message
+
+
+async def test_the_history_marks_each_turn_that_changed_files_across_a_restart(start_daemon, llm, tmp_path):
+    llm.script(Reply.text("hello"), *edit_two_files(),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/gamma/GAMMA/ b.txt",
+                                                              "language": "bash"}]})), Reply.text("again"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    first = await start(start_daemon, llm, workspace=ws)
+    session = (await first.request("ollie/submit", {"text": "say hello"}))["session"]
+    await first.request("ollie/submit", {"text": "edit them"})
+    await first.request("ollie/submit", {"text": "edit b"})
+    await first.client.shutdown_session()
+
+    # A new daemon resumes the session: the marks were saved with it (no diff of each turn redone per page).
+    second = await start(start_daemon, llm, workspace=ws, init_options={"session": session})
+    messages = (await second.request("ollie/context", {}))["messages"]
+    marked = [(m["content"], m["turnChanges"]) for m in messages if "turnChanges" in m]
+    # On each turn's last message, the turn that changed nothing unmarked.
+    assert marked == [("edited", {"turn": 2, "files": 2}), ("again", {"turn": 3, "files": 1})]
+    edited = next(i for i, m in enumerate(messages) if m["content"] == "edited")
+    page = (await second.request("ollie/context", {"offset": edited, "limit": 1}))["messages"]
+    assert page[0]["turnChanges"] == {"turn": 2, "files": 2}  # by index in the history, on any page
+
+    # An undo leaves the turn fewer files: its mark counts what `ollie/changes` lists now.
+    await second.request("ollie/review/undo", {"turn": 2, "path": "a.txt"})
+    messages = (await second.request("ollie/context", {}))["messages"]
+    assert messages[edited]["turnChanges"] == {"turn": 2, "files": 1}

@@ -121,3 +121,16 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
             data["interrupted"] = True
         out.append(data)
     return out
+
+
+def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
+               first: int = 0) -> dict[int, dict[str, int]]:
+    """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last
+    message of each turn that changed files, `{turn, files}` (its number and how many); a turn whose start compaction
+    or /clear rewrote (-1) has none. Reads no workspace."""
+    marks: dict[int, dict[str, int]] = {}
+    for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
+        end = turn_starts[turn] if turn < len(turn_starts) else total
+        if files > 0 and 0 <= start < end <= total:
+            marks[first + end - 1] = {"turn": turn, "files": files}
+    return marks

@@ -141,6 +141,9 @@ class Review:
         session = self._host.session
         session.turn_starts.append(len(session.messages))
         turn = len(session.turn_starts)
+        # One count per turn, this one's 0 until it ends: those of turns a rewind cut (kept for its undo) end here.
+        earlier = session.turn_changed[:turn - 1]
+        session.turn_changed = earlier + [0] * (turn - len(earlier))
         self._current = turn
         notes, session.review_notes = session.review_notes, []
         for note in notes:  # undone hunks: the model reads them with this turn's prompt
@@ -174,6 +177,8 @@ class Review:
                 begin = await self._saved_buffers_before(turn, begin, end)
             records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
             await cp.record_turns(records)
+            # Counted once, here (one diff): the history marks the turns that changed files without a diff each.
+            self._host.session.turn_changed[turn - 1] = len((await self._changes(turn, (begin, end))).changes)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
 
@@ -246,7 +251,11 @@ class Review:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`."""
         number = self._turn_number(turn)
-        bounds = await self._bounds(number)
+        return await self._changes(number, await self._bounds(number), ignored=ignored)
+
+    async def _changes(self, number: int, bounds: tuple[str, str | None] | None, *,
+                       ignored: bool = False) -> TurnChanges:
+        """The changes of turn `number` between `bounds` (see `_bounds`), its buffer edits too."""
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
         cp = self.checkpoints()
@@ -292,7 +301,7 @@ class Review:
             text = await _undo(self._cwd(), path, hunk, change)
             data = change.old_data if change.binary else (None if text is None else text.encode())
         await self._record_undo(number, change, data)
-        self._tell_model(number, change, hunk)
+        await self._tell_model(number, change, hunk)
         return Undone(path, hunk, text, in_editor)
 
     async def _undo_in_editor(self, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
@@ -315,7 +324,7 @@ class Review:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
             await self._undo_on_disk_too(turn, change, hunk, text)
         self.editor_edits.settle(turn, change.path, text)
-        self._tell_model(turn, change, hunk)
+        await self._tell_model(turn, change, hunk)
         return Undone(change.path, hunk, text, in_editor)
 
     async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
@@ -329,10 +338,15 @@ class Review:
         if on_disk == text:
             await self._record_undo(turn, change, text.encode())
 
-    def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
+    async def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
+        session = self._host.session
         # Kept with the session (saved), so the model hears of it even after a restart.
-        self._host.session.review_notes.append(
+        session.review_notes.append(
             f"the user undid these changes of yours (turn {turn}): {_describe_hunk(change, hunk)}")
+        # The history's count of the turn's files, net of the undo (kept as it was if the diff fails: the undo is done).
+        with contextlib.suppress(ReviewError, WorkspaceError):
+            if turn <= len(session.turn_changed):
+                session.turn_changed[turn - 1] = len((await self.changes(turn)).changes)
         self._host.save()
 
     async def _record_undo(self, turn: int, change: FileChange, data: bytes | None) -> None:

@@ -194,6 +194,9 @@ class Session:
     # Where each turn's messages start (turn n at index n-1; ollie.agent.review); -1 once compaction
     # or /clear rewrote the history, so that turn can no longer be cut back to.
     turn_starts: list[int] = field(default_factory=list)
+    # How many files each turn changed (turn n at index n-1), counted as `ollie/changes` lists them when it ended
+    # (0: none): the history marks those turns without a diff per turn (ollie.agent.review, ollie.agent.history).
+    turn_changed: list[int] = field(default_factory=list)
     # What the user undid of the agent's changes, told to the model with the next prompt (ollie.agent.review).
     review_notes: list[str] = field(default_factory=list)
     # Bumped whenever the history is rewritten rather than appended to (compaction,
@@ -295,7 +298,7 @@ def _check_meta(meta: dict[str, Any]) -> None:
         default = f.default if f.default_factory is MISSING else f.default_factory()
         kind = type(default)
         if kind is list:
-            item = int if f.name == "turn_starts" else str
+            item = int if f.name in ("turn_starts", "turn_changed") else str
             ok = type(value) is list and all(type(v) is item for v in value)
         elif kind is dict:
             ok = type(value) is dict and all(

@@ -110,7 +110,7 @@ export class Conversation implements vscode.Disposable {
     this.changesLists = new ChangesLists(host);
     this.history = new SessionHistory(host, (items, earlier) => {
       for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
-    });
+    }, (session, turns) => this.changesLists.ofTurns(session, turns));
     this.queued = new QueuedPrompts(host, memory?.queue, (session) => {
       if (session === this.current) for (const listener of this.listeners) listener.reset();
     });

@@ -1,9 +1,9 @@
 // A saved session's messages a page at a time: its last page when it is resumed, the one before when the view scrolls up.
 
 import * as vscode from "vscode";
-import { ChatItem, ChatModel } from "./lib/chatModel";
+import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
 import { errorText } from "./lib/errors";
-import { historyItems, modelFromHistory, pageBefore, parseContextPage, readContext, startsWithResult } from "./lib/history";
+import { changedTurns, historyItems, modelFromHistory, pageBefore, parseContextPage, readContext, startsWithResult, TurnFiles } from "./lib/history";
 import { SessionHost } from "./sessionHost";
 
 // A resumed session shows its last this many messages (`ollie.historyPageSize`); scrolling to the top loads the page before.
@@ -24,6 +24,8 @@ export class SessionHistory {
     private readonly host: SessionHost,
     /** Older items of the session in view go before the others; `earlier` messages are still not loaded. */
     private readonly earlierLoaded: (items: ChatItem[], earlier: number) => void,
+    /** The files each of a session's turns changed (ChangesLists.ofTurns). */
+    private readonly changesOf: (session: string, turns: readonly number[]) => Promise<ReadonlyMap<number, ChangedFile[]>>,
   ) {}
 
   /** How many older messages of `session` are not loaded yet. */
@@ -49,8 +51,9 @@ export class SessionHistory {
     this.loadingEarlier = true;
     try {
       const { messages, offset } = await this.fetchPage(session, pageBefore(end, historyPage()));
+      const changes = await this.turnFiles(session, messages);
       if (session !== this.host.current() || this.earlier(session) !== end) return;
-      const items = this.host.modelFor(session).prepend(historyItems(messages));
+      const items = this.host.modelFor(session).prepend(historyItems(messages, changes));
       this.earlierCounts.set(session, offset);
       this.earlierLoaded(items.map((item) => ({ ...item })), offset);
     } catch (err) {
@@ -74,7 +77,7 @@ export class SessionHistory {
       // A turn running when the page was read has not ended: the last one's result is not this one's. Said with the
       // page: the chat's own status may be from before or after it.
       const ended = (page.running ?? this.host.running(session)) ? undefined : lastTurnResult;
-      this.host.setModel(session, modelFromHistory(page.messages, ended, page.seq));
+      this.host.setModel(session, modelFromHistory(page.messages, ended, page.seq, await this.turnFiles(session, page.messages)));
       this.earlierCounts.set(session, page.offset);
     } catch (err) {
       this.host.log.warn(`ollie/context: ${errorText(err)}`);
@@ -92,6 +95,11 @@ export class SessionHistory {
       messages.unshift(...parseContextPage(await this.host.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);
     }
     return { messages, offset, running, seq };
+  }
+
+  // The "Changed files" of the page's turns that changed files, listed under them as the live chat listed them.
+  private async turnFiles(session: string, messages: unknown[]): Promise<TurnFiles> {
+    return { session, files: await this.changesOf(session, changedTurns(messages)) };
   }
 
   // How the session's last turn ended (`info.lastTurnResult`): `session/load` of a session this daemon runs answers its info.

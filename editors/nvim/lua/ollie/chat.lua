@@ -492,8 +492,10 @@ function Chat:on_event(ev, drawn)
       for _, title in ipairs(permission and permission.withdraw(self.session) or {}) do
         t:note("question withdrawn (the turn ended): " .. title, "OllieTurnEnd")
       end
-      self:changes_line()
-      if not drawn then
+      if drawn then
+        self.turn_files = {} -- the history drew its changes line (`turnChanges`)
+      else
+        self:changes_line()
         t:turn_end(content)
       end
       if self.redraw_at_end then

@@ -1,6 +1,7 @@
 // Turning a saved conversation (`ollie/context` messages) into chat items and a readable document.
 
-import { ChatItem, ChatModel } from "./chatModel";
+import { ChangedFile, ChatItem, ChatModel } from "./chatModel";
+import { isObject } from "./json";
 import type { OllieEvent } from "./protocol";
 import { splitEditorContext } from "./promptContext";
 import { parseToolStep, parseToolSteps } from "./steps";
@@ -29,6 +30,14 @@ interface MessageLike {
   contextLabels?: unknown;
   /** A prompt's images as the daemon lists them: `[{mime, bytes}]`, no data. */
   images?: unknown;
+  /** On a turn's last message, when the turn changed files: `{turn, files}` (its number, how many; PROTOCOL.md "History"). */
+  turnChanges?: unknown;
+}
+
+/** The "Changed files" of a resumed session's turns (`ollie/changes` of each), by turn. */
+export interface TurnFiles {
+  session: string;
+  files: ReadonlyMap<number, ChangedFile[]>;
 }
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
@@ -42,6 +51,18 @@ function text(value: unknown): string {
 
 function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
+}
+
+// The turn `message` ends, when that turn changed files.
+function changedTurn(message: MessageLike): number | undefined {
+  const marked = message.turnChanges;
+  if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
+  return (marked.files as number) > 0 ? (marked.turn as number) : undefined;
+}
+
+/** The turns of `messages` that changed files (each marked on its last message), whose "Changed files" they show. */
+export function changedTurns(messages: unknown): number[] {
+  return messagesOf(messages).map(changedTurn).filter((turn): turn is number => turn !== undefined);
 }
 
 /** `image: png, 12 KB` for each image the daemon lists on a saved prompt. */
@@ -59,10 +80,10 @@ function stringList(value: unknown): string[] | undefined {
 }
 
 /** A chat model holding a resumed session's conversation; `lastTurnResult` (its `info`) marks how the last turn ended. */
-export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, seq = 0): ChatModel {
+export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, seq = 0, changes?: TurnFiles): ChatModel {
   const model = new ChatModel();
   model.historySeq = seq;
-  for (const item of historyItems(messages)) model.add(item);
+  for (const item of historyItems(messages, changes)) model.add(item);
   for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
   return model;
 }
@@ -88,8 +109,9 @@ export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
   return stop ? [{ kind: "turnEnd", id: 0, stop }] : [];
 }
 
-/** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat. */
-export function historyItems(messages: unknown): ChatItem[] {
+/** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat,
+ * and each turn's "Changed files" (`changes`) under its last message, where the live chat added them. */
+export function historyItems(messages: unknown, changes?: TurnFiles): ChatItem[] {
   const model = new ChatModel();
   let seq = 0;
   const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown }) => {
@@ -126,6 +148,9 @@ export function historyItems(messages: unknown): ChatItem[] {
       default:
         break;
     }
+    const turn = changedTurn(message);
+    const files = turn === undefined ? undefined : changes?.files.get(turn);
+    if (changes && turn !== undefined && files?.length) model.add({ kind: "changes", id: 0, session: changes.session, turn, files });
   }
   return model.items;
 }

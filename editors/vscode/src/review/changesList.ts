@@ -48,6 +48,21 @@ export class ChangesLists {
     }
   }
 
+  /** The files each of `turns` changed (as `ollie/changes` lists them now), for a chat read from the history; a turn
+   * whose changes cannot be read (a CWD without checkpoints) is left out. */
+  async ofTurns(session: string, turns: readonly number[]): Promise<Map<number, ChangedFile[]>> {
+    const found = new Map<number, ChangedFile[]>();
+    await Promise.all(turns.map(async (turn) => {
+      try {
+        const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session, turn }));
+        found.set(turn, markUnsaved(files, this.host.cwdOf(session)));
+      } catch (err) {
+        this.host.log.info(`ollie/changes ${turn}: ${errorText(err)}`);
+      }
+    }));
+    return found;
+  }
+
   /** Undo a file (or every file: `path` undefined) of the turn listed in `item`. */
   async undo(item: ChangesItem, path?: string): Promise<void> {
     const paths = path ? [path] : item.files.filter((f) => !f.undone).map((f) => f.path);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
+import { changedTurns, contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
 
 const messages = [
@@ -17,6 +17,27 @@ test("a saved conversation becomes chat items", () => {
   const tool = model.items[2];
   assert.equal(tool.kind === "tool" && tool.result, "AAA");
   assert.equal(model.lastSeq, 0, "live events of the session must not be dropped as repeats");
+});
+
+test("each turn that changed files gets its Changed files under its last message, a marked turn without them none", () => {
+  const turns = [
+    { role: "user", content: "edit a" },
+    { role: "assistant", content: "Edited a.", turnChanges: { turn: 1, files: 1 } },
+    { role: "user", content: "edit b" },
+    { role: "assistant", content: "Edited b.", turnChanges: { turn: 2, files: 1 } },
+    { role: "user", content: "edit c, undone since" },
+    { role: "assistant", content: "Edited c.", turnChanges: { turn: 3, files: 1 } },
+    { role: "user", content: "hi" },
+    { role: "assistant", content: "Hello.", turnChanges: { turn: "4", files: 0 } },
+  ];
+  assert.deepEqual(changedTurns(turns), [1, 2, 3]);
+  const a = [{ path: "a.py", status: "modified", added: 1, removed: 1 }];
+  const b = [{ path: "b.py", status: "added", added: 2, removed: 0 }];
+  const items = historyItems(turns, { session: "s1", files: new Map([[1, a], [2, b], [3, []]]) });
+  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant", "user", "assistant"]);
+  const lists = items.filter((i) => i.kind === "changes");
+  assert.deepEqual(lists.map((i) => i.kind === "changes" && [i.session, i.turn, i.files]), [["s1", 1, a], ["s1", 2, b]]);
+  assert.equal(historyItems(turns).some((i) => i.kind === "changes"), false, "no files known: no list");
 });
 
 test("garbage history gives an empty model", () => {

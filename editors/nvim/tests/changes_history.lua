@@ -1,0 +1,47 @@
+-- A session whose two turns changed files, resumed in a new chat (:OllieNew, then :OllieSessions): the chat drawn
+-- from its history shows each turn's "✎ N files changed" line where the live turn drew it, and <CR> on the first
+-- opens that turn's changes, as the live line does.
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
+
+vim.cmd("Ollie shout the notes and the code")
+H.wait_chat("_%(end%)_")
+vim.cmd("Ollie now multiply")
+H.wait_chat("_%(end%)_.*multiplied.*_%(end%)_")
+R.live_chat = H.chat.text()
+
+local first = H.current().session
+vim.cmd("OllieNew")
+H.wait(function() return H.current().session ~= first end, "the new session")
+H.wait(function() return not H.chat.text():find("shouted") end, "an empty chat")
+H.pick_id(first)
+vim.cmd("OllieSessions")
+H.wait_chat("multiplied.*_%(end%)_")
+R.resumed_chat = H.chat.text()
+
+---<CR> on the transcript's line `line`: the changes list it opens (its lines), closed again.
+local function open(line)
+  local row = H.expect(H.row_of(line), line .. " in the resumed chat")
+  local tw = H.current():windows()
+  vim.api.nvim_set_current_win(tw)
+  vim.api.nvim_win_set_cursor(tw, { row + 1, 0 })
+  vim.cmd.normal(vim.keycode("<CR>"))
+  H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list of " .. line)
+  H.wait(function() return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]:find("^ollie: turn") ~= nil end,
+    "the list's turn")
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  vim.cmd.close()
+  return lines
+end
+R.first_list = open("✎ 2 files changed — :OllieChanges")
+R.second_list = open("✎ 1 file changed — :OllieChanges")
+
+-- A turn's end held while the chat is drawn again: the history holds that turn, its changes line too; the files its
+-- live steps noted draw no second one.
+local c = H.current()
+c.turn_files = { ["c.txt"] = true }
+c:redraw()
+c:on_event({ session = c.session, role = "turn", content = "end" })
+H.wait(function() return c.redrawing == nil end, "the chat drawn again")
+R.held_end_chat = H.chat.text()
+H.finish()

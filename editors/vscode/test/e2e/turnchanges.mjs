@@ -1,0 +1,55 @@
+// E2E in real VS Code (code-server): two turns change files, each gets its "Changed files" list; after a window
+// reload (a new extension host, the chat read from the session's history) both lists are back, each under its own
+// turn, not only the last one's.
+//
+// Usage: node test/e2e/turnchanges.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { freePort, log, openChat, runCommand, send, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const script = [
+  { text: "Shouting a and b.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/alpha/ALPHA/ a.txt; sed -i s/beta/BETA/ b.txt", language: "bash" }] } }] },
+  { text: "Both shouted." },
+  { text: "Shouting c.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/gamma/GAMMA/ c.txt", language: "bash" }] } }] },
+  { text: "c shouted too." },
+];
+
+/** The files each "Changed files" list of the chat names, in the chat's order. */
+async function lists(chat) {
+  const out = [];
+  for (const item of await chat.locator(".item.changes").all()) out.push((await item.locator(".file-link").allTextContents()).join(" "));
+  return out;
+}
+
+const port = await freePort();
+await withVSCode(
+  {
+    script: null,
+    files: { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" },
+    serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto" },
+  },
+  async ({ page, startLLM, screenshot }) => {
+    await startLLM(script, { port });
+    await waitForStatus(page, /Ollie: idle/);
+    const chat = await openChat(page);
+    await send(chat, "shout a and b");
+    await until("the first turn's changed files", async () => (await lists(chat)).length === 1);
+    await send(chat, "now c");
+    await until("the second turn's changed files", async () => (await lists(chat)).length === 2);
+    const live = await lists(chat);
+    if (live.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`the live chat lists ${JSON.stringify(live)}`);
+
+    await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+    await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+    const reloaded = await openChat(page);
+    await reloaded.locator(".item.assistant", { hasText: "c shouted too." }).waitFor({ timeout: waitMs });
+    await until("both turns' changed files after the reload", async () => (await lists(reloaded)).length === 2);
+    const after = await lists(reloaded);
+    if (after.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`after the reload the chat lists ${JSON.stringify(after)}`);
+    // Each list under its own turn: the first one before the second prompt.
+    const order = await reloaded.locator(".item.changes, .item.user").evaluateAll((nodes) => nodes.map((n) => n.classList.contains("user") ? "prompt" : "changes"));
+    if (order.join(" ") !== "prompt changes prompt changes") throw new Error(`the chat's order after the reload: ${order.join(" ")}`);
+    await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
+    await screenshot("turnchanges-reloaded");
+    log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
+  },
+);
