@@ -13,19 +13,43 @@ from tests.netserver import Listener
 # The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
 pytest_plugins = ["ollie.testing.pytest_plugin"]
 
+def in_real_vscode(nodeid: str) -> bool:
+    """Whether a test runs the real VS Code (tests/editors: its files' names, or the test's, say so)."""
+    file, _, name = nodeid.partition("::")
+    return "vscode" in Path(file).name or name.startswith("test_vscode")
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a `slow` test first, then the others by their number of tests, most first (see scripts/test)."""
-    # xdist hands whole files to its two workers in this order: a slow file last (a real editor: minutes) kept one
-    # worker busy long after the other had run out of files. Python's sort is stable: ties keep collection order.
+    """The real VS Code's tests first, then files holding a `slow` test, then the others by their number of tests, most
+    first (see scripts/test)."""
+    # xdist hands whole files to its workers in this order: a slow file last (a real editor: minutes) kept one worker
+    # busy long after the others had run out of files. Python's sort is stable: ties keep collection order.
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
 
-    def rank(tests: list[pytest.Item]) -> tuple[bool, int]:
-        return not any(test.get_closest_marker("slow") for test in tests), -len(tests)
+    def rank(tests: list[pytest.Item]) -> tuple[bool, bool, int]:
+        return (not any(in_real_vscode(test.nodeid) for test in tests),
+                not any(test.get_closest_marker("slow") for test in tests), -len(tests))
 
     items[:] = [item for tests in sorted(files.values(), key=rank) for item in tests]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under `--dist loadfile`: each file on one worker, and every real VS Code test on the same one, one at a time."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndOneVSCode(LoadFileScheduling):
+        # A window is ~20 s of CPU: two or three starting at once on a 2-core machine pushed page loads past the
+        # harness's waits, while the daemon tests, mostly waiting on processes, share the other workers. (xdist's
+        # `loadgroup` would do this from marks, but its group names never reach the scheduler under pytest 9.)
+        def _split_scope(self, nodeid: str) -> str:
+            return "real VS Code" if in_real_vscode(nodeid) else super()._split_scope(nodeid)
+
+    return FilesAndOneVSCode(config, log)
 
 
 @pytest.fixture(autouse=True)

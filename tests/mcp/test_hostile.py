@@ -36,7 +36,8 @@ async def start(tmp_path: Path, *, network_from: str = "default") -> tuple[McpHo
                    network_from=network_from)
     told: list[str] = []
     host.notify = told.append
-    await host.add({"h": ServerSpec("h", command=sys.executable, args=(str(SERVER), "hostile"),
+    # The workspace after "hostile" (unread by the server) tells this test's servers from other tests' at once.
+    await host.add({"h": ServerSpec("h", command=sys.executable, args=(str(SERVER), "hostile", str(workspace)),
                                     env={"TOKEN": "given"})}, wait=60)
     assert host.status()[0]["state"] == "ready", host.status()
     return host, told
@@ -63,11 +64,12 @@ async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: 
         await host.aclose()
 
 
-def _servers_running() -> list[int]:
+def _servers_running(tmp_path: Path) -> list[int]:
+    """The pids of the hostile servers `start(tmp_path)` started (other workers' tests run the same server)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and f"{SERVER}\0hostile".encode() in (proc / "cmdline").read_bytes():
+            if proc.name.isdigit() and f"{SERVER}\0hostile\0{tmp_path / 'ws'}\0".encode() in (proc / "cmdline").read_bytes():
                 found.append(int(proc.name))
         except OSError:
             continue
@@ -76,9 +78,9 @@ def _servers_running() -> list[int]:
 
 async def test_the_servers_processes_die_with_the_session(tmp_path: Path, home: Path) -> None:
     host, _ = await start(tmp_path)
-    assert _servers_running()
+    assert _servers_running(tmp_path)
     await host.aclose()
-    assert _servers_running() == []
+    assert _servers_running(tmp_path) == []
 
 
 async def test_no_network_under_a_policy_without_it(tmp_path: Path, home: Path) -> None:

@@ -249,10 +249,15 @@ export async function until(what, check, timeout = waitMs) {
 export async function waitForSavedPrompt(dir, needles) {
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
-    const files = fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f)).filter((f) => fs.statSync(f).isFile());
-    for (const file of files) {
-      const lines = fs.readFileSync(file, "latin1").split("\n");
-      if (lines.some((line) => needles.every((n) => line.includes(n)))) return;
+    for (const file of fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, f))) {
+      let text;
+      try {
+        text = fs.statSync(file).isFile() ? fs.readFileSync(file, "latin1") : "";
+      } catch (error) {
+        if (error.code === "ENOENT") continue; // gone since the listing (a store's journal, a save's temporary file)
+        throw error;
+      }
+      if (text.split("\n").some((line) => needles.every((n) => line.includes(n)))) return;
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
