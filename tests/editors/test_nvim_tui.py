@@ -257,6 +257,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # The question: a float with the step and its diff, the four answers under it (stock vim.ui.select).
         asked = keep("1-permission", tmux.wait(lambda s: "Allow once" in s and "return x * 2" in s, "the question"))
         assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
+        assert "at util.py:2 " in asked, "the float names the line the edit changes"
         assert "-    return x" in asked and "Reject with feedback" in asked
         tmux.keys("1", "Enter")
         done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s, "the turn to end", timeout=30))
