@@ -725,6 +725,9 @@ function T:output(content, failed, network)
     end
   end
   self:add(lines, (failed or is_error) and "OllieToolFailed" or "OllieToolOutput")
+  if self.folds[first] then
+    require("ollie.folds").close(self.buf, first)
+  end
   self:add({ M.SEPARATOR }, "OllieSeparator")
   return is_error
 end
