@@ -253,7 +253,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         typing = keep("1-typing-while-asked", tmux.wait(
             lambda s: any(line.split("│")[-1].startswith(note + " too") for line in s.splitlines()),
             "the keys typed after the question to reach the note"))
-        assert "ollie: approve? (once you stop typing)" in typing, typing
+        assert "ollie: approve? (once you stop typing: <Esc>)" in typing, typing
         assert "Type number" not in typing and "Allow once" not in typing, typing
         assert "keep the" not in typing.splitlines()[0], "the note stays out of the code"
         # Once the user stops (normal mode, a moment without keys), the four answers come up.

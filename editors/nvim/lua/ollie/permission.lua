@@ -146,7 +146,11 @@ end
 local function preview_title(waiting)
   local win = M.last_preview and M.last_preview.win
   if win and vim.api.nvim_win_is_valid(win) then
-    local title = waiting and " ollie: approve? (once you stop typing) " or " ollie: approve? "
+    -- In insert mode they wait for <Esc> (a pause in typing is no answer): said, or a user who stopped typing there
+    -- sees nothing come.
+    local insert = vim.api.nvim_get_mode().mode:find("^i") ~= nil
+    local title = waiting and (insert and " ollie: approve? (once you stop typing: <Esc>) "
+      or " ollie: approve? (once you stop typing) ") or " ollie: approve? "
     vim.api.nvim_win_set_config(win, { title = title, title_pos = "center" })
   end
 end
