@@ -830,3 +830,11 @@ def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
     assert "fake.png is not a PNG, JPEG, GIF or WebP image" in result["final_chat"]
     # Resumed, each prompt shows its image (type and size: the daemon lists no data).
     assert result["resumed_chat"].count(f"📎 image (png, {max(1, round(len(red) / 1024))} KB)") == 2
+
+
+def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripted_llm):
+    """The transcript folds each step's output; one the user opened stays open, the next folds (Bug: Neovim made a new
+    fold open after an opened one, and none while the user typed in insert mode: it stayed open)."""
+    result = run_scenario("folds", workspace, scripted_llm("openai"))
+    assert result["before"] == [True, True]
+    assert result["after"] == [True, False, True]

@@ -178,3 +178,39 @@ def test_the_statusline_says_starting_until_the_daemon_answers(tmp_path: Path, s
     finally:
         go.write_text("")
         tmux.close()
+
+
+def test_the_diff_tab_s_two_sides_fold_alike(tmp_path: Path, scripted_llm):
+    """`:OllieChanges` typed in the chat's input area, then the diff of a long file: both sides fold their unchanged
+    lines alike (`+-- 52 lines: def f1():` on each), as `:diffsplit` does, for the file open in the editor and for one
+    never opened. Bug: the chat's window options (a transparent foldtext, `·` fills, no sign column, conceal) went to
+    the windows split from it and to the buffers shown there: the "before" side folded showing the folded line's own
+    text, the file's side (when the file was open) `+-- 52 lines`; a file never opened took them on both sides."""
+    code = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(1, 30))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["funcs.py", "return 20", "return 2000"]},
+        {"tool": "file_edit", "args": ["more.py", "return 20", "return 2000"]}]})), Reply.text("Edited."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"funcs.py": code, "more.py": code})
+    try:
+        tmux.wait(lambda s: "def f1():" in s, "nvim to start")
+        tmux.keys(":Ollie make f20 return 2000", "Enter")
+        tmux.wait(lambda s: "Edited." in s and "(end)" in s, "the turn", timeout=60)
+        tmux.keys(":OllieChat", "Enter", "Escape", ":OllieChanges", "Enter")
+        tmux.wait(lambda s: "M  funcs.py  (+1 -1, 1 hunk)" in s, "the changes list")
+        for n, name in enumerate(["funcs.py", "more.py"], 1):
+            if n > 1:
+                tmux.keys("q")  # the diff tab closes: back in the list
+                tmux.wait(lambda s: "before turn 1" not in s, "the list again")
+                tmux.keys(":call search('more.py')", "Enter")
+            tmux.keys("Enter")
+            diff = tmux.keep(f"{n}-diff", tmux.wait(
+                lambda s, name=name: f"before turn 1: {name}" in s and "return 2000" in s, f"the diff of {name}"))
+            folds = [line.split("│") for line in diff.splitlines() if line.startswith("+ ")]
+            assert len(folds) == 2, diff  # the 52 lines above the change, the 22 under it
+            for before, now in folds:
+                assert before.rstrip("· ") == now.rstrip("· "), diff
+            assert folds[0][0].startswith("+ +-- 52 lines: def f1():"), diff
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

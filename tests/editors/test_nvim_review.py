@@ -25,6 +25,9 @@ def test_permission_shows_the_diff_and_a_rejection_with_feedback_reaches_the_mod
     assert question["labels"] == ["Allow once", "Allow always (edit steps)", "Reject", "Reject with feedback"]
     preview = result["preview"]
     assert preview[0] == "ollie asks to: Edit code.py"
+    # The file and the line the edit changes (the step's location names no line before it runs).
+    assert preview[1] == "  at code.py:2", preview
+    assert result["places"] == ["new.py (new file)", "a.py:2", "sub/b.py:2-5"]
     assert "-    return a + b" in preview and "+    return a * b" in preview
     assert result["floats_left"] == 0, "the preview float closes once answered"
     # The statusline says the turn waits on the user while asked (it said "thinking"), and no more once answered.

@@ -39,6 +39,13 @@ local render = require("ollie.render")
 H.results.plain_rejection = render.rejection("rejected: the user did not allow 'Run `ls`'; it was not run.")
 H.results.two_line_rejection = render.rejection(
   "rejected: the user did not allow 'x'; it was not run.\nThe user's feedback: first\nsecond")
+-- Where other edits land: a new file, lines added at the end, two hunks apart (the lines of the file as it is now).
+local place = require("ollie.permission").diff_place
+H.results.places = {
+  place({ path = "new.py", oldText = vim.NIL, newText = "x = 1\n" }),
+  place({ path = "a.py", oldText = "a\nb\n", newText = "a\nb\nc\n" }),
+  place({ path = "sub/b.py", oldText = "1\n2\n3\n4\n5\n6\n", newText = "1\nTWO\n3\n4\nFIVE\n6\n" }),
+}
 -- The float is gone once answered.
 H.results.floats_left = #vim.tbl_filter(function(w)
   return vim.api.nvim_win_get_config(w).relative ~= ""

@@ -151,7 +151,7 @@ end
 ---@param bar ollie.Bar
 function M.set_bar(win, option, bar)
   vim.w[win].ollie_bar = bar
-  vim.wo[win][option] = "%!v:lua.require'ollie.chatwin'.bar()"
+  vim.wo[win][0][option] = "%!v:lua.require'ollie.chatwin'.bar()"
 end
 
 ---The chat's width beside the code: the configured one, but in a narrow terminal the code keeps half of it.
@@ -186,17 +186,20 @@ function W:fit()
 end
 
 ---Give a chat window its options, its bar and its role (`w:ollie_role`: a buffer that is not the chat's, coming
----into it, goes to the code instead; see keep_own).
+---into it, goes to the code instead; see keep_own). The options are set as `:setlocal` does: a window split from a
+---chat window and given another buffer (the changes list, a diff tab, a file) shows it with the user's options.
 ---@param win integer
 ---@param role "transcript"|"input"
 local function setup_win(win, role)
   vim.w[win].ollie_role = role
   if role == "transcript" then
     render.setup_window(win)
-    vim.wo[win].statusline = "%!v:lua.require'ollie.chatwin'.transcript_bar()"
+    vim.wo[win][0].statusline = "%!v:lua.require'ollie.chatwin'.transcript_bar()"
   else
-    vim.wo[win].winfixheight = true
-    vim.wo[win].number, vim.wo[win].relativenumber, vim.wo[win].signcolumn = false, false, "no"
+    local wo = vim.wo[win][0]
+    wo.winfixheight = true
+    wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
+    wo.wrap, wo.linebreak, wo.breakindent = true, true, true -- a long prompt wraps at words
     M.set_bar(win, "statusline", { label = "prompt", label_hl = "OllieInputLabel", hint_hl = "OllieInputHint",
       hints = key_hints() })
   end

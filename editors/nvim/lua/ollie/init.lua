@@ -40,7 +40,8 @@ function M.setup(opts)
 end
 
 ---The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't.
----@param focus boolean|nil move the cursor into the input area
+---@param focus boolean|nil move the cursor into the input area, in insert mode (ready to type, as avante and
+---CopilotChat are); else the chat opens with the cursor where it was
 ---@return ollie.Chat|nil
 local function ensure(focus)
   local _, err = client.ensure()
@@ -49,7 +50,11 @@ local function ensure(focus)
     return nil
   end
   local c = chat.get(true) --[[@as ollie.Chat]]
-  c:open(focus)
+  if focus then
+    c:focus_input(true)
+  else
+    c:open(false)
+  end
   return c
 end
 
@@ -114,7 +119,7 @@ function M.image(path)
     format_item = function(item) return vim.fn.fnamemodify(item, ":.") end }, attach)
 end
 
----Open the chat and go to its input area; with a name, the named chat (made when new) in this tab.
+---Open the chat and go to its input area, in insert mode; with a name, the named chat (made when new) in this tab.
 ---@param name string|nil
 function M.open_chat(name)
   if name and name ~= "" then
@@ -125,10 +130,7 @@ function M.open_chat(name)
     end
     chat.show_named(name)
   end
-  local c = ensure(true)
-  if c then
-    c:focus_input(false)
-  end
+  ensure(true)
 end
 
 ---Interrupt the running turn.

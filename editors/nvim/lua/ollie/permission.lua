@@ -30,6 +30,29 @@ function M.network_target(step)
   return (host:find(":", 1, true) and ("[" .. host .. "]") or host) .. ":" .. net.port
 end
 
+---Where an edit's diff preview lands: `path:12`, `path:12-15` (the lines of the file as it is now, first to last
+---changed), `path (new file)`; the path as the daemon gives it, relative to the workspace.
+---@param diff table the step's `{path, oldText, newText}`
+---@return string
+function M.diff_place(diff)
+  local path = one_line(diff.path)
+  if type(diff.oldText) ~= "string" then
+    return path .. " (new file)"
+  end
+  local new = type(diff.newText) == "string" and diff.newText or ""
+  local first, last
+  for _, h in ipairs(vim.diff(diff.oldText, new, { result_type = "indices" }) --[[@as integer[][] ]]) do
+    -- {old start, old count, new start, new count}: an insertion (no old line) sits after its old start.
+    local from = math.max(1, h[1])
+    local to = math.max(from, h[1] + h[2] - 1)
+    first, last = math.min(first or from, from), math.max(last or to, to)
+  end
+  if not first then
+    return path
+  end
+  return path .. ":" .. first .. (last > first and ("-" .. last) or "")
+end
+
 ---The preview's lines: title, where, what "Allow always" covers, and the unified diff when there is one.
 ---@param params table the ollie/permission params
 ---@return string[] lines, boolean has_diff
@@ -49,8 +72,17 @@ function M.preview_lines(params)
     return lines, false
   end
   local lines = { "ollie asks to: " .. one_line(step.title) }
+  local diff = type(step.diff) == "table" and step.diff or nil
+  local placed = false
   for _, loc in ipairs(step.locations or {}) do
-    table.insert(lines, "  at " .. one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))
+    -- The edit's file: the lines it changes, from its diff (the step's location has no line before it runs).
+    local here = diff and not placed and loc.path == diff.path
+    placed = placed or here
+    table.insert(lines, "  at " .. (here and M.diff_place(diff)
+      or (one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))))
+  end
+  if diff and not placed then
+    table.insert(lines, "  at " .. M.diff_place(diff))
   end
   if params.always and params.always ~= "" then
     -- A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
@@ -58,8 +90,7 @@ function M.preview_lines(params)
     local span = lasting and "" or " in this session"
     table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. span)
   end
-  local diff = step.diff
-  if type(diff) ~= "table" then
+  if not diff then
     return lines, false
   end
   local old, new = diff.oldText, diff.newText
@@ -115,7 +146,11 @@ end
 local function preview_title(waiting)
   local win = M.last_preview and M.last_preview.win
   if win and vim.api.nvim_win_is_valid(win) then
-    local title = waiting and " ollie: approve? (once you stop typing) " or " ollie: approve? "
+    -- In insert mode they wait for <Esc> (a pause in typing is no answer): said, or a user who stopped typing there
+    -- sees nothing come.
+    local insert = vim.api.nvim_get_mode().mode:find("^i") ~= nil
+    local title = waiting and (insert and " ollie: approve? (once you stop typing: <Esc>) "
+      or " ollie: approve? (once you stop typing) ") or " ollie: approve? "
     vim.api.nvim_win_set_config(win, { title = title, title_pos = "center" })
   end
 end

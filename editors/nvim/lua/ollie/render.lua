@@ -168,7 +168,7 @@ end
 ---Window options of a window showing a transcript.
 ---@param win integer
 function M.setup_window(win)
-  local wo = vim.wo[win]
+  local wo = vim.wo[win][0] -- (as :setlocal: a window split from it, or another buffer shown in it, never takes them)
   -- A long step or connection line wraps under its own indent, not at the window's edge.
   wo.wrap, wo.linebreak, wo.breakindent = true, true, true
   wo.smoothscroll = true -- the top line may show in part: the end of a paragraph taller than the window, say
@@ -725,6 +725,9 @@ function T:output(content, failed, network)
     end
   end
   self:add(lines, (failed or is_error) and "OllieToolFailed" or "OllieToolOutput")
+  if self.folds[first] then
+    require("ollie.folds").close(self.buf, first)
+  end
   self:add({ M.SEPARATOR }, "OllieSeparator")
   return is_error
 end

@@ -239,6 +239,24 @@ local function diff_maps(buf, path, before)
   end, "ollie: close the diff")
 end
 
+-- Window options that are the window's own, not how it shows its text: never copied to the diff's other side.
+local OWN_OPTIONS = { winbar = true, scroll = true, previewwindow = true, winfixbuf = true, winfixheight = true,
+  winfixwidth = true }
+
+---Give window `to` the window-local options of `from` (folds, fill characters, numbers, conceal), so that both sides
+---of a diff show and fold their text the same way, as `:diffsplit` from the file's window does. Before, the "before"
+---side, a new buffer, took the options the tab's first window had copied from the chat window the diff was opened
+---from (its transparent foldtext and fold fill characters), the file's side its own: their folds looked different.
+---@param from integer
+---@param to integer
+local function same_options(from, to)
+  for name, info in pairs(vim.api.nvim_get_all_options_info()) do
+    if info.scope == "win" and not OWN_OPTIONS[name] then
+      vim.api.nvim_set_option_value(name, vim.wo[from][name], { win = to, scope = "local" })
+    end
+  end
+end
+
 ---Open the diff of one changed file in a new tab: the text before the turn (left) ↔ the file now (right).
 ---@param path string as ollie/changes lists it
 function M.open_diff(path)
@@ -274,6 +292,7 @@ function M.open_diff(path)
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
   vim.api.nvim_win_set_buf(before_win, before_buf)
+  same_options(after_win, before_win)
   local k = keys()
   local chatwin = require("ollie.chatwin")
   chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, path),

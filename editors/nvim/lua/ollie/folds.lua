@@ -1,0 +1,48 @@
+-- The transcript's step-output folds, closed however they came: Neovim makes no expr fold while in insert mode (the
+-- user typing in the input area as a turn streams, the default once `:OllieChat` opens it), and makes a new one
+-- open after a fold the user opened. Each new fold is closed once made, in normal mode.
+local M = {}
+
+---@type table<integer, integer[]> the first lines (1-based) of the folds to close, by transcript buffer
+local pending = {}
+
+---Close the pending folds in the windows that show them (in insert mode: once it is left).
+function M.close_pending()
+  if vim.api.nvim_get_mode().mode:find("^i") then
+    return -- InsertLeave schedules it again, then in normal mode
+  end
+  local now = pending
+  pending = {}
+  for buf, lines in pairs(now) do
+    for _, win in ipairs(vim.api.nvim_buf_is_valid(buf) and vim.fn.win_findbuf(buf) or {}) do
+      if vim.wo[win].foldenable and vim.wo[win].foldmethod == "expr" then
+        vim.api.nvim_win_call(win, function()
+          if vim.fn.foldlevel(lines[1]) == 0 then
+            vim.wo[win][0].foldexpr = vim.wo[win].foldexpr -- the folds insert mode left unmade are made now
+          end
+          for _, l in ipairs(lines) do
+            pcall(vim.cmd, l .. "foldclose") -- (a fold the window's width or 'foldminlines' leaves out: none)
+          end
+        end)
+      end
+    end
+  end
+end
+
+local watching = false
+
+---Close the fold that starts at `line` of transcript `buf`, now or once the user leaves insert mode.
+---@param buf integer
+---@param line integer 1-based
+function M.close(buf, line)
+  pending[buf] = pending[buf] or {}
+  table.insert(pending[buf], line)
+  if not watching then
+    watching = true
+    vim.api.nvim_create_autocmd("InsertLeave", { group = vim.api.nvim_create_augroup("ollie_folds", {}),
+      callback = function() vim.schedule(M.close_pending) end })
+  end
+  M.close_pending()
+end
+
+return M

@@ -1,0 +1,30 @@
+-- Step outputs fold in a transcript window: also the ones that come after the user opened one (Neovim makes a new
+-- expr fold open after an opened one).
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local render = require("ollie.render")
+
+local t = render.new("ollie://folds-test")
+vim.cmd("vsplit")
+local win = vim.api.nvim_get_current_win()
+vim.api.nvim_win_set_buf(win, t.buf)
+render.setup_window(win)
+
+---Whether the output that starts with `first` shows folded.
+local function closed(first)
+  local row = H.expect(vim.fn.index(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false), "    │ " .. first), first)
+  return vim.api.nvim_win_call(win, function() return vim.fn.foldclosed(row + 1) ~= -1 end)
+end
+
+t:add({ "## You", "run the tests" })
+t:output("first output\nits second line\nits third line", false)
+t:output("second output\nits second line", false)
+H.results.before = { closed("first output"), closed("second output") }
+-- The user opens the second step's output (`za` on it).
+vim.api.nvim_win_call(win, function()
+  vim.api.nvim_win_set_cursor(win, { vim.fn.index(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false),
+    "    │ second output") + 1, 0 })
+  vim.cmd("normal! zo")
+end)
+t:output("third output\nits second line", false)
+H.results.after = { closed("first output"), closed("second output"), closed("third output") }
+H.finish()
