@@ -34,7 +34,8 @@ def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripte
         show_code_actions(tmux, ':lua vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 12 } } })',
                           "Enter")
         tmux.keys("1", "Enter")
-        done = tmux.keep("2-explained", tmux.wait(lambda s: "It adds two numbers." in s, "the answer", timeout=60))
+        done = tmux.keep("2-explained", tmux.wait(lambda s: "It adds two numbers.\n\n(end)" in chat_of(s), "the answer",
+                                                  timeout=60))
         chat = chat_of(done)
         assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, done
         assert "It adds two numbers.\n\n(end)" in chat and "Hello." not in chat, done
