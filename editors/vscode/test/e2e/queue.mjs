@@ -42,6 +42,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await until("the ollie/queue request carrying `seen`", () => Number(queuedSeen(userData)) > 0);
   await chat.locator("#stop").click();
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
+  // The clicked Stop hides: the input has the focus for what the user types next (it went to the page's body).
+  await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
   await meta(chat, "Then summarise it.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "Stop held the queue: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
   await screenshot("queue-held");
@@ -54,7 +56,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   const answers = await chat.locator(".item.assistant").allTextContents();
   if (answers.indexOf("Summary: a slow story.") > answers.indexOf("Files: none to list.")) throw new Error(`answers out of order: ${JSON.stringify(answers)}`);
   await screenshot("queue-ran-in-order");
-  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued");
+  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; the input had the focus");
 
   // 2. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
   await send(chat, "Another slow story.");
