@@ -26,8 +26,9 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
 @pytest.mark.timeout(330)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus once the clicked
-    Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn comes back held and runs before the next one; one
-    held that `/queued clear` drops shows dropped (it stayed marked held)."""
+    Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn
+    comes back held and runs before the next one; one held that `/queued clear` drops shows dropped (it stayed marked
+    held)."""
     shows(run_e2e("queue.mjs"),
           "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
           "the input had the focus",
