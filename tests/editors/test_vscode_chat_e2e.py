@@ -19,16 +19,21 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
           "Stop interrupted the turn", "scrolling up loaded the earlier pages",
           "an archived session leaves the history, Show archived lists it marked",
           "a long word wraps; a markdown link to a file opens it",
-          "a daemon killed mid-turn: the chat said so, came back with the same conversation")
+          "a daemon killed mid-turn: the chat said so, came back with the same conversation",
+          "the agent pick highlights the current agent and says a switch clears the chat; Enter kept both")
 
 
 @pytest.mark.timeout(330)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
-    """A prompt queued during a slow reply is held by Stop (the chat says so) and runs before the next prompt, never
-    left marked queued; one queued when the window reloads mid-turn comes back held and runs before the next one."""
+    """A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus once the clicked
+    Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn
+    comes back held and runs before the next one; one held that `/queued clear` drops shows dropped (it stayed marked
+    held)."""
     shows(run_e2e("queue.mjs"),
-          "after Stop the queued prompt showed held, then ran before the next prompt",
-          "a prompt queued when the window reloaded came back held and ran before the next prompt")
+          "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
+          "the input had the focus",
+          "a prompt queued when the window reloaded came back held and ran before the next prompt",
+          "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone")
 
 
 @pytest.mark.timeout(330)
@@ -45,7 +50,9 @@ def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
 @pytest.mark.timeout(200)
 def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2e):
     """The first prompt titles the chat's header while its turn still streams (it said "New chat" until the turn
-    ended); `/rn` renames it at once; a new session says "New chat", the renamed one its name when shown again."""
+    ended); `/rn` renames it at once; a new session (the view's + button) says "New chat", the renamed one (picked
+    from the view's history button) its name when shown again."""
     shows(run_e2e("title.mjs", total_ms=150000),
           "the header showed the first prompt's title while its turn streamed",
-          "/rn renamed the header at once")
+          "/rn renamed the header at once",
+          "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one")

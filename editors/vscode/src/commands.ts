@@ -27,15 +27,17 @@ function reportError(err: unknown): void {
   void vscode.window.showErrorMessage(`Ollie: ${errorText(err)}`);
 }
 
-/** Ask for a name, offering the daemon's list; any typed name is accepted too. */
-async function pickName(title: string, { current, choices }: Choices): Promise<string | undefined> {
+/** Ask for a name, offering the daemon's list with the current one highlighted; any typed name is accepted too. */
+async function pickName(title: string, { current, choices }: Choices, clears?: string): Promise<string | undefined> {
   const pick = vscode.window.createQuickPick();
   pick.title = title;
-  pick.placeholder = choicePlaceholder(current, choices.length);
+  pick.placeholder = choicePlaceholder(current, choices.length, clears);
   pick.items = choices.map(({ name, description }) => ({
     label: name,
     description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
   }));
+  // Enter at once keeps what is (it took the first listed: another agent, which clears the session).
+  pick.activeItems = pick.items.filter((item) => item.label === current);
   return new Promise((resolve) => {
     pick.onDidAccept(() => {
       resolve(pick.selectedItems[0]?.label ?? (pick.value.trim() || undefined));
@@ -59,8 +61,9 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   const method = what === "model" ? "ollie/listModels" : "ollie/listAgents";
   const listing = await parts.conversation.request<unknown>(method);
   const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
-  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices);
-  if (name) await runSlash(parts, `/${what} ${name}`);
+  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices, what === "agent" ? "this chat's conversation" : undefined);
+  // The current one picked again switches nothing (`/agent` to the same agent cleared the session all the same).
+  if (name && name !== choices.current) await runSlash(parts, `/${what} ${name}`);
 }
 
 /** `Ollie: MCP Servers`: each server, its state (why it failed) and its tools; picking one runs `/mcp` into the chat. */

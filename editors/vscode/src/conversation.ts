@@ -195,6 +195,8 @@ export class Conversation implements vscode.Disposable {
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...pictures }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
+      // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
+      if (result.stop === "command") void this.queued.turnEnded(result.session, "command");
       return result;
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.

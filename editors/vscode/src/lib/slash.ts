@@ -5,14 +5,18 @@ import type { SlashCommand } from "./protocol";
 export type { SlashCommand };
 
 /**
- * Commands that complete what is typed (only while the input is a single `/word`): names that start
- * with it first, then names that contain it; safe ones before destructive ones, then alphabetical.
+ * Commands that complete what is typed (only while the input is a single `/word`): the name typed whole first
+ * (Enter on `/agent` completed `/agents`), then names that start with it, then names that contain it; safe ones
+ * before destructive ones, then alphabetical.
  */
 export function slashCompletions(input: string, commands: readonly SlashCommand[]): SlashCommand[] {
   if (!/^\/[\w-]*$/.test(input)) return [];
   const typed = input.toLowerCase();
   const word = typed.slice(1);
-  const rank = (c: SlashCommand) => (c.name.toLowerCase().startsWith(typed) ? 0 : 1);
+  const rank = (c: SlashCommand) => {
+    const name = c.name.toLowerCase();
+    return name === typed ? 0 : name.startsWith(typed) ? 1 : 2;
+  };
   return commands
     .filter((c) => c.name.toLowerCase().startsWith(typed) || (word.length > 0 && c.name.toLowerCase().includes(word)))
     .sort((a, b) => rank(a) - rank(b) || Number(a.destructive) - Number(b.destructive) || a.name.localeCompare(b.name));

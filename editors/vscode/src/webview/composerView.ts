@@ -62,6 +62,8 @@ export class Composer {
 
   setRunning(value: boolean): void {
     this.running = value;
+    // Stop (or Inject) clicked keeps the focus until the turn ends and hides it: the input takes it then, not the page.
+    if (!value && [this.stopButton, this.injectButton].includes(document.activeElement as HTMLButtonElement)) this.input.focus();
     document.body.classList.toggle("running", value);
     this.stopButton.hidden = !value;
     this.injectButton.hidden = !value;

@@ -1,7 +1,7 @@
 // E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt queued
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
 // goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
-// held in the new window, and runs before the next prompt.
+// held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -15,6 +15,8 @@ const script = [
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Answered the queued one." },
   { text: "Answered after the reload." },
+  { text: SLOW, chunk_size: 2, delay: 0.25 },
+  { text: "Answered alone." },
 ];
 
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
@@ -40,6 +42,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await until("the ollie/queue request carrying `seen`", () => Number(queuedSeen(userData)) > 0);
   await chat.locator("#stop").click();
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
+  // The clicked Stop hides: the input has the focus for what the user types next (it went to the page's body).
+  await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
   await meta(chat, "Then summarise it.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "Stop held the queue: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
   await screenshot("queue-held");
@@ -52,7 +56,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   const answers = await chat.locator(".item.assistant").allTextContents();
   if (answers.indexOf("Summary: a slow story.") > answers.indexOf("Files: none to list.")) throw new Error(`answers out of order: ${JSON.stringify(answers)}`);
   await screenshot("queue-ran-in-order");
-  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued");
+  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; the input had the focus");
 
   // 2. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
   await send(chat, "Another slow story.");
@@ -76,4 +80,21 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   chat = await chatFrame(page);
   await screenshot("queue-reload-ran");
   log("a prompt queued when the window reloaded came back held and ran before the next prompt");
+
+  // 3. `/queued clear` drops a held prompt: it shows dropped (it stayed marked held, and a reload brought it back
+  // held), and the next prompt runs alone.
+  await send(chat, "A third slow story.");
+  await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  await send(chat, "Never mind this one.");
+  await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").click();
+  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await send(chat, "/queued clear");
+  await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await screenshot("queue-dropped");
+  await send(chat, "Just this.");
+  await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
+  log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
 });

@@ -1,10 +1,11 @@
 // E2E in real VS Code (code-server): the chat header shows the session's title as soon as the daemon gives it. The
 // first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
-// `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name.
+// `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
+// buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none).
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }];
@@ -33,4 +34,18 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await screenshot("title-renamed");
 
   log("/rn renamed the header at once");
+
+  // 3. The view's title bar: + starts a new chat, the history button picks the renamed one back.
+  // (The view's own header holds them too, hidden while the view is the side bar's only one.)
+  const action = (label) => page.locator(`.part.auxiliarybar .action-label[aria-label="${label}"]`).filter({ visible: true });
+  await action("New Session").click();
+  await header(chat, "New chat").waitFor({ timeout: waitMs });
+  await chatFocused(page, chat);
+  await action("Switch Session").click();
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+  await screenshot("title-history-button");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Sea haiku" }).first().click();
+  await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
+  log("the view's New Session and Switch Session buttons started a new chat and resumed the earlier one");
 });

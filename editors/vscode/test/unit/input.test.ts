@@ -13,6 +13,8 @@ const COMMANDS = parseCommandList({
     { name: "/context", args: "", description: "context size", destructive: false },
     { name: "/cost", args: "", description: "cost", destructive: false },
     { name: "/help", args: "[command]", description: "this list", destructive: false },
+    { name: "/agents", args: "", description: "list the agent configs", destructive: false },
+    { name: "/agent", args: "[name]", description: "show or switch the agent config", destructive: true },
   ],
 });
 
@@ -63,6 +65,8 @@ test("slash completion: prefix matches first, safe commands before destructive o
   // A word inside a name matches after the prefix matches: /st finds /cost.
   assert.deepEqual(slashCompletions("/st", COMMANDS).map((c) => c.name), ["/cost"]);
   assert.deepEqual(slashCompletions("/zzz", COMMANDS), []);
+  // The name typed whole comes first, destructive or not (Enter on `/agent` completed `/agents`).
+  assert.deepEqual(slashCompletions("/agent", COMMANDS).map((c) => c.name), ["/agent", "/agents"]);
   assert.deepEqual(slashCompletions("/mo", []), [], "no commands until the daemon has listed them");
 });
 
