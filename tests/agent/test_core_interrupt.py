@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
 
+from ollie.agent.toolround import CLOSED_RESULT
 from ollie.testing import Reply
 from tests.procs import eventually, new_mark, wait_for_processes, wait_no_processes
 
@@ -113,6 +114,8 @@ async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):
         assert (await turn).stop == "interrupted"
     saved = persist.load(core.sessions_dir, core.session_id)
     assert [m.role for m in saved.messages] == ["user", "assistant", "tool"]
+    # Nobody asked for it: the model (and a resumed chat) is not told the user stopped the call.
+    assert saved.messages[-1].content == CLOSED_RESULT
 
 
 async def test_interrupt_during_a_long_hook(scripted_llm, make_core, agents_dir, tmp_path):

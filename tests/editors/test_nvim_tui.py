@@ -439,6 +439,33 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
         tmux.close()
 
 
+def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Path, scripted_llm):
+    """`:OllieChat` leaves the user typing in insert mode: <C-c> there stops the streaming turn and keeps the typed
+    text and insert mode; with no turn running it leaves insert mode as usual (Bug: it only left insert mode, the turn
+    streamed on)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The first answer " + "goes on " * 400, delay=0.1, chunk_size=8))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie talk a lot", "Enter")
+        tmux.wait(lambda s: "The first answer" in s, "the answer to stream")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: "-- INSERT --" in s, "insert mode in the input")
+        tmux.keys("my next question", literal=True)
+        tmux.keys("C-c")
+        stopped = tmux.keep("1-stopped", tmux.wait(lambda s: "(interrupted)" in s, "the turn stopped"))
+        assert "-- INSERT --" in stopped and "my next question" in stopped, stopped
+        tmux.keys(" goes on", literal=True)
+        tmux.wait(lambda s: "my next question goes on" in s, "the typing to go on")
+        tmux.keys("C-c")
+        left = tmux.keep("2-normal", tmux.wait(lambda s: "-- INSERT --" not in s, "insert mode left"))
+        assert "my next question goes on" in left and left.count("(interrupted)") == 1, left
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
         tmp_path: Path, scripted_llm):
     # Bug: the daemon Neovim starts ends with it, and its queue with it: a prompt queued as a turn streamed, then

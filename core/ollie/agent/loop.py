@@ -17,7 +17,7 @@ from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
-from ollie.agent.toolround import INTERRUPTED_RESULT, CallOutcome, ToolRound
+from ollie.agent.toolround import CallOutcome, ToolRound, interrupted_result
 from ollie.backend.base import Backend
 from ollie.backend.images import placeholder
 from ollie.backend.types import Image, Message, ToolCall
@@ -230,10 +230,11 @@ class AgentLoop:
         round_ = self.host.tool_round(cache=self.cache, kind_of=self.kind_of)
         try:
             outcomes = await round_.run(calls)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             # Every call needs a result or the next request is malformed.
             for call in calls:
-                self.session.messages.append(Message("tool", INTERRUPTED_RESULT, tool_call_id=call.id, name=call.name))
+                self.session.messages.append(Message("tool", interrupted_result(exc), tool_call_id=call.id,
+                                                     name=call.name))
             self._keep_outcomes(round_)
             raise
         for outcome in outcomes:

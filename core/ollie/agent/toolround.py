@@ -39,6 +39,16 @@ if TYPE_CHECKING:
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+# The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
+# nobody asked for it, and the model reads this one too.
+CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
+
+
+def interrupted_result(exc: BaseException) -> str:
+    """The result of a call an interrupt cut short: `Core.close`'s (cancelled with "close") or the user's."""
+    return CLOSED_RESULT if isinstance(exc, asyncio.CancelledError) and exc.args[:1] == ("close",) else INTERRUPTED_RESULT
+
+
 T = TypeVar("T")
 
 # The most of one step's output published live (what the step keeps is capped on its own).
@@ -134,9 +144,9 @@ class ToolRound:
         """Run `calls` (see `_run`); an interrupt ends every announced step `failed` before it propagates."""
         try:
             return await self._run(calls)
-        except BaseException:  # an interrupt (or a bug): no step is left pending
+        except BaseException as exc:  # an interrupt (or a bug): no step is left pending
             for call_id in list(self._open):
-                self._close(call_id, self._names.get(call_id, ""), INTERRUPTED_RESULT, True)
+                self._close(call_id, self._names.get(call_id, ""), interrupted_result(exc), True)
             raise
 
     # --- steps ---------------------------------------------------------------

@@ -218,7 +218,15 @@ function Chat:make_input()
   self.input_buf = input.new("ollie://input/" .. self.id, {
     send = function() self:send_input("send") end,
     inject = function() self:send_input("inject") end,
-    stop = function() self:stop() end,
+    -- In insert mode (where :OllieChat leaves the user) it stops a running turn and the typing goes on; with no
+    -- turn running it leaves insert mode, as <C-c> does anywhere else.
+    stop = function()
+      if self.running or not vim.api.nvim_get_mode().mode:find("^i") then
+        self:stop()
+      else
+        vim.cmd("stopinsert")
+      end
+    end,
     close = function() self:close() end,
   })
   watch(self, self.input_buf)

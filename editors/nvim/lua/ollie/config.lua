@@ -51,7 +51,7 @@ M.defaults = {
   keymaps = {
     send = { n = "<CR>", i = "<C-s>" },
     inject = { n = "<C-j>", i = "<C-j>" },
-    stop = { n = "<C-c>" },
+    stop = { n = "<C-c>", i = "<C-c>" },
     close = { n = "q" },
     focus_input = { n = "i" },
     open_location = { n = "<CR>" },
