@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import signal
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.rules import landlock_abi
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
-from tests.procs import processes_with
+from tests.procs import new_mark, processes_with
 
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
@@ -65,6 +66,44 @@ async def test_a_spawn_cancelled_at_any_moment_has_no_process_left_once_the_canc
         await proc.wait()
         proc.close()
     assert cancelled > 0
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+@pytest.mark.parametrize("pidns", ["1", "0"], ids=["pid namespace", "no pid namespace"])
+async def test_a_spawn_cancelled_while_its_connection_opens_kills_its_step_already_running(
+        ws, monkeypatch, pidns):
+    """The fork server's request goes ahead of the per-spawn connection: an interrupt that lands while the
+    connection opens, once the supervisor has started the step and sent its pid, still ends the step (it ran on,
+    its supervisor waiting for it, when the daemon closed that socket unread)."""
+    monkeypatch.setenv("OLLIE_SANDBOX_PIDNS", pidns)
+    mark, replied, go = new_mark(), asyncio.Event(), asyncio.Event()
+    open_connection = asyncio.open_unix_connection
+
+    async def opening_late(*, sock):
+        # Held until the supervisor's pid is on the socket (the step runs), then until the test cancelled.
+        loop, readable = asyncio.get_running_loop(), asyncio.Event()
+        loop.add_reader(sock.fileno(), readable.set)
+        try:
+            await readable.wait()
+        finally:
+            loop.remove_reader(sock.fileno())
+        replied.set()
+        await go.wait()
+        return await open_connection(sock=sock)
+
+    monkeypatch.setattr(asyncio, "open_unix_connection", opening_late)
+    spawn = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", "sleep 600; exit", mark],
+                                                  policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    try:
+        await asyncio.wait_for(replied.wait(), 30)
+        spawn.cancel()  # an interrupt, exactly there
+        go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await spawn
+        assert processes_with(mark) == [], "the cancelled spawn's step runs on"
+    finally:
+        for pid in processes_with(mark):  # what the old code left running
+            os.kill(pid, signal.SIGKILL)
 
 
 def _use_launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

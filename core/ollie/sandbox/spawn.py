@@ -143,19 +143,19 @@ async def _converse(sock: socket.socket, line: bytes, program: str, report: dict
                     ) -> tuple[int, asyncio.Future[int]]:
     """Send the request `line` (or what is left of it) on a per-spawn socket; the tool's pid and a future of its
     status (sent after the sweep)."""
+    # Shielded, and finished even when the spawn is cancelled meanwhile: the fork server's request went ahead
+    # of the spawn (ForkServer.spawn), so the step may run already, its pid sent, and only this connection can
+    # still stop it (closing the socket unread would leave the step running, its supervisor waiting on it).
+    opening = asyncio.ensure_future(_connect(sock))
     try:
-        reader, writer = await asyncio.open_unix_connection(sock=sock)
-    except BaseException:
-        sock.close()  # the other side sees EOF before any request and drops the spawn
-        raise
-    try:
+        reader, writer = await asyncio.shield(opening)
         writer.write(line)
         line = await reader.readline()
     except asyncio.CancelledError:
         # The child may already run: kill it as soon as its pid is known, and raise only once the step is over.
         # Its supervisor runs beside the others, so without this wait the step could start (and be seen running)
         # after the cancelled caller has moved on; bounded, so that a stuck supervisor cannot hold the cancel.
-        await _settle(asyncio.ensure_future(_kill_when_started(reader, writer)))
+        await _settle(asyncio.ensure_future(_kill_when_started(opening)))
         raise
     except OSError as exc:
         line = b""
@@ -183,8 +183,23 @@ async def _settle(cleanup: asyncio.Future[None] | asyncio.Future[int]) -> None:
         await asyncio.wait([cleanup], timeout=CANCEL_WAIT_S)  # unlike wait_for, it never cancels `cleanup`
 
 
-async def _kill_when_started(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _connect(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Streams on a per-spawn socket; closed when that fails (the supervisor sees EOF and kills its step)."""
+    try:
+        return await asyncio.open_unix_connection(sock=sock)
+    except BaseException as exc:
+        sock.close()
+        if isinstance(exc, OSError):
+            raise _ServerLost(str(exc)) from exc
+        raise
+
+
+async def _kill_when_started(opening: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]) -> None:
     """After a cancelled spawn: kill its step, and return once its supervisor reports every process dead."""
+    try:
+        reader, writer = await opening
+    except Exception:  # noqa: BLE001 - no connection: its socket is closed (see _connect)
+        return
     try:
         # Half-closed: the supervisor kills the tool process even if its pid never comes (it never gets to exec).
         writer.write_eof()
