@@ -189,8 +189,8 @@ async def _connect(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.S
         return await asyncio.open_unix_connection(sock=sock)
     except BaseException as exc:
         sock.close()
-        if isinstance(exc, OSError):
-            raise _ServerLost(str(exc)) from exc
+        if isinstance(exc, OSError):  # not _ServerLost: the step may have run, the launcher must not run it again
+            raise SandboxError(f"the sandbox's connection failed: {exc}") from exc
         raise
 
 
