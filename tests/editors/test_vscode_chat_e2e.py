@@ -16,7 +16,7 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, an
     archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back."""
     shows(run_e2e("run.mjs"),
-          "Stop interrupted the turn", "scrolling up loaded the earlier pages",
+          "Escape interrupted the turn", "scrolling up loaded the earlier pages",
           "an archived session leaves the history, Show archived lists it marked",
           "a long word wraps; a markdown link to a file opens it",
           "a daemon killed mid-turn: the chat said so, came back with the same conversation",

@@ -8,7 +8,7 @@ export interface KeyPress {
   altKey: boolean;
 }
 
-export type ComposerAction = "submit" | "queue" | "inject" | "newline" | "complete" | "nextCompletion" | "previousCompletion" | "closeCompletion" | "none";
+export type ComposerAction = "submit" | "queue" | "inject" | "newline" | "complete" | "nextCompletion" | "previousCompletion" | "closeCompletion" | "stop" | "none";
 
 /**
  * Enter sends (a new turn when idle, queued when a turn runs), Ctrl/Cmd+Enter injects into the
@@ -21,6 +21,8 @@ export function composerAction(key: KeyPress, state: { running: boolean; complet
     if (key.key === "Escape") return "closeCompletion";
     if (key.key === "Tab" || (key.key === "Enter" && !key.shiftKey)) return "complete";
   }
+  // As in Claude Code: Escape in the prompt box stops the running turn (a completion list open takes it first).
+  if (key.key === "Escape") return state.running ? "stop" : "none";
   if (key.key !== "Enter") return "none";
   if (key.shiftKey) return "newline";
   if (key.ctrlKey || key.metaKey || key.altKey) return state.running ? "inject" : "submit";

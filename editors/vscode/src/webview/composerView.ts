@@ -175,6 +175,9 @@ export class Composer {
       case "complete":
         this.completions[this.selected]?.accept();
         break;
+      case "stop":
+        this.post({ type: "interrupt" });
+        break;
       default:
         this.send(action);
     }

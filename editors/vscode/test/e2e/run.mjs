@@ -359,7 +359,8 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was queued");
   await send(chat, "Keep it short.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
-  await stop.click();
+  // Escape in the prompt box stops the turn, as Stop does (queue.mjs clicks Stop).
+  await chat.locator("#input").press("Escape");
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
   await stop.waitFor({ state: "hidden", timeout: waitMs });
   // What the user sees of the queue once Stop is done; Restart (step 10) before it raced the chat's bookkeeping of the
@@ -369,7 +370,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator(".item.notice", { hasText: "Stop held the queue" }).waitFor({ timeout: waitMs });
   const partial = (await slow.textContent()) ?? "";
   if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
-  log(`jump to latest shown while scrolled up; queue and inject accepted; Stop interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+  log(`jump to latest shown while scrolled up; queue and inject accepted; Escape interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
 
   // 10. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
   // Whether the failed "hello?" turn began this session depends on whether Check again had to restart the

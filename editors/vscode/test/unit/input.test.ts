@@ -41,6 +41,12 @@ test("Ctrl/Cmd/Alt+Enter injects into a running turn", () => {
   assert.equal(composerAction(key("Enter", { ctrlKey: true }), idle), "submit");
 });
 
+test("Escape stops a running turn; idle, or with a completion list open, it does not", () => {
+  assert.equal(composerAction(key("Escape"), busy), "stop");
+  assert.equal(composerAction(key("Escape"), idle), "none");
+  assert.equal(composerAction(key("Escape"), { running: true, completing: true }), "closeCompletion");
+});
+
 test("Shift+Enter is a new line; other keys do nothing special", () => {
   assert.equal(composerAction(key("Enter", { shiftKey: true }), busy), "newline");
   assert.equal(composerAction(key("a"), idle), "none");
