@@ -145,3 +145,14 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         except Exception:  # noqa: BLE001 - a daemon a test killed or that already exited
             pass
         await daemon.client.stop()
+
+
+def store_at_version(conn: Any, version: int) -> None:
+    """Make the tables of schema `version` (its migrations, as ollie ran them then) on a bare store's connection."""
+    from ollie.sessions.schema import MIGRATIONS
+
+    conn.execute("CREATE TABLE ollie_schema (version INTEGER NOT NULL)")
+    conn.execute(f"INSERT INTO ollie_schema VALUES ({int(version)})")
+    for migration in MIGRATIONS[:version]:
+        for statement in migration.statements(postgres=True):
+            conn.execute(statement)  # the schema's own statements

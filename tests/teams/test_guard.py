@@ -14,7 +14,7 @@ import pytest
 from ollie.agent.compaction import COMPACTION_PROMPT
 from ollie.sessions.logformat import dumps
 from ollie.testing import Reply
-from tests.teams.conftest import grant_team, home_env, role_url
+from tests.teams.conftest import grant_team, home_env, role_url, store_at_version
 from tests.teams.test_roles import _session_id, _terminals
 
 INSERT_ROUND = "INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) VALUES (%s, %s, %s, %s, 'mallory')"
@@ -129,16 +129,12 @@ def test_a_teammates_full_context_leaves_the_owners_log_whole_and_his_listing_sh
 def test_a_store_of_schema_5_with_rows_migrates_to_owner_only_replacement(store_url, monkeypatch):
     from ollie.sessions import types
     from ollie.sessions.pg.store import PgStore
-    from ollie.sessions.schema import MIGRATIONS, SCHEMA_VERSION
+    from ollie.sessions.schema import SCHEMA_VERSION
 
     monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
     monkeypatch.delenv("OLLIE_USER", raising=False)
     with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE ollie_schema (version INTEGER NOT NULL)")
-        conn.execute("INSERT INTO ollie_schema VALUES (5)")
-        for migration in MIGRATIONS[:5]:
-            for statement in migration.statements(postgres=True):
-                conn.execute(statement)  # type: ignore[arg-type]  # the schema's own statements
+        store_at_version(conn, 5)
         conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, last_active) VALUES "
                      "('1-aaaaaa', 'coding', 'bob', 'chat', 'his', 'backend', 1)")
         conn.execute("INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'his', 'bob'), "

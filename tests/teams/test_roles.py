@@ -12,7 +12,7 @@ import pytest
 
 from ollie.sessions.logformat import dumps, last_meta
 from ollie.testing import Reply
-from tests.teams.conftest import grant_team, home_env, role_url
+from tests.teams.conftest import grant_team, home_env, role_url, store_at_version
 
 
 def _terminals(tmp_path, llm, url):
@@ -185,17 +185,13 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
     from ollie.sessions import types
     from ollie.sessions.pg.store import PgStore
     from ollie.sessions.registry import Registry
-    from ollie.sessions.schema import MIGRATIONS, SCHEMA_VERSION, StoreVersionError
+    from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError
     from ollie.sessions.types import Scope
 
     monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
     monkeypatch.delenv("OLLIE_USER", raising=False)
     with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE ollie_schema (version INTEGER NOT NULL)")
-        conn.execute("INSERT INTO ollie_schema VALUES (3)")
-        for migration in MIGRATIONS[:3]:
-            for statement in migration.statements(postgres=True):
-                conn.execute(statement)  # type: ignore[arg-type]  # the schema's own statements
+        store_at_version(conn, 3)
         conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title) VALUES "
                      "('1-aaaaaa', 'coding', 'bob', 'chat', 'his'), ('1-bbbbbb', 'coding', 'mallory', 'chat', 'hers')")
         conn.execute("INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'x', 'bob')")
