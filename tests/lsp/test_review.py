@@ -52,9 +52,13 @@ async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, a
     return await initialize(daemon, apply_edit=apply_edit, init_options=init_options)
 
 
-def seed(ws: Path) -> None:
+def seeded(tmp_path: Path) -> Path:
+    """The workspace `tmp_path/ws`, holding a.txt and b.txt as edit_two_files finds them."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
     (ws / "a.txt").write_text(ORIGINAL_A)
     (ws / "b.txt").write_text(ORIGINAL_B)
+    return ws
 
 
 async def rpc_error(daemon: Daemon, method: str, params: dict[str, Any]) -> JsonRpcException:
@@ -65,9 +69,7 @@ async def rpc_error(daemon: Daemon, method: str, params: dict[str, Any]) -> Json
 
 async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(start_daemon, llm, tmp_path):
     llm.script(*edit_two_files(), Reply.text("noted"))
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
+    ws = seeded(tmp_path)
     daemon = await start(start_daemon, llm, workspace=ws)
     assert (await daemon.request("ollie/changes", {}))["files"] == []  # no turn yet
     assert (await daemon.request("ollie/submit", {"text": "edit them"}))["reply"] == "edited"
@@ -101,9 +103,7 @@ async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(star
 
 async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(start_daemon, llm, tmp_path):
     llm.script(*edit_two_files())
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
+    ws = seeded(tmp_path)
     daemon = await start(start_daemon, llm, workspace=ws)
     await daemon.request("ollie/submit", {"text": "edit them"})
     (ws / "b.txt").write_text(EDITED_B + "my own line\n")
@@ -114,9 +114,7 @@ async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(start_daemo
 
 async def test_undo_of_an_open_document_goes_through_workspace_apply_edit(start_daemon, llm, tmp_path):
     llm.script(*edit_two_files())
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
+    ws = seeded(tmp_path)
     daemon = await start(start_daemon, llm, workspace=ws, apply_edit=True)
     await daemon.request("ollie/submit", {"text": "edit them"})
     uri = (ws / "a.txt").as_uri()
@@ -145,9 +143,7 @@ async def test_undo_of_an_open_document_goes_through_workspace_apply_edit(start_
 
 async def test_rewind_and_its_undo_work_across_a_daemon_restart(start_daemon, llm, tmp_path):
     llm.script(Reply.text("hello"), *edit_two_files())
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
+    ws = seeded(tmp_path)
     first = await start(start_daemon, llm, workspace=ws)
     session = (await first.request("ollie/submit", {"text": "say hello"}))["session"]
     await first.request("ollie/submit", {"text": "edit them"})
@@ -183,9 +179,7 @@ async def test_the_history_marks_each_turn_that_changed_files_across_a_restart(s
     llm.script(Reply.text("hello"), *edit_two_files(),
                Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/gamma/GAMMA/ b.txt",
                                                               "language": "bash"}]})), Reply.text("again"))
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
+    ws = seeded(tmp_path)
     first = await start(start_daemon, llm, workspace=ws)
     session = (await first.request("ollie/submit", {"text": "say hello"}))["session"]
     await first.request("ollie/submit", {"text": "edit them"})
