@@ -70,8 +70,11 @@ async def test_a_spawn_cancelled_at_any_moment_has_no_process_left_once_the_canc
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 @pytest.mark.parametrize("pidns", ["1", "0"], ids=["pid namespace", "no pid namespace"])
+# A hostile step leaves its group and session at once (setsid, a fork that outlives its parent): the sweep ends it too.
+@pytest.mark.parametrize("code", ["sleep 600; exit", 'setsid -f bash -c "sleep 600; exit" "$0"; sleep 600; exit'],
+                         ids=["in its group", "escaped by setsid"])
 async def test_a_spawn_cancelled_while_its_connection_opens_kills_its_step_already_running(
-        ws, monkeypatch, pidns):
+        ws, monkeypatch, pidns, code):
     """The fork server's request goes ahead of the per-spawn connection: an interrupt that lands while the
     connection opens, once the supervisor has started the step and sent its pid, still ends the step (it ran on,
     its supervisor waiting for it, when the daemon closed that socket unread)."""
@@ -92,7 +95,7 @@ async def test_a_spawn_cancelled_while_its_connection_opens_kills_its_step_alrea
         return await open_connection(sock=sock)
 
     monkeypatch.setattr(asyncio, "open_unix_connection", opening_late)
-    spawn = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", "sleep 600; exit", mark],
+    spawn = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", code, mark],
                                                   policy=ws.default_policy(), cwd=ws.work, env=ws.env))
     try:
         await asyncio.wait_for(replied.wait(), 30)
