@@ -368,6 +368,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
   // (The injected prompt too, when Stop came before the turn took it.)
   await chat.locator(".item.notice", { hasText: "Stop held the queue" }).waitFor({ timeout: waitMs });
+  await screenshot("escape-stopped");
   const partial = (await slow.textContent()) ?? "";
   if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
   log(`jump to latest shown while scrolled up; queue and inject accepted; Escape interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
