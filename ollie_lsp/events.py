@@ -32,6 +32,12 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
         params["tool"] = event.tool.to_wire()
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
+    if event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list
+        params["turnChanges"] = {
+            "turn": event.changes.turn, "files": len(event.changes.files),
+            "changed": [{"path": f.path, "status": f.status, "added": f.added, "removed": f.removed,
+                         "inEditor": f.in_editor} for f in event.changes.files],
+        }
     return params
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,25 @@ async def test_the_history_marks_each_turn_that_changed_files_across_a_restart(s
     await second.request("ollie/review/undo", {"turn": 2, "path": "a.txt"})
     messages = (await second.request("ollie/context", {}))["messages"]
     assert messages[edited]["turnChanges"] == {"turn": 2, "files": 1}
+
+
+async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(start_daemon, llm, tmp_path):
+    llm.script(*edit_two_files(), Reply.text("hello"))
+    ws = seeded(tmp_path)
+    state = tmp_path / "state"
+    daemon = await start_daemon(env={**env(llm), "OLLIE_LOG_LEVEL": "debug", "OLLIE_STATE_DIR": str(state)},
+                                workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "edit them"}))["session"]
+    await daemon.request("ollie/submit", {"text": "say hello"})
+
+    ends = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"]
+    assert [e["content"] for e in ends] == ["end", "end"]
+    # What a client draws the turn's changes from, as the history's mark says it: no `ollie/changes` to ask.
+    assert ends[0]["turnChanges"] == {"turn": 1, "files": 2, "changed": [
+        {"path": "a.txt", "status": "modified", "added": 2, "removed": 2, "inEditor": False},
+        {"path": "b.txt", "status": "modified", "added": 1, "removed": 1, "inEditor": False},
+    ]}
+    assert "turnChanges" not in ends[1]  # a turn that changed nothing
+    # The daemon diffed the turn once, as it ended (for the history's count and the event alike).
+    logged = [json.loads(line) for line in (state / "ollie.log").read_text().splitlines()]
+    assert [e["turn"] for e in logged if e["msg"] == "turn changes diffed"] == [1]

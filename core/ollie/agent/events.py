@@ -42,8 +42,28 @@ class UsageReport:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ChangedFile:
+    """One file a turn changed, as its `turn` end event lists it: lines added and removed, in an open document."""
+
+    path: str
+    status: str
+    added: int
+    removed: int
+    in_editor: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class TurnFiles:
+    """What a turn changed, on its `turn` end event: its number and its files (build output left out)."""
+
+    turn: int
+    files: tuple[ChangedFile, ...]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Event:
-    """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps."""
+    """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps,
+    `changes` (on a `turn` end) the files the turn changed."""
 
     role: str
     name: str = ""
@@ -52,6 +72,7 @@ class Event:
     tool: ToolState | None = None
     steps: tuple[ToolState, ...] = ()
     prompt: str = ""
+    changes: TurnFiles | None = None
 
 
 class Subscription:

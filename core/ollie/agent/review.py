@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
+from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.log import get_logger
 from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
@@ -104,6 +105,14 @@ def _undone_text(change: FileChange, hunk: int | None) -> str | None:
     return text_after_undo(change, hunk)
 
 
+def _turn_files(changed: TurnChanges) -> TurnFiles:
+    """The end event's list of the turn's files: each with its lines added and removed (from its hunks)."""
+    return TurnFiles(changed.turn, tuple(
+        ChangedFile(c.path, c.status, sum(h.new_lines for h in c.hunks), sum(h.old_lines for h in c.hunks),
+                    in_editor=c.path in changed.in_editor)
+        for c in changed.changes))
+
+
 def _describe_hunk(change: FileChange, index: int | None) -> str:
     if index is None:
         return f"{change.path} (the whole file, back to before your change)"
@@ -161,26 +170,31 @@ class Review:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
 
-    async def end_turn(self) -> None:
-        """Record the state the turn left (what its changes are measured to, and undo checks against)."""
+    async def end_turn(self) -> TurnFiles | None:
+        """Record the state the turn left (what its changes are measured to, and undo checks against); the files it
+        changed, for its end event (None when none)."""
         turn, self._current = self._current, None
         if turn is None:
-            return
+            return None
         try:
             sid = self._host.session.id
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
             if begin is None:
-                return  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
+                return None  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
             cp = self.checkpoints()
             if end is not None:
                 begin = await self._saved_buffers_before(turn, begin, end)
             records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
             await cp.record_turns(records)
-            # Counted once, here (one diff): the history marks the turns that changed files without a diff each.
-            self._host.session.turn_changed[turn - 1] = len((await self._changes(turn, (begin, end))).changes)
+            # Diffed once, here: the history marks the turns that changed files without a diff each, and the end
+            # event lists them, so that a client need not ask again.
+            changed = await self._changes(turn, (begin, end))
+            self._host.session.turn_changed[turn - 1] = len(changed.changes)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
+            return None
+        return _turn_files(changed) if changed.changes else None
 
     async def _saved_buffers_before(self, turn: int, begin: str, end: str) -> str:
         """The turn's checkpoint with each buffer it edited and saved as that buffer was before the turn: the save
@@ -256,6 +270,7 @@ class Review:
     async def _changes(self, number: int, bounds: tuple[str, str | None] | None, *,
                        ignored: bool = False) -> TurnChanges:
         """The changes of turn `number` between `bounds` (see `_bounds`), its buffer edits too."""
+        log.debug("turn changes diffed", extra={"turn": number})  # tests count the diffs of a turn by this line
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
         # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
         cp = self.checkpoints()

@@ -318,7 +318,7 @@ class TurnHost:
         limit.cancel()  # an interrupted or failed turn stops asking
         self._finishing = True
         self.session.end_turn()
-        await self.review.end_turn()  # the state the turn left: what its changes and undo measure against
+        changed = await self.review.end_turn()  # the state the turn left: what its changes and undo measure against
         self.inbox.requeue_injects()
         self.save()
         if result.stop != "interrupted":
@@ -327,7 +327,7 @@ class TurnHost:
             if warning not in self._shown:
                 self._shown.add(warning)
                 bus.emit("info", f"warning: {warning}")
-        bus.emit("turn", result.stop)
+        bus.publish(Event("turn", content=result.stop, changes=changed))
         self.inbox.turn_over()
         self.running = False
         for backend in self.take_retired():  # backends a /backend replaced during this turn
