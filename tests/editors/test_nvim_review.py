@@ -254,6 +254,9 @@ def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, 
     # The turn's steps changed two files: one compact line before the turn's end, coloured as its own thing.
     assert "shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_" in chat, chat
     assert "OllieChanges" in result["changes_groups"]
+    # Drawn from the turn's end event (its `turnChanges`): no `ollie/changes` asked to draw it.
+    assert "ollie/submit" in result["sent_by_the_line"]
+    assert "ollie/changes" not in result["sent_by_the_line"], result["sent_by_the_line"]
     assert result["changes_list"][0].startswith("ollie: turn 1 changed 2 files")
     assert sorted(result["changes_list"][1:]) == ["M  a.txt  (+1 -1, 1 hunk)", "M  notes.txt  (+1 -1, 1 hunk)"]
     # :OllieRewind 2 cut the second turn: the chat shows the first only.

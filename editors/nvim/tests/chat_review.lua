@@ -4,6 +4,14 @@
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 local R = H.results
 
+-- Every request the plugin sends, by method: the turn's end draws its changes line without asking for them.
+local client = require("ollie.client")
+local sent, request = {}, client.request
+client.request = function(method, ...)
+  table.insert(sent, method)
+  return request(method, ...)
+end
+
 vim.cmd.edit("code.py")
 local code_win = vim.api.nvim_get_current_win()
 vim.cmd("Ollie shout the notes and the code")
@@ -12,6 +20,7 @@ local c = H.current()
 local row = H.row_of("✎ 2 files changed — :OllieChanges")
 R.changes_row = row
 R.changes_groups = row and H.groups_at(row) or {}
+R.sent_by_the_line = vim.deepcopy(sent)
 R.first_chat = H.chat.text()
 
 -- <CR> on the line (in the transcript) opens the turn's changes list.

@@ -26,8 +26,6 @@ local M = {}
 ---@field commands_running integer|nil slash commands sent and not answered yet
 ---@field command_info table<string, boolean> `info` texts seen while a command ran
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
----@field turn_files table<string, boolean> the files the running turn's steps changed (their `diffs`)
----@field turn_starts integer `turn` start events seen (tells a late `ollie/changes` answer which turn it meant)
 ---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
 ---@field quitting integer|nil     the throwaway buffer a chat window being quit shows (chatwin.lua)
@@ -157,7 +155,7 @@ end
 ---@return ollie.Chat
 function M.new(tab, name)
   local self = setmetatable({ tab = tab, waiting = {}, running = false, state = "idle", cost = 0, title = "",
-    command_info = {}, behind_told = {}, turn_files = {}, turn_starts = 0, steps_running = {}, name = name,
+    command_info = {}, behind_told = {}, steps_running = {}, name = name,
     id = name or tostring(tab) },
     Chat)
   self:make_transcript()
@@ -461,7 +459,6 @@ function Chat:on_event(ev, drawn)
     t:tool_event(ev)
     self:note_running(ev)
     if role == "tool" then
-      self:note_changed(ev)
       self:injected_taken()
       if config.options.reload_changed then
         requests.checktime()
@@ -490,7 +487,6 @@ function Chat:on_event(ev, drawn)
   elseif role == "turn" then
     if content == "start" then
       self.running = true
-      self.turn_files, self.turn_starts = {}, self.turn_starts + 1
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
       self.running, self.state, self.steps_running = false, "idle", {}
@@ -500,10 +496,8 @@ function Chat:on_event(ev, drawn)
       for _, title in ipairs(permission and permission.withdraw(self.session) or {}) do
         t:note("question withdrawn (the turn ended): " .. title, "OllieTurnEnd")
       end
-      if drawn then
-        self.turn_files = {} -- the history drew its changes line (`turnChanges`)
-      else
-        self:changes_line()
+      if not drawn then -- else the history drew the turn, its changes line from the same `turnChanges`
+        t:turn_changes(ev.turnChanges)
         t:turn_end(content)
       end
       if self.redraw_at_end then
@@ -530,52 +524,6 @@ function Chat:note_running(ev)
     table.insert(self.steps_running, { id = tool.id, title = tool.title })
   end
   pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
-end
-
--- Step kinds that change files even when the disk does not show it (an edit of an open buffer).
-local WRITES = { edit = true, delete = true, move = true }
-
----Note the files a finished step changed: its `diffs`, and the locations of its (inner) edit steps.
----@param ev table a `tool` event
-function Chat:note_changed(ev)
-  if type(ev.tool) ~= "table" then
-    return
-  end
-  for _, d in ipairs(type(ev.tool.diffs) == "table" and ev.tool.diffs or {}) do
-    self.turn_files[d.path] = true
-  end
-  for _, step in ipairs(ev.steps and #ev.steps > 0 and ev.steps or { ev.tool }) do
-    if WRITES[step.kind] and step.status == "completed" then
-      for _, loc in ipairs(step.locations or {}) do
-        self.turn_files[loc.path] = true
-      end
-    end
-  end
-end
-
----After a turn whose steps changed files: the compact "✎ N files changed" line, its turn asked of the daemon.
-function Chat:changes_line()
-  local count = vim.tbl_count(self.turn_files)
-  self.turn_files = {}
-  if count == 0 then
-    return
-  end
-  local entry = self.transcript:changes_line(count)
-  local starts = self.turn_starts
-  client.request("ollie/changes", { session = self.session }, function(err, res)
-    if err or not res or type(res.turn) ~= "number" then
-      return
-    end
-    local files = #(res.files or {})
-    if starts ~= self.turn_starts and files == 0 then
-      -- A queued prompt's turn started meanwhile and was the last one asked about: this line's is the one before.
-      entry.turn = res.turn - 1
-      return
-    end
-    entry.turn = res.turn
-    -- The daemon's count is net (a file changed back is no change): the line says what the list shows.
-    self.transcript:set_changes_count(entry, files)
-  end)
 end
 
 ---Route an `ollie/event` to the chat of its session.

@@ -41,16 +41,6 @@ local function step_of(call)
   return { id = call.id, title = call.name or "tool", status = "completed", locations = {} }
 end
 
----The changes line of the turn message `m` ends, when it changed files (`turnChanges`): the line its end drew live.
----@param t ollie.Transcript
----@param m table
-local function changes_line(t, m)
-  local c = m.turnChanges
-  if type(c) == "table" and type(c.turn) == "number" and type(c.files) == "number" and c.files > 0 then
-    t:changes_line(c.files).turn = c.turn
-  end
-end
-
 local function draw(t, messages, running, last_result)
   t:clear()
   local unanswered = false
@@ -87,7 +77,7 @@ local function draw(t, messages, running, last_result)
       for _, c in ipairs(m.tool_calls or {}) do
         t:add_call(step_of(c), c.steps)
       end
-      changes_line(t, m) -- above the turn's end, where the live turn drew it
+      t:turn_changes(m.turnChanges) -- above the turn's end, where the live turn drew it
       if m.interrupted then
         t:turn_end("interrupted")
       elseif #(m.tool_calls or {}) == 0 then
@@ -96,7 +86,7 @@ local function draw(t, messages, running, last_result)
     elseif m.role == "tool" then
       local tool = type(m.tool) == "table" and m.tool or {}
       t:output(m.content or "", tool.status == "failed", tool.network)
-      changes_line(t, m)
+      t:turn_changes(m.turnChanges)
     end
   end
   if running then

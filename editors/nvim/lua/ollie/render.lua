@@ -58,7 +58,7 @@ M.REPLY_HEADER = "## ollie"
 ---@field replied boolean the current turn has its "## ollie" header
 ---@field pending {kind: string, prompt: string, text: string, hl: string}[] queued and injected prompts not yet taken
 ---@field pending_mark integer|nil
----@field changes table<integer, {turn: integer|nil, count: integer, mark: integer}> "✎ N files changed" lines by mark
+---@field changes table<integer, {turn: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
 ---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
 ---  the markdown parser has not been told of yet starts (T:hold_parser)
@@ -807,30 +807,18 @@ local function changes_text(count)
   return string.format("✎ %d file%s changed — :OllieChanges", count, count == 1 and "" or "s")
 end
 
----The compact line of a turn that changed files; its key opens the changes list. Returns what it points at,
----so its turn can be filled in once the daemon names it.
----@param count integer
----@return {turn: integer|nil}
-function T:changes_line(count)
-  self:note(changes_text(count), "OllieChanges")
-  local row = self:count() - 1
-  local entry = { turn = nil, count = count }
-  entry.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {})
-  self.changes[entry.mark] = entry
-  return entry
-end
-
----Correct the count of a changes line (the daemon's net count once it answered).
----@param entry {mark: integer, count: integer}
----@param count integer
-function T:set_changes_count(entry, count)
-  local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, entry.mark, {})
-  if count == entry.count or count == 0 or not pos[1] then
+---The compact line of a turn that changed files, from the `turnChanges` of its end event or of its last message
+---in the history (`{turn, files}`: one source for both); nothing for a turn that changed none. Its key opens the
+---turn's changes list.
+---@param c {turn: integer, files: integer}|nil
+function T:turn_changes(c)
+  if type(c) ~= "table" or type(c.turn) ~= "number" or type(c.files) ~= "number" or c.files <= 0 then
     return
   end
-  entry.count = count
-  local col = #vim.api.nvim_buf_get_lines(self.buf, pos[1], pos[1] + 1, false)[1]
-  self:edit(function() vim.api.nvim_buf_set_text(self.buf, pos[1], 0, pos[1], col, { changes_text(count) }) end)
+  self:note(changes_text(c.files), "OllieChanges")
+  local entry = { turn = c.turn }
+  entry.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {})
+  self.changes[entry.mark] = entry
 end
 
 ---What a transcript line points at: a step location `{path, line}` or a changes line `{turn}`; nil if nothing.
