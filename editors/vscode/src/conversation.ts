@@ -110,7 +110,7 @@ export class Conversation implements vscode.Disposable {
     this.changesLists = new ChangesLists(host);
     this.history = new SessionHistory(host, (items, earlier) => {
       for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
-    }, (session, turns) => this.changesLists.ofTurns(session, turns));
+    }, (items) => this.changesLists.fill(items));
     this.queued = new QueuedPrompts(host, memory?.queue, (session) => {
       if (session === this.current) for (const listener of this.listeners) listener.reset();
     });
@@ -352,15 +352,8 @@ export class Conversation implements vscode.Disposable {
   async resume(session: string, fresh = false): Promise<void> {
     // Read again after a rewind: the saved last turn's result may be that of a turn the rewind cut.
     if (fresh) await this.history.load(session, false);
-    else if (!this.models.has(session)) await this.loadHistory(session);
+    else if (!this.models.has(session)) await this.history.load(session);
     this.switchTo(session);
-  }
-
-  // A session's chat read from its history (a window reload, a resume): with its last turn's "Changed files", as the
-  // live chat showed them when that turn ended (a reload lost them, and their Undo).
-  private async loadHistory(session: string): Promise<void> {
-    await this.history.load(session);
-    if (!this.statuses.get(session)?.running) await this.changesLists.show(session);
   }
 
   /** Read the current session's conversation again (after a rewind cut it, or its undo put it back). */
@@ -443,7 +436,7 @@ export class Conversation implements vscode.Disposable {
     if (event.role === "turn" && event.content !== "start") {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
-      if (event.content !== "command") void this.changesLists.show(event.session);
+      this.changesLists.showEnded(event);
       // The model answered: the onboarding's "cannot be reached" (from a check before it came up) is asked again.
       if (event.content === "end" && this.backend && !this.backend.ok) void this.refreshState();
     }
@@ -549,7 +542,7 @@ export class Conversation implements vscode.Disposable {
       return;
     }
     if (!untouched()) return;
-    if (!this.models.has(session)) await this.loadHistory(session);
+    if (!this.models.has(session)) await this.history.load(session);
     if (untouched()) this.switchTo(session);
   }
 

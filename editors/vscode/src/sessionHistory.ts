@@ -1,9 +1,9 @@
 // A saved session's messages a page at a time: its last page when it is resumed, the one before when the view scrolls up.
 
 import * as vscode from "vscode";
-import { ChangedFile, ChatItem, ChatModel } from "./lib/chatModel";
+import { ChatItem, ChatModel } from "./lib/chatModel";
 import { errorText } from "./lib/errors";
-import { changedTurns, historyItems, modelFromHistory, pageBefore, parseContextPage, readContext, startsWithResult, TurnFiles } from "./lib/history";
+import { historyItems, modelFromHistory, pageBefore, parseContextPage, readContext, startsWithResult } from "./lib/history";
 import { SessionHost } from "./sessionHost";
 
 // A resumed session shows its last this many messages (`ollie.historyPageSize`); scrolling to the top loads the page before.
@@ -24,8 +24,8 @@ export class SessionHistory {
     private readonly host: SessionHost,
     /** Older items of the session in view go before the others; `earlier` messages are still not loaded. */
     private readonly earlierLoaded: (items: ChatItem[], earlier: number) => void,
-    /** The files each of a session's turns changed (ChangesLists.ofTurns). */
-    private readonly changesOf: (session: string, turns: readonly number[]) => Promise<ReadonlyMap<number, ChangedFile[]>>,
+    /** Read the files of the "Changed files" lists drawn from the history's marks, not holding the page (ChangesLists.fill). */
+    private readonly fillChanges: (items: readonly ChatItem[]) => void,
   ) {}
 
   /** How many older messages of `session` are not loaded yet. */
@@ -51,11 +51,11 @@ export class SessionHistory {
     this.loadingEarlier = true;
     try {
       const { messages, offset } = await this.fetchPage(session, pageBefore(end, historyPage()));
-      const changes = await this.turnFiles(session, messages);
       if (session !== this.host.current() || this.earlier(session) !== end) return;
-      const items = this.host.modelFor(session).prepend(historyItems(messages, changes));
+      const items = this.host.modelFor(session).prepend(historyItems(messages, session));
       this.earlierCounts.set(session, offset);
       this.earlierLoaded(items.map((item) => ({ ...item })), offset);
+      this.fillChanges(items);
     } catch (err) {
       this.host.log.warn(`ollie/context: ${errorText(err)}`);
       // Nothing came: the view may ask again.
@@ -77,8 +77,10 @@ export class SessionHistory {
       // A turn running when the page was read has not ended: the last one's result is not this one's. Said with the
       // page: the chat's own status may be from before or after it.
       const ended = (page.running ?? this.host.running(session)) ? undefined : lastTurnResult;
-      this.host.setModel(session, modelFromHistory(page.messages, ended, page.seq, await this.turnFiles(session, page.messages)));
+      const model = modelFromHistory(page.messages, ended, page.seq, session);
+      this.host.setModel(session, model);
       this.earlierCounts.set(session, page.offset);
+      this.fillChanges(model.items);
     } catch (err) {
       this.host.log.warn(`ollie/context: ${errorText(err)}`);
       this.host.setModel(session, new ChatModel());
@@ -95,11 +97,6 @@ export class SessionHistory {
       messages.unshift(...parseContextPage(await this.host.daemon.request<unknown>("ollie/context", { session, offset, limit: 1 })).messages);
     }
     return { messages, offset, running, seq };
-  }
-
-  // The "Changed files" of the page's turns that changed files, listed under them as the live chat listed them.
-  private async turnFiles(session: string, messages: unknown[]): Promise<TurnFiles> {
-    return { session, files: await this.changesOf(session, changedTurns(messages)) };
   }
 
   // How the session's last turn ended (`info.lastTurnResult`): `session/load` of a session this daemon runs answers its info.

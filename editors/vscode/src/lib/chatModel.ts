@@ -65,7 +65,17 @@ export type ChatItem =
       outcome?: string;
       feedback?: string;
     }
-  | { kind: "changes"; id: number; session: string; turn: number; files: ChangedFile[]; message?: string; busy?: boolean };
+  | {
+      kind: "changes";
+      id: number;
+      session: string;
+      turn: number;
+      files: ChangedFile[];
+      /** Drawn from the history's mark: how many files the turn changed, until `files` are read (`ollie/changes`). */
+      pending?: number;
+      message?: string;
+      busy?: boolean;
+    };
 
 export type ToolItem = Extract<ChatItem, { kind: "tool" }>;
 

@@ -1,6 +1,6 @@
 // Turning a saved conversation (`ollie/context` messages) into chat items and a readable document.
 
-import { ChangedFile, ChatItem, ChatModel } from "./chatModel";
+import { ChatItem, ChatModel } from "./chatModel";
 import { isObject } from "./json";
 import type { OllieEvent } from "./protocol";
 import { splitEditorContext } from "./promptContext";
@@ -34,12 +34,6 @@ interface MessageLike {
   turnChanges?: unknown;
 }
 
-/** The "Changed files" of a resumed session's turns (`ollie/changes` of each), by turn. */
-export interface TurnFiles {
-  session: string;
-  files: ReadonlyMap<number, ChangedFile[]>;
-}
-
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
 const INTERRUPTED_MARK = /\s*\[interrupted by the user: this reply was cut off here\]\s*$/;
 
@@ -53,16 +47,11 @@ function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
 }
 
-// The turn `message` ends, when that turn changed files.
-function changedTurn(message: MessageLike): number | undefined {
+// The turn `message` ends and how many files it changed, when it changed files.
+function changedTurn(message: MessageLike): { turn: number; files: number } | undefined {
   const marked = message.turnChanges;
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
-  return (marked.files as number) > 0 ? (marked.turn as number) : undefined;
-}
-
-/** The turns of `messages` that changed files (each marked on its last message), whose "Changed files" they show. */
-export function changedTurns(messages: unknown): number[] {
-  return messagesOf(messages).map(changedTurn).filter((turn): turn is number => turn !== undefined);
+  return (marked.files as number) > 0 ? { turn: marked.turn as number, files: marked.files as number } : undefined;
 }
 
 /** `image: png, 12 KB` for each image the daemon lists on a saved prompt. */
@@ -80,10 +69,10 @@ function stringList(value: unknown): string[] | undefined {
 }
 
 /** A chat model holding a resumed session's conversation; `lastTurnResult` (its `info`) marks how the last turn ended. */
-export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, seq = 0, changes?: TurnFiles): ChatModel {
+export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, seq = 0, session?: string): ChatModel {
   const model = new ChatModel();
   model.historySeq = seq;
-  for (const item of historyItems(messages, changes)) model.add(item);
+  for (const item of historyItems(messages, session)) model.add(item);
   for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
   return model;
 }
@@ -110,8 +99,9 @@ export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
 }
 
 /** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat,
- * and each turn's "Changed files" (`changes`) under its last message, where the live chat added them. */
-export function historyItems(messages: unknown, changes?: TurnFiles): ChatItem[] {
+ * and, with the `session`, each turn's "Changed files" under its last message, where the live chat added them: drawn
+ * from the turn's mark (`pending`: its count), its files to be read apart (ChangesLists.fill). */
+export function historyItems(messages: unknown, session?: string): ChatItem[] {
   const model = new ChatModel();
   let seq = 0;
   const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown }) => {
@@ -148,9 +138,8 @@ export function historyItems(messages: unknown, changes?: TurnFiles): ChatItem[]
       default:
         break;
     }
-    const turn = changedTurn(message);
-    const files = turn === undefined ? undefined : changes?.files.get(turn);
-    if (changes && turn !== undefined && files?.length) model.add({ kind: "changes", id: 0, session: changes.session, turn, files });
+    const changed = changedTurn(message);
+    if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files });
   }
   return model.items;
 }

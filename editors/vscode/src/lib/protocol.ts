@@ -1,6 +1,7 @@
 // Wire shapes of the ollie daemon protocol (shared/PROTOCOL.md), as the extension uses them.
 
 import { ToolStep, parseToolStep, parseToolSteps } from "./steps";
+import type { ChangedFile } from "./chatModel";
 import { isObject } from "./json";
 
 export type StopReason = "end" | "interrupted" | "max_steps" | "max_tokens" | "refusal" | "error" | "command" | string;
@@ -16,6 +17,14 @@ export interface OllieEvent {
   tool?: ToolStep;
   /** v2: the inner steps of a `call_tool` batch. */
   steps?: ToolStep[];
+  /** On a `turn` end: the files the turn changed (PROTOCOL.md "Notifications"), absent when none. */
+  turnChanges?: TurnChanges;
+}
+
+/** What a turn changed, as its `turn` end event lists it: its number and each file with its line counts. */
+export interface TurnChanges {
+  turn: number;
+  files: ChangedFile[];
 }
 
 /** One `ollie/stateChanged` notification. */
@@ -124,7 +133,22 @@ export function parseEvent(raw: unknown): OllieEvent | undefined {
   const steps = parseToolSteps(raw.steps);
   if (tool) event.tool = tool;
   if (steps && steps.length > 0) event.steps = steps;
+  const changes = parseTurnChanges(raw.turnChanges);
+  if (changes) event.turnChanges = changes;
   return event;
+}
+
+// A file the end event lists without a path, status or counts is dropped.
+function parseTurnChanges(raw: unknown): TurnChanges | undefined {
+  if (!isObject(raw) || !Number.isInteger(raw.turn) || !Array.isArray(raw.changed)) return undefined;
+  const files: ChangedFile[] = [];
+  for (const f of raw.changed) {
+    if (!isObject(f) || typeof f.path !== "string" || typeof f.status !== "string" || !Number.isInteger(f.added) || !Number.isInteger(f.removed)) continue;
+    const file: ChangedFile = { path: f.path, status: f.status, added: f.added as number, removed: f.removed as number };
+    if (f.inEditor === true) file.inEditor = true;
+    files.push(file);
+  }
+  return { turn: raw.turn as number, files };
 }
 
 /** The params of an `ollie/stateChanged` notification, or undefined when malformed. */

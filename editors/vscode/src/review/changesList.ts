@@ -6,6 +6,7 @@ import { workspaceUri } from "../editorActions";
 import { ChangedFile, ChatItem } from "../lib/chatModel";
 import { errorText } from "../lib/errors";
 import { changedFilesOf, mergeChanges } from "../lib/permission";
+import type { OllieEvent } from "../lib/protocol";
 import { SessionHost } from "../sessionHost";
 import { staleReason } from "./hunks";
 
@@ -33,34 +34,24 @@ export function stepDiff(items: readonly ChatItem[], itemId: number, path: strin
 export class ChangesLists {
   constructor(private readonly host: SessionHost) {}
 
-  /** After a turn that changed files: a "Changed files" list for it. */
-  async show(session: string): Promise<void> {
-    try {
-      const { turn, files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session }));
-      markUnsaved(files, this.host.cwdOf(session));
-      if (turn === null || files.length === 0) return;
-      const model = this.host.modelFor(session);
-      if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === turn)) return;
-      this.host.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn, files }));
-    } catch (err) {
-      // A CWD without checkpoints answers -32602: there is nothing to review.
-      this.host.log.info(`ollie/changes: ${errorText(err)}`);
-    }
+  /** At the end of a turn that changed files: its "Changed files" list, from what its end event says it changed (the
+   * daemon diffed it once as it ended: asking `ollie/changes` would diff it again). */
+  showEnded(event: OllieEvent): void {
+    const changes = event.turnChanges;
+    if (!changes || changes.files.length === 0) return;
+    const { session } = event;
+    const model = this.host.modelFor(session);
+    if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === changes.turn)) return;
+    const files = markUnsaved(changes.files, this.host.cwdOf(session));
+    this.host.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn: changes.turn, files }));
   }
 
-  /** The files each of `turns` changed (as `ollie/changes` lists them now), for a chat read from the history; a turn
-   * whose changes cannot be read (a CWD without checkpoints) is left out. */
-  async ofTurns(session: string, turns: readonly number[]): Promise<Map<number, ChangedFile[]>> {
-    const found = new Map<number, ChangedFile[]>();
-    await Promise.all(turns.map(async (turn) => {
-      try {
-        const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session, turn }));
-        found.set(turn, markUnsaved(files, this.host.cwdOf(session)));
-      } catch (err) {
-        this.host.log.info(`ollie/changes ${turn}: ${errorText(err)}`);
-      }
-    }));
-    return found;
+  /** Read the files of the lists a history page drew from its turns' marks (`pending`), each on its own: the page is
+   * shown meanwhile. */
+  fill(items: readonly ChatItem[]): void {
+    for (const item of items) {
+      if (item.kind === "changes" && item.pending !== undefined) void this.refresh(item).then(() => this.host.changedIn(item.session, item));
+    }
   }
 
   /** Undo a file (or every file: `path` undefined) of the turn listed in `item`. */
@@ -89,8 +80,11 @@ export class ChangesLists {
       const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
       item.files = mergeChanges(item.files, markUnsaved(files, this.host.cwdOf(item.session)));
     } catch (err) {
-      this.host.log.warn(`ollie/changes: ${errorText(err)}`);
+      this.host.log.warn(`ollie/changes ${item.turn}: ${errorText(err)}`);
+      // A CWD without checkpoints (-32602): the list says its files cannot be read.
+      if (item.pending !== undefined) item.message = `This turn's files could not be read: ${errorText(err)}`;
     }
+    item.pending = undefined;
   }
 }
 

@@ -199,10 +199,12 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
   node.classList.toggle("busy", item.busy === true);
   const head = el("div", "changes-head");
   const open = item.files.filter((f) => !f.undone);
-  const count = open.length ? `${open.length}` : "all undone";
+  // From the history's mark, its files still being read: their count, and no list yet.
+  const count = item.pending !== undefined ? `${item.pending}` : open.length ? `${open.length}` : "all undone";
   head.append(icon("diff"), el("span", "changes-title", `Changed files (${count})`), el("span", "spacer"));
   if (open.length > 1) head.append(button("Undo all", "undo", { item: item.id }, "discard", "link-button"));
   const list = el("ul", "changes-list");
+  if (item.pending !== undefined) list.append(el("li", "loading", "Listing the files…"));
   for (const file of item.files) {
     const row = el("li", file.undone ? "undone" : undefined);
     const link = el("a", "file-link", file.path);

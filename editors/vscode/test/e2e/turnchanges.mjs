@@ -1,9 +1,12 @@
-// E2E in real VS Code (code-server): two turns change files, each gets its "Changed files" list; after a window
+// E2E in real VS Code (code-server): two turns change files, each gets its "Changed files" list, drawn from the turn's
+// end event (the daemon diffed each turn once, as it ended: no `ollie/changes` asked at the end); after a window
 // reload (a new extension host, the chat read from the session's history) both lists are back, each under its own
 // turn, not only the last one's.
 //
 // Usage: node test/e2e/turnchanges.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
+import fs from "node:fs";
+import path from "node:path";
 import { freePort, log, openChat, runCommand, send, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const script = [
@@ -20,14 +23,21 @@ async function lists(chat) {
   return out;
 }
 
+/** The turns the daemon diffed, once per diff, in order (its debug log's "turn changes diffed" lines). */
+function diffedTurns(work) {
+  const file = path.join(work, "xdg", "state", "ollie", "ollie.log");
+  const lines = fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+  return lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === "turn changes diffed").map((entry) => entry.turn);
+}
+
 const port = await freePort();
 await withVSCode(
   {
     script: null,
     files: { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" },
-    serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto" },
+    serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug" },
   },
-  async ({ page, startLLM, screenshot }) => {
+  async ({ page, work, startLLM, screenshot }) => {
     await startLLM(script, { port });
     await waitForStatus(page, /Ollie: idle/);
     const chat = await openChat(page);
@@ -37,6 +47,13 @@ await withVSCode(
     await until("the second turn's changed files", async () => (await lists(chat)).length === 2);
     const live = await lists(chat);
     if (live.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`the live chat lists ${JSON.stringify(live)}`);
+    const stats = await chat.locator(".item.changes .stat").allTextContents();
+    if (stats.join(" ") !== "+1−1 +1−1 +1−1") throw new Error(`the live lists' line counts: ${JSON.stringify(stats)}`);
+    // Each turn diffed once, as it ended (before: once more for the list, which asked `ollie/changes`).
+    const diffed = diffedTurns(work);
+    if (diffed.join(" ") !== "1 2") throw new Error(`the daemon diffed turns ${JSON.stringify(diffed)} (each once expected)`);
+    await chat.locator(".item.changes").last().scrollIntoViewIfNeeded();
+    await screenshot("turnchanges-live");
 
     await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { changedTurns, contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
+import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
 
 const messages = [
@@ -19,25 +19,21 @@ test("a saved conversation becomes chat items", () => {
   assert.equal(model.lastSeq, 0, "live events of the session must not be dropped as repeats");
 });
 
-test("each turn that changed files gets its Changed files under its last message, a marked turn without them none", () => {
+test("each turn that changed files gets its Changed files under its last message at once, its files read later", () => {
   const turns = [
     { role: "user", content: "edit a" },
     { role: "assistant", content: "Edited a.", turnChanges: { turn: 1, files: 1 } },
     { role: "user", content: "edit b" },
-    { role: "assistant", content: "Edited b.", turnChanges: { turn: 2, files: 1 } },
-    { role: "user", content: "edit c, undone since" },
-    { role: "assistant", content: "Edited c.", turnChanges: { turn: 3, files: 1 } },
+    { role: "assistant", content: "Edited b.", turnChanges: { turn: 2, files: 3 } },
     { role: "user", content: "hi" },
     { role: "assistant", content: "Hello.", turnChanges: { turn: "4", files: 0 } },
   ];
-  assert.deepEqual(changedTurns(turns), [1, 2, 3]);
-  const a = [{ path: "a.py", status: "modified", added: 1, removed: 1 }];
-  const b = [{ path: "b.py", status: "added", added: 2, removed: 0 }];
-  const items = historyItems(turns, { session: "s1", files: new Map([[1, a], [2, b], [3, []]]) });
-  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant", "user", "assistant"]);
+  const items = historyItems(turns, "s1");
+  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant"]);
   const lists = items.filter((i) => i.kind === "changes");
-  assert.deepEqual(lists.map((i) => i.kind === "changes" && [i.session, i.turn, i.files]), [["s1", 1, a], ["s1", 2, b]]);
-  assert.equal(historyItems(turns).some((i) => i.kind === "changes"), false, "no files known: no list");
+  // Drawn from the marks alone: each turn's count, its files to be asked for (ChangesLists.fill).
+  assert.deepEqual(lists.map((i) => i.kind === "changes" && [i.session, i.turn, i.files, i.pending]), [["s1", 1, [], 1], ["s1", 2, [], 3]]);
+  assert.equal(historyItems(turns).some((i) => i.kind === "changes"), false, "no session: no list");
 });
 
 test("garbage history gives an empty model", () => {

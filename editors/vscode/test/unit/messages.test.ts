@@ -79,6 +79,20 @@ test("ollie/event params are checked", () => {
   assert.equal(parseEvent({ seq: 1, role: "assistant" }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "info", name: 5 }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "turn" })?.content, "");
+  // A turn's end lists what it changed; a file without its counts is dropped.
+  const changed = [
+    { path: "a.py", status: "modified", added: 2, removed: 1, inEditor: true },
+    { path: "b.py", status: "added", added: 3, removed: 0, inEditor: false },
+    { path: "c.py", status: "modified" },
+  ];
+  assert.deepEqual(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 3, changed } })?.turnChanges, {
+    turn: 4,
+    files: [
+      { path: "a.py", status: "modified", added: 2, removed: 1, inEditor: true },
+      { path: "b.py", status: "added", added: 3, removed: 0 },
+    ],
+  });
+  assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 3 } })?.turnChanges, undefined);
   const step = { id: "c1", kind: "read", title: "Read a.py", status: "completed", locations: [{ path: "a.py" }] };
   const withStep = parseEvent({ session: "s", seq: 2, role: "tool", name: "call_tool", content: "ok", tool: step, steps: [step] });
   assert.deepEqual([withStep?.tool, withStep?.steps], [step, [step]]);
