@@ -54,6 +54,10 @@ async def test_buffer_edits_are_listed_and_undone_through_the_editor(start_daemo
     (listed,) = (await daemon.request("ollie/changes", {}))["files"]
     assert listed["path"] == "notes.txt" and listed["inEditor"] is True and listed["status"] == "modified"
     assert (listed["oldText"], listed["newText"]) == (ORIGINAL, edited)
+    # The turn's end event listed it so too (the buffer's change, not the disk's).
+    end = [e for e in daemon.events if e["role"] == "turn" and e["content"] == "end"][-1]
+    assert end["turnChanges"] == {"turn": 1, "files": 1, "changed": [
+        {"path": "notes.txt", "status": "modified", "added": 2, "removed": 2, "inEditor": True}]}
     assert [(h["oldStart"], h["lines"]) for h in listed["hunks"]] == [
         (2, ["-line 2\n", "+LINE TWO\n"]), (18, ["-line 18\n", "+LINE EIGHTEEN\n"])]
 
