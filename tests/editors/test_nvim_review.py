@@ -71,6 +71,7 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert result["tabs"] == 2 and result["diff_windows"] == 2
     assert result["before_name"].endswith("turn-1/before/a.txt") and result["before_line2"] == "line 2"
     assert result["cursor"] == [2, 0], "the diff opens at the first hunk"
+    assert result["api_cursors"] == [2, 2], "both sides (before, now) on the first hunk"
     assert result["winbar"].rstrip() == "now: a.txt  (zu undo hunk · dk keep · dU undo file · q close)"
     # The second hunk is undone on disk and in the buffer; the first one is kept.
     expected = [*ORIGINAL_A]

@@ -38,6 +38,12 @@ H.results.winbar = vim.api.nvim_eval_statusline(vim.wo.winbar, { winid = 0, use_
 vim.api.nvim_win_set_width(0, diff_width)
 H.results.cursor = vim.api.nvim_win_get_cursor(0)
 H.results.du_mapped = vim.fn.maparg("du", "n") ~= ""
+-- Opened from Lua (a mapping of the user's own) instead of a key of the list, both sides start on the first hunk
+-- too: 'cursorbind' follows a key's move, not one made from Lua (the "before" side stayed on line 1).
+vim.cmd.tabclose()
+review.open_diff("a.txt")
+H.results.api_cursors = vim.tbl_map(function(w) return vim.api.nvim_win_get_cursor(w)[1] end,
+  vim.api.nvim_tabpage_list_wins(0))
 
 -- The diff tab has no chat of its own: it stands for the reviewed chat (`:Ollie` there made a new chat before).
 local diff_win = vim.api.nvim_get_current_win()

@@ -308,6 +308,9 @@ function M.open_diff(path)
   vim.api.nvim_set_current_win(after_win)
   local first = f.hunks[1]
   if first then
+    -- Both sides on the first hunk: 'cursorbind' follows the cursor's moves, not one set from here (the "before"
+    -- side stayed on its first line).
+    pcall(vim.api.nvim_win_set_cursor, before_win, { math.max(1, first.oldStart), 0 })
     pcall(vim.api.nvim_win_set_cursor, after_win, { math.max(1, first.newStart), 0 })
   end
 end
