@@ -310,6 +310,7 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
         Reply.text("shouted"),
         Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
         Reply.text("multiplied"),
+        Reply.text("talked"),
     )
     result = run_scenario("changes_history", workspace, srv)
     lines = ("shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_",
@@ -324,3 +325,7 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
     assert result["second_list"][0].startswith("ollie: turn 2 changed 1 file"), result["second_list"]
     # A turn's end held during a redraw from the history: its line once, as the history has it.
     assert result["held_end_chat"].count("✎ ") == 2, result["held_end_chat"]
+    # The last turn only talked: :OllieChanges shows turn 2's changes (it said "turn 3 changed no files" and no more).
+    assert result["talk_told"] == ["ollie: turn 3 changed no files; showing turn 2's changes"], result["talk_told"]
+    assert result["talk_list"] == ["ollie: turn 2 changed 1 file   (<CR> diff · dU undo file · R refresh · q close)",
+                                   "M  code.py  (+1 -1, 1 hunk)"], result["talk_list"]

@@ -150,15 +150,26 @@ local function list_buffer()
   return buf
 end
 
----Show the files turn `turn` (default: the last) of `session` (default: this tab's chat's) changed, in a list
----at the bottom.
+---Show the files turn `turn` of `session` (default: this tab's chat's) changed, in a list at the bottom. No turn
+---given: the last turn that changed any, and when that is not the last turn, said so (a user asks what the agent
+---changed; "turn 3 changed no files" stopped there).
 ---@param turn integer|nil
 ---@param session string|nil
 function M.changes(turn, session)
-  fetch(turn, function()
-    if not M.current.turn or #M.current.files == 0 then
-      requests.notify(M.current.turn and ("turn " .. M.current.turn .. " changed no files") or "no turn yet")
+  local last -- the last turn, when it changed no files
+  local function show()
+    local c = M.current
+    if not turn and c.turn and #c.files == 0 and c.turn > 1 then
+      last = last or c.turn
+      return fetch(c.turn - 1, show, c.session)
+    end
+    if not c.turn or #c.files == 0 then
+      requests.notify(not c.turn and "no turn yet" or last and ("turns 1 to " .. last .. " changed no files")
+        or ("turn " .. c.turn .. " changed no files"))
       return
+    end
+    if last then
+      requests.notify(string.format("turn %d changed no files; showing turn %d's changes", last, c.turn))
     end
     local buf = list_buffer()
     render_list()
@@ -170,7 +181,8 @@ function M.changes(turn, session)
       vim.api.nvim_set_current_win(win)
     end
     vim.api.nvim_win_set_cursor(0, { 2, 0 })
-  end, session)
+  end
+  fetch(turn, show, session)
 end
 
 local function split_text(text)
