@@ -48,3 +48,41 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["util.py", "return x",
+                                                                                         "return x * 2"]}]})),
+               Reply.text("Doubled."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"util.py": "def double(x):\n    return x\n"},
+                      size=(120, 30))
+    keep = tmux.keep
+
+    def tabline(screen: str) -> str:
+        return screen.splitlines()[0]
+
+    try:
+        tmux.wait(lambda s: "def double" in s, "nvim to start")
+        tmux.keys(":Ollie make double double", "Enter")
+        tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
+        tmux.keys(":OllieChanges", "Enter")
+        tmux.wait(lambda s: "M  util.py" in s, "the changes list")
+        tmux.keys("Enter")
+        # Two tabs: the chat's (the changes list in use), the diff's (the file in use). Bug: "4 o//changes".
+        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        assert tabline(listed).startswith(" 4 ollie: changes  2 util.py "), tabline(listed)
+        assert "o//" not in tabline(listed)
+        # The chat's input in use: its session's title ("4 o//i/1" before).
+        tmux.keys("g", "t", ":OllieChat", "Enter")
+        chatting = keep("2-chat-in-use", tmux.wait(lambda s: "-- INSERT --" in s and "ollie: make double double"
+                                                   in tabline(s), "the chat's label"))
+        assert tabline(chatting).startswith(" 4 ollie: make double double  2 util.py "), tabline(chatting)
+        photo(tmux, "2-chat-in-use")
+        # The code in use: the file, as Neovim labels it.
+        tmux.keys("Escape", ":wincmd t", "Enter")
+        coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
+        assert tabline(coding).rstrip().endswith("X"), "the close button, as Neovim's own tabline has"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -129,6 +129,7 @@ local function list_buffer()
   end
   buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(buf, "ollie://changes")
+  vim.b[buf].ollie_label = "ollie: changes" -- its tab's label (tabline.lua)
   vim.bo[buf].filetype = "ollie-changes"
   vim.bo[buf].bufhidden = "hide"
   local k = keys()
@@ -293,6 +294,7 @@ function M.open_diff(path)
   local after_buf
   if f.status == "deleted" then
     after_buf = scratch("ollie://deleted/" .. path, {}, nil)
+    vim.b[after_buf].ollie_label = "ollie: " .. path .. " (deleted)"
     vim.api.nvim_win_set_buf(after_win, after_buf)
   else
     vim.cmd.edit(vim.fn.fnameescape(abs(path)))
@@ -303,6 +305,7 @@ function M.open_diff(path)
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
+  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", path, M.current.turn)
   vim.api.nvim_win_set_buf(before_win, before_buf)
   same_options(after_win, before_win)
   local k = keys()
