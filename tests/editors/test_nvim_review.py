@@ -67,6 +67,7 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert [n["msg"] for n in result["setup_told"]] == [
         "ollie: setup: option keymaps.review.close: expected a key (string), or false to unmap, got 3"]
     assert not result["du_mapped"]
+    assert result["own_tabline"] == "%{'my tabs'}", "the user's own tabline is left alone"
     assert result["diff_tab_chat"] == {"current": True, "session": True, "opened_there": True, "new_chats": 0}
     assert result["tabs"] == 2 and result["diff_windows"] == 2
     assert result["before_name"].endswith("turn-1/before/a.txt") and result["before_line2"] == "line 2"

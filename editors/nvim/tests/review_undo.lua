@@ -7,9 +7,12 @@ local notified = U.notified
 -- The review keys come from setup({ keymaps = { review = ... } }): two changed, one unmapped (false), one bad
 -- (told, and left at its default).
 local told = #H.results.notifications
+-- A tabline of the user's own stays theirs: ollie draws one only where Neovim's default would be.
+vim.o.tabline = "%{'my tabs'}"
 require("ollie").setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")),
   keymaps = { review = { open = "o", undo_hunk = "zu", refresh = false, close = 3 } } })
 H.results.setup_told = vim.list_slice(H.results.notifications, told + 1)
+H.results.own_tabline = vim.o.tabline
 local keys = require("ollie.config").options.keymaps.review
 local review = require("ollie.review")
 
