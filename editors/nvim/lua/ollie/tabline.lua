@@ -19,7 +19,11 @@ function M.label_of(buf)
   if type(vim.b[buf].ollie_label) == "string" then
     return vim.b[buf].ollie_label
   end
-  for _, c in ipairs(require("ollie.chat").every()) do
+  local chats = package.loaded["ollie.chat"] -- not loaded: no chat yet (a tab's label never loads it)
+  if not (chats and vim.startswith(vim.api.nvim_buf_get_name(buf), "ollie://")) then
+    return nil
+  end
+  for _, c in ipairs(chats.every()) do
     if c.transcript.buf == buf or c.input_buf == buf then
       local title = vim.trim(c.title:gsub("%c", " "))
       if vim.fn.strchars(title) > MAX_TITLE then
