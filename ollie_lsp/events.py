@@ -223,7 +223,7 @@ class EventForwarder:
         if event.role == "state":
             self._on_state()
             return
-        if event.role == "output":  # live step output: not on the daemon's wire (its result comes whole)
+        if event.role in ("output", "rewind"):  # live step output (its result comes whole), internal: not on the wire
             return
         self.sent += 1
         self._send(event_params(self.session_id, self.sent, event))

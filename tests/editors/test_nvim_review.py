@@ -67,10 +67,12 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert [n["msg"] for n in result["setup_told"]] == [
         "ollie: setup: option keymaps.review.close: expected a key (string), or false to unmap, got 3"]
     assert not result["du_mapped"]
+    assert result["own_tabline"] == "%{'my tabs'}", "the user's own tabline is left alone"
     assert result["diff_tab_chat"] == {"current": True, "session": True, "opened_there": True, "new_chats": 0}
     assert result["tabs"] == 2 and result["diff_windows"] == 2
     assert result["before_name"].endswith("turn-1/before/a.txt") and result["before_line2"] == "line 2"
     assert result["cursor"] == [2, 0], "the diff opens at the first hunk"
+    assert result["api_cursors"] == [2, 2], "both sides (before, now) on the first hunk"
     assert result["winbar"].rstrip() == "now: a.txt  (zu undo hunk · dk keep · dU undo file · q close)"
     # The second hunk is undone on disk and in the buffer; the first one is kept.
     expected = [*ORIGINAL_A]
@@ -312,6 +314,7 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
         Reply.text("shouted"),
         Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
         Reply.text("multiplied"),
+        Reply.text("talked"),
     )
     result = run_scenario("changes_history", workspace, srv)
     lines = ("shouted\n\n✎ 2 files changed — :OllieChanges\n\n_(end)_",
@@ -326,3 +329,7 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
     assert result["second_list"][0].startswith("ollie: turn 2 changed 1 file"), result["second_list"]
     # A turn's end held during a redraw from the history: its line once, as the history has it.
     assert result["held_end_chat"].count("✎ ") == 2, result["held_end_chat"]
+    # The last turn only talked: :OllieChanges shows turn 2's changes (it said "turn 3 changed no files" and no more).
+    assert result["talk_told"] == ["ollie: turn 3 changed no files; showing turn 2's changes"], result["talk_told"]
+    assert result["talk_list"] == ["ollie: turn 2 changed 1 file   (<CR> diff · dU undo file · R refresh · q close)",
+                                   "M  code.py  (+1 -1, 1 hunk)"], result["talk_list"]

@@ -38,3 +38,44 @@ async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_
     await daemon.request("ollie/session/close", {"session": sid})
     await daemon.request("ollie/session/load", {"session": sid})
     assert (await daemon.request("ollie/state", {"session": sid}))["title"] == "Waves"
+
+
+async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_its_undo_gives_it_back(start_daemon, llm):
+    # Bug: the session kept the words of a prompt no longer in it (Neovim's statusline showed them over an empty
+    # chat), and its next first prompt gave it no title.
+    llm.script(Reply.text("waves"), Reply.text("more waves"), Reply.text("sky"), Reply.text("named"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "Write a haiku about the sea"}))["session"]
+    await daemon.request("ollie/submit", {"text": "and another"})
+
+    async def title_is(title: str) -> None:
+        await eventually(lambda: daemon.states and daemon.states[-1]["title"] == title, f"the title {title!r}")
+        assert (await daemon.request("ollie/state", {}))["title"] == title
+        listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+        assert [s["title"] for s in listed if s["id"] == sid] == [title], listed
+
+    await daemon.request("ollie/rewind", {"turn": 2})
+    await title_is("Write a haiku about the sea")  # a turn is left: its prompt still titles the session
+    await daemon.request("ollie/rewind", {"undo": True})
+    await daemon.request("ollie/rewind", {"turn": 1})
+    await title_is("")  # as a fresh session
+    await daemon.request("ollie/rewind", {"undo": True})
+    await title_is("Write a haiku about the sea")
+    await daemon.request("ollie/command", {"line": "/rewind 1"})
+    await title_is("")
+    await daemon.request("ollie/submit", {"text": "Describe the sky"})  # the new first prompt titles it
+    await title_is("Describe the sky")
+
+    # Resumed by another daemon: its saved title is still known for the first prompt's words.
+    await daemon.client.shutdown_session()
+    daemon = await start_daemon(env=llm.env(), init_options={"session": sid}, workspace=daemon.workspace)
+    assert (await daemon.request("ollie/state", {}))["title"] == "Describe the sky"
+    await daemon.request("ollie/rewind", {"turn": 1})
+    await title_is("")
+
+    # A name someone gave stays.
+    await daemon.request("ollie/session/rename", {"session": sid, "title": "Sky"})
+    await daemon.request("ollie/submit", {"text": "once more"})
+    await daemon.request("ollie/rewind", {"turn": 1})
+    await title_is("Sky")
+    assert not [e for e in daemon.events if e["role"] == "rewind"], "the engine's rewind event is not on the wire"

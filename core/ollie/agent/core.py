@@ -323,7 +323,7 @@ class Core(McpMembers):
             raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
-        self._host.notify()
+        self._rewound()
         return rewound
 
     async def rewind_undo(self) -> Rewound:
@@ -333,8 +333,13 @@ class Core(McpMembers):
             raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
         async with self._turn_lock:
             rewound = await self._host.review.rewind_undo()
-        self._host.notify()
+        self._rewound()
         return rewound
+
+    def _rewound(self) -> None:
+        """Publish what a rewind (or its undo) left: the state, and the turns left (the recorder's title follows)."""
+        self._host.notify()
+        self._host.bus.emit("rewind", str(len(self._host.session.turn_starts)))
 
     def shared_by(self, owner: str) -> None:
         """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`), in this

@@ -11,8 +11,9 @@ from ollie.agent.steps import ToolState
 from ollie.backend.types import Usage
 
 # Roles the engine publishes: assistant, tool, call, step, info, exec, error, usage, reasoning, limitretry, turn,
-# state, output. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal, empty content)
-# a change of state, usage, cwd or context size.
+# state, output, rewind. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal, empty
+# content) a change of state, usage, cwd or context size; `rewind` (internal) a rewind or its undo, its content the
+# number of turns it left.
 # `call` (a tool call starts), `step` (a step's status moved, e.g. to in_progress; empty content) and
 # `tool` (its result) carry `tool`: the call as one step, same id on all three; a batch of several
 # calls also carries `steps`, one per inner call (ids `<call id>.<n>`). `output` (with `tool`): a running

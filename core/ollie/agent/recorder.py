@@ -15,6 +15,7 @@ from ollie.sessions.types import Channel, Info, Kind, Request, Scope, TurnResult
 if TYPE_CHECKING:
     from ollie.agent.surface import SessionView
     from ollie.sessions.registry import Registry
+    from ollie.sessions.session import Session
 
 log = get_logger("ollie.agent.recorder")
 
@@ -28,6 +29,15 @@ def unavailable() -> tuple[type[Exception], ...]:
 
 # The `turn` event contents that are a turn's stop reason.
 RESULTS = frozenset(r.value for r in TurnResult if r is not TurnResult.NONE)
+
+
+def first_prompt_title(session: Session) -> str | None:
+    """The title the session's first prompt gives it (None: no turn, or its start was compacted away)."""
+    starts, messages = session.turn_starts, session.messages
+    if not starts or not 0 <= starts[0] < len(messages):
+        return None
+    first = messages[starts[0]]
+    return prompt_title(first.content.removesuffix(first.notes))
 
 
 class Recorder:
@@ -57,6 +67,7 @@ class Recorder:
         self._task: asyncio.Task[None] | None = None
         self._titled = False  # the record has a title: the first prompt gives none
         self.title = ""  # the session's title as this process knows it (`ollie/state`'s): a `state` event on change
+        self._prompt_title = ""  # the title its first prompt gave it (not a name someone gave it)
         self._unrecorded = False  # its record was put off (`open`'s `fresh`) and is not queued yet
         self._request: Request  # set by `open`
 
@@ -90,8 +101,10 @@ class Recorder:
             self._titled = bool(info is not None and info.title)
             if info is not None:
                 self.title = info.title
+                if info.title and info.title == first_prompt_title(self._core.session):
+                    self._prompt_title = info.title
             self._stamp()
-        self._sub = self._core.bus.subscribe(roles=frozenset({"turn"}))
+        self._sub = self._core.bus.subscribe(roles=frozenset({"turn", "rewind"}))
         self._task = asyncio.create_task(self._follow(self._sub))
         return info
 
@@ -132,18 +145,31 @@ class Recorder:
 
         self._io.submit(touch)
 
-    def _title_untitled(self, title: str) -> None:
-        """Queue: an untitled session is listed by its first prompt (unless someone named it meanwhile)."""
+    def _title_untitled(self, title: str, *, was: str = "") -> None:
+        """Queue: an untitled session (titled `was`) is listed by `title`, its first prompt's words (unless someone
+        named it meanwhile)."""
 
         def retitle() -> None:
             scope = Scope(user_id=self.user)
             try:
-                if not self._registry().get(scope, self.session_id).title:
+                if self._registry().get(scope, self.session_id).title == was:
                     self._registry().rename(scope, self.session_id, title)
             except (SessionError, *unavailable()) as exc:
                 log.info("automatic title skipped: %s", exc, extra={"session": self.session_id})
 
         self._io.submit(retitle)
+
+    def _follow_rewind(self, turns: bool) -> None:
+        """A rewind of every turn (`turns`: some are left) takes back the title the first prompt gave (a fresh
+        session has none; a name someone gave stays); its undo gives it back. Before, the session kept the words of
+        a prompt no longer in it, and its next first prompt gave it none."""
+        given = self._prompt_title
+        if not given or self.title not in ("", given) or turns == bool(self.title):
+            return
+        title = given if turns else ""
+        self._title_untitled(title, was=self.title)
+        self.renamed(title)
+        self._titled = turns
 
     def renamed(self, title: str) -> None:
         """The session was given `title` (written to the record already or queued): front ends are told now."""
@@ -154,12 +180,15 @@ class Recorder:
 
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
-            if event.content == "start":
+            if event.role == "rewind":
+                self._follow_rewind(event.content != "0")
+            elif event.content == "start":
                 self._record_put_off()
                 self._stamp(turn_started=True)
                 if not self._titled and (title := prompt_title(event.prompt)):
                     self._title_untitled(title)
                     self.renamed(title)
+                    self._prompt_title = title
             else:
                 result = event.content if event.content in RESULTS else None
                 self._stamp(turn_completed=True, result=result)

@@ -44,4 +44,13 @@ c:redraw()
 c:on_event({ session = c.session, role = "turn", content = "end" })
 H.wait(function() return c.redrawing == nil end, "the chat drawn again")
 R.held_end_chat = H.chat.text()
+
+-- A last turn that only talks: :OllieChanges shows the last turn that changed files, and says so.
+vim.cmd("Ollie just talk")
+H.wait_chat("talked.*_%(end%)_")
+vim.cmd("OllieChanges")
+H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+R.talk_list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+R.talk_told = vim.tbl_map(function(n) return n.msg end, vim.tbl_filter(function(n)
+  return n.msg:find("changed no files", 1, true) ~= nil end, R.notifications))
 H.finish()

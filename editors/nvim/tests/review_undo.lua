@@ -7,9 +7,12 @@ local notified = U.notified
 -- The review keys come from setup({ keymaps = { review = ... } }): two changed, one unmapped (false), one bad
 -- (told, and left at its default).
 local told = #H.results.notifications
+-- A tabline of the user's own stays theirs: ollie draws one only where Neovim's default would be.
+vim.o.tabline = "%{'my tabs'}"
 require("ollie").setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")),
   keymaps = { review = { open = "o", undo_hunk = "zu", refresh = false, close = 3 } } })
 H.results.setup_told = vim.list_slice(H.results.notifications, told + 1)
+H.results.own_tabline = vim.o.tabline
 local keys = require("ollie.config").options.keymaps.review
 local review = require("ollie.review")
 
@@ -38,6 +41,12 @@ H.results.winbar = vim.api.nvim_eval_statusline(vim.wo.winbar, { winid = 0, use_
 vim.api.nvim_win_set_width(0, diff_width)
 H.results.cursor = vim.api.nvim_win_get_cursor(0)
 H.results.du_mapped = vim.fn.maparg("du", "n") ~= ""
+-- Opened from Lua (a mapping of the user's own) instead of a key of the list, both sides start on the first hunk
+-- too: 'cursorbind' follows a key's move, not one made from Lua (the "before" side stayed on line 1).
+vim.cmd.tabclose()
+review.open_diff("a.txt")
+H.results.api_cursors = vim.tbl_map(function(w) return vim.api.nvim_win_get_cursor(w)[1] end,
+  vim.api.nvim_tabpage_list_wins(0))
 
 -- The diff tab has no chat of its own: it stands for the reviewed chat (`:Ollie` there made a new chat before).
 local diff_win = vim.api.nvim_get_current_win()

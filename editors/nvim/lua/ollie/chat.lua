@@ -550,7 +550,7 @@ function M.on_state(p)
       chat.title = p.title
     end
   end
-  vim.cmd("redrawstatus!") -- every window's: the transcript's too while the cursor is in the code
+  vim.cmd("redrawstatus! | redrawtabline") -- every window's: the transcript's too while the cursor is in the code
 end
 
 -- Remember each tab's last file window: #buffer, #selection and step locations go there.

@@ -127,7 +127,7 @@ function H:switch(session, after, last_result)
       self.state = state.state or self.state
       self.cost = type(state.cost) == "table" and state.cost.session or self.cost
       self.title = type(state.title) == "string" and state.title or self.title
-      vim.cmd("redrawstatus!")
+      vim.cmd("redrawstatus! | redrawtabline")
     end
   end)
 end

@@ -25,6 +25,7 @@ function M.setup(opts)
   if #problems > 0 then
     notify("setup: " .. table.concat(problems, "; "), vim.log.levels.WARN)
   end
+  require("ollie.tabline").setup()
   local group = vim.api.nvim_create_augroup("ollie", { clear = true })
   vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = render.highlights })
   if config.options.attach_buffers then

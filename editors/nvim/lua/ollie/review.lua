@@ -129,6 +129,7 @@ local function list_buffer()
   end
   buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(buf, "ollie://changes")
+  vim.b[buf].ollie_label = "ollie: changes" -- its tab's label (tabline.lua)
   vim.bo[buf].filetype = "ollie-changes"
   vim.bo[buf].bufhidden = "hide"
   local k = keys()
@@ -150,15 +151,26 @@ local function list_buffer()
   return buf
 end
 
----Show the files turn `turn` (default: the last) of `session` (default: this tab's chat's) changed, in a list
----at the bottom.
+---Show the files turn `turn` of `session` (default: this tab's chat's) changed, in a list at the bottom. No turn
+---given: the last turn that changed any, and when that is not the last turn, said so (a user asks what the agent
+---changed; "turn 3 changed no files" stopped there).
 ---@param turn integer|nil
 ---@param session string|nil
 function M.changes(turn, session)
-  fetch(turn, function()
-    if not M.current.turn or #M.current.files == 0 then
-      requests.notify(M.current.turn and ("turn " .. M.current.turn .. " changed no files") or "no turn yet")
+  local last -- the last turn, when it changed no files
+  local function show()
+    local c = M.current
+    if not turn and c.turn and #c.files == 0 and c.turn > 1 then
+      last = last or c.turn
+      return fetch(c.turn - 1, show, c.session)
+    end
+    if not c.turn or #c.files == 0 then
+      requests.notify(not c.turn and "no turn yet" or last and ("turns 1 to " .. last .. " changed no files")
+        or ("turn " .. c.turn .. " changed no files"))
       return
+    end
+    if last then
+      requests.notify(string.format("turn %d changed no files; showing turn %d's changes", last, c.turn))
     end
     local buf = list_buffer()
     render_list()
@@ -170,7 +182,8 @@ function M.changes(turn, session)
       vim.api.nvim_set_current_win(win)
     end
     vim.api.nvim_win_set_cursor(0, { 2, 0 })
-  end, session)
+  end
+  fetch(turn, show, session)
 end
 
 local function split_text(text)
@@ -281,6 +294,7 @@ function M.open_diff(path)
   local after_buf
   if f.status == "deleted" then
     after_buf = scratch("ollie://deleted/" .. path, {}, nil)
+    vim.b[after_buf].ollie_label = "ollie: " .. path .. " (deleted)"
     vim.api.nvim_win_set_buf(after_win, after_buf)
   else
     vim.cmd.edit(vim.fn.fnameescape(abs(path)))
@@ -291,6 +305,7 @@ function M.open_diff(path)
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
+  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", path, M.current.turn)
   vim.api.nvim_win_set_buf(before_win, before_buf)
   same_options(after_win, before_win)
   local k = keys()
@@ -308,6 +323,9 @@ function M.open_diff(path)
   vim.api.nvim_set_current_win(after_win)
   local first = f.hunks[1]
   if first then
+    -- Both sides on the first hunk: 'cursorbind' follows the cursor's moves, not one set from here (the "before"
+    -- side stayed on its first line).
+    pcall(vim.api.nvim_win_set_cursor, before_win, { math.max(1, first.oldStart), 0 })
     pcall(vim.api.nvim_win_set_cursor, after_win, { math.max(1, first.newStart), 0 })
   end
 end

@@ -1,0 +1,88 @@
+"""What Neovim's bars say of ollie (nvim in tmux, README's `setup({})`): the chat's statusline after a rewind of
+every turn, and the tab labels of a user with Neovim's default tabline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from . import screens
+from .test_nvim_tui import Tmux, assert_clean, start_nvim
+
+
+def chat_bar(screen: str) -> str:
+    """The transcript's statusline (right of the code's window)."""
+    return next((line.split("│")[-1] for line in screen.splitlines() if "│ ollie: " in line), "")
+
+
+def photo(tmux: Tmux, name: str) -> None:
+    """Keep the screen as a PNG too, to look at."""
+    assert tmux.captures is not None
+    screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 560))
+
+
+def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie Write a haiku about the sea", "Enter")
+        titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s),
+                                            "the turn's end, its prompt titling the session"))
+        assert chat_bar(titled).strip().startswith("ollie: idle $"), chat_bar(titled)
+        tmux.keys(":OllieRewind 1", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
+        tmux.keys("1", "Enter")
+        # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
+        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s),
+                                            "the chat emptied and its statusline untitled"))
+        assert chat_bar(fresh).strip().startswith("ollie: idle $"), chat_bar(fresh)
+        photo(tmux, "2-rewound")
+        # The next first prompt titles the session again.
+        tmux.keys(":Ollie Describe the sky", "Enter")
+        keep("3-new-title", tmux.wait(lambda s: "Clouds drift by." in s and " · Describe the sky" in chat_bar(s),
+                                      "the new prompt's title"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["util.py", "return x",
+                                                                                         "return x * 2"]}]})),
+               Reply.text("Doubled."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"util.py": "def double(x):\n    return x\n"},
+                      size=(120, 30))
+    keep = tmux.keep
+
+    def tabline(screen: str) -> str:
+        return screen.splitlines()[0]
+
+    try:
+        tmux.wait(lambda s: "def double" in s, "nvim to start")
+        tmux.keys(":Ollie make double double", "Enter")
+        tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
+        tmux.keys(":OllieChanges", "Enter")
+        tmux.wait(lambda s: "M  util.py" in s, "the changes list")
+        tmux.keys("Enter")
+        # Two tabs: the chat's (the changes list in use), the diff's (the file in use). Bug: "4 o//changes".
+        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        assert tabline(listed).startswith(" 4 ollie: changes  2 util.py "), tabline(listed)
+        assert "o//" not in tabline(listed)
+        # The chat's input in use: its session's title ("4 o//i/1" before).
+        tmux.keys("g", "t", ":OllieChat", "Enter")
+        chatting = keep("2-chat-in-use", tmux.wait(lambda s: "-- INSERT --" in s and "ollie: make double double"
+                                                   in tabline(s), "the chat's label"))
+        assert tabline(chatting).startswith(" 4 ollie: make double double  2 util.py "), tabline(chatting)
+        photo(tmux, "2-chat-in-use")
+        # The code in use: the file, as Neovim labels it.
+        tmux.keys("Escape", ":wincmd t", "Enter")
+        coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
+        assert tabline(coding).rstrip().endswith("X"), "the close button, as Neovim's own tabline has"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
