@@ -3,7 +3,8 @@
 A round (what SessionFile would append to its file) is one row inserted by one statement, so a crash
 loses at most that round; a snapshot replaces the rows in one transaction. Writes run in order on the
 log's own thread so `save` never waits on the network; after a failed write (`on_failure`) the queued
-rounds are dropped and the next save writes the whole session again.
+rounds are dropped and the next save writes the whole session again. A teammate's rounds in a shared session (whose
+log only its owner rewrites) wait instead, and the next save appends them after the log's last round, in order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
 from ollie.sessions.location import user_teams
-from ollie.sessions.logformat import META_TAIL_BYTES, last_meta
+from ollie.sessions.logformat import META_TAIL_BYTES, describe_rounds, last_meta
 from ollie.sessions.pg.lease import LeaseLostError, Leases
 from ollie.sessions.pg.store import PgConn, PgStore
 from ollie.sessions.session import Session
@@ -61,7 +62,7 @@ class LogWriteError(SessionError):
 
 
 class GuestWriteError(LogWriteError):
-    """A round of a teammate's shared session was not saved: only its owner may rewrite the log to heal the gap."""
+    """A teammate's rounds no longer follow the shared session's log (its owner wrote since): they cannot be saved."""
 
     final = True  # no later save retries: the log writes nothing until the session is opened again
 
@@ -116,6 +117,10 @@ class PgRounds:
         # the TTL). Once lost, nothing is written until the log is read again.
         self._holding = False
         self._lost: LeaseLostError | GuestWriteError | None = None
+        # A teammate's rounds not stored yet, in order (the writer's): after a failed write (`_gap`) they wait for the
+        # next save, which appends them after the log's last round if that is still the one they follow.
+        self._unsaved: list[bytes] = []
+        self._gap = False
         # Set by `read`: the session's owner when it is another user (a teammate's shared session, TEAM.md): its log is
         # theirs to replace, this process only appends to it (the server refuses the rest from schema 6).
         self.owner = ""
@@ -139,6 +144,7 @@ class PgRounds:
             rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? "
                                 "ORDER BY seq", (self.session_id,)).fetchall()
         self._lost = None
+        self._unsaved, self._gap = [], False
         self.owner = str(recorded[0]) if recorded is not None and recorded[0] != user else ""
         self._holding = bool(rows)
         if not rows:
@@ -161,7 +167,11 @@ class PgRounds:
         session.approval_always = always if isinstance(always, list) and all(isinstance(a, str) for a in always) else []
 
     def append(self, payload: bytes) -> None:
-        """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed)."""
+        """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed; in a
+        teammate's session kept for the next save instead, see `_append_guest`)."""
+        if self.owner:
+            self._submit(self._guarded, None, self._append_guest, payload)
+            return
         self._seq += 1
         self._submit(self._guarded, self._epoch, self._insert_round, self._seq, self._epoch, payload)
 
@@ -223,7 +233,8 @@ class PgRounds:
         self._writer.submit(fn, *args)
 
     def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
-        """Run one write of `epoch` (None: outside the rounds); a failure is reported now and raised by `flush`."""
+        """Run one write of `epoch` (None: one no later write depends on, or a teammate's round, which keeps what
+        failed for the next save); a failure is reported now and raised by `flush`."""
         if self._lost is not None:
             self._failure = self._failure or self._lost  # told once already; `flush` (and so `close`) raises it
             return
@@ -233,12 +244,6 @@ class PgRounds:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - reported through on_failure, raised by flush, and logged
             log.error("session save failed: %s", exc, extra={"session": self.session_id})
-            if epoch is not None and self.owner and self._lost is None:
-                # No snapshot may heal the gap (the log is the owner's to replace): nothing more lands from here.
-                exc = self._lost = GuestWriteError(
-                    f"session {self.session_id}: a round of yours was not saved ({exc}); the session is "
-                    f"{self.owner}'s, so only they may rewrite its log, and nothing more of yours is saved to it: "
-                    "open it again to carry on from what is stored")
             if epoch is not None:
                 self._broken_epoch = epoch
                 if epoch != self._epoch and self._lost is None:
@@ -248,6 +253,60 @@ class PgRounds:
             if self._failure is None:
                 self._failure = error
             self.on_failure(error)
+
+    def _append_guest(self, payload: bytes) -> None:
+        """Store a teammate's round after the unsaved ones before it, in order. No snapshot of theirs may heal a gap
+        (the log is its owner's to replace), so a failed round waits here and the next save tries again."""
+        self._unsaved.append(payload)
+        while self._unsaved:
+            if self._gap:
+                self._catch_up()
+                continue
+            try:
+                self._insert_round(self._seq + 1, self._epoch, self._unsaved[0])
+            except LeaseLostError:
+                raise
+            except LogReplacedError:
+                self._gap = True  # the round it follows is gone: `_catch_up` says why
+                continue
+            except Exception:
+                self._gap = True  # the store down, the write refused: the next save looks at the log again
+                raise
+            self._seq += 1
+            del self._unsaved[0]
+            self._failure = None  # what failed before is stored now: closing has nothing to report
+
+    def _catch_up(self) -> None:
+        """After a teammate's failed write: drop the unsaved rounds the store took after all (a commit whose answer
+        was lost); GuestWriteError when the log no longer ends with the round the rest follow (its owner wrote)."""
+        sid = self.session_id
+        with self.store.reading() as conn:
+            rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? AND seq >= ? "
+                                "ORDER BY seq", (sid, self._seq)).fetchall()
+        if not rows or (int(rows[0][0]), int(rows[0][1])) != (self._seq, self._epoch):
+            raise self._cut_off(f"{self.owner} rewrote its log since your last saved round (/compact, /clear or /rewind)")
+        later = rows[1:]
+        stored = 0
+        while (stored < min(len(later), len(self._unsaved)) and int(later[stored][1]) == self._epoch
+               and later[stored][3] == self.leases.user and bytes(later[stored][2]) == self._unsaved[stored]):
+            stored += 1
+        if stored < len(later):
+            writers = " and ".join(sorted({str(r[3]) for r in later[stored:]}))
+            added = len(later) - stored
+            raise self._cut_off(f"{writers} added {added} round{'s' if added > 1 else ''} to it after your last saved "
+                                "round")
+        self._seq += stored
+        del self._unsaved[:stored]
+        self._gap = False
+
+    def _cut_off(self, why: str) -> GuestWriteError:
+        """A teammate's unsaved rounds cannot follow the log any more: from now on this log writes nothing."""
+        self._lost = GuestWriteError(
+            f"session {self.session_id}: your {describe_rounds(self._unsaved)} could not be saved: {why}, and the session "
+            f"is {self.owner}'s, so only they may rewrite its log. Nothing more of yours is saved to it; what you wrote "
+            "stays in this session until you close it: open it again to carry on from what is stored")
+        self._unsaved = []
+        return self._lost
 
     def _insert_round(self, seq: int, epoch: int, payload: bytes) -> None:
         sid = self.session_id
