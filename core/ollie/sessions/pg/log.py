@@ -267,8 +267,9 @@ class PgRounds:
             except LeaseLostError:
                 raise
             except LogReplacedError:
-                self._gap = True  # the round it follows is gone: `_catch_up` says why
-                continue
+                self._catch_up()  # the round it follows is gone: GuestWriteError, saying why
+                self._gap = True
+                raise  # it was there when looked at again (a race): the next save looks again
             except Exception:
                 self._gap = True  # the store down, the write refused: the next save looks at the log again
                 raise
