@@ -101,13 +101,15 @@ atexit.register(close_all)
 class PgRounds:
     """The rows of one session's log (a SessionFile's `storage`); reading it to resume takes the lease."""
 
-    def __init__(self, url: str, session_id: str) -> None:
+    def __init__(self, url: str, session_id: str, *, author: str = "") -> None:
         # This process's earlier logs of the session finish their queued writes first: two writers of one
         # session (a close and a reopen) each on its own thread would otherwise land in either order.
         drain(url, session_id)
         self.url = url
         self.session_id = session_id
         self.store, self.leases = shared(url)
+        # Whom the rounds it writes name: this process's user, or whose sessions `ollie store import --user` copies.
+        self.author = author or self.leases.user
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
         self._seq = 0
         self._epoch = 0
@@ -289,7 +291,7 @@ class PgRounds:
         later = rows[1:]
         stored = 0
         while (stored < min(len(later), len(self._unsaved)) and int(later[stored][1]) == self._epoch
-               and later[stored][3] == self.leases.user and bytes(later[stored][2]) == self._unsaved[stored]):
+               and later[stored][3] == self.author and bytes(later[stored][2]) == self._unsaved[stored]):
             stored += 1
         if stored < len(later):
             writers = " and ".join(sorted({str(r[3]) for r in later[stored:]}))
@@ -312,7 +314,7 @@ class PgRounds:
     def _insert_round(self, seq: int, epoch: int, payload: bytes) -> None:
         sid = self.session_id
         with self.store.connection() as conn:
-            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, self.leases.user, sid, self.leases.holder,
+            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, self.author, sid, self.leases.holder,
                                                   sid, seq - 1, epoch))
             if cursor.rowcount == 1:
                 return
@@ -346,7 +348,7 @@ class PgRounds:
                 self._holding = True
             conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
             conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) VALUES (?, 1, ?, ?, ?)",
-                         (self.session_id, epoch, payload, self.leases.user))
+                         (self.session_id, epoch, payload, self.author))
 
     def _insert_compaction(self, payload: bytes) -> None:
         with self.store.connection() as conn:
@@ -384,7 +386,8 @@ def last_round(url: str, session_id: str) -> bytes:
     """The end of the last round the session's owner wrote (b"" when it is not saved), where its latest meta is: at
     most what read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads
     it). A teammate's later rounds are left out: the directory and title listings show are the owner's, not theirs
-    (the last round of all only when the owner wrote none: a log `ollie store import` copied names its importer)."""
+    (the last round of all only when the owner wrote none: a log an older `ollie store import` copied names
+    its importer)."""
     drain(url, session_id)
     store, _ = shared(url)
     tail = "SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds r WHERE session_id = ?"
