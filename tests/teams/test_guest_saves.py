@@ -15,6 +15,7 @@ from ollie.sessions.errors import SessionError
 from ollie.sessions.pg.log import GuestWriteError
 from ollie.sessions.session import Session
 from ollie.testing import Reply
+from tests.procs import eventually
 from tests.teams.test_engine_store import _user_texts
 from tests.teams.test_guard import _share, _writers
 from tests.teams.test_roles import _session_id, _terminals
@@ -135,3 +136,28 @@ def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_name
     # What she wrote is still hers to read in the session she has open.
     assert [m.content for m in session.messages][-6:] == ["her second", "re: her second", "her third",
                                                           "re: her third", "her fourth", "re: her fourth"]
+
+
+async def test_a_teammates_daemon_tells_her_of_a_refused_round_and_saves_it_with_her_next_turns(
+        bobs_shared_session, team_store, store_url, start_daemon, monkeypatch):
+    _, llm, sid = bobs_shared_session
+    llm.script(*(Reply.text(f"re: her {n}") for n in ("first", "second", "third", "fourth")))
+    alice = await start_daemon("alice", {**llm.env(), "OLLIE_STORE": team_store("alice"), "OLLIE_TEAMS": "backend"})
+    await alice.request("ollie/session/load", {"session": sid})
+    assert (await alice.request("ollie/submit", {"session": sid, "text": "her first"}))["reply"] == "re: her first"
+    _refuse_rounds(store_url, True)
+    try:
+        assert (await alice.request("ollie/submit", {"session": sid, "text": "her second"}))["stop"] == "end"
+        # The turn saves twice (its prompt, its end): each save the server refuses is told as it is tried.
+        await eventually(lambda: alice.errors(sid), "the refused round told")
+    finally:
+        _refuse_rounds(store_url, False)
+    for n in ("third", "fourth"):
+        assert (await alice.request("ollie/submit", {"session": sid, "text": f"her {n}"}))["reply"] == f"re: her {n}"
+    assert await alice.request("ollie/session/close", {"session": sid}) == {}  # her rounds stored: nothing to tell
+    assert not [m.message for m in alice.client.messages if "without saving" in m.message]
+    monkeypatch.setenv("OLLIE_STORE", store_url)
+    assert _user_texts(store_url, sid) == ["remember 9", "noted", *HER_FOUR_TURNS]
+    # Told of the refused saves (the turn's second was tried before or after the grant: one or two), of nothing else.
+    told = alice.errors(sid)
+    assert told and all("permission denied" in e and e.endswith("retrying at the next save") for e in told), told
