@@ -12,6 +12,7 @@ from psycopg import sql
 from ollie.backend.types import Message
 from ollie.sessions import persist
 from ollie.sessions.errors import SessionError
+from ollie.sessions.pg.lease import LeaseLostError
 from ollie.sessions.pg.log import GuestWriteError
 from ollie.sessions.session import Session
 from ollie.testing import Reply
@@ -60,6 +61,19 @@ def teammate_turns(url: str, sid: str, monkeypatch: pytest.MonkeyPatch, *, user:
     return log, session, turn, reported
 
 
+def _first_then_refused(store_url: str, log: persist.SessionFile, turn: Callable[[str], None]) -> None:
+    """Her first turn is saved; the server refuses her second's round (told, and raised by `flush`)."""
+    turn("her first")
+    log.flush()
+    _refuse_rounds(store_url, True)
+    try:
+        turn("her second")
+        with pytest.raises(SessionError, match="permission denied"):
+            log.flush()
+    finally:
+        _refuse_rounds(store_url, False)
+
+
 @pytest.fixture
 def bobs_shared_session(team_store, scripted_llm, tmp_path) -> tuple[Callable[..., Any], Any, str]:
     """Bob's session (one turn, by his terminal as his role), shared with team backend: (ollie, llm, its id)."""
@@ -78,15 +92,7 @@ def test_a_teammates_refused_round_is_saved_by_her_next_save_and_so_are_the_next
     _, _, sid = bobs_shared_session
     his = _writers(store_url, sid)
     log, _, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
-    turn("her first")
-    log.flush()
-    _refuse_rounds(store_url, True)
-    try:
-        turn("her second")
-        with pytest.raises(SessionError, match="permission denied"):
-            log.flush()
-    finally:
-        _refuse_rounds(store_url, False)
+    _first_then_refused(store_url, log, turn)
     assert len(reported) == 1 and reported[0].endswith("retrying at the next save"), reported
     assert _user_texts(team_store("alice"), sid)[-2:] == ["her first", "re: her first"]
     turn("her third")
@@ -103,15 +109,7 @@ def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_name
     ollie, llm, sid = bobs_shared_session
     monkeypatch.setenv("OLLIE_LEASE_TTL", "600")  # her heartbeat (a third of it) never renews what the test lapses
     log, session, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
-    turn("her first")
-    log.flush()
-    _refuse_rounds(store_url, True)
-    try:
-        turn("her second")
-        with pytest.raises(SessionError, match="permission denied"):
-            log.flush()
-    finally:
-        _refuse_rounds(store_url, False)
+    _first_then_refused(store_url, log, turn)
     # Meanwhile her lease lapses (her machine cut off) and Bob carries his session on from what is stored.
     with psycopg.connect(store_url, autocommit=True) as conn:
         conn.execute("UPDATE session_leases SET heartbeat_at = now() - interval '1 hour' WHERE session_id = %s", (sid,))
@@ -136,6 +134,22 @@ def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_name
     # What she wrote is still hers to read in the session she has open.
     assert [m.content for m in session.messages][-6:] == ["her second", "re: her second", "her third",
                                                           "re: her third", "her fourth", "re: her fourth"]
+
+
+def test_a_teammate_whose_lease_was_taken_while_her_round_waited_is_told_which_rounds_were_not_saved(
+        bobs_shared_session, team_store, store_url, monkeypatch):
+    _, _, sid = bobs_shared_session
+    monkeypatch.setenv("OLLIE_LEASE_TTL", "600")  # her heartbeat (a third of it) never renews what the test takes
+    log, _, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
+    _first_then_refused(store_url, log, turn)
+    with psycopg.connect(store_url, autocommit=True) as conn:  # taken over and given up again, nothing written
+        conn.execute("DELETE FROM session_leases WHERE session_id = %s", (sid,))
+    turn("her third")
+    with pytest.raises(LeaseLostError):
+        log.flush()
+    assert len(reported) == 2 and "lease lapsed" in reported[1], reported
+    assert 'took the session over (your 2 rounds (4 messages, from "her second") could not be saved)' in reported[1]
+    assert _user_texts(team_store("alice"), sid)[-2:] == ["her first", "re: her first"]
 
 
 async def test_a_teammates_daemon_tells_her_of_a_refused_round_and_saves_it_with_her_next_turns(

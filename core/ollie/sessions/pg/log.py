@@ -326,10 +326,12 @@ class PgRounds:
 
     def _lose(self) -> LeaseLostError:
         """The lease is gone: from now on this log writes nothing (the session is another process's)."""
+        unsaved = f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""
         self._lost = LeaseLostError(
             f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
-            f"{self.leases.ttl:.0f} s) and another process took the session over; nothing more is saved from "
-            "here: open the session again to continue from what is stored")
+            f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
+            "from here: open the session again to continue from what is stored")
+        self._unsaved = []
         return self._lost
 
     def _keep_lease(self, conn: PgConn) -> None:
