@@ -74,6 +74,18 @@ def _first_then_refused(store_url: str, log: persist.SessionFile, turn: Callable
         _refuse_rounds(store_url, False)
 
 
+def _refused_while_her_lease_goes(team_store: Callable[[str], str], store_url: str, sid: str,
+                                  monkeypatch: pytest.MonkeyPatch, lease: str) -> tuple[Any, Session, Any, list[str]]:
+    """`_first_then_refused` in Alice's session, then `lease` (SQL, `%s` the session) changes her lease's row: what
+    `teammate_turns` gives."""
+    monkeypatch.setenv("OLLIE_LEASE_TTL", "600")  # her heartbeat (a third of it) never renews what the test changes
+    log, session, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
+    _first_then_refused(store_url, log, turn)
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(lease, (sid,))  # type: ignore[arg-type]  # the tests' literal SQL
+    return log, session, turn, reported
+
+
 @pytest.fixture
 def bobs_shared_session(team_store, scripted_llm, tmp_path) -> tuple[Callable[..., Any], Any, str]:
     """Bob's session (one turn, by his terminal as his role), shared with team backend: (ollie, llm, its id)."""
@@ -107,12 +119,10 @@ def test_a_teammates_refused_round_is_saved_by_her_next_save_and_so_are_the_next
 def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_named_once_and_his_log_kept(
         bobs_shared_session, team_store, store_url, monkeypatch):
     ollie, llm, sid = bobs_shared_session
-    monkeypatch.setenv("OLLIE_LEASE_TTL", "600")  # her heartbeat (a third of it) never renews what the test lapses
-    log, session, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
-    _first_then_refused(store_url, log, turn)
     # Meanwhile her lease lapses (her machine cut off) and Bob carries his session on from what is stored.
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute("UPDATE session_leases SET heartbeat_at = now() - interval '1 hour' WHERE session_id = %s", (sid,))
+    log, session, turn, reported = _refused_while_her_lease_goes(
+        team_store, store_url, sid, monkeypatch,
+        "UPDATE session_leases SET heartbeat_at = now() - interval '1 hour' WHERE session_id = %s")
     llm.script(Reply.text("his answer"))
     his_turn = ollie("bob", ["-p", "his second", "--session", sid])
     assert his_turn.returncode == 0, his_turn.stderr
@@ -139,11 +149,9 @@ def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_name
 def test_a_teammate_whose_lease_was_taken_while_her_round_waited_is_told_which_rounds_were_not_saved(
         bobs_shared_session, team_store, store_url, monkeypatch):
     _, _, sid = bobs_shared_session
-    monkeypatch.setenv("OLLIE_LEASE_TTL", "600")  # her heartbeat (a third of it) never renews what the test takes
-    log, _, turn, reported = teammate_turns(team_store("alice"), sid, monkeypatch)
-    _first_then_refused(store_url, log, turn)
-    with psycopg.connect(store_url, autocommit=True) as conn:  # taken over and given up again, nothing written
-        conn.execute("DELETE FROM session_leases WHERE session_id = %s", (sid,))
+    # Her lease is taken over and given up again, nothing written.
+    log, _, turn, reported = _refused_while_her_lease_goes(team_store, store_url, sid, monkeypatch,
+                                                           "DELETE FROM session_leases WHERE session_id = %s")
     turn("her third")
     with pytest.raises(LeaseLostError):
         log.flush()
