@@ -134,7 +134,8 @@ def test_a_teammates_unsaved_round_that_no_longer_follows_the_owners_log_is_name
     with pytest.raises(GuestWriteError):
         log.flush()
     assert len(reported) == 2, reported
-    assert 'your 2 rounds (4 messages, from "her second") could not be saved: bob added' in reported[1], reported
+    assert 'your last 4 messages (from "her second" on) could not be saved: bob wrote to it after your last saved ' \
+        "message" in reported[1], reported
     assert "session is bob's, so only they may rewrite its log" in reported[1] and "retrying" not in reported[1]
     turn("her fourth")
     with pytest.raises(GuestWriteError):
@@ -156,7 +157,7 @@ def test_a_teammate_whose_lease_was_taken_while_her_round_waited_is_told_which_r
     with pytest.raises(LeaseLostError):
         log.flush()
     assert len(reported) == 2 and "lease lapsed" in reported[1], reported
-    assert 'took the session over (your 2 rounds (4 messages, from "her second") could not be saved)' in reported[1]
+    assert 'took the session over (your last 4 messages (from "her second" on) could not be saved)' in reported[1]
     assert _user_texts(team_store("alice"), sid)[-2:] == ["her first", "re: her first"]
 
 
@@ -183,3 +184,45 @@ async def test_a_teammates_daemon_tells_her_of_a_refused_round_and_saves_it_with
     # Told of the refused saves (the turn's second was tried before or after the grant: one or two), of nothing else.
     told = alice.errors(sid)
     assert told and all("permission denied" in e and e.endswith("retrying at the next save") for e in told), told
+
+
+def test_neovim_shows_a_teammate_the_refused_round_then_which_rounds_no_longer_fit_his_log(
+        bobs_shared_session, team_store, store_url, tmp_path, monkeypatch):
+    from tests.editors.test_nvim_tui import assert_clean, start_nvim
+
+    ollie, llm, sid = bobs_shared_session
+    llm.script(*(Reply.text(f"re: her {n}") for n in ("first", "second")), Reply.text("his answer"),
+               Reply.text("re: her third"))
+    # Her daemon's heartbeat (a third of its TTL) never renews the lease the test lapses.
+    tmux = start_nvim(tmp_path, {**llm.env(), "OLLIE_STORE": team_store("alice"), "OLLIE_TEAMS": "backend",
+                                 "OLLIE_LEASE_TTL": "600"}, {"notes.md": "notes\n"})
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "remember 9" in s, "the sessions to pick from")
+        tmux.keys(next(line.split(".")[0].strip() for line in picker.splitlines() if "remember 9" in line), "Enter")
+        tmux.wait(lambda s: "noted" in s, "his session resumed")
+        tmux.keys(":Ollie her first", "Enter")
+        tmux.wait(lambda s: "re: her first" in s, "her first answer")
+        _refuse_rounds(store_url, True)
+        try:
+            tmux.keys(":Ollie her second", "Enter")
+            keep("1-refused", tmux.wait(lambda s: "re: her second" in s and "retrying at the next save" in s,
+                                        "the refused round told"))
+        finally:
+            _refuse_rounds(store_url, False)
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE session_leases SET heartbeat_at = now() - interval '1 hour' WHERE session_id = %s",
+                         (sid,))
+        assert ollie("bob", ["-p", "his second", "--session", sid]).returncode == 0
+        tmux.keys(":Ollie her third", "Enter")
+        told = keep("2-cut-off", tmux.wait(lambda s: "re: her third" in s and "could not be saved" in s,
+                                           "the rounds that no longer fit told"))
+        assert 'from "her second" on' in told and "bob wrote to it" in told, told
+        assert "re: her second" in told  # what she wrote stays in her chat
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    monkeypatch.setenv("OLLIE_STORE", store_url)
+    assert "her second" not in _user_texts(store_url, sid) and "his second" in _user_texts(store_url, sid)

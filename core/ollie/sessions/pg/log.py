@@ -287,7 +287,8 @@ class PgRounds:
             rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? AND seq >= ? "
                                 "ORDER BY seq", (sid, self._seq)).fetchall()
         if not rows or (int(rows[0][0]), int(rows[0][1])) != (self._seq, self._epoch):
-            raise self._cut_off(f"{self.owner} rewrote its log since your last saved round (/compact, /clear or /rewind)")
+            raise self._cut_off(f"{self.owner} rewrote its log (/compact, /clear or /rewind) after your last saved "
+                                "message")
         later = rows[1:]
         stored = 0
         while (stored < min(len(later), len(self._unsaved)) and int(later[stored][1]) == self._epoch
@@ -295,9 +296,7 @@ class PgRounds:
             stored += 1
         if stored < len(later):
             writers = " and ".join(sorted({str(r[3]) for r in later[stored:]}))
-            added = len(later) - stored
-            raise self._cut_off(f"{writers} added {added} round{'s' if added > 1 else ''} to it after your last saved "
-                                "round")
+            raise self._cut_off(f"{writers} wrote to it after your last saved message")
         self._seq += stored
         del self._unsaved[:stored]
         self._gap = False
