@@ -107,6 +107,11 @@ class Daemon:
         self.client = client
         self.home = home
 
+    def errors(self, session: str) -> list[str]:
+        """The `error` events of a session received so far (what the chat shows as errors)."""
+        return [e["content"] for e in self.client.ollie_events  # type: ignore[attr-defined]
+                if e["session"] == session and e["role"] == "error"]
+
     async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
         """Send a request and wait for its result (errors raise JsonRpcException)."""
         return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
@@ -125,6 +130,12 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         def make_client() -> LanguageClient:
             client = LanguageClient(converter_factory=raw_params_converter)
             register_lsp_features(client)
+            client.ollie_events = []  # type: ignore[attr-defined]
+
+            @client.feature("ollie/event")
+            def on_event(params: Any) -> None:
+                client.ollie_events.append(params)  # type: ignore[attr-defined]
+
             return client
 
         config = ClientServerConfig(server_command=[sys.executable, "-m", "ollie_lsp"], client_factory=make_client,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from ollie.backend.types import Message
@@ -95,9 +96,12 @@ def test_import_copies_a_users_local_sessions_once_and_share_opens_one_to_a_team
     ids = _local_sessions(tmp_path / "local")
     args = ("store", "import", "--user", "alice", "--registry", str(tmp_path / "local" / "sessions.db"),
             "--sessions-dir", str(tmp_path / "local" / "sessions"))
-    done = ollie(tmp_path, *args, OLLIE_STORE=store_url)
+    # Run by another user of the machine (OLLIE_USER: who runs it, as the OS login name would): --user says whose.
+    done = ollie(tmp_path, *args, OLLIE_STORE=store_url, OLLIE_USER="carol")
     assert done.returncode == 0, done
     assert "imported 2 session record(s) and 2 session log(s); 0 already in the store" in done.stdout
+    with psycopg.connect(store_url) as conn:  # her rounds name her, not the importer
+        assert conn.execute("SELECT DISTINCT user_id FROM session_rounds").fetchall() == [("alice",)]
     again = ollie(tmp_path, *args, OLLIE_STORE=store_url)
     assert "imported 0 session record(s) and 0 session log(s); 4 already in the store" in again.stdout, again
 
@@ -178,3 +182,15 @@ def test_import_never_copies_another_users_session_and_gives_record_less_files_a
                       OLLIE_USER="bob")
     assert bob_reads.returncode != 0 and "alice's old question" not in bob_reads.stdout + bob_reads.stderr
     assert "belongs to another user" in bob_reads.stderr, bob_reads.stderr
+
+
+def test_import_for_another_user_than_the_stores_role_is_refused_saying_how(team_store, tmp_path):
+    _local_sessions(tmp_path / "local")
+    done = ollie(tmp_path, "store", "import", "--user", "alice", "--registry", str(tmp_path / "local" / "sessions.db"),
+                 "--sessions-dir", str(tmp_path / "local" / "sessions"), OLLIE_STORE=team_store("bob"))
+    assert done.returncode == 2, done
+    assert "cannot import alice's sessions: " in done.stderr and "connects as role 'bob', which the server lets " \
+        "write only rows naming bob: import them as alice's role" in done.stderr, done.stderr
+    with psycopg.connect(team_store("postgres")) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM session_rounds").fetchone() == (0,)

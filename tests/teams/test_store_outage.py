@@ -24,6 +24,9 @@ from ollie.sessions.pg.store import PgStore, StoreUnavailableError
 from ollie.testing import Reply
 from tests.teams.conftest import home_env
 from tests.teams.pgserver import pg_bin
+from tests.teams.test_engine_store import _user_texts
+from tests.teams.test_guest_saves import HER_FOUR_TURNS, teammate_turns
+from tests.teams.test_roles import _session_id
 
 _databases = iter(range(1, 1000))
 
@@ -244,3 +247,35 @@ async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(datab
         _allow(admin, url, True)
     assert b"a slow answer" in out
     assert NOT_SAVED.encode() in err and b"What it had saved before is kept" in err, err.decode()[-3000:]
+
+
+def test_a_teammates_round_the_store_was_down_for_is_saved_by_her_next_save_and_so_are_the_next_two(
+        database, scripted_llm, tmp_path, monkeypatch):
+    # After one round of hers failed to save (the server down a moment), nothing more of hers was saved to his session
+    # until she opened it again. A store of one role for the team: the server lets anyone write; ollie appends only.
+    url, admin = database
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("noted"))
+    bob = home_env(tmp_path / "bob", **llm.env(), OLLIE_STORE=url, OLLIE_USER="bob")
+    sid = _session_id(subprocess.run([sys.executable, "-m", "ollie.cli", "-p", "remember 9", "--no-preflight"],
+                                     capture_output=True, text=True, timeout=60, env=bob))
+    shared = subprocess.run([sys.executable, "-m", "ollie.cli", "store", "share", sid, "backend"], capture_output=True,
+                            text=True, timeout=60, env=bob)
+    assert shared.returncode == 0, shared.stderr
+    log, _, turn, reported = teammate_turns(url, sid, monkeypatch, user="alice")
+    turn("her first")
+    log.flush()
+    _allow(admin, url, False)
+    try:
+        turn("her second")
+        with pytest.raises(StoreUnavailableError, match="not currently accepting connections"):
+            log.flush()
+    finally:
+        _allow(admin, url, True)
+    assert len(reported) == 1 and reported[0].endswith("retrying at the next save"), reported
+    turn("her third")
+    log.flush()  # raises nothing: the round that failed is stored now
+    turn("her fourth")
+    log.close()
+    assert _user_texts(url, sid) == ["remember 9", "noted", *HER_FOUR_TURNS]
+    assert len(reported) == 1, reported

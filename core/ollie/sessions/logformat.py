@@ -77,3 +77,21 @@ def last_meta(tail: bytes) -> dict[str, Any]:
     """The last whole `meta` record's meta in the end of a log ({} when none is there)."""
     meta = last_commit(tail).get("meta")
     return dict(meta) if isinstance(meta, dict) else {}
+
+
+
+def describe_rounds(rounds: list[bytes]) -> str:
+    """The messages appended rounds hold, for a user: `last 5 messages (from "the first prompt among them" on)`."""
+    messages = []
+    for line in b"".join(rounds).split(b"\n"):
+        if line.startswith(b'{"t":"m"'):  # dumps writes compact JSON, "t" first
+            record = json.loads(line)
+            messages.append(record["m"] if isinstance(record, dict) and isinstance(record.get("m"), dict) else {})
+    if not messages:
+        return "last changes (no new message)"
+    prompt = next((m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)
+                   and m["content"].strip()), "")
+    said = " ".join(prompt.split())
+    said = f"{said[:57]}..." if len(said) > 60 else said
+    count = "last message" if len(messages) == 1 else f"last {len(messages)} messages"
+    return f'{count} (from "{said}" on)' if said else count

@@ -188,7 +188,7 @@ class SessionFile:
         msgs = session.messages
         if self._write_failed:
             self._write_failed = False
-            return not self.owner  # a teammate's log writes nothing more (PgRounds): no snapshot of theirs heals it
+            return not self.owner  # a teammate's next round carries the unsaved ones (PgRounds): the log is the owner's
         if self.owner:
             return False  # a teammate's rounds are appended, never folded (the log is its owner's to rewrite)
         if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:

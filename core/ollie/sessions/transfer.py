@@ -9,7 +9,7 @@ from ollie.sessions import persist, store
 from ollie.sessions.errors import InvalidSessionError, SessionError
 from ollie.sessions.persist import SessionFileError
 from ollie.sessions.pg.log import PgRounds
-from ollie.sessions.pg.store import PgStore
+from ollie.sessions.pg.store import PgStore, StoreIdentityError
 from ollie.sessions.session import Session
 from ollie.sessions.types import Channel, Info, Kind, from_micros, os_user, validate_title
 
@@ -83,7 +83,7 @@ def _claim(target: PgStore, local: store.Store | None, session: Session, user: s
 def _import_logs(sessions_dir: Path, url: str, target: PgStore, local: store.Store | None, user: str,
                  report: ImportReport) -> None:
     for session_id in persist.list_saved_files(sessions_dir):
-        log = persist.SessionFile(sessions_dir, session_id, storage=PgRounds(url, session_id))
+        log = persist.SessionFile(sessions_dir, session_id, storage=PgRounds(url, session_id, author=user))
         try:
             session = persist.SessionFile(sessions_dir, session_id).load()
             mtime_s = (Path(sessions_dir) / f"{session_id}{persist.SUFFIX}").stat().st_mtime
@@ -106,6 +106,12 @@ def import_local(url: str, *, user: str | None, registry_path: Path, sessions_di
     (or no one's: they become theirs), into the store at `url` (idempotent); another user's stay behind, reported."""
     report = ImportReport()
     target = PgStore(url)
+    if user and target.role and user != target.role:
+        target.close()
+        raise StoreIdentityError(
+            f"cannot import {user}'s sessions: {target.location} connects as role {target.role!r}, which the server "
+            f"lets write only rows naming {target.role}: import them as {user}'s role (OLLIE_STORE naming it), or as "
+            "the role that owns ollie's tables")
     user = user or os_user()  # once the store is open: it may name the user (a role per person)
     local = store.Store(registry_path) if registry_path.exists() else None
     try:

@@ -3,7 +3,8 @@
 A round (what SessionFile would append to its file) is one row inserted by one statement, so a crash
 loses at most that round; a snapshot replaces the rows in one transaction. Writes run in order on the
 log's own thread so `save` never waits on the network; after a failed write (`on_failure`) the queued
-rounds are dropped and the next save writes the whole session again.
+rounds are dropped and the next save writes the whole session again. A teammate's rounds in a shared session (whose
+log only its owner rewrites) wait instead, and the next save appends them after the log's last round, in order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
 from ollie.sessions.location import user_teams
-from ollie.sessions.logformat import META_TAIL_BYTES, last_meta
+from ollie.sessions.logformat import META_TAIL_BYTES, describe_rounds, last_meta
 from ollie.sessions.pg.lease import LeaseLostError, Leases
 from ollie.sessions.pg.store import PgConn, PgStore
 from ollie.sessions.session import Session
@@ -61,7 +62,7 @@ class LogWriteError(SessionError):
 
 
 class GuestWriteError(LogWriteError):
-    """A round of a teammate's shared session was not saved: only its owner may rewrite the log to heal the gap."""
+    """A teammate's rounds no longer follow the shared session's log (its owner wrote since): they cannot be saved."""
 
     final = True  # no later save retries: the log writes nothing until the session is opened again
 
@@ -100,13 +101,15 @@ atexit.register(close_all)
 class PgRounds:
     """The rows of one session's log (a SessionFile's `storage`); reading it to resume takes the lease."""
 
-    def __init__(self, url: str, session_id: str) -> None:
+    def __init__(self, url: str, session_id: str, *, author: str = "") -> None:
         # This process's earlier logs of the session finish their queued writes first: two writers of one
         # session (a close and a reopen) each on its own thread would otherwise land in either order.
         drain(url, session_id)
         self.url = url
         self.session_id = session_id
         self.store, self.leases = shared(url)
+        # Whom the rounds it writes name: this process's user, or whose sessions `ollie store import --user` copies.
+        self.author = author or self.leases.user
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
         self._seq = 0
         self._epoch = 0
@@ -116,6 +119,10 @@ class PgRounds:
         # the TTL). Once lost, nothing is written until the log is read again.
         self._holding = False
         self._lost: LeaseLostError | GuestWriteError | None = None
+        # A teammate's rounds not stored yet, in order (the writer's): after a failed write (`_gap`) they wait for the
+        # next save, which appends them after the log's last round if that is still the one they follow.
+        self._unsaved: list[bytes] = []
+        self._gap = False
         # Set by `read`: the session's owner when it is another user (a teammate's shared session, TEAM.md): its log is
         # theirs to replace, this process only appends to it (the server refuses the rest from schema 6).
         self.owner = ""
@@ -139,6 +146,7 @@ class PgRounds:
             rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? "
                                 "ORDER BY seq", (self.session_id,)).fetchall()
         self._lost = None
+        self._unsaved, self._gap = [], False
         self.owner = str(recorded[0]) if recorded is not None and recorded[0] != user else ""
         self._holding = bool(rows)
         if not rows:
@@ -161,7 +169,11 @@ class PgRounds:
         session.approval_always = always if isinstance(always, list) and all(isinstance(a, str) for a in always) else []
 
     def append(self, payload: bytes) -> None:
-        """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed)."""
+        """Queue one round after the last one (dropped by the writer when an earlier one of its epoch failed; in a
+        teammate's session kept for the next save instead, see `_append_guest`)."""
+        if self.owner:
+            self._submit(self._guarded, None, self._append_guest, payload)
+            return
         self._seq += 1
         self._submit(self._guarded, self._epoch, self._insert_round, self._seq, self._epoch, payload)
 
@@ -223,7 +235,8 @@ class PgRounds:
         self._writer.submit(fn, *args)
 
     def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
-        """Run one write of `epoch` (None: outside the rounds); a failure is reported now and raised by `flush`."""
+        """Run one write of `epoch` (None: one no later write depends on, or a teammate's round, which keeps what
+        failed for the next save); a failure is reported now and raised by `flush`."""
         if self._lost is not None:
             self._failure = self._failure or self._lost  # told once already; `flush` (and so `close`) raises it
             return
@@ -233,12 +246,6 @@ class PgRounds:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - reported through on_failure, raised by flush, and logged
             log.error("session save failed: %s", exc, extra={"session": self.session_id})
-            if epoch is not None and self.owner and self._lost is None:
-                # No snapshot may heal the gap (the log is the owner's to replace): nothing more lands from here.
-                exc = self._lost = GuestWriteError(
-                    f"session {self.session_id}: a round of yours was not saved ({exc}); the session is "
-                    f"{self.owner}'s, so only they may rewrite its log, and nothing more of yours is saved to it: "
-                    "open it again to carry on from what is stored")
             if epoch is not None:
                 self._broken_epoch = epoch
                 if epoch != self._epoch and self._lost is None:
@@ -249,10 +256,64 @@ class PgRounds:
                 self._failure = error
             self.on_failure(error)
 
+    def _append_guest(self, payload: bytes) -> None:
+        """Store a teammate's round after the unsaved ones before it, in order. No snapshot of theirs may heal a gap
+        (the log is its owner's to replace), so a failed round waits here and the next save tries again."""
+        self._unsaved.append(payload)
+        while self._unsaved:
+            if self._gap:
+                self._catch_up()
+                continue
+            try:
+                self._insert_round(self._seq + 1, self._epoch, self._unsaved[0])
+            except LeaseLostError:
+                raise
+            except LogReplacedError:
+                self._catch_up()  # the round it follows is gone: GuestWriteError, saying why
+                self._gap = True
+                raise  # it was there when looked at again (a race): the next save looks again
+            except Exception:
+                self._gap = True  # the store down, the write refused: the next save looks at the log again
+                raise
+            self._seq += 1
+            del self._unsaved[0]
+            self._failure = None  # what failed before is stored now: closing has nothing to report
+
+    def _catch_up(self) -> None:
+        """After a teammate's failed write: drop the unsaved rounds the store took after all (a commit whose answer
+        was lost); GuestWriteError when the log no longer ends with the round the rest follow (its owner wrote)."""
+        sid = self.session_id
+        with self.store.reading() as conn:
+            rows = conn.execute("SELECT seq, epoch, data, user_id FROM session_rounds WHERE session_id = ? AND seq >= ? "
+                                "ORDER BY seq", (sid, self._seq)).fetchall()
+        if not rows or (int(rows[0][0]), int(rows[0][1])) != (self._seq, self._epoch):
+            raise self._cut_off(f"{self.owner} rewrote its log (/compact, /clear or /rewind) after your last saved "
+                                "message")
+        later = rows[1:]
+        stored = 0
+        while (stored < min(len(later), len(self._unsaved)) and int(later[stored][1]) == self._epoch
+               and later[stored][3] == self.author and bytes(later[stored][2]) == self._unsaved[stored]):
+            stored += 1
+        if stored < len(later):
+            writers = " and ".join(sorted({str(r[3]) for r in later[stored:]}))
+            raise self._cut_off(f"{writers} wrote to it after your last saved message")
+        self._seq += stored
+        del self._unsaved[:stored]
+        self._gap = False
+
+    def _cut_off(self, why: str) -> GuestWriteError:
+        """A teammate's unsaved rounds cannot follow the log any more: from now on this log writes nothing."""
+        self._lost = GuestWriteError(
+            f"session {self.session_id}: your {describe_rounds(self._unsaved)} could not be saved: {why}, and the session "
+            f"is {self.owner}'s, so only they may rewrite its log. Nothing more of yours is saved to it; what you wrote "
+            "stays in this session until you close it: open it again to carry on from what is stored")
+        self._unsaved = []
+        return self._lost
+
     def _insert_round(self, seq: int, epoch: int, payload: bytes) -> None:
         sid = self.session_id
         with self.store.connection() as conn:
-            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, self.leases.user, sid, self.leases.holder,
+            cursor = conn.execute(_INSERT_ROUND, (sid, seq, epoch, payload, self.author, sid, self.leases.holder,
                                                   sid, seq - 1, epoch))
             if cursor.rowcount == 1:
                 return
@@ -264,10 +325,12 @@ class PgRounds:
 
     def _lose(self) -> LeaseLostError:
         """The lease is gone: from now on this log writes nothing (the session is another process's)."""
+        unsaved = f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""
         self._lost = LeaseLostError(
             f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
-            f"{self.leases.ttl:.0f} s) and another process took the session over; nothing more is saved from "
-            "here: open the session again to continue from what is stored")
+            f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
+            "from here: open the session again to continue from what is stored")
+        self._unsaved = []
         return self._lost
 
     def _keep_lease(self, conn: PgConn) -> None:
@@ -286,7 +349,7 @@ class PgRounds:
                 self._holding = True
             conn.execute("DELETE FROM session_rounds WHERE session_id = ?", (self.session_id,))
             conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) VALUES (?, 1, ?, ?, ?)",
-                         (self.session_id, epoch, payload, self.leases.user))
+                         (self.session_id, epoch, payload, self.author))
 
     def _insert_compaction(self, payload: bytes) -> None:
         with self.store.connection() as conn:
@@ -324,7 +387,8 @@ def last_round(url: str, session_id: str) -> bytes:
     """The end of the last round the session's owner wrote (b"" when it is not saved), where its latest meta is: at
     most what read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads
     it). A teammate's later rounds are left out: the directory and title listings show are the owner's, not theirs
-    (the last round of all only when the owner wrote none: a log `ollie store import` copied names its importer)."""
+    (the last round of all only when the owner wrote none: a log an older `ollie store import` copied names
+    its importer)."""
     drain(url, session_id)
     store, _ = shared(url)
     tail = "SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds r WHERE session_id = ?"
