@@ -33,11 +33,14 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
     if event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list
+        changes = event.changes
         params["turnChanges"] = {
-            "turn": event.changes.turn, "files": len(event.changes.files),
+            "turn": changes.turn, "files": changes.count,
             "changed": [{"path": f.path, "status": f.status, "added": f.added, "removed": f.removed,
-                         "inEditor": f.in_editor} for f in event.changes.files],
+                         "inEditor": f.in_editor} for f in changes.files],
         }
+        if changes.count > len(changes.files):  # the list is bounded (ollie.agent.review.END_LISTED_FILES)
+            params["turnChanges"]["more"] = changes.count - len(changes.files)
     return params
 
 

@@ -128,12 +128,22 @@ class OllieProtocol(LanguageServerProtocol):
         return super()._serialize_message(data)
 
     def _send_data(self, data: Any) -> None:
-        """A result encoded already (off the loop: `ollie.jsonpieces`) goes out as its bytes; the rest as pygls sends."""
-        result = getattr(data, "result", None)
-        if not isinstance(result, EncodedBody) or self.writer is None:
+        """A result encoded already (off the loop: `ollie.jsonpieces`) goes out as its bytes; the rest as pygls
+        serialises it, but as UTF-8 with each lone surrogate "?" (as `jsonpieces` writes results): pygls escaped one
+        (`"\\udcff"`, a file name's byte that is no UTF-8), and Neovim's JSON decoder refused the whole message (a
+        turn's end event dropped, its chat running for ever)."""
+        if not data or self.writer is None:
             super()._send_data(data)
             return
-        body = b'{"id":%s,"jsonrpc":"2.0","result":%s}' % (json.dumps(data.id).encode(), result.encoded)
+        result = getattr(data, "result", None)
+        if isinstance(result, EncodedBody):
+            body = b'{"id":%s,"jsonrpc":"2.0","result":%s}' % (json.dumps(data.id).encode(), result.encoded)
+        else:
+            try:
+                body = json.dumps(data, default=self._serialize_message, ensure_ascii=False).encode(errors="replace")
+            except (TypeError, ValueError):
+                super()._send_data(data)  # pygls reports what it cannot serialise
+                return
         if self._include_headers:  # as pygls frames what it sends (a websocket carries the body alone)
             header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
             body = header.encode() + body

@@ -333,3 +333,18 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
     assert result["talk_told"] == ["ollie: turn 3 changed no files; showing turn 2's changes"], result["talk_told"]
     assert result["talk_list"] == ["ollie: turn 2 changed 1 file   (<CR> diff · dU undo file · R refresh · q close)",
                                    "M  code.py  (+1 -1, 1 hunk)"], result["talk_list"]
+
+
+def test_files_named_with_a_newline_escapes_and_no_utf8_end_the_turn_and_list_as_text(workspace, scripted_llm):  # noqa: F811
+    """A hostile step's names: one with a byte that is no UTF-8 dropped the turn's end event (Neovim's JSON decoder
+    refused its "\\udcff"), and one with a newline failed the whole changes list (no line holds a newline)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": r"""
+printf 'x\n' > $'a new\nline'; printf 'x\n' > $'b esc\e]0;pwned\a\e[2J'; printf 'x\n' > $'c bad\xffutf8'
+""", "language": "bash"}]})), Reply.text("named"))
+    result = run_scenario("hostile_names", workspace, srv)
+    assert "✎ 3 files changed — :OllieChanges" in result["chat"], result["chat"]
+    assert result["list"][0].startswith("ollie: turn 1 changed 3 files"), result["list"]
+    # Each control drawn as Neovim draws one (^[), never sent to the terminal raw.
+    assert result["list"][1:] == ["A  a new^@line  (+1 -0, 1 hunk)", "A  b esc^[]0;pwned^G^[[2J  (+1 -0, 1 hunk)",
+                                  "A  c bad?utf8  (+1 -0, 1 hunk)"], result["list"]

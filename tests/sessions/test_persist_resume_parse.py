@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ollie.agent.history import turn_marks
 from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import logparse
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileError
@@ -337,6 +338,27 @@ def test_a_session_field_of_the_wrong_type_is_refused_with_the_file(tmp_path, ke
     commit["meta"][key] = Session().meta()[key] if key != "total_input_tokens" else 3  # a well-typed one loads
     file.path.write_bytes(_with_line(data, 2, commit))
     assert SessionFile(tmp_path, session.id, sync=False).load().messages == session.messages
+
+
+@pytest.mark.parametrize("saved, loaded", [
+    ([2, -3, 10**30, True, "x", None, 1.5, [1], 1], [2, 0, 0, 0, 0, 0, 0, 0, 1]),
+    ("x", []), ({"1": 2}, []), (None, []),
+], ids=str)
+def test_a_hostile_turn_changed_resumes_with_no_mark_for_its_bad_counts(tmp_path, saved, loaded):
+    """A teammate's log may be hostile: a negative or huge count (Neovim drew 10**30 as -9223372036854775808 files) or
+    one of the wrong type refused the session, or marked its history with a lie. Now the others mark their turns."""
+    session = Session(agent="t", turn_starts=list(range(9)))
+    session.messages.extend(Message("user", str(n)) for n in range(10))
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    commit = json.loads(data.split(b"\n")[11])
+    commit["meta"]["turn_changed"] = saved
+    file.path.write_bytes(_with_line(data, 11, commit))
+    resumed = SessionFile(tmp_path, session.id, sync=False).load()
+    assert resumed.turn_changed == loaded
+    marks = turn_marks(resumed.turn_starts, resumed.turn_changed, len(resumed.messages))
+    assert marks == ({0: {"turn": 1, "files": 2}, 9: {"turn": 9, "files": 1}} if loaded else {})
 
 
 _VALUES = [5, -1, True, None, "x", "", [], {}, 1.5, [1], {"a": 1}, "user", "tool"]

@@ -55,9 +55,11 @@ class ChangedFile:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class TurnFiles:
-    """What a turn changed, on its `turn` end event: its number and its files (build output left out)."""
+    """What a turn changed, on its `turn` end event: its number, how many files (build output left out), and the
+    first of them (`files`: a bounded list, see ollie.agent.review.END_LISTED_FILES)."""
 
     turn: int
+    count: int
     files: tuple[ChangedFile, ...]
 
 

@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first 
 
 log = get_logger(__name__)
 
+# The most files a turn's end event lists, and the most characters of their paths together: a step may write 50,000
+# files under 4 KiB paths, which listed whole made one notification of up to 200 MB (built on the event loop, and more
+# than an editor draws). Its count stays exact; `ollie/changes` lists them all.
+END_LISTED_FILES = 100
+END_LISTED_CHARS = 16 * 1024
+
 
 class ReviewError(ValueError):
     """A review request that cannot be carried out; `field` names the request field at fault, for the error."""
@@ -106,11 +112,17 @@ def _undone_text(change: FileChange, hunk: int | None) -> str | None:
 
 
 def _turn_files(changed: TurnChanges) -> TurnFiles:
-    """The end event's list of the turn's files: each with its lines added and removed (from its hunks)."""
-    return TurnFiles(changed.turn, tuple(
-        ChangedFile(c.path, c.status, sum(h.new_lines for h in c.hunks), sum(h.old_lines for h in c.hunks),
-                    in_editor=c.path in changed.in_editor)
-        for c in changed.changes))
+    """The end event's list of the turn's first files (END_LISTED_FILES, END_LISTED_CHARS): each with its lines added
+    and removed (from its hunks); its count exact."""
+    listed: list[ChangedFile] = []
+    chars = 0
+    for c in changed.changes:
+        chars += len(c.path)
+        if len(listed) == END_LISTED_FILES or (listed and chars > END_LISTED_CHARS):
+            break
+        listed.append(ChangedFile(c.path, c.status, sum(h.new_lines for h in c.hunks),
+                                  sum(h.old_lines for h in c.hunks), in_editor=c.path in changed.in_editor))
+    return TurnFiles(changed.turn, len(changed.changes), tuple(listed))
 
 
 def _describe_hunk(change: FileChange, index: int | None) -> str:
@@ -194,7 +206,8 @@ class Review:
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             return None
-        return _turn_files(changed) if changed.changes else None
+        # Off the loop: a listed file may have hundreds of thousands of hunks (a 1 MiB file of alternate lines changed).
+        return await asyncio.to_thread(_turn_files, changed) if changed.changes else None
 
     async def _saved_buffers_before(self, turn: int, begin: str, end: str) -> str:
         """The turn's checkpoint with each buffer it edited and saved as that buffer was before the turn: the save

@@ -281,6 +281,8 @@ class Session:
         ts = meta.get("task_state")
         if "step_network" in meta:
             meta = {**meta, "step_network": _connections(meta["step_network"])}
+        if "turn_changed" in meta:
+            meta = {**meta, "turn_changed": _counts(meta["turn_changed"])}
         return cls(
             messages=messages,
             task_state=TaskState.from_dict(ts) if ts else None,
@@ -292,13 +294,13 @@ def _check_meta(meta: dict[str, Any]) -> None:
     """Each field a log gives of the type `Session` holds: a crafted `"total_input_tokens": "x"` resumed, then
     failed every turn (its usage is added to it), and a `task_state` that is no map raised an AttributeError."""
     for f in fields(Session):
-        if f.name not in meta or f.name in _NOT_META or f.name == "step_network":  # (`_connections` sifts that)
+        if f.name not in meta or f.name in _NOT_META or f.name in ("step_network", "turn_changed"):  # sifted apart
             continue
         value = meta[f.name]
         default = f.default if f.default_factory is MISSING else f.default_factory()
         kind = type(default)
         if kind is list:
-            item = int if f.name in ("turn_starts", "turn_changed") else str
+            item = int if f.name == "turn_starts" else str
             ok = type(value) is list and all(type(v) is item for v in value)
         elif kind is dict:
             ok = type(value) is dict and all(
@@ -312,6 +314,19 @@ def _check_meta(meta: dict[str, Any]) -> None:
     ts = meta.get("task_state")
     if ts is not None and type(ts) is not dict:
         raise ValueError(f"the session's task_state is a {type(ts).__name__}, not a map")
+
+
+# More files than a turn may count: a checkpointed tree holds fewer (ollie.workspace.guard), and a client's JSON reads
+# each count below it exactly (Neovim's drew 10**30 as -9223372036854775808).
+_MAX_COUNT = 1 << 31
+
+
+def _counts(saved: Any) -> list[int]:
+    """A log's `turn_changed` with each count that is not one (a teammate's log may be hostile) as 0: that turn is not
+    marked, the others are, and the session resumes (a count only marks the history)."""
+    if not isinstance(saved, list):
+        return []
+    return [n if type(n) is int and 0 <= n < _MAX_COUNT else 0 for n in saved]
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}

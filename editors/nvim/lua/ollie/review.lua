@@ -77,7 +77,8 @@ function M.file_line(f)
   end
   local what = f.binary and "binary" or string.format("+%d -%d, %d hunk%s", plus, minus, #f.hunks,
     #f.hunks == 1 and "" or "s")
-  return string.format("%s  %s  (%s)", STATUS[f.status] or "?", f.path, what)
+  -- A name may hold a newline (no buffer line can) or terminal escapes: drawn as Neovim draws controls (^[).
+  return string.format("%s  %s  (%s)", STATUS[f.status] or "?", vim.fn.strtrans(f.path), what)
 end
 
 ---Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb()`.

@@ -73,6 +73,8 @@ export type ChatItem =
       files: ChangedFile[];
       /** Drawn from the history's mark: how many files the turn changed, until `files` are read (`ollie/changes`). */
       pending?: number;
+      /** How many files the turn changed past `files` (its end event lists the first), until they are read whole. */
+      more?: number;
       message?: string;
       busy?: boolean;
     };

@@ -25,6 +25,8 @@ export interface OllieEvent {
 export interface TurnChanges {
   turn: number;
   files: ChangedFile[];
+  /** How many files it changed past those listed (the event lists the first 100 at most). */
+  more?: number;
 }
 
 /** One `ollie/stateChanged` notification. */
@@ -148,7 +150,8 @@ function parseTurnChanges(raw: unknown): TurnChanges | undefined {
     if (f.inEditor === true) file.inEditor = true;
     files.push(file);
   }
-  return { turn: raw.turn as number, files };
+  const more = raw.more;
+  return Number.isInteger(more) && (more as number) > 0 ? { turn: raw.turn as number, files, more: more as number } : { turn: raw.turn as number, files };
 }
 
 /** The params of an `ollie/stateChanged` notification, or undefined when malformed. */

@@ -43,7 +43,9 @@ export class ChangesLists {
     const model = this.host.modelFor(session);
     if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === changes.turn)) return;
     const files = markUnsaved(changes.files, this.host.cwdOf(session));
-    this.host.changedIn(session, model.add<ChangesItem>({ kind: "changes", id: 0, session, turn: changes.turn, files }));
+    const item: ChangesItem = { kind: "changes", id: 0, session, turn: changes.turn, files };
+    if (changes.more) item.more = changes.more;
+    this.host.changedIn(session, model.add<ChangesItem>(item));
   }
 
   /** Read the files of the lists a history page drew from its turns' marks (`pending`), each on its own: the page is
@@ -79,6 +81,7 @@ export class ChangesLists {
     try {
       const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
       item.files = mergeChanges(item.files, markUnsaved(files, this.host.cwdOf(item.session)));
+      item.more = undefined; // all of them listed now
     } catch (err) {
       this.host.log.warn(`ollie/changes ${item.turn}: ${errorText(err)}`);
       // A CWD without checkpoints (-32602): the list says its files cannot be read.

@@ -200,9 +200,11 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
   const head = el("div", "changes-head");
   const open = item.files.filter((f) => !f.undone);
   // From the history's mark, its files still being read: their count, and no list yet.
-  const count = item.pending !== undefined ? `${item.pending}` : open.length ? `${open.length}` : "all undone";
+  const more = item.more ?? 0;
+  const count = item.pending !== undefined ? `${item.pending}` : open.length + more ? `${open.length + more}` : "all undone";
   head.append(icon("diff"), el("span", "changes-title", `Changed files (${count})`), el("span", "spacer"));
-  if (open.length > 1) head.append(button("Undo all", "undo", { item: item.id }, "discard", "link-button"));
+  // Not with files left unlisted: it would undo only those shown (an undo of one lists them all).
+  if (open.length > 1 && !more) head.append(button("Undo all", "undo", { item: item.id }, "discard", "link-button"));
   const list = el("ul", "changes-list");
   if (item.pending !== undefined) list.append(el("li", "loading", "Listing the files…"));
   for (const file of item.files) {
@@ -226,6 +228,7 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
     else row.append(button("Undo", "undo", { item: item.id, path: file.path }, "discard", "link-button"));
     list.append(row);
   }
+  if (more) list.append(el("li", "more", `… and ${more} more file${more === 1 ? "" : "s"}, not listed here (/changes lists them all)`));
   node.replaceChildren(head, list);
   if (item.message) {
     const message = el("div", "changes-message", item.message);

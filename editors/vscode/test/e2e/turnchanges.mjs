@@ -14,6 +14,9 @@ const script = [
   { text: "Both shouted." },
   { text: "Shouting c.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/gamma/GAMMA/ c.txt", language: "bash" }] } }] },
   { text: "c shouted too." },
+  // A hostile step: names with terminal escapes and a newline, then 150 files; the end event lists the first 100.
+  { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
+  { text: "Many written." },
 ];
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
@@ -68,5 +71,24 @@ await withVSCode(
     await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
     await screenshot("turnchanges-reloaded");
     log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
+
+    // A turn of 152 files, two with names made to hurt: its list counts them all, shows its first 100 as text and
+    // says how many more, with no Undo all (it would undo only those shown).
+    await send(reloaded, "write many");
+    await until("the hostile turn's changed files", async () => (await lists(reloaded)).length === 3);
+    const hostile = reloaded.locator(".item.changes").last();
+    const title = await hostile.locator(".changes-title").textContent();
+    const rows = await hostile.locator(".file-link").allTextContents();
+    const more = await hostile.locator("li.more").textContent();
+    if (title !== "Changed files (152)" || rows.length !== 100 || !/^… and 52 more files, not listed here/.test(more ?? "")) {
+      throw new Error(`the hostile turn's list: ${JSON.stringify({ title, rows: rows.length, more })}`);
+    }
+    if (rows[0] !== "a\x1b[2J\x1b]0;pwned\x07" || rows[1] !== "a new\nline") throw new Error(`its first names: ${JSON.stringify(rows.slice(0, 2))}`);
+    if (await hostile.locator("button", { hasText: "Undo all" }).count()) throw new Error("a bounded list offers Undo all");
+    await hostile.locator("li.more").scrollIntoViewIfNeeded();
+    await screenshot("turnchanges-bounded");
+    await hostile.locator(".changes-head").scrollIntoViewIfNeeded();
+    await screenshot("turnchanges-bounded-head");
+    log("a turn of 152 files lists its first 100 as text, and says how many more");
   },
 );

@@ -93,6 +93,10 @@ test("ollie/event params are checked", () => {
     ],
   });
   assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 3 } })?.turnChanges, undefined);
+  // A list bounded by the daemon: how many it left out, shown with the list (a `more` that is no count is dropped).
+  const bounded = (more: unknown) => parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 150, changed: changed.slice(0, 1), more } })?.turnChanges;
+  assert.equal(bounded(149)?.more, 149);
+  for (const bad of [0, -1, 1.5, "149", null]) assert.equal(bounded(bad)?.more, undefined);
   const step = { id: "c1", kind: "read", title: "Read a.py", status: "completed", locations: [{ path: "a.py" }] };
   const withStep = parseEvent({ session: "s", seq: 2, role: "tool", name: "call_tool", content: "ok", tool: step, steps: [step] });
   assert.deepEqual([withStep?.tool, withStep?.steps], [step, [step]]);

@@ -1,0 +1,57 @@
+"""A hostile step's writes as a turn's end event lists them (`turnChanges`): bounded, never followed, never trusted."""
+
+from __future__ import annotations
+
+import json
+
+from ollie.testing import Reply
+
+from .test_review import env
+
+# What a hostile model's step writes: a name with a newline, one with terminal escapes (a title set, the screen
+# cleared), one that is no UTF-8, a FIFO, links to /dev/zero and out of the workspace, then 1,500 files with long names
+# (a 4 KiB path each, and 50,000 of them, made one 200 MB notification).
+HOSTILE = r"""
+printf 'x\n' > $'a new\nline'
+printf 'x\n' > $'a esc\e]0;pwned\a\e[2J'
+printf 'x\n' > $'a bad\xff\xfeutf8'
+mkfifo a-fifo
+ln -s /dev/zero a-zero
+ln -s ../outside/secret a-up
+mkdir many && cd many
+long=$(printf 'n%.0s' $(seq 200))
+for i in $(seq 1500); do : > "$long$i"; done
+"""
+
+
+async def test_a_turn_of_thousands_of_files_and_hostile_names_ends_with_a_bounded_list(start_daemon, llm, tmp_path):
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": HOSTILE, "language": "bash"}]})),
+               Reply.text("written"), Reply.text("still here"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "outside").mkdir()
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=120))["session"]
+
+    end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
+    changes = end["turnChanges"]
+    # The count is exact (the FIFO is not checkpointed: not a change); the list is its first files, the rest counted.
+    assert changes["files"] == 1505
+    listed = changes["changed"]
+    assert 0 < len(listed) <= 100 and changes["more"] == 1505 - len(listed)
+    assert len(json.dumps(end)) < 128 * 1024  # it was 430 KB here
+    # Names as they are (JSON escapes the controls, an editor draws them as text); links as links, never followed.
+    assert listed[:5] == [
+        # Each byte that is no UTF-8 as "?" (as `ollie/changes` has it): escaped as a lone surrogate, Neovim's JSON
+        # decoder refused the whole event (its chat ran on for ever).
+        {"path": "a bad??utf8", "status": "added", "added": 1, "removed": 0, "inEditor": False},
+        {"path": "a esc\x1b]0;pwned\x07\x1b[2J", "status": "added", "added": 1, "removed": 0, "inEditor": False},
+        {"path": "a new\nline", "status": "added", "added": 1, "removed": 0, "inEditor": False},
+        {"path": "a-up", "status": "added", "added": 0, "removed": 0, "inEditor": False},
+        {"path": "a-zero", "status": "added", "added": 0, "removed": 0, "inEditor": False},
+    ]
+    assert all(f["path"].startswith("many/") for f in listed[5:])
+    # The history counts what the event counted, and the daemon serves on.
+    marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
+    assert marks == [{"turn": 1, "files": 1505}]
+    assert (await daemon.request("ollie/submit", {"text": "still there?"}))["reply"] == "still here"
