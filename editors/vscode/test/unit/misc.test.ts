@@ -86,6 +86,12 @@ test("the chat page is accessible: a log for the transcript, labelled controls, 
   assert.ok(html.indexOf('href="codicon.css"') < html.indexOf('href="chat.css"'), "the icon font loads before the view's styles");
   assert.deepEqual([...html.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1]), ["ask", "auto-edit", "auto", "read-only"]);
   assert.match(html, /<select id="approval" aria-label="Approval mode">/);
+  // The mode a user reads never looks like an agent's name (the agent picker lists `ask`, as `/agent ask` takes it).
+  const labels = [...html.matchAll(/<option value="[^"]+"[^>]*>([^<]+)</g)].map((m) => m[1]);
+  assert.deepEqual(labels, ["Ask before edits", "Auto-edit", "Auto", "Read-only"]);
+  const agents = fs.readdirSync(path.join(root, "..", "..", "agents")).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -5));
+  assert.ok(agents.includes("ask"), `agents: ${agents}`);
+  for (const label of labels) assert.ok(!agents.includes(label.toLowerCase()), `the approval mode "${label}" reads like the agent "${label.toLowerCase()}"`);
   // Every icon-only button says what it does.
   for (const tag of html.match(/<button[^>]*class="icon-button"[^>]*>/g) ?? []) assert.match(tag, /aria-label="[^"]+"/);
   assert.doesNotMatch(html, /id="state"|id="cost"/, "state and cost live in the status bar only");
