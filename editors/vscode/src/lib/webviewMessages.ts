@@ -77,6 +77,7 @@ export type ToWebview =
   | { type: "onboarding"; onboarding: Onboarding | null }
   | { type: "chip"; chip: Chip }
   | { type: "unsent"; text: string }
+  | { type: "focusInput" }
   | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);

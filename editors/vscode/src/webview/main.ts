@@ -335,6 +335,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "unsent":
       composer.putBack(message.text);
       break;
+    case "focusInput":
+      composer.focus();
+      break;
     case "paths":
       for (const path of message.existing) knownPaths.set(path, true);
       for (const node of rendered.values()) if (node.dataset.kind === "assistant") decoratePaths(node);
