@@ -66,6 +66,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       header: this.conversation.header,
       commands: [...this.conversation.slashCommands],
       earlier: this.conversation.earlier,
+      loading: this.conversation.loading,
     });
   }
 

@@ -54,7 +54,8 @@ ${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n
 </header>
 <div id="body">
 <section id="onboarding" role="region" aria-labelledby="onboarding-title" hidden></section>
-<div id="empty" class="empty">
+<p id="loading" class="empty" role="status" hidden><span class="codicon codicon-loading codicon-modifier-spin" aria-hidden="true"></span> Loading the session…</p>
+<div id="empty" class="empty" hidden>
 <p class="empty-title">Ask Ollie about your code</p>
 <p>It reads, edits and runs things in your workspace; every change can be reviewed and undone.</p>
 ${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</kbd> commands · <kbd>@</kbd> add a file · <kbd>#</kbd> add the selection</p>

@@ -69,7 +69,7 @@ export interface Header {
 }
 
 export type ToWebview =
-  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number }
+  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number; loading: boolean }
   | { type: "items"; items: ChatItem[] }
   | { type: "earlier"; items: ChatItem[]; earlier: number }
   | { type: "status"; running: boolean }

@@ -16,6 +16,7 @@ const vscode = acquireVsCodeApi();
 const log = document.getElementById("log") as HTMLElement;
 const jump = document.getElementById("jump") as HTMLButtonElement;
 const empty = document.getElementById("empty") as HTMLElement;
+const loadingNote = document.getElementById("loading") as HTMLElement;
 const onboardingBox = document.getElementById("onboarding") as HTMLElement;
 const title = document.getElementById("title") as HTMLElement;
 const approval = document.getElementById("approval") as HTMLSelectElement;
@@ -29,6 +30,14 @@ let userSent = false;
 const earlierButton = button("Load earlier messages", "loadEarlier", {}, "fold-up", "link-button earlier");
 let earlier = 0;
 let askedEarlier = false;
+// A session the view shows again (after a window reload) is on its way: no empty new chat until it is here.
+let loading = false;
+
+// The empty page (hidden until the first reset says which) is for a new chat only.
+function showPlaceholder(): void {
+  empty.hidden = loading || rendered.size > 0;
+  loadingNote.hidden = !loading || rendered.size > 0;
+}
 
 function showEarlier(count: number): void {
   earlier = count;
@@ -123,7 +132,7 @@ function upsert(items: ChatItem[]): void {
     if (item.kind === "permission" && item.outcome && node.contains(document.activeElement)) focusLost = true;
     update(node, item);
   }
-  empty.hidden = rendered.size > 0;
+  showPlaceholder();
   askPaths();
   const decision = afterUpdate({ following, userSent: sentNow });
   if (sentNow) userSent = false;
@@ -304,8 +313,8 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       log.replaceChildren(earlierButton);
       showEarlier(message.earlier);
       following = true;
+      loading = message.loading;
       upsert(message.items);
-      empty.hidden = rendered.size > 0;
       composer.setRunning(message.running);
       composer.commands = message.commands;
       showHeader(message.header);

@@ -97,7 +97,10 @@ test("the chat page is accessible: a log for the transcript, labelled controls, 
   assert.doesNotMatch(html, /id="state"|id="cost"/, "state and cost live in the status bar only");
   assert.doesNotMatch(html, /class="note"/, "no note where the workspace says where Ollie works");
   const noFolder = chatHtml({ cspSource: "c", nonce: "n", scriptUri: "s.js", styleUri: "chat.css", note: "No folder is open: <home>" });
-  assert.match(noFolder, /<div id="empty" class="empty">[^]*<p class="note">No folder is open: &lt;home><\/p>[^]*<\/div>/);
+  assert.match(noFolder, /<div id="empty" class="empty" hidden>[^]*<p class="note">No folder is open: &lt;home><\/p>[^]*<\/div>/);
+  // Neither the empty new chat nor "Loading the session…" shows before the extension's first reset says which: after a
+  // window reload the session comes back, and the empty page flashed for as long as the daemon took to start.
+  assert.match(html, /<p id="loading" class="empty" role="status" hidden>/);
 });
 
 test("the model and agent pickers' choices come from listModels and listAgents", () => {
