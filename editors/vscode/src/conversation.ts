@@ -562,7 +562,9 @@ export class Conversation implements vscode.Disposable {
     const untouched = (): boolean => this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0;
     if (!session || session === fresh || !untouched()) return;
     try {
-      await this.daemon.request("ollie/session/load", { session });
+      const loaded = await this.daemon.request<{ info?: { title?: unknown } } | null>("ollie/session/load", { session });
+      // Its title shows with its history (it said "New chat" until `ollie/state` answered).
+      this.setTitle(session, loaded?.info?.title);
     } catch (err) {
       // A session never saved (no prompt sent) or deleted since: the fresh one stays.
       this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);

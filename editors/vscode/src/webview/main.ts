@@ -30,8 +30,9 @@ let userSent = false;
 const earlierButton = button("Load earlier messages", "loadEarlier", {}, "fold-up", "link-button earlier");
 let earlier = 0;
 let askedEarlier = false;
-// A session the view shows again (after a window reload) is on its way: no empty new chat until it is here.
-let loading = false;
+// A session the view shows again (after a window reload) is on its way: no empty new chat until it is here. Until the
+// first reset says whether one is, nothing claims a new chat either.
+let loading = true;
 
 // The empty page (hidden until the first reset says which) is for a new chat only.
 function showPlaceholder(): void {
@@ -160,7 +161,8 @@ function focusQuestion(items: ChatItem[]): boolean {
 }
 
 function showHeader(header: Header): void {
-  title.textContent = header.title || "New chat";
+  // A session on its way has a title still to come: not "New chat" meanwhile.
+  title.textContent = header.title || (loading ? "" : "New chat");
   title.title = header.title;
   if (header.approval) approval.value = header.approval;
   approval.dataset.mode = header.approval || "ask";

@@ -112,25 +112,36 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   // From the first look at the new chat page until the session's history is in it: never the empty new chat (it
   // showed for as long as the daemon took to start and load the session).
-  const firstLook = chatFrame(page).then((frame) => frame.evaluate((timeout) => new Promise((resolve) => {
-    const shown = new Set();
-    const look = () => {
-      for (const id of ["empty", "loading"]) if (!document.getElementById(id).hidden) shown.add(id);
-      if (document.querySelector("#log .item")) done();
-    };
-    const observer = new MutationObserver(look);
-    const done = () => {
-      observer.disconnect();
-      resolve([...shown]);
-    };
-    observer.observe(document.body, { subtree: true, childList: true, attributes: true });
-    look();
-    setTimeout(done, timeout);
-  }), waitMs));
+  const firstLook = chatFrame(page).then(async (frame) => {
+    const watching = frame.evaluate((timeout) => new Promise((resolve) => {
+      const shown = new Set();
+      const look = () => {
+        for (const id of ["empty", "loading"]) if (document.getElementById(id)?.hidden === false) shown.add(id);
+        if (document.getElementById("title")?.textContent === "New chat") shown.add("new chat title");
+        if (document.querySelector("#log .item")) done();
+      };
+      const observer = new MutationObserver(look);
+      const done = () => {
+        observer.disconnect();
+        resolve([...shown]);
+      };
+      observer.observe(document.body, { subtree: true, childList: true, attributes: true });
+      look();
+      setTimeout(done, timeout);
+    }), waitMs);
+    // To look at, not checked: "Loading the session…" while it shows (a start fast enough may never show it).
+    const loadingShot = frame.locator("#loading:not([hidden]), #log .item").first().waitFor({ timeout: waitMs })
+      .then(async () => (await frame.locator("#loading").isVisible()) && screenshot("queue-reload-loading"))
+      .catch(() => undefined);
+    const [shown] = await Promise.all([watching, loadingShot]);
+    return shown;
+  });
+  firstLook.catch(() => undefined); // awaited below, where its failure is thrown
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
   const shown = await firstLook;
   if (shown.includes("empty")) throw new Error(`the empty new chat showed while the session came back (shown: ${shown})`);
+  if (shown.includes("new chat title")) throw new Error("the header said New chat while the session came back");
   // The turn the reload ended (its call closed under the question) ends as a stopped one does.
   const cut = editStep(chat, "tool");
   await cut.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
