@@ -73,8 +73,8 @@ async def test_health_of_a_usable_backend(scripted_llm):
     srv = scripted_llm("ollama", model="qwen3:latest")
     async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})) as backend:
         health = (await check_backend(backend)).to_wire()
-    assert health == {"ok": True, "backend": "ollama", "model": "qwen3", "reachable": True, "modelPresent": True,
-                      "keySet": None, "error": "", "hint": ""}
+    assert health == {"ok": True, "backend": "ollama", "model": "qwen3", "url": srv.url, "reachable": True,
+                      "modelPresent": True, "keySet": None, "error": "", "hint": ""}
 
 
 async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm):
@@ -86,11 +86,21 @@ async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm)
 
 
 async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
-    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url()})) as backend:
+    url = closed_url()
+    async with aclosing(make_backend(environ={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": url})) as backend:
         health = (await check_backend(backend)).to_wire()
     # "cannot connect" (refused at once), not the check's 3 s timeout.
-    assert (health["ok"], health["reachable"]) == (False, False)
+    assert (health["ok"], health["reachable"], health["url"]) == (False, False, url)
     assert "ollama serve" in health["hint"] and "cannot connect" in health["error"]
+
+
+async def test_health_names_the_url_without_its_credentials():
+    url = closed_url()
+    environ = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k",
+               "OLLIE_OPENAI_URL": url.replace("http://", "http://user:secret@") + "/v1?api_key=secret"}
+    async with aclosing(make_backend(environ=environ)) as backend:
+        health = (await check_backend(backend)).to_wire()
+    assert (health["backend"], health["url"]) == ("local", f"{url}/v1")
 
 
 async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):

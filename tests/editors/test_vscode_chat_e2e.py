@@ -23,17 +23,20 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
           "the agent pick highlights the current agent and says a switch clears the chat; Enter kept both")
 
 
-@pytest.mark.timeout(330)
+@pytest.mark.timeout(430)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus once the clicked
     Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn
     comes back held and runs before the next one; one held that `/queued clear` drops shows dropped (it stayed marked
-    held)."""
-    shows(run_e2e("queue.mjs"),
+    held). A reload while an approval question waits: no empty new chat while the session comes back, and "Turn
+    interrupted" under the step it cut short; Ctrl+Alt+O from the editor puts the cursor in the chat's prompt box."""
+    shows(run_e2e("queue.mjs", total_ms=400000),
           "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
           "the input had the focus",
           "a prompt queued when the window reloaded came back held and ran before the next prompt",
-          "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone")
+          "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
+          "came back without the empty new chat", "and said the turn was interrupted",
+          "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box")
 
 
 @pytest.mark.timeout(330)

@@ -43,8 +43,8 @@ async def test_daemon_state_reports_backend_health(start_daemon, scripted_llm):
     srv.script(Reply.text("hi"))
     healthy = await start_daemon(env=srv.env())
     status = (await healthy.request("ollie/state", {}))["backendStatus"]
-    assert status == {"ok": True, "backend": "local", "model": srv.model, "reachable": True, "modelPresent": True,
-                      "keySet": True, "error": "", "hint": ""}
+    assert status == {"ok": True, "backend": "local", "model": srv.model, "url": srv.env()["OLLIE_OPENAI_URL"],
+                      "reachable": True, "modelPresent": True, "keySet": True, "error": "", "hint": ""}
     await healthy.request("ollie/command", {"line": "/model missing-model"})
     status = (await healthy.request("ollie/state", {}))["backendStatus"]
     assert (status["ok"], status["modelPresent"]) == (False, False)

@@ -17,6 +17,7 @@ class Backend(Protocol):
 
     name: str  # whoever serves it: the spec's name, or for an OpenAI-compatible URL its provider (groq, local...)
     spec: BackendSpec  # how it is configured (its variables, its wire format)
+    base_url: str  # where its requests go, without a trailing slash
 
     @property
     def model(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendError, BackendUnreachableError
@@ -21,6 +22,7 @@ class BackendHealth:
     ok: bool
     backend: str
     model: str
+    url: str = ""  # where the backend was asked, for a user to recognise what they configured
     reachable: bool | None = None
     model_present: bool | None = None
     key_set: bool | None = None
@@ -39,6 +41,19 @@ def model_listed(model: str, names: list[str]) -> bool:
     return any(name in wanted for name in names)
 
 
+def shown_url(url: str) -> str:
+    """`url` fit for a message: its scheme, host, port and path; a user part or query (a key can sit there) left out."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port out of range: the backend refused it already, nothing to show
+        return ""
+    if not parts.hostname:
+        return ""
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
 def unbuilt(backend: str, error: str) -> BackendHealth:
     """The health of a backend that could not be built (`error` says what to set)."""
     needs_key = "API key" in error
@@ -49,7 +64,8 @@ def unbuilt(backend: str, error: str) -> BackendHealth:
 async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -> BackendHealth:
     """Ask the backend for its models: reachable, model present, key accepted."""
     key_set = True if backend.spec.key_var else None
-    health = BackendHealth(ok=False, backend=backend.name, model=backend.model, key_set=key_set)
+    health = BackendHealth(ok=False, backend=backend.name, model=backend.model, url=shown_url(backend.base_url),
+                           key_set=key_set)
     try:
         names = await asyncio.wait_for(backend.list_models(), timeout)
     except BackendUnreachableError as exc:

@@ -48,6 +48,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     await vscode.commands.executeCommand(`${ChatViewProvider.viewId}.focus`);
   }
 
+  /** Reveal the chat view with the cursor in its prompt box, wherever the focus was in it (Ollie: Focus Chat). */
+  async focusInput(): Promise<void> {
+    await this.reveal();
+    this.post({ type: "focusInput" });
+  }
+
   itemsChanged(items: ChatItem[]): void {
     this.post({ type: "items", items });
   }
@@ -60,6 +66,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       header: this.conversation.header,
       commands: [...this.conversation.slashCommands],
       earlier: this.conversation.earlier,
+      loading: this.conversation.loading,
     });
   }
 

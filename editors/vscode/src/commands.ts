@@ -256,6 +256,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
   const handlers: Record<string, (...args: unknown[]) => Promise<unknown>> = {
     "ollie.ask": () => ask(parts, false),
     "ollie.askSelection": () => ask(parts, true),
+    "ollie.focusChat": () => parts.chat.focusInput(),
     "ollie.stop": () => parts.conversation.interrupt(),
     "ollie.injectPrompt": async () => {
       const text = await vscode.window.showInputBox({ title: "Ollie: Inject", prompt: "Text for the running turn" });

@@ -76,6 +76,8 @@ export class Conversation implements vscode.Disposable {
   private settling: Promise<void> | undefined;
   // The session to show again once the next daemon is up (the one the window showed before a reload).
   private restore: string | undefined;
+  // Until that session's history has come (or it could not be loaded), the view says it loads: no empty new chat.
+  private resuming = false;
   // The session a prompt was typed in while the daemon restarted: the next daemon resumes it (else a Restart starts
   // a fresh one), and the prompt goes there.
   private typedIn: string | undefined;
@@ -90,6 +92,7 @@ export class Conversation implements vscode.Disposable {
     private readonly memory?: SessionMemory,
   ) {
     this.restore = memory?.get();
+    this.resuming = this.restore !== undefined;
     const host: SessionHost = {
       daemon,
       log,
@@ -119,12 +122,27 @@ export class Conversation implements vscode.Disposable {
       daemon.onStateChanged((state) => this.onState(state)),
       daemon.onRunning((running) => void this.onRunning(running)),
       // Not installed, or failed at start: the chat says what to do (it was blank, and prompts went nowhere).
-      daemon.onStartFailed((message) => this.changed(this.model.addNotice("error", message))),
+      daemon.onStartFailed((message) => {
+        this.resumed();
+        this.changed(this.model.addNotice("error", message));
+      }),
       // Approval questions come as `ollie/permission` and are answered in the chat.
       daemon.serve("ollie/permission", (params, token) => this.askPermission(params, token), { permissionRequest: true }),
       // `Ollie: Ask about this...` (a code action on a selection) asks for its question here.
       daemon.serve("ollie/prompt", (params, token) => askLine(params, token), { promptRequest: true }),
     );
+  }
+
+  /** Whether the view waits for a session it shows again (a window reload, a restart), rather than a new chat. */
+  get loading(): boolean {
+    return this.resuming;
+  }
+
+  // The session to show again is shown, or will not be: the view shows what there is.
+  private resumed(): void {
+    if (!this.resuming) return;
+    this.resuming = false;
+    for (const listener of this.listeners) listener.reset();
   }
 
   /** The view header: the current session's title and approval mode. */
@@ -493,6 +511,7 @@ export class Conversation implements vscode.Disposable {
     // Decided now: a session switched to while this one starts came back with them held. Each session's come back
     // when it is shown (`switchTo`), the one shown first below.
     const continuing = this.restore !== undefined;
+    this.resuming = continuing;
     if (continuing) this.queued.carry();
     else this.queued.forget();
     this.dirty.clear();
@@ -519,6 +538,7 @@ export class Conversation implements vscode.Disposable {
     } finally {
       settled();
       this.settling = undefined;
+      this.resumed();
     }
     this.emitStatus();
     this.emitOnboarding();
@@ -535,7 +555,9 @@ export class Conversation implements vscode.Disposable {
     const untouched = (): boolean => this.current === fresh && (this.models.get(fresh)?.items.length ?? 0) === 0;
     if (!session || session === fresh || !untouched()) return;
     try {
-      await this.daemon.request("ollie/session/load", { session });
+      const loaded = await this.daemon.request<{ info?: { title?: unknown } } | null>("ollie/session/load", { session });
+      // Its title shows with its history (it said "New chat" until `ollie/state` answered).
+      this.setTitle(session, loaded?.info?.title);
     } catch (err) {
       // A session never saved (no prompt sent) or deleted since: the fresh one stays.
       this.log.info(`ollie/session/load ${session}: ${errorText(err)}`);
@@ -543,7 +565,9 @@ export class Conversation implements vscode.Disposable {
     }
     if (!untouched()) return;
     if (!this.models.has(session)) await this.history.load(session);
-    if (untouched()) this.switchTo(session);
+    if (!untouched()) return;
+    this.resuming = false;
+    this.switchTo(session);
   }
 
   private emitHeader(): void {

@@ -5,6 +5,8 @@ export interface BackendStatus {
   ok: boolean;
   backend: string;
   model: string;
+  /** Where the backend was asked ("" when unknown). */
+  url: string;
   reachable: boolean | null;
   modelPresent: boolean | null;
   keySet: boolean | null;
@@ -40,6 +42,7 @@ export function parseBackendStatus(raw: unknown): BackendStatus | undefined {
     ok: s.ok,
     backend: text(s.backend),
     model: text(s.model),
+    url: text(s.url),
     reachable: boolOrNull(s.reachable),
     modelPresent: boolOrNull(s.modelPresent),
     keySet: boolOrNull(s.keySet),
@@ -77,8 +80,9 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
     title = `The model ${model} is missing`;
     steps.push(status.backend === "ollama" ? `Pull it: \`ollama pull ${model}\`` : "Pick another model (Ollie: Switch Model) or set `ollie.model`.");
   } else if (status.reachable === false) {
-    title = `${status.backend} cannot be reached`;
-    steps.push("Check that the server is running and its URL (`ollie.serverEnv`) is right.");
+    // `backend` is a name the daemon derived ("local" for any server on this machine): the URL is what the user typed.
+    title = status.url ? `The model server at ${status.url} cannot be reached` : `${status.backend} cannot be reached`;
+    steps.push("Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`.");
   } else if (keyProblem) {
     title = `${status.backend} needs an API key`;
     steps.push("Enter the key (Set API key); it is kept in VS Code's secret storage, not in settings.");

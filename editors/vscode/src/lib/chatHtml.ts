@@ -45,7 +45,7 @@ ${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n
 <label class="approval" title="Approval mode: when Ollie asks before a step runs">
 <span class="codicon codicon-shield" aria-hidden="true"></span>
 <select id="approval" aria-label="Approval mode">
-<option value="ask" title="Ask before edits and commands">Ask</option>
+<option value="ask" title="Ask before edits and commands">Ask before edits</option>
 <option value="auto-edit" title="Edit files without asking; ask before commands">Auto-edit</option>
 <option value="auto" title="Run everything without asking (the sandbox still applies)">Auto</option>
 <option value="read-only" title="Read and plan only: no edits, no commands that write">Read-only</option>
@@ -54,7 +54,8 @@ ${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n
 </header>
 <div id="body">
 <section id="onboarding" role="region" aria-labelledby="onboarding-title" hidden></section>
-<div id="empty" class="empty">
+<p id="loading" class="empty" role="status" hidden><span class="codicon codicon-loading codicon-modifier-spin" aria-hidden="true"></span> Loading the session…</p>
+<div id="empty" class="empty" hidden>
 <p class="empty-title">Ask Ollie about your code</p>
 <p>It reads, edits and runs things in your workspace; every change can be reviewed and undone.</p>
 ${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</kbd> commands · <kbd>@</kbd> add a file · <kbd>#</kbd> add the selection</p>

@@ -36,6 +36,9 @@ interface MessageLike {
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
 const INTERRUPTED_MARK = /\s*\[interrupted by the user: this reply was cut off here\]\s*$/;
+// The result of a call an interrupt cut short (ollie.agent.toolround: INTERRUPTED_RESULT, or CLOSED_RESULT when the
+// session was closed under it, as a window reload does while the call waits on its approval question).
+const INTERRUPTED_CALL = /^\[interrupted (by the user )?before this call finished/;
 
 function text(value: unknown): string {
   if (typeof value === "string") return value;
@@ -112,7 +115,8 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
     if (steps && steps.length > 0) event.steps = steps;
     model.apply(event);
   };
-  for (const message of messagesOf(messages)) {
+  const all = messagesOf(messages);
+  all.forEach((message, index) => {
     switch (message.role) {
       case "user": {
         const { prompt, contextLabels } = splitEditorContext(text(message.content));
@@ -134,13 +138,15 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
       }
       case "tool":
         feed("tool", text(message.content), message.name ?? "", message);
+        // An interrupt ends the turn under its calls: after the last result of the batch, the live chat's end line.
+        if (INTERRUPTED_CALL.test(text(message.content)) && all[index + 1]?.role !== "tool") feed("turn", "interrupted");
         break;
       default:
         break;
     }
     const changed = changedTurn(message);
     if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files });
-  }
+  });
   return model.items;
 }
 

@@ -69,7 +69,7 @@ export interface Header {
 }
 
 export type ToWebview =
-  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number }
+  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number; loading: boolean }
   | { type: "items"; items: ChatItem[] }
   | { type: "earlier"; items: ChatItem[]; earlier: number }
   | { type: "status"; running: boolean }
@@ -77,6 +77,7 @@ export type ToWebview =
   | { type: "onboarding"; onboarding: Onboarding | null }
   | { type: "chip"; chip: Chip }
   | { type: "unsent"; text: string }
+  | { type: "focusInput" }
   | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);

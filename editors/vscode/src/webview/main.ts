@@ -16,6 +16,7 @@ const vscode = acquireVsCodeApi();
 const log = document.getElementById("log") as HTMLElement;
 const jump = document.getElementById("jump") as HTMLButtonElement;
 const empty = document.getElementById("empty") as HTMLElement;
+const loadingNote = document.getElementById("loading") as HTMLElement;
 const onboardingBox = document.getElementById("onboarding") as HTMLElement;
 const title = document.getElementById("title") as HTMLElement;
 const approval = document.getElementById("approval") as HTMLSelectElement;
@@ -29,6 +30,15 @@ let userSent = false;
 const earlierButton = button("Load earlier messages", "loadEarlier", {}, "fold-up", "link-button earlier");
 let earlier = 0;
 let askedEarlier = false;
+// A session the view shows again (after a window reload) is on its way: no empty new chat until it is here. Until the
+// first reset says whether one is, nothing claims a new chat either.
+let loading = true;
+
+// The empty page (hidden until the first reset says which) is for a new chat only.
+function showPlaceholder(): void {
+  empty.hidden = loading || rendered.size > 0;
+  loadingNote.hidden = !loading || rendered.size > 0;
+}
 
 function showEarlier(count: number): void {
   earlier = count;
@@ -123,7 +133,7 @@ function upsert(items: ChatItem[]): void {
     if (item.kind === "permission" && item.outcome && node.contains(document.activeElement)) focusLost = true;
     update(node, item);
   }
-  empty.hidden = rendered.size > 0;
+  showPlaceholder();
   askPaths();
   const decision = afterUpdate({ following, userSent: sentNow });
   if (sentNow) userSent = false;
@@ -151,7 +161,8 @@ function focusQuestion(items: ChatItem[]): boolean {
 }
 
 function showHeader(header: Header): void {
-  title.textContent = header.title || "New chat";
+  // A session on its way has a title still to come: not "New chat" meanwhile.
+  title.textContent = header.title || (loading ? "" : "New chat");
   title.title = header.title;
   if (header.approval) approval.value = header.approval;
   approval.dataset.mode = header.approval || "ask";
@@ -304,8 +315,8 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       log.replaceChildren(earlierButton);
       showEarlier(message.earlier);
       following = true;
+      loading = message.loading;
       upsert(message.items);
-      empty.hidden = rendered.size > 0;
       composer.setRunning(message.running);
       composer.commands = message.commands;
       showHeader(message.header);
@@ -334,6 +345,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       break;
     case "unsent":
       composer.putBack(message.text);
+      break;
+    case "focusInput":
+      composer.focus();
       break;
     case "paths":
       for (const path of message.existing) knownPaths.set(path, true);

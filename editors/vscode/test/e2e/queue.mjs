@@ -2,10 +2,12 @@
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
 // goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
 // held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
+// A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
+// reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFrame, log, ollieOutput, openChat, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
@@ -17,6 +19,7 @@ const script = [
   { text: "Answered after the reload." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Answered alone." },
+  { text: "Editing the notes.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["notes.txt", "notes", "edited notes"] }] } }] },
 ];
 
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
@@ -97,4 +100,62 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await send(chat, "Just this.");
   await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
   log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
+
+  // 4. A window reload while the agent waits on an approval question.
+  await chat.locator("#approval").selectOption("ask");
+  await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
+  await send(chat, "Edit the notes.");
+  const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
+  await editStep(chat, "permission").waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: waiting for your answer/);
+  await screenshot("queue-question-before-reload");
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  // From the first look at the new chat page until the session's history is in it: never the empty new chat (it
+  // showed for as long as the daemon took to start and load the session).
+  const firstLook = chatFrame(page).then(async (frame) => {
+    const watching = frame.evaluate((timeout) => new Promise((resolve) => {
+      const shown = new Set();
+      const look = () => {
+        for (const id of ["empty", "loading"]) if (document.getElementById(id)?.hidden === false) shown.add(id);
+        if (document.getElementById("title")?.textContent === "New chat") shown.add("new chat title");
+        if (document.querySelector("#log .item")) done();
+      };
+      const observer = new MutationObserver(look);
+      const done = () => {
+        observer.disconnect();
+        resolve([...shown]);
+      };
+      observer.observe(document.body, { subtree: true, childList: true, attributes: true });
+      look();
+      setTimeout(done, timeout);
+    }), waitMs);
+    // To look at, not checked: "Loading the session…" while it shows (a start fast enough may never show it).
+    const loadingShot = frame.locator("#loading:not([hidden]), #log .item").first().waitFor({ timeout: waitMs })
+      .then(async () => (await frame.locator("#loading").isVisible()) && screenshot("queue-reload-loading"))
+      .catch(() => undefined);
+    const [shown] = await Promise.all([watching, loadingShot]);
+    return shown;
+  });
+  firstLook.catch(() => undefined); // awaited below, where its failure is thrown
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  chat = await openChat(page);
+  const shown = await firstLook;
+  if (shown.includes("empty")) throw new Error(`the empty new chat showed while the session came back (shown: ${shown})`);
+  if (shown.includes("new chat title")) throw new Error("the header said New chat while the session came back");
+  // The turn the reload ended (its call closed under the question) ends as a stopped one does.
+  const cut = editStep(chat, "tool");
+  await cut.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
+  await until("Turn interrupted right under the step the reload cut short",
+    () => cut.evaluate((node) => node.nextElementSibling?.matches('.item.turnEnd[data-stop="interrupted"]') === true));
+  await screenshot("queue-reload-ended-question");
+  log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
+
+  // 5. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
+  await chat.locator("#log").focus();
+  await openFile(page, "notes.txt");
+  await page.keyboard.press("Control+Alt+O");
+  await chatFocused(page, chat);
+  await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
+  await screenshot("queue-focus-chat-key");
+  log("Ctrl+Alt+O from the editor put the cursor in the chat's prompt box");
 });

@@ -123,6 +123,32 @@ test("an interrupted reply shows its text without the engine's marker, then ends
   assert.equal(plain.length, 1);
 });
 
+test("a turn whose calls an interrupt cut short ends as interrupted after the batch, as the live chat showed it", () => {
+  // A window reload while the call waited on its approval question closed the session under it (CLOSED_RESULT).
+  const asked = { id: "c4", kind: "edit", title: "Edit notes.txt", status: "failed", locations: [] };
+  const closed = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]";
+  const reloaded = historyItems([
+    { role: "user", content: "edit the notes" },
+    { role: "assistant", content: "Editing.", tool_calls: [{ id: "c4", name: "call_tool", arguments: "{}", tool: asked }] },
+    { role: "tool", content: closed, tool_call_id: "c4", tool: asked },
+  ]);
+  assert.deepEqual(reloaded.map((i) => i.kind), ["user", "assistant", "tool", "turnEnd"]);
+  assert.deepEqual(reloaded.at(-1), { kind: "turnEnd", id: 4, stop: "interrupted" });
+  // Stop during a batch of two calls: one end line, after both results; the next turn goes on below it.
+  const stopped = "[interrupted by the user before this call finished]";
+  const batch = historyItems([
+    { role: "user", content: "read both" },
+    { role: "assistant", content: "", tool_calls: [{ id: "a", name: "file_read", arguments: "{}" }, { id: "b", name: "file_read", arguments: "{}" }] },
+    { role: "tool", content: stopped, tool_call_id: "a" },
+    { role: "tool", content: stopped, tool_call_id: "b" },
+    { role: "user", content: "go on" },
+  ]);
+  assert.deepEqual(batch.map((i) => i.kind), ["user", "tool", "tool", "turnEnd", "user"]);
+  // A result that merely mentions an interrupt is no end of a turn.
+  const quoted = historyItems([{ role: "tool", content: "grep: [interrupted before this call finished" }]);
+  assert.deepEqual(quoted.map((i) => i.kind), ["tool"]);
+});
+
 test("the first prompt of a resumed session is its first item", () => {
   const model = modelFromHistory(saved);
   assert.deepEqual(model.items[0], { kind: "user", id: 1, text: "fix add" });

@@ -86,12 +86,21 @@ test("the chat page is accessible: a log for the transcript, labelled controls, 
   assert.ok(html.indexOf('href="codicon.css"') < html.indexOf('href="chat.css"'), "the icon font loads before the view's styles");
   assert.deepEqual([...html.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1]), ["ask", "auto-edit", "auto", "read-only"]);
   assert.match(html, /<select id="approval" aria-label="Approval mode">/);
+  // The mode a user reads never looks like an agent's name (the agent picker lists `ask`, as `/agent ask` takes it).
+  const labels = [...html.matchAll(/<option value="[^"]+"[^>]*>([^<]+)</g)].map((m) => m[1]);
+  assert.deepEqual(labels, ["Ask before edits", "Auto-edit", "Auto", "Read-only"]);
+  const agents = fs.readdirSync(path.join(root, "..", "..", "agents")).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -5));
+  assert.ok(agents.includes("ask"), `agents: ${agents}`);
+  for (const label of labels) assert.ok(!agents.includes(label.toLowerCase()), `the approval mode "${label}" reads like the agent "${label.toLowerCase()}"`);
   // Every icon-only button says what it does.
   for (const tag of html.match(/<button[^>]*class="icon-button"[^>]*>/g) ?? []) assert.match(tag, /aria-label="[^"]+"/);
   assert.doesNotMatch(html, /id="state"|id="cost"/, "state and cost live in the status bar only");
   assert.doesNotMatch(html, /class="note"/, "no note where the workspace says where Ollie works");
   const noFolder = chatHtml({ cspSource: "c", nonce: "n", scriptUri: "s.js", styleUri: "chat.css", note: "No folder is open: <home>" });
-  assert.match(noFolder, /<div id="empty" class="empty">[^]*<p class="note">No folder is open: &lt;home><\/p>[^]*<\/div>/);
+  assert.match(noFolder, /<div id="empty" class="empty" hidden>[^]*<p class="note">No folder is open: &lt;home><\/p>[^]*<\/div>/);
+  // Neither the empty new chat nor "Loading the session…" shows before the extension's first reset says which: after a
+  // window reload the session comes back, and the empty page flashed for as long as the daemon took to start.
+  assert.match(html, /<p id="loading" class="empty" role="status" hidden>/);
 });
 
 test("the model and agent pickers' choices come from listModels and listAgents", () => {

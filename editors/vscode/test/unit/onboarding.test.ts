@@ -6,6 +6,7 @@ const status = (patch: Partial<BackendStatus>): BackendStatus => ({
   ok: false,
   backend: "ollama",
   model: "qwen3",
+  url: "",
   reachable: null,
   modelPresent: null,
   keySet: null,
@@ -40,6 +41,14 @@ test("Ollama not running: start it and pull the model, then check again", () => 
 test("the daemon's hint is shown as a sentence where it adds something", () => {
   const help = onboardingFor(status({ backend: "openai", reachable: false, hint: "check the network" }));
   assert.ok(help?.steps.includes("Check the network"));
+});
+
+test("a server that cannot be reached is named by the URL the user configured, not the daemon's name for it", () => {
+  const raw = { backendStatus: { ok: false, backend: "local", model: "m", url: "http://127.0.0.1:8080/v1", reachable: false, modelPresent: null, keySet: true, error: "local: cannot connect", hint: "" } };
+  const help = onboardingFor(parseBackendStatus(raw));
+  assert.equal(help?.title, "The model server at http://127.0.0.1:8080/v1 cannot be reached");
+  assert.match(help?.steps[0] ?? "", /^Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`/);
+  assert.ok(!help?.title.includes("local"), "the daemon's derived name is not what the user typed");
 });
 
 test("a missing model, a backend that could not be built, a refused key", () => {
