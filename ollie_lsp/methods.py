@@ -24,6 +24,7 @@ from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie.workspace.types import LISTED
 from ollie_lsp.editor import context_documents, context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
@@ -371,13 +372,15 @@ def _review_errors() -> Iterator[None]:
 
 @method("ollie/changes", ChangesParams)
 async def changes(ls: OllieServer, p: ChangesParams) -> dict[str, Any]:
-    """The files a turn (default: the last) changed, each with its hunks."""
+    """The files a turn (default: the last) changed, each with its hunks: the first of them (LISTED), or one `path`."""
     live = await ls.table.get(p.session)
     if p.turn is None and not live.core.session.turn_starts:
         return {"turn": None, "files": []}
     with _review_errors():
-        turn = await live.core.review.changes(p.turn, ignored=p.ignored)
-    return {"turn": turn.turn, "files": [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]}
+        turn = await live.core.review.changes(p.turn, ignored=p.ignored, path=p.path,
+                                              bound=LISTED if p.path is None else None)
+    files = [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]
+    return {"turn": turn.turn, "files": files, **({"more": turn.more} if turn.more else {})}
 
 
 @method("ollie/review/undo", ReviewUndoParams)

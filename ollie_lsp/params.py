@@ -180,9 +180,11 @@ class TurnParams(SessionParams):
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class ChangesParams(TurnParams):
-    """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too."""
+    """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too; `path`: that file
+    alone."""
 
     ignored: bool = False
+    path: NonEmpty | None = None
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)

@@ -348,3 +348,18 @@ printf 'x\n' > $'a new\nline'; printf 'x\n' > $'b esc\e]0;pwned\a\e[2J'; printf 
     # Each control drawn as Neovim draws one (^[), never sent to the terminal raw.
     assert result["list"][1:] == ["A  a new^@line  (+1 -0, 1 hunk)", "A  b esc^[]0;pwned^G^[[2J  (+1 -0, 1 hunk)",
                                   "A  c bad?utf8  (+1 -0, 1 hunk)"], result["list"]
+
+
+def test_the_changes_list_of_a_turn_past_the_daemon_s_bound_counts_the_files_it_leaves_out(workspace, scripted_llm):  # noqa: F811
+    """ollie/changes lists a turn's first 100 files (4 MiB of text) and counts the rest in `more`: the list said the
+    turn changed 100 files and showed no sign of the other 5."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{
+        "code": 'for i in $(seq -w 105); do echo "file $i" > "f$i.txt"; done', "language": "bash"}]})),
+        Reply.text("written"))
+    result = run_scenario("many_files", workspace, srv)
+    lines = result["list"]
+    assert lines[0].startswith("ollie: turn 1 changed 105 files"), lines
+    assert lines[1:101] == [f"A  f{i:03}.txt  (+1 -0, 1 hunk)" for i in range(1, 101)], lines
+    assert lines[101:] == ["… and 5 more files, not listed"], lines
+    assert result["diff"] == ["file 001"], result["diff"]

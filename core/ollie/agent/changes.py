@@ -12,6 +12,7 @@ from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 
 if TYPE_CHECKING:  # the checkpoints (git, the tree's inotify watch) load with the first step that may write
     from ollie.workspace.checkpoints import Checkpoints
+    from ollie.workspace.ignored import Listing
     from ollie.workspace.types import FileChange
 
 log = get_logger("ollie.agent.changes")
@@ -128,21 +129,21 @@ class ChangeTracker:
         self._in_editor.clear()
         return self._fresh or await self._snapshot()
 
-    async def after_step(self, token: str | None) -> list[FileChange]:
-        """The files changed since `before_step` gave `token` (empty when untracked), its editor-buffer edits too."""
+    async def after_step(self, token: str | None) -> Listing:
+        """The files changed since `before_step` gave `token` (none when untracked), its editor-buffer edits too, read
+        up to LISTED (the rest counted)."""
+        from ollie.workspace import ignored
+        from ollie.workspace.types import LISTED
+
         in_editor, self._in_editor = self._in_editor, {}
         checkpoints = self.checkpoints
         if token is None or checkpoints is None:
-            return []
+            return ignored.Listing([])
         after = await self._snapshot()
         if after is None:
-            return []
+            return ignored.Listing([])
         try:
-            from ollie.workspace.ignored import listed
-
-            on_disk = await listed(checkpoints.git, checkpoints.root, await checkpoints.changes(token, after))
+            return await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
-            return []
-        # A file changed both ways is shown as its buffer has it (what the user sees).
-        return sorted([*(c for c in on_disk if c.path not in in_editor), *in_editor.values()], key=lambda c: c.path)
+            return ignored.Listing([])

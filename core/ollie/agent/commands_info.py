@@ -20,6 +20,7 @@ from ollie.sessions import location, persist
 from ollie.sessions.types import Info
 from ollie.tools.execute.results import network_line
 from ollie.workspace.errors import WorkspaceError
+from ollie.workspace.types import LISTED
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
@@ -108,7 +109,7 @@ async def cmd_changes(core: CommandTarget, arg: str) -> str:
     if arg and not arg.isdigit():
         raise CommandUsageError(f"/changes takes a turn number (got {arg!r})")
     try:
-        return review_summary(await core.review.changes(int(arg) if arg else None))
+        return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
     except WorkspaceError as exc:
         raise CommandUsageError(f"/changes: {exc}") from None
 

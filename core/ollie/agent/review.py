@@ -25,6 +25,7 @@ from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
+from ollie.workspace.types import LISTED, Bound
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
@@ -40,6 +41,8 @@ log = get_logger(__name__)
 # than an editor draws). Its count stays exact; `ollie/changes` lists them all.
 END_LISTED_FILES = 100
 END_LISTED_CHARS = 16 * 1024
+# A bound that reads no file: the count alone.
+COUNTED = Bound(files=0, text_bytes=0)
 
 
 class ReviewError(ValueError):
@@ -66,6 +69,8 @@ class TurnChanges:
     turn: int
     changes: list[FileChange]
     in_editor: frozenset[str] = frozenset()
+    # The files it changed past `changes` (read up to a bound): counted, not read.
+    more: int = 0
 
 
 @dataclass(eq=False, repr=False)
@@ -122,7 +127,7 @@ def _turn_files(changed: TurnChanges) -> TurnFiles:
             break
         listed.append(ChangedFile(c.path, c.status, sum(h.new_lines for h in c.hunks),
                                   sum(h.old_lines for h in c.hunks), in_editor=c.path in changed.in_editor))
-    return TurnFiles(changed.turn, len(changed.changes), tuple(listed))
+    return TurnFiles(changed.turn, len(changed.changes) + changed.more, tuple(listed))
 
 
 def _describe_hunk(change: FileChange, index: int | None) -> str:
@@ -201,8 +206,8 @@ class Review:
             await cp.record_turns(records)
             # Diffed once, here: the history marks the turns that changed files without a diff each, and the end
             # event lists them, so that a client need not ask again.
-            changed = await self._changes(turn, (begin, end))
-            self._host.session.turn_changed[turn - 1] = len(changed.changes)
+            changed = await self._changes(turn, (begin, end), bound=LISTED)
+            self._host.session.turn_changed[turn - 1] = len(changed.changes) + changed.more
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             return None
@@ -216,7 +221,8 @@ class Review:
         edits = self.editor_edits.since(turn)  # the running turn is the last
         if not edits:
             return begin
-        for change in await self.checkpoints().changes(begin, end):
+        cp = self.checkpoints()
+        for change in await cp.read_changes([e for e in await cp.diff_entries(begin, end) if e[0] in edits]):
             edit = edits.get(change.path)
             if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
                 begin = await self._tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
@@ -274,27 +280,24 @@ class Review:
         before = {t.turn: t.checkpoint for t in await self.checkpoints().list_turns(self._host.session.id)}
         return self._logged_after(before, turn) or await self.checkpoints().snapshot()
 
-    async def changes(self, turn: int | None = None, *, ignored: bool = False) -> TurnChanges:
+    async def changes(self, turn: int | None = None, *, ignored: bool = False, bound: Bound | None = None,
+                      path: str | None = None) -> TurnChanges:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
-        (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`."""
+        (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`; read up to
+        `bound` (the rest counted in `more`), or only `path`."""
         number = self._turn_number(turn)
-        return await self._changes(number, await self._bounds(number), ignored=ignored)
+        return await self._changes(number, await self._bounds(number), ignored=ignored, bound=bound, path=path)
 
-    async def _changes(self, number: int, bounds: tuple[str, str | None] | None, *,
-                       ignored: bool = False) -> TurnChanges:
+    async def _changes(self, number: int, bounds: tuple[str, str | None] | None, *, ignored: bool = False,
+                       bound: Bound | None = None, path: str | None = None) -> TurnChanges:
         """The changes of turn `number` between `bounds` (see `_bounds`), its buffer edits too."""
+        from ollie.workspace.ignored import list_changes
+
         log.debug("turn changes diffed", extra={"turn": number})  # tests count the diffs of a turn by this line
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
-        # A file changed both on disk and in its buffer is listed as the buffer has it (what the user sees).
-        cp = self.checkpoints()
-        logged = await cp.changes(*bounds) if bounds is not None else []
-        on_disk = [c for c in logged if c.path not in in_editor]
-        if not ignored:
-            from ollie.workspace.ignored import listed
-
-            on_disk = await listed(cp.git, cp.root, on_disk)
-        shown = sorted([*on_disk, *in_editor.values()], key=lambda c: c.path)
-        return TurnChanges(number, shown, frozenset(in_editor))
+        listing = await list_changes(self.checkpoints(), bounds, in_editor, build_output=ignored, bound=bound,
+                                     path=path)
+        return TurnChanges(number, listing.changes, frozenset(in_editor), listing.more)
 
     # --- undo ------------------------------------------------------------------
 
@@ -305,8 +308,8 @@ class Review:
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
-        turn_changes = await self.changes(number, ignored=True)  # build output is undone too, listed or not
-        change = next((c for c in turn_changes.changes if c.path == path), None)
+        turn_changes = await self.changes(number, ignored=True, path=path)  # build output is undone too, listed or not
+        change = next(iter(turn_changes.changes), None)
         if change is None:
             raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
         if hunk is not None and not 0 <= hunk < len(change.hunks):
@@ -374,7 +377,7 @@ class Review:
         # The history's count of the turn's files, net of the undo (kept as it was if the diff fails: the undo is done).
         with contextlib.suppress(ReviewError, WorkspaceError):
             if turn <= len(session.turn_changed):
-                session.turn_changed[turn - 1] = len((await self.changes(turn)).changes)
+                session.turn_changed[turn - 1] = (await self.changes(turn, bound=COUNTED)).more
         self._host.save()
 
     async def _record_undo(self, turn: int, change: FileChange, data: bytes | None) -> None:
@@ -499,7 +502,7 @@ def summary(turn_changes: TurnChanges) -> str:
     """The `/changes` text: each file with its status and hunks, numbered as undo takes them."""
     if not turn_changes.changes:
         return f"turn {turn_changes.turn}: no files changed"
-    lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes)} file(s) changed"]
+    lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes) + turn_changes.more} file(s) changed"]
     for change in turn_changes.changes:
         added = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("+"))
         removed = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("-"))
@@ -507,4 +510,6 @@ def summary(turn_changes: TurnChanges) -> str:
         lines.append(f"{change.status} {change.path} ({what})")
         for i, hunk in enumerate(change.hunks):
             lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
+    if turn_changes.more:
+        lines.append(f"... and {turn_changes.more} more file(s), not listed")
     return "\n".join(lines)

@@ -106,18 +106,22 @@ class ToolState:
     status: StepStatus
     locations: tuple[Location, ...] = ()
     diffs: tuple[Diff, ...] | None = None
+    # The files it changed past those `diffs` carry (ollie.workspace.types.LISTED): counted, never read.
+    diffs_more: int = 0
     # The connections the call's steps made through the egress proxy (sandbox/egress.py records), once it ended.
     network: tuple[dict[str, Any], ...] = ()
 
     def to_wire(self) -> dict[str, object]:
-        """The protocol's `tool` object (`diffs` only when the step was tracked for changes, `network` when it
-        connected out)."""
+        """The protocol's `tool` object (`diffs` only when the step was tracked for changes, `diffsMore` when it
+        changed more files than they carry, `network` when it connected out)."""
         out: dict[str, object] = {
             "id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
             "locations": [{"path": loc.path, **({"line": loc.line} if loc.line else {})} for loc in self.locations],
         }
         if self.diffs is not None:
             out["diffs"] = [d.to_wire() for d in self.diffs]
+            if self.diffs_more:
+                out["diffsMore"] = self.diffs_more
         if self.network:
             out["network"] = [{k: c[k] for k in NETWORK_FIELDS if k in c} for c in self.network]
         return out
@@ -146,7 +150,8 @@ def batch_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:
     diffs = [d for s in inner for d in (s.diffs or ())]
     tracked = any(s.diffs is not None for s in inner)
     locations = tuple(dict.fromkeys(loc for s in inner for loc in s.locations))
-    return ToolState(call_id, kind, title, status, locations, tuple(diffs) if tracked else None)
+    return ToolState(call_id, kind, title, status, locations, tuple(diffs) if tracked else None,
+                     sum(s.diffs_more for s in inner))
 
 
 def inner_statuses(result: str, count: int, *, is_error: bool = False) -> list[StepStatus]:
@@ -192,13 +197,18 @@ def _edit_line(state: ToolState, output: str) -> ToolState:
     return replace(state, locations=(Location(state.locations[0].path, int(match.group(1))),)) if match else state
 
 
+def last_writer(inner: Sequence[ToolState]) -> int:
+    """The index of the last of `inner` that may write (the last one when none may): it owns the unnamed changes."""
+    return ([i for i, s in enumerate(inner) if s.kind in WRITE_KINDS] or [len(inner) - 1])[-1]
+
+
 def attribute(diffs: Sequence[Diff], inner: Sequence[ToolState]) -> list[tuple[Diff, ...]]:
     """Split one call's diffs over its inner steps: to the step naming the path, else to its last writer."""
     out: list[list[Diff]] = [[] for _ in inner]
-    writers = [i for i, s in enumerate(inner) if s.kind in WRITE_KINDS] or [len(inner) - 1]
+    writer = last_writer(inner)
     for diff in diffs:
         owner = next((i for i, s in enumerate(inner) if any(loc.path == diff.path for loc in s.locations)
-                      and s.kind in WRITE_KINDS), writers[-1])
+                      and s.kind in WRITE_KINDS), writer)
         out[owner].append(diff)
     return [tuple(d) for d in out]
 

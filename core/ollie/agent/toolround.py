@@ -25,6 +25,7 @@ from ollie.agent.steps import (
     attribute,
     describe,
     finished,
+    last_writer,
     step_states,
     whole_state,
 )
@@ -133,6 +134,8 @@ class ToolRound:
     _names: dict[str, str] = field(default_factory=dict, init=False)
     # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
     _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
+    # How many more files each call changed than its diffs carry (ollie.workspace.types.LISTED), by call id.
+    _diffs_more: dict[str, int] = field(default_factory=dict, init=False)
     # The files a finished write changed under a buffer's unsaved edits, by call id, until its `tool` event is out.
     _behind: dict[str, list[str]] = field(default_factory=dict, init=False)
     # The connections each finished call made through the egress proxy, for its `tool` event and the history.
@@ -180,9 +183,13 @@ class ToolRound:
         inner = finished(self._open.get(call_id, []), text, is_error=is_error)
         diffs = self._diffs.pop(call_id, None)
         shares = attribute(diffs, inner) if diffs and inner else [() for _ in inner]
+        more = self._diffs_more.pop(call_id, 0)
         self._open[call_id] = [
             s.with_status(s.status, share if diffs is not None and (s.kind in WRITE_KINDS or share) else None)
             for s, share in zip(inner, shares, strict=True)]
+        if more:  # the files past the listed ones are named by no step: the last writer's, as attribute() has it
+            owner = last_writer(inner)
+            self._open[call_id][owner] = replace(self._open[call_id][owner], diffs_more=more)
         self._publish("tool", call_id, name, text)
         self.ended[call_id] = self._open.pop(call_id, [])
 
@@ -203,9 +210,11 @@ class ToolRound:
             return result
         writers = [c for c in calls if any(s.kind in WRITE_KINDS for s in self._open.get(c.id, []))]
         # One call: its diffs. A parallel batch: each writer gets the files it names, the last one the rest.
-        diffs = [Diff.of(c) for c in changed]
+        diffs = [Diff.of(c) for c in changed.changes]
         shares = attribute(diffs, [whole_state(c.id, self._open[c.id]) for c in writers])
         self._diffs.update((call.id, share) for call, share in zip(writers, shares, strict=True))
+        if changed.more and writers:
+            self._diffs_more[writers[-1].id] = changed.more
         await self._behind_buffers(diffs, dict(zip((c.id for c in writers), shares, strict=True)))
         return result
 

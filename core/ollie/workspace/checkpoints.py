@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from ollie import beneath
@@ -16,7 +17,7 @@ from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shado
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
-from ollie.workspace.types import FileChange, Restored, Status, Turn
+from ollie.workspace.types import Bound, FileChange, Restored, Status, Turn
 
 MAX_FILE_BYTES = 1 << 20
 _ZERO = objects.ZERO
@@ -276,26 +277,59 @@ class Checkpoints:
 
     async def changes(self, before: str, after: str | None = None) -> list[FileChange]:
         """The files that differ from checkpoint `before` to `after` (None: the work tree now), with hunks."""
+        return await self.read_changes(await self.diff_entries(before, after))
+
+    async def diff_entries(self, before: str, after: str | None = None) -> list[objects.Entry]:
+        """The files that differ from checkpoint `before` to `after` (None: the work tree now), as diff entries: paths
+        and blob ids, no content read (`read_changes` reads it)."""
         if after is None:
             after = await self.snapshot()
         else:
             await self._ensure()
         if before == after:
             return []  # one tree: nothing differs (a step that wrote nothing runs no diff)
-        try:
-            # The diff, the blobs and the hunks (CPU work on content tool code chose: a 1 MiB file of short lines)
-            # in one hop off the event loop, from the shadow's loose objects: no git process.
-            return await asyncio.to_thread(self._loose_changes, before, after)
-        except objects.NotLoose:
-            pass  # packed (or damaged): git reads it
-        entries = await self._git_diff(before, after)
-        blobs = await self.git.cat_blobs([i for e in entries for i in e[4:] if i != _ZERO])
-        return await asyncio.to_thread(_file_changes, entries, blobs)
+        return await self._raw_diff(before, after)
 
-    def _loose_changes(self, before: str, after: str) -> list[FileChange]:
-        """`changes` from loose objects alone (objects.NotLoose when one is not); blocks: in a thread."""
-        entries = objects.tree_diff(self.git.git_dir, before, after)
-        return _file_changes(entries, objects.blobs(self.git.git_dir, [i for e in entries for i in e[4:] if i != _ZERO]))
+    async def read_changes(self, items: Sequence[objects.Entry | FileChange],
+                           bound: Bound | None = None) -> list[FileChange]:
+        """The changes of the first `items` (diff entries, or changes already read), in order, until `bound`: its
+        count, or its bytes of content, which the next file would pass (the first file is always read). Reads no
+        blob past it: a step may change 50,000 files of up to 1 MiB each."""
+        taken: list[objects.Entry | FileChange] = []
+        blobs: dict[str, bytes] = {}
+        if bound is None:  # all of it (a rewind writes every file): the blobs in one hop
+            taken = list(items)
+            blobs = await self._blobs([i for t in taken if not isinstance(t, FileChange) for i in t[4:] if i != _ZERO])
+            return await self._read(taken, blobs)
+        spent = 0
+        for item in items[:bound.files]:
+            if isinstance(item, FileChange):
+                got: dict[str, bytes] = {}
+                size = len(item.old_text or "") + len(item.new_text or "")
+            else:
+                got = await self._blobs([i for i in item[4:] if i != _ZERO])
+                size = sum(len(b) for b in got.values())
+            if taken and spent + size > bound.text_bytes:
+                break
+            taken.append(item)
+            blobs.update(got)
+            spent += size
+        return await self._read(taken, blobs)
+
+    @staticmethod
+    async def _read(taken: list[objects.Entry | FileChange], blobs: dict[str, bytes]) -> list[FileChange]:
+        """`taken` as changes, each entry's from `blobs`."""
+        entries = [t for t in taken if not isinstance(t, FileChange)]
+        # The hunks are CPU work on content tool code chose (a 1 MiB file of short lines): off the event loop.
+        read = iter(await asyncio.to_thread(_file_changes, entries, blobs))
+        return [t if isinstance(t, FileChange) else next(read) for t in taken]
+
+    async def _blobs(self, ids: list[str]) -> dict[str, bytes]:
+        """The contents of blobs `ids`: from the shadow's loose objects (no git process), else by git (packed)."""
+        try:
+            return await asyncio.to_thread(objects.blobs, self.git.git_dir, ids)
+        except objects.NotLoose:
+            return await self.git.cat_blobs(ids)
 
     async def _raw_diff(self, before: str, after: str) -> list[objects.Entry]:
         """(path, status letter, old mode, new mode, old id, new id) of each file differing between two trees."""

@@ -13,13 +13,18 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import beneath
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.types import FileChange
+from ollie.workspace.types import Bound, FileChange
+
+if TYPE_CHECKING:
+    from ollie.workspace.checkpoints import Checkpoints
 
 BUILD_OUTPUT = ("__pycache__/", "*.py[cod]")
 # An excludes file larger than this is not read (a hostile workspace's could be huge).
@@ -75,7 +80,26 @@ async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
 
-async def listed(git: ShadowGit, root: Path, changes: list[FileChange]) -> list[FileChange]:
-    """`changes` without the ignored build output."""
-    hidden = await ignored(git, root, [c.path for c in changes])
-    return [c for c in changes if c.path not in hidden] if hidden else changes
+@dataclass(frozen=True, eq=False, repr=False)
+class Listing:
+    """A change list: the changes read (in path order, up to a bound), and how many files past it were not read."""
+
+    changes: list[FileChange]
+    more: int = 0
+
+
+async def list_changes(checkpoints: Checkpoints, between: tuple[str, str | None] | None,
+                       in_editor: Mapping[str, FileChange], *, build_output: bool = False, bound: Bound | None = None,
+                       path: str | None = None) -> Listing:
+    """The files changed `between` two checkpoints (None: none) and the edits made in editor buffers (listed as the
+    buffer has them, where a file changed both ways), without the build output unless `build_output`; only `path`,
+    when given. Read in path order until `bound` (Checkpoints.read_changes): the rest only counted."""
+    entries = await checkpoints.diff_entries(*between) if between is not None else []
+    entries = [e for e in entries if e[0] not in in_editor and (path is None or e[0] == path)]
+    if not build_output:
+        hidden = await ignored(checkpoints.git, checkpoints.root, [e[0] for e in entries])
+        entries = [e for e in entries if e[0] not in hidden] if hidden else entries
+    extra = [c for c in in_editor.values() if path is None or c.path == path]
+    items = sorted([*entries, *extra], key=lambda item: item.path if isinstance(item, FileChange) else item[0])
+    changes = await checkpoints.read_changes(items, bound)
+    return Listing(changes, len(items) - len(changes))

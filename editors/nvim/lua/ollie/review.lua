@@ -48,7 +48,8 @@ end
 ---@field files ollie.ChangedFile[]
 ---@field list_buf integer|nil
 ---@field session string|nil the session whose turn it is (the diff tab has no chat: undo must not ask its own)
-M.current = { turn = nil, cwd = "", files = {}, list_buf = nil, session = nil }
+---@field more integer how many more files the turn changed than `files` lists (ollie/changes lists its first ones)
+M.current = { turn = nil, cwd = "", files = {}, list_buf = nil, session = nil, more = 0 }
 
 local STATUS = { added = "A", modified = "M", deleted = "D" }
 
@@ -88,6 +89,7 @@ local function fetch(turn, cb, session)
     requests.call("ollie/changes", { turn = turn, session = session }, function(res)
       M.current.turn, M.current.files, M.current.cwd = res.turn ~= vim.NIL and res.turn or nil, res.files or {},
         state.cwd or vim.fn.getcwd()
+      M.current.more = type(res.more) == "number" and res.more > 0 and res.more or 0
       M.current.session = session
       cb()
     end)
@@ -97,12 +99,16 @@ end
 local function list_lines()
   local c = M.current
   local k = keys()
+  local count = #c.files + c.more
   local lines = {
-    string.format("ollie: turn %d changed %d file%s   (%s)", c.turn, #c.files, #c.files == 1 and "" or "s",
+    string.format("ollie: turn %d changed %d file%s   (%s)", c.turn, count, count == 1 and "" or "s",
       hints({ { k.open, "diff" }, { k.undo_file, "undo file" }, { k.refresh, "refresh" }, { k.close, "close" } })),
   }
   for _, f in ipairs(c.files) do
     table.insert(lines, M.file_line(f))
+  end
+  if c.more > 0 then -- past the daemon's bound (100 files, 4 MiB of text): counted, not listed
+    table.insert(lines, string.format("… and %d more file%s, not listed", c.more, c.more == 1 and "" or "s"))
   end
   return lines
 end
@@ -485,7 +491,7 @@ function M.rewind(arg)
     end
     for _, item in ipairs(turns) do
       requests.call("ollie/changes", { turn = item.turn }, function(res)
-        item.files = res.files or {}
+        item.files, item.more = res.files or {}, type(res.more) == "number" and res.more or 0
         one_done()
       end, one_done)
     end

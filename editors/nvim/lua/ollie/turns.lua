@@ -50,7 +50,8 @@ end
 ---@field turn integer
 ---@field prompt string|nil the prompt that started it (nil when unknown)
 ---@field started integer|nil when it started (os.time; nil when this editor did not see it)
----@field files {path: string}[] the files it changed
+---@field files {path: string}[] the files it changed (ollie/changes lists the first ones)
+---@field more integer|nil how many more it changed than `files` lists
 
 ---Attach their prompts to turns 1..`count` (and when each started, as noted), only when there is one prompt per
 ---turn: after a /clear or a compaction the history has fewer, and a wrong prompt would rewind the wrong turn.
@@ -90,8 +91,9 @@ function M.label(item)
     table.insert(parts, when)
   end
   local names = vim.tbl_map(function(f) return f.path end, item.files)
-  local files = #names == 0 and "no file changes" or (#names .. " file" .. (#names == 1 and "" or "s")
-    .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4)) .. (#names > 4 and ", …" or ""))
+  local count = #names + (item.more or 0)
+  local files = count == 0 and "no file changes" or (count .. " file" .. (count == 1 and "" or "s")
+    .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4)) .. (count > 4 and ", …" or ""))
   return table.concat(parts, " · ") .. " — " .. files
 end
 

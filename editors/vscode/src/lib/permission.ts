@@ -29,9 +29,9 @@ export function parsePermissionRequest(raw: unknown): PermissionRequest | undefi
 }
 
 /** The files of an `ollie/changes` result as the "Changed files" list shows them (+/- counts), and their turn. */
-export function changedFilesOf(raw: unknown): { turn: number | null; files: ChangedFile[] } {
-  const { turn, files } = parseChanges(raw);
-  return { turn, files: files.map(summarize) };
+export function changedFilesOf(raw: unknown): { turn: number | null; files: ChangedFile[]; more: number } {
+  const { turn, files, more } = parseChanges(raw);
+  return { turn, files: files.map(summarize), more };
 }
 
 function summarize(change: FileChange): ChangedFile {

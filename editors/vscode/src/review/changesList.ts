@@ -71,17 +71,27 @@ export class ChangesLists {
         refused.push(err instanceof ResponseError && err.code === -32003 ? `Undo refused: ${staleReason(err.message)}` : `Undo of ${file} failed: ${errorText(err)}`);
       }
     }
-    await this.refresh(item);
+    await this.refresh(item, paths);
     item.busy = false;
     item.message = refused.length ? refused.join("\n") : undefined;
     this.host.changedIn(item.session, item);
   }
 
-  private async refresh(item: ChangesItem): Promise<void> {
+  // The list read again: the turn's first files (`ollie/changes` lists as many as its bound), or after an undo the
+  // `undone` files alone, each asked by path (those past the bound are not in a listing: not undone for that).
+  private async refresh(item: ChangesItem, undone?: string[]): Promise<void> {
+    const ask = (path?: string) =>
+      this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn, ...(path === undefined ? {} : { path }) }).then(changedFilesOf);
     try {
-      const { files } = changedFilesOf(await this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn }));
-      item.files = mergeChanges(item.files, markUnsaved(files, this.host.cwdOf(item.session)));
-      item.more = undefined; // all of them listed now
+      if (undone) {
+        const now = (await Promise.all(undone.map((path) => ask(path)))).flatMap((r) => r.files);
+        const merged = mergeChanges(item.files.filter((f) => undone.includes(f.path)), markUnsaved(now, this.host.cwdOf(item.session)));
+        item.files = item.files.map((f) => merged.find((m) => m.path === f.path) ?? f);
+      } else {
+        const { files, more } = await ask();
+        item.files = mergeChanges(item.files, markUnsaved(files, this.host.cwdOf(item.session)));
+        item.more = more || undefined;
+      }
     } catch (err) {
       this.host.log.warn(`ollie/changes ${item.turn}: ${errorText(err)}`);
       // A CWD without checkpoints (-32602): the list says its files cannot be read.

@@ -24,10 +24,11 @@ export interface FileChange {
   inEditor: boolean;
 }
 
-/** An `ollie/changes` result. */
+/** An `ollie/changes` result: its first files (100, 4 MiB of text), `more` counting those it left out. */
 export interface TurnChanges {
   turn: number | null;
   files: FileChange[];
+  more: number;
 }
 
 /** `ollie/review/undo` params. */
@@ -65,6 +66,7 @@ export function parseChanges(raw: unknown): TurnChanges {
         hunks: (Array.isArray(f.hunks) ? f.hunks : []).map(parseHunk).filter((h): h is Hunk => h !== undefined),
         inEditor: f.inEditor === true,
       })),
+    more: isObject(raw) ? count(raw.more) : 0,
   };
 }
 

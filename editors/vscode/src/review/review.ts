@@ -48,7 +48,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   /** `ollie.review.openFile {session, path, turn?}`: the diff of one file's change in a turn (default: the last). */
   async openFile(args: { session?: string; path: string; turn?: number }): Promise<void> {
     const session = args.session ?? this.host.currentSession();
-    const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(args.turn ? { turn: args.turn } : {}) }));
+    // The one file (a turn's listing stops at its first 100 files, 4 MiB of text).
+    const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(args.turn ? { turn: args.turn } : {}), path: args.path }));
     const change = found.files.find((f) => f.path === args.path);
     if (found.turn === null || !change) {
       void vscode.window.showInformationMessage(`Ollie: ${args.path} has no changes to review in ${found.turn === null ? "this session" : `turn ${found.turn}`}.`);
@@ -86,7 +87,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       return;
     }
     const items = found.files.map((f) => ({ label: f.path, description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
-    const picked = items.length === 1 ? items[0] : await vscode.window.showQuickPick(items, { title: `Ollie: Review Changes (turn ${found.turn})`, matchOnDescription: true });
+    const title = `Ollie: Review Changes (turn ${found.turn}${found.more ? `: its first ${items.length} files, ${found.more} more not listed` : ""})`;
+    const picked = items.length === 1 && !found.more ? items[0] : await vscode.window.showQuickPick(items, { title, matchOnDescription: true });
     if (picked) await this.openFile({ session, path: picked.file.path, turn: found.turn });
   }
 
@@ -178,7 +180,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
 
   // The texts the daemon lists now (net of undos) go into both sides; lenses follow.
   private async refresh(review: Review): Promise<void> {
-    const found = parseChanges(await this.host.request("ollie/changes", { ...(review.session ? { session: review.session } : {}), turn: review.turn }));
+    const found = parseChanges(await this.host.request("ollie/changes", { ...(review.session ? { session: review.session } : {}), turn: review.turn, path: review.path }));
     review.change = found.files.find((f) => f.path === review.path);
     this.show(review);
   }

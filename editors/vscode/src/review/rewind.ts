@@ -38,7 +38,7 @@ export async function rewind(
   await Promise.all(
     turns.map(async (turn) => {
       const changes = await host.request("ollie/changes", withSession({ turn })).then(parseChanges, () => undefined);
-      if (changes) files.set(turn, changes.files.length);
+      if (changes) files.set(turn, changes.files.length + changes.more);
     }),
   );
   const items = turnItems(count, userPrompts(context.messages), files).slice(0, MAX_TURNS);

@@ -228,7 +228,7 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
     else row.append(button("Undo", "undo", { item: item.id, path: file.path }, "discard", "link-button"));
     list.append(row);
   }
-  if (more) list.append(el("li", "more", `… and ${more} more file${more === 1 ? "" : "s"}, not listed here (/changes lists them all)`));
+  if (more) list.append(el("li", "more", `… and ${more} more file${more === 1 ? "" : "s"}, not listed here`));
   node.replaceChildren(head, list);
   if (item.message) {
     const message = el("div", "changes-message", item.message);

@@ -40,7 +40,8 @@ test("ollie/changes files get +/- counts from their hunks (or the texts), unsave
     { path: "new.txt", status: "added", added: 2, removed: 0 },
     { path: "open.py", status: "modified", added: 1, removed: 1, inEditor: true },
   ]);
-  assert.deepEqual(changedFilesOf({ turn: null, files: [] }), { turn: null, files: [] });
+  assert.deepEqual(changedFilesOf({ turn: null, files: [] }), { turn: null, files: [], more: 0 });
+  assert.equal(changedFilesOf({ ...raw, more: 7 }).more, 7);
   const after = mergeChanges(files.slice(0, 2), [{ path: "new.txt", status: "added", added: 1, removed: 0 }]);
   assert.deepEqual(after, [
     { path: "app.py", status: "modified", added: 2, removed: 1, undone: true },

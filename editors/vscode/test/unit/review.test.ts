@@ -30,8 +30,13 @@ test("ollie/changes parses, dropping malformed files", () => {
   assert.deepEqual(parsed.files.map((f) => f.path), ["app.py", "img.png"]);
   assert.equal(parsed.files[0].hunks.length, 3);
   assert.deepEqual(parsed.files[1], { path: "img.png", status: "added", binary: true, oldText: null, newText: null, hunks: [], inEditor: false });
-  assert.deepEqual(parseChanges({ turn: null, files: [] }), { turn: null, files: [] });
-  assert.deepEqual(parseChanges("garbage"), { turn: null, files: [] });
+  assert.equal(parsed.more, 0);
+  assert.deepEqual(parseChanges({ turn: null, files: [] }), { turn: null, files: [], more: 0 });
+  assert.deepEqual(parseChanges("garbage"), { turn: null, files: [], more: 0 });
+  // Past its bound the daemon lists a turn's first files and counts the rest; a count that is none is 0.
+  assert.equal(parseChanges({ ...changes, more: 1400 }).more, 1400);
+  assert.equal(parseChanges({ ...changes, more: -3 }).more, 0);
+  assert.equal(parseChanges({ ...changes, more: "9" }).more, 0);
 });
 
 test("a hunk's actions sit on its first new line; a pure deletion on the line after it", () => {
