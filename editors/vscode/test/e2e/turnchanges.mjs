@@ -62,7 +62,11 @@ await withVSCode(
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
     const reloaded = await openChat(page);
     await reloaded.locator(".item.assistant", { hasText: "c shouted too." }).waitFor({ timeout: waitMs });
-    await until("both turns' changed files after the reload", async () => (await lists(reloaded)).length === 2);
+    // Drawn at once from the history's marks, each list's files read apart: waited for until both are filled in.
+    await until("both turns' changed files after the reload", async () => {
+      const shown = await lists(reloaded);
+      return shown.length === 2 && shown.every((files) => files !== "");
+    });
     const after = await lists(reloaded);
     if (after.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`after the reload the chat lists ${JSON.stringify(after)}`);
     // Each list under its own turn: the first one before the second prompt.
