@@ -36,6 +36,7 @@ from ollie_lsp.params import (
     QueueParams,
     ReviewUndoParams,
     RewindParams,
+    SessionForkParams,
     SessionIdParams,
     SessionListParams,
     SessionNewParams,
@@ -443,6 +444,14 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
 async def session_load(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
     live = await ls.table.load(p.session)
+    info = await ls.table.records.run(ls.table.records.get, live.id)
+    return {"session": live.id, "info": info_to_wire(info, live=True)}
+
+
+@method("ollie/session/fork", SessionForkParams)
+async def session_fork(ls: OllieServer, p: SessionForkParams) -> dict[str, Any]:
+    """A new session going on from a copy of another's conversation up to turn `turn` (default: all of it)."""
+    live = await ls.table.fork(p.session, turn=p.turn)
     info = await ls.table.records.run(ls.table.records.get, live.id)
     return {"session": live.id, "info": info_to_wire(info, live=True)}
 
