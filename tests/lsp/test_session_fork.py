@@ -30,6 +30,10 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     for text in ("second prompt", "third prompt"):
         await daemon.request("ollie/submit", {"session": sid, "text": text})
     source_state = await daemon.request("ollie/state", {"session": sid})
+    # What a client's "fork from here" names: the turn a prompt of the history starts, and the turn a `turn` end ends.
+    history = (await daemon.request("ollie/context", {"session": sid}))["messages"]
+    assert [m.get("turn") for m in history] == [1, None, 2, None, 3, None]
+    assert [e.get("turn") for e in daemon.events if e["role"] == "turn" and e["content"] != "start"] == [1, 2, 3]
 
     forked = await daemon.request("ollie/session/fork", {"session": sid, "turn": 2})
     fid = forked["session"]
@@ -53,6 +57,9 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     again = await start_daemon(env=llm.env(), workspace=workspace)
     await again.request("ollie/session/load", {"session": fid})
     assert await said(again, fid) == [*TWO_TURNS, ("user", "fork prompt"), ("assistant", "the fork's answer")]
+    # The copied history has no turns of the fork's own: its own count from 1.
+    history = (await again.request("ollie/context", {"session": fid}))["messages"]
+    assert [m.get("turn") for m in history] == [None, None, None, None, 1, None]
 
 
 async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(start_daemon, llm):
