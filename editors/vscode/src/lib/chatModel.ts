@@ -289,13 +289,13 @@ export class ChatModel {
     return [...(prompt ? [prompt] : []), this.push({ kind: "turnEnd", id: 0, stop: content })];
   }
 
-  // The prompt of the turn now ending: the first one shown as sent (no note) since the last turn's end.
+  // The prompt of the turn now ending: the last one shown as sent (no note) since the last turn's end that is no
+  // slash command or `!shell` line (those run as no turn; an injected or queued prompt has its note).
   private promptOfTurn(): Extract<ChatItem, { kind: "user" }> | undefined {
-    let prompt: Extract<ChatItem, { kind: "user" }> | undefined;
     for (let i = this.items.length - 1; i >= 0 && this.items[i].kind !== "turnEnd"; i--) {
       const item = this.items[i];
-      if (item.kind === "user" && item.note === undefined) prompt = item;
+      if (item.kind === "user" && item.note === undefined && !/^\s*[/!]/.test(item.text)) return item;
     }
-    return prompt;
+    return undefined;
   }
 }

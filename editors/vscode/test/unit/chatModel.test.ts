@@ -179,6 +179,8 @@ test("a prompt learns its turn's number from the turn's end, not an injected or 
   const model = new ChatModel();
   let seq = 0;
   const feed = (role: string, content = "", turn?: number) => model.apply({ session: "s", seq: ++seq, role, content, turn } as OllieEvent);
+  feed("turn", "end_turn"); // an earlier turn
+  model.addUser("/rn A title"); // a command: no turn of its own
   model.addUser("first");
   feed("turn", "start");
   model.addUser("also this", { note: "injected" });
@@ -186,8 +188,8 @@ test("a prompt learns its turn's number from the turn's end, not an injected or 
   model.addUser("later", { note: "queued" });
   const changed = feed("turn", "end_turn", 4);
   const prompts = model.items.filter((i) => i.kind === "user");
-  assert.deepEqual(prompts.map((i) => i.kind === "user" && i.turn), [4, undefined, undefined]);
-  assert.ok(changed.includes(prompts[0]), "the prompt is redrawn with its Fork from here");
+  assert.deepEqual(prompts.map((i) => i.kind === "user" && i.turn), [undefined, 4, undefined, undefined]);
+  assert.ok(changed.includes(prompts[1]), "the prompt is redrawn with its Fork from here");
   model.addUser("second");
   feed("turn", "start");
   feed("turn", "interrupted"); // a turn stopped before it got a number: no fork from it
