@@ -48,7 +48,7 @@ from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import agents_dirs, sessions_dir, tools_path
+from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import NotFoundError
