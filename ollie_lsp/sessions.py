@@ -384,9 +384,11 @@ class SessionTable:
             raise SessionNotFound(session_id) from None
         except (ValueError, persist.SessionFileError) as exc:
             raise InvalidParams(f"session: {exc}") from None
-        # Where the source works: a saved teammate's directory may not exist here (then the workspace folder).
-        saved_cwd = Path(plan.source.cwd) if plan.source.cwd else None
-        cwd = source.core.cwd if source else saved_cwd if saved_cwd and saved_cwd.is_dir() else None
+        # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
+        # saved directory: her log says it, and the fork's steps would write there with this user's rights.
+        saved_cwd = Path(plan.source.cwd) if plan.source.cwd and plan.keep_mode else None
+        cwd = (source.core.cwd if source and plan.keep_mode else
+               saved_cwd if saved_cwd and saved_cwd.is_dir() else None)
         live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return live
