@@ -41,14 +41,14 @@ from acp.schema import (
 )
 
 from ollie import __version__
-from ollie.agent import agentswitch
+from ollie.agent import fork
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import agents_dirs, sessions_dir, tools_path
+from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import NotFoundError
@@ -164,21 +164,17 @@ class OllieAgent:
         info = await self._records.run(self._registry_get, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
+        known = fork.Source(session_id, info, self._records.user, live_title=source.title if source else None,
+                            live_agent=source.core.agent_name if source else None)
         try:
             with store_errors(session_id):
-                saved = await asyncio.to_thread(persist.load, sessions_dir(), session_id)
+                plan = await fork.plan(known, default_agent=self._agent)
         except persist.SessionFileNotFoundError:
             raise RequestError.resource_not_found(session_id) from None
         except (ValueError, persist.SessionFileError) as exc:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
-        # The registry has the title the first prompt gave (the engine's recorder); a live one's own when unrecorded.
-        title = info.title if info is not None else source.title if source is not None else ""
-        agent = source.core.agent_name if source is not None else info.agent_id if info is not None else self._agent
-        teammates = info is not None and info.user_id != self._records.user
-        if teammates and await asyncio.to_thread(agentswitch.unsandboxed, agent, agents_dirs()):
-            agent = self._agent  # the owner's choice to run unsandboxed is no licence for this user's steps
-        live = await self._open(directory, session_id=None, agent=agent, title=f"{title or 'untitled'} (fork)", mcp=specs)
-        live.core.fork_from(saved, keep_mode=not teammates)
+        live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
+        live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                        config_options=await config_options(live.core))
         self._announce_after_answer(live)

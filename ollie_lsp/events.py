@@ -32,6 +32,8 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
         params["tool"] = event.tool.to_wire()
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
+    if event.turn:  # a `turn` end: the number of the turn that ended (a client's "fork from here" names it)
+        params["turn"] = event.turn
     if event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list
         changes = event.changes
         params["turnChanges"] = {

@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcException
 
 from ollie.agent.commands import COMMANDS
 from ollie.agent.commands_info import agent_infos
-from ollie.agent.history import page_records, turn_marks, wire_messages
+from ollie.agent.history import page_records, prompt_turns, turn_marks, wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
 from ollie.backend import images
@@ -37,6 +37,7 @@ from ollie_lsp.params import (
     QueueParams,
     ReviewUndoParams,
     RewindParams,
+    SessionForkParams,
     SessionIdParams,
     SessionListParams,
     SessionNewParams,
@@ -221,7 +222,7 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     # The history, the turn's state and the `seq` of the last event sent, read together on the loop once every
     # event published has been sent: a turn may begin or end at any await, and a client draws from them as one
     # (the events after `seq` are what the history does not hold yet). The copy is of references.
-    read: asyncio.Future[tuple[list[Any], bool, bool, int, dict[int, dict[str, int]]]] = \
+    read: asyncio.Future[tuple[list[Any], bool, bool, int, dict[int, dict[str, int]], dict[int, int]]] = \
         asyncio.get_running_loop().create_future()
 
     def read_history(seq: int) -> None:
@@ -233,10 +234,11 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
             ended = len(session.turn_starts) - (core.is_running and not core.is_prompting)
             saved = len(session.messages)  # the session's own, last: a memory message may come first
             marks = turn_marks(session.turn_starts, session.turn_changed[:ended], saved, first=len(history) - saved)
-            read.set_result((history, core.is_running, core.is_answering, held, marks))
+            turns = prompt_turns(session.turn_starts, saved, first=len(history) - saved)
+            read.set_result((history, core.is_running, core.is_answering, held, marks, turns))
 
     live.forwarder.after_sent(read_history)
-    messages, running, answering, seq, marks = await read
+    messages, running, answering, seq, marks, turns = await read
     # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
@@ -255,6 +257,8 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
                     message["contextLabels"] = labels
             if index in marks:
                 message["turnChanges"] = marks[index]
+            if index in turns:
+                message["turn"] = turns[index]
         result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages),
                                   "running": running, "answering": answering, "seq": seq}
         if end < len(messages):
@@ -446,6 +450,14 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
 async def session_load(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
     live = await ls.table.load(p.session)
+    info = await ls.table.records.run(ls.table.records.get, live.id)
+    return {"session": live.id, "info": info_to_wire(info, live=True)}
+
+
+@method("ollie/session/fork", SessionForkParams)
+async def session_fork(ls: OllieServer, p: SessionForkParams) -> dict[str, Any]:
+    """A new session going on from a copy of another's conversation up to turn `turn` (default: all of it)."""
+    live = await ls.table.fork(p.session, turn=p.turn)
     info = await ls.table.records.run(ls.table.records.get, live.id)
     return {"session": live.id, "info": info_to_wire(info, live=True)}
 

@@ -29,6 +29,7 @@ METHOD_NAMES = (
     "ollie/session/new",
     "ollie/session/list",
     "ollie/session/load",
+    "ollie/session/fork",
     "ollie/session/rename",
     "ollie/session/archive",
     "ollie/session/unarchive",

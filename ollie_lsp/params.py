@@ -230,6 +230,13 @@ class SessionIdParams(Params):
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+class SessionForkParams(SessionIdParams):
+    """ollie/session/fork: a copy of the session's conversation up to the end of turn `turn` (default: all of it)."""
+
+    turn: Annotated[int, Check(ge=1)] | None = None
+
+
+@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 

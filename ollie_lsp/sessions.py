@@ -362,6 +362,37 @@ class SessionTable:
         return await self.create(agent=info.agent_id, kind=str(info.kind), title=info.title, resume_id=session_id,
                                  owner=owner)
 
+    async def fork(self, session_id: str, *, turn: int | None = None) -> LiveSession:
+        """A new live session going on from a copy of a saved or live one's conversation up to the end of turn `turn`
+        (None: all it saved); the source is left as it is, and so are the workspace's files (PROTOCOL.md)."""
+        from ollie.agent import fork  # the engine: kept off the start-up path
+
+        persist = await asyncio.to_thread(_session_store)
+        source = self._live.get(session_id)
+        await self._recorded(session_id)  # a live one never prompted has its record written, to be read here
+        info = await self.records.run(self.records.get, session_id)
+        known = fork.Source(session_id, info, self.records.user,
+                            live_title=source.recorder.title if source and source.recorder else None,
+                            live_agent=source.core.agent_name if source else None,
+                            running=len(source.core.session.turn_starts) if source and source.core.is_answering else 0)
+        try:
+            with rpc_errors(session_id, "session"):
+                plan = await fork.plan(known, default_agent=self.defaults.agent, turn=turn)
+        except fork.ForkTurnError as exc:
+            raise InvalidParams(f"{exc.field}: {exc}") from None
+        except persist.SessionFileNotFoundError:
+            raise SessionNotFound(session_id) from None
+        except (ValueError, persist.SessionFileError) as exc:
+            raise InvalidParams(f"session: {exc}") from None
+        # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
+        # saved directory: her log says it, and the fork's steps would write there with this user's rights.
+        saved_cwd = Path(plan.source.cwd) if plan.source.cwd and plan.keep_mode else None
+        cwd = (source.core.cwd if source and plan.keep_mode else
+               saved_cwd if saved_cwd and saved_cwd.is_dir() else None)
+        live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
+        live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
+        return live
+
     async def default(self) -> LiveSession:
         """The default session, waiting for it to be built."""
         if self._default is None:

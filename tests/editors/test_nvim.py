@@ -838,3 +838,18 @@ def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripte
     result = run_scenario("folds", workspace, scripted_llm("openai"))
     assert result["before"] == [True, True]
     assert result["after"] == [True, False, True]
+
+
+def test_ollie_fork_switches_the_chat_to_a_fork_up_to_the_turn_given(workspace, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("answer one"), Reply.text("answer two"))
+    result = run_scenario("fork", workspace, srv)
+    fork = result["fork"]
+    assert fork["session"] != fork["source"]
+    assert "first prompt" in fork["chat"] and "answer one" in fork["chat"], fork["chat"]
+    assert "second prompt" not in fork["chat"] and "answer two" not in fork["chat"], fork["chat"]
+    assert fork["bar"].endswith(" · first prompt (fork)"), fork["bar"]
+    assert result["after_refusal"] == fork["session"]
+    assert any(label.startswith("first prompt (fork)") for label in result["picker"]), result["picker"]
+    assert any(label.startswith("first prompt") and "(fork)" not in label for label in result["picker"]), result["picker"]
+    assert "second prompt" in result["source_chat"] and "answer two" in result["source_chat"]

@@ -1,5 +1,5 @@
 """What Neovim's bars say of ollie (nvim in tmux, README's `setup({})`): the chat's statusline after a rewind of
-every turn, and the tab labels of a user with Neovim's default tabline."""
+every turn and after :OllieFork, and the tab labels of a user with Neovim's default tabline."""
 
 from __future__ import annotations
 
@@ -45,6 +45,28 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         tmux.keys(":Ollie Describe the sky", "Enter")
         keep("3-new-title", tmux.wait(lambda s: "Clouds drift by." in s and " · Describe the sky" in chat_bar(s),
                                       "the new prompt's title"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: Path, scripted_llm):
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie Write a haiku about the sea", "Enter")
+        tmux.wait(lambda s: "Waves roll in." in s and " · Write a haiku" in chat_bar(s), "the first turn's end")
+        tmux.keys(":Ollie Describe the sky", "Enter")
+        keep("1-two-turns", tmux.wait(lambda s: "Clouds drift by." in s and s.count("(end)") == 2, "the second turn"))
+        tmux.keys(":OllieFork 1", "Enter")
+        forked = keep("2-forked", tmux.wait(lambda s: "(fork)" in chat_bar(s) and "Clouds drift by." not in s,
+                                            "the chat on the fork of turn 1"))
+        assert "Waves roll in." in forked and "Describe the sky" not in forked, forked
+        assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
+        photo(tmux, "2-forked")
         assert_clean(tmux.screens)
     finally:
         tmux.close()

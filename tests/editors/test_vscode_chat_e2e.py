@@ -54,8 +54,11 @@ def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
 def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2e):
     """The first prompt titles the chat's header while its turn still streams (it said "New chat" until the turn
     ended); `/rn` renames it at once; a new session (the view's + button) says "New chat", the renamed one (picked
-    from the view's history button) its name when shown again."""
+    from the view's history button) its name when shown again; a prompt's "Fork from here" and "Ollie: Fork Chat" switch
+    the chat to a fork titled "<title> (fork)", the history listing both."""
     shows(run_e2e("title.mjs", total_ms=150000),
           "the header showed the first prompt's title while its turn streamed",
           "/rn renamed the header at once",
-          "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one")
+          "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one",
+          "Fork from here switched the chat to a fork up to that turn, and the history lists both",
+          "Ollie: Fork Chat forked the whole chat")

@@ -31,7 +31,8 @@ async def test_context_says_whether_the_running_turn_is_in_its_messages(start_da
         await asyncio.sleep(0.01)
     answering = await daemon.request("ollie/context", {"session": sid})
     assert answering["running"] is True and answering["answering"] is True
-    assert answering["messages"][-1] == {"role": "user", "content": "new prompt"}
+    # Its number: the session's first numbered turn (the saved one has none of its own).
+    assert answering["messages"][-1] == {"role": "user", "content": "new prompt", "turn": 1}
     # The page asked need not hold the prompt: the fields are the session's, not the page's.
     first = await daemon.request("ollie/context", {"session": sid, "limit": 1})
     assert first["running"] is True and first["answering"] is True
@@ -41,7 +42,7 @@ async def test_context_says_whether_the_running_turn_is_in_its_messages(start_da
     ended = await daemon.request("ollie/context", {"session": sid})
     assert ended["running"] is False and ended["answering"] is False
     # Cut off before its first word: the prompt stays unanswered, and no turn runs (a client says so).
-    assert ended["messages"][-1] == {"role": "user", "content": "new prompt"}
+    assert ended["messages"][-1] == {"role": "user", "content": "new prompt", "turn": 1}
 
 
 async def test_context_seq_parts_the_events_the_history_holds_from_those_it_does_not(start_daemon, llm):

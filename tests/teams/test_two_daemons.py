@@ -395,3 +395,19 @@ async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_
     assert listed[sid]["liveOn"] is None, listed[sid]
     await bob.request("ollie/session/load", {"session": sid})
     assert "bob's answer" in _texts(await bob.request("ollie/context", {"session": sid}))
+
+
+async def test_a_fork_of_a_teammates_session_is_the_forkers_own_in_his_mode_agent_and_folder(start_daemon, store_url,
+                                                                                            scripted_llm):
+    # As ACP's session/fork: Alice's `auto` and unsandboxed `yolo` are no licence for the steps of Bob's fork, and the
+    # directory her log names is not where his fork works (it could name one of his).
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("alice's answer"))
+    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
+    bob = await _bob(start_daemon, store_url, llm)
+    forked = await bob.request("ollie/session/fork", {"session": sid})
+    assert forked["info"]["owner"] == "bob" and forked["info"]["title"] == "the migration (fork)", forked
+    state = await bob.request("ollie/state", {"session": forked["session"]})
+    assert (state["approval"], state["agent"]) == ("ask", "default"), state
+    assert state["cwd"] == str((bob.home / "ws").resolve()), state
+    assert "alice's question" in _texts(await bob.request("ollie/context", {"session": forked["session"]}))

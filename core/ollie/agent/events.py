@@ -66,7 +66,7 @@ class TurnFiles:
 @dataclass(frozen=True, eq=False, repr=False)
 class Event:
     """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps,
-    `changes` (on a `turn` end) the files the turn changed."""
+    `changes` (on a `turn` end) the files the turn changed, `turn` (on a `turn` end) its number (0: not numbered)."""
 
     role: str
     name: str = ""
@@ -76,6 +76,7 @@ class Event:
     steps: tuple[ToolState, ...] = ()
     prompt: str = ""
     changes: TurnFiles | None = None
+    turn: int = 0
 
 
 class Subscription:

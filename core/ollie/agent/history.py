@@ -123,6 +123,12 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
     return out
 
 
+def prompt_turns(turn_starts: Sequence[int], total: int, *, first: int = 0) -> dict[int, int]:
+    """The number of the turn each prompt starts, by message index (as `turn_marks` counts them); a turn whose start
+    compaction or /clear rewrote (-1) has none."""
+    return {first + start: turn for turn, start in enumerate(turn_starts, 1) if 0 <= start < total}
+
+
 def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
                first: int = 0) -> dict[int, dict[str, int]]:
     """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last

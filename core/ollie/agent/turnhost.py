@@ -291,6 +291,7 @@ class TurnHost:
         # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
         # the prompt nor the workspace, and the first turn would otherwise wait for it after the prompt commands.
         limit = asyncio.ensure_future(self.budget.limit())
+        number = 0  # the turn's number once the review numbered it (a turn stopped before has none)
         try:
             await loop_share().wait_turn()  # 50 turns started by one batch of submits go on over loop passes
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
@@ -299,7 +300,7 @@ class TurnHost:
                 bus.emit("info", f"warning: {warning}")
             if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
                 await self.before_turn()
-            await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
+            number = await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if self.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
             result = await loop.run(text, images)
@@ -327,7 +328,7 @@ class TurnHost:
             if warning not in self._shown:
                 self._shown.add(warning)
                 bus.emit("info", f"warning: {warning}")
-        bus.publish(Event("turn", content=result.stop, changes=changed))
+        bus.publish(Event("turn", content=result.stop, changes=changed, turn=number))
         self.inbox.turn_over()
         self.running = False
         for backend in self.take_retired():  # backends a /backend replaced during this turn

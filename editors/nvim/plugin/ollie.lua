@@ -65,6 +65,10 @@ commands.OllieRewind = {
   fn = function(a) require("ollie.review").rewind(a.args) end,
   opts = { nargs = "?", complete = function() return { "undo" } end, desc = "Rewind files and chat to before a turn" },
 }
+commands.OllieFork = {
+  fn = function(a) require("ollie").fork(a.args) end,
+  opts = { nargs = "?", desc = "Fork the chat into a new session (up to the end of turn [n]) and switch to it" },
+}
 commands.OllieApproval = {
   fn = function(a) require("ollie.permission").set_approval(a.args) end,
   opts = { nargs = "?", complete = function(lead) return require("ollie.permission").complete(lead) end,

@@ -134,6 +134,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       case "interrupt":
         await this.conversation.interrupt();
         return;
+      case "fork":
+        await vscode.commands.executeCommand("ollie.forkChat", message.turn);
+        return;
       case "newSession":
       case "setApiKey":
         await vscode.commands.executeCommand(message.type === "newSession" ? "ollie.newSession" : "ollie.setApiKey");

@@ -6,7 +6,7 @@ import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, listSessions, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
-import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList } from "./lib/protocol";
+import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList, turnNumber } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
 import { rewind } from "./review/rewind";
@@ -215,6 +215,22 @@ async function newSession(parts: Parts): Promise<void> {
   await parts.chat.reveal();
 }
 
+/**
+ * Fork the chat: a new session going on from a copy of its conversation up to the end of turn `turn` (a prompt's
+ * "Fork from here"; none: all of it); the chat switches to it, the history lists both. Files stay as they are.
+ */
+async function forkChat(parts: Parts, turn?: unknown): Promise<void> {
+  const session = parts.conversation.session;
+  if (!session) {
+    void vscode.window.showInformationMessage("Ollie: there is no chat to fork yet.");
+    return;
+  }
+  const params = turnNumber(turn) ? { session, turn } : { session };
+  const { session: fork } = await parts.daemon.request<{ session: string }>("ollie/session/fork", params);
+  await parts.conversation.resume(fork);
+  await parts.chat.reveal();
+}
+
 async function ask(parts: Parts, withSelection: boolean): Promise<void> {
   const editor = vscode.window.activeTextEditor;
   if (withSelection && !editor) {
@@ -263,6 +279,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
       if (text?.trim()) await parts.conversation.inject(text);
     },
     "ollie.newSession": () => newSession(parts),
+    "ollie.forkChat": (turn) => forkChat(parts, turn),
     "ollie.switchSession": () => showHistory(parts, "Ollie: Switch Session"),
     "ollie.showHistory": () => showHistory(parts, "Ollie: Session History"),
     "ollie.rewindToTurn": () =>

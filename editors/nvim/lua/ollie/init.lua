@@ -203,6 +203,30 @@ function M.load_session(id)
   end)
 end
 
+---:OllieFork [turn]: a new session that goes on from a copy of this chat's conversation, up to the end of turn
+---`turn` (default: all of it); the chat switches to it, the session it came from stays listed (and open). The files in
+---the workspace stay as they are (:OllieRewind takes them back).
+---@param arg string|nil
+function M.fork(arg)
+  local c = ensure()
+  if not c then
+    return
+  end
+  local turn = nil
+  if arg and arg ~= "" then
+    turn = tonumber(arg) or arg -- not a number: the daemon says what is wrong with it (-32602 naming `turn`)
+  end
+  c:with_session(function(session)
+    client.request("ollie/session/fork", { session = session, turn = turn }, function(err, res)
+      if err then
+        notify(err_text(err), vim.log.levels.WARN)
+        return
+      end
+      c:switch(res.session, nil, last_result(res))
+    end)
+  end)
+end
+
 ---Pick a saved session (lua/ollie/pickers.lua: vim.ui.select, async) and switch this tab's chat to it; "Show
 ---archived…" offers the archived ones, to unarchive and resume.
 function M.pick_session()

@@ -50,7 +50,7 @@ export interface ChangedFile {
 export type PromptNote = "queued" | "injected" | "held" | "dropped" | "waiting" | "unsent";
 
 export type ChatItem =
-  | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[] }
+  | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[]; turn?: number }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
   | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[] }
@@ -139,7 +139,7 @@ export class ChatModel {
       case "tool":
         return [this.toolResult(event)];
       case "turn":
-        return this.turnEdge(event.content);
+        return this.turnEdge(event.content, event.turn);
       case "user":
         return this.promptStarted(event.content);
       default: {
@@ -191,7 +191,7 @@ export class ChatModel {
   }
 
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
-  addUser(text: string, options: { note?: PromptNote; contextLabels?: string[] } = {}): ChatItem {
+  addUser(text: string, options: { note?: PromptNote; contextLabels?: string[]; turn?: number } = {}): ChatItem {
     // One label per context item (`a.py:3-7`); none is no key at all, as a prompt without context.
     const { contextLabels, ...rest } = options;
     return this.push({ kind: "user", id: 0, text, ...rest, ...(contextLabels && contextLabels.length > 0 ? { contextLabels: [...contextLabels] } : {}) });
@@ -279,12 +279,25 @@ export class ChatModel {
     return this.push(withSteps({ kind: "tool", id: 0, name: event.name ?? "", args: "", result: event.content, isError: failed }, event));
   }
 
-  private turnEdge(content: string): ChatItem[] {
+  private turnEdge(content: string, turn?: number): ChatItem[] {
     if (content === "start") {
       this.running = true;
       return [];
     }
     this.running = false;
-    return [this.push({ kind: "turnEnd", id: 0, stop: content })];
+    // Its prompt learns its number now (the chat's "Fork from here" names it).
+    const prompt = turn === undefined ? undefined : this.promptOfTurn();
+    if (prompt) prompt.turn = turn;
+    return [...(prompt ? [prompt] : []), this.push({ kind: "turnEnd", id: 0, stop: content })];
+  }
+
+  // The prompt of the turn now ending: the last one shown as sent (no note) since the last turn's end that is no
+  // slash command or `!shell` line (those run as no turn; an injected or queued prompt has its note).
+  private promptOfTurn(): Extract<ChatItem, { kind: "user" }> | undefined {
+    for (let i = this.items.length - 1; i >= 0 && this.items[i].kind !== "turnEnd"; i--) {
+      const item = this.items[i];
+      if (item.kind === "user" && item.note === undefined && !/^\s*[/!]/.test(item.text)) return item;
+    }
+    return undefined;
   }
 }

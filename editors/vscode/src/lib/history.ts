@@ -2,7 +2,7 @@
 
 import { ChatItem, ChatModel } from "./chatModel";
 import { isObject } from "./json";
-import type { OllieEvent } from "./protocol";
+import { type OllieEvent, turnNumber } from "./protocol";
 import { splitEditorContext } from "./promptContext";
 import { parseToolStep, parseToolSteps } from "./steps";
 
@@ -32,6 +32,8 @@ interface MessageLike {
   images?: unknown;
   /** On a turn's last message, when the turn changed files: `{turn, files}` (its number, how many; PROTOCOL.md "History"). */
   turnChanges?: unknown;
+  /** On a prompt: the number of the turn it starts (PROTOCOL.md "History"). */
+  turn?: unknown;
 }
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
@@ -122,7 +124,8 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
         const { prompt, contextLabels } = splitEditorContext(text(message.content));
         // The daemon's labels when it sends them (PROTOCOL.md "History"), else those read from the blocks.
         const labels = [...(stringList(message.contextLabels) ?? contextLabels ?? []), ...imageLabels(message.images)];
-        model.addUser(prompt, { contextLabels: labels });
+        // The turn it starts (PROTOCOL.md "History"): what "Fork from here" names.
+        model.addUser(prompt, { contextLabels: labels, ...(turnNumber(message.turn) ? { turn: message.turn } : {}) });
         break;
       }
       case "assistant": {

@@ -19,6 +19,8 @@ export interface OllieEvent {
   steps?: ToolStep[];
   /** On a `turn` end: the files the turn changed (PROTOCOL.md "Notifications"), absent when none. */
   turnChanges?: TurnChanges;
+  /** On a `turn` end: the number of the turn that ended (absent when it got none). */
+  turn?: number;
 }
 
 /** What a turn changed, as its `turn` end event lists it: its number and each file with its line counts. */
@@ -118,6 +120,11 @@ export interface Choices {
   choices: NamedChoice[];
 }
 
+/** Whether `value` is a turn's number as the daemon counts them (from 1). */
+export function turnNumber(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 1;
+}
+
 /** The params of an `ollie/event` notification, or undefined when they do not have its shape. */
 export function parseEvent(raw: unknown): OllieEvent | undefined {
   if (!isObject(raw)) return undefined;
@@ -137,6 +144,7 @@ export function parseEvent(raw: unknown): OllieEvent | undefined {
   if (steps && steps.length > 0) event.steps = steps;
   const changes = parseTurnChanges(raw.turnChanges);
   if (changes) event.turnChanges = changes;
+  if (turnNumber(raw.turn)) event.turn = raw.turn as number;
   return event;
 }
 

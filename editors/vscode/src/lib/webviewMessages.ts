@@ -60,7 +60,8 @@ export type FromWebview =
   | { type: "code"; action: "copy" | "insert" | "apply"; code: string; file?: string }
   | { type: "permission"; item: number; outcome: PermissionOutcome; feedback?: string }
   | { type: "setApproval"; mode: ApprovalMode }
-  | { type: "checkPaths"; paths: string[] };
+  | { type: "checkPaths"; paths: string[] }
+  | { type: "fork"; turn: number };
 
 /** What the view header shows: the session's title and its approval mode. */
 export interface Header {
@@ -122,6 +123,7 @@ const PARSERS: Record<string, (m: Record<string, unknown>) => FromWebview | unde
     if (typeof feedback === "string" && feedback.length <= MAX_PROMPT_LENGTH) return { type: "permission", item, outcome, feedback };
     return { type: "permission", item, outcome };
   },
+  fork: ({ turn }) => (isItemId(turn) ? { type: "fork", turn } : undefined),
   setApproval: ({ mode }) => (includes(APPROVAL_MODES, mode) ? { type: "setApproval", mode } : undefined),
   checkPaths: ({ paths }) =>
     Array.isArray(paths) && paths.length <= 200 && paths.every(isPath) ? { type: "checkPaths", paths: paths as string[] } : undefined,

@@ -229,6 +229,9 @@ document.addEventListener("click", (event) => {
     case "undo":
       post(data.path ? { type: "undo", item, path: data.path } : { type: "undo", item });
       break;
+    case "fork":
+      post({ type: "fork", turn: Number(data.turn) });
+      break;
     case "loadEarlier":
       loadEarlier();
       break;

@@ -267,6 +267,14 @@ export function update(node: HTMLElement, item: ChatItem): void {
         node.append(meta);
       }
       node.append(el("div", "text", item.text));
+      // A prompt whose turn has a number (ended, or from the history): a new session goes on from the end of it.
+      if (item.turn !== undefined) {
+        const fork = button("Fork from here", "fork", { turn: item.turn }, "repo-forked", "link-button fork");
+        fork.title = `Fork the chat: a new session with the conversation up to the end of turn ${item.turn} (files stay as they are)`;
+        const actions = el("div", "prompt-actions");
+        actions.append(fork);
+        node.append(actions);
+      }
       break;
     }
     case "assistant":

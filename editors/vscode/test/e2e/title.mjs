@@ -1,14 +1,16 @@
 // E2E in real VS Code (code-server): the chat header shows the session's title as soon as the daemon gives it. The
 // first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
-// buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none).
+// buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
+// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)"; the history lists both, and
+// "Ollie: Fork Chat" forks the whole chat.
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, log, openChat, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
-const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }];
+const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }];
 const PROMPT = "Write a haiku about the sea";
 
 const header = (chat, text) => chat.locator("#title", { hasText: text });
@@ -48,4 +50,29 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await header(chat, "Sea haiku").waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   log("the view's New Session and Switch Session buttons started a new chat and resumed the earlier one");
+
+  // 4. A prompt's "Fork from here": the chat goes on in a fork with the conversation up to the end of that turn.
+  const MOON = "And one about the moon";
+  await send(chat, MOON);
+  await chat.locator(".item.assistant", { hasText: "The moon hangs low" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: MOON }).locator("button.fork").waitFor({ timeout: waitMs });
+  await screenshot("fork-buttons");
+  await chat.locator(".item.user", { hasText: PROMPT }).locator("button.fork").click();
+  await header(chat, "Sea haiku (fork)").waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
+  if (await chat.locator(".item.user", { hasText: MOON }).count()) throw new Error("the fork of turn 1 shows turn 2");
+  await screenshot("fork-from-here");
+  await action("Switch Session").click();
+  const row = (text) => page.locator(".quick-input-list .monaco-list-row", { hasText: text });
+  await row("Sea haiku (fork)").first().waitFor({ timeout: waitMs });
+  await screenshot("fork-in-history");
+  if (!(await row("Sea haiku").count() >= 2)) throw new Error("the history does not list the source beside its fork");
+  await page.keyboard.press("Escape");
+  log("Fork from here switched the chat to a fork up to that turn, and the history lists both");
+
+  // 5. "Ollie: Fork Chat": the whole chat, forked again.
+  await runCommand(page, "Ollie: Fork Chat");
+  await header(chat, "Sea haiku (fork) (fork)").waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
+  log("Ollie: Fork Chat forked the whole chat");
 });

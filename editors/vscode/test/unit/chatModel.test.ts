@@ -174,3 +174,25 @@ test("a Stop holds the queued prompts and /queued clear drops them: their notes 
   model.renote(["queued", "held"], "dropped");
   assert.deepEqual(model.items.map((i) => (i as { note?: string }).note), ["dropped", "injected"]);
 });
+
+test("a prompt learns its turn's number from the turn's end, not an injected or queued one after it", () => {
+  const model = new ChatModel();
+  let seq = 0;
+  const feed = (role: string, content = "", turn?: number) => model.apply({ session: "s", seq: ++seq, role, content, turn } as OllieEvent);
+  feed("turn", "end_turn"); // an earlier turn
+  model.addUser("/rn A title"); // a command: no turn of its own
+  model.addUser("first");
+  feed("turn", "start");
+  model.addUser("also this", { note: "injected" });
+  feed("assistant", "done");
+  model.addUser("later", { note: "queued" });
+  const changed = feed("turn", "end_turn", 4);
+  const prompts = model.items.filter((i) => i.kind === "user");
+  assert.deepEqual(prompts.map((i) => i.kind === "user" && i.turn), [undefined, 4, undefined, undefined]);
+  assert.ok(changed.includes(prompts[1]), "the prompt is redrawn with its Fork from here");
+  model.addUser("second");
+  feed("turn", "start");
+  feed("turn", "interrupted"); // a turn stopped before it got a number: no fork from it
+  const last = model.items.filter((i) => i.kind === "user").at(-1);
+  assert.equal(last?.kind === "user" && last.turn, undefined);
+});

@@ -245,3 +245,11 @@ test("a chat drawn from history has seen the events its page tells of (ollie/que
   assert.equal(model.seen, 9, "a later live event moves it on");
   for (const bad of [-1, 1.5, "4"]) assert.equal(parseContextPage({ messages: [], seq: bad }).seq, undefined);
 });
+
+test("a saved prompt keeps the number of the turn it starts; one without (a fork's copy) has none", () => {
+  const model = modelFromHistory([
+    { role: "user", content: "copied" }, { role: "assistant", content: "a" },
+    { role: "user", content: "own", turn: 1 }, { role: "assistant", content: "b" }, { role: "user", content: "odd", turn: "2" },
+  ]);
+  assert.deepEqual(model.items.filter((i) => i.kind === "user").map((i) => i.kind === "user" && i.turn), [undefined, 1, undefined]);
+});

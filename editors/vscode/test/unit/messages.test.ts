@@ -139,3 +139,10 @@ test("a submit's pasted images are checked; queue and inject take none", async (
   assert.equal(parseWebviewMessage({ type: "queue", text: "later", images: [png] }), undefined);
   assert.equal(parseWebviewMessage({ type: "inject", text: "also", images: [png] }), undefined);
 });
+
+test("a prompt's Fork from here names a turn from 1; a turn end's number is read, a bad one left out", () => {
+  assert.deepEqual(parseWebviewMessage({ type: "fork", turn: 3, session: "other" }), { type: "fork", turn: 3 });
+  for (const turn of [0, -1, 1.5, "2", undefined]) assert.equal(parseWebviewMessage({ type: "fork", turn }), undefined, String(turn));
+  assert.equal(parseEvent({ session: "s", seq: 1, role: "turn", content: "end_turn", turn: 2 })?.turn, 2);
+  assert.equal(parseEvent({ session: "s", seq: 1, role: "turn", content: "end_turn", turn: 0 })?.turn, undefined);
+});

@@ -1,0 +1,53 @@
+-- :OllieFork [turn]: the chat switches to a new session going on from a copy of its conversation (up to the end of
+-- turn n), titled "<title> (fork)"; the session it came from stays as it was and comes back with :OllieSessions.
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
+vim.o.columns = 200 -- the chat takes half: room for the status and a title
+
+---The transcript window's statusline, as drawn.
+local function bar()
+  local tw = H.current():windows()
+  return tw and vim.api.nvim_eval_statusline(vim.wo[tw].statusline, { winid = tw }).str or ""
+end
+
+vim.cmd("Ollie first prompt")
+H.wait_chat("answer one")
+H.wait_chat("_%(end%)_")
+local c = H.current()
+H.type_and_press("second prompt")
+H.wait_chat("answer two")
+H.wait(function() return not c.running end, "the second turn's end")
+local source = c.session
+
+vim.cmd("OllieFork 1")
+H.wait(function() return c.session ~= source and bar():find("(fork)", 1, true) ~= nil end, "the chat on the fork")
+H.wait_chat("answer one")
+R.fork = { session = c.session, source = source, chat = H.chat.text(), bar = bar() }
+
+vim.cmd("OllieFork 7") -- no such turn: said, and the chat stays on the fork
+H.wait(function()
+  for _, n in ipairs(R.notifications) do
+    if n.msg:find("no turn 7", 1, true) then
+      return true
+    end
+  end
+end, "the refusal of turn 7")
+R.after_refusal = c.session
+
+-- The picker lists both; picking the source shows its whole conversation again.
+local shown
+vim.ui.select = function(items, opts, on_choice)
+  shown = vim.tbl_map(function(item) return opts.format_item and opts.format_item(item) or tostring(item) end, items)
+  for _, item in ipairs(items) do
+    if type(item) == "table" and item.id == source then
+      return on_choice(item)
+    end
+  end
+  on_choice(nil)
+end
+vim.cmd("OllieSessions")
+H.wait(function() return c.session == source end, "the chat back on the source")
+H.wait_chat("answer two")
+R.picker = shown
+R.source_chat = H.chat.text()
+H.finish()
