@@ -133,7 +133,7 @@ class ChangeTracker:
         """The files changed since `before_step` gave `token` (none when untracked), its editor-buffer edits too, read
         up to LISTED (the rest counted)."""
         from ollie.workspace import ignored
-        from ollie.workspace.types import LISTED
+        from ollie.workspace.bounds import LISTED
 
         in_editor, self._in_editor = self._in_editor, {}
         checkpoints = self.checkpoints

@@ -20,7 +20,7 @@ from ollie.sessions import location, persist
 from ollie.sessions.types import Info
 from ollie.tools.execute.results import network_line
 from ollie.workspace.errors import WorkspaceError
-from ollie.workspace.types import LISTED
+from ollie.workspace.bounds import LISTED
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200

@@ -25,7 +25,7 @@ from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
-from ollie.workspace.types import LISTED, Bound
+from ollie.workspace.bounds import LISTED, Bound
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
@@ -312,6 +312,7 @@ class Review:
         change = next(iter(turn_changes.changes), None)
         if change is None:
             raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
+        path = change.path  # its own name: a client names one with a byte that is no UTF-8 as the wire wrote it ("?")
         if hunk is not None and not 0 <= hunk < len(change.hunks):
             raise ReviewError(f"{path}: no hunk {hunk} (it has {len(change.hunks)})", "hunk")
         if path in turn_changes.in_editor:

@@ -106,7 +106,7 @@ class ToolState:
     status: StepStatus
     locations: tuple[Location, ...] = ()
     diffs: tuple[Diff, ...] | None = None
-    # The files it changed past those `diffs` carry (ollie.workspace.types.LISTED): counted, never read.
+    # The files it changed past those `diffs` carry (ollie.workspace.bounds.LISTED): counted, never read.
     diffs_more: int = 0
     # The connections the call's steps made through the egress proxy (sandbox/egress.py records), once it ended.
     network: tuple[dict[str, Any], ...] = ()

@@ -134,7 +134,7 @@ class ToolRound:
     _names: dict[str, str] = field(default_factory=dict, init=False)
     # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
     _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
-    # How many more files each call changed than its diffs carry (ollie.workspace.types.LISTED), by call id.
+    # How many more files each call changed than its diffs carry (ollie.workspace.bounds.LISTED), by call id.
     _diffs_more: dict[str, int] = field(default_factory=dict, init=False)
     # The files a finished write changed under a buffer's unsaved edits, by call id, until its `tool` event is out.
     _behind: dict[str, list[str]] = field(default_factory=dict, init=False)

@@ -17,7 +17,8 @@ from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shado
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
-from ollie.workspace.types import Bound, FileChange, Restored, Status, Turn
+from ollie.workspace.bounds import Bound
+from ollie.workspace.types import FileChange, Restored, Status, Turn
 
 MAX_FILE_BYTES = 1 << 20
 _ZERO = objects.ZERO

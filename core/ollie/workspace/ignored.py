@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from ollie import beneath
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.types import Bound, FileChange
+from ollie.workspace.bounds import Bound
+from ollie.workspace.types import FileChange
 
 if TYPE_CHECKING:
     from ollie.workspace.checkpoints import Checkpoints
@@ -88,6 +89,15 @@ class Listing:
     more: int = 0
 
 
+def _named(path: str, names: Sequence[str]) -> str:
+    """The changed file a client means by `path`: its own name, or the one name that goes out as `path` on the wire,
+    where each byte that is no UTF-8 is "?" (ollie_lsp sends them so: Neovim refuses an escaped lone surrogate)."""
+    if path in names:
+        return path
+    meant = {n for n in names if n.encode("utf-8", "replace").decode() == path}
+    return meant.pop() if len(meant) == 1 else path
+
+
 async def list_changes(checkpoints: Checkpoints, between: tuple[str, str | None] | None,
                        in_editor: Mapping[str, FileChange], *, build_output: bool = False, bound: Bound | None = None,
                        path: str | None = None) -> Listing:
@@ -95,6 +105,8 @@ async def list_changes(checkpoints: Checkpoints, between: tuple[str, str | None]
     buffer has them, where a file changed both ways), without the build output unless `build_output`; only `path`,
     when given. Read in path order until `bound` (Checkpoints.read_changes): the rest only counted."""
     entries = await checkpoints.diff_entries(*between) if between is not None else []
+    if path is not None:
+        path = _named(path, [e[0] for e in entries])
     entries = [e for e in entries if e[0] not in in_editor and (path is None or e[0] == path)]
     if not build_output:
         hidden = await ignored(checkpoints.git, checkpoints.root, [e[0] for e in entries])
