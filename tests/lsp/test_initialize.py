@@ -40,6 +40,7 @@ BAD_PARAMS = {
     "ollie/session/new": ({"title": 7}, "title"),
     "ollie/session/list": ({"limit": -1}, "limit"),
     "ollie/session/load": ({}, "session"),
+    "ollie/session/fork": ({"session": "x", "turn": 0}, "turn"),
     "ollie/session/rename": ({"session": "x"}, "title"),
     "ollie/session/archive": ({"session": 1}, "session"),
     "ollie/session/unarchive": ({"session": None}, "session"),

@@ -66,7 +66,7 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await screenshot("typed-during-restart");
   await release(2, "go");
   await chat.locator(".item.assistant", { hasText: "The answer after the restart." }).waitFor({ timeout: waitMs });
-  const users = await chat.locator(".item.user").allTextContents();
+  const users = await chat.locator(".item.user .text").allTextContents();
   if (users.join("|") !== "Say something.|And after the restart?") {
     throw new Error(`the chat's prompts are ${JSON.stringify(users)}: not the resumed session with the new prompt once`);
   }
