@@ -352,12 +352,14 @@ printf 'x\n' > $'a new\nline'; printf 'x\n' > $'b esc\e]0;pwned\a\e[2J'; printf 
 
 def test_the_changes_list_of_a_turn_past_the_daemon_s_bound_counts_the_files_it_leaves_out(workspace, scripted_llm):  # noqa: F811
     """ollie/changes lists a turn's first 100 files (4 MiB of text) and counts the rest in `more`: the list said the
-    turn changed 100 files and showed no sign of the other 5."""
+    turn changed 100 files and showed no sign of the other 5. The chat says under the step how many files it changed
+    (its `tool` event lists 100, `diffsMore` counts 5): before, nothing there said so."""
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{
         "code": 'for i in $(seq -w 105); do echo "file $i" > "f$i.txt"; done', "language": "bash"}]})),
         Reply.text("written"))
     result = run_scenario("many_files", workspace, srv)
+    assert "\n    ✎ 105 files changed by this step — :OllieChanges\n" in result["chat"], result["chat"]
     lines = result["list"]
     assert lines[0].startswith("ollie: turn 1 changed 105 files"), lines
     assert lines[1:101] == [f"A  f{i:03}.txt  (+1 -0, 1 hunk)" for i in range(1, 101)], lines

@@ -36,7 +36,9 @@ def test_every_turn_s_changed_files_come_back_after_a_window_reload_in_real_vsco
     """Two turns change files: each one's Changed files come from its end event, the daemon diffing the turn once
     (before: again for the list's `ollie/changes`); after Developer: Reload Window the chat, read from the history,
     lists both turns' Changed files, each under its turn (before, only the last turn's came back). A hostile turn of
-    152 files, two named with terminal escapes and a newline, lists its first 100 as text and counts the rest."""
+    152 files, two named with terminal escapes and a newline, lists its first 100 as text and counts the rest; its
+    step shows its first 100 diffs and says how many more files it changed (before: nothing said there were more)."""
     output = run_e2e("turnchanges.mjs", total_ms=150000)
     assert "after a window reload each turn's Changed files are listed under it, the earlier turn's too" in output
     assert "a turn of 152 files lists its first 100 as text, and says how many more" in output
+    assert "the step of 152 files shows its first 100 diffs and says 52 more files changed" in output

@@ -1,11 +1,12 @@
 -- A step writes 105 files, more than ollie/changes lists (its first 100): the changes list counts them all and says
--- how many it left out, and a listed file's diff still opens.
+-- how many it left out, and a listed file's diff still opens. The chat says under the step how many files it changed.
 local U = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "review_util.lua"))
 local H = U.H
 
 require("ollie").ask("write many files")
 local chat = require("ollie").current()
 U.wait(function() return chat.transcript:text():find("_(end)_", 1, true) ~= nil end, "the turn to end")
+H.results.chat = chat.transcript:text()
 chat:close()
 
 vim.cmd("OllieChanges")

@@ -143,6 +143,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         return;
       case "checkBackend":
         return this.conversation.checkBackend();
+      case "openServerEnv":
+        await vscode.commands.executeCommand("workbench.action.openSettings", "ollie.serverEnv");
+        return;
       case "loadEarlier":
         return this.conversation.loadEarlier();
       case "setApproval":

@@ -85,7 +85,7 @@ local function draw(t, messages, running, last_result)
       end
     elseif m.role == "tool" then
       local tool = type(m.tool) == "table" and m.tool or {}
-      t:output(m.content or "", tool.status == "failed", tool.network)
+      t:output(m.content or "", tool.status == "failed", tool) -- as the live step drew it (the history has no diffs)
       t:turn_changes(m.turnChanges)
     end
   end

@@ -681,16 +681,30 @@ local function network_line(c)
   return (line:gsub("%c", " ")) -- one buffer line whatever the daemon's strings hold
 end
 
+---The line of a step that changed more files than its `tool` event's `diffs` carry (the daemon sends its first 100
+---and counts the rest in `diffsMore`): how many it changed in all, and where they are listed. Nil for any other step
+---(the chat shows no step's diffs: a step of a few files names them in its `→` lines or its output).
+---@param tool table|nil the step's `tool` object
+---@return string|nil
+function M.more_files_line(tool)
+  local more = type(tool) == "table" and tool.diffsMore
+  if type(more) ~= "number" or more < 1 or more % 1 ~= 0 or type(tool.diffs) ~= "table" then
+    return nil
+  end
+  return ("    ✎ %d files changed by this step — :OllieChanges"):format(#tool.diffs + more)
+end
+
 -- A failed step's output of at most this many lines is not folded: the error shows without opening it.
 local FAILED_OPEN_LINES = 8
 
----A step's connections (its `tool.network`), then its output, folded (a failed step's short one open), then a
----separator so the answer that follows stands apart. The connections stay out of the fold: which hosts a step
----reached shows without opening it.
+---A step's connections (its `tool.network`) and the files it changed past those its event lists, then its output,
+---folded (a failed step's short one open), then a separator so the answer that follows stands apart. The
+---connections and the count stay out of the fold: they show without opening it.
 ---@param content string
 ---@param failed boolean
----@param network table[]|nil
-function T:output(content, failed, network)
+---@param tool table|nil the step's `tool` object
+function T:output(content, failed, tool)
+  local network = tool and tool.network
   local text, is_error = result_text(content)
   text = context.compact_blocks(text) -- an inject's context: its 📎 line, as a prompt shows it
   local collapsed = text:match("^%[%w+ result of [^%]]- collapsed: (%d+ lines)")
@@ -713,6 +727,10 @@ function T:output(content, failed, network)
   self:add({ "" })
   for _, c in ipairs(type(network) == "table" and network or {}) do
     self:add({ network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
+  end
+  local more = M.more_files_line(tool)
+  if more then
+    self:add({ more }, "OllieChanges")
   end
   -- The fold is known before the lines land, so the windows fold them as they appear.
   local first = self:count() + 1
@@ -766,7 +784,7 @@ function T:tool_event(ev)
         self:set_locations(s.id, s.locations)
       end
     end
-    self:output(ev.content, tool ~= nil and tool.status == "failed", tool and tool.network)
+    self:output(ev.content, tool ~= nil and tool.status == "failed", tool)
   end
 end
 

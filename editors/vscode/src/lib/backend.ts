@@ -21,6 +21,8 @@ export interface Onboarding {
   steps: string[];
   /** Offer "Set API key" (the backend needs a key, it is missing or was refused, or none could be built). */
   offerKey: boolean;
+  /** Offer to open the setting `ollie.serverEnv` (the server cannot be reached: its URL may be wrong). */
+  offerSettings: boolean;
 }
 
 function boolOrNull(value: unknown): boolean | null {
@@ -53,6 +55,16 @@ export function parseBackendStatus(raw: unknown): BackendStatus | undefined {
 
 const KEYED = new Set(["openai", "openrouter", "anthropic"]);
 
+/** Whether a URL names this machine (a local server the user starts), not a host across the network. */
+function onThisMachine(url: string): boolean {
+  try {
+    const host = new URL(url).hostname;
+    return host === "localhost" || host.endsWith(".localhost") || host.startsWith("127.") || host === "[::1]" || host === "0.0.0.0";
+  } catch {
+    return false;
+  }
+}
+
 /** The onboarding for a status, or null when the backend can take a turn. */
 export function onboardingFor(status: BackendStatus | undefined): Onboarding | null {
   if (!status || status.ok) return null;
@@ -66,6 +78,9 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
   // Ollama not running: the daemon's hint says the same as the steps, in environment variables a
   // VS Code user has nowhere to type; the hosted-API way here is the Set API key button.
   const ollamaDown = !unbuilt && status.backend === "ollama" && status.reachable === false;
+  // Any other server that cannot be reached: a key would not help, and the daemon's hint says in environment
+  // variables what the step says in `ollie.serverEnv`.
+  const unreachable = !unbuilt && !ollamaDown && status.modelPresent !== false && status.reachable === false;
   if (unbuilt) {
     title = "Choose a model backend";
     steps.push("Pick a backend and enter its API key (Set API key), or run a local model with Ollama.");
@@ -79,10 +94,12 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
   } else if (status.modelPresent === false) {
     title = `The model ${model} is missing`;
     steps.push(status.backend === "ollama" ? `Pull it: \`ollama pull ${model}\`` : "Pick another model (Ollie: Switch Model) or set `ollie.model`.");
-  } else if (status.reachable === false) {
+  } else if (unreachable) {
     // `backend` is a name the daemon derived ("local" for any server on this machine): the URL is what the user typed.
     title = status.url ? `The model server at ${status.url} cannot be reached` : `${status.backend} cannot be reached`;
-    steps.push("Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`.");
+    steps.push(status.backend === "local" || onThisMachine(status.url)
+      ? "Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`."
+      : "Check the network, or correct the server's URL in `ollie.serverEnv`.");
   } else if (keyProblem) {
     title = `${status.backend} needs an API key`;
     steps.push("Enter the key (Set API key); it is kept in VS Code's secret storage, not in settings.");
@@ -90,7 +107,8 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
     title = `${status.backend || "The backend"} is not ready`;
   }
   // The daemon's hint is a clause ("check the network, or ..."); as a step it starts like the others.
-  if (status.hint && !ollamaDown && !steps.some((s) => s.includes(status.hint))) steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
+  if (status.hint && !ollamaDown && !unreachable && !steps.some((s) => s.includes(status.hint))) steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
   steps.push("Then press Check again.");
-  return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || keyed };
+  return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || (keyed && !unreachable),
+    offerSettings: unreachable };
 }

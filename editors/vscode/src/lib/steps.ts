@@ -25,6 +25,8 @@ export interface ToolStep {
   status: StepStatus;
   locations: StepLocation[];
   diffs?: StepDiff[];
+  /** How many files it changed past those `diffs` carries (the daemon bounds them; absent when none). */
+  diffsMore?: number;
   /** The connections the call made through the egress proxy (on its `tool` event and in the history). */
   network?: StepConnection[];
 }
@@ -90,6 +92,7 @@ export function parseToolStep(raw: unknown): ToolStep | undefined {
     locations: parseLocations(raw.locations),
   };
   if (Array.isArray(raw.diffs)) step.diffs = raw.diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined);
+  if (typeof raw.diffsMore === "number" && Number.isSafeInteger(raw.diffsMore) && raw.diffsMore > 0) step.diffsMore = raw.diffsMore;
   if (Array.isArray(raw.network)) step.network = raw.network.map(parseConnection).filter((c): c is StepConnection => c !== undefined);
   return step;
 }
@@ -182,4 +185,14 @@ export function stepDiffs(step: ToolStep | undefined, steps: readonly ToolStep[]
   for (const source of sources) for (const diff of source.diffs ?? []) byPath.set(diff.path, diff);
   if (byPath.size === 0) for (const diff of step?.diffs ?? []) byPath.set(diff.path, diff);
   return [...byPath.values()];
+}
+
+/** How many files a step changed past the diffs it carries: the whole call's count, else its inner steps' summed. */
+export function stepDiffsMore(step: ToolStep | undefined, steps: readonly ToolStep[] | undefined): number {
+  return step?.diffsMore ?? (steps ?? []).reduce((n, s) => n + (s.diffsMore ?? 0), 0);
+}
+
+/** The line under a step's diffs that says how many files it changed past them, and where they are listed. */
+export function diffsMoreLine(more: number): string {
+  return `… and ${more} more file${more === 1 ? "" : "s"} changed (see the turn's Changed files)`;
 }

@@ -50,6 +50,7 @@ export type FromWebview =
   | { type: "newSession" }
   | { type: "checkBackend" }
   | { type: "setApiKey" }
+  | { type: "openServerEnv" }
   | { type: "pickFile" }
   | { type: "addSelection" }
   | { type: "loadEarlier" }
@@ -84,7 +85,7 @@ export type ToWebview =
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 /** The most context chips one prompt carries. */
 export const MAX_CHIPS = 20;
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "checkBackend", "setApiKey", "pickFile", "addSelection", "loadEarlier"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
 const PATH = /^[^\0-\x1f]{1,1024}$/;

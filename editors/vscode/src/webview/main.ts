@@ -193,6 +193,7 @@ function showOnboarding(onboarding: Onboarding | null): void {
   const actions = el("div", "onboarding-actions");
   actions.append(button("Check again", "checkBackend", {}, "refresh", "primary"));
   if (onboarding.offerKey) actions.append(button("Set API key", "setApiKey", {}, "key", "secondary"));
+  if (onboarding.offerSettings) actions.append(button("Open ollie.serverEnv", "openServerEnv", {}, "settings-gear", "secondary"));
   onboardingBox.replaceChildren(heading);
   if (onboarding.error) onboardingBox.append(el("p", "onboarding-error", onboarding.error));
   onboardingBox.append(steps, actions);
@@ -237,6 +238,7 @@ document.addEventListener("click", (event) => {
       break;
     case "checkBackend":
     case "setApiKey":
+    case "openServerEnv":
       target.setAttribute("disabled", "");
       setTimeout(() => target.removeAttribute("disabled"), 1500);
       post({ type: data.action });

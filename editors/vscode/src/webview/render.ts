@@ -4,7 +4,7 @@ import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs } from "../lib/steps";
+import { StepLocation, ToolStep, connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
@@ -117,10 +117,13 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   substeps.replaceChildren(...(item.steps ?? []).map((s) => stepRow(s, "step-row substep")));
   const diffs = node.querySelector(".diffs") as HTMLElement;
   const changed = stepDiffs(item.step, item.steps);
+  // The files past the daemon's bound (its first 100 files, 4 MiB) are counted, not sent: a line says how many.
+  const more = stepDiffsMore(item.step, item.steps);
   // A diff is drawn once per file and kept (redrawing would reset what the user scrolled or selected).
-  if (diffs.dataset.key !== JSON.stringify(changed.map((d) => [d.path, d.oldText?.length, d.newText?.length]))) {
-    diffs.dataset.key = JSON.stringify(changed.map((d) => [d.path, d.oldText?.length, d.newText?.length]));
-    diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)));
+  const key = JSON.stringify([more, changed.map((d) => [d.path, d.oldText?.length, d.newText?.length])]);
+  if (diffs.dataset.key !== key) {
+    diffs.dataset.key = key;
+    diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)), ...(more ? [el("div", "step-diffs-more", diffsMoreLine(more))] : []));
   }
   (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";

@@ -79,7 +79,22 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator("#approval").selectOption("ask");
   const help = (await onboarding.textContent()) ?? "";
   if (!/cannot be reached/.test(help) || !/Check again/.test(help)) throw new Error(`onboarding says: ${JSON.stringify(help)}`);
+  // A server that is down: no key offered (it would not start it), the daemon's env-variable hint not repeated, and a
+  // button that opens the setting its URL is in.
+  const buttons = await onboarding.locator("button").allTextContents();
+  if (buttons.some((b) => /API key/.test(b)) || /OLLIE_/.test(help)) throw new Error(`onboarding offers ${JSON.stringify(buttons)}: ${help}`);
   await screenshot("onboarding");
+  await onboarding.locator("button", { hasText: "Open ollie.serverEnv" }).click();
+  const settingsEditor = page.locator(".settings-editor");
+  await settingsEditor.locator(".setting-item-title", { hasText: "Server Env" }).first().waitFor({ timeout: waitMs });
+  await screenshot("onboarding-server-env");
+  // This VS Code shows Settings as a modal over the window: Escape closes it (a first one may clear its search).
+  await until("the settings closed", async () => {
+    if (!(await settingsEditor.isVisible())) return true;
+    await page.keyboard.press("Escape");
+    return false;
+  });
+  log("the onboarding of a server that is down offers Check again and ollie.serverEnv, not an API key");
   const started = Date.now();
   await send(chat, "hello?");
   const failure = chat.locator(".item.notice.error").first();

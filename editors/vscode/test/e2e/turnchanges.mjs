@@ -1,7 +1,7 @@
 // E2E in real VS Code (code-server): two turns change files, each gets its "Changed files" list, drawn from the turn's
 // end event (the daemon diffed each turn once, as it ended: no `ollie/changes` asked at the end); after a window
 // reload (a new extension host, the chat read from the session's history) both lists are back, each under its own
-// turn, not only the last one's.
+// turn, not only the last one's. A step of 152 files shows its first 100 diffs and how many more it changed.
 //
 // Usage: node test/e2e/turnchanges.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -94,5 +94,15 @@ await withVSCode(
     await hostile.locator(".changes-head").scrollIntoViewIfNeeded();
     await screenshot("turnchanges-bounded-head");
     log("a turn of 152 files lists its first 100 as text, and says how many more");
+    // The step that wrote them: its first 100 diffs, then a line for the 52 the daemon counted and did not send.
+    const step = reloaded.locator(".item.tool").last();
+    const stepMore = await step.locator(".step-diffs-more").textContent();
+    const stepDiffs = await step.locator(".diffs .diff").count();
+    if (stepDiffs !== 100 || stepMore !== "… and 52 more files changed (see the turn's Changed files)") {
+      throw new Error(`the step of 152 files: ${JSON.stringify({ stepDiffs, stepMore })}`);
+    }
+    await step.locator(".step-diffs-more").scrollIntoViewIfNeeded();
+    await screenshot("turnchanges-step-more");
+    log("the step of 152 files shows its first 100 diffs and says 52 more files changed");
   },
 );

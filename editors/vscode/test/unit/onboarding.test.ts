@@ -39,8 +39,8 @@ test("Ollama not running: start it and pull the model, then check again", () => 
 });
 
 test("the daemon's hint is shown as a sentence where it adds something", () => {
-  const help = onboardingFor(status({ backend: "openai", reachable: false, hint: "check the network" }));
-  assert.ok(help?.steps.includes("Check the network"));
+  const help = onboardingFor(status({ backend: "openai", keySet: true, hint: "the server is slow or unreachable; check its URL and the network" }));
+  assert.ok(help?.steps.includes("The server is slow or unreachable; check its URL and the network"));
 });
 
 test("a server that cannot be reached is named by the URL the user configured, not the daemon's name for it", () => {
@@ -49,6 +49,28 @@ test("a server that cannot be reached is named by the URL the user configured, n
   assert.equal(help?.title, "The model server at http://127.0.0.1:8080/v1 cannot be reached");
   assert.match(help?.steps[0] ?? "", /^Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`/);
   assert.ok(!help?.title.includes("local"), "the daemon's derived name is not what the user typed");
+});
+
+test("a server that is down: check again or open ollie.serverEnv, no key, the daemon's hint not repeated", () => {
+  // As the daemon says it of an OpenAI-compatible server on this machine that is not running (it takes a key: keySet).
+  const down = status({ backend: "local", model: "m", url: "http://localhost:8080/v1", reachable: false, keySet: true,
+    error: "local: cannot connect to http://localhost:8080/v1",
+    hint: "check the network, or set OLLIE_OPENAI_BASE_URL to the API's URL (now http://localhost:8080/v1)" });
+  const help = onboardingFor(down);
+  assert.deepEqual(help?.steps, ["Start the model server, or, if it listens elsewhere, correct its URL in `ollie.serverEnv`.", "Then press Check again."]);
+  assert.equal(help?.offerKey, false, "a key does not start a server");
+  assert.equal(help?.offerSettings, true);
+  // A hosted API across the network: the network, not a server to start.
+  const remote = onboardingFor({ ...down, backend: "groq", url: "https://api.groq.com/openai/v1" });
+  assert.deepEqual(remote?.steps, ["Check the network, or correct the server's URL in `ollie.serverEnv`.", "Then press Check again."]);
+  assert.equal(remote?.offerKey, false);
+  // Reached, and the key refused or missing: the key, not the setting.
+  const refused = onboardingFor({ ...down, reachable: true, error: "401", hint: "" });
+  assert.equal(refused?.offerKey, true);
+  assert.equal(refused?.offerSettings, false);
+  assert.equal(onboardingFor({ ...down, keySet: false })?.offerKey, true);
+  // Ollama not running keeps its own steps and the hosted-API way.
+  assert.equal(onboardingFor(status({ reachable: false }))?.offerSettings, false);
 });
 
 test("a missing model, a backend that could not be built, a refused key", () => {

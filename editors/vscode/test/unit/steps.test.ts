@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -83,6 +83,27 @@ test("the inner steps of a batch move on their own and keep their diffs", () => 
   feed("tool", "done", "call_tool", { tool: { ...wire("c1", "completed"), diffs: [diff] }, steps: [inner(1, "completed"), inner(2, "completed", { diffs: [diff] })] });
   assert.deepEqual(stepDiffs(item.step, item.steps), [diff]);
   assert.deepEqual(item.steps?.map((s) => s.status), ["completed", "completed"]);
+});
+
+test("a step that changed more files than its diffs carry says how many more, a batch's as the whole call counts them", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  const diff = { path: "a.txt", oldText: null, newText: "a\n" };
+  feed("call", "{}", "execute_code", { tool: wire("c1", "pending") });
+  const [one] = feed("tool", "done", "execute_code", { tool: { ...wire("c1", "completed"), diffs: [diff], diffsMore: 50 } }) as ToolItem[];
+  assert.equal(stepDiffsMore(one.step, one.steps), 50);
+  assert.equal(diffsMoreLine(50), "… and 50 more files changed (see the turn's Changed files)");
+  assert.equal(diffsMoreLine(1), "… and 1 more file changed (see the turn's Changed files)");
+  // The daemon's sum on the whole call; the inner steps' own counts where a client has only them.
+  const inner = (n: number, more = {}) => ({ ...wire(`c2.${n}`, "completed"), ...more });
+  feed("call", "{}", "call_tool", { tool: wire("c2", "pending"), steps: [inner(1), inner(2)] });
+  const [batch] = feed("tool", "done", "call_tool", { tool: { ...wire("c2", "completed"), diffs: [diff], diffsMore: 7 },
+    steps: [inner(1, { diffs: [] }), inner(2, { diffs: [diff], diffsMore: 7 })] }) as ToolItem[];
+  assert.equal(stepDiffsMore(batch.step, batch.steps), 7);
+  assert.equal(stepDiffsMore(undefined, batch.steps), 7);
+  // None past the bound, or a count that is not one: no line.
+  for (const bad of [undefined, 0, -3, 1.5, "9"]) assert.equal(parseToolStep({ ...wire("c3", "completed"), diffs: [], diffsMore: bad })?.diffsMore, undefined);
+  assert.equal(stepDiffsMore(parseToolStep({ ...wire("c3", "completed"), diffs: [diff] }), undefined), 0);
 });
 
 test("status and kind icons, with a label for screen readers", () => {
