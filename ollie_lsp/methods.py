@@ -23,8 +23,8 @@ from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
-from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.bounds import LISTED
+from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp.editor import context_documents, context_labels, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (

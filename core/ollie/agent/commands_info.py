@@ -19,8 +19,8 @@ from ollie.errors import OllieError
 from ollie.sessions import location, persist
 from ollie.sessions.types import Info
 from ollie.tools.execute.results import network_line
-from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.bounds import LISTED
+from ollie.workspace.errors import WorkspaceError
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200

@@ -23,9 +23,9 @@ from ollie.log import get_logger
 from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
+from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
-from ollie.workspace.bounds import LISTED, Bound
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.workspace import objects
+from ollie.workspace.bounds import Bound
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
@@ -17,7 +18,6 @@ from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shado
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
 from ollie.workspace.treewatch import watch
-from ollie.workspace.bounds import Bound
 from ollie.workspace.types import FileChange, Restored, Status, Turn
 
 MAX_FILE_BYTES = 1 << 20

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie import beneath
+from ollie.workspace.bounds import Bound
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.shadowgit import ShadowGit
-from ollie.workspace.bounds import Bound
 from ollie.workspace.types import FileChange
 
 if TYPE_CHECKING:
