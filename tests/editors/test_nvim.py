@@ -838,3 +838,18 @@ def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripte
     result = run_scenario("folds", workspace, scripted_llm("openai"))
     assert result["before"] == [True, True]
     assert result["after"] == [True, False, True]
+
+
+def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_switches_nothing(workspace,
+                                                                                               scripted_llm):
+    """A new user switched the agent from :OllieAgent: the daemon cleared the session, but the chat still showed the
+    old conversation (the model no longer had it; a resume later showed none). Picking the current agent again cleared
+    it all the same."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="It adds."))
+    result = run_scenario("agent_switch", workspace, srv)
+    assert "another clears this chat's conversation" in result["prompt"], result["prompt"]
+    assert "It adds." in result["after_current"] and "/agent" not in result["after_current"], result["after_current"]
+    after = result["after_other"]
+    assert "It adds." not in after and "what does mul do?" not in after, after
+    assert after.count("agent: plan (session cleared") == 1, after
