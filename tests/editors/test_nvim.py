@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -850,6 +851,20 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
     result = run_scenario("agent_switch", workspace, srv)
     assert "another clears this chat's conversation" in result["prompt"], result["prompt"]
     assert "It adds." in result["after_current"] and "/agent" not in result["after_current"], result["after_current"]
+    assert "cannot take a turn" not in result["after_current"], "a backend that answers is not a problem"
     after = result["after_other"]
     assert "It adds." not in after and "what does mul do?" not in after, after
     assert after.count("agent: plan (session cleared") == 1, after
+
+
+def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(workspace, scripted_llm):
+    """A new user opened the chat with the model server down: it said nothing until a prompt failed (VS Code's chat
+    names the URL at once, from `backendStatus`)."""
+    srv = scripted_llm("openai")
+    env, url = srv.env(), srv.url
+    srv.stop()  # nothing listens on its port now
+    result = run_scenario("backend_down", workspace, SimpleNamespace(env=lambda: env))
+    opened = result["opened"].strip()
+    assert opened.startswith("ollie cannot take a turn yet: "), opened
+    assert url in opened, opened
+    assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened

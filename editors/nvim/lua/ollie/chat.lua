@@ -276,6 +276,7 @@ function Chat:with_session(fn)
         -- quit during a turn is queued again, as for a session switched to.
         self:restore_queue()
       end
+      require("ollie.backend").check(self, method == "ollie/state" and res or nil)
     end
     for _, cb in ipairs(waiting) do
       cb(self.session)
