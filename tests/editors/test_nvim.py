@@ -286,7 +286,9 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")
     chat = result["first_tab_chat"]
     assert chat.index("first turn done") < chat.index("queued answer")
-    assert chat.count("agent: coding") == 1 and chat.count("model: other-model") == 1, "command output shows once"
+    assert chat.count("agent: coding (session cleared") == 1, "command output shows once"
+    # The agent switch cleared the session: the chat shows it anew, from the switch on (the model's note went too).
+    assert chat.startswith("› /agent coding") and "model: other-model" not in chat, chat
     assert result["input_after"] == [""], "picker and command output never land in the input area"
     requests = srv.chat_requests
     assert requests[0].body["model"] == "other-model"
