@@ -857,6 +857,9 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
     after = result["after_other"]
     assert "It adds." not in after and "what does mul do?" not in after, after
     assert after.count("agent: plan (session cleared") == 1, after
+    # The statusline (and the tab label) named the cleared conversation by its first prompt.
+    assert " · what does mul" in result["statusline_before"], result["statusline_before"]
+    assert " · " not in result["statusline_after"], result["statusline_after"]
 
 
 def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(workspace, scripted_llm):

@@ -20,6 +20,7 @@ vim.cmd("OllieAgent")
 H.wait(function() return R.items ~= nil end, "the agent picker")
 H.settle()
 R.after_current = H.chat.text()
+R.statusline_before = H.ollie.statusline()
 
 R.items = nil
 pick("plan")
@@ -28,6 +29,9 @@ H.wait(function()
   local text = H.chat.text()
   return text:find("agent: plan (session cleared", 1, true) ~= nil and not text:find("It adds.", 1, true)
 end, "the chat drawn anew after the switch", 15000)
+-- The cleared session has no title (its first prompt's words named a conversation no longer there).
+H.wait(function() return H.current().title == "" end, "the cleared session's title gone", 10000)
 H.settle()
 R.after_other = H.chat.text()
+R.statusline_after = H.ollie.statusline()
 H.finish()
