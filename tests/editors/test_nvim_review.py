@@ -348,3 +348,20 @@ printf 'x\n' > $'a new\nline'; printf 'x\n' > $'b esc\e]0;pwned\a\e[2J'; printf 
     # Each control drawn as Neovim draws one (^[), never sent to the terminal raw.
     assert result["list"][1:] == ["A  a new^@line  (+1 -0, 1 hunk)", "A  b esc^[]0;pwned^G^[[2J  (+1 -0, 1 hunk)",
                                   "A  c bad?utf8  (+1 -0, 1 hunk)"], result["list"]
+
+
+def test_undoing_a_turn_s_only_file_asks_first_and_the_list_says_the_turn_s_changes_are_undone(workspace,  # noqa: F811
+                                                                                             scripted_llm):
+    """A new user pressed dU on a turn's only file: all of the turn's changes went without a question (:OllieRewind
+    asks), and the list then said "turn 1 changed 0 files"."""
+    (workspace / "b.txt").write_text("alpha\nbeta\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("b.txt", "beta", "BETA")), Reply.text("shouted"))
+    result = run_scenario("review_only_file", workspace, srv)
+    [asked] = result["cancelled"]
+    assert asked["labels"] == ["Undo all", "Cancel"], asked
+    assert asked["prompt"] == "Undo all of turn 1's changes (b.txt, the only file it changed)?", asked
+    assert result["files_after_cancel"] == 1, "a cancelled undo undoes nothing"
+    assert len(result["confirmed"]) == 1
+    assert result["b_after_undo"] == ["alpha", "beta"]
+    assert result["list_after_undo"] == ["ollie: turn 1's changes are all undone   (R refresh · q close)"]
