@@ -123,6 +123,19 @@ def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):
         assert "ERROR backend ollama, model qwen3: not reachable" in report
 
 
+def test_the_sessions_picker_shows_over_the_user_s_layout_and_a_chat_opens_only_for_a_picked_session(  # noqa: F811
+        workspace, scripted_llm):
+    """A new user ran :OllieSessions from a file: an empty chat opened behind the picker, and stayed when the picker
+    was dismissed."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds."))
+    result = run_scenario("sessions_picker_layout", workspace, srv)
+    assert result["dismissed"] == {"windows": 1, "chat": False}
+    assert result["after_dismiss"] == {"windows": 1, "chat": False, "buffer": "code.py"}
+    assert result["picked"] == {"windows": 1, "chat": False}
+    assert result["after_pick_windows"] > 1, "the picked session shows in the chat"
+
+
 def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, scripted_llm):  # noqa: F811
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(Reply.text("It adds."))
