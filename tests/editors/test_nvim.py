@@ -840,6 +840,7 @@ def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripte
     fold open after an opened one, and none while the user typed in insert mode: it stayed open)."""
     result = run_scenario("folds", workspace, scripted_llm("openai"))
     assert result["before"] == [True, True]
+    assert result["foldtext"] == ["    │ first output  … +2 lines", "    │ second output  … +1 line"], result["foldtext"]
     assert result["after"] == [True, False, True]
 
 

@@ -19,6 +19,12 @@ t:add({ "## You", "run the tests" })
 t:output("first output\nits second line\nits third line", false)
 t:output("second output\nits second line", false)
 H.results.before = { closed("first output"), closed("second output") }
+-- A folded output says how many lines it holds under the one it shows.
+H.results.foldtext = vim.api.nvim_win_call(win, function()
+  local lines = vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)
+  return { vim.fn.foldtextresult(vim.fn.index(lines, "    │ first output") + 1),
+    vim.fn.foldtextresult(vim.fn.index(lines, "    │ second output") + 1) }
+end)
 -- The user opens the second step's output (`za` on it).
 vim.api.nvim_win_call(win, function()
   vim.api.nvim_win_set_cursor(win, { vim.fn.index(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false),

@@ -27,6 +27,7 @@ M.HIGHLIGHTS = {
   OllieCommand = "Statement",
   OllieError = "DiagnosticError",
   OllieTurnEnd = "NonText",
+  OllieFoldHint = "NonText",
   OllieChanges = "DiagnosticInfo",
 }
 
@@ -165,6 +166,20 @@ function M.foldexpr(lnum)
   return t and t.folds[lnum] or "0"
 end
 
+---The foldtext of transcript windows: a step output's first line as it shows, then how many more lines the fold
+---holds ("… +2 lines"); before, a folded output looked like one of a single line.
+---@return [string, string][]
+function M.foldtext()
+  local buf, start = vim.api.nvim_get_current_buf(), vim.v.foldstart
+  local line = vim.api.nvim_buf_get_lines(buf, start - 1, start, false)[1] or ""
+  local group = "OllieToolOutput" -- the output's own (a failed step's): its lines' extmark starts on the first
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { start - 1, 0 }, { start - 1, 0 }, { details = true })) do
+    group = m[4].hl_group or group
+  end
+  local more = vim.v.foldend - start
+  return { { line, group }, { string.format("  … +%d line%s", more, more == 1 and "" or "s"), "OllieFoldHint" } }
+end
+
 ---Window options of a window showing a transcript.
 ---@param win integer
 function M.setup_window(win)
@@ -177,7 +192,7 @@ function M.setup_window(win)
   wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
   wo.foldlevel = 0
   wo.foldenable = require("ollie.config").options.fold_tool_output
-  wo.foldtext = ""
+  wo.foldtext = "v:lua.require'ollie.render'.foldtext()"
   -- Markdown's own marks (`_`, `**`, backticks) hidden where treesitter knows them.
   wo.conceallevel, wo.concealcursor = 2, "nc"
   wo.fillchars = "fold: "
