@@ -166,6 +166,21 @@ function M.foldexpr(lnum)
   return t and t.folds[lnum] or "0"
 end
 
+---`text` cut to `width` display cells, "…" ending what was cut.
+---@param text string
+---@param width integer
+---@return string
+function M.fit(text, width)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  text = vim.fn.strcharpart(text, 0, math.max(width - 1, 0))
+  while vim.fn.strdisplaywidth(text) > width - 1 and text ~= "" do
+    text = vim.fn.strcharpart(text, 0, vim.fn.strchars(text) - 1)
+  end
+  return text .. "…"
+end
+
 ---The foldtext of transcript windows: a step output's first line as it shows, then how many more lines the fold
 ---holds ("… +2 lines"); before, a folded output looked like one of a single line.
 ---@return [string, string][]
@@ -177,7 +192,11 @@ function M.foldtext()
     group = m[4].hl_group or group
   end
   local more = vim.v.foldend - start
-  return { { line, group }, { string.format("  … +%d line%s", more, more == 1 and "" or "s"), "OllieFoldHint" } }
+  local hint = string.format("  … +%d line%s", more, more == 1 and "" or "s")
+  -- A fold draws one screen line, never wrapped: a long first line is cut so that the hint shows.
+  local info = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
+  local room = info.width - info.textoff - vim.fn.strdisplaywidth(hint)
+  return { { M.fit(line, room), group }, { hint, "OllieFoldHint" } }
 end
 
 ---Window options of a window showing a transcript.
