@@ -835,6 +835,16 @@ def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
     assert result["resumed_chat"].count(f"📎 image (png, {max(1, round(len(red) / 1024))} KB)") == 2
 
 
+def test_an_empty_chat_says_how_to_start_until_the_first_prompt(workspace, scripted_llm):
+    """A new user opened an empty chat and was given no hint how to start (codecompanion shows one)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Hello."))
+    result = run_scenario("empty_hint", workspace, srv)
+    assert result["opened"] == [[0, "Type a prompt, <C-s> to send · :help ollie", "OllieHint"]], result["opened"]
+    assert result["opened_text"] == "", "the hint is no text of the transcript"
+    assert result["after_prompt"] == [], result["after_prompt"]
+
+
 def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripted_llm):
     """The transcript folds each step's output; one the user opened stays open, the next folds (Bug: Neovim made a new
     fold open after an opened one, and none while the user typed in insert mode: it stayed open)."""

@@ -821,6 +821,30 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
         tmux.close()
 
 
+def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path, scripted_llm):
+    """A new user opened the chat and saw an empty pane with no hint how to start (codecompanion shows one)."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(120, 24))
+    hint = "Type a prompt, <C-s> to send · :help ollie"
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"))
+        assert empty.splitlines()[0].split("│")[-1].strip() == hint, empty  # the chat's first line
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (1200, 450))
+        tmux.keys("hello", literal=True)
+        tmux.keys("C-s")
+        answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        assert hint not in answered, answered
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scripted_llm):
     """The user's prompt is plain text, live and drawn again from the history (Bug: read as markdown, `__init__.py`
     showed as a bold "init.py" and `a*b*c` as "abc"); the model's answer stays markdown."""

@@ -9,6 +9,8 @@ local ns = vim.api.nvim_create_namespace("ollie_transcript")
 M.ns = ns
 -- Queued and injected prompts wait under the last line as virtual lines: a streaming answer goes on above them.
 local ns_pending = vim.api.nvim_create_namespace("ollie_pending")
+-- An empty transcript's line saying how to start.
+local ns_hint = vim.api.nvim_create_namespace("ollie_hint")
 
 -- Highlight groups users can theme (`:hi OllieReasoning guifg=...`); each links to a stock group.
 M.HIGHLIGHTS = {
@@ -27,7 +29,7 @@ M.HIGHLIGHTS = {
   OllieCommand = "Statement",
   OllieError = "DiagnosticError",
   OllieTurnEnd = "NonText",
-  OllieFoldHint = "NonText",
+  OllieHint = "NonText",
   OllieChanges = "DiagnosticInfo",
 }
 
@@ -94,6 +96,7 @@ function M.new(name)
     changes = {}, typed = {} }, T)
   by_buf[buf] = self
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
+  self:show_hint()
   return self
 end
 
@@ -196,7 +199,7 @@ function M.foldtext()
   -- A fold draws one screen line, never wrapped: a long first line is cut so that the hint shows.
   local info = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
   local room = info.width - info.textoff - vim.fn.strdisplaywidth(hint)
-  return { { M.fit(line, room), group }, { hint, "OllieFoldHint" } }
+  return { { M.fit(line, room), group }, { hint, "OllieHint" } }
 end
 
 ---Window options of a window showing a transcript.
@@ -356,6 +359,7 @@ function T:edit(fn)
     error(err)
   end
   self:show_pending()
+  self:show_hint()
   self:follow(before)
 end
 
@@ -375,6 +379,20 @@ function T:bulk(fn)
   if not ok then
     error(err, 0)
   end
+end
+
+---While the transcript is empty, one dim line on it says how to start ("Type a prompt, <C-s> to send · :help
+---ollie", the configured send key); the first text takes its place. Before, an empty chat gave no hint at all.
+function T:show_hint()
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_hint, 0, -1)
+  if self:count() > 1 or vim.api.nvim_buf_get_lines(self.buf, 0, 1, false)[1] ~= "" then
+    return
+  end
+  local send = require("ollie.config").options.keymaps.send or {}
+  local key = send.i or send.n
+  local text = "Type a prompt" .. (key and (", " .. key .. " to send") or "") .. " · :help ollie"
+  vim.api.nvim_buf_set_extmark(self.buf, ns_hint, 0, 0, { virt_text = { { text, "OllieHint" } },
+    virt_text_pos = "overlay" })
 end
 
 ---Keep the waiting prompts under the last line.
