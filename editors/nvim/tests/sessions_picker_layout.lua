@@ -11,14 +11,10 @@ vim.cmd.edit("code.py")
 ---chats there were while the picker showed.
 local function answer(pick)
   H.results.selects = {}
-  vim.ui.select = function(items, opts, on_choice)
+  vim.ui.select = function(items, _, on_choice)
     table.insert(H.results.selects, { windows = #vim.api.nvim_tabpage_list_wins(0), chat = ollie.current() ~= nil })
-    for _, item in ipairs(items) do
-      if pick and type(item) == "table" and item.id == saved then
-        return on_choice(item)
-      end
-    end
-    on_choice(nil)
+    on_choice(pick and vim.iter(items):find(function(item) return type(item) == "table" and item.id == saved end)
+      or nil)
   end
 end
 
