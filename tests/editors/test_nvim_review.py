@@ -123,8 +123,8 @@ def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):
         assert "ERROR backend ollama, model qwen3: not reachable" in report
 
 
-def test_the_sessions_picker_shows_over_the_user_s_layout_and_a_chat_opens_only_for_a_picked_session(  # noqa: F811
-        workspace, scripted_llm):
+def test_the_sessions_picker_shows_over_the_user_s_layout_and_a_chat_opens_only_for_a_picked_session(
+        workspace, scripted_llm):  # noqa: F811
     """A new user ran :OllieSessions from a file: an empty chat opened behind the picker, and stayed when the picker
     was dismissed."""
     srv = scripted_llm("openai")

@@ -339,7 +339,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         assert f"⇄ {target} denied (deny), sent 0 B," in denied and "received 0 B" in denied, denied  # wrapped
         assert "[network]" not in denied and tmux.captures is not None
         # The fold says how much it holds (before, its first line alone looked like all of the output).
-        assert re.search(r"│ .+  … \+\d+ lines?$", denied, re.M), denied
+        assert re.search(r"│ .+ … \+\d+ lines?$", denied, re.M), denied
         screens.png(tmux.screen(colours=True), tmux.captures / "2-denied.png", (1000, 560))
         # Drawn again from the session's history (`ollie/context`, as a resume draws it): the connection still shows.
         tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")

@@ -33,7 +33,7 @@ vim.api.nvim_win_call(win, function()
 end)
 t:output("third output\nits second line", false)
 H.results.after = { closed("first output"), closed("second output"), closed("third output") }
--- A first line wider than the window is cut: the hint still shows on the fold's one screen line.
+-- A first line wider than the window is cut: the hint, shorter, still shows on the fold's one screen line.
 t:output(("long "):rep(60) .. "\nits second line", false)
 H.results.long = vim.api.nvim_win_call(win, function()
   local text = vim.fn.foldtextresult(vim.fn.line("$") - 2)

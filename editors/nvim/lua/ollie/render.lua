@@ -169,19 +169,22 @@ function M.foldexpr(lnum)
   return t and t.folds[lnum] or "0"
 end
 
----`text` cut to `width` display cells, "…" ending what was cut.
+---`text` cut to `width` display cells, `mark` (default "…") ending what was cut.
 ---@param text string
 ---@param width integer
+---@param mark string|nil
 ---@return string
-function M.fit(text, width)
+function M.fit(text, width, mark)
   if vim.fn.strdisplaywidth(text) <= width then
     return text
   end
-  text = vim.fn.strcharpart(text, 0, math.max(width - 1, 0))
-  while vim.fn.strdisplaywidth(text) > width - 1 and text ~= "" do
+  mark = mark or "…"
+  local room = width - vim.fn.strdisplaywidth(mark)
+  text = vim.fn.strcharpart(text, 0, math.max(room, 0))
+  while vim.fn.strdisplaywidth(text) > room and text ~= "" do
     text = vim.fn.strcharpart(text, 0, vim.fn.strchars(text) - 1)
   end
-  return text .. "…"
+  return text .. mark
 end
 
 ---The foldtext of transcript windows: a step output's first line as it shows, then how many more lines the fold
@@ -195,11 +198,16 @@ function M.foldtext()
     group = m[4].hl_group or group
   end
   local more = vim.v.foldend - start
-  local hint = string.format("  … +%d line%s", more, more == 1 and "" or "s")
-  -- A fold draws one screen line, never wrapped: a long first line is cut so that the hint shows.
+  -- A fold draws one screen line, never wrapped: where the line and the hint do not fit, the hint drops "lines",
+  -- then the line is cut (the hint's "…" says that more follows).
   local info = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
-  local room = info.width - info.textoff - vim.fn.strdisplaywidth(hint)
-  return { { M.fit(line, room), group }, { hint, "OllieHint" } }
+  local width = info.width - info.textoff
+  local hint = string.format(" … +%d line%s", more, more == 1 and "" or "s")
+  if vim.fn.strdisplaywidth(line .. hint) > width then
+    hint = string.format(" … +%d", more)
+  end
+  local room = width - vim.fn.strdisplaywidth(hint)
+  return { { M.fit(line, room, ""), group }, { hint, "OllieHint" } }
 end
 
 ---Window options of a window showing a transcript.
