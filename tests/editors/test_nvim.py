@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -285,7 +286,9 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")
     chat = result["first_tab_chat"]
     assert chat.index("first turn done") < chat.index("queued answer")
-    assert chat.count("agent: coding") == 1 and chat.count("model: other-model") == 1, "command output shows once"
+    assert chat.count("agent: coding (session cleared") == 1, "command output shows once"
+    # The agent switch cleared the session: the chat shows it anew, from the switch on (the model's note went too).
+    assert chat.startswith("› /agent coding") and "model: other-model" not in chat, chat
     assert result["input_after"] == [""], "picker and command output never land in the input area"
     requests = srv.chat_requests
     assert requests[0].body["model"] == "other-model"
@@ -832,13 +835,26 @@ def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
     assert result["resumed_chat"].count(f"📎 image (png, {max(1, round(len(red) / 1024))} KB)") == 2
 
 
+def test_an_empty_chat_says_how_to_start_until_the_first_prompt(workspace, scripted_llm):
+    """A new user opened an empty chat and was given no hint how to start (codecompanion shows one)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Hello."))
+    result = run_scenario("empty_hint", workspace, srv)
+    assert result["opened"] == [[0, "Type a prompt, <C-s> to send · :help ollie", "OllieHint"]], result["opened"]
+    assert result["opened_text"] == "", "the hint is no text of the transcript"
+    assert result["after_prompt"] == [], result["after_prompt"]
+
+
 def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripted_llm):
     """The transcript folds each step's output; one the user opened stays open, the next folds (Bug: Neovim made a new
     fold open after an opened one, and none while the user typed in insert mode: it stayed open)."""
     result = run_scenario("folds", workspace, scripted_llm("openai"))
     assert result["before"] == [True, True]
+    assert result["foldtext"] == ["    │ first output … +2 lines", "    │ second output … +1 line"], result["foldtext"]
     assert result["after"] == [True, False, True]
-
+    long = result["long"]
+    assert long["text"].startswith("    │ long long") and long["text"].endswith("long … +1"), long
+    assert long["width"] == long["room"], long
 
 def test_ollie_fork_switches_the_chat_to_a_fork_up_to_the_turn_given(workspace, scripted_llm):
     srv = scripted_llm("openai")
@@ -853,3 +869,35 @@ def test_ollie_fork_switches_the_chat_to_a_fork_up_to_the_turn_given(workspace, 
     assert any(label.startswith("first prompt (fork)") for label in result["picker"]), result["picker"]
     assert any(label.startswith("first prompt") and "(fork)" not in label for label in result["picker"]), result["picker"]
     assert "second prompt" in result["source_chat"] and "answer two" in result["source_chat"]
+
+
+def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_switches_nothing(workspace,
+                                                                                               scripted_llm):
+    """A new user switched the agent from :OllieAgent: the daemon cleared the session, but the chat still showed the
+    old conversation (the model no longer had it; a resume later showed none). Picking the current agent again cleared
+    it all the same."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="It adds."))
+    result = run_scenario("agent_switch", workspace, srv)
+    assert "another clears this chat's conversation" in result["prompt"], result["prompt"]
+    assert "It adds." in result["after_current"] and "/agent" not in result["after_current"], result["after_current"]
+    assert "cannot take a turn" not in result["after_current"], "a backend that answers is not a problem"
+    after = result["after_other"]
+    assert "It adds." not in after and "what does mul do?" not in after, after
+    assert after.count("agent: plan (session cleared") == 1, after
+    # The statusline (and the tab label) named the cleared conversation by its first prompt.
+    assert " · what does mul" in result["statusline_before"], result["statusline_before"]
+    assert " · " not in result["statusline_after"], result["statusline_after"]
+
+
+def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(workspace, scripted_llm):
+    """A new user opened the chat with the model server down: it said nothing until a prompt failed (VS Code's chat
+    names the URL at once, from `backendStatus`)."""
+    srv = scripted_llm("openai")
+    env, url = srv.env(), srv.url
+    srv.stop()  # nothing listens on its port now
+    result = run_scenario("backend_down", workspace, SimpleNamespace(env=lambda: env))
+    opened = result["opened"].strip()
+    assert opened.startswith("ollie cannot take a turn yet: "), opened
+    assert url in opened, opened
+    assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened

@@ -123,6 +123,19 @@ def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):
         assert "ERROR backend ollama, model qwen3: not reachable" in report
 
 
+def test_the_sessions_picker_shows_over_the_user_s_layout_and_a_chat_opens_only_for_a_picked_session(
+        workspace, scripted_llm):  # noqa: F811
+    """A new user ran :OllieSessions from a file: an empty chat opened behind the picker, and stayed when the picker
+    was dismissed."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds."))
+    result = run_scenario("sessions_picker_layout", workspace, srv)
+    assert result["dismissed"] == {"windows": 1, "chat": False}
+    assert result["after_dismiss"] == {"windows": 1, "chat": False, "buffer": "code.py"}
+    assert result["picked"] == {"windows": 1, "chat": False}
+    assert result["after_pick_windows"] > 1, "the picked session shows in the chat"
+
+
 def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, scripted_llm):  # noqa: F811
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
     srv.script(Reply.text("It adds."))
@@ -365,3 +378,20 @@ def test_the_changes_list_of_a_turn_past_the_daemon_s_bound_counts_the_files_it_
     assert lines[1:101] == [f"A  f{i:03}.txt  (+1 -0, 1 hunk)" for i in range(1, 101)], lines
     assert lines[101:] == ["… and 5 more files, not listed"], lines
     assert result["diff"] == ["file 001"], result["diff"]
+
+
+def test_undoing_a_turn_s_only_file_asks_first_and_the_list_says_the_turn_s_changes_are_undone(workspace,  # noqa: F811
+                                                                                             scripted_llm):
+    """A new user pressed dU on a turn's only file: all of the turn's changes went without a question (:OllieRewind
+    asks), and the list then said "turn 1 changed 0 files"."""
+    (workspace / "b.txt").write_text("alpha\nbeta\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("b.txt", "beta", "BETA")), Reply.text("shouted"))
+    result = run_scenario("review_only_file", workspace, srv)
+    [asked] = result["cancelled"]
+    assert asked["labels"] == ["Undo all", "Cancel"], asked
+    assert asked["prompt"] == "Undo all of turn 1's changes (b.txt, the only file it changed)?", asked
+    assert result["files_after_cancel"] == 1, "a cancelled undo undoes nothing"
+    assert len(result["confirmed"]) == 1
+    assert result["b_after_undo"] == ["alpha", "beta"]
+    assert result["list_after_undo"] == ["ollie: turn 1's changes are all undone   (R refresh · q close)"]

@@ -338,6 +338,8 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
         assert f"⇄ {target} denied (deny), sent 0 B," in denied and "received 0 B" in denied, denied  # wrapped
         assert "[network]" not in denied and tmux.captures is not None
+        # The fold says how much it holds (before, its first line alone looked like all of the output).
+        assert re.search(r"│ .+ … \+\d+ lines?$", denied, re.M), denied
         screens.png(tmux.screen(colours=True), tmux.captures / "2-denied.png", (1000, 560))
         # Drawn again from the session's history (`ollie/context`, as a resume draws it): the connection still shows.
         tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
@@ -814,6 +816,30 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
                                         "the answer, the list gone", timeout=60))
         tmux.keys(":echo 'taken' .. ' at once'", "Enter")
         tmux.keep("next-key", tmux.wait(lambda s: "taken at once" in s, "the next command"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path, scripted_llm):
+    """A new user opened the chat and saw an empty pane with no hint how to start (codecompanion shows one)."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(120, 24))
+    hint = "Type a prompt, <C-s> to send · :help ollie"
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"))
+        assert empty.splitlines()[0].split("│")[-1].strip() == hint, empty  # the chat's first line
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (1200, 450))
+        tmux.keys("hello", literal=True)
+        tmux.keys("C-s")
+        answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        assert hint not in answered, answered
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -79,3 +79,31 @@ async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_it
     await daemon.request("ollie/rewind", {"turn": 1})
     await title_is("Sky")
     assert not [e for e in daemon.events if e["role"] == "rewind"], "the engine's rewind event is not on the wire"
+
+
+async def test_a_clear_or_an_agent_switch_takes_back_the_first_prompt_s_title(start_daemon, llm):
+    # Bug: after `/clear` or `/agent plan` (which clears) the emptied session kept its first prompt's words as its
+    # title (Neovim's statusline and tab label showed "· hi there" over an empty chat), and its next first prompt
+    # gave it none.
+    llm.script(Reply.text("hello"), Reply.text("sky"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "hi there"}))["session"]
+
+    async def title_is(title: str) -> None:
+        await eventually(lambda: daemon.states and daemon.states[-1]["title"] == title, f"the title {title!r}")
+        assert (await daemon.request("ollie/state", {}))["title"] == title
+        listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+        assert [s["title"] for s in listed if s["id"] == sid] == [title], listed
+
+    await title_is("hi there")
+    await daemon.request("ollie/command", {"line": "/clear"})
+    await title_is("")
+    await daemon.request("ollie/submit", {"text": "Describe the sky"})  # the new first prompt titles it
+    await title_is("Describe the sky")
+    assert (await daemon.request("ollie/submit", {"text": "/agent plan"}))["reply"].startswith("agent: plan")
+    await title_is("")
+
+    # A name someone gave stays.
+    await daemon.request("ollie/session/rename", {"session": sid, "title": "Sky"})
+    await daemon.request("ollie/command", {"line": "/clear"})
+    await title_is("Sky")

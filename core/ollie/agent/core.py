@@ -369,7 +369,13 @@ class Core(McpMembers):
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         self.session.clear()
         self._host.save()
+        self._cleared()
+
+    def _cleared(self) -> None:
+        """Publish a cleared history: the state, and no turn left (the recorder's title follows, as for a rewind of
+        every turn). Before, the cleared session kept its first prompt's words as its title."""
         self._host.notify()
+        self._host.bus.emit("rewind", "0")
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
@@ -431,7 +437,7 @@ class Core(McpMembers):
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
-            self._host.notify()
+            self._cleared()
             return warnings
 
     # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.

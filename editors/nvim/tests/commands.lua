@@ -18,7 +18,7 @@ vim.cmd("OllieModel other-model")
 H.wait_chat("model: other%-model")
 capture("agent", "coding")
 vim.cmd("OllieAgent")
-H.wait_chat("agent: coding")
+H.wait_chat("^%s*› /agent coding.*agent: coding") -- the cleared session drawn anew
 vim.cmd("Ollie start a slow one")
 H.wait_chat("Slowly")
 vim.cmd("OllieQueue and this after, see #file:notes.txt")

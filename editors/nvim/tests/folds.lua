@@ -19,6 +19,12 @@ t:add({ "## You", "run the tests" })
 t:output("first output\nits second line\nits third line", false)
 t:output("second output\nits second line", false)
 H.results.before = { closed("first output"), closed("second output") }
+-- A folded output says how many lines it holds under the one it shows.
+H.results.foldtext = vim.api.nvim_win_call(win, function()
+  local lines = vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)
+  return { vim.fn.foldtextresult(vim.fn.index(lines, "    │ first output") + 1),
+    vim.fn.foldtextresult(vim.fn.index(lines, "    │ second output") + 1) }
+end)
 -- The user opens the second step's output (`za` on it).
 vim.api.nvim_win_call(win, function()
   vim.api.nvim_win_set_cursor(win, { vim.fn.index(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false),
@@ -27,4 +33,10 @@ vim.api.nvim_win_call(win, function()
 end)
 t:output("third output\nits second line", false)
 H.results.after = { closed("first output"), closed("second output"), closed("third output") }
+-- A first line wider than the window is cut: the hint, shorter, still shows on the fold's one screen line.
+t:output(("long "):rep(60) .. "\nits second line", false)
+H.results.long = vim.api.nvim_win_call(win, function()
+  local text = vim.fn.foldtextresult(vim.fn.line("$") - 2)
+  return { text = text, width = vim.fn.strdisplaywidth(text), room = vim.fn.getwininfo(win)[1].width }
+end)
 H.finish()

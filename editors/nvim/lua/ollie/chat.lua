@@ -276,6 +276,7 @@ function Chat:with_session(fn)
         -- quit during a turn is queued again, as for a session switched to.
         self:restore_queue()
       end
+      require("ollie.backend").check(self, method == "ollie/state" and res or nil)
     end
     for _, cb in ipairs(waiting) do
       cb(self.session)
@@ -385,8 +386,17 @@ function Chat:submit(text, contexts)
   return true
 end
 
--- Slash commands that cut or restore the conversation (the chat re-renders it from the daemon's history).
+-- Slash commands that cut or restore the conversation (the chat re-renders it from the daemon's history): `/agent
+-- name` too, which clears the session (the old conversation stayed in sight, as if the model still had it).
 local REDRAWS = { ["/rewind"] = true, ["/clear"] = true }
+
+---Whether `line` is a slash command after which the chat shows the conversation anew.
+---@param line string
+---@return boolean
+local function redraws(line)
+  local name, arg = line:match("^(/%S+)%s*(.-)%s*$")
+  return REDRAWS[name] or (name == "/agent" and arg ~= "")
+end
 
 ---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
 ---@param line string
@@ -403,7 +413,7 @@ function Chat:command(line)
       if line:match("^/queued") then
         self:sync_queue()
       end
-      if not err and not res.error and REDRAWS[line:match("^/%S+")] and not self.running then
+      if not err and not res.error and redraws(line) and not self.running then
         -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
         return self:switch(session, function()
           self.transcript:note("› " .. line, "OllieCommand")

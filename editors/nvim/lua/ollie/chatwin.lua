@@ -129,13 +129,7 @@ function M.status(win)
   if title == "" or room < 2 then
     return status, ""
   end
-  if vim.fn.strdisplaywidth(title) > room then
-    repeat
-      title = vim.fn.strcharpart(title, 0, vim.fn.strchars(title) - 1)
-    until vim.fn.strdisplaywidth(title) < room
-    title = title .. "…"
-  end
-  return status, title
+  return status, render.fit(title, room)
 end
 
 ---The transcript's statusline (`%!`): M.status, the title in its own colour.

@@ -40,14 +40,21 @@ function M.setup(opts)
   end
 end
 
+---Start the daemon if it is not running; false (told) when it cannot start.
+local function started()
+  local _, err = client.ensure()
+  if err then
+    notify(err, vim.log.levels.ERROR)
+  end
+  return not err
+end
+
 ---The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't.
 ---@param focus boolean|nil move the cursor into the input area, in insert mode (ready to type, as avante and
 ---CopilotChat are); else the chat opens with the cursor where it was
 ---@return ollie.Chat|nil
 local function ensure(focus)
-  local _, err = client.ensure()
-  if err then
-    notify(err, vim.log.levels.ERROR)
+  if not started() then
     return nil
   end
   local c = chat.get(true) --[[@as ollie.Chat]]
@@ -228,9 +235,10 @@ function M.fork(arg)
 end
 
 ---Pick a saved session (lua/ollie/pickers.lua: vim.ui.select, async) and switch this tab's chat to it; "Show
----archived…" offers the archived ones, to unarchive and resume.
+---archived…" offers the archived ones, to unarchive and resume. The picker shows over the user's layout: the chat
+---opens once a session is picked (an empty chat opened behind it, and stayed when the picker was dismissed).
 function M.pick_session()
-  if ensure() then
+  if started() then
     require("ollie.pickers").sessions(function(info)
       if info then
         M.load_session(info.id)

@@ -169,6 +169,15 @@ function M.sessions(on_choice, opts)
   end)
 end
 
+---`on_choice` given nil for the current one picked: picking it again switches nothing (`/agent` to the same agent
+---cleared the session all the same).
+---@param current string|nil
+---@param on_choice fun(name: string|nil)
+---@return fun(name: string|nil)
+function M.changed(current, on_choice)
+  return function(name) on_choice(name ~= current and name or nil) end
+end
+
 ---Pick a model of the session's backend (`ollie/listModels`); `on_choice(name)`.
 ---@param on_choice fun(name: string|nil)
 function M.models(on_choice)
@@ -183,7 +192,7 @@ function M.models(on_choice)
       prompt = "ollie: model of " .. tostring(res.backend),
       kind = "ollie_model",
       format_item = function(name) return name == res.current and (name .. " (current)") or name end,
-    }, on_choice)
+    }, M.changed(res.current, on_choice))
   end)
 end
 
@@ -197,7 +206,7 @@ function M.agents(on_choice)
       table.insert(names, a.name)
     end
     vim.ui.select(names, {
-      prompt = "ollie: agent",
+      prompt = "ollie: agent (another clears this chat's conversation)",
       kind = "ollie_agent",
       format_item = function(name)
         local a = by_name[name]
@@ -205,7 +214,7 @@ function M.agents(on_choice)
         local label = about ~= "" and (name .. " — " .. about) or name
         return name == res.current and (label .. " (current)") or label
       end,
-    }, on_choice)
+    }, M.changed(res.current, on_choice))
   end)
 end
 

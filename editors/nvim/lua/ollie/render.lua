@@ -9,6 +9,8 @@ local ns = vim.api.nvim_create_namespace("ollie_transcript")
 M.ns = ns
 -- Queued and injected prompts wait under the last line as virtual lines: a streaming answer goes on above them.
 local ns_pending = vim.api.nvim_create_namespace("ollie_pending")
+-- An empty transcript's line saying how to start.
+local ns_hint = vim.api.nvim_create_namespace("ollie_hint")
 
 -- Highlight groups users can theme (`:hi OllieReasoning guifg=...`); each links to a stock group.
 M.HIGHLIGHTS = {
@@ -27,6 +29,7 @@ M.HIGHLIGHTS = {
   OllieCommand = "Statement",
   OllieError = "DiagnosticError",
   OllieTurnEnd = "NonText",
+  OllieHint = "NonText",
   OllieChanges = "DiagnosticInfo",
 }
 
@@ -93,6 +96,7 @@ function M.new(name)
     changes = {}, typed = {} }, T)
   by_buf[buf] = self
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
+  self:show_hint()
   return self
 end
 
@@ -165,6 +169,47 @@ function M.foldexpr(lnum)
   return t and t.folds[lnum] or "0"
 end
 
+---`text` cut to `width` display cells, `mark` (default "…") ending what was cut.
+---@param text string
+---@param width integer
+---@param mark string|nil
+---@return string
+function M.fit(text, width, mark)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  mark = mark or "…"
+  local room = width - vim.fn.strdisplaywidth(mark)
+  text = vim.fn.strcharpart(text, 0, math.max(room, 0))
+  while vim.fn.strdisplaywidth(text) > room and text ~= "" do
+    text = vim.fn.strcharpart(text, 0, vim.fn.strchars(text) - 1)
+  end
+  return text .. mark
+end
+
+---The foldtext of transcript windows: a step output's first line as it shows, then how many more lines the fold
+---holds ("… +2 lines"); before, a folded output looked like one of a single line.
+---@return [string, string][]
+function M.foldtext()
+  local buf, start = vim.api.nvim_get_current_buf(), vim.v.foldstart
+  local line = vim.api.nvim_buf_get_lines(buf, start - 1, start, false)[1] or ""
+  local group = "OllieToolOutput" -- the output's own (a failed step's): its lines' extmark starts on the first
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { start - 1, 0 }, { start - 1, 0 }, { details = true })) do
+    group = m[4].hl_group or group
+  end
+  local more = vim.v.foldend - start
+  -- A fold draws one screen line, never wrapped: where the line and the hint do not fit, the hint drops "lines",
+  -- then the line is cut (the hint's "…" says that more follows).
+  local info = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
+  local width = info.width - info.textoff
+  local hint = string.format(" … +%d line%s", more, more == 1 and "" or "s")
+  if vim.fn.strdisplaywidth(line .. hint) > width then
+    hint = string.format(" … +%d", more)
+  end
+  local room = width - vim.fn.strdisplaywidth(hint)
+  return { { M.fit(line, room, ""), group }, { hint, "OllieHint" } }
+end
+
 ---Window options of a window showing a transcript.
 ---@param win integer
 function M.setup_window(win)
@@ -177,7 +222,7 @@ function M.setup_window(win)
   wo.foldexpr = "v:lua.require'ollie.render'.foldexpr(v:lnum)"
   wo.foldlevel = 0
   wo.foldenable = require("ollie.config").options.fold_tool_output
-  wo.foldtext = ""
+  wo.foldtext = "v:lua.require'ollie.render'.foldtext()"
   -- Markdown's own marks (`_`, `**`, backticks) hidden where treesitter knows them.
   wo.conceallevel, wo.concealcursor = 2, "nc"
   wo.fillchars = "fold: "
@@ -322,6 +367,7 @@ function T:edit(fn)
     error(err)
   end
   self:show_pending()
+  self:show_hint()
   self:follow(before)
 end
 
@@ -341,6 +387,20 @@ function T:bulk(fn)
   if not ok then
     error(err, 0)
   end
+end
+
+---While the transcript is empty, one dim line on it says how to start ("Type a prompt, <C-s> to send · :help
+---ollie", the configured send key); the first text takes its place. Before, an empty chat gave no hint at all.
+function T:show_hint()
+  vim.api.nvim_buf_clear_namespace(self.buf, ns_hint, 0, -1)
+  if self:count() > 1 or vim.api.nvim_buf_get_lines(self.buf, 0, 1, false)[1] ~= "" then
+    return
+  end
+  local send = require("ollie.config").options.keymaps.send or {}
+  local key = send.i or send.n
+  local text = "Type a prompt" .. (key and (", " .. key .. " to send") or "") .. " · :help ollie"
+  vim.api.nvim_buf_set_extmark(self.buf, ns_hint, 0, 0, { virt_text = { { text, "OllieHint" } },
+    virt_text_pos = "overlay" })
 end
 
 ---Keep the waiting prompts under the last line.

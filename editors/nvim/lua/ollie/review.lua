@@ -68,6 +68,28 @@ local function find(path)
   end
 end
 
+---Ask yes/no with vim.ui.select; `yes()` runs only on "yes".
+local function confirm(prompt, yes_label, yes)
+  vim.ui.select({ yes_label, "Cancel" }, { prompt = prompt, kind = "ollie_confirm" }, function(choice)
+    if choice == yes_label then
+      yes()
+    end
+  end)
+end
+
+---Undo all of `path`'s changes. The turn's only changed file is asked about first, as a rewind is: that undoes all
+---of the turn's changes (one file of several is undone at once).
+---@param path string
+local function undo_file(path)
+  local files = M.current.files
+  if #files == 1 and M.current.more == 0 and files[1].path == path then
+    confirm(string.format("Undo all of turn %d's changes (%s, the only file it changed)?", M.current.turn,
+      vim.fn.strtrans(path)), "Undo all", function() M.undo(path, nil) end)
+    return
+  end
+  M.undo(path, nil)
+end
+
 ---One line of the list for a file: status, path, lines added and removed, hunks.
 ---@param f ollie.ChangedFile
 ---@return string
@@ -100,8 +122,11 @@ local function list_lines()
   local c = M.current
   local k = keys()
   local count = #c.files + c.more
+  -- Once the user has undone every file the list says so ("changed 0 files" read as if the turn had done nothing).
   local lines = {
-    string.format("ollie: turn %d changed %d file%s   (%s)", c.turn, count, count == 1 and "" or "s",
+    count == 0 and string.format("ollie: turn %d's changes are all undone   (%s)", c.turn,
+      hints({ { k.refresh, "refresh" }, { k.close, "close" } }))
+    or string.format("ollie: turn %d changed %d file%s   (%s)", c.turn, count, count == 1 and "" or "s",
       hints({ { k.open, "diff" }, { k.undo_file, "undo file" }, { k.refresh, "refresh" }, { k.close, "close" } })),
   }
   for _, f in ipairs(c.files) do
@@ -149,7 +174,7 @@ local function list_buffer()
   map(buf, k.undo_file, function()
     local f = file_at_cursor()
     if f then
-      M.undo(f.path, nil)
+      undo_file(f.path)
     end
   end, "ollie: undo the file's changes")
   map(buf, k.refresh, function() M.changes(M.current.turn, M.current.session) end, "ollie: refresh")
@@ -251,7 +276,7 @@ local function diff_maps(buf, path, before)
   map(buf, k.keep_hunk, function()
     pcall(vim.cmd.normal, { "]c", bang = true })
   end, "ollie: keep this hunk, go to the next")
-  map(buf, k.undo_file, function() M.undo(path, nil) end, "ollie: undo the file's changes")
+  map(buf, k.undo_file, function() undo_file(path) end, "ollie: undo the file's changes")
   map(buf, k.close, function()
     if vim.fn.tabpagenr("$") > 1 then
       vim.cmd("tabclose")
@@ -381,15 +406,6 @@ function M.undo(path, hunk, on_done)
     requests.notify((stale and "" or "undo failed: ") .. requests.err_text(err), vim.log.levels.WARN)
     if on_done then
       on_done(nil)
-    end
-  end)
-end
-
----Ask yes/no with vim.ui.select; `yes()` runs only on "yes".
-local function confirm(prompt, yes_label, yes)
-  vim.ui.select({ yes_label, "Cancel" }, { prompt = prompt, kind = "ollie_confirm" }, function(choice)
-    if choice == yes_label then
-      yes()
     end
   end)
 end

@@ -1,0 +1,52 @@
+-- What the chat says, as it opens, when the daemon's backend cannot take a turn (`ollie/state`'s backendStatus):
+-- the user learns that the model server is down, and where it was asked, before a prompt fails on it (VS Code's
+-- onboarding does the same).
+local client = require("ollie.client")
+
+local M = {}
+
+local function str(value)
+  return type(value) == "string" and value or ""
+end
+
+---The chat's note for a backendStatus that cannot take a turn; nil when it can (or the status is not one).
+---@param status table|nil
+---@return string|nil
+function M.problem(status)
+  if type(status) ~= "table" or status.ok ~= false then
+    return nil
+  end
+  local err, url, hint = str(status.error), str(status.url), str(status.hint)
+  local line = "ollie cannot take a turn yet: " .. (err ~= "" and err or "the backend does not answer")
+  if url ~= "" and not (line .. hint):find(url, 1, true) then
+    line = line .. " (asked at " .. url .. ")"
+  end
+  local lines = { line }
+  if hint ~= "" and not line:find(hint, 1, true) then
+    table.insert(lines, hint)
+  end
+  table.insert(lines, ":checkhealth ollie checks it again; :OllieRestart once it is fixed")
+  return table.concat(lines, "\n")
+end
+
+---Say in `chat` when its session's backend cannot take a turn; `state` is an `ollie/state` answer already had.
+---@param chat ollie.Chat
+---@param state table|nil
+function M.check(chat, state)
+  local function tell(res)
+    local text = M.problem(type(res) == "table" and res.backendStatus or nil)
+    if text then
+      chat.transcript:note(text, "OllieError")
+    end
+  end
+  if state then
+    return tell(state)
+  end
+  client.request("ollie/state", { session = chat.session }, function(err, res)
+    if not err then
+      tell(res)
+    end
+  end)
+end
+
+return M

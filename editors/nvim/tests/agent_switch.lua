@@ -1,0 +1,37 @@
+-- :OllieAgent as a user picks in it: the current agent picked again changes nothing; another one clears the session,
+-- and the chat then shows the cleared conversation, not the old one the model no longer has.
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
+local R = H.results
+
+---vim.ui.select answers `pick`, once; the prompt it showed is kept.
+local function pick(name)
+  vim.ui.select = function(items, opts, on_choice)
+    R.prompt = opts.prompt
+    R.items = items
+    on_choice(name)
+  end
+end
+
+vim.cmd("Ollie what does mul do?")
+H.wait_chat("It adds%.")
+H.wait_chat("_%(end%)_")
+pick("default") -- the current one
+vim.cmd("OllieAgent")
+H.wait(function() return R.items ~= nil end, "the agent picker")
+H.settle()
+R.after_current = H.chat.text()
+R.statusline_before = H.ollie.statusline()
+
+R.items = nil
+pick("plan")
+vim.cmd("OllieAgent")
+H.wait(function()
+  local text = H.chat.text()
+  return text:find("agent: plan (session cleared", 1, true) ~= nil and not text:find("It adds.", 1, true)
+end, "the chat drawn anew after the switch", 15000)
+-- The cleared session has no title (its first prompt's words named a conversation no longer there).
+H.wait(function() return H.current().title == "" end, "the cleared session's title gone", 10000)
+H.settle()
+R.after_other = H.chat.text()
+R.statusline_after = H.ollie.statusline()
+H.finish()
