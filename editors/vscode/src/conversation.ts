@@ -374,6 +374,11 @@ export class Conversation implements vscode.Disposable {
     this.switchTo(session);
   }
 
+  /** Say `text` (information, not sent to the model) at the end of the current chat. */
+  note(text: string): void {
+    this.changed(this.model.addNotice("info", text));
+  }
+
   /** Read the current session's conversation again (after a rewind cut it, or its undo put it back). */
   reload(): Promise<void> {
     return this.current === undefined ? Promise.resolve() : this.resume(this.current, true);

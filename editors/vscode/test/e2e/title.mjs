@@ -2,7 +2,8 @@
 // first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
-// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)"; the history lists both, and
+// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)", and the chat says so and that
+// the files stay as they are; the history lists both, and
 // "Ollie: Fork Chat" forks the whole chat.
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -61,6 +62,9 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await header(chat, "Sea haiku (fork)").waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   if (await chat.locator(".item.user", { hasText: MOON }).count()) throw new Error("the fork of turn 1 shows turn 2");
+  // The header cuts a long title: the chat says it is the fork, and that the files did not go back to turn 1.
+  await chat.locator(".item.notice", { hasText: 'This chat is now "Sea haiku (fork)", with the conversation up to turn 1' })
+    .filter({ hasText: "Files were not changed" }).waitFor({ timeout: waitMs });
   await screenshot("fork-from-here");
   await action("Switch Session").click();
   const row = (text) => page.locator(".quick-input-list .monaco-list-row", { hasText: text });
@@ -73,6 +77,7 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   // 5. "Ollie: Fork Chat": the whole chat, forked again.
   await runCommand(page, "Ollie: Fork Chat");
   await header(chat, "Sea haiku (fork) (fork)").waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: 'This chat is now "Sea haiku (fork) (fork)", with the whole conversation' }).waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   log("Ollie: Fork Chat forked the whole chat");
 });
