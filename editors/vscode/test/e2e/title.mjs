@@ -4,7 +4,7 @@
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
 // "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)", and the chat says so and that
 // the files stay as they are; the history lists both, and
-// "Ollie: Fork Chat" forks the whole chat.
+// "Ollie: Fork Chat" forks the whole chat. The composer names the model and a non-default agent; a click switches.
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -80,4 +80,19 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await chat.locator(".item.notice", { hasText: 'This chat is now "Sea haiku (fork) (fork)", with the whole conversation' }).waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   log("Ollie: Fork Chat forked the whole chat");
+
+  // 6. The composer names the model (and an agent that is not the default), as Copilot Chat's and Claude Code's do: a
+  // click offers Switch Model; a switch of agent shows at once.
+  const model = chat.locator("#model");
+  await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
+  await model.click();
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Model" }).waitFor({ timeout: waitMs });
+  await page.keyboard.press("Escape");
+  await runCommand(page, "Ollie: Switch Agent");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "plan" }).first().waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill("plan");
+  await page.keyboard.press("Enter");
+  await model.filter({ hasText: /^plan · scripted-model$/ }).waitFor({ timeout: waitMs });
+  await screenshot("composer-model");
+  log("the composer names the model, opens Switch Model, and shows the agent once switched");
 });
