@@ -63,10 +63,7 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
   const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices, what === "agent" ? "this chat's conversation" : undefined);
   // The current one picked again switches nothing (`/agent` to the same agent cleared the session all the same).
-  if (name && name !== choices.current) {
-    await runSlash(parts, `/${what} ${name}`);
-    await parts.conversation.refreshHeader();
-  }
+  if (name && name !== choices.current) await runSlash(parts, `/${what} ${name}`);
 }
 
 /** `Ollie: MCP Servers`: each server, its state (why it failed) and its tools; picking one runs `/mcp` into the chat. */

@@ -216,7 +216,11 @@ export class Conversation implements vscode.Disposable {
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
-      if (result.stop === "command") void this.queued.turnEnded(result.session, "command");
+      // And the model or agent it may have switched (`/model NAME` typed here), which the composer names.
+      if (result.stop === "command") {
+        void this.queued.turnEnded(result.session, "command");
+        void this.refreshHeader();
+      }
       return result;
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.
@@ -283,6 +287,7 @@ export class Conversation implements vscode.Disposable {
   /** Run one slash command on the current session and return its output. */
   async command(line: string): Promise<string> {
     const result = await this.daemon.request<{ output?: string }>("ollie/command", this.withSession({ line }));
+    void this.refreshHeader();  // `/model`, `/agent`: the composer names them
     return result?.output ?? "";
   }
 
@@ -377,7 +382,7 @@ export class Conversation implements vscode.Disposable {
     this.switchTo(session);
   }
 
-  /** Read the current session's agent and model again (a switch changed them) and show them. */
+  /** Read the current session's state again (a command may have switched its agent or model) and show its header. */
   async refreshHeader(): Promise<void> {
     await this.refreshState();
     this.emitHeader();

@@ -82,7 +82,7 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   log("Ollie: Fork Chat forked the whole chat");
 
   // 6. The composer names the model (and an agent that is not the default), as Copilot Chat's and Claude Code's do: a
-  // click offers Switch Model; a switch of agent shows at once.
+  // click offers Switch Model; a switch of agent (the pick, or `/agent` typed in the chat) shows at once.
   const model = chat.locator("#model");
   await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
   await model.click();
@@ -94,5 +94,8 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await page.keyboard.press("Enter");
   await model.filter({ hasText: /^plan · scripted-model$/ }).waitFor({ timeout: waitMs });
   await screenshot("composer-model");
-  log("the composer names the model, opens Switch Model, and shows the agent once switched");
+  // Switched by a command typed in the chat, too.
+  await send(chat, "/agent default");
+  await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
+  log("the composer names the model, opens Switch Model, and shows the agent once switched, by the pick or by /agent");
 });
