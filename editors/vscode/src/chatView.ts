@@ -137,6 +137,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       case "fork":
         await vscode.commands.executeCommand("ollie.forkChat", message.turn);
         return;
+      case "switchModel":
+        await vscode.commands.executeCommand("ollie.switchModel");
+        return;
       case "newSession":
       case "setApiKey":
         await vscode.commands.executeCommand(message.type === "newSession" ? "ollie.newSession" : "ollie.setApiKey");

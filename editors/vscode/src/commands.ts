@@ -5,7 +5,7 @@ import { ChatViewProvider } from "./chatView";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
-import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, historyEntries, listSessions, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
+import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, forkNotice, historyEntries, listSessions, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList, turnNumber } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
 import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
@@ -225,9 +225,11 @@ async function forkChat(parts: Parts, turn?: unknown): Promise<void> {
     void vscode.window.showInformationMessage("Ollie: there is no chat to fork yet.");
     return;
   }
-  const params = turnNumber(turn) ? { session, turn } : { session };
-  const { session: fork } = await parts.daemon.request<{ session: string }>("ollie/session/fork", params);
+  const at = turnNumber(turn) ? turn : undefined;
+  const { session: fork, info } = await parts.daemon.request<{ session: string; info?: { title?: unknown } }>(
+    "ollie/session/fork", at === undefined ? { session } : { session, turn: at });
   await parts.conversation.resume(fork);
+  parts.conversation.note(forkNotice(info?.title, at));
   await parts.chat.reveal();
 }
 

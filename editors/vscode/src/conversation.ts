@@ -83,6 +83,7 @@ export class Conversation implements vscode.Disposable {
   private typedIn: string | undefined;
   // Each session's working directory (`ollie/state`'s cwd): relative file links resolve against it.
   private readonly cwds = new Map<string, string>();
+  private readonly agentModels = new Map<string, { agent: string; model: string }>();
   // The daemon crashed: the chat its restart brings back says so.
   private crashNotice = false;
 
@@ -148,7 +149,8 @@ export class Conversation implements vscode.Disposable {
   /** The view header: the current session's title and approval mode. */
   get header(): Header {
     const session = this.current ?? "";
-    return { title: this.titles.get(session) ?? "", approval: this.approvals.of(session) };
+    const { agent, model } = this.agentModels.get(session) ?? { agent: "", model: "" };
+    return { title: this.titles.get(session) ?? "", approval: this.approvals.of(session), agent, model };
   }
 
   /** What the empty chat shows while the backend cannot take a turn (null: it can). */
@@ -214,7 +216,11 @@ export class Conversation implements vscode.Disposable {
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
       // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
-      if (result.stop === "command") void this.queued.turnEnded(result.session, "command");
+      // And the model or agent it may have switched (`/model NAME` typed here), which the composer names.
+      if (result.stop === "command") {
+        void this.queued.turnEnded(result.session, "command");
+        void this.refreshHeader();
+      }
       return result;
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.
@@ -281,6 +287,7 @@ export class Conversation implements vscode.Disposable {
   /** Run one slash command on the current session and return its output. */
   async command(line: string): Promise<string> {
     const result = await this.daemon.request<{ output?: string }>("ollie/command", this.withSession({ line }));
+    void this.refreshHeader();  // `/model`, `/agent`: the composer names them
     return result?.output ?? "";
   }
 
@@ -349,12 +356,13 @@ export class Conversation implements vscode.Disposable {
   private async refreshState(): Promise<{ session?: string; state?: string; running?: boolean; cost?: unknown } | undefined> {
     try {
       const asked = this.stateChanges;
-      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown; title?: unknown }>(
+      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown; title?: unknown; agent?: unknown; model?: unknown }>(
         "ollie/state",
         this.withSession({}),
       );
       const session = typeof state?.session === "string" ? state.session : this.current ?? "";
       if (typeof state?.cwd === "string") this.cwds.set(session, state.cwd);
+      this.agentModels.set(session, { agent: typeof state?.agent === "string" ? state.agent : "", model: typeof state?.model === "string" ? state.model : "" });
       if ((this.titleToldAt.get(session) ?? 0) <= asked) this.setTitle(session, state?.title);
       this.approvals.reported(session, state?.approval);
       this.backend = parseBackendStatus(state);
@@ -372,6 +380,17 @@ export class Conversation implements vscode.Disposable {
     if (fresh) await this.history.load(session, false);
     else if (!this.models.has(session)) await this.history.load(session);
     this.switchTo(session);
+  }
+
+  /** Read the current session's state again (a command may have switched its agent or model) and show its header. */
+  async refreshHeader(): Promise<void> {
+    await this.refreshState();
+    this.emitHeader();
+  }
+
+  /** Say `text` (information, not sent to the model) at the end of the current chat. */
+  note(text: string): void {
+    this.changed(this.model.addNotice("info", text));
   }
 
   /** Read the current session's conversation again (after a rewind cut it, or its undo put it back). */

@@ -153,6 +153,15 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
   return model.items;
 }
 
+/** What the chat says once a fork opens: its title is cut off in a narrow header (only "(fork)" told it apart), and
+ * a fork "from" a turn reads as if the files went back there too (PROTOCOL.md: they stay as they are). */
+export function forkNotice(title: unknown, turn?: number): string {
+  const named = typeof title === "string" && title ? `"${title}"` : "a fork";
+  const where = turn === undefined ? "with the whole conversation" : `with the conversation up to turn ${turn}`;
+  return `This chat is now ${named}, ${where}; the original is in Switch Session. ` +
+    `Files were not changed: they stay as they are now${turn === undefined ? "" : `, not as they were after turn ${turn}`}.`;
+}
+
 /** One page of `ollie/context`: its messages, how many the session has in all, where the next page starts. */
 export interface ContextPage {
   messages: unknown[];

@@ -150,6 +150,14 @@ export function failureLine(result: string): string {
   return line.length > 200 ? `${line.slice(0, 197)}…` : line;
 }
 
+/** The last line of a finished command's output that says something (a test run's "1 passed in 0.02s"), shown under
+ * its title as a terminal shows it: past exit headers, `[stderr]` and a banner's `===`. */
+export function outcomeLine(result: string): string {
+  const lines = result.split("\n").map((l) => l.trim().replace(/^=+\s*|\s*=+$/g, ""));
+  const line = lines.filter((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)).pop() ?? "";
+  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
+}
+
 /** The status a step item has without a `tool` object (v1 events): from the result text. */
 export function legacyStatus(result: string | undefined, isError: boolean): StepStatus {
   if (result === undefined) return "in_progress";

@@ -48,6 +48,7 @@ export type FromWebview =
   | { type: "queue" | "inject"; text: string; chips?: string[] }
   | { type: "interrupt" }
   | { type: "newSession" }
+  | { type: "switchModel" }
   | { type: "checkBackend" }
   | { type: "setApiKey" }
   | { type: "openServerEnv" }
@@ -64,10 +65,18 @@ export type FromWebview =
   | { type: "checkPaths"; paths: string[] }
   | { type: "fork"; turn: number };
 
-/** What the view header shows: the session's title and its approval mode. */
+/** What the view header shows: the session's title and its approval mode; the composer, its agent and model. */
 export interface Header {
   title: string;
   approval: ApprovalMode | "";
+  agent: string;
+  model: string;
+}
+
+/** The composer's line naming the session's agent and model (Copilot Chat and Claude Code show theirs by the input;
+ * here only `/model` said it): the agent left out while it is the default one. */
+export function modelLabel(header: Pick<Header, "agent" | "model">): string {
+  return [header.agent && header.agent !== "default" ? header.agent : "", header.model].filter(Boolean).join(" · ");
 }
 
 export type ToWebview =
@@ -85,7 +94,7 @@ export type ToWebview =
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 /** The most context chips one prompt carries. */
 export const MAX_CHIPS = 20;
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
 const PATH = /^[^\0-\x1f]{1,1024}$/;

@@ -3,7 +3,7 @@
 import type { Onboarding } from "../lib/backend";
 import type { ChatItem } from "../lib/chatModel";
 import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, wantsEarlier } from "../lib/scroll";
-import type { FromWebview, Header, PermissionOutcome, ToWebview } from "../lib/webviewMessages";
+import { type FromWebview, type Header, type PermissionOutcome, type ToWebview, modelLabel } from "../lib/webviewMessages";
 import { Composer } from "./composerView";
 import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
@@ -20,6 +20,7 @@ const loadingNote = document.getElementById("loading") as HTMLElement;
 const onboardingBox = document.getElementById("onboarding") as HTMLElement;
 const title = document.getElementById("title") as HTMLElement;
 const approval = document.getElementById("approval") as HTMLSelectElement;
+const modelButton = document.getElementById("model") as HTMLButtonElement;
 
 const post = (message: FromWebview) => vscode.postMessage(message);
 const rendered = new Map<number, HTMLElement>();
@@ -166,10 +167,13 @@ function showHeader(header: Header): void {
   title.title = header.title;
   if (header.approval) approval.value = header.approval;
   approval.dataset.mode = header.approval || "ask";
+  modelButton.textContent = modelLabel(header);
+  modelButton.hidden = modelButton.textContent === "";
 }
 
 const sendApproval = (): void => post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);
 approval.addEventListener("change", sendApproval);
+modelButton.addEventListener("click", () => vscode.postMessage({ type: "switchModel" }));
 // The picker is in the view's HTML before this script runs: a mode picked in between met no listener (it was lost).
 if (approval.selectedIndex > 0) sendApproval();
 

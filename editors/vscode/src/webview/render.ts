@@ -4,7 +4,7 @@ import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
+import { StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
@@ -127,14 +127,22 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   }
   (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
-  // A failure says why in one line under the title; the whole output stays one click away.
+  // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
+  // showed only a check mark, the output a click away); the whole output stays one click away.
   const why = item.isError ? failureLine(item.result ?? "") : "";
-  let line = node.querySelector<HTMLElement>(".step-error");
-  if (why && !line) {
-    line = el("div", "step-error");
+  const ended = !item.isError && step.kind === "execute" && step.status === "completed" ? outcomeLine(item.result ?? "") : "";
+  headLine(node, "step-error", why);
+  headLine(node, "step-outcome", ended);
+}
+
+/** The one line of class `className` under a step's title, made when there is `text` to say. */
+function headLine(node: HTMLElement, className: string, text: string): void {
+  let line = node.querySelector<HTMLElement>(`.${className}`);
+  if (text && !line) {
+    line = el("div", className);
     (node.querySelector(".step-head") as HTMLElement).after(line);
   }
-  if (line) line.textContent = why;
+  if (line) line.textContent = text;
 }
 
 function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "permission" }>): void {

@@ -1,6 +1,7 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop): the daily loop. calc.py is open, notes.txt
 // open with the user's unsaved line; a turn edits calc.py (through its buffer) and runs `python3 test_calc.py`,
-// which must pass: the buffer was saved (ollie/saveDocuments) before the command ran. notes.txt stays unsaved.
+// which must pass: the buffer was saved (ollie/saveDocuments) before the command ran. notes.txt stays unsaved. The run's
+// step shows the line its output ended with under its title.
 //
 // Usage: node test/e2e/dailyloop.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -59,6 +60,10 @@ await withVSCode(
     if (fs.readFileSync(path.join(workspace, "notes.txt"), "utf8") !== NOTES) throw new Error("notes.txt was written");
     const chat = await chatFrame(page);
     await chat.locator(".item", { hasText: "Fixed add; the tests pass." }).first().waitFor({ timeout: waitMs });
+    // The run's step says how the tests ended under its title, its output closed (it showed only a check mark).
+    const ran = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "python3 test_calc.py" }) });
+    const outcome = await ran.locator(".step-outcome").textContent({ timeout: waitMs });
+    if (outcome !== "tests passed" || !(await ran.locator(".step-outcome").isVisible())) throw new Error(`the run's step says ${JSON.stringify(outcome)}`);
     await screenshot("daily-loop");
     log("edit then test: calc.py was edited in its buffer and saved, the tests ran the fix and passed; notes.txt stayed unsaved");
 

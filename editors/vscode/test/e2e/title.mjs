@@ -2,8 +2,9 @@
 // first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
-// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)"; the history lists both, and
-// "Ollie: Fork Chat" forks the whole chat.
+// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)", and the chat says so and that
+// the files stay as they are; the history lists both, and
+// "Ollie: Fork Chat" forks the whole chat. The composer names the model and a non-default agent; a click switches.
 //
 // Usage: node test/e2e/title.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -61,6 +62,9 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await header(chat, "Sea haiku (fork)").waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   if (await chat.locator(".item.user", { hasText: MOON }).count()) throw new Error("the fork of turn 1 shows turn 2");
+  // The header cuts a long title: the chat says it is the fork, and that the files did not go back to turn 1.
+  await chat.locator(".item.notice", { hasText: 'This chat is now "Sea haiku (fork)", with the conversation up to turn 1' })
+    .filter({ hasText: "Files were not changed" }).waitFor({ timeout: waitMs });
   await screenshot("fork-from-here");
   await action("Switch Session").click();
   const row = (text) => page.locator(".quick-input-list .monaco-list-row", { hasText: text });
@@ -73,6 +77,25 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   // 5. "Ollie: Fork Chat": the whole chat, forked again.
   await runCommand(page, "Ollie: Fork Chat");
   await header(chat, "Sea haiku (fork) (fork)").waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: 'This chat is now "Sea haiku (fork) (fork)", with the whole conversation' }).waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: PROMPT }).waitFor({ timeout: waitMs });
   log("Ollie: Fork Chat forked the whole chat");
+
+  // 6. The composer names the model (and an agent that is not the default), as Copilot Chat's and Claude Code's do: a
+  // click offers Switch Model; a switch of agent (the pick, or `/agent` typed in the chat) shows at once.
+  const model = chat.locator("#model");
+  await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
+  await model.click();
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Model" }).waitFor({ timeout: waitMs });
+  await page.keyboard.press("Escape");
+  await runCommand(page, "Ollie: Switch Agent");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "plan" }).first().waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill("plan");
+  await page.keyboard.press("Enter");
+  await model.filter({ hasText: /^plan · scripted-model$/ }).waitFor({ timeout: waitMs });
+  await screenshot("composer-model");
+  // Switched by a command typed in the chat, too.
+  await send(chat, "/agent default");
+  await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
+  log("the composer names the model, opens Switch Model, and shows the agent once switched, by the pick or by /agent");
 });

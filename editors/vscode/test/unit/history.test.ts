@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextToMarkdown, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
+import { contextToMarkdown, forkNotice, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
 
 const messages = [
@@ -252,4 +252,11 @@ test("a saved prompt keeps the number of the turn it starts; one without (a fork
     { role: "user", content: "own", turn: 1 }, { role: "assistant", content: "b" }, { role: "user", content: "odd", turn: "2" },
   ]);
   assert.deepEqual(model.items.filter((i) => i.kind === "user").map((i) => i.kind === "user" && i.turn), [undefined, 1, undefined]);
+});
+
+test("a fork's notice names the fork, where it was cut, and that the files were not taken back", () => {
+  assert.equal(forkNotice("Fix add (fork)", 2), 'This chat is now "Fix add (fork)", with the conversation up to turn 2; the original is in ' +
+    "Switch Session. Files were not changed: they stay as they are now, not as they were after turn 2.");
+  assert.equal(forkNotice(undefined), "This chat is now a fork, with the whole conversation; the original is in Switch Session. " +
+    "Files were not changed: they stay as they are now.");
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEvent, parseStateChanged, sessionIdOf } from "../../src/lib/protocol";
-import { MAX_CHIPS, MAX_PROMPT_LENGTH, parseWebviewMessage } from "../../src/lib/webviewMessages";
+import { MAX_CHIPS, MAX_PROMPT_LENGTH, modelLabel, parseWebviewMessage } from "../../src/lib/webviewMessages";
 
 test("valid webview messages pass, extra fields are dropped", () => {
   assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", evil: "<script>" }), { type: "submit", text: "hi" });
@@ -145,4 +145,11 @@ test("a prompt's Fork from here names a turn from 1; a turn end's number is read
   for (const turn of [0, -1, 1.5, "2", undefined]) assert.equal(parseWebviewMessage({ type: "fork", turn }), undefined, String(turn));
   assert.equal(parseEvent({ session: "s", seq: 1, role: "turn", content: "end_turn", turn: 2 })?.turn, 2);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "turn", content: "end_turn", turn: 0 })?.turn, undefined);
+});
+
+test("the composer names the session's model, and its agent when it is not the default; its click asks to switch", () => {
+  assert.equal(modelLabel({ agent: "default", model: "qwen3:8b" }), "qwen3:8b");
+  assert.equal(modelLabel({ agent: "plan", model: "gpt-4.1" }), "plan · gpt-4.1");
+  assert.equal(modelLabel({ agent: "", model: "" }), "");
+  assert.deepEqual(parseWebviewMessage({ type: "switchModel", model: "evil" }), { type: "switchModel" });
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -145,4 +145,12 @@ test("a failed step's line says why it failed: past its exit header and the [std
   assert.equal(failureLine("[step 1 bash] exit 2\nmake: *** No rule to make target\n"), "make: *** No rule to make target");
   assert.equal(failureLine(`[step 1 bash] exit 1\n${"x".repeat(300)}`), `${"x".repeat(197)}…`);
   assert.equal(failureLine("[call 1 file_read] exit 1\n"), "");
+});
+
+test("a command that ran shows the line its output ended with: a test run's summary, not its headers or banner", () => {
+  assert.equal(outcomeLine("[step 1 bash] exit 0\n.\n1 passed in 0.02s\n"), "1 passed in 0.02s");
+  assert.equal(outcomeLine("[step 1 bash] exit 0\n..\n============ 2 passed in 0.10s ============\n\n"), "2 passed in 0.10s");
+  assert.equal(outcomeLine("tests passed\n[stderr]\n"), "tests passed");
+  assert.equal(outcomeLine("[step 1 bash] exit 0\n"), "");
+  assert.equal(outcomeLine("y".repeat(300)), `${"y".repeat(197)}…`);
 });
