@@ -150,3 +150,36 @@ def test_ctrl_c_ends_a_running_shell_command_and_the_prompt_comes_back(llm, tmp_
         term.type("and now?")
         term.wait_for(r"still here", after=at)
         assert term.close() == 0
+
+
+def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_path):
+    # The turn ended on the answer alone: nothing said a file had changed, nor that /changes and /rewind exist.
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
+                                                   "args": ["calc.py", "return a - b", "return a + b"]}]})),
+        Reply.text("Fixed."),
+        Reply.text("Nothing to change."),
+    )
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("fix add")
+        at = term.wait_for(r"Fixed\.\n(.*)\n(?=default> )", after=at)
+        summary = term.text[:at].rsplit("Fixed.\n", 1)[1]
+        assert summary == "1 file changed: calc.py (+1 -1); /changes to review, /rewind to undo\n", summary
+        at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=at)
+        assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        # A turn that changed nothing says nothing of it.
+        at = term.answer("and now?", r"Nothing to change\.\ndefault> ", after=at)
+        assert term.close() == 0
+    once = run_ollie(["-p", "fix add", "--cwd", str(tmp_path)],
+                     env={**llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [
+                         "calc.py", "return a - b", "return a + b"]}]})), Reply.text("Fixed.")).env()})
+    assert once.returncode == 0 and once.stdout.endswith("Fixed.\n"), (once.stdout, once.stderr)
+    session = once.stderr.split()[2]
+    again = f"ollie --session {session} -p"
+    # On stderr: stdout stays what the model and its steps said.
+    assert once.stderr.endswith(f"1 file changed: calc.py (+1 -1); review: {again} /changes, undo: {again} /rewind\n"), \
+        once.stderr
+    undo = run_ollie(["--session", session, "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
+    assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo

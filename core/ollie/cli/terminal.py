@@ -94,7 +94,7 @@ async def _render_events(renderer: Renderer, sub: Subscription) -> None:
         if event.role != "state":
             steps = event.steps or ((event.tool,) if event.tool is not None else ())
             renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
-                            failed=event.tool is not None and event.tool.status == "failed")
+                            failed=event.tool is not None and event.tool.status == "failed", changes=event.changes)
 
 
 class _Events:
@@ -148,6 +148,8 @@ async def run_once(options: RunOptions, prompt: str) -> int:
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
+        again = f"ollie --session {core.session_id} -p"
+        renderer.review_hint = f"; review: {again} /changes, undo: {again} /rewind"
         # As the editors' Stop: a `!cmd` ends too, and no postTurn continuation or queued prompt starts after it.
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.stop("Ctrl-C"))
         try:
@@ -177,6 +179,7 @@ async def run_interactive(options: RunOptions) -> int:
     """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = Renderer()
     async with _running(options, renderer) as (core, events):
+        renderer.review_hint = "; /changes to review, /rewind to undo"
         loop = asyncio.get_running_loop()
         lines = InputLines()
         lines.start()
