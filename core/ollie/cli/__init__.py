@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp"],
                         help="demo: run the scripted end-to-end demo; doctor: check the setup; "
                         "acp: run as an Agent Client Protocol agent over stdio")
-    parser.add_argument("-p", "--prompt", help="run this prompt as one turn and exit")
+    parser.add_argument("-p", "--prompt", nargs="?", const="",
+                        help="run this prompt as one turn and exit; text piped in goes after it "
+                             "(`git diff | ollie -p 'review this'`), or is the prompt when none is given")
     parser.add_argument("--agent", default="default", help="agent config name (default: default)")
     parser.add_argument("--backend", help="ollama, openai, openrouter or anthropic (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="model name (default: $OLLIE_MODEL or the backend's default)")
@@ -74,6 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         from ollie.cli.doctor import doctor
 
         return doctor(backend=args.backend, model=args.model, cwd=args.cwd)
+    piped = ""
+    if args.prompt is not None:
+        from ollie.cli.piped import PipedError, piped_text
+
+        try:
+            piped = piped_text()
+        except PipedError as exc:
+            print(f"ollie: {exc}", file=sys.stderr)
+            return 2
+        if not (args.prompt.strip() or piped.strip()):
+            print("ollie: -p needs a prompt: `ollie -p TEXT`, or pipe one in (`echo TEXT | ollie -p`)",
+                  file=sys.stderr)
+            return 2
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
@@ -107,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Everything is saved and closed once the run returns: no interpreter teardown to wait for after it.
         if args.prompt is not None:
-            end_process(asyncio.run(run_once(options, args.prompt)))
+            end_process(asyncio.run(run_once(options, args.prompt, piped)))
         end_process(asyncio.run(run_interactive(options)))
     except LiveElsewhereError as exc:  # another window or terminal runs the session: resuming it here would lose turns
         print(f"ollie: {exc}", file=sys.stderr)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
+from ollie.cli.piped import with_piped
 from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
 
@@ -142,8 +143,8 @@ async def _release(session_id: str, renderer: Renderer) -> None:
         print(printable(f"ollie: {exc}"), file=sys.stderr)
 
 
-async def run_once(options: RunOptions, prompt: str) -> int:
-    """`ollie -p`: one turn, streamed; the exit code says how it ended."""
+async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
+    """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
@@ -157,7 +158,8 @@ async def run_once(options: RunOptions, prompt: str) -> int:
         except ImageError as exc:
             print(printable(f"ollie: {exc}"), file=sys.stderr)
             return 1
-        result = await core.submit(prompt, pictures)
+        # Pictures are the typed prompt's own: an `@x.png` in a piped file or log attaches nothing.
+        result = await core.submit(with_piped(prompt, piped), pictures)
         await events.drained()
     renderer.end_line()
     if result.stop == "error" and result.error and result.error not in renderer.errors:
