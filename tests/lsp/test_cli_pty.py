@@ -67,10 +67,23 @@ class Terminal:
     def close(self) -> int:
         os.write(self.master, b"\x04")  # Ctrl-D at the prompt
         try:
-            return self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=30)
+            self._read_rest()
+            return code
         finally:
             self.proc.kill()
             os.close(self.master)
+
+    def _read_rest(self) -> None:
+        """Take what the ended process wrote last (its goodbye) into `text`."""
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # every byte read: the pty is closed
+                return
+            if not chunk:
+                return
+            self.raw += chunk.decode("utf-8", "replace")
 
 
 def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
@@ -183,3 +196,25 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
         once.stderr
     undo = run_ollie(["--session", session, "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo
+
+
+def test_leaving_the_prompt_says_how_to_resume_and_that_command_resumes(llm, tmp_path):
+    # Ctrl-D left without a word on how to come back: the id was only in the banner, scrolled away.
+    llm.script(Reply.text("noted 9"), Reply.text("it was 9"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("remember 9", r"noted 9\ndefault> ", after=at)
+        assert term.close() == 0
+        said = re.search(r"ollie: resume this session with `ollie (--session \S+)`\n", term.text[at:])
+        assert said, term.text[at:]
+    with Terminal([*said.group(1).split(), "--cwd", str(tmp_path)], llm.env(), tmp_path) as again:
+        at = again.wait_for(r"default> ")
+        again.answer("what was it?", r"it was 9\n", after=at)
+        assert again.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+    # A session never prompted is not saved: no hint that would name nothing.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as idle:
+        idle.wait_for(r"default> ")
+        assert idle.close() == 0
+        assert "resume" not in idle.text, idle.text
