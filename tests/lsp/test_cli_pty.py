@@ -218,3 +218,14 @@ def test_leaving_the_prompt_says_how_to_resume_and_that_command_resumes(llm, tmp
         idle.wait_for(r"default> ")
         assert idle.close() == 0
         assert "resume" not in idle.text, idle.text
+
+
+def test_help_fits_a_terminal(llm, tmp_path):
+    # The /mcp usage set the column for all: every summary started at column 67, most lines wrapped past 100.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        end = term.answer("/help", r"/help \[command\] +this list\n", after=at)
+        shown = term.text[at:end].split("commands:\n", 1)[1].splitlines()
+        assert max(len(line) for line in shown) <= 100, "\n".join(shown)
+        assert "  /model [name]        show or switch the model" in shown, "\n".join(shown)
+        assert term.close() == 0
