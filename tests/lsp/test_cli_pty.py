@@ -229,3 +229,16 @@ def test_help_fits_a_terminal(llm, tmp_path):
         assert max(len(line) for line in shown) <= 100, "\n".join(shown)
         assert "  /model [name]        show or switch the model" in shown, "\n".join(shown)
         assert term.close() == 0
+
+
+def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp_path):
+    # The answer stopped mid-word and the prompt came back with no word on why.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("talk")
+        at = term.wait_for(r"word word ", after=at)  # streaming has begun
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"\nollie: interrupted\ndefault> ", after=at, timeout=30)
+        term.answer("and now?", r"back\n", after=at)
+        assert term.close() == 0

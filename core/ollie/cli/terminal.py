@@ -170,7 +170,9 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
 
 def _say_stop(stop: str) -> None:
     """Tell the user why a turn ended short of an answer (on stderr)."""
-    if stop == "max_steps":
+    if stop == "interrupted":  # the ^C the terminal echoed is all there was: say the turn ended there
+        print("ollie: interrupted", file=sys.stderr)
+    elif stop == "max_steps":
         print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
     elif stop == "max_tokens":
         print("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
