@@ -242,3 +242,23 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
         at = term.wait_for(r"\nollie: interrupted\ndefault> ", after=at, timeout=30)
         term.answer("and now?", r"back\n", after=at)
         assert term.close() == 0
+
+
+def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
+    # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    llm.script(Reply.text("old"), Reply.text("noted 9"), Reply.text("other"), Reply.text("it was 9"))
+    for cwd, prompt in ((here, "an older one"), (here, "remember 9"), (elsewhere, "another project")):
+        assert run_ollie(["-p", prompt, "--cwd", str(cwd)], env=llm.env()).returncode == 0
+    with Terminal(["-c", "--cwd", str(here)], llm.env(), here) as term:
+        at = term.wait_for(r"default> ")
+        term.answer("what was it?", r"it was 9\n", after=at)
+        assert term.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    none = run_ollie(["-c", "-p", "hi", "--cwd", str(fresh)], env=llm.env())
+    assert none.returncode == 1 and f"no saved session was started in {fresh}" in none.stderr, none.stderr
