@@ -228,22 +228,23 @@ async def run_interactive(options: RunOptions) -> int:
             await events.drained()
             renderer.end_line()
             _say_stop(result.stop)
-        session_id, sessions_dir = core.session_id, core.sessions_dir
+        session_id = core.session_id
         talked = any(message.role == "user" for message in core.session.messages)
     print(file=sys.stderr)
     # A session never prompted has nothing to come back to.
-    if talked and await asyncio.to_thread(_saved, sessions_dir, session_id):
+    if talked and await asyncio.to_thread(_saved, session_id):
         print(f"ollie: resume this session with `ollie --session {session_id}`", file=sys.stderr)
     return 0
 
 
-def _saved(sessions_dir: Path, session_id: str) -> bool:
+def _saved(session_id: str) -> bool:
     """Whether the session can be resumed (False too when the store cannot say: no hint beats a wrong one)."""
+    from ollie import paths
     from ollie.errors import OllieError
     from ollie.sessions import persist
 
     try:
-        return persist.exists(sessions_dir, session_id)
+        return persist.exists(paths.sessions_dir(), session_id)
     except OllieError:
         return False
 
