@@ -180,7 +180,11 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
         at = term.wait_for(r"Fixed\.\n(.*)\n(?=default> )", after=at)
         summary = term.text[:at].rsplit("Fixed.\n", 1)[1]
         assert summary == "1 file changed: calc.py (+1 -1); /changes to review, /rewind to undo\n", summary
-        at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=at)
+        # /changes shows the hunk's lines, not just where it is.
+        end = term.answer("/changes", r"\+    return a \+ b\n", after=at)
+        assert term.text[at:end].endswith("turn 1: 1 file(s) changed\nmodified calc.py (+1 -1)\n  [0] @@ -2,1 +2,1 @@\n"
+                                          "      -    return a - b\n      +    return a + b\n"), term.text[at:end]
+        at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=end)
         assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
         # A turn that changed nothing says nothing of it.
         at = term.answer("and now?", r"Nothing to change\.\ndefault> ", after=at)
