@@ -42,6 +42,7 @@ log = get_logger(__name__)
 END_LISTED_FILES = 100
 # Hunk lines `/changes` shows in all: a screenful or two; each hunk past it says how many it leaves out.
 SUMMARY_LINES_MAX = 120
+SUMMARY_LINE_CHARS = 200  # a minified file's one line would fill the screen
 END_LISTED_CHARS = 16 * 1024
 # A bound that reads no file: the count alone.
 COUNTED = Bound(files=0, text_bytes=0)
@@ -517,9 +518,13 @@ def summary(turn_changes: TurnChanges) -> str:
             lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
             shown = hunk.lines[:budget]
             budget -= len(shown)
-            lines += [f"      {line.rstrip(chr(13) + chr(10))}" for line in shown]
+            lines += [f"      {_cut(line.rstrip(chr(13) + chr(10)))}" for line in shown]
             if len(hunk.lines) > len(shown):  # the rest: the editor's review, or `ollie/changes {turn, path}`
                 lines.append(f"      … {len(hunk.lines) - len(shown)} more line(s)")
     if turn_changes.more:
         lines.append(f"... and {turn_changes.more} more file(s), not listed")
     return "\n".join(lines)
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= SUMMARY_LINE_CHARS else f"{line[:SUMMARY_LINE_CHARS]}… ({len(line)} characters)"
