@@ -171,8 +171,9 @@ async def test_the_changes_and_rewind_commands(scripted_llm, make_core, workdir)
     await core.submit("edit them")
     assert (await core.submit("/changes 1")).reply.splitlines() == [
         "turn 1: 2 file(s) changed",
-        "modified a.txt (+2 -2)", "  [0] @@ -2,1 +2,1 @@", "  [1] @@ -18,1 +18,1 @@",
-        "modified b.txt (+1 -1)", "  [0] @@ -2,1 +2,1 @@",
+        "modified a.txt (+2 -2)", "  [0] @@ -2,1 +2,1 @@", "      -line 2", "      +LINE TWO",
+        "  [1] @@ -18,1 +18,1 @@", "      -line 18", "      +LINE EIGHTEEN",
+        "modified b.txt (+1 -1)", "  [0] @@ -2,1 +2,1 @@", "      -beta", "      +BETA",
     ]
     assert "/rewind takes a turn number or 'undo' (got 'x')" in (await core.submit("/rewind x")).reply
     assert (await core.submit("/rewind 3")).reply == "/rewind failed: no turn 3: this session has turns 1 to 1"

@@ -349,3 +349,21 @@ def test_one_shot_runs_no_elevated_step_without_someone_to_ask(llm, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert not target.exists()
     assert "nobody can give it" in json.dumps(llm.chat_requests[-1].body["messages"])
+
+
+def test_text_piped_into_p_goes_with_the_prompt(llm, tmp_path):
+    # `git diff | ollie -p "review this"`: the piped text was dropped unread, and `-p` with no text was a usage error.
+    diff = "-    return a - b\n+    return a + b\n"
+    llm.script(Reply.text("looks right"), Reply.text("it adds"))
+    review = run_ollie(["-p", "review this", "--cwd", str(tmp_path)], env=llm.env(), input=diff)
+    assert review.returncode == 0 and review.stdout == "looks right\n", review.stderr
+    assert llm.chat_requests[0].body["messages"][-1]["content"] == f"review this\n\n{diff}"
+    alone = run_ollie(["-p", "--cwd", str(tmp_path)], env=llm.env(), input="what does add do?\n")
+    assert alone.returncode == 0 and alone.stdout == "it adds\n", alone.stderr
+    assert llm.chat_requests[1].body["messages"][-1]["content"] == "what does add do?\n"
+    # Nothing piped (stdin a terminal or /dev/null) and no text: said, no turn started.
+    empty = run_ollie(["-p", "--cwd", str(tmp_path)], env=llm.env())
+    assert empty.returncode == 2 and "-p needs a prompt" in empty.stderr, empty.stderr
+    big = run_ollie(["-p", "sum these", "--cwd", str(tmp_path)], env=llm.env(), input="1\n" * (1 << 20))
+    assert big.returncode == 2 and "larger than 1048576 bytes" in big.stderr, big.stderr
+    assert len(llm.chat_requests) == 2

@@ -67,10 +67,23 @@ class Terminal:
     def close(self) -> int:
         os.write(self.master, b"\x04")  # Ctrl-D at the prompt
         try:
-            return self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=30)
+            self._read_rest()
+            return code
         finally:
             self.proc.kill()
             os.close(self.master)
+
+    def _read_rest(self) -> None:
+        """Take what the ended process wrote last (its goodbye) into `text`."""
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # every byte read: the pty is closed
+                return
+            if not chunk:
+                return
+            self.raw += chunk.decode("utf-8", "replace")
 
 
 def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
@@ -150,3 +163,106 @@ def test_ctrl_c_ends_a_running_shell_command_and_the_prompt_comes_back(llm, tmp_
         term.type("and now?")
         term.wait_for(r"still here", after=at)
         assert term.close() == 0
+
+
+def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_path):
+    # The turn ended on the answer alone: nothing said a file had changed, nor that /changes and /rewind exist.
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    llm.script(
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
+                                                   "args": ["calc.py", "return a - b", "return a + b"]}]})),
+        Reply.text("Fixed."),
+        Reply.text("Nothing to change."),
+    )
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("fix add")
+        at = term.wait_for(r"Fixed\.\n(.*)\n(?=default> )", after=at)
+        summary = term.text[:at].rsplit("Fixed.\n", 1)[1]
+        assert summary == "1 file changed: calc.py (+1 -1); /changes to review, /rewind to undo\n", summary
+        # /changes shows the hunk's lines, not just where it is.
+        end = term.answer("/changes", r"\+    return a \+ b\n", after=at)
+        assert term.text[at:end].endswith("turn 1: 1 file(s) changed\nmodified calc.py (+1 -1)\n  [0] @@ -2,1 +2,1 @@\n"
+                                          "      -    return a - b\n      +    return a + b\n"), term.text[at:end]
+        at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=end)
+        assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        # A turn that changed nothing says nothing of it.
+        at = term.answer("and now?", r"Nothing to change\.\ndefault> ", after=at)
+        assert term.close() == 0
+    once = run_ollie(["-p", "fix add", "--cwd", str(tmp_path)],
+                     env={**llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [
+                         "calc.py", "return a - b", "return a + b"]}]})), Reply.text("Fixed.")).env()})
+    assert once.returncode == 0 and once.stdout.endswith("Fixed.\n"), (once.stdout, once.stderr)
+    session = once.stderr.split()[2]
+    again = f"ollie --session {session} -p"
+    # On stderr: stdout stays what the model and its steps said.
+    assert once.stderr.endswith(f"1 file changed: calc.py (+1 -1); review: {again} /changes, undo: {again} /rewind\n"), \
+        once.stderr
+    undo = run_ollie(["--session", session, "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
+    assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo
+
+
+def test_leaving_the_prompt_says_how_to_resume_and_that_command_resumes(llm, tmp_path):
+    # Ctrl-D left without a word on how to come back: the id was only in the banner, scrolled away.
+    llm.script(Reply.text("noted 9"), Reply.text("it was 9"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("remember 9", r"noted 9\ndefault> ", after=at)
+        assert term.close() == 0
+        said = re.search(r"ollie: resume this session with `ollie (--session \S+)`\n", term.text[at:])
+        assert said, term.text[at:]
+    with Terminal([*said.group(1).split(), "--cwd", str(tmp_path)], llm.env(), tmp_path) as again:
+        at = again.wait_for(r"default> ")
+        again.answer("what was it?", r"it was 9\n", after=at)
+        assert again.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+    # A session never prompted is not saved: no hint that would name nothing.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as idle:
+        idle.wait_for(r"default> ")
+        assert idle.close() == 0
+        assert "resume" not in idle.text, idle.text
+
+
+def test_help_fits_a_terminal(llm, tmp_path):
+    # The /mcp usage set the column for all: every summary started at column 67, most lines wrapped past 100.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        end = term.answer("/help", r"/help \[command\] +this list\n", after=at)
+        shown = term.text[at:end].split("commands:\n", 1)[1].splitlines()
+        assert max(len(line) for line in shown) <= 100, "\n".join(shown)
+        assert "  /model [name]        show or switch the model" in shown, "\n".join(shown)
+        assert term.close() == 0
+
+
+def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp_path):
+    # The answer stopped mid-word and the prompt came back with no word on why.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("talk")
+        at = term.wait_for(r"word word ", after=at)  # streaming has begun
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"\nollie: interrupted\ndefault> ", after=at, timeout=30)
+        term.answer("and now?", r"back\n", after=at)
+        assert term.close() == 0
+
+
+def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
+    # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    llm.script(Reply.text("old"), Reply.text("noted 9"), Reply.text("other"), Reply.text("it was 9"))
+    for cwd, prompt in ((here, "an older one"), (here, "remember 9"), (elsewhere, "another project")):
+        assert run_ollie(["-p", prompt, "--cwd", str(cwd)], env=llm.env()).returncode == 0
+    with Terminal(["-c", "--cwd", str(here)], llm.env(), here) as term:
+        at = term.wait_for(r"default> ")
+        term.answer("what was it?", r"it was 9\n", after=at)
+        assert term.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    none = run_ollie(["-c", "-p", "hi", "--cwd", str(fresh)], env=llm.env())
+    assert none.returncode == 1 and f"no saved session was started in {fresh}" in none.stderr, none.stderr

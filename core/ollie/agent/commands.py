@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ from ollie.log import get_logger
 from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
+HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
+HELP_WIDTH = 100  # /help's lines, summaries wrapped to it
 
 _log = get_logger(__name__)
 
@@ -250,8 +253,17 @@ def help_text() -> str:
     """Every command with its one-line summary."""
     rows = [("!<cmd>", "run a shell command in the session's directory")]
     rows += [(c.usage, c.summary) for c in COMMANDS.values()]
-    width = max(len(usage) for usage, _ in rows)
-    return "commands:\n" + "\n".join(f"  {usage.ljust(width)}  {summary}" for usage, summary in rows)
+    # The column fits the usual usages: one longer (/mcp's) takes a line of its own rather than pushing every
+    # summary past a terminal's width.
+    width = max(len(usage) for usage, _ in rows if len(usage) <= HELP_USAGE_COLUMN)
+    lines = ["commands:"]
+    for usage, summary in rows:
+        if len(usage) > width:
+            lines.append(f"  {usage}")
+        wrapped = textwrap.wrap(summary, HELP_WIDTH - width - 4) or [""]
+        lines += [f"  {(usage if len(usage) <= width and not n else '').ljust(width)}  {part}"
+                  for n, part in enumerate(wrapped)]
+    return "\n".join(lines)
 
 
 def is_command(line: str) -> bool:

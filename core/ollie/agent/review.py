@@ -40,6 +40,9 @@ log = get_logger(__name__)
 # files under 4 KiB paths, which listed whole made one notification of up to 200 MB (built on the event loop, and more
 # than an editor draws). Its count stays exact; `ollie/changes` lists them all.
 END_LISTED_FILES = 100
+# Hunk lines `/changes` shows in all: a screenful or two; each hunk past it says how many it leaves out.
+SUMMARY_LINES_MAX = 120
+SUMMARY_LINE_CHARS = 200  # a minified file's one line would fill the screen
 END_LISTED_CHARS = 16 * 1024
 # A bound that reads no file: the count alone.
 COUNTED = Bound(files=0, text_bytes=0)
@@ -500,10 +503,12 @@ async def _read_text(root: Path, rel: str) -> str | None:
 
 
 def summary(turn_changes: TurnChanges) -> str:
-    """The `/changes` text: each file with its status and hunks, numbered as undo takes them."""
+    """The `/changes` text: each file with its status and hunks (their lines, up to a bound), numbered as undo
+    takes them."""
     if not turn_changes.changes:
         return f"turn {turn_changes.turn}: no files changed"
     lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes) + turn_changes.more} file(s) changed"]
+    budget = SUMMARY_LINES_MAX
     for change in turn_changes.changes:
         added = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("+"))
         removed = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("-"))
@@ -511,6 +516,15 @@ def summary(turn_changes: TurnChanges) -> str:
         lines.append(f"{change.status} {change.path} ({what})")
         for i, hunk in enumerate(change.hunks):
             lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
+            shown = hunk.lines[:budget]
+            budget -= len(shown)
+            lines += [f"      {_cut(line.rstrip(chr(13) + chr(10)))}" for line in shown]
+            if len(hunk.lines) > len(shown):  # the rest: the editor's review, or `ollie/changes {turn, path}`
+                lines.append(f"      … {len(hunk.lines) - len(shown)} more line(s)")
     if turn_changes.more:
         lines.append(f"... and {turn_changes.more} more file(s), not listed")
     return "\n".join(lines)
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= SUMMARY_LINE_CHARS else f"{line[:SUMMARY_LINE_CHARS]}… ({len(line)} characters)"

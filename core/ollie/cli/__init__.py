@@ -12,6 +12,7 @@ from ollie import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 # `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
 ACP_MODULE = "ollie_acp"
@@ -38,11 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp"],
                         help="demo: run the scripted end-to-end demo; doctor: check the setup; "
                         "acp: run as an Agent Client Protocol agent over stdio")
-    parser.add_argument("-p", "--prompt", help="run this prompt as one turn and exit")
+    parser.add_argument("-p", "--prompt", nargs="?", const="",
+                        help="run this prompt as one turn and exit; text piped in goes after it "
+                             "(`git diff | ollie -p 'review this'`), or is the prompt when none is given")
     parser.add_argument("--agent", default="default", help="agent config name (default: default)")
     parser.add_argument("--backend", help="ollama, openai, openrouter or anthropic (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="model name (default: $OLLIE_MODEL or the backend's default)")
     parser.add_argument("--session", help="resume this saved session id")
+    parser.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
+                        help="resume the newest session started in this directory (--cwd)")
     parser.add_argument("--cwd", type=Path, default=Path("."), help="working directory (default: here)")
     parser.add_argument("--approval", choices=["ask", "auto-edit", "auto", "read-only"],
                         help="which steps ask first (default: the agent's, usually ask; -p cannot ask, so "
@@ -74,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         from ollie.cli.doctor import doctor
 
         return doctor(backend=args.backend, model=args.model, cwd=args.cwd)
+    piped = ""
+    if args.prompt is not None:
+        from ollie.cli.piped import PipedError, piped_text
+
+        try:
+            piped = piped_text()
+        except PipedError as exc:
+            print(f"ollie: {exc}", file=sys.stderr)
+            return 2
+        if not (args.prompt.strip() or piped.strip()):
+            print("ollie: -p needs a prompt: `ollie -p TEXT`, or pipe one in (`echo TEXT | ollie -p`)",
+                  file=sys.stderr)
+            return 2
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
@@ -82,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging()
     raise_fd_limit()  # its steps' proxied connections are this process's descriptors
+    if args.continue_latest:
+        if args.session:
+            print("ollie: --continue resumes this directory's newest session; --session names one: give one of them",
+                  file=sys.stderr)
+            return 2
+        args.session = _latest_here(args.cwd)
+        if args.session is None:
+            return 1
     if args.session:
         problem = _session_problem(args.session)
         if problem:
@@ -107,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Everything is saved and closed once the run returns: no interpreter teardown to wait for after it.
         if args.prompt is not None:
-            end_process(asyncio.run(run_once(options, args.prompt)))
+            end_process(asyncio.run(run_once(options, args.prompt, piped)))
         end_process(asyncio.run(run_interactive(options)))
     except LiveElsewhereError as exc:  # another window or terminal runs the session: resuming it here would lose turns
         print(f"ollie: {exc}", file=sys.stderr)
@@ -136,6 +162,22 @@ def _session_problem(session_id: str) -> str | None:
     # Resuming an id that was never saved would silently start a new session under it.
     return (printable(f"--session {session_id}: no saved session has this id; ")
             + "`ollie -p /sessions` lists the saved sessions")
+
+
+def _latest_here(cwd: Path) -> str | None:
+    """The newest session started in `cwd` for `--continue`; None (said on stderr) when there is none."""
+    from ollie.cli.latest import latest_session
+    from ollie.cli.sanitize import printable
+    from ollie.errors import OllieError
+
+    try:
+        found = latest_session(cwd)
+    except OllieError as exc:  # the store cannot be read (OLLIE_STORE down)
+        print(printable(f"ollie: cannot list the saved sessions: {exc}"), file=sys.stderr)
+        return None
+    if found is None:
+        print(printable(f"ollie: no saved session was started in {cwd.resolve()}; `ollie` starts one"), file=sys.stderr)
+    return found
 
 
 def _exec_acp(args: argparse.Namespace) -> int:

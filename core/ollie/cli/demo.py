@@ -51,7 +51,7 @@ def run_demo() -> int:
             env.update(srv.env())
             print(f"== ollie demo: {LABEL} ==\nworkspace {workspace}\n\nyou> {PROMPT}\n", flush=True)
             code = subprocess.call([*PYTHON_M, "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)],
-                                   env=env, timeout=TIMEOUT_S)
+                                   env=env, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
         srv.assert_done()
     except (subprocess.TimeoutExpired, AssertionError) as exc:
         print(f"demo: FAILED — {exc}")

@@ -9,14 +9,18 @@ import re
 import sys
 from collections.abc import Sequence
 from textwrap import indent
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 
+if TYPE_CHECKING:
+    from ollie.agent.events import TurnFiles
+
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
+CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
 
 
@@ -41,15 +45,27 @@ def compact_result(content: str) -> str:
     return text
 
 
+def changes_line(changes: TurnFiles) -> str:
+    """A turn's changed files in one line: how many, the first few with their lines added and removed."""
+    named = [f"{printable(f.path)} ({f.status})" if f.status != "modified" else
+             f"{printable(f.path)} (+{f.added} -{f.removed})" for f in changes.files[:CHANGED_NAMED_MAX]]
+    if changes.count > len(named):
+        named.append(f"{changes.count - len(named)} more")
+    return f"{changes.count} file{'' if changes.count == 1 else 's'} changed: {', '.join(named)}"
+
+
 class Renderer:
     """Writes events to a terminal; remembers whether it is mid-line so blocks start on their own line."""
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None,
+                 review_hint: str = "") -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
         self.color = (self.out.isatty() and not os.environ.get("NO_COLOR")) if color is None else color
         self.errors: list[str] = []
+        # Said after a turn's changed files: how this front end reviews and undoes them.
+        self.review_hint = review_hint
         self._mid_line = False
         # Streamed text is cleaned as it comes, with a sequence cut between two deltas held until it is whole.
         self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
@@ -80,7 +96,7 @@ class Renderer:
         return self._markdown.feed(text) if self._markdown is not None else text
 
     def render(self, role: str, content: str, name: str = "", *, titles: Sequence[str] = (),
-               failed: bool = False) -> None:
+               failed: bool = False, changes: TurnFiles | None = None) -> None:
         """Show one event, the model's or a tool's text stripped of control sequences before it is styled."""
         if role == "error":
             self.errors.append(content)  # as sent, to compare with the turn's result
@@ -107,6 +123,8 @@ class Renderer:
         elif role == "turn" and content != "start":
             self._flush_streams()
             self.end_line()
+            if changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
+                self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
 
     def _flush_streams(self) -> None:
         for role, cleaner in self._cleaners.items():

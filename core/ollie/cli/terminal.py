@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
+from ollie.cli.piped import with_piped
 from ollie.cli.render import Renderer
 from ollie.cli.sanitize import escaped, has_controls, printable
 
@@ -94,7 +95,7 @@ async def _render_events(renderer: Renderer, sub: Subscription) -> None:
         if event.role != "state":
             steps = event.steps or ((event.tool,) if event.tool is not None else ())
             renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
-                            failed=event.tool is not None and event.tool.status == "failed")
+                            failed=event.tool is not None and event.tool.status == "failed", changes=event.changes)
 
 
 class _Events:
@@ -142,12 +143,14 @@ async def _release(session_id: str, renderer: Renderer) -> None:
         print(printable(f"ollie: {exc}"), file=sys.stderr)
 
 
-async def run_once(options: RunOptions, prompt: str) -> int:
-    """`ollie -p`: one turn, streamed; the exit code says how it ended."""
+async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
+    """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     renderer = Renderer()
     async with _running(options, renderer) as (core, events):
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
+        again = f"ollie --session {core.session_id} -p"
+        renderer.review_hint = f"; review: {again} /changes, undo: {again} /rewind"
         # As the editors' Stop: a `!cmd` ends too, and no postTurn continuation or queued prompt starts after it.
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.stop("Ctrl-C"))
         try:
@@ -155,7 +158,8 @@ async def run_once(options: RunOptions, prompt: str) -> int:
         except ImageError as exc:
             print(printable(f"ollie: {exc}"), file=sys.stderr)
             return 1
-        result = await core.submit(prompt, pictures)
+        # Pictures are the typed prompt's own: an `@x.png` in a piped file or log attaches nothing.
+        result = await core.submit(with_piped(prompt, piped), pictures)
         await events.drained()
     renderer.end_line()
     if result.stop == "error" and result.error and result.error not in renderer.errors:
@@ -166,7 +170,9 @@ async def run_once(options: RunOptions, prompt: str) -> int:
 
 def _say_stop(stop: str) -> None:
     """Tell the user why a turn ended short of an answer (on stderr)."""
-    if stop == "max_steps":
+    if stop == "interrupted":  # the ^C the terminal echoed is all there was: say the turn ended there
+        print("ollie: interrupted", file=sys.stderr)
+    elif stop == "max_steps":
         print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
     elif stop == "max_tokens":
         print("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
@@ -177,6 +183,7 @@ async def run_interactive(options: RunOptions) -> int:
     """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = Renderer()
     async with _running(options, renderer) as (core, events):
+        renderer.review_hint = "; /changes to review, /rewind to undo"
         loop = asyncio.get_running_loop()
         lines = InputLines()
         lines.start()
@@ -221,8 +228,25 @@ async def run_interactive(options: RunOptions) -> int:
             await events.drained()
             renderer.end_line()
             _say_stop(result.stop)
+        session_id = core.session_id
+        talked = any(message.role == "user" for message in core.session.messages)
     print(file=sys.stderr)
+    # A session never prompted has nothing to come back to.
+    if talked and await asyncio.to_thread(_saved, session_id):
+        print(f"ollie: resume this session with `ollie --session {session_id}`", file=sys.stderr)
     return 0
+
+
+def _saved(session_id: str) -> bool:
+    """Whether the session can be resumed (False too when the store cannot say: no hint beats a wrong one)."""
+    from ollie import paths
+    from ollie.errors import OllieError
+    from ollie.sessions import persist
+
+    try:
+        return persist.exists(paths.sessions_dir(), session_id)
+    except OllieError:
+        return False
 
 
 async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
