@@ -68,6 +68,7 @@ export function serveSaveDocuments(daemon: Daemon): vscode.Disposable {
     vscode.workspace.onDidSaveTextDocument(note),
     // A clean document after a change: VS Code reloaded it from the disk (or the user undid back to it).
     vscode.workspace.onDidChangeTextDocument((e) => void note(e.document)),
-    vscode.workspace.onDidCloseTextDocument((doc) => agreed.delete(doc.uri.toString())),
+    // No forgetting at onDidCloseTextDocument: VS Code fires it (and a new open) when a document's language changes,
+    // unsaved edits and all, and a dirty document is never noted again; a document opened clean is noted afresh.
   );
 }

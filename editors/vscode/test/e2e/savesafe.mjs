@@ -1,6 +1,6 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop): the user has typed into a.py without saving,
 // then a.py changes on disk outside the agent's steps (the user's `git checkout` in a terminal). The agent edits
-// a.py: the edit goes into the buffer, but the client does not save it over the change on disk (changedOnDisk): the
+// a.py (after the user set its language mode): the edit goes into the buffer, but the client does not save it over the change on disk (changedOnDisk): the
 // disk keeps the checkout, the buffer stays unsaved, the chat shows the call failed saying why, and a warning says so.
 //
 // Usage: node test/e2e/savesafe.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -17,6 +17,13 @@ const CHECKED_OUT = "x = 5  # checked out\n";
 
 const dirty = (page) => dirtyTabs(page, "a.py");
 await withUnsavedNote(script, async ({ page, workspace, dataDir, screenshot }) => {
+  // The user sets the buffer's language: extensions see the document closed and opened again, unsaved edits and all
+  // (the client once forgot there what the document last agreed with on disk, and then saved over the checkout).
+  await runCommand(page, "Change Language Mode");
+  await page.locator(".quick-input-widget input").fill("Plain Text");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Plain Text" }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
+  await page.locator(".statusbar-item", { hasText: "Plain Text" }).first().waitFor({ timeout: waitMs });
   fs.writeFileSync(path.join(workspace, "a.py"), CHECKED_OUT);
 
   await runCommand(page, "Ollie: Ask");
