@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ollie.sandbox import egress
+from ollie.sandbox import egress, relay
 from ollie.sandbox.rules import landlock_abi
 from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener
@@ -257,7 +257,7 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert digest == hashlib.sha256(up).hexdigest()
     assert (body_hash, int(size)) == (hashlib.sha256(back).hexdigest(), 64 + len(back))
     assert (connections[0]["sent"], connections[0]["received"]) == (len(up), 64 + len(back))
-    assert egress._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
+    assert relay._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
 
 
 async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:

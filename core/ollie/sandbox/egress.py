@@ -33,6 +33,7 @@ from ollie import paths
 from ollie.log import get_logger
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
 from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_request, tunnel_opening
+from ollie.sandbox.relay import Count, connect, relay
 
 log = get_logger("ollie.sandbox.egress")
 
@@ -53,15 +54,6 @@ MAX_RECORDED = 100
 # host after host (or one host again and again) must not hold the user in questions until they stop the turn.
 MAX_REFUSED = 3
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
-# A bulk transfer's pipe: what one splice(2) moves at most (pipe-max-size for a user). Per 100 MB relayed the
-# daemon spends ~50 ms of CPU with 256 KiB pipes, ~30 with 1 MiB: fewer, larger splices and wakeups.
-PIPE_SIZE = 1 << 20
-# Pipes grown to PIPE_SIZE at once, all steps together: they count against the user's pipe quota
-# (fs/pipe-user-pages-soft, 64 MiB by default, shared with all their programs'; past it their new pipes are
-# small), so no step spends it. A bulk transfer past these keeps a 64 KiB pipe: slower, not broken.
-MAX_GROWN_PIPES = 16
-_grown_pipes = 0
-_SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 # The user's answers to a network question.
 ANSWERS = ("once", "session", "always", "deny")
 
@@ -270,6 +262,23 @@ class StepNet:
         if record.get("error"):
             more["error"] = record["error"]  # the last one's (a send cap's cut-off: one for the whole step)
 
+    def counters(self, record: dict) -> tuple[Count, Count]:
+        """A relay's byte counters for a connection's `record`: bytes sent also count against the step's cap."""
+        def sending(n: int) -> bool:
+            if self.max_sent and self.sent + n > self.max_sent:
+                record["error"] = ("cut off: the step reached its network send limit "
+                                   f"(network.max_sent: {self.max_sent} bytes)")
+                return False
+            self.sent += n
+            record["sent"] += n
+            return True
+
+        def receiving(n: int) -> bool:
+            record["received"] += n
+            return True
+
+        return sending, receiving
+
     async def _question(self, host: str, port: int, scheme: str) -> str:
         assert self.ask is not None and self.ask.ask is not None
         try:
@@ -437,7 +446,7 @@ class EgressProxy:
                 return
             try:
                 addresses = await system_resolve(host, port)
-                upstream = await _connect(addresses, port)
+                upstream = await connect(addresses, port)
             except OSError as exc:
                 record["error"] = str(exc)
                 await _reply(client, 502, f"ollie egress proxy: cannot reach {host}:{port}: {exc}")
@@ -456,7 +465,7 @@ class EgressProxy:
             else:
                 first = head + early[:body]
                 limit = (body or 0) - len(early[:body])
-            await _relay(step, record, client, upstream, first, limit)
+            await relay(client, upstream, first, limit, step.counters(record))
         except OSError:
             pass  # either side went away
         finally:
@@ -467,27 +476,6 @@ class EgressProxy:
                 step.fold(record)
 
 
-async def _connect(addresses: list[str], port: int) -> socket.socket:
-    loop = asyncio.get_running_loop()
-    error: OSError = OSError("no address")
-    for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        try:
-            await loop.sock_connect(sock, (address, port))
-        except OSError as exc:
-            sock.close()
-            error = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        # Small writes (a TLS handshake, a request head) go at once, as they would without the proxy.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
-    raise error
-
-
 async def _reply(client: socket.socket, status: int, text: str) -> None:
     reason = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 502: "Bad Gateway"}[status]
     body = text.encode() + b"\n"
@@ -495,102 +483,6 @@ async def _reply(client: socket.socket, status: int, text: str) -> None:
         await asyncio.get_running_loop().sock_sendall(
             client, f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
                     "Connection: close\r\n\r\n".encode() + body)
-
-
-async def _relay(step: StepNet, record: dict, client: socket.socket, upstream: socket.socket, first: bytes,
-                 limit: int | None) -> None:
-    """Copy both ways until either side ends, counting bytes; the step's cap on bytes sent cuts it off.
-
-    `first` (the request head, and what the step sent with it) goes upstream before the rest, of which at most
-    `limit` bytes follow (None: no limit; a plain request's body).
-    """
-    def sending(n: int) -> bool:
-        if step.max_sent and step.sent + n > step.max_sent:
-            record["error"] = f"cut off: the step reached its network send limit (network.max_sent: {step.max_sent} bytes)"
-            return False
-        step.sent += n
-        record["sent"] += n
-        return True
-
-    def receiving(n: int) -> bool:
-        record["received"] += n
-        return True
-
-    if first:
-        if not sending(len(first)):
-            return
-        await asyncio.get_running_loop().sock_sendall(upstream, first)
-    tasks = [asyncio.ensure_future(_pump(client, upstream, sending, limit)),
-             asyncio.ensure_future(_pump(upstream, client, receiving))]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        if tasks[0] in done and "error" not in record and not tasks[0].exception():
-            await asyncio.wait([tasks[1]])  # the step half-closed: the reply still comes
-    finally:
-        for task in tasks:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _pump(src: socket.socket, dst: socket.socket, count: Callable[[int], bool], limit: int | None = None) -> None:
-    """Move bytes from `src` to `dst` until `src` ends (then half-close `dst`), `limit` bytes went (None: no limit)
-    or `count(n)` says stop.
-
-    Through a pipe with splice(2): the kernel hands the pages on, so the bytes are never copied into
-    Python and back (a 100 MB download costs about a hundred splices each way and no copies of ours).
-    """
-    global _grown_pipes
-    loop = asyncio.get_running_loop()
-    pipe_out, pipe_in = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    # Grown to PIPE_SIZE only once a splice fills it: most connections (an API call, a TLS handshake) never do.
-    room, grown = fcntl.fcntl(pipe_in, fcntl.F_GETPIPE_SZ), False
-    left = limit
-    try:
-        while left is None or left > 0:
-            try:
-                n = os.splice(src.fileno(), pipe_in, PIPE_SIZE if left is None else min(PIPE_SIZE, left),
-                              flags=_SPLICE_FLAGS)
-            except BlockingIOError:
-                await _ready(loop, src, write=False)
-                continue
-            if not n:
-                break
-            if not count(n):
-                return
-            if left is not None:
-                left -= n
-            grow = not grown and n >= room
-            while n:
-                try:
-                    n -= os.splice(pipe_out, dst.fileno(), n, flags=_SPLICE_FLAGS)
-                except BlockingIOError:
-                    await _ready(loop, dst, write=True)
-            if grow and _grown_pipes < MAX_GROWN_PIPES:  # empty now
-                try:
-                    fcntl.fcntl(pipe_in, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-                except OSError:  # past the user's pipe quota: it stays small (slower, not broken), not tried again
-                    room = PIPE_SIZE
-                else:
-                    grown, _grown_pipes = True, _grown_pipes + 1
-        if left is None or left > 0:  # `src` ended (a plain request: before its whole body)
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
-    finally:
-        _grown_pipes -= grown
-        os.close(pipe_out)
-        os.close(pipe_in)
-
-
-async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write: bool) -> None:
-    """Wait until `sock` can be read (or written)."""
-    ready = loop.create_future()
-    add, remove = (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
-    add(sock.fileno(), lambda: ready.done() or ready.set_result(None))
-    try:
-        await ready
-    finally:
-        remove(sock.fileno())
 
 
 _proxies: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EgressProxy] = weakref.WeakKeyDictionary()
