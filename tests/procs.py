@@ -66,6 +66,15 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, or a process reaped meanwhile, counts as gone: it runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def process_gone(pid: int, within: float = 15.0) -> bool:
     """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
     deadline = time.monotonic() + within

@@ -6,27 +6,17 @@ import asyncio
 import contextlib
 import json
 import os
-from pathlib import Path
 
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait_state
 
 from ollie.agent.toolround import CLOSED_RESULT
 from ollie.testing import Reply
-from tests.procs import eventually, new_mark, wait_for_processes, wait_no_processes
+from tests.procs import alive, eventually, new_mark, wait_for_processes, wait_no_processes
 
 # What a test interrupts runs for 10 minutes (or until a gate it never opens): ending within this ceiling, the turn
 # was interrupted; the ceiling bounds a hang, not the machine's speed.
 HANG_S = 60.0
-
-
-def _alive(pid: int) -> bool:
-    """A process that exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 # A stop ends what it stops in milliseconds; the bound leaves a loaded machine room and still fails one that waits
@@ -98,7 +88,7 @@ async def test_cancelling_submit_interrupts_the_turn(scripted_llm, make_core):
     assert (await asyncio.wait_for(turn, HANG_S)).stop == "interrupted"
     assert core.state == "idle"
     assert not core.is_running
-    await eventually(lambda: not _alive(toy.pids[0]), "the tool's process gone")
+    await eventually(lambda: not alive(toy.pids[0]), "the tool's process gone")
 
 
 async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):

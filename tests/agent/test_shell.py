@@ -9,25 +9,12 @@ from pathlib import Path
 import pytest
 
 from ollie.agent.shell import run_shell
-from tests.procs import eventually, timed_out_once_begun
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie has exited: only its entry is left (and a process reaped meanwhile has none).
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+from tests.procs import alive, eventually, timed_out_once_begun
 
 
 async def _gone(pid: int, within: float = 15.0) -> bool:
     for _ in range(int(within / 0.05)):
-        if not _alive(pid):
+        if not alive(pid):
             return True
         await asyncio.sleep(0.05)
     return False

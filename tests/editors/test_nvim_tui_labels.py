@@ -22,13 +22,23 @@ def photo(tmux: Tmux, name: str) -> None:
     screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 560))
 
 
-def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
+def _two_replies_nvim(tmp_path: Path, scripted_llm) -> Tmux:
+    """Neovim in tmux, started, with notes.txt open and a model that answers two prompts."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    keep = tmux.keep
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
+    except BaseException:
+        tmux.close()
+        raise
+    return tmux
+
+
+def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
+    tmux = _two_replies_nvim(tmp_path, scripted_llm)
+    keep = tmux.keep
+    try:
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s),
                                             "the turn's end, its prompt titling the session"))
@@ -51,12 +61,9 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
 
 
 def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: Path, scripted_llm):
-    srv = scripted_llm("openai")
-    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    tmux = _two_replies_nvim(tmp_path, scripted_llm)
     keep = tmux.keep
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         tmux.wait(lambda s: "Waves roll in." in s and " · Write a haiku" in chat_bar(s), "the first turn's end")
         tmux.keys(":Ollie Describe the sky", "Enter")

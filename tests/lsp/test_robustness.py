@@ -11,7 +11,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
-from tests.procs import new_mark, wait_for_processes
+from tests.procs import alive, new_mark, wait_for_processes
 
 
 async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, scripted_llm, tmp_path):
@@ -108,23 +108,11 @@ async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, 
     await asyncio.wait_for(daemon.client.shutdown_session(), 30)
     submit.cancel()
     deadline = time.monotonic() + 15  # a bound: it returns once the process is gone
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, "the tool process outlived the daemon"
         await asyncio.sleep(0.05)
     saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{session}*"))
     assert saved, "the session was not saved"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemon, llm):
@@ -133,7 +121,7 @@ async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemo
     server.stdin.close()  # the editor went away without shutdown/exit
     await asyncio.wait_for(server.wait(), 30)
     deadline = time.monotonic() + 30  # a bound: it returns once the process is gone (it sleeps for minutes)
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, "the tool process outlived the daemon"
         await asyncio.sleep(0.05)
 

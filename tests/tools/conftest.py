@@ -24,15 +24,6 @@ def installed(name: str) -> bool:
     return True
 
 
-def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie counts as gone: it runs nothing)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 @dataclass
 class Workspace(Dirs):
     """One test's dirs, with `tools` its OLLIE_TOOLS_PATH dir, and its execute servers."""

@@ -14,6 +14,7 @@ from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
 from ollie.tools.execute.server import ExecuteServer
 from tests.procs import (
+    alive,
     eventually,
     host_pid,
     new_mark,
@@ -23,7 +24,7 @@ from tests.procs import (
     wait_for_processes,
 )
 
-from .conftest import Workspace, alive, code, installed, stdout_of
+from .conftest import Workspace, code, installed, stdout_of
 
 LANGUAGE_CASES = [
     ("bash", "echo $((6 * 7))", "42"),

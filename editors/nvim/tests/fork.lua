@@ -4,11 +4,7 @@ local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub
 local R = H.results
 vim.o.columns = 200 -- the chat takes half: room for the status and a title
 
----The transcript window's statusline, as drawn.
-local function bar()
-  local tw = H.current():windows()
-  return tw and vim.api.nvim_eval_statusline(vim.wo[tw].statusline, { winid = tw }).str or ""
-end
+local bar = H.statusline
 
 vim.cmd("Ollie first prompt")
 H.wait_chat("answer one")

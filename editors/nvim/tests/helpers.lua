@@ -29,6 +29,12 @@ function H.current()
   return assert(H.ollie.current(), "no chat in this tab")
 end
 
+---The current chat's transcript window's statusline, as drawn ("" when the chat shows no window).
+function H.statusline()
+  local tw = H.current():windows()
+  return tw and vim.api.nvim_eval_statusline(vim.wo[tw].statusline, { winid = tw }).str or ""
+end
+
 ---Wait until the chat's transcript matches `pattern` (a Lua pattern); record a failure otherwise.
 function H.wait_chat(pattern, timeout_ms)
   return H.wait(function() return H.chat.text():find(pattern) ~= nil end, string.format("%q in the chat", pattern),

@@ -4,13 +4,5 @@
 local U = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "review_util.lua"))
 local H = U.H
 
-require("ollie").ask("write odd names")
-local chat = require("ollie").current()
-U.wait(function() return chat.transcript:text():find("_(end)_", 1, true) ~= nil end, "the turn to end")
-H.results.chat = chat.transcript:text()
-chat:close()
-
-vim.cmd("OllieChanges")
-U.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
-H.results.list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+U.changes_after("write odd names")
 H.finish()

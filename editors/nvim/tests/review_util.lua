@@ -72,4 +72,18 @@ function U.answer_select(pick)
   end
 end
 
+---Ask `prompt` in a chat, keep its transcript once the turn ends (`results.chat`), close it, then open
+---:OllieChanges and keep the list's lines (`results.list`).
+---@param prompt string
+function U.changes_after(prompt)
+  require("ollie").ask(prompt)
+  local chat = require("ollie").current()
+  U.wait(function() return chat.transcript:text():find("_(end)_", 1, true) ~= nil end, "the turn to end")
+  H.results.chat = chat.transcript:text()
+  chat:close()
+  vim.cmd("OllieChanges")
+  U.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+  H.results.list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+end
+
 return U
