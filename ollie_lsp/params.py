@@ -27,10 +27,13 @@ def parse(model: type[S], raw: object) -> S:
         raise InvalidParams("; ".join(bad.messages(top="params"))) from None
 
 
-# Every shape is `@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)`: read once by its handler, never
-# compared, printed or hashed, so attrs generates only __init__ and the frozen __setattr__ (eq, repr and a slotted
-# copy of each class were over half of this module's import, paid by every cold start before its first token).
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+# Every shape is read once by its handler, never compared, printed or hashed, so attrs generates only __init__ and
+# the frozen __setattr__ (eq, repr and a slotted copy of each class were over half of this module's import, paid by
+# every cold start before its first token).
+shape = attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+
+
+@shape
 class Params:
     """A method that takes nothing (ollie/listCommands); the base of the others: unknown keys are ignored."""
 
@@ -40,14 +43,14 @@ class Params:
 NoParams = Params
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionParams(Params):
     """Params of a method aimed at one session (the default one when `session` is left out)."""
 
     session: str | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class ContextParams(SessionParams):
     """ollie/context: one page of the messages (`offset` 0-based, `limit` none = to the end)."""
 
@@ -55,7 +58,7 @@ class ContextParams(SessionParams):
     limit: Natural | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class Position(Params):
     """An LSP position: zero-based line and character."""
 
@@ -63,7 +66,7 @@ class Position(Params):
     character: Natural
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class Range(Params):
     """An LSP range: start inclusive, end exclusive."""
 
@@ -71,7 +74,7 @@ class Range(Params):
     end: Position
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class EditorContext(Params):
     """What the editor shows: the file, and the selection or range the user points at; or (`mcpServer`) the
     resource `uri` of an MCP server, read by the daemon."""
@@ -83,7 +86,7 @@ class EditorContext(Params):
     mcp_server: str | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class _WithContext(SessionParams):
     context: EditorContext | list[EditorContext] | None = None
 
@@ -95,7 +98,7 @@ class _WithContext(SessionParams):
         return list(self.context) if isinstance(self.context, list) else [self.context]
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class ImageItem(Params):
     """An image for the prompt: `path`, a file beneath the session's directory, or `data`, pasted bytes as base64."""
 
@@ -105,7 +108,7 @@ class ImageItem(Params):
     name: str | None = None  # what the user calls pasted bytes (a file name), for messages only
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SubmitParams(_WithContext):
     """ollie/submit (`images`: the prompt's pictures, in order)."""
 
@@ -113,14 +116,14 @@ class SubmitParams(_WithContext):
     images: list[ImageItem] | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class InterruptParams(SessionParams):
     """ollie/interrupt."""
 
     reason: str = ""
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class TextParams(_WithContext):
     """ollie/inject, and ollie/queue's base (`context` as submit's; `images` only to refuse them by name)."""
 
@@ -128,28 +131,28 @@ class TextParams(_WithContext):
     images: list[ImageItem] | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class QueueParams(TextParams):
     """ollie/queue (`seen`: the `seq` of the last `ollie/event` of the session the client had received)."""
 
     seen: Natural | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class CommandParams(SessionParams):
     """ollie/command: one slash command or `!shell` line."""
 
     line: NonEmpty
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SetCwdParams(SessionParams):
     """ollie/setCwd."""
 
     cwd: NonEmpty
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SetEnvParams(SessionParams):
     """ollie/setEnv."""
 
@@ -157,28 +160,28 @@ class SetEnvParams(SessionParams):
     value: str
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SetGenerationParamsParams(SessionParams):
     """ollie/setGenerationParams: `params` are an agent config's sampling keys, with its bounds."""
 
     params: GenerationParams
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SetApprovalParams(SessionParams):
     """ollie/setApproval: `approval` is one of ask, auto-edit, auto, read-only."""
 
     approval: NonEmpty
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class TurnParams(SessionParams):
     """A turn of the session (default: the last)."""
 
     turn: Annotated[int, Check(ge=1)] | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class ChangesParams(TurnParams):
     """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too; `path`: that file
     alone."""
@@ -187,7 +190,7 @@ class ChangesParams(TurnParams):
     path: NonEmpty | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class ReviewUndoParams(TurnParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
@@ -195,14 +198,14 @@ class ReviewUndoParams(TurnParams):
     hunk: Natural | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class RewindParams(TurnParams):
     """ollie/rewind: back to before turn `turn` (default: the last), or `undo` the last rewind."""
 
     undo: bool = False
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionNewParams(Params):
     """ollie/session/new."""
 
@@ -212,7 +215,7 @@ class SessionNewParams(Params):
     cwd: NonEmpty | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionListParams(Params):
     """ollie/session/list."""
 
@@ -222,21 +225,21 @@ class SessionListParams(Params):
     cursor: str | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionIdParams(Params):
     """ollie/session/load, /archive, /close: the session is required."""
 
     session: NonEmpty
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionForkParams(SessionIdParams):
     """ollie/session/fork: a copy of the session's conversation up to the end of turn `turn` (default: all of it)."""
 
     turn: Annotated[int, Check(ge=1)] | None = None
 
 
-@attrs.frozen(kw_only=True, eq=False, repr=False, slots=False)
+@shape
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 

@@ -52,13 +52,7 @@ R.unrewound_chat = H.chat.text()
 -- Asked before an edit; the picker (a float here, as telescope's or snacks') stays open; the turn is stopped.
 vim.api.nvim_set_current_win(code_win)
 vim.cmd("OllieApproval ask")
-H.wait(function()
-  for _, n in ipairs(R.notifications) do
-    if n.msg:find("approval: ask", 1, true) then
-      return true
-    end
-  end
-end, "the approval mode")
+H.wait_notified("approval: ask", "the approval mode")
 local late
 vim.ui.select = function(items, opts, on_choice)
   R.asked = opts.prompt

@@ -25,14 +25,6 @@ R.calc_after_undo = vim.api.nvim_buf_get_lines(calc, 0, -1, false)
 vim.api.nvim_buf_call(calc, function() vim.cmd("silent redo") end)
 vim.ui.select = function(items, _, on_choice) on_choice(items[1]) end
 vim.cmd("OllieRewind 1")
-local function rewound()
-  for _, n in ipairs(R.notifications) do
-    if n.msg:find("rewound to before turn 1", 1, true) then
-      return n.msg
-    end
-  end
-end
-H.wait(rewound, "the rewind")
-R.rewound = rewound()
+R.rewound = H.wait_notified("rewound to before turn 1", "the rewind")
 R.calc_after_rewind = vim.fn.readfile("calc.py")
 H.finish()

@@ -21,13 +21,7 @@ H.wait_chat("answer one")
 R.fork = { session = c.session, source = source, chat = H.chat.text(), bar = bar() }
 
 vim.cmd("OllieFork 7") -- no such turn: said, and the chat stays on the fork
-H.wait(function()
-  for _, n in ipairs(R.notifications) do
-    if n.msg:find("no turn 7", 1, true) then
-      return true
-    end
-  end
-end, "the refusal of turn 7")
+H.wait_notified("no turn 7", "the refusal of turn 7")
 R.after_refusal = c.session
 
 -- The picker lists both; picking the source shows its whole conversation again.

@@ -41,6 +41,27 @@ function H.wait_chat(pattern, timeout_ms)
     timeout_ms)
 end
 
+---The text of the first notification (vim.notify) containing `text` (plain), or nil.
+---@param text string
+---@return string|nil
+function H.notified(text)
+  for _, n in ipairs(H.results.notifications) do
+    if n.msg:find(text, 1, true) then
+      return n.msg
+    end
+  end
+end
+
+---Wait until a notification contains `text`; its text.
+---@param text string
+---@param what string
+---@param timeout_ms integer|nil
+---@return string
+function H.wait_notified(text, what, timeout_ms)
+  H.wait(function() return H.notified(text) ~= nil end, what, timeout_ms)
+  return H.notified(text) --[[@as string]]
+end
+
 ---Wait until `cond()`; record a failure naming `what` (with the transcript) and finish otherwise.
 function H.wait(cond, what, timeout_ms)
   local ok = vim.wait(timeout_ms or 30000, cond, 20)

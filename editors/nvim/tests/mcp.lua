@@ -9,12 +9,8 @@ vim.ui.select = function(items, opts, on_choice)
 end
 vim.cmd("OllieMcp")
 H.wait(function() return R.mcp_labels ~= nil end, "the MCP servers picker", 60000)
-H.wait(function()
-  for _, n in ipairs(R.notifications) do
-    if n.msg:find("mcp__t__add", 1, true) then return true end
-  end
-  return false
-end, "the picked server's tools", 60000) -- bounds a hang: a loaded machine starts the server slowly
+-- 60 s bounds a hang: a loaded machine starts the server slowly.
+H.wait_notified("mcp__t__add", "the picked server's tools", 60000)
 
 -- Typing `#mcp:` in the input area offers each resource (the list comes from the daemon, asked as `#` is typed).
 local input = require("ollie.input")

@@ -16,14 +16,7 @@ vim.fn.mkdir(dir, "p")
 vim.fn.writefile(vim.split(os.getenv("OLLIE_TEST_ENV_TEXT"), "\n"), dir .. "/env")
 
 vim.cmd("OllieRestart")
-H.wait(function()
-  for _, n in ipairs(R.notifications) do
-    if n.msg:find("the daemon restarted", 1, true) then
-      return true
-    end
-  end
-  return false
-end, "the restart")
+H.wait_notified("the daemon restarted", "the restart")
 R.second_daemon = client.client_id
 R.first_stopped = vim.lsp.get_client_by_id(R.first_daemon) == nil
   or vim.lsp.get_client_by_id(R.first_daemon):is_stopped()
