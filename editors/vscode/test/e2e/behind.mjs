@@ -7,7 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, dirtyTabs, log, runCommand, waitForSavedPrompt, waitMs, withUnsavedNote } from "./harness.mjs";
+import { askUntilReply, dirtyTabs, log, waitMs, withUnsavedNote } from "./harness.mjs";
 
 const script = [
   { text: "Bumping x.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i 's/x = 1/x = 2/' a.py", language: "bash" }] } }] },
@@ -17,12 +17,7 @@ const script = [
 
 const dirty = (page) => dirtyTabs(page, "a.py");
 await withUnsavedNote(script, async ({ page, workspace, dataDir, screenshot }) => {
-  await runCommand(page, "Ollie: Ask");
-  await page.locator(".quick-input-widget input").fill("bump x, then set it to 3");
-  await page.keyboard.press("Enter");
-  await waitForSavedPrompt(dataDir, ["I left a.py to you."]);
-  const chat = await chatFrame(page);
-  await chat.locator(".item", { hasText: "I left a.py to you." }).first().waitFor({ timeout: waitMs });
+  const chat = await askUntilReply(page, dataDir, "bump x, then set it to 3", "I left a.py to you.");
   await screenshot("behind");
   const onDisk = fs.readFileSync(path.join(workspace, "a.py"), "utf8");
   // Monaco draws a space as U+00A0.

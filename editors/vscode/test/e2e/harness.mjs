@@ -288,6 +288,23 @@ export async function runCommand(page, title) {
   await page.keyboard.press("Enter");
 }
 
+/** Ask Ollie `prompt` from the command palette (Ollie: Ask), the way a user does. */
+export async function ask(page, prompt) {
+  await runCommand(page, "Ollie: Ask");
+  await page.waitForFunction(() => /Ollie: Ask$/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
+  await page.locator(".quick-input-widget input").fill(prompt);
+  await page.keyboard.press("Enter");
+}
+
+/** Ask `prompt` (Ollie: Ask), then wait until the session's log and the chat hold `reply`; the chat's frame. */
+export async function askUntilReply(page, dataDir, prompt, reply) {
+  await ask(page, prompt);
+  await waitForSavedPrompt(dataDir, [reply]);
+  const chat = await chatFrame(page);
+  await chat.locator(".item", { hasText: reply }).first().waitFor({ timeout: waitMs });
+  return chat;
+}
+
 /** Open `name` from Quick Open (Ctrl+P) and wait until its tab is the active one. */
 export async function openFile(page, name) {
   await page.keyboard.press("Control+P");

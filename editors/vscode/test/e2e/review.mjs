@@ -9,7 +9,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, fillInput, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { ask, chatFocused, chatFrame, fillInput, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 import { WINDOW_REPLIES, otherWindows } from "./windows.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
@@ -63,13 +63,6 @@ async function clickLens(lens, done) {
 
 async function clearNotifications(page) {
   await runCommand(page, "Notifications: Clear All Notifications");
-}
-
-async function ask(page, prompt) {
-  await runCommand(page, "Ollie: Ask");
-  await page.waitForFunction(() => /Ollie: Ask$/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
-  await page.locator(".quick-input-widget input").fill(prompt);
-  await page.keyboard.press("Enter");
 }
 
 /** The quick pick row holding `text`. */

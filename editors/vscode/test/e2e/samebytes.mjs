@@ -7,7 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, dirtyTabs, log, runCommand, waitForSavedPrompt, waitMs, withUnsavedNote } from "./harness.mjs";
+import { askUntilReply, dirtyTabs, log, withUnsavedNote } from "./harness.mjs";
 
 const script = [
   { text: "Tidying.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i 's/no such text/y/' a.py", language: "bash" }] } }] },
@@ -16,12 +16,7 @@ const script = [
 ];
 
 await withUnsavedNote(script, async ({ page, workspace, dataDir, screenshot }) => {
-  await runCommand(page, "Ollie: Ask");
-  await page.locator(".quick-input-widget input").fill("tidy, then set x to 3");
-  await page.keyboard.press("Enter");
-  await waitForSavedPrompt(dataDir, ["I set x."]);
-  const chat = await chatFrame(page);
-  await chat.locator(".item", { hasText: "I set x." }).first().waitFor({ timeout: waitMs });
+  const chat = await askUntilReply(page, dataDir, "tidy, then set x to 3", "I set x.");
   await screenshot("samebytes");
   const onDisk = fs.readFileSync(path.join(workspace, "a.py"), "utf8");
   const text = await chat.locator("#log").innerText();

@@ -7,7 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFrame, dirtyTabs, log, runCommand, waitForSavedPrompt, waitMs, withUnsavedNote } from "./harness.mjs";
+import { askUntilReply, dirtyTabs, log, runCommand, waitMs, withUnsavedNote } from "./harness.mjs";
 
 const script = [
   { text: "Setting x to 3.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["a.py", "x = 1", "x = 3"] }] } }] },
@@ -26,12 +26,7 @@ await withUnsavedNote(script, async ({ page, workspace, dataDir, screenshot }) =
   await page.locator(".statusbar-item", { hasText: "Plain Text" }).first().waitFor({ timeout: waitMs });
   fs.writeFileSync(path.join(workspace, "a.py"), CHECKED_OUT);
 
-  await runCommand(page, "Ollie: Ask");
-  await page.locator(".quick-input-widget input").fill("set x to 3");
-  await page.keyboard.press("Enter");
-  await waitForSavedPrompt(dataDir, ["I set x."]);
-  const chat = await chatFrame(page);
-  await chat.locator(".item", { hasText: "I set x." }).first().waitFor({ timeout: waitMs });
+  const chat = await askUntilReply(page, dataDir, "set x to 3", "I set x.");
   const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "a.py changed on disk since the editor read it" });
   await toast.first().waitFor({ timeout: waitMs });
   await screenshot("savesafe");
