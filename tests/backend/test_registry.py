@@ -58,6 +58,40 @@ def test_missing_key_names_the_variable(name, variable):
         make_backend(name, environ={})
 
 
+VENDOR_KEYS = [
+    ("openai", "OPENAI_API_KEY", "Authorization", "Bearer sk-vendor"),
+    ("openrouter", "OPENROUTER_API_KEY", "Authorization", "Bearer sk-vendor"),
+    ("anthropic", "ANTHROPIC_API_KEY", "x-api-key", "sk-vendor"),
+]
+
+
+@pytest.mark.parametrize(("name", "variable", "header", "sent"), VENDOR_KEYS)
+async def test_the_vendors_own_key_variable_serves_the_vendors_api(name, variable, header, sent):
+    backend = make_backend(name, environ={variable: "sk-vendor"})
+    try:
+        assert backend.base_url == SPECS[name].default_url
+        assert backend._client.headers[header] == sent
+    finally:
+        await backend.aclose()
+    # ollie's own variable, set too, wins.
+    own = SPECS[name].key_var
+    backend = make_backend(name, environ={variable: "sk-vendor", own: "sk-own"})
+    try:
+        assert backend._client.headers[header] == sent.replace("sk-vendor", "sk-own")
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.parametrize(("name", "variable", "header", "sent"), VENDOR_KEYS)
+def test_the_vendors_key_never_goes_to_another_url(name, variable, header, sent):
+    url_var = SPECS[name].url_var
+    with pytest.raises(BackendConfigError) as caught:
+        make_backend(name, environ={variable: "sk-vendor", url_var: "https://llm.example.test/v1"})
+    message = str(caught.value)
+    assert SPECS[name].key_var in message and "sk-vendor" not in message
+    assert f"{variable} is set, but ollie sends it only to {SPECS[name].default_url}" in message
+
+
 def test_unknown_backend_lists_the_valid_ones():
     with pytest.raises(BackendConfigError) as caught:
         make_backend(environ={"OLLIE_BACKEND": "gemini"})

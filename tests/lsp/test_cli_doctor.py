@@ -57,3 +57,22 @@ def test_doctor_reports_a_missing_model_and_key(scripted_llm, tmp_path):
     proc = run_ollie(["doctor", "--backend", "anthropic", "--cwd", str(tmp_path)], env={})
     assert proc.returncode == 1
     assert any("OLLIE_ANTHROPIC_KEY is not set" in line for line in lines(proc.stdout, "FAIL key"))
+
+
+def test_doctor_and_a_turn_take_the_vendors_key_only_for_the_vendors_api(scripted_llm, tmp_path):
+    srv = scripted_llm("openai")
+    env = {k: v for k, v in srv.env().items() if k != "OLLIE_OPENAI_KEY"}
+    # OPENAI_API_KEY, as other tools read it, with OLLIE_OPENAI_URL naming another server: never sent there.
+    env["OPENAI_API_KEY"] = "sk-vendor-only"
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 1
+    assert any("set OLLIE_OPENAI_KEY (OPENAI_API_KEY is set, but ollie sends it only to https://api.openai.com/v1"
+               in line for line in lines(proc.stdout, "FAIL key")), proc.stdout
+    proc = run_ollie(["-p", "hi", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 2 and "OPENAI_API_KEY is set, but ollie sends it only to" in proc.stderr, proc.stderr
+    assert not srv.requests, "a request went to a server the vendor's key is not for"
+    # For the vendor's own API the doctor counts it as the key (its check goes to a closed port through the proxy
+    # the environment names, never out to the vendor).
+    proc = run_ollie(["doctor", "--backend", "anthropic", "--cwd", str(tmp_path)],
+                     env={"ANTHROPIC_API_KEY": "sk-ant-x", "HTTPS_PROXY": closed_url()})
+    assert any("ANTHROPIC_API_KEY is set" in line for line in lines(proc.stdout, "ok   key")), proc.stdout

@@ -79,7 +79,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
         health.reachable = True
         health.error = str(exc)
         if exc.status in (401, 403):
-            health.hint = f"the API key was refused: check {backend.spec.key_var or 'the key'}"
+            health.hint = f"the API key was refused: check {backend.spec.key_hint(backend.base_url, {}) or 'the key'}"
         elif exc.status == 404:
             # An endpoint without a model list (many OpenAI-compatible servers): usable, just not listable.
             health.ok, health.error = True, ""

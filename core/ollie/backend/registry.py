@@ -57,9 +57,9 @@ def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, s
         raise _said_where(exc, spec.url_var, env) from None
     keyed: dict[str, str] = {}
     if spec.key_var:
-        keyed["api_key"] = env.get(spec.key_var, "")
+        keyed["api_key"] = spec.api_key(url, env)
         if not keyed["api_key"]:
-            raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_var}")
+            raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}")
     return spec, url, keyed
 
 

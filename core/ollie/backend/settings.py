@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
@@ -23,16 +24,41 @@ class BackendSpec:
     key_var: str = ""  # "": the backend needs no key
     # An OpenAI-compatible endpoint is named after whoever serves it (groq, together, local...): see provider_name.
     named_by_host: bool = False
+    # The vendor's own variable (OPENAI_API_KEY...), which a user of other tools has set already: read when key_var is
+    # not set, and only for the vendor's own URL (a key for OpenAI never goes to a server OLLIE_OPENAI_URL names).
+    vendor_key_var: str = ""
+
+    def api_key(self, url: str, env: Mapping[str, str]) -> str:
+        """The key sent with requests to `url` ("" when none is set for it)."""
+        if env.get(self.key_var):
+            return env[self.key_var]
+        if self.vendor_key_var and self._vendors_own(url):
+            return env.get(self.vendor_key_var, "")
+        return ""
+
+    def key_hint(self, url: str, env: Mapping[str, str]) -> str:
+        """Which variable to set for `url`'s key, said for a user whose vendor variable does not apply there."""
+        if not self.vendor_key_var:
+            return self.key_var
+        if self._vendors_own(url):
+            return f"{self.key_var} (or {self.vendor_key_var})"
+        if env.get(self.vendor_key_var):
+            return (f"{self.key_var} ({self.vendor_key_var} is set, but ollie sends it only to {self.default_url}, "
+                    f"not to {url})")
+        return self.key_var
+
+    def _vendors_own(self, url: str) -> bool:
+        return url.strip().rstrip("/") == self.default_url
 
 
 SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("ollama", "ollama", "qwen3", "OLLIE_OLLAMA_URL", "http://localhost:11434"),
     BackendSpec("openai", "openai", "gpt-4.1", "OLLIE_OPENAI_URL", "https://api.openai.com/v1", "OLLIE_OPENAI_KEY",
-                named_by_host=True),
+                named_by_host=True, vendor_key_var="OPENAI_API_KEY"),
     BackendSpec("openrouter", "openai", "anthropic/claude-sonnet-4.5", "OLLIE_OPENAI_URL",
-                "https://openrouter.ai/api/v1", "OLLIE_OPENAI_KEY"),
+                "https://openrouter.ai/api/v1", "OLLIE_OPENAI_KEY", vendor_key_var="OPENROUTER_API_KEY"),
     BackendSpec("anthropic", "anthropic", "claude-sonnet-4-5", "OLLIE_ANTHROPIC_URL", "https://api.anthropic.com",
-                "OLLIE_ANTHROPIC_KEY"),
+                "OLLIE_ANTHROPIC_KEY", vendor_key_var="ANTHROPIC_API_KEY"),
 )}
 
 

@@ -40,11 +40,12 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
     checks = []
     try:
         spec = chosen_spec(backend, env)
-        key_var = spec.key_var
-        if key_var:
-            have = bool(env.get(key_var))
-            checks.append(Check("key", have, f"{key_var} is {'set' if have else 'not set'}",
-                                "" if have else f"set {key_var} (in the environment or {paths.config_dir() / 'env'})"))
+        if spec.key_var:
+            url = env.get(spec.url_var) or spec.default_url
+            have = bool(spec.api_key(url, env))
+            named = spec.key_var if env.get(spec.key_var) or not have else spec.vendor_key_var
+            fix = f"set {spec.key_hint(url, env)} (in the environment or {paths.config_dir() / 'env'})"
+            checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'}", "" if have else fix))
         else:
             checks.append(Check("key", True, f"the {spec.name} backend needs none"))
         built = make_backend(backend, model, environ=env)
