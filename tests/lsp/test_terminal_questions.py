@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -134,3 +135,20 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     told = last_tool_result(llm)
     assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
     assert server.received.count(b"GET /x ") == 3
+
+
+def test_a_withdrawn_question_says_so_and_its_late_answer_is_no_prompt(llm, tmp_path):
+    """A question that goes away unanswered (here Ctrl-C stops its turn; a step that ends while its connection's
+    question waits does the same) ends its line saying so, and the "n" the user then types is not sent to the model."""
+    with editing(llm, tmp_path, Reply.text("the next turn")) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("edit it", QUESTION, after=at)
+        term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
+        at = term.wait_for(r"\n\(withdrawn: nothing waits for this answer any more\)\n", after=at)
+        at = term.wait_for(r"default> ", after=at)
+        at = term.answer("n", r"\(not sent: 'n' came after its question was withdrawn; type it again", after=at)
+        term.answer("go on", r"the next turn", after=at)
+        assert term.close() == 0
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    prompts = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert "go on" in str(prompts) and not any(p == "n" or p == [{"type": "text", "text": "n"}] for p in prompts), prompts

@@ -419,6 +419,48 @@ async def test_an_unanswered_question_denies(ws, counting) -> None:
     assert status == 0 and "403" in out and counting.accepted == 0
 
 
+async def test_a_step_that_ends_while_its_question_waits_withdraws_it_and_says_why(ws, counting) -> None:
+    """The step's program gives up on a connection (or exits) before the user answers: the question is withdrawn
+    (the editors and the terminal take it away) and the record says why it was denied."""
+    withdrawn = asyncio.Event()
+
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        (ws.work / "asked").write_text("")  # the step sees that its question is up, and ends
+        try:
+            await asyncio.Event().wait()  # the user has not answered yet
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+        return "once"
+
+    script = textwrap.dedent("""
+        import os, sys, threading, time, urllib.request
+        def fetch():
+            try:
+                urllib.request.urlopen(sys.argv[1], timeout=60)
+            except Exception:
+                pass
+        threading.Thread(target=fetch, daemon=True).start()
+        while not os.path.exists("asked"):
+            time.sleep(0.01)
+        os._exit(0)
+    """)
+    token = egress.asking.set(egress.NetAsk(ask=ask))
+    try:
+        from ollie.sandbox.spawn import spawn_sandboxed
+
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", script, f"http://other.test:{counting.port}/"],
+                                     policy=proxy_policy(ws, ["pypi.test"]), cwd=ws.work, env=ws.env)
+        await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 60)
+        assert await proc.wait() == 0
+        await asyncio.wait_for(withdrawn.wait(), 30)
+    finally:
+        egress.asking.reset(token)
+    [record] = proc.report["network"]
+    assert record["verdict"] == "denied" and record["how"] == "no answer: the step ended first", record
+    assert counting.accepted == 0
+
+
 async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
     # 0.0.0.0 and ::ffff:7f00:1 are this machine, in forms a question would not make plain: denied unasked,
     # unless the user's own allow-list names them.

@@ -7,6 +7,7 @@ import contextlib
 import sys
 import threading
 import time
+from collections.abc import Collection
 
 # Each line with the time it was read; None at the end of input.
 Line = tuple[float, str | None]
@@ -18,6 +19,7 @@ class InputLines:
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Line] = asyncio.Queue()
         self._ended = False
+        self._withdrawn = False  # a question went away unanswered: the next line may be its late answer
 
     def start(self) -> None:
         """Start reading stdin (on the running loop)."""
@@ -44,6 +46,16 @@ class InputLines:
 
                 termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
         return time.monotonic()
+
+    def withdrawn(self) -> None:
+        """A question shown went away unanswered (its step ended, the turn stopped): see `late_answer`."""
+        self._withdrawn = True
+
+    def late_answer(self, line: str, answers: Collection[str]) -> bool:
+        """Whether `line`, the first read after a withdrawn question, is one of its `answers` (a late reply to it,
+        not a prompt for the model)."""
+        late, self._withdrawn = self._withdrawn, False
+        return late and line.strip().lower() in answers
 
     async def answer(self, since: float) -> str | None:
         """The first line read after the question shown at `since` (nothing typed before it); None at EOF."""

@@ -7,12 +7,12 @@ import difflib
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
@@ -39,7 +39,10 @@ STEP_ANSWERS: dict[str, Outcome] = {
     **dict.fromkeys(("n", "no", "r", "reject"), "reject"),
     **dict.fromkeys(("f", "feedback"), "reject_with_feedback"),
 }
+# A line that only answers a question: the first one after a question was withdrawn is not sent as a prompt.
+LATE_ANSWERS = frozenset(STEP_ANSWERS)
 DIFF_LINES_MAX = 60
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,10 @@ async def run_interactive(options: RunOptions) -> int:
                 break
             if not line.strip():
                 continue
+            if lines.late_answer(line, LATE_ANSWERS):  # "n" for a question gone a moment ago is no prompt
+                print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
+                                "to send it to the model)"), file=sys.stderr)
+                continue
             try:
                 pictures = await attached_images(line, core.cwd)
             except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
@@ -249,6 +256,16 @@ def _saved(session_id: str) -> bool:
         return False
 
 
+async def _withdrawable(lines: InputLines, question: Awaitable[T]) -> T:
+    """`question`'s answer; one withdrawn unanswered (its step ended, the turn stopped) ends its line saying so."""
+    try:
+        return await question
+    except asyncio.CancelledError:
+        print("\n(withdrawn: nothing waits for this answer any more)", file=sys.stderr, flush=True)
+        lines.withdrawn()
+        raise
+
+
 async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
     """Put an elevated step to the user: its code escaped (a `\\r` could hide what runs), then `Allow once? [y/N]`."""
     renderer.end_line()
@@ -258,13 +275,17 @@ async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -
     since = lines.before_question()
     print(f"ollie asks to run this outside the sandbox:\n{shown}\n{note}Allow once? [y/N] ", end="",
           file=sys.stderr, flush=True)
-    answer = await lines.answer(since)
+    answer = await _withdrawable(lines, lines.answer(since))
     return answer is not None and answer.strip().lower() in ("y", "yes")
 
 
 async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
     """Put a step to the user (its title escaped): once, for this session (a connection), always, reject, or reject
     with feedback."""
+    return await _withdrawable(lines, _step_answer(renderer, lines, question))
+
+
+async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
     from ollie.agent.approval import Answer
 
     renderer.end_line()

@@ -225,6 +225,9 @@ class StepNet:
             asking = self._asking[key] = asyncio.ensure_future(self._question(host, port, scheme))
             try:
                 answer = await asking
+            except asyncio.CancelledError:
+                record["how"] = "no answer: the step ended first"
+                raise
             finally:
                 del self._asking[key]
             record["how"] = answer
