@@ -15,13 +15,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ollie.lsp.asking")
 
 
-async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any, timeout_s: float | None = None) -> Any:
-    """Send `method` to the client and await its answer as plain JSON.
+def request_id() -> str:
+    """A new id for a request to the client (one `ask_client` takes, to name it in its params beforehand)."""
+    return str(uuid.uuid4())
+
+
+async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any, timeout_s: float | None = None, *,
+                     msg_id: str | None = None) -> Any:
+    """Send `method` to the client (as request `msg_id`, default a new one) and await its answer as plain JSON.
 
     A wait that ends early (timeout, interrupt) forgets the request and sends `$/cancelRequest`: a late answer
     is then ignored, where pygls would fail on the cancelled future and report that to the client.
     """
-    msg_id = str(uuid.uuid4())
+    msg_id = msg_id or request_id()
     try:
         raw = await asyncio.wait_for(protocol.send_request_async(method, params, msg_id=msg_id), timeout_s)
     except (TimeoutError, asyncio.CancelledError):

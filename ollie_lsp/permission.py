@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from ollie_lsp.asking import ask_client
+from ollie_lsp.asking import ask_client, request_id
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, StepQuestion
@@ -24,11 +24,13 @@ BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session"
 ALLOW_ELEVATION = "Allow once"
 
 
-def permission_params(session_id: str, question: StepQuestion) -> dict[str, Any]:
-    """The `ollie/permission` params: the session, the step and the options."""
+def permission_params(session_id: str, question: StepQuestion, msg_id: str) -> dict[str, Any]:
+    """The `ollie/permission` params: the session, the step, the options, and the request's own id (`requestId`:
+    a client whose LSP library hides request ids, as Neovim's does, still knows which question a
+    `$/cancelRequest` takes away)."""
     return {"session": session_id, "step": question.to_wire(),
             "options": [{"id": outcome, "name": name} for name, outcome in _buttons(question).items()],
-            "always": question.always_label()}
+            "always": question.always_label(), "requestId": msg_id}
 
 
 def _buttons(question: StepQuestion) -> dict[str, str]:
@@ -43,7 +45,9 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
 
     if ls.init_options.permission_request:
         try:
-            answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question))
+            msg_id = request_id()
+            answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question, msg_id),
+                                      msg_id=msg_id)
         except Exception as exc:  # the client failed to answer: nothing runs on a broken question
             logger.warning("ollie/permission failed: %s", exc)
             return Answer("reject")

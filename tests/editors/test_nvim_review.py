@@ -291,7 +291,8 @@ def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, 
     assert result["asked"] == "ollie asks to: Edit code.py"
     assert result["floats_while_asked"] == 2 and result["floats_after_stop"] == 0
     assert result["waiting_after_stop"] == 0
-    assert "question withdrawn (the turn ended): Edit code.py" in result["chat"]
+    # Said as soon as the daemon gives the question up (its $/cancelRequest), before the turn's end.
+    assert "question withdrawn (nothing waits for its answer any more): Edit code.py" in result["chat"]
     assert result["code_after_late_answer"][1] == "    return a + b"
     assert "still here" in result["chat"]
     # A named chat: its own transcript and session in the same windows; the tab's first chat comes back by name.

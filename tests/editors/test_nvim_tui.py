@@ -373,6 +373,46 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     assert server.received.count(b"GET /") == 2 and b"GET /u " in server.received
 
 
+def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tmp_path: Path, scripted_llm):
+    """A step's connection asks; the step ends before the user answers (its program gave up): the question float
+    goes at once with a line in the chat, while the turn still runs (it stayed until the turn's end, and an answer
+    to it did nothing)."""
+    from ollie.sandbox.rules import landlock_abi
+    from ollie.testing import nethosts
+    from tests.netserver import Listener
+
+    if landlock_abi() < 1:
+        pytest.skip("needs Landlock")
+    server = Listener()
+    server.start()
+    srv = scripted_llm("openai")
+    # The step's request goes in the background; the step ends once the test creates `release`.
+    code = (f"(curl -s http://other.test:{server.port}/x &) ; while [ ! -e release ]; do sleep 0.05; done; "
+            "echo gave up")
+    going_on = threading.Event()
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]),
+               Reply(text="The step gave up; thinking on.", hold=going_on))
+    env = {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
+    target = f"other.test:{server.port}"
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie fetch it", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: f"Allow network access to {target}?" in s, "the network question"))
+        (tmp_path / "ws" / "release").write_text("")
+        gone = tmux.keep("2-withdrawn", tmux.wait(
+            lambda s: "thinking on" in s and f"Allow network access to {target}?" not in s
+            and "question withdrawn (nothing waits for its answer" in s, "the question gone mid-turn"))
+        assert "(end)" not in gone, gone  # the turn still runs: its reply is held
+        going_on.set()
+        tmux.wait(lambda s: "(end)" in s, "the turn's end")
+        assert_clean(tmux.screens)
+    finally:
+        going_on.set()
+        tmux.close()
+    assert not server.received and server.accepted == 0
+
+
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):
     from . import screens
 

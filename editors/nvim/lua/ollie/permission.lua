@@ -199,6 +199,9 @@ end
 ---@field done boolean answered or withdrawn: a later answer does nothing
 ---@field wins table<integer, boolean> the windows open before it was asked (the picker's are the new ones)
 ---@field close fun()
+---@field request string|nil the request's id (`requestId`), which a `$/cancelRequest` names
+---@field stock boolean asked with Neovim's own vim.ui.select (inputlist)
+---@field showing boolean|nil its vim.ui.select is on screen (not while it waits for the user to stop typing)
 
 ---Questions waiting for the user.
 ---@type ollie.Question[]
@@ -222,31 +225,57 @@ function M.asks(session)
   return false
 end
 
----The daemon waits no more for the questions of `session` (their turn was interrupted or ended): close their
----float and the picker's windows, and take any late answer as nothing. Returns the withdrawn steps' titles.
+---Take question `q` away: close its float and the picker's windows; any late answer is then nothing.
+---@param q ollie.Question
+local function take_away(q)
+  -- Not answered: the daemon dropped the request, and an answer to it would come back as an error.
+  forget(q)
+  q.close()
+  if q.stock and q.showing then
+    -- Neovim's own vim.ui.select waits in inputlist(): <Esc> ends it (taken as nothing, q being done), and <CR>
+    -- the "Press ENTER" prompt its lines leave once it ends.
+    vim.api.nvim_feedkeys(vim.keycode("<Esc><CR>"), "n", false)
+  end
+  -- A picker in a float (telescope, fzf-lua, snacks, dressing): its windows are the floats new since.
+  local current = vim.api.nvim_get_current_win()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if not q.wins[win] and vim.api.nvim_win_get_config(win).relative ~= "" then
+      pcall(vim.api.nvim_win_close, win, true)
+      if win == current and vim.fn.mode():find("^i") then
+        vim.cmd("stopinsert") -- the picker's prompt had the cursor; the user's own typing elsewhere stays
+      end
+    end
+  end
+end
+
+---The daemon waits no more for the questions of `session` (their turn was interrupted or ended): take them away.
+---Returns the withdrawn steps' titles.
 ---@param session string|nil
 ---@return string[]
 function M.withdraw(session)
   local titles = {}
   for _, q in ipairs(vim.list_slice(M.waiting)) do
     if q.session == session then
-      -- Not answered: the daemon dropped the request, and an answer to it would come back as an error.
-      forget(q)
-      q.close()
-      -- A picker in a float (telescope, fzf-lua, snacks, dressing): its windows are the floats new since.
-      local current = vim.api.nvim_get_current_win()
-      for _, win in ipairs(vim.api.nvim_list_wins()) do
-        if not q.wins[win] and vim.api.nvim_win_get_config(win).relative ~= "" then
-          pcall(vim.api.nvim_win_close, win, true)
-          if win == current and vim.fn.mode():find("^i") then
-            vim.cmd("stopinsert") -- the picker's prompt had the cursor; the user's own typing elsewhere stays
-          end
-        end
-      end
+      take_away(q)
       table.insert(titles, q.title)
     end
   end
   return titles
+end
+
+---`$/cancelRequest {id}`: the daemon gave up on request `id` mid-turn (a connection's question whose step ended, a
+---question nobody answered in time). Its question goes, and the chats of its session say so.
+---@param params table
+function M.cancelled(params)
+  for _, q in ipairs(vim.list_slice(M.waiting)) do
+    if q.request ~= nil and q.request == (params or {}).id then
+      take_away(q)
+      for _, chat in ipairs(require("ollie.chat").all_by_session(q.session)) do
+        chat.transcript:note("question withdrawn (nothing waits for its answer any more): " .. q.title,
+          "OllieTurnEnd")
+      end
+    end
+  end
 end
 
 ---Answer an `ollie/permission` request: show the step and its diff, ask with vim.ui.select (and
@@ -262,7 +291,8 @@ function M.ask(params, answer)
   local close = show_preview(lines, has_diff)
   ---@type ollie.Question
   local q = { session = params.session, title = one_line((params.step or {}).title), done = false, wins = wins,
-    close = close }
+    close = close, request = params.requestId,
+    stock = (debug.getinfo(vim.ui.select, "S").source or ""):find("vim/ui%.lua$") ~= nil }
   table.insert(M.waiting, q)
   pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
   local function reply(result)
@@ -295,6 +325,7 @@ function M.ask(params, answer)
     preview_title(false)
     -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
     vim.cmd("redraw")
+    q.showing = true
     vim.ui.select(options, {
       prompt = target and ("Allow network access to " .. target .. "?") or ("ollie asks to: " .. title),
       kind = "ollie_permission",
@@ -305,6 +336,7 @@ function M.ask(params, answer)
         return o.name
       end,
     }, function(choice)
+      q.showing = false
       if not choice then
         reply({ outcome = "reject" })
       elseif choice.id == "reject_with_feedback" and not q.done then

@@ -134,6 +134,15 @@ M.handlers["window/showMessage"] = function(_, params)
   end
 end
 
+---`$/cancelRequest`: the daemon no longer waits for one of its requests; a question it names goes (the module is
+---loaded once a question was asked: none before).
+M.handlers["$/cancelRequest"] = function(_, params)
+  local permission = package.loaded["ollie.permission"]
+  if permission then
+    permission.cancelled(params)
+  end
+end
+
 ---`ollie/prompt`: one line from the user (`Ollie: Ask about this...`); null when dismissed.
 ---@param params table {title?, placeholder?}
 ---@param answer ollie.Answer
