@@ -13,12 +13,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ollie.testing import Reply
 
 from .test_nvim import _nvim
+
+if TYPE_CHECKING:
+    from tests.netserver import Listener
 
 PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
 
@@ -297,17 +301,30 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         tmux.close()
 
 
-def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
+def other_test_listener() -> Listener:
+    """A listener that stands for other.test, a host no policy lists (skips where there is no Landlock)."""
     from ollie.sandbox.rules import landlock_abi
-    from ollie.testing import nethosts
     from tests.netserver import Listener
-
-    from . import screens
 
     if landlock_abi() < 1:
         pytest.skip("needs Landlock")
     server = Listener()
     server.start()
+    return server
+
+
+def auto_env_reaching_other_test(srv) -> dict[str, str]:
+    """The scripted model's env, approval `auto` (a step runs unasked; its connections are still asked about),
+    other.test resolving to this machine."""
+    from ollie.testing import nethosts
+
+    return {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+
+
+def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
+    from . import screens
+
+    server = other_test_listener()
     srv = scripted_llm("openai")
 
     def fetch(path: str) -> Reply:
@@ -316,8 +333,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
 
     srv.script(fetch("x"), Reply(text="The host said no."), fetch("s"), Reply(text="Fetched for the session."),
                fetch("u"), Reply(text="Fetched unasked."))
-    # `auto`: the step runs unasked, its connection to a host the policy does not list is still asked.
-    env = {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    env = auto_env_reaching_other_test(srv)
     tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
@@ -377,14 +393,7 @@ def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tm
     """A step's connection asks; the step ends before the user answers (its program gave up): the question float
     goes at once with a line in the chat, while the turn still runs (it stayed until the turn's end, and an answer
     to it did nothing)."""
-    from ollie.sandbox.rules import landlock_abi
-    from ollie.testing import nethosts
-    from tests.netserver import Listener
-
-    if landlock_abi() < 1:
-        pytest.skip("needs Landlock")
-    server = Listener()
-    server.start()
+    server = other_test_listener()
     srv = scripted_llm("openai")
     # The step's request goes in the background; the step ends once the test creates `release`.
     code = (f"(curl -s http://other.test:{server.port}/x &) ; while [ ! -e release ]; do sleep 0.05; done; "
@@ -392,8 +401,7 @@ def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tm
     going_on = threading.Event()
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]),
                Reply(text="The step gave up; thinking on.", hold=going_on))
-    env = {**srv.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
-    tmux = start_nvim(tmp_path, env, {"app.py": "print('hi')\n"}, size=(100, 30))
+    tmux = start_nvim(tmp_path, auto_env_reaching_other_test(srv), {"app.py": "print('hi')\n"}, size=(100, 30))
     target = f"other.test:{server.port}"
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
