@@ -59,6 +59,7 @@ class InputLines:
 
     async def answer(self, since: float) -> str | None:
         """The first line read after the question shown at `since` (nothing typed before it); None at EOF."""
+        self._withdrawn = False  # a line typed from now on answers this question, not a withdrawn one
         told = False
         while not self._ended:
             read_at, line = await self._queue.get()
