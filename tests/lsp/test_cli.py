@@ -367,3 +367,11 @@ def test_text_piped_into_p_goes_with_the_prompt(llm, tmp_path):
     big = run_ollie(["-p", "sum these", "--cwd", str(tmp_path)], env=llm.env(), input="1\n" * (1 << 20))
     assert big.returncode == 2 and "larger than 1048576 bytes" in big.stderr, big.stderr
     assert len(llm.chat_requests) == 2
+
+
+def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
+    proc = run_ollie(["--help"])
+    said = " ".join(proc.stdout.split())  # as wrapped to the terminal's width
+    assert proc.returncode == 0 and "{demo,doctor,acp,store}" in said and "store: the session store" in said, said
+    proc = run_ollie(["--cwd", str(tmp_path), "store"])
+    assert proc.returncode == 2 and "`ollie store --help`" in proc.stderr, proc.stderr

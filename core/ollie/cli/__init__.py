@@ -36,9 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         "`ollie acp` serves ACP editors (Zed, JetBrains, ...) over stdio; "
         "`ollie store status|migrate|import|share` manages the session store (docs/TEAM.md).",
     )
-    parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp"],
+    # `store` is dispatched before this parser (it has its own); listed here so that --help names it.
+    parser.add_argument("command", nargs="?", choices=["demo", "doctor", "acp", "store"],
                         help="demo: run the scripted end-to-end demo; doctor: check the setup; "
-                        "acp: run as an Agent Client Protocol agent over stdio")
+                        "acp: run as an Agent Client Protocol agent over stdio; "
+                        "store: the session store (`ollie store --help`)")
     parser.add_argument("-p", "--prompt", nargs="?", const="",
                         help="run this prompt as one turn and exit; text piped in goes after it "
                              "(`git diff | ollie -p 'review this'`), or is the prompt when none is given")
@@ -75,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_demo()
     if args.command == "acp":
         return _exec_acp(args)
+    if args.command == "store":  # after other options (`ollie --cwd x store`): its own options go first
+        print("ollie: `store` takes its own options: `ollie store status|migrate|import|share` (see "
+              "`ollie store --help`)", file=sys.stderr)
+        return 2
     if args.command == "doctor":
         from ollie.cli.doctor import doctor
 
