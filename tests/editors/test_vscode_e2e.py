@@ -55,7 +55,8 @@ def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
 @pytest.mark.timeout(330)
 def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
     """A step's connection to a host outside the allow-list is a card asking "Allow network access to host:port?";
-    Deny sends the host nothing, Allow once lets the request through, Allow for this session the session's later ones."""
+    Deny sends the host nothing, Allow once lets the request through, Allow for this session the session's later ones;
+    a question whose step ended first says it is no longer asked, mid-turn."""
     from ollie.sandbox.rules import landlock_abi
 
     if landlock_abi() < 1:
@@ -63,7 +64,8 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
     shows(run_e2e("network.mjs"),
           "a network question named the host; Deny sent it nothing",
           "Allow once let the request through",
-          "Allow for this session let the session's later requests through unasked")
+          "Allow for this session let the session's later requests through unasked",
+          "a question whose step ended first said it was no longer asked")
 
 
 @pytest.mark.timeout(200)

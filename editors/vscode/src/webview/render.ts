@@ -14,7 +14,7 @@ const OUTCOME_LABELS: Record<string, string> = {
   allow_always: "Allowed for the rest of the session",
   reject: "Rejected",
   reject_with_feedback: "Rejected with feedback",
-  cancelled: "No longer asked (the turn ended)",
+  cancelled: "No longer asked (its step or turn ended first)",
 };
 
 /** A network question's answers, where they differ. */

@@ -5,7 +5,9 @@
 //
 // Usage: node test/e2e/network.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
+import * as fs from "node:fs";
 import * as http from "node:http";
+import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
@@ -18,7 +20,7 @@ const host = http.createServer((req, res) => {
 await new Promise((resolve) => host.listen(0, "127.0.0.1", resolve));
 const target = `other.test:${host.address().port}`;
 // The daemon resolves the name by OLLIE_TEST_NET_HOSTS through the sitecustomize of ollie.testing.nethosts.env.
-process.env.OLLIE_TEST_NET_HOSTS = "other.test=127.0.0.1";
+process.env.OLLIE_TEST_NET_HOSTS = "other.test=127.0.0.1,late.test=127.0.0.1";
 process.env.PYTHONPATH = fileURLToPath(new URL("../../../../core/ollie/testing/site", import.meta.url));
 // `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
 process.env.OLLIE_APPROVAL = "auto";
@@ -27,10 +29,16 @@ const fetch = (path) => ({
   text: "",
   tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: `curl -s -w ' status %{http_code}' http://${target}${path}` }] } }],
 });
+// A step whose request goes in the background and which ends once the test creates `release` (its program gave up).
+const givingUp = {
+  text: "",
+  tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: `(curl -s http://late.test:${host.address().port}/late &) ; while [ ! -e release ]; do sleep 0.05; done; echo gave up` }] } }],
+};
 const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." },
-  fetch("/session"), { text: "Fetched for the session." }, fetch("/unasked"), { text: "Fetched unasked." }];
+  fetch("/session"), { text: "Fetched for the session." }, fetch("/unasked"), { text: "Fetched unasked." },
+  givingUp, { text: "The step gave up; thinking on. ".repeat(10) + "Done.", chunk_size: 8, delay: 0.1 }];
 
-await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
+await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, workspace, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 
@@ -84,5 +92,17 @@ await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ pag
     .waitFor({ timeout: waitMs });
   await screenshot("network-session");
   log("Allow for this session let the session's later requests through unasked");
+
+  // The step ends while its question waits: the card says it is no longer asked, its buttons gone, mid-turn.
+  await send(chat, "Fetch another");
+  question = chat.locator(".item.permission").last();
+  await question.locator(".permission-head", { hasText: `Allow network access to late.test:` }).waitFor({ timeout: waitMs });
+  fs.writeFileSync(path.join(workspace, "release"), "");
+  await question.locator(".permission-answer", { hasText: "No longer asked (its step or turn ended first)" }).waitFor({ timeout: waitMs });
+  if (await question.locator("button", { hasText: "Allow once" }).count()) throw new Error("a withdrawn question still has its buttons");
+  await screenshot("network-withdrawn");
+  await chat.locator(".item.assistant", { hasText: "Done." }).waitFor({ timeout: waitMs });
+  if (seen.includes("/late")) throw new Error("the withdrawn question's request reached the host");
+  log("a question whose step ended first said it was no longer asked");
 });
 host.close();
