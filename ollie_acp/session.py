@@ -116,7 +116,8 @@ class AcpSession:
                                                 question.diff.old_text))
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
                                    status="pending", content=content,
-                                   locations=[ToolCallLocation(path=str(self.core.cwd / loc.path), line=loc.line)
+                                   locations=[ToolCallLocation(path=str(self.core.cwd / loc.path),
+                                                               line=loc.line or _edit_line(question, loc.path))
                                               for loc in question.locations],
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
@@ -263,3 +264,9 @@ def _turn_usage(before: tuple[int, int, int, int], after: tuple[int, int, int, i
     # As the session's totals (and Anthropic) count them: input_tokens leaves the cache reads and writes out.
     return Usage(input_tokens=fresh, output_tokens=out, cached_read_tokens=read or None,
                  cached_write_tokens=write or None, total_tokens=fresh + read + write + out)
+
+
+def _edit_line(question: StepQuestion, path: str) -> int | None:
+    """Where an edit question's diff of `path` starts (a client following the agent opens the file there)."""
+    diff = question.diff
+    return diff.first_line() if diff is not None and diff.path == path else None

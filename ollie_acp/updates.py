@@ -26,7 +26,7 @@ from acp.schema import (
 
 from ollie import beneath
 from ollie.agent.events import Event
-from ollie.agent.steps import Diff, ToolState, ToolStep
+from ollie.agent.steps import Diff, Location, ToolState, ToolStep
 from ollie.agent.surface import AcpCore
 
 logger = logging.getLogger("ollie.acp.updates")
@@ -81,16 +81,19 @@ def raw_input(arguments: str) -> object:
 
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
-                cwd: Path | None = None) -> ToolCallProgress:
-    """The `tool_call_update` closing one step, with the start of its result and its diffs (paths absolute)."""
+                cwd: Path | None = None, locations: tuple[Location, ...] = ()) -> ToolCallProgress:
+    """The `tool_call_update` closing one step, with the start of its result and its diffs (paths absolute), and
+    its locations once one has a line (an edit's, known from its result)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
     for diff in diffs:
         path = str((cwd / diff.path) if cwd is not None else Path(diff.path))
         # ACP's diff has no "removed" form: a deleted file shows as emptied.
         content.append(tool_diff_content(path, diff.new_text or "", diff.old_text))
+    where = [ToolCallLocation(path=str((cwd / loc.path) if cwd is not None else Path(loc.path)), line=loc.line)
+             for loc in locations] if any(loc.line for loc in locations) else None
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
-                            content=content or None)
+                            content=content or None, locations=where)
 
 
 def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
@@ -221,7 +224,7 @@ class UpdateForwarder:
         steps = _steps_of(event.tool, event.steps)
         for step in steps:
             await self._send(tool_result(step.id, step.status, event.content if len(steps) == 1 else "",
-                                         step.diffs or (), cwd=self._core.cwd))
+                                         step.diffs or (), cwd=self._core.cwd, locations=step.locations))
         if "task_" in event.content:
             await self.send_plan()
 

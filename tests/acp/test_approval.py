@@ -16,6 +16,18 @@ def run(code: str) -> Reply:
     return Reply.tool_calls(("execute_code", {"steps": [{"code": code}]}))
 
 
+async def asked_edit(start_agent, llm, text: str, answer: str, *script: Reply):
+    """An agent (approval: ask) whose workspace has a.txt holding `text`, the model saying `script`, after one
+    prompt "edit" whose question was answered `answer`: (agent, session id)."""
+    llm.script(*script)
+    agent = await start_agent(env=llm.env(approval=""))
+    (agent.workspace / "a.txt").write_text(text)
+    sid = await agent.new()
+    agent.client.permission_answers = [answer]
+    await agent.prompt(sid, "edit")
+    return agent, sid
+
+
 async def test_session_modes_are_the_approval_modes(start_agent, llm) -> None:
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x1"), Reply.text("2"),
                run("touch x2"), Reply.text("3"))
@@ -42,12 +54,9 @@ async def test_session_modes_are_the_approval_modes(start_agent, llm) -> None:
 
 
 async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, llm) -> None:
-    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"), Reply.text("2"))
-    agent = await start_agent(env=llm.env(approval=""))
-    (agent.workspace / "a.txt").write_text("one\n")
-    sid = await agent.new()
-    agent.client.permission_answers = ["reject_always"]
-    await agent.prompt(sid, "edit")
+    agent, sid = await asked_edit(start_agent, llm, "one\n", "reject_always",
+                                  edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"),
+                                  Reply.text("2"))
     (tool_call, _), = agent.client.permission_requests
     assert tool_call.kind == "edit" and tool_call.title == "Edit a.txt"
     diff = tool_call.content[0]
@@ -60,6 +69,28 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     await agent.prompt(sid, "edit again")
     assert len(agent.client.permission_requests) == 1
     assert (agent.workspace / "a.txt").read_text() == "one\n"
+
+
+async def test_an_edit_s_question_and_its_end_name_the_line_it_changes(start_agent, llm) -> None:
+    """A client following the agent (Zed) opens the file where the edit is: the question's location and the
+    finished step's carry the line (they named the file alone)."""
+    agent, sid = await asked_edit(start_agent, llm, "one\ntwo\nthree\nfour\n", "allow_once",
+                                  edit("a.txt", "three", "THREE"), Reply.text("done"))
+    (tool_call, _), = agent.client.permission_requests
+    path = str(agent.workspace.resolve() / "a.txt")
+    assert [(loc.path, loc.line) for loc in tool_call.locations] == [(path, 3)]
+    ended = [u for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"]
+    assert [(loc.path, loc.line) for loc in ended[-1].locations] == [(path, 3)]
+
+
+def test_where_a_diff_first_changes() -> None:
+    from ollie.agent.steps import Diff
+
+    assert Diff("a", "1\n2\n3\n", "1\nX\n3\n").first_line() == 2
+    assert Diff("a", "1\n2\n", "1\n2\n3\n").first_line() == 3  # appended
+    assert Diff("a", "1\n2\n3\n", "1\n2\n").first_line() == 2  # its last line cut: the new text's last line
+    assert Diff("a", None, "new\n").first_line() == 1 and Diff("a", "old\n", None).first_line() == 1
+    assert Diff("a", "", "").first_line() == 1
 
 
 async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) -> None:

@@ -90,6 +90,15 @@ class Diff:
         """`{path, oldText, newText}`."""
         return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
 
+    def first_line(self) -> int:
+        """The 1-based line where the new text first differs from the old (1 for a new or removed file)."""
+        old, new = (self.old_text or "").splitlines(), (self.new_text or "").splitlines()
+        if self.old_text is None or self.new_text is None:
+            return 1
+        same = next((n for n, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                    min(len(old), len(new)))
+        return max(1, min(same + 1, len(new)))
+
 
 # What a `tool` event says of each connection (`error` only when there was one; `more` on the one record that adds
 # up a step's connections past the first egress.MAX_RECORDED).
