@@ -26,9 +26,9 @@ def emacs_with_eglot() -> str:
     return emacs
 
 
-def run_emacs(script: str, ws: Path, env: dict[str, str], out: Path) -> dict:
-    """Run `script` in a batch Emacs in `ws` with `env`; the result it wrote to `out`."""
-    proc = subprocess.run([emacs_with_eglot(), "--batch", "-l", str(HERE / script)], cwd=ws,
+def run_emacs(script: str, ws: Path, env: dict[str, str], out: Path, typed: str = "") -> dict:
+    """Run `script` in a batch Emacs in `ws` with `env` and `typed` on stdin; the result it wrote to `out`."""
+    proc = subprocess.run([emacs_with_eglot(), "--batch", "-l", str(HERE / script)], cwd=ws, input=typed,
                           env={**os.environ, **env, "OLLIE_TEST_OUT": str(out),
                                "OLLIE_TEST_SERVER_CMD": json.dumps([sys.executable, "-m", "ollie_lsp"])},
                           capture_output=True, text=True, timeout=120)
@@ -57,9 +57,24 @@ def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows
     (ws / "code.py").write_text("def add(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds.", delay=4))  # a slow model: each streamed frame 4 s apart, 8 s and more in all
-    result = run_emacs("eglot_slow_turn.el", ws, srv.env(), tmp_path / "eglot.json")
+    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "ollie: It adds."}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
     assert "Timed out" not in result["answer"], result
     assert json.loads(result["answer"])["stop"] == "running", result
     assert result["waited"] < 9, result
     assert any("still working (explain); its answer shows when it ends" in m for m in result["messages"]), result
     assert any("ollie: It adds." in m for m in result["messages"]), result
+
+
+def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_path, scripted_llm):
+    """Emacs' jsonrpc left a question that came right behind the command's answer unread: the turn hung on it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "code.py").write_text("def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Changed + to *."))
+    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Changed"}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Allow once\n")
+    assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
+    assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
+    assert result["buffer"] == "def mul(a, b):\n    return a * b\n"
