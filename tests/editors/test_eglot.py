@@ -18,23 +18,63 @@ from .test_nvim import file_edit
 HERE = Path(__file__).resolve().parent
 
 
-def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
+def emacs_with_eglot() -> str:
+    """The path of Emacs, failing the test when Emacs or its eglot is missing."""
     emacs = shutil.which("emacs")
     if not emacs or subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"], capture_output=True).returncode:
         pytest.fail("Emacs with eglot is not installed: scripts/setup.d/26-emacs.sh installs it")
+    return emacs
+
+
+def run_emacs(script: str, ws: Path, env: dict[str, str], out: Path, typed: str = "") -> dict:
+    """Run `script` in a batch Emacs in `ws` with `env` and `typed` on stdin; the result it wrote to `out`."""
+    proc = subprocess.run([emacs_with_eglot(), "--batch", "-l", str(HERE / script)], cwd=ws, input=typed,
+                          env={**os.environ, **env, "OLLIE_TEST_OUT": str(out),
+                               "OLLIE_TEST_SERVER_CMD": json.dumps([sys.executable, "-m", "ollie_lsp"])},
+                          capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"emacs wrote no result (rc={proc.returncode})\n{proc.stderr[-3000:]}"
+    result = json.loads(out.read_text())
+    assert "failure" not in result, (result, proc.stderr[-3000:])
+    return result
+
+
+def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "code.py").write_text("# ollie: make mul multiply\ndef mul(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Done."))
-    out = tmp_path / "eglot.json"
-    env = {**os.environ, **srv.env(), "OLLIE_TEST_OUT": str(out),
-           "OLLIE_TEST_SERVER_CMD": json.dumps([sys.executable, "-m", "ollie_lsp"])}
-    proc = subprocess.run([emacs, "--batch", "-l", str(HERE / "eglot_refactor.el")], cwd=ws, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert out.exists(), f"emacs wrote no result (rc={proc.returncode})\n{proc.stderr[-3000:]}"
-    result = json.loads(out.read_text())
-    assert "failure" not in result, (result, proc.stderr[-3000:])
+    result = run_emacs("eglot_refactor.el", ws, srv.env(), tmp_path / "eglot.json")
     assert "Ollie: Ask about this..." in result["titles"] and "Ollie: Explain" in result["titles"]
     assert result["buffer"].endswith("    return a * b\n")
     assert "make mul multiply" in srv.chat_requests[0].body["messages"][-1]["content"]
+
+
+def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows(tmp_path, scripted_llm):
+    """eglot freezes Emacs on executeCommand and fails it after 10 s: a slow turn was `Timed out`, Emacs stuck."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "code.py").write_text("def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds.", delay=4))  # a slow model: each streamed frame 4 s apart, 8 s and more in all
+    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "ollie: It adds."}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
+    assert "Timed out" not in result["answer"], result
+    assert json.loads(result["answer"])["stop"] == "running", result
+    assert result["waited"] < 9, result
+    assert any("still working (explain); its answer shows when it ends" in m for m in result["messages"]), result
+    assert any("ollie: It adds." in m for m in result["messages"]), result
+
+
+def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_path, scripted_llm):
+    """Emacs' jsonrpc left a question that came right behind the command's answer unread: the turn hung on it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "code.py").write_text("def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Changed + to *."))
+    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Changed"}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Allow once\n")
+    assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
+    assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
+    assert result["buffer"] == "def mul(a, b):\n    return a * b\n"

@@ -69,6 +69,7 @@ class Editor:
         @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
         def on_question(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
             self.questions.append(params)
+            daemon.client.ollie_wire.append(("question", params))  # type: ignore[attr-defined]
             # Edits may ask first (approval modes): the user allows them.
             return next((a for a in params.actions or [] if a.title.startswith("Allow")), None)
 

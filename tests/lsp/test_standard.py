@@ -130,10 +130,14 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     fix = (await code_actions(daemon, path.as_uri(), diagnostic.range, [diagnostic]))[0]
     assert fix.kind == "quickfix" and fix.command is not None
 
-    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
-        command=fix.command.command, arguments=fix.command.arguments), timeout=60)
+    result, before = await daemon.request_in_order(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=fix.command.command, arguments=fix.command.arguments))
 
-    assert result["reply"] == "Replaced rr with r."
+    # The command is answered before its turn asks anything: eglot asks inside its wait for the command, and the
+    # wait's end (the answer, or its timeout) threw the user out of the question, which then waited forever.
+    assert result["stop"] == "running" and result["reply"] == ""
+    assert not [what for what, _ in before if what == "question"]
+    await asyncio.wait_for(_until(lambda: editor.edits), 30)
     # The model was asked with the diagnostic, the range's line and the file.
     asked = llm.chat_requests[0].body["messages"][-1]["content"]
     assert "line 2: undefined name 'rr' (pyflakes)" in asked
