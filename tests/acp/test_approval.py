@@ -62,6 +62,25 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     assert (agent.workspace / "a.txt").read_text() == "one\n"
 
 
+async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(start_agent, llm) -> None:
+    # A client shows a question as the tool call it names (Zed upserts it): another id is a second card that
+    # nothing ever ends, beside the step's own.
+    calls = [{"tool": "file_edit", "args": [name, "one", "two"]} for name in ("a.txt", "b.txt")]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    agent = await start_agent(env=llm.env(approval=""))
+    for name in ("a.txt", "b.txt"):
+        (agent.workspace / name).write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["allow_once", "allow_once"]
+    assert (await agent.prompt(sid, "edit both")).stop_reason == "end_turn"
+    asked = [tool_call.tool_call_id for tool_call, _ in agent.client.permission_requests]
+    steps = [start.tool_call_id for start in agent.client.of(sid, "tool_call")]
+    assert len(asked) == 2 and asked == steps
+    ended = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"}
+    assert set(asked) <= set(ended)
+    assert (agent.workspace / "b.txt").read_text() == "two\n"
+
+
 async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) -> None:
     llm.script(run("touch x"), Reply.text("planned"))
     agent = await start_agent(env=llm.env(approval=""))
