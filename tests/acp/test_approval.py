@@ -121,6 +121,9 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
             ("allow_once", "Allow once"), ("allow_session", "Allow for this session"),
             ("allow_always", "Always allow (this and later sessions)")]
         assert not server.received
+        # The question is a tool call of its own (Zed shows a card for it, running once allowed): the answer ends it.
+        assert [(u.tool_call_id, u.status) for u in agent.client.of(sid, "tool_call_update")
+                if u.tool_call_id == tool_call.tool_call_id] == [(tool_call.tool_call_id, "failed")]
         assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
         # The step's tool call content (its result's preview) names the connection too.
         closing = [u for u in agent.client.of(sid, "tool_call_update") if u.content]
@@ -144,8 +147,10 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
         sid = await agent.new()
         agent.client.permission_answers = ["allow_session", "reject_once"]
         await agent.prompt(sid, "fetch")
-        (_, options), = agent.client.permission_requests
+        (asked, options), = agent.client.permission_requests
         assert next(o for o in options if o.option_id == "allow_session").kind == "allow_always"
+        assert [u.status for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == asked.tool_call_id] \
+            == ["completed"]
         await agent.prompt(sid, "again")  # not asked: the session's answer holds
         told = llm.chat_requests[-1].body["messages"][-1]["content"]
         assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
