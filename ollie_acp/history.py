@@ -9,11 +9,11 @@ from acp import image_block, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
 from ollie.agent.history import typed_text
-from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses
+from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses, step_ids
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie_acp.updates import Update, tool_result, tool_start
+from ollie_acp.updates import Update, shown_results, tool_result, tool_start
 
 
 def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) -> list[Update]:
@@ -35,15 +35,15 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
                                                  content=text_block(message.content)))
             for call in message.tool_calls or []:
                 steps = describe(call.name, call.arguments, cwd, kind_of=kind_of)
-                ids = [call.id] if len(steps) == 1 else [f"{call.id}.{i + 1}" for i in range(len(steps))]
+                ids = step_ids(call.id, len(steps))
                 result = results.get(call.id)
                 statuses = list(inner_statuses(result, len(ids))) if result is not None else ["failed"] * len(ids)
                 diffs = _edit_diffs(call.name, call.arguments, len(ids))
-                for step_id, step, status, diff in zip(ids, steps, statuses, diffs, strict=True):
+                shown = shown_results(result or "", statuses)
+                for step_id, step, status, diff, text in zip(ids, steps, statuses, diffs, shown, strict=True):
                     updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
                     made = (diff,) if diff is not None and status == "completed" else ()
-                    updates.append(tool_result(step_id, status, result if len(ids) == 1 and result else "", made,
-                                               cwd=cwd))
+                    updates.append(tool_result(step_id, status, text, made, cwd=cwd))
     return updates
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from acp import RequestError, text_block, tool_content, tool_diff_content
+from acp import RequestError, text_block, tool_content, tool_diff_content, update_tool_call
 from acp.helpers import update_agent_message, update_current_mode
 from acp.schema import (
     ContentToolCallContent,
@@ -93,10 +93,10 @@ class AcpSession:
             return self.elevation_always
         await self.forwarder.drained()  # the step being asked about is on the client first
         self._asks += 1
-        step_id = self.forwarder.last_step_id or f"elevate-{self._asks}"
-        tool_call = ToolCallUpdate(tool_call_id=step_id, title="Run outside the sandbox", kind="execute",
-                                   status="pending", content=[tool_content(text_block(what))])
-        choice = await self._ask(tool_call)
+        step_id = self.forwarder.last_step_id
+        tool_call = ToolCallUpdate(tool_call_id=step_id or f"elevate-{self._asks}", title="Run outside the sandbox",
+                                   kind="execute", status="pending", content=[tool_content(text_block(what))])
+        choice = await self._ask(tool_call, ends=step_id is None)
         if choice in ("allow_always", "reject_always"):
             self.elevation_always = choice == "allow_always"
         return choice in ("allow_once", "allow_always")
@@ -121,15 +121,34 @@ class AcpSession:
                                               for loc in question.locations],
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
-        options = (NETWORK_OPTIONS if question.network is not None
-                   else MCP_SERVER_OPTIONS if question.id.startswith("mcp/") else PERMISSION_OPTIONS)
-        choice = await self._ask(tool_call, options)
+        server = question.id.startswith("mcp/")
+        options = NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS if server else PERMISSION_OPTIONS
+        # A connection's or a server's question is no step: its card ends with the answer.
+        choice = await self._ask(tool_call, options, ends=question.network is not None or server)
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer(choice if choice in ("allow_once", "allow_session", "allow_always") else "reject")  # type: ignore[arg-type]
 
-    async def _ask(self, tool_call: ToolCallUpdate, options: list[PermissionOption] = PERMISSION_OPTIONS) -> str | None:
-        """The option the client chose (None: cancelled or the request failed)."""
+    async def _ask(self, tool_call: ToolCallUpdate, options: list[PermissionOption] = PERMISSION_OPTIONS, *,
+                   ends: bool = False) -> str | None:
+        """The option the client chose (None: cancelled or the request failed); `ends`: the question is a tool call
+        of its own, not a step's, and the answer ends it (a client shows an allowed one running until told)."""
+        choice = None
+        try:
+            choice = await self._choice(tool_call, options)
+            return choice
+        finally:  # withdrawn unanswered (its step ended first) too
+            if ends:
+                await self._end(tool_call.tool_call_id, choice is not None and choice.startswith("allow"))
+
+    async def _end(self, tool_call_id: str, allowed: bool) -> None:
+        try:
+            await self.client.session_update(session_id=self.id, update=update_tool_call(
+                tool_call_id, status="completed" if allowed else "failed"))
+        except Exception as exc:  # the client went away: nothing to tell
+            logger.info("question not ended: %s", exc)
+
+    async def _choice(self, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str | None:
         try:
             answer = await self.client.request_permission(session_id=self.id, tool_call=tool_call, options=options)
         except RequestError as exc:
@@ -160,7 +179,7 @@ class AcpSession:
         self._asks += 1
         tool_call = ToolCallUpdate(tool_call_id=f"switch-agent-{self._asks}", title="Switch to an unsandboxed agent",
                                    kind="other", status="pending", content=[tool_content(text_block(what))])
-        return await self._ask(tool_call, UNSANDBOXED_OPTIONS) == "allow_once"
+        return await self._ask(tool_call, UNSANDBOXED_OPTIONS, ends=True) == "allow_once"
 
     async def sync_options(self) -> None:
         """Tell the client the current mode and config options (after a change it did not make through them)."""

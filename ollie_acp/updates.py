@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from acp import plan_entry, start_tool_call, text_block, tool_content, tool_diff_content, update_plan, update_tool_call
@@ -94,6 +94,13 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
              for loc in locations] if any(loc.line for loc in locations) else None
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
                             content=content or None, locations=where)
+
+
+def shown_results(result: str, statuses: Sequence[str]) -> list[str]:
+    """What each step of a call shows of the call's one result: a batch's last step shows it, and each failed one
+    (a failed card says why: a batch's rejection, the error of its call); the others nothing."""
+    last = len(statuses) - 1
+    return [result if n == last or status == "failed" else "" for n, status in enumerate(statuses)]
 
 
 def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
@@ -222,9 +229,9 @@ class UpdateForwarder:
             self._live.pop(step_id, None)
             self._unsent.discard(step_id)
         steps = _steps_of(event.tool, event.steps)
-        for step in steps:
-            await self._send(tool_result(step.id, step.status, event.content if len(steps) == 1 else "",
-                                         step.diffs or (), cwd=self._core.cwd, locations=step.locations))
+        for step, shown in zip(steps, shown_results(event.content, [s.status for s in steps]), strict=True):
+            await self._send(tool_result(step.id, step.status, shown, step.diffs or (), cwd=self._core.cwd,
+                                         locations=step.locations))
         if "task_" in event.content:
             await self.send_plan()
 

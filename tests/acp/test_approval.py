@@ -93,6 +93,25 @@ def test_where_a_diff_first_changes() -> None:
     assert Diff("a", "", "").first_line() == 1
 
 
+async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(start_agent, llm) -> None:
+    # A client shows a question as the tool call it names (Zed upserts it): another id is a second card that
+    # nothing ever ends, beside the step's own.
+    calls = [{"tool": "file_edit", "args": [name, "one", "two"]} for name in ("a.txt", "b.txt")]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    agent = await start_agent(env=llm.env(approval=""))
+    for name in ("a.txt", "b.txt"):
+        (agent.workspace / name).write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["allow_once", "allow_once"]
+    assert (await agent.prompt(sid, "edit both")).stop_reason == "end_turn"
+    asked = [tool_call.tool_call_id for tool_call, _ in agent.client.permission_requests]
+    steps = [start.tool_call_id for start in agent.client.of(sid, "tool_call")]
+    assert len(asked) == 2 and asked == steps
+    ended = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"}
+    assert set(asked) <= set(ended)
+    assert (agent.workspace / "b.txt").read_text() == "two\n"
+
+
 async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) -> None:
     llm.script(run("touch x"), Reply.text("planned"))
     agent = await start_agent(env=llm.env(approval=""))
@@ -133,6 +152,9 @@ async def test_a_network_question_goes_to_request_permission(start_agent, llm) -
             ("allow_once", "Allow once"), ("allow_session", "Allow for this session"),
             ("allow_always", "Always allow (this and later sessions)")]
         assert not server.received
+        # The question is a tool call of its own (Zed shows a card for it, running once allowed): the answer ends it.
+        assert [(u.tool_call_id, u.status) for u in agent.client.of(sid, "tool_call_update")
+                if u.tool_call_id == tool_call.tool_call_id] == [(tool_call.tool_call_id, "failed")]
         assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
         # The step's tool call content (its result's preview) names the connection too.
         closing = [u for u in agent.client.of(sid, "tool_call_update") if u.content]
@@ -156,8 +178,10 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
         sid = await agent.new()
         agent.client.permission_answers = ["allow_session", "reject_once"]
         await agent.prompt(sid, "fetch")
-        (_, options), = agent.client.permission_requests
+        (asked, options), = agent.client.permission_requests
         assert next(o for o in options if o.option_id == "allow_session").kind == "allow_always"
+        assert [u.status for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == asked.tool_call_id] \
+            == ["completed"]
         await agent.prompt(sid, "again")  # not asked: the session's answer holds
         told = llm.chat_requests[-1].body["messages"][-1]["content"]
         assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told

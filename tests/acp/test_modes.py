@@ -94,3 +94,7 @@ async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_ag
     changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")
     assert by_id(changed.config_options)["agent"].current_value == "yolo"
     assert len(agent.client.permission_requests) == 3
+    # Each question was a tool call of its own: its answer ended it (a refusal failed, the switch completed).
+    ends = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update")}
+    assert [ends.get(tool_call.tool_call_id) for tool_call, _ in agent.client.permission_requests] \
+        == ["failed", "failed", "completed"]

@@ -64,3 +64,27 @@ async def test_a_running_command_streams_its_output_into_its_tool_call(start_age
     (start,) = agent.client.of(sid, "tool_call")
     final = [u for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"]
     assert final[-1].tool_call_id == start.tool_call_id and "second-line" in final[-1].content[0].content.text
+
+
+async def test_a_failed_step_of_a_batch_shows_why_live_and_on_load(start_agent, llm) -> None:
+    # A batch has one result for all its steps: a failed step's card showed nothing, not why it failed.
+    calls = [{"tool": "file_read", "args": ["app.py"]}, {"tool": "file_edit", "args": ["app.py", "nowhere", "x"]}]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / "app.py").write_text("x = 1\n")
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
+
+    def shown(since: int = 0) -> dict[str, tuple[str, str]]:
+        return {u.tool_call_id: (u.status, "".join(c.content.text for c in u.content or [] if c.type == "content"))
+                for s, u in agent.client.updates[since:] if s == sid and u.session_update == "tool_call_update"
+                and u.status in ("completed", "failed")}
+
+    told = next(m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool")
+    live = shown()
+    read, edit = (s.tool_call_id for s in agent.client.of(sid, "tool_call"))
+    assert live[read] == ("completed", "") and live[edit] == ("failed", told), live
+    await agent.conn.close_session(session_id=sid)
+    before = len(agent.client.updates)
+    await agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[])
+    assert shown(before) == live  # the replay shows what the live turn did

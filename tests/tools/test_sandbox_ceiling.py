@@ -13,6 +13,11 @@ async def test_call_may_narrow_the_session_policy(ws: Workspace):
     assert result.is_error and "Read-only file system" in result.text
     assert f"blocked by ollie's sandbox: {ws.work / 'made.txt'} is outside the writable paths of sandbox policy " \
            "'readonly'" in result.text, result.text
+    # The bundled policy is the installation's: the user is sent to a copy of their own, which replaces it.
+    from ollie import paths
+
+    mine, bundled = paths.config_dir() / "sandbox" / "readonly.yaml", paths.bundled("sandboxes") / "readonly.yaml"
+    assert f"filesystem.rw in {mine} (a copy of {bundled}, which it then replaces)" in result.text, result.text
     assert not (ws.work / "made.txt").exists()
     assert not (await code(server, "echo hi > made.txt")).is_error
     assert (ws.work / "made.txt").read_text() == "hi\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ollie import beneath
-from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe
+from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe, step_ids
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
@@ -312,7 +312,7 @@ class ApprovalGate:
     def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
         cwd = self._cwd()
         steps = describe(tool, args, cwd, kind_of=self._kind_of)
-        ids = [call_id] if len(steps) == 1 else [f"{call_id}/{i}" for i in range(len(steps))]
+        ids = step_ids(call_id, len(steps))  # a question names the step the events show
         try:
             request = parse_request(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
         except ArgumentError:

@@ -140,11 +140,15 @@ class ToolState:
         return replace(self, status=status, diffs=diffs if diffs is not None else self.diffs)
 
 
+def step_ids(call_id: str, count: int) -> list[str]:
+    """The ids of one call's steps: `<call id>` for a single step, `<call id>.<n>` (from 1) for a batch's."""
+    return [call_id] if count == 1 else [f"{call_id}.{n}" for n in range(1, count + 1)]
+
+
 def step_states(call_id: str, steps: Sequence[ToolStep], status: StepStatus = "pending") -> list[ToolState]:
-    """The states of one call's steps: id `<call id>` for a single step, `<call id>.<n>` (from 1) for a batch's."""
-    if len(steps) == 1:
-        return [ToolState(call_id, steps[0].kind, steps[0].title, status, steps[0].locations)]
-    return [ToolState(f"{call_id}.{n}", s.kind, s.title, status, s.locations) for n, s in enumerate(steps, 1)]
+    """The states of one call's steps, with their `step_ids`."""
+    return [ToolState(sid, s.kind, s.title, status, s.locations)
+            for sid, s in zip(step_ids(call_id, len(steps)), steps, strict=True)]
 
 
 def batch_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:

@@ -47,7 +47,19 @@ def outside_note(policy: Policy, path: str, *, execute: bool = False, write: boo
     kind = "filesystem.rw" if write else "filesystem.rox" if execute or runs else "filesystem.ro"
     allowed = "writable" if write else "allowed"
     return (f"blocked by ollie's sandbox: {shown} is outside the {allowed} paths of sandbox policy "
-            f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {policy.source}")
+            f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {_editable(policy)}")
+
+
+def _editable(policy: Policy) -> str:
+    """The file the user edits for `policy`: a bundled one belongs to the installation (maybe not theirs to write,
+    replaced by an upgrade), so their own copy, which takes its place."""
+    from ollie import paths
+
+    source = Path(policy.source)
+    if source.is_relative_to(paths.config_dir()) or not source.is_relative_to(paths.bundled("sandbox.yaml").parent):
+        return str(source)
+    mine = paths.config_dir() / ("sandbox.yaml" if policy.name == "default" else f"sandbox/{policy.name}.yaml")
+    return f"{mine} (a copy of {source}, which it then replaces)"
 
 
 def mentions_denial(stderr: bytes) -> bool:
