@@ -135,6 +135,18 @@ async def test_a_crashing_server_restarts_and_the_user_is_told(start_daemon, llm
     assert tool_results(llm)[-1] == "2"
 
 
+async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(start_daemon, llm, _private_dirs):
+    # A user's server exits at start saying why on stderr (a missing token): `/mcp` shows that, and its status
+    # (Bug: only the SDK's "Connection closed", the server's own words lost).
+    configure(_private_dirs, {"t": {"command": sys.executable,
+                                    "args": ["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"]}})
+    daemon = await start_daemon(env=llm.env())
+    failed = await wait_state(daemon, "t", "failed")
+    assert failed["error"] == "the server exited (status 1): error: GITHUB_TOKEN is not set", failed
+    await daemon.wait_events(lambda evs: any("GITHUB_TOKEN is not set" in e.get("content", "") for e in evs),
+                             timeout=30)
+
+
 async def test_interrupt_cancels_the_call_on_the_server(start_daemon, llm, _private_dirs):
     configure(_private_dirs, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__slow", {"seconds": 120})))

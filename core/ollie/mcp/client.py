@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 600.0
+# How long a failed server's exit (and last stderr) is awaited, to say why it failed.
+STDERR_WAIT_S = 2.0
 # Restart delays after a crash; when they are used up the server stays failed until the session restarts.
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
 # What a server may put before the model: a schema or description larger than this is cut or refused.
@@ -238,16 +240,26 @@ class McpServer:
             try:
                 async with ClientSession(read, outbox, message_handler=self._on_message,
                                          read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
-                    await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
-                    self._session = session
-                    await self._list(session)
+                    try:
+                        await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
+                        self._session = session
+                        await self._list(session)
+                    except TimeoutError:
+                        raise _Silent(f"the server did not answer within {START_TIMEOUT_S:g}s") from None
                     self.state, self.error = "ready", ""
                     self._ready.set()
                     self._changed()
                     status = await done()
-            except BaseException:
+            except Exception as exc:
+                if self.spec.url:
+                    raise
+                # A server that failed at start said why on stderr: that, not the SDK's "Connection closed".
+                if not isinstance(_leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for
+                    with contextlib.suppress(TimeoutError):
+                        status = await asyncio.wait_for(done(), STDERR_WAIT_S)
                 if tail():
-                    self.error = tail()
+                    head = f"the server exited (status {status})" if isinstance(status, int) else _why(exc)
+                    raise RuntimeError(f"{head}: {tail()}") from exc
                 raise
             exited = f"the server exited (status {status})" if isinstance(status, int) else "the server went away"
             self.error = exited + (f": {tail()}" if tail() else "")
@@ -266,8 +278,15 @@ class McpServer:
         proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
         tail = _StderrTail()
         try:
+
+            async def exited() -> int:
+                status = await proc.wait()
+                with contextlib.suppress(TimeoutError):  # its last words; a child of its may hold stderr open
+                    await asyncio.wait_for(tail.ended.wait(), STDERR_WAIT_S)
+                return status
+
             async with message_streams(proc, tail) as (read, write):
-                yield read, write, proc.wait, lambda: "; ".join(list(tail.lines)[-3:])
+                yield read, write, exited, lambda: "; ".join(list(tail.lines)[-3:])
         finally:
             proc.kill_group()  # its whole process group: nothing it started outlives it
             with contextlib.suppress(Exception):
@@ -468,9 +487,19 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
         yield read, write
 
 
-def _why(exc: BaseException) -> str:
-    """A one-line reason, reaching into an exception group (anyio's task groups raise them)."""
+class _Silent(Exception):
+    """A server that did not answer its start (initialize, the lists) in time."""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside an exception group (anyio's task groups raise them), or `exc`."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _why(exc: BaseException) -> str:
+    """A one-line reason, reaching into an exception group."""
+    exc = _leaf(exc)
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0][:300] if text else type(exc).__name__
