@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from ollie.mcp.config import ServerSpec
 
@@ -138,6 +138,7 @@ class McpServer:
         # The JSON-RPC id of each call in flight, by the progress token ollie gave it (what a cancel names).
         self._outbox: _Outbox | None = None
         self._calls = 0
+        self._net = _CallsNetAsk()
 
     def start(self) -> None:
         """Start (and keep restarting) the server in the background."""
@@ -274,8 +275,14 @@ class McpServer:
                 yield inbox, write, inbox.wait, lambda: inbox.why
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
+        from ollie.sandbox import egress
 
-        proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
+        # Its process outlives any one call: its network questions go to the call running then (`_CallsNetAsk`).
+        asking = egress.asking.set(cast("egress.NetAsk", self._net))
+        try:
+            proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
+        finally:
+            egress.asking.reset(asking)
         tail = _StderrTail()
         try:
 
@@ -344,6 +351,9 @@ class McpServer:
         # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
         task = asyncio.ensure_future(session.call_tool(tool.remote, args, meta=meta))
         gone = asyncio.ensure_future(self._gone.wait())
+        from ollie.sandbox import egress
+
+        self._net.calls.append(asker := egress.asking.get())
         try:
             await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -356,6 +366,7 @@ class McpServer:
                             requestId=request_id, reason="interrupted by the user")))))
             raise
         finally:
+            self._net.calls.remove(asker)
             gone.cancel()
             outbox.ids.pop(token, None)
         if not task.done():
@@ -399,6 +410,31 @@ class McpServer:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+
+class _CallsNetAsk:
+    """A server process's network questions (sandbox/egress.py's NetAsk): those of its latest call still running.
+
+    Between calls (its start, its own background work) nobody is asked: only the allow-list gets through.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []  # the running calls' NetAsks (None: a call nobody can be asked for)
+        self._idle: Any = None
+
+    @property
+    def current(self) -> Any:
+        """The NetAsk of the latest call running (StepNet keeps a step's answers per `current`)."""
+        if self.calls and self.calls[-1] is not None:
+            return self.calls[-1]
+        if self._idle is None:
+            from ollie.sandbox.egress import NetAsk
+
+            self._idle = NetAsk(ask=None)
+        return self._idle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current, name)
 
 
 class _Wrapped:
