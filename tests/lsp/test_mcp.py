@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from ollie.testing import Reply
+from ollie.testing import Reply, nethosts
 
 from .conftest import Daemon
 from .test_cli import run_ollie
@@ -133,6 +133,48 @@ async def test_a_crashing_server_restarts_and_the_user_is_told(start_daemon, llm
     assert again["restarts"] == 1
     assert await submit(daemon, "add") == "back"
     assert tool_results(llm)[-1] == "2"
+
+
+async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(start_daemon, llm, _private_dirs):
+    # A user's server exits at start saying why on stderr (a missing token): `/mcp` shows that, and its status
+    # (Bug: only the SDK's "Connection closed", the server's own words lost).
+    configure(_private_dirs, {"t": {"command": sys.executable,
+                                    "args": ["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"]}})
+    daemon = await start_daemon(env=llm.env())
+    failed = await wait_state(daemon, "t", "failed")
+    assert failed["error"] == "the server exited (status 1): error: GITHUB_TOKEN is not set", failed
+    await daemon.wait_events(lambda evs: any("GITHUB_TOKEN is not set" in e.get("content", "") for e in evs),
+                             timeout=30)
+
+
+async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):
+    # The server runs in its own network namespace; its connection to a host off the allow-list is asked about
+    # during the call that made it, naming the step (Bug: its process was started outside any call, so nobody
+    # was asked and the connection was refused unasked).
+    configure(_private_dirs, {"t": test_server()})
+    url = f"http://other.test:{listener.port}/x"
+    llm.script(Reply.tool_calls(("mcp__t__fetch", {"url": url})), Reply.text("refused"),
+               Reply.tool_calls(("mcp__t__fetch", {"url": url})), Reply.text("fetched"))
+    env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
+    daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
+    questions: list[dict[str, Any]] = []
+    answers = iter(["reject", "allow_once"])
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params["step"])
+        return {"outcome": next(answers)}
+
+    await wait_state(daemon, "t", "ready")
+    assert await submit(daemon, "fetch it") == "refused"
+    (question,) = questions
+    assert question["network"] == {"host": "other.test", "port": listener.port, "scheme": "http"}
+    assert question["title"].startswith(f"connect to other.test:{listener.port} (network; step: t: fetch"), question
+    assert "status 403" in tool_results(llm)[-1] and not listener.received
+    assert await submit(daemon, "again") == "fetched"
+    assert len(questions) == 2 and "status 200" in tool_results(llm)[-1], tool_results(llm)
+    (tool,) = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")][-1:]
+    assert [(c["host"], c["verdict"], c["how"]) for c in tool["network"]] == [("other.test", "allowed", "once")]
 
 
 async def test_interrupt_cancels_the_call_on_the_server(start_daemon, llm, _private_dirs):

@@ -49,6 +49,21 @@ def crash() -> str:
 
 
 @app.tool()
+def fetch(url: str) -> str:
+    """Fetch `url` through the proxy its environment names (as an API client does): its status, or why not."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return f"status {response.status}"
+    except urllib.error.HTTPError as exc:
+        return f"status {exc.code}"
+    except OSError as exc:
+        return f"failed: {exc}"
+
+
+@app.tool()
 def fails() -> str:
     """Raise an error."""
     raise ValueError("this tool always fails")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ollie.mcp import client
 from ollie.mcp.client import MAX_RESULT_BYTES
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
@@ -220,5 +221,19 @@ async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_rea
         assert host.status()[0]["state"] == "ready", host.status()
         assert (await call(host, "read_file", path=str(private / "notes.txt"))).startswith("denied")
         assert (await call(host, "read_file", path=str(workspace / "data" / "notes.txt"))).startswith("denied")
+    finally:
+        await host.aclose()
+
+
+async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path, home: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server that never answers `initialize` (it waits for a login, a lock): `/mcp` says so, not "TimeoutError".
+    monkeypatch.setattr(client, "START_TIMEOUT_S", 1.0)
+    host = McpHost(cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    silent = f"import sys, time; print('waiting for a login', file=sys.stderr, flush=True); time.sleep(600)  # {tmp_path}"
+    try:
+        await host.add({"s": ServerSpec("s", command=sys.executable, args=("-c", silent))}, wait=30)
+        (status,) = host.status()
+        assert (status["state"], status["error"]) == ("failed", "the server did not answer within 1s: waiting for a login")
     finally:
         await host.aclose()

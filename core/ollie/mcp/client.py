@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from ollie.mcp.config import ServerSpec
 
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 600.0
+# How long a failed server's exit (and last stderr) is awaited, to say why it failed.
+STDERR_WAIT_S = 2.0
 # Restart delays after a crash; when they are used up the server stays failed until the session restarts.
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
 # What a server may put before the model: a schema or description larger than this is cut or refused.
@@ -136,6 +138,7 @@ class McpServer:
         # The JSON-RPC id of each call in flight, by the progress token ollie gave it (what a cancel names).
         self._outbox: _Outbox | None = None
         self._calls = 0
+        self._net = _CallsNetAsk()
 
     def start(self) -> None:
         """Start (and keep restarting) the server in the background."""
@@ -238,16 +241,26 @@ class McpServer:
             try:
                 async with ClientSession(read, outbox, message_handler=self._on_message,
                                          read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
-                    await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
-                    self._session = session
-                    await self._list(session)
+                    try:
+                        await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
+                        self._session = session
+                        await self._list(session)
+                    except TimeoutError:
+                        raise _Silent(f"the server did not answer within {START_TIMEOUT_S:g}s") from None
                     self.state, self.error = "ready", ""
                     self._ready.set()
                     self._changed()
                     status = await done()
-            except BaseException:
+            except Exception as exc:
+                if self.spec.url:
+                    raise
+                # A server that failed at start said why on stderr: that, not the SDK's "Connection closed".
+                if not isinstance(_leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for
+                    with contextlib.suppress(TimeoutError):
+                        status = await asyncio.wait_for(done(), STDERR_WAIT_S)
                 if tail():
-                    self.error = tail()
+                    head = f"the server exited (status {status})" if isinstance(status, int) else _why(exc)
+                    raise RuntimeError(f"{head}: {tail()}") from exc
                 raise
             exited = f"the server exited (status {status})" if isinstance(status, int) else "the server went away"
             self.error = exited + (f": {tail()}" if tail() else "")
@@ -262,12 +275,25 @@ class McpServer:
                 yield inbox, write, inbox.wait, lambda: inbox.why
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
+        from ollie.sandbox import egress
 
-        proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
+        # Its process outlives any one call: its network questions go to the call running then (`_CallsNetAsk`).
+        asking = egress.asking.set(cast("egress.NetAsk", self._net))
+        try:
+            proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
+        finally:
+            egress.asking.reset(asking)
         tail = _StderrTail()
         try:
+
+            async def exited() -> int:
+                status = await proc.wait()
+                with contextlib.suppress(TimeoutError):  # its last words; a child of its may hold stderr open
+                    await asyncio.wait_for(tail.ended.wait(), STDERR_WAIT_S)
+                return status
+
             async with message_streams(proc, tail) as (read, write):
-                yield read, write, proc.wait, lambda: "; ".join(list(tail.lines)[-3:])
+                yield read, write, exited, lambda: "; ".join(list(tail.lines)[-3:])
         finally:
             proc.kill_group()  # its whole process group: nothing it started outlives it
             with contextlib.suppress(Exception):
@@ -325,6 +351,9 @@ class McpServer:
         # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
         task = asyncio.ensure_future(session.call_tool(tool.remote, args, meta=meta))
         gone = asyncio.ensure_future(self._gone.wait())
+        from ollie.sandbox import egress
+
+        self._net.calls.append(asker := egress.asking.get())
         try:
             await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -337,6 +366,7 @@ class McpServer:
                             requestId=request_id, reason="interrupted by the user")))))
             raise
         finally:
+            self._net.calls.remove(asker)
             gone.cancel()
             outbox.ids.pop(token, None)
         if not task.done():
@@ -380,6 +410,31 @@ class McpServer:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+
+class _CallsNetAsk:
+    """A server process's network questions (sandbox/egress.py's NetAsk): those of its latest call still running.
+
+    Between calls (its start, its own background work) nobody is asked: only the allow-list gets through.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []  # the running calls' NetAsks (None: a call nobody can be asked for)
+        self._idle: Any = None
+
+    @property
+    def current(self) -> Any:
+        """The NetAsk of the latest call running (StepNet keeps a step's answers per `current`)."""
+        if self.calls and self.calls[-1] is not None:
+            return self.calls[-1]
+        if self._idle is None:
+            from ollie.sandbox.egress import NetAsk
+
+            self._idle = NetAsk(ask=None)
+        return self._idle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current, name)
 
 
 class _Wrapped:
@@ -468,9 +523,19 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
         yield read, write
 
 
-def _why(exc: BaseException) -> str:
-    """A one-line reason, reaching into an exception group (anyio's task groups raise them)."""
+class _Silent(Exception):
+    """A server that did not answer its start (initialize, the lists) in time."""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside an exception group (anyio's task groups raise them), or `exc`."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _why(exc: BaseException) -> str:
+    """A one-line reason, reaching into an exception group."""
+    exc = _leaf(exc)
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -121,6 +121,10 @@ class _StderrTail(asyncio.Protocol):
     def __init__(self) -> None:
         self.lines: deque[str] = deque(maxlen=STDERR_LINES)
         self._partial = b""
+        self.ended = asyncio.Event()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended.set()
 
     def data_received(self, data: bytes) -> None:
         *whole, self._partial = (self._partial + data).split(b"\n")

@@ -164,6 +164,7 @@ class StepNet:
     _refused: set[str] = field(default_factory=set)  # "host:port" the user refused (or left unanswered) in this step
     _allowed: set[str] = field(default_factory=set)  # "host:port" the user allowed once: for the rest of this step
     _asking: dict[str, asyncio.Future[str]] = field(default_factory=dict)  # the questions on screen, by "host:port"
+    _answers_of: object = None  # the call `_refused` and `_allowed` are the answers of (`current`)
     _listener: socket.socket | None = None
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
@@ -190,6 +191,10 @@ class StepNet:
 
         `scheme`, for a question: "http" (a plain HTTP request) or "connect" (a tunnel: TLS, or anything).
         """
+        # A process that outlives one call (an MCP server) asks through the call running now (its `current`):
+        # "allow once" and a refusal are that call's answers, gone with it.
+        if (now := getattr(self.ask, "current", self.ask)) is not self._answers_of:
+            self._answers_of, self._allowed, self._refused = now, set(), set()
         record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
                         "step": (self.ask.step if self.ask is not None else "") or self.label}
         if len(self.connections) < MAX_RECORDED:
