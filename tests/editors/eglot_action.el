@@ -3,39 +3,26 @@
 ;; action's title, OLLIE_TEST_UNTIL a piece of the message that ends the wait; what the user types to a question is
 ;; on stdin (batch Emacs reads the minibuffer there). eglot waits for workspace/executeCommand with Emacs frozen and
 ;; fails it after `jsonrpc-default-request-timeout' (10 s): kept as it is.
-(require 'eglot)
-(require 'json)
-(setq eglot-confirm-server-initiated-edits nil
-      eglot-sync-connect t
-      eglot-connect-timeout 120
-      eglot-server-programs
-      `((python-mode . ,(append (json-read-from-string (getenv "OLLIE_TEST_SERVER_CMD")) nil))))
+(load (expand-file-name "eglot_setup.el" (file-name-directory load-file-name)))
 (defvar ollie-test-messages nil "The messages eglot showed, newest first.")
 (advice-add 'eglot--message :before (lambda (format &rest args) (push (apply #'format format args) ollie-test-messages)))
-(defun ollie-test-finish (result)
-  (with-temp-file (getenv "OLLIE_TEST_OUT") (insert (json-encode result)))
-  (kill-emacs 0))
 (condition-case err
-    (progn
-      (find-file "code.py")
-      (python-mode)
-      (call-interactively #'eglot)
-      (let* ((server (or (eglot-current-server) (error "eglot did not connect")))
-             (actions (eglot-code-actions (point-min) (point-max) "refactor"))
-             (action (seq-find (lambda (a) (equal (plist-get a :title) (getenv "OLLIE_TEST_ACTION"))) actions))
-             (command (plist-get action :command))
-             (started (float-time))
-             (answer (condition-case e
-                         (json-encode (eglot-execute-command server (plist-get command :command)
-                                                             (plist-get command :arguments)))
-                       (error (format "%S" e))))
-             (waited (- (float-time) started)))
-        ;; The turn's questions, edits and answer come afterwards: wait for the answer, a minute at most.
-        (while (and (not (seq-find (lambda (m) (string-search (getenv "OLLIE_TEST_UNTIL") m)) ollie-test-messages))
-                    (< (- (float-time) started) 60))
-          (accept-process-output nil 1))
-        (ollie-test-finish `((answer . ,answer)
-                             (waited . ,waited)
-                             (messages . ,(vconcat (reverse ollie-test-messages)))
-                             (buffer . ,(buffer-substring-no-properties (point-min) (point-max)))))))
+    (let* ((server (ollie-test-connect))
+           (actions (eglot-code-actions (point-min) (point-max) "refactor"))
+           (action (seq-find (lambda (a) (equal (plist-get a :title) (getenv "OLLIE_TEST_ACTION"))) actions))
+           (command (plist-get action :command))
+           (started (float-time))
+           (answer (condition-case e
+                       (json-encode (eglot-execute-command server (plist-get command :command)
+                                                           (plist-get command :arguments)))
+                     (error (format "%S" e))))
+           (waited (- (float-time) started)))
+      ;; The turn's questions, edits and answer come afterwards: wait for the answer, a minute at most.
+      (while (and (not (seq-find (lambda (m) (string-search (getenv "OLLIE_TEST_UNTIL") m)) ollie-test-messages))
+                  (< (- (float-time) started) 60))
+        (accept-process-output nil 1))
+      (ollie-test-finish `((answer . ,answer)
+                           (waited . ,waited)
+                           (messages . ,(vconcat (reverse ollie-test-messages)))
+                           (buffer . ,(buffer-substring-no-properties (point-min) (point-max))))))
   (error (ollie-test-finish `((failure . ,(format "%S" err))))))

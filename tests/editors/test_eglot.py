@@ -38,10 +38,16 @@ def run_emacs(script: str, ws: Path, env: dict[str, str], out: Path, typed: str 
     return result
 
 
-def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
+def workspace_with_code(tmp_path: Path, code: str) -> Path:
+    """The workspace Emacs runs in, holding code.py with `code`."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "code.py").write_text("# ollie: make mul multiply\ndef mul(a, b):\n    return a + b\n")
+    (ws / "code.py").write_text(code)
+    return ws
+
+
+def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
+    ws = workspace_with_code(tmp_path, "# ollie: make mul multiply\ndef mul(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Done."))
     result = run_emacs("eglot_refactor.el", ws, srv.env(), tmp_path / "eglot.json")
@@ -52,9 +58,7 @@ def test_eglot_runs_a_refactor_and_gets_the_edit(tmp_path, scripted_llm):
 
 def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows(tmp_path, scripted_llm):
     """eglot freezes Emacs on executeCommand and fails it after 10 s: a slow turn was `Timed out`, Emacs stuck."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "code.py").write_text("def add(a, b):\n    return a + b\n")
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds.", delay=4))  # a slow model: each streamed frame 4 s apart, 8 s and more in all
     env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "ollie: It adds."}
@@ -68,9 +72,7 @@ def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows
 
 def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_path, scripted_llm):
     """Emacs' jsonrpc left a question that came right behind the command's answer unread: the turn hung on it."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "code.py").write_text("def mul(a, b):\n    return a + b\n")
+    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Changed + to *."))
     env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Changed"}
