@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
 from collections.abc import Sequence
@@ -90,6 +91,13 @@ def die_with_supervisor() -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _reader_gone(fd: int) -> bool:
+    """Whether nobody holds the read end of pipe `fd` any more (poll reports POLLERR on its write end)."""
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are reported whatever is asked
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
 def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
     """In the step's PID 1, confined already: spawn the tool process (PID 2), then stay as the namespace's init.
 
@@ -97,15 +105,19 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
     status on the supervisor's pipe and exits, which kills the rest of the namespace; it is confined like the
     tool and not dumpable, so the tool can neither ptrace nor signal it. OSError when the program cannot run.
     """
+    # Armed before the tool exists: a supervisor SIGKILLed right after the spawn left an init with no death signal,
+    # and its step ran to its end while the turn waited for it (seen once in ~35 chaos runs).
+    die_with_supervisor()
     tool = _spawn(argv, env)
     code = 0
     try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
         prctl(PR_SET_DUMPABLE, 0)
-        die_with_supervisor()
         os.closerange(0, status_fd)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
         os.closerange(status_fd + 1, 1 << 20)
+        if _reader_gone(status_fd):  # the supervisor died before the signal was armed: nobody would end this step
+            raise ChildProcessError("the supervisor is gone")
         status = wait_for(tool)
         os.write(status_fd, f"{status} clean".encode() if _none_left() else str(status).encode())
     except BaseException:  # noqa: BLE001 - init must always exit here
