@@ -92,9 +92,9 @@ class Diff:
 
     def first_line(self) -> int:
         """The 1-based line where the new text first differs from the old (1 for a new or removed file)."""
-        old, new = (self.old_text or "").splitlines(), (self.new_text or "").splitlines()
         if self.old_text is None or self.new_text is None:
             return 1
+        old, new = self.old_text.splitlines(), self.new_text.splitlines()
         same = next((n for n, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
                     min(len(old), len(new)))
         return max(1, min(same + 1, len(new)))
