@@ -412,6 +412,10 @@ def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tm
             lambda s: "thinking on" in s and f"Allow network access to {target}?" not in s
             and "question withdrawn (nothing waits for its answer" in s, "the question gone mid-turn"))
         assert "(end)" not in gone, gone  # the turn still runs: its reply is held
+        from . import screens
+
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-withdrawn.png", (1000, 560))
         going_on.set()
         tmux.wait(lambda s: "(end)" in s, "the turn's end")
         assert_clean(tmux.screens)
