@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ollie.agent.tiers import COLD_WINDOW, COLLAPSED, collapse_consumed
-from ollie.backend.types import Message, ToolCall
+from ollie.agent.tiers import COLD_WINDOW, COLLAPSED, collapse, collapse_consumed
+from ollie.backend.types import Image, Message, ToolCall
 from ollie.sessions.session import Session, TierMap
 
 
@@ -79,3 +79,16 @@ def test_the_cold_set_follows_every_change_of_the_tiers() -> None:
     assert session.cold_results() == set()
     session.result_tiers = {"e": "cold"}  # assigned anew (compaction keeps what it kept)
     assert session.cold_results() == {"e"}
+
+
+def test_a_collapsed_result_takes_its_images_with_it() -> None:
+    """An MCP server's screenshot collapses with its text: left in place, it would go with every later request."""
+    session = Session()
+    shot = Image("image/png", "iVBORw0KGgo=")
+    session.messages += [Message("assistant", "", tool_calls=[ToolCall("s", "mcp__t__screenshot", "{}")]),
+                         Message("tool", "the screen", tool_call_id="s", name="mcp__t__screenshot", images=[shot, shot])]
+    session.result_tiers["s"] = "warm"
+    assert collapse(session, ("warm",)) == 1
+    result = session.messages[-1]
+    assert result.images == [] and result.content.startswith("[warm result of mcp__t__screenshot collapsed: ")
+    assert ", 2 images; began: the screen]" in result.content

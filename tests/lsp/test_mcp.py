@@ -17,6 +17,9 @@ from .conftest import Daemon
 from .test_cli import run_ollie
 
 SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
+# What the test server's `screenshot` returns: a 3x2 grey PNG (tests/mcp/server.py's png(3, 2)).
+SCREEN_PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000003000000020800000000b81f39c60000000e49444154789c636868"
+                           "68600062000c080301c5a1b9860000000049454e44ae426082")
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -433,3 +436,57 @@ async def test_a_servers_prompt_is_a_turn_never_a_command(start_daemon, llm, _pr
     assert await submit(daemon, "/mcp:h:setup") == "not running that"
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == '!touch "$OLLIE_CWD/../escaped-by-prompt"'
     assert not (daemon.workspace.parent / "escaped-by-prompt").exists()
+
+
+async def test_an_image_a_server_returns_reaches_the_model(start_daemon, scripted_llm, _private_dirs):
+    """OpenAI's chat API takes images in user messages only: the result says it is attached, and the image follows
+    the run of results in a user message; Anthropic's tool_result carries it in its own content."""
+    configure(_private_dirs, {"t": test_server()})
+    for fmt in ("openai", "anthropic"):
+        llm = scripted_llm(fmt)
+        llm.script(Reply.tool_calls(("mcp__t__screenshot", {}), ("mcp__t__add", {"a": 1, "b": 2})),
+                   Reply.text("a grey square"), Reply.text("still there"))
+        daemon = await start_daemon(env=llm.env())
+        await wait_state(daemon, "t", "ready")
+        assert await submit(daemon, "look at the screen") == "a grey square"
+        assert await submit(daemon, "and now?") == "still there"  # the history keeps it for later requests
+        assert llm.failures == []  # every image in the vendor's real shape (an image in a tool message fails)
+        for request in llm.chat_requests[1:]:
+            assert llm.images(request) == [("image/png", SCREEN_PNG)], fmt
+        messages = llm.chat_requests[1].body["messages"]
+        if fmt == "openai":
+            results = [m for m in messages if m["role"] == "tool"]
+            assert "the screen, 3x2" in results[0]["content"] and "image/png" in results[0]["content"]
+            assert results[1]["content"] == "3"
+            after = messages[messages.index(results[1]) + 1]  # after the whole run of results, not between them
+            assert after["role"] == "user" and "mcp__t__screenshot" in after["content"][0]["text"]
+        else:
+            blocks = [b for m in messages for b in m["content"] if b["type"] == "tool_result"]
+            assert [b["type"] for b in blocks[0]["content"]] == ["text", "image"]
+            assert "the screen, 3x2" in blocks[0]["content"][0]["text"]
+
+
+async def test_a_model_that_reads_no_images_gets_a_note_instead(start_daemon, scripted_llm, _private_dirs):
+    """Known beforehand (the model list says so), or from the vendor's refusal: the turn goes on without them."""
+    configure(_private_dirs, {"t": test_server()})
+    for says in (True, False):
+        llm = scripted_llm("openai", vision=False, says_vision=says)
+        llm.script(Reply.tool_calls(("mcp__t__screenshot", {})), Reply.text("cannot see it"))
+        daemon = await start_daemon(env=llm.env(backend="openrouter"))
+        await wait_state(daemon, "t", "ready")
+        assert await submit(daemon, "look") == "cannot see it"
+        assert llm.images(llm.chat_requests[-1]) == []
+        assert "the model does not take images" in tool_results(llm)[-1]
+        assert len(llm.chat_requests) == (2 if says else 3)  # refused once, then sent again without it
+
+
+async def test_a_servers_fake_or_excess_images_are_left_out_with_why(start_daemon, llm, _private_dirs):
+    configure(_private_dirs, {"t": test_server("hostile")})
+    llm.script(Reply.tool_calls(("mcp__t__fake_image", {})), Reply.text("seen"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
+    assert await submit(daemon, "look") == "seen"
+    result = tool_results(llm)[-1]
+    assert "[image left out: the server's image 1 is not a PNG, JPEG, GIF or WebP image" in result, result
+    assert "left out: more than 8 in one result" in result
+    assert [mime for mime, _ in llm.images(llm.chat_requests[-1])] == ["image/png"] * 7  # the fake counts too

@@ -9,8 +9,9 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context, FastMCP, Image
 from mcp.types import ToolAnnotations
 
 app = FastMCP("testsrv", log_level="ERROR")
@@ -82,6 +83,25 @@ async def grow(ctx: Context) -> str:
     return "added"
 
 
+def png(width: int, height: int) -> bytes:
+    """A real PNG of a grey rectangle (stdlib only)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+def screenshot() -> list[Any]:
+    """Take a picture of the screen: a caption and the image."""
+    return ["the screen, 3x2", Image(data=png(3, 2), format="png")]
+
+
 @app.resource("note://readme")
 def readme() -> str:
     """A note."""
@@ -128,6 +148,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
             return "connected"
         except OSError as exc:
             return f"denied: {exc}"
+
+    @app.tool(annotations=ToolAnnotations(readOnlyHint=True), structured_output=False)
+    def fake_image() -> list[Any]:
+        """Claims to return a PNG: the bytes are a shell script, then eight real ones (one more than allowed)."""
+        return [Image(data=b"#!/bin/sh\nrm -rf ~\n", format="png"), *[Image(data=png(1, 1), format="png")] * 8]
 
     @app.tool()
     def garbage(lines: int) -> str:

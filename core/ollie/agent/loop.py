@@ -136,15 +136,19 @@ class AgentLoop:
                 self.bus.emit("error", message)
                 return TurnResult(self.reply, "error", message)
 
-    async def _refuse_images(self) -> str:
-        """Why a prompt's images cannot go to the model ('' when they can, or the server does not say)."""
+    async def _sees_images(self) -> bool | None:
+        """Whether the model takes images (None: no backend, or its server does not say)."""
         try:
             backend = self.host.require_backend()
         except TurnFailed:
-            return ""  # the turn itself ends with why there is no backend
-        if await backend.takes_images() is False:
-            return (f"{backend.model} does not take images: pick a model that does (/model) or send the prompt "
-                    "without them")
+            return None  # the turn itself ends with why there is no backend
+        return await backend.takes_images()
+
+    async def _refuse_images(self) -> str:
+        """Why a prompt's images cannot go to the model ('' when they can, or the server does not say)."""
+        if await self._sees_images() is False:
+            return (f"{self.host.require_backend().model} does not take images: pick a model that does (/model) or "
+                    "send the prompt without them")
         return ""
 
     def _drop_images(self) -> bool:
@@ -237,9 +241,12 @@ class AgentLoop:
                                                      name=call.name))
             self._keep_outcomes(round_)
             raise
+        sees_images = None if not any(o.images for o in outcomes) else await self._sees_images()
         for outcome in outcomes:
-            call = outcome.call
-            self.session.messages.append(Message("tool", outcome.text, tool_call_id=call.id, name=call.name))
+            call, text, images = outcome.call, outcome.text, outcome.images
+            if images and sees_images is False:  # a known text-only model: a note where they were
+                text, images = f"{text}\n\n{placeholder(len(images))}", []
+            self.session.messages.append(Message("tool", text, tool_call_id=call.id, name=call.name, images=images))
             self.session.result_tiers[call.id] = outcome.tier
         self._keep_outcomes(round_)
         return outcomes

@@ -40,7 +40,13 @@ def summarize_result(tier: str, message: Message) -> str:
         first = first[:_SUMMARY_HEAD] + "…"
     lines = text.count("\n") + (1 if text else 0)
     size = len(text.encode("utf-8"))
-    return f"[{tier} result of {message.name or 'tool'} collapsed: {lines} lines, {size} bytes; began: {first}]"
+    images = f", {len(message.images)} image{'s' if len(message.images) != 1 else ''}" if message.images else ""
+    return f"[{tier} result of {message.name or 'tool'} collapsed: {lines} lines, {size} bytes{images}; began: {first}]"
+
+
+def _collapse(message: Message, tier: str) -> None:
+    """Put `message` (a tool result) in its summary's place; its images go with its text."""
+    message.content, message.images = summarize_result(tier, message), []
 
 
 def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | None = None) -> int:
@@ -53,7 +59,7 @@ def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | N
             continue
         tier = session.result_tiers.get(message.tool_call_id)
         if tier in wanted:
-            message.content = summarize_result(tier, message)
+            _collapse(message, tier)
             session.result_tiers[message.tool_call_id] = COLLAPSED
             if in_history:
                 # Saved messages changed in place: persistence records just these.
@@ -75,7 +81,7 @@ def collapse_consumed(session: Session) -> int:
         message = messages[index]
         if message.role == "tool" and message.tool_call_id in pending:
             pending.discard(message.tool_call_id)
-            message.content = summarize_result("cold", message)
+            _collapse(message, "cold")
             session.result_tiers[message.tool_call_id] = COLLAPSED
             session.mark_edited(index)  # saved messages changed in place: persistence records just these
             changed += 1

@@ -29,7 +29,7 @@ from ollie.agent.steps import (
     step_states,
     whole_state,
 )
-from ollie.backend.types import ToolCall
+from ollie.backend.types import Image, ToolCall
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
 from ollie.tools.execute.args import loads_arguments
@@ -64,6 +64,7 @@ class CallOutcome:
     text: str
     is_error: bool
     tier: str = "hot"
+    images: list[Image] = field(default_factory=list)  # what the tool returned besides text (an MCP server's)
 
 
 # A line of file_read's output: its number in the file, a tab, the line.
@@ -325,7 +326,7 @@ class ToolRound:
         out = []
         for call, _ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]
-            outcome = CallOutcome(call, done.text, done.is_error, done.tier)
+            outcome = CallOutcome(call, done.text, done.is_error, done.tier, done.images)
             out.append(self._finish(outcome) if tracked else outcome)
         return out
 
@@ -368,7 +369,8 @@ class ToolRound:
             text = f"{text}\n\n[user, while this tool ran]\n{injected}"
 
         text = truncate_utf8(text, self.max_bytes)
-        outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args))
+        outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args),
+                              [] if post is not None and post.blocked else result.images)
         if read_safe and not is_error and not injected:
             self.cache[(call.name, canonical_args(call.arguments))] = outcome
         return outcome

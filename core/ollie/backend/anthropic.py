@@ -10,7 +10,7 @@ from typing import Any
 from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
-from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
+from ollie.backend.types import GenerationParams, Image, Message, StreamEvent, Tool, ToolCall, Usage
 
 ANTHROPIC_VERSION = "2023-06-01"
 MIN_THINKING_BUDGET = 1024
@@ -135,15 +135,22 @@ def _update_usage(usage: Usage, raw: dict[str, Any]) -> None:
             setattr(usage, field, raw[key])
 
 
+def _image_block(image: Image) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime, "data": image.data}}
+
+
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
+        if not message.images:
+            return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
+        # A result's images go in its own content, after its text (Anthropic reads images in tool results).
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id,
+                 "content": [{"type": "text", "text": message.content or "(images)"}, *map(_image_block, message.images)]}]
     blocks: list[dict[str, Any]] = []
     if message.role == "assistant" and message.reasoning and message.reasoning_signature:
         blocks.append({"type": "thinking", "thinking": message.reasoning, "signature": message.reasoning_signature})
     # Images before their text, as Anthropic advises.
-    blocks.extend({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}
-                  for i in message.images)
+    blocks.extend(map(_image_block, message.images))
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls if message.role == "assistant" else []:

@@ -8,7 +8,7 @@ from contextlib import aclosing
 from typing import Any
 
 from ollie.backend.fim import FIM_TEMPERATURE
-from ollie.backend.openai import function_tools
+from ollie.backend.openai import function_tools, tool_images_as_user
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
@@ -39,7 +39,8 @@ class OllamaBackend(HTTPBackend):
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed chat."""
-        body: dict[str, Any] = {"model": self.model, "messages": [_wire_message(m) for m in messages], "stream": True}
+        body: dict[str, Any] = {"model": self.model, "stream": True,
+                                "messages": [_wire_message(m) for m in tool_images_as_user(messages)]}
         if tools:
             body["tools"] = function_tools(tools)
         options = {key: getattr(params, field) for field, key in _OPTIONS.items() if getattr(params, field) is not None}

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from ollie.backend.errors import BackendError
@@ -13,7 +14,7 @@ from ollie.backend.fim import FIM_TEMPERATURE, chat_fill
 from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
-from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
+from ollie.backend.types import GenerationParams, Image, Message, StreamEvent, Tool, ToolCall, Usage
 
 # GenerationParams fields sent under their own names.
 _PARAMS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "frequency_penalty", "presence_penalty",
@@ -41,7 +42,7 @@ class OpenAIBackend(HTTPBackend):
         """The JSON body for one streamed completion."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_wire_message(m) for m in messages],
+            "messages": [_wire_message(m) for m in tool_images_as_user(messages)],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -203,6 +204,28 @@ def _usage(raw: dict[str, Any]) -> Usage:
         cached_input_tokens=cached,
         cost=float(cost) if isinstance(cost, (int, float)) else None,
     )
+
+
+def tool_images_as_user(messages: list[Message]) -> list[Message]:
+    """`messages` with tool results' images moved into a user message after their run of results: chat APIs of
+    this shape (OpenAI's, Ollama's) take images in user messages only, and a tool message must follow its call."""
+    if not any(m.images for m in messages if m.role == "tool"):
+        return messages
+    out: list[Message] = []
+    held: list[tuple[str, list[Image]]] = []  # (tool name and call id, images) of the run of results so far
+    for message in [*messages, None]:
+        if held and (message is None or message.role != "tool"):
+            names = ", ".join(name for name, _ in held)
+            out.append(Message("user", f"[ollie: the images the tool results above returned ({names}), in order]",
+                               images=[image for _, images in held for image in images]))
+            held = []
+        if message is None:
+            break
+        if message.role == "tool" and message.images:
+            held.append((f"{message.name} {message.tool_call_id}", message.images))
+            message = replace(message, images=[])
+        out.append(message)
+    return out
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class Message:
     name: str = ""
     reasoning: str = ""
     reasoning_signature: str = ""  # Anthropic: the thinking block's signature, sent back with it
-    images: list[Image] = field(default_factory=list)  # a user message's pictures, sent after its text
+    images: list[Image] = field(default_factory=list)  # a user message's or tool result's pictures, after its text
     # A user message: what ollie added after the user's text (a hook's output, the git status), also in `content`.
     notes: str = ""
 

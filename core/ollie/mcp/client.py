@@ -17,7 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self, cast
 
+from ollie.backend.types import Image
 from ollie.mcp.config import ServerSpec
+from ollie.tools.base import ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +92,14 @@ def _tool(server: str, raw: Any) -> McpTool | None:
         read_only=bool(hints and hints.readOnlyHint))
 
 
-def result_text(result: Any) -> str:
-    """A CallToolResult as text: its text items; other content named, structured content as JSON when alone."""
+async def result_of(result: Any) -> ToolResult:
+    """A CallToolResult as the model gets it: its text items, its images (checked, as a prompt's: PNG, JPEG, GIF
+    or WebP, capped in size and number), other content named, structured content as JSON when alone."""
+    from ollie.backend import images as checks
+
     parts: list[str] = []
+    images: list[Image] = []
+    tried = 0
     for item in result.content or []:
         kind = getattr(item, "type", "")
         if kind == "text":
@@ -100,8 +107,19 @@ def result_text(result: Any) -> str:
         elif kind == "resource":
             inner = item.resource
             parts.append(getattr(inner, "text", None) or f"[resource {inner.uri}]")
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} {item.mimeType}, {len(item.data) * 3 // 4} bytes]")
+        elif kind == "image" and (tried := tried + 1) <= checks.MAX_IMAGES:  # counted before any is decoded
+            try:  # megabytes of base64, decoded and checked: not on the event loop
+                image = await asyncio.to_thread(checks.from_base64, item.data, mime=item.mimeType,
+                                                name=f"the server's image {tried}")
+            except checks.ImageError as exc:
+                parts.append(f"[image left out: {exc}]")
+            else:
+                images.append(image)
+                parts.append(f"[image {image.mime}, {len(item.data) * 3 // 4:,} bytes: attached]")
+        elif kind == "image":
+            parts.append(f"[image {item.mimeType} left out: more than {checks.MAX_IMAGES} in one result]")
+        elif kind == "audio":
+            parts.append(f"[audio {item.mimeType}, {len(item.data) * 3 // 4} bytes]")
         elif kind == "resource_link":
             parts.append(f"[resource {item.uri}]")
     if not parts and result.structuredContent is not None:
@@ -109,7 +127,7 @@ def result_text(result: Any) -> str:
     text = "\n".join(parts)
     if len(text) > MAX_RESULT_BYTES:
         text = text[:MAX_RESULT_BYTES] + f"\n[ollie: the server's result was cut at {MAX_RESULT_BYTES} characters]"
-    return text
+    return ToolResult(text, bool(result.isError), images)
 
 
 class McpServer:
@@ -336,13 +354,15 @@ class McpServer:
             log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
         self._changed()
 
-    async def call(self, tool: McpTool, args: dict[str, Any]) -> tuple[str, bool]:
-        """Call `tool`: (text, is_error). On cancel the server is told (`notifications/cancelled`)."""
+    async def call(self, tool: McpTool, args: dict[str, Any]) -> ToolResult:
+        """Call `tool`; a failure is an error result the model reads. On cancel the server is told
+        (`notifications/cancelled`)."""
         from mcp import types
 
         session, outbox = self._session, self._outbox
         if session is None or outbox is None or self.state != "ready":
-            return f"MCP server {self.spec.name!r} is not ready ({self.state}{': ' + self.error if self.error else ''})", True
+            return ToolResult(f"MCP server {self.spec.name!r} is not ready "
+                              f"({self.state}{': ' + self.error if self.error else ''})", is_error=True)
         # The SDK gives no public handle on a request's id; the call carries a progress token of ours, and the
         # outbox (the session's write stream, ours) notes which id the request with that token went out as.
         self._calls += 1
@@ -371,14 +391,15 @@ class McpServer:
             outbox.ids.pop(token, None)
         if not task.done():
             task.cancel()
-            return f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})", True
+            return ToolResult(f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})",
+                              is_error=True)
         try:
             result = task.result()
         except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
-            return f"MCP server {self.spec.name!r}: {_why(exc)}", True
+            return ToolResult(f"MCP server {self.spec.name!r}: {_why(exc)}", is_error=True)
         if self._refreshing is not None and not self._refreshing.done():
             await asyncio.wait({self._refreshing}, timeout=START_TIMEOUT_S)
-        return result_text(result), bool(result.isError)
+        return await result_of(result)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
         """The text of prompt `name` with `arguments` (its messages' text, in order)."""

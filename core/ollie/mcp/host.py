@@ -72,8 +72,7 @@ class McpHost:
         if found is None:
             return ToolResult(f"unknown MCP tool {tool!r} (its server may have stopped)", is_error=True)
         server, info = found
-        text, is_error = await server.call(info, args)
-        return ToolResult(text, is_error=is_error)
+        return await server.call(info, args)
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
         """A read-only tool runs beside other reads; anything else alone."""

@@ -265,7 +265,14 @@ def images_in(fmt: str, body: Any) -> list[tuple[str, bytes]]:
                 found.append(("", base64.b64decode(data, validate=True)))
             continue
         content = message.get("content")
-        for part in content if isinstance(content, list) else []:
+        parts = content if isinstance(content, list) else []
+        if fmt == "anthropic":  # a tool result's own images are blocks in its content
+            parts = [inner for part in parts
+                     for inner in ([part] + (part.get("content") if part.get("type") == "tool_result"
+                                             and isinstance(part.get("content"), list) else []))]
+        for part in parts:
+            if fmt == "openai" and part.get("type") == "image_url" and message.get("role") != "user":
+                raise ValueError(f"openai: image_url is only allowed in user messages, not {message.get('role')!r}")
             if fmt == "openai" and part.get("type") == "image_url":
                 url = (part.get("image_url") or {}).get("url") or ""
                 head, _, data = url.partition(",")

@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ollie.backend.types import Image
+
 ParallelClass = Literal["read", "write", "global"]
 Tier = Literal["hot", "warm", "cold"]
 
@@ -22,10 +24,11 @@ class ToolInfo:
 
 @dataclass(eq=False, repr=False)
 class ToolResult:
-    """A tool's outcome: text content plus an error flag."""
+    """A tool's outcome: text content plus an error flag, and the images it returned (checked: ollie.backend.images)."""
 
     text: str
     is_error: bool = False
+    images: list[Image] = field(default_factory=list)
 
 
 @runtime_checkable
