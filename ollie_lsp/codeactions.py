@@ -15,6 +15,7 @@ import attrs
 from lsprotocol import types
 from pygls.protocol import default_converter
 
+from ollie_lsp.asking import ask_client, held_until_asking
 from ollie_lsp.names import ACTION_COMMAND
 
 if TYPE_CHECKING:
@@ -43,11 +44,8 @@ DEFAULT_REFACTOR = "make it clearer without changing what it does."
 # Emacs waits for `workspace/executeCommand` with the UI frozen and gives up after 10 s (eglot and lsp-mode): a
 # longer turn is answered before that and goes on, its answer shown when it ends.
 DETACH_AFTER = 5.0
-ANSWER_APART = 0.2
 _answers = itertools.count(1)
 _running: set[asyncio.Task[Any]] = set()  # detached turns: held so they are not collected while they run
-# The action requests waiting for their turns, each with the event that answers it now (see `answer_waiting`).
-_waiting: dict[asyncio.Task[Any], tuple[OllieServer, asyncio.Event]] = {}
 
 
 def shorten(text: str, limit: int = TITLE_CHARS) -> str:
@@ -172,21 +170,17 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     handle = SubmitHandle()
     # The turn runs in the chat's session, whose chat did not send its prompt: shown there as a queued one is.
     turn = asyncio.ensure_future(live.submit(prompt, handle=handle, is_command=False, announce=True))
-    answer_now = asyncio.Event()
-    request = asyncio.current_task()
-    if request is not None:
-        _waiting[request] = (ls, answer_now)
-    woken = asyncio.ensure_future(answer_now.wait())
-    try:
-        with ls.on_cancel(lambda: live.cancel(handle)):
-            await asyncio.wait({turn, woken}, timeout=DETACH_AFTER, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:  # the request itself went (the daemon stops): its turn goes with it, as before
-        turn.cancel()
-        raise
-    finally:
-        woken.cancel()
-        if request is not None:
-            _waiting.pop(request, None)
+    # eglot asks inside its wait for this request: it is answered before the turn asks anything (see asking.py).
+    with held_until_asking(ls.protocol) as answer_now:
+        woken = asyncio.ensure_future(answer_now.wait())
+        try:
+            with ls.on_cancel(lambda: live.cancel(handle)):
+                await asyncio.wait({turn, woken}, timeout=DETACH_AFTER, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the request itself went (the daemon stops): its turn goes with it, as before
+            turn.cancel()
+            raise
+        finally:
+            woken.cancel()
     if not turn.done():
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Info, message=f"ollie: still working ({args.action}); its answer shows when it ends"))
@@ -196,22 +190,6 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     result = turn.result()
     await show_answer(ls, live.id, result)
     return result
-
-
-async def answer_waiting(ls: OllieServer) -> None:
-    """Answer the action requests still waiting for their turns, before a turn asks the user anything.
-
-    eglot asks inside its wait for the request, and that wait's end (the answer, or its 10 s timeout) throws
-    the user out of the question unanswered: the turn then waited for an answer that never came.
-    """
-    if waiting := [(request, event) for request, (server, event) in _waiting.items() if server is ls]:
-        for _, answer_now in waiting:
-            answer_now.set()
-        # pygls sends a request's answer in the first callback of its task: done when the tasks are.
-        await asyncio.wait([request for request, _ in waiting])
-        # Emacs' jsonrpc leaves the messages read with an answer it waited for unread until more output comes:
-        # a question right behind the answer sat there, and the turn waited for it.
-        await asyncio.sleep(ANSWER_APART)
 
 
 def _answer_later(ls: OllieServer, session: str, turn: asyncio.Task[dict[str, Any]]) -> None:
@@ -229,8 +207,6 @@ def _answer_later(ls: OllieServer, session: str, turn: asyncio.Task[dict[str, An
 
 async def ask_question(ls: OllieServer) -> str:
     """The user's question, through the client's own UI (`ollie/prompt`); "" when dismissed or failed."""
-    from ollie_lsp.asking import ask_client
-
     try:
         answer = await ask_client(ls.protocol, PROMPT_METHOD, {"title": "Ask ollie about this",
                                                               "placeholder": "What do you want to know?"})

@@ -154,7 +154,9 @@ class LspDocuments:
         if not self._can_save() or not uris:
             return [], []
         try:
-            answer = await ask_client(self._server.protocol, SAVE_DOCUMENTS, {"uris": uris}, SAVE_TIMEOUT_S)
+            # The editor saves by itself: a code action's command waits through it (asking.answer_held).
+            answer = await ask_client(self._server.protocol, SAVE_DOCUMENTS, {"uris": uris}, SAVE_TIMEOUT_S,
+                                      answer_first=False)
         except Exception as exc:  # no answer, or an error: the caller falls back as for a client without it
             logger.info("%s failed: %s", SAVE_DOCUMENTS, exc)
             return [], []

@@ -123,7 +123,8 @@ class LspEditorKnowledge:
 
     async def _ask(self, method: str, params: dict[str, Any]) -> Mapping[str, Any]:
         try:
-            answer = await ask_client(self._server.protocol, method, params, self.timeout_s)
+            # The editor answers by itself: a code action's command waits through it (asking.answer_held).
+            answer = await ask_client(self._server.protocol, method, params, self.timeout_s, answer_first=False)
         except TimeoutError:
             raise EditorUnavailable(f"the editor did not answer {method} within {self.timeout_s:g} s") from None
         except asyncio.CancelledError:  # the turn was interrupted

@@ -42,9 +42,7 @@ def _buttons(question: StepQuestion) -> dict[str, str]:
 async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
     """Put one step to the user; a failed or dismissed question is a rejection."""
     from ollie.agent.approval import Answer
-    from ollie_lsp.codeactions import answer_waiting
 
-    await answer_waiting(ls)
     if ls.init_options.permission_request:
         try:
             msg_id = request_id()
@@ -68,9 +66,6 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
 
 async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
     """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it."""
-    from ollie_lsp.codeactions import answer_waiting
-
-    await answer_waiting(ls)
     message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
     return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
 

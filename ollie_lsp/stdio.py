@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import select
+import stat
+import struct
+import termios
 import threading
 from collections.abc import Callable
 from typing import BinaryIO
@@ -27,6 +31,10 @@ READ_CHUNK = 1 << 16
 QUEUED_MAX = 8 * 1024 * 1024
 # How long closing waits for the client to take what is still unsent.
 FLUSH_ON_CLOSE_S = 5.0
+# How often `read_by_client` looks into the pipe (nothing tells when the client reads), and how long at most it
+# waits for a client that stopped reading.
+READ_POLL_S = 0.005
+READ_WAIT_S = 5.0
 
 
 class StdinFrames:
@@ -152,12 +160,37 @@ class PipeWriter:
     def __init__(self, transport: asyncio.WriteTransport, flow: _Flow) -> None:
         self._transport = transport
         self._flow = flow
+        self._written = 0  # bytes queued for the client in all
         transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
 
     def write(self, data: bytes) -> None:
         """Queue `data` for the client (dropped once the client is gone)."""
         if not self._flow.lost and not self._transport.is_closing():
             self._transport.write(data)
+            self._written += len(data)
+
+    async def read_by_client(self) -> None:
+        """Return once the client has read all that was written so far (at most READ_WAIT_S: it stopped reading)."""
+        mark = self._written
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READ_WAIT_S
+        while self._written - self.backlog() - self._unread() < mark and not self._flow.lost and loop.time() < deadline:
+            await asyncio.sleep(READ_POLL_S)
+
+    def _unread(self) -> int:
+        """Bytes in the pipe (or Unix socket) that the client has not read yet: 0 where that cannot be seen."""
+        pipe = self._transport.get_extra_info("pipe")
+        try:
+            fd = pipe.fileno()
+            mode = os.fstat(fd).st_mode
+            # FIONREAD counts a pipe's unread bytes from either end; a Unix socket's TIOCOUTQ (SIOCOUTQ) counts
+            # what the peer has not read yet.
+            request = termios.FIONREAD if stat.S_ISFIFO(mode) else termios.TIOCOUTQ if stat.S_ISSOCK(mode) else None
+            if request is None:
+                return 0
+            return struct.unpack("i", fcntl.ioctl(fd, request, b"\0\0\0\0"))[0]
+        except (AttributeError, OSError, ValueError):  # closed, or no pipe at all
+            return 0
 
     def backlog(self) -> int:
         """Bytes written but not yet taken by the client."""
@@ -203,6 +236,9 @@ class BlockingWriter:
 
     async def writable(self) -> None:
         """Always at once."""
+
+    async def read_by_client(self) -> None:
+        """At once: a file holds what was written, nobody reads it as it comes."""
 
     def close(self) -> None:
         """Close the stream."""

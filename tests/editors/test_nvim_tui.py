@@ -425,6 +425,47 @@ def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tm
     assert not server.received and server.accepted == 0
 
 
+def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(tmp_path: Path, scripted_llm):
+    """The user picks "Reject with feedback", and the daemon gives the question up before they say why (nobody
+    answered within $OLLIE_QUESTION_TIMEOUT_S): Neovim's own input prompt goes, and the chat says why. Bug: the
+    prompt stayed, the keyboard in it, and what the user typed there went nowhere."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": [
+                   {"tool": "file_edit", "args": ["util.py", "return x", "return x * 2"]}]})]),
+               Reply(text="Left util.py as it was."))
+    # Long enough for the keys below on a loaded machine; the test waits for the prompt to go, not for the time.
+    env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "10"}
+    tmux = start_nvim(tmp_path, env, {"util.py": "def double(x):\n    return x\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "def double(x):" in s, "nvim to start")
+        tmux.keys(":Ollie make double double", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Reject with feedback" in s, "the question"))
+        feedback = next(line for line in asked.splitlines() if "Reject with feedback" in line).strip()[:1]
+        tmux.keys(feedback, "Enter")
+        tmux.keep("2-feedback", tmux.wait(lambda s: "Tell the model why" in s, "the feedback prompt"))
+        tmux.keys("because", literal=True)
+        gone = tmux.keep("3-withdrawn", tmux.wait(
+            lambda s: "Tell the model why" not in s and "question withdrawn (nothing waits for its answer" in s
+            and "Edit util.py" in s,
+            "the prompt gone, said in the chat", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-withdrawn.png", (1000, 560))
+        assert "ollie: approve?" not in gone, gone  # the step's float went with it
+        done = tmux.keep("4-end", tmux.wait(lambda s: "Left util.py as it was." in s and "(end)" in s, "the turn's end"))
+        # The keyboard is the user's again: the keys they type now go where they are, not into a gone prompt.
+        tmux.keys(":echo 'keys reach the editor'", "Enter")
+        tmux.keep("5-keys", tmux.wait(lambda s: "keys reach the editor" in s, "the editor to take keys"))
+        assert "because" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert (tmp_path / "ws" / "util.py").read_text() == "def double(x):\n    return x\n"
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "nobody answered" in told and "because" not in told, told
+
+
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):
     from . import screens
 

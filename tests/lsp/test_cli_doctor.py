@@ -76,3 +76,19 @@ def test_doctor_and_a_turn_take_the_vendors_key_only_for_the_vendors_api(scripte
     proc = run_ollie(["doctor", "--backend", "anthropic", "--cwd", str(tmp_path)],
                      env={"ANTHROPIC_API_KEY": "sk-ant-x", "HTTPS_PROXY": closed_url()})
     assert any("ANTHROPIC_API_KEY is set" in line for line in lines(proc.stdout, "ok   key")), proc.stdout
+
+
+def test_doctor_checks_the_server_the_url_variable_names_as_a_turn_does(scripted_llm, tmp_path):
+    """doctor takes the backend's URL from where a turn takes it (backend.registry): it names that server on
+    its key line, even when the key is missing and nothing else can be checked, and it checks that server."""
+    srv = scripted_llm("openai")
+    url = f"{srv.url}/"  # another spelling than the default's: doctor must say the one the variable set
+    env = {**srv.env(), "OLLIE_OPENAI_URL": f" {url} "}  # spaced, as a hand-written value may be
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert f"ok   key: OLLIE_OPENAI_KEY is set (for {url})" in proc.stdout, proc.stdout
+    assert f"ok   backend: local at {url} answers" in proc.stdout, proc.stdout
+    assert srv.requests, "doctor did not ask the server the variable names"
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env={k: v for k, v in env.items() if k != "OLLIE_OPENAI_KEY"})
+    assert proc.returncode == 1
+    (key,) = lines(proc.stdout, "FAIL key")
+    assert key.startswith(f"FAIL key: OLLIE_OPENAI_KEY is not set (for {url}) -> set OLLIE_OPENAI_KEY "), proc.stdout

@@ -13,7 +13,8 @@ from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, provid
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
-__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "configured", "environment", "make_backend"]
+__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "configured", "configured_url", "environment",
+           "make_backend"]
 
 # The class that speaks each wire format, imported only when a backend of that format is built.
 _CLASSES: dict[Wire, tuple[str, str]] = {
@@ -48,13 +49,18 @@ def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
         raise _said_where(exc, "" if name else "OLLIE_BACKEND", env) from None
 
 
+def configured_url(spec: BackendSpec, env: Mapping[str, str]) -> str:
+    """The URL `spec`'s backend talks to: its variable's (checked), else its default; BackendConfigError: a bad one."""
+    try:
+        return checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
+    except BackendConfigError as exc:
+        raise _said_where(exc, spec.url_var, env) from None
+
+
 def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, str, dict[str, str]]:
     """Backend `name`'s spec, checked URL and key (`api_key`, when it takes one); BackendConfigError: what to set."""
     spec = chosen_spec(name, env)
-    try:
-        url = checked_url(env.get(spec.url_var) or spec.default_url, spec.url_var)
-    except BackendConfigError as exc:
-        raise _said_where(exc, spec.url_var, env) from None
+    url = configured_url(spec, env)
     keyed: dict[str, str] = {}
     if spec.key_var:
         keyed["api_key"] = spec.api_key(url, env)

@@ -13,7 +13,7 @@ from pathlib import Path
 from ollie import paths
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
-from ollie.backend.registry import chosen_spec, environment, make_backend
+from ollie.backend.registry import chosen_spec, configured_url, environment, make_backend
 from ollie.errors import OllieError
 
 INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
@@ -40,12 +40,13 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
     checks = []
     try:
         spec = chosen_spec(backend, env)
+        url = configured_url(spec, env)  # the daemon's and a turn's own: doctor checks where they will go
         if spec.key_var:
-            url = env.get(spec.url_var) or spec.default_url
             have = bool(spec.api_key(url, env))
             named = spec.key_var if env.get(spec.key_var) or not have else spec.vendor_key_var
             fix = f"set {spec.key_hint(url, env)} (in the environment or {paths.config_dir() / 'env'})"
-            checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'}", "" if have else fix))
+            checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'} (for {url})",
+                                "" if have else fix))
         else:
             checks.append(Check("key", True, f"the {spec.name} backend needs none"))
         built = make_backend(backend, model, environ=env)
@@ -56,7 +57,7 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
         health = await check_backend(built)
     finally:
         await built.aclose()
-    where = f"{built.name} at {getattr(built, 'base_url', '?')}"
+    where = f"{built.name} at {url}"
     if not health.ok and health.model_present is not False:
         checks.append(Check("backend", False, f"{where}: {health.error}", health.hint))
         return checks

@@ -15,11 +15,14 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self
 
 from ollie.backend.types import Image
 from ollie.mcp.config import ServerSpec
 from ollie.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from ollie.sandbox.egress import Asker, NetAsk
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +299,7 @@ class McpServer:
         from ollie.sandbox import egress
 
         # Its process outlives any one call: its network questions go to the call running then (`_CallsNetAsk`).
-        asking = egress.asking.set(cast("egress.NetAsk", self._net))
+        asking = egress.asking.set(self._net)
         try:
             proc = await spawn_server(self.spec, cwd=self._cwd, environ=self._environ, network_from=self._network)
         finally:
@@ -434,28 +437,25 @@ class McpServer:
 
 
 class _CallsNetAsk:
-    """A server process's network questions (sandbox/egress.py's NetAsk): those of its latest call still running.
+    """A server process's network questions (sandbox/egress.py's Asker): those of its latest call still running.
 
     Between calls (its start, its own background work) nobody is asked: only the allow-list gets through.
     """
 
     def __init__(self) -> None:
-        self.calls: list[Any] = []  # the running calls' NetAsks (None: a call nobody can be asked for)
-        self._idle: Any = None
+        self.calls: list[Asker | None] = []  # the running calls' question paths (None: a call nobody can be asked for)
+        self._idle: NetAsk | None = None
 
     @property
-    def current(self) -> Any:
+    def current(self) -> NetAsk:
         """The NetAsk of the latest call running (StepNet keeps a step's answers per `current`)."""
-        if self.calls and self.calls[-1] is not None:
-            return self.calls[-1]
+        if self.calls and (call := self.calls[-1]) is not None:
+            return call.current
         if self._idle is None:
-            from ollie.sandbox.egress import NetAsk
+            from ollie.sandbox.egress import NetAsk  # the proxy's module loads with the first step, not at start
 
             self._idle = NetAsk(ask=None)
         return self._idle
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.current, name)
 
 
 class _Wrapped:

@@ -28,6 +28,7 @@ import tempfile
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ollie import paths
 from ollie.log import get_logger
@@ -74,9 +75,23 @@ class NetAsk:
     log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
     connections: list[dict] = field(default_factory=list)  # this tool call's (its `tool` event)
 
+    @property
+    def current(self) -> NetAsk:
+        """Itself: a step of a session's tool call asks through its call's NetAsk alone."""
+        return self
+
+
+class Asker(Protocol):
+    """A step's question path: a NetAsk, or one that moves from call to call (an MCP server's, mcp/client.py)."""
+
+    @property
+    def current(self) -> NetAsk:
+        """The NetAsk that asks now (a step keeps its "allow once" and its refusals per `current`)."""
+        ...
+
 
 # The running step's question path; set by whoever runs steps for a session (contextvars follow its tasks).
-asking: contextvars.ContextVar[NetAsk | None] = contextvars.ContextVar("ollie_net_asking", default=None)
+asking: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("ollie_net_asking", default=None)
 
 
 # IPv6 forms whose last 32 bits are an IPv4 address the kernel or a NAT64 gateway may deliver to: IPv4-compatible
@@ -155,7 +170,7 @@ class StepNet:
     allow: tuple[str, ...]
     deny: tuple[str, ...]
     max_sent: int
-    ask: NetAsk | None
+    ask: Asker | None
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     connections: list[dict] = field(default_factory=list)
     sent: int = 0
@@ -193,12 +208,12 @@ class StepNet:
         """
         # A process that outlives one call (an MCP server) asks through the call running now (its `current`):
         # "allow once" and a refusal are that call's answers, gone with it.
-        if (now := getattr(self.ask, "current", self.ask)) is not self._answers_of:
-            self._answers_of, self._allowed, self._refused = now, set(), set()
+        if (ask := self._asks_now()) is not self._answers_of:
+            self._answers_of, self._allowed, self._refused = ask, set(), set()
         record: dict = {"host": host, "port": port, "verdict": "denied", "how": "", "sent": 0, "received": 0,
-                        "step": (self.ask.step if self.ask is not None else "") or self.label}
+                        "step": (ask.step if ask is not None else "") or self.label}
         if len(self.connections) < MAX_RECORDED:
-            self._keep(record)
+            self._keep(record, ask)
         else:
             record["fold"] = True  # added up in `_more` when it ends (`fold`)
         key = f"{host}:{port}"
@@ -210,11 +225,11 @@ class StepNet:
             # 0.0.0.0, ::ffff:7f00:1, 169.254.169.254: the daemon's own machine or network, which a question
             # naming it in such a form would not make plain; only the user's own allow-list reaches it.
             record["how"] = "non-public address (only network.allow reaches it)"
-        elif self.ask is not None and key in self.ask.session_allowed:
+        elif ask is not None and key in ask.session_allowed:
             record.update(verdict="allowed", how="session")
-        elif self.ask is not None and self.ask.saved is not None and any_match(await self.ask.saved(), host, port):
+        elif ask is not None and ask.saved is not None and any_match(await ask.saved(), host, port):
             record.update(verdict="allowed", how="always")
-        elif self.ask is None or self.ask.ask is None:
+        elif ask is None or ask.ask is None:
             record["how"] = "no one to ask"
         elif key in self._allowed:  # "allow once" is the step's answer, as a refusal is: one command, one question
             record.update(verdict="allowed", how="once")
@@ -227,7 +242,7 @@ class StepNet:
             record.update(how=answer, verdict="allowed" if answer in ("once", "session", "always") else "denied")
         else:
             record["asked"] = True
-            asking = self._asking[key] = asyncio.ensure_future(self._question(host, port, scheme))
+            asking = self._asking[key] = asyncio.ensure_future(self._question(ask, host, port, scheme))
             try:
                 answer = await asking
             except asyncio.CancelledError:
@@ -242,17 +257,20 @@ class StepNet:
             else:
                 self._refused.add(key)
             if answer in ("session", "always"):
-                self.ask.session_allowed.add(key)
-            if answer == "always" and self.ask.remember is not None:
-                await self.ask.remember(key)
+                ask.session_allowed.add(key)
+            if answer == "always" and ask.remember is not None:
+                await ask.remember(key)
         return record
 
-    def _keep(self, record: dict) -> None:
+    def _asks_now(self) -> NetAsk | None:
+        return self.ask.current if self.ask is not None else None
+
+    def _keep(self, record: dict, ask: NetAsk | None) -> None:
         self.connections.append(record)
-        if self.ask is not None:
-            self.ask.connections.append(record)  # the same dict: its byte counts go on growing there
-            if self.ask.log is not None:
-                self.ask.log.append(record)
+        if ask is not None:
+            ask.connections.append(record)  # the same dict: its byte counts go on growing there
+            if ask.log is not None:
+                ask.log.append(record)
 
     def fold(self, record: dict) -> None:
         """Add an ended connection past MAX_RECORDED to the step's one `more` record: `how` counts the verdicts."""
@@ -260,7 +278,7 @@ class StepNet:
         if more is None:
             more = self._more = {"host": "", "port": 0, "verdict": "denied", "how": "", "sent": 0, "received": 0,
                                  "more": 0, "step": record["step"]}
-            self._keep(more)
+            self._keep(more, self._asks_now())
         verdicts = self._verdicts
         verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
         more.update(more=more["more"] + 1, sent=more["sent"] + record["sent"],
@@ -287,10 +305,10 @@ class StepNet:
 
         return sending, receiving
 
-    async def _question(self, host: str, port: int, scheme: str) -> str:
-        assert self.ask is not None and self.ask.ask is not None
+    async def _question(self, ask: NetAsk, host: str, port: int, scheme: str) -> str:
+        assert ask.ask is not None
         try:
-            answer = await asyncio.wait_for(self.ask.ask(host, port, self.label, scheme), self.ask.timeout)
+            answer = await asyncio.wait_for(ask.ask(host, port, self.label, scheme), ask.timeout)
         except TimeoutError:
             return "timeout"
         except Exception as exc:  # noqa: BLE001 - a failed question denies
@@ -362,7 +380,7 @@ class EgressProxy:
             self._lock = None
 
     def open_step(self, *, label: str, allow: Iterable[str], deny: Iterable[str], max_sent: int,
-                  ask: NetAsk | None) -> StepNet:
+                  ask: Asker | None) -> StepNet:
         """Register a step about to start; `ruleset["netns"]` gets `{"socket": path, "token": step.token}`."""
         self.start()
         step = StepNet(label=label, allow=tuple(allow), deny=tuple(deny), max_sent=max_sent, ask=ask)

@@ -202,6 +202,7 @@ end
 ---@field request string|nil the request's id (`requestId`), which a `$/cancelRequest` names
 ---@field stock boolean asked with Neovim's own vim.ui.select (inputlist)
 ---@field showing boolean|nil its vim.ui.select is on screen (not while it waits for the user to stop typing)
+---@field typing string|nil the prompt of its feedback input while that is open
 
 ---Questions waiting for the user.
 ---@type ollie.Question[]
@@ -235,6 +236,15 @@ local function take_away(q)
     -- Neovim's own vim.ui.select waits in inputlist(): <Esc> ends it (taken as nothing, q being done), and <CR>
     -- the "Press ENTER" prompt its lines leave once it ends.
     vim.api.nvim_feedkeys(vim.keycode("<Esc><CR>"), "n", false)
+  elseif q.typing and vim.fn.getcmdtype() == "@" and vim.fn.getcmdprompt() == q.typing then
+    -- Neovim's own vim.ui.input waits in input(), this question's still (not a prompt of the user's since): <C-c>
+    -- ends it (taken as nothing), and <CR> the "Press ENTER" prompt the picker's lines above it leave, if any.
+    vim.api.nvim_feedkeys(vim.keycode("<C-c>"), "n", false)
+    vim.schedule(function()
+      if vim.api.nvim_get_mode().mode == "r" then
+        vim.api.nvim_feedkeys(vim.keycode("<CR>"), "n", false)
+      end
+    end)
   end
   -- A picker in a float (telescope, fzf-lua, snacks, dressing): its windows are the floats new since.
   local current = vim.api.nvim_get_current_win()
@@ -340,7 +350,9 @@ function M.ask(params, answer)
       if not choice then
         reply({ outcome = "reject" })
       elseif choice.id == "reject_with_feedback" and not q.done then
-        vim.ui.input({ prompt = "Tell the model why (or what to do instead): " }, function(text)
+        q.typing = "Tell the model why (or what to do instead): "
+        vim.ui.input({ prompt = q.typing }, function(text)
+          q.typing = nil
           -- A cancelled input is a plain rejection: there is no feedback to give.
           reply(text and { outcome = "reject_with_feedback", feedback = text } or { outcome = "reject" })
         end)
