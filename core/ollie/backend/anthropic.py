@@ -144,8 +144,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if not message.images:
             return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
         # A result's images go in its own content, after its text (Anthropic reads images in tool results).
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id,
-                 "content": [{"type": "text", "text": message.content or "(images)"}, *map(_image_block, message.images)]}]
+        content = [{"type": "text", "text": message.content or "(images)"}, *map(_image_block, message.images)]
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": content}]
     blocks: list[dict[str, Any]] = []
     if message.role == "assistant" and message.reasoning and message.reasoning_signature:
         blocks.append({"type": "thinking", "thinking": message.reasoning, "signature": message.reasoning_signature})

@@ -33,7 +33,8 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what an 
 
 @dataclass(frozen=True, repr=False)
 class Image:
-    """An image in a user message or a tool result: its media type and its bytes as base64 (checked by ollie.backend.images)."""
+    """An image in a user message or a tool result: its media type and its bytes as base64 (checked by
+    ollie.backend.images)."""
 
     mime: str  # image/png, image/jpeg, image/gif or image/webp
     data: str  # base64, no data: URL prefix
