@@ -257,6 +257,7 @@ class OllieAgent:
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
+        core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
         forwarder.start()
         try:

@@ -53,6 +53,9 @@ class Core(McpMembers):
         self.on_kill: Callable[[], Awaitable[None]] | None = None
         # Asked before a switch to an unsandboxed agent (ACP asks its own way); None: `approver`.
         self.agent_approver: Approver | None = None
+        # Each approval answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question card
+        # already shows the answer (ACP's permission request) sets False: the line would read as the model's words.
+        self.tell_answers = True
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd)
         self._setup = setup
@@ -499,6 +502,8 @@ class Core(McpMembers):
                 self._host.save()
 
     def _asked(self, question: StepQuestion, answer: Answer) -> None:
+        if not self.tell_answers:
+            return
         verdict = "allowed" if answer.outcome.startswith("allow") else "rejected"
         self.bus.emit("info", f"{verdict}: {question.title}")
 
