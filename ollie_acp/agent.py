@@ -259,7 +259,6 @@ class OllieAgent:
         core.step_approver = live.approve_step
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
-        forwarder.start()
         try:
             records = self._records
             live.recorder = await record(core, channel=Channel.ACP, title=title, registry=lambda: records.registry,
@@ -276,7 +275,8 @@ class OllieAgent:
         return live
 
     def _announce_after_answer(self, live: AcpSession) -> None:
-        """Advertise the slash commands once the client has the session's id."""
+        """Once the client has the session's id: its updates (those held since it opened first: an MCP server that
+        failed at once) and the slash commands."""
         self._after_answer(self._announce(live))
 
     def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
@@ -286,6 +286,7 @@ class OllieAgent:
         task.add_done_callback(self._after.discard)
 
     async def _announce(self, live: AcpSession) -> None:
+        live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
         try:
             await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
         except Exception as exc:  # the client went away: nothing to tell

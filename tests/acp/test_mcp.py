@@ -43,6 +43,25 @@ async def test_a_malformed_server_is_invalid_params_naming_it(start_agent, llm) 
     assert raised.value.code == -32602 and "mcpServers.bad__name" in str(raised.value.data)
 
 
+async def test_a_server_that_fails_at_once_is_told_at_once_naming_it_and_why(start_agent, llm) -> None:
+    # The first failure went unsaid (the session listened only once its servers had started): the user learnt of it
+    # at the retry, or not at all when the server came up then.
+    agent = await start_agent(env=llm.env())
+    dead = McpServerStdio(name="github", command=sys.executable,
+                          args=["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"], env=[])
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[dead])
+    sid = response.session_id
+    first = (await agent.updates(sid, "agent_message_chunk"))[0].content.text
+    assert first.startswith("MCP server 'github' failed (the server exited (status 1): error: GITHUB_TOKEN is not "
+                            "set); restarting in 1s"), first
+    # After session/new's answer: an update naming a session the client has not been told of has nowhere to go.
+    answered = next(n for n, m in enumerate(agent.wire) if m.get("result", {}).get("sessionId") == sid)
+    told = next(n for n, m in enumerate(agent.wire) if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    assert answered < told
+    assert all(n > answered for n, m in enumerate(agent.wire) if m.get("method") == "session/update")
+
+
 async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> None:
     fs_bin = Path(__file__).parents[1] / "mcp" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
     if not fs_bin.exists():

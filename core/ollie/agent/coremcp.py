@@ -11,7 +11,7 @@ from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
 from ollie.agent.runtime import Runtime, refresh_tools
 from ollie.errors import ConfigError
-from ollie.mcp.attach import allow, attach, command_line, follow_config, host_of, read_resource, resource_note
+from ollie.mcp.attach import allow, command_line, follow_config, host_for, host_of, read_resource, resource_note
 from ollie.mcp.config import ServerSpec
 
 
@@ -32,8 +32,9 @@ class McpMembers:
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
         """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
-        await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
-        self._wire_mcp()
+        host = host_for(self.runtime.dispatcher, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
+        self._wire_mcp()  # before they start: one that fails at once is news now, not at its first retry
+        await host.add(specs)
         refresh_tools(self.runtime)
 
     async def _ask_workspace_servers(self) -> None:
