@@ -168,10 +168,12 @@ class AcpSession:
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
         try:
-            await self.core.switch_agent(name)
+            warnings = await self.core.switch_agent(name)
         except AgentSwitchRefused as exc:
             await self._tell(f"{str(exc).capitalize()}.\n\n")
             return False
+        if warnings:  # as `/agent` shows them: from the picker, the user would never hear of them
+            await self._tell("".join(f"warning: {w}\n\n" for w in warnings))
         return True
 
     async def ask_agent_switch(self, what: str) -> bool:

@@ -431,6 +431,7 @@ class Core(McpMembers):
                 raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
+            self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
             self.session.agent = name
