@@ -94,3 +94,5 @@ async def test_a_workspace_server_is_asked_about_through_request_permission(star
     assert [o.name for o in asked[1]] == ["Allow once", "Allow always (this workspace)", "Reject"]
     told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
     assert told == ["3"]
+    # The card says it was allowed (and ends completed): no "allowed MCP server ..." line as the model's text.
+    assert "allowed MCP server" not in agent.client.text(sid) and agent.client.text(sid).endswith("3")

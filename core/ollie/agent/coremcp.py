@@ -22,6 +22,7 @@ class McpMembers:
     _approval: ApprovalGate
     runtime: Runtime
     bus: Bus
+    tell_answers: bool
     cwd: Path
 
     def _wire_mcp(self) -> None:
@@ -53,8 +54,9 @@ class McpMembers:
                                     f"start MCP server {name!r} of {spec.source}: {command_line(spec)}")
             answer, _ = await within_question_timeout(approver(question), Answer("reject"))
             if answer.outcome in ("allow_once", "allow_always") and name in host.pending:
-                keep = answer.outcome == "allow_always"
-                self.bus.emit("info", await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=keep))
+                said = await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=answer.outcome == "allow_always")
+                if self.tell_answers:  # else the question's card says it
+                    self.bus.emit("info", said)
                 started = True
         if started:
             refresh_tools(self.runtime)
