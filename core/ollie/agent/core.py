@@ -53,9 +53,6 @@ class Core(McpMembers):
         self.on_kill: Callable[[], Awaitable[None]] | None = None
         # Asked before a switch to an unsandboxed agent (ACP asks its own way); None: `approver`.
         self.agent_approver: Approver | None = None
-        # Each approval answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question card
-        # already shows the answer (ACP's permission request) sets False: the line would read as the model's words.
-        self.tell_answers = True
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd)
         self._setup = setup
@@ -446,6 +443,9 @@ class Core(McpMembers):
 
     # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
     approver: Approver | None = forward("_attached.approver", settable=True)
+    # Whether each question and its answer are told as `info` lines ("allowed: Edit app.py"); a front end whose
+    # question card shows them (ACP's permission request) sets False: the lines would read as the model's words.
+    tell_answers: bool = forward("_attached.tell_answers", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
