@@ -207,6 +207,7 @@ class AcpSession:
 
     async def run_prompt(self, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
+        self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
         async with self.turn_lock:
             self.cancelled = False
             self.prompt_task = asyncio.ensure_future(self._run(text, images))
