@@ -55,3 +55,23 @@ async def test_an_agent_picked_in_the_config_option_tells_what_it_warned_about(s
     agent.client.permission_answers = ["reject_once"]  # the workspace's server, asked about before the turn
     await agent.prompt(sid, "hi")
     assert agent.client.text(sid) == told + "answer"  # not again as the turn ends
+
+
+async def test_an_agent_config_that_cannot_load_is_told_once_not_silently_left_out(start_agent, llm) -> None:
+    # The daemon's pickers say "cannot load: <why>"; ACP's agent selector just left it out, and nobody said why.
+    mine = config_dir() / "agents" / "mine.json"
+    mine.parent.mkdir()
+    mine.write_text('{"prompt": "You review code.",}')  # a trailing comma
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    agent = await start_agent(env=llm.env())
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    sid = response.session_id
+    (selector,) = [o for o in response.config_options if o.id == "agent"]
+    offered = {o.value for o in selector.options}
+    assert "mine" not in offered and "coding" in offered
+    await agent.prompt(sid, "hi")
+    assert agent.client.text(sid) == (f"warning: agent config 'mine' cannot load, so the agent selector leaves it "
+                                      f"out: {mine}: invalid JSON at line 1 column 31: Expecting property name "
+                                      "enclosed in double quotes\n\nfirst answer")
+    await agent.prompt(sid, "again")
+    assert agent.client.text(sid).count("warning:") == 1
