@@ -11,7 +11,7 @@ from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
 from ollie.agent.runtime import Runtime, refresh_tools
 from ollie.errors import ConfigError
-from ollie.mcp.attach import allow, command_line, follow_config, host_for, host_of, read_resource, resource_note
+from ollie.mcp.attach import allow, attach, command_line, follow_config, host_of, read_resource, resource_note
 from ollie.mcp.config import ServerSpec
 
 
@@ -30,12 +30,14 @@ class McpMembers:
         if host is not None:  # a server that fails or restarts is news; a changed tool list is offered at once
             host.notify = lambda text: self.bus.emit("info", text)
             host.on_change = lambda: refresh_tools(self.runtime)
+            unsaid, host.unsaid = host.unsaid, []
+            for text in unsaid:  # news from before (a session's start has nobody listening yet: it is lost)
+                host.notify(text)
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
         """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
-        host = host_for(self.runtime.dispatcher, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
-        self._wire_mcp()  # before they start: one that fails at once is news now, not at its first retry
-        await host.add(specs)
+        await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
+        self._wire_mcp()  # one that failed at once is news now, not at its first retry
         refresh_tools(self.runtime)
 
     async def _ask_workspace_servers(self) -> None:

@@ -29,8 +29,8 @@ def host_of(dispatcher: Dispatcher) -> McpHost | None:
     return host if isinstance(host, McpHost) else None
 
 
-def host_for(dispatcher: Dispatcher, *, cwd: Path, sandbox: str) -> McpHost:
-    """The dispatcher's MCP host, made (with no server yet) on first use."""
+async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str) -> McpHost:
+    """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
     from ollie.mcp.host import McpHost
 
     host = dispatcher.get_server(SERVER_NAME)
@@ -38,12 +38,6 @@ def host_for(dispatcher: Dispatcher, *, cwd: Path, sandbox: str) -> McpHost:
         network_from = sandbox if sandbox and sandbox != "none" else "default"
         host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
         dispatcher.add_server(SERVER_NAME, host)
-    return host
-
-
-async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str) -> McpHost:
-    """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
-    host = host_for(dispatcher, cwd=cwd, sandbox=sandbox)
     await host.add(specs)
     return host
 
