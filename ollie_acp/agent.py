@@ -57,7 +57,7 @@ from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.options import agents, config_options, mode_state
+from ollie_acp.options import ConfigOption, agents, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
@@ -122,7 +122,7 @@ class OllieAgent:
         live = await self._open(_directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
         # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`, with
         # the agent configs read for this answer (not read again milliseconds later).
-        agent_list = await agents(live.core)
+        agent_list = live.offered(await agents(live.core))
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                       config_options=await config_options(live.core, ask_models=False,
                                                                           agent_list=agent_list))
@@ -140,7 +140,7 @@ class OllieAgent:
         updates = await asyncio.to_thread(replay, list(live.core.session.messages), cwd=live.core.cwd, kind_of=_kinds())
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
-        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
         self._announce_after_answer(live)
         return response
 
@@ -148,7 +148,7 @@ class OllieAgent:
                              **kwargs: Any) -> ResumeSessionResponse:
         """session/resume (unstable): reopen a saved session as session/load does, without replaying its history."""
         live = await self._reopen(cwd, session_id, mcp_servers)
-        response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await config_options(live.core))
+        response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
         self._announce_after_answer(live)
         return response
 
@@ -176,7 +176,7 @@ class OllieAgent:
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
-                                       config_options=await config_options(live.core))
+                                       config_options=await self._opening_options(live))
         self._announce_after_answer(live)
         return response
 
@@ -257,8 +257,8 @@ class OllieAgent:
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
+        core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
-        forwarder.start()
         try:
             records = self._records
             live.recorder = await record(core, channel=Channel.ACP, title=title, registry=lambda: records.registry,
@@ -274,8 +274,13 @@ class OllieAgent:
             await core.add_mcp_servers(mcp)
         return live
 
+    async def _opening_options(self, live: AcpSession) -> list[ConfigOption]:
+        """The config options a session opens with (an agent config that cannot load is told at its first reply)."""
+        return await config_options(live.core, agent_list=live.offered(await agents(live.core)))
+
     def _announce_after_answer(self, live: AcpSession) -> None:
-        """Advertise the slash commands once the client has the session's id."""
+        """Once the client has the session's id: its updates (those held since it opened first: an MCP server that
+        failed at once) and the slash commands."""
         self._after_answer(self._announce(live))
 
     def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
@@ -285,6 +290,7 @@ class OllieAgent:
         task.add_done_callback(self._after.discard)
 
     async def _announce(self, live: AcpSession) -> None:
+        live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
         try:
             await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
         except Exception as exc:  # the client went away: nothing to tell

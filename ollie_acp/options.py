@@ -44,8 +44,8 @@ def mode_state(core: AcpCore) -> SessionModeState:
 
 
 async def agents(core: AcpCore) -> list[AgentInfo]:
-    """The agent configs that load (read from disk, in a thread)."""
-    return [a for a in await asyncio.to_thread(agent_infos, core.agents_dirs) if not a.error]
+    """The agent configs found (read from disk, in a thread), one that cannot load with why."""
+    return await asyncio.to_thread(agent_infos, core.agents_dirs)
 
 
 async def config_options(core: AcpCore, *, ask_models: bool = True,
@@ -58,7 +58,7 @@ async def config_options(core: AcpCore, *, ask_models: bool = True,
     models = await backend_models(core) if ask_models else []
     if core.model_name not in models:
         models = [core.model_name, *models]
-    found = await agents(core) if agent_list is None else agent_list
+    found = [a for a in (await agents(core) if agent_list is None else agent_list) if not a.error]
     if core.agent_name not in {a.name for a in found}:  # the current one is always offered
         found = [AgentInfo(core.agent_name), *found]
     agent = SessionConfigOptionSelect(type="select", id="agent", name="Agent config",

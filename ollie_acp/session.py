@@ -81,6 +81,8 @@ class AcpSession:
     # "Allow always" would cover): both for this session only.
     elevation_always: bool | None = None
     rejected_always: set[str] = field(default_factory=set)
+    # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
+    untold: list[str] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
@@ -168,10 +170,12 @@ class AcpSession:
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
         try:
-            await self.core.switch_agent(name)
+            warnings = await self.core.switch_agent(name)
         except AgentSwitchRefused as exc:
             await self._tell(f"{str(exc).capitalize()}.\n\n")
             return False
+        if warnings:  # as `/agent` shows them: from the picker, the user would never hear of them
+            await self._tell("".join(f"warning: {w}\n\n" for w in warnings))
         return True
 
     async def ask_agent_switch(self, what: str) -> bool:
@@ -191,6 +195,12 @@ class AcpSession:
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("options not sent: %s", exc)
 
+    def offered(self, agent_list: list[AgentInfo]) -> list[AgentInfo]:
+        """`agent_list` for the agent selector; one that cannot load is left out of it, and told of (`untold`)."""
+        self.untold += [f"agent config {a.name!r} cannot load, so the agent selector leaves it out: {a.error}"
+                        for a in agent_list if a.error]
+        return agent_list
+
     async def send_models(self, agent_list: list[AgentInfo] | None = None) -> None:
         """Offer the backend's models once it has listed them (`session/new` answers before it asks; `agent_list`:
         the agent configs it read)."""
@@ -205,6 +215,7 @@ class AcpSession:
 
     async def run_prompt(self, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
+        self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
         async with self.turn_lock:
             self.cancelled = False
             self.prompt_task = asyncio.ensure_future(self._run(text, images))
@@ -216,6 +227,9 @@ class AcpSession:
     async def _run(self, text: str, images: Sequence[Image]) -> PromptResponse:
         if self.cancelled:  # before it began (the engine had nothing to stop yet)
             return PromptResponse(stop_reason="cancelled")
+        if self.untold:
+            told, self.untold = self.untold, []
+            await self._tell("".join(f"warning: {w}\n\n" for w in told))
         settings = self._settings()
         before = _totals(self.core)
         result = await self.core.submit(text, images)

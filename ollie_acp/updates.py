@@ -126,8 +126,9 @@ class UpdateForwarder:
         self._live_sent_at = 0.0
 
     def start(self) -> None:
-        """Start draining."""
-        self._task = asyncio.create_task(self._run(), name="ollie-acp-updates")
+        """Start draining (once: a second call does nothing)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="ollie-acp-updates")
 
     async def stop(self) -> None:
         """Close the subscription and wait until what was queued is sent."""

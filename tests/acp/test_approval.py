@@ -71,6 +71,19 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     assert (agent.workspace / "a.txt").read_text() == "one\n"
 
 
+async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(start_agent, llm) -> None:
+    # Zed showed "allowed: Run `touch x`" as agent text, as if the model wrote it, beside the card saying "Allowed".
+    llm.script(run("touch x"), edit("a.txt", "one", "two"), Reply.text("done"))
+    agent = await start_agent(env=llm.env(approval=""))
+    (agent.workspace / "a.txt").write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["allow_once", "reject_once"]
+    await agent.prompt(sid, "go")
+    assert len(agent.client.permission_requests) == 2 and (agent.workspace / "x").exists()
+    assert (agent.workspace / "a.txt").read_text() == "one\n"
+    assert agent.client.text(sid) == "done"
+
+
 async def test_an_edit_s_question_and_its_end_name_the_line_it_changes(start_agent, llm) -> None:
     """A client following the agent (Zed) opens the file where the edit is: the question's location and the
     finished step's carry the line (they named the file alone)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -43,6 +44,40 @@ async def test_a_malformed_server_is_invalid_params_naming_it(start_agent, llm) 
     assert raised.value.code == -32602 and "mcpServers.bad__name" in str(raised.value.data)
 
 
+async def test_a_server_that_fails_at_once_is_told_at_once_naming_it_and_why(start_agent, llm) -> None:
+    # The first failure went unsaid (the session listened only once its servers had started): the user learnt of it
+    # at the retry, or not at all when the server came up then.
+    agent = await start_agent(env=llm.env())
+    dead = McpServerStdio(name="github", command=sys.executable,
+                          args=["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"], env=[])
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[dead])
+    sid = response.session_id
+    first = (await agent.updates(sid, "agent_message_chunk"))[0].content.text
+    assert first.startswith("MCP server 'github' failed (the server exited (status 1): error: GITHUB_TOKEN is not "
+                            "set); restarting in 1s"), first
+    # After session/new's answer: an update naming a session the client has not been told of has nowhere to go.
+    answered = next(n for n, m in enumerate(agent.wire) if m.get("result", {}).get("sessionId") == sid)
+    told = next(n for n, m in enumerate(agent.wire) if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    assert answered < told
+    assert all(n > answered for n, m in enumerate(agent.wire) if m.get("method") == "session/update")
+
+
+async def test_an_agent_picked_whose_server_fails_at_once_tells_it_at_once(start_agent, llm, tmp_path) -> None:
+    # Its servers start as the agent's session is built, before anyone listens: the first failure went unsaid.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text(json.dumps({"prompt": "You write code."}))
+    (agents / "gh.json").write_text(json.dumps({"prompt": "You file issues.", "mcpServers": {"github": {
+        "command": sys.executable, "args": ["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"]}}}))
+    agent = await start_agent(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)})
+    sid = await agent.new()
+    await agent.conn.set_config_option(config_id="agent", session_id=sid, value="gh")
+    first = (await agent.updates(sid, "agent_message_chunk"))[0].content.text
+    assert first.startswith("MCP server 'github' failed (the server exited (status 1): error: GITHUB_TOKEN is not "
+                            "set); restarting in 1s"), first
+
+
 async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> None:
     fs_bin = Path(__file__).parents[1] / "mcp" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
     if not fs_bin.exists():
@@ -61,7 +96,6 @@ async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> N
 
 
 async def test_a_workspace_server_is_asked_about_through_request_permission(start_agent, llm) -> None:
-    import json
 
     agent = await start_agent(env=llm.env())
     (agent.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {
@@ -75,3 +109,5 @@ async def test_a_workspace_server_is_asked_about_through_request_permission(star
     assert [o.name for o in asked[1]] == ["Allow once", "Allow always (this workspace)", "Reject"]
     told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
     assert told == ["3"]
+    # The card says it was allowed (and ends completed): no "allowed MCP server ..." line as the model's text.
+    assert "allowed MCP server" not in agent.client.text(sid) and agent.client.text(sid).endswith("3")

@@ -65,6 +65,8 @@ async def test_an_elevated_step_asks_for_permission(start_agent, llm, answer, ru
     assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}
     assert "echo out > elevated.txt" in tool_call.content[0].content.text
     assert (agent.workspace / "elevated.txt").exists() is runs
+    # The card asks and shows the answer: no "asking to run outside the sandbox" or "approved: ..." as agent text.
+    assert agent.client.text(sid) == "ok"
     # The session mode is the approval mode: an elevation answer leaves it alone.
     assert agent.client.of(sid, "current_mode_update") == []
     if always:

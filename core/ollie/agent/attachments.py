@@ -31,6 +31,7 @@ class Attachments:
     approver: Approver | None = None  # None: nobody can approve an elevated step, so such steps are refused
     documents: BehindBuffers | None = None  # None: the file tools see the disk only
     editor: EditorKnowledge | None = None  # None: no editor tools, no post-edit diagnostics
+    tell_answers: bool = True  # False: an elevation question and its answer are no `info` lines (Core.tell_answers)
 
     def wire(self, *, editor_was_set: bool = False) -> None:
         """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
@@ -60,10 +61,12 @@ class Attachments:
         """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
         if self.approver is None:
             return None
-        self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
+        if self.tell_answers:
+            self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
         approved, answered = await within_question_timeout(self.approver(what), False)
         if not answered:
             self.bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
             return None
-        self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
+        if self.tell_answers:
+            self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
         return bool(approved)

@@ -428,6 +428,7 @@ class Core(McpMembers):
                 raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:
             old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
+            self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
             self.session.agent = name
@@ -442,6 +443,9 @@ class Core(McpMembers):
 
     # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
     approver: Approver | None = forward("_attached.approver", settable=True)
+    # Whether each question and its answer are told as `info` lines ("allowed: Edit app.py"); a front end whose
+    # question card shows them (ACP's permission request) sets False: the lines would read as the model's words.
+    tell_answers: bool = forward("_attached.tell_answers", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
@@ -499,6 +503,8 @@ class Core(McpMembers):
                 self._host.save()
 
     def _asked(self, question: StepQuestion, answer: Answer) -> None:
+        if not self.tell_answers:
+            return
         verdict = "allowed" if answer.outcome.startswith("allow") else "rejected"
         self.bus.emit("info", f"{verdict}: {question.title}")
 

@@ -22,6 +22,7 @@ class McpMembers:
     _approval: ApprovalGate
     runtime: Runtime
     bus: Bus
+    tell_answers: bool
     cwd: Path
 
     def _wire_mcp(self) -> None:
@@ -29,11 +30,14 @@ class McpMembers:
         if host is not None:  # a server that fails or restarts is news; a changed tool list is offered at once
             host.notify = lambda text: self.bus.emit("info", text)
             host.on_change = lambda: refresh_tools(self.runtime)
+            unsaid, host.unsaid = host.unsaid, []
+            for text in unsaid:  # news from before (a session's start has nobody listening yet: it is lost)
+                host.notify(text)
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
         """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
         await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
-        self._wire_mcp()
+        self._wire_mcp()  # one that failed at once is news now, not at its first retry
         refresh_tools(self.runtime)
 
     async def _ask_workspace_servers(self) -> None:
@@ -52,8 +56,9 @@ class McpMembers:
                                     f"start MCP server {name!r} of {spec.source}: {command_line(spec)}")
             answer, _ = await within_question_timeout(approver(question), Answer("reject"))
             if answer.outcome in ("allow_once", "allow_always") and name in host.pending:
-                keep = answer.outcome == "allow_always"
-                self.bus.emit("info", await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=keep))
+                said = await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=answer.outcome == "allow_always")
+                if self.tell_answers:  # else the question's card says it
+                    self.bus.emit("info", said)
                 started = True
         if started:
             refresh_tools(self.runtime)

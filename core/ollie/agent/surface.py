@@ -129,6 +129,7 @@ class AcpCore(FrontEndCore, Protocol):
     """What the ACP agent (`ollie acp`) uses of a session."""
 
     agent_approver: Approver | None
+    tell_answers: bool
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None: ...
 

@@ -137,6 +137,10 @@ class TurnHost:
         for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
             self.inbox.add_note(note)
 
+    def told(self, warnings: list[str]) -> None:
+        """`warnings` were shown to the user (an agent switch's, by its caller): no turn's end shows them again."""
+        self._shown.update(warnings)
+
     def take_prompt_warnings(self) -> list[str]:
         """What the prompt commands warned about and no turn has shown yet, handed over once."""
         warnings, self._prompt_warnings = self._prompt_warnings, []

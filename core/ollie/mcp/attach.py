@@ -29,17 +29,16 @@ def host_of(dispatcher: Dispatcher) -> McpHost | None:
     return host if isinstance(host, McpHost) else None
 
 
-async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
-                 wait: float | None = None) -> McpHost:
+async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str) -> McpHost:
     """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
-    from ollie.mcp.host import FIRST_LIST_WAIT_S, McpHost
+    from ollie.mcp.host import McpHost
 
     host = dispatcher.get_server(SERVER_NAME)
     if not isinstance(host, McpHost):
         network_from = sandbox if sandbox and sandbox != "none" else "default"
         host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
         dispatcher.add_server(SERVER_NAME, host)
-    await host.add(specs, wait=FIRST_LIST_WAIT_S if wait is None else wait)
+    await host.add(specs)
     return host
 
 

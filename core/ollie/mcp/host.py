@@ -23,8 +23,10 @@ class McpHost:
         self.servers: dict[str, McpServer] = {}
         self.pending: dict[str, ServerSpec] = {}  # the workspace's servers not allowed yet: listed, never started
         self.asked: set[str] = set()  # the pending ones already put to the user this session
-        # Set by the session: told of a server that failed or restarted; called when the tool list changed.
-        self.notify: Callable[[str], None] = lambda text: None
+        # Set by the session: told of a server that failed or restarted; called when the tool list changed. Until it
+        # is, the news is kept in `unsaid` (a server that failed at once, as the session was built).
+        self.unsaid: list[str] = []
+        self.notify: Callable[[str], None] = self.unsaid.append
         self.on_change: Callable[[], None] = lambda: None
 
     async def add(self, specs: Mapping[str, ServerSpec], *, wait: float = FIRST_LIST_WAIT_S) -> None:
