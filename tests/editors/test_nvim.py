@@ -803,7 +803,7 @@ def test_ollie_mcp_lists_the_servers_and_a_picked_ones_tools(workspace, scripted
     srv = scripted_llm("openai")
     srv.script(Reply(text="the readme says hello"))
     result = run_scenario("mcp", workspace, srv, timeout=280)
-    assert result["mcp_labels"] == ["t — ready, 7 tools"]  # tests/mcp/server.py's tools
+    assert result["mcp_labels"] == ["t — ready, 8 tools"]  # tests/mcp/server.py's tools
     told = next(n["msg"] for n in result["notifications"] if "mcp__t__add" in n["msg"])
     assert "mcp__t__add [read]" in told and "/mcp:t:review" in told and "#mcp:t:note://readme" in told
     # A resource picked as context: completed, labelled, and read by the daemon through its server.
