@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ollie import paths, programs
 from ollie.log import get_logger
 from ollie.sandbox import unconfined, writers
-from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.errors import SUPERVISOR_DIED, HelperDiedError, SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
 from ollie.sandbox.process import SandboxedProcess, write_stdin
@@ -219,8 +219,8 @@ async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
         line = await reader.readline()
     finally:
         writer.close()
-    if not line:
-        raise SandboxError("the fork server exited before reporting the exit status")
+    if not line:  # its supervisor (not the fork server: this socket is the supervisor's alone) died
+        raise HelperDiedError(SUPERVISOR_DIED)
     reply = json.loads(line)
     if report is not None:
         report.update((key, value) for key, value in reply.items() if key != "status")

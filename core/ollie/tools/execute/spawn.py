@@ -78,6 +78,7 @@ async def run_process(
     Killing the group ends the tool process; its supervisor then sweeps what left
     the group (setsid, double fork) before it reports the status awaited here.
     """
+    from ollie.sandbox.errors import FORK_SERVER_DIED, HelperDiedError
     from ollie.sandbox.spawn import spawn_sandboxed
 
     try:
@@ -103,7 +104,12 @@ async def run_process(
             proc.kill_pipe_holders()
             proc.stop_reading()
             outcome.stdout, outcome.stderr, outcome.truncated = await reader
-        outcome.exit_code = await proc.wait()
+        try:
+            outcome.exit_code = await proc.wait()
+        except HelperDiedError as exc:
+            outcome.error = str(exc)
+        if proc.report.get("orphaned"):
+            outcome.error = FORK_SERVER_DIED
         outcome.network = list(proc.report.get("network") or ())
         if policy is not None:
             if mentions_denial(outcome.stderr):
