@@ -84,6 +84,8 @@ async def run_process(
     try:
         proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
                                      python=python)
+    except HelperDiedError as exc:  # not "could not start": the step may have run
+        return RunOutcome(error=str(exc))
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         blocked = outside_note(policy, argv[0], execute=True) if policy and isinstance(exc, PermissionError) else None
         return RunOutcome(error=f"could not start {argv[0]}: {blocked or exc}")
