@@ -11,18 +11,19 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Any, Self, TypeVar, cast
 
 from ollie.mcp.config import ServerSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 START_TIMEOUT_S = 30.0
-CALL_TIMEOUT_S = 600.0
+# How long an HTTP server's streams may stay silent (its calls end sooner: their own `timeout`).
+HTTP_READ_TIMEOUT_S = 600.0
 # How long a failed server's exit (and last stderr) is awaited, to say why it failed.
 STDERR_WAIT_S = 2.0
 # Restart delays after a crash; when they are used up the server stays failed until the session restarts.
@@ -239,8 +240,8 @@ class McpServer:
             status: Any = None
             self._outbox = outbox = _Outbox(write)
             try:
-                async with ClientSession(read, outbox, message_handler=self._on_message,
-                                         read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
+                # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
+                async with ClientSession(read, outbox, message_handler=self._on_message) as session:
                     try:
                         await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
                         self._session = session
@@ -343,6 +344,7 @@ class McpServer:
         session, outbox = self._session, self._outbox
         if session is None or outbox is None or self.state != "ready":
             return f"MCP server {self.spec.name!r} is not ready ({self.state}{': ' + self.error if self.error else ''})", True
+        timeout = self.spec.timeout
         # The SDK gives no public handle on a request's id; the call carries a progress token of ours, and the
         # outbox (the session's write stream, ours) notes which id the request with that token went out as.
         self._calls += 1
@@ -354,16 +356,25 @@ class McpServer:
         from ollie.sandbox import egress
 
         self._net.calls.append(asker := egress.asking.get())
-        try:
-            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
+
+        async def cancel(reason: str) -> None:  # the call ends here, at once; the server is told to stop it
             task.cancel()
             request_id = outbox.ids.get(token)
             if request_id is not None and self._session is session:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(session.send_notification(types.ClientNotification(
                         types.CancelledNotification(params=types.CancelledNotificationParams(
-                            requestId=request_id, reason="interrupted by the user")))))
+                            requestId=request_id, reason=reason)))))
+
+        try:
+            done, _ = await asyncio.wait({task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                await cancel(f"no answer within {timeout:g} s")
+                return (f"MCP server {self.spec.name!r} did not answer the call of {tool.remote} within {timeout:g} s, "
+                        "so it was cancelled; the server may be stuck. Its `timeout` (in milliseconds) in "
+                        f"{self.spec.source or 'its config'} sets how long a call may take"), True
+        except asyncio.CancelledError:
+            await cancel("interrupted by the user")
             raise
         finally:
             self._net.calls.remove(asker)
@@ -385,7 +396,7 @@ class McpServer:
         session = self._session
         if session is None:
             raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await session.get_prompt(name, arguments)
+        result = await self._answer(session.get_prompt(name, arguments), f"prompts/get {name}")
         texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
                  for m in result.messages]
         return "\n\n".join(t for t in texts if t)
@@ -397,10 +408,18 @@ class McpServer:
         session = self._session
         if session is None:
             raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await asyncio.wait_for(session.read_resource(AnyUrl(uri)), CALL_TIMEOUT_S)
+        result = await self._answer(session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
         parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
         text = "\n".join(parts)
         return text[:MAX_RESULT_BYTES]
+
+    async def _answer(self, request: Coroutine[Any, Any, T], what: str) -> T:
+        """`request`'s answer; TimeoutError naming the server, `what` and its `timeout` when none came in time."""
+        try:
+            return await asyncio.wait_for(request, self.spec.timeout)
+        except TimeoutError:
+            raise TimeoutError(f"MCP server {self.spec.name!r} did not answer {what} within {self.spec.timeout:g} s "
+                               f"(its `timeout`)") from None
 
     async def aclose(self) -> None:
         """Stop the server (its processes die) and stop restarting it."""
@@ -512,12 +531,12 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
         from mcp.client.sse import sse_client
 
         async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
-                              sse_read_timeout=CALL_TIMEOUT_S) as (read, write):
+                              sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
-    timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
+    timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
     async with (httpx.AsyncClient(headers=dict(spec.headers), timeout=timeout) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
