@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self, TypeVar, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from ollie.mcp.config import ServerSpec
 
@@ -200,13 +201,12 @@ class McpServer:
             try:
                 await self._connect_and_serve()
                 was_ready = True  # it served, then went away
-                why = self.error or "the server exited"
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure is the server's state, shown to the user
-                why = _why(exc)
+            except Exception:  # noqa: BLE001 - any failure is the server's state, shown to the user (self.error)
                 was_ready = self.state == "ready"
             finally:
+                why = self.error
                 self._session = self._outbox = None
             if self._closing:
                 return
@@ -232,8 +232,20 @@ class McpServer:
         self._gone = asyncio.Event()
         try:
             await self._serve(ClientSession)
-        finally:
+            self.error = self._explained(self.error or "the server exited")
+        except Exception as exc:
+            self.error = self._explained(_why(exc))
+            raise
+        finally:  # after the error is set: a call that ends with the connection says why
             self._gone.set()
+
+    def _explained(self, why: str) -> str:
+        """Why the server failed, as /mcp and the model read it: an HTTP server's address, and what to do."""
+        if not self.spec.url:
+            return why
+        url = shown_url(self.spec.url)
+        return (f"{url}: {why.replace(self.spec.url, url)}; check that the server runs there and that its url and "
+                f"headers in {self.spec.source or 'its config'} are right, then /mcp restart {self.spec.name}")
 
     async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
         async with self._transport() as (read, write, done, tail):
@@ -544,6 +556,17 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
 
 class _Silent(Exception):
     """A server that did not answer its start (initialize, the lists) in time."""
+
+
+def shown_url(url: str) -> str:
+    """`url` without its credentials and query: a token there must reach neither the model nor the screen."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a port: the host alone
+        port = ""
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+    return urlunsplit((parts.scheme, host + port, parts.path, "", "")) + ("?..." if parts.query else "")
 
 
 def _leaf(exc: BaseException) -> BaseException:
