@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -268,6 +269,21 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     daemon = await start_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
     assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+
+
+async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(start_daemon, llm, _private_dirs):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    file = configure(_private_dirs, {"web": {"url": f"http://127.0.0.1:{port}/mcp?key=s3cret"}})
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "web", "failed")
+
+    shown = await submit(daemon, "/mcp")
+
+    assert (f"): failed: http://127.0.0.1:{port}/mcp?...: All connection attempts failed; check that the server runs "
+            f"there and that its url and headers in {file} are right, then /mcp restart web") in shown, shown
+    assert "s3cret" not in shown
 
 
 async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private_dirs):
