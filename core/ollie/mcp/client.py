@@ -27,6 +27,8 @@ START_TIMEOUT_S = 30.0
 HTTP_READ_TIMEOUT_S = 600.0
 # How long a failed server's exit (and last stderr) is awaited, to say why it failed.
 STDERR_WAIT_S = 2.0
+# Why a stdio server ended when its sandbox's fork server died (its supervisor stops it then).
+SANDBOX_STOPPED = "ollie's sandbox helper (its fork server) died, so ollie stopped the server"
 # Restart delays after a crash; when they are used up the server stays failed until the session restarts.
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
 # What a server may put before the model: a schema or description larger than this is cut or refused.
@@ -272,10 +274,10 @@ class McpServer:
                     with contextlib.suppress(TimeoutError):
                         status = await asyncio.wait_for(done(), STDERR_WAIT_S)
                 if tail():
-                    head = f"the server exited (status {status})" if isinstance(status, int) else _why(exc)
+                    head = _ended(status) or _why(exc)
                     raise RuntimeError(f"{head}: {tail()}") from exc
                 raise
-            exited = f"the server exited (status {status})" if isinstance(status, int) else "the server went away"
+            exited = _ended(status) or "the server went away"
             self.error = exited + (f": {tail()}" if tail() else "")
 
     @contextlib.asynccontextmanager
@@ -299,11 +301,12 @@ class McpServer:
         tail = _StderrTail()
         try:
 
-            async def exited() -> int:
+            async def exited() -> int | str:
                 status = await proc.wait()
                 with contextlib.suppress(TimeoutError):  # its last words; a child of its may hold stderr open
                     await asyncio.wait_for(tail.ended.wait(), STDERR_WAIT_S)
-                return status
+                # Not "status -9", as if the server crashed or someone killed it: ollie's own helper was what died.
+                return SANDBOX_STOPPED if proc.report.get("orphaned") else status
 
             async with message_streams(proc, tail) as (read, write):
                 yield read, write, exited, lambda: "; ".join(list(tail.lines)[-3:])
@@ -556,6 +559,11 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
 
 class _Silent(Exception):
     """A server that did not answer its start (initialize, the lists) in time."""
+
+
+def _ended(status: object) -> str:
+    """How a stdio server's end is told: its exit status, or what ended it (a text); "" when unknown."""
+    return f"the server exited (status {status})" if isinstance(status, int) else status if isinstance(status, str) else ""
 
 
 def shown_url(url: str) -> str:
