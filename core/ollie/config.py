@@ -94,6 +94,10 @@ class GenerationParams:
 
 # An MCP server's name becomes part of tool names (`mcp__<server>__<tool>`) and a directory name.
 MCP_SERVER_NAME = r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"
+# How long a request to an MCP server (a tool call) waits for its answer by default, in milliseconds: the unit
+# other clients' `mcpServers` use for `timeout`, so a copied entry means the same here.
+MCP_TIMEOUT_MS = 120_000
+_MCP_TIMEOUT = Check(gt=0, le=86_400_000, doc="milliseconds a request (a tool call) waits for the server's answer")
 
 
 @attrs.frozen(repr=False)
@@ -106,6 +110,7 @@ class McpStdio:
     cwd: str = ""
     type: Literal["stdio", ""] = ""
     disabled: bool = False
+    timeout: Annotated[float, _MCP_TIMEOUT] = MCP_TIMEOUT_MS
 
 
 @attrs.frozen(repr=False)
@@ -116,6 +121,7 @@ class McpHttp:
     headers: dict[str, str] = attrs.Factory(dict)
     type: Literal["http", "streamable-http", "sse", ""] = ""
     disabled: bool = False
+    timeout: Annotated[float, _MCP_TIMEOUT] = MCP_TIMEOUT_MS
 
 
 def parse_mcp_servers(value: object) -> dict[str, McpStdio | McpHttp | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -180,23 +181,67 @@ async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_d
     assert [(c["host"], c["verdict"], c["how"]) for c in tool["network"]] == [("other.test", "allowed", "once")]
 
 
-async def test_interrupt_cancels_the_call_on_the_server(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server()})
-    llm.script(Reply.tool_calls(("mcp__t__slow", {"seconds": 120})))
+def hung_server(**options: Any) -> dict[str, Any]:
+    """tests/mcp/hung_server.py: lists its tool `wait`, then never answers a call (nor its cancel)."""
+    return {"command": sys.executable, "args": [str(SERVER.with_name("hung_server.py"))], **options}
+
+
+async def cancels(home: Path, name: str) -> list[str]:
+    """The reasons of the `notifications/cancelled` the hung server `name` got, once it got one (it notes them
+    as they come, maybe after the turn ended)."""
+    file = state_dir(home, name) / "cancels"
+    for _ in range(600):
+        if file.exists() and file.read_text().endswith("\n"):
+            break
+        await asyncio.sleep(0.05)
+    return [json.loads(line)["params"]["reason"] for line in file.read_text().splitlines()]
+
+
+async def test_a_call_to_a_hung_server_ends_at_its_timeout_and_the_turn_goes_on(start_daemon, llm, _private_dirs):
+    # Bug: a call to a server that never answers held the turn for 600 s, whatever the user had configured.
+    file = configure(_private_dirs, {"h": hung_server(timeout=1500)})
+    llm.script(Reply.tool_calls(("mcp__h__wait", {})), Reply.text("moved on"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "h", "ready")
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+
+    assert await submit(daemon, "wait for it") == "moved on"
+
+    assert 1.5 <= loop.time() - began < 30
+    assert tool_results(llm)[-1] == (
+        "MCP server 'h' did not answer the call of wait within 1.5 s, so it was cancelled; the server may be stuck. "
+        f"Its `timeout` (in milliseconds) in {file} sets how long a call may take")
+    assert await cancels(_private_dirs, "h") == ["no answer within 1.5 s"]
+    step = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")][-1]
+    assert step["status"] == "failed", step
+
+
+@pytest.mark.parametrize("hung", [False, True], ids=["answering", "hung"])
+async def test_interrupt_ends_the_call_at_once_and_the_server_is_told(start_daemon, llm, _private_dirs, hung):
+    # `slow` notes a cancel in its dir as `cancelled`; the hung server never answers (not even the cancel) and
+    # notes each cancel in `cancels`. The default timeout (120 s) is far off.
+    server, call, started, told = ((hung_server(), ("mcp__t__wait", {}), "calls", "cancels") if hung else
+                                   (test_server(), ("mcp__t__slow", {"seconds": 120}), "slow-started", "cancelled"))
+    configure(_private_dirs, {"t": server})
+    llm.script(Reply.tool_calls(call))
     daemon = await start_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "wait"}, timeout=90))
-    started = state_dir(_private_dirs, "t") / "slow-started"
-    while not started.exists():
+    while not (state_dir(_private_dirs, "t") / started).exists():
         await asyncio.sleep(0.05)
+
     await daemon.request("ollie/interrupt", {})
-    await turn
-    marker = state_dir(_private_dirs, "t") / "cancelled"
+    await asyncio.wait_for(turn, 10)
+
+    marker = state_dir(_private_dirs, "t") / told
     for _ in range(600):
         if marker.exists():
             break
         await asyncio.sleep(0.05)
     assert marker.exists(), "the server was not told (notifications/cancelled)"
+    if hung:
+        assert await cancels(_private_dirs, "t") == ["interrupted by the user"]
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
@@ -227,6 +272,21 @@ async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_d
     daemon = await start_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
     assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+
+
+async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(start_daemon, llm, _private_dirs):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    file = configure(_private_dirs, {"web": {"url": f"http://127.0.0.1:{port}/mcp?key=s3cret"}})
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "web", "failed")
+
+    shown = await submit(daemon, "/mcp")
+
+    assert (f"): failed: http://127.0.0.1:{port}/mcp?...: All connection attempts failed; check that the server runs "
+            f"there and that its url and headers in {file} are right, then /mcp restart web") in shown, shown
+    assert "s3cret" not in shown
 
 
 async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private_dirs):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ from ollie.mcp import client
 from ollie.mcp.client import MAX_RESULT_BYTES
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
+from ollie.sandbox.spawn import fork_server
 
 SERVER = Path(__file__).with_name("server.py")
 pytestmark = pytest.mark.timeout(180)
@@ -235,5 +238,25 @@ async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path,
         await host.add({"s": ServerSpec("s", command=sys.executable, args=("-c", silent))}, wait=30)
         (status,) = host.status()
         assert (status["state"], status["error"]) == ("failed", "the server did not answer within 1s: waiting for a login")
+    finally:
+        await host.aclose()
+
+
+async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so(tmp_path: Path, home: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # It read "the server exited (status -9)": as if the server crashed, or something killed it.
+    monkeypatch.setattr(client, "BACKOFF_S", ())
+    host, told = await start(tmp_path)
+    given_up = asyncio.Event()
+    host.notify = lambda text: (told.append(text), given_up.set())
+    try:
+        server = fork_server().pid
+        assert server is not None
+        os.kill(server, signal.SIGKILL)
+        await asyncio.wait_for(given_up.wait(), 30)
+        (status,) = host.status()
+        why = "ollie's sandbox helper (its fork server) died, so ollie stopped the server"
+        assert (status["state"], status["error"]) == ("failed", why), status
+        assert told == [f"MCP server 'h' failed and was given up: {why}"], told
     finally:
         await host.aclose()

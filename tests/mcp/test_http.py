@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import subprocess
 import sys
@@ -107,3 +108,35 @@ def test_an_acp_clients_sse_server_is_reached_over_sse() -> None:
     sent = SseMcpServer(type="sse", name="old", url="http://127.0.0.1:1/sse", headers=[HttpHeader(name="A", value="b")])
     (spec,) = from_acp([sent]).values()
     assert (spec.transport, spec.url, dict(spec.headers)) == ("sse", "http://127.0.0.1:1/sse", {"A": "b"})
+
+
+
+async def test_an_unreachable_server_is_named_by_its_url_with_what_to_do(http_server: HttpServer, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bug: `/mcp` and the model read "All connection attempts failed": which server, where, and what to do?
+    monkeypatch.setattr(client, "BACKOFF_S", ())
+    host = McpHost(cwd=tmp_path, environ={}, network_from="default")
+    config = tmp_path / "mcp.json"
+    secret = dataclasses.replace(spec(http_server), url=http_server.url + "?token=s3cret", source=str(config))
+    hint = f"; check that the server runs there and that its url and headers in {config} are right, then /mcp restart web"
+    try:
+        await host.add({"web": secret}, wait=60)
+        assert host.status()[0]["state"] == "ready"
+        http_server.kill()
+        # The model's call, once the server is gone (it fails, or finds it failed on its way).
+        told = (await host.call("mcp__web__add", {"a": 1, "b": 2})).text
+        assert told.startswith(f"MCP server 'web' went away during the call ({http_server.url}?...: "), told
+        again = await host.call("mcp__web__add", {"a": 1, "b": 2})
+        assert (again.text.startswith(f"MCP server 'web' failed: {http_server.url}?...: "), again.is_error) == (True, True)
+        # /mcp shows the server's state and error.
+        (status,) = host.status()
+        assert status["state"] == "failed" and status["error"].startswith(f"{http_server.url}?...: "), status
+        for text in (told, again.text, status["error"]):
+            assert text.rstrip(")").endswith(hint) and "s3cret" not in text, text
+    finally:
+        await host.aclose()
+
+
+def test_a_shown_url_keeps_no_credentials() -> None:
+    assert client.shown_url("https://user:pw@mcp.example.com:8443/v1/mcp?key=k#f") == "https://mcp.example.com:8443/v1/mcp?..."
+    assert client.shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"

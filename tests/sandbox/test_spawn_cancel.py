@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ollie.sandbox import spawn as spawn_module
+from ollie.sandbox.errors import HelperDiedError
 from ollie.sandbox.rules import landlock_abi
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import new_mark, processes_with
@@ -127,3 +128,36 @@ def _waiting_in(directory: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+# A fork server whose supervisors die once their step has run, before they report its pid.
+DYING_SUPERVISORS = """
+import json, os, socket, subprocess, sys
+control = socket.socket(fileno=int(sys.argv[1]))
+while True:
+    message, fds, _, _ = socket.recv_fds(control, 1024, 4)
+    if not message:
+        break
+    conn = socket.socket(fileno=fds[0])
+    request = json.loads(conn.makefile("rb").readline())
+    subprocess.run(request["argv"], cwd=request["cwd"], env=request["env"], check=False)
+    conn.close()
+    for fd in fds[1:]:
+        os.close(fd)
+"""
+
+
+async def test_a_step_whose_supervisor_died_unheard_is_never_run_again(monkeypatch, tmp_path):
+    # Bug: the spawn took the silence for a fork server that never started and ran the step again through the
+    # launcher: twice, side effects and all (in the chaos test, a second `sleep 60` the turn waited for).
+    script = tmp_path / "dying_supervisors.py"
+    script.write_text(DYING_SUPERVISORS)
+    server = ForkServer(script)
+    monkeypatch.setattr(spawn_module, "_server", server)
+    ran = tmp_path / "ran"
+    try:
+        with pytest.raises(HelperDiedError, match=r"^ollie's sandbox helper \(this step's supervisor\) died"):
+            await spawn_sandboxed(["/bin/sh", "-c", f"echo once >> {ran}"], policy=None, cwd=tmp_path, env={})
+        assert ran.read_text() == "once\n"
+    finally:
+        server.close()

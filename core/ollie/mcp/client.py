@@ -11,11 +11,11 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from ollie.backend.types import Image
 from ollie.mcp.config import ServerSpec
@@ -25,11 +25,15 @@ if TYPE_CHECKING:
     from ollie.sandbox.egress import Asker, NetAsk
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 START_TIMEOUT_S = 30.0
-CALL_TIMEOUT_S = 600.0
+# How long an HTTP server's streams may stay silent (its calls end sooner: their own `timeout`).
+HTTP_READ_TIMEOUT_S = 600.0
 # How long a failed server's exit (and last stderr) is awaited, to say why it failed.
 STDERR_WAIT_S = 2.0
+# Why a stdio server ended when its sandbox's fork server died (its supervisor stops it then).
+SANDBOX_STOPPED = "ollie's sandbox helper (its fork server) died, so ollie stopped the server"
 # Restart delays after a crash; when they are used up the server stays failed until the session restarts.
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
 # What a server may put before the model: a schema or description larger than this is cut or refused.
@@ -220,13 +224,12 @@ class McpServer:
             try:
                 await self._connect_and_serve()
                 was_ready = True  # it served, then went away
-                why = self.error or "the server exited"
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure is the server's state, shown to the user
-                why = _why(exc)
+            except Exception:  # noqa: BLE001 - any failure is the server's state, shown to the user (self.error)
                 was_ready = self.state == "ready"
             finally:
+                why = self.error
                 self._session = self._outbox = None
             if self._closing:
                 return
@@ -252,16 +255,28 @@ class McpServer:
         self._gone = asyncio.Event()
         try:
             await self._serve(ClientSession)
-        finally:
+            self.error = self._explained(self.error or "the server exited")
+        except Exception as exc:
+            self.error = self._explained(_why(exc))
+            raise
+        finally:  # after the error is set: a call that ends with the connection says why
             self._gone.set()
+
+    def _explained(self, why: str) -> str:
+        """Why the server failed, as /mcp and the model read it: an HTTP server's address, and what to do."""
+        if not self.spec.url:
+            return why
+        url = shown_url(self.spec.url)
+        return (f"{url}: {why.replace(self.spec.url, url)}; check that the server runs there and that its url and "
+                f"headers in {self.spec.source or 'its config'} are right, then /mcp restart {self.spec.name}")
 
     async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
         async with self._transport() as (read, write, done, tail):
             status: Any = None
             self._outbox = outbox = _Outbox(write)
             try:
-                async with ClientSession(read, outbox, message_handler=self._on_message,
-                                         read_timeout_seconds=timedelta(seconds=CALL_TIMEOUT_S)) as session:
+                # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
+                async with ClientSession(read, outbox, message_handler=self._on_message) as session:
                     try:
                         await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
                         self._session = session
@@ -280,10 +295,10 @@ class McpServer:
                     with contextlib.suppress(TimeoutError):
                         status = await asyncio.wait_for(done(), STDERR_WAIT_S)
                 if tail():
-                    head = f"the server exited (status {status})" if isinstance(status, int) else _why(exc)
+                    head = _ended(status) or _why(exc)
                     raise RuntimeError(f"{head}: {tail()}") from exc
                 raise
-            exited = f"the server exited (status {status})" if isinstance(status, int) else "the server went away"
+            exited = _ended(status) or "the server went away"
             self.error = exited + (f": {tail()}" if tail() else "")
 
     @contextlib.asynccontextmanager
@@ -307,11 +322,12 @@ class McpServer:
         tail = _StderrTail()
         try:
 
-            async def exited() -> int:
+            async def exited() -> int | str:
                 status = await proc.wait()
                 with contextlib.suppress(TimeoutError):  # its last words; a child of its may hold stderr open
                     await asyncio.wait_for(tail.ended.wait(), STDERR_WAIT_S)
-                return status
+                # Not "status -9", as if the server crashed or someone killed it: ollie's own helper was what died.
+                return SANDBOX_STOPPED if proc.report.get("orphaned") else status
 
             async with message_streams(proc, tail) as (read, write):
                 yield read, write, exited, lambda: "; ".join(list(tail.lines)[-3:])
@@ -366,6 +382,7 @@ class McpServer:
         if session is None or outbox is None or self.state != "ready":
             return ToolResult(f"MCP server {self.spec.name!r} is not ready "
                               f"({self.state}{': ' + self.error if self.error else ''})", is_error=True)
+        timeout = self.spec.timeout
         # The SDK gives no public handle on a request's id; the call carries a progress token of ours, and the
         # outbox (the session's write stream, ours) notes which id the request with that token went out as.
         self._calls += 1
@@ -377,16 +394,26 @@ class McpServer:
         from ollie.sandbox import egress
 
         self._net.calls.append(asker := egress.asking.get())
-        try:
-            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
+
+        async def cancel(reason: str) -> None:  # the call ends here, at once; the server is told to stop it
             task.cancel()
             request_id = outbox.ids.get(token)
             if request_id is not None and self._session is session:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(session.send_notification(types.ClientNotification(
                         types.CancelledNotification(params=types.CancelledNotificationParams(
-                            requestId=request_id, reason="interrupted by the user")))))
+                            requestId=request_id, reason=reason)))))
+
+        try:
+            done, _ = await asyncio.wait({task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                await cancel(f"no answer within {timeout:g} s")
+                return ToolResult(f"MCP server {self.spec.name!r} did not answer the call of {tool.remote} within "
+                                  f"{timeout:g} s, so it was cancelled; the server may be stuck. Its `timeout` (in "
+                                  f"milliseconds) in {self.spec.source or 'its config'} sets how long a call may take",
+                                  is_error=True)
+        except asyncio.CancelledError:
+            await cancel("interrupted by the user")
             raise
         finally:
             self._net.calls.remove(asker)
@@ -409,7 +436,7 @@ class McpServer:
         session = self._session
         if session is None:
             raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await session.get_prompt(name, arguments)
+        result = await self._answer(session.get_prompt(name, arguments), f"prompts/get {name}")
         texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
                  for m in result.messages]
         return "\n\n".join(t for t in texts if t)
@@ -421,10 +448,18 @@ class McpServer:
         session = self._session
         if session is None:
             raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await asyncio.wait_for(session.read_resource(AnyUrl(uri)), CALL_TIMEOUT_S)
+        result = await self._answer(session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
         parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
         text = "\n".join(parts)
         return text[:MAX_RESULT_BYTES]
+
+    async def _answer(self, request: Coroutine[Any, Any, T], what: str) -> T:
+        """`request`'s answer; TimeoutError naming the server, `what` and its `timeout` when none came in time."""
+        try:
+            return await asyncio.wait_for(request, self.spec.timeout)
+        except TimeoutError:
+            raise TimeoutError(f"MCP server {self.spec.name!r} did not answer {what} within {self.spec.timeout:g} s "
+                               f"(its `timeout`)") from None
 
     async def aclose(self) -> None:
         """Stop the server (its processes die) and stop restarting it."""
@@ -533,12 +568,12 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
         from mcp.client.sse import sse_client
 
         async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
-                              sse_read_timeout=CALL_TIMEOUT_S) as (read, write):
+                              sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
-    timeout = httpx.Timeout(START_TIMEOUT_S, read=CALL_TIMEOUT_S)
+    timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
     async with (httpx.AsyncClient(headers=dict(spec.headers), timeout=timeout) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
@@ -546,6 +581,22 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
 
 class _Silent(Exception):
     """A server that did not answer its start (initialize, the lists) in time."""
+
+
+def _ended(status: object) -> str:
+    """How a stdio server's end is told: its exit status, or what ended it (a text); "" when unknown."""
+    return f"the server exited (status {status})" if isinstance(status, int) else status if isinstance(status, str) else ""
+
+
+def shown_url(url: str) -> str:
+    """`url` without its credentials and query: a token there must reach neither the model nor the screen."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a port: the host alone
+        port = ""
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+    return urlunsplit((parts.scheme, host + port, parts.path, "", "")) + ("?..." if parts.query else "")
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie import paths
-from ollie.config import McpHttp, McpStdio, parse_mcp_servers
+from ollie.config import MCP_TIMEOUT_MS, McpHttp, McpStdio, parse_mcp_servers
 from ollie.errors import ConfigError
 from ollie.shapes import Invalid, dotted
 
@@ -37,6 +37,8 @@ class ServerSpec:
     # Its own dir under `<state dir>/mcp` (its HOME): its name, or for a workspace's server one of that
     # workspace's (a hostile `.mcp.json` naming a user's server must not get that server's HOME).
     home: str = ""
+    # How long a request (a tool call) waits for the server's answer, in seconds (mcp.json says milliseconds).
+    timeout: float = MCP_TIMEOUT_MS / 1000
 
     @property
     def from_workspace(self) -> bool:
@@ -56,10 +58,12 @@ def config_file() -> Path:
 
 def spec_of(name: str, entry: McpStdio | McpHttp, source: str) -> ServerSpec:
     """The server `entry` (a checked mcpServers entry) as a ServerSpec."""
+    timeout = entry.timeout / 1000
     if isinstance(entry, McpHttp):
-        return ServerSpec(name, url=entry.url, headers=dict(entry.headers), sse=entry.type == "sse", source=source)
+        return ServerSpec(name, url=entry.url, headers=dict(entry.headers), sse=entry.type == "sse", source=source,
+                          timeout=timeout)
     return ServerSpec(name, command=entry.command, args=tuple(entry.args), env=dict(entry.env), cwd=entry.cwd,
-                      source=source)
+                      source=source, timeout=timeout)
 
 
 def checked(value: object, source: str) -> dict[str, McpStdio | McpHttp | None]:

@@ -71,6 +71,8 @@ class McpHost:
         owner = next((s for s in self.servers.values() if tool.startswith(tool_name(s.spec.name, ""))), None)
         if found is None and owner is not None and await owner.revive():  # its tools went with its connection
             found = self._tools().get(tool)
+        if found is None and owner is not None and owner.state == "failed":
+            return ToolResult(f"MCP server {owner.spec.name!r} failed: {owner.error}", is_error=True)
         if found is None:
             return ToolResult(f"unknown MCP tool {tool!r} (its server may have stopped)", is_error=True)
         server, info = found

@@ -71,7 +71,8 @@ class SandboxedProcess:
         self.stdin_fd = stdin_fd
         self.pgid = pid
         self.warnings = warnings
-        # What its supervisor said besides the status, once known: {"oom": True} when its memory limit ended it.
+        # What its supervisor said besides the status, once known: {"oom": True} when its memory limit ended it,
+        # {"orphaned": True} when the supervisor stopped it because the fork server died.
         self.report = report if report is not None else {}
         self._stdout_fd: int | None = stdout_fd
         self._stderr_fd: int | None = stderr_fd
@@ -131,7 +132,7 @@ class SandboxedProcess:
             raise
 
     async def communicate(self, *, limit_bytes: int = 1 << 20) -> tuple[bytes, bytes, bool]:
-        """Stdout, stderr (each capped at `limit_bytes`) and whether either was cut; waits for exit.
+        """Stdout, stderr (each capped at `limit_bytes`) and whether either was cut; waits for exit (or its failure).
 
         Cancelling it (a timeout, an interrupt) kills the whole process group first.
         """
@@ -141,7 +142,7 @@ class SandboxedProcess:
                                                                   _collect(stderr_fd, limit_bytes, self._readers))
             if self._stdin_writer is not None:
                 await self._stdin_writer
-            await self.wait()
+            await asyncio.wait([self._status])  # its failure (a helper died) is `wait`'s to raise: the output stays
         except asyncio.CancelledError:
             self.kill_group()
             raise

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ollie import paths, programs
 from ollie.log import get_logger
 from ollie.sandbox import unconfined, writers
-from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.errors import SUPERVISOR_DIED, HelperDiedError, SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
 from ollie.sandbox.process import SandboxedProcess, write_stdin
@@ -45,6 +45,9 @@ log = get_logger("ollie.sandbox")
 STEP_OOM_SCORE_ADJ = 1000
 # How long a cancelled spawn waits for its step's processes to be killed and swept before it raises.
 CANCEL_WAIT_S = 5.0
+# How long a spawn that got no answer waits to see the fork server's exit: its death closes the spawn's socket a
+# moment before its exit shows, and only a fork server that died may have left the step unstarted.
+SERVER_EXIT_WAIT_S = 0.5
 _background: set[asyncio.Future[None] | asyncio.Future[int]] = set()
 
 
@@ -136,7 +139,35 @@ class ForkServer:
             raise _ServerLost(str(exc)) from exc
         finally:
             theirs.close()
-        return await _converse(mine, line[sent:], request["argv"][0], report)
+        try:
+            return await _converse(mine, line[sent:], request["argv"][0], report)
+        except _ServerLost:
+            # No answer at all: the fork server died before a supervisor took the spawn (the launcher runs it),
+            # or the supervisor died, maybe with the step started already: it must never run twice.
+            if await self._runs_on(SERVER_EXIT_WAIT_S):
+                raise HelperDiedError(SUPERVISOR_DIED) from None
+            raise
+
+    async def _runs_on(self, wait: float) -> bool:
+        """Whether the server is still running after `wait` seconds (False as soon as it has exited)."""
+        proc = self._proc
+        try:
+            fd = os.pidfd_open(proc.pid) if proc is not None and proc.poll() is None else -1
+        except ProcessLookupError:
+            fd = -1
+        if fd < 0:
+            return False
+        loop = asyncio.get_running_loop()
+        exited = loop.create_future()
+        loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+        try:
+            await asyncio.wait_for(exited, wait)
+        except TimeoutError:
+            return True
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+        return False
 
 
 async def _converse(sock: socket.socket, line: bytes, program: str, report: dict | None = None,
@@ -219,8 +250,8 @@ async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
         line = await reader.readline()
     finally:
         writer.close()
-    if not line:
-        raise SandboxError("the fork server exited before reporting the exit status")
+    if not line:  # its supervisor (not the fork server: this socket is the supervisor's alone) died
+        raise HelperDiedError(SUPERVISOR_DIED)
     reply = json.loads(line)
     if report is not None:
         report.update((key, value) for key, value in reply.items() if key != "status")

@@ -265,9 +265,11 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         status = own if status is None else status
     # Whether the step's memory limit was what ended it: the daemon says so instead of a bare "killed by signal 9".
     oom = group is not None and group.oom_killed()
+    # Killed by us because our parent (the fork server) died: the daemon says so instead of blaming the tool.
+    orphaned = _stopping and status == -signal.SIGKILL and os.getppid() != parent
     # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
     # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
-    _send(conn, {"status": status, **({"oom": True} if oom else {})})
+    _send(conn, {"status": status, **({"oom": True} if oom else {}), **({"orphaned": True} if orphaned else {})})
     if mounts >= 0:
         os.close(mounts)  # the step's mount namespace is torn down now, after its status
     if clean:

@@ -78,11 +78,14 @@ async def run_process(
     Killing the group ends the tool process; its supervisor then sweeps what left
     the group (setsid, double fork) before it reports the status awaited here.
     """
+    from ollie.sandbox.errors import FORK_SERVER_DIED, HelperDiedError
     from ollie.sandbox.spawn import spawn_sandboxed
 
     try:
         proc = await spawn_sandboxed(argv, policy=policy, cwd=cwd, env=env, stdin=stdin, tmp_at_tmp=tmp_at_tmp,
                                      python=python)
+    except HelperDiedError as exc:  # not "could not start": the step may have run
+        return RunOutcome(error=str(exc))
     except Exception as exc:  # noqa: BLE001 - any start failure becomes a result the model can read
         blocked = outside_note(policy, argv[0], execute=True) if policy and isinstance(exc, PermissionError) else None
         return RunOutcome(error=f"could not start {argv[0]}: {blocked or exc}")
@@ -103,7 +106,12 @@ async def run_process(
             proc.kill_pipe_holders()
             proc.stop_reading()
             outcome.stdout, outcome.stderr, outcome.truncated = await reader
-        outcome.exit_code = await proc.wait()
+        try:
+            outcome.exit_code = await proc.wait()
+        except HelperDiedError as exc:
+            outcome.error = str(exc)
+        if proc.report.get("orphaned"):
+            outcome.error = FORK_SERVER_DIED
         outcome.network = list(proc.report.get("network") or ())
         if policy is not None:
             if mentions_denial(outcome.stderr):

@@ -1,0 +1,37 @@
+"""A stdio MCP server that starts and lists its one tool, then never answers a call (nor its cancel): a hung server.
+
+Each call it got is appended to `calls` in its HOME, each cancel to `cancels`, so a test sees what reached it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HOME = Path(os.environ.get("HOME", "/nonexistent"))
+TOOL = {"name": "wait", "description": "Never answers.", "inputSchema": {"type": "object", "properties": {}}}
+
+
+def answer(request: dict, result: dict) -> None:
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method == "initialize":
+        answer(message, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                         "serverInfo": {"name": "hung", "version": "1"}})
+    elif method == "tools/list":
+        answer(message, {"tools": [TOOL]})
+    elif method == "tools/call":
+        with (HOME / "calls").open("a") as calls:
+            calls.write(line)
+    elif method == "notifications/cancelled":
+        with (HOME / "cancels").open("a") as cancels:
+            cancels.write(line)
+    elif "id" in message:
+        answer(message, {})
