@@ -181,9 +181,9 @@ async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_d
     assert [(c["host"], c["verdict"], c["how"]) for c in tool["network"]] == [("other.test", "allowed", "once")]
 
 
-def hung_server(**options: Any) -> dict[str, Any]:
+def hung_server(*args: str, **options: Any) -> dict[str, Any]:
     """tests/mcp/hung_server.py: lists its tool `wait`, then never answers a call (nor its cancel)."""
-    return {"command": sys.executable, "args": [str(SERVER.with_name("hung_server.py"))], **options}
+    return {"command": sys.executable, "args": [str(SERVER.with_name("hung_server.py")), *args], **options}
 
 
 async def cancels(home: Path, name: str) -> list[str]:
@@ -215,6 +215,20 @@ async def test_a_call_to_a_hung_server_ends_at_its_timeout_and_the_turn_goes_on(
     assert await cancels(_private_dirs, "h") == ["no answer within 1.5 s"]
     step = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")][-1]
     assert step["status"] == "failed", step
+
+
+async def test_a_server_that_answers_no_ping_after_a_timed_out_call_is_restarted(start_daemon, llm, _private_dirs):
+    # Kept as it was, a stuck server made every later call wait its whole timeout again.
+    configure(_private_dirs, {"h": hung_server("deaf", timeout=1000)})
+    llm.script(Reply.tool_calls(("mcp__h__wait", {})), Reply.text("moved on"))
+    daemon = await start_daemon(env=llm.env())
+    await wait_state(daemon, "h", "ready")
+    assert await submit(daemon, "wait for it") == "moved on"
+    told = "MCP server 'h' answered neither a call nor a ping within 5 s: restarting it"
+    await daemon.wait_events(lambda events: any(told in str(e.get("content")) for e in events), timeout=60)
+    await wait_state(daemon, "h", "ready")
+    starts = (state_dir(_private_dirs, "h") / "starts").read_text().split()
+    assert len(starts) == 2 and starts[0] != starts[1], starts  # a second process started
 
 
 @pytest.mark.parametrize("hung", [False, True], ids=["answering", "hung"])

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 START_TIMEOUT_S = 30.0
+# How long a server a call got no answer from has to answer a ping before it is restarted.
+PING_TIMEOUT_S = 5.0
 # How long an HTTP server's streams may stay silent (its calls end sooner: their own `timeout`).
 HTTP_READ_TIMEOUT_S = 600.0
 # How long a failed server's exit (and last stderr) is awaited, to say why it failed.
@@ -164,6 +166,7 @@ class McpServer:
         self._outbox: _Outbox | None = None
         self._calls = 0
         self._net = _CallsNetAsk()
+        self._checking: asyncio.Future[None] | None = None  # a check of a server a call got no answer from
 
     def start(self) -> None:
         """Start (and keep restarting) the server in the background."""
@@ -201,6 +204,19 @@ class McpServer:
         except Exception:  # noqa: BLE001 - the transport ends with the reason; wait for it to be the state
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(gone.wait(), timeout)
+
+    async def _restart_if_deaf(self, session: Any) -> None:
+        """After a call got no answer: a server that answers no ping either is restarted (each later call would
+        wait its whole timeout); one that answers is only slow at that tool and is kept."""
+        try:
+            await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - no answer (or the connection went): it is stuck
+            if self._session is session and not self._closing:
+                self._notify(f"MCP server {self.spec.name!r} answered neither a call nor a ping within "
+                             f"{PING_TIMEOUT_S:g} s: restarting it")
+                await self.restart()
+        finally:
+            self._checking = None
 
     async def wait_ready(self, timeout: float) -> None:
         """Return once the first start succeeded or failed, or after `timeout` (it keeps starting)."""
@@ -408,6 +424,7 @@ class McpServer:
             done, _ = await asyncio.wait({task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if not done:
                 await cancel(f"no answer within {timeout:g} s")
+                self._checking = self._checking or asyncio.ensure_future(self._restart_if_deaf(session))
                 return ToolResult(f"MCP server {self.spec.name!r} did not answer the call of {tool.remote} within "
                                   f"{timeout:g} s, so it was cancelled; the server may be stuck. Its `timeout` (in "
                                   f"milliseconds) in {self.spec.source or 'its config'} sets how long a call may take",
@@ -465,6 +482,8 @@ class McpServer:
         """Stop the server (its processes die) and stop restarting it."""
         self._closing = True
         self.state = "stopped"
+        if self._checking is not None:
+            self._checking.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):
