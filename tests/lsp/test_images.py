@@ -65,3 +65,21 @@ async def test_queue_and_inject_refuse_images_rather_than_drop_them(start_daemon
     for method in ("ollie/queue", "ollie/inject"):
         error = await rpc_error(daemon, method, {"text": "later", "images": [{"path": "a.png"}]})
         assert error.code == -32602 and "only ollie/submit takes images" in str(error)
+
+
+async def test_file_read_of_an_image_shows_it_to_the_model(start_daemon, scripted_llm):
+    """The sandboxed tool finds an image by its bytes; the daemon reads it through the chokepoint (capped, no
+    symlink) and the model sees it after the result (OpenAI's tool messages take text only)."""
+    llm = scripted_llm("openai")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]},
+                                                         {"tool": "file_read", "args": ["big.png"]}]})),
+               Reply.text("a red rectangle"))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    (daemon.workspace / "big.png").write_bytes(PICTURE + b"\0" * 2000)
+    result = await daemon.request("ollie/submit", {"text": "what is in shot.png?"})
+    assert (result["stop"], result["reply"]) == ("end", "a red rectangle")
+    assert llm.failures == [] and llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)]
+    (tool,) = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+    assert f"[image: PNG, {len(PICTURE)} bytes]" in tool, tool
+    assert "[note] the image is not shown to the model: big.png is larger than 1,000 bytes" in tool, tool

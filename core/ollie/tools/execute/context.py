@@ -64,7 +64,7 @@ class CallContext:
     def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
         """The call's ToolResult from its sections."""
         text = render_all(sections, limit=limit or self.runner.output_limit, timeout=self.timeout)
-        return ToolResult(text, is_error=failed)
+        return ToolResult(text, is_error=failed, images=[image for section in sections for image in section.images])
 
     @contextlib.asynccontextmanager
     async def exclusive_scratch(self) -> AsyncIterator[Path]:

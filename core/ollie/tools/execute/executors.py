@@ -113,7 +113,21 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
         elevated=call.elevated, what=shlex.join([script.name, *call.args]),
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
+    if script.name == "file_read" and outcome.ok and outcome.stdout.startswith(b"[image:") and call.args:
+        return await _with_image(ctx, Section(label, outcome), call.args[0])
     return Section(label, outcome)
+
+
+async def _with_image(ctx: CallContext, section: Section, path: str) -> Section:
+    """file_read found an image: the daemon reads it itself, through the guarded path (beneath the working
+    directory, no symlink, FIFO or device, capped and checked by its bytes), for the model to see."""
+    from ollie.backend import images
+
+    try:
+        section.images.append(await images.read(ctx.runner.cwd, path))
+    except images.ImageError as exc:
+        section.note = f"the image is not shown to the model: {exc}"
+    return section
 
 
 async def call_tool(ctx: CallContext, request: CallRequest, documents: DocumentBridge | None = None,

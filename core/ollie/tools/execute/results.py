@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ollie.backend.types import Image
 from ollie.tools.execute.spawn import RunOutcome
 
 
@@ -50,6 +51,7 @@ class Section:
     outcome: RunOutcome | None
     note: str = ""
     show_stdout: bool = True
+    images: list[Image] = field(default_factory=list)  # what file_read showed the model
 
 
 def render(section: Section, *, limit: int, timeout: float | None) -> str:
