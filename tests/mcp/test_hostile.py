@@ -260,3 +260,25 @@ async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so
         assert told == [f"MCP server 'h' failed and was given up: {why}"], told
     finally:
         await host.aclose()
+
+
+async def test_a_server_failing_the_same_way_again_is_told_once_then_given_up(tmp_path: Path, home: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each retry said it again: five lines of the same failure in the chat while the user did something else.
+    monkeypatch.setattr(client, "BACKOFF_S", (0.05, 0.05, 0.05))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    told: list[str] = []
+    given_up = asyncio.Event()
+    host.notify = lambda text: (told.append(text), "given up" in text and given_up.set())
+    dead = ServerSpec("d", command=sys.executable, args=("-c", "import sys; sys.exit('error: no token')"))
+    try:
+        await host.add({"d": dead}, wait=0)
+        await asyncio.wait_for(given_up.wait(), 60)
+        why = "the server exited (status 1): error: no token"
+        assert told == [f"MCP server 'd' failed ({why}); restarting in 0.05s (at most 3 tries; /mcp shows how it goes)",
+                        f"MCP server 'd' failed and was given up: {why}"], told
+        assert host.status()[0]["restarts"] == 3
+    finally:
+        await host.aclose()

@@ -234,7 +234,7 @@ class McpServer:
                 "resources": [{"uri": r.uri, "name": r.name, "description": r.description} for r in self.resources]}
 
     async def _run(self) -> None:
-        attempt = 0
+        attempt, told = 0, ""
         while not self._closing:
             was_ready = False
             try:
@@ -261,7 +261,10 @@ class McpServer:
             delay = BACKOFF_S[attempt]
             attempt += 1
             self.restarts += 1
-            self._notify(f"MCP server {self.spec.name!r} failed ({why}); restarting in {delay:g}s")
+            if attempt == 1 or why != told:  # each retry of the same failure said again was noise in the chat
+                self._notify(f"MCP server {self.spec.name!r} failed ({why}); restarting in {delay:g}s"
+                             + ("" if attempt > 1 else f" (at most {len(BACKOFF_S)} tries; /mcp shows how it goes)"))
+            told = why
             await asyncio.sleep(delay)
             self.state = "starting"
 
