@@ -31,7 +31,7 @@ class McpMembers:
             host.notify = lambda text: self.bus.emit("info", text)
             host.on_change = lambda: refresh_tools(self.runtime)
             unsaid, host.unsaid = host.unsaid, []
-            for text in unsaid:  # news from before (a session's start has nobody listening yet: it is lost)
+            for text in unsaid:  # news from before (at a session's start the bus keeps it for its first listener)
                 host.notify(text)
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:

@@ -157,16 +157,28 @@ class Subscription:
             self.finished()
 
 
+# The most news a bus keeps for its first listener.
+MAX_UNHEARD = 20
+
+
 class Bus:
     """Fan-out of events to any number of subscribers, in publish order."""
 
     def __init__(self) -> None:
         self._subs: list[Subscription] = []
+        # News said before anyone listened to everything (an MCP server that failed as the session was built):
+        # the first such subscriber gets it first.
+        self._unheard: list[Event] = []
 
     def subscribe(self, roles: frozenset[str] | None = None) -> Subscription:
-        """A new subscription that sees every event published from now on (only those of `roles` when given)."""
+        """A new subscription that sees every event published from now on (only those of `roles` when given);
+        the first that takes every role also gets the `info` and `error` events nobody heard before it."""
         sub = Subscription(self, roles)
         self._subs.append(sub)
+        if roles is None:
+            unheard, self._unheard = self._unheard, []
+            for event in unheard:
+                sub._put(event)
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
@@ -176,9 +188,13 @@ class Bus:
     def publish(self, event: Event) -> None:
         """Deliver `event` to every subscriber; never blocks."""
         # A reader woken for events it drops cost 50 streaming sessions a loop callback per delta each.
+        heard = False
         for sub in self._subs:
             if sub.roles is None or event.role in sub.roles:
                 sub._put(event)
+                heard = heard or sub.roles is None
+        if not heard and event.role in ("info", "error") and len(self._unheard) < MAX_UNHEARD:
+            self._unheard.append(event)
 
     def emit(self, role: str, content: str = "", name: str = "") -> None:
         """Shorthand for publish(Event(role, name, content))."""
