@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -87,6 +88,43 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
         assert re.search(r"^[12] changes?; before #1", undone, re.M), undone
         assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
         assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of_its_own(tmp_path: Path,
+                                                                                          scripted_llm):
+    """She types a comment into calc.py while the turn runs; the agent's edit of add lands mid-typing and she types
+    on: `u` takes back what she typed after it, the next `u` the agent's edit alone, her first words staying (Bug:
+    insert mode's one undo block took the edit in, and the first `u` undid the edit and all she had typed)."""
+    srv = scripted_llm("openai")
+    typing = threading.Event()
+    edit = {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]}
+    srv.script(Reply(text="On it.", tool_calls=[("call_tool", edit)], hold=typing), Reply.text("Fixed."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+
+    def code(screen: str) -> list[str]:
+        return [line.split("│")[0].rstrip() for line in screen.splitlines()[:4]]
+
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "On it." in s, "the turn to start")
+        tmux.keys("G", "o")
+        tmux.keys("# typed before", literal=True)
+        tmux.wait(lambda s: "# typed before" in s, "her typing")
+        typing.set()
+        tmux.keep("1-landed", tmux.wait(lambda s: "return a + b" in s and "-- INSERT --" in s, "the edit mid-typing"))
+        tmux.keys(" and after", literal=True)
+        tmux.keys("Escape")
+        tmux.wait(lambda s: "Fixed." in s and "# typed before and after" in s, "the turn's end")
+        tmux.keys("u")
+        first = tmux.keep("2-undo", tmux.wait(lambda s: "after" not in s, "the first undo"))
+        assert code(first)[:3] == ["def add(a, b):", "    return a + b", "# typed before"], first
+        tmux.keys("u")
+        second = tmux.keep("3-undo", tmux.wait(lambda s: "return a - b" in s, "the second undo"))
+        assert code(second)[:3] == ["def add(a, b):", "    return a - b", "# typed before"], second
         assert_clean(tmux.screens)
     finally:
         tmux.close()
