@@ -130,6 +130,31 @@ def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of
         tmux.close()
 
 
+def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_runs(tmp_path: Path, scripted_llm):
+    """Two Neovims on one project: the second's `:OllieSessions` labels the session the first runs `live on <host>
+    (pid N)`, as a teammate's is (Bug: it listed it as any saved one; picked, it was refused by a line cut short)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer in the first."))
+    first = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    second = None
+    try:
+        first.wait(lambda s: "x = 1" in s, "the first nvim to start")
+        first.keys(":Ollie from the first window", "Enter")
+        first.wait(lambda s: "Answer in the first." in s and "(end)" in s, "the first's turn")
+        second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
+        second.wait(lambda s: "x = 1" in s, "the second nvim to start")
+        second.keys(":OllieSessions", "Enter")
+        listed = second.keep("1-sessions", second.wait(lambda s: "Show archived" in s, "the sessions picker"))
+        label = next(line for line in listed.splitlines() if "from the first window" in line)
+        assert re.search(r"just now · live on \S+ \(pid \d+\)$", label.rstrip()), label
+        second.keys("Escape")
+        assert_clean(second.screens)
+    finally:
+        first.close()
+        if second:
+            second.close()
+
+
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
     limited, retrying", so a crashed local server sent the user looking at quotas)."""
