@@ -155,6 +155,31 @@ def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_ru
             second.close()
 
 
+def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_path: Path, scripted_llm):
+    """She starts typing `:e ...` while the answer streams: the chat shows the answer's end and its steps as they come
+    (Bug: Neovim redraws no window in command-line mode, so the chat stood still until the command was done)."""
+    srv = scripted_llm("openai")
+    ending = threading.Event()
+    step = ("execute_code", {"steps": [{"code": "echo listed", "language": "bash"}]})
+    srv.script(Reply(text="First words.", tool_calls=[step], hold=ending), Reply.text("Last words."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie list and tell", "Enter")
+        tmux.wait(lambda s: "First words." in s, "the answer's first words")
+        tmux.keys(":e cal", literal=True)
+        tmux.wait(lambda s: s.rstrip().endswith(":e cal"), "the command line")
+        ending.set()
+        typing = tmux.keep("1-typing", tmux.wait(lambda s: "Last words." in s and "(end)" in s, "the turn's end"))
+        assert "✓ Run echo listed" in typing and typing.rstrip().endswith(":e cal"), typing
+        tmux.keys("c.py", literal=True)
+        tmux.keys("Enter")
+        tmux.wait(lambda s: re.search(r"^calc\.py +1,1 ", s, re.M) is not None, "the command done")
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
     limited, retrying", so a crashed local server sent the user looking at quotas)."""
