@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -153,6 +154,42 @@ def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_ru
         first.close()
         if second:
             second.close()
+
+
+def test_typing_into_the_file_the_agent_s_step_just_edited_is_no_change_behind_the_buffer(tmp_path: Path,
+                                                                                          scripted_llm):
+    """The agent's edit of calc.py lands in its buffer and is saved; she types into it while the step runs on: the step
+    changed nothing under her buffer, so nobody is warned and the model is told nothing of it (Bug: her typing made the
+    buffer differ from the step's change on disk, taken for a change the buffer did not show: a warning to merge and
+    save, and the agent's next edits of calc.py refused until she did)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "wait_go").write_text("#!/bin/bash\n# description: Wait until the test says go.\n"
+                                   "while [ ! -e .git/go ]; do sleep 0.05; done\necho went\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="On it.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}, {"tool": "wait_go", "args": []}]})]),
+        Reply.text("Fixed."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, {**srv.env(approval="auto"), "OLLIE_TOOLS_PATH": str(tools)},
+                      {"calc.py": "def add(a, b):\n    return a - b\n"})
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "return a + b" in s and "calc.py [+]" not in s, "the edit, saved")
+        tmux.keys("G", "o")
+        tmux.keys("# typed while the step runs", literal=True)
+        tmux.keys("Escape")
+        tmux.wait(lambda s: "calc.py [+]" in s, "her unsaved line")
+        (ws / ".git" / "go").write_text("")
+        done = tmux.keep("1-done", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
+        assert "✎ 1 file changed" in done and "changed the file on disk" not in chat_of(done).replace("\n", " "), done
+        assert "[editor]" not in json.dumps(srv.chat_requests[1].body["messages"][-1]), "the model was told of it"
+        assert (ws / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        assert_clean(tmux.screens)
+    finally:
+        (ws / ".git" / "go").write_text("")
+        tmux.close()
 
 
 def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_path: Path, scripted_llm):
