@@ -217,6 +217,35 @@ def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_pa
         tmux.close()
 
 
+def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_path: Path, scripted_llm):
+    """The model asks to run a step outside the sandbox while she types `1` and Enter into calc.py: her keys stay hers
+    and the step does not run; the question shows in the float, and its buttons once she leaves insert mode (Bug:
+    Neovim's own window/showMessageRequest handler put up its inputlist at once, and the `1<CR>` she was typing
+    answered "Allow once": the step ran outside the sandbox, the question never seen)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Needs root.", tool_calls=[
+        ("execute_code", {"steps": [{"code": "echo ran > proof", "elevated": True}]})]), Reply.text("Not run, then."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 0\n"})
+    try:
+        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
+        tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s, "the question"))
+        assert "once you stop typing: <Esc>" in asked and "-- INSERT --" in asked, asked
+        tmux.keys("1", "Enter", "2")
+        typed = tmux.keep("2-typed", tmux.wait(lambda s: [line[:2] for line in s.splitlines()[1:3]] == ["1 ", "2 "],
+                                                   "her typing"))
+        assert not (ws / "proof").exists() and "Allow once" not in typed, typed
+        tmux.keys("Escape")
+        tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Deny" in s, "the buttons"))
+        tmux.keys("2", "Enter")
+        done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
+        assert "declined: not run" in chat_of(done) and not (ws / "proof").exists(), done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
     limited, retrying", so a crashed local server sent the user looking at quotas)."""
