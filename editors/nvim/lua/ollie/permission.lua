@@ -374,7 +374,9 @@ function M.ask_message(params, answer)
   local lines = vim.tbl_map(one_line, vim.split(message, "\n", { plain = true }))
   local actions = vim.tbl_filter(function(a) return type(a) == "table" and type(a.title) == "string" end,
     type(params.actions) == "table" and params.actions or {})
-  local spec = { session = message:match("^ollie %(session ([^)%s]+)%)"), title = lines[1], lines = lines,
+  -- Its title (a withdrawn question's note): what it asks, `run this outside the sandbox: <code>`.
+  local title = vim.trim(one_line(message):gsub("^ollie %(session [^)]*%) asks to ", ""):gsub("%s+", " "))
+  local spec = { session = message:match("^ollie %(session ([^)%s]+)%)"), title = title, lines = lines,
     has_diff = false }
   pose(spec, answer, function(q, reply)
     vim.ui.select(actions, {
