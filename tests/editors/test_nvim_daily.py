@@ -246,6 +246,30 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         tmux.close()
 
 
+def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_path: Path, scripted_llm):
+    """Two Latin-1 files, one open in a buffer: the agent bumps a line of each; every "é" on disk stays the byte it was
+    (Bug: the file not open was read with U+FFFD for the byte and written back so, the lines it did not edit
+    corrupted)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["open.py", "value = 1", "value = 2"]},
+        {"tool": "file_edit", "args": ["closed.py", "value = 1", "value = 2"]}]})), Reply.text("Bumped both."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"open.py": "", "closed.py": ""})
+    try:
+        for name in ("open.py", "closed.py"):
+            (ws / name).write_bytes(b'name = "caf\xe9"\nvalue = 1\n')
+        tmux.keys(":e!", "Enter")
+        tmux.wait(lambda s: 'name = "café"' in s, "the Latin-1 file")
+        tmux.keys(":Ollie bump both", "Enter")
+        tmux.keep("1-bumped", tmux.wait(lambda s: "Bumped both." in s and "(end)" in s, "the turn"))
+        for name in ("open.py", "closed.py"):
+            assert (ws / name).read_bytes() == b'name = "caf\xe9"\nvalue = 2\n', name
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
     limited, retrying", so a crashed local server sent the user looking at quotas)."""
