@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -268,6 +269,37 @@ def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_prompt(tmp_path: Path, scripted_llm):
+    """The first Neovim has a prompt queued behind its turn (kept in case it quits); `:OllieRestart` in a second one
+    on the project forgets only its own daemon's (Bug: it emptied the file every Neovim of the user shares, so the
+    first's prompt was gone had it quit or crashed then)."""
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+    srv = scripted_llm("openai", check=False)
+    story = threading.Event()
+    srv.script(Reply(text="A long story.", hold=story), Reply.text("The queued one's answer."))
+    first = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    second = None
+    try:
+        first.wait(lambda s: "x = 1" in s, "the first nvim to start")
+        first.keys(":Ollie tell a story", "Enter")
+        first.wait(lambda s: "A long story." in s, "the story")
+        first.keys(":OllieQueue and then this", "Enter")
+        first.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
+        assert "and then this" in saved.read_text()
+        second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
+        second.wait(lambda s: "x = 1" in s, "the second nvim to start")
+        second.keys(":OllieRestart", "Enter")
+        second.keep("1-restarted", second.wait(lambda s: "the daemon restarted" in s, "the restart"))
+        assert "and then this" in saved.read_text(), "the first Neovim's queued prompt is kept"
+        story.set()
+        first.wait(lambda s: "The queued one's answer." in s, "the queued turn")
+    finally:
+        story.set()
+        first.close()
+        if second:
+            second.close()
 
 
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
