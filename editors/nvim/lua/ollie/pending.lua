@@ -130,6 +130,7 @@ function P:restore_queue()
     return
   end
   carried[session] = nil
+  savedqueue.claim(session)
   local saved = {}
   for _, q in ipairs(savedqueue.read()) do
     saved = q.session == session and q.prompts or saved

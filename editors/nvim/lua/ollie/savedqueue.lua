@@ -111,6 +111,12 @@ local function update(session, fn)
   write(queues)
 end
 
+---Note that this editor's daemon has `session`'s saved prompts (queued again there): a Restart forgets them.
+---@param session string
+function M.claim(session)
+  mine[session] = true
+end
+
 ---Keep a prompt the daemon queued (until its turn starts).
 ---@param session string
 ---@param prompt ollie.SavedPrompt
