@@ -302,6 +302,24 @@ def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_pro
             second.close()
 
 
+def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path: Path, scripted_llm):
+    """`#file:` of a binary file: the model is told it is binary, as file_read tells it (Bug: its bytes went as text,
+    control characters and U+FFFD, a NUL among them, which some APIs refuse)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It is binary."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    (tmp_path / "ws" / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie what is #file:blob.bin", "Enter")
+        tmux.keep("1-answered", tmux.wait(lambda s: "It is binary." in s and "(end)" in s, "the answer"))
+        sent = srv.chat_requests[0].body["messages"][-1]["content"]
+        assert "File: blob.bin\nBinary file: its bytes are not shown." in sent and "\0" not in sent, sent
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
     limited, retrying", so a crashed local server sent the user looking at quotas)."""
