@@ -50,6 +50,10 @@ async def context_documents(open_documents: Mapping[str, TextDocument],
     return found.get
 
 
+# How much of a file is looked at for a NUL, the sign of a binary file (file_read's SNIFF).
+_SNIFF = 8192
+
+
 def _span(context: EditorContext) -> tuple[int, int] | None:
     """The range's first and last line (0-based); an end at column 0 leaves that line out. None without a range."""
     rng = context.range
@@ -91,6 +95,9 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup,
         # Where the selection is: the model can cite it, a client can label it.
         notes = [f"Location: {_lines_label(*span)}"] if (span := _span(context)) is not None else []
         return context_block(header, notes=notes, caption="Selected text:", body=context.selection, fence=fence)
+    if doc is not None and "\0" in doc.text[:_SNIFF]:
+        # As file_read refuses it: control bytes and U+FFFD are nothing to read, and some APIs refuse a NUL.
+        return context_block(header, notes=["Binary file: its bytes are not shown."])
     if doc is not None and (picked := range_text(doc.text, context)) is not None:
         label, body = picked
         return context_block(header, caption=f"Showing {label}:", body=body, fence=fence)

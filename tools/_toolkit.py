@@ -155,15 +155,17 @@ def read_bytes(path: Path, shown: object) -> bytes:
         return handle.read()
 
 
-def read_text(path: Path) -> str:
-    """A file's text (invalid UTF-8 replaced); ToolError for missing files, dirs and what is no regular file."""
+def read_text(path: Path, errors: str = "replace") -> str:
+    """A file's text (invalid UTF-8 replaced, or with `errors="surrogateescape"` kept as it is to be written back);
+    ToolError for missing files, dirs and what is no regular file."""
     path = content_path(path)
-    return read_bytes(path, path).decode("utf-8", errors="replace")
+    return read_bytes(path, path).decode("utf-8", errors=errors)
 
 
-def write_atomic(path: Path, text: str, shown: object = None) -> None:
+def write_atomic(path: Path, text: str, shown: object = None, errors: str = "strict") -> None:
     """Replace `path` with `text` in one rename (in place in a directory the user may not write), keeping an existing
-    file's permissions; `shown`: its name in errors (default `path`). A read-only one is refused (`refuse_read_only`).
+    file's permissions; `shown`: its name in errors (default `path`); `errors`: how `text` is encoded to UTF-8. A
+    read-only one is refused (`refuse_read_only`).
     """
     refuse_read_only(path, shown or path)
     path = content_path(path)
@@ -183,12 +185,12 @@ def write_atomic(path: Path, text: str, shown: object = None) -> None:
         # is written in place, as editors do (it was refused as "permission denied"). Only a regular file, checked on
         # the open file and truncated only then: one swapped for a FIFO since would wait for a reader.
         fd = open_regular(path, os.O_WRONLY, shown or path)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors, newline="") as handle:
             os.ftruncate(fd, 0)
             handle.write(text)
         return
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors, newline="") as handle:
             handle.write(text)
         if mode is not None:
             os.chmod(tmp, mode)

@@ -16,3 +16,32 @@ async def test_a_session_runs_in_one_core_at_a_time_and_is_free_once_closed(scri
     await first.close()
     second = await make_core(srv, session_id=taken)
     assert second.session_id == taken
+
+
+def test_a_lock_held_by_another_process_is_listed_and_a_crashed_holders_file_is_not(tmp_path):
+    """`held_elsewhere` names the process that holds a session's lock; the file a killed holder left names a dead pid,
+    and a session of this process is not "elsewhere"."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from ollie.sessions.livelock import held_elsewhere, hold
+
+    live, crashed, mine = "1796396121592563039-44ae3f", "1796396121592563040-44ae40", "1796396121592563041-44ae41"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from ollie.sessions.livelock import hold; "
+                               f"lock = hold(__import__('pathlib').Path({str(tmp_path)!r}), {live!r}); "
+                               "print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        dead = subprocess.Popen([sys.executable, "-c", ""])
+        dead.wait()
+        (tmp_path / f"{crashed}.lock").write_text(f"ollie-lsp pid {dead.pid}")
+        assert hold(tmp_path, mine) is not None
+        found = held_elsewhere(tmp_path, [live, crashed, mine, "../x"])
+        assert found == {live: f"{socket.gethostname()} (pid {holder.pid})"}, (found, os.getpid())
+    finally:
+        holder.kill()
+        holder.wait()
+    assert held_elsewhere(tmp_path, [live]) == {}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -87,6 +90,231 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
         assert re.search(r"^[12] changes?; before #1", undone, re.M), undone
         assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
         assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of_its_own(tmp_path: Path,
+                                                                                          scripted_llm):
+    """She types a comment into calc.py while the turn runs; the agent's edit of add lands mid-typing and she types
+    on: `u` takes back what she typed after it, the next `u` the agent's edit alone, her first words staying (Bug:
+    insert mode's one undo block took the edit in, and the first `u` undid the edit and all she had typed)."""
+    srv = scripted_llm("openai")
+    typing = threading.Event()
+    edit = {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]}
+    srv.script(Reply(text="On it.", tool_calls=[("call_tool", edit)], hold=typing), Reply.text("Fixed."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+
+    def code(screen: str) -> list[str]:
+        return [line.split("│")[0].rstrip() for line in screen.splitlines()[:4]]
+
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "On it." in s, "the turn to start")
+        tmux.keys("G", "o")
+        tmux.keys("# typed before", literal=True)
+        tmux.wait(lambda s: "# typed before" in s, "her typing")
+        typing.set()
+        tmux.keep("1-landed", tmux.wait(lambda s: "return a + b" in s and "-- INSERT --" in s, "the edit mid-typing"))
+        tmux.keys(" and after", literal=True)
+        tmux.keys("Escape")
+        tmux.wait(lambda s: "Fixed." in s and "# typed before and after" in s, "the turn's end")
+        tmux.keys("u")
+        first = tmux.keep("2-undo", tmux.wait(lambda s: "after" not in s, "the first undo"))
+        assert code(first)[:3] == ["def add(a, b):", "    return a + b", "# typed before"], first
+        tmux.keys("u")
+        second = tmux.keep("3-undo", tmux.wait(lambda s: "return a - b" in s, "the second undo"))
+        assert code(second)[:3] == ["def add(a, b):", "    return a - b", "# typed before"], second
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_runs(tmp_path: Path, scripted_llm):
+    """Two Neovims on one project: the second's `:OllieSessions` labels the session the first runs `live on <host>
+    (pid N)`, as a teammate's is (Bug: it listed it as any saved one; picked, it was refused by a line cut short)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer in the first."))
+    first = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    second = None
+    try:
+        first.wait(lambda s: "x = 1" in s, "the first nvim to start")
+        first.keys(":Ollie from the first window", "Enter")
+        first.wait(lambda s: "Answer in the first." in s and "(end)" in s, "the first's turn")
+        second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
+        second.wait(lambda s: "x = 1" in s, "the second nvim to start")
+        second.keys(":OllieSessions", "Enter")
+        listed = second.keep("1-sessions", second.wait(lambda s: "Show archived" in s, "the sessions picker"))
+        label = next(line for line in listed.splitlines() if "from the first window" in line)
+        assert re.search(r"just now · live on \S+ \(pid \d+\)$", label.rstrip()), label
+        second.keys("Escape")
+        assert_clean(second.screens)
+    finally:
+        first.close()
+        if second:
+            second.close()
+
+
+def test_typing_into_the_file_the_agent_s_step_just_edited_is_no_change_behind_the_buffer(tmp_path: Path,
+                                                                                          scripted_llm):
+    """The agent's edit of calc.py lands in its buffer and is saved; she types into it while the step runs on: the step
+    changed nothing under her buffer, so nobody is warned and the model is told nothing of it (Bug: her typing made the
+    buffer differ from the step's change on disk, taken for a change the buffer did not show: a warning to merge and
+    save, and the agent's next edits of calc.py refused until she did)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "wait_go").write_text("#!/bin/bash\n# description: Wait until the test says go.\n"
+                                   "while [ ! -e .git/go ]; do sleep 0.05; done\necho went\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="On it.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}, {"tool": "wait_go", "args": []}]})]),
+        Reply.text("Fixed."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, {**srv.env(approval="auto"), "OLLIE_TOOLS_PATH": str(tools)},
+                      {"calc.py": "def add(a, b):\n    return a - b\n"})
+    try:
+        tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "return a + b" in s and "calc.py [+]" not in s, "the edit, saved")
+        tmux.keys("G", "o")
+        tmux.keys("# typed while the step runs", literal=True)
+        tmux.keys("Escape")
+        tmux.wait(lambda s: "calc.py [+]" in s, "her unsaved line")
+        (ws / ".git" / "go").write_text("")
+        done = tmux.keep("1-done", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
+        assert "✎ 1 file changed" in done and "changed the file on disk" not in chat_of(done).replace("\n", " "), done
+        assert "[editor]" not in json.dumps(srv.chat_requests[1].body["messages"][-1]), "the model was told of it"
+        assert (ws / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        assert_clean(tmux.screens)
+    finally:
+        (ws / ".git" / "go").write_text("")
+        tmux.close()
+
+
+def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_path: Path, scripted_llm):
+    """She starts typing `:e ...` while the answer streams: the chat shows the answer's end and its steps as they come
+    (Bug: Neovim redraws no window in command-line mode, so the chat stood still until the command was done)."""
+    srv = scripted_llm("openai")
+    ending = threading.Event()
+    step = ("execute_code", {"steps": [{"code": "echo listed", "language": "bash"}]})
+    srv.script(Reply(text="First words.", tool_calls=[step], hold=ending), Reply.text("Last words."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie list and tell", "Enter")
+        tmux.wait(lambda s: "First words." in s, "the answer's first words")
+        tmux.keys(":e cal", literal=True)
+        tmux.wait(lambda s: s.rstrip().endswith(":e cal"), "the command line")
+        ending.set()
+        typing = tmux.keep("1-typing", tmux.wait(lambda s: "Last words." in s and "(end)" in s, "the turn's end"))
+        assert "✓ Run echo listed" in typing and typing.rstrip().endswith(":e cal"), typing
+        tmux.keys("c.py", literal=True)
+        tmux.keys("Enter")
+        tmux.wait(lambda s: re.search(r"^calc\.py +1,1 ", s, re.M) is not None, "the command done")
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_path: Path, scripted_llm):
+    """The model asks to run a step outside the sandbox while she types `1` and Enter into calc.py: her keys stay hers
+    and the step does not run; the question shows in the float, and its buttons once she leaves insert mode (Bug:
+    Neovim's own window/showMessageRequest handler put up its inputlist at once, and the `1<CR>` she was typing
+    answered "Allow once": the step ran outside the sandbox, the question never seen)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Needs root.", tool_calls=[
+        ("execute_code", {"steps": [{"code": "echo ran > proof", "elevated": True}]})]), Reply.text("Not run, then."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 0\n"})
+    try:
+        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
+        tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s, "the question"))
+        assert "once you stop typing: <Esc>" in asked and "-- INSERT --" in asked, asked
+        tmux.keys("1", "Enter", "2")
+        typed = tmux.keep("2-typed", tmux.wait(lambda s: [line[:2] for line in s.splitlines()[1:3]] == ["1 ", "2 "],
+                                                   "her typing"))
+        assert not (ws / "proof").exists() and "Allow once" not in typed, typed
+        tmux.keys("Escape")
+        tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Deny" in s, "the buttons"))
+        tmux.keys("2", "Enter")
+        done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
+        assert "declined: not run" in chat_of(done) and not (ws / "proof").exists(), done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_path: Path, scripted_llm):
+    """Two Latin-1 files, one open in a buffer: the agent bumps a line of each; every "é" on disk stays the byte it was
+    (Bug: the file not open was read with U+FFFD for the byte and written back so, the lines it did not edit
+    corrupted)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["open.py", "value = 1", "value = 2"]},
+        {"tool": "file_edit", "args": ["closed.py", "value = 1", "value = 2"]}]})), Reply.text("Bumped both."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"open.py": "", "closed.py": ""})
+    try:
+        for name in ("open.py", "closed.py"):
+            (ws / name).write_bytes(b'name = "caf\xe9"\nvalue = 1\n')
+        tmux.keys(":e!", "Enter")
+        tmux.wait(lambda s: 'name = "café"' in s, "the Latin-1 file")
+        tmux.keys(":Ollie bump both", "Enter")
+        tmux.keep("1-bumped", tmux.wait(lambda s: "Bumped both." in s and "(end)" in s, "the turn"))
+        for name in ("open.py", "closed.py"):
+            assert (ws / name).read_bytes() == b'name = "caf\xe9"\nvalue = 2\n', name
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_prompt(tmp_path: Path, scripted_llm):
+    """The first Neovim has a prompt queued behind its turn (kept in case it quits); `:OllieRestart` in a second one
+    on the project forgets only its own daemon's (Bug: it emptied the file every Neovim of the user shares, so the
+    first's prompt was gone had it quit or crashed then)."""
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+    srv = scripted_llm("openai", check=False)
+    story = threading.Event()
+    srv.script(Reply(text="A long story.", hold=story), Reply.text("The queued one's answer."))
+    first = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    second = None
+    try:
+        first.wait(lambda s: "x = 1" in s, "the first nvim to start")
+        first.keys(":Ollie tell a story", "Enter")
+        first.wait(lambda s: "A long story." in s, "the story")
+        first.keys(":OllieQueue and then this", "Enter")
+        first.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
+        assert "and then this" in saved.read_text()
+        second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
+        second.wait(lambda s: "x = 1" in s, "the second nvim to start")
+        second.keys(":OllieRestart", "Enter")
+        second.keep("1-restarted", second.wait(lambda s: "the daemon restarted" in s, "the restart"))
+        assert "and then this" in saved.read_text(), "the first Neovim's queued prompt is kept"
+        story.set()
+        first.wait(lambda s: "The queued one's answer." in s, "the queued turn")
+    finally:
+        story.set()
+        first.close()
+        if second:
+            second.close()
+
+
+def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path: Path, scripted_llm):
+    """`#file:` of a binary file: the model is told it is binary, as file_read tells it (Bug: its bytes went as text,
+    control characters and U+FFFD, a NUL among them, which some APIs refuse)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It is binary."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    (tmp_path / "ws" / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie what is #file:blob.bin", "Enter")
+        tmux.keep("1-answered", tmux.wait(lambda s: "It is binary." in s and "(end)" in s, "the answer"))
+        sent = srv.chat_requests[0].body["messages"][-1]["content"]
+        assert "File: blob.bin\nBinary file: its bytes are not shown." in sent and "\0" not in sent, sent
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -87,11 +87,12 @@ class Tmux:
         subprocess.run([*self.base, "kill-server"], capture_output=True)
 
 
-def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40)) -> Tmux:
+def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40), *,
+               window: str = "") -> Tmux:
     """Neovim in tmux with README's install as written (the plugin on the runtimepath and `setup({})`), in a
     workspace of `files`, editing the first; ollie-lsp on PATH as pipx puts it there (a link in a bin folder of
     its own: with the venv's bin first on PATH, the tools' python3 would be the venv's, which the sandbox cannot
-    read)."""
+    read). `window` names a second Neovim on the same workspace (a tmux server of its own)."""
     ws = tmp_path / "ws"
     again = ws.exists()  # Neovim started again (after a quit) in the same workspace
     (ws / ".git").mkdir(parents=True, exist_ok=True)
@@ -105,9 +106,9 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
         (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
     # A socket per test: one test's server ending must not race the next one's start on the same socket.
-    tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}", ws, env,
+    tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}{window}", ws, env,
                 [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
-    tmux.captures = tmp_path / "captures"
+    tmux.captures = tmp_path / f"captures{window}"
     tmux.captures.mkdir(exist_ok=True)
     return tmux
 

@@ -341,3 +341,16 @@ async def test_task_check_errors(server: ExecuteServer) -> None:
 
 async def test_plan_file_lives_in_the_sessions_dir(tmp_path: Path) -> None:
     assert plan_file("abc") == paths.sessions_dir() / "s" / "abc" / "plan"
+
+
+async def test_file_edit_keeps_the_bytes_of_a_file_that_is_not_utf8(ws: Workspace, server: ExecuteServer) -> None:
+    # A Latin-1 file: the "é" on a line the edit does not touch stays the byte it was (it became U+FFFD's three bytes).
+    (ws.work / "latin.py").write_bytes(b'name = "caf\xe9"\nvalue = 1\n')
+    result = await tool(server, "file_edit", "latin.py", "value = 1", "value = 2")
+    assert not result.is_error, result.text
+    assert (ws.work / "latin.py").read_bytes() == b'name = "caf\xe9"\nvalue = 2\n'
+    assert "     2\tvalue = 2" in result.text
+    result = await tool(server, "file_edit", "latin.py", 'name = "caf', 'title = "caf')
+    assert not result.is_error, result.text
+    assert (ws.work / "latin.py").read_bytes() == b'title = "caf\xe9"\nvalue = 2\n'
+    assert '     1\ttitle = "caf\ufffd"' in result.text

@@ -53,6 +53,8 @@ class BehindBuffers:
         self._cwd = cwd
         # Path relative to the CWD -> whether the buffer had unsaved edits, and its version then.
         self._behind: dict[str, tuple[bool, Version]] = {}
+        # Path relative to the CWD -> the text an agent edit put into its buffer, then saved, in the step that runs.
+        self._saved: dict[str, str] = {}
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
         """The editor's text of `path` and its version (see EditorDocuments)."""
@@ -65,14 +67,20 @@ class BehindBuffers:
             if await self._still_behind(rel, *mark):
                 return ApplyResult("refused", behind_reason(rel, unsaved=mark[0]))
             del self._behind[rel]
-        return await self.inner.apply(path, new_text, version)
+        result = await self.inner.apply(path, new_text, version)
+        if rel is not None and result.status == "applied" and result.saved:
+            self._saved[rel] = new_text
+        return result
 
     async def after_step(self, diffs: Sequence[Diff]) -> list[str]:
         """Note the open buffers whose file a step changed (`diffs`); the paths of those with unsaved edits."""
         unsaved = []
+        saved, self._saved = self._saved, {}
         for diff in diffs:
             if diff.new_text is None:
                 continue  # removed or binary: no text to compare
+            if saved.get(diff.path) == diff.new_text:
+                continue  # the step's own edit, made in the buffer and saved: the buffer has it, whatever typed since
             got = await self.inner.text(self._cwd() / diff.path)
             # A buffer that holds the new text already is the step's own edit of it, or reloaded.
             if got is None or got[0] == diff.new_text:

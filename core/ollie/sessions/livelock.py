@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import socket
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ollie.log import get_logger
@@ -91,3 +94,42 @@ def _same_file(fd: int, path: Path) -> bool:
         return os.path.samestat(os.fstat(fd), path.stat())
     except FileNotFoundError:
         return False
+
+
+_HOLDER_PID = re.compile(rb" pid (\d+)$")
+
+
+def held_elsewhere(lock_dir: Path, session_ids: Iterable[str]) -> dict[str, str]:
+    """Of these sessions, those another process of this machine runs now: id -> "<host> (pid N)".
+
+    Read from each lock file's holder, never by taking the lock (a probe holding it a moment would refuse a
+    process opening the session then). A holder gone without releasing (a crash) left its file: its pid is dead.
+    """
+    found: dict[str, str] = {}
+    for session_id in session_ids:
+        if not is_valid_session_id(session_id):
+            continue
+        try:
+            fd = os.open(lock_dir / f"{session_id}.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            match = _HOLDER_PID.search(os.pread(fd, 128, 0).strip())
+        except OSError:
+            match = None
+        finally:
+            os.close(fd)
+        pid = int(match.group(1)) if match else 0
+        if pid and pid != os.getpid() and _alive(pid):
+            found[session_id] = f"{socket.gethostname()} (pid {pid})"
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

@@ -9,6 +9,8 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ollie.paths import sessions_dir
+from ollie.sessions.livelock import held_elsewhere, lock_dir
 from ollie.sessions.types import Info, ListOptions, Scope, SortKey, os_user, store_role
 
 if TYPE_CHECKING:
@@ -74,9 +76,11 @@ class UserRecords:
             self.registry.unarchive(self.scope, session_id)
 
     def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
-        """Of these sessions, those another daemon runs now (OLLIE_STORE's leases): id -> "<host> (pid N)"."""
+        """Of these sessions, those another process runs now: id -> "<host> (pid N)" (OLLIE_STORE's leases, and
+        this machine's live-session locks: a second editor window, `ollie acp`, a terminal)."""
         with self._errors("", ""):
-            return self.registry.live_elsewhere(session_ids)
+            leased = self.registry.live_elsewhere(session_ids)
+        return {**held_elsewhere(lock_dir(sessions_dir()), session_ids), **leased}
 
     def list(self, options: ListOptions) -> list[Info]:
         """The user's sessions of every agent matching `options`, most recently active first."""

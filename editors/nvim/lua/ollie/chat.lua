@@ -536,6 +536,23 @@ function Chat:note_running(ev)
   pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
 end
 
+local redraw_due = false
+
+---Show what changed also while the user types a command line: Neovim redraws no window in command-line mode, so the
+---chat stood still (the answer, its steps, its end) until the `:` line was done. One redraw per 50 ms at most.
+local function redraw_in_cmdline()
+  if redraw_due or vim.api.nvim_get_mode().mode ~= "c" then
+    return
+  end
+  redraw_due = true
+  vim.defer_fn(function()
+    redraw_due = false
+    if vim.api.nvim_get_mode().mode == "c" then
+      pcall(vim.cmd.redraw) -- a redraw only: never an error where the editor cannot draw now
+    end
+  end, 50)
+end
+
 ---Route an `ollie/event` to the chat of its session.
 ---@param ev table
 function M.on_event(ev)
@@ -545,6 +562,7 @@ function M.on_event(ev)
   for _, chat in ipairs(M.all_by_session(ev.session)) do
     chat:on_event(ev)
   end
+  redraw_in_cmdline()
 end
 
 ---Route an `ollie/stateChanged` (or an `ollie/state` answer) to the chat of its session.
@@ -561,6 +579,7 @@ function M.on_state(p)
     end
   end
   vim.cmd("redrawstatus! | redrawtabline") -- every window's: the transcript's too while the cursor is in the code
+  redraw_in_cmdline()
 end
 
 -- Remember each tab's last file window: #buffer, #selection and step locations go there.

@@ -94,13 +94,17 @@ local function apply_edit(_, params, ctx)
   for _, change in ipairs(params.edit.documentChanges or {}) do
     table.insert(uris, change.textDocument and change.textDocument.uri)
   end
-  for _, uri in ipairs(uris) do
-    local buf = vim.uri_to_bufnr(uri)
-    if vim.api.nvim_buf_is_loaded(buf) then
-      vim.bo[buf].readonly = false
-    end
+  -- The edit is an undo step of its own (setting 'undolevels' closes the buffer's undo block): while the user types
+  -- in that buffer, insert mode keeps one block open, and `u` undid the agent's edit with all they typed around it.
+  local loaded = vim.tbl_filter(vim.api.nvim_buf_is_loaded, vim.tbl_map(vim.uri_to_bufnr, uris))
+  for _, buf in ipairs(loaded) do
+    vim.bo[buf].readonly = false
+    vim.bo[buf].undolevels = vim.bo[buf].undolevels
   end
   local ok, result = pcall(vim.lsp.util.apply_workspace_edit, params.edit, c.offset_encoding)
+  for _, buf in ipairs(loaded) do
+    vim.bo[buf].undolevels = vim.bo[buf].undolevels
+  end
   return { applied = ok, failureReason = not ok and tostring(result) or nil }
 end
 

@@ -130,6 +130,7 @@ function P:restore_queue()
     return
   end
   carried[session] = nil
+  savedqueue.claim(session)
   local saved = {}
   for _, q in ipairs(savedqueue.read()) do
     saved = q.session == session and q.prompts or saved
@@ -159,9 +160,9 @@ function P:restore_queue()
   requeue(1)
 end
 
----Forget every saved queued prompt (a Restart: they ended with the daemon that held them).
+---Forget the saved queued prompts this editor's daemon held (a Restart: they ended with it). Those saved by an editor
+---that quit are kept, to be queued again when their session is shown: no daemon of this editor had them.
 function M.forget()
-  carried = {}
   savedqueue.forget()
 end
 

@@ -288,21 +288,20 @@ function M.cancelled(params)
   end
 end
 
----Answer an `ollie/permission` request: show the step and its diff, ask with vim.ui.select (and
----vim.ui.input for feedback), then `answer({outcome, feedback?})`. A dismissed question is a rejection.
----@param params table
+---Put a question to the user: `lines` in a float at once, then `pick(q, reply)` (a vim.ui.select) once they stop
+---typing; `reply(result)` answers the daemon once, and nothing after the question was withdrawn.
+---@param spec {session: string|nil, title: string, request: any, lines: string[], has_diff: boolean}
 ---@param answer ollie.Answer
-function M.ask(params, answer)
-  local lines, has_diff = M.preview_lines(params)
+---@param pick fun(q: ollie.Question, reply: fun(result: any))
+local function pose(spec, answer, pick)
   local wins = {}
   for _, win in ipairs(vim.api.nvim_list_wins()) do
     wins[win] = true
   end
-  local close = show_preview(lines, has_diff)
+  local close = show_preview(spec.lines, spec.has_diff)
   ---@type ollie.Question
-  local q = { session = params.session, title = one_line((params.step or {}).title), done = false, wins = wins,
-    close = close, request = params.requestId,
-    stock = (debug.getinfo(vim.ui.select, "S").source or ""):find("vim/ui%.lua$") ~= nil }
+  local q = { session = spec.session, title = spec.title, done = false, wins = wins, close = close,
+    request = spec.request, stock = (debug.getinfo(vim.ui.select, "S").source or ""):find("vim/ui%.lua$") ~= nil }
   table.insert(M.waiting, q)
   pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
   local function reply(result)
@@ -313,6 +312,24 @@ function M.ask(params, answer)
     close()
     answer(result)
   end
+  M.watch_keys()
+  preview_title(not idle())
+  when_idle(q, function()
+    preview_title(false)
+    -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
+    vim.cmd("redraw")
+    q.showing = true
+    pick(q, reply)
+  end)
+end
+
+---Answer an `ollie/permission` request: show the step and its diff, ask with vim.ui.select (and
+---vim.ui.input for feedback), then `answer({outcome, feedback?})`. A dismissed question is a rejection.
+---@param params table
+---@param answer ollie.Answer
+function M.ask(params, answer)
+  local lines, has_diff = M.preview_lines(params)
+  local title = one_line((params.step or {}).title)
   local options = params.options or {}
   if #options == 0 then
     options = {
@@ -320,7 +337,6 @@ function M.ask(params, answer)
       { id = "reject", name = "Reject" }, { id = "reject_with_feedback", name = "Reject with feedback" },
     }
   end
-  local title = q.title
   local target = M.network_target(params.step or {})
   if target then
     -- The daemon's option ids, worded for a connection: "always" is kept for later sessions too.
@@ -329,13 +345,9 @@ function M.ask(params, answer)
       return { id = o.id, name = names[o.id] or o.name }
     end, options)
   end
-  M.watch_keys()
-  preview_title(not idle())
-  when_idle(q, function()
-    preview_title(false)
-    -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
-    vim.cmd("redraw")
-    q.showing = true
+  local spec = { session = params.session, title = title, request = params.requestId, lines = lines,
+    has_diff = has_diff }
+  pose(spec, answer, function(q, reply)
     vim.ui.select(options, {
       prompt = target and ("Allow network access to " .. target .. "?") or ("ollie asks to: " .. title),
       kind = "ollie_permission",
@@ -359,6 +371,33 @@ function M.ask(params, answer)
       else
         reply({ outcome = choice.id })
       end
+    end)
+  end)
+end
+
+---Answer the daemon's `window/showMessageRequest` (a step to run outside the sandbox, a switch to an agent without
+---one) as an `ollie/permission` question: the float at once, its buttons once the user stops typing. Neovim's own
+---handler put up inputlist() at once, which took the keys being typed: a `1` and <CR> typed into a buffer ran the
+---step outside the sandbox, unseen. The answer: the button picked, or null (dismissed).
+---@param params table
+---@param answer ollie.Answer
+function M.ask_message(params, answer)
+  local message = tostring(params.message or "")
+  local lines = vim.tbl_map(one_line, vim.split(message, "\n", { plain = true }))
+  local actions = vim.tbl_filter(function(a) return type(a) == "table" and type(a.title) == "string" end,
+    type(params.actions) == "table" and params.actions or {})
+  -- Its title (a withdrawn question's note): what it asks, `run this outside the sandbox: <code>`.
+  local title = vim.trim(one_line(message):gsub("^ollie %(session [^)]*%) asks to ", ""):gsub("%s+", " "))
+  local spec = { session = message:match("^ollie %(session ([^)%s]+)%)"), title = title, lines = lines,
+    has_diff = false }
+  pose(spec, answer, function(q, reply)
+    vim.ui.select(actions, {
+      prompt = table.concat(lines, "\n"),
+      kind = "ollie_permission",
+      format_item = function(a) return one_line(a.title) end,
+    }, function(choice)
+      q.showing = false
+      reply(choice)
     end)
   end)
 end

@@ -38,6 +38,7 @@ end
 -- What answers each request: module, function. The modules load on the first request, not at start-up.
 local ROUTES = {
   ["ollie/permission"] = { "ollie.permission", "ask" },
+  ["window/showMessageRequest"] = { "ollie.permission", "ask_message" },
   ["ollie/prompt"] = { "ollie.requests", "prompt" },
   ["ollie/editor/diagnostics"] = { "ollie.editor_tools", "diagnostics" },
   ["ollie/editor/definition"] = { "ollie.editor_tools", "definition" },

@@ -1,8 +1,12 @@
 -- Queued prompts kept across a quit or a crash: the daemon Neovim started ends with the editor, and its queue with
 -- it. Each session's prompts not run yet are written to one JSON file under stdpath("state"), and queued again in
 -- the next editor's daemon when that session is shown (pending.lua's restore_queue), held until the next prompt.
--- A Restart starts fresh: it forgets them all, as VS Code's queuedPrompts.ts does.
+-- A Restart forgets those its daemon held, as VS Code's queuedPrompts.ts does; the file is every Neovim's of the user,
+-- so another one's stay.
 local M = {}
+
+-- The sessions whose prompts this editor's daemon was given (since its last Restart).
+local mine = {}
 
 -- The sessions whose prompts are kept: the oldest go first (as VS Code's SAVED_SESSIONS).
 local SAVED_SESSIONS = 8
@@ -107,10 +111,17 @@ local function update(session, fn)
   write(queues)
 end
 
+---Note that this editor's daemon has `session`'s saved prompts (queued again there): a Restart forgets them.
+---@param session string
+function M.claim(session)
+  mine[session] = true
+end
+
 ---Keep a prompt the daemon queued (until its turn starts).
 ---@param session string
 ---@param prompt ollie.SavedPrompt
 function M.add(session, prompt)
+  mine[session] = true
   update(session, function(prompts)
     table.insert(prompts, prompt)
     return prompts
@@ -131,13 +142,16 @@ function M.take(session, text)
   end)
 end
 
----Forget a session's prompts (its queue is empty in the daemon), or every session's (nil: a Restart).
+---Forget a session's prompts (its queue is empty in the daemon), or (nil: a Restart) those of every session this
+---editor's daemon held: another Neovim's were written over by an empty file.
 ---@param session string|nil
 function M.forget(session)
-  if session then
-    update(session, function(prompts) return #prompts > 0 and {} or nil end)
-  else
-    write({})
+  local sessions = session and { [session] = true } or mine
+  if not session then
+    mine = {}
+  end
+  for s in pairs(sessions) do
+    update(s, function(prompts) return #prompts > 0 and {} or nil end)
   end
 end
 
