@@ -286,22 +286,22 @@ class StepNet:
         return sending, receiving
 
     async def _question(self, host: str, port: int, scheme: str, record: dict) -> str:
-        assert self.ask is not None and self.ask.ask is not None
         # One question of the step at a time: its connections to eight hosts at once put eight questions before
         # the user together, and the refusals' limit, counted as answers came, held none of them back.
         async with self._one_question:
+            if self.ask is None or self.ask.ask is None:  # an MCP server's call ended while this one waited
+                return "no one to ask"
             if len(self._refused) >= MAX_REFUSED:
                 return _NO_MORE
             record["asked"] = True
-            answer = await self._answer(host, port, scheme)
+            answer = await self._answer(self.ask.ask, self.ask.timeout, host, port, scheme)
             # Counted before the next question may start (the lock's next holder checks the count).
             (self._allowed if answer in ("once", "session", "always") else self._refused).add(f"{host}:{port}")
             return answer
 
-    async def _answer(self, host: str, port: int, scheme: str) -> str:
-        assert self.ask is not None and self.ask.ask is not None
+    async def _answer(self, ask: Question, timeout: float, host: str, port: int, scheme: str) -> str:
         try:
-            answer = await asyncio.wait_for(self.ask.ask(host, port, self.label, scheme), self.ask.timeout)
+            answer = await asyncio.wait_for(ask(host, port, self.label, scheme), timeout)
         except TimeoutError:
             return "timeout"
         except Exception as exc:  # noqa: BLE001 - a failed question denies
