@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie_lsp.methods import METHODS
@@ -82,3 +83,29 @@ async def test_bad_params_name_the_field_and_the_daemon_keeps_serving(start_daem
     with pytest.raises(JsonRpcException) as caught:
         await daemon.request("ollie/state", {"session": "1-abcdef"})
     assert caught.value.code == -32001
+
+
+async def test_a_lone_surrogate_in_a_name_is_invalid_params_naming_it(start_daemon):
+    # JSON's "\ud800" (a client's broken UTF-16) has no UTF-8: as a path, a URI, a session id or a title it failed as an
+    # internal error (-32603, UnicodeEncodeError) where a file, the store or a log met it. A prompt's text may hold one.
+    daemon = await start_daemon()
+    lone = "\ud800"
+    cases = [("ollie/submit", {"text": "hi", "context": {"uri": f"file:///{lone}"}}, "context.uri"),
+             ("ollie/submit", {"text": "hi", "images": [{"path": lone}]}, "images[0].path"),
+             ("ollie/session/new", {"title": lone}, "title"),
+             ("ollie/session/load", {"session": lone}, "session"),
+             ("ollie/session/fork", {"session": lone}, "session"),
+             ("ollie/session/rename", {"session": lone, "title": "x"}, "session"),
+             ("ollie/session/archive", {"session": lone}, "session")]
+    action = {"action": "explain", "uri": f"file:///{lone}",
+              "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
+    for method, params, field in [*cases, ("ollie.codeAction", action, "uri")]:
+        with pytest.raises(JsonRpcException) as caught:
+            if method.startswith("ollie/"):
+                await daemon.request(method, params)
+            else:  # Emacs' code action, as eglot runs it
+                await daemon.client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command=method, arguments=[params]))
+        assert caught.value.code == -32602, (method, caught.value)
+        assert caught.value.message.startswith(f"Invalid params: {field}: has a lone surrogate"), caught.value.message
+    assert (await daemon.request("ollie/state", {}))["state"] == "idle"
