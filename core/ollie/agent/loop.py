@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,11 +50,23 @@ class TurnResult:
     error: str | None = None
 
 
-def _with_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """Every call with an id: some backends send calls without one, and results pair with calls by id."""
+# A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits).
+_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _with_ids(calls: list[ToolCall], session: Session) -> list[ToolCall]:
+    """Every call with an id of its own: some backends send none, and a hostile model may repeat one (an earlier
+    call's, another of this reply's) or write one as a batch's step or a question is named (`<id>.2`, `mcp/<name>`).
+    Results pair with calls by id, the session keeps each call's step outcomes and network records by it, and front
+    ends update a step's card by it (ACP's tool_call_id: Zed changed the earlier card in place, far up the thread)."""
+    used = session.call_ids
+    if used is None:
+        used = session.call_ids = {c.id for m in session.messages for c in m.tool_calls or ()}
+        used.update(session.step_outcomes, session.step_network, session.result_tiers)
     for call in calls:
-        if not call.id:
+        if call.id in used or not _CALL_ID.fullmatch(call.id):
             call.id = new_call_id()
+        used.add(call.id)
     return calls
 
 
@@ -207,7 +220,7 @@ class AgentLoop:
             text, calls = completion.text, list(completion.tool_calls) if stop == "end" else []
             if not calls and stop == "end" and tool_names and text:
                 text, calls = extract_text_tool_calls(text, tool_names)
-            calls = _with_ids(calls)
+            calls = _with_ids(calls, self.session)
             content = truncated(text, dropped_calls=len(completion.tool_calls)) if stop == "max_tokens" else text
             self.session.messages.append(Message(
                 "assistant", content, tool_calls=calls, reasoning=completion.reasoning,
