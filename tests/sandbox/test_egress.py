@@ -548,6 +548,10 @@ async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, co
     assert bytes(counting.received).count(b"GET ") == 1 and b"other.test" not in counting.received
     out = await probe(ws, policy, "raw", f"POST http://{target}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
     assert out.startswith("HTTP/1.1 400"), out
+    # A query right after the authority is the request's (it went upstream as `GET /`, the query dropped).
+    counting.received.clear()
+    out = await probe(ws, policy, "raw", f"GET http://{target}?q=/1 HTTP/1.1\r\n\r\n")
+    assert out.startswith("HTTP/1.1 200") and bytes(counting.received).startswith(b"GET /?q=/1 HTTP/1.1\r\n"), out
 
 
 async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, counting, tmp_path, monkeypatch) -> None:
@@ -561,7 +565,10 @@ async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, cou
     # a name longer than DNS allows would fill the question.
     for target in ("*.test:443", "x\\x0b*.test:443", "x\\x1cother.test:443", "other.test\\t:443", "a*b.test:443",
                    "[2606:4700::1%x\\x0b*.test]:443", "[2606:4700::1%\\x1b[2J\\u202e]:443", "a" * 64 + ".test:443",
-                   "a." * 130 + "test:443"):
+                   "a." * 130 + "test:443",
+                   # Numbers the resolver reads as an address (127.0.0.1 each) but `ipaddress` does not: a name to ask
+                   # about, and to save, that is an address in disguise (a listed literal denied is reached so).
+                   "127.1:443", "2130706433:443", "0x7f.1:443", "0177.0.0.1:443", "0:443", "1.2.3.0x4:443"):
         asked = Asked("always")
         token = egress.asking.set(egress.NetAsk(ask=asked, remember=netsaved.remember))
         try:
