@@ -50,13 +50,14 @@ class TurnResult:
     error: str | None = None
 
 
-# A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits).
-_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits, Kimi's
+# `functions.bash:0`); never a `/`, which questions' ids hold (`mcp/<name>`, `<call id>/net/<host>`).
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 def _with_ids(calls: list[ToolCall], session: Session) -> list[ToolCall]:
     """Every call with an id of its own: some backends send none, and a hostile model may repeat one (an earlier
-    call's, another of this reply's) or write one as a batch's step or a question is named (`<id>.2`, `mcp/<name>`).
+    call's, another of this reply's) or write one as another call's batch step is named (`<id>.2`) or a question.
     Results pair with calls by id, the session keeps each call's step outcomes and network records by it, and front
     ends update a step's card by it (ACP's tool_call_id: Zed changed the earlier card in place, far up the thread)."""
     used = session.call_ids
@@ -64,10 +65,18 @@ def _with_ids(calls: list[ToolCall], session: Session) -> list[ToolCall]:
         used = session.call_ids = {c.id for m in session.messages for c in m.tool_calls or ()}
         used.update(session.step_outcomes, session.step_network, session.result_tiers)
     for call in calls:
-        if call.id in used or not _CALL_ID.fullmatch(call.id):
+        if not _CALL_ID.fullmatch(call.id) or _clashes(call.id, used):
             call.id = new_call_id()
         used.add(call.id)
     return calls
+
+
+def _clashes(call_id: str, used: set[str]) -> bool:
+    """Whether `call_id`, or one of its batch steps' ids (`<id>.<n>`), is already an id or a step's of `used`."""
+    parent, dot, number = call_id.rpartition(".")
+    if call_id in used or (dot and number.isdigit() and parent in used):
+        return True
+    return any(other.startswith(f"{call_id}.") and other[len(call_id) + 1:].isdigit() for other in used)
 
 
 def _append_note(session: Session, note: str) -> None:
