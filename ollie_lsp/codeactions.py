@@ -165,7 +165,7 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     live = await ls.table.writable(args.session)
     request = action_prompt(args)
     # The question may be a workspace file's `ollie:` line: a prompt about that code, never a `!cmd` or `/command`.
-    lookup = await context_documents(ls.workspace.text_documents, [context])
+    lookup = await context_documents(ls.workspace.text_documents, [context], live.core.cwd)
     prompt = with_context(request, [context], cwd=live.core.cwd, lookup=lookup, commands=False)
     handle = SubmitHandle()
     # The turn runs in the chat's session, whose chat did not send its prompt: shown there as a queued one is.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import to_fs_path
 
+from ollie import beneath
 from ollie.agent.editorcontext import context_block, display_path, is_command
 from ollie.tools.documents import disk_text
 
@@ -31,11 +32,13 @@ class OpenDocument:
 DocumentLookup = Callable[[str], OpenDocument | None]
 
 
-async def context_documents(open_documents: Mapping[str, TextDocument],
-                            contexts: Sequence[EditorContext]) -> DocumentLookup:
+async def context_documents(open_documents: Mapping[str, TextDocument], contexts: Sequence[EditorContext],
+                            root: Path) -> DocumentLookup:
     """The documents `contexts` name: the editor's text when open, else the file on disk, read off the loop through
     the chokepoint (a regular file within the cap; never through a link, nor a FIFO or a device: a step may plant
-    them where a context item names a file no editor has open)."""
+    them where a context item names a file no editor has open). A file beneath `root`, the session's directory, is
+    read with no link anywhere on its way from there (a step made `k8s` a link to `~/.kube`: `k8s/config` read the
+    cluster's credentials into the prompt); one outside it is the user's own pick."""
     found: dict[str, OpenDocument | None] = {}
     for context in contexts:
         if context.mcp_server is not None or context.uri in found:
@@ -45,13 +48,25 @@ async def context_documents(open_documents: Mapping[str, TextDocument],
             found[context.uri] = OpenDocument(text=doc.source, language_id=doc.language_id)
             continue
         path = to_fs_path(context.uri) if context.uri.startswith("file:") else None
-        text = await asyncio.to_thread(disk_text, Path(path)) if path else None
+        text = await asyncio.to_thread(_disk_text, Path(path), root) if path else None
         found[context.uri] = None if text is None else OpenDocument(text=text)
     return found.get
 
 
 # How much of a file is looked at for a NUL, the sign of a binary file (file_read's SNIFF).
 _SNIFF = 8192
+
+
+def _disk_text(path: Path, root: Path) -> str | None:
+    """`path`'s text: through no link beneath `root` when it lies there, else as `disk_text` reads it. Blocking."""
+    try:
+        rel = beneath.relative(root, path)
+    except OSError:
+        return disk_text(path)
+    try:
+        return beneath.read_text_sync(root, rel, errors="replace")
+    except OSError:
+        return None
 
 
 def _span(context: EditorContext) -> tuple[int, int] | None:

@@ -17,6 +17,21 @@ NonEmpty = Annotated[str, Check(min_length=1)]
 Natural = Annotated[int, Check(ge=0)]
 
 
+def _name(raw: object) -> str:
+    """A string that names something (a path, a URI, a session, a title): one with a lone surrogate (JSON's "\\ud800",
+    a client's broken UTF-16) has no UTF-8, so no file, log or store can hold it; a prompt's text may (sent as "?")."""
+    value = check(str, raw)
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise Invalid([((), f"has a lone surrogate (\\u{ord(value[exc.start]):04x}), which no UTF-8 holds")]) from None
+    return value
+
+
+Name = Annotated[str, Check(min_length=1, parse=_name)]  # NonEmpty, and writable as UTF-8
+Title = Annotated[str, Check(parse=_name)]
+
+
 def parse(model: type[S], raw: object) -> S:
     """Check raw JSON params into `model`, raising InvalidParams (-32602) that names every bad field."""
     if raw is None:
@@ -79,7 +94,7 @@ class EditorContext(Params):
     """What the editor shows: the file, and the selection or range the user points at; or (`mcpServer`) the
     resource `uri` of an MCP server, read by the daemon."""
 
-    uri: NonEmpty
+    uri: Name
     range: Range | None = None
     selection: str | None = None
     language_id: str | None = None
@@ -102,7 +117,7 @@ class _WithContext(SessionParams):
 class ImageItem(Params):
     """An image for the prompt: `path`, a file beneath the session's directory, or `data`, pasted bytes as base64."""
 
-    path: NonEmpty | None = None
+    path: Name | None = None
     data: NonEmpty | None = None
     mime_type: str | None = None  # what the client says `data` is; it must match the bytes
     name: str | None = None  # what the user calls pasted bytes (a file name), for messages only
@@ -149,7 +164,7 @@ class CommandParams(SessionParams):
 class SetCwdParams(SessionParams):
     """ollie/setCwd."""
 
-    cwd: NonEmpty
+    cwd: Name
 
 
 @shape
@@ -187,14 +202,14 @@ class ChangesParams(TurnParams):
     alone."""
 
     ignored: bool = False
-    path: NonEmpty | None = None
+    path: Name | None = None
 
 
 @shape
 class ReviewUndoParams(TurnParams):
     """ollie/review/undo: one hunk (None: the whole file) of a turn's change to `path`."""
 
-    path: NonEmpty
+    path: Name
     hunk: Natural | None = None
 
 
@@ -211,8 +226,8 @@ class SessionNewParams(Params):
 
     agent: NonEmpty | None = None
     kind: NonEmpty | None = None
-    title: str | None = None
-    cwd: NonEmpty | None = None
+    title: Title | None = None
+    cwd: Name | None = None
 
 
 @shape
@@ -229,7 +244,7 @@ class SessionListParams(Params):
 class SessionIdParams(Params):
     """ollie/session/load, /archive, /close: the session is required."""
 
-    session: NonEmpty
+    session: Name
 
 
 @shape
@@ -243,6 +258,6 @@ class SessionForkParams(SessionIdParams):
 class SessionRenameParams(SessionIdParams):
     """ollie/session/rename."""
 
-    title: str
+    title: Title
 
 

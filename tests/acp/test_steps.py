@@ -88,3 +88,36 @@ async def test_a_failed_step_of_a_batch_shows_why_live_and_on_load(start_agent, 
     before = len(agent.client.updates)
     await agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[])
     assert shown(before) == live  # the replay shows what the live turn did
+
+
+async def test_a_call_id_the_model_repeats_or_spells_oddly_is_a_new_card(start_agent, llm) -> None:
+    # A hostile model gives a write the id of an earlier read (or of one of its own batch's steps, or a question's
+    # "mcp/<name>"): ACP's tool_call_id is the card a client updates in place (Zed's upsert), so the write's card took
+    # the place of the old one, far up the thread, and nothing new showed where the user looks.
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / "a.txt").write_text("a\n")
+    def tool(name: str, *args: str) -> tuple[str, dict]:
+        return "call_tool", {"calls": [{"tool": name, "args": list(args)}]}
+
+    llm.script(
+        Reply.tool_calls(tool("file_read", "a.txt"), call_ids=["call_1"]),
+        Reply.text("read"),
+        Reply.tool_calls(tool("file_write", "b.txt", "b\n"), tool("file_write", "c.txt", "c\n"),
+                         tool("file_write", "d.txt", "d\n"), tool("file_read", "a.txt"), tool("file_read", "a.txt"),
+                         call_ids=["call_1", "call_1", "mcp/x", "call_1.1", "functions.file_read:5"]),
+        Reply.text("wrote"),
+    )
+    sid = await agent.new()
+    await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
+    assert (await agent.prompt(sid, "read")).stop_reason == "end_turn"
+    assert (await agent.prompt(sid, "write")).stop_reason == "end_turn"
+    ids = [start.tool_call_id for start in agent.client.of(sid, "tool_call")]
+    assert len(ids) == 6 and len(set(ids)) == 6 and ids[0] == "call_1", ids
+    assert "/" not in "".join(ids) and "call_1.1" not in ids, ids
+    assert ids[-1] == "functions.file_read:5", ids  # an id of a vendor's own form is kept (Kimi's)
+    # Each result pairs with its own call in what the model is sent next.
+    sent = llm.requests[-1].body["messages"]
+    calls = [c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert calls == results == ids, (calls, results)
+    assert all((agent.workspace / f"{n}.txt").read_text() == f"{n}\n" for n in "bcd")

@@ -92,6 +92,21 @@ def test_the_vendors_key_never_goes_to_another_url(name, variable, header, sent)
     assert f"{variable} is set, but ollie sends it only to {SPECS[name].default_url}" in message
 
 
+# The vendor's URL spelled to pass a loose check: another host, port, scheme, user, path, case or trailing dot.
+LOOKALIKES = ["https://api.openai.com.evil.test/v1", "https://api.openai.com:444/v1", "http://api.openai.com/v1",
+              "https://evil.test@api.openai.com/v1", "https://api.openai.com@evil.test/v1", "https://API.openai.com/v1",
+              "https://api.openai.com./v1", "https://api.openai.com/v1/../../evil", "https://api.openai.com/v1?x=/",
+              "https://api.openai.com/v1#", "https://xn--pi-openai-7ya.com/v1", "https://api.openai.com/v2"]
+
+
+@pytest.mark.parametrize("url", LOOKALIKES)
+def test_the_vendors_key_goes_to_its_url_exactly_and_no_lookalike(url):
+    # Nothing but the URL as ollie knows it gets OPENAI_API_KEY: a look-alike is a server the user named themselves
+    # (OLLIE_OPENAI_KEY then), never one the key may follow by a similar spelling.
+    with pytest.raises(BackendConfigError, match="OPENAI_API_KEY is set, but ollie sends it only to"):
+        make_backend("openai", environ={"OPENAI_API_KEY": "sk-vendor", "OLLIE_OPENAI_URL": url})
+
+
 def test_unknown_backend_lists_the_valid_ones():
     with pytest.raises(BackendConfigError) as caught:
         make_backend(environ={"OLLIE_BACKEND": "gemini"})

@@ -390,6 +390,47 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
     assert server.received.count(b"GET /") == 2 and b"GET /u " in server.received
 
 
+def test_a_steps_connections_to_many_hosts_at_once_are_asked_one_by_one_and_stop_after_three_refusals(
+        tmp_path: Path, scripted_llm):
+    """A step reaching four unlisted hosts at once: the user sees one question at a time, and once three are refused
+    the fourth host is denied unasked (before, each connection asked as it came: four questions to answer)."""
+    from . import screens
+
+    server = other_test_listener()
+    srv = scripted_llm("openai")
+    hosts = [f"h{n}.test:{server.port}" for n in range(4)]
+    code = " ".join(f"curl -s http://{host}/ &" for host in hosts) + " wait; echo all tried"
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]), Reply(text="Every host said no."))
+    tmux = start_nvim(tmp_path, auto_env_reaching_other_test(srv), {"app.py": "print('hi')\n"}, size=(100, 30))
+    asked: list[str] = []
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie fetch them", "Enter")
+
+        def new_question(screen: str) -> set[str]:
+            """The one host a question on `screen` asks about, when it is one not asked about before."""
+            shown = {h for h in hosts if f"Allow network access to {h}?" in screen}
+            return shown if len(shown) == 1 and not shown & set(asked) and "Deny" in screen else set()
+
+        for n in range(3):  # one host asked about at a time, each a new one
+            screen = tmux.keep(f"{n + 1}-question", tmux.wait(lambda s: bool(new_question(s)), f"question {n + 1}"))
+            asked += new_question(screen)
+            deny = next(line for line in screen.splitlines() if "Deny" in line).strip()[:1]
+            tmux.keys(deny, "Enter")
+        ended = tmux.keep("4-ended", tmux.wait(lambda s: "Every host said no." in s, "the turn to end", timeout=30))
+        assert "Allow network access" not in ended, ended
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "4-ended.png", (1000, 560))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+        server.sock.close()
+    (unasked,) = set(hosts) - set(asked)
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert f"[network] {unasked} denied (no more questions: 3 refused in this step)" in told, told
+    assert not server.received and server.accepted == 0
+
+
 def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tmp_path: Path, scripted_llm):
     """A step's connection asks; the step ends before the user answers (its program gave up): the question float
     goes at once with a line in the chat, while the turn still runs (it stayed until the turn's end, and an answer

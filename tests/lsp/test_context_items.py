@@ -115,3 +115,28 @@ async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_ch
     prompt = user_prompt(llm)
     assert "hunter2" not in prompt and "File: pipe.py\n" in prompt and "File: link.py\n" in prompt, prompt
     assert "File: plain.py\nShowing line 1:" in prompt and "x = 1" in prompt, prompt
+
+
+async def test_a_context_file_under_a_linked_directory_of_the_workspace_is_not_read_through_it(
+        start_daemon, llm, tmp_path):
+    """The chokepoint guarded the file's own name only: a step that made `k8s` a link to `~/.kube` had the daemon read
+    `k8s/config`, the cluster's credentials, into the prompt. Beneath the session's directory no link is followed; a
+    file outside it, named by the user's editor, is still read."""
+    llm.script(Reply.text("answered"))
+    daemon = await start_daemon(env=llm.env())
+    ws = daemon.workspace
+    kube = tmp_path / "kube"
+    kube.mkdir()
+    (kube / "config").write_text("token: CLUSTER-SECRET\n")
+    (ws / "k8s").symlink_to(kube)
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / "app.yaml").write_text("replicas: 2\n")
+    elsewhere = tmp_path / "notes.md"
+    elsewhere.write_text("my own notes\n")
+    context = [{"uri": path.as_uri(), "range": lines(0, 0)}
+               for path in (ws / "k8s" / "config", ws / "deploy" / "app.yaml", elsewhere)]
+    result = await asyncio.wait_for(daemon.request("ollie/submit", {"text": "look", "context": context}), 30)
+    assert result["reply"] == "answered"
+    prompt = user_prompt(llm)
+    assert "CLUSTER-SECRET" not in prompt and "File: k8s/config\n" in prompt, prompt
+    assert "replicas: 2" in prompt and "my own notes" in prompt, prompt

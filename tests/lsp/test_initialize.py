@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie_lsp.methods import METHODS
@@ -82,3 +83,61 @@ async def test_bad_params_name_the_field_and_the_daemon_keeps_serving(start_daem
     with pytest.raises(JsonRpcException) as caught:
         await daemon.request("ollie/state", {"session": "1-abcdef"})
     assert caught.value.code == -32001
+
+
+async def test_a_lone_surrogate_in_a_name_is_invalid_params_naming_it(start_daemon):
+    # JSON's "\ud800" (a client's broken UTF-16) has no UTF-8: as a path, a URI, a session id or a title it failed as an
+    # internal error (-32603, UnicodeEncodeError) where a file, the store or a log met it. A prompt's text may hold one.
+    daemon = await start_daemon()
+    lone = "\ud800"
+    cases = [("ollie/submit", {"text": "hi", "context": {"uri": f"file:///{lone}"}}, "context.uri"),
+             ("ollie/submit", {"text": "hi", "images": [{"path": lone}]}, "images[0].path"),
+             ("ollie/session/new", {"title": lone}, "title"),
+             ("ollie/session/load", {"session": lone}, "session"),
+             ("ollie/session/fork", {"session": lone}, "session"),
+             ("ollie/session/rename", {"session": lone, "title": "x"}, "session"),
+             ("ollie/session/archive", {"session": lone}, "session")]
+    action = {"action": "explain", "uri": f"file:///{lone}",
+              "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
+    for method, params, field in [*cases, ("ollie.codeAction", action, "uri")]:
+        with pytest.raises(JsonRpcException) as caught:
+            if method.startswith("ollie/"):
+                await daemon.request(method, params)
+            else:  # Emacs' code action, as eglot runs it
+                await daemon.client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command=method, arguments=[params]))
+        assert caught.value.code == -32602, (method, caught.value)
+        assert caught.value.message.startswith(f"Invalid params: {field}: has a lone surrogate"), caught.value.message
+    assert (await daemon.request("ollie/state", {}))["state"] == "idle"
+
+
+async def test_api_keys_in_the_init_env_serve_the_backend_and_never_reach_tool_code(start_daemon, llm, tmp_path):
+    # initializationOptions.env (Neovim's `env` option) picks the backend and is the tools' extra env: an API key given
+    # there reached every step's environment and a preTurn hook's, for a hostile model to print and send.
+    import json
+
+    from ollie.backend.settings import SPECS
+    from ollie.testing import Reply
+    from ollie.tools.execute.childenv import BACKEND_KEYS
+
+    assert set(BACKEND_KEYS) == {v for s in SPECS.values() for v in (s.key_var, s.vendor_key_var) if v}
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "keyed.json").write_text(json.dumps({"prompt": "You are a test agent.",
+                                                   "hooks": {"preTurn": "env | grep _KEY= || echo hook saw no keys"}}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    key = env.pop("OLLIE_OPENAI_KEY")  # the backend's key comes from the init env alone
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "env | grep _KEY= || echo no keys"}]})),
+               Reply.text("done"))
+    daemon = await start_daemon(env=env, init_options={"agent": "keyed", "env": {
+        "OLLIE_OPENAI_KEY": key, "OPENAI_API_KEY": "sk-vendor-secret", "ANTHROPIC_API_KEY": "sk-ant-secret",
+        "MY_TOOL_VAR": "for the tools"}})
+    assert (await daemon.request("ollie/submit", {"text": "go"}))["stop"] == "end"
+    sent = json.dumps([r.body for r in llm.chat_requests])
+    assert [secret for secret in (key, "sk-vendor-secret", "sk-ant-secret") if secret in sent] == []  # to the model
+    assert llm.chat_requests[0].headers["authorization"] == f"Bearer {key}"
+    assert "hook saw no keys" in json.dumps(llm.chat_requests[0].body)  # its output joins the prompt
+    told = [m for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "no keys" in told, told
+    out = await daemon.request("ollie/command", {"line": "!echo $MY_TOOL_VAR"})
+    assert "for the tools" in out["output"]  # the rest of the init env still reaches commands

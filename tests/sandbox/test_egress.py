@@ -548,6 +548,10 @@ async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, co
     assert bytes(counting.received).count(b"GET ") == 1 and b"other.test" not in counting.received
     out = await probe(ws, policy, "raw", f"POST http://{target}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
     assert out.startswith("HTTP/1.1 400"), out
+    # A query right after the authority is the request's (it went upstream as `GET /`, the query dropped).
+    counting.received.clear()
+    out = await probe(ws, policy, "raw", f"GET http://{target}?q=/1 HTTP/1.1\r\n\r\n")
+    assert out.startswith("HTTP/1.1 200") and bytes(counting.received).startswith(b"GET /?q=/1 HTTP/1.1\r\n"), out
 
 
 async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, counting, tmp_path, monkeypatch) -> None:
@@ -561,7 +565,10 @@ async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, cou
     # a name longer than DNS allows would fill the question.
     for target in ("*.test:443", "x\\x0b*.test:443", "x\\x1cother.test:443", "other.test\\t:443", "a*b.test:443",
                    "[2606:4700::1%x\\x0b*.test]:443", "[2606:4700::1%\\x1b[2J\\u202e]:443", "a" * 64 + ".test:443",
-                   "a." * 130 + "test:443"):
+                   "a." * 130 + "test:443",
+                   # Numbers the resolver reads as an address (127.0.0.1 each) but `ipaddress` does not: a name to ask
+                   # about, and to save, that is an address in disguise (a listed literal denied is reached so).
+                   "127.1:443", "2130706433:443", "0x7f.1:443", "0177.0.0.1:443", "0:443", "1.2.3.0x4:443"):
         asked = Asked("always")
         token = egress.asking.set(egress.NetAsk(ask=asked, remember=netsaved.remember))
         try:
@@ -770,3 +777,36 @@ async def test_allow_for_this_session_covers_the_host_port_asked_in_every_spelli
     for bad in ("other.test:0", "other.test:+443", "other.test:٤٤٣", "other.test:443:443", "other.test:-1",
                 "other.test:65536", "*.test:443", "other.test%00:443", "[other.test]:443"):
         assert await decide(bad) == "400" and len(asked) == 6, (bad, asked)
+
+
+async def test_a_steps_connections_at_once_to_many_hosts_ask_one_at_a_time_and_stop_after_a_few_refusals(
+        ws, counting) -> None:
+    # Eight hosts at once (threads): each asked while the others waited put eight questions before the user together,
+    # and the refusals' limit (egress.MAX_REFUSED) held none of them back. One question at a time: after the third
+    # refusal the rest are denied unasked.
+    hosts = [f"h{n}.test:{counting.port}" for n in range(8)]
+    questions: list[str] = []
+    netask = egress.NetAsk()
+
+    async def answer(host: str, port: int, step: str, scheme: str) -> str:
+        questions.append(host)
+        while len(netask.connections) < len(hosts):  # every connection is waiting while the user reads this one
+            await asyncio.sleep(0.01)
+        return "deny"
+
+    netask.ask = answer
+    token = egress.asking.set(netask)
+    try:
+        from ollie.sandbox.spawn import spawn_sandboxed
+
+        proc = await spawn_sandboxed(["python3", "-I", "-S", "-c", PARALLEL, *hosts],
+                                     policy=proxy_policy(ws, ["pypi.test:1"]), cwd=ws.work, env=ws.env)
+        out, err, _ = await asyncio.wait_for(proc.communicate(limit_bytes=1 << 20), 60)
+        assert await proc.wait() == 0, err
+    finally:
+        egress.asking.reset(token)
+    assert out.decode().split().count("403") == len(hosts) and counting.accepted == 0
+    assert len(questions) == egress.MAX_REFUSED
+    hows = sorted(c["how"] for c in proc.report["network"])
+    assert hows == ["deny"] * 3 + [f"no more questions: {egress.MAX_REFUSED} refused in this step"] * 5
+    assert sum(bool(c.get("asked")) for c in proc.report["network"]) == 3

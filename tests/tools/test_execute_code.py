@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +138,31 @@ async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     await eventually(lambda: not any(alive(p) for p in pids), "the step's processes to end", timeout=15)
+
+
+async def test_the_sandbox_note_never_advises_granting_a_secret(ws: Workspace, tmp_path, monkeypatch) -> None:
+    # A hostile step reads a key so that ollie's own note, shown to the model and the user, says how to let it:
+    # "the user can add its directory to filesystem.ro" was said of ~/.ssh, of ollie's env file (the API keys) and of
+    # a password store. Keys and ollie's files are kept out whatever a policy says; a hidden entry of $HOME is named.
+    home = tmp_path / "home"
+    for name, text in ((".ssh/id_ed25519", "key"), (".password-store/bank.gpg", "pw"), ("notes.txt", "n")):
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    monkeypatch.setenv("HOME", str(home))
+    env_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "env"
+    env_file.parent.mkdir(parents=True, exist_ok=True)
+    env_file.write_text("OLLIE_OPENAI_KEY=sk-secret\n")
+    server = ws.server()
+    for path in (home / ".ssh" / "id_ed25519", env_file):
+        result = await code(server, f"cat {path}")
+        assert result.is_error and "sk-secret" not in result.text and "key\n" not in result.text
+        assert f"blocked by ollie's sandbox: {path} is kept from tool code whatever the policy says" in result.text
+        assert "the user can add" not in result.text, result.text
+    result = await code(server, f"cat {home / '.password-store' / 'bank.gpg'}")
+    assert (f"{home / '.password-store'} is a hidden entry of your home directory, where keys, tokens and histories "
+            "live: only if the step needs it and you know what it holds, the user can add") in result.text, result.text
+    result = await code(server, f"cat {home / 'notes.txt'}")
+    assert "; if the step needs it, the user can add its directory to filesystem.ro" in result.text, result.text
 
 
 async def test_large_output_is_capped_with_a_note(ws: Workspace) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,12 +50,33 @@ class TurnResult:
     error: str | None = None
 
 
-def _with_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """Every call with an id: some backends send calls without one, and results pair with calls by id."""
+# A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits, Kimi's
+# `functions.bash:0`); never a `/`, which questions' ids hold (`mcp/<name>`, `<call id>/net/<host>`).
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _with_ids(calls: list[ToolCall], session: Session) -> list[ToolCall]:
+    """Every call with an id of its own: some backends send none, and a hostile model may repeat one (an earlier
+    call's, another of this reply's) or write one as another call's batch step is named (`<id>.2`) or a question.
+    Results pair with calls by id, the session keeps each call's step outcomes and network records by it, and front
+    ends update a step's card by it (ACP's tool_call_id: Zed changed the earlier card in place, far up the thread)."""
+    used = session.call_ids
+    if used is None:
+        used = session.call_ids = {c.id for m in session.messages for c in m.tool_calls or ()}
+        used.update(session.step_outcomes, session.step_network, session.result_tiers)
     for call in calls:
-        if not call.id:
+        if not _CALL_ID.fullmatch(call.id) or _clashes(call.id, used):
             call.id = new_call_id()
+        used.add(call.id)
     return calls
+
+
+def _clashes(call_id: str, used: set[str]) -> bool:
+    """Whether `call_id`, or one of its batch steps' ids (`<id>.<n>`), is already an id or a step's of `used`."""
+    parent, dot, number = call_id.rpartition(".")
+    if call_id in used or (dot and number.isdigit() and parent in used):
+        return True
+    return any(other.startswith(f"{call_id}.") and other[len(call_id) + 1:].isdigit() for other in used)
 
 
 def _append_note(session: Session, note: str) -> None:
@@ -211,7 +233,7 @@ class AgentLoop:
             text, calls = completion.text, list(completion.tool_calls) if stop == "end" else []
             if not calls and stop == "end" and tool_names and text:
                 text, calls = extract_text_tool_calls(text, tool_names)
-            calls = _with_ids(calls)
+            calls = _with_ids(calls, self.session)
             content = truncated(text, dropped_calls=len(completion.tool_calls)) if stop == "max_tokens" else text
             self.session.messages.append(Message(
                 "assistant", content, tool_calls=calls, reasoning=completion.reasoning,

@@ -57,6 +57,7 @@ MAX_REFUSED = 3
 DEFAULT_PORTS = (80, 443)  # what a pattern without ":port" allows
 # The user's answers to a network question.
 ANSWERS = ("once", "session", "always", "deny")
+_NO_MORE = f"no more questions: {MAX_REFUSED} refused in this step"
 
 
 Question = Callable[[str, int, str, str], Awaitable[str]]  # (host, port, step, scheme) -> one of ANSWERS
@@ -179,6 +180,7 @@ class StepNet:
     _refused: set[str] = field(default_factory=set)  # "host:port" the user refused (or left unanswered) in this step
     _allowed: set[str] = field(default_factory=set)  # "host:port" the user allowed once: for the rest of this step
     _asking: dict[str, asyncio.Future[str]] = field(default_factory=dict)  # the questions on screen, by "host:port"
+    _one_question: asyncio.Lock = field(default_factory=asyncio.Lock)  # held while one is on screen
     _answers_of: object = None  # the call `_refused` and `_allowed` are the answers of (`current`)
     _listener: socket.socket | None = None
     _tasks: set[asyncio.Task] = field(default_factory=set)
@@ -236,13 +238,12 @@ class StepNet:
         elif key in self._refused:
             record["how"] = "refused earlier in this step"
         elif len(self._refused) >= MAX_REFUSED:
-            record["how"] = f"no more questions: {MAX_REFUSED} refused in this step"
+            record["how"] = _NO_MORE
         elif key in self._asking:  # the step's connections at once (uv's downloads) wait for the one question
             answer = await _shared(self._asking[key])
             record.update(how=answer, verdict="allowed" if answer in ("once", "session", "always") else "denied")
         else:
-            record["asked"] = True
-            asking = self._asking[key] = asyncio.ensure_future(self._question(ask, host, port, scheme))
+            asking = self._asking[key] = asyncio.ensure_future(self._question(ask, host, port, scheme, record))
             try:
                 answer = await asking
             except asyncio.CancelledError:
@@ -253,9 +254,6 @@ class StepNet:
             record["how"] = answer
             if answer in ("once", "session", "always"):
                 record["verdict"] = "allowed"
-                self._allowed.add(key)
-            else:
-                self._refused.add(key)
             if answer in ("session", "always"):
                 ask.session_allowed.add(key)
             if answer == "always" and ask.remember is not None:
@@ -305,10 +303,23 @@ class StepNet:
 
         return sending, receiving
 
-    async def _question(self, ask: NetAsk, host: str, port: int, scheme: str) -> str:
-        assert ask.ask is not None
+    async def _question(self, ask: NetAsk, host: str, port: int, scheme: str, record: dict) -> str:
+        # One question of the step at a time: its connections to eight hosts at once put eight questions before
+        # the user together, and the refusals' limit, counted as answers came, held none of them back.
+        async with self._one_question:
+            if ask.ask is None or self._asks_now() is not ask:  # an MCP server's call ended while this one waited
+                return "no one to ask"
+            if len(self._refused) >= MAX_REFUSED:
+                return _NO_MORE
+            record["asked"] = True
+            answer = await self._answer(ask.ask, ask.timeout, host, port, scheme)
+            # Counted before the next question may start (the lock's next holder checks the count).
+            (self._allowed if answer in ("once", "session", "always") else self._refused).add(f"{host}:{port}")
+            return answer
+
+    async def _answer(self, ask: Question, timeout: float, host: str, port: int, scheme: str) -> str:
         try:
-            answer = await asyncio.wait_for(ask.ask(host, port, self.label, scheme), ask.timeout)
+            answer = await asyncio.wait_for(ask(host, port, self.label, scheme), timeout)
         except TimeoutError:
             return "timeout"
         except Exception as exc:  # noqa: BLE001 - a failed question denies

@@ -14,6 +14,9 @@ import socket
 
 MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
 _NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*")  # a host name, normalized, as DNS allows
+# A last label that is a number: no name (no top-level domain is one), but the resolver's inet_aton reads `127.1`,
+# `2130706433`, `0x7f.1` and `0177.0.0.1` as 127.0.0.1 (a listed IP literal denied, or a question hiding it).
+_NUMBER = re.compile(r"[0-9]+|0x[0-9a-f]*")
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
                b"te", b"trailer", b"upgrade"}
 
@@ -61,6 +64,8 @@ def _authority(text: str, default_port: int) -> tuple[str, int]:
     # wider pattern than the user saw. An IPv6 zone (`fe80::1%eth0`) is any text to `ipaddress`: none is taken.
     if "%" in name or not (is_ip(name) if text.startswith("[") else (is_ip(name) or _NAME.fullmatch(name))):
         raise RequestError(f"bad host in {text!r}")
+    if not is_ip(name) and _NUMBER.fullmatch(name.rpartition(".")[2]):
+        raise RequestError(f"bad host in {text!r}: a number that is no IP address as written (write it a.b.c.d)")
     return normal_host(host), port
 
 
@@ -102,8 +107,9 @@ async def read_request(client: socket.socket) -> tuple[bytes, str, int, bytes, b
     if not text.lower().startswith("http://"):
         raise RequestError("plain HTTP needs an absolute http:// URL (https goes through CONNECT)")
     rest = text[len("http://"):]
-    authority, slash, path = rest.partition("/")
-    authority = authority.split("?", 1)[0]
+    # The authority ends at the path or the query (`http://host?q` is `GET /?q`: its query was dropped).
+    end = min((at for at in (rest.find("/"), rest.find("?")) if at >= 0), default=len(rest))
+    authority, origin = rest[:end], rest[end:]
     if "@" in authority:
         raise RequestError("credentials in the URL")
     host, port = _authority(authority, 80)
@@ -121,7 +127,7 @@ async def read_request(client: socket.socket) -> tuple[bytes, str, int, bytes, b
     body = int(lengths.pop()) if lengths else 0
     kept = [(n, v) for n, v in headers if n not in _HOP_BY_HOP and n != b"host"]
     host_header = authority.encode()
-    head = b"%s /%s %s\r\nhost: %s\r\n" % (method, path.encode() if slash else b"", version, host_header)
+    head = b"%s %s %s\r\nhost: %s\r\n" % (method, ("/" + origin.removeprefix("/")).encode(), version, host_header)
     head += b"".join(b"%s: %s\r\n" % (n, v) for n, v in kept) + b"connection: close\r\n\r\n"
     return method, host, port, head, early, body
 

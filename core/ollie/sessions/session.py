@@ -207,6 +207,9 @@ class Session:
     edited_indices: set[int] = field(default_factory=set, compare=False, repr=False)
     # The same indices for the running size estimate (ollie.agent.context), which takes them at its own pace.
     resized_indices: set[int] = field(default_factory=set, compare=False, repr=False)
+    # Every tool call id the session has had in this process, those compaction dropped too (None: not read yet
+    # from the history): a new call never takes one (ollie.agent.loop). Not persisted.
+    call_ids: set[str] | None = field(default=None, compare=False, repr=False)
 
     def begin_turn(self) -> None:
         """Reset the per-turn accumulators."""
@@ -343,4 +346,5 @@ def _connections(saved: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.
-_NOT_META = frozenset({"messages", "task_state", "history_generation", "edited_indices", "resized_indices"})
+_NOT_META = frozenset({"messages", "task_state", "history_generation", "edited_indices", "resized_indices",
+                       "call_ids"})

@@ -91,6 +91,7 @@ class Reply:
         refused: bool = False,
         truncated: bool = False,
         hold: threading.Event | None = None,
+        call_ids: list[str] | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError("Reply: chunk_size must be at least 1")
@@ -116,6 +117,9 @@ class Reply:
         self.truncated = truncated
         # The stream waits before its end until the test sets this: the turn streams exactly as long as it needs.
         self.hold = hold
+        # The ids the model gives its calls, in order (a hostile model's: one repeated, an earlier call's); by default
+        # fresh ones, as vendors send.
+        self.call_ids = list(call_ids or [])
 
     def __repr__(self) -> str:
         if self.status != 200:

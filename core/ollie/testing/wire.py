@@ -73,7 +73,7 @@ def _openai(reply: Reply, request: dict[str, Any], model: str, reasoning_field: 
             frames.append(chunk({"function_call": {"name": name, "arguments": ""}}))
             frames += [chunk({"function_call": {"arguments": p}}) for p in _pieces(arguments, reply.chunk_size)]
             break  # the legacy form carries a single call
-        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        call_id = _call_id(reply, index, "call_")
         frames.append(chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                              "function": {"name": name, "arguments": ""}}]}))
         frames += [chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
@@ -130,9 +130,9 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
     if reply.text:
         block({"type": "text", "text": ""},
               [{"type": "text_delta", "text": p} for p in _pieces(reply.text, reply.chunk_size)])
-    for name, args in reply.tool_calls:
+    for index, (name, args) in enumerate(reply.tool_calls):
         text = args if isinstance(args, str) else _dumps(args)
-        block({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": {}},
+        block({"type": "tool_use", "id": _call_id(reply, index, "toolu_"), "name": name, "input": {}},
               [{"type": "input_json_delta", "partial_json": ""}]
               + [{"type": "input_json_delta", "partial_json": p} for p in _pieces(text, reply.chunk_size)])
     stop = reply.stop_reason or ("refusal" if reply.refused else "max_tokens" if reply.truncated
@@ -141,6 +141,11 @@ def _anthropic(reply: Reply, request: dict[str, Any], model: str) -> Rendered:
                                           "delta": {"stop_reason": stop, "stop_sequence": None},
                                           "usage": {"output_tokens": usage.output_tokens}}))
     return Rendered("text/event-stream; charset=utf-8", frames, [event("message_stop", {"type": "message_stop"})])
+
+
+def _call_id(reply: Reply, index: int, prefix: str) -> str:
+    """The id of the reply's call `index`: the script's, else a fresh one of the vendor's form."""
+    return reply.call_ids[index] if index < len(reply.call_ids) else f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
 def _ollama(reply: Reply, request: dict[str, Any], model: str) -> Rendered:

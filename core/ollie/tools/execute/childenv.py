@@ -17,6 +17,8 @@ EDITOR_COPY_ENV = "OLLIE_EDITOR_COPY"
 WRITE_CHECK_ENV = "OLLIE_WRITE_CHECK"
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The API keys ollie's backends read (ollie.backend.settings.SPECS' key_var and vendor_key_var; a test keeps them so).
+BACKEND_KEYS = ("OLLIE_OPENAI_KEY", "OLLIE_ANTHROPIC_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def plan_file(session_id: str) -> Path:
@@ -76,8 +78,10 @@ def child_env(
     env.update(session_env)
     # The file tools' per-call switches (a copy of an editor's text; check, do not write) are set by ollie for one
     # child only: from the session's env they would send every write to nowhere.
-    for switch in (EDITOR_COPY_ENV, WRITE_CHECK_ENV):
-        env.pop(switch, None)
+    # The session's env also picks the backend (an editor's `env` option, initializationOptions.env): an API key given
+    # there is ollie's, never tool code's, a prompt command's or a hook's (a hostile model would print and send it).
+    for name in (EDITOR_COPY_ENV, WRITE_CHECK_ENV, *BACKEND_KEYS):
+        env.pop(name, None)
     if tmp_dir is not None:
         env["TMPDIR"] = str(tmp_dir)
     env.update(

@@ -44,10 +44,37 @@ def outside_note(policy: Policy, path: str, *, execute: bool = False, write: boo
         if write and ".git" in real.parts:
             return f"blocked by ollie's sandbox: {shown} is in a .git directory, which steps see read-only"
         return None  # allowed: the denial is the file's own mode, not the sandbox
+    # A hostile step reads a key to have this note ask the user for it: ollie's advice never names a secret.
+    if _kept(real):
+        return (f"blocked by ollie's sandbox: {shown} is kept from tool code whatever the policy says (keys, "
+                "credentials, ollie's own config and sessions)")
     kind = "filesystem.rw" if write else "filesystem.rox" if execute or runs else "filesystem.ro"
     allowed = "writable" if write else "allowed"
+    hidden = _hidden_in_home(real)
+    advice = (f"{hidden} is a hidden entry of your home directory, where keys, tokens and histories live: only if the "
+              f"step needs it and you know what it holds, the user can add its directory" if hidden else
+              "if the step needs it, the user can add its directory")
     return (f"blocked by ollie's sandbox: {shown} is outside the {allowed} paths of sandbox policy "
-            f"{policy.name!r}; if the step needs it, the user can add its directory to {kind} in {_editable(policy)}")
+            f"{policy.name!r}; {advice} to {kind} in {_editable(policy)}")
+
+
+def _kept(real: Path) -> bool:
+    """Whether `real` is one of the secrets `protect` keeps out of every policy (a grant of it is dropped)."""
+    from ollie.tools.execute.protect import secret_paths
+
+    return _inside(real, tuple(secret_paths(Path.home())))
+
+
+def _hidden_in_home(real: Path) -> Path | None:
+    """The hidden entry of $HOME that `real` is or lies in, unless the sandbox shows it anyway (HOME_VISIBLE)."""
+    from ollie.tools.execute.protect import HOME_VISIBLE
+
+    home = Path(os.path.realpath(Path.home()))
+    if real == home or not real.is_relative_to(home):
+        return None
+    entry = real.relative_to(home).parts[0]
+    visible = any(v == entry or v.startswith(f"{entry}/") for v in HOME_VISIBLE)
+    return home / entry if entry.startswith(".") and not visible else None
 
 
 def _editable(policy: Policy) -> str:

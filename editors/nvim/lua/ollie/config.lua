@@ -31,7 +31,7 @@
 ---@field agent string|nil        agent config name
 ---@field backend string|nil      backend override
 ---@field model string|nil        model override
----@field env table<string,string>|nil extra environment for tools and hooks
+---@field env table<string,string>|nil extra environment for tools, hooks and the backend (its API keys: no step)
 ---@field chat ollie.ChatOptions
 ---@field keymaps ollie.Keymaps
 ---@field attach_buffers boolean  attach the client to file buffers so unsaved text can be context
