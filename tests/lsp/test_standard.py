@@ -329,3 +329,34 @@ async def test_no_ghost_text_until_the_user_picks_a_completion_model(start_daemo
     daemon = await start(start_daemon, llm.env())
     assert daemon.init_result is not None
     assert daemon.init_result.capabilities.inline_completion_provider is None
+
+
+async def test_code_actions_over_a_huge_document_cost_their_range_not_the_document(start_daemon, llm):
+    # eglot asks for code actions at every cursor move: each one split the whole text into lines on the event loop
+    # (0.2-0.4 s for 50 MB with a select-all), and every session's requests waited behind it.
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "huge.py"
+    count = 400_000
+    text = "# ollie: why so long?\n" + "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(count))
+    Editor(daemon).open(path, text + "// ollie: and the end?\n")
+    uri = path.as_uri()
+    await daemon.request("ollie/state", {})  # the document is open
+
+    def at(line: int) -> types.Position:
+        return types.Position(line=line, character=0)
+
+    everything = types.Range(start=at(0), end=at(count + 2))
+    last_line = types.Range(start=at(count + 1), end=at(count + 1))
+    asks = [daemon.client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
+        context=types.CodeActionContext(diagnostics=[]))) for rng in [everything, last_line] * 10]
+    # Asked behind all twenty: answered when the loop got through them (0.2 s here; one O(document) split
+    # each took it past 3 s).
+    state = asyncio.ensure_future(daemon.request("ollie/state", {}, timeout=3))
+    answers = await asyncio.wait_for(asyncio.gather(*asks), 30)
+    assert (await state)["session"]
+    offered = [[(a.title, a.command.arguments[0].get("question")) for a in found if a.command and a.command.arguments]
+               for found in answers[:2]]
+    assert offered == [[("Ollie: Explain", None), ("Ollie: Add tests for this", None),
+                        ("Ollie: Refactor...", "why so long?"), ("Ollie: Ask about this...", "why so long?")],
+                       [("Ollie: Ask about this...", "and the end?")]]
