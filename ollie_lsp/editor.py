@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,8 +13,9 @@ from typing import TYPE_CHECKING
 from pygls.uris import to_fs_path
 
 from ollie import beneath
-from ollie.agent.editorcontext import context_block, display_path, is_command
+from ollie.agent.editorcontext import MAX_CONTEXT_CHARS, context_block, display_path, is_command
 from ollie.tools.documents import disk_text
+from ollie_lsp.lineindex import LineIndex
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -84,16 +86,40 @@ def _lines_label(first: int, last: int) -> str:
     return f"lines {first + 1}-{last + 1}" if last > first else f"line {first + 1}"
 
 
-def range_text(text: str, context: EditorContext) -> tuple[str, str] | None:
-    """(label, the lines of the range) from `text`; an end at column 0 leaves that line out."""
+@dataclass(frozen=True)
+class Shown:
+    """What a context block shows of its lines: the label of those sent, the text, and what was cut off."""
+
+    label: str
+    body: str
+    cut: str | None = None
+
+
+def shown_lines(body: str, first: int, last: int) -> Shown:
+    """Lines `first..last` of `body`, cut at whole lines to MAX_CONTEXT_CHARS, labelled with the lines it keeps."""
+    if len(body) <= MAX_CONTEXT_CHARS:
+        return Shown(_lines_label(first, last), body)
+    kept = body[:MAX_CONTEXT_CHARS]
+    # Whole lines, unless the first alone is longer than the cap.
+    kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
+    shown = first + kept.count("\n")
+    rest = f"{_lines_label(shown + 1, last)} are" if shown < last else f"{_lines_label(shown, shown)}'s end is"
+    return Shown(_lines_label(first, shown), kept, f"Cut at {MAX_CONTEXT_CHARS:,} characters: {rest} not shown.")
+
+
+def range_text(text: str, context: EditorContext) -> Shown | None:
+    """The lines of the range from `text`, found without splitting it all; an end at column 0 leaves that line out."""
     span = _span(context)
     if span is None:
         return None
-    lines = text.splitlines()
-    first, last = span[0], min(span[1], len(lines) - 1)
-    if first > last:
+    offsets = LineIndex(text).span(*span)
+    if offsets is None:
         return None
-    return _lines_label(first, last), "\n".join(lines[first : last + 1])
+    start, end = offsets
+    # Enough to know whether it is over the cap, never a copy of a 20 MB buffer.
+    shown = shown_lines(text[start : min(end, start + MAX_CONTEXT_CHARS + 1)], span[0],
+                        span[0] + text.count("\n", start, end))
+    return dataclasses.replace(shown, body=shown.body.replace("\r\n", "\n").removesuffix("\r"))
 
 
 def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup, resource: str | None = None) -> str:
@@ -108,14 +134,18 @@ def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup,
     fence = language if language.isidentifier() else ""
     if context.selection:
         # Where the selection is: the model can cite it, a client can label it.
-        notes = [f"Location: {_lines_label(*span)}"] if (span := _span(context)) is not None else []
-        return context_block(header, notes=notes, caption="Selected text:", body=context.selection, fence=fence)
+        if (span := _span(context)) is None:
+            return context_block(header, caption="Selected text:", body=context.selection, fence=fence)
+        last = min(span[1], span[0] + context.selection.removesuffix("\n").count("\n"))
+        shown = shown_lines(context.selection, span[0], last)
+        notes = [f"Location: {shown.label}", *([shown.cut] if shown.cut else [])]
+        return context_block(header, notes=notes, caption="Selected text:", body=shown.body, fence=fence)
     if doc is not None and "\0" in doc.text[:_SNIFF]:
         # As file_read refuses it: control bytes and U+FFFD are nothing to read, and some APIs refuse a NUL.
         return context_block(header, notes=["Binary file: its bytes are not shown."])
-    if doc is not None and (picked := range_text(doc.text, context)) is not None:
-        label, body = picked
-        return context_block(header, caption=f"Showing {label}:", body=body, fence=fence)
+    if doc is not None and (shown := range_text(doc.text, context)) is not None:
+        notes = [shown.cut] if shown.cut else []
+        return context_block(header, notes=notes, caption=f"Showing {shown.label}:", body=shown.body, fence=fence)
     return context_block(header)
 
 

@@ -311,7 +311,7 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert result["split_with_note"] == [[], "fix it"], "a resumed prompt hides the daemon's undo note"
     # The plugin reads the daemon's blocks as the daemon labels them (`contextLabels`): a live prompt's 📎 lines
     # are the resumed ones, `Location:` of a selection included.
-    labels = ["a.py:10-12", "b.py (selection)", "c d.py:4", "empty.txt"]
+    labels = ["a.py:10-12", "b.py (selection)", "c d.py:4", "empty.txt", "big.txt:1-689"]
     assert result["split_blocks"] == [labels, "why these?"]
     assert context_labels(result["blocks_prompt"]) == labels
     assert "requests" in result["chat"], "the configured send key (S) sent /usage from a new tab's chat"

@@ -140,3 +140,32 @@ async def test_a_context_file_under_a_linked_directory_of_the_workspace_is_not_r
     prompt = user_prompt(llm)
     assert "CLUSTER-SECRET" not in prompt and "File: k8s/config\n" in prompt, prompt
     assert "replicas: 2" in prompt and "my own notes" in prompt, prompt
+
+
+async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(start_daemon, llm):
+    # Neovim's `#buffer` of a 200,000-line file: its text was cut to 20,000 characters, yet labelled `Showing lines
+    # 1-200000`, as though the model had seen it all.
+    llm.script(Reply.text("seen the start"), Reply.text("seen the scratch"))
+    daemon = await start_daemon(env=llm.env())
+    count = 200_000
+    text = "".join(f"row {n:06d} of the big table\n" for n in range(1, count + 1))  # 29 characters a line, with "\r\n"
+    big = open_doc(daemon, "big.txt", text.replace("\n", "\r\n"))
+    await daemon.request("ollie/submit", {"text": "what is this?", "context": {"uri": big, "range": lines(0, count - 1)}})
+    kept = 20_000 // 29  # whole lines within the 20,000 characters (counted with their "\r\n")
+    prompt = user_prompt(llm)
+    assert (f"File: big.txt (python)\nCut at 20,000 characters: lines {kept + 1}-{count} are not shown.\n"
+            f"Showing lines 1-{kept}:\n```python\nrow 000001 of the big table\n") in prompt
+    assert prompt.count("row ") == kept and f"row {kept:06d} of the big table\n```" in prompt and "\r" not in prompt
+
+    # A scratch buffer's lines go along as the selection: cut the same way, at a line's end.
+    scratch = "".join(f"note {n}\n" for n in range(1, 10_001))
+    await daemon.request("ollie/submit", {"text": "and this?", "context": {
+        "uri": "untitled:7", "range": lines(4, 10_003), "selection": scratch}})
+    shown = scratch[:20_000].rsplit("\n", 1)[0]
+    last = 4 + shown.count("\n") + 1
+    assert (f"Location: lines 5-{last}\nCut at 20,000 characters: lines {last + 1}-10004 are not shown.\n"
+            f"Selected text:\n```\n{shown}\n```") in user_prompt(llm)
+
+    messages = (await daemon.request("ollie/context", {}))["messages"]
+    assert [m["contextLabels"] for m in messages if m["role"] == "user"] == [[f"big.txt:1-{kept}"],
+                                                                             [f"untitled:7:5-{last}"]]

@@ -58,14 +58,16 @@ R.parse_error = perr
 -- A saved prompt the daemon added an undo note to reads back as what the user typed.
 R.split_with_note = { context.split_prompt("fix it\n\nthe user undid these changes of yours (turn 1): a.txt lines 2-2 "
   .. "(@@ -2,1 +2,1 @@)") }
--- Blocks as the daemon writes them: a selection sent with a range names its lines (`Location:`); only the header
--- counts, never the code in the fence.
+-- Blocks as the daemon writes them: a selection sent with a range names its lines (`Location:`), a cut one the lines
+-- it kept; only the header counts, never the code in the fence.
 R.blocks_prompt = table.concat({
   "<editor-context>\nFile: a.py (python)\nLocation: lines 10-12\nSelected text:\n```python\nx = 1\n```\n"
     .. "</editor-context>",
   "<editor-context>\nFile: b.py\nSelected text:\n```\nShowing lines 1-2:\n```\n</editor-context>",
   "<editor-context>\nFile: c d.py (python)\nShowing line 4:\n```python\ny = 2\n```\n</editor-context>",
   "<editor-context>\nFile: empty.txt\n</editor-context>",
+  "<editor-context>\nFile: big.txt\nCut at 20,000 characters: lines 690-200000 are not shown.\nShowing lines 1-689:\n"
+    .. "```\nrow 1\n```\n</editor-context>",
   "why these?",
 }, "\n\n")
 R.split_blocks = { context.split_prompt(R.blocks_prompt) }
