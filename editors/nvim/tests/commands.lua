@@ -71,6 +71,20 @@ R.blocks_prompt = table.concat({
   "why these?",
 }, "\n\n")
 R.split_blocks = { context.split_prompt(R.blocks_prompt) }
+-- #buffer of a file too big to send whole: its label names the lines the daemon's cut keeps.
+local rows = {}
+for n = 1, 200000 do
+  rows[n] = string.format("row %06d of the big table", n)
+end
+local big = vim.api.nvim_create_buf(true, false)
+vim.api.nvim_buf_set_name(big, "big.txt")
+vim.api.nvim_buf_set_lines(big, 0, -1, false, rows)
+R.big_label = context.buffer(big).label
+vim.bo[big].fileformat = "dos"
+R.big_dos_label = context.buffer(big).label
+vim.api.nvim_buf_set_lines(big, 0, -1, false, { string.rep("é", 25000), "x" })
+R.long_line_label = context.buffer(big).label
+vim.api.nvim_buf_delete(big, { force = true })
 
 -- Keymaps come from the options: a chat made after setup() uses the configured send key.
 require("ollie").setup({ cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")), keymaps = { send = { n = "S" } } })

@@ -70,6 +70,37 @@ function M.label(path, first, last)
   return first == last and string.format("%s:%d", path, first) or string.format("%s:%d-%d", path, first, last)
 end
 
+-- The daemon sends at most this many characters of a context's lines, cut at a line's end (MAX_CONTEXT_CHARS).
+local MAX_CONTEXT_CHARS = 20000
+
+---The last of lines `first..last` the model gets once the daemon cuts their text to MAX_CONTEXT_CHARS, so that the
+---label says what was sent (a 200,000-line buffer's said `1-200000` over its first 700 lines).
+---@param lines string[] lines `first..` (those past the cap's reach may be left out)
+---@param first integer
+---@param last integer
+---@param eol integer the characters ending a line (2 for "\r\n")
+---@return integer
+function M.shown_last(lines, first, last, eol)
+  local used = 0
+  for i, line in ipairs(lines) do
+    used = used + vim.fn.strchars(line) + eol -- (the daemon counts code points, as strchars does)
+    -- Past the cap with this line's end (its text alone, for the range's last line): the cut keeps the lines before.
+    if used > MAX_CONTEXT_CHARS and (first + i - 1 < last or used - eol > MAX_CONTEXT_CHARS) then
+      return first + math.max(i - 2, 0)
+    end
+  end
+  return last
+end
+
+---Lines `line1..line2` of `buf` as far as the daemon's cut can reach (every line takes at least its end).
+---@param buf integer
+---@param line1 integer
+---@param line2 integer
+---@return string[]
+local function reach(buf, line1, line2)
+  return vim.api.nvim_buf_get_lines(buf, line1 - 1, math.min(line2, line1 + MAX_CONTEXT_CHARS), false)
+end
+
 ---Context for lines `line1..line2` (1-based) of a buffer.
 ---@param buf integer
 ---@param line1 integer
@@ -82,13 +113,15 @@ function M.range(buf, line1, line2)
     uri = bname == "" and name or vim.uri_from_bufnr(buf),
     range = { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2, character = 0 } },
     languageId = vim.bo[buf].filetype == "ollie" and "markdown" or vim.bo[buf].filetype,
-    label = M.label(name, line1, line2),
   }
+  local eol = vim.bo[buf].fileformat == "dos" and 2 or 1
   if vim.bo[buf].buftype ~= "" or bname == "" then
     -- No file the daemon has or can read (lines of the chat's own answer, a scratch buffer): the lines go along.
     -- Before, the model got the block's header alone.
     ctx.selection = table.concat(vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false), "\n")
+    eol = 1
   end
+  ctx.label = M.label(name, line1, M.shown_last(reach(buf, line1, line2), line1, line2, eol))
   return ctx
 end
 
@@ -171,7 +204,7 @@ function M.file(path)
     uri = vim.uri_from_fname(full),
     range = { start = { line = 0, character = 0 }, ["end"] = { line = #lines, character = 0 } },
     languageId = vim.filetype.match({ filename = full }) or "",
-    label = M.label(display(full), #lines > 0 and 1 or nil, #lines),
+    label = M.label(display(full), #lines > 0 and 1 or nil, M.shown_last(lines, 1, #lines, 1)),
     mention = display(full),
   }
 end
