@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.protocol import default_converter
 
 from ollie_lsp.asking import ask_client, held_until_asking
-from ollie_lsp.lineindex import index_of
+from ollie_lsp.lineindex import BREAK, index_of
 from ollie_lsp.names import ACTION_COMMAND
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _range_lines(doc: TextDocument, rng: types.Range) -> list[str]:
     if span is None:
         return []
     start, end = span
-    lines = doc.source[start : min(end, start + QUESTION_SCAN)].split("\n")
+    lines = BREAK.split(doc.source[start : min(end, start + QUESTION_SCAN)])
     return lines if end - start <= QUESTION_SCAN else lines[:-1]  # a line cut short asks no question
 
 

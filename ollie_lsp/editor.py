@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pygls.uris import to_fs_path
 from ollie import beneath
 from ollie.agent.editorcontext import MAX_CONTEXT_CHARS, context_block, display_path, is_command
 from ollie.tools.documents import disk_text
-from ollie_lsp.lineindex import LineIndex
+from ollie_lsp.lineindex import BREAK, LineIndex, line_ends
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -116,10 +115,9 @@ def range_text(text: str, context: EditorContext) -> Shown | None:
     if offsets is None:
         return None
     start, end = offsets
-    # Enough to know whether it is over the cap, never a copy of a 20 MB buffer.
-    shown = shown_lines(text[start : min(end, start + MAX_CONTEXT_CHARS + 1)], span[0],
-                        span[0] + text.count("\n", start, end))
-    return dataclasses.replace(shown, body=shown.body.replace("\r\n", "\n").removesuffix("\r"))
+    # Enough to know whether it is over the cap once its "\r\n"s are "\n"s, never a copy of a 20 MB buffer.
+    window = BREAK.sub("\n", text[start : min(end, start + 2 * MAX_CONTEXT_CHARS + 2)])
+    return shown_lines(window, span[0], span[0] + line_ends(text, start, end))
 
 
 def format_context(context: EditorContext, *, cwd: Path, lookup: DocumentLookup, resource: str | None = None) -> str:

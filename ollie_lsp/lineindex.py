@@ -1,10 +1,12 @@
 """Where a document's lines start, found without splitting its text: a request over a 50 MB buffer costs its range.
 
-Lines end at "\\n" (a "\\r\\n" line keeps its "\\r"), as editors count them; `str.splitlines` also broke at form feeds.
+Lines end at "\\r\\n", "\\r" or "\\n", as LSP counts them (`documents.lsp_lines`; `str.splitlines` also broke at
+form feeds).
 """
 
 from __future__ import annotations
 
+import re
 import weakref
 from array import array
 from bisect import bisect_left
@@ -14,41 +16,54 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-# Newlines are counted per CHUNK characters (in C, ~20 ms for 50 MB); a line's start is then at most CHUNK
-# `str.find`s away.
+# Line ends are counted per CHUNK characters (in C, ~20 ms for 50 MB); a line's start is then at most CHUNK line
+# ends away.
 CHUNK = 4096
+BREAK = re.compile(r"\r\n?|\n")
+
+
+def line_ends(text: str, start: int, end: int) -> int:
+    """How many line ends finish within text[start:end] (a "\\r\\n" split by `end` counts on its "\\n"'s side)."""
+    return text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end + 1)
 
 
 class LineIndex:
-    """The newline counts of one text, per CHUNK: any line's start without a pass over the text."""
+    """The line ends of one text, counted per CHUNK: any line's start without a pass over the text."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        ends = range(CHUNK, len(text) + CHUNK, CHUNK)
-        # _upto[i]: the newlines in text[: (i + 1) * CHUNK]
-        self._upto = array("q", accumulate(map(text.count, repeat("\n"), range(0, len(text), CHUNK), ends)))
+        starts, ends = range(0, len(text), CHUNK), range(CHUNK, len(text) + CHUNK, CHUNK)
+        # Without a lone "\r" (all but old Mac texts), every line ends in "\n": one count a chunk.
+        lone_cr = "\r" in text and text.count("\r") != text.count("\r\n")
+        counts = map(line_ends, repeat(text), starts, ends) if lone_cr else map(text.count, repeat("\n"), starts, ends)
+        # _upto[i]: the line ends finishing within text[: (i + 1) * CHUNK]
+        self._upto = array("q", accumulate(counts))
 
     def start(self, line: int) -> int | None:
-        """The offset where 0-based `line` starts; None past the text's last line."""
+        """The offset where 0-based `line` starts; None past the text's last line end."""
         if line <= 0:
             return 0
-        chunk = bisect_left(self._upto, line)  # the chunk holding the line-th newline
+        chunk = bisect_left(self._upto, line)  # the chunk where the line-th line end finishes
         if chunk == len(self._upto):
             return None
         pos = chunk * CHUNK
         for _ in range(line - (self._upto[chunk - 1] if chunk else 0)):
-            pos = self.text.find("\n", pos) + 1
+            found = BREAK.search(self.text, pos)
+            assert found is not None  # counted above
+            pos = found.end()
         return pos
 
     def span(self, first: int, last: int) -> tuple[int, int] | None:
-        """(start, end) of lines `first..last`, less their last newline; None past the text's end.
+        """(start, end) of lines `first..last`, less their last line end; None past the text's end.
 
-        A final newline ends the last line: no empty line follows it (as `str.splitlines` counts)."""
+        A final line end ends the last line: no empty line follows it (as `str.splitlines` counts)."""
         start = self.start(first)
         if start is None or start == len(self.text):
             return None
         after = self.start(last + 1)
-        end = len(self.text) - self.text.endswith("\n") if after is None or after == len(self.text) else after - 1
+        end = len(self.text) if after is None else after
+        # Less the line end before `end` (the text's final one too).
+        end -= 2 if self.text.startswith("\r\n", end - 2) else 1 if self.text.endswith(("\r", "\n"), 0, end) else 0
         return start, max(start, end)
 
 

@@ -315,8 +315,8 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     assert result["split_blocks"] == [labels, "why these?"]
     assert context_labels(result["blocks_prompt"]) == labels
     # #buffer of a 200,000-line file names the lines the daemon's cut keeps (20,000 characters, whole lines), as
-    # tests/lsp/test_context_items.py reads them from its block: 28 characters a line, 29 with "\r\n".
-    assert (result["big_label"], result["big_dos_label"]) == ("big.txt:1-714", "big.txt:1-689")
+    # tests/lsp/test_context_items.py reads them from its block: 28 characters a line ("\r\n" counts as "\n").
+    assert (result["big_label"], result["big_dos_label"]) == ("big.txt:1-714", "big.txt:1-714")
     assert result["long_line_label"] == "big.txt:1", "a first line over the cap is cut inside it"
     assert "requests" in result["chat"], "the configured send key (S) sent /usage from a new tab's chat"
     assert "## You\nwhat is in notes.txt\n📎 notes.txt:1\n" in result["chat"], result["chat"]

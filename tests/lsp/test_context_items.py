@@ -145,13 +145,13 @@ async def test_a_context_file_under_a_linked_directory_of_the_workspace_is_not_r
 async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(start_daemon, llm):
     # Neovim's `#buffer` of a 200,000-line file: its text was cut to 20,000 characters, yet labelled `Showing lines
     # 1-200000`, as though the model had seen it all.
-    llm.script(Reply.text("seen the start"), Reply.text("seen the scratch"))
+    llm.script(Reply.text("seen the start"), Reply.text("seen the scratch"), Reply.text("seen an old Mac's"))
     daemon = await start_daemon(env=llm.env())
     count = 200_000
-    text = "".join(f"row {n:06d} of the big table\n" for n in range(1, count + 1))  # 29 characters a line, with "\r\n"
+    text = "".join(f"row {n:06d} of the big table\n" for n in range(1, count + 1))  # 28 characters a line, 29 with "\r\n"
     big = open_doc(daemon, "big.txt", text.replace("\n", "\r\n"))
     await daemon.request("ollie/submit", {"text": "what is this?", "context": {"uri": big, "range": lines(0, count - 1)}})
-    kept = 20_000 // 29  # whole lines within the 20,000 characters (counted with their "\r\n")
+    kept = 20_000 // 28  # whole lines within the 20,000 characters the model gets (their "\r\n" made "\n")
     prompt = user_prompt(llm)
     assert (f"File: big.txt (python)\nCut at 20,000 characters: lines {kept + 1}-{count} are not shown.\n"
             f"Showing lines 1-{kept}:\n```python\nrow 000001 of the big table\n") in prompt
@@ -166,6 +166,11 @@ async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(star
     assert (f"Location: lines 5-{last}\nCut at 20,000 characters: lines {last + 1}-10004 are not shown.\n"
             f"Selected text:\n```\n{shown}\n```") in user_prompt(llm)
 
+    # Lines end where LSP says, a lone "\r" too.
+    mac = open_doc(daemon, "mac.txt", "first\rsecond\rthird\r")
+    await daemon.request("ollie/submit", {"text": "and here?", "context": {"uri": mac, "range": lines(1, 1)}})
+    assert "Showing line 2:\n```python\nsecond\n```" in user_prompt(llm)
+
     messages = (await daemon.request("ollie/context", {}))["messages"]
     assert [m["contextLabels"] for m in messages if m["role"] == "user"] == [[f"big.txt:1-{kept}"],
-                                                                             [f"untitled:7:5-{last}"]]
+                                                                             [f"untitled:7:5-{last}"], ["mac.txt:2"]]

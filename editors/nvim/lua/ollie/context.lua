@@ -78,14 +78,14 @@ local MAX_CONTEXT_CHARS = 20000
 ---@param lines string[] lines `first..` (those past the cap's reach may be left out)
 ---@param first integer
 ---@param last integer
----@param eol integer the characters ending a line (2 for "\r\n")
 ---@return integer
-function M.shown_last(lines, first, last, eol)
+function M.shown_last(lines, first, last)
   local used = 0
   for i, line in ipairs(lines) do
-    used = used + vim.fn.strchars(line) + eol -- (the daemon counts code points, as strchars does)
+    -- The daemon counts code points, as strchars does, and a line's end as one ("\r\n" made "\n").
+    used = used + vim.fn.strchars(line) + 1
     -- Past the cap with this line's end (its text alone, for the range's last line): the cut keeps the lines before.
-    if used > MAX_CONTEXT_CHARS and (first + i - 1 < last or used - eol > MAX_CONTEXT_CHARS) then
+    if used > MAX_CONTEXT_CHARS and (first + i - 1 < last or used - 1 > MAX_CONTEXT_CHARS) then
       return first + math.max(i - 2, 0)
     end
   end
@@ -113,15 +113,13 @@ function M.range(buf, line1, line2)
     uri = bname == "" and name or vim.uri_from_bufnr(buf),
     range = { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2, character = 0 } },
     languageId = vim.bo[buf].filetype == "ollie" and "markdown" or vim.bo[buf].filetype,
+    label = M.label(name, line1, M.shown_last(reach(buf, line1, line2), line1, line2)),
   }
-  local eol = vim.bo[buf].fileformat == "dos" and 2 or 1
   if vim.bo[buf].buftype ~= "" or bname == "" then
     -- No file the daemon has or can read (lines of the chat's own answer, a scratch buffer): the lines go along.
     -- Before, the model got the block's header alone.
     ctx.selection = table.concat(vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false), "\n")
-    eol = 1
   end
-  ctx.label = M.label(name, line1, M.shown_last(reach(buf, line1, line2), line1, line2, eol))
   return ctx
 end
 
@@ -204,7 +202,7 @@ function M.file(path)
     uri = vim.uri_from_fname(full),
     range = { start = { line = 0, character = 0 }, ["end"] = { line = #lines, character = 0 } },
     languageId = vim.filetype.match({ filename = full }) or "",
-    label = M.label(display(full), #lines > 0 and 1 or nil, M.shown_last(lines, 1, #lines, 1)),
+    label = M.label(display(full), #lines > 0 and 1 or nil, M.shown_last(lines, 1, #lines)),
     mention = display(full),
   }
 end
