@@ -5,7 +5,9 @@ worst round trip (p100, stamped as the request is written and as the reader
 thread reads the answer; the daemon's `ollie/event`s are dropped unparsed) during
 each operation is how long the daemon's one event loop was held, against its worst
 while the daemon idles. Operations: resuming a 100,000-message session, its
-`ollie/context`, `/compact` on it, and a 20,000-delta reply in another session.
+`ollie/context`, `/compact` on it, a 20,000-delta reply in another session, and
+code actions (as eglot asks at each cursor move) over a select-all of an open
+1,000,000-line (57 MB) document.
 The scripted server runs in its own process. Run alone: python -m bench.bench_stalls
 """
 
@@ -26,6 +28,8 @@ from bench.lspwire import LSPProcess
 
 BIG = 100_000
 FLOOD = 20_000
+HUGE_LINES = 1_000_000
+ASKS = 20
 TARGET_MS = 50.0
 
 
@@ -85,6 +89,19 @@ def _worst_during(daemon: LSPProcess, probe_session: str,
     return probe.worst_ms, took, probe.summary
 
 
+def code_actions_during(daemon: LSPProcess, probe_session: str, root: Path) -> tuple[float, float, str]:
+    """(worst probe ms, seconds, summary) while ASKS code actions over a select-all of a huge open document run."""
+    uri = (root / "huge.py").as_uri()
+    text = "".join(f"    x_{n} = compute(value_{n}) + 1  # some comment\n" for n in range(HUGE_LINES))
+    daemon.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+    daemon.request("ollie/state", {}, timeout=120)  # opened
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": HUGE_LINES, "character": 0}}
+    params = {"textDocument": {"uri": uri}, "range": everything, "context": {"diagnostics": []}}
+    return _worst_during(daemon, probe_session, lambda: [daemon.request("textDocument/codeAction", params, timeout=120)
+                                                         for _ in range(ASKS)])
+
+
 def run() -> tuple[list[Row], list[str]]:
     """Rows: the worst probe during each heavy operation, against the worst while idle."""
     big = write_saved_sessions(1, BIG)[0]
@@ -104,6 +121,7 @@ def run() -> tuple[list[Row], list[str]]:
             srv.script(delta_text(FLOOD))
             flood, flood_s, flood_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
                 "ollie/submit", {"session": flood_session, "text": "flood"}, timeout=120))
+            actions, actions_s, actions_probes = code_actions_during(daemon, probe_session, Path(tmp))
             state = daemon.request("ollie/state", {"session": big})
         finally:
             daemon.shutdown()
@@ -114,7 +132,9 @@ def run() -> tuple[list[Row], list[str]]:
             (f"session/load of {BIG:,} messages", load, load_s, load_probes),
             (f"ollie/context (its last 500) of {BIG:,} messages", context, context_s, context_probes),
             (f"/compact of {BIG:,} messages", compact, compact_s, compact_probes),
-            (f"a {FLOOD:,}-delta reply in another session", flood, flood_s, flood_probes)):
+            (f"a {FLOOD:,}-delta reply in another session", flood, flood_s, flood_probes),
+            (f"{ASKS} code actions over a select-all of a {HUGE_LINES:,}-line document", actions, actions_s,
+             actions_probes)):
         row = Row(f"loop stall (worst ollie/state of another session) during {label}, vs idle", worst, idle,
                   target=f"<= {TARGET_MS:.0f} ms", note=f"the operation took {took * 1e3:.0f} ms; {probes}")
         row.ok = worst <= TARGET_MS
