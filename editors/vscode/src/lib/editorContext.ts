@@ -48,5 +48,22 @@ export function describeEditorContext(context: EditorContext): string {
   const endLine = context.range.end.character === 0 && context.range.end.line > context.range.start.line
     ? context.range.end.line
     : context.range.end.line + 1;
-  return first === endLine ? `${file}:${first}` : `${file}:${first}-${endLine}`;
+  const last = context.selection === undefined ? endLine : Math.min(endLine, first + keptLineEnds(context.selection));
+  return first === last ? `${file}:${first}` : `${file}:${first}-${last}`;
+}
+
+/** The daemon sends at most this many characters (code points) of a selection, cut at a line's end. */
+const MAX_CONTEXT_CHARS = 20_000;
+
+/** How many line ends of `text` the daemon keeps: all, or those within its first MAX_CONTEXT_CHARS when it is cut
+ * (so a 200,000-line selection's label says the lines the model got, as the daemon's `Location:` does). */
+function keptLineEnds(text: string): number {
+  let chars = 0;
+  let ends = 0;
+  for (const ch of text) { // (code points, as the daemon counts; stops at the cap, never walks 20 MB)
+    if (chars === MAX_CONTEXT_CHARS) return Math.max(ends - 1, 0); // (the line the cut runs into is left out)
+    chars += 1;
+    if (ch === "\n") ends += 1;
+  }
+  return text.endsWith("\n") ? ends - 1 : ends;
 }

@@ -32,6 +32,16 @@ test("the label uses 1-based lines and skips a last line selected only up to col
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 0), end: at(2, 9) } }), "a.py:3");
 });
 
+test("the label of a selection too long to send whole names the lines the daemon keeps", () => {
+  // 28 characters a line: the daemon's 20,000-character cut keeps 714 whole lines (tests/lsp/test_context_items.py).
+  const rows = Array.from({ length: 200_000 }, (_, n) => `row ${String(n + 1).padStart(6, "0")} of the big table`);
+  const whole = { uri: "file:///w/big.txt", range: { start: at(0, 0), end: at(200_000, 0) } };
+  assert.equal(describeEditorContext({ ...whole, selection: rows.join("\n") + "\n" }), "big.txt:1-714");
+  assert.equal(describeEditorContext({ ...whole, range: { start: at(4, 0), end: at(6, 0) }, selection: "a\nb\n" }),
+    "big.txt:5-6");
+  assert.equal(describeEditorContext({ ...whole, selection: "é".repeat(25_000) }), "big.txt:1");
+});
+
 test("a prompt's context items go as one object (any daemon) or as the list", () => {
   const a = { uri: "file:///w/a.py" };
   const b = { uri: "file:///w/b.py", range: { start: at(0, 0), end: at(1, 0) } };
