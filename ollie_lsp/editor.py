@@ -85,7 +85,7 @@ def _lines_label(first: int, last: int) -> str:
     return f"lines {first + 1}-{last + 1}" if last > first else f"line {first + 1}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Shown:
     """What a context block shows of its lines: the label of those sent, the text, and what was cut off."""
 
