@@ -83,3 +83,23 @@ async def test_file_read_of_an_image_shows_it_to_the_model(start_daemon, scripte
     (tool,) = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
     assert f"[image: PNG, {len(PICTURE)} bytes]" in tool, tool
     assert "[note] the image is not shown to the model: big.png is larger than 1,000 bytes" in tool, tool
+
+
+async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_daemon, scripted_llm, tmp_path):
+    """A step planted a link to an image outside the workspace and a FIFO named .png: nothing is read through the
+    link, nothing hangs, and the model sees no image."""
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(PICTURE)
+    llm = scripted_llm("openai")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["link.png"]},
+                                                         {"tool": "file_read", "args": ["pipe.png"]}]})),
+               Reply.text("nothing to see"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "link.png").symlink_to(outside)
+    os.mkfifo(daemon.workspace / "pipe.png")
+    result = await daemon.request("ollie/submit", {"text": "look"}, timeout=60)
+    assert (result["stop"], result["reply"]) == ("end", "nothing to see")
+    assert llm.images(llm.chat_requests[-1]) == []
+    (tool,) = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "not a regular file" in tool, tool
+    assert "symlink" in tool or "not beneath" in tool or "outside" in tool, tool
