@@ -91,6 +91,9 @@ def batches(calls: list[Resolved]) -> list[list[Resolved]]:
     return groups
 
 
+# What tools/file_read prints, alone, for an image (its IMAGE_MARK): never a numbered line of a text file.
+IMAGE_MARK = b"[image:"
+
 async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge | None,
                     editor: EditorKnowledge | None = None) -> Section:
     n, call, script = item
@@ -113,7 +116,7 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
         elevated=call.elevated, what=shlex.join([script.name, *call.args]),
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
-    if script.name == "file_read" and outcome.ok and outcome.stdout.startswith(b"[image:") and call.args:
+    if script.name == "file_read" and outcome.ok and outcome.stdout.startswith(IMAGE_MARK) and call.args:
         return await _with_image(ctx, Section(label, outcome), call.args[0])
     return Section(label, outcome)
 
