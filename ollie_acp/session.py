@@ -53,6 +53,8 @@ NETWORK_OPTIONS = [*_options(allow_once="Allow once"),
                              reject_always="Deny always (this session)")]
 # A workspace's MCP server: "always" is remembered for the workspace; no blanket rejection of its other servers.
 MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this workspace)", reject_once="Reject")
+# A step that runs outside the sandbox: its one question covers the elevation, which is asked each time.
+OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject_once="Reject")
 # Leaving the sandbox is asked each time: no "always".
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
@@ -108,11 +110,13 @@ class AcpSession:
         from ollie.agent.approval import Answer
 
         covers = question.always_label()
-        if covers in self.rejected_always:
+        if covers in self.rejected_always or (question.outside and self.elevation_always is False):
             return Answer("reject")
         await self.forwarder.drained()
+        note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside
+                else f"(\"always\" covers {question.always_text()})")
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
-            tool_content(text_block(f"{question.title}\n(\"always\" covers {question.always_text()})"))]
+            tool_content(text_block(f"{question.title}\n{note}"))]
         if question.diff is not None:
             content.insert(0, tool_diff_content(str(self.core.cwd / question.diff.path), question.diff.new_text or "",
                                                 question.diff.old_text))
@@ -124,7 +128,8 @@ class AcpSession:
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
         server = question.id.startswith("mcp/")
-        options = NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS if server else PERMISSION_OPTIONS
+        options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS if server
+                   else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
         # A connection's or a server's question is no step: its card ends with the answer.
         choice = await self._ask(tool_call, options, ends=question.network is not None or server)
         if choice == "reject_always":

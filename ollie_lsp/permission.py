@@ -30,7 +30,7 @@ def permission_params(session_id: str, question: StepQuestion, msg_id: str) -> d
     `$/cancelRequest` takes away)."""
     return {"session": session_id, "step": question.to_wire(),
             "options": [{"id": outcome, "name": name} for name, outcome in _buttons(question).items()],
-            "always": question.always_label(), "requestId": msg_id}
+            "always": question.always_label() if "allow_always" in question.outcomes() else "", "requestId": msg_id}
 
 
 def _buttons(question: StepQuestion) -> dict[str, str]:
@@ -57,8 +57,10 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             logger.warning("ollie/permission answered %r, not one of its options: taken as a rejection", answer)
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
-    covers = f' ("Allow always" covers {question.always_text()})'
-    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}", _buttons(question))
+    covers = f' ("Allow always" covers {question.always_text()})' if "allow_always" in question.outcomes() else ""
+    outside = "".join(f"\n\n{what}" for what in question.outside)  # exactly what runs outside, as an elevation says
+    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{outside}",
+                          _buttons(question))
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
     outcome = BUTTONS.get(title or "", "reject")
     return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]

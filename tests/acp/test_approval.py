@@ -204,3 +204,19 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
         assert not netsaved.saved_file().exists()
     finally:
         server.sock.close()
+
+
+@pytest.mark.parametrize(("answer", "runs"), [("allow_once", True), ("reject_once", False)])
+async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answer, runs) -> None:
+    # It was two: the step's approval, then "Run outside the sandbox" for the same code.
+    code = "echo out > elevated.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("ok"))
+    agent = await start_agent(env=llm.env(approval="ask"))
+    sid = await agent.new()
+    agent.client.permission_answers = [answer, "allow_once"]
+    await agent.prompt(sid, "write it outside the sandbox")
+    (tool_call, options), = agent.client.permission_requests
+    assert tool_call.title == f"Run `{code}` outside the sandbox"
+    assert tool_call.content[0].content.text.endswith(f"runs outside the sandbox:\n{code}")
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]  # asked each time: no "always"
+    assert (agent.workspace / "elevated.txt").exists() is runs

@@ -247,6 +247,29 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         tmux.close()
 
 
+def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its_code(tmp_path: Path, scripted_llm):
+    """Approval `ask`, the model runs a step outside the sandbox: one question, its float naming exactly what runs
+    outside, its buttons without "Allow always"; allowed, it runs (Bug: two questions, the step's approval and then
+    the elevation, the second to be answered again for the same code)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo ran > proof", "elevated": True}]})),
+               Reply.text("Ran it."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "x = 0\n"})
+    try:
+        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
+        tmux.keys(":Ollie run it outside", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "3: Reject with feedback" in s, "the question"))
+        assert "runs outside the sandbox:" in asked and "echo ran > proof" in asked, asked
+        assert "1: Allow once" in asked and "2: Reject" in asked and "Allow always" not in asked, asked
+        tmux.keys("1", "Enter")
+        done = tmux.keep("2-ran", tmux.wait(lambda s: "Ran it." in s and "(end)" in s, "the turn's end"))
+        assert (ws / "proof").read_text() == "ran\n" and "Deny" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_path: Path, scripted_llm):
     """Two Latin-1 files, one open in a buffer: the agent bumps a line of each; every "é" on disk stays the byte it was
     (Bug: the file not open was read with U+FFFD for the byte and written back so, the lines it did not edit

@@ -69,6 +69,14 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(200)
+def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
+    """Approval `ask`, an elevated step: one card, showing exactly what runs outside the sandbox and no "Allow always";
+    Allow once runs it (it was two questions: the card, then a notification about the same code)."""
+    shows(run_e2e("outside.mjs", total_ms=150000),
+          "one question showed what runs outside the sandbox, without Allow always, and its answer ran it")
+
+
+@pytest.mark.timeout(200)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
 from ollie.testing import Reply
@@ -77,3 +79,59 @@ async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agen
     assert (await submit("/agent coding")).startswith("agent: coding")  # sandboxed: no question
     assert (await submit("/agent yolo")).startswith("agent: yolo")
     assert len(asked) == 2
+
+
+async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_always(start_daemon, llm, tmp_path):
+    # The step's approval and its elevation were two questions: "Allow once" to the first, then the second.
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    allowed, rejected = outside / "allowed.txt", outside / "rejected.txt"
+    llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(rejected), Reply.text("not written"))
+    daemon = await start_daemon(env={**llm.env(approval="ask"), "TMPDIR": str(scratch)})
+    asked: list[types.ShowMessageRequestParams] = []
+    answers = iter(["Allow once", "Reject"])
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return types.MessageActionItem(title=next(answers))
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "written"
+    assert allowed.read_text() == "x\n" and len(asked) == 1
+    assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "not written"
+    assert not rejected.exists() and len(asked) == 2
+    first = asked[0]
+    assert "outside the sandbox" in first.message and first.message.endswith(f"\n\necho x > {allowed}")
+    # Leaving the sandbox is asked each time: no "Allow always" to cover later ones.
+    assert [a.title for a in first.actions] == ["Allow once", "Reject", "Reject with feedback"]
+    assert "rejected: the user did not allow" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(start_daemon, llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    target = outside / "made.txt"
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval="ask"), "TMPDIR": str(scratch)},
+                                init_options={"permissionRequest": True})
+    questions: list[Any] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "allow_once"}
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        questions.append(params.message)  # the old second question: there must be none
+        return types.MessageActionItem(title="Allow once")
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "done"
+    assert target.read_text() == "hello"
+    (question,) = questions
+    assert question["step"]["outside"] == [f"file_write {target} hello"]
+    assert [o["id"] for o in question["options"]] == ["allow_once", "reject", "reject_with_feedback"]
+    assert question["always"] == ""

@@ -152,3 +152,20 @@ def test_a_withdrawn_question_says_so_and_its_late_answer_is_no_prompt(llm, tmp_
     assert (tmp_path / "a.txt").read_text() == "one\n"
     prompts = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert "go on" in str(prompts) and not any(p == "n" or p == [{"type": "text", "text": "n"}] for p in prompts), prompts
+
+
+def test_under_ask_the_terminal_asks_an_elevated_step_once_showing_its_code(llm, tmp_path):
+    # It asked twice: `Allow? [y]es once, [a]lways ...` for the step, then `Allow once? [y/N]` for its elevation.
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    target = outside / "yes.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]})),
+               Reply.text("wrote it"))
+    with Terminal(["--cwd", str(tmp_path)], {**llm.env(approval="ask"), "TMPDIR": str(scratch)}, tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("go", r"Allow\? \[y\]es once, \[n\]o, \[f\]eedback: ", after=at)
+        assert f"outside the sandbox\n  it runs this outside the sandbox:\n    echo x > {target}\n" in term.text
+        term.answer("y", r"wrote it", after=at)
+        assert term.close() == 0
+    assert target.read_text() == "x\n" and "Allow once? [y/N]" not in term.text

@@ -72,6 +72,9 @@ class StepQuestion:
     prefix: str = ""
     # A network question's connection: {"host", "port", "scheme": "http" (a plain HTTP request) | "connect" (a tunnel)}.
     network: dict[str, Any] | None = None
+    # What the step runs outside the sandbox, exactly (a program, or a tool call as a command line): this question
+    # covers the elevation too, so the user is asked once (and, as an elevation is, every time: no "always").
+    outside: tuple[str, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -85,6 +88,8 @@ class StepQuestion:
             out["prefix"] = self.prefix
         if self.network is not None:
             out["network"] = dict(self.network)
+        if self.outside:
+            out["outside"] = list(self.outside)
         return out
 
     def always_label(self) -> str:
@@ -104,8 +109,10 @@ class StepQuestion:
         return self.network is None and not self.id.startswith("mcp/")
 
     def outcomes(self) -> tuple[str, ...]:
-        """The answers this question offers, in order: "allow for this session" a network question's alone."""
+        """The answers this question offers, in order: "allow for this session" a network question's alone, "always"
+        none that leaves the sandbox."""
         return tuple(o for o in OUTCOMES if (o != "allow_session" or self.network is not None)
+                     and (o != "allow_always" or not self.outside)
                      and (o != "reject_with_feedback" or self.takes_feedback()))
 
     def always_text(self) -> str:
@@ -175,6 +182,7 @@ class _Plan:
     question: StepQuestion
     commands: list[str] = field(default_factory=list)
     script: ScriptCall | None = None
+    outside: list[str] = field(default_factory=list)  # its elevated parts, as the execute server names each
 
 
 class ApprovalGate:
@@ -182,13 +190,17 @@ class ApprovalGate:
 
     def __init__(self, *, mode: Callable[[], str], always: Callable[[], list[str]], remember: Callable[[str], None],
                  cwd: Callable[[], Path], kind_of: KindLookup | None = None,
-                 documents: Callable[[], EditorDocuments | None] = lambda: None) -> None:
+                 documents: Callable[[], EditorDocuments | None] = lambda: None,
+                 elevation_asks: Callable[[], bool] = lambda: False) -> None:
         self._mode = mode
         self._always = always
         self._remember = remember
         self._cwd = cwd
         self._documents = documents  # the editor's open documents: an edit's preview is of the text it edits
         self._kind_of = kind_of
+        self._elevation_asks = elevation_asks  # whether an elevated step is put to the user (its agent's "ask")
+        # The elevated parts a call's question allowed, by call id, until the call runs (`allowed_outside`).
+        self._outside: dict[str, list[str]] = {}
         self.approver: StepApprover | None = None
         # Why a call's file writes would be refused whatever the user answers (the sandbox, the file's mode): then
         # it is refused without a question. None: every question is asked.
@@ -202,6 +214,7 @@ class ApprovalGate:
 
     async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
         """None when the call may run, else the text the model gets as its result (rejected or refused)."""
+        self._outside.pop(call_id, None)  # a model's call id may come again: no earlier answer carries over
         mode = self._mode()
         if mode == "auto":
             return None
@@ -210,13 +223,20 @@ class ApprovalGate:
         if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
             # No answer could let it write: the user is not bothered, nor led to think it happened.
             return f"refused, without asking the user (no answer could allow it); nothing was written: {why}"
+        outside: list[str] = []
         for plan in plans:
-            refusal = await self._decide(mode, plan)
+            refusal = await self._decide(mode, plan, outside)
             if refusal is not None:
                 return refusal
+        if outside:
+            self._outside[call_id] = outside
         return None
 
-    async def _decide(self, mode: str, plan: _Plan) -> str | None:
+    def allowed_outside(self, call_id: str) -> list[str]:
+        """What the user allowed `call_id` to run outside the sandbox in its step's question (each part once)."""
+        return self._outside.pop(call_id, [])
+
+    async def _decide(self, mode: str, plan: _Plan, outside: list[str]) -> str | None:
         q = plan.question
         if not self._needs_asking(mode, plan):
             return None
@@ -229,6 +249,8 @@ class ApprovalGate:
                     "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
+        if plan.outside and self._elevation_asks():  # one question for both: what runs, and that it runs outside
+            q = replace(q, outside=tuple(plan.outside))
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
             answer = Answer("reject")
@@ -241,6 +263,7 @@ class ApprovalGate:
             for rule in self._rules(plan):
                 self._remember(rule)
         if answer.outcome in ("allow_once", "allow_always"):
+            outside.extend(q.outside)
             return None
         text = f"rejected: the user did not allow {q.title!r}; it was not run."
         if answer.outcome == "reject_with_feedback" and answer.feedback.strip():
@@ -324,9 +347,12 @@ class ApprovalGate:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
             elif isinstance(request, CallRequest):
                 plan.script = request.calls[n]
+                if plan.script.elevated:  # named as the executor names it (executors._run_call)
+                    plan.outside = [shlex.join([plan.script.tool, *plan.script.args])]
             elif isinstance(request, CodeRequest):
                 plan.commands = [s.code if s.language.name == "bash" else s.language.name
                                  for s in request.code_steps()]
+                plan.outside = [s.code for s in request.code_steps() if s.elevated]
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])

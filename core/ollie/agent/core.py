@@ -70,12 +70,15 @@ class Core(McpMembers):
         self._wire_mcp()
         self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
-                                      kind_of=self.step_kinds, documents=lambda: self._attached.documents)
+                                      kind_of=self.step_kinds, documents=lambda: self._attached.documents,
+                                      elevation_asks=lambda: self.runtime.config.elevation == "ask"
+                                      and self.approver is not None)
         self._approval.on_ask = self._asked
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host.approve_step = self._approval.check
         self._host.before_turn = self._ask_workspace_servers
         self._host.net_ask = self._approval.net_ask
+        self._host.allowed_outside = self._approval.allowed_outside
         report_save_errors(session_file, self._host.bus)
 
     @classmethod

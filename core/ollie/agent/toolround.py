@@ -32,6 +32,7 @@ from ollie.agent.steps import (
 from ollie.backend.types import Image, ToolCall
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
+from ollie.tools.execute import elevation
 from ollie.tools.execute.args import loads_arguments
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class ToolRound:
     approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
     post_edit: PostEditDiagnostics | None = None
     net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None  # None: a host the policy omits is denied
+    # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
+    allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
@@ -341,6 +344,7 @@ class ToolRound:
 
         net = self.net_ask(call.id, call.name, args) if self.net_ask is not None else None
         asking = egress.asking.set(net)
+        outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         inner = self._open.get(call.id, [])
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
@@ -350,6 +354,7 @@ class ToolRound:
             if live is not None:
                 output_tap.reset(live)
             egress.asking.reset(asking)
+            elevation.allowed.reset(outside)
             if net is not None and net.connections:
                 self.network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error

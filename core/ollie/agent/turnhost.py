@@ -74,6 +74,7 @@ class TurnHost:
         # The Core's ApprovalGate: None = the call may run, else its result text.
         self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
         self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
+        self.allowed_outside: Callable[[str], list[str]] | None = None  # the Core's ApprovalGate's
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
         self.before_turn: Callable[[], Awaitable[None]] | None = None
         self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
@@ -188,7 +189,7 @@ class TurnHost:
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
             max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
             changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
-            behind=self.behind,
+            allowed_outside=self.allowed_outside, behind=self.behind,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:

@@ -269,14 +269,19 @@ async def _withdrawable(lines: InputLines, question: Awaitable[T]) -> T:
 async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
     """Put an elevated step to the user: its code escaped (a `\\r` could hide what runs), then `Allow once? [y/N]`."""
     renderer.end_line()
-    # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
-    shown = "\n".join(f"    {line}" for line in escaped(what.rstrip("\n")).split("\n"))
-    note = "  (control characters in it are shown escaped, as \\x1b, \\r, ...)\n" if has_controls(what) else ""
     since = lines.before_question()
-    print(f"ollie asks to run this outside the sandbox:\n{shown}\n{note}Allow once? [y/N] ", end="",
+    print(f"ollie asks to run this outside the sandbox:\n{_code_lines(what)}Allow once? [y/N] ", end="",
           file=sys.stderr, flush=True)
     answer = await _withdrawable(lines, lines.answer(since))
     return answer is not None and answer.strip().lower() in ("y", "yes")
+
+
+def _code_lines(what: str) -> str:
+    """`what` indented and escaped (a `\\r` could hide what runs), each line ended, a note if it had controls."""
+    # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
+    shown = "\n".join(f"    {line}" for line in escaped(what.rstrip("\n")).split("\n"))
+    note = "  (control characters in it are shown escaped, as \\x1b, \\r, ...)\n" if has_controls(what) else ""
+    return f"{shown}\n{note}"
 
 
 async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
@@ -293,19 +298,22 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
+    for what in question.outside:  # one question covers leaving the sandbox: exactly what runs there
+        print(f"  it runs this outside the sandbox:\n{_code_lines(what)}", end="", file=sys.stderr)
     offered = question.outcomes()
-    feedback, session = "reject_with_feedback" in offered, "allow_session" in offered
+    feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,
+                                 "allow_always" in offered)
     while True:
         print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
-              f"[a]lways ({escaped(question.always_label())}), [n]o{', [f]eedback' if feedback else ''}: ",
-              end="", file=sys.stderr, flush=True)
+              f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
+              f"[n]o{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
         answer = await lines.answer(since)
         if answer is None:
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())
         if choice is not None and choice in offered:
             break
-        keys = f"y, {'s, ' if session else ''}a, n{' or f' if feedback else ''}"
+        keys = f"y, {'s, ' if session else ''}{'a, ' if always else ''}n{' or f' if feedback else ''}"
         print(f"(not an answer: {escaped(answer.strip())}; type {keys})", file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ollie.tools.base import Approver
 
 ELEVATION_MODES = ("ask", "allow", "deny")
+# What the running call's own approval question already put to the user and they allowed, exactly as each part is
+# named here (ollie.agent.approval): each runs once without a second question.
+allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -23,6 +27,9 @@ class ElevationGate:
             return None
         if self.mode == "deny":
             return 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
+        if what in (granted := allowed.get() or []):
+            granted.remove(what)
+            return None
         answer = await self.approver(what) if self.approver is not None else None
         if answer is None:
             return ("elevation refused: running outside the sandbox needs the user's approval, and none came (nobody "

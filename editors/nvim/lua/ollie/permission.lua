@@ -84,6 +84,13 @@ function M.preview_lines(params)
   if diff and not placed then
     table.insert(lines, "  at " .. M.diff_place(diff))
   end
+  -- What it runs outside the sandbox, exactly: this one question covers leaving it too.
+  for _, what in ipairs(type(step.outside) == "table" and step.outside or {}) do
+    table.insert(lines, "  runs outside the sandbox:")
+    for _, l in ipairs(vim.split(tostring(what), "\n", { plain = true, trimempty = true })) do
+      table.insert(lines, "    " .. one_line(l))
+    end
+  end
   if params.always and params.always ~= "" then
     -- A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
     local lasting = type(step.id) == "string" and step.id:match("^mcp/") ~= nil

@@ -16,6 +16,8 @@ export interface PermissionStep {
   prefix?: string;
   /** A network question's connection (PROTOCOL.md "Network questions"). */
   network?: NetworkAsk;
+  /** What the step runs outside the sandbox, exactly: the question covers leaving it (asked each time). */
+  outside?: string[];
 }
 
 /** The host a step's connection asks to reach: `scheme` "http" (a plain request) or "connect" (a tunnel). */

@@ -16,7 +16,7 @@ export interface PermissionRequest {
 /** The request's params, or undefined when they lack a session or a step with an id and title. */
 export function parsePermissionRequest(raw: unknown): PermissionRequest | undefined {
   if (!isObject(raw) || typeof raw.session !== "string" || !isObject(raw.step)) return undefined;
-  const { id, kind, title, locations, diff, prefix, network } = raw.step;
+  const { id, kind, title, locations, diff, prefix, network, outside } = raw.step;
   if (typeof id !== "string" || typeof title !== "string") return undefined;
   const step: PermissionStep = { id, kind: typeof kind === "string" ? kind : "other", title, locations: parseLocations(locations) };
   const parsedDiff = parseDiff(diff);
@@ -25,6 +25,7 @@ export function parsePermissionRequest(raw: unknown): PermissionRequest | undefi
   if (isObject(network) && typeof network.host === "string" && Number.isInteger(network.port)) {
     step.network = { host: network.host, port: network.port as number, scheme: typeof network.scheme === "string" ? network.scheme : "" };
   }
+  if (Array.isArray(outside)) step.outside = outside.filter((what): what is string => typeof what === "string");
   return { session: raw.session, step, always: typeof raw.always === "string" ? raw.always : "" };
 }
 

@@ -168,6 +168,12 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
+  // Exactly what runs outside the sandbox: this one question covers leaving it.
+  for (const what of item.step.outside ?? []) {
+    const code = el("pre", "permission-outside");
+    code.append(el("code", undefined, what));
+    node.append(el("div", "permission-note", "Runs outside the sandbox:"), code);
+  }
   // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
   const lasting = item.step.id.startsWith("mcp/");
   if (item.outcome) {
@@ -185,7 +191,8 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
     // A connection's host:port for the rest of this session: saved nowhere, a resumed session asks again.
     ...(net ? [button("Allow for this session", "permission", { item: item.id, outcome: "allow_session" }, "history", "secondary")] : []),
-    button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary"),
+    // Leaving the sandbox is asked each time: no "always" for a step that does.
+    ...(item.step.outside?.length ? [] : [button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary")]),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
   );
   // A network question's answer reaches only the proxy, an MCP server's only its start: no feedback could reach
