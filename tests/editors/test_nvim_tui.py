@@ -88,18 +88,19 @@ class Tmux:
 
 
 def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40), *,
-               window: str = "") -> Tmux:
+               window: str = "", init_lua: str = "") -> Tmux:
     """Neovim in tmux with README's install as written (the plugin on the runtimepath and `setup({})`), in a
     workspace of `files`, editing the first; ollie-lsp on PATH as pipx puts it there (a link in a bin folder of
     its own: with the venv's bin first on PATH, the tools' python3 would be the venv's, which the sandbox cannot
-    read). `window` names a second Neovim on the same workspace (a tmux server of its own)."""
+    read). `window` names a second Neovim on the same workspace (a tmux server of its own); `init_lua` is more of
+    the user's init (their own picker)."""
     ws = tmp_path / "ws"
     again = ws.exists()  # Neovim started again (after a quit) in the same workspace
     (ws / ".git").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (ws / name).write_text(text)
     init = tmp_path / "init.lua"
-    init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
+    init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n{init_lua}')
     bin_dir = tmp_path / "bin"
     if not again:
         bin_dir.mkdir()
@@ -506,6 +507,56 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
     assert (tmp_path / "ws" / "util.py").read_text() == "def double(x):\n    return x\n"
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "nobody answered" in told and "because" not in told, told
+
+
+# A picker in a float that takes the focus, as dressing.nvim's, snacks' or telescope's: <CR> picks the line under the
+# cursor (the first, at first), so a `1<CR>` picks it too.
+FLOAT_PICKER = """
+vim.ui.select = function(items, opts, on_choice)
+  local lines = {}
+  for i, item in ipairs(items) do
+    lines[i] = "pick " .. i .. ": " .. (opts.format_item or tostring)(item)
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  local win = vim.api.nvim_open_win(buf, true, { relative = "editor", row = 14, col = 4, width = 60,
+    height = #lines, border = "single" })
+  vim.keymap.set("n", "<CR>", function()
+    local picked = vim.api.nvim_win_get_cursor(win)[1]
+    vim.api.nvim_win_close(win, true)
+    on_choice(items[picked], picked)
+  end, { buffer = buf })
+end
+"""
+
+
+def test_keys_meant_for_a_withdrawn_question_never_answer_the_next_one(tmp_path: Path, scripted_llm):
+    """Two commands asked in turn, in the user's own float picker; the first is given up (nobody answered in time)
+    and the second asked at once: the `1<CR>` she types as the first goes lands in the editor, not on the second,
+    whose buttons come only after a pause (Bug: the second's picker took the keyboard at once, and `1<CR>` allowed
+    its step unseen)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "touch first"}]}),
+                                 ("execute_code", {"steps": [{"code": "touch second"}]})]),
+               Reply(text="Asked both."))
+    env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "4"}
+    tmux = start_nvim(tmp_path, env, {"util.py": "a\nb\nc\n"}, size=(100, 30), init_lua=FLOAT_PICKER)
+    try:
+        tmux.wait(lambda s: "util.py" in s, "nvim to start")
+        tmux.keys(":Ollie touch both", "Enter")
+        tmux.keep("1-first", tmux.wait(lambda s: "touch first" in s and "pick 1: Allow once" in s, "the first"))
+        tmux.keep("2-second", tmux.wait(lambda s: "touch second" in s, "the second question", timeout=60))
+        tmux.keys("1", "Enter")  # meant for the first, as it goes
+        tmux.keep("3-buttons", tmux.wait(lambda s: "touch second" in s and "pick 1: Allow once" in s, "its buttons"))
+        assert not (tmp_path / "ws" / "second").exists()
+        tmux.keys("j", "j", "Enter")  # Reject, seen
+        tmux.keep("4-end", tmux.wait(lambda s: "Asked both." in s and "(end)" in s, "the turn's end"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert not (tmp_path / "ws" / "first").exists() and not (tmp_path / "ws" / "second").exists()
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "rejected: the user did not allow 'Run `touch second`'" in told, told
 
 
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):

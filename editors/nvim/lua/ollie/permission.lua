@@ -167,6 +167,10 @@ end
 local last_key_ms = 0
 local IDLE_MS = 700
 local watching = false
+-- A question taken away while its buttons had the keyboard: the next one's buttons wait this long after, so the
+-- `1<CR>` the user was typing for the one that went lands nowhere, not on one they have not seen.
+local SETTLE_MS = 1500
+local settled_ms = 0
 
 ---Start noting when keys are typed (chat.lua calls it when a chat is made, before any question can come).
 function M.watch_keys()
@@ -183,8 +187,9 @@ local RESTING = { n = true, nt = true, v = true, V = true, ["\22"] = true }
 ---@return boolean
 local function idle()
   local mode = vim.api.nvim_get_mode()
+  local now = vim.uv.hrtime() / 1e6
   return RESTING[mode.mode] and not mode.blocking and vim.fn.pumvisible() == 0
-    and vim.uv.hrtime() / 1e6 - last_key_ms >= IDLE_MS
+    and now - last_key_ms >= IDLE_MS and now >= settled_ms
 end
 
 ---Run `fn` once the user is idle (at once when they are); never when the question was withdrawn meanwhile.
@@ -239,6 +244,9 @@ local function take_away(q)
   -- Not answered: the daemon dropped the request, and an answer to it would come back as an error.
   forget(q)
   q.close()
+  if q.showing or q.typing then
+    settled_ms = vim.uv.hrtime() / 1e6 + SETTLE_MS
+  end
   if q.stock and q.showing then
     -- Neovim's own vim.ui.select waits in inputlist(): <Esc> ends it (taken as nothing, q being done), and <CR>
     -- the "Press ENTER" prompt its lines leave once it ends.
