@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 
 from .test_nvim_tui import assert_clean, show_code_actions, start_nvim
@@ -292,6 +294,42 @@ def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+@pytest.mark.parametrize("at_once", [False, True], ids=["queued-then-new", "new-while-queueing"])
+def test_a_prompt_queued_before_ollie_new_is_back_in_the_new_chat_s_input_not_run_out_of_sight(
+        tmp_path: Path, scripted_llm, at_once: bool):
+    """A prompt queued behind a running turn, then `:OllieNew` (right after it was shown queued, or while it was still
+    being queued): the new chat says it was not sent and puts it back in its input; sent from there, it runs in the
+    new session (Bug: it stayed queued in the old session and ran there once its turn ended, unseen, after showing in
+    the new chat as queued and vanishing)."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="A long story.", hold=story), Reply.text("The follow-up's answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell a story", "Enter")
+        tmux.wait(lambda s: "A long story." in s, "the story")
+        if at_once:
+            tmux.keys(":OllieQueue and then this", "Enter", ":OllieNew", "Enter")
+        else:
+            tmux.keys(":OllieQueue and then this", "Enter")
+            tmux.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
+            tmux.keys(":OllieNew", "Enter")
+        back = tmux.keep("1-back", tmux.wait(lambda s: "A long story." not in s and "back in the input" in s,
+                                             "the prompt put back"))
+        assert "⏳ queued" not in back, back
+        story.set()
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # the input holds it: sent as typed
+        done = tmux.keep("2-sent", tmux.wait(lambda s: "The follow-up's answer." in s and "(end)" in s, "its answer"))
+        assert "## You\nand then this" in chat_of(done) and "A long story." not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        story.set()
+        tmux.close()
+    asked = [r.body["messages"] for r in srv.chat_requests]
+    assert len(asked) == 2 and "A long story." not in json.dumps(asked[1]), asked
 
 
 def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_prompt(tmp_path: Path, scripted_llm):

@@ -112,6 +112,7 @@ end
 ---@param after fun()|nil runs once the conversation is drawn
 ---@param last_result string|nil how its last turn ended (ollie/session/load's `info.lastTurnResult`)
 function H:switch(session, after, last_result)
+  local left = self.session
   self:set_session(session)
   self.running = false
   self:redraw(function()
@@ -119,6 +120,7 @@ function H:switch(session, after, last_result)
       after()
     end
     self:restore_queue() -- what it had queued when an editor before quit during a turn
+    self:take_back(left) -- what it queued in the session it showed: it would run there unseen
   end, nil, last_result)
   -- The statusline's state, cost and title are the session's (whether it runs a turn comes with its conversation:
   -- redraw).

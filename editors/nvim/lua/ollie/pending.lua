@@ -4,6 +4,7 @@ local client = require("ollie.client")
 local config = require("ollie.config")
 local context = require("ollie.context")
 local err_text = require("ollie.requests").err_text
+local input = require("ollie.input")
 local savedqueue = require("ollie.savedqueue")
 
 local M = {}
@@ -52,6 +53,8 @@ function P:pend(kind, text, contexts, done)
     client.request(method, params, function(err)
       if err then
         self.transcript:note("error: " .. err_text(err), "OllieError")
+      elseif kind == "queued" and session ~= self.session then
+        self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
       else
         self.transcript:pend(kind, text, context.labels(contexts))
         if kind == "queued" then -- kept until its turn starts: the daemon's queue ends with the editor
@@ -78,6 +81,38 @@ end
 ---@param contexts ollie.Context[]
 function P:send_behind(text, contexts)
   self:queue(text, contexts, function() self:run_queue() end)
+end
+
+---The prompts queued in `session`, which this chat showed and shows no more (:OllieNew, a session picked): they would
+---run there unseen. Each is taken out of its queue and put back in the input, unsent, and said; not while another chat
+---shows that session (they are seen there).
+---@param session string|nil
+function P:take_back(session)
+  if not session or session == self.session or #require("ollie.chat").all_by_session(session) > 0 then
+    return
+  end
+  local function next_one()
+    client.request("ollie/popQueue", { session = session }, function(err, res)
+      local popped = not err and type(res) == "table" and res.text or nil
+      if type(popped) ~= "string" then
+        return
+      end
+      local _, text = context.split_prompt(popped)
+      savedqueue.take(session, text)
+      local function put_back() -- once the session switched to is drawn: its drawing clears the transcript
+        input.append(self.input_buf, text)
+        self.transcript:note("not sent: you queued this in the session you left, where nobody would see it run; it is "
+          .. "back in the input: " .. text, "OllieQueued")
+      end
+      if self.redrawing then
+        table.insert(self.redrawing.then_run, put_back)
+      else
+        put_back()
+      end
+      next_one()
+    end)
+  end
+  next_one()
 end
 
 ---The queued prompts as the daemon has them: a stop holds them (shown as held), `/queued` pops or drops them.
