@@ -220,3 +220,19 @@ async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answ
     assert tool_call.content[0].content.text.endswith(f"runs outside the sandbox:\n{code}")
     assert [o.kind for o in options] == ["allow_once", "reject_once"]  # asked each time: no "always"
     assert (agent.workspace / "elevated.txt").exists() is runs
+
+
+async def test_a_rejected_always_elevation_holds_for_the_one_question_too(start_agent, llm) -> None:
+    # "Reject always" to leaving the sandbox (asked alone under `auto`) still holds once `ask` puts the step and its
+    # elevation in one question: refused unasked, not run.
+    step = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}))
+    llm.script(step, Reply.text("1"), step, Reply.text("2"))
+    agent = await start_agent(env=llm.env(approval="auto"))
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_always", "allow_once"]
+    await agent.prompt(sid, "write it outside the sandbox")
+    await agent.conn.set_session_mode(session_id=sid, mode_id="ask")
+    await agent.prompt(sid, "again, asked")
+    assert len(agent.client.permission_requests) == 1
+    assert not (agent.workspace / "elevated.txt").exists()
+    assert "rejected" in llm.chat_requests[-1].body["messages"][-1]["content"]
