@@ -58,7 +58,8 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_text()})'
-    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}", _buttons(question))
+    code = f":\n\n{question.code}" if question.code else ""
+    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{code}", _buttons(question))
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
     outcome = BUTTONS.get(title or "", "reject")
     return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]

@@ -72,6 +72,8 @@ class StepQuestion:
     prefix: str = ""
     # A network question's connection: {"host", "port", "scheme": "http" (a plain HTTP request) | "connect" (a tunnel)}.
     network: dict[str, Any] | None = None
+    # An execute_code step's programs, whole: its title shows the first line of the first.
+    code: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -85,6 +87,8 @@ class StepQuestion:
             out["prefix"] = self.prefix
         if self.network is not None:
             out["network"] = dict(self.network)
+        if self.code:
+            out["code"] = self.code
         return out
 
     def always_label(self) -> str:
@@ -327,6 +331,7 @@ class ApprovalGate:
             elif isinstance(request, CodeRequest):
                 plan.commands = [s.code if s.language.name == "bash" else s.language.name
                                  for s in request.code_steps()]
+                plan.question = replace(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])

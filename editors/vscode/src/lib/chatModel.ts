@@ -16,6 +16,8 @@ export interface PermissionStep {
   prefix?: string;
   /** A network question's connection (PROTOCOL.md "Network questions"). */
   network?: NetworkAsk;
+  /** A program step's code, whole (its title shows the first line). */
+  code?: string;
 }
 
 /** The host a step's connection asks to reach: `scheme` "http" (a plain request) or "connect" (a tunnel). */

@@ -168,6 +168,8 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
+  // A program's code, whole: the title shows its first line alone (once allowed, the step shows it as its input).
+  if (item.step.code && !item.outcome?.startsWith("allow")) node.append(el("pre", "permission-code", item.step.code));
   // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
   const lasting = item.step.id.startsWith("mcp/");
   if (item.outcome) {
