@@ -89,10 +89,12 @@ def captures_png(tmux: Tmux, name: str) -> Path:
 @pytest.mark.timeout(330)
 def test_vscode_edit_then_test(run_e2e):
     """In real VS Code (code-server, auto-save off): the turn edits calc.py in its buffer, the daemon has it saved,
-    the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. Screenshot: daily-loop."""
+    the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. A program's approval
+    question shows its code whole (it showed the first line). Screenshots: daily-loop, program-question."""
     output = run_e2e("dailyloop.mjs")
     assert "edit then test: calc.py was edited in its buffer and saved" in output
     assert "each allowed edit's diff is shown once" in output
+    assert "a program's question showed its code whole" in output
 
 
 @pytest.mark.slow

@@ -31,13 +31,15 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn
     comes back held and runs before the next one; one held that `/queued clear` drops shows dropped (it stayed marked
     held). A reload while an approval question waits: no empty new chat while the session comes back, and "Turn
-    interrupted" under the step it cut short; Ctrl+Alt+O from the editor puts the cursor in the chat's prompt box."""
+    interrupted" under the step it cut short; the keys typed for the prompt as the question took the focus go on into
+    the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the chat's prompt box."""
     shows(run_e2e("queue.mjs", total_ms=400000),
           "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
           "the input had the focus",
           "a prompt queued when the window reloaded came back held and ran before the next prompt",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
           "came back without the empty new chat", "and said the turn was interrupted",
+          "keys typed for the prompt as a question took the focus went on into the prompt, answering nothing",
           "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box")
 
 

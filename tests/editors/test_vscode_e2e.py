@@ -29,9 +29,13 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
 @pytest.mark.timeout(200)
 def test_a_repositorys_workspace_settings_choose_no_model_agent_or_command_in_real_vscode(run_e2e):
     """A cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon command: the chat's
-    model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped settings)."""
+    model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped settings). The
+    repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost); the user's
+    own change of ollie.model does."""
     shows(run_e2e("settingsscope.mjs", total_ms=150000),
-          "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored")
+          "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
+          "the repository's changed settings restarted nothing: the chat kept its answers",
+          "the user's own change of ollie.model restarted the daemon with it")
 
 
 @pytest.mark.timeout(200)

@@ -85,6 +85,31 @@ async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon,
     assert (ws / "x1").exists() and (ws / "x2").exists() and not (ws / "d").exists()
 
 
+async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
+    """An execute_code step's question holds every line of its programs (`step.code`, and a plain client's message):
+    its title shows the first line alone, so the user was asked to approve code they could not read."""
+    steps = [{"code": "echo one > proof\nrm -rf ~/stuff"}, {"code": "print(2)", "language": "python"}]
+    llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"),
+               Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "reject"}
+
+    assert await submit(daemon, "run it") == "1"
+    (question,) = questions
+    assert question["step"]["title"] == "Run `echo one > proof …` and 1 more step"
+    assert question["step"]["code"] == "echo one > proof\nrm -rf ~/stuff\n\nprint(2)"
+    plain = await start_daemon(env=llm.env(approval=""))
+    asked = answer_with(plain, ["Reject"])
+    assert await submit(plain, "run it") == "2"
+    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)")
+    assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
+
+
 async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(start_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
     daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})

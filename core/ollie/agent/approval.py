@@ -75,6 +75,8 @@ class StepQuestion:
     # What the step runs outside the sandbox, exactly (a program, or a tool call as a command line): this question
     # covers the elevation too, so the user is asked once (and, as an elevation is, every time: no "always").
     outside: tuple[str, ...] = ()
+    # An execute_code step's programs, whole: its title shows the first line of the first.
+    code: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -90,6 +92,8 @@ class StepQuestion:
             out["network"] = dict(self.network)
         if self.outside:
             out["outside"] = list(self.outside)
+        if self.code:
+            out["code"] = self.code
         return out
 
     def always_label(self) -> str:
@@ -353,6 +357,7 @@ class ApprovalGate:
                 plan.commands = [s.code if s.language.name == "bash" else s.language.name
                                  for s in request.code_steps()]
                 plan.outside = [s.code for s in request.code_steps() if s.elevated]
+                plan.question = replace(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])

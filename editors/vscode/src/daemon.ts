@@ -6,7 +6,7 @@ import * as vscode from "vscode";
 import { CloseAction, LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature } from "vscode-languageclient/node";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
-import { daemonSettings, settingValue } from "./lib/settings";
+import { DaemonSettings, daemonSettings, settingValue } from "./lib/settings";
 import { startFolder } from "./workFolder";
 
 function isExecutable(file: string): boolean {
@@ -112,6 +112,8 @@ export class Daemon implements vscode.Disposable {
   private envSource: (() => Promise<Record<string, string>>) | undefined;
   /** Whether the current daemon exited by itself (not by stop() or a restart): what it ran was lost. */
   crashed = false;
+  // The settings of the last start, as read then.
+  private startedWith: string | undefined;
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
@@ -153,8 +155,14 @@ export class Daemon implements vscode.Disposable {
     return startup;
   }
 
-  private async launch(): Promise<boolean> {
-    this.startError = undefined;
+  /** Whether the daemon's settings differ from those it was last started with (a change of a repository's own
+   * values, which are ignored, changes nothing: restarting for it started a fresh chat, the user's gone). */
+  settingsChanged(): boolean {
+    return JSON.stringify(this.readSettings().settings) !== this.startedWith;
+  }
+
+  // The user's daemon settings; `ignored`: the USER_ONLY ones this workspace sets too.
+  private readSettings(): { settings: DaemonSettings; warnings: string[]; ignored: string[] } {
     const config = vscode.workspace.getConfiguration("ollie");
     const ignored: string[] = [];
     const { settings, warnings } = daemonSettings((name) => {
@@ -162,6 +170,13 @@ export class Daemon implements vscode.Disposable {
       if (fromWorkspace) ignored.push(`"ollie.${name}"`);
       return value;
     });
+    return { settings, warnings, ignored };
+  }
+
+  private async launch(): Promise<boolean> {
+    this.startError = undefined;
+    const { settings, warnings, ignored } = this.readSettings();
+    this.startedWith = JSON.stringify(settings);
     if (ignored.length) {
       warnings.push(`this workspace's settings set ${ignored.join(", ")}: ignored. A repository must not choose the ` +
         "command Ollie runs, its agent, its model or where your API key is sent; set them in your user settings.");

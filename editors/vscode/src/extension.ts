@@ -14,8 +14,6 @@ import { storedKeyEnvironment } from "./secrets";
 import { createStatusBar } from "./statusBar";
 
 let daemon: Daemon | undefined;
-// The settings the daemon is started with: a change restarts it (the others are read when used).
-const DAEMON_SETTINGS = ["serverCommand", "serverArgs", "serverEnv", "agent", "backend", "model"];
 
 /** Called by VS Code once at start-up (onStartupFinished). */
 export function activate(context: vscode.ExtensionContext): void {
@@ -51,10 +49,12 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerDiffDocuments(diffs),
     registerReviewLenses(review),
     ...createStatusBar(daemon, conversation),
-    vscode.workspace.onDidChangeConfiguration((change) => {
-      if (DAEMON_SETTINGS.some((name) => change.affectsConfiguration(`ollie.${name}`))) {
+    // A change of the settings the daemon is started with restarts it (the others are read when used); not one of a
+    // repository's own values, which VS Code tells too but are ignored: a restart starts a fresh chat.
+    vscode.workspace.onDidChangeConfiguration(() => {
+      if (daemon?.settingsChanged()) {
         log.info("settings changed: restarting the daemon");
-        void daemon?.restart();
+        void daemon.restart();
       }
     }),
   );

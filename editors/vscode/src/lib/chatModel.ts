@@ -18,6 +18,8 @@ export interface PermissionStep {
   network?: NetworkAsk;
   /** What the step runs outside the sandbox, exactly: the question covers leaving it (asked each time). */
   outside?: string[];
+  /** A program step's code, whole (its title shows the first line). */
+  code?: string;
 }
 
 /** The host a step's connection asks to reach: `scheme` "http" (a plain request) or "connect" (a tunnel). */

@@ -12,10 +12,11 @@ export type ComposerAction = "submit" | "queue" | "inject" | "newline" | "comple
 
 /**
  * Enter sends (a new turn when idle, queued when a turn runs), Ctrl/Cmd+Enter injects into the
- * running turn, Shift+Enter is a new line; while completions show, arrows move, Tab/Enter accept.
+ * running turn, Shift+Enter is a new line; while completions show, arrows move, Tab/Enter accept, but Enter sends a
+ * command `typedWhole` (its completion changed nothing: the command took a second Enter).
  */
-export function composerAction(key: KeyPress, state: { running: boolean; completing: boolean }): ComposerAction {
-  if (state.completing) {
+export function composerAction(key: KeyPress, state: { running: boolean; completing: boolean; typedWhole?: boolean }): ComposerAction {
+  if (state.completing && !(key.key === "Enter" && state.typedWhole)) {
     if (key.key === "ArrowDown") return "nextCompletion";
     if (key.key === "ArrowUp") return "previousCompletion";
     if (key.key === "Escape") return "closeCompletion";

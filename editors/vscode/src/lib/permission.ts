@@ -16,12 +16,13 @@ export interface PermissionRequest {
 /** The request's params, or undefined when they lack a session or a step with an id and title. */
 export function parsePermissionRequest(raw: unknown): PermissionRequest | undefined {
   if (!isObject(raw) || typeof raw.session !== "string" || !isObject(raw.step)) return undefined;
-  const { id, kind, title, locations, diff, prefix, network, outside } = raw.step;
+  const { id, kind, title, locations, diff, prefix, network, outside, code } = raw.step;
   if (typeof id !== "string" || typeof title !== "string") return undefined;
   const step: PermissionStep = { id, kind: typeof kind === "string" ? kind : "other", title, locations: parseLocations(locations) };
   const parsedDiff = parseDiff(diff);
   if (parsedDiff) step.diff = parsedDiff;
   if (typeof prefix === "string" && prefix) step.prefix = prefix;
+  if (typeof code === "string" && code) step.code = code;
   if (isObject(network) && typeof network.host === "string" && Number.isInteger(network.port)) {
     step.network = { host: network.host, port: network.port as number, scheme: typeof network.scheme === "string" ? network.scheme : "" };
   }

@@ -26,3 +26,9 @@ export function slashCompletions(input: string, commands: readonly SlashCommand[
 export function applySlashCompletion(command: Pick<SlashCommand, "name" | "args">): string {
   return command.args ? `${command.name} ` : command.name;
 }
+
+/** Whether Enter runs `input` as it is, the selected completion `command` typed whole (one that needs an argument,
+ * `<prompt>`, is completed with its space instead). */
+export function typedWhole(input: string, command: Pick<SlashCommand, "name" | "args">): boolean {
+  return command.name.startsWith("/") && input === command.name && !command.args.startsWith("<");
+}

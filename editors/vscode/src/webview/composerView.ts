@@ -1,7 +1,7 @@
 // The chat input: sending, slash-command and context-chip completion, and the chips themselves.
 
 import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
-import { SlashCommand, applySlashCompletion, slashCompletions } from "../lib/slash";
+import { SlashCommand, applySlashCompletion, slashCompletions, typedWhole } from "../lib/slash";
 import { type Chip, type FromWebview, MAX_CHIPS, MAX_IMAGES, type PromptImage } from "../lib/webviewMessages";
 import { el, icon } from "./dom";
 
@@ -157,7 +157,12 @@ export class Composer {
   }
 
   private keydown(event: KeyboardEvent): void {
-    const action = composerAction(event, { running: this.running, completing: this.completions.length > 0 && !this.list.hidden });
+    const chosen = this.completions[this.selected];
+    const action = composerAction(event, {
+      running: this.running,
+      completing: this.completions.length > 0 && !this.list.hidden,
+      typedWhole: chosen !== undefined && typedWhole(this.input.value, { name: chosen.label, args: chosen.args }),
+    });
     if (action === "none" || action === "newline") return;
     event.preventDefault();
     switch (action) {

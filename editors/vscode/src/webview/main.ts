@@ -147,6 +147,8 @@ function upsert(items: ChatItem[]): void {
 const focusedQuestions = new Set<number>();
 // When the focus came to a question, or last key typed at its buttons: keys meant for the prompt must not answer it.
 let questionKeyAt = 0;
+// When a key was last typed in the prompt: a Space at a question's button right after it is typing too.
+let promptKeyAt = 0;
 
 /** Move the keyboard focus to a new question's first button (Allow once); its role announces it. */
 function focusQuestion(items: ChatItem[]): boolean {
@@ -290,9 +292,15 @@ function answer(target: HTMLElement, item: number, outcome: PermissionOutcome): 
 // Enter in a feedback field sends it (Shift+Enter: a new line); Escape closes it, back to the question's buttons.
 document.addEventListener("keydown", (event) => {
   const target = event.target as HTMLElement;
-  // Someone still typing their prompt when a question took the focus: their keys keep the buttons from answering.
-  // (Space itself answers, on its keyup: it must not count as typing.)
-  if (target.closest(".permission-buttons") && event.key.length === 1 && event.key !== " ") questionKeyAt = Date.now();
+  if (target.id === "input") promptKeyAt = Date.now();
+  // Someone still typing their prompt when a question took the focus: their keys go on into the prompt (they were
+  // lost on the buttons). A Space answers (on its keyup) unless it goes on typing; else the buttons' guard holds it.
+  const typed = event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey;
+  if (target.closest(".permission-buttons") && typed && (event.key !== " " || !keyboardAnswerAllowed(Date.now(), promptKeyAt))) {
+    promptKeyAt = Date.now();
+    composer.focus(); // before the key's default action: its character lands in the prompt
+    return;
+  }
   if (!target.classList.contains("feedback-input")) return;
   const question = target.closest(".permission");
   if (event.key === "Escape") {

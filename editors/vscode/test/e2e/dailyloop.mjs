@@ -1,7 +1,7 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop): the daily loop. calc.py is open, notes.txt
 // open with the user's unsaved line; a turn edits calc.py (through its buffer) and runs `python3 test_calc.py`,
 // which must pass: the buffer was saved (ollie/saveDocuments) before the command ran. notes.txt stays unsaved. The run's
-// step shows the line its output ended with under its title.
+// step shows the line its output ended with under its title. A program's approval question shows its code whole.
 //
 // Usage: node test/e2e/dailyloop.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -26,6 +26,8 @@ const script = [
     ] } }],
   },
   { text: "Documented." },
+  { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nrm -rf ~/.cache/thing" }] } }] },
+  { text: "Left it as it was." },
 ];
 
 const dirty = (page, name) => page.locator(".tabs-container .tab.dirty", { hasText: name }).count();
@@ -87,5 +89,16 @@ await withVSCode(
     }
     await screenshot("allowed-diff-once");
     log("each allowed edit's diff is shown once");
+
+    // A program's question shows its code whole: its title holds the first line alone (the rest could not be read).
+    await runCommand(page, "Ollie: Ask");
+    await page.locator(".quick-input-widget input").fill("clean up");
+    await page.keyboard.press("Enter");
+    const program = chat.locator(".item.permission").nth(2);
+    await program.locator(".permission-code", { hasText: "rm -rf ~/.cache/thing" }).waitFor({ timeout: waitMs });
+    await screenshot("program-question");
+    await program.locator('button[data-outcome="reject"]').click();
+    await chat.locator(".item.assistant", { hasText: "Left it as it was." }).waitFor({ timeout: waitMs });
+    log("a program's question showed its code whole");
   },
 );

@@ -4,6 +4,7 @@
 // held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
 // A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
 // reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
+// Keys typed for the prompt as the question takes the focus go on into the prompt.
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -106,7 +107,22 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
   await send(chat, "Edit the notes.");
   const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
+  // The user types the next prompt meanwhile: the question takes the focus, and the keys typed after that go on into
+  // the prompt (they were lost on its buttons), its spaces answering nothing (each one follows a letter: a Space
+  // after a pause in the typing would answer).
+  let typed = "";
+  for (const word of ["then", "check", "the", "spelling", "of", "the", "notes", "too", "please"]) {
+    await page.keyboard.type(`${word} `);
+    typed += `${word} `;
+    if (await editStep(chat, "permission").count()) break;
+  }
   await editStep(chat, "permission").waitFor({ timeout: waitMs });
+  await page.keyboard.type("and the dates");
+  typed += "and the dates";
+  const draft = await chat.locator("#input").inputValue();
+  if (draft !== typed) throw new Error(`typed ${JSON.stringify(typed)} while the question came, the prompt holds ${JSON.stringify(draft)}`);
+  if (await editStep(chat, "permission").locator(".permission-answer").count()) throw new Error("the keys typed for the prompt answered the question");
+  log("keys typed for the prompt as a question took the focus went on into the prompt, answering nothing");
   await waitForStatus(page, /Ollie: waiting for your answer/);
   await screenshot("queue-question-before-reload");
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);

@@ -72,7 +72,6 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   const onboarding = chat.locator("#onboarding");
   await onboarding.waitFor({ state: "visible", timeout: waitMs });
   await fillInput(chat, "/approval");
-  await chat.locator("#input").press("Escape");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "approval: read-only" }).waitFor({ timeout: waitMs });
   if ((await chat.locator("#approval").inputValue()) !== "read-only") throw new Error("the picker lost the mode picked at start-up");
@@ -283,7 +282,6 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await page.keyboard.press("Enter");
   await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
   await fillInput(chat, "/agent");
-  await chat.locator("#input").press("Escape");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "agent: default" }).waitFor({ timeout: waitMs });
   if ((await chatText(chat)).includes("session cleared")) throw new Error("Enter in the agent pick switched the agent, clearing the chat");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { composerAction, contextTrigger } from "../../src/lib/composer";
 import { parseCommandList } from "../../src/lib/protocol";
-import { applySlashCompletion, slashCompletions } from "../../src/lib/slash";
+import { applySlashCompletion, slashCompletions, typedWhole } from "../../src/lib/slash";
 
 // What `ollie/listCommands` answers (a part of it), as the extension parses it.
 const COMMANDS = parseCommandList({
@@ -61,6 +61,19 @@ test("while completing, arrows move, Tab/Enter accept, Escape closes", () => {
   assert.equal(composerAction(key("Enter"), completing), "complete");
   assert.equal(composerAction(key("Escape"), completing), "closeCompletion");
   assert.equal(composerAction(key("Enter", { shiftKey: true }), completing), "newline");
+});
+
+test("Enter sends a command typed whole (it took a second Enter); Tab still completes it", () => {
+  const whole = { running: false, completing: true, typedWhole: true };
+  assert.equal(composerAction(key("Enter"), whole), "submit");
+  assert.equal(composerAction(key("Enter"), { ...whole, running: true }), "queue");
+  assert.equal(composerAction(key("Tab"), whole), "complete");
+  assert.equal(composerAction(key("ArrowDown"), whole), "nextCompletion");
+  const [model, models] = slashCompletions("/model", COMMANDS);
+  assert.ok(typedWhole("/model", model));
+  assert.ok(!typedWhole("/model", models), "/models selected: Enter completes it");
+  assert.ok(!typedWhole("/ask", { name: "/ask", args: "<prompt>" }), "a command that needs its argument is completed");
+  assert.ok(!typedWhole("@file", { name: "@file", args: "" }), "a context trigger still adds its chip");
 });
 
 test("slash completion: prefix matches first, safe commands before destructive ones, then by name", () => {

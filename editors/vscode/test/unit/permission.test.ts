@@ -16,8 +16,9 @@ test("an ollie/permission request: the session, the step with its diff preview, 
     step: { id: "c1/1", kind: "edit", title: "Edit app.py", locations: [{ path: "app.py" }], diff: { path: "app.py", oldText: "a\n", newText: "b\n" } },
     always: "edit steps",
   });
-  const command = parsePermissionRequest({ session: "s", step: { id: "c2", kind: "execute", title: "Run `pytest -q`", locations: [], prefix: "pytest" } });
+  const command = parsePermissionRequest({ session: "s", step: { id: "c2", kind: "execute", title: "Run `pytest -q …`", locations: [], prefix: "pytest", code: "pytest -q\nrm -rf build" } });
   assert.equal(command?.step.prefix, "pytest");
+  assert.equal(command?.step.code, "pytest -q\nrm -rf build");
   assert.equal(command?.always, "");
   assert.equal(parsePermissionRequest({ session: "s", step: { id: "c" } }), undefined, "a step needs a title");
   assert.equal(parsePermissionRequest({ step: { id: "c", title: "t" } }), undefined, "and a session");
