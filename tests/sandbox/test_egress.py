@@ -260,6 +260,55 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert relay._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
 
 
+def congestion_controls() -> dict[tuple[tuple, tuple], str]:
+    """This process's connected TCP sockets: (local address, peer address) -> their congestion control."""
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            with socket.fromfd(int(fd), socket.AF_INET, socket.SOCK_STREAM) as sock:
+                name = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+                found[sock.getsockname(), sock.getpeername()] = name
+        except OSError:  # no TCP socket, or no connected one
+            continue
+    return found
+
+
+async def test_the_steps_side_of_a_download_never_paces_and_the_networks_side_keeps_the_hosts_choice(ws) -> None:
+    # The step's hop is a loopback in its own namespace: nothing there to congest. The host's default congestion
+    # control may pace each send on a timer (BBR; a 100 MB download cost ~1.4x a direct one, bench_egress), so the
+    # proxy's sockets there take reno; the one to the real network keeps what the host chose for it.
+    server = socket.create_server(("127.0.0.1", 0))
+    asked, answer = threading.Event(), threading.Event()
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head and (chunk := conn.recv(65536)):
+                head += chunk
+            asked.set()
+            answer.wait(30)  # both of the proxy's sockets stay open while the test looks at them
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = server.getsockname()[1]
+    step = asyncio.ensure_future(run_asked(ws, proxy_policy(ws, [f"pypi.test:{port}"]), "deny", "urllib",
+                                           f"http://pypi.test:{port}/"))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        sockets = congestion_controls()
+    finally:
+        answer.set()
+        out, _, _ = await step
+        server.close()
+    assert out == "hello"
+    from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
+
+    host_default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert [name for (local, _), name in sockets.items() if local == (PROXY_HOST, PROXY_PORT)] == ["reno"]
+    assert [name for (_, peer), name in sockets.items() if peer == ("127.0.0.1", port)] == [host_default]
+
+
 async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:
     out = await probe(ws, proxy_policy(ws, ["pypi.test"]), "urllib", f"http://other.test:{counting.port}/")
     assert "403" in out and counting.accepted == 0
