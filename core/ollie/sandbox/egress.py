@@ -439,10 +439,6 @@ class EgressProxy:
                 listener.close()
                 return
             listener.setblocking(False)
-            # Its connections (which take this from it) are a loopback hop inside the step's namespace: nothing
-            # to congest. Reno, which every kernel allows, never paces; the host's default might (BBR sends
-            # each burst on a timer), at a cost to every download the step makes.
-            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
             step._listener = listener
             loop.add_reader(listener.fileno(), self._accept_one, step)
 
