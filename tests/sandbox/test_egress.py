@@ -257,7 +257,45 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert digest == hashlib.sha256(up).hexdigest()
     assert (body_hash, int(size)) == (hashlib.sha256(back).hexdigest(), 64 + len(back))
     assert (connections[0]["sent"], connections[0]["received"]) == (len(up), 64 + len(back))
-    assert relay._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
+    assert relay._growable._value == relay.MAX_GROWN_PIPES  # the pipes grown for megabytes were given back
+
+
+LEAVE = textwrap.dedent("""
+    import socket, sys
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(b"CONNECT %s HTTP/1.1\\r\\n\\r\\nSSH-2.0-ollie-test\\r\\n" % sys.argv[1].encode())
+    print(s.recv(4096).split(b"\\r\\n", 1)[0].decode())  # then it exits, the reply never read
+""")
+
+
+async def test_a_step_that_ends_while_its_download_waits_ends_the_relay(ws) -> None:
+    # The step is gone while its tunnel's reply is still to come (the server holds it): the relay's pump of that
+    # reply, a thread blocked in splice on the upstream socket, is woken and ends with the step, and its sockets
+    # are closed only after (a descriptor reused while it still spliced would move another connection's bytes).
+    server = socket.create_server(("127.0.0.1", 0))
+    held, done = threading.Event(), threading.Event()
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            while conn.recv(65536):  # the opening, then the proxy's half-close once the step has gone
+                pass
+            held.set()
+            done.wait(120)  # past the join below: only the step's end may end the relay
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = server.getsockname()[1]
+    try:
+        out, _, connections = await run_asked(ws, proxy_policy(ws, [f"pypi.test:{port}"]), "deny",
+                                              f"pypi.test:{port}", script=LEAVE)
+        assert out == "HTTP/1.1 200 Connection established" and connections[0]["verdict"] == "allowed"
+        assert await asyncio.to_thread(held.wait, 30)
+        pumps = [t for t in threading.enumerate() if t.name == "ollie-relay"]
+        await asyncio.to_thread(lambda: [t.join(20) for t in pumps])
+        assert not [t for t in pumps if t.is_alive()]
+    finally:
+        done.set()
+        server.close()
 
 
 def congestion_controls() -> dict[tuple[tuple, tuple], str]:
