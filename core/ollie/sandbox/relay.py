@@ -75,7 +75,7 @@ async def relay(client: socket.socket, upstream: socket.socket, first: bytes, li
     finally:
         # A blocked splice returns once its socket is shut down. The caller closes the sockets after this, and a
         # descriptor number reused while a pump still used it would move another connection's bytes: so this
-        # waits for both pumps to end, through a second cancellation too (raised here is the first).
+        # waits for both pumps to end, even when cancelled again meanwhile (the first cancellation is raised).
         for sock in (client, upstream):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
