@@ -7,6 +7,7 @@ real ones on the host's loopback, which the step's namespace cannot reach by its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import http.server
 import io
@@ -17,7 +18,7 @@ import tempfile
 import textwrap
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -257,7 +258,95 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert digest == hashlib.sha256(up).hexdigest()
     assert (body_hash, int(size)) == (hashlib.sha256(back).hexdigest(), 64 + len(back))
     assert (connections[0]["sent"], connections[0]["received"]) == (len(up), 64 + len(back))
-    assert relay._grown_pipes == 0  # the relay's pipes, grown for megabytes, were given back to the budget
+    assert relay._growable._value == relay.MAX_GROWN_PIPES  # the pipes grown for megabytes were given back
+
+
+LEAVE = textwrap.dedent("""
+    import socket, sys
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(b"CONNECT %s HTTP/1.1\\r\\n\\r\\nSSH-2.0-ollie-test\\r\\n" % sys.argv[1].encode())
+    print(s.recv(4096).split(b"\\r\\n", 1)[0].decode())  # then it exits, the reply never read
+""")
+
+
+class Holding(threading.Thread):
+    """A server on the host's loopback taking one connection: it reads until `enough(what came)` or the end, then
+    holds the connection (`got` set) until `release` is set, and then sends `reply`."""
+
+    def __init__(self, enough: Callable[[bytes], bool], reply: bytes = b"") -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.enough, self.reply = enough, reply
+        self.got, self.release = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn, contextlib.suppress(OSError):
+            data = b""
+            while not self.enough(data) and (chunk := conn.recv(65536)):
+                data += chunk
+            self.got.set()
+            self.release.wait(120)  # past any wait of the test's: only the test ends the hold
+            conn.sendall(self.reply)
+
+
+async def test_a_step_that_ends_while_its_download_waits_ends_the_relay(ws) -> None:
+    # The step is gone while its tunnel's reply is still to come (the server holds it): the relay's pump of that
+    # reply, a thread blocked in splice on the upstream socket, is woken and ends with the step, and its sockets
+    # are closed only after (a descriptor reused while it still spliced would move another connection's bytes).
+    server = Holding(lambda _: False)  # the opening, then the proxy's half-close once the step has gone
+    server.start()
+    try:
+        out, _, connections = await run_asked(ws, proxy_policy(ws, [f"pypi.test:{server.port}"]), "deny",
+                                              f"pypi.test:{server.port}", script=LEAVE)
+        assert out == "HTTP/1.1 200 Connection established" and connections[0]["verdict"] == "allowed"
+        assert await asyncio.to_thread(server.got.wait, 30)
+        pumps = [t for t in threading.enumerate() if t.name == "ollie-relay"]
+        await asyncio.to_thread(lambda: [t.join(20) for t in pumps])
+        assert not [t for t in pumps if t.is_alive()]
+    finally:
+        server.release.set()
+        server.sock.close()
+
+
+def congestion_controls() -> dict[tuple[tuple, tuple], str]:
+    """This process's connected TCP sockets: (local address, peer address) -> their congestion control."""
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            with socket.fromfd(int(fd), socket.AF_INET, socket.SOCK_STREAM) as sock:
+                name = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+                found[sock.getsockname(), sock.getpeername()] = name
+        except OSError:  # no TCP socket, or no connected one
+            continue
+    return found
+
+
+async def test_the_steps_side_of_a_download_never_paces_and_the_networks_side_keeps_the_hosts_choice(ws) -> None:
+    # The step's hop is a loopback in its own namespace: nothing there to congest. The host's default congestion
+    # control may pace each send on a timer (BBR; a 100 MB download cost ~1.4x a direct one, bench_egress), so the
+    # proxy's sockets there take reno; the one to the real network keeps what the host chose for it.
+    # Both of the proxy's sockets stay open while the server holds the request.
+    server = Holding(lambda head: b"\r\n\r\n" in head,
+                     b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+    server.start()
+    port = server.port
+    step = asyncio.ensure_future(run_asked(ws, proxy_policy(ws, [f"pypi.test:{port}"]), "deny", "urllib",
+                                           f"http://pypi.test:{port}/"))
+    try:
+        assert await asyncio.to_thread(server.got.wait, 30)
+        sockets = congestion_controls()
+    finally:
+        server.release.set()
+        out, _, _ = await step
+        server.sock.close()
+    assert out == "hello"
+    from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
+
+    host_default = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert [name for (local, _), name in sockets.items() if local == (PROXY_HOST, PROXY_PORT)] == ["reno"]
+    assert [name for (_, peer), name in sockets.items() if peer == ("127.0.0.1", port)] == [host_default]
 
 
 async def test_without_anyone_to_ask_an_unlisted_host_is_refused(ws, counting) -> None:

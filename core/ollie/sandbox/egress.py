@@ -25,6 +25,7 @@ import secrets
 import shutil
 import socket
 import tempfile
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -183,6 +184,7 @@ class StepNet:
     _one_question: asyncio.Lock = field(default_factory=asyncio.Lock)  # held while one is on screen
     _answers_of: object = None  # the call `_refused` and `_allowed` are the answers of (`current`)
     _listener: socket.socket | None = None
+    _sending: threading.Lock = field(default_factory=threading.Lock)  # held while a chunk is counted against the cap
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
 
@@ -288,12 +290,13 @@ class StepNet:
 
     def counters(self, record: dict) -> tuple[Count, Count]:
         """A relay's byte counters for a connection's `record`: bytes sent also count against the step's cap."""
-        def sending(n: int) -> bool:
-            if self.max_sent and self.sent + n > self.max_sent:
-                record["error"] = ("cut off: the step reached its network send limit "
-                                   f"(network.max_sent: {self.max_sent} bytes)")
-                return False
-            self.sent += n
+        def sending(n: int) -> bool:  # in the relay's threads: the step's connections count at once
+            with self._sending:
+                if self.max_sent and self.sent + n > self.max_sent:
+                    record["error"] = ("cut off: the step reached its network send limit "
+                                       f"(network.max_sent: {self.max_sent} bytes)")
+                    return False
+                self.sent += n
             record["sent"] += n
             return True
 

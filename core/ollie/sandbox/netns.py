@@ -46,6 +46,10 @@ def _listen(unshare: Callable[[int, str], None]) -> socket.socket:
     loopback_up()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        # Its connections take their congestion control from it as they come (even those queued before the
+        # daemon has it): a loopback hop, nothing to congest. Reno, which every kernel allows, never paces; the
+        # host's default might (BBR times each burst: the daemon spent nearly twice the CPU per download).
+        listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
         listener.bind((PROXY_HOST, PROXY_PORT))
         listener.listen(128)
     except BaseException:
