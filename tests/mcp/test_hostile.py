@@ -136,6 +136,24 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: P
         await host.aclose()
 
 
+async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_path: Path, home: Path) -> None:
+    """A server telling its tools changed 5,000 times in a row: the daemon listed them 5,000 times over (20,000: 12 s
+    of its loop, 42 s for the call), each rebuilding the session's tools; now once more after the one in flight."""
+    host, _ = await start(tmp_path)
+    listings = 0
+
+    def changed() -> None:
+        nonlocal listings
+        listings += 1
+
+    host.on_change = changed
+    try:
+        assert await call(host, "relist", times=5000) == "relisted"  # the call waits for the listing it caused
+        assert 1 <= listings <= 2 and host.status()[0]["state"] == "ready", listings
+    finally:
+        await host.aclose()
+
+
 async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_server(tmp_path: Path, home: Path) -> None:
     # The user's servers are `python3` and `npx` with a token in their env; their PATH has the project's `.venv/bin`
     # (an activated venv) and `./node_modules/.bin`, where tool code may write: the planted program started as the
