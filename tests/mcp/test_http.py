@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import http.server
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +143,43 @@ async def test_an_unreachable_server_is_named_by_its_url_with_what_to_do(http_se
 def test_a_shown_url_keeps_no_credentials() -> None:
     assert client.shown_url("https://user:pw@mcp.example.com:8443/v1/mcp?key=k#f") == "https://mcp.example.com:8443/v1/mcp?..."
     assert client.shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+
+
+class _Endless(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with one message that never ends (64 MiB of it, then silence), counting what it got out."""
+
+    protocol_version = "HTTP/1.0"  # the body runs until the connection closes
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", self.server.kind)  # type: ignore[attr-defined]
+        self.end_headers()
+        try:
+            self.wfile.write(b'data: {"jsonrpc": "2.0", "id": 0, "result": "')
+            for _ in range(64):
+                self.wfile.write(b"x" * (1 << 20))
+                self.server.sent += 1 << 20  # type: ignore[attr-defined]
+            time.sleep(40)
+        except OSError:
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
+async def test_a_server_answering_without_end_is_read_no_further_than_a_message(tmp_path: Path, kind: str) -> None:
+    """An HTTP server whose answer never ends (a workspace's, once allowed): the daemon read it all into memory
+    (+550 MB for 400 MB sent); now it stops past one message's bound (8 MiB), as it does for a stdio server's line."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Endless)
+    server.daemon_threads, server.kind, server.sent = True, kind, 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host = McpHost(cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        await host.add({"h": ServerSpec("h", url=f"http://127.0.0.1:{server.server_address[1]}/mcp")}, wait=60)
+        assert host.status()[0]["state"] == "failed"
+        assert server.sent < 32 << 20, server.sent  # type: ignore[attr-defined]
+    finally:
+        await host.aclose()
+        server.shutdown()

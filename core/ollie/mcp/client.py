@@ -577,6 +577,11 @@ class _Inbox(_Wrapped):
             raise
         if isinstance(item, Exception):
             self.why = _why(item)
+            from ollie.mcp.httpcap import MessageTooLarge
+
+            if isinstance(item, MessageTooLarge):  # the rest of that answer is unread: the connection is over
+                self.ended.set()
+                raise StopAsyncIteration
         return item
 
     async def aclose(self) -> None:
@@ -590,17 +595,19 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read, write) streams to an HTTP server: streamable HTTP, or legacy SSE."""
     import httpx
 
+    from ollie.mcp.httpcap import client
+
     if spec.sse:
         from mcp.client.sse import sse_client
 
-        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
+        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=client,
                               sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
-    async with (httpx.AsyncClient(headers=dict(spec.headers), timeout=timeout) as http,
+    async with (client(dict(spec.headers), timeout) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
 

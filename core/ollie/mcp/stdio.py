@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ollie import beneath, paths, programs
-from ollie.mcp.config import ServerSpec
+from ollie.mcp.config import MAX_MESSAGE_BYTES, ServerSpec
 from ollie.sandbox.policy import Policy, load_policy
 from ollie.sandbox.process import SandboxedProcess
 from ollie.sandbox.spawn import spawn_sandboxed
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import venv_base
 
-# One JSON-RPC message (a line) larger than this ends the server: results are cut far below it anyway.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # Lines that are not JSON-RPC are skipped; this many in a row mean the server is broken.
 MAX_BAD_LINES = 100
 STDERR_LINES = 20
