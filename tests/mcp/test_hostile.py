@@ -68,6 +68,25 @@ async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: 
         await host.aclose()
 
 
+async def test_a_workspace_servers_env_naming_home_or_tmpdir_grants_it_nothing(tmp_path: Path, home: Path) -> None:
+    """A workspace's `.mcp.json` entry whose `env` says `HOME` (or `TMPDIR`) is a dir outside, `/etc` say: the
+    question shows the variable, not that the server's policy took it as its own dir and made it writable."""
+    ws, homes, tmps = tmp_path / "ws", tmp_path / "homes", tmp_path / "tmps"
+    for directory in (ws, homes, tmps):
+        directory.mkdir()
+    host = McpHost(cwd=ws, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    await host.add({"h": ServerSpec("h", command=sys.executable, args=(str(SERVER), "hostile", str(ws)),
+                                    env={"HOME": str(homes), "TMPDIR": str(tmps)}, home="workspace/0123/h",
+                                    source=str(ws / ".mcp.json"))}, wait=60)
+    try:
+        assert host.status()[0]["state"] == "ready", host.status()
+        for directory in (homes, tmps):
+            assert (await call(host, "write_file", path=str(directory / "planted"))).startswith("denied")
+        assert not list(homes.iterdir()) and not list(tmps.iterdir())
+    finally:
+        await host.aclose()
+
+
 def _servers_running(tmp_path: Path) -> list[int]:
     """The pids of the hostile servers `start(tmp_path)` started (other workers' tests run the same server)."""
     found = []

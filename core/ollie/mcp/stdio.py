@@ -80,9 +80,10 @@ def _unlinked(paths: list[Path]) -> list[Path]:
 
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
     """The read-only policy: workspace readable, the server's dir writable, the agent policy's network."""
-    home = Path(env["HOME"])
-    # The policies' templates ({HOME}/.gitconfig, {HOME}/.pyenv) mean the user's home, not the server's.
-    templates = {**env, "HOME": str(Path.home())}
+    home = state_dir(spec.home or spec.name)
+    # The policies' templates: the user's home ({HOME}/.gitconfig), the server's own TMPDIR, never a value of the
+    # config's `env` (a workspace entry's `"env": {"HOME": "/etc"}`, or TMPDIR, made that dir writable to it).
+    templates = {"HOME": str(Path.home()), "TMPDIR": str(home / "tmp"), "XDG_CACHE_HOME": str(home / "cache")}
     base = load_policy("readonly", cwd=cwd, env=templates)
     network = load_policy(network_from, cwd=cwd, env=templates).network
     # What the user named in the config (a script, a directory it serves) is readable, never writable.
