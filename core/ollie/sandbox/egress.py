@@ -119,11 +119,11 @@ def is_global_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) ->
 def _held_here(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Whether this machine holds `address` (a socket binds to it): its own public address (a server's IPv4, a
     laptop's global IPv6) reaches what listens on all its interfaces as loopback would, by a name or a question."""
-    with socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
+    try:
+        with socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind((str(address), 0))
-        except OSError:
-            return False
+    except OSError:  # not its address (or no IPv6 on this machine at all)
+        return False
     return True
 
 
