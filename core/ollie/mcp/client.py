@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -597,17 +598,18 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
 
     from ollie.mcp.httpcap import client
 
+    bounded = functools.partial(client, pinned=spec.from_workspace)
     if spec.sse:
         from mcp.client.sse import sse_client
 
-        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=client,
+        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=bounded,
                               sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
-    async with (client(dict(spec.headers), timeout) as http,
+    async with (bounded(dict(spec.headers), timeout) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
 

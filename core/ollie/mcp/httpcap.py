@@ -18,9 +18,28 @@ class MessageTooLarge(httpx.ReadError):
 
 
 def client(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
-           auth: httpx.Auth | None = None) -> httpx.AsyncClient:
-    """An HTTP client for the MCP SDK (its `httpx_client_factory`'s signature) whose answers are bounded."""
-    return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [_bound]})
+           auth: httpx.Auth | None = None, *, pinned: bool = False) -> httpx.AsyncClient:
+    """An HTTP client for the MCP SDK (its `httpx_client_factory`'s signature) whose answers are bounded; `pinned`
+    (a workspace's server): it reaches a host name only at a public address (`_pin`)."""
+    hooks: dict[str, list[Any]] = {"response": [_bound], "request": [_pin] if pinned else []}
+    return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+
+async def _pin(request: httpx.Request) -> None:
+    """Send `request` to a public address of its host name, as the egress proxy checks a step's: the user allowed a
+    workspace's `https://mcp.example/`, which may resolve to this machine or its network (a literal is as shown)."""
+    from ollie.sandbox.egress import system_resolve
+    from ollie.sandbox.proxyrequest import is_ip
+
+    host = request.url.host
+    if is_ip(host) or host == "localhost":
+        return
+    try:
+        addresses = await system_resolve(host, request.url.port or (443 if request.url.scheme == "https" else 80))
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc), request=request) from None
+    request.extensions = {**request.extensions, "sni_hostname": host}  # the certificate is still the name's
+    request.url = request.url.copy_with(host=addresses[0])
 
 
 async def _bound(response: httpx.Response) -> None:
