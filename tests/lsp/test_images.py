@@ -103,3 +103,34 @@ async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_dae
     (tool,) = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
     assert "not a regular file" in tool, tool
     assert "symlink" in tool or "not beneath" in tool or "outside" in tool, tool
+
+
+async def test_file_read_shows_the_model_at_most_eight_images_a_call_and_the_one_it_read(start_daemon, scripted_llm):
+    """A hostile model asking for one image twenty times in one call (each up to 5 MiB: a gigabyte of base64 in the
+    daemon, the session file and every request) gets the first eight, the rest left out unread with a note; an
+    image read with options (`--limit 5 shot.png`) is the one the tool read, not a file named `--limit`."""
+    llm = scripted_llm("openai")
+    calls = [{"tool": "file_read", "args": ["--limit", "5", "shot.png"]}] * 20
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("red"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    result = await daemon.request("ollie/submit", {"text": "look"})
+    assert (result["stop"], result["reply"]) == ("end", "red")
+    assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)] * 8
+    (tool,) = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+    assert tool.count("the image is not shown to the model: more than 8 images in one result") == 12, tool
+
+
+async def test_a_round_of_calls_shows_the_model_at_most_eight_images(start_daemon, scripted_llm):
+    """Three calls in one reply, four images each: eight reach the model, the other four are a note in the result
+    (each call alone keeps under the cap; a reply of many such calls must not add up to hundreds)."""
+    llm = scripted_llm("openai")
+    llm.script(Reply.tool_calls(*[("call_tool", {"calls": [{"tool": "file_read", "args": [path]}] * 4})
+                                  for path in ("shot.png", "./shot.png", "sub/../shot.png")]), Reply.text("red"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    result = await daemon.request("ollie/submit", {"text": "look"})
+    assert (result["stop"], result["reply"]) == ("end", "red")
+    assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)] * 8
+    tools = "".join(m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool")
+    assert "[4 images left out: more than 8 in one round]" in tools, tools

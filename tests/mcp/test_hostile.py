@@ -68,6 +68,25 @@ async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: 
         await host.aclose()
 
 
+async def test_a_workspace_servers_env_naming_home_or_tmpdir_grants_it_nothing(tmp_path: Path, home: Path) -> None:
+    """A workspace's `.mcp.json` entry whose `env` says `HOME` (or `TMPDIR`) is a dir outside, `/etc` say: the
+    question shows the variable, not that the server's policy took it as its own dir and made it writable."""
+    ws, homes, tmps = tmp_path / "ws", tmp_path / "homes", tmp_path / "tmps"
+    for directory in (ws, homes, tmps):
+        directory.mkdir()
+    host = McpHost(cwd=ws, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    await host.add({"h": ServerSpec("h", command=sys.executable, args=(str(SERVER), "hostile", str(ws)),
+                                    env={"HOME": str(homes), "TMPDIR": str(tmps)}, home="workspace/0123/h",
+                                    source=str(ws / ".mcp.json"))}, wait=60)
+    try:
+        assert host.status()[0]["state"] == "ready", host.status()
+        for directory in (homes, tmps):
+            assert (await call(host, "write_file", path=str(directory / "planted"))).startswith("denied")
+        assert not list(homes.iterdir()) and not list(tmps.iterdir())
+    finally:
+        await host.aclose()
+
+
 def _servers_running(tmp_path: Path) -> list[int]:
     """The pids of the hostile servers `start(tmp_path)` started (other workers' tests run the same server)."""
     found = []
@@ -132,6 +151,24 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: P
             await asyncio.sleep(0.05)
         spewed = await host.call("mcp__h__garbage", {"lines": 100000})
         assert spewed.is_error
+    finally:
+        await host.aclose()
+
+
+async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_path: Path, home: Path) -> None:
+    """A server telling its tools changed 5,000 times in a row: the daemon listed them 5,000 times over (20,000: 12 s
+    of its loop, 42 s for the call), each rebuilding the session's tools; now once more after the one in flight."""
+    host, _ = await start(tmp_path)
+    listings = 0
+
+    def changed() -> None:
+        nonlocal listings
+        listings += 1
+
+    host.on_change = changed
+    try:
+        assert await call(host, "relist", times=5000) == "relisted"  # the call waits for the listing it caused
+        assert 1 <= listings <= 2 and host.status()[0]["state"] == "ready", listings
     finally:
         await host.aclose()
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import http.server
+import json
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +145,89 @@ async def test_an_unreachable_server_is_named_by_its_url_with_what_to_do(http_se
 def test_a_shown_url_keeps_no_credentials() -> None:
     assert client.shown_url("https://user:pw@mcp.example.com:8443/v1/mcp?key=k#f") == "https://mcp.example.com:8443/v1/mcp?..."
     assert client.shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+
+
+class _Endless(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with one message that never ends (64 MiB of it, then silence), counting what it got out."""
+
+    protocol_version = "HTTP/1.0"  # the body runs until the connection closes
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", self.server.kind)  # type: ignore[attr-defined]
+        self.end_headers()
+        try:
+            self.wfile.write(b'data: {"jsonrpc": "2.0", "id": 0, "result": "')
+            for _ in range(64):
+                self.wfile.write(b"x" * (1 << 20))
+                self.server.sent += 1 << 20  # type: ignore[attr-defined]
+            time.sleep(40)
+        except OSError:
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
+async def test_a_server_answering_without_end_is_read_no_further_than_a_message(tmp_path: Path, kind: str) -> None:
+    """An HTTP server whose answer never ends (a workspace's, once allowed): the daemon read it all into memory
+    (+550 MB for 400 MB sent); now it stops past one message's bound (8 MiB), as it does for a stdio server's line."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Endless)
+    server.daemon_threads, server.kind, server.sent = True, kind, 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host = McpHost(cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        await host.add({"h": ServerSpec("h", url=f"http://127.0.0.1:{server.server_address[1]}/mcp")}, wait=60)
+        assert host.status()[0]["state"] == "failed"
+        assert server.sent < 32 << 20, server.sent  # type: ignore[attr-defined]
+    finally:
+        await host.aclose()
+        server.shutdown()
+
+
+PINNED = """
+import asyncio, json, socket, subprocess, sys, time
+from pathlib import Path
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["mount", "--bind", sys.argv[1], "/etc/hosts"], check=True)  # mcp.test is 127.0.0.1 here
+port = int(sys.argv[3])
+server = subprocess.Popen([sys.executable, sys.argv[2], "http", str(port)], stderr=subprocess.DEVNULL)
+while socket.socket().connect_ex(("127.0.0.1", port)):
+    time.sleep(0.05)
+from ollie.mcp.config import ServerSpec
+from ollie.mcp.host import McpHost
+
+async def main():
+    out = {}
+    local = {"Host": f"127.0.0.1:{port}"}  # the SDK's server answers only to its own name (its rebinding guard)
+    for name, url, home in [("ws_name", f"http://mcp.test:{port}/mcp", "workspace/0123/x"),
+                            ("ws_literal", f"http://127.0.0.1:{port}/mcp", "workspace/0123/y"),
+                            ("users", f"http://mcp.test:{port}/mcp", "")]:
+        host = McpHost(cwd=Path.cwd(), environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+        await host.add({name: ServerSpec(name, url=url, home=home, headers=local)}, wait=60)
+        out[name] = host.status()[0]["state"] + ": " + host.status()[0]["error"]
+        await host.aclose()
+    print(json.dumps(out))
+
+asyncio.run(main())
+server.kill()
+"""
+
+
+async def test_a_workspace_servers_name_is_reached_only_at_a_public_address(tmp_path: Path) -> None:
+    """A workspace's `.mcp.json` naming `http://mcp.test/` (the question shows that name), which resolves to this
+    machine: the daemon itself connected there (not a step: no proxy), so what listens on its loopback got the
+    server's requests and the workspace's headers. Now a workspace's server name must resolve to a public address,
+    as a step's host must; a loopback literal, shown as such, and the user's own servers are reached as before."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 mcp.test\n")
+    script = tmp_path / "pinned.py"
+    script.write_text(PINNED)
+    run = await asyncio.create_subprocess_exec("unshare", "--net", "--mount", sys.executable, str(script), str(hosts),
+                                               str(SERVER), "8765", stdout=asyncio.subprocess.PIPE, cwd=tmp_path)
+    out = json.loads((await run.communicate())[0])
+    assert out["ws_name"].startswith("failed:") and "resolves only to non-public addresses" in out["ws_name"], out
+    assert out["ws_literal"] == "ready: ", out["ws_literal"]
+    assert out["users"] == "ready: ", out["users"]

@@ -11,9 +11,11 @@ import contextlib
 import hashlib
 import http.server
 import io
+import json
 import os
 import socket
 import ssl
+import sys
 import tempfile
 import textwrap
 import threading
@@ -568,6 +570,51 @@ async def test_a_non_public_ip_literal_is_never_asked_about() -> None:
         assert (await listed.decide(egress.normal_host(host), 443))["verdict"] == "allowed", host
     step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
     assert (await step.decide("93.184.215.14", 443))["verdict"] == "allowed" and asked == ["93.184.215.14"]
+
+
+OWN_ADDRESS = """
+import asyncio, json, subprocess, sys
+for address in ("9.9.9.9/32", "2620:fe::9/128"):  # global addresses this (private) network namespace holds
+    subprocess.run(["ip", "addr", "add", address, "dev", "lo"], check=True)
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["mount", "--bind", sys.argv[1], "/etc/hosts"], check=True)  # in its own mount namespace
+from ollie.sandbox import egress
+
+async def ask(host, port, step, scheme):
+    return "once"
+
+async def main():
+    out = {}
+    for name in ("own.test", "own6.test"):
+        try:
+            out[name] = await egress.system_resolve(name, 443)
+        except OSError as exc:
+            out[name] = str(exc)
+    for host in ("9.9.9.9", "2620:fe::9", "::ffff:9.9.9.9", "8.8.8.8"):
+        step = egress.StepNet(label="s", allow=(), deny=(), max_sent=0, ask=egress.NetAsk(ask=ask))
+        out[host] = (await step.decide(egress.normal_host(host), 443))["how"]
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+async def test_a_name_or_literal_naming_this_machines_own_public_address_is_refused(tmp_path) -> None:
+    """A server's public IPv4, a laptop's global IPv6: held by the machine, so a name resolving to one (or the
+    literal, answered "once" by a user who does not know it as theirs) reached what listens on all its
+    interfaces (a dev server, a database in docker) as loopback would. A namespace of its own holds them here."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("9.9.9.9 own.test\n2620:fe::9 own6.test\n")
+    script = tmp_path / "own.py"
+    script.write_text(OWN_ADDRESS)
+    run = await asyncio.create_subprocess_exec("unshare", "--net", "--mount", sys.executable, str(script), str(hosts),
+                                               stdout=asyncio.subprocess.PIPE)
+    out = json.loads((await run.communicate())[0])
+    assert out["own.test"] == "own.test resolves only to non-public addresses (9.9.9.9)", out
+    assert out["own6.test"] == "own6.test resolves only to non-public addresses (2620:fe::9)", out
+    for host in ("9.9.9.9", "2620:fe::9", "::ffff:9.9.9.9"):
+        assert out[host].startswith("non-public address"), out
+    assert out["8.8.8.8"] == "once", out  # a public address the machine does not hold is still asked about
 
 
 async def test_a_long_tmpdir_still_gets_a_socket_steps_can_reach(tmp_path, monkeypatch) -> None:

@@ -20,7 +20,7 @@ from ollie.agent.taskstate import describe_action, infer_update, render_task_sta
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.agent.toolround import CallOutcome, ToolRound, interrupted_result
 from ollie.backend.base import Backend
-from ollie.backend.images import placeholder
+from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
@@ -264,10 +264,15 @@ class AgentLoop:
             self._keep_outcomes(round_)
             raise
         sees_images = None if not any(o.images for o in outcomes) else await self._sees_images()
+        room = MAX_IMAGES  # a round's images, as a prompt's: many calls of eight each must not add up to hundreds
         for outcome in outcomes:
             call, text, images = outcome.call, outcome.text, outcome.images
             if images and sees_images is False:  # a known text-only model: a note where they were
                 text, images = f"{text}\n\n{placeholder(len(images))}", []
+            if len(images) > room:
+                text = f"{text}\n\n[{len(images) - room} images left out: more than {MAX_IMAGES} in one round]"
+                images = images[:room]
+            room -= len(images)
             self.session.messages.append(Message("tool", text, tool_call_id=call.id, name=call.name, images=images))
             self.session.result_tiers[call.id] = outcome.tier
         self._keep_outcomes(round_)

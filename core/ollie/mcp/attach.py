@@ -96,10 +96,14 @@ def _workspace(cwd: Path, warnings: list[str]) -> tuple[dict[str, ServerSpec], s
 
 def command_line(spec: ServerSpec) -> str:
     """What the user approves: the whole command line, and the `cwd` and `env` that widen what the server reads
-    (a hostile entry's `cwd: /` or 200 characters of padding before an argument must not go unseen)."""
+    (a hostile entry's `cwd: /` or 200 characters of padding before an argument must not go unseen); an HTTP
+    server's URL and the headers sent with every request (a planted token, a `Host` naming another site)."""
     if spec.url:
-        return _shown(spec.url)
-    text = " ".join(_shown(a) for a in [spec.command, *spec.args])
+        text = _shown(spec.url)
+        if spec.headers:
+            text += ", with headers " + ", ".join(f"{_shown(k)}: {json.dumps(v)}" for k, v in spec.headers.items())
+    else:
+        text = " ".join(_shown(a) for a in [spec.command, *spec.args])
     if spec.cwd:
         text += f", in {_shown(spec.cwd)}"
     if spec.env:

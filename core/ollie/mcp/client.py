@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -159,6 +160,7 @@ class McpServer:
         # A tools/list after `tools/list_changed`, in flight: a call that caused it waits for it (the next
         # request to the model then offers the new tools).
         self._refreshing: asyncio.Future[None] | None = None
+        self._relist = False  # a list_changed came since that listing started
         self._ready = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -379,18 +381,21 @@ class McpServer:
         changed = (types.ToolListChangedNotification, types.PromptListChangedNotification,
                    types.ResourceListChangedNotification)
         if isinstance(getattr(message, "root", None), changed):
-            # Not here: this runs in the SDK's reader, which must stay free to read the list's answer.
-            self._refreshing = asyncio.ensure_future(self._refresh())
+            # One listing after the one in flight, however many came meanwhile: a server sending 20,000 of these
+            # had the daemon list its tools 17,837 times (12 s of the loop) and every session's tools rebuilt.
+            self._relist = True
+            if self._refreshing is None or self._refreshing.done():
+                # Not here: this runs in the SDK's reader, which must stay free to read the list's answer.
+                self._refreshing = asyncio.ensure_future(self._refresh())
 
     async def _refresh(self) -> None:
-        session = self._session
-        if session is None:
-            return
-        try:
-            await self._list(session)
-        except Exception as exc:  # noqa: BLE001 - the old list stays
-            log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
-        self._changed()
+        while self._relist and (session := self._session) is not None:
+            self._relist = False
+            try:
+                await self._list(session)
+            except Exception as exc:  # noqa: BLE001 - the old list stays
+                log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
+            self._changed()
 
     async def call(self, tool: McpTool, args: dict[str, Any]) -> ToolResult:
         """Call `tool`; a failure is an error result the model reads. On cancel the server is told
@@ -573,6 +578,11 @@ class _Inbox(_Wrapped):
             raise
         if isinstance(item, Exception):
             self.why = _why(item)
+            from ollie.mcp.httpcap import MessageTooLarge
+
+            if isinstance(item, MessageTooLarge):  # the rest of that answer is unread: the connection is over
+                self.ended.set()
+                raise StopAsyncIteration
         return item
 
     async def aclose(self) -> None:
@@ -586,17 +596,20 @@ async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's (read, write) streams to an HTTP server: streamable HTTP, or legacy SSE."""
     import httpx
 
+    from ollie.mcp.httpcap import client
+
+    bounded = functools.partial(client, pinned=spec.from_workspace)
     if spec.sse:
         from mcp.client.sse import sse_client
 
-        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
+        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=bounded,
                               sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
             yield read, write
         return
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
-    async with (httpx.AsyncClient(headers=dict(spec.headers), timeout=timeout) as http,
+    async with (bounded(dict(spec.headers), timeout) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
 

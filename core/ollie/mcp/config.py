@@ -19,6 +19,9 @@ from ollie.shapes import Invalid, dotted
 CONFIG_NAME = "mcp.json"
 # The dispatcher name of a session's MCP host (ollie.mcp.host), here so finding it imports no host.
 SERVER_NAME = "mcp"
+# One JSON-RPC message larger than this ends the server (a stdio line, an HTTP answer or event): results are cut far
+# below it anyway, and the daemon never buffers a message without end.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, eq=False, repr=False)

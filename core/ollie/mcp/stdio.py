@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ollie import beneath, paths, programs
-from ollie.mcp.config import ServerSpec
+from ollie.mcp.config import MAX_MESSAGE_BYTES, ServerSpec
 from ollie.sandbox.policy import Policy, load_policy
 from ollie.sandbox.process import SandboxedProcess
 from ollie.sandbox.spawn import spawn_sandboxed
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import venv_base
 
-# One JSON-RPC message (a line) larger than this ends the server: results are cut far below it anyway.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # Lines that are not JSON-RPC are skipped; this many in a row mean the server is broken.
 MAX_BAD_LINES = 100
 STDERR_LINES = 20
@@ -82,9 +80,10 @@ def _unlinked(paths: list[Path]) -> list[Path]:
 
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
     """The read-only policy: workspace readable, the server's dir writable, the agent policy's network."""
-    home = Path(env["HOME"])
-    # The policies' templates ({HOME}/.gitconfig, {HOME}/.pyenv) mean the user's home, not the server's.
-    templates = {**env, "HOME": str(Path.home())}
+    home = state_dir(spec.home or spec.name)
+    # The policies' templates: the user's home ({HOME}/.gitconfig), the server's own TMPDIR, never a value of the
+    # config's `env` (a workspace entry's `"env": {"HOME": "/etc"}`, or TMPDIR, made that dir writable to it).
+    templates = {"HOME": str(Path.home()), "TMPDIR": str(home / "tmp"), "XDG_CACHE_HOME": str(home / "cache")}
     base = load_policy("readonly", cwd=cwd, env=templates)
     network = load_policy(network_from, cwd=cwd, env=templates).network
     # What the user named in the config (a script, a directory it serves) is readable, never writable.

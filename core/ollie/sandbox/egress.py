@@ -104,16 +104,28 @@ _LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 
 def is_global_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """Whether `address` is global, an IPv6 one that carries an IPv4 address judged by the IPv4 rules."""
+    """Whether `address` is global and not this machine's, an IPv6 one that carries an IPv4 address judged by the
+    IPv4 rules."""
     if isinstance(address, ipaddress.IPv6Address):
         if address in _LOCAL_NAT64:
             return False
         if any(address in network for network in _IPV4_IN_LOW_BITS):
-            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF).is_global
+            return is_global_address(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
         if address.sixtofour is not None:  # 2002::/16: a 6to4 (sit) tunnel, where one is set up, carries it there
-            return address.sixtofour.is_global
+            return is_global_address(address.sixtofour)
         # Teredo (2001::/32, needs a client like miredo) lies in 2001::/23, which ipaddress counts as not global.
-    return address.is_global
+    return address.is_global and not _held_here(address)
+
+
+def _held_here(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether this machine holds `address` (a socket binds to it): its own public address (a server's IPv4, a
+    laptop's global IPv6) reaches what listens on all its interfaces as loopback would, by a name or a question."""
+    try:
+        with socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((str(address), 0))
+    except OSError:  # not its address (or no IPv6 on this machine at all)
+        return False
+    return True
 
 
 def is_public(host: str) -> bool:

@@ -60,6 +60,7 @@ class CallContext:
     timeout: float
     elevation: ElevationGate = field(default_factory=ElevationGate)
     env: dict[str, str] | None = None  # built once for the call: its policy's cache key and each step's env
+    images: int = 0  # file_read's images the call came to so far (ollie.backend.images.MAX_IMAGES are shown)
 
     def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
         """The call's ToolResult from its sections."""

@@ -117,7 +117,7 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
     if script.name == "file_read" and outcome.ok and outcome.stdout.startswith(IMAGE_MARK) and call.args:
-        return await _with_image(ctx, Section(label, outcome), call.args[0])
+        return await _with_image(ctx, Section(label, outcome), call.args[-1])  # its path: after any option
     return Section(label, outcome)
 
 
@@ -126,6 +126,10 @@ async def _with_image(ctx: CallContext, section: Section, path: str) -> Section:
     directory, no symlink, FIFO or device, capped and checked by its bytes), for the model to see."""
     from ollie.backend import images
 
+    ctx.images += 1  # counted before it is read: one image asked for a hundred times is read eight times
+    if ctx.images > images.MAX_IMAGES:
+        section.note = f"the image is not shown to the model: more than {images.MAX_IMAGES} images in one result"
+        return section
     try:
         section.images.append(await images.read(ctx.runner.cwd, path))
     except images.ImageError as exc:

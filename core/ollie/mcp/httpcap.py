@@ -1,0 +1,74 @@
+"""An HTTP MCP server's answers read with a bound, as a stdio server's lines are: a JSON answer whole, an event
+stream event by event (a server sending without end filled the daemon's memory: +550 MB for 400 MB sent)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from ollie.mcp.config import MAX_MESSAGE_BYTES
+
+_EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent event (LF, CRLF or CR lines)
+
+
+class MessageTooLarge(httpx.ReadError):
+    """A server's answer or event past MAX_MESSAGE_BYTES: the connection ends (ollie.mcp.client's `_Inbox`)."""
+
+
+def client(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
+           auth: httpx.Auth | None = None, *, pinned: bool = False) -> httpx.AsyncClient:
+    """An HTTP client for the MCP SDK (its `httpx_client_factory`'s signature) whose answers are bounded; `pinned`
+    (a workspace's server): it reaches a host name only at a public address (`_pin`)."""
+    hooks: dict[str, list[Any]] = {"response": [_bound], "request": [_pin] if pinned else []}
+    return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+
+async def _pin(request: httpx.Request) -> None:
+    """Send `request` to a public address of its host name, as the egress proxy checks a step's: the user allowed a
+    workspace's `https://mcp.example/`, which may resolve to this machine or its network (a literal is as shown)."""
+    from ollie.sandbox.egress import system_resolve
+    from ollie.sandbox.proxyrequest import is_ip
+
+    host = request.url.host
+    if is_ip(host) or host == "localhost":
+        return
+    try:
+        addresses = await system_resolve(host, request.url.port or (443 if request.url.scheme == "https" else 80))
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc), request=request) from None
+    request.extensions = {**request.extensions, "sni_hostname": host}  # the certificate is still the name's
+    request.url = request.url.copy_with(host=addresses[0])
+
+
+async def _bound(response: httpx.Response) -> None:
+    response.stream = _Bounded(response.stream, response.headers.get("content-type", "").startswith("text/event-stream"))
+
+
+def _after_last_event(data: bytes) -> int:
+    """How many bytes of `data` follow its last blank line; -1 when it has none."""
+    ends = [i + len(end) for end in _EVENT_ENDS if (i := data.rfind(end)) >= 0]
+    return len(data) - max(ends) if ends else -1
+
+
+class _Bounded(httpx.AsyncByteStream):
+    """A response body that fails once one message (the whole body, or an event) passes MAX_MESSAGE_BYTES."""
+
+    def __init__(self, stream: Any, events: bool) -> None:
+        self._stream, self._events = stream, events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        run, tail = 0, b""
+        async for chunk in self._stream:
+            seen = tail + chunk  # with the last bytes before it: a blank line may straddle two chunks
+            left = _after_last_event(seen) if self._events else -1
+            run = left if left >= 0 else run + len(chunk)
+            if run > MAX_MESSAGE_BYTES:
+                raise MessageTooLarge(f"the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+            tail = seen[-2:]
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the body it reads."""
+        await self._stream.aclose()
