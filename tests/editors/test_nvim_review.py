@@ -29,6 +29,8 @@ def test_permission_shows_the_diff_and_a_rejection_with_feedback_reaches_the_mod
     assert preview[1] == "  at code.py:2", preview
     assert result["places"] == ["new.py (new file)", "a.py:2", "sub/b.py:2-5"]
     assert "-    return a + b" in preview and "+    return a * b" in preview
+    assert result["code_preview"][1:] == ["  code:", "    echo one > proof", "    rm -rf ~/stuff", "    ", "    print(2)"]
+    assert result["outside_preview"][1:] == ["  runs outside the sandbox:", "    echo x"]
     assert result["floats_left"] == 0, "the preview float closes once answered"
     # The statusline says the turn waits on the user while asked (it said "thinking"), and no more once answered.
     assert result["status_asked"].startswith("ollie: waiting for your answer $"), result["status_asked"]

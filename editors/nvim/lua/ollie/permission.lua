@@ -84,8 +84,16 @@ function M.preview_lines(params)
   if diff and not placed then
     table.insert(lines, "  at " .. M.diff_place(diff))
   end
+  local outside = type(step.outside) == "table" and step.outside or {}
+  -- A program's code, whole (its title shows the first line alone), unless all of it runs outside: shown below.
+  if type(step.code) == "string" and step.code ~= "" and step.code ~= table.concat(outside, "\n\n") then
+    table.insert(lines, "  code:")
+    for _, l in ipairs(vim.split(step.code, "\n", { plain = true })) do
+      table.insert(lines, "    " .. one_line(l))
+    end
+  end
   -- What it runs outside the sandbox, exactly: this one question covers leaving it too.
-  for _, what in ipairs(type(step.outside) == "table" and step.outside or {}) do
+  for _, what in ipairs(outside) do
     table.insert(lines, "  runs outside the sandbox:")
     for _, l in ipairs(vim.split(tostring(what), "\n", { plain = true, trimempty = true })) do
       table.insert(lines, "    " .. one_line(l))
