@@ -49,7 +49,8 @@ H.results.places = {
 -- A program's question shows its code whole (the title has its first line alone), once when all of it runs outside.
 local preview = require("ollie.permission").preview_lines
 local code = "echo one > proof\nrm -rf ~/stuff\n\nprint(2)"
-H.results.code_preview = preview({ step = { id = "c.1", kind = "execute", title = "Run `echo one > proof …`", code = code } })
+H.results.code_preview = preview({ step = { id = "c.1", kind = "execute", title = "Run `echo one > proof …`",
+  code = code } })
 H.results.outside_preview = preview({ step = { id = "c.2", kind = "execute", title = "Run `echo x`", code = "echo x",
   outside = { "echo x" } } })
 -- The float is gone once answered.
