@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -216,7 +217,7 @@ class OllieAgent:
             raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
-        want = str(Path(cwd).expanduser().resolve()) if cwd else None
+        want = str(Path(cwd).resolve()) if cwd else None  # absolute: nothing to expand
         sessions: list[SessionInfo] = []
         # The registry does not know directories: page through it until a page of matches is found. Pages go by sort
         # key, not count: a row the registry leaves out (written by no ollie) neither ends the listing nor shifts it.
@@ -371,7 +372,7 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
 
 
 def _directory(cwd: str) -> Path:
-    path = Path(cwd).expanduser()
+    path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
     if not path.is_absolute() or not path.is_dir():
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
     return path.resolve()
