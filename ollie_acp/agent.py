@@ -45,6 +45,7 @@ from ollie import __version__
 from ollie.agent import fork
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
+from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
@@ -311,6 +312,8 @@ class OllieAgent:
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+        if pictures and is_command(text):
+            raise RequestError.invalid_params({"prompt": "a command or !shell line takes no images"})
         return await live.run_prompt(text, pictures)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
