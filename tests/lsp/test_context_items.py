@@ -185,3 +185,6 @@ async def test_a_prompt_that_starts_with_a_path_is_a_prompt_with_its_context(sta
     result = await daemon.request("ollie/submit", {"text": text, "context": {"uri": calc, "range": lines(0, 0)}})
     assert result["reply"] == "seen it"
     assert user_prompt(llm).count("<editor-context>") == 1 and user_prompt(llm).endswith(text)
+    # Nor is it a command to ollie/command (which ran it as a turn of the model).
+    err = await rpc_error(daemon, "ollie/command", {"line": text})
+    assert err.code == -32602 and "line:" in err.message and len(llm.chat_requests) == 1
