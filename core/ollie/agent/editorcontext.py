@@ -15,8 +15,8 @@ from urllib.parse import unquote, urlparse
 MAX_CONTEXT_CHARS = 20_000
 
 
-# A slash command line: `/word`, then its argument.
-SLASH = re.compile(r"/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
+# A slash command line: `/word` (or an MCP prompt's `/mcp:<server>:<prompt>`), then its argument.
+SLASH = re.compile(r"/(?P<name>[A-Za-z][\w:-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
 
 
 def is_command(line: str) -> bool:
