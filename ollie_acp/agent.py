@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +45,7 @@ from ollie import __version__
 from ollie.agent import fork
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
+from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
@@ -216,7 +218,7 @@ class OllieAgent:
             raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
-        want = str(Path(cwd).expanduser().resolve()) if cwd else None
+        want = str(Path(cwd).resolve()) if cwd else None  # absolute: nothing to expand
         sessions: list[SessionInfo] = []
         # The registry does not know directories: page through it until a page of matches is found. Pages go by sort
         # key, not count: a row the registry leaves out (written by no ollie) neither ends the listing nor shifts it.
@@ -310,6 +312,8 @@ class OllieAgent:
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
         if not text and not pictures:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+        if pictures and is_command(text):
+            raise RequestError.invalid_params({"prompt": "a command or !shell line takes no images"})
         return await live.run_prompt(text, pictures)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -371,7 +375,7 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
 
 
 def _directory(cwd: str) -> Path:
-    path = Path(cwd).expanduser()
+    path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
     if not path.is_absolute() or not path.is_dir():
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
     return path.resolve()

@@ -273,7 +273,7 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
 async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
     """Run one slash command or `!shell` line."""
     if not is_command(p.line):
-        raise InvalidParams("line: a command starts with / (slash command) or ! (shell)")
+        raise InvalidParams("line: a command is /name ... (slash command) or !... (shell); /usr/bin/x ... is a prompt")
     live = await ls.table.writable(p.session)
     result = await live.core.submit(p.line.strip())
     out: dict[str, Any] = {"output": result.reply}

@@ -92,7 +92,9 @@ def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | N
     env = os.environ if environ is None else environ
     given = env.pop(TOKEN_ENV, None)
     if token_file:
-        path = Path(token_file).expanduser()
+        path = Path(os.path.expanduser(token_file))  # `~nosuchuser` stays as written (Path.expanduser raises)
+        if str(path).startswith("~"):
+            raise TcpSetupError(f"--token-file {token_file}: no such user, no home directory to put it in")
         if path.exists():
             if not _private(path):
                 raise TcpSetupError(f"--token-file {path} must be a regular file only you can read (chmod 600)")

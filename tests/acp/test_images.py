@@ -89,3 +89,13 @@ async def test_too_many_images_are_refused_before_any_is_decoded(start_agent, ll
     with pytest.raises(acp.RequestError) as caught:
         await agent.prompt(sid, "look", *[acp.image_block("not base64 at all!", "image/png")] * 9)
     assert caught.value.code == -32602 and "9 images in one prompt" in str(caught.value.data), caught.value.data
+
+
+async def test_an_image_with_a_command_is_refused_not_dropped(start_agent, llm) -> None:
+    # As the daemon's ollie/submit: a command or !shell line takes no images; the picture was silently lost.
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "/usage", acp.image_block(DATA, "image/png"))
+    assert caught.value.code == -32602 and "takes no images" in str(caught.value.data), caught.value.data
+    assert (await agent.prompt(sid, "/usage")).stop_reason == "end_turn"

@@ -359,3 +359,12 @@ def test_a_replayed_prompt_is_the_user_s_text_without_ollie_s_notes(tmp_path) ->
     noted = Message("user", "fix it\n\n[preTurn hook]\nrun the tests first", notes="[preTurn hook]\nrun the tests first")
     [chunk] = replay([noted], cwd=tmp_path, kind_of=None)
     assert chunk.model_dump()["content"]["text"] == "fix it"
+
+
+async def test_a_cwd_that_is_no_existing_absolute_directory_is_invalid_params_naming_it(start_agent, llm) -> None:
+    # `~nosuchuser/...` has no home to expand to: pathlib raised, and the client got an internal error.
+    agent = await start_agent(env=llm.env())
+    for cwd in ("~nosuchuser-ollie/work", "relative/dir", str(agent.workspace / "absent")):
+        with pytest.raises(acp.RequestError) as caught:
+            await asyncio.wait_for(agent.conn.new_session(cwd=cwd, mcp_servers=[]), 30)
+        assert caught.value.code == -32602 and "cwd" in str(caught.value.data), (cwd, caught.value.data)

@@ -174,3 +174,17 @@ async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(star
     messages = (await daemon.request("ollie/context", {}))["messages"]
     assert [m["contextLabels"] for m in messages if m["role"] == "user"] == [[f"big.txt:1-{kept}"],
                                                                              [f"untitled:7:5-{last}"], ["mac.txt:2"]]
+
+
+async def test_a_prompt_that_starts_with_a_path_is_a_prompt_with_its_context(start_daemon, llm):
+    # `/usr/bin/env ...` is no slash command (the engine runs it as a turn): it keeps its editor context.
+    llm.script(Reply.text("seen it"))
+    daemon = await start_daemon(env=llm.env())
+    calc = open_doc(daemon, "calc.py", "a = 1\n")
+    text = "/usr/bin/env python3 calc.py prints nothing: why?"
+    result = await daemon.request("ollie/submit", {"text": text, "context": {"uri": calc, "range": lines(0, 0)}})
+    assert result["reply"] == "seen it"
+    assert user_prompt(llm).count("<editor-context>") == 1 and user_prompt(llm).endswith(text)
+    # Nor is it a command to ollie/command (which ran it as a turn of the model).
+    err = await rpc_error(daemon, "ollie/command", {"line": text})
+    assert err.code == -32602 and "line:" in err.message and len(llm.chat_requests) == 1

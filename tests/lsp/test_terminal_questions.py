@@ -22,11 +22,15 @@ def editing(llm, tmp_path, *then: Reply, env: dict[str, str] | None = None) -> T
     return Terminal(["--cwd", str(tmp_path)], {**llm.env(approval=""), **(env or {})}, tmp_path)
 
 
+def asked(term: Terminal, text: str, question: str) -> int:
+    """Type `text` at the terminal's first prompt; where `question` then shows."""
+    return term.answer(text, question, after=term.wait_for(r"default> "))
+
+
 def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
     with editing(llm, tmp_path, Reply.text("first done"), edit("a.txt", "two", "three"),
                  Reply.text("second done")) as term:
-        at = term.wait_for(r"default> ")
-        at = term.answer("edit it", QUESTION, after=at)
+        at = asked(term, "edit it", QUESTION)
         assert "[y]es once, [a]lways (edit steps)" in term.text and "-one\n+two" in term.text
         at = term.answer("yes", r"first done", after=at)
         at = term.answer("again", QUESTION, after=at)
@@ -55,8 +59,7 @@ def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
 
 def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(llm, tmp_path):
     with editing(llm, tmp_path, Reply.text("gave up"), env={"OLLIE_QUESTION_TIMEOUT_S": "1"}) as term:
-        at = term.wait_for(r"default> ")
-        at = term.answer("edit it", QUESTION, after=at)
+        at = asked(term, "edit it", QUESTION)
         term.wait_for(r"gave up", after=at)  # nobody typed anything
         assert term.close() == 0
     assert (tmp_path / "a.txt").read_text() == "one\n"
@@ -74,8 +77,7 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
         Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
     )
     with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        at = term.answer("first", r"Allow once\? \[y/N\]", after=at)
+        at = asked(term, "first", r"Allow once\? \[y/N\]")
         assert f"echo x > {yes}" in term.text
         at = term.answer("y", r"wrote it", after=at)
         at = term.answer("second", r"Allow once\? \[y/N\]", after=at)
@@ -86,8 +88,7 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
 
 def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_path):
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        at = term.answer("/agent yolo", r"switch to agent yolo: it runs WITHOUT a sandbox[\s\S]*Allow once\? \[y/N\]", after=at)
+        at = asked(term, "/agent yolo", r"switch to agent yolo: it runs WITHOUT a sandbox[\s\S]*Allow once\? \[y/N\]")
         at = term.answer("n", r"agent: default \(agent not switched: yolo runs without a sandbox", after=at)
         at = term.answer("/agent yolo", r"Allow once\? \[y/N\]", after=at)
         term.answer("y", r"agent: yolo \(session cleared", after=at)
@@ -112,8 +113,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     term = Terminal(["--cwd", str(tmp_path)], env, tmp_path)
     question = rf"ollie asks to: connect to other\.test:{server.port} \(network; step: Run `curl -s[^\n]*\nAllow\? "
     try:
-        at = term.wait_for(r"default> ")
-        at = term.answer("fetch it", question, after=at)
+        at = asked(term, "fetch it", question)
         assert (f"Allow? [y]es once, for this [s]ession, [a]lways (connections to other.test:{server.port} in this "
                 "and later sessions), [n]o: ") in term.text
         at = term.answer("n", r"refused one", after=at)
@@ -141,8 +141,7 @@ def test_a_withdrawn_question_says_so_and_its_late_answer_is_no_prompt(llm, tmp_
     """A question that goes away unanswered (here Ctrl-C stops its turn; a step that ends while its connection's
     question waits does the same) ends its line saying so, and the "n" the user then types is not sent to the model."""
     with editing(llm, tmp_path, Reply.text("the next turn")) as term:
-        at = term.wait_for(r"default> ")
-        at = term.answer("edit it", QUESTION, after=at)
+        at = asked(term, "edit it", QUESTION)
         term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
         at = term.wait_for(r"\n\(withdrawn: nothing waits for this answer any more\)\n", after=at)
         at = term.wait_for(r"default> ", after=at)

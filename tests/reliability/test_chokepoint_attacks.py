@@ -35,6 +35,18 @@ def told(llm: Any, request: int = -1) -> str:  # noqa: F811
     return llm.chat_requests[request].body["messages"][-1]["content"]
 
 
+async def asking(start_daemon: Any, llm: Any, ws: Path, outcome: str) -> tuple[Any, list[dict[str, Any]]]:  # noqa: F811
+    """A daemon in `ws` that asks before each step, its client answering every question `outcome`; the questions."""
+    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
+    questions: list[dict[str, Any]] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any) -> dict[str, Any]:
+        questions.append(params)
+        return {"outcome": outcome}
+    return daemon, questions
+
+
 def plant(directory: Path, name: str, marker: Path) -> None:
     """An executable `name` in `directory` that leaves `marker` behind if anyone runs it."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -98,13 +110,7 @@ async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_
                tool("file_write", "pipe.txt", "new"), Reply.text("2"),
                tool("file_edit", "zero.txt", "\0", "x"), Reply.text("3"),
                tool("file_edit", "inside.txt", "SECRET", "x"), Reply.text("4"))
-    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
-    questions: list[dict[str, Any]] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any) -> dict[str, Any]:
-        questions.append(params)
-        return {"outcome": "reject"}
+    daemon, questions = await asking(start_daemon, llm, ws, "reject")
 
     try:
         for text in ("1", "2", "3", "4"):
@@ -319,13 +325,7 @@ async def test_very_long_paths_in_file_tools_are_clear_errors(start_daemon, llm,
     ws.mkdir()
     long_name, long_path = "n" * 300, "d/" * 2100 + "x.txt"
     llm.script(tool("file_write", long_name, "x"), tool("file_edit", long_path, "a", "b"), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
-    questions: list[dict[str, Any]] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any) -> dict[str, Any]:
-        questions.append(params)
-        return {"outcome": "allow_once"}
+    daemon, questions = await asking(start_daemon, llm, ws, "allow_once")
 
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done", told(llm)

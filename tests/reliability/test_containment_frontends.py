@@ -203,6 +203,11 @@ def test_tcp_refuses_a_non_loopback_address_and_a_token_file_others_can_read(tmp
     out = subprocess.run([*DAEMON, "--tcp", f"127.0.0.1:{port}", "--token-file", str(loose)], env=daemon_env(),
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "chmod 600" in out.stderr
+    # A home that is not there: pathlib raised, and the daemon died with a traceback.
+    out = subprocess.run([*DAEMON, "--tcp", f"127.0.0.1:{port}", "--token-file", "~nosuchuser-ollie/token"],
+                         env=daemon_env(), capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert out.returncode == 2 and "--token-file ~nosuchuser-ollie/token" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and not list(tmp_path.glob("~*"))
 
 
 def run_on_a_pty(args: list[str], env: dict[str, str], cwd: Path, lines: list[str], *,

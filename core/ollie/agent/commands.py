@@ -16,6 +16,7 @@ from pathlib import Path
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
+from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.review import Rewound
 from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
@@ -31,9 +32,6 @@ HELP_WIDTH = 100  # /help's lines, summaries wrapped to it
 _log = get_logger(__name__)
 
 Handler = Callable[[CommandTarget, str], Awaitable[str]]
-
-_SLASH = re.compile(r"/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
-
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Command:
@@ -266,12 +264,6 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def is_command(line: str) -> bool:
-    """True for `!cmd` and `/word ...` lines (a path like `/usr/bin/x ...` is a prompt, not a command)."""
-    text = line.strip()
-    return text.startswith("!") or _SLASH.fullmatch(text) is not None
-
-
 async def run_shell_line(core: CommandTarget, command: str) -> str:
     """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
     if not command:
@@ -299,7 +291,7 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
         except Stopped:  # its process group is dead
             raise Stopped(_publish(core, "exec", "[stopped; killed]", name=text[1:].strip())) from None
         return _publish(core, "exec", output, name=text[1:].strip())
-    match = _SLASH.fullmatch(text)
+    match = SLASH.fullmatch(text)
     assert match is not None  # is_command said so
     name, arg = match["name"].lower(), (match["arg"] or "").strip()
     command = COMMANDS.get(name)

@@ -6,6 +6,7 @@ One shape for both, so the agent prompts that explain it apply to every front en
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -14,9 +15,14 @@ from urllib.parse import unquote, urlparse
 MAX_CONTEXT_CHARS = 20_000
 
 
-def is_command(text: str) -> bool:
-    """True for a slash command or `!shell` line: those get no editor context."""
-    return text.lstrip().startswith(("/", "!"))
+# A slash command line: `/word` (or an MCP prompt's `/mcp:<server>:<prompt>`), then its argument.
+SLASH = re.compile(r"/(?P<name>[A-Za-z][\w:-]*)(?:\s+(?P<arg>.*))?", re.DOTALL)
+
+
+def is_command(line: str) -> bool:
+    """True for `!cmd` and `/word ...` lines, which get no editor context (a path like `/usr/bin/x ...` is a prompt)."""
+    text = line.strip()
+    return text.startswith("!") or SLASH.fullmatch(text) is not None
 
 
 def display_path(uri: str, cwd: Path) -> str:
