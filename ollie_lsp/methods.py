@@ -120,6 +120,8 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     pictures = await _images(p.images or [], cwd=live.core.cwd)
     if command and pictures:
         raise InvalidParams("images: a command or !shell line takes no images")
+    if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
+        raise InvalidParams("text: empty: give a prompt, images or context")
     text = await _with_context(ls, live, p)
     handle = SubmitHandle()
     with ls.on_cancel(lambda: live.cancel(handle)):

@@ -60,8 +60,13 @@ async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_ll
     assert llm.chat_requests == []
 
 
-async def test_queue_and_inject_refuse_images_rather_than_drop_them(start_daemon, llm):
+async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty_submit_is_refused(start_daemon, llm):
     daemon = await start_daemon(env=llm.env())
+    # A submit of nothing (no text, images or context) is refused too: it sent the model an empty message.
+    for text in ("", " \n"):
+        error = await rpc_error(daemon, "ollie/submit", {"text": text, "images": []})
+        assert error.code == -32602 and "text: empty" in str(error), str(error)
+    assert llm.chat_requests == []
     for method in ("ollie/queue", "ollie/inject"):
         error = await rpc_error(daemon, method, {"text": "later", "images": [{"path": "a.png"}]})
         assert error.code == -32602 and "only ollie/submit takes images" in str(error)
