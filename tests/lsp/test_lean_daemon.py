@@ -20,8 +20,8 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an import finder that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic, httpx, click and sqlite3 module it loads, the modules
-# only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
+# process (not the tool processes it forks), every pydantic, httpx, click, sqlite3 and secrets module it loads, the
+# modules only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
 _WATCHED = """
 import gc, os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
@@ -32,7 +32,8 @@ def full_pass(phase, info):
 gc.callbacks.append(full_pass)
 class Watch:  # a finder, not an audit hook: importlib.import_module (a lazy export's load) raises no audit event
     def find_spec(self, name, path=None, target=None):
-        if os.getpid() == pid and (name.partition(".")[0] in ("pydantic", "httpx", "click", "sqlite3") or name in (
+        if os.getpid() == pid and (name.partition(".")[0] in (
+                "pydantic", "httpx", "click", "sqlite3", "secrets") or name in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.queries",
                 "ollie.tools.editor.knowledge", *DEFERRED)):
@@ -86,6 +87,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     # No full pass of the collector over pygls' and lsprotocol's objects while the daemon's own modules load.
     assert "(full-collection)" not in first[:first.index("ollie.agent.core")] + later[:later.index("ollie.agent.core")]
     assert [m for m in first + later if m.startswith("pydantic")] == []
+    # Temporary files' names come from os.urandom: `secrets` (and the hmac and hashes it loads) is not imported.
+    assert "secrets" not in first + later
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
     # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor queries and
