@@ -99,6 +99,17 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
 
 
+def test_initialize_loads_no_backend_for_a_client_without_inline_completions() -> None:
+    # Only a client that declares inline completions is told of them, if a completion model is set (the env file):
+    # for the others, `initialize` is answered without the backends' registry (~5 ms) loaded to read it.
+    code = ("import sys\nfrom lsprotocol import types\nfrom ollie_lsp.capabilities import fit_capabilities\n"
+            "caps = types.ServerCapabilities(inline_completion_provider=True)\n"
+            "fit_capabilities(caps, types.ClientCapabilities())\n"
+            "print(caps.inline_completion_provider, 'ollie.backend.registry' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["None", "False"]
+
+
 async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the_spawn_machinery(llm, tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
