@@ -9,10 +9,13 @@ def fit_capabilities(result: types.ServerCapabilities, client: types.ClientCapab
     """Announce inline completions only to a client that declared `textDocument.inlineCompletion` (others would
     never ask, or ask wrongly) and only when the user chose a model for ghost text (`OLLIE_COMPLETION_MODEL`, in
     the environment or the env file)."""
+    text_document = client.text_document if client else None
+    if not (text_document and text_document.inline_completion is not None):
+        result.inline_completion_provider = None
+        return
+    # Imported only here: the backends' registry (~5 ms) would delay every other client's `initialize` answer.
     from ollie.backend.registry import environment
 
-    text_document = client.text_document if client else None
-    declared = bool(text_document and text_document.inline_completion is not None)
     # Every pause in typing is a model request: the chat model (often a paid API) is never asked for them.
-    if not declared or not environment().get("OLLIE_COMPLETION_MODEL"):
+    if not environment().get("OLLIE_COMPLETION_MODEL"):
         result.inline_completion_provider = None

@@ -14,7 +14,6 @@ import ctypes
 import errno
 import functools
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -251,7 +250,7 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
     directory they may not write is overwritten in place."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
-        tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]
+        tmp = f".ollie-{os.urandom(6).hex()}-{name}"[:255]
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         except PermissionError:
@@ -300,7 +299,7 @@ def symlink_sync(root: Path | str, path: Path | str, target: str) -> None:
     """Make `path` beneath `root` a symlink to `target` (replacing what is there); the link is never followed here."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
-        tmp = f".ollie-{secrets.token_hex(6)}-{name}"[:255]
+        tmp = f".ollie-{os.urandom(6).hex()}-{name}"[:255]
         os.symlink(target, tmp, dir_fd=dir_fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 

@@ -20,8 +20,8 @@ from ollie.testing import Reply
 from .conftest import capabilities, child_env, make_client
 
 # The daemon exactly as `python -m ollie_lsp` runs it, with an import finder that logs, in the daemon's own
-# process (not the tool processes it forks), every pydantic, httpx, click and sqlite3 module it loads, the modules
-# only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
+# process (not the tool processes it forks), every pydantic, httpx, click, sqlite3 and secrets module it loads, the
+# modules only a tool call needs, and the engine as a witness; and each full pass of the cycle collector.
 _WATCHED = """
 import gc, os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
@@ -32,7 +32,8 @@ def full_pass(phase, info):
 gc.callbacks.append(full_pass)
 class Watch:  # a finder, not an audit hook: importlib.import_module (a lazy export's load) raises no audit event
     def find_spec(self, name, path=None, target=None):
-        if os.getpid() == pid and (name.partition(".")[0] in ("pydantic", "httpx", "click", "sqlite3") or name in (
+        if os.getpid() == pid and (name.partition(".")[0] in (
+                "pydantic", "httpx", "click", "sqlite3", "secrets") or name in (
                 "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.queries",
                 "ollie.tools.editor.knowledge", *DEFERRED)):
@@ -86,6 +87,8 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     # No full pass of the collector over pygls' and lsprotocol's objects while the daemon's own modules load.
     assert "(full-collection)" not in first[:first.index("ollie.agent.core")] + later[:later.index("ollie.agent.core")]
     assert [m for m in first + later if m.startswith("pydantic")] == []
+    # Temporary files' names come from os.urandom: `secrets` (and the hmac and hashes it loads) is not imported.
+    assert "secrets" not in first + later
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
     # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor queries and
@@ -94,6 +97,17 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     # and the sandbox's spawn load then.)
     loaded = [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"]
     assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
+
+
+def test_initialize_loads_no_backend_for_a_client_without_inline_completions() -> None:
+    # Only a client that declares inline completions is told of them, if a completion model is set (the env file):
+    # for the others, `initialize` is answered without the backends' registry (~5 ms) loaded to read it.
+    code = ("import sys\nfrom lsprotocol import types\nfrom ollie_lsp.capabilities import fit_capabilities\n"
+            "caps = types.ServerCapabilities(inline_completion_provider=True)\n"
+            "fit_capabilities(caps, types.ClientCapabilities())\n"
+            "print(caps.inline_completion_provider, 'ollie.backend.registry' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["None", "False"]
 
 
 async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the_spawn_machinery(llm, tmp_path):
@@ -197,7 +211,7 @@ async def test_the_fork_server_starts_with_the_first_reply_not_at_start_up(start
 
 
 _GC_PROBE = """
-import gc
+import gc, sys
 import pygls.lsp.server  # as main() loads it: pygls and lsprotocol with the collector on, then the daemon paused
 from ollie.startup import pause_gc
 pause_gc()
@@ -208,21 +222,21 @@ def probe(phase, info):
         walked.append(sum(len(gc.get_objects(g)) for g in range(info["generation"] + 1)))
 gc.callbacks.append(probe)
 d.load_engine()
-during_load = len(walked)
+during_load, loaded = len(walked), set(sys.modules)
 keep = [[] for _ in range(5000)]  # enough new objects for young passes (every 700) and a middle one
 for item in keep:
     item.append(item)  # a cycle each: the passes have something to do
-print(during_load, gc.isenabled(), max(walked), gc.get_freeze_count() > 0)
+print(during_load, gc.isenabled(), max(walked), gc.get_freeze_count() > 0, "httpx" in loaded)
 """
 
 
 def test_the_engines_load_is_frozen_off_the_first_tokens_collections() -> None:
-    # The engine loads with the collector paused; then it runs again over new objects only (everything loaded is
-    # frozen: the engine's ~19k objects were walked by the next young pass, and again by the one after, before a
-    # first token).
+    # The engine and the HTTP client load with the collector paused (loaded after it, the client's import took 17
+    # passes); then it runs again over new objects only (everything loaded is frozen: the engine's ~19k objects
+    # were walked by the next young pass, and again by the one after, before a first token).
     out = subprocess.run([sys.executable, "-c", _GC_PROBE], capture_output=True, text=True, timeout=60, check=True)
-    during_load, enabled, young, frozen = out.stdout.split()
-    assert (during_load, enabled, frozen) == ("0", "True", "True")
+    during_load, enabled, young, frozen, client = out.stdout.split()
+    assert (during_load, enabled, frozen, client) == ("0", "True", "True", "True")
     assert int(young) < 5_000  # what a young pass walked: the new objects (~700), not the loaded modules'
 
 

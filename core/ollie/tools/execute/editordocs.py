@@ -9,7 +9,7 @@ with the user's unsaved changes is never written behind their back; the model is
 from __future__ import annotations
 
 import asyncio
-import secrets
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
 
 def _write_copy(directory: Path, name: str, text: str) -> Path:
     """A copy of the editor's text in the session's tmp dir, created through the chokepoint."""
-    copy = f".editor-{secrets.token_hex(8)}-{name}"[:255]
+    copy = f".editor-{os.urandom(8).hex()}-{name}"[:255]
     beneath.write_bytes_sync(directory, copy, text.encode("utf-8", errors="surrogatepass"), 0o600)
     return directory / copy
 
