@@ -510,9 +510,12 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def resolve_cwd(path: str) -> Path:
-    """An existing directory for setCwd/session.new; -32602 naming `cwd` otherwise."""
+def resolve_cwd(path: str, base: Path | None = None) -> Path:
+    """An existing directory for setCwd/session.new (a relative `path` from `base`, as `/cwd` takes it from the
+    session's; without one, from the daemon's); -32602 naming `cwd` otherwise."""
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
+    if base is not None:
+        candidate = base / candidate  # an absolute `candidate` stays itself
     if not candidate.is_dir():
         raise InvalidParams(f"cwd: {path} is not an existing directory")
     return candidate.resolve()

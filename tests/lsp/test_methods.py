@@ -35,6 +35,12 @@ async def test_state_context_and_configuration_methods(start_daemon, llm, tmp_pa
     assert (await daemon.request("ollie/state", {}))["cwd"] == str(other.resolve())
     err = await rpc_error(daemon, "ollie/setCwd", {"cwd": str(tmp_path / "missing")})
     assert err.code == -32602 and "cwd" in err.message
+    # A relative directory is the session's, as `/cwd` takes it (it was the daemon's own directory's).
+    (other / "sub").mkdir()
+    assert await daemon.request("ollie/setCwd", {"cwd": "sub"}) == {}
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str((other / "sub").resolve())
+    assert await daemon.request("ollie/setCwd", {"cwd": ".."}) == {}
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(other.resolve())
 
     # setEnv reaches `!cmd` shells; setGenerationParams takes camelCase and names bad keys.
     assert await daemon.request("ollie/setEnv", {"key": "OLLIE_TEST_VAR", "value": "v42"}) == {}
