@@ -10,6 +10,7 @@ import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
+import { isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
 import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
@@ -198,7 +199,7 @@ export class Conversation implements vscode.Disposable {
     if (this.daemon.startUnderWay) await this.afterStart(text, contextLabels);
     // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (a prompt with
     // images goes now: the queue is text only).
-    if (this.current !== undefined && this.queued.holds(this.current) && !text.trimStart().startsWith("/") && images.length === 0) {
+    if (this.current !== undefined && this.queued.holds(this.current) && !isSlashCommand(text) && images.length === 0) {
       await this.queued.sendBehind(this.current, text, contexts);
       return undefined;
     }

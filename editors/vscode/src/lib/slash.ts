@@ -32,3 +32,9 @@ export function applySlashCompletion(command: Pick<SlashCommand, "name" | "args"
 export function typedWhole(input: string, command: Pick<SlashCommand, "name" | "args">): boolean {
   return command.name.startsWith("/") && input === command.name && !command.args.startsWith("<");
 }
+
+/** Whether `text` is a slash command (`/word ...`), as the daemon decides: a path such as `/usr/bin/env x` is a
+ * prompt (core/ollie/agent/editorcontext.py `is_command`). */
+export function isSlashCommand(text: string): boolean {
+  return /^\/[A-Za-z][\w:-]*(\s|$)/.test(text.trim());
+}

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { composerAction, contextTrigger } from "../../src/lib/composer";
 import { parseCommandList } from "../../src/lib/protocol";
-import { applySlashCompletion, slashCompletions, typedWhole } from "../../src/lib/slash";
+import { applySlashCompletion, isSlashCommand, slashCompletions, typedWhole } from "../../src/lib/slash";
 
 // What `ollie/listCommands` answers (a part of it), as the extension parses it.
 const COMMANDS = parseCommandList({
@@ -115,4 +115,13 @@ test("listCommands results are read field by field, malformed entries dropped", 
 test("choosing a command that takes arguments leaves a space for them", () => {
   assert.equal(applySlashCompletion({ name: "/model", args: "[name]" }), "/model ");
   assert.equal(applySlashCompletion({ name: "/compact", args: "" }), "/compact");
+});
+
+test("a prompt that starts with a path is no slash command: it waits behind queued prompts as a prompt", () => {
+  assert.equal(isSlashCommand("/model x"), true);
+  assert.equal(isSlashCommand("  /clear"), true);
+  assert.equal(isSlashCommand("/mcp:github:review 12"), true);
+  assert.equal(isSlashCommand("/usr/bin/env python3 fails: why?"), false);
+  assert.equal(isSlashCommand("/ alone"), false);
+  assert.equal(isSlashCommand("fix /model"), false);
 });
