@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import attrs
 
 from ollie import paths
 from ollie.errors import ConfigError
 from ollie.shapes import Check, FieldPath, Invalid, expected, parse, parse_config
+
+# The approval modes: which steps ask the user first (ollie.agent.approval).
+ApprovalMode = Literal["ask", "auto-edit", "auto", "read-only"]
+APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
 
 HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCompact", "postCompact", "turnError")
 # The longest file name (Linux NAME_MAX, in bytes): an agent is `<name>.json`.
@@ -160,7 +164,7 @@ class AgentConfig(GenerationParams):
     # Steps the model marks `elevated` (outside the sandbox): ask the user each time, always allow, or refuse.
     elevation: Literal["ask", "allow", "deny"] = "ask"
     # The approval mode new sessions start in (ollie.agent.approval): which steps ask the user first.
-    approval: Literal["ask", "auto-edit", "auto", "read-only"] = "ask"
+    approval: ApprovalMode = "ask"
     allow_executors: list[str] | None = None
     allow_tools: list[str] | None = None
     max_steps: Annotated[int, Check(ge=0)] | None = None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe, step_ids
+from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
     from ollie.tools.documents import EditorDocuments
 
 T = TypeVar("T")
-APPROVAL_MODES: tuple[str, ...] = ("ask", "auto-edit", "auto", "read-only")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
 Outcome = Literal["allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback"]
 OUTCOMES: tuple[str, ...] = ("allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback")

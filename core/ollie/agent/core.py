@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ollie import paths
 from ollie.agent import agentswitch
-from ollie.agent.approval import APPROVAL_MODES, Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
+from ollie.agent.approval import Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments
 from ollie.agent.commands import is_command, run_command
 from ollie.agent.commands_info import runs_unsandboxed
@@ -29,6 +29,7 @@ from ollie.agent.stopping import Stopped, Work, stoppable
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
+from ollie.config import APPROVAL_MODES
 from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import owners_only
