@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,11 @@ from ollie import beneath, programs
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A root with a file, a subdir, a symlinked dir and file out of it, a FIFO and a /dev/zero link."""
-    root, out = tmp_path / "root", tmp_path / "out"
+    return _make_tree(tmp_path)
+
+
+def _make_tree(base: Path) -> Path:
+    root, out = base / "root", base / "out"
     (root / "d").mkdir(parents=True)
     out.mkdir()
     (out / "secret").write_text("secret\n")
@@ -125,11 +130,17 @@ def test_a_fifo_interpreter_is_never_read(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
-def test_the_same_refusals_hold_for_a_normal_user(tree: Path) -> None:
-    for path in (tree, *tree.parents):  # traversable by the user (pytest's tmp root is 0700)
-        if path == Path("/"):
-            break
-        os.chmod(path, os.stat(path).st_mode | 0o755)
+def test_the_same_refusals_hold_for_a_normal_user() -> None:
+    # Not beneath pytest's tmp root: a worker starting meanwhile makes it 0700 again (the user read PermissionError).
+    base = Path(tempfile.mkdtemp(prefix="ollie-beneath-"))
+    try:
+        os.chmod(base, 0o755)
+        _refused_for_a_normal_user(_make_tree(base))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _refused_for_a_normal_user(tree: Path) -> None:
     code = ("import sys\nfrom ollie import beneath\nr = sys.argv[1]\nfor p in ('ln/secret', 'lf', 'zero', 'fifo'):\n"
             "    try:\n        beneath.read_bytes_sync(r, p)\n        print('READ', p)\n"
             "    except OSError as e:\n        print(type(e).__name__, p)\n")
