@@ -66,3 +66,20 @@ async def test_deny_and_allow_come_from_the_agent_config(scripted_llm, make_core
     await core.submit("try again")
     assert len(asked) == 1
     assert allowed.read_text() == "x\n"
+
+
+async def test_under_ask_a_denied_elevation_is_refused_without_a_question(scripted_llm, make_core, agents_dir,
+                                                                           outside):
+    """The agent denies every elevation: its step is refused at once, the user never asked to approve a step that
+    no answer could let run (they were asked, then the step refused anyway)."""
+    write_agent(agents_dir, "strict", elevation="deny")
+    srv = scripted_llm("openai")
+    denied = outside / "denied.txt"
+    srv.script(elevated_write(denied), Reply.text("refused"))
+    core = await make_core(srv, agent="strict")
+    core.set_approval("ask")
+    core.approver = pytest.fail
+    core.step_approver = pytest.fail
+    assert (await core.submit("try")).reply == "refused"
+    assert not denied.exists()
+    assert '"elevation": "deny"' in tool_messages(srv, 1)[0]["content"]

@@ -21,6 +21,7 @@ from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
@@ -195,14 +196,14 @@ class ApprovalGate:
     def __init__(self, *, mode: Callable[[], str], always: Callable[[], list[str]], remember: Callable[[str], None],
                  cwd: Callable[[], Path], kind_of: KindLookup | None = None,
                  documents: Callable[[], EditorDocuments | None] = lambda: None,
-                 elevation_asks: Callable[[], bool] = lambda: False) -> None:
+                 elevation: Callable[[], str] = lambda: "allow") -> None:
         self._mode = mode
         self._always = always
         self._remember = remember
         self._cwd = cwd
         self._documents = documents  # the editor's open documents: an edit's preview is of the text it edits
         self._kind_of = kind_of
-        self._elevation_asks = elevation_asks  # whether an elevated step is put to the user (its agent's "ask")
+        self._elevation = elevation  # the agent's `elevation`: whether an elevated step is put to the user, or refused
         # The elevated parts a call's question allowed, by call id, until the call runs (`allowed_outside`).
         self._outside: dict[str, list[str]] = {}
         self.approver: StepApprover | None = None
@@ -248,12 +249,14 @@ class ApprovalGate:
             return (f"refused: this session is in read-only mode, so {q.title!r} was not run. Do not change "
                     "anything: plan instead (say what you would change and why); the user can switch modes "
                     "with /approval.")
+        if plan.outside and self._elevation() == "deny":  # refused whatever the answer: nobody is asked
+            return ELEVATION_DENIED
         if self.approver is None:
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
                     "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
-        if plan.outside and self._elevation_asks():  # one question for both: what runs, and that it runs outside
+        if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             q = replace(q, outside=tuple(plan.outside))
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so

@@ -72,8 +72,9 @@ class Core(McpMembers):
         self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
                                       remember=self._allow_always, cwd=lambda: self.cwd,
                                       kind_of=self.step_kinds, documents=lambda: self._attached.documents,
-                                      elevation_asks=lambda: self.runtime.config.elevation == "ask"
-                                      and self.approver is not None)
+                                      # "ask" with nobody to ask: the step's question alone, the gate refuses.
+                                      elevation=lambda: self.runtime.config.elevation
+                                      if self.approver is not None or self.runtime.config.elevation != "ask" else "")
         self._approval.on_ask = self._asked
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host.approve_step = self._approval.check

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ollie.tools.base import Approver
 
 ELEVATION_MODES = ("ask", "allow", "deny")
+DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
 # What the running call's own approval question already put to the user and they allowed, exactly as each part is
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
@@ -26,7 +27,7 @@ class ElevationGate:
         if self.mode == "allow":
             return None
         if self.mode == "deny":
-            return 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
+            return DENIED
         if what in (granted := allowed.get() or []):
             granted.remove(what)
             return None
