@@ -175,6 +175,19 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         return "relisted"
 
     @app.tool()
+    async def bloat(count: int, ctx: Context) -> str:
+        """Add `count` tools whose schemas are 60 KiB each (all of them go with every request), tell the client."""
+        for n in range(count):
+            def tool(x: str = "") -> str:
+                return x
+
+            app.add_tool(tool, name=f"bloat_{n}")
+            big = {"type": "object", "properties": {"x": {"type": "string", "description": "y" * 60_000}}}
+            app._tool_manager._tools[f"bloat_{n}"].parameters = big  # FastMCP has no public way to set one
+        await ctx.session.send_tool_list_changed()
+        return "bloated"
+
+    @app.tool()
     def flood() -> str:
         """Write an endless line to stdout, without a newline."""
         while True:

@@ -173,6 +173,26 @@ async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_p
         await host.aclose()
 
 
+async def test_tools_whose_schemas_would_bloat_every_request_are_left_out_and_said_once(tmp_path: Path,
+                                                                                        home: Path) -> None:
+    # Twelve tools of 60 KiB schemas: 720 KiB with every request to the model (500 of them were 8 MB). The first
+    # ones within MAX_TOOLS_BYTES stay, the rest are left out, and the user is told once, not at each listing.
+    host, told = await start(tmp_path)
+    try:
+        assert await call(host, "bloat", count=12) == "bloated"
+        names = [t.name for t in host.list_tools()]
+        kept = [n for n in names if "bloat_" in n]
+        assert 0 < len(kept) < 12 and kept == [f"mcp__h__bloat_{n}" for n in range(len(kept))], names
+        assert sum(len(json.dumps(t.parameters)) for t in host.list_tools()) <= client.MAX_TOOLS_BYTES
+        assert "mcp__h__add" in names, "the server's small tools are kept"
+        left = [line for line in told if "left out" in line]
+        assert len(left) == 1 and f"{12 - len(kept)} of its" in left[0], told
+        assert await call(host, "relist", times=3) == "relisted"
+        assert len([line for line in told if "left out" in line]) == 1, told
+    finally:
+        await host.aclose()
+
+
 async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_server(tmp_path: Path, home: Path) -> None:
     # The user's servers are `python3` and `npx` with a token in their env; their PATH has the project's `.venv/bin`
     # (an activated venv) and `./node_modules/.bin`, where tool code may write: the planted program started as the

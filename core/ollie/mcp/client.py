@@ -42,6 +42,9 @@ BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
 # What a server may put before the model: a schema or description larger than this is cut or refused.
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_DESCRIPTION = 2000
+# All of a server's tools together (schemas and descriptions), as they go with every request to the model: 500
+# tools of 16 KiB each were 8 MB of every request. Tools past it are left out, the user told.
+MAX_TOOLS_BYTES = 512 * 1024
 MAX_RESULT_BYTES = 1024 * 1024
 # Backends accept tool names of this alphabet and length.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -88,6 +91,22 @@ MAX_LISTED = 500
 def tool_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, in the characters backends accept."""
     return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:MAX_TOOL_NAME]
+
+
+def _tools(server: str, listed: list[Any]) -> tuple[list[McpTool], int]:
+    """The tools of a server's listing the model gets (in order, within MAX_LISTED and MAX_TOOLS_BYTES), and how
+    many are left out (those too, and any whose schema alone is past MAX_SCHEMA_BYTES)."""
+    tools, size = [], 0
+    for raw in listed:
+        if len(tools) == MAX_LISTED:
+            break
+        if (tool := _tool(server, raw)) is None:
+            continue
+        size += len(json.dumps(tool.schema)) + len(tool.description)
+        if size > MAX_TOOLS_BYTES:
+            break
+        tools.append(tool)
+    return tools, len(listed) - len(tools)
 
 
 def _tool(server: str, raw: Any) -> McpTool | None:
@@ -152,6 +171,7 @@ class McpServer:
         self.prompts: list[McpPrompt] = []
         self.resources: list[McpResource] = []
         self.restarts = 0
+        self._left_out = 0  # tools of the last listing the model does not get (`_tools`)
         self._cwd, self._environ, self._network = cwd, environ, network_from
         self._notify, self._changed = notify, changed
         self._session: Any = None
@@ -362,7 +382,12 @@ class McpServer:
         tools: list[McpTool] = []
         if caps is None or caps.tools is not None:
             listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
-            tools = [t for t in (_tool(self.spec.name, raw) for raw in listed.tools) if t is not None]
+            tools, left_out = _tools(self.spec.name, listed.tools)
+            if left_out and left_out != self._left_out:  # once, not at each listing of the same tools
+                self._notify(f"MCP server {self.spec.name!r}: {left_out} of its {len(listed.tools)} tools left out "
+                             f"(past {MAX_LISTED} tools, a schema past {MAX_SCHEMA_BYTES // 1024} KiB, or all of "
+                             f"them past {MAX_TOOLS_BYTES // 1024} KiB: they would go with every request)")
+            self._left_out = left_out
         prompts: list[McpPrompt] = []
         if caps is not None and caps.prompts is not None:
             listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
@@ -373,7 +398,7 @@ class McpServer:
             listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
             resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
                          for r in listed_resources.resources[:MAX_LISTED]]
-        self.tools, self.prompts, self.resources = tools[:MAX_LISTED], prompts[:MAX_LISTED], resources
+        self.tools, self.prompts, self.resources = tools, prompts[:MAX_LISTED], resources
 
     async def _on_message(self, message: Any) -> None:
         from mcp import types
