@@ -184,3 +184,27 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
     assert first["step"]["outside"] == [f"echo x > {allowed}\necho y >> {allowed}"]
     assert [o["id"] for o in first["options"]] == ["allow_once", "reject"] and first["always"] == ""
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    target = outside / "made.txt"
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_glob", "args": ["*"]},
+        {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval="auto"), "TMPDIR": str(scratch)},
+                                init_options={"permissionRequest": True})
+    questions: list[Any] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "allow_once"}
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "done"
+    assert target.read_text() == "hello"
+    steps = next(e for e in daemon.events if e["role"] == "call")["steps"]
+    (question,) = questions
+    assert (question["step"]["id"], question["step"]["title"]) == (steps[1]["id"], steps[1]["title"])
+    assert question["step"]["outside"] == [f"file_write {target} hello"]
