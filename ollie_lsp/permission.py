@@ -1,5 +1,5 @@
-"""Questions to the editor: a step's approval (`ollie/permission` for clients that announce it, else
-window/showMessageRequest) and an elevation out of the sandbox (window/showMessageRequest)."""
+"""Questions to the editor: a step's approval and an elevation out of the sandbox (`ollie/permission` for clients
+that announce it, else window/showMessageRequest)."""
 
 from __future__ import annotations
 
@@ -69,9 +69,30 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
 
 
 async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
-    """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it."""
-    message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
-    return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
+    """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it.
+
+    A client that takes `ollie/permission` gets a step's as one, with that step and `what` whole (a notification's
+    one line ran a program's lines together); only "Allow once" or "Reject" is offered. No step asks to switch
+    to an unsandboxed agent: that stays the plain question.
+    """
+    from ollie.tools.execute import elevation
+
+    step = elevation.step.get() if ls.init_options.permission_request else None
+    if step is None:
+        message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
+        return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
+    step_id, kind, title = step
+    msg_id = request_id()
+    params = {"session": session_id, "step": {"id": step_id, "kind": kind, "title": title, "locations": [],
+                                              "outside": [what]},
+              "options": [{"id": "allow_once", "name": ALLOW_ELEVATION}, {"id": "reject", "name": "Reject"}],
+              "always": "", "requestId": msg_id}
+    try:
+        answer = await ask_client(ls.protocol, PERMISSION_METHOD, params, msg_id=msg_id)
+    except Exception as exc:  # as for a step: a broken question lets nothing run
+        logger.warning("ollie/permission (elevation) failed: %s", exc)
+        return False
+    return isinstance(answer, dict) and answer.get("outcome") == "allow_once"
 
 
 async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:

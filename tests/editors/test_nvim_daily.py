@@ -226,8 +226,8 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
     Neovim's own window/showMessageRequest handler put up its inputlist at once, and the `1<CR>` she was typing
     answered "Allow once": the step ran outside the sandbox, the question never seen)."""
     srv = scripted_llm("openai")
-    srv.script(Reply(text="Needs root.", tool_calls=[
-        ("execute_code", {"steps": [{"code": "echo ran > proof", "elevated": True}]})]), Reply.text("Not run, then."))
+    srv.script(Reply(text="Needs root.", tool_calls=[("execute_code", {"steps": [
+        {"code": "echo ran > proof\necho again >> proof", "elevated": True}]})]), Reply.text("Not run, then."))
     ws = tmp_path / "ws"
     tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 0\n"})
     try:
@@ -235,12 +235,16 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
         asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s, "the question"))
         assert "once you stop typing: <Esc>" in asked and "-- INSERT --" in asked, asked
+        # The ollie/permission float, the program's lines each on its own (a notification ran them together).
+        shown = [line.rstrip(" │").rpartition("│")[2] for line in asked.splitlines()]
+        assert "    echo ran > proof" in shown and "    echo again >> proof" in shown, asked
         tmux.keys("1", "Enter", "2")
         typed = tmux.keep("2-typed", tmux.wait(lambda s: [line[:2] for line in s.splitlines()[1:3]] == ["1 ", "2 "],
                                                    "her typing"))
         assert not (ws / "proof").exists() and "Allow once" not in typed, typed
         tmux.keys("Escape")
-        tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Deny" in s, "the buttons"))
+        picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Reject" in s, "the buttons"))
+        assert "Allow always" not in picker and "feedback" not in picker, picker  # Allow once or Reject alone
         tmux.keys("2", "Enter")
         done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
         assert "declined: not run" in chat_of(done) and not (ws / "proof").exists(), done

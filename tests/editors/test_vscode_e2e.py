@@ -75,9 +75,11 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
 @pytest.mark.timeout(200)
 def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
     """Approval `ask`, an elevated step: one card, showing exactly what runs outside the sandbox and no "Allow always";
-    Allow once runs it (it was two questions: the card, then a notification about the same code)."""
+    Allow once runs it (it was two questions: the card, then a notification about the same code). Under `auto` the
+    elevation alone is that card too, the program's lines whole (screenshot outside-auto-question), Reject keeps it in."""
     shows(run_e2e("outside.mjs", total_ms=150000),
-          "one question showed what runs outside the sandbox, without Allow always, and its answer ran it")
+          "one question showed what runs outside the sandbox, without Allow always, and its answer ran it",
+          "under auto the elevation was a card with the program's lines whole, Allow once or Reject, and Reject kept it in")
 
 
 @pytest.mark.timeout(200)

@@ -1,9 +1,11 @@
-"""An elevated step asks the editor (window/showMessageRequest); only "Allow once" lets it out of the sandbox."""
+"""An elevated step asks the editor (`ollie/permission`, else window/showMessageRequest); only "Allow once" lets it
+out of the sandbox."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lsprotocol import types
 
 from ollie.testing import Reply
@@ -39,18 +41,20 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
-async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_daemon, llm, tmp_path):
+@pytest.mark.parametrize("card", [False, True])
+async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_daemon, llm, tmp_path, card):
     import asyncio
 
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()
     outside.mkdir()
     llm.script(elevated_write(outside / "x.txt"), Reply.text("not written"))
-    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch), "OLLIE_QUESTION_TIMEOUT_S": "1"})
+    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch), "OLLIE_QUESTION_TIMEOUT_S": "1"},
+                                init_options={"permissionRequest": card})
     asked = asyncio.Event()
 
-    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    async def on_request(params: types.ShowMessageRequestParams):
+    @daemon.client.feature("ollie/permission" if card else types.WINDOW_SHOW_MESSAGE_REQUEST)
+    async def on_request(params: Any):
         asked.set()
         await asyncio.Event().wait()  # the user is away
 
@@ -135,3 +139,72 @@ async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(
     assert question["step"]["outside"] == [f"file_write {target} hello"]
     assert [o["id"] for o in question["options"]] == ["allow_once", "reject", "reject_with_feedback"]
     assert question["always"] == ""
+
+
+async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its_step(start_daemon, llm, tmp_path):
+    # It was a window/showMessageRequest: VS Code ran the program's lines together in one notification line.
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    allowed, rejected, unoffered = outside / "allowed.txt", outside / "rejected.txt", outside / "unoffered.txt"
+
+    def program(target):  # two lines: the card shows them as two
+        return Reply.tool_calls(("execute_code", {"steps": [
+            {"code": f"echo x > {target}\necho y >> {target}", "elevated": True}]}))
+
+    llm.script(program(allowed), Reply.text("written"), program(rejected), Reply.text("not written"),
+               program(unoffered), Reply.text("still not"))
+    daemon = await start_daemon(env={**llm.env(approval="auto"), "TMPDIR": str(scratch)},
+                                init_options={"permissionRequest": True})
+    questions: list[Any] = []
+    plain: list[str] = []
+    answers = iter(["allow_once", "reject", "allow_always"])  # "always" is not offered: a no
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": next(answers)}
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        plain.append(params.message)  # the old notification: none for a step (an agent switch is no step's)
+        return None
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "written"
+    assert allowed.read_text() == "x\ny\n"
+    assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "not written"
+    assert (await daemon.request("ollie/submit", {"text": "and again"}))["reply"] == "still not"
+    assert not rejected.exists() and not unoffered.exists() and len(questions) == 3 and not plain
+    assert "not switched" in (await daemon.request("ollie/submit", {"text": "/agent yolo"}))["reply"]
+    assert len(plain) == 1 and "agent yolo" in plain[0] and len(questions) == 3
+    first = questions[0]
+    step = next(e for e in daemon.events if e["role"] == "call")["tool"]
+    assert (first["step"]["id"], first["step"]["title"]) == (step["id"], step["title"])
+    assert step["title"].endswith("outside the sandbox")
+    assert first["step"]["outside"] == [f"echo x > {allowed}\necho y >> {allowed}"]
+    assert [o["id"] for o in first["options"]] == ["allow_once", "reject"] and first["always"] == ""
+    assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    target = outside / "made.txt"
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_glob", "args": ["*"]},
+        {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval="auto"), "TMPDIR": str(scratch)},
+                                init_options={"permissionRequest": True})
+    questions: list[Any] = []
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": "allow_once"}
+
+    assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "done"
+    assert target.read_text() == "hello"
+    steps = next(e for e in daemon.events if e["role"] == "call")["steps"]
+    (question,) = questions
+    assert (question["step"]["id"], question["step"]["title"]) == (steps[1]["id"], steps[1]["title"])
+    assert question["step"]["outside"] == [f"file_write {target} hello"]

@@ -346,6 +346,9 @@ class ToolRound:
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         inner = self._open.get(call.id, [])
+        # A batch's elevation question names its first step that leaves the sandbox (steps.py titles it so).
+        named = next((s for s in inner if s.title.endswith(" outside the sandbox")), inner[0] if inner else None)
+        asked = elevation.step.set((named.id, named.kind, named.title) if named is not None else None)
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:
@@ -355,6 +358,7 @@ class ToolRound:
                 output_tap.reset(live)
             egress.asking.reset(asking)
             elevation.allowed.reset(outside)
+            elevation.step.reset(asked)
             if net is not None and net.connections:
                 self.network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error

@@ -41,7 +41,7 @@ export class PermissionQuestions {
   /** Show `request` in its session's chat; resolves with the user's answer (a reject when it is cancelled). */
   ask(request: PermissionRequest, token: vscode.CancellationToken): Promise<PermissionAnswer> {
     const model = this.host.modelFor(request.session);
-    const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always });
+    const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always, offered: request.offered });
     this.host.changedIn(request.session, item);
     if (request.session === this.host.current()) this.askedInView();
     else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);

@@ -12,6 +12,8 @@ DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("eleva
 # What the running call's own approval question already put to the user and they allowed, exactly as each part is
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
+# The running call's step an elevation question names (id, kind, title), so an editor shows it with that step.
+step: ContextVar[tuple[str, str, str] | None] = ContextVar("elevated_step", default=None)
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

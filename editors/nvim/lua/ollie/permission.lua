@@ -398,10 +398,10 @@ function M.ask(params, answer)
   end)
 end
 
----Answer the daemon's `window/showMessageRequest` (a step to run outside the sandbox, a switch to an agent without
----one) as an `ollie/permission` question: the float at once, its buttons once the user stops typing. Neovim's own
----handler put up inputlist() at once, which took the keys being typed: a `1` and <CR> typed into a buffer ran the
----step outside the sandbox, unseen. The answer: the button picked, or null (dismissed).
+---Answer the daemon's `window/showMessageRequest` (a switch to an agent without a sandbox; a step to run outside it
+---comes as `ollie/permission`) as an `ollie/permission` question: the float at once, its buttons once the user stops
+---typing. Neovim's own handler put up inputlist() at once, which took the keys being typed: a `1` and <CR> typed
+---into a buffer answered it, unseen. The answer: the button picked, or null (dismissed).
 ---@param params table
 ---@param answer ollie.Answer
 function M.ask_message(params, answer)
@@ -409,7 +409,7 @@ function M.ask_message(params, answer)
   local lines = vim.tbl_map(one_line, vim.split(message, "\n", { plain = true }))
   local actions = vim.tbl_filter(function(a) return type(a) == "table" and type(a.title) == "string" end,
     type(params.actions) == "table" and params.actions or {})
-  -- Its title (a withdrawn question's note): what it asks, `run this outside the sandbox: <code>`.
+  -- Its title (a withdrawn question's note): what it asks, `switch to agent NAME: ...`.
   local title = vim.trim(one_line(message):gsub("^ollie %(session [^)]*%) asks to ", ""):gsub("%s+", " "))
   local spec = { session = message:match("^ollie %(session ([^)%s]+)%)"), title = title, lines = lines,
     has_diff = false }

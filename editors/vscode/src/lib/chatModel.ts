@@ -65,6 +65,8 @@ export type ChatItem =
       id: number;
       step: PermissionStep;
       always: string;
+      /** The answers the daemon offers (its `options` ids); absent: every one that fits the step. */
+      offered?: string[];
       /** Set once answered (or `cancelled` when the daemon withdrew the question). */
       outcome?: string;
       feedback?: string;

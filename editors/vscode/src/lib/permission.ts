@@ -11,6 +11,7 @@ export interface PermissionRequest {
   session: string;
   step: PermissionStep;
   always: string;
+  offered?: string[];
 }
 
 /** The request's params, or undefined when they lack a session or a step with an id and title. */
@@ -27,7 +28,10 @@ export function parsePermissionRequest(raw: unknown): PermissionRequest | undefi
     step.network = { host: network.host, port: network.port as number, scheme: typeof network.scheme === "string" ? network.scheme : "" };
   }
   if (Array.isArray(outside)) step.outside = outside.filter((what): what is string => typeof what === "string");
-  return { session: raw.session, step, always: typeof raw.always === "string" ? raw.always : "" };
+  const request: PermissionRequest = { session: raw.session, step, always: typeof raw.always === "string" ? raw.always : "" };
+  // An elevation's question offers "Allow once" and "Reject" alone: no feedback, which would reach no one.
+  if (Array.isArray(raw.options)) request.offered = raw.options.flatMap((o) => (isObject(o) && typeof o.id === "string" ? [o.id] : []));
+  return request;
 }
 
 /** The files of an `ollie/changes` result as the "Changed files" list shows them (+/- counts), and their turn. */

@@ -191,18 +191,19 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   }
   if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
+  const offered = (outcome: string): boolean => !item.offered || item.offered.includes(outcome);
   const buttons = el("div", "permission-buttons");
   buttons.append(
     button("Allow once", "permission", { item: item.id, outcome: "allow_once" }, "check", "primary"),
     // A connection's host:port for the rest of this session: saved nowhere, a resumed session asks again.
     ...(net ? [button("Allow for this session", "permission", { item: item.id, outcome: "allow_session" }, "history", "secondary")] : []),
     // Leaving the sandbox is asked each time: no "always" for a step that does.
-    ...(item.step.outside?.length ? [] : [button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary")]),
+    ...(item.step.outside?.length || !offered("allow_always") ? [] : [button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary")]),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
   );
   // A network question's answer reaches only the proxy, an MCP server's only its start: no feedback could reach
   // the model.
-  if (net || lasting) {
+  if (net || lasting || !offered("reject_with_feedback")) {
     node.append(buttons);
     return;
   }

@@ -1,6 +1,7 @@
 // E2E in real VS Code (code-server), approval `ask`: a step the model marks to run outside the sandbox is one card
 // naming exactly what runs outside, with no "Allow always"; Allow once runs it, and nothing asks again (it was two
-// questions: the step's card, then a notification asking about the same code).
+// questions: the step's card, then a notification asking about the same code). Under `auto` the elevation alone is
+// the same card, its code's lines whole in a <pre> (it was a notification that ran them together on one line).
 //
 // Usage: node test/e2e/outside.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -9,9 +10,12 @@ import * as path from "node:path";
 import { log, openChat, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const code = "echo ran > proof";
+const program = "echo one > later\necho two >> later";
 const script = [
   { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, elevated: true }] } }] },
   { text: "Ran it outside." },
+  { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: program, elevated: true }] } }] },
+  { text: "Not run." },
 ];
 
 await withVSCode({ script }, async ({ page, workspace, screenshot }) => {
@@ -30,4 +34,20 @@ await withVSCode({ script }, async ({ page, workspace, screenshot }) => {
   const notes = await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count();
   if (asked !== 1 || notes) throw new Error(`asked ${asked} card(s) and ${notes} notification(s) for one step`);
   log("one question showed what runs outside the sandbox, without Allow always, and its answer ran it");
+
+  await chat.locator("#approval").selectOption("auto");
+  await chat.locator('#approval[data-mode="auto"]').waitFor({ timeout: waitMs });
+  await send(chat, "Run the other one outside");
+  const elevation = chat.locator(".item.permission").nth(1);
+  const shown = elevation.locator("pre.permission-outside");
+  await shown.waitFor({ timeout: waitMs });
+  if ((await shown.innerText()) !== program) throw new Error(`the card showed ${JSON.stringify(await shown.innerText())}`);
+  const offered = await elevation.locator(".permission-buttons button").allInnerTexts();
+  if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject") throw new Error(`the card offered ${offered}`);
+  await screenshot("outside-auto-question");
+  await elevation.locator("button", { hasText: "Reject" }).click();
+  await chat.locator(".item.assistant", { hasText: "Not run." }).waitFor({ timeout: waitMs });
+  if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
+  if (await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count()) throw new Error("a notification asked too");
+  log("under auto the elevation was a card with the program's lines whole, Allow once or Reject, and Reject kept it in");
 });

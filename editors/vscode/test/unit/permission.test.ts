@@ -15,11 +15,13 @@ test("an ollie/permission request: the session, the step with its diff preview, 
     session: "1-a",
     step: { id: "c1/1", kind: "edit", title: "Edit app.py", locations: [{ path: "app.py" }], diff: { path: "app.py", oldText: "a\n", newText: "b\n" } },
     always: "edit steps",
+    offered: ["allow_once"],
   });
   const command = parsePermissionRequest({ session: "s", step: { id: "c2", kind: "execute", title: "Run `pytest -q …`", locations: [], prefix: "pytest", code: "pytest -q\nrm -rf build" } });
   assert.equal(command?.step.prefix, "pytest");
   assert.equal(command?.step.code, "pytest -q\nrm -rf build");
   assert.equal(command?.always, "");
+  assert.equal(command?.offered, undefined, "no options: every answer that fits the step");
   assert.equal(parsePermissionRequest({ session: "s", step: { id: "c" } }), undefined, "a step needs a title");
   assert.equal(parsePermissionRequest({ step: { id: "c", title: "t" } }), undefined, "and a session");
 });
