@@ -3,6 +3,7 @@ out of the sandbox."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,18 +12,36 @@ from lsprotocol import types
 from ollie.testing import Reply
 
 
+def away_from(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The daemon's TMPDIR away from the pytest tmp root, and a directory `outside` every sandbox grant."""
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    return {"TMPDIR": str(scratch)}, outside
+
+
+def answer_cards(daemon: Any, *outcomes: str) -> list[Any]:
+    """Answer the daemon's `ollie/permission` questions with `outcomes` in turn; the questions, as they come."""
+    questions: list[Any] = []
+    answers = iter(outcomes)
+
+    @daemon.client.feature("ollie/permission")
+    def on_permission(params: Any):
+        questions.append(params)
+        return {"outcome": next(answers)}
+
+    return questions
+
+
 def elevated_write(target):
     return Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]}))
 
 
 async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_path):
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     allowed, declined = outside / "allowed.txt", outside / "declined.txt"
     llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(declined), Reply.text("not written"))
-    # TMPDIR away from the pytest tmp root, so `outside` is outside every sandbox grant.
-    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch)})
+    daemon = await start_daemon(env={**llm.env(), **away})
     asked: list[str] = []
     answers = iter(["Allow once", None])
 
@@ -45,11 +64,9 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
 async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_daemon, llm, tmp_path, card):
     import asyncio
 
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     llm.script(elevated_write(outside / "x.txt"), Reply.text("not written"))
-    daemon = await start_daemon(env={**llm.env(), "TMPDIR": str(scratch), "OLLIE_QUESTION_TIMEOUT_S": "1"},
+    daemon = await start_daemon(env={**llm.env(), **away, "OLLIE_QUESTION_TIMEOUT_S": "1"},
                                 init_options={"permissionRequest": card})
     asked = asyncio.Event()
 
@@ -87,12 +104,10 @@ async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agen
 
 async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_always(start_daemon, llm, tmp_path):
     # The step's approval and its elevation were two questions: "Allow once" to the first, then the second.
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     allowed, rejected = outside / "allowed.txt", outside / "rejected.txt"
     llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(rejected), Reply.text("not written"))
-    daemon = await start_daemon(env={**llm.env(approval="ask"), "TMPDIR": str(scratch)})
+    daemon = await start_daemon(env={**llm.env(approval="ask"), **away})
     asked: list[types.ShowMessageRequestParams] = []
     answers = iter(["Allow once", "Reject"])
 
@@ -113,20 +128,13 @@ async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_a
 
 
 async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(start_daemon, llm, tmp_path):
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     target = outside / "made.txt"
     llm.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval="ask"), "TMPDIR": str(scratch)},
+    daemon = await start_daemon(env={**llm.env(approval="ask"), **away},
                                 init_options={"permissionRequest": True})
-    questions: list[Any] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": "allow_once"}
+    questions = answer_cards(daemon, "allow_once")
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
@@ -143,9 +151,7 @@ async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(
 
 async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its_step(start_daemon, llm, tmp_path):
     # It was a window/showMessageRequest: VS Code ran the program's lines together in one notification line.
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     allowed, rejected, unoffered = outside / "allowed.txt", outside / "rejected.txt", outside / "unoffered.txt"
 
     def program(target):  # two lines: the card shows them as two
@@ -154,16 +160,10 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
 
     llm.script(program(allowed), Reply.text("written"), program(rejected), Reply.text("not written"),
                program(unoffered), Reply.text("still not"))
-    daemon = await start_daemon(env={**llm.env(approval="auto"), "TMPDIR": str(scratch)},
+    daemon = await start_daemon(env={**llm.env(approval="auto"), **away},
                                 init_options={"permissionRequest": True})
-    questions: list[Any] = []
+    questions = answer_cards(daemon, "allow_once", "reject", "allow_always")  # "always" is not offered: a no
     plain: list[str] = []
-    answers = iter(["allow_once", "reject", "allow_always"])  # "always" is not offered: a no
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": next(answers)}
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
@@ -187,20 +187,13 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
 
 
 async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):
-    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
-    scratch.mkdir()
-    outside.mkdir()
+    away, outside = away_from(tmp_path)
     target = outside / "made.txt"
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_glob", "args": ["*"]},
         {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval="auto"), "TMPDIR": str(scratch)},
+    daemon = await start_daemon(env={**llm.env(approval="auto"), **away},
                                 init_options={"permissionRequest": True})
-    questions: list[Any] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": "allow_once"}
+    questions = answer_cards(daemon, "allow_once")
 
     assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "done"
     assert target.read_text() == "hello"
