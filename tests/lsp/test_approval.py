@@ -12,6 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.lsp.cards import answer_cards
 
 from .conftest import child_env
 
@@ -92,12 +93,7 @@ async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"),
                Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("2"))
     daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
-    questions: list[dict[str, Any]] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": "reject"}
+    questions = answer_cards(daemon, "reject")
 
     assert await submit(daemon, "run it") == "1"
     (question,) = questions
@@ -322,12 +318,7 @@ async def test_an_edit_the_sandbox_would_refuse_is_refused_without_a_question(st
     locked.chmod(0o444)
     config.parent.mkdir()
     config.write_text("[core]\n")
-    questions: list[Any] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": "allow_once"}
+    questions = answer_cards(daemon, "allow_once")
 
     assert await submit(daemon, "edit the locked file") == "1"
     told = [last_tool_result(llm)]

@@ -10,6 +10,7 @@ import pytest
 from lsprotocol import types
 
 from ollie.testing import Reply
+from tests.lsp.cards import answer_cards
 
 
 def away_from(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -18,19 +19,6 @@ def away_from(tmp_path: Path) -> tuple[dict[str, str], Path]:
     scratch.mkdir()
     outside.mkdir()
     return {"TMPDIR": str(scratch)}, outside
-
-
-def answer_cards(daemon: Any, *outcomes: str) -> list[Any]:
-    """Answer the daemon's `ollie/permission` questions with `outcomes` in turn; the questions, as they come."""
-    questions: list[Any] = []
-    answers = iter(outcomes)
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": next(answers)}
-
-    return questions
 
 
 def elevated_write(target):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ollie.sandbox.rules import landlock_abi
 from ollie.testing import Reply
+from tests.lsp.cards import answer_cards
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
 
@@ -17,12 +16,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
         {"code": f"curl -s -w ' status %{{http_code}}' http://other.test:{listener.port}/x"}]})), Reply.text("ok"))
     # `auto`: the step runs unasked, but the host is not on the policy's allow-list, so that is still asked.
     daemon = await start_daemon(env=llm.env(approval="auto"), init_options={"permissionRequest": True})
-    questions: list[dict[str, Any]] = []
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": "reject"}
+    questions = answer_cards(daemon, "reject")
 
     assert (await daemon.request("ollie/submit", {"text": "fetch"}))["reply"] == "ok"
     (question,) = questions
@@ -64,13 +58,7 @@ async def test_allow_for_this_session_lets_its_later_steps_through_and_no_other_
     llm.script(fetch, Reply.text("one"), fetch, Reply.text("two"), fetch, Reply.text("three"), fetch, Reply.text("four"))
     env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
     daemon = await start_daemon(env=env, init_options={"permissionRequest": True})
-    questions: list[dict[str, Any]] = []
-    answers = iter(["allow_session", "reject", "reject"])
-
-    @daemon.client.feature("ollie/permission")
-    def on_permission(params: Any):
-        questions.append(params)
-        return {"outcome": next(answers)}
+    questions = answer_cards(daemon, "allow_session", "reject", "reject")
 
     async def fetched(text: str, session: str) -> str:
         assert (await daemon.request("ollie/submit", {"session": session, "text": text}))["reply"] == text
