@@ -252,14 +252,18 @@ def test_editor_tools_answer_from_an_attached_language_server(workspace, scripte
     assert "is not assignable to return type" in after_edit, after_edit
 
 
+def shout(root, *more: dict[str, object]) -> Reply:
+    """A turn's batch that shouts notes.txt and a.txt (made "quiet" here): two files changed, then `more` calls."""
+    (root / "a.txt").write_text("quiet\n")
+    return Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["notes.txt", "original notes", "ORIGINAL NOTES"]},
+        {"tool": "file_edit", "args": ["a.txt", "quiet", "QUIET"]}, *more]}))
+
+
 def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, scripted_llm):  # noqa: F811
-    (workspace / "a.txt").write_text("quiet\n")
     srv = scripted_llm("openai")
     srv.script(
-        Reply.tool_calls(("call_tool", {"calls": [
-            {"tool": "file_edit", "args": ["notes.txt", "original notes", "ORIGINAL NOTES"]},
-            {"tool": "file_edit", "args": ["a.txt", "quiet", "QUIET"]},
-            {"tool": "file_read", "args": ["missing.txt"]}]})),
+        shout(workspace, {"tool": "file_read", "args": ["missing.txt"]}),
         Reply.text("shouted"),
         Reply.text("second answer"),
         Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
@@ -321,12 +325,9 @@ def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(w
 
 
 def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(workspace, scripted_llm):  # noqa: F811
-    (workspace / "a.txt").write_text("quiet\n")
     srv = scripted_llm("openai")
     srv.script(
-        Reply.tool_calls(("call_tool", {"calls": [
-            {"tool": "file_edit", "args": ["notes.txt", "original notes", "ORIGINAL NOTES"]},
-            {"tool": "file_edit", "args": ["a.txt", "quiet", "QUIET"]}]})),
+        shout(workspace),
         Reply.text("shouted"),
         Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")),
         Reply.text("multiplied"),
