@@ -39,15 +39,18 @@ def _buttons(question: StepQuestion) -> dict[str, str]:
     return {n: o for n, o in BUTTONS.items() if o in offered}
 
 
-async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
-    """Put one step to the user; a failed or dismissed question is a rejection."""
+async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion, *, offer_feedback: bool = True) -> Answer:
+    """Put one step to the user; a failed or dismissed question is a rejection. `offer_feedback` False: a card has no
+    "Reject with feedback" (an elevation's answer reaches no model)."""
     from ollie.agent.approval import Answer
 
     if ls.init_options.permission_request:
         try:
             msg_id = request_id()
-            answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question, msg_id),
-                                      msg_id=msg_id)
+            params = permission_params(session_id, question, msg_id)
+            if not offer_feedback:
+                params["options"] = [o for o in params["options"] if o["id"] != "reject_with_feedback"]
+            answer = await ask_client(ls.protocol, PERMISSION_METHOD, params, msg_id=msg_id)
         except Exception as exc:  # the client failed to answer: nothing runs on a broken question
             logger.warning("ollie/permission failed: %s", exc)
             return Answer("reject")
@@ -75,6 +78,7 @@ async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
     one line ran a program's lines together); only "Allow once" or "Reject" is offered. No step asks to switch
     to an unsandboxed agent: that stays the plain question.
     """
+    from ollie.agent.approval import StepQuestion
     from ollie.tools.execute import elevation
 
     step = elevation.step.get() if ls.init_options.permission_request else None
@@ -82,17 +86,8 @@ async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
         message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
         return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
     step_id, kind, title = step
-    msg_id = request_id()
-    params = {"session": session_id, "step": {"id": step_id, "kind": kind, "title": title, "locations": [],
-                                              "outside": [what]},
-              "options": [{"id": "allow_once", "name": ALLOW_ELEVATION}, {"id": "reject", "name": "Reject"}],
-              "always": "", "requestId": msg_id}
-    try:
-        answer = await ask_client(ls.protocol, PERMISSION_METHOD, params, msg_id=msg_id)
-    except Exception as exc:  # as for a step: a broken question lets nothing run
-        logger.warning("ollie/permission (elevation) failed: %s", exc)
-        return False
-    return isinstance(answer, dict) and answer.get("outcome") == "allow_once"
+    answer = await ask_step(ls, session_id, StepQuestion(step_id, kind, title, outside=(what,)), offer_feedback=False)
+    return answer.outcome == "allow_once"
 
 
 async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:

@@ -6,6 +6,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ollie.tools.base import Approver
+from ollie.tools.execute.tool import KindAnnotation
 
 ELEVATION_MODES = ("ask", "allow", "deny")
 DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
@@ -13,7 +14,7 @@ DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("eleva
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
 # The running call's step an elevation question names (id, kind, title), so an editor shows it with that step.
-step: ContextVar[tuple[str, str, str] | None] = ContextVar("elevated_step", default=None)
+step: ContextVar[tuple[str, KindAnnotation, str] | None] = ContextVar("elevated_step", default=None)
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
