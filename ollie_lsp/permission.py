@@ -62,8 +62,7 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion, *, 
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_text()})' if "allow_always" in question.outcomes() else ""
     # A program's code whole (its title shows one line), then exactly what runs outside, as an elevation says.
-    whole = question.code != "\n\n".join(question.outside)
-    shown = (f":\n\n{question.code}" if question.code and whole else "") + "".join(f"\n\n{w}" for w in question.outside)
+    shown = (f":\n\n{question.code}" if question.code else "") + "".join(f"\n\n{w}" for w in question.outside)
     title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}",
                           _buttons(question))
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.

@@ -257,7 +257,8 @@ class ApprovalGate:
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
-            q = replace(q, outside=tuple(plan.outside))
+            # The code is shown once: as what runs outside, when that is all of it.
+            q = replace(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
             answer = Answer("reject")

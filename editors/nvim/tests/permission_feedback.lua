@@ -46,12 +46,12 @@ H.results.places = {
   place({ path = "a.py", oldText = "a\nb\n", newText = "a\nb\nc\n" }),
   place({ path = "sub/b.py", oldText = "1\n2\n3\n4\n5\n6\n", newText = "1\nTWO\n3\n4\nFIVE\n6\n" }),
 }
--- A program's question shows its code whole (the title has its first line alone), once when all of it runs outside.
+-- A program's question shows its code whole (the title has its first line alone); one that all runs outside, so.
 local preview = require("ollie.permission").preview_lines
 local code = "echo one > proof\nrm -rf ~/stuff\n\nprint(2)"
 H.results.code_preview = preview({ step = { id = "c.1", kind = "execute", title = "Run `echo one > proof …`",
   code = code } })
-H.results.outside_preview = preview({ step = { id = "c.2", kind = "execute", title = "Run `echo x`", code = "echo x",
+H.results.outside_preview = preview({ step = { id = "c.2", kind = "execute", title = "Run `echo x`",
   outside = { "echo x" } } })
 -- The float is gone once answered.
 H.results.floats_left = #vim.tbl_filter(function(w)

@@ -85,8 +85,8 @@ function M.preview_lines(params)
     table.insert(lines, "  at " .. M.diff_place(diff))
   end
   local outside = type(step.outside) == "table" and step.outside or {}
-  -- A program's code, whole (its title shows the first line alone), unless all of it runs outside: shown below.
-  if type(step.code) == "string" and step.code ~= "" and step.code ~= table.concat(outside, "\n\n") then
+  -- A program's code, whole (its title shows the first line alone).
+  if type(step.code) == "string" and step.code ~= "" then
     table.insert(lines, "  code:")
     for _, l in ipairs(vim.split(step.code, "\n", { plain = true })) do
       table.insert(lines, "    " .. one_line(l))

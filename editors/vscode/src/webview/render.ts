@@ -174,9 +174,8 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     code.append(el("code", undefined, what));
     node.append(el("div", "permission-note", "Runs outside the sandbox:"), code);
   }
-  // A program's code, whole (the title shows its first line alone; once allowed, the step shows it as its input),
-  // unless all of it is what runs outside, shown just above.
-  if (item.step.code && !item.outcome?.startsWith("allow") && item.step.code !== (item.step.outside ?? []).join("\n\n")) {
+  // A program's code, whole (the title shows its first line alone; once allowed, the step shows it as its input).
+  if (item.step.code && !item.outcome?.startsWith("allow")) {
     node.append(el("pre", "permission-code", item.step.code));
   }
   // A workspace's MCP server (step id `mcp/<name>`): its "always" says how long itself (the workspace, from now on).
