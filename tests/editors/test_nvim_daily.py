@@ -276,6 +276,27 @@ def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its
         tmux.close()
 
 
+def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path: Path, scripted_llm):
+    """Approval `ask`, a two-line program: the float shows both lines under "code:", not the title's first line
+    alone (Bug: she was asked to approve `rm -rf ~/stuff` she could not see); rejected, nothing runs."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo one > proof\nrm -rf ~/stuff"}]})),
+               Reply.text("Left it."))
+    ws = tmp_path / "ws"
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "x = 0\n"})
+    try:
+        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
+        tmux.keys(":Ollie tidy up", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Reject with feedback" in s, "the question"))
+        assert "code:" in asked and "echo one > proof" in asked and "rm -rf ~/stuff" in asked, asked
+        tmux.keys("3", "Enter")  # Reject
+        tmux.keep("2-rejected", tmux.wait(lambda s: "Left it." in s and "(end)" in s, "the turn's end"))
+        assert not (ws / "proof").exists()
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_path: Path, scripted_llm):
     """Two Latin-1 files, one open in a buffer: the agent bumps a line of each; every "é" on disk stays the byte it was
     (Bug: the file not open was read with U+FFFD for the byte and written back so, the lines it did not edit
