@@ -71,19 +71,22 @@ async def test_ask_puts_an_edit_to_the_user_each_time_and_reject_leaves_the_file
 
 async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("b.txt", "one", "two"), Reply.text("2"),
-               run("touch x1"), Reply.text("3"), run("touch x2"), Reply.text("4"), run("mkdir d"), Reply.text("5"))
+               run("touch x1"), Reply.text("3"), run("touch x2"), Reply.text("4"), run("mkdir d"), Reply.text("5"),
+               run("touch x3 && touch gone"), Reply.text("6"), run("touch x4 2>&1 | head -1"), Reply.text("7"))
     daemon = await start_daemon(env=llm.env(approval=""))
     for name in ("a.txt", "b.txt"):
         (daemon.workspace / name).write_text("one\n")
-    asked = answer_with(daemon, ["Allow always", "Allow always", "Reject"])
-    for n in range(1, 6):
+    asked = answer_with(daemon, ["Allow always", "Allow always", "Reject", "Reject"])
+    for n in range(1, 8):
         assert await submit(daemon, f"step {n}") == str(n)
+    # `touch` commands are allowed, not a line that only starts with one (it ran `touch gone` unasked).
     assert [a.message.split("asks to: ")[1].split(" (")[0] for a in asked] == [
-        "Edit a.txt", "Run `touch x1`", "Run `mkdir d`"]
+        "Edit a.txt", "Run `touch x1`", "Run `mkdir d`", "Run `touch x3 && touch gone`"]
     assert "`touch` commands" in asked[1].message
     ws = daemon.workspace
     assert (ws / "a.txt").read_text() == (ws / "b.txt").read_text() == "two\n"
     assert (ws / "x1").exists() and (ws / "x2").exists() and not (ws / "d").exists()
+    assert not (ws / "gone").exists() and (ws / "x4").exists()
 
 
 async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):

@@ -165,6 +165,15 @@ def is_read_only_command(code: str) -> bool:
     return True
 
 
+def _covered(code: str, always: set[str]) -> bool:
+    """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
+    prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command)."""
+    line = code.strip().replace("2>&1", "")  # `pytest 2>&1 | tail` is still pytest's
+    if not line or _SHELL_SYNTAX.search(line):
+        return False
+    return all(is_read_only_command(part) or f"command:{command_prefix(part)}" in always for part in line.split("|"))
+
+
 def command_prefix(code: str) -> str:
     """The first word or two of a command (`pytest`, `npm test`): what "Allow always" allows."""
     try:
@@ -331,8 +340,7 @@ class ApprovalGate:
         if plan.script is not None and plan.script.tool in STATE_TOOLS:
             return False
         # A command (or a tool script that runs something): read-only ones and allowed prefixes go.
-        pending = [c for c in plan.commands if not is_read_only_command(c)
-                   and f"command:{command_prefix(c)}" not in always]
+        pending = [c for c in plan.commands if not is_read_only_command(c) and not _covered(c, always)]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
