@@ -253,6 +253,19 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         tmux.close()
 
 
+def asked_about(tmp_path: Path, srv, prompt: str, shown: str):
+    """Neovim under approval `ask` on calc.py, `:Ollie <prompt>` sent: the TUI and its screen once the question
+    shows `shown` (kept as 1-asked)."""
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "x = 0\n"})
+    try:
+        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
+        tmux.keys(f":Ollie {prompt}", "Enter")
+        return tmux, tmux.keep("1-asked", tmux.wait(lambda s: shown in s, "the question"))
+    except BaseException:
+        tmux.close()
+        raise
+
+
 def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its_code(tmp_path: Path, scripted_llm):
     """Approval `ask`, the model runs a step outside the sandbox: one question, its float naming exactly what runs
     outside, its buttons without "Allow always"; allowed, it runs (Bug: two questions, the step's approval and then
@@ -261,11 +274,8 @@ def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo ran > proof", "elevated": True}]})),
                Reply.text("Ran it."))
     ws = tmp_path / "ws"
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "x = 0\n"})
+    tmux, asked = asked_about(tmp_path, srv, "run it outside", "3: Reject with feedback")
     try:
-        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
-        tmux.keys(":Ollie run it outside", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "3: Reject with feedback" in s, "the question"))
         assert "runs outside the sandbox:" in asked and "echo ran > proof" in asked, asked
         assert "1: Allow once" in asked and "2: Reject" in asked and "Allow always" not in asked, asked
         tmux.keys("1", "Enter")
@@ -283,11 +293,8 @@ def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path:
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo one > proof\nrm -rf ~/stuff"}]})),
                Reply.text("Left it."))
     ws = tmp_path / "ws"
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "x = 0\n"})
+    tmux, asked = asked_about(tmp_path, srv, "tidy up", "4: Reject with feedback")
     try:
-        tmux.wait(lambda s: "x = 0" in s, "nvim to start")
-        tmux.keys(":Ollie tidy up", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Reject with feedback" in s, "the question"))
         assert "code:" in asked and "echo one > proof" in asked and "rm -rf ~/stuff" in asked, asked
         tmux.keys("3", "Enter")  # Reject
         tmux.keep("2-rejected", tmux.wait(lambda s: "Left it." in s and "(end)" in s, "the turn's end"))
