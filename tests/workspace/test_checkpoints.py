@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +96,30 @@ async def test_turn_log_survives_a_fresh_object_and_a_second_process(project: Pa
     assert (project / "README.md").read_text() == "# demo\n"
     await fresh.restore(out.stdout.strip())
     assert (project / "README.md").read_text() == "# changed\n"
+
+
+async def test_a_file_rewritten_while_a_snapshot_reads_it_fails_no_snapshot(project: Path) -> None:
+    # An editor or a step saving a file truncates it first: git, reading it mid-save, finds it shorter than it
+    # looked (a short read, or SIGBUS on its map, which leaves git's index lock behind). The snapshot tries again
+    # rather than failing the turn, and no lock stays to fail the next ones.
+    cps = Checkpoints(project)
+    await cps.snapshot()
+
+    def save_again_and_again() -> None:
+        for n in range(100):
+            (project / "busy.txt").write_bytes(str(n).encode() * 40_000)  # mapped by git: over 32 KiB
+            time.sleep(0.005)  # an editor saving often, not a writer that never lets go
+
+    writer = threading.Thread(target=save_again_and_again)
+    writer.start()
+    try:
+        while writer.is_alive():
+            await cps.snapshot()
+    finally:
+        writer.join()
+    final = await cps.snapshot()
+    assert await cps.changes(final) == []  # the last save is what the checkpoint holds
+    assert not (shadow_dir(project) / "index.lock").exists()
 
 
 async def test_concurrent_processes_share_the_shadow_and_a_stale_lock_is_cleared(project: Path) -> None:

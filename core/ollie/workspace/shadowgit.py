@@ -8,6 +8,7 @@ that makes git transform content or call out.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -39,6 +40,9 @@ _OPTIONS = (
 )
 _LOCK_RETRIES = 40
 _LOCK_WAIT_S = 0.05
+# Passing states worth another try: another process holds the shadow's lock, or a file shrank while git read it
+# (an editor or a step rewriting it mid-snapshot): a short read, changed bytes, or SIGBUS on the file git had mapped.
+_TRANSIENT = (b".lock': File exists", b"short read while indexing", b"confused by unstable object source data")
 STALE_LOCK_S = 30.0
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
 ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
@@ -85,6 +89,7 @@ class ShadowGit:
             raise CheckpointUnavailable(str(exc)) from exc
         attempt = 0
         while True:
+            started = time.time()
             proc = await asyncio.create_subprocess_exec(
                 git, "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
                 env=git_env(self.git_dir, self.work_tree, index_file),
@@ -92,21 +97,29 @@ class ShadowGit:
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True)  # no controlling terminal: a link to /dev/tty opens nothing
             out, err = await gitwatch.watched(proc, stdin, args[0])
-            if proc.returncode in ok_codes:
+            code = proc.returncode or 0  # set: watched() returns once git exited
+            if code in ok_codes:
                 return out
-            # Another process (a second ollie on the same CWD) holds the shadow's lock: wait for it.
-            if b".lock': File exists" not in err or attempt == _LOCK_RETRIES:
+            shrank = code == -signal.SIGBUS
+            if shrank:  # git dies without removing its index lock: nobody else could have taken it since
+                self._clear_lock(index_file, made_since=started)
+            if not (shrank or any(sign in err for sign in _TRANSIENT)) or attempt == _LOCK_RETRIES:
                 detail = err.decode(errors="replace").strip()
-                raise GitError(f"git {args[0]} failed ({proc.returncode}): {detail}")
+                if code < 0:
+                    detail = f"killed by signal {-code}. {detail}".strip()
+                raise GitError(f"git {args[0]} failed ({code}): {detail}")
             attempt += 1
-            self._clear_stale_lock()
+            self._clear_lock(index_file, made_since=None)
             await asyncio.sleep(_LOCK_WAIT_S)
 
-    def _clear_stale_lock(self) -> None:
-        """Remove an index lock left by a process that died mid-command (ours hold it for milliseconds)."""
-        lock = self.git_dir / "index.lock"
+    def _clear_lock(self, index_file: Path | None, made_since: float | None) -> None:
+        """Remove an index lock left by a git that died mid-command: one made since `made_since` (a run of ours
+        that died holding it), or else one older than STALE_LOCK_S (ours hold it for milliseconds)."""
+        lock = Path(f"{index_file or self.git_dir / 'index'}.lock")
         with suppress(FileNotFoundError):
-            if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            made = lock.lstat().st_mtime
+            # The file system's clock is coarse (a tick behind time.time()): a tick's slack.
+            if (made >= made_since - 0.02) if made_since is not None else (time.time() - made > STALE_LOCK_S):
                 lock.unlink()
 
     async def init(self) -> None:
