@@ -1,20 +1,11 @@
-"""LLM backends: shared types, typed errors, and the OpenAI, Anthropic and Ollama providers."""
+"""LLM backends: shared types, typed errors, and the OpenAI, Anthropic and Ollama providers.
+
+Their names are imported from their submodules (`ollie.backend.types`, `.errors`, `.base`...).
+"""
 
 from __future__ import annotations
 
 import sys
-
-from ollie.backend.base import Backend
-from ollie.backend.errors import (
-    BackendConfigError,
-    BackendError,
-    ContextOverflowError,
-    RateLimitError,
-    StreamDropError,
-    ToolUnsupportedError,
-    TransientError,
-)
-from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, ToolCall, Usage
 
 # httpx imports its command-line client (`httpx._main`: click, rich, pygments) unless that import fails, which
 # httpx expects (its `main` then says to install httpx[cli]); the engine never runs it, and httpx has no public
@@ -22,20 +13,3 @@ from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool, To
 # 1.4 MiB; with a dev tool's rich and pygments >= 68 ms and 5.8 MiB, on every cold start. This one entry blocks
 # the import; nothing of httpx's is called or patched.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-__all__ = [
-    "Backend",
-    "BackendConfigError",
-    "BackendError",
-    "ContextOverflowError",
-    "GenerationParams",
-    "Message",
-    "RateLimitError",
-    "StreamDropError",
-    "StreamEvent",
-    "Tool",
-    "ToolCall",
-    "ToolUnsupportedError",
-    "TransientError",
-    "Usage",
-]
