@@ -13,7 +13,7 @@ import pytest
 from ollie.sandbox.process import SandboxedProcess
 from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
-from ollie.tools.execute.server import ExecuteServer
+from ollie.tools.execute.server import INLINE_CHECK_CHARS, ExecuteServer
 from tests.procs import (
     alive,
     eventually,
@@ -255,8 +255,9 @@ async def test_named_sandbox_policy_applies(ws: Workspace) -> None:
     assert not (ws.work / "f.txt").exists()
 
 
-async def test_dangerous_code_is_refused_before_running(ws: Workspace) -> None:
-    args = {"steps": [{"code": "touch ran.txt"}, {"code": "rm -rf /"}]}
+@pytest.mark.parametrize("padding", [0, INLINE_CHECK_CHARS], ids=["checked on the loop", "checked in a thread"])
+async def test_dangerous_code_is_refused_before_running(ws: Workspace, padding: int) -> None:
+    args = {"steps": [{"code": "touch ran.txt\n" + "#" * padding}, {"code": "rm -rf /"}]}
     result = await ws.server().call("execute_code", args)
     assert result.is_error
     assert "refused" in result.text and "recursive delete of a system path" in result.text

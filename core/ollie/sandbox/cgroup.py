@@ -137,6 +137,7 @@ class Cgroup:
         self.dirs = dirs  # controller -> its directory (one directory for both under v2)
         self.joined = False  # True in a spare supervisor: its children are born members
         self._set: dict[str, int] = {}  # the limits written so far: the same value again is not written
+        self._oom_events = -1  # its OOM kill count's file, opened with it: only read after the step, on its path
 
     @classmethod
     def named(cls, name: str) -> Cgroup:
@@ -206,6 +207,12 @@ class Cgroup:
         except OSError:
             group.remove()
             return None
+        if "memory" in made:
+            events = os.path.join(made["memory"], _MEMORY_EVENTS[_is_v2(os.path.dirname(made["memory"]))])
+            try:
+                group._oom_events = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                pass  # then no step of it is said to have met its memory limit
         return group
 
     def join(self) -> None:
@@ -226,18 +233,16 @@ class Cgroup:
             return set()
 
     def oom_killed(self) -> bool:
-        """Whether the OOM killer killed one of its members (its memory limit was reached)."""
-        path = self.dirs.get("memory")
-        if path is None:
+        """Whether the OOM killer killed one of its members (its memory limit was reached); asked once."""
+        fd, self._oom_events = self._oom_events, -1
+        if fd < 0:
             return False
         try:  # a raw read: it comes between the step's end and its status
-            fd = os.open(os.path.join(path, _MEMORY_EVENTS[_is_v2(os.path.dirname(path))]), os.O_RDONLY)
-            try:
-                text = os.read(fd, 4096).decode("ascii", "replace")
-            finally:
-                os.close(fd)
+            text = os.read(fd, 4096).decode("ascii", "replace")
         except OSError:
             return False
+        finally:
+            os.close(fd)
         counts = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
         return counts.get("oom_kill", "0") not in ("0", "")
 

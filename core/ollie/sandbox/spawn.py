@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -322,8 +322,10 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
     return pid, asyncio.ensure_future(reaped())
 
 
-def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env: dict[str, str]) -> egress.StepNet:
-    """Register the step with the egress proxy: its namespace's listener goes there, its env names it."""
+def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env: dict[str, str],
+                   ) -> tuple[egress.StepNet, Callable[..., None]]:
+    """Register the step with the egress proxy (its namespace's listener goes there, its env names it); the step's
+    registration and what releases it (its connections end then)."""
     from ollie.sandbox import egress  # only a policy with the proxy needs it: not imported at start
 
     net = policy.network
@@ -332,20 +334,7 @@ def _open_step_net(policy: Policy, argv: Sequence[str], ruleset: dict, child_env
                            ask=egress.asking.get())
     ruleset["netns"] = {"socket": proxy.path, "token": step.token}
     child_env.update(step.env())
-    return step
-
-
-def _releasing(status: asyncio.Future[int], step: egress.StepNet) -> asyncio.Future[int]:
-    """`status`, releasing the step's proxy registration once the step is over (its connections end then)."""
-    async def wait() -> int:
-        from ollie.sandbox import egress
-
-        try:
-            return await status
-        finally:
-            egress.proxy().release(step)
-
-    return asyncio.ensure_future(wait())
+    return step, lambda *_: proxy.release(step)
 
 
 async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Path, env: Mapping[str, str],
@@ -396,9 +385,9 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
-    step_net = None
+    release_net = None
     if ruleset is not None and policy is not None and ruleset.get("proxy"):
-        step_net = _open_step_net(policy, argv, ruleset, child_env)
+        step_net, release_net = _open_step_net(policy, argv, ruleset, child_env)
         report["network"] = step_net.connections
     # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
     gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
@@ -418,16 +407,16 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
                 os.close(fd)
-        if step_net is not None:
-            from ollie.sandbox import egress
-
-            egress.proxy().release(step_net)
+        if release_net is not None:
+            release_net()
         raise
     finally:
         for fd in child_fds:
             os.close(fd)
-    if step_net is not None:
-        status = _releasing(status, step_net)
+    if release_net is not None:
+        # A callback, run before the status's waiters resume (added first), not a task awaiting the status: that
+        # took one more turn of the loop between the step's end and its status.
+        status.add_done_callback(release_net)
     if gone is not None:
         status.add_done_callback(gone)  # once every process of it is dead
     if release is not None:

@@ -27,12 +27,15 @@ log = get_logger("ollie.sandbox.writers")
 _waiting = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ollie-writers")
 
 
-def _lock(path: str) -> int:
-    """A descriptor of `path`'s lock file (made when missing; never through a link)."""
-    folder = paths.state_dir() / "writers"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
-    return os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+def _lock(folder: str, path: str) -> int:
+    """A descriptor of `path`'s lock file in `folder` (made when missing; never through a link)."""
+    name = os.path.join(folder, hashlib.sha256(os.fsencode(path)).hexdigest()[:32])
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags, 0o600)
+    except FileNotFoundError:  # no folder yet: made here, not looked for on every step's path
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return os.open(name, flags, 0o600)
 
 
 def _close(fds: Iterable[int]) -> None:
@@ -44,9 +47,10 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
     """Descriptors holding `how` locks on every place's lock file; None when a LOCK_NB one is taken, or the lock
     files cannot be made (a read-only state dir: then no `quiet` either). Blocking."""
     fds: list[int] = []
+    folder = os.path.join(paths.state_dir(), "writers")
     try:
         for place in places:
-            fds.append(_lock(place))
+            fds.append(_lock(folder, place))
             fcntl.flock(fds[-1], how)
     except OSError as exc:
         _close(fds)
@@ -62,8 +66,9 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
 def _places(writable: Iterable[Path]) -> list[str]:
     runtime = os.path.realpath(paths.runtime_tmp_dir())
     places = {os.path.realpath(p) for p in writable}  # the policy's paths are the user's: their links count
-    # The sessions' own temp dirs hold no workspace file: no lock file for each of them.
-    return sorted(p for p in places if not Path(p).is_relative_to(runtime))
+    # The sessions' own temp dirs hold no workspace file: no lock file for each of them. (Strings, not pathlib:
+    # this runs on every step's path, and Path's parsing cost more than the locks.)
+    return sorted(p for p in places if p != runtime and not p.startswith(runtime.rstrip("/") + "/"))
 
 
 def _exclusive(path: Path) -> list[int] | None:

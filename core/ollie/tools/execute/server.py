@@ -42,6 +42,9 @@ SERVER_NAME = "execute"
 # Results the model consumes at once: the loop may collapse them to a one-line summary.
 COLD_TOOLS = frozenset({"file_read", "memory_recall", "web_fetch", "web_search", "lsp_definition", "lsp_references",
                         "lsp_hover"})
+# Code up to this long is checked for dangerous patterns on the loop: the check grows with the code (~0.5 µs a
+# character of shell), and below this it costs less than the hop to a thread (0.1-0.3 ms) on every call's path.
+INLINE_CHECK_CHARS = 256
 
 
 class ExecuteServer:
@@ -185,8 +188,11 @@ class ExecuteServer:
             parsed = self._parsed.parse(tool, args)
             request = parsed.get()
             ctx = self._context(request, parsed)
-            # Off the event loop: the patterns' cost grows with what the model wrote (megabytes of code).
-            refusal = await asyncio.to_thread(refuse_dangerous, self.gate, request.code_steps())
+            steps = request.code_steps()
+            if sum(len(step.code) for step in steps) <= INLINE_CHECK_CHARS:
+                refusal = refuse_dangerous(self.gate, steps)
+            else:  # off the event loop: the patterns' cost grows with what the model wrote (megabytes of code)
+                refusal = await asyncio.to_thread(refuse_dangerous, self.gate, steps)
             if refusal is not None:
                 return refusal
             if isinstance(request, CodeRequest):
