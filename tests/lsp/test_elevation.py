@@ -46,6 +46,9 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     assert not declined.exists()
     assert len(asked) == 2 and f"echo x > {allowed}" in asked[0]
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # A notification goes: the chat keeps what was asked, and the answer.
+    infos = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert f"asking to run outside the sandbox:\necho x > {declined}" in infos and "declined: not run" in infos
 
 
 @pytest.mark.parametrize("card", [False, True])
@@ -172,6 +175,9 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
     assert first["step"]["outside"] == [f"echo x > {allowed}\necho y >> {allowed}"]
     assert [o["id"] for o in first["options"]] == ["allow_once", "reject"] and first["always"] == ""
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # The card shows the code: no line above it saying it again (VS Code showed it twice); the answer's line stays.
+    infos = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert not [i for i in infos if "asking to run" in i] and "declined: not run" in infos
 
 
 async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):

@@ -151,6 +151,7 @@ class DaemonCore(AcpCore, TerminalCore, SessionControls, Protocol):
 
     on_rename: Callable[[str], Awaitable[None]] | None
     on_kill: Callable[[], Awaitable[None]] | None
+    tell_asking: bool
 
     @property
     def state(self) -> str: ...
