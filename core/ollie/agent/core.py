@@ -452,7 +452,7 @@ class Core(McpMembers):
     # question card shows them (ACP's permission request) sets False: the lines would read as the model's words.
     tell_answers: bool = forward("_attached.tell_answers", settable=True)
     # Whether an elevation question is told as an `info` line with what it runs, before it is asked; a front end whose
-    # question shows the step and that code in the chat (the daemon's `ollie/permission` card) sets False: twice is noise.
+    # question shows that code (the daemon's `ollie/permission` card, the terminal's prompt) sets False: twice is noise.
     tell_asking: bool = forward("_attached.tell_asking", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:

@@ -129,6 +129,7 @@ class FrontEndCore(SessionView, Protocol):
 class TerminalCore(FrontEndCore, Protocol):
     """What the terminal (`ollie`) uses of a session."""
 
+    tell_asking: bool
     @property
     def backend_name(self) -> str: ...
     @property
@@ -151,7 +152,6 @@ class DaemonCore(AcpCore, TerminalCore, SessionControls, Protocol):
 
     on_rename: Callable[[str], Awaitable[None]] | None
     on_kill: Callable[[], Awaitable[None]] | None
-    tell_asking: bool
 
     @property
     def state(self) -> str: ...
