@@ -53,7 +53,8 @@ NETWORK_OPTIONS = [*_options(allow_once="Allow once"),
                              reject_always="Deny always (this session)")]
 # A workspace's MCP server: "always" is remembered for the workspace; no blanket rejection of its other servers.
 MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this workspace)", reject_once="Reject")
-# A step that runs outside the sandbox: its one question covers the elevation, which is asked each time.
+# A step that runs outside the sandbox, whether its approval question covers the elevation or it is asked alone: asked
+# each time, as every front end asks it, so no "always" either way.
 OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject_once="Reject")
 # Leaving the sandbox is asked each time: no "always".
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
@@ -79,9 +80,7 @@ class AcpSession:
     prompt_task: asyncio.Task[PromptResponse] | None = None
     cancelled: bool = False
     _asks: int = 0
-    # An "always" answer to an elevation question (None: ask), and the steps rejected always (by what
-    # "Allow always" would cover): both for this session only.
-    elevation_always: bool | None = None
+    # The steps rejected always (by what "Allow always" would cover), for this session only.
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
     untold: list[str] = field(default_factory=list)
@@ -92,25 +91,23 @@ class AcpSession:
         return self.core.approval
 
     async def approve(self, what: str) -> bool:
-        """The Core's elevation approver: an earlier "always" holds, else the client is asked."""
-        if self.elevation_always is not None:
-            return self.elevation_always
+        """The Core's elevation approver: the client is asked, on the tool call of the step that runs `what`."""
+        from ollie.tools.execute import elevation
+
         await self.forwarder.drained()  # the step being asked about is on the client first
         self._asks += 1
-        step_id = self.forwarder.last_step_id
-        tool_call = ToolCallUpdate(tool_call_id=step_id or f"elevate-{self._asks}", title="Run outside the sandbox",
-                                   kind="execute", status="pending", content=[tool_content(text_block(what))])
-        choice = await self._ask(tool_call, ends=step_id is None)
-        if choice in ("allow_always", "reject_always"):
-            self.elevation_always = choice == "allow_always"
-        return choice in ("allow_once", "allow_always")
+        step = elevation.step_of(what)  # a batch's own step: the last one shown named them all
+        tool_call = ToolCallUpdate(tool_call_id=step[0] if step else f"elevate-{self._asks}",
+                                   title="Run outside the sandbox", kind="execute", status="pending",
+                                   content=[tool_content(text_block(what))])
+        return await self._ask(tool_call, OUTSIDE_OPTIONS, ends=step is None) == "allow_once"
 
     async def approve_step(self, question: StepQuestion) -> Answer:
         """The Core's step approver (approval mode questions): session/request_permission; no feedback text."""
         from ollie.agent.approval import Answer
 
         covers = question.always_label()
-        if covers in self.rejected_always or (question.outside and self.elevation_always is False):
+        if covers in self.rejected_always:
             return Answer("reject")
         await self.forwarder.drained()
         note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside

@@ -119,7 +119,6 @@ class UpdateForwarder:
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
         self._open: dict[str, list[str]] = {}
         self._task: asyncio.Task[None] | None = None
-        self.last_step_id: str | None = None
         # Live output by step id (its tail), the steps whose tail the client has not seen, when it last saw one.
         self._live: dict[str, str] = {}
         self._unsent: set[str] = set()
@@ -203,7 +202,6 @@ class UpdateForwarder:
             await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations),
                                         cwd=self._core.cwd, arguments=event.content))
             await self._send(update_tool_call(step.id, status="in_progress"))
-        self.last_step_id = steps[-1].id
 
     async def _output(self, event: Event) -> None:
         """A running step's new output: kept as its tail, sent at most every LIVE_OUTPUT_S."""

@@ -130,7 +130,7 @@ def build_table(ls: OllieServer) -> SessionTable:
     table = SessionTable(
         defaults=defaults, start_cwd=lambda: ls.default_cwd, records=records(), make_forwarder=make_forwarder,
         make_progress=make_progress, ask_user=partial(ask_elevation, ls), ask_step=partial(ask_step, ls),
-        notify_problem=ls.show, documents=ls.documents, editor=editor,
+        cards=options.permission_request, notify_problem=ls.show, documents=ls.documents, editor=editor,
     )
     return table
 

@@ -73,14 +73,15 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion, *, 
 async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
     """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it.
 
-    A client that takes `ollie/permission` gets a step's as one, with that step and `what` whole (a notification's
-    one line ran a program's lines together); only "Allow once" or "Reject" is offered. No step asks to switch
+    A client that takes `ollie/permission` gets a step's as one, with the step that runs `what` (in a batch, each its
+    own) and `what` whole (a notification's one line ran a program's lines together); only "Allow once" or "Reject"
+    is offered. No step asks to switch
     to an unsandboxed agent: that stays the plain question.
     """
     from ollie.agent.approval import StepQuestion
     from ollie.tools.execute import elevation
 
-    step = elevation.step.get() if ls.init_options.permission_request else None
+    step = elevation.step_of(what) if ls.init_options.permission_request else None
     if step is None:
         message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
         return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION

@@ -222,17 +222,20 @@ async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answ
     assert (agent.workspace / "elevated.txt").exists() is runs
 
 
-async def test_a_rejected_always_elevation_holds_for_the_one_question_too(start_agent, llm) -> None:
-    # "Reject always" to leaving the sandbox (asked alone under `auto`) still holds once `ask` puts the step and its
-    # elevation in one question: refused unasked, not run.
-    step = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}))
-    llm.script(step, Reply.text("1"), step, Reply.text("2"))
-    agent = await start_agent(env=llm.env(approval="auto"))
+@pytest.mark.parametrize("approval", ["auto", "ask"])
+async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start_agent, llm, approval) -> None:
+    # Under `auto` each elevation question went to the batch's last tool call: the second step showed the first's code.
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_write", "args": [name, "hello"], "elevated": True} for name in ("a.txt", "b.txt")]})),
+        Reply.text("ok"))
+    agent = await start_agent(env=llm.env(approval=approval))
     sid = await agent.new()
-    agent.client.permission_answers = ["reject_always", "allow_once"]
-    await agent.prompt(sid, "write it outside the sandbox")
-    await agent.conn.set_session_mode(session_id=sid, mode_id="ask")
-    await agent.prompt(sid, "again, asked")
-    assert len(agent.client.permission_requests) == 1
-    assert not (agent.workspace / "elevated.txt").exists()
-    assert "rejected" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    agent.client.permission_answers = ["allow_once", "reject_once"]
+    await agent.prompt(sid, "write both outside the sandbox")
+    steps = [u.tool_call_id for u in agent.client.of(sid, "tool_call")]
+    asked = [(t.tool_call_id, t.content[-1].content.text.rpartition("\n")[2], [o.kind for o in options])
+             for t, options in agent.client.permission_requests]
+    assert asked == [(step, f"file_write {name} hello", ["allow_once", "reject_once"])
+                     for step, name in zip(steps, ("a.txt", "b.txt"), strict=True)]
+    # Under `ask` both are asked before the batch runs, and a rejection refuses it whole.
+    assert [(agent.workspace / n).exists() for n in ("a.txt", "b.txt")] == [approval == "auto", False]

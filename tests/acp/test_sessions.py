@@ -51,31 +51,30 @@ async def test_loading_an_unknown_session_is_an_error(start_agent, llm) -> None:
 ELEVATED = {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}
 
 
-@pytest.mark.parametrize(("answer", "runs", "always"), [
-    ("allow_once", True, False), ("allow_always", True, True),
-    ("reject_once", False, False), ("reject_always", False, True), (None, False, False),
+@pytest.mark.parametrize(("answer", "runs"), [
+    ("allow_once", True), ("reject_once", False), (None, False),
+    ("allow_always", False),  # not offered: a no (it was, and it let every later elevated step out unasked)
 ])
-async def test_an_elevated_step_asks_for_permission(start_agent, llm, answer, runs, always) -> None:
+async def test_an_elevated_step_asks_for_permission_each_time(start_agent, llm, answer, runs) -> None:
     agent = await start_agent(env=llm.env())
     llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
     sid = await agent.new()
-    agent.client.permission_answers = [answer]
+    agent.client.permission_answers = [answer, "reject_once"]
     await agent.prompt(sid, "write it outside the sandbox")
     (tool_call, options), = agent.client.permission_requests
-    assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}
+    # As when the approval mode asks about the step too (test_approval.py): no "always" either way.
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]
     assert "echo out > elevated.txt" in tool_call.content[0].content.text
     assert (agent.workspace / "elevated.txt").exists() is runs
     # The card asks and shows the answer: no "asking to run outside the sandbox" or "approved: ..." as agent text.
     assert agent.client.text(sid) == "ok"
     # The session mode is the approval mode: an elevation answer leaves it alone.
     assert agent.client.of(sid, "current_mode_update") == []
-    if always:
-        # "always" holds for the session: the next elevated step is not asked about.
-        (agent.workspace / "elevated.txt").unlink(missing_ok=True)
-        llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
-        await agent.prompt(sid, "again")
-        assert len(agent.client.permission_requests) == 1
-        assert (agent.workspace / "elevated.txt").exists() is runs
+    # The next elevated step is asked about again, whatever the answer was.
+    (agent.workspace / "elevated.txt").unlink(missing_ok=True)
+    llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
+    await agent.prompt(sid, "again")
+    assert len(agent.client.permission_requests) == 2 and not (agent.workspace / "elevated.txt").exists()
 
 
 async def test_model_and_agent_are_config_options(start_agent, llm) -> None:

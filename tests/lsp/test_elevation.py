@@ -46,6 +46,9 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     assert not declined.exists()
     assert len(asked) == 2 and f"echo x > {allowed}" in asked[0]
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # A notification goes: the chat keeps what was asked, and the answer.
+    infos = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert f"asking to run outside the sandbox:\necho x > {declined}" in infos and "declined: not run" in infos
 
 
 @pytest.mark.parametrize("card", [False, True])
@@ -172,6 +175,9 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
     assert first["step"]["outside"] == [f"echo x > {allowed}\necho y >> {allowed}"]
     assert [o["id"] for o in first["options"]] == ["allow_once", "reject"] and first["always"] == ""
     assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # The card shows the code: no line above it saying it again (VS Code showed it twice); the answer's line stays.
+    infos = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert not [i for i in infos if "asking to run" in i] and "declined: not run" in infos
 
 
 async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):
@@ -189,3 +195,41 @@ async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(s
     (question,) = questions
     assert (question["step"]["id"], question["step"]["title"]) == (steps[1]["id"], steps[1]["title"])
     assert question["step"]["outside"] == [f"file_write {target} hello"]
+
+
+@pytest.mark.parametrize("approval", ["auto", "ask"])
+@pytest.mark.parametrize("answers", [("allow_once", "reject"), ("reject", "allow_once")])
+async def test_each_elevated_call_of_a_reply_is_asked_with_its_own_step_and_code(start_daemon, llm, tmp_path, approval,
+                                                                                  answers):
+    # Every card named the reply's first elevated step: the user approved the second reading the first one's code.
+    away, outside = away_from(tmp_path)
+    targets = [outside / "a.txt", outside / "b.txt"]
+    codes = [f"echo {n} > {t}" for n, t in enumerate(targets)]
+    llm.script(Reply.tool_calls(*(("execute_code", {"steps": [{"code": c, "elevated": True}]}) for c in codes)),
+               Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, *answers)
+
+    assert (await daemon.request("ollie/submit", {"text": "write both"}))["reply"] == "done"
+    steps = [e["tool"] for e in daemon.events if e["role"] == "call"]
+    assert [(q["step"]["id"], q["step"]["title"], q["step"]["outside"]) for q in questions] == [
+        (s["id"], s["title"], [c]) for s, c in zip(steps, codes, strict=True)]
+    assert [t.exists() for t in targets] == [a == "allow_once" for a in answers]
+
+
+@pytest.mark.parametrize(("approval", "written"), [("auto", [True, False]), ("ask", [False, False])])
+async def test_each_elevated_call_of_a_batch_is_asked_with_its_own_step(start_daemon, llm, tmp_path, approval, written):
+    # Under `auto` the second card named the first call (its title, its id) over the second's code. Under `ask` both
+    # are asked before the batch runs, and a rejection refuses it whole.
+    away, outside = away_from(tmp_path)
+    targets = [outside / "a.txt", outside / "b.txt"]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_write", "args": [str(t), "hello"], "elevated": True} for t in targets]})), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, "allow_once", "reject")
+
+    assert (await daemon.request("ollie/submit", {"text": "write both"}))["reply"] == "done"
+    steps = next(e for e in daemon.events if e["role"] == "call")["steps"]
+    assert [(q["step"]["id"], q["step"]["title"], q["step"]["outside"]) for q in questions] == [
+        (s["id"], s["title"], [f"file_write {t} hello"]) for s, t in zip(steps, targets, strict=True)]
+    assert [t.exists() for t in targets] == written

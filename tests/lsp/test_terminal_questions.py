@@ -78,7 +78,8 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
     )
     with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path) as term:
         at = asked(term, "first", r"Allow once\? \[y/N\]")
-        assert f"echo x > {yes}" in term.text
+        # The question shows the code; an info line said it once more above it.
+        assert f"echo x > {yes}" in term.text and "asking to run" not in term.text
         at = term.answer("y", r"wrote it", after=at)
         at = term.answer("second", r"Allow once\? \[y/N\]", after=at)
         term.answer("n", r"skipped it", after=at)

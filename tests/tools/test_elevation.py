@@ -112,3 +112,14 @@ async def test_an_elevated_program_is_kept_where_sandboxed_code_cannot_write(ws:
     private = Path(program).parent.parent
     probe = await code(server, f"touch '{private}/x' && echo WROTE; ls '{private}' && echo LISTED")
     assert "WROTE" not in stdout_of(probe) and "LISTED" not in stdout_of(probe), probe.text
+
+
+def test_each_question_takes_the_step_that_runs_its_code_the_same_code_each_in_turn():
+    from ollie.tools.execute import elevation
+
+    first, second, third = ("c.1", "execute", "A"), ("c.2", "execute", "B"), ("c.3", "execute", "C")
+    token = elevation.steps.set([("echo x", first), ("echo y", second), ("echo x", third)])
+    try:
+        assert [elevation.step_of(w) for w in ("echo x", "echo y", "echo x", "echo x")] == [first, second, third, None]
+    finally:
+        elevation.steps.reset(token)

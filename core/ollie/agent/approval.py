@@ -22,6 +22,7 @@ from ollie.env import env_seconds
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
+from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
@@ -357,18 +358,17 @@ class ApprovalGate:
         except ArgumentError:
             return []  # the executor refuses it with the reason; asking about it helps nobody
         plans: list[_Plan] = []
+        outside = outside_parts(request)
         for n, step in enumerate(steps):
-            plan = _Plan(StepQuestion(ids[n], step.kind, step.title, step.locations))
+            plan = _Plan(StepQuestion(ids[n], step.kind, step.title, step.locations),
+                         outside=outside[n] if n < len(outside) else [])
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
             elif isinstance(request, CallRequest):
                 plan.script = request.calls[n]
-                if plan.script.elevated:  # named as the executor names it (executors._run_call)
-                    plan.outside = [shlex.join([plan.script.tool, *plan.script.args])]
             elif isinstance(request, CodeRequest):
                 plan.commands = [s.code if s.language.name == "bash" else s.language.name
                                  for s in request.code_steps()]
-                plan.outside = [s.code for s in request.code_steps() if s.elevated]
                 plan.question = replace(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.

@@ -32,6 +32,7 @@ class Attachments:
     documents: BehindBuffers | None = None  # None: the file tools see the disk only
     editor: EditorKnowledge | None = None  # None: no editor tools, no post-edit diagnostics
     tell_answers: bool = True  # False: an elevation question and its answer are no `info` lines (Core.tell_answers)
+    tell_asking: bool = True  # False: no "asking to run outside the sandbox" line (Core.tell_asking)
 
     def wire(self, *, editor_was_set: bool = False) -> None:
         """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
@@ -61,7 +62,7 @@ class Attachments:
         """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
         if self.approver is None:
             return None
-        if self.tell_answers:
+        if self.tell_answers and self.tell_asking:
             self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
         approved, answered = await within_question_timeout(self.approver(what), False)
         if not answered:

@@ -451,6 +451,9 @@ class Core(McpMembers):
     # Whether each question and its answer are told as `info` lines ("allowed: Edit app.py"); a front end whose
     # question card shows them (ACP's permission request) sets False: the lines would read as the model's words.
     tell_answers: bool = forward("_attached.tell_answers", settable=True)
+    # Whether an elevation question is told as an `info` line with what it runs, before it is asked; a front end whose
+    # question shows that code (the daemon's `ollie/permission` card, the terminal's prompt) sets False: twice is noise.
+    tell_asking: bool = forward("_attached.tell_asking", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""

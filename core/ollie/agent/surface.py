@@ -129,6 +129,8 @@ class FrontEndCore(SessionView, Protocol):
 class TerminalCore(FrontEndCore, Protocol):
     """What the terminal (`ollie`) uses of a session."""
 
+    tell_asking: bool  # Core.tell_asking
+
     @property
     def backend_name(self) -> str: ...
     @property

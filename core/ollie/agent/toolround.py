@@ -18,9 +18,11 @@ from ollie.agent.events import Bus, Event
 from ollie.agent.hooks import HookCaller, blocked_by, hook_note
 from ollie.agent.runtime import Runtime
 from ollie.agent.steps import (
+    EXECUTORS,
     WRITE_KINDS,
     Diff,
     KindLookup,
+    StepKind,
     ToolState,
     attribute,
     describe,
@@ -33,7 +35,7 @@ from ollie.backend.types import Image, ToolCall
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
 from ollie.tools.execute import elevation
-from ollie.tools.execute.args import loads_arguments
+from ollie.tools.execute.args import ArgumentError, loads_arguments, parse_request
 
 if TYPE_CHECKING:
     from ollie.sandbox.egress import NetAsk
@@ -109,6 +111,16 @@ def parse_arguments(call: ToolCall) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(args, dict):
         return None, f"error: the arguments of {call.name} must be a JSON object, got {type(args).__name__}"
     return args, ""
+
+
+def _leaving(tool: str, args: dict[str, Any], inner: list[ToolState]) -> list[tuple[str, tuple[str, StepKind, str]]]:
+    """The call's steps that leave the sandbox, each with what it runs there (`elevation.steps`)."""
+    try:
+        request = parse_request(tool, args) if tool in EXECUTORS else None
+    except ArgumentError:
+        return []  # the executor refuses it: nothing is asked
+    return [(what, (step.id, step.kind, step.title))
+            for step, parts in zip(inner, elevation.outside_parts(request), strict=False) for what in parts]
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -346,9 +358,7 @@ class ToolRound:
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         inner = self._open.get(call.id, [])
-        # A batch's elevation question names its first step that leaves the sandbox (steps.py titles it so).
-        named = next((s for s in inner if s.title.endswith(" outside the sandbox")), inner[0] if inner else None)
-        asked = elevation.step.set((named.id, named.kind, named.title) if named is not None else None)
+        asked = elevation.steps.set(_leaving(call.name, args, inner))
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:
@@ -358,7 +368,7 @@ class ToolRound:
                 output_tap.reset(live)
             egress.asking.reset(asking)
             elevation.allowed.reset(outside)
-            elevation.step.reset(asked)
+            elevation.steps.reset(asked)
             if net is not None and net.connections:
                 self.network[call.id] = tuple(net.connections)
         text, is_error = result.text, result.is_error

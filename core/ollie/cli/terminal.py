@@ -191,6 +191,7 @@ async def run_interactive(options: RunOptions) -> int:
         lines = InputLines()
         lines.start()
         core.approver = partial(_ask_at_the_prompt, renderer, lines)
+        core.tell_asking = False  # the question prints the code: a line before it said it twice
         core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something

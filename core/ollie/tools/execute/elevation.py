@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ollie.tools.base import Approver
+from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest
 from ollie.tools.execute.tool import KindAnnotation
 
 ELEVATION_MODES = ("ask", "allow", "deny")
@@ -13,8 +15,27 @@ DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("eleva
 # What the running call's own approval question already put to the user and they allowed, exactly as each part is
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
-# The running call's step an elevation question names (id, kind, title), so an editor shows it with that step.
-step: ContextVar[tuple[str, KindAnnotation, str] | None] = ContextVar("elevated_step", default=None)
+# The running call's steps that leave the sandbox, each as (what it runs there, (id, kind, title)), so an editor shows
+# each elevation question with its own step: a batch may hold several (`step_of`).
+steps: ContextVar[list[tuple[str, tuple[str, KindAnnotation, str]]] | None] = ContextVar("elevated_steps", default=None)
+
+
+def outside_parts(request: ExecuteRequest | None) -> list[list[str]]:
+    """What each step of an executor call runs outside the sandbox, named as the executors name it: one list per step
+    `describe` shows (each call of a call_tool batch; execute_code's one step), [] for none."""
+    if isinstance(request, CallRequest):
+        return [[shlex.join([c.tool, *c.args])] if c.elevated else [] for c in request.calls]
+    if isinstance(request, CodeRequest):
+        return [[s.code for s in request.code_steps() if s.elevated]]
+    return []
+
+
+def step_of(what: str) -> tuple[str, KindAnnotation, str] | None:
+    """The running call's step that runs `what` outside the sandbox (None: no step does), taken from `steps`: the same
+    text in two steps names each in turn."""
+    pending = steps.get() or []
+    found = next((n for n, (part, _) in enumerate(pending) if part == what), None)
+    return None if found is None else pending.pop(found)[1]
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

@@ -1,7 +1,8 @@
 // E2E in real VS Code (code-server), approval `ask`: a step the model marks to run outside the sandbox is one card
 // naming exactly what runs outside, with no "Allow always"; Allow once runs it, and nothing asks again (it was two
 // questions: the step's card, then a notification asking about the same code). Under `auto` the elevation alone is
-// the same card, its code's lines whole in a <pre> (it was a notification that ran them together on one line).
+// the same card, its code's lines whole in a <pre> (it was a notification that ran them together on one line), and
+// the chat shows them once (an info line above the card said them again).
 //
 // Usage: node test/e2e/outside.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -45,6 +46,9 @@ await withVSCode({ script }, async ({ page, workspace, screenshot }) => {
   const offered = await elevation.locator(".permission-buttons button").allInnerTexts();
   if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject") throw new Error(`the card offered ${offered}`);
   await screenshot("outside-auto-question");
+  // The card shows the program; the chat said it a second time above, as "asking to run outside the sandbox: ...".
+  const said = (await chat.locator("#log").innerText()).split("echo two >> later").length - 1;
+  if (said !== 1) throw new Error(`the chat shows the program ${said} times`);
   await elevation.locator("button", { hasText: "Reject" }).click();
   await chat.locator(".item.assistant", { hasText: "Not run." }).waitFor({ timeout: waitMs });
   if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
