@@ -311,6 +311,7 @@ class SessionTable:
             if resume_id:  # not started: the session read (and leased) ahead is given back
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
+        core.guard(self.start_cwd())
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
@@ -510,12 +511,10 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def resolve_cwd(path: str, base: Path | None = None) -> Path:
-    """An existing directory for setCwd/session.new (a relative `path` from `base`, as `/cwd` takes it from the
-    session's; without one, from the daemon's); -32602 naming `cwd` otherwise."""
+def resolve_cwd(path: str) -> Path:
+    """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
+    naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    if base is not None:
-        candidate = base / candidate  # an absolute `candidate` stays itself
     if not candidate.is_dir():
         raise InvalidParams(f"cwd: {path} is not an existing directory")
     return candidate.resolve()

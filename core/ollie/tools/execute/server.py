@@ -250,6 +250,10 @@ class ExecuteServer:
             # A broken policy file is reported by the first call that needs it.
             return []
 
+    def writable(self) -> tuple[Path, ...]:
+        """What the session's steps were granted to write, by the policy last built (none before the first step)."""
+        return self._built_runner.last_writable(self._sandbox) if self._built_runner is not None else ()
+
     def set_elevation(self, mode: str, approver: Approver | None) -> None:
         """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""
         if mode not in ELEVATION_MODES:
