@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ollie import beneath
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -387,9 +388,8 @@ class SessionTable:
             raise InvalidParams(f"session: {exc}") from None
         # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
-        saved_cwd = Path(plan.source.cwd) if plan.source.cwd and plan.keep_mode else None
-        cwd = (source.core.cwd if source and plan.keep_mode else
-               saved_cwd if saved_cwd and saved_cwd.is_dir() else None)
+        where = source.core.cwd if source else plan.source.cwd
+        cwd = _unmoved(Path(where)) if where and plan.keep_mode else None
         live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return live
@@ -509,6 +509,14 @@ class SessionTable:
 
 def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _unmoved(cwd: Path) -> Path | None:
+    """`cwd` (a real path when set) if it still is one: a step may have swapped it, or a dir on its way, for a link."""
+    try:
+        return beneath.real_dir(cwd, ["/"])  # every link refused
+    except OSError:
+        return None
 
 
 def resolve_cwd(path: str) -> Path:

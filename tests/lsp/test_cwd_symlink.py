@@ -49,3 +49,25 @@ async def test_a_planted_symlink_is_refused_by_setcwd_and_cwd_a_real_dir_is_not(
     sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
     err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": "../sub"})
     assert err.code == -32602 and f"is a symlink inside {ws}" in err.message
+
+
+async def test_a_cwd_another_sessions_step_swapped_for_a_symlink_is_never_granted_nor_forked_into(
+        start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    # The default session's step (its cwd is the workspace folder) swaps the other session's cwd for a link.
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
+    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+
+    fork = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
+    assert (await daemon.request("ollie/state", {"session": fork}))["cwd"] == str(ws)  # the workspace folder

@@ -80,7 +80,6 @@ ALLOWED = {
     ("ollie_lsp/lifecycle.py", "workspace_cwd"): "is the editor's folder a dir (the root itself)",
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
-    ("ollie_lsp/sessions.py", "SessionTable.fork"): "the root itself: is the forked session's own saved cwd a dir",
     ("ollie_acp/agent.py", "_directory"): "the root itself",
     ("core/ollie/agent/opening.py", "open_parts"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
