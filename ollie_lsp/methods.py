@@ -329,7 +329,7 @@ async def set_cwd(ls: OllieServer, p: SetCwdParams) -> dict[str, Any]:
     """Move the session to another directory."""
     live = await ls.table.writable(p.session)
     with invalid_params("cwd"):
-        live.core.set_cwd(resolve_cwd(p.cwd, live.core.cwd))
+        live.core.set_cwd(p.cwd)
     return {}
 
 

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ollie import beneath
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -312,6 +313,7 @@ class SessionTable:
             if resume_id:  # not started: the session read (and leased) ahead is given back
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
+        core.guard(self.start_cwd())
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
@@ -388,9 +390,8 @@ class SessionTable:
             raise InvalidParams(f"session: {exc}") from None
         # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
-        saved_cwd = Path(plan.source.cwd) if plan.source.cwd and plan.keep_mode else None
-        cwd = (source.core.cwd if source and plan.keep_mode else
-               saved_cwd if saved_cwd and saved_cwd.is_dir() else None)
+        where = source.core.cwd if source else plan.source.cwd
+        cwd = _unmoved(Path(where)) if where and plan.keep_mode else None
         live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return live
@@ -512,12 +513,18 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def resolve_cwd(path: str, base: Path | None = None) -> Path:
-    """An existing directory for setCwd/session.new (a relative `path` from `base`, as `/cwd` takes it from the
-    session's; without one, from the daemon's); -32602 naming `cwd` otherwise."""
+def _unmoved(cwd: Path) -> Path | None:
+    """`cwd` (a real path when set) if it still is one: a step may have swapped it, or a dir on its way, for a link."""
+    try:
+        return beneath.real_dir(cwd, ["/"])  # every link refused
+    except OSError:
+        return None
+
+
+def resolve_cwd(path: str) -> Path:
+    """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
+    naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    if base is not None:
-        candidate = base / candidate  # an absolute `candidate` stays itself
     if not candidate.is_dir():
         raise InvalidParams(f"cwd: {path} is not an existing directory")
     return candidate.resolve()

@@ -15,7 +15,7 @@ import errno
 import functools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -317,6 +317,38 @@ def remove_sync(root: Path | str, path: Path | str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     return True
+
+
+def real_dir(path: Path | str, guarded: Iterable[Path | str]) -> Path:
+    """The real path of directory `path` (absolute), walked a name at a time; OutsideRoot for a symlink in a
+    `guarded` dir (one tool code can write: it may have planted the link), NotADirectoryError, FileNotFoundError."""
+    roots = [os.path.realpath(root) for root in guarded]
+    names, real, hops = os.fspath(path).split("/")[::-1], "/", 0
+    while names:
+        name = names.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            real = os.path.dirname(real)  # `real` has no link in it: its parent is what the kernel's `..` is
+            continue
+        step = os.path.join(real, name)
+        info = os.lstat(step)
+        if stat.S_ISLNK(info.st_mode):
+            # Above every guarded dir the links are the user's own (/home -> /usr/home): followed, each hop checked.
+            inside = next((root for root in roots if os.path.commonpath((real, root)) == root), None)
+            if inside is not None:
+                raise OutsideRoot(errno.ELOOP, f"{step} is a symlink inside {inside}, where tool code writes: not followed")
+            hops += 1
+            if hops > 40:
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
+            target = os.readlink(step)
+            real = "/" if target.startswith("/") else real
+            names.extend(target.split("/")[::-1])
+        elif not stat.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), step)
+        else:
+            real = step
+    return Path(real)
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -97,10 +98,11 @@ class FakeCore:
         self.queue_items.clear()
         return count
 
-    def set_cwd(self, path: Path) -> None:
-        if not Path(path).is_dir():
-            raise ValueError(f"not a directory: {path}")
-        self.cwd = Path(path)
+    def set_cwd(self, path: Path | str) -> None:
+        target = self.cwd / os.path.expanduser(path)  # as the Core's: relative from the cwd
+        if not target.is_dir():
+            raise ValueError(f"no such directory: {target}")
+        self.cwd = target
 
     def system_prompt(self) -> str:
         return self.prompt

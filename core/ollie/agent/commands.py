@@ -11,7 +11,6 @@ import re
 import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
@@ -147,12 +146,10 @@ async def cmd_rename(core: CommandTarget, arg: str) -> str:
 async def cmd_cwd(core: CommandTarget, arg: str) -> str:
     """Show the working directory, or change it (relative to the current one, `~` expanded)."""
     if arg:
-        target = Path(os.path.expanduser(arg))  # `~nosuchuser` stays as written (Path.expanduser raises)
-        if not target.is_absolute():
-            target = Path(core.cwd) / target
-        if not target.is_dir():
-            raise CommandUsageError(f"/cwd: no such directory: {target}")
-        core.set_cwd(target.resolve())
+        try:
+            core.set_cwd(arg)
+        except ValueError as exc:
+            raise CommandUsageError(f"/cwd: {exc}") from None
     return f"cwd: {core.cwd}"
 
 

@@ -523,6 +523,10 @@ class Core(McpMembers):
         self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
         self._host.notify()
 
+    def guard(self, directory: Path) -> None:
+        """Follow no symlink inside `directory` (the workspace folder: steps may write there) to a new cwd."""
+        self._setup.guarded.append(directory)
+
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
         self._setup.set_env(key, value)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ollie import paths
+from ollie import beneath, paths
 from ollie.agent.commandbox import DEFAULT_COMMAND_SANDBOX, UNSANDBOXED
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
 from ollie.agent.hooks import Hooks
@@ -40,6 +40,7 @@ class Setup:
     agents_dirs_given: list[Path] | None  # None: ollie.paths.agents_dirs()
     backend_error: str = ""
     params: GenerationParams = field(default_factory=GenerationParams)  # the caller's overrides
+    guarded: list[Path] = field(default_factory=list)  # dirs tool code may have written: no symlink there is followed
     _health: BackendHealth | None = field(default=None, init=False)  # None: check on the next ask (a switch resets it)
     _health_at: float = field(default=0.0, init=False)
     _max_steps: int | None = field(default=None, init=False)  # the /maxsteps override of the agent config's
@@ -112,11 +113,19 @@ class Setup:
         return self.runtime.params.merged(self.params)
 
     def set_cwd(self, path: Path | str) -> None:
-        """Move the working directory of tools, hooks and prompt commands (ValueError when it is missing)."""
-        target = Path(os.path.expanduser(path))  # never raises on `~nosuchuser`
-        if not target.is_dir():
-            raise ValueError(f"no such directory: {target}")
-        self.cwd = target.resolve()
+        """Move the working directory of tools, hooks and prompt commands to `path` (relative: from the cwd) walked
+        to its real path, never through a symlink tool code could have planted (ValueError: missing or refused)."""
+        target = self.cwd / os.path.expanduser(path)  # never raises on `~nosuchuser`; an absolute one stays itself
+        # Where a step may write: the session's cwds (this and the earlier ones) and its policy's writable dirs.
+        writable = [self.cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable())]
+        try:
+            real = beneath.real_dir(target, writable)
+        except beneath.OutsideRoot as exc:
+            raise ValueError(exc.strerror) from None
+        except OSError:
+            raise ValueError(f"no such directory: {target}") from None
+        self.guarded.append(self.cwd)
+        self.cwd = real
         if self.runtime.deferred_prompt is not None:  # prompt commands not run yet run where the session is
             self.runtime.deferred_prompt.cwd = self.cwd
         for server in execute_servers(self.runtime.dispatcher):

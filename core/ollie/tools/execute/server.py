@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ollie import paths
 from ollie.errors import OllieError
+from ollie.sandbox.errors import SandboxError
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
@@ -62,6 +64,7 @@ class ExecuteServer:
     ) -> None:
         self._session_id = session_id
         self._cwd = Path(cwd)
+        self._real_cwd = os.path.realpath(cwd)  # what the user chose: a step may not swap it for a link later
         self._lock_dir = Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id
         self._env = dict(env or {})
         # Built at the first call or policy read (its module loads the sandbox's spawn machinery): listing the
@@ -96,6 +99,7 @@ class ExecuteServer:
     def set_cwd(self, cwd: Path) -> None:
         """Run later calls in `cwd`."""
         self._cwd = Path(cwd)
+        self._real_cwd = os.path.realpath(cwd)
         if self._built_runner is not None:
             self._built_runner.cwd = self._cwd
 
@@ -256,6 +260,10 @@ class ExecuteServer:
             # A broken policy file is reported by the first call that needs it.
             return []
 
+    def writable(self) -> tuple[Path, ...]:
+        """What the session's steps were granted to write, by the policy last built (none before the first step)."""
+        return self._built_runner.last_writable(self._sandbox) if self._built_runner is not None else ()
+
     def set_elevation(self, mode: str, approver: Approver | None) -> None:
         """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""
         if mode not in ELEVATION_MODES:
@@ -271,6 +279,9 @@ class ExecuteServer:
             )
         if requested == UNSANDBOXED:
             return None
+        if (now := os.path.realpath(self._cwd)) != self._real_cwd:  # another session's step swapped it for a link
+            raise SandboxError(f"the working directory {self._cwd} is now a symlink to {now}, which the sandbox does "
+                               "not grant: /cwd to a directory")
         policy = self._runner.policy(requested, env)
         if self._sandbox != UNSANDBOXED and requested != self._sandbox:
             check_within(policy, self._runner.policy(self._sandbox, env))

@@ -1,0 +1,73 @@
+"""A symlink a step planted in the workspace never becomes the session's cwd (its policy would grant write there)."""
+
+from __future__ import annotations
+
+from ollie.testing import Reply
+
+from .test_methods import rpc_error
+from .test_steps import code, run_turn, started
+
+
+async def test_a_planted_symlink_is_refused_by_setcwd_and_cwd_a_real_dir_is_not(start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    # A real sandboxed step plants links in the workspace and in its private TMPDIR (its policy grants write there).
+    await run_turn(daemon, llm, code(f'ln -s {outside} sub && ln -s {outside} "$TMPDIR/t" && mkdir -p real/deeper && '
+                                     'printf %s "$TMPDIR" > where'))
+    tmpdir = (ws / "where").read_text()
+    assert (ws / "sub").is_symlink()
+
+    for given in ("sub", str(ws / "sub"), "sub/.", "real/../sub"):
+        err = await rpc_error(daemon, "ollie/setCwd", {"cwd": given})
+        assert err.code == -32602 and f"cwd: {ws / 'sub'} is a symlink inside {ws}" in err.message, (given, err)
+    err = await rpc_error(daemon, "ollie/setCwd", {"cwd": f"{tmpdir}/t"})
+    assert err.code == -32602 and f"is a symlink inside {tmpdir}" in err.message
+    out = (await daemon.request("ollie/command", {"line": "/cwd sub"}))["output"]
+    assert out.startswith(f"/cwd: {ws / 'sub'} is a symlink inside {ws}"), out
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(ws)
+
+    # The session stayed where its policy grants write: a step cannot reach the directory the link points at.
+    llm.script(Reply(tool_calls=[code(f"touch {outside}/planted; cd sub && touch planted2")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+
+    # Real directories still work, relative and absolute, and the cwd set is the walked real path: a link of the
+    # user's own above the workspace is followed; one inside a cwd the session had is not (`..` back to `sub`).
+    alias = tmp_path / "alias"
+    alias.symlink_to(ws)
+    assert await daemon.request("ollie/setCwd", {"cwd": str(alias / "real")}) == {}
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(ws / "real")
+    assert (await daemon.request("ollie/command", {"line": "/cwd deeper"}))["output"] == f"cwd: {ws / 'real/deeper'}"
+    err = await rpc_error(daemon, "ollie/setCwd", {"cwd": "../../sub"})
+    assert err.code == -32602 and "symlink" in err.message
+    assert await daemon.request("ollie/setCwd", {"cwd": str(ws)}) == {}
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(ws)
+
+    # A session started in a subdirectory: the workspace folder above it is guarded all the same.
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": "../sub"})
+    assert err.code == -32602 and f"is a symlink inside {ws}" in err.message
+
+
+async def test_a_cwd_another_sessions_step_swapped_for_a_symlink_is_never_granted_nor_forked_into(
+        start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    # The default session's step (its cwd is the workspace folder) swaps the other session's cwd for a link.
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
+    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+
+    fork = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
+    assert (await daemon.request("ollie/state", {"session": fork}))["cwd"] == str(ws)  # the workspace folder
