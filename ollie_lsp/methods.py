@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
-from ollie.agent.commands import COMMANDS
-from ollie.agent.commands_info import agent_infos
 from ollie.agent.history import page_records, prompt_turns, turn_marks, wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
@@ -301,6 +299,8 @@ async def list_models(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 @method("ollie/listAgents", SessionParams)
 async def list_agents(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The agent configs the session can switch to, with their descriptions."""
+    from ollie.agent.commands_info import agent_infos  # what /agent lists too: loaded by the first who asks
+
     live = await ls.table.get(p.session)
     infos = await asyncio.to_thread(agent_infos, live.core.agents_dirs)  # reads every agent config file
     agents = [{"name": a.name, "description": a.description, "error": a.error} for a in infos]
@@ -317,6 +317,8 @@ async def mcp_list(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 @method("ollie/listCommands", NoParams)
 async def list_commands(ls: OllieServer, _: NoParams) -> dict[str, Any]:
     """The slash commands: name, usage, description, and whether they lose what the session holds."""
+    from ollie.agent.commands import COMMANDS  # the commands load with the first command or this list
+
     commands = [
         {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": c.summary, "destructive": c.destructive}
         for name, c in COMMANDS.items()

@@ -183,6 +183,11 @@ class AgentConfig(GenerationParams):
         """The sampling parameters this agent sets."""
         return GenerationParams(**{a.name: getattr(self, a.name) for a in attrs.fields(GenerationParams)})
 
+    @property
+    def unsandboxed(self) -> bool:
+        """Whether its tool code or commands run outside the sandbox, or its elevated steps run without asking."""
+        return "none" in (self.sandbox, self.command_sandbox) or self.elevation == "allow"
+
 
 def parse_agent_config(text: str, source: str) -> AgentConfig:
     """Parse an agent config's JSON text; errors name `source` and the offending key."""

@@ -14,7 +14,7 @@ from ollie import paths
 from ollie.agent.review import summary as review_summary
 from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
-from ollie.config import AgentConfig, find_agent, list_agents, load_agent_config
+from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.sessions import location, persist
 from ollie.sessions.types import Info
@@ -74,18 +74,13 @@ class AgentInfo:
     unsandboxed: bool = False
 
 
-def runs_unsandboxed(config: AgentConfig) -> bool:
-    """Whether an agent's tool code or commands run outside the sandbox, or its elevated steps run without asking."""
-    return "none" in (config.sandbox, config.command_sandbox) or config.elevation == "allow"
-
-
 def agent_infos(dirs: list[Path]) -> list[AgentInfo]:
     """Every agent config in `dirs` (a session's `agents_dirs`), by name."""
     infos = []
     for name in list_agents(dirs):
         try:
             config = load_agent_config(find_agent(name, dirs))
-            infos.append(AgentInfo(name, config.description, unsandboxed=runs_unsandboxed(config)))
+            infos.append(AgentInfo(name, config.description, unsandboxed=config.unsandboxed))
         except OllieError as exc:
             infos.append(AgentInfo(name, error=str(exc)))
     return infos

@@ -12,7 +12,7 @@ from ollie.agent.hooks import HookCaller, blocked_by
 from ollie.agent.limits import LoopLimits
 from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.streaming import Completion, stream_once
-from ollie.agent.taskstate import describe_action, render_task_state
+from ollie.agent.taskstate import describe_action, render_memory
 from ollie.agent.tiers import collapse
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
@@ -98,16 +98,6 @@ def decision_lines(messages: list[Message]) -> list[str]:
         elif m.content.strip():
             lines.append("said: " + " ".join(m.content.split())[:120])
     return lines
-
-
-def render_memory(session: Session) -> str:
-    """The cold + warm zones as one message: the TaskState JSON and the decision index."""
-    parts = []
-    if session.task_state is not None:
-        parts.append(render_task_state(session.task_state))
-    if session.decision_index:
-        parts.append("[decision index: earlier steps, one line each]\n" + "\n".join(f"- {x}" for x in session.decision_index))
-    return "\n\n".join(parts)
 
 
 # Replaced histories being freed, a slice at a time (a task must be referenced until it ends).

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ollie.agent.compaction import CompactionResult, compact_session, render_memory
 from ollie.agent.events import Bus
 from ollie.agent.hooks import HookResult
 from ollie.agent.limits import LoopLimits
 from ollie.agent.runtime import Runtime
 from ollie.agent.streaming import Completion
+from ollie.agent.taskstate import render_memory
 from ollie.agent.tiers import context_gate, message_chars
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
@@ -18,6 +18,9 @@ from ollie.log import get_logger
 from ollie.sessions.errors import owners_only
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
+
+if TYPE_CHECKING:  # compaction loads with the first one
+    from ollie.agent.compaction import CompactionResult
 
 log = get_logger("ollie.agent.context")
 
@@ -173,6 +176,8 @@ class ContextBudget:
 
     async def compact(self, *, announce: bool) -> CompactionResult:
         """Compact the session now; `announce` publishes the outcome as an info/error event."""
+        from ollie.agent.compaction import CompactionResult  # the first compaction loads it
+
         host = self._host
         if host.backend is None:
             return CompactionResult(False, f"cannot compact: {host.backend_error or 'no backend'}")
@@ -187,6 +192,8 @@ class ContextBudget:
         return result
 
     async def _compact_session(self, backend: Backend) -> CompactionResult:
+        from ollie.agent.compaction import compact_session
+
         host = self._host
         return await compact_session(
             session=host.session,

@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ollie import paths
-from ollie.agent import agentswitch
 from ollie.agent.approval import Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments
-from ollie.agent.commands import is_command, run_command
-from ollie.agent.commands_info import runs_unsandboxed
 from ollie.agent.coremcp import McpMembers
+from ollie.agent.editorcontext import is_command
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory
 from ollie.agent.hooks import hook_note
@@ -126,6 +124,17 @@ class Core(McpMembers):
         with self._host.stopping.working():  # `stop` waits for this submit
             return await self._submit(text, images, as_prompt, announce)
 
+    async def _command(self, text: str) -> TurnResult:
+        """A slash command or `!cmd`, run at once."""
+        from ollie.agent.commands import run_command  # the commands (and all they show) load with the first one
+
+        await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
+        try:
+            output = await run_command(self, text)
+        except Stopped as exc:  # a stop cut a `!cmd` or `/compact` short
+            return TurnResult(str(exc), "interrupted")
+        return TurnResult(output or "", "command")
+
     async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool, announce: bool) -> TurnResult:
         if not as_prompt and is_prompt_line(text):  # `/mcp:<server>:<prompt>`: the server's prompt is the turn's text
             try:
@@ -135,13 +144,7 @@ class Core(McpMembers):
                 return TurnResult(str(exc), "command")
             as_prompt = True  # the server's words: a `!cmd` in them would run unsandboxed, with the daemon's keys
         if not as_prompt and is_command(text):
-            await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
-        try:
-            output = None if as_prompt else await run_command(self, text)
-        except Stopped as exc:  # a stop cut a `!cmd` or `/compact` short
-            return TurnResult(str(exc), "interrupted")
-        if output is not None:
-            return TurnResult(output, "command")
+            return await self._command(text)
         if self._closed:
             return TurnResult("", "error", "this session is closed")
         async with self._turn_lock:
@@ -357,7 +360,7 @@ class Core(McpMembers):
     def _teammates_unsandboxed(self) -> str | None:
         """Why no turn runs here (None: they may): a teammate's session whose agent runs without a sandbox. The owner's
         choice of agent is no licence for steps with this user's rights (a switch to one is asked; this was not)."""
-        if not (self._owner and runs_unsandboxed(self.runtime.config)):
+        if not (self._owner and self.runtime.config.unsandboxed):
             return None
         return (f"session {self.session_id} is {self._owner}'s and runs agent {self.agent_name!r} without a sandbox: "
                 "its steps would run with your full rights, so only its owner may run its turns")
@@ -427,8 +430,9 @@ class Core(McpMembers):
         self.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
         if name != self.agent_name:
             try:  # a stop ends the question: it is no turn, and the stop would wait for the user's answer
-                await stoppable(agentswitch.check(name, self.agents_dirs,
-                                                  self.agent_approver or self._attached.approve_elevation))
+                from ollie.agent.agentswitch import check  # reads and compares agent configs: only on a switch
+
+                await stoppable(check(name, self.agents_dirs, self.agent_approver or self._attached.approve_elevation))
             except Stopped:
                 raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.agent.toolround import canonical_args
-from ollie.sessions.session import TaskState
+from ollie.sessions.session import Session, TaskState
 
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
 # quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
@@ -73,3 +73,13 @@ def infer_update(state: TaskState, *, last_action: str, plan_step: str, assistan
 def render_task_state(state: TaskState) -> str:
     """The task state as the model reads it (one message)."""
     return "[task state]\n" + json.dumps(state.to_dict(), ensure_ascii=False, indent=1)
+
+
+def render_memory(session: Session) -> str:
+    """The cold + warm zones as one message: the TaskState JSON and the decision index."""
+    parts = []
+    if session.task_state is not None:
+        parts.append(render_task_state(session.task_state))
+    if session.decision_index:
+        parts.append("[decision index: earlier steps, one line each]\n" + "\n".join(f"- {x}" for x in session.decision_index))
+    return "\n\n".join(parts)
