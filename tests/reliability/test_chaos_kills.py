@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import daemon_env
 
 from ollie.testing import Reply
 from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
+from tests.reliability.conftest import daemon_env
 
 KILLS = 20
 
