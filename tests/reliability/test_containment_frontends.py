@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DAEMON, daemon_env
 
 from bench.lspwire import frame
 from ollie.testing import Reply
+from tests.reliability.conftest import DAEMON, daemon_env
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
 UNAUTHORIZED, BUSY = -32003, -32004

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import write_agent
-
 from ollie.agent.events import Subscription
 from ollie.testing import Reply
 from tests.procs import new_mark, run_watching, timed_out_once_begun, wait_for_processes, wait_no_processes
+from tests.reliability.conftest import write_agent
 
 # Steps and hooks run in PID namespaces of their own (their `$$` is not a host pid): the processes
 # that must die carry a mark in their command line (`sleep 600.<mark>`), looked up on the host.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,9 +231,9 @@ async def test_a_session_closed_while_the_store_is_down_tells_the_user_and_keeps
 async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(database, scripted_llm, tmp_path):
     url, admin = database
     llm = scripted_llm("openai", check=False)
-    # Slow enough for the store to go down mid-turn. The delay comes before each streamed frame: the text in one chunk
-    # keeps it to a few (in 4-character chunks, 1.5 s each, the answer took 9 s).
-    llm.script(Reply(text="a slow answer", chunk_size=len("a slow answer"), delay=0.5))
+    # The answer's end waits until the store is down: a fixed delay let a loaded machine finish the turn first.
+    held = threading.Event()
+    llm.script(Reply.text("a slow answer", hold=held))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ollie.cli", "-p", "hello", "--no-preflight", stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=home_env(tmp_path, **llm.env(), OLLIE_STORE=url))
@@ -242,6 +243,7 @@ async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(datab
                 break
             await asyncio.sleep(0.05)
         _allow(admin, url, False)
+        held.set()
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
         _allow(admin, url, True)
