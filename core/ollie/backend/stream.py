@@ -19,6 +19,11 @@ from typing import Any, Literal
 import httpcore  # noqa: F401
 import httpx
 
+# httpcore's pool lock loads anyio's asyncio backend at the first request, on the event loop (~10-30 ms of a first
+# token): loaded here, in that thread, anyio finds it in sys.modules then. (No public anyio call loads it off a loop.)
+with contextlib.suppress(ImportError):
+    importlib.import_module("anyio._backends._asyncio")
+
 from ollie.backend.classify import classify_error, status_of_error_object
 from ollie.backend.errors import (
     BackendConfigError,
