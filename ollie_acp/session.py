@@ -97,8 +97,10 @@ class AcpSession:
         await self.forwarder.drained()  # the step being asked about is on the client first
         self._asks += 1
         step = elevation.step_of(what)  # a batch's own step: the last one shown named them all
-        tool_call = ToolCallUpdate(tool_call_id=step[0] if step else f"elevate-{self._asks}",
-                                   title="Run outside the sandbox", kind="execute", status="pending",
+        # On the step's own tool call: its own title and kind (which say it leaves the sandbox), not a generic one
+        # that renamed the step in the client's list for good.
+        step_id, kind, title = step if step else (f"elevate-{self._asks}", "execute", "Run outside the sandbox")
+        tool_call = ToolCallUpdate(tool_call_id=step_id, title=title, kind=kind, status="pending",
                                    content=[tool_content(text_block(what))])
         return await self._ask(tool_call, OUTSIDE_OPTIONS, ends=step is None) == "allow_once"
 

@@ -237,5 +237,8 @@ async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start
              for t, options in agent.client.permission_requests]
     assert asked == [(step, f"file_write {name} hello", ["allow_once", "reject_once"])
                      for step, name in zip(steps, ("a.txt", "b.txt"), strict=True)]
+    # Each question keeps its step's own title (it says the step leaves the sandbox), not a generic one.
+    assert [t.title for t, _ in agent.client.permission_requests] == [
+        f"Write {name} outside the sandbox" for name in ("a.txt", "b.txt")]
     # Under `ask` both are asked before the batch runs, and a rejection refuses it whole.
     assert [(agent.workspace / n).exists() for n in ("a.txt", "b.txt")] == [approval == "auto", False]
