@@ -118,7 +118,8 @@ def test_each_question_takes_the_step_that_runs_its_code_the_same_code_each_in_t
     from ollie.tools.execute import elevation
 
     first, second, third = ("c.1", "execute", "A"), ("c.2", "execute", "B"), ("c.3", "execute", "C")
-    token = elevation.steps.set([("echo x", first), ("echo y", second), ("echo x", third)])
+    leaving = [("echo x", first), ("echo y", second), ("echo x", third)]
+    token = elevation.steps.set(lambda: leaving)
     try:
         assert [elevation.step_of(w) for w in ("echo x", "echo y", "echo x", "echo x")] == [first, second, third, None]
     finally:

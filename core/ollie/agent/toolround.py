@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -358,7 +358,7 @@ class ToolRound:
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         inner = self._open.get(call.id, [])
-        asked = elevation.steps.set(_leaving(call.name, args, inner))
+        asked = elevation.steps.set(cache(partial(_leaving, call.name, args, inner)))
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:

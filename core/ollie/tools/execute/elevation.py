@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -16,8 +17,11 @@ DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("eleva
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
 # The running call's steps that leave the sandbox, each as (what it runs there, (id, kind, title)), so an editor shows
-# each elevation question with its own step: a batch may hold several (`step_of`).
-steps: ContextVar[list[tuple[str, tuple[str, KindAnnotation, str]]] | None] = ContextVar("elevated_steps", default=None)
+# each elevation question with its own step: a batch may hold several (`step_of`). A function giving the same list
+# each time (cached), called by the first question only: most calls ask none, so their arguments are not parsed
+# once more for it.
+steps: ContextVar[Callable[[], list[tuple[str, tuple[str, KindAnnotation, str]]]] | None] = ContextVar(
+    "elevated_steps", default=None)
 
 
 def outside_parts(request: ExecuteRequest | None) -> list[list[str]]:
@@ -33,7 +37,8 @@ def outside_parts(request: ExecuteRequest | None) -> list[list[str]]:
 def step_of(what: str) -> tuple[str, KindAnnotation, str] | None:
     """The running call's step that runs `what` outside the sandbox (None: no step does), taken from `steps`: the same
     text in two steps names each in turn."""
-    pending = steps.get() or []
+    leaving = steps.get()
+    pending = leaving() if leaving is not None else []
     found = next((n for n, (part, _) in enumerate(pending) if part == what), None)
     return None if found is None else pending.pop(found)[1]
 
