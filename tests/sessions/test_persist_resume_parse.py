@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import random
 import threading
@@ -416,3 +417,16 @@ def test_the_walks_agree_on_records_with_a_field_of_another_type_and_a_resume_bu
         session.add_usage(Usage(1, 1), 0.5)
         assert all(type(m.content) is str for m in session.messages) and json.dumps(session.meta())
         assert type(session.title) is str and all(type(start) is int for start in session.turn_starts)
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+def test_a_message_of_any_shape_is_built_as_the_constructor_builds_it(calls):
+    """`_built` tells the shapes `to_dict` writes most by their size: another of that size (other fields, or no
+    content) must still get every field it holds."""
+    values = {"content": "c", "tool_calls": [{"id": f"c{i}", "name": "f", "arguments": "{}"} for i in range(calls)],
+              "tool_call_id": "c0", "name": "n", "reasoning": "r", "reasoning_signature": "s",
+              "images": [{"mime": "image/png", "data": "AA=="}], "notes": "o"}
+    for size in range(len(values) + 1):
+        for keys in itertools.combinations(values, size):
+            data = {"role": "tool", **{key: values[key] for key in keys}}
+            assert logparse._built([data]) == [Message.from_dict(data)], keys

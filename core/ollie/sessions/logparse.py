@@ -60,10 +60,20 @@ def _built(messages: list[dict[str, Any]]) -> list[Message]:
         message.content = content = data.get("content", "")
         if content.__class__ is not str or role not in _ROLES:  # (a list is not hashable: a TypeError too)
             message.content = _null_content(role, content)
-        if len(data) == 2 and "content" in data:  # role and content only: most messages
+        message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = message.notes = ""
+        message.images = []
+        # The shapes `Message.to_dict` writes most, told by their size: no lookup of the fields they lack (a `get`
+        # of each was a fifth of this loop). Any other, or a field of the wrong type, takes the general path.
+        size = len(data) if "content" in data else 0
+        if size == 2:  # a prompt, a reply
             message.tool_calls = []
-            message.tool_call_id = message.name = message.reasoning = message.reasoning_signature = message.notes = ""
-            message.images = []
+        elif size == 3 and type(calls := data.get("tool_calls")) is list:  # a reply calling tools
+            # Mostly one call: called here, not through map (a frame from C each).
+            message.tool_calls = [_tool_call(calls[0])] if len(calls) == 1 else list(map(_tool_call, calls))
+        elif size == 4 and type(call_id := data.get("tool_call_id")) is str and type(name := data.get("name")) is str:
+            message.tool_calls = []  # a tool's result
+            message.tool_call_id = call_id
+            message.name = name
         else:
             get = data.get
             calls = get("tool_calls") or _NO_LIST
@@ -73,7 +83,7 @@ def _built(messages: list[dict[str, Any]]) -> list[Message]:
             reasoning = message.reasoning = get("reasoning", "")
             signature = message.reasoning_signature = get("reasoning_signature", "")
             notes = message.notes = get("notes", "")
-            # One test of them all (most of a session's messages are tool calls and results): which is wrong, after.
+            # One test of them all: which is wrong, after.
             if not (calls.__class__ is images.__class__ is list
                     and call_id.__class__ is name.__class__ is reasoning.__class__ is signature.__class__
                     is notes.__class__ is str):
