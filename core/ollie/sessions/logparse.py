@@ -151,17 +151,18 @@ def _records(lines: list[bytes]) -> list[Any] | None:
     return records
 
 
-def _messages(data: bytes, start: int, stop: int) -> tuple[list[list[dict[str, Any]]], int] | None:
-    """The messages of the message lines in data[start:stop] (whole lines, no newline at the end), in parts, and
-    how many lines they were; None unless every line is one message record as `logformat.dumps` writes it.
+def _messages(data: bytes, start: int, stop: int) -> list[list[Message]] | None:
+    """The messages of the message lines in data[start:stop] (whole lines, no newline at the end), built, in parts;
+    None unless every line is one message record as `logformat.dumps` writes it, and builds.
 
     A part is parsed as one JSON array of the messages alone, made by one C call over its bytes: each line is
     `{"t":"m","m":` + the message + `}`, and a JSON string holds no raw newline, so each newline left after the
     line ends and next starts are replaced is a line of another kind (read by `_parse_lines`). The records'
-    own objects are never built, and no pass counts the lines.
+    own objects are never built, and no pass counts the lines. Each part's messages are built before the next is
+    parsed: its dicts are freed while warm, and the next part's reuse their memory (~8% of a 100k resume).
+    A message that does not build is left to `_parse_lines`, which names its line (or drops an unfinished round).
     """
     parts = []
-    lines = 0
     while True:  # at least once: an empty range is an empty line, which is no message
         cut = data.find(b"\n", start + PARSE_PART_BYTES, stop)
         if cut < 0:
@@ -173,17 +174,16 @@ def _messages(data: bytes, start: int, stop: int) -> tuple[list[list[dict[str, A
         if b"\n" in joined:
             return None
         try:
-            part = _loads(b"[" + joined + b"]")
-        except ValueError:
+            part = _built(_loads(b"[" + joined + b"]"))
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
         count = (len(text) - len(joined)) // (len(_BETWEEN_MESSAGES) - 1) + 1
         # One value per line: a line holding two ("{...},{...}") would shift every later one.
         if len(part) != count:
             return None
         parts.append(part)
-        lines += count
         if cut == stop:
-            return parts, lines
+            return parts
         start = cut + 1
 
 
@@ -219,7 +219,7 @@ def _parse_all(data: bytes, path: Path) -> Parsed | None:
             run = _messages(data, pos, start - 1)
             if run is None:
                 return None
-            for part in run[0]:
+            for part in run:
                 walk.pending.append((index + 1, part))
                 index += len(part)
         index += 1
@@ -256,8 +256,8 @@ class _Walk:
         self.path = path
         self.messages: list[Message] = []
         # Since the last commit, each with its line's index: `m`/`e` records, and lists of messages (of `m`
-        # records' lines, parsed in bulk, the index the first's).
-        self.pending: list[tuple[int, list[Any] | dict[str, Any]]] = []
+        # records' lines, parsed and built in bulk, the index the first's).
+        self.pending: list[tuple[int, list[Message] | dict[str, Any]]] = []
         self.committed: Parsed | None = None
         self.tracked: dict[str, dict[str, Any]] = {}
         self.overhead = 0
@@ -294,7 +294,7 @@ class _Walk:
             for entry in self.pending:
                 line, rec = entry  # named by the error below
                 if isinstance(rec, list):  # a part of a run of message lines: the messages themselves
-                    messages += _built(rec)
+                    messages += rec
                 elif rec["t"] == "m":
                     messages += _built([rec["m"]])
                 else:
@@ -313,8 +313,6 @@ class _Walk:
                 raise TypeError(f"the commit's meta is a {type(meta).__name__}")
             _apply_tracked(self.tracked, record)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            if isinstance(rec, list):  # the line of the first message that does not build
-                line += next(i for i, message in enumerate(rec) if not _builds(message))
             why = f"no {exc}" if isinstance(exc, KeyError) else exc
             raise SessionFileCorruptError(f"{self.path}: bad record on line {line + 1}: {why}") from None
         self.pending = []
@@ -328,15 +326,6 @@ class _Walk:
         # Like `messages`, `tracked` changes only at a commit: it is the committed state.
         self.committed[1].update(self.tracked)
         return self.committed
-
-
-def _builds(message: Any) -> bool:
-    """Whether `_built` takes this message."""
-    try:
-        _built([message])
-    except (KeyError, TypeError, AttributeError):
-        return False
-    return True
 
 
 def _apply_tracked(tracked: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
