@@ -7,6 +7,7 @@ this: its floor is reading the file and one `json.loads` of all its lines.
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from itertools import accumulate
 from pathlib import Path
@@ -33,8 +34,9 @@ _NO_LIST: list[Any] = []  # never changed: an absent (or null) list field's, tes
 _MESSAGE_LINE = b'{"t":"m","m":'
 _BETWEEN_MESSAGES = b"}\n" + _MESSAGE_LINE
 _CLOSE = ord("}")
-# How the other lines written after the header start: an edit's and a commit's record.
-_OTHER_LINES = (b'\n{"t":"e",', b'\n{"t":"meta",')
+# How the other lines written after the header start: an edit's and a commit's record (one pass finds both: a
+# `find` of each was two passes over the file, ~5% of a 100k resume).
+_OTHER_LINE = re.compile(rb'\n\{"t":"(?:e|meta)",')
 
 
 def parse(data: bytes, path: Path) -> Parsed:
@@ -189,14 +191,7 @@ def _messages(data: bytes, start: int, stop: int) -> list[list[Message]] | None:
 
 def _other_lines(data: bytes, body: int) -> list[int]:
     """Where each header, edit and commit line starts, in order (a JSON string holds no raw newline)."""
-    starts = [0]
-    for marker in _OTHER_LINES:
-        at = data.find(marker, 0, body)
-        while at >= 0:
-            starts.append(at + 1)
-            at = data.find(marker, at + 1, body)
-    starts.sort()
-    return starts
+    return [0, *(match.start() + 1 for match in _OTHER_LINE.finditer(data, 0, body))]
 
 
 def _parse_all(data: bytes, path: Path) -> Parsed | None:
