@@ -87,7 +87,7 @@ def test_a_resume_does_not_parse_its_records_line_by_line(tmp_path, monkeypatch)
 @pytest.mark.parametrize("tail", [b'{"t":"m","m":{"role":"user","content":"torn', b'{"t": garbled}\n',
                                   b'{"t":"m","m":{"role":"user","content":"a"}},{"t":"m"}\n',
                                   b'{"t":"m","m":{"role":"robot","content":"a"}}\n'],
-                         ids=["torn last line", "garbled last line", "two values on one line", "no message"])
+                         ids=["torn last line", "garbled last line", "two values on one line", "not a message"])
 def test_a_damaged_last_round_falls_back_to_lines_and_keeps_the_committed_state(tmp_path, tail):
     session = _saved_session(tmp_path)
     path = next(tmp_path.glob(f"{session.id}*"))
