@@ -94,6 +94,31 @@ async def test_a_step_runs_in_the_process_its_spare_forked_before_the_request(ws
     assert await proc.wait() == 0
 
 
+async def test_a_step_goes_to_its_spare_without_the_fork_server_on_its_path(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)  # the ready spares are lent to the daemon: it hands the step over itself
+    try:
+        proc = await asyncio.wait_for(spawn_sandboxed(["bash", "-c", "echo ran"], policy=ws.default_policy(),
+                                                      cwd=ws.work, env=ws.env), 10)
+        out, err, _ = await asyncio.wait_for(proc.communicate(), 10)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert (out, proc.pid in prepared.values()) == (b"ran\n", True), err
+    assert await proc.wait() == 0
+
+
+async def test_a_step_whose_lent_spares_died_runs_all_the_same(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGKILL)  # crashed while lent to the daemon, which holds their sockets
+    assert all(process_gone(pid) for pid in [*prepared, *prepared.values()])
+    for _ in range(3):
+        assert (await asyncio.wait_for(ws.bash("echo still works", ws.default_policy()), 20))[1] == "still works\n"
+
+
 async def test_a_step_without_a_pid_namespace_never_gets_a_prepared_process(ws, server, monkeypatch):
     await ws.bash("true", ws.default_policy())
     prepared = await idle_spares(server)
@@ -185,11 +210,12 @@ def _ended(pids: Iterable[int]) -> list[int]:
 
 
 def _spawn_as_net_kind(server) -> socket.socket:
-    """Send the fork server a `spawn ns net` whatever the request will be; our end of the step's socket."""
+    """Hand a spare lent to the daemon a `spawn ns net` whatever the request will be; our end of the step's socket."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
-        socket.send_fds(server._ensure(), [b"spawn ns net"], [theirs.fileno(), *stdio])
+        with server._lock:
+            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0), "no spare was lent"
     finally:
         theirs.close()
         for fd in stdio:
