@@ -20,7 +20,7 @@ import pytest
 
 from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.errors import HelperDiedError, SandboxError
 from ollie.sandbox.rules import landlock_abi, ruleset_for
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, process_gone
@@ -117,6 +117,30 @@ async def test_a_step_whose_lent_spares_died_runs_all_the_same(ws, server):
     assert all(process_gone(pid) for pid in [*prepared, *prepared.values()])
     for _ in range(3):
         assert (await asyncio.wait_for(ws.bash("echo still works", ws.default_policy()), 20))[1] == "still works\n"
+
+
+async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_run_again(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    fork_server = server.pid
+    assert fork_server is not None
+    for spare in prepared:
+        os.kill(spare, signal.SIGSTOP)  # whichever takes the step never answers
+    marker = ws.work / "ran"
+    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
+                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    deadline = time.monotonic() + 20
+    while len(server._spares) != 1:  # both were lent to us; one has the step now
+        assert time.monotonic() < deadline and not spawning.done(), server._spares
+        await asyncio.sleep(0.01)
+    os.kill(fork_server, signal.SIGKILL)
+    assert process_gone(fork_server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGKILL)
+    # The server is gone, but it had not the step: only its spare, which may have started it, so no launcher.
+    with pytest.raises(HelperDiedError):
+        await asyncio.wait_for(spawning, 20)
+    assert not marker.exists()
 
 
 async def test_a_step_without_a_pid_namespace_never_gets_a_prepared_process(ws, server, monkeypatch):

@@ -165,8 +165,8 @@ class ForkServer:
             return await _converse(mine, line[sent:], request["argv"][0], report)
         except _ServerLost:
             # No answer at all: the fork server died before a supervisor took the spawn (the launcher runs it),
-            # or the supervisor died, maybe with the step started already: it must never run twice.
-            if await self._runs_on(SERVER_EXIT_WAIT_S):
+            # or the supervisor (a spare we handed it to, say) died, maybe with the step started: never run twice.
+            if taken or await self._runs_on(SERVER_EXIT_WAIT_S):
                 raise HelperDiedError(SUPERVISOR_DIED) from None
             raise
 
