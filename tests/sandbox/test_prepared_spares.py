@@ -20,7 +20,7 @@ import pytest
 
 from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.errors import HelperDiedError, SandboxError
 from ollie.sandbox.rules import landlock_abi, ruleset_for
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, process_gone
@@ -92,6 +92,55 @@ async def test_a_step_runs_in_the_process_its_spare_forked_before_the_request(ws
     me, parent, listed = out.decode().split()
     assert (me, parent) == ("2", "1") and int(listed) <= 4, (out, err)
     assert await proc.wait() == 0
+
+
+async def test_a_step_goes_to_its_spare_without_the_fork_server_on_its_path(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)  # the ready spares are lent to the daemon: it hands the step over itself
+    try:
+        proc = await asyncio.wait_for(spawn_sandboxed(["bash", "-c", "echo ran"], policy=ws.default_policy(),
+                                                      cwd=ws.work, env=ws.env), 10)
+        out, err, _ = await asyncio.wait_for(proc.communicate(), 10)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    assert (out, proc.pid in prepared.values()) == (b"ran\n", True), err
+    assert await proc.wait() == 0
+
+
+async def test_a_step_whose_lent_spares_died_runs_all_the_same(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGKILL)  # crashed while lent to the daemon, which holds their sockets
+    assert all(process_gone(pid) for pid in [*prepared, *prepared.values()])
+    for _ in range(3):
+        assert (await asyncio.wait_for(ws.bash("echo still works", ws.default_policy()), 20))[1] == "still works\n"
+
+
+async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_run_again(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    fork_server = server.pid
+    assert fork_server is not None
+    for spare in prepared:
+        os.kill(spare, signal.SIGSTOP)  # whichever takes the step never answers
+    marker = ws.work / "ran"
+    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
+                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    deadline = time.monotonic() + 20
+    while len(server._spares) != 1:  # both were lent to us; one has the step now
+        assert time.monotonic() < deadline and not spawning.done(), server._spares
+        await asyncio.sleep(0.01)
+    os.kill(fork_server, signal.SIGKILL)
+    assert process_gone(fork_server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGKILL)
+    # The server is gone, but it had not the step: only its spare, which may have started it, so no launcher.
+    with pytest.raises(HelperDiedError):
+        await asyncio.wait_for(spawning, 20)
+    assert not marker.exists()
 
 
 async def test_a_step_without_a_pid_namespace_never_gets_a_prepared_process(ws, server, monkeypatch):
@@ -185,11 +234,12 @@ def _ended(pids: Iterable[int]) -> list[int]:
 
 
 def _spawn_as_net_kind(server) -> socket.socket:
-    """Send the fork server a `spawn ns net` whatever the request will be; our end of the step's socket."""
+    """Hand a spare lent to the daemon a `spawn ns net` whatever the request will be; our end of the step's socket."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
-        socket.send_fds(server._ensure(), [b"spawn ns net"], [theirs.fileno(), *stdio])
+        with server._lock:
+            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0), "no spare was lent"
     finally:
         theirs.close()
         for fd in stdio:

@@ -24,11 +24,12 @@ def close_fds_except(keep: Sequence[int]) -> None:
     os.closerange(low, 1 << 20)
 
 
-def recv_fds(sock: socket.socket, maxfds: int, size: int = 64) -> tuple[bytes, list[int]]:
+def recv_fds(sock: socket.socket, maxfds: int, size: int = 64, flags: int = 0) -> tuple[bytes, list[int]]:
     """Like socket.recv_fds, but the fds arrive close-on-exec: 3.11's recv_fds drops its flags,
     and an inherited fd would hand one child another spawn's pipes and socket."""
     item = array.array("i")
-    message, ancdata, _, _ = sock.recvmsg(size, socket.CMSG_LEN(maxfds * item.itemsize), socket.MSG_CMSG_CLOEXEC)
+    message, ancdata, _, _ = sock.recvmsg(size, socket.CMSG_LEN(maxfds * item.itemsize),
+                                          socket.MSG_CMSG_CLOEXEC | flags)
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             item.frombytes(data[: len(data) - len(data) % item.itemsize])

@@ -10,7 +10,13 @@ on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
 per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
 server forks a supervisor (supervise.py) that forks the tool process (`_child`:
-new session, stdio, cwd, process limit, Landlock, exec) and answers `{"pid": N}`
+new session, stdio, cwd, process limit, Landlock, exec). The server lends each
+spare supervisor, once ready, to the daemon: b"PID LEAST_MEMORY KIND" (KIND as in
+the spawn message, b"" for a spare with no prepared process; LEAST_MEMORY: the
+least memory limit of a step it takes, 0 for any) with its socket, on which the
+daemon sends b"go" with those four fds itself (a wake-up of this server less on
+the step's path), then tells the server b"took PID\n" with the spawn message's
+kind and limits; a spare the daemon closes exits. Either supervisor answers `{"pid": N}`
 (or `{"error": {stage, errno, message}}`) and, once the tool has exited and every
 process it left behind is killed and reaped, `{"status": exit_code}` (negative:
 killed by that signal). When the control socket closes (the daemon exited or was
@@ -113,11 +119,9 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
 
 # The running supervisors (spares included): pid -> pidfd (registered with the selector until reaped).
 _supervisors: dict[int, int] = {}
-# Spares: those that said they are ready (in order, with the kind of step their tool process, forked already,
-# was made for: b"ns" or b"ns net" as in the spawn message, b"" with none), and every spare's job socket until it
-# is used or gone.
-_ready: list[tuple[int, bytes]] = []
+# Spares: every spare's job socket until it is ready (then lent to the daemon), and those lent and not yet used.
 _jobs: dict[int, socket.socket] = {}
+_lent: set[int] = set()
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
 _wanted = b"ns net"  # the kind new spares are made for: the last step's (the default policy's at first)
 _limits = b""  # the last step's "processes memory": new spares set them on their cgroups ahead
@@ -130,7 +134,7 @@ def _watch(pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
     selector.register(pidfd, selectors.EVENT_READ, lambda: _reap(pidfd, pid, selector, spare))
 
 
-def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
+def _fork(fds: list[int], selector: selectors.BaseSelector, control: socket.socket) -> None:
     """Fork this spawn's supervisor; it reads the request and answers the daemon itself.
 
     The server never reads a request: its memory, which every tool process run by the
@@ -145,12 +149,17 @@ def _fork(fds: list[int], selector: selectors.BaseSelector) -> None:
     for fd in fds:
         os.close(fd)
     _watch(pid, selector, spare=False)
-    _start_spares(selector)  # spawns come fast now: new spares' cgroup moves share this one's grace period
+    _start_spares(selector, control)  # spawns come fast now: new spares' cgroup moves share this one's grace period
 
 
-def _start_spares(selector: selectors.BaseSelector) -> None:
+def _spares_wanted() -> bool:
+    """Whether fewer than SPARES spares are ready or getting ready."""
+    return _spares_work and len(_jobs) + len(_lent) < SPARES
+
+
+def _start_spares(selector: selectors.BaseSelector, control: socket.socket) -> None:
     """Top the spares up to SPARES (counting those still getting ready)."""
-    while _spares_work and len(_jobs) < SPARES:
+    while _spares_wanted():
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server = os.getpid()
         pid = os.fork()
@@ -162,75 +171,45 @@ def _start_spares(selector: selectors.BaseSelector) -> None:
         if spare.copies(_limits):
             _copied.add(pid)
         _watch(pid, selector, spare=True)
-        selector.register(ours, selectors.EVENT_READ, lambda pid=pid: _on_spare_ready(pid, selector))
+        selector.register(ours, selectors.EVENT_READ, lambda pid=pid: _on_spare_ready(pid, selector, control))
 
 
-def _on_spare_ready(pid: int, selector: selectors.BaseSelector) -> None:
+def _on_spare_ready(pid: int, selector: selectors.BaseSelector, control: socket.socket) -> None:
+    """Lend a spare that says it is ready to the daemon (let it go if made for the kind of step before the last)."""
     global _spares_work
     jobs = _jobs.get(pid)
     if jobs is None:
         return  # reaped in the same round of events
     selector.unregister(jobs)
+    del _jobs[pid]
     try:
         message = jobs.recv(16)
     except OSError:
         message = b""
-    if message in (b"ready", b"ready ns", b"ready ns net"):
-        kind = message[len(b"ready "):]
-        _ready.append((pid, kind))
-        if kind and kind != _wanted:
-            _retire(pid)  # made for the kind of step that came before the last one
-        return
-    if message == b"no cgroup":
+    kind = message[len(b"ready "):]
+    if message in (b"ready", b"ready ns", b"ready ns net") and not (kind and kind != _wanted):
+        least = spare.COPY_MIN_MEMORY if pid in _copied else 0
+        try:
+            socket.send_fds(control, [b"%d %d %s" % (pid, least, kind)], [jobs.fileno()])
+            _lent.add(pid)
+        except OSError:
+            pass  # the daemon has gone: the control socket's EOF ends everything
+    elif message == b"no cgroup":
         _spares_work = False  # none is writable: spares would gain nothing
-    jobs.close()
-    del _jobs[pid]
-
-
-def _retire(pid: int) -> None:
-    """Let a ready spare go (it ends its prepared process and exits); a refill replaces it."""
-    _ready[:] = [spare for spare in _ready if spare[0] != pid]
-    _jobs.pop(pid).close()  # EOF, where it waits for a step
-    try:
-        os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py): it was handed none
-    except OSError:
-        pass  # not reaped yet (its pidfd is watched), so this cannot be another process
+    jobs.close()  # the daemon's alone now; else EOF where it waits for a step: it ends its prepared process, exits
+    if pid not in _lent:
+        try:
+            os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py)
+        except OSError:
+            pass  # not reaped yet (its pidfd is watched), so this cannot be another process
 
 
 def _prepare_for(kind: bytes, limits: bytes) -> None:
-    """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits`; let ready ones made for the
-    other kind, or too big for such steps' memory limit, go."""
+    """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits` (the daemon lets lent spares
+    made for the other kind, or too big for such steps' memory limit, go)."""
     global _wanted, _limits
-    if kind not in (b"ns", b"ns net"):
-        return
-    _limits = limits
-    small = not spare.copies(limits)
-    if kind != _wanted or small:
-        _wanted = kind
-        for pid, made in list(_ready):
-            if made and made != kind or small and pid in _copied:
-                _retire(pid)
-
-
-def _hand_to_spare(fds: list[int], kind: bytes, limits: bytes) -> bool:
-    """Give a spawn (its socket and stdio) to a ready spare that fits it; False when none does."""
-    copied = _copied if not spare.copies(limits) else set()  # the spares this step's memory limit rules out
-    while True:
-        fits = [ready for ready in _ready if ready[1] in (b"", kind) and ready[0] not in copied]
-        if not fits:
-            return False
-        _ready.remove(fits[0])
-        pid = fits[0][0]
-        jobs = _jobs.pop(pid)
-        try:
-            socket.send_fds(jobs, [b"go"], fds)
-        except OSError:
-            continue  # it died meanwhile: try the next
-        finally:
-            jobs.close()
-        for fd in fds:
-            os.close(fd)
-        return True
+    if kind in (b"ns", b"ns net"):
+        _wanted, _limits = kind, limits
 
 
 def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -238,14 +217,11 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
     os.close(pidfd)
     del _supervisors[pid]
     _copied.discard(pid)
+    _lent.discard(pid)
     os.waitpid(pid, 0)
-    if spare and pid in _jobs:  # died before it was used
+    if spare and pid in _jobs:  # died before it was ready
         jobs = _jobs.pop(pid)
-        ready = [spare for spare in _ready if spare[0] == pid]
-        if ready:
-            _ready.remove(ready[0])
-        else:
-            selector.unregister(jobs)
+        selector.unregister(jobs)
         jobs.close()
     # A spare could not remove its cgroup while inside; a killed supervisor never did.
     cgroup.Cgroup.named(str(pid)).remove()
@@ -274,14 +250,17 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return False
     if not message:
         return False
-    if len(fds) != 4:
+    took, _, message = message.partition(b"\n") if message.startswith(b"took ") else (b"", b"", message)
+    if len(fds) != (0 if took else 4):
         for fd in fds:
             os.close(fd)
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
-    if not _hand_to_spare(fds, kind, limits):
-        _fork(fds, selector)
+    if took:  # a step of the daemon's runs in that spare now: refilled once this server is idle
+        _lent.discard(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0)
+    else:
+        _fork(fds, selector, control)
     _prepare_for(kind, limits)
     return True
 
@@ -291,9 +270,9 @@ def serve(control: socket.socket) -> None:
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ, None)
     while True:
-        events = selector.select(REFILL_IDLE_S if _spares_work and len(_jobs) < SPARES else None)
+        events = selector.select(REFILL_IDLE_S if _spares_wanted() else None)
         if not events:
-            _start_spares(selector)
+            _start_spares(selector, control)
         for key, _ in events:
             if key.data is None:
                 if not _accept(control, selector):

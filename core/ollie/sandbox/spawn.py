@@ -22,11 +22,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ollie import paths, programs
 from ollie.log import get_logger
-from ollie.sandbox import unconfined, writers
+from ollie.sandbox import fdio, unconfined, writers
 from ollie.sandbox.errors import SUPERVISOR_DIED, HelperDiedError, SandboxError
 from ollie.sandbox.ldd import library_rules
 from ollie.sandbox.policy import Policy
@@ -55,6 +55,19 @@ class _ServerLost(Exception):
     """The fork server is gone or did not answer: fall back to the launcher."""
 
 
+class _Spare(NamedTuple):
+    """A ready spare supervisor the fork server lent us (forkserver.py): the steps it takes, and its socket."""
+
+    pid: int
+    least_memory: int  # the least memory limit of a step it takes (0: any): it copied its pages ahead
+    kind: bytes  # b"ns" or b"ns net" (its tool process forked ahead, for such steps only), b"" (any step)
+    jobs: socket.socket
+
+    def fits(self, kind: bytes, memory: int) -> bool:
+        """Whether a step of `kind` (as in the spawn message) allowed `memory` bytes (0: no limit) may go there."""
+        return self.kind in (b"", kind) and not 0 < memory < self.least_memory
+
+
 class ForkServer:
     """The daemon's handle on its fork server process (started on first use, restarted if it died)."""
 
@@ -65,6 +78,7 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._owner = 0
         self._atexit_registered = False
+        self._spares: list[_Spare] = []
 
     @property
     def pid(self) -> int | None:
@@ -93,6 +107,9 @@ class ForkServer:
             return ours
 
     def _close_locked(self) -> None:
+        for spare in self._spares:
+            spare.jobs.close()  # it exits
+        self._spares.clear()
         if self._control is not None:
             self._control.close()
         if self._proc is not None and self._owner == os.getpid():
@@ -133,7 +150,12 @@ class ForkServer:
             mine.setblocking(False)
             sent = mine.send(line)
             with self._lock:
-                socket.send_fds(control, [kind], [theirs.fileno(), *stdio])
+                taken = self._lend(kind, [theirs.fileno(), *stdio], int(limits.get("memory") or 0))
+                if not taken:  # the server forks the step's supervisor
+                    socket.send_fds(control, [kind], [theirs.fileno(), *stdio])
+            if taken:  # the server makes the next spares for this step's kind and limits (once idle)
+                with suppress(OSError):  # it has gone: the spare, which has the step, answers for it (never twice)
+                    control.send(b"took %d\n%s" % (taken, kind))
         except OSError as exc:
             mine.close()
             raise _ServerLost(str(exc)) from exc
@@ -143,10 +165,45 @@ class ForkServer:
             return await _converse(mine, line[sent:], request["argv"][0], report)
         except _ServerLost:
             # No answer at all: the fork server died before a supervisor took the spawn (the launcher runs it),
-            # or the supervisor died, maybe with the step started already: it must never run twice.
-            if await self._runs_on(SERVER_EXIT_WAIT_S):
+            # or the supervisor (a spare we handed it to, say) died, maybe with the step started: never run twice.
+            if taken or await self._runs_on(SERVER_EXIT_WAIT_S):
                 raise HelperDiedError(SUPERVISOR_DIED) from None
             raise
+
+    def _lend(self, kind: bytes, fds: list[int], memory: int) -> int:
+        """Hand a spawn (kind and limits, as in the spawn message; its socket and stdio) to a lent spare that fits
+        it; its pid, 0 when none does. With the lock held."""
+        assert self._control is not None
+        while True:  # take what the server lent since the last spawn
+            try:
+                message, jobs = fdio.recv_fds(self._control, 1, flags=socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            if not message:
+                raise ConnectionResetError("the fork server has gone")
+            pid, least, made = message.split(b" ", 2)
+            # Named, not asked of the kernel (two syscalls).
+            self._spares.append(_Spare(int(pid), int(least), made,
+                                       socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, jobs[0])))
+        step = kind.partition(b"\n")[0][len(b"spawn "):]
+        for spare in list(self._spares):
+            if step in (b"ns", b"ns net") and not spare.fits(step, memory):  # the next spares are made for such
+                # steps (forkserver._prepare_for): one made for the other kind, or that copied its pages, exits
+                self._spares.remove(spare)
+                spare.jobs.close()
+        while self._spares:
+            spare = next((spare for spare in self._spares if spare.fits(step, memory)), None)
+            if spare is None:
+                return 0
+            self._spares.remove(spare)
+            try:
+                socket.send_fds(spare.jobs, [b"go"], fds)
+            except OSError:
+                continue  # it died meanwhile: try the next
+            finally:
+                spare.jobs.close()
+            return spare.pid
+        return 0
 
     async def _runs_on(self, wait: float) -> bool:
         """Whether the server is still running after `wait` seconds (False as soon as it has exited)."""
