@@ -18,6 +18,9 @@ logger = logging.getLogger("ollie.lsp.events")
 STOP_WAIT_S = 5.0
 # Roles whose consecutive events are text deltas that may be joined into one notification.
 DELTA_ROLES = frozenset({"assistant", "reasoning"})
+# The largest image (base64 characters, about 1 MiB of bytes) a `tool` event carries to be drawn; a larger one is
+# named with its size only: megabytes in a notification would stall the client's chat.
+SHOWN_IMAGE_CHARS = 1_400_000
 
 
 def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
@@ -32,6 +35,9 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
         params["tool"] = event.tool.to_wire()
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
+    if event.images:  # a `tool` result's images, as the model was shown them
+        params["images"] = [{"mime": i.mime, "bytes": i.size,
+                             **({"data": i.data} if len(i.data) <= SHOWN_IMAGE_CHARS else {})} for i in event.images]
     if event.turn:  # a `turn` end: the number of the turn that ended (a client's "fork from here" names it)
         params["turn"] = event.turn
     if event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list

@@ -2,7 +2,7 @@
 
 import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
-import { STOP_LABELS } from "../lib/history";
+import { STOP_LABELS, imageLabels } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { renderDiff } from "./diffView";
@@ -59,7 +59,7 @@ export function create(item: ChatItem): HTMLElement {
       const result = el("pre", "tool-result");
       result.append(el("code"));
       io.append(el("summary", undefined, "Input and output"), el("div", "io-label", "Input"), args, el("div", "io-label", "Output"), result);
-      node.append(el("div", "step-head"), el("div", "step-network"), el("div", "substeps"), el("div", "diffs"), io);
+      node.append(el("div", "step-head"), el("div", "step-network"), el("div", "substeps"), el("div", "diffs"), el("div", "step-images"), io);
       return node;
     }
     case "permission":
@@ -125,6 +125,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     diffs.dataset.key = key;
     diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)), ...(more ? [el("div", "step-diffs-more", diffsMoreLine(more))] : []));
   }
+  stepImages(node.querySelector(".step-images") as HTMLElement, item);
   (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
   // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
@@ -133,6 +134,23 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   const ended = !item.isError && step.kind === "execute" && step.status === "completed" ? outcomeLine(item.result ?? "") : "";
   headLine(node, "step-error", why);
   headLine(node, "step-outcome", ended);
+}
+
+/** The images a step's tool returned (what the model was shown), drawn once; one the daemon sent without its data
+ * (too large) is named with its size. */
+function stepImages(box: HTMLElement, item: ToolItem): void {
+  const images = item.images ?? [];
+  const labels = imageLabels(images);
+  const key = labels.join("|") + images.map((i) => (i.data ? "+" : "-")).join("");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...images.map((image, k) => {
+    if (!image.data) return el("div", "step-image-label", `${labels[k]} (over 1 MiB: not drawn here)`);
+    const img = el("img", "step-image");
+    img.src = `data:${image.mime};base64,${image.data}`;
+    img.alt = img.title = labels[k];
+    return img;
+  }));
 }
 
 /** The one line of class `className` under a step's title, made when there is `text` to say. */
