@@ -83,6 +83,13 @@ def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(200)
+def test_a_commands_columns_stay_lined_up_in_real_vscode(run_e2e):
+    """/help's table, and an unknown command's list of commands, keep their columns in the chat (screenshot
+    command-columns): they wrapped in a proportional font, each description starting somewhere else."""
+    shows(run_e2e("commands.mjs", total_ms=150000), "/help and an unknown command's list kept their columns")
+
+
+@pytest.mark.timeout(200)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.

@@ -9,6 +9,30 @@ import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
 
+// Text in columns: more than one line, and a word with a run of spaces before the next.
+const isColumns = (text: string) => text.includes("\n") && /\S {2,}\S/.test(text);
+// Where a line's last column starts: after the first run of two or more spaces that follows a word, else after its
+// indent (a continuation line's).
+function columnStart(line: string): number {
+  const gap = /\S( {2,})(?=\S)/.exec(line);
+  return gap ? gap.index + 1 + gap[1].length : (/^ */.exec(line)?.[0].length ?? 0);
+}
+
+/** Text in columns, a row a line, in the editor's font: beside its first column where the chat is wide enough, its
+ * last column lines up; in a narrow chat it goes on the next line, indented (chat.css). */
+function columnRows(text: string): HTMLElement {
+  const box = el("div", "notice-text columns");
+  box.append(...text.split("\n").map((line) => {
+    const row = el("div", "column-row");
+    const start = columnStart(line);
+    const head = el("span", "column-head", line.slice(0, start).trimEnd());
+    head.style.flexBasis = `${start}ch`;
+    row.append(head, el("span", "column-last", line.slice(start)));
+    return row;
+  }));
+  return box;
+}
+
 const OUTCOME_LABELS: Record<string, string> = {
   allow_once: "Allowed once",
   allow_always: "Allowed for the rest of the session",
@@ -336,7 +360,10 @@ export function update(node: HTMLElement, item: ChatItem): void {
         node.setAttribute("role", "alert");
         node.append(icon("error"));
       }
-      node.append(el("span", "notice-text", item.text));
+      // A table the daemon lines up with spaces (/help's commands, an unknown command's list) keeps its columns (a
+      // `!cmd`'s output is shown as it came).
+      if (item.level !== "exec" && isColumns(item.text)) node.append(columnRows(item.text));
+      else node.append(el("span", "notice-text", item.text));
       break;
     case "turnEnd":
       node.dataset.stop = item.stop;
