@@ -16,8 +16,9 @@ def chat_text(screen: str) -> str:
 
 
 def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scripted_llm):
-    """`/cwd` to a missing directory said its error twice (the `error` event, then the answer); `/rewind abc` redrew
-    the chat from the history as a rewind does, and the notes of the commands before it (`/network`) were gone."""
+    """`/cwd` to a missing directory said its error twice (the `error` event, then the answer), a bare `!` said
+    "error: error: ..."; `/rewind abc` redrew the chat from the history as a rewind does, and the notes of the
+    commands before it (`/network`) were gone."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
     tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
@@ -35,10 +36,12 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         command("/network", "no network use in this session")
         command("/cwd /nonexistent", "usage: /cwd")
+        command("!", "needs a shell command")  # the client says "error: ", the text did too
         # Answered after /cwd's: by then each has said all it says.
         after = tmux.keep("1-after", command("/rewind abc", "takes a turn number"))
         assert after.count("no such directory: /nonexistent") == 1, after
         assert after.count("takes a turn number") == 1, after
+        assert after.count("needs a shell command") == 1 and "error: error:" not in after, after
         assert "no network use in this session" in after and "Hello back." in after, after
         assert_clean(tmux.screens)
     finally:
