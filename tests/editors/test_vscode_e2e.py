@@ -93,12 +93,12 @@ def test_a_commands_columns_stay_lined_up_in_real_vscode(run_e2e):
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
-    An image the model reads with file_read is drawn in its step (screenshot image-tool-result), as it was shown."""
+    An image the model reads with file_read is drawn in its step (screenshot image-tool-result), one over 1 MiB named."""
     shows(run_e2e("images.mjs", total_ms=150000),
           "a pasted image showed as a chip, went with the prompt and was saved with it",
           "a dropped image went with the prompt",
           "an image file picked with @ went with the prompt as an image",
-          "an image the model read showed in its step",
+          "an image the model read showed in its step, one over 1 MiB named with its size",
           "a file that is not an image was refused by the daemon and the chat said why")
 
 

@@ -11,7 +11,7 @@ const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQ
 const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
 
 const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." },
-  { text: "Reading it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["docs/diagram.png"] }] } }] },
+  { text: "Reading it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["docs/diagram.png"] }, { tool: "file_read", args: ["docs/big.png"] }] } }] },
   { text: "It is red." }];
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
@@ -27,7 +27,8 @@ async function give(chat, how, name, base64) {
   }, [how, name, base64]);
 }
 
-await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64") }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64"),
+  "docs/big.png": Buffer.concat([Buffer.from(PNG, "base64"), Buffer.alloc(1_200_000)]) }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 
@@ -70,8 +71,10 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await drawn.waitFor({ timeout: waitMs });
   const size = await drawn.evaluate((img) => `${img.naturalWidth}x${img.naturalHeight} ${img.alt}`);
   if (size !== "24x16 image: png, 1 KB") throw new Error(`the step's image drew as ${size}`);
+  // One over 1 MiB comes without its data: named, with its size.
+  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (over 1 MiB: not drawn here)" }).waitFor({ timeout: waitMs });
   await screenshot("image-tool-result");
-  log("an image the model read showed in its step");
+  log("an image the model read showed in its step, one over 1 MiB named with its size");
 
   await give(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
