@@ -71,8 +71,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await drawn.waitFor({ timeout: waitMs });
   const size = await drawn.evaluate((img) => `${img.naturalWidth}x${img.naturalHeight} ${img.alt}`);
   if (size !== "24x16 image: png, 1 KB") throw new Error(`the step's image drew as ${size}`);
-  // One over 1 MiB comes without its data: named, with its size.
-  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (over 1 MiB: not drawn here)" }).waitFor({ timeout: waitMs });
+  // One past the 1 MiB a step's images may come to comes without its data: named, with its size.
+  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
   await screenshot("image-tool-result");
   log("an image the model read showed in its step, one over 1 MiB named with its size");
 
