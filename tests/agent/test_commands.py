@@ -201,7 +201,7 @@ async def test_shell_timeout_kills_the_command(core, monkeypatch: pytest.MonkeyP
 
 
 async def test_empty_shell_command_is_an_error(core, events):
-    assert (await run_command(core, "!  ")).startswith("error: ! needs a shell command")
+    assert (await run_command(core, "!  ")).startswith("! needs a shell command")
     assert _drain(events)[0].role == "error"
 
 

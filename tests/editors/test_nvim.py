@@ -131,7 +131,7 @@ def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scri
     assert result["folded_lines"] > 0, "the step output should be folded"
     # The inject's context shows in the step's output as its 📎 line, as a prompt's does (not the raw block).
     assert ("    │ [user, while this tool ran]\n    │ 📎 code.py:1-4\n    │ \n    │ mind the tests in code.py\n  ───\n\n"
-            "↳ injected: mind the tests in code.py\nDone: the notes") in chat, "a separator after output"
+            "↳ injected: mind the tests in code.py\n\nDone: the notes") in chat, "a separator after output"
     assert result["gf_file"] == "notes.txt" and result["gf_line"] == 1
     assert result["gf_text"] == {"file": "notes.txt", "transcript_kept": True, "in_transcript": False}
     # The edit went to the open buffer (the disk does not show it yet): the turn still says it changed a file.

@@ -83,13 +83,24 @@ def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(200)
+def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
+    """/help's table, and an unknown command's list of commands, keep their columns in the chat (screenshot
+    command-columns): they wrapped in a proportional font, each description starting somewhere else. `/rewind` and
+    `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the model still had them."""
+    shows(run_e2e("commands.mjs", total_ms=150000), "/help and an unknown command's list kept their columns",
+          "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing")
+
+
+@pytest.mark.timeout(200)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
-    one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why."""
+    one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
+    An image the model reads with file_read is drawn in its step (screenshot image-tool-result), one over 1 MiB named."""
     shows(run_e2e("images.mjs", total_ms=150000),
           "a pasted image showed as a chip, went with the prompt and was saved with it",
           "a dropped image went with the prompt",
           "an image file picked with @ went with the prompt as an image",
+          "an image the model read showed in its step, one over 1 MiB named with its size",
           "a file that is not an image was refused by the daemon and the chat said why")
 
 

@@ -90,6 +90,25 @@ async def test_file_read_of_an_image_shows_it_to_the_model(start_daemon, scripte
     assert "[note] the image is not shown to the model: big.png is larger than 1,000 bytes" in tool, tool
 
 
+async def test_a_tool_event_carries_the_images_the_model_was_shown(start_daemon, scripted_llm):
+    """The `tool` event of a file_read that found images carries them for the client to draw: base64 when at most
+    about 1 MiB in all, past that what each is and its size."""
+    llm = scripted_llm("openai")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [name]}
+                                                         for name in ("shot.png", "big.png", "more.png")]})),
+               Reply.text("three red rectangles"))
+    daemon = await start_daemon(env=llm.env())
+    big = PICTURE + b"\0" * 800_000
+    for name, data in (("shot.png", PICTURE), ("big.png", big), ("more.png", big)):
+        (daemon.workspace / name).write_bytes(data)
+    result = await daemon.request("ollie/submit", {"text": "what is in them?"})
+    assert result["stop"] == "end"
+    (event,) = [e for e in daemon.events if e["role"] == "tool"]
+    assert event["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "data": base64.b64encode(PICTURE).decode()},
+                               {"mime": "image/png", "bytes": len(big), "data": base64.b64encode(big).decode()},
+                               {"mime": "image/png", "bytes": len(big)}]  # past the 1 MiB: named only
+
+
 async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_daemon, scripted_llm, tmp_path):
     """A step planted a link to an image outside the workspace and a FIFO named .png: nothing is read through the
     link, nothing hangs, and the model sees no image."""

@@ -284,7 +284,7 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
         try:
             output = await stoppable(run_shell_line(core, text[1:].strip()))
         except (CommandUsageError, OSError) as exc:
-            return _publish(core, "error", f"error: {exc}")
+            return _publish(core, "error", str(exc))
         except Stopped:  # its process group is dead
             raise Stopped(_publish(core, "exec", "[stopped; killed]", name=text[1:].strip())) from None
         return _publish(core, "exec", output, name=text[1:].strip())

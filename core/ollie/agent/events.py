@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from ollie.agent.steps import ToolState
-from ollie.backend.types import Usage
+from ollie.backend.types import Image, Usage
 
 # Roles the engine publishes: assistant, tool, call, step, info, exec, error, usage, reasoning, limitretry, turn,
 # state, output, rewind. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal, empty
@@ -66,7 +66,8 @@ class TurnFiles:
 @dataclass(frozen=True, eq=False, repr=False)
 class Event:
     """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps,
-    `changes` (on a `turn` end) the files the turn changed, `turn` (on a `turn` end) its number (0: not numbered)."""
+    `changes` (on a `turn` end) the files the turn changed, `turn` (on a `turn` end) its number (0: not numbered),
+    `images` (on a `tool` result) the images the tool returned."""
 
     role: str
     name: str = ""
@@ -77,6 +78,7 @@ class Event:
     prompt: str = ""
     changes: TurnFiles | None = None
     turn: int = 0
+    images: tuple[Image, ...] = ()
 
 
 class Subscription:

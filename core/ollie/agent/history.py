@@ -110,8 +110,7 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
         if message.notes:  # shown as the user typed it, as the live chat showed it; the notes apart
             data["content"] = typed_text(message)
         if message.images:  # what they are, not megabytes of base64 on every page
-            data["images"] = [{"mime": i.mime, "bytes": len(i.data) * 3 // 4 - i.data[-2:].count("=")}
-                              for i in message.images]
+            data["images"] = [{"mime": i.mime, "bytes": i.size} for i in message.images]
         if message.tool_calls:
             data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments, **fields(c)}
                                   for c in message.tool_calls]

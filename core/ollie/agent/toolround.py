@@ -177,15 +177,16 @@ class ToolRound:
         self._names[call.id] = call.name
         self._publish("call", call.id, call.name, call.arguments)
 
-    def _publish(self, role: str, call_id: str, name: str, content: str) -> None:
+    def _publish(self, role: str, call_id: str, name: str, content: str, images: Sequence[Image] = ()) -> None:
         inner = self._open.get(call_id, [])
         if not inner:
-            self.bus.emit(role, content, name=name)
+            self.bus.publish(Event(role, name, content, images=tuple(images)))
             return
         whole = whole_state(call_id, inner)
         if role == "tool" and (network := self.network.get(call_id, ())):
             whole = replace(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
-        self.bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else ()))
+        self.bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else (),
+                               images=tuple(images)))
 
     def _started(self, call: ToolCall) -> None:
         """A `step` event: the call's steps are running."""
@@ -194,8 +195,9 @@ class ToolRound:
             self._open[call.id] = [s.with_status("in_progress") for s in inner]
             self._publish("step", call.id, call.name, "")
 
-    def _close(self, call_id: str, name: str, text: str, is_error: bool) -> None:
-        """The `tool` event: each step completed or failed (from the result's sections), with its diffs."""
+    def _close(self, call_id: str, name: str, text: str, is_error: bool, images: Sequence[Image] = ()) -> None:
+        """The `tool` event: each step completed or failed (from the result's sections), with its diffs and the
+        images the tool returned (the user sees what the model was shown)."""
         inner = finished(self._open.get(call_id, []), text, is_error=is_error)
         diffs = self._diffs.pop(call_id, None)
         shares = attribute(diffs, inner) if diffs and inner else [() for _ in inner]
@@ -206,7 +208,7 @@ class ToolRound:
         if more:  # the files past the listed ones are named by no step: the last writer's, as attribute() has it
             owner = last_writer(inner)
             self._open[call_id][owner] = replace(self._open[call_id][owner], diffs_more=more)
-        self._publish("tool", call_id, name, text)
+        self._publish("tool", call_id, name, text, images)
         self.ended[call_id] = self._open.pop(call_id, [])
 
     def _writes(self, calls: Sequence[ToolCall]) -> bool:
@@ -303,7 +305,7 @@ class ToolRound:
         behind = self._behind.pop(outcome.call.id, [])
         if behind:
             outcome.text = f"{outcome.text}\n\n{model_note(behind)}"
-        self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error)
+        self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error, outcome.images)
         for rel in behind:  # the user reads it under the step, right when it ended
             self.bus.emit("info", user_notice(rel))
         return outcome
@@ -328,7 +330,7 @@ class ToolRound:
             shared[key] = cached
             if not tracked:  # a batch that may write closes its steps once the batch's diffs are known
                 for call, _ in groups[key]:
-                    self._close(call.id, call.name, cached.text, cached.is_error)
+                    self._close(call.id, call.name, cached.text, cached.is_error, cached.images)
 
         async def fan_out() -> None:
             # A TaskGroup: if one call fails unexpectedly its siblings are cancelled, not left running.

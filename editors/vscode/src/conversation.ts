@@ -10,7 +10,7 @@ import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
-import { isSlashCommand } from "./lib/slash";
+import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
 import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
@@ -221,6 +221,7 @@ export class Conversation implements vscode.Disposable {
       if (result.stop === "command") {
         void this.queued.turnEnded(result.session, "command");
         void this.refreshHeader();
+        if (cutsConversation(text)) await this.redrawAfter(model, mark, text, result.reply);
       }
       return result;
     } catch (err) {
@@ -287,9 +288,22 @@ export class Conversation implements vscode.Disposable {
 
   /** Run one slash command on the current session and return its output. */
   async command(line: string): Promise<string> {
+    const model = this.model;
+    const mark = model.items.length;
     const result = await this.daemon.request<{ output?: string }>("ollie/command", this.withSession({ line }));
     void this.refreshHeader();  // `/model`, `/agent`: the composer names them
+    if (cutsConversation(line)) await this.redrawAfter(model, mark, undefined, result?.output ?? "");
     return result?.output ?? "";
+  }
+
+  // `/rewind`, `/clear` and `/agent NAME` cut the conversation (`/rewind undo` puts it back): the chat is drawn again
+  // as the daemon has it now (the cut turns stayed in sight, as if the model still had them), then the command (when
+  // typed) and what it said. One that failed (its `error` event came first) cut nothing.
+  private async redrawAfter(model: ChatModel, mark: number, line: string | undefined, output: string): Promise<void> {
+    if (this.sawError(model, mark) || model !== this.model) return;
+    await this.reload();
+    if (line !== undefined) this.changed(this.model.addUser(line));
+    if (output) this.changed(this.model.addNotice("info", output));
   }
 
   /** Any `ollie/*` request with this session's id added. */

@@ -24,7 +24,7 @@ local M = {}
 ---@field title string                 its session's title as the daemon says it ("" while it has none)
 ---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
 ---@field commands_running integer|nil slash commands sent and not answered yet
----@field command_info table<string, boolean> `info` texts seen while a command ran
+---@field command_info table<string, true|"error"> `info` (or `error`) texts seen while a command ran
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
@@ -413,7 +413,8 @@ function Chat:command(line)
       if line:match("^/queued") then
         self:sync_queue()
       end
-      if not err and not res.error and redraws(line) and not self.running then
+      -- A command that failed (its text came as an `error` event) cut nothing: no redraw, which lost the notes.
+      if not err and not res.error and shown ~= "error" and redraws(line) and not self.running then
         -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
         return self:switch(session, function()
           self.transcript:note("› " .. line, "OllieCommand")
@@ -480,6 +481,9 @@ function Chat:on_event(ev, drawn)
     t:settle("queued", text)
     t:prompt(text, labels)
   elseif role == "error" then
+    if (self.commands_running or 0) > 0 then
+      self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
+    end
     t:note("error: " .. content, "OllieError")
   elseif role == "info" or role == "exec" then
     if (self.commands_running or 0) > 0 then

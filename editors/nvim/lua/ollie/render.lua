@@ -502,7 +502,7 @@ end
 ---@param hl string|nil
 ---@return integer row
 function T:add(lines, hl)
-  self.stream_role, self.reasoning = nil, nil
+  self.stream_role, self.reasoning, self.noted = nil, nil, nil
   local row
   self:edit(function()
     row = self:count()
@@ -550,8 +550,9 @@ end
 function T:append_delta(role, text)
   self:reply_header()
   if self.stream_role ~= role then
-    -- After reasoning (or an answer), a blank line keeps the two apart: markdown must not run on.
-    self:add(self.stream_role and { "", "" } or { "" })
+    -- After reasoning (or an answer, or a note said mid-answer: a command's), a blank line keeps the two apart:
+    -- markdown must not run on, and the answer's next words must not read as the note's.
+    self:add((self.stream_role or self.noted) and { "", "" } or { "" })
     self.stream_role = role
     if role == "reasoning" then
       self.reasoning = { row = self:count() - 1 }
@@ -608,6 +609,7 @@ function T:note(text, hl)
     table.insert(lines, 1, "")
   end
   self:add(lines, hl)
+  self.noted = true
 end
 
 ---The title line of a step: indent, status icon, title.

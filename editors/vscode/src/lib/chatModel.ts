@@ -1,7 +1,7 @@
 // The conversation as the chat view shows it, built from `ollie/event` notifications.
 
 import { splitEditorContext } from "./promptContext";
-import type { OllieEvent } from "./protocol";
+import type { OllieEvent, ToolImage } from "./protocol";
 import type { StepDiff, StepLocation, ToolStep } from "./steps";
 
 export type NoticeLevel = "info" | "error" | "exec" | "retry";
@@ -57,7 +57,7 @@ export type ChatItem =
   | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[]; turn?: number }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
-  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[] }
+  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[]; images?: ToolImage[] }
   | { kind: "notice"; id: number; level: NoticeLevel; text: string }
   | { kind: "turnEnd"; id: number; stop: string }
   | {
@@ -100,10 +100,11 @@ export function isToolError(content: string): boolean {
   return FIRST_LINE_ERROR.test(content) || SECTION_ERROR.test(content);
 }
 
-// A tool item with the event's readable step(s) when it carries them (protocol v2).
+// A tool item with the event's readable step(s) when it carries them (protocol v2), and its result's images.
 function withSteps(item: ToolItem, event: OllieEvent): ToolItem {
   if (event.tool) item.step = event.tool;
   if (event.steps) item.steps = event.steps;
+  if (event.images) item.images = event.images;
   return item;
 }
 

@@ -21,6 +21,27 @@ export interface OllieEvent {
   turnChanges?: TurnChanges;
   /** On a `turn` end: the number of the turn that ended (absent when it got none). */
   turn?: number;
+  /** On a `tool` result: the images the tool returned (the history lists them without `data`). */
+  images?: ToolImage[];
+}
+
+/** An image a tool returned: what it is, its size, and its base64 when small enough to draw. */
+export interface ToolImage {
+  mime: string;
+  bytes: number;
+  data?: string;
+}
+
+// Only what the daemon reads as an image is drawn, and only base64 goes into the data: URL.
+const IMAGE_MIMES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The `images` of a `tool` event or history message; one of another type, or not base64, is dropped. */
+export function parseToolImages(raw: unknown): ToolImage[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  const images = raw.filter((i) => isObject(i) && typeof i.mime === "string" && IMAGE_MIMES.has(i.mime) && Number.isInteger(i.bytes))
+    .map((i) => ({ mime: i.mime, bytes: i.bytes, ...(typeof i.data === "string" && BASE64.test(i.data) ? { data: i.data } : {}) }) as ToolImage);
+  return images.length ? images : undefined;
 }
 
 /** What a turn changed, as its `turn` end event lists it: its number and each file with its line counts. */
@@ -145,6 +166,8 @@ export function parseEvent(raw: unknown): OllieEvent | undefined {
   const changes = parseTurnChanges(raw.turnChanges);
   if (changes) event.turnChanges = changes;
   if (turnNumber(raw.turn)) event.turn = raw.turn as number;
+  const images = parseToolImages(raw.images);
+  if (images) event.images = images;
   return event;
 }
 

@@ -33,6 +33,12 @@ export function typedWhole(input: string, command: Pick<SlashCommand, "name" | "
   return command.name.startsWith("/") && input === command.name && !command.args.startsWith("<");
 }
 
+/** Whether `text` is a command that cuts the session's conversation or puts it back (`/rewind`, `/clear`, `/agent
+ * NAME`): the chat is drawn again from the daemon's history after it. */
+export function cutsConversation(text: string): boolean {
+  return /^\/(rewind|clear)(\s|$)|^\/agent\s+\S/.test(text.trim());
+}
+
 /** Whether `text` is a slash command (`/word ...`), as the daemon decides: a path such as `/usr/bin/env x` is a
  * prompt (core/ollie/agent/editorcontext.py `is_command`). */
 export function isSlashCommand(text: string): boolean {

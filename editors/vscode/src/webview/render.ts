@@ -2,12 +2,36 @@
 
 import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
-import { STOP_LABELS } from "../lib/history";
+import { STOP_LABELS, imageLabels } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
+
+// Text in columns: more than one line, and a word with a run of spaces before the next.
+const isColumns = (text: string) => text.includes("\n") && /\S {2,}\S/.test(text);
+// Where a line's last column starts: after the first run of two or more spaces that follows a word, else after its
+// indent (a continuation line's).
+function columnStart(line: string): number {
+  const gap = /\S( {2,})(?=\S)/.exec(line);
+  return gap ? gap.index + 1 + gap[1].length : (/^ */.exec(line)?.[0].length ?? 0);
+}
+
+/** Text in columns, a row a line, in the editor's font: beside its first column where the chat is wide enough, its
+ * last column lines up; in a narrow chat it goes on the next line, indented (chat.css). */
+function columnRows(text: string): HTMLElement {
+  const box = el("div", "notice-text columns");
+  box.append(...text.split("\n").map((line) => {
+    const row = el("div", "column-row");
+    const start = columnStart(line);
+    const head = el("span", "column-head", line.slice(0, start).trimEnd());
+    head.style.flexBasis = `${start}ch`;
+    row.append(head, el("span", "column-last", line.slice(start)));
+    return row;
+  }));
+  return box;
+}
 
 const OUTCOME_LABELS: Record<string, string> = {
   allow_once: "Allowed once",
@@ -59,7 +83,7 @@ export function create(item: ChatItem): HTMLElement {
       const result = el("pre", "tool-result");
       result.append(el("code"));
       io.append(el("summary", undefined, "Input and output"), el("div", "io-label", "Input"), args, el("div", "io-label", "Output"), result);
-      node.append(el("div", "step-head"), el("div", "step-network"), el("div", "substeps"), el("div", "diffs"), io);
+      node.append(el("div", "step-head"), el("div", "step-network"), el("div", "substeps"), el("div", "diffs"), el("div", "step-images"), io);
       return node;
     }
     case "permission":
@@ -125,6 +149,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     diffs.dataset.key = key;
     diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)), ...(more ? [el("div", "step-diffs-more", diffsMoreLine(more))] : []));
   }
+  stepImages(node.querySelector(".step-images") as HTMLElement, item);
   (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
   // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
@@ -133,6 +158,23 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   const ended = !item.isError && step.kind === "execute" && step.status === "completed" ? outcomeLine(item.result ?? "") : "";
   headLine(node, "step-error", why);
   headLine(node, "step-outcome", ended);
+}
+
+/** The images a step's tool returned (what the model was shown), drawn once; one the daemon sent without its data
+ * (past the 1 MiB it sends a step) is named with its size. */
+function stepImages(box: HTMLElement, item: ToolItem): void {
+  const images = item.images ?? [];
+  const labels = imageLabels(images);
+  const key = labels.join("|") + images.map((i) => (i.data ? "+" : "-")).join("");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...images.map((image, k) => {
+    if (!image.data) return el("div", "step-image-label", `${labels[k]} (not drawn: a step shows 1 MiB of images)`);
+    const img = el("img", "step-image");
+    img.src = `data:${image.mime};base64,${image.data}`;
+    img.alt = img.title = labels[k];
+    return img;
+  }));
 }
 
 /** The one line of class `className` under a step's title, made when there is `text` to say. */
@@ -318,7 +360,10 @@ export function update(node: HTMLElement, item: ChatItem): void {
         node.setAttribute("role", "alert");
         node.append(icon("error"));
       }
-      node.append(el("span", "notice-text", item.text));
+      // A table the daemon lines up with spaces (/help's commands, an unknown command's list) keeps its columns (a
+      // `!cmd`'s output is shown as it came).
+      if (item.level !== "exec" && isColumns(item.text)) node.append(columnRows(item.text));
+      else node.append(el("span", "notice-text", item.text));
       break;
     case "turnEnd":
       node.dataset.stop = item.stop;

@@ -1,6 +1,6 @@
 // E2E in real VS Code (code-server): an image pasted into the chat input shows as a chip and goes with the prompt
 // (the daemon saves it with the prompt: it reached the engine); a dropped one too; a file that says it is a PNG but
-// is not is refused by the daemon, and the chat says why.
+// is not is refused by the daemon, and the chat says why; an image the model reads with file_read is drawn in its step.
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -10,7 +10,9 @@ import { log, openChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSC
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
 const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
 
-const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." }];
+const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." },
+  { text: "Reading it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["docs/diagram.png"] }, { tool: "file_read", args: ["docs/big.png"] }] } }] },
+  { text: "It is red." }];
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
 async function give(chat, how, name, base64) {
@@ -25,7 +27,8 @@ async function give(chat, how, name, base64) {
   }, [how, name, base64]);
 }
 
-await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64") }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
+await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64"),
+  "docs/big.png": Buffer.concat([Buffer.from(PNG, "base64"), Buffer.alloc(1_200_000)]) }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 
@@ -60,6 +63,18 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await chat.locator(".item.assistant", { hasText: "A diagram in red." }).waitFor({ timeout: waitMs });
   await waitForSavedPrompt(dataDir, ["What does the diagram show?", `"images"`, PNG]);
   log("an image file picked with @ went with the prompt as an image");
+
+  // The model reads an image: its step shows the picture it was shown (it showed only "Read docs/diagram.png").
+  await send(chat, "Read the diagram yourself");
+  await chat.locator(".item.assistant", { hasText: "It is red." }).waitFor({ timeout: waitMs });
+  const drawn = chat.locator(".item.tool .step-images img.step-image");
+  await drawn.waitFor({ timeout: waitMs });
+  const size = await drawn.evaluate((img) => `${img.naturalWidth}x${img.naturalHeight} ${img.alt}`);
+  if (size !== "24x16 image: png, 1 KB") throw new Error(`the step's image drew as ${size}`);
+  // One past the 1 MiB a step's images may come to comes without its data: named, with its size.
+  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
+  await screenshot("image-tool-result");
+  log("an image the model read showed in its step, one over 1 MiB named with its size");
 
   await give(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });

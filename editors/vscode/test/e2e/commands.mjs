@@ -1,0 +1,53 @@
+// E2E in real VS Code (code-server): a command's answer laid out in columns (/help, an unknown command's list) keeps
+// its columns in the chat, a description that wraps going on under its column (it was wrapped in a proportional
+// font, each description starting somewhere else). `/rewind` and `/agent NAME` typed in the chat take the turns they
+// cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing.
+//
+// Usage: node test/e2e/commands.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import { log, openChat, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+/** The left edge, in pixels, of `word` in the chat's notice that holds it. */
+async function leftOf(chat, notice, word) {
+  return chat.locator(notice).last().locator(".column-last", { hasText: word }).evaluate((node, needle) => {
+    const text = node.firstChild;
+    const range = document.createRange();
+    const at = text.textContent.indexOf(needle);
+    range.setStart(text, at);
+    range.setEnd(text, at + needle.length);
+    return range.getBoundingClientRect().left;
+  }, word);
+}
+
+await withVSCode({ script: [{ text: "Hello." }, { text: "Again." }], files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
+  await waitForStatus(page, /Ollie: idle/);
+  const chat = await openChat(page);
+  await send(chat, "hi");
+  await chat.locator(".item.assistant", { hasText: "Hello." }).waitFor({ timeout: waitMs });
+  for (const [line, notice] of [["/help", ".item.notice.info"], ["/bogus", ".item.notice.error"]]) {
+    await send(chat, line);
+    await chat.locator(notice, { hasText: "rename the session" }).waitFor({ timeout: waitMs });
+    const columns = [await leftOf(chat, notice, "stop this session"), await leftOf(chat, notice, "rename the session"),
+      await leftOf(chat, notice, "show or change the working directory")];
+    // The /network row's second line ("and the hosts allowed...") goes on under the descriptions too.
+    columns.push(await leftOf(chat, notice, "and the hosts allowed"));
+    if (new Set(columns).size !== 1) throw new Error(`${line}: the descriptions start at ${columns.join(", ")} px`);
+  }
+  await screenshot("command-columns");
+  log("/help and an unknown command's list kept their columns");
+
+  const gone = (text) => until(`"${text}" gone from the chat`, async () => (await chat.locator(".item", { hasText: text }).count()) === 0);
+  await send(chat, "/rewind");
+  await chat.locator(".item.notice", { hasText: "rewound to before turn 1" }).waitFor({ timeout: waitMs });
+  await gone("Hello.");
+  await send(chat, "again");
+  await chat.locator(".item.assistant", { hasText: "Again." }).waitFor({ timeout: waitMs });
+  await send(chat, "/agent coding");
+  await chat.locator(".item.notice", { hasText: "session cleared" }).waitFor({ timeout: waitMs });
+  await gone("Again.");
+  await send(chat, "/rewind abc");
+  await chat.locator(".item.notice.error", { hasText: "takes a turn number" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "session cleared" }).waitFor({ timeout: waitMs });
+  await screenshot("command-cut");
+  log("/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing");
+});

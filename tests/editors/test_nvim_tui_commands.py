@@ -1,0 +1,73 @@
+"""Slash commands typed in the Neovim chat's input (nvim in tmux, README's `setup({})`): what each says shows once,
+and one that fails leaves the chat as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from .test_nvim_tui import assert_clean, start_nvim
+
+
+def chat_text(screen: str) -> str:
+    """The chat's side of the screen (right of the code's window), one line per row."""
+    return "\n".join(line.split("│")[-1].rstrip() for line in screen.splitlines())
+
+
+def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scripted_llm):
+    """`/cwd` to a missing directory said its error twice (the `error` event, then the answer), a bare `!` said
+    "error: error: ..."; `/rewind abc` redrew the chat from the history as a rewind does, and the notes of the
+    commands before it (`/network`) were gone."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
+
+    def command(line: str, until: str) -> str:
+        tmux.keys(line, literal=True)
+        tmux.keys("C-s")
+        return chat_text(tmux.wait(lambda s: until in chat_text(s), f"the answer to {line}"))
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("hello", literal=True)
+        tmux.keys("C-s")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        command("/network", "no network use in this session")
+        command("/cwd /nonexistent", "usage: /cwd")
+        command("!", "needs a shell command")  # the client says "error: ", the text did too
+        # Answered after /cwd's: by then each has said all it says.
+        after = tmux.keep("1-after", command("/rewind abc", "takes a turn number"))
+        assert after.count("no such directory: /nonexistent") == 1, after
+        assert after.count("takes a turn number") == 1, after
+        assert after.count("needs a shell command") == 1 and "error: error:" not in after, after
+        assert "no network use in this session" in after and "Hello back." in after, after
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_command_typed_while_the_answer_streams_leaves_the_answer_apart_from_its_note(tmp_path: Path, scripted_llm):
+    """`/clear` typed while an answer streams is refused, said under the words so far; the answer's next words came
+    on the very next line, read as the end of the error."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The answer starts here and goes on slowly word after word until it ends at last.",
+                     chunk_size=6, delay=0.25))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("explain", literal=True)
+        tmux.keys("C-s")
+        tmux.wait(lambda s: "The answer" in s, "the answer streaming")
+        tmux.keys("/clear", literal=True)
+        tmux.keys("C-s")
+        tmux.wait(lambda s: "cannot clear while a turn is running" in s, "the refusal")
+        done = tmux.keep("1-done", tmux.wait(lambda s: "at last." in s and "(end)" in s, "the end"))
+        lines = chat_text(done).splitlines()
+        error = next(i for i, line in enumerate(lines) if "cannot clear while a turn is running" in line)
+        assert lines[error + 1] == "" and lines[error + 2].strip(), done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
