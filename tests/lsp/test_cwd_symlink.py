@@ -71,3 +71,23 @@ async def test_a_cwd_another_sessions_step_swapped_for_a_symlink_is_never_grante
 
     fork = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
     assert (await daemon.request("ollie/state", {"session": fork}))["cwd"] == str(ws)  # the workspace folder
+
+
+async def test_a_swapped_cwd_stays_refused_after_an_agent_switch(start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+    # The user switches that session to another sandboxed agent (no question): its tools are built anew there.
+    out = (await daemon.request("ollie/command", {"session": sid, "line": "/agent coding"}))["output"]
+    assert out.startswith("agent: coding"), out
+
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
+    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
