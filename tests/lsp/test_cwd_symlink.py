@@ -91,3 +91,18 @@ async def test_a_swapped_cwd_stays_refused_after_an_agent_switch(start_daemon, l
     assert list(outside.iterdir()) == []
     (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
     assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+
+
+async def test_a_link_in_a_dir_every_step_may_write_is_refused_before_the_sessions_first_step(
+        start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    # A step plants a link in its project's notes dir, which the policy grants every step (`{OLLIE_DATA_PATH}/memory`).
+    await run_turn(daemon, llm, code(f'ln -s {outside} "$OLLIE_MEMORY_PATH/l" && printf %s "$OLLIE_MEMORY_PATH" > where'))
+    notes = (ws / "where").read_text()
+    # A new session has run no step: its policy, which grants that dir too, was not built yet.
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": f"{notes}/l"})
+    assert err.code == -32602 and f"is a symlink inside {notes}" in err.message, err

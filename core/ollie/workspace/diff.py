@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ollie.workspace.types import FileChange, Hunk
 
-
-# The steps a diff may take looking for matching lines (~0.1 us each): each search of a region walks every place in
+# The steps a diff may take looking for matching lines (~1 us each): each search of a region walks every place in
 # `new` of each line of `old` there, so lines repeated many times made it cubic (2,000 lines took 4 minutes).
 DIFF_STEPS = 1_000_000
 
@@ -15,9 +14,12 @@ def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
     import bisect
     import difflib  # at the first diff, not in the daemon's start-up path
 
-    class Bounded(difflib.SequenceMatcher):
+    class Bounded(difflib.SequenceMatcher[str]):
         """Past DIFF_STEPS, a region still to search is one change (coarser hunks, never hours of CPU)."""
 
+        a: list[str]
+        b: list[str]
+        b2j: dict[str, list[int]]  # each line's places in b, in order (set by SequenceMatcher)
         steps = DIFF_STEPS
 
         def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,

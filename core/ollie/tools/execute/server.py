@@ -258,8 +258,14 @@ class ExecuteServer:
             return []
 
     def writable(self) -> tuple[Path, ...]:
-        """What the session's steps were granted to write, by the policy last built (none before the first step)."""
-        return self._built_runner.last_writable(self._sandbox) if self._built_runner is not None else ()
+        """What the session's steps are granted to write (its policy built now if no step built it yet: the dirs it
+        grants every step, such as the project's notes, hold what earlier sessions' steps left)."""
+        if self._sandbox == UNSANDBOXED:
+            return ()
+        try:
+            return self._runner.policy(self._sandbox).writable()
+        except OllieError:
+            return ()  # a broken policy file runs no step
 
     def set_elevation(self, mode: str, approver: Approver | None) -> None:
         """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""
