@@ -351,6 +351,12 @@ def real_dir(path: Path | str, guarded: Iterable[Path | str]) -> Path:
     return Path(real)
 
 
+def moved(cwd: Path | str) -> str | None:
+    """Where `cwd`, a real path when it was set, leads now if elsewhere (a dir on its way swapped for a link)."""
+    now = os.path.realpath(cwd)
+    return now if now != os.path.abspath(cwd) else None
+
+
 @contextmanager
 def dir_sync(root: Path | str, path: Path | str) -> Iterator[int]:
     """An O_PATH fd of the directory `path` beneath `root` (closed after), never reached through a symlink."""

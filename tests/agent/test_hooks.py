@@ -160,3 +160,15 @@ async def test_an_unsandboxed_command_never_runs_a_program_planted_on_a_project_
     result = await box.run("git --version; command -v git", cwd=tmp_path, timeout=30, session_env={"PATH": path})
     assert result.code == 0 and "/usr/bin/git" in result.stdout, result
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("box", [WRITABLE, CommandBox(policy="none")], ids=["sandboxed", "unsandboxed"])
+async def test_a_hook_never_runs_in_a_cwd_another_step_swapped_for_a_symlink(tmp_path, box):
+    # The session's cwd was `real` (its real path); another session's step in the folder above swapped it for a link.
+    outside, real = tmp_path / "outside", tmp_path / "ws" / "real"
+    outside.mkdir()
+    real.parent.mkdir()
+    real.symlink_to(outside)
+    result = await Hooks({"postTurn": ["touch planted"]}, box=box).run("postTurn", {}, cwd=real, env={})
+    assert list(outside.iterdir()) == []
+    assert result.exit_codes == [] and f"the working directory {real} is now a symlink to {outside}" in result.warnings[0]

@@ -71,3 +71,63 @@ async def test_a_cwd_another_sessions_step_swapped_for_a_symlink_is_never_grante
 
     fork = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
     assert (await daemon.request("ollie/state", {"session": fork}))["cwd"] == str(ws)  # the workspace folder
+
+
+async def test_a_swapped_cwd_stays_refused_after_an_agent_switch(start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+    # The user switches that session to another sandboxed agent (no question): its tools are built anew there.
+    out = (await daemon.request("ollie/command", {"session": sid, "line": "/agent coding"}))["output"]
+    assert out.startswith("agent: coding"), out
+
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
+    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+
+
+async def test_a_link_in_a_dir_every_step_may_write_is_refused_before_the_sessions_first_step(
+        start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    # A step plants a link in its project's notes dir, which the policy grants every step (`{OLLIE_DATA_PATH}/memory`).
+    await run_turn(daemon, llm, code(f'ln -s {outside} "$OLLIE_MEMORY_PATH/l" && printf %s "$OLLIE_MEMORY_PATH" > where'))
+    notes = (ws / "where").read_text()
+    # A new session has run no step: its policy, which grants that dir too, was not built yet.
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": f"{notes}/l"})
+    assert err.code == -32602 and f"is a symlink inside {notes}" in err.message, err
+
+
+async def test_undo_and_rewind_never_write_through_a_cwd_swapped_for_a_symlink(start_daemon, llm, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    for step in ("printf 'evil\\n' > planted", "rm planted"):  # turn 1 makes a file, turn 2 removes it
+        llm.script(Reply(tool_calls=[code(step)]), Reply.text("done"))
+        assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    # The default session's step swaps the other session's cwd for a link out of the workspace.
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+
+    # Undoing turn 2's removal, or rewinding to before it, would write the file where the link leads (as the daemon).
+    # (Found: the undo wrote `planted` there as the daemon; the rewind also removed every file of the link's target
+    # that its checkpoint did not hold, the user's `keep` here: as root, with the link to /etc, the system's.)
+    (outside / "keep").write_text("the user's\n")
+    for method, params in (("ollie/review/undo", {"path": "planted", "turn": 2}), ("ollie/rewind", {"turn": 2}),
+                           ("ollie/changes", {"turn": 2})):
+        err = await rpc_error(daemon, method, {"session": sid, **params})
+        assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in err.message, (method, err)
+    assert [p.name for p in outside.iterdir()] == ["keep"]

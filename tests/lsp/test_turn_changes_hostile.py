@@ -55,3 +55,24 @@ async def test_a_turn_of_thousands_of_files_and_hostile_names_ends_with_a_bounde
     marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
     assert marks == [{"turn": 1, "files": 1505}]
     assert (await daemon.request("ollie/submit", {"text": "still there?"}))["reply"] == "still here"
+
+
+async def test_a_rewrite_of_repeated_lines_ends_its_turn_at_once_and_is_listed(start_daemon, llm, tmp_path):
+    # 3,000 lines of one text, rewritten as two texts taking turns: the diff's search walked every place of each line
+    # in the other side, region after region (cubic: 2,000 such lines took 4 minutes, 3,000 ~15, in a thread holding
+    # the GIL), and the turn's end waited for it.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "same.txt").write_text("x\n" * 3000)
+    rewrite = "for i in $(seq 1500); do printf 'x\\ny\\n'; done > same.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": rewrite, "language": "bash"}]})),
+               Reply.text("rewritten"))
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "rewrite"}, timeout=60))["session"]
+    end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
+    # Listed, as one change of the region past the diff's budget (3,000 lines out, 3,000 in) where 1,500 of each is
+    # the least: coarser, still exact to undo.
+    (listed,) = end["turnChanges"]["changed"]
+    assert listed["path"] == "same.txt" and listed["added"] == listed["removed"] >= 1500, listed
+    (change,) = (await daemon.request("ollie/changes", {"turn": 1}, timeout=60))["files"]
+    assert change["path"] == "same.txt" and change["hunks"], change

@@ -674,6 +674,56 @@ async def test_a_connect_tunnel_carries_no_plain_http_and_no_tls_for_another_nam
         counting.received.clear()
 
 
+DRIBBLE = textwrap.dedent("""
+    import socket, sys, threading
+    payload = open(sys.argv[1], "rb").read()
+    def one():
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=50)
+        s.sendall(payload)
+        while s.recv(65536):
+            pass
+    threads = [threading.Thread(target=one) for _ in range(int(sys.argv[2]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+""")
+
+
+async def test_a_client_hello_dribbled_in_tiny_records_never_holds_the_proxys_loop(ws, counting) -> None:
+    # Each check of a tunnel's opening walked its TLS records from the first, on the daemon's event loop, and the
+    # reads never gave the loop back while bytes were waiting: 64 such tunnels held it for 77 s, a whole step.
+    target = f"pypi.test:{counting.port}"
+    hello = client_hello("pypi.test")
+    # The same hello, padded to ~20,000 bytes (an extension of zeros), each byte a TLS record of its own.
+    body = hello[9:] + b"\x00\x15" + (20000).to_bytes(2, "big") + bytes(20000)
+    extensions_at = 34 + 1 + body[34]  # version, random, session id
+    extensions_at += 2 + int.from_bytes(body[extensions_at:extensions_at + 2], "big")  # cipher suites
+    extensions_at += 1 + body[extensions_at]  # compression methods
+    size = int.from_bytes(body[extensions_at:extensions_at + 2], "big") + 20004
+    body = body[:extensions_at] + size.to_bytes(2, "big") + body[extensions_at + 2:]
+    message = b"\x01" + len(body).to_bytes(3, "big") + body
+    records = b"".join(b"\x16\x03\x01\x00\x01" + message[i:i + 1] for i in range(len(message)))
+    (ws.work / "payload").write_bytes(f"CONNECT {target} HTTP/1.1\r\n\r\n".encode() + records)
+    lags: list[float] = []
+
+    async def watch() -> None:
+        while True:
+            started = asyncio.get_running_loop().time()
+            await asyncio.sleep(0.01)
+            lags.append(asyncio.get_running_loop().time() - started - 0.01)
+
+    watching = asyncio.ensure_future(watch())
+    try:
+        _, _, connections = await run_asked(ws, proxy_policy(ws, [target]), "deny", "payload", "32", script=DRIBBLE)
+    finally:
+        watching.cancel()
+    assert [c["verdict"] for c in connections] == ["denied"] * 32, connections
+    assert all("ClientHello in more than 16 records" in c["how"] for c in connections), connections
+    assert bytes(counting.received) == b""
+    assert max(lags) < 2, max(lags)  # the proxy's loop (this test's) kept serving: ~40 ms here, ~40 s before
+
+
 async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, counting) -> None:
     target = f"pypi.test:{counting.port}"
     policy = proxy_policy(ws, [target])

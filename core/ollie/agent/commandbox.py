@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie import programs
+from ollie import beneath, programs
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:  # the spawn machinery loads with the first command or hook that runs: a plain first turn runs none
@@ -93,6 +93,10 @@ class CommandBox:
         """Run `sh -c command` in `cwd` under this box; OSError when it cannot start (a bad policy included)."""
         from ollie.agent.shell import run_shell
 
+        # Its real path when set: a link another session's step swapped in leads elsewhere (a policy granting the
+        # cwd grants that; an unsandboxed hook's `make clean` runs there).
+        if (now := beneath.moved(cwd)) is not None:
+            raise OSError(f"the working directory {cwd} is now a symlink to {now}: not run there")
         with self.tmp_dir() as tmp:
             env = self.env(cwd=Path(cwd), tmp_dir=tmp, session_env=session_env, extra=extra_env)
             try:

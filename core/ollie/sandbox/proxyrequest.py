@@ -13,6 +13,9 @@ import re
 import socket
 
 MAX_HEAD = 64 * 1024  # a request's line and headers; more is refused
+# A ClientHello is one record, or a few for a large one (2^14 bytes each). Each check of a tunnel's opening walks its
+# records from the first on the daemon's loop: a hello dribbled in one-byte records (~20,000) held it for seconds.
+MAX_HELLO_RECORDS = 16
 _NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*")  # a host name, normalized, as DNS allows
 # A last label that is a number: no name (no top-level domain is one), but the resolver's inet_aton reads `127.1`,
 # `2130706433`, `0x7f.1` and `0177.0.0.1` as 127.0.0.1 (a listed IP literal denied, or a question hiding it).
@@ -135,8 +138,11 @@ async def read_request(client: socket.socket) -> tuple[bytes, str, int, bytes, b
 def tls_server_name(data: bytes) -> str | None:
     """The server name (SNI) of the TLS ClientHello that `data` begins with, "" when it names none; None while
     the hello is not all there. RequestError when `data` does not begin a ClientHello."""
-    hello, pos = b"", 0
+    hello, pos, records = b"", 0, 0
     while len(hello) < 4 or len(hello) < 4 + int.from_bytes(hello[1:4], "big"):
+        if records == MAX_HELLO_RECORDS:
+            raise RequestError(f"a TLS ClientHello in more than {MAX_HELLO_RECORDS} records")
+        records += 1
         if len(data) < pos + 5:
             return None
         if data[pos] != 22 or data[pos + 1] != 3:

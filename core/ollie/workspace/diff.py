@@ -4,15 +4,35 @@ from __future__ import annotations
 
 from ollie.workspace.types import FileChange, Hunk
 
+# The steps a diff may take looking for matching lines (~1 us each): each search of a region walks every place in
+# `new` of each line of `old` there, so lines repeated many times made it cubic (2,000 lines took 4 minutes).
+DIFF_STEPS = 1_000_000
+
 
 def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
     """The changed regions between `old` and `new`, each its own hunk (no context, so each undoes alone)."""
+    import bisect
     import difflib  # at the first diff, not in the daemon's start-up path
+
+    class Bounded(difflib.SequenceMatcher[str]):
+        """Past DIFF_STEPS, a region still to search is one change (coarser hunks, never hours of CPU)."""
+
+        a: list[str]
+        b: list[str]
+        b2j: dict[str, list[int]]  # each line's places in b, in order (set by SequenceMatcher)
+        steps = DIFF_STEPS
+
+        def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
+                               bhi: int | None = None) -> difflib.Match:
+            ahi, bhi = len(self.a) if ahi is None else ahi, len(self.b) if bhi is None else bhi
+            # What the search walks: for each line of a[alo:ahi], its places in b before bhi.
+            self.steps -= ahi - alo + sum(bisect.bisect_left(self.b2j.get(line, ()), bhi) for line in self.a[alo:ahi])
+            return super().find_longest_match(alo, ahi, blo, bhi) if self.steps >= 0 else difflib.Match(alo, blo, 0)
 
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     out: list[Hunk] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    matcher = Bounded(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue

@@ -118,11 +118,6 @@ class Runner:
         self._policy_cache[name] = (key, policy, warnings)
         return policy
 
-    def last_writable(self, name: str) -> tuple[Path, ...]:
-        """The writable paths of policy `name` as last built, without building it (a build takes 50-250 ms)."""
-        cached = self._policy_cache.get(name)
-        return cached[1].writable() if cached is not None else ()
-
     def policy_warnings(self, policy: Policy) -> list[str]:
         """What protecting `policy` changed (a workspace at $HOME granted read-only...), for the call's result."""
         for _, cached, warnings in self._policy_cache.values():

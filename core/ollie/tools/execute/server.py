@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie import paths
+from ollie import beneath, paths
 from ollie.errors import OllieError
 from ollie.sandbox.errors import SandboxError
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
@@ -63,8 +62,7 @@ class ExecuteServer:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._session_id = session_id
-        self._cwd = Path(cwd)
-        self._real_cwd = os.path.realpath(cwd)  # what the user chose: a step may not swap it for a link later
+        self._cwd = Path(cwd)  # its real path (Setup's): a step refuses it once a link leads elsewhere
         self._lock_dir = Path(lock_dir) if lock_dir else paths.runtime_tmp_dir() / session_id
         self._env = dict(env or {})
         # Built at the first call or policy read (its module loads the sandbox's spawn machinery): listing the
@@ -99,7 +97,6 @@ class ExecuteServer:
     def set_cwd(self, cwd: Path) -> None:
         """Run later calls in `cwd`."""
         self._cwd = Path(cwd)
-        self._real_cwd = os.path.realpath(cwd)
         if self._built_runner is not None:
             self._built_runner.cwd = self._cwd
 
@@ -261,8 +258,14 @@ class ExecuteServer:
             return []
 
     def writable(self) -> tuple[Path, ...]:
-        """What the session's steps were granted to write, by the policy last built (none before the first step)."""
-        return self._built_runner.last_writable(self._sandbox) if self._built_runner is not None else ()
+        """What the session's steps are granted to write (its policy built now if no step built it yet: the dirs it
+        grants every step, such as the project's notes, hold what earlier sessions' steps left)."""
+        if self._sandbox == UNSANDBOXED:
+            return ()
+        try:
+            return self._runner.policy(self._sandbox).writable()
+        except OllieError:
+            return ()  # a broken policy file runs no step
 
     def set_elevation(self, mode: str, approver: Approver | None) -> None:
         """How elevated steps are treated: "allow", "deny", or "ask" `approver` each time."""
@@ -279,7 +282,9 @@ class ExecuteServer:
             )
         if requested == UNSANDBOXED:
             return None
-        if (now := os.path.realpath(self._cwd)) != self._real_cwd:  # another session's step swapped it for a link
+        # Another session's step swapped it for a link; its real path is taken from when it was set, never from
+        # when this server was built (an agent switch builds one), which may come after the swap.
+        if (now := beneath.moved(self._cwd)) is not None:
             raise SandboxError(f"the working directory {self._cwd} is now a symlink to {now}, which the sandbox does "
                                "not grant: /cwd to a directory")
         policy = self._runner.policy(requested, env)
