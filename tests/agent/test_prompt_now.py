@@ -21,12 +21,15 @@ def _prompt_tasks() -> list[asyncio.Task]:
             if t.get_coro().__qualname__ == "DeferredPrompt._resolve"]  # type: ignore[union-attr]
 
 
-def _recording_factory(srv, seen: list[asyncio.Task]):
-    """The usual backend factory, keeping the prompt commands' tasks already running when it is called."""
+def _recording_factory(srv, seen: list[asyncio.Task], marker=None):
+    """The usual backend factory, keeping the prompt commands' tasks already running when it is called (and, with
+    `marker`, whether the commands wrote it already: they may end before the backend's modules have loaded)."""
     real = env_backend_factory(srv.env())
 
     def factory(name: str | None, model: str | None) -> Backend:
         seen.extend(_prompt_tasks())
+        if marker is not None and marker.exists():
+            seen.append(None)
         return real(name, model)
     return factory
 
@@ -41,10 +44,11 @@ async def test_prompt_now_starts_the_commands_before_the_backend_and_runs_them_o
                 prompt=[f'echo run >> "{marker}"; echo "You are the marked agent."'])
     seen: list[asyncio.Task] = []
     core = await make_core(srv, toy=ToyServer(), agent="marked", prompt_now=True,
-                           backend_factory=_recording_factory(srv, seen))
-    (task,) = seen  # started before the backend was built
+                           backend_factory=_recording_factory(srv, seen, marker))
+    (task,) = seen  # started before the backend was built: running then, or ended already (None)
     # And they run with nobody asking yet: their task ends by itself (waited for, not for a time: a loaded machine).
-    await task
+    if task is not None:
+        await task
     assert marker.read_text() == "run\n"
     result = await core.submit("hi")
     assert result.reply == "hello"
