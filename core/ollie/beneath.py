@@ -319,6 +319,15 @@ def remove_sync(root: Path | str, path: Path | str) -> bool:
     return True
 
 
+def swapped_cwd(cwd: Path | str, real: str) -> str | None:
+    """Why nothing may run in `cwd` when its real path is no longer `real` (another session's step swapped it, or a dir
+    above it, for a symlink: a policy granting `cwd` would grant the target); None when it still is. Blocking."""
+    now = os.path.realpath(cwd)
+    if now == real:
+        return None
+    return f"the working directory {cwd} is now a symlink to {now}, which the sandbox does not grant: /cwd to a directory"
+
+
 def real_dir(path: Path | str, guarded: Iterable[Path | str]) -> Path:
     """The real path of directory `path` (absolute), walked a name at a time; OutsideRoot for a symlink in a
     `guarded` dir (one tool code can write: it may have planted the link), NotADirectoryError, FileNotFoundError."""

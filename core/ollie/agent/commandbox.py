@@ -6,6 +6,7 @@ writable, none of the daemon's environment (API keys); `"commandSandbox"` in an 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie import programs
+from ollie import beneath, programs
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:  # the spawn machinery loads with the first command or hook that runs: a plain first turn runs none
@@ -93,6 +94,9 @@ class CommandBox:
         """Run `sh -c command` in `cwd` under this box; OSError when it cannot start (a bad policy included)."""
         from ollie.agent.shell import run_shell
 
+        # `cwd` is a real path (the session's, ollie.agent.setup): another session's step may have swapped it for a link.
+        if self.policy != UNSANDBOXED and (swapped := await asyncio.to_thread(beneath.swapped_cwd, cwd, str(cwd))):
+            raise OSError(swapped)
         with self.tmp_dir() as tmp:
             env = self.env(cwd=Path(cwd), tmp_dir=tmp, session_env=session_env, extra=extra_env)
             try:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie import paths
+from ollie import beneath, paths
 from ollie.errors import OllieError
 from ollie.sandbox.errors import SandboxError
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
@@ -279,9 +279,8 @@ class ExecuteServer:
             )
         if requested == UNSANDBOXED:
             return None
-        if (now := os.path.realpath(self._cwd)) != self._real_cwd:  # another session's step swapped it for a link
-            raise SandboxError(f"the working directory {self._cwd} is now a symlink to {now}, which the sandbox does "
-                               "not grant: /cwd to a directory")
+        if (swapped := beneath.swapped_cwd(self._cwd, self._real_cwd)) is not None:
+            raise SandboxError(swapped)
         policy = self._runner.policy(requested, env)
         if self._sandbox != UNSANDBOXED and requested != self._sandbox:
             check_within(policy, self._runner.policy(self._sandbox, env))
