@@ -97,9 +97,9 @@ class ExecuteServer:
         return self._built_runner
 
     def set_cwd(self, cwd: Path) -> None:
-        """Run later calls in `cwd`."""
+        """Run later calls in `cwd`, a real path (walked by the caller): refused once that no longer is its real path."""
         self._cwd = Path(cwd)
-        self._real_cwd = os.path.realpath(cwd)
+        self._real_cwd = str(cwd)  # not resolved again: a link swapped in since the walk is caught, not taken in
         if self._built_runner is not None:
             self._built_runner.cwd = self._cwd
 
