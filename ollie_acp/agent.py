@@ -53,7 +53,7 @@ from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.cursor import from_cursor, to_cursor
-from ollie.sessions.errors import NotFoundError
+from ollie.sessions.errors import ArchivedError, NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.tools.execute.childenv import plan_file
@@ -196,6 +196,8 @@ class OllieAgent:
             raise RequestError.resource_not_found(session_id)
         with store_errors(session_id):  # a record that cannot be read is no licence to open the session as one's own
             info = await self._records.run(self._record, session_id)
+            if info is not None and info.archived:  # written to by its turns: refused, as the daemon refuses it
+                raise ArchivedError(session_id)
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)

@@ -1,4 +1,5 @@
-"""The daemon's JSON-RPC errors: each carries the code PROTOCOL.md gives it."""
+"""The daemon's JSON-RPC errors: each carries the code PROTOCOL.md gives it (a store error's is declared with it, in
+ollie.sessions.errors, for `ollie acp` to answer the same)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,9 @@ from contextlib import contextmanager
 
 from pygls.exceptions import JsonRpcException
 
-SESSION_NOT_FOUND = -32001
-SESSION_ARCHIVED = -32002
+from ollie.sessions import errors as store
+
 STALE = -32003
-LIVE_ELSEWHERE = -32007
-FORBIDDEN = -32008
-STORE_UNAVAILABLE = -32009
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -43,31 +41,31 @@ class _SessionProblem(RpcError):
 class SessionNotFound(_SessionProblem):
     """-32001: no session has this id."""
 
-    CODE, MESSAGE = SESSION_NOT_FOUND, "session not found"
+    CODE, MESSAGE = store.NotFoundError.rpc_code, "session not found"
 
 
 class SessionArchived(_SessionProblem):
     """-32002: the session is archived and cannot be written to."""
 
-    CODE, MESSAGE = SESSION_ARCHIVED, "session is archived"
+    CODE, MESSAGE = store.ArchivedError.rpc_code, "session is archived"
 
 
 class Forbidden(_SessionProblem):
     """-32008: a change to a session this user may read (shared to their team) but not change."""
 
-    CODE, MESSAGE = FORBIDDEN, "forbidden"
+    CODE, MESSAGE = store.ReadOnlyError.rpc_code, "forbidden"
 
 
 class LiveElsewhere(_SessionProblem):
     """-32007: another process runs (holds the lease of) the session; `why` names where and until when."""
 
-    CODE, MESSAGE = LIVE_ELSEWHERE, "session is live elsewhere"
+    CODE, MESSAGE = store.LiveElsewhereError.rpc_code, "session is live elsewhere"
 
 
 class StoreUnavailable(_SessionProblem):
     """-32009: the session store cannot be used now (unreachable, locked, a newer schema); the request did nothing."""
 
-    CODE, MESSAGE = STORE_UNAVAILABLE, "store unavailable"
+    CODE, MESSAGE = store.SessionError.rpc_code, "store unavailable"
 
 
 class InternalError(JsonRpcException):

@@ -331,7 +331,7 @@ async def set_cwd(ls: OllieServer, p: SetCwdParams) -> dict[str, Any]:
     """Move the session to another directory."""
     live = await ls.table.writable(p.session)
     with invalid_params("cwd"):
-        live.core.set_cwd(p.cwd)
+        await live.core.set_cwd(p.cwd)
     return {}
 
 

@@ -391,7 +391,7 @@ class SessionTable:
         # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
         where = source.core.cwd if source else plan.source.cwd
-        cwd = _unmoved(Path(where)) if where and plan.keep_mode else None
+        cwd = await asyncio.to_thread(_unmoved, Path(where)) if where and plan.keep_mode else None
         live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return live

@@ -367,3 +367,21 @@ async def test_a_cwd_that_is_no_existing_absolute_directory_is_invalid_params_na
         with pytest.raises(acp.RequestError) as caught:
             await asyncio.wait_for(agent.conn.new_session(cwd=cwd, mcp_servers=[]), 30)
         assert caught.value.code == -32602 and "cwd" in str(caught.value.data), (cwd, caught.value.data)
+
+
+async def test_an_archived_session_is_refused_as_archived_on_load_and_resume(start_agent, llm) -> None:
+    # ArchivedError had no case among the store errors: the session opened all the same, its turns unrecorded.
+    from ollie.sessions.records import UserRecords
+
+    llm.script(Reply.text("first answer"))
+    first = await start_agent(env=llm.env())
+    sid = await first.new()
+    assert (await first.prompt(sid, "first question")).stop_reason == "end_turn"
+    await asyncio.wait_for(first.conn.close_session(session_id=sid), 30)
+    records = UserRecords()
+    records.registry.archive(records.scope, sid)  # as `ollie/session/archive` does
+    for reopen in (first.conn.load_session, first.conn.resume_session):
+        with pytest.raises(acp.RequestError) as caught:
+            await asyncio.wait_for(reopen(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+        assert (caught.value.code, str(caught.value)) == (-32002, f"session is archived: {sid}"), caught.value
+        assert caught.value.data == {"sessionId": sid}

@@ -98,7 +98,7 @@ class FakeCore:
         self.queue_items.clear()
         return count
 
-    def set_cwd(self, path: Path | str) -> None:
+    async def set_cwd(self, path: Path | str) -> None:
         target = self.cwd / os.path.expanduser(path)  # as the Core's: relative from the cwd
         if not target.is_dir():
             raise ValueError(f"no such directory: {target}")

@@ -22,7 +22,7 @@ async def test_cwd_command_with_an_unknown_user(scripted_llm, make_core):
     assert out.startswith("/cwd: no such directory:") and NOBODY in out
     assert [e.role for e in drain(sub)] == ["error"]
     with pytest.raises(ValueError, match="no such directory"):
-        core.set_cwd(f"{NOBODY}/src")
+        await core.set_cwd(f"{NOBODY}/src")
 
 
 async def test_cwd_command_with_a_known_user_expands(scripted_llm, make_core, monkeypatch, tmp_path):

@@ -92,7 +92,7 @@ async def test_prompt_commands_not_run_yet_run_where_the_session_is_when_its_fir
     moved = workdir / "sub"
     moved.mkdir()
     # Moved before its first turn: the deferred commands run in the new cwd, not the old one.
-    core.set_cwd(moved)
+    await core.set_cwd(moved)
     assert core.system_prompt() == ""
     await core.submit("hi")
     system = srv.chat_requests[-1].body["messages"][0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
@@ -135,12 +137,34 @@ async def test_set_cwd_rejects_a_missing_directory(scripted_llm, make_core, tmp_
     srv = scripted_llm("openai", check=False)
     core = await make_core(srv)
     with pytest.raises(ValueError):
-        core.set_cwd(tmp_path / "nope")
-    core.set_cwd(tmp_path)  # the tools follow: test_commands_core.py::test_cwd_moves_shell_commands_and_tools
+        await core.set_cwd(tmp_path / "nope")
+    await core.set_cwd(tmp_path)  # the tools follow: test_commands_core.py::test_cwd_moves_shell_commands_and_tools
     assert core.cwd == tmp_path.resolve()
     sub = core.bus.subscribe()
-    core.set_cwd(tmp_path)
+    await core.set_cwd(tmp_path)
     assert roles(drain(sub), "state")
+
+
+async def test_set_cwd_walks_the_directory_off_the_loop(scripted_llm, make_core, tmp_path):
+    # The walk (an lstat a name: an NFS or FUSE workspace may stall on each) ran on the loop every session shares.
+    core = await make_core(scripted_llm("openai", check=False))
+    deep = tmp_path.joinpath(*["d"] * 300)
+    deep.mkdir(parents=True)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)
+    before = ticks
+    await core.set_cwd(deep)
+    during = ticks - before
+    ticker.cancel()
+    assert core.cwd == deep.resolve() and during > 0, "the loop served nothing while the cwd was walked"
 
 
 async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_core):

@@ -228,7 +228,7 @@ async def test_state_events_come_with_usage_and_a_cwd_change(scripted_llm, make_
     assert any(e.role == "state" for e in events[usage:]) and core.usage_info()["input"] == 10
     new_dir = tmp_path / "elsewhere"
     new_dir.mkdir()
-    core.set_cwd(new_dir)
+    await core.set_cwd(new_dir)
     assert roles(drain(sub), "state") and core.cwd == new_dir.resolve()
     assert json.dumps(core.context_info()) and json.dumps(core.usage_info()) and json.dumps(core.cost_info())
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ollie.testing import Reply
 
 from .test_methods import rpc_error
@@ -131,3 +133,27 @@ async def test_undo_and_rewind_never_write_through_a_cwd_swapped_for_a_symlink(s
         err = await rpc_error(daemon, method, {"session": sid, **params})
         assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in err.message, (method, err)
     assert [p.name for p in outside.iterdir()] == ["keep"]
+
+
+async def test_hooks_and_prompt_commands_never_run_in_a_cwd_swapped_for_a_symlink(start_daemon, llm, tmp_path):
+    # Only steps checked it: a hook or prompt command ran in the link's target, with the write its policy grants cwd.
+    outside, agents = tmp_path / "outside", tmp_path / "agents"
+    outside.mkdir()
+    agents.mkdir()
+    (agents / "hooked.json").write_text(json.dumps({
+        "prompt": ["touch prompt-planted; echo You are hooked."], "hooks": {"preTurn": "touch hook-planted"},
+        "commandSandbox": "default"}))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)})
+    await daemon.request("ollie/setApproval", {"approval": "auto"})
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real"), "agent": "hooked"}))["session"]
+    await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
+
+    llm.script(Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["reply"] == "done"
+    assert list(outside.iterdir()) == []
+    swapped = f"could not start: the working directory {ws / 'real'} is now a symlink to {outside}"
+    infos = "\n".join(e["content"] for e in daemon.session_events(sid) if e["role"] == "info")
+    assert f"hook preTurn: 'touch hook-planted' {swapped}" in infos, infos
+    assert f"prompt command 'touch prompt-planted; echo You are hooked.' {swapped}" in infos, infos

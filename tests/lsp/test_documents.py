@@ -117,7 +117,7 @@ async def initialize(daemon: Daemon, *, apply_edit: bool, init_options: Any) -> 
 
 
 async def submit(daemon: Daemon, text: str) -> str:
-    await asyncio.sleep(0.05)  # the notifications sent before reach the daemon first
+    # No wait first: the notifications sent before (didOpen, didChange) are handled before it, as they are read.
     return (await daemon.request("ollie/submit", {"text": text}))["reply"]
 
 

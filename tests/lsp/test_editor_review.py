@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -71,7 +69,6 @@ async def test_buffer_edits_are_listed_and_undone_through_the_editor(start_daemo
     # The user types in the buffer: the rest of the change is stale, nothing is sent.
     sent = len(editor.edits)
     editor.change(notes, undone["text"] + "typed by the user\n")
-    await asyncio.sleep(0.05)  # the change reaches the daemon first
     with pytest.raises(JsonRpcException) as caught:
         await daemon.request("ollie/review/undo", {"path": "notes.txt"})
     assert caught.value.code == -32003 and len(editor.edits) == sent

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from ollie.testing import Reply
 
-from .test_documents import Editor, start, submit
+from .test_documents import Editor, start, submit, tool_result
 from .test_editor_review import ORIGINAL, buffer_text
 
 
@@ -31,8 +29,7 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     b_edited = ORIGINAL.replace("line 4\n", "B FOUR\n")
 
     # The user types in b.txt after the agent's edit: its buffer moved on and is left alone.
-    editor.change(b, b_edited + "mine\n")
-    await asyncio.sleep(0.05)
+    editor.change(b, b_edited + "mine\n")  # read before the rewind that follows it: no wait
     sent = len(editor.edits)
     rewound = await daemon.request("ollie/rewind", {"turn": 2})
     assert rewound["turn"] == 2 and rewound["files"] == []
@@ -63,6 +60,8 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     editor = Editor(daemon)
     editor.open(a, ORIGINAL)
     assert await submit(daemon, "first") == "one"
+    # The agent's edit is in the buffer (a failed one, given the scripted reply all the same, left nothing to list).
+    assert len(editor.edits) == 1 and buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n"), tool_result(llm)
     # The editor refuses the next edit (a real one would for a version it no longer has).
     editor.versions[a.as_uri()] += 100
     rewound = await daemon.request("ollie/rewind", {})

@@ -173,14 +173,19 @@ class _Endless(http.server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
 async def test_a_server_answering_without_end_is_read_no_further_than_a_message(tmp_path: Path, kind: str) -> None:
     """An HTTP server whose answer never ends (a workspace's, once allowed): the daemon read it all into memory
-    (+550 MB for 400 MB sent); now it stops past one message's bound (8 MiB), as it does for a stdio server's line."""
+    (+550 MB for 400 MB sent); now it stops past one message's bound (8 MiB), as it does for a stdio server's line,
+    and the request fails at once saying so (an event stream's waited out the start's 30 s: the SDK dropped the
+    error; a JSON answer's said "Connection closed")."""
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Endless)
     server.daemon_threads, server.kind, server.sent = True, kind, 0  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host = McpHost(cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
     try:
-        await host.add({"h": ServerSpec("h", url=f"http://127.0.0.1:{server.server_address[1]}/mcp")}, wait=60)
-        assert host.status()[0]["state"] == "failed"
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        await host.add({"h": ServerSpec("h", url=url)}, wait=60)
+        (status,) = host.status()
+        assert status["state"] == "failed" and status["error"].startswith(
+            f"{url}: the server sent a message over 8388608 bytes; ") and status["error"].endswith("/mcp restart h")
         assert server.sent < 32 << 20, server.sent  # type: ignore[attr-defined]
     finally:
         await host.aclose()

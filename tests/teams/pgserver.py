@@ -46,6 +46,7 @@ class PgServer:
         if self._as_postgres:
             entry = pwd.getpwnam("postgres")
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+        self._watchdog = self._watch()
         self._run(pg_bin("initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(self.data))
         # fsync off for tests (a lost machine loses a throwaway cluster); on for the bench, to compare durable writes.
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'} "
@@ -53,11 +54,24 @@ class PgServer:
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
+    def _argv(self, *argv: str) -> tuple[str, ...]:
+        return ("su", "postgres", "-s", "/bin/sh", "-c", shlex.join(argv)) if self._as_postgres else argv
+
     def _run(self, *argv: str) -> None:
-        command = shlex.join(argv)
-        if self._as_postgres:
-            argv = ("su", "postgres", "-s", "/bin/sh", "-c", command)
-        subprocess.run(argv, check=True, capture_output=True, timeout=60)
+        subprocess.run(self._argv(*argv), check=True, capture_output=True, timeout=60)
+
+    def _watch(self) -> subprocess.Popen[bytes]:
+        """A process that stops the server and removes its files once this one closes its pipe: at `stop`, or when
+        it dies, however (pg_ctl detaches the server, so a killed pytest left it running, its files kept)."""
+        read, self._alive = os.pipe()  # the write end is this process's alone: not inherited by what it starts
+        stop = shlex.join(self._argv(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"))
+        # Its own session, deaf to the signals that end a run (a CI timeout's SIGTERM to the group): EOF alone ends it.
+        script = f'trap "" HUP INT TERM; read _; {stop}; rm -rf {shlex.quote(str(self.dir))}'
+        try:
+            return subprocess.Popen(["sh", "-c", script], stdin=read, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            os.close(read)
 
     def schema_url(self) -> str:
         """A fresh, empty schema of its own, as a store URL (a private store per test, made in a millisecond)."""
@@ -74,11 +88,9 @@ class PgServer:
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-m", "fast", "-w", "restart")
 
     def stop(self) -> None:
-        """Stop the server and remove its files."""
-        try:
-            self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        """Stop the server and remove its files (its watchdog does, now)."""
+        os.close(self._alive)
+        self._watchdog.wait(60)
 
 
 _server: PgServer | None = None

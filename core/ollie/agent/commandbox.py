@@ -6,6 +6,7 @@ writable, none of the daemon's environment (API keys); `"commandSandbox"` in an 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -95,7 +96,7 @@ class CommandBox:
 
         # Its real path when set: a link another session's step swapped in leads elsewhere (a policy granting the
         # cwd grants that; an unsandboxed hook's `make clean` runs there).
-        if (now := beneath.moved(cwd)) is not None:
+        if (now := await asyncio.to_thread(beneath.moved, cwd)) is not None:
             raise OSError(f"the working directory {cwd} is now a symlink to {now}: not run there")
         with self.tmp_dir() as tmp:
             env = self.env(cwd=Path(cwd), tmp_dir=tmp, session_env=session_env, extra=extra_env)

@@ -147,7 +147,7 @@ async def cmd_cwd(core: CommandTarget, arg: str) -> str:
     """Show the working directory, or change it (relative to the current one, `~` expanded)."""
     if arg:
         try:
-            core.set_cwd(arg)
+            await core.set_cwd(arg)
         except ValueError as exc:
             raise CommandUsageError(f"/cwd: {exc}") from None
     return f"cwd: {core.cwd}"

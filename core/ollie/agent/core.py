@@ -520,10 +520,10 @@ class Core(McpMembers):
         verdict = "allowed" if answer.outcome.startswith("allow") else "rejected"
         self.bus.emit("info", f"{verdict}: {question.title}")
 
-    def set_cwd(self, path: Path | str) -> None:
+    async def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands (the saved session keeps it)."""
         self.owners_only("change its directory")  # saved with it: the owner's listing by directory would lose it
-        self._setup.set_cwd(path)
+        await self._setup.set_cwd(path)
         self.session.cwd = str(self._setup.cwd)  # what ACP session/list reports, whichever front end moved it
         self._host.notify()
 

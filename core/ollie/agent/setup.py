@@ -112,19 +112,16 @@ class Setup:
         """The agent config's sampling parameters with the caller's overrides on top."""
         return self.runtime.params.merged(self.params)
 
-    def set_cwd(self, path: Path | str) -> None:
+    async def set_cwd(self, path: Path | str) -> None:
         """Move the working directory of tools, hooks and prompt commands to `path` (relative: from the cwd) walked
         to its real path, never through a symlink tool code could have planted (ValueError: missing or refused)."""
-        target = self.cwd / os.path.expanduser(path)  # never raises on `~nosuchuser`; an absolute one stays itself
+        cwd = self.cwd
         # Where a step may write: the session's cwds (this and the earlier ones) and its policy's writable dirs.
-        writable = [self.cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable())]
-        try:
-            real = beneath.real_dir(target, writable)
-        except beneath.OutsideRoot as exc:
-            raise ValueError(exc.strerror) from None
-        except OSError:
-            raise ValueError(f"no such directory: {target}") from None
-        self.guarded.append(self.cwd)
+        writable = [cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable())]
+        # `~user` (the user database) and the walk (a name at a time: an NFS or FUSE workspace may stall) in a thread,
+        # not on the loop every session shares. A link swapped in after it is caught at each step (beneath.moved).
+        real = await asyncio.to_thread(_real_dir, cwd, path, writable)
+        self.guarded.append(cwd)
         self.cwd = real
         if self.runtime.deferred_prompt is not None:  # prompt commands not run yet run where the session is
             self.runtime.deferred_prompt.cwd = self.cwd
@@ -208,3 +205,14 @@ def sandbox_warnings(runtime: Runtime) -> list[str]:
         for server in execute_servers(runtime.dispatcher):
             runtime.warnings.extend(w for w in server.setup_warnings() if w not in runtime.warnings)
     return runtime.warnings
+
+
+def _real_dir(cwd: Path, path: Path | str, writable: list[Path]) -> Path:
+    """`path` (from `cwd`, `~` expanded) walked to its real path, through no link inside `writable` (ValueError)."""
+    target = cwd / os.path.expanduser(path)  # never raises on `~nosuchuser`; an absolute one stays itself
+    try:
+        return beneath.real_dir(target, writable)
+    except beneath.OutsideRoot as exc:
+        raise ValueError(exc.strerror) from None
+    except OSError:
+        raise ValueError(f"no such directory: {target}") from None

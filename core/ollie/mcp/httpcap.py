@@ -3,6 +3,7 @@ stream event by event (a server sending without end filled the daemon's memory: 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -43,7 +44,17 @@ async def _pin(request: httpx.Request) -> None:
 
 
 async def _bound(response: httpx.Response) -> None:
-    response.stream = _Bounded(response.stream, response.headers.get("content-type", "").startswith("text/event-stream"))
+    response.stream = _Bounded(response.stream, response.headers.get("content-type", "").startswith("text/event-stream"),
+                               _request_id(response.request))
+
+
+def _request_id(request: httpx.Request) -> Any:
+    """The JSON-RPC id of the request `request` posts (None: a notification, or no JSON-RPC request)."""
+    try:
+        message = json.loads(request.content)
+    except (httpx.RequestNotRead, ValueError):
+        return None
+    return message.get("id") if isinstance(message, dict) and "method" in message else None
 
 
 def _after_last_event(data: bytes) -> int:
@@ -53,21 +64,33 @@ def _after_last_event(data: bytes) -> int:
 
 
 class _Bounded(httpx.AsyncByteStream):
-    """A response body that fails once one message (the whole body, or an event) passes MAX_MESSAGE_BYTES."""
+    """A response body that fails once one message (the whole body, or an event) passes MAX_MESSAGE_BYTES: a request's
+    answer is then that error, at once (the SDK dropped an event stream's failure: the request waited out its
+    timeout); the SDK gets whole messages only (the one cut is never parsed)."""
 
-    def __init__(self, stream: Any, events: bool) -> None:
-        self._stream, self._events = stream, events
+    def __init__(self, stream: Any, events: bool, request_id: Any) -> None:
+        self._stream, self._events, self._id = stream, events, request_id
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        run, tail = 0, b""
+        run, tail, held = 0, b"", bytearray()
         async for chunk in self._stream:
             seen = tail + chunk  # with the last bytes before it: a blank line may straddle two chunks
             left = _after_last_event(seen) if self._events else -1
             run = left if left >= 0 else run + len(chunk)
             if run > MAX_MESSAGE_BYTES:
-                raise MessageTooLarge(f"the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+                why = f"the server sent a message over {MAX_MESSAGE_BYTES} bytes"
+                if self._id is None:
+                    raise MessageTooLarge(why)
+                error = json.dumps({"jsonrpc": "2.0", "id": self._id, "error": {"code": -32603, "message": why}})
+                yield f"event: message\ndata: {error}\n\n".encode() if self._events else error.encode()
+                return
             tail = seen[-2:]
-            yield chunk
+            held += chunk
+            if left >= 0:  # the events before it are whole
+                yield bytes(held[:len(held) - left])
+                del held[:len(held) - left]
+        if held:
+            yield bytes(held)
 
     async def aclose(self) -> None:
         """Close the body it reads."""

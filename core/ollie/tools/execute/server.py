@@ -95,7 +95,7 @@ class ExecuteServer:
         return self._built_runner
 
     def set_cwd(self, cwd: Path) -> None:
-        """Run later calls in `cwd`."""
+        """Run later calls in `cwd`, a real path (walked by the caller): refused once that no longer is its real path."""
         self._cwd = Path(cwd)
         if self._built_runner is not None:
             self._built_runner.cwd = self._cwd
