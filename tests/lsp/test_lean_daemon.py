@@ -275,6 +275,25 @@ def test_the_first_turns_classes_generate_no_repr_and_equality_only_where_compar
     assert {name for name, eq, _ in made if eq == "eq"} == _COMPARED
 
 
+_SHAPE_PROBE = """
+import linecache
+from ollie.config import AgentConfig
+from ollie.shapes import Invalid, parse
+try:
+    parse(AgentConfig, {"maxSteps": "x"})
+except Invalid:
+    pass
+print(sorted(name for name in linecache.cache if "cattrs generated structure" in name))
+"""
+
+
+def test_a_shapes_first_check_generates_no_function() -> None:
+    # cattrs generated, and compiled, a structure function for each shape at its first check (the agent config's
+    # shapes before every first token: ~23 M instructions); ollie.shapes reads a shape's fields itself.
+    out = subprocess.run([sys.executable, "-c", _SHAPE_PROBE], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 async def test_the_daemon_raises_its_descriptor_limit_to_the_hard_one(tmp_path) -> None:
     # Started with a soft limit far under the hard one (each proxied connection of a step holds six descriptors).
     code = ("import resource, runpy; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
